@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build, the tests and the benchmarks need.
+# Idempotent: installs only what is missing; needs root for apt-get (sudo is used when present).
+# Usage: scripts/deps.sh [build|test|bench]   (each level includes the ones before it)
+set -euo pipefail
+level=${1:-build}
+build_pkgs="build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev libpq-dev
+  libcurl4-openssl-dev libjwt-dev libssl-dev libcrypt-dev"
+test_pkgs="libcmocka-dev postgresql python3-pytest python3-requests"
+bench_pkgs="wrk nginx-light"
+pkgs=$build_pkgs
+[ "$level" = test ] || [ "$level" = bench ] && pkgs="$pkgs $test_pkgs"
+[ "$level" = bench ] && pkgs="$pkgs $bench_pkgs"
+missing=""
+for p in $pkgs; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "deps: installing$missing" >&2
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+  command -v sudo >/dev/null || { echo "deps: need root to install:$missing" >&2; exit 1; }
+  SUDO=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing >&2

@@ -1,0 +1,23 @@
+/* The service's one clock. Every rule that reads time (token expiry, windows, rate limits,
+ * queue retries) calls clock_now_ms(), so the test clock moves all of them together.
+ * Thread-safe. */
+#ifndef CORE_CLOCK_H
+#define CORE_CLOCK_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Milliseconds since the Unix epoch, wall clock plus the test offset. */
+int64_t clock_now_ms(void);
+/* Moves the service clock forward by ms (test environment only; callers enforce that). */
+void clock_advance_ms(int64_t ms);
+/* Milliseconds from a monotonic clock, for durations; unaffected by the test offset. */
+int64_t clock_mono_ms(void);
+/* Formats epoch milliseconds as ISO 8601 UTC with milliseconds ("2026-11-22T01:49:51.123Z");
+ * out needs 25 bytes. */
+void clock_format_iso(int64_t ms, char out[25]);
+/* Parses an ISO 8601 date-time ("YYYY-MM-DDTHH:MM[:SS[.fff]](Z|±HH:MM)") or a date
+ * ("YYYY-MM-DD", midnight UTC). Returns false when the text is not a valid instant. */
+bool clock_parse_iso(const char *s, int64_t *ms);
+
+#endif

@@ -1,0 +1,148 @@
+/* Environment variables to CFG, with the defaults of decisions section 2. */
+#include "core/config.h"
+#include "core/ids.h"
+#include "core/util.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+config CFG;
+
+static char *env_or(const char *name, const char *fallback) {
+  const char *v = getenv(name);
+  if (v && *v) return xstrdup(v);
+  return fallback ? xstrdup(fallback) : NULL;
+}
+
+static bool env_int(const char *name, int fallback, int lo, int hi, int *out, char err[256]) {
+  const char *v = getenv(name);
+  if (!v || !*v) {
+    *out = fallback;
+    return true;
+  }
+  char *end;
+  errno = 0;
+  long n = strtol(v, &end, 10);
+  if (errno || *end || n < lo || n > hi) {
+    snprintf(err, 256, "%s must be an integer from %d to %d", name, lo, hi);
+    return false;
+  }
+  *out = (int)n;
+  return true;
+}
+
+/* Outside production a secret is generated once and kept, so tokens survive restarts. */
+static bool load_generated_secret(char err[256]) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/jwt_secret", CFG.data_dir);
+  size_t len;
+  char *s = read_file(path, &len);
+  if (s && len >= 32) {
+    CFG.jwt_secret = s, CFG.jwt_secret_len = len;
+    return true;
+  }
+  free(s);
+  unsigned char raw[32];
+  random_bytes(raw, sizeof raw);
+  char hex[65];
+  hex_encode(raw, sizeof raw, hex);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0 || write(fd, hex, 64) != 64) {
+    if (fd >= 0) close(fd);
+    snprintf(err, 256, "cannot write %s: %s", path, strerror(errno));
+    return false;
+  }
+  close(fd);
+  CFG.jwt_secret = xstrdup(hex), CFG.jwt_secret_len = 64;
+  return true;
+}
+
+bool config_load(char err[256]) {
+  char *env = env_or("APP_ENV", "development");
+  if (!strcmp(env, "development")) CFG.env = ENV_DEVELOPMENT;
+  else if (!strcmp(env, "test")) CFG.env = ENV_TEST;
+  else if (!strcmp(env, "production")) CFG.env = ENV_PRODUCTION;
+  else {
+    snprintf(err, 256, "APP_ENV must be development, test or production");
+    free(env);
+    return false;
+  }
+  free(env);
+  if (!env_int("PORT", 8080, 0, 65535, &CFG.port, err)) return false;
+  CFG.bind = env_or("BIND", "127.0.0.1");
+  CFG.data_dir = env_or("DATA_DIR", "./data");
+  if (!mkdir_p(CFG.data_dir)) {
+    snprintf(err, 256, "cannot create DATA_DIR %s: %s", CFG.data_dir, strerror(errno));
+    return false;
+  }
+  char buf[4200];
+  snprintf(buf, sizeof buf, "sqlite:%s/marketplace.db", CFG.data_dir);
+  CFG.database_url = env_or("DATABASE_URL", buf);
+  if (!str_starts_with(CFG.database_url, "sqlite:") && !config_is_postgres()) {
+    snprintf(err, 256, "DATABASE_URL must start with sqlite:, postgres:// or postgresql://");
+    return false;
+  }
+  snprintf(buf, sizeof buf, "http://localhost:%d", CFG.port);
+  CFG.public_url = env_or("PUBLIC_URL", buf);
+  CFG.app_url = env_or("APP_URL", "http://localhost:3000");
+  CFG.admin_email = env_or("ADMIN_EMAIL", "admin@localhost");
+  CFG.support_email = env_or("SUPPORT_EMAIL", "support@localhost");
+  CFG.mail_from = env_or("MAIL_FROM", "no-reply@localhost");
+  CFG.smtp_url = env_or("SMTP_URL", NULL);
+  CFG.bootstrap_admin_email = env_or("BOOTSTRAP_ADMIN_EMAIL", NULL);
+  CFG.bootstrap_admin_password = env_or("BOOTSTRAP_ADMIN_PASSWORD", NULL);
+  CFG.stripe_secret_key = env_or("STRIPE_SECRET_KEY", NULL);
+  CFG.stripe_api_base = env_or("STRIPE_API_BASE", "https://api.stripe.com");
+  CFG.stripe_webhook_secret = env_or("STRIPE_WEBHOOK_SECRET", NULL);
+  CFG.stripe_premium_price_id = env_or("STRIPE_PREMIUM_PRICE_ID", NULL);
+  CFG.s3_endpoint = env_or("S3_ENDPOINT", NULL);
+  CFG.s3_bucket = env_or("S3_BUCKET", NULL);
+  CFG.s3_region = env_or("S3_REGION", NULL);
+  CFG.s3_access_key_id = env_or("S3_ACCESS_KEY_ID", NULL);
+  CFG.s3_secret_access_key = env_or("S3_SECRET_ACCESS_KEY", NULL);
+  CFG.geocoder_url = env_or("GEOCODER_URL", NULL);
+  CFG.router_url = env_or("ROUTER_URL", NULL);
+  CFG.weather_url = env_or("WEATHER_URL", "https://api.open-meteo.com");
+  CFG.push_url = env_or("PUSH_URL", NULL);
+  if (!env_int("BCRYPT_COST", 12, 4, 31, &CFG.bcrypt_cost, err)) return false;
+  if (CFG.env == ENV_PRODUCTION && CFG.bcrypt_cost < 12) {
+    snprintf(err, 256, "BCRYPT_COST below 12 is refused in production");
+    return false;
+  }
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int default_threads = cores > 1 ? (int)cores - 1 : 1;
+  if (!env_int("BCRYPT_THREADS", default_threads, 1, 256, &CFG.bcrypt_threads, err)) return false;
+  if (!env_int("BCRYPT_QUEUE", 8 * CFG.bcrypt_threads, 0, 100000, &CFG.bcrypt_queue, err)) return false;
+  if (!env_int("DB_POOL_SIZE", 16, 1, 1024, &CFG.db_pool_size, err)) return false;
+  if (!env_int("QUEUE_WORKERS", 2, 1, 64, &CFG.queue_workers, err)) return false;
+  int trust;
+  if (!env_int("TRUST_PROXY", 0, 0, 1, &trust, err)) return false;
+  CFG.trust_proxy = trust == 1;
+  CFG.cors_origins = env_or("CORS_ORIGINS", CFG.env == ENV_PRODUCTION ? "" : "*");
+
+  const char *secret = getenv("JWT_SECRET");
+  if (secret && *secret) {
+    if (CFG.env == ENV_PRODUCTION && strlen(secret) < 32) {
+      snprintf(err, 256, "JWT_SECRET must be at least 32 bytes in production");
+      return false;
+    }
+    CFG.jwt_secret = xstrdup(secret), CFG.jwt_secret_len = strlen(secret);
+  } else if (CFG.env == ENV_PRODUCTION) {
+    snprintf(err, 256, "JWT_SECRET is required in production (at least 32 bytes)");
+    return false;
+  } else if (!load_generated_secret(err)) {
+    return false;
+  }
+  return true;
+}
+
+const char *config_env_name(void) {
+  return CFG.env == ENV_TEST ? "test" : CFG.env == ENV_PRODUCTION ? "production" : "development";
+}
+
+bool config_is_postgres(void) {
+  return str_starts_with(CFG.database_url, "postgres://") || str_starts_with(CFG.database_url, "postgresql://");
+}

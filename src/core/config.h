@@ -1,0 +1,46 @@
+/* Configuration from the environment (decisions section 2), read once at start-up and
+ * read-only afterwards, so every thread may read it without locking. */
+#ifndef CORE_CONFIG_H
+#define CORE_CONFIG_H
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum { ENV_DEVELOPMENT, ENV_TEST, ENV_PRODUCTION } app_env;
+
+typedef struct config {
+  int port;
+  char *bind;
+  app_env env;
+  char *data_dir;
+  char *database_url;   /* "sqlite:PATH" or "postgres://..." */
+  char *jwt_secret;
+  size_t jwt_secret_len;
+  char *public_url;
+  char *app_url;
+  char *admin_email, *support_email, *mail_from;
+  char *smtp_url;       /* NULL: .eml files under $DATA_DIR/mail */
+  char *bootstrap_admin_email, *bootstrap_admin_password;
+  char *stripe_secret_key, *stripe_api_base, *stripe_webhook_secret, *stripe_premium_price_id;
+  char *s3_endpoint, *s3_bucket, *s3_region, *s3_access_key_id, *s3_secret_access_key;
+  char *geocoder_url, *router_url, *weather_url, *push_url;
+  int bcrypt_cost;
+  int bcrypt_threads, bcrypt_queue; /* password-hashing pool size and queue bound */
+  int db_pool_size;
+  int queue_workers;
+  bool trust_proxy;
+  char *cors_origins;   /* comma-separated; "*" allows any */
+} config;
+
+/* The process-wide configuration; valid after config_load(). */
+extern config CFG;
+
+/* Reads the environment into CFG. Returns false with a message in err (256 bytes) when a
+ * value is invalid or production lacks a strong JWT_SECRET. Creates DATA_DIR and, outside
+ * production, a generated JWT secret kept in $DATA_DIR/jwt_secret. */
+bool config_load(char err[256]);
+/* "development", "test" or "production". */
+const char *config_env_name(void);
+/* True when the engine is PostgreSQL. */
+bool config_is_postgres(void);
+
+#endif

@@ -1,0 +1,16 @@
+/* Structured logging: one JSON object per line on stderr, written with a single write(2) so
+ * lines from concurrent threads never interleave. */
+#ifndef CORE_LOG_H
+#define CORE_LOG_H
+#include <jansson.h>
+
+typedef enum { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR } log_level;
+
+/* Sets the lowest level written (default LOG_INFO). */
+void log_set_level(log_level lvl);
+/* Writes {"time","level","msg", ...fields}. fields may be NULL; it is borrowed. */
+void log_json(log_level lvl, const char *msg, json_t *fields);
+/* printf-style message without extra fields. */
+void log_msg(log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,83 @@
+/* Allocation that never returns NULL, and a few string and file helpers used everywhere. */
+#include "core/util.h"
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static _Noreturn void oom(void) {
+  fputs("fatal: out of memory\n", stderr);
+  abort();
+}
+
+void *xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) oom();
+  return p;
+}
+
+void *xcalloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  if (!p) oom();
+  return p;
+}
+
+void *xrealloc(void *p, size_t n) {
+  p = realloc(p, n ? n : 1);
+  if (!p) oom();
+  return p;
+}
+
+char *xstrdup(const char *s) {
+  char *p = strdup(s);
+  if (!p) oom();
+  return p;
+}
+
+_Noreturn void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("fatal: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  exit(1);
+}
+
+char *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 4096, n = 0;
+  char *buf = xmalloc(cap);
+  size_t r;
+  while ((r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+    n += r;
+    if (cap - n - 1 == 0) buf = xrealloc(buf, cap *= 2);
+  }
+  fclose(f);
+  buf[n] = 0;
+  if (len) *len = n;
+  return buf;
+}
+
+bool mkdir_p(const char *path) {
+  char tmp[4096];
+  if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) return false;
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return false;
+    *p = '/';
+  }
+  return mkdir(tmp, 0700) == 0 || errno == EEXIST;
+}
+
+void hex_encode(const unsigned char *in, size_t n, char *out) {
+  static const char digits[] = "0123456789abcdef";
+  for (size_t i = 0; i < n; i++) out[2 * i] = digits[in[i] >> 4], out[2 * i + 1] = digits[in[i] & 15];
+  out[2 * n] = 0;
+}
+
+bool str_starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }

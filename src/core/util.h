@@ -1,0 +1,23 @@
+/* Process-lifetime allocation helpers (abort on out-of-memory) and small string helpers. */
+#ifndef CORE_UTIL_H
+#define CORE_UTIL_H
+#include <stdbool.h>
+#include <stddef.h>
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+/* Prints "fatal: <msg>" to stderr and exits 1. */
+_Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Reads a whole file into a new NUL-terminated heap buffer; NULL when unreadable. */
+char *read_file(const char *path, size_t *len);
+/* Creates a directory and its parents (mode 0700); true on success or when it exists. */
+bool mkdir_p(const char *path);
+/* Lowercase hex of n bytes into out (2n+1 bytes). */
+void hex_encode(const unsigned char *in, size_t n, char *out);
+bool str_starts_with(const char *s, const char *prefix);
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif

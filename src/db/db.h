@@ -1,0 +1,87 @@
+/* Storage: one interface over two engines (SQLite, PostgreSQL).
+ *
+ * SQL is written once with $1..$n placeholders and runs on both engines. Values are bound
+ * with their type (db_val), never concatenated. Booleans are stored as integers 0/1,
+ * timestamps as integer epoch milliseconds, JSON documents as text, money as integer cents.
+ *
+ * Connections come from a process-wide pool (db_acquire/db_release): hold one only for the
+ * duration of the statements that need it, never across slow work such as password hashing.
+ * A connection is used by one thread at a time; the pool is thread-safe. */
+#ifndef DB_DB_H
+#define DB_DB_H
+#include "core/arena.h"
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum {
+  DB_OK = 0,
+  DB_ERROR,      /* any other failure; logged by the engine */
+  DB_CONSTRAINT, /* a unique, foreign-key or check constraint refused the change */
+} db_rc;
+
+typedef enum { DB_SQLITE, DB_POSTGRES } db_engine;
+
+typedef enum { DBV_NULL, DBV_TEXT, DBV_INT, DBV_REAL } db_val_type;
+typedef struct db_val {
+  db_val_type type;
+  const char *s;
+  int64_t i;
+  double d;
+} db_val;
+
+/* Parameter constructors. DB_TEXT(NULL) binds SQL NULL. */
+static inline db_val db_val_text(const char *s) { return (db_val){.type = s ? DBV_TEXT : DBV_NULL, .s = s}; }
+#define DB_TEXT(x) db_val_text(x)
+#define DB_INT(x) ((db_val){.type = DBV_INT, .i = (int64_t)(x)})
+#define DB_REAL(x) ((db_val){.type = DBV_REAL, .d = (double)(x)})
+#define DB_BOOL(x) ((db_val){.type = DBV_INT, .i = (x) ? 1 : 0})
+#define DB_NULL ((db_val){.type = DBV_NULL})
+#define DB_ARGS(...) ((const db_val[]){__VA_ARGS__}), (int)(sizeof((const db_val[]){__VA_ARGS__}) / sizeof(db_val))
+#define DB_NOARGS NULL, 0
+
+typedef struct db_conn db_conn;
+
+/* A materialised result: every cell as text (NULL for SQL NULL). Row-count affected by a
+ * write is in db_res_changes(). */
+typedef struct db_res {
+  int rows, cols;
+  int64_t changes;
+  char **colnames;
+  char **cells; /* rows * cols */
+} db_res;
+
+/* Opens the pool for url ("sqlite:PATH", "postgres://...") with pool_size connections.
+ * False with a message in err on failure. */
+bool db_open(const char *url, int pool_size, char err[256]);
+/* Closes every connection; no connection may be in use. */
+void db_close(void);
+db_engine db_engine_get(void);
+
+/* Borrows a connection, waiting for one when all are in use. Never NULL. */
+db_conn *db_acquire(void);
+/* Returns a connection; an open transaction is rolled back first. */
+void db_release(db_conn *c);
+
+/* Runs one statement. When out is not NULL it receives a result owned by the arena a (which
+ * must then not be NULL). Returns DB_CONSTRAINT for constraint violations. */
+db_rc db_exec(db_conn *c, arena *a, db_res **out, const char *sql, const db_val *params, int n);
+/* Runs several statements without parameters (migrations). */
+db_rc db_script(db_conn *c, const char *sql);
+/* Acquire, run one statement, release. */
+db_rc db_query(arena *a, db_res **out, const char *sql, const db_val *params, int n);
+
+/* Transactions. db_begin takes the write lock at once on SQLite (BEGIN IMMEDIATE) so two
+ * writers never deadlock; on PostgreSQL it is a plain BEGIN (READ COMMITTED) and state
+ * changes rely on conditional updates. */
+db_rc db_begin(db_conn *c);
+db_rc db_commit(db_conn *c);
+void db_rollback(db_conn *c);
+
+/* Cell accessors: row and column are zero-based; name lookups return -1 when absent. */
+const char *db_text(const db_res *r, int row, int col);
+int64_t db_int(const db_res *r, int row, int col);
+double db_real(const db_res *r, int row, int col);
+bool db_isnull(const db_res *r, int row, int col);
+int db_col(const db_res *r, const char *name);
+
+#endif

@@ -1,0 +1,34 @@
+/* The contract between db.c (pool, dispatch) and each engine file. Internal to src/db. */
+#ifndef DB_ENGINE_H
+#define DB_ENGINE_H
+#include "db/db.h"
+
+typedef struct engine_ops {
+  /* Opens one connection; NULL with a message in err. */
+  void *(*connect)(const char *url, char err[256]);
+  void (*disconnect)(void *h);
+  /* Runs one statement; *out (when out != NULL) is a heap result for db_res_free(). */
+  db_rc (*exec)(void *h, const char *sql, const db_val *params, int n, db_res **out);
+  db_rc (*script)(void *h, const char *sql);
+  const char *begin_sql;
+} engine_ops;
+
+extern const engine_ops sqlite_engine_ops;
+extern const engine_ops postgres_engine_ops;
+
+/* Result building shared by the engines. */
+typedef struct res_builder {
+  db_res *res;
+  char *buf;
+  size_t len, cap;
+  size_t *offsets; /* per cell; SIZE_MAX for NULL */
+  size_t ncells, cells_cap;
+} res_builder;
+void res_begin(res_builder *b, int cols);
+void res_colname(res_builder *b, int col, const char *name);
+void res_cell(res_builder *b, const char *text, size_t len); /* text NULL: SQL NULL */
+db_res *res_finish(res_builder *b, int64_t changes);
+void res_abort(res_builder *b);
+void db_res_free(db_res *r);
+
+#endif

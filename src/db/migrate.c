@@ -1,0 +1,53 @@
+/* Migration runner over the embedded scripts (build/gen/migrations.c). */
+#include "db/migrate.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "db/db.h"
+#include <string.h>
+
+typedef struct migration {
+  const char *engine; /* "sqlite" or "postgres" */
+  int version;
+  const char *name;
+  const char *sql;
+} migration;
+extern const migration EMBEDDED_MIGRATIONS[];
+extern const int EMBEDDED_MIGRATION_COUNT;
+
+static const char *engine_name(void) { return db_engine_get() == DB_SQLITE ? "sqlite" : "postgres"; }
+
+static bool apply_pending(db_conn *c, arena *a) {
+  db_res *r;
+  if (db_exec(c, a, &r, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations", DB_NOARGS) != DB_OK) return false;
+  int64_t current = db_int(r, 0, 0);
+  for (int i = 0; i < EMBEDDED_MIGRATION_COUNT; i++) {
+    const migration *m = &EMBEDDED_MIGRATIONS[i];
+    if (strcmp(m->engine, engine_name()) || m->version <= current) continue;
+    if (db_begin(c) != DB_OK) return false;
+    if (db_script(c, m->sql) != DB_OK ||
+        db_exec(c, a, NULL, "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+                DB_ARGS(DB_INT(m->version), DB_TEXT(m->name), DB_INT(clock_now_ms()))) != DB_OK ||
+        db_commit(c) != DB_OK) {
+      db_rollback(c);
+      log_msg(LOG_ERROR, "migration %04d_%s failed", m->version, m->name);
+      return false;
+    }
+    log_msg(LOG_INFO, "applied migration %04d_%s", m->version, m->name);
+  }
+  return true;
+}
+
+bool db_migrate(void) {
+  arena a;
+  arena_init(&a);
+  db_conn *c = db_acquire();
+  bool pg = db_engine_get() == DB_POSTGRES;
+  bool ok = db_script(c, "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+                         "name TEXT NOT NULL, applied_at BIGINT NOT NULL)") == DB_OK;
+  if (ok && pg) ok = db_script(c, "SELECT pg_advisory_lock(7261001)") == DB_OK;
+  if (ok) ok = apply_pending(c, &a);
+  if (pg) db_script(c, "SELECT pg_advisory_unlock(7261001)");
+  db_release(c);
+  arena_fini(&a);
+  return ok;
+}

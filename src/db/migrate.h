@@ -1,0 +1,12 @@
+/* Versioned schema migrations, embedded in the binary at build time from
+ * migrations/{sqlite,postgres}/NNNN_name.sql (both folders hold the same version numbers). */
+#ifndef DB_MIGRATE_H
+#define DB_MIGRATE_H
+#include <stdbool.h>
+
+/* Applies every migration newer than the database's version, each in its own transaction,
+ * recording it in schema_migrations. Safe when several instances start at once (an
+ * advisory lock on PostgreSQL, the write lock on SQLite). False on the first failure. */
+bool db_migrate(void);
+
+#endif

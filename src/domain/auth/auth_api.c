@@ -1,0 +1,134 @@
+/* Handlers for /auth/... . Password hashing goes through the bounded pool (ext/password.h);
+ * when it is full the route answers 503 with Retry-After at once. Login answers the same
+ * 401 for an unknown email and a wrong password, after the same amount of hashing. */
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/ids.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "domain/auth/auth.h"
+#include "domain/auth/auth_api.h"
+#include "domain/auth/auth_store.h"
+#include "ext/digest.h"
+#include "ext/password.h"
+#include "ext/token.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RESET_TTL_MS (60LL * 60 * 1000)
+
+/* Maps a hashing failure to the answer: 503 + Retry-After when the pool is saturated. */
+static err_t hashing_failed(hs_req *req, pw_result r) {
+  if (r == PW_BUSY) {
+    req->retry_after = 1;
+    return hs_fail(req, ERR_UNAVAILABLE, "Server busy");
+  }
+  return hs_fail(req, ERR_INTERNAL, NULL);
+}
+
+/* {token, <key>: {id, email, name}} with a 7-day token for role. */
+static err_t reply_session(hs_req *req, const char *key, const char *role, const char *id, const char *email,
+                           const char *name) {
+  char *token = token_issue(id, role, false, NULL, TOKEN_TTL_ACCOUNT);
+  if (!token) return hs_fail(req, ERR_INTERNAL, NULL);
+  json_t *body = json_pack("{s:s,s:{s:s,s:s,s:s}}", "token", token, key, "id", id, "email", email, "name", name);
+  free(token);
+  return hs_ok(req, body);
+}
+
+err_t api_auth_register(hs_req *req) {
+  const char *email = hs_body_str(req, "email");
+  bool taken;
+  account existing;
+  if (auth_store_find(&req->arena, ACCOUNT_USER, email, &existing, &taken) != ERR_OK) return ERR_INTERNAL;
+  if (taken) return hs_fail(req, ERR_CONFLICT, "Email already registered");
+  char hash[128], id[ID_LEN + 1];
+  pw_result pr = password_hash(hs_body_str(req, "password"), hash);
+  if (pr != PW_OK) return hashing_failed(req, pr);
+  id_new(id);
+  err_t e = auth_store_insert_user(id, email, hash, hs_body_str(req, "name"), hs_body_str(req, "address"),
+                                   hs_body_str(req, "zip"));
+  if (e == ERR_CONFLICT) return hs_fail(req, ERR_CONFLICT, "Email already registered");
+  if (e != ERR_OK) return e;
+  return reply_session(req, "user", "user", id, email, hs_body_str(req, "name"));
+}
+
+err_t api_auth_provider_register(hs_req *req) {
+  const char *email = hs_body_str(req, "email");
+  bool taken;
+  account existing;
+  if (auth_store_find(&req->arena, ACCOUNT_PROVIDER, email, &existing, &taken) != ERR_OK) return ERR_INTERNAL;
+  if (taken) return hs_fail(req, ERR_CONFLICT, "Email already registered");
+  char hash[128], id[ID_LEN + 1];
+  pw_result pr = password_hash(hs_body_str(req, "password"), hash);
+  if (pr != PW_OK) return hashing_failed(req, pr);
+  id_new(id);
+  err_t e = auth_store_insert_provider(id, email, hash, hs_body_str(req, "name"), hs_body_str(req, "phone"),
+                                       json_object_get(req->body, "services"),
+                                       json_object_get(req->body, "serviceZips"));
+  if (e == ERR_CONFLICT) return hs_fail(req, ERR_CONFLICT, "Email already registered");
+  if (e != ERR_OK) return e;
+  return reply_session(req, "provider", "provider", id, email, hs_body_str(req, "name"));
+}
+
+static err_t login(hs_req *req, account_kind kind) {
+  bool found;
+  account acc = {0};
+  if (auth_store_find(&req->arena, kind, hs_body_str(req, "email"), &acc, &found) != ERR_OK) return ERR_INTERNAL;
+  pw_result pr = password_verify(hs_body_str(req, "password"), found ? acc.password_hash : NULL);
+  if (pr == PW_MISMATCH) return hs_fail(req, ERR_UNAUTHORIZED, "Invalid credentials");
+  if (pr != PW_OK) return hashing_failed(req, pr);
+  return kind == ACCOUNT_USER ? reply_session(req, "user", "user", acc.id, acc.email, acc.name)
+                              : reply_session(req, "provider", "provider", acc.id, acc.email, acc.name);
+}
+
+err_t api_auth_login(hs_req *req) { return login(req, ACCOUNT_USER); }
+err_t api_auth_provider_login(hs_req *req) { return login(req, ACCOUNT_PROVIDER); }
+
+err_t api_auth_forgot_password(hs_req *req) {
+  const char *email = hs_body_str(req, "email"), *role = hs_body_str(req, "role");
+  bool found;
+  account acc;
+  account_kind kind = !strcmp(role, "provider") ? ACCOUNT_PROVIDER : ACCOUNT_USER;
+  if (auth_store_find(&req->arena, kind, email, &acc, &found) != ERR_OK) return ERR_INTERNAL;
+  if (found) {
+    unsigned char raw[32];
+    char token[65], token_hash[65];
+    random_bytes(raw, sizeof raw);
+    hex_encode(raw, sizeof raw, token);
+    sha256_hex(token, strlen(token), token_hash);
+    char *body = arena_printf(&req->arena,
+                              "Hello %s,\n\nWe received a request to reset your password. Open this link within one "
+                              "hour to choose a new one:\n\n%s/reset-password?token=%s\n\nIf you did not ask for "
+                              "this, you can ignore this email; your password stays as it is.\n",
+                              acc.name, CFG.app_url, token);
+    err_t e = auth_store_put_reset(email, role, token_hash, clock_now_ms() + RESET_TTL_MS, "Reset your password", body);
+    if (e != ERR_OK) return e;
+  }
+  return hs_ok(req, json_pack("{s:s}", "message",
+                              "If an account exists for that email, a password reset link has been sent."));
+}
+
+err_t api_auth_reset_password(hs_req *req) {
+  const char *token = hs_body_str(req, "token");
+  char token_hash[65];
+  sha256_hex(token, strlen(token), token_hash);
+  const char *role;
+  bool found;
+  if (auth_store_find_reset(&req->arena, token_hash, &role, &found) != ERR_OK) return ERR_INTERNAL;
+  if (!found) return hs_fail(req, ERR_BAD_REQUEST, "Invalid or expired reset token");
+  char hash[128];
+  pw_result pr = password_hash(hs_body_str(req, "newPassword"), hash);
+  if (pr != PW_OK) return hashing_failed(req, pr);
+  err_t e = auth_store_use_reset(&req->arena, token_hash, hash, &role);
+  if (e == ERR_BAD_REQUEST) return hs_fail(req, ERR_BAD_REQUEST, "Invalid or expired reset token");
+  if (e != ERR_OK) return e;
+  return hs_ok(req, json_pack("{s:s,s:s}", "message", "Password has been reset", "role", role));
+}
+
+bool auth_admin_upsert(const char *email, const char *password) {
+  char hash[128];
+  if (!password_hash_now(password, CFG.bcrypt_cost, hash)) return false;
+  return auth_store_upsert_admin(email, hash) == ERR_OK;
+}

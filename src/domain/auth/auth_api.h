@@ -1,0 +1,13 @@
+/* Handlers of the auth domain, referenced by its route table. */
+#ifndef DOMAIN_AUTH_API_H
+#define DOMAIN_AUTH_API_H
+#include "http/http.h"
+
+err_t api_auth_register(hs_req *req);
+err_t api_auth_login(hs_req *req);
+err_t api_auth_provider_register(hs_req *req);
+err_t api_auth_provider_login(hs_req *req);
+err_t api_auth_forgot_password(hs_req *req);
+err_t api_auth_reset_password(hs_req *req);
+
+#endif

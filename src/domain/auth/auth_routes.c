@@ -1,0 +1,72 @@
+/* Routes and body schemas of /auth/..., in the specification's field order. */
+#include "domain/auth/auth.h"
+#include "core/util.h"
+#include "domain/auth/auth_api.h"
+
+#include "domain/common.h"
+
+static const char *const ACCOUNT_ROLES[] = {"user", "provider", NULL};
+
+/* bcrypt reads at most 72 bytes, so longer passwords are refused rather than cut. */
+#define PASSWORD(name) {name, F_STRING, F_REQUIRED, LEN(8, 72)}
+
+static const hs_field register_fields[] = {
+    {"email", F_EMAIL, F_REQUIRED},
+    PASSWORD("password"),
+    {"name", F_STRING, F_REQUIRED, LEN(1, 100)},
+    {"address", F_STRING, F_REQUIRED, LEN(1, 300)},
+    {"zip", F_ZIP, F_REQUIRED},
+    {0},
+};
+static const hs_schema register_schema = {register_fields};
+
+static const hs_field login_fields[] = {
+    {"email", F_EMAIL, F_REQUIRED},
+    {"password", F_STRING, F_REQUIRED, LEN(1, 1024)},
+    {0},
+};
+static const hs_schema login_schema = {login_fields};
+
+static const hs_field zip_item = {"serviceZips", F_ZIP};
+static const hs_field service_item = {"services", F_ENUM, .choices = SERVICE_NAMES};
+static const hs_field provider_register_fields[] = {
+    {"email", F_EMAIL, F_REQUIRED},
+    PASSWORD("password"),
+    {"name", F_STRING, F_REQUIRED, LEN(1, 100)},
+    {"phone", F_STRING, 0, LEN(0, 20)},
+    {"serviceZips", F_ARRAY, F_REQUIRED | F_ONE_OR_MANY, LEN(1, 500), .item = &zip_item},
+    {"services", F_ARRAY, F_REQUIRED | F_ONE_OR_MANY, LEN(1, 4), .item = &service_item},
+    {0},
+};
+static const hs_schema provider_register_schema = {provider_register_fields};
+
+static const hs_field forgot_fields[] = {
+    {"email", F_EMAIL, F_REQUIRED},
+    {"role", F_ENUM, F_REQUIRED, .choices = ACCOUNT_ROLES},
+    {0},
+};
+static const hs_schema forgot_schema = {forgot_fields};
+
+static const hs_field reset_fields[] = {
+    {"token", F_STRING, F_REQUIRED, LEN(1, 512)},
+    PASSWORD("newPassword"),
+    {0},
+};
+static const hs_schema reset_schema = {reset_fields};
+
+static const hs_rate_limit forgot_limit = {"forgot-password", 5, 15 * 60 * 1000};
+
+const hs_route AUTH_ROUTES[] = {
+    {HS_POST, "/auth/register", api_auth_register, ROLE_OPEN, &register_schema, .ok = 201,
+     .summary = "Register a customer account"},
+    {HS_POST, "/auth/login", api_auth_login, ROLE_OPEN, &login_schema, .summary = "Log in as a customer"},
+    {HS_POST, "/auth/provider/register", api_auth_provider_register, ROLE_OPEN, &provider_register_schema, .ok = 201,
+     .summary = "Register a provider account"},
+    {HS_POST, "/auth/provider/login", api_auth_provider_login, ROLE_OPEN, &login_schema,
+     .summary = "Log in as a provider"},
+    {HS_POST, "/auth/forgot-password", api_auth_forgot_password, ROLE_OPEN, &forgot_schema, .limit = &forgot_limit,
+     .summary = "Email a password-reset link"},
+    {HS_POST, "/auth/reset-password", api_auth_reset_password, ROLE_OPEN, &reset_schema,
+     .summary = "Set a new password with a reset token"},
+};
+const size_t AUTH_ROUTES_LEN = ARRAY_LEN(AUTH_ROUTES);

@@ -1,0 +1,134 @@
+/* Account and reset-token storage. A token row is deleted by the same conditional statement
+ * that proves it live, so a token can be used once even by two concurrent requests. */
+#include "domain/auth/auth_store.h"
+#include "core/clock.h"
+#include "core/ids.h"
+#include "ext/mail.h"
+#include "ext/queue.h"
+#include <string.h>
+
+static const char *const find_sql[] = {
+    [ACCOUNT_USER] = "SELECT id, email, name, password_hash FROM users WHERE email = $1",
+    [ACCOUNT_PROVIDER] = "SELECT id, email, name, password_hash FROM providers WHERE email = $1",
+};
+
+err_t auth_store_find(arena *a, account_kind kind, const char *email, account *out, bool *found) {
+  db_res *r;
+  if (db_query(a, &r, find_sql[kind], DB_ARGS(DB_TEXT(email))) != DB_OK) return ERR_INTERNAL;
+  *found = r->rows > 0;
+  if (*found) *out = (account){db_text(r, 0, 0), db_text(r, 0, 1), db_text(r, 0, 2), db_text(r, 0, 3)};
+  return ERR_OK;
+}
+
+static err_t from_db(db_rc rc) { return rc == DB_OK ? ERR_OK : rc == DB_CONSTRAINT ? ERR_CONFLICT : ERR_INTERNAL; }
+
+err_t auth_store_insert_user(const char *id, const char *email, const char *hash, const char *name,
+                             const char *address, const char *zip) {
+  int64_t now = clock_now_ms();
+  return from_db(db_query(NULL, NULL,
+                          "INSERT INTO users (id, email, password_hash, name, address, zip, created_at, updated_at) "
+                          "VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
+                          DB_ARGS(DB_TEXT(id), DB_TEXT(email), DB_TEXT(hash), DB_TEXT(name), DB_TEXT(address),
+                                  DB_TEXT(zip), DB_INT(now))));
+}
+
+err_t auth_store_insert_provider(const char *id, const char *email, const char *hash, const char *name,
+                                 const char *phone, json_t *services, json_t *zips) {
+  int64_t now = clock_now_ms();
+  char *services_text = json_dumps(services, JSON_COMPACT), *zips_text = json_dumps(zips, JSON_COMPACT);
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK)
+    rc = db_exec(c, NULL, NULL,
+                 "INSERT INTO providers (id, email, password_hash, name, phone, services, service_zips, created_at, "
+                 "updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
+                 DB_ARGS(DB_TEXT(id), DB_TEXT(email), DB_TEXT(hash), DB_TEXT(name), DB_TEXT(phone),
+                         DB_TEXT(services_text), DB_TEXT(zips_text), DB_INT(now)));
+  size_t i;
+  json_t *v;
+  json_array_foreach(services, i, v) {
+    if (rc != DB_OK) break;
+    rc = db_exec(c, NULL, NULL, "INSERT INTO provider_services (provider_id, service) VALUES ($1, $2)",
+                 DB_ARGS(DB_TEXT(id), DB_TEXT(json_string_value(v))));
+  }
+  json_array_foreach(zips, i, v) {
+    if (rc != DB_OK) break;
+    rc = db_exec(c, NULL, NULL, "INSERT INTO provider_zips (provider_id, zip) VALUES ($1, $2)",
+                 DB_ARGS(DB_TEXT(id), DB_TEXT(json_string_value(v))));
+  }
+  if (rc == DB_OK) rc = db_commit(c);
+  db_release(c); /* rolls back when the transaction is still open */
+  free(services_text), free(zips_text);
+  return from_db(rc);
+}
+
+err_t auth_store_put_reset(const char *email, const char *role, const char *token_hash, int64_t expires_at,
+                           const char *mail_subject, const char *mail_body) {
+  char id[ID_LEN + 1];
+  id_new(id);
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK)
+    rc = db_exec(c, NULL, NULL, "DELETE FROM password_reset_tokens WHERE email = $1 AND role = $2",
+                 DB_ARGS(DB_TEXT(email), DB_TEXT(role)));
+  if (rc == DB_OK)
+    rc = db_exec(c, NULL, NULL,
+                 "INSERT INTO password_reset_tokens (id, token_hash, email, role, expires_at, created_at) "
+                 "VALUES ($1, $2, $3, $4, $5, $6)",
+                 DB_ARGS(DB_TEXT(id), DB_TEXT(token_hash), DB_TEXT(email), DB_TEXT(role), DB_INT(expires_at),
+                         DB_INT(clock_now_ms())));
+  if (rc == DB_OK) rc = mail_enqueue(c, email, mail_subject, mail_body);
+  if (rc == DB_OK) rc = db_commit(c);
+  db_release(c);
+  if (rc == DB_OK) queue_kick();
+  return from_db(rc);
+}
+
+err_t auth_store_find_reset(arena *a, const char *token_hash, const char **role, bool *found) {
+  db_res *r;
+  if (db_query(a, &r, "SELECT role FROM password_reset_tokens WHERE token_hash = $1 AND expires_at > $2",
+               DB_ARGS(DB_TEXT(token_hash), DB_INT(clock_now_ms()))) != DB_OK)
+    return ERR_INTERNAL;
+  *found = r->rows > 0;
+  *role = db_text(r, 0, 0);
+  return ERR_OK;
+}
+
+err_t auth_store_use_reset(arena *a, const char *token_hash, const char *new_hash, const char **role) {
+  err_t e = ERR_INTERNAL;
+  db_res *r;
+  db_conn *c = db_acquire();
+  if (db_begin(c) != DB_OK) goto out;
+  if (db_exec(c, a, &r,
+              "DELETE FROM password_reset_tokens WHERE token_hash = $1 AND expires_at > $2 RETURNING email, role",
+              DB_ARGS(DB_TEXT(token_hash), DB_INT(clock_now_ms()))) != DB_OK)
+    goto out;
+  if (r->rows == 0) {
+    e = ERR_BAD_REQUEST;
+    goto out;
+  }
+  *role = db_text(r, 0, 1);
+  const char *sql = !strcmp(*role, "provider")
+                        ? "UPDATE providers SET password_hash = $1, updated_at = $2 WHERE email = $3"
+                        : "UPDATE users SET password_hash = $1, updated_at = $2 WHERE email = $3";
+  db_res *u;
+  if (db_exec(c, a, &u, sql, DB_ARGS(DB_TEXT(new_hash), DB_INT(clock_now_ms()), DB_TEXT(db_text(r, 0, 0)))) != DB_OK)
+    goto out;
+  if (u->changes == 0) {
+    e = ERR_BAD_REQUEST; /* the account was deleted since the token was issued */
+    goto out;
+  }
+  e = db_commit(c) == DB_OK ? ERR_OK : ERR_INTERNAL;
+out:
+  db_release(c);
+  return e;
+}
+
+err_t auth_store_upsert_admin(const char *email, const char *hash) {
+  char id[ID_LEN + 1];
+  id_new(id);
+  return from_db(db_query(NULL, NULL,
+                          "INSERT INTO admins (id, email, password_hash, created_at) VALUES ($1, $2, $3, $4) "
+                          "ON CONFLICT (email) DO UPDATE SET password_hash = excluded.password_hash",
+                          DB_ARGS(DB_TEXT(id), DB_TEXT(email), DB_TEXT(hash), DB_INT(clock_now_ms()))));
+}

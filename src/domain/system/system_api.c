@@ -1,0 +1,43 @@
+/* /health answers without touching the database: it says the process serves requests.
+ * /__test/... exist only when APP_ENV=test (the route flag makes them 404 elsewhere). */
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/util.h"
+#include "domain/system/system.h"
+#include "http/router.h"
+
+static err_t api_health(hs_req *req) { return hs_ok(req, json_pack("{s:s}", "status", "ok")); }
+
+static err_t api_test_clock(hs_req *req) {
+  clock_advance_ms(json_integer_value(json_object_get(req->body, "advanceMs")));
+  return hs_ok(req, json_pack("{s:o}", "now", jx_iso(clock_now_ms())));
+}
+
+/* Every row of the route table with how often it answered and how often successfully. */
+static err_t api_test_routes(hs_req *req) {
+  size_t n;
+  const hs_route *routes = hs_router_routes(&n);
+  json_t *list = json_array();
+  for (size_t i = 0; i < n; i++) {
+    long hits, ok;
+    hs_router_counts(i, &hits, &ok);
+    json_array_append_new(list, json_pack("{s:s,s:s,s:I,s:I}", "method", hs_method_name(routes[i].method), "path",
+                                          routes[i].path, "hits", (json_int_t)hits, "ok", (json_int_t)ok));
+  }
+  return hs_ok(req, json_pack("{s:o}", "routes", list));
+}
+
+static const hs_field clock_fields[] = {
+    {"advanceMs", F_INT, F_REQUIRED, RANGE(0, 10.0 * 365 * 24 * 3600 * 1000)},
+    {0},
+};
+static const hs_schema clock_schema = {clock_fields};
+
+const hs_route SYSTEM_ROUTES[] = {
+    {HS_GET, "/health", api_health, ROLE_OPEN, .summary = "Liveness check"},
+    {HS_POST, "/__test/clock", api_test_clock, ROLE_OPEN, &clock_schema, .flags = ROUTE_TEST_ONLY,
+     .summary = "Move the service clock forward (APP_ENV=test only)"},
+    {HS_GET, "/__test/routes", api_test_routes, ROLE_OPEN, .flags = ROUTE_TEST_ONLY,
+     .summary = "Route table with hit counts (APP_ENV=test only)"},
+};
+const size_t SYSTEM_ROUTES_LEN = ARRAY_LEN(SYSTEM_ROUTES);

@@ -1,0 +1,14 @@
+/* Hashes and MACs over OpenSSL. Thread-safe. */
+#ifndef EXT_DIGEST_H
+#define EXT_DIGEST_H
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Lowercase hex SHA-256 of data; out needs 65 bytes. */
+void sha256_hex(const void *data, size_t len, char out[65]);
+/* Lowercase hex HMAC-SHA256; out needs 65 bytes. */
+void hmac_sha256_hex(const void *key, size_t keylen, const void *data, size_t len, char out[65]);
+/* Constant-time comparison of two NUL-terminated strings of equal expected length. */
+bool digest_equal(const char *a, const char *b);
+
+#endif

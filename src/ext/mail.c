@@ -1,0 +1,118 @@
+/* Delivery of queued email. The message is built once (headers, CRLF line endings) and
+ * either uploaded to the SMTP server by libcurl or written to a file atomically (a
+ * temporary name, then rename) so a reader never sees half a message. */
+#include "ext/mail.h"
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/ids.h"
+#include "core/util.h"
+#include "ext/queue.h"
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+db_rc mail_enqueue(db_conn *c, const char *to, const char *subject, const char *body) {
+  json_t *p = json_pack("{s:s,s:s,s:s}", "to", to, "subject", subject, "body", body);
+  db_rc rc = queue_enqueue(c, "email", p);
+  json_decref(p);
+  return rc;
+}
+
+/* Keeps header values on one line: a CR or LF in a subject would inject headers. */
+static void header_clean(char *s) {
+  for (; *s; s++)
+    if (*s == '\r' || *s == '\n') *s = ' ';
+}
+
+static char *build_message(const char *to, const char *subject, const char *body, const char *msgid) {
+  char date[64];
+  time_t t = (time_t)(clock_now_ms() / 1000);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S +0000", &tm);
+  char *subj = xstrdup(subject), *rcpt = xstrdup(to);
+  header_clean(subj), header_clean(rcpt);
+  size_t cap = strlen(body) * 2 + strlen(subj) + strlen(rcpt) + strlen(CFG.mail_from) + 512;
+  char *msg = xmalloc(cap);
+  int n = snprintf(msg, cap,
+                   "From: %s\r\nTo: %s\r\nSubject: %s\r\nDate: %s\r\nMessage-ID: <%s@marketplace>\r\n"
+                   "MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                   "Content-Transfer-Encoding: 8bit\r\n\r\n",
+                   CFG.mail_from, rcpt, subj, date, msgid);
+  free(subj), free(rcpt);
+  /* body: normalise line endings to CRLF; a lone "." line is dot-stuffed by curl */
+  for (const char *p = body; *p; p++) {
+    if (*p == '\r') continue;
+    if (*p == '\n') msg[n++] = '\r';
+    msg[n++] = *p;
+  }
+  memcpy(msg + n, "\r\n", 3);
+  return msg;
+}
+
+typedef struct upload {
+  const char *data;
+  size_t left;
+} upload;
+
+static size_t read_cb(char *buf, size_t size, size_t nitems, void *arg) {
+  upload *u = arg;
+  size_t n = size * nitems < u->left ? size * nitems : u->left;
+  memcpy(buf, u->data, n);
+  u->data += n, u->left -= n;
+  return n;
+}
+
+static bool send_smtp(const char *to, const char *msg, char err[256]) {
+  CURL *curl = curl_easy_init();
+  if (!curl) return snprintf(err, 256, "curl init failed"), false;
+  struct curl_slist *rcpt = curl_slist_append(NULL, to);
+  upload u = {msg, strlen(msg)};
+  curl_easy_setopt(curl, CURLOPT_URL, CFG.smtp_url);
+  curl_easy_setopt(curl, CURLOPT_MAIL_FROM, CFG.mail_from);
+  curl_easy_setopt(curl, CURLOPT_MAIL_RCPT, rcpt);
+  curl_easy_setopt(curl, CURLOPT_READFUNCTION, read_cb);
+  curl_easy_setopt(curl, CURLOPT_READDATA, &u);
+  curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+  curl_easy_setopt(curl, CURLOPT_USE_SSL, (long)CURLUSESSL_TRY);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT, 30L);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  CURLcode rc = curl_easy_perform(curl);
+  if (rc != CURLE_OK) snprintf(err, 256, "smtp: %s", curl_easy_strerror(rc));
+  curl_slist_free_all(rcpt);
+  curl_easy_cleanup(curl);
+  return rc == CURLE_OK;
+}
+
+static bool write_eml(const char *msgid, const char *msg, char err[256]) {
+  char dir[4096], tmp[4200], path[4200];
+  snprintf(dir, sizeof dir, "%s/mail", CFG.data_dir);
+  if (!mkdir_p(dir)) return snprintf(err, 256, "cannot create %s", dir), false;
+  snprintf(path, sizeof path, "%s/%lld-%s.eml", dir, (long long)clock_now_ms(), msgid);
+  snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, msgid);
+  FILE *f = fopen(tmp, "wb");
+  bool ok = f && fputs(msg, f) >= 0;
+  if (f && fclose(f) != 0) ok = false;
+  if (ok && rename(tmp, path) != 0) ok = false;
+  if (!ok) snprintf(err, 256, "cannot write %s: %s", path, strerror(errno)), remove(tmp);
+  return ok;
+}
+
+static bool deliver(json_t *p, char err[256]) {
+  const char *to = json_string_value(json_object_get(p, "to"));
+  const char *subject = json_string_value(json_object_get(p, "subject"));
+  const char *body = json_string_value(json_object_get(p, "body"));
+  if (!to || !subject || !body) return snprintf(err, 256, "email payload incomplete"), false;
+  char msgid[ID_LEN + 1];
+  id_new(msgid);
+  char *msg = build_message(to, subject, body, msgid);
+  bool ok = CFG.smtp_url ? send_smtp(to, msg, err) : write_eml(msgid, msg, err);
+  free(msg);
+  return ok;
+}
+
+void mail_init(void) { queue_register("email", deliver); }

@@ -1,0 +1,13 @@
+/* Email. Messages are queued (kind "email") in the caller's transaction and delivered by a
+ * queue worker: over SMTP with libcurl when SMTP_URL is set, otherwise written as RFC 5322
+ * .eml files under $DATA_DIR/mail/ (development and tests read them there). */
+#ifndef EXT_MAIL_H
+#define EXT_MAIL_H
+#include "db/db.h"
+
+/* Queues a plain-text email from MAIL_FROM on connection c. */
+db_rc mail_enqueue(db_conn *c, const char *to, const char *subject, const char *body);
+/* Registers the "email" queue handler. */
+void mail_init(void);
+
+#endif

@@ -1,0 +1,161 @@
+/* Queue workers. Each loop: look for ready work with a read (cheap, takes no write lock on
+ * SQLite), claim one row with a conditional update that returns it, run its handler with
+ * no database connection held, then record done, retry-at or failed. */
+#include "ext/queue.h"
+#include "core/clock.h"
+#include "core/ids.h"
+#include "core/log.h"
+#include "core/util.h"
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define LEASE_MS (2 * 60 * 1000)
+#define POLL_MS 250
+#define MAX_BACKOFF_MS (60 * 60 * 1000)
+
+typedef struct {
+  const char *kind;
+  queue_handler fn;
+} registration;
+
+static registration handlers[32];
+static int nhandlers;
+static pthread_t *threads;
+static int nthreads;
+static bool stopping;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+
+void queue_register(const char *kind, queue_handler fn) {
+  if (nhandlers == (int)ARRAY_LEN(handlers)) die("too many queue handlers");
+  handlers[nhandlers++] = (registration){kind, fn};
+}
+
+static queue_handler handler_for(const char *kind) {
+  for (int i = 0; i < nhandlers; i++)
+    if (!strcmp(handlers[i].kind, kind)) return handlers[i].fn;
+  return NULL;
+}
+
+db_rc queue_enqueue(db_conn *c, const char *kind, json_t *payload) {
+  char id[ID_LEN + 1];
+  id_new(id);
+  char *text = json_dumps(payload, JSON_COMPACT);
+  int64_t now = clock_now_ms();
+  db_rc rc = db_exec(c, NULL, NULL,
+                     "INSERT INTO job_queue (id, kind, payload, run_at, created_at, updated_at) "
+                     "VALUES ($1, $2, $3, $4, $4, $4)",
+                     DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now)));
+  free(text);
+  return rc;
+}
+
+void queue_kick(void) {
+  pthread_mutex_lock(&mu);
+  pthread_cond_broadcast(&cv);
+  pthread_mutex_unlock(&mu);
+}
+
+/* Ready: pending and due, or running with its lease expired (its worker died). */
+#define READY_WHERE(now) "(status = 'pending' AND run_at <= " now ") OR (status = 'running' AND locked_until < " now ")"
+#define CLAIM_SQL(lock)                                                                                      \
+  "UPDATE job_queue SET status = 'running', attempts = attempts + 1, locked_until = $1, updated_at = $2 "    \
+  "WHERE id = (SELECT id FROM job_queue WHERE " READY_WHERE("$2") " ORDER BY run_at LIMIT 1" lock ") "       \
+  "RETURNING id, kind, payload, attempts, max_attempts"
+
+static const char *claim_sql(void) {
+  return db_engine_get() == DB_POSTGRES ? CLAIM_SQL(" FOR UPDATE SKIP LOCKED") : CLAIM_SQL("");
+}
+
+static int64_t backoff_ms(int64_t attempts) {
+  int64_t ms = 1000;
+  for (int64_t i = 1; i < attempts && ms < MAX_BACKOFF_MS; i++) ms *= 2;
+  if (ms > MAX_BACKOFF_MS) ms = MAX_BACKOFF_MS;
+  return ms + rand() % 250; /* jitter so retries from many rows spread out */
+}
+
+static void finish(arena *a, const char *id, bool ok, int64_t attempts, int64_t max_attempts, const char *err) {
+  int64_t now = clock_now_ms();
+  if (ok) {
+    db_query(a, NULL, "UPDATE job_queue SET status = 'done', locked_until = NULL, updated_at = $2 WHERE id = $1",
+             DB_ARGS(DB_TEXT(id), DB_INT(now)));
+    return;
+  }
+  bool dead = attempts >= max_attempts;
+  log_json(dead ? LOG_ERROR : LOG_WARN, dead ? "background job failed for good" : "background job will retry",
+           arena_json(a, json_pack("{s:s,s:I,s:s}", "jobId", id, "attempts", (json_int_t)attempts, "error", err)));
+  db_query(a, NULL,
+           "UPDATE job_queue SET status = $2, run_at = $3, locked_until = NULL, last_error = $4, updated_at = $5 "
+           "WHERE id = $1",
+           DB_ARGS(DB_TEXT(id), DB_TEXT(dead ? "failed" : "pending"), DB_INT(now + backoff_ms(attempts)),
+                   DB_TEXT(err), DB_INT(now)));
+}
+
+/* Claims and runs one unit of work; false when none was ready. */
+static bool run_one(void) {
+  arena a;
+  arena_init(&a);
+  bool ran = false;
+  db_res *r;
+  int64_t now = clock_now_ms();
+  if (db_query(&a, &r,
+               "SELECT 1 FROM job_queue WHERE " READY_WHERE("$1") " LIMIT 1",
+               DB_ARGS(DB_INT(now))) != DB_OK ||
+      r->rows == 0)
+    goto out;
+  if (db_query(&a, &r, claim_sql(), DB_ARGS(DB_INT(now + LEASE_MS), DB_INT(now))) != DB_OK || r->rows == 0) goto out;
+  ran = true;
+  const char *id = db_text(r, 0, 0), *kind = db_text(r, 0, 1);
+  int64_t attempts = db_int(r, 0, 3), max_attempts = db_int(r, 0, 4);
+  char err[256] = "";
+  queue_handler fn = handler_for(kind);
+  json_t *payload = arena_json(&a, json_loads(db_text(r, 0, 2), 0, NULL));
+  bool ok = false;
+  if (!fn) snprintf(err, sizeof err, "no handler for kind %s", kind);
+  else if (!payload) snprintf(err, sizeof err, "payload is not JSON");
+  else ok = fn(payload, err);
+  finish(&a, id, ok, attempts, fn && payload ? max_attempts : attempts, err);
+out:
+  arena_fini(&a);
+  return ran;
+}
+
+static void *worker(void *arg) {
+  (void)arg;
+  for (;;) {
+    pthread_mutex_lock(&mu);
+    bool stop = stopping;
+    pthread_mutex_unlock(&mu);
+    if (stop) break;
+    if (run_one()) continue;
+    pthread_mutex_lock(&mu);
+    if (!stopping) {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_nsec += POLL_MS * 1000000L;
+      if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+      pthread_cond_timedwait(&cv, &mu, &ts);
+    }
+    pthread_mutex_unlock(&mu);
+  }
+  return NULL;
+}
+
+void queue_start(int n) {
+  stopping = false;
+  threads = xcalloc((size_t)n, sizeof *threads);
+  nthreads = n;
+  for (int i = 0; i < n; i++) pthread_create(&threads[i], NULL, worker, NULL);
+}
+
+void queue_stop(void) {
+  pthread_mutex_lock(&mu);
+  stopping = true;
+  pthread_cond_broadcast(&cv);
+  pthread_mutex_unlock(&mu);
+  for (int i = 0; i < nthreads; i++) pthread_join(threads[i], NULL);
+  free(threads);
+  threads = NULL, nthreads = 0;
+}

@@ -1,0 +1,32 @@
+/* Access tokens: JWT HS256 through libjwt, keyed by CFG.jwt_secret.
+ *
+ * Claims: id, role, iat, exp (seconds), plus type "staff" for staff tokens and elevationId
+ * for staff impersonation tokens. Verification accepts only HS256 with a valid signature
+ * and an exp after the service clock; "none", any other algorithm, tampered and expired
+ * tokens are refused. Thread-safe. */
+#ifndef EXT_TOKEN_H
+#define EXT_TOKEN_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#define TOKEN_TTL_ACCOUNT (7LL * 24 * 3600) /* customer, provider */
+#define TOKEN_TTL_ADMIN (24LL * 3600)
+#define TOKEN_TTL_STAFF (12LL * 3600)
+#define TOKEN_TTL_STAFF_IMPERSONATION (15LL * 60)
+#define TOKEN_TTL_ADMIN_IMPERSONATION (2LL * 3600)
+
+typedef struct token_claims {
+  char id[64];
+  char role[32];
+  bool is_staff;        /* type == "staff" */
+  char elevation_id[64]; /* empty when absent */
+  int64_t iat, exp;     /* seconds */
+} token_claims;
+
+/* Signs a token for claims (iat and exp are set from the clock and ttl_seconds); returns a
+ * heap string for free(), NULL on failure. */
+char *token_issue(const char *id, const char *role, bool is_staff, const char *elevation_id, int64_t ttl_seconds);
+/* Verifies token; fills *out and returns true only when it is valid now. */
+bool token_verify(const char *token, token_claims *out);
+
+#endif

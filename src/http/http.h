@@ -1,0 +1,117 @@
+/* The HTTP layer's contract with the domains: route rows, the request a handler receives,
+ * and the few calls a handler makes to answer.
+ *
+ * A request goes: route match -> body read (capped by the row's max_body, 413) -> auth
+ * guard (401/403) -> rate limit (429) -> body and query validation (400) -> handler. A
+ * handler reads only validated input, and answers with hs_ok()/hs_reply() or returns an
+ * error through hs_fail(); it never builds an error body itself. */
+#ifndef HTTP_HTTP_H
+#define HTTP_HTTP_H
+#include "core/arena.h"
+#include "core/errors.h"
+#include "ext/token.h"
+#include "http/schema.h"
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum { HS_GET = 1, HS_POST = 2, HS_PUT = 4, HS_PATCH = 8, HS_DELETE = 16 };
+
+/* Roles as bits, so a route row lists every role it admits. */
+enum {
+  ROLE_USER = 1 << 0,
+  ROLE_PROVIDER = 1 << 1,
+  ROLE_ADMIN = 1 << 2,
+  ROLE_CUSTOMER_SUPPORT = 1 << 3,
+  ROLE_PROFESSIONAL_SUPPORT = 1 << 4,
+  ROLE_TECHNICAL_SUPPORT = 1 << 5,
+  ROLE_INTERNAL_AUDIT = 1 << 6,
+};
+#define ROLE_OPEN 0u /* no token needed */
+#define ROLE_STAFF (ROLE_CUSTOMER_SUPPORT | ROLE_PROFESSIONAL_SUPPORT | ROLE_TECHNICAL_SUPPORT | ROLE_INTERNAL_AUDIT)
+#define ROLE_ANY (ROLE_USER | ROLE_PROVIDER | ROLE_ADMIN | ROLE_STAFF)
+
+/* Route flags. */
+enum {
+  ROUTE_TEST_ONLY = 1 << 0, /* exists only when APP_ENV=test (404 otherwise) */
+  ROUTE_DEV_ONLY = 1 << 1,  /* GODMODE: 404 when APP_ENV=production */
+  ROUTE_CORS_ANY = 1 << 2,  /* any Origin is allowed, whatever CORS_ORIGINS says */
+  ROUTE_RAW_BODY = 1 << 3,  /* the body is not parsed as JSON (webhooks) */
+};
+
+/* A fixed-window rate limit keyed by client address; counters live in the database. */
+typedef struct hs_rate_limit {
+  const char *name;
+  int max;
+  int64_t window_ms;
+} hs_rate_limit;
+
+typedef struct hs_req hs_req;
+typedef err_t (*hs_handler)(hs_req *req);
+
+/* One row per endpoint: everything about it is here. */
+typedef struct hs_route {
+  int method;
+  const char *path; /* "/jobs/:id/status": static segments win over :params */
+  hs_handler handler;
+  unsigned roles;    /* ROLE_OPEN or a set of ROLE_* bits */
+  const hs_schema *body;
+  const hs_schema *query;
+  size_t max_body;   /* bytes; 0 means the default of 64 KiB */
+  int ok;            /* success status; 0 means 200 */
+  unsigned flags;
+  const hs_rate_limit *limit;
+  const char *summary;
+} hs_route;
+
+/* The caller's identity after the auth guard (valid only when the route needs a token). */
+typedef struct hs_auth {
+  const char *id;
+  const char *role;
+  unsigned role_bit;
+  const char *elevation_id; /* NULL unless a staff impersonation token */
+} hs_auth;
+
+#define HS_MAX_PARAMS 8
+
+struct hs_req {
+  arena arena; /* request-lifetime memory; see core/arena.h */
+  const hs_route *route;
+  const char *method, *path;
+  const char *param_names[HS_MAX_PARAMS], *param_values[HS_MAX_PARAMS];
+  int nparams;
+  json_t *body;  /* validated body (only declared fields), never NULL for JSON routes */
+  json_t *query; /* validated query arguments, never NULL */
+  const char *raw_body;
+  size_t raw_len;
+  hs_auth auth;
+  const char *ip;
+  char request_id[40];
+  void *conn; /* the server's connection handle, for hs_header() */
+  /* the answer */
+  int status;
+  json_t *res_body;
+  err_t err;
+  const char *err_message, *err_code;
+  int retry_after; /* seconds; 0 = no header */
+};
+
+/* Path parameter by name (":id" -> "id"); NULL when the route has none by that name. */
+const char *hs_param(const hs_req *req, const char *name);
+/* Request header (case-insensitive); NULL when absent. */
+const char *hs_header(const hs_req *req, const char *name);
+/* Answers with the route's success status and body (the reference is stolen). */
+err_t hs_ok(hs_req *req, json_t *body);
+/* Answers with an explicit status and body (stolen). */
+err_t hs_reply(hs_req *req, int status, json_t *body);
+/* Fails the request: the error's status, {"error": message} (NULL: the default message).
+ * Returns err so a handler can `return hs_fail(...)`. */
+err_t hs_fail(hs_req *req, err_t err, const char *message);
+/* Same with a machine-readable `code` in the body. */
+err_t hs_fail_code(hs_req *req, err_t err, const char *code, const char *message);
+/* Field getters over the validated body; NULL/defaults when absent. */
+const char *hs_body_str(const hs_req *req, const char *field);
+bool hs_body_has(const hs_req *req, const char *field);
+
+#endif

@@ -1,0 +1,128 @@
+/* Each pattern is split into segments once. A request path is split into at most
+ * HS_MAX_SEGMENTS segments and compared against every row of the same length; among the
+ * rows that match, the one whose static segments come earliest wins (compared left to
+ * right), so GET /jobs/reportable beats GET /jobs/:id whatever the table order. */
+#include "http/router.h"
+#include "core/util.h"
+#include <stdatomic.h>
+#include <string.h>
+
+typedef struct compiled {
+  const hs_route *route;
+  int nseg;
+  char *seg[HS_MAX_SEGMENTS];
+  bool is_param[HS_MAX_SEGMENTS];
+  unsigned static_mask; /* bit (nseg-1-i) set when segment i is static: higher wins */
+  _Atomic long hits, ok;
+} compiled;
+
+static compiled *table;
+static size_t ntable;
+static hs_route *rows;
+
+int hs_method_bit(const char *m) {
+  switch (m[0]) {
+  case 'G': return strcmp(m, "GET") ? 0 : HS_GET;
+  case 'P': return !strcmp(m, "POST") ? HS_POST : !strcmp(m, "PUT") ? HS_PUT : !strcmp(m, "PATCH") ? HS_PATCH : 0;
+  case 'D': return strcmp(m, "DELETE") ? 0 : HS_DELETE;
+  default: return 0;
+  }
+}
+
+const char *hs_method_name(int bit) {
+  switch (bit) {
+  case HS_GET: return "GET";
+  case HS_POST: return "POST";
+  case HS_PUT: return "PUT";
+  case HS_PATCH: return "PATCH";
+  case HS_DELETE: return "DELETE";
+  default: return "?";
+  }
+}
+
+/* Splits path into segments (pointers into buf, a copy). Empty segments are skipped, so
+ * "/jobs/" is "/jobs". Returns -1 when the path is too long or has too many segments. */
+static int split_request(const char *path, char *buf, size_t cap, char *seg[HS_MAX_SEGMENTS]) {
+  if (strlen(path) >= cap) return -1;
+  strcpy(buf, path);
+  char *save = NULL;
+  int n = 0;
+  for (char *p = strtok_r(buf, "/", &save); p; p = strtok_r(NULL, "/", &save)) {
+    if (n == HS_MAX_SEGMENTS) return -1;
+    seg[n++] = p;
+  }
+  return n;
+}
+
+void hs_router_build(const hs_route *routes, size_t n) {
+  rows = xcalloc(n, sizeof *rows);
+  memcpy(rows, routes, n * sizeof *rows);
+  table = xcalloc(n, sizeof *table);
+  ntable = n;
+  for (size_t i = 0; i < n; i++) {
+    compiled *c = &table[i];
+    c->route = &rows[i];
+    char buf[2048];
+    c->nseg = split_request(rows[i].path, buf, sizeof buf, c->seg);
+    if (c->nseg < 0 || rows[i].path[0] != '/') die("bad route pattern %s", rows[i].path);
+    for (int s = 0; s < c->nseg; s++) {
+      c->seg[s] = xstrdup(c->seg[s]);
+      c->is_param[s] = c->seg[s][0] == ':';
+      if (!c->is_param[s]) c->static_mask |= 1u << (c->nseg - 1 - s);
+    }
+    for (size_t j = 0; j < i; j++)
+      if (table[j].route->method == rows[i].method && !strcmp(table[j].route->path, rows[i].path))
+        die("duplicate route %s %s", hs_method_name(rows[i].method), rows[i].path);
+  }
+}
+
+static bool segments_match(const compiled *c, char *const seg[], int nseg) {
+  if (c->nseg != nseg) return false;
+  for (int s = 0; s < nseg; s++)
+    if (!c->is_param[s] && strcmp(c->seg[s], seg[s])) return false;
+  return true;
+}
+
+const hs_route *hs_router_match(int method, const char *path, hs_req *req) {
+  char buf[2048], *seg[HS_MAX_SEGMENTS];
+  int nseg = split_request(path, buf, sizeof buf, seg);
+  if (nseg < 0) return NULL;
+  const compiled *best = NULL;
+  for (size_t i = 0; i < ntable; i++) {
+    const compiled *c = &table[i];
+    if (c->route->method != method || !segments_match(c, seg, nseg)) continue;
+    if (!best || c->static_mask > best->static_mask) best = c;
+  }
+  if (!best) return NULL;
+  req->nparams = 0;
+  for (int s = 0; s < nseg && req->nparams < HS_MAX_PARAMS; s++) {
+    if (!best->is_param[s]) continue;
+    req->param_names[req->nparams] = best->seg[s] + 1;
+    req->param_values[req->nparams++] = arena_strdup(&req->arena, seg[s]);
+  }
+  return best->route;
+}
+
+int hs_router_methods(const char *path) {
+  char buf[2048], *seg[HS_MAX_SEGMENTS];
+  int nseg = split_request(path, buf, sizeof buf, seg), methods = 0;
+  for (size_t i = 0; nseg >= 0 && i < ntable; i++)
+    if (segments_match(&table[i], seg, nseg)) methods |= table[i].route->method;
+  return methods;
+}
+
+const hs_route *hs_router_routes(size_t *n) {
+  *n = ntable;
+  return rows;
+}
+
+void hs_router_count(const hs_route *r, int status) {
+  compiled *c = &table[r - rows];
+  atomic_fetch_add(&c->hits, 1);
+  if (status < 400) atomic_fetch_add(&c->ok, 1);
+}
+
+void hs_router_counts(size_t i, long *hits, long *ok) {
+  *hits = atomic_load(&table[i].hits);
+  *ok = atomic_load(&table[i].ok);
+}

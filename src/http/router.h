@@ -1,0 +1,26 @@
+/* Route matching over the one route table. Built once at start-up, read-only afterwards,
+ * so lookups need no lock. */
+#ifndef HTTP_ROUTER_H
+#define HTTP_ROUTER_H
+#include "http/http.h"
+
+#define HS_MAX_SEGMENTS 16
+
+/* Compiles the table (copied by reference: rows must outlive the router). Dies on a
+ * malformed pattern or two rows with the same method and pattern. */
+void hs_router_build(const hs_route *routes, size_t n);
+/* The matching row for method and path, with path parameters filled into req (values are
+ * arena copies); NULL when none. Static segments win over parameters. */
+const hs_route *hs_router_match(int method, const char *path, hs_req *req);
+/* Bit set of HS_* methods that some row serves for path (for CORS preflight). */
+int hs_router_methods(const char *path);
+/* The table, for the route listing and coverage reports. */
+const hs_route *hs_router_routes(size_t *n);
+/* Per-row counters of requests answered and of successful answers (2xx/3xx). */
+void hs_router_count(const hs_route *r, int status);
+void hs_router_counts(size_t i, long *hits, long *ok);
+/* Method name <-> HS_* bit. */
+int hs_method_bit(const char *name);
+const char *hs_method_name(int bit);
+
+#endif

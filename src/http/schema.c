@@ -1,0 +1,244 @@
+/* The validator: one switch over field kinds, each returning a message or NULL. */
+#include "http/schema.h"
+#include "core/clock.h"
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Counts UTF-8 code points, so "characters" means what a person counts. */
+static size_t utf8_len(const char *s) {
+  size_t n = 0;
+  for (; *s; s++)
+    if (((unsigned char)*s & 0xC0) != 0x80) n++;
+  return n;
+}
+
+static bool blank(const char *s) {
+  for (; *s; s++)
+    if (!isspace((unsigned char)*s)) return false;
+  return true;
+}
+
+bool hs_is_email(const char *s) {
+  size_t len = strlen(s);
+  const char *at = strchr(s, '@');
+  if (len > 254 || !at || at == s || at - s > 64 || strchr(at + 1, '@')) return false;
+  for (const char *p = s; p < at; p++)
+    if (isspace((unsigned char)*p) || iscntrl((unsigned char)*p) || strchr("<>()[]\\,;:\"", *p)) return false;
+  if (s[0] == '.' || at[-1] == '.' || strstr(s, "..")) return false;
+  const char *domain = at + 1, *last_dot = strrchr(domain, '.');
+  if (!last_dot || last_dot == domain) return false;
+  size_t label = 0;
+  for (const char *p = domain; *p; p++) {
+    if (*p == '.') {
+      if (label == 0 || p[-1] == '-') return false;
+      label = 0;
+    } else if (isalnum((unsigned char)*p) || (*p == '-' && label > 0)) {
+      if (++label > 63) return false;
+    } else {
+      return false;
+    }
+  }
+  if (label == 0) return false;
+  size_t tld = strlen(last_dot + 1);
+  if (tld < 2) return false;
+  for (const char *p = last_dot + 1; *p; p++)
+    if (!isalpha((unsigned char)*p)) return false;
+  return true;
+}
+
+static const char *check_string(const hs_field *f, json_t *v, char *msg, size_t cap) {
+  if (!json_is_string(v)) return "must be a string";
+  const char *s = json_string_value(v);
+  if (strlen(s) != json_string_length(v)) return "must not contain NUL characters";
+  size_t n = utf8_len(s);
+  if (f->min_len > 0 && (n == 0 || blank(s))) return "must not be empty";
+  if (f->min_len > 1 && n < f->min_len) return snprintf(msg, cap, "must be at least %zu characters", f->min_len), msg;
+  if (f->max_len && n > f->max_len) return snprintf(msg, cap, "must be at most %zu characters", f->max_len), msg;
+  return NULL;
+}
+
+static const char *check_range(const hs_field *f, double d, char *msg, size_t cap) {
+  if (!f->ranged || (d >= f->lo && d <= f->hi)) return NULL;
+  snprintf(msg, cap, "must be between %g and %g", f->lo, f->hi);
+  return msg;
+}
+
+/* Converts a query-string value to the JSON type the field expects; NULL when impossible. */
+static json_t *from_query_string(const hs_field *f, json_t *v) {
+  const char *s = json_string_value(v);
+  char *end;
+  switch (f->kind) {
+  case F_INT: {
+    long long n = strtoll(s, &end, 10);
+    return *s && !*end ? json_integer(n) : NULL;
+  }
+  case F_NUMBER: {
+    double d = strtod(s, &end);
+    return *s && !*end && !isspace((unsigned char)*s) ? json_real(d) : NULL;
+  }
+  case F_BOOL:
+    if (!strcmp(s, "true") || !strcmp(s, "1")) return json_true();
+    if (!strcmp(s, "false") || !strcmp(s, "0")) return json_false();
+    return NULL;
+  default: return json_incref(v);
+  }
+}
+
+/* Checks one value; returns its normalised form (new reference) or NULL with *why set. */
+static json_t *check_value(const hs_field *f, json_t *v, bool from_query, const char **why, char *msg, size_t cap) {
+  json_t *converted = NULL;
+  if (from_query && json_is_string(v) && (f->kind == F_INT || f->kind == F_NUMBER || f->kind == F_BOOL)) {
+    converted = from_query_string(f, v);
+    if (!converted) {
+      *why = f->kind == F_BOOL ? "must be a boolean" : f->kind == F_INT ? "must be an integer" : "must be a number";
+      return NULL;
+    }
+    v = converted;
+  }
+  json_t *out = NULL;
+  *why = NULL;
+  switch (f->kind) {
+  case F_STRING:
+    if (!(*why = check_string(f, v, msg, cap))) out = json_incref(v);
+    break;
+  case F_EMAIL: {
+    if (!json_is_string(v)) {
+      *why = "must be a string";
+      break;
+    }
+    const char *s = json_string_value(v);
+    while (isspace((unsigned char)*s)) s++;
+    size_t n = strlen(s);
+    while (n > 0 && isspace((unsigned char)s[n - 1])) n--;
+    char *lower = strndup(s, n);
+    for (char *p = lower; *p; p++) *p = (char)tolower((unsigned char)*p);
+    if (hs_is_email(lower)) out = json_string(lower);
+    else *why = "must be a valid email";
+    free(lower);
+    break;
+  }
+  case F_ENUM:
+    if (json_is_string(v))
+      for (const char *const *c = f->choices; *c; c++)
+        if (!strcmp(*c, json_string_value(v))) out = json_incref(v);
+    if (!out) {
+      size_t n = (size_t)snprintf(msg, cap, "must be one of:");
+      for (const char *const *c = f->choices; *c && n < cap; c++)
+        n += (size_t)snprintf(msg + n, cap - n, "%s %s", c == f->choices ? "" : ",", *c);
+      *why = msg;
+    }
+    break;
+  case F_ZIP: {
+    const char *s = json_string_value(v);
+    bool ok = s && strlen(s) == 5;
+    for (int i = 0; ok && i < 5; i++) ok = isdigit((unsigned char)s[i]);
+    if (ok) out = json_incref(v);
+    else *why = "must be exactly 5 digits";
+    break;
+  }
+  case F_DATETIME: {
+    int64_t ms;
+    if (json_is_string(v) && clock_parse_iso(json_string_value(v), &ms)) out = json_incref(v);
+    else *why = "must be a valid ISO 8601 date-time";
+    break;
+  }
+  case F_BOOL:
+    if (json_is_boolean(v)) out = json_incref(v);
+    else *why = "must be a boolean";
+    break;
+  case F_INT: {
+    double d = json_is_integer(v) ? (double)json_integer_value(v) : json_is_real(v) ? json_real_value(v) : NAN;
+    if (isnan(d) || d != floor(d) || fabs(d) > 9007199254740991.0) *why = "must be an integer";
+    else if (!(*why = check_range(f, d, msg, cap))) out = json_integer((json_int_t)d);
+    break;
+  }
+  case F_NUMBER: {
+    if (!json_is_number(v) || !isfinite(json_number_value(v))) *why = "must be a number";
+    else if (!(*why = check_range(f, json_number_value(v), msg, cap))) out = json_incref(v);
+    break;
+  }
+  case F_OBJECT:
+    if (!json_is_object(v)) *why = "must be an object";
+    else if (!f->object) out = json_deep_copy(v);
+    else out = hs_validate(f->object, v, false, msg), *why = out ? NULL : msg;
+    break;
+  case F_ARRAY:
+    break; /* handled by the caller, which knows the field name for item messages */
+  }
+  json_decref(converted);
+  return out;
+}
+
+static bool contains(json_t *arr, json_t *v) {
+  size_t i;
+  json_t *x;
+  json_array_foreach(arr, i, x) if (json_equal(x, v)) return true;
+  return false;
+}
+
+/* Validates an array (or, for F_ONE_OR_MANY, a single item) into a new array. */
+static json_t *check_array(const hs_field *f, json_t *v, bool from_query, char err[256]) {
+  char msg[256];
+  const char *why = NULL;
+  json_t *items = json_is_array(v) ? json_incref(v) : NULL;
+  if (!items && (f->flags & F_ONE_OR_MANY)) items = json_pack("[O]", v);
+  if (!items) return snprintf(err, 256, "%s: must be an array", f->name), NULL;
+  json_t *out = json_array();
+  size_t i;
+  json_t *x;
+  json_array_foreach(items, i, x) {
+    json_t *ok = f->item ? check_value(f->item, x, from_query, &why, msg, sizeof msg) : json_incref(x);
+    if (!ok) {
+      snprintf(err, 256, "%s[%zu]: %s", f->name, i, why);
+      json_decref(out), json_decref(items);
+      return NULL;
+    }
+    if ((f->flags & F_ONE_OR_MANY) && contains(out, ok)) json_decref(ok);
+    else json_array_append_new(out, ok);
+  }
+  json_decref(items);
+  size_t n = json_array_size(out);
+  if (n < f->min_len) snprintf(err, 256, "%s: must contain at least %zu item%s", f->name, f->min_len, f->min_len == 1 ? "" : "s");
+  else if (f->max_len && n > f->max_len) snprintf(err, 256, "%s: must contain at most %zu items", f->name, f->max_len);
+  else return out;
+  json_decref(out);
+  return NULL;
+}
+
+json_t *hs_validate(const hs_schema *s, json_t *input, bool from_query, char err[256]) {
+  json_t *out = json_object();
+  for (const hs_field *f = s->fields; f->name; f++) {
+    json_t *v = input ? json_object_get(input, f->name) : NULL;
+    if (json_is_null(v) && (f->flags & F_NULLABLE)) {
+      json_object_set_new(out, f->name, json_null());
+      continue;
+    }
+    if (!v || json_is_null(v)) {
+      if (f->flags & F_REQUIRED) {
+        snprintf(err, 256, "%s: is required", f->name);
+        goto fail;
+      }
+      continue;
+    }
+    json_t *ok;
+    if (f->kind == F_ARRAY || (f->flags & F_ONE_OR_MANY)) {
+      if (!(ok = check_array(f, v, from_query, err))) goto fail;
+    } else {
+      char msg[256];
+      const char *why;
+      if (!(ok = check_value(f, v, from_query, &why, msg, sizeof msg))) {
+        if (f->kind == F_OBJECT && f->object && why == msg) snprintf(err, 256, "%s.%s", f->name, msg);
+        else snprintf(err, 256, "%s: %s", f->name, why);
+        goto fail;
+      }
+    }
+    json_object_set_new(out, f->name, ok);
+  }
+  return out;
+fail:
+  json_decref(out);
+  return NULL;
+}

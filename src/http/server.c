@@ -1,0 +1,456 @@
+/* libmicrohttpd glue. MHD calls on_request several times per request: first with the
+ * headers (we match the route and check Content-Length), then with body chunks (we copy
+ * them, up to the route's limit), then once with no data, when we run the pipeline and
+ * queue the answer; answering only then keeps the connection alive. on_completed writes
+ * the access log line and drops the request's arena. */
+#include "http/server.h"
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/ids.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "http/http.h"
+#include "http/ratelimit.h"
+#include "http/router.h"
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_MAX_BODY (64 * 1024)
+
+typedef struct conn_ctx {
+  hs_req req;
+  char *body;
+  size_t body_len, body_cap, max_body;
+  bool too_large, preflight;
+  struct timespec start;
+} conn_ctx;
+
+static struct MHD_Daemon *daemon_handle;
+static _Atomic int inflight;
+static char **cors_list; /* NULL-terminated; NULL when "*" */
+static bool cors_any;
+
+/* ---- small helpers ---- */
+
+static _Thread_local uint64_t rid_state;
+
+/* Request ids need to be unique, not secret: a per-thread xorshift seeded from the kernel. */
+static void request_id_new(char out[40]) {
+  static const char alphabet[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+  if (!rid_state) random_bytes(&rid_state, sizeof rid_state), rid_state |= 1;
+  out[0] = 'r';
+  for (int i = 1; i < 25; i++) {
+    rid_state ^= rid_state << 13, rid_state ^= rid_state >> 7, rid_state ^= rid_state << 17;
+    out[i] = alphabet[rid_state % 36];
+  }
+  out[25] = 0;
+}
+
+static bool acceptable_request_id(const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  if (n == 0 || n > 36) return false;
+  for (; *s; s++)
+    if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_' && *s != '.') return false;
+  return true;
+}
+
+const char *hs_header(const hs_req *req, const char *name) {
+  return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+const char *hs_param(const hs_req *req, const char *name) {
+  for (int i = 0; i < req->nparams; i++)
+    if (!strcmp(req->param_names[i], name)) return req->param_values[i];
+  return NULL;
+}
+
+err_t hs_reply(hs_req *req, int status, json_t *body) {
+  req->status = status;
+  req->res_body = arena_json(&req->arena, body);
+  return ERR_OK;
+}
+
+err_t hs_ok(hs_req *req, json_t *body) { return hs_reply(req, req->route && req->route->ok ? req->route->ok : 200, body); }
+
+err_t hs_fail_code(hs_req *req, err_t err, const char *code, const char *message) {
+  req->err = err;
+  req->err_code = code;
+  req->err_message = message ? arena_strdup(&req->arena, message) : NULL;
+  return err;
+}
+
+err_t hs_fail(hs_req *req, err_t err, const char *message) { return hs_fail_code(req, err, NULL, message); }
+
+const char *hs_body_str(const hs_req *req, const char *field) {
+  return json_string_value(json_object_get(req->body, field));
+}
+
+bool hs_body_has(const hs_req *req, const char *field) { return json_object_get(req->body, field) != NULL; }
+
+static const char *client_ip(hs_req *req) {
+  if (CFG.trust_proxy) {
+    const char *xff = hs_header(req, "X-Forwarded-For");
+    if (xff && *xff) {
+      size_t n = strcspn(xff, ",");
+      while (n > 0 && xff[n - 1] == ' ') n--;
+      while (*xff == ' ') xff++, n--;
+      if (n > 0 && n < 64) return arena_strndup(&req->arena, xff, n);
+    }
+  }
+  const union MHD_ConnectionInfo *info = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  char buf[INET6_ADDRSTRLEN] = "unknown";
+  if (info && info->client_addr) {
+    const struct sockaddr *sa = info->client_addr;
+    if (sa->sa_family == AF_INET) inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, sizeof buf);
+    else if (sa->sa_family == AF_INET6)
+      inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, sizeof buf);
+  }
+  return arena_strdup(&req->arena, buf);
+}
+
+/* ---- the pipeline ---- */
+
+static unsigned role_bit(const token_claims *c) {
+  static const struct {
+    const char *name;
+    bool staff;
+    unsigned bit;
+  } roles[] = {
+      {"user", false, ROLE_USER},
+      {"provider", false, ROLE_PROVIDER},
+      {"admin", false, ROLE_ADMIN},
+      {"customer_support", true, ROLE_CUSTOMER_SUPPORT},
+      {"professional_support", true, ROLE_PROFESSIONAL_SUPPORT},
+      {"technical_support", true, ROLE_TECHNICAL_SUPPORT},
+      {"internal_audit", true, ROLE_INTERNAL_AUDIT},
+  };
+  for (size_t i = 0; i < ARRAY_LEN(roles); i++)
+    if (roles[i].staff == c->is_staff && !strcmp(roles[i].name, c->role)) return roles[i].bit;
+  return 0;
+}
+
+/* 401 without a valid token, 403 when its role is not one the route admits. */
+static err_t guard(hs_req *req) {
+  const char *h = hs_header(req, "Authorization");
+  if (!h || strncasecmp(h, "Bearer ", 7)) return hs_fail(req, ERR_UNAUTHORIZED, NULL);
+  h += 7;
+  while (*h == ' ') h++;
+  token_claims *c = arena_alloc(&req->arena, sizeof *c);
+  if (!token_verify(h, c)) return hs_fail(req, ERR_UNAUTHORIZED, NULL);
+  unsigned bit = role_bit(c);
+  if (!bit || !(bit & req->route->roles)) return hs_fail(req, ERR_FORBIDDEN, NULL);
+  req->auth = (hs_auth){c->id, c->role, bit, c->elevation_id[0] ? c->elevation_id : NULL};
+  return ERR_OK;
+}
+
+static bool only_space(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!isspace((unsigned char)s[i])) return false;
+  return true;
+}
+
+static err_t parse_body(hs_req *req) {
+  const hs_route *r = req->route;
+  json_t *input = NULL;
+  if (req->raw_len > 0 && !only_space(req->raw_body, req->raw_len)) {
+    input = arena_json(&req->arena, json_loadb(req->raw_body, req->raw_len, 0, NULL));
+    if (!input) return hs_fail(req, ERR_BAD_REQUEST, "body: malformed JSON");
+    if (!json_is_object(input)) return hs_fail(req, ERR_BAD_REQUEST, "body: must be a JSON object");
+  }
+  if (!r->body) {
+    req->body = arena_json(&req->arena, json_object());
+    return ERR_OK;
+  }
+  char err[256];
+  req->body = arena_json(&req->arena, hs_validate(r->body, input, false, err));
+  return req->body ? ERR_OK : hs_fail(req, ERR_BAD_REQUEST, err);
+}
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+  (void)kind;
+  if (key && !json_object_get(cls, key)) json_object_set_new(cls, key, json_string(value ? value : ""));
+  return MHD_YES;
+}
+
+static err_t parse_query(hs_req *req) {
+  if (!req->route->query) {
+    req->query = arena_json(&req->arena, json_object());
+    return ERR_OK;
+  }
+  json_t *args = arena_json(&req->arena, json_object());
+  MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, collect_arg, args);
+  char err[256];
+  req->query = arena_json(&req->arena, hs_validate(req->route->query, args, true, err));
+  return req->query ? ERR_OK : hs_fail(req, ERR_BAD_REQUEST, err);
+}
+
+static void dispatch(conn_ctx *ctx) {
+  hs_req *req = &ctx->req;
+  const hs_route *r = req->route;
+  req->ip = client_ip(req);
+  if (!r || ((r->flags & ROUTE_TEST_ONLY) && CFG.env != ENV_TEST) ||
+      ((r->flags & ROUTE_DEV_ONLY) && CFG.env == ENV_PRODUCTION)) {
+    req->route = NULL;
+    hs_fail(req, ERR_NOT_FOUND, NULL);
+    return;
+  }
+  if (ctx->too_large) {
+    hs_fail(req, ERR_TOO_LARGE, NULL);
+    return;
+  }
+  req->raw_body = ctx->body ? ctx->body : "";
+  req->raw_len = ctx->body_len;
+  if (r->roles && guard(req) != ERR_OK) return;
+  if (r->limit) {
+    int retry = 0;
+    err_t e = hs_rate_limit_hit(r->limit, req->ip, &retry);
+    if (e != ERR_OK) {
+      req->retry_after = retry;
+      hs_fail(req, e, NULL);
+      return;
+    }
+  }
+  if (!(r->flags & ROUTE_RAW_BODY) && parse_body(req) != ERR_OK) return;
+  if (parse_query(req) != ERR_OK) return;
+  err_t e = r->handler(req);
+  if (e != ERR_OK && req->err == ERR_OK) hs_fail(req, e, NULL);
+  if (e == ERR_OK && req->err == ERR_OK && !req->status) hs_ok(req, json_object());
+}
+
+/* ---- writing the answer ---- */
+
+static const char *cors_origin_for(hs_req *req) {
+  const char *origin = hs_header(req, "Origin");
+  if (!origin) return NULL;
+  if (cors_any || (req->route && (req->route->flags & ROUTE_CORS_ANY))) return "*";
+  for (char **o = cors_list; o && *o; o++)
+    if (!strcmp(*o, origin)) return origin;
+  return NULL;
+}
+
+static void add_common_headers(struct MHD_Response *resp, hs_req *req) {
+  MHD_add_response_header(resp, "X-Request-Id", req->request_id);
+  MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+  MHD_add_response_header(resp, "Cache-Control", "no-store");
+  const char *origin = cors_origin_for(req);
+  if (origin) {
+    MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
+    MHD_add_response_header(resp, "Access-Control-Expose-Headers", "X-Request-Id, Retry-After");
+    if (strcmp(origin, "*")) MHD_add_response_header(resp, "Vary", "Origin");
+  }
+  if (req->retry_after > 0) {
+    char n[16];
+    snprintf(n, sizeof n, "%d", req->retry_after);
+    MHD_add_response_header(resp, "Retry-After", n);
+  }
+}
+
+static json_t *error_body(hs_req *req) {
+  int status = err_status(req->err);
+  if (status >= 500 && status != 503 && status != 504)
+    return json_pack("{s:s,s:s}", "error", "Internal server error", "requestId", req->request_id);
+  json_t *b = json_pack("{s:s}", "error", req->err_message ? req->err_message : err_default_message(req->err));
+  if (req->err_code) json_object_set_new(b, "code", json_string(req->err_code));
+  return b;
+}
+
+static enum MHD_Result send_answer(struct MHD_Connection *conn, conn_ctx *ctx) {
+  hs_req *req = &ctx->req;
+  json_t *body = req->res_body;
+  if (req->err != ERR_OK) {
+    req->status = err_status(req->err);
+    body = arena_json(&req->arena, error_body(req));
+  }
+  char *text = body ? json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15)) : NULL;
+  size_t len = text ? strlen(text) : 0;
+  struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback(len, text ? text : xstrdup(""), free);
+  if (body) MHD_add_response_header(resp, "Content-Type", "application/json; charset=utf-8");
+  add_common_headers(resp, req);
+  enum MHD_Result ret = MHD_queue_response(conn, (unsigned)req->status, resp);
+  MHD_destroy_response(resp);
+  return ret;
+}
+
+static enum MHD_Result send_preflight(struct MHD_Connection *conn, conn_ctx *ctx) {
+  hs_req *req = &ctx->req;
+  int methods = hs_router_methods(req->path);
+  if (!methods) {
+    hs_fail(req, ERR_NOT_FOUND, NULL);
+    return send_answer(conn, ctx);
+  }
+  char allow[64] = "OPTIONS";
+  for (int bit = HS_GET; bit <= HS_DELETE; bit <<= 1)
+    if (methods & bit) strcat(allow, ", "), strcat(allow, hs_method_name(bit));
+  req->status = 204;
+  struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback(0, xstrdup(""), free);
+  add_common_headers(resp, req);
+  MHD_add_response_header(resp, "Allow", allow);
+  if (hs_header(req, "Origin") && (cors_any || req->route)) {
+    MHD_add_response_header(resp, "Access-Control-Allow-Methods", allow);
+    MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id");
+    MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+  }
+  enum MHD_Result ret = MHD_queue_response(conn, 204, resp);
+  MHD_destroy_response(resp);
+  return ret;
+}
+
+/* ---- MHD callbacks ---- */
+
+static conn_ctx *ctx_new(struct MHD_Connection *conn, const char *url, const char *method) {
+  conn_ctx *ctx = xcalloc(1, sizeof *ctx);
+  hs_req *req = &ctx->req;
+  arena_init(&req->arena);
+  req->conn = conn;
+  req->method = arena_strdup(&req->arena, method);
+  req->path = arena_strdup(&req->arena, url);
+  clock_gettime(CLOCK_MONOTONIC, &ctx->start);
+  const char *incoming = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
+  if (acceptable_request_id(incoming)) snprintf(req->request_id, sizeof req->request_id, "%s", incoming);
+  else request_id_new(req->request_id);
+  int bit = hs_method_bit(method);
+  ctx->preflight = !strcmp(method, "OPTIONS");
+  if (bit) req->route = hs_router_match(bit, url, req);
+  if (ctx->preflight) {
+    /* a preflight names the route it asks about, for per-route CORS rules */
+    const char *asked = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Access-Control-Request-Method");
+    if (asked && hs_method_bit(asked)) req->route = hs_router_match(hs_method_bit(asked), url, req);
+  }
+  ctx->max_body = req->route && req->route->max_body ? req->route->max_body : DEFAULT_MAX_BODY;
+  atomic_fetch_add(&inflight, 1);
+  return ctx;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **con_cls) {
+  (void)cls, (void)version;
+  conn_ctx *ctx = *con_cls;
+  if (!ctx) {
+    ctx = *con_cls = ctx_new(conn, url, method);
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+    if (cl && strtoull(cl, NULL, 10) > ctx->max_body) {
+      /* refuse before reading the body; MHD closes the connection after this answer */
+      ctx->too_large = true;
+      hs_fail(&ctx->req, ERR_TOO_LARGE, NULL);
+      return send_answer(conn, ctx);
+    }
+    return MHD_YES;
+  }
+  if (*upload_size) {
+    if (!ctx->too_large) {
+      if (ctx->body_len + *upload_size > ctx->max_body) {
+        ctx->too_large = true; /* keep reading to keep the connection in step, discard */
+      } else {
+        if (ctx->body_len + *upload_size + 1 > ctx->body_cap) {
+          ctx->body_cap = (ctx->body_len + *upload_size + 1) * 2;
+          if (ctx->body_cap > ctx->max_body + 1) ctx->body_cap = ctx->max_body + 1;
+          ctx->body = xrealloc(ctx->body, ctx->body_cap);
+        }
+        memcpy(ctx->body + ctx->body_len, upload, *upload_size);
+        ctx->body_len += *upload_size;
+        ctx->body[ctx->body_len] = 0;
+      }
+    }
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  if (ctx->req.status || ctx->req.err) return MHD_YES; /* already answered */
+  if (ctx->preflight) return send_preflight(conn, ctx);
+  dispatch(ctx);
+  return send_answer(conn, ctx);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe) {
+  (void)cls, (void)conn;
+  conn_ctx *ctx = *con_cls;
+  if (!ctx) return;
+  hs_req *req = &ctx->req;
+  struct timespec end;
+  clock_gettime(CLOCK_MONOTONIC, &end);
+  double ms = (double)(end.tv_sec - ctx->start.tv_sec) * 1e3 + (double)(end.tv_nsec - ctx->start.tv_nsec) / 1e6;
+  if (req->route && req->status) hs_router_count(req->route, req->status);
+  json_t *fields = json_pack("{s:s,s:s,s:s,s:i,s:f,s:s?}", "requestId", req->request_id, "method", req->method, "route",
+                             req->route ? req->route->path : req->path, "status", req->status, "ms",
+                             (double)(long)(ms * 100) / 100, "ip", req->ip);
+  if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) json_object_set_new(fields, "aborted", json_true());
+  log_json(req->status >= 500 ? LOG_ERROR : LOG_INFO, NULL, fields);
+  json_decref(fields);
+  arena_fini(&req->arena);
+  free(ctx->body);
+  free(ctx);
+  *con_cls = NULL;
+  atomic_fetch_sub(&inflight, 1);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap) {
+  (void)cls;
+  char buf[512];
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  size_t n = strlen(buf);
+  while (n && buf[n - 1] == '\n') buf[--n] = 0;
+  log_json(LOG_WARN, buf, NULL);
+}
+
+static void parse_cors(void) {
+  cors_any = !strcmp(CFG.cors_origins, "*");
+  if (cors_any) return;
+  char *copy = xstrdup(CFG.cors_origins), *save = NULL;
+  size_t n = 0;
+  cors_list = xcalloc(1, sizeof *cors_list);
+  for (char *p = strtok_r(copy, ", ", &save); p; p = strtok_r(NULL, ", ", &save)) {
+    cors_list = xrealloc(cors_list, (n + 2) * sizeof *cors_list);
+    cors_list[n++] = xstrdup(p);
+    cors_list[n] = NULL;
+  }
+  free(copy);
+}
+
+bool hs_server_start(const char *bind, int port, char err[256]) {
+  parse_cors();
+  struct sockaddr_storage ss = {0};
+  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
+                   MHD_USE_ERROR_LOG;
+  if (strchr(bind, ':')) {
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+    a6->sin6_family = AF_INET6, a6->sin6_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET6, bind, &a6->sin6_addr) != 1) return snprintf(err, 256, "BIND %s is not an address", bind), false;
+    flags |= MHD_USE_IPv6;
+  } else {
+    struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+    a4->sin_family = AF_INET, a4->sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, bind, &a4->sin_addr) != 1) return snprintf(err, 256, "BIND %s is not an address", bind), false;
+  }
+  daemon_handle = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                                   MHD_OPTION_SOCK_ADDR, &ss,
+                                   MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
+                                   (unsigned)60, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
+                                   MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024), MHD_OPTION_LISTEN_BACKLOG_SIZE,
+                                   (unsigned)1024, MHD_OPTION_END);
+  if (!daemon_handle) return snprintf(err, 256, "cannot listen on %s:%d", bind, port), false;
+  return true;
+}
+
+int hs_server_port(void) {
+  const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon_handle, MHD_DAEMON_INFO_BIND_PORT);
+  return info ? info->port : 0;
+}
+
+void hs_server_stop(int grace_ms) {
+  if (!daemon_handle) return;
+  MHD_socket listen_fd = MHD_quiesce_daemon(daemon_handle);
+  int64_t deadline = clock_mono_ms() + grace_ms;
+  while (atomic_load(&inflight) > 0 && clock_mono_ms() < deadline) usleep(10000);
+  MHD_stop_daemon(daemon_handle);
+  if (listen_fd != MHD_INVALID_SOCKET) close(listen_fd);
+  daemon_handle = NULL;
+}

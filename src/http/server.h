@@ -1,0 +1,14 @@
+/* The HTTP server (libmicrohttpd, a thread per connection so a handler that blocks on the
+ * database, a password hash or an outbound call stalls only its own connection). */
+#ifndef HTTP_SERVER_H
+#define HTTP_SERVER_H
+#include <stdbool.h>
+
+/* Starts listening on bind:port and serving the route table. False with err on failure. */
+bool hs_server_start(const char *bind, int port, char err[256]);
+/* The port actually bound (useful with PORT=0). */
+int hs_server_port(void);
+/* Graceful stop: stop accepting, let requests in flight finish (grace_ms at most), close. */
+void hs_server_stop(int grace_ms);
+
+#endif

@@ -1,0 +1,129 @@
+/* Command line: serve (default), migrate, admin create, --help, --version.
+ * Start-up order: configuration, database and migrations, bootstrap administrator, the
+ * password pool, the queue, the routes, then the listener. Shutdown on SIGTERM/SIGINT runs
+ * it backwards: stop accepting, finish requests in flight, stop the queue (the unit of
+ * work in progress completes), close the database. */
+#include "core/config.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "db/db.h"
+#include "db/migrate.h"
+#include "domain/auth/auth.h"
+#include "ext/mail.h"
+#include "ext/password.h"
+#include "ext/queue.h"
+#include "http/schema.h"
+#include "http/server.h"
+#include "routes.h"
+#include <curl/curl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef MARKETPLACE_VERSION
+#define MARKETPLACE_VERSION "0.1.0"
+#endif
+
+static const char usage[] =
+    "Usage: marketplace [command]\n"
+    "\n"
+    "Commands:\n"
+    "  serve                      serve the API (the default)\n"
+    "  migrate                    apply database migrations and exit\n"
+    "  admin create --email E     create or update an administrator; password on stdin\n"
+    "  --help                     show this help\n"
+    "  --version                  print the version\n"
+    "\n"
+    "Configuration comes from environment variables (PORT, BIND, APP_ENV, DATA_DIR,\n"
+    "DATABASE_URL, JWT_SECRET, ...); see README.md.\n";
+
+static void open_database(void) {
+  char err[256] = "";
+  if (!db_open(CFG.database_url, CFG.db_pool_size, err)) die("%s", err);
+  if (!db_migrate()) die("database migration failed");
+}
+
+static int cmd_admin_create(int argc, char **argv) {
+  const char *email = NULL;
+  for (int i = 0; i < argc - 1; i++)
+    if (!strcmp(argv[i], "--email")) email = argv[i + 1];
+  if (!email || !hs_is_email(email)) die("admin create needs --email with a valid address");
+  char password[1024];
+  if (!fgets(password, sizeof password, stdin)) die("admin create reads the password from standard input");
+  password[strcspn(password, "\r\n")] = 0;
+  if (strlen(password) < 8 || strlen(password) > 72) die("the password must be 8 to 72 characters");
+  char *lower = xstrdup(email);
+  for (char *p = lower; *p; p++) *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+  open_database();
+  bool ok = auth_admin_upsert(lower, password);
+  db_close();
+  if (!ok) die("could not save the administrator");
+  printf("administrator %s saved\n", lower);
+  free(lower);
+  return 0;
+}
+
+static void bootstrap_admin(void) {
+  if (!CFG.bootstrap_admin_email || !CFG.bootstrap_admin_password) return;
+  if (!auth_admin_upsert(CFG.bootstrap_admin_email, CFG.bootstrap_admin_password))
+    die("could not create the bootstrap administrator");
+  log_msg(LOG_INFO, "bootstrap administrator %s is present", CFG.bootstrap_admin_email);
+}
+
+static int cmd_serve(void) {
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  /* every thread created from here on inherits the mask; only sigwait() below sees them */
+  pthread_sigmask(SIG_BLOCK, &stop, NULL);
+  open_database();
+  bootstrap_admin();
+  password_pool_start(CFG.bcrypt_threads, CFG.bcrypt_queue, CFG.bcrypt_cost);
+  mail_init();
+  queue_start(CFG.queue_workers);
+  routes_install();
+  char err[256] = "";
+  if (!hs_server_start(CFG.bind, CFG.port, err)) die("%s", err);
+  log_json(LOG_INFO, "listening",
+           json_pack("{s:s,s:i,s:s,s:s}", "bind", CFG.bind, "port", hs_server_port(), "env", config_env_name(), "db",
+                     db_engine_get() == DB_SQLITE ? "sqlite" : "postgres"));
+  int sig = 0;
+  sigwait(&stop, &sig);
+  log_msg(LOG_INFO, "received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  hs_server_stop(10000);
+  queue_stop();
+  password_pool_stop();
+  db_close();
+  log_msg(LOG_INFO, "stopped");
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *cmd = argc > 1 ? argv[1] : "serve";
+  if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) return fputs(usage, stdout), 0;
+  if (!strcmp(cmd, "--version")) return printf("marketplace %s\n", MARKETPLACE_VERSION), 0;
+  bool known = !strcmp(cmd, "serve") || !strcmp(cmd, "migrate") || (!strcmp(cmd, "admin") && argc > 2 && !strcmp(argv[2], "create"));
+  if (!known) {
+    fprintf(stderr, "marketplace: unknown command '%s'\n\n%s", cmd, usage);
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  char err[256] = "";
+  if (!config_load(err)) die("%s", err);
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  int rc = 0;
+  if (!strcmp(cmd, "serve")) {
+    rc = cmd_serve();
+  } else if (!strcmp(cmd, "migrate")) {
+    open_database();
+    db_close();
+    printf("migrations applied\n");
+  } else {
+    rc = cmd_admin_create(argc - 3, argv + 3);
+  }
+  curl_global_cleanup();
+  return rc;
+}

@@ -1,0 +1,30 @@
+/* Each domain declares its rows next to its handlers (<domain>_routes.c); this file lists
+ * the domains, so adding an endpoint is one row there and adding a domain one line here. */
+#include "routes.h"
+#include "core/util.h"
+#include "domain/auth/auth.h"
+#include "domain/system/system.h"
+#include "domain/users/users.h"
+#include "http/router.h"
+#include <string.h>
+
+void routes_install(void) {
+  const struct {
+    const hs_route *rows;
+    size_t n;
+  } domains[] = {
+      {SYSTEM_ROUTES, SYSTEM_ROUTES_LEN},
+      {AUTH_ROUTES, AUTH_ROUTES_LEN},
+      {USERS_ROUTES, USERS_ROUTES_LEN},
+  };
+  size_t total = 0;
+  for (size_t i = 0; i < ARRAY_LEN(domains); i++) total += domains[i].n;
+  hs_route *all = xcalloc(total, sizeof *all);
+  size_t at = 0;
+  for (size_t i = 0; i < ARRAY_LEN(domains); i++) {
+    memcpy(all + at, domains[i].rows, domains[i].n * sizeof *all);
+    at += domains[i].n;
+  }
+  hs_router_build(all, total);
+  free(all);
+}
