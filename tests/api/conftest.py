@@ -1,0 +1,353 @@
+"""Shared fixtures for the API tests: they start the real binary and talk HTTP to it.
+
+Engines: `--engine sqlite` (default) or `--engine postgres`; for PostgreSQL the harness runs a
+private cluster (initdb + pg_ctl, as the postgres user when root) for the session and gives
+every server it starts a fresh database.
+
+Fixtures
+- `server`: one shared server for the whole session (APP_ENV=test, BCRYPT_COST=4,
+  TRUST_PROXY=1). Tests make unique accounts with `unique_email()`.
+- `api`: an `Api` client bound to the shared server.
+- `server_factory`: `server_factory(**env)` starts an extra server with its own data
+  directory and database (stopped at teardown), for restart and configuration tests.
+
+With `--require-route-coverage`, the session fails when a route of the table never answered
+with a success on the shared server, so every endpoint is tested by construction.
+"""
+import glob
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+
+import pytest
+import requests
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--engine", default="sqlite", choices=["sqlite", "postgres"])
+    parser.addoption("--binary", default=os.path.join(ROOT, "build", "marketplace"))
+    parser.addoption("--require-route-coverage", action="store_true", default=False)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def unique_email(prefix="user"):
+    return f"{prefix}-{uuid.uuid4().hex[:12]}@example.com"
+
+
+def unique_ip():
+    """A distinct client address (sent as X-Forwarded-For; the test servers trust it)."""
+    n = uuid.uuid4().int
+    return f"10.{n % 250 + 1}.{(n >> 8) % 250 + 1}.{(n >> 16) % 250 + 1}"
+
+
+# ---------------------------------------------------------------- PostgreSQL cluster
+
+class PgCluster:
+    """A throwaway PostgreSQL cluster on a free port, owned by the postgres user when root."""
+
+    def __init__(self):
+        bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+        if not bins:
+            raise RuntimeError("PostgreSQL server binaries not found (scripts/deps.sh test installs them)")
+        self.bindir = os.path.dirname(bins[-1])
+        self.dir = tempfile.mkdtemp(prefix="mp-pg-")
+        self.port = free_port()
+        self.as_root = os.geteuid() == 0
+        self.user = "postgres" if self.as_root else os.environ.get("USER", "postgres")
+        if self.as_root:
+            os.chmod(self.dir, 0o755)
+            shutil.chown(self.dir, "postgres", "postgres")
+        self.data = os.path.join(self.dir, "data")
+        self.counter = 0
+
+    def _run(self, *args):
+        cmd = [os.path.join(self.bindir, args[0]), *args[1:]]
+        if self.as_root:
+            cmd = ["runuser", "-u", "postgres", "--", *cmd]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def start(self):
+        self._run("initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "--no-sync")
+        opts = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off "
+                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300")
+        self._run("pg_ctl", "-D", self.data, "-o", opts, "-l", os.path.join(self.dir, "log"), "-w", "start")
+
+    def restart(self):
+        self._run("pg_ctl", "-D", self.data, "-m", "fast", "-w", "restart")
+
+    def stop(self):
+        try:
+            self._run("pg_ctl", "-D", self.data, "-m", "immediate", "-w", "stop")
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def new_database(self):
+        self.counter += 1
+        name = f"mp_{os.getpid()}_{self.counter}"
+        self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name)
+        return f"postgres://postgres@127.0.0.1:{self.port}/{name}"
+
+
+# ---------------------------------------------------------------- the server under test
+
+class Server:
+    def __init__(self, binary, database_url, env=None):
+        self.binary = binary
+        self.dir = tempfile.mkdtemp(prefix="mp-srv-")
+        self.data_dir = os.path.join(self.dir, "data")
+        self.port = free_port()
+        self.env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "APP_ENV": "test",
+            "PORT": str(self.port),
+            "BIND": "127.0.0.1",
+            "DATA_DIR": self.data_dir,
+            "DATABASE_URL": database_url or f"sqlite:{self.data_dir}/marketplace.db",
+            "BCRYPT_COST": "4",
+            "TRUST_PROXY": "1",
+            "APP_URL": "http://app.test",
+            "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23",
+            "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+        }
+        self.env.update({k: str(v) for k, v in (env or {}).items() if v is not None})
+        for k, v in (env or {}).items():
+            if v is None:
+                self.env.pop(k, None)
+        self.proc = None
+        self.log_path = os.path.join(self.dir, "server.log")
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout=30):
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([self.binary, "serve"], env=self.env, stdout=self.log, stderr=self.log)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.read_log()}")
+            try:
+                if requests.get(self.url + "/health", timeout=1).status_code == 200:
+                    return self
+            except requests.RequestException:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("server did not become healthy:\n" + self.read_log())
+
+    def stop(self, sig=signal.SIGTERM, timeout=20):
+        """Stops the server; returns its exit code. Fails on sanitizer reports."""
+        if not self.proc or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        self.log.close()
+        return rc
+
+    def restart(self):
+        self.stop()
+        return self.start()
+
+    def read_log(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def log_lines(self):
+        """The server's JSON log lines, parsed (non-JSON lines are skipped)."""
+        out = []
+        for line in self.read_log().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+        return out
+
+    def sanitizer_report(self):
+        text = self.read_log()
+        for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+            if marker in text:
+                return text
+        return None
+
+    def mails(self, to=None):
+        """Parsed .eml files in DATA_DIR/mail (oldest first) as dicts: to, subject, body."""
+        out = []
+        for path in sorted(glob.glob(os.path.join(self.data_dir, "mail", "*.eml"))):
+            with open(path, encoding="utf-8") as f:
+                raw = f.read()
+            head, _, body = raw.partition("\r\n\r\n")
+            headers = {}
+            for line in head.split("\r\n"):
+                k, _, v = line.partition(": ")
+                headers[k.lower()] = v
+            mail = {"to": headers.get("to"), "subject": headers.get("subject"), "body": body, "raw": raw,
+                    "headers": headers}
+            if to is None or mail["to"] == to:
+                out.append(mail)
+        return out
+
+    def wait_mail(self, to, count=1, timeout=10):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            got = self.mails(to)
+            if len(got) >= count:
+                return got
+            time.sleep(0.05)
+        raise AssertionError(f"expected {count} mail(s) to {to}, got {len(self.mails(to))}")
+
+    def cleanup(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Api:
+    """requests wrapper: api.post('/auth/login', json={...}, token=t, ip='10.0.0.1')."""
+
+    def __init__(self, server):
+        self.server = server
+        self.session = requests.Session()
+
+    @property
+    def url(self):
+        return self.server.url
+
+    def request(self, method, path, token=None, ip=None, headers=None, **kw):
+        h = dict(headers or {})
+        if token:
+            h["Authorization"] = f"Bearer {token}"
+        if ip:
+            h["X-Forwarded-For"] = ip
+        kw.setdefault("timeout", 30)
+        return self.session.request(method, self.url + path, headers=h, **kw)
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, **kw):
+        return self.request("POST", path, **kw)
+
+    def put(self, path, **kw):
+        return self.request("PUT", path, **kw)
+
+    def patch(self, path, **kw):
+        return self.request("PATCH", path, **kw)
+
+    def delete(self, path, **kw):
+        return self.request("DELETE", path, **kw)
+
+    def advance_clock(self, ms):
+        r = self.post("/__test/clock", json={"advanceMs": int(ms)})
+        assert r.status_code == 200, r.text
+        return r.json()["now"]
+
+    # -- account helpers
+    def register_user(self, **over):
+        body = {"email": unique_email("user"), "password": "password123", "name": "Test User",
+                "address": "1 Main St", "zip": "10001"}
+        body.update(over)
+        r = self.post("/auth/register", json=body)
+        assert r.status_code == 201, r.text
+        data = r.json()
+        return {"token": data["token"], "id": data["user"]["id"], "email": body["email"],
+                "password": body["password"], "body": body}
+
+    def register_provider(self, **over):
+        body = {"email": unique_email("pro"), "password": "password123", "name": "Test Pro",
+                "serviceZips": ["10001"], "services": ["lawncare"]}
+        body.update(over)
+        r = self.post("/auth/provider/register", json=body)
+        assert r.status_code == 201, r.text
+        data = r.json()
+        return {"token": data["token"], "id": data["provider"]["id"], "email": body["email"],
+                "password": body["password"], "body": body}
+
+
+# ---------------------------------------------------------------- fixtures
+
+@pytest.fixture(scope="session")
+def engine(request):
+    return request.config.getoption("--engine")
+
+
+@pytest.fixture(scope="session")
+def pg_cluster(engine):
+    if engine != "postgres":
+        yield None
+        return
+    cluster = PgCluster()
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def make_server(request, engine, pg_cluster):
+    """make_server(**env) -> a started Server with a fresh database; stopped at session end."""
+    binary = request.config.getoption("--binary")
+    started = []
+
+    def make(**env):
+        url = pg_cluster.new_database() if pg_cluster else None
+        srv = Server(binary, url, env)
+        started.append(srv)
+        return srv.start()
+
+    yield make
+    reports = []
+    for srv in started:
+        srv.stop()
+        report = srv.sanitizer_report()
+        if report:
+            reports.append(report)
+        else:
+            srv.cleanup()
+    if reports:
+        pytest.fail("sanitizer reported errors:\n" + "\n\n".join(reports)[-20000:], pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def server(request, make_server):
+    srv = make_server()
+    request.config._marketplace_server = srv
+    return srv
+
+
+@pytest.fixture
+def server_factory(make_server):
+    """A fresh server per call with extra environment; for restart and configuration tests."""
+    return make_server
+
+
+@pytest.fixture
+def api(server):
+    return Api(server)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    srv = getattr(session.config, "_marketplace_server", None)
+    if not session.config.getoption("--require-route-coverage") or srv is None or exitstatus != 0:
+        return
+    routes = requests.get(srv.url + "/__test/routes", timeout=10).json()["routes"]
+    missing = [f"{r['method']} {r['path']}" for r in routes if r["ok"] == 0 and r["path"] != "/__test/routes"]
+    if missing:
+        print("\nroutes never answered with a success in the API tests:\n  " + "\n  ".join(missing))
+        session.exitstatus = 1
