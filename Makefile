@@ -72,13 +72,13 @@ unit: deps-test $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
 api-sqlite: deps-test build/marketplace
-	$(PYTHON) -m pytest -q tests/api --engine sqlite
+	$(PYTHON) -m pytest -q tests/api --engine sqlite --require-route-coverage
 
 api-postgres: deps-test build/marketplace
-	$(PYTHON) -m pytest -q tests/api --engine postgres
+	$(PYTHON) -m pytest -q tests/api --engine postgres --require-route-coverage
 
 api-asan: deps-test build/asan/marketplace
-	$(PYTHON) -m pytest -q tests/api --engine sqlite --binary build/asan/marketplace
+	$(PYTHON) -m pytest -q tests/api --engine sqlite --binary build/asan/marketplace --require-route-coverage
 
 api: api-sqlite api-postgres
 
