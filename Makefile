@@ -33,30 +33,30 @@ deps-test:
 	@scripts/deps.sh test
 
 build/marketplace: $(OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	@echo "LD $@"; $(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 build/gen/migrations.c: scripts/embed_migrations.sh $(wildcard migrations/*/*.sql)
 	@mkdir -p $(@D)
 	scripts/embed_migrations.sh migrations > $@
 
 build/obj/gen/%.o: build/gen/%.c
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<
+	@mkdir -p $(@D); echo "CC $<"
+	@$(CC) $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<
 
 build/obj/%.o: %.c
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+	@mkdir -p $(@D); echo "CC $<"
+	@$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 build/asan/gen/%.o: build/gen/%.c
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(SAN) -Wno-missing-prototypes -c -o $@ $<
+	@mkdir -p $(@D); echo "CC [asan] $<"
+	@$(CC) $(CFLAGS) $(SAN) -Wno-missing-prototypes -c -o $@ $<
 
 build/asan/%.o: %.c
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(SAN) -MMD -MP -c -o $@ $<
+	@mkdir -p $(@D); echo "CC [asan] $<"
+	@$(CC) $(CFLAGS) $(SAN) -MMD -MP -c -o $@ $<
 
 build/asan/marketplace: $(ASAN_OBJ)
-	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LDLIBS)
+	@echo "LD $@"; $(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LDLIBS)
 
 asan: deps build/asan/marketplace
 
@@ -65,8 +65,8 @@ run: all
 	build/marketplace serve
 
 build/unit/%: tests/unit/%.c $(LIB_OBJ)
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Wno-missing-prototypes -Itests/unit -o $@ $< $(LIB_OBJ) $(LDLIBS) -lcmocka
+	@mkdir -p $(@D); echo "CC $<"
+	@$(CC) $(CFLAGS) -Wno-missing-prototypes -Itests/unit -o $@ $< $(LIB_OBJ) $(LDLIBS) -lcmocka
 
 unit: deps-test $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done

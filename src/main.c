@@ -54,14 +54,11 @@ static int cmd_admin_create(int argc, char **argv) {
   if (!fgets(password, sizeof password, stdin)) die("admin create reads the password from standard input");
   password[strcspn(password, "\r\n")] = 0;
   if (strlen(password) < 8 || strlen(password) > 72) die("the password must be 8 to 72 characters");
-  char *lower = xstrdup(email);
-  for (char *p = lower; *p; p++) *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
   open_database();
-  bool ok = auth_admin_upsert(lower, password);
+  bool ok = auth_admin_upsert(email, password);
   db_close();
   if (!ok) die("could not save the administrator");
-  printf("administrator %s saved\n", lower);
-  free(lower);
+  printf("administrator saved\n");
   return 0;
 }
 

@@ -13,7 +13,10 @@ static const char *const names[] = {"debug", "info", "warn", "error"};
 void log_set_level(log_level lvl) { min_level = lvl; }
 
 void log_json(log_level lvl, const char *msg, json_t *fields) {
-  if (lvl < min_level) return;
+  if (lvl < min_level) {
+    json_decref(fields);
+    return;
+  }
   char ts[25];
   clock_format_iso(clock_now_ms(), ts);
   json_t *o = json_object();
@@ -21,6 +24,7 @@ void log_json(log_level lvl, const char *msg, json_t *fields) {
   json_object_set_new(o, "level", json_string(names[lvl]));
   if (msg) json_object_set_new(o, "msg", json_string(msg));
   if (fields) json_object_update(o, fields);
+  json_decref(fields);
   char *line = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6));
   json_decref(o);
   if (!line) return;

@@ -8,7 +8,7 @@ typedef enum { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR } log_level;
 
 /* Sets the lowest level written (default LOG_INFO). */
 void log_set_level(log_level lvl);
-/* Writes {"time","level","msg", ...fields}. fields may be NULL; it is borrowed. */
+/* Writes {"time","level","msg", ...fields}. fields may be NULL; the reference is stolen. */
 void log_json(log_level lvl, const char *msg, json_t *fields);
 /* printf-style message without extra fields. */
 void log_msg(log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -42,9 +42,11 @@ bool db_migrate(void) {
   arena_init(&a);
   db_conn *c = db_acquire();
   bool pg = db_engine_get() == DB_POSTGRES;
-  bool ok = db_script(c, "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
-                         "name TEXT NOT NULL, applied_at BIGINT NOT NULL)") == DB_OK;
-  if (ok && pg) ok = db_script(c, "SELECT pg_advisory_lock(7261001)") == DB_OK;
+  /* the lock comes first so two instances never race to create the bookkeeping table */
+  bool ok = !pg || db_script(c, "SELECT pg_advisory_lock(7261001)") == DB_OK;
+  if (ok)
+    ok = db_script(c, "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+                      "name TEXT NOT NULL, applied_at BIGINT NOT NULL)") == DB_OK;
   if (ok) ok = apply_pending(c, &a);
   if (pg) db_script(c, "SELECT pg_advisory_unlock(7261001)");
   db_release(c);

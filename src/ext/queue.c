@@ -73,7 +73,9 @@ static int64_t backoff_ms(int64_t attempts) {
   int64_t ms = 1000;
   for (int64_t i = 1; i < attempts && ms < MAX_BACKOFF_MS; i++) ms *= 2;
   if (ms > MAX_BACKOFF_MS) ms = MAX_BACKOFF_MS;
-  return ms + rand() % 250; /* jitter so retries from many rows spread out */
+  static _Thread_local unsigned seed;
+  if (!seed) random_bytes(&seed, sizeof seed);
+  return ms + rand_r(&seed) % 250; /* jitter so retries from many rows spread out */
 }
 
 static void finish(arena *a, const char *id, bool ok, int64_t attempts, int64_t max_attempts, const char *err) {
@@ -85,7 +87,7 @@ static void finish(arena *a, const char *id, bool ok, int64_t attempts, int64_t 
   }
   bool dead = attempts >= max_attempts;
   log_json(dead ? LOG_ERROR : LOG_WARN, dead ? "background job failed for good" : "background job will retry",
-           arena_json(a, json_pack("{s:s,s:I,s:s}", "jobId", id, "attempts", (json_int_t)attempts, "error", err)));
+           json_pack("{s:s,s:I,s:s}", "jobId", id, "attempts", (json_int_t)attempts, "error", err));
   db_query(a, NULL,
            "UPDATE job_queue SET status = $2, run_at = $3, locked_until = NULL, last_error = $4, updated_at = $5 "
            "WHERE id = $1",

@@ -384,7 +384,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                              (double)(long)(ms * 100) / 100, "ip", req->ip);
   if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) json_object_set_new(fields, "aborted", json_true());
   log_json(req->status >= 500 ? LOG_ERROR : LOG_INFO, NULL, fields);
-  json_decref(fields);
   arena_fini(&req->arena);
   free(ctx->body);
   free(ctx);

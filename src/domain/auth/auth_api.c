@@ -12,6 +12,7 @@
 #include "ext/digest.h"
 #include "ext/password.h"
 #include "ext/token.h"
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,7 +129,10 @@ err_t api_auth_reset_password(hs_req *req) {
 }
 
 bool auth_admin_upsert(const char *email, const char *password) {
-  char hash[128];
+  char hash[128], lower[256];
+  size_t n = strlen(email);
+  if (n >= sizeof lower) return false;
+  for (size_t i = 0; i <= n; i++) lower[i] = (char)tolower((unsigned char)email[i]);
   if (!password_hash_now(password, CFG.bcrypt_cost, hash)) return false;
-  return auth_store_upsert_admin(email, hash) == ERR_OK;
+  return auth_store_upsert_admin(lower, hash) == ERR_OK;
 }
