@@ -70,6 +70,8 @@ static void *worker(void *arg) {
 
 void password_pool_start(int threads, int queue, int cost) {
   P.cost = cost;
+  P.stopping = false;
+  P.idle = 0, P.head = 0, P.count = 0;
   P.queue = queue;
   P.cap = queue + threads; /* room for a task per idle worker plus `queue` waiting */
   P.ring = xcalloc((size_t)P.cap, sizeof *P.ring);
@@ -78,11 +80,19 @@ void password_pool_start(int threads, int queue, int cost) {
   /* dummy hash for unknown accounts, same cost as real ones */
   if (!password_hash_now("dummy-password-for-timing", cost, P.dummy)) die("bcrypt is unavailable in libcrypt");
   for (int i = 0; i < threads; i++) pthread_create(&P.threads[i], NULL, worker, NULL);
+  /* return once every worker waits for work, so the first request finds them idle */
+  for (;;) {
+    pthread_mutex_lock(&P.mu);
+    bool ready = P.idle == threads;
+    pthread_mutex_unlock(&P.mu);
+    if (ready) break;
+    usleep(1000);
+  }
 }
 
 void password_pool_stop(void) {
   pthread_mutex_lock(&P.mu);
-  P.stopping = true;
+  P.stopping = true; /* reset by the next password_pool_start */
   pthread_cond_broadcast(&P.work);
   pthread_mutex_unlock(&P.mu);
   for (int i = 0; i < P.nthreads; i++) pthread_join(P.threads[i], NULL);

@@ -52,7 +52,6 @@ bool hs_is_email(const char *s) {
 static const char *check_string(const hs_field *f, json_t *v, char *msg, size_t cap) {
   if (!json_is_string(v)) return "must be a string";
   const char *s = json_string_value(v);
-  if (strlen(s) != json_string_length(v)) return "must not contain NUL characters";
   size_t n = utf8_len(s);
   if (f->min_len > 0 && (n == 0 || blank(s))) return "must not be empty";
   if (f->min_len > 1 && n < f->min_len) return snprintf(msg, cap, "must be at least %zu characters", f->min_len), msg;
@@ -73,7 +72,7 @@ static json_t *from_query_string(const hs_field *f, json_t *v) {
   switch (f->kind) {
   case F_INT: {
     long long n = strtoll(s, &end, 10);
-    return *s && !*end ? json_integer(n) : NULL;
+    return *s && !*end && !isspace((unsigned char)*s) ? json_integer(n) : NULL;
   }
   case F_NUMBER: {
     double d = strtod(s, &end);
@@ -89,6 +88,10 @@ static json_t *from_query_string(const hs_field *f, json_t *v) {
 
 /* Checks one value; returns its normalised form (new reference) or NULL with *why set. */
 static json_t *check_value(const hs_field *f, json_t *v, bool from_query, const char **why, char *msg, size_t cap) {
+  if (json_is_string(v) && strlen(json_string_value(v)) != json_string_length(v)) {
+    *why = "must not contain NUL characters";
+    return NULL;
+  }
   json_t *converted = NULL;
   if (from_query && json_is_string(v) && (f->kind == F_INT || f->kind == F_NUMBER || f->kind == F_BOOL)) {
     converted = from_query_string(f, v);

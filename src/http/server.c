@@ -163,7 +163,7 @@ static err_t parse_body(hs_req *req) {
   const hs_route *r = req->route;
   json_t *input = NULL;
   if (req->raw_len > 0 && !only_space(req->raw_body, req->raw_len)) {
-    input = arena_json(&req->arena, json_loadb(req->raw_body, req->raw_len, 0, NULL));
+    input = arena_json(&req->arena, json_loadb(req->raw_body, req->raw_len, JSON_ALLOW_NUL, NULL));
     if (!input) return hs_fail(req, ERR_BAD_REQUEST, "body: malformed JSON");
     if (!json_is_object(input)) return hs_fail(req, ERR_BAD_REQUEST, "body: must be a JSON object");
   }

@@ -47,6 +47,20 @@ def unique_email(prefix="user"):
     return f"{prefix}-{uuid.uuid4().hex[:12]}@example.com"
 
 
+WEBHOOK_SECRET = "whsec_test_secret"
+
+
+def sign_webhook(body, secret=WEBHOOK_SECRET, timestamp=None):
+    """The Stripe-Signature header value for a raw body (bytes or str): t=<unix>,v1=<hex>."""
+    import hashlib
+    import hmac
+    if isinstance(body, str):
+        body = body.encode()
+    t = int(time.time()) if timestamp is None else int(timestamp)
+    mac = hmac.new(secret.encode(), f"{t}.".encode() + body, hashlib.sha256).hexdigest()
+    return f"t={t},v1={mac}"
+
+
 def unique_ip():
     """A distinct client address (sent as X-Forwarded-For; the test servers trust it)."""
     n = uuid.uuid4().int
@@ -119,6 +133,7 @@ class Server:
             "BCRYPT_COST": "4",
             "TRUST_PROXY": "1",
             "APP_URL": "http://app.test",
+            "STRIPE_WEBHOOK_SECRET": WEBHOOK_SECRET,
             "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23",
             "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
         }
@@ -193,7 +208,7 @@ class Server:
         """Parsed .eml files in DATA_DIR/mail (oldest first) as dicts: to, subject, body."""
         out = []
         for path in sorted(glob.glob(os.path.join(self.data_dir, "mail", "*.eml"))):
-            with open(path, encoding="utf-8") as f:
+            with open(path, encoding="utf-8", newline="") as f:
                 raw = f.read()
             head, _, body = raw.partition("\r\n\r\n")
             headers = {}

@@ -1,9 +1,12 @@
 /* Unit tests for src/core/clock.c: ISO 8601 formatting and parsing, and the test offset. */
+/* cmocka.h needs these four headers first. */
+/* clang-format off */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
+/* clang-format on */
 
 #include "core/clock.h"
 #include <string.h>
@@ -103,8 +106,8 @@ static void test_parse_date_only(void **state) {
 
 static void test_parse_round_trip(void **state) {
   (void)state;
-  const int64_t samples[] = {0, 1, 999, 1700000000123LL, 1709210096789LL, 2147483648000LL, 4107542400001LL,
-                             253402300799999LL};
+  const int64_t samples[] = {
+      0, 1, 999, 1700000000123LL, 1709210096789LL, 2147483648000LL, 4107542400001LL, 253402300799999LL};
   for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++) {
     char buf[25];
     clock_format_iso(samples[i], buf);
@@ -123,16 +126,16 @@ static void test_parse_round_trip(void **state) {
 
 static void test_parse_rejects(void **state) {
   (void)state;
-  assert_rejects("2026-13-01");            /* month 13 */
-  assert_rejects("2026-00-10");            /* month 0 */
-  assert_rejects("2026-02-30");            /* February has no 30th */
-  assert_rejects("2025-02-29");            /* 2025 is not a leap year */
-  assert_rejects("1900-02-29");            /* century, not a leap year */
-  assert_rejects("2026-04-31");            /* April has 30 days */
-  assert_rejects("2026-11-00");            /* day 0 */
-  assert_rejects("2026-11-22T25:00Z");     /* hour 25 */
-  assert_rejects("2026-11-22T10:60Z");     /* minute 60 */
-  assert_rejects("2026-11-22T10:00:61Z");  /* second 61 */
+  assert_rejects("2026-13-01");             /* month 13 */
+  assert_rejects("2026-00-10");             /* month 0 */
+  assert_rejects("2026-02-30");             /* February has no 30th */
+  assert_rejects("2025-02-29");             /* 2025 is not a leap year */
+  assert_rejects("1900-02-29");             /* century, not a leap year */
+  assert_rejects("2026-04-31");             /* April has 30 days */
+  assert_rejects("2026-11-00");             /* day 0 */
+  assert_rejects("2026-11-22T25:00Z");      /* hour 25 */
+  assert_rejects("2026-11-22T10:60Z");      /* minute 60 */
+  assert_rejects("2026-11-22T10:00:61Z");   /* second 61 */
   assert_rejects("2026-11-22T10:00+24:00"); /* offset hour out of range */
   assert_rejects("");
   assert_rejects("yesterday");
@@ -162,12 +165,12 @@ static void test_advance_moves_now(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_format_epoch),         cmocka_unit_test(test_format_known_instant),
-      cmocka_unit_test(test_format_leap_day),      cmocka_unit_test(test_format_after_2038),
-      cmocka_unit_test(test_format_before_epoch),  cmocka_unit_test(test_parse_utc_z),
-      cmocka_unit_test(test_parse_offsets),        cmocka_unit_test(test_parse_fraction_digits),
-      cmocka_unit_test(test_parse_date_only),      cmocka_unit_test(test_parse_round_trip),
-      cmocka_unit_test(test_parse_rejects),        cmocka_unit_test(test_advance_moves_now),
+      cmocka_unit_test(test_format_epoch),        cmocka_unit_test(test_format_known_instant),
+      cmocka_unit_test(test_format_leap_day),     cmocka_unit_test(test_format_after_2038),
+      cmocka_unit_test(test_format_before_epoch), cmocka_unit_test(test_parse_utc_z),
+      cmocka_unit_test(test_parse_offsets),       cmocka_unit_test(test_parse_fraction_digits),
+      cmocka_unit_test(test_parse_date_only),     cmocka_unit_test(test_parse_round_trip),
+      cmocka_unit_test(test_parse_rejects),       cmocka_unit_test(test_advance_moves_now),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
