@@ -5,8 +5,9 @@
 set -euo pipefail
 level=${1:-build}
 build_pkgs="build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev libpq-dev
-  libcurl4-openssl-dev libjwt-dev libssl-dev libcrypt-dev"
-test_pkgs="libcmocka-dev postgresql python3-pytest python3-requests"
+  libcurl4-openssl-dev libjwt-dev libssl-dev libcrypt-dev libmagic-dev libmagic-mgc libtesseract-dev
+  libleptonica-dev tesseract-ocr-eng libpoppler-glib-dev libcairo2-dev"
+test_pkgs="libcmocka-dev postgresql python3-pytest python3-requests imagemagick fonts-dejavu-core ghostscript"
 bench_pkgs="wrk nginx-light"
 pkgs=$build_pkgs
 [ "$level" = test ] || [ "$level" = bench ] && pkgs="$pkgs $test_pkgs"

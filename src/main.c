@@ -9,8 +9,12 @@
 #include "db/db.h"
 #include "db/migrate.h"
 #include "domain/auth/auth.h"
+#include "domain/payments/payments.h"
+#include "domain/providers/providers.h"
+#include "ext/filetype.h"
 #include "ext/mail.h"
 #include "ext/password.h"
+#include "ext/payments.h"
 #include "ext/queue.h"
 #include "http/schema.h"
 #include "http/server.h"
@@ -80,6 +84,10 @@ static int cmd_serve(void) {
   bootstrap_admin();
   password_pool_start(CFG.bcrypt_threads, CFG.bcrypt_queue, CFG.bcrypt_cost);
   mail_init();
+  payments_init();
+  payments_domain_init();
+  providers_domain_init();
+  if (!filetype_init()) die("libmagic could not load its database (package libmagic-mgc)");
   queue_start(CFG.queue_workers);
   routes_install();
   char err[256] = "";

@@ -3,6 +3,9 @@
 #include "routes.h"
 #include "core/util.h"
 #include "domain/auth/auth.h"
+#include "domain/files/files.h"
+#include "domain/payments/payments.h"
+#include "domain/providers/providers.h"
 #include "domain/system/system.h"
 #include "domain/users/users.h"
 #include "http/router.h"
@@ -16,6 +19,9 @@ void routes_install(void) {
       {SYSTEM_ROUTES, SYSTEM_ROUTES_LEN},
       {AUTH_ROUTES, AUTH_ROUTES_LEN},
       {USERS_ROUTES, USERS_ROUTES_LEN},
+      {PAYMENTS_ROUTES, PAYMENTS_ROUTES_LEN},
+      {PROVIDERS_ROUTES, PROVIDERS_ROUTES_LEN},
+      {FILES_ROUTES, FILES_ROUTES_LEN},
   };
   size_t total = 0;
   for (size_t i = 0; i < ARRAY_LEN(domains); i++) total += domains[i].n;

@@ -13,6 +13,8 @@ json_t *jx_iso(int64_t ms);
 json_t *jx_real_or_null(const char *text);
 /* A boolean from "0"/"1" text. */
 json_t *jx_bool(const char *text);
+/* Integer cents from dollars, rounded to the nearest cent. */
+int64_t jx_cents(double dollars);
 /* Dollars from integer cents, rounded to cents. */
 json_t *jx_money(int64_t cents);
 /* Parses a JSON document stored as text; on NULL or invalid text returns fallback (stolen). */

@@ -10,6 +10,7 @@
 #ifndef DB_DB_H
 #define DB_DB_H
 #include "core/arena.h"
+#include "core/errors.h"
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -76,6 +77,9 @@ db_rc db_query(arena *a, db_res **out, const char *sql, const db_val *params, in
 db_rc db_begin(db_conn *c);
 db_rc db_commit(db_conn *c);
 void db_rollback(db_conn *c);
+
+/* The service error for a storage result: constraint violations are conflicts (409). */
+static inline err_t db_to_err(db_rc rc) { return rc == DB_OK ? ERR_OK : rc == DB_CONSTRAINT ? ERR_CONFLICT : ERR_INTERNAL; }
 
 /* Cell accessors: row and column are zero-based; name lookups return -1 when absent. */
 const char *db_text(const db_res *r, int row, int col);

@@ -101,7 +101,9 @@ static db_rc pg_exec(void *h, const char *sql, const db_val *params, int n, db_r
     default: values[i] = NULL; break;
     }
   }
-  bool in_tx = PQtransactionStatus(c->pg) != PQTRANS_IDLE;
+  /* a broken connection reports PQTRANS_UNKNOWN: that is not a transaction to protect */
+  PGTransactionStatusType ts = PQtransactionStatus(c->pg);
+  bool in_tx = ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR || ts == PQTRANS_ACTIVE;
   PGresult *r = run(c, sql, params, n, values);
   ExecStatusType st = PQresultStatus(r);
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && !in_tx && recover(c)) {

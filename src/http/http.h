@@ -47,6 +47,31 @@ typedef struct hs_rate_limit {
   int64_t window_ms;
 } hs_rate_limit;
 
+/* multipart/form-data uploads: which file fields a route takes and their limits. Files are
+ * streamed to disk as they arrive; their type is sniffed from the bytes afterwards. */
+typedef struct hs_file_rule {
+  const char *field;
+  int max_files;    /* per field */
+  size_t max_bytes; /* per file; larger answers 413 */
+  unsigned types;   /* FT_* bits (ext/filetype.h) */
+} hs_file_rule;
+
+typedef struct hs_upload_spec {
+  const hs_file_rule *files; /* terminated by a row with field == NULL */
+  int min_files;             /* fewer files in all answers 400 (0: files optional) */
+  const char *none_message;  /* the 400 message when fewer than min_files arrive */
+  const hs_schema *fields;   /* text fields, validated like a query (strings converted) */
+} hs_upload_spec;
+
+/* One received file: a temporary file that is removed with the request unless the handler
+ * moved it into storage (storage_save consumes it). */
+typedef struct hs_upload {
+  const char *field;
+  const char *path;
+  size_t size;
+  const char *mime, *ext; /* sniffed: "image/png" / "png", ... */
+} hs_upload;
+
 typedef struct hs_req hs_req;
 typedef err_t (*hs_handler)(hs_req *req);
 
@@ -62,6 +87,7 @@ typedef struct hs_route {
   int ok;            /* success status; 0 means 200 */
   unsigned flags;
   const hs_rate_limit *limit;
+  const hs_upload_spec *upload; /* multipart route; max_body defaults to what its files allow */
   const char *summary;
 } hs_route;
 
@@ -85,6 +111,8 @@ struct hs_req {
   json_t *query; /* validated query arguments, never NULL */
   const char *raw_body;
   size_t raw_len;
+  hs_upload *uploads; /* multipart routes: the files, in arrival order */
+  int nuploads;
   hs_auth auth;
   const char *ip;
   char request_id[40];
@@ -95,6 +123,11 @@ struct hs_req {
   err_t err;
   const char *err_message, *err_code;
   int retry_after; /* seconds; 0 = no header */
+  /* a file answer instead of JSON (hs_reply_file) */
+  int res_fd;
+  char *res_data;
+  size_t res_size;
+  const char *res_content_type;
 };
 
 /* Path parameter by name (":id" -> "id"); NULL when the route has none by that name. */
@@ -105,6 +138,9 @@ const char *hs_header(const hs_req *req, const char *name);
 err_t hs_ok(hs_req *req, json_t *body);
 /* Answers with an explicit status and body (stolen). */
 err_t hs_reply(hs_req *req, int status, json_t *body);
+/* Answers 200 with raw bytes: an open fd (closed by the server) or a heap buffer (freed by
+ * the server), size bytes of content_type. */
+err_t hs_reply_file(hs_req *req, int fd, char *data, size_t size, const char *content_type);
 /* Fails the request: the error's status, {"error": message} (NULL: the default message).
  * Returns err so a handler can `return hs_fail(...)`. */
 err_t hs_fail(hs_req *req, err_t err, const char *message);
@@ -113,5 +149,7 @@ err_t hs_fail_code(hs_req *req, err_t err, const char *code, const char *message
 /* Field getters over the validated body; NULL/defaults when absent. */
 const char *hs_body_str(const hs_req *req, const char *field);
 bool hs_body_has(const hs_req *req, const char *field);
+/* The files received in field, in arrival order (an arena array of *count pointers). */
+hs_upload **hs_files(hs_req *req, const char *field, int *count);
 
 #endif

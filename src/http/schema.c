@@ -61,7 +61,7 @@ static const char *check_string(const hs_field *f, json_t *v, char *msg, size_t 
 
 static const char *check_range(const hs_field *f, double d, char *msg, size_t cap) {
   if (!f->ranged || (d >= f->lo && d <= f->hi)) return NULL;
-  snprintf(msg, cap, "must be between %g and %g", f->lo, f->hi);
+  snprintf(msg, cap, "must be between %.15g and %.15g", f->lo, f->hi);
   return msg;
 }
 

@@ -5,6 +5,8 @@
  * the access log line and drops the request's arena. */
 #include "http/server.h"
 #include "core/clock.h"
+#include "ext/filetype.h"
+#include "ext/imagemeta.h"
 #include "core/config.h"
 #include "core/ids.h"
 #include "core/log.h"
@@ -14,6 +16,8 @@
 #include "http/router.h"
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
@@ -31,9 +35,20 @@ typedef struct conn_ctx {
   hs_req req;
   char *body;
   size_t body_len, body_cap, max_body;
-  bool too_large, preflight;
+  bool too_large, preflight, authorized, multipart;
   struct timespec start;
+  /* multipart routes */
+  struct MHD_PostProcessor *pp;
+  int file_fd;           /* the file being received, -1 between files */
+  size_t file_limit;     /* its size limit */
+  int uploads_cap;
+  err_t upload_err;      /* the first problem with the parts; reported after the body */
+  const char *upload_msg;
+  json_t *form;          /* text fields */
+  size_t form_bytes;
 } conn_ctx;
+
+#define MAX_FORM_TEXT (64 * 1024)
 
 static struct MHD_Daemon *daemon_handle;
 static _Atomic int inflight;
@@ -80,6 +95,13 @@ err_t hs_reply(hs_req *req, int status, json_t *body) {
   return ERR_OK;
 }
 
+err_t hs_reply_file(hs_req *req, int fd, char *data, size_t size, const char *content_type) {
+  req->status = 200;
+  req->res_fd = fd, req->res_data = data, req->res_size = size;
+  req->res_content_type = content_type;
+  return ERR_OK;
+}
+
 err_t hs_ok(hs_req *req, json_t *body) { return hs_reply(req, req->route && req->route->ok ? req->route->ok : 200, body); }
 
 err_t hs_fail_code(hs_req *req, err_t err, const char *code, const char *message) {
@@ -96,6 +118,14 @@ const char *hs_body_str(const hs_req *req, const char *field) {
 }
 
 bool hs_body_has(const hs_req *req, const char *field) { return json_object_get(req->body, field) != NULL; }
+
+hs_upload **hs_files(hs_req *req, const char *field, int *count) {
+  hs_upload **out = arena_alloc(&req->arena, sizeof *out * (size_t)(req->nuploads + 1));
+  *count = 0;
+  for (int i = 0; i < req->nuploads; i++)
+    if (!strcmp(req->uploads[i].field, field)) out[(*count)++] = &req->uploads[i];
+  return out;
+}
 
 static const char *client_ip(hs_req *req) {
   if (CFG.trust_proxy) {
@@ -116,6 +146,143 @@ static const char *client_ip(hs_req *req) {
       inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, sizeof buf);
   }
   return arena_strdup(&req->arena, buf);
+}
+
+/* ---- multipart uploads ---- */
+
+static const hs_file_rule *file_rule(const hs_upload_spec *spec, const char *field) {
+  for (const hs_file_rule *r = spec->files; r->field; r++)
+    if (!strcmp(r->field, field)) return r;
+  return NULL;
+}
+
+/* Everything a route's files may weigh, plus room for the multipart framing and text. */
+static size_t upload_body_limit(const hs_upload_spec *spec) {
+  size_t total = 1024 * 1024;
+  for (const hs_file_rule *r = spec->files; r->field; r++) total += (size_t)r->max_files * r->max_bytes;
+  return total;
+}
+
+static void upload_fail(conn_ctx *ctx, err_t e, const char *msg) {
+  if (ctx->upload_err != ERR_OK) return; /* the first problem is the one reported */
+  ctx->upload_err = e;
+  ctx->upload_msg = arena_strdup(&ctx->req.arena, msg);
+}
+
+static void close_file(conn_ctx *ctx) {
+  if (ctx->file_fd >= 0) close(ctx->file_fd);
+  ctx->file_fd = -1;
+}
+
+static void unlink_path(void *p) { unlink(p); }
+
+/* Starts receiving a new file part of field. */
+static void begin_file(conn_ctx *ctx, const char *field) {
+  hs_req *req = &ctx->req;
+  const hs_file_rule *rule = file_rule(req->route->upload, field);
+  char msg[200];
+  if (!rule) {
+    snprintf(msg, sizeof msg, "%s: unexpected file field", field);
+    return upload_fail(ctx, ERR_BAD_REQUEST, msg);
+  }
+  int count = 0;
+  for (int i = 0; i < req->nuploads; i++) count += !strcmp(req->uploads[i].field, field);
+  if (count >= rule->max_files) {
+    snprintf(msg, sizeof msg, "%s: at most %d file%s", field, rule->max_files, rule->max_files == 1 ? "" : "s");
+    return upload_fail(ctx, ERR_BAD_REQUEST, msg);
+  }
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/tmp", CFG.data_dir);
+  mkdir_p(dir);
+  char *path = arena_printf(&req->arena, "%s/upload-XXXXXX", dir);
+  ctx->file_fd = mkstemp(path);
+  if (ctx->file_fd < 0) return upload_fail(ctx, ERR_INTERNAL, "cannot create a temporary file");
+  arena_defer(&req->arena, unlink_path, path); /* gone with the request unless moved into storage */
+  if (req->nuploads == ctx->uploads_cap) {
+    ctx->uploads_cap = ctx->uploads_cap ? ctx->uploads_cap * 2 : 4;
+    hs_upload *grown = arena_alloc(&req->arena, sizeof *grown * (size_t)ctx->uploads_cap);
+    if (req->nuploads) memcpy(grown, req->uploads, sizeof *grown * (size_t)req->nuploads);
+    req->uploads = grown;
+  }
+  req->uploads[req->nuploads++] = (hs_upload){.field = arena_strdup(&req->arena, field), .path = path};
+  ctx->file_limit = rule->max_bytes;
+}
+
+static enum MHD_Result on_form_part(void *cls, enum MHD_ValueKind kind, const char *key, const char *filename,
+                                    const char *content_type, const char *transfer_encoding, const char *data,
+                                    uint64_t off, size_t size) {
+  (void)kind, (void)content_type, (void)transfer_encoding;
+  conn_ctx *ctx = cls;
+  hs_req *req = &ctx->req;
+  if (!key || ctx->upload_err != ERR_OK) return MHD_YES; /* keep reading, keep nothing */
+  if (!filename) { /* a text field */
+    ctx->form_bytes += size;
+    if (ctx->form_bytes > MAX_FORM_TEXT) {
+      upload_fail(ctx, ERR_TOO_LARGE, "form fields too large");
+      return MHD_YES;
+    }
+    json_t *old = json_object_get(ctx->form, key);
+    const char *prev = off > 0 && old ? json_string_value(old) : "";
+    char *joined = arena_alloc(&req->arena, strlen(prev) + size + 1);
+    memcpy(joined, prev, strlen(prev));
+    memcpy(joined + strlen(prev), data, size);
+    json_object_set_new(ctx->form, key, json_stringn(joined, strlen(prev) + size));
+    return MHD_YES;
+  }
+  if (off == 0) {
+    close_file(ctx);
+    if (!*filename && size == 0) return MHD_YES; /* an empty file input: no file chosen */
+    begin_file(ctx, key);
+  }
+  if (ctx->file_fd < 0 || size == 0) return MHD_YES;
+  hs_upload *u = &req->uploads[req->nuploads - 1];
+  if (u->size + size > ctx->file_limit) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s: file larger than %zu MB", key, ctx->file_limit / (1024 * 1024));
+    close_file(ctx);
+    upload_fail(ctx, ERR_TOO_LARGE, msg);
+    return MHD_YES;
+  }
+  for (size_t done = 0; done < size;) {
+    ssize_t w = write(ctx->file_fd, data + done, size - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      close_file(ctx);
+      upload_fail(ctx, ERR_INTERNAL, "cannot write the upload");
+      return MHD_YES;
+    }
+    done += (size_t)w;
+  }
+  u->size += size;
+  return MHD_YES;
+}
+
+/* After the body: report streaming problems, require files, check types from the bytes,
+ * strip photo metadata, validate text fields. */
+static err_t finish_upload(conn_ctx *ctx) {
+  hs_req *req = &ctx->req;
+  const hs_upload_spec *spec = req->route->upload;
+  if (!ctx->multipart) return hs_fail(req, ERR_BAD_REQUEST, "body: must be multipart/form-data");
+  if (ctx->upload_err != ERR_OK) return hs_fail(req, ctx->upload_err, ctx->upload_msg);
+  if (req->nuploads < spec->min_files)
+    return hs_fail(req, ERR_BAD_REQUEST, spec->none_message ? spec->none_message : "No file uploaded");
+  for (int i = 0; i < req->nuploads; i++) {
+    hs_upload *u = &req->uploads[i];
+    const hs_file_rule *rule = file_rule(spec, u->field);
+    filetype t = filetype_of(u->path);
+    if (!(t.bit & rule->types))
+      return hs_fail(req, ERR_BAD_REQUEST, arena_printf(&req->arena, "%s: must be %s", u->field,
+                                                         filetype_describe(rule->types)));
+    u->mime = t.mime, u->ext = t.ext;
+    if (!image_strip_metadata(u->path, u->mime)) return hs_fail(req, ERR_INTERNAL, NULL);
+  }
+  if (!spec->fields) {
+    req->body = arena_json(&req->arena, json_object());
+    return ERR_OK;
+  }
+  char err[256];
+  req->body = arena_json(&req->arena, hs_validate(spec->fields, ctx->form, true, err));
+  return req->body ? ERR_OK : hs_fail(req, ERR_BAD_REQUEST, err);
 }
 
 /* ---- the pipeline ---- */
@@ -197,7 +364,6 @@ static err_t parse_query(hs_req *req) {
 static void dispatch(conn_ctx *ctx) {
   hs_req *req = &ctx->req;
   const hs_route *r = req->route;
-  req->ip = client_ip(req);
   if (!r || ((r->flags & ROUTE_TEST_ONLY) && CFG.env != ENV_TEST) ||
       ((r->flags & ROUTE_DEV_ONLY) && CFG.env == ENV_PRODUCTION)) {
     req->route = NULL;
@@ -210,7 +376,7 @@ static void dispatch(conn_ctx *ctx) {
   }
   req->raw_body = ctx->body ? ctx->body : "";
   req->raw_len = ctx->body_len;
-  if (r->roles && guard(req) != ERR_OK) return;
+  if (r->roles && !ctx->authorized && guard(req) != ERR_OK) return;
   if (r->limit) {
     int retry = 0;
     err_t e = hs_rate_limit_hit(r->limit, req->ip, &retry);
@@ -220,7 +386,11 @@ static void dispatch(conn_ctx *ctx) {
       return;
     }
   }
-  if (!(r->flags & ROUTE_RAW_BODY) && parse_body(req) != ERR_OK) return;
+  if (r->upload) {
+    if (finish_upload(ctx) != ERR_OK) return;
+  } else if (!(r->flags & ROUTE_RAW_BODY) && parse_body(req) != ERR_OK) {
+    return;
+  }
   if (parse_query(req) != ERR_OK) return;
   err_t e = r->handler(req);
   if (e != ERR_OK && req->err == ERR_OK) hs_fail(req, e, NULL);
@@ -241,13 +411,14 @@ static const char *cors_origin_for(hs_req *req) {
 static void add_common_headers(struct MHD_Response *resp, hs_req *req) {
   MHD_add_response_header(resp, "X-Request-Id", req->request_id);
   MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-  MHD_add_response_header(resp, "Cache-Control", "no-store");
+  /* a signed file URL may be cached by the client until well before it expires */
+  MHD_add_response_header(resp, "Cache-Control", req->res_content_type && req->err == ERR_OK ? "private, max-age=300" : "no-store");
   const char *origin = cors_origin_for(req);
   if (origin) {
     MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
     MHD_add_response_header(resp, "Access-Control-Expose-Headers", "X-Request-Id, Retry-After");
-    if (strcmp(origin, "*")) MHD_add_response_header(resp, "Vary", "Origin");
   }
+  if (!cors_any) MHD_add_response_header(resp, "Vary", "Origin"); /* the answer depends on it */
   if (req->retry_after > 0) {
     char n[16];
     snprintf(n, sizeof n, "%d", req->retry_after);
@@ -264,8 +435,25 @@ static json_t *error_body(hs_req *req) {
   return b;
 }
 
+static enum MHD_Result send_file(struct MHD_Connection *conn, hs_req *req) {
+  struct MHD_Response *resp;
+  if (req->res_fd >= 0) {
+    resp = MHD_create_response_from_fd(req->res_size, req->res_fd);
+    req->res_fd = -1; /* MHD closes it */
+  } else {
+    resp = MHD_create_response_from_buffer_with_free_callback(req->res_size, req->res_data, free);
+    req->res_data = NULL;
+  }
+  MHD_add_response_header(resp, "Content-Type", req->res_content_type);
+  add_common_headers(resp, req);
+  enum MHD_Result ret = MHD_queue_response(conn, (unsigned)req->status, resp);
+  MHD_destroy_response(resp);
+  return ret;
+}
+
 static enum MHD_Result send_answer(struct MHD_Connection *conn, conn_ctx *ctx) {
   hs_req *req = &ctx->req;
+  if (req->err == ERR_OK && req->res_content_type) return send_file(conn, req);
   json_t *body = req->res_body;
   if (req->err != ERR_OK) {
     req->status = err_status(req->err);
@@ -312,8 +500,10 @@ static conn_ctx *ctx_new(struct MHD_Connection *conn, const char *url, const cha
   hs_req *req = &ctx->req;
   arena_init(&req->arena);
   req->conn = conn;
+  req->res_fd = -1;
   req->method = arena_strdup(&req->arena, method);
   req->path = arena_strdup(&req->arena, url);
+  req->ip = client_ip(req);
   clock_gettime(CLOCK_MONOTONIC, &ctx->start);
   const char *incoming = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
   if (acceptable_request_id(incoming)) snprintf(req->request_id, sizeof req->request_id, "%s", incoming);
@@ -326,7 +516,15 @@ static conn_ctx *ctx_new(struct MHD_Connection *conn, const char *url, const cha
     const char *asked = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Access-Control-Request-Method");
     if (asked && hs_method_bit(asked)) req->route = hs_router_match(hs_method_bit(asked), url, req);
   }
-  ctx->max_body = req->route && req->route->max_body ? req->route->max_body : DEFAULT_MAX_BODY;
+  ctx->file_fd = -1;
+  ctx->max_body = req->route && req->route->max_body ? req->route->max_body
+                  : req->route && req->route->upload ? upload_body_limit(req->route->upload)
+                                                     : DEFAULT_MAX_BODY;
+  if (req->route && req->route->upload && !ctx->preflight) {
+    ctx->form = arena_json(&req->arena, json_object());
+    ctx->pp = MHD_create_post_processor(conn, 64 * 1024, on_form_part, ctx);
+    ctx->multipart = ctx->pp != NULL; /* NULL: the body is not multipart/form-data */
+  }
   atomic_fetch_add(&inflight, 1);
   return ctx;
 }
@@ -344,6 +542,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
       hs_fail(&ctx->req, ERR_TOO_LARGE, NULL);
       return send_answer(conn, ctx);
     }
+    /* check the token before accepting any file onto disk */
+    const hs_route *r = ctx->req.route;
+    if (r && r->upload && r->roles && !ctx->preflight) {
+      if (guard(&ctx->req) != ERR_OK) return send_answer(conn, ctx);
+      ctx->authorized = true;
+    }
+    return MHD_YES;
+  }
+  if (*upload_size && ctx->req.route && ctx->req.route->upload) {
+    ctx->body_len += *upload_size; /* counted, not kept: the parts go to disk */
+    if (ctx->body_len > ctx->max_body) ctx->too_large = true;
+    else if (ctx->pp) MHD_post_process(ctx->pp, upload, *upload_size);
+    *upload_size = 0;
     return MHD_YES;
   }
   if (*upload_size) {
@@ -365,6 +576,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return MHD_YES;
   }
   if (ctx->req.status || ctx->req.err) return MHD_YES; /* already answered */
+  if (ctx->pp) {
+    MHD_destroy_post_processor(ctx->pp);
+    ctx->pp = NULL;
+    close_file(ctx);
+  }
   if (ctx->preflight) return send_preflight(conn, ctx);
   dispatch(ctx);
   return send_answer(conn, ctx);
@@ -378,12 +594,16 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   struct timespec end;
   clock_gettime(CLOCK_MONOTONIC, &end);
   double ms = (double)(end.tv_sec - ctx->start.tv_sec) * 1e3 + (double)(end.tv_nsec - ctx->start.tv_nsec) / 1e6;
-  if (req->route && req->status) hs_router_count(req->route, req->status);
+  if (req->route && req->status && !ctx->preflight) hs_router_count(req->route, req->status);
   json_t *fields = json_pack("{s:s,s:s,s:s,s:i,s:f,s:s?}", "requestId", req->request_id, "method", req->method, "route",
                              req->route ? req->route->path : req->path, "status", req->status, "ms",
                              (double)(long)(ms * 100) / 100, "ip", req->ip);
   if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) json_object_set_new(fields, "aborted", json_true());
   log_json(req->status >= 500 ? LOG_ERROR : LOG_INFO, NULL, fields);
+  if (ctx->pp) MHD_destroy_post_processor(ctx->pp);
+  close_file(ctx);
+  if (req->res_fd >= 0) close(req->res_fd); /* a file answer that was never sent */
+  free(req->res_data);
   arena_fini(&req->arena);
   free(ctx->body);
   free(ctx);
@@ -447,6 +667,9 @@ int hs_server_port(void) {
 void hs_server_stop(int grace_ms) {
   if (!daemon_handle) return;
   MHD_socket listen_fd = MHD_quiesce_daemon(daemon_handle);
+  /* refuse new connections at once: shutting the listening socket down (it is closed only
+   * after MHD_stop_daemon, as MHD requires) resets whatever would queue on it */
+  if (listen_fd != MHD_INVALID_SOCKET) shutdown(listen_fd, SHUT_RDWR);
   int64_t deadline = clock_mono_ms() + grace_ms;
   while (atomic_load(&inflight) > 0 && clock_mono_ms() < deadline) usleep(10000);
   MHD_stop_daemon(daemon_handle);

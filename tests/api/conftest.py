@@ -327,6 +327,7 @@ def make_server(request, engine, pg_cluster):
         return srv.start()
 
     yield make
+    check_route_coverage(request)
     reports = []
     for srv in started:
         srv.stop()
@@ -357,12 +358,20 @@ def api(server):
     return Api(server)
 
 
-def pytest_sessionfinish(session, exitstatus):
-    srv = getattr(session.config, "_marketplace_server", None)
-    if not session.config.getoption("--require-route-coverage") or srv is None or exitstatus != 0:
+def check_route_coverage(request):
+    """Runs while the shared server still serves (fixture teardown): records the routes that
+    never answered with a success, for pytest_sessionfinish to fail the session."""
+    config = request.config
+    srv = getattr(config, "_marketplace_server", None)
+    if not config.getoption("--require-route-coverage") or srv is None or request.session.testsfailed:
         return
     routes = requests.get(srv.url + "/__test/routes", timeout=10).json()["routes"]
-    missing = [f"{r['method']} {r['path']}" for r in routes if r["ok"] == 0 and r["path"] != "/__test/routes"]
+    config._uncovered_routes = [f"{r['method']} {r['path']}" for r in routes
+                                if r["ok"] == 0 and r["path"] != "/__test/routes"]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    missing = getattr(session.config, "_uncovered_routes", None)
     if missing:
         print("\nroutes never answered with a success in the API tests:\n  " + "\n  ".join(missing))
         session.exitstatus = 1

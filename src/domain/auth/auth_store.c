@@ -20,12 +20,10 @@ err_t auth_store_find(arena *a, account_kind kind, const char *email, account *o
   return ERR_OK;
 }
 
-static err_t from_db(db_rc rc) { return rc == DB_OK ? ERR_OK : rc == DB_CONSTRAINT ? ERR_CONFLICT : ERR_INTERNAL; }
-
 err_t auth_store_insert_user(const char *id, const char *email, const char *hash, const char *name,
                              const char *address, const char *zip) {
   int64_t now = clock_now_ms();
-  return from_db(db_query(NULL, NULL,
+  return db_to_err(db_query(NULL, NULL,
                           "INSERT INTO users (id, email, password_hash, name, address, zip, created_at, updated_at) "
                           "VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
                           DB_ARGS(DB_TEXT(id), DB_TEXT(email), DB_TEXT(hash), DB_TEXT(name), DB_TEXT(address),
@@ -59,7 +57,7 @@ err_t auth_store_insert_provider(const char *id, const char *email, const char *
   if (rc == DB_OK) rc = db_commit(c);
   db_release(c); /* rolls back when the transaction is still open */
   free(services_text), free(zips_text);
-  return from_db(rc);
+  return db_to_err(rc);
 }
 
 err_t auth_store_put_reset(const char *email, const char *role, const char *token_hash, int64_t expires_at,
@@ -81,7 +79,7 @@ err_t auth_store_put_reset(const char *email, const char *role, const char *toke
   if (rc == DB_OK) rc = db_commit(c);
   db_release(c);
   if (rc == DB_OK) queue_kick();
-  return from_db(rc);
+  return db_to_err(rc);
 }
 
 err_t auth_store_find_reset(arena *a, const char *token_hash, const char **role, bool *found) {
@@ -127,7 +125,7 @@ out:
 err_t auth_store_upsert_admin(const char *email, const char *hash) {
   char id[ID_LEN + 1];
   id_new(id);
-  return from_db(db_query(NULL, NULL,
+  return db_to_err(db_query(NULL, NULL,
                           "INSERT INTO admins (id, email, password_hash, created_at) VALUES ($1, $2, $3, $4) "
                           "ON CONFLICT (email) DO UPDATE SET password_hash = excluded.password_hash",
                           DB_ARGS(DB_TEXT(id), DB_TEXT(email), DB_TEXT(hash), DB_INT(clock_now_ms()))));

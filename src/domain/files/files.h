@@ -1,0 +1,10 @@
+/* GET /files/:key, the only way to read a stored file: the URL's signature and expiry are
+ * checked (403 otherwise), then the bytes are served with their type. */
+#ifndef DOMAIN_FILES_H
+#define DOMAIN_FILES_H
+#include "http/http.h"
+
+extern const hs_route FILES_ROUTES[];
+extern const size_t FILES_ROUTES_LEN;
+
+#endif

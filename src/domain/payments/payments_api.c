@@ -1,0 +1,170 @@
+/* Handlers for /payments/... : the saved card and the premium subscription. Processor
+ * failures map to: declined -> 402, refused input -> 400, unreachable -> 503. */
+#include "core/ids.h"
+#include "core/jsonx.h"
+#include "core/log.h"
+#include "domain/payments/payments.h"
+#include "domain/payments/payments_api.h"
+#include "domain/payments/payments_store.h"
+#include "ext/payments.h"
+#include <stdio.h>
+#include <string.h>
+
+static err_t processor_failed(hs_req *req, pay_rc rc, const pay_error *e) {
+  switch (rc) {
+  case PAY_DECLINED: return hs_fail(req, ERR_PAYMENT_REQUIRED, e->message[0] ? e->message : "Your card was declined.");
+  case PAY_INVALID:
+  case PAY_NOT_FOUND: return hs_fail(req, ERR_BAD_REQUEST, e->message[0] ? e->message : "Rejected by the payment processor");
+  default: return hs_fail(req, ERR_UNAVAILABLE, "Payment processor unavailable");
+  }
+}
+
+static err_t load_billing(hs_req *req, billing *b) {
+  err_t e = pay_store_billing(&req->arena, req->auth.id, b);
+  return e == ERR_NOT_FOUND ? hs_fail(req, ERR_NOT_FOUND, "User not found") : e;
+}
+
+/* The user's processor customer, created on first use. The idempotency key is the user id,
+ * so two concurrent first calls make one customer. */
+static err_t ensure_customer(hs_req *req, billing *b, const char **customer) {
+  if (b->customer_id) return *customer = b->customer_id, ERR_OK;
+  char id[PAY_ID_LEN], key[64];
+  pay_error pe;
+  snprintf(key, sizeof key, "customer-%s", b->id);
+  pay_rc rc = payments_create_customer(b->email, b->name, key, id, &pe);
+  if (rc != PAY_OK) return processor_failed(req, rc, &pe);
+  return pay_store_set_customer(&req->arena, b->id, id, customer);
+}
+
+static json_t *card_json(const pay_card *c) {
+  return json_pack("{s:s,s:s,s:i,s:i}", "brand", c->brand, "last4", c->last4, "expMonth", c->exp_month, "expYear",
+                   c->exp_year);
+}
+
+err_t api_payments_setup_intent(hs_req *req) {
+  billing b;
+  const char *customer;
+  char secret[PAY_ID_LEN];
+  pay_error pe;
+  err_t e = load_billing(req, &b);
+  if (e == ERR_OK) e = ensure_customer(req, &b, &customer);
+  if (e != ERR_OK) return e;
+  pay_rc rc = payments_create_setup_intent(customer, secret, &pe);
+  if (rc != PAY_OK) return processor_failed(req, rc, &pe);
+  return hs_ok(req, json_pack("{s:s}", "clientSecret", secret));
+}
+
+err_t api_payments_save_method(hs_req *req) {
+  billing b;
+  const char *customer;
+  pay_card card;
+  pay_error pe;
+  err_t e = load_billing(req, &b);
+  if (e == ERR_OK) e = ensure_customer(req, &b, &customer);
+  if (e != ERR_OK) return e;
+  pay_rc rc = payments_attach_method(customer, hs_body_str(req, "paymentMethodId"), &card, &pe);
+  if (rc == PAY_INVALID || rc == PAY_NOT_FOUND) return hs_fail(req, ERR_BAD_REQUEST, "paymentMethodId: unknown payment method");
+  if (rc != PAY_OK) return processor_failed(req, rc, &pe);
+  if ((e = pay_store_set_method(b.id, card.id)) != ERR_OK) return e;
+  return hs_ok(req, card_json(&card));
+}
+
+err_t api_payments_get_method(hs_req *req) {
+  billing b;
+  pay_card card;
+  pay_error pe;
+  err_t e = load_billing(req, &b);
+  if (e != ERR_OK) return e;
+  if (!b.payment_method_id || !b.customer_id) return hs_ok(req, json_null());
+  pay_rc rc = payments_retrieve_method(b.customer_id, b.payment_method_id, &card, &pe);
+  if (rc == PAY_NOT_FOUND) { /* the card is gone at the processor: forget it */
+    if ((e = pay_store_clear_method(b.id, b.payment_method_id)) != ERR_OK) return e;
+    return hs_ok(req, json_null());
+  }
+  if (rc != PAY_OK) return processor_failed(req, rc, &pe);
+  return hs_ok(req, card_json(&card));
+}
+
+static json_t *premium_json(const billing *b) {
+  return json_pack("{s:b,s:o,s:o,s:b}", "isPremium", b->is_premium, "premiumSince", jx_iso_or_null(b->premium_since),
+                   "processorSubscriptionId", jx_str_or_null(b->subscription_id), "cancelAtPeriodEnd",
+                   b->cancel_at_period_end);
+}
+
+err_t api_payments_premium_status(hs_req *req) {
+  billing b;
+  err_t e = load_billing(req, &b);
+  return e == ERR_OK ? hs_ok(req, premium_json(&b)) : e;
+}
+
+/* The user holds a subscription that is not active. Active again at the processor: premium is
+ * restored (answered here). Ended: a new subscription may be created (returns with no answer).
+ * Anything else (past_due, unpaid, incomplete): 402, nothing new is created. */
+static err_t sync_existing_subscription(hs_req *req, billing *b) {
+  pay_subscription sub;
+  pay_error pe;
+  pay_rc rc = payments_retrieve_subscription(b->subscription_id, &sub, &pe);
+  if (rc == PAY_NOT_FOUND || (rc == PAY_OK && (!strcmp(sub.status, "canceled") || !strcmp(sub.status, "incomplete_expired")))) {
+    pay_store_clear_subscribe_key(b->id);
+    return pay_store_set_premium(b->id, NULL, false, false);
+  }
+  if (rc != PAY_OK) return processor_failed(req, rc, &pe);
+  bool active = !strcmp(sub.status, "active") || !strcmp(sub.status, "trialing");
+  if (!active) return hs_fail(req, ERR_PAYMENT_REQUIRED, "The premium subscription has an unpaid invoice; update your payment method");
+  err_t e = pay_store_set_premium(b->id, sub.id, true, sub.cancel_at_period_end);
+  if (e != ERR_OK) return e;
+  return hs_ok(req, json_pack("{s:b,s:s,s:s}", "isPremium", 1, "subscriptionId", sub.id, "status", sub.status));
+}
+
+err_t api_payments_premium_subscribe(hs_req *req) {
+  billing b;
+  err_t e = load_billing(req, &b);
+  if (e != ERR_OK) return e;
+  if (b.is_premium && b.subscription_id)
+    return hs_ok(req, json_pack("{s:s,s:b,s:s,s:s}", "message", "Already subscribed to premium", "isPremium", 1,
+                                "subscriptionId", b.subscription_id, "status", "active"));
+  if (!b.payment_method_id || !b.customer_id) return hs_fail(req, ERR_BAD_REQUEST, "A saved payment method is required");
+  if (b.subscription_id) { /* a subscription that is not active: ask the processor how it stands */
+    e = sync_existing_subscription(req, &b);
+    if (e != ERR_OK || req->status) return e;
+  }
+  const char *price = payments_premium_price();
+  if (!price) {
+    log_msg(LOG_ERROR, "premium subscribe refused: STRIPE_PREMIUM_PRICE_ID is not set");
+    return hs_fail(req, ERR_UNAVAILABLE, "Premium subscriptions are not configured");
+  }
+  /* one idempotency key per subscription attempt, shared by concurrent requests */
+  char fresh[ID_LEN + 1], key[80];
+  const char *claimed;
+  id_new(fresh);
+  if ((e = pay_store_claim_subscribe_key(&req->arena, b.id, fresh, &claimed)) != ERR_OK) return e;
+  snprintf(key, sizeof key, "premium-%s", claimed);
+  pay_subscription sub;
+  pay_error pe;
+  pay_rc rc = payments_create_subscription(b.customer_id, price, b.payment_method_id, key, &sub, &pe);
+  if (rc != PAY_OK) {
+    if (rc == PAY_DECLINED) pay_store_clear_subscribe_key(b.id); /* a new card may try again */
+    return processor_failed(req, rc, &pe);
+  }
+  bool active = !strcmp(sub.status, "active") || !strcmp(sub.status, "trialing");
+  if ((e = pay_store_set_premium(b.id, sub.id, active, sub.cancel_at_period_end)) != ERR_OK) return e;
+  return hs_ok(req, json_pack("{s:b,s:s,s:s}", "isPremium", active, "subscriptionId", sub.id, "status", sub.status));
+}
+
+err_t api_payments_premium_cancel(hs_req *req) {
+  billing b;
+  err_t e = load_billing(req, &b);
+  if (e != ERR_OK) return e;
+  if (!b.is_premium || !b.subscription_id) return hs_fail(req, ERR_BAD_REQUEST, "No active subscription");
+  /* a fresh key: setting the flag is idempotent by nature, and a cancel after a resume must
+   * reach the processor rather than replay the first cancel's answer */
+  pay_subscription sub;
+  pay_error pe;
+  pay_rc rc = payments_set_cancel_at_period_end(b.subscription_id, true, NULL, &sub, &pe);
+  if (rc != PAY_OK) return processor_failed(req, rc, &pe);
+  if ((e = pay_store_set_cancel_flag(b.id, true)) != ERR_OK) return e;
+  return hs_ok(req, json_pack("{s:s,s:b,s:o}", "message",
+                              "Premium is cancelled and stays active until the end of the current billing period",
+                              "cancelAtPeriodEnd", 1, "currentPeriodEnd",
+                              sub.current_period_end ? jx_iso(sub.current_period_end) : json_null()));
+}

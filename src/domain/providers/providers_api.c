@@ -1,0 +1,214 @@
+/* Handlers for /providers/me and its uploads. Keys are stored; URLs are signed when a
+ * response is built, so a document URL is always fresh and short-lived. */
+#include "core/jsonx.h"
+#include "core/log.h"
+#include "domain/providers/providers.h"
+#include "domain/providers/providers_api.h"
+#include "domain/providers/providers_store.h"
+#include "ext/storage.h"
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *signed_url_or_null(const char *key, int64_t ttl) {
+  if (!key) return json_null();
+  char *url = storage_url(key, ttl);
+  json_t *v = json_string(url);
+  free(url);
+  return v;
+}
+
+/* A JSON array of keys (stored text) as an array of signed URLs. */
+static json_t *signed_urls(const char *keys_json, int64_t ttl) {
+  json_t *keys = jx_parse_or(keys_json, json_array()), *out = json_array();
+  size_t i;
+  json_t *k;
+  json_array_foreach(keys, i, k) if (json_is_string(k)) json_array_append_new(out, signed_url_or_null(json_string_value(k), ttl));
+  json_decref(keys);
+  return out;
+}
+
+/* Monday to Friday 08:00-17:00, the schedule of a provider who has not set one. */
+static json_t *default_availability(void) {
+  static const char *const days[] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
+  json_t *o = json_object();
+  for (int i = 0; i < 7; i++)
+    json_object_set_new(o, days[i], json_pack("{s:s,s:s,s:b}", "start", "08:00", "end", "17:00", "on", i < 5));
+  return o;
+}
+
+#define COL(name) db_text(r, 0, db_col(r, name))
+
+static json_t *profile_from_row(db_res *r) {
+  json_t *o = json_object();
+  json_object_set_new(o, "id", json_string(COL("id")));
+  json_object_set_new(o, "email", json_string(COL("email")));
+  json_object_set_new(o, "name", json_string(COL("name")));
+  json_object_set_new(o, "phone", jx_str_or_null(COL("phone")));
+  json_object_set_new(o, "companyName", jx_str_or_null(COL("company_name")));
+  json_object_set_new(o, "companyUrl", jx_str_or_null(COL("company_url")));
+  json_object_set_new(o, "insuranceInfo", jx_str_or_null(COL("insurance_info")));
+  json_object_set_new(o, "logoUrl", signed_url_or_null(COL("logo_url"), URL_TTL_PHOTO));
+  json_object_set_new(o, "services", jx_parse_or(COL("services"), json_array()));
+  json_object_set_new(o, "serviceZips", jx_parse_or(COL("service_zips"), json_array()));
+  json_object_set_new(o, "headshots", signed_urls(COL("headshots"), URL_TTL_PHOTO));
+  json_object_set_new(o, "idDocFront", signed_url_or_null(COL("id_doc_front"), URL_TTL_DOCUMENT));
+  json_object_set_new(o, "idDocBack", signed_url_or_null(COL("id_doc_back"), URL_TTL_DOCUMENT));
+  json_object_set_new(o, "availability", jx_parse_or(COL("availability"), default_availability()));
+  json_object_set_new(o, "isPremium", jx_bool(COL("is_premium")));
+  json_object_set_new(o, "premiumSince", jx_iso_or_null(COL("premium_since")));
+  json_object_set_new(o, "preferredProAppliedAt", jx_iso_or_null(COL("preferred_pro_applied_at")));
+  json_object_set_new(o, "premiumBilledMonth", jx_str_or_null(COL("premium_billed_month")));
+  json_object_set_new(o, "idCheckStatus", jx_str_or_null(COL("id_check_status")));
+  json_object_set_new(o, "idCheckName", jx_str_or_null(COL("id_check_name")));
+  json_object_set_new(o, "idCheckDOB", jx_str_or_null(COL("id_check_dob")));
+  json_object_set_new(o, "idCheckExpiry", jx_str_or_null(COL("id_check_expiry")));
+  json_object_set_new(o, "idCheckState", jx_str_or_null(COL("id_check_state")));
+  json_object_set_new(o, "idCheckFlags", jx_parse_or(COL("id_check_flags"), json_array()));
+  json_object_set_new(o, "idCheckAt", jx_iso_or_null(COL("id_check_at")));
+  json_object_set_new(o, "insDocUrl", signed_url_or_null(COL("ins_doc_url"), URL_TTL_DOCUMENT));
+  json_object_set_new(o, "insCheckStatus", jx_str_or_null(COL("ins_check_status")));
+  json_object_set_new(o, "insCheckCarrier", jx_str_or_null(COL("ins_check_carrier")));
+  json_object_set_new(o, "insCheckPolicy", jx_str_or_null(COL("ins_check_policy")));
+  json_object_set_new(o, "insCheckEffective", jx_str_or_null(COL("ins_check_effective")));
+  json_object_set_new(o, "insCheckExpiry", jx_str_or_null(COL("ins_check_expiry")));
+  json_object_set_new(o, "insCheckCoverage", jx_str_or_null(COL("ins_check_coverage")));
+  json_object_set_new(o, "insCheckFlags", jx_parse_or(COL("ins_check_flags"), json_array()));
+  json_object_set_new(o, "insCheckAt", jx_iso_or_null(COL("ins_check_at")));
+  json_object_set_new(o, "createdAt", jx_iso_or_null(COL("created_at")));
+  return o;
+}
+
+json_t *providers_profile_json(arena *a, const char *provider_id) {
+  db_res *r;
+  return prov_store_get(a, provider_id, &r) == ERR_OK ? profile_from_row(r) : NULL;
+}
+
+bool providers_is_verified(const char *provider_id) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  bool ok = false;
+  if (prov_store_get(&a, provider_id, &r) == ERR_OK) {
+    json_t *heads = jx_parse_or(COL("headshots"), json_array());
+    ok = json_array_size(heads) > 0 && COL("id_doc_front") && COL("id_doc_back");
+    json_decref(heads);
+  }
+  arena_fini(&a);
+  return ok;
+}
+
+static err_t reply_profile(hs_req *req) {
+  json_t *p = providers_profile_json(&req->arena, req->auth.id);
+  return p ? hs_ok(req, p) : hs_fail(req, ERR_NOT_FOUND, "Provider not found");
+}
+
+err_t api_providers_me(hs_req *req) { return reply_profile(req); }
+
+err_t api_providers_update_me(hs_req *req) {
+  err_t e = prov_store_update_profile(req->auth.id, req->body);
+  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Provider not found");
+  return e == ERR_OK ? reply_profile(req) : e;
+}
+
+/* Moves an upload into storage; the key lands in the arena. */
+static err_t store_upload(hs_req *req, hs_upload *u, const char **key) {
+  char k[STORAGE_KEY_LEN], err[256];
+  if (!storage_save(u->path, u->ext, u->mime, k, err)) {
+    log_msg(LOG_ERROR, "storing an upload failed: %s", err);
+    return hs_fail(req, ERR_INTERNAL, NULL);
+  }
+  *key = arena_strdup(&req->arena, k);
+  return ERR_OK;
+}
+
+static hs_upload *only_file(hs_req *req, const char *field) {
+  int n;
+  hs_upload **files = hs_files(req, field, &n);
+  return n ? files[0] : NULL;
+}
+
+err_t api_providers_upload_logo(hs_req *req) {
+  const char *key = NULL, *old = NULL;
+  err_t e = store_upload(req, only_file(req, "logo"), &key);
+  if (e == ERR_OK) e = prov_store_set_logo(&req->arena, req->auth.id, key, &old);
+  if (e != ERR_OK) {
+    storage_delete(key);
+    return e == ERR_NOT_FOUND ? hs_fail(req, e, "Provider not found") : e;
+  }
+  storage_delete(old);
+  return hs_ok(req, json_pack("{s:o}", "logoUrl", signed_url_or_null(key, URL_TTL_PHOTO)));
+}
+
+/* Read-modify-write of the headshots array, retried when a concurrent change got in first.
+ * add: append key; otherwise remove position index (its key returned in *removed). */
+static err_t edit_headshots(hs_req *req, const char *add, long index, const char **removed) {
+  for (int tries = 0; tries < 5; tries++) {
+    db_res *r;
+    err_t e = prov_store_get(&req->arena, req->auth.id, &r);
+    if (e != ERR_OK) return e == ERR_NOT_FOUND ? hs_fail(req, e, "Provider not found") : e;
+    const char *old = COL("headshots");
+    json_t *list = arena_json(&req->arena, jx_parse_or(old, json_array()));
+    if (add) {
+      json_array_append_new(list, json_string(add));
+    } else {
+      if (index < 0 || (size_t)index >= json_array_size(list)) return hs_fail(req, ERR_BAD_REQUEST, "Headshot index out of range");
+      *removed = arena_strdup(&req->arena, json_string_value(json_array_get(list, (size_t)index)));
+      json_array_remove(list, (size_t)index);
+    }
+    char *text = json_dumps(list, JSON_COMPACT);
+    e = prov_store_swap_headshots(req->auth.id, old, text);
+    free(text);
+    if (e != ERR_CONFLICT) return e;
+  }
+  return hs_fail(req, ERR_CONFLICT, "The headshots changed meanwhile; try again");
+}
+
+err_t api_providers_add_headshot(hs_req *req) {
+  const char *key = NULL;
+  err_t e = store_upload(req, only_file(req, "headshot"), &key);
+  if (e != ERR_OK) return e;
+  if ((e = edit_headshots(req, key, 0, NULL)) != ERR_OK) {
+    storage_delete(key);
+    return e;
+  }
+  return reply_profile(req);
+}
+
+err_t api_providers_delete_headshot(hs_req *req) {
+  const char *text = hs_param(req, "index"), *removed = NULL;
+  char *end;
+  long index = strtol(text, &end, 10);
+  if (*end || end == text) return hs_fail(req, ERR_BAD_REQUEST, "index: must be an integer");
+  err_t e = edit_headshots(req, NULL, index, &removed);
+  if (e != ERR_OK) return e;
+  storage_delete(removed);
+  return reply_profile(req);
+}
+
+err_t api_providers_upload_id_documents(hs_req *req) {
+  hs_upload *front = only_file(req, "front"), *back = only_file(req, "back");
+  const char *front_key = NULL, *back_key = NULL, *old_front = NULL, *old_back = NULL;
+  err_t e = ERR_OK;
+  if (front) e = store_upload(req, front, &front_key);
+  if (e == ERR_OK && back) e = store_upload(req, back, &back_key);
+  if (e == ERR_OK) e = prov_store_set_id_documents(&req->arena, req->auth.id, front_key, back_key, &old_front, &old_back);
+  if (e != ERR_OK) {
+    storage_delete(front_key), storage_delete(back_key);
+    return e == ERR_NOT_FOUND ? hs_fail(req, e, "Provider not found") : e;
+  }
+  storage_delete(old_front), storage_delete(old_back);
+  return reply_profile(req);
+}
+
+err_t api_providers_upload_insurance(hs_req *req) {
+  const char *key = NULL, *old = NULL;
+  err_t e = store_upload(req, only_file(req, "insuranceDoc"), &key);
+  if (e == ERR_OK) e = prov_store_set_insurance_document(&req->arena, req->auth.id, key, &old);
+  if (e != ERR_OK) {
+    storage_delete(key);
+    return e == ERR_NOT_FOUND ? hs_fail(req, e, "Provider not found") : e;
+  }
+  storage_delete(old);
+  return hs_ok(req, json_pack("{s:o,s:s}", "insDocUrl", signed_url_or_null(key, URL_TTL_DOCUMENT), "insCheckStatus",
+                              "pending"));
+}

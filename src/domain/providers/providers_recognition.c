@@ -1,0 +1,119 @@
+/* Background recognition of uploaded documents (queue kinds "licence_check" and
+ * "insurance_check"). A job names the keys it was queued for; its result is written only
+ * while those keys are still the provider's documents, so a slow check of a replaced upload
+ * never overwrites the newer one's status. A document that cannot be fetched is retried
+ * (storage may be briefly unreachable); recognition that cannot run sets status "error". */
+#include "core/clock.h"
+#include "core/log.h"
+#include "db/db.h"
+#include "domain/providers/providers.h"
+#include "domain/providers/recognition.h"
+#include "ext/ocr.h"
+#include "ext/queue.h"
+#include "ext/storage.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* OCR of one stored document into *out; false (with err) when it could not be fetched. */
+static bool read_document(const char *key, ocr_text *out, bool *recognized, char err[256]) {
+  char *path = storage_fetch_to_temp(key);
+  if (!path) return snprintf(err, 256, "cannot fetch %s", key), false;
+  char why[256] = "";
+  const char *dot = strrchr(key, '.');
+  *recognized = dot && !strcmp(dot, ".pdf") ? ocr_pdf(path, out, why) : ocr_image(path, out, why);
+  if (!*recognized) log_msg(LOG_WARN, "recognition unavailable for %s: %s", key, why);
+  unlink(path);
+  free(path);
+  return true;
+}
+
+/* The flags as JSON array text (heap, free()). */
+static char *flags_text(char flags[][24], int n) {
+  json_t *a = json_array();
+  for (int i = 0; i < n; i++) json_array_append_new(a, json_string(flags[i]));
+  char *text = json_dumps(a, JSON_COMPACT);
+  json_decref(a);
+  return text;
+}
+
+static const char *or_null(const char *s) { return s && *s ? s : NULL; }
+
+static bool check_licence(json_t *job, char err[256]) {
+  const char *provider = json_string_value(json_object_get(job, "providerId"));
+  const char *front = json_string_value(json_object_get(job, "front"));
+  const char *back = json_string_value(json_object_get(job, "back"));
+  if (!provider) return snprintf(err, 256, "job without providerId"), false;
+  licence_result res = {0};
+  size_t cap = 1;
+  char *text = calloc(1, 1);
+  double confidence = 0;
+  int sides = 0;
+  bool available = true;
+  const char *keys[] = {front, back};
+  for (int i = 0; i < 2; i++) {
+    if (!keys[i]) continue;
+    ocr_text t = {0};
+    bool recognized;
+    if (!read_document(keys[i], &t, &recognized, err)) {
+      free(text);
+      return false;
+    }
+    if (!recognized) {
+      available = false;
+      continue;
+    }
+    cap += strlen(t.text) + 1;
+    text = realloc(text, cap);
+    strcat(strcat(text, t.text), "\n");
+    confidence += t.confidence, sides++;
+    ocr_text_free(&t);
+  }
+  if (available && sides > 0) recognize_licence(text, confidence / sides, clock_now_ms(), &res);
+  else snprintf(res.status, sizeof res.status, "error");
+  free(text);
+  char *flags = flags_text(res.flags, res.nflags);
+  db_rc rc = db_query(NULL, NULL,
+                      "UPDATE providers SET id_check_status = $4, id_check_name = $5, id_check_dob = $6, "
+                      "id_check_expiry = $7, id_check_state = $8, id_check_flags = $9, id_check_at = $10, "
+                      "updated_at = $10 WHERE id = $1 AND COALESCE(id_doc_front, '') = COALESCE($2, '') "
+                      "AND COALESCE(id_doc_back, '') = COALESCE($3, '')",
+                      DB_ARGS(DB_TEXT(provider), DB_TEXT(front), DB_TEXT(back), DB_TEXT(res.status),
+                              DB_TEXT(or_null(res.name)), DB_TEXT(or_null(res.dob)), DB_TEXT(or_null(res.expiry)),
+                              DB_TEXT(or_null(res.state)), DB_TEXT(flags), DB_INT(clock_now_ms())));
+  free(flags);
+  if (rc != DB_OK) return snprintf(err, 256, "cannot record the licence check"), false;
+  return true;
+}
+
+static bool check_insurance(json_t *job, char err[256]) {
+  const char *provider = json_string_value(json_object_get(job, "providerId"));
+  const char *key = json_string_value(json_object_get(job, "key"));
+  if (!provider || !key) return snprintf(err, 256, "job without providerId or key"), false;
+  insurance_result res = {0};
+  ocr_text t = {0};
+  bool recognized;
+  if (!read_document(key, &t, &recognized, err)) return false;
+  if (recognized) recognize_insurance(t.text, clock_now_ms(), &res);
+  else snprintf(res.status, sizeof res.status, "error");
+  ocr_text_free(&t);
+  char *flags = flags_text(res.flags, res.nflags);
+  db_rc rc = db_query(NULL, NULL,
+                      "UPDATE providers SET ins_check_status = $3, ins_check_carrier = $4, ins_check_policy = $5, "
+                      "ins_check_effective = $6, ins_check_expiry = $7, ins_check_coverage = $8, "
+                      "ins_check_flags = $9, ins_check_at = $10, insurance_info = $11, updated_at = $10 "
+                      "WHERE id = $1 AND ins_doc_url = $2",
+                      DB_ARGS(DB_TEXT(provider), DB_TEXT(key), DB_TEXT(res.status), DB_TEXT(or_null(res.carrier)),
+                              DB_TEXT(or_null(res.policy)), DB_TEXT(or_null(res.effective)),
+                              DB_TEXT(or_null(res.expiry)), DB_TEXT(or_null(res.coverage)), DB_TEXT(flags),
+                              DB_INT(clock_now_ms()), DB_TEXT(res.fields_found >= 2 ? or_null(res.summary) : NULL)));
+  free(flags);
+  if (rc != DB_OK) return snprintf(err, 256, "cannot record the insurance check"), false;
+  return true;
+}
+
+void providers_domain_init(void) {
+  queue_register("licence_check", check_licence);
+  queue_register("insurance_check", check_insurance);
+}

@@ -1,0 +1,48 @@
+/* Routes, body schemas and upload rules of /providers/me. Upload limits follow the
+ * specification's section 8. */
+#include "core/util.h"
+#include "domain/common.h"
+#include "domain/providers/providers.h"
+#include "domain/providers/providers_api.h"
+#include "ext/filetype.h"
+
+#define MB (1024 * 1024)
+
+static const hs_field zip_item = {"serviceZips", F_ZIP};
+static const hs_field service_item = {"services", F_ENUM, .choices = SERVICE_NAMES};
+static const hs_field update_fields[] = {
+    {"name", F_STRING, 0, LEN(1, 100)},
+    {"phone", F_STRING, 0, LEN(0, 20)},
+    {"serviceZips", F_ARRAY, F_ONE_OR_MANY, LEN(1, 500), .item = &zip_item},
+    {"services", F_ARRAY, F_ONE_OR_MANY, LEN(1, 4), .item = &service_item},
+    {"companyName", F_STRING, 0, LEN(0, 100)},
+    {"companyUrl", F_STRING, 0, LEN(0, 300)},
+    {0},
+};
+static const hs_schema update_schema = {update_fields};
+
+static const hs_file_rule logo_files[] = {{"logo", 1, 5 * MB, FT_IMAGES}, {0}};
+static const hs_upload_spec logo_upload = {logo_files, 1, "No file uploaded"};
+static const hs_file_rule headshot_files[] = {{"headshot", 1, 8 * MB, FT_IMAGES}, {0}};
+static const hs_upload_spec headshot_upload = {headshot_files, 1, "No file uploaded"};
+static const hs_file_rule id_files[] = {{"front", 1, 10 * MB, FT_IMAGES}, {"back", 1, 10 * MB, FT_IMAGES}, {0}};
+static const hs_upload_spec id_upload = {id_files, 1, "No file uploaded: send front and/or back"};
+static const hs_file_rule insurance_files[] = {{"insuranceDoc", 1, 10 * MB, FT_PNG | FT_JPEG | FT_PDF}, {0}};
+static const hs_upload_spec insurance_upload = {insurance_files, 1, "No file uploaded"};
+
+const hs_route PROVIDERS_ROUTES[] = {
+    {HS_GET, "/providers/me", api_providers_me, ROLE_PROVIDER, .summary = "The caller's provider profile"},
+    {HS_PATCH, "/providers/me", api_providers_update_me, ROLE_PROVIDER, &update_schema,
+     .summary = "Update profile fields (insuranceInfo is not settable)"},
+    {HS_POST, "/providers/me/logo", api_providers_upload_logo, ROLE_PROVIDER, .upload = &logo_upload,
+     .summary = "Upload the company logo (replaces the previous one)"},
+    {HS_POST, "/providers/me/headshots", api_providers_add_headshot, ROLE_PROVIDER, .upload = &headshot_upload,
+     .summary = "Add a headshot"},
+    {HS_DELETE, "/providers/me/headshots/:index", api_providers_delete_headshot, ROLE_PROVIDER,
+     .summary = "Remove the headshot at a zero-based position"},
+    {HS_POST, "/providers/me/id-documents", api_providers_upload_id_documents, ROLE_PROVIDER, .upload = &id_upload,
+     .summary = "Upload driver's licence images (front and/or back); recognition follows"},
+    {HS_POST, "/providers/me/insurance-document", api_providers_upload_insurance, ROLE_PROVIDER,
+     .upload = &insurance_upload, .summary = "Upload the insurance certificate; recognition follows"},
+};
+const size_t PROVIDERS_ROUTES_LEN = ARRAY_LEN(PROVIDERS_ROUTES);

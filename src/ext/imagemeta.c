@@ -1,0 +1,82 @@
+/* Byte-level rewriting, no decoder: a JPEG is a sequence of marker segments up to the scan
+ * data, and metadata lives in APPn segments (APP1 Exif/XMP, APP13 IPTC, ...) that are dropped
+ * except APP0 (JFIF) and APP2 (the ICC colour profile, needed to show colours right) and
+ * APP14 (Adobe colour transform). A PNG is a sequence of chunks; eXIf, tEXt, zTXt, iTXt and
+ * tIME are dropped. The result is written to a temporary file and renamed over the original. */
+#include "ext/imagemeta.h"
+#include "core/util.h"
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool keep_jpeg_segment(unsigned char marker) {
+  if (marker < 0xE0 || marker > 0xEF) return true; /* not APPn */
+  return marker == 0xE0 || marker == 0xE2 || marker == 0xEE;
+}
+
+/* Copies in to out without metadata; returns the new length, 0 when in is not a JPEG. */
+static size_t strip_jpeg(const unsigned char *in, size_t n, unsigned char *out) {
+  if (n < 4 || in[0] != 0xFF || in[1] != 0xD8) return 0;
+  size_t i = 2, o = 0;
+  out[o++] = 0xFF, out[o++] = 0xD8;
+  while (i + 4 <= n) {
+    if (in[i] != 0xFF) return 0;
+    unsigned char marker = in[i + 1];
+    if (marker == 0xFF) { /* fill byte */
+      i++;
+      continue;
+    }
+    if (marker == 0xDA || marker == 0xD9) break; /* start of scan / end: copy the rest */
+    size_t len = ((size_t)in[i + 2] << 8) | in[i + 3];
+    if (len < 2 || i + 2 + len > n) return 0;
+    if (keep_jpeg_segment(marker)) memcpy(out + o, in + i, 2 + len), o += 2 + len;
+    i += 2 + len;
+  }
+  memcpy(out + o, in + i, n - i);
+  return o + (n - i);
+}
+
+static bool drop_png_chunk(const unsigned char type[4]) {
+  static const char *const dropped[] = {"eXIf", "tEXt", "zTXt", "iTXt", "tIME"};
+  for (size_t i = 0; i < ARRAY_LEN(dropped); i++)
+    if (!memcmp(type, dropped[i], 4)) return true;
+  return false;
+}
+
+static size_t strip_png(const unsigned char *in, size_t n, unsigned char *out) {
+  static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  if (n < 8 || memcmp(in, sig, 8)) return 0;
+  memcpy(out, in, 8);
+  size_t i = 8, o = 8;
+  while (i + 12 <= n) {
+    size_t len = ((size_t)in[i] << 24) | ((size_t)in[i + 1] << 16) | ((size_t)in[i + 2] << 8) | in[i + 3];
+    if (len > n - i - 12) return 0;
+    if (!drop_png_chunk(in + i + 4)) memcpy(out + o, in + i, len + 12), o += len + 12;
+    i += len + 12;
+  }
+  return o;
+}
+
+bool image_strip_metadata(const char *path, const char *mime) {
+  bool jpeg = !strcmp(mime, "image/jpeg"), png = !strcmp(mime, "image/png");
+  if (!jpeg && !png) return true;
+  size_t n;
+  unsigned char *in = (unsigned char *)read_file(path, &n);
+  if (!in) return false;
+  unsigned char *out = xmalloc(n + 1);
+  size_t m = jpeg ? strip_jpeg(in, n, out) : strip_png(in, n, out);
+  bool ok = true;
+  if (m > 0 && m < n) { /* something was removed */
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.strip", path);
+    FILE *f = fopen(tmp, "wb");
+    ok = f && fwrite(out, 1, m, f) == m;
+    if (f && fclose(f) != 0) ok = false;
+    ok = ok && rename(tmp, path) == 0;
+    if (!ok) remove(tmp);
+  }
+  free(in);
+  free(out);
+  return ok;
+}

@@ -1,0 +1,44 @@
+/* Text of uploaded documents: OCR of images with Tesseract (English), and the text of PDFs
+ * from their text layer (poppler) or, for scanned PDFs, OCR of the rendered pages.
+ * The only module that includes tesseract, leptonica, poppler and cairo headers; the rules that
+ * read the text live in domain/providers/recognition.h.
+ *
+ * Threads: every function may be called from any thread at the same time. Each thread keeps
+ * its own Tesseract instance (created on first use, ~0.3 s and ~30 MB), so the callers should
+ * be a few long-lived worker threads; the instance is released when its thread exits, or
+ * earlier with ocr_thread_release(). */
+#ifndef EXT_OCR_H
+#define EXT_OCR_H
+#include <stdbool.h>
+
+typedef struct ocr_text {
+  char *text;        /* UTF-8, heap (free with ocr_text_free); "" when nothing was read */
+  double confidence; /* 0..1, Tesseract's mean confidence / 100; 1.0 for a PDF text layer */
+} ocr_text;
+
+/* OCR of an image file (PNG, JPEG, WebP, and whatever else leptonica decodes), English.
+ * On true, *out owns the text. A file that cannot be decoded, or is larger than 64 megapixels,
+ * is not an engine failure: it returns true with text "" and confidence 0 (the document is
+ * unreadable), with the reason in err. Returns false, with the reason in err, only when
+ * recognition is unavailable: the file cannot be opened (storage), Tesseract has no English
+ * language data, or memory ran out; *out is then empty.
+ * Slow (about a second of one core per page): call it from a worker thread, never from a
+ * request handler. */
+bool ocr_image(const char *path, ocr_text *out, char err[256]);
+
+/* Text of a PDF, from its first 3 pages. A page with a text layer gives that text with
+ * confidence 1.0; a page without one (a scan) is rendered with cairo at 300 dpi and OCR'd.
+ * The confidence of the whole is the mean of the pages' confidences weighted by the number
+ * of letters and digits each page gave. A damaged or password-protected PDF returns true
+ * with text "" and confidence 0, the reason in err; false means recognition is unavailable,
+ * as for ocr_image. */
+bool ocr_pdf(const char *path, ocr_text *out, char err[256]);
+
+/* Frees the text and empties *t; safe on an empty or already freed value. */
+void ocr_text_free(ocr_text *t);
+
+/* Releases the calling thread's Tesseract instance now instead of at thread exit (the main
+ * thread's instance is never released otherwise). The next call creates a new one. */
+void ocr_thread_release(void);
+
+#endif

@@ -1,0 +1,117 @@
+/* Dispatch to the configured processor, plus the Stripe-object readers both share. */
+#include "ext/payments.h"
+#include "core/config.h"
+#include "ext/payments_impl.h"
+#include <stdio.h>
+#include <string.h>
+
+#define SIM_PREMIUM_PRICE "price_sim_premium_monthly_999"
+
+static const pay_ops *ops = &paysim_ops;
+
+void payments_init(void) { ops = CFG.stripe_secret_key ? &stripe_ops : &paysim_ops; }
+const char *payments_mode(void) { return ops->name; }
+
+const char *payments_premium_price(void) {
+  if (CFG.stripe_premium_price_id) return CFG.stripe_premium_price_id;
+  return ops == &paysim_ops ? SIM_PREMIUM_PRICE : NULL; /* Stripe needs a configured price */
+}
+
+static void copy(char *dst, size_t cap, const char *src) { snprintf(dst, cap, "%s", src ? src : ""); }
+
+void pay_card_from_json(json_t *pm, pay_card *card) {
+  json_t *c = json_object_get(pm, "card");
+  copy(card->id, sizeof card->id, json_string_value(json_object_get(pm, "id")));
+  copy(card->brand, sizeof card->brand, json_string_value(json_object_get(c, "brand")));
+  copy(card->last4, sizeof card->last4, json_string_value(json_object_get(c, "last4")));
+  card->exp_month = (int)json_integer_value(json_object_get(c, "exp_month"));
+  card->exp_year = (int)json_integer_value(json_object_get(c, "exp_year"));
+}
+
+void pay_intent_from_json(json_t *pi, pay_intent *out) {
+  copy(out->id, sizeof out->id, json_string_value(json_object_get(pi, "id")));
+  copy(out->status, sizeof out->status, json_string_value(json_object_get(pi, "status")));
+}
+
+void pay_subscription_from_json(json_t *sub, pay_subscription *out) {
+  copy(out->id, sizeof out->id, json_string_value(json_object_get(sub, "id")));
+  copy(out->status, sizeof out->status, json_string_value(json_object_get(sub, "status")));
+  out->cancel_at_period_end = json_is_true(json_object_get(sub, "cancel_at_period_end"));
+  json_t *end = json_object_get(sub, "current_period_end");
+  if (!end) { /* newer API versions keep the period on the subscription item */
+    json_t *items = json_object_get(json_object_get(sub, "items"), "data");
+    end = json_object_get(json_array_get(items, 0), "current_period_end");
+  }
+  out->current_period_end = json_integer_value(end) * 1000;
+}
+
+static void clear(pay_error *err) { memset(err, 0, sizeof *err); }
+
+pay_rc payments_create_customer(const char *email, const char *name, const char *idem_key, char id[PAY_ID_LEN],
+                                pay_error *err) {
+  clear(err);
+  return ops->create_customer(email, name, idem_key, id, err);
+}
+
+pay_rc payments_create_setup_intent(const char *customer, char secret[PAY_ID_LEN], pay_error *err) {
+  clear(err);
+  return ops->create_setup_intent(customer, secret, err);
+}
+
+pay_rc payments_attach_method(const char *customer, const char *payment_method, pay_card *card, pay_error *err) {
+  clear(err);
+  memset(card, 0, sizeof *card);
+  return ops->attach_method(customer, payment_method, card, err);
+}
+
+pay_rc payments_retrieve_method(const char *customer, const char *payment_method, pay_card *card, pay_error *err) {
+  clear(err);
+  memset(card, 0, sizeof *card);
+  return ops->retrieve_method(customer, payment_method, card, err);
+}
+
+pay_rc payments_authorize(const char *customer, const char *payment_method, int64_t cents, const char *idem_key,
+                          pay_intent *out, pay_error *err) {
+  clear(err);
+  memset(out, 0, sizeof *out);
+  return ops->create_intent(customer, payment_method, cents, false, idem_key, out, err);
+}
+
+pay_rc payments_charge(const char *customer, const char *payment_method, int64_t cents, const char *idem_key,
+                       pay_intent *out, pay_error *err) {
+  clear(err);
+  memset(out, 0, sizeof *out);
+  return ops->create_intent(customer, payment_method, cents, true, idem_key, out, err);
+}
+
+pay_rc payments_capture(const char *intent, const char *idem_key, pay_intent *out, pay_error *err) {
+  clear(err);
+  memset(out, 0, sizeof *out);
+  return ops->capture(intent, idem_key, out, err);
+}
+
+pay_rc payments_void(const char *intent, const char *idem_key, pay_intent *out, pay_error *err) {
+  clear(err);
+  memset(out, 0, sizeof *out);
+  return ops->cancel(intent, idem_key, out, err);
+}
+
+pay_rc payments_create_subscription(const char *customer, const char *price, const char *payment_method,
+                                    const char *idem_key, pay_subscription *out, pay_error *err) {
+  clear(err);
+  memset(out, 0, sizeof *out);
+  return ops->create_subscription(customer, price, payment_method, idem_key, out, err);
+}
+
+pay_rc payments_set_cancel_at_period_end(const char *subscription, bool cancel, const char *idem_key,
+                                         pay_subscription *out, pay_error *err) {
+  clear(err);
+  memset(out, 0, sizeof *out);
+  return ops->update_subscription(subscription, cancel, idem_key, out, err);
+}
+
+pay_rc payments_retrieve_subscription(const char *subscription, pay_subscription *out, pay_error *err) {
+  clear(err);
+  memset(out, 0, sizeof *out);
+  return ops->retrieve_subscription(subscription, out, err);
+}

@@ -1,0 +1,82 @@
+/* The payment processor, as the rest of the service sees it.
+ *
+ * Two implementations behind one set of functions, chosen at start-up: the built-in
+ * simulated processor (no STRIPE_SECRET_KEY; Stripe's test-mode conventions, state kept in
+ * the database) and a Stripe client over libcurl (STRIPE_SECRET_KEY set; requests to
+ * STRIPE_API_BASE). Amounts are integer cents. Every call that moves money takes an
+ * idempotency key derived from the service's own record, so a retried request, or the same
+ * operation run twice, never charges twice. Thread-safe. */
+#ifndef EXT_PAYMENTS_H
+#define EXT_PAYMENTS_H
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum {
+  PAY_OK = 0,
+  PAY_DECLINED,    /* the card was refused (Stripe card_error) */
+  PAY_INVALID,     /* the request was refused: unknown payment method, wrong state */
+  PAY_NOT_FOUND,   /* the object does not exist (any more) at the processor */
+  PAY_UNAVAILABLE, /* the processor did not answer, or answered 5xx/429 after retries */
+} pay_rc;
+
+#define PAY_ID_LEN 256
+
+typedef struct pay_error {
+  char message[256];      /* for logs and, for declines, for the client */
+  char decline_code[64];
+  char intent_id[PAY_ID_LEN]; /* a declined payment's intent, when the processor made one */
+} pay_error;
+
+typedef struct pay_card {
+  char id[PAY_ID_LEN];
+  char brand[32], last4[8];
+  int exp_month, exp_year;
+} pay_card;
+
+typedef struct pay_intent {
+  char id[PAY_ID_LEN];
+  char status[40]; /* requires_capture, succeeded, canceled, requires_payment_method */
+} pay_intent;
+
+typedef struct pay_subscription {
+  char id[PAY_ID_LEN];
+  char status[40]; /* active, trialing, past_due, canceled, incomplete, ... */
+  bool cancel_at_period_end;
+  int64_t current_period_end; /* epoch ms; 0 when unknown */
+} pay_subscription;
+
+/* Picks the implementation from the configuration (call once at start-up). */
+void payments_init(void);
+/* "simulated" or "stripe". */
+const char *payments_mode(void);
+
+pay_rc payments_create_customer(const char *email, const char *name, const char *idem_key, char id[PAY_ID_LEN],
+                                pay_error *err);
+/* A SetupIntent for saving a card off-session; writes its client secret. */
+pay_rc payments_create_setup_intent(const char *customer, char secret[PAY_ID_LEN], pay_error *err);
+/* Attaches payment_method to customer (and makes it the customer's default); the card
+ * details come back in card, whose id is the method to charge from now on. */
+pay_rc payments_attach_method(const char *customer, const char *payment_method, pay_card *card, pay_error *err);
+/* PAY_NOT_FOUND when the method no longer exists or is no longer attached to customer. */
+pay_rc payments_retrieve_method(const char *customer, const char *payment_method, pay_card *card, pay_error *err);
+/* An off-session authorization with manual capture (status requires_capture). */
+pay_rc payments_authorize(const char *customer, const char *payment_method, int64_t cents, const char *idem_key,
+                          pay_intent *out, pay_error *err);
+pay_rc payments_capture(const char *intent, const char *idem_key, pay_intent *out, pay_error *err);
+/* Cancels (voids) an uncaptured authorization. */
+pay_rc payments_void(const char *intent, const char *idem_key, pay_intent *out, pay_error *err);
+/* An off-session charge captured at once (tips). */
+pay_rc payments_charge(const char *customer, const char *payment_method, int64_t cents, const char *idem_key,
+                       pay_intent *out, pay_error *err);
+/* A subscription on price, paid by payment_method; PAY_DECLINED when the first invoice fails. */
+pay_rc payments_create_subscription(const char *customer, const char *price, const char *payment_method,
+                                    const char *idem_key, pay_subscription *out, pay_error *err);
+pay_rc payments_set_cancel_at_period_end(const char *subscription, bool cancel, const char *idem_key,
+                                         pay_subscription *out, pay_error *err);
+pay_rc payments_retrieve_subscription(const char *subscription, pay_subscription *out, pay_error *err);
+
+/* The price of the customer premium subscription (STRIPE_PREMIUM_PRICE_ID, or the simulated
+ * processor's built-in 9.99/month price); NULL with Stripe and no configured price. */
+const char *payments_premium_price(void);
+
+#endif

@@ -1,0 +1,34 @@
+/* The contract between ext/payments.c and its two implementations. Internal to src/ext. */
+#ifndef EXT_PAYMENTS_IMPL_H
+#define EXT_PAYMENTS_IMPL_H
+#include "ext/payments.h"
+#include <jansson.h>
+
+typedef struct pay_ops {
+  const char *name;
+  pay_rc (*create_customer)(const char *email, const char *name, const char *idem_key, char id[PAY_ID_LEN],
+                            pay_error *err);
+  pay_rc (*create_setup_intent)(const char *customer, char secret[PAY_ID_LEN], pay_error *err);
+  pay_rc (*attach_method)(const char *customer, const char *payment_method, pay_card *card, pay_error *err);
+  pay_rc (*retrieve_method)(const char *customer, const char *payment_method, pay_card *card, pay_error *err);
+  /* capture_now false: manual capture (an authorization); true: a charge */
+  pay_rc (*create_intent)(const char *customer, const char *payment_method, int64_t cents, bool capture_now,
+                          const char *idem_key, pay_intent *out, pay_error *err);
+  pay_rc (*capture)(const char *intent, const char *idem_key, pay_intent *out, pay_error *err);
+  pay_rc (*cancel)(const char *intent, const char *idem_key, pay_intent *out, pay_error *err);
+  pay_rc (*create_subscription)(const char *customer, const char *price, const char *payment_method,
+                                const char *idem_key, pay_subscription *out, pay_error *err);
+  pay_rc (*update_subscription)(const char *subscription, bool cancel_at_period_end, const char *idem_key,
+                                pay_subscription *out, pay_error *err);
+  pay_rc (*retrieve_subscription)(const char *subscription, pay_subscription *out, pay_error *err);
+} pay_ops;
+
+extern const pay_ops paysim_ops;
+extern const pay_ops stripe_ops;
+
+/* Reads Stripe-shaped JSON objects into the result structs (both implementations speak it). */
+void pay_card_from_json(json_t *pm, pay_card *card);
+void pay_intent_from_json(json_t *pi, pay_intent *out);
+void pay_subscription_from_json(json_t *sub, pay_subscription *out);
+
+#endif

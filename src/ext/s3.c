@@ -1,0 +1,478 @@
+/* S3 client: path-style requests signed with AWS Signature Version 4, sent with libcurl.
+ *
+ * A request is described once (method, key, optional body) and sent by one function, which
+ * makes the URL and the canonical URI from the same encoded path (so what is signed is what
+ * goes on the wire), signs a fresh x-amz-date on every attempt, and retries network errors and
+ * 5xx answers twice with a short backoff. The Host header is set explicitly to the endpoint's
+ * authority, the value that was signed, rather than left to curl. Signed headers: host,
+ * x-amz-content-sha256, x-amz-date, plus content-type on PUT so the stored type cannot be
+ * altered in transit.
+ *
+ * Uploads are streamed: the file is hashed in chunks (the payload hash must be the body's real
+ * SHA-256), then rewound and handed to curl through a read callback, again on each retry.
+ * Downloads collect into a growing heap buffer capped at GET_MAX; an allocation failure fails
+ * the call instead of aborting the process. Error answers are S3's XML, from which <Code> and
+ * <Message> go into err. The signing date is the real wall clock (time(NULL)): a signature
+ * dated by the test clock would be refused by a real store. */
+#include "ext/s3.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "ext/digest.h"
+#include <curl/curl.h>
+#include <errno.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ATTEMPTS 3
+#define GET_MAX ((size_t)1 << 30)
+#define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+/* ---- strings ---- */
+
+typedef struct sbuf {
+  char *data;
+  size_t len, cap;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *s, size_t n) {
+  if (n >= b->cap - b->len) {
+    if (n > SIZE_MAX / 4 - b->len) die("s3: string of %zu bytes", n);
+    b->cap = (b->len + n + 1) * 2;
+    b->data = xrealloc(b->data, b->cap);
+  }
+  memcpy(b->data + b->len, s, n);
+  b->len += n;
+  b->data[b->len] = 0;
+}
+
+static void sb_puts(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
+
+bool s3_uri_encode_key(const char *key, char *out, size_t cap) {
+  static const char hex[] = "0123456789ABCDEF";
+  size_t n = 0;
+  for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
+    bool plain = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+                 *p == '.' || *p == '_' || *p == '~' || *p == '/';
+    if (n + (plain ? 1 : 3) + 1 > cap) {
+      if (cap) out[0] = 0;
+      return false;
+    }
+    if (plain)
+      out[n++] = (char)*p;
+    else
+      out[n++] = '%', out[n++] = hex[*p >> 4], out[n++] = hex[*p & 15];
+  }
+  if (!cap) return false;
+  out[n] = 0;
+  return true;
+}
+
+/* Appends key encoded by s3_uri_encode_key. */
+static void sb_add_encoded(sbuf *b, const char *key) {
+  size_t cap = 3 * strlen(key) + 1;
+  char *e = xmalloc(cap);
+  s3_uri_encode_key(key, e, cap);
+  sb_puts(b, e);
+  free(e);
+}
+
+/* ---- signing ---- */
+
+static int header_cmp(const void *a, const void *b) {
+  return strcmp(((const s3_header *)a)->name, ((const s3_header *)b)->name);
+}
+
+/* Appends a header value trimmed, with each inner run of spaces and tabs made one space. */
+static void sb_add_value(sbuf *b, const char *v) {
+  while (*v == ' ' || *v == '\t') v++;
+  bool gap = false;
+  for (; *v; v++) {
+    if (*v == ' ' || *v == '\t') {
+      gap = true;
+      continue;
+    }
+    if (gap) sb_add(b, " ", 1), gap = false;
+    sb_add(b, v, 1);
+  }
+}
+
+/* out may be the key's own storage. */
+static void hmac_raw(const void *key, size_t keylen, const char *msg, unsigned char out[32]) {
+  unsigned char md[32];
+  unsigned int n = 0;
+  HMAC(EVP_sha256(), key, (int)keylen, (const unsigned char *)msg, strlen(msg), md, &n);
+  memcpy(out, md, sizeof md);
+  OPENSSL_cleanse(md, sizeof md);
+}
+
+void s3_sigv4_sign(const char *method, const char *canonical_uri, const char *canonical_query, const s3_header *headers,
+                   size_t n, const char *amz_date, const char *payload_sha256_hex, const char *region,
+                   const char *access_key, const char *secret_key, char out[512]) {
+  sbuf req = {0}, names = {0}, sts = {0}, secret = {0};
+  s3_header *h = xmalloc((n ? n : 1) * sizeof *h);
+  memcpy(h, headers, n * sizeof *h);
+  qsort(h, n, sizeof *h, header_cmp);
+
+  sb_puts(&req, method), sb_puts(&req, "\n");
+  sb_puts(&req, canonical_uri), sb_puts(&req, "\n");
+  sb_puts(&req, canonical_query), sb_puts(&req, "\n");
+  for (size_t i = 0; i < n; i++) {
+    sb_puts(&req, h[i].name), sb_puts(&req, ":");
+    sb_add_value(&req, h[i].value), sb_puts(&req, "\n");
+    if (i) sb_puts(&names, ";");
+    sb_puts(&names, h[i].name);
+  }
+  sb_puts(&names, ""); /* non-NULL even with no headers */
+  sb_puts(&req, "\n"), sb_puts(&req, names.data), sb_puts(&req, "\n");
+  sb_puts(&req, payload_sha256_hex);
+
+  char day[9], scope[200], req_hash[65], signature[65];
+  snprintf(day, sizeof day, "%.8s", amz_date);
+  snprintf(scope, sizeof scope, "%s/%s/s3/aws4_request", day, region);
+  sha256_hex(req.data, req.len, req_hash);
+  sb_puts(&sts, "AWS4-HMAC-SHA256\n"), sb_puts(&sts, amz_date), sb_puts(&sts, "\n");
+  sb_puts(&sts, scope), sb_puts(&sts, "\n"), sb_puts(&sts, req_hash);
+
+  unsigned char k[32];
+  sb_puts(&secret, "AWS4"), sb_puts(&secret, secret_key);
+  hmac_raw(secret.data, secret.len, day, k);
+  hmac_raw(k, sizeof k, region, k);
+  hmac_raw(k, sizeof k, "s3", k);
+  hmac_raw(k, sizeof k, "aws4_request", k);
+  hmac_sha256_hex(k, sizeof k, sts.data, sts.len, signature);
+  snprintf(out, 512, "AWS4-HMAC-SHA256 Credential=%s/%s,SignedHeaders=%s,Signature=%s", access_key, scope, names.data,
+           signature);
+
+  OPENSSL_cleanse(k, sizeof k);
+  OPENSSL_cleanse(secret.data, secret.len);
+  free(h), free(req.data), free(names.data), free(sts.data), free(secret.data);
+}
+
+void s3_sigv4_authorization(const char *method, const char *canonical_uri, const char *canonical_query,
+                            const char *host, const char *amz_date, const char *payload_sha256_hex, const char *region,
+                            const char *access_key, const char *secret_key, char out[512]) {
+  s3_header h[] = {
+      {"host", host},
+      {"x-amz-content-sha256", payload_sha256_hex},
+      {"x-amz-date", amz_date},
+  };
+  s3_sigv4_sign(method, canonical_uri, canonical_query, h, ARRAY_LEN(h), amz_date, payload_sha256_hex, region,
+                access_key, secret_key, out);
+}
+
+/* ---- requests ---- */
+
+/* One call: what to send, and what came back from the last attempt. */
+typedef struct s3_req {
+  const char *method; /* "PUT", "GET" or "DELETE" */
+  const char *key;
+  FILE *body; /* PUT only: the file, sent from its start on every attempt */
+  curl_off_t body_len;
+  const char *payload_hash;
+  const char *content_type; /* PUT only */
+  long status;
+  sbuf resp;
+  bool resp_refused; /* the body outgrew GET_MAX or memory */
+  char resp_type[128];
+} s3_req;
+
+static bool config_ok(char err[256]) {
+  const char *missing = !CFG.s3_endpoint || !*CFG.s3_endpoint                     ? "S3_ENDPOINT"
+                        : !CFG.s3_bucket || !*CFG.s3_bucket                       ? "S3_BUCKET"
+                        : !CFG.s3_region || !*CFG.s3_region                       ? "S3_REGION"
+                        : !CFG.s3_access_key_id || !*CFG.s3_access_key_id         ? "S3_ACCESS_KEY_ID"
+                        : !CFG.s3_secret_access_key || !*CFG.s3_secret_access_key ? "S3_SECRET_ACCESS_KEY"
+                                                                                  : NULL;
+  if (missing) snprintf(err, 256, "s3: %s is not set", missing);
+  return !missing;
+}
+
+/* The URL, canonical URI and Host value for key, from S3_ENDPOINT ("scheme://authority[/prefix]"). */
+static bool target(const char *key, sbuf *url, sbuf *uri, char host[256], char err[256]) {
+  size_t klen = strlen(key);
+  if (!klen || klen > S3_KEY_MAX) return snprintf(err, 256, "s3: key must be 1 to %d bytes", S3_KEY_MAX), false;
+  const char *ep = CFG.s3_endpoint;
+  size_t slen = str_starts_with(ep, "http://") ? 7 : str_starts_with(ep, "https://") ? 8 : 0;
+  if (!slen) return snprintf(err, 256, "s3: S3_ENDPOINT must start with http:// or https://"), false;
+  const char *auth = ep + slen;
+  size_t alen = strcspn(auth, "/?#");
+  if (!alen || alen >= 256) return snprintf(err, 256, "s3: S3_ENDPOINT has no valid host"), false;
+  memcpy(host, auth, alen);
+  host[alen] = 0;
+  const char *prefix = auth + alen;
+  sb_add(uri, prefix, strcspn(prefix, "?#"));
+  while (uri->len && uri->data[uri->len - 1] == '/') uri->data[--uri->len] = 0;
+  sb_puts(uri, "/");
+  sb_add_encoded(uri, CFG.s3_bucket);
+  sb_puts(uri, "/");
+  sb_add_encoded(uri, key);
+  sb_add(url, ep, slen + alen);
+  sb_puts(url, uri->data);
+  return true;
+}
+
+static size_t collect(char *p, size_t size, size_t n, void *arg) {
+  s3_req *r = arg;
+  size_t add = size * n;
+  sbuf *b = &r->resp;
+  if (b->len + add + 1 > b->cap) {
+    if (add > GET_MAX - b->len) return r->resp_refused = true, 0;
+    size_t cap = b->cap ? b->cap * 2 : 16384;
+    while (cap < b->len + add + 1) cap *= 2;
+    char *grown = realloc(b->data, cap);
+    if (!grown) return r->resp_refused = true, 0;
+    b->data = grown, b->cap = cap;
+  }
+  memcpy(b->data + b->len, p, add);
+  b->len += add;
+  b->data[b->len] = 0;
+  return add;
+}
+
+static size_t read_body(char *buf, size_t size, size_t nitems, void *arg) {
+  FILE *f = arg;
+  size_t n = fread(buf, 1, size * nitems, f);
+  return n == 0 && ferror(f) ? CURL_READFUNC_ABORT : n;
+}
+
+static int seek_body(void *arg, curl_off_t offset, int origin) {
+  return fseeko(arg, (off_t)offset, origin) == 0 ? CURL_SEEKFUNC_OK : CURL_SEEKFUNC_FAIL;
+}
+
+/* One attempt of r: signs it now, sends it, and leaves status, body and Content-Type in r. */
+static CURLcode send_once(s3_req *r, const char *url, const char *uri, const char *host) {
+  char amz_date[17], auth[512], line[700];
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  strftime(amz_date, sizeof amz_date, "%Y%m%dT%H%M%SZ", &tm);
+  s3_header signed_h[] = {
+      {"host", host},
+      {"x-amz-content-sha256", r->payload_hash},
+      {"x-amz-date", amz_date},
+      {"content-type", r->content_type},
+  };
+  s3_sigv4_sign(r->method, uri, "", signed_h, r->content_type ? 4 : 3, amz_date, r->payload_hash, CFG.s3_region,
+                CFG.s3_access_key_id, CFG.s3_secret_access_key, auth);
+
+  CURLcode cc = CURLE_OUT_OF_MEMORY;
+  struct curl_slist *h = NULL;
+  CURL *curl = curl_easy_init();
+  if (!curl) goto out;
+  snprintf(line, sizeof line, "Host: %s", host), h = curl_slist_append(h, line);
+  snprintf(line, sizeof line, "x-amz-date: %s", amz_date), h = curl_slist_append(h, line);
+  snprintf(line, sizeof line, "x-amz-content-sha256: %s", r->payload_hash), h = curl_slist_append(h, line);
+  snprintf(line, sizeof line, "Authorization: %s", auth), h = curl_slist_append(h, line);
+  if (r->content_type) snprintf(line, sizeof line, "Content-Type: %s", r->content_type), h = curl_slist_append(h, line);
+  if (!h) goto out;
+
+  curl_easy_setopt(curl, CURLOPT_URL, url);
+  curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L); /* a key segment ".." is a name, not a step up */
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, r);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 60000L);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  if (r->body) {
+    curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(curl, CURLOPT_READFUNCTION, read_body);
+    curl_easy_setopt(curl, CURLOPT_READDATA, r->body);
+    curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, seek_body);
+    curl_easy_setopt(curl, CURLOPT_SEEKDATA, r->body);
+    curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, r->body_len);
+  } else if (strcmp(r->method, "GET")) {
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, r->method);
+  }
+  cc = curl_easy_perform(curl);
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r->status);
+  char *type = NULL;
+  curl_easy_getinfo(curl, CURLINFO_CONTENT_TYPE, &type);
+  snprintf(r->resp_type, sizeof r->resp_type, "%s", type ? type : "");
+out:
+  curl_slist_free_all(h);
+  if (curl) curl_easy_cleanup(curl);
+  return cc;
+}
+
+/* The length of s cut to at most max bytes without splitting a UTF-8 sequence, for "%.*s". */
+static int utf8_cut(const char *s, size_t max) {
+  size_t n = strnlen(s, max);
+  if (n == max)
+    while (n && ((unsigned char)s[n] & 0xC0) == 0x80) n--;
+  return (int)n;
+}
+
+/* Copies the text of <tag>...</tag> from an S3 XML error body, or "" when absent. */
+static void xml_text(const char *xml, const char *tag, char *out, size_t cap) {
+  char open[40], close[40];
+  snprintf(open, sizeof open, "<%s>", tag), snprintf(close, sizeof close, "</%s>", tag);
+  const char *a = xml ? strstr(xml, open) : NULL, *b = a ? strstr(a, close) : NULL;
+  out[0] = 0;
+  if (b) snprintf(out, cap, "%.*s", (int)(b - a - strlen(open)), a + strlen(open));
+}
+
+/* Whether a transfer error may go away on another attempt (not our own refusals). */
+static bool transient(CURLcode cc) {
+  return cc != CURLE_OK && cc != CURLE_WRITE_ERROR && cc != CURLE_READ_ERROR && cc != CURLE_ABORTED_BY_CALLBACK &&
+         cc != CURLE_URL_MALFORMAT && cc != CURLE_UNSUPPORTED_PROTOCOL && cc != CURLE_OUT_OF_MEMORY;
+}
+
+/* Sends r with retries. True when the last attempt got an answer (any status, in r->status);
+ * false with err on a transport failure. */
+static bool perform(s3_req *r, char err[256]) {
+  bool ok = false;
+  sbuf url = {0}, uri = {0};
+  char host[256];
+  if (!config_ok(err) || !target(r->key, &url, &uri, host, err)) goto out;
+  for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
+    free(r->resp.data);
+    r->resp = (sbuf){0};
+    r->status = 0;
+    r->resp_refused = false;
+    if (r->body && fseeko(r->body, 0, SEEK_SET) != 0) {
+      snprintf(err, 256, "s3: cannot rewind upload: %s", strerror(errno));
+      goto out;
+    }
+    CURLcode cc = send_once(r, url.data, uri.data, host);
+    if (cc == CURLE_OK && r->status < 500) {
+      ok = true;
+      break;
+    }
+    if (r->resp_refused)
+      snprintf(err, 256, "s3 %s %.*s: answer too large for memory", r->method, utf8_cut(r->key, 60), r->key);
+    else if (cc != CURLE_OK)
+      snprintf(err, 256, "s3 %s %.*s: %s", r->method, utf8_cut(r->key, 60), r->key, curl_easy_strerror(cc));
+    else
+      snprintf(err, 256, "s3 %s %.*s: server error %ld", r->method, utf8_cut(r->key, 60), r->key, r->status);
+    if (cc != CURLE_OK && !transient(cc)) break;
+    log_json(LOG_WARN, "s3 call failed",
+             json_pack("{s:s,s:s,s:i,s:I,s:s}", "method", r->method, "key", r->key, "attempt", attempt, "status",
+                       (json_int_t)r->status, "error", err));
+    if (r->status >= 500 && attempt == ATTEMPTS) ok = true; /* an answer, reported by the caller */
+    if (attempt < ATTEMPTS) usleep((useconds_t)(200000 * attempt));
+  }
+out:
+  free(url.data), free(uri.data);
+  return ok;
+}
+
+/* Fills err from a non-2xx answer: "s3 GET key: 403 SignatureDoesNotMatch: <message>". */
+static void answer_error(const s3_req *r, char err[256]) {
+  char code[64], message[160];
+  xml_text(r->resp.data, "Code", code, sizeof code);
+  xml_text(r->resp.data, "Message", message, sizeof message);
+  snprintf(err, 256, "s3 %s %.*s: %ld %.40s%s%.*s", r->method, utf8_cut(r->key, 60), r->key, r->status,
+           *code ? code : "error", *message ? ": " : "", utf8_cut(message, 100), message);
+}
+
+static bool content_type_ok(const char *t) {
+  if (strlen(t) >= 128) return false;
+  for (; *t; t++)
+    if ((unsigned char)*t < 0x20 || *t == 0x7f) return false;
+  return true;
+}
+
+/* SHA-256 of the whole of f, from its start; *len receives the bytes read. */
+static bool hash_file(FILE *f, char out[65], curl_off_t *len) {
+  bool ok = false;
+  unsigned char md[32], chunk[16384];
+  unsigned int mdlen = 0;
+  EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+  if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) goto out;
+  *len = 0;
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+    if (!EVP_DigestUpdate(ctx, chunk, n)) goto out;
+    *len += (curl_off_t)n;
+  }
+  if (ferror(f) || !EVP_DigestFinal_ex(ctx, md, &mdlen)) goto out;
+  hex_encode(md, sizeof md, out);
+  ok = true;
+out:
+  EVP_MD_CTX_free(ctx);
+  return ok;
+}
+
+bool s3_put_file(const char *key, const char *path, const char *content_type, char err[256]) {
+  bool ok = false;
+  char hash[65];
+  struct stat st;
+  s3_req r = {.method = "PUT", .key = key};
+  if (!config_ok(err)) goto out;
+  if (!content_type || !*content_type) content_type = "application/octet-stream";
+  if (!content_type_ok(content_type)) {
+    snprintf(err, 256, "s3: content type too long or has control characters");
+    goto out;
+  }
+  r.body = fopen(path, "rb");
+  if (!r.body || fstat(fileno(r.body), &st) != 0 || !S_ISREG(st.st_mode)) {
+    snprintf(err, 256, "s3: cannot read %.*s: %s", utf8_cut(path, 160), path,
+             r.body ? "not a regular file" : strerror(errno));
+    goto out;
+  }
+  if (!hash_file(r.body, hash, &r.body_len) || r.body_len != (curl_off_t)st.st_size) {
+    snprintf(err, 256, "s3: cannot read %.*s whole", utf8_cut(path, 160), path);
+    goto out;
+  }
+  r.payload_hash = hash, r.content_type = content_type;
+  if (!perform(&r, err)) goto out;
+  if (r.status < 200 || r.status > 299) {
+    answer_error(&r, err);
+    goto out;
+  }
+  ok = true;
+out:
+  if (r.body) fclose(r.body);
+  free(r.resp.data);
+  return ok;
+}
+
+bool s3_get(const char *key, char **data, size_t *len, char content_type[128], bool *not_found, char err[256]) {
+  bool ok = false;
+  s3_req r = {.method = "GET", .key = key, .payload_hash = EMPTY_SHA256};
+  *data = NULL, *len = 0, *not_found = false, content_type[0] = 0;
+  if (!perform(&r, err)) goto out;
+  if (r.status < 200 || r.status > 299) {
+    char code[64];
+    xml_text(r.resp.data, "Code", code, sizeof code);
+    *not_found = r.status == 404 && strcmp(code, "NoSuchBucket"); /* a missing bucket is a fault */
+    answer_error(&r, err);
+    goto out;
+  }
+  if (!r.resp.data && !(r.resp.data = calloc(1, 1))) {
+    snprintf(err, 256, "s3: out of memory");
+    goto out;
+  }
+  *data = r.resp.data, *len = r.resp.len;
+  r.resp.data = NULL;
+  snprintf(content_type, 128, "%s", r.resp_type);
+  ok = true;
+out:
+  free(r.resp.data);
+  return ok;
+}
+
+bool s3_delete(const char *key, char err[256]) {
+  bool ok = false;
+  char code[64];
+  s3_req r = {.method = "DELETE", .key = key, .payload_hash = EMPTY_SHA256};
+  if (!perform(&r, err)) goto out;
+  xml_text(r.resp.data, "Code", code, sizeof code);
+  if ((r.status < 200 || r.status > 299) && !(r.status == 404 && !strcmp(code, "NoSuchKey"))) {
+    answer_error(&r, err);
+    goto out;
+  }
+  ok = true;
+out:
+  free(r.resp.data);
+  return ok;
+}

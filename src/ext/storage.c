@@ -1,0 +1,146 @@
+/* The storage facade. Local files live in $DATA_DIR/uploads/<key>, written by rename from the
+ * upload's temporary file (same filesystem: $DATA_DIR/tmp), so a reader never sees half a
+ * file. With S3 configured the file is uploaded and the temporary copy removed. */
+#include "ext/storage.h"
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/ids.h"
+#include "core/util.h"
+#include "ext/digest.h"
+#include "ext/s3.h"
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static bool use_s3(void) { return CFG.s3_endpoint && CFG.s3_bucket; }
+
+const char *storage_mode(void) { return use_s3() ? "s3" : "local"; }
+
+static void local_path(const char *key, char *out, size_t cap) { snprintf(out, cap, "%s/uploads/%s", CFG.data_dir, key); }
+
+bool storage_key_valid(const char *key) {
+  /* 'c' + 24 base-36 characters, '.', a known extension */
+  size_t n = strlen(key);
+  if (n < ID_LEN + 4 || n >= STORAGE_KEY_LEN || key[0] != 'c' || key[ID_LEN] != '.') return false;
+  for (int i = 1; i < ID_LEN; i++)
+    if (!islower((unsigned char)key[i]) && !isdigit((unsigned char)key[i])) return false;
+  const char *ext = key + ID_LEN + 1;
+  return !strcmp(ext, "png") || !strcmp(ext, "jpg") || !strcmp(ext, "webp") || !strcmp(ext, "pdf");
+}
+
+bool storage_save(const char *tmp_path, const char *ext, const char *content_type, char key[STORAGE_KEY_LEN],
+                  char err[256]) {
+  char id[ID_LEN + 1];
+  id_new(id);
+  snprintf(key, STORAGE_KEY_LEN, "%s.%s", id, ext);
+  if (use_s3()) {
+    bool ok = s3_put_file(key, tmp_path, content_type, err);
+    unlink(tmp_path);
+    return ok;
+  }
+  char dir[4200], path[4300];
+  snprintf(dir, sizeof dir, "%s/uploads", CFG.data_dir);
+  local_path(key, path, sizeof path);
+  if (!mkdir_p(dir) || rename(tmp_path, path) != 0) {
+    snprintf(err, 256, "cannot store %s: %s", key, strerror(errno));
+    unlink(tmp_path);
+    return false;
+  }
+  chmod(path, 0600);
+  return true;
+}
+
+bool storage_delete(const char *key) {
+  if (!key || !storage_key_valid(key)) return true;
+  if (use_s3()) {
+    char err[256];
+    return s3_delete(key, err);
+  }
+  char path[4300];
+  local_path(key, path, sizeof path);
+  return unlink(path) == 0 || errno == ENOENT;
+}
+
+bool storage_open(const char *key, int *fd, char **data, size_t *size, bool *not_found) {
+  *fd = -1, *data = NULL, *size = 0, *not_found = false;
+  if (!storage_key_valid(key)) return *not_found = true, false;
+  if (use_s3()) {
+    char err[256], ctype[128];
+    return s3_get(key, data, size, ctype, not_found, err);
+  }
+  char path[4300];
+  local_path(key, path, sizeof path);
+  *fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (*fd < 0 || fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (*fd >= 0) close(*fd), *fd = -1;
+    *not_found = true;
+    return false;
+  }
+  *size = (size_t)st.st_size;
+  return true;
+}
+
+char *storage_fetch_to_temp(const char *key) {
+  int fd;
+  char *data;
+  size_t size;
+  bool missing;
+  if (!storage_open(key, &fd, &data, &size, &missing)) return NULL;
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/tmp", CFG.data_dir);
+  mkdir_p(dir);
+  char *path = xmalloc(strlen(dir) + 64);
+  sprintf(path, "%s/fetch-XXXXXX%s", dir, strrchr(key, '.'));
+  int out = mkstemps(path, (int)strlen(strrchr(key, '.')));
+  bool ok = out >= 0;
+  char buf[65536];
+  if (ok && fd >= 0) {
+    ssize_t r;
+    while (ok && (r = read(fd, buf, sizeof buf)) > 0) ok = write(out, buf, (size_t)r) == r;
+  } else if (ok) {
+    ok = write(out, data, size) == (ssize_t)size;
+  }
+  if (out >= 0) close(out);
+  if (fd >= 0) close(fd);
+  free(data);
+  if (!ok) {
+    unlink(path);
+    free(path);
+    return NULL;
+  }
+  return path;
+}
+
+/* The URL-signing key: derived from JWT_SECRET so URLs and tokens never share a MAC key. */
+static void url_mac(const char *key, long long expires, char out[65]) {
+  char signing_key[65], msg[128];
+  hmac_sha256_hex(CFG.jwt_secret, CFG.jwt_secret_len, "file-url-signing", 16, signing_key);
+  int n = snprintf(msg, sizeof msg, "%s\n%lld", key, expires);
+  hmac_sha256_hex(signing_key, 64, msg, (size_t)n, out);
+}
+
+char *storage_url(const char *key, int64_t ttl_seconds) {
+  long long expires = clock_now_ms() / 1000 + ttl_seconds;
+  char sig[65];
+  url_mac(key, expires, sig);
+  size_t cap = strlen(CFG.public_url) + strlen(key) + 128;
+  char *url = xmalloc(cap);
+  snprintf(url, cap, "%s/files/%s?expires=%lld&sig=%s", CFG.public_url, key, expires, sig);
+  return url;
+}
+
+bool storage_url_valid(const char *key, const char *expires, const char *sig) {
+  if (!storage_key_valid(key) || !expires || !sig) return false;
+  char *end;
+  long long e = strtoll(expires, &end, 10);
+  if (*end || end == expires || e < clock_now_ms() / 1000) return false;
+  char expected[65];
+  url_mac(key, e, expected);
+  return digest_equal(sig, expected);
+}

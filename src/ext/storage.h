@@ -1,0 +1,39 @@
+/* Stored files (photos and documents): one interface, two backends chosen by configuration,
+ * local files under $DATA_DIR/uploads (default) or S3-compatible object storage (S3_*).
+ *
+ * Keys are random ("<cuid>.<ext>"), never derived from a client's file name. Files are
+ * reached only through signed URLs, {PUBLIC_URL}/files/<key>?expires=<unix>&sig=<hex>, where
+ * sig is an HMAC over key and expiry under a key derived from JWT_SECRET. Thread-safe. */
+#ifndef EXT_STORAGE_H
+#define EXT_STORAGE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORAGE_KEY_LEN 40
+#define URL_TTL_PHOTO (365LL * 24 * 3600)  /* photos, logos, headshots: one year */
+#define URL_TTL_DOCUMENT (15LL * 60)       /* licence and insurance documents: 15 minutes */
+
+/* "local" or "s3". */
+const char *storage_mode(void);
+/* Stores the file at tmp_path (consumed: moved or deleted) under a new key with extension ext;
+ * writes the key. False with err on failure. */
+bool storage_save(const char *tmp_path, const char *ext, const char *content_type, char key[STORAGE_KEY_LEN],
+                  char err[256]);
+/* Removes a stored object; a missing one is not an error. */
+bool storage_delete(const char *key);
+/* True when key has the shape of a key this service makes (anything else is never looked up). */
+bool storage_key_valid(const char *key);
+/* Opens a stored object for serving: local files come back as an open fd (*fd >= 0, *size),
+ * S3 objects as a heap buffer (*data, *size). *not_found on a missing object. */
+bool storage_open(const char *key, int *fd, char **data, size_t *size, bool *not_found);
+/* Copies a stored object to a local temporary file (for recognition); heap path for free()
+ * and unlink(), NULL on failure. */
+char *storage_fetch_to_temp(const char *key);
+
+/* The signed URL of key, valid for ttl_seconds from the service clock (heap, free()). */
+char *storage_url(const char *key, int64_t ttl_seconds);
+/* Checks a URL's expiry and signature against the service clock. */
+bool storage_url_valid(const char *key, const char *expires, const char *sig);
+
+#endif

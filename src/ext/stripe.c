@@ -1,0 +1,299 @@
+/* Stripe over libcurl: form-encoded requests to STRIPE_API_BASE with the secret key.
+ *
+ * Every POST carries an Idempotency-Key (the caller's, or a fresh one for calls that do not
+ * move money) which stays the same across retries, so a retry after a timeout or a 5xx can
+ * never charge twice. Network errors, 409 (the same key in flight), 429 and 5xx are retried
+ * twice with a short backoff;
+ * Stripe's error objects map to pay_rc (card_error -> PAY_DECLINED, resource_missing ->
+ * PAY_NOT_FOUND, other 4xx -> PAY_INVALID). */
+#include "core/config.h"
+#include "core/ids.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "ext/payments_impl.h"
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define STRIPE_VERSION "2024-06-20"
+#define ATTEMPTS 3
+
+typedef struct buf {
+  char *data;
+  size_t len;
+} buf;
+
+static size_t collect(char *p, size_t size, size_t n, void *arg) {
+  buf *b = arg;
+  size_t add = size * n;
+  if (b->len + add > 4 * 1024 * 1024) return 0; /* a Stripe object is never this large */
+  b->data = xrealloc(b->data, b->len + add + 1);
+  memcpy(b->data + b->len, p, add);
+  b->len += add;
+  b->data[b->len] = 0;
+  return add;
+}
+
+/* Appends key=value (both URL-encoded) to a form body. */
+static void form_add(buf *f, const char *key, const char *value) {
+  char *k = curl_easy_escape(NULL, key, 0), *v = curl_easy_escape(NULL, value, 0);
+  size_t add = strlen(k) + strlen(v) + 2;
+  f->data = xrealloc(f->data, f->len + add + 1);
+  f->len += (size_t)sprintf(f->data + f->len, "%s%s=%s", f->len ? "&" : "", k, v);
+  curl_free(k), curl_free(v);
+}
+
+static void form_add_int(buf *f, const char *key, int64_t value) {
+  char n[32];
+  snprintf(n, sizeof n, "%lld", (long long)value);
+  form_add(f, key, n);
+}
+
+/* Maps a Stripe error answer to pay_rc and fills err. */
+static pay_rc map_error(long status, json_t *body, pay_error *err) {
+  json_t *e = json_object_get(body, "error");
+  const char *type = json_string_value(json_object_get(e, "type"));
+  const char *code = json_string_value(json_object_get(e, "code"));
+  const char *message = json_string_value(json_object_get(e, "message"));
+  snprintf(err->message, sizeof err->message, "%s", message ? message : "payment processor error");
+  const char *decline = json_string_value(json_object_get(e, "decline_code"));
+  snprintf(err->decline_code, sizeof err->decline_code, "%s", decline ? decline : code ? code : "");
+  const char *pi = json_string_value(json_object_get(json_object_get(e, "payment_intent"), "id"));
+  if (pi) snprintf(err->intent_id, sizeof err->intent_id, "%s", pi);
+  if (status == 402 || (type && !strcmp(type, "card_error"))) return PAY_DECLINED;
+  if (status == 404 || (code && !strcmp(code, "resource_missing"))) return PAY_NOT_FOUND;
+  if (status == 400) return PAY_INVALID;
+  log_msg(LOG_ERROR, "stripe answered %ld: %s", status, err->message);
+  return PAY_UNAVAILABLE;
+}
+
+/* One API call with retries: a POST of form, or a GET when form is NULL. path is relative to
+ * STRIPE_API_BASE ("/v1/customers"). *out receives the parsed object on PAY_OK. */
+static pay_rc call(const char *path, buf *form, const char *idem_key, json_t **out,
+                   pay_error *err) {
+  char url[2048], auth[512], idem[300], key[ID_LEN + 1];
+  snprintf(url, sizeof url, "%s%s", CFG.stripe_api_base, path);
+  snprintf(auth, sizeof auth, "Authorization: Bearer %s", CFG.stripe_secret_key);
+  if (!idem_key) id_new(key), idem_key = key;
+  snprintf(idem, sizeof idem, "Idempotency-Key: %s", idem_key);
+  struct curl_slist *h = curl_slist_append(NULL, auth);
+  h = curl_slist_append(h, "Stripe-Version: " STRIPE_VERSION);
+  if (form) {
+    h = curl_slist_append(h, "Content-Type: application/x-www-form-urlencoded");
+    h = curl_slist_append(h, idem);
+  }
+  pay_rc rc = PAY_UNAVAILABLE;
+  *out = NULL;
+  for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
+    buf resp = {0};
+    CURL *curl = curl_easy_init();
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &resp);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 20000L);
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    if (form) {
+      curl_easy_setopt(curl, CURLOPT_POSTFIELDS, form->data ? form->data : "");
+      curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)form->len);
+    }
+    CURLcode cc = curl_easy_perform(curl);
+    long status = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(curl);
+    json_t *body = resp.data ? json_loads(resp.data, 0, NULL) : NULL;
+    free(resp.data);
+    /* 409: a request with the same Idempotency-Key is still in flight; its answer comes soon */
+    bool retry = cc != CURLE_OK || status == 409 || status == 429 || status >= 500;
+    if (!retry && status >= 200 && status < 300 && json_is_object(body)) {
+      *out = body;
+      rc = PAY_OK;
+      break;
+    }
+    if (!retry) {
+      rc = map_error(status, body, err);
+      json_decref(body);
+      break;
+    }
+    json_decref(body);
+    snprintf(err->message, sizeof err->message, "payment processor unavailable (%s)",
+             cc != CURLE_OK ? curl_easy_strerror(cc) : "server error");
+    log_json(LOG_WARN, "stripe call failed", json_pack("{s:s,s:i,s:I,s:s}", "path", path, "attempt", attempt,
+                                                        "status", (json_int_t)status, "error", err->message));
+    if (attempt < ATTEMPTS) usleep((useconds_t)(200000 * attempt));
+  }
+  curl_slist_free_all(h);
+  return rc;
+}
+
+/* "/v1/<collection>/<escaped id><suffix>" */
+static void object_path(char *out, size_t cap, const char *collection, const char *id, const char *suffix) {
+  char *e = curl_easy_escape(NULL, id, 0);
+  snprintf(out, cap, "/v1/%s/%s%s", collection, e, suffix);
+  curl_free(e);
+}
+
+static pay_rc st_create_customer(const char *email, const char *name, const char *idem_key, char id[PAY_ID_LEN],
+                                 pay_error *err) {
+  buf f = {0};
+  form_add(&f, "email", email);
+  form_add(&f, "name", name);
+  json_t *o;
+  pay_rc rc = call("/v1/customers", &f, idem_key, &o, err);
+  free(f.data);
+  if (rc == PAY_OK) snprintf(id, PAY_ID_LEN, "%s", json_string_value(json_object_get(o, "id")));
+  json_decref(o);
+  return rc;
+}
+
+static pay_rc st_create_setup_intent(const char *customer, char secret[PAY_ID_LEN], pay_error *err) {
+  buf f = {0};
+  form_add(&f, "customer", customer);
+  form_add(&f, "usage", "off_session");
+  form_add(&f, "payment_method_types[]", "card");
+  json_t *o;
+  pay_rc rc = call("/v1/setup_intents", &f, NULL, &o, err);
+  free(f.data);
+  if (rc == PAY_OK) snprintf(secret, PAY_ID_LEN, "%s", json_string_value(json_object_get(o, "client_secret")));
+  json_decref(o);
+  return rc;
+}
+
+static pay_rc st_attach_method(const char *customer, const char *payment_method, pay_card *card, pay_error *err) {
+  char path[600];
+  object_path(path, sizeof path, "payment_methods", payment_method, "/attach");
+  buf f = {0};
+  form_add(&f, "customer", customer);
+  json_t *o;
+  pay_rc rc = call(path, &f, NULL, &o, err);
+  free(f.data);
+  if (rc == PAY_NOT_FOUND) rc = PAY_INVALID; /* an unknown method is the client's mistake here */
+  if (rc != PAY_OK) return rc;
+  pay_card_from_json(o, card);
+  json_decref(o);
+  /* the default for invoices, so the premium subscription charges this card */
+  object_path(path, sizeof path, "customers", customer, "");
+  buf d = {0};
+  form_add(&d, "invoice_settings[default_payment_method]", card->id);
+  rc = call(path, &d, NULL, &o, err);
+  free(d.data);
+  json_decref(o);
+  return rc;
+}
+
+static pay_rc st_retrieve_method(const char *customer, const char *payment_method, pay_card *card, pay_error *err) {
+  char path[600];
+  object_path(path, sizeof path, "payment_methods", payment_method, "");
+  json_t *o;
+  pay_rc rc = call(path, NULL, NULL, &o, err);
+  if (rc == PAY_INVALID) rc = PAY_NOT_FOUND;
+  if (rc != PAY_OK) return rc;
+  const char *owner = json_string_value(json_object_get(o, "customer"));
+  if (!owner || strcmp(owner, customer)) rc = PAY_NOT_FOUND; /* detached from this customer */
+  else pay_card_from_json(o, card);
+  json_decref(o);
+  return rc;
+}
+
+static pay_rc st_create_intent(const char *customer, const char *payment_method, int64_t cents, bool capture_now,
+                               const char *idem_key, pay_intent *out, pay_error *err) {
+  buf f = {0};
+  form_add_int(&f, "amount", cents);
+  form_add(&f, "currency", "usd");
+  form_add(&f, "customer", customer);
+  form_add(&f, "payment_method", payment_method);
+  form_add(&f, "off_session", "true");
+  form_add(&f, "confirm", "true");
+  form_add(&f, "capture_method", capture_now ? "automatic" : "manual");
+  json_t *o;
+  pay_rc rc = call("/v1/payment_intents", &f, idem_key, &o, err);
+  free(f.data);
+  if (rc != PAY_OK) return rc;
+  pay_intent_from_json(o, out);
+  json_decref(o);
+  const char *expected = capture_now ? "succeeded" : "requires_capture";
+  if (strcmp(out->status, expected)) { /* e.g. requires_action: off-session, nobody can authenticate */
+    snprintf(err->message, sizeof err->message, "payment not completed (status %s)", out->status);
+    snprintf(err->intent_id, sizeof err->intent_id, "%s", out->id);
+    return PAY_DECLINED;
+  }
+  return PAY_OK;
+}
+
+static pay_rc intent_action(const char *intent, const char *action, const char *idem_key, pay_intent *out,
+                            pay_error *err) {
+  char path[600];
+  object_path(path, sizeof path, "payment_intents", intent, action);
+  buf f = {0};
+  json_t *o;
+  pay_rc rc = call(path, &f, idem_key, &o, err);
+  free(f.data);
+  if (rc == PAY_OK) pay_intent_from_json(o, out);
+  json_decref(o);
+  return rc;
+}
+
+static pay_rc st_capture(const char *intent, const char *idem_key, pay_intent *out, pay_error *err) {
+  return intent_action(intent, "/capture", idem_key, out, err);
+}
+
+static pay_rc st_cancel(const char *intent, const char *idem_key, pay_intent *out, pay_error *err) {
+  return intent_action(intent, "/cancel", idem_key, out, err);
+}
+
+static pay_rc st_create_subscription(const char *customer, const char *price, const char *payment_method,
+                                     const char *idem_key, pay_subscription *out, pay_error *err) {
+  buf f = {0};
+  form_add(&f, "customer", customer);
+  form_add(&f, "items[0][price]", price);
+  form_add(&f, "default_payment_method", payment_method);
+  form_add(&f, "off_session", "true");
+  form_add(&f, "payment_behavior", "error_if_incomplete");
+  json_t *o;
+  pay_rc rc = call("/v1/subscriptions", &f, idem_key, &o, err);
+  free(f.data);
+  if (rc == PAY_OK) pay_subscription_from_json(o, out);
+  json_decref(o);
+  return rc;
+}
+
+static pay_rc st_update_subscription(const char *subscription, bool cancel_at_period_end, const char *idem_key,
+                                     pay_subscription *out, pay_error *err) {
+  char path[600];
+  object_path(path, sizeof path, "subscriptions", subscription, "");
+  buf f = {0};
+  form_add(&f, "cancel_at_period_end", cancel_at_period_end ? "true" : "false");
+  json_t *o;
+  pay_rc rc = call(path, &f, idem_key, &o, err);
+  free(f.data);
+  if (rc == PAY_OK) pay_subscription_from_json(o, out);
+  json_decref(o);
+  return rc;
+}
+
+static pay_rc st_retrieve_subscription(const char *subscription, pay_subscription *out, pay_error *err) {
+  char path[600];
+  object_path(path, sizeof path, "subscriptions", subscription, "");
+  json_t *o;
+  pay_rc rc = call(path, NULL, NULL, &o, err);
+  if (rc == PAY_OK) pay_subscription_from_json(o, out);
+  json_decref(o);
+  return rc;
+}
+
+const pay_ops stripe_ops = {
+    .name = "stripe",
+    .create_customer = st_create_customer,
+    .create_setup_intent = st_create_setup_intent,
+    .attach_method = st_attach_method,
+    .retrieve_method = st_retrieve_method,
+    .create_intent = st_create_intent,
+    .capture = st_capture,
+    .cancel = st_cancel,
+    .create_subscription = st_create_subscription,
+    .update_subscription = st_update_subscription,
+    .retrieve_subscription = st_retrieve_subscription,
+};

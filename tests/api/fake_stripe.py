@@ -1,0 +1,557 @@
+"""A local fake of the Stripe API, for the service's real Stripe client (src/ext/stripe.c).
+
+It speaks Stripe's wire format for exactly the calls the client makes:
+
+    POST /v1/customers                          create a customer
+    POST /v1/customers/<id>                     update (invoice_settings[default_payment_method])
+    POST /v1/setup_intents                      create a SetupIntent (client_secret)
+    POST /v1/payment_methods/<id>/attach        attach; a test token (pm_card_visa ...) makes a new pm_
+    GET  /v1/payment_methods/<id>               retrieve (customer is null once detached)
+    POST /v1/payment_intents                    create + confirm, off-session, manual or automatic capture
+    POST /v1/payment_intents/<id>/capture       requires_capture -> succeeded
+    POST /v1/payment_intents/<id>/cancel        -> canceled
+    POST /v1/subscriptions                      create (items[0][price], default_payment_method)
+    POST /v1/subscriptions/<id>                 update (cancel_at_period_end)
+    GET  /v1/subscriptions/<id>                 retrieve
+
+plus POST /v1/payment_methods/<id>/detach (real Stripe API; the client never calls it, the
+tests use it, or `detach_payment_method()`, to make a saved card disappear).
+
+Wire format, as Stripe's:
+- request bodies are application/x-www-form-urlencoded (bracketed keys such as
+  `items[0][price]` are kept as flat keys); answers are JSON objects with `id` and `object`;
+- `Authorization: Bearer <key>` is required: missing or wrong -> 401 invalid_request_error;
+- errors are `{"error": {"type", "code", "message", ...}}`: an unknown id in the URL is 404
+  resource_missing, an unknown id in a parameter 400 resource_missing (with `param`), a card
+  decline 402 card_error (code card_declined, decline_code, and for PaymentIntents the
+  `payment_intent` it left in requires_payment_method);
+- `Idempotency-Key` on a POST: the first request's status and body are stored and replayed
+  (header `Idempotent-Replayed: true`) for any later request with the key; the same key with
+  other parameters is 400 idempotency_error; the same key while its first request is still in
+  flight is 409 idempotency_error.
+
+Test controls (all thread-safe):
+- `fail_next(method, path, count=1, status=500, after_processing=False)`: the next `count`
+  requests to that exact path answer `status` with a Stripe api_error. With
+  `after_processing=True` the request is carried out first (object created, idempotent result
+  stored) and only the answer is lost, as when a network hop fails after Stripe did the work.
+- `delay(method, path, seconds)`: requests to that path are held for `seconds` while their
+  idempotency key is in flight (to provoke concurrent-request behaviour).
+- `detach_payment_method(id)`, `delete_payment_method(id)`, `update_object(id, **fields)`.
+- `requests` / `calls(method, path=None, prefix=None)`: the request log, each entry a dict
+  {method, path, headers (lower-case names), form (parse_qs: name -> [values]), raw, status}.
+- `objects(kind, **match)`: stored objects of one kind ("customer", "payment_method",
+  "payment_intent", "setup_intent", "subscription") whose fields equal the given values.
+"""
+import copy
+import http.server
+import json
+import re
+import secrets
+import string
+import threading
+import time
+import urllib.parse
+
+TEST_CARDS = {
+    # token: (brand, last4, decline_code or None)
+    "pm_card_visa": ("visa", "4242", None),
+    "pm_card_mastercard": ("mastercard", "4444", None),
+    "pm_card_amex": ("amex", "8431", None),
+    "pm_card_chargeDeclined": ("visa", "0002", "generic_decline"),
+    "pm_card_chargeDeclinedInsufficientFunds": ("visa", "9995", "insufficient_funds"),
+}
+
+DECLINE_MESSAGES = {
+    "generic_decline": "Your card was declined.",
+    "insufficient_funds": "Your card has insufficient funds.",
+}
+
+PERIOD_S = 30 * 24 * 3600
+_ALNUM = string.ascii_letters + string.digits
+
+
+def new_id(prefix):
+    return prefix + "_" + "".join(secrets.choice(_ALNUM) for _ in range(24))
+
+
+class StripeError(Exception):
+    def __init__(self, status, type_, message, code=None, param=None, **extra):
+        super().__init__(message)
+        self.status = status
+        self.body = {"type": type_, "message": message}
+        if code:
+            self.body["code"] = code
+        if param:
+            self.body["param"] = param
+        self.body.update(extra)
+
+
+def missing(kind, ident, status=404, param=None):
+    return StripeError(status, "invalid_request_error", f"No such {kind}: '{ident}'", code="resource_missing",
+                       param=param)
+
+
+def invalid(message, param=None, code=None):
+    return StripeError(400, "invalid_request_error", message, code=code, param=param)
+
+
+class FakeStripe:
+    def __init__(self, api_key="sk_test_fake", prices=None):
+        self.api_key = api_key
+        self.prices = dict(prices or {"price_premium": 999})
+        self.lock = threading.RLock()
+        self.store = {}          # id -> Stripe object (dict)
+        self.idem = {}           # (api key, idempotency key) -> {"fingerprint", "status", "body"}
+        self.inflight = set()    # idempotency keys whose first request is still being carried out
+        self.requests = []
+        self.failures = []       # {"method", "path", "remaining", "status", "after"}
+        self.delays = {}         # (method, path) -> seconds
+        self.httpd = None
+        self.thread = None
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self):
+        fake = self
+
+        class Handler(_Handler):
+            pass
+
+        Handler.fake = fake
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, name="fake-stripe", daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self):
+        if self.httpd:
+            self.httpd.shutdown()
+            self.httpd.server_close()
+            self.httpd = None
+
+    @property
+    def url(self):
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    # ------------------------------------------------------------ test controls
+
+    def fail_next(self, method, path, count=1, status=500, after_processing=False):
+        with self.lock:
+            self.failures.append({"method": method.upper(), "path": path, "remaining": count, "status": status,
+                                  "after": after_processing})
+
+    def delay(self, method, path, seconds):
+        with self.lock:
+            if seconds:
+                self.delays[(method.upper(), path)] = seconds
+            else:
+                self.delays.pop((method.upper(), path), None)
+
+    def reset_controls(self):
+        with self.lock:
+            self.failures.clear()
+            self.delays.clear()
+
+    def clear_log(self):
+        with self.lock:
+            self.requests.clear()
+
+    def calls(self, method=None, path=None, prefix=None):
+        with self.lock:
+            return [r for r in self.requests
+                    if (method is None or r["method"] == method.upper())
+                    and (path is None or r["path"] == path)
+                    and (prefix is None or r["path"].startswith(prefix))]
+
+    def get(self, ident):
+        with self.lock:
+            o = self.store.get(ident)
+            return copy.deepcopy(o) if o else None
+
+    def objects(self, kind, **match):
+        with self.lock:
+            return [copy.deepcopy(o) for o in self.store.values()
+                    if o.get("object") == kind and all(o.get(k) == v for k, v in match.items())]
+
+    def update_object(self, ident, **fields):
+        with self.lock:
+            self.store[ident].update(fields)
+            return copy.deepcopy(self.store[ident])
+
+    def put_object(self, obj):
+        """Stores a Stripe object made outside the service (e.g. a subscription from the dashboard)."""
+        with self.lock:
+            self.store[obj["id"]] = copy.deepcopy(obj)
+            return copy.deepcopy(obj)
+
+    def detach_payment_method(self, ident):
+        with self.lock:
+            self.store[ident]["customer"] = None
+
+    def delete_payment_method(self, ident):
+        with self.lock:
+            del self.store[ident]
+
+    # ------------------------------------------------------------ request handling
+
+    def _take_failure(self, method, path):
+        with self.lock:
+            for f in self.failures:
+                if f["method"] == method and f["path"] == path and f["remaining"] > 0:
+                    f["remaining"] -= 1
+                    return dict(f)
+        return None
+
+    def handle(self, method, path, headers, raw):
+        """Returns (status, body dict, extra headers)."""
+        form = urllib.parse.parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True)
+        entry = {"method": method, "path": path, "headers": headers, "form": form, "raw": raw, "status": None,
+                 "time": time.time()}
+        with self.lock:
+            self.requests.append(entry)
+        status, body, extra = self._handle(method, path, headers, form)
+        entry["status"] = status
+        entry["response"] = body
+        return status, body, extra
+
+    def _handle(self, method, path, headers, form):
+        auth = headers.get("authorization", "")
+        if not auth.startswith("Bearer "):
+            return 401, {"error": {"type": "invalid_request_error", "message":
+                                   "You did not provide an API key. You need to provide your API key in the "
+                                   "Authorization header, using Bearer auth (e.g. 'Authorization: Bearer YOUR_SECRET_KEY')."}}, {}
+        key = auth[len("Bearer "):]
+        if key != self.api_key:
+            shown = key[:8] + "*" * max(0, len(key) - 12) + key[-4:] if len(key) > 12 else key
+            return 401, {"error": {"type": "invalid_request_error",
+                                   "message": f"Invalid API Key provided: {shown}"}}, {}
+        failure = self._take_failure(method, path)
+        if failure and not failure["after"]:
+            return failure["status"], _api_error(), {}
+        idem_key = headers.get("idempotency-key") if method == "POST" else None
+        if idem_key:
+            status, body, extra = self._idempotent(key, idem_key, method, path, form)
+        else:
+            status, body, extra = self._execute(method, path, form)
+        if failure:
+            return failure["status"], _api_error(), {}
+        return status, body, extra
+
+    def _idempotent(self, api_key, idem_key, method, path, form):
+        slot = (api_key, idem_key)
+        fingerprint = (method, path, sorted((k, tuple(v)) for k, v in form.items()))
+        with self.lock:
+            if slot in self.inflight:
+                return 409, {"error": {"type": "idempotency_error", "message":
+                                       "There is currently another in-progress request using this Idempotency Key "
+                                       "(that probably means you submitted twice, and the other request is still "
+                                       f"going through): {idem_key}. Please try again later."}}, {}
+            saved = self.idem.get(slot)
+            if saved:
+                if saved["fingerprint"] != fingerprint:
+                    return 400, {"error": {"type": "idempotency_error", "message":
+                                           "Keys for idempotent requests can only be used with the same parameters "
+                                           "they were first used with. Try using a key other than "
+                                           f"'{idem_key}' if you meant to execute a different request."}}, {}
+                return saved["status"], copy.deepcopy(saved["body"]), {"Idempotent-Replayed": "true",
+                                                                        "Original-Request": saved["request_id"]}
+            self.inflight.add(slot)
+        try:
+            wait = self.delays.get((method, path))
+            if wait:
+                time.sleep(wait)
+            status, body, extra = self._execute(method, path, form)
+            with self.lock:
+                self.idem[slot] = {"fingerprint": fingerprint, "status": status, "body": copy.deepcopy(body),
+                                   "request_id": new_id("req")}
+            return status, body, extra
+        finally:
+            with self.lock:
+                self.inflight.discard(slot)
+
+    ROUTES = [
+        ("POST", r"/v1/customers", "create_customer"),
+        ("POST", r"/v1/customers/([^/]+)", "update_customer"),
+        ("POST", r"/v1/setup_intents", "create_setup_intent"),
+        ("POST", r"/v1/payment_methods/([^/]+)/attach", "attach_method"),
+        ("POST", r"/v1/payment_methods/([^/]+)/detach", "detach_method"),
+        ("GET", r"/v1/payment_methods/([^/]+)", "retrieve_method"),
+        ("POST", r"/v1/payment_intents", "create_intent"),
+        ("POST", r"/v1/payment_intents/([^/]+)/capture", "capture_intent"),
+        ("POST", r"/v1/payment_intents/([^/]+)/cancel", "cancel_intent"),
+        ("POST", r"/v1/subscriptions", "create_subscription"),
+        ("POST", r"/v1/subscriptions/([^/]+)", "update_subscription"),
+        ("GET", r"/v1/subscriptions/([^/]+)", "retrieve_subscription"),
+    ]
+
+    def _execute(self, method, path, form):
+        for m, pattern, name in self.ROUTES:
+            match = re.fullmatch(pattern, path)
+            if m == method and match:
+                args = [urllib.parse.unquote(g) for g in match.groups()]
+                f = {k: v[-1] for k, v in form.items()}
+                try:
+                    with self.lock:
+                        return 200, getattr(self, "_" + name)(f, *args), {}
+                except StripeError as e:
+                    return e.status, {"error": e.body}, {}
+        return 404, {"error": {"type": "invalid_request_error",
+                               "message": f"Unrecognized request URL ({method}: {path}). Please see https://stripe.com/docs "
+                                          "or we can help at https://support.stripe.com/."}}, {}
+
+    # ------------------------------------------------------------ objects (called with the lock held)
+
+    def _obj(self, kind, ident, status=404, param=None):
+        o = self.store.get(ident)
+        if not o or o.get("object") != kind:
+            label = {"payment_method": "PaymentMethod", "payment_intent": "payment_intent"}.get(kind, kind)
+            raise missing(label, ident, status, param)
+        return o
+
+    def _create_customer(self, f):
+        c = {"id": new_id("cus"), "object": "customer", "created": int(time.time()), "email": f.get("email"),
+             "name": f.get("name"), "livemode": False, "metadata": {},
+             "invoice_settings": {"default_payment_method": None}}
+        self.store[c["id"]] = c
+        return copy.deepcopy(c)
+
+    def _update_customer(self, f, ident):
+        c = self._obj("customer", ident)
+        if "invoice_settings[default_payment_method]" in f:
+            pm_id = f["invoice_settings[default_payment_method]"]
+            pm = self._obj("payment_method", pm_id, 400, "invoice_settings[default_payment_method]")
+            if pm.get("customer") != ident:
+                raise invalid(f"The customer does not have a payment method with the ID {pm_id}. The payment method "
+                              "must be attached to the customer.", param="invoice_settings[default_payment_method]",
+                              code="resource_missing")
+            c["invoice_settings"]["default_payment_method"] = pm_id
+        for k in ("email", "name"):
+            if k in f:
+                c[k] = f[k]
+        return copy.deepcopy(c)
+
+    def _create_setup_intent(self, f):
+        customer = f.get("customer")
+        if customer:
+            self._obj("customer", customer, 400, "customer")
+        sid = new_id("seti")
+        s = {"id": sid, "object": "setup_intent", "client_secret": f"{sid}_secret_{secrets.token_hex(12)}",
+             "customer": customer, "status": "requires_payment_method", "usage": f.get("usage", "off_session"),
+             "payment_method_types": form_list(f, "payment_method_types") or ["card"], "created": int(time.time()),
+             "livemode": False}
+        self.store[sid] = s
+        return copy.deepcopy(s)
+
+    def _attach_method(self, f, ident):
+        customer = f.get("customer")
+        if not customer:
+            raise invalid("Missing required param: customer.", param="customer", code="parameter_missing")
+        self._obj("customer", customer, 400, "customer")
+        if ident in TEST_CARDS:  # a test token makes a new PaymentMethod, as on Stripe
+            brand, last4, decline = TEST_CARDS[ident]
+            pm = {"id": new_id("pm"), "object": "payment_method", "type": "card", "created": int(time.time()),
+                  "customer": None, "livemode": False, "billing_details": {}, "metadata": {},
+                  "card": {"brand": brand, "last4": last4, "exp_month": 12, "exp_year": 2034, "funding": "credit",
+                           "country": "US"},
+                  "_decline": decline, "_detached": False}
+            self.store[pm["id"]] = pm
+        else:
+            pm = self._obj("payment_method", ident)
+            if pm["_detached"]:
+                raise invalid("This PaymentMethod was previously used without being attached to a Customer or was "
+                              "detached from a Customer, and may not be used again.")
+            if pm["customer"] and pm["customer"] != customer:
+                raise invalid("The payment method you provided has already been attached to a customer.")
+        pm["customer"] = customer
+        return public(pm)
+
+    def _detach_method(self, f, ident):
+        pm = self._obj("payment_method", ident)
+        if not pm["customer"]:
+            raise invalid("The payment method you provided is not attached to a customer so detachment is impossible.")
+        pm["customer"] = None
+        pm["_detached"] = True
+        return public(pm)
+
+    def _retrieve_method(self, f, ident):
+        return public(self._obj("payment_method", ident))
+
+    def _usable_method(self, f, customer):
+        pm_id = f.get("payment_method") or f.get("default_payment_method")
+        param = "payment_method" if "payment_method" in f else "default_payment_method"
+        pm = self._obj("payment_method", pm_id, 400, param)
+        if pm.get("customer") != customer:
+            raise invalid(f"The provided PaymentMethod {pm_id} was previously used with a PaymentIntent without "
+                          "Customer attachment, shared with a connected account without Customer attachment, or "
+                          "was detached from a Customer. It may not be used again.", param=param)
+        return pm
+
+    def _create_intent(self, f):
+        try:
+            amount = int(f.get("amount", ""))
+        except ValueError:
+            raise invalid("Invalid integer: " + f.get("amount", ""), param="amount")
+        if amount < 50:
+            raise invalid("Amount must be at least $0.50 usd", param="amount", code="amount_too_small")
+        if f.get("currency") != "usd":
+            raise invalid("Invalid currency: " + str(f.get("currency")), param="currency")
+        customer = f.get("customer")
+        if customer:
+            self._obj("customer", customer, 400, "customer")
+        capture_method = f.get("capture_method", "automatic")
+        if capture_method not in ("automatic", "automatic_async", "manual"):
+            raise invalid("Invalid capture_method", param="capture_method")
+        pi = {"id": new_id("pi"), "object": "payment_intent", "amount": amount, "amount_capturable": 0,
+              "amount_received": 0, "currency": "usd", "customer": customer, "payment_method": f.get("payment_method"),
+              "capture_method": capture_method, "confirmation_method": "automatic", "created": int(time.time()),
+              "livemode": False, "metadata": {}, "status": "requires_payment_method", "last_payment_error": None,
+              "latest_charge": None, "cancellation_reason": None}
+        pi["client_secret"] = f"{pi['id']}_secret_{secrets.token_hex(12)}"
+        if f.get("confirm") != "true":
+            if pi["payment_method"]:
+                pi["status"] = "requires_confirmation"
+            self.store[pi["id"]] = pi
+            return copy.deepcopy(pi)
+        pm = self._usable_method(f, customer)
+        decline = pm.get("_decline")
+        if decline:
+            error = {"type": "card_error", "code": "card_declined", "decline_code": decline,
+                     "message": DECLINE_MESSAGES[decline], "charge": new_id("ch"), "payment_method": public(pm)}
+            pi["last_payment_error"] = dict(error)
+            pi["payment_method"] = None
+            self.store[pi["id"]] = pi
+            raise StripeError(402, **_error_args(error), payment_intent=copy.deepcopy(pi))
+        pi["latest_charge"] = new_id("ch")
+        if capture_method == "manual":
+            pi["status"] = "requires_capture"
+            pi["amount_capturable"] = amount
+        else:
+            pi["status"] = "succeeded"
+            pi["amount_received"] = amount
+        self.store[pi["id"]] = pi
+        return copy.deepcopy(pi)
+
+    def _capture_intent(self, f, ident):
+        pi = self._obj("payment_intent", ident)
+        if pi["status"] != "requires_capture":
+            raise invalid(f"This PaymentIntent could not be captured because it has a status of {pi['status']}. "
+                          "Only a PaymentIntent with one of the following statuses may be captured: requires_capture.",
+                          code="payment_intent_unexpected_state")
+        amount = int(f["amount_to_capture"]) if f.get("amount_to_capture") else pi["amount"]
+        pi["status"] = "succeeded"
+        pi["amount_received"] = amount
+        pi["amount_capturable"] = 0
+        return copy.deepcopy(pi)
+
+    def _cancel_intent(self, f, ident):
+        pi = self._obj("payment_intent", ident)
+        if pi["status"] not in ("requires_payment_method", "requires_capture", "requires_confirmation",
+                                "requires_action", "processing"):
+            raise invalid(f"You cannot cancel this PaymentIntent because it has a status of {pi['status']}. Only a "
+                          "PaymentIntent with one of the following statuses may be canceled: requires_payment_method, "
+                          "requires_capture, requires_confirmation, requires_action, processing.",
+                          code="payment_intent_unexpected_state")
+        pi["status"] = "canceled"
+        pi["amount_capturable"] = 0
+        pi["cancellation_reason"] = f.get("cancellation_reason") or "requested_by_customer"
+        return copy.deepcopy(pi)
+
+    def _create_subscription(self, f):
+        customer = f.get("customer")
+        if not customer:
+            raise invalid("Missing required param: customer.", param="customer", code="parameter_missing")
+        c = self._obj("customer", customer, 400, "customer")
+        price_id = f.get("items[0][price]")
+        if not price_id:
+            raise invalid("Missing required param: items.", param="items", code="parameter_missing")
+        if price_id not in self.prices:
+            raise missing("price", price_id, 400, "items[0][price]")
+        pm_id = f.get("default_payment_method") or c["invoice_settings"]["default_payment_method"]
+        if not pm_id:
+            raise invalid("This customer has no attached payment source or default payment method. Please consider "
+                          "adding a default payment method.", code="resource_missing")
+        pm = self._usable_method({"default_payment_method": pm_id}, customer)
+        now = int(time.time())
+        sub = {"id": new_id("sub"), "object": "subscription", "customer": customer, "status": "active",
+               "cancel_at_period_end": False, "cancel_at": None, "canceled_at": None, "created": now,
+               "current_period_start": now, "current_period_end": now + PERIOD_S, "default_payment_method": pm_id,
+               "livemode": False, "metadata": {}, "latest_invoice": new_id("in")}
+        sub["items"] = {"object": "list", "has_more": False, "data": [{
+            "id": new_id("si"), "object": "subscription_item", "subscription": sub["id"], "quantity": 1,
+            "current_period_start": now, "current_period_end": now + PERIOD_S,
+            "price": {"id": price_id, "object": "price", "currency": "usd", "unit_amount": self.prices[price_id],
+                      "recurring": {"interval": "month", "interval_count": 1}}}]}
+        if pm.get("_decline"):
+            behavior = f.get("payment_behavior", "allow_incomplete")
+            if behavior == "error_if_incomplete":
+                raise StripeError(402, "card_error", DECLINE_MESSAGES[pm["_decline"]], code="card_declined",
+                                  decline_code=pm["_decline"])
+            sub["status"] = "incomplete"
+        self.store[sub["id"]] = sub
+        return copy.deepcopy(sub)
+
+    def _update_subscription(self, f, ident):
+        sub = self._obj("subscription", ident)
+        if sub["status"] in ("canceled", "incomplete_expired"):
+            raise invalid("A canceled subscription can only update its cancellation_details and metadata.")
+        if "cancel_at_period_end" in f:
+            flag = f["cancel_at_period_end"]
+            if flag not in ("true", "false"):
+                raise invalid("Invalid boolean: " + flag, param="cancel_at_period_end")
+            sub["cancel_at_period_end"] = flag == "true"
+            sub["cancel_at"] = sub["current_period_end"] if flag == "true" else None
+            sub["canceled_at"] = int(time.time()) if flag == "true" else None
+        return copy.deepcopy(sub)
+
+    def _retrieve_subscription(self, f, ident):
+        return copy.deepcopy(self._obj("subscription", ident))
+
+
+def form_list(f, name):
+    v = f.get(name + "[]")
+    return [v] if v else []
+
+
+def public(o):
+    return {k: copy.deepcopy(v) for k, v in o.items() if not k.startswith("_")}
+
+
+def _error_args(error):
+    """StripeError keyword arguments from a Stripe error object."""
+    rest = {k: v for k, v in error.items() if k not in ("type", "message", "code")}
+    return {"type_": error["type"], "message": error["message"], "code": error["code"], **rest}
+
+
+def _api_error():
+    return {"error": {"type": "api_error", "message": "An unknown error occurred"}}
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    fake = None
+
+    def log_message(self, *args):
+        pass
+
+    def _serve(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        parsed = urllib.parse.urlsplit(self.path)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        status, body, extra = self.fake.handle(self.command, parsed.path, headers, raw)
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Request-Id", new_id("req"))
+        for k, v in extra.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = _serve
+    do_POST = _serve
+    do_DELETE = _serve

@@ -1,0 +1,194 @@
+"""The command line: help, version, unknown commands, migrate and admin create (decisions
+section 1), run directly against a fresh data directory and database."""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import pytest
+import requests
+
+from conftest import free_port
+from test_system import db_rows
+
+
+@pytest.fixture
+def binary(request):
+    return request.config.getoption("--binary")
+
+
+@pytest.fixture
+def cli_env(pg_cluster):
+    """Environment with its own DATA_DIR and, on postgres, its own database."""
+    d = tempfile.mkdtemp(prefix="mp-cli-")
+    data = os.path.join(d, "data")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "DATA_DIR": data, "BCRYPT_COST": "4",
+           "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23"}
+    if pg_cluster:
+        env["DATABASE_URL"] = pg_cluster.new_database()
+    yield env
+    shutil.rmtree(d, ignore_errors=True)
+
+
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+
+
+def run(binary, *args, env=None, stdin=None, timeout=30):
+    p = subprocess.run([binary, *args], env=env or {"PATH": os.environ.get("PATH", "")}, input=stdin,
+                       capture_output=True, text=True, timeout=timeout)
+    assert not any(m in p.stderr for m in SANITIZER_MARKERS), p.stderr[-5000:]
+    return p
+
+
+def database_url(env):
+    return env.get("DATABASE_URL") or f"sqlite:{env['DATA_DIR']}/marketplace.db"
+
+
+def admins(env):
+    return db_rows(database_url(env), env["DATA_DIR"], "SELECT email, password_hash FROM admins ORDER BY email")
+
+
+# ---------------------------------------------------------------- help, version, unknown
+
+@pytest.mark.parametrize("flag", ["--help"])
+def test_help(binary, flag):
+    p = run(binary, flag)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    for word in ("serve", "migrate", "admin create", "--email", "--help", "--version"):
+        assert word in out, (word, out)
+
+
+def test_version(binary):
+    p = run(binary, "--version")
+    assert p.returncode == 0, p.stderr
+    assert re.fullmatch(r"marketplace \d+\.\d+\.\d+\S*\n?", p.stdout), p.stdout
+
+
+@pytest.mark.parametrize("args", [["bogus"], ["--bogus"], ["admin"], ["admin", "delete"], ["Serve"]])
+def test_unknown_command_exits_2(binary, args, cli_env):
+    p = run(binary, *args, env=cli_env)
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    assert p.stderr.strip(), "an unknown command is explained on stderr"
+    assert not os.path.exists(os.path.join(cli_env["DATA_DIR"], "marketplace.db"))
+
+
+# ---------------------------------------------------------------- migrate
+
+def table_names(env):
+    url = database_url(env)
+    if url.startswith("sqlite:"):
+        sql = "SELECT name FROM sqlite_master WHERE type = 'table'"
+    else:
+        sql = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+    return {r[0] for r in db_rows(url, env["DATA_DIR"], sql)}
+
+
+def test_migrate_creates_the_schema(binary, cli_env, engine):
+    p = run(binary, "migrate", env=cli_env)
+    assert p.returncode == 0, p.stderr
+    if engine == "sqlite":
+        assert os.path.isfile(os.path.join(cli_env["DATA_DIR"], "marketplace.db"))
+    tables = table_names(cli_env)
+    assert {"users", "providers", "admins", "password_reset_tokens", "job_queue"} <= tables, tables
+    # idempotent: a second run applies nothing and succeeds
+    p = run(binary, "migrate", env=cli_env)
+    assert p.returncode == 0, p.stderr
+    assert table_names(cli_env) == tables
+
+
+def test_migrate_with_an_explicit_sqlite_url(binary, cli_env, engine):
+    if engine != "sqlite":
+        pytest.skip("SQLite URL form only")
+    path = os.path.join(cli_env["DATA_DIR"], "other.db")
+    os.makedirs(cli_env["DATA_DIR"], exist_ok=True)
+    p = run(binary, "migrate", env=dict(cli_env, DATABASE_URL=f"sqlite:{path}"))
+    assert p.returncode == 0, p.stderr
+    assert os.path.isfile(path)
+    assert not os.path.exists(os.path.join(cli_env["DATA_DIR"], "marketplace.db"))
+
+
+def test_migrate_fails_on_an_unreachable_database(binary, cli_env):
+    url = f"postgres://postgres@127.0.0.1:{free_port()}/nothing"
+    p = run(binary, "migrate", env=dict(cli_env, DATABASE_URL=url))
+    assert p.returncode != 0
+    assert p.stderr.strip()
+
+
+# ---------------------------------------------------------------- admin create
+
+def test_admin_create_lowercases_the_email(binary, cli_env):
+    p = run(binary, "admin", "create", "--email", "Admin@Example.com", env=cli_env, stdin="s3cret-password\n")
+    assert p.returncode == 0, p.stderr
+    rows = admins(cli_env)
+    assert [r[0] for r in rows] == ["admin@example.com"]
+    assert rows[0][1].startswith("$2") and "s3cret-password" not in rows[0][1]
+
+
+def test_admin_create_twice_updates_the_password(binary, cli_env):
+    p = run(binary, "admin", "create", "--email", "ops@example.com", env=cli_env, stdin="first-password\n")
+    assert p.returncode == 0, p.stderr
+    first = admins(cli_env)
+    p = run(binary, "admin", "create", "--email", "OPS@example.com", env=cli_env, stdin="second-password\n")
+    assert p.returncode == 0, p.stderr
+    second = admins(cli_env)
+    assert [r[0] for r in second] == ["ops@example.com"]
+    assert second[0][1] != first[0][1]
+
+
+def test_admin_create_password_without_newline(binary, cli_env):
+    p = run(binary, "admin", "create", "--email", "nonl@example.com", env=cli_env, stdin="no-newline-pass")
+    assert p.returncode == 0, p.stderr
+    assert [r[0] for r in admins(cli_env)] == ["nonl@example.com"]
+
+
+@pytest.mark.parametrize("stdin", ["short\n", "1234567\n", "\n", "", "x" * 73 + "\n"])
+def test_admin_create_refuses_a_bad_password(binary, cli_env, stdin):
+    p = run(binary, "admin", "create", "--email", "weak@example.com", env=cli_env, stdin=stdin)
+    assert p.returncode != 0, p.stdout
+    assert p.stderr.strip()
+    if os.path.exists(os.path.join(cli_env["DATA_DIR"], "marketplace.db")) or "DATABASE_URL" in cli_env:
+        try:
+            rows = admins(cli_env)
+        except Exception:  # noqa: BLE001 - no schema yet: certainly no administrator
+            rows = []
+        assert rows == []
+
+
+@pytest.mark.parametrize("args", [[], ["--email"], ["--email", "not-an-email"], ["--email", "a@b"]])
+def test_admin_create_needs_a_valid_email(binary, cli_env, args):
+    p = run(binary, "admin", "create", *args, env=cli_env, stdin="good-password\n")
+    assert p.returncode != 0, p.stdout
+    assert p.stderr.strip()
+
+
+# ---------------------------------------------------------------- serve is the default
+
+def test_no_command_serves(binary, cli_env):
+    port = free_port()
+    env = dict(cli_env, PORT=str(port), BIND="127.0.0.1", APP_ENV="test")
+    log_path = os.path.join(os.path.dirname(cli_env["DATA_DIR"]), "serve.log")
+    with open(log_path, "wb") as log:
+        p = subprocess.Popen([binary], env=env, stdout=subprocess.DEVNULL, stderr=log)
+    read_log = lambda: open(log_path, encoding="utf-8", errors="replace").read()
+    try:
+        deadline = time.time() + 20
+        while True:
+            assert p.poll() is None, read_log()
+            try:
+                r = requests.get(f"http://127.0.0.1:{port}/health", timeout=1)
+                break
+            except requests.RequestException:
+                assert time.time() < deadline, "no server"
+                time.sleep(0.05)
+        assert r.json() == {"status": "ok"}
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=15) == 0
+        assert not any(m in read_log() for m in SANITIZER_MARKERS), read_log()[-5000:]
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()

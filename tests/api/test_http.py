@@ -1,0 +1,356 @@
+"""The HTTP core: routing, body handling, limits, request ids, keep-alive, CORS and the
+access log (decisions sections 1 and 3)."""
+import http.client
+import re
+import time
+import uuid
+
+import pytest
+import requests
+
+from conftest import unique_email
+
+ISO_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+WELL_FORMED_ID = re.compile(r"^[A-Za-z0-9._-]{1,36}$")
+LIMIT = 64 * 1024  # the default per-route body limit
+
+
+def _json_error(r, status):
+    assert r.status_code == status, (r.status_code, r.text)
+    assert r.headers["Content-Type"].startswith("application/json"), r.headers
+    body = r.json()
+    assert isinstance(body, dict) and isinstance(body.get("error"), str), body
+    return body
+
+
+def _body_of_size(n):
+    """A JSON object of exactly n bytes (an unknown field, so it passes parsing)."""
+    head, tail = b'{"pad":"', b'"}'
+    return head + b"x" * (n - len(head) - len(tail)) + tail
+
+
+# ---------------------------------------------------------------- routing
+
+@pytest.mark.parametrize("path", ["/no/such/route", "/nope", "/users/me/extra/segments/here", "/health/x"])
+def test_unknown_route_is_404_json(api, path):
+    r = api.get(path)
+    assert _json_error(r, 404) == {"error": "Not found"}
+    assert r.headers["X-Request-Id"]
+
+
+@pytest.mark.parametrize("method,path", [
+    ("DELETE", "/health"),
+    ("POST", "/health"),
+    ("PUT", "/auth/login"),
+    ("GET", "/auth/login"),
+    ("DELETE", "/users/me"),
+    ("PATCHX", "/health"),
+])
+def test_unknown_method_on_known_path_is_404_json(api, method, path):
+    r = api.request(method, path)
+    assert _json_error(r, 404) == {"error": "Not found"}
+    assert r.headers["X-Request-Id"]
+
+
+def test_trailing_slash_is_equivalent(api):
+    r = api.get("/health/")
+    assert r.status_code == 200
+    assert r.json() == {"status": "ok"}
+    # same route, same validation, on a POST route too
+    r = api.post("/auth/login/", json={})
+    assert _json_error(r, 400) == {"error": "email: is required"}
+
+
+# ---------------------------------------------------------------- request bodies
+
+@pytest.mark.parametrize("raw", [b"{bad", b'{"email": ', b'{"email":"a@b.co",}', b"{'email': 'x'}", b"\xff\xfe{}"])
+def test_malformed_json_is_400_exact(api, raw):
+    r = api.post("/auth/login", data=raw, headers={"Content-Type": "application/json"})
+    assert _json_error(r, 400) == {"error": "body: malformed JSON"}
+
+
+@pytest.mark.parametrize("raw", [b"[]", b'[{"email":"a@b.co"}]', b"42", b'"text"', b"true", b"null"])
+def test_non_object_json_body_is_400(api, raw):
+    r = api.post("/auth/login", data=raw, headers={"Content-Type": "application/json"})
+    body = _json_error(r, 400)
+    assert body["error"].startswith("body:"), body
+
+
+@pytest.mark.parametrize("raw", [None, b"", b"  \r\n\t "])
+def test_missing_body_counts_as_empty_object(api, raw):
+    r = api.post("/auth/login", data=raw, headers={"Content-Type": "application/json"})
+    body = _json_error(r, 400)
+    assert body["error"].startswith("email: "), body
+    assert body == {"error": "email: is required"}
+
+
+def test_unknown_body_fields_are_ignored(api):
+    email = unique_email("extra")
+    body = {"email": email, "password": "password123", "name": "Extra Fields", "address": "1 Main St",
+            "zip": "10001", "role": "admin", "isPremium": True, "id": "c" + "0" * 24, "nested": {"a": [1, 2]}}
+    r = api.post("/auth/register", json=body)
+    assert r.status_code == 201, r.text
+    user = r.json()["user"]
+    assert user["email"] == email and user["name"] == "Extra Fields"
+    assert user["id"] != body["id"]
+    me = api.get("/users/me", token=r.json()["token"])
+    assert me.status_code == 200, me.text
+    r = api.post("/auth/login", json={"email": email, "password": "password123", "unknown": 1, "x": None})
+    assert r.status_code == 200, r.text
+
+
+def test_body_at_the_limit_is_accepted(api):
+    r = api.post("/auth/login", data=_body_of_size(LIMIT), headers={"Content-Type": "application/json"})
+    assert _json_error(r, 400) == {"error": "email: is required"}
+
+
+@pytest.mark.parametrize("size", [LIMIT + 1, 100 * 1024, 2 * 1024 * 1024])
+def test_body_over_the_limit_with_content_length_is_413(api, size):
+    r = api.post("/auth/login", data=_body_of_size(size), headers={"Content-Type": "application/json"})
+    _json_error(r, 413)
+    assert r.headers["X-Request-Id"]
+
+
+def test_body_over_the_limit_chunked_is_413(api):
+    def chunks():
+        yield b'{"pad":"'
+        for _ in range(70):
+            yield b"x" * 1024
+        yield b'"}'
+
+    r = api.post("/auth/login", data=chunks(), headers={"Content-Type": "application/json"})
+    assert r.request.headers.get("Transfer-Encoding") == "chunked"
+    _json_error(r, 413)
+    assert r.headers["X-Request-Id"]
+
+
+def test_small_chunked_body_is_read_whole(api):
+    email = unique_email("chunk")
+    api.register_user(email=email)
+
+    def chunks():
+        yield b'{"email":"' + email.encode() + b'",'
+        yield b'"password":'
+        yield b'"password123"}'
+
+    r = api.post("/auth/login", data=chunks(), headers={"Content-Type": "application/json"})
+    assert r.request.headers.get("Transfer-Encoding") == "chunked"
+    assert r.status_code == 200, r.text
+    assert r.json()["user"]["email"] == email
+
+
+# ---------------------------------------------------------------- X-Request-Id
+
+def _status_samples(api):
+    yield 200, api.get("/health")
+    yield 404, api.get("/no/such/route")
+    yield 400, api.post("/auth/login", data=b"{bad", headers={"Content-Type": "application/json"})
+    yield 401, api.get("/users/me")
+    yield 413, api.post("/auth/login", data=_body_of_size(LIMIT + 10))
+
+
+def test_every_response_carries_a_request_id(api):
+    seen = set()
+    for status, r in _status_samples(api):
+        assert r.status_code == status, (status, r.status_code, r.text)
+        rid = r.headers.get("X-Request-Id")
+        assert rid and WELL_FORMED_ID.match(rid), (status, rid)
+        seen.add(rid)
+    assert len(seen) == 5, "request ids must differ between requests"
+
+
+@pytest.mark.parametrize("path,status", [("/health", 200), ("/nope", 404), ("/users/me", 401)])
+def test_well_formed_incoming_request_id_is_echoed(api, path, status):
+    rid = "req-" + uuid.uuid4().hex  # 36 characters
+    r = api.get(path, headers={"X-Request-Id": rid})
+    assert r.status_code == status
+    assert r.headers["X-Request-Id"] == rid
+    rid = "a1.B2_c3-" + uuid.uuid4().hex[:8]
+    r = api.get(path, headers={"X-Request-Id": rid})
+    assert r.headers["X-Request-Id"] == rid
+
+
+def test_request_id_echoed_on_413(api):
+    rid = "big-" + uuid.uuid4().hex[:12]
+    r = api.post("/auth/login", data=_body_of_size(LIMIT + 1), headers={"X-Request-Id": rid})
+    assert r.status_code == 413
+    assert r.headers["X-Request-Id"] == rid
+
+
+@pytest.mark.parametrize("bad", ["has space", "x" * 37, "a" * 100, "semi;colon", "quote\"d", "slash/id"])
+def test_ill_formed_incoming_request_id_is_replaced(api, bad):
+    r = api.get("/health", headers={"X-Request-Id": bad})
+    assert r.status_code == 200
+    rid = r.headers["X-Request-Id"]
+    assert rid != bad
+    assert WELL_FORMED_ID.match(rid), rid
+
+
+# ---------------------------------------------------------------- keep-alive
+
+def test_keep_alive_serves_several_requests_on_one_connection(server):
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        local = set()
+        requests_made = [
+            ("GET", "/health", None, {}, 200),
+            ("POST", "/auth/login", b"{}", {"Content-Type": "application/json"}, 400),
+            ("GET", "/no/such/route", None, {}, 404),
+            ("GET", "/users/me", None, {}, 401),
+        ]
+        for method, path, body, headers, status in requests_made:
+            conn.request(method, path, body=body, headers=headers)
+            r = conn.getresponse()
+            data = r.read()
+            assert r.status == status, (path, r.status, data)
+            assert r.getheader("X-Request-Id")
+            assert (r.getheader("Connection") or "").lower() != "close", path
+            assert not r.will_close, path
+            assert conn.sock is not None
+            local.add(conn.sock.getsockname())
+        assert len(local) == 1, f"the client had to reconnect: {local}"
+    finally:
+        conn.close()
+
+
+# ---------------------------------------------------------------- CORS
+
+ORIGIN = "https://web.example"
+
+
+@pytest.mark.parametrize("method,path,status", [
+    ("GET", "/health", 200), ("GET", "/users/me", 401), ("GET", "/nope", 404), ("POST", "/auth/login", 400)])
+def test_cors_any_origin_in_test_env(api, method, path, status):
+    r = api.request(method, path, headers={"Origin": ORIGIN})
+    assert r.status_code == status
+    assert r.headers.get("Access-Control-Allow-Origin") == "*"
+
+
+def test_cors_preflight_on_a_route(api):
+    r = api.request("OPTIONS", "/auth/login", headers={
+        "Origin": ORIGIN, "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type"})
+    assert r.status_code == 204, r.text
+    assert r.content == b""
+    assert r.headers.get("Access-Control-Allow-Origin") == "*"
+    methods = [m.strip().upper() for m in r.headers["Access-Control-Allow-Methods"].split(",")]
+    assert "POST" in methods
+    allowed = [h.strip().lower() for h in r.headers["Access-Control-Allow-Headers"].split(",")]
+    assert "authorization" in allowed and "content-type" in allowed
+    assert r.headers["X-Request-Id"]
+
+
+def test_cors_preflight_lists_every_method_of_the_path(api):
+    r = api.request("OPTIONS", "/users/me", headers={"Origin": ORIGIN, "Access-Control-Request-Method": "PATCH"})
+    assert r.status_code == 204
+    methods = [m.strip().upper() for m in r.headers["Access-Control-Allow-Methods"].split(",")]
+    assert "GET" in methods and "PATCH" in methods
+    assert "POST" not in methods and "DELETE" not in methods
+
+
+@pytest.mark.parametrize("path", ["/no/such/route", "/auth/nothing"])
+def test_cors_preflight_on_unknown_path_is_404(api, path):
+    r = api.request("OPTIONS", path, headers={"Origin": ORIGIN, "Access-Control-Request-Method": "POST"})
+    assert _json_error(r, 404) == {"error": "Not found"}
+    assert "Access-Control-Allow-Methods" not in r.headers
+    assert r.headers["X-Request-Id"]
+
+
+@pytest.fixture(scope="module")
+def cors_server(make_server):
+    return make_server(CORS_ORIGINS="https://app.example")
+
+
+def test_cors_configured_origin_is_echoed(cors_server):
+    r = requests.get(cors_server.url + "/health", headers={"Origin": "https://app.example"}, timeout=10)
+    assert r.status_code == 200
+    assert r.headers.get("Access-Control-Allow-Origin") == "https://app.example"
+    vary = [v.strip().lower() for v in r.headers.get("Vary", "").split(",")]
+    assert "origin" in vary
+    # also on errors, so a browser app can read them
+    r = requests.get(cors_server.url + "/users/me", headers={"Origin": "https://app.example"}, timeout=10)
+    assert r.status_code == 401
+    assert r.headers.get("Access-Control-Allow-Origin") == "https://app.example"
+
+
+@pytest.mark.parametrize("origin", ["https://evil.example", "https://app.example.evil.com", "http://app.example"])
+def test_cors_other_origin_gets_no_allow_origin(cors_server, origin):
+    r = requests.get(cors_server.url + "/health", headers={"Origin": origin}, timeout=10)
+    assert r.status_code == 200
+    assert "Access-Control-Allow-Origin" not in r.headers
+
+
+def test_cors_configured_origin_preflight(cors_server):
+    h = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization"}
+    r = requests.options(cors_server.url + "/auth/login", headers={"Origin": "https://app.example", **h}, timeout=10)
+    assert r.status_code == 204
+    assert r.headers.get("Access-Control-Allow-Origin") == "https://app.example"
+    assert "POST" in r.headers["Access-Control-Allow-Methods"]
+    assert "authorization" in r.headers["Access-Control-Allow-Headers"].lower()
+    r = requests.options(cors_server.url + "/auth/login", headers={"Origin": "https://evil.example", **h}, timeout=10)
+    assert "Access-Control-Allow-Origin" not in r.headers
+
+
+def test_cors_closed_by_default_in_production(make_server):
+    srv = make_server(APP_ENV="production", JWT_SECRET="p" * 40, BCRYPT_COST="12")
+    r = requests.get(srv.url + "/health", headers={"Origin": ORIGIN}, timeout=10)
+    assert r.status_code == 200
+    assert "Access-Control-Allow-Origin" not in r.headers
+
+
+# ---------------------------------------------------------------- access log
+
+def _log_lines_for(server, rid, timeout=5):
+    deadline = time.time() + timeout
+    while True:
+        lines = [line for line in server.log_lines() if line.get("requestId") == rid]
+        if lines or time.time() > deadline:
+            return lines
+        time.sleep(0.05)
+
+
+def _check_line(line, method, route, status):
+    assert ISO_MS.match(line["time"]), line
+    assert line["level"] == "info", line
+    assert line["method"] == method, line
+    assert line["route"] == route, line
+    assert line["status"] == status, line
+    assert isinstance(line["ms"], (int, float)) and 0 <= line["ms"] < 60000, line
+
+
+def test_one_json_log_line_per_request(server, api):
+    u = api.register_user()
+    rid = "log-" + uuid.uuid4().hex[:20]
+    r = api.get("/users/me", token=u["token"], headers={"X-Request-Id": rid})
+    assert r.status_code == 200
+    lines = _log_lines_for(server, rid)
+    assert len(lines) == 1, lines
+    _check_line(lines[0], "GET", "/users/me", 200)
+
+
+@pytest.mark.parametrize("method,path,kw,route,status", [
+    ("POST", "/auth/login", {"json": {}}, "/auth/login", 400),
+    ("GET", "/users/me", {}, "/users/me", 401),
+    ("PATCH", "/users/me/", {}, "/users/me", 401),
+    ("POST", "/auth/login", {"data": _body_of_size(LIMIT + 1)}, "/auth/login", 413),
+])
+def test_log_line_names_the_route_pattern_and_status(server, api, method, path, kw, route, status):
+    rid = "log-" + uuid.uuid4().hex[:20]
+    r = api.request(method, path, headers={"X-Request-Id": rid}, **kw)
+    assert r.status_code == status
+    lines = _log_lines_for(server, rid)
+    assert len(lines) == 1, lines
+    _check_line(lines[0], method, route, status)
+
+
+def test_log_line_for_unknown_route(server, api):
+    rid = "log-" + uuid.uuid4().hex[:20]
+    r = api.get("/no/such/thing", headers={"X-Request-Id": rid})
+    assert r.status_code == 404
+    lines = _log_lines_for(server, rid)
+    assert len(lines) == 1, lines
+    line = lines[0]
+    assert ISO_MS.match(line["time"]) and line["level"] == "info"
+    assert line["method"] == "GET" and line["status"] == 404
+    assert isinstance(line["route"], str)
+    assert isinstance(line["ms"], (int, float))

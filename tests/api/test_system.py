@@ -1,0 +1,410 @@
+"""Health, the test clock, environments, production start-up checks, the bootstrap
+administrator and graceful shutdown (decisions sections 1, 2 and 6)."""
+import datetime
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import tempfile
+import threading
+import time
+
+import pytest
+import requests
+
+from conftest import free_port, unique_email, unique_ip
+
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+ISO_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+
+
+def parse_iso(s):
+    assert ISO_MS.match(s), s
+    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+
+
+def db_rows(database_url, data_dir, sql):
+    """Rows of a query against a server's database (SQLite file or PostgreSQL via psql)."""
+    if database_url.startswith("sqlite:"):
+        with sqlite3.connect(os.path.join(data_dir, "marketplace.db")) as c:
+            return [tuple(str(v) for v in row) for row in c.execute(sql).fetchall()]
+    psql = shutil.which("psql")
+    if not psql:
+        pytest.skip("psql is not installed: cannot read the PostgreSQL database")
+    out = subprocess.run([psql, database_url, "-X", "-A", "-t", "-F", "\t", "-c", sql],
+                         check=True, capture_output=True, text=True, timeout=30).stdout
+    return [tuple(line.split("\t")) for line in out.splitlines() if line]
+
+
+# ---------------------------------------------------------------- health
+
+def test_health(api):
+    r = api.get("/health")
+    assert r.status_code == 200
+    assert r.json() == {"status": "ok"}
+    assert r.headers["Content-Type"].startswith("application/json")
+    assert r.headers["X-Request-Id"]
+
+
+# ---------------------------------------------------------------- the test clock
+
+@pytest.fixture(scope="module")
+def clock_server(make_server):
+    """A private server, so moving its clock does not disturb the shared one."""
+    return make_server()
+
+
+def _advance(srv, ms):
+    r = requests.post(srv.url + "/__test/clock", json={"advanceMs": ms}, timeout=10)
+    assert r.status_code == 200, r.text
+    assert list(r.json()) == ["now"]
+    return parse_iso(r.json()["now"])
+
+
+def test_clock_answers_now_in_iso_utc_milliseconds(clock_server):
+    before = datetime.datetime.now(datetime.timezone.utc)
+    now = _advance(clock_server, 0)
+    # never behind the real clock (the offset only moves forward)
+    assert now >= before - datetime.timedelta(seconds=2)
+
+
+@pytest.mark.parametrize("ms", [1, 60_000, 3 * 24 * 3600 * 1000])
+def test_clock_moves_forward_by_at_least_n(clock_server, ms):
+    t0 = _advance(clock_server, 0)
+    t1 = _advance(clock_server, ms)
+    delta = (t1 - t0) / datetime.timedelta(milliseconds=1)
+    assert ms <= delta < ms + 5000, delta
+    # and it stays moved
+    t2 = _advance(clock_server, 0)
+    assert t2 >= t1
+
+
+def test_clock_moves_token_expiry(clock_server):
+    """Rules that read time follow the moved clock: a 7-day customer token expires."""
+    body = {"email": unique_email("clock"), "password": "password123", "name": "Clock", "address": "1 Main St",
+            "zip": "10001"}
+    r = requests.post(clock_server.url + "/auth/register", json=body, timeout=10)
+    assert r.status_code == 201, r.text
+    token = r.json()["token"]
+    me = lambda: requests.get(clock_server.url + "/users/me", headers={"Authorization": f"Bearer {token}"},
+                              timeout=10)
+    assert me().status_code == 200
+    _advance(clock_server, 6 * 24 * 3600 * 1000)
+    assert me().status_code == 200
+    _advance(clock_server, 24 * 3600 * 1000 + 60_000)
+    r = me()
+    assert r.status_code == 401
+    assert r.json() == {"error": "Unauthorized"}
+
+
+def test_clock_moves_rate_limit_windows(clock_server):
+    ip = unique_ip()
+    post = lambda: requests.post(clock_server.url + "/auth/forgot-password", headers={"X-Forwarded-For": ip},
+                                 json={"email": unique_email("rl"), "role": "user"}, timeout=10)
+    for _ in range(5):
+        assert post().status_code == 200
+    r = post()
+    assert r.status_code == 429
+    assert r.json() == {"error": "Too many requests"}
+    _advance(clock_server, 15 * 60 * 1000 + 1000)
+    assert post().status_code == 200
+
+
+@pytest.mark.parametrize("body", [
+    {}, {"advanceMs": None}, {"advanceMs": -1}, {"advanceMs": -86400000}, {"advanceMs": "1000"},
+    {"advanceMs": 1.5}, {"advanceMs": True}, {"advanceMs": [1]}, {"advanceMs": {"ms": 1}}, {"advanceMS": 1000},
+])
+def test_clock_validation(api, body):
+    r = api.post("/__test/clock", json=body)
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err.startswith("advanceMs: "), err
+
+
+@pytest.fixture(scope="module")
+def dev_server(make_server):
+    return make_server(APP_ENV="development")
+
+
+@pytest.fixture(scope="module")
+def prod_server(make_server):
+    return make_server(APP_ENV="production", JWT_SECRET="s" * 48, BCRYPT_COST="12")
+
+
+@pytest.mark.parametrize("which", ["dev_server", "prod_server"])
+def test_test_routes_are_404_outside_test_env(request, which):
+    srv = request.getfixturevalue(which)
+    assert requests.get(srv.url + "/health", timeout=10).json() == {"status": "ok"}
+    r = requests.post(srv.url + "/__test/clock", json={"advanceMs": 1000}, timeout=10)
+    assert r.status_code == 404
+    assert r.json() == {"error": "Not found"}
+    r = requests.get(srv.url + "/__test/routes", timeout=10)
+    assert r.status_code == 404
+    assert r.json() == {"error": "Not found"}
+    # an invalid body does not reveal the route either
+    r = requests.post(srv.url + "/__test/clock", json={}, timeout=10)
+    assert r.status_code == 404
+
+
+def test_test_routes_exist_in_test_env(api):
+    r = api.get("/__test/routes")
+    assert r.status_code == 200
+    paths = {(x["method"], x["path"]) for x in r.json()["routes"]}
+    assert ("GET", "/health") in paths and ("POST", "/__test/clock") in paths
+
+
+def _route_counts(url):
+    return {(x["method"], x["path"]): x for x in requests.get(url + "/__test/routes", timeout=10).json()["routes"]}
+
+
+def _after_counted(url, fn):
+    """Runs fn(session) then a sentinel POST /auth/login (400) on the same keep-alive
+    connection, and waits until the sentinel is counted: by then fn's requests are too."""
+    key = ("POST", "/auth/login")
+    before = _route_counts(url)
+    with requests.Session() as s:
+        fn(s)
+        assert s.post(url + "/auth/login", json={}, timeout=10).status_code == 400
+    deadline = time.time() + 5
+    while True:
+        after = _route_counts(url)
+        if after[key]["hits"] > before[key]["hits"] or time.time() > deadline:
+            return before, after
+        time.sleep(0.02)
+
+
+def test_route_counts_track_answers(clock_server):
+    url = clock_server.url
+    before, after = _after_counted(url, lambda s: s.get(url + "/health", timeout=10))
+    login = ("POST", "/auth/login")
+    assert after[login]["hits"] == before[login]["hits"] + 1
+    assert after[login]["ok"] == before[login]["ok"]  # a 400 is not a success
+    health = ("GET", "/health")
+    assert after[health]["hits"] >= before[health]["hits"] + 1
+    assert after[health]["ok"] >= before[health]["ok"] + 1
+
+
+def test_route_counts_ignore_preflights(clock_server):
+    url = clock_server.url
+
+    def preflight(s):
+        r = s.options(url + "/users/me", headers={"Origin": "https://web.example",
+                                                  "Access-Control-Request-Method": "PATCH"}, timeout=10)
+        assert r.status_code == 204
+
+    before, after = _after_counted(url, preflight)
+    key = ("PATCH", "/users/me")
+    assert (after[key]["hits"], after[key]["ok"]) == (before[key]["hits"], before[key]["ok"]), (before[key], after[key])
+
+
+# ---------------------------------------------------------------- production start-up checks
+
+@pytest.fixture
+def run_env(request, pg_cluster):
+    """A fresh environment for running the binary directly (own DATA_DIR, database, port)."""
+    d = tempfile.mkdtemp(prefix="mp-sys-")
+    data = os.path.join(d, "data")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "DATA_DIR": data, "PORT": str(free_port()),
+           "BIND": "127.0.0.1",
+           "DATABASE_URL": pg_cluster.new_database() if pg_cluster else f"sqlite:{data}/marketplace.db",
+           "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23"}
+    yield env
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _run(binary, env, timeout=20):
+    try:
+        p = subprocess.run([binary, "serve"], env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the server started (or hung) instead of refusing to start")
+    assert not any(m in p.stderr for m in SANITIZER_MARKERS), p.stderr[-5000:]
+    return p
+
+
+@pytest.mark.parametrize("secret", [None, "", "s" * 31, "short"])
+def test_production_refuses_to_start_without_a_strong_jwt_secret(request, run_env, secret):
+    env = dict(run_env, APP_ENV="production")
+    if secret is not None:
+        env["JWT_SECRET"] = secret
+    p = _run(request.config.getoption("--binary"), env)
+    assert p.returncode != 0
+    assert "JWT_SECRET" in p.stderr, p.stderr
+
+
+def test_production_starts_with_a_32_byte_secret(request, run_env):
+    env = dict(run_env, APP_ENV="production", JWT_SECRET="k" * 32)
+    log_path = os.path.join(os.path.dirname(env["DATA_DIR"]), "serve.log")
+    with open(log_path, "wb") as log:
+        p = subprocess.Popen([request.config.getoption("--binary"), "serve"], env=env, stdout=log, stderr=log)
+    read_log = lambda: open(log_path, encoding="utf-8", errors="replace").read()
+    url = f"http://127.0.0.1:{env['PORT']}"
+    try:
+        deadline = time.time() + 20
+        while True:
+            assert p.poll() is None, f"exited with {p.returncode}: {read_log()}"
+            try:
+                r = requests.get(url + "/health", timeout=1)
+                break
+            except requests.RequestException:
+                assert time.time() < deadline, "production server did not start"
+                time.sleep(0.05)
+        assert r.status_code == 200 and r.json() == {"status": "ok"}
+        assert requests.post(url + "/__test/clock", json={"advanceMs": 1}, timeout=10).status_code == 404
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=15) == 0
+        assert not any(m in read_log() for m in SANITIZER_MARKERS), read_log()[-5000:]
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+# ---------------------------------------------------------------- bootstrap administrator
+
+def test_bootstrap_admin_is_created(make_server):
+    email = unique_email("boot")
+    srv = make_server(BOOTSTRAP_ADMIN_EMAIL=email, BOOTSTRAP_ADMIN_PASSWORD="bootstrap-pass-1")
+    rows = db_rows(srv.env["DATABASE_URL"], srv.data_dir, "SELECT email, password_hash FROM admins")
+    assert [r[0] for r in rows] == [email]
+    assert rows[0][1].startswith("$2") and "bootstrap-pass-1" not in rows[0][1]
+    # a restart with the same settings keeps exactly one administrator
+    srv.restart()
+    rows = db_rows(srv.env["DATABASE_URL"], srv.data_dir, "SELECT email FROM admins")
+    assert [r[0] for r in rows] == [email]
+
+
+def test_bootstrap_admin_email_is_lowercased(make_server):
+    email = unique_email("boot")
+    srv = make_server(BOOTSTRAP_ADMIN_EMAIL=email.replace("boot", "Boot").replace("example", "EXAMPLE"),
+                      BOOTSTRAP_ADMIN_PASSWORD="bootstrap-pass-1")
+    rows = db_rows(srv.env["DATABASE_URL"], srv.data_dir, "SELECT email FROM admins")
+    assert [r[0] for r in rows] == [email]
+
+
+def test_no_bootstrap_admin_without_both_variables(make_server):
+    srv = make_server(BOOTSTRAP_ADMIN_EMAIL=unique_email("boot"))
+    assert db_rows(srv.env["DATABASE_URL"], srv.data_dir, "SELECT email FROM admins") == []
+
+
+# ---------------------------------------------------------------- graceful shutdown
+
+def _register(srv, email):
+    body = {"email": email, "password": "password123", "name": "Slow", "address": "1 Main St", "zip": "10001"}
+    r = requests.post(srv.url + "/auth/register", json=body, timeout=30)
+    assert r.status_code == 201, r.text
+
+
+def test_sigterm_finishes_requests_in_flight_and_exits_0(make_server):
+    srv = make_server(BCRYPT_COST="13")
+    email = unique_email("slow")
+    _register(srv, email)
+    result, sent_login = {}, threading.Event()
+
+    def login():
+        # one keep-alive connection: a first answer proves the server has accepted it, so the
+        # login that follows is in flight on a served connection when SIGTERM arrives
+        conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
+        try:
+            conn.request("GET", "/health")
+            conn.getresponse().read()
+            conn.request("POST", "/auth/login", body=json.dumps({"email": email, "password": "password123"}),
+                         headers={"Content-Type": "application/json"})
+            sent_login.set()
+            r = conn.getresponse()
+            result["status"], result["body"] = r.status, json.loads(r.read())
+        except Exception as e:  # noqa: BLE001 - reported below
+            result["error"] = repr(e)
+        finally:
+            sent_login.set()
+            conn.close()
+        result["done"] = time.time()
+
+    t = threading.Thread(target=login)
+    t.start()
+    assert sent_login.wait(timeout=10)
+    time.sleep(0.1)
+    sent = time.time()
+    srv.proc.send_signal(signal.SIGTERM)
+    t.join(timeout=20)
+    assert "error" not in result, result
+    assert result["status"] == 200, result
+    assert result["body"]["user"]["email"] == email
+    assert result["done"] > sent
+    assert srv.proc.wait(timeout=15) == 0
+    # nobody answers any more
+    with pytest.raises(requests.ConnectionError):
+        requests.get(srv.url + "/health", timeout=2)
+
+
+def test_sigint_also_exits_0(make_server):
+    srv = make_server()
+    srv.proc.send_signal(signal.SIGINT)
+    assert srv.proc.wait(timeout=15) == 0
+
+
+def _start_slow_upload(srv):
+    """A request that stays in flight until we finish its chunked body."""
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    # a first answer on this keep-alive connection proves the server has accepted it
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert _read_response(s).startswith(b"HTTP/1.1 200")
+    s.sendall(b"POST /auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Transfer-Encoding: chunked\r\n\r\n" + b"2\r\n{}\r\n")
+    return s
+
+
+def _read_response(s):
+    data = b""
+    while b"\r\n\r\n" not in data or not data.endswith(b"}"):
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def test_sigterm_refuses_new_connections_while_draining(make_server):
+    srv = make_server()
+    s = _start_slow_upload(srv)
+    try:
+        time.sleep(0.1)  # the server has the request's headers: it is in flight
+        srv.proc.send_signal(signal.SIGTERM)
+        deadline = time.time() + 2
+        while "shutting down" not in srv.read_log():
+            assert time.time() < deadline, "no shutdown log line"
+            time.sleep(0.02)
+        time.sleep(0.05)
+        assert srv.proc.poll() is None, "the server must still be draining the request in flight"
+        with pytest.raises(ConnectionRefusedError):
+            probe = socket.create_connection(("127.0.0.1", srv.port), timeout=2)
+            probe.close()
+    finally:
+        # the request in flight still completes
+        s.sendall(b"0\r\n\r\n")
+        answer = _read_response(s)
+        s.close()
+    assert answer.startswith(b"HTTP/1.1 400"), answer
+    assert b'{"error":"email: is required"}' in answer
+    assert srv.proc.wait(timeout=15) == 0
+
+
+def test_sigterm_lets_a_slow_upload_finish(make_server):
+    srv = make_server()
+    s = _start_slow_upload(srv)
+    try:
+        time.sleep(0.1)
+        srv.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        assert srv.proc.poll() is None, "the server exited with a request in flight"
+        s.sendall(b"0\r\n\r\n")
+        answer = _read_response(s)
+    finally:
+        s.close()
+    assert answer.startswith(b"HTTP/1.1 400"), answer
+    assert b'{"error":"email: is required"}' in answer
+    assert srv.proc.wait(timeout=15) == 0
