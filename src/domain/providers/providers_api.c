@@ -127,15 +127,26 @@ static hs_upload *only_file(hs_req *req, const char *field) {
   return n ? files[0] : NULL;
 }
 
-err_t api_providers_upload_logo(hs_req *req) {
-  const char *key = NULL, *old = NULL;
-  err_t e = store_upload(req, only_file(req, "logo"), &key);
-  if (e == ERR_OK) e = prov_store_set_logo(&req->arena, req->auth.id, key, &old);
+/* Stores the single file of field and records it with set (which reports the key it
+ * replaced); the replaced file is deleted, and the new one too when recording fails. */
+static err_t replace_single_file(hs_req *req, const char *field,
+                                 err_t (*set)(arena *, const char *, const char *, const char **), const char **key) {
+  const char *old = NULL;
+  *key = NULL;
+  err_t e = store_upload(req, only_file(req, field), key);
+  if (e == ERR_OK) e = set(&req->arena, req->auth.id, *key, &old);
   if (e != ERR_OK) {
-    storage_delete(key);
+    storage_delete(*key);
     return e == ERR_NOT_FOUND ? hs_fail(req, e, "Provider not found") : e;
   }
   storage_delete(old);
+  return ERR_OK;
+}
+
+err_t api_providers_upload_logo(hs_req *req) {
+  const char *key;
+  err_t e = replace_single_file(req, "logo", prov_store_set_logo, &key);
+  if (e != ERR_OK) return e;
   return hs_ok(req, json_pack("{s:o}", "logoUrl", signed_url_or_null(key, URL_TTL_PHOTO)));
 }
 
@@ -201,14 +212,9 @@ err_t api_providers_upload_id_documents(hs_req *req) {
 }
 
 err_t api_providers_upload_insurance(hs_req *req) {
-  const char *key = NULL, *old = NULL;
-  err_t e = store_upload(req, only_file(req, "insuranceDoc"), &key);
-  if (e == ERR_OK) e = prov_store_set_insurance_document(&req->arena, req->auth.id, key, &old);
-  if (e != ERR_OK) {
-    storage_delete(key);
-    return e == ERR_NOT_FOUND ? hs_fail(req, e, "Provider not found") : e;
-  }
-  storage_delete(old);
+  const char *key;
+  err_t e = replace_single_file(req, "insuranceDoc", prov_store_set_insurance_document, &key);
+  if (e != ERR_OK) return e;
   return hs_ok(req, json_pack("{s:o,s:s}", "insDocUrl", signed_url_or_null(key, URL_TTL_DOCUMENT), "insCheckStatus",
                               "pending"));
 }

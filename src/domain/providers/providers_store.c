@@ -94,6 +94,15 @@ err_t prov_store_swap_headshots(const char *id, const char *old_json, const char
   return e;
 }
 
+/* Queues recognition work and commits the open transaction; kicks the workers once it is in. */
+static err_t queue_and_commit(db_conn *c, const char *kind, json_t *job) {
+  db_rc rc = queue_enqueue(c, kind, job);
+  json_decref(job);
+  if (rc != DB_OK || db_commit(c) != DB_OK) return ERR_INTERNAL;
+  queue_kick();
+  return ERR_OK;
+}
+
 /* Reads columns a and b of provider id inside the open transaction. */
 static err_t read_two(db_conn *c, arena *a, const char *sql, const char *id, const char **x, const char **y) {
   db_res *r;
@@ -121,13 +130,10 @@ err_t prov_store_set_id_documents(arena *a, const char *id, const char *front, c
               "id_check_flags = NULL, id_check_at = NULL, updated_at = $4 WHERE id = $1",
               DB_ARGS(DB_TEXT(id), DB_TEXT(new_front), DB_TEXT(new_back), DB_INT(clock_now_ms()))) != DB_OK)
     goto out;
-  json_t *job = json_pack("{s:s,s:s?,s:s?}", "providerId", id, "front", new_front, "back", new_back);
-  db_rc rc = queue_enqueue(c, "licence_check", job);
-  json_decref(job);
-  if (rc == DB_OK && db_commit(c) == DB_OK) e = ERR_OK;
+  e = queue_and_commit(c, "licence_check",
+                       json_pack("{s:s,s:s?,s:s?}", "providerId", id, "front", new_front, "back", new_back));
 out:
   db_release(c);
-  if (e == ERR_OK) queue_kick();
   return e;
 }
 
@@ -144,12 +150,8 @@ err_t prov_store_set_insurance_document(arena *a, const char *id, const char *ke
               "ins_check_coverage = NULL, ins_check_flags = NULL, ins_check_at = NULL, updated_at = $3 WHERE id = $1",
               DB_ARGS(DB_TEXT(id), DB_TEXT(key), DB_INT(clock_now_ms()))) != DB_OK)
     goto out;
-  json_t *job = json_pack("{s:s,s:s}", "providerId", id, "key", key);
-  db_rc rc = queue_enqueue(c, "insurance_check", job);
-  json_decref(job);
-  if (rc == DB_OK && db_commit(c) == DB_OK) e = ERR_OK;
+  e = queue_and_commit(c, "insurance_check", json_pack("{s:s,s:s}", "providerId", id, "key", key));
 out:
   db_release(c);
-  if (e == ERR_OK) queue_kick();
   return e;
 }
