@@ -15,9 +15,10 @@ SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-r
 
 SRC      := $(shell find src -name '*.c' | sort)
 LIB_SRC  := $(filter-out src/main.c,$(SRC))
-OBJ      := $(SRC:%.c=build/obj/%.o) build/obj/gen/migrations.o
-ASAN_OBJ := $(SRC:%.c=build/asan/%.o) build/asan/gen/migrations.o
-LIB_OBJ  := $(LIB_SRC:%.c=build/obj/%.o) build/obj/gen/migrations.o
+GEN      := migrations zips
+OBJ      := $(SRC:%.c=build/obj/%.o) $(GEN:%=build/obj/gen/%.o)
+ASAN_OBJ := $(SRC:%.c=build/asan/%.o) $(GEN:%=build/asan/gen/%.o)
+LIB_OBJ  := $(LIB_SRC:%.c=build/obj/%.o) $(GEN:%=build/obj/gen/%.o)
 UNIT_SRC := $(shell find tests/unit -name '*.c' 2>/dev/null | sort)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/unit/%)
 PYTHON   := /usr/bin/python3
@@ -38,6 +39,10 @@ build/marketplace: $(OBJ)
 build/gen/migrations.c: scripts/embed_migrations.sh $(wildcard migrations/*/*.sql)
 	@mkdir -p $(@D)
 	scripts/embed_migrations.sh migrations > $@
+
+build/gen/zips.c: scripts/embed_zips.sh assets/us_zip_centroids.csv
+	@mkdir -p $(@D)
+	scripts/embed_zips.sh assets/us_zip_centroids.csv > $@
 
 build/obj/gen/%.o: build/gen/%.c
 	@mkdir -p $(@D); echo "CC $<"

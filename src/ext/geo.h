@@ -1,0 +1,16 @@
+/* Geography without outside services: US ZIP centroids (embedded table, see assets/README.md),
+ * great-circle distances and the embedded drive-time estimate (distance x 1.3 at 35 mph).
+ * Pure functions over read-only data: thread-safe. */
+#ifndef EXT_GEO_H
+#define EXT_GEO_H
+#include <stdbool.h>
+
+/* The centroid of a 5-digit ZIP; false when the ZIP is unknown or malformed. */
+bool geo_zip_centroid(const char *zip, double *lat, double *lng);
+/* Great-circle distance in miles (haversine, mean Earth radius 3958.8 mi). */
+double geo_distance_miles(double lat1, double lng1, double lat2, double lng2);
+/* Estimated driving minutes between two points: the road distance is taken as 1.3 times the
+ * great-circle distance, driven at 35 mph; rounded up, at least 1. */
+int geo_drive_minutes(double lat1, double lng1, double lat2, double lng2);
+
+#endif
