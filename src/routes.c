@@ -4,8 +4,10 @@
 #include "core/util.h"
 #include "domain/auth/auth.h"
 #include "domain/files/files.h"
+#include "domain/jobs/jobs.h"
 #include "domain/payments/payments.h"
 #include "domain/providers/providers.h"
+#include "domain/quotes/quotes.h"
 #include "domain/system/system.h"
 #include "domain/users/users.h"
 #include "http/router.h"
@@ -22,6 +24,8 @@ void routes_install(void) {
       {PAYMENTS_ROUTES, PAYMENTS_ROUTES_LEN},
       {PROVIDERS_ROUTES, PROVIDERS_ROUTES_LEN},
       {FILES_ROUTES, FILES_ROUTES_LEN},
+      {JOBS_ROUTES, JOBS_ROUTES_LEN},
+      {QUOTES_ROUTES, QUOTES_ROUTES_LEN},
   };
   size_t total = 0;
   for (size_t i = 0; i < ARRAY_LEN(domains); i++) total += domains[i].n;

@@ -8,7 +8,7 @@
 
 extern const int GEO_ZIP_COUNT;
 extern const uint32_t GEO_ZIPS[];
-extern const float GEO_LATLNG[];
+extern const double GEO_LATLNG[];
 
 #define EARTH_RADIUS_MI 3958.8
 #define ROAD_FACTOR 1.3

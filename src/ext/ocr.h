@@ -17,17 +17,17 @@ typedef struct ocr_text {
 } ocr_text;
 
 /* OCR of an image file (PNG, JPEG, WebP, and whatever else leptonica decodes), English.
- * On true, *out owns the text. A file that cannot be decoded, or is larger than 64 megapixels,
- * is not an engine failure: it returns true with text "" and confidence 0 (the document is
- * unreadable), with the reason in err. Returns false, with the reason in err, only when
- * recognition is unavailable: the file cannot be opened (storage), Tesseract has no English
- * language data, or memory ran out; *out is then empty.
- * Slow (about a second of one core per page): call it from a worker thread, never from a
- * request handler. */
+ * An image that reads with confidence below 0.6 is read again turned by 90, 270 and 180
+ * degrees (a photo taken sideways), and the best reading is kept. On true, *out owns the text. A file that cannot be
+ * decoded, or is larger than 64 megapixels, is not an engine failure: it returns true with text "" and confidence 0
+ * (the document is unreadable), with the reason in err. Returns false, with the reason in err, only when recognition is
+ * unavailable: the file cannot be opened (storage), Tesseract has no English language data, or memory ran out; *out is
+ * then empty. Slow (0.1-1 s of one core per pass): call it from a worker thread, never from a request handler. */
 bool ocr_image(const char *path, ocr_text *out, char err[256]);
 
 /* Text of a PDF, from its first 3 pages. A page with a text layer gives that text with
- * confidence 1.0; a page without one (a scan) is rendered with cairo at 300 dpi and OCR'd.
+ * confidence 1.0; a page without one (a scan) is rendered with cairo at 300 dpi and OCR'd
+ * like an image.
  * The confidence of the whole is the mean of the pages' confidences weighted by the number
  * of letters and digits each page gave. A damaged or password-protected PDF returns true
  * with text "" and confidence 0, the reason in err; false means recognition is unavailable,

@@ -24,11 +24,14 @@
  * Everything copied into a result is cut on a UTF-8 boundary and made valid UTF-8, so the
  * fields can go into JSON as they are. */
 #include "domain/providers/recognition.h"
-#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Only this much of a text is read: three pages of a certificate are far less, and the rules
+ * stay fast on whatever a text layer holds. */
+enum { MAX_TEXT = 64 * 1024 };
 
 /* ---- characters (ASCII, independent of the locale) ---- */
 
@@ -46,6 +49,25 @@ static bool marker_eq(int pat, int c) {
 
 /* ---- output fields ---- */
 
+/* Length of the valid UTF-8 sequence at s[0..n) (no overlong forms, surrogates or code
+ * points past U+10FFFF), 0 when there is none. */
+static size_t utf8_len(const unsigned char *s, size_t n) {
+  if (s[0] < 0x80) return 1;
+  size_t len = s[0] >= 0xC2 && s[0] <= 0xDF   ? 2
+               : s[0] >= 0xE0 && s[0] <= 0xEF ? 3
+               : s[0] >= 0xF0 && s[0] <= 0xF4 ? 4
+                                              : 0;
+  if (!len || len > n) return 0;
+  unsigned cp = s[0] & (0x7F >> len);
+  for (size_t k = 1; k < len; k++) {
+    if ((s[k] & 0xC0) != 0x80) return 0;
+    cp = cp << 6 | (s[k] & 0x3F);
+  }
+  static const unsigned min[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < min[len] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return 0;
+  return len;
+}
+
 /* Copies s[0..n) into out (cap bytes), never cutting a UTF-8 sequence, and replaces bytes that
  * are not valid UTF-8 with '?'. */
 static void copy_field(char *out, size_t cap, const char *s, size_t n) {
@@ -56,19 +78,11 @@ static void copy_field(char *out, size_t cap, const char *s, size_t n) {
   memcpy(out, s, n);
   out[n] = 0;
   for (size_t i = 0; i < n;) {
-    unsigned char c = (unsigned char)out[i];
-    size_t len = c < 0x80                          ? 1
-                 : (c & 0xE0) == 0xC0 && c >= 0xC2 ? 2
-                 : (c & 0xF0) == 0xE0              ? 3
-                 : (c & 0xF8) == 0xF0 && c <= 0xF4 ? 4
-                                                   : 0;
-    bool ok = len > 0 && i + len <= n;
-    for (size_t k = 1; ok && k < len; k++) ok = ((unsigned char)out[i + k] & 0xC0) == 0x80;
-    if (!ok) {
+    size_t len = utf8_len((const unsigned char *)out + i, n - i);
+    if (!len)
       out[i++] = '?';
-      continue;
-    }
-    i += len;
+    else
+      i += len;
   }
 }
 
@@ -90,21 +104,23 @@ typedef struct doc {
   int n;
 } doc;
 
-/* Splits text into trimmed non-blank lines pointing into text; false on out of memory. */
+/* Splits the first MAX_TEXT bytes of text into trimmed non-blank lines pointing into text;
+ * false on out of memory. */
 static bool doc_split(const char *text, doc *d) {
+  const char *end = text + strnlen(text, MAX_TEXT);
   size_t cap = 1;
-  for (const char *p = text; *p; p++) cap += *p == '\n';
+  for (const char *p = text; p < end; p++) cap += *p == '\n';
   d->n = 0;
   d->v = malloc(sizeof *d->v * cap);
   if (!d->v) return false;
-  for (const char *p = text; *p;) {
-    const char *e = strchr(p, '\n');
-    if (!e) e = p + strlen(p);
+  for (const char *p = text; p < end;) {
+    const char *e = memchr(p, '\n', (size_t)(end - p));
+    if (!e) e = end;
     const char *a = p, *b = e;
     while (a < b && is_blank(*a)) a++;
     while (b > a && is_blank(b[-1])) b--;
-    if (b > a && b - a < INT_MAX) d->v[d->n++] = (line){a, (int)(b - a)};
-    p = *e ? e + 1 : e;
+    if (b > a) d->v[d->n++] = (line){a, (int)(b - a)};
+    p = e < end ? e + 1 : e;
   }
   return true;
 }
@@ -545,7 +561,7 @@ static bool next_to_usa(const line *l, int start, int end) {
   return i < l->n && match_at(l, i, "USA") >= 0;
 }
 
-/* A two-letter state code written in capitals as its own word; "" when none. */
+/* The two-letter state code written in capitals as its own word at i; NULL when none. */
 static const char *state_code_at(const line *l, int i) {
   if (i + 1 >= l->n || (i > 0 && is_alnum(l->s[i - 1])) || (i + 2 < l->n && is_alnum(l->s[i + 2]))) return NULL;
   char code[3] = {l->s[i], l->s[i + 1], 0};
@@ -633,22 +649,6 @@ static void clean_name(const char *v, char *out, size_t cap) {
   copy_field(out, cap, swapped, m);
 }
 
-/* The value of the first occurrence of any of labels (with a non-empty name), in out. */
-static bool name_from_labels(const doc *d, const char *const *labels, bool field_only, char *out, size_t cap) {
-  for (int li = 0; li < d->n; li++) {
-    const line *l = &d->v[li];
-    for (int i = 0; i < l->n; i++) {
-      int e = match_any(l, i, labels, NULL);
-      if (e < 0 || (field_only && !label_is_field(l, i, e))) continue;
-      char v[256];
-      value_after(l, e, lic_stops, v, sizeof v);
-      clean_name(v, out, cap);
-      if (out[0]) return true;
-    }
-  }
-  return false;
-}
-
 /* A line that can be a name on its own: no digits or colon, at least two letters, no licence
  * label and no marker words. */
 static bool name_like(const line *l) {
@@ -662,6 +662,28 @@ static bool name_like(const line *l) {
   return !line_has_any(l, doc_words);
 }
 
+/* The name after the first occurrence of any of labels that gives one: on the label's line
+ * or, when nothing follows the label there, the next line if it reads as a name alone.
+ * field_only: the label must be a field (label_is_field). */
+static bool name_from_labels(const doc *d, const char *const *labels, bool field_only, char *out, size_t cap) {
+  for (int li = 0; li < d->n; li++) {
+    const line *l = &d->v[li];
+    for (int i = 0; i < l->n; i++) {
+      int e = match_any(l, i, labels, NULL);
+      if (e < 0 || (field_only && !label_is_field(l, i, e))) continue;
+      char v[256];
+      value_after(l, e, lic_stops, v, sizeof v);
+      if (!v[0] && li + 1 < d->n && name_like(&d->v[li + 1]))
+        copy_field(v, sizeof v, d->v[li + 1].s, (size_t)d->v[li + 1].n);
+      clean_name(v, out, cap);
+      if (out[0]) return true;
+    }
+  }
+  return false;
+}
+
+/* The holder's name: LN/FN (or LAST NAME/FIRST NAME) combined as "First Last"; else a NAME
+ * field; else the line after the licence number when it reads as a name. */
 static void find_name(const doc *d, char *out, size_t cap) {
   char last[128] = "", first[128] = "";
   name_from_labels(d, lic_last, false, last, sizeof last);
@@ -675,22 +697,7 @@ static void find_name(const doc *d, char *out, size_t cap) {
     copy_field(out, cap, both, n);
     return;
   }
-  for (int li = 0; li < d->n; li++) {
-    const line *l = &d->v[li];
-    for (int i = 0; i < l->n; i++) {
-      int e = match_any(l, i, lic_name, NULL);
-      if (e < 0 || !label_is_field(l, i, e)) continue;
-      char v[256];
-      value_after(l, e, lic_stops, v, sizeof v);
-      clean_name(v, out, cap);
-      if (!out[0] && !v[0] && li + 1 < d->n && name_like(&d->v[li + 1])) {
-        copy_field(v, sizeof v, d->v[li + 1].s, (size_t)d->v[li + 1].n);
-        clean_name(v, out, cap);
-      }
-      if (out[0]) return;
-    }
-  }
-  /* the line after the licence number */
+  if (name_from_labels(d, lic_name, true, out, cap)) return;
   for (int li = 0; li + 1 < d->n; li++) {
     const line *l = &d->v[li];
     for (int i = 0; i < l->n; i++) {
@@ -771,12 +778,13 @@ static const char *const ins_carrier[] = {"INSURER A", "INSURANCE COMPANY", "INS
 static const char *const ins_policy[] = {"POLICY NUMBER", "POLICY NO", "POLICY NUM", "POLICY #", NULL};
 static const char *const ins_coverage[] = {"COVERAGE AMOUNT", "EACH OCCURRENCE", "EACH OCCURENCE",
                                            "LIMITS",          "LIMIT",           NULL};
-/* Where a carrier's or policy's value ends. */
+/* Where a carrier's value ends (not at carrier words: "... Insurance Company" is a name). */
 static const char *const ins_stops[] = {
     "POLICY NUMBER",   "POLICY NO",       "POLICY NUM", "POLICY #",   "EFFECTIVE DATE", "POLICY EFF",
     "EFF DATE",        "EFFECTIVE",       "EXPIRATION", "POLICY EXP", "EXP DATE",       "EXPIRES",
     "COVERAGE AMOUNT", "EACH OCCURRENCE", "LIMITS",     "LIMIT",      "NAIC",           NULL,
 };
+/* Where a policy number's value ends. */
 static const char *const ins_policy_stops[] = {
     "INSURER",  "INSURANCE COMPANY", "CARRIER",    "EFFECTIVE", "POLICY EFF",
     "EFF DATE", "EXPIRATION",        "POLICY EXP", "EXP DATE",  "EXPIRES",

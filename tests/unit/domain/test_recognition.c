@@ -141,6 +141,8 @@ static const lcase licence_cases[] = {
     {"LN only", CA_HEAD "LN SAMPLE\nDOB 01/02/1980\nEXP 01/02/2030\n", 0.9, "passed", "", "SAMPLE", NULL, NULL, NULL},
     {"LN and FN on one line", CA_HEAD "1 LN SAMPLE 2 FN ALEX\nDOB 01/02/1980\nEXP 01/02/2030\n", 0.9, "passed", "",
      "ALEX SAMPLE", NULL, NULL, NULL},
+    {"LN and FN above their values", CA_HEAD "LN\nSAMPLE\nFN\nALEX\nDOB 01/02/1980\nEXP 01/02/2030\n", 0.9, "passed",
+     "", "ALEX SAMPLE", NULL, NULL, NULL},
     {"no name", CA_HEAD "DOB 01/02/1980\nEXP 01/02/2030\n", 0.9, "passed", "", "", NULL, NULL, NULL},
     /* states */
     {"two-word state", "WEST VIRGINIA\nDRIVER LICENSE\nDOB 01/02/1980\nEXP 01/02/2030\n", 0.9, "passed", "", NULL, NULL,
@@ -196,6 +198,25 @@ static void test_fields_utf8(void **state) {
   insurance_result ir;
   recognize_insurance("Carrier: Caf\xFF Mutual \xE2\x82\n", NOW, &ir);
   assert_string_equal(ir.carrier, "Caf? Mutual ??");
+  recognize_insurance("Carrier: A\xED\xA0\x80 B\xC0\x80 C\xF4\x90\x80\x80 D\xF0\x9F\x98\x80\n", NOW, &ir);
+  assert_string_equal(ir.carrier, "A??? B?? C???? D\xF0\x9F\x98\x80"); /* surrogate, overlong, > U+10FFFF */
+}
+
+/* Only the first 64 KiB of a text are read. */
+static void test_text_cap(void **state) {
+  (void)state;
+  static char text[80 * 1024];
+  memset(text, 'x', sizeof text);
+  for (size_t i = 79; i < sizeof text; i += 80) text[i] = '\n';
+  const char tail[] = "\nDRIVER LICENSE\nDOB 01/02/1980\nEXP 01/02/2030\n";
+  memcpy(text + sizeof text - sizeof tail, tail, sizeof tail);
+  licence_result r;
+  recognize_licence(text, 0.9, NOW, &r);
+  assert_string_equal(r.status, "failed");
+  assert_string_equal(r.flags[0], "not_a_license");
+  memcpy(text, tail, sizeof tail - 1);
+  recognize_licence(text, 0.9, NOW, &r);
+  assert_string_equal(r.status, "passed");
 }
 
 /* ---- insurance ---- */
@@ -345,6 +366,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_licence_table),
       cmocka_unit_test(test_fields_utf8),
+      cmocka_unit_test(test_text_cap),
       cmocka_unit_test(test_insurance_table),
       cmocka_unit_test(test_insurance_long_values),
   };

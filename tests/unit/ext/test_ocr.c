@@ -1,11 +1,13 @@
 /* Unit tests for src/ext/ocr.c against the real engines: a licence drawn by ImageMagick as
- * PNG, JPEG and WebP (and on a transparent background) is OCR'd; PDFs made here with cairo
- * give their text layer (confidence 1.0), or, with only a picture of the licence, go through
- * rendering and OCR; only the first 3 pages are read; undecodable files are "unreadable"
- * (true, no text) while a missing file is an engine failure (false); two threads recognise at
- * once on their own Tesseract instances. The OCR output is also fed to the recognition rules.
- * Needs ImageMagick's convert and the DejaVu fonts (scripts/deps.sh test). ImageMagick's
- * Debian policy forbids writing PDF, so the PDFs are made with cairo. */
+ * PNG, JPEG and WebP (also sideways, on a textured background and on a transparent one) is
+ * OCR'd; PDFs made here with cairo give their text layer (confidence 1.0), or, holding only a
+ * picture of the licence, go through rendering and OCR; only the first 3 pages are read;
+ * undecodable files are "unreadable" (true, no text) while a missing file is an engine
+ * failure (false); two threads recognise at once on their own Tesseract instances. The OCR
+ * output is also fed to the recognition rules. Needs ImageMagick's convert and the DejaVu
+ * fonts (scripts/deps.sh test). ImageMagick's Debian policy forbids writing PDF, so the PDFs
+ * are made with cairo, whose toy font API loads fontconfig: teardown releases both so the
+ * test is clean under LeakSanitizer. */
 /* cmocka.h needs these four headers first. */
 /* clang-format off */
 #include <stdarg.h>
@@ -19,6 +21,7 @@
 #include "ext/ocr.h"
 #include <cairo-pdf.h>
 #include <cairo.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +64,8 @@ static int make_images(void) {
            "-annotate +40+520 'DOB 08/31/1977' -annotate +40+590 'SEX M  HGT 5-05  EYES BRN' %s",
            path_in(png, "licence.png"));
   if (sh(cmd)) return -1;
+  snprintf(cmd, sizeof cmd, "convert %s -rotate 90 %s", png, path_in(out, "sideways.png"));
+  if (sh(cmd)) return -1;
   snprintf(cmd, sizeof cmd, "convert %s -quality 90 %s", png, path_in(out, "licence.jpg"));
   if (sh(cmd)) return -1;
   snprintf(cmd, sizeof cmd, "convert %s %s", png, path_in(out, "licence.webp"));
@@ -69,6 +74,15 @@ static int make_images(void) {
            "convert -size 1100x200 xc:none -font DejaVu-Sans -fill black -pointsize 48 "
            "-annotate +40+120 'TRANSPARENT BACKGROUND' PNG32:%s",
            path_in(out, "alpha.png"));
+  if (sh(cmd)) return -1;
+  /* a photo-like card: coloured, textured background and sensor noise (fixed seed) */
+  snprintf(cmd, sizeof cmd,
+           "convert -seed 7 -size 2000x1260 plasma:grey90-grey70 -font DejaVu-Sans -fill '#202020' "
+           "-pointsize 75 -annotate +80+150 'CALIFORNIA' -annotate +80+260 'DRIVER LICENSE' "
+           "-pointsize 55 -annotate +80+400 'DL I1234567' -annotate +80+515 'EXP 08/31/2030' "
+           "-annotate +80+630 'LN SAMPLE' -annotate +80+745 'FN ALEXANDER JOSEPH' "
+           "-annotate +80+860 'DOB 08/31/1977' -attenuate 0.4 +noise Gaussian -quality 85 %s",
+           path_in(out, "photo.jpg"));
   if (sh(cmd)) return -1;
   snprintf(cmd, sizeof cmd, "convert -size 800x400 xc:white %s", path_in(out, "blank.png"));
   return sh(cmd);
@@ -173,6 +187,9 @@ static int group_setup(void **state) {
 static int group_teardown(void **state) {
   (void)state;
   ocr_thread_release();
+  cairo_debug_reset_static_data();
+  void (*fc_fini)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "FcFini"); /* loaded by cairo */
+  if (fc_fini) fc_fini();
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   return sh(cmd);
@@ -229,6 +246,32 @@ static void test_jpeg_and_webp(void **state) {
     check_licence_text(&t);
     ocr_text_free(&t);
   }
+}
+
+/* A card photographed sideways (uploads lose their EXIF orientation) is read turned. */
+static void test_sideways_photo(void **state) {
+  (void)state;
+  char p[256], err[256];
+  ocr_text t = {0};
+  assert_true(ocr_image(path_in(p, "sideways.png"), &t, err));
+  check_licence_text(&t);
+  ocr_text_free(&t);
+}
+
+/* A card on a coloured, noisy background still reads (local thresholding). */
+static void test_textured_photo(void **state) {
+  (void)state;
+  char p[256], err[256];
+  ocr_text t = {0};
+  double start = mono_s();
+  assert_true(ocr_image(path_in(p, "photo.jpg"), &t, err));
+  print_message("one licence photo OCR (2000x1260 JPEG, textured): %.2f s, confidence %.2f\n", mono_s() - start,
+                t.confidence);
+  check_licence_text(&t);
+  licence_result r;
+  recognize_licence(t.text, t.confidence, NOW, &r);
+  assert_string_equal(r.status, "passed");
+  ocr_text_free(&t);
 }
 
 /* Black text on a transparent background reads as black on white, not black on black. */
@@ -360,7 +403,8 @@ static void test_text_free_twice(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_png_licence),     cmocka_unit_test(test_png_licence_recognised),
-      cmocka_unit_test(test_jpeg_and_webp),   cmocka_unit_test(test_transparent_background),
+      cmocka_unit_test(test_jpeg_and_webp),   cmocka_unit_test(test_textured_photo),
+      cmocka_unit_test(test_sideways_photo),  cmocka_unit_test(test_transparent_background),
       cmocka_unit_test(test_blank_image),     cmocka_unit_test(test_not_an_image),
       cmocka_unit_test(test_missing_file),    cmocka_unit_test(test_pdf_text_layer),
       cmocka_unit_test(test_pdf_scan),        cmocka_unit_test(test_pdf_first_three_pages),

@@ -1,0 +1,416 @@
+/* Handlers for /jobs/... and /reviews. A job is visible to its customer, its assigned
+ * provider, and, while it is open (PENDING or QUOTED), to every provider whose services and
+ * ZIPs match it; to anyone else it does not exist (404). */
+#include "core/clock.h"
+#include "core/ids.h"
+#include "core/jsonx.h"
+#include "core/log.h"
+#include "domain/jobs/jobs.h"
+#include "domain/jobs/jobs_api.h"
+#include "domain/jobs/jobs_store.h"
+#include "domain/payments/payments.h"
+#include "ext/geo.h"
+#include "ext/mail.h"
+#include "ext/queue.h"
+#include "ext/storage.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define HOUR_MS (3600LL * 1000)
+#define CANCEL_LOCK_MS (48 * HOUR_MS)
+#define REPORT_WINDOW_MS (72 * HOUR_MS)
+
+#define COL(r, row, name) db_text(r, row, db_col(r, name))
+
+static json_t *signed_list(const char *keys_json) {
+  json_t *keys = jx_parse_or(keys_json, json_array()), *out = json_array();
+  size_t i;
+  json_t *k;
+  json_array_foreach(keys, i, k) {
+    char *url = storage_url(json_string_value(k), URL_TTL_PHOTO);
+    json_array_append_new(out, json_string(url));
+    free(url);
+  }
+  json_decref(keys);
+  return out;
+}
+
+json_t *jobs_json(const db_res *r, int row) {
+  const char *tip = COL(r, row, "tip_cents");
+  const char *eta = COL(r, row, "eta_minutes");
+  return json_pack("{s:s,s:s,s:o,s:s,s:o,s:o,s:o,s:o,s:s,s:s,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id",
+                   COL(r, row, "id"), "customerId", COL(r, row, "customer_id"), "providerId",
+                   jx_str_or_null(COL(r, row, "provider_id")), "service", COL(r, row, "service"), "description",
+                   jx_str_or_null(COL(r, row, "description")), "preferredAt", jx_iso_or_null(COL(r, row, "preferred_at")),
+                   "isAsap", jx_bool(COL(r, row, "is_asap")), "details",
+                   jx_parse_or(COL(r, row, "details"), json_null()), "address", COL(r, row, "address"), "zip",
+                   COL(r, row, "zip"), "lat", jx_real_or_null(COL(r, row, "lat")), "lng",
+                   jx_real_or_null(COL(r, row, "lng")), "status", COL(r, row, "status"), "images",
+                   signed_list(COL(r, row, "images")), "beforeImages", signed_list(COL(r, row, "before_images")),
+                   "afterImages", signed_list(COL(r, row, "after_images")), "tipAmount",
+                   tip ? jx_money(strtoll(tip, NULL, 10)) : json_null(), "etaMinutes",
+                   eta ? json_integer(strtoll(eta, NULL, 10)) : json_null(), "createdAt",
+                   jx_iso_or_null(COL(r, row, "created_at")), "updatedAt", jx_iso_or_null(COL(r, row, "updated_at")));
+}
+
+err_t jobs_get(arena *a, const char *id, db_res **row) {
+  if (db_query(a, row, "SELECT * FROM jobs WHERE id = $1", DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
+  return (*row)->rows == 1 ? ERR_OK : ERR_NOT_FOUND;
+}
+
+bool jobs_provider_matches(const char *provider_id, const char *service, const char *zip) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  bool ok = db_query(&a, &r,
+                     "SELECT 1 FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
+                     "WHERE s.provider_id = $1 AND s.service = $2 AND z.zip = $3",
+                     DB_ARGS(DB_TEXT(provider_id), DB_TEXT(service), DB_TEXT(zip))) == DB_OK &&
+            r->rows > 0;
+  arena_fini(&a);
+  return ok;
+}
+
+typedef enum { SEES_NONE, SEES_OWNER, SEES_ASSIGNED, SEES_MATCHING } relation;
+
+/* Loads the job named by :id as the caller sees it; 404 when it is not theirs to see. */
+static err_t load_visible(hs_req *req, db_res **job, relation *rel) {
+  err_t e = jobs_get(&req->arena, hs_param(req, "id"), job);
+  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Job not found");
+  if (e != ERR_OK) return e;
+  const char *status = COL(*job, 0, "status"), *provider = COL(*job, 0, "provider_id");
+  *rel = SEES_NONE;
+  if (req->auth.role_bit == ROLE_USER && !strcmp(COL(*job, 0, "customer_id"), req->auth.id)) *rel = SEES_OWNER;
+  else if (req->auth.role_bit == ROLE_PROVIDER && provider && !strcmp(provider, req->auth.id)) *rel = SEES_ASSIGNED;
+  else if (req->auth.role_bit == ROLE_PROVIDER && (!strcmp(status, "PENDING") || !strcmp(status, "QUOTED")) &&
+           jobs_provider_matches(req->auth.id, COL(*job, 0, "service"), COL(*job, 0, "zip")))
+    *rel = SEES_MATCHING;
+  return *rel == SEES_NONE ? hs_fail(req, ERR_NOT_FOUND, "Job not found") : ERR_OK;
+}
+
+/* The job as its owner, or 404. */
+static err_t load_owned(hs_req *req, db_res **job) {
+  relation rel;
+  err_t e = load_visible(req, job, &rel);
+  if (e == ERR_OK && rel != SEES_OWNER) return hs_fail(req, ERR_NOT_FOUND, "Job not found");
+  return e;
+}
+
+static err_t reply_job(hs_req *req, const char *id) {
+  db_res *r;
+  err_t e = jobs_get(&req->arena, id, &r);
+  return e == ERR_OK ? hs_ok(req, jobs_json(r, 0)) : e;
+}
+
+/* ---- posting and reading ---- */
+
+err_t api_jobs_create(hs_req *req) {
+  bool asap = json_is_true(json_object_get(req->body, "isAsap"));
+  const char *preferred = hs_body_str(req, "preferredAt");
+  if (!preferred && !asap) return hs_fail(req, ERR_BAD_REQUEST, "preferredAt: is required unless isAsap is true");
+  const char *address_id = hs_body_str(req, "addressId");
+  db_res *loc;
+  err_t e = jobs_store_user_location(&req->arena, req->auth.id, address_id, &loc);
+  if (e != ERR_OK) return e;
+  if (loc->rows == 0) return hs_fail(req, ERR_NOT_FOUND, address_id ? "Address not found" : "User not found");
+  job_new j = {.customer_id = req->auth.id, .service = hs_body_str(req, "service"),
+               .description = hs_body_str(req, "description"), .address = COL(loc, 0, "address"),
+               .zip = COL(loc, 0, "zip"), .is_asap = asap};
+  char id[ID_LEN + 1];
+  id_new(id);
+  j.id = id;
+  if (preferred) clock_parse_iso(preferred, &j.preferred_at);
+  json_t *details = json_object_get(req->body, "details");
+  char *details_text = details ? json_dumps(details, JSON_COMPACT) : NULL;
+  j.details = details_text;
+  /* coordinates: the customer's own position for the profile address, else the ZIP's centroid */
+  if (!db_isnull(loc, 0, 2) && !db_isnull(loc, 0, 3) && db_int(loc, 0, 4) == 0) {
+    j.has_coords = true, j.lat = db_real(loc, 0, 2), j.lng = db_real(loc, 0, 3);
+  } else {
+    j.has_coords = geo_zip_centroid(j.zip, &j.lat, &j.lng);
+  }
+  e = jobs_store_insert(&j);
+  free(details_text);
+  if (e != ERR_OK) return e;
+  return reply_job(req, id);
+}
+
+err_t api_jobs_list(hs_req *req) {
+  db_res *r;
+  bool provider = req->auth.role_bit == ROLE_PROVIDER;
+  err_t e = provider ? jobs_store_feed(&req->arena, req->auth.id, &r)
+                     : jobs_store_customer_jobs(&req->arena, req->auth.id, &r);
+  if (e != ERR_OK) return e;
+  json_t *list = json_array();
+  for (int i = 0; i < r->rows; i++) {
+    json_t *j = jobs_json(r, i);
+    if (provider) json_object_set_new(j, "quoted", jx_bool(COL(r, i, "quoted")));
+    json_array_append_new(list, j);
+  }
+  return hs_ok(req, json_pack("{s:o}", "jobs", list));
+}
+
+static json_t *quote_json_row(const db_res *q, int i) {
+  return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:s,s:o}", "id", COL(q, i, "id"), "jobId", COL(q, i, "job_id"),
+                   "providerId", COL(q, i, "provider_id"), "amount", jx_money(db_int(q, i, db_col(q, "amount_cents"))),
+                   "platformFee", jx_money(db_int(q, i, db_col(q, "platform_fee_cents"))), "totalAmount",
+                   jx_money(db_int(q, i, db_col(q, "total_cents"))), "note", jx_str_or_null(COL(q, i, "note")),
+                   "scheduledAt", jx_iso_or_null(COL(q, i, "scheduled_at")), "status", COL(q, i, "status"),
+                   "createdAt", jx_iso_or_null(COL(q, i, "created_at")));
+}
+
+err_t api_jobs_get(hs_req *req) {
+  db_res *job, *c, *p = NULL, *q;
+  relation rel;
+  err_t e = load_visible(req, &job, &rel);
+  if (e != ERR_OK) return e;
+  const char *id = COL(job, 0, "id"), *provider = COL(job, 0, "provider_id");
+  if ((e = jobs_store_customer_card(&req->arena, COL(job, 0, "customer_id"), &c)) != ERR_OK) return e;
+  if (provider && (e = jobs_store_provider_card(&req->arena, provider, &p)) != ERR_OK) return e;
+  /* a provider sees its own quote, never its competitors' */
+  if ((e = jobs_store_quotes_of(&req->arena, id, rel == SEES_OWNER ? NULL : req->auth.id, &q)) != ERR_OK) return e;
+  json_t *out = jobs_json(job, 0);
+  json_object_set_new(out, "customer",
+                      c->rows ? json_pack("{s:s,s:s}", "id", COL(c, 0, "id"), "name", COL(c, 0, "name")) : json_null());
+  json_object_set_new(out, "provider",
+                      p && p->rows ? json_pack("{s:s,s:s,s:o,s:o}", "id", COL(p, 0, "id"), "name", COL(p, 0, "name"),
+                                               "companyName", jx_str_or_null(COL(p, 0, "company_name")), "phone",
+                                               jx_str_or_null(COL(p, 0, "phone")))
+                                   : json_null());
+  json_t *quotes = json_array();
+  for (int i = 0; i < q->rows; i++) json_array_append_new(quotes, quote_json_row(q, i));
+  json_object_set_new(out, "quotes", quotes);
+  if (rel == SEES_OWNER || rel == SEES_ASSIGNED) json_object_set_new(out, "payment", payments_job_json(id, "job"));
+  return hs_ok(req, out);
+}
+
+/* ---- lifecycle ---- */
+
+err_t api_jobs_cancel(hs_req *req) {
+  db_res *job;
+  err_t e = load_owned(req, &job);
+  if (e != ERR_OK) return e;
+  const char *status = COL(job, 0, "status"), *id = COL(job, 0, "id");
+  bool accepted = !strcmp(status, "ACCEPTED");
+  if (strcmp(status, "PENDING") && strcmp(status, "QUOTED") && !accepted)
+    return hs_fail(req, ERR_BAD_REQUEST, "Only a PENDING, QUOTED or ACCEPTED job can be cancelled");
+  if (accepted && clock_now_ms() - db_int(job, 0, db_col(job, "accepted_at")) < CANCEL_LOCK_MS)
+    return hs_fail_code(req, ERR_CONFLICT, "WITHIN_CANCELLATION_WINDOW",
+                        "An accepted job can be cancelled only after 48 hours");
+  const char *const from[] = {status, NULL};
+  bool moved;
+  if ((e = jobs_store_move(id, from, "CANCELLED", NULL, NULL, DB_NULL, &moved)) != ERR_OK) return e;
+  if (!moved) return hs_fail(req, ERR_CONFLICT, "The job changed meanwhile; try again");
+  if (accepted && payments_void_job(id) != ERR_OK) log_msg(LOG_ERROR, "voiding the payment of job %s failed", id);
+  return reply_job(req, id);
+}
+
+/* The step before each status a provider may set (the order is enforced one step at a time). */
+static const char *previous_status(const char *to) {
+  if (!strcmp(to, "ON_THE_WAY")) return "ACCEPTED";
+  if (!strcmp(to, "IN_PROGRESS")) return "ON_THE_WAY";
+  if (!strcmp(to, "COMPLETED")) return "IN_PROGRESS";
+  return NULL;
+}
+
+/* The assigned provider's job, or 404. */
+static err_t load_assigned(hs_req *req, db_res **job) {
+  relation rel;
+  err_t e = load_visible(req, job, &rel);
+  if (e == ERR_OK && rel != SEES_ASSIGNED) return hs_fail(req, ERR_NOT_FOUND, "Job not found");
+  return e;
+}
+
+err_t api_jobs_set_status(hs_req *req) {
+  db_res *job;
+  err_t e = load_assigned(req, &job);
+  if (e != ERR_OK) return e;
+  const char *to = hs_body_str(req, "status"), *id = COL(job, 0, "id");
+  const char *const from[] = {previous_status(to), NULL};
+  json_t *flat = json_object_get(req->body, "fromLat"), *flng = json_object_get(req->body, "fromLng");
+  const char *extra = NULL;
+  db_val value = DB_NULL;
+  if (!strcmp(to, "ON_THE_WAY") && flat && flng && !db_isnull(job, 0, db_col(job, "lat"))) {
+    extra = "eta_minutes";
+    value = DB_INT(geo_drive_minutes(json_number_value(flat), json_number_value(flng),
+                                     db_real(job, 0, db_col(job, "lat")), db_real(job, 0, db_col(job, "lng"))));
+  }
+  bool moved;
+  if ((e = jobs_store_move(id, from, to, req->auth.id, extra, value, &moved)) != ERR_OK) return e;
+  if (!moved)
+    return hs_fail(req, ERR_CONFLICT,
+                   arena_printf(&req->arena, "A job moves to %s only from %s (it is %s)", to, from[0], COL(job, 0, "status")));
+  if (!strcmp(to, "COMPLETED")) payments_capture_job(id);
+  return reply_job(req, id);
+}
+
+/* Stores every file of field `images`; the keys as JSON array text (arena), or NULL. */
+static const char *store_photos(hs_req *req) {
+  int n;
+  hs_upload **files = hs_files(req, "images", &n);
+  json_t *keys = arena_json(&req->arena, json_array());
+  for (int i = 0; i < n; i++) {
+    char key[STORAGE_KEY_LEN], err[256];
+    if (!storage_save(files[i]->path, files[i]->ext, files[i]->mime, key, err)) {
+      log_msg(LOG_ERROR, "storing a job photo failed: %s", err);
+      return NULL;
+    }
+    json_array_append_new(keys, json_string(key));
+  }
+  char *text = json_dumps(keys, JSON_COMPACT);
+  const char *out = arena_strdup(&req->arena, text);
+  free(text);
+  return out;
+}
+
+static void delete_photos(const char *keys_json) {
+  json_t *keys = jx_parse_or(keys_json, json_array());
+  size_t i;
+  json_t *k;
+  json_array_foreach(keys, i, k) storage_delete(json_string_value(k));
+  json_decref(keys);
+}
+
+/* start and complete: photos plus one status step. */
+static err_t photo_step(hs_req *req, const char *from, const char *to, const char *column) {
+  db_res *job;
+  err_t e = load_assigned(req, &job);
+  if (e != ERR_OK) return e;
+  const char *id = COL(job, 0, "id");
+  if (strcmp(COL(job, 0, "status"), from))
+    return hs_fail(req, ERR_BAD_REQUEST, arena_printf(&req->arena, "The job must be %s", from));
+  const char *keys = store_photos(req);
+  if (!keys) return hs_fail(req, ERR_INTERNAL, NULL);
+  bool moved;
+  e = jobs_store_move_with_photos(id, from, to, req->auth.id, column, keys, &moved);
+  if (e != ERR_OK || !moved) {
+    delete_photos(keys);
+    return e != ERR_OK ? e : hs_fail(req, ERR_BAD_REQUEST, arena_printf(&req->arena, "The job must be %s", from));
+  }
+  if (!strcmp(to, "COMPLETED")) payments_capture_job(id);
+  return reply_job(req, id);
+}
+
+err_t api_jobs_start(hs_req *req) { return photo_step(req, "ON_THE_WAY", "IN_PROGRESS", "before_images"); }
+err_t api_jobs_complete(hs_req *req) { return photo_step(req, "IN_PROGRESS", "COMPLETED", "after_images"); }
+
+err_t api_jobs_images(hs_req *req) {
+  db_res *job;
+  err_t e = load_owned(req, &job);
+  if (e != ERR_OK) return e;
+  const char *keys = store_photos(req);
+  if (!keys) return hs_fail(req, ERR_INTERNAL, NULL);
+  json_t *all = arena_json(&req->arena, jx_parse_or(COL(job, 0, "images"), json_array()));
+  json_array_extend(all, arena_json(&req->arena, jx_parse_or(keys, json_array())));
+  char *text = json_dumps(all, JSON_COMPACT);
+  e = jobs_store_set_images(COL(job, 0, "id"), text);
+  free(text);
+  if (e != ERR_OK) return e;
+  return hs_ok(req, json_pack("{s:o}", "images", signed_list(keys)));
+}
+
+/* ---- after completion ---- */
+
+err_t api_jobs_reportable(hs_req *req) {
+  db_res *r;
+  err_t e = jobs_store_reportable(&req->arena, req->auth.id, clock_now_ms() - REPORT_WINDOW_MS, &r);
+  if (e != ERR_OK) return e;
+  json_t *list = json_array();
+  for (int i = 0; i < r->rows; i++) {
+    json_t *j = jobs_json(r, i);
+    json_object_set_new(j, "provider",
+                        COL(r, i, "provider_name")
+                            ? json_pack("{s:s,s:o}", "name", COL(r, i, "provider_name"), "companyName",
+                                        jx_str_or_null(COL(r, i, "provider_company")))
+                            : json_null());
+    json_array_append_new(list, j);
+  }
+  return hs_ok(req, list);
+}
+
+/* A COMPLETED job of the caller's, for report, tip, recurring and review: 404 when not
+ * visible, 403 when visible but not the caller's, 409 when not COMPLETED. */
+static err_t load_completed(hs_req *req, const char *id, db_res **job) {
+  err_t e = jobs_get(&req->arena, id, job);
+  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Job not found");
+  if (e != ERR_OK) return e;
+  if (strcmp(COL(*job, 0, "customer_id"), req->auth.id)) return hs_fail(req, ERR_FORBIDDEN, "Not your job");
+  if (strcmp(COL(*job, 0, "status"), "COMPLETED")) return hs_fail(req, ERR_CONFLICT, "The job is not completed");
+  return ERR_OK;
+}
+
+err_t api_jobs_report(hs_req *req) {
+  db_res *job;
+  err_t e = load_completed(req, hs_param(req, "id"), &job);
+  if (e != ERR_OK) return e;
+  if (clock_now_ms() - db_int(job, 0, db_col(job, "updated_at")) > REPORT_WINDOW_MS)
+    return hs_fail(req, ERR_CONFLICT, "Reports are accepted within 72 hours of completion");
+  char id[ID_LEN + 1];
+  id_new(id);
+  const char *job_id = COL(job, 0, "id"), *text = hs_body_str(req, "description");
+  e = jobs_store_insert_report(id, job_id, req->auth.id, text);
+  if (e == ERR_CONFLICT) return hs_fail(req, e, "This job was already reported");
+  if (e != ERR_OK) return e;
+  return hs_ok(req, json_pack("{s:s,s:s,s:s,s:s,s:o}", "id", id, "jobId", job_id, "customerId", req->auth.id,
+                              "description", text, "createdAt", jx_iso(clock_now_ms())));
+}
+
+err_t api_jobs_tip(hs_req *req) {
+  db_res *job;
+  err_t e = load_completed(req, hs_param(req, "id"), &job);
+  if (e != ERR_OK) return e;
+  const char *job_id = COL(job, 0, "id");
+  int64_t cents = jx_cents(json_number_value(json_object_get(req->body, "amount")));
+  char msg[256] = "";
+  e = payments_charge_tip(job_id, req->auth.id, cents, msg);
+  if (e != ERR_OK) return hs_fail(req, e, msg[0] ? msg : NULL);
+  if ((e = jobs_store_set_tip(job_id, cents)) != ERR_OK) return e;
+  return hs_ok(req, json_pack("{s:b,s:o}", "success", 1, "tipAmount", jx_money(cents)));
+}
+
+err_t api_jobs_recurring(hs_req *req) {
+  db_res *job;
+  err_t e = load_completed(req, hs_param(req, "id"), &job);
+  if (e != ERR_OK) return e;
+  const char *provider = COL(job, 0, "provider_id");
+  if (!provider) return hs_fail(req, ERR_CONFLICT, "The job has no provider");
+  char id[ID_LEN + 1];
+  id_new(id);
+  int day = (int)json_integer_value(json_object_get(req->body, "dayOfWeek"));
+  const char *slot = hs_body_str(req, "timeSlot"), *end = hs_body_str(req, "endDate");
+  if ((e = jobs_store_insert_recurring(id, COL(job, 0, "id"), req->auth.id, provider, day, slot, end)) != ERR_OK) return e;
+  static const char *const days[] = {"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"};
+  db_res *p;
+  if (jobs_store_provider_card(&req->arena, provider, &p) == ERR_OK && p->rows) {
+    db_res *email;
+    if (db_query(&req->arena, &email, "SELECT email FROM providers WHERE id = $1", DB_ARGS(DB_TEXT(provider))) == DB_OK &&
+        email->rows) {
+      db_conn *c = db_acquire();
+      mail_enqueue(c, db_text(email, 0, 0), "A customer asked for a recurring service",
+                   arena_printf(&req->arena,
+                                "A customer asked you to repeat job %s every %s (%s) until %s.\nOpen the app to "
+                                "confirm the schedule.\n",
+                                COL(job, 0, "id"), days[day], slot, end));
+      db_release(c);
+      queue_kick();
+    }
+  }
+  return hs_ok(req, json_pack("{s:b}", "requested", 1));
+}
+
+err_t api_reviews_create(hs_req *req) {
+  db_res *job;
+  err_t e = load_completed(req, hs_body_str(req, "jobId"), &job);
+  if (e != ERR_OK) return e;
+  const char *provider = COL(job, 0, "provider_id"), *job_id = COL(job, 0, "id");
+  if (!provider) return hs_fail(req, ERR_CONFLICT, "The job has no provider");
+  char id[ID_LEN + 1];
+  id_new(id);
+  int rating = (int)json_integer_value(json_object_get(req->body, "rating"));
+  const char *comment = hs_body_str(req, "comment");
+  e = jobs_store_insert_review(id, job_id, req->auth.id, provider, rating, comment);
+  if (e == ERR_CONFLICT) return hs_fail(req, e, "This job was already reviewed");
+  if (e != ERR_OK) return e;
+  return hs_ok(req, json_pack("{s:s,s:s,s:s,s:i,s:o,s:o}", "id", id, "jobId", job_id, "providerId", provider, "rating",
+                              rating, "comment", jx_str_or_null(comment), "createdAt", jx_iso(clock_now_ms())));
+}

@@ -1,0 +1,44 @@
+/* SQL of the jobs domain. Internal. State changes are conditional updates whose row count
+ * says whether this request won. */
+#ifndef DOMAIN_JOBS_STORE_H
+#define DOMAIN_JOBS_STORE_H
+#include "core/errors.h"
+#include "db/db.h"
+#include <jansson.h>
+#include <stdbool.h>
+
+typedef struct job_new {
+  const char *id, *customer_id, *service, *description, *details, *address, *zip;
+  int64_t preferred_at; /* 0 = none */
+  bool is_asap, has_coords;
+  double lat, lng;
+} job_new;
+
+err_t jobs_store_insert(const job_new *j);
+err_t jobs_store_customer_jobs(arena *a, const char *customer_id, db_res **out);
+/* Open jobs matching the provider's services and ZIPs, ASAP first, with a `quoted` column. */
+err_t jobs_store_feed(arena *a, const char *provider_id, db_res **out);
+err_t jobs_store_customer_card(arena *a, const char *customer_id, db_res **out);
+err_t jobs_store_provider_card(arena *a, const char *provider_id, db_res **out);
+err_t jobs_store_quotes_of(arena *a, const char *job_id, const char *provider_id, db_res **out);
+/* The customer's profile address or saved address (addressId), with coordinates when known. */
+err_t jobs_store_user_location(arena *a, const char *user_id, const char *address_id, db_res **out);
+
+/* Moves job id from one of `from` (NULL-terminated) to `to`, optionally requiring the
+ * assigned provider; sets the extra column (eta_minutes, completed_at ...) with value. */
+err_t jobs_store_move(const char *id, const char *const *from, const char *to, const char *provider_id,
+                      const char *extra_column, db_val extra, bool *moved);
+/* Sets a JSON array column (images, before_images, after_images) together with a move. */
+err_t jobs_store_move_with_photos(const char *id, const char *from, const char *to, const char *provider_id,
+                                  const char *column, const char *photos_json, bool *moved);
+err_t jobs_store_set_images(const char *id, const char *images_json);
+err_t jobs_store_set_tip(const char *id, int64_t cents);
+err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, db_res **out);
+err_t jobs_store_insert_report(const char *id, const char *job_id, const char *customer_id, const char *description);
+err_t jobs_store_insert_review(const char *id, const char *job_id, const char *customer_id, const char *provider_id,
+                               int rating, const char *comment);
+err_t jobs_store_insert_recurring(const char *id, const char *job_id, const char *customer_id,
+                                  const char *provider_id, int day, const char *slot, const char *end_date);
+err_t jobs_store_has_report(const char *job_id, bool *has);
+
+#endif

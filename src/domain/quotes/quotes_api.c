@@ -1,0 +1,151 @@
+/* Handlers for /quotes/... Money is integer cents; the platform fee is 18% of the amount,
+ * rounded to the cent. */
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/ids.h"
+#include "core/jsonx.h"
+#include "core/log.h"
+#include "domain/jobs/jobs.h"
+#include "domain/payments/payments.h"
+#include "domain/providers/providers.h"
+#include "domain/quotes/quotes.h"
+#include "domain/quotes/quotes_api.h"
+#include "domain/quotes/quotes_store.h"
+#include "ext/storage.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COL(r, row, name) db_text(r, row, db_col(r, name))
+
+static int64_t platform_fee(int64_t cents) { return (cents * 18 + 50) / 100; }
+
+static json_t *quote_json(const db_res *q, int i) {
+  return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:s,s:o}", "id", COL(q, i, "id"), "jobId", COL(q, i, "job_id"),
+                   "providerId", COL(q, i, "provider_id"), "amount", jx_money(db_int(q, i, db_col(q, "amount_cents"))),
+                   "platformFee", jx_money(db_int(q, i, db_col(q, "platform_fee_cents"))), "totalAmount",
+                   jx_money(db_int(q, i, db_col(q, "total_cents"))), "note", jx_str_or_null(COL(q, i, "note")),
+                   "scheduledAt", jx_iso_or_null(COL(q, i, "scheduled_at")), "status", COL(q, i, "status"),
+                   "createdAt", jx_iso_or_null(COL(q, i, "created_at")));
+}
+
+static err_t reply_quote(hs_req *req, const char *id, json_t *extra_job) {
+  db_res *q;
+  err_t e = quotes_store_get(&req->arena, id, &q);
+  if (e != ERR_OK) return e;
+  json_t *out = quote_json(q, 0);
+  if (extra_job) return hs_ok(req, json_pack("{s:o,s:o}", "quote", out, "job", extra_job));
+  return hs_ok(req, out);
+}
+
+err_t api_quotes_create(hs_req *req) {
+  if (!providers_is_verified(req->auth.id))
+    return hs_fail_code(req, ERR_BAD_REQUEST, "verification_required",
+                        "Upload a headshot and both sides of your driver's licence before quoting");
+  db_res *job;
+  err_t e = jobs_get(&req->arena, hs_body_str(req, "jobId"), &job);
+  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Job not found");
+  if (e != ERR_OK) return e;
+  const char *status = COL(job, 0, "status");
+  /* a job outside the provider's services and ZIPs does not exist for it */
+  if (!jobs_provider_matches(req->auth.id, COL(job, 0, "service"), COL(job, 0, "zip")))
+    return hs_fail(req, ERR_NOT_FOUND, "Job not found");
+  if (strcmp(status, "PENDING") && strcmp(status, "QUOTED")) return hs_fail(req, ERR_CONFLICT, "The job is not open for quotes");
+  quote_new q = {.job_id = COL(job, 0, "id"), .provider_id = req->auth.id, .service = COL(job, 0, "service"),
+                 .note = hs_body_str(req, "note"),
+                 .amount_cents = jx_cents(json_number_value(json_object_get(req->body, "amount")))};
+  if (q.amount_cents <= 0) return hs_fail(req, ERR_BAD_REQUEST, "amount: must be at least 0.01");
+  q.fee_cents = platform_fee(q.amount_cents);
+  const char *scheduled = hs_body_str(req, "scheduledAt");
+  if (scheduled) clock_parse_iso(scheduled, &q.scheduled_at);
+  char id[ID_LEN + 1];
+  id_new(id);
+  q.id = id;
+  db_res *customer, *pro;
+  if ((e = quotes_store_contact(&req->arena, "users", COL(job, 0, "customer_id"), &customer)) != ERR_OK ||
+      (e = quotes_store_contact(&req->arena, "providers", req->auth.id, &pro)) != ERR_OK)
+    return e;
+  const char *company = db_text(pro, 0, 2);
+  char *body = arena_printf(&req->arena,
+                            "Hello %s,\n\n%s quoted $%.2f (total $%.2f with the service fee) for your %s job.\n"
+                            "Open the app to compare quotes and accept one.\n",
+                            db_text(customer, 0, 1), company ? company : db_text(pro, 0, 1),
+                            (double)q.amount_cents / 100, (double)(q.amount_cents + q.fee_cents) / 100, q.service);
+  e = quotes_store_submit(&q, db_text(customer, 0, 0), "You received a quote", body);
+  if (e == ERR_CONFLICT) return hs_fail(req, e, "You already quoted on this job");
+  if (e == ERR_BAD_REQUEST) return hs_fail(req, ERR_CONFLICT, "The job is not open for quotes");
+  if (e != ERR_OK) return e;
+  return reply_quote(req, id, NULL);
+}
+
+err_t api_quotes_accept(hs_req *req) {
+  db_res *q;
+  err_t e = quotes_store_get(&req->arena, hs_param(req, "id"), &q);
+  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Quote not found");
+  if (e != ERR_OK) return e;
+  if (strcmp(COL(q, 0, "customer_id"), req->auth.id)) return hs_fail(req, ERR_FORBIDDEN, "Not your job");
+  const char *job_id = COL(q, 0, "job_id"), *provider = COL(q, 0, "provider_id");
+  db_res *pro, *customer;
+  if ((e = quotes_store_contact(&req->arena, "providers", provider, &pro)) != ERR_OK ||
+      (e = quotes_store_contact(&req->arena, "users", req->auth.id, &customer)) != ERR_OK)
+    return e;
+  char *body = arena_printf(&req->arena,
+                            "Hello %s,\n\n%s accepted your quote of $%.2f for job %s. Open the app to see the "
+                            "address and schedule.\n",
+                            db_text(pro, 0, 1), db_text(customer, 0, 1),
+                            (double)db_int(q, 0, db_col(q, "amount_cents")) / 100, job_id);
+  bool won;
+  if ((e = quotes_store_accept(COL(q, 0, "id"), job_id, provider, db_text(pro, 0, 0), "Your quote was accepted", body,
+                               &won)) != ERR_OK)
+    return e;
+  if (!won) return hs_fail(req, ERR_CONFLICT, "The job is no longer open for acceptance");
+  /* the authorization follows the commit; a decline is recorded, the acceptance stands */
+  if (payments_authorize_job(job_id, req->auth.id, db_int(q, 0, db_col(q, "total_cents"))) != ERR_OK)
+    log_msg(LOG_ERROR, "recording the authorization of job %s failed", job_id);
+  db_res *job;
+  if ((e = jobs_get(&req->arena, job_id, &job)) != ERR_OK) return e;
+  return reply_quote(req, COL(q, 0, "id"), jobs_json(job, 0));
+}
+
+err_t api_quotes_market_rate(hs_req *req) {
+  db_res *r;
+  err_t e = quotes_store_recent_accepted(&req->arena, json_string_value(json_object_get(req->query, "service")), &r);
+  if (e != ERR_OK) return e;
+  if (r->rows == 0) return hs_ok(req, json_pack("{s:n}", "marketRate"));
+  int64_t *v = arena_alloc(&req->arena, sizeof *v * (size_t)r->rows);
+  for (int i = 0; i < r->rows; i++) v[i] = db_int(r, i, 0);
+  for (int i = 1; i < r->rows; i++) /* insertion sort: at most 50 values */
+    for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+      int64_t t = v[j];
+      v[j] = v[j - 1], v[j - 1] = t;
+    }
+  int n = r->rows;
+  double median = n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2.0;
+  double rounded = round(median / 100.0 / 5.0) * 5.0; /* dollars, to the nearest 5 */
+  return hs_ok(req, json_pack("{s:f}", "marketRate", rounded));
+}
+
+err_t api_quotes_for_job(hs_req *req) {
+  db_res *job, *q;
+  err_t e = jobs_get(&req->arena, hs_param(req, "jobId"), &job);
+  if (e == ERR_NOT_FOUND || (e == ERR_OK && strcmp(COL(job, 0, "customer_id"), req->auth.id)))
+    return hs_fail(req, ERR_NOT_FOUND, "Job not found");
+  if (e != ERR_OK || (e = quotes_store_for_job(&req->arena, COL(job, 0, "id"), &q)) != ERR_OK) return e;
+  json_t *list = json_array();
+  for (int i = 0; i < q->rows; i++) {
+    json_t *o = quote_json(q, i);
+    const char *logo = COL(q, i, "logo_url");
+    char *logo_url = logo ? storage_url(logo, URL_TTL_PHOTO) : NULL;
+    const char *avg = COL(q, i, "average_rating");
+    json_object_set_new(
+        o, "provider",
+        json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "name", COL(q, i, "name"), "phone", jx_str_or_null(COL(q, i, "phone")),
+                  "companyName", jx_str_or_null(COL(q, i, "company_name")), "companyUrl",
+                  jx_str_or_null(COL(q, i, "company_url")), "insuranceInfo", jx_str_or_null(COL(q, i, "insurance_info")),
+                  "logoUrl", jx_str_or_null(logo_url), "averageRating",
+                  avg ? json_real(round(strtod(avg, NULL) * 100) / 100) : json_null()));
+    free(logo_url);
+    json_array_append_new(list, o);
+  }
+  return hs_ok(req, list);
+}

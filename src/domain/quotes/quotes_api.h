@@ -1,0 +1,11 @@
+/* Handlers of the quotes domain, referenced by its route table. */
+#ifndef DOMAIN_QUOTES_API_H
+#define DOMAIN_QUOTES_API_H
+#include "http/http.h"
+
+err_t api_quotes_create(hs_req *req);
+err_t api_quotes_accept(hs_req *req);
+err_t api_quotes_market_rate(hs_req *req);
+err_t api_quotes_for_job(hs_req *req);
+
+#endif

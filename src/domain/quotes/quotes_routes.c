@@ -1,0 +1,28 @@
+/* Routes and schemas of /quotes/... */
+#include "core/util.h"
+#include "domain/common.h"
+#include "domain/quotes/quotes.h"
+#include "domain/quotes/quotes_api.h"
+
+static const hs_field create_fields[] = {
+    {"jobId", F_STRING, F_REQUIRED, LEN(1, 64)},
+    {"amount", F_NUMBER, F_REQUIRED, RANGE(0.01, 100000)},
+    {"note", F_STRING, 0, LEN(0, 1000)},
+    {"scheduledAt", F_DATETIME},
+    {0},
+};
+static const hs_schema create_schema = {create_fields};
+
+static const hs_field market_fields[] = {{"service", F_ENUM, F_REQUIRED, .choices = SERVICE_NAMES}, {0}};
+static const hs_schema market_query = {market_fields};
+
+const hs_route QUOTES_ROUTES[] = {
+    {HS_POST, "/quotes", api_quotes_create, ROLE_PROVIDER, &create_schema, .ok = 201,
+     .summary = "Quote an open job (verified providers)"},
+    {HS_POST, "/quotes/:id/accept", api_quotes_accept, ROLE_USER,
+     .summary = "Accept a quote: assigns the job and authorizes the card"},
+    {HS_GET, "/quotes/market-rate", api_quotes_market_rate, ROLE_PROVIDER, .query = &market_query,
+     .summary = "Median of the last 50 accepted quotes of a service, to the nearest 5"},
+    {HS_GET, "/quotes/job/:jobId", api_quotes_for_job, ROLE_USER, .summary = "A job's quotes with provider details"},
+};
+const size_t QUOTES_ROUTES_LEN = ARRAY_LEN(QUOTES_ROUTES);

@@ -1,0 +1,114 @@
+/* SQL of the quotes domain. Submitting and accepting are single transactions whose
+ * conditional updates decide races: one quote per provider per job (unique index), one
+ * acceptance per job (the job leaves PENDING/QUOTED exactly once). */
+#include "domain/quotes/quotes_store.h"
+#include "core/clock.h"
+#include "ext/mail.h"
+#include "ext/queue.h"
+
+err_t quotes_store_submit(const quote_new *q, const char *customer_email, const char *mail_subject,
+                          const char *mail_body) {
+  int64_t now = clock_now_ms();
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  err_t e = ERR_INTERNAL;
+  db_conn *c = db_acquire();
+  if (db_begin(c) != DB_OK) goto out;
+  db_rc rc = db_exec(c, NULL, NULL,
+                     "INSERT INTO quotes (id, job_id, provider_id, service, amount_cents, platform_fee_cents, "
+                     "total_cents, note, scheduled_at, status, created_at, updated_at) "
+                     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'PENDING', $10, $10)",
+                     DB_ARGS(DB_TEXT(q->id), DB_TEXT(q->job_id), DB_TEXT(q->provider_id), DB_TEXT(q->service),
+                             DB_INT(q->amount_cents), DB_INT(q->fee_cents), DB_INT(q->amount_cents + q->fee_cents),
+                             DB_TEXT(q->note), q->scheduled_at ? DB_INT(q->scheduled_at) : DB_NULL, DB_INT(now)));
+  if (rc == DB_CONSTRAINT) {
+    e = ERR_CONFLICT;
+    goto out;
+  }
+  if (rc != DB_OK ||
+      db_exec(c, &a, &r,
+              "UPDATE jobs SET status = 'QUOTED', updated_at = $2 WHERE id = $1 AND status IN ('PENDING', 'QUOTED')",
+              DB_ARGS(DB_TEXT(q->job_id), DB_INT(now))) != DB_OK)
+    goto out;
+  if (r->changes == 0) {
+    e = ERR_BAD_REQUEST; /* the job left PENDING/QUOTED meanwhile */
+    goto out;
+  }
+  if (mail_enqueue(c, customer_email, mail_subject, mail_body) != DB_OK || db_commit(c) != DB_OK) goto out;
+  queue_kick();
+  e = ERR_OK;
+out:
+  db_release(c);
+  arena_fini(&a);
+  return e;
+}
+
+err_t quotes_store_get(arena *a, const char *id, db_res **out) {
+  if (db_query(a, out,
+               "SELECT q.*, j.customer_id, j.status AS job_status FROM quotes q JOIN jobs j ON j.id = q.job_id "
+               "WHERE q.id = $1",
+               DB_ARGS(DB_TEXT(id))) != DB_OK)
+    return ERR_INTERNAL;
+  return (*out)->rows == 1 ? ERR_OK : ERR_NOT_FOUND;
+}
+
+err_t quotes_store_accept(const char *quote_id, const char *job_id, const char *provider_id, const char *provider_email,
+                          const char *mail_subject, const char *mail_body, bool *won) {
+  int64_t now = clock_now_ms();
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  err_t e = ERR_INTERNAL;
+  *won = false;
+  db_conn *c = db_acquire();
+  if (db_begin(c) != DB_OK) goto out;
+  if (db_exec(c, &a, &r,
+              "UPDATE jobs SET status = 'ACCEPTED', provider_id = $2, accepted_at = $3, updated_at = $3 "
+              "WHERE id = $1 AND status IN ('PENDING', 'QUOTED')",
+              DB_ARGS(DB_TEXT(job_id), DB_TEXT(provider_id), DB_INT(now))) != DB_OK)
+    goto out;
+  if (r->changes == 0) {
+    e = ERR_OK; /* another acceptance (or a cancellation) came first */
+    goto out;
+  }
+  if (db_exec(c, NULL, NULL,
+              "UPDATE quotes SET status = CASE WHEN id = $2 THEN 'ACCEPTED' ELSE 'REJECTED' END, "
+              "accepted_at = CASE WHEN id = $2 THEN $3 ELSE accepted_at END, updated_at = $3 WHERE job_id = $1",
+              DB_ARGS(DB_TEXT(job_id), DB_TEXT(quote_id), DB_INT(now))) != DB_OK ||
+      mail_enqueue(c, provider_email, mail_subject, mail_body) != DB_OK || db_commit(c) != DB_OK)
+    goto out;
+  queue_kick();
+  *won = true;
+  e = ERR_OK;
+out:
+  db_release(c);
+  arena_fini(&a);
+  return e;
+}
+
+err_t quotes_store_recent_accepted(arena *a, const char *service, db_res **out) {
+  return db_query(a, out,
+                  "SELECT amount_cents FROM quotes WHERE service = $1 AND status = 'ACCEPTED' "
+                  "ORDER BY accepted_at DESC LIMIT 50",
+                  DB_ARGS(DB_TEXT(service))) == DB_OK
+             ? ERR_OK
+             : ERR_INTERNAL;
+}
+
+err_t quotes_store_for_job(arena *a, const char *job_id, db_res **out) {
+  return db_query(a, out,
+                  "SELECT q.*, p.name, p.phone, p.company_name, p.company_url, p.insurance_info, p.logo_url, "
+                  "(SELECT AVG(CAST(rating AS DOUBLE PRECISION)) FROM reviews r WHERE r.provider_id = p.id) AS average_rating "
+                  "FROM quotes q JOIN providers p ON p.id = q.provider_id WHERE q.job_id = $1 ORDER BY q.created_at",
+                  DB_ARGS(DB_TEXT(job_id))) == DB_OK
+             ? ERR_OK
+             : ERR_INTERNAL;
+}
+
+err_t quotes_store_contact(arena *a, const char *table, const char *id, db_res **out) {
+  const char *sql = table[0] == 'u' ? "SELECT email, name FROM users WHERE id = $1"
+                                    : "SELECT email, name, company_name FROM providers WHERE id = $1";
+  if (db_query(a, out, sql, DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
+  return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
+}

@@ -1,0 +1,31 @@
+/* SQL of the quotes domain. Internal. */
+#ifndef DOMAIN_QUOTES_STORE_H
+#define DOMAIN_QUOTES_STORE_H
+#include "core/errors.h"
+#include "db/db.h"
+#include <stdbool.h>
+
+typedef struct quote_new {
+  const char *id, *job_id, *provider_id, *service, *note;
+  int64_t amount_cents, fee_cents, scheduled_at; /* scheduled_at 0 = none */
+} quote_new;
+
+/* Inserts the quote, moves the job to QUOTED and queues the customer's email, in one
+ * transaction. ERR_CONFLICT: this provider already quoted; ERR_BAD_REQUEST: the job is no
+ * longer open. */
+err_t quotes_store_submit(const quote_new *q, const char *customer_email, const char *mail_subject,
+                          const char *mail_body);
+/* The quote with its job's customer_id and job_status. */
+err_t quotes_store_get(arena *a, const char *id, db_res **out);
+/* Assigns the job, accepts this quote and rejects the others, queues the provider's email:
+ * one transaction. *won false when the job was no longer open. */
+err_t quotes_store_accept(const char *quote_id, const char *job_id, const char *provider_id, const char *provider_email,
+                          const char *mail_subject, const char *mail_body, bool *won);
+/* amount_cents of the last 50 accepted quotes of service, newest first. */
+err_t quotes_store_recent_accepted(arena *a, const char *service, db_res **out);
+/* A job's quotes with the quoting provider's details and average rating. */
+err_t quotes_store_for_job(arena *a, const char *job_id, db_res **out);
+/* email and name of a user ("users") or provider ("providers"). */
+err_t quotes_store_contact(arena *a, const char *table, const char *id, db_res **out);
+
+#endif

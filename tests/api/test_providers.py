@@ -1,0 +1,1279 @@
+"""The provider profile (GET/PATCH /providers/me), its uploads (logo, headshots, licence images,
+insurance certificate) and the background document recognition that follows them.
+
+Spec: marketplace-api.md sections 2 (Provider), 3 (licence and insurance checks), 4 (Providers),
+8 (Limits); decisions.md section 4 (near expiry = 30 days, label variants); the project's
+docs/decisions.md ("Uploads and stored files", "Providers").
+
+Every image and PDF is made here, in tmp_path or in memory: pure-Python PNGs, ImageMagick
+(`convert`, DejaVu Sans) for documents that OCR must read, and hand-written PDFs (ImageMagick's
+policy forbids writing PDF). Expiry dates are relative to the service's own clock (POST
+/__test/clock with 0), since other modules may have moved the shared server's clock forward.
+
+test_files.py imports the image and PDF helpers from here.
+"""
+import datetime
+import os
+import random
+import re
+import shutil
+import struct
+import subprocess
+import time
+import urllib.parse
+import zlib
+
+import pytest
+import requests
+
+from conftest import Api
+
+MB = 1024 * 1024
+UNAUTHORIZED = {"error": "Unauthorized"}
+FORBIDDEN = {"error": "Forbidden"}
+ID_RE = re.compile(r"^c[0-9a-z]{24}$")
+ISO_MS_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+FILE_URL_RE = re.compile(r"^http://localhost:(\d+)/files/(c[0-9a-z]{24}\.(png|jpg|webp|pdf))\?expires=(\d+)&sig=([0-9a-f]{64})$")
+SERVICES_MSG = "must be one of: lawncare, snowplowing, handyman, home_cleaning"
+IMAGE_TYPES_MSG = "must be a PNG, JPEG or WebP image"
+DOC_TYPES_MSG = "must be a PNG or JPEG image or a PDF"
+RECOGNITION_TIMEOUT = 30
+
+PROFILE_KEYS = {
+    "id", "email", "name", "phone", "companyName", "companyUrl", "insuranceInfo", "logoUrl", "services",
+    "serviceZips", "headshots", "idDocFront", "idDocBack", "availability", "isPremium", "premiumSince",
+    "idCheckStatus", "idCheckName", "idCheckDOB", "idCheckExpiry", "idCheckState", "idCheckFlags", "idCheckAt",
+    "insDocUrl", "insCheckStatus", "insCheckCarrier", "insCheckPolicy", "insCheckEffective", "insCheckExpiry",
+    "insCheckCoverage", "insCheckFlags", "insCheckAt", "createdAt",
+}
+DEFAULT_AVAILABILITY = {
+    day: {"start": "08:00", "end": "17:00", "on": day not in ("sat", "sun")}
+    for day in ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+}
+
+# ================================================================ files made for the tests
+
+CONVERT = "/usr/bin/convert" if os.path.exists("/usr/bin/convert") else "convert"
+FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+
+
+def _png_chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+
+def png_bytes(width=32, height=24, seed=1, gray=False, extra_chunks=()):
+    """A valid PNG of random pixels with no ancillary chunk except extra_chunks [(type, data)]
+    (written between IHDR and IDAT)."""
+    rnd = random.Random(seed)
+    bpp = 1 if gray else 3
+    raw = b"".join(b"\0" + bytes(rnd.randrange(256) for _ in range(width * bpp)) for _ in range(height))
+    out = b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0 if gray else 2, 0, 0, 0))
+    for kind, data in extra_chunks:
+        out += _png_chunk(kind, data)
+    return out + _png_chunk(b"IDAT", zlib.compress(raw)) + _png_chunk(b"IEND", b"")
+
+
+def png_chunk_types(data):
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    types, i = [], 8
+    while i + 12 <= len(data):
+        (n,) = struct.unpack(">I", data[i:i + 4])
+        types.append(data[i + 4:i + 8])
+        i += 12 + n
+        if types[-1] == b"IEND":
+            break
+    return types
+
+
+def padded_png(size):
+    """A valid PNG grown to exactly size bytes by zero bytes after IEND (libmagic still says PNG)."""
+    base = png_bytes(8, 8, seed=size % 97)
+    assert size >= len(base)
+    return base + b"\0" * (size - len(base))
+
+
+def run_convert(*args):
+    subprocess.run([CONVERT, *map(str, args)], check=True, capture_output=True, timeout=60)
+
+
+def jpeg_bytes(tmp_path, name="photo.jpg", size="96x64"):
+    """A JPEG from ImageMagick with no metadata segment but APP0 (JFIF)."""
+    path = tmp_path / name
+    run_convert("-size", size, "gradient:orange-navy", "-strip", "-quality", "85", path)
+    data = path.read_bytes()
+    assert data[:2] == b"\xff\xd8"
+    return data
+
+
+def webp_bytes(tmp_path, name="photo.webp"):
+    path = tmp_path / name
+    run_convert("-size", "64x48", "gradient:green-white", path)
+    data = path.read_bytes()
+    assert data[:4] == b"RIFF" and data[8:12] == b"WEBP"
+    return data
+
+
+def text_image(path, lines, size="1400x900", pointsize=40):
+    """Black DejaVu Sans text on white, one line per entry, as a PNG (what OCR reads)."""
+    args = ["-size", size, "xc:white", "-font", FONT if os.path.exists(FONT) else "DejaVu-Sans",
+            "-pointsize", pointsize, "-fill", "black"]
+    y = 70
+    for line in lines:
+        args += ["-annotate", f"+40+{y}", line]
+        y += int(pointsize * 1.8)
+    run_convert(*args, path)
+    return path.read_bytes()
+
+
+def noise_png(width=200, height=150, seed=7):
+    """Grey random noise: nothing a reader can read."""
+    return png_bytes(width, height, seed=seed, gray=True)
+
+
+# ---- PDFs, written by hand
+
+def build_pdf(objects):
+    """A PDF of the given object bodies (object 1 is the catalog), with a correct xref table."""
+    out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for off in offsets:
+        out += b"%010d 00000 n \n" % off
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def _pdf_stream(data, extra=b""):
+    return b"<< /Length %d%s >>\nstream\n" % (len(data), extra) + data + b"\nendstream"
+
+
+def text_pdf(lines):
+    """A one-page PDF whose text layer holds lines (Helvetica, one line per entry)."""
+    esc = [line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") for line in lines]
+    content = "\n".join(["BT", "/F1 14 Tf", "18 TL", "50 740 Td"] + [f"({s}) Tj T*" for s in esc] + ["ET"])
+    return build_pdf([
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+        b"/Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
+        _pdf_stream(content.encode("latin-1")),
+    ])
+
+
+def _jpeg_geometry(data):
+    i = 2
+    while i + 4 <= len(data):
+        marker, length = data[i + 1], (data[i + 2] << 8) | data[i + 3]
+        if marker in (0xC0, 0xC1, 0xC2):
+            return (data[i + 7] << 8) | data[i + 8], (data[i + 5] << 8) | data[i + 6], data[i + 9]
+        i += 2 + length
+    raise AssertionError("no SOF segment")
+
+
+def scanned_pdf(jpeg):
+    """A one-page PDF with no text layer: the page is one JPEG image (/DCTDecode)."""
+    width, height, comps = _jpeg_geometry(jpeg)
+    space = b"/DeviceGray" if comps == 1 else b"/DeviceRGB"
+    return build_pdf([
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+        b"/Resources << /XObject << /Im1 4 0 R >> >> /Contents 5 0 R >>",
+        _pdf_stream(jpeg, b" /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace %s "
+                          b"/BitsPerComponent 8 /Filter /DCTDecode" % (width, height, space)),
+        _pdf_stream(b"q 612 0 0 792 0 0 cm /Im1 Do Q"),
+    ])
+
+
+# ---- EXIF, written by hand (exiftool is not installed)
+
+def _tiff_ifd(entries, at):
+    """One big-endian IFD at offset `at` of the TIFF block: entries [(tag, type, count, value
+    bytes)]; values over 4 bytes follow the IFD."""
+    data_at = at + 2 + 12 * len(entries) + 4
+    head, data = struct.pack(">H", len(entries)), b""
+    for tag, kind, count, value in entries:
+        if len(value) <= 4:
+            head += struct.pack(">HHI", tag, kind, count) + value.ljust(4, b"\0")
+        else:
+            head += struct.pack(">HHII", tag, kind, count, data_at + len(data))
+            data += value + (b"\0" if len(value) % 2 else b"")
+    return head + struct.pack(">I", 0) + data
+
+
+def _rationals(*pairs):
+    return b"".join(struct.pack(">II", n, d) for n, d in pairs)
+
+
+GPS_SECRET = b"SECRET-HOME-LOCATION"
+
+
+def exif_gps_app1():
+    """A JPEG APP1 Exif segment: IFD0 with ImageDescription (GPS_SECRET) and a GPS IFD
+    (40 44' 54.96" N, 73 59' 12.34" W)."""
+    desc = GPS_SECRET + b"\0"
+    ifd0_len = 2 + 12 * 2 + 4 + len(desc) + len(desc) % 2
+    gps_at = 8 + ifd0_len
+    ifd0 = _tiff_ifd([(0x010E, 2, len(desc), desc), (0x8825, 4, 1, struct.pack(">I", gps_at))], 8)
+    gps = _tiff_ifd([(0x0000, 1, 4, bytes([2, 3, 0, 0])),
+                     (0x0001, 2, 2, b"N\0"), (0x0002, 5, 3, _rationals((40, 1), (44, 1), (5496, 100))),
+                     (0x0003, 2, 2, b"W\0"), (0x0004, 5, 3, _rationals((73, 1), (59, 1), (1234, 100)))], gps_at)
+    payload = b"Exif\0\0" + b"MM\0\x2a" + struct.pack(">I", 8) + ifd0 + gps
+    return b"\xff\xe1" + struct.pack(">H", len(payload) + 2) + payload
+
+
+def app_segment(marker, payload):
+    return bytes([0xFF, marker]) + struct.pack(">H", len(payload) + 2) + payload
+
+
+XMP_APP1 = app_segment(0xE1, b"http://ns.adobe.com/xap/1.0/\0<x:xmpmeta xmlns:x='adobe:ns:meta/'>"
+                             b"<exif:GPSLatitude>40,44.916N</exif:GPSLatitude></x:xmpmeta>")
+IPTC_APP13 = app_segment(0xED, b"Photoshop 3.0\08BIM\x04\x04\0\0\0\0\0\x0c\x1c\x02\x78\0\x08CAPTION!")
+
+
+def jpeg_with_metadata(clean):
+    """clean (SOI, APP0, ...) with an Exif/GPS APP1 before APP0 and XMP and IPTC after it."""
+    assert clean[2:4] == b"\xff\xe0"
+    app0_end = 4 + ((clean[4] << 8) | clean[5])
+    return clean[:2] + exif_gps_app1() + clean[2:app0_end] + XMP_APP1 + IPTC_APP13 + clean[app0_end:]
+
+
+def jpeg_segment_markers(data):
+    """The markers of a JPEG's segments up to the first SOS (0xDA included)."""
+    assert data[:2] == b"\xff\xd8"
+    out, i = [], 2
+    while i + 4 <= len(data):
+        marker = data[i + 1]
+        out.append(marker)
+        if marker == 0xDA:
+            break
+        i += 2 + ((data[i + 2] << 8) | data[i + 3])
+    return out
+
+
+def identify_ok(tmp_path, data, name):
+    path = tmp_path / name
+    path.write_bytes(data)
+    r = subprocess.run(["identify", str(path)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def exif_of(tmp_path, data, name):
+    path = tmp_path / name
+    path.write_bytes(data)
+    r = subprocess.run(["identify", "-format", "%[EXIF:*]", str(path)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+# ================================================================ API helpers
+
+def me(api, token):
+    r = api.get("/providers/me", token=token)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def server_today(api):
+    """The service's current UTC date (its clock may have been moved forward by other tests)."""
+    now = api.advance_clock(0)
+    return datetime.date.fromisoformat(now[:10])
+
+
+def us_date(d):
+    return d.strftime("%m/%d/%Y")
+
+
+def upload(api, path, token, files):
+    """POST multipart files: {field: (filename, bytes, content type)} or a list of (field, tuple)."""
+    return api.post(path, token=token, files=files)
+
+
+def file_key(url):
+    m = FILE_URL_RE.match(url)
+    assert m, url
+    return m.group(2)
+
+
+def url_query(url):
+    return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))
+
+
+def fetch(url):
+    return requests.get(url, timeout=30)
+
+
+def assert_served(url, data, content_type):
+    r = fetch(url)
+    assert r.status_code == 200, r.text
+    assert r.headers["Content-Type"] == content_type
+    assert r.headers["X-Content-Type-Options"] == "nosniff"
+    assert r.content == data
+    return r
+
+
+def assert_gone(url):
+    r = fetch(url)
+    assert r.status_code == 404, r.text
+    assert r.json() == {"error": "File not found"}
+
+
+def wait_check(api, token, field, timeout=RECOGNITION_TIMEOUT):
+    """Polls GET /providers/me until field (idCheckStatus / insCheckStatus) leaves pending."""
+    deadline = time.monotonic() + timeout
+    while True:
+        body = me(api, token)
+        if body[field] not in ("pending", None):
+            return body
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{field} still {body[field]!r} after {timeout} s: {body}")
+        time.sleep(0.1)
+
+
+def upload_licence(api, token, front=None, back=None):
+    files = {}
+    if front is not None:
+        files["front"] = ("front.png", front, "image/png")
+    if back is not None:
+        files["back"] = ("back.png", back, "image/png")
+    r = upload(api, "/providers/me/id-documents", token, files)
+    assert r.status_code == 200, r.text
+    # "pending" by the spec; a check that beats the response is test_id_documents_answer_says_pending's bug
+    assert r.json()["idCheckStatus"] in ("pending", "passed", "review", "failed", "error"), r.json()
+    return r.json()
+
+
+def upload_insurance(api, token, data, name="certificate.png", ctype="image/png"):
+    r = upload(api, "/providers/me/insurance-document", token, {"insuranceDoc": (name, data, ctype)})
+    assert r.status_code == 200, r.text
+    assert set(r.json()) == {"insDocUrl", "insCheckStatus"} and r.json()["insCheckStatus"] == "pending", r.json()
+    return r.json()
+
+
+def licence_lines(expiry, dob="01/15/1985", state="CALIFORNIA"):
+    lines = [f"{state} DRIVER LICENSE", "DL D1234567", "LN SMITH", "FN JANE"]
+    if dob:
+        lines.append(f"DOB {dob}")
+    if expiry:
+        lines.append(f"EXP {us_date(expiry)}")
+    return lines
+
+
+LICENCE_BACK = ["CLASS C   RSTR NONE", "ISS 01/10/2022", "ORGAN DONOR"]
+
+
+def certificate_lines(expiry, effective=None):
+    effective = effective or expiry - datetime.timedelta(days=365)
+    return ["CERTIFICATE OF LIABILITY INSURANCE", "Carrier: State Farm", "Policy Number: GL-4827361",
+            f"Effective Date: {us_date(effective)}", f"Expiration Date: {us_date(expiry)}",
+            "Coverage Amount: $1,000,000"]
+
+
+CERT_SIZE = "1700x1000"
+
+
+# ================================================================ GET /providers/me
+
+def test_get_me_returns_every_field(api):
+    p = api.register_provider(name="Pat Pro", serviceZips=["10001", "10002"], services=["lawncare", "handyman"])
+    body = me(api, p["token"])
+    assert PROFILE_KEYS <= set(body), PROFILE_KEYS - set(body)
+    assert body["id"] == p["id"] and ID_RE.match(body["id"])
+    assert body["email"] == p["email"]
+    assert body["name"] == "Pat Pro"
+    assert body["services"] == ["lawncare", "handyman"]
+    assert body["serviceZips"] == ["10001", "10002"]
+    for key in ("phone", "companyName", "companyUrl", "insuranceInfo", "logoUrl", "idDocFront", "idDocBack",
+                "premiumSince", "idCheckStatus", "idCheckName", "idCheckDOB", "idCheckExpiry", "idCheckState",
+                "idCheckAt", "insDocUrl", "insCheckStatus", "insCheckCarrier", "insCheckPolicy", "insCheckEffective",
+                "insCheckExpiry", "insCheckCoverage", "insCheckAt"):
+        assert body[key] is None, (key, body[key])
+    assert body["headshots"] == []
+    assert body["idCheckFlags"] == [] and body["insCheckFlags"] == []
+    assert body["isPremium"] is False
+    assert body["availability"] == DEFAULT_AVAILABILITY
+    assert ISO_MS_RE.match(body["createdAt"]), body["createdAt"]
+    assert not any("password" in k.lower() for k in body)
+
+
+def test_get_me_is_per_caller(api):
+    a = api.register_provider(name="Alpha")
+    b = api.register_provider(name="Beta")
+    assert me(api, a["token"])["name"] == "Alpha"
+    assert me(api, b["token"])["name"] == "Beta"
+
+
+ME_ROUTES = [
+    ("GET", "/providers/me", None),
+    ("PATCH", "/providers/me", {"json": {"name": "X"}}),
+    ("POST", "/providers/me/logo", {"field": "logo"}),
+    ("POST", "/providers/me/headshots", {"field": "headshot"}),
+    ("DELETE", "/providers/me/headshots/0", None),
+    ("POST", "/providers/me/id-documents", {"field": "front"}),
+    ("POST", "/providers/me/insurance-document", {"field": "insuranceDoc"}),
+]
+
+
+def _call(api, method, path, extra, token):
+    kw = {}
+    if extra and "json" in extra:
+        kw["json"] = extra["json"]
+    if extra and "field" in extra:
+        kw["files"] = {extra["field"]: ("a.png", png_bytes(), "image/png")}
+    return api.request(method, path, token=token, **kw)
+
+
+@pytest.mark.parametrize("method,path,extra", ME_ROUTES, ids=[f"{m} {p}" for m, p, _ in ME_ROUTES])
+def test_without_token_is_401(api, method, path, extra):
+    r = _call(api, method, path, extra, None)
+    assert r.status_code == 401, r.text
+    assert r.json() == UNAUTHORIZED
+    r = _call(api, method, path, extra, "not-a-jwt")
+    assert r.status_code == 401, r.text
+    assert r.json() == UNAUTHORIZED
+
+
+@pytest.mark.parametrize("method,path,extra", ME_ROUTES, ids=[f"{m} {p}" for m, p, _ in ME_ROUTES])
+def test_customer_token_is_403(api, method, path, extra):
+    u = api.register_user()
+    r = _call(api, method, path, extra, u["token"])
+    assert r.status_code == 403, r.text
+    assert r.json() == FORBIDDEN
+
+
+def test_customer_upload_refused_before_a_large_body(api):
+    """The token is checked from the headers, so a refused upload is answered whatever follows."""
+    u = api.register_user()
+    r = upload(api, "/providers/me/id-documents", u["token"], {"front": ("a.png", padded_png(3 * MB), "image/png")})
+    assert r.status_code == 403 and r.json() == FORBIDDEN
+
+
+# ================================================================ PATCH /providers/me
+
+def patch(api, token, body):
+    return api.patch("/providers/me", token=token, json=body)
+
+
+def assert_field_error(r, field, message=None):
+    assert r.status_code == 400, r.text
+    assert list(r.json()) == ["error"], r.json()
+    if message is None:
+        assert r.json()["error"].startswith(f"{field}: "), r.json()
+    else:
+        assert r.json() == {"error": f"{field}: {message}"}
+
+
+@pytest.mark.parametrize("field,value", [
+    ("name", "Renamed Pro"),
+    ("phone", "+1 (555) 010-0199"),
+    ("companyName", "Green Lawns LLC"),
+    ("companyUrl", "https://greenlawns.example.com/about"),
+    ("serviceZips", ["02134", "10001", "94110"]),
+    ("services", ["snowplowing", "home_cleaning"]),
+])
+def test_patch_updates_each_field(api, field, value):
+    p = api.register_provider()
+    before = me(api, p["token"])
+    r = patch(api, p["token"], {field: value})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert PROFILE_KEYS <= set(body)
+    assert body[field] == value
+    after = me(api, p["token"])
+    assert after == body
+    for key in PROFILE_KEYS - {field}:
+        assert after[key] == before[key], key
+
+
+def test_patch_several_fields_at_once(api):
+    p = api.register_provider()
+    r = patch(api, p["token"], {"name": "Multi", "phone": "555-0100", "companyName": "Multi Co",
+                                 "companyUrl": "https://multi.example", "serviceZips": ["60601"],
+                                 "services": ["handyman"]})
+    assert r.status_code == 200, r.text
+    got = me(api, p["token"])
+    assert (got["name"], got["phone"], got["companyName"], got["companyUrl"], got["serviceZips"], got["services"]) == \
+        ("Multi", "555-0100", "Multi Co", "https://multi.example", ["60601"], ["handyman"])
+
+
+def test_patch_single_values_are_normalised_to_arrays(api):
+    p = api.register_provider()
+    r = patch(api, p["token"], {"serviceZips": "30301", "services": "handyman"})
+    assert r.status_code == 200, r.text
+    assert r.json()["serviceZips"] == ["30301"]
+    assert r.json()["services"] == ["handyman"]
+    r = patch(api, p["token"], {"serviceZips": ["30301", "30302", "30301"], "services": ["lawncare", "lawncare"]})
+    assert r.status_code == 200, r.text
+    assert r.json()["serviceZips"] == ["30301", "30302"]
+    assert r.json()["services"] == ["lawncare"]
+    assert me(api, p["token"])["serviceZips"] == ["30301", "30302"]
+
+
+def test_patch_bounds_at_the_limit_are_accepted(api):
+    p = api.register_provider()
+    body = {"name": "n" * 100, "phone": "5" * 20, "companyName": "c" * 100,
+            "companyUrl": "https://example.com/" + "u" * (300 - len("https://example.com/"))}
+    r = patch(api, p["token"], body)
+    assert r.status_code == 200, r.text
+    got = me(api, p["token"])
+    for k, v in body.items():
+        assert got[k] == v
+    # characters, not bytes
+    r = patch(api, p["token"], {"name": "é" * 100})
+    assert r.status_code == 200, r.text
+    assert me(api, p["token"])["name"] == "é" * 100
+
+
+@pytest.mark.parametrize("body,field,message", [
+    ({"name": ""}, "name", "must not be empty"),
+    ({"name": "   "}, "name", "must not be empty"),
+    ({"name": "n" * 101}, "name", "must be at most 100 characters"),
+    ({"name": 42}, "name", "must be a string"),
+    ({"phone": "5" * 21}, "phone", "must be at most 20 characters"),
+    ({"companyName": "c" * 101}, "companyName", "must be at most 100 characters"),
+    ({"companyUrl": "u" * 301}, "companyUrl", "must be at most 300 characters"),
+])
+def test_patch_string_bounds(api, body, field, message):
+    p = api.register_provider()
+    before = me(api, p["token"])
+    r = patch(api, p["token"], body)
+    assert_field_error(r, field, message)
+    assert me(api, p["token"]) == before
+
+
+@pytest.mark.parametrize("body,error", [
+    ({"serviceZips": "1234"}, "serviceZips[0]: must be exactly 5 digits"),
+    ({"serviceZips": ["10001", "abcde"]}, "serviceZips[1]: must be exactly 5 digits"),
+    ({"serviceZips": ["123456"]}, "serviceZips[0]: must be exactly 5 digits"),
+    ({"serviceZips": [10001]}, "serviceZips[0]: must be exactly 5 digits"),
+    ({"serviceZips": []}, "serviceZips: must contain at least 1 item"),
+    ({"services": "plumbing"}, "services[0]: " + SERVICES_MSG),
+    ({"services": ["lawncare", "Lawncare"]}, "services[1]: " + SERVICES_MSG),
+    ({"services": []}, "services: must contain at least 1 item"),
+])
+def test_patch_bad_zips_and_services(api, body, error):
+    p = api.register_provider()
+    before = me(api, p["token"])
+    r = patch(api, p["token"], body)
+    assert r.status_code == 400, r.text
+    assert r.json() == {"error": error}
+    assert me(api, p["token"]) == before
+
+
+def test_patch_failure_changes_nothing_even_for_valid_fields(api):
+    p = api.register_provider(name="Keep Me")
+    r = patch(api, p["token"], {"name": "Changed", "serviceZips": ["bad"]})
+    assert r.status_code == 400
+    assert me(api, p["token"])["name"] == "Keep Me"
+
+
+def test_patch_ignores_insurance_info(api):
+    p = api.register_provider()
+    r = patch(api, p["token"], {"insuranceInfo": "Fake Insurer, policy 123", "name": "Honest Pro"})
+    assert r.status_code == 200, r.text
+    assert r.json()["insuranceInfo"] is None
+    assert r.json()["name"] == "Honest Pro"
+    r = patch(api, p["token"], {"insuranceInfo": "only this"})
+    assert r.status_code == 200, r.text
+    assert me(api, p["token"])["insuranceInfo"] is None
+
+
+def test_patch_empty_body_changes_nothing(api):
+    p = api.register_provider(name="Same Pro")
+    patch(api, p["token"], {"phone": "555-0123", "companyName": "Same Co"})
+    before = me(api, p["token"])
+    r = patch(api, p["token"], {})
+    assert r.status_code == 200, r.text
+    assert r.json() == before
+    r = api.patch("/providers/me", token=p["token"])  # no body at all counts as {}
+    assert r.status_code == 200, r.text
+    assert me(api, p["token"]) == before
+
+
+def test_patch_malformed_json(api):
+    p = api.register_provider()
+    r = api.patch("/providers/me", token=p["token"], data="{not json",
+                  headers={"Content-Type": "application/json"})
+    assert r.status_code == 400
+    assert r.json() == {"error": "body: malformed JSON"}
+
+
+# ================================================================ upload rules, on every upload route
+
+class Route:
+    def __init__(self, name, path, field, limit_mb, pdf, none_message="No file uploaded"):
+        self.name, self.path, self.field, self.limit_mb, self.pdf = name, path, field, limit_mb, pdf
+        self.none_message = none_message
+        self.types_msg = DOC_TYPES_MSG if pdf else IMAGE_TYPES_MSG
+
+    def stored_url(self, response, api, token):
+        """The URL of the file the route just stored."""
+        if self.field == "logo":
+            return response["logoUrl"]
+        if self.field == "headshot":
+            return response["headshots"][-1]
+        if self.field == "front":
+            return response["idDocFront"]
+        if self.field == "back":
+            return response["idDocBack"]
+        return response["insDocUrl"]
+
+
+UPLOAD_ROUTES = [
+    Route("logo", "/providers/me/logo", "logo", 5, False),
+    Route("headshot", "/providers/me/headshots", "headshot", 8, False),
+    Route("licence-front", "/providers/me/id-documents", "front", 10, False,
+          "No file uploaded: send front and/or back"),
+    Route("licence-back", "/providers/me/id-documents", "back", 10, False,
+          "No file uploaded: send front and/or back"),
+    Route("insurance", "/providers/me/insurance-document", "insuranceDoc", 10, True),
+]
+route_params = pytest.mark.parametrize("route", UPLOAD_ROUTES, ids=[r.name for r in UPLOAD_ROUTES])
+
+
+def assert_nothing_stored(body):
+    assert (body["logoUrl"], body["headshots"], body["idDocFront"], body["idDocBack"], body["insDocUrl"]) == \
+        (None, [], None, None, None), body
+    assert body["idCheckStatus"] is None and body["insCheckStatus"] is None
+
+
+@pytest.fixture
+def pro(api):
+    return api.register_provider()
+
+
+@route_params
+def test_upload_over_the_limit_is_413(api, pro, route):
+    data = padded_png(route.limit_mb * MB + 1)
+    r = upload(api, route.path, pro["token"], {route.field: ("big.png", data, "image/png")})
+    assert r.status_code == 413, r.text
+    assert r.json() == {"error": f"{route.field}: file larger than {route.limit_mb} MB"}
+    assert_nothing_stored(me(api, pro["token"]))
+
+
+@route_params
+def test_upload_at_the_limit_is_accepted(api, pro, route):
+    r = upload(api, route.path, pro["token"], {route.field: ("big.png", padded_png(route.limit_mb * MB), "image/png")})
+    assert r.status_code == 200, r.text
+    assert file_key(route.stored_url(r.json(), api, pro["token"])).endswith(".png")
+
+
+def test_body_far_over_every_limit_is_413(api, pro):
+    """A Content-Length beyond what the route's files allow is refused before it is read."""
+    r = upload(api, "/providers/me/logo", pro["token"], {"logo": ("huge.png", padded_png(7 * MB), "image/png")})
+    assert r.status_code == 413
+    assert r.json() == {"error": "Request body too large"}
+    assert me(api, pro["token"])["logoUrl"] is None
+
+
+@route_params
+def test_upload_unexpected_field_is_400(api, pro, route):
+    r = upload(api, route.path, pro["token"], {"photo": ("a.png", png_bytes(), "image/png")})
+    assert r.status_code == 400, r.text
+    assert r.json() == {"error": "photo: unexpected file field"}
+
+
+@route_params
+def test_upload_two_files_in_one_field_is_400(api, pro, route):
+    files = [(route.field, ("a.png", png_bytes(seed=1), "image/png")),
+             (route.field, ("b.png", png_bytes(seed=2), "image/png"))]
+    r = upload(api, route.path, pro["token"], files)
+    assert r.status_code == 400, r.text
+    assert r.json() == {"error": f"{route.field}: at most 1 file"}
+    assert_nothing_stored(me(api, pro["token"]))
+
+
+@route_params
+def test_upload_without_a_file_is_400(api, pro, route):
+    # a text field only
+    r = upload(api, route.path, pro["token"], {"note": (None, "hello")})
+    assert r.status_code == 400, r.text
+    assert r.json() == {"error": route.none_message}
+    # an empty file input (no file chosen in a browser form)
+    r = upload(api, route.path, pro["token"], {route.field: ("", b"", "application/octet-stream")})
+    assert r.status_code == 400, r.text
+    assert r.json() == {"error": route.none_message}
+
+
+@route_params
+def test_upload_json_body_is_400(api, pro, route):
+    r = api.post(route.path, token=pro["token"], json={route.field: "data:image/png;base64,AAAA"})
+    assert r.status_code == 400, r.text
+    assert r.json() == {"error": "body: must be multipart/form-data"}
+    r = api.post(route.path, token=pro["token"])
+    assert r.status_code == 400, r.text
+    assert r.json() == {"error": "body: must be multipart/form-data"}
+
+
+@route_params
+def test_upload_text_renamed_png_is_400(api, pro, route):
+    text = b"this is plain text, not a picture\n" * 20
+    r = upload(api, route.path, pro["token"], {route.field: ("photo.png", text, "image/png")})
+    assert r.status_code == 400, r.text
+    assert r.json() == {"error": f"{route.field}: {route.types_msg}"}
+
+
+@route_params
+def test_upload_png_declared_as_jpeg_is_stored_as_png(api, pro, route):
+    data = png_bytes(seed=11)
+    r = upload(api, route.path, pro["token"], {route.field: ("x.jpg", data, "image/jpeg")})
+    assert r.status_code == 200, r.text
+    url = route.stored_url(r.json(), api, pro["token"])
+    assert file_key(url).endswith(".png")
+    assert_served(url, data, "image/png")
+
+
+@route_params
+def test_upload_pdf(api, pro, route):
+    data = text_pdf(["Nothing to see here, just a PDF document"])
+    r = upload(api, route.path, pro["token"], {route.field: ("doc.pdf", data, "application/pdf")})
+    if route.pdf:
+        assert r.status_code == 200, r.text
+        url = route.stored_url(r.json(), api, pro["token"])
+        assert file_key(url).endswith(".pdf")
+        assert_served(url, data, "application/pdf")
+    else:
+        assert r.status_code == 400, r.text
+        assert r.json() == {"error": f"{route.field}: {IMAGE_TYPES_MSG}"}
+
+
+@route_params
+def test_upload_webp(api, pro, route, tmp_path):
+    data = webp_bytes(tmp_path)
+    r = upload(api, route.path, pro["token"], {route.field: ("p.webp", data, "image/webp")})
+    if route.pdf:  # the insurance certificate takes PNG, JPEG and PDF only
+        assert r.status_code == 400, r.text
+        assert r.json() == {"error": f"insuranceDoc: {DOC_TYPES_MSG}"}
+    else:
+        assert r.status_code == 200, r.text
+        url = route.stored_url(r.json(), api, pro["token"])
+        assert file_key(url).endswith(".webp")
+        assert_served(url, data, "image/webp")
+
+
+@route_params
+def test_upload_jpeg(api, pro, route, tmp_path):
+    data = jpeg_bytes(tmp_path)
+    r = upload(api, route.path, pro["token"], {route.field: ("p.jpeg", data, "image/jpeg")})
+    assert r.status_code == 200, r.text
+    url = route.stored_url(r.json(), api, pro["token"])
+    assert file_key(url).endswith(".jpg")
+    assert_served(url, data, "image/jpeg")
+
+
+def test_first_problem_is_reported(api, pro):
+    """An unexpected field before an oversized file: the first problem wins."""
+    files = [("photo", ("a.png", png_bytes(), "image/png")),
+             ("logo", ("big.png", padded_png(5 * MB + 1), "image/png"))]
+    r = upload(api, "/providers/me/logo", pro["token"], files)
+    assert r.status_code == 400 and r.json() == {"error": "photo: unexpected file field"}
+    files = [("logo", ("big.png", padded_png(5 * MB + 1), "image/png")),
+             ("photo", ("a.png", png_bytes(), "image/png"))]
+    r = upload(api, "/providers/me/logo", pro["token"], files)
+    assert r.status_code == 413 and r.json() == {"error": "logo: file larger than 5 MB"}
+
+
+# ================================================================ logo
+
+def test_logo_upload_and_replace(api, pro):
+    first = png_bytes(seed=21)
+    r = upload(api, "/providers/me/logo", pro["token"], {"logo": ("logo.png", first, "image/png")})
+    assert r.status_code == 200, r.text
+    assert list(r.json()) == ["logoUrl"]
+    url1 = r.json()["logoUrl"]
+    assert FILE_URL_RE.match(url1)
+    assert_served(url1, first, "image/png")
+    assert file_key(me(api, pro["token"])["logoUrl"]) == file_key(url1)
+
+    second = png_bytes(seed=22)
+    r = upload(api, "/providers/me/logo", pro["token"], {"logo": ("logo2.png", second, "image/png")})
+    assert r.status_code == 200, r.text
+    url2 = r.json()["logoUrl"]
+    assert file_key(url2) != file_key(url1)
+    assert_served(url2, second, "image/png")
+    assert file_key(me(api, pro["token"])["logoUrl"]) == file_key(url2)
+    assert_gone(url1)  # the replaced logo is deleted
+
+
+def test_logo_url_is_signed_for_a_year(api, pro):
+    r = upload(api, "/providers/me/logo", pro["token"], {"logo": ("logo.png", png_bytes(), "image/png")})
+    now = datetime.datetime.fromisoformat(api.advance_clock(0).replace("Z", "+00:00")).timestamp()
+    expires = int(url_query(r.json()["logoUrl"])["expires"])
+    assert abs(expires - (now + 365 * 86400)) <= 5
+
+
+def test_failed_upload_keeps_the_current_logo(api, pro):
+    data = png_bytes(seed=31)
+    url = upload(api, "/providers/me/logo", pro["token"], {"logo": ("l.png", data, "image/png")}).json()["logoUrl"]
+    r = upload(api, "/providers/me/logo", pro["token"], {"logo": ("l.txt", b"text, not an image", "text/plain")})
+    assert r.status_code == 400
+    assert file_key(me(api, pro["token"])["logoUrl"]) == file_key(url)
+    assert_served(url, data, "image/png")
+
+
+# ================================================================ headshots
+
+def add_headshot(api, token, data):
+    r = upload(api, "/providers/me/headshots", token, {"headshot": ("h.png", data, "image/png")})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_headshots_accumulate_in_order(api, pro):
+    images = [png_bytes(seed=40 + i) for i in range(3)]
+    for i, data in enumerate(images):
+        body = add_headshot(api, pro["token"], data)
+        assert PROFILE_KEYS <= set(body)
+        assert len(body["headshots"]) == i + 1
+    urls = me(api, pro["token"])["headshots"]
+    assert len(urls) == 3 and len({file_key(u) for u in urls}) == 3
+    for url, data in zip(urls, images):
+        assert_served(url, data, "image/png")
+
+
+def test_delete_headshot_shifts_the_rest(api, pro):
+    images = [png_bytes(seed=50 + i) for i in range(3)]
+    for data in images:
+        add_headshot(api, pro["token"], data)
+    urls = me(api, pro["token"])["headshots"]
+    r = api.delete("/providers/me/headshots/1", token=pro["token"])
+    assert r.status_code == 200, r.text
+    assert PROFILE_KEYS <= set(r.json())
+    left = r.json()["headshots"]
+    assert [file_key(u) for u in left] == [file_key(urls[0]), file_key(urls[2])]
+    assert_gone(urls[1])
+    assert_served(left[0], images[0], "image/png")
+    assert_served(left[1], images[2], "image/png")
+
+    r = api.delete("/providers/me/headshots/0", token=pro["token"])
+    assert r.status_code == 200, r.text
+    assert [file_key(u) for u in r.json()["headshots"]] == [file_key(urls[2])]
+    assert_gone(urls[0])
+    r = api.delete("/providers/me/headshots/0", token=pro["token"])
+    assert r.status_code == 200, r.text
+    assert r.json()["headshots"] == []
+    assert me(api, pro["token"])["headshots"] == []
+    assert_gone(urls[2])
+
+
+@pytest.mark.parametrize("index", ["2", "3", "-1", "99999999999999999999"])
+def test_delete_headshot_out_of_range_is_400(api, pro, index):
+    add_headshot(api, pro["token"], png_bytes(seed=60))
+    add_headshot(api, pro["token"], png_bytes(seed=61))
+    before = me(api, pro["token"])["headshots"]
+    r = api.delete(f"/providers/me/headshots/{index}", token=pro["token"])
+    assert r.status_code == 400, r.text
+    assert r.json() == {"error": "Headshot index out of range"}
+    assert [file_key(u) for u in me(api, pro["token"])["headshots"]] == [file_key(u) for u in before]
+
+
+def test_delete_headshot_when_there_is_none_is_400(api, pro):
+    r = api.delete("/providers/me/headshots/0", token=pro["token"])
+    assert r.status_code == 400, r.text
+    assert r.json() == {"error": "Headshot index out of range"}
+
+
+@pytest.mark.parametrize("index", ["abc", "1.5", "1x", "0x1"])
+def test_delete_headshot_non_integer_is_400(api, pro, index):
+    add_headshot(api, pro["token"], png_bytes(seed=62))
+    r = api.delete(f"/providers/me/headshots/{index}", token=pro["token"])
+    assert r.status_code == 400, r.text
+    assert r.json() == {"error": "index: must be an integer"}
+    assert len(me(api, pro["token"])["headshots"]) == 1
+
+
+# ================================================================ licence images
+
+def test_id_documents_front_and_back(api, pro):
+    front, back = png_bytes(seed=70), png_bytes(seed=71)
+    body = upload_licence(api, pro["token"], front=front, back=back)
+    assert PROFILE_KEYS <= set(body)
+    assert_served(body["idDocFront"], front, "image/png")
+    assert_served(body["idDocBack"], back, "image/png")
+    assert file_key(body["idDocFront"]) != file_key(body["idDocBack"])
+
+
+def undecodable_png(seed):
+    """Bytes that libmagic calls PNG (signature and IHDR tag) but no decoder reads: recognition
+    gives up on them at once, which makes the race below easy to hit."""
+    return b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" + bytes([seed % 256]) * 40
+
+
+@pytest.mark.xfail(reason="BUG: POST /providers/me/id-documents builds its answer after committing and waking the "
+                          "queue (api_providers_upload_id_documents -> reply_profile re-reads the row), so a fast "
+                          "check is already recorded and the answer says 'failed' instead of 'pending'", strict=True)
+def test_id_documents_answer_says_pending(api, pro):
+    """Spec 4: 'updated Provider with idCheckStatus pending', whatever the background check does."""
+    seen = []
+    for i in range(60):
+        r = upload(api, "/providers/me/id-documents", pro["token"],
+                   {"front": ("front.png", undecodable_png(i), "image/png")})
+        assert r.status_code == 200, r.text
+        seen.append(r.json()["idCheckStatus"])
+        assert r.json()["idCheckStatus"] == "pending", f"answer {i + 1}: {seen}"
+        assert r.json()["idCheckFlags"] == [] and r.json()["idCheckAt"] is None
+        time.sleep(0.05)
+    assert wait_check(api, pro["token"], "idCheckStatus")["idCheckFlags"] == ["unreadable"]
+
+
+def test_id_document_urls_are_signed_for_15_minutes(api, pro):
+    body = upload_licence(api, pro["token"], front=png_bytes(seed=72))
+    now = datetime.datetime.fromisoformat(api.advance_clock(0).replace("Z", "+00:00")).timestamp()
+    assert abs(int(url_query(body["idDocFront"])["expires"]) - (now + 15 * 60)) <= 5
+
+
+def test_id_documents_front_only_then_back_only(api, pro):
+    front, back, back2 = png_bytes(seed=73), png_bytes(seed=74), png_bytes(seed=75)
+    body = upload_licence(api, pro["token"], front=front)
+    assert body["idDocBack"] is None
+    front_url = body["idDocFront"]
+    body = upload_licence(api, pro["token"], back=back)
+    assert file_key(body["idDocFront"]) == file_key(front_url)  # kept
+    back_url = body["idDocBack"]
+    assert_served(back_url, back, "image/png")
+    body = upload_licence(api, pro["token"], back=back2)
+    assert file_key(body["idDocFront"]) == file_key(front_url)
+    assert file_key(body["idDocBack"]) != file_key(back_url)
+    assert_gone(back_url)  # the replaced side is deleted
+    assert_served(body["idDocFront"], front, "image/png")
+    assert_served(body["idDocBack"], back2, "image/png")
+
+
+def test_id_documents_replace_deletes_the_old_front(api, pro):
+    body = upload_licence(api, pro["token"], front=png_bytes(seed=76))
+    old = body["idDocFront"]
+    body = upload_licence(api, pro["token"], front=png_bytes(seed=77))
+    assert file_key(body["idDocFront"]) != file_key(old)
+    assert_gone(old)
+
+
+# ================================================================ insurance certificate
+
+def test_insurance_document_answer_and_replace(api, pro, tmp_path):
+    data = jpeg_bytes(tmp_path)
+    body = upload_insurance(api, pro["token"], data, "cert.jpg", "image/jpeg")
+    url = body["insDocUrl"]
+    assert file_key(url).endswith(".jpg")
+    assert_served(url, data, "image/jpeg")
+    assert me(api, pro["token"])["insDocUrl"] is not None
+    now = datetime.datetime.fromisoformat(api.advance_clock(0).replace("Z", "+00:00")).timestamp()
+    assert abs(int(url_query(url)["expires"]) - (now + 15 * 60)) <= 5
+
+    pdf = text_pdf(["Another certificate"])
+    body2 = upload_insurance(api, pro["token"], pdf, "cert.pdf", "application/pdf")
+    assert file_key(body2["insDocUrl"]).endswith(".pdf")
+    assert file_key(me(api, pro["token"])["insDocUrl"]) == file_key(body2["insDocUrl"])
+    assert_gone(url)
+
+
+# ================================================================ licence recognition
+
+def licence_check(api, token, front, back=None):
+    upload_licence(api, token, front=front, back=back)
+    return wait_check(api, token, "idCheckStatus")
+
+
+def id_fields(body):
+    return {k: body[k] for k in ("idCheckStatus", "idCheckName", "idCheckDOB", "idCheckExpiry", "idCheckState",
+                                 "idCheckFlags")}
+
+
+def test_licence_passed(api, pro, tmp_path):
+    today = server_today(api)
+    expiry = today.replace(year=today.year + 4, day=1)
+    front = text_image(tmp_path / "front.png", licence_lines(expiry))
+    back = text_image(tmp_path / "back.png", LICENCE_BACK)
+    body = licence_check(api, pro["token"], front, back)
+    assert id_fields(body) == {"idCheckStatus": "passed", "idCheckName": "JANE SMITH", "idCheckDOB": "1985-01-15",
+                               "idCheckExpiry": expiry.isoformat(), "idCheckState": "CA", "idCheckFlags": []}
+    assert ISO_MS_RE.match(body["idCheckAt"])
+    # the documents themselves are untouched by the check
+    assert body["idDocFront"] and body["idDocBack"]
+
+
+def test_licence_label_variants(api, pro, tmp_path):
+    """decisions.md 4: 'Date of Birth', 'Expires', MM-DD-YYYY and YYYY-MM-DD, a DRIVER'S LICENSE."""
+    today = server_today(api)
+    expiry = today + datetime.timedelta(days=900)
+    front = text_image(tmp_path / "front.png", [
+        "TEXAS", "DRIVER'S LICENSE", "LIC NO 12345678", "LAST NAME GARCIA", "FIRST NAME MARIA",
+        "Date of Birth: 07-04-1990", f"Expires: {expiry.isoformat()}"])
+    body = licence_check(api, pro["token"], front)
+    assert id_fields(body) == {"idCheckStatus": "passed", "idCheckName": "MARIA GARCIA", "idCheckDOB": "1990-07-04",
+                               "idCheckExpiry": expiry.isoformat(), "idCheckState": "TX", "idCheckFlags": []}
+
+
+@pytest.mark.parametrize("days,status,flags", [
+    (10, "review", ["near_expiry"]),
+    (30, "review", ["near_expiry"]),
+    (31, "passed", []),
+    (-1, "failed", ["expired"]),
+    (-400, "failed", ["expired"]),
+], ids=["near-10-days", "near-30-days", "31-days", "expired-yesterday", "expired-long-ago"])
+def test_licence_expiry_rules(api, pro, tmp_path, days, status, flags):
+    today = server_today(api)
+    expiry = today + datetime.timedelta(days=days)
+    body = licence_check(api, pro["token"], text_image(tmp_path / "front.png", licence_lines(expiry)))
+    if body["idCheckAt"][:10] != today.isoformat():
+        pytest.skip("the service's date changed during the check")
+    assert id_fields(body) == {"idCheckStatus": status, "idCheckName": "JANE SMITH", "idCheckDOB": "1985-01-15",
+                               "idCheckExpiry": expiry.isoformat(), "idCheckState": "CA", "idCheckFlags": flags}
+
+
+def test_licence_without_dob_is_review(api, pro, tmp_path):
+    expiry = server_today(api) + datetime.timedelta(days=1000)
+    body = licence_check(api, pro["token"], text_image(tmp_path / "front.png", licence_lines(expiry, dob=None)))
+    assert id_fields(body) == {"idCheckStatus": "review", "idCheckName": "JANE SMITH", "idCheckDOB": None,
+                               "idCheckExpiry": expiry.isoformat(), "idCheckState": "CA", "idCheckFlags": ["no_dob"]}
+
+
+def test_licence_without_dob_and_expiry_fails(api, pro, tmp_path):
+    body = licence_check(api, pro["token"], text_image(tmp_path / "front.png", licence_lines(None, dob=None)))
+    assert body["idCheckStatus"] == "failed"
+    assert body["idCheckFlags"] == ["no_dob", "no_expiry"]
+    assert body["idCheckDOB"] is None and body["idCheckExpiry"] is None
+
+
+def test_not_a_licence(api, pro, tmp_path):
+    receipt = text_image(tmp_path / "receipt.png", [
+        "FRESH MARKET GROCERY", "MILK 2% GAL      3.49", "BREAD WHOLE WHEAT 2.99", "EGGS LARGE DOZEN 4.19",
+        "SUBTOTAL 10.67", "TOTAL 11.52", "THANK YOU FOR SHOPPING"])
+    body = licence_check(api, pro["token"], receipt)
+    assert id_fields(body) == {"idCheckStatus": "failed", "idCheckName": None, "idCheckDOB": None,
+                               "idCheckExpiry": None, "idCheckState": None, "idCheckFlags": ["not_a_license"]}
+
+
+@pytest.mark.parametrize("kind", ["noise", "blank"])
+def test_unreadable_licence(api, pro, tmp_path, kind):
+    if kind == "noise":
+        data = noise_png()
+    else:
+        run_convert("-size", "800x500", "xc:white", tmp_path / "blank.png")
+        data = (tmp_path / "blank.png").read_bytes()
+    body = licence_check(api, pro["token"], data)
+    assert id_fields(body) == {"idCheckStatus": "failed", "idCheckName": None, "idCheckDOB": None,
+                               "idCheckExpiry": None, "idCheckState": None, "idCheckFlags": ["unreadable"]}
+
+
+def test_new_upload_clears_the_previous_result(api, pro, tmp_path):
+    expiry = server_today(api).replace(day=1) + datetime.timedelta(days=2000)
+    body = licence_check(api, pro["token"], text_image(tmp_path / "front.png", licence_lines(expiry)))
+    assert body["idCheckStatus"] == "passed"
+    body = upload_licence(api, pro["token"], back=text_image(tmp_path / "back.png", LICENCE_BACK))
+    if body["idCheckStatus"] == "pending":  # (unless the new check already finished)
+        assert id_fields(body) == {"idCheckStatus": "pending", "idCheckName": None, "idCheckDOB": None,
+                                   "idCheckExpiry": None, "idCheckState": None, "idCheckFlags": []}
+        assert body["idCheckAt"] is None
+    # the kept front and the new back are read together again
+    body = wait_check(api, pro["token"], "idCheckStatus")
+    assert body["idCheckStatus"] == "passed" and body["idCheckExpiry"] == expiry.isoformat()
+
+
+def test_newest_licence_upload_wins(api, pro, tmp_path):
+    """A check of a replaced document never overwrites the newer document's result."""
+    receipt = text_image(tmp_path / "receipt.png", ["CORNER DELI", "COFFEE LARGE 2.50", "BAGEL 1.75", "TOTAL 4.25"],
+                         size="2400x1600", pointsize=60)
+    expiry = server_today(api) + datetime.timedelta(days=1500)
+    good = text_image(tmp_path / "front.png", licence_lines(expiry))
+    upload_licence(api, pro["token"], front=receipt)
+    upload_licence(api, pro["token"], front=good)
+    body = wait_check(api, pro["token"], "idCheckStatus")
+    assert body["idCheckStatus"] == "passed", id_fields(body)
+    assert body["idCheckExpiry"] == expiry.isoformat()
+    time.sleep(2)  # a late result of the first check would show up now
+    assert id_fields(me(api, pro["token"])) == id_fields(body)
+
+
+# ================================================================ insurance recognition
+
+def ins_fields(body):
+    return {k: body[k] for k in ("insCheckStatus", "insCheckCarrier", "insCheckPolicy", "insCheckEffective",
+                                 "insCheckExpiry", "insCheckCoverage", "insCheckFlags", "insuranceInfo")}
+
+
+def insurance_check(api, token, data, name="certificate.png", ctype="image/png"):
+    upload_insurance(api, token, data, name, ctype)
+    return wait_check(api, token, "insCheckStatus")
+
+
+def expected_ins(status, effective, expiry, flags=()):
+    return {"insCheckStatus": status, "insCheckCarrier": "State Farm", "insCheckPolicy": "GL-4827361",
+            "insCheckEffective": effective.isoformat(), "insCheckExpiry": expiry.isoformat(),
+            "insCheckCoverage": "1000000", "insCheckFlags": list(flags),
+            "insuranceInfo": f"State Farm, policy GL-4827361, effective {effective.isoformat()}, "
+                             f"expires {expiry.isoformat()}, coverage $1,000,000"}
+
+
+@pytest.mark.parametrize("days,status,flags", [
+    (200, "active", []),
+    (10, "review", ["near_expiry"]),
+    (-5, "expired", ["expired"]),
+], ids=["active", "near-expiry", "expired"])
+def test_insurance_certificate_image(api, pro, tmp_path, days, status, flags):
+    today = server_today(api)
+    expiry = today + datetime.timedelta(days=days)
+    effective = expiry - datetime.timedelta(days=365)
+    data = text_image(tmp_path / "cert.png", certificate_lines(expiry, effective), size=CERT_SIZE)
+    body = insurance_check(api, pro["token"], data)
+    assert ins_fields(body) == expected_ins(status, effective, expiry, flags)
+    assert ISO_MS_RE.match(body["insCheckAt"])
+
+
+def test_insurance_label_variants(api, pro, tmp_path):
+    """ACORD 25 style: INSURER A:, Policy #, Policy Eff / Policy Exp (MM-DD-YYYY), Each Occurrence."""
+    expiry = server_today(api) + datetime.timedelta(days=300)
+    effective = expiry - datetime.timedelta(days=365)
+    data = text_image(tmp_path / "acord.png", [
+        "ACORD CERTIFICATE OF LIABILITY INSURANCE", "INSURER A: Acme Mutual Insurance Co 12345",
+        "Policy # ABC-778899", f"Policy Eff {effective.strftime('%m-%d-%Y')}",
+        f"Policy Exp {expiry.strftime('%m-%d-%Y')}", "Each Occurrence $2,000,000"], size="1800x1000")
+    body = insurance_check(api, pro["token"], data)
+    assert ins_fields(body) == {
+        "insCheckStatus": "active", "insCheckCarrier": "Acme Mutual Insurance Co", "insCheckPolicy": "ABC-778899",
+        "insCheckEffective": effective.isoformat(), "insCheckExpiry": expiry.isoformat(),
+        "insCheckCoverage": "2000000", "insCheckFlags": [],
+        "insuranceInfo": f"Acme Mutual Insurance Co, policy ABC-778899, effective {effective.isoformat()}, "
+                         f"expires {expiry.isoformat()}, coverage $2,000,000"}
+
+
+def test_insurance_with_one_field_leaves_insurance_info_null(api, pro, tmp_path):
+    data = text_image(tmp_path / "cert.png", ["CERTIFICATE OF LIABILITY INSURANCE", "Carrier: State Farm"],
+                      size=CERT_SIZE)
+    body = insurance_check(api, pro["token"], data)
+    assert ins_fields(body) == {
+        "insCheckStatus": "review", "insCheckCarrier": "State Farm", "insCheckPolicy": None,
+        "insCheckEffective": None, "insCheckExpiry": None, "insCheckCoverage": None,
+        "insCheckFlags": ["no_expiry"], "insuranceInfo": None}
+
+
+def test_insurance_with_two_fields_fills_insurance_info(api, pro, tmp_path):
+    data = text_image(tmp_path / "cert.png", ["CERTIFICATE OF LIABILITY INSURANCE", "Carrier: State Farm",
+                                              "Policy Number: GL-4827361"], size=CERT_SIZE)
+    body = insurance_check(api, pro["token"], data)
+    assert ins_fields(body) == {
+        "insCheckStatus": "review", "insCheckCarrier": "State Farm", "insCheckPolicy": "GL-4827361",
+        "insCheckEffective": None, "insCheckExpiry": None, "insCheckCoverage": None,
+        "insCheckFlags": ["no_expiry"], "insuranceInfo": "State Farm, policy GL-4827361"}
+
+
+def test_insurance_text_pdf(api, pro):
+    expiry = server_today(api) + datetime.timedelta(days=250)
+    effective = expiry - datetime.timedelta(days=365)
+    body = insurance_check(api, pro["token"], text_pdf(certificate_lines(expiry, effective)), "cert.pdf",
+                           "application/pdf")
+    assert file_key(body["insDocUrl"]).endswith(".pdf")
+    assert ins_fields(body) == expected_ins("active", effective, expiry)
+
+
+def test_insurance_scanned_pdf_is_read_by_ocr(api, pro, tmp_path):
+    expiry = server_today(api) + datetime.timedelta(days=222)
+    effective = expiry - datetime.timedelta(days=365)
+    text_image(tmp_path / "scan.png", certificate_lines(expiry, effective), size=CERT_SIZE)
+    run_convert(tmp_path / "scan.png", "-quality", "90", tmp_path / "scan.jpg")
+    pdf = scanned_pdf((tmp_path / "scan.jpg").read_bytes())
+    assert b"/Font" not in pdf  # no text layer at all
+    body = insurance_check(api, pro["token"], pdf, "scan.pdf", "application/pdf")
+    assert ins_fields(body) == expected_ins("active", effective, expiry)
+
+
+def test_insurance_reupload_resets_the_check(api, pro, tmp_path):
+    expiry = server_today(api) + datetime.timedelta(days=180)
+    effective = expiry - datetime.timedelta(days=365)
+    body = insurance_check(api, pro["token"], text_pdf(certificate_lines(expiry, effective)), "c.pdf",
+                           "application/pdf")
+    assert body["insCheckStatus"] == "active"
+    upload_insurance(api, pro["token"], png_bytes(seed=90))
+    body = me(api, pro["token"])
+    if body["insCheckStatus"] == "pending":  # (unless the new check already finished)
+        for k in ("insCheckCarrier", "insCheckPolicy", "insCheckEffective", "insCheckExpiry", "insCheckCoverage",
+                  "insCheckAt"):
+            assert body[k] is None, k
+        assert body["insCheckFlags"] == []
+    body = wait_check(api, pro["token"], "insCheckStatus")
+    # random pixels: nothing found, so no expiry, and insuranceInfo is cleared
+    assert ins_fields(body) == {"insCheckStatus": "review", "insCheckCarrier": None, "insCheckPolicy": None,
+                                "insCheckEffective": None, "insCheckExpiry": None, "insCheckCoverage": None,
+                                "insCheckFlags": ["no_expiry"], "insuranceInfo": None}
+
+
+# ================================================================ recognition unavailable
+
+@pytest.fixture(scope="module")
+def no_ocr_server(make_server, tmp_path_factory):
+    """Tesseract finds no language data here, so recognition cannot run."""
+    return make_server(TESSDATA_PREFIX=str(tmp_path_factory.mktemp("no-tessdata")))
+
+
+def test_recognition_unavailable_is_error(no_ocr_server, tmp_path):
+    api = Api(no_ocr_server)
+    p = api.register_provider()
+    expiry = server_today(api) + datetime.timedelta(days=1000)
+    upload_licence(api, p["token"], front=text_image(tmp_path / "front.png", licence_lines(expiry)))
+    body = wait_check(api, p["token"], "idCheckStatus")
+    assert id_fields(body) == {"idCheckStatus": "error", "idCheckName": None, "idCheckDOB": None,
+                               "idCheckExpiry": None, "idCheckState": None, "idCheckFlags": []}
+    assert ISO_MS_RE.match(body["idCheckAt"])
+    upload_insurance(api, p["token"], text_image(tmp_path / "cert.png", certificate_lines(expiry), size=CERT_SIZE))
+    body = wait_check(api, p["token"], "insCheckStatus")
+    assert body["insCheckStatus"] == "error" and body["insCheckFlags"] == [] and body["insuranceInfo"] is None
+    # a certificate with a text layer needs no OCR
+    effective = expiry - datetime.timedelta(days=365)
+    upload_insurance(api, p["token"], text_pdf(certificate_lines(expiry, effective)), "c.pdf", "application/pdf")
+    body = wait_check(api, p["token"], "insCheckStatus")
+    assert ins_fields(body) == expected_ins("active", effective, expiry)
+
+
+# ================================================================ nothing left behind on disk
+
+@pytest.fixture(scope="module")
+def disk_server(make_server):
+    return make_server()
+
+
+def _files_under(root):
+    out = []
+    for base, _, names in os.walk(root):
+        out += [os.path.relpath(os.path.join(base, n), root) for n in names]
+    return sorted(out)
+
+
+def wait_no_files(root, timeout=5):
+    """Temporary files go when the request is done, just after its answer: wait a moment."""
+    deadline = time.monotonic() + timeout
+    while _files_under(root) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return _files_under(root)
+
+
+def test_refused_uploads_leave_no_file(disk_server):
+    api = Api(disk_server)
+    p = api.register_provider()
+    u = api.register_user()
+    tmp = os.path.join(disk_server.data_dir, "tmp")
+    uploads = os.path.join(disk_server.data_dir, "uploads")
+    attempts = [
+        (None, {"logo": ("a.png", png_bytes(), "image/png")}),                       # no token
+        (u["token"], {"logo": ("a.png", png_bytes(), "image/png")}),                 # wrong role
+        (p["token"], {"logo": ("a.txt", b"plain text " * 50, "image/png")}),         # wrong type
+        (p["token"], {"logo": ("big.png", padded_png(5 * MB + 1), "image/png")}),    # too large
+        (p["token"], [("logo", ("a.png", png_bytes(), "image/png")),
+                      ("logo", ("b.png", png_bytes(), "image/png"))]),              # two files
+        (p["token"], [("logo", ("a.png", png_bytes(), "image/png")),
+                      ("photo", ("b.png", png_bytes(), "image/png"))]),             # unexpected field
+    ]
+    for token, files in attempts:
+        r = upload(api, "/providers/me/logo", token, files)
+        assert r.status_code in (400, 401, 403, 413), r.text
+        assert wait_no_files(tmp) == [], r.text
+    assert _files_under(uploads) == []
+    # an accepted upload is moved into uploads/, under its key
+    r = upload(api, "/providers/me/logo", p["token"], {"logo": ("a.png", png_bytes(), "image/png")})
+    assert r.status_code == 200
+    assert _files_under(uploads) == [file_key(r.json()["logoUrl"])]
+    assert wait_no_files(tmp) == []
