@@ -5,6 +5,7 @@
  * (storage may be briefly unreachable); recognition that cannot run sets status "error". */
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/util.h"
 #include "db/db.h"
 #include "domain/providers/providers.h"
 #include "domain/providers/recognition.h"
@@ -47,8 +48,8 @@ static bool check_licence(json_t *job, char err[256]) {
   if (!provider) return snprintf(err, 256, "job without providerId"), false;
   licence_result res = {0};
   size_t cap = 1;
-  char *text = calloc(1, 1);
-  double confidence = 0;
+  char *text = xcalloc(1, 1);
+  double confidence = 0, weight = 0; /* weighted by text length: a barcode-only back barely counts */
   int sides = 0;
   bool available = true;
   const char *keys[] = {front, back};
@@ -64,13 +65,14 @@ static bool check_licence(json_t *job, char err[256]) {
       available = false;
       continue;
     }
-    cap += strlen(t.text) + 1;
-    text = realloc(text, cap);
+    size_t len = strlen(t.text);
+    cap += len + 1;
+    text = xrealloc(text, cap);
     strcat(strcat(text, t.text), "\n");
-    confidence += t.confidence, sides++;
+    confidence += t.confidence * (double)(len + 1), weight += (double)(len + 1), sides++;
     ocr_text_free(&t);
   }
-  if (available && sides > 0) recognize_licence(text, confidence / sides, clock_now_ms(), &res);
+  if (available && sides > 0) recognize_licence(text, confidence / weight, clock_now_ms(), &res);
   else snprintf(res.status, sizeof res.status, "error");
   free(text);
   char *flags = flags_text(res.flags, res.nflags);
