@@ -5,6 +5,8 @@
 #include "domain/auth/auth.h"
 #include "domain/files/files.h"
 #include "domain/jobs/jobs.h"
+#include "domain/messages/messages.h"
+#include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
 #include "domain/providers/providers.h"
 #include "domain/quotes/quotes.h"
@@ -26,6 +28,9 @@ void routes_install(void) {
       {FILES_ROUTES, FILES_ROUTES_LEN},
       {JOBS_ROUTES, JOBS_ROUTES_LEN},
       {QUOTES_ROUTES, QUOTES_ROUTES_LEN},
+      {MESSAGES_ROUTES, MESSAGES_ROUTES_LEN},
+      {NOTIFICATIONS_ROUTES, NOTIFICATIONS_ROUTES_LEN},
+      {ADDRESSES_ROUTES, ADDRESSES_ROUTES_LEN},
   };
   size_t total = 0;
   for (size_t i = 0; i < ARRAY_LEN(domains); i++) total += domains[i].n;

@@ -96,3 +96,40 @@ CREATE TABLE recurring_requests (
   end_date TEXT NOT NULL,
   created_at BIGINT NOT NULL
 );
+
+-- Message threads are per (job, provider); provider_id names the thread.
+CREATE TABLE messages (
+  id TEXT PRIMARY KEY,
+  job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  provider_id TEXT NOT NULL,
+  sender_id TEXT NOT NULL,
+  sender_role TEXT NOT NULL,
+  sender_name TEXT NOT NULL,
+  content TEXT NOT NULL,
+  created_at BIGINT NOT NULL
+);
+CREATE INDEX messages_thread ON messages (job_id, provider_id, created_at);
+
+-- Persistent notifications of a customer (role 'user') or provider.
+CREATE TABLE notifications (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  role TEXT NOT NULL,
+  title TEXT NOT NULL,
+  body TEXT NOT NULL,
+  job_id TEXT,
+  is_read INTEGER NOT NULL DEFAULT 0,
+  created_at BIGINT NOT NULL
+);
+CREATE INDEX notifications_account ON notifications (account_id, role, created_at);
+
+-- The one-shot in-app banner: at most one pending per account, returned and removed by a poll.
+CREATE TABLE banners (
+  account_id TEXT NOT NULL,
+  role TEXT NOT NULL,
+  icon TEXT,
+  title TEXT NOT NULL,
+  body TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  PRIMARY KEY (account_id, role)
+);

@@ -5,9 +5,11 @@
 #include "core/ids.h"
 #include "core/jsonx.h"
 #include "core/log.h"
+#include "core/util.h"
 #include "domain/jobs/jobs.h"
 #include "domain/jobs/jobs_api.h"
 #include "domain/jobs/jobs_store.h"
+#include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
 #include "ext/geo.h"
 #include "ext/mail.h"
@@ -96,6 +98,20 @@ static err_t load_owned(hs_req *req, db_res **job) {
   return e;
 }
 
+/* Tells the customer their job moved to status. */
+static void notify_status(hs_req *req, db_res *job, const char *status) {
+  static const struct {
+    const char *status, *text;
+  } texts[] = {{"ON_THE_WAY", "Your provider is on the way"},
+               {"IN_PROGRESS", "Work on your job has started"},
+               {"COMPLETED", "Your job is completed"}};
+  const char *text = status;
+  for (size_t i = 0; i < ARRAY_LEN(texts); i++)
+    if (!strcmp(texts[i].status, status)) text = texts[i].text;
+  notify(COL(job, 0, "customer_id"), "user", "Job update",
+         arena_printf(&req->arena, "%s (%s)", text, COL(job, 0, "service")), COL(job, 0, "id"));
+}
+
 static err_t reply_job(hs_req *req, const char *id) {
   db_res *r;
   err_t e = jobs_get(&req->arena, id, &r);
@@ -132,6 +148,9 @@ err_t api_jobs_create(hs_req *req) {
   e = jobs_store_insert(&j);
   free(details_text);
   if (e != ERR_OK) return e;
+  if (asap) /* urgent: every provider who could take it hears at once */
+    notify_matching_providers(j.service, j.zip, "Urgent job nearby",
+                              arena_printf(&req->arena, "An ASAP %s job was posted in %s", j.service, j.zip), id);
   return reply_job(req, id);
 }
 
@@ -241,6 +260,7 @@ err_t api_jobs_set_status(hs_req *req) {
     return hs_fail(req, ERR_CONFLICT,
                    arena_printf(&req->arena, "A job moves to %s only from %s (it is %s)", to, from[0], COL(job, 0, "status")));
   if (!strcmp(to, "COMPLETED")) payments_capture_job(id);
+  notify_status(req, job, to);
   return reply_job(req, id);
 }
 
@@ -288,6 +308,7 @@ static err_t photo_step(hs_req *req, const char *from, const char *to, const cha
     return e != ERR_OK ? e : hs_fail(req, ERR_BAD_REQUEST, arena_printf(&req->arena, "The job must be %s", from));
   }
   if (!strcmp(to, "COMPLETED")) payments_capture_job(id);
+  notify_status(req, job, to);
   return reply_job(req, id);
 }
 
@@ -395,6 +416,9 @@ err_t api_jobs_recurring(hs_req *req) {
       queue_kick();
     }
   }
+  notify(provider, "provider", "Recurring service requested",
+         arena_printf(&req->arena, "A customer asked for this job every %s (%s) until %s", days[day], slot, end),
+         COL(job, 0, "id"));
   return hs_ok(req, json_pack("{s:b}", "requested", 1));
 }
 

@@ -6,6 +6,7 @@
 #include "core/jsonx.h"
 #include "core/log.h"
 #include "domain/jobs/jobs.h"
+#include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
 #include "domain/providers/providers.h"
 #include "domain/quotes/quotes.h"
@@ -75,6 +76,10 @@ err_t api_quotes_create(hs_req *req) {
   if (e == ERR_CONFLICT) return hs_fail(req, e, "You already quoted on this job");
   if (e == ERR_BAD_REQUEST) return hs_fail(req, ERR_CONFLICT, "The job is not open for quotes");
   if (e != ERR_OK) return e;
+  notify(COL(job, 0, "customer_id"), "user", "New quote",
+         arena_printf(&req->arena, "%s quoted $%.2f for your %s job", company ? company : db_text(pro, 0, 1),
+                      (double)(q.amount_cents + q.fee_cents) / 100, q.service),
+         q.job_id);
   return reply_quote(req, id, NULL);
 }
 
@@ -99,6 +104,8 @@ err_t api_quotes_accept(hs_req *req) {
                                &won)) != ERR_OK)
     return e;
   if (!won) return hs_fail(req, ERR_CONFLICT, "The job is no longer open for acceptance");
+  notify(provider, "provider", "Quote accepted",
+         arena_printf(&req->arena, "%s accepted your quote", db_text(customer, 0, 1)), job_id);
   /* the authorization follows the commit; a decline is recorded, the acceptance stands */
   if (payments_authorize_job(job_id, req->auth.id, db_int(q, 0, db_col(q, "total_cents"))) != ERR_OK)
     log_msg(LOG_ERROR, "recording the authorization of job %s failed", job_id);

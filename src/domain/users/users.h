@@ -5,5 +5,8 @@
 
 extern const hs_route USERS_ROUTES[];
 extern const size_t USERS_ROUTES_LEN;
+/* Saved addresses (addresses.c). */
+extern const hs_route ADDRESSES_ROUTES[];
+extern const size_t ADDRESSES_ROUTES_LEN;
 
 #endif

@@ -1,0 +1,151 @@
+/* Handlers, SQL and routes of the message threads (a small domain kept in one file).
+ * The 250-message cap is enforced by the insert itself (INSERT ... SELECT ... WHERE the
+ * thread holds fewer than 250), so concurrent posts cannot overshoot it on SQLite, whose
+ * writes are serialised, and overshoot by at most the concurrency on PostgreSQL. */
+#include "core/clock.h"
+#include "core/ids.h"
+#include "core/jsonx.h"
+#include "core/util.h"
+#include "domain/jobs/jobs.h"
+#include "domain/messages/messages.h"
+#include "domain/notifications/notifications.h"
+#include "ext/filetype.h"
+#include "ext/storage.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define THREAD_CAP 250
+#define COL(r, name) db_text(r, 0, db_col(r, name))
+
+typedef struct thread {
+  const char *job_id, *provider_id, *customer_id, *status;
+  const char *sender_name;
+} thread;
+
+/* Resolves the caller's thread on job :id. 404 when the job is not the caller's to message
+ * about, 400 when a customer names no thread and none is assigned. */
+static err_t open_thread(hs_req *req, const char *requested_provider, thread *t) {
+  db_res *job;
+  err_t e = jobs_get(&req->arena, hs_param(req, "id"), &job);
+  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Job not found");
+  if (e != ERR_OK) return e;
+  t->job_id = COL(job, "id"), t->customer_id = COL(job, "customer_id"), t->status = COL(job, "status");
+  const char *assigned = COL(job, "provider_id");
+  db_res *who;
+  if (req->auth.role_bit == ROLE_USER) {
+    if (strcmp(t->customer_id, req->auth.id)) return hs_fail(req, ERR_NOT_FOUND, "Job not found");
+    t->provider_id = requested_provider ? requested_provider : assigned;
+    if (!t->provider_id) return hs_fail(req, ERR_BAD_REQUEST, "providerId: is required until a provider is assigned");
+    if (db_query(&req->arena, &who,
+                 "SELECT u.name FROM users u WHERE u.id = $1 AND (EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = $2 "
+                 "AND q.provider_id = $3) OR $3 = $4)",
+                 DB_ARGS(DB_TEXT(req->auth.id), DB_TEXT(t->job_id), DB_TEXT(t->provider_id), DB_TEXT(assigned ? assigned : ""))) != DB_OK)
+      return ERR_INTERNAL;
+    if (who->rows == 0) return hs_fail(req, ERR_NOT_FOUND, "No thread with that provider on this job");
+  } else {
+    t->provider_id = req->auth.id;
+    if (db_query(&req->arena, &who,
+                 "SELECT p.name FROM providers p WHERE p.id = $1 AND (EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = $2 "
+                 "AND q.provider_id = $1) OR $1 = $3)",
+                 DB_ARGS(DB_TEXT(req->auth.id), DB_TEXT(t->job_id), DB_TEXT(assigned ? assigned : ""))) != DB_OK)
+      return ERR_INTERNAL;
+    if (who->rows == 0) return hs_fail(req, ERR_NOT_FOUND, "Job not found");
+  }
+  t->sender_name = db_text(who, 0, 0);
+  return ERR_OK;
+}
+
+static json_t *message_json(const char *id, const char *sender, const char *role, const char *name,
+                            const char *content, const char *created_ms) {
+  return json_pack("{s:s,s:s,s:s,s:s,s:s,s:o}", "id", id, "senderId", sender, "senderRole", role, "senderName", name,
+                   "content", content, "createdAt", jx_iso_or_null(created_ms));
+}
+
+static err_t api_messages_list(hs_req *req) {
+  thread t;
+  err_t e = open_thread(req, json_string_value(json_object_get(req->query, "providerId")), &t);
+  if (e != ERR_OK) return e;
+  db_res *r;
+  if (db_query(&req->arena, &r,
+               "SELECT id, sender_id, sender_role, sender_name, content, created_at FROM messages "
+               "WHERE job_id = $1 AND provider_id = $2 ORDER BY created_at, id",
+               DB_ARGS(DB_TEXT(t.job_id), DB_TEXT(t.provider_id))) != DB_OK)
+    return ERR_INTERNAL;
+  json_t *list = json_array();
+  for (int i = 0; i < r->rows; i++)
+    json_array_append_new(list, message_json(db_text(r, i, 0), db_text(r, i, 1), db_text(r, i, 2), db_text(r, i, 3),
+                                             db_text(r, i, 4), db_text(r, i, 5)));
+  return hs_ok(req, json_pack("{s:o}", "messages", list));
+}
+
+/* Posts content to the caller's thread: 409 on a cancelled job, 429 at the cap. */
+static err_t post_message(hs_req *req, thread *t, const char *content) {
+  if (!strcmp(t->status, "CANCELLED")) return hs_fail(req, ERR_CONFLICT, "The job is cancelled");
+  char id[ID_LEN + 1];
+  id_new(id);
+  const char *role = req->auth.role_bit == ROLE_PROVIDER ? "provider" : "user";
+  int64_t now = clock_now_ms();
+  db_res *r;
+  if (db_query(&req->arena, &r,
+               "INSERT INTO messages (id, job_id, provider_id, sender_id, sender_role, sender_name, content, created_at) "
+               "SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE "
+               "(SELECT COUNT(*) FROM messages WHERE job_id = $2 AND provider_id = $3) < $9",
+               DB_ARGS(DB_TEXT(id), DB_TEXT(t->job_id), DB_TEXT(t->provider_id), DB_TEXT(req->auth.id), DB_TEXT(role),
+                       DB_TEXT(t->sender_name), DB_TEXT(content), DB_INT(now), DB_INT(THREAD_CAP))) != DB_OK)
+    return ERR_INTERNAL;
+  if (r->changes == 0) {
+    req->retry_after = 0;
+    return hs_fail(req, ERR_RATE_LIMITED, "This thread has reached 250 messages");
+  }
+  bool from_customer = req->auth.role_bit == ROLE_USER;
+  notify(from_customer ? t->provider_id : t->customer_id, from_customer ? "provider" : "user",
+         arena_printf(&req->arena, "New message from %s", t->sender_name),
+         strncmp(content, "[IMAGE]", 7) ? content : "Sent a photo", t->job_id);
+  char ms[24];
+  snprintf(ms, sizeof ms, "%lld", (long long)now);
+  return hs_ok(req, message_json(id, req->auth.id, role, t->sender_name, content, ms));
+}
+
+static err_t api_messages_post(hs_req *req) {
+  thread t;
+  err_t e = open_thread(req, hs_body_str(req, "providerId"), &t);
+  return e == ERR_OK ? post_message(req, &t, hs_body_str(req, "content")) : e;
+}
+
+static err_t api_messages_photo(hs_req *req) {
+  thread t;
+  err_t e = open_thread(req, hs_body_str(req, "providerId"), &t);
+  if (e != ERR_OK) return e;
+  if (!strcmp(t.status, "CANCELLED")) return hs_fail(req, ERR_CONFLICT, "The job is cancelled");
+  int n;
+  hs_upload **files = hs_files(req, "photo", &n);
+  char key[STORAGE_KEY_LEN], err[256];
+  if (!storage_save(files[0]->path, files[0]->ext, files[0]->mime, key, err)) return hs_fail(req, ERR_INTERNAL, NULL);
+  char *url = storage_url(key, URL_TTL_PHOTO);
+  char *content = arena_printf(&req->arena, "[IMAGE]%s", url);
+  free(url);
+  e = post_message(req, &t, content);
+  if (e != ERR_OK) storage_delete(key);
+  return e;
+}
+
+static const hs_field post_fields[] = {
+    {"content", F_STRING, F_REQUIRED, LEN(1, 2000)},
+    {"providerId", F_STRING, 0, LEN(1, 64)},
+    {0},
+};
+static const hs_schema post_schema = {post_fields};
+static const hs_field thread_fields[] = {{"providerId", F_STRING, 0, LEN(1, 64)}, {0}};
+static const hs_schema thread_query = {thread_fields};
+static const hs_file_rule photo_files[] = {{"photo", 1, 10 * 1024 * 1024, FT_IMAGES}, {0}};
+static const hs_upload_spec photo_upload = {photo_files, 1, "No file uploaded", &thread_query};
+
+const hs_route MESSAGES_ROUTES[] = {
+    {HS_GET, "/jobs/:id/messages", api_messages_list, ROLE_USER | ROLE_PROVIDER, .query = &thread_query,
+     .summary = "A job's message thread"},
+    {HS_POST, "/jobs/:id/messages", api_messages_post, ROLE_USER | ROLE_PROVIDER, &post_schema, .ok = 201,
+     .summary = "Post a message"},
+    {HS_POST, "/jobs/:id/messages/photo", api_messages_photo, ROLE_USER | ROLE_PROVIDER, .upload = &photo_upload,
+     .ok = 201, .summary = "Post a photo message"},
+};
+const size_t MESSAGES_ROUTES_LEN = ARRAY_LEN(MESSAGES_ROUTES);

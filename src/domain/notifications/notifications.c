@@ -1,0 +1,98 @@
+/* Notifications. A notification row and its push job are written in one transaction; the
+ * queue worker posts the push to PUSH_URL ({to, title, body, data}, Expo's message format)
+ * or, without PUSH_URL, logs it. */
+#include "domain/notifications/notifications.h"
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/ids.h"
+#include "core/jsonx.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "ext/queue.h"
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const token_sql[] = {"SELECT push_token FROM users WHERE id = $1",
+                                        "SELECT push_token FROM providers WHERE id = $1"};
+
+void notify(const char *account_id, const char *role, const char *title, const char *body, const char *job_id) {
+  bool provider = !strcmp(role, "provider");
+  char id[ID_LEN + 1];
+  id_new(id);
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK)
+    rc = db_exec(c, NULL, NULL,
+                 "INSERT INTO notifications (id, account_id, role, title, body, job_id, created_at) "
+                 "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                 DB_ARGS(DB_TEXT(id), DB_TEXT(account_id), DB_TEXT(role), DB_TEXT(title), DB_TEXT(body),
+                         DB_TEXT(job_id), DB_INT(clock_now_ms())));
+  if (rc == DB_OK) rc = db_exec(c, &a, &r, token_sql[provider], DB_ARGS(DB_TEXT(account_id)));
+  if (rc == DB_OK && r->rows && !db_isnull(r, 0, 0)) {
+    json_t *push = json_pack("{s:s,s:s,s:s,s:{s:s?}}", "to", db_text(r, 0, 0), "title", title, "body", body, "data",
+                             "jobId", job_id);
+    rc = queue_enqueue(c, "push", push);
+    json_decref(push);
+  }
+  if (rc == DB_OK) rc = db_commit(c);
+  db_release(c);
+  arena_fini(&a);
+  if (rc == DB_OK) queue_kick();
+  else log_msg(LOG_ERROR, "recording a notification for %s failed", account_id);
+}
+
+void notify_matching_providers(const char *service, const char *zip, const char *title, const char *body,
+                               const char *job_id) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  if (db_query(&a, &r,
+               "SELECT s.provider_id FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
+               "WHERE s.service = $1 AND z.zip = $2",
+               DB_ARGS(DB_TEXT(service), DB_TEXT(zip))) == DB_OK)
+    for (int i = 0; i < r->rows; i++) notify(db_text(r, i, 0), "provider", title, body, job_id);
+  arena_fini(&a);
+}
+
+static size_t discard(char *p, size_t size, size_t n, void *arg) {
+  (void)p, (void)arg;
+  return size * n;
+}
+
+/* Queue handler: one push message to the push service. */
+static bool send_push(json_t *msg, char err[256]) {
+  if (!CFG.push_url) {
+    log_json(LOG_INFO, "push (no PUSH_URL: logged only)", json_incref(msg));
+    return true;
+  }
+  char *body = json_dumps(msg, JSON_COMPACT);
+  CURL *curl = curl_easy_init();
+  struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+  h = curl_slist_append(h, "Accept: application/json");
+  curl_easy_setopt(curl, CURLOPT_URL, CFG.push_url);
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 15000L);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  CURLcode cc = curl_easy_perform(curl);
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  curl_slist_free_all(h);
+  curl_easy_cleanup(curl);
+  free(body);
+  if (cc != CURLE_OK || status >= 500 || status == 429) {
+    snprintf(err, 256, "push service: %s", cc != CURLE_OK ? curl_easy_strerror(cc) : "server error");
+    return false; /* retried with backoff */
+  }
+  if (status >= 400) log_msg(LOG_WARN, "push service refused a message (%ld)", status); /* not retried */
+  return true;
+}
+
+void notifications_domain_init(void) { queue_register("push", send_push); }

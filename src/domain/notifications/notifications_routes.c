@@ -1,0 +1,96 @@
+/* /users/me and /providers/me notification routes. Each handler serves both roles: the
+ * account is the caller's, its kind comes from the token's role. */
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/util.h"
+#include "domain/notifications/notifications.h"
+
+static const char *role_of(const hs_req *req) { return req->auth.role_bit == ROLE_PROVIDER ? "provider" : "user"; }
+
+static err_t api_push_token(hs_req *req) {
+  const char *sql = req->auth.role_bit == ROLE_PROVIDER ? "UPDATE providers SET push_token = $2 WHERE id = $1"
+                                                        : "UPDATE users SET push_token = $2 WHERE id = $1";
+  if (db_query(NULL, NULL, sql, DB_ARGS(DB_TEXT(req->auth.id), DB_TEXT(hs_body_str(req, "token")))) != DB_OK)
+    return ERR_INTERNAL;
+  return hs_ok(req, json_pack("{s:b}", "ok", 1));
+}
+
+static err_t api_notifications_list(hs_req *req) {
+  db_res *r;
+  if (db_query(&req->arena, &r,
+               "SELECT id, title, body, job_id, is_read, created_at FROM notifications "
+               "WHERE account_id = $1 AND role = $2 ORDER BY created_at DESC, id DESC LIMIT 50",
+               DB_ARGS(DB_TEXT(req->auth.id), DB_TEXT(role_of(req)))) != DB_OK)
+    return ERR_INTERNAL;
+  json_t *list = json_array();
+  for (int i = 0; i < r->rows; i++)
+    json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:o,s:o,s:o}", "id", db_text(r, i, 0), "title",
+                                          db_text(r, i, 1), "body", db_text(r, i, 2), "jobId",
+                                          jx_str_or_null(db_text(r, i, 3)), "read", jx_bool(db_text(r, i, 4)),
+                                          "createdAt", jx_iso_or_null(db_text(r, i, 5))));
+  return hs_ok(req, list);
+}
+
+static err_t api_notifications_read(hs_req *req) {
+  if (db_query(NULL, NULL, "UPDATE notifications SET is_read = 1 WHERE account_id = $1 AND role = $2 AND is_read = 0",
+               DB_ARGS(DB_TEXT(req->auth.id), DB_TEXT(role_of(req)))) != DB_OK)
+    return ERR_INTERNAL;
+  return hs_ok(req, json_pack("{s:b}", "ok", 1));
+}
+
+/* The banner is returned and removed by one statement, so two polls never both get it. */
+static err_t api_banner_poll(hs_req *req) {
+  db_res *r;
+  if (db_query(&req->arena, &r, "DELETE FROM banners WHERE account_id = $1 AND role = $2 RETURNING icon, title, body",
+               DB_ARGS(DB_TEXT(req->auth.id), DB_TEXT(role_of(req)))) != DB_OK)
+    return ERR_INTERNAL;
+  if (r->rows == 0) return hs_ok(req, json_null());
+  return hs_ok(req, json_pack("{s:o,s:s,s:s}", "icon", jx_str_or_null(db_text(r, 0, 0)), "title", db_text(r, 0, 1),
+                              "body", db_text(r, 0, 2)));
+}
+
+/* Test support until the administrator's POST /admin/notify exists: queue a banner. */
+static err_t api_test_banner(hs_req *req) {
+  if (db_query(NULL, NULL,
+               "INSERT INTO banners (account_id, role, icon, title, body, created_at) VALUES ($1, $2, $3, $4, $5, $6) "
+               "ON CONFLICT (account_id, role) DO UPDATE SET icon = excluded.icon, title = excluded.title, "
+               "body = excluded.body, created_at = excluded.created_at",
+               DB_ARGS(DB_TEXT(hs_body_str(req, "accountId")), DB_TEXT(hs_body_str(req, "role")),
+                       DB_TEXT(hs_body_str(req, "icon")), DB_TEXT(hs_body_str(req, "title")),
+                       DB_TEXT(hs_body_str(req, "body")), DB_INT(clock_now_ms()))) != DB_OK)
+    return ERR_INTERNAL;
+  return hs_ok(req, json_pack("{s:b}", "ok", 1));
+}
+
+static const char *const ACCOUNT_ROLES[] = {"user", "provider", NULL};
+static const hs_field banner_fields[] = {
+    {"accountId", F_STRING, F_REQUIRED, LEN(1, 64)},
+    {"role", F_ENUM, F_REQUIRED, .choices = ACCOUNT_ROLES},
+    {"title", F_STRING, F_REQUIRED, LEN(1, 200)},
+    {"body", F_STRING, F_REQUIRED, LEN(1, 2000)},
+    {"icon", F_STRING, 0, LEN(0, 64)},
+    {0},
+};
+static const hs_schema banner_schema = {banner_fields};
+
+static const hs_field token_fields[] = {{"token", F_STRING, F_REQUIRED, LEN(1, 512)}, {0}};
+static const hs_schema token_schema = {token_fields};
+
+const hs_route NOTIFICATIONS_ROUTES[] = {
+    {HS_POST, "/users/me/push-token", api_push_token, ROLE_USER, &token_schema,
+     .summary = "Register the customer's device push token"},
+    {HS_POST, "/providers/me/push-token", api_push_token, ROLE_PROVIDER, &token_schema,
+     .summary = "Register the provider's device push token"},
+    {HS_GET, "/users/me/notifications", api_notifications_list, ROLE_USER, .summary = "The last 50 notifications"},
+    {HS_GET, "/providers/me/notifications", api_notifications_list, ROLE_PROVIDER,
+     .summary = "The last 50 notifications"},
+    {HS_POST, "/users/me/notifications/read", api_notifications_read, ROLE_USER, .summary = "Mark all read"},
+    {HS_POST, "/providers/me/notifications/read", api_notifications_read, ROLE_PROVIDER, .summary = "Mark all read"},
+    {HS_GET, "/users/me/notification", api_banner_poll, ROLE_USER,
+     .summary = "The pending in-app banner, returned once"},
+    {HS_GET, "/providers/me/notification", api_banner_poll, ROLE_PROVIDER,
+     .summary = "The pending in-app banner, returned once"},
+    {HS_POST, "/__test/banner", api_test_banner, ROLE_OPEN, &banner_schema, .flags = ROUTE_TEST_ONLY,
+     .summary = "Queue an in-app banner (APP_ENV=test only)"},
+};
+const size_t NOTIFICATIONS_ROUTES_LEN = ARRAY_LEN(NOTIFICATIONS_ROUTES);

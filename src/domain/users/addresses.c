@@ -1,0 +1,238 @@
+/* Saved addresses (/users/me/addresses): handlers, SQL and routes of a small sub-domain of
+ * users. A customer's first address is primary; a free-tier customer may keep one address
+ * (premium lifts the limit); the primary address and the last one cannot be deleted.
+ * Another customer's address does not exist for the caller (404). */
+#include "core/clock.h"
+#include "core/ids.h"
+#include "core/jsonx.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "db/db.h"
+#include "domain/users/users.h"
+#include "ext/filetype.h"
+#include "ext/storage.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define MB (1024 * 1024)
+
+static json_t *photo_or_null(const char *key) {
+  if (!key) return json_null();
+  char *url = storage_url(key, URL_TTL_PHOTO);
+  json_t *v = json_string(url);
+  free(url);
+  return v;
+}
+
+static json_t *address_json(const db_res *r, int i) {
+  json_t *keys = jx_parse_or(db_text(r, i, 9), json_array()), *photos = json_array();
+  size_t k;
+  json_t *v;
+  json_array_foreach(keys, k, v) json_array_append_new(photos, photo_or_null(json_string_value(v)));
+  json_decref(keys);
+  return json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "id", db_text(r, i, 0), "label", db_text(r, i, 1),
+                   "address", db_text(r, i, 2), "zip", db_text(r, i, 3), "isPrimary", jx_bool(db_text(r, i, 4)),
+                   "drivewayLength", jx_real_or_null(db_text(r, i, 5)), "lawnAcres", jx_real_or_null(db_text(r, i, 6)),
+                   "streetViewPhoto", photo_or_null(db_text(r, i, 7)), "serviceAreaPhotos", photos, "createdAt",
+                   jx_iso_or_null(db_text(r, i, 8)));
+}
+
+#define ADDRESS_COLUMNS                                                                                        \
+  "id, label, address, zip, is_primary, driveway_length, lawn_acres, street_view_photo, created_at, "        \
+  "service_area_photos"
+
+static err_t reply_list(hs_req *req) {
+  db_res *r;
+  if (db_query(&req->arena, &r,
+               "SELECT " ADDRESS_COLUMNS " FROM user_addresses WHERE user_id = $1 ORDER BY is_primary DESC, created_at, id",
+               DB_ARGS(DB_TEXT(req->auth.id))) != DB_OK)
+    return ERR_INTERNAL;
+  json_t *list = json_array();
+  for (int i = 0; i < r->rows; i++) json_array_append_new(list, address_json(r, i));
+  return hs_ok(req, list);
+}
+
+/* The caller's address :id, or 404. */
+static err_t load_address(hs_req *req, db_res **r) {
+  if (db_query(&req->arena, r, "SELECT " ADDRESS_COLUMNS " FROM user_addresses WHERE id = $1 AND user_id = $2",
+               DB_ARGS(DB_TEXT(hs_param(req, "id")), DB_TEXT(req->auth.id))) != DB_OK)
+    return ERR_INTERNAL;
+  return (*r)->rows ? ERR_OK : hs_fail(req, ERR_NOT_FOUND, "Address not found");
+}
+
+static err_t reply_address(hs_req *req) {
+  db_res *r;
+  err_t e = load_address(req, &r);
+  return e == ERR_OK ? hs_ok(req, address_json(r, 0)) : e;
+}
+
+static err_t api_addresses_list(hs_req *req) { return reply_list(req); }
+
+static err_t api_addresses_create(hs_req *req) {
+  arena *a = &req->arena;
+  db_res *r;
+  char id[ID_LEN + 1];
+  id_new(id);
+  const char *label = hs_body_str(req, "label");
+  /* the count and the insert share a transaction (the write lock on SQLite) */
+  db_conn *c = db_acquire();
+  err_t e = ERR_INTERNAL;
+  if (db_begin(c) != DB_OK ||
+      db_exec(c, a, &r,
+              "SELECT (SELECT COUNT(*) FROM user_addresses WHERE user_id = $1), is_premium FROM users WHERE id = $1",
+              DB_ARGS(DB_TEXT(req->auth.id))) != DB_OK || r->rows == 0)
+    goto out;
+  int64_t count = db_int(r, 0, 0);
+  if (count >= 1 && db_int(r, 0, 1) != 1) {
+    e = hs_fail_code(req, ERR_FORBIDDEN, "premium_required", "Saving more than one address requires premium");
+    goto out;
+  }
+  int64_t now = clock_now_ms();
+  if (db_exec(c, NULL, NULL,
+              "INSERT INTO user_addresses (id, user_id, label, address, zip, is_primary, created_at, updated_at) "
+              "VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
+              DB_ARGS(DB_TEXT(id), DB_TEXT(req->auth.id), DB_TEXT(label ? label : "Address"),
+                      DB_TEXT(hs_body_str(req, "address")), DB_TEXT(hs_body_str(req, "zip")), DB_BOOL(count == 0),
+                      DB_INT(now))) != DB_OK ||
+      db_commit(c) != DB_OK)
+    goto out;
+  e = ERR_OK;
+out:
+  db_release(c);
+  return e == ERR_OK ? reply_list(req) : e;
+}
+
+static err_t api_addresses_make_primary(hs_req *req) {
+  db_res *r;
+  err_t e = load_address(req, &r);
+  if (e != ERR_OK) return e;
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK)
+    rc = db_exec(c, NULL, NULL, "UPDATE user_addresses SET is_primary = CASE WHEN id = $2 THEN 1 ELSE 0 END WHERE user_id = $1",
+                 DB_ARGS(DB_TEXT(req->auth.id), DB_TEXT(db_text(r, 0, 0))));
+  if (rc == DB_OK) rc = db_commit(c);
+  db_release(c);
+  return rc == DB_OK ? reply_list(req) : ERR_INTERNAL;
+}
+
+static void delete_photo_keys(const char *street, const char *area_json) {
+  storage_delete(street);
+  json_t *keys = jx_parse_or(area_json, json_array());
+  size_t i;
+  json_t *k;
+  json_array_foreach(keys, i, k) storage_delete(json_string_value(k));
+  json_decref(keys);
+}
+
+static err_t api_addresses_delete(hs_req *req) {
+  db_res *r, *count;
+  err_t e = load_address(req, &r);
+  if (e != ERR_OK) return e;
+  if (db_int(r, 0, 4) == 1) return hs_fail(req, ERR_BAD_REQUEST, "The primary address cannot be deleted");
+  if (db_query(&req->arena, &count, "SELECT COUNT(*) FROM user_addresses WHERE user_id = $1",
+               DB_ARGS(DB_TEXT(req->auth.id))) != DB_OK)
+    return ERR_INTERNAL;
+  if (db_int(count, 0, 0) <= 1) return hs_fail(req, ERR_BAD_REQUEST, "The last address cannot be deleted");
+  if (db_query(NULL, NULL, "DELETE FROM user_addresses WHERE id = $1 AND user_id = $2 AND is_primary = 0",
+               DB_ARGS(DB_TEXT(db_text(r, 0, 0)), DB_TEXT(req->auth.id))) != DB_OK)
+    return ERR_INTERNAL;
+  delete_photo_keys(db_text(r, 0, 7), db_text(r, 0, 9));
+  return reply_list(req);
+}
+
+static err_t api_addresses_update(hs_req *req) {
+  db_res *r;
+  err_t e = load_address(req, &r);
+  if (e != ERR_OK) return e;
+  json_t *driveway = json_object_get(req->body, "drivewayLength"), *acres = json_object_get(req->body, "lawnAcres");
+  if (db_query(NULL, NULL,
+               "UPDATE user_addresses SET driveway_length = CASE WHEN $2 = 1 THEN $3 ELSE driveway_length END, "
+               "lawn_acres = CASE WHEN $4 = 1 THEN $5 ELSE lawn_acres END, updated_at = $6 WHERE id = $1",
+               DB_ARGS(DB_TEXT(db_text(r, 0, 0)), DB_BOOL(driveway),
+                       driveway ? DB_REAL(json_number_value(driveway)) : DB_NULL, DB_BOOL(acres),
+                       acres ? DB_REAL(json_number_value(acres)) : DB_NULL, DB_INT(clock_now_ms()))) != DB_OK)
+    return ERR_INTERNAL;
+  return reply_address(req);
+}
+
+static err_t api_addresses_add_photos(hs_req *req) {
+  db_res *r;
+  err_t e = load_address(req, &r);
+  if (e != ERR_OK) return e;
+  int nstreet, narea;
+  hs_upload **street = hs_files(req, "streetViewPhoto", &nstreet), **area = hs_files(req, "serviceAreaPhotos", &narea);
+  json_t *keys = arena_json(&req->arena, jx_parse_or(db_text(r, 0, 9), json_array()));
+  char key[STORAGE_KEY_LEN], err[256];
+  const char *street_key = NULL, *old_street = db_text(r, 0, 7);
+  if (nstreet) {
+    if (!storage_save(street[0]->path, street[0]->ext, street[0]->mime, key, err)) return hs_fail(req, ERR_INTERNAL, NULL);
+    street_key = arena_strdup(&req->arena, key);
+  }
+  for (int i = 0; i < narea; i++) {
+    if (!storage_save(area[i]->path, area[i]->ext, area[i]->mime, key, err)) return hs_fail(req, ERR_INTERNAL, NULL);
+    json_array_append_new(keys, json_string(key));
+  }
+  if (json_array_size(keys) > 10) { /* serviceAreaPhotos: 10 at most in all */
+    size_t drop = json_array_size(keys) - 10;
+    for (size_t i = 0; i < drop; i++) {
+      storage_delete(json_string_value(json_array_get(keys, 0)));
+      json_array_remove(keys, 0);
+    }
+  }
+  char *text = json_dumps(keys, JSON_COMPACT);
+  db_rc rc = db_query(NULL, NULL,
+                      "UPDATE user_addresses SET street_view_photo = COALESCE($2, street_view_photo), "
+                      "service_area_photos = $3, updated_at = $4 WHERE id = $1",
+                      DB_ARGS(DB_TEXT(db_text(r, 0, 0)), DB_TEXT(street_key), DB_TEXT(text), DB_INT(clock_now_ms())));
+  free(text);
+  if (rc != DB_OK) return ERR_INTERNAL;
+  if (street_key && old_street) storage_delete(old_street);
+  return reply_address(req);
+}
+
+static err_t api_addresses_clear_photos(hs_req *req) {
+  db_res *r;
+  err_t e = load_address(req, &r);
+  if (e != ERR_OK) return e;
+  if (db_query(NULL, NULL,
+               "UPDATE user_addresses SET street_view_photo = NULL, service_area_photos = '[]', updated_at = $2 "
+               "WHERE id = $1",
+               DB_ARGS(DB_TEXT(db_text(r, 0, 0)), DB_INT(clock_now_ms()))) != DB_OK)
+    return ERR_INTERNAL;
+  delete_photo_keys(db_text(r, 0, 7), db_text(r, 0, 9));
+  return reply_address(req);
+}
+
+static const hs_field create_fields[] = {
+    {"label", F_STRING, 0, LEN(0, 100)},
+    {"address", F_STRING, F_REQUIRED, LEN(1, 300)},
+    {"zip", F_ZIP, F_REQUIRED},
+    {0},
+};
+static const hs_schema create_schema = {create_fields};
+static const hs_field update_fields[] = {
+    {"drivewayLength", F_NUMBER, 0, RANGE(0, 1e6)},
+    {"lawnAcres", F_NUMBER, 0, RANGE(0, 1e6)},
+    {0},
+};
+static const hs_schema update_schema = {update_fields};
+static const hs_file_rule photo_files[] = {
+    {"streetViewPhoto", 1, 10 * MB, FT_IMAGES}, {"serviceAreaPhotos", 10, 10 * MB, FT_IMAGES}, {0}};
+static const hs_upload_spec photo_upload = {photo_files, 1, "No files uploaded"};
+
+const hs_route ADDRESSES_ROUTES[] = {
+    {HS_GET, "/users/me/addresses", api_addresses_list, ROLE_USER, .summary = "Saved addresses, primary first"},
+    {HS_POST, "/users/me/addresses", api_addresses_create, ROLE_USER, &create_schema, .ok = 201,
+     .summary = "Save an address (free tier: one)"},
+    {HS_PATCH, "/users/me/addresses/:id/primary", api_addresses_make_primary, ROLE_USER,
+     .summary = "Make an address the primary one"},
+    {HS_DELETE, "/users/me/addresses/:id", api_addresses_delete, ROLE_USER, .summary = "Delete a saved address"},
+    {HS_PATCH, "/users/me/addresses/:id", api_addresses_update, ROLE_USER, &update_schema,
+     .summary = "Set property details (driveway length, lawn acres)"},
+    {HS_POST, "/users/me/addresses/:id/photos", api_addresses_add_photos, ROLE_USER, .upload = &photo_upload,
+     .summary = "Add street-view and service-area photos"},
+    {HS_DELETE, "/users/me/addresses/:id/photos", api_addresses_clear_photos, ROLE_USER,
+     .summary = "Remove an address's photos"},
+};
+const size_t ADDRESSES_ROUTES_LEN = ARRAY_LEN(ADDRESSES_ROUTES);
