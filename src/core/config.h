@@ -26,6 +26,8 @@ typedef struct config {
   int bcrypt_cost;
   int bcrypt_threads, bcrypt_queue; /* password-hashing pool size and queue bound */
   int db_pool_size;
+  int http_threads;  /* MHD event threads */
+  int http_workers;  /* handler threads */
   int queue_workers;
   bool trust_proxy;
   char *cors_origins;   /* comma-separated; "*" allows any */

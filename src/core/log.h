@@ -3,6 +3,7 @@
 #ifndef CORE_LOG_H
 #define CORE_LOG_H
 #include <jansson.h>
+#include <stdbool.h>
 
 typedef enum { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR } log_level;
 
@@ -10,6 +11,10 @@ typedef enum { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR } log_level;
 void log_set_level(log_level lvl);
 /* Writes {"time","level","msg", ...fields}. fields may be NULL; the reference is stolen. */
 void log_json(log_level lvl, const char *msg, json_t *fields);
+/* The access log line of one request, written without building a JSON tree (it is on every
+ * request's path). route is the matched pattern or the raw path; ip may be NULL. */
+void log_access(const char *request_id, const char *method, const char *route, int status, double ms, const char *ip,
+                bool aborted);
 /* printf-style message without extra fields. */
 void log_msg(log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -1,5 +1,5 @@
-/* Pool and dispatch. The pool is a fixed array of connections guarded by one mutex and a
- * condition variable; engines know nothing of threads. Results are built into one buffer so
+/* Pool and dispatch. The pool is a fixed array of connections guarded by one mutex, with a
+ * FIFO of waiting threads; engines know nothing of threads. Results are built into one buffer so
  * a row costs a couple of allocations, not one per cell. */
 #include "db/db.h"
 #include "core/log.h"
@@ -16,14 +16,22 @@ struct db_conn {
   bool in_tx;
 };
 
+/* A thread waiting for a connection. Released connections go to the oldest waiter directly,
+ * so under load no request loses the race for a connection again and again. */
+typedef struct waiter {
+  struct waiter *next;
+  db_conn *given;
+  pthread_cond_t cv;
+} waiter;
+
 static struct {
   const engine_ops *ops;
   db_engine engine;
   db_conn *conns;
   int size;
   pthread_mutex_t mu;
-  pthread_cond_t cv;
-} pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+  waiter *head, *tail;
+} pool = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 bool db_open(const char *url, int pool_size, char err[256]) {
   if (str_starts_with(url, "sqlite:")) {
@@ -55,24 +63,37 @@ db_engine db_engine_get(void) { return pool.engine; }
 
 db_conn *db_acquire(void) {
   pthread_mutex_lock(&pool.mu);
-  for (;;) {
-    for (int i = 0; i < pool.size; i++) {
+  if (!pool.head)
+    for (int i = 0; i < pool.size; i++)
       if (!pool.conns[i].in_use) {
         pool.conns[i].in_use = true;
         pthread_mutex_unlock(&pool.mu);
         return &pool.conns[i];
       }
-    }
-    pthread_cond_wait(&pool.cv, &pool.mu);
-  }
+  waiter w = {.next = NULL, .given = NULL};
+  pthread_cond_init(&w.cv, NULL);
+  if (pool.tail) pool.tail->next = &w;
+  else pool.head = &w;
+  pool.tail = &w;
+  while (!w.given) pthread_cond_wait(&w.cv, &pool.mu);
+  pthread_mutex_unlock(&pool.mu);
+  pthread_cond_destroy(&w.cv);
+  return w.given;
 }
 
 void db_release(db_conn *c) {
   if (!c) return;
   if (c->in_tx) db_rollback(c);
   pthread_mutex_lock(&pool.mu);
-  c->in_use = false;
-  pthread_cond_signal(&pool.cv);
+  waiter *w = pool.head;
+  if (w) { /* hand over: the connection stays in use */
+    pool.head = w->next;
+    if (!pool.head) pool.tail = NULL;
+    w->given = c;
+    pthread_cond_signal(&w->cv);
+  } else {
+    c->in_use = false;
+  }
   pthread_mutex_unlock(&pool.mu);
 }
 

@@ -120,6 +120,13 @@ static bool submit(task *t) {
   return true;
 }
 
+bool password_pool_full(void) {
+  pthread_mutex_lock(&P.mu);
+  bool full = P.count >= P.idle + P.queue || P.stopping;
+  pthread_mutex_unlock(&P.mu);
+  return full;
+}
+
 pw_result password_hash(const char *password, char out[128]) {
   char salt[CRYPT_GENSALT_OUTPUT_SIZE];
   if (!crypt_gensalt_rn("$2b$", (unsigned long)P.cost, NULL, 0, salt, sizeof salt)) return PW_ERROR;

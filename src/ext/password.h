@@ -14,6 +14,9 @@ typedef enum { PW_OK = 0, PW_MISMATCH, PW_BUSY, PW_ERROR } pw_result;
 void password_pool_start(int threads, int queue, int cost);
 /* Stops the pool after the queued work finishes. */
 void password_pool_stop(void);
+/* True when a request submitted now would be refused (every worker busy, the queue full).
+ * Lets a route answer 503 before doing any other work. */
+bool password_pool_full(void);
 /* Hashes password into out (128 bytes, "$2b$..."). */
 pw_result password_hash(const char *password, char out[128]);
 /* Checks password against hash. A NULL hash (unknown account) is checked against a dummy

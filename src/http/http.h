@@ -38,6 +38,7 @@ enum {
   ROUTE_DEV_ONLY = 1 << 1,  /* GODMODE: 404 when APP_ENV=production */
   ROUTE_CORS_ANY = 1 << 2,  /* any Origin is allowed, whatever CORS_ORIGINS says */
   ROUTE_RAW_BODY = 1 << 3,  /* the body is not parsed as JSON (webhooks) */
+  ROUTE_INLINE = 1 << 4,    /* the handler never blocks: run it on the event thread */
 };
 
 /* A fixed-window rate limit keyed by client address; counters live in the database. */

@@ -1,8 +1,11 @@
-/* libmicrohttpd glue. MHD calls on_request several times per request: first with the
- * headers (we match the route and check Content-Length), then with body chunks (we copy
- * them, up to the route's limit), then once with no data, when we run the pipeline and
- * queue the answer; answering only then keeps the connection alive. on_completed writes
- * the access log line and drops the request's arena. */
+/* libmicrohttpd glue. MHD runs a few event threads (epoll, one per core) and calls on_request
+ * several times per request: first with the headers (we match the route, check
+ * Content-Length and, for uploads, the token), then with body chunks (copied, or streamed to
+ * disk for multipart, up to the route's limit), then once with no data. Then routes flagged
+ * ROUTE_INLINE (and 404s) are answered on the event thread; every other request is handed to
+ * a worker thread with its connection suspended, and answered when the worker resumes it.
+ * Answering only after the body keeps the connection alive. on_completed writes the access
+ * log line and drops the request's arena. */
 #include "http/server.h"
 #include "core/clock.h"
 #include "ext/filetype.h"
@@ -20,6 +23,7 @@
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +40,9 @@ typedef struct conn_ctx {
   char *body;
   size_t body_len, body_cap, max_body;
   bool too_large, preflight, authorized, multipart;
+  bool answered; /* a response was queued */
+  bool done;     /* a worker ran the pipeline; the answer waits to be queued */
+  struct conn_ctx *next_work;
   struct timespec start;
   /* multipart routes */
   struct MHD_PostProcessor *pp;
@@ -54,6 +61,18 @@ static struct MHD_Daemon *daemon_handle;
 static _Atomic int inflight;
 static char **cors_list; /* NULL-terminated; NULL when "*" */
 static bool cors_any;
+
+/* Requests whose handlers may block (database, password hashing, outbound calls) run on a
+ * pool of worker threads while their connection is suspended, so MHD's few event threads
+ * never wait and keep serving every other connection. */
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  conn_ctx *head, *tail;
+  pthread_t *threads;
+  int n;
+  bool stopping;
+} work = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 /* ---- small helpers ---- */
 
@@ -453,6 +472,7 @@ static enum MHD_Result send_file(struct MHD_Connection *conn, hs_req *req) {
 
 static enum MHD_Result send_answer(struct MHD_Connection *conn, conn_ctx *ctx) {
   hs_req *req = &ctx->req;
+  ctx->answered = true;
   if (req->err == ERR_OK && req->res_content_type) return send_file(conn, req);
   json_t *body = req->res_body;
   if (req->err != ERR_OK) {
@@ -471,6 +491,7 @@ static enum MHD_Result send_answer(struct MHD_Connection *conn, conn_ctx *ctx) {
 
 static enum MHD_Result send_preflight(struct MHD_Connection *conn, conn_ctx *ctx) {
   hs_req *req = &ctx->req;
+  ctx->answered = true;
   int methods = hs_router_methods(req->path);
   if (!methods) {
     hs_fail(req, ERR_NOT_FOUND, NULL);
@@ -575,15 +596,27 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     *upload_size = 0;
     return MHD_YES;
   }
-  if (ctx->req.status || ctx->req.err) return MHD_YES; /* already answered */
+  if (ctx->answered) return MHD_YES;
+  if (ctx->done) return send_answer(conn, ctx); /* resumed after a worker ran the pipeline */
   if (ctx->pp) {
     MHD_destroy_post_processor(ctx->pp);
     ctx->pp = NULL;
     close_file(ctx);
   }
   if (ctx->preflight) return send_preflight(conn, ctx);
-  dispatch(ctx);
-  return send_answer(conn, ctx);
+  const hs_route *r = ctx->req.route;
+  if (!r || (r->flags & ROUTE_INLINE) || ctx->too_large) { /* cannot block: answer on this thread */
+    dispatch(ctx);
+    return send_answer(conn, ctx);
+  }
+  MHD_suspend_connection(conn);
+  pthread_mutex_lock(&work.mu);
+  if (work.tail) work.tail->next_work = ctx;
+  else work.head = ctx;
+  work.tail = ctx;
+  pthread_cond_signal(&work.cv);
+  pthread_mutex_unlock(&work.mu);
+  return MHD_YES;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe) {
@@ -595,11 +628,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   clock_gettime(CLOCK_MONOTONIC, &end);
   double ms = (double)(end.tv_sec - ctx->start.tv_sec) * 1e3 + (double)(end.tv_nsec - ctx->start.tv_nsec) / 1e6;
   if (req->route && req->status && !ctx->preflight) hs_router_count(req->route, req->status);
-  json_t *fields = json_pack("{s:s,s:s,s:s,s:i,s:f,s:s?}", "requestId", req->request_id, "method", req->method, "route",
-                             req->route ? req->route->path : req->path, "status", req->status, "ms",
-                             (double)(long)(ms * 100) / 100, "ip", req->ip);
-  if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) json_object_set_new(fields, "aborted", json_true());
-  log_json(req->status >= 500 ? LOG_ERROR : LOG_INFO, NULL, fields);
+  log_access(req->request_id, req->method, req->route ? req->route->path : req->path, req->status, ms, req->ip,
+             toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
   if (ctx->pp) MHD_destroy_post_processor(ctx->pp);
   close_file(ctx);
   if (req->res_fd >= 0) close(req->res_fd); /* a file answer that was never sent */
@@ -634,11 +664,46 @@ static void parse_cors(void) {
   free(copy);
 }
 
+static void *worker_main(void *arg) {
+  (void)arg;
+  for (;;) {
+    pthread_mutex_lock(&work.mu);
+    while (!work.head && !work.stopping) pthread_cond_wait(&work.cv, &work.mu);
+    conn_ctx *ctx = work.head;
+    if (!ctx) {
+      pthread_mutex_unlock(&work.mu);
+      return NULL;
+    }
+    work.head = ctx->next_work;
+    if (!work.head) work.tail = NULL;
+    pthread_mutex_unlock(&work.mu);
+    dispatch(ctx);
+    ctx->done = true;
+    MHD_resume_connection(ctx->req.conn);
+  }
+}
+
+static void workers_start(int n) {
+  work.stopping = false;
+  work.threads = xcalloc((size_t)n, sizeof *work.threads);
+  work.n = n;
+  for (int i = 0; i < n; i++) pthread_create(&work.threads[i], NULL, worker_main, NULL);
+}
+
+static void workers_stop(void) {
+  pthread_mutex_lock(&work.mu);
+  work.stopping = true;
+  pthread_cond_broadcast(&work.cv);
+  pthread_mutex_unlock(&work.mu);
+  for (int i = 0; i < work.n; i++) pthread_join(work.threads[i], NULL);
+  free(work.threads);
+  work.threads = NULL, work.n = 0;
+}
+
 bool hs_server_start(const char *bind, int port, char err[256]) {
   parse_cors();
   struct sockaddr_storage ss = {0};
-  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
-                   MHD_USE_ERROR_LOG;
+  unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
   if (strchr(bind, ':')) {
     struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
     a6->sin6_family = AF_INET6, a6->sin6_port = htons((uint16_t)port);
@@ -653,9 +718,11 @@ bool hs_server_start(const char *bind, int port, char err[256]) {
                                    MHD_OPTION_SOCK_ADDR, &ss,
                                    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
                                    (unsigned)60, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
+                                   MHD_OPTION_THREAD_POOL_SIZE, (unsigned)CFG.http_threads,
                                    MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024), MHD_OPTION_LISTEN_BACKLOG_SIZE,
                                    (unsigned)1024, MHD_OPTION_END);
   if (!daemon_handle) return snprintf(err, 256, "cannot listen on %s:%d", bind, port), false;
+  workers_start(CFG.http_workers);
   return true;
 }
 
@@ -675,4 +742,5 @@ void hs_server_stop(int grace_ms) {
   MHD_stop_daemon(daemon_handle);
   if (listen_fd != MHD_INVALID_SOCKET) close(listen_fd);
   daemon_handle = NULL;
+  workers_stop();
 }

@@ -1,5 +1,6 @@
-/* The HTTP server (libmicrohttpd, a thread per connection so a handler that blocks on the
- * database, a password hash or an outbound call stalls only its own connection). */
+/* The HTTP server: libmicrohttpd event threads for the sockets, and a pool of worker threads
+ * for handlers, so a handler that blocks on the database, a password hash or an outbound call
+ * holds one worker and stalls no other connection. */
 #ifndef HTTP_SERVER_H
 #define HTTP_SERVER_H
 #include <stdbool.h>

@@ -96,7 +96,7 @@ class PgCluster:
     def start(self):
         self._run("initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "--no-sync")
         opts = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300")
+                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=500")
         self._run("pg_ctl", "-D", self.data, "-o", opts, "-l", os.path.join(self.dir, "log"), "-w", "start")
 
     def restart(self):
@@ -314,43 +314,62 @@ def pg_cluster(engine):
     cluster.stop()
 
 
-@pytest.fixture(scope="session")
-def make_server(request, engine, pg_cluster):
-    """make_server(**env) -> a started Server with a fresh database; stopped at session end."""
-    binary = request.config.getoption("--binary")
-    started = []
-
-    def make(**env):
-        url = pg_cluster.new_database() if pg_cluster else None
-        srv = Server(binary, url, env)
-        started.append(srv)
-        return srv.start()
-
-    yield make
-    check_route_coverage(request)
+def _stop_all(servers):
+    """Stops servers; returns the sanitizer reports of those that had any."""
     reports = []
-    for srv in started:
+    for srv in servers:
         srv.stop()
         report = srv.sanitizer_report()
         if report:
             reports.append(report)
         else:
             srv.cleanup()
+    return reports
+
+
+def _fail_on(reports):
     if reports:
         pytest.fail("sanitizer reported errors:\n" + "\n\n".join(reports)[-20000:], pytrace=False)
 
 
+def _starter(request, engine, pg_cluster, started):
+    binary = request.config.getoption("--binary")
+
+    def make(**env):
+        env.setdefault("DB_POOL_SIZE", "4")  # extra servers: a small pool each
+        url = pg_cluster.new_database() if pg_cluster else None
+        srv = Server(binary, url, env)
+        started.append(srv)
+        return srv.start()
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def make_server(request, engine, pg_cluster):
+    """make_server(**env) -> a started Server with a fresh database; stopped at session end."""
+    started = []
+    yield _starter(request, engine, pg_cluster, started)
+    check_route_coverage(request)
+    _fail_on(_stop_all(started))
+
+
 @pytest.fixture(scope="session")
 def server(request, make_server):
-    srv = make_server()
+    srv = make_server(DB_POOL_SIZE="16")
     request.config._marketplace_server = srv
     return srv
 
 
 @pytest.fixture
-def server_factory(make_server):
-    """A fresh server per call with extra environment; for restart and configuration tests."""
-    return make_server
+def server_factory(request, engine, pg_cluster):
+    """server_factory(**env): a fresh server per call with extra environment (a small
+    database pool), stopped when the test ends; for restart and configuration tests."""
+    started = []
+    make = _starter(request, engine, pg_cluster, started)
+
+    yield make
+    _fail_on(_stop_all(started))
 
 
 @pytest.fixture

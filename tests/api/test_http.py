@@ -291,8 +291,8 @@ def test_cors_configured_origin_preflight(cors_server):
     assert "Access-Control-Allow-Origin" not in r.headers
 
 
-def test_cors_closed_by_default_in_production(make_server):
-    srv = make_server(APP_ENV="production", JWT_SECRET="p" * 40, BCRYPT_COST="12")
+def test_cors_closed_by_default_in_production(server_factory):
+    srv = server_factory(APP_ENV="production", JWT_SECRET="p" * 40, BCRYPT_COST="12")
     r = requests.get(srv.url + "/health", headers={"Origin": ORIGIN}, timeout=10)
     assert r.status_code == 200
     assert "Access-Control-Allow-Origin" not in r.headers

@@ -1297,8 +1297,8 @@ def test_stripe_customer_after_lost_answers_is_made_once(sapi, fake):
     assert len(fake.objects("customer", email=u["email"])) == 1
 
 
-def test_stripe_subscribe_unknown_price_is_400(make_server, fake):
-    srv = make_server(STRIPE_SECRET_KEY="sk_test_fake", STRIPE_API_BASE=fake.url, STRIPE_PREMIUM_PRICE_ID="price_gone")
+def test_stripe_subscribe_unknown_price_is_400(server_factory, fake):
+    srv = server_factory(STRIPE_SECRET_KEY="sk_test_fake", STRIPE_API_BASE=fake.url, STRIPE_PREMIUM_PRICE_ID="price_gone")
     api = Api(srv)
     u = customer_with_card(api)
     r = subscribe(api, u)
@@ -1307,8 +1307,8 @@ def test_stripe_subscribe_unknown_price_is_400(make_server, fake):
     assert premium_status(api, u) == NOT_PREMIUM
 
 
-def test_stripe_wrong_api_key_is_503_without_retries(make_server, fake):
-    srv = make_server(STRIPE_SECRET_KEY="sk_test_wrong", STRIPE_API_BASE=fake.url, STRIPE_PREMIUM_PRICE_ID=PRICE)
+def test_stripe_wrong_api_key_is_503_without_retries(server_factory, fake):
+    srv = server_factory(STRIPE_SECRET_KEY="sk_test_wrong", STRIPE_API_BASE=fake.url, STRIPE_PREMIUM_PRICE_ID=PRICE)
     api = Api(srv)
     u = api.register_user()
     r = api.post("/payments/setup-intent", token=u["token"])
@@ -1319,8 +1319,8 @@ def test_stripe_wrong_api_key_is_503_without_retries(make_server, fake):
     assert refused[0]["headers"]["authorization"] == "Bearer sk_test_wrong"
 
 
-def test_stripe_unreachable_is_503(make_server):
-    srv = make_server(STRIPE_SECRET_KEY="sk_test_fake", STRIPE_API_BASE=f"http://127.0.0.1:{free_port()}",
+def test_stripe_unreachable_is_503(server_factory):
+    srv = server_factory(STRIPE_SECRET_KEY="sk_test_fake", STRIPE_API_BASE=f"http://127.0.0.1:{free_port()}",
                       STRIPE_PREMIUM_PRICE_ID=PRICE)
     api = Api(srv)
     u = api.register_user()

@@ -16,12 +16,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define RESET_TTL_MS (60LL * 60 * 1000)
+
+/* A client refused for load waits this long for its 503, so a flood that ignores Retry-After
+ * cannot spin the server on cheap refusals (it costs a worker thread, not a core). */
+#define BUSY_DELAY_US 200000
 
 /* Maps a hashing failure to the answer: 503 + Retry-After when the pool is saturated. */
 static err_t hashing_failed(hs_req *req, pw_result r) {
   if (r == PW_BUSY) {
+    usleep(BUSY_DELAY_US);
     req->retry_after = 1;
     return hs_fail(req, ERR_UNAVAILABLE, "Server busy");
   }
@@ -74,6 +80,7 @@ err_t api_auth_provider_register(hs_req *req) {
 }
 
 static err_t login(hs_req *req, account_kind kind) {
+  if (password_pool_full()) return hashing_failed(req, PW_BUSY); /* before touching the database */
   bool found;
   account acc = {0};
   if (auth_store_find(&req->arena, kind, hs_body_str(req, "email"), &acc, &found) != ERR_OK) return ERR_INTERNAL;
