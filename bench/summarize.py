@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Summary table and goal check for bench/run.sh.
+
+Usage: summarize.py RESULTS_DIR   (reads latest.tsv, machine.txt, login_log_counts.tsv there)
+Prints a Markdown table of every measurement and the goals, met or missed, per engine.
+
+Goals (docs/performance.md):
+  G1  GET /health reaches >= 80% of nginx's requests/s (-t2 -c64, measured back to back).
+  G3  during the login flood, GET /health and GET /users/me keep p99 <= 10 ms and at least a
+      quarter of their throughput on the quiet server at the same wrk settings (-t1 -c4).
+"""
+import csv
+import os
+import sys
+
+NGINX_RATIO = 0.80
+FLOOD_P99_MS = 10.0
+FLOOD_RATIO = 0.25
+
+LABELS = {
+    "nginx_static": ("nginx static 200", "-t2 -c64"),
+    "health": ("GET /health", "-t2 -c64"),
+    "users_me": ("GET /users/me (baseline)", "-t2 -c64"),
+    "health_c4_quiet": ("GET /health, quiet", "-t1 -c4"),
+    "users_me_c4_quiet": ("GET /users/me, quiet", "-t1 -c4"),
+    "login_flood": ("POST /auth/login flood", "-t2 -c32"),
+    "health_c4_flood": ("GET /health during flood", "-t1 -c4"),
+    "users_me_c4_flood": ("GET /users/me during flood", "-t1 -c4"),
+}
+
+
+def main(results):
+    with open(os.path.join(results, "latest.tsv")) as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    machine = {}
+    path = os.path.join(results, "machine.txt")
+    if os.path.exists(path):
+        for line in open(path):
+            k, _, v = line.partition(":")
+            machine[k.strip()] = v.strip()
+    log_counts = {}
+    path = os.path.join(results, "login_log_counts.tsv")
+    if os.path.exists(path):
+        for line in open(path):
+            parts = line.split()
+            if len(parts) == 3:
+                log_counts.setdefault(parts[0], []).append(f"{parts[1]}: {parts[2]}")
+
+    by = {(r["engine"], r["scenario"]): r for r in rows}
+    engines = list(dict.fromkeys(r["engine"] for r in rows))
+
+    def rps(e, s):
+        r = by.get((e, s))
+        return float(r["rps"]) if r else None
+
+    def p99(e, s):
+        r = by.get((e, s))
+        return float(r["p99_ms"]) if r else None
+
+    out = []
+    out.append(f"Benchmark {machine.get('date', '?')}: {machine.get('cores', '?')} cores, {machine.get('cpu', '?')}, "
+               f"commit {machine.get('commit', '?')}; CPU idle before/after the run: "
+               f"{machine.get('idle before run', '?')}/{machine.get('idle after run', '?')}")
+    out.append("")
+    out.append("| engine | measurement | wrk | req/s | p99 ms | errors | compared with | ratio |")
+    out.append("| --- | --- | --- | ---: | ---: | --- | --- | ---: |")
+    goals = []
+    for e in engines:
+        for s, (label, wrk) in LABELS.items():
+            r = by.get((e, s))
+            if not r:
+                continue
+            errors = []
+            if r["non2xx"] not in ("0", ""):
+                errors.append(f"non-2xx {r['non2xx']}")
+            if r["socket_errors"] not in ("0", ""):
+                errors.append(f"socket {r['socket_errors']}")
+            compared, ratio = "", ""
+            if s == "health" and rps(e, "nginx_static"):
+                compared, ratio = "nginx", f"{rps(e, s) / rps(e, 'nginx_static'):.2f}"
+            elif s.endswith("_c4_flood"):
+                quiet = s.replace("_flood", "_quiet")
+                base64 = s.replace("_c4_flood", "")
+                if rps(e, quiet):
+                    compared = "quiet -c4"
+                    ratio = f"{rps(e, s) / rps(e, quiet):.2f}"
+                    if rps(e, base64):
+                        compared += " (-c64)"
+                        ratio += f" ({rps(e, s) / rps(e, base64):.2f})"
+            if s == "login_flood":
+                statuses = r["statuses"].replace(",", ", ").replace("=", ": ")
+                errors = [f"answers {statuses}"] + [x for x in errors if not x.startswith("non-2xx")]
+                if e in log_counts:
+                    errors.append("server log " + ", ".join(log_counts[e]))
+            out.append(f"| {e} | {label} | {wrk} {float(r['duration_s']):.0f}s | {float(r['rps']):,.0f} | "
+                       f"{float(r['p99_ms']):.2f} | {'; '.join(errors) or '-'} | {compared} | {ratio} |")
+        # goals
+        if rps(e, "health") and rps(e, "nginx_static"):
+            ratio = rps(e, "health") / rps(e, "nginx_static")
+            goals.append((e, f"GET /health >= {NGINX_RATIO:.0%} of nginx req/s", f"{ratio:.0%}", ratio >= NGINX_RATIO))
+        for s, name in (("health_c4_flood", "GET /health"), ("users_me_c4_flood", "GET /users/me")):
+            quiet = s.replace("_flood", "_quiet")
+            if rps(e, s) is None or not rps(e, quiet):
+                continue
+            ratio = rps(e, s) / rps(e, quiet)
+            # wrk leaves requests that time out (or fail) out of its latency histogram, so a
+            # p99 only counts when every request was answered
+            r = by[(e, s)]
+            lost = int(r["socket_errors"] or 0)
+            ok_p99 = p99(e, s) <= FLOOD_P99_MS and lost == 0 and int(r["requests"] or 0) > 0
+            measured = f"{p99(e, s):.2f} ms" + (f" + {lost} timeouts/errors" if lost else "")
+            goals.append((e, f"{name} during flood: p99 <= {FLOOD_P99_MS:g} ms", measured, ok_p99))
+            goals.append((e, f"{name} during flood: >= {FLOOD_RATIO:.0%} of quiet req/s", f"{ratio:.0%}",
+                          ratio >= FLOOD_RATIO))
+    out.append("")
+    out.append("| engine | goal | measured | result |")
+    out.append("| --- | --- | ---: | --- |")
+    for e, goal, measured, ok in goals:
+        out.append(f"| {e} | {goal} | {measured} | {'met' if ok else 'MISSED'} |")
+    met = sum(1 for g in goals if g[3])
+    out.append("")
+    out.append(f"goals met: {met} of {len(goals)}")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "results"))
