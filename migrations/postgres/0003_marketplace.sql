@@ -106,9 +106,10 @@ CREATE TABLE messages (
   sender_role TEXT NOT NULL,
   sender_name TEXT NOT NULL,
   content TEXT NOT NULL,
-  created_at BIGINT NOT NULL
+  created_at BIGINT NOT NULL,
+  seq BIGINT NOT NULL -- clock_sequence(): orders messages posted in the same millisecond
 );
-CREATE INDEX messages_thread ON messages (job_id, provider_id, created_at);
+CREATE INDEX messages_thread ON messages (job_id, provider_id, seq);
 
 -- Persistent notifications of a customer (role 'user') or provider.
 CREATE TABLE notifications (
@@ -119,9 +120,10 @@ CREATE TABLE notifications (
   body TEXT NOT NULL,
   job_id TEXT,
   is_read INTEGER NOT NULL DEFAULT 0,
-  created_at BIGINT NOT NULL
+  created_at BIGINT NOT NULL,
+  seq BIGINT NOT NULL
 );
-CREATE INDEX notifications_account ON notifications (account_id, role, created_at);
+CREATE INDEX notifications_account ON notifications (account_id, role, seq);
 
 -- The one-shot in-app banner: at most one pending per account, returned and removed by a poll.
 CREATE TABLE banners (

@@ -15,6 +15,14 @@ int64_t clock_now_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + atomic_load(&offset_ms);
 }
 
+int64_t clock_sequence(void) {
+  static _Atomic int64_t last;
+  int64_t want = clock_now_ms() * 1000, prev = atomic_load(&last), next;
+  do next = want > prev ? want : prev + 1;
+  while (!atomic_compare_exchange_weak(&last, &prev, next));
+  return next;
+}
+
 void clock_advance_ms(int64_t ms) { atomic_fetch_add(&offset_ms, ms); }
 
 int64_t clock_mono_ms(void) {

@@ -11,6 +11,9 @@
 int64_t clock_now_ms(void);
 /* Moves the service clock forward by ms (test environment only; callers enforce that). */
 void clock_advance_ms(int64_t ms);
+/* A strictly increasing number (epoch ms x 1000 plus a counter) for ordering records made in
+ * the same millisecond by this process. */
+int64_t clock_sequence(void);
 /* Milliseconds from a monotonic clock, for durations; unaffected by the test offset. */
 int64_t clock_mono_ms(void);
 /* Formats epoch milliseconds as ISO 8601 UTC with milliseconds ("2026-11-22T01:49:51.123Z");

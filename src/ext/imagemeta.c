@@ -2,7 +2,8 @@
  * data, and metadata lives in APPn segments (APP1 Exif/XMP, APP13 IPTC, ...) that are dropped
  * except APP0 (JFIF) and APP2 (the ICC colour profile, needed to show colours right) and
  * APP14 (Adobe colour transform). A PNG is a sequence of chunks; eXIf, tEXt, zTXt, iTXt and
- * tIME are dropped. The result is written to a temporary file and renamed over the original. */
+ * tIME are dropped, and so is anything after IEND. A WebP (RIFF) loses its EXIF and XMP
+ * chunks. The result is written to a temporary file and renamed over the original. */
 #include "ext/imagemeta.h"
 #include "core/util.h"
 #include <stdint.h>
@@ -53,19 +54,47 @@ static size_t strip_png(const unsigned char *in, size_t n, unsigned char *out) {
     size_t len = ((size_t)in[i] << 24) | ((size_t)in[i + 1] << 16) | ((size_t)in[i + 2] << 8) | in[i + 3];
     if (len > n - i - 12) return 0;
     if (!drop_png_chunk(in + i + 4)) memcpy(out + o, in + i, len + 12), o += len + 12;
+    if (!memcmp(in + i + 4, "IEND", 4)) return o; /* the image ends here: bytes after it go too */
     i += len + 12;
   }
   return o;
 }
 
+static uint32_t le32(const unsigned char *p) { return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+static void put_le32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* WebP is a RIFF container: EXIF and XMP chunks are dropped and their flags in the VP8X
+ * header cleared, then the RIFF size is rewritten. */
+static size_t strip_webp(const unsigned char *in, size_t n, unsigned char *out) {
+  if (n < 12 || memcmp(in, "RIFF", 4) || memcmp(in + 8, "WEBP", 4)) return 0;
+  memcpy(out, in, 12);
+  size_t i = 12, o = 12;
+  while (i + 8 <= n) {
+    size_t len = le32(in + i + 4), padded = len + (len & 1);
+    if (padded > n - i - 8) return 0;
+    bool meta = !memcmp(in + i, "EXIF", 4) || !memcmp(in + i, "XMP ", 4);
+    if (!meta) {
+      memcpy(out + o, in + i, 8 + padded);
+      if (!memcmp(in + i, "VP8X", 4) && len >= 1) out[o + 8] &= (unsigned char)~0x0C; /* EXIF and XMP flags */
+      o += 8 + padded;
+    }
+    i += 8 + padded;
+  }
+  put_le32(out + 4, (uint32_t)(o - 8));
+  return o;
+}
+
 bool image_strip_metadata(const char *path, const char *mime) {
-  bool jpeg = !strcmp(mime, "image/jpeg"), png = !strcmp(mime, "image/png");
-  if (!jpeg && !png) return true;
+  bool jpeg = !strcmp(mime, "image/jpeg"), png = !strcmp(mime, "image/png"), webp = !strcmp(mime, "image/webp");
+  if (!jpeg && !png && !webp) return true;
   size_t n;
   unsigned char *in = (unsigned char *)read_file(path, &n);
   if (!in) return false;
   unsigned char *out = xmalloc(n + 1);
-  size_t m = jpeg ? strip_jpeg(in, n, out) : strip_png(in, n, out);
+  size_t m = jpeg ? strip_jpeg(in, n, out) : png ? strip_png(in, n, out) : strip_webp(in, n, out);
   bool ok = true;
   if (m > 0 && m < n) { /* something was removed */
     char tmp[4200];

@@ -4,7 +4,7 @@
 #define EXT_IMAGEMETA_H
 #include <stdbool.h>
 
-/* Rewrites the JPEG or PNG file at path without its metadata segments or chunks (other types
+/* Rewrites the JPEG, PNG or WebP file at path without its metadata segments or chunks (other types
  * are left alone). False when the file could not be read or written. */
 bool image_strip_metadata(const char *path, const char *mime);
 

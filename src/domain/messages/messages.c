@@ -1,7 +1,7 @@
 /* Handlers, SQL and routes of the message threads (a small domain kept in one file).
  * The 250-message cap is enforced by the insert itself (INSERT ... SELECT ... WHERE the
- * thread holds fewer than 250), so concurrent posts cannot overshoot it on SQLite, whose
- * writes are serialised, and overshoot by at most the concurrency on PostgreSQL. */
+ * thread holds fewer than 250), inside a transaction that first locks the job's row, so
+ * concurrent posts never overshoot it. */
 #include "core/clock.h"
 #include "core/ids.h"
 #include "core/jsonx.h"
@@ -68,7 +68,7 @@ static err_t api_messages_list(hs_req *req) {
   db_res *r;
   if (db_query(&req->arena, &r,
                "SELECT id, sender_id, sender_role, sender_name, content, created_at FROM messages "
-               "WHERE job_id = $1 AND provider_id = $2 ORDER BY created_at, id",
+               "WHERE job_id = $1 AND provider_id = $2 ORDER BY seq",
                DB_ARGS(DB_TEXT(t.job_id), DB_TEXT(t.provider_id))) != DB_OK)
     return ERR_INTERNAL;
   json_t *list = json_array();
@@ -85,14 +85,23 @@ static err_t post_message(hs_req *req, thread *t, const char *content) {
   id_new(id);
   const char *role = req->auth.role_bit == ROLE_PROVIDER ? "provider" : "user";
   int64_t now = clock_now_ms();
-  db_res *r;
-  if (db_query(&req->arena, &r,
-               "INSERT INTO messages (id, job_id, provider_id, sender_id, sender_role, sender_name, content, created_at) "
-               "SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE "
-               "(SELECT COUNT(*) FROM messages WHERE job_id = $2 AND provider_id = $3) < $9",
-               DB_ARGS(DB_TEXT(id), DB_TEXT(t->job_id), DB_TEXT(t->provider_id), DB_TEXT(req->auth.id), DB_TEXT(role),
-                       DB_TEXT(t->sender_name), DB_TEXT(content), DB_INT(now), DB_INT(THREAD_CAP))) != DB_OK)
-    return ERR_INTERNAL;
+  db_res *r = NULL;
+  /* the no-op update locks the job's row (PostgreSQL) or the database (SQLite) for the
+   * transaction, so concurrent posts count the thread one after another */
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK) rc = db_exec(c, NULL, NULL, "UPDATE jobs SET id = id WHERE id = $1", DB_ARGS(DB_TEXT(t->job_id)));
+  if (rc == DB_OK)
+    rc = db_exec(c, &req->arena, &r,
+                 "INSERT INTO messages (id, job_id, provider_id, sender_id, sender_role, sender_name, content, "
+                 "created_at, seq) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $10 WHERE "
+                 "(SELECT COUNT(*) FROM messages WHERE job_id = $2 AND provider_id = $3) < $9",
+                 DB_ARGS(DB_TEXT(id), DB_TEXT(t->job_id), DB_TEXT(t->provider_id), DB_TEXT(req->auth.id),
+                         DB_TEXT(role), DB_TEXT(t->sender_name), DB_TEXT(content), DB_INT(now), DB_INT(THREAD_CAP),
+                         DB_INT(clock_sequence())));
+  if (rc == DB_OK) rc = db_commit(c);
+  db_release(c);
+  if (rc != DB_OK) return ERR_INTERNAL;
   if (r->changes == 0) {
     req->retry_after = 0;
     return hs_fail(req, ERR_RATE_LIMITED, "This thread has reached 250 messages");

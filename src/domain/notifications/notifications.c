@@ -28,10 +28,10 @@ void notify(const char *account_id, const char *role, const char *title, const c
   db_rc rc = db_begin(c);
   if (rc == DB_OK)
     rc = db_exec(c, NULL, NULL,
-                 "INSERT INTO notifications (id, account_id, role, title, body, job_id, created_at) "
-                 "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                 "INSERT INTO notifications (id, account_id, role, title, body, job_id, created_at, seq) "
+                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                  DB_ARGS(DB_TEXT(id), DB_TEXT(account_id), DB_TEXT(role), DB_TEXT(title), DB_TEXT(body),
-                         DB_TEXT(job_id), DB_INT(clock_now_ms())));
+                         DB_TEXT(job_id), DB_INT(clock_now_ms()), DB_INT(clock_sequence())));
   if (rc == DB_OK) rc = db_exec(c, &a, &r, token_sql[provider], DB_ARGS(DB_TEXT(account_id)));
   if (rc == DB_OK && r->rows && !db_isnull(r, 0, 0)) {
     json_t *push = json_pack("{s:s,s:s,s:s,s:{s:s?}}", "to", db_text(r, 0, 0), "title", title, "body", body, "data",

@@ -19,7 +19,7 @@ static err_t api_notifications_list(hs_req *req) {
   db_res *r;
   if (db_query(&req->arena, &r,
                "SELECT id, title, body, job_id, is_read, created_at FROM notifications "
-               "WHERE account_id = $1 AND role = $2 ORDER BY created_at DESC, id DESC LIMIT 50",
+               "WHERE account_id = $1 AND role = $2 ORDER BY seq DESC LIMIT 50",
                DB_ARGS(DB_TEXT(req->auth.id), DB_TEXT(role_of(req)))) != DB_OK)
     return ERR_INTERNAL;
   json_t *list = json_array();

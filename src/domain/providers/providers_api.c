@@ -208,7 +208,15 @@ err_t api_providers_upload_id_documents(hs_req *req) {
     return e == ERR_NOT_FOUND ? hs_fail(req, e, "Provider not found") : e;
   }
   storage_delete(old_front), storage_delete(old_back);
-  return reply_profile(req);
+  /* the answer describes the upload just made: a fast background check may already have
+   * written its result, which the next GET shows */
+  json_t *p = providers_profile_json(&req->arena, req->auth.id);
+  if (!p) return hs_fail(req, ERR_NOT_FOUND, "Provider not found");
+  json_object_set_new(p, "idCheckStatus", json_string("pending"));
+  json_object_set_new(p, "idCheckFlags", json_array());
+  static const char *const cleared[] = {"idCheckName", "idCheckDOB", "idCheckExpiry", "idCheckState", "idCheckAt"};
+  for (size_t i = 0; i < sizeof cleared / sizeof *cleared; i++) json_object_set_new(p, cleared[i], json_null());
+  return hs_ok(req, p);
 }
 
 err_t api_providers_upload_insurance(hs_req *req) {

@@ -74,10 +74,12 @@ static err_t api_addresses_create(hs_req *req) {
   char id[ID_LEN + 1];
   id_new(id);
   const char *label = hs_body_str(req, "label");
-  /* the count and the insert share a transaction (the write lock on SQLite) */
+  /* the count and the insert share a transaction that first locks the user's row (the whole
+   * database on SQLite), so concurrent saves are counted one after another */
   db_conn *c = db_acquire();
   err_t e = ERR_INTERNAL;
   if (db_begin(c) != DB_OK ||
+      db_exec(c, NULL, NULL, "UPDATE users SET id = id WHERE id = $1", DB_ARGS(DB_TEXT(req->auth.id))) != DB_OK ||
       db_exec(c, a, &r,
               "SELECT (SELECT COUNT(*) FROM user_addresses WHERE user_id = $1), is_premium FROM users WHERE id = $1",
               DB_ARGS(DB_TEXT(req->auth.id))) != DB_OK || r->rows == 0)

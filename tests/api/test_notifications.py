@@ -1,0 +1,699 @@
+"""Notifications: push tokens, the persistent notification list (last 50), mark-all-read,
+pushes through PUSH_URL (Expo message format, durable and retried), and the one-shot banner.
+
+Spec: marketplace-api.md 2 (Notification, Queued banner), 4 (Providers and Users tables:
+push-token, notification, notifications, notifications/read), 5 (access), 6 (events), 8 (lists:
+notifications last 50); decisions.md 2 (PUSH_URL), 4 (which operations notify whom; banners kept
+in the database) and 6 (background work is durable and retried). The test-only
+POST /__test/banner {accountId, role, title, body, icon?} queues a banner.
+
+Every test makes its own accounts in a ZIP of the embedded table that no other test of this
+file uses, so only its own providers match its jobs.
+"""
+import csv
+import json
+import os
+import random
+import re
+import socket
+import struct
+import threading
+import time
+import uuid
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+import pytest
+
+from conftest import Api
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+ID_RE = re.compile(r"^c[0-9a-z]{24}$")
+ISO_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+NOTIFICATION_FIELDS = {"id", "title", "body", "jobId", "read", "createdAt"}
+UNAUTHORIZED = {"error": "Unauthorized"}
+FORBIDDEN = {"error": "Forbidden"}
+OK = {"ok": True}
+
+# ---------------------------------------------------------------- ZIPs and images
+
+with open(os.path.join(ROOT, "assets", "us_zip_centroids.csv"), newline="") as _f:
+    _ZIPS = [r["zip"] for r in csv.DictReader(_f) if r["zip"] != "10001"]
+_USED_ZIPS = set()
+
+
+def fresh_zip():
+    """A real ZIP (the embedded table) that no other test of this session took from here."""
+    while True:
+        z = random.choice(_ZIPS)
+        if z not in _USED_ZIPS:
+            _USED_ZIPS.add(z)
+            return z
+
+
+def _chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+
+def png_bytes(seed=1, width=8, height=6):
+    rnd = random.Random(seed)
+    raw = b"".join(b"\0" + bytes(rnd.randrange(256) for _ in range(width * 3)) for _ in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + _chunk(b"IDAT", zlib.compress(raw)) + _chunk(b"IEND", b""))
+
+
+def ok(r, status=200):
+    assert r.status_code == status, f"expected {status}, got {r.status_code} {r.text}"
+    return r.json()
+
+
+# ---------------------------------------------------------------- accounts and jobs
+
+
+def customer(api, zip_code):
+    u = api.register_user(zip=zip_code, name=f"Customer {uuid.uuid4().hex[:6]}")
+    u["name"] = u["body"]["name"]
+    return u
+
+
+def provider(api, zip_code, services=("lawncare",), verified=True, zips=None):
+    pro = api.register_provider(serviceZips=list(zips or [zip_code]), services=list(services),
+                                name=f"Pro {uuid.uuid4().hex[:6]}")
+    pro["name"] = pro["body"]["name"]
+    if verified:
+        ok(api.post("/providers/me/headshots", token=pro["token"],
+                    files={"headshot": ("head.png", png_bytes(7), "image/png")}))
+        ok(api.post("/providers/me/id-documents", token=pro["token"],
+                    files={"front": ("front.png", png_bytes(8), "image/png"),
+                           "back": ("back.png", png_bytes(9), "image/png")}))
+    return pro
+
+
+def post_job(api, user, asap=True):
+    body = {"service": "lawncare", "isAsap": True} if asap else {"service": "lawncare",
+                                                                    "preferredAt": "2031-05-01T09:00:00.000Z"}
+    return ok(api.post("/jobs", token=user["token"], json=body), 201)
+
+
+def quote(api, pro, job_id, amount=80):
+    return ok(api.post("/quotes", token=pro["token"], json={"jobId": job_id, "amount": amount}), 201)
+
+
+def accept(api, user, quote_id):
+    return ok(api.post(f"/quotes/{quote_id}/accept", token=user["token"]))
+
+
+def user_list(api, user):
+    return ok(api.get("/users/me/notifications", token=user["token"]))
+
+
+def pro_list(api, pro):
+    return ok(api.get("/providers/me/notifications", token=pro["token"]))
+
+
+def strip(items):
+    """The notifications without their generated id and createdAt (checked separately)."""
+    out = []
+    for n in items:
+        assert set(n) == NOTIFICATION_FIELDS, n
+        assert ID_RE.match(n["id"]) and ISO_RE.match(n["createdAt"]), n
+        out.append({k: n[k] for k in ("title", "body", "jobId", "read")})
+    return out
+
+
+def note(title, body, job_id, read=False):
+    return {"title": title, "body": body, "jobId": job_id, "read": read}
+
+
+def message(api, token, job_id, content, **extra):
+    return ok(api.post(f"/jobs/{job_id}/messages", token=token, json={"content": content, **extra}), 201)
+
+
+class Flow:
+    """A customer and a verified provider in a fresh ZIP, a scheduled job (not ASAP, so the
+    provider is not notified of it), optionally quoted/accepted."""
+
+    def __init__(self, api, amount=80):
+        self.api = api
+        self.zip = fresh_zip()
+        self.user = customer(api, self.zip)
+        self.pro = provider(api, self.zip)
+        self.job = post_job(api, self.user, asap=False)
+        self.job_id = self.job["id"]
+        self.amount = amount
+        self.quote = None
+
+    def quoted(self):
+        self.quote = quote(self.api, self.pro, self.job_id, self.amount)
+        time.sleep(0.003)  # later notifications get later timestamps
+        return self
+
+    def accepted(self):
+        if not self.quote:
+            self.quoted()
+        accept(self.api, self.user, self.quote["id"])
+        time.sleep(0.003)
+        return self
+
+
+def pipelined_posts(api, path, token, bodies):
+    """POSTs the JSON bodies in order on one connection, written at once (HTTP/1.1 pipelining):
+    answered one after another with no client round trip between them."""
+    host, port = urlsplit(api.url).hostname, urlsplit(api.url).port
+    wire = b""
+    for i, body in enumerate(bodies):
+        data = json.dumps(body).encode()
+        wire += (f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {token}\r\n"
+                 f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+                 f"Connection: {'close' if i == len(bodies) - 1 else 'keep-alive'}\r\n\r\n").encode() + data
+    with socket.create_connection((host, port), timeout=30) as sock:
+        sock.sendall(wire)
+        buf = b""
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+    out = []
+    while buf:
+        head, _, rest = buf.partition(b"\r\n\r\n")
+        lines = head.decode().split("\r\n")
+        headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+        n = int(headers["content-length"])
+        out.append((int(lines[0].split()[1]), json.loads(rest[:n])))
+        buf = rest[n:]
+    assert len(out) == len(bodies)
+    return out
+
+
+# ---------------------------------------------------------------- push tokens
+
+
+@pytest.mark.parametrize("path,role", [("/users/me/push-token", "user"), ("/providers/me/push-token", "provider")])
+def test_push_token_is_saved(api, path, role):
+    acct = api.register_user() if role == "user" else api.register_provider()
+    r = api.post(path, token=acct["token"], json={"token": "ExponentPushToken[abc123]"})
+    assert (r.status_code, r.json()) == (200, OK)
+    # replacing it is allowed
+    r = api.post(path, token=acct["token"], json={"token": "ExponentPushToken[def456]", "extra": 1})
+    assert (r.status_code, r.json()) == (200, OK)
+
+
+@pytest.mark.parametrize("path,role", [("/users/me/push-token", "user"), ("/providers/me/push-token", "provider")])
+def test_push_token_validation(api, path, role):
+    acct = api.register_user() if role == "user" else api.register_provider()
+    for body, error in [({}, "token: is required"), ({"token": None}, "token: is required"),
+                        ({"token": ""}, "token: must not be empty"), ({"token": "   "}, "token: must not be empty"),
+                        ({"token": 123}, "token: must be a string"), ({"token": ["a"]}, "token: must be a string")]:
+        r = api.post(path, token=acct["token"], json=body)
+        assert (r.status_code, r.json()) == (400, {"error": error}), body
+    r = api.post(path, token=acct["token"], data="{", headers={"Content-Type": "application/json"})
+    assert (r.status_code, r.json()) == (400, {"error": "body: malformed JSON"})
+
+
+def test_wrong_role_is_403_and_no_token_is_401(api):
+    user, pro = api.register_user(), api.register_provider()
+    user_routes = [("POST", "/users/me/push-token", {"token": "t"}), ("GET", "/users/me/notifications", None),
+                   ("POST", "/users/me/notifications/read", None), ("GET", "/users/me/notification", None)]
+    pro_routes = [("POST", "/providers/me/push-token", {"token": "t"}),
+                  ("GET", "/providers/me/notifications", None),
+                  ("POST", "/providers/me/notifications/read", None), ("GET", "/providers/me/notification", None)]
+    for routes, wrong in ((user_routes, pro), (pro_routes, user)):
+        for method, path, body in routes:
+            r = api.request(method, path, token=wrong["token"], json=body)
+            assert (r.status_code, r.json()) == (403, FORBIDDEN), path
+            r = api.request(method, path, json=body)
+            assert (r.status_code, r.json()) == (401, UNAUTHORIZED), path
+            r = api.request(method, path, token="garbage", json=body)
+            assert (r.status_code, r.json()) == (401, UNAUTHORIZED), path
+
+
+# ---------------------------------------------------------------- what creates notifications
+
+
+def test_new_accounts_have_no_notifications(api):
+    user, pro = api.register_user(zip=fresh_zip()), api.register_provider(serviceZips=[fresh_zip()])
+    assert user_list(api, user) == []
+    assert pro_list(api, pro) == []
+
+
+def test_quote_received_notifies_the_customer(api):
+    f = Flow(api, amount=80).quoted()
+    items = user_list(api, f.user)
+    # 80 + 18 % fee = 94.40
+    assert strip(items) == [note("New quote", f"{f.pro['name']} quoted $94.40 for your lawncare job", f.job_id)]
+    assert pro_list(api, f.pro) == []  # quoting notifies nobody else
+
+
+def test_quote_uses_the_company_name_when_set(api):
+    f = Flow(api, amount=100)
+    ok(api.patch("/providers/me", token=f.pro["token"], json={"companyName": "Green Acres LLC"}))
+    f.quoted()
+    assert strip(user_list(api, f.user)) == [
+        note("New quote", "Green Acres LLC quoted $118.00 for your lawncare job", f.job_id)]
+
+
+def test_quote_accepted_notifies_the_provider(api):
+    f = Flow(api)
+    other = provider(api, f.zip)
+    f.quoted()
+    quote(api, other, f.job_id, 90)
+    before = len(pro_list(api, f.pro))
+    f.accepted()
+    items = pro_list(api, f.pro)
+    assert len(items) == before + 1
+    assert strip(items)[0] == note("Quote accepted", f"{f.user['name']} accepted your quote", f.job_id)
+    assert all(n["title"] != "Quote accepted" for n in pro_list(api, other))
+    assert all(n["title"] != "Quote accepted" for n in user_list(api, f.user))
+
+
+def test_status_changes_notify_the_customer(api):
+    f = Flow(api).accepted()
+    for status in ("ON_THE_WAY", "IN_PROGRESS", "COMPLETED"):
+        job = ok(api.patch(f"/jobs/{f.job_id}/status", token=f.pro["token"], json={"status": status}))
+        assert job["status"] == status
+        time.sleep(0.003)  # distinct timestamps: this test is not about same-millisecond ordering
+    items = strip(user_list(api, f.user))
+    assert items[:3] == [
+        note("Job update", "Your job is completed (lawncare)", f.job_id),
+        note("Job update", "Work on your job has started (lawncare)", f.job_id),
+        note("Job update", "Your provider is on the way (lawncare)", f.job_id),
+    ]
+    assert items[3:] == [note("New quote", f"{f.pro['name']} quoted $94.40 for your lawncare job", f.job_id)]
+    assert all(n["title"] != "Job update" for n in pro_list(api, f.pro))
+
+
+
+def test_start_and_complete_with_photos_notify_the_customer(api):
+    f = Flow(api).accepted()
+    ok(api.patch(f"/jobs/{f.job_id}/status", token=f.pro["token"], json={"status": "ON_THE_WAY"}))
+    time.sleep(0.003)
+    job = ok(api.post(f"/jobs/{f.job_id}/start", token=f.pro["token"],
+                      files={"images": ("before.png", png_bytes(41), "image/png")}))
+    assert job["status"] == "IN_PROGRESS"
+    time.sleep(0.003)
+    job = ok(api.post(f"/jobs/{f.job_id}/complete", token=f.pro["token"],
+                      files={"images": ("after.png", png_bytes(42), "image/png")}))
+    assert job["status"] == "COMPLETED"
+    assert strip(user_list(api, f.user))[:3] == [
+        note("Job update", "Your job is completed (lawncare)", f.job_id),
+        note("Job update", "Work on your job has started (lawncare)", f.job_id),
+        note("Job update", "Your provider is on the way (lawncare)", f.job_id),
+    ]
+
+def test_refused_status_change_notifies_nobody(api):
+    f = Flow(api).accepted()
+    r = api.patch(f"/jobs/{f.job_id}/status", token=f.pro["token"], json={"status": "COMPLETED"})
+    assert r.status_code == 409
+    assert all(n["title"] != "Job update" for n in user_list(api, f.user))
+
+
+def test_new_message_notifies_the_other_party(api):
+    f = Flow(api).quoted()
+    message(api, f.user["token"], f.job_id, "Can you bring a trimmer?", providerId=f.pro["id"])
+    assert strip(pro_list(api, f.pro)) == [
+        note(f"New message from {f.user['name']}", "Can you bring a trimmer?", f.job_id)]
+    time.sleep(0.003)
+    message(api, f.pro["token"], f.job_id, "Yes, no problem")
+    assert strip(user_list(api, f.user))[0] == note(f"New message from {f.pro['name']}", "Yes, no problem", f.job_id)
+    # the sender is not notified of its own message
+    assert len(pro_list(api, f.pro)) == 1
+    assert len(user_list(api, f.user)) == 2  # the quote and the provider's message
+    time.sleep(0.003)
+    # a photo message reads as a photo
+    ok(api.post(f"/jobs/{f.job_id}/messages/photo", token=f.pro["token"],
+                files={"photo": ("p.png", png_bytes(3), "image/png")}), 201)
+    assert strip(user_list(api, f.user))[0] == note(f"New message from {f.pro['name']}", "Sent a photo", f.job_id)
+
+
+def test_refused_message_notifies_nobody(api):
+    f = Flow(api).quoted()
+    r = api.post(f"/jobs/{f.job_id}/messages", token=f.user["token"], json={"content": "", "providerId": f.pro["id"]})
+    assert r.status_code == 400
+    assert pro_list(api, f.pro) == []
+
+
+def test_asap_job_notifies_every_matching_provider(api):
+    z, elsewhere = fresh_zip(), fresh_zip()
+    a = provider(api, z, verified=False)
+    b = provider(api, z, verified=True)
+    both = provider(api, z, services=("snowplowing", "lawncare"), zips=[elsewhere, z], verified=False)
+    wrong_service = provider(api, z, services=("snowplowing",), verified=False)
+    wrong_zip = provider(api, elsewhere, verified=False)
+    user = customer(api, z)
+    job = post_job(api, user, asap=True)
+    expected = [note("Urgent job nearby", f"An ASAP lawncare job was posted in {z}", job["id"])]
+    for p in (a, b, both):
+        assert strip(pro_list(api, p)) == expected
+    for p in (wrong_service, wrong_zip):
+        assert pro_list(api, p) == []
+    assert user_list(api, user) == []
+    # a scheduled (not ASAP) job notifies nobody
+    post_job(api, user, asap=False)
+    for p in (a, b, both):
+        assert strip(pro_list(api, p)) == expected
+
+
+def test_recurring_request_notifies_the_provider(api):
+    f = Flow(api).accepted()
+    for status in ("ON_THE_WAY", "IN_PROGRESS", "COMPLETED"):
+        ok(api.patch(f"/jobs/{f.job_id}/status", token=f.pro["token"], json={"status": status}))
+    time.sleep(0.003)
+    r = api.post(f"/jobs/{f.job_id}/recurring", token=f.user["token"],
+                 json={"dayOfWeek": 1, "timeSlot": "morning", "endDate": "2031-12-31T00:00:00.000Z"})
+    assert (r.status_code, r.json()) == (200, {"requested": True})
+    assert strip(pro_list(api, f.pro))[0] == note(
+        "Recurring service requested",
+        "A customer asked for this job every Monday (morning) until 2031-12-31T00:00:00.000Z",
+        f.job_id)
+
+
+# ---------------------------------------------------------------- the list
+
+
+def test_list_keeps_only_the_50_newest_newest_first(api):
+    f = Flow(api).accepted()
+    for i in range(55):
+        message(api, f.pro["token"], f.job_id, f"update {i}")
+        time.sleep(0.002)  # distinct timestamps: this test is not about same-millisecond ordering
+    items = user_list(api, f.user)
+    assert len(items) == 50
+    assert strip(items) == [note(f"New message from {f.pro['name']}", f"update {i}", f.job_id)
+                            for i in range(54, 4, -1)]
+    stamps = [n["createdAt"] for n in items]
+    assert stamps == sorted(stamps, reverse=True)
+    assert len({n["id"] for n in items}) == 50
+
+
+def test_notifications_created_back_to_back_are_newest_first(api):
+    """50 messages pipelined on one connection (answered in order, many within one millisecond)
+    make 50 notifications for the customer. Rounds (a new customer each) go on until at least 16
+    notifications shared a millisecond with the one before, so random tie-breaking cannot pass
+    by luck."""
+    ties = 0
+    for _ in range(8):
+        f = Flow(api).accepted()
+        answers = pipelined_posts(api, f"/jobs/{f.job_id}/messages", f.pro["token"],
+                                  [{"content": f"n{i:03d}"} for i in range(50)])
+        assert [st for st, _ in answers] == [201] * 50
+        stamps = [m["createdAt"] for _, m in answers]
+        ties += sum(a == b for a, b in zip(stamps, stamps[1:]))
+        assert [n["body"] for n in user_list(api, f.user)] == [f"n{i:03d}" for i in range(49, -1, -1)]
+        if ties >= 16:
+            break
+    if ties == 0:
+        pytest.skip("no two notifications shared a millisecond on this machine; the case was not provoked")
+
+
+def test_mark_all_read(api):
+    f = Flow(api).quoted()
+    message(api, f.pro["token"], f.job_id, "hello")
+    message(api, f.user["token"], f.job_id, "hi", providerId=f.pro["id"])
+    assert [n["read"] for n in user_list(api, f.user)] == [False, False]
+    r = api.post("/users/me/notifications/read", token=f.user["token"])
+    assert (r.status_code, r.json()) == (200, OK)
+    items = user_list(api, f.user)
+    assert [n["read"] for n in items] == [True, True]
+    # the provider's own notifications are untouched
+    assert [n["read"] for n in pro_list(api, f.pro)] == [False]
+    # a later notification is unread; marking again is harmless
+    time.sleep(0.003)
+    message(api, f.pro["token"], f.job_id, "one more")
+    assert [n["read"] for n in user_list(api, f.user)] == [False, True, True]
+    assert (api.post("/users/me/notifications/read", token=f.user["token"]).json()) == OK
+    assert (api.post("/users/me/notifications/read", token=f.user["token"]).json()) == OK
+    assert [n["read"] for n in user_list(api, f.user)] == [True, True, True]
+    r = api.post("/providers/me/notifications/read", token=f.pro["token"])
+    assert (r.status_code, r.json()) == (200, OK)
+    assert [n["read"] for n in pro_list(api, f.pro)] == [True]
+    # reading does not change anything else
+    assert [n["body"] for n in user_list(api, f.user)] == ["one more", "hello",
+                                                          f"{f.pro['name']} quoted $94.40 for your lawncare job"]
+
+
+def test_each_account_sees_only_its_own(api):
+    f = Flow(api).quoted()
+    message(api, f.user["token"], f.job_id, "for the pro", providerId=f.pro["id"])
+    other_user, other_pro = customer(api, f.zip), provider(api, fresh_zip(), verified=False)
+    assert user_list(api, other_user) == []
+    assert pro_list(api, other_pro) == []
+    assert [n["body"] for n in pro_list(api, f.pro)] == ["for the pro"]
+    assert [n["title"] for n in user_list(api, f.user)] == ["New quote"]
+    ok(api.post("/users/me/notifications/read", token=other_user["token"]))
+    assert [n["read"] for n in user_list(api, f.user)] == [False]
+
+
+# ---------------------------------------------------------------- pushes
+
+
+class FakePush:
+    """A local Expo-compatible push endpoint recording every POST; answers with the queued
+    statuses first, then 200."""
+
+    def __init__(self, statuses=()):
+        self.requests = []
+        self.statuses = list(statuses)
+        self.default = 200
+        self.lock = threading.RLock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with fake.lock:
+                    status = fake.statuses.pop(0) if fake.statuses else fake.default
+                    fake.requests.append({"path": self.path, "headers": dict(self.headers), "raw": body,
+                                          "status": status})
+                reply = json.dumps({"data": {"status": "ok" if status == 200 else "error"}}).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/--/api/v2/push/send"
+
+    def bodies(self):
+        with self.lock:
+            return [json.loads(r["raw"]) for r in self.requests]
+
+    def wait(self, count, timeout=10):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            with self.lock:
+                if len(self.requests) >= count:
+                    return self.bodies()
+            time.sleep(0.05)
+        raise AssertionError(f"expected {count} push request(s), got {len(self.requests)}: {self.bodies()}")
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def fake_push():
+    fakes = []
+
+    def make(statuses=()):
+        fake = FakePush(statuses)
+        fakes.append(fake)
+        return fake
+
+    yield make
+    for fake in fakes:
+        fake.close()
+
+
+def test_push_is_posted_in_expo_format(server_factory, fake_push):
+    push = fake_push()
+    api = Api(server_factory(PUSH_URL=push.url))
+    z = fresh_zip()
+    pro = provider(api, z)
+    ok(api.post("/providers/me/push-token", token=pro["token"], json={"token": "ExponentPushToken[old]"}))
+    ok(api.post("/providers/me/push-token", token=pro["token"], json={"token": "ExponentPushToken[pro1]"}))
+    user = customer(api, z)
+    ok(api.post("/users/me/push-token", token=user["token"], json={"token": "ExponentPushToken[user1]"}))
+    job = post_job(api, user, asap=True)
+    got = push.wait(1)
+    assert got == [{"to": "ExponentPushToken[pro1]", "title": "Urgent job nearby",
+                    "body": f"An ASAP lawncare job was posted in {z}", "data": {"jobId": job["id"]}}]
+    assert push.requests[0]["headers"]["Content-Type"] == "application/json"
+    assert urlsplit(push.url).path == push.requests[0]["path"]
+    # the customer's device hears of the quote
+    quote(api, pro, job["id"], 50)
+    got = push.wait(2)
+    assert got[1] == {"to": "ExponentPushToken[user1]", "title": "New quote",
+                      "body": f"{pro['name']} quoted $59.00 for your lawncare job", "data": {"jobId": job["id"]}}
+    time.sleep(1)
+    assert len(push.requests) == 2  # one push per notification
+
+
+def test_no_push_without_a_push_token(server_factory, fake_push):
+    push = fake_push()
+    api = Api(server_factory(PUSH_URL=push.url))
+    z = fresh_zip()
+    silent = provider(api, z, verified=False)
+    loud = provider(api, z, verified=False)
+    ok(api.post("/providers/me/push-token", token=loud["token"], json={"token": "ExponentPushToken[loud]"}))
+    user = customer(api, z)  # no push token either
+    job = post_job(api, user, asap=True)
+    got = push.wait(1)
+    assert [b["to"] for b in got] == ["ExponentPushToken[loud]"]
+    time.sleep(1.5)
+    assert len(push.requests) == 1
+    # the notification without a push is still recorded
+    assert strip(pro_list(api, silent)) == [note("Urgent job nearby", f"An ASAP lawncare job was posted in {z}",
+                                                 job["id"])]
+
+
+def test_push_service_error_is_retried(server_factory, fake_push):
+    push = fake_push(statuses=[500, 503])
+    api = Api(server_factory(PUSH_URL=push.url))
+    z = fresh_zip()
+    pro = provider(api, z, verified=False)
+    ok(api.post("/providers/me/push-token", token=pro["token"], json={"token": "ExponentPushToken[retry]"}))
+    user = customer(api, z)
+    job = post_job(api, user, asap=True)
+    got = push.wait(3, timeout=15)
+    expected = {"to": "ExponentPushToken[retry]", "title": "Urgent job nearby",
+                "body": f"An ASAP lawncare job was posted in {z}", "data": {"jobId": job["id"]}}
+    assert got == [expected] * 3
+    assert [r["status"] for r in push.requests] == [500, 503, 200]
+    time.sleep(1.5)
+    assert len(push.requests) == 3  # delivered: not sent again
+
+
+def test_undelivered_push_is_delivered_after_a_restart(server_factory, fake_push):
+    # decisions.md 6: pushes are queued in the database and finished after a restart
+    push = fake_push()
+    push.default = 500
+    srv = server_factory(PUSH_URL=push.url)
+    api = Api(srv)
+    z = fresh_zip()
+    pro = provider(api, z, verified=False)
+    ok(api.post("/providers/me/push-token", token=pro["token"], json={"token": "ExponentPushToken[durable]"}))
+    job = post_job(api, customer(api, z), asap=True)
+    push.wait(1)
+    srv.stop()
+    push.default = 200
+    failed = len(push.requests)
+    srv.start()
+    deadline = time.time() + 15
+    while time.time() < deadline and not any(r["status"] == 200 for r in push.requests):
+        time.sleep(0.1)
+    delivered = [r for r in push.requests if r["status"] == 200]
+    assert len(delivered) == 1, push.requests
+    assert json.loads(delivered[0]["raw"]) == {"to": "ExponentPushToken[durable]", "title": "Urgent job nearby",
+                                               "body": f"An ASAP lawncare job was posted in {z}",
+                                               "data": {"jobId": job["id"]}}
+    assert failed >= 1
+
+
+# ---------------------------------------------------------------- banners
+
+
+def queue_banner(api, account_id, role, title, body, icon=None):
+    payload = {"accountId": account_id, "role": role, "title": title, "body": body}
+    if icon is not None:
+        payload["icon"] = icon
+    r = api.post("/__test/banner", json=payload)
+    assert (r.status_code, r.json()) == (200, OK)
+
+
+def poll(api, acct, role):
+    r = api.get("/users/me/notification" if role == "user" else "/providers/me/notification", token=acct["token"])
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+@pytest.mark.parametrize("role", ["user", "provider"])
+def test_banner_is_null_when_none_is_queued(api, role):
+    acct = api.register_user() if role == "user" else api.register_provider()
+    r = api.get("/users/me/notification" if role == "user" else "/providers/me/notification", token=acct["token"])
+    assert (r.status_code, r.text.strip()) == (200, "null")
+    assert r.headers["Content-Type"].startswith("application/json")
+
+
+@pytest.mark.parametrize("role", ["user", "provider"])
+def test_banner_is_returned_once(api, role):
+    acct = api.register_user() if role == "user" else api.register_provider()
+    queue_banner(api, acct["id"], role, "Spring special", "20% off your next mow", icon="leaf")
+    assert poll(api, acct, role) == {"icon": "leaf", "title": "Spring special", "body": "20% off your next mow"}
+    assert poll(api, acct, role) is None
+    assert poll(api, acct, role) is None
+    # a banner is not a persistent notification
+    path = "/users/me/notifications" if role == "user" else "/providers/me/notifications"
+    assert ok(api.get(path, token=acct["token"])) == []
+
+
+def test_banner_without_icon_has_null_icon(api):
+    user = api.register_user()
+    queue_banner(api, user["id"], "user", "Heads up", "Storm tomorrow")
+    assert poll(api, user, "user") == {"icon": None, "title": "Heads up", "body": "Storm tomorrow"}
+    assert poll(api, user, "user") is None
+
+
+def test_second_banner_replaces_the_first(api):
+    user, pro = api.register_user(), api.register_provider()
+    queue_banner(api, user["id"], "user", "First", "one", icon="a")
+    queue_banner(api, user["id"], "user", "Second", "two")
+    assert poll(api, user, "user") == {"icon": None, "title": "Second", "body": "two"}
+    assert poll(api, user, "user") is None
+    queue_banner(api, pro["id"], "provider", "P1", "one")
+    queue_banner(api, pro["id"], "provider", "P2", "two", icon="b")
+    assert poll(api, pro, "provider") == {"icon": "b", "title": "P2", "body": "two"}
+    assert poll(api, pro, "provider") is None
+
+
+def test_banners_are_per_account_and_role(api):
+    user, other_user, pro = api.register_user(), api.register_user(), api.register_provider()
+    # queued for the user's id under the provider role: not the user's banner
+    queue_banner(api, user["id"], "provider", "Wrong role", "not for the customer")
+    assert poll(api, user, "user") is None
+    # queued for the provider's id under the user role: not the provider's banner
+    queue_banner(api, pro["id"], "user", "Wrong role", "not for the provider")
+    assert poll(api, pro, "provider") is None
+    queue_banner(api, user["id"], "user", "Hi customer", "c")
+    queue_banner(api, pro["id"], "provider", "Hi pro", "p")
+    assert poll(api, other_user, "user") is None
+    assert poll(api, pro, "provider") == {"icon": None, "title": "Hi pro", "body": "p"}
+    assert poll(api, user, "user") == {"icon": None, "title": "Hi customer", "body": "c"}
+    assert poll(api, user, "user") is None and poll(api, pro, "provider") is None
+
+
+def test_test_banner_route_validates(api):
+    user = api.register_user()
+    base = {"accountId": user["id"], "role": "user", "title": "T", "body": "B"}
+    cases = [
+        ({k: v for k, v in base.items() if k != "accountId"}, "accountId: is required"),
+        ({**base, "role": "admin"}, "role: must be one of: user, provider"),
+        ({k: v for k, v in base.items() if k != "title"}, "title: is required"),
+        ({**base, "body": ""}, "body: must not be empty"),
+    ]
+    for body, error in cases:
+        r = api.post("/__test/banner", json=body)
+        assert (r.status_code, r.json()) == (400, {"error": error}), body
+    assert poll(api, user, "user") is None
+
+
+def test_banner_survives_a_restart(server_factory):
+    # decisions.md 4: the banner queue is kept in the database
+    srv = server_factory()
+    api = Api(srv)
+    user = api.register_user()
+    queue_banner(api, user["id"], "user", "Kept", "across restarts", icon="i")
+    srv.restart()
+    assert poll(api, user, "user") == {"icon": "i", "title": "Kept", "body": "across restarts"}
+    assert poll(api, user, "user") is None
