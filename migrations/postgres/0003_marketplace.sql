@@ -18,7 +18,8 @@ CREATE INDEX user_addresses_user ON user_addresses (user_id);
 
 -- status: PENDING, QUOTED, ACCEPTED, ON_THE_WAY, IN_PROGRESS, COMPLETED, CANCELLED.
 -- preferred_at is NULL for ASAP jobs without a date; feed_at orders the provider feed
--- (ASAP jobs first: their feed_at is 0).
+-- (ASAP jobs first: their feed_at is -2^62, before any date); seq orders jobs posted in the
+-- same millisecond.
 CREATE TABLE jobs (
   id TEXT PRIMARY KEY,
   customer_id TEXT NOT NULL,
@@ -41,10 +42,11 @@ CREATE TABLE jobs (
   eta_minutes INTEGER,
   accepted_at BIGINT,
   created_at BIGINT NOT NULL,
-  updated_at BIGINT NOT NULL
+  updated_at BIGINT NOT NULL,
+  seq BIGINT NOT NULL
 );
 CREATE INDEX jobs_feed ON jobs (service, zip, status, feed_at);
-CREATE INDEX jobs_customer ON jobs (customer_id, created_at);
+CREATE INDEX jobs_customer ON jobs (customer_id, seq);
 CREATE INDEX jobs_provider ON jobs (provider_id, status);
 
 -- status: PENDING, ACCEPTED, REJECTED. service is copied from the job for the market rate.
@@ -62,6 +64,7 @@ CREATE TABLE quotes (
   accepted_at BIGINT,
   created_at BIGINT NOT NULL,
   updated_at BIGINT NOT NULL,
+  seq BIGINT NOT NULL,
   UNIQUE (job_id, provider_id)
 );
 CREATE INDEX quotes_market ON quotes (service, status, accepted_at);

@@ -135,6 +135,23 @@ char *storage_url(const char *key, int64_t ttl_seconds) {
   return url;
 }
 
+json_t *storage_url_json(const char *key, int64_t ttl_seconds) {
+  if (!key) return json_null();
+  char *url = storage_url(key, ttl_seconds);
+  json_t *v = json_string(url);
+  free(url);
+  return v;
+}
+
+json_t *storage_urls_json(const char *keys_json, int64_t ttl_seconds) {
+  json_t *keys = keys_json ? json_loads(keys_json, 0, NULL) : NULL, *out = json_array();
+  size_t i;
+  json_t *k;
+  json_array_foreach(keys, i, k) if (json_is_string(k)) json_array_append_new(out, storage_url_json(json_string_value(k), ttl_seconds));
+  json_decref(keys);
+  return out;
+}
+
 bool storage_url_valid(const char *key, const char *expires, const char *sig) {
   if (!storage_key_valid(key) || !expires || !sig) return false;
   char *end;

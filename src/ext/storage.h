@@ -6,6 +6,7 @@
  * sig is an HMAC over key and expiry under a key derived from JWT_SECRET. Thread-safe. */
 #ifndef EXT_STORAGE_H
 #define EXT_STORAGE_H
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,6 +34,10 @@ char *storage_fetch_to_temp(const char *key);
 
 /* The signed URL of key, valid for ttl_seconds from the service clock (heap, free()). */
 char *storage_url(const char *key, int64_t ttl_seconds);
+/* The signed URL as a JSON string, or JSON null for a NULL key. New reference. */
+json_t *storage_url_json(const char *key, int64_t ttl_seconds);
+/* A JSON array text of keys (a database cell; NULL counts as empty) as an array of signed URLs. */
+json_t *storage_urls_json(const char *keys_json, int64_t ttl_seconds);
 /* Checks a URL's expiry and signature against the service clock. */
 bool storage_url_valid(const char *key, const char *expires, const char *sig);
 

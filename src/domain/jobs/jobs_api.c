@@ -1,16 +1,17 @@
 /* Handlers for /jobs/... and /reviews. A job is visible to its customer, its assigned
  * provider, and, while it is open (PENDING or QUOTED), to every provider whose services and
  * ZIPs match it; to anyone else it does not exist (404). */
+#include "domain/jobs/jobs_api.h"
 #include "core/clock.h"
 #include "core/ids.h"
 #include "core/jsonx.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "domain/jobs/jobs.h"
-#include "domain/jobs/jobs_api.h"
 #include "domain/jobs/jobs_store.h"
 #include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
+#include "domain/quotes/quotes.h"
 #include "ext/geo.h"
 #include "ext/mail.h"
 #include "ext/queue.h"
@@ -24,35 +25,22 @@
 
 #define COL(r, row, name) db_text(r, row, db_col(r, name))
 
-static json_t *signed_list(const char *keys_json) {
-  json_t *keys = jx_parse_or(keys_json, json_array()), *out = json_array();
-  size_t i;
-  json_t *k;
-  json_array_foreach(keys, i, k) {
-    char *url = storage_url(json_string_value(k), URL_TTL_PHOTO);
-    json_array_append_new(out, json_string(url));
-    free(url);
-  }
-  json_decref(keys);
-  return out;
-}
-
 json_t *jobs_json(const db_res *r, int row) {
   const char *tip = COL(r, row, "tip_cents");
   const char *eta = COL(r, row, "eta_minutes");
-  return json_pack("{s:s,s:s,s:o,s:s,s:o,s:o,s:o,s:o,s:s,s:s,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id",
-                   COL(r, row, "id"), "customerId", COL(r, row, "customer_id"), "providerId",
-                   jx_str_or_null(COL(r, row, "provider_id")), "service", COL(r, row, "service"), "description",
-                   jx_str_or_null(COL(r, row, "description")), "preferredAt", jx_iso_or_null(COL(r, row, "preferred_at")),
-                   "isAsap", jx_bool(COL(r, row, "is_asap")), "details",
-                   jx_parse_or(COL(r, row, "details"), json_null()), "address", COL(r, row, "address"), "zip",
-                   COL(r, row, "zip"), "lat", jx_real_or_null(COL(r, row, "lat")), "lng",
-                   jx_real_or_null(COL(r, row, "lng")), "status", COL(r, row, "status"), "images",
-                   signed_list(COL(r, row, "images")), "beforeImages", signed_list(COL(r, row, "before_images")),
-                   "afterImages", signed_list(COL(r, row, "after_images")), "tipAmount",
-                   tip ? jx_money(strtoll(tip, NULL, 10)) : json_null(), "etaMinutes",
-                   eta ? json_integer(strtoll(eta, NULL, 10)) : json_null(), "createdAt",
-                   jx_iso_or_null(COL(r, row, "created_at")), "updatedAt", jx_iso_or_null(COL(r, row, "updated_at")));
+  return json_pack(
+      "{s:s,s:s,s:o,s:s,s:o,s:o,s:o,s:o,s:s,s:s,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id", COL(r, row, "id"),
+      "customerId", COL(r, row, "customer_id"), "providerId", jx_str_or_null(COL(r, row, "provider_id")), "service",
+      COL(r, row, "service"), "description", jx_str_or_null(COL(r, row, "description")), "preferredAt",
+      jx_iso_or_null(COL(r, row, "preferred_at")), "isAsap", jx_bool(COL(r, row, "is_asap")), "details",
+      jx_parse_or(COL(r, row, "details"), json_null()), "address", COL(r, row, "address"), "zip", COL(r, row, "zip"),
+      "lat", jx_real_or_null(COL(r, row, "lat")), "lng", jx_real_or_null(COL(r, row, "lng")), "status",
+      COL(r, row, "status"), "images", storage_urls_json(COL(r, row, "images"), URL_TTL_PHOTO), "beforeImages",
+      storage_urls_json(COL(r, row, "before_images"), URL_TTL_PHOTO), "afterImages",
+      storage_urls_json(COL(r, row, "after_images"), URL_TTL_PHOTO), "tipAmount",
+      tip ? jx_money(strtoll(tip, NULL, 10)) : json_null(), "etaMinutes",
+      eta ? json_integer(strtoll(eta, NULL, 10)) : json_null(), "createdAt", jx_iso_or_null(COL(r, row, "created_at")),
+      "updatedAt", jx_iso_or_null(COL(r, row, "updated_at")));
 }
 
 err_t jobs_get(arena *a, const char *id, db_res **row) {
@@ -82,8 +70,10 @@ static err_t load_visible(hs_req *req, db_res **job, relation *rel) {
   if (e != ERR_OK) return e;
   const char *status = COL(*job, 0, "status"), *provider = COL(*job, 0, "provider_id");
   *rel = SEES_NONE;
-  if (req->auth.role_bit == ROLE_USER && !strcmp(COL(*job, 0, "customer_id"), req->auth.id)) *rel = SEES_OWNER;
-  else if (req->auth.role_bit == ROLE_PROVIDER && provider && !strcmp(provider, req->auth.id)) *rel = SEES_ASSIGNED;
+  if (req->auth.role_bit == ROLE_USER && !strcmp(COL(*job, 0, "customer_id"), req->auth.id))
+    *rel = SEES_OWNER;
+  else if (req->auth.role_bit == ROLE_PROVIDER && provider && !strcmp(provider, req->auth.id))
+    *rel = SEES_ASSIGNED;
   else if (req->auth.role_bit == ROLE_PROVIDER && (!strcmp(status, "PENDING") || !strcmp(status, "QUOTED")) &&
            jobs_provider_matches(req->auth.id, COL(*job, 0, "service"), COL(*job, 0, "zip")))
     *rel = SEES_MATCHING;
@@ -129,13 +119,16 @@ err_t api_jobs_create(hs_req *req) {
   err_t e = jobs_store_user_location(&req->arena, req->auth.id, address_id, &loc);
   if (e != ERR_OK) return e;
   if (loc->rows == 0) return hs_fail(req, ERR_NOT_FOUND, address_id ? "Address not found" : "User not found");
-  job_new j = {.customer_id = req->auth.id, .service = hs_body_str(req, "service"),
-               .description = hs_body_str(req, "description"), .address = COL(loc, 0, "address"),
-               .zip = COL(loc, 0, "zip"), .is_asap = asap};
+  job_new j = {.customer_id = req->auth.id,
+               .service = hs_body_str(req, "service"),
+               .description = hs_body_str(req, "description"),
+               .address = COL(loc, 0, "address"),
+               .zip = COL(loc, 0, "zip"),
+               .is_asap = asap};
   char id[ID_LEN + 1];
   id_new(id);
   j.id = id;
-  if (preferred) clock_parse_iso(preferred, &j.preferred_at);
+  if (preferred) j.has_preferred = clock_parse_iso(preferred, &j.preferred_at);
   json_t *details = json_object_get(req->body, "details");
   char *details_text = details ? json_dumps(details, JSON_COMPACT) : NULL;
   j.details = details_text;
@@ -169,15 +162,6 @@ err_t api_jobs_list(hs_req *req) {
   return hs_ok(req, json_pack("{s:o}", "jobs", list));
 }
 
-static json_t *quote_json_row(const db_res *q, int i) {
-  return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:s,s:o}", "id", COL(q, i, "id"), "jobId", COL(q, i, "job_id"),
-                   "providerId", COL(q, i, "provider_id"), "amount", jx_money(db_int(q, i, db_col(q, "amount_cents"))),
-                   "platformFee", jx_money(db_int(q, i, db_col(q, "platform_fee_cents"))), "totalAmount",
-                   jx_money(db_int(q, i, db_col(q, "total_cents"))), "note", jx_str_or_null(COL(q, i, "note")),
-                   "scheduledAt", jx_iso_or_null(COL(q, i, "scheduled_at")), "status", COL(q, i, "status"),
-                   "createdAt", jx_iso_or_null(COL(q, i, "created_at")));
-}
-
 err_t api_jobs_get(hs_req *req) {
   db_res *job, *c, *p = NULL, *q;
   relation rel;
@@ -197,7 +181,7 @@ err_t api_jobs_get(hs_req *req) {
                                                jx_str_or_null(COL(p, 0, "phone")))
                                    : json_null());
   json_t *quotes = json_array();
-  for (int i = 0; i < q->rows; i++) json_array_append_new(quotes, quote_json_row(q, i));
+  for (int i = 0; i < q->rows; i++) json_array_append_new(quotes, quotes_json(q, i));
   json_object_set_new(out, "quotes", quotes);
   if (rel == SEES_OWNER || rel == SEES_ASSIGNED) json_object_set_new(out, "payment", payments_job_json(id, "job"));
   return hs_ok(req, out);
@@ -213,7 +197,7 @@ err_t api_jobs_cancel(hs_req *req) {
   bool accepted = !strcmp(status, "ACCEPTED");
   if (strcmp(status, "PENDING") && strcmp(status, "QUOTED") && !accepted)
     return hs_fail(req, ERR_BAD_REQUEST, "Only a PENDING, QUOTED or ACCEPTED job can be cancelled");
-  if (accepted && clock_now_ms() - db_int(job, 0, db_col(job, "accepted_at")) < CANCEL_LOCK_MS)
+  if (accepted && clock_now_ms() - db_int(job, 0, db_col(job, "accepted_at")) <= CANCEL_LOCK_MS)
     return hs_fail_code(req, ERR_CONFLICT, "WITHIN_CANCELLATION_WINDOW",
                         "An accepted job can be cancelled only after 48 hours");
   const char *const from[] = {status, NULL};
@@ -257,8 +241,9 @@ err_t api_jobs_set_status(hs_req *req) {
   bool moved;
   if ((e = jobs_store_move(id, from, to, req->auth.id, extra, value, &moved)) != ERR_OK) return e;
   if (!moved)
-    return hs_fail(req, ERR_CONFLICT,
-                   arena_printf(&req->arena, "A job moves to %s only from %s (it is %s)", to, from[0], COL(job, 0, "status")));
+    return hs_fail(
+        req, ERR_CONFLICT,
+        arena_printf(&req->arena, "A job moves to %s only from %s (it is %s)", to, from[0], COL(job, 0, "status")));
   if (!strcmp(to, "COMPLETED")) payments_capture_job(id);
   notify_status(req, job, to);
   return reply_job(req, id);
@@ -321,13 +306,8 @@ err_t api_jobs_images(hs_req *req) {
   if (e != ERR_OK) return e;
   const char *keys = store_photos(req);
   if (!keys) return hs_fail(req, ERR_INTERNAL, NULL);
-  json_t *all = arena_json(&req->arena, jx_parse_or(COL(job, 0, "images"), json_array()));
-  json_array_extend(all, arena_json(&req->arena, jx_parse_or(keys, json_array())));
-  char *text = json_dumps(all, JSON_COMPACT);
-  e = jobs_store_set_images(COL(job, 0, "id"), text);
-  free(text);
-  if (e != ERR_OK) return e;
-  return hs_ok(req, json_pack("{s:o}", "images", signed_list(keys)));
+  if ((e = jobs_store_append_images(COL(job, 0, "id"), keys)) != ERR_OK) return e;
+  return hs_ok(req, json_pack("{s:o}", "images", storage_urls_json(keys, URL_TTL_PHOTO)));
 }
 
 /* ---- after completion ---- */
@@ -399,12 +379,14 @@ err_t api_jobs_recurring(hs_req *req) {
   id_new(id);
   int day = (int)json_integer_value(json_object_get(req->body, "dayOfWeek"));
   const char *slot = hs_body_str(req, "timeSlot"), *end = hs_body_str(req, "endDate");
-  if ((e = jobs_store_insert_recurring(id, COL(job, 0, "id"), req->auth.id, provider, day, slot, end)) != ERR_OK) return e;
+  if ((e = jobs_store_insert_recurring(id, COL(job, 0, "id"), req->auth.id, provider, day, slot, end)) != ERR_OK)
+    return e;
   static const char *const days[] = {"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"};
   db_res *p;
   if (jobs_store_provider_card(&req->arena, provider, &p) == ERR_OK && p->rows) {
     db_res *email;
-    if (db_query(&req->arena, &email, "SELECT email FROM providers WHERE id = $1", DB_ARGS(DB_TEXT(provider))) == DB_OK &&
+    if (db_query(&req->arena, &email, "SELECT email FROM providers WHERE id = $1", DB_ARGS(DB_TEXT(provider))) ==
+            DB_OK &&
         email->rows) {
       db_conn *c = db_acquire();
       mail_enqueue(c, db_text(email, 0, 0), "A customer asked for a recurring service",

@@ -2,20 +2,25 @@
  * feed_at) joined with the provider's normalised services and ZIPs. */
 #include "domain/jobs/jobs_store.h"
 #include "core/clock.h"
+#include "core/jsonx.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#define ASAP_FEED_AT (-(1LL << 62)) /* before any date a job can carry */
 
 err_t jobs_store_insert(const job_new *j) {
   int64_t now = clock_now_ms();
   return db_to_err(db_query(
       NULL, NULL,
       "INSERT INTO jobs (id, customer_id, service, description, preferred_at, is_asap, feed_at, details, address, zip, "
-      "lat, lng, status, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'PENDING', "
-      "$13, $13)",
+      "lat, lng, status, created_at, updated_at, seq) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, "
+      "'PENDING', $13, $13, $14)",
       DB_ARGS(DB_TEXT(j->id), DB_TEXT(j->customer_id), DB_TEXT(j->service), DB_TEXT(j->description),
-              j->preferred_at ? DB_INT(j->preferred_at) : DB_NULL, DB_BOOL(j->is_asap),
-              DB_INT(j->is_asap ? 0 : j->preferred_at), DB_TEXT(j->details), DB_TEXT(j->address), DB_TEXT(j->zip),
-              j->has_coords ? DB_REAL(j->lat) : DB_NULL, j->has_coords ? DB_REAL(j->lng) : DB_NULL, DB_INT(now))));
+              j->has_preferred ? DB_INT(j->preferred_at) : DB_NULL, DB_BOOL(j->is_asap),
+              DB_INT(j->is_asap ? ASAP_FEED_AT : j->preferred_at), DB_TEXT(j->details), DB_TEXT(j->address),
+              DB_TEXT(j->zip), j->has_coords ? DB_REAL(j->lat) : DB_NULL, j->has_coords ? DB_REAL(j->lng) : DB_NULL,
+              DB_INT(now), DB_INT(clock_sequence()))));
 }
 
 static err_t rows(arena *a, db_res **out, const char *sql, const db_val *params, int n) {
@@ -23,7 +28,7 @@ static err_t rows(arena *a, db_res **out, const char *sql, const db_val *params,
 }
 
 err_t jobs_store_customer_jobs(arena *a, const char *customer_id, db_res **out) {
-  return rows(a, out, "SELECT * FROM jobs WHERE customer_id = $1 ORDER BY created_at DESC, id DESC",
+  return rows(a, out, "SELECT * FROM jobs WHERE customer_id = $1 ORDER BY seq DESC",
               DB_ARGS(DB_TEXT(customer_id)));
 }
 
@@ -33,7 +38,7 @@ err_t jobs_store_feed(arena *a, const char *provider_id, db_res **out) {
               "THEN 1 ELSE 0 END AS quoted FROM jobs j "
               "JOIN provider_services ps ON ps.provider_id = $1 AND ps.service = j.service "
               "JOIN provider_zips pz ON pz.provider_id = $1 AND pz.zip = j.zip "
-              "WHERE j.status IN ('PENDING', 'QUOTED') ORDER BY j.feed_at, j.created_at LIMIT 500",
+              "WHERE j.status IN ('PENDING', 'QUOTED') ORDER BY j.feed_at, j.seq LIMIT 500",
               DB_ARGS(DB_TEXT(provider_id)));
 }
 
@@ -51,9 +56,9 @@ err_t jobs_store_provider_card(arena *a, const char *provider_id, db_res **out) 
 
 err_t jobs_store_quotes_of(arena *a, const char *job_id, const char *provider_id, db_res **out) {
   if (provider_id)
-    return rows(a, out, "SELECT * FROM quotes WHERE job_id = $1 AND provider_id = $2 ORDER BY created_at",
+    return rows(a, out, "SELECT * FROM quotes WHERE job_id = $1 AND provider_id = $2 ORDER BY seq",
                 DB_ARGS(DB_TEXT(job_id), DB_TEXT(provider_id)));
-  return rows(a, out, "SELECT * FROM quotes WHERE job_id = $1 ORDER BY created_at", DB_ARGS(DB_TEXT(job_id)));
+  return rows(a, out, "SELECT * FROM quotes WHERE job_id = $1 ORDER BY seq", DB_ARGS(DB_TEXT(job_id)));
 }
 
 err_t jobs_store_user_location(arena *a, const char *user_id, const char *address_id, db_res **out) {
@@ -97,9 +102,28 @@ err_t jobs_store_move_with_photos(const char *id, const char *from, const char *
   return jobs_store_move(id, states, to, provider_id, column, DB_TEXT(photos_json), moved);
 }
 
-err_t jobs_store_set_images(const char *id, const char *images_json) {
-  return db_to_err(db_query(NULL, NULL, "UPDATE jobs SET images = $2, updated_at = $3 WHERE id = $1",
-                            DB_ARGS(DB_TEXT(id), DB_TEXT(images_json), DB_INT(clock_now_ms()))));
+err_t jobs_store_append_images(const char *id, const char *keys_json) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  /* the no-op update takes the row lock (the write lock on SQLite) before the read */
+  if (rc == DB_OK) rc = db_exec(c, NULL, NULL, "UPDATE jobs SET id = id WHERE id = $1", DB_ARGS(DB_TEXT(id)));
+  if (rc == DB_OK) rc = db_exec(c, &a, &r, "SELECT images FROM jobs WHERE id = $1", DB_ARGS(DB_TEXT(id)));
+  if (rc == DB_OK && r->rows == 1) {
+    json_t *all = jx_parse_or(db_text(r, 0, 0), json_array()), *add = jx_parse_or(keys_json, json_array());
+    json_array_extend(all, add);
+    char *text = json_dumps(all, JSON_COMPACT);
+    json_decref(all), json_decref(add);
+    rc = db_exec(c, NULL, NULL, "UPDATE jobs SET images = $2, updated_at = $3 WHERE id = $1",
+                 DB_ARGS(DB_TEXT(id), DB_TEXT(text), DB_INT(clock_now_ms())));
+    free(text);
+  }
+  if (rc == DB_OK) rc = db_commit(c);
+  db_release(c);
+  arena_fini(&a);
+  return db_to_err(rc);
 }
 
 err_t jobs_store_set_tip(const char *id, int64_t cents) {
@@ -112,7 +136,7 @@ err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, db
               "SELECT j.*, p.name AS provider_name, p.company_name AS provider_company FROM jobs j "
               "LEFT JOIN providers p ON p.id = j.provider_id "
               "WHERE j.customer_id = $1 AND j.status = 'COMPLETED' AND j.updated_at >= $2 "
-              "AND NOT EXISTS (SELECT 1 FROM job_reports r WHERE r.job_id = j.id) ORDER BY j.updated_at DESC",
+              "AND NOT EXISTS (SELECT 1 FROM job_reports r WHERE r.job_id = j.id) ORDER BY j.updated_at DESC, j.seq DESC",
               DB_ARGS(DB_TEXT(customer_id), DB_INT(since)));
 }
 

@@ -9,8 +9,8 @@
 
 typedef struct job_new {
   const char *id, *customer_id, *service, *description, *details, *address, *zip;
-  int64_t preferred_at; /* 0 = none */
-  bool is_asap, has_coords;
+  int64_t preferred_at;
+  bool has_preferred, is_asap, has_coords;
   double lat, lng;
 } job_new;
 
@@ -31,7 +31,9 @@ err_t jobs_store_move(const char *id, const char *const *from, const char *to, c
 /* Sets a JSON array column (images, before_images, after_images) together with a move. */
 err_t jobs_store_move_with_photos(const char *id, const char *from, const char *to, const char *provider_id,
                                   const char *column, const char *photos_json, bool *moved);
-err_t jobs_store_set_images(const char *id, const char *images_json);
+/* Appends keys (a JSON array text) to the job's photos, under the job's row lock, so
+ * concurrent uploads all land. */
+err_t jobs_store_append_images(const char *id, const char *keys_json);
 err_t jobs_store_set_tip(const char *id, int64_t cents);
 err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, db_res **out);
 err_t jobs_store_insert_report(const char *id, const char *job_id, const char *customer_id, const char *description);

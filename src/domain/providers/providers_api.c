@@ -9,24 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static json_t *signed_url_or_null(const char *key, int64_t ttl) {
-  if (!key) return json_null();
-  char *url = storage_url(key, ttl);
-  json_t *v = json_string(url);
-  free(url);
-  return v;
-}
-
-/* A JSON array of keys (stored text) as an array of signed URLs. */
-static json_t *signed_urls(const char *keys_json, int64_t ttl) {
-  json_t *keys = jx_parse_or(keys_json, json_array()), *out = json_array();
-  size_t i;
-  json_t *k;
-  json_array_foreach(keys, i, k) if (json_is_string(k)) json_array_append_new(out, signed_url_or_null(json_string_value(k), ttl));
-  json_decref(keys);
-  return out;
-}
-
 /* Monday to Friday 08:00-17:00, the schedule of a provider who has not set one. */
 static json_t *default_availability(void) {
   static const char *const days[] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
@@ -47,12 +29,12 @@ static json_t *profile_from_row(db_res *r) {
   json_object_set_new(o, "companyName", jx_str_or_null(COL("company_name")));
   json_object_set_new(o, "companyUrl", jx_str_or_null(COL("company_url")));
   json_object_set_new(o, "insuranceInfo", jx_str_or_null(COL("insurance_info")));
-  json_object_set_new(o, "logoUrl", signed_url_or_null(COL("logo_url"), URL_TTL_PHOTO));
+  json_object_set_new(o, "logoUrl", storage_url_json(COL("logo_url"), URL_TTL_PHOTO));
   json_object_set_new(o, "services", jx_parse_or(COL("services"), json_array()));
   json_object_set_new(o, "serviceZips", jx_parse_or(COL("service_zips"), json_array()));
-  json_object_set_new(o, "headshots", signed_urls(COL("headshots"), URL_TTL_PHOTO));
-  json_object_set_new(o, "idDocFront", signed_url_or_null(COL("id_doc_front"), URL_TTL_DOCUMENT));
-  json_object_set_new(o, "idDocBack", signed_url_or_null(COL("id_doc_back"), URL_TTL_DOCUMENT));
+  json_object_set_new(o, "headshots", storage_urls_json(COL("headshots"), URL_TTL_PHOTO));
+  json_object_set_new(o, "idDocFront", storage_url_json(COL("id_doc_front"), URL_TTL_DOCUMENT));
+  json_object_set_new(o, "idDocBack", storage_url_json(COL("id_doc_back"), URL_TTL_DOCUMENT));
   json_object_set_new(o, "availability", jx_parse_or(COL("availability"), default_availability()));
   json_object_set_new(o, "isPremium", jx_bool(COL("is_premium")));
   json_object_set_new(o, "premiumSince", jx_iso_or_null(COL("premium_since")));
@@ -65,7 +47,7 @@ static json_t *profile_from_row(db_res *r) {
   json_object_set_new(o, "idCheckState", jx_str_or_null(COL("id_check_state")));
   json_object_set_new(o, "idCheckFlags", jx_parse_or(COL("id_check_flags"), json_array()));
   json_object_set_new(o, "idCheckAt", jx_iso_or_null(COL("id_check_at")));
-  json_object_set_new(o, "insDocUrl", signed_url_or_null(COL("ins_doc_url"), URL_TTL_DOCUMENT));
+  json_object_set_new(o, "insDocUrl", storage_url_json(COL("ins_doc_url"), URL_TTL_DOCUMENT));
   json_object_set_new(o, "insCheckStatus", jx_str_or_null(COL("ins_check_status")));
   json_object_set_new(o, "insCheckCarrier", jx_str_or_null(COL("ins_check_carrier")));
   json_object_set_new(o, "insCheckPolicy", jx_str_or_null(COL("ins_check_policy")));
@@ -147,7 +129,7 @@ err_t api_providers_upload_logo(hs_req *req) {
   const char *key;
   err_t e = replace_single_file(req, "logo", prov_store_set_logo, &key);
   if (e != ERR_OK) return e;
-  return hs_ok(req, json_pack("{s:o}", "logoUrl", signed_url_or_null(key, URL_TTL_PHOTO)));
+  return hs_ok(req, json_pack("{s:o}", "logoUrl", storage_url_json(key, URL_TTL_PHOTO)));
 }
 
 /* Read-modify-write of the headshots array, retried when a concurrent change got in first.
@@ -223,6 +205,6 @@ err_t api_providers_upload_insurance(hs_req *req) {
   const char *key;
   err_t e = replace_single_file(req, "insuranceDoc", prov_store_set_insurance_document, &key);
   if (e != ERR_OK) return e;
-  return hs_ok(req, json_pack("{s:o,s:s}", "insDocUrl", signed_url_or_null(key, URL_TTL_DOCUMENT), "insCheckStatus",
+  return hs_ok(req, json_pack("{s:o,s:s}", "insDocUrl", storage_url_json(key, URL_TTL_DOCUMENT), "insCheckStatus",
                               "pending"));
 }

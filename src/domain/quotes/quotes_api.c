@@ -21,7 +21,7 @@
 
 static int64_t platform_fee(int64_t cents) { return (cents * 18 + 50) / 100; }
 
-static json_t *quote_json(const db_res *q, int i) {
+json_t *quotes_json(const db_res *q, int i) {
   return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:s,s:o}", "id", COL(q, i, "id"), "jobId", COL(q, i, "job_id"),
                    "providerId", COL(q, i, "provider_id"), "amount", jx_money(db_int(q, i, db_col(q, "amount_cents"))),
                    "platformFee", jx_money(db_int(q, i, db_col(q, "platform_fee_cents"))), "totalAmount",
@@ -34,7 +34,7 @@ static err_t reply_quote(hs_req *req, const char *id, json_t *extra_job) {
   db_res *q;
   err_t e = quotes_store_get(&req->arena, id, &q);
   if (e != ERR_OK) return e;
-  json_t *out = quote_json(q, 0);
+  json_t *out = quotes_json(q, 0);
   if (extra_job) return hs_ok(req, json_pack("{s:o,s:o}", "quote", out, "job", extra_job));
   return hs_ok(req, out);
 }
@@ -58,7 +58,7 @@ err_t api_quotes_create(hs_req *req) {
   if (q.amount_cents <= 0) return hs_fail(req, ERR_BAD_REQUEST, "amount: must be at least 0.01");
   q.fee_cents = platform_fee(q.amount_cents);
   const char *scheduled = hs_body_str(req, "scheduledAt");
-  if (scheduled) clock_parse_iso(scheduled, &q.scheduled_at);
+  if (scheduled) q.has_scheduled = clock_parse_iso(scheduled, &q.scheduled_at);
   char id[ID_LEN + 1];
   id_new(id);
   q.id = id;
@@ -140,7 +140,7 @@ err_t api_quotes_for_job(hs_req *req) {
   if (e != ERR_OK || (e = quotes_store_for_job(&req->arena, COL(job, 0, "id"), &q)) != ERR_OK) return e;
   json_t *list = json_array();
   for (int i = 0; i < q->rows; i++) {
-    json_t *o = quote_json(q, i);
+    json_t *o = quotes_json(q, i);
     const char *logo = COL(q, i, "logo_url");
     char *logo_url = logo ? storage_url(logo, URL_TTL_PHOTO) : NULL;
     const char *avg = COL(q, i, "average_rating");

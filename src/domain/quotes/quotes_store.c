@@ -17,11 +17,12 @@ err_t quotes_store_submit(const quote_new *q, const char *customer_email, const 
   if (db_begin(c) != DB_OK) goto out;
   db_rc rc = db_exec(c, NULL, NULL,
                      "INSERT INTO quotes (id, job_id, provider_id, service, amount_cents, platform_fee_cents, "
-                     "total_cents, note, scheduled_at, status, created_at, updated_at) "
-                     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'PENDING', $10, $10)",
+                     "total_cents, note, scheduled_at, status, created_at, updated_at, seq) "
+                     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'PENDING', $10, $10, $11)",
                      DB_ARGS(DB_TEXT(q->id), DB_TEXT(q->job_id), DB_TEXT(q->provider_id), DB_TEXT(q->service),
                              DB_INT(q->amount_cents), DB_INT(q->fee_cents), DB_INT(q->amount_cents + q->fee_cents),
-                             DB_TEXT(q->note), q->scheduled_at ? DB_INT(q->scheduled_at) : DB_NULL, DB_INT(now)));
+                             DB_TEXT(q->note), q->has_scheduled ? DB_INT(q->scheduled_at) : DB_NULL, DB_INT(now),
+                             DB_INT(clock_sequence())));
   if (rc == DB_CONSTRAINT) {
     e = ERR_CONFLICT;
     goto out;
@@ -100,7 +101,7 @@ err_t quotes_store_for_job(arena *a, const char *job_id, db_res **out) {
   return db_query(a, out,
                   "SELECT q.*, p.name, p.phone, p.company_name, p.company_url, p.insurance_info, p.logo_url, "
                   "(SELECT AVG(CAST(rating AS DOUBLE PRECISION)) FROM reviews r WHERE r.provider_id = p.id) AS average_rating "
-                  "FROM quotes q JOIN providers p ON p.id = q.provider_id WHERE q.job_id = $1 ORDER BY q.created_at",
+                  "FROM quotes q JOIN providers p ON p.id = q.provider_id WHERE q.job_id = $1 ORDER BY q.seq",
                   DB_ARGS(DB_TEXT(job_id))) == DB_OK
              ? ERR_OK
              : ERR_INTERNAL;

@@ -7,7 +7,8 @@
 
 typedef struct quote_new {
   const char *id, *job_id, *provider_id, *service, *note;
-  int64_t amount_cents, fee_cents, scheduled_at; /* scheduled_at 0 = none */
+  int64_t amount_cents, fee_cents, scheduled_at;
+  bool has_scheduled;
 } quote_new;
 
 /* Inserts the quote, moves the job to QUOTED and queues the customer's email, in one

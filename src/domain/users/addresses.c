@@ -16,24 +16,12 @@
 
 #define MB (1024 * 1024)
 
-static json_t *photo_or_null(const char *key) {
-  if (!key) return json_null();
-  char *url = storage_url(key, URL_TTL_PHOTO);
-  json_t *v = json_string(url);
-  free(url);
-  return v;
-}
-
 static json_t *address_json(const db_res *r, int i) {
-  json_t *keys = jx_parse_or(db_text(r, i, 9), json_array()), *photos = json_array();
-  size_t k;
-  json_t *v;
-  json_array_foreach(keys, k, v) json_array_append_new(photos, photo_or_null(json_string_value(v)));
-  json_decref(keys);
+  json_t *photos = storage_urls_json(db_text(r, i, 9), URL_TTL_PHOTO);
   return json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "id", db_text(r, i, 0), "label", db_text(r, i, 1),
                    "address", db_text(r, i, 2), "zip", db_text(r, i, 3), "isPrimary", jx_bool(db_text(r, i, 4)),
                    "drivewayLength", jx_real_or_null(db_text(r, i, 5)), "lawnAcres", jx_real_or_null(db_text(r, i, 6)),
-                   "streetViewPhoto", photo_or_null(db_text(r, i, 7)), "serviceAreaPhotos", photos, "createdAt",
+                   "streetViewPhoto", storage_url_json(db_text(r, i, 7), URL_TTL_PHOTO), "serviceAreaPhotos", photos, "createdAt",
                    jx_iso_or_null(db_text(r, i, 8)));
 }
 
