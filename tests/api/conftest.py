@@ -135,6 +135,7 @@ class Server:
             "APP_URL": "http://app.test",
             "STRIPE_WEBHOOK_SECRET": WEBHOOK_SECRET,
             "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23",
+            "LSAN_OPTIONS": "suppressions=" + os.path.join(ROOT, "tests", "lsan.supp"),
             "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
         }
         self.env.update({k: str(v) for k, v in (env or {}).items() if v is not None})
