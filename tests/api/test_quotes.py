@@ -436,3 +436,13 @@ def test_average_rating_is_the_mean_of_reviews(api):
     quote(api, other, jid)
     ratings = [q["provider"]["averageRating"] for q in quotes_of(api, u, jid)]
     assert ratings == [4.33, None]  # (5 + 4 + 4) / 3, to the cent; another provider's stays null
+
+
+def test_market_rate_on_the_shared_server_answers_a_number_or_null(api):
+    """The route answers 200 for a provider on any server: null or a multiple of 5."""
+    pro = api.register_provider()
+    for service in ("lawncare", "snowplowing", "handyman", "home_cleaning"):
+        r = api.get(f"/quotes/market-rate?service={service}", token=pro["token"])
+        assert r.status_code == 200, r.text
+        rate = r.json()["marketRate"]
+        assert rate is None or (rate % 5 == 0 and rate > 0)
