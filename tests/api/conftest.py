@@ -134,7 +134,7 @@ class Server:
             "TRUST_PROXY": "1",
             "APP_URL": "http://app.test",
             "STRIPE_WEBHOOK_SECRET": WEBHOOK_SECRET,
-            "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23",
+            "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23:fast_unwind_on_malloc=0",
             "LSAN_OPTIONS": "suppressions=" + os.path.join(ROOT, "tests", "lsan.supp"),
             "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
         }
