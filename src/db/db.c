@@ -72,8 +72,10 @@ db_conn *db_acquire(void) {
       }
   waiter w = {.next = NULL, .given = NULL};
   pthread_cond_init(&w.cv, NULL);
-  if (pool.tail) pool.tail->next = &w;
-  else pool.head = &w;
+  if (pool.tail)
+    pool.tail->next = &w;
+  else
+    pool.head = &w;
   pool.tail = &w;
   while (!w.given) pthread_cond_wait(&w.cv, &pool.mu);
   pthread_mutex_unlock(&pool.mu);
@@ -162,6 +164,8 @@ int db_col(const db_res *r, const char *name) {
   return -1;
 }
 
+const char *db_field(const db_res *r, int row, const char *name) { return db_text(r, row, db_col(r, name)); }
+
 /* ---- result building ---- */
 
 static size_t buf_put(res_builder *b, const char *s, size_t len) {
@@ -183,9 +187,7 @@ void res_begin(res_builder *b, int cols) {
   b->res->colnames = xcalloc((size_t)cols + 1, sizeof(char *));
 }
 
-void res_colname(res_builder *b, int col, const char *name) {
-  b->res->colnames[col] = xstrdup(name ? name : "");
-}
+void res_colname(res_builder *b, int col, const char *name) { b->res->colnames[col] = xstrdup(name ? name : ""); }
 
 void res_cell(res_builder *b, const char *text, size_t len) {
   if (b->ncells == b->cells_cap) {

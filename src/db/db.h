@@ -79,7 +79,9 @@ db_rc db_commit(db_conn *c);
 void db_rollback(db_conn *c);
 
 /* The service error for a storage result: constraint violations are conflicts (409). */
-static inline err_t db_to_err(db_rc rc) { return rc == DB_OK ? ERR_OK : rc == DB_CONSTRAINT ? ERR_CONFLICT : ERR_INTERNAL; }
+static inline err_t db_to_err(db_rc rc) {
+  return rc == DB_OK ? ERR_OK : rc == DB_CONSTRAINT ? ERR_CONFLICT : ERR_INTERNAL;
+}
 
 /* Cell accessors: row and column are zero-based; name lookups return -1 when absent. */
 const char *db_text(const db_res *r, int row, int col);
@@ -87,5 +89,7 @@ int64_t db_int(const db_res *r, int row, int col);
 double db_real(const db_res *r, int row, int col);
 bool db_isnull(const db_res *r, int row, int col);
 int db_col(const db_res *r, const char *name);
+/* The cell of column name in row (NULL when the column is absent or the value is NULL). */
+const char *db_field(const db_res *r, int row, const char *name);
 
 #endif

@@ -23,24 +23,23 @@
 #define CANCEL_LOCK_MS (48 * HOUR_MS)
 #define REPORT_WINDOW_MS (72 * HOUR_MS)
 
-#define COL(r, row, name) db_text(r, row, db_col(r, name))
-
 json_t *jobs_json(const db_res *r, int row) {
-  const char *tip = COL(r, row, "tip_cents");
-  const char *eta = COL(r, row, "eta_minutes");
+  const char *tip = db_field(r, row, "tip_cents");
+  const char *eta = db_field(r, row, "eta_minutes");
   return json_pack(
-      "{s:s,s:s,s:o,s:s,s:o,s:o,s:o,s:o,s:s,s:s,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id", COL(r, row, "id"),
-      "customerId", COL(r, row, "customer_id"), "providerId", jx_str_or_null(COL(r, row, "provider_id")), "service",
-      COL(r, row, "service"), "description", jx_str_or_null(COL(r, row, "description")), "preferredAt",
-      jx_iso_or_null(COL(r, row, "preferred_at")), "isAsap", jx_bool(COL(r, row, "is_asap")), "details",
-      jx_parse_or(COL(r, row, "details"), json_null()), "address", COL(r, row, "address"), "zip", COL(r, row, "zip"),
-      "lat", jx_real_or_null(COL(r, row, "lat")), "lng", jx_real_or_null(COL(r, row, "lng")), "status",
-      COL(r, row, "status"), "images", storage_urls_json(COL(r, row, "images"), URL_TTL_PHOTO), "beforeImages",
-      storage_urls_json(COL(r, row, "before_images"), URL_TTL_PHOTO), "afterImages",
-      storage_urls_json(COL(r, row, "after_images"), URL_TTL_PHOTO), "tipAmount",
+      "{s:s,s:s,s:o,s:s,s:o,s:o,s:o,s:o,s:s,s:s,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id", db_field(r, row, "id"),
+      "customerId", db_field(r, row, "customer_id"), "providerId", jx_str_or_null(db_field(r, row, "provider_id")),
+      "service", db_field(r, row, "service"), "description", jx_str_or_null(db_field(r, row, "description")),
+      "preferredAt", jx_iso_or_null(db_field(r, row, "preferred_at")), "isAsap", jx_bool(db_field(r, row, "is_asap")),
+      "details", jx_parse_or(db_field(r, row, "details"), json_null()), "address", db_field(r, row, "address"), "zip",
+      db_field(r, row, "zip"), "lat", jx_real_or_null(db_field(r, row, "lat")), "lng",
+      jx_real_or_null(db_field(r, row, "lng")), "status", db_field(r, row, "status"), "images",
+      storage_urls_json(db_field(r, row, "images"), URL_TTL_PHOTO), "beforeImages",
+      storage_urls_json(db_field(r, row, "before_images"), URL_TTL_PHOTO), "afterImages",
+      storage_urls_json(db_field(r, row, "after_images"), URL_TTL_PHOTO), "tipAmount",
       tip ? jx_money(strtoll(tip, NULL, 10)) : json_null(), "etaMinutes",
-      eta ? json_integer(strtoll(eta, NULL, 10)) : json_null(), "createdAt", jx_iso_or_null(COL(r, row, "created_at")),
-      "updatedAt", jx_iso_or_null(COL(r, row, "updated_at")));
+      eta ? json_integer(strtoll(eta, NULL, 10)) : json_null(), "createdAt",
+      jx_iso_or_null(db_field(r, row, "created_at")), "updatedAt", jx_iso_or_null(db_field(r, row, "updated_at")));
 }
 
 err_t jobs_get(arena *a, const char *id, db_res **row) {
@@ -68,14 +67,14 @@ static err_t load_visible(hs_req *req, db_res **job, relation *rel) {
   err_t e = jobs_get(&req->arena, hs_param(req, "id"), job);
   if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Job not found");
   if (e != ERR_OK) return e;
-  const char *status = COL(*job, 0, "status"), *provider = COL(*job, 0, "provider_id");
+  const char *status = db_field(*job, 0, "status"), *provider = db_field(*job, 0, "provider_id");
   *rel = SEES_NONE;
-  if (req->auth.role_bit == ROLE_USER && !strcmp(COL(*job, 0, "customer_id"), req->auth.id))
+  if (req->auth.role_bit == ROLE_USER && !strcmp(db_field(*job, 0, "customer_id"), req->auth.id))
     *rel = SEES_OWNER;
   else if (req->auth.role_bit == ROLE_PROVIDER && provider && !strcmp(provider, req->auth.id))
     *rel = SEES_ASSIGNED;
   else if (req->auth.role_bit == ROLE_PROVIDER && (!strcmp(status, "PENDING") || !strcmp(status, "QUOTED")) &&
-           jobs_provider_matches(req->auth.id, COL(*job, 0, "service"), COL(*job, 0, "zip")))
+           jobs_provider_matches(req->auth.id, db_field(*job, 0, "service"), db_field(*job, 0, "zip")))
     *rel = SEES_MATCHING;
   return *rel == SEES_NONE ? hs_fail(req, ERR_NOT_FOUND, "Job not found") : ERR_OK;
 }
@@ -98,8 +97,8 @@ static void notify_status(hs_req *req, db_res *job, const char *status) {
   const char *text = status;
   for (size_t i = 0; i < ARRAY_LEN(texts); i++)
     if (!strcmp(texts[i].status, status)) text = texts[i].text;
-  notify(COL(job, 0, "customer_id"), "user", "Job update",
-         arena_printf(&req->arena, "%s (%s)", text, COL(job, 0, "service")), COL(job, 0, "id"));
+  notify(db_field(job, 0, "customer_id"), "user", "Job update",
+         arena_printf(&req->arena, "%s (%s)", text, db_field(job, 0, "service")), db_field(job, 0, "id"));
 }
 
 static err_t reply_job(hs_req *req, const char *id) {
@@ -122,8 +121,8 @@ err_t api_jobs_create(hs_req *req) {
   job_new j = {.customer_id = req->auth.id,
                .service = hs_body_str(req, "service"),
                .description = hs_body_str(req, "description"),
-               .address = COL(loc, 0, "address"),
-               .zip = COL(loc, 0, "zip"),
+               .address = db_field(loc, 0, "address"),
+               .zip = db_field(loc, 0, "zip"),
                .is_asap = asap};
   char id[ID_LEN + 1];
   id_new(id);
@@ -156,7 +155,7 @@ err_t api_jobs_list(hs_req *req) {
   json_t *list = json_array();
   for (int i = 0; i < r->rows; i++) {
     json_t *j = jobs_json(r, i);
-    if (provider) json_object_set_new(j, "quoted", jx_bool(COL(r, i, "quoted")));
+    if (provider) json_object_set_new(j, "quoted", jx_bool(db_field(r, i, "quoted")));
     json_array_append_new(list, j);
   }
   return hs_ok(req, json_pack("{s:o}", "jobs", list));
@@ -167,19 +166,21 @@ err_t api_jobs_get(hs_req *req) {
   relation rel;
   err_t e = load_visible(req, &job, &rel);
   if (e != ERR_OK) return e;
-  const char *id = COL(job, 0, "id"), *provider = COL(job, 0, "provider_id");
-  if ((e = jobs_store_customer_card(&req->arena, COL(job, 0, "customer_id"), &c)) != ERR_OK) return e;
+  const char *id = db_field(job, 0, "id"), *provider = db_field(job, 0, "provider_id");
+  if ((e = jobs_store_customer_card(&req->arena, db_field(job, 0, "customer_id"), &c)) != ERR_OK) return e;
   if (provider && (e = jobs_store_provider_card(&req->arena, provider, &p)) != ERR_OK) return e;
   /* a provider sees its own quote, never its competitors' */
   if ((e = jobs_store_quotes_of(&req->arena, id, rel == SEES_OWNER ? NULL : req->auth.id, &q)) != ERR_OK) return e;
   json_t *out = jobs_json(job, 0);
   json_object_set_new(out, "customer",
-                      c->rows ? json_pack("{s:s,s:s}", "id", COL(c, 0, "id"), "name", COL(c, 0, "name")) : json_null());
+                      c->rows ? json_pack("{s:s,s:s}", "id", db_field(c, 0, "id"), "name", db_field(c, 0, "name"))
+                              : json_null());
   json_object_set_new(out, "provider",
-                      p && p->rows ? json_pack("{s:s,s:s,s:o,s:o}", "id", COL(p, 0, "id"), "name", COL(p, 0, "name"),
-                                               "companyName", jx_str_or_null(COL(p, 0, "company_name")), "phone",
-                                               jx_str_or_null(COL(p, 0, "phone")))
-                                   : json_null());
+                      p && p->rows
+                          ? json_pack("{s:s,s:s,s:o,s:o}", "id", db_field(p, 0, "id"), "name", db_field(p, 0, "name"),
+                                      "companyName", jx_str_or_null(db_field(p, 0, "company_name")), "phone",
+                                      jx_str_or_null(db_field(p, 0, "phone")))
+                          : json_null());
   json_t *quotes = json_array();
   for (int i = 0; i < q->rows; i++) json_array_append_new(quotes, quotes_json(q, i));
   json_object_set_new(out, "quotes", quotes);
@@ -193,7 +194,7 @@ err_t api_jobs_cancel(hs_req *req) {
   db_res *job;
   err_t e = load_owned(req, &job);
   if (e != ERR_OK) return e;
-  const char *status = COL(job, 0, "status"), *id = COL(job, 0, "id");
+  const char *status = db_field(job, 0, "status"), *id = db_field(job, 0, "id");
   bool accepted = !strcmp(status, "ACCEPTED");
   if (strcmp(status, "PENDING") && strcmp(status, "QUOTED") && !accepted)
     return hs_fail(req, ERR_BAD_REQUEST, "Only a PENDING, QUOTED or ACCEPTED job can be cancelled");
@@ -228,7 +229,7 @@ err_t api_jobs_set_status(hs_req *req) {
   db_res *job;
   err_t e = load_assigned(req, &job);
   if (e != ERR_OK) return e;
-  const char *to = hs_body_str(req, "status"), *id = COL(job, 0, "id");
+  const char *to = hs_body_str(req, "status"), *id = db_field(job, 0, "id");
   const char *const from[] = {previous_status(to), NULL};
   json_t *flat = json_object_get(req->body, "fromLat"), *flng = json_object_get(req->body, "fromLng");
   const char *extra = NULL;
@@ -241,9 +242,9 @@ err_t api_jobs_set_status(hs_req *req) {
   bool moved;
   if ((e = jobs_store_move(id, from, to, req->auth.id, extra, value, &moved)) != ERR_OK) return e;
   if (!moved)
-    return hs_fail(
-        req, ERR_CONFLICT,
-        arena_printf(&req->arena, "A job moves to %s only from %s (it is %s)", to, from[0], COL(job, 0, "status")));
+    return hs_fail(req, ERR_CONFLICT,
+                   arena_printf(&req->arena, "A job moves to %s only from %s (it is %s)", to, from[0],
+                                db_field(job, 0, "status")));
   if (!strcmp(to, "COMPLETED")) payments_capture_job(id);
   notify_status(req, job, to);
   return reply_job(req, id);
@@ -281,8 +282,8 @@ static err_t photo_step(hs_req *req, const char *from, const char *to, const cha
   db_res *job;
   err_t e = load_assigned(req, &job);
   if (e != ERR_OK) return e;
-  const char *id = COL(job, 0, "id");
-  if (strcmp(COL(job, 0, "status"), from))
+  const char *id = db_field(job, 0, "id");
+  if (strcmp(db_field(job, 0, "status"), from))
     return hs_fail(req, ERR_BAD_REQUEST, arena_printf(&req->arena, "The job must be %s", from));
   const char *keys = store_photos(req);
   if (!keys) return hs_fail(req, ERR_INTERNAL, NULL);
@@ -306,7 +307,7 @@ err_t api_jobs_images(hs_req *req) {
   if (e != ERR_OK) return e;
   const char *keys = store_photos(req);
   if (!keys) return hs_fail(req, ERR_INTERNAL, NULL);
-  if ((e = jobs_store_append_images(COL(job, 0, "id"), keys)) != ERR_OK) return e;
+  if ((e = jobs_store_append_images(db_field(job, 0, "id"), keys)) != ERR_OK) return e;
   return hs_ok(req, json_pack("{s:o}", "images", storage_urls_json(keys, URL_TTL_PHOTO)));
 }
 
@@ -320,9 +321,9 @@ err_t api_jobs_reportable(hs_req *req) {
   for (int i = 0; i < r->rows; i++) {
     json_t *j = jobs_json(r, i);
     json_object_set_new(j, "provider",
-                        COL(r, i, "provider_name")
-                            ? json_pack("{s:s,s:o}", "name", COL(r, i, "provider_name"), "companyName",
-                                        jx_str_or_null(COL(r, i, "provider_company")))
+                        db_field(r, i, "provider_name")
+                            ? json_pack("{s:s,s:o}", "name", db_field(r, i, "provider_name"), "companyName",
+                                        jx_str_or_null(db_field(r, i, "provider_company")))
                             : json_null());
     json_array_append_new(list, j);
   }
@@ -335,8 +336,8 @@ static err_t load_completed(hs_req *req, const char *id, db_res **job) {
   err_t e = jobs_get(&req->arena, id, job);
   if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Job not found");
   if (e != ERR_OK) return e;
-  if (strcmp(COL(*job, 0, "customer_id"), req->auth.id)) return hs_fail(req, ERR_FORBIDDEN, "Not your job");
-  if (strcmp(COL(*job, 0, "status"), "COMPLETED")) return hs_fail(req, ERR_CONFLICT, "The job is not completed");
+  if (strcmp(db_field(*job, 0, "customer_id"), req->auth.id)) return hs_fail(req, ERR_FORBIDDEN, "Not your job");
+  if (strcmp(db_field(*job, 0, "status"), "COMPLETED")) return hs_fail(req, ERR_CONFLICT, "The job is not completed");
   return ERR_OK;
 }
 
@@ -348,7 +349,7 @@ err_t api_jobs_report(hs_req *req) {
     return hs_fail(req, ERR_CONFLICT, "Reports are accepted within 72 hours of completion");
   char id[ID_LEN + 1];
   id_new(id);
-  const char *job_id = COL(job, 0, "id"), *text = hs_body_str(req, "description");
+  const char *job_id = db_field(job, 0, "id"), *text = hs_body_str(req, "description");
   e = jobs_store_insert_report(id, job_id, req->auth.id, text);
   if (e == ERR_CONFLICT) return hs_fail(req, e, "This job was already reported");
   if (e != ERR_OK) return e;
@@ -360,7 +361,7 @@ err_t api_jobs_tip(hs_req *req) {
   db_res *job;
   err_t e = load_completed(req, hs_param(req, "id"), &job);
   if (e != ERR_OK) return e;
-  const char *job_id = COL(job, 0, "id");
+  const char *job_id = db_field(job, 0, "id");
   int64_t cents = jx_cents(json_number_value(json_object_get(req->body, "amount")));
   char msg[256] = "";
   e = payments_charge_tip(job_id, req->auth.id, cents, msg);
@@ -373,13 +374,13 @@ err_t api_jobs_recurring(hs_req *req) {
   db_res *job;
   err_t e = load_completed(req, hs_param(req, "id"), &job);
   if (e != ERR_OK) return e;
-  const char *provider = COL(job, 0, "provider_id");
+  const char *provider = db_field(job, 0, "provider_id");
   if (!provider) return hs_fail(req, ERR_CONFLICT, "The job has no provider");
   char id[ID_LEN + 1];
   id_new(id);
   int day = (int)json_integer_value(json_object_get(req->body, "dayOfWeek"));
   const char *slot = hs_body_str(req, "timeSlot"), *end = hs_body_str(req, "endDate");
-  if ((e = jobs_store_insert_recurring(id, COL(job, 0, "id"), req->auth.id, provider, day, slot, end)) != ERR_OK)
+  if ((e = jobs_store_insert_recurring(id, db_field(job, 0, "id"), req->auth.id, provider, day, slot, end)) != ERR_OK)
     return e;
   static const char *const days[] = {"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"};
   db_res *p;
@@ -393,14 +394,14 @@ err_t api_jobs_recurring(hs_req *req) {
                    arena_printf(&req->arena,
                                 "A customer asked you to repeat job %s every %s (%s) until %s.\nOpen the app to "
                                 "confirm the schedule.\n",
-                                COL(job, 0, "id"), days[day], slot, end));
+                                db_field(job, 0, "id"), days[day], slot, end));
       db_release(c);
       queue_kick();
     }
   }
   notify(provider, "provider", "Recurring service requested",
          arena_printf(&req->arena, "A customer asked for this job every %s (%s) until %s", days[day], slot, end),
-         COL(job, 0, "id"));
+         db_field(job, 0, "id"));
   return hs_ok(req, json_pack("{s:b}", "requested", 1));
 }
 
@@ -408,7 +409,7 @@ err_t api_reviews_create(hs_req *req) {
   db_res *job;
   err_t e = load_completed(req, hs_body_str(req, "jobId"), &job);
   if (e != ERR_OK) return e;
-  const char *provider = COL(job, 0, "provider_id"), *job_id = COL(job, 0, "id");
+  const char *provider = db_field(job, 0, "provider_id"), *job_id = db_field(job, 0, "id");
   if (!provider) return hs_fail(req, ERR_CONFLICT, "The job has no provider");
   char id[ID_LEN + 1];
   id_new(id);

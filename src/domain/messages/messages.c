@@ -2,12 +2,12 @@
  * The 250-message cap is enforced by the insert itself (INSERT ... SELECT ... WHERE the
  * thread holds fewer than 250), inside a transaction that first locks the job's row, so
  * concurrent posts never overshoot it. */
+#include "domain/messages/messages.h"
 #include "core/clock.h"
 #include "core/ids.h"
 #include "core/jsonx.h"
 #include "core/util.h"
 #include "domain/jobs/jobs.h"
-#include "domain/messages/messages.h"
 #include "domain/notifications/notifications.h"
 #include "ext/filetype.h"
 #include "ext/storage.h"
@@ -15,7 +15,6 @@
 #include <string.h>
 
 #define THREAD_CAP 250
-#define COL(r, name) db_text(r, 0, db_col(r, name))
 
 typedef struct thread {
   const char *job_id, *provider_id, *customer_id, *status;
@@ -29,8 +28,9 @@ static err_t open_thread(hs_req *req, const char *requested_provider, thread *t)
   err_t e = jobs_get(&req->arena, hs_param(req, "id"), &job);
   if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Job not found");
   if (e != ERR_OK) return e;
-  t->job_id = COL(job, "id"), t->customer_id = COL(job, "customer_id"), t->status = COL(job, "status");
-  const char *assigned = COL(job, "provider_id");
+  t->job_id = db_field(job, 0, "id"), t->customer_id = db_field(job, 0, "customer_id"),
+  t->status = db_field(job, 0, "status");
+  const char *assigned = db_field(job, 0, "provider_id");
   db_res *who;
   if (req->auth.role_bit == ROLE_USER) {
     if (strcmp(t->customer_id, req->auth.id)) return hs_fail(req, ERR_NOT_FOUND, "Job not found");
@@ -39,15 +39,17 @@ static err_t open_thread(hs_req *req, const char *requested_provider, thread *t)
     if (db_query(&req->arena, &who,
                  "SELECT u.name FROM users u WHERE u.id = $1 AND (EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = $2 "
                  "AND q.provider_id = $3) OR $3 = $4)",
-                 DB_ARGS(DB_TEXT(req->auth.id), DB_TEXT(t->job_id), DB_TEXT(t->provider_id), DB_TEXT(assigned ? assigned : ""))) != DB_OK)
+                 DB_ARGS(DB_TEXT(req->auth.id), DB_TEXT(t->job_id), DB_TEXT(t->provider_id),
+                         DB_TEXT(assigned ? assigned : ""))) != DB_OK)
       return ERR_INTERNAL;
     if (who->rows == 0) return hs_fail(req, ERR_NOT_FOUND, "No thread with that provider on this job");
   } else {
     t->provider_id = req->auth.id;
-    if (db_query(&req->arena, &who,
-                 "SELECT p.name FROM providers p WHERE p.id = $1 AND (EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = $2 "
-                 "AND q.provider_id = $1) OR $1 = $3)",
-                 DB_ARGS(DB_TEXT(req->auth.id), DB_TEXT(t->job_id), DB_TEXT(assigned ? assigned : ""))) != DB_OK)
+    if (db_query(
+            &req->arena, &who,
+            "SELECT p.name FROM providers p WHERE p.id = $1 AND (EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = $2 "
+            "AND q.provider_id = $1) OR $1 = $3)",
+            DB_ARGS(DB_TEXT(req->auth.id), DB_TEXT(t->job_id), DB_TEXT(assigned ? assigned : ""))) != DB_OK)
       return ERR_INTERNAL;
     if (who->rows == 0) return hs_fail(req, ERR_NOT_FOUND, "Job not found");
   }
@@ -55,8 +57,8 @@ static err_t open_thread(hs_req *req, const char *requested_provider, thread *t)
   return ERR_OK;
 }
 
-static json_t *message_json(const char *id, const char *sender, const char *role, const char *name,
-                            const char *content, const char *created_ms) {
+static json_t *message_json(const char *id, const char *sender, const char *role, const char *name, const char *content,
+                            const char *created_ms) {
   return json_pack("{s:s,s:s,s:s,s:s,s:s,s:o}", "id", id, "senderId", sender, "senderRole", role, "senderName", name,
                    "content", content, "createdAt", jx_iso_or_null(created_ms));
 }
@@ -96,8 +98,8 @@ static err_t post_message(hs_req *req, thread *t, const char *content) {
                  "INSERT INTO messages (id, job_id, provider_id, sender_id, sender_role, sender_name, content, "
                  "created_at, seq) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $10 WHERE "
                  "(SELECT COUNT(*) FROM messages WHERE job_id = $2 AND provider_id = $3) < $9",
-                 DB_ARGS(DB_TEXT(id), DB_TEXT(t->job_id), DB_TEXT(t->provider_id), DB_TEXT(req->auth.id),
-                         DB_TEXT(role), DB_TEXT(t->sender_name), DB_TEXT(content), DB_INT(now), DB_INT(THREAD_CAP),
+                 DB_ARGS(DB_TEXT(id), DB_TEXT(t->job_id), DB_TEXT(t->provider_id), DB_TEXT(req->auth.id), DB_TEXT(role),
+                         DB_TEXT(t->sender_name), DB_TEXT(content), DB_INT(now), DB_INT(THREAD_CAP),
                          DB_INT(clock_sequence())));
   if (rc == DB_OK) rc = db_commit(c);
   db_release(c);

@@ -1,9 +1,9 @@
 /* Handlers for /providers/me and its uploads. Keys are stored; URLs are signed when a
  * response is built, so a document URL is always fresh and short-lived. */
+#include "domain/providers/providers_api.h"
 #include "core/jsonx.h"
 #include "core/log.h"
 #include "domain/providers/providers.h"
-#include "domain/providers/providers_api.h"
 #include "domain/providers/providers_store.h"
 #include "ext/storage.h"
 #include <stdlib.h>
@@ -18,45 +18,43 @@ static json_t *default_availability(void) {
   return o;
 }
 
-#define COL(name) db_text(r, 0, db_col(r, name))
-
 static json_t *profile_from_row(db_res *r) {
   json_t *o = json_object();
-  json_object_set_new(o, "id", json_string(COL("id")));
-  json_object_set_new(o, "email", json_string(COL("email")));
-  json_object_set_new(o, "name", json_string(COL("name")));
-  json_object_set_new(o, "phone", jx_str_or_null(COL("phone")));
-  json_object_set_new(o, "companyName", jx_str_or_null(COL("company_name")));
-  json_object_set_new(o, "companyUrl", jx_str_or_null(COL("company_url")));
-  json_object_set_new(o, "insuranceInfo", jx_str_or_null(COL("insurance_info")));
-  json_object_set_new(o, "logoUrl", storage_url_json(COL("logo_url"), URL_TTL_PHOTO));
-  json_object_set_new(o, "services", jx_parse_or(COL("services"), json_array()));
-  json_object_set_new(o, "serviceZips", jx_parse_or(COL("service_zips"), json_array()));
-  json_object_set_new(o, "headshots", storage_urls_json(COL("headshots"), URL_TTL_PHOTO));
-  json_object_set_new(o, "idDocFront", storage_url_json(COL("id_doc_front"), URL_TTL_DOCUMENT));
-  json_object_set_new(o, "idDocBack", storage_url_json(COL("id_doc_back"), URL_TTL_DOCUMENT));
-  json_object_set_new(o, "availability", jx_parse_or(COL("availability"), default_availability()));
-  json_object_set_new(o, "isPremium", jx_bool(COL("is_premium")));
-  json_object_set_new(o, "premiumSince", jx_iso_or_null(COL("premium_since")));
-  json_object_set_new(o, "preferredProAppliedAt", jx_iso_or_null(COL("preferred_pro_applied_at")));
-  json_object_set_new(o, "premiumBilledMonth", jx_str_or_null(COL("premium_billed_month")));
-  json_object_set_new(o, "idCheckStatus", jx_str_or_null(COL("id_check_status")));
-  json_object_set_new(o, "idCheckName", jx_str_or_null(COL("id_check_name")));
-  json_object_set_new(o, "idCheckDOB", jx_str_or_null(COL("id_check_dob")));
-  json_object_set_new(o, "idCheckExpiry", jx_str_or_null(COL("id_check_expiry")));
-  json_object_set_new(o, "idCheckState", jx_str_or_null(COL("id_check_state")));
-  json_object_set_new(o, "idCheckFlags", jx_parse_or(COL("id_check_flags"), json_array()));
-  json_object_set_new(o, "idCheckAt", jx_iso_or_null(COL("id_check_at")));
-  json_object_set_new(o, "insDocUrl", storage_url_json(COL("ins_doc_url"), URL_TTL_DOCUMENT));
-  json_object_set_new(o, "insCheckStatus", jx_str_or_null(COL("ins_check_status")));
-  json_object_set_new(o, "insCheckCarrier", jx_str_or_null(COL("ins_check_carrier")));
-  json_object_set_new(o, "insCheckPolicy", jx_str_or_null(COL("ins_check_policy")));
-  json_object_set_new(o, "insCheckEffective", jx_str_or_null(COL("ins_check_effective")));
-  json_object_set_new(o, "insCheckExpiry", jx_str_or_null(COL("ins_check_expiry")));
-  json_object_set_new(o, "insCheckCoverage", jx_str_or_null(COL("ins_check_coverage")));
-  json_object_set_new(o, "insCheckFlags", jx_parse_or(COL("ins_check_flags"), json_array()));
-  json_object_set_new(o, "insCheckAt", jx_iso_or_null(COL("ins_check_at")));
-  json_object_set_new(o, "createdAt", jx_iso_or_null(COL("created_at")));
+  json_object_set_new(o, "id", json_string(db_field(r, 0, "id")));
+  json_object_set_new(o, "email", json_string(db_field(r, 0, "email")));
+  json_object_set_new(o, "name", json_string(db_field(r, 0, "name")));
+  json_object_set_new(o, "phone", jx_str_or_null(db_field(r, 0, "phone")));
+  json_object_set_new(o, "companyName", jx_str_or_null(db_field(r, 0, "company_name")));
+  json_object_set_new(o, "companyUrl", jx_str_or_null(db_field(r, 0, "company_url")));
+  json_object_set_new(o, "insuranceInfo", jx_str_or_null(db_field(r, 0, "insurance_info")));
+  json_object_set_new(o, "logoUrl", storage_url_json(db_field(r, 0, "logo_url"), URL_TTL_PHOTO));
+  json_object_set_new(o, "services", jx_parse_or(db_field(r, 0, "services"), json_array()));
+  json_object_set_new(o, "serviceZips", jx_parse_or(db_field(r, 0, "service_zips"), json_array()));
+  json_object_set_new(o, "headshots", storage_urls_json(db_field(r, 0, "headshots"), URL_TTL_PHOTO));
+  json_object_set_new(o, "idDocFront", storage_url_json(db_field(r, 0, "id_doc_front"), URL_TTL_DOCUMENT));
+  json_object_set_new(o, "idDocBack", storage_url_json(db_field(r, 0, "id_doc_back"), URL_TTL_DOCUMENT));
+  json_object_set_new(o, "availability", jx_parse_or(db_field(r, 0, "availability"), default_availability()));
+  json_object_set_new(o, "isPremium", jx_bool(db_field(r, 0, "is_premium")));
+  json_object_set_new(o, "premiumSince", jx_iso_or_null(db_field(r, 0, "premium_since")));
+  json_object_set_new(o, "preferredProAppliedAt", jx_iso_or_null(db_field(r, 0, "preferred_pro_applied_at")));
+  json_object_set_new(o, "premiumBilledMonth", jx_str_or_null(db_field(r, 0, "premium_billed_month")));
+  json_object_set_new(o, "idCheckStatus", jx_str_or_null(db_field(r, 0, "id_check_status")));
+  json_object_set_new(o, "idCheckName", jx_str_or_null(db_field(r, 0, "id_check_name")));
+  json_object_set_new(o, "idCheckDOB", jx_str_or_null(db_field(r, 0, "id_check_dob")));
+  json_object_set_new(o, "idCheckExpiry", jx_str_or_null(db_field(r, 0, "id_check_expiry")));
+  json_object_set_new(o, "idCheckState", jx_str_or_null(db_field(r, 0, "id_check_state")));
+  json_object_set_new(o, "idCheckFlags", jx_parse_or(db_field(r, 0, "id_check_flags"), json_array()));
+  json_object_set_new(o, "idCheckAt", jx_iso_or_null(db_field(r, 0, "id_check_at")));
+  json_object_set_new(o, "insDocUrl", storage_url_json(db_field(r, 0, "ins_doc_url"), URL_TTL_DOCUMENT));
+  json_object_set_new(o, "insCheckStatus", jx_str_or_null(db_field(r, 0, "ins_check_status")));
+  json_object_set_new(o, "insCheckCarrier", jx_str_or_null(db_field(r, 0, "ins_check_carrier")));
+  json_object_set_new(o, "insCheckPolicy", jx_str_or_null(db_field(r, 0, "ins_check_policy")));
+  json_object_set_new(o, "insCheckEffective", jx_str_or_null(db_field(r, 0, "ins_check_effective")));
+  json_object_set_new(o, "insCheckExpiry", jx_str_or_null(db_field(r, 0, "ins_check_expiry")));
+  json_object_set_new(o, "insCheckCoverage", jx_str_or_null(db_field(r, 0, "ins_check_coverage")));
+  json_object_set_new(o, "insCheckFlags", jx_parse_or(db_field(r, 0, "ins_check_flags"), json_array()));
+  json_object_set_new(o, "insCheckAt", jx_iso_or_null(db_field(r, 0, "ins_check_at")));
+  json_object_set_new(o, "createdAt", jx_iso_or_null(db_field(r, 0, "created_at")));
   return o;
 }
 
@@ -71,8 +69,8 @@ bool providers_is_verified(const char *provider_id) {
   db_res *r;
   bool ok = false;
   if (prov_store_get(&a, provider_id, &r) == ERR_OK) {
-    json_t *heads = jx_parse_or(COL("headshots"), json_array());
-    ok = json_array_size(heads) > 0 && COL("id_doc_front") && COL("id_doc_back");
+    json_t *heads = jx_parse_or(db_field(r, 0, "headshots"), json_array());
+    ok = json_array_size(heads) > 0 && db_field(r, 0, "id_doc_front") && db_field(r, 0, "id_doc_back");
     json_decref(heads);
   }
   arena_fini(&a);
@@ -139,12 +137,13 @@ static err_t edit_headshots(hs_req *req, const char *add, long index, const char
     db_res *r;
     err_t e = prov_store_get(&req->arena, req->auth.id, &r);
     if (e != ERR_OK) return e == ERR_NOT_FOUND ? hs_fail(req, e, "Provider not found") : e;
-    const char *old = COL("headshots");
+    const char *old = db_field(r, 0, "headshots");
     json_t *list = arena_json(&req->arena, jx_parse_or(old, json_array()));
     if (add) {
       json_array_append_new(list, json_string(add));
     } else {
-      if (index < 0 || (size_t)index >= json_array_size(list)) return hs_fail(req, ERR_BAD_REQUEST, "Headshot index out of range");
+      if (index < 0 || (size_t)index >= json_array_size(list))
+        return hs_fail(req, ERR_BAD_REQUEST, "Headshot index out of range");
       *removed = arena_strdup(&req->arena, json_string_value(json_array_get(list, (size_t)index)));
       json_array_remove(list, (size_t)index);
     }
@@ -184,7 +183,8 @@ err_t api_providers_upload_id_documents(hs_req *req) {
   err_t e = ERR_OK;
   if (front) e = store_upload(req, front, &front_key);
   if (e == ERR_OK && back) e = store_upload(req, back, &back_key);
-  if (e == ERR_OK) e = prov_store_set_id_documents(&req->arena, req->auth.id, front_key, back_key, &old_front, &old_back);
+  if (e == ERR_OK)
+    e = prov_store_set_id_documents(&req->arena, req->auth.id, front_key, back_key, &old_front, &old_back);
   if (e != ERR_OK) {
     storage_delete(front_key), storage_delete(back_key);
     return e == ERR_NOT_FOUND ? hs_fail(req, e, "Provider not found") : e;
@@ -205,6 +205,6 @@ err_t api_providers_upload_insurance(hs_req *req) {
   const char *key;
   err_t e = replace_single_file(req, "insuranceDoc", prov_store_set_insurance_document, &key);
   if (e != ERR_OK) return e;
-  return hs_ok(req, json_pack("{s:o,s:s}", "insDocUrl", storage_url_json(key, URL_TTL_DOCUMENT), "insCheckStatus",
-                              "pending"));
+  return hs_ok(
+      req, json_pack("{s:o,s:s}", "insDocUrl", storage_url_json(key, URL_TTL_DOCUMENT), "insCheckStatus", "pending"));
 }

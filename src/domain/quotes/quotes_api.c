@@ -1,5 +1,6 @@
 /* Handlers for /quotes/... Money is integer cents; the platform fee is 18% of the amount,
  * rounded to the cent. */
+#include "domain/quotes/quotes_api.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/ids.h"
@@ -10,24 +11,22 @@
 #include "domain/payments/payments.h"
 #include "domain/providers/providers.h"
 #include "domain/quotes/quotes.h"
-#include "domain/quotes/quotes_api.h"
 #include "domain/quotes/quotes_store.h"
 #include "ext/storage.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define COL(r, row, name) db_text(r, row, db_col(r, name))
-
 static int64_t platform_fee(int64_t cents) { return (cents * 18 + 50) / 100; }
 
 json_t *quotes_json(const db_res *q, int i) {
-  return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:s,s:o}", "id", COL(q, i, "id"), "jobId", COL(q, i, "job_id"),
-                   "providerId", COL(q, i, "provider_id"), "amount", jx_money(db_int(q, i, db_col(q, "amount_cents"))),
-                   "platformFee", jx_money(db_int(q, i, db_col(q, "platform_fee_cents"))), "totalAmount",
-                   jx_money(db_int(q, i, db_col(q, "total_cents"))), "note", jx_str_or_null(COL(q, i, "note")),
-                   "scheduledAt", jx_iso_or_null(COL(q, i, "scheduled_at")), "status", COL(q, i, "status"),
-                   "createdAt", jx_iso_or_null(COL(q, i, "created_at")));
+  return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:s,s:o}", "id", db_field(q, i, "id"), "jobId",
+                   db_field(q, i, "job_id"), "providerId", db_field(q, i, "provider_id"), "amount",
+                   jx_money(db_int(q, i, db_col(q, "amount_cents"))), "platformFee",
+                   jx_money(db_int(q, i, db_col(q, "platform_fee_cents"))), "totalAmount",
+                   jx_money(db_int(q, i, db_col(q, "total_cents"))), "note", jx_str_or_null(db_field(q, i, "note")),
+                   "scheduledAt", jx_iso_or_null(db_field(q, i, "scheduled_at")), "status", db_field(q, i, "status"),
+                   "createdAt", jx_iso_or_null(db_field(q, i, "created_at")));
 }
 
 static err_t reply_quote(hs_req *req, const char *id, json_t *extra_job) {
@@ -47,12 +46,15 @@ err_t api_quotes_create(hs_req *req) {
   err_t e = jobs_get(&req->arena, hs_body_str(req, "jobId"), &job);
   if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Job not found");
   if (e != ERR_OK) return e;
-  const char *status = COL(job, 0, "status");
+  const char *status = db_field(job, 0, "status");
   /* a job outside the provider's services and ZIPs does not exist for it */
-  if (!jobs_provider_matches(req->auth.id, COL(job, 0, "service"), COL(job, 0, "zip")))
+  if (!jobs_provider_matches(req->auth.id, db_field(job, 0, "service"), db_field(job, 0, "zip")))
     return hs_fail(req, ERR_NOT_FOUND, "Job not found");
-  if (strcmp(status, "PENDING") && strcmp(status, "QUOTED")) return hs_fail(req, ERR_CONFLICT, "The job is not open for quotes");
-  quote_new q = {.job_id = COL(job, 0, "id"), .provider_id = req->auth.id, .service = COL(job, 0, "service"),
+  if (strcmp(status, "PENDING") && strcmp(status, "QUOTED"))
+    return hs_fail(req, ERR_CONFLICT, "The job is not open for quotes");
+  quote_new q = {.job_id = db_field(job, 0, "id"),
+                 .provider_id = req->auth.id,
+                 .service = db_field(job, 0, "service"),
                  .note = hs_body_str(req, "note"),
                  .amount_cents = jx_cents(json_number_value(json_object_get(req->body, "amount")))};
   if (q.amount_cents <= 0) return hs_fail(req, ERR_BAD_REQUEST, "amount: must be at least 0.01");
@@ -63,7 +65,7 @@ err_t api_quotes_create(hs_req *req) {
   id_new(id);
   q.id = id;
   db_res *customer, *pro;
-  if ((e = quotes_store_contact(&req->arena, "users", COL(job, 0, "customer_id"), &customer)) != ERR_OK ||
+  if ((e = quotes_store_contact(&req->arena, "users", db_field(job, 0, "customer_id"), &customer)) != ERR_OK ||
       (e = quotes_store_contact(&req->arena, "providers", req->auth.id, &pro)) != ERR_OK)
     return e;
   const char *company = db_text(pro, 0, 2);
@@ -76,7 +78,7 @@ err_t api_quotes_create(hs_req *req) {
   if (e == ERR_CONFLICT) return hs_fail(req, e, "You already quoted on this job");
   if (e == ERR_BAD_REQUEST) return hs_fail(req, ERR_CONFLICT, "The job is not open for quotes");
   if (e != ERR_OK) return e;
-  notify(COL(job, 0, "customer_id"), "user", "New quote",
+  notify(db_field(job, 0, "customer_id"), "user", "New quote",
          arena_printf(&req->arena, "%s quoted $%.2f for your %s job", company ? company : db_text(pro, 0, 1),
                       (double)(q.amount_cents + q.fee_cents) / 100, q.service),
          q.job_id);
@@ -88,8 +90,8 @@ err_t api_quotes_accept(hs_req *req) {
   err_t e = quotes_store_get(&req->arena, hs_param(req, "id"), &q);
   if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Quote not found");
   if (e != ERR_OK) return e;
-  if (strcmp(COL(q, 0, "customer_id"), req->auth.id)) return hs_fail(req, ERR_FORBIDDEN, "Not your job");
-  const char *job_id = COL(q, 0, "job_id"), *provider = COL(q, 0, "provider_id");
+  if (strcmp(db_field(q, 0, "customer_id"), req->auth.id)) return hs_fail(req, ERR_FORBIDDEN, "Not your job");
+  const char *job_id = db_field(q, 0, "job_id"), *provider = db_field(q, 0, "provider_id");
   db_res *pro, *customer;
   if ((e = quotes_store_contact(&req->arena, "providers", provider, &pro)) != ERR_OK ||
       (e = quotes_store_contact(&req->arena, "users", req->auth.id, &customer)) != ERR_OK)
@@ -100,8 +102,8 @@ err_t api_quotes_accept(hs_req *req) {
                             db_text(pro, 0, 1), db_text(customer, 0, 1),
                             (double)db_int(q, 0, db_col(q, "amount_cents")) / 100, job_id);
   bool won;
-  if ((e = quotes_store_accept(COL(q, 0, "id"), job_id, provider, db_text(pro, 0, 0), "Your quote was accepted", body,
-                               &won)) != ERR_OK)
+  if ((e = quotes_store_accept(db_field(q, 0, "id"), job_id, provider, db_text(pro, 0, 0), "Your quote was accepted",
+                               body, &won)) != ERR_OK)
     return e;
   if (!won) return hs_fail(req, ERR_CONFLICT, "The job is no longer open for acceptance");
   notify(provider, "provider", "Quote accepted",
@@ -111,7 +113,7 @@ err_t api_quotes_accept(hs_req *req) {
     log_msg(LOG_ERROR, "recording the authorization of job %s failed", job_id);
   db_res *job;
   if ((e = jobs_get(&req->arena, job_id, &job)) != ERR_OK) return e;
-  return reply_quote(req, COL(q, 0, "id"), jobs_json(job, 0));
+  return reply_quote(req, db_field(q, 0, "id"), jobs_json(job, 0));
 }
 
 err_t api_quotes_market_rate(hs_req *req) {
@@ -135,22 +137,23 @@ err_t api_quotes_market_rate(hs_req *req) {
 err_t api_quotes_for_job(hs_req *req) {
   db_res *job, *q;
   err_t e = jobs_get(&req->arena, hs_param(req, "jobId"), &job);
-  if (e == ERR_NOT_FOUND || (e == ERR_OK && strcmp(COL(job, 0, "customer_id"), req->auth.id)))
+  if (e == ERR_NOT_FOUND || (e == ERR_OK && strcmp(db_field(job, 0, "customer_id"), req->auth.id)))
     return hs_fail(req, ERR_NOT_FOUND, "Job not found");
-  if (e != ERR_OK || (e = quotes_store_for_job(&req->arena, COL(job, 0, "id"), &q)) != ERR_OK) return e;
+  if (e != ERR_OK || (e = quotes_store_for_job(&req->arena, db_field(job, 0, "id"), &q)) != ERR_OK) return e;
   json_t *list = json_array();
   for (int i = 0; i < q->rows; i++) {
     json_t *o = quotes_json(q, i);
-    const char *logo = COL(q, i, "logo_url");
+    const char *logo = db_field(q, i, "logo_url");
     char *logo_url = logo ? storage_url(logo, URL_TTL_PHOTO) : NULL;
-    const char *avg = COL(q, i, "average_rating");
-    json_object_set_new(
-        o, "provider",
-        json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "name", COL(q, i, "name"), "phone", jx_str_or_null(COL(q, i, "phone")),
-                  "companyName", jx_str_or_null(COL(q, i, "company_name")), "companyUrl",
-                  jx_str_or_null(COL(q, i, "company_url")), "insuranceInfo", jx_str_or_null(COL(q, i, "insurance_info")),
-                  "logoUrl", jx_str_or_null(logo_url), "averageRating",
-                  avg ? json_real(round(strtod(avg, NULL) * 100) / 100) : json_null()));
+    const char *avg = db_field(q, i, "average_rating");
+    json_object_set_new(o, "provider",
+                        json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "name", db_field(q, i, "name"), "phone",
+                                  jx_str_or_null(db_field(q, i, "phone")), "companyName",
+                                  jx_str_or_null(db_field(q, i, "company_name")), "companyUrl",
+                                  jx_str_or_null(db_field(q, i, "company_url")), "insuranceInfo",
+                                  jx_str_or_null(db_field(q, i, "insurance_info")), "logoUrl", jx_str_or_null(logo_url),
+                                  "averageRating",
+                                  avg ? json_real(round(strtod(avg, NULL) * 100) / 100) : json_null()));
     free(logo_url);
     json_array_append_new(list, o);
   }
