@@ -3,6 +3,9 @@
 # Idempotent: installs only what is missing; needs root for apt-get (sudo is used when present).
 # Usage: scripts/deps.sh [build|test|bench]   (each level includes the ones before it)
 set -euo pipefail
+# `make -j` may start two levels at once: the second waits, then finds nothing missing.
+exec 9>"${TMPDIR:-/tmp}/marketplace-deps.lock"
+flock 9
 level=${1:-build}
 build_pkgs="build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev libpq-dev
   libcurl4-openssl-dev libjwt-dev libssl-dev libcrypt-dev libmagic-dev libmagic-mgc libtesseract-dev
