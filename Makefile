@@ -23,7 +23,7 @@ UNIT_SRC := $(shell find tests/unit -name '*.c' 2>/dev/null | sort)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/unit/%)
 PYTHON   := /usr/bin/python3
 
-.PHONY: all run test deps deps-test unit api api-sqlite api-postgres api-asan asan bench clean format routes
+.PHONY: all run test deps deps-test unit api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs clean format routes
 
 all: deps build/marketplace
 
@@ -90,9 +90,17 @@ api: api-sqlite api-postgres
 # Everything CI runs: unit tests, the API tests on both engines, one pass under ASan+UBSan.
 test: deps-test all unit api api-asan
 
-bench: deps build/marketplace
+# Benchmarks (docs/performance.md): the HTTP core and login flood, then the marketplace reads
+# and quotes at 10k, 100k and 1M jobs.
+bench: bench-core bench-jobs
+
+bench-core: deps build/marketplace
 	@scripts/deps.sh bench
 	bench/run.sh
+
+bench-jobs: deps build/marketplace
+	@scripts/deps.sh bench
+	bench/jobs.sh
 
 routes: build/marketplace
 	@build/marketplace routes

@@ -18,3 +18,39 @@ end
 function done(summary, latency, requests)
   bench_report(summary, latency)
 end
+
+-- Answers counted by HTTP status, for scripts that want them (login.lua, quotes.lua): they
+-- call count_setup(thread) from setup(), count_init() from init(), count_response(status)
+-- from response(), and use count_done as done(); the BENCH line then ends with
+-- status_<code>=N fields. Every thread counts in its own Lua state; done() adds them up.
+local counted = {}
+
+function count_setup(thread)
+  table.insert(counted, thread)
+  return #counted - 1
+end
+
+function count_init()
+  statuses = {}
+end
+
+function count_response(status)
+  statuses[status] = (statuses[status] or 0) + 1
+end
+
+function count_done(summary, latency, requests)
+  local total = {}
+  for _, t in ipairs(counted) do
+    for code, n in pairs(t:get("statuses") or {}) do
+      total[code] = (total[code] or 0) + n
+    end
+  end
+  local codes = {}
+  for code in pairs(total) do table.insert(codes, code) end
+  table.sort(codes)
+  local extra = ""
+  for _, code in ipairs(codes) do
+    extra = extra .. string.format(" status_%d=%d", code, total[code])
+  end
+  bench_report(summary, latency, extra)
+end

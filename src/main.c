@@ -94,6 +94,7 @@ static int cmd_serve(void) {
   routes_install();
   char err[256] = "";
   if (!hs_server_start(CFG.bind, CFG.port, err)) die("%s", err);
+  log_buffering_start();
   log_json(LOG_INFO, "listening",
            json_pack("{s:s,s:i,s:s,s:s}", "bind", CFG.bind, "port", hs_server_port(), "env", config_env_name(), "db",
                      db_engine_get() == DB_SQLITE ? "sqlite" : "postgres"));
@@ -101,6 +102,7 @@ static int cmd_serve(void) {
   sigwait(&stop, &sig);
   log_msg(LOG_INFO, "received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
   hs_server_stop(10000);
+  log_buffering_stop();
   queue_stop();
   password_pool_stop();
   db_close();

@@ -18,17 +18,27 @@ struct arena_defer_node {
   void *ptr;
 };
 
-void arena_init(arena *a) { a->head = NULL, a->defers = NULL; }
+_Static_assert(sizeof(arena_chunk) <= ARENA_CHUNK_HEADER, "ARENA_CHUNK_HEADER too small");
+
+void arena_init(arena *a) { a->head = NULL, a->defers = NULL, a->embedded = NULL; }
+
+void arena_init_buf(arena *a, void *buf, size_t size) {
+  arena_chunk *c = buf;
+  c->next = NULL, c->size = size - sizeof *c, c->used = 0;
+  a->head = a->embedded = c, a->defers = NULL;
+}
 
 void arena_fini(arena *a) {
   for (arena_defer_node *d = a->defers; d; d = d->next) d->fn(d->ptr);
   arena_chunk *c = a->head;
   while (c) {
     arena_chunk *next = c->next;
-    free(c);
+    if (c != a->embedded) free(c);
     c = next;
   }
-  arena_init(a);
+  a->defers = NULL;
+  a->head = a->embedded;
+  if (a->head) a->head->used = 0, a->head->next = NULL;
 }
 
 void *arena_alloc(arena *a, size_t n) {
@@ -36,7 +46,7 @@ void *arena_alloc(arena *a, size_t n) {
   n = (n + align - 1) & ~(align - 1);
   arena_chunk *c = a->head;
   if (!c || c->size - c->used < n) {
-    size_t size = c ? c->size * 2 : 4096;
+    size_t size = c && c->size >= 4096 ? c->size * 2 : 4096;
     while (size < n) size *= 2;
     c = xmalloc(sizeof *c + size);
     c->size = size, c->used = 0, c->next = a->head;

@@ -14,11 +14,18 @@ typedef struct arena_defer_node arena_defer_node;
 typedef struct arena {
   arena_chunk *head;
   arena_defer_node *defers;
+  arena_chunk *embedded; /* the first chunk, in caller storage (arena_init_buf), or NULL */
 } arena;
+
+#define ARENA_CHUNK_HEADER 32 /* bytes of a buffer given to arena_init_buf that hold its header */
 
 /* Prepares an empty arena in caller-owned storage. */
 void arena_init(arena *a);
-/* Runs every deferred destructor (last registered first) and frees all memory. */
+/* The same, with a first chunk in caller storage (size bytes, aligned for any type), so a
+ * small request allocates nothing. The buffer must outlive the arena. */
+void arena_init_buf(arena *a, void *buf, size_t size);
+/* Runs every deferred destructor (last registered first) and frees all memory; the arena is
+ * then empty and can be used again. */
 void arena_fini(arena *a);
 /* Returns zeroed memory aligned for any type, valid until arena_fini(). */
 void *arena_alloc(arena *a, size_t n);

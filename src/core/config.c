@@ -116,9 +116,12 @@ bool config_load(char err[256]) {
   int default_threads = cores > 1 ? (int)cores - 1 : 1;
   if (!env_int("BCRYPT_THREADS", default_threads, 1, 256, &CFG.bcrypt_threads, err)) return false;
   if (!env_int("BCRYPT_QUEUE", 8 * CFG.bcrypt_threads, 0, 100000, &CFG.bcrypt_queue, err)) return false;
-  if (!env_int("DB_POOL_SIZE", 16, 1, 1024, &CFG.db_pool_size, err)) return false;
+  /* a few connections per core keep the cores busy; more only add contention */
+  int default_pool = cores > 2 ? 4 * (int)cores : 8;
+  if (!env_int("DB_POOL_SIZE", default_pool, 1, 1024, &CFG.db_pool_size, err)) return false;
   if (!env_int("HTTP_THREADS", cores > 0 ? (int)cores : 2, 1, 256, &CFG.http_threads, err)) return false;
-  if (!env_int("HTTP_WORKERS", 64, 1, 4096, &CFG.http_workers, err)) return false;
+  if (!env_int("HTTP_WORKERS", CFG.db_pool_size, 1, 4096, &CFG.http_workers, err)) return false;
+  if (!env_int("HTTP_SLOW_WORKERS", 32, 1, 4096, &CFG.http_slow_workers, err)) return false;
   if (!env_int("QUEUE_WORKERS", 2, 1, 64, &CFG.queue_workers, err)) return false;
   int trust;
   if (!env_int("TRUST_PROXY", 0, 0, 1, &trust, err)) return false;

@@ -27,7 +27,8 @@ typedef struct config {
   int bcrypt_threads, bcrypt_queue; /* password-hashing pool size and queue bound */
   int db_pool_size;
   int http_threads;  /* MHD event threads */
-  int http_workers;  /* handler threads */
+  int http_workers;  /* handler threads of the database lane */
+  int http_slow_workers; /* handler threads of the slow lane (ROUTE_SLOW) */
   int queue_workers;
   bool trust_proxy;
   char *cors_origins;   /* comma-separated; "*" allows any */

@@ -1,5 +1,6 @@
-/* Structured logging: one JSON object per line on stderr, written with a single write(2) so
- * lines from concurrent threads never interleave. */
+/* Structured logging: one JSON object per line on stderr. Lines from concurrent threads never
+ * interleave. While buffering is on (the server), info lines reach stderr within 100 ms, in
+ * chunks; warnings and errors at once. */
 #ifndef CORE_LOG_H
 #define CORE_LOG_H
 #include <jansson.h>
@@ -7,6 +8,10 @@
 
 typedef enum { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR } log_level;
 
+/* Starts the flusher thread and buffers lines from then on. */
+void log_buffering_start(void);
+/* Writes every buffered line and stops buffering (idempotent). */
+void log_buffering_stop(void);
 /* Sets the lowest level written (default LOG_INFO). */
 void log_set_level(log_level lvl);
 /* Writes {"time","level","msg", ...fields}. fields may be NULL; the reference is stolen. */

@@ -2,6 +2,7 @@
  * FIFO of waiting threads; engines know nothing of threads. Results are built into one buffer so
  * a row costs a couple of allocations, not one per cell. */
 #include "db/db.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "db/engine.h"
@@ -61,7 +62,16 @@ void db_close(void) {
 
 db_engine db_engine_get(void) { return pool.engine; }
 
+/* Connections this thread holds. A thread that holds one and waits for another can deadlock
+ * the pool (every worker of the database lane holds one), so that is a bug: reported, and
+ * fatal under APP_ENV=test so the test run finds it. */
+static _Thread_local int held;
+
 db_conn *db_acquire(void) {
+  if (held++ > 0) {
+    log_msg(LOG_ERROR, "db_acquire: nested acquisition on one thread can deadlock the pool");
+    if (CFG.env == ENV_TEST) abort();
+  }
   pthread_mutex_lock(&pool.mu);
   if (!pool.head)
     for (int i = 0; i < pool.size; i++)
@@ -85,6 +95,7 @@ db_conn *db_acquire(void) {
 
 void db_release(db_conn *c) {
   if (!c) return;
+  held--;
   if (c->in_tx) db_rollback(c);
   pthread_mutex_lock(&pool.mu);
   waiter *w = pool.head;

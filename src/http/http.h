@@ -39,6 +39,9 @@ enum {
   ROUTE_CORS_ANY = 1 << 2,  /* any Origin is allowed, whatever CORS_ORIGINS says */
   ROUTE_RAW_BODY = 1 << 3,  /* the body is not parsed as JSON (webhooks) */
   ROUTE_INLINE = 1 << 4,    /* the handler never blocks: run it on the event thread */
+  ROUTE_SLOW = 1 << 5,      /* the handler waits on more than the database (password hashing,
+                               the payment processor, object storage, routing): it runs on its
+                               own worker lane so it cannot hold up the database-bound routes */
 };
 
 /* A fixed-window rate limit keyed by client address; counters live in the database. */

@@ -58,15 +58,15 @@ static const hs_rate_limit forgot_limit = {"forgot-password", 5, 15 * 60 * 1000}
 
 const hs_route AUTH_ROUTES[] = {
     {HS_POST, "/auth/register", api_auth_register, ROLE_OPEN, &register_schema, .ok = 201,
-     .summary = "Register a customer account"},
-    {HS_POST, "/auth/login", api_auth_login, ROLE_OPEN, &login_schema, .summary = "Log in as a customer"},
+     .flags = ROUTE_SLOW, .summary = "Register a customer account"},
+    {HS_POST, "/auth/login", api_auth_login, ROLE_OPEN, &login_schema, .flags = ROUTE_SLOW, .summary = "Log in as a customer"},
     {HS_POST, "/auth/provider/register", api_auth_provider_register, ROLE_OPEN, &provider_register_schema, .ok = 201,
-     .summary = "Register a provider account"},
+     .flags = ROUTE_SLOW, .summary = "Register a provider account"},
     {HS_POST, "/auth/provider/login", api_auth_provider_login, ROLE_OPEN, &login_schema,
-     .summary = "Log in as a provider"},
+     .flags = ROUTE_SLOW, .summary = "Log in as a provider"},
     {HS_POST, "/auth/forgot-password", api_auth_forgot_password, ROLE_OPEN, &forgot_schema, .limit = &forgot_limit,
      .summary = "Email a password-reset link"},
     {HS_POST, "/auth/reset-password", api_auth_reset_password, ROLE_OPEN, &reset_schema,
-     .summary = "Set a new password with a reset token"},
+     .flags = ROUTE_SLOW, .summary = "Set a new password with a reset token"},
 };
 const size_t AUTH_ROUTES_LEN = ARRAY_LEN(AUTH_ROUTES);

@@ -29,6 +29,6 @@ static const hs_schema file_query = {file_query_fields};
 
 const hs_route FILES_ROUTES[] = {
     {HS_GET, "/files/:key", api_files_get, ROLE_OPEN, .query = &file_query,
-     .summary = "A stored file, through its signed URL"},
+     .flags = ROUTE_SLOW, .summary = "A stored file, through its signed URL"},
 };
 const size_t FILES_ROUTES_LEN = ARRAY_LEN(FILES_ROUTES);

@@ -20,7 +20,7 @@ const hs_route QUOTES_ROUTES[] = {
     {HS_POST, "/quotes", api_quotes_create, ROLE_PROVIDER, &create_schema, .ok = 201,
      .summary = "Quote an open job (verified providers)"},
     {HS_POST, "/quotes/:id/accept", api_quotes_accept, ROLE_USER,
-     .summary = "Accept a quote: assigns the job and authorizes the card"},
+     .flags = ROUTE_SLOW, .summary = "Accept a quote: assigns the job and authorizes the card"},
     {HS_GET, "/quotes/market-rate", api_quotes_market_rate, ROLE_PROVIDER, .query = &market_query,
      .summary = "Median of the last 50 accepted quotes of a service, to the nearest 5"},
     {HS_GET, "/quotes/job/:jobId", api_quotes_for_job, ROLE_USER, .summary = "A job's quotes with provider details"},

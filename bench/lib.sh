@@ -1,0 +1,299 @@
+# Shared by the benchmark scripts (bench/run.sh, bench/jobs.sh): clean-up of everything a
+# run starts (a trap, plus a watchdog for SIGKILL), wrk runs bounded by `timeout`, one TSV row
+# per measurement, and starting nginx, a private PostgreSQL cluster and the service.
+# The sourcing script sets BENCH, BIN, PY, DURATION, WARMUP and RESULTS before sourcing.
+
+log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+die_with() { cat "$1" >&2 2>/dev/null || true; shift; die "$@"; } # file message: shows file, fails
+
+# ------------------------------------------------------------------ clean-up
+
+TMP=$(mktemp -d /tmp/mp-bench.XXXXXX)
+chmod 755 "$TMP" # the postgres user must reach its cluster directory inside
+PIDS=()          # every background process started here (also listed in $TMP/pids)
+PG_DATA=""       # set once the cluster exists
+PG_BIN=""
+WATCHDOG=""      # pid of the watchdog below
+
+as_pg() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+track_pid() {
+  PIDS+=("$1")
+  echo "$1" >>"$TMP/pids"
+}
+
+forget_pid() {
+  local keep=() p
+  for p in "${PIDS[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+  PIDS=("${keep[@]}")
+  printf '%s\n' "${PIDS[@]}" >"$TMP/pids"
+}
+
+stop_pid() { # pid: SIGTERM, up to 15 s, then SIGKILL; reaps it and forgets it
+  local pid=$1 i
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 150; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  forget_pid "$pid"
+}
+
+stop_pg() {
+  [ -n "$PG_DATA" ] || return 0
+  if ! as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -m immediate -w stop >/dev/null 2>&1; then
+    # pg_ctl could not do it: end the postmaster named in its pid file
+    local pm
+    pm=$(head -1 "$PG_DATA/postmaster.pid" 2>/dev/null || true)
+    if [ -n "$pm" ]; then kill -KILL "$pm" 2>/dev/null || true; fi
+  fi
+  PG_DATA=""
+}
+
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  local pid
+  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
+  stop_pg
+  rm -rf "$TMP"
+  kill "$WATCHDOG" 2>/dev/null || true
+  [ "$rc" = 0 ] || log "failed (exit $rc); everything started was stopped"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# A trap cannot run on SIGKILL: then a watchdog in its own session ends what is left (the
+# processes listed in $TMP/pids, if they are still ours, and the cluster, which pg_ctl
+# detaches) and removes the temp dir. After a normal exit it finds nothing to do.
+# shellcheck disable=SC2016 # the script is for the inner bash
+setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done
+  [ -d "$2" ] || exit 0
+  while read -r p; do
+    if [ -n "$p" ] && grep -qaE "$2|wrk" "/proc/$p/cmdline" 2>/dev/null; then pkill -KILL -P "$p"; kill -KILL "$p"; fi
+  done <"$2/pids" 2>/dev/null
+  [ -f "$2/pg/data/postmaster.pid" ] && kill -QUIT "$(head -1 "$2/pg/data/postmaster.pid")" 2>/dev/null && sleep 2
+  rm -rf "$2"' watchdog "$$" "$TMP" </dev/null >/dev/null 2>&1 &
+WATCHDOG=$!
+
+cp "$BIN" "$TMP/marketplace" # one binary for the whole run, even if the tree is rebuilt meanwhile
+SRV_BIN=$TMP/marketplace
+
+# ------------------------------------------------------------------ helpers
+
+cpu_idle_pct() { # share of CPU time idle over 1 s: other load on the machine skews everything
+  local a b
+  read -ra a </proc/stat
+  sleep 1
+  read -ra b </proc/stat
+  local idle=$((b[4] + b[5] - a[4] - a[5])) total=0 i
+  for ((i = 1; i < ${#a[@]}; i++)); do total=$((total + b[i] - a[i])); done
+  echo $((total > 0 ? 100 * idle / total : 0))
+}
+
+free_port() {
+  "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+wait_http() { # url pid: waits up to 30 s for a 200 while pid lives
+  "$PY" - "$1" "$2" <<'EOF'
+import os, sys, time, urllib.request
+url, pid = sys.argv[1], int(sys.argv[2])
+deadline = time.time() + 30
+while time.time() < deadline:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        sys.exit(f"process {pid} exited before {url} answered")
+    try:
+        if urllib.request.urlopen(url, timeout=1).status == 200:
+            sys.exit(0)
+    except Exception:
+        pass
+    time.sleep(0.05)
+sys.exit(f"{url} did not answer 200 within 30 s")
+EOF
+}
+
+register() { # base_url email password: prints the token
+  "$PY" - "$@" <<'EOF'
+import json, sys, urllib.request
+base, email, password = sys.argv[1:4]
+body = json.dumps({"email": email, "password": password, "name": "Bench User",
+                   "address": "1 Main St", "zip": "10001"}).encode()
+req = urllib.request.Request(base + "/auth/register", data=body, method="POST",
+                             headers={"Content-Type": "application/json"})
+with urllib.request.urlopen(req, timeout=30) as r:
+    assert r.status == 201, r.status
+    print(json.load(r)["token"])
+EOF
+}
+
+check_me() { # base_url token: fails unless /users/me answers 200
+  "$PY" - "$@" <<'EOF'
+import sys, urllib.request
+req = urllib.request.Request(sys.argv[1] + "/users/me", headers={"Authorization": "Bearer " + sys.argv[2]})
+with urllib.request.urlopen(req, timeout=10) as r:
+    assert r.status == 200, r.status
+EOF
+}
+
+TSV=$TMP/results.tsv
+printf 'engine\tscenario\tthreads\tconns\tduration_s\trequests\trps\tp50_ms\tp99_ms\tmax_ms\tnon2xx\tsocket_errors\tstatuses\n' >"$TSV"
+
+field() { # name line -> value of name=value in line (empty when absent)
+  sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2"
+}
+
+# record engine scenario threads conns rawfile: turns the BENCH line of a wrk report into a row
+record() {
+  local engine=$1 scenario=$2 threads=$3 conns=$4 raw=$5 line statuses sockerr
+  line=$(grep '^BENCH ' "$raw" | tail -1) || die_with "$raw" "no BENCH line in $raw"
+  statuses=$(grep -o 'status_[0-9]*=[0-9]*' <<<"$line" | sed 's/status_//' | paste -sd, - || true)
+  sockerr=$(($(field connect_err "$line") + $(field read_err "$line") + $(field write_err "$line") + $(field timeouts "$line")))
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$engine" "$scenario" "$threads" "$conns" \
+    "$(field duration_s "$line")" "$(field requests "$line")" "$(field rps "$line")" "$(field p50_ms "$line")" \
+    "$(field p99_ms "$line")" "$(field max_ms "$line")" "$(field non2xx "$line")" "$sockerr" "${statuses:--}" >>"$TSV"
+  log "  $scenario: $(field rps "$line") req/s, p99 $(field p99_ms "$line") ms, non-2xx $(field non2xx "$line"), socket errors $sockerr${statuses:+, statuses $statuses}"
+}
+
+RAW=$TMP/raw
+mkdir -p "$RAW"
+
+# wrk_run rawname threads conns seconds url [extra wrk args...]: one bounded wrk run
+wrk_run() {
+  local name=$1 threads=$2 conns=$3 secs=$4 url=$5
+  shift 5
+  # in the background and waited for, so that a signal runs the clean-up at once
+  timeout -k 5 $((secs + 30)) wrk -t"$threads" -c"$conns" -d"${secs}s" --timeout 5s "$@" "$url" >"$RAW/$name.txt" 2>&1 &
+  local pid=$! rc=0
+  track_pid "$pid"
+  wait "$pid" || rc=$?
+  forget_pid "$pid"
+  [ "$rc" = 0 ] || die_with "$RAW/$name.txt" "wrk failed ($name, exit $rc)"
+}
+
+# measure engine scenario threads conns url [extra wrk args...]: warm-up, then the measurement
+measure() {
+  local engine=$1 scenario=$2 threads=$3 conns=$4 url=$5
+  shift 5
+  wrk_run "$engine-$scenario-warmup" "$threads" "$conns" "$WARMUP" "$url" "$@"
+  wrk_run "$engine-$scenario" "$threads" "$conns" "$DURATION" "$url" --latency -s "$BENCH/stats.lua" "$@"
+  record "$engine" "$scenario" "$threads" "$conns" "$RAW/$engine-$scenario.txt"
+}
+
+# ------------------------------------------------------------------ nginx
+
+start_nginx() {
+  local d=$TMP/nginx
+  mkdir -p "$d/tmp"
+  NGINX_PORT=$(free_port)
+  cat >"$d/nginx.conf" <<EOF
+# the reference: a static 200 with the same body as GET /health
+worker_processes $(nproc);
+daemon off;
+pid $d/nginx.pid;
+error_log $d/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  keepalive_requests 1000000;   # like the service, never close a busy keep-alive connection
+  client_body_temp_path $d/tmp/body;
+  proxy_temp_path $d/tmp/proxy;
+  fastcgi_temp_path $d/tmp/fastcgi;
+  uwsgi_temp_path $d/tmp/uwsgi;
+  scgi_temp_path $d/tmp/scgi;
+  server {
+    listen 127.0.0.1:$NGINX_PORT;
+    default_type application/json;
+    location / { return 200 '{"status":"ok"}'; }
+  }
+}
+EOF
+  nginx -e "$d/error.log" -p "$d" -c "$d/nginx.conf" >"$d/stdout.log" 2>&1 &
+  NGINX_PID=$!
+  track_pid "$NGINX_PID"
+  wait_http "http://127.0.0.1:$NGINX_PORT/" "$NGINX_PID" || die "nginx did not start: $(cat "$d/error.log" "$d/stdout.log")"
+}
+
+# ------------------------------------------------------------------ PostgreSQL
+
+start_pg() {
+  local bins
+  bins=$(printf '%s\n' /usr/lib/postgresql/*/bin | grep -v '\*' | sort -V | tail -1 || true)
+  [ -n "$bins" ] || die "PostgreSQL server binaries not found (scripts/deps.sh test installs them)"
+  PG_BIN=$bins
+  local d=$TMP/pg
+  mkdir -p "$d"
+  [ "$(id -u)" = 0 ] && chown postgres:postgres "$d"
+  PG_PORT=$(free_port)
+  as_pg "$PG_BIN/initdb" -D "$d/data" -A trust -U postgres --no-sync >/dev/null
+  PG_DATA=$d/data
+  as_pg "$PG_BIN/pg_ctl" -D "$d/data" -l "$d/log" -w start -o "-p $PG_PORT -k $d -c listen_addresses=127.0.0.1 \
+-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" >/dev/null
+  as_pg "$PG_BIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U postgres mp_bench
+  PG_URL="postgres://postgres@127.0.0.1:$PG_PORT/mp_bench"
+}
+
+# ------------------------------------------------------------------ the service
+
+start_service() { # engine database_url
+  local engine=$1 url=$2 d=$TMP/srv-$1
+  mkdir -p "$d/data"
+  SRV_PORT=$(free_port)
+  SRV_LOG=$d/server.log
+  local extra=() v
+  for v in BCRYPT_THREADS BCRYPT_QUEUE DB_POOL_SIZE; do [ -n "${!v:-}" ] && extra+=("$v=${!v}"); done
+  # shellcheck disable=SC2206 # SERVER_ENV is a list of VAR=value words
+  [ -n "${SERVER_ENV:-}" ] && extra+=($SERVER_ENV)
+  env -i PATH="$PATH" APP_ENV=production JWT_SECRET="$JWT_SECRET" PORT="$SRV_PORT" BIND=127.0.0.1 \
+    DATA_DIR="$d/data" DATABASE_URL="$url" BCRYPT_COST=12 "${extra[@]}" "$SRV_BIN" serve >/dev/null 2>"$SRV_LOG" &
+  SRV_PID=$!
+  track_pid "$SRV_PID"
+  wait_http "http://127.0.0.1:$SRV_PORT/health" "$SRV_PID" || die "the service did not start: $(tail -5 "$SRV_LOG")"
+}
+
+# waits until the server log stops growing for 1 s (queued logins finished), at most 15 s
+wait_quiet_log() {
+  local last=-1 size i
+  for ((i = 0; i < 30; i++)); do
+    size=$(stat -c %s "$SRV_LOG")
+    [ "$size" = "$last" ] && return 0
+    last=$size
+    sleep 0.5
+  done
+}
+
+
+# ------------------------------------------------------------------ results
+
+# write_results dir summarizer settings_line: copies the raw wrk reports and the TSV into dir,
+# records the machine, and prints (and keeps as latest.txt) the summarizer's tables
+write_results() {
+  local dir=$1 summarizer=$2 settings=$3
+  mkdir -p "$dir"
+  rm -rf "$dir/raw"
+  cp -r "$RAW" "$dir/raw"
+  cp "$TSV" "$dir/latest.tsv"
+  {
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "cores: $(nproc)"
+    echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+    echo "kernel: $(uname -r)"
+    echo "commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$ROOT" diff --quiet HEAD -- src 2>/dev/null || echo ' (src modified)')"
+    echo "wrk: $(wrk --version 2>&1 | head -1 | awk '{print $2}')"
+    echo "nginx: $(nginx -v 2>&1 | sed 's/.*nginx\///')"
+    echo "postgres: $([ -n "$PG_BIN" ] && "$PG_BIN/postgres" --version | awk '{print $3}' || echo -)"
+    echo "sqlite: $(pkg-config --modversion sqlite3 2>/dev/null || echo unknown)"
+    echo "idle before run: $IDLE_BEFORE%"
+    echo "idle after run: $(cpu_idle_pct)%"
+    echo "$settings"
+  } >"$dir/machine.txt"
+  "$PY" "$summarizer" "$dir" | tee "$dir/latest.txt"
+  log "results in $dir (latest.txt, latest.tsv, raw/)"
+}

@@ -1,0 +1,45 @@
+-- POST /quotes for bench/jobs.sh: every request a different (provider, job) pair, so each is
+-- a real first quote. BENCH_TOKENS names a file of provider tokens (one per line), BENCH_JOBS
+-- a file of open job ids that every one of those providers matches. Thread t of T sends pair
+-- t, t+T, t+2T, ...; pair k is provider k mod P on job floor(k / P), so no pair repeats until
+-- P x jobs requests. BENCH_START shifts the first pair, so that runs do not repeat pairs. Answers are counted by status (status_201=..., status_409=...).
+
+local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+dofile(dir .. "stats.lua")
+
+function setup(thread)
+  thread:set("tid", count_setup(thread))
+end
+
+local function lines(path)
+  local out = {}
+  for line in io.lines(path) do
+    if line ~= "" then table.insert(out, line) end
+  end
+  return out
+end
+
+function init(args)
+  tokens = lines(os.getenv("BENCH_TOKENS") or error("BENCH_TOKENS is not set"))
+  jobs = lines(os.getenv("BENCH_JOBS") or error("BENCH_JOBS is not set"))
+  nthreads = tonumber(os.getenv("BENCH_THREADS") or "2")
+  k = tonumber(os.getenv("BENCH_START") or "0") + tid
+  count_init()
+end
+
+function request()
+  local p = k % #tokens
+  local j = math.floor(k / #tokens) % #jobs
+  k = k + nthreads
+  local body = string.format('{"jobId":"%s","amount":%d.50,"note":"Bench quote"}', jobs[j + 1], 40 + k % 200)
+  return wrk.format("POST", "/quotes", {
+    ["Authorization"] = "Bearer " .. tokens[p + 1],
+    ["Content-Type"] = "application/json",
+  }, body)
+end
+
+function response(status, headers, body)
+  count_response(status)
+end
+
+done = count_done
