@@ -15,23 +15,14 @@
 # JOBS_LARGE (1000000), RESULTS (bench/results/jobs), BIN, SERVER_ENV.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BENCH=$ROOT/bench
-BIN=${BIN:-$ROOT/build/marketplace}
-ENGINES=${ENGINES:-sqlite postgres}
-DURATION=${DURATION:-10}
-WARMUP=${WARMUP:-3}
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 JOBS_SMALL=${JOBS_SMALL:-10000}
 JOBS_MID=${JOBS_MID:-100000}
 JOBS_LARGE=${JOBS_LARGE:-1000000}
 RESULTS=${RESULTS:-$BENCH/results/jobs}
-PY=/usr/bin/python3
-
-# shellcheck source=bench/lib.sh
-. "$BENCH/lib.sh"
 
 for tool in wrk psql "$PY"; do command -v "$tool" >/dev/null || die "$tool not found (scripts/deps.sh bench)"; done
-[ -x "$BIN" ] || die "$BIN not built (make build/marketplace)"
 
 seed() { # engine db command [args...]
   local engine=$1 db=$2 cmd=$3

@@ -66,6 +66,9 @@ enum {
 };
 /* Below this confidence the image is tried turned (the licence rules' unreadable threshold). */
 #define OCR_ROTATE_BELOW 0.6
+/* Smaller images hold no readable document, and Tesseract refuses some of them outright,
+ * which would pass for "recognition unavailable" */
+#define OCR_MIN_SIDE 32
 
 static pthread_key_t tess_key;
 static pthread_once_t tess_once = PTHREAD_ONCE_INIT;
@@ -243,6 +246,11 @@ bool ocr_image(const char *path, ocr_text *out, char err[256]) {
   }
   if ((int64_t)w * h > OCR_MAX_IMAGE_PIXELS) {
     snprintf(err, 256, "image too large (%dx%d)", w, h);
+    ok = set_empty(out, err);
+    goto out;
+  }
+  if (w < OCR_MIN_SIDE || h < OCR_MIN_SIDE) {
+    snprintf(err, 256, "image too small (%dx%d)", w, h);
     ok = set_empty(out, err);
     goto out;
   }

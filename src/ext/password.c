@@ -32,24 +32,27 @@ static struct {
   char dummy[128];
 } P = {.mu = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER};
 
-static bool run_crypt(const char *password, const char *setting, char out[128]) {
-  struct crypt_data *cd = xcalloc(1, sizeof *cd);
+/* cd is the caller's scratch space: hashing allocates nothing (see worker()). */
+static bool run_crypt(const char *password, const char *setting, struct crypt_data *cd, char out[128]) {
   const char *h = crypt_rn(password, setting, cd, sizeof *cd);
   bool ok = h && h[0] != '*' && strlen(h) < 128;
   if (ok) strcpy(out, h);
-  free(cd);
   return ok;
 }
 
 bool password_hash_now(const char *password, int cost, char out[128]) {
   char salt[CRYPT_GENSALT_OUTPUT_SIZE];
   if (!crypt_gensalt_rn("$2b$", (unsigned long)cost, NULL, 0, salt, sizeof salt)) return false;
-  return run_crypt(password, salt, out);
+  struct crypt_data *cd = xcalloc(1, sizeof *cd);
+  bool ok = run_crypt(password, salt, cd, out);
+  free(cd);
+  return ok;
 }
 
 static void *worker(void *arg) {
   (void)arg;
   setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+  struct crypt_data *cd = xcalloc(1, sizeof *cd);
   pthread_mutex_lock(&P.mu);
   for (;;) {
     P.idle++;
@@ -59,12 +62,13 @@ static void *worker(void *arg) {
     task *t = P.ring[P.head];
     P.head = (P.head + 1) % P.cap, P.count--;
     pthread_mutex_unlock(&P.mu);
-    t->ok = run_crypt(t->password, t->setting, t->output);
+    t->ok = run_crypt(t->password, t->setting, cd, t->output);
     pthread_mutex_lock(&P.mu);
     t->done = true;
     pthread_cond_signal(&t->cv);
   }
   pthread_mutex_unlock(&P.mu);
+  free(cd);
   return NULL;
 }
 

@@ -56,6 +56,7 @@ static const char *check_string(const hs_field *f, json_t *v, char *msg, size_t 
   if (f->min_len > 0 && (n == 0 || blank(s))) return "must not be empty";
   if (f->min_len > 1 && n < f->min_len) return snprintf(msg, cap, "must be at least %zu characters", f->min_len), msg;
   if (f->max_len && n > f->max_len) return snprintf(msg, cap, "must be at most %zu characters", f->max_len), msg;
+  if (f->max_bytes && strlen(s) > f->max_bytes) return snprintf(msg, cap, "must be at most %zu bytes", f->max_bytes), msg;
   return NULL;
 }
 
@@ -222,6 +223,10 @@ json_t *hs_validate(const hs_schema *s, json_t *input, bool from_query, char err
     if (!v || json_is_null(v)) {
       if (f->flags & F_REQUIRED) {
         snprintf(err, 256, "%s: is required", f->name);
+        goto fail;
+      }
+      if (f->required_unless && !json_is_true(input ? json_object_get(input, f->required_unless) : NULL)) {
+        snprintf(err, 256, "%s: is required unless %s is true", f->name, f->required_unless);
         goto fail;
       }
       continue;

@@ -35,6 +35,8 @@ typedef struct hs_field {
   hs_field_kind kind;
   unsigned flags;
   size_t min_len, max_len; /* strings: characters; arrays: items; max 0 = unbounded */
+  size_t max_bytes;        /* strings: also at most this many bytes of UTF-8 (0 = unbounded) */
+  const char *required_unless; /* absent is allowed only when this other field is true */
   bool ranged;
   double lo, hi;
   const char *const *choices; /* F_ENUM: NULL-terminated */

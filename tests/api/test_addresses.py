@@ -115,6 +115,13 @@ def test_first_address_is_primary_with_default_label(api):
     assert addresses(api, user) == listed
 
 
+@pytest.mark.parametrize("label", ["", "   "])
+def test_blank_label_gets_the_default(api, label):
+    user = api.register_user()
+    listed = add(api, user, "3 Birch Lane", "30301", label=label)
+    assert [plain(a) for a in listed] == [expected("3 Birch Lane", "30301", True)]
+
+
 def test_label_is_kept_when_given(api):
     user = premium_user(api)
     listed = add(api, user, "1 Elm St", "02139", label="Home")

@@ -328,6 +328,27 @@ def test_register_accepts_boundary_values(api, over):
     assert lr.status_code == 200, lr.text
 
 
+def test_password_over_72_bytes_is_refused_everywhere(api):
+    """bcrypt reads 72 bytes: 40 two-byte characters fit the character bound but not bcrypt."""
+    long_pw = "\u00e9" * 40  # 40 characters, 80 bytes
+    for path, body in (("/auth/register", user_body(password=long_pw)),
+                       ("/auth/provider/register", provider_body(password=long_pw))):
+        r = api.post(path, json=body)
+        assert (r.status_code, r.json()) == (400, {"error": "password: must be at most 72 bytes"}), path
+        assert login(api, body["email"], long_pw).status_code == 401  # nothing was created
+    u = api.register_user()
+    token = request_reset(api, u["email"])
+    r = api.post("/auth/reset-password", json={"token": token, "newPassword": long_pw})
+    assert (r.status_code, r.json()) == (400, {"error": "newPassword: must be at most 72 bytes"})
+    assert login(api, u["email"], u["password"]).status_code == 200
+    # 36 two-byte characters are exactly 72 bytes: accepted, and every byte counts
+    pw = "\u00e9" * 35 + "a" + "b"
+    assert len(pw.encode()) == 72
+    v = api.register_user(password=pw)
+    assert login(api, v["email"], pw).status_code == 200
+    assert login(api, v["email"], pw[:-1] + "c").status_code == 401
+
+
 def test_password_of_72_characters_must_match_exactly(api):
     pw = "p" * 71 + "q"
     u = api.register_user(password=pw)

@@ -162,11 +162,16 @@ def test_description_of_2000_characters_is_accepted(api):
     ({"service": "lawncare", "preferredAt": 1893456000000}, "preferredAt: must be a valid ISO 8601 date-time"),
     ({"service": "lawncare", "isAsap": True, "details": "big yard"}, "details: must be an object"),
     ({"service": "lawncare", "isAsap": True, "details": [1, 2]}, "details: must be an object"),
-    ({"service": "lawncare", "isAsap": "yes"}, "isAsap: must be a boolean"),
-    ({"service": "lawncare", "isAsap": 1}, "isAsap: must be a boolean"),
+    ({"service": "lawncare", "preferredAt": "2031-01-01T10:00:00Z", "isAsap": "yes"}, "isAsap: must be a boolean"),
+    ({"service": "lawncare", "preferredAt": "2031-01-01T10:00:00Z", "isAsap": 1}, "isAsap: must be a boolean"),
+    # only a true isAsap waives preferredAt, which comes first in the order
+    ({"service": "lawncare", "isAsap": "yes"}, "preferredAt: is required unless isAsap is true"),
     ({"service": "lawncare"}, "preferredAt: is required unless isAsap is true"),
     ({"service": "lawncare", "isAsap": False}, "preferredAt: is required unless isAsap is true"),
     ({"service": "lawncare", "isAsap": True, "addressId": 7}, "addressId: must be a string"),
+    # fields are checked in the specification's order: preferredAt comes before details
+    ({"service": "lawncare", "details": [1]}, "preferredAt: is required unless isAsap is true"),
+    ({"service": "lawncare", "addressId": 5}, "preferredAt: is required unless isAsap is true"),
 ])
 def test_post_job_validation(api, body, message):
     u = customer(api)
@@ -856,6 +861,18 @@ def test_report_window_closes_after_72_hours(server_factory):
     fresh = completed_flow(api)
     assert [j["id"] for j in reportable(api, fresh.user)] == [fresh.job_id]
     assert ok(report(api, fresh.user, fresh.job_id), 201)["jobId"] == fresh.job_id
+
+
+def test_photos_added_after_completion_do_not_reopen_the_report_window(server_factory):
+    api = Api(server_factory())
+    late = completed_flow(api)
+    api.advance_clock(72 * HOUR_MS + 1000)
+    before = get_job(api, late.user["token"], late.job_id)["updatedAt"]
+    r = api.post(f"/jobs/{late.job_id}/images", token=late.user["token"], files=image_files(1, seed=31))
+    assert r.status_code == 200, r.text
+    assert get_job(api, late.user["token"], late.job_id)["updatedAt"] > before  # the job did change
+    assert reportable(api, late.user) == []
+    conflict(report(api, late.user, late.job_id), {"error": "Reports are accepted within 72 hours of completion"})
 
 
 # ================================================================ POST /jobs/:id/recurring

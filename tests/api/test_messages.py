@@ -350,6 +350,8 @@ def test_content_validation(api):
         ({"content": "x" * 2001}, "content: must be at most 2000 characters"),
         ({"content": "é" * 2001}, "content: must be at most 2000 characters"),
         ({"content": "hi", "providerId": ""}, "providerId: must not be empty"),
+        # only photo messages carry the prefix that apps render as an image
+        ({"content": "[IMAGE]https://tracker.example/pixel.png"}, "content: must not start with [IMAGE]"),
     ]
     for body, error in cases:
         for token in (s.user["token"], s.pro["token"]):

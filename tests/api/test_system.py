@@ -51,6 +51,16 @@ def test_health(api):
     assert r.headers["X-Request-Id"]
 
 
+def test_head_health_for_health_checkers(api):
+    r = api.session.head(api.url + "/health", timeout=10)
+    assert r.status_code == 200 and r.content == b""
+    assert r.headers["Content-Length"] == "15" and r.headers["X-Request-Id"]
+    # other routes do not answer HEAD (a GET may have effects: the banner poll clears it)
+    u = api.register_user()
+    r = api.session.head(api.url + "/users/me", headers={"Authorization": "Bearer " + u["token"]}, timeout=10)
+    assert r.status_code == 404
+
+
 # ---------------------------------------------------------------- the test clock
 
 @pytest.fixture(scope="module")

@@ -111,8 +111,7 @@ static err_t reply_job(hs_req *req, const char *id) {
 
 err_t api_jobs_create(hs_req *req) {
   bool asap = json_is_true(json_object_get(req->body, "isAsap"));
-  const char *preferred = hs_body_str(req, "preferredAt");
-  if (!preferred && !asap) return hs_fail(req, ERR_BAD_REQUEST, "preferredAt: is required unless isAsap is true");
+  const char *preferred = hs_body_str(req, "preferredAt"); /* present unless isAsap (schema) */
   const char *address_id = hs_body_str(req, "addressId");
   db_res *loc;
   err_t e = jobs_store_user_location(&req->arena, req->auth.id, address_id, &loc);
@@ -345,7 +344,7 @@ err_t api_jobs_report(hs_req *req) {
   db_res *job;
   err_t e = load_completed(req, hs_param(req, "id"), &job);
   if (e != ERR_OK) return e;
-  if (clock_now_ms() - db_int(job, 0, db_col(job, "updated_at")) > REPORT_WINDOW_MS)
+  if (clock_now_ms() - db_int(job, 0, db_col(job, "completed_at")) > REPORT_WINDOW_MS)
     return hs_fail(req, ERR_CONFLICT, "Reports are accepted within 72 hours of completion");
   char id[ID_LEN + 1];
   id_new(id);

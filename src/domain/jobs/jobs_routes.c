@@ -10,7 +10,7 @@
 static const hs_field create_fields[] = {
     {"service", F_ENUM, F_REQUIRED, .choices = SERVICE_NAMES},
     {"description", F_STRING, 0, LEN(0, 2000)},
-    {"preferredAt", F_DATETIME},
+    {"preferredAt", F_DATETIME, .required_unless = "isAsap"},
     {"details", F_OBJECT},
     {"addressId", F_STRING, 0, LEN(1, 64)},
     {"isAsap", F_BOOL},

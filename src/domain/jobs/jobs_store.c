@@ -85,8 +85,8 @@ err_t jobs_store_move(const char *id, const char *const *from, const char *to, c
     args[n++] = DB_TEXT(provider_id);
     snprintf(who, sizeof who, " AND provider_id = $%d", n);
   }
-  snprintf(sql, sizeof sql, "UPDATE jobs SET status = $2, updated_at = $3%s WHERE id = $1 AND status IN (%s)%s", set, in,
-           who);
+  snprintf(sql, sizeof sql, "UPDATE jobs SET status = $2, updated_at = $3%s%s WHERE id = $1 AND status IN (%s)%s",
+           strcmp(to, "COMPLETED") ? "" : ", completed_at = $3", set, in, who);
   arena a;
   arena_init(&a);
   db_res *r;
@@ -135,7 +135,7 @@ err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, db
   return rows(a, out,
               "SELECT j.*, p.name AS provider_name, p.company_name AS provider_company FROM jobs j "
               "LEFT JOIN providers p ON p.id = j.provider_id "
-              "WHERE j.customer_id = $1 AND j.status = 'COMPLETED' AND j.updated_at >= $2 "
+              "WHERE j.customer_id = $1 AND j.status = 'COMPLETED' AND j.completed_at >= $2 "
               "AND NOT EXISTS (SELECT 1 FROM job_reports r WHERE r.job_id = j.id) ORDER BY j.updated_at DESC, j.seq DESC",
               DB_ARGS(DB_TEXT(customer_id), DB_INT(since)));
 }

@@ -118,6 +118,10 @@ static err_t post_message(hs_req *req, thread *t, const char *content) {
 }
 
 static err_t api_messages_post(hs_req *req) {
+  /* the prefix marks photo messages, which apps render from the URL after it: a text
+   * message must not pass for one (it could make the other party's app load any address) */
+  if (!strncmp(hs_body_str(req, "content"), "[IMAGE]", 7))
+    return hs_fail(req, ERR_BAD_REQUEST, "content: must not start with [IMAGE]");
   thread t;
   err_t e = open_thread(req, hs_body_str(req, "providerId"), &t);
   return e == ERR_OK ? post_message(req, &t, hs_body_str(req, "content")) : e;

@@ -17,31 +17,36 @@
 static const char *const token_sql[] = {"SELECT push_token FROM users WHERE id = $1",
                                         "SELECT push_token FROM providers WHERE id = $1"};
 
-void notify(const char *account_id, const char *role, const char *title, const char *body, const char *job_id) {
-  bool provider = !strcmp(role, "provider");
+db_rc notify_in(db_conn *c, const notice *n) {
+  bool provider = !strcmp(n->role, "provider");
   char id[ID_LEN + 1];
   id_new(id);
   arena a;
   arena_init(&a);
   db_res *r;
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK)
-    rc = db_exec(c, NULL, NULL,
-                 "INSERT INTO notifications (id, account_id, role, title, body, job_id, created_at, seq) "
-                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                 DB_ARGS(DB_TEXT(id), DB_TEXT(account_id), DB_TEXT(role), DB_TEXT(title), DB_TEXT(body),
-                         DB_TEXT(job_id), DB_INT(clock_now_ms()), DB_INT(clock_sequence())));
-  if (rc == DB_OK) rc = db_exec(c, &a, &r, token_sql[provider], DB_ARGS(DB_TEXT(account_id)));
+  db_rc rc = db_exec(c, NULL, NULL,
+                     "INSERT INTO notifications (id, account_id, role, title, body, job_id, created_at, seq) "
+                     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                     DB_ARGS(DB_TEXT(id), DB_TEXT(n->account_id), DB_TEXT(n->role), DB_TEXT(n->title),
+                             DB_TEXT(n->body), DB_TEXT(n->job_id), DB_INT(clock_now_ms()), DB_INT(clock_sequence())));
+  if (rc == DB_OK) rc = db_exec(c, &a, &r, token_sql[provider], DB_ARGS(DB_TEXT(n->account_id)));
   if (rc == DB_OK && r->rows && !db_isnull(r, 0, 0)) {
-    json_t *push = json_pack("{s:s,s:s,s:s,s:{s:s?}}", "to", db_text(r, 0, 0), "title", title, "body", body, "data",
-                             "jobId", job_id);
+    json_t *push = json_pack("{s:s,s:s,s:s,s:{s:s?}}", "to", db_text(r, 0, 0), "title", n->title, "body", n->body,
+                             "data", "jobId", n->job_id);
     rc = queue_enqueue(c, "push", push);
     json_decref(push);
   }
+  arena_fini(&a);
+  return rc;
+}
+
+void notify(const char *account_id, const char *role, const char *title, const char *body, const char *job_id) {
+  notice n = {account_id, role, title, body, job_id};
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK) rc = notify_in(c, &n);
   if (rc == DB_OK) rc = db_commit(c);
   db_release(c);
-  arena_fini(&a);
   if (rc == DB_OK) queue_kick();
   else log_msg(LOG_ERROR, "recording a notification for %s failed", account_id);
 }

@@ -11,9 +11,17 @@ extern const size_t NOTIFICATIONS_ROUTES_LEN;
 
 /* Registers the "push" queue handler. */
 void notifications_domain_init(void);
-/* Records a notification for account (role "user" or "provider") and queues a push to its
- * device when it registered a token. job_id may be NULL. Failures are logged, not returned:
- * a notification never fails the operation that caused it. */
+/* A notification for an account (role "user" or "provider"); job_id may be NULL. */
+typedef struct notice {
+  const char *account_id, *role, *title, *body, *job_id;
+} notice;
+
+/* Records n and queues a push to the account's device when it registered a token, on c and
+ * inside the caller's transaction: the notification exists exactly when the change that
+ * caused it does. */
+db_rc notify_in(db_conn *c, const notice *n);
+/* The same in a transaction of its own. Failures are logged, not returned: a notification
+ * never fails the operation that caused it. */
 void notify(const char *account_id, const char *role, const char *title, const char *body, const char *job_id);
 /* The same for every provider matching a job's service and ZIP (ASAP jobs). */
 void notify_matching_providers(const char *service, const char *zip, const char *title, const char *body,

@@ -165,8 +165,10 @@ static db_rc apply(db_conn *c, const char *type, json_t *o) {
   if (!strcmp(type, "customer.subscription.updated")) {
     bool active = status && (!strcmp(status, "active") || !strcmp(status, "trialing"));
     return db_exec(c, NULL, NULL,
+                   /* premiumSince is when the subscription first became active: a spell of
+                      past_due does not move it; only its end (deleted, above) clears it */
                    "UPDATE users SET is_premium = $3, processor_subscription_id = $1, "
-                   "premium_since = CASE WHEN $3 = 1 THEN COALESCE(premium_since, $5) ELSE NULL END, "
+                   "premium_since = CASE WHEN $3 = 1 THEN COALESCE(premium_since, $5) ELSE premium_since END, "
                    "premium_cancel_at_period_end = $4, updated_at = $5 WHERE " SUBSCRIPTION_OWNER,
                    DB_ARGS(DB_TEXT(id), DB_TEXT(customer), DB_BOOL(active),
                            DB_BOOL(json_is_true(json_object_get(o, "cancel_at_period_end"))), DB_INT(now)));

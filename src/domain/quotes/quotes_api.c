@@ -68,20 +68,21 @@ err_t api_quotes_create(hs_req *req) {
   if ((e = quotes_store_contact(&req->arena, "users", db_field(job, 0, "customer_id"), &customer)) != ERR_OK ||
       (e = quotes_store_contact(&req->arena, "providers", req->auth.id, &pro)) != ERR_OK)
     return e;
-  const char *company = db_text(pro, 0, 2);
+  const char *company = db_text(pro, 0, 2), *pro_name = company ? company : db_text(pro, 0, 1);
   char *body = arena_printf(&req->arena,
                             "Hello %s,\n\n%s quoted $%.2f (total $%.2f with the service fee) for your %s job.\n"
                             "Open the app to compare quotes and accept one.\n",
-                            db_text(customer, 0, 1), company ? company : db_text(pro, 0, 1),
-                            (double)q.amount_cents / 100, (double)(q.amount_cents + q.fee_cents) / 100, q.service);
-  e = quotes_store_submit(&q, db_text(customer, 0, 0), "You received a quote", body);
+                            db_text(customer, 0, 1), pro_name, (double)q.amount_cents / 100,
+                            (double)(q.amount_cents + q.fee_cents) / 100, q.service);
+  quote_news news = {db_text(customer, 0, 0), "You received a quote", body,
+                     {db_field(job, 0, "customer_id"), "user", "New quote",
+                      arena_printf(&req->arena, "%s quoted $%.2f for your %s job", pro_name,
+                                   (double)(q.amount_cents + q.fee_cents) / 100, q.service),
+                      q.job_id}};
+  e = quotes_store_submit(&q, &news);
   if (e == ERR_CONFLICT) return hs_fail(req, e, "You already quoted on this job");
   if (e == ERR_BAD_REQUEST) return hs_fail(req, ERR_CONFLICT, "The job is not open for quotes");
   if (e != ERR_OK) return e;
-  notify(db_field(job, 0, "customer_id"), "user", "New quote",
-         arena_printf(&req->arena, "%s quoted $%.2f for your %s job", company ? company : db_text(pro, 0, 1),
-                      (double)(q.amount_cents + q.fee_cents) / 100, q.service),
-         q.job_id);
   return reply_quote(req, id, NULL);
 }
 
@@ -101,13 +102,12 @@ err_t api_quotes_accept(hs_req *req) {
                             "address and schedule.\n",
                             db_text(pro, 0, 1), db_text(customer, 0, 1),
                             (double)db_int(q, 0, db_col(q, "amount_cents")) / 100, job_id);
+  quote_news news = {db_text(pro, 0, 0), "Your quote was accepted", body,
+                     {provider, "provider", "Quote accepted",
+                      arena_printf(&req->arena, "%s accepted your quote", db_text(customer, 0, 1)), job_id}};
   bool won;
-  if ((e = quotes_store_accept(db_field(q, 0, "id"), job_id, provider, db_text(pro, 0, 0), "Your quote was accepted",
-                               body, &won)) != ERR_OK)
-    return e;
+  if ((e = quotes_store_accept(db_field(q, 0, "id"), job_id, provider, &news, &won)) != ERR_OK) return e;
   if (!won) return hs_fail(req, ERR_CONFLICT, "The job is no longer open for acceptance");
-  notify(provider, "provider", "Quote accepted",
-         arena_printf(&req->arena, "%s accepted your quote", db_text(customer, 0, 1)), job_id);
   /* the authorization follows the commit; a decline is recorded, the acceptance stands */
   if (payments_authorize_job(job_id, req->auth.id, db_int(q, 0, db_col(q, "total_cents"))) != ERR_OK)
     log_msg(LOG_ERROR, "recording the authorization of job %s failed", job_id);

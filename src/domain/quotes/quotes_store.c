@@ -6,8 +6,16 @@
 #include "ext/mail.h"
 #include "ext/queue.h"
 
-err_t quotes_store_submit(const quote_new *q, const char *customer_email, const char *mail_subject,
-                          const char *mail_body) {
+/* The news of a change, then its commit. */
+static db_rc announce_and_commit(db_conn *c, const quote_news *news) {
+  db_rc rc = mail_enqueue(c, news->email, news->subject, news->mail_body);
+  if (rc == DB_OK) rc = notify_in(c, &news->note);
+  if (rc == DB_OK) rc = db_commit(c);
+  if (rc == DB_OK) queue_kick();
+  return rc;
+}
+
+err_t quotes_store_submit(const quote_new *q, const quote_news *news) {
   int64_t now = clock_now_ms();
   arena a;
   arena_init(&a);
@@ -36,8 +44,7 @@ err_t quotes_store_submit(const quote_new *q, const char *customer_email, const 
     e = ERR_BAD_REQUEST; /* the job left PENDING/QUOTED meanwhile */
     goto out;
   }
-  if (mail_enqueue(c, customer_email, mail_subject, mail_body) != DB_OK || db_commit(c) != DB_OK) goto out;
-  queue_kick();
+  if (announce_and_commit(c, news) != DB_OK) goto out;
   e = ERR_OK;
 out:
   db_release(c);
@@ -54,8 +61,8 @@ err_t quotes_store_get(arena *a, const char *id, db_res **out) {
   return (*out)->rows == 1 ? ERR_OK : ERR_NOT_FOUND;
 }
 
-err_t quotes_store_accept(const char *quote_id, const char *job_id, const char *provider_id, const char *provider_email,
-                          const char *mail_subject, const char *mail_body, bool *won) {
+err_t quotes_store_accept(const char *quote_id, const char *job_id, const char *provider_id, const quote_news *news,
+                          bool *won) {
   int64_t now = clock_now_ms();
   arena a;
   arena_init(&a);
@@ -77,9 +84,8 @@ err_t quotes_store_accept(const char *quote_id, const char *job_id, const char *
               "UPDATE quotes SET status = CASE WHEN id = $2 THEN 'ACCEPTED' ELSE 'REJECTED' END, "
               "accepted_at = CASE WHEN id = $2 THEN $3 ELSE accepted_at END, updated_at = $3 WHERE job_id = $1",
               DB_ARGS(DB_TEXT(job_id), DB_TEXT(quote_id), DB_INT(now))) != DB_OK ||
-      mail_enqueue(c, provider_email, mail_subject, mail_body) != DB_OK || db_commit(c) != DB_OK)
+      announce_and_commit(c, news) != DB_OK)
     goto out;
-  queue_kick();
   *won = true;
   e = ERR_OK;
 out:

@@ -3,6 +3,7 @@
 #define DOMAIN_QUOTES_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
+#include "domain/notifications/notifications.h"
 #include <stdbool.h>
 
 typedef struct quote_new {
@@ -11,17 +12,23 @@ typedef struct quote_new {
   bool has_scheduled;
 } quote_new;
 
-/* Inserts the quote, moves the job to QUOTED and queues the customer's email, in one
+/* What a quote change tells the other party: an email and a notification (with its push),
+ * written in the change's own transaction. */
+typedef struct quote_news {
+  const char *email, *subject, *mail_body;
+  notice note;
+} quote_news;
+
+/* Inserts the quote, moves the job to QUOTED and writes the customer's news, in one
  * transaction. ERR_CONFLICT: this provider already quoted; ERR_BAD_REQUEST: the job is no
  * longer open. */
-err_t quotes_store_submit(const quote_new *q, const char *customer_email, const char *mail_subject,
-                          const char *mail_body);
+err_t quotes_store_submit(const quote_new *q, const quote_news *news);
 /* The quote with its job's customer_id and job_status. */
 err_t quotes_store_get(arena *a, const char *id, db_res **out);
-/* Assigns the job, accepts this quote and rejects the others, queues the provider's email:
+/* Assigns the job, accepts this quote and rejects the others, writes the provider's news:
  * one transaction. *won false when the job was no longer open. */
-err_t quotes_store_accept(const char *quote_id, const char *job_id, const char *provider_id, const char *provider_email,
-                          const char *mail_subject, const char *mail_body, bool *won);
+err_t quotes_store_accept(const char *quote_id, const char *job_id, const char *provider_id, const quote_news *news,
+                          bool *won);
 /* amount_cents of the last 50 accepted quotes of service, newest first. */
 err_t quotes_store_recent_accepted(arena *a, const char *service, db_res **out);
 /* A job's quotes with the quoting provider's details and average rating. */

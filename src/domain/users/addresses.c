@@ -62,6 +62,7 @@ static err_t api_addresses_create(hs_req *req) {
   char id[ID_LEN + 1];
   id_new(id);
   const char *label = hs_body_str(req, "label");
+  if (label && strspn(label, " \t\r\n") == strlen(label)) label = NULL; /* blank: the default */
   /* the count and the insert share a transaction that first locks the user's row (the whole
    * database on SQLite), so concurrent saves are counted one after another */
   db_conn *c = db_acquire();
