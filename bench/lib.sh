@@ -153,7 +153,7 @@ EOF
 }
 
 TSV=$TMP/results.tsv
-printf 'engine\tscenario\tthreads\tconns\tduration_s\trequests\trps\tp50_ms\tp99_ms\tmax_ms\tnon2xx\tsocket_errors\tstatuses\n' >"$TSV"
+printf 'engine\tscenario\tthreads\tconns\tduration_s\trequests\trps\tmean_ms\tp50_ms\tp99_ms\tmax_ms\tnon2xx\tsocket_errors\tstatuses\n' >"$TSV"
 
 field() { # name line -> value of name=value in line (empty when absent)
   sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2"

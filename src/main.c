@@ -46,7 +46,7 @@ static const char usage[] =
 
 static void open_database(void) {
   char err[256] = "";
-  if (!db_open(CFG.database_url, CFG.db_pool_size, err)) die("%s", err);
+  if (!db_open(CFG.database_url, CFG.db_pool_size, CFG.db_slow_pool_size, err)) die("%s", err);
   if (!db_migrate()) die("database migration failed");
 }
 

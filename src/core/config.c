@@ -119,6 +119,7 @@ bool config_load(char err[256]) {
   /* a few connections per core keep the cores busy; more only add contention */
   int default_pool = cores > 2 ? 4 * (int)cores : 8;
   if (!env_int("DB_POOL_SIZE", default_pool, 1, 1024, &CFG.db_pool_size, err)) return false;
+  if (!env_int("DB_SLOW_POOL_SIZE", 4, 1, 1024, &CFG.db_slow_pool_size, err)) return false;
   if (!env_int("HTTP_THREADS", cores > 0 ? (int)cores : 2, 1, 256, &CFG.http_threads, err)) return false;
   if (!env_int("HTTP_WORKERS", CFG.db_pool_size, 1, 4096, &CFG.http_workers, err)) return false;
   if (!env_int("HTTP_SLOW_WORKERS", 32, 1, 4096, &CFG.http_slow_workers, err)) return false;

@@ -25,7 +25,8 @@ typedef struct config {
   char *geocoder_url, *router_url, *weather_url, *push_url;
   int bcrypt_cost;
   int bcrypt_threads, bcrypt_queue; /* password-hashing pool size and queue bound */
-  int db_pool_size;
+  int db_pool_size;      /* connections of the database lane (and the main thread) */
+  int db_slow_pool_size; /* connections of the slow lane and background work */
   int http_threads;  /* MHD event threads */
   int http_workers;  /* handler threads of the database lane */
   int http_slow_workers; /* handler threads of the slow lane (ROUTE_SLOW) */

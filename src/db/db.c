@@ -15,6 +15,7 @@ struct db_conn {
   void *handle;
   bool in_use;
   bool in_tx;
+  struct pool *home;
 };
 
 /* A thread waiting for a connection. Released connections go to the oldest waiter directly,
@@ -25,42 +26,59 @@ typedef struct waiter {
   pthread_cond_t cv;
 } waiter;
 
-static struct {
-  const engine_ops *ops;
-  db_engine engine;
+/* Two pools: one for the database lane of request workers (and the main thread), one for the
+ * slow lane and background work. A thread that takes a connection may be descheduled before it
+ * runs its statement; when a burst of slow-lane threads (a login flood passing the hashing
+ * check) queued in the same pool, connections handed to them sat idle and the database lane's
+ * requests waited behind them for hundreds of milliseconds. */
+typedef struct pool {
   db_conn *conns;
   int size;
   pthread_mutex_t mu;
   waiter *head, *tail;
-} pool = {.mu = PTHREAD_MUTEX_INITIALIZER};
+} pool;
 
-bool db_open(const char *url, int pool_size, char err[256]) {
+static const engine_ops *ops;
+static db_engine engine;
+static pool pools[DB_POOL_COUNT] = {{.mu = PTHREAD_MUTEX_INITIALIZER}, {.mu = PTHREAD_MUTEX_INITIALIZER}};
+static _Thread_local db_pool_kind thread_pool = DB_POOL_REQUESTS;
+
+static bool pool_open(pool *p, const char *url, int size, char err[256]) {
+  p->conns = xcalloc((size_t)size, sizeof *p->conns);
+  for (p->size = 0; p->size < size; p->size++) {
+    p->conns[p->size].home = p;
+    if (!(p->conns[p->size].handle = ops->connect(url, err))) return false;
+  }
+  return true;
+}
+
+bool db_open(const char *url, int pool_size, int slow_pool_size, char err[256]) {
   if (str_starts_with(url, "sqlite:")) {
-    pool.ops = &sqlite_engine_ops, pool.engine = DB_SQLITE;
+    ops = &sqlite_engine_ops, engine = DB_SQLITE;
     url += strlen("sqlite:");
   } else {
-    pool.ops = &postgres_engine_ops, pool.engine = DB_POSTGRES;
+    ops = &postgres_engine_ops, engine = DB_POSTGRES;
   }
-  pool.conns = xcalloc((size_t)pool_size, sizeof *pool.conns);
-  pool.size = pool_size;
-  for (int i = 0; i < pool_size; i++) {
-    pool.conns[i].handle = pool.ops->connect(url, err);
-    if (!pool.conns[i].handle) {
-      pool.size = i;
-      db_close();
-      return false;
-    }
+  if (!pool_open(&pools[DB_POOL_REQUESTS], url, pool_size, err) ||
+      !pool_open(&pools[DB_POOL_SLOW], url, slow_pool_size, err)) {
+    db_close();
+    return false;
   }
   return true;
 }
 
 void db_close(void) {
-  for (int i = 0; i < pool.size; i++) pool.ops->disconnect(pool.conns[i].handle);
-  free(pool.conns);
-  pool.conns = NULL, pool.size = 0;
+  for (int k = 0; k < DB_POOL_COUNT; k++) {
+    pool *p = &pools[k];
+    for (int i = 0; i < p->size; i++) ops->disconnect(p->conns[i].handle);
+    free(p->conns);
+    p->conns = NULL, p->size = 0;
+  }
 }
 
-db_engine db_engine_get(void) { return pool.engine; }
+db_engine db_engine_get(void) { return engine; }
+
+void db_use_pool(db_pool_kind kind) { thread_pool = kind; }
 
 /* Connections this thread holds. A thread that holds one and waits for another can deadlock
  * the pool (every worker of the database lane holds one), so that is a bug: reported, and
@@ -72,23 +90,24 @@ db_conn *db_acquire(void) {
     log_msg(LOG_ERROR, "db_acquire: nested acquisition on one thread can deadlock the pool");
     if (CFG.env == ENV_TEST) abort();
   }
-  pthread_mutex_lock(&pool.mu);
-  if (!pool.head)
-    for (int i = 0; i < pool.size; i++)
-      if (!pool.conns[i].in_use) {
-        pool.conns[i].in_use = true;
-        pthread_mutex_unlock(&pool.mu);
-        return &pool.conns[i];
+  pool *p = &pools[thread_pool];
+  pthread_mutex_lock(&p->mu);
+  if (!p->head)
+    for (int i = 0; i < p->size; i++)
+      if (!p->conns[i].in_use) {
+        p->conns[i].in_use = true;
+        pthread_mutex_unlock(&p->mu);
+        return &p->conns[i];
       }
   waiter w = {.next = NULL, .given = NULL};
   pthread_cond_init(&w.cv, NULL);
-  if (pool.tail)
-    pool.tail->next = &w;
+  if (p->tail)
+    p->tail->next = &w;
   else
-    pool.head = &w;
-  pool.tail = &w;
-  while (!w.given) pthread_cond_wait(&w.cv, &pool.mu);
-  pthread_mutex_unlock(&pool.mu);
+    p->head = &w;
+  p->tail = &w;
+  while (!w.given) pthread_cond_wait(&w.cv, &p->mu);
+  pthread_mutex_unlock(&p->mu);
   pthread_cond_destroy(&w.cv);
   return w.given;
 }
@@ -97,24 +116,25 @@ void db_release(db_conn *c) {
   if (!c) return;
   held--;
   if (c->in_tx) db_rollback(c);
-  pthread_mutex_lock(&pool.mu);
-  waiter *w = pool.head;
+  pool *p = c->home;
+  pthread_mutex_lock(&p->mu);
+  waiter *w = p->head;
   if (w) { /* hand over: the connection stays in use */
-    pool.head = w->next;
-    if (!pool.head) pool.tail = NULL;
+    p->head = w->next;
+    if (!p->head) p->tail = NULL;
     w->given = c;
     pthread_cond_signal(&w->cv);
   } else {
     c->in_use = false;
   }
-  pthread_mutex_unlock(&pool.mu);
+  pthread_mutex_unlock(&p->mu);
 }
 
 static void res_release(void *p) { db_res_free(p); }
 
 db_rc db_exec(db_conn *c, arena *a, db_res **out, const char *sql, const db_val *params, int n) {
   db_res *r = NULL;
-  db_rc rc = pool.ops->exec(c->handle, sql, params, n, out ? &r : NULL);
+  db_rc rc = ops->exec(c->handle, sql, params, n, out ? &r : NULL);
   if (out) {
     *out = r;
     if (r) arena_defer(a, res_release, r);
@@ -122,7 +142,7 @@ db_rc db_exec(db_conn *c, arena *a, db_res **out, const char *sql, const db_val 
   return rc;
 }
 
-db_rc db_script(db_conn *c, const char *sql) { return pool.ops->script(c->handle, sql); }
+db_rc db_script(db_conn *c, const char *sql) { return ops->script(c->handle, sql); }
 
 db_rc db_query(arena *a, db_res **out, const char *sql, const db_val *params, int n) {
   db_conn *c = db_acquire();
@@ -132,13 +152,13 @@ db_rc db_query(arena *a, db_res **out, const char *sql, const db_val *params, in
 }
 
 db_rc db_begin(db_conn *c) {
-  db_rc rc = pool.ops->exec(c->handle, pool.ops->begin_sql, NULL, 0, NULL);
+  db_rc rc = ops->exec(c->handle, ops->begin_sql, NULL, 0, NULL);
   if (rc == DB_OK) c->in_tx = true;
   return rc;
 }
 
 db_rc db_commit(db_conn *c) {
-  db_rc rc = pool.ops->exec(c->handle, "COMMIT", NULL, 0, NULL);
+  db_rc rc = ops->exec(c->handle, "COMMIT", NULL, 0, NULL);
   if (rc != DB_OK) {
     db_rollback(c);
     return rc;
@@ -148,7 +168,7 @@ db_rc db_commit(db_conn *c) {
 }
 
 void db_rollback(db_conn *c) {
-  pool.ops->exec(c->handle, "ROLLBACK", NULL, 0, NULL);
+  ops->exec(c->handle, "ROLLBACK", NULL, 0, NULL);
   c->in_tx = false;
 }
 

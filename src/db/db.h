@@ -51,9 +51,16 @@ typedef struct db_res {
   char **cells; /* rows * cols */
 } db_res;
 
-/* Opens the pool for url ("sqlite:PATH", "postgres://...") with pool_size connections.
- * False with a message in err on failure. */
-bool db_open(const char *url, int pool_size, char err[256]);
+/* Which pool a thread's connections come from (db_use_pool). */
+typedef enum { DB_POOL_REQUESTS, DB_POOL_SLOW, DB_POOL_COUNT } db_pool_kind;
+
+/* Opens the pools for url ("sqlite:PATH", "postgres://...") with pool_size connections for
+ * requests and slow_pool_size for the slow lane and background work. False with a message in
+ * err on failure. */
+bool db_open(const char *url, int pool_size, int slow_pool_size, char err[256]);
+/* Makes the calling thread take its connections from kind's pool (the default is
+ * DB_POOL_REQUESTS). Slow-lane workers and queue workers call it once at start. */
+void db_use_pool(db_pool_kind kind);
 /* Closes every connection; no connection may be in use. */
 void db_close(void);
 db_engine db_engine_get(void);

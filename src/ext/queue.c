@@ -126,6 +126,7 @@ out:
 
 static void *worker(void *arg) {
   (void)arg;
+  db_use_pool(DB_POOL_SLOW); /* background work never takes a request's connection */
   for (;;) {
     pthread_mutex_lock(&mu);
     bool stop = stopping;

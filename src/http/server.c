@@ -14,6 +14,7 @@
 #include "core/ids.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "db/db.h"
 #include "http/http.h"
 #include "http/ratelimit.h"
 #include "http/router.h"
@@ -701,6 +702,7 @@ static void parse_cors(void) {
 
 static void *worker_main(void *arg) {
   lane *l = arg;
+  if (l == &lanes[LANE_SLOW]) db_use_pool(DB_POOL_SLOW); /* its own connections: see db.c */
   for (;;) {
     pthread_mutex_lock(&l->mu);
     while (!l->head && !l->stopping) pthread_cond_wait(&l->cv, &l->mu);
