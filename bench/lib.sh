@@ -165,9 +165,9 @@ record() {
   line=$(grep '^BENCH ' "$raw" | tail -1) || die_with "$raw" "no BENCH line in $raw"
   statuses=$(grep -o 'status_[0-9]*=[0-9]*' <<<"$line" | sed 's/status_//' | paste -sd, - || true)
   sockerr=$(($(field connect_err "$line") + $(field read_err "$line") + $(field write_err "$line") + $(field timeouts "$line")))
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$engine" "$scenario" "$threads" "$conns" \
-    "$(field duration_s "$line")" "$(field requests "$line")" "$(field rps "$line")" "$(field p50_ms "$line")" \
-    "$(field p99_ms "$line")" "$(field max_ms "$line")" "$(field non2xx "$line")" "$sockerr" "${statuses:--}" >>"$TSV"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$engine" "$scenario" "$threads" "$conns" \
+    "$(field duration_s "$line")" "$(field requests "$line")" "$(field rps "$line")" "$(field mean_ms "$line")" \
+    "$(field p50_ms "$line")" "$(field p99_ms "$line")" "$(field max_ms "$line")" "$(field non2xx "$line")" "$sockerr" "${statuses:--}" >>"$TSV"
   log "  $scenario: $(field rps "$line") req/s, p99 $(field p99_ms "$line") ms, non-2xx $(field non2xx "$line"), socket errors $sockerr${statuses:+, statuses $statuses}"
 }
 
