@@ -18,8 +18,6 @@ struct arena_defer_node {
   void *ptr;
 };
 
-_Static_assert(sizeof(arena_chunk) <= ARENA_CHUNK_HEADER, "ARENA_CHUNK_HEADER too small");
-
 void arena_init(arena *a) { a->head = NULL, a->defers = NULL, a->embedded = NULL; }
 
 void arena_init_buf(arena *a, void *buf, size_t size) {

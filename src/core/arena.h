@@ -17,8 +17,6 @@ typedef struct arena {
   arena_chunk *embedded; /* the first chunk, in caller storage (arena_init_buf), or NULL */
 } arena;
 
-#define ARENA_CHUNK_HEADER 32 /* bytes of a buffer given to arena_init_buf that hold its header */
-
 /* Prepares an empty arena in caller-owned storage. */
 void arena_init(arena *a);
 /* The same, with a first chunk in caller storage (size bytes, aligned for any type), so a

@@ -4,9 +4,10 @@
  * with their type (db_val), never concatenated. Booleans are stored as integers 0/1,
  * timestamps as integer epoch milliseconds, JSON documents as text, money as integer cents.
  *
- * Connections come from a process-wide pool (db_acquire/db_release): hold one only for the
- * duration of the statements that need it, never across slow work such as password hashing.
- * A connection is used by one thread at a time; the pool is thread-safe. */
+ * Connections come from process-wide pools (db_acquire/db_release; db_use_pool picks a
+ * thread's pool): hold one only for the duration of the statements that need it, never across
+ * slow work such as password hashing, and never two at once. A connection is used by one
+ * thread at a time; the pools are thread-safe. */
 #ifndef DB_DB_H
 #define DB_DB_H
 #include "core/arena.h"

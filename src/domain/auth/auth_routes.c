@@ -7,8 +7,8 @@
 
 static const char *const ACCOUNT_ROLES[] = {"user", "provider", NULL};
 
-/* bcrypt reads at most 72 bytes, so longer passwords are refused rather than cut. */
-/* bcrypt reads 72 bytes: a longer password is refused, not silently cut */
+/* bcrypt reads at most 72 bytes, so longer passwords (in characters or in bytes) are refused
+ * rather than cut. */
 #define PASSWORD(name) {name, F_STRING, F_REQUIRED, LEN(8, 72), .max_bytes = 72}
 
 static const hs_field register_fields[] = {

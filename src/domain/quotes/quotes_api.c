@@ -69,15 +69,14 @@ err_t api_quotes_create(hs_req *req) {
       (e = quotes_store_contact(&req->arena, "providers", req->auth.id, &pro)) != ERR_OK)
     return e;
   const char *company = db_text(pro, 0, 2), *pro_name = company ? company : db_text(pro, 0, 1);
+  double total = (double)(q.amount_cents + q.fee_cents) / 100;
   char *body = arena_printf(&req->arena,
                             "Hello %s,\n\n%s quoted $%.2f (total $%.2f with the service fee) for your %s job.\n"
                             "Open the app to compare quotes and accept one.\n",
-                            db_text(customer, 0, 1), pro_name, (double)q.amount_cents / 100,
-                            (double)(q.amount_cents + q.fee_cents) / 100, q.service);
+                            db_text(customer, 0, 1), pro_name, (double)q.amount_cents / 100, total, q.service);
   quote_news news = {db_text(customer, 0, 0), "You received a quote", body,
                      {db_field(job, 0, "customer_id"), "user", "New quote",
-                      arena_printf(&req->arena, "%s quoted $%.2f for your %s job", pro_name,
-                                   (double)(q.amount_cents + q.fee_cents) / 100, q.service),
+                      arena_printf(&req->arena, "%s quoted $%.2f for your %s job", pro_name, total, q.service),
                       q.job_id}};
   e = quotes_store_submit(&q, &news);
   if (e == ERR_CONFLICT) return hs_fail(req, e, "You already quoted on this job");
