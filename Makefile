@@ -94,9 +94,14 @@ test: deps-test all unit api api-asan
 # and quotes at 10k, 100k and 1M jobs.
 bench: bench-core bench-jobs
 
-bench-core: deps build/marketplace
+bench-core: deps build/marketplace build/probe
 	@scripts/deps.sh bench
 	bench/run.sh
+
+# the flood's checked latency probe (bench/probe.c)
+build/probe: bench/probe.c
+	@mkdir -p $(@D)
+	@echo "CC $@"; $(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) -pthread -o $@ $<
 
 bench-jobs: deps build/marketplace
 	@scripts/deps.sh bench

@@ -6,7 +6,9 @@
 #   2. GET /users/me with a valid token (same settings): the baseline later work compares to;
 #   3. a login flood at BCRYPT_COST=12 (32 connections, 30 s) with GET /health and then
 #      GET /users/me probed during it (wrk -t1 -c4 -d10s), compared with the same probes on
-#      the quiet server just before.
+#      the quiet server just before; then GET /users/me for 5 s more with bench/probe.c, whose
+#      figures are the requests actually made (wrk's histogram adds the ones a stalled
+#      connection did not send) and which tells a stall of the probe itself.
 # Steps 1-3 run on SQLite and on PostgreSQL (a private throwaway cluster). Everything this
 # script starts (nginx, the servers, the cluster, background wrk) and its temp dir are
 # removed on exit, also on failure, Ctrl-C or SIGTERM (and by a watchdog on SIGKILL).
@@ -15,9 +17,9 @@
 # bench/results/latest.tsv, and the summary table (also printed) in bench/results/latest.txt.
 # Exits 0 whether or not the goals are met; non-zero only when something failed.
 #
-# Knobs (environment): BIN (server binary), ENGINES ("sqlite postgres"), IDLE_WAIT (60 s to
-# wait for an idle CPU), DURATION (10), WARMUP (3), FLOOD (30), FLOOD_LEAD (3) and PROBE (10)
-# in seconds, RESULTS (bench/results);
+# Knobs (environment): BIN (server binary), PROBE_BIN (build/probe), ENGINES ("sqlite
+# postgres"), IDLE_WAIT (60 s to wait for an idle CPU), DURATION (10), WARMUP (3), FLOOD (30),
+# FLOOD_LEAD (3), PROBE (10) and CHECKED (5) in seconds, RESULTS (bench/results), AUTOGROUP (bench/lib.sh);
 # BCRYPT_THREADS, BCRYPT_QUEUE and DB_POOL_SIZE are passed to the server when set, and so is
 # every VAR=value word of SERVER_ENV.
 set -euo pipefail
@@ -27,6 +29,8 @@ set -euo pipefail
 FLOOD=${FLOOD:-30}
 FLOOD_LEAD=${FLOOD_LEAD:-3}
 PROBE=${PROBE:-10}
+CHECKED=${CHECKED:-5}
+PROBE_BIN=${PROBE_BIN:-$ROOT/build/probe}
 CONNS=64
 THREADS=2
 FLOOD_CONNS=32
@@ -38,7 +42,8 @@ RESULTS=${RESULTS:-$BENCH/results}
 PROBE_NICE=${PROBE_NICE-$([ "$(id -u)" = 0 ] && echo -10)}
 
 for tool in wrk nginx "$PY"; do command -v "$tool" >/dev/null || die "$tool not found (scripts/deps.sh bench)"; done
-((FLOOD_LEAD + 2 * PROBE + 2 <= FLOOD)) || die "FLOOD must cover FLOOD_LEAD + 2*PROBE + 2 s"
+[ -x "$PROBE_BIN" ] || die "$PROBE_BIN not built (make build/probe)"
+((FLOOD_LEAD + 2 * PROBE + CHECKED + 2 <= FLOOD)) || die "FLOOD must cover FLOOD_LEAD + 2*PROBE + CHECKED + 2 s"
 
 bench_engine() {
   local engine=$1 url
@@ -80,6 +85,8 @@ bench_engine() {
   kill -0 "$flood_pid" 2>/dev/null || die_with "$RAW/$engine-login_flood.txt" "the login flood ended early"
   WRK_NICE=$PROBE_NICE wrk_run "$engine-health_c4_flood" 1 "$PROBE_CONNS" "$PROBE" "$base/health" --latency -s "$BENCH/stats.lua"
   WRK_NICE=$PROBE_NICE wrk_run "$engine-users_me_c4_flood" 1 "$PROBE_CONNS" "$PROBE" "$base/users/me" -H "$auth" --latency -s "$BENCH/stats.lua"
+  WRK_NICE=$PROBE_NICE bounded "$engine-users_me_c4_flood_checked" "$CHECKED" \
+    "$PROBE_BIN" -c"$PROBE_CONNS" -d"$CHECKED" -H "$auth" "$base/users/me"
   local rc=0
   wait "$flood_pid" || rc=$?
   forget_pid "$flood_pid"
@@ -87,6 +94,7 @@ bench_engine() {
   record "$engine" login_flood "$THREADS" "$FLOOD_CONNS" "$RAW/$engine-login_flood.txt"
   record "$engine" health_c4_flood 1 "$PROBE_CONNS" "$RAW/$engine-health_c4_flood.txt"
   record "$engine" users_me_c4_flood 1 "$PROBE_CONNS" "$RAW/$engine-users_me_c4_flood.txt"
+  record "$engine" users_me_c4_flood_checked "$PROBE_CONNS" "$PROBE_CONNS" "$RAW/$engine-users_me_c4_flood_checked.txt"
 
   # cross-check the flood's answers from the server's own access log
   wait_quiet_log
@@ -127,4 +135,4 @@ mkdir -p "$RESULTS"
 cp "$TMP/login_log_counts.tsv" "$RESULTS/login_log_counts.tsv"
 cp "$TMP/server_latency.tsv" "$RESULTS/server_latency.tsv"
 write_results "$RESULTS" "$BENCH/summarize.py" \
-  "settings: DURATION=${DURATION}s WARMUP=${WARMUP}s FLOOD=${FLOOD}s FLOOD_LEAD=${FLOOD_LEAD}s PROBE=${PROBE}s"
+  "settings: DURATION=${DURATION}s WARMUP=${WARMUP}s FLOOD=${FLOOD}s FLOOD_LEAD=${FLOOD_LEAD}s PROBE=${PROBE}s CHECKED=${CHECKED}s"
