@@ -214,12 +214,13 @@ wrk_run() {
 }
 
 # measure engine scenario threads conns url [extra wrk args...]: warm-up, then the measurement
+# (ROUND=n names the raw reports of one of several rounds of the same scenario)
 measure() {
-  local engine=$1 scenario=$2 threads=$3 conns=$4 url=$5
+  local engine=$1 scenario=$2 threads=$3 conns=$4 url=$5 raw=$1-$2${ROUND:+-r$ROUND}
   shift 5
-  wrk_run "$engine-$scenario-warmup" "$threads" "$conns" "$WARMUP" "$url" "$@"
-  wrk_run "$engine-$scenario" "$threads" "$conns" "$DURATION" "$url" --latency -s "$BENCH/stats.lua" "$@"
-  record "$engine" "$scenario" "$threads" "$conns" "$RAW/$engine-$scenario.txt"
+  wrk_run "$raw-warmup" "$threads" "$conns" "$WARMUP" "$url" "$@"
+  wrk_run "$raw" "$threads" "$conns" "$DURATION" "$url" --latency -s "$BENCH/stats.lua" "$@"
+  record "$engine" "$scenario" "$threads" "$conns" "$RAW/$raw.txt"
 }
 
 # server_latency logfile from_byte route: "p50 p99" (ms) of the access-log lines of route

@@ -35,6 +35,19 @@ LABELS = {
 }
 
 
+def merge_rounds(rs):
+    """One row for several rounds of a measurement: mean requests/s, median p99, summed counts."""
+    if len(rs) == 1:
+        return rs[0]
+    m = dict(rs[-1])
+    m["rps"] = str(sum(float(r["rps"]) for r in rs) / len(rs))
+    m["p99_ms"] = str(sorted(float(r["p99_ms"]) for r in rs)[len(rs) // 2])
+    m["duration_s"] = str(sum(float(r["duration_s"]) for r in rs))
+    for k in ("requests", "non2xx", "socket_errors"):
+        m[k] = str(sum(int(r[k] or 0) for r in rs))
+    return m
+
+
 def main(results):
     with open(os.path.join(results, "latest.tsv")) as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
@@ -59,7 +72,13 @@ def main(results):
             parts = line.split()
             if len(parts) == 4 and parts[2] != "-":
                 server[(parts[0], parts[1])] = (float(parts[2]), float(parts[3]))
-    by = {(r["engine"], r["scenario"]): r for r in rows}
+    by = {}  # (engine, scenario) -> its row; several rounds of one scenario become one row
+    rounds = {}  # (engine, scenario) -> requests/s of each round
+    for r in rows:
+        key = (r["engine"], r["scenario"])
+        rounds.setdefault(key, []).append(float(r["rps"]))
+        by.setdefault(key, []).append(r)
+    by = {key: merge_rounds(rs) for key, rs in by.items()}
 
     def canary_ms(e, s):  # how long bench/probe.c's canary thread was kept off the CPU at most
         try:
@@ -113,7 +132,13 @@ def main(results):
                 errors = [f"answers {statuses}"] + [x for x in errors if not x.startswith("non-2xx")]
                 if e in log_counts:
                     errors.append("server log " + ", ".join(log_counts[e]))
-            out.append(f"| {e} | {label} | {wrk} {float(r['duration_s']):.0f}s | {float(r['rps']):,.0f} | "
+            n = len(rounds[(e, s)])
+            if n > 1:  # "mean of 3 x 10s", each round's rate after the label
+                label += " (" + " / ".join(f"{x:,.0f}" for x in rounds[(e, s)]) + ")"
+                wrk += f" {n}x{float(r['duration_s']) / n:.0f}s"
+            else:
+                wrk += f" {float(r['duration_s']):.0f}s"
+            out.append(f"| {e} | {label} | {wrk} | {float(r['rps']):,.0f} | "
                        f"{float(r['p99_ms']):.2f} | {'; '.join(errors) or '-'} | {compared} | {ratio} |")
         # goals
         if rps(e, "health") and rps(e, "nginx_static"):

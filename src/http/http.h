@@ -127,6 +127,7 @@ struct hs_req {
   err_t err;
   const char *err_message, *err_code;
   int retry_after; /* seconds; 0 = no header */
+  int delay_ms;    /* hold the answer back this long, without a thread (lane routes only) */
   /* a file answer instead of JSON (hs_reply_file) */
   int res_fd;
   char *res_data;

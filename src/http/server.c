@@ -47,7 +47,8 @@ typedef struct conn_ctx {
   bool too_large, preflight, authorized, multipart;
   bool answered; /* a response was queued */
   bool done;     /* a worker ran the pipeline; the answer waits to be queued */
-  struct conn_ctx *next_work;
+  struct conn_ctx *next_work; /* in a lane's queue, then in the held list */
+  int64_t release_at;         /* held: when to answer (clock_mono_ms) */
   struct timespec start;
   /* multipart routes */
   struct MHD_PostProcessor *pp;
@@ -100,6 +101,19 @@ static lane lanes[LANE_COUNT] = {
     {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER},
     {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER},
 };
+
+/* Answers held back (hs_req.delay_ms) wait here, not on a worker: a refused login's 503 is
+ * held 200 ms, and a flood of them would otherwise keep every slow-lane worker asleep while
+ * payments and uploads queued behind them. One timer thread resumes each connection at its
+ * deadline; the list is kept in deadline order. */
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* on CLOCK_MONOTONIC, like clock_mono_ms */
+  conn_ctx *head, *tail;
+  pthread_t thread;
+  bool running, stopping;
+} held = {.mu = PTHREAD_MUTEX_INITIALIZER};
+static void hold_answer(conn_ctx *ctx);
 
 /* ---- small helpers ---- */
 
@@ -716,8 +730,83 @@ static void *worker_main(void *arg) {
     pthread_mutex_unlock(&l->mu);
     dispatch(ctx);
     ctx->done = true;
-    MHD_resume_connection(ctx->req.conn);
+    if (ctx->req.delay_ms > 0) hold_answer(ctx);
+    else MHD_resume_connection(ctx->req.conn);
   }
+}
+
+/* Queues ctx (answered, suspended) to be resumed delay_ms from now; at once when the timer
+ * is not running. */
+static void hold_answer(conn_ctx *ctx) {
+  pthread_mutex_lock(&held.mu);
+  if (!held.running || held.stopping) {
+    pthread_mutex_unlock(&held.mu);
+    MHD_resume_connection(ctx->req.conn);
+    return;
+  }
+  ctx->release_at = clock_mono_ms() + ctx->req.delay_ms;
+  ctx->next_work = NULL;
+  if (!held.head || held.tail->release_at <= ctx->release_at) { /* the usual case: append */
+    if (held.tail) held.tail->next_work = ctx;
+    else held.head = ctx;
+    held.tail = ctx;
+  } else {
+    conn_ctx **p = &held.head;
+    while ((*p)->release_at <= ctx->release_at) p = &(*p)->next_work;
+    ctx->next_work = *p;
+    *p = ctx;
+  }
+  pthread_cond_signal(&held.cv);
+  pthread_mutex_unlock(&held.mu);
+}
+
+static void *held_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&held.mu);
+  for (;;) {
+    while (!held.head && !held.stopping) pthread_cond_wait(&held.cv, &held.mu);
+    conn_ctx *ctx = held.head;
+    if (!ctx) break; /* stopping, nothing left */
+    int64_t wait_ms = ctx->release_at - clock_mono_ms();
+    if (wait_ms > 0 && !held.stopping) { /* stopping: everything is answered at once */
+      struct timespec until;
+      clock_gettime(CLOCK_MONOTONIC, &until);
+      until.tv_sec += wait_ms / 1000;
+      until.tv_nsec += (wait_ms % 1000) * 1000000L;
+      if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+      pthread_cond_timedwait(&held.cv, &held.mu, &until);
+      continue; /* an earlier deadline may have arrived meanwhile */
+    }
+    held.head = ctx->next_work;
+    if (!held.head) held.tail = NULL;
+    pthread_mutex_unlock(&held.mu);
+    MHD_resume_connection(ctx->req.conn);
+    pthread_mutex_lock(&held.mu);
+  }
+  pthread_mutex_unlock(&held.mu);
+  return NULL;
+}
+
+static void held_start(void) {
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&held.cv, &attr);
+  pthread_condattr_destroy(&attr);
+  held.stopping = false;
+  held.running = true;
+  pthread_create(&held.thread, NULL, held_main, NULL);
+}
+
+/* Answers whatever is still held, then ends the timer thread. */
+static void held_stop(void) {
+  pthread_mutex_lock(&held.mu);
+  held.stopping = true;
+  pthread_cond_signal(&held.cv);
+  pthread_mutex_unlock(&held.mu);
+  pthread_join(held.thread, NULL);
+  held.running = false;
+  pthread_cond_destroy(&held.cv);
 }
 
 static void lane_start(lane *l, int n) {
@@ -760,6 +849,7 @@ bool hs_server_start(const char *bind, int port, char err[256]) {
                                    MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024), MHD_OPTION_LISTEN_BACKLOG_SIZE,
                                    (unsigned)1024, MHD_OPTION_END);
   if (!daemon_handle) return snprintf(err, 256, "cannot listen on %s:%d", bind, port), false;
+  held_start();
   lane_start(&lanes[LANE_DB], CFG.http_workers);
   lane_start(&lanes[LANE_SLOW], CFG.http_slow_workers);
   return true;
@@ -778,6 +868,7 @@ void hs_server_stop(int grace_ms) {
   if (listen_fd != MHD_INVALID_SOCKET) shutdown(listen_fd, SHUT_RDWR);
   int64_t deadline = clock_mono_ms() + grace_ms;
   while (atomic_load(&inflight) > 0 && clock_mono_ms() < deadline) usleep(10000);
+  held_stop(); /* MHD must not stop with a connection suspended */
   MHD_stop_daemon(daemon_handle);
   if (listen_fd != MHD_INVALID_SOCKET) close(listen_fd);
   daemon_handle = NULL;

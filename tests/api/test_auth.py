@@ -1058,3 +1058,40 @@ def test_saturated_hashing_answers_503_and_health_stays_up(server_factory):
     assert health, "GET /health was not sampled while logins ran"
     assert all(code == 200 for code, _ in health), health
     assert max(dt for _, dt in health) < 1.0, health
+
+
+def test_refused_logins_are_held_without_a_worker(server_factory):
+    # Two slow-lane workers, one of them busy with a login hashing at cost 14 (about a second):
+    # the refused logins' 503s are each held 200 ms, but by the server's timer, not by the one
+    # free worker, so eight of them all come back after about 200 ms instead of one by one.
+    srv = server_factory(BCRYPT_COST="14", BCRYPT_THREADS="1", BCRYPT_QUEUE="0", HTTP_SLOW_WORKERS="2")
+    api = Api(srv)
+    u = api.register_user()
+    body = {"email": u["email"], "password": u["password"]}
+    first = []
+    hashing = threading.Thread(target=lambda: first.append(requests.post(srv.url + "/auth/login", json=body, timeout=60)))
+    hashing.start()
+    time.sleep(0.3)  # the first login is hashing now
+
+    n = 8
+    barrier = threading.Barrier(n)
+    results = [None] * n
+
+    def refused(i):
+        barrier.wait()
+        t0 = time.perf_counter()
+        r = requests.post(srv.url + "/auth/login", json=body, timeout=30)
+        results[i] = (r, time.perf_counter() - t0)
+
+    threads = [threading.Thread(target=refused, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    hashing.join(60)
+    assert first and first[0].status_code == 200, first
+    for r, elapsed in results:
+        assert r.status_code == 503, (r.status_code, r.text)
+        assert r.headers["Retry-After"] == "1"
+        assert r.json() == {"error": "Server busy"}
+        assert 0.15 <= elapsed < 0.8, [round(e, 3) for _, e in results]

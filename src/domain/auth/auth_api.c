@@ -16,18 +16,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define RESET_TTL_MS (60LL * 60 * 1000)
 
 /* A client refused for load waits this long for its 503, so a flood that ignores Retry-After
- * cannot spin the server on cheap refusals (it costs a worker thread, not a core). */
-#define BUSY_DELAY_US 200000
+ * cannot spin the server on cheap refusals. The server holds the answer without a thread
+ * (hs_req.delay_ms). */
+#define BUSY_DELAY_MS 200
 
 /* Maps a hashing failure to the answer: 503 + Retry-After when the pool is saturated. */
 static err_t hashing_failed(hs_req *req, pw_result r) {
   if (r == PW_BUSY) {
-    usleep(BUSY_DELAY_US);
+    req->delay_ms = BUSY_DELAY_MS;
     req->retry_after = 1;
     return hs_fail(req, ERR_UNAVAILABLE, "Server busy");
   }
