@@ -1515,3 +1515,45 @@ def test_stripe_late_subscription_update_after_deletion_does_not_restore_premium
     r = post_webhook(sapi, late)
     assert r.status_code == 200 and r.json() == RECEIVED
     assert premium_status(sapi, u) == NOT_PREMIUM
+
+
+def test_stripe_authorization_with_every_answer_lost_is_confirmed_in_the_background(sapi, fake):
+    """Stripe placed the hold but every answer was lost: the Payment reads FAILED at first, then
+    the background confirmation repeats the same request under the same key, gets the stored
+    PaymentIntent back and makes the Payment AUTHORIZED; Stripe holds one intent."""
+    u = customer_with_card(sapi)
+    fake.fail_next("POST", "/v1/payment_intents", count=3, status=500, after_processing=True)
+    job = new_job()
+    body = ok(authorize(sapi, job, u, 25))
+    assert_payment(body["job"], "FAILED", 25, intent=None)
+    deadline = time.time() + 15
+    while payments_of(sapi, job)["job"]["status"] != "AUTHORIZED" and time.time() < deadline:
+        time.sleep(0.1)
+    got = payments_of(sapi, job)["job"]
+    assert_payment(got, "AUTHORIZED", 25)
+    assert got["id"] == body["job"]["id"]
+    assert [i["id"] for i in intents_of(fake, u)] == [got["processorPaymentIntentId"]]
+    assert fake.get(got["processorPaymentIntentId"])["status"] == "requires_capture"
+    calls = [c for c in fake.calls("POST", "/v1/payment_intents") if c["headers"].get("idempotency-key") == f"authorize-{job}"]
+    assert [c["status"] for c in calls] == [500, 500, 500, 200]
+    assert len({c["raw"] for c in calls}) == 1  # the very same request each time
+    # and it is an ordinary authorization from then on
+    assert ok(capture(sapi, job)) == {"job": dict(got, status="PAID"), "tip": None}
+
+
+def test_stripe_authorization_never_answered_then_declined_stays_failed(sapi, fake):
+    """Stripe was down (nothing done) and the card is refused once it answers: the confirmation
+    finds the decline, and the Payment stays FAILED, now with the declined intent."""
+    u = customer_with_card(sapi, "pm_card_chargeDeclined")
+    fake.fail_next("POST", "/v1/payment_intents", count=3, status=500)
+    job = new_job()
+    body = ok(authorize(sapi, job, u, 25))
+    assert_payment(body["job"], "FAILED", 25, intent=None)
+    deadline = time.time() + 15
+    while payments_of(sapi, job)["job"]["processorPaymentIntentId"] is None and time.time() < deadline:
+        time.sleep(0.1)
+    got = payments_of(sapi, job)["job"]
+    assert_payment(got, "FAILED", 25)
+    assert [i["id"] for i in intents_of(fake, u)] == [got["processorPaymentIntentId"]]
+    calls = [c for c in fake.calls("POST", "/v1/payment_intents") if c["headers"].get("idempotency-key") == f"authorize-{job}"]
+    assert [c["status"] for c in calls] == [500, 500, 500, 402]

@@ -37,6 +37,16 @@ err_t payments_authorize_job(const char *job_id, const char *user_id, int64_t ce
   const char *intent = rc == PAY_OK ? pi.id : pe.intent_id[0] ? pe.intent_id : NULL;
   e = pay_store_insert(id, job_id, user_id, "job", rc == PAY_OK ? "AUTHORIZED" : "FAILED", cents, intent,
                        rc == PAY_OK ? NULL : pe.message);
+  if (e == ERR_OK && rc == PAY_UNAVAILABLE) {
+    /* no answer: the hold may exist all the same; ask again, the same request, until one comes */
+    json_t *payload = json_pack("{s:s,s:s,s:s,s:I}", "jobId", job_id, "customerId", b.customer_id, "paymentMethodId",
+                                b.payment_method_id, "cents", (json_int_t)cents);
+    db_conn *c = db_acquire();
+    if (queue_enqueue(c, "payment_authorize_confirm", payload) != DB_OK) e = ERR_INTERNAL;
+    db_release(c);
+    json_decref(payload);
+    queue_kick();
+  }
 out:
   arena_fini(&a);
   return e;
@@ -75,7 +85,67 @@ static bool capture_job_from_queue(json_t *payload, char err[256]) {
   return done;
 }
 
-void payments_domain_init(void) { queue_register("payment_capture", capture_job_from_queue); }
+/* An authorization that got no answer at all (every try lost or refused with 5xx) was
+ * recorded FAILED, but the processor may have placed the hold. This repeats the very request
+ * under the same idempotency key until the processor answers: Stripe then returns the stored
+ * result of the first one, or, if that never arrived, makes the hold now, once. A hold found
+ * this way makes the Payment AUTHORIZED, and is voided or captured at once when the job was
+ * cancelled or completed meanwhile. */
+static bool confirm_authorization_from_queue(json_t *payload, char err[256]) {
+  const char *job_id = json_string_value(json_object_get(payload, "jobId"));
+  const char *customer = json_string_value(json_object_get(payload, "customerId"));
+  const char *method = json_string_value(json_object_get(payload, "paymentMethodId"));
+  json_int_t cents = json_integer_value(json_object_get(payload, "cents"));
+  if (!job_id || !customer || !method || cents <= 0) return true; /* malformed: nothing to retry */
+  arena a;
+  arena_init(&a);
+  payment_row p;
+  bool found, done = true, moved;
+  if (pay_store_find(&a, job_id, "job", &p, &found) != ERR_OK) {
+    snprintf(err, 256, "cannot read the payment");
+    done = false;
+    goto out;
+  }
+  if (!found || strcmp(p.status, "FAILED") || p.intent_id) goto out; /* settled meanwhile (a webhook) */
+  char key[64];
+  snprintf(key, sizeof key, "authorize-%s", job_id);
+  pay_intent pi;
+  pay_error pe;
+  pay_rc rc = payments_authorize(customer, method, (int64_t)cents, key, &pi, &pe);
+  if (rc == PAY_UNAVAILABLE) {
+    snprintf(err, 256, "payment processor unavailable");
+    done = false;
+    goto out;
+  }
+  if (rc != PAY_OK) { /* a definite refusal: FAILED was right; keep the declined intent's id */
+    log_payment("payment authorization failed", job_id, &pe);
+    if (pe.intent_id[0]) pay_store_move(p.id, "FAILED", "FAILED", pe.intent_id, &moved);
+    goto out;
+  }
+  if (pay_store_move(p.id, "FAILED", "AUTHORIZED", pi.id, &moved) != ERR_OK) {
+    snprintf(err, 256, "cannot record the authorization");
+    done = false;
+    goto out;
+  }
+  log_json(LOG_INFO, "payment authorization confirmed after lost answers", json_pack("{s:s}", "jobId", job_id));
+  const char *job_status = NULL;
+  if (moved && pay_store_job_status(&a, job_id, &job_status) == ERR_OK && job_status) {
+    if (!strcmp(job_status, "CANCELLED") && payments_void_job(job_id) == ERR_UNAVAILABLE) {
+      snprintf(err, 256, "payment processor unavailable for the void"); /* retried: the row is AUTHORIZED now */
+      done = false;
+    } else if (!strcmp(job_status, "COMPLETED")) {
+      payments_capture_job(job_id); /* queues its own retry when the processor is away */
+    }
+  }
+out:
+  arena_fini(&a);
+  return done;
+}
+
+void payments_domain_init(void) {
+  queue_register("payment_capture", capture_job_from_queue);
+  queue_register("payment_authorize_confirm", confirm_authorization_from_queue);
+}
 
 err_t payments_capture_job(const char *job_id) {
   arena a;

@@ -116,6 +116,13 @@ err_t pay_store_move(const char *id, const char *from, const char *to, const cha
   return db_to_err(rc);
 }
 
+err_t pay_store_job_status(arena *a, const char *job_id, const char **status) {
+  db_res *r;
+  db_rc rc = db_query(a, &r, "SELECT status FROM jobs WHERE id = $1", DB_ARGS(DB_TEXT(job_id)));
+  *status = rc == DB_OK && r->rows ? db_text(r, 0, 0) : NULL;
+  return db_to_err(rc);
+}
+
 err_t pay_store_delete(const char *id) {
   return db_to_err(db_query(NULL, NULL, "DELETE FROM payments WHERE id = $1", DB_ARGS(DB_TEXT(id))));
 }

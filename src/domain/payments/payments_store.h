@@ -37,6 +37,8 @@ err_t pay_store_find(arena *a, const char *job_id, const char *kind, payment_row
 /* Moves payment id from `from` to `to` (conditional); *moved tells whether it did. */
 err_t pay_store_move(const char *id, const char *from, const char *to, const char *intent_id, bool *moved);
 err_t pay_store_delete(const char *id);
+/* The status of job job_id, or NULL when there is no such job. */
+err_t pay_store_job_status(arena *a, const char *job_id, const char **status);
 
 /* True when some user holds subscription_id as their current subscription. */
 err_t pay_store_holds_subscription(const char *subscription_id, bool *holds);
