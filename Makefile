@@ -87,8 +87,9 @@ api-asan: deps-test build/asan/marketplace
 
 api: api-sqlite api-postgres
 
-# Everything CI runs: unit tests, the API tests on both engines, one pass under ASan+UBSan.
-test: deps-test all unit api api-asan
+# Everything CI runs: unit tests, the API tests on both engines, one pass under ASan+UBSan
+# (and the bench probe is compiled, so it cannot rot unnoticed).
+test: deps-test all build/probe unit api api-asan
 
 # Benchmarks (docs/performance.md): the HTTP core and login flood, then the marketplace reads
 # and quotes at 10k, 100k and 1M jobs.

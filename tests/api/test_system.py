@@ -351,6 +351,40 @@ def test_sigterm_finishes_requests_in_flight_and_exits_0(make_server):
         requests.get(srv.url + "/health", timeout=2)
 
 
+def test_sigterm_answers_held_refusals_too(make_server):
+    # a login hashing at cost 14 (about a second) fills the one hashing thread; a second login
+    # is refused, and its 503 is being held (200 ms) when SIGTERM arrives: both are answered
+    srv = make_server(BCRYPT_COST="14", BCRYPT_THREADS="1", BCRYPT_QUEUE="0")
+    email = unique_email("held")
+    _register(srv, email)
+    body = json.dumps({"email": email, "password": "password123"})
+    conns = [http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30) for _ in range(2)]
+    for conn in conns:  # accepted and served before the signal
+        conn.request("GET", "/health")
+        assert conn.getresponse().read()
+    results = {}
+
+    def login(i):
+        conns[i].request("POST", "/auth/login", body=body, headers={"Content-Type": "application/json"})
+        r = conns[i].getresponse()
+        results[i] = (r.status, json.loads(r.read()), r.getheader("Retry-After"))
+
+    hashing = threading.Thread(target=login, args=(0,))
+    hashing.start()
+    time.sleep(0.3)
+    refused = threading.Thread(target=login, args=(1,))
+    refused.start()
+    time.sleep(0.05)
+    srv.proc.send_signal(signal.SIGTERM)
+    hashing.join(30)
+    refused.join(30)
+    assert results[1] == (503, {"error": "Server busy"}, "1"), results
+    assert results[0][0] == 200 and results[0][1]["user"]["email"] == email, results
+    assert srv.proc.wait(timeout=15) == 0
+    for conn in conns:
+        conn.close()
+
+
 def test_sigint_also_exits_0(make_server):
     srv = make_server()
     srv.proc.send_signal(signal.SIGINT)

@@ -136,12 +136,11 @@ err_t api_jobs_create(hs_req *req) {
   } else {
     j.has_coords = geo_zip_centroid(j.zip, &j.lat, &j.lng);
   }
-  e = jobs_store_insert(&j);
+  /* urgent: every provider who could take it hears at once, from the job's own transaction */
+  e = jobs_store_insert(&j, asap ? "Urgent job nearby" : NULL,
+                        asap ? arena_printf(&req->arena, "An ASAP %s job was posted in %s", j.service, j.zip) : NULL);
   free(details_text);
   if (e != ERR_OK) return e;
-  if (asap) /* urgent: every provider who could take it hears at once */
-    notify_matching_providers(j.service, j.zip, "Urgent job nearby",
-                              arena_printf(&req->arena, "An ASAP %s job was posted in %s", j.service, j.zip), id);
   return reply_job(req, id);
 }
 
@@ -377,30 +376,26 @@ err_t api_jobs_recurring(hs_req *req) {
   if (!provider) return hs_fail(req, ERR_CONFLICT, "The job has no provider");
   char id[ID_LEN + 1];
   id_new(id);
-  int day = (int)json_integer_value(json_object_get(req->body, "dayOfWeek"));
-  const char *slot = hs_body_str(req, "timeSlot"), *end = hs_body_str(req, "endDate");
-  if ((e = jobs_store_insert_recurring(id, db_field(job, 0, "id"), req->auth.id, provider, day, slot, end)) != ERR_OK)
-    return e;
   static const char *const days[] = {"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"};
-  db_res *p;
-  if (jobs_store_provider_card(&req->arena, provider, &p) == ERR_OK && p->rows) {
-    db_res *email;
-    if (db_query(&req->arena, &email, "SELECT email FROM providers WHERE id = $1", DB_ARGS(DB_TEXT(provider))) ==
-            DB_OK &&
-        email->rows) {
-      db_conn *c = db_acquire();
-      mail_enqueue(c, db_text(email, 0, 0), "A customer asked for a recurring service",
-                   arena_printf(&req->arena,
-                                "A customer asked you to repeat job %s every %s (%s) until %s.\nOpen the app to "
-                                "confirm the schedule.\n",
-                                db_field(job, 0, "id"), days[day], slot, end));
-      db_release(c);
-      queue_kick();
-    }
-  }
-  notify(provider, "provider", "Recurring service requested",
-         arena_printf(&req->arena, "A customer asked for this job every %s (%s) until %s", days[day], slot, end),
-         db_field(job, 0, "id"));
+  recurring_new q = {.id = id,
+                     .job_id = db_field(job, 0, "id"),
+                     .customer_id = req->auth.id,
+                     .provider_id = provider,
+                     .time_slot = hs_body_str(req, "timeSlot"),
+                     .end_date = hs_body_str(req, "endDate"),
+                     .day_of_week = (int)json_integer_value(json_object_get(req->body, "dayOfWeek"))};
+  const char *day = days[q.day_of_week];
+  notice note = {provider, "provider", "Recurring service requested",
+                 arena_printf(&req->arena, "A customer asked for this job every %s (%s) until %s", day, q.time_slot,
+                              q.end_date),
+                 q.job_id};
+  e = jobs_store_insert_recurring(&q, "A customer asked for a recurring service",
+                                  arena_printf(&req->arena,
+                                               "A customer asked you to repeat job %s every %s (%s) until %s.\nOpen "
+                                               "the app to confirm the schedule.\n",
+                                               q.job_id, day, q.time_slot, q.end_date),
+                                  &note);
+  if (e != ERR_OK) return e;
   return hs_ok(req, json_pack("{s:b}", "requested", 1));
 }
 

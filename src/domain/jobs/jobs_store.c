@@ -3,24 +3,36 @@
 #include "domain/jobs/jobs_store.h"
 #include "core/clock.h"
 #include "core/jsonx.h"
+#include "domain/notifications/notifications.h"
+#include "ext/mail.h"
+#include "ext/queue.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define ASAP_FEED_AT (-(1LL << 62)) /* before any date a job can carry */
 
-err_t jobs_store_insert(const job_new *j) {
+err_t jobs_store_insert(const job_new *j, const char *urgent_title, const char *urgent_body) {
   int64_t now = clock_now_ms();
-  return db_to_err(db_query(
-      NULL, NULL,
-      "INSERT INTO jobs (id, customer_id, service, description, preferred_at, is_asap, feed_at, details, address, zip, "
-      "lat, lng, status, created_at, updated_at, seq) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, "
-      "'PENDING', $13, $13, $14)",
-      DB_ARGS(DB_TEXT(j->id), DB_TEXT(j->customer_id), DB_TEXT(j->service), DB_TEXT(j->description),
-              j->has_preferred ? DB_INT(j->preferred_at) : DB_NULL, DB_BOOL(j->is_asap),
-              DB_INT(j->is_asap ? ASAP_FEED_AT : j->preferred_at), DB_TEXT(j->details), DB_TEXT(j->address),
-              DB_TEXT(j->zip), j->has_coords ? DB_REAL(j->lat) : DB_NULL, j->has_coords ? DB_REAL(j->lng) : DB_NULL,
-              DB_INT(now), DB_INT(clock_sequence()))));
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK)
+    rc = db_exec(
+        c, NULL, NULL,
+        "INSERT INTO jobs (id, customer_id, service, description, preferred_at, is_asap, feed_at, details, address, "
+        "zip, lat, lng, status, created_at, updated_at, seq) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
+        "$12, 'PENDING', $13, $13, $14)",
+        DB_ARGS(DB_TEXT(j->id), DB_TEXT(j->customer_id), DB_TEXT(j->service), DB_TEXT(j->description),
+                j->has_preferred ? DB_INT(j->preferred_at) : DB_NULL, DB_BOOL(j->is_asap),
+                DB_INT(j->is_asap ? ASAP_FEED_AT : j->preferred_at), DB_TEXT(j->details), DB_TEXT(j->address),
+                DB_TEXT(j->zip), j->has_coords ? DB_REAL(j->lat) : DB_NULL, j->has_coords ? DB_REAL(j->lng) : DB_NULL,
+                DB_INT(now), DB_INT(clock_sequence())));
+  if (rc == DB_OK && urgent_title)
+    rc = notify_matching_providers_in(c, j->service, j->zip, urgent_title, urgent_body, j->id);
+  if (rc == DB_OK) rc = db_commit(c);
+  db_release(c); /* rolls back what a failure left open */
+  if (rc == DB_OK && urgent_title) queue_kick();
+  return db_to_err(rc);
 }
 
 static err_t rows(arena *a, db_res **out, const char *sql, const db_val *params, int n) {
@@ -167,11 +179,26 @@ err_t jobs_store_insert_review(const char *id, const char *job_id, const char *c
                                     DB_INT(rating), DB_TEXT(comment), DB_INT(clock_now_ms()))));
 }
 
-err_t jobs_store_insert_recurring(const char *id, const char *job_id, const char *customer_id,
-                                  const char *provider_id, int day, const char *slot, const char *end_date) {
-  return db_to_err(db_query(NULL, NULL,
-                            "INSERT INTO recurring_requests (id, job_id, customer_id, provider_id, day_of_week, "
-                            "time_slot, end_date, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                            DB_ARGS(DB_TEXT(id), DB_TEXT(job_id), DB_TEXT(customer_id), DB_TEXT(provider_id),
-                                    DB_INT(day), DB_TEXT(slot), DB_TEXT(end_date), DB_INT(clock_now_ms()))));
+err_t jobs_store_insert_recurring(const recurring_new *q, const char *subject, const char *mail_body,
+                                  const notice *note) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK)
+    rc = db_exec(c, NULL, NULL,
+                 "INSERT INTO recurring_requests (id, job_id, customer_id, provider_id, day_of_week, time_slot, "
+                 "end_date, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                 DB_ARGS(DB_TEXT(q->id), DB_TEXT(q->job_id), DB_TEXT(q->customer_id), DB_TEXT(q->provider_id),
+                         DB_INT(q->day_of_week), DB_TEXT(q->time_slot), DB_TEXT(q->end_date), DB_INT(clock_now_ms())));
+  if (rc == DB_OK)
+    rc = db_exec(c, &a, &r, "SELECT email FROM providers WHERE id = $1", DB_ARGS(DB_TEXT(q->provider_id)));
+  if (rc == DB_OK && r->rows) rc = mail_enqueue(c, db_text(r, 0, 0), subject, mail_body);
+  if (rc == DB_OK) rc = notify_in(c, note);
+  if (rc == DB_OK) rc = db_commit(c);
+  db_release(c); /* rolls back what a failure left open */
+  if (rc == DB_OK) queue_kick();
+  arena_fini(&a);
+  return db_to_err(rc);
 }

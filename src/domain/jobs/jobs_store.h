@@ -4,6 +4,7 @@
 #define DOMAIN_JOBS_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
+#include "domain/notifications/notifications.h"
 #include <jansson.h>
 #include <stdbool.h>
 
@@ -14,7 +15,9 @@ typedef struct job_new {
   double lat, lng;
 } job_new;
 
-err_t jobs_store_insert(const job_new *j);
+/* Inserts the job and, when urgent_title is set (an ASAP job), notifies every matching
+ * provider in the same transaction. */
+err_t jobs_store_insert(const job_new *j, const char *urgent_title, const char *urgent_body);
 err_t jobs_store_customer_jobs(arena *a, const char *customer_id, db_res **out);
 /* Open jobs matching the provider's services and ZIPs, ASAP first, with a `quoted` column. */
 err_t jobs_store_feed(arena *a, const char *provider_id, db_res **out);
@@ -39,8 +42,14 @@ err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, db
 err_t jobs_store_insert_report(const char *id, const char *job_id, const char *customer_id, const char *description);
 err_t jobs_store_insert_review(const char *id, const char *job_id, const char *customer_id, const char *provider_id,
                                int rating, const char *comment);
-err_t jobs_store_insert_recurring(const char *id, const char *job_id, const char *customer_id,
-                                  const char *provider_id, int day, const char *slot, const char *end_date);
+typedef struct recurring_new {
+  const char *id, *job_id, *customer_id, *provider_id, *time_slot, *end_date;
+  int day_of_week;
+} recurring_new;
+/* Records the request and, in the same transaction, emails its provider (subject,
+ * mail_body) and notifies them (note). */
+err_t jobs_store_insert_recurring(const recurring_new *q, const char *subject, const char *mail_body,
+                                  const notice *note);
 err_t jobs_store_has_report(const char *job_id, bool *has);
 
 #endif

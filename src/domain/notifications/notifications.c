@@ -51,17 +51,21 @@ void notify(const char *account_id, const char *role, const char *title, const c
   else log_msg(LOG_ERROR, "recording a notification for %s failed", account_id);
 }
 
-void notify_matching_providers(const char *service, const char *zip, const char *title, const char *body,
-                               const char *job_id) {
+db_rc notify_matching_providers_in(db_conn *c, const char *service, const char *zip, const char *title,
+                                   const char *body, const char *job_id) {
   arena a;
   arena_init(&a);
   db_res *r;
-  if (db_query(&a, &r,
-               "SELECT s.provider_id FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
-               "WHERE s.service = $1 AND z.zip = $2",
-               DB_ARGS(DB_TEXT(service), DB_TEXT(zip))) == DB_OK)
-    for (int i = 0; i < r->rows; i++) notify(db_text(r, i, 0), "provider", title, body, job_id);
+  db_rc rc = db_exec(c, &a, &r,
+                     "SELECT s.provider_id FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
+                     "WHERE s.service = $1 AND z.zip = $2",
+                     DB_ARGS(DB_TEXT(service), DB_TEXT(zip)));
+  for (int i = 0; rc == DB_OK && i < r->rows; i++) {
+    notice n = {db_text(r, i, 0), "provider", title, body, job_id};
+    rc = notify_in(c, &n);
+  }
   arena_fini(&a);
+  return rc;
 }
 
 static size_t discard(char *p, size_t size, size_t n, void *arg) {

@@ -23,8 +23,8 @@ db_rc notify_in(db_conn *c, const notice *n);
 /* The same in a transaction of its own. Failures are logged, not returned: a notification
  * never fails the operation that caused it. */
 void notify(const char *account_id, const char *role, const char *title, const char *body, const char *job_id);
-/* The same for every provider matching a job's service and ZIP (ASAP jobs). */
-void notify_matching_providers(const char *service, const char *zip, const char *title, const char *body,
-                               const char *job_id);
+/* notify_in for every provider matching a job's service and ZIP (ASAP jobs), on c. */
+db_rc notify_matching_providers_in(db_conn *c, const char *service, const char *zip, const char *title,
+                                   const char *body, const char *job_id);
 
 #endif
