@@ -9,6 +9,7 @@
 #include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
 #include "domain/providers/providers.h"
+#include "domain/public/public.h"
 #include "domain/quotes/quotes.h"
 #include "domain/system/system.h"
 #include "domain/users/users.h"
@@ -31,6 +32,7 @@ void routes_install(void) {
       {MESSAGES_ROUTES, MESSAGES_ROUTES_LEN},
       {NOTIFICATIONS_ROUTES, NOTIFICATIONS_ROUTES_LEN},
       {ADDRESSES_ROUTES, ADDRESSES_ROUTES_LEN},
+      {PUBLIC_ROUTES, PUBLIC_ROUTES_LEN},
   };
   size_t total = 0;
   for (size_t i = 0; i < ARRAY_LEN(domains); i++) total += domains[i].n;

@@ -1,0 +1,52 @@
+/* Handlers of /services/... and /waitlist. */
+#include "core/jsonx.h"
+#include "core/util.h"
+#include "domain/common.h"
+#include "domain/public/public_api.h"
+#include "domain/public/public_store.h"
+#include <string.h>
+
+/* The services offered in zip, in the specification's order, and the number of providers. */
+static err_t coverage(hs_req *req, const char *zip, json_t **services, int64_t *providers) {
+  db_res *r;
+  err_t e = public_store_coverage(&req->arena, zip, &r, providers);
+  if (e != ERR_OK) return e;
+  *services = json_array();
+  for (int k = 0; SERVICE_NAMES[k]; k++)
+    for (int i = 0; i < r->rows; i++)
+      if (!strcmp(db_text(r, i, 0), SERVICE_NAMES[k])) json_array_append_new(*services, json_string(SERVICE_NAMES[k]));
+  return ERR_OK;
+}
+
+err_t api_services_available(hs_req *req) {
+  const char *zip;
+  err_t e = public_store_user_zip(&req->arena, req->auth.id, &zip);
+  if (e != ERR_OK) return e;
+  if (!zip) return hs_fail(req, ERR_NOT_FOUND, "User not found");
+  json_t *services;
+  int64_t providers;
+  if ((e = coverage(req, zip, &services, &providers)) != ERR_OK) return e;
+  return hs_ok(req, json_pack("{s:o,s:I,s:s}", "services", services, "providerCount", (json_int_t)providers, "zip", zip));
+}
+
+err_t api_services_check_zip(hs_req *req) {
+  const char *zip = json_string_value(json_object_get(req->query, "zip"));
+  json_t *services;
+  int64_t providers;
+  err_t e = coverage(req, zip, &services, &providers);
+  if (e != ERR_OK) return e;
+  json_decref(services);
+  return hs_ok(req, json_pack("{s:b,s:s}", "covered", providers > 0, "zip", zip));
+}
+
+err_t api_waitlist_join(hs_req *req) {
+  waitlist_entry w = {hs_body_str(req, "name"), hs_body_str(req, "email"), hs_body_str(req, "zip"),
+                      hs_body_str(req, "role")};
+  const char *body = arena_printf(&req->arena,
+                                  "Hi %s,\n\nthanks for joining the waitlist. We will write to you at this address "
+                                  "as soon as we serve ZIP %s.\n",
+                                  w.name, w.zip);
+  err_t e = public_store_waitlist(&w, "You are on the waitlist", body);
+  if (e != ERR_OK) return e;
+  return hs_ok(req, json_pack("{s:b}", "ok", 1));
+}

@@ -1,0 +1,10 @@
+/* Handlers of the public routes (public_routes.c). */
+#ifndef DOMAIN_PUBLIC_API_H
+#define DOMAIN_PUBLIC_API_H
+#include "http/http.h"
+
+err_t api_services_available(hs_req *req);
+err_t api_services_check_zip(hs_req *req);
+err_t api_waitlist_join(hs_req *req);
+
+#endif
