@@ -52,6 +52,21 @@ db_rc queue_enqueue(db_conn *c, const char *kind, json_t *payload) {
   return rc;
 }
 
+db_rc queue_commit(db_conn *c, db_rc rc) {
+  if (rc == DB_OK) rc = db_commit(c);
+  db_release(c);
+  if (rc == DB_OK) queue_kick();
+  return rc;
+}
+
+db_rc queue_now(const char *kind, json_t *payload) {
+  db_conn *c = db_acquire();
+  db_rc rc = queue_enqueue(c, kind, payload);
+  db_release(c);
+  if (rc == DB_OK) queue_kick();
+  return rc;
+}
+
 void queue_kick(void) {
   pthread_mutex_lock(&mu);
   pthread_cond_broadcast(&cv);

@@ -23,6 +23,11 @@ void queue_register(const char *kind, queue_handler fn);
 db_rc queue_enqueue(db_conn *c, const char *kind, json_t *payload);
 /* Wakes the workers (call after committing enqueued work). */
 void queue_kick(void);
+/* Ends a transaction that queued work: commits when rc is DB_OK, releases c (which rolls back
+ * an unfinished one), and wakes the workers once the work is committed. Returns the outcome. */
+db_rc queue_commit(db_conn *c, db_rc rc);
+/* Queues one unit of work in a statement of its own and wakes the workers. */
+db_rc queue_now(const char *kind, json_t *payload);
 /* Starts n worker threads. */
 void queue_start(int n);
 /* Stops the workers; a unit of work in progress finishes first. */

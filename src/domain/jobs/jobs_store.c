@@ -29,10 +29,7 @@ err_t jobs_store_insert(const job_new *j, const char *urgent_title, const char *
                 DB_INT(now), DB_INT(clock_sequence())));
   if (rc == DB_OK && urgent_title)
     rc = notify_matching_providers_in(c, j->service, j->zip, urgent_title, urgent_body, j->id);
-  if (rc == DB_OK) rc = db_commit(c);
-  db_release(c); /* rolls back what a failure left open */
-  if (rc == DB_OK && urgent_title) queue_kick();
-  return db_to_err(rc);
+  return db_to_err(queue_commit(c, rc));
 }
 
 static err_t rows(arena *a, db_res **out, const char *sql, const db_val *params, int n) {
@@ -196,9 +193,7 @@ err_t jobs_store_insert_recurring(const recurring_new *q, const char *subject, c
     rc = db_exec(c, &a, &r, "SELECT email FROM providers WHERE id = $1", DB_ARGS(DB_TEXT(q->provider_id)));
   if (rc == DB_OK && r->rows) rc = mail_enqueue(c, db_text(r, 0, 0), subject, mail_body);
   if (rc == DB_OK) rc = notify_in(c, note);
-  if (rc == DB_OK) rc = db_commit(c);
-  db_release(c); /* rolls back what a failure left open */
-  if (rc == DB_OK) queue_kick();
+  rc = queue_commit(c, rc);
   arena_fini(&a);
   return db_to_err(rc);
 }

@@ -45,10 +45,7 @@ void notify(const char *account_id, const char *role, const char *title, const c
   db_conn *c = db_acquire();
   db_rc rc = db_begin(c);
   if (rc == DB_OK) rc = notify_in(c, &n);
-  if (rc == DB_OK) rc = db_commit(c);
-  db_release(c);
-  if (rc == DB_OK) queue_kick();
-  else log_msg(LOG_ERROR, "recording a notification for %s failed", account_id);
+  if (queue_commit(c, rc) != DB_OK) log_msg(LOG_ERROR, "recording a notification for %s failed", account_id);
 }
 
 db_rc notify_matching_providers_in(db_conn *c, const char *service, const char *zip, const char *title,

@@ -41,11 +41,8 @@ err_t payments_authorize_job(const char *job_id, const char *user_id, int64_t ce
     /* no answer: the hold may exist all the same; ask again, the same request, until one comes */
     json_t *payload = json_pack("{s:s,s:s,s:s,s:I}", "jobId", job_id, "customerId", b.customer_id, "paymentMethodId",
                                 b.payment_method_id, "cents", (json_int_t)cents);
-    db_conn *c = db_acquire();
-    if (queue_enqueue(c, "payment_authorize_confirm", payload) != DB_OK) e = ERR_INTERNAL;
-    db_release(c);
+    if (queue_now("payment_authorize_confirm", payload) != DB_OK) e = ERR_INTERNAL;
     json_decref(payload);
-    queue_kick();
   }
 out:
   arena_fini(&a);
@@ -155,12 +152,9 @@ err_t payments_capture_job(const char *job_id) {
   err_t e = pay_store_find(&a, job_id, "job", &p, &found);
   if (e == ERR_OK && found && !strcmp(p.status, "AUTHORIZED") && capture(&p) == PAY_UNAVAILABLE) {
     /* try again in the background until the processor answers */
-    db_conn *c = db_acquire();
     json_t *payload = json_pack("{s:s}", "jobId", job_id);
-    if (queue_enqueue(c, "payment_capture", payload) != DB_OK) e = ERR_INTERNAL;
+    if (queue_now("payment_capture", payload) != DB_OK) e = ERR_INTERNAL;
     json_decref(payload);
-    db_release(c);
-    queue_kick();
   }
   arena_fini(&a);
   return e;

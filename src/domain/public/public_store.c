@@ -38,8 +38,6 @@ err_t public_store_waitlist(const waitlist_entry *e, const char *subject, const 
                  DB_ARGS(DB_TEXT(id), DB_TEXT(e->email), DB_TEXT(e->name), DB_TEXT(e->zip), DB_TEXT(e->role),
                          DB_INT(now)));
   if (rc == DB_OK) rc = mail_enqueue(c, e->email, subject, body);
-  if (rc == DB_OK) rc = db_commit(c);
-  db_release(c); /* rolls back what a failure left open */
-  if (rc == DB_OK) queue_kick();
+  rc = queue_commit(c, rc);
   return db_to_err(rc);
 }
