@@ -8,9 +8,13 @@ VERSION  := 0.1.0
 # (routes, schemas) leave unnamed fields zero, so those two warnings are off.
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wvla -Wno-format-truncation -Wno-missing-field-initializers
 CFLAGS   ?= -O2 -g
+# pkg-config runs when a recipe first needs it, after `deps` has installed the packages (every
+# object waits for `deps`, so `make -j` on a fresh machine never compiles too early); once each.
+PKG_CFLAGS = $(eval PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null))$(PKG_CFLAGS)
+PKG_LIBS   = $(eval PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null))$(PKG_LIBS)
 CFLAGS   += -std=c11 -D_GNU_SOURCE $(WARN) -fstack-protector-strong -pthread -Isrc -Ibuild/gen \
-            -DMARKETPLACE_VERSION='"$(VERSION)"' $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
+            -DMARKETPLACE_VERSION='"$(VERSION)"' $(PKG_CFLAGS)
+LDLIBS    = $(PKG_LIBS) -lm -pthread
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 SRC      := $(shell find src -name '*.c' | sort)
@@ -44,19 +48,19 @@ build/gen/zips.c: scripts/embed_zips.sh assets/us_zip_centroids.csv
 	@mkdir -p $(@D)
 	scripts/embed_zips.sh assets/us_zip_centroids.csv > $@
 
-build/obj/gen/%.o: build/gen/%.c
+build/obj/gen/%.o: build/gen/%.c | deps
 	@mkdir -p $(@D); echo "CC $<"
 	@$(CC) $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<
 
-build/obj/%.o: %.c
+build/obj/%.o: %.c | deps
 	@mkdir -p $(@D); echo "CC $<"
 	@$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-build/asan/gen/%.o: build/gen/%.c
+build/asan/gen/%.o: build/gen/%.c | deps
 	@mkdir -p $(@D); echo "CC [asan] $<"
 	@$(CC) $(CFLAGS) $(SAN) -Wno-missing-prototypes -c -o $@ $<
 
-build/asan/%.o: %.c
+build/asan/%.o: %.c | deps
 	@mkdir -p $(@D); echo "CC [asan] $<"
 	@$(CC) $(CFLAGS) $(SAN) -MMD -MP -c -o $@ $<
 
@@ -69,7 +73,7 @@ asan: deps build/asan/marketplace
 run: all
 	build/marketplace serve
 
-build/unit/%: tests/unit/%.c $(LIB_OBJ)
+build/unit/%: tests/unit/%.c $(LIB_OBJ) | deps-test
 	@mkdir -p $(@D); echo "CC $<"
 	@$(CC) $(CFLAGS) -Wno-missing-prototypes -Itests/unit -o $@ $< $(LIB_OBJ) $(LDLIBS) -lcmocka
 

@@ -22,6 +22,16 @@ typedef struct {
 
 static registration handlers[32];
 static int nhandlers;
+
+typedef struct {
+  const char *kind;
+  int64_t period_ms;
+  int64_t queued_slot; /* the last slot this instance saw queued (by it or another) */
+} periodic;
+
+static periodic periodics[16];
+static int nperiodics;
+static pthread_mutex_t periodic_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t *threads;
 static int nthreads;
 static bool stopping;
@@ -50,6 +60,54 @@ db_rc queue_enqueue(db_conn *c, const char *kind, json_t *payload) {
                      DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now)));
   free(text);
   return rc;
+}
+
+db_rc queue_enqueue_once(db_conn *c, const char *kind, const char *dedupe_key, json_t *payload, bool *added) {
+  char id[ID_LEN + 1];
+  id_new(id);
+  char *text = json_dumps(payload, JSON_COMPACT);
+  int64_t now = clock_now_ms();
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_exec(c, &a, &r,
+                     "INSERT INTO job_queue (id, kind, payload, run_at, created_at, updated_at, dedupe_key) "
+                     "VALUES ($1, $2, $3, $4, $4, $4, $5) ON CONFLICT DO NOTHING",
+                     DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now), DB_TEXT(dedupe_key)));
+  if (added) *added = rc == DB_OK && r->changes > 0;
+  arena_fini(&a);
+  free(text);
+  return rc;
+}
+
+void queue_every(const char *kind, int64_t period_ms) {
+  if (nperiodics == (int)ARRAY_LEN(periodics)) die("too many periodic tasks");
+  if (period_ms <= 0) die("periodic task %s needs a positive period", kind);
+  periodics[nperiodics++] = (periodic){kind, period_ms, -1};
+}
+
+/* Queues the current slot of every periodic task that this instance has not seen queued. */
+static void queue_due_periodics(void) {
+  int64_t now = clock_now_ms();
+  for (int i = 0; i < nperiodics; i++) {
+    periodic *p = &periodics[i];
+    int64_t slot = now - now % p->period_ms;
+    pthread_mutex_lock(&periodic_mu);
+    bool due = slot > p->queued_slot;
+    pthread_mutex_unlock(&periodic_mu);
+    if (!due) continue;
+    char key[160];
+    snprintf(key, sizeof key, "%s@%lld", p->kind, (long long)slot);
+    json_t *payload = json_pack("{s:I}", "slot", (json_int_t)slot);
+    db_conn *c = db_acquire();
+    db_rc rc = queue_enqueue_once(c, p->kind, key, payload, NULL);
+    db_release(c);
+    json_decref(payload);
+    if (rc != DB_OK) continue; /* the next loop tries again */
+    pthread_mutex_lock(&periodic_mu);
+    if (slot > p->queued_slot) p->queued_slot = slot;
+    pthread_mutex_unlock(&periodic_mu);
+  }
 }
 
 db_rc queue_commit(db_conn *c, db_rc rc) {
@@ -139,6 +197,20 @@ out:
   return ran;
 }
 
+bool queue_depth(int64_t *ready, int64_t *running) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  bool ok = db_query(&a, &r,
+                     "SELECT COALESCE(SUM(CASE WHEN " READY_WHERE("$1") " THEN 1 ELSE 0 END), 0), "
+                     "COALESCE(SUM(CASE WHEN status = 'running' AND locked_until >= $1 THEN 1 ELSE 0 END), 0) "
+                     "FROM job_queue WHERE status IN ('pending', 'running')",
+                     DB_ARGS(DB_INT(clock_now_ms()))) == DB_OK;
+  if (ok) *ready = db_int(r, 0, 0), *running = db_int(r, 0, 1);
+  arena_fini(&a);
+  return ok;
+}
+
 static void *worker(void *arg) {
   (void)arg;
   db_use_pool(DB_POOL_SLOW); /* background work never takes a request's connection */
@@ -147,6 +219,7 @@ static void *worker(void *arg) {
     bool stop = stopping;
     pthread_mutex_unlock(&mu);
     if (stop) break;
+    queue_due_periodics();
     if (run_one()) continue;
     pthread_mutex_lock(&mu);
     if (!stopping) {

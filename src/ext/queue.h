@@ -21,6 +21,15 @@ typedef bool (*queue_handler)(json_t *payload, char err[256]);
 void queue_register(const char *kind, queue_handler fn);
 /* Adds work on connection c, normally inside the caller's open transaction. */
 db_rc queue_enqueue(db_conn *c, const char *kind, json_t *payload);
+/* Adds work on c unless work with the same dedupe_key was ever queued (by any instance);
+ * *added (may be NULL) says which. DB_OK in both cases. */
+db_rc queue_enqueue_once(db_conn *c, const char *kind, const char *dedupe_key, json_t *payload, bool *added);
+/* Registers a periodic task (before queue_start): once per period_ms, in slots aligned on the
+ * epoch by the service clock (so the test clock moves them), one unit of `kind` is queued with
+ * payload {"slot": <slot start, epoch ms>}. Instances sharing a database queue each slot once
+ * between them; a slot missed while no instance ran is not made up, the current one runs. The
+ * handler is registered with queue_register as usual. */
+void queue_every(const char *kind, int64_t period_ms);
 /* Wakes the workers (call after committing enqueued work). */
 void queue_kick(void);
 /* Ends a transaction that queued work: commits when rc is DB_OK, releases c (which rolls back
@@ -28,6 +37,9 @@ void queue_kick(void);
 db_rc queue_commit(db_conn *c, db_rc rc);
 /* Queues one unit of work in a statement of its own and wakes the workers. */
 db_rc queue_now(const char *kind, json_t *payload);
+/* Counts the work due now (pending, or running with a lapsed lease) and the work being run.
+ * False when the database could not be read. For tests and operators. */
+bool queue_depth(int64_t *ready, int64_t *running);
 /* Starts n worker threads. */
 void queue_start(int n);
 /* Stops the workers; a unit of work in progress finishes first. */

@@ -275,6 +275,19 @@ class Api:
         assert r.status_code == 200, r.text
         return r.json()["now"]
 
+    def wait_queue_idle(self, timeout=15):
+        """Waits until no background work is due or running (GET /__test/queue), so a test can
+        assert that an email or push was *not* sent; work scheduled for a later retry is not due."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            r = self.get("/__test/queue")
+            assert r.status_code == 200, r.text
+            depth = r.json()
+            if depth["ready"] == 0 and depth["running"] == 0:
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"background queue not idle after {timeout}s: {depth}")
+
     # -- account helpers
     def register_user(self, **over):
         body = {"email": unique_email("user"), "password": "password123", "name": "Test User",

@@ -153,9 +153,10 @@ def test_test_routes_are_404_outside_test_env(request, which):
     r = requests.post(srv.url + "/__test/clock", json={"advanceMs": 1000}, timeout=10)
     assert r.status_code == 404
     assert r.json() == {"error": "Not found"}
-    r = requests.get(srv.url + "/__test/routes", timeout=10)
-    assert r.status_code == 404
-    assert r.json() == {"error": "Not found"}
+    for path in ("/__test/routes", "/__test/queue"):
+        r = requests.get(srv.url + path, timeout=10)
+        assert r.status_code == 404
+        assert r.json() == {"error": "Not found"}
     # an invalid body does not reveal the route either
     r = requests.post(srv.url + "/__test/clock", json={}, timeout=10)
     assert r.status_code == 404
@@ -166,6 +167,19 @@ def test_test_routes_exist_in_test_env(api):
     assert r.status_code == 200
     paths = {(x["method"], x["path"]) for x in r.json()["routes"]}
     assert ("GET", "/health") in paths and ("POST", "/__test/clock") in paths
+
+
+def test_queue_depth_counts_due_work_until_it_has_run(server, api):
+    r = api.get("/__test/queue")
+    assert r.status_code == 200
+    assert set(r.json()) == {"ready", "running"}
+    assert all(isinstance(v, int) and v >= 0 for v in r.json().values())
+    u = api.register_user()
+    r = api.post("/auth/forgot-password", json={"email": u["email"], "role": "user"}, ip=unique_ip())
+    assert r.status_code == 200
+    api.wait_queue_idle()
+    # idle means the email queued by that request has been written
+    assert len(server.mails(u["email"])) == 1
 
 
 def _route_counts(url):

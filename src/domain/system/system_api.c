@@ -4,6 +4,7 @@
 #include "core/jsonx.h"
 #include "core/util.h"
 #include "domain/system/system.h"
+#include "ext/queue.h"
 #include "http/router.h"
 
 static err_t api_health(hs_req *req) { return hs_ok(req, json_pack("{s:s}", "status", "ok")); }
@@ -27,6 +28,14 @@ static err_t api_test_routes(hs_req *req) {
   return hs_ok(req, json_pack("{s:o}", "routes", list));
 }
 
+/* The background work due now and running, so a test can wait until the queue is idle before
+ * asserting that something was not sent. */
+static err_t api_test_queue(hs_req *req) {
+  int64_t ready, running;
+  if (!queue_depth(&ready, &running)) return ERR_INTERNAL;
+  return hs_ok(req, json_pack("{s:I,s:I}", "ready", (json_int_t)ready, "running", (json_int_t)running));
+}
+
 static const hs_field clock_fields[] = {
     {"advanceMs", F_INT, F_REQUIRED, RANGE(0, 10.0 * 365 * 24 * 3600 * 1000)},
     {0},
@@ -39,5 +48,7 @@ const hs_route SYSTEM_ROUTES[] = {
      .summary = "Move the service clock forward (APP_ENV=test only)"},
     {HS_GET, "/__test/routes", api_test_routes, ROLE_OPEN, .flags = ROUTE_TEST_ONLY,
      .summary = "Route table with hit counts (APP_ENV=test only)"},
+    {HS_GET, "/__test/queue", api_test_queue, ROLE_OPEN, .flags = ROUTE_TEST_ONLY,
+     .summary = "Background work due and running (APP_ENV=test only)"},
 };
 const size_t SYSTEM_ROUTES_LEN = ARRAY_LEN(SYSTEM_ROUTES);
