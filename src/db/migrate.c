@@ -16,13 +16,20 @@ extern const int EMBEDDED_MIGRATION_COUNT;
 
 static const char *engine_name(void) { return db_engine_get() == DB_SQLITE ? "sqlite" : "postgres"; }
 
+static bool applied(const db_res *r, int version) {
+  for (int i = 0; i < r->rows; i++)
+    if (db_int(r, i, 0) == version) return true;
+  return false;
+}
+
+/* Applies, in version order, every embedded migration not recorded yet: a version merged
+ * later with a lower number than one already applied still runs. */
 static bool apply_pending(db_conn *c, arena *a) {
   db_res *r;
-  if (db_exec(c, a, &r, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations", DB_NOARGS) != DB_OK) return false;
-  int64_t current = db_int(r, 0, 0);
+  if (db_exec(c, a, &r, "SELECT version FROM schema_migrations", DB_NOARGS) != DB_OK) return false;
   for (int i = 0; i < EMBEDDED_MIGRATION_COUNT; i++) {
     const migration *m = &EMBEDDED_MIGRATIONS[i];
-    if (strcmp(m->engine, engine_name()) || m->version <= current) continue;
+    if (strcmp(m->engine, engine_name()) || applied(r, m->version)) continue;
     if (db_begin(c) != DB_OK) return false;
     if (db_script(c, m->sql) != DB_OK ||
         db_exec(c, a, NULL, "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
