@@ -222,7 +222,8 @@ def test_links_expire(server_factory):
     assert_served(front_url, doc, "image/png")
     assert_served(ins_url, cert, "application/pdf")
 
-    api.advance_clock(2 * 60 * 1000)  # 16 minutes: document links are gone, photo links are not
+    # document links live 15 minutes, rounded up to the next 5 minutes: gone after 20
+    api.advance_clock(7 * 60 * 1000)  # 21 minutes: document links are gone, photo links are not
     assert_bad_link(front_url)
     assert_bad_link(ins_url)
     assert_served(logo_url, photo, "image/png")
@@ -231,7 +232,7 @@ def test_links_expire(server_factory):
     assert_served(fresh["idDocFront"], doc, "image/png")
     assert_served(fresh["insDocUrl"], cert, "application/pdf")
 
-    api.advance_clock(365 * 86400 * 1000)  # a year later: photo links too
+    api.advance_clock((365 * 86400 + 3600) * 1000)  # a year and an hour later: photo links too
     assert_bad_link(logo_url)
     assert_bad_link(head_url)
     assert_bad_link(fresh["idDocFront"])
@@ -256,6 +257,32 @@ meta_params = pytest.mark.parametrize("field,path,url_of", META_ROUTES, ids=[f f
 
 
 @meta_params
+def expiry(url):
+    return int(urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)["expires"][0])
+
+
+def test_links_are_stable_within_a_window(server_factory):
+    """The same file keeps the same URL for a while (expiry rounded up to a boundary, never
+    sooner than the documented lifetime), so clients and CDNs can cache it."""
+    api = Api(server_factory())
+    p = api.register_provider()
+    logo(api, p["token"], png_bytes(seed=122))
+    upload_licence(api, p["token"], front=png_bytes(seed=123))
+    now = datetime.datetime.fromisoformat(api.advance_clock(0).replace("Z", "+00:00")).timestamp()
+    first = me(api, p["token"])
+    second = me(api, p["token"])
+    assert first["logoUrl"] == second["logoUrl"]
+    assert first["idDocFront"] == second["idDocFront"]
+    photo, doc = expiry(first["logoUrl"]), expiry(first["idDocFront"])
+    assert photo % 3600 == 0 and now + 365 * 86400 <= photo <= now + 365 * 86400 + 3600 + 5
+    assert doc % 300 == 0 and now + 15 * 60 <= doc <= now + 20 * 60 + 5
+    api.advance_clock(3600 * 1000)  # the next window signs new links
+    later = me(api, p["token"])
+    assert expiry(later["logoUrl"]) >= photo + 3600
+    assert later["idDocFront"] != first["idDocFront"] and expiry(later["idDocFront"]) % 300 == 0
+    assert_served(later["logoUrl"], png_bytes(seed=122), "image/png")
+
+
 def test_jpeg_exif_gps_is_stripped(api, pro, tmp_path, field, path, url_of):
     clean = jpeg_bytes(tmp_path, size="120x80")
     dirty = jpeg_with_metadata(clean)
