@@ -127,6 +127,8 @@ struct hs_req {
   err_t err;
   const char *err_message, *err_code;
   int retry_after; /* seconds; 0 = no header */
+  bool replayed;   /* the kept answer of an earlier request with the same Idempotency-Key */
+  const char *idem_scope, *idem_key; /* the Idempotency-Key this request claimed (http/idempotency.h) */
   int delay_ms;    /* hold the answer back this long, without a thread (lane routes only) */
   /* a file answer instead of JSON (hs_reply_file) */
   int res_fd;
