@@ -515,7 +515,7 @@ static void add_common_headers(struct MHD_Response *resp, hs_req *req, bool vary
   const char *origin = cors_origin_for(req);
   if (origin) {
     MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
-    MHD_add_response_header(resp, "Access-Control-Expose-Headers", "X-Request-Id, Retry-After");
+    MHD_add_response_header(resp, "Access-Control-Expose-Headers", "X-Request-Id, Retry-After, Idempotent-Replayed");
   }
   /* the answer depends on Origin only where some origin is allowed, and on Accept-Encoding
    * where it may be compressed */
@@ -591,7 +591,7 @@ static enum MHD_Result send_preflight(struct MHD_Connection *conn, conn_ctx *ctx
   MHD_add_response_header(resp, "Allow", allow);
   if (hs_header(req, "Origin") && (cors_any || req->route)) {
     MHD_add_response_header(resp, "Access-Control-Allow-Methods", allow);
-    MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id");
+    MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id, Idempotency-Key");
     MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
   }
   enum MHD_Result ret = MHD_queue_response(conn, 204, resp);

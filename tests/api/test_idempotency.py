@@ -251,3 +251,13 @@ def test_keys_survive_a_restart_and_expire_after_24_hours(server_factory):
     other = post(api, "/jobs", user["token"], k, json={**JOB, "description": "Another"})
     assert other.status_code == 201 and "Idempotent-Replayed" not in other.headers
 
+
+
+def test_browsers_may_send_the_key_and_read_the_replay_mark(api):
+    r = api.request("OPTIONS", "/jobs", headers={"Origin": "https://app.example.com",
+                                                 "Access-Control-Request-Method": "POST"})
+    assert r.status_code == 204
+    assert "idempotency-key" in [h.strip().lower() for h in r.headers["Access-Control-Allow-Headers"].split(",")]
+    user = customer(api)
+    r = api.post("/jobs", token=user["token"], json=JOB, headers={"Origin": "https://app.example.com"})
+    assert "Idempotent-Replayed" in [h.strip() for h in r.headers["Access-Control-Expose-Headers"].split(",")]
