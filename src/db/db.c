@@ -36,6 +36,7 @@ typedef struct pool {
   int size;
   pthread_mutex_t mu;
   waiter *head, *tail;
+  long waits; /* acquisitions that had to wait */
 } pool;
 
 static const engine_ops *ops;
@@ -100,6 +101,7 @@ db_conn *db_acquire(void) {
         return &p->conns[i];
       }
   waiter w = {.next = NULL, .given = NULL};
+  p->waits++;
   pthread_cond_init(&w.cv, NULL);
   if (p->tail)
     p->tail->next = &w;
@@ -127,6 +129,15 @@ void db_release(db_conn *c) {
   } else {
     c->in_use = false;
   }
+  pthread_mutex_unlock(&p->mu);
+}
+
+void db_pool_stats_get(db_pool_kind kind, db_pool_stats *out) {
+  pool *p = &pools[kind];
+  pthread_mutex_lock(&p->mu);
+  *out = (db_pool_stats){.size = p->size, .waits = p->waits};
+  for (int i = 0; i < p->size; i++) out->in_use += p->conns[i].in_use;
+  for (waiter *w = p->head; w; w = w->next) out->waiting++;
   pthread_mutex_unlock(&p->mu);
 }
 

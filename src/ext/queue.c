@@ -18,6 +18,7 @@
 typedef struct {
   const char *kind;
   queue_handler fn;
+  _Atomic long done, retried, failed;
 } registration;
 
 static registration handlers[32];
@@ -40,13 +41,34 @@ static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 
 void queue_register(const char *kind, queue_handler fn) {
   if (nhandlers == (int)ARRAY_LEN(handlers)) die("too many queue handlers");
-  handlers[nhandlers++] = (registration){kind, fn};
+  handlers[nhandlers].kind = kind, handlers[nhandlers].fn = fn;
+  nhandlers++;
 }
 
-static queue_handler handler_for(const char *kind) {
+static registration *registration_for(const char *kind) {
   for (int i = 0; i < nhandlers; i++)
-    if (!strcmp(handlers[i].kind, kind)) return handlers[i].fn;
+    if (!strcmp(handlers[i].kind, kind)) return &handlers[i];
   return NULL;
+}
+
+int queue_runs(queue_kind_runs *out, int cap) {
+  int n = 0;
+  for (; n < nhandlers && n < cap; n++)
+    out[n] = (queue_kind_runs){handlers[n].kind, handlers[n].done, handlers[n].retried, handlers[n].failed};
+  return n;
+}
+
+bool queue_backlog(void (*fn)(void *ctx, const char *kind, const char *state, long n), void *ctx) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  bool ok = db_query(&a, &r,
+                     "SELECT kind, status, COUNT(*) FROM job_queue WHERE status IN ('pending', 'running', 'failed') "
+                     "GROUP BY kind, status ORDER BY kind, status",
+                     DB_NOARGS) == DB_OK;
+  for (int i = 0; ok && i < r->rows; i++) fn(ctx, db_text(r, i, 0), db_text(r, i, 1), (long)db_int(r, i, 2));
+  arena_fini(&a);
+  return ok;
 }
 
 db_rc queue_enqueue(db_conn *c, const char *kind, json_t *payload) {
@@ -185,13 +207,19 @@ static bool run_one(void) {
   const char *id = db_text(r, 0, 0), *kind = db_text(r, 0, 1);
   int64_t attempts = db_int(r, 0, 3), max_attempts = db_int(r, 0, 4);
   char err[256] = "";
-  queue_handler fn = handler_for(kind);
+  registration *reg = registration_for(kind);
+  queue_handler fn = reg ? reg->fn : NULL;
   json_t *payload = arena_json(&a, json_loads(db_text(r, 0, 2), 0, NULL));
   bool ok = false;
   if (!fn) snprintf(err, sizeof err, "no handler for kind %s", kind);
   else if (!payload) snprintf(err, sizeof err, "payload is not JSON");
   else ok = fn(payload, err);
   finish(&a, id, ok, attempts, fn && payload ? max_attempts : attempts, err);
+  if (reg) {
+    if (ok) reg->done++;
+    else if (attempts >= max_attempts || !payload) reg->failed++;
+    else reg->retried++;
+  }
 out:
   arena_fini(&a);
   return ran;

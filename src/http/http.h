@@ -135,6 +135,7 @@ struct hs_req {
   char *res_data;
   size_t res_size;
   const char *res_content_type;
+  const char *res_cache_control; /* a file answer's Cache-Control; NULL: "private, max-age=300" */
 };
 
 /* Path parameter by name (":id" -> "id"); NULL when the route has none by that name. */

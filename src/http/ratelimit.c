@@ -3,8 +3,32 @@
  * max+1. */
 #include "http/ratelimit.h"
 #include "core/clock.h"
+#include "core/util.h"
 #include "db/db.h"
+#include <pthread.h>
 #include <stdio.h>
+#include <string.h>
+
+/* Refusals per rule, for metrics; touched only when a request is refused. */
+static struct {
+  const char *name;
+  long n;
+} refusals[32];
+static pthread_mutex_t refusals_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void count_refusal(const char *name) {
+  pthread_mutex_lock(&refusals_mu);
+  size_t i = 0;
+  while (i < ARRAY_LEN(refusals) && refusals[i].name && strcmp(refusals[i].name, name)) i++;
+  if (i < ARRAY_LEN(refusals)) refusals[i].name = name, refusals[i].n++;
+  pthread_mutex_unlock(&refusals_mu);
+}
+
+void hs_rate_limit_refusals(void (*fn)(void *ctx, const char *rule, long n), void *ctx) {
+  pthread_mutex_lock(&refusals_mu);
+  for (size_t i = 0; i < ARRAY_LEN(refusals) && refusals[i].name; i++) fn(ctx, refusals[i].name, refusals[i].n);
+  pthread_mutex_unlock(&refusals_mu);
+}
 
 err_t hs_rate_limit_hit(const hs_rate_limit *rule, const char *client, int *retry_after_s) {
   char key[256];
@@ -29,6 +53,7 @@ err_t hs_rate_limit_hit(const hs_rate_limit *rule, const char *client, int *retr
     *retry_after_s = (int)((reset - now + 999) / 1000);
     if (*retry_after_s < 1) *retry_after_s = 1;
     e = ERR_RATE_LIMITED;
+    count_refusal(rule->name);
   }
 out:
   arena_fini(&a);

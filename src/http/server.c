@@ -18,6 +18,7 @@
 #include "http/compress.h"
 #include "http/http.h"
 #include "http/idempotency.h"
+#include "http/metrics.h"
 #include "http/ratelimit.h"
 #include "http/router.h"
 #include <arpa/inet.h>
@@ -511,7 +512,9 @@ static void add_common_headers(struct MHD_Response *resp, hs_req *req, bool vary
   MHD_add_response_header(resp, "X-Request-Id", req->request_id);
   MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
   /* a signed file URL may be cached by the client until well before it expires */
-  MHD_add_response_header(resp, "Cache-Control", req->res_content_type && req->err == ERR_OK ? "private, max-age=300" : "no-store");
+  MHD_add_response_header(resp, "Cache-Control", !req->res_content_type || req->err != ERR_OK ? "no-store"
+                                                 : req->res_cache_control                 ? req->res_cache_control
+                                                                                          : "private, max-age=300");
   const char *origin = cors_origin_for(req);
   if (origin) {
     MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
@@ -720,6 +723,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   double ms = (double)(end.tv_sec - ctx->start.tv_sec) * 1e3 + (double)(end.tv_nsec - ctx->start.tv_nsec) / 1e6;
   /* hit counts serve only GET /__test/routes; elsewhere they would be shared cache lines */
   if (CFG.env == ENV_TEST && req->route && req->status && !ctx->preflight) hs_router_count(req->route, req->status);
+  if (req->status) hs_metrics_observe(req->route, req->method, req->status, ms / 1e3);
   log_access(req->request_id, req->method, req->route ? req->route->path : req->path, req->status, ms, req->ip,
              toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
   if (ctx->pp) MHD_destroy_post_processor(ctx->pp);
