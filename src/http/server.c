@@ -178,18 +178,72 @@ hs_upload **hs_files(hs_req *req, const char *field, int *count) {
   return out;
 }
 
-static const char *client_ip(hs_req *req) {
-  if (CFG.trust_proxy) {
-    const char *xff = hs_header(req, "X-Forwarded-For");
-    if (xff && *xff) {
-      size_t n = strcspn(xff, ",");
-      while (n > 0 && xff[n - 1] == ' ') n--;
-      while (*xff == ' ') xff++, n--;
-      if (n > 0 && n < 64) return arena_strndup(&req->arena, xff, n);
+/* Every X-Forwarded-For line, in arrival order: repeated lines are one comma-separated list
+ * (RFC 9110, 5.3), and a proxy may add its own line after the one the client wrote. */
+typedef struct forwarded {
+  const char *lines[16];
+  int n;
+} forwarded;
+
+static enum MHD_Result collect_forwarded(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+  (void)kind;
+  forwarded *f = cls;
+  if (!key || !value || strcasecmp(key, "X-Forwarded-For")) return MHD_YES;
+  if (f->n == (int)ARRAY_LEN(f->lines)) memmove(f->lines, f->lines + 1, sizeof f->lines - sizeof *f->lines), f->n--;
+  f->lines[f->n++] = value; /* only the last lines matter: the client's own come first */
+  return MHD_YES;
+}
+
+/* Parses one list entry ("203.0.113.7", "2001:db8::1", "[2001:db8::1]:443", "203.0.113.7:80")
+ * into its canonical text; false when it is not an address. */
+static bool forwarded_address(const char *s, size_t n, char out[INET6_ADDRSTRLEN]) {
+  char buf[INET6_ADDRSTRLEN + 8];
+  if (n == 0 || n >= sizeof buf) return false;
+  memcpy(buf, s, n), buf[n] = 0;
+  char *a = buf, *colon = strchr(buf, ':');
+  if (*a == '[') { /* [v6]:port */
+    char *end = strchr(a, ']');
+    if (!end) return false;
+    *end = 0, a++;
+  } else if (colon && !strchr(colon + 1, ':')) { /* v4:port */
+    *colon = 0;
+  }
+  struct in6_addr v6;
+  struct in_addr v4;
+  if (inet_pton(AF_INET, a, &v4) == 1) return inet_ntop(AF_INET, &v4, out, INET6_ADDRSTRLEN) != NULL;
+  if (inet_pton(AF_INET6, a, &v6) == 1) return inet_ntop(AF_INET6, &v6, out, INET6_ADDRSTRLEN) != NULL;
+  return false;
+}
+
+/* With TRUST_PROXY=N, the Nth address from the right of X-Forwarded-For: each trusted proxy
+ * appends the address it saw, so the entries further left are whatever the client wrote and
+ * are never read. A shorter list (the request passed fewer proxies) gives its leftmost entry,
+ * which a trusted proxy wrote. False when there is no usable entry. */
+static bool forwarded_client(hs_req *req, char out[INET6_ADDRSTRLEN]) {
+  forwarded f = {.n = 0};
+  MHD_get_connection_values(req->conn, MHD_HEADER_KIND, collect_forwarded, &f);
+  const char *pick = NULL;
+  size_t pick_len = 0;
+  int seen = 0;
+  for (int line = f.n - 1; line >= 0 && seen < CFG.trust_proxy; line--) {
+    const char *v = f.lines[line], *end = v + strlen(v);
+    while (end > v && seen < CFG.trust_proxy) {
+      const char *start = end;
+      while (start > v && start[-1] != ',') start--;
+      const char *a = start, *b = end;
+      while (a < b && (*a == ' ' || *a == '\t')) a++;
+      while (b > a && (b[-1] == ' ' || b[-1] == '\t')) b--;
+      if (b > a) pick = a, pick_len = (size_t)(b - a), seen++;
+      end = start > v ? start - 1 : v;
     }
   }
-  const union MHD_ConnectionInfo *info = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  return pick && forwarded_address(pick, pick_len, out);
+}
+
+static const char *client_ip(hs_req *req) {
   char buf[INET6_ADDRSTRLEN] = "unknown";
+  if (CFG.trust_proxy > 0 && forwarded_client(req, buf)) return arena_strdup(&req->arena, buf);
+  const union MHD_ConnectionInfo *info = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
   if (info && info->client_addr) {
     const struct sockaddr *sa = info->client_addr;
     if (sa->sa_family == AF_INET) inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, sizeof buf);
