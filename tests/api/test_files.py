@@ -247,19 +247,6 @@ def test_links_expire(server_factory):
     assert_served(fresh["idDocFront"], doc, "image/png")
 
 
-# ================================================================ metadata stripping
-
-META_ROUTES = [
-    ("logo", "/providers/me/logo", lambda b: b["logoUrl"]),
-    ("headshot", "/providers/me/headshots", lambda b: b["headshots"][-1]),
-    ("front", "/providers/me/id-documents", lambda b: b["idDocFront"]),
-    ("back", "/providers/me/id-documents", lambda b: b["idDocBack"]),
-    ("insuranceDoc", "/providers/me/insurance-document", lambda b: b["insDocUrl"]),
-]
-meta_params = pytest.mark.parametrize("field,path,url_of", META_ROUTES, ids=[f for f, _, _ in META_ROUTES])
-
-
-@meta_params
 def expiry(url):
     return int(urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)["expires"][0])
 
@@ -286,6 +273,19 @@ def test_links_are_stable_within_a_window(server_factory):
     assert_served(later["logoUrl"], png_bytes(seed=122), "image/png")
 
 
+# ================================================================ metadata stripping
+
+META_ROUTES = [
+    ("logo", "/providers/me/logo", lambda b: b["logoUrl"]),
+    ("headshot", "/providers/me/headshots", lambda b: b["headshots"][-1]),
+    ("front", "/providers/me/id-documents", lambda b: b["idDocFront"]),
+    ("back", "/providers/me/id-documents", lambda b: b["idDocBack"]),
+    ("insuranceDoc", "/providers/me/insurance-document", lambda b: b["insDocUrl"]),
+]
+meta_params = pytest.mark.parametrize("field,path,url_of", META_ROUTES, ids=[f for f, _, _ in META_ROUTES])
+
+
+@meta_params
 def test_jpeg_exif_gps_is_stripped(api, pro, tmp_path, field, path, url_of):
     clean = jpeg_bytes(tmp_path, size="120x80")
     dirty = jpeg_with_metadata(clean)
