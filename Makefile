@@ -27,7 +27,7 @@ UNIT_SRC := $(shell find tests/unit -name '*.c' 2>/dev/null | sort)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/unit/%)
 PYTHON   := /usr/bin/python3
 
-.PHONY: all run test deps deps-test unit api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs clean format routes
+.PHONY: all run demo test deps deps-test unit api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs clean format routes
 
 all: deps build/marketplace
 
@@ -72,6 +72,10 @@ asan: deps build/asan/marketplace
 # Serve on the embedded default (SQLite under ./data).
 run: all
 	build/marketplace serve
+
+# Demo accounts and jobs in the same development database (`make run` serves them).
+demo: all
+	build/marketplace demo
 
 build/unit/%: tests/unit/%.c $(LIB_OBJ) | deps-test
 	@mkdir -p $(@D); echo "CC $<"

@@ -8,6 +8,7 @@
 #include "core/util.h"
 #include "db/db.h"
 #include "db/migrate.h"
+#include "demo.h"
 #include "domain/auth/auth.h"
 #include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
@@ -38,6 +39,7 @@ static const char usage[] =
     "  serve                      serve the API (the default)\n"
     "  migrate                    apply database migrations and exit\n"
     "  admin create --email E     create or update an administrator; password on stdin\n"
+    "  demo                       seed the database with demo accounts and jobs (not in production)\n"
     "  --help                     show this help\n"
     "  --version                  print the version\n"
     "\n"
@@ -74,13 +76,8 @@ static void bootstrap_admin(void) {
   log_msg(LOG_INFO, "bootstrap administrator %s is present", CFG.bootstrap_admin_email);
 }
 
-static int cmd_serve(void) {
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGINT);
-  /* every thread created from here on inherits the mask; only sigwait() below sees them */
-  pthread_sigmask(SIG_BLOCK, &stop, NULL);
+/* Everything `serve` runs, listening on bind:port (0: any free port). */
+static void service_start(const char *bind, int port) {
   open_database();
   bootstrap_admin();
   password_pool_start(CFG.bcrypt_threads, CFG.bcrypt_queue, CFG.bcrypt_cost);
@@ -93,28 +90,57 @@ static int cmd_serve(void) {
   queue_start(CFG.queue_workers);
   routes_install();
   char err[256] = "";
-  if (!hs_server_start(CFG.bind, CFG.port, err)) die("%s", err);
+  if (!hs_server_start(bind, port, err)) die("%s", err);
   log_buffering_start();
   log_json(LOG_INFO, "listening",
-           json_pack("{s:s,s:i,s:s,s:s}", "bind", CFG.bind, "port", hs_server_port(), "env", config_env_name(), "db",
+           json_pack("{s:s,s:i,s:s,s:s}", "bind", bind, "port", hs_server_port(), "env", config_env_name(), "db",
                      db_engine_get() == DB_SQLITE ? "sqlite" : "postgres"));
-  int sig = 0;
-  sigwait(&stop, &sig);
-  log_msg(LOG_INFO, "received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+static void service_stop(void) {
   hs_server_stop(10000);
   log_buffering_stop();
   queue_stop();
   password_pool_stop();
   db_close();
+}
+
+static int cmd_serve(void) {
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  /* every thread created from here on inherits the mask; only sigwait() below sees them */
+  pthread_sigmask(SIG_BLOCK, &stop, NULL);
+  service_start(CFG.bind, CFG.port);
+  int sig = 0;
+  sigwait(&stop, &sig);
+  log_msg(LOG_INFO, "received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  service_stop();
   log_msg(LOG_INFO, "stopped");
   return 0;
+}
+
+/* The service runs in this process on a loopback port of its own while the seeder drives its
+ * API, on the configured database (a running development server sees the data at once). */
+static int cmd_demo(void) {
+  if (CFG.env == ENV_PRODUCTION) die("demo refuses to run with APP_ENV=production");
+  log_set_level(LOG_WARN);
+  service_start("127.0.0.1", 0);
+  char base[64];
+  snprintf(base, sizeof base, "http://127.0.0.1:%d", hs_server_port());
+  const char *examples = getenv("DEMO_EXAMPLES_DIR");
+  int rc = demo_seed(base, examples && *examples ? examples : "examples");
+  service_stop();
+  return rc;
 }
 
 int main(int argc, char **argv) {
   const char *cmd = argc > 1 ? argv[1] : "serve";
   if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) return fputs(usage, stdout), 0;
   if (!strcmp(cmd, "--version")) return printf("marketplace %s\n", MARKETPLACE_VERSION), 0;
-  bool known = !strcmp(cmd, "serve") || !strcmp(cmd, "migrate") || (!strcmp(cmd, "admin") && argc > 2 && !strcmp(argv[2], "create"));
+  bool known = !strcmp(cmd, "serve") || !strcmp(cmd, "migrate") || !strcmp(cmd, "demo") ||
+               (!strcmp(cmd, "admin") && argc > 2 && !strcmp(argv[2], "create"));
   if (!known) {
     fprintf(stderr, "marketplace: unknown command '%s'\n\n%s", cmd, usage);
     return 2;
@@ -126,6 +152,8 @@ int main(int argc, char **argv) {
   int rc = 0;
   if (!strcmp(cmd, "serve")) {
     rc = cmd_serve();
+  } else if (!strcmp(cmd, "demo")) {
+    rc = cmd_demo();
   } else if (!strcmp(cmd, "migrate")) {
     open_database();
     db_close();
