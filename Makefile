@@ -19,7 +19,10 @@ SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-r
 
 SRC      := $(shell find src -name '*.c' | sort)
 LIB_SRC  := $(filter-out src/main.c,$(SRC))
-GEN      := migrations zips
+GEN      := migrations zips schemas
+SCHEMAS  := $(shell find src -name '*.schema.json' | sort)
+# Redoc's standalone bundle (npm, pinned in package.json/package-lock.json), served by GET /docs
+REDOC_JS := node_modules/redoc/bundles/redoc.standalone.js
 OBJ      := $(SRC:%.c=build/obj/%.o) $(GEN:%=build/obj/gen/%.o)
 ASAN_OBJ := $(SRC:%.c=build/asan/%.o) $(GEN:%=build/asan/gen/%.o)
 LIB_OBJ  := $(LIB_SRC:%.c=build/obj/%.o) $(GEN:%=build/obj/gen/%.o)
@@ -27,7 +30,7 @@ UNIT_SRC := $(shell find tests/unit -name '*.c' 2>/dev/null | sort)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/unit/%)
 PYTHON   := /usr/bin/python3
 
-.PHONY: all run demo test deps deps-test unit api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs clean format routes
+.PHONY: all run demo openapi test deps deps-test unit api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs clean format routes
 
 all: deps build/marketplace
 
@@ -48,6 +51,20 @@ build/gen/zips.c: scripts/embed_zips.sh assets/us_zip_centroids.csv
 	@mkdir -p $(@D)
 	scripts/embed_zips.sh assets/us_zip_centroids.csv > $@
 
+build/gen/schemas.c: scripts/embed_schemas.sh $(SCHEMAS)
+	@mkdir -p $(@D)
+	scripts/embed_schemas.sh $(SCHEMAS) > $@
+
+# The npm tools (Redoc, Redocly's linter, openapi-typescript, openapi-fetch, TypeScript), once
+# per lockfile; every target that needs one of them waits for this stamp.
+node_modules/.installed: package.json package-lock.json | deps
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(REDOC_JS): node_modules/.installed
+
+# src/http/docs_asset.c embeds the bundle with .incbin
+build/obj/src/http/docs_asset.o build/asan/src/http/docs_asset.o: $(REDOC_JS)
 build/obj/gen/%.o: build/gen/%.c | deps
 	@mkdir -p $(@D); echo "CC $<"
 	@$(CC) $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<
@@ -118,6 +135,10 @@ bench-jobs: deps build/marketplace
 
 routes: build/marketplace
 	@build/marketplace routes
+
+# The committed OpenAPI document (a test fails when it differs from what the binary serves).
+openapi: build/marketplace
+	build/marketplace openapi > docs/openapi.json
 
 format:
 	clang-format -i $(SRC) $(shell find src tests/unit -name '*.h') $(UNIT_SRC)

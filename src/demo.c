@@ -203,13 +203,14 @@ static void jobs(demo *d) {
   accept(d, dana, q1); /* the declined card: accepted, payment FAILED */
 }
 
-/* Waits until recognition has read every provider's licence (60 s at most). */
+/* Waits until recognition has read every provider's documents (60 s at most). */
 static void wait_for_checks(demo *d) {
   for (size_t i = 0; i < ARRAY_LEN(providers) && !d->failed; i++) {
     for (int tries = 0; tries < 600; tries++) {
       json_t *me = call(d, "GET", "/providers/me", providers[i].token, NULL, 200, NULL, 0);
-      const char *status = json_string_value(json_object_get(me, "idCheckStatus"));
-      bool done = !me || (status && strcmp(status, "pending"));
+      const char *id = json_string_value(json_object_get(me, "idCheckStatus"));
+      const char *ins = json_string_value(json_object_get(me, "insCheckStatus"));
+      bool done = !me || (id && strcmp(id, "pending") && (!ins || strcmp(ins, "pending")));
       json_decref(me);
       if (done) break;
       usleep(100 * 1000);

@@ -18,6 +18,8 @@
 #include "ext/password.h"
 #include "ext/payments.h"
 #include "ext/queue.h"
+#include "http/openapi.h"
+#include "http/router.h"
 #include "http/schema.h"
 #include "http/server.h"
 #include "routes.h"
@@ -40,6 +42,7 @@ static const char usage[] =
     "  migrate                    apply database migrations and exit\n"
     "  admin create --email E     create or update an administrator; password on stdin\n"
     "  demo                       seed the database with demo accounts and jobs (not in production)\n"
+    "  openapi                    print the OpenAPI document (what GET /openapi.json serves)\n"
     "  --help                     show this help\n"
     "  --version                  print the version\n"
     "\n"
@@ -135,10 +138,23 @@ static int cmd_demo(void) {
   return rc;
 }
 
+/* Needs no configuration and no database: the document comes from the route table alone. */
+static int cmd_openapi(void) {
+  routes_install();
+  size_t n;
+  const hs_route *rows = hs_router_routes(&n);
+  json_t *doc = hs_openapi_document(rows, n);
+  json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+  fputc('\n', stdout);
+  json_decref(doc);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *cmd = argc > 1 ? argv[1] : "serve";
   if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) return fputs(usage, stdout), 0;
   if (!strcmp(cmd, "--version")) return printf("marketplace %s\n", MARKETPLACE_VERSION), 0;
+  if (!strcmp(cmd, "openapi")) return cmd_openapi();
   bool known = !strcmp(cmd, "serve") || !strcmp(cmd, "migrate") || !strcmp(cmd, "demo") ||
                (!strcmp(cmd, "admin") && argc > 2 && !strcmp(argv[2], "create"));
   if (!known) {

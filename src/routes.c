@@ -33,6 +33,7 @@ void routes_install(void) {
       {NOTIFICATIONS_ROUTES, NOTIFICATIONS_ROUTES_LEN},
       {ADDRESSES_ROUTES, ADDRESSES_ROUTES_LEN},
       {PUBLIC_ROUTES, PUBLIC_ROUTES_LEN},
+      {DOCS_ROUTES, DOCS_ROUTES_LEN},
   };
   size_t total = 0;
   for (size_t i = 0; i < ARRAY_LEN(domains); i++) total += domains[i].n;

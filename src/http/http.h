@@ -93,6 +93,13 @@ typedef struct hs_route {
   const hs_rate_limit *limit;
   const hs_upload_spec *upload; /* multipart route; max_body defaults to what its files allow */
   const char *summary;
+  /* The success answer, for the OpenAPI document (http/openapi.h): a component schema's name
+   * ("Job"), "Job[]" for an array of them, "Job?" when it may also be null, or a media type
+   * ("text/html") for an answer that is not JSON. A route without one fails the tests. */
+  const char *response;
+  /* Error statuses the handler answers beyond those the row implies (auth 401/403, input
+   * 400, body 413, limit 429, idempotency 409/422, 500, 503), e.g. "402 404 409". */
+  const char *errors;
 } hs_route;
 
 /* The caller's identity after the auth guard (valid only when the route needs a token). */

@@ -31,18 +31,21 @@ static const hs_file_rule insurance_files[] = {{"insuranceDoc", 1, 10 * MB, FT_P
 static const hs_upload_spec insurance_upload = {insurance_files, 1, "No file uploaded"};
 
 const hs_route PROVIDERS_ROUTES[] = {
-    {HS_GET, "/providers/me", api_providers_me, ROLE_PROVIDER, .summary = "The caller's provider profile"},
+    {HS_GET, "/providers/me", api_providers_me, ROLE_PROVIDER, .summary = "The caller's provider profile",
+     .response = "Provider", .errors = "404"},
     {HS_PATCH, "/providers/me", api_providers_update_me, ROLE_PROVIDER, &update_schema,
-     .summary = "Update profile fields (insuranceInfo is not settable)"},
+     .summary = "Update profile fields (insuranceInfo is not settable)", .response = "Provider", .errors = "404"},
     {HS_POST, "/providers/me/logo", api_providers_upload_logo, ROLE_PROVIDER, .upload = &logo_upload,
-     .summary = "Upload the company logo (replaces the previous one)"},
+     .summary = "Upload the company logo (replaces the previous one)", .response = "LogoUpload", .errors = "404"},
     {HS_POST, "/providers/me/headshots", api_providers_add_headshot, ROLE_PROVIDER, .upload = &headshot_upload,
-     .summary = "Add a headshot"},
+     .summary = "Add a headshot", .response = "Provider", .errors = "404"},
     {HS_DELETE, "/providers/me/headshots/:index", api_providers_delete_headshot, ROLE_PROVIDER,
-     .summary = "Remove the headshot at a zero-based position"},
+     .summary = "Remove the headshot at a zero-based position", .response = "Provider", .errors = "404"},
     {HS_POST, "/providers/me/id-documents", api_providers_upload_id_documents, ROLE_PROVIDER, .upload = &id_upload,
-     .summary = "Upload driver's licence images (front and/or back); recognition follows"},
+     .summary = "Upload driver's licence images (front and/or back); recognition follows", .response = "Provider",
+     .errors = "404"},
     {HS_POST, "/providers/me/insurance-document", api_providers_upload_insurance, ROLE_PROVIDER,
-     .upload = &insurance_upload, .summary = "Upload the insurance certificate; recognition follows"},
+     .upload = &insurance_upload, .summary = "Upload the insurance certificate; recognition follows",
+     .response = "InsuranceUpload", .errors = "404"},
 };
 const size_t PROVIDERS_ROUTES_LEN = ARRAY_LEN(PROVIDERS_ROUTES);

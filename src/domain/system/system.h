@@ -6,5 +6,8 @@
 
 extern const hs_route SYSTEM_ROUTES[];
 extern const size_t SYSTEM_ROUTES_LEN;
+/* GET /openapi.json, GET /docs and its script (docs.c). */
+extern const hs_route DOCS_ROUTES[];
+extern const size_t DOCS_ROUTES_LEN;
 
 #endif

@@ -54,9 +54,11 @@ static const hs_field clock_fields[] = {
 static const hs_schema clock_schema = {clock_fields};
 
 const hs_route SYSTEM_ROUTES[] = {
-    {HS_GET, "/health", api_health, ROLE_OPEN, .flags = ROUTE_INLINE, .summary = "Liveness check"},
+    {HS_GET, "/health", api_health, ROLE_OPEN, .flags = ROUTE_INLINE, .summary = "Liveness check",
+     .response = "Health"},
     {HS_GET, "/metrics", api_metrics, ROLE_OPEN,
-     .summary = "Prometheus metrics (loopback callers or the METRICS_TOKEN bearer; 404 to anyone else)"},
+     .summary = "Prometheus metrics (loopback callers or the METRICS_TOKEN bearer; 404 to anyone else)",
+     .response = "text/plain", .errors = "404"},
     {HS_POST, "/__test/clock", api_test_clock, ROLE_OPEN, &clock_schema, .flags = ROUTE_TEST_ONLY,
      .summary = "Move the service clock forward (APP_ENV=test only)"},
     {HS_GET, "/__test/routes", api_test_routes, ROLE_OPEN, .flags = ROUTE_TEST_ONLY,
