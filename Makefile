@@ -30,7 +30,7 @@ UNIT_SRC := $(shell find tests/unit -name '*.c' 2>/dev/null | sort)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/unit/%)
 PYTHON   := /usr/bin/python3
 
-.PHONY: all run demo openapi test deps deps-test unit api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs clean format routes
+.PHONY: all run demo openapi client test deps deps-test unit api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs clean format routes
 
 all: deps build/marketplace
 
@@ -139,6 +139,11 @@ routes: build/marketplace
 # The committed OpenAPI document (a test fails when it differs from what the binary serves).
 openapi: build/marketplace
 	build/marketplace openapi > docs/openapi.json
+
+# The TypeScript client's types, generated from that document (tests/api/test_client.py checks
+# that they are current and runs clients/typescript/test against the binary).
+client: openapi node_modules/.installed
+	node_modules/.bin/openapi-typescript docs/openapi.json -o clients/typescript/schema.d.ts
 
 format:
 	clang-format -i $(SRC) $(shell find src tests/unit -name '*.h') $(UNIT_SRC)

@@ -404,6 +404,15 @@ static json_t *shared_components(json_t *schemas) {
                    "bearerAuth", "type", "http", "scheme", "bearer", "bearerFormat", "JWT");
 }
 
+/* True when some operation answers the error status code. */
+static bool status_used(json_t *paths, const char *code) {
+  const char *path, *method;
+  json_t *item, *op;
+  json_object_foreach(paths, path, item) json_object_foreach(item, method, op) if (json_object_get(
+      json_object_get(op, "responses"), code)) return true;
+  return false;
+}
+
 json_t *hs_openapi_document(const hs_route *rows, size_t n) {
   json_t *schemas = load_components(), *paths = json_object();
   for (size_t i = 0; i < n; i++) {
@@ -420,14 +429,23 @@ json_t *hs_openapi_document(const hs_route *rows, size_t n) {
     json_object_set_new(item, method, operation(r, schemas));
     free(path);
   }
+  json_t *components = shared_components(schemas), *responses = json_object_get(components, "responses");
+  void *iter = json_object_iter(responses); /* keep the error answers some operation uses */
+  while (iter) {
+    const char *code = json_object_iter_key(iter);
+    iter = json_object_iter_next(responses, iter);
+    if (!status_used(paths, code)) json_object_del(responses, code);
+  }
   return json_pack(
-      "{s:s,s:{s:s,s:s,s:s,s:{s:s}},s:o,s:o}", "openapi", "3.1.0", "info", "title", "Home-services marketplace API",
+      "{s:s,s:{s:s,s:s,s:s,s:{s:s,s:s}},s:[{s:s,s:s}],s:o,s:o}", "openapi", "3.1.0", "info", "title",
+      "Home-services marketplace API",
       "version", MARKETPLACE_VERSION, "description",
       "Customers post jobs, verified providers quote, the customer accepts one quote; the card is authorized on "
       "acceptance and captured on completion. Generated from the service's route table: every route, its roles "
       "(`x-roles`), input bounds, and every status it answers. Errors are `{ \"error\": \"...\" }`, with `code` "
       "where one is named. Start with docs/quickstart.md.",
-      "license", "name", "Proprietary", "paths", paths, "components", shared_components(schemas));
+      "license", "name", "Proprietary", "identifier", "LicenseRef-Proprietary", "servers", "url", "/", "description",
+      "the server that serves this document", "paths", paths, "components", components);
 }
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
