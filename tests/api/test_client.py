@@ -14,12 +14,14 @@ CLIENT = os.path.join(ROOT, "clients", "typescript")
 
 
 @pytest.fixture(scope="module")
-def compiled():
-    """tsc type-checks the test against schema.d.ts and compiles it into build/client-test."""
-    p = subprocess.run([os.path.join(BIN, "tsc"), "-p", os.path.join(CLIENT, "tsconfig.json")], cwd=ROOT,
-                       capture_output=True, text=True, timeout=300)
+def compiled(tmp_path_factory):
+    """tsc type-checks the test against schema.d.ts and compiles it (into a directory of this
+    run's own: the engines' passes may run at once)."""
+    out = tmp_path_factory.mktemp("client-test")
+    p = subprocess.run([os.path.join(BIN, "tsc"), "-p", os.path.join(CLIENT, "tsconfig.json"), "--outDir", str(out)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, "the client test does not type-check against the generated types:\n" + p.stdout + p.stderr
-    return os.path.join(ROOT, "build", "client-test", "test", "flow.test.js")
+    return os.path.join(out, "test", "flow.test.js")
 
 
 def test_the_generated_types_are_current(server, tmp_path):
@@ -35,7 +37,8 @@ def test_the_generated_types_are_current(server, tmp_path):
 
 
 def test_the_node_client_runs_the_flow(server, compiled):
-    env = dict(os.environ, MARKETPLACE_URL=server.url, MARKETPLACE_EXAMPLES=os.path.join(ROOT, "examples"))
+    env = dict(os.environ, MARKETPLACE_URL=server.url, MARKETPLACE_EXAMPLES=os.path.join(ROOT, "examples"),
+               NODE_PATH=os.path.join(ROOT, "node_modules"))
     p = subprocess.run(["node", "--test", compiled], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout[-5000:] + p.stderr[-3000:]
     assert "# pass 1" in p.stdout and "# fail 0" in p.stdout
