@@ -27,8 +27,7 @@ typedef struct account {
 static account customers[] = {
     {"olivia@demo.example", "Olivia Premium", "10001", "pm_card_visa", .note = "premium, visa 4242, two addresses"},
     {"ben@demo.example", "Ben Basic", "10002", "pm_card_mastercard", .note = "mastercard 4444"},
-    {"dana@demo.example", "Dana Declined", "10003", "pm_card_chargeDeclined",
-     .note = "a card that is always declined"},
+    {"dana@demo.example", "Dana Declined", "10003", "pm_card_chargeDeclined", .note = "a card that is always declined"},
 };
 static account providers[] = {
     {"greenacres@demo.example", "Pat Green", .company = "Green Acres Lawn Co",
@@ -55,8 +54,10 @@ static json_t *call(demo *d, const char *method, const char *path, const char *t
   json_decref(body);
   if (ok && status == expect) return answer ? answer : json_null();
   char *text = answer ? json_dumps(answer, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-  if (ok) fprintf(stderr, "demo: %s %s answered %ld, expected %ld: %s\n", method, path, status, expect, text ? text : "");
-  else fprintf(stderr, "demo: %s\n", err);
+  if (ok)
+    fprintf(stderr, "demo: %s %s answered %ld, expected %ld: %s\n", method, path, status, expect, text ? text : "");
+  else
+    fprintf(stderr, "demo: %s\n", err);
   free(text);
   json_decref(answer);
   d->failed = true;
@@ -95,9 +96,9 @@ static void make_customer(demo *d, account *c) {
 }
 
 static void make_provider(demo *d, account *p) {
-  json_t *body = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o}", "email", p->email, "password", PASSWORD, "name", p->name,
-                           "phone", "555-0100", "serviceZips", json_loads(p->zips, 0, NULL), "services",
-                           json_loads(p->services, 0, NULL));
+  json_t *body =
+      json_pack("{s:s,s:s,s:s,s:s,s:o,s:o}", "email", p->email, "password", PASSWORD, "name", p->name, "phone",
+                "555-0100", "serviceZips", json_loads(p->zips, 0, NULL), "services", json_loads(p->services, 0, NULL));
   keep_login(d, call(d, "POST", "/auth/provider/register", NULL, body, 201, NULL, 0), "provider", p);
   step(d, "PATCH", "/providers/me", p->token, json_pack("{s:s}", "companyName", p->company), 200);
   upload(d, "/providers/me/logo", p->token, "logo", "logo.png");
@@ -110,11 +111,12 @@ static void make_provider(demo *d, account *p) {
 }
 
 /* Posts a job for customer c; its id into id (64 bytes). */
-static void post_job(demo *d, account *c, const char *service, const char *description, const char *when,
-                     char id[64]) {
+static void post_job(demo *d, account *c, const char *service, const char *description, const char *when, char id[64]) {
   json_t *body = json_pack("{s:s,s:s}", "service", service, "description", description);
-  if (when) json_object_set_new(body, "preferredAt", json_string(when));
-  else json_object_set_new(body, "isAsap", json_true());
+  if (when)
+    json_object_set_new(body, "preferredAt", json_string(when));
+  else
+    json_object_set_new(body, "isAsap", json_true());
   json_t *job = call(d, "POST", "/jobs", c->token, body, 201, NULL, 0);
   snprintf(id, 64, "%s", job ? json_string_value(json_object_get(job, "id")) : "");
   json_decref(job);

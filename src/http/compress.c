@@ -29,8 +29,10 @@ bool hs_accepts_gzip(const char *v) {
     size_t name = strcspn(v, ";, \t");
     if (name > (size_t)(end - v)) name = (size_t)(end - v);
     double q = qvalue(v + name, end);
-    if ((name == 4 && !strncasecmp(v, "gzip", 4)) || (name == 6 && !strncasecmp(v, "x-gzip", 6))) gzip = q;
-    else if (name == 1 && *v == '*') any = q;
+    if ((name == 4 && !strncasecmp(v, "gzip", 4)) || (name == 6 && !strncasecmp(v, "x-gzip", 6)))
+      gzip = q;
+    else if (name == 1 && *v == '*')
+      any = q;
     v = end;
   }
   return gzip >= 0 ? gzip > 0 : any > 0;

@@ -17,8 +17,7 @@
 static _Atomic int64_t next_sweep;
 
 bool hs_idem_applies(const hs_route *r) {
-  return (r->method == HS_POST || r->method == HS_PATCH) && !r->upload &&
-         !(r->flags & (ROUTE_RAW_BODY | ROUTE_INLINE));
+  return (r->method == HS_POST || r->method == HS_PATCH) && !r->upload && !(r->flags & (ROUTE_RAW_BODY | ROUTE_INLINE));
 }
 
 static bool key_valid(const char *k) {

@@ -157,7 +157,8 @@ static sum *collect(size_t *count, uint64_t *dropped) {
       }
       all[j].count += atomic_load_explicit(&e->count, memory_order_relaxed);
       all[j].sum_us += atomic_load_explicit(&e->sum_us, memory_order_relaxed);
-      for (size_t b = 0; b < NBUCKETS; b++) all[j].bucket[b] += atomic_load_explicit(&e->bucket[b], memory_order_relaxed);
+      for (size_t b = 0; b < NBUCKETS; b++)
+        all[j].bucket[b] += atomic_load_explicit(&e->bucket[b], memory_order_relaxed);
     }
   }
   qsort(all, n, sizeof *all, by_key);
@@ -199,7 +200,8 @@ static void render_http(out *o) {
     emit(o, "http_request_duration_seconds_bucket{method=\"%s\",route=\"%s\",le=\"+Inf\"} %llu\n", m, r,
          (unsigned long long)h.count);
     emit(o, "http_request_duration_seconds_sum{method=\"%s\",route=\"%s\"} %.6f\n", m, r, (double)h.sum_us / 1e6);
-    emit(o, "http_request_duration_seconds_count{method=\"%s\",route=\"%s\"} %llu\n", m, r, (unsigned long long)h.count);
+    emit(o, "http_request_duration_seconds_count{method=\"%s\",route=\"%s\"} %llu\n", m, r,
+         (unsigned long long)h.count);
     i = j;
   }
   family(o, "http_metrics_dropped_total", "counter", "Requests not counted because a thread's metrics table was full.");
@@ -209,17 +211,23 @@ static void render_http(out *o) {
 
 static void render_db(out *o) {
   static const char *const lanes[DB_POOL_COUNT] = {"requests", "slow"};
+  static const struct {
+    const char *name, *type, *help;
+  } series[] = {
+      {"marketplace_db_pool_connections", "gauge", "Database connections of each lane's pool."},
+      {"marketplace_db_pool_in_use", "gauge", "Connections borrowed now."},
+      {"marketplace_db_pool_waiting", "gauge", "Threads waiting for a connection now."},
+      {"marketplace_db_pool_waits_total", "counter", "Borrowings that had to wait for a connection."},
+  };
   db_pool_stats s[DB_POOL_COUNT];
   for (int k = 0; k < DB_POOL_COUNT; k++) db_pool_stats_get((db_pool_kind)k, &s[k]);
-  family(o, "marketplace_db_pool_connections", "gauge", "Database connections of each lane's pool.");
-  for (int k = 0; k < DB_POOL_COUNT; k++) emit(o, "marketplace_db_pool_connections{lane=\"%s\"} %d\n", lanes[k], s[k].size);
-  family(o, "marketplace_db_pool_in_use", "gauge", "Connections borrowed now.");
-  for (int k = 0; k < DB_POOL_COUNT; k++) emit(o, "marketplace_db_pool_in_use{lane=\"%s\"} %d\n", lanes[k], s[k].in_use);
-  family(o, "marketplace_db_pool_waiting", "gauge", "Threads waiting for a connection now.");
-  for (int k = 0; k < DB_POOL_COUNT; k++) emit(o, "marketplace_db_pool_waiting{lane=\"%s\"} %d\n", lanes[k], s[k].waiting);
-  family(o, "marketplace_db_pool_waits_total", "counter", "Borrowings that had to wait for a connection.");
-  for (int k = 0; k < DB_POOL_COUNT; k++)
-    emit(o, "marketplace_db_pool_waits_total{lane=\"%s\"} %ld\n", lanes[k], s[k].waits);
+  for (size_t i = 0; i < ARRAY_LEN(series); i++) {
+    family(o, series[i].name, series[i].type, series[i].help);
+    for (int k = 0; k < DB_POOL_COUNT; k++) {
+      long v = i == 0 ? s[k].size : i == 1 ? s[k].in_use : i == 2 ? s[k].waiting : s[k].waits;
+      emit(o, "%s{lane=\"%s\"} %ld\n", series[i].name, lanes[k], v);
+    }
+  }
 }
 
 static void backlog_line(void *ctx, const char *kind, const char *state, long n) {
@@ -272,8 +280,8 @@ static void render_process(out *o) {
   buf[n] = 0;
   const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
   if (p)
-    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %llu %llu %lld", &utime,
-           &stime, &start, &vsize, &rss);
+    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %llu %llu %lld",
+           &utime, &stime, &start, &vsize, &rss);
   long long btime = 0;
   if ((f = fopen("/proc/stat", "r"))) {
     while (fgets(buf, sizeof buf, f))

@@ -82,8 +82,7 @@ static json_t *field_schema(const hs_field *f, bool nullable_optionals) {
     json_object_set_new(s, "type", json_string("string"));
     bound(s, "minLength", f->min_len);
     bound(s, "maxLength", f->max_len);
-    if (f->max_bytes)
-      json_object_set_new(s, "description", json_sprintf("at most %zu bytes of UTF-8", f->max_bytes));
+    if (f->max_bytes) json_object_set_new(s, "description", json_sprintf("at most %zu bytes of UTF-8", f->max_bytes));
     break;
   case F_EMAIL:
     json_object_set_new(s, "type", json_string("string"));
@@ -149,8 +148,10 @@ static json_t *object_schema(const hs_schema *s, bool nullable_optionals) {
     if (f->flags & F_REQUIRED) json_array_append_new(required, json_string(f->name));
   }
   json_t *o = json_pack("{s:s,s:o}", "type", "object", "properties", props);
-  if (json_array_size(required)) json_object_set_new(o, "required", required);
-  else json_decref(required);
+  if (json_array_size(required))
+    json_object_set_new(o, "required", required);
+  else
+    json_decref(required);
   return o;
 }
 
@@ -163,7 +164,8 @@ static json_t *mime_list(unsigned types) {
   } kinds[] = {{FT_PNG, "image/png"}, {FT_JPEG, "image/jpeg"}, {FT_WEBP, "image/webp"}, {FT_PDF, "application/pdf"}};
   char buf[128] = "";
   for (size_t i = 0; i < ARRAY_LEN(kinds); i++)
-    if (types & kinds[i].bit) snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", *buf ? ", " : "", kinds[i].mime);
+    if (types & kinds[i].bit)
+      snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", *buf ? ", " : "", kinds[i].mime);
   return json_string(buf);
 }
 
@@ -172,10 +174,11 @@ static json_t *upload_body(const hs_upload_spec *u) {
   int rules = 0;
   for (const hs_file_rule *r = u->files; r->field; r++, rules++) {
     json_t *file = json_pack("{s:s,s:s}", "type", "string", "format", "binary");
-    json_t *p = r->max_files == 1 ? file : json_pack("{s:s,s:o,s:i}", "type", "array", "items", file, "maxItems", r->max_files);
-    json_object_set_new(p, "description", json_sprintf("%s; at most %d file%s of %zu MB each", filetype_describe(r->types),
-                                                       r->max_files, r->max_files == 1 ? "" : "s",
-                                                       r->max_bytes / (1024 * 1024)));
+    json_t *p =
+        r->max_files == 1 ? file : json_pack("{s:s,s:o,s:i}", "type", "array", "items", file, "maxItems", r->max_files);
+    json_object_set_new(p, "description",
+                        json_sprintf("%s; at most %d file%s of %zu MB each", filetype_describe(r->types), r->max_files,
+                                     r->max_files == 1 ? "" : "s", r->max_bytes / (1024 * 1024)));
     json_object_set_new(p, "x-max-bytes", json_integer((json_int_t)r->max_bytes));
     json_object_set_new(props, r->field, p);
     json_object_set_new(encoding, r->field, json_pack("{s:o}", "contentType", mime_list(r->types)));
@@ -189,11 +192,14 @@ static json_t *upload_body(const hs_upload_spec *u) {
   }
   if (u->min_files > 0 && rules == 1) json_array_append_new(required, json_string(u->files[0].field));
   json_t *schema = json_pack("{s:s,s:o}", "type", "object", "properties", props);
-  if (json_array_size(required)) json_object_set_new(schema, "required", required);
-  else json_decref(required);
+  if (json_array_size(required))
+    json_object_set_new(schema, "required", required);
+  else
+    json_decref(required);
   char desc[300];
   snprintf(desc, sizeof desc, "multipart/form-data; the type of each file is read from its bytes.%s%s",
-           u->min_files > 0 ? " Without a file: 400 " : "", u->min_files > 0 ? (u->none_message ? u->none_message : "No file uploaded") : "");
+           u->min_files > 0 ? " Without a file: 400 " : "",
+           u->min_files > 0 ? (u->none_message ? u->none_message : "No file uploaded") : "");
   return json_pack("{s:b,s:s,s:{s:{s:o,s:o}}}", "required", 1, "description", desc, "content", "multipart/form-data",
                    "schema", schema, "encoding", encoding);
 }
@@ -203,8 +209,7 @@ static bool component_exists(json_t *schemas, const char *name) { return json_ob
 /* The success answer's content for a row's `response`. */
 static json_t *success_content(const hs_route *r, json_t *schemas) {
   if (!r->response) return NULL;
-  if (strchr(r->response, '/'))
-    return json_pack("{s:{s:{s:s}}}", r->response, "schema", "type", "string");
+  if (strchr(r->response, '/')) return json_pack("{s:{s:{s:s}}}", r->response, "schema", "type", "string");
   char name[128];
   snprintf(name, sizeof name, "%s", r->response);
   size_t len = strlen(name);
@@ -212,7 +217,8 @@ static json_t *success_content(const hs_route *r, json_t *schemas) {
   if (nullable) name[--len] = 0;
   bool array = len > 2 && !strcmp(name + len - 2, "[]");
   if (array) name[len -= 2] = 0;
-  if (!component_exists(schemas, name)) die("route %s %s: no schema component named %s", hs_method_name(r->method), r->path, name);
+  if (!component_exists(schemas, name))
+    die("route %s %s: no schema component named %s", hs_method_name(r->method), r->path, name);
   json_t *s = json_pack("{s:s+}", "$ref", "#/components/schemas/", name);
   if (array) s = json_pack("{s:s,s:o}", "type", "array", "items", s);
   if (nullable) s = json_pack("{s:[o,{s:s}]}", "oneOf", s, "type", "null");
@@ -243,8 +249,9 @@ static json_t *responses_for(const hs_route *r, json_t *schemas) {
   json_t *content = success_content(r, schemas);
   if (content) json_object_set_new(success, "content", content);
   if (idempotent(r))
-    json_object_set_new(success, "headers",
-                        json_pack("{s:{s:s+}}", "Idempotent-Replayed", "$ref", "#/components/headers/", "IdempotentReplayed"));
+    json_object_set_new(
+        success, "headers",
+        json_pack("{s:{s:s+}}", "Idempotent-Replayed", "$ref", "#/components/headers/", "IdempotentReplayed"));
   json_object_set_new(res, code, success);
   if (r->body || r->query || r->upload || takes_body(r)) add_error(res, 400);
   if (r->roles) add_error(res, 401);
@@ -338,25 +345,31 @@ static json_t *operation(const hs_route *r, json_t *schemas) {
     for (const hs_field *f = r->query->fields; f->name; f++)
       json_array_append_new(params, json_pack("{s:s,s:s,s:b,s:o}", "name", f->name, "in", "query", "required",
                                               (f->flags & F_REQUIRED) != 0, "schema", field_schema(f, false)));
-  if (idempotent(r)) json_array_append_new(params, json_pack("{s:s}", "$ref", "#/components/parameters/IdempotencyKey"));
-  if (json_array_size(params)) json_object_set_new(op, "parameters", params);
-  else json_decref(params);
+  if (idempotent(r))
+    json_array_append_new(params, json_pack("{s:s}", "$ref", "#/components/parameters/IdempotencyKey"));
+  if (json_array_size(params))
+    json_object_set_new(op, "parameters", params);
+  else
+    json_decref(params);
   if (r->upload) {
     json_object_set_new(op, "requestBody", upload_body(r->upload));
   } else if (r->flags & ROUTE_RAW_BODY) {
-    json_object_set_new(op, "requestBody", json_pack("{s:b,s:s,s:{s:{s:{s:s}}}}", "required", 1, "description",
-                                                     "the raw body, verified against its signature before it is parsed",
-                                                     "content", "application/json", "schema", "type", "object"));
+    json_object_set_new(op, "requestBody",
+                        json_pack("{s:b,s:s,s:{s:{s:{s:s}}}}", "required", 1, "description",
+                                  "the raw body, verified against its signature before it is parsed", "content",
+                                  "application/json", "schema", "type", "object"));
   } else if (r->body) {
-    json_object_set_new(op, "requestBody", json_pack("{s:b,s:{s:{s:o}}}", "required", 0, "content", "application/json",
-                                                     "schema", object_schema(r->body, true)));
+    json_object_set_new(op, "requestBody",
+                        json_pack("{s:b,s:{s:{s:o}}}", "required", 0, "content", "application/json", "schema",
+                                  object_schema(r->body, true)));
   }
   json_object_set_new(op, "responses", responses_for(r, schemas));
   size_t max = r->max_body ? r->max_body : 0;
   if (max) json_object_set_new(op, "x-max-body-bytes", json_integer((json_int_t)max));
   if (r->limit)
-    json_object_set_new(op, "x-rate-limit", json_pack("{s:s,s:i,s:I}", "name", r->limit->name, "max", r->limit->max,
-                                                      "windowSeconds", (json_int_t)(r->limit->window_ms / 1000)));
+    json_object_set_new(op, "x-rate-limit",
+                        json_pack("{s:s,s:i,s:I}", "name", r->limit->name, "max", r->limit->max, "windowSeconds",
+                                  (json_int_t)(r->limit->window_ms / 1000)));
   if (r->flags & ROUTE_DEV_ONLY) json_object_set_new(op, "x-dev-only", json_true());
   if (r->flags & ROUTE_CORS_ANY) json_object_set_new(op, "x-cors-any-origin", json_true());
   return op;
@@ -384,19 +397,20 @@ static json_t *shared_components(json_t *schemas) {
   for (size_t i = 0; i < ARRAY_LEN(ERRORS); i++) {
     char code[8];
     snprintf(code, sizeof code, "%d", ERRORS[i].status);
-    json_t *resp = json_pack("{s:s,s:{s:{s:{s:s}}}}", "description", ERRORS[i].description, "content", "application/json",
-                             "schema", "$ref", "#/components/schemas/Error");
+    json_t *resp = json_pack("{s:s,s:{s:{s:{s:s}}}}", "description", ERRORS[i].description, "content",
+                             "application/json", "schema", "$ref", "#/components/schemas/Error");
     if (ERRORS[i].status == 429 || ERRORS[i].status == 503)
-      json_object_set_new(resp, "headers", json_pack("{s:{s:s,s:{s:s}}}", "Retry-After", "description",
-                                                     "seconds to wait before trying again", "schema", "type", "integer"));
+      json_object_set_new(resp, "headers",
+                          json_pack("{s:{s:s,s:{s:s}}}", "Retry-After", "description",
+                                    "seconds to wait before trying again", "schema", "type", "integer"));
     json_object_set_new(responses, code, resp);
   }
-  json_t *key = json_pack("{s:s,s:s,s:b,s:s,s:{s:s,s:i,s:i,s:s}}", "name", "Idempotency-Key", "in", "header", "required", 0,
-                          "description",
-                          "Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the "
-                          "first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account "
-                          "(per client address on open routes).",
-                          "schema", "type", "string", "minLength", 1, "maxLength", 255, "pattern", "^[\\x20-\\x7E]+$");
+  json_t *key = json_pack(
+      "{s:s,s:s,s:b,s:s,s:{s:s,s:i,s:i,s:s}}", "name", "Idempotency-Key", "in", "header", "required", 0, "description",
+      "Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the "
+      "first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account "
+      "(per client address on open routes).",
+      "schema", "type", "string", "minLength", 1, "maxLength", 255, "pattern", "^[\\x20-\\x7E]+$");
   json_t *replayed = json_pack("{s:s,s:{s:s,s:[s]}}", "description", "present on the replay of a kept answer", "schema",
                                "type", "string", "enum", "true");
   return json_pack("{s:o,s:o,s:{s:o},s:{s:o},s:{s:{s:s,s:s,s:s}}}", "schemas", schemas, "responses", responses,
@@ -408,8 +422,8 @@ static json_t *shared_components(json_t *schemas) {
 static bool status_used(json_t *paths, const char *code) {
   const char *path, *method;
   json_t *item, *op;
-  json_object_foreach(paths, path, item) json_object_foreach(item, method, op) if (json_object_get(
-      json_object_get(op, "responses"), code)) return true;
+  json_object_foreach(paths, path, item)
+      json_object_foreach(item, method, op) if (json_object_get(json_object_get(op, "responses"), code)) return true;
   return false;
 }
 
@@ -438,8 +452,7 @@ json_t *hs_openapi_document(const hs_route *rows, size_t n) {
   }
   return json_pack(
       "{s:s,s:{s:s,s:s,s:s,s:{s:s,s:s}},s:[{s:s,s:s}],s:o,s:o}", "openapi", "3.1.0", "info", "title",
-      "Home-services marketplace API",
-      "version", MARKETPLACE_VERSION, "description",
+      "Home-services marketplace API", "version", MARKETPLACE_VERSION, "description",
       "Customers post jobs, verified providers quote, the customer accepts one quote; the card is authorized on "
       "acceptance and captured on completion. Generated from the service's route table: every route, its roles "
       "(`x-roles`), input bounds, and every status it answers. Errors are `{ \"error\": \"...\" }`, with `code` "

@@ -17,8 +17,12 @@ const api = createClient<paths>({ baseUrl });
 const unique = `${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 
-async function file(name: string, type: string): Promise<Blob> {
-  return new Blob([await readFile(join(examples, name))], { type });
+/* A multipart body of sample PNGs by field, and the serializer that sends it as it is. */
+async function multipart(files: Record<string, string>) {
+  const form = new FormData();
+  for (const [field, name] of Object.entries(files))
+    form.append(field, new Blob([await readFile(join(examples, name))], { type: "image/png" }), name);
+  return { body: form as never, bodySerializer: (body: unknown) => body as FormData };
 }
 
 test("a customer posts a job, a verified provider quotes it, the customer accepts", async () => {
@@ -39,22 +43,13 @@ test("a customer posts a job, a verified provider quotes it, the customer accept
   const pro = registered.data;
 
   // verification: a headshot and both sides of the licence (multipart)
-  const headshot = new FormData();
-  headshot.append("headshot", await file("headshot.png", "image/png"), "headshot.png");
   const withHeadshot = await api.POST("/providers/me/headshots", {
-    headers: bearer(pro.token),
-    body: headshot as never,
-    bodySerializer: (body) => body as unknown as FormData,
+    headers: bearer(pro.token), ...await multipart({ headshot: "headshot.png" }),
   });
   assert.equal(withHeadshot.response.status, 200);
   assert.equal(withHeadshot.data?.headshots.length, 1);
-  const licence = new FormData();
-  licence.append("front", await file("licence-front.png", "image/png"), "front.png");
-  licence.append("back", await file("licence-back.png", "image/png"), "back.png");
   const verified = await api.POST("/providers/me/id-documents", {
-    headers: bearer(pro.token),
-    body: licence as never,
-    bodySerializer: (body) => body as unknown as FormData,
+    headers: bearer(pro.token), ...await multipart({ front: "licence-front.png", back: "licence-back.png" }),
   });
   assert.equal(verified.response.status, 200);
   assert.equal(verified.data?.idCheckStatus, "pending");
