@@ -19,7 +19,7 @@ import urllib.parse
 import pytest
 
 import raw_http
-from conftest import Api
+from conftest import Api, contract_observe
 from fake_s3 import FakeS3
 from test_providers import (GPS_SECRET, CERT_SIZE, assert_gone, assert_served, certificate_lines, exif_gps_app1, exif_of,
                             expected_ins, fetch, file_key, id_fields, identify_ok, jpeg_bytes, jpeg_segment_markers,
@@ -81,7 +81,9 @@ def raw_get(server, target):
         c.putrequest("GET", target, skip_accept_encoding=True)
         c.endheaders()
         r = c.getresponse()
-        return r.status, dict(r.getheaders()), r.read()
+        body = r.read()
+        contract_observe(f"127.0.0.1:{server.port}", "GET", target, r.status, r.getheader("Content-Type"), body)
+        return r.status, dict(r.getheaders()), body
     finally:
         c.close()
 

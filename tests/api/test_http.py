@@ -10,7 +10,7 @@ import uuid
 import pytest
 import requests
 
-from conftest import unique_email, unique_ip
+from conftest import contract_observe, unique_email, unique_ip
 
 ISO_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 WELL_FORMED_ID = re.compile(r"^[A-Za-z0-9._-]{1,36}$")
@@ -374,7 +374,9 @@ def _forgot(url, xff_lines=(), timeout=10):
             c.putheader("X-Forwarded-For", line)
         c.endheaders(body.encode())
         r = c.getresponse()
-        r.read()
+        answer = r.read()
+        contract_observe(f"127.0.0.1:{u.port}", "POST", "/auth/forgot-password", r.status,
+                         r.getheader("Content-Type"), answer)
         return r.status
     finally:
         c.close()
