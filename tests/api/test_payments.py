@@ -13,6 +13,7 @@ import concurrent.futures
 import datetime
 import json
 import re
+import threading
 import time
 import uuid
 
@@ -1557,3 +1558,28 @@ def test_stripe_authorization_never_answered_then_declined_stays_failed(sapi, fa
     assert [i["id"] for i in intents_of(fake, u)] == [got["processorPaymentIntentId"]]
     calls = [c for c in fake.calls("POST", "/v1/payment_intents") if c["headers"].get("idempotency-key") == f"authorize-{job}"]
     assert [c["status"] for c in calls] == [500, 500, 500, 402]
+
+
+def test_webhook_waiting_on_the_processor_does_not_hold_the_database_lane(server_factory, fake):
+    """An update of a subscription no user holds is checked with the processor: the webhook
+    runs on the slow lane, so with one database-lane worker other requests still answer."""
+    srv = server_factory(STRIPE_SECRET_KEY="sk_test_fake", STRIPE_API_BASE=fake.url, STRIPE_PREMIUM_PRICE_ID=PRICE,
+                         HTTP_WORKERS="1")
+    api = Api(srv)
+    u = api.register_user()
+    sub = "sub_" + uuid.uuid4().hex[:14]
+    fake.delay("GET", f"/v1/subscriptions/{sub}", 2.0)
+    seen = len(fake.calls("GET"))
+    done = []
+    t = threading.Thread(target=lambda: done.append(
+        post_webhook(api, event("customer.subscription.updated", {"id": sub, "customer": "cus_x", "status": "active"}))))
+    t.start()
+    deadline = time.time() + 10
+    while len(fake.calls("GET")) == seen and time.time() < deadline:
+        time.sleep(0.01)
+    t0 = time.perf_counter()
+    assert api.get("/users/me", token=u["token"]).status_code == 200
+    elapsed = time.perf_counter() - t0
+    t.join(30)
+    assert done and done[0].status_code == 200, done
+    assert elapsed < 1.0, elapsed
