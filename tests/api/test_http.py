@@ -258,6 +258,26 @@ def test_cors_preflight_on_unknown_path_is_404(api, path):
     assert r.headers["X-Request-Id"]
 
 
+@pytest.mark.parametrize("env", ["development", "production"])
+def test_preflight_for_a_test_only_route_is_404_outside_test(server_factory, env):
+    """A preflight must not reveal a route that does not exist in this environment."""
+    extra = {"JWT_SECRET": "p" * 40, "BCRYPT_COST": "12", "CORS_ORIGINS": ORIGIN} if env == "production" else {}
+    srv = server_factory(APP_ENV=env, **extra)
+    for path, method in (("/__test/clock", "POST"), ("/__test/routes", "GET"), ("/__test/payments/x", "GET")):
+        r = requests.options(srv.url + path, headers={"Origin": ORIGIN, "Access-Control-Request-Method": method},
+                             timeout=10)
+        assert _json_error(r, 404) == {"error": "Not found"}, path
+        assert "Access-Control-Allow-Methods" not in r.headers and "Allow" not in r.headers
+    r = requests.options(srv.url + "/auth/login", headers={"Origin": ORIGIN, "Access-Control-Request-Method": "POST"},
+                         timeout=10)
+    assert r.status_code == 204
+
+
+def test_preflight_for_a_test_only_route_in_test(api):
+    r = api.request("OPTIONS", "/__test/clock", headers={"Origin": ORIGIN, "Access-Control-Request-Method": "POST"})
+    assert r.status_code == 204
+
+
 @pytest.fixture(scope="module")
 def cors_server(make_server):
     return make_server(CORS_ORIGINS="https://app.example")
