@@ -52,7 +52,7 @@ static bool load_generated_secret(char err[256]) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd < 0 || write(fd, hex, 64) != 64) {
     if (fd >= 0) close(fd);
-    snprintf(err, 256, "cannot write %s: %s", path, strerror(errno));
+    snprintf(err, 256, "cannot write %s: %s", path, ERRNO_TEXT());
     return false;
   }
   close(fd);
@@ -75,7 +75,7 @@ bool config_load(char err[256]) {
   CFG.bind = env_or("BIND", "127.0.0.1");
   CFG.data_dir = env_or("DATA_DIR", "./data");
   if (!mkdir_p(CFG.data_dir)) {
-    snprintf(err, 256, "cannot create DATA_DIR %s: %s", CFG.data_dir, strerror(errno));
+    snprintf(err, 256, "cannot create DATA_DIR %s: %s", CFG.data_dir, ERRNO_TEXT());
     return false;
   }
   char buf[4200];
