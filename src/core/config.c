@@ -125,6 +125,9 @@ bool config_load(char err[256]) {
   if (!env_int("HTTP_SLOW_WORKERS", 32, 1, 4096, &CFG.http_slow_workers, err)) return false;
   if (!env_int("QUEUE_WORKERS", 2, 1, 64, &CFG.queue_workers, err)) return false;
   if (!env_int("TRUST_PROXY", 0, 0, 16, &CFG.trust_proxy, err)) return false;
+  int grace;
+  if (!env_int("SHUTDOWN_GRACE", 10, 0, 600, &grace, err)) return false;
+  CFG.shutdown_grace_ms = grace * 1000;
   CFG.cors_origins = env_or("CORS_ORIGINS", CFG.env == ENV_PRODUCTION ? "" : "*");
 
   const char *secret = getenv("JWT_SECRET");

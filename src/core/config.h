@@ -31,6 +31,7 @@ typedef struct config {
   int http_workers;  /* handler threads of the database lane */
   int http_slow_workers; /* handler threads of the slow lane (ROUTE_SLOW) */
   int queue_workers;
+  int shutdown_grace_ms; /* SIGTERM: how long requests in flight may take to finish */
   int trust_proxy;      /* proxies in front: the client is the Nth X-Forwarded-For address from the right */
   char *cors_origins;   /* comma-separated; "*" allows any */
 } config;

@@ -63,6 +63,7 @@ _Static_assert(sizeof(conn_ctx) <= 1024, "conn_ctx should stay within glibc's tc
 
 static struct MHD_Daemon *daemon_handle;
 static _Atomic int inflight;
+static _Atomic int busy_workers; /* lane workers inside a handler */
 static char **cors_list; /* NULL-terminated; NULL when "*" */
 static bool cors_any;
 /* The body and query of routes that declare none: one shared object that nothing modifies,
@@ -348,6 +349,12 @@ static err_t parse_query(hs_req *req) {
   return req->query ? ERR_OK : hs_fail(req, ERR_BAD_REQUEST, err);
 }
 
+/* The answer to a request that arrives or still waits for a worker after the grace period. */
+static void refuse_unavailable(hs_req *req) {
+  req->retry_after = 1;
+  hs_fail(req, ERR_UNAVAILABLE, "Service unavailable");
+}
+
 static void dispatch(conn_ctx *ctx) {
   hs_req *req = &ctx->req;
   const hs_route *r = req->route;
@@ -582,9 +589,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     dispatch(ctx);
     return send_answer(conn, ctx);
   }
-  MHD_suspend_connection(conn);
   lane *l = &lanes[(r->flags & ROUTE_SLOW) || r->upload ? LANE_SLOW : LANE_DB];
   pthread_mutex_lock(&l->mu);
+  if (l->stopping) { /* past the grace period of a shutdown, on a connection still open */
+    pthread_mutex_unlock(&l->mu);
+    refuse_unavailable(&ctx->req);
+    return send_answer(conn, ctx);
+  }
+  MHD_suspend_connection(conn);
   if (l->tail) l->tail->next_work = ctx;
   else l->head = ctx;
   l->tail = ctx;
@@ -651,11 +663,13 @@ static void *worker_main(void *arg) {
     }
     l->head = ctx->next_work;
     if (!l->head) l->tail = NULL;
+    atomic_fetch_add(&busy_workers, 1);
     pthread_mutex_unlock(&l->mu);
     dispatch(ctx);
     ctx->done = true;
     if (ctx->req.delay_ms > 0) hold_answer(ctx);
     else MHD_resume_connection(ctx->req.conn);
+    atomic_fetch_sub(&busy_workers, 1);
   }
 }
 
@@ -740,11 +754,25 @@ static void lane_start(lane *l, int n) {
   for (int i = 0; i < n; i++) pthread_create(&l->threads[i], NULL, worker_main, l);
 }
 
-static void lane_stop(lane *l) {
+/* Ends the lane's workers once idle: no new work is taken, what waits is answered 503 and
+ * resumed at once. Returns before the workers have ended (lane_join). */
+static void lane_cancel(lane *l) {
   pthread_mutex_lock(&l->mu);
   l->stopping = true;
+  conn_ctx *waiting = l->head;
+  l->head = l->tail = NULL;
   pthread_cond_broadcast(&l->cv);
   pthread_mutex_unlock(&l->mu);
+  while (waiting) {
+    conn_ctx *next = waiting->next_work;
+    refuse_unavailable(&waiting->req);
+    waiting->done = true;
+    MHD_resume_connection(waiting->req.conn);
+    waiting = next;
+  }
+}
+
+static void lane_join(lane *l) {
   for (int i = 0; i < l->n; i++) pthread_join(l->threads[i], NULL);
   free(l->threads);
   l->threads = NULL, l->n = 0;
@@ -784,17 +812,39 @@ int hs_server_port(void) {
   return info ? info->port : 0;
 }
 
-void hs_server_stop(int grace_ms) {
-  if (!daemon_handle) return;
+/* Waits until cond() holds or the deadline (clock_mono_ms) passes; true when it holds. */
+static bool wait_until(bool (*cond)(void), int64_t deadline) {
+  while (!cond()) {
+    if (clock_mono_ms() >= deadline) return false;
+    usleep(10000);
+  }
+  return true;
+}
+
+static bool nothing_in_flight(void) { return atomic_load(&inflight) == 0; }
+static bool only_handlers_left(void) { return atomic_load(&inflight) <= atomic_load(&busy_workers); }
+static bool no_handler_running(void) { return atomic_load(&busy_workers) == 0; }
+
+/* The order matters: stop accepting, let what is in flight finish within the grace period,
+ * then answer 503 to whatever still waits for a worker (and to new requests on open
+ * connections), give those answers and the running handlers one more second, and only then
+ * end the lanes and the daemon. A handler that is still running (an outbound call can take a
+ * minute) holds a suspended connection: MHD must not stop under it, so the daemon is left
+ * running and the caller exits without tearing anything down. */
+bool hs_server_stop(int grace_ms) {
+  if (!daemon_handle) return true;
   MHD_socket listen_fd = MHD_quiesce_daemon(daemon_handle);
   /* refuse new connections at once: shutting the listening socket down (it is closed only
    * after MHD_stop_daemon, as MHD requires) resets whatever would queue on it */
   if (listen_fd != MHD_INVALID_SOCKET) shutdown(listen_fd, SHUT_RDWR);
-  int64_t deadline = clock_mono_ms() + grace_ms;
-  while (atomic_load(&inflight) > 0 && clock_mono_ms() < deadline) usleep(10000);
+  bool drained = wait_until(nothing_in_flight, clock_mono_ms() + grace_ms);
+  for (int i = 0; i < LANE_COUNT; i++) lane_cancel(&lanes[i]);
   held_stop(); /* MHD must not stop with a connection suspended */
+  if (!drained) wait_until(only_handlers_left, clock_mono_ms() + 1000);
+  if (!wait_until(no_handler_running, clock_mono_ms() + 1000)) return false;
+  for (int i = 0; i < LANE_COUNT; i++) lane_join(&lanes[i]);
   MHD_stop_daemon(daemon_handle);
   if (listen_fd != MHD_INVALID_SOCKET) close(listen_fd);
   daemon_handle = NULL;
-  for (int i = 0; i < LANE_COUNT; i++) lane_stop(&lanes[i]);
+  return true;
 }

@@ -9,7 +9,10 @@
 bool hs_server_start(const char *bind, int port, char err[256]);
 /* The port actually bound (useful with PORT=0). */
 int hs_server_port(void);
-/* Graceful stop: stop accepting, let requests in flight finish (grace_ms at most), close. */
-void hs_server_stop(int grace_ms);
+/* Graceful stop: stop accepting, let requests in flight finish (grace_ms at most), answer
+ * 503 to those still waiting for a worker, close. False when a handler was still running a
+ * second after that: the server was left running under it, and the caller should exit the
+ * process without releasing what handlers use (database, pools). */
+bool hs_server_stop(int grace_ms);
 
 #endif

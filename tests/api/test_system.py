@@ -17,7 +17,8 @@ import time
 import pytest
 import requests
 
-from conftest import free_port, unique_email, unique_ip
+from conftest import Api, free_port, unique_email, unique_ip
+from fake_stripe import FakeStripe
 
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 ISO_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
@@ -466,3 +467,48 @@ def test_sigterm_lets_a_slow_upload_finish(make_server):
     assert answer.startswith(b"HTTP/1.1 400"), answer
     assert b'{"error":"email: is required"}' in answer
     assert srv.proc.wait(timeout=15) == 0
+
+
+def test_sigterm_past_the_grace_period_answers_the_waiting_and_cuts_a_busy_handler(server_factory):
+    """SHUTDOWN_GRACE=1 and one slow-lane worker, held by a processor call that takes 8 s.
+    A second request waits for that worker. After the grace period the waiting request gets
+    503, and the process exits 0 at once without stopping the HTTP daemon under the running
+    handler (which would abort, or touch a freed connection when the handler ends)."""
+    fake = FakeStripe(api_key="sk_test_fake").start()
+    try:
+        srv = server_factory(STRIPE_SECRET_KEY="sk_test_fake", STRIPE_API_BASE=fake.url, SHUTDOWN_GRACE="1",
+                             HTTP_SLOW_WORKERS="1")
+        api = Api(srv)
+        busy_user, waiting_user = api.register_user(), api.register_user()
+        fake.delay("POST", "/v1/customers", 8)
+        busy = []
+        t = threading.Thread(target=lambda: busy.append(_post_or_error(srv, "/payments/setup-intent", busy_user)))
+        t.start()
+        deadline = time.time() + 10
+        while not fake.calls("POST", "/v1/customers"):
+            assert time.time() < deadline, "the processor call did not start"
+            time.sleep(0.01)
+        conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
+        conn.request("GET", "/health")  # an accepted connection, served before the signal
+        assert conn.getresponse().read()
+        conn.request("POST", "/payments/setup-intent", headers={"Authorization": f"Bearer {waiting_user['token']}"})
+        sent = time.time()
+        srv.proc.send_signal(signal.SIGTERM)
+        r = conn.getresponse()
+        assert (r.status, json.loads(r.read()), r.getheader("Retry-After")) == (
+            503, {"error": "Service unavailable"}, "1")
+        assert srv.proc.wait(timeout=10) == 0
+        assert time.time() - sent < 5, "exited long after the grace period"
+        assert "requests still running after the grace period were cut off" in srv.read_log()
+        t.join(15)
+        assert busy and busy[0] == "error", busy  # cut off: no answer
+        conn.close()
+    finally:
+        fake.stop()
+
+
+def _post_or_error(srv, path, user):
+    try:
+        return requests.post(srv.url + path, headers={"Authorization": f"Bearer {user['token']}"}, timeout=30).status_code
+    except requests.RequestException:
+        return "error"
