@@ -128,6 +128,14 @@ bool config_load(char err[256]) {
   int grace;
   if (!env_int("SHUTDOWN_GRACE", 10, 0, 600, &grace, err)) return false;
   CFG.shutdown_grace_ms = grace * 1000;
+  if (!env_int("HTTP_IDLE_TIMEOUT", 75, 1, 3600, &CFG.http_idle_timeout, err)) return false;
+  if (!env_int("HTTP_HEADER_TIMEOUT", 10, 1, 600, &CFG.http_header_timeout, err)) return false;
+  if (!env_int("HTTP_BODY_MIN_RATE", 1024, 0, 1 << 30, &CFG.http_body_min_rate, err)) return false;
+  if (!env_int("HTTP_MAX_HEADER_BYTES", 8192, 1024, 12 * 1024, &CFG.http_max_header_bytes, err)) return false;
+  /* behind proxies every connection comes from a proxy: no cap unless the operator sets one */
+  if (!env_int("HTTP_MAX_CONNECTIONS_PER_IP", CFG.trust_proxy > 0 ? 0 : 64, 0, 100000,
+               &CFG.http_max_connections_per_ip, err))
+    return false;
   CFG.cors_origins = env_or("CORS_ORIGINS", CFG.env == ENV_PRODUCTION ? "" : "*");
 
   const char *secret = getenv("JWT_SECRET");

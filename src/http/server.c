@@ -17,6 +17,7 @@
 #include "http/ratelimit.h"
 #include "http/router.h"
 #include "http/upload.h"
+#include "http/watch.h"
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -49,6 +50,7 @@ typedef struct conn_ctx {
   struct conn_ctx *next_work; /* in a lane's queue, then in the held list */
   int64_t release_at;         /* held: when to answer (clock_mono_ms) */
   struct timespec start;
+  hs_watch *watch; /* the connection's deadlines (http/watch.h) */
   /* multipart routes */
   struct MHD_PostProcessor *pp;
   hs_form *form;
@@ -530,12 +532,45 @@ static conn_ctx *ctx_new(struct MHD_Connection *conn, const char *url, const cha
   return ctx;
 }
 
+static enum MHD_Result add_header_bytes(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+  (void)kind;
+  *(size_t *)cls += strlen(key) + (value ? strlen(value) : 0) + 4; /* "key: value\r\n" */
+  return MHD_YES;
+}
+
+/* The size of the request's header fields, as sent. */
+static size_t header_bytes(struct MHD_Connection *conn) {
+  size_t n = 0;
+  MHD_get_connection_values(conn, MHD_HEADER_KIND, add_header_bytes, &n);
+  return n;
+}
+
+/* Every connection is watched from accept to close (http/watch.h). */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+  (void)cls;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    *socket_context = ci ? hs_watch_add(ci->connect_fd) : NULL;
+  } else if (*socket_context) {
+    hs_watch_remove(*socket_context);
+    *socket_context = NULL;
+  }
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls) {
   (void)cls, (void)version;
   conn_ctx *ctx = *con_cls;
   if (!ctx) {
     ctx = *con_cls = ctx_new(conn, url, method);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    ctx->watch = ci ? ci->socket_context : NULL;
+    if (ctx->watch) hs_watch_body(ctx->watch);
+    if (header_bytes(conn) > (size_t)CFG.http_max_header_bytes) {
+      hs_fail(&ctx->req, ERR_HEADERS_TOO_LARGE, NULL);
+      return send_answer(conn, ctx);
+    }
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
     if (cl && strtoull(cl, NULL, 10) > ctx->max_body) {
       /* refuse before reading the body; MHD closes the connection after this answer */
@@ -551,6 +586,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     return MHD_YES;
   }
+  if (*upload_size && ctx->watch) hs_watch_body_bytes(ctx->watch, *upload_size);
   if (*upload_size && ctx->req.route && ctx->req.route->upload) {
     ctx->body_len += *upload_size; /* counted, not kept: the parts go to disk */
     if (ctx->body_len > ctx->max_body) ctx->too_large = true;
@@ -579,6 +615,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   }
   if (ctx->answered) return MHD_YES;
   if (ctx->done) return send_answer(conn, ctx); /* resumed after a worker ran the pipeline */
+  if (ctx->watch) hs_watch_busy(ctx->watch);
   if (ctx->pp) { /* refuses a body that ended before its closing boundary */
     if (MHD_destroy_post_processor(ctx->pp) != MHD_YES) hs_form_malformed(ctx->form);
     ctx->pp = NULL;
@@ -618,6 +655,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   log_access(req->request_id, req->method, req->route ? req->route->path : req->path, req->status, ms, req->ip,
              toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
   if (ctx->pp) MHD_destroy_post_processor(ctx->pp);
+  if (ctx->watch) hs_watch_waiting(ctx->watch);
   if (req->res_fd >= 0) close(req->res_fd); /* a file answer that was never sent */
   free(req->res_data);
   arena_fini(&req->arena);
@@ -795,12 +833,15 @@ bool hs_server_start(const char *bind, int port, char err[256]) {
   }
   daemon_handle = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                                    MHD_OPTION_SOCK_ADDR, &ss,
-                                   MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-                                   (unsigned)60, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
+                                   MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION,
+                                   on_connection, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CFG.http_idle_timeout,
+                                   MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)CFG.http_max_connections_per_ip,
+                                   MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
                                    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)CFG.http_threads,
                                    MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024), MHD_OPTION_LISTEN_BACKLOG_SIZE,
                                    (unsigned)1024, MHD_OPTION_END);
   if (!daemon_handle) return snprintf(err, 256, "cannot listen on %s:%d", bind, port), false;
+  hs_watch_start(CFG.http_header_timeout * 1000, CFG.http_body_min_rate);
   held_start();
   lane_start(&lanes[LANE_DB], CFG.http_workers);
   lane_start(&lanes[LANE_SLOW], CFG.http_slow_workers);
@@ -843,6 +884,7 @@ bool hs_server_stop(int grace_ms) {
   if (!drained) wait_until(only_handlers_left, clock_mono_ms() + 1000);
   if (!wait_until(no_handler_running, clock_mono_ms() + 1000)) return false;
   for (int i = 0; i < LANE_COUNT; i++) lane_join(&lanes[i]);
+  hs_watch_stop();
   MHD_stop_daemon(daemon_handle);
   if (listen_fd != MHD_INVALID_SOCKET) close(listen_fd);
   daemon_handle = NULL;
