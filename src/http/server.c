@@ -848,6 +848,11 @@ bool hs_server_start(const char *bind, int port, char err[256]) {
   return true;
 }
 
+void hs_server_load(int *in_flight, int *handlers_running) {
+  *in_flight = atomic_load(&inflight);
+  *handlers_running = atomic_load(&busy_workers);
+}
+
 int hs_server_port(void) {
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon_handle, MHD_DAEMON_INFO_BIND_PORT);
   return info ? info->port : 0;

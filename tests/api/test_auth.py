@@ -134,13 +134,10 @@ def request_reset(api, email, role="user", count=1):
     return reset_token_from(mails[count - 1])
 
 
-def no_mail_for(server, to, settle=0.3):
-    """True when no mail to `to` exists, after letting the outbox settle briefly."""
-    deadline = time.time() + settle
-    while time.time() < deadline:
-        if read_mails(server, to):
-            return False
-        time.sleep(0.05)
+def no_mail_for(server, to):
+    """True when no mail to `to` exists once the background queue is idle (a mail queued by
+    the request would have been sent by then)."""
+    Api(server).wait_queue_idle()
     return not read_mails(server, to)
 
 
@@ -1145,7 +1142,7 @@ def test_refused_logins_are_held_without_a_worker(server_factory):
     first = []
     hashing = threading.Thread(target=lambda: first.append(requests.post(srv.url + "/auth/login", json=body, timeout=60)))
     hashing.start()
-    time.sleep(0.3)  # the first login is hashing now
+    Api(srv).wait_load(lambda load: load["hashingPoolFull"], "the first login hashing")
 
     n = 8
     barrier = threading.Barrier(n)

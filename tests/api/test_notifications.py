@@ -553,7 +553,7 @@ def test_push_is_posted_in_expo_format(server_factory, fake_push):
     got = push.wait(2)
     assert got[1] == {"to": "ExponentPushToken[user1]", "title": "New quote",
                       "body": f"{pro['name']} quoted $59.00 for your lawncare job", "data": {"jobId": job["id"]}}
-    time.sleep(1)
+    api.wait_queue_idle()
     assert len(push.requests) == 2  # one push per notification
 
 
@@ -568,7 +568,7 @@ def test_no_push_without_a_push_token(server_factory, fake_push):
     job = post_job(api, user, asap=True)
     got = push.wait(1)
     assert [b["to"] for b in got] == ["ExponentPushToken[loud]"]
-    time.sleep(1.5)
+    api.wait_queue_idle()
     assert len(push.requests) == 1
     # the notification without a push is still recorded
     assert strip(pro_list(api, silent)) == [note("Urgent job nearby", f"An ASAP lawncare job was posted in {z}",
@@ -588,7 +588,7 @@ def test_push_service_error_is_retried(server_factory, fake_push):
                 "body": f"An ASAP lawncare job was posted in {z}", "data": {"jobId": job["id"]}}
     assert got == [expected] * 3
     assert [r["status"] for r in push.requests] == [500, 503, 200]
-    time.sleep(1.5)
+    api.wait_queue_idle()
     assert len(push.requests) == 3  # delivered: not sent again
 
 

@@ -154,7 +154,7 @@ def test_test_routes_are_404_outside_test_env(request, which):
     r = requests.post(srv.url + "/__test/clock", json={"advanceMs": 1000}, timeout=10)
     assert r.status_code == 404
     assert r.json() == {"error": "Not found"}
-    for path in ("/__test/routes", "/__test/queue"):
+    for path in ("/__test/routes", "/__test/queue", "/__test/load"):
         r = requests.get(srv.url + path, timeout=10)
         assert r.status_code == 404
         assert r.json() == {"error": "Not found"}
@@ -181,6 +181,26 @@ def test_queue_depth_counts_due_work_until_it_has_run(server, api):
     api.wait_queue_idle()
     # idle means the email queued by that request has been written
     assert len(server.mails(u["email"])) == 1
+
+
+def test_load_shows_requests_in_flight_and_handlers_running(server, api):
+    """GET /__test/load: requests in flight (itself not counted), handlers running and whether
+    the hashing pool is full, so tests wait for a condition instead of sleeping."""
+    r = api.get("/__test/load")
+    assert r.status_code == 200
+    load = r.json()
+    assert set(load) == {"inFlight", "handlersRunning", "hashingPoolFull"}
+    assert load["inFlight"] >= 0 and load["handlersRunning"] >= 0 and load["hashingPoolFull"] in (True, False)
+    # a request whose body has not finished arriving is in flight
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    try:
+        s.sendall(b"POST /auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 2\r\n\r\n{")
+        api.wait_load(lambda load: load["inFlight"] >= 1, "the unfinished request in flight")
+        s.sendall(b"}")
+        assert _read_response(s).startswith(b"HTTP/1.1 400")
+    finally:
+        s.close()
 
 
 def _route_counts(url):
@@ -352,7 +372,7 @@ def test_sigterm_finishes_requests_in_flight_and_exits_0(make_server):
     t = threading.Thread(target=login)
     t.start()
     assert sent_login.wait(timeout=10)
-    time.sleep(0.1)
+    Api(srv).wait_load(lambda load: load["inFlight"] >= 1, "the login in flight")
     sent = time.time()
     srv.proc.send_signal(signal.SIGTERM)
     t.join(timeout=20)
@@ -386,10 +406,10 @@ def test_sigterm_answers_held_refusals_too(make_server):
 
     hashing = threading.Thread(target=login, args=(0,))
     hashing.start()
-    time.sleep(0.3)
+    Api(srv).wait_load(lambda load: load["hashingPoolFull"], "the first login hashing")
     refused = threading.Thread(target=login, args=(1,))
     refused.start()
-    time.sleep(0.05)
+    Api(srv).wait_load(lambda load: load["inFlight"] >= 2, "the second login in flight")
     srv.proc.send_signal(signal.SIGTERM)
     hashing.join(30)
     refused.join(30)
@@ -431,7 +451,7 @@ def test_sigterm_refuses_new_connections_while_draining(make_server):
     srv = make_server()
     s = _start_slow_upload(srv)
     try:
-        time.sleep(0.1)  # the server has the request's headers: it is in flight
+        Api(srv).wait_load(lambda load: load["inFlight"] >= 1, "the upload in flight")
         srv.proc.send_signal(signal.SIGTERM)
         deadline = time.time() + 2
         while "shutting down" not in srv.read_log():
@@ -456,7 +476,7 @@ def test_sigterm_lets_a_slow_upload_finish(make_server):
     srv = make_server()
     s = _start_slow_upload(srv)
     try:
-        time.sleep(0.1)
+        Api(srv).wait_load(lambda load: load["inFlight"] >= 1, "the upload in flight")
         srv.proc.send_signal(signal.SIGTERM)
         time.sleep(0.3)
         assert srv.proc.poll() is None, "the server exited with a request in flight"
