@@ -745,12 +745,7 @@ static void *held_main(void *arg) {
     if (!ctx) break; /* stopping, nothing left */
     int64_t wait_ms = ctx->release_at - clock_mono_ms();
     if (wait_ms > 0 && !held.stopping) { /* stopping: everything is answered at once */
-      struct timespec until;
-      clock_gettime(CLOCK_MONOTONIC, &until);
-      until.tv_sec += wait_ms / 1000;
-      until.tv_nsec += (wait_ms % 1000) * 1000000L;
-      if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
-      pthread_cond_timedwait(&held.cv, &held.mu, &until);
+      clock_cond_wait_ms(&held.cv, &held.mu, wait_ms);
       continue; /* an earlier deadline may have arrived meanwhile */
     }
     held.head = ctx->next_work;
@@ -764,11 +759,7 @@ static void *held_main(void *arg) {
 }
 
 static void held_start(void) {
-  pthread_condattr_t attr;
-  pthread_condattr_init(&attr);
-  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-  pthread_cond_init(&held.cv, &attr);
-  pthread_condattr_destroy(&attr);
+  clock_cond_init(&held.cv);
   held.stopping = false;
   held.running = true;
   pthread_create(&held.thread, NULL, held_main, NULL);

@@ -112,11 +112,7 @@ static void *check_main(void *arg) {
   (void)arg;
   pthread_mutex_lock(&W.mu);
   while (!W.stopping) {
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_nsec += CHECK_EVERY_MS * 1000000L;
-    if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
-    pthread_cond_timedwait(&W.cv, &W.mu, &until);
+    clock_cond_wait_ms(&W.cv, &W.mu, CHECK_EVERY_MS);
     int64_t now = clock_mono_ms();
     for (hs_watch *w = W.head; w && !W.stopping; w = w->next) {
       if (w->cut || !overdue(w, now)) continue;
@@ -131,11 +127,7 @@ static void *check_main(void *arg) {
 }
 
 void hs_watch_start(int header_timeout_ms, int min_body_rate) {
-  pthread_condattr_t attr;
-  pthread_condattr_init(&attr);
-  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-  pthread_cond_init(&W.cv, &attr);
-  pthread_condattr_destroy(&attr);
+  clock_cond_init(&W.cv);
   W.header_ms = header_timeout_ms, W.min_rate = min_body_rate;
   W.stopping = false, W.running = true;
   pthread_create(&W.thread, NULL, check_main, NULL);
