@@ -563,6 +563,7 @@ def test_s3_deleted_object_is_404(s3):
 
 def test_s3_recognition(s3, tmp_path):
     fake, srv, api = s3
+    api.wait_queue_idle(timeout=120)  # the recognitions of earlier tests' documents are not this test's
     p = api.register_provider()
     today = server_today(api)
     expiry = today.replace(year=today.year + 3, day=1)
