@@ -1471,6 +1471,15 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The request's header fields are too large (any route) */
+        431: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description Internal server error: `{ error, requestId }`, nothing internal */
         500: {
             headers: {
@@ -1532,6 +1541,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
         };
     };
@@ -1554,6 +1564,7 @@ export interface operations {
                 };
             };
             404: components["responses"]["404"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -1599,6 +1610,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -1641,6 +1653,8 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            429: components["responses"]["429"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -1689,6 +1703,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -1731,6 +1746,8 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            429: components["responses"]["429"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -1774,6 +1791,7 @@ export interface operations {
             413: components["responses"]["413"];
             422: components["responses"]["422"];
             429: components["responses"]["429"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -1812,6 +1830,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -1837,6 +1856,7 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -1877,6 +1897,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -1910,6 +1931,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -1949,6 +1971,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -1974,6 +1997,7 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -1999,6 +2023,7 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2033,6 +2058,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2066,6 +2092,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2095,6 +2122,7 @@ export interface operations {
             };
             400: components["responses"]["400"];
             413: components["responses"]["413"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2120,6 +2148,7 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2166,6 +2195,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2204,6 +2234,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2242,6 +2273,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2271,6 +2303,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2314,6 +2347,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2352,6 +2386,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2382,6 +2417,7 @@ export interface operations {
             400: components["responses"]["400"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2406,6 +2442,7 @@ export interface operations {
             };
             401: components["responses"]["401"];
             403: components["responses"]["403"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2455,6 +2492,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2479,6 +2517,7 @@ export interface operations {
             };
             401: components["responses"]["401"];
             403: components["responses"]["403"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2506,6 +2545,7 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2541,6 +2581,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             502: components["responses"]["502"];
             503: components["responses"]["503"];
@@ -2586,6 +2627,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2624,6 +2666,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2662,6 +2705,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2699,6 +2743,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2740,6 +2785,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2782,6 +2828,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2830,6 +2877,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2871,6 +2919,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2917,6 +2966,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2952,6 +3002,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -2979,6 +3030,7 @@ export interface operations {
             400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3006,6 +3058,7 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3036,6 +3089,7 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3079,6 +3133,7 @@ export interface operations {
             413: components["responses"]["413"];
             422: components["responses"]["422"];
             429: components["responses"]["429"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3122,6 +3177,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             429: components["responses"]["429"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3160,6 +3216,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3198,6 +3255,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3222,6 +3280,7 @@ export interface operations {
             };
             401: components["responses"]["401"];
             403: components["responses"]["403"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3246,6 +3305,7 @@ export interface operations {
             };
             401: components["responses"]["401"];
             403: components["responses"]["403"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3278,6 +3338,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3310,6 +3371,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3334,6 +3396,7 @@ export interface operations {
             };
             401: components["responses"]["401"];
             403: components["responses"]["403"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3358,6 +3421,7 @@ export interface operations {
             };
             401: components["responses"]["401"];
             403: components["responses"]["403"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3382,6 +3446,7 @@ export interface operations {
             };
             401: components["responses"]["401"];
             403: components["responses"]["403"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3422,6 +3487,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3457,6 +3523,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3486,6 +3553,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3528,6 +3596,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3570,6 +3639,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3599,6 +3669,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3624,6 +3695,7 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3649,6 +3721,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["400"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3694,6 +3767,7 @@ export interface operations {
             413: components["responses"]["413"];
             422: components["responses"]["422"];
             429: components["responses"]["429"];
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3716,6 +3790,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenApiDocument"];
                 };
             };
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3738,6 +3813,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
@@ -3760,6 +3836,7 @@ export interface operations {
                     "application/javascript": string;
                 };
             };
+            431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };

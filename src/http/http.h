@@ -98,7 +98,7 @@ typedef struct hs_route {
    * ("text/html") for an answer that is not JSON. A route without one fails the tests. */
   const char *response;
   /* Error statuses the handler answers beyond those the row implies (auth 401/403, input
-   * 400, body 413, limit 429, idempotency 409/422, 500, 503), e.g. "402 404 409". */
+   * 400, body 413, limit 429, idempotency 409/422, 431, 500, 503), e.g. "402 404 409". */
   const char *errors;
 } hs_route;
 

@@ -37,6 +37,7 @@ static const struct {
     {413, "The body is larger than the route allows"},
     {422, "The request cannot be processed as sent (also: an Idempotency-Key reused with another request)"},
     {429, "Too many requests: wait Retry-After seconds"},
+    {431, "The request's header fields are too large (any route)"},
     {500, "Internal server error: `{ error, requestId }`, nothing internal"},
     {502, "An outside service answered with an error"},
     {503, "Temporarily unavailable (busy, or a service it depends on is unreachable): retry after Retry-After"},
@@ -260,6 +261,7 @@ static json_t *responses_for(const hs_route *r, json_t *schemas) {
   if (idempotent(r)) add_error(res, 409), add_error(res, 422);
   if (takes_body(r) || r->upload) add_error(res, 413);
   if (r->limit) add_error(res, 429);
+  add_error(res, 431);
   add_error(res, 500);
   if (!(r->flags & ROUTE_INLINE)) add_error(res, 503);
   for (const char *p = r->errors; p && *p;) {

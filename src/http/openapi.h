@@ -6,7 +6,7 @@
  * validation rows that check requests (hs_field), multipart fields and limits from the upload
  * spec, query parameters, the success status and the response's component, and the error
  * statuses: those the row implies (401/403 with roles, 400 with input, 413 with a body, 429
- * with a limit, 409/422 and the Idempotency-Key header on idempotent routes, 500 and 503)
+ * with a limit, 409/422 and the Idempotency-Key header on idempotent routes, 431, 500, 503)
  * plus the row's `errors`. Response components (each domain object once) are JSON Schema
  * texts embedded at build time from every `<name>.schema.json` file under src/. Test-only routes
  * are left out; the document is the same in every environment. */
