@@ -604,9 +604,11 @@ def test_completion_without_a_live_hold_charges_the_total_once(api, server, mark
     failed = d.payment()
     assert_payment(failed, "FAILED", intent=hold,
                    reason="canceled: The authorization was cancelled at the payment processor (abandoned).")
+    d.wait_failure_mails(1)
     done = d.complete()
     assert_payment(done, "PAID")
     assert done["processorPaymentIntentId"] != hold
+    assert d.payment_notes(provider=True) == ["Payment recovered", "Payment failed"]
     [charge] = sim_charges(server, d.user)
     assert (charge["id"], charge["amount"], charge["capture_method"]) == \
         (done["processorPaymentIntentId"], TOTAL_CENTS, "automatic")
@@ -986,6 +988,10 @@ def test_webhook_failure_events_mark_failed_with_a_reason(api, market, type_, ob
     auth = d.accept()
     webhook(api, type_, dict(obj, id=auth["processorPaymentIntentId"], object="payment_intent"))
     assert d.payment() == dict(auth, status="FAILED", holdExpiresAt=None, failureReason=reason)
+    # told as any failure: the customer asked to update the card, the provider notified
+    [mail] = d.wait_failure_mails(1)
+    assert reason in mail["body"]
+    assert d.payment_notes() == ["Payment failed"] and d.payment_notes(provider=True) == ["Payment failed"]
 
 
 def test_webhook_failure_after_paid_is_ignored(api, market):

@@ -42,6 +42,9 @@ err_t payments_void_job(const char *job_id);
  * when the processor did not answer (the request is kept and settled later, or by the next
  * tip, so the tip is charged at most once). */
 err_t payments_charge_tip(const char *job_id, const char *user_id, int64_t *cents, char msg[256]);
+/* Tells the customer (email and notification) and the provider (notification) that the job
+ * payment payment_id failed, as recorded by a processor event. Failures are logged. */
+void payments_tell_failure(const char *payment_id);
 /* The job's payment as `{ id, status, amount, processorPaymentIntentId, holdExpiresAt,
  * failureReason }`, or JSON null. */
 json_t *payments_job_json(const char *job_id, const char *kind);

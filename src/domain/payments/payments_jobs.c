@@ -114,6 +114,19 @@ static const pay_news *recovery_news(arena *a, const payment_row *p, const pay_c
   return n;
 }
 
+void payments_tell_failure(const char *payment_id) {
+  arena a;
+  arena_init(&a);
+  payment_row p;
+  pay_context cx;
+  bool found;
+  if (pay_store_get(&a, payment_id, &p, &found) == ERR_OK && found && is(p.kind, "job") && is(p.status, "FAILED") &&
+      p.failure_reason && pay_store_context(&a, p.job_id, &cx) == ERR_OK &&
+      pay_store_announce(failure_news(&a, &p, &cx, p.failure_reason, true)) != ERR_OK)
+    log_json(LOG_ERROR, "telling a payment failure failed", json_pack("{s:s}", "paymentId", payment_id));
+  arena_fini(&a);
+}
+
 /* ---- carrying out a recorded request ---- */
 
 /* A hold or charge made by a request whose outcome someone else recorded differently (a

@@ -307,7 +307,7 @@ static const char *str(json_t *o, const char *k) { return json_string_value(json
 #define SUBSCRIPTION_OWNER                                                                                             \
   "(processor_subscription_id = $1 OR (processor_subscription_id IS NULL AND processor_customer_id = $2))"
 
-static db_rc apply(db_conn *c, const char *type, json_t *o) {
+static db_rc apply(db_conn *c, arena *a, const char *type, json_t *o, const char **failed) {
   int64_t now = clock_now_ms();
   const char *id = str(o, "id");
   if (!id) return DB_OK;                         /* nothing to find it by: ignored */
@@ -327,11 +327,16 @@ static db_rc apply(db_conn *c, const char *type, json_t *o) {
     else
       snprintf(reason, sizeof reason, "canceled: The authorization was cancelled at the payment processor (%s).",
                why ? why : "no reason given");
-    return db_exec(
-        c, NULL, NULL,
-        "UPDATE payments SET status = 'FAILED', hold_expires_at = NULL, failure_reason = $3, updated_at = $2 "
-        "WHERE processor_payment_intent_id = $1 AND status = 'AUTHORIZED'",
-        DB_ARGS(DB_TEXT(id), DB_INT(now), DB_TEXT(reason)));
+    /* a request of the service's own on the payment (a void, a renewal) records its outcome itself */
+    db_res *r;
+    db_rc rc =
+        db_exec(c, a, &r,
+                "UPDATE payments SET status = 'FAILED', hold_expires_at = NULL, failure_reason = $3, updated_at = $2 "
+                "WHERE processor_payment_intent_id = $1 AND status = 'AUTHORIZED' AND pending_op IS NULL "
+                "RETURNING id",
+                DB_ARGS(DB_TEXT(id), DB_INT(now), DB_TEXT(reason)));
+    if (rc == DB_OK && r->rows == 1) *failed = db_text(r, 0, 0);
+    return rc;
   }
   const char *customer = str(o, "customer");
   const char *status = str(o, "status");
@@ -356,21 +361,28 @@ static db_rc apply(db_conn *c, const char *type, json_t *o) {
   return DB_OK; /* other event types (amount_capturable_updated, ...) need no action */
 }
 
-err_t pay_store_apply_event(const char *event_id, const char *type, json_t *object, bool *duplicate) {
-  arena a;
-  arena_init(&a);
+err_t pay_store_apply_event(arena *a, const char *event_id, const char *type, json_t *object, bool *duplicate,
+                            const char **failed) {
   db_res *r;
+  *failed = NULL;
   db_conn *c = db_acquire();
   db_rc rc = db_begin(c);
   if (rc == DB_OK)
-    rc = db_exec(c, &a, &r,
+    rc = db_exec(c, a, &r,
                  "INSERT INTO webhook_events (id, type, received_at) VALUES ($1, $2, $3) "
                  "ON CONFLICT (id) DO NOTHING RETURNING id",
                  DB_ARGS(DB_TEXT(event_id), DB_TEXT(type), DB_INT(clock_now_ms())));
   *duplicate = rc == DB_OK && r->rows == 0;
-  if (rc == DB_OK && !*duplicate) rc = apply(c, type, object);
+  if (rc == DB_OK && !*duplicate) rc = apply(c, a, type, object, failed);
   if (rc == DB_OK) rc = db_commit(c);
   db_release(c);
-  arena_fini(&a);
+  if (rc != DB_OK) *failed = NULL;
   return rc == DB_OK ? ERR_OK : ERR_INTERNAL;
+}
+
+err_t pay_store_announce(const pay_news *news) {
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK) rc = announce(c, news);
+  return db_to_err(queue_commit(c, rc));
 }

@@ -102,7 +102,11 @@ err_t pay_store_uncertain(arena *a, int64_t stale_before, int limit, db_res **ou
 /* True when some user holds subscription_id as their current subscription. */
 err_t pay_store_holds_subscription(const char *subscription_id, bool *holds);
 /* Applies a verified processor event once: records its id and runs the change in one
- * transaction. *duplicate is true when the id was seen before (nothing changes then). */
-err_t pay_store_apply_event(const char *event_id, const char *type, json_t *object, bool *duplicate);
+ * transaction. *duplicate is true when the id was seen before (nothing changes then);
+ * *failed is the id of a payment the event made FAILED (arena a), or NULL. */
+err_t pay_store_apply_event(arena *a, const char *event_id, const char *type, json_t *object, bool *duplicate,
+                            const char **failed);
+/* Writes news in a transaction of its own. */
+err_t pay_store_announce(const pay_news *news);
 
 #endif
