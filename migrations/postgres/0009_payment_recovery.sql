@@ -2,8 +2,9 @@
 --
 -- Each payment records the processor request in force: its operation while its outcome is not
 -- known (pending_op: authorize, renew, charge, tip, capture, void), the idempotency key and card
--- it was made with, and when it was started (0: nobody is carrying it out now, it waits to be
--- settled). A retry repeats exactly that request; a new attempt gets a new key.
+-- it was made with, and when its carrier started it (a request left without an answer is
+-- recorded as started a lease earlier, so anyone may settle it). A retry repeats exactly that
+-- request; a new attempt gets a new key.
 ALTER TABLE payments ADD COLUMN payment_method_id TEXT;
 ALTER TABLE payments ADD COLUMN idem_key TEXT;
 ALTER TABLE payments ADD COLUMN pending_op TEXT;

@@ -957,7 +957,7 @@ def test_webhook_without_configured_secret_is_refused(server_factory):
 
 # ================================================================ webhooks: events
 
-def test_webhook_payment_succeeded_marks_paid(api, market):
+def test_webhook_payment_succeeded_marks_paid(api, server, market):
     d = market.deal()
     auth = d.accept()
     evt = event("payment_intent.succeeded", {"id": auth["processorPaymentIntentId"], "object": "payment_intent",
@@ -974,6 +974,7 @@ def test_webhook_payment_succeeded_marks_paid(api, market):
     assert d.payment() == paid
     # completion afterwards has nothing to capture
     assert d.complete() == paid
+    assert sim_charges(server, d.user) == []  # (the simulated processor was told nothing)
 
 
 @pytest.mark.parametrize("type_,obj,reason", [
@@ -1826,6 +1827,27 @@ def test_stripe_hold_renewed_before_it_lapses(sapi, fake):
     assert d.complete()["processorPaymentIntentId"] == new["id"]
     assert [c["amount"] for c in stripe_charges(fake, d.user)] == [TOTAL_CENTS]
     assert len(intents_of(fake, d.user)) == 2
+
+
+def test_stripe_declined_renewal_is_told_and_the_old_hold_cancelled(sapi, fake):
+    market = Market(sapi)
+    d = market.deal()
+    auth = d.accept()
+    save_card(sapi, d.user, "pm_card_chargeDeclined")
+    sapi.wait_queue_idle()
+    sapi.advance_clock(int(6.5 * DAY_MS))
+    sync_clock(sapi, fake)
+    failed = d.wait_payment("the declined renewal", lambda q: q["status"] == "FAILED")
+    assert_payment(failed, "FAILED", reason=DECLINED_REASON)
+    declined = fake.get(failed["processorPaymentIntentId"])
+    assert declined["status"] == "requires_payment_method"
+    assert declined["metadata"] == {"idempotency_key": f"renew-{auth['id']}-2"}
+    wait_for("the old hold cancelled", lambda: fake.get(auth["processorPaymentIntentId"])["status"] == "canceled")
+    [mail] = d.wait_failure_mails(1)
+    assert DECLINED_REASON in mail["body"]
+    d.relogin()
+    assert d.payment_notes(provider=True) == ["Payment failed"]
+    assert stripe_charges(fake, d.user) == [] and fake.holds(stripe_customer(fake, d.user)["id"]) == []
 
 
 def test_stripe_authorization_with_every_answer_lost_is_settled_in_the_background(sapi, fake, smarket):

@@ -10,7 +10,9 @@
  *   what the key made (payments_find_intent), before anything is repeated; the record is
  *   never dropped;
  * - one carrier at a time: a request is claimed by a conditional update, and taken over by
- *   someone else only once it was left unsettled (released, or older than LEASE_MS).
+ *   someone else only once it was left unsettled: released by its carrier when no answer came
+ *   (recorded as started a lease ago, so its lease is over at once), or older than LEASE_MS.
+ *   The periodic reconciliation waits one more lease, so a customer's own retry comes first.
  * Failures are told to the customer (email and notification) and the provider (notification)
  * in the transaction that records them; a recovery is told to the provider. The states and
  * their moves are listed in docs/decisions.md (Payments). */
@@ -22,6 +24,7 @@
 #include "domain/payments/payments_store.h"
 #include "ext/payments.h"
 #include "ext/queue.h"
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,6 +52,9 @@ static void new_key(char key[KEY_LEN], const char *op, const payment_row *p) {
 }
 
 static bool is(const char *a, const char *b) { return a && b && !strcmp(a, b); }
+
+/* A request started before this has no carrier any more (released, or its carrier stopped). */
+static int64_t lease_over(void) { return clock_now_ms() - LEASE_MS + 1; }
 
 static void fail_with(outcome *o, const char *code, const char *message) {
   o->status = "FAILED";
@@ -150,7 +156,7 @@ static void orphan(arena *a, const payment_row *p, const outcome *o) {
  * when it is not known. */
 static err_t record(arena *a, const payment_row *p, const outcome *o, const char *cancel_intent) {
   if (!o->status) {
-    pay_store_release(p);
+    pay_store_release(p, clock_now_ms() - LEASE_MS);
     return ERR_UNAVAILABLE;
   }
   const pay_news *news = NULL;
@@ -345,7 +351,7 @@ static err_t act_on_job(const char *job_id, err_t (*act)(arena *, const payment_
       break;
     }
     /* its last request first: it may have placed a hold or moved money */
-    if ((e = settle(&a, &p, clock_now_ms() - LEASE_MS)) != ERR_OK) break;
+    if ((e = settle(&a, &p, lease_over())) != ERR_OK) break;
     e = ERR_UNAVAILABLE;
   }
   arena_fini(&a);
@@ -466,7 +472,7 @@ err_t payments_charge_tip(const char *job_id, const char *user_id, int64_t *cent
     }
   } else if (p.pending_op) {
     /* a tip whose answer was lost: settled as the very request it was (card, amount, key) */
-    e = settle(&a, &p, clock_now_ms() - LEASE_MS);
+    e = settle(&a, &p, lease_over());
   } else {
     e = ERR_CONFLICT; /* PAID */
   }
@@ -474,7 +480,8 @@ err_t payments_charge_tip(const char *job_id, const char *user_id, int64_t *cent
     bool again;
     if (pay_store_find(&a, job_id, "tip", &p, &again) != ERR_OK || !again) e = ERR_INTERNAL;
   }
-  if (e == ERR_UNAVAILABLE && p.pending_op && !p.op_started_at) { /* left to the next tip, or the reconciliation */
+  if (e == ERR_UNAVAILABLE && p.pending_op &&
+      p.op_started_at < lease_over()) { /* left to the next tip, or the reconciliation */
     snprintf(msg, 256, "Payment processor unavailable");
   } else if (e == ERR_UNAVAILABLE || e == ERR_CONFLICT) { /* another request is charging it */
     snprintf(msg, 256, "A tip was already submitted for this job");
@@ -501,7 +508,7 @@ static bool settle_from_queue(json_t *payload, char err[256]) {
   payment_row p;
   bool found, done = true;
   err_t e = pay_store_get(&a, id, &p, &found);
-  if (e == ERR_OK && found && p.pending_op && !p.op_started_at) e = settle(&a, &p, 1);
+  if (e == ERR_OK && found && p.pending_op) e = settle(&a, &p, lease_over());
   if (e == ERR_OK && found) e = follow_job(p.job_id);
   if (e != ERR_OK) {
     snprintf(err, 256, e == ERR_UNAVAILABLE ? "payment processor unavailable" : "cannot record the payment");
@@ -558,7 +565,7 @@ static bool recover_from_queue(json_t *payload, char err[256]) {
     bool found;
     if ((e = pay_store_get(&a, db_text(r, i, 0), &p, &found)) != ERR_OK) goto fail;
     if (found && p.pending_op) { /* its last request first: it may have gone through */
-      if (settle(&a, &p, clock_now_ms() - LEASE_MS) == ERR_OK) pay_store_get(&a, p.id, &p, &found);
+      if (settle(&a, &p, lease_over()) == ERR_OK) pay_store_get(&a, p.id, &p, &found);
     }
     /* a payment already refused on this very card is not asked again */
     if (!found || p.pending_op || !is(p.status, "FAILED") || is(p.method_id, method)) continue;
@@ -615,7 +622,8 @@ err_t payments_reconcile(int64_t min_age_ms, int *checked, int *corrected) {
   arena_init(&a);
   db_res *r;
   *checked = *corrected = 0;
-  err_t e = pay_store_uncertain(&a, clock_now_ms() - min_age_ms, 500, &r);
+  int64_t stale_before = min_age_ms > 0 ? clock_now_ms() - min_age_ms : INT64_MAX; /* 0: every one */
+  err_t e = pay_store_uncertain(&a, stale_before, 500, &r);
   for (int i = 0; e == ERR_OK && i < r->rows; i++) {
     const char *id = db_text(r, i, 0), *job_id = db_text(r, i, 1), *what = db_text(r, i, 2);
     payment_row before, after;
@@ -623,7 +631,7 @@ err_t payments_reconcile(int64_t min_age_ms, int *checked, int *corrected) {
     if (pay_store_get(&a, id, &before, &found) != ERR_OK || !found) continue;
     (*checked)++;
     if (is(what, "pending")) {
-      if (settle(&a, &before, clock_now_ms() - min_age_ms) == ERR_UNAVAILABLE) continue;
+      if (settle(&a, &before, stale_before) == ERR_UNAVAILABLE) continue;
       follow_job(job_id);
     } else {
       (is(what, "void") ? void_now : capture_now)(job_id);
@@ -643,7 +651,7 @@ err_t payments_reconcile(int64_t min_age_ms, int *checked, int *corrected) {
 static bool reconcile_from_queue(json_t *payload, char err[256]) {
   (void)payload;
   int checked, corrected;
-  if (payments_reconcile(LEASE_MS, &checked, &corrected) == ERR_OK) return true;
+  if (payments_reconcile(2 * LEASE_MS, &checked, &corrected) == ERR_OK) return true;
   snprintf(err, 256, "cannot read the payments to reconcile");
   return false;
 }

@@ -187,10 +187,10 @@ err_t pay_store_take_over(const payment_row *p, int64_t stale_before, bool *take
                 taken);
 }
 
-err_t pay_store_release(const payment_row *p) {
+err_t pay_store_release(const payment_row *p, int64_t started_at) {
   bool changed;
-  return update("UPDATE payments SET op_started_at = 0 WHERE id = $1 AND pending_op = $2 AND idem_key = $3",
-                DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key)), &changed);
+  return update("UPDATE payments SET op_started_at = $4 WHERE id = $1 AND pending_op = $2 AND idem_key = $3",
+                DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_INT(started_at)), &changed);
 }
 
 err_t pay_store_switch(const payment_row *p, const char *op, const char *key, const char *method, bool *switched) {

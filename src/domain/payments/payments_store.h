@@ -16,7 +16,8 @@ typedef struct billing {
 
 /* A payments row. pending_op names the processor request whose outcome is not recorded yet
  * (NULL when none), made with idem_key and method_id for amount_cents; op_started_at is when
- * its current carrier started it (0: it waits to be settled). Times are epoch ms, 0 for NULL. */
+ * its current carrier started it (a released request: a lease before its release). Times are
+ * epoch ms, 0 for NULL. */
 typedef struct payment_row {
   const char *id, *job_id, *user_id, *kind, *status, *intent_id, *failure_reason;
   const char *pending_op, *idem_key, *method_id;
@@ -78,8 +79,9 @@ err_t pay_store_claim(const char *id, const char *from, const char *op, const ch
 /* Takes over p's pending request (op and key as read) when nobody started it since
  * stale_before; the caller then carries it out. */
 err_t pay_store_take_over(const payment_row *p, int64_t stale_before, bool *taken);
-/* Leaves p's pending request to be settled later (its outcome is not known). */
-err_t pay_store_release(const payment_row *p);
+/* Leaves p's pending request to be settled later (its outcome is not known), recorded as
+ * started at started_at (a time whose lease is over). */
+err_t pay_store_release(const payment_row *p, int64_t started_at);
 /* Records the outcome of p's pending request (when it is still that request: op and key),
  * with the replaced hold's cancellation, the tip amount on the job for a paid tip, and the
  * news, in one transaction. *moved is false when someone else recorded it first. */
