@@ -633,8 +633,8 @@ def test_a_declined_completion_charge_stays_failed_and_the_next_card_charges_it(
     assert d.payment_notes(provider=True) == ["Payment recovered", "Payment failed"]
 
 
-def test_cancellation_after_48_hours_voids_the_hold(server_factory):
-    api = Api(server_factory())
+def test_cancellation_after_48_hours_voids_the_hold(clock_api):
+    api = clock_api
     d = Market(api).deal()
     p = d.accept()
     api.advance_clock(49 * 3600 * 1000)
