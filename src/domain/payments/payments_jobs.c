@@ -394,15 +394,14 @@ static err_t follow_job(const char *job_id) {
   return e;
 }
 
+/* whatever could not be done now is queued and tried again */
 err_t payments_capture_job(const char *job_id) {
-  err_t e = capture_now(job_id);
-  if (e != ERR_UNAVAILABLE) return e;
+  if (capture_now(job_id) == ERR_OK) return ERR_OK;
   return queue_job("payment_capture", "jobId", job_id) ? ERR_OK : ERR_INTERNAL;
 }
 
 err_t payments_void_job(const char *job_id) {
-  err_t e = void_now(job_id);
-  if (e != ERR_UNAVAILABLE) return e;
+  if (void_now(job_id) == ERR_OK) return ERR_OK;
   return queue_job("payment_void", "jobId", job_id) ? ERR_OK : ERR_INTERNAL;
 }
 
