@@ -1,4 +1,4 @@
-/* Command line: serve (default), migrate, admin create, --help, --version.
+/* Command line: serve (default), migrate, admin create, payments reconcile, --help, --version.
  * Start-up order: configuration, database and migrations, bootstrap administrator, the
  * password pool, the queue, the routes, then the listener. Shutdown on SIGTERM/SIGINT runs
  * it backwards: stop accepting, finish requests in flight, stop the queue (the unit of
@@ -13,6 +13,7 @@
 #include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
 #include "domain/providers/providers.h"
+#include "domain/system/system.h"
 #include "ext/filetype.h"
 #include "ext/mail.h"
 #include "ext/password.h"
@@ -44,6 +45,7 @@ static const char usage[] =
     "  admin create --email E     create or update an administrator; password on stdin\n"
     "  demo                       seed the database with demo accounts and jobs (not in production)\n"
     "  openapi                    print the OpenAPI document (what GET /openapi.json serves)\n"
+    "  payments reconcile         settle payments in uncertain states with the processor and exit\n"
     "  --help                     show this help\n"
     "  --version                  print the version\n"
     "\n"
@@ -73,6 +75,17 @@ static int cmd_admin_create(int argc, char **argv) {
   return 0;
 }
 
+static int cmd_payments_reconcile(void) {
+  open_database();
+  payments_init();
+  int checked, corrected;
+  err_t e = payments_reconcile(0, &checked, &corrected);
+  db_close();
+  if (e != ERR_OK) die("payments could not be read");
+  printf("payments reconciled: %d checked, %d corrected\n", checked, corrected);
+  return 0;
+}
+
 static void bootstrap_admin(void) {
   if (!CFG.bootstrap_admin_email || !CFG.bootstrap_admin_password) return;
   if (!auth_admin_upsert(CFG.bootstrap_admin_email, CFG.bootstrap_admin_password))
@@ -90,6 +103,7 @@ static void service_start(const char *bind, int port) {
   payments_domain_init();
   providers_domain_init();
   notifications_domain_init();
+  system_domain_init();
   if (!filetype_init()) die("libmagic could not load its database (package libmagic-mgc)");
   queue_start(CFG.queue_workers);
   routes_install();
@@ -163,7 +177,8 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "--version")) return printf("marketplace %s\n", MARKETPLACE_VERSION), 0;
   if (!strcmp(cmd, "openapi")) return cmd_openapi();
   bool known = !strcmp(cmd, "serve") || !strcmp(cmd, "migrate") || !strcmp(cmd, "demo") ||
-               (!strcmp(cmd, "admin") && argc > 2 && !strcmp(argv[2], "create"));
+               (!strcmp(cmd, "admin") && argc > 2 && !strcmp(argv[2], "create")) ||
+               (!strcmp(cmd, "payments") && argc == 3 && !strcmp(argv[2], "reconcile"));
   if (!known) {
     fprintf(stderr, "marketplace: unknown command '%s'\n\n%s", cmd, usage);
     return 2;
@@ -181,6 +196,8 @@ int main(int argc, char **argv) {
     open_database();
     db_close();
     printf("migrations applied\n");
+  } else if (!strcmp(cmd, "payments")) {
+    rc = cmd_payments_reconcile();
   } else {
     rc = cmd_admin_create(argc - 3, argv + 3);
   }

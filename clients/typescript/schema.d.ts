@@ -1083,10 +1083,16 @@ export interface components {
         };
         JobPayment: {
             id: string;
-            /** @description AUTHORIZED, PAID, FAILED or CANCELED (see docs/decisions.md, payments) */
+            /** @description see docs/decisions.md, payments (the payment state machine) */
             status: string;
             amount: number;
             processorPaymentIntentId: string | null;
+            /**
+             * Format: date-time
+             * @description when an authorization's hold lapses at the processor (renewed in the background)
+             */
+            holdExpiresAt?: string | null;
+            failureReason?: string | null;
         };
         JobDetail: {
             customer: {
