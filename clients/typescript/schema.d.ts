@@ -1018,6 +1018,60 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description An administrator token (valid 24 hours). */
+        AdminSession: {
+            token: string;
+            admin: {
+                id: string;
+                email: string;
+            };
+        };
+        AdminAccounts: {
+            users: {
+                id: string;
+                email: string;
+                name: string;
+                address?: string;
+                zip?: string;
+                lat?: number | null;
+                lng?: number | null;
+                isPremium?: boolean;
+                /** Format: date-time */
+                premiumSince?: string | null;
+                /** Format: date-time */
+                createdAt?: string;
+            }[];
+            providers: {
+                id: string;
+                email: string;
+                name: string;
+                phone?: string | null;
+                companyName?: string | null;
+                services?: components["schemas"]["Service"][];
+                serviceZips?: string[];
+                isPremium?: boolean;
+                /** Format: date-time */
+                createdAt?: string;
+            }[];
+        };
+        Generated: {
+            created: {
+                customers: number;
+                professionals: number;
+                jobs: number;
+            };
+            note: string;
+        };
+        BannerQueued: {
+            /** @constant */
+            ok: true;
+            queued: {
+                userId: string;
+                /** @enum {string} */
+                role: "user" | "provider";
+                title: string;
+            };
+        };
         AccountSummary: {
             id: string;
             /** Format: email */
@@ -1041,6 +1095,19 @@ export interface components {
             message: string;
             /** @enum {string} */
             role: "user" | "provider";
+        };
+        ForecastDay: {
+            /** Format: date */
+            date: string;
+            /** @description an emoji */
+            icon: string;
+            maxF: number;
+            minF: number;
+        };
+        DriveTime: {
+            minutes: number;
+            /** @description miles with one decimal, as text */
+            distanceMi: string;
         };
         /** @enum {string} */
         Service: "lawncare" | "snowplowing" | "handyman" | "home_cleaning";
@@ -1209,6 +1276,147 @@ export interface components {
             received: true;
             duplicate: boolean;
         };
+        ScheduleItem: {
+            id: string;
+            service: components["schemas"]["Service"];
+            address: string;
+            zip: string;
+            status: components["schemas"]["JobStatus"];
+            customerName: string;
+            /** Format: date-time */
+            scheduledAt: string | null;
+            amount: number;
+        };
+        /** @description dollars by service name */
+        AmountByService: {
+            [key: string]: number;
+        };
+        ProviderInsights: {
+            averageRating: number | null;
+            totalReviews: number;
+            avgTurnaroundMs: number | null;
+            incomeByService: components["schemas"]["AmountByService"];
+            topZip: {
+                zip: string;
+                total: number;
+            } | null;
+            /** @description by year (YYYY), dollars by service */
+            annualIncomeByService: {
+                [key: string]: components["schemas"]["AmountByService"];
+            };
+            membershipFee: {
+                owed: boolean;
+                amount: number;
+                month?: string;
+                reason?: string;
+            };
+            pendingIncome: {
+                scheduled: number;
+                scheduledByService: components["schemas"]["AmountByService"];
+                awaitingTransfer: number;
+                awaitingByService: components["schemas"]["AmountByService"];
+            };
+            recentReviews: {
+                id: string;
+                jobId: string;
+                rating: number;
+                comment: string | null;
+                customerName: string;
+                service: components["schemas"]["Service"];
+                /** Format: date-time */
+                createdAt: string;
+            }[];
+        };
+        PremiumInsights: {
+            currentZips: string[];
+            zipExpansion: {
+                zip: string;
+                openJobs: number;
+                projectedMonthlyIncome: number;
+                topService: components["schemas"]["Service"] | null;
+                serviceBreakdown: {
+                    [key: string]: number;
+                };
+            }[];
+            /** @description by service */
+            pricingTrends: {
+                [key: string]: {
+                    myAvg: number | null;
+                    marketAvg: number | null;
+                    winRate: number | null;
+                    totalBids: number;
+                    wonBids: number;
+                    trend: {
+                        month?: string;
+                        myAvg?: number | null;
+                        marketAvg?: number | null;
+                        bids?: number;
+                    }[];
+                };
+            };
+            lostBids: {
+                service: components["schemas"]["Service"];
+                myAmount: number;
+                winningAmount: number;
+                delta: number;
+                /** Format: date-time */
+                date: string;
+            }[];
+            insuranceOpportunity: {
+                totalCompleted: number;
+                wonByInsured: number;
+                pct: number;
+                providerHasInsurance: boolean;
+            };
+            serviceExpansion: {
+                service: components["schemas"]["Service"];
+                openJobs: number;
+                estimatedMonthlyIncome: number;
+            }[];
+        };
+        PreferredProWelcome: {
+            /** @constant */
+            ok: true;
+            message: string;
+        };
+        /** @description Nearby jobs of one day that can be quoted in one call, in route order. */
+        Bundle: {
+            id: string;
+            /** Format: date */
+            date: string;
+            jobCount: number;
+            items: {
+                routeOrder: number;
+                estimatedEarnings: number;
+                estimatedPrice: number;
+                distanceMi?: number | null;
+                driveMinutes?: number | null;
+                job: {
+                    id: string;
+                    service: components["schemas"]["Service"];
+                    address: string;
+                    zip: string;
+                    /** Format: date-time */
+                    preferredAt: string | null;
+                    lat: number | null;
+                    lng: number | null;
+                    customer: {
+                        id: string;
+                        name: string;
+                    };
+                };
+            }[];
+            projectedEarnings: number;
+            avgDailyEarnings: number;
+            boostDollars: number;
+            boostPct: number;
+            totalDistanceMi?: number | null;
+            totalDriveMinutes?: number | null;
+        };
+        BundleAcceptance: {
+            accepted: number;
+            skipped: number;
+        };
         DayHours: {
             start: string;
             end: string;
@@ -1340,9 +1548,239 @@ export interface components {
             /** @description median of the last 50 accepted quotes, rounded to 5 */
             marketRate: number | null;
         };
+        /** @enum {string} */
+        StaffRole: "customer_support" | "professional_support" | "technical_support" | "internal_audit";
+        StaffFields: {
+            id: string;
+            name: string;
+            /** Format: email */
+            email: string;
+            role: components["schemas"]["StaffRole"];
+            /** Format: date-time */
+            createdAt: string;
+        };
+        Staff: components["schemas"]["StaffFields"];
+        StaffIdentity: {
+            id: string;
+            name: string;
+            /** Format: email */
+            email: string;
+            role: components["schemas"]["StaffRole"];
+        };
+        /** @description A staff token (valid 12 hours; 15 minutes when an administrator impersonates a staff member). */
+        StaffSession: {
+            token: string;
+            staff: components["schemas"]["StaffIdentity"];
+        };
+        /** @description A token acting as a customer or provider (staff: 15 minutes, audited; administrator: 2 hours). */
+        Impersonation: {
+            token: string;
+            identity: {
+                id: string;
+                name: string;
+                email: string;
+                /** @enum {string} */
+                role: "user" | "provider";
+            };
+        };
+        ElevationRequestFields: {
+            id: string;
+            staffId: string;
+            staff: components["schemas"]["StaffIdentity"];
+            targetId: string;
+            /** @enum {string} */
+            targetRole: "user" | "provider";
+            reason: string;
+            /** @enum {string} */
+            status: "PENDING" | "APPROVED" | "ACTIVE" | "REJECTED" | "DEACTIVATED";
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            resolvedAt?: string | null;
+            /** Format: date-time */
+            activatedAt?: string | null;
+            /** Format: date-time */
+            expiresAt?: string | null;
+            /** Format: date-time */
+            deactivatedAt?: string | null;
+            /** Format: date-time */
+            updatedAt?: string;
+        };
+        ElevationRequest: components["schemas"]["ElevationRequestFields"];
+        CustomerSearchResult: {
+            id: string;
+            name: string;
+            email: string;
+            address: string;
+            zip: string;
+            /** Format: date-time */
+            createdAt: string;
+            processorCustomerId: string | null;
+        };
+        ProviderSearchResult: {
+            id: string;
+            name: string;
+            email: string;
+            companyName: string | null;
+            services: components["schemas"]["Service"][];
+            serviceZips: string[];
+            isPremium: boolean;
+            /** Format: date-time */
+            premiumSince: string | null;
+            premiumBilledMonth: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        PaymentRecord: {
+            id: string;
+            jobId?: string | null;
+            kind: string;
+            status: string;
+            amount: number;
+            processorPaymentIntentId?: string | null;
+            failureReason?: string | null;
+            /** Format: date-time */
+            createdAt?: string;
+            /** Format: date-time */
+            updatedAt?: string;
+        };
+        StaffJob: {
+            quotes: components["schemas"]["Quote"][];
+            review: components["schemas"]["Review"] | null;
+            payment?: components["schemas"]["JobPayment"] | null;
+        } & components["schemas"]["JobFields"];
+        StaffCustomerDetail: {
+            /** @description the customer's record, processor ids included */
+            user: {
+                id: string;
+                email: string;
+                name: string;
+                address?: string;
+                zip?: string;
+                lat?: number | null;
+                lng?: number | null;
+                isPremium?: boolean;
+                /** Format: date-time */
+                premiumSince?: string | null;
+                processorCustomerId?: string | null;
+                processorSubscriptionId?: string | null;
+                seasonalAlertsEnabled?: boolean;
+                /** Format: date-time */
+                createdAt?: string;
+                /** Format: date-time */
+                updatedAt?: string;
+            };
+            jobs: components["schemas"]["StaffJob"][];
+            payments: components["schemas"]["PaymentRecord"][];
+            elevations: components["schemas"]["ElevationRequest"][];
+        };
+        StaffProviderDetail: {
+            provider: components["schemas"]["Provider"];
+            jobs: components["schemas"]["StaffJob"][];
+            ledger: {
+                month: string;
+                jobs: number;
+                paidOut: number;
+                inHold: number;
+                pendingCapture: number;
+                grossEarnings: number;
+                premiumFeeDeducted: number;
+                netEarnings: number;
+            }[];
+            anticipatedJobs: number;
+            anticipatedTotal: number;
+            elevations: components["schemas"]["ElevationRequest"][];
+        };
+        AuditEvent: {
+            id: string;
+            seq?: number;
+            elevationId: string;
+            method: string;
+            path: string;
+            /** @description the request body, credentials replaced by [REDACTED] */
+            body: Record<string, never> | null;
+            status?: number | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            completedAt?: string | null;
+        };
+        AuditSession: {
+            events: components["schemas"]["AuditEvent"][];
+        } & components["schemas"]["ElevationRequestFields"];
+        StaffAudit: {
+            sessions: components["schemas"]["AuditSession"][];
+        } & components["schemas"]["StaffFields"];
+        SupportTicket: {
+            id: string;
+            accountId: string;
+            /** @enum {string} */
+            accountRole: "user" | "provider";
+            account?: {
+                name: string;
+                email: string;
+            };
+            subject: string;
+            body: string;
+            /** @enum {string} */
+            category: "technical" | "feedback";
+            /** @enum {string} */
+            status: "OPEN" | "IN_PROGRESS" | "RESOLVED" | "CLOSED";
+            /** @description internal */
+            notes: string | null;
+            assignedToId: string | null;
+            assignedTo: {
+                name: string;
+                email: string;
+            } | null;
+            /** Format: date-time */
+            resolvedAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt?: string;
+        };
         Health: {
             /** @constant */
             status: "ok";
+        };
+        FavoriteProvider: {
+            id: string;
+            name: string;
+            companyName: string | null;
+            /** Format: uri */
+            logoUrl: string | null;
+            headshots: string[];
+            services: components["schemas"]["Service"][];
+        };
+        Favorited: {
+            favorited: boolean;
+        };
+        /** @description note text by provider id */
+        ProNotes: {
+            [key: string]: string;
+        };
+        SpendSummary: {
+            ytdTotal: number;
+            ytdJobs: number;
+            byMonth: {
+                month: string;
+                total: number;
+                jobs: number;
+            }[];
+            byService: {
+                service: components["schemas"]["Service"];
+                total: number;
+                jobs: number;
+            }[];
+            topProvider: {
+                id: string;
+                name: string;
+                companyName: string | null;
+            } | null;
+        };
+        SeasonalAlerts: {
+            seasonalAlertsEnabled: boolean;
         };
         /** @description A customer (role user). */
         User: {
