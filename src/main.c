@@ -12,6 +12,7 @@
 #include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
 #include "domain/providers/providers.h"
+#include "domain/users/users.h"
 #include "ext/filetype.h"
 #include "ext/mail.h"
 #include "ext/password.h"
@@ -89,6 +90,7 @@ static int cmd_serve(void) {
   payments_domain_init();
   providers_domain_init();
   notifications_domain_init();
+  users_domain_init();
   if (!filetype_init()) die("libmagic could not load its database (package libmagic-mgc)");
   queue_start(CFG.queue_workers);
   routes_install();
