@@ -51,12 +51,11 @@ typedef struct alert {
   int64_t cutoff; /* the last alert must be this old or older */
 } alert;
 
-static bool alert_customers(const char *zip, const alert *alerts, int n, char err[256]) {
+static bool alert_customers(const char *zip, int64_t now, const alert *alerts, int n, char err[256]) {
   arena a;
   arena_init(&a);
   db_res *r;
   bool ok = users_store_alert_customers(&a, zip, &r) == ERR_OK;
-  int64_t now = clock_now_ms();
   for (int i = 0; ok && i < r->rows; i++)
     for (int k = 0; ok && k < n; k++) {
       bool sent;
@@ -79,7 +78,10 @@ static bool run_zip(json_t *payload, char err[256]) {
     snprintf(err, 256, "no forecast for ZIP %s", zip);
     return false;
   }
-  int64_t now = clock_now_ms();
+  /* alerts are dated by their day's slot, so the 7-day rule counts days of the daily run
+   * whatever the delay of each run */
+  int64_t now = json_integer_value(json_object_get(payload, "slot"));
+  if (now <= 0) now = clock_now_ms();
   alert alerts[2];
   int count = 0;
   const char *snow = snow_day(days, n), *lawn = lawn_day(days, n);
@@ -94,7 +96,7 @@ static bool run_zip(json_t *payload, char err[256]) {
     *l = (alert){"lawncare", "Lawn season is starting", "", season < now - ALERT_GAP_MS ? season : now - ALERT_GAP_MS};
     snprintf(l->body, sizeof l->body, "Warm days reach %s from %s. Book lawncare for the season.", zip, lawn);
   }
-  return count == 0 || alert_customers(zip, alerts, count, err);
+  return count == 0 || alert_customers(zip, now, alerts, count, err);
 }
 
 /* Queue handler: the day's run, one unit per ZIP (once per day and ZIP whoever queues it). */
