@@ -9,14 +9,18 @@
 #include "domain/providers/providers_store.h"
 #include <stdlib.h>
 
-err_t api_providers_jobs(hs_req *req) {
+/* Answers the caller's rows (load) as an array of row_json shapes. */
+static err_t reply_rows(hs_req *req, err_t (*load)(arena *, const char *, db_res **),
+                        json_t *(*row_json)(const db_res *, int)) {
   db_res *r;
-  err_t e = prov_store_assigned_jobs(&req->arena, req->auth.id, &r);
+  err_t e = load(&req->arena, req->auth.id, &r);
   if (e != ERR_OK) return e;
   json_t *list = json_array();
-  for (int i = 0; i < r->rows; i++) json_array_append_new(list, jobs_json(r, i));
+  for (int i = 0; i < r->rows; i++) json_array_append_new(list, row_json(r, i));
   return hs_ok(req, list);
 }
+
+err_t api_providers_jobs(hs_req *req) { return reply_rows(req, prov_store_assigned_jobs, jobs_json); }
 
 /* One row of prov_store_schedule as the schedule entry. */
 static json_t *schedule_json(const db_res *r, int i) {
@@ -28,14 +32,7 @@ static json_t *schedule_json(const db_res *r, int i) {
                    amount ? jx_money(strtoll(amount, NULL, 10)) : json_null());
 }
 
-err_t api_providers_schedule(hs_req *req) {
-  db_res *r;
-  err_t e = prov_store_schedule(&req->arena, req->auth.id, &r);
-  if (e != ERR_OK) return e;
-  json_t *list = json_array();
-  for (int i = 0; i < r->rows; i++) json_array_append_new(list, schedule_json(r, i));
-  return hs_ok(req, list);
-}
+err_t api_providers_schedule(hs_req *req) { return reply_rows(req, prov_store_schedule, schedule_json); }
 
 err_t api_providers_availability(hs_req *req) {
   db_res *r;

@@ -43,17 +43,26 @@ err_t api_users_favorites(hs_req *req) {
   return hs_ok(req, list);
 }
 
+/* The answer to a write about the provider :providerId: answer (stolen) on success, 404
+ * for an unknown provider. */
+static err_t reply_write(hs_req *req, err_t e, json_t *answer) {
+  if (e != ERR_OK) {
+    json_decref(answer);
+    return e == ERR_NOT_FOUND ? hs_fail(req, e, "Provider not found") : e;
+  }
+  return hs_ok(req, answer);
+}
+
 err_t api_users_add_favorite(hs_req *req) {
   err_t e = require_premium(req);
   if (e != ERR_OK) return e;
-  e = users_store_add_favorite(req->auth.id, hs_param(req, "providerId"));
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Provider not found");
-  return e == ERR_OK ? hs_ok(req, json_pack("{s:b}", "favorited", 1)) : e;
+  return reply_write(req, users_store_add_favorite(req->auth.id, hs_param(req, "providerId")),
+                     json_pack("{s:b}", "favorited", 1));
 }
 
 err_t api_users_remove_favorite(hs_req *req) {
-  err_t e = users_store_remove_favorite(req->auth.id, hs_param(req, "providerId"));
-  return e == ERR_OK ? hs_ok(req, json_pack("{s:b}", "favorited", 0)) : e;
+  return reply_write(req, users_store_remove_favorite(req->auth.id, hs_param(req, "providerId")),
+                     json_pack("{s:b}", "favorited", 0));
 }
 
 err_t api_users_pro_notes(hs_req *req) {
@@ -69,14 +78,13 @@ err_t api_users_pro_notes(hs_req *req) {
 err_t api_users_set_pro_note(hs_req *req) {
   err_t e = require_premium(req);
   if (e != ERR_OK) return e;
-  e = users_store_set_pro_note(req->auth.id, hs_param(req, "providerId"), hs_body_str(req, "note"));
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Provider not found");
-  return e == ERR_OK ? hs_ok(req, json_pack("{s:b}", "ok", 1)) : e;
+  return reply_write(req, users_store_set_pro_note(req->auth.id, hs_param(req, "providerId"), hs_body_str(req, "note")),
+                     json_pack("{s:b}", "ok", 1));
 }
 
 err_t api_users_delete_pro_note(hs_req *req) {
-  err_t e = users_store_delete_pro_note(req->auth.id, hs_param(req, "providerId"));
-  return e == ERR_OK ? hs_ok(req, json_pack("{s:b}", "ok", 1)) : e;
+  return reply_write(req, users_store_delete_pro_note(req->auth.id, hs_param(req, "providerId")),
+                     json_pack("{s:b}", "ok", 1));
 }
 
 err_t api_users_seasonal_alerts(hs_req *req) {
