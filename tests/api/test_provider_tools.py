@@ -12,6 +12,7 @@ servers of their own, where the test controls every accepted quote.
 import datetime
 import math
 import statistics
+import time
 
 import pytest
 
@@ -346,6 +347,35 @@ def test_insights_after_real_jobs(api):
     fee_now = insights(api, pro)["membershipFee"]
     assert fee_now == {"owed": True, "amount": 39, "month": server_now(api).strftime("%Y-%m"),
                        "reason": "Preferred Pro membership fee for this month"}
+
+
+def test_insights_awaiting_transfer_until_the_capture_goes_through(server_factory):
+    """Against the fake Stripe: a completed job whose capture the processor refuses stays
+    AUTHORIZED (its capture queued) and counts as awaiting transfer, then as income."""
+    from fake_stripe import FakeStripe
+    fake = FakeStripe(api_key="sk_test_fake", prices={"price_premium": 999}).start()
+    try:
+        api = Api(server_factory(STRIPE_SECRET_KEY="sk_test_fake", STRIPE_API_BASE=fake.url,
+                                 STRIPE_PREMIUM_PRICE_ID="price_premium"))
+        zip_ = private_zip()
+        pro = provider(api, [zip_])
+        user, job, _ = won_job(api, pro, zip_, 70)
+        intent = ok(api.get(f"/jobs/{job['id']}", token=user["token"]))["payment"]["processorPaymentIntentId"]
+        fake.fail_next("POST", f"/v1/payment_intents/{intent}/capture", count=1000, status=500)
+        complete(api, pro, job["id"])
+        assert ok(api.get(f"/jobs/{job['id']}", token=user["token"]))["payment"]["status"] == "AUTHORIZED"
+        got = insights(api, pro)
+        assert got["pendingIncome"] == {"scheduled": 0, "scheduledByService": {}, "awaitingTransfer": 70,
+                                        "awaitingByService": {"lawncare": 70}}
+        assert got["incomeByService"] == {} and got["topZip"] is None
+        fake.reset_controls()
+        deadline = time.time() + 30
+        while time.time() < deadline and insights(api, pro)["incomeByService"] != {"lawncare": 70}:
+            time.sleep(0.2)
+        got = insights(api, pro)
+        assert got["incomeByService"] == {"lawncare": 70} and got["pendingIncome"]["awaitingTransfer"] == 0
+    finally:
+        fake.stop()
 
 
 def test_insights_keep_the_last_five_reviews_newest_first(api):
