@@ -6,6 +6,7 @@
  * (quotes_submit), one transaction per job. */
 #include "core/clock.h"
 #include "core/jsonx.h"
+#include "core/util.h"
 #include "domain/providers/availability.h"
 #include "domain/providers/providers_api.h"
 #include "domain/providers/providers_store.h"
@@ -33,7 +34,6 @@ typedef struct stop {
   int row; /* in the candidates result */
   bool has_point;
   double lat, lng;
-  int64_t at;
   char date[11];
 } stop;
 
@@ -63,8 +63,9 @@ static bool clashes(int64_t at, const db_res *schedule) {
   return false;
 }
 
-/* Orders stops in place: from (lat, lng) the nearest next each time (ties: the earlier job,
- * then the candidates' order); stops without a point keep their order at the end. */
+/* Orders stops in place: from (lat, lng) the nearest next each time (ties: the earlier in the
+ * candidates' order, which is by preferredAt); stops without a point keep their order at the
+ * end. */
 static void route(stop *s, int n, bool has_base, double lat, double lng) {
   for (int k = 0; k < n; k++) {
     int best = -1;
@@ -85,7 +86,7 @@ static void route(stop *s, int n, bool has_base, double lat, double lng) {
 /* The provider's earnings after the platform fee per day worked over the last 30 days. */
 static int64_t avg_daily_earnings(const db_res *won, int64_t now) {
   int64_t total = 0, days = 0;
-  int64_t *seen = calloc((size_t)won->rows + 1, sizeof *seen);
+  int64_t *seen = xcalloc((size_t)won->rows + 1, sizeof *seen);
   for (int i = 0; i < won->rows; i++) {
     if (strcmp(db_field(won, i, "status"), "COMPLETED")) continue;
     int64_t at = strtoll(db_field(won, i, "completed_at"), NULL, 10);
@@ -185,7 +186,7 @@ err_t api_providers_bundles(hs_req *req) {
     int64_t at = strtoll(db_field(c, i, "preferred_at"), NULL, 10);
     if (!availability_fits(&week, at) || clashes(at, schedule)) continue;
     stop *s = &stops[n++];
-    *s = (stop){.row = i, .at = at};
+    *s = (stop){.row = i};
     s->has_point = db_field(c, i, "lat") && db_field(c, i, "lng");
     if (s->has_point) s->lat = strtod(db_field(c, i, "lat"), NULL), s->lng = strtod(db_field(c, i, "lng"), NULL);
     char iso[25];
