@@ -11,7 +11,6 @@ import hmac
 import json
 import os
 import re
-import statistics
 import threading
 import time
 import uuid
@@ -580,10 +579,11 @@ def test_login_timing_does_not_reveal_unknown_email(server_factory):
         return dt
 
     unknown, wrong = [], []
-    for _ in range(5):
+    for _ in range(8):  # under the throttle's 10 failures per account and address
         unknown.append(timed(unique_email("ghost"), "password123"))
         wrong.append(timed(u["email"], "wrong-password"))
-    mu, mw = statistics.median(unknown), statistics.median(wrong)
+    # a loaded machine only adds time, so each kind's fastest sample is its cost
+    mu, mw = min(unknown), min(wrong)
     assert max(mu, mw) / min(mu, mw) < 2.0, (unknown, wrong)
 
 
