@@ -107,6 +107,10 @@ static json_t *field_schema(const hs_field *f, bool nullable_optionals) {
     json_object_set_new(s, "format", json_string("date-time"));
     json_object_set_new(s, "description", json_string("ISO 8601 date-time, or a date (YYYY-MM-DD, midnight UTC)"));
     break;
+  case F_TIME:
+    json_object_set_new(s, "type", json_string("string"));
+    json_object_set_new(s, "pattern", json_string("^([01][0-9]|2[0-3]):[0-5][0-9]$"));
+    break;
   case F_BOOL: json_object_set_new(s, "type", json_string("boolean")); break;
   case F_INT:
   case F_NUMBER:
