@@ -12,6 +12,7 @@
 #include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
 #include "domain/providers/providers.h"
+#include "domain/staff/staff.h"
 #include "ext/filetype.h"
 #include "ext/mail.h"
 #include "ext/password.h"
@@ -38,6 +39,7 @@ static const char usage[] =
     "  serve                      serve the API (the default)\n"
     "  migrate                    apply database migrations and exit\n"
     "  admin create --email E     create or update an administrator; password on stdin\n"
+    "  audit verify               check the audit trail's hash chain (exit 1 when broken)\n"
     "  --help                     show this help\n"
     "  --version                  print the version\n"
     "\n"
@@ -89,6 +91,7 @@ static int cmd_serve(void) {
   payments_domain_init();
   providers_domain_init();
   notifications_domain_init();
+  staff_domain_init();
   if (!filetype_init()) die("libmagic could not load its database (package libmagic-mgc)");
   queue_start(CFG.queue_workers);
   routes_install();
@@ -114,7 +117,9 @@ int main(int argc, char **argv) {
   const char *cmd = argc > 1 ? argv[1] : "serve";
   if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) return fputs(usage, stdout), 0;
   if (!strcmp(cmd, "--version")) return printf("marketplace %s\n", MARKETPLACE_VERSION), 0;
-  bool known = !strcmp(cmd, "serve") || !strcmp(cmd, "migrate") || (!strcmp(cmd, "admin") && argc > 2 && !strcmp(argv[2], "create"));
+  bool audit_verify = !strcmp(cmd, "audit") && argc > 2 && !strcmp(argv[2], "verify");
+  bool known = !strcmp(cmd, "serve") || !strcmp(cmd, "migrate") || audit_verify ||
+               (!strcmp(cmd, "admin") && argc > 2 && !strcmp(argv[2], "create"));
   if (!known) {
     fprintf(stderr, "marketplace: unknown command '%s'\n\n%s", cmd, usage);
     return 2;
@@ -130,6 +135,10 @@ int main(int argc, char **argv) {
     open_database();
     db_close();
     printf("migrations applied\n");
+  } else if (audit_verify) {
+    open_database();
+    rc = staff_audit_verify(stdout);
+    db_close();
   } else {
     rc = cmd_admin_create(argc - 3, argv + 3);
   }

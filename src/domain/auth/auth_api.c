@@ -135,6 +135,30 @@ err_t api_auth_reset_password(hs_req *req) {
   return hs_ok(req, json_pack("{s:s,s:s}", "message", "Password has been reset", "role", role));
 }
 
+err_t auth_refuse_when_busy(hs_req *req) { return password_pool_full() ? hashing_failed(req, PW_BUSY) : ERR_OK; }
+
+err_t auth_check_password(hs_req *req, const char *password, const char *hash) {
+  pw_result pr = password_verify(password, hash);
+  if (pr == PW_MISMATCH) return hs_fail(req, ERR_UNAUTHORIZED, "Invalid credentials");
+  return pr == PW_OK ? ERR_OK : hashing_failed(req, pr);
+}
+
+err_t auth_hash_password(hs_req *req, const char *password, char out[128]) {
+  pw_result pr = password_hash(password, out);
+  return pr == PW_OK ? ERR_OK : hashing_failed(req, pr);
+}
+
+err_t auth_account_get(arena *a, const char *role, const char *id, account_card *out) {
+  account acc;
+  bool found;
+  if (strcmp(role, "user") && strcmp(role, "provider")) return ERR_NOT_FOUND;
+  if (auth_store_get(a, !strcmp(role, "user") ? ACCOUNT_USER : ACCOUNT_PROVIDER, id, &acc, &found) != ERR_OK)
+    return ERR_INTERNAL;
+  if (!found) return ERR_NOT_FOUND;
+  *out = (account_card){acc.id, acc.email, acc.name};
+  return ERR_OK;
+}
+
 bool auth_admin_upsert(const char *email, const char *password) {
   char hash[128], lower[256];
   size_t n = strlen(email);
