@@ -6,7 +6,10 @@ every server it starts a fresh database.
 
 Fixtures
 - `server`: one shared server for the whole session (APP_ENV=test, BCRYPT_COST=4,
-  TRUST_PROXY=1). Tests make unique accounts with `unique_email()`.
+  TRUST_PROXY=1, a bootstrap administrator ADMIN_EMAIL/ADMIN_PASSWORD). Tests make unique
+  accounts with `unique_email()`.
+- `admin_token`: a fresh GODMODE administrator token for the shared server (`admin_login(api)`
+  logs in on any server started with BOOTSTRAP_ADMIN_*).
 - `api`: an `Api` client bound to the shared server.
 - `server_factory`: `server_factory(**env)` starts an extra server with its own data
   directory and database (stopped at teardown), for restart and configuration tests.
@@ -48,6 +51,9 @@ def unique_email(prefix="user"):
 
 
 WEBHOOK_SECRET = "whsec_test_secret"
+ADMIN_EMAIL = "godmode@example.com"
+ADMIN_PASSWORD = "admin-password-1"
+ADMIN_ENV = {"BOOTSTRAP_ADMIN_EMAIL": ADMIN_EMAIL, "BOOTSTRAP_ADMIN_PASSWORD": ADMIN_PASSWORD}
 
 
 def sign_webhook(body, secret=WEBHOOK_SECRET, timestamp=None):
@@ -370,7 +376,7 @@ def make_server(request, engine, pg_cluster):
 
 @pytest.fixture(scope="session")
 def server(request, make_server):
-    srv = make_server(DB_POOL_SIZE="16")
+    srv = make_server(DB_POOL_SIZE="16", **ADMIN_ENV)
     request.config._marketplace_server = srv
     return srv
 
@@ -389,6 +395,19 @@ def server_factory(request, engine, pg_cluster):
 @pytest.fixture
 def api(server):
     return Api(server)
+
+
+def admin_login(api):
+    """A GODMODE administrator token (the server must run with ADMIN_ENV); each login comes from
+    a fresh address, so the 10-per-15-minutes login limit never trips."""
+    r = api.post("/admin/login", json={"email": ADMIN_EMAIL, "password": ADMIN_PASSWORD}, ip=unique_ip())
+    assert r.status_code == 200, r.text
+    return r.json()["token"]
+
+
+@pytest.fixture
+def admin_token(api):
+    return admin_login(api)
 
 
 def check_route_coverage(request):
