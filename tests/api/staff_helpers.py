@@ -40,8 +40,10 @@ def claims(token):
 
 
 def forge(server, payload):
-    """A token the server would have signed: HS256 under its own secret."""
-    return sign(secret_of(server), {"alg": "HS256", "typ": "JWT"}, payload)
+    """A token the server would have signed: HS256 under its own secret (JWT_SECRET, or the one
+    it generated into its data directory)."""
+    secret = server.env["JWT_SECRET"].encode() if server.env.get("JWT_SECRET") else secret_of(server)
+    return sign(secret, {"alg": "HS256", "typ": "JWT"}, payload)
 
 
 def forged_claims(**over):
