@@ -7,6 +7,8 @@ Staff tables), 6 (email to the support inbox); decisions.md 2 (SUPPORT_EMAIL), 4
 open a ticket). The allowed ticket moves are this service's choice (docs/decisions.md). The
 ticket list is shared by every test, so tests look only at their own tickets.
 """
+import time
+
 import pytest
 
 from flow_helpers import ISO_RE, ok
@@ -28,6 +30,18 @@ def open_ticket(api, acct, role="user", subject=None, body="It does not work", c
     r = api.post(path, token=acct["token"], json={"subject": subject, "body": body, "category": category})
     assert (r.status_code, r.json()) == (200, {"ok": True})
     return subject
+
+
+def support_mail(server, needle, timeout=10):
+    """The one support-inbox email whose subject contains needle (polled: delivery is queued)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        found = [m for m in server.mails(SUPPORT) if needle in (m["subject"] or "")]
+        if found:
+            assert len(found) == 1, found
+            return found[0]
+        time.sleep(0.05)
+    raise AssertionError(f"no support email about {needle}")
 
 
 def tickets(api, staff, status=None):
@@ -53,10 +67,9 @@ def patch(api, staff, ticket_id, body):
 def test_support_request_emails_the_inbox_and_opens_a_ticket(api, server, desk, role):
     acct = api.register_user(name="Sue Sender") if role == "user" else api.register_provider(name="Sue Sender")
     subject = open_ticket(api, acct, role, body="The app crashes\nwhen I upload", category="feedback")
-    mail = [m for m in server.wait_mail(SUPPORT) if subject in (m["subject"] or "")]
-    assert len(mail) == 1
-    assert mail[0]["subject"] == f"[Support: feedback] {subject}"
-    text = mail[0]["body"]
+    mail = support_mail(server, subject)
+    assert mail["subject"] == f"[Support: feedback] {subject}"
+    text = mail["body"]
     for part in ("Sue Sender", acct["email"], "Category: feedback", subject, "The app crashes"):
         assert part in text
     t = ticket_of(api, desk, acct)
@@ -101,7 +114,7 @@ def test_support_subject_cannot_inject_headers(api, server, desk):
     u = api.register_user()
     subject = f"Help {u['id']}\r\nBcc: victim@example.com\nX-Injected: yes"
     open_ticket(api, u, subject=subject)
-    mail = next(m for m in server.wait_mail(SUPPORT) if u["id"] in (m["subject"] or ""))
+    mail = support_mail(server, u["id"])
     head = mail["raw"].split("\r\n\r\n")[0]
     assert "\nBcc:" not in head and "\nX-Injected:" not in head and "victim@example.com" in head
     assert [line for line in head.split("\r\n") if line.startswith("Subject:")] == \
