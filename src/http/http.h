@@ -119,7 +119,7 @@ struct hs_req {
   size_t raw_len;
   hs_upload *uploads; /* multipart routes: the files, in arrival order */
   int nuploads;
-  json_t *form; /* multipart routes: every text field as received (unvalidated), or NULL */
+  json_t *form_fields; /* multipart routes: the names of the text fields received, in order */
   hs_auth auth;
   const char *ip;
   char request_id[40];

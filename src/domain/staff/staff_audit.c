@@ -101,11 +101,11 @@ static char *recorded_body(hs_req *req) {
   json_t *v;
   if (req->route && req->route->upload) {
     json_t *fields = json_array(), *files = json_array();
-    const char *key;
-    json_t *value;
-    if (req->form) json_object_foreach(req->form, key, value) {
-        json_array_append_new(fields, json_string(audit_clean_text(&req->arena, key)));
-      }
+    json_t *name;
+    size_t n;
+    json_array_foreach(req->form_fields, n, name) {
+      json_array_append_new(fields, json_string(audit_clean_text(&req->arena, json_string_value(name))));
+    }
     for (int i = 0; i < req->nuploads; i++)
       json_array_append_new(files, json_pack("{s:s,s:s}", "field", audit_clean_text(&req->arena, req->uploads[i].field),
                                              "filename", audit_clean_text(&req->arena, req->uploads[i].filename)));
