@@ -10,6 +10,8 @@ administrator's token. Tests that move the clock or tamper with the database run
 their own.
 """
 import datetime
+import statistics
+import time
 
 import pytest
 
@@ -143,6 +145,24 @@ def test_staff_login_refuses_unknown_email_and_wrong_password_alike(api, staff_o
     u = api.register_user()
     r = api.post("/staff/login", json={"email": u["email"], "password": u["password"]})
     assert (r.status_code, r.json()) == (401, INVALID_CREDENTIALS)
+
+
+def test_staff_login_timing_does_not_reveal_unknown_email(server_factory):
+    srv = server_factory(BCRYPT_COST="10", **ADMIN_ENV)
+    api = Api(srv)
+    s = make_staff(api, "internal_audit")
+
+    def timed(email, password):
+        t0 = time.perf_counter()
+        r = api.post("/staff/login", json={"email": email, "password": password})
+        assert (r.status_code, r.json()) == (401, INVALID_CREDENTIALS)
+        return time.perf_counter() - t0
+
+    timed(unique_email("warmup"), "password123")
+    unknown = [timed(unique_email("ghost"), "password123") for _ in range(5)]
+    wrong = [timed(s["email"], "wrong-password") for _ in range(5)]
+    mu, mw = statistics.median(unknown), statistics.median(wrong)
+    assert max(mu, mw) / min(mu, mw) < 2.0, (unknown, wrong)
 
 
 @pytest.mark.parametrize("body, error", [

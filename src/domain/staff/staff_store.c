@@ -104,23 +104,21 @@ static const char *contains_pattern(arena *a, const char *q) {
   return p;
 }
 
+/* The search condition and order; $1 is contains_pattern(q), NULL for everyone. */
+#define MATCHES(extra)                                                                                                 \
+  "WHERE CAST($1 AS TEXT) IS NULL OR lower(name) LIKE lower($1) ESCAPE '\\' "                                          \
+  "OR lower(email) LIKE lower($1) ESCAPE '\\' " extra "ORDER BY created_at DESC, id LIMIT 100"
+
 err_t staff_store_search_customers(arena *a, const char *q, db_res **out) {
-  return rows(a, out,
-              "SELECT id, name, email, address, zip, created_at, processor_customer_id FROM users "
-              "WHERE CAST($1 AS TEXT) IS NULL OR lower(name) LIKE lower($1) ESCAPE '\\' OR lower(email) LIKE lower($1) "
-              "ESCAPE '\\' "
-              "ORDER BY created_at DESC, id LIMIT 100",
+  return rows(a, out, "SELECT id, name, email, address, zip, created_at, processor_customer_id FROM users " MATCHES(""),
               DB_ARGS(DB_TEXT(contains_pattern(a, q))));
 }
 
 err_t staff_store_search_providers(arena *a, const char *q, db_res **out) {
   return rows(a, out,
               "SELECT id, name, email, company_name, services, service_zips, is_premium, premium_since, "
-              "premium_billed_month, created_at FROM providers "
-              "WHERE CAST($1 AS TEXT) IS NULL OR lower(name) LIKE lower($1) ESCAPE '\\' OR lower(email) LIKE lower($1) "
-              "ESCAPE '\\' "
-              "OR lower(COALESCE(company_name, '')) LIKE lower($1) ESCAPE '\\' "
-              "ORDER BY created_at DESC, id LIMIT 100",
+              "premium_billed_month, created_at FROM providers " MATCHES(
+                  "OR lower(COALESCE(company_name, '')) LIKE lower($1) ESCAPE '\\' "),
               DB_ARGS(DB_TEXT(contains_pattern(a, q))));
 }
 
