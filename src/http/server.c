@@ -307,7 +307,8 @@ static err_t guard(hs_req *req, bool with_hook) {
   unsigned bit = role_bit(c);
   if (!bit) return hs_fail(req, ERR_FORBIDDEN, NULL);
   req->auth = (hs_auth){c->id, c->role, bit, c->elevation_id[0] ? c->elevation_id : NULL};
-  if (with_hook && hooks.check_token && hooks.check_token(req) != ERR_OK) return req->err ? req->err : ERR_UNAUTHORIZED;
+  err_t e = with_hook && hooks.check_token ? hooks.check_token(req) : ERR_OK;
+  if (e != ERR_OK) return req->err != ERR_OK ? req->err : hs_fail(req, e, NULL);
   if (!(bit & req->route->roles)) return hs_fail(req, ERR_FORBIDDEN, NULL);
   return ERR_OK;
 }

@@ -10,6 +10,7 @@ administrator's token. Tests that move the clock or tamper with the database run
 their own.
 """
 import datetime
+import hashlib
 import statistics
 import time
 
@@ -839,11 +840,28 @@ def _append_forged(srv, pg, total):
             "'cforgedforgedforgedforged1', 'action', 0, hash, hash FROM audit_tip", total + 1)
 
 
+def _chain_hash(prev, seq, rid, kind, created_at, body=None):
+    """The service's record hash (audit_chain.c) for a record with only these fields set."""
+    def text(v):
+        return b"-;" if v is None else str(len(v.encode())).encode() + b":" + v.encode() + b";"
+    fields = [str(seq), rid, kind] + [None] * 8 + [None, body, None, str(created_at)]
+    return hashlib.sha256(b"marketplace-audit-v1\n" + prev.encode() + b"\n" + b"".join(text(f) for f in fields)).hexdigest()
+
+
+def _append_well_forged(srv, pg, total):
+    """A record appended with a correct hash: only the tip tells it apart."""
+    prev = sql(srv, pg, f"SELECT hash FROM audit_log WHERE seq = {total}")[0][0]
+    h = _chain_hash(prev, total + 1, "cforgedforgedforgedforged2", "action", 5)
+    return ("INSERT INTO audit_log (seq, id, kind, created_at, prev_hash, hash) VALUES "
+            f"({total + 1}, 'cforgedforgedforgedforged2', 'action', 5, '{prev}', '{h}')", total + 1)
+
+
 def _delete_last(srv, pg, total):
     return f"DELETE FROM audit_log WHERE seq = {total}", total
 
 
-@pytest.mark.parametrize("tamper", [_alter_body, _alter_status, _delete_middle, _append_forged, _delete_last])
+@pytest.mark.parametrize("tamper", [_alter_body, _alter_status, _delete_middle, _append_forged, _append_well_forged,
+                                    _delete_last])
 def test_audit_verify_names_the_first_broken_record(server_factory, pg_cluster, tamper):
     srv = server_factory(**ADMIN_ENV)
     api = Api(srv)
@@ -860,10 +878,12 @@ def test_audit_verify_names_the_first_broken_record(server_factory, pg_cluster, 
     code, out = audit_verify(srv)
     assert code == 1, out
     assert f"audit chain broken at record {broken_at}" in out, out
+    if tamper is _append_well_forged:  # its hash is right: only the tip gives it away
+        assert "the chain's tip names record" in out, out
     # the service goes on appending after the tampered records; a forged record that took the
     # next position makes appends fail, and an impersonated request is then refused, not unrecorded
     r = api.get("/users/me", token=token)
-    if tamper is _append_forged:
+    if tamper in (_append_forged, _append_well_forged):
         assert (r.status_code, r.json()) == (503, {"error": "Audit trail unavailable"})
     else:
         assert r.status_code == 200

@@ -86,7 +86,9 @@ static err_t check_token(hs_req *req) {
     return ERR_OK; /* no route deletes accounts there */
   else
     kind = au->role_bit == ROLE_PROVIDER ? SUBJECT_PROVIDER : SUBJECT_USER;
-  return staff_store_subject_exists(kind, au->id, au->role) ? ERR_OK : refuse(req);
+  bool found;
+  if (staff_store_subject_exists(kind, au->id, au->role, &found) != ERR_OK) return ERR_INTERNAL;
+  return found ? ERR_OK : refuse(req);
 }
 
 static bool blank(const char *s, size_t n) {
@@ -225,10 +227,12 @@ int staff_audit_verify(FILE *out) {
   const char *tip_hash;
   if (audit_store_tip(&a, &tip_seq, &tip_hash) != DB_OK) goto out;
   if (tip_seq != expected - 1 || strcmp(tip_hash, prev)) {
+    int64_t at =
+        tip_seq < expected - 1 ? tip_seq + 1 : expected; /* the first record past the tip, or the missing one */
     fprintf(out,
             "audit chain broken at record %" PRId64 ": the chain's tip names record %" PRId64
-            " but the log ends at record %" PRId64 " (records were removed from the end)\n",
-            expected, tip_seq, expected - 1);
+            " but the log ends at record %" PRId64 " (records were added at or removed from the end)\n",
+            at, tip_seq, expected - 1);
     result = 1;
     goto out;
   }

@@ -62,7 +62,7 @@ err_t staff_audit(const audit_action *act) {
 
 /* ---- token checks ---- */
 
-bool staff_store_subject_exists(token_subject kind, const char *id, const char *role) {
+err_t staff_store_subject_exists(token_subject kind, const char *id, const char *role, bool *found) {
   static const char *const sql[] = {
       [SUBJECT_STAFF] = "SELECT 1 FROM staff WHERE id = $1 AND role = $2",
       [SUBJECT_ADMIN] = "SELECT 1 FROM admins WHERE id = $1 AND $2 = 'admin'",
@@ -72,9 +72,10 @@ bool staff_store_subject_exists(token_subject kind, const char *id, const char *
   arena a;
   arena_init(&a);
   db_res *r;
-  bool found = db_query(&a, &r, sql[kind], DB_ARGS(DB_TEXT(id), DB_TEXT(role))) == DB_OK && r->rows > 0;
+  db_rc rc = db_query(&a, &r, sql[kind], DB_ARGS(DB_TEXT(id), DB_TEXT(role)));
+  *found = rc == DB_OK && r->rows > 0;
   arena_fini(&a);
-  return found;
+  return db_to_err(rc);
 }
 
 err_t staff_store_live_elevation(arena *a, const char *elevation_id, const char *target_id, const char *target_role,

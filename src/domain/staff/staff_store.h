@@ -26,10 +26,10 @@ err_t staff_store_insert(const char *id, const char *name, const char *email, co
 
 /* ---- token checks (the check_token hook) ---- */
 
-/* The token's subject exists: a staff member with this id and role, an administrator, a
- * customer or a provider. False also when the database cannot be read. */
+/* Whether the token's subject exists (*found): a staff member with this id and role, an
+ * administrator, a customer or a provider. ERR_INTERNAL when the database cannot be read. */
 typedef enum { SUBJECT_STAFF, SUBJECT_ADMIN, SUBJECT_USER, SUBJECT_PROVIDER } token_subject;
-bool staff_store_subject_exists(token_subject kind, const char *id, const char *role);
+err_t staff_store_subject_exists(token_subject kind, const char *id, const char *role, bool *found);
 /* The elevation named by an impersonation token, if it is ACTIVE for that target, activated
  * after active_since: its staff member's id in *staff_id (arena a), else NULL. */
 err_t staff_store_live_elevation(arena *a, const char *elevation_id, const char *target_id, const char *target_role,
