@@ -361,6 +361,7 @@ def test_customer_detail_has_jobs_quotes_review_payments_elevations(api, server,
     assert JOB_FIELDS <= set(done) and done["status"] == "COMPLETED"
     assert [q["id"] for q in done["quotes"]] == [f.quote["id"]]
     assert done["review"]["rating"] == 5 and done["review"]["comment"] == "Great"
+    assert done["payment"]["status"] == "PAID" and d["jobs"][0]["payment"] is None
     assert d["jobs"][0]["quotes"] == [] and d["jobs"][0]["review"] is None
     assert [(p["jobId"], p["kind"], p["status"], p["amount"]) for p in d["payments"]] == \
         [(f.job_id, "job", "PAID", 118.0)]

@@ -84,8 +84,8 @@ static json_t *payment_json(const db_res *r, int i) {
                    jx_iso_or_null(db_field(r, i, "updated_at")));
 }
 
-/* The Job JSON of every row of jobs, each with its quotes and review (and, for a provider's
- * jobs, its payment), as a new array. */
+/* The Job JSON of every row of jobs, each with its quotes, review and payment, as a new
+ * array. */
 static err_t detailed_jobs(hs_req *req, bool provider, const char *id, const db_res *jobs, json_t **out) {
   db_res *q, *rv;
   if (staff_store_quotes_of(&req->arena, provider, id, &q) != ERR_OK ||
@@ -105,7 +105,7 @@ static err_t detailed_jobs(hs_req *req, bool provider, const char *id, const db_
     json_t *o = jobs_json(jobs, i), *list = json_object_get(quotes, job), *review = json_object_get(reviews, job);
     json_object_set_new(o, "quotes", list ? json_incref(list) : json_array());
     json_object_set_new(o, "review", review ? json_incref(review) : json_null());
-    if (provider) json_object_set_new(o, "payment", payments_job_json(job, "job"));
+    json_object_set_new(o, "payment", payments_job_json(job, "job"));
     json_array_append_new(*out, o);
   }
   return ERR_OK;
