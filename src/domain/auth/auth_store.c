@@ -1,9 +1,9 @@
 /* Account and reset-token storage. A token row is deleted by the same conditional statement
  * that proves it live, so a token can be used once even by two concurrent requests. */
 #include "domain/auth/auth_store.h"
-#include "domain/auth/auth.h"
 #include "core/clock.h"
 #include "core/ids.h"
+#include "domain/auth/auth.h"
 #include "ext/mail.h"
 #include "ext/queue.h"
 #include <stdlib.h>
@@ -38,11 +38,11 @@ err_t auth_store_get(arena *a, account_kind kind, const char *id, account *out, 
 db_rc auth_insert_user_in(db_conn *c, const char *id, const char *email, const char *hash, const char *name,
                           const char *address, const char *zip) {
   int64_t now = clock_now_ms();
-  return db_exec(c, NULL, NULL,
-                 "INSERT INTO users (id, email, password_hash, name, address, zip, created_at, updated_at) "
-                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
-                 DB_ARGS(DB_TEXT(id), DB_TEXT(email), DB_TEXT(hash), DB_TEXT(name), DB_TEXT(address), DB_TEXT(zip),
-                         DB_INT(now)));
+  return db_exec(
+      c, NULL, NULL,
+      "INSERT INTO users (id, email, password_hash, name, address, zip, created_at, updated_at) "
+      "VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
+      DB_ARGS(DB_TEXT(id), DB_TEXT(email), DB_TEXT(hash), DB_TEXT(name), DB_TEXT(address), DB_TEXT(zip), DB_INT(now)));
 }
 
 err_t auth_store_insert_user(const char *id, const char *email, const char *hash, const char *name,
@@ -57,11 +57,12 @@ db_rc auth_insert_provider_in(db_conn *c, const char *id, const char *email, con
                               const char *phone, json_t *services, json_t *zips) {
   int64_t now = clock_now_ms();
   char *services_text = json_dumps(services, JSON_COMPACT), *zips_text = json_dumps(zips, JSON_COMPACT);
-  db_rc rc = db_exec(c, NULL, NULL,
-                     "INSERT INTO providers (id, email, password_hash, name, phone, services, service_zips, created_at, "
-                     "updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
-                     DB_ARGS(DB_TEXT(id), DB_TEXT(email), DB_TEXT(hash), DB_TEXT(name), DB_TEXT(phone),
-                             DB_TEXT(services_text), DB_TEXT(zips_text), DB_INT(now)));
+  db_rc rc =
+      db_exec(c, NULL, NULL,
+              "INSERT INTO providers (id, email, password_hash, name, phone, services, service_zips, created_at, "
+              "updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
+              DB_ARGS(DB_TEXT(id), DB_TEXT(email), DB_TEXT(hash), DB_TEXT(name), DB_TEXT(phone), DB_TEXT(services_text),
+                      DB_TEXT(zips_text), DB_INT(now)));
   free(services_text), free(zips_text);
   size_t i;
   json_t *v;
