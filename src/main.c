@@ -32,18 +32,19 @@
 #define MARKETPLACE_VERSION "0.1.0"
 #endif
 
-static const char usage[] = "Usage: marketplace [command]\n"
-                            "\n"
-                            "Commands:\n"
-                            "  serve                      serve the API (the default)\n"
-                            "  migrate                    apply database migrations and exit\n"
-                            "  admin create --email E     create or update an administrator; password on stdin\n"
-                            "  audit verify               check the audit trail's hash chain (exit 1 when broken)\n"
-                            "  --help                     show this help\n"
-                            "  --version                  print the version\n"
-                            "\n"
-                            "Configuration comes from environment variables (PORT, BIND, APP_ENV, DATA_DIR,\n"
-                            "DATABASE_URL, JWT_SECRET, ...); see README.md.\n";
+static const char usage[] =
+    "Usage: marketplace [command]\n"
+    "\n"
+    "Commands:\n"
+    "  serve                      serve the API (the default)\n"
+    "  migrate                    apply database migrations and exit\n"
+    "  admin create --email E     create or update an administrator; password on stdin\n"
+    "  audit verify               check the audit trail's hash chain (exit 1 when broken)\n"
+    "  --help                     show this help\n"
+    "  --version                  print the version\n"
+    "\n"
+    "Configuration comes from environment variables (PORT, BIND, APP_ENV, DATA_DIR,\n"
+    "DATABASE_URL, JWT_SECRET, ...); see README.md.\n";
 
 static void open_database(void) {
   char err[256] = "";
