@@ -232,6 +232,65 @@ def test_staff_token_expires_after_12_hours(own_server):
     assert (r.status_code, r.json()) == (401, UNAUTHORIZED)
 
 
+ANY_STAFF = set(STAFF_ROLES)
+SUPPORT_AGENTS = {"customer_support", "professional_support"}
+ROLE_MATRIX = [  # every staff, admin and support route, with who may call it
+    ("GET", "/staff/me", None, ANY_STAFF),
+    ("GET", "/staff/customers", None, {"customer_support"}),
+    ("GET", "/staff/customers/cnotanidnotanidnotanid000", None, {"customer_support"}),
+    ("GET", "/staff/providers", None, {"professional_support"}),
+    ("GET", "/staff/providers/cnotanidnotanidnotanid000", None, {"professional_support"}),
+    ("POST", "/staff/elevation", {"targetId": "cnotanidnotanidnotanid000", "targetRole": "user", "reason": "r"},
+     SUPPORT_AGENTS),
+    ("GET", "/staff/elevation", None, ANY_STAFF),
+    ("POST", "/staff/impersonate", {"elevationId": "cnotanidnotanidnotanid000"}, SUPPORT_AGENTS),
+    ("PATCH", "/staff/elevation/cnotanidnotanidnotanid000/deactivate", None, ANY_STAFF),
+    ("GET", "/staff/tickets", None, {"technical_support"}),
+    ("PATCH", "/staff/tickets/cnotanidnotanidnotanid000", {}, {"technical_support"}),
+    ("GET", "/staff/audit/sessions", None, {"internal_audit"}),
+    ("GET", "/staff/list", None, {"admin"}),
+    ("POST", "/staff/create", {}, {"admin"}),
+    ("POST", "/staff/impersonate-staff", {"staffId": "cnotanidnotanidnotanid000"}, {"admin"}),
+    ("GET", "/admin/users", None, {"admin"}),
+    ("POST", "/admin/impersonate", {}, {"admin"}),
+    ("DELETE", "/admin/accounts/cnotanidnotanidnotanid000?role=user", None, {"admin"}),
+    ("POST", "/admin/generate", {"customers": -1}, {"admin"}),
+    ("POST", "/admin/notify", {}, {"admin"}),
+    ("POST", "/users/me/support", {}, {"user"}),
+    ("POST", "/providers/me/support", {}, {"provider"}),
+]
+
+
+def test_role_matrix(api, server, admin_token):
+    """Each route refuses every other role (403), no token and a forged staff token (401), and
+    lets its own roles through to its checks (validation or 404 here)."""
+    tokens = {role: make_staff(api, role, admin_token)["token"] for role in STAFF_ROLES}
+    tokens.update(admin=admin_token, user=api.register_user()["token"], provider=api.register_provider()["token"])
+    forged = forge(server, forged_claims(role="customer_support", type="staff"))
+    for method, path, body, allowed in ROLE_MATRIX:
+        assert (api.request(method, path, json=body).json()) == UNAUTHORIZED, path
+        r = api.request(method, path, json=body, token=forged)
+        assert (r.status_code, r.json()) == (401, UNAUTHORIZED), path
+        for role, token in tokens.items():
+            r = api.request(method, path, json=body, token=token)
+            if role in allowed:
+                assert r.status_code in (200, 400, 404), (path, role, r.status_code, r.text)
+            else:
+                assert (r.status_code, r.json()) == (403, FORBIDDEN), (path, role)
+
+
+def test_expired_tokens_are_refused_everywhere(own_server):
+    api = Api(own_server)
+    admin = admin_login(api)
+    tokens = {role: make_staff(api, role, admin)["token"] for role in STAFF_ROLES}
+    tokens.update(admin=admin, user=api.register_user()["token"], provider=api.register_provider()["token"])
+    api.advance_clock(7 * 24 * 3600 * 1000 + 1000)  # past the longest of them (7 days)
+    for method, path, body, allowed in ROLE_MATRIX:
+        for role in allowed:
+            r = api.request(method, path, json=body, token=tokens[role])
+            assert (r.status_code, r.json()) == (401, UNAUTHORIZED), (path, role)
+
+
 # ---------------------------------------------------------------- customer and provider look-ups
 
 CUSTOMER_ROW = {"id", "name", "email", "address", "zip", "createdAt", "processorCustomerId"}
