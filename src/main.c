@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef MARKETPLACE_VERSION
 #define MARKETPLACE_VERSION "0.1.0"
@@ -104,7 +105,13 @@ static int cmd_serve(void) {
   int sig = 0;
   sigwait(&stop, &sig);
   log_msg(LOG_INFO, "received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-  hs_server_stop(10000);
+  if (!hs_server_stop(CFG.shutdown_grace_ms)) {
+    /* a handler still runs and holds database connections and pools: exit under it, as a
+     * crash would; its transaction is not committed and queued work resumes after a restart */
+    log_msg(LOG_WARN, "requests still running after the grace period were cut off");
+    log_buffering_stop();
+    _exit(0);
+  }
   log_buffering_stop();
   queue_stop();
   password_pool_stop();

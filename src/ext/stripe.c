@@ -89,6 +89,10 @@ static pay_rc call(const char *path, buf *form, const char *idem_key, json_t **o
   for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
     buf resp = {0};
     CURL *curl = curl_easy_init();
+    if (!curl) {
+      snprintf(err->message, sizeof err->message, "payment processor unavailable (curl init failed)");
+      break;
+    }
     curl_easy_setopt(curl, CURLOPT_URL, url);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);

@@ -35,8 +35,9 @@ Test controls (all thread-safe):
   requests to that exact path answer `status` with a Stripe api_error. With
   `after_processing=True` the request is carried out first (object created, idempotent result
   stored) and only the answer is lost, as when a network hop fails after Stripe did the work.
-- `delay(method, path, seconds)`: requests to that path are held for `seconds` while their
-  idempotency key is in flight (to provoke concurrent-request behaviour).
+- `delay(method, path, seconds)`: requests to that path are held for `seconds` before they
+  are carried out (with an idempotency key: while the key is in flight, to provoke
+  concurrent-request behaviour; without one, e.g. a GET, simply held).
 - `detach_payment_method(id)`, `delete_payment_method(id)`, `update_object(id, **fields)`.
 - `requests` / `calls(method, path=None, prefix=None)`: the request log, each entry a dict
   {method, path, headers (lower-case names), form (parse_qs: name -> [values]), raw, status}.
@@ -235,6 +236,9 @@ class FakeStripe:
         if idem_key:
             status, body, extra = self._idempotent(key, idem_key, method, path, form)
         else:
+            wait = self.delays.get((method, path))
+            if wait:
+                time.sleep(wait)
             status, body, extra = self._execute(method, path, form)
         if failure:
             return failure["status"], _api_error(), {}

@@ -918,7 +918,9 @@ def test_recurring_request_goes_to_the_provider(api, server):
     r = recurring(api, f.user, f.job_id, dayOfWeek=0, timeSlot="evening", endDate="2031-12-31T00:00:00Z")
     assert r.status_code == 200, r.text
     assert r.json() == {"requested": True}
-    mails = server.wait_mail(f.pro["email"], count=2)  # the acceptance, then the request
+    server.wait_mail(f.pro["email"], count=2)  # the acceptance, then the request
+    api.wait_queue_idle()
+    mails = server.mails(f.pro["email"])
     asked = [m for m in mails if m["subject"] == "A customer asked for a recurring service"]
     assert len(asked) == 1, [m["subject"] for m in mails]
     assert f.job_id in asked[0]["body"]

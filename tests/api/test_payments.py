@@ -13,6 +13,7 @@ import concurrent.futures
 import datetime
 import json
 import re
+import threading
 import time
 import uuid
 
@@ -894,45 +895,6 @@ def form(call):
     return {k: v[-1] for k, v in call["form"].items()}
 
 
-def test_fake_stripe_speaks_stripe(fake):
-    """The fake itself: auth, errors, test tokens, idempotency (so the tests above mean something)."""
-    url, auth = fake.url, {"Authorization": "Bearer sk_test_fake"}
-    r = requests.post(f"{url}/v1/customers", data={"email": "x@example.com"}, timeout=10)
-    assert r.status_code == 401 and r.json()["error"]["type"] == "invalid_request_error"
-    r = requests.post(f"{url}/v1/customers", data={"email": "x@example.com"}, timeout=10,
-                      headers={"Authorization": "Bearer sk_test_other"})
-    assert r.status_code == 401
-    key = {"Idempotency-Key": f"k-{uuid.uuid4()}", **auth}
-    c1 = requests.post(f"{url}/v1/customers", data={"email": "fake@example.com"}, headers=key, timeout=10)
-    c2 = requests.post(f"{url}/v1/customers", data={"email": "fake@example.com"}, headers=key, timeout=10)
-    assert c1.status_code == c2.status_code == 200
-    assert c1.json() == c2.json() and c1.json()["object"] == "customer"
-    assert c2.headers.get("Idempotent-Replayed") == "true"
-    r = requests.post(f"{url}/v1/customers", data={"email": "other@example.com"}, headers=key, timeout=10)
-    assert r.status_code == 400 and r.json()["error"]["type"] == "idempotency_error"
-    cus = c1.json()["id"]
-    r = requests.get(f"{url}/v1/payment_methods/pm_nope", headers=auth, timeout=10)
-    assert r.status_code == 404
-    assert r.json() == {"error": {"type": "invalid_request_error", "code": "resource_missing",
-                                  "message": "No such PaymentMethod: 'pm_nope'"}}
-    pm = requests.post(f"{url}/v1/payment_methods/pm_card_chargeDeclined/attach", data={"customer": cus},
-                       headers=auth, timeout=10).json()
-    assert pm["id"].startswith("pm_") and pm["id"] != "pm_card_chargeDeclined" and pm["customer"] == cus
-    assert pm["card"] == {"brand": "visa", "last4": "0002", "exp_month": 12, "exp_year": 2034, "funding": "credit",
-                          "country": "US"}
-    r = requests.post(f"{url}/v1/payment_intents", headers=auth, timeout=10,
-                      data={"amount": 500, "currency": "usd", "customer": cus, "payment_method": pm["id"],
-                            "confirm": "true", "off_session": "true", "capture_method": "manual"})
-    assert r.status_code == 402
-    err = r.json()["error"]
-    assert (err["type"], err["code"], err["decline_code"], err["message"]) == \
-        ("card_error", "card_declined", "generic_decline", "Your card was declined.")
-    assert err["payment_intent"]["id"].startswith("pi_")
-    assert err["payment_intent"]["status"] == "requires_payment_method"
-    r = requests.get(f"{url}/v1/nothing", headers=auth, timeout=10)
-    assert r.status_code == 404 and r.json()["error"]["message"].startswith("Unrecognized request URL")
-
-
 def test_stripe_card_flow(sapi, fake):
     u = sapi.register_user(name="Stripe Customer")
     secret = ok(sapi.post("/payments/setup-intent", token=u["token"]))["clientSecret"]
@@ -1557,3 +1519,28 @@ def test_stripe_authorization_never_answered_then_declined_stays_failed(sapi, fa
     assert [i["id"] for i in intents_of(fake, u)] == [got["processorPaymentIntentId"]]
     calls = [c for c in fake.calls("POST", "/v1/payment_intents") if c["headers"].get("idempotency-key") == f"authorize-{job}"]
     assert [c["status"] for c in calls] == [500, 500, 500, 402]
+
+
+def test_webhook_waiting_on_the_processor_does_not_hold_the_database_lane(server_factory, fake):
+    """An update of a subscription no user holds is checked with the processor: the webhook
+    runs on the slow lane, so with one database-lane worker other requests still answer."""
+    srv = server_factory(STRIPE_SECRET_KEY="sk_test_fake", STRIPE_API_BASE=fake.url, STRIPE_PREMIUM_PRICE_ID=PRICE,
+                         HTTP_WORKERS="1")
+    api = Api(srv)
+    u = api.register_user()
+    sub = "sub_" + uuid.uuid4().hex[:14]
+    fake.delay("GET", f"/v1/subscriptions/{sub}", 2.0)
+    seen = len(fake.calls("GET"))
+    done = []
+    t = threading.Thread(target=lambda: done.append(
+        post_webhook(api, event("customer.subscription.updated", {"id": sub, "customer": "cus_x", "status": "active"}))))
+    t.start()
+    deadline = time.time() + 10
+    while len(fake.calls("GET")) == seen and time.time() < deadline:
+        time.sleep(0.01)
+    t0 = time.perf_counter()
+    assert api.get("/users/me", token=u["token"]).status_code == 200
+    elapsed = time.perf_counter() - t0
+    t.join(30)
+    assert done and done[0].status_code == 200, done
+    assert elapsed < 1.0, elapsed

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import ADMIN_ENV, Api, admin_login, unique_email
+from conftest import ADMIN_ENV, Api, admin_login, unique_email, unique_ip
 from flow_helpers import ISO_RE, JOB_FIELDS, Flow, accept, customer, image_files, ok, post_job, quote, race, step
 from staff_helpers import (
     ELEVATION_FIELDS, FORBIDDEN, STAFF_FIELDS, STAFF_ROLES, UNAUTHORIZED, approved_elevation, audit_verify, claims,
@@ -145,6 +145,22 @@ def test_staff_login_refuses_unknown_email_and_wrong_password_alike(api, staff_o
     u = api.register_user()
     r = api.post("/staff/login", json={"email": u["email"], "password": u["password"]})
     assert (r.status_code, r.json()) == (401, INVALID_CREDENTIALS)
+
+
+def test_staff_login_is_throttled_per_account_and_address(api, staff_of):
+    s = staff_of("technical_support")
+    ip, other_ip = unique_ip(), unique_ip()
+    for _ in range(10):
+        r = api.post("/staff/login", json={"email": s["email"], "password": "wrong-password"}, ip=ip)
+        assert (r.status_code, r.json()) == (401, INVALID_CREDENTIALS)
+    r = api.post("/staff/login", json={"email": s["email"], "password": s["password"]}, ip=ip)
+    assert (r.status_code, r.json()) == (429, {"error": "Too many requests"})
+    assert 0 < int(r.headers["Retry-After"]) <= 15 * 60
+    # another address, and another account from the same address, are not held back
+    assert api.post("/staff/login", json={"email": s["email"], "password": s["password"]}, ip=other_ip).status_code == 200
+    other = staff_of("technical_support")
+    assert api.post("/staff/login", json={"email": other["email"], "password": other["password"]},
+                    ip=ip).status_code == 200
 
 
 def test_staff_login_timing_does_not_reveal_unknown_email(server_factory):

@@ -28,16 +28,19 @@ typedef struct account_card {
 /* Looks up account id of role; ERR_NOT_FOUND when there is none (or role is neither). */
 err_t auth_account_get(arena *a, const char *role, const char *id, account_card *out);
 
-/* Password work for the logins and account creation of other domains (staff, administrators),
- * on the bounded hashing pool, answering as the customer logins do. Each returns ERR_OK, or
- * fails the request and returns its error:
+/* Password work for every login (customers, providers, staff, administrators) and for account
+ * creation elsewhere, on the bounded hashing pool. Each returns ERR_OK, or fails the request
+ * and returns its error:
  * - auth_refuse_when_busy: 503 Server busy (Retry-After, held 200 ms) when the pool is full;
  *   call it first, before touching the database.
- * - auth_check_password: 401 Invalid credentials on a mismatch; a NULL hash (unknown account)
- *   is checked against a dummy hash of the same cost, so both failures take as long.
+ * - auth_check_login: the login throttle for login_key (a kind and the email, e.g.
+ *   "staff:jo@example.com"; 429 with Retry-After while throttled, http/ratelimit.h), then the
+ *   password against hash: 401 Invalid credentials on a mismatch, counted as a failure; a
+ *   success clears the account's failures. A NULL hash (unknown account) is checked against a
+ *   dummy hash of the same cost, so both failures take as long and count alike.
  * - auth_hash_password: the bcrypt hash into out (128 bytes). */
 err_t auth_refuse_when_busy(hs_req *req);
-err_t auth_check_password(hs_req *req, const char *password, const char *hash);
+err_t auth_check_login(hs_req *req, const char *login_key, const char *password, const char *hash);
 err_t auth_hash_password(hs_req *req, const char *password, char out[128]);
 
 #endif

@@ -7,6 +7,7 @@
 #include "core/jsonx.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "domain/common.h"
 #include "domain/jobs/jobs.h"
 #include "domain/jobs/jobs_store.h"
 #include "domain/notifications/notifications.h"
@@ -248,19 +249,13 @@ err_t api_jobs_set_status(hs_req *req) {
   return reply_job(req, id);
 }
 
-/* Stores every file of field `images`; the keys as JSON array text (arena), or NULL. */
+/* Stores every file of field `images`, all or none; the keys as JSON array text (arena), or
+ * NULL. */
 static const char *store_photos(hs_req *req) {
   int n;
   hs_upload **files = hs_files(req, "images", &n);
   json_t *keys = arena_json(&req->arena, json_array());
-  for (int i = 0; i < n; i++) {
-    char key[STORAGE_KEY_LEN], err[256];
-    if (!storage_save(files[i]->path, files[i]->ext, files[i]->mime, key, err)) {
-      log_msg(LOG_ERROR, "storing a job photo failed: %s", err);
-      return NULL;
-    }
-    json_array_append_new(keys, json_string(key));
-  }
+  if (!common_store_uploads(files, n, keys)) return NULL;
   char *text = json_dumps(keys, JSON_COMPACT);
   const char *out = arena_strdup(&req->arena, text);
   free(text);
@@ -269,9 +264,7 @@ static const char *store_photos(hs_req *req) {
 
 static void delete_photos(const char *keys_json) {
   json_t *keys = jx_parse_or(keys_json, json_array());
-  size_t i;
-  json_t *k;
-  json_array_foreach(keys, i, k) storage_delete(json_string_value(k));
+  common_delete_stored(keys);
   json_decref(keys);
 }
 
@@ -305,7 +298,10 @@ err_t api_jobs_images(hs_req *req) {
   if (e != ERR_OK) return e;
   const char *keys = store_photos(req);
   if (!keys) return hs_fail(req, ERR_INTERNAL, NULL);
-  if ((e = jobs_store_append_images(db_field(job, 0, "id"), keys)) != ERR_OK) return e;
+  if ((e = jobs_store_append_images(db_field(job, 0, "id"), keys)) != ERR_OK) {
+    delete_photos(keys);
+    return e;
+  }
   return hs_ok(req, json_pack("{s:o}", "images", storage_urls_json(keys, URL_TTL_PHOTO)));
 }
 

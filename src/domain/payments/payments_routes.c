@@ -67,7 +67,7 @@ const hs_route PAYMENTS_ROUTES[] = {
      .flags = ROUTE_SLOW, .summary = "Start the 9.99/month premium subscription"},
     {HS_POST, "/payments/premium/cancel", api_payments_premium_cancel, ROLE_USER,
      .flags = ROUTE_SLOW, .summary = "Cancel premium at the end of the billing period"},
-    {HS_POST, "/webhooks", api_webhooks_receive, ROLE_OPEN, .max_body = 1024 * 1024, .flags = ROUTE_RAW_BODY,
+    {HS_POST, "/webhooks", api_webhooks_receive, ROLE_OPEN, .max_body = 1024 * 1024, .flags = ROUTE_RAW_BODY | ROUTE_SLOW,
      .summary = "Payment processor events (Stripe-Signature verified)"},
     {HS_POST, "/__test/payments/authorize", api_test_payments_authorize, ROLE_OPEN, &test_job_schema,
      .flags = ROUTE_SLOW | ROUTE_TEST_ONLY, .summary = "Drive the job authorization (APP_ENV=test only)"},

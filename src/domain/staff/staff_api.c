@@ -32,7 +32,8 @@ err_t api_staff_login(hs_req *req) {
   if (auth_refuse_when_busy(req) != ERR_OK) return req->err;
   db_res *r;
   if (staff_store_find_email(&req->arena, hs_body_str(req, "email"), &r) != ERR_OK) return ERR_INTERNAL;
-  err_t e = auth_check_password(req, hs_body_str(req, "password"), r->rows ? db_field(r, 0, "password_hash") : NULL);
+  err_t e = auth_check_login(req, arena_printf(&req->arena, "staff:%s", hs_body_str(req, "email")),
+                             hs_body_str(req, "password"), r->rows ? db_field(r, 0, "password_hash") : NULL);
   return e == ERR_OK ? reply_staff_token(req, r) : e;
 }
 
