@@ -11,7 +11,6 @@ import hmac
 import json
 import os
 import re
-import statistics
 import threading
 import time
 import uuid
@@ -580,11 +579,13 @@ def test_login_timing_does_not_reveal_unknown_email(server_factory):
         return dt
 
     unknown, wrong = [], []
-    for _ in range(5):
+    for _ in range(7):
         unknown.append(timed(unique_email("ghost"), "password123"))
         wrong.append(timed(u["email"], "wrong-password"))
-    mu, mw = statistics.median(unknown), statistics.median(wrong)
-    assert max(mu, mw) / min(mu, mw) < 2.0, (unknown, wrong)
+    # the fastest of each: load on a busy machine only ever adds time (medians of 5 drifted
+    # apart under a load average of 15), and a skipped hash would show as a fraction
+    fu, fw = min(unknown), min(wrong)
+    assert max(fu, fw) / min(fu, fw) < 2.0, (unknown, wrong)
 
 
 # ---------------------------------------------------------------- login throttle
