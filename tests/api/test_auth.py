@@ -579,7 +579,7 @@ def test_login_timing_does_not_reveal_unknown_email(server_factory):
         return dt
 
     unknown, wrong = [], []
-    for _ in range(7):
+    for _ in range(11):
         unknown.append(timed(unique_email("ghost"), "password123"))
         wrong.append(timed(u["email"], "wrong-password"))
     # the fastest of each: load on a busy machine only ever adds time (medians of 5 drifted
