@@ -1,4 +1,5 @@
-/* Command line: serve (default), migrate, admin create, --help, --version.
+/* Command line: serve (default), migrate, admin create, audit verify, payments reconcile, --help,
+ * --version.
  * Start-up order: configuration, database and migrations, bootstrap administrator, the
  * password pool, the queue, the routes, then the listener. Shutdown on SIGTERM/SIGINT runs
  * it backwards: stop accepting, finish requests in flight, stop the queue (the unit of
@@ -13,6 +14,7 @@
 #include "domain/payments/payments.h"
 #include "domain/providers/providers.h"
 #include "domain/staff/staff.h"
+#include "domain/system/system.h"
 #include "ext/filetype.h"
 #include "ext/mail.h"
 #include "ext/password.h"
@@ -41,6 +43,7 @@ static const char usage[] =
     "  migrate                    apply database migrations and exit\n"
     "  admin create --email E     create or update an administrator; password on stdin\n"
     "  audit verify               check the audit trail's hash chain (exit 1 when broken)\n"
+    "  payments reconcile         settle payments in uncertain states with the processor and exit\n"
     "  --help                     show this help\n"
     "  --version                  print the version\n"
     "\n"
@@ -70,6 +73,17 @@ static int cmd_admin_create(int argc, char **argv) {
   return 0;
 }
 
+static int cmd_payments_reconcile(void) {
+  open_database();
+  payments_init();
+  int checked, corrected;
+  err_t e = payments_reconcile(0, &checked, &corrected);
+  db_close();
+  if (e != ERR_OK) die("payments could not be read");
+  printf("payments reconciled: %d checked, %d corrected\n", checked, corrected);
+  return 0;
+}
+
 static void bootstrap_admin(void) {
   if (!CFG.bootstrap_admin_email || !CFG.bootstrap_admin_password) return;
   if (!auth_admin_upsert(CFG.bootstrap_admin_email, CFG.bootstrap_admin_password))
@@ -93,6 +107,7 @@ static int cmd_serve(void) {
   providers_domain_init();
   notifications_domain_init();
   staff_domain_init();
+  system_domain_init();
   if (!filetype_init()) die("libmagic could not load its database (package libmagic-mgc)");
   queue_start(CFG.queue_workers);
   routes_install();
@@ -124,9 +139,10 @@ int main(int argc, char **argv) {
   const char *cmd = argc > 1 ? argv[1] : "serve";
   if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) return fputs(usage, stdout), 0;
   if (!strcmp(cmd, "--version")) return printf("marketplace %s\n", MARKETPLACE_VERSION), 0;
-  bool audit_verify = !strcmp(cmd, "audit") && argc > 2 && !strcmp(argv[2], "verify");
+  bool audit_verify = !strcmp(cmd, "audit") && argc == 3 && !strcmp(argv[2], "verify");
   bool known = !strcmp(cmd, "serve") || !strcmp(cmd, "migrate") || audit_verify ||
-               (!strcmp(cmd, "admin") && argc > 2 && !strcmp(argv[2], "create"));
+               (!strcmp(cmd, "admin") && argc > 2 && !strcmp(argv[2], "create")) ||
+               (!strcmp(cmd, "payments") && argc == 3 && !strcmp(argv[2], "reconcile"));
   if (!known) {
     fprintf(stderr, "marketplace: unknown command '%s'\n\n%s", cmd, usage);
     return 2;
@@ -146,6 +162,8 @@ int main(int argc, char **argv) {
     open_database();
     rc = staff_audit_verify(stdout);
     db_close();
+  } else if (!strcmp(cmd, "payments")) {
+    rc = cmd_payments_reconcile();
   } else {
     rc = cmd_admin_create(argc - 3, argv + 3);
   }

@@ -50,6 +50,10 @@ err_t hs_rate_limit_hit(const hs_rate_limit *rule, const char *client, int *retr
   return e;
 }
 
+err_t hs_rate_limit_prune(int64_t before_ms) {
+  return db_to_err(db_query(NULL, NULL, "DELETE FROM rate_limits WHERE window_start < $1", DB_ARGS(DB_INT(before_ms))));
+}
+
 err_t hs_login_begin(hs_req *req, const char *account, hs_login_attempt *a) {
   a->account_key = arena_printf(&req->arena, "%s:%s:%s", login_per_account.name, account, req->ip);
   a->address_key = arena_printf(&req->arena, "%s:%s", login_per_address.name, req->ip);

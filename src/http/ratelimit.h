@@ -11,6 +11,10 @@
  * ERR_INTERNAL when the counter could not be written. */
 err_t hs_rate_limit_hit(const hs_rate_limit *rule, const char *client, int *retry_after_s);
 
+/* Deletes counters whose window started before before_ms; housekeeping passes an hour ago, so
+ * every window must be an hour or shorter. ERR_INTERNAL when the database refused. */
+err_t hs_rate_limit_prune(int64_t before_ms);
+
 /* Login throttle: failed credential checks are counted per (account, client address) and
  * per client address, in 15-minute windows that start at the first failure (numbers in
  * docs/decisions.md). Past either limit the login answers 429 with Retry-After until that

@@ -140,6 +140,8 @@ class Flow:
         self.api = api
         self.zip = fresh_zip()
         self.user = customer(api, self.zip)
+        # a saved card: a payment that cannot be authorized on acceptance is news of its own
+        ok(api.post("/payments/payment-method", token=self.user["token"], json={"paymentMethodId": "pm_card_visa"}))
         self.pro = provider(api, self.zip)
         self.job = post_job(api, self.user, asap=False)
         self.job_id = self.job["id"]

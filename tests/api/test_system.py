@@ -532,3 +532,37 @@ def _post_or_error(srv, path, user):
         return requests.post(srv.url + path, headers={"Authorization": f"Bearer {user['token']}"}, timeout=30).status_code
     except requests.RequestException:
         return "error"
+
+
+def test_housekeeping_deletes_expired_counters_and_old_finished_work(server_factory):
+    srv = server_factory()
+    api = Api(srv)
+    url, data = srv.env["DATABASE_URL"], srv.data_dir
+    u = api.register_user()
+    ip = unique_ip()
+    assert api.post("/auth/forgot-password", json={"email": u["email"], "role": "user"}, ip=ip).status_code == 200
+    api.wait_queue_idle()
+    key = f"forgot-password:{ip}"
+
+    def counters():
+        return db_rows(url, data, f"SELECT count(*) FROM rate_limits WHERE key LIKE '%{ip}'")[0][0]
+
+    def done_mail_work():
+        return db_rows(url, data, "SELECT count(*) FROM job_queue WHERE kind = 'email' AND status = 'done'")[0][0]
+
+    assert int(counters()) == 1, key
+    assert int(done_mail_work()) >= 1
+    # two hours on: the counter's 15-minute window is long over, the sent email is kept a week
+    api.advance_clock(2 * 3600 * 1000)
+    deadline = time.time() + 15
+    while int(counters()) != 0:
+        assert time.time() < deadline, "expired rate-limit counter not deleted"
+        time.sleep(0.05)
+    assert int(done_mail_work()) >= 1
+    api.advance_clock(8 * 24 * 3600 * 1000)
+    deadline = time.time() + 15
+    while int(done_mail_work()) != 0:
+        assert time.time() < deadline, "week-old finished work not deleted"
+        time.sleep(0.05)
+    # keyed work (the periodic slots themselves) stays
+    assert int(db_rows(url, data, "SELECT count(*) FROM job_queue WHERE kind = 'housekeeping'")[0][0]) >= 2

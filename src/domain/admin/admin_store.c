@@ -99,8 +99,9 @@ static const char *const delete_provider_sql[] = {
     "UPDATE jobs SET status = 'PENDING', updated_at = $2 WHERE status = 'QUOTED' AND provider_id IS NULL "
     "AND id IN (SELECT job_id FROM quotes WHERE provider_id = $1) "
     "AND NOT EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = jobs.id AND q.provider_id <> $1)",
-    /* the jobs it is released from can be accepted and authorized afresh (holds were voided) */
-    "DELETE FROM payments WHERE kind = 'job' AND status IN ('CANCELED', 'FAILED') "
+    /* the jobs it is released from can be accepted and authorized afresh (holds were voided);
+       a payment with a processor request under way is left to settle */
+    "DELETE FROM payments WHERE kind = 'job' AND status IN ('CANCELED', 'FAILED') AND pending_op IS NULL "
     "AND job_id IN (SELECT id FROM jobs WHERE provider_id = $1 AND status <> 'CANCELLED')",
     "UPDATE jobs SET status = 'PENDING', provider_id = NULL, accepted_at = NULL, completed_at = NULL, "
     "eta_minutes = NULL, before_images = '[]', after_images = '[]', updated_at = $2 "

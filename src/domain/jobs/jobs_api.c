@@ -244,7 +244,8 @@ err_t api_jobs_set_status(hs_req *req) {
     return hs_fail(req, ERR_CONFLICT,
                    arena_printf(&req->arena, "A job moves to %s only from %s (it is %s)", to, from[0],
                                 db_field(job, 0, "status")));
-  if (!strcmp(to, "COMPLETED")) payments_capture_job(id);
+  if (!strcmp(to, "COMPLETED") && payments_capture_job(id) != ERR_OK)
+    log_msg(LOG_ERROR, "job %s: payment neither captured nor queued; the reconciliation takes it up", id);
   notify_status(req, job, to);
   return reply_job(req, id);
 }
@@ -284,7 +285,8 @@ static err_t photo_step(hs_req *req, const char *from, const char *to, const cha
     delete_photos(keys);
     return e != ERR_OK ? e : hs_fail(req, ERR_BAD_REQUEST, arena_printf(&req->arena, "The job must be %s", from));
   }
-  if (!strcmp(to, "COMPLETED")) payments_capture_job(id);
+  if (!strcmp(to, "COMPLETED") && payments_capture_job(id) != ERR_OK)
+    log_msg(LOG_ERROR, "job %s: payment neither captured nor queued; the reconciliation takes it up", id);
   notify_status(req, job, to);
   return reply_job(req, id);
 }
@@ -358,9 +360,8 @@ err_t api_jobs_tip(hs_req *req) {
   const char *job_id = db_field(job, 0, "id");
   int64_t cents = jx_cents(json_number_value(json_object_get(req->body, "amount")));
   char msg[256] = "";
-  e = payments_charge_tip(job_id, req->auth.id, cents, msg);
+  e = payments_charge_tip(job_id, req->auth.id, &cents, msg); /* sets the job's tipAmount when paid */
   if (e != ERR_OK) return hs_fail(req, e, msg[0] ? msg : NULL);
-  if ((e = jobs_store_set_tip(job_id, cents)) != ERR_OK) return e;
   return hs_ok(req, json_pack("{s:b,s:o}", "success", 1, "tipAmount", jx_money(cents)));
 }
 

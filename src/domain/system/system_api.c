@@ -6,7 +6,9 @@
 #include "domain/system/system.h"
 #include "ext/password.h"
 #include "ext/queue.h"
+#include "http/ratelimit.h"
 #include "http/router.h"
+#include <stdio.h>
 #include "http/server.h"
 
 static err_t api_health(hs_req *req) { return hs_ok(req, json_pack("{s:s}", "status", "ok")); }
@@ -46,6 +48,24 @@ static err_t api_test_load(hs_req *req) {
   hs_server_load(&in_flight, &running);
   return hs_ok(req, json_pack("{s:i,s:i,s:b}", "inFlight", in_flight - 1, "handlersRunning", running, "hashingPoolFull",
                               password_pool_full()));
+}
+
+#define HOUR_MS (3600 * 1000LL)
+#define DONE_WORK_KEPT_MS (7 * 24 * HOUR_MS)
+
+static bool housekeeping(json_t *payload, char err[256]) {
+  (void)payload;
+  int64_t now = clock_now_ms();
+  if (hs_rate_limit_prune(now - HOUR_MS) != ERR_OK || queue_prune_done(now - DONE_WORK_KEPT_MS) != DB_OK) {
+    snprintf(err, 256, "cannot delete expired rows");
+    return false;
+  }
+  return true;
+}
+
+void system_domain_init(void) {
+  queue_register("housekeeping", housekeeping);
+  queue_every("housekeeping", HOUR_MS);
 }
 
 static const hs_field clock_fields[] = {
