@@ -15,6 +15,7 @@
 #include "domain/providers/providers.h"
 #include "domain/staff/staff.h"
 #include "domain/system/system.h"
+#include "domain/users/users.h"
 #include "ext/filetype.h"
 #include "ext/mail.h"
 #include "ext/password.h"
@@ -108,6 +109,7 @@ static int cmd_serve(void) {
   notifications_domain_init();
   staff_domain_init();
   system_domain_init();
+  users_domain_init();
   if (!filetype_init()) die("libmagic could not load its database (package libmagic-mgc)");
   queue_start(CFG.queue_workers);
   routes_install();

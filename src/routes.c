@@ -5,6 +5,7 @@
 #include "domain/admin/admin.h"
 #include "domain/auth/auth.h"
 #include "domain/files/files.h"
+#include "domain/geo/geo.h"
 #include "domain/jobs/jobs.h"
 #include "domain/messages/messages.h"
 #include "domain/notifications/notifications.h"
@@ -39,6 +40,7 @@ void routes_install(void) {
       {STAFF_ROUTES, STAFF_ROUTES_LEN},
       {ADMIN_ROUTES, ADMIN_ROUTES_LEN},
       {SUPPORT_ROUTES, SUPPORT_ROUTES_LEN},
+      {GEO_ROUTES, GEO_ROUTES_LEN},
   };
   size_t total = 0;
   for (size_t i = 0; i < ARRAY_LEN(domains); i++) total += domains[i].n;

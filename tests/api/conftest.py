@@ -6,8 +6,9 @@ every server it starts a fresh database.
 
 Fixtures
 - `server`: one shared server for the whole session (APP_ENV=test, BCRYPT_COST=4,
-  TRUST_PROXY=1, a bootstrap administrator ADMIN_EMAIL/ADMIN_PASSWORD). Tests make unique
-  accounts with `unique_email()`.
+  TRUST_PROXY=1, WEATHER_URL at `fake_geo`, a bootstrap administrator ADMIN_EMAIL/ADMIN_PASSWORD).
+  Tests make unique accounts with `unique_email()`.
+- `fake_geo`: the session's fake weather, router and geocoder (tests/api/fake_geo.py).
 - `admin_token`: a fresh GODMODE administrator token for the shared server (`admin_login(api)`
   logs in on any server started with BOOTSTRAP_ADMIN_*).
 - `api`: an `Api` client bound to the shared server; `api.wait_queue_idle()` before asserting
@@ -398,8 +399,18 @@ def make_server(request, engine, pg_cluster):
 
 
 @pytest.fixture(scope="session")
-def server(request, make_server):
-    srv = make_server(DB_POOL_SIZE="16", **ADMIN_ENV)
+def fake_geo():
+    """The session's fake Open-Meteo, OSRM and Nominatim (tests/api/fake_geo.py); the shared
+    server reads its forecasts from it (WEATHER_URL)."""
+    from fake_geo import FakeGeo
+    fake = FakeGeo().start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture(scope="session")
+def server(request, make_server, fake_geo):
+    srv = make_server(DB_POOL_SIZE="16", WEATHER_URL=fake_geo.url, **ADMIN_ENV)
     request.config._marketplace_server = srv
     return srv
 

@@ -185,6 +185,9 @@ def references(server, pg_cluster, acct_id):
         "recurring": f"SELECT COUNT(*) FROM recurring_requests WHERE customer_id = '{acct_id}' "
                      f"OR provider_id = '{acct_id}'",
         "tickets": f"SELECT COUNT(*) FROM support_tickets WHERE account_id = '{acct_id}'",
+        "favorites": f"SELECT COUNT(*) FROM favorites WHERE user_id = '{acct_id}' OR provider_id = '{acct_id}'",
+        "pro_notes": f"SELECT COUNT(*) FROM pro_notes WHERE user_id = '{acct_id}' OR provider_id = '{acct_id}'",
+        "seasonal_alerts": f"SELECT COUNT(*) FROM seasonal_alerts WHERE user_id = '{acct_id}'",
         "provider_zips": f"SELECT COUNT(*) FROM provider_zips WHERE provider_id = '{acct_id}'",
     }
     return {k: count(server, pg_cluster, q) for k, q in checks.items()}
@@ -207,6 +210,7 @@ def test_delete_customer_removes_everything_it_owns(api, server, pg_cluster, adm
                          files={"streetViewPhoto": ("s.png", png_bytes(32), "image/png")}))["streetViewPhoto"]
     ok(api.post("/users/me/support", token=user["token"],
                 json={"subject": "Bye", "body": "Leaving", "category": "feedback"}))
+    premium_with_a_favorite(api, user, pro)
     ok(api.post("/admin/notify", token=admin_token, json={"userId": user["id"], "role": "user", "title": "T",
                                                           "body": "B"}))
     photo_url = photo_msg["content"][len("[IMAGE]"):]
@@ -229,9 +233,17 @@ def test_delete_customer_removes_everything_it_owns(api, server, pg_cluster, adm
     assert delete(api, admin_token, user["id"], "user").status_code == 404
 
 
+def premium_with_a_favorite(api, user, pro):
+    """Makes user (with a saved card) premium, with pro as a favorite and a note about it."""
+    ok(api.post("/payments/premium/subscribe", token=user["token"]))
+    ok(api.post(f"/users/me/favorites/{pro['id']}", token=user["token"]))
+    ok(api.put(f"/users/me/pro-notes/{pro['id']}", token=user["token"], json={"note": "Punctual"}))
+
+
 def test_delete_provider_returns_its_jobs_to_pending(api, server, pg_cluster, admin_token):
     accepted = Flow(api).accepted()  # its card hold is voided
     user, pro = accepted.user, accepted.pro
+    premium_with_a_favorite(api, user, pro)
     assert accepted.job["status"] == "ACCEPTED"
     done = post_job(api, user)
     accept(api, user, quote(api, pro, done["id"], 60)["id"])
@@ -255,6 +267,8 @@ def test_delete_provider_returns_its_jobs_to_pending(api, server, pg_cluster, ad
     assert all(served(u) == 404 for u in urls), urls
     assert set(references(server, pg_cluster, pro["id"]).values()) == {0}
     assert (api.get("/providers/me", token=pro["token"]).json()) == UNAUTHORIZED
+    assert ok(api.get("/users/me/favorites", token=user["token"])) == []
+    assert ok(api.get("/users/me/pro-notes", token=user["token"])) == {}
     for job_id in (accepted.job_id, done["id"], quoted_only["id"]):
         job = get_job(api, user["token"], job_id)
         assert (job["status"], job["providerId"], job["quotes"]) == ("PENDING", None, []), job_id
