@@ -71,6 +71,7 @@ static bool cors_any;
 /* The body and query of routes that declare none: one shared object that nothing modifies,
  * instead of two allocations per request. */
 static json_t *empty_object;
+static hs_hooks hooks; /* hs_set_hooks */
 
 /* Requests whose handlers may block run on worker threads while their connection is
  * suspended, so MHD's few event threads never wait and keep serving every other connection.
@@ -296,8 +297,10 @@ static unsigned role_bit(const token_claims *c) {
   return 0;
 }
 
-/* 401 without a valid token, 403 when its role is not one the route admits. */
-static err_t guard(hs_req *req) {
+/* 401 without a valid token, 403 when its role is not one the route admits. The check_token
+ * hook may use the database, so it runs only on workers: an upload's early guard on the event
+ * thread (with_hook false) leaves it to dispatch. */
+static err_t guard(hs_req *req, bool with_hook) {
   const char *h = hs_header(req, "Authorization");
   if (!h || strncasecmp(h, "Bearer ", 7)) return hs_fail(req, ERR_UNAUTHORIZED, NULL);
   h += 7;
@@ -305,10 +308,17 @@ static err_t guard(hs_req *req) {
   token_claims *c = arena_alloc(&req->arena, sizeof *c);
   if (!token_verify(h, c)) return hs_fail(req, ERR_UNAUTHORIZED, NULL);
   unsigned bit = role_bit(c);
-  if (!bit || !(bit & req->route->roles)) return hs_fail(req, ERR_FORBIDDEN, NULL);
+  if (!bit) return hs_fail(req, ERR_FORBIDDEN, NULL);
   req->auth = (hs_auth){c->id, c->role, bit, c->elevation_id[0] ? c->elevation_id : NULL};
+  err_t e = with_hook && hooks.check_token ? hooks.check_token(req) : ERR_OK;
+  if (e != ERR_OK) return req->err != ERR_OK ? req->err : hs_fail(req, e, NULL);
+  if (!(bit & req->route->roles)) return hs_fail(req, ERR_FORBIDDEN, NULL);
   return ERR_OK;
 }
+
+void hs_set_hooks(const hs_hooks *h) { hooks = *h; }
+
+int hs_status(const hs_req *req) { return req->err != ERR_OK ? err_status(req->err) : req->status; }
 
 static bool only_space(const char *s, size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -371,25 +381,35 @@ static void dispatch(conn_ctx *ctx) {
   }
   req->raw_body = ctx->body ? ctx->body : "";
   req->raw_len = ctx->body_len;
-  if (r->roles && !ctx->authorized && guard(req) != ERR_OK) return;
+  if (r->roles) {
+    err_t e = ctx->authorized ? (hooks.check_token ? hooks.check_token(req) : ERR_OK) : guard(req, true);
+    if (e != ERR_OK && req->err == ERR_OK) hs_fail(req, e, NULL);
+    if (req->err != ERR_OK) goto out;
+  }
   if (r->limit) {
     int retry = 0;
     err_t e = hs_rate_limit_hit(r->limit, req->ip, &retry);
     if (e != ERR_OK) {
       req->retry_after = retry;
       hs_fail(req, e, NULL);
-      return;
+      goto out;
     }
   }
   if (r->upload) {
-    if (finish_upload(ctx) != ERR_OK) return;
+    if (finish_upload(ctx) != ERR_OK) goto out;
   } else if (!(r->flags & ROUTE_RAW_BODY) && parse_body(req) != ERR_OK) {
-    return;
+    goto out;
   }
-  if (parse_query(req) != ERR_OK) return;
+  if (parse_query(req) != ERR_OK) goto out;
+  if (hooks.before_handler && hooks.before_handler(req) != ERR_OK) {
+    if (req->err == ERR_OK) hs_fail(req, ERR_INTERNAL, NULL);
+    goto out;
+  }
   err_t e = r->handler(req);
   if (e != ERR_OK && req->err == ERR_OK) hs_fail(req, e, NULL);
   if (e == ERR_OK && req->err == ERR_OK && !req->status) hs_ok(req, json_object());
+out:
+  if (req->auth.id && hooks.after) hooks.after(req);
 }
 
 /* ---- writing the answer ---- */
@@ -581,7 +601,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     /* check the token before accepting any file onto disk */
     const hs_route *r = ctx->req.route;
     if (r && r->upload && r->roles && !ctx->preflight) {
-      if (guard(&ctx->req) != ERR_OK) return send_answer(conn, ctx);
+      if (guard(&ctx->req, false) != ERR_OK) return send_answer(conn, ctx);
       ctx->authorized = true;
     }
     return MHD_YES;

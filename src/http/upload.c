@@ -35,6 +35,7 @@ struct hs_form {
   uint64_t part_id; /* a hash of its name and file name, to recognise a continuation */
   uint64_t part_bytes;
   char name[128];           /* its name, cut (for messages and unknown fields only) */
+  char filename[128];       /* file part: the client's file name, cut */
   const hs_file_rule *rule; /* file part: its field's rule (NULL: unexpected field) */
   bool named;               /* file part: has a file name ("" means no file chosen) */
   int fd;                   /* file part: its temporary file once data arrived, else -1 */
@@ -67,6 +68,7 @@ hs_form *hs_form_new(hs_req *req) {
   f->spec = req->route->upload;
   f->fd = -1;
   f->fields = arena_json(&req->arena, json_object());
+  req->form_fields = arena_json(&req->arena, json_array());
   arena_defer(&req->arena, close_fd, f);
   return f;
 }
@@ -129,7 +131,8 @@ static void open_file(hs_form *f) {
     if (req->nuploads) memcpy(grown, req->uploads, sizeof *grown * (size_t)req->nuploads);
     req->uploads = grown;
   }
-  req->uploads[req->nuploads++] = (hs_upload){.field = f->rule->field, .path = path};
+  req->uploads[req->nuploads++] =
+      (hs_upload){.field = f->rule->field, .filename = arena_strdup(&req->arena, f->filename), .path = path};
 }
 
 static void write_file(hs_form *f, const char *data, size_t size) {
@@ -200,9 +203,11 @@ static void begin_part(hs_form *f, const char *key, const char *filename, uint64
   if (f->is_file) {
     f->rule = file_rule(f->spec, key);
     f->named = *filename != 0;
+    snprintf(f->filename, sizeof f->filename, "%s", filename);
   } else if (count_text(f, strlen(key))) {
     f->field = declared_field(f->spec, key);
     f->text_len = 0;
+    json_array_append_new(f->req->form_fields, json_stringn_nocheck(key, strlen(key)));
   }
 }
 

@@ -6,8 +6,11 @@ every server it starts a fresh database.
 
 Fixtures
 - `server`: one shared server for the whole session (APP_ENV=test, BCRYPT_COST=4,
-  TRUST_PROXY=1, WEATHER_URL at `fake_geo`). Tests make unique accounts with `unique_email()`.
+  TRUST_PROXY=1, WEATHER_URL at `fake_geo`, a bootstrap administrator ADMIN_EMAIL/ADMIN_PASSWORD).
+  Tests make unique accounts with `unique_email()`.
 - `fake_geo`: the session's fake weather, router and geocoder (tests/api/fake_geo.py).
+- `admin_token`: a fresh GODMODE administrator token for the shared server (`admin_login(api)`
+  logs in on any server started with BOOTSTRAP_ADMIN_*).
 - `api`: an `Api` client bound to the shared server; `api.wait_queue_idle()` before asserting
   that an email or push was not sent, `api.wait_load(cond)` to wait until a request is in
   flight or being handled (GET /__test/load) instead of sleeping.
@@ -51,6 +54,9 @@ def unique_email(prefix="user"):
 
 
 WEBHOOK_SECRET = "whsec_test_secret"
+ADMIN_EMAIL = "godmode@example.com"
+ADMIN_PASSWORD = "admin-password-1"
+ADMIN_ENV = {"BOOTSTRAP_ADMIN_EMAIL": ADMIN_EMAIL, "BOOTSTRAP_ADMIN_PASSWORD": ADMIN_PASSWORD}
 
 
 def sign_webhook(body, secret=WEBHOOK_SECRET, timestamp=None):
@@ -404,7 +410,7 @@ def fake_geo():
 
 @pytest.fixture(scope="session")
 def server(request, make_server, fake_geo):
-    srv = make_server(DB_POOL_SIZE="16", WEATHER_URL=fake_geo.url)
+    srv = make_server(DB_POOL_SIZE="16", WEATHER_URL=fake_geo.url, **ADMIN_ENV)
     request.config._marketplace_server = srv
     return srv
 
@@ -423,6 +429,19 @@ def server_factory(request, engine, pg_cluster):
 @pytest.fixture
 def api(server):
     return Api(server)
+
+
+def admin_login(api):
+    """A GODMODE administrator token (the server must run with ADMIN_ENV); each login comes from
+    a fresh address, so the 10-per-15-minutes login limit never trips."""
+    r = api.post("/admin/login", json={"email": ADMIN_EMAIL, "password": ADMIN_PASSWORD}, ip=unique_ip())
+    assert r.status_code == 200, r.text
+    return r.json()["token"]
+
+
+@pytest.fixture
+def admin_token(api):
+    return admin_login(api)
 
 
 def check_route_coverage(request):
