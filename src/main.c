@@ -90,7 +90,7 @@ static int cmd_serve(void) {
   providers_domain_init();
   notifications_domain_init();
   if (!filetype_init()) die("libmagic could not load its database (package libmagic-mgc)");
-  queue_start(CFG.queue_workers);
+  queue_start(CFG.queue_workers, CFG.recognition_workers);
   routes_install();
   char err[256] = "";
   if (!hs_server_start(CFG.bind, CFG.port, err)) die("%s", err);

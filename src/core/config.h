@@ -27,10 +27,12 @@ typedef struct config {
   int bcrypt_threads, bcrypt_queue; /* password-hashing pool size and queue bound */
   int db_pool_size;      /* connections of the database lane (and the main thread) */
   int db_slow_pool_size; /* connections of the slow lane and background work */
+  int db_busy_timeout_ms; /* SQLite: how long a write waits for the write lock before 503 */
   int http_threads;  /* MHD event threads */
   int http_workers;  /* handler threads of the database lane */
   int http_slow_workers; /* handler threads of the slow lane (ROUTE_SLOW) */
   int queue_workers;
+  int recognition_workers; /* background workers for document recognition (nice 10) */
   int trust_proxy;      /* proxies in front: the client is the Nth X-Forwarded-For address from the right */
   char *cors_origins;   /* comma-separated; "*" allows any */
 } config;

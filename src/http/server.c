@@ -342,7 +342,7 @@ static err_t parse_query(conn_ctx *ctx) {
   return req->query ? ERR_OK : hs_fail(req, ERR_BAD_REQUEST, err);
 }
 
-static void dispatch(conn_ctx *ctx) {
+static void run_pipeline(conn_ctx *ctx) {
   hs_req *req = &ctx->req;
   const hs_route *r = req->route;
   if (!r || ((r->flags & ROUTE_TEST_ONLY) && CFG.env != ENV_TEST) ||
@@ -376,6 +376,21 @@ static void dispatch(conn_ctx *ctx) {
   err_t e = r->handler(req);
   if (e != ERR_OK && req->err == ERR_OK) hs_fail(req, e, NULL);
   if (e == ERR_OK && req->err == ERR_OK && !req->status) hs_ok(req, json_object());
+}
+
+/* The pipeline, and one rule over it: a request during which the database was unavailable
+ * answers 503 `Service unavailable` with Retry-After, whatever its handler made of the
+ * failure (a 500, or a 200 that would claim something was done). */
+static void dispatch(conn_ctx *ctx) {
+  hs_req *req = &ctx->req;
+  db_unavailable_clear();
+  run_pipeline(ctx);
+  if (!db_unavailable_seen()) return;
+  if (req->res_fd >= 0) close(req->res_fd), req->res_fd = -1;
+  free(req->res_data), req->res_data = NULL, req->res_content_type = NULL;
+  req->status = 0, req->res_body = NULL, req->err = ERR_OK;
+  hs_fail(req, ERR_UNAVAILABLE, "Service unavailable");
+  req->retry_after = 1;
 }
 
 /* ---- writing the answer ---- */
