@@ -30,8 +30,8 @@
 #define MAX_PARAMS 64
 #define CONNECT_MS 1500 /* a reconnect (start-up allows START_CONNECT_MS) */
 #define START_CONNECT_MS 10000
-#define STALL_MS 800 /* no answer for this long: is the server still there? */
-#define PROBE_MS 1000
+#define STALL_MS 600 /* no answer for this long: is the server still there? */
+#define PROBE_MS 900
 
 typedef struct pg_conn {
   PGconn *pg; /* NULL once given up: the next statement reconnects */

@@ -170,7 +170,7 @@ void queue_kick(void) {
 
 /* Ready: pending and due by the service clock ($2), or running with its lease (real clock, $3)
  * run out: its worker died. */
-#define READY_WHERE "((status = 'pending' AND run_at <= $2) OR (status = 'running' AND locked_until < $3))"
+#define READY_WHERE(now, real) "((status = 'pending' AND run_at <= " now ") OR (status = 'running' AND locked_until < " real "))"
 
 /* Builds a lane's SQL: its kinds as $4..., or every kind but the heavy ones. */
 static void lane_sql(int lane) {
@@ -182,8 +182,10 @@ static void lane_sql(int lane) {
     n += snprintf(filter + n, sizeof filter - (size_t)n, "%s$%d", n ? ", " : "", 3 + lanes[lane].nkinds);
   }
   char where[1200];
-  if (!lanes[lane].nkinds) snprintf(where, sizeof where, "%s", lane == LANE_HEAVY ? READY_WHERE " AND 1 = 0" : READY_WHERE);
-  else snprintf(where, sizeof where, READY_WHERE " AND kind %s (%s)", lane == LANE_HEAVY ? "IN" : "NOT IN", filter);
+  if (!lanes[lane].nkinds)
+    snprintf(where, sizeof where, "%s", lane == LANE_HEAVY ? READY_WHERE("$2", "$3") " AND 1 = 0" : READY_WHERE("$2", "$3"));
+  else
+    snprintf(where, sizeof where, READY_WHERE("$2", "$3") " AND kind %s (%s)", lane == LANE_HEAVY ? "IN" : "NOT IN", filter);
   const char *lock = db_engine_get() == DB_POSTGRES ? " FOR UPDATE SKIP LOCKED" : "";
   lanes[lane].ready_sql = xmalloc(strlen(where) + 64);
   sprintf(lanes[lane].ready_sql, "SELECT 1 FROM job_queue WHERE %s LIMIT 1", where);
@@ -316,10 +318,10 @@ bool queue_depth(int64_t *ready, int64_t *running) {
   arena_init(&a);
   db_res *r;
   bool ok = db_query(&a, &r,
-                     "SELECT COALESCE(SUM(CASE WHEN " READY_WHERE " THEN 1 ELSE 0 END), 0), "
-                     "COALESCE(SUM(CASE WHEN status = 'running' AND locked_until >= $3 THEN 1 ELSE 0 END), 0) "
+                     "SELECT COALESCE(SUM(CASE WHEN " READY_WHERE("$1", "$2") " THEN 1 ELSE 0 END), 0), "
+                     "COALESCE(SUM(CASE WHEN status = 'running' AND locked_until >= $2 THEN 1 ELSE 0 END), 0) "
                      "FROM job_queue WHERE status IN ('pending', 'running')",
-                     DB_ARGS(DB_NULL, DB_INT(clock_now_ms()), DB_INT(clock_real_ms()))) == DB_OK;
+                     DB_ARGS(DB_INT(clock_now_ms()), DB_INT(clock_real_ms()))) == DB_OK;
   if (ok) *ready = db_int(r, 0, 0), *running = db_int(r, 0, 1);
   arena_fini(&a);
   return ok;

@@ -95,12 +95,19 @@ class PgCluster:
 
     def start(self):
         self._run("initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "--no-sync")
-        opts = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=500")
-        self._run("pg_ctl", "-D", self.data, "-o", opts, "-l", os.path.join(self.dir, "log"), "-w", "start")
+        self.opts = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off "
+                     "-c synchronous_commit=off -c full_page_writes=off -c max_connections=500")
+        self.resume()
 
     def restart(self):
         self._run("pg_ctl", "-D", self.data, "-m", "fast", "-w", "restart")
+
+    def halt(self):
+        """Stops the server and keeps its data (resume() starts it again)."""
+        self._run("pg_ctl", "-D", self.data, "-m", "fast", "-w", "stop")
+
+    def resume(self):
+        self._run("pg_ctl", "-D", self.data, "-o", self.opts, "-l", os.path.join(self.dir, "log"), "-w", "start")
 
     def stop(self):
         try:
