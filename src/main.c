@@ -5,6 +5,7 @@
  * work in progress completes), close the database. */
 #include "core/config.h"
 #include "core/log.h"
+#include "core/tmpdir.h"
 #include "core/util.h"
 #include "db/db.h"
 #include "db/migrate.h"
@@ -81,6 +82,8 @@ static int cmd_serve(void) {
   sigaddset(&stop, SIGINT);
   /* every thread created from here on inherits the mask; only sigwait() below sees them */
   pthread_sigmask(SIG_BLOCK, &stop, NULL);
+  char err[256] = "";
+  if (!tmpdir_init(err)) die("%s", err);
   open_database();
   bootstrap_admin();
   password_pool_start(CFG.bcrypt_threads, CFG.bcrypt_queue, CFG.bcrypt_cost);
@@ -92,7 +95,6 @@ static int cmd_serve(void) {
   if (!filetype_init()) die("libmagic could not load its database (package libmagic-mgc)");
   queue_start(CFG.queue_workers, CFG.recognition_workers);
   routes_install();
-  char err[256] = "";
   if (!hs_server_start(CFG.bind, CFG.port, err)) die("%s", err);
   log_buffering_start();
   log_json(LOG_INFO, "listening",

@@ -44,8 +44,14 @@ static void notice_quiet(void *arg, const char *message) { (void)arg, (void)mess
 /* Connects within timeout_ms; NULL with a message in err (which never holds the URL). */
 static PGconn *connect_within(const char *url, int timeout_ms, char err[256]) {
   /* our defaults first: what the URL says overrides them */
-  static const char *const keys[] = {"keepalives",       "keepalives_idle", "keepalives_interval", "keepalives_count",
-                                     "tcp_user_timeout", "application_name", "dbname",             NULL};
+  static const char *const keys[] = {"keepalives",
+                                     "keepalives_idle",
+                                     "keepalives_interval",
+                                     "keepalives_count",
+                                     "tcp_user_timeout",
+                                     "application_name",
+                                     "dbname",
+                                     NULL};
   const char *values[] = {"1", "10", "3", "3", "10000", "marketplace", url, NULL};
   PGconn *pg = PQconnectStartParams(keys, values, 1);
   int64_t deadline = clock_mono_ms() + timeout_ms;
@@ -107,7 +113,9 @@ static bool usable(pg_conn *c) {
   give_up(c);
   char err[256];
   c->pg = connect_within(c->url, CONNECT_MS, err);
-  if (lost || !c->pg) log_msg(c->pg ? LOG_WARN : LOG_ERROR, "postgres connection lost; reconnect %s%s%s", c->pg ? "succeeded" : "failed", c->pg ? "" : ": ", c->pg ? "" : err);
+  if (lost || !c->pg)
+    log_msg(c->pg ? LOG_WARN : LOG_ERROR, "postgres connection lost; reconnect %s%s%s", c->pg ? "succeeded" : "failed",
+            c->pg ? "" : ": ", c->pg ? "" : err);
   return c->pg != NULL;
 }
 
@@ -170,8 +178,10 @@ static PGresult *await_result(pg_conn *c, bool *stalled) {
     if (!r) return keep;
     ExecStatusType st = PQresultStatus(r);
     bool failed = st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK;
-    if (keep && !failed) PQclear(r);
-    else PQclear(keep), keep = r;
+    if (keep && !failed)
+      PQclear(r);
+    else
+      PQclear(keep), keep = r;
   }
 }
 

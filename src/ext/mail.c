@@ -11,6 +11,7 @@
 #include "ext/mail.h"
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/faults.h"
 #include "core/ids.h"
 #include "core/util.h"
 #include "ext/queue.h"
@@ -102,10 +103,12 @@ static bool write_eml(const char *msgid, int64_t queued_at, const char *msg, cha
   if (!mkdir_p(dir)) return snprintf(err, 256, "cannot create %s", dir), false;
   snprintf(path, sizeof path, "%s/%lld-%s.eml", dir, (long long)queued_at, msgid);
   snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, msgid);
-  FILE *f = fopen(tmp, "wb");
+  unlink(tmp); /* left by a run that died after the link: it is the delivered message itself */
+  FILE *f = fopen(tmp, "wbx");
   bool ok = f && fputs(msg, f) >= 0;
   if (f && fclose(f) != 0) ok = false;
   if (ok && link(tmp, path) != 0 && errno != EEXIST) ok = false; /* EEXIST: delivered by an earlier run */
+  if (ok) fault_point("email-written");
   if (!ok) {
     char why[128];
     snprintf(err, 256, "cannot write %s: %s", path, strerror_r(errno, why, sizeof why));

@@ -86,17 +86,21 @@ static queue_handler handler_for(const char *kind) {
   return NULL;
 }
 
-db_rc queue_enqueue(db_conn *c, const char *kind, json_t *payload) {
+db_rc queue_enqueue_at(db_conn *c, const char *kind, json_t *payload, int64_t run_at) {
   char id[ID_LEN + 1];
   id_new(id);
   char *text = json_dumps(payload, JSON_COMPACT);
   int64_t now = clock_now_ms();
   db_rc rc = db_exec(c, NULL, NULL,
                      "INSERT INTO job_queue (id, kind, payload, run_at, created_at, updated_at) "
-                     "VALUES ($1, $2, $3, $4, $4, $4)",
-                     DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now)));
+                     "VALUES ($1, $2, $3, $5, $4, $4)",
+                     DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now), DB_INT(run_at)));
   free(text);
   return rc;
+}
+
+db_rc queue_enqueue(db_conn *c, const char *kind, json_t *payload) {
+  return queue_enqueue_at(c, kind, payload, clock_now_ms());
 }
 
 db_rc queue_enqueue_once(db_conn *c, const char *kind, const char *dedupe_key, json_t *payload, bool *added) {
@@ -170,7 +174,8 @@ void queue_kick(void) {
 
 /* Ready: pending and due by the service clock ($2), or running with its lease (real clock, $3)
  * run out: its worker died. */
-#define READY_WHERE(now, real) "((status = 'pending' AND run_at <= " now ") OR (status = 'running' AND locked_until < " real "))"
+#define READY_WHERE(now, real)                                                                                         \
+  "((status = 'pending' AND run_at <= " now ") OR (status = 'running' AND locked_until < " real "))"
 
 /* Builds a lane's SQL: its kinds as $4..., or every kind but the heavy ones. */
 static void lane_sql(int lane) {
@@ -183,9 +188,11 @@ static void lane_sql(int lane) {
   }
   char where[1200];
   if (!lanes[lane].nkinds)
-    snprintf(where, sizeof where, "%s", lane == LANE_HEAVY ? READY_WHERE("$2", "$3") " AND 1 = 0" : READY_WHERE("$2", "$3"));
+    snprintf(where, sizeof where, "%s",
+             lane == LANE_HEAVY ? READY_WHERE("$2", "$3") " AND 1 = 0" : READY_WHERE("$2", "$3"));
   else
-    snprintf(where, sizeof where, READY_WHERE("$2", "$3") " AND kind %s (%s)", lane == LANE_HEAVY ? "IN" : "NOT IN", filter);
+    snprintf(where, sizeof where, READY_WHERE("$2", "$3") " AND kind %s (%s)", lane == LANE_HEAVY ? "IN" : "NOT IN",
+             filter);
   const char *lock = db_engine_get() == DB_POSTGRES ? " FOR UPDATE SKIP LOCKED" : "";
   lanes[lane].ready_sql = xmalloc(strlen(where) + 64);
   sprintf(lanes[lane].ready_sql, "SELECT 1 FROM job_queue WHERE %s LIMIT 1", where);
@@ -259,8 +266,13 @@ static void finish(arena *a, const queue_job *job, bool ok, int64_t max_attempts
   json_t *fields = json_pack("{s:s,s:s,s:I,s:I,s:s}", "kind", job->kind, "jobId", job->id, "attempt",
                              (json_int_t)job->attempt, "ms", (json_int_t)ms, "outcome", outcome);
   if (!ok) json_object_set_new(fields, "error", json_string(err));
-  log_json(ok ? LOG_INFO : dead ? LOG_ERROR : LOG_WARN,
-           ok ? "background job done" : dead ? "background job failed for good" : "background job will retry", fields);
+  log_json(ok     ? LOG_INFO
+           : dead ? LOG_ERROR
+                  : LOG_WARN,
+           ok     ? "background job done"
+           : dead ? "background job failed for good"
+                  : "background job will retry",
+           fields);
   if (ok) {
     record(a,
            "UPDATE job_queue SET status = 'done', locked_until = NULL, updated_at = $2 WHERE id = $1 AND attempts = $3",
@@ -302,9 +314,12 @@ static bool run_one(worker *w) {
   bool ok = false;
   int64_t started = clock_mono_ms();
   current = &job;
-  if (!fn) snprintf(err, sizeof err, "no handler for kind %s", job.kind);
-  else if (!payload) snprintf(err, sizeof err, "payload is not JSON");
-  else ok = fn(payload, err);
+  if (!fn)
+    snprintf(err, sizeof err, "no handler for kind %s", job.kind);
+  else if (!payload)
+    snprintf(err, sizeof err, "payload is not JSON");
+  else
+    ok = fn(payload, err);
   current = NULL;
   finish(&a, &job, ok, fn && payload ? max_attempts : job.attempt, err, clock_mono_ms() - started);
   set_slot(w, NULL, 0);
@@ -317,11 +332,14 @@ bool queue_depth(int64_t *ready, int64_t *running) {
   arena a;
   arena_init(&a);
   db_res *r;
-  bool ok = db_query(&a, &r,
-                     "SELECT COALESCE(SUM(CASE WHEN " READY_WHERE("$1", "$2") " THEN 1 ELSE 0 END), 0), "
-                     "COALESCE(SUM(CASE WHEN status = 'running' AND locked_until >= $2 THEN 1 ELSE 0 END), 0) "
-                     "FROM job_queue WHERE status IN ('pending', 'running')",
-                     DB_ARGS(DB_INT(clock_now_ms()), DB_INT(clock_real_ms()))) == DB_OK;
+  bool ok =
+      db_query(
+          &a, &r,
+          "SELECT COALESCE(SUM(CASE WHEN " READY_WHERE(
+              "$1", "$2") " THEN 1 ELSE 0 END), 0), "
+                          "COALESCE(SUM(CASE WHEN status = 'running' AND locked_until >= $2 THEN 1 ELSE 0 END), 0) "
+                          "FROM job_queue WHERE status IN ('pending', 'running')",
+          DB_ARGS(DB_INT(clock_now_ms()), DB_INT(clock_real_ms()))) == DB_OK;
   if (ok) *ready = db_int(r, 0, 0), *running = db_int(r, 0, 1);
   arena_fini(&a);
   return ok;

@@ -38,6 +38,8 @@ typedef struct queue_job {
 const queue_job *queue_current(void);
 /* Adds work on connection c, normally inside the caller's open transaction. */
 db_rc queue_enqueue(db_conn *c, const char *kind, json_t *payload);
+/* The same, due only at run_at (epoch ms, by the service clock). */
+db_rc queue_enqueue_at(db_conn *c, const char *kind, json_t *payload, int64_t run_at);
 /* Adds work on c unless work with the same dedupe_key was ever queued (by any instance);
  * *added (may be NULL) says which. DB_OK in both cases. */
 db_rc queue_enqueue_once(db_conn *c, const char *kind, const char *dedupe_key, json_t *payload, bool *added);

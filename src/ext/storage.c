@@ -4,6 +4,7 @@
 #include "ext/storage.h"
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/tmpdir.h"
 #include "core/ids.h"
 #include "core/util.h"
 #include "ext/digest.h"
@@ -92,9 +93,7 @@ char *storage_fetch_to_temp(const char *key) {
   size_t size;
   bool missing;
   if (!storage_open(key, &fd, &data, &size, &missing)) return NULL;
-  char dir[4200];
-  snprintf(dir, sizeof dir, "%s/tmp", CFG.data_dir);
-  mkdir_p(dir);
+  const char *dir = tmpdir_path();
   char *path = xmalloc(strlen(dir) + 64);
   sprintf(path, "%s/fetch-XXXXXX%s", dir, strrchr(key, '.'));
   int out = mkstemps(path, (int)strlen(strrchr(key, '.')));

@@ -15,6 +15,8 @@
  * checked for UTF-8 once whole, since a character may straddle two pieces. */
 #include "http/upload.h"
 #include "core/config.h"
+#include "core/faults.h"
+#include "core/tmpdir.h"
 #include "core/util.h"
 #include "ext/filetype.h"
 #include "ext/imagemeta.h"
@@ -116,10 +118,7 @@ static void open_file(hs_form *f) {
              f->rule->max_files == 1 ? "" : "s");
     return fail(f, ERR_BAD_REQUEST, msg);
   }
-  char dir[4200];
-  snprintf(dir, sizeof dir, "%s/tmp", CFG.data_dir);
-  mkdir_p(dir);
-  char *path = arena_printf(&req->arena, "%s/upload-XXXXXX", dir);
+  char *path = arena_printf(&req->arena, "%s/upload-XXXXXX", tmpdir_path());
   f->fd = mkstemp(path);
   if (f->fd < 0) return fail(f, ERR_INTERNAL, "cannot create a temporary file");
   arena_defer(&req->arena, unlink_path, path); /* gone with the request unless moved into storage */
@@ -244,6 +243,7 @@ err_t hs_form_finish(hs_form *f) {
                      arena_printf(&req->arena, "%s: the image is damaged or incomplete", u->field));
     if (rc != IMAGE_META_OK) return hs_fail(req, ERR_INTERNAL, NULL);
   }
+  fault_point("upload-received");
   if (!spec->fields) return ERR_OK;
   char err[256];
   req->body = arena_json(&req->arena, hs_validate(spec->fields, f->fields, true, err));

@@ -7,6 +7,7 @@
  * running one twice never moves money twice. Thread-safe. */
 #ifndef DOMAIN_PAYMENTS_H
 #define DOMAIN_PAYMENTS_H
+#include "db/db.h"
 #include "http/http.h"
 #include <stdint.h>
 
@@ -21,6 +22,14 @@ void payments_domain_init(void);
  * acceptance that calls this succeeds either way. ERR_CONFLICT when the job already has a
  * payment; ERR_INTERNAL when nothing could be recorded. */
 err_t payments_authorize_job(const char *job_id, const char *user_id, int64_t cents);
+/* Queues on c, inside the transaction that accepts a quote, the check that the job's Payment
+ * follows its status, due PAYMENT_FOLLOW_UP_MS later: when the process died between that
+ * commit and the authorization that follows it, the check authorizes the accepted quote's
+ * total (same idempotency key, so at most one hold) and records the Payment; an AUTHORIZED
+ * Payment of a job completed or cancelled since is captured or voided. Otherwise it does
+ * nothing. */
+#define PAYMENT_FOLLOW_UP_MS (2 * 60 * 1000)
+db_rc payments_follow_up(db_conn *c, const char *job_id);
 /* Captures the job's AUTHORIZED payment (PAID). No payment, or one not AUTHORIZED: nothing
  * to do, ERR_OK. When the processor is unreachable the capture is queued and retried. */
 err_t payments_capture_job(const char *job_id);

@@ -2,6 +2,7 @@
  * the processor call, and every processor call carries a key derived from the Payment id,
  * so repeating an operation (a retry, a queued capture, a concurrent request) reaches the
  * processor as the same request and money moves once. */
+#include "core/clock.h"
 #include "core/ids.h"
 #include "core/jsonx.h"
 #include "core/log.h"
@@ -139,9 +140,54 @@ out:
   return done;
 }
 
+db_rc payments_follow_up(db_conn *c, const char *job_id) {
+  json_t *payload = json_pack("{s:s}", "jobId", job_id);
+  db_rc rc = queue_enqueue_at(c, "payment_follow_up", payload, clock_now_ms() + PAYMENT_FOLLOW_UP_MS);
+  json_decref(payload);
+  return rc;
+}
+
+static bool follow_up_from_queue(json_t *payload, char err[256]) {
+  const char *job_id = json_string_value(json_object_get(payload, "jobId"));
+  if (!job_id) return true;
+  arena a;
+  arena_init(&a);
+  const char *status, *customer;
+  int64_t cents;
+  payment_row p;
+  bool found = false, done = false;
+  if (pay_store_job_terms(&a, job_id, &status, &customer, &cents) != ERR_OK ||
+      pay_store_find(&a, job_id, "job", &p, &found) != ERR_OK) {
+    snprintf(err, 256, "cannot read the job and its payment");
+    goto out;
+  }
+  if (!found && status && cents > 0 && strcmp(status, "CANCELLED")) {
+    err_t e = payments_authorize_job(job_id, customer, cents);
+    if (e != ERR_OK && e != ERR_CONFLICT) { /* conflict: the request's own authorization recorded it meanwhile */
+      snprintf(err, 256, "cannot record the authorization");
+      goto out;
+    }
+    if (e == ERR_OK) log_json(LOG_WARN, "payment authorized by the follow-up of an acceptance", json_pack("{s:s}", "jobId", job_id));
+    if (pay_store_find(&a, job_id, "job", &p, &found) != ERR_OK) {
+      snprintf(err, 256, "cannot read the payment");
+      goto out;
+    }
+  }
+  done = true;
+  if (found && status && !strcmp(p.status, "AUTHORIZED")) {
+    if (!strcmp(status, "COMPLETED")) payments_capture_job(job_id); /* queues its own retry */
+    else if (!strcmp(status, "CANCELLED") && payments_void_job(job_id) == ERR_UNAVAILABLE)
+      snprintf(err, 256, "payment processor unavailable for the void"), done = false;
+  }
+out:
+  arena_fini(&a);
+  return done;
+}
+
 void payments_domain_init(void) {
   queue_register("payment_capture", capture_job_from_queue);
   queue_register("payment_authorize_confirm", confirm_authorization_from_queue);
+  queue_register("payment_follow_up", follow_up_from_queue);
 }
 
 err_t payments_capture_job(const char *job_id) {

@@ -39,6 +39,9 @@ err_t pay_store_move(const char *id, const char *from, const char *to, const cha
 err_t pay_store_delete(const char *id);
 /* The status of job job_id, or NULL when there is no such job. */
 err_t pay_store_job_status(arena *a, const char *job_id, const char **status);
+/* The job's status, customer and accepted quote's total (0 without one); *status NULL when the
+ * job does not exist. */
+err_t pay_store_job_terms(arena *a, const char *job_id, const char **status, const char **customer, int64_t *cents);
 
 /* True when some user holds subscription_id as their current subscription. */
 err_t pay_store_holds_subscription(const char *subscription_id, bool *holds);
