@@ -20,6 +20,15 @@
 
 static bool use_s3(void) { return CFG.s3_endpoint && CFG.s3_bucket; }
 
+static _Thread_local err_t failure;
+
+err_t storage_failure(void) { return failure; }
+void storage_failure_clear(void) { failure = ERR_OK; }
+
+void storage_failure_note(int e) {
+  failure = e == ENOSPC || e == EDQUOT ? ERR_INSUFFICIENT_STORAGE : ERR_UNAVAILABLE;
+}
+
 const char *storage_mode(void) { return use_s3() ? "s3" : "local"; }
 
 static void local_path(const char *key, char *out, size_t cap) { snprintf(out, cap, "%s/uploads/%s", CFG.data_dir, key); }
@@ -42,14 +51,18 @@ bool storage_save(const char *tmp_path, const char *ext, const char *content_typ
   if (use_s3()) {
     bool ok = s3_put_file(key, tmp_path, content_type, err);
     unlink(tmp_path);
+    if (!ok) failure = ERR_UNAVAILABLE;
     return ok;
   }
   char dir[4200], path[4300];
   snprintf(dir, sizeof dir, "%s/uploads", CFG.data_dir);
   local_path(key, path, sizeof path);
   if (!mkdir_p(dir) || rename(tmp_path, path) != 0) {
-    snprintf(err, 256, "cannot store %s: %s", key, strerror(errno));
+    int e = errno;
+    char why[128];
+    snprintf(err, 256, "cannot store %s: %s", key, strerror_r(e, why, sizeof why));
     unlink(tmp_path);
+    storage_failure_note(e);
     return false;
   }
   chmod(path, 0600);

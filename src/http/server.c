@@ -18,6 +18,7 @@
 #include "http/ratelimit.h"
 #include "http/router.h"
 #include "http/upload.h"
+#include "ext/storage.h"
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -378,13 +379,22 @@ static void run_pipeline(conn_ctx *ctx) {
   if (e == ERR_OK && req->err == ERR_OK && !req->status) hs_ok(req, json_object());
 }
 
-/* The pipeline, and one rule over it: a request during which the database was unavailable
- * answers 503 `Service unavailable` with Retry-After, whatever its handler made of the
- * failure (a 500, or a 200 that would claim something was done). */
+/* The pipeline, and two rules over it. A file that could not be stored makes the request's
+ * 500 a 503 `File storage unavailable` (with Retry-After) or 507 `Insufficient storage`. A
+ * request during which the database was unavailable answers 503 `Service unavailable` with
+ * Retry-After, whatever its handler made of the failure (a 500, or a 200 that would claim
+ * something was done). */
 static void dispatch(conn_ctx *ctx) {
   hs_req *req = &ctx->req;
   db_unavailable_clear();
+  storage_failure_clear();
   run_pipeline(ctx);
+  err_t stored = storage_failure();
+  if (stored != ERR_OK && !db_unavailable_seen() && (req->err == ERR_INTERNAL || req->err == stored)) {
+    req->err = ERR_OK;
+    hs_fail(req, stored, stored == ERR_INSUFFICIENT_STORAGE ? "Insufficient storage" : "File storage unavailable");
+    if (stored == ERR_UNAVAILABLE) req->retry_after = 5;
+  }
   if (!db_unavailable_seen()) return;
   if (req->res_fd >= 0) close(req->res_fd), req->res_fd = -1;
   free(req->res_data), req->res_data = NULL, req->res_content_type = NULL;
@@ -426,7 +436,7 @@ static void add_common_headers(struct MHD_Response *resp, hs_req *req) {
 
 static json_t *error_body(hs_req *req) {
   int status = err_status(req->err);
-  if (status >= 500 && status != 503 && status != 504)
+  if (status >= 500 && status != 503 && status != 504 && status != 507)
     return json_pack("{s:s,s:s}", "error", "Internal server error", "requestId", req->request_id);
   json_t *b = json_pack("{s:s}", "error", req->err_message ? req->err_message : err_default_message(req->err));
   if (req->err_code) json_object_set_new(b, "code", json_string(req->err_code));

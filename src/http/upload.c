@@ -20,6 +20,7 @@
 #include "core/util.h"
 #include "ext/filetype.h"
 #include "ext/imagemeta.h"
+#include "ext/storage.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,14 @@ static const char *declared_field(const hs_upload_spec *spec, const char *key) {
 
 static void unlink_path(void *p) { unlink(p); }
 
+/* A file of the upload cannot be written (errno says why): 507 when the disk is full, 503
+ * otherwise; the request's temporary files go with it. */
+static void storage_failed(hs_form *f) {
+  storage_failure_note(errno);
+  err_t e = storage_failure();
+  fail(f, e, e == ERR_INSUFFICIENT_STORAGE ? "Insufficient storage" : "File storage unavailable");
+}
+
 /* Creates the temporary file of the current file part, as a new upload. */
 static void open_file(hs_form *f) {
   hs_req *req = f->req;
@@ -120,7 +129,7 @@ static void open_file(hs_form *f) {
   }
   char *path = arena_printf(&req->arena, "%s/upload-XXXXXX", tmpdir_path());
   f->fd = mkstemp(path);
-  if (f->fd < 0) return fail(f, ERR_INTERNAL, "cannot create a temporary file");
+  if (f->fd < 0) return storage_failed(f);
   arena_defer(&req->arena, unlink_path, path); /* gone with the request unless moved into storage */
   if (req->nuploads == f->uploads_cap) {
     f->uploads_cap = f->uploads_cap ? f->uploads_cap * 2 : 4;
@@ -146,7 +155,7 @@ static void write_file(hs_form *f, const char *data, size_t size) {
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
       close_fd(f);
-      return fail(f, ERR_INTERNAL, "cannot write the upload");
+      return storage_failed(f);
     }
     done += (size_t)w;
   }

@@ -205,6 +205,17 @@ class Server:
                 pass
         return out
 
+    def wait_log(self, match, count=1, timeout=10):
+        """The JSON log lines for which match(line) is true, once there are at least count of
+        them (info lines reach the log up to 100 ms after the event)."""
+        deadline = time.time() + timeout
+        while True:
+            found = [line for line in self.log_lines() if match(line)]
+            if len(found) >= count:
+                return found
+            assert time.time() < deadline, f"{len(found)} of {count} log lines after {timeout} s"
+            time.sleep(0.05)
+
     def sanitizer_report(self):
         text = self.read_log()
         for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):

@@ -207,8 +207,8 @@ def test_crash_after_an_acceptance_commits_authorizes_in_its_follow_up(server_fa
         time.sleep(0.1)
     payment = api.get(f"/jobs/{job}", token=user["token"]).json()["payment"]
     assert payment["status"] == "AUTHORIZED" and payment["amount"] == 94.4, payment
-    done = [line for line in srv.log_lines() if line.get("kind") == "payment_follow_up"]
-    assert done and done[-1]["outcome"] == "done", done
+    (done,) = srv.wait_log(lambda line: line.get("kind") == "payment_follow_up")
+    assert done["outcome"] == "done", done
 
 
 def test_crash_after_an_email_is_written_does_not_send_it_again(server_factory):
@@ -232,7 +232,7 @@ def test_crash_after_an_email_is_written_does_not_send_it_again(server_factory):
         time.sleep(0.2)
     again = [m["raw"] for m in srv.mails(user["email"])]
     assert again == [first["raw"]]
-    runs = [line for line in srv.log_lines() if line.get("kind") == "email" and line.get("msg") == "background job done"]
+    runs = srv.wait_log(lambda line: line.get("kind") == "email" and line.get("msg") == "background job done")
     assert [line["attempt"] for line in runs] == [2], runs
 
 

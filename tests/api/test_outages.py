@@ -265,7 +265,7 @@ def test_background_work_waits_for_the_database_and_runs_once(own_pg, behind_pro
         assert delivered == ["ExponentPushToken[o0]", "ExponentPushToken[o1]"], got
         rows = db_rows(srv.env["DATABASE_URL"], srv.data_dir, "SELECT status, attempts FROM job_queue WHERE kind = 'push' ORDER BY attempts")
         assert rows == [("done", "1"), ("done", "2")], rows
-        done = [line for line in srv.log_lines() if line.get("msg") == "background job done" and line["kind"] == "push"]
+        done = srv.wait_log(lambda line: line.get("msg") == "background job done" and line["kind"] == "push", count=2)
         assert len(done) == 2 and all(line["outcome"] == "done" and line["ms"] >= 0 for line in done), done
     finally:
         push.close()
@@ -342,13 +342,16 @@ def small_disk():
 def fill(where):
     """Fills the filesystem; returns the filler's path."""
     path = os.path.join(where, "filler")
-    with open(path, "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError:
-            pass
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for size in (65536, 4096, 1):  # to the last byte
+            try:
+                while True:
+                    os.write(fd, b"\0" * size)
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
     return path
 
 
