@@ -15,6 +15,7 @@
 #include "domain/providers/providers.h"
 #include "ext/filetype.h"
 #include "ext/mail.h"
+#include "ext/ocr.h"
 #include "ext/password.h"
 #include "ext/payments.h"
 #include "ext/queue.h"
@@ -93,6 +94,7 @@ static int cmd_serve(void) {
   providers_domain_init();
   notifications_domain_init();
   if (!filetype_init()) die("libmagic could not load its database (package libmagic-mgc)");
+  ocr_use_helper("/proc/self/exe");
   queue_start(CFG.queue_workers, CFG.recognition_workers);
   routes_install();
   if (!hs_server_start(CFG.bind, CFG.port, err)) die("%s", err);
@@ -114,6 +116,7 @@ static int cmd_serve(void) {
 
 int main(int argc, char **argv) {
   const char *cmd = argc > 1 ? argv[1] : "serve";
+  if (!strcmp(cmd, "ocr-helper")) return ocr_helper_main(); /* internal: see ext/ocr.h */
   if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) return fputs(usage, stdout), 0;
   if (!strcmp(cmd, "--version")) return printf("marketplace %s\n", MARKETPLACE_VERSION), 0;
   bool known = !strcmp(cmd, "serve") || !strcmp(cmd, "migrate") || (!strcmp(cmd, "admin") && argc > 2 && !strcmp(argv[2], "create"));

@@ -390,8 +390,10 @@ void queue_start(int n, int heavy) {
   for (int i = 0; i < nworkers; i++) {
     workers[i].lane = i < n ? LANE_GENERAL : LANE_HEAVY;
     pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]);
+    pthread_setname_np(workers[i].thread, workers[i].lane == LANE_HEAVY ? "recognition" : "queue");
   }
   pthread_create(&keeper, NULL, keeper_main, NULL);
+  pthread_setname_np(keeper, "queue-lease");
 }
 
 void queue_stop(void) {
