@@ -27,7 +27,7 @@ UNIT_SRC := $(shell find tests/unit -name '*.c' 2>/dev/null | sort)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/unit/%)
 PYTHON   := /usr/bin/python3
 
-.PHONY: all run test deps deps-test unit api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs clean format routes fuzz fuzz-build fuzz-short
+.PHONY: all run test deps deps-test unit api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs bench-recognition clean format routes fuzz fuzz-build fuzz-short
 
 all: deps build/marketplace
 
@@ -132,7 +132,7 @@ fuzz-short: fuzz-build
 
 # Benchmarks (docs/performance.md): the HTTP core and login flood, then the marketplace reads
 # and quotes at 10k, 100k and 1M jobs.
-bench: bench-core bench-jobs
+bench: bench-core bench-jobs bench-recognition
 
 bench-core: deps build/marketplace build/probe
 	@scripts/deps.sh bench
@@ -146,6 +146,10 @@ build/probe: bench/probe.c
 bench-jobs: deps build/marketplace
 	@scripts/deps.sh bench
 	bench/jobs.sh
+
+# licences uploaded every 2 s, then 20 at once, with a GET /users/me probe (about 2.5 min)
+bench-recognition: deps-test build/marketplace
+	$(PYTHON) bench/recognition.py
 
 routes: build/marketplace
 	@build/marketplace routes
