@@ -109,10 +109,7 @@ static bool write_eml(const char *msgid, int64_t queued_at, const char *msg, cha
   if (f && fclose(f) != 0) ok = false;
   if (ok && link(tmp, path) != 0 && errno != EEXIST) ok = false; /* EEXIST: delivered by an earlier run */
   if (ok) fault_point("email-written");
-  if (!ok) {
-    char why[128];
-    snprintf(err, 256, "cannot write %s: %s", path, strerror_r(errno, why, sizeof why));
-  }
+  if (!ok) snprintf(err, 256, "cannot write %s: %s", path, ERRNO_TEXT());
   unlink(tmp);
   return ok;
 }
@@ -122,7 +119,7 @@ static bool deliver(json_t *p, char err[256]) {
   const char *subject = json_string_value(json_object_get(p, "subject"));
   const char *body = json_string_value(json_object_get(p, "body"));
   if (!to || !subject || !body) return snprintf(err, 256, "email payload incomplete"), false;
-  const queue_job *job = queue_current();
+  const queue_item *job = queue_current();
   char msgid[ID_LEN + 1];
   if (job) snprintf(msgid, sizeof msgid, "%s", job->id);
   else id_new(msgid);

@@ -6,6 +6,7 @@
  * helper. A thread that exits closes its pipes: its helper sees the end of its input and
  * exits, and is reaped then. */
 #include "core/log.h"
+#include "core/util.h"
 #include "ext/ocr.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -88,7 +89,7 @@ static helper *helper_get(char err[256]) {
   h->to = in[1], h->from = out[0];
   if (!ok || rc != 0) {
     char why[128];
-    snprintf(err, 256, "cannot start the recognition helper: %s", strerror_r(ok ? rc : errno, why, sizeof why));
+    snprintf(err, 256, "cannot start the recognition helper: %s", errno_text(ok ? rc : errno, why, sizeof why));
     h->pid = 0;
     helper_end(h, false);
     return NULL;

@@ -68,7 +68,7 @@ static pthread_t keeper;
 static bool stopping;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* stopping, worker slots */
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static _Thread_local const queue_job *current;
+static _Thread_local const queue_item *current;
 
 static void add_handler(const char *kind, queue_handler fn, bool heavy) {
   if (nhandlers == MAX_KINDS) die("too many queue handlers");
@@ -78,7 +78,7 @@ static void add_handler(const char *kind, queue_handler fn, bool heavy) {
 void queue_register(const char *kind, queue_handler fn) { add_handler(kind, fn, false); }
 void queue_register_heavy(const char *kind, queue_handler fn) { add_handler(kind, fn, true); }
 
-const queue_job *queue_current(void) { return current; }
+const queue_item *queue_current(void) { return current; }
 
 static queue_handler handler_for(const char *kind) {
   for (int i = 0; i < nhandlers; i++)
@@ -259,7 +259,7 @@ static void record(arena *a, const char *sql, const db_val *p, int n) {
   }
 }
 
-static void finish(arena *a, const queue_job *job, bool ok, int64_t max_attempts, const char *err, int64_t ms) {
+static void finish(arena *a, const queue_item *job, bool ok, int64_t max_attempts, const char *err, int64_t ms) {
   int64_t now = clock_now_ms();
   bool dead = !ok && job->attempt >= max_attempts;
   const char *outcome = ok ? "done" : dead ? "failed" : "retry";
@@ -305,7 +305,7 @@ static bool run_one(worker *w) {
   n = lane_args(w->lane, p, clock_now_ms(), clock_real_ms());
   if (db_query(&a, &r, lanes[w->lane].claim_sql, p, n) != DB_OK || r->rows == 0) goto out;
   ran = true;
-  queue_job job = {db_text(r, 0, 0), db_text(r, 0, 1), db_int(r, 0, 3), db_int(r, 0, 5)};
+  queue_item job = {db_text(r, 0, 0), db_text(r, 0, 1), db_int(r, 0, 3), db_int(r, 0, 5)};
   int64_t max_attempts = db_int(r, 0, 4);
   set_slot(w, job.id, job.attempt);
   char err[256] = "";
@@ -343,6 +343,11 @@ bool queue_depth(int64_t *ready, int64_t *running) {
   if (ok) *ready = db_int(r, 0, 0), *running = db_int(r, 0, 1);
   arena_fini(&a);
   return ok;
+}
+
+db_rc queue_prune_done(int64_t before_ms) {
+  return db_query(NULL, NULL, "DELETE FROM job_queue WHERE status = 'done' AND dedupe_key IS NULL AND updated_at < $1",
+                  DB_ARGS(DB_INT(before_ms)));
 }
 
 static void *worker_main(void *arg) {

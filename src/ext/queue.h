@@ -30,12 +30,12 @@ void queue_register(const char *kind, queue_handler fn);
 void queue_register_heavy(const char *kind, queue_handler fn);
 
 /* The unit of work a worker thread is running, for its handler (NULL on other threads). */
-typedef struct queue_job {
+typedef struct queue_item {
   const char *id, *kind;
   int64_t attempt;    /* 1 on the first run */
   int64_t created_at; /* when it was queued, by the service clock (epoch ms) */
-} queue_job;
-const queue_job *queue_current(void);
+} queue_item;
+const queue_item *queue_current(void);
 /* Adds work on connection c, normally inside the caller's open transaction. */
 db_rc queue_enqueue(db_conn *c, const char *kind, json_t *payload);
 /* The same, due only at run_at (epoch ms, by the service clock). */
@@ -59,6 +59,9 @@ db_rc queue_now(const char *kind, json_t *payload);
 /* Counts the work due now (pending, or running with a lapsed lease) and the work being run.
  * False when the database could not be read. For tests and operators. */
 bool queue_depth(int64_t *ready, int64_t *running);
+/* Deletes finished work (status done) last changed before before_ms. Keyed rows stay: their
+ * keys are what keeps a periodic slot from running twice. */
+db_rc queue_prune_done(int64_t before_ms);
 /* Starts n general worker threads and `heavy` workers for the heavy kinds (at nice 10). */
 void queue_start(int n, int heavy);
 /* Stops the workers; a unit of work in progress finishes first. */

@@ -59,8 +59,7 @@ bool storage_save(const char *tmp_path, const char *ext, const char *content_typ
   local_path(key, path, sizeof path);
   if (!mkdir_p(dir) || rename(tmp_path, path) != 0) {
     int e = errno;
-    char why[128];
-    snprintf(err, 256, "cannot store %s: %s", key, strerror_r(e, why, sizeof why));
+    snprintf(err, 256, "cannot store %s: %s", key, ERRNO_TEXT());
     unlink(tmp_path);
     storage_failure_note(e);
     return false;

@@ -172,7 +172,7 @@ def test_stopped_postgres_answers_503_fast_and_recovers_without_a_restart(own_pg
     api = Api(srv)
     user = api.register_user()
     assert api.get("/ready").json() == {"status": "ready"}
-    own_pg.halt()
+    own_pg.pause()
     try:
         check_down(srv, user["token"])
     finally:
@@ -250,7 +250,7 @@ def test_background_work_waits_for_the_database_and_runs_once(own_pg, behind_pro
             ok(api.post("/providers/me/push-token", token=pro["token"], json={"token": f"ExponentPushToken[o{i}]"}))
         post_job(api, customer(api, z), isAsap=True)
         push.wait(2)  # both sent: one waits for its answer, the other was refused
-        own_pg.halt()
+        own_pg.pause()
         try:
             time.sleep(4)  # the 200 arrives and the retry falls due while the database is away
         finally:

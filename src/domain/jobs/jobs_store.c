@@ -135,11 +135,6 @@ err_t jobs_store_append_images(const char *id, const char *keys_json) {
   return db_to_err(rc);
 }
 
-err_t jobs_store_set_tip(const char *id, int64_t cents) {
-  return db_to_err(db_query(NULL, NULL, "UPDATE jobs SET tip_cents = $2 WHERE id = $1",
-                            DB_ARGS(DB_TEXT(id), DB_INT(cents))));
-}
-
 err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, db_res **out) {
   return rows(a, out,
               "SELECT j.*, p.name AS provider_name, p.company_name AS provider_company FROM jobs j "

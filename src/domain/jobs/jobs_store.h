@@ -37,7 +37,6 @@ err_t jobs_store_move_with_photos(const char *id, const char *from, const char *
 /* Appends keys (a JSON array text) to the job's photos, under the job's row lock, so
  * concurrent uploads all land. */
 err_t jobs_store_append_images(const char *id, const char *keys_json);
-err_t jobs_store_set_tip(const char *id, int64_t cents);
 err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, db_res **out);
 err_t jobs_store_insert_report(const char *id, const char *job_id, const char *customer_id, const char *description);
 err_t jobs_store_insert_review(const char *id, const char *job_id, const char *customer_id, const char *provider_id,

@@ -19,11 +19,5 @@ const char *payments_webhook_check(const char *secret, const char *header, const
                                    int64_t now_s);
 const char *payments_webhook_event(const char *body, size_t len, json_t **event, const char **id, const char **type,
                                    json_t **object);
-/* test-environment drivers of the job operations (until the job endpoints call them) */
-err_t api_test_payments_authorize(hs_req *req);
-err_t api_test_payments_capture(hs_req *req);
-err_t api_test_payments_void(hs_req *req);
-err_t api_test_payments_tip(hs_req *req);
-err_t api_test_payments_get(hs_req *req);
 
 #endif
