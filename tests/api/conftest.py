@@ -420,6 +420,19 @@ def server_factory(request, engine, pg_cluster):
     _fail_on(_stop_all(started))
 
 
+def run_once_only(request):
+    """Skips, except in the plain SQLite pass: for slow tests of engine-independent behaviour,
+    which need not run again on PostgreSQL or under the sanitizers (they cover the same code
+    through other tests)."""
+    if request.config.getoption("--engine") != "sqlite" or "asan" in request.config.getoption("--binary").split(os.sep):
+        pytest.skip("engine-independent and slow: runs once, in the plain SQLite pass")
+
+
+@pytest.fixture
+def once_per_run(request):
+    run_once_only(request)
+
+
 @pytest.fixture
 def api(server):
     return Api(server)

@@ -9,7 +9,7 @@ import time
 import pytest
 import requests
 
-from conftest import Api, unique_ip
+from conftest import Api, run_once_only, unique_ip
 
 NOISE_SECONDS_BOUND = 12  # 5 s per image in the helper, plus queueing and a slow machine
 
@@ -24,7 +24,9 @@ def noise_jpeg(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def bg_server(make_server):
+def bg_server(request, make_server):
+    """Recognition does not depend on the engine: these run in the plain SQLite pass only."""
+    run_once_only(request)
     return make_server(RECOGNITION_WORKERS="1", QUEUE_WORKERS="2")
 
 
@@ -87,8 +89,8 @@ def test_recognition_has_its_own_workers_at_a_lower_priority(bg_server, noise_jp
     tasks = _tasks(bg_server.proc.pid)
     assert tasks["recognition"] == [10], tasks  # RECOGNITION_WORKERS=1, nice 10
     assert tasks["queue"] == [0, 0], tasks      # QUEUE_WORKERS=2 at the requests' priority
-    # a burst of three noise images holds the one recognition worker for about 15 s ...
-    pros = [api.register_provider() for _ in range(3)]
+    # a burst of noise images holds the one recognition worker for about 10 s ...
+    pros = [api.register_provider() for _ in range(2)]
     for pro in pros:
         upload_licence(api, pro, noise_jpeg)
     time.sleep(1)

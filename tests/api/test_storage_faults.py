@@ -91,7 +91,7 @@ def hanging_endpoint():
         c.close()
 
 
-def test_object_storage_that_hangs_gives_503_in_bounded_time(hanging_endpoint, server_factory):
+def test_object_storage_that_hangs_gives_503_in_bounded_time(once_per_run, hanging_endpoint, server_factory):
     srv = server_factory(**s3_env(hanging_endpoint))
     api = Api(srv)
     pro = api.register_provider()
@@ -166,7 +166,7 @@ def test_full_disk_gives_507_and_leaves_no_partial_file(engine, root_mounts, ser
         shutil.rmtree(db_dir, ignore_errors=True)
 
 
-def test_push_service_that_hangs_delays_no_request_and_is_retried(server_factory):
+def test_push_service_that_hangs_delays_no_request_and_is_retried(once_per_run, server_factory):
     push = SlowPush([(20, 200)])  # the first request gets no answer in time, the retry one at once
     try:
         srv = server_factory(PUSH_URL=push.url)
