@@ -167,31 +167,22 @@ def check_back(srv, user):
     assert requests.get(srv.url + "/users/me", headers=auth, timeout=10).json()["lat"] >= 50
 
 
-def test_stopped_postgres_answers_503_fast_and_recovers_without_a_restart(own_pg, behind_proxy):
-    srv, _ = behind_proxy()
-    api = Api(srv)
-    user = api.register_user()
-    assert api.get("/ready").json() == {"status": "ready"}
-    own_pg.pause()
-    try:
-        check_down(srv, user["token"])
-    finally:
-        own_pg.resume()
-    check_back(srv, user)
-    assert srv.proc.poll() is None
-
-
-def test_unreachable_postgres_answers_503_fast_and_recovers(own_pg, behind_proxy):
-    """The network drops everything: no refusal, only silence, on old and new connections."""
+@pytest.mark.parametrize("outage", ["stopped", "unreachable"])
+def test_postgres_away_answers_503_fast_and_recovers_without_a_restart(own_pg, behind_proxy, outage):
+    """stopped: the server is shut down (connections refused); unreachable: the network drops
+    everything, no refusal, only silence, on old and new connections."""
     srv, proxy = behind_proxy()
     api = Api(srv)
     user = api.register_user()
-    proxy.blackhole()
+    assert api.get("/ready").json() == {"status": "ready"}
+    away, back = (own_pg.pause, own_pg.resume) if outage == "stopped" else (proxy.blackhole, proxy.restore)
+    away()
     try:
         check_down(srv, user["token"])
     finally:
-        proxy.restore()
+        back()
     check_back(srv, user)
+    assert srv.proc.poll() is None
 
 
 class SlowPush:

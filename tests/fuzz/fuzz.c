@@ -1,5 +1,6 @@
 /* Set-up shared by the fuzz targets. */
 #include "fuzz.h"
+#include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
 #include <ftw.h>
@@ -40,4 +41,12 @@ char *fuzz_strndup(const uint8_t *data, size_t size) {
   if (size) memcpy(s, data, size);
   s[size] = 0;
   return s;
+}
+
+void fuzz_check_iso_date(const char *what, const char *d) {
+  if (!*d) return;
+  char iso[32];
+  snprintf(iso, sizeof iso, "%.10sT00:00:00Z", d);
+  int64_t ms;
+  FUZZ_CHECK(strlen(d) == 10 && clock_parse_iso(iso, &ms), "%s '%s' is not an ISO date", what, d);
 }

@@ -31,6 +31,8 @@ void fuzz_setup(void);
     }                                                                                                                  \
   } while (0)
 
+/* Aborts unless d is "" or an ISO calendar date YYYY-MM-DD (what names it in the message). */
+void fuzz_check_iso_date(const char *what, const char *d);
 /* A NUL-terminated heap copy of data (free()). */
 char *fuzz_strndup(const uint8_t *data, size_t size);
 

@@ -1,7 +1,6 @@
 /* Insurance certificate recognition (recognize_insurance) over arbitrary text. Properties: a
  * status from the table, dates that are empty or real ISO dates, coverage empty or digits,
  * and a summary only when at least two fields were found. */
-#include "core/clock.h"
 #include "domain/providers/recognition.h"
 #include "fuzz.h"
 #include <ctype.h>
@@ -13,14 +12,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   return 0;
 }
 
-static void check_date(const char *what, const char *d) {
-  if (!*d) return;
-  char iso[32];
-  snprintf(iso, sizeof iso, "%sT00:00:00Z", d);
-  int64_t ms;
-  FUZZ_CHECK(strlen(d) == 10 && clock_parse_iso(iso, &ms), "%s '%s' is not an ISO date", what, d);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *text = fuzz_strndup(data, size);
   insurance_result r;
@@ -28,8 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_CHECK(!strcmp(r.status, "active") || !strcmp(r.status, "expired") || !strcmp(r.status, "review") ||
                  !strcmp(r.status, "error"),
              "status '%s'", r.status);
-  check_date("effective", r.effective);
-  check_date("expiry", r.expiry);
+  fuzz_check_iso_date("effective", r.effective);
+  fuzz_check_iso_date("expiry", r.expiry);
   for (const char *c = r.coverage; *c; c++) FUZZ_CHECK(isdigit((unsigned char)*c), "coverage '%s'", r.coverage);
   FUZZ_CHECK(r.fields_found >= 0 && r.fields_found <= 5, "%d fields", r.fields_found);
   FUZZ_CHECK(!r.summary[0] || r.fields_found >= 2, "summary with %d field(s)", r.fields_found);

@@ -1,8 +1,8 @@
 /* Licence recognition (recognize_licence) over arbitrary OCR text; the first byte is the OCR
  * confidence. Properties: a status from the specification's table, flags from its list, and
  * dates that are empty or real ISO calendar dates. */
-#include "core/clock.h"
 #include "domain/providers/recognition.h"
+#include <stdbool.h>
 #include "fuzz.h"
 #include <string.h>
 
@@ -18,14 +18,6 @@ static bool one_of(const char *s, const char *const *list) {
   return false;
 }
 
-static void check_date(const char *what, const char *d) {
-  if (!*d) return;
-  char iso[32];
-  snprintf(iso, sizeof iso, "%sT00:00:00Z", d);
-  int64_t ms;
-  FUZZ_CHECK(strlen(d) == 10 && clock_parse_iso(iso, &ms), "%s '%s' is not an ISO date", what, d);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1) return 0;
   static const char *const statuses[] = {"passed", "review", "failed", "error", NULL};
@@ -37,8 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_CHECK(one_of(r.status, statuses), "status '%s'", r.status);
   FUZZ_CHECK(r.nflags >= 0 && r.nflags <= 8, "%d flags", r.nflags);
   for (int i = 0; i < r.nflags; i++) FUZZ_CHECK(one_of(r.flags[i], flags), "flag '%s'", r.flags[i]);
-  check_date("dob", r.dob);
-  check_date("expiry", r.expiry);
+  fuzz_check_iso_date("dob", r.dob);
+  fuzz_check_iso_date("expiry", r.expiry);
   FUZZ_CHECK(strlen(r.name) < sizeof r.name && strlen(r.state) < sizeof r.state, "unterminated field");
   free(text);
   return 0;
