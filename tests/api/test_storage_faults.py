@@ -3,7 +3,9 @@ a local upload directory that cannot be written, a full disk: the upload answers
 `{"error": "File storage unavailable"}` (with Retry-After) or 507 `{"error": "Insufficient
 storage"}` in bounded time, no record points at a file that is not stored, and no partial file
 stays. A push service that hangs delays nothing a client waits for, and the push is delivered
-once the service answers again."""
+once the service answers again. A weather service or geocoder that hangs is given up in bounded
+time with the clear status of docs/decisions.md ("Weather and drive time"), and nothing from
+the failure is cached."""
 import os
 import shutil
 import socket
@@ -186,3 +188,39 @@ def test_push_service_that_hangs_delays_no_request_and_is_retried(once_per_run, 
         assert len(push.requests) == 2
     finally:
         push.close()
+
+
+# ---------------------------------------------------------------- weather and geocoding upstreams
+# (their error answers, malformed answers and the router's silence are in test_geo.py)
+
+def test_weather_service_that_hangs_is_503_in_bounded_time_and_not_cached(once_per_run, fake_geo, server_factory):
+    srv = server_factory(WEATHER_URL=fake_geo.url)
+    api = Api(srv)
+    user = api.register_user()
+    fake_geo.reset()
+    try:
+        fake_geo.delay("forecast", 30)
+        t0 = time.monotonic()
+        r = api.get("/weather", params={"zip": "10001"}, token=user["token"])
+        assert (r.status_code, r.json()) == (503, {"error": "Weather service unavailable"})
+        assert time.monotonic() - t0 < 12  # the service waits 8 s
+        fake_geo.delay("forecast", 0)
+        r = api.get("/weather", params={"zip": "10001"}, token=user["token"])
+        assert r.status_code == 200 and len(r.json()) == 14  # the failure was not cached
+    finally:
+        fake_geo.reset()
+
+
+def test_geocoder_that_hangs_is_422_in_bounded_time(once_per_run, fake_geo, server_factory):
+    srv = server_factory(GEOCODER_URL=fake_geo.url)
+    api = Api(srv)
+    fake_geo.reset()
+    try:
+        fake_geo.add_place("somewhere slow", 40.0, -75.0)
+        fake_geo.delay("search", 30)
+        t0 = time.monotonic()
+        r = api.get("/drive-time", params={"fromAddress": "somewhere slow", "toAddress": "somewhere slow"})
+        assert (r.status_code, r.json()) == (422, {"error": "Geocoding failed for fromAddress"})
+        assert time.monotonic() - t0 < 9  # the service waits 5 s
+    finally:
+        fake_geo.reset()

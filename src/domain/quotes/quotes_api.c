@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int64_t platform_fee(int64_t cents) { return (cents * 18 + 50) / 100; }
+int64_t quotes_platform_fee(int64_t amount_cents) { return (amount_cents * 18 + 50) / 100; }
 
 json_t *quotes_json(const db_res *q, int i) {
   return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:s,s:o}", "id", db_field(q, i, "id"), "jobId",
@@ -39,51 +39,66 @@ static err_t reply_quote(hs_req *req, const char *id, json_t *extra_job) {
   return hs_ok(req, out);
 }
 
-err_t api_quotes_create(hs_req *req) {
-  if (!providers_is_verified(req->auth.id))
-    return hs_fail_code(req, ERR_BAD_REQUEST, "verification_required",
-                        "Upload a headshot and both sides of your driver's licence before quoting");
+quote_outcome quotes_submit(arena *a, const quote_request *in, char id[ID_LEN + 1]) {
+  if (!providers_is_verified(in->provider_id)) return QUOTE_UNVERIFIED;
   db_res *job;
-  err_t e = jobs_get(&req->arena, hs_body_str(req, "jobId"), &job);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Job not found");
-  if (e != ERR_OK) return e;
+  err_t e = jobs_get(a, in->job_id, &job);
+  if (e != ERR_OK) return e == ERR_NOT_FOUND ? QUOTE_NO_JOB : QUOTE_FAILED;
   const char *status = db_field(job, 0, "status");
   /* a job outside the provider's services and ZIPs does not exist for it */
-  if (!jobs_provider_matches(req->auth.id, db_field(job, 0, "service"), db_field(job, 0, "zip")))
-    return hs_fail(req, ERR_NOT_FOUND, "Job not found");
-  if (strcmp(status, "PENDING") && strcmp(status, "QUOTED"))
-    return hs_fail(req, ERR_CONFLICT, "The job is not open for quotes");
+  if (!jobs_provider_matches(in->provider_id, db_field(job, 0, "service"), db_field(job, 0, "zip")))
+    return QUOTE_NO_JOB;
+  if (strcmp(status, "PENDING") && strcmp(status, "QUOTED")) return QUOTE_NOT_OPEN;
   quote_new q = {.job_id = db_field(job, 0, "id"),
-                 .provider_id = req->auth.id,
+                 .provider_id = in->provider_id,
                  .service = db_field(job, 0, "service"),
-                 .note = hs_body_str(req, "note"),
-                 .amount_cents = jx_cents(json_number_value(json_object_get(req->body, "amount")))};
-  if (q.amount_cents <= 0) return hs_fail(req, ERR_BAD_REQUEST, "amount: must be at least 0.01");
-  q.fee_cents = platform_fee(q.amount_cents);
-  const char *scheduled = hs_body_str(req, "scheduledAt");
-  if (scheduled) q.has_scheduled = clock_parse_iso(scheduled, &q.scheduled_at);
-  char id[ID_LEN + 1];
+                 .note = in->note,
+                 .amount_cents = in->amount_cents,
+                 .fee_cents = quotes_platform_fee(in->amount_cents)};
+  if (in->scheduled_at) q.has_scheduled = clock_parse_iso(in->scheduled_at, &q.scheduled_at);
   id_new(id);
   q.id = id;
   db_res *customer, *pro;
-  if ((e = quotes_store_contact(&req->arena, "users", db_field(job, 0, "customer_id"), &customer)) != ERR_OK ||
-      (e = quotes_store_contact(&req->arena, "providers", req->auth.id, &pro)) != ERR_OK)
-    return e;
+  if (quotes_store_contact(a, "users", db_field(job, 0, "customer_id"), &customer) != ERR_OK ||
+      quotes_store_contact(a, "providers", in->provider_id, &pro) != ERR_OK)
+    return QUOTE_FAILED;
   const char *company = db_text(pro, 0, 2), *pro_name = company ? company : db_text(pro, 0, 1);
   double total = (double)(q.amount_cents + q.fee_cents) / 100;
-  char *body = arena_printf(&req->arena,
+  char *body = arena_printf(a,
                             "Hello %s,\n\n%s quoted $%.2f (total $%.2f with the service fee) for your %s job.\n"
                             "Open the app to compare quotes and accept one.\n",
                             db_text(customer, 0, 1), pro_name, (double)q.amount_cents / 100, total, q.service);
   quote_news news = {db_text(customer, 0, 0), "You received a quote", body,
                      {db_field(job, 0, "customer_id"), "user", "New quote",
-                      arena_printf(&req->arena, "%s quoted $%.2f for your %s job", pro_name, total, q.service),
-                      q.job_id}};
+                      arena_printf(a, "%s quoted $%.2f for your %s job", pro_name, total, q.service), q.job_id}};
   e = quotes_store_submit(&q, &news);
-  if (e == ERR_CONFLICT) return hs_fail(req, e, "You already quoted on this job");
-  if (e == ERR_BAD_REQUEST) return hs_fail(req, ERR_CONFLICT, "The job is not open for quotes");
-  if (e != ERR_OK) return e;
-  return reply_quote(req, id, NULL);
+  if (e == ERR_CONFLICT) return QUOTE_DUPLICATE;
+  if (e == ERR_BAD_REQUEST) return QUOTE_NOT_OPEN;
+  return e == ERR_OK ? QUOTE_CREATED : QUOTE_FAILED;
+}
+
+err_t quotes_fail_unverified(hs_req *req) {
+  return hs_fail_code(req, ERR_BAD_REQUEST, "verification_required",
+                      "Upload a headshot and both sides of your driver's licence before quoting");
+}
+
+err_t api_quotes_create(hs_req *req) {
+  quote_request q = {.provider_id = req->auth.id,
+                     .job_id = hs_body_str(req, "jobId"),
+                     .note = hs_body_str(req, "note"),
+                     .scheduled_at = hs_body_str(req, "scheduledAt"),
+                     .amount_cents = jx_cents(json_number_value(json_object_get(req->body, "amount")))};
+  if (q.amount_cents <= 0) return hs_fail(req, ERR_BAD_REQUEST, "amount: must be at least 0.01");
+  char id[ID_LEN + 1];
+  switch (quotes_submit(&req->arena, &q, id)) {
+  case QUOTE_CREATED: return reply_quote(req, id, NULL);
+  case QUOTE_UNVERIFIED: return quotes_fail_unverified(req);
+  case QUOTE_NO_JOB: return hs_fail(req, ERR_NOT_FOUND, "Job not found");
+  case QUOTE_NOT_OPEN: return hs_fail(req, ERR_CONFLICT, "The job is not open for quotes");
+  case QUOTE_DUPLICATE: return hs_fail(req, ERR_CONFLICT, "You already quoted on this job");
+  case QUOTE_FAILED: break;
+  }
+  return ERR_INTERNAL;
 }
 
 err_t api_quotes_accept(hs_req *req) {
@@ -117,13 +132,13 @@ err_t api_quotes_accept(hs_req *req) {
   return reply_quote(req, db_field(q, 0, "id"), jobs_json(job, 0));
 }
 
-err_t api_quotes_market_rate(hs_req *req) {
+err_t quotes_market(arena *a, const char *service, quote_market *out) {
   db_res *r;
-  err_t e = quotes_store_recent_accepted(&req->arena, json_string_value(json_object_get(req->query, "service")), &r);
-  if (e != ERR_OK) return e;
-  if (r->rows == 0) return hs_ok(req, json_pack("{s:n}", "marketRate"));
-  int64_t *v = arena_alloc(&req->arena, sizeof *v * (size_t)r->rows);
-  for (int i = 0; i < r->rows; i++) v[i] = db_int(r, i, 0);
+  err_t e = quotes_store_recent_accepted(a, service, &r);
+  *out = (quote_market){0};
+  if (e != ERR_OK || r->rows == 0) return e;
+  int64_t *v = arena_alloc(a, sizeof *v * (size_t)r->rows), sum = 0;
+  for (int i = 0; i < r->rows; i++) v[i] = db_int(r, i, 0), sum += v[i];
   for (int i = 1; i < r->rows; i++) /* insertion sort: at most 50 values */
     for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
       int64_t t = v[j];
@@ -131,8 +146,19 @@ err_t api_quotes_market_rate(hs_req *req) {
     }
   int n = r->rows;
   double median = n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2.0;
-  double rounded = round(median / 100.0 / 5.0) * 5.0; /* dollars, to the nearest 5 */
-  return hs_ok(req, json_pack("{s:f}", "marketRate", rounded));
+  out->known = true;
+  out->samples = n;
+  out->rate_cents = (int64_t)round(median / 100.0 / 5.0) * 500; /* dollars, to the nearest 5 */
+  out->mean_cents = llround((double)sum / n);
+  return ERR_OK;
+}
+
+err_t api_quotes_market_rate(hs_req *req) {
+  quote_market m;
+  err_t e = quotes_market(&req->arena, json_string_value(json_object_get(req->query, "service")), &m);
+  if (e != ERR_OK) return e;
+  if (!m.known) return hs_ok(req, json_pack("{s:n}", "marketRate"));
+  return hs_ok(req, json_pack("{s:f}", "marketRate", (double)m.rate_cents / 100.0));
 }
 
 err_t api_quotes_for_job(hs_req *req) {
