@@ -111,7 +111,7 @@ static int cmd_serve(void) {
   system_domain_init();
   users_domain_init();
   if (!filetype_init()) die("libmagic could not load its database (package libmagic-mgc)");
-  ocr_use_helper("/proc/self/exe");
+  ocr_use_helper("/proc/self/exe", CFG.recognition_timeout_ms);
   queue_start(CFG.queue_workers, CFG.recognition_workers);
   routes_install();
   if (!hs_server_start(CFG.bind, CFG.port, err)) die("%s", err);

@@ -126,6 +126,7 @@ bool config_load(char err[256]) {
   if (!env_int("HTTP_SLOW_WORKERS", 32, 1, 4096, &CFG.http_slow_workers, err)) return false;
   if (!env_int("QUEUE_WORKERS", 2, 1, 64, &CFG.queue_workers, err)) return false;
   if (!env_int("RECOGNITION_WORKERS", 1, 1, 16, &CFG.recognition_workers, err)) return false;
+  if (!env_int("RECOGNITION_TIMEOUT_MS", 5000, 1000, 600000, &CFG.recognition_timeout_ms, err)) return false;
   if (!env_int("TRUST_PROXY", 0, 0, 16, &CFG.trust_proxy, err)) return false;
   int grace;
   if (!env_int("SHUTDOWN_GRACE", 10, 0, 600, &grace, err)) return false;

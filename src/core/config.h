@@ -33,6 +33,7 @@ typedef struct config {
   int http_slow_workers; /* handler threads of the slow lane (ROUTE_SLOW) */
   int queue_workers;
   int recognition_workers; /* background workers for document recognition (nice 10) */
+  int recognition_timeout_ms; /* recognition of one image or PDF page is stopped past this */
   int shutdown_grace_ms; /* SIGTERM: how long requests in flight may take to finish */
   int http_idle_timeout;          /* seconds without traffic before a connection is closed */
   int http_header_timeout;        /* seconds from a request's first bytes to its last header */

@@ -12,8 +12,8 @@
  * deadline). Tesseract's layout analysis does not look at that deadline, and on an image of
  * noise it runs for a minute, so with ocr_use_helper() the work runs in helper processes
  * (one per calling thread, kept between documents) that are killed when a document overruns
- * its bound (OCR_PAGE_MS + 2 s per image or page): the document then reads as unreadable, and
- * a crash of the engine costs only its helper. */
+ * its bound (per image or page, RECOGNITION_TIMEOUT_MS: 5 s by default): the document then
+ * reads as unreadable, and a crash of the engine costs only its helper. */
 #ifndef EXT_OCR_H
 #define EXT_OCR_H
 #include <stdbool.h>
@@ -49,8 +49,9 @@ bool ocr_image_here(const char *path, ocr_text *out, char err[256]);
 bool ocr_pdf_here(const char *path, ocr_text *out, char err[256]);
 
 /* From now on ocr_image and ocr_pdf run in helper processes started as `exe ocr-helper`
- * (exe: this program, e.g. "/proc/self/exe"). Call once at start-up, before any recognition. */
-void ocr_use_helper(const char *exe);
+ * (exe: this program, e.g. "/proc/self/exe"), killed past page_limit_ms per image or PDF page.
+ * Call once at start-up, before any recognition. */
+void ocr_use_helper(const char *exe, int page_limit_ms);
 /* The helper's loop (the `ocr-helper` command): a request per line on standard input, "I
  * <path>" or "P <path>"; per request an answer on standard output, "<ok> <confidence>
  * <length>\n" then length bytes (the text, or the error). Returns at end of input. */

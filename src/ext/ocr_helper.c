@@ -22,7 +22,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SLACK_MS 2000 /* per image or page, above OCR_PAGE_MS: start-up, rendering, decoding */
 #define PDF_PAGES 3   /* ocr_pdf reads at most this many pages */
 
 extern char **environ;
@@ -33,6 +32,7 @@ typedef struct helper {
 } helper;
 
 static const char *helper_exe;
+static int page_limit_ms; /* per image or page: OCR_PAGE_MS plus start-up, rendering, decoding */
 static pthread_key_t key;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -62,7 +62,7 @@ static void key_init(void) {
   if (pthread_key_create(&key, helper_free) != 0) abort();
 }
 
-void ocr_use_helper(const char *exe) { helper_exe = exe; }
+void ocr_use_helper(const char *exe, int limit_ms) { helper_exe = exe, page_limit_ms = limit_ms; }
 
 /* The calling thread's running helper, started when needed; NULL with err on failure. */
 static helper *helper_get(char err[256]) {
@@ -151,11 +151,11 @@ static bool ask(char kind, const char *path, int bound_ms, ocr_text *out, char e
 }
 
 bool ocr_image(const char *path, ocr_text *out, char err[256]) {
-  return helper_exe ? ask('I', path, OCR_PAGE_MS + SLACK_MS, out, err) : ocr_image_here(path, out, err);
+  return helper_exe ? ask('I', path, page_limit_ms, out, err) : ocr_image_here(path, out, err);
 }
 
 bool ocr_pdf(const char *path, ocr_text *out, char err[256]) {
-  return helper_exe ? ask('P', path, PDF_PAGES * (OCR_PAGE_MS + SLACK_MS), out, err) : ocr_pdf_here(path, out, err);
+  return helper_exe ? ask('P', path, PDF_PAGES * page_limit_ms, out, err) : ocr_pdf_here(path, out, err);
 }
 
 int ocr_helper_main(void) {

@@ -148,6 +148,10 @@ class Server:
             "LSAN_OPTIONS": "suppressions=" + os.path.join(ROOT, "tests", "lsan.supp"),
             "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
         }
+        if "asan" in binary.split(os.sep):
+            # every allocation of Tesseract takes a full stack under ASan with
+            # fast_unwind_on_malloc=0: recognition is ten times slower than its bound
+            self.env["RECOGNITION_TIMEOUT_MS"] = "60000"
         self.env.update({k: str(v) for k, v in (env or {}).items() if v is not None})
         for k, v in (env or {}).items():
             if v is None:
