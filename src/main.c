@@ -6,6 +6,7 @@
  * work in progress completes), close the database. */
 #include "core/config.h"
 #include "core/log.h"
+#include "core/tmpdir.h"
 #include "core/util.h"
 #include "db/db.h"
 #include "db/migrate.h"
@@ -18,6 +19,7 @@
 #include "domain/users/users.h"
 #include "ext/filetype.h"
 #include "ext/mail.h"
+#include "ext/ocr.h"
 #include "ext/password.h"
 #include "ext/payments.h"
 #include "ext/queue.h"
@@ -99,6 +101,8 @@ static int cmd_serve(void) {
   sigaddset(&stop, SIGINT);
   /* every thread created from here on inherits the mask; only sigwait() below sees them */
   pthread_sigmask(SIG_BLOCK, &stop, NULL);
+  char err[256] = "";
+  if (!tmpdir_init(err)) die("%s", err);
   open_database();
   bootstrap_admin();
   password_pool_start(CFG.bcrypt_threads, CFG.bcrypt_queue, CFG.bcrypt_cost);
@@ -111,9 +115,9 @@ static int cmd_serve(void) {
   system_domain_init();
   users_domain_init();
   if (!filetype_init()) die("libmagic could not load its database (package libmagic-mgc)");
-  queue_start(CFG.queue_workers);
+  ocr_use_helper("/proc/self/exe", CFG.recognition_timeout_ms);
+  queue_start(CFG.queue_workers, CFG.recognition_workers);
   routes_install();
-  char err[256] = "";
   if (!hs_server_start(CFG.bind, CFG.port, err)) die("%s", err);
   log_buffering_start();
   log_json(LOG_INFO, "listening",
@@ -139,6 +143,7 @@ static int cmd_serve(void) {
 
 int main(int argc, char **argv) {
   const char *cmd = argc > 1 ? argv[1] : "serve";
+  if (!strcmp(cmd, "ocr-helper")) return ocr_helper_main(); /* internal: see ext/ocr.h */
   if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) return fputs(usage, stdout), 0;
   if (!strcmp(cmd, "--version")) return printf("marketplace %s\n", MARKETPLACE_VERSION), 0;
   bool audit_verify = !strcmp(cmd, "audit") && argc == 3 && !strcmp(argv[2], "verify");

@@ -154,6 +154,10 @@ class Server:
             "LSAN_OPTIONS": "suppressions=" + os.path.join(ROOT, "tests", "lsan.supp"),
             "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
         }
+        if "asan" in binary.split(os.sep):
+            # every allocation of Tesseract takes a full stack under ASan with
+            # fast_unwind_on_malloc=0: recognition is ten times slower than its bound
+            self.env["RECOGNITION_TIMEOUT_MS"] = "60000"
         self.env.update({k: str(v) for k, v in (env or {}).items() if v is not None})
         for k, v in (env or {}).items():
             if v is None:
@@ -213,6 +217,17 @@ class Server:
             except ValueError:
                 pass
         return out
+
+    def wait_log(self, match, count=1, timeout=10):
+        """The JSON log lines for which match(line) is true, once there are at least count of
+        them (info lines reach the log up to 100 ms after the event)."""
+        deadline = time.time() + timeout
+        while True:
+            found = [line for line in self.log_lines() if match(line)]
+            if len(found) >= count:
+                return found
+            assert time.time() < deadline, f"{len(found)} of {count} log lines after {timeout} s"
+            time.sleep(0.05)
 
     def sanitizer_report(self):
         text = self.read_log()
@@ -424,6 +439,19 @@ def server_factory(request, engine, pg_cluster):
 
     yield make
     _fail_on(_stop_all(started))
+
+
+def run_once_only(request):
+    """Skips, except in the plain SQLite pass: for slow tests of engine-independent behaviour,
+    which need not run again on PostgreSQL or under the sanitizers (they cover the same code
+    through other tests)."""
+    if request.config.getoption("--engine") != "sqlite" or "asan" in request.config.getoption("--binary").split(os.sep):
+        pytest.skip("engine-independent and slow: runs once, in the plain SQLite pass")
+
+
+@pytest.fixture
+def once_per_run(request):
+    run_once_only(request)
 
 
 @pytest.fixture
