@@ -6,7 +6,12 @@
  * handler would also make them queue, but it polls, sleeping 1, 2, 5, 10 ... 100 ms between
  * tries: under concurrent writes (POST /quotes at 64 connections) requests waited hundreds
  * of milliseconds for a lock that had long been free. The busy timeout stays, for other
- * processes (the CLI, an operator's sqlite3 shell). Reads never wait (WAL). */
+ * processes (the CLI, an operator's sqlite3 shell). Reads never wait (WAL).
+ *
+ * Both waits are bounded by DB_BUSY_TIMEOUT_MS: a writer that gets neither the mutex nor the
+ * file's write lock in that time gives up with DB_UNAVAILABLE, as does a write refused because
+ * the file is read-only, the disk is full or the disk failed; nothing was written then. */
+#include "core/config.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "db/engine.h"
@@ -16,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct sqlite_conn {
   sqlite3 *db;
@@ -25,10 +31,17 @@ typedef struct sqlite_conn {
 
 static pthread_mutex_t writer = PTHREAD_MUTEX_INITIALIZER;
 
-static void writer_take(sqlite_conn *c) {
-  if (c->writing) return;
-  pthread_mutex_lock(&writer);
+/* False when another writer kept the turn past the busy timeout. */
+static bool writer_take(sqlite_conn *c) {
+  if (c->writing) return true;
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += CFG.db_busy_timeout_ms / 1000;
+  until.tv_nsec += (CFG.db_busy_timeout_ms % 1000) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+  if (pthread_mutex_timedlock(&writer, &until) != 0) return false;
   c->writing = true;
+  return true;
 }
 
 static void writer_give(sqlite_conn *c) {
@@ -46,7 +59,7 @@ static void *sq_connect(const char *path, char err[256]) {
     free(c);
     return NULL;
   }
-  sqlite3_busy_timeout(c->db, 10000);
+  sqlite3_busy_timeout(c->db, CFG.db_busy_timeout_ms);
   char *msg = NULL;
   if (sqlite3_exec(c->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", NULL,
                    NULL, &msg) != SQLITE_OK) {
@@ -70,7 +83,13 @@ static void sq_disconnect(void *h) {
 }
 
 static db_rc map_error(sqlite_conn *c, int rc, const char *sql) {
-  if ((rc & 0xff) == SQLITE_CONSTRAINT) return DB_CONSTRAINT;
+  int primary = rc & 0xff;
+  if (primary == SQLITE_CONSTRAINT) return DB_CONSTRAINT;
+  if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED || primary == SQLITE_READONLY || primary == SQLITE_FULL ||
+      primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN || primary == SQLITE_PROTOCOL) {
+    log_msg(LOG_WARN, "sqlite unavailable: %s (%d) in: %.120s", sqlite3_errmsg(c->db), rc, sql);
+    return DB_UNAVAILABLE;
+  }
   log_msg(LOG_ERROR, "sqlite: %s (%d) in: %.200s", sqlite3_errmsg(c->db), rc, sql);
   return DB_ERROR;
 }
@@ -108,8 +127,11 @@ static db_rc sq_exec(void *h, const char *sql, const db_val *params, int n, db_r
   int rc = SQLITE_OK;
   sqlite3_stmt *st = prepare(c, sql, &rc);
   if (!st) return map_error(c, rc, sql);
-  if (!strcmp(sql, "BEGIN IMMEDIATE") || (sqlite3_get_autocommit(c->db) && !sqlite3_stmt_readonly(st)))
-    writer_take(c);
+  if ((!strcmp(sql, "BEGIN IMMEDIATE") || (sqlite3_get_autocommit(c->db) && !sqlite3_stmt_readonly(st))) &&
+      !writer_take(c)) {
+    log_msg(LOG_WARN, "sqlite unavailable: no write turn within %d ms", CFG.db_busy_timeout_ms);
+    return DB_UNAVAILABLE;
+  }
   db_rc result = DB_OK;
   res_builder b;
   int cols = sqlite3_column_count(st);

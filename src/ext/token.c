@@ -39,7 +39,9 @@ bool token_verify(const char *token, token_claims *out) {
   jwt_t *jwt = NULL;
   bool ok = false;
   if (jwt_decode(&jwt, token, (const unsigned char *)CFG.jwt_secret, (int)CFG.jwt_secret_len) || !jwt) goto out;
-  if (jwt_get_alg(jwt) != JWT_ALG_HS256) goto out;
+  /* libjwt matches the alg name case-insensitively ("Hs256" passes); RFC 7515 does not */
+  const char *alg = jwt_get_header(jwt, "alg");
+  if (jwt_get_alg(jwt) != JWT_ALG_HS256 || !alg || strcmp(alg, "HS256")) goto out;
   if (!copy_claim(jwt, "id", out->id, sizeof out->id, true) ||
       !copy_claim(jwt, "role", out->role, sizeof out->role, true) ||
       !copy_claim(jwt, "elevationId", out->elevation_id, sizeof out->elevation_id, false))
@@ -48,7 +50,7 @@ bool token_verify(const char *token, token_claims *out) {
   out->is_staff = type && !strcmp(type, "staff");
   out->iat = jwt_get_grant_int(jwt, "iat");
   out->exp = jwt_get_grant_int(jwt, "exp");
-  if (out->exp <= 0 || out->exp * 1000 <= clock_now_ms()) goto out;
+  if (out->exp <= 0 || out->exp <= clock_now_ms() / 1000) goto out; /* exp * 1000 could overflow */
   ok = true;
 out:
   jwt_free(jwt);

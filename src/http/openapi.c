@@ -268,11 +268,25 @@ static json_t *responses_for(const hs_route *r, json_t *schemas) {
   add_error(res, 431);
   add_error(res, 500);
   if (!(r->flags & ROUTE_INLINE)) add_error(res, 503);
+  if (r->upload) add_error(res, 507);
   for (const char *p = r->errors; p && *p;) {
     char *end;
     long status = strtol(p, &end, 10);
     if (end == p) die("route %s %s: bad errors list \"%s\"", hs_method_name(r->method), r->path, r->errors);
-    add_error(res, (int)status);
+    if (*end == ':') { /* "503:NotReady": this status answers that component, not the error body */
+      size_t n = strcspn(end + 1, " ,");
+      snprintf(code, sizeof code, "%ld", status);
+      char name[128];
+      snprintf(name, sizeof name, "%.*s", (int)n, end + 1);
+      if (!component_exists(schemas, name))
+        die("route %s %s: no schema component named %s", hs_method_name(r->method), r->path, name);
+      json_object_set_new(res, code,
+                          json_pack("{s:s,s:{s:{s:{s:s+}}}}", "description", name, "content", "application/json",
+                                    "schema", "$ref", "#/components/schemas/", name));
+      end += n + 1;
+    } else {
+      add_error(res, (int)status);
+    }
     p = end + strspn(end, " ,");
   }
   /* statuses in ascending order, as readers expect */

@@ -1,16 +1,19 @@
-/* /health answers without touching the database: it says the process serves requests.
+/* /health answers without touching the database: it says the process serves requests. /ready
+ * says whether it can serve them now: the database answers within a second and its
+ * migrations are current (a load balancer sends traffic only to ready instances).
  * /__test/... exist only when APP_ENV=test (the route flag makes them 404 elsewhere). */
 #include "core/clock.h"
 #include "core/jsonx.h"
 #include "core/util.h"
+#include "db/db.h"
 #include "domain/system/system.h"
 #include "ext/password.h"
 #include "ext/queue.h"
 #include "http/metrics.h"
 #include "http/ratelimit.h"
 #include "http/router.h"
-#include <stdio.h>
 #include "http/server.h"
+#include <stdio.h>
 
 static err_t api_health(hs_req *req) { return hs_ok(req, json_pack("{s:s}", "status", "ok")); }
 
@@ -22,6 +25,14 @@ static err_t api_metrics(hs_req *req) {
   char *text = hs_metrics_render(&len);
   req->res_cache_control = "no-store";
   return hs_reply_file(req, -1, text, len, "text/plain; version=0.0.4; charset=utf-8");
+}
+
+#define READY_TIMEOUT_MS 1000
+
+static err_t api_ready(hs_req *req) {
+  char reason[128];
+  if (db_ready(READY_TIMEOUT_MS, reason)) return hs_ok(req, json_pack("{s:s}", "status", "ready"));
+  return hs_reply(req, 503, json_pack("{s:s,s:s}", "status", "unavailable", "reason", reason));
 }
 
 static err_t api_test_clock(hs_req *req) {
@@ -88,6 +99,9 @@ static const hs_schema clock_schema = {clock_fields};
 const hs_route SYSTEM_ROUTES[] = {
     {HS_GET, "/health", api_health, ROLE_OPEN, .flags = ROUTE_INLINE, .summary = "Liveness check",
      .response = "Health"},
+    {HS_GET, "/ready", api_ready, ROLE_OPEN, .flags = ROUTE_SLOW,
+     .summary = "Readiness: the database answers within 1 s and migrations are current", .response = "Ready",
+     .errors = "503:NotReady"},
     {HS_GET, "/metrics", api_metrics, ROLE_OPEN,
      .summary = "Prometheus metrics (loopback callers or the METRICS_TOKEN bearer; 404 to anyone else)",
      .response = "text/plain", .errors = "404"},
