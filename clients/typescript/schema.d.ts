@@ -2349,7 +2349,8 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
         };
-        PaymentRecord: {
+        /** @description A payment record: a job's charge, a tip or a premium subscription payment */
+        Payment: {
             id: string;
             jobId?: string | null;
             kind: string;
@@ -2389,7 +2390,7 @@ export interface components {
                 updatedAt?: string;
             };
             jobs: components["schemas"]["StaffJob"][];
-            payments: components["schemas"]["PaymentRecord"][];
+            payments: components["schemas"]["Payment"][];
             elevations: components["schemas"]["ElevationRequest"][];
         };
         StaffProviderDetail: {

@@ -206,6 +206,7 @@ def test_keep_alive_serves_several_requests_on_one_connection(server):
             conn.request(method, path, body=body, headers=headers)
             r = conn.getresponse()
             data = r.read()
+            contract_observe(f"127.0.0.1:{server.port}", method, path, r.status, r.getheader("Content-Type"), data)
             assert r.status == status, (path, r.status, data)
             assert r.getheader("X-Request-Id")
             assert (r.getheader("Connection") or "").lower() != "close", path

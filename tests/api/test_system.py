@@ -17,7 +17,7 @@ import time
 import pytest
 import requests
 
-from conftest import Api, free_port, unique_email, unique_ip
+from conftest import Api, contract_observe, free_port, unique_email, unique_ip
 from fake_stripe import FakeStripe
 
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
@@ -361,7 +361,9 @@ def test_sigterm_finishes_requests_in_flight_and_exits_0(make_server):
                          headers={"Content-Type": "application/json"})
             sent_login.set()
             r = conn.getresponse()
-            result["status"], result["body"] = r.status, json.loads(r.read())
+            data = r.read()
+            contract_observe(f"127.0.0.1:{srv.port}", "POST", "/auth/login", r.status, r.getheader("Content-Type"), data)
+            result["status"], result["body"] = r.status, json.loads(data)
         except Exception as e:  # noqa: BLE001 - reported below
             result["error"] = repr(e)
         finally:
@@ -403,7 +405,9 @@ def test_sigterm_answers_held_refusals_too(make_server):
     def login(i):
         conns[i].request("POST", "/auth/login", body=body, headers={"Content-Type": "application/json"})
         r = conns[i].getresponse()
-        results[i] = (r.status, json.loads(r.read()), r.getheader("Retry-After"))
+        data = r.read()
+        contract_observe(f"127.0.0.1:{srv.port}", "POST", "/auth/login", r.status, r.getheader("Content-Type"), data)
+        results[i] = (r.status, json.loads(data), r.getheader("Retry-After"))
 
     hashing = threading.Thread(target=login, args=(0,))
     hashing.start()
