@@ -64,7 +64,7 @@ node_modules/.installed: package.json package-lock.json | deps
 $(REDOC_JS): node_modules/.installed
 
 # src/http/docs_asset.c embeds the bundle with .incbin
-build/obj/src/http/docs_asset.o build/asan/src/http/docs_asset.o: $(REDOC_JS)
+build/obj/src/http/docs_asset.o build/asan/src/http/docs_asset.o build/fuzz/obj/src/http/docs_asset.o: $(REDOC_JS)
 build/obj/gen/%.o: build/gen/%.c | deps
 	@mkdir -p $(@D); echo "CC $<"
 	@$(CC) $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<
@@ -164,7 +164,7 @@ bench-core: deps build/marketplace build/probe
 	bench/run.sh
 
 # the flood's checked latency probe (bench/probe.c)
-build/probe: bench/probe.c
+build/probe: bench/probe.c | deps
 	@mkdir -p $(@D)
 	@echo "CC $@"; $(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) -pthread -o $@ $<
 
