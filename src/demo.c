@@ -5,12 +5,13 @@
  * waits (60 s at most) until recognition has read them, so the data is complete when it ends. */
 #include "demo.h"
 #include "core/util.h"
-#include "ext/httpc.h"
+#include "ext/fetch.h"
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #define PASSWORD "demo-password"
+#define TIMEOUT_MS 60000 /* an upload, a payment */
 
 typedef struct demo {
   const char *base, *examples;
@@ -44,20 +45,20 @@ enum { GREEN, HANDY, SPARKLE };
 /* One request; the answer when its status is `expect` (new reference, JSON null for an empty
  * body), else NULL with the failure printed. body is stolen. */
 static json_t *call(demo *d, const char *method, const char *path, const char *token, json_t *body, long expect,
-                    const httpc_file *files, int nfiles) {
+                    const fetch_file *files, int nfiles) {
   if (d->failed) return json_decref(body), NULL;
-  char url[1024], err[256];
+  char url[1024];
   snprintf(url, sizeof url, "%s%s", d->base, path);
   long status = 0;
   json_t *answer = NULL;
-  bool ok = httpc_request(method, url, token, body, files, nfiles, &status, &answer, err);
+  fetch_request(method, url, token, body, files, nfiles, TIMEOUT_MS, &status, &answer);
   json_decref(body);
-  if (ok && status == expect) return answer ? answer : json_null();
+  if (status == expect) return answer ? answer : json_null();
   char *text = answer ? json_dumps(answer, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-  if (ok)
+  if (status)
     fprintf(stderr, "demo: %s %s answered %ld, expected %ld: %s\n", method, path, status, expect, text ? text : "");
   else
-    fprintf(stderr, "demo: %s\n", err);
+    fprintf(stderr, "demo: %s %s: no answer\n", method, url);
   free(text);
   json_decref(answer);
   d->failed = true;
@@ -72,7 +73,7 @@ static void step(demo *d, const char *method, const char *path, const char *toke
 static void upload(demo *d, const char *path, const char *token, const char *field, const char *file) {
   char local[1024];
   snprintf(local, sizeof local, "%s/%s", d->examples, file);
-  httpc_file f = {field, local};
+  fetch_file f = {field, local};
   json_decref(call(d, "POST", path, token, NULL, 200, &f, 1));
 }
 
@@ -106,7 +107,7 @@ static void make_provider(demo *d, account *p) {
   char front[1024], back[1024];
   snprintf(front, sizeof front, "%s/licence-front.png", d->examples);
   snprintf(back, sizeof back, "%s/licence-back.png", d->examples);
-  httpc_file licence[] = {{"front", front}, {"back", back}};
+  fetch_file licence[] = {{"front", front}, {"back", back}};
   json_decref(call(d, "POST", "/providers/me/id-documents", p->token, NULL, 200, licence, 2));
 }
 
@@ -239,15 +240,15 @@ int demo_seed(const char *base_url, const char *examples_dir) {
     fprintf(stderr, "demo: the sample files are missing (%s); run it from the repository's root\n", probe);
     return 1;
   }
-  char url[1024], err[256];
+  char url[1024];
   snprintf(url, sizeof url, "%s/auth/login", base_url);
   long status = 0;
   json_t *answer = NULL;
   json_t *login = json_pack("{s:s,s:s}", "email", customers[OLIVIA].email, "password", PASSWORD);
-  bool reached = httpc_request("POST", url, NULL, login, NULL, 0, &status, &answer, err);
+  fetch_request("POST", url, NULL, login, NULL, 0, TIMEOUT_MS, &status, &answer);
   json_decref(login);
   json_decref(answer);
-  if (!reached) return fprintf(stderr, "demo: %s\n", err), 1;
+  if (!status) return fprintf(stderr, "demo: POST %s: no answer\n", url), 1;
   if (status == 200) {
     printf("The demo accounts exist already; nothing was changed.\n");
     print_logins(base_url);
