@@ -43,17 +43,20 @@ err_t staff_store_list(arena *a, db_res **out) {
   return rows(a, out, "SELECT " STAFF_COLUMNS " FROM staff ORDER BY seq DESC", DB_NOARGS);
 }
 
-err_t staff_store_insert(const char *id, const char *name, const char *email, const char *hash, const char *role,
-                         const audit_action *act) {
-  int64_t now = clock_now_ms();
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK)
-    rc = db_exec(c, NULL, NULL,
+static db_rc insert_staff(db_conn *c, const char *id, const char *name, const char *email, const char *hash,
+                          const char *role) {
+  return db_exec(c, NULL, NULL,
                  "INSERT INTO staff (id, name, email, password_hash, role, created_at, seq) "
                  "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                 DB_ARGS(DB_TEXT(id), DB_TEXT(name), DB_TEXT(email), DB_TEXT(hash), DB_TEXT(role), DB_INT(now),
-                         DB_INT(clock_sequence())));
+                 DB_ARGS(DB_TEXT(id), DB_TEXT(name), DB_TEXT(email), DB_TEXT(hash), DB_TEXT(role),
+                         DB_INT(clock_now_ms()), DB_INT(clock_sequence())));
+}
+
+err_t staff_store_insert(const char *id, const char *name, const char *email, const char *hash, const char *role,
+                         const audit_action *act) {
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK) rc = insert_staff(c, id, name, email, hash, role);
   return commit_recorded(c, rc, act);
 }
 
@@ -71,11 +74,7 @@ err_t staff_store_save(const char *name, const char *email, const char *hash, co
   char id[ID_LEN + 1];
   if (*created) {
     id_new(id);
-    rc = db_exec(c, NULL, NULL,
-                 "INSERT INTO staff (id, name, email, password_hash, role, created_at, seq) "
-                 "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                 DB_ARGS(DB_TEXT(id), DB_TEXT(name), DB_TEXT(email), DB_TEXT(hash), DB_TEXT(role),
-                         DB_INT(clock_now_ms()), DB_INT(clock_sequence())));
+    rc = insert_staff(c, id, name, email, hash, role);
   } else if (rc == DB_OK) {
     snprintf(id, sizeof id, "%s", db_text(r, 0, 0));
   }
