@@ -1,7 +1,7 @@
 # marketplace: build, run and test. `make run` and `make test` do all the set-up on a fresh
 # Debian 12 machine (missing packages are installed when run as root).
 
-PKGS     := libmicrohttpd jansson sqlite3 libpq libcurl libjwt openssl libcrypt libmagic tesseract lept poppler-glib cairo
+PKGS     := libmicrohttpd jansson sqlite3 libpq libcurl libjwt openssl libcrypt libmagic tesseract lept poppler-glib cairo zlib
 CC       ?= cc
 VERSION  := 0.1.0
 # snprintf into fixed buffers truncates on purpose (messages, keys), and declarative tables
@@ -19,7 +19,10 @@ SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-r
 
 SRC      := $(shell find src -name '*.c' | sort)
 LIB_SRC  := $(filter-out src/main.c,$(SRC))
-GEN      := migrations zips
+GEN      := migrations zips schemas
+SCHEMAS  := $(shell find src -name '*.schema.json' | sort)
+# Redoc's standalone bundle (npm, pinned in package.json/package-lock.json), served by GET /docs
+REDOC_JS := node_modules/redoc/bundles/redoc.standalone.js
 OBJ      := $(SRC:%.c=build/obj/%.o) $(GEN:%=build/obj/gen/%.o)
 ASAN_OBJ := $(SRC:%.c=build/asan/%.o) $(GEN:%=build/asan/gen/%.o)
 LIB_OBJ  := $(LIB_SRC:%.c=build/obj/%.o) $(GEN:%=build/obj/gen/%.o)
@@ -27,7 +30,7 @@ UNIT_SRC := $(shell find tests/unit -name '*.c' 2>/dev/null | sort)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/unit/%)
 PYTHON   := /usr/bin/python3
 
-.PHONY: all run test deps deps-test unit fakes api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs bench-recognition clean format routes fuzz fuzz-build fuzz-short
+.PHONY: all run demo openapi client test deps deps-test unit fakes api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs bench-recognition clean format routes fuzz fuzz-build fuzz-short
 
 all: deps build/marketplace
 
@@ -48,6 +51,20 @@ build/gen/zips.c: scripts/embed_zips.sh assets/us_zip_centroids.csv
 	@mkdir -p $(@D)
 	scripts/embed_zips.sh assets/us_zip_centroids.csv > $@
 
+build/gen/schemas.c: scripts/embed_schemas.sh $(SCHEMAS)
+	@mkdir -p $(@D)
+	scripts/embed_schemas.sh $(SCHEMAS) > $@
+
+# The npm tools (Redoc, Redocly's linter, openapi-typescript, openapi-fetch, TypeScript), once
+# per lockfile; every target that needs one of them waits for this stamp.
+node_modules/.installed: package.json package-lock.json | deps
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(REDOC_JS): node_modules/.installed
+
+# src/http/docs_asset.c embeds the bundle with .incbin
+build/obj/src/http/docs_asset.o build/asan/src/http/docs_asset.o build/fuzz/obj/src/http/docs_asset.o: $(REDOC_JS)
 build/obj/gen/%.o: build/gen/%.c | deps
 	@mkdir -p $(@D); echo "CC $<"
 	@$(CC) $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<
@@ -72,6 +89,10 @@ asan: deps build/asan/marketplace
 # Serve on the embedded default (SQLite under ./data).
 run: all
 	build/marketplace serve
+
+# Demo accounts and jobs in the same development database (`make run` serves them).
+demo: all
+	build/marketplace demo
 
 build/unit/%: tests/unit/%.c $(LIB_OBJ) | deps-test
 	@mkdir -p $(@D); echo "CC $<"
@@ -143,7 +164,7 @@ bench-core: deps build/marketplace build/probe
 	bench/run.sh
 
 # the flood's checked latency probe (bench/probe.c)
-build/probe: bench/probe.c
+build/probe: bench/probe.c | deps
 	@mkdir -p $(@D)
 	@echo "CC $@"; $(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) -pthread -o $@ $<
 
@@ -157,6 +178,15 @@ bench-recognition: deps-test build/marketplace
 
 routes: build/marketplace
 	@build/marketplace routes
+
+# The committed OpenAPI document (a test fails when it differs from what the binary serves).
+openapi: build/marketplace
+	build/marketplace openapi > docs/openapi.json
+
+# The TypeScript client's types, generated from that document (tests/api/test_client.py checks
+# that they are current and runs clients/typescript/test against the binary).
+client: openapi node_modules/.installed
+	node_modules/.bin/openapi-typescript docs/openapi.json -o clients/typescript/schema.d.ts
 
 format:
 	clang-format -i $(SRC) $(shell find src tests/unit -name '*.h') $(UNIT_SRC)

@@ -4,8 +4,8 @@
 # Per engine (SQLite, then a private PostgreSQL cluster), on one database that grows:
 #   1. seeded with 10,000 jobs: p50 of the provider feed (GET /jobs, 200 matching open jobs)
 #      and of GET /jobs/:id (the owner's view: customer, 3 quotes, payment), wrk -t1 -c4;
-#   2. grown to 100,000 jobs: the same two reads and POST /quotes, requests/s and p99 at
-#      wrk -t2 -c64, and the two -c4 p50s again;
+#   2. grown to 100,000 jobs: the same two reads (the feed also gzip-compressed) and POST /quotes,
+#      requests/s and p99 at wrk -t2 -c64, and the two -c4 p50s again;
 #   3. grown to 1,000,000 jobs: the two -c4 p50s again.
 # Goal: the p50s at 1,000,000 jobs are less than twice those at 10,000 (indexes carry the load).
 # Rows are seeded straight into the tables by bench/seed_jobs.py while the service idles.
@@ -72,8 +72,12 @@ bench_engine() {
   log "seeding up to $JOBS_MID jobs"
   seed "$engine" "$db" grow --target "$JOBS_MID" >/dev/null
   "$PY" "$BENCH/seed_jobs.py" files --state "$TMP/state-$engine.json" --secret "$JWT_SECRET" --out "$files"
-  log "2. $JOBS_MID jobs: feed, GET /jobs/:id, POST /quotes at -t2 -c64"
+  log "2. $JOBS_MID jobs: feed (plain and gzip), GET /jobs/:id, POST /quotes at -t2 -c64"
   measure "$engine" feed_c64 2 64 "$base/jobs" -H "Authorization: Bearer $(cat "$files/feed.token")"
+  # the same feed as a mobile client takes it (gzip, about 7x smaller); the line above stays
+  # the uncompressed measurement
+  measure "$engine" feed_gzip_c64 2 64 "$base/jobs" -H "Authorization: Bearer $(cat "$files/feed.token")" \
+    -H "Accept-Encoding: gzip"
   BENCH_PATHS=$files/detail.paths measure "$engine" job_c64 2 64 "$base" \
     -H "Authorization: Bearer $(cat "$files/customer.token")" -s "$BENCH/paths.lua"
   # the warm-up and the measurement quote different (provider, job) pairs: every quote is new

@@ -46,7 +46,8 @@ def main(results):
     out.append("| engine | measurement | req/s | p50 ms | p99 ms | errors |")
     out.append("| --- | --- | ---: | ---: | ---: | --- |")
     for e in engines:
-        for s, name in READS + [("quotes", "POST /quotes (a new quote each)")]:
+        for s, name in READS[:1] + [("feed_gzip", "GET /jobs, Accept-Encoding: gzip")] + READS[1:] + [
+                ("quotes", "POST /quotes (a new quote each)")]:
             r = by.get((e, f"{s}_c64"))
             if r:
                 out.append(f"| {e} | {name} | {float(r['rps']):,.0f} | {float(r['p50_ms']):.2f} | "

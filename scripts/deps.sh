@@ -9,11 +9,14 @@ flock 9
 level=${1:-build}
 build_pkgs="build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev libpq-dev
   libcurl4-openssl-dev libjwt-dev libssl-dev libcrypt-dev libmagic-dev libmagic-mgc libtesseract-dev
-  libleptonica-dev tesseract-ocr-eng libpoppler-glib-dev libcairo2-dev"
-test_pkgs="libcmocka-dev postgresql python3-pytest python3-requests imagemagick fonts-dejavu-core ghostscript
-  clang-14 libfuzzer-14-dev libclang-rt-14-dev"
+  libleptonica-dev tesseract-ocr-eng libpoppler-glib-dev libcairo2-dev zlib1g-dev"
+test_pkgs="libcmocka-dev postgresql python3-pytest python3-requests python3-jsonschema imagemagick fonts-dejavu-core ghostscript
+  curl jq clang-14 libfuzzer-14-dev libclang-rt-14-dev"
 bench_pkgs="wrk nginx-light"
 pkgs=$build_pkgs
+# Node.js and npm (Redoc's bundle is built into the binary; the client and linter tests): the
+# machine's own when present (they may come from another repository than Debian's)
+command -v node >/dev/null && command -v npm >/dev/null || pkgs="$pkgs nodejs npm"
 [ "$level" = test ] || [ "$level" = bench ] && pkgs="$pkgs $test_pkgs"
 [ "$level" = bench ] && pkgs="$pkgs $bench_pkgs"
 missing=""

@@ -10,6 +10,7 @@
 #include "core/util.h"
 #include "db/db.h"
 #include "db/migrate.h"
+#include "demo.h"
 #include "domain/auth/auth.h"
 #include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
@@ -23,6 +24,8 @@
 #include "ext/password.h"
 #include "ext/payments.h"
 #include "ext/queue.h"
+#include "http/openapi.h"
+#include "http/router.h"
 #include "http/schema.h"
 #include "http/server.h"
 #include "routes.h"
@@ -45,6 +48,8 @@ static const char usage[] =
     "  serve                      serve the API (the default)\n"
     "  migrate                    apply database migrations and exit\n"
     "  admin create --email E     create or update an administrator; password on stdin\n"
+    "  demo                       seed the database with demo accounts and jobs (not in production)\n"
+    "  openapi                    print the OpenAPI document (what GET /openapi.json serves)\n"
     "  staff create --email E --name N --role R\n"
     "                             create or update a staff member; password on stdin\n"
     "  audit verify               check the audit trail's hash chain (exit 1 when broken)\n"
@@ -117,13 +122,8 @@ static void bootstrap_admin(void) {
   log_msg(LOG_INFO, "bootstrap administrator %s is present", CFG.bootstrap_admin_email);
 }
 
-static int cmd_serve(void) {
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGINT);
-  /* every thread created from here on inherits the mask; only sigwait() below sees them */
-  pthread_sigmask(SIG_BLOCK, &stop, NULL);
+/* Everything `serve` runs, listening on bind:port (0: any free port). */
+static void service_start(const char *bind, int port) {
   char err[256] = "";
   if (!tmpdir_init(err)) die("%s", err);
   open_database();
@@ -141,14 +141,14 @@ static int cmd_serve(void) {
   ocr_use_helper("/proc/self/exe", CFG.recognition_timeout_ms);
   queue_start(CFG.queue_workers, CFG.recognition_workers);
   routes_install();
-  if (!hs_server_start(CFG.bind, CFG.port, err)) die("%s", err);
+  if (!hs_server_start(bind, port, err)) die("%s", err);
   log_buffering_start();
   log_json(LOG_INFO, "listening",
-           json_pack("{s:s,s:i,s:s,s:s}", "bind", CFG.bind, "port", hs_server_port(), "env", config_env_name(), "db",
+           json_pack("{s:s,s:i,s:s,s:s}", "bind", bind, "port", hs_server_port(), "env", config_env_name(), "db",
                      db_engine_get() == DB_SQLITE ? "sqlite" : "postgres"));
-  int sig = 0;
-  sigwait(&stop, &sig);
-  log_msg(LOG_INFO, "received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+static void service_stop(void) {
   if (!hs_server_stop(CFG.shutdown_grace_ms)) {
     /* a handler still runs and holds database connections and pools: exit under it, as a
      * crash would; its transaction is not committed and queued work resumes after a restart */
@@ -160,7 +160,47 @@ static int cmd_serve(void) {
   queue_stop();
   password_pool_stop();
   db_close();
+}
+
+static int cmd_serve(void) {
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  /* every thread created from here on inherits the mask; only sigwait() below sees them */
+  pthread_sigmask(SIG_BLOCK, &stop, NULL);
+  service_start(CFG.bind, CFG.port);
+  int sig = 0;
+  sigwait(&stop, &sig);
+  log_msg(LOG_INFO, "received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  service_stop();
   log_msg(LOG_INFO, "stopped");
+  return 0;
+}
+
+/* The service runs in this process on a loopback port of its own while the seeder drives its
+ * API, on the configured database (a running development server sees the data at once). */
+static int cmd_demo(void) {
+  if (CFG.env == ENV_PRODUCTION) die("demo refuses to run with APP_ENV=production");
+  log_set_level(LOG_WARN);
+  service_start("127.0.0.1", 0);
+  char base[64];
+  snprintf(base, sizeof base, "http://127.0.0.1:%d", hs_server_port());
+  const char *examples = getenv("DEMO_EXAMPLES_DIR");
+  int rc = demo_seed(base, examples && *examples ? examples : "examples");
+  service_stop();
+  return rc;
+}
+
+/* Needs no configuration and no database: the document comes from the route table alone. */
+static int cmd_openapi(void) {
+  routes_install();
+  size_t n;
+  const hs_route *rows = hs_router_routes(&n);
+  json_t *doc = hs_openapi_document(rows, n);
+  json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+  fputc('\n', stdout);
+  json_decref(doc);
   return 0;
 }
 
@@ -169,8 +209,9 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "ocr-helper")) return ocr_helper_main(); /* internal: see ext/ocr.h */
   if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) return fputs(usage, stdout), 0;
   if (!strcmp(cmd, "--version")) return printf("marketplace %s\n", MARKETPLACE_VERSION), 0;
+  if (!strcmp(cmd, "openapi")) return cmd_openapi();
   bool audit_verify = !strcmp(cmd, "audit") && argc == 3 && !strcmp(argv[2], "verify");
-  bool known = !strcmp(cmd, "serve") || !strcmp(cmd, "migrate") || audit_verify ||
+  bool known = !strcmp(cmd, "serve") || !strcmp(cmd, "migrate") || !strcmp(cmd, "demo") || audit_verify ||
                (!strcmp(cmd, "admin") && argc > 2 && !strcmp(argv[2], "create")) ||
                (!strcmp(cmd, "staff") && argc > 2 && !strcmp(argv[2], "create")) ||
                (!strcmp(cmd, "payments") && argc == 3 && !strcmp(argv[2], "reconcile"));
@@ -185,6 +226,8 @@ int main(int argc, char **argv) {
   int rc = 0;
   if (!strcmp(cmd, "serve")) {
     rc = cmd_serve();
+  } else if (!strcmp(cmd, "demo")) {
+    rc = cmd_demo();
   } else if (!strcmp(cmd, "migrate")) {
     open_database();
     db_close();

@@ -41,6 +41,7 @@ void routes_install(void) {
       {ADMIN_ROUTES, ADMIN_ROUTES_LEN},
       {SUPPORT_ROUTES, SUPPORT_ROUTES_LEN},
       {GEO_ROUTES, GEO_ROUTES_LEN},
+      {DOCS_ROUTES, DOCS_ROUTES_LEN},
   };
   size_t total = 0;
   for (size_t i = 0; i < ARRAY_LEN(domains); i++) total += domains[i].n;

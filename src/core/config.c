@@ -107,6 +107,7 @@ bool config_load(char err[256]) {
   CFG.router_url = env_or("ROUTER_URL", NULL);
   CFG.weather_url = env_or("WEATHER_URL", "https://api.open-meteo.com");
   CFG.push_url = env_or("PUSH_URL", NULL);
+  CFG.metrics_token = env_or("METRICS_TOKEN", NULL);
   if (!env_int("BCRYPT_COST", 12, 4, 31, &CFG.bcrypt_cost, err)) return false;
   if (CFG.env == ENV_PRODUCTION && CFG.bcrypt_cost < 12) {
     snprintf(err, 256, "BCRYPT_COST below 12 is refused in production");

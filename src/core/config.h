@@ -23,6 +23,7 @@ typedef struct config {
   char *stripe_secret_key, *stripe_api_base, *stripe_webhook_secret, *stripe_premium_price_id;
   char *s3_endpoint, *s3_bucket, *s3_region, *s3_access_key_id, *s3_secret_access_key;
   char *geocoder_url, *router_url, *weather_url, *push_url;
+  char *metrics_token; /* NULL: GET /metrics answers loopback callers only */
   int bcrypt_cost;
   int bcrypt_threads, bcrypt_queue; /* password-hashing pool size and queue bound */
   int db_pool_size;      /* connections of the database lane (and the main thread) */

@@ -43,6 +43,7 @@ typedef struct pool {
   int size;
   pthread_mutex_t mu;
   waiter *head, *tail;
+  long waits; /* acquisitions that had to wait */
 } pool;
 
 #define BREAKER_OPEN_MS 1000
@@ -120,6 +121,7 @@ static db_conn *acquire_until(int64_t deadline) {
         return &p->conns[i];
       }
   waiter w = {.next = NULL, .given = NULL};
+  p->waits++;
   pthread_condattr_t attr;
   pthread_condattr_init(&attr);
   pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -167,6 +169,15 @@ void db_release(db_conn *c) {
   } else {
     c->in_use = false;
   }
+  pthread_mutex_unlock(&p->mu);
+}
+
+void db_pool_stats_get(db_pool_kind kind, db_pool_stats *out) {
+  pool *p = &pools[kind];
+  pthread_mutex_lock(&p->mu);
+  *out = (db_pool_stats){.size = p->size, .waits = p->waits};
+  for (int i = 0; i < p->size; i++) out->in_use += p->conns[i].in_use;
+  for (waiter *w = p->head; w; w = w->next) out->waiting++;
   pthread_mutex_unlock(&p->mu);
 }
 

@@ -77,6 +77,14 @@ void db_use_pool(db_pool_kind kind);
 void db_close(void);
 db_engine db_engine_get(void);
 
+/* A pool's state for metrics: connections, those in use, threads waiting for one now, and
+ * acquisitions that had to wait since start. */
+typedef struct db_pool_stats {
+  int size, in_use, waiting;
+  long waits;
+} db_pool_stats;
+void db_pool_stats_get(db_pool_kind kind, db_pool_stats *out);
+
 /* Borrows a connection, waiting for one when all are in use. Never NULL. */
 db_conn *db_acquire(void);
 /* Returns a connection; an open transaction is rolled back first. */

@@ -27,18 +27,37 @@ static size_t collect(char *p, size_t size, size_t n, void *arg) {
   return add;
 }
 
-/* One exchange: a GET, or a POST of post_body as JSON when it is not NULL. */
-static fetch_rc exchange(const char *url, const char *post_body, long timeout_ms, long *status, json_t **out) {
+/* One exchange: method with post_body as JSON, or files as multipart/form-data, or no body. */
+static fetch_rc exchange(const char *method, const char *url, const char *bearer, const char *post_body,
+                         const fetch_file *files, int nfiles, long timeout_ms, long *status, json_t **out) {
   *status = 0;
   if (out) *out = NULL;
   CURL *curl = curl_easy_init();
   if (!curl) return FETCH_UNREACHABLE;
   body b = {0};
+  curl_mime *mime = NULL;
   struct curl_slist *h = curl_slist_append(NULL, "Accept: application/json");
+  if (bearer) {
+    char *auth = xmalloc(strlen(bearer) + 32);
+    sprintf(auth, "Authorization: Bearer %s", bearer);
+    h = curl_slist_append(h, auth);
+    free(auth);
+  }
   if (post_body) {
     h = curl_slist_append(h, "Content-Type: application/json");
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, post_body);
+  } else if (nfiles > 0) {
+    mime = curl_mime_init(curl);
+    for (int i = 0; i < nfiles; i++) {
+      curl_mimepart *part = curl_mime_addpart(mime);
+      curl_mime_name(part, files[i].field);
+      curl_mime_filedata(part, files[i].path);
+    }
+    curl_easy_setopt(curl, CURLOPT_MIMEPOST, mime);
+  } else if (strcmp(method, "GET")) {
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, "");
   }
+  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
   curl_easy_setopt(curl, CURLOPT_URL, url);
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "marketplace/" MARKETPLACE_VERSION);
@@ -51,6 +70,7 @@ static fetch_rc exchange(const char *url, const char *post_body, long timeout_ms
   CURLcode cc = curl_easy_perform(curl);
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, status);
   curl_easy_cleanup(curl);
+  curl_mime_free(mime);
   curl_slist_free_all(h);
   fetch_rc rc;
   if (cc == CURLE_OPERATION_TIMEDOUT)
@@ -72,13 +92,18 @@ static fetch_rc exchange(const char *url, const char *post_body, long timeout_ms
 }
 
 fetch_rc fetch_json(const char *url, long timeout_ms, long *status, json_t **out) {
-  return exchange(url, NULL, timeout_ms, status, out);
+  return exchange("GET", url, NULL, NULL, NULL, 0, timeout_ms, status, out);
 }
 
 fetch_rc fetch_post_json(const char *url, const json_t *payload, long timeout_ms, long *status) {
-  char *text = json_dumps(payload, JSON_COMPACT);
-  if (!text) return FETCH_BAD_BODY;
-  fetch_rc rc = exchange(url, text, timeout_ms, status, NULL);
+  return fetch_request("POST", url, NULL, payload, NULL, 0, timeout_ms, status, NULL);
+}
+
+fetch_rc fetch_request(const char *method, const char *url, const char *bearer, const json_t *payload,
+                       const fetch_file *files, int nfiles, long timeout_ms, long *status, json_t **out) {
+  char *text = payload ? json_dumps(payload, JSON_COMPACT) : NULL;
+  if (payload && !text) return *status = 0, FETCH_BAD_BODY;
+  fetch_rc rc = exchange(method, url, bearer, text, files, nfiles, timeout_ms, status, out);
   free(text);
   return rc;
 }

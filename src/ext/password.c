@@ -31,6 +31,7 @@ static struct {
   bool stopping;
   char dummy[128];
 } P = {.mu = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER};
+static _Atomic long refusals;
 
 /* cd is the caller's scratch space: hashing allocates nothing (see worker()). */
 static bool run_crypt(const char *password, const char *setting, struct crypt_data *cd, char out[128]) {
@@ -113,6 +114,7 @@ static bool submit(task *t) {
   if (P.count >= P.idle + P.queue || P.stopping) {
     pthread_mutex_unlock(&P.mu);
     pthread_cond_destroy(&t->cv);
+    refusals++;
     return false;
   }
   P.ring[(P.head + P.count) % P.cap] = t;
@@ -128,7 +130,16 @@ bool password_pool_full(void) {
   pthread_mutex_lock(&P.mu);
   bool full = P.count >= P.idle + P.queue || P.stopping;
   pthread_mutex_unlock(&P.mu);
+  if (full) refusals++;
   return full;
+}
+
+void password_pool_stats(int *waiting, int *busy, long *refused) {
+  pthread_mutex_lock(&P.mu);
+  *waiting = P.count;
+  *busy = P.nthreads - P.idle;
+  pthread_mutex_unlock(&P.mu);
+  *refused = refusals;
 }
 
 pw_result password_hash(const char *password, char out[128]) {

@@ -31,6 +31,7 @@ typedef struct {
   const char *kind;
   queue_handler fn;
   bool heavy;
+  _Atomic long done, retried, failed;
 } registration;
 
 static registration handlers[MAX_KINDS];
@@ -72,7 +73,8 @@ static _Thread_local const queue_item *current;
 
 static void add_handler(const char *kind, queue_handler fn, bool heavy) {
   if (nhandlers == MAX_KINDS) die("too many queue handlers");
-  handlers[nhandlers++] = (registration){kind, fn, heavy};
+  handlers[nhandlers].kind = kind, handlers[nhandlers].fn = fn, handlers[nhandlers].heavy = heavy;
+  nhandlers++;
 }
 
 void queue_register(const char *kind, queue_handler fn) { add_handler(kind, fn, false); }
@@ -80,10 +82,30 @@ void queue_register_heavy(const char *kind, queue_handler fn) { add_handler(kind
 
 const queue_item *queue_current(void) { return current; }
 
-static queue_handler handler_for(const char *kind) {
+static registration *registration_for(const char *kind) {
   for (int i = 0; i < nhandlers; i++)
-    if (!strcmp(handlers[i].kind, kind)) return handlers[i].fn;
+    if (!strcmp(handlers[i].kind, kind)) return &handlers[i];
   return NULL;
+}
+
+int queue_runs(queue_kind_runs *out, int cap) {
+  int n = 0;
+  for (; n < nhandlers && n < cap; n++)
+    out[n] = (queue_kind_runs){handlers[n].kind, handlers[n].done, handlers[n].retried, handlers[n].failed};
+  return n;
+}
+
+bool queue_backlog(void (*fn)(void *ctx, const char *kind, const char *state, long n), void *ctx) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  bool ok = db_query(&a, &r,
+                     "SELECT kind, status, COUNT(*) FROM job_queue WHERE status IN ('pending', 'running', 'failed') "
+                     "GROUP BY kind, status ORDER BY kind, status",
+                     DB_NOARGS) == DB_OK;
+  for (int i = 0; ok && i < r->rows; i++) fn(ctx, db_text(r, i, 0), db_text(r, i, 1), (long)db_int(r, i, 2));
+  arena_fini(&a);
+  return ok;
 }
 
 db_rc queue_enqueue_at(db_conn *c, const char *kind, json_t *payload, int64_t run_at) {
@@ -309,7 +331,8 @@ static bool run_one(worker *w) {
   int64_t max_attempts = db_int(r, 0, 4);
   set_slot(w, job.id, job.attempt);
   char err[256] = "";
-  queue_handler fn = handler_for(job.kind);
+  registration *reg = registration_for(job.kind);
+  queue_handler fn = reg ? reg->fn : NULL;
   json_t *payload = arena_json(&a, json_loads(db_text(r, 0, 2), 0, NULL));
   bool ok = false;
   int64_t started = clock_mono_ms();
@@ -323,6 +346,11 @@ static bool run_one(worker *w) {
   current = NULL;
   finish(&a, &job, ok, fn && payload ? max_attempts : job.attempt, err, clock_mono_ms() - started);
   set_slot(w, NULL, 0);
+  if (reg) {
+    if (ok) reg->done++;
+    else if (job.attempt >= max_attempts || !payload) reg->failed++;
+    else reg->retried++;
+  }
 out:
   arena_fini(&a);
   return ran;

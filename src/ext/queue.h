@@ -59,6 +59,16 @@ db_rc queue_now(const char *kind, json_t *payload);
 /* Counts the work due now (pending, or running with a lapsed lease) and the work being run.
  * False when the database could not be read. For tests and operators. */
 bool queue_depth(int64_t *ready, int64_t *running);
+/* Runs of one kind finished by this instance since start, by outcome. */
+typedef struct queue_kind_runs {
+  const char *kind;
+  long done, retried, failed; /* failed: gave up after its last attempt */
+} queue_kind_runs;
+/* Fills out with every registered kind (at most cap); returns how many. */
+int queue_runs(queue_kind_runs *out, int cap);
+/* Calls fn for each (kind, state) with rows in the database: state is pending (waiting to run
+ * or to be retried), running or failed (gave up). False when the database could not be read. */
+bool queue_backlog(void (*fn)(void *ctx, const char *kind, const char *state, long n), void *ctx);
 /* Deletes finished work (status done) last changed before before_ms. Keyed rows stay: their
  * keys are what keeps a periodic slot from running twice. */
 db_rc queue_prune_done(int64_t before_ms);

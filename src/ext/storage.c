@@ -136,8 +136,14 @@ static void url_mac(const char *key, long long expires, char out[65]) {
   hmac_sha256_hex(signing_key, 64, msg, (size_t)n, out);
 }
 
+int64_t storage_url_expiry(int64_t ttl_seconds) {
+  int64_t window = ttl_seconds >= 24 * 3600 ? URL_WINDOW_LONG : URL_WINDOW_SHORT;
+  int64_t earliest = clock_now_ms() / 1000 + ttl_seconds;
+  return (earliest + window - 1) / window * window;
+}
+
 char *storage_url(const char *key, int64_t ttl_seconds) {
-  long long expires = clock_now_ms() / 1000 + ttl_seconds;
+  long long expires = storage_url_expiry(ttl_seconds);
   char sig[65];
   url_mac(key, expires, sig);
   size_t cap = strlen(CFG.public_url) + strlen(key) + 128;

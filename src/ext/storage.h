@@ -15,6 +15,11 @@
 #define STORAGE_KEY_LEN 40
 #define URL_TTL_PHOTO (365LL * 24 * 3600)  /* photos, logos, headshots: one year */
 #define URL_TTL_DOCUMENT (15LL * 60)       /* licence and insurance documents: 15 minutes */
+/* Expiries are rounded up to a boundary, so one file keeps one URL for a while and clients and
+ * CDNs can cache it: the next full hour for links that live a day or more, the next 5 minutes
+ * for shorter ones. */
+#define URL_WINDOW_LONG 3600
+#define URL_WINDOW_SHORT 300
 
 /* "local" or "s3". */
 const char *storage_mode(void);
@@ -41,7 +46,11 @@ bool storage_open(const char *key, int *fd, char **data, size_t *size, bool *not
  * and unlink(), NULL on failure. */
 char *storage_fetch_to_temp(const char *key);
 
-/* The signed URL of key, valid for ttl_seconds from the service clock (heap, free()). */
+/* The expiry (unix seconds) of a link signed now for ttl_seconds: at least ttl_seconds from
+ * the service clock, rounded up to the window's boundary. */
+int64_t storage_url_expiry(int64_t ttl_seconds);
+/* The signed URL of key, valid until storage_url_expiry(ttl_seconds) (heap, free()); the same
+ * URL for the same key throughout a window. */
 char *storage_url(const char *key, int64_t ttl_seconds);
 /* The signed URL as a JSON string, or JSON null for a NULL key. New reference. */
 json_t *storage_url_json(const char *key, int64_t ttl_seconds);

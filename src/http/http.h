@@ -95,6 +95,14 @@ typedef struct hs_route {
   const hs_rate_limit *limit;
   const hs_upload_spec *upload; /* multipart route; max_body defaults to what its files allow */
   const char *summary;
+  /* The success answer, for the OpenAPI document (http/openapi.h): a component schema's name
+   * ("Job"), "Job[]" for an array of them, "Job?" when it may also be null, or a media type
+   * ("text/html") for an answer that is not JSON. A route without one fails the tests. */
+  const char *response;
+  /* Error statuses the handler answers beyond those the row implies (auth 401/403, input
+   * 400, body 413, limit 429, idempotency 409/422, upload 507, 431, 500, 503), e.g. "402 404 409";
+   * "503:NotReady" when that status answers a component of its own instead of the error body. */
+  const char *errors;
 } hs_route;
 
 /* The caller's identity after the auth guard (valid only when the route needs a token). */
@@ -130,12 +138,15 @@ struct hs_req {
   err_t err;
   const char *err_message, *err_code;
   int retry_after; /* seconds; 0 = no header */
+  bool replayed;   /* the kept answer of an earlier request with the same Idempotency-Key */
+  const char *idem_scope, *idem_key; /* the Idempotency-Key this request claimed (http/idempotency.h) */
   int delay_ms;    /* hold the answer back this long, without a thread (lane routes only) */
   /* a file answer instead of JSON (hs_reply_file) */
   int res_fd;
   char *res_data;
   size_t res_size;
   const char *res_content_type;
+  const char *res_cache_control; /* a file answer's Cache-Control; NULL: "private, max-age=300" */
   void *hook_state; /* belongs to the installed hs_hooks, for the request's lifetime */
 };
 

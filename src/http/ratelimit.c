@@ -4,10 +4,33 @@
  * write nothing) and counts only failures. */
 #include "http/ratelimit.h"
 #include "core/clock.h"
+#include "core/util.h"
 #include "core/log.h"
 #include "db/db.h"
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Refusals per rule, for metrics; touched only when a request is refused. */
+static struct {
+  const char *name;
+  long n;
+} refusals[32];
+static pthread_mutex_t refusals_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void count_refusal(const char *name) {
+  pthread_mutex_lock(&refusals_mu);
+  size_t i = 0;
+  while (i < ARRAY_LEN(refusals) && refusals[i].name && strcmp(refusals[i].name, name)) i++;
+  if (i < ARRAY_LEN(refusals)) refusals[i].name = name, refusals[i].n++;
+  pthread_mutex_unlock(&refusals_mu);
+}
+
+void hs_rate_limit_refusals(void (*fn)(void *ctx, const char *rule, long n), void *ctx) {
+  pthread_mutex_lock(&refusals_mu);
+  for (size_t i = 0; i < ARRAY_LEN(refusals) && refusals[i].name; i++) fn(ctx, refusals[i].name, refusals[i].n);
+  pthread_mutex_unlock(&refusals_mu);
+}
 
 #define LOGIN_WINDOW_MS (15 * 60 * 1000)
 static const hs_rate_limit login_per_account = {"login-fail", 10, LOGIN_WINDOW_MS};
@@ -45,6 +68,7 @@ err_t hs_rate_limit_hit(const hs_rate_limit *rule, const char *client, int *retr
   if (e == ERR_OK && count > rule->max) {
     *retry_after_s = seconds_left(start, rule->window_ms, now);
     e = ERR_RATE_LIMITED;
+    count_refusal(rule->name);
   }
   arena_fini(&a);
   return e;

@@ -10,6 +10,8 @@
  * ERR_RATE_LIMITED with *retry_after_s (seconds until the window resets) past it, or
  * ERR_INTERNAL when the counter could not be written. */
 err_t hs_rate_limit_hit(const hs_rate_limit *rule, const char *client, int *retry_after_s);
+/* For metrics: calls fn with each rule's name and the requests it refused since start. */
+void hs_rate_limit_refusals(void (*fn)(void *ctx, const char *rule, long n), void *ctx);
 
 /* Deletes counters whose window started before before_ms; housekeeping passes an hour ago, so
  * every window must be an hour or shorter. ERR_INTERNAL when the database refused. */

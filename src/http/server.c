@@ -13,7 +13,10 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "db/db.h"
+#include "http/compress.h"
 #include "http/http.h"
+#include "http/idempotency.h"
+#include "http/metrics.h"
 #include "http/multipart.h"
 #include "http/ratelimit.h"
 #include "http/router.h"
@@ -50,6 +53,9 @@ typedef struct conn_ctx {
   bool too_large, preflight, authorized, multipart, pp_failed;
   bool answered; /* a response was queued */
   bool done;     /* a worker ran the pipeline; the answer waits to be queued */
+  bool out_gzip; /* out is gzip-compressed */
+  char *out;     /* the JSON answer's bytes, prepared by the thread that ran the pipeline */
+  size_t out_len;
   struct conn_ctx *next_work; /* in a lane's queue, then in the held list */
   int64_t release_at;         /* held: when to answer (clock_mono_ms) */
   struct timespec start;
@@ -396,6 +402,7 @@ static void run_pipeline(conn_ctx *ctx) {
     return;
   }
   if (parse_query(ctx) != ERR_OK) return;
+  if (!hs_idem_begin(req)) return;
   if (hooks.before_handler && hooks.before_handler(req) != ERR_OK) {
     if (req->err == ERR_OK) hs_fail(req, ERR_INTERNAL, NULL);
     return;
@@ -403,6 +410,34 @@ static void run_pipeline(conn_ctx *ctx) {
   err_t e = r->handler(req);
   if (e != ERR_OK && req->err == ERR_OK) hs_fail(req, e, NULL);
   if (e == ERR_OK && req->err == ERR_OK && !req->status) hs_ok(req, json_object());
+}
+
+static json_t *error_body(hs_req *req);
+
+/* Turns an error into the status and body that answer it (once). */
+static void settle(hs_req *req) {
+  if (req->err == ERR_OK) return;
+  req->status = err_status(req->err);
+  req->res_body = arena_json(&req->arena, error_body(req));
+  req->res_content_type = NULL; /* a file answer begun before the failure is dropped */
+  req->err = ERR_OK;
+}
+
+/* Serialises the JSON answer (and compresses it when the client takes gzip), so the event
+ * thread that sends it only hands bytes over. */
+static void prepare_answer(conn_ctx *ctx) {
+  hs_req *req = &ctx->req;
+  settle(req);
+  if (req->res_content_type || ctx->out) return;
+  json_t *body = req->res_body;
+  ctx->out = body ? json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15)) : NULL;
+  ctx->out_len = ctx->out ? strlen(ctx->out) : 0;
+  hs_idem_end(req, req->status, ctx->out);
+  if (ctx->out_len >= HS_GZIP_MIN && hs_accepts_gzip(hs_header(req, "Accept-Encoding"))) {
+    size_t n;
+    char *gz = hs_gzip(ctx->out, ctx->out_len, &n);
+    if (gz) free(ctx->out), ctx->out = gz, ctx->out_len = n, ctx->out_gzip = true;
+  }
 }
 
 /* The pipeline, and two rules over it. A file that could not be stored makes the request's
@@ -429,6 +464,7 @@ static void dispatch(conn_ctx *ctx) {
     req->retry_after = 1;
   }
   if (req->route && req->auth.id && hooks.after) hooks.after(req); /* sees the final answer */
+  prepare_answer(ctx);
 }
 
 /* ---- writing the answer ---- */
@@ -442,19 +478,26 @@ static const char *cors_origin_for(hs_req *req) {
   return NULL;
 }
 
-static void add_common_headers(struct MHD_Response *resp, hs_req *req) {
+static void add_common_headers(struct MHD_Response *resp, hs_req *req, bool vary_encoding) {
   MHD_add_response_header(resp, "X-Request-Id", req->request_id);
   MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
   /* a signed file URL may be cached by the client until well before it expires */
-  MHD_add_response_header(resp, "Cache-Control", req->res_content_type && req->err == ERR_OK ? "private, max-age=300" : "no-store");
+  MHD_add_response_header(resp, "Cache-Control", !req->res_content_type || req->err != ERR_OK ? "no-store"
+                                                 : req->res_cache_control                 ? req->res_cache_control
+                                                                                          : "private, max-age=300");
   const char *origin = cors_origin_for(req);
   if (origin) {
     MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
-    MHD_add_response_header(resp, "Access-Control-Expose-Headers", "X-Request-Id, Retry-After");
+    MHD_add_response_header(resp, "Access-Control-Expose-Headers", "X-Request-Id, Retry-After, Idempotent-Replayed");
   }
-  /* the answer depends on Origin only where some origin is allowed */
-  if (!cors_any && ((cors_list && cors_list[0]) || (req->route && (req->route->flags & ROUTE_CORS_ANY))))
-    MHD_add_response_header(resp, "Vary", "Origin");
+  /* the answer depends on Origin only where some origin is allowed, and on Accept-Encoding
+   * where it may be compressed */
+  bool vary_origin = !cors_any && ((cors_list && cors_list[0]) || (req->route && (req->route->flags & ROUTE_CORS_ANY)));
+  if (vary_origin || vary_encoding)
+    MHD_add_response_header(resp, "Vary", vary_origin && vary_encoding ? "Origin, Accept-Encoding"
+                                          : vary_origin               ? "Origin"
+                                                                      : "Accept-Encoding");
+  if (req->replayed) MHD_add_response_header(resp, "Idempotent-Replayed", "true");
   if (req->retry_after > 0) {
     char n[16];
     snprintf(n, sizeof n, "%d", req->retry_after);
@@ -481,7 +524,7 @@ static enum MHD_Result send_file(struct MHD_Connection *conn, hs_req *req) {
     req->res_data = NULL;
   }
   MHD_add_response_header(resp, "Content-Type", req->res_content_type);
-  add_common_headers(resp, req);
+  add_common_headers(resp, req, false);
   enum MHD_Result ret = MHD_queue_response(conn, (unsigned)req->status, resp);
   MHD_destroy_response(resp);
   return ret;
@@ -490,17 +533,15 @@ static enum MHD_Result send_file(struct MHD_Connection *conn, hs_req *req) {
 static enum MHD_Result send_answer(struct MHD_Connection *conn, conn_ctx *ctx) {
   hs_req *req = &ctx->req;
   ctx->answered = true;
-  if (req->err == ERR_OK && req->res_content_type) return send_file(conn, req);
-  json_t *body = req->res_body;
-  if (req->err != ERR_OK) {
-    req->status = err_status(req->err);
-    body = arena_json(&req->arena, error_body(req));
-  }
-  char *text = body ? json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15)) : NULL;
-  size_t len = text ? strlen(text) : 0;
-  struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback(len, text ? text : xstrdup(""), free);
-  if (body) MHD_add_response_header(resp, "Content-Type", "application/json; charset=utf-8");
-  add_common_headers(resp, req);
+  prepare_answer(ctx); /* answers that did not go through dispatch (413 before the body, 404 preflights) */
+  if (req->res_content_type) return send_file(conn, req);
+  struct MHD_Response *resp =
+      MHD_create_response_from_buffer_with_free_callback(ctx->out_len, ctx->out ? ctx->out : xstrdup(""), free);
+  bool compressible = ctx->out_gzip || ctx->out_len >= HS_GZIP_MIN;
+  ctx->out = NULL; /* MHD frees it */
+  if (req->res_body) MHD_add_response_header(resp, "Content-Type", "application/json; charset=utf-8");
+  if (ctx->out_gzip) MHD_add_response_header(resp, "Content-Encoding", "gzip");
+  add_common_headers(resp, req, compressible);
   enum MHD_Result ret = MHD_queue_response(conn, (unsigned)req->status, resp);
   MHD_destroy_response(resp);
   return ret;
@@ -519,11 +560,11 @@ static enum MHD_Result send_preflight(struct MHD_Connection *conn, conn_ctx *ctx
     if (methods & bit) strcat(allow, ", "), strcat(allow, hs_method_name(bit));
   req->status = 204;
   struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback(0, xstrdup(""), free);
-  add_common_headers(resp, req);
+  add_common_headers(resp, req, false);
   MHD_add_response_header(resp, "Allow", allow);
   if (hs_header(req, "Origin") && (cors_any || req->route)) {
     MHD_add_response_header(resp, "Access-Control-Allow-Methods", allow);
-    MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id");
+    MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id, Idempotency-Key");
     MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
   }
   enum MHD_Result ret = MHD_queue_response(conn, 204, resp);
@@ -711,12 +752,14 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   double ms = (double)(end.tv_sec - ctx->start.tv_sec) * 1e3 + (double)(end.tv_nsec - ctx->start.tv_nsec) / 1e6;
   /* hit counts serve only GET /__test/routes; elsewhere they would be shared cache lines */
   if (CFG.env == ENV_TEST && req->route && req->status && !ctx->preflight) hs_router_count(req->route, req->status);
+  if (req->status) hs_metrics_observe(req->route, req->method, req->status, ms / 1e3);
   log_access(req->request_id, req->method, req->route ? req->route->path : req->path, req->status, ms, req->ip,
              toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
   hs_multipart_free(ctx->mp);
   if (ctx->watch) hs_watch_waiting(ctx->watch);
   if (req->res_fd >= 0) close(req->res_fd); /* a file answer that was never sent */
   free(req->res_data);
+  free(ctx->out); /* an answer that was never sent */
   arena_fini(&req->arena);
   free(ctx->body);
   free(ctx);

@@ -29,6 +29,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.parse
 import uuid
 
 import pytest
@@ -74,6 +75,135 @@ def unique_ip():
     """A distinct client address (sent as X-Forwarded-For; the test servers trust it)."""
     n = uuid.uuid4().int
     return f"10.{n % 250 + 1}.{(n >> 8) % 250 + 1}.{(n >> 16) % 250 + 1}"
+
+
+# ---------------------------------------------------------------- the API contract
+
+class Contract:
+    """A server's OpenAPI document (GET /openapi.json): finds the operation of a request as the
+    router does (static segments win, left to right) and checks an answer against it. Every
+    answer must have a documented status; a JSON answer must match that status' schema (no
+    undocumented field: the components say additionalProperties: false)."""
+
+    def __init__(self, doc):
+        import jsonschema
+        self.doc = doc
+        self.ops = []
+        for template, item in doc["paths"].items():
+            segs = [x for x in template.split("/") if x]
+            for method, op in item.items():
+                self.ops.append((method.upper(), segs, op))
+        self.validator_class = jsonschema.Draft202012Validator
+        self.validators = {}
+
+    def operation(self, method, path):
+        segs = [x for x in path.split("?")[0].split("/") if x]
+        best, best_rank = None, None
+        for m, tsegs, op in self.ops:
+            if m != method or len(tsegs) != len(segs):
+                continue
+            if any(not t.startswith("{") and t != s for t, s in zip(tsegs, segs)):
+                continue
+            rank = [not t.startswith("{") for t in tsegs]
+            if best is None or rank > best_rank:
+                best, best_rank = op, rank
+        return best
+
+    def schema_for(self, op, status):
+        responses = op["responses"]
+        response = responses.get(str(status))
+        if response is None:
+            return None, False
+        if "$ref" in response:
+            response = self.doc["components"]["responses"][response["$ref"].rsplit("/", 1)[1]]
+        media = response.get("content", {})
+        return media.get("application/json", {}).get("schema"), True
+
+    def problems(self, method, path, status, content_type, body):
+        """What is wrong with one answer (an empty list when it keeps the contract)."""
+        if path.startswith("/__test/") or method in ("OPTIONS", "HEAD"):
+            return []
+        op = self.operation(method, path)
+        if op is None:  # no route: the router's 404
+            if status == 404:
+                return []
+            return [f"{method} {path}: {status} for a route the document does not have"]
+        schema, documented = self.schema_for(op, status)
+        if not documented:
+            return [f"{method} {path} ({op['operationId']}): status {status} is not documented"]
+        if not (content_type or "").startswith("application/json"):
+            return []
+        if schema is None:
+            return [f"{method} {path} ({op['operationId']}): {status} answered JSON but documents none"]
+        try:
+            value = json.loads(body)
+        except ValueError:
+            return [f"{method} {path}: {status} body is not JSON"]
+        key = json.dumps(schema, sort_keys=True)
+        validator = self.validators.get(key)
+        if validator is None:
+            full = dict(schema)
+            full["components"] = self.doc["components"]
+            validator = self.validators[key] = self.validator_class(full)
+        errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        return [f"{method} {path} ({op['operationId']}) {status}: {'/'.join(map(str, e.absolute_path)) or '(body)'}: "
+                f"{e.message[:300]}" for e in errors[:5]]
+
+
+_CONTRACTS = {}   # "127.0.0.1:port" -> Contract of a started server
+_VIOLATIONS = []  # problems seen since the last check
+_RECORD = os.environ.get("MP_RECORD_RESPONSES")  # a file to append every answer to (schema work)
+
+
+def contract_observe(base, method, path, status, content_type, body):
+    """Checks one answer of the server at base ("127.0.0.1:port") against its document."""
+    contract = _CONTRACTS.get(base)
+    if contract is None:
+        return
+    if _RECORD and (content_type or "").startswith("application/json"):
+        op = contract.operation(method, path)
+        if op is not None:
+            with open(_RECORD, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"op": op["operationId"], "status": status,
+                                    "body": json.loads(body or b"null")}) + "\n")
+        return
+    _VIOLATIONS.extend(contract.problems(method, path, status, content_type, body))
+
+
+_original_send = requests.Session.send
+
+
+def _checked_send(self, request, **kw):
+    response = _original_send(self, request, **kw)
+    try:
+        url = urllib.parse.urlsplit(request.url)
+        if url.netloc in _CONTRACTS and not kw.get("stream"):
+            contract_observe(url.netloc, request.method, url.path, response.status_code,
+                             response.headers.get("Content-Type"), response.content)
+    except Exception as e:  # the check must never hide the test's own outcome
+        _VIOLATIONS.append(f"contract check failed on {request.method} {request.url}: {e!r}")
+    return response
+
+
+requests.Session.send = _checked_send
+
+
+def _register_contract(server):
+    r = _original_send(requests.Session(), requests.Request("GET", server.url + "/openapi.json").prepare(), timeout=30)
+    assert r.status_code == 200, r.text
+    _CONTRACTS[f"127.0.0.1:{server.port}"] = Contract(r.json())
+
+
+@pytest.fixture(autouse=True)
+def _api_contract():
+    """Fails the test when an answer it received broke the documented contract."""
+    del _VIOLATIONS[:]
+    yield
+    if _VIOLATIONS:
+        found = list(dict.fromkeys(_VIOLATIONS))
+        del _VIOLATIONS[:]
+        pytest.fail("answers that the OpenAPI document does not describe:\n  " + "\n  ".join(found[:30]),
+                    pytrace=False)
 
 
 # ---------------------------------------------------------------- PostgreSQL cluster
@@ -178,6 +308,7 @@ class Server:
                 raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.read_log()}")
             try:
                 if requests.get(self.url + "/health", timeout=1).status_code == 200:
+                    _register_contract(self)
                     return self
             except requests.RequestException:
                 pass
@@ -377,8 +508,13 @@ def _stop_all(servers):
     """Stops servers; returns the sanitizer reports of those that had any."""
     reports = []
     for srv in servers:
+        crashed = srv.proc is not None and srv.proc.poll() is not None and \
+            -srv.proc.returncode in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGILL, signal.SIGFPE)
         srv.stop()
         report = srv.sanitizer_report()
+        if crashed:  # crashed before the harness stopped it
+            report = f"server on port {srv.port} died of signal {-srv.proc.returncode}; its log ends:\n" + \
+                srv.read_log()[-5000:] + (report or "")
         if report:
             reports.append(report)
         else:

@@ -76,7 +76,7 @@ def fresh_zip():
     """(zip, lat, lng) of a ZIP in the embedded table that this session has not handed out."""
     while True:
         z = random.choice(_ZIPS)
-        if z[0] not in _USED:
+        if z[0] not in _USED and z[0] not in _RESERVED:
             _USED.add(z[0])
             return z
 

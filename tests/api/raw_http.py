@@ -8,6 +8,8 @@ a body sent in two TCP segments, repeated header lines, slow or stalled clients.
   server reads two segments. Returns (status, headers dict with lowercase names, body bytes).
 - `connect(server, source="127.0.0.1")`: a connected socket (TCP_NODELAY), optionally from
   another loopback address, so a client can be told apart from the test's other traffic.
+- `pipelined_posts(api, path, token, bodies)`: JSON POSTs written at once on one connection
+  (HTTP/1.1 pipelining); [(status, json)] in order.
 - `closed_by_peer(sock, timeout)`: True when the server closed the connection within timeout.
 """
 import http.client
@@ -15,6 +17,7 @@ import json
 import socket
 import time
 import uuid
+from urllib.parse import urlsplit
 
 BOUNDARY = "----mp-raw-" + uuid.uuid4().hex[:16]
 
@@ -74,7 +77,11 @@ def send(server, method, path, headers=(), body=b"", split=None, pause=0.02, tim
         if cut < len(request):
             time.sleep(pause)
             s.sendall(request[cut:])
-        return read_response(s)
+        status, h, data = read_response(s)
+        # the answer is checked against the OpenAPI document like every other (conftest.py)
+        from conftest import contract_observe
+        contract_observe(f"127.0.0.1:{server.port}", method, path, status, h.get("content-type"), data)
+        return status, h, data
     finally:
         s.close()
 
@@ -98,3 +105,37 @@ def closed_by_peer(sock, timeout):
         except (ConnectionResetError, BrokenPipeError):
             return True
     return False
+
+
+def pipelined_posts(api, path, token, bodies):
+    """POSTs the JSON bodies in order on one keep-alive connection, written at once (HTTP/1.1
+    pipelining): the service answers them one after another, in order, with no client round
+    trip between them. Returns [(status, json)] in order."""
+    host, port = urlsplit(api.url).hostname, urlsplit(api.url).port
+    wire = b""
+    for i, body in enumerate(bodies):
+        data = json.dumps(body).encode()
+        wire += (f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {token}\r\n"
+                 f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+                 f"Connection: {'close' if i == len(bodies) - 1 else 'keep-alive'}\r\n\r\n").encode() + data
+    with socket.create_connection((host, port), timeout=30) as sock:
+        sock.sendall(wire)
+        buf = b""
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+    out = []
+    while buf:
+        head, _, rest = buf.partition(b"\r\n\r\n")
+        lines = head.decode().split("\r\n")
+        headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+        n = int(headers["content-length"])
+        status = int(lines[0].split()[1])
+        from conftest import contract_observe
+        contract_observe(f"{host}:{port}", "POST", path, status, headers.get("content-type"), rest[:n])
+        out.append((status, json.loads(rest[:n])))
+        buf = rest[n:]
+    assert len(out) == len(bodies)
+    return out

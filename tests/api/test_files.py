@@ -20,7 +20,7 @@ import urllib.parse
 import pytest
 
 import raw_http
-from conftest import Api
+from conftest import Api, contract_observe
 from fake_s3 import FakeS3
 from flow_helpers import post_job
 from test_providers import (GPS_SECRET, CERT_SIZE, assert_gone, assert_served, certificate_lines, exif_gps_app1, exif_of,
@@ -83,7 +83,9 @@ def raw_get(server, target):
         c.putrequest("GET", target, skip_accept_encoding=True)
         c.endheaders()
         r = c.getresponse()
-        return r.status, dict(r.getheaders()), r.read()
+        body = r.read()
+        contract_observe(f"127.0.0.1:{server.port}", "GET", target, r.status, r.getheader("Content-Type"), body)
+        return r.status, dict(r.getheaders()), body
     finally:
         c.close()
 
@@ -227,7 +229,8 @@ def test_links_expire(server_factory):
     assert_served(front_url, doc, "image/png")
     assert_served(ins_url, cert, "application/pdf")
 
-    api.advance_clock(2 * 60 * 1000)  # 16 minutes: document links are gone, photo links are not
+    # document links live 15 minutes, rounded up to the next 5 minutes: gone after 20
+    api.advance_clock(7 * 60 * 1000)  # 21 minutes: document links are gone, photo links are not
     assert_bad_link(front_url)
     assert_bad_link(ins_url)
     assert_served(logo_url, photo, "image/png")
@@ -236,7 +239,7 @@ def test_links_expire(server_factory):
     assert_served(fresh["idDocFront"], doc, "image/png")
     assert_served(fresh["insDocUrl"], cert, "application/pdf")
 
-    api.advance_clock(365 * 86400 * 1000)  # a year later: photo links too
+    api.advance_clock((365 * 86400 + 3600) * 1000)  # a year and an hour later: photo links too
     assert_bad_link(logo_url)
     assert_bad_link(head_url)
     assert_bad_link(fresh["idDocFront"])
@@ -246,6 +249,32 @@ def test_links_expire(server_factory):
     assert_served(fresh["logoUrl"], photo, "image/png")
     assert_served(fresh["headshots"][0], photo, "image/png")
     assert_served(fresh["idDocFront"], doc, "image/png")
+
+
+def expiry(url):
+    return int(urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)["expires"][0])
+
+
+def test_links_are_stable_within_a_window(server_factory):
+    """The same file keeps the same URL for a while (expiry rounded up to a boundary, never
+    sooner than the documented lifetime), so clients and CDNs can cache it."""
+    api = Api(server_factory())
+    p = api.register_provider()
+    logo(api, p["token"], png_bytes(seed=122))
+    upload_licence(api, p["token"], front=png_bytes(seed=123))
+    now = datetime.datetime.fromisoformat(api.advance_clock(0).replace("Z", "+00:00")).timestamp()
+    first = me(api, p["token"])
+    second = me(api, p["token"])
+    assert first["logoUrl"] == second["logoUrl"]
+    assert first["idDocFront"] == second["idDocFront"]
+    photo, doc = expiry(first["logoUrl"]), expiry(first["idDocFront"])
+    assert photo % 3600 == 0 and now + 365 * 86400 <= photo <= now + 365 * 86400 + 3600 + 5
+    assert doc % 300 == 0 and now + 15 * 60 <= doc <= now + 20 * 60 + 5
+    api.advance_clock(3600 * 1000)  # the next window signs new links
+    later = me(api, p["token"])
+    assert expiry(later["logoUrl"]) >= photo + 3600
+    assert later["idDocFront"] != first["idDocFront"] and expiry(later["idDocFront"]) % 300 == 0
+    assert_served(later["logoUrl"], png_bytes(seed=122), "image/png")
 
 
 # ================================================================ metadata stripping

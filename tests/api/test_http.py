@@ -12,7 +12,7 @@ import pytest
 import requests
 
 import raw_http
-from conftest import unique_email, unique_ip
+from conftest import contract_observe, unique_email, unique_ip
 
 ISO_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 WELL_FORMED_ID = re.compile(r"^[A-Za-z0-9._-]{1,36}$")
@@ -206,6 +206,7 @@ def test_keep_alive_serves_several_requests_on_one_connection(server):
             conn.request(method, path, body=body, headers=headers)
             r = conn.getresponse()
             data = r.read()
+            contract_observe(f"127.0.0.1:{server.port}", method, path, r.status, r.getheader("Content-Type"), data)
             assert r.status == status, (path, r.status, data)
             assert r.getheader("X-Request-Id")
             assert (r.getheader("Connection") or "").lower() != "close", path
@@ -396,7 +397,9 @@ def _forgot(url, xff_lines=(), timeout=10):
             c.putheader("X-Forwarded-For", line)
         c.endheaders(body.encode())
         r = c.getresponse()
-        r.read()
+        answer = r.read()
+        contract_observe(f"127.0.0.1:{u.port}", "POST", "/auth/forgot-password", r.status,
+                         r.getheader("Content-Type"), answer)
         return r.status
     finally:
         c.close()

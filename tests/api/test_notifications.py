@@ -16,7 +16,6 @@ import json
 import os
 import random
 import re
-import socket
 import struct
 import threading
 import time
@@ -26,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 import pytest
+from raw_http import pipelined_posts
 
 from conftest import ADMIN_ENV, Api, admin_login
 
@@ -161,34 +161,6 @@ class Flow:
         return self
 
 
-def pipelined_posts(api, path, token, bodies):
-    """POSTs the JSON bodies in order on one connection, written at once (HTTP/1.1 pipelining):
-    answered one after another with no client round trip between them."""
-    host, port = urlsplit(api.url).hostname, urlsplit(api.url).port
-    wire = b""
-    for i, body in enumerate(bodies):
-        data = json.dumps(body).encode()
-        wire += (f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {token}\r\n"
-                 f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n"
-                 f"Connection: {'close' if i == len(bodies) - 1 else 'keep-alive'}\r\n\r\n").encode() + data
-    with socket.create_connection((host, port), timeout=30) as sock:
-        sock.sendall(wire)
-        buf = b""
-        while True:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-    out = []
-    while buf:
-        head, _, rest = buf.partition(b"\r\n\r\n")
-        lines = head.decode().split("\r\n")
-        headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
-        n = int(headers["content-length"])
-        out.append((int(lines[0].split()[1]), json.loads(rest[:n])))
-        buf = rest[n:]
-    assert len(out) == len(bodies)
-    return out
 
 
 # ---------------------------------------------------------------- push tokens

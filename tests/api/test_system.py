@@ -17,7 +17,7 @@ import time
 import pytest
 import requests
 
-from conftest import Api, free_port, unique_email, unique_ip
+from conftest import Api, contract_observe, free_port, unique_email, unique_ip
 from fake_stripe import FakeStripe
 
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
@@ -361,7 +361,9 @@ def test_sigterm_finishes_requests_in_flight_and_exits_0(make_server):
                          headers={"Content-Type": "application/json"})
             sent_login.set()
             r = conn.getresponse()
-            result["status"], result["body"] = r.status, json.loads(r.read())
+            data = r.read()
+            contract_observe(f"127.0.0.1:{srv.port}", "POST", "/auth/login", r.status, r.getheader("Content-Type"), data)
+            result["status"], result["body"] = r.status, json.loads(data)
         except Exception as e:  # noqa: BLE001 - reported below
             result["error"] = repr(e)
         finally:
@@ -390,11 +392,11 @@ def test_sigterm_answers_held_refusals_too(make_server):
     # a login hashing at cost 13 (about half a second; several on a loaded machine, still within
     # the 10 s grace) fills the one hashing thread; a second login is refused, and its 503 is
     # being held (200 ms) when SIGTERM arrives: both are answered
-    srv = make_server(BCRYPT_COST="13", BCRYPT_THREADS="1", BCRYPT_QUEUE="0")
+    srv = make_server(BCRYPT_COST="13", BCRYPT_THREADS="1", BCRYPT_QUEUE="0", SHUTDOWN_GRACE="90")
     email = unique_email("held")
     _register(srv, email)
     body = json.dumps({"email": email, "password": "password123"})
-    conns = [http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30) for _ in range(2)]
+    conns = [http.client.HTTPConnection("127.0.0.1", srv.port, timeout=120) for _ in range(2)]
     for conn in conns:  # accepted and served before the signal
         conn.request("GET", "/health")
         assert conn.getresponse().read()
@@ -403,7 +405,9 @@ def test_sigterm_answers_held_refusals_too(make_server):
     def login(i):
         conns[i].request("POST", "/auth/login", body=body, headers={"Content-Type": "application/json"})
         r = conns[i].getresponse()
-        results[i] = (r.status, json.loads(r.read()), r.getheader("Retry-After"))
+        data = r.read()
+        contract_observe(f"127.0.0.1:{srv.port}", "POST", "/auth/login", r.status, r.getheader("Content-Type"), data)
+        results[i] = (r.status, json.loads(data), r.getheader("Retry-After"))
 
     hashing = threading.Thread(target=login, args=(0,))
     hashing.start()
@@ -412,11 +416,11 @@ def test_sigterm_answers_held_refusals_too(make_server):
     refused.start()
     Api(srv).wait_load(lambda load: load["inFlight"] >= 2, "the second login in flight")
     srv.proc.send_signal(signal.SIGTERM)
-    hashing.join(30)
+    hashing.join(120)
     refused.join(30)
     assert results[1] == (503, {"error": "Server busy"}, "1"), results
     assert results[0][0] == 200 and results[0][1]["user"]["email"] == email, results
-    assert srv.proc.wait(timeout=15) == 0
+    assert srv.proc.wait(timeout=120) == 0
     for conn in conns:
         conn.close()
 

@@ -1,6 +1,6 @@
 /* Routes and body schemas of /auth/..., in the specification's field order. */
-#include "domain/auth/auth.h"
 #include "core/util.h"
+#include "domain/auth/auth.h"
 #include "domain/auth/auth_api.h"
 
 #include "domain/common.h"
@@ -9,7 +9,8 @@ static const char *const ACCOUNT_ROLES[] = {"user", "provider", NULL};
 
 /* bcrypt reads at most 72 bytes, so longer passwords (in characters or in bytes) are refused
  * rather than cut. */
-#define PASSWORD(name) {name, F_STRING, F_REQUIRED, LEN(8, 72), .max_bytes = 72}
+#define PASSWORD(name)                                                                                                 \
+  { name, F_STRING, F_REQUIRED, LEN(8, 72), .max_bytes = 72 }
 
 static const hs_field register_fields[] = {
     {"email", F_EMAIL, F_REQUIRED},
@@ -58,16 +59,17 @@ static const hs_schema reset_schema = {reset_fields};
 static const hs_rate_limit forgot_limit = {"forgot-password", 5, 15 * 60 * 1000};
 
 const hs_route AUTH_ROUTES[] = {
-    {HS_POST, "/auth/register", api_auth_register, ROLE_OPEN, &register_schema, .ok = 201,
-     .flags = ROUTE_SLOW, .summary = "Register a customer account"},
-    {HS_POST, "/auth/login", api_auth_login, ROLE_OPEN, &login_schema, .flags = ROUTE_SLOW, .summary = "Log in as a customer"},
+    {HS_POST, "/auth/register", api_auth_register, ROLE_OPEN, &register_schema, .ok = 201, .flags = ROUTE_SLOW,
+     .summary = "Register a customer account", .response = "CustomerSession"},
+    {HS_POST, "/auth/login", api_auth_login, ROLE_OPEN, &login_schema, .flags = ROUTE_SLOW,
+     .summary = "Log in as a customer", .response = "CustomerSession", .errors = "401 429"},
     {HS_POST, "/auth/provider/register", api_auth_provider_register, ROLE_OPEN, &provider_register_schema, .ok = 201,
-     .flags = ROUTE_SLOW, .summary = "Register a provider account"},
-    {HS_POST, "/auth/provider/login", api_auth_provider_login, ROLE_OPEN, &login_schema,
-     .flags = ROUTE_SLOW, .summary = "Log in as a provider"},
+     .flags = ROUTE_SLOW, .summary = "Register a provider account", .response = "ProviderSession"},
+    {HS_POST, "/auth/provider/login", api_auth_provider_login, ROLE_OPEN, &login_schema, .flags = ROUTE_SLOW,
+     .summary = "Log in as a provider", .response = "ProviderSession", .errors = "401 429"},
     {HS_POST, "/auth/forgot-password", api_auth_forgot_password, ROLE_OPEN, &forgot_schema, .limit = &forgot_limit,
-     .summary = "Email a password-reset link"},
-    {HS_POST, "/auth/reset-password", api_auth_reset_password, ROLE_OPEN, &reset_schema,
-     .flags = ROUTE_SLOW, .summary = "Set a new password with a reset token"},
+     .summary = "Email a password-reset link", .response = "MessageAnswer"},
+    {HS_POST, "/auth/reset-password", api_auth_reset_password, ROLE_OPEN, &reset_schema, .flags = ROUTE_SLOW,
+     .summary = "Set a new password with a reset token", .response = "PasswordReset"},
 };
 const size_t AUTH_ROUTES_LEN = ARRAY_LEN(AUTH_ROUTES);

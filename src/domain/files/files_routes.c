@@ -28,7 +28,7 @@ static const hs_field file_query_fields[] = {
 static const hs_schema file_query = {file_query_fields};
 
 const hs_route FILES_ROUTES[] = {
-    {HS_GET, "/files/:key", api_files_get, ROLE_OPEN, .query = &file_query,
-     .flags = ROUTE_SLOW, .summary = "A stored file, through its signed URL"},
+    {HS_GET, "/files/:key", api_files_get, ROLE_OPEN, .query = &file_query, .flags = ROUTE_SLOW,
+     .summary = "A stored file, through its signed URL", .response = "application/octet-stream", .errors = "403 404"},
 };
 const size_t FILES_ROUTES_LEN = ARRAY_LEN(FILES_ROUTES);

@@ -157,10 +157,10 @@ static const hs_upload_spec photo_upload = {photo_files, 1, "No file uploaded", 
 
 const hs_route MESSAGES_ROUTES[] = {
     {HS_GET, "/jobs/:id/messages", api_messages_list, ROLE_USER | ROLE_PROVIDER, .query = &thread_query,
-     .summary = "A job's message thread"},
+     .summary = "A job's message thread", .response = "MessageList", .errors = "404"},
     {HS_POST, "/jobs/:id/messages", api_messages_post, ROLE_USER | ROLE_PROVIDER, &post_schema, .ok = 201,
-     .summary = "Post a message"},
+     .summary = "Post a message", .response = "Message", .errors = "404 429"},
     {HS_POST, "/jobs/:id/messages/photo", api_messages_photo, ROLE_USER | ROLE_PROVIDER, .upload = &photo_upload,
-     .ok = 201, .summary = "Post a photo message"},
+     .ok = 201, .summary = "Post a photo message", .response = "Message", .errors = "404 409 429"},
 };
 const size_t MESSAGES_ROUTES_LEN = ARRAY_LEN(MESSAGES_ROUTES);

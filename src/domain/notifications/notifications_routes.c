@@ -23,10 +23,10 @@ static err_t api_notifications_list(hs_req *req) {
     return ERR_INTERNAL;
   json_t *list = json_array();
   for (int i = 0; i < r->rows; i++)
-    json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:o,s:o,s:o}", "id", db_text(r, i, 0), "title",
-                                          db_text(r, i, 1), "body", db_text(r, i, 2), "jobId",
-                                          jx_str_or_null(db_text(r, i, 3)), "read", jx_bool(db_text(r, i, 4)),
-                                          "createdAt", jx_iso_or_null(db_text(r, i, 5))));
+    json_array_append_new(list,
+                          json_pack("{s:s,s:s,s:s,s:o,s:o,s:o}", "id", db_text(r, i, 0), "title", db_text(r, i, 1),
+                                    "body", db_text(r, i, 2), "jobId", jx_str_or_null(db_text(r, i, 3)), "read",
+                                    jx_bool(db_text(r, i, 4)), "createdAt", jx_iso_or_null(db_text(r, i, 5))));
   return hs_ok(req, list);
 }
 
@@ -53,17 +53,20 @@ static const hs_schema token_schema = {token_fields};
 
 const hs_route NOTIFICATIONS_ROUTES[] = {
     {HS_POST, "/users/me/push-token", api_push_token, ROLE_USER, &token_schema,
-     .summary = "Register the customer's device push token"},
+     .summary = "Register the customer's device push token", .response = "Ok"},
     {HS_POST, "/providers/me/push-token", api_push_token, ROLE_PROVIDER, &token_schema,
-     .summary = "Register the provider's device push token"},
-    {HS_GET, "/users/me/notifications", api_notifications_list, ROLE_USER, .summary = "The last 50 notifications"},
+     .summary = "Register the provider's device push token", .response = "Ok"},
+    {HS_GET, "/users/me/notifications", api_notifications_list, ROLE_USER, .summary = "The last 50 notifications",
+     .response = "Notification[]"},
     {HS_GET, "/providers/me/notifications", api_notifications_list, ROLE_PROVIDER,
-     .summary = "The last 50 notifications"},
-    {HS_POST, "/users/me/notifications/read", api_notifications_read, ROLE_USER, .summary = "Mark all read"},
-    {HS_POST, "/providers/me/notifications/read", api_notifications_read, ROLE_PROVIDER, .summary = "Mark all read"},
+     .summary = "The last 50 notifications", .response = "Notification[]"},
+    {HS_POST, "/users/me/notifications/read", api_notifications_read, ROLE_USER, .summary = "Mark all read",
+     .response = "Ok"},
+    {HS_POST, "/providers/me/notifications/read", api_notifications_read, ROLE_PROVIDER, .summary = "Mark all read",
+     .response = "Ok"},
     {HS_GET, "/users/me/notification", api_banner_poll, ROLE_USER,
-     .summary = "The pending in-app banner, returned once"},
+     .summary = "The pending in-app banner, returned once", .response = "Banner?"},
     {HS_GET, "/providers/me/notification", api_banner_poll, ROLE_PROVIDER,
-     .summary = "The pending in-app banner, returned once"},
+     .summary = "The pending in-app banner, returned once", .response = "Banner?"},
 };
 const size_t NOTIFICATIONS_ROUTES_LEN = ARRAY_LEN(NOTIFICATIONS_ROUTES);

@@ -11,18 +11,20 @@ static const hs_schema method_schema = {method_fields};
 
 const hs_route PAYMENTS_ROUTES[] = {
     {HS_POST, "/payments/setup-intent", api_payments_setup_intent, ROLE_USER, .flags = ROUTE_SLOW,
-     .summary = "Create a SetupIntent for saving a card (creates the processor customer)"},
+     .summary = "Create a SetupIntent for saving a card (creates the processor customer)", .response = "SetupIntent",
+     .errors = "404"},
     {HS_POST, "/payments/payment-method", api_payments_save_method, ROLE_USER, &method_schema, .flags = ROUTE_SLOW,
-     .summary = "Attach and save a payment method"},
+     .summary = "Attach and save a payment method", .response = "Card", .errors = "404"},
     {HS_GET, "/payments/method", api_payments_get_method, ROLE_USER, .flags = ROUTE_SLOW,
-     .summary = "The saved card, or null"},
+     .summary = "The saved card, or null", .response = "Card?", .errors = "404"},
     {HS_GET, "/payments/premium/status", api_payments_premium_status, ROLE_USER,
-     .summary = "Premium subscription status"},
+     .summary = "Premium subscription status", .response = "PremiumStatus", .errors = "404"},
     {HS_POST, "/payments/premium/subscribe", api_payments_premium_subscribe, ROLE_USER, .flags = ROUTE_SLOW,
-     .summary = "Start the 9.99/month premium subscription"},
+     .summary = "Start the 9.99/month premium subscription", .response = "PremiumSubscription", .errors = "402 404"},
     {HS_POST, "/payments/premium/cancel", api_payments_premium_cancel, ROLE_USER, .flags = ROUTE_SLOW,
-     .summary = "Cancel premium at the end of the billing period"},
-    {HS_POST, "/webhooks", api_webhooks_receive, ROLE_OPEN, .max_body = 1024 * 1024, .flags = ROUTE_RAW_BODY | ROUTE_SLOW,
-     .summary = "Payment processor events (Stripe-Signature verified)"},
+     .summary = "Cancel premium at the end of the billing period", .response = "PremiumCancellation", .errors = "404"},
+    {HS_POST, "/webhooks", api_webhooks_receive, ROLE_OPEN, .max_body = 1024 * 1024,
+     .flags = ROUTE_RAW_BODY | ROUTE_SLOW, .summary = "Payment processor events (Stripe-Signature verified)",
+     .response = "WebhookReceipt"},
 };
 const size_t PAYMENTS_ROUTES_LEN = ARRAY_LEN(PAYMENTS_ROUTES);

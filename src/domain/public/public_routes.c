@@ -19,10 +19,12 @@ static const hs_rate_limit waitlist_limit = {"waitlist", 5, 15 * 60 * 1000};
 
 const hs_route PUBLIC_ROUTES[] = {
     {HS_GET, "/services/available", api_services_available, ROLE_USER,
-     .summary = "Services offered in the customer's ZIP and how many providers serve it"},
+     .summary = "Services offered in the customer's ZIP and how many providers serve it",
+     .response = "ServicesAvailable", .errors = "404"},
     {HS_GET, "/services/check-zip", api_services_check_zip, ROLE_OPEN, .query = &check_zip_query,
-     .summary = "Whether any provider serves a ZIP"},
+     .summary = "Whether any provider serves a ZIP", .response = "ZipCoverage"},
     {HS_POST, "/waitlist", api_waitlist_join, ROLE_OPEN, &waitlist_schema, .limit = &waitlist_limit,
-     .flags = ROUTE_CORS_ANY, .summary = "Join the waitlist (any origin); a confirmation email follows"},
+     .flags = ROUTE_CORS_ANY, .summary = "Join the waitlist (any origin); a confirmation email follows",
+     .response = "Ok"},
 };
 const size_t PUBLIC_ROUTES_LEN = ARRAY_LEN(PUBLIC_ROUTES);

@@ -24,12 +24,12 @@ static const hs_schema update_schema = {update_fields};
 
 const hs_route SUPPORT_ROUTES[] = {
     {HS_POST, "/users/me/support", api_support_open, ROLE_USER, &open_schema,
-     .summary = "Ask support for help (emails the support inbox, opens a ticket)"},
+     .summary = "Ask support for help (emails the support inbox, opens a ticket)", .response = "Ok"},
     {HS_POST, "/providers/me/support", api_support_open, ROLE_PROVIDER, &open_schema,
-     .summary = "Ask support for help (emails the support inbox, opens a ticket)"},
+     .summary = "Ask support for help (emails the support inbox, opens a ticket)", .response = "Ok"},
     {HS_GET, "/staff/tickets", api_tickets_list, ROLE_TECHNICAL_SUPPORT, .query = &list_query,
-     .summary = "Support tickets, oldest first (default: OPEN and IN_PROGRESS)"},
+     .summary = "Support tickets, oldest first (default: OPEN and IN_PROGRESS)", .response = "SupportTicket[]"},
     {HS_PATCH, "/staff/tickets/:id", api_tickets_update, ROLE_TECHNICAL_SUPPORT, &update_schema,
-     .summary = "Move a ticket or change its notes"},
+     .summary = "Move a ticket or change its notes", .response = "SupportTicket", .errors = "404"},
 };
 const size_t SUPPORT_ROUTES_LEN = ARRAY_LEN(SUPPORT_ROUTES);

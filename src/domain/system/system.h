@@ -6,6 +6,9 @@
 
 extern const hs_route SYSTEM_ROUTES[];
 extern const size_t SYSTEM_ROUTES_LEN;
+/* GET /openapi.json, GET /docs and its script (docs.c). */
+extern const hs_route DOCS_ROUTES[];
+extern const size_t DOCS_ROUTES_LEN;
 
 /* Registers the hourly housekeeping task: expired rate-limit counters and finished background
  * work older than a week are deleted, so neither table grows without bound. */

@@ -9,12 +9,23 @@
 #include "domain/system/system.h"
 #include "ext/password.h"
 #include "ext/queue.h"
+#include "http/metrics.h"
 #include "http/ratelimit.h"
 #include "http/router.h"
-#include <stdio.h>
 #include "http/server.h"
+#include <stdio.h>
 
 static err_t api_health(hs_req *req) { return hs_ok(req, json_pack("{s:s}", "status", "ok")); }
+
+/* Prometheus metrics for loopback callers or the METRICS_TOKEN bearer; 404 for anyone else, so
+ * the route does not show from outside. */
+static err_t api_metrics(hs_req *req) {
+  if (!hs_metrics_allowed(req)) return hs_fail(req, ERR_NOT_FOUND, NULL);
+  size_t len;
+  char *text = hs_metrics_render(&len);
+  req->res_cache_control = "no-store";
+  return hs_reply_file(req, -1, text, len, "text/plain; version=0.0.4; charset=utf-8");
+}
 
 #define READY_TIMEOUT_MS 1000
 
@@ -86,9 +97,14 @@ static const hs_field clock_fields[] = {
 static const hs_schema clock_schema = {clock_fields};
 
 const hs_route SYSTEM_ROUTES[] = {
-    {HS_GET, "/health", api_health, ROLE_OPEN, .flags = ROUTE_INLINE, .summary = "Liveness check"},
+    {HS_GET, "/health", api_health, ROLE_OPEN, .flags = ROUTE_INLINE, .summary = "Liveness check",
+     .response = "Health"},
     {HS_GET, "/ready", api_ready, ROLE_OPEN, .flags = ROUTE_SLOW,
-     .summary = "Readiness: the database answers within 1 s and migrations are current"},
+     .summary = "Readiness: the database answers within 1 s and migrations are current", .response = "Ready",
+     .errors = "503:NotReady"},
+    {HS_GET, "/metrics", api_metrics, ROLE_OPEN,
+     .summary = "Prometheus metrics (loopback callers or the METRICS_TOKEN bearer; 404 to anyone else)",
+     .response = "text/plain", .errors = "404"},
     {HS_POST, "/__test/clock", api_test_clock, ROLE_OPEN, &clock_schema, .flags = ROUTE_TEST_ONLY,
      .summary = "Move the service clock forward (APP_ENV=test only)"},
     {HS_GET, "/__test/routes", api_test_routes, ROLE_OPEN, .flags = ROUTE_TEST_ONLY,

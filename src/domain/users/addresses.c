@@ -23,18 +23,19 @@ static json_t *address_json(const db_res *r, int i) {
   return json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "id", db_text(r, i, 0), "label", db_text(r, i, 1),
                    "address", db_text(r, i, 2), "zip", db_text(r, i, 3), "isPrimary", jx_bool(db_text(r, i, 4)),
                    "drivewayLength", jx_real_or_null(db_text(r, i, 5)), "lawnAcres", jx_real_or_null(db_text(r, i, 6)),
-                   "streetViewPhoto", storage_url_json(db_text(r, i, 7), URL_TTL_PHOTO), "serviceAreaPhotos", photos, "createdAt",
-                   jx_iso_or_null(db_text(r, i, 8)));
+                   "streetViewPhoto", storage_url_json(db_text(r, i, 7), URL_TTL_PHOTO), "serviceAreaPhotos", photos,
+                   "createdAt", jx_iso_or_null(db_text(r, i, 8)));
 }
 
-#define ADDRESS_COLUMNS                                                                                        \
-  "id, label, address, zip, is_primary, driveway_length, lawn_acres, street_view_photo, created_at, "        \
+#define ADDRESS_COLUMNS                                                                                                \
+  "id, label, address, zip, is_primary, driveway_length, lawn_acres, street_view_photo, created_at, "                  \
   "service_area_photos"
 
 static err_t reply_list(hs_req *req) {
   db_res *r;
   if (db_query(&req->arena, &r,
-               "SELECT " ADDRESS_COLUMNS " FROM user_addresses WHERE user_id = $1 ORDER BY is_primary DESC, created_at, id",
+               "SELECT " ADDRESS_COLUMNS
+               " FROM user_addresses WHERE user_id = $1 ORDER BY is_primary DESC, created_at, id",
                DB_ARGS(DB_TEXT(req->auth.id))) != DB_OK)
     return ERR_INTERNAL;
   json_t *list = json_array();
@@ -103,7 +104,8 @@ static err_t api_addresses_make_primary(hs_req *req) {
   db_conn *c = db_acquire();
   db_rc rc = db_begin(c);
   if (rc == DB_OK)
-    rc = db_exec(c, NULL, NULL, "UPDATE user_addresses SET is_primary = CASE WHEN id = $2 THEN 1 ELSE 0 END WHERE user_id = $1",
+    rc = db_exec(c, NULL, NULL,
+                 "UPDATE user_addresses SET is_primary = CASE WHEN id = $2 THEN 1 ELSE 0 END WHERE user_id = $1",
                  DB_ARGS(DB_TEXT(req->auth.id), DB_TEXT(db_text(r, 0, 0))));
   if (rc == DB_OK) rc = db_commit(c);
   db_release(c);
@@ -244,18 +246,19 @@ static const hs_file_rule photo_files[] = {
 static const hs_upload_spec photo_upload = {photo_files, 1, "No files uploaded"};
 
 const hs_route ADDRESSES_ROUTES[] = {
-    {HS_GET, "/users/me/addresses", api_addresses_list, ROLE_USER, .summary = "Saved addresses, primary first"},
+    {HS_GET, "/users/me/addresses", api_addresses_list, ROLE_USER, .summary = "Saved addresses, primary first",
+     .response = "UserAddress[]"},
     {HS_POST, "/users/me/addresses", api_addresses_create, ROLE_USER, &create_schema, .ok = 201,
-     .summary = "Save an address (free tier: one)"},
+     .summary = "Save an address (free tier: one)", .response = "UserAddress[]"},
     {HS_PATCH, "/users/me/addresses/:id/primary", api_addresses_make_primary, ROLE_USER,
-     .summary = "Make an address the primary one"},
+     .summary = "Make an address the primary one", .response = "UserAddress[]", .errors = "404"},
     {HS_DELETE, "/users/me/addresses/:id", api_addresses_delete, ROLE_USER, .flags = ROUTE_SLOW,
-     .summary = "Delete a saved address"},
+     .summary = "Delete a saved address", .response = "UserAddress[]", .errors = "404"},
     {HS_PATCH, "/users/me/addresses/:id", api_addresses_update, ROLE_USER, &update_schema,
-     .summary = "Set property details (driveway length, lawn acres)"},
+     .summary = "Set property details (driveway length, lawn acres)", .response = "UserAddress", .errors = "404"},
     {HS_POST, "/users/me/addresses/:id/photos", api_addresses_add_photos, ROLE_USER, .upload = &photo_upload,
-     .summary = "Add street-view and service-area photos"},
+     .summary = "Add street-view and service-area photos", .response = "UserAddress", .errors = "404"},
     {HS_DELETE, "/users/me/addresses/:id/photos", api_addresses_clear_photos, ROLE_USER, .flags = ROUTE_SLOW,
-     .summary = "Remove an address's photos"},
+     .summary = "Remove an address's photos", .response = "UserAddress", .errors = "404"},
 };
 const size_t ADDRESSES_ROUTES_LEN = ARRAY_LEN(ADDRESSES_ROUTES);

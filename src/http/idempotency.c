@@ -1,0 +1,124 @@
+/* The claim is one row per (scope, key) in idempotency_keys, inserted before the handler runs:
+ * the primary key decides between concurrent duplicates, on one instance or many. The row
+ * holds a hash of the request (method, path, canonical JSON body), the kept answer once the
+ * handler is done (status NULL while it runs), and its expiry. An expired row, or a claim
+ * whose request never finished (its lease ran out), is deleted and claimed afresh. Expired
+ * rows are swept at most once a minute per instance, by the request that notices. */
+#include "http/idempotency.h"
+#include "core/clock.h"
+#include "db/db.h"
+#include "ext/digest.h"
+#include <stdatomic.h>
+#include <string.h>
+
+#define MAX_KEY_LEN 255
+#define SWEEP_EVERY_MS (60LL * 1000)
+
+static _Atomic int64_t next_sweep;
+
+bool hs_idem_applies(const hs_route *r) {
+  return (r->method == HS_POST || r->method == HS_PATCH) && !r->upload && !(r->flags & (ROUTE_RAW_BODY | ROUTE_INLINE));
+}
+
+static bool key_valid(const char *k) {
+  size_t n = strlen(k);
+  if (n == 0 || n > MAX_KEY_LEN) return false;
+  for (; *k; k++)
+    if (*k < 0x20 || *k > 0x7e) return false;
+  return true;
+}
+
+/* SHA-256 of method, path and the body as canonical JSON (sorted keys, no spaces), so a
+ * retry that serialises the same object differently is still the same request. */
+static void request_hash(hs_req *req, char out[65]) {
+  json_t *body = req->raw_len ? json_loadb(req->raw_body, req->raw_len, JSON_ALLOW_NUL, NULL) : NULL;
+  char *canon = body ? json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
+  char *text = arena_printf(&req->arena, "%s\n%s\n%s", req->method, req->path, canon ? canon : "{}");
+  sha256_hex(text, strlen(text), out);
+  free(canon);
+  json_decref(body);
+}
+
+static void sweep(int64_t now) {
+  int64_t due = atomic_load(&next_sweep);
+  if (now < due || !atomic_compare_exchange_strong(&next_sweep, &due, now + SWEEP_EVERY_MS)) return;
+  db_query(NULL, NULL, "DELETE FROM idempotency_keys WHERE expires_at <= $1", DB_ARGS(DB_INT(now)));
+}
+
+typedef enum { CLAIMED, TAKEN, FAILED } claim_rc;
+
+static claim_rc claim(hs_req *req, const char *scope, const char *key, const char *hash, int64_t now) {
+  db_res *r;
+  if (db_query(&req->arena, &r,
+               "INSERT INTO idempotency_keys (scope, key, request_hash, locked_until, created_at, expires_at) "
+               "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (scope, key) DO NOTHING RETURNING 1",
+               DB_ARGS(DB_TEXT(scope), DB_TEXT(key), DB_TEXT(hash), DB_INT(now + IDEMPOTENCY_LEASE_MS), DB_INT(now),
+                       DB_INT(now + IDEMPOTENCY_TTL_MS))) != DB_OK)
+    return FAILED;
+  return r->rows == 1 ? CLAIMED : TAKEN;
+}
+
+bool hs_idem_begin(hs_req *req) {
+  const char *key = hs_header(req, "Idempotency-Key");
+  if (!key || !hs_idem_applies(req->route)) return true;
+  if (!key_valid(key)) {
+    hs_fail(req, ERR_BAD_REQUEST, "Idempotency-Key: must be 1 to 255 printable ASCII characters");
+    return false;
+  }
+  const char *scope = req->route->roles ? arena_printf(&req->arena, "%s:%s", req->auth.role, req->auth.id)
+                                        : arena_printf(&req->arena, "ip:%s", req->ip);
+  char hash[65];
+  request_hash(req, hash);
+  int64_t now = clock_now_ms();
+  sweep(now);
+  for (int attempt = 0; attempt < 3; attempt++) {
+    claim_rc rc = claim(req, scope, key, hash, now);
+    if (rc == FAILED) break;
+    if (rc == CLAIMED) {
+      req->idem_scope = scope, req->idem_key = arena_strdup(&req->arena, key);
+      return true;
+    }
+    db_res *r;
+    if (db_query(&req->arena, &r,
+                 "SELECT request_hash, status, response, locked_until, expires_at FROM idempotency_keys "
+                 "WHERE scope = $1 AND key = $2",
+                 DB_ARGS(DB_TEXT(scope), DB_TEXT(key))) != DB_OK)
+      break;
+    if (r->rows == 0) continue; /* released meanwhile: claim again */
+    bool running = db_isnull(r, 0, 1);
+    if (db_int(r, 0, 4) <= now || (running && db_int(r, 0, 3) <= now)) {
+      /* expired, or abandoned by a request that never finished: the one who deletes it wins */
+      if (db_query(NULL, NULL,
+                   "DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND "
+                   "(expires_at <= $3 OR (status IS NULL AND locked_until <= $3))",
+                   DB_ARGS(DB_TEXT(scope), DB_TEXT(key), DB_INT(now))) != DB_OK)
+        break;
+      continue;
+    }
+    if (strcmp(db_text(r, 0, 0), hash)) {
+      hs_fail(req, ERR_UNPROCESSABLE, "Idempotency-Key reused with a different request");
+      return false;
+    }
+    if (running) {
+      hs_fail(req, ERR_CONFLICT, "A request with this Idempotency-Key is in progress");
+      return false;
+    }
+    req->replayed = true;
+    hs_reply(req, (int)db_int(r, 0, 1), json_loads(db_text(r, 0, 2), JSON_DECODE_ANY, NULL));
+    return false;
+  }
+  hs_fail(req, ERR_INTERNAL, NULL);
+  return false;
+}
+
+void hs_idem_end(hs_req *req, int status, const char *body_text) {
+  if (!req->idem_key) return;
+  if (status == 400 || status >= 500)
+    db_query(NULL, NULL, "DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND status IS NULL",
+             DB_ARGS(DB_TEXT(req->idem_scope), DB_TEXT(req->idem_key)));
+  else
+    db_query(NULL, NULL, "UPDATE idempotency_keys SET status = $3, response = $4 WHERE scope = $1 AND key = $2",
+             DB_ARGS(DB_TEXT(req->idem_scope), DB_TEXT(req->idem_key), DB_INT(status),
+                     DB_TEXT(body_text ? body_text : "null")));
+  req->idem_key = NULL;
+}

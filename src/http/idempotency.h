@@ -1,0 +1,31 @@
+/* Idempotency keys (Stripe's semantics) for every POST and PATCH route with a JSON body.
+ *
+ * A client may send `Idempotency-Key: <1 to 255 printable ASCII characters>`. The first
+ * request with a key claims it in the database and runs; its answer (status and body) is kept
+ * for 24 hours of the service clock per (account, or client address when unauthenticated, and
+ * key). A repeat with the same method, path and body gets the kept answer again, marked
+ * replayed, and runs nothing; the same key with another request answers 422; a repeat while
+ * the first still runs answers 409. 400 and 5xx answers are not kept, so a corrected retry
+ * runs. Keys live in the database, so every instance honours them and a restart keeps them.
+ * The server calls hs_idem_begin() after validation and hs_idem_end() with the final answer,
+ * both on the worker thread that runs the request. */
+#ifndef HTTP_IDEMPOTENCY_H
+#define HTTP_IDEMPOTENCY_H
+#include "http/http.h"
+
+#define IDEMPOTENCY_TTL_MS (24LL * 3600 * 1000)
+/* A claim whose request never finished (the instance died) is given up after this long. */
+#define IDEMPOTENCY_LEASE_MS (5LL * 60 * 1000)
+
+/* True when the route takes idempotency keys (POST or PATCH with a JSON body). */
+bool hs_idem_applies(const hs_route *r);
+/* Looks at the request's Idempotency-Key. Returns true when the handler should run (no key,
+ * or the key is now claimed by this request); false when the request is already answered:
+ * 400 for a malformed key, 409 in progress, 422 reused with another request, or the kept
+ * answer (req->replayed set). */
+bool hs_idem_begin(hs_req *req);
+/* Records the request's final answer (status and JSON text) for its claimed key, or releases
+ * the claim when the answer is not kept (400, 5xx). No-op without a claim. */
+void hs_idem_end(hs_req *req, int status, const char *body_text);
+
+#endif

@@ -1,0 +1,499 @@
+/* Generation walks the rows in table order and builds one operation per row. Schemas for
+ * request input are derived field by field from hs_field (the JSON Schema keywords that
+ * express the same bounds: lengths in characters, ranges, enums, patterns); a field that is
+ * optional also admits null, since null counts as absent. Error answers are shared
+ * components (#/components/responses/<status>) with the one error body shape. */
+#include "http/openapi.h"
+#include "core/util.h"
+#include "ext/filetype.h"
+#include "http/router.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef MARKETPLACE_VERSION
+#define MARKETPLACE_VERSION "0.1.0"
+#endif
+
+/* build/gen/schemas.c (scripts/embed_schemas.sh): the text of every *.schema.json file */
+typedef struct embedded_schema {
+  const char *path, *text;
+} embedded_schema;
+extern const embedded_schema EMBEDDED_SCHEMAS[];
+extern const int EMBEDDED_SCHEMA_COUNT;
+
+static const struct {
+  int status;
+  const char *description;
+} ERRORS[] = {
+    {400, "The input is invalid: `<field>: <message>` for the first field that fails, in the documented order"},
+    {401, "Missing, expired or tampered token (`Unauthorized`), or invalid credentials"},
+    {402, "The card was declined (the processor's message)"},
+    {403, "The token's role may not use this route (`Forbidden`), or the caller may not act on this record"},
+    {404, "No such record, or not one the caller may see"},
+    {409, "The record's state does not allow this, or a conflicting request (also: an Idempotency-Key whose "
+          "first request still runs)"},
+    {413, "The body is larger than the route allows"},
+    {422, "The request cannot be processed as sent (also: an Idempotency-Key reused with another request)"},
+    {429, "Too many requests: wait Retry-After seconds"},
+    {431, "The request's header fields are too large (any route)"},
+    {500, "Internal server error: `{ error, requestId }`, nothing internal"},
+    {502, "An outside service answered with an error"},
+    {503, "Temporarily unavailable (busy, or a service it depends on is unreachable): retry after Retry-After"},
+    {504, "An outside service did not answer in time"},
+    {507, "Storage is full"},
+};
+
+static const struct {
+  unsigned bit;
+  const char *name;
+} ROLES[] = {
+    {ROLE_USER, "user"},
+    {ROLE_PROVIDER, "provider"},
+    {ROLE_ADMIN, "admin"},
+    {ROLE_CUSTOMER_SUPPORT, "customer_support"},
+    {ROLE_PROFESSIONAL_SUPPORT, "professional_support"},
+    {ROLE_TECHNICAL_SUPPORT, "technical_support"},
+    {ROLE_INTERNAL_AUDIT, "internal_audit"},
+};
+
+/* ---- input schemas from validation rows ---- */
+
+static json_t *object_schema(const hs_schema *s, bool nullable_optionals);
+
+/* Lets a schema also be null. */
+static void allow_null(json_t *s) {
+  json_t *type = json_object_get(s, "type");
+  if (json_is_string(type)) json_object_set_new(s, "type", json_pack("[s,s]", json_string_value(type), "null"));
+  json_t *choices = json_object_get(s, "enum");
+  if (choices) json_array_append_new(choices, json_null());
+  json_t *any = json_object_get(s, "anyOf");
+  if (any) json_array_append_new(any, json_pack("{s:s}", "type", "null"));
+}
+
+static void bound(json_t *s, const char *key, size_t v) {
+  if (v) json_object_set_new(s, key, json_integer((json_int_t)v));
+}
+
+static json_t *field_schema(const hs_field *f, bool nullable_optionals) {
+  json_t *s = json_object();
+  switch (f->kind) {
+  case F_STRING:
+    json_object_set_new(s, "type", json_string("string"));
+    bound(s, "minLength", f->min_len);
+    bound(s, "maxLength", f->max_len);
+    if (f->max_bytes) json_object_set_new(s, "description", json_sprintf("at most %zu bytes of UTF-8", f->max_bytes));
+    break;
+  case F_EMAIL:
+    json_object_set_new(s, "type", json_string("string"));
+    json_object_set_new(s, "format", json_string("email"));
+    json_object_set_new(s, "maxLength", json_integer(254));
+    json_object_set_new(s, "description", json_string("trimmed and lowercased"));
+    break;
+  case F_ENUM: {
+    json_t *choices = json_array();
+    for (const char *const *c = f->choices; *c; c++) json_array_append_new(choices, json_string(*c));
+    json_object_set_new(s, "type", json_string("string"));
+    json_object_set_new(s, "enum", choices);
+    break;
+  }
+  case F_ZIP:
+    json_object_set_new(s, "type", json_string("string"));
+    json_object_set_new(s, "pattern", json_string("^[0-9]{5}$"));
+    break;
+  case F_DATETIME:
+    json_object_set_new(s, "type", json_string("string"));
+    json_object_set_new(s, "format", json_string("date-time"));
+    json_object_set_new(s, "description", json_string("ISO 8601 date-time, or a date (YYYY-MM-DD, midnight UTC)"));
+    break;
+  case F_TIME:
+    json_object_set_new(s, "type", json_string("string"));
+    json_object_set_new(s, "pattern", json_string("^([01][0-9]|2[0-3]):[0-5][0-9]$"));
+    break;
+  case F_BOOL: json_object_set_new(s, "type", json_string("boolean")); break;
+  case F_INT:
+  case F_NUMBER:
+    json_object_set_new(s, "type", json_string(f->kind == F_INT ? "integer" : "number"));
+    if (f->ranged) {
+      json_object_set_new(s, "minimum", json_real(f->lo));
+      json_object_set_new(s, "maximum", json_real(f->hi));
+    }
+    break;
+  case F_OBJECT:
+    json_decref(s);
+    s = f->object ? object_schema(f->object, nullable_optionals) : json_pack("{s:s}", "type", "object");
+    break;
+  case F_ARRAY:
+    json_object_set_new(s, "type", json_string("array"));
+    if (f->item) json_object_set_new(s, "items", field_schema(f->item, false));
+    bound(s, "minItems", f->min_len);
+    bound(s, "maxItems", f->max_len);
+    break;
+  }
+  if (f->flags & F_ONE_OR_MANY) {
+    json_t *item = f->item ? field_schema(f->item, false) : json_deep_copy(s);
+    json_t *many = json_pack("{s:s,s:O}", "type", "array", "items", item);
+    bound(many, "minItems", f->min_len);
+    bound(many, "maxItems", f->max_len);
+    json_decref(s);
+    s = json_pack("{s:[o,o],s:s}", "anyOf", item, many, "description",
+                  "one value or an array of them (answered as an array without duplicates)");
+  }
+  if (f->required_unless)
+    json_object_set_new(s, "description", json_sprintf("required unless %s is true", f->required_unless));
+  if ((f->flags & F_NULLABLE) || (nullable_optionals && !(f->flags & F_REQUIRED))) allow_null(s);
+  return s;
+}
+
+static json_t *object_schema(const hs_schema *s, bool nullable_optionals) {
+  json_t *props = json_object(), *required = json_array();
+  for (const hs_field *f = s->fields; f->name; f++) {
+    json_object_set_new(props, f->name, field_schema(f, nullable_optionals));
+    if (f->flags & F_REQUIRED) json_array_append_new(required, json_string(f->name));
+  }
+  json_t *o = json_pack("{s:s,s:o}", "type", "object", "properties", props);
+  if (json_array_size(required))
+    json_object_set_new(o, "required", required);
+  else
+    json_decref(required);
+  return o;
+}
+
+/* ---- operations ---- */
+
+static json_t *mime_list(unsigned types) {
+  static const struct {
+    unsigned bit;
+    const char *mime;
+  } kinds[] = {{FT_PNG, "image/png"}, {FT_JPEG, "image/jpeg"}, {FT_WEBP, "image/webp"}, {FT_PDF, "application/pdf"}};
+  char buf[128] = "";
+  for (size_t i = 0; i < ARRAY_LEN(kinds); i++)
+    if (types & kinds[i].bit)
+      snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", *buf ? ", " : "", kinds[i].mime);
+  return json_string(buf);
+}
+
+static json_t *upload_body(const hs_upload_spec *u) {
+  json_t *props = json_object(), *encoding = json_object(), *required = json_array();
+  int rules = 0;
+  for (const hs_file_rule *r = u->files; r->field; r++, rules++) {
+    json_t *file = json_pack("{s:s,s:s}", "type", "string", "format", "binary");
+    json_t *p =
+        r->max_files == 1 ? file : json_pack("{s:s,s:o,s:i}", "type", "array", "items", file, "maxItems", r->max_files);
+    json_object_set_new(p, "description",
+                        json_sprintf("%s; at most %d file%s of %zu MB each", filetype_describe(r->types), r->max_files,
+                                     r->max_files == 1 ? "" : "s", r->max_bytes / (1024 * 1024)));
+    json_object_set_new(p, "x-max-bytes", json_integer((json_int_t)r->max_bytes));
+    json_object_set_new(props, r->field, p);
+    json_object_set_new(encoding, r->field, json_pack("{s:o}", "contentType", mime_list(r->types)));
+  }
+  if (u->fields) {
+    json_t *text = object_schema(u->fields, false);
+    json_object_update(props, json_object_get(text, "properties"));
+    json_t *req = json_object_get(text, "required");
+    if (req) json_array_extend(required, req);
+    json_decref(text);
+  }
+  if (u->min_files > 0 && rules == 1) json_array_append_new(required, json_string(u->files[0].field));
+  json_t *schema = json_pack("{s:s,s:o}", "type", "object", "properties", props);
+  if (json_array_size(required))
+    json_object_set_new(schema, "required", required);
+  else
+    json_decref(required);
+  char desc[300];
+  snprintf(desc, sizeof desc, "multipart/form-data; the type of each file is read from its bytes.%s%s",
+           u->min_files > 0 ? " Without a file: 400 " : "",
+           u->min_files > 0 ? (u->none_message ? u->none_message : "No file uploaded") : "");
+  return json_pack("{s:b,s:s,s:{s:{s:o,s:o}}}", "required", 1, "description", desc, "content", "multipart/form-data",
+                   "schema", schema, "encoding", encoding);
+}
+
+static bool component_exists(json_t *schemas, const char *name) { return json_object_get(schemas, name) != NULL; }
+
+/* The success answer's content for a row's `response`. */
+static json_t *success_content(const hs_route *r, json_t *schemas) {
+  if (!r->response) return NULL;
+  if (strchr(r->response, '/')) return json_pack("{s:{s:{s:s}}}", r->response, "schema", "type", "string");
+  char name[128];
+  snprintf(name, sizeof name, "%s", r->response);
+  size_t len = strlen(name);
+  bool nullable = len && name[len - 1] == '?';
+  if (nullable) name[--len] = 0;
+  bool array = len > 2 && !strcmp(name + len - 2, "[]");
+  if (array) name[len -= 2] = 0;
+  if (!component_exists(schemas, name))
+    die("route %s %s: no schema component named %s", hs_method_name(r->method), r->path, name);
+  json_t *s = json_pack("{s:s+}", "$ref", "#/components/schemas/", name);
+  if (array) s = json_pack("{s:s,s:o}", "type", "array", "items", s);
+  if (nullable) s = json_pack("{s:[o,{s:s}]}", "oneOf", s, "type", "null");
+  return json_pack("{s:{s:o}}", "application/json", "schema", s);
+}
+
+static bool takes_body(const hs_route *r) {
+  return r->method == HS_POST || r->method == HS_PUT || r->method == HS_PATCH || r->method == HS_DELETE;
+}
+
+static bool idempotent(const hs_route *r) {
+  return (r->method == HS_POST || r->method == HS_PATCH) && !r->upload && !(r->flags & (ROUTE_RAW_BODY | ROUTE_INLINE));
+}
+
+static void add_error(json_t *responses, int status) {
+  char code[8];
+  snprintf(code, sizeof code, "%d", status);
+  if (!json_object_get(responses, code))
+    json_object_set_new(responses, code, json_pack("{s:s+}", "$ref", "#/components/responses/", code));
+}
+
+static json_t *responses_for(const hs_route *r, json_t *schemas) {
+  json_t *res = json_object();
+  int ok = r->ok ? r->ok : 200;
+  char code[8];
+  snprintf(code, sizeof code, "%d", ok);
+  json_t *success = json_pack("{s:s}", "description", ok == 201 ? "Created" : "OK");
+  json_t *content = success_content(r, schemas);
+  if (content) json_object_set_new(success, "content", content);
+  if (idempotent(r))
+    json_object_set_new(
+        success, "headers",
+        json_pack("{s:{s:s+}}", "Idempotent-Replayed", "$ref", "#/components/headers/", "IdempotentReplayed"));
+  json_object_set_new(res, code, success);
+  if (r->body || r->query || r->upload || takes_body(r)) add_error(res, 400);
+  if (r->roles) add_error(res, 401);
+  if (r->roles && r->roles != ROLE_ANY) add_error(res, 403);
+  if (r->flags & ROUTE_DEV_ONLY) add_error(res, 404);
+  if (idempotent(r)) add_error(res, 409), add_error(res, 422);
+  if (takes_body(r) || r->upload) add_error(res, 413);
+  if (r->limit) add_error(res, 429);
+  add_error(res, 431);
+  add_error(res, 500);
+  if (!(r->flags & ROUTE_INLINE)) add_error(res, 503);
+  if (r->upload) add_error(res, 507);
+  for (const char *p = r->errors; p && *p;) {
+    char *end;
+    long status = strtol(p, &end, 10);
+    if (end == p) die("route %s %s: bad errors list \"%s\"", hs_method_name(r->method), r->path, r->errors);
+    if (*end == ':') { /* "503:NotReady": this status answers that component, not the error body */
+      size_t n = strcspn(end + 1, " ,");
+      snprintf(code, sizeof code, "%ld", status);
+      char name[128];
+      snprintf(name, sizeof name, "%.*s", (int)n, end + 1);
+      if (!component_exists(schemas, name))
+        die("route %s %s: no schema component named %s", hs_method_name(r->method), r->path, name);
+      json_object_set_new(res, code,
+                          json_pack("{s:s,s:{s:{s:{s:s+}}}}", "description", name, "content", "application/json",
+                                    "schema", "$ref", "#/components/schemas/", name));
+      end += n + 1;
+    } else {
+      add_error(res, (int)status);
+    }
+    p = end + strspn(end, " ,");
+  }
+  /* statuses in ascending order, as readers expect */
+  json_t *sorted = json_object();
+  for (int s = 100; s < 600; s++) {
+    snprintf(code, sizeof code, "%d", s);
+    json_t *v = json_object_get(res, code);
+    if (v) json_object_set(sorted, code, v);
+  }
+  json_decref(res);
+  return sorted;
+}
+
+/* "/jobs/:id/status" -> "/jobs/{id}/status", with the parameters' objects. */
+static char *openapi_path(const char *pattern, json_t *params) {
+  size_t cap = strlen(pattern) * 2 + 2;
+  char *out = xmalloc(cap), *o = out;
+  for (const char *p = pattern; *p;) {
+    if (*p == ':') {
+      size_t n = strcspn(p + 1, "/");
+      o += sprintf(o, "{%.*s}", (int)n, p + 1);
+      json_t *name = json_stringn(p + 1, n);
+      json_array_append_new(params, json_pack("{s:o,s:s,s:b,s:{s:s}}", "name", name, "in", "path", "required", 1,
+                                              "schema", "type", "string"));
+      p += n + 1;
+    } else {
+      *o++ = *p++;
+    }
+  }
+  *o = 0;
+  return out;
+}
+
+/* getJobsByIdStatus: the method and the path's words, parameters as By<Name>. */
+static json_t *operation_id(const hs_route *r) {
+  char buf[512];
+  const char *m = hs_method_name(r->method);
+  size_t n = 0;
+  for (const char *c = m; *c && n < sizeof buf - 1; c++) buf[n++] = (char)(*c | 0x20);
+  bool upper = true;
+  for (const char *p = r->path; *p && n < sizeof buf - 4; p++) {
+    if (*p == '/' || *p == '-' || *p == '_' || *p == '.') {
+      upper = true;
+      continue;
+    }
+    if (*p == ':') {
+      memcpy(buf + n, "By", 2), n += 2;
+      upper = true;
+      continue;
+    }
+    buf[n++] = upper && *p >= 'a' && *p <= 'z' ? (char)(*p - 32) : *p;
+    upper = false;
+  }
+  buf[n] = 0;
+  return json_string(buf);
+}
+
+static json_t *operation(const hs_route *r, json_t *schemas) {
+  json_t *op = json_object(), *params = json_array();
+  char *path = openapi_path(r->path, params);
+  free(path);
+  const char *tag = r->path + 1;
+  json_object_set_new(op, "operationId", operation_id(r));
+  json_object_set_new(op, "summary", json_string(r->summary ? r->summary : ""));
+  json_object_set_new(op, "tags", json_pack("[s%]", tag, strcspn(tag, "/")));
+  if (r->roles) {
+    json_t *roles = json_array();
+    for (size_t i = 0; i < ARRAY_LEN(ROLES); i++)
+      if (r->roles & ROLES[i].bit) json_array_append_new(roles, json_string(ROLES[i].name));
+    json_object_set_new(op, "security", json_pack("[{s:[]}]", "bearerAuth"));
+    json_object_set_new(op, "x-roles", roles);
+  } else {
+    json_object_set_new(op, "security", json_array());
+  }
+  if (r->query)
+    for (const hs_field *f = r->query->fields; f->name; f++)
+      json_array_append_new(params, json_pack("{s:s,s:s,s:b,s:o}", "name", f->name, "in", "query", "required",
+                                              (f->flags & F_REQUIRED) != 0, "schema", field_schema(f, false)));
+  if (idempotent(r))
+    json_array_append_new(params, json_pack("{s:s}", "$ref", "#/components/parameters/IdempotencyKey"));
+  if (json_array_size(params))
+    json_object_set_new(op, "parameters", params);
+  else
+    json_decref(params);
+  if (r->upload) {
+    json_object_set_new(op, "requestBody", upload_body(r->upload));
+  } else if (r->flags & ROUTE_RAW_BODY) {
+    json_object_set_new(op, "requestBody",
+                        json_pack("{s:b,s:s,s:{s:{s:{s:s}}}}", "required", 1, "description",
+                                  "the raw body, verified against its signature before it is parsed", "content",
+                                  "application/json", "schema", "type", "object"));
+  } else if (r->body) {
+    json_object_set_new(op, "requestBody",
+                        json_pack("{s:b,s:{s:{s:o}}}", "required", 0, "content", "application/json", "schema",
+                                  object_schema(r->body, true)));
+  }
+  json_object_set_new(op, "responses", responses_for(r, schemas));
+  size_t max = r->max_body ? r->max_body : 0;
+  if (max) json_object_set_new(op, "x-max-body-bytes", json_integer((json_int_t)max));
+  if (r->limit)
+    json_object_set_new(op, "x-rate-limit",
+                        json_pack("{s:s,s:i,s:I}", "name", r->limit->name, "max", r->limit->max, "windowSeconds",
+                                  (json_int_t)(r->limit->window_ms / 1000)));
+  if (r->flags & ROUTE_DEV_ONLY) json_object_set_new(op, "x-dev-only", json_true());
+  if (r->flags & ROUTE_CORS_ANY) json_object_set_new(op, "x-cors-any-origin", json_true());
+  return op;
+}
+
+static json_t *load_components(void) {
+  json_t *schemas = json_object();
+  for (int i = 0; i < EMBEDDED_SCHEMA_COUNT; i++) {
+    json_error_t jerr;
+    json_t *file = json_loads(EMBEDDED_SCHEMAS[i].text, 0, &jerr);
+    if (!json_is_object(file)) die("%s: %s (line %d)", EMBEDDED_SCHEMAS[i].path, jerr.text, jerr.line);
+    const char *name;
+    json_t *schema;
+    json_object_foreach(file, name, schema) {
+      if (json_object_get(schemas, name)) die("%s: schema %s is defined twice", EMBEDDED_SCHEMAS[i].path, name);
+      json_object_set(schemas, name, schema);
+    }
+    json_decref(file);
+  }
+  return schemas;
+}
+
+static json_t *shared_components(json_t *schemas) {
+  json_t *responses = json_object();
+  for (size_t i = 0; i < ARRAY_LEN(ERRORS); i++) {
+    char code[8];
+    snprintf(code, sizeof code, "%d", ERRORS[i].status);
+    json_t *resp = json_pack("{s:s,s:{s:{s:{s:s}}}}", "description", ERRORS[i].description, "content",
+                             "application/json", "schema", "$ref", "#/components/schemas/Error");
+    if (ERRORS[i].status == 429 || ERRORS[i].status == 503)
+      json_object_set_new(resp, "headers",
+                          json_pack("{s:{s:s,s:{s:s}}}", "Retry-After", "description",
+                                    "seconds to wait before trying again", "schema", "type", "integer"));
+    json_object_set_new(responses, code, resp);
+  }
+  json_t *key = json_pack(
+      "{s:s,s:s,s:b,s:s,s:{s:s,s:i,s:i,s:s}}", "name", "Idempotency-Key", "in", "header", "required", 0, "description",
+      "Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the "
+      "first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account "
+      "(per client address on open routes).",
+      "schema", "type", "string", "minLength", 1, "maxLength", 255, "pattern", "^[\\x20-\\x7E]+$");
+  json_t *replayed = json_pack("{s:s,s:{s:s,s:[s]}}", "description", "present on the replay of a kept answer", "schema",
+                               "type", "string", "enum", "true");
+  return json_pack("{s:o,s:o,s:{s:o},s:{s:o},s:{s:{s:s,s:s,s:s}}}", "schemas", schemas, "responses", responses,
+                   "parameters", "IdempotencyKey", key, "headers", "IdempotentReplayed", replayed, "securitySchemes",
+                   "bearerAuth", "type", "http", "scheme", "bearer", "bearerFormat", "JWT");
+}
+
+/* True when some operation answers the error status code. */
+static bool status_used(json_t *paths, const char *code) {
+  const char *path, *method;
+  json_t *item, *op;
+  json_object_foreach(paths, path, item)
+      json_object_foreach(item, method, op) if (json_object_get(json_object_get(op, "responses"), code)) return true;
+  return false;
+}
+
+json_t *hs_openapi_document(const hs_route *rows, size_t n) {
+  json_t *schemas = load_components(), *paths = json_object();
+  for (size_t i = 0; i < n; i++) {
+    const hs_route *r = &rows[i];
+    if (r->flags & ROUTE_TEST_ONLY) continue;
+    json_t *ignored = json_array();
+    char *path = openapi_path(r->path, ignored);
+    json_decref(ignored);
+    json_t *item = json_object_get(paths, path);
+    if (!item) json_object_set_new(paths, path, item = json_object());
+    char method[8];
+    snprintf(method, sizeof method, "%s", hs_method_name(r->method));
+    for (char *c = method; *c; c++) *c = (char)(*c | 0x20);
+    json_object_set_new(item, method, operation(r, schemas));
+    free(path);
+  }
+  json_t *components = shared_components(schemas), *responses = json_object_get(components, "responses");
+  void *iter = json_object_iter(responses); /* keep the error answers some operation uses */
+  while (iter) {
+    const char *code = json_object_iter_key(iter);
+    iter = json_object_iter_next(responses, iter);
+    if (!status_used(paths, code)) json_object_del(responses, code);
+  }
+  return json_pack(
+      "{s:s,s:{s:s,s:s,s:s,s:{s:s,s:s}},s:[{s:s,s:s}],s:o,s:o}", "openapi", "3.1.0", "info", "title",
+      "Home-services marketplace API", "version", MARKETPLACE_VERSION, "description",
+      "Customers post jobs, verified providers quote, the customer accepts one quote; the card is authorized on "
+      "acceptance and captured on completion. Generated from the service's route table: every route, its roles "
+      "(`x-roles`), input bounds, and every status it answers. Errors are `{ \"error\": \"...\" }`, with `code` "
+      "where one is named. Start with docs/quickstart.md.",
+      "license", "name", "Proprietary", "identifier", "LicenseRef-Proprietary", "servers", "url", "/", "description",
+      "the server that serves this document", "paths", paths, "components", components);
+}
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static char *text;
+
+static void build_text(void) {
+  size_t n;
+  const hs_route *rows = hs_router_routes(&n);
+  json_t *doc = hs_openapi_document(rows, n);
+  text = json_dumps(doc, JSON_COMPACT);
+  json_decref(doc);
+}
+
+const char *hs_openapi_text(size_t *len) {
+  pthread_once(&once, build_text);
+  *len = strlen(text);
+  return text;
+}

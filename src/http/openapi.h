@@ -1,0 +1,24 @@
+/* The OpenAPI 3.1 document of the route table (GET /openapi.json, `marketplace openapi`,
+ * committed as docs/openapi.json).
+ *
+ * Everything about an operation comes from its route row: method and path (":id" becomes a
+ * path parameter), the roles (bearer security and `x-roles`), the request body from the same
+ * validation rows that check requests (hs_field), multipart fields and limits from the upload
+ * spec, query parameters, the success status and the response's component, and the error
+ * statuses: those the row implies (401/403 with roles, 400 with input, 413 with a body, 429
+ * with a limit, 409/422 and the Idempotency-Key header on idempotent routes, 431, 500, 503)
+ * plus the row's `errors`. Response components (each domain object once) are JSON Schema
+ * texts embedded at build time from every `<name>.schema.json` file under src/. Test-only routes
+ * are left out; the document is the same in every environment. */
+#ifndef HTTP_OPENAPI_H
+#define HTTP_OPENAPI_H
+#include "http/http.h"
+
+/* The document for rows (new reference). Dies when a row names a component that no schema
+ * file defines, or two files define the same component. */
+json_t *hs_openapi_document(const hs_route *rows, size_t n);
+/* The document of the installed route table as compact JSON text, built once (borrowed;
+ * thread-safe). */
+const char *hs_openapi_text(size_t *len);
+
+#endif

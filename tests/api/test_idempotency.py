@@ -1,0 +1,263 @@
+"""Idempotency keys (docs/decisions.md, HTTP): Stripe's semantics on every POST and PATCH route
+with a JSON body. The first request with a key runs and its answer is kept for 24 hours per
+(account or client address, key); a repeat gets the same answer with `Idempotent-Replayed:
+true` and changes nothing; another request under the key is 422, a repeat while the first runs
+409; 400 and 5xx answers are not kept. The processor's charges are counted at a fake Stripe."""
+import uuid
+
+import pytest
+
+from conftest import Api, unique_ip
+from fake_stripe import FakeStripe
+from flow_helpers import Flow, customer, get_job, image_files, ok, post_job, race
+
+REUSED = {"error": "Idempotency-Key reused with a different request"}
+IN_PROGRESS = {"error": "A request with this Idempotency-Key is in progress"}
+BAD_KEY = {"error": "Idempotency-Key: must be 1 to 255 printable ASCII characters"}
+JOB = {"service": "lawncare", "description": "Mow the front lawn", "preferredAt": "2031-05-01T09:00:00.000Z"}
+
+
+def key():
+    return f"key-{uuid.uuid4()}"
+
+
+def post(api, path, token, k, **kw):
+    return api.post(path, token=token, headers={"Idempotency-Key": k}, **kw)
+
+
+def jobs_of(api, user):
+    return ok(api.get("/jobs", token=user["token"]))["jobs"]
+
+
+def assert_same_answer(first, again):
+    assert again.status_code == first.status_code
+    assert again.json() == first.json()
+    assert "Idempotent-Replayed" not in first.headers
+    assert again.headers["Idempotent-Replayed"] == "true"
+
+
+# ================================================================ the shared server
+
+def test_post_job_twice_with_one_key_makes_one_job(api):
+    user = customer(api)
+    k = key()
+    first = post(api, "/jobs", user["token"], k, json=JOB)
+    assert first.status_code == 201, first.text
+    again = post(api, "/jobs", user["token"], k, json=JOB)
+    assert_same_answer(first, again)
+    # the same object serialised differently is the same request
+    reordered = post(api, "/jobs", user["token"], k, data='{ "preferredAt": "2031-05-01T09:00:00.000Z", '
+                     '"description": "Mow the front lawn",\n "service": "lawncare" }')
+    assert_same_answer(first, reordered)
+    assert [j["id"] for j in jobs_of(api, user)] == [first.json()["id"]]
+    # without a key every request runs
+    ok(api.post("/jobs", token=user["token"], json=JOB), 201)
+    assert len(jobs_of(api, user)) == 2
+
+
+def test_key_reused_with_another_body_path_or_method_is_422(api):
+    user = customer(api)
+    k = key()
+    first = post(api, "/jobs", user["token"], k, json=JOB)
+    assert first.status_code == 201
+    other_body = post(api, "/jobs", user["token"], k, json={**JOB, "description": "Rake leaves"})
+    assert (other_body.status_code, other_body.json()) == (422, REUSED)
+    job_id = first.json()["id"]
+    other_path = post(api, f"/jobs/{job_id}/cancel", user["token"], k)
+    assert (other_path.status_code, other_path.json()) == (422, REUSED)
+    other_method = api.patch("/users/me", token=user["token"], headers={"Idempotency-Key": k}, json={"lat": 1})
+    assert (other_method.status_code, other_method.json()) == (422, REUSED)
+    assert [j["id"] for j in jobs_of(api, user)] == [job_id]
+    assert get_job(api, user["token"], job_id)["status"] == "PENDING"  # the cancel never ran
+    assert ok(api.get("/users/me", token=user["token"]))["lat"] is None
+
+
+def test_keys_are_per_account(api):
+    a, b = customer(api), customer(api)
+    k = key()
+    ra = post(api, "/jobs", a["token"], k, json=JOB)
+    rb = post(api, "/jobs", b["token"], k, json=JOB)
+    assert ra.status_code == rb.status_code == 201
+    assert "Idempotent-Replayed" not in rb.headers
+    assert ra.json()["id"] != rb.json()["id"]
+    assert len(jobs_of(api, a)) == len(jobs_of(api, b)) == 1
+
+
+def test_open_routes_key_on_the_client_address(api, server):
+    k = key()
+    body = {"name": "Wait Lister", "email": f"wl-{uuid.uuid4().hex[:10]}@example.com", "zip": "10001",
+            "role": "customer"}
+    ip1, ip2 = unique_ip(), unique_ip()
+    first = api.post("/waitlist", json=body, ip=ip1, headers={"Idempotency-Key": k})
+    assert first.status_code == 200, first.text
+    again = api.post("/waitlist", json=body, ip=ip1, headers={"Idempotency-Key": k})
+    assert_same_answer(first, again)
+    elsewhere = api.post("/waitlist", json=body, ip=ip2, headers={"Idempotency-Key": k})
+    assert elsewhere.status_code == 200 and "Idempotent-Replayed" not in elsewhere.headers
+    api.wait_queue_idle()
+    assert len(server.mails(body["email"])) == 2  # the replay sent nothing
+
+
+@pytest.mark.parametrize("bad", ["", "x" * 256, "caf\u00e9", "tab\there"])
+def test_malformed_keys_are_400_and_change_nothing(api, bad):
+    user = customer(api)
+    raw = bad.encode("utf-8")  # sent as bytes: requests would refuse some of them as str
+    r = api.post("/jobs", token=user["token"], headers={"Idempotency-Key": raw}, json=JOB)
+    assert (r.status_code, r.json()) == (400, BAD_KEY)
+    assert jobs_of(api, user) == []
+
+
+def test_longest_and_odd_printable_keys_are_accepted(api):
+    user = customer(api)
+    for k in ("k" * 255, "a b ~!@#$%^&*()[]{}<>?/\\|'\";:=+", "1"):
+        first = post(api, "/jobs", user["token"], k, json=JOB)
+        assert first.status_code == 201, (k, first.text)
+        assert_same_answer(first, post(api, "/jobs", user["token"], k, json=JOB))
+    assert len(jobs_of(api, user)) == 3
+
+
+def test_validation_failures_are_not_kept_so_a_corrected_retry_runs(api):
+    user = customer(api)
+    k = key()
+    bad = post(api, "/jobs", user["token"], k, json={**JOB, "service": "gardening"})
+    assert bad.status_code == 400
+    assert bad.json()["error"].startswith("service: must be one of")
+    fixed = post(api, "/jobs", user["token"], k, json=JOB)
+    assert fixed.status_code == 201 and "Idempotent-Replayed" not in fixed.headers
+    assert len(jobs_of(api, user)) == 1
+
+
+def test_other_client_errors_are_kept(api):
+    """A 4xx other than 400 is the route's answer to that request, kept like a success."""
+    user = customer(api)
+    k = key()
+    missing = post(api, "/quotes/cmissingquote0000000000000/accept", user["token"], k)
+    assert missing.status_code == 404
+    assert_same_answer(missing, post(api, "/quotes/cmissingquote0000000000000/accept", user["token"], k))
+
+
+def test_routes_without_keys_ignore_the_header(api):
+    user = customer(api)
+    k = key()
+    for _ in range(2):
+        r = api.get("/users/me", token=user["token"], headers={"Idempotency-Key": k})
+        assert r.status_code == 200 and "Idempotent-Replayed" not in r.headers
+    # a multipart route runs every time
+    job = post_job(api, user)
+    for _ in range(2):
+        r = api.post(f"/jobs/{job['id']}/images", token=user["token"], headers={"Idempotency-Key": k},
+                     files=image_files(1))
+        assert r.status_code == 200 and "Idempotent-Replayed" not in r.headers
+    assert len(get_job(api, user["token"], job["id"])["images"]) == 2
+
+
+def test_auth_comes_before_the_key(api):
+    r = api.post("/jobs", headers={"Idempotency-Key": key()}, json=JOB)
+    assert (r.status_code, r.json()) == (401, {"error": "Unauthorized"})
+
+
+def test_concurrent_duplicates_run_once(server, api):
+    user = customer(api)
+    k = key()
+    answers = race(server, [lambda c: post(c, "/jobs", user["token"], k, json=JOB) for _ in range(8)])
+    ran = [r for r in answers if r.status_code == 201 and "Idempotent-Replayed" not in r.headers]
+    assert len(ran) == 1, [(r.status_code, r.text) for r in answers]
+    for r in answers:
+        if r is ran[0]:
+            continue
+        if r.status_code == 409:
+            assert r.json() == IN_PROGRESS
+        else:
+            assert_same_answer(ran[0], r)
+    assert [j["id"] for j in jobs_of(api, user)] == [ran[0].json()["id"]]
+
+
+# ================================================================ money, at a fake Stripe
+
+@pytest.fixture(scope="module")
+def fake_stripe():
+    fake = FakeStripe(api_key="sk_test_fake").start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture(scope="module")
+def sapi(make_server, fake_stripe):
+    return Api(make_server(STRIPE_SECRET_KEY="sk_test_fake", STRIPE_API_BASE=fake_stripe.url))
+
+
+def intents_of(fake, user):
+    cus = fake.objects("customer", email=user["email"])
+    assert len(cus) == 1
+    return fake.objects("payment_intent", customer=cus[0]["id"])
+
+
+def test_accept_and_tip_twice_with_one_key_charge_once(sapi, fake_stripe):
+    flow = Flow(sapi).quoted()
+    k = key()
+    first = post(sapi, f"/quotes/{flow.quote['id']}/accept", flow.user["token"], k)
+    assert first.status_code == 200, first.text
+    assert_same_answer(first, post(sapi, f"/quotes/{flow.quote['id']}/accept", flow.user["token"], k))
+    assert len(intents_of(fake_stripe, flow.user)) == 1  # one authorization
+    job = get_job(sapi, flow.user["token"], flow.job_id)
+    assert job["status"] == "ACCEPTED" and job["payment"]["status"] == "AUTHORIZED"
+
+    flow.job = first.json()["job"]
+    flow.completed()
+    k = key()
+    tip = post(sapi, f"/jobs/{flow.job_id}/tip", flow.user["token"], k, json={"amount": 5})
+    assert tip.status_code == 200, tip.text
+    assert_same_answer(tip, post(sapi, f"/jobs/{flow.job_id}/tip", flow.user["token"], k, json={"amount": 5}))
+    assert len(intents_of(fake_stripe, flow.user)) == 2  # the authorization and one tip
+    assert get_job(sapi, flow.user["token"], flow.job_id)["tipAmount"] == 5
+    # a tip without the key is a second request: refused as the route refuses a second tip
+    assert sapi.post(f"/jobs/{flow.job_id}/tip", token=flow.user["token"], json={"amount": 5}).status_code == 409
+    assert len(intents_of(fake_stripe, flow.user)) == 2
+
+
+def test_concurrent_tips_with_one_key_charge_once(sapi, fake_stripe):
+    flow = Flow(sapi).completed()
+    k = key()
+    answers = race(sapi.server, [lambda c: post(c, f"/jobs/{flow.job_id}/tip", flow.user["token"], k,
+                                                json={"amount": 3}) for _ in range(6)])
+    ran = [r for r in answers if r.status_code == 200 and "Idempotent-Replayed" not in r.headers]
+    assert len(ran) == 1, [(r.status_code, r.text) for r in answers]
+    assert all(r.status_code in (200, 409) for r in answers)
+    assert len(intents_of(fake_stripe, flow.user)) == 2
+
+
+# ================================================================ a private server: clock and restart
+
+def test_keys_survive_a_restart_and_expire_after_24_hours(server_factory):
+    api = Api(server_factory())
+    user = customer(api)
+    k = key()
+    first = post(api, "/jobs", user["token"], k, json=JOB)
+    assert first.status_code == 201
+    api.server.restart()
+    assert_same_answer(first, post(api, "/jobs", user["token"], k, json=JOB))
+    api.advance_clock(24 * 3600 * 1000 - 60 * 1000)  # a minute before expiry: still kept
+    assert_same_answer(first, post(api, "/jobs", user["token"], k, json=JOB))
+    assert len(jobs_of(api, user)) == 1
+    api.advance_clock(61 * 1000)  # 24 hours after the first request: the key is free again
+    again = post(api, "/jobs", user["token"], k, json=JOB)
+    assert again.status_code == 201 and "Idempotent-Replayed" not in again.headers
+    assert again.json()["id"] != first.json()["id"]
+    assert len(jobs_of(api, user)) == 2
+    # and is kept anew
+    assert_same_answer(again, post(api, "/jobs", user["token"], k, json=JOB))
+    # after expiry another body under the key runs too
+    api.advance_clock(24 * 3600 * 1000)
+    other = post(api, "/jobs", user["token"], k, json={**JOB, "description": "Another"})
+    assert other.status_code == 201 and "Idempotent-Replayed" not in other.headers
+
+
+
+def test_browsers_may_send_the_key_and_read_the_replay_mark(api):
+    r = api.request("OPTIONS", "/jobs", headers={"Origin": "https://app.example.com",
+                                                 "Access-Control-Request-Method": "POST"})
+    assert r.status_code == 204
+    assert "idempotency-key" in [h.strip().lower() for h in r.headers["Access-Control-Allow-Headers"].split(",")]
+    user = customer(api)
+    r = api.post("/jobs", token=user["token"], json=JOB, headers={"Origin": "https://app.example.com"})
+    assert "Idempotent-Replayed" in [h.strip() for h in r.headers["Access-Control-Expose-Headers"].split(",")]

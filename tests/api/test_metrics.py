@@ -1,0 +1,165 @@
+"""GET /metrics (docs/decisions.md, operations): Prometheus text for loopback callers (the client
+address as TRUST_PROXY defines it) or the METRICS_TOKEN bearer, 404 for anyone else. Each test
+scrapes, acts, scrapes again and checks that the counters moved by exactly what it did."""
+import re
+import threading
+import time
+import uuid
+
+import pytest
+import requests
+
+from conftest import Api, unique_email, unique_ip
+from flow_helpers import customer
+
+NOT_FOUND = {"error": "Not found"}
+LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def parse(text):
+    """{(name, frozenset(labels)): value} plus the set of declared TYPEs, checking the syntax."""
+    samples, types = {}, {}
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ")
+            types[name] = kind
+            continue
+        if line.startswith("#") or not line:
+            continue
+        m = LINE.match(line)
+        assert m, f"not an exposition line: {line!r}"
+        labels = frozenset(LABEL.findall(m.group(3) or ""))
+        key = (m.group(1), labels)
+        assert key not in samples, f"duplicate sample {line!r}"
+        samples[key] = float(m.group(4))
+    return samples, types
+
+
+def scrape(api, **kw):
+    r = api.get("/metrics", **kw)
+    assert r.status_code == 200, r.text
+    assert r.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+    assert r.headers["Cache-Control"] == "no-store"
+    return parse(r.text)
+
+
+def value(samples, name, **labels):
+    return samples[0].get((name, frozenset(labels.items())), 0.0)
+
+
+def test_loopback_only_without_a_token(api):
+    samples, types = scrape(api)  # the harness talks from 127.0.0.1
+    assert types["http_requests_total"] == "counter"
+    assert types["http_request_duration_seconds"] == "histogram"
+    r = api.get("/metrics", ip=unique_ip())  # a client behind the trusted proxy
+    assert (r.status_code, r.json()) == (404, NOT_FOUND)
+    r = api.get("/metrics", ip=unique_ip(), token="anything")
+    assert (r.status_code, r.json()) == (404, NOT_FOUND)
+    # the forwarded address counts, not the proxy's: a loopback client behind it is let in
+    assert api.get("/metrics", ip="127.0.0.1").status_code == 200
+
+
+def test_request_counters_and_histograms_move(api):
+    user = customer(api)
+    before = scrape(api)
+    for _ in range(3):
+        assert api.get("/users/me", token=user["token"]).status_code == 200
+    missing = f"/jobs/c{uuid.uuid4().hex[:24]}"
+    assert api.get(missing, token=user["token"]).status_code == 404
+    assert api.get("/no/such/route").status_code == 404
+    after = scrape(api)
+    text = api.get("/metrics").text
+    me = {"method": "GET", "route": "/users/me", "status": "200"}
+    assert value(after, "http_requests_total", **me) - value(before, "http_requests_total", **me) == 3
+    job404 = {"method": "GET", "route": "/jobs/:id", "status": "404"}
+    assert value(after, "http_requests_total", **job404) - value(before, "http_requests_total", **job404) == 1
+    unmatched = {"method": "GET", "route": "unmatched", "status": "404"}
+    assert value(after, "http_requests_total", **unmatched) - value(before, "http_requests_total", **unmatched) == 1
+    assert missing not in text and "/no/such/route" not in text  # patterns only, never raw paths
+    # the histogram of GET /users/me: cumulative buckets, +Inf = count, sum > 0
+    h = {"method": "GET", "route": "/users/me"}
+    count = value(after, "http_request_duration_seconds_count", **h)
+    assert count - value(before, "http_request_duration_seconds_count", **h) == 3
+    les = ["0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "+Inf"]
+    buckets = [value(after, "http_request_duration_seconds_bucket", le=le, **h) for le in les]
+    assert buckets == sorted(buckets) and buckets[-1] == count
+    assert value(after, "http_request_duration_seconds_sum", **h) > 0
+
+
+def test_pools_queue_limits_and_process(api, server):
+    ip = unique_ip()
+    email = unique_email("metrics")
+    before = scrape(api)
+    for _ in range(6):  # the sixth is refused (5 per 15 minutes per address)
+        r = api.post("/waitlist", ip=ip, json={"name": "M", "email": email, "zip": "10001", "role": "customer"})
+    assert r.status_code == 429
+    server.wait_mail(email, 5)
+    api.wait_queue_idle()
+    after = scrape(api)
+    rule = {"rule": "waitlist"}
+    assert (value(after, "marketplace_rate_limit_refusals_total", **rule)
+            - value(before, "marketplace_rate_limit_refusals_total", **rule)) == 1
+    done = {"kind": "email", "outcome": "done"}
+    assert value(after, "marketplace_queue_runs_total", **done) - value(before, "marketplace_queue_runs_total", **done) >= 5
+    for outcome in ("retried", "failed"):
+        assert ("marketplace_queue_runs_total", frozenset({"kind": "email", "outcome": outcome}.items())) in after[0]
+    assert value(after, "marketplace_db_pool_connections", lane="requests") == 16  # the shared server's DB_POOL_SIZE
+    assert value(after, "marketplace_db_pool_connections", lane="slow") >= 1
+    assert 0 <= value(after, "marketplace_db_pool_in_use", lane="requests") <= 16
+    for name in ("marketplace_db_pool_waiting", "marketplace_db_pool_waits_total"):
+        assert value(after, name, lane="requests") >= 0
+    assert after[1]["marketplace_queue_jobs"] == "gauge"
+    assert value(after, "marketplace_password_hash_queue_depth") >= 0
+    assert value(after, "process_cpu_seconds_total") > 0
+    assert value(after, "process_resident_memory_bytes") > 1 << 20
+    assert value(after, "process_open_fds") > 3
+    assert value(after, "process_max_fds") >= value(after, "process_open_fds")
+    assert abs(value(after, "process_start_time_seconds") - time.time()) < 24 * 3600
+
+
+def test_queue_backlog_by_kind_and_state(server_factory):
+    """Work that cannot be delivered shows as pending, then as retried runs."""
+    srv = server_factory(SMTP_URL="smtp://127.0.0.1:9")  # nothing listens: every email fails
+    api = Api(srv)
+    r = api.post("/auth/forgot-password", json={"email": api.register_user()["email"], "role": "user"})
+    assert r.status_code == 200
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        samples = scrape(api)
+        if value(samples, "marketplace_queue_runs_total", kind="email", outcome="retried") >= 1:
+            break
+        time.sleep(0.1)
+    assert value(samples, "marketplace_queue_runs_total", kind="email", outcome="retried") >= 1
+    # the email waits for its next attempt (or is in it): one row, not failed for good
+    waiting = sum(value(samples, "marketplace_queue_jobs", kind="email", state=s) for s in ("pending", "running"))
+    assert waiting == 1 and value(samples, "marketplace_queue_jobs", kind="email", state="failed") == 0
+
+
+def test_token_and_hashing_refusals(server_factory):
+    token = f"metrics-{uuid.uuid4().hex}"
+    srv = server_factory(METRICS_TOKEN=token, BCRYPT_COST="12", BCRYPT_THREADS="1", BCRYPT_QUEUE="0")
+    api = Api(srv)
+    remote = unique_ip()
+    assert api.get("/metrics", ip=remote).status_code == 404
+    assert api.get("/metrics", ip=remote, token=token + "x").status_code == 404
+    assert api.get("/metrics", ip=remote, headers={"Authorization": f"Basic {token}"}).status_code == 404
+    before = scrape(api, ip=remote, token=token)
+    answers = []
+
+    def register():
+        body = {"email": unique_email("busy"), "password": "password123", "name": "B", "address": "1 St", "zip": "10001"}
+        answers.append(requests.post(srv.url + "/auth/register", json=body, timeout=30).status_code)
+
+    threads = [threading.Thread(target=register) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    refused = answers.count(503)
+    assert refused >= 1, answers
+    after = scrape(api, ip=remote, token=token)
+    assert (value(after, "marketplace_password_hash_refusals_total")
+            - value(before, "marketplace_password_hash_refusals_total")) == refused
+    busy = {"method": "POST", "route": "/auth/register", "status": "503"}
+    assert value(after, "http_requests_total", **busy) == refused

@@ -1,0 +1,27 @@
+"""docs/quickstart.md runs as shown: scripts/quickstart.py runs every ```sh block of the page
+against a server of its own (PUBLIC_URL as the page's localhost:8080) and fails on the first
+answer that differs from the page, once ids, times, tokens and signatures are masked."""
+import importlib.util
+import os
+
+from conftest import ROOT
+
+_spec = importlib.util.spec_from_file_location("quickstart", os.path.join(ROOT, "scripts", "quickstart.py"))
+quickstart = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(quickstart)
+
+
+def test_quickstart_page_runs_as_shown(server_factory):
+    srv = server_factory(PUBLIC_URL="http://localhost:8080")
+    assert quickstart.check(srv.url, srv.data_dir) >= 15
+
+
+def test_the_checker_sees_a_changed_answer():
+    """The comparison itself: a masked difference passes, a real one is reported."""
+    page = "```sh\necho '{\"id\": \"c0123456789abcdefghijklmn\", \"n\": 1}'\n```\n\n```json\n{\"id\": \"%s\", \"n\": %d}\n```\n"
+    same = quickstart.parse(page % ("czyxwvutsrqponmlkjihgfedc", 1))
+    assert quickstart.differences(same, ['{"id": "c0123456789abcdefghijklmn", "n": 1}\n']) == []
+    changed = quickstart.parse(page % ("czyxwvutsrqponmlkjihgfedc", 2))
+    assert len(quickstart.differences(changed, ['{"id": "c0123456789abcdefghijklmn", "n": 1}\n'])) == 1
+    silent = quickstart.parse("```sh\ntrue\n```\n")
+    assert quickstart.differences(silent, ["unexpected\n"]) != []
