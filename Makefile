@@ -176,8 +176,9 @@ bench-jobs: deps build/marketplace
 bench-recognition: deps-test build/marketplace
 	$(PYTHON) bench/recognition.py
 
-routes: build/marketplace
-	@build/marketplace routes
+# Every route, tab-separated: method, path and the roles allowed (from the OpenAPI document).
+routes: build/marketplace deps
+	@build/marketplace openapi | jq -r '.paths | to_entries[] | .key as $$p | .value | to_entries[] | select(.key | test("^(get|post|put|patch|delete)$$")) | "\(.key | ascii_upcase)\t\($$p)\t\(.value["x-roles"] // ["open"] | join(","))"'
 
 # The committed OpenAPI document (a test fails when it differs from what the binary serves).
 openapi: build/marketplace
