@@ -9,6 +9,7 @@
 #include "db/db.h"
 #include "db/migrate.h"
 #include "domain/auth/auth.h"
+#include "domain/jobs/jobs.h"
 #include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
 #include "domain/providers/providers.h"
@@ -89,6 +90,7 @@ static int cmd_serve(void) {
   payments_domain_init();
   providers_domain_init();
   notifications_domain_init();
+  jobs_domain_init();
   if (!filetype_init()) die("libmagic could not load its database (package libmagic-mgc)");
   queue_start(CFG.queue_workers);
   routes_install();

@@ -63,8 +63,13 @@ void clock_format_iso(int64_t ms, char out[25]) {
   civil_from_days(days, &y, &m, &d);
   /* by hand, not snprintf: this runs for every timestamp of every answer */
   static const char layout[] = "0000-00-00T00:00:00.000Z";
-  const unsigned values[7] = {(unsigned)y % 10000u, m % 100u, d % 100u, (unsigned)(rem / 3600) % 24u,
-                              (unsigned)(rem / 60) % 60u, (unsigned)rem % 60u, (unsigned)millis % 1000u};
+  const unsigned values[7] = {(unsigned)y % 10000u,
+                              m % 100u,
+                              d % 100u,
+                              (unsigned)(rem / 3600) % 24u,
+                              (unsigned)(rem / 60) % 60u,
+                              (unsigned)rem % 60u,
+                              (unsigned)millis % 1000u};
   static const int ends[7] = {3, 6, 9, 12, 15, 18, 22}; /* position of each field's last digit */
   memcpy(out, layout, sizeof layout);
   for (int f = 0; f < 7; f++)

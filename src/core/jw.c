@@ -50,6 +50,7 @@ static inline void sep(jw *w) {
 }
 
 void jw_raw(jw *w, const char *s, size_t n) { put(w, s, n); }
+void jw_raw_value(jw *w, const char *s, size_t n) { sep(w), put(w, s, n); }
 
 void jw_obj(jw *w) { sep(w), put1(w, '{'); }
 void jw_obj_end(jw *w) { put1(w, '}'); }
@@ -77,14 +78,13 @@ void jw_bool(jw *w, bool v) { sep(w), v ? put(w, "true", 4) : put(w, "false", 5)
 
 /* 0: copied as it is; 1: escaped; 2: the first byte of a multi-byte sequence, checked. */
 static const unsigned char byte_class[256] = {
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
 };
 
 /* Length of the valid UTF-8 sequence at s (n bytes left), or 0 when it is not one; the same
@@ -93,10 +93,14 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
   unsigned c = s[0];
   size_t len;
   unsigned v;
-  if (c >= 0xC2 && c <= 0xDF) len = 2, v = c & 0x1F;
-  else if (c >= 0xE0 && c <= 0xEF) len = 3, v = c & 0x0F;
-  else if (c >= 0xF0 && c <= 0xF4) len = 4, v = c & 0x07;
-  else return 0;
+  if (c >= 0xC2 && c <= 0xDF)
+    len = 2, v = c & 0x1F;
+  else if (c >= 0xE0 && c <= 0xEF)
+    len = 3, v = c & 0x0F;
+  else if (c >= 0xF0 && c <= 0xF4)
+    len = 4, v = c & 0x07;
+  else
+    return 0;
   if (len > n) return 0;
   for (size_t i = 1; i < len; i++) {
     if ((s[i] & 0xC0) != 0x80) return 0;
@@ -122,8 +126,10 @@ void jw_strn(jw *w, const char *str, size_t n) {
     unsigned c = s[i];
     if (byte_class[c] == 2) {
       size_t len = utf8_len(s + i, n - i);
-      if (len) put(w, str + i, len), i += len;
-      else put(w, "\xEF\xBF\xBD", 3), i++; /* U+FFFD for each byte that starts no valid sequence */
+      if (len)
+        put(w, str + i, len), i += len;
+      else
+        put(w, "\xEF\xBF\xBD", 3), i++; /* U+FFFD for each byte that starts no valid sequence */
       continue;
     }
     char esc[6] = {'\\', 0};
@@ -136,9 +142,7 @@ void jw_strn(jw *w, const char *str, size_t n) {
     case '\n': esc[1] = 'n'; break;
     case '\r': esc[1] = 'r'; break;
     case '\t': esc[1] = 't'; break;
-    default:
-      esc[1] = 'u', esc[2] = '0', esc[3] = '0', esc[4] = hex[c >> 4], esc[5] = hex[c & 15];
-      elen = 6;
+    default: esc[1] = 'u', esc[2] = '0', esc[3] = '0', esc[4] = hex[c >> 4], esc[5] = hex[c & 15]; elen = 6;
     }
     put(w, esc, elen);
     i++;

@@ -33,6 +33,8 @@ static inline size_t jw_len(const jw *w) { return w->len; }
  * stored fragment). No separator is added. */
 void jw_raw(jw *w, const char *s, size_t n);
 #define jw_lit(w, s) jw_raw((w), (s), sizeof(s) - 1)
+/* The same for a complete value (or the opening part of one): a separator first if needed. */
+void jw_raw_value(jw *w, const char *s, size_t n);
 
 void jw_obj(jw *w);
 void jw_obj_end(jw *w);
@@ -56,11 +58,11 @@ void jw_iso(jw *w, int64_t ms);
 void jw_json(jw *w, const char *text);
 
 /* Cell conversions: a database cell (text, NULL for SQL NULL) as the JSON value it holds. */
-void jw_cell_iso(jw *w, const char *ms_text);   /* epoch ms -> timestamp, or null */
-void jw_cell_real(jw *w, const char *text);     /* number, or null */
-void jw_cell_int(jw *w, const char *text);      /* integer, or null */
-void jw_cell_money(jw *w, const char *cents);   /* dollars, or null */
-void jw_cell_bool(jw *w, const char *text);     /* "1" -> true, anything else false */
+void jw_cell_iso(jw *w, const char *ms_text); /* epoch ms -> timestamp, or null */
+void jw_cell_real(jw *w, const char *text);   /* number, or null */
+void jw_cell_int(jw *w, const char *text);    /* integer, or null */
+void jw_cell_money(jw *w, const char *cents); /* dollars, or null */
+void jw_cell_bool(jw *w, const char *text);   /* "1" -> true, anything else false */
 
 /* Formats v as jw_real does into out (32 bytes); returns the length. */
 size_t jw_format_real(double v, char out[32]);

@@ -9,6 +9,7 @@
 #define HTTP_HTTP_H
 #include "core/arena.h"
 #include "core/errors.h"
+#include "core/jw.h"
 #include "ext/token.h"
 #include "http/schema.h"
 #include <jansson.h>
@@ -124,6 +125,8 @@ struct hs_req {
   /* the answer */
   int status;
   json_t *res_body;
+  const char *res_json; /* the body as JSON text in the arena (hs_ok_jw), instead of res_body */
+  size_t res_json_len;
   err_t err;
   const char *err_message, *err_code;
   int retry_after; /* seconds; 0 = no header */
@@ -143,6 +146,12 @@ const char *hs_header(const hs_req *req, const char *name);
 err_t hs_ok(hs_req *req, json_t *body);
 /* Answers with an explicit status and body (stolen). */
 err_t hs_reply(hs_req *req, int status, json_t *body);
+/* A JSON writer in the request's arena for the answer (hint: the expected size, or 0). */
+jw *hs_jw(hs_req *req, size_t hint);
+/* Answers with the route's success status / an explicit status and the writer's text, sent
+ * from the arena as it is (no copy, no re-serialisation). */
+err_t hs_ok_jw(hs_req *req, const jw *w);
+err_t hs_reply_jw(hs_req *req, int status, const jw *w);
 /* Answers 200 with raw bytes: an open fd (closed by the server) or a heap buffer (freed by
  * the server), size bytes of content_type. */
 err_t hs_reply_file(hs_req *req, int fd, char *data, size_t size, const char *content_type);

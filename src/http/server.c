@@ -151,8 +151,26 @@ const char *hs_param(const hs_req *req, const char *name) {
 
 err_t hs_reply(hs_req *req, int status, json_t *body) {
   req->status = status;
+  req->res_json = NULL;
   req->res_body = arena_json(&req->arena, body);
   return ERR_OK;
+}
+
+jw *hs_jw(hs_req *req, size_t hint) {
+  jw *w = arena_alloc(&req->arena, sizeof *w);
+  jw_init(w, &req->arena, hint);
+  return w;
+}
+
+err_t hs_reply_jw(hs_req *req, int status, const jw *w) {
+  req->status = status;
+  req->res_body = NULL;
+  req->res_json = jw_text(w), req->res_json_len = jw_len(w);
+  return ERR_OK;
+}
+
+err_t hs_ok_jw(hs_req *req, const jw *w) {
+  return hs_reply_jw(req, req->route && req->route->ok ? req->route->ok : 200, w);
 }
 
 err_t hs_reply_file(hs_req *req, int fd, char *data, size_t size, const char *content_type) {
@@ -518,14 +536,22 @@ static enum MHD_Result send_answer(struct MHD_Connection *conn, conn_ctx *ctx) {
   ctx->answered = true;
   if (req->err == ERR_OK && req->res_content_type) return send_file(conn, req);
   json_t *body = req->res_body;
-  if (req->err != ERR_OK) {
-    req->status = err_status(req->err);
-    body = arena_json(&req->arena, error_body(req));
+  struct MHD_Response *resp;
+  bool json = true;
+  if (req->err == ERR_OK && req->res_json) {
+    /* arena text outlives the response: the arena is dropped only in on_completed */
+    resp = MHD_create_response_from_buffer(req->res_json_len, (void *)req->res_json, MHD_RESPMEM_PERSISTENT);
+  } else {
+    if (req->err != ERR_OK) {
+      req->status = err_status(req->err);
+      body = arena_json(&req->arena, error_body(req));
+    }
+    char *text = body ? json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15)) : NULL;
+    size_t len = text ? strlen(text) : 0;
+    resp = MHD_create_response_from_buffer_with_free_callback(len, text ? text : xstrdup(""), free);
+    json = body != NULL;
   }
-  char *text = body ? json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15)) : NULL;
-  size_t len = text ? strlen(text) : 0;
-  struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback(len, text ? text : xstrdup(""), free);
-  if (body) MHD_add_response_header(resp, "Content-Type", "application/json; charset=utf-8");
+  if (json) MHD_add_response_header(resp, "Content-Type", "application/json; charset=utf-8");
   add_common_headers(resp, req);
   enum MHD_Result ret = MHD_queue_response(conn, (unsigned)req->status, resp);
   MHD_destroy_response(resp);

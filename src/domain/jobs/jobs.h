@@ -8,8 +8,19 @@
 extern const hs_route JOBS_ROUTES[];
 extern const size_t JOBS_ROUTES_LEN;
 
+/* Registers the domain's background work (the repair of missing stored Job JSON). */
+void jobs_domain_init(void);
+
 /* The Job JSON of the row at index row of r (a `SELECT jobs.*` result). New reference. */
 json_t *jobs_json(const db_res *r, int row);
+/* Rewrites the stored JSON of the jobs row at index row of job (a `SELECT jobs.*` or
+ * `RETURNING *` result taken inside c's open transaction, after the change). Every writer of
+ * the jobs table calls it, or jobs_json_refresh_in, in the changing transaction; a change
+ * that does not is still correct (migration 0012's trigger drops the stored JSON) but slower
+ * to read until repaired. */
+db_rc jobs_json_save_in(db_conn *c, const db_res *job, int row);
+/* The same, reading job id inside c's transaction first. */
+db_rc jobs_json_refresh_in(db_conn *c, const char *id);
 /* Reads job id; ERR_NOT_FOUND when missing. */
 err_t jobs_get(arena *a, const char *id, db_res **row);
 /* True when provider serves the job's service in its ZIP. */

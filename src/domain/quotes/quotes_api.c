@@ -12,6 +12,7 @@
 #include "domain/providers/providers.h"
 #include "domain/quotes/quotes.h"
 #include "domain/quotes/quotes_store.h"
+#include "domain/shapes.h"
 #include "ext/storage.h"
 #include <math.h>
 #include <stdlib.h>
@@ -20,22 +21,35 @@
 static int64_t platform_fee(int64_t cents) { return (cents * 18 + 50) / 100; }
 
 json_t *quotes_json(const db_res *q, int i) {
-  return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:s,s:o}", "id", db_field(q, i, "id"), "jobId",
-                   db_field(q, i, "job_id"), "providerId", db_field(q, i, "provider_id"), "amount",
-                   jx_money(db_int(q, i, db_col(q, "amount_cents"))), "platformFee",
-                   jx_money(db_int(q, i, db_col(q, "platform_fee_cents"))), "totalAmount",
-                   jx_money(db_int(q, i, db_col(q, "total_cents"))), "note", jx_str_or_null(db_field(q, i, "note")),
-                   "scheduledAt", jx_iso_or_null(db_field(q, i, "scheduled_at")), "status", db_field(q, i, "status"),
-                   "createdAt", jx_iso_or_null(db_field(q, i, "created_at")));
+  arena a;
+  arena_init(&a);
+  jw w;
+  jw_init(&w, &a, 512);
+  hs_rj_object(&w, hs_rj_bind(&a, SHAPE_QUOTE, q), q, i);
+  json_t *out = json_loads(jw_text(&w), 0, NULL);
+  arena_fini(&a);
+  return out;
 }
 
-static err_t reply_quote(hs_req *req, const char *id, json_t *extra_job) {
+/* Answers with quote id, or {quote, job} with the Job JSON of job (one `jobs.*` row). */
+static err_t reply_quote(hs_req *req, const char *id, const db_res *job) {
   db_res *q;
   err_t e = quotes_store_get(&req->arena, id, &q);
   if (e != ERR_OK) return e;
-  json_t *out = quotes_json(q, 0);
-  if (extra_job) return hs_ok(req, json_pack("{s:o,s:o}", "quote", out, "job", extra_job));
-  return hs_ok(req, out);
+  jw *w = hs_jw(req, job ? 2048 : 512);
+  hs_rj *quote = hs_rj_bind(&req->arena, SHAPE_QUOTE, q);
+  if (!job) {
+    hs_rj_object(w, quote, q, 0);
+    return hs_ok_jw(req, w);
+  }
+  jw_obj(w);
+  jw_key(w, "quote");
+  hs_rj_object(w, quote, q, 0);
+  jw_key(w, "job");
+  shape_job_open(w, shape_jobs_bind(&req->arena, job), job, 0);
+  jw_obj_end(w);
+  jw_obj_end(w);
+  return hs_ok_jw(req, w);
 }
 
 err_t api_quotes_create(hs_req *req) {
@@ -74,7 +88,9 @@ err_t api_quotes_create(hs_req *req) {
                             "Hello %s,\n\n%s quoted $%.2f (total $%.2f with the service fee) for your %s job.\n"
                             "Open the app to compare quotes and accept one.\n",
                             db_text(customer, 0, 1), pro_name, (double)q.amount_cents / 100, total, q.service);
-  quote_news news = {db_text(customer, 0, 0), "You received a quote", body,
+  quote_news news = {db_text(customer, 0, 0),
+                     "You received a quote",
+                     body,
                      {db_field(job, 0, "customer_id"), "user", "New quote",
                       arena_printf(&req->arena, "%s quoted $%.2f for your %s job", pro_name, total, q.service),
                       q.job_id}};
@@ -101,7 +117,9 @@ err_t api_quotes_accept(hs_req *req) {
                             "address and schedule.\n",
                             db_text(pro, 0, 1), db_text(customer, 0, 1),
                             (double)db_int(q, 0, db_col(q, "amount_cents")) / 100, job_id);
-  quote_news news = {db_text(pro, 0, 0), "Your quote was accepted", body,
+  quote_news news = {db_text(pro, 0, 0),
+                     "Your quote was accepted",
+                     body,
                      {provider, "provider", "Quote accepted",
                       arena_printf(&req->arena, "%s accepted your quote", db_text(customer, 0, 1)), job_id}};
   bool won;
@@ -112,7 +130,7 @@ err_t api_quotes_accept(hs_req *req) {
     log_msg(LOG_ERROR, "recording the authorization of job %s failed", job_id);
   db_res *job;
   if ((e = jobs_get(&req->arena, job_id, &job)) != ERR_OK) return e;
-  return reply_quote(req, db_field(q, 0, "id"), jobs_json(job, 0));
+  return reply_quote(req, db_field(q, 0, "id"), job);
 }
 
 err_t api_quotes_market_rate(hs_req *req) {
@@ -139,22 +157,34 @@ err_t api_quotes_for_job(hs_req *req) {
   if (e == ERR_NOT_FOUND || (e == ERR_OK && strcmp(db_field(job, 0, "customer_id"), req->auth.id)))
     return hs_fail(req, ERR_NOT_FOUND, "Job not found");
   if (e != ERR_OK || (e = quotes_store_for_job(&req->arena, db_field(job, 0, "id"), &q)) != ERR_OK) return e;
-  json_t *list = json_array();
+  static const hs_rj_field provider_fields[] = {
+      {"name", "name", RJ_STR},
+      {"phone", "phone", RJ_STR},
+      {"companyName", "company_name", RJ_STR},
+      {"companyUrl", "company_url", RJ_STR},
+      {"insuranceInfo", "insurance_info", RJ_STR},
+      {"logoUrl", "logo_url", RJ_URL},
+      {0},
+  };
+  jw *w = hs_jw(req, 1024 * (size_t)(q->rows + 1));
+  hs_rj *quote = hs_rj_bind(&req->arena, SHAPE_QUOTE, q), *provider = hs_rj_bind(&req->arena, provider_fields, q);
+  int avg = db_col(q, "average_rating");
+  jw_arr(w);
   for (int i = 0; i < q->rows; i++) {
-    json_t *o = quotes_json(q, i);
-    const char *logo = db_field(q, i, "logo_url");
-    char *logo_url = logo ? storage_url(logo, URL_TTL_PHOTO) : NULL;
-    const char *avg = db_field(q, i, "average_rating");
-    json_object_set_new(o, "provider",
-                        json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "name", db_field(q, i, "name"), "phone",
-                                  jx_str_or_null(db_field(q, i, "phone")), "companyName",
-                                  jx_str_or_null(db_field(q, i, "company_name")), "companyUrl",
-                                  jx_str_or_null(db_field(q, i, "company_url")), "insuranceInfo",
-                                  jx_str_or_null(db_field(q, i, "insurance_info")), "logoUrl", jx_str_or_null(logo_url),
-                                  "averageRating",
-                                  avg ? json_real(round(strtod(avg, NULL) * 100) / 100) : json_null()));
-    free(logo_url);
-    json_array_append_new(list, o);
+    jw_obj(w);
+    hs_rj_members(w, quote, q, i);
+    jw_key(w, "provider");
+    jw_obj(w);
+    hs_rj_members(w, provider, q, i);
+    jw_key(w, "averageRating");
+    const char *rating = db_text(q, i, avg);
+    if (rating)
+      jw_real(w, round(strtod(rating, NULL) * 100) / 100);
+    else
+      jw_null(w);
+    jw_obj_end(w);
+    jw_obj_end(w);
   }
-  return hs_ok(req, list);
+  jw_arr_end(w);
+  return hs_ok_jw(req, w);
 }

@@ -3,6 +3,7 @@
  * acceptance per job (the job leaves PENDING/QUOTED exactly once). */
 #include "domain/quotes/quotes_store.h"
 #include "core/clock.h"
+#include "domain/jobs/jobs.h"
 #include "ext/mail.h"
 #include "ext/queue.h"
 
@@ -35,15 +36,16 @@ err_t quotes_store_submit(const quote_new *q, const quote_news *news) {
     e = ERR_CONFLICT;
     goto out;
   }
-  if (rc != DB_OK ||
-      db_exec(c, &a, &r,
-              "UPDATE jobs SET status = 'QUOTED', updated_at = $2 WHERE id = $1 AND status IN ('PENDING', 'QUOTED')",
-              DB_ARGS(DB_TEXT(q->job_id), DB_INT(now))) != DB_OK)
+  if (rc != DB_OK || db_exec(c, &a, &r,
+                             "UPDATE jobs SET status = 'QUOTED', updated_at = $2, json_head = NULL "
+                             "WHERE id = $1 AND status IN ('PENDING', 'QUOTED') RETURNING *",
+                             DB_ARGS(DB_TEXT(q->job_id), DB_INT(now))) != DB_OK)
     goto out;
-  if (r->changes == 0) {
+  if (r->rows == 0) {
     e = ERR_BAD_REQUEST; /* the job left PENDING/QUOTED meanwhile */
     goto out;
   }
+  if (jobs_json_save_in(c, r, 0) != DB_OK) goto out;
   if (announce_and_commit(c, news) != DB_OK) goto out;
   e = ERR_OK;
 out:
@@ -72,14 +74,15 @@ err_t quotes_store_accept(const char *quote_id, const char *job_id, const char *
   db_conn *c = db_acquire();
   if (db_begin(c) != DB_OK) goto out;
   if (db_exec(c, &a, &r,
-              "UPDATE jobs SET status = 'ACCEPTED', provider_id = $2, accepted_at = $3, updated_at = $3 "
-              "WHERE id = $1 AND status IN ('PENDING', 'QUOTED')",
+              "UPDATE jobs SET status = 'ACCEPTED', provider_id = $2, accepted_at = $3, updated_at = $3, "
+              "json_head = NULL WHERE id = $1 AND status IN ('PENDING', 'QUOTED') RETURNING *",
               DB_ARGS(DB_TEXT(job_id), DB_TEXT(provider_id), DB_INT(now))) != DB_OK)
     goto out;
-  if (r->changes == 0) {
+  if (r->rows == 0) {
     e = ERR_OK; /* another acceptance (or a cancellation) came first */
     goto out;
   }
+  if (jobs_json_save_in(c, r, 0) != DB_OK) goto out;
   if (db_exec(c, NULL, NULL,
               "UPDATE quotes SET status = CASE WHEN id = $2 THEN 'ACCEPTED' ELSE 'REJECTED' END, "
               "accepted_at = CASE WHEN id = $2 THEN $3 ELSE accepted_at END, updated_at = $3 WHERE job_id = $1",
@@ -106,7 +109,8 @@ err_t quotes_store_recent_accepted(arena *a, const char *service, db_res **out) 
 err_t quotes_store_for_job(arena *a, const char *job_id, db_res **out) {
   return db_query(a, out,
                   "SELECT q.*, p.name, p.phone, p.company_name, p.company_url, p.insurance_info, p.logo_url, "
-                  "(SELECT AVG(CAST(rating AS DOUBLE PRECISION)) FROM reviews r WHERE r.provider_id = p.id) AS average_rating "
+                  "(SELECT AVG(CAST(rating AS DOUBLE PRECISION)) FROM reviews r WHERE r.provider_id = p.id) AS "
+                  "average_rating "
                   "FROM quotes q JOIN providers p ON p.id = q.provider_id WHERE q.job_id = $1 ORDER BY q.seq",
                   DB_ARGS(DB_TEXT(job_id))) == DB_OK
              ? ERR_OK

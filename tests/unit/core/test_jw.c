@@ -88,13 +88,13 @@ static void test_invalid_utf8_replaced(void **state) {
   static const struct {
     const char *in, *out;
   } cases[] = {
-      {"\xff", "\xef\xbf\xbd"},                                   /* never a UTF-8 byte */
-      {"a\x80z", "a\xef\xbf\xbdz"},                               /* lone continuation */
-      {"\xc3", "\xef\xbf\xbd"},                                   /* truncated at the end */
-      {"\xc3(", "\xef\xbf\xbd("},                                 /* bad continuation */
-      {"\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd"},                   /* overlong '/' */
-      {"\xe0\x80\xaf", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},   /* overlong, 3 bytes */
-      {"\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},   /* a surrogate */
+      {"\xff", "\xef\xbf\xbd"},                                                 /* never a UTF-8 byte */
+      {"a\x80z", "a\xef\xbf\xbdz"},                                             /* lone continuation */
+      {"\xc3", "\xef\xbf\xbd"},                                                 /* truncated at the end */
+      {"\xc3(", "\xef\xbf\xbd("},                                               /* bad continuation */
+      {"\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd"},                                 /* overlong '/' */
+      {"\xe0\x80\xaf", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},                 /* overlong, 3 bytes */
+      {"\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},                 /* a surrogate */
       {"\xf4\x90\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"}, /* past U+10FFFF */
       {"ok \xe2\x82\xac \xfe \"", "ok \xe2\x82\xac \xef\xbf\xbd \""},
   };
@@ -143,10 +143,29 @@ static void test_random_bytes(void **state) {
 
 static void test_reals_match_jansson(void **state) {
   (void)state;
-  const double cases[] = {0.0,       -0.0,        1.0,      -1.0,      0.1,     0.30000000000000004, 1e20,
-                          1e-5,      1.5e-7,      1e15,     1e14,      123456789012345678.0, 3.141592653589793,
-                          40.7128,   -73.98,      1e300,    -1e-300,   5e-324,  DBL_MAX, 99999.99,
-                          40.123456789012345,     0.5,      2.5e+100};
+  const double cases[] = {0.0,
+                          -0.0,
+                          1.0,
+                          -1.0,
+                          0.1,
+                          0.30000000000000004,
+                          1e20,
+                          1e-5,
+                          1.5e-7,
+                          1e15,
+                          1e14,
+                          123456789012345678.0,
+                          3.141592653589793,
+                          40.7128,
+                          -73.98,
+                          1e300,
+                          -1e-300,
+                          5e-324,
+                          DBL_MAX,
+                          99999.99,
+                          40.123456789012345,
+                          0.5,
+                          2.5e+100};
   arena a;
   arena_init(&a);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -237,10 +256,10 @@ static void test_structure_matches_jansson(void **state) {
   clock_format_iso(1764000000123LL, iso);
   json_t *list = json_array();
   for (int i = 0; i < 300; i++)
-    json_array_append_new(list, json_pack("{s:i,s:f,s:[s,n,[]]}", "n", i, "amount", (double)(i * 37) / 100.0, "tags",
-                                          "x"));
-  json_t *want = json_pack("{s:s,s:n,s:b,s:b,s:s,s:o,s:{},s:o,s:[s,n,f,n,i,f,n,b,b,b]}", "id", "c123", "none", "yes",
-                           1, "no", 0, "at", iso, "details", json_loads("{\"a\":[1,2,{\"b\":null}],\"c\":\"d\"}", 0, NULL),
+    json_array_append_new(list,
+                          json_pack("{s:i,s:f,s:[s,n,[]]}", "n", i, "amount", (double)(i * 37) / 100.0, "tags", "x"));
+  json_t *want = json_pack("{s:s,s:n,s:b,s:b,s:s,s:o,s:{},s:o,s:[s,n,f,n,i,f,n,b,b,b]}", "id", "c123", "none", "yes", 1,
+                           "no", 0, "at", iso, "details", json_loads("{\"a\":[1,2,{\"b\":null}],\"c\":\"d\"}", 0, NULL),
                            "empty", "list", list, "cells", "1970-01-01T00:00:00.000Z", 40.5, -7, 12.5, 1, 0, 0);
   assert_same(&w, want);
   arena_fini(&a);
@@ -265,9 +284,9 @@ static void test_top_level_values(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_strings_match_jansson),    cmocka_unit_test(test_invalid_utf8_replaced),
-      cmocka_unit_test(test_random_bytes),             cmocka_unit_test(test_reals_match_jansson),
-      cmocka_unit_test(test_integers_and_money),       cmocka_unit_test(test_structure_matches_jansson),
+      cmocka_unit_test(test_strings_match_jansson), cmocka_unit_test(test_invalid_utf8_replaced),
+      cmocka_unit_test(test_random_bytes),          cmocka_unit_test(test_reals_match_jansson),
+      cmocka_unit_test(test_integers_and_money),    cmocka_unit_test(test_structure_matches_jansson),
       cmocka_unit_test(test_top_level_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,108 @@
+/* The Job and Quote JSON (shapes.h). Both are field tables over rowjson; the Job JSON is
+ * split where the signed photo URLs go, which are the only members that depend on the moment
+ * of reading (their expiry). */
+#include "domain/shapes.h"
+#include "ext/storage.h"
+#include <string.h>
+
+const hs_rj_field SHAPE_QUOTE[] = {
+    {"id", "id", RJ_STR},
+    {"jobId", "job_id", RJ_STR},
+    {"providerId", "provider_id", RJ_STR},
+    {"amount", "amount_cents", RJ_MONEY},
+    {"platformFee", "platform_fee_cents", RJ_MONEY},
+    {"totalAmount", "total_cents", RJ_MONEY},
+    {"note", "note", RJ_STR},
+    {"scheduledAt", "scheduled_at", RJ_ISO},
+    {"status", "status", RJ_STR},
+    {"createdAt", "created_at", RJ_ISO},
+    {0},
+};
+
+/* The Job JSON before the photos (json_head) and after them (json_tail). */
+static const hs_rj_field JOB_HEAD[] = {
+    {"id", "id", RJ_STR},
+    {"customerId", "customer_id", RJ_STR},
+    {"providerId", "provider_id", RJ_STR},
+    {"service", "service", RJ_STR},
+    {"description", "description", RJ_STR},
+    {"preferredAt", "preferred_at", RJ_ISO},
+    {"isAsap", "is_asap", RJ_BOOL},
+    {"details", "details", RJ_JSON_CLEAN},
+    {"address", "address", RJ_STR},
+    {"zip", "zip", RJ_STR},
+    {"lat", "lat", RJ_REAL},
+    {"lng", "lng", RJ_REAL},
+    {"status", "status", RJ_STR},
+    {0},
+};
+static const hs_rj_field JOB_PHOTOS[] = {
+    {"images", "images", RJ_URLS},
+    {"beforeImages", "before_images", RJ_URLS},
+    {"afterImages", "after_images", RJ_URLS},
+    {0},
+};
+static const hs_rj_field JOB_TAIL[] = {
+    {"tipAmount", "tip_cents", RJ_MONEY},
+    {"etaMinutes", "eta_minutes", RJ_INT},
+    {"createdAt", "created_at", RJ_ISO},
+    {"updatedAt", "updated_at", RJ_ISO},
+    {0},
+};
+
+struct shape_jobs {
+  hs_rj *head, *photos, *tail;
+  int stored_head, stored_tail;
+  bool can_render;
+};
+
+static bool all_bound(const hs_rj *b) {
+  for (int i = 0; i < b->n; i++)
+    if (b->col[i] < 0) return false;
+  return true;
+}
+
+shape_jobs *shape_jobs_bind(arena *a, const db_res *r) {
+  shape_jobs *b = arena_alloc(a, sizeof *b);
+  b->head = hs_rj_bind(a, JOB_HEAD, r);
+  b->photos = hs_rj_bind(a, JOB_PHOTOS, r);
+  b->tail = hs_rj_bind(a, JOB_TAIL, r);
+  b->stored_head = db_col(r, "json_head");
+  b->stored_tail = db_col(r, "json_tail");
+  b->can_render = all_bound(b->head) && all_bound(b->tail);
+  return b;
+}
+
+bool shape_job_missing(const shape_jobs *b, const db_res *r, int row) {
+  return !db_text(r, row, b->stored_head) || !db_text(r, row, b->stored_tail);
+}
+
+bool shape_job_open(jw *w, const shape_jobs *b, const db_res *r, int row) {
+  const char *head = db_text(r, row, b->stored_head), *tail = db_text(r, row, b->stored_tail);
+  bool stored = head && tail;
+  if (!stored && !b->can_render) return false;
+  if (stored) {
+    jw_raw_value(w, head, strlen(head));
+  } else {
+    jw_obj(w);
+    hs_rj_members(w, b->head, r, row);
+  }
+  hs_rj_members(w, b->photos, r, row);
+  if (stored)
+    jw_raw(w, tail, strlen(tail));
+  else
+    hs_rj_members(w, b->tail, r, row);
+  return true;
+}
+
+void shape_job_render(arena *a, const db_res *r, int row, const char **head, const char **tail) {
+  jw h, t;
+  jw_init(&h, a, 768);
+  jw_obj(&h);
+  hs_rj_members(&h, hs_rj_bind(a, JOB_HEAD, r), r, row);
+  jw_init(&t, a, 160);
+  jw_obj(&t);
+  hs_rj_members(&t, hs_rj_bind(a, JOB_TAIL, r), r, row);
+  t.buf[0] = ','; /* the tail continues the object after the photos: "{..." becomes ",..." */
+  *head = jw_text(&h), *tail = jw_text(&t);
+}
