@@ -16,19 +16,28 @@ typedef struct engine_ops {
 extern const engine_ops sqlite_engine_ops;
 extern const engine_ops postgres_engine_ops;
 
-/* Result building shared by the engines. */
+/* Result building shared by the engines: cells copied into one growing buffer, which the
+ * finished result keeps (no second copy). */
 typedef struct res_builder {
   db_res *res;
   char *buf;
   size_t len, cap;
   size_t *offsets; /* per cell; SIZE_MAX for NULL */
+  uint32_t *lens;
+  int64_t *ints;  /* allocated with the first integer cell */
+  bool *int_cols; /* per column: every non-NULL cell so far was an integer */
   size_t ncells, cells_cap;
 } res_builder;
 void res_begin(res_builder *b, int cols);
 void res_colname(res_builder *b, int col, const char *name);
 void res_cell(res_builder *b, const char *text, size_t len); /* text NULL: SQL NULL */
+/* An integer cell: its decimal text, and the value kept for db_int. */
+void res_cell_int(res_builder *b, int64_t v);
 db_res *res_finish(res_builder *b, int64_t changes);
 void res_abort(res_builder *b);
+/* A result over cells that live in the engine's own storage (store, released by store_free
+ * with the result): cells and lens are filled by the caller, rows * cols each. */
+db_res *res_wrap(int rows, int cols, void *store, void (*store_free)(void *));
 void db_res_free(db_res *r);
 
 #endif

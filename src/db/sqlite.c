@@ -48,8 +48,8 @@ static void *sq_connect(const char *path, char err[256]) {
   }
   sqlite3_busy_timeout(c->db, 10000);
   char *msg = NULL;
-  if (sqlite3_exec(c->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", NULL,
-                   NULL, &msg) != SQLITE_OK) {
+  if (sqlite3_exec(c->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", NULL, NULL,
+                   &msg) != SQLITE_OK) {
     snprintf(err, 256, "sqlite pragmas: %s", msg ? msg : "?");
     sqlite3_free(msg);
     sqlite3_close(c->db);
@@ -108,8 +108,7 @@ static db_rc sq_exec(void *h, const char *sql, const db_val *params, int n, db_r
   int rc = SQLITE_OK;
   sqlite3_stmt *st = prepare(c, sql, &rc);
   if (!st) return map_error(c, rc, sql);
-  if (!strcmp(sql, "BEGIN IMMEDIATE") || (sqlite3_get_autocommit(c->db) && !sqlite3_stmt_readonly(st)))
-    writer_take(c);
+  if (!strcmp(sql, "BEGIN IMMEDIATE") || (sqlite3_get_autocommit(c->db) && !sqlite3_stmt_readonly(st))) writer_take(c);
   db_rc result = DB_OK;
   res_builder b;
   int cols = sqlite3_column_count(st);
@@ -124,6 +123,10 @@ static db_rc sq_exec(void *h, const char *sql, const db_val *params, int n, db_r
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     if (!out) continue;
     for (int i = 0; i < cols; i++) {
+      if (sqlite3_column_type(st, i) == SQLITE_INTEGER) { /* formatted here, and kept as a number */
+        res_cell_int(&b, sqlite3_column_int64(st, i));
+        continue;
+      }
       const unsigned char *t = sqlite3_column_text(st, i);
       res_cell(&b, (const char *)t, t ? (size_t)sqlite3_column_bytes(st, i) : 0);
     }
@@ -136,8 +139,10 @@ out:
    * BEGIN that failed (a COMMIT that failed leaves it open until the ROLLBACK) */
   if (sqlite3_get_autocommit(c->db)) writer_give(c);
   if (out) {
-    if (result == DB_OK) *out = res_finish(&b, sqlite3_changes(c->db));
-    else res_abort(&b);
+    if (result == DB_OK)
+      *out = res_finish(&b, sqlite3_changes(c->db));
+    else
+      res_abort(&b);
   }
   return result;
 }

@@ -56,6 +56,17 @@ struct shape_jobs {
   bool can_render;
 };
 
+/* The photo members of a job without photos, the common case: nothing to sign. */
+static const char NO_PHOTOS[] = ",\"images\":[],\"beforeImages\":[],\"afterImages\":[]";
+
+static bool no_photos(const shape_jobs *b, const db_res *r, int row) {
+  for (int i = 0; i < b->photos->n; i++) {
+    const char *keys = db_text(r, row, b->photos->col[i]);
+    if (keys && strcmp(keys, "[]")) return false;
+  }
+  return true;
+}
+
 static bool all_bound(const hs_rj *b) {
   for (int i = 0; i < b->n; i++)
     if (b->col[i] < 0) return false;
@@ -82,14 +93,17 @@ bool shape_job_open(jw *w, const shape_jobs *b, const db_res *r, int row) {
   bool stored = head && tail;
   if (!stored && !b->can_render) return false;
   if (stored) {
-    jw_raw_value(w, head, strlen(head));
+    jw_raw_value(w, head, db_len(r, row, b->stored_head));
   } else {
     jw_obj(w);
     hs_rj_members(w, b->head, r, row);
   }
-  hs_rj_members(w, b->photos, r, row);
+  if (no_photos(b, r, row))
+    jw_lit(w, NO_PHOTOS);
+  else
+    hs_rj_members(w, b->photos, r, row);
   if (stored)
-    jw_raw(w, tail, strlen(tail));
+    jw_raw(w, tail, db_len(r, row, b->stored_tail));
   else
     hs_rj_members(w, b->tail, r, row);
   return true;

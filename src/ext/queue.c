@@ -38,6 +38,14 @@ static bool stopping;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 
+/* queue_defer's work, written by the next worker that wakes (under mu). */
+#define DEFERRED_MAX 256
+static struct {
+  const char *kind;
+  json_t *payload;
+} deferred[DEFERRED_MAX];
+static int ndeferred;
+
 void queue_register(const char *kind, queue_handler fn) {
   if (nhandlers == (int)ARRAY_LEN(handlers)) die("too many queue handlers");
   handlers[nhandlers++] = (registration){kind, fn};
@@ -125,6 +133,33 @@ db_rc queue_now(const char *kind, json_t *payload) {
   return rc;
 }
 
+void queue_defer(const char *kind, json_t *payload) {
+  pthread_mutex_lock(&mu);
+  if (ndeferred < DEFERRED_MAX) {
+    deferred[ndeferred].kind = kind, deferred[ndeferred++].payload = payload;
+    payload = NULL;
+  }
+  pthread_cond_broadcast(&cv);
+  pthread_mutex_unlock(&mu);
+  json_decref(payload); /* dropped: the list is full */
+}
+
+/* Writes the work handed over by queue_defer. */
+static void write_deferred(void) {
+  for (;;) {
+    pthread_mutex_lock(&mu);
+    if (!ndeferred) {
+      pthread_mutex_unlock(&mu);
+      return;
+    }
+    const char *kind = deferred[--ndeferred].kind;
+    json_t *payload = deferred[ndeferred].payload;
+    pthread_mutex_unlock(&mu);
+    if (queue_now(kind, payload) != DB_OK) log_msg(LOG_WARN, "queueing deferred %s work failed", kind);
+    json_decref(payload);
+  }
+}
+
 void queue_kick(void) {
   pthread_mutex_lock(&mu);
   pthread_cond_broadcast(&cv);
@@ -133,10 +168,11 @@ void queue_kick(void) {
 
 /* Ready: pending and due, or running with its lease expired (its worker died). */
 #define READY_WHERE(now) "(status = 'pending' AND run_at <= " now ") OR (status = 'running' AND locked_until < " now ")"
-#define CLAIM_SQL(lock)                                                                                      \
-  "UPDATE job_queue SET status = 'running', attempts = attempts + 1, locked_until = $1, updated_at = $2 "    \
-  "WHERE id = (SELECT id FROM job_queue WHERE " READY_WHERE("$2") " ORDER BY run_at LIMIT 1" lock ") "       \
-  "RETURNING id, kind, payload, attempts, max_attempts"
+#define CLAIM_SQL(lock)                                                                                                \
+  "UPDATE job_queue SET status = 'running', attempts = attempts + 1, locked_until = $1, updated_at = $2 "              \
+  "WHERE id = (SELECT id FROM job_queue WHERE " READY_WHERE(                                                           \
+      "$2") " ORDER BY run_at LIMIT 1" lock ") "                                                                       \
+            "RETURNING id, kind, payload, attempts, max_attempts"
 
 static const char *claim_sql(void) {
   return db_engine_get() == DB_POSTGRES ? CLAIM_SQL(" FOR UPDATE SKIP LOCKED") : CLAIM_SQL("");
@@ -164,8 +200,8 @@ static void finish(arena *a, const char *id, bool ok, int64_t attempts, int64_t 
   db_query(a, NULL,
            "UPDATE job_queue SET status = $2, run_at = $3, locked_until = NULL, last_error = $4, updated_at = $5 "
            "WHERE id = $1",
-           DB_ARGS(DB_TEXT(id), DB_TEXT(dead ? "failed" : "pending"), DB_INT(now + backoff_ms(attempts)),
-                   DB_TEXT(err), DB_INT(now)));
+           DB_ARGS(DB_TEXT(id), DB_TEXT(dead ? "failed" : "pending"), DB_INT(now + backoff_ms(attempts)), DB_TEXT(err),
+                   DB_INT(now)));
 }
 
 /* Claims and runs one unit of work; false when none was ready. */
@@ -175,9 +211,7 @@ static bool run_one(void) {
   bool ran = false;
   db_res *r;
   int64_t now = clock_now_ms();
-  if (db_query(&a, &r,
-               "SELECT 1 FROM job_queue WHERE " READY_WHERE("$1") " LIMIT 1",
-               DB_ARGS(DB_INT(now))) != DB_OK ||
+  if (db_query(&a, &r, "SELECT 1 FROM job_queue WHERE " READY_WHERE("$1") " LIMIT 1", DB_ARGS(DB_INT(now))) != DB_OK ||
       r->rows == 0)
     goto out;
   if (db_query(&a, &r, claim_sql(), DB_ARGS(DB_INT(now + LEASE_MS), DB_INT(now))) != DB_OK || r->rows == 0) goto out;
@@ -188,9 +222,12 @@ static bool run_one(void) {
   queue_handler fn = handler_for(kind);
   json_t *payload = arena_json(&a, json_loads(db_text(r, 0, 2), 0, NULL));
   bool ok = false;
-  if (!fn) snprintf(err, sizeof err, "no handler for kind %s", kind);
-  else if (!payload) snprintf(err, sizeof err, "payload is not JSON");
-  else ok = fn(payload, err);
+  if (!fn)
+    snprintf(err, sizeof err, "no handler for kind %s", kind);
+  else if (!payload)
+    snprintf(err, sizeof err, "payload is not JSON");
+  else
+    ok = fn(payload, err);
   finish(&a, id, ok, attempts, fn && payload ? max_attempts : attempts, err);
 out:
   arena_fini(&a);
@@ -201,11 +238,13 @@ bool queue_depth(int64_t *ready, int64_t *running) {
   arena a;
   arena_init(&a);
   db_res *r;
-  bool ok = db_query(&a, &r,
-                     "SELECT COALESCE(SUM(CASE WHEN " READY_WHERE("$1") " THEN 1 ELSE 0 END), 0), "
-                     "COALESCE(SUM(CASE WHEN status = 'running' AND locked_until >= $1 THEN 1 ELSE 0 END), 0) "
-                     "FROM job_queue WHERE status IN ('pending', 'running')",
-                     DB_ARGS(DB_INT(clock_now_ms()))) == DB_OK;
+  bool ok =
+      db_query(&a, &r,
+               "SELECT COALESCE(SUM(CASE WHEN " READY_WHERE(
+                   "$1") " THEN 1 ELSE 0 END), 0), "
+                         "COALESCE(SUM(CASE WHEN status = 'running' AND locked_until >= $1 THEN 1 ELSE 0 END), 0) "
+                         "FROM job_queue WHERE status IN ('pending', 'running')",
+               DB_ARGS(DB_INT(clock_now_ms()))) == DB_OK;
   if (ok) *ready = db_int(r, 0, 0), *running = db_int(r, 0, 1);
   arena_fini(&a);
   return ok;
@@ -219,10 +258,11 @@ static void *worker(void *arg) {
     bool stop = stopping;
     pthread_mutex_unlock(&mu);
     if (stop) break;
+    write_deferred();
     queue_due_periodics();
     if (run_one()) continue;
     pthread_mutex_lock(&mu);
-    if (!stopping) {
+    if (!stopping && !ndeferred) {
       struct timespec ts;
       clock_gettime(CLOCK_REALTIME, &ts);
       ts.tv_nsec += POLL_MS * 1000000L;
@@ -249,4 +289,7 @@ void queue_stop(void) {
   for (int i = 0; i < nthreads; i++) pthread_join(threads[i], NULL);
   free(threads);
   threads = NULL, nthreads = 0;
+  pthread_mutex_lock(&mu);
+  while (ndeferred) json_decref(deferred[--ndeferred].payload); /* hints only: dropped at shutdown */
+  pthread_mutex_unlock(&mu);
 }

@@ -43,6 +43,11 @@ enum {
   ROUTE_SLOW = 1 << 5,      /* the handler waits on more than the database (password hashing,
                                the payment processor, object storage, routing): it runs on its
                                own worker lane so it cannot hold up the database-bound routes */
+  ROUTE_DB_READ = 1 << 6,   /* the handler only reads the database (and signs URLs): where reads
+                               never wait (SQLite, db_reads_inline) it runs on the event thread
+                               with that thread's own connection, without a hand-over to a
+                               worker; elsewhere on the database lane. It must not write (work it
+                               needs written goes through queue_defer). */
 };
 
 /* A fixed-window rate limit keyed by client address; counters live in the database. */

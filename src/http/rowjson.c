@@ -12,8 +12,12 @@ hs_rj *hs_rj_bind_as(arena *a, const hs_rj_field *fields, const db_res *r, const
   b->fields = fields;
   b->col = arena_alloc(a, sizeof *b->col * (size_t)(b->n ? b->n : 1));
   for (int i = 0; i < b->n; i++) {
+    if (!prefix) {
+      b->col[i] = db_col(r, fields[i].column);
+      continue;
+    }
     char name[128];
-    snprintf(name, sizeof name, "%s%s", prefix ? prefix : "", fields[i].column);
+    snprintf(name, sizeof name, "%s%s", prefix, fields[i].column);
     b->col[i] = db_col(r, name);
   }
   return b;
@@ -32,9 +36,9 @@ static void json_clean(jw *w, const char *text) {
   json_decref(v);
 }
 
-void hs_rj_cell(jw *w, hs_rj_kind kind, const char *cell) {
+void hs_rj_cell(jw *w, hs_rj_kind kind, const char *cell, size_t len) {
   switch (kind) {
-  case RJ_STR: jw_str(w, cell); break;
+  case RJ_STR: cell ? jw_strn(w, cell, len) : jw_null(w); break;
   case RJ_INT: jw_cell_int(w, cell); break;
   case RJ_REAL: jw_cell_real(w, cell); break;
   case RJ_BOOL: jw_cell_bool(w, cell); break;
@@ -51,7 +55,7 @@ void hs_rj_cell(jw *w, hs_rj_kind kind, const char *cell) {
 void hs_rj_members(jw *w, const hs_rj *b, const db_res *r, int row) {
   for (int i = 0; i < b->n; i++) {
     jw_key(w, b->fields[i].key);
-    hs_rj_cell(w, b->fields[i].kind, db_text(r, row, b->col[i]));
+    hs_rj_cell(w, b->fields[i].kind, db_text(r, row, b->col[i]), db_len(r, row, b->col[i]));
   }
 }
 

@@ -45,7 +45,7 @@ void hs_rj_members(jw *w, const hs_rj *b, const db_res *r, int row);
 void hs_rj_object(jw *w, const hs_rj *b, const db_res *r, int row);
 /* Writes every row of r as an array of objects. */
 void hs_rj_array(jw *w, arena *a, const hs_rj_field *fields, const db_res *r);
-/* Writes one cell of r as kind. */
-void hs_rj_cell(jw *w, hs_rj_kind kind, const char *cell);
+/* Writes one cell (len bytes, NULL for SQL NULL) as kind. */
+void hs_rj_cell(jw *w, hs_rj_kind kind, const char *cell, size_t len);
 
 #endif

@@ -679,7 +679,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   }
   if (ctx->preflight) return send_preflight(conn, ctx);
   const hs_route *r = ctx->req.route;
-  if (!r || (r->flags & ROUTE_INLINE) || ctx->too_large) { /* cannot block: answer on this thread */
+  bool read_here = r && (r->flags & ROUTE_DB_READ) && db_reads_inline();
+  if (!r || (r->flags & ROUTE_INLINE) || read_here || ctx->too_large) { /* cannot block: answer on this thread */
+    if (read_here) db_use_pool(DB_POOL_EVENT);
     dispatch(ctx);
     return send_answer(conn, ctx);
   }

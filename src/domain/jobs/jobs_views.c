@@ -45,9 +45,7 @@ static void request_repair(const char *const *ids, int n) {
   if (n == 0 || now - prev < REPAIR_EVERY_MS || !atomic_compare_exchange_strong(&last, &prev, now)) return;
   json_t *list = json_array();
   for (int i = 0; i < n && i < REPAIR_MAX; i++) json_array_append_new(list, json_string(ids[i]));
-  json_t *payload = json_pack("{s:o}", "ids", list);
-  if (queue_now("jobs_json", payload) != DB_OK) log_msg(LOG_WARN, "queueing the repair of %d jobs' JSON failed", n);
-  json_decref(payload);
+  queue_defer("jobs_json", json_pack("{s:o}", "ids", list)); /* this thread may not write (ROUTE_DB_READ) */
 }
 
 /* Writes the Job JSON of row r[row] (left open). When its stored parts are missing and r
@@ -116,8 +114,7 @@ typedef struct feed_cursor {
 } feed_cursor;
 
 static void cursor_load(feed_cursor *c) {
-  if (c->row < c->r->rows)
-    c->feed_at = strtoll(db_text(c->r, c->row, 0), NULL, 10), c->seq = strtoll(db_text(c->r, c->row, 1), NULL, 10);
+  if (c->row < c->r->rows) c->feed_at = db_int(c->r, c->row, 0), c->seq = db_int(c->r, c->row, 1);
 }
 
 static int cmp_id(const void *key, const void *elem) { return strcmp(key, *(const char *const *)elem); }

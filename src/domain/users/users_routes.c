@@ -11,7 +11,7 @@ static const hs_field update_me_fields[] = {
 static const hs_schema update_me_schema = {update_me_fields};
 
 const hs_route USERS_ROUTES[] = {
-    {HS_GET, "/users/me", api_users_me, ROLE_USER, .summary = "The caller's customer profile"},
+    {HS_GET, "/users/me", api_users_me, ROLE_USER, .flags = ROUTE_DB_READ, .summary = "The caller's customer profile"},
     {HS_PATCH, "/users/me", api_users_update_me, ROLE_USER, &update_me_schema,
      .summary = "Update the caller's coordinates"},
 };
