@@ -124,9 +124,7 @@ bool config_load(char err[256]) {
   if (!env_int("HTTP_WORKERS", CFG.db_pool_size, 1, 4096, &CFG.http_workers, err)) return false;
   if (!env_int("HTTP_SLOW_WORKERS", 32, 1, 4096, &CFG.http_slow_workers, err)) return false;
   if (!env_int("QUEUE_WORKERS", 2, 1, 64, &CFG.queue_workers, err)) return false;
-  int trust;
-  if (!env_int("TRUST_PROXY", 0, 0, 1, &trust, err)) return false;
-  CFG.trust_proxy = trust == 1;
+  if (!env_int("TRUST_PROXY", 0, 0, 16, &CFG.trust_proxy, err)) return false;
   CFG.cors_origins = env_or("CORS_ORIGINS", CFG.env == ENV_PRODUCTION ? "" : "*");
 
   const char *secret = getenv("JWT_SECRET");

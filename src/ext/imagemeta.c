@@ -1,9 +1,11 @@
-/* Byte-level rewriting, no decoder: a JPEG is a sequence of marker segments up to the scan
- * data, and metadata lives in APPn segments (APP1 Exif/XMP, APP13 IPTC, ...) that are dropped
- * except APP0 (JFIF) and APP2 (the ICC colour profile, needed to show colours right) and
- * APP14 (Adobe colour transform). A PNG is a sequence of chunks; eXIf, tEXt, zTXt, iTXt and
- * tIME are dropped, and so is anything after IEND. A WebP (RIFF) loses its EXIF and XMP
- * chunks. The result is written to a temporary file and renamed over the original. */
+/* Byte-level rewriting, no decoder: a JPEG is a sequence of marker segments around the
+ * scans' entropy-coded data, and metadata lives in APPn segments (APP1 Exif/XMP, APP13 IPTC,
+ * ...) that are dropped except APP0 (JFIF) and APP2 (the ICC colour profile, needed to show
+ * colours right) and APP14 (Adobe colour transform). A PNG is a sequence of chunks; eXIf,
+ * tEXt, zTXt, iTXt and tIME are dropped, and so is anything after IEND. A WebP (RIFF) loses
+ * its EXIF and XMP chunks. The result is written to a temporary file and renamed over the
+ * original. It fails closed: a file whose segments or chunks do not add up (a length past
+ * the end, a byte where a marker must be) is reported unreadable, never kept as it came. */
 #include "ext/imagemeta.h"
 #include "core/util.h"
 #include <stdint.h>
@@ -16,26 +18,48 @@ static bool keep_jpeg_segment(unsigned char marker) {
   return marker == 0xE0 || marker == 0xE2 || marker == 0xEE;
 }
 
-/* Copies in to out without metadata; returns the new length, 0 when in is not a JPEG. */
+static bool standalone_marker(unsigned char m) { return m == 0x01 || (m >= 0xD0 && m <= 0xD7); }
+
+/* The end of the entropy-coded data that starts at i: the next 0xFF that begins a marker
+ * (not a stuffed 0xFF00, a restart marker or a fill byte), or n. */
+static size_t scan_end(const unsigned char *in, size_t n, size_t i) {
+  for (; i + 1 < n; i++)
+    if (in[i] == 0xFF && in[i + 1] != 0x00 && in[i + 1] != 0xFF && !standalone_marker(in[i + 1])) return i;
+  return n;
+}
+
+/* Copies in to out without metadata, following every segment, including those between the
+ * scans of a progressive image; bytes after the end-of-image marker go too. Returns the new
+ * length, 0 when the structure cannot be followed. */
 static size_t strip_jpeg(const unsigned char *in, size_t n, unsigned char *out) {
   if (n < 4 || in[0] != 0xFF || in[1] != 0xD8) return 0;
   size_t i = 2, o = 0;
   out[o++] = 0xFF, out[o++] = 0xD8;
-  while (i + 4 <= n) {
+  while (i < n) {
     if (in[i] != 0xFF) return 0;
+    while (i + 1 < n && in[i + 1] == 0xFF) i++; /* fill bytes */
+    if (i + 1 >= n) return 0;
     unsigned char marker = in[i + 1];
-    if (marker == 0xFF) { /* fill byte */
-      i++;
+    if (marker == 0xD9) { /* end of image */
+      out[o++] = 0xFF, out[o++] = 0xD9;
+      return o;
+    }
+    if (standalone_marker(marker)) {
+      out[o++] = 0xFF, out[o++] = marker, i += 2;
       continue;
     }
-    if (marker == 0xDA || marker == 0xD9) break; /* start of scan / end: copy the rest */
+    if (marker == 0x00 || marker == 0xD8 || i + 4 > n) return 0;
     size_t len = ((size_t)in[i + 2] << 8) | in[i + 3];
     if (len < 2 || i + 2 + len > n) return 0;
     if (keep_jpeg_segment(marker)) memcpy(out + o, in + i, 2 + len), o += 2 + len;
     i += 2 + len;
+    if (marker == 0xDA) { /* start of scan: its entropy-coded data follows */
+      size_t end = scan_end(in, n, i);
+      memcpy(out + o, in + i, end - i), o += end - i;
+      i = end;
+    }
   }
-  memcpy(out + o, in + i, n - i);
-  return o + (n - i);
+  return o; /* ended without its end-of-image marker: what there is, without metadata */
 }
 
 static bool drop_png_chunk(const unsigned char type[4]) {
@@ -60,7 +84,9 @@ static size_t strip_png(const unsigned char *in, size_t n, unsigned char *out) {
   return o;
 }
 
-static uint32_t le32(const unsigned char *p) { return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint32_t le32(const unsigned char *p) {
+  return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
 
 static void put_le32(unsigned char *p, uint32_t v) {
   for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
@@ -87,25 +113,25 @@ static size_t strip_webp(const unsigned char *in, size_t n, unsigned char *out) 
   return o;
 }
 
-bool image_strip_metadata(const char *path, const char *mime) {
+image_meta_rc image_strip_metadata(const char *path, const char *mime) {
   bool jpeg = !strcmp(mime, "image/jpeg"), png = !strcmp(mime, "image/png"), webp = !strcmp(mime, "image/webp");
-  if (!jpeg && !png && !webp) return true;
+  if (!jpeg && !png && !webp) return IMAGE_META_OK;
   size_t n;
   unsigned char *in = (unsigned char *)read_file(path, &n);
-  if (!in) return false;
+  if (!in) return IMAGE_META_IO_ERROR;
   unsigned char *out = xmalloc(n + 1);
   size_t m = jpeg ? strip_jpeg(in, n, out) : png ? strip_png(in, n, out) : strip_webp(in, n, out);
-  bool ok = true;
+  image_meta_rc rc = m == 0 ? IMAGE_META_UNREADABLE : IMAGE_META_OK;
   if (m > 0 && m < n) { /* something was removed */
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.strip", path);
     FILE *f = fopen(tmp, "wb");
-    ok = f && fwrite(out, 1, m, f) == m;
+    bool ok = f && fwrite(out, 1, m, f) == m;
     if (f && fclose(f) != 0) ok = false;
     ok = ok && rename(tmp, path) == 0;
-    if (!ok) remove(tmp);
+    if (!ok) remove(tmp), rc = IMAGE_META_IO_ERROR;
   }
   free(in);
   free(out);
-  return ok;
+  return rc;
 }

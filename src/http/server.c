@@ -8,8 +8,6 @@
  * log line and drops the request's arena. */
 #include "http/server.h"
 #include "core/clock.h"
-#include "ext/filetype.h"
-#include "ext/imagemeta.h"
 #include "core/config.h"
 #include "core/ids.h"
 #include "core/log.h"
@@ -18,6 +16,7 @@
 #include "http/http.h"
 #include "http/ratelimit.h"
 #include "http/router.h"
+#include "http/upload.h"
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -44,7 +43,7 @@ typedef struct conn_ctx {
   hs_req req;
   char *body;
   size_t body_len, body_cap, max_body;
-  bool too_large, preflight, authorized, multipart;
+  bool too_large, preflight, authorized, multipart, pp_failed;
   bool answered; /* a response was queued */
   bool done;     /* a worker ran the pipeline; the answer waits to be queued */
   struct conn_ctx *next_work; /* in a lane's queue, then in the held list */
@@ -52,13 +51,7 @@ typedef struct conn_ctx {
   struct timespec start;
   /* multipart routes */
   struct MHD_PostProcessor *pp;
-  int file_fd;           /* the file being received, -1 between files */
-  size_t file_limit;     /* its size limit */
-  int uploads_cap;
-  err_t upload_err;      /* the first problem with the parts; reported after the body */
-  const char *upload_msg;
-  json_t *form;          /* text fields */
-  size_t form_bytes;
+  hs_form *form;
   /* the request arena's first chunk, so a small request allocates nothing else (kept last:
    * it is not zeroed) */
   _Alignas(max_align_t) unsigned char arena_buf[448];
@@ -67,8 +60,6 @@ typedef struct conn_ctx {
 /* glibc serves blocks up to 1032 bytes from a per-thread cache; a larger one consolidates
  * the heap first, which measurably slows every request */
 _Static_assert(sizeof(conn_ctx) <= 1024, "conn_ctx should stay within glibc's tcache sizes");
-
-#define MAX_FORM_TEXT (64 * 1024)
 
 static struct MHD_Daemon *daemon_handle;
 static _Atomic int inflight;
@@ -205,18 +196,72 @@ hs_upload **hs_files(hs_req *req, const char *field, int *count) {
   return out;
 }
 
-static const char *client_ip(hs_req *req) {
-  if (CFG.trust_proxy) {
-    const char *xff = hs_header(req, "X-Forwarded-For");
-    if (xff && *xff) {
-      size_t n = strcspn(xff, ",");
-      while (n > 0 && xff[n - 1] == ' ') n--;
-      while (*xff == ' ') xff++, n--;
-      if (n > 0 && n < 64) return arena_strndup(&req->arena, xff, n);
+/* Every X-Forwarded-For line, in arrival order: repeated lines are one comma-separated list
+ * (RFC 9110, 5.3), and a proxy may add its own line after the one the client wrote. */
+typedef struct forwarded {
+  const char *lines[16];
+  int n;
+} forwarded;
+
+static enum MHD_Result collect_forwarded(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+  (void)kind;
+  forwarded *f = cls;
+  if (!key || !value || strcasecmp(key, "X-Forwarded-For")) return MHD_YES;
+  if (f->n == (int)ARRAY_LEN(f->lines)) memmove(f->lines, f->lines + 1, sizeof f->lines - sizeof *f->lines), f->n--;
+  f->lines[f->n++] = value; /* only the last lines matter: the client's own come first */
+  return MHD_YES;
+}
+
+/* Parses one list entry ("203.0.113.7", "2001:db8::1", "[2001:db8::1]:443", "203.0.113.7:80")
+ * into its canonical text; false when it is not an address. */
+static bool forwarded_address(const char *s, size_t n, char out[INET6_ADDRSTRLEN]) {
+  char buf[INET6_ADDRSTRLEN + 8];
+  if (n == 0 || n >= sizeof buf) return false;
+  memcpy(buf, s, n), buf[n] = 0;
+  char *a = buf, *colon = strchr(buf, ':');
+  if (*a == '[') { /* [v6]:port */
+    char *end = strchr(a, ']');
+    if (!end) return false;
+    *end = 0, a++;
+  } else if (colon && !strchr(colon + 1, ':')) { /* v4:port */
+    *colon = 0;
+  }
+  struct in6_addr v6;
+  struct in_addr v4;
+  if (inet_pton(AF_INET, a, &v4) == 1) return inet_ntop(AF_INET, &v4, out, INET6_ADDRSTRLEN) != NULL;
+  if (inet_pton(AF_INET6, a, &v6) == 1) return inet_ntop(AF_INET6, &v6, out, INET6_ADDRSTRLEN) != NULL;
+  return false;
+}
+
+/* With TRUST_PROXY=N, the Nth address from the right of X-Forwarded-For: each trusted proxy
+ * appends the address it saw, so the entries further left are whatever the client wrote and
+ * are never read. A shorter list (the request passed fewer proxies) gives its leftmost entry,
+ * which a trusted proxy wrote. False when there is no usable entry. */
+static bool forwarded_client(hs_req *req, char out[INET6_ADDRSTRLEN]) {
+  forwarded f = {.n = 0};
+  MHD_get_connection_values(req->conn, MHD_HEADER_KIND, collect_forwarded, &f);
+  const char *pick = NULL;
+  size_t pick_len = 0;
+  int seen = 0;
+  for (int line = f.n - 1; line >= 0 && seen < CFG.trust_proxy; line--) {
+    const char *v = f.lines[line], *end = v + strlen(v);
+    while (end > v && seen < CFG.trust_proxy) {
+      const char *start = end;
+      while (start > v && start[-1] != ',') start--;
+      const char *a = start, *b = end;
+      while (a < b && (*a == ' ' || *a == '\t')) a++;
+      while (b > a && (b[-1] == ' ' || b[-1] == '\t')) b--;
+      if (b > a) pick = a, pick_len = (size_t)(b - a), seen++;
+      end = start > v ? start - 1 : v;
     }
   }
-  const union MHD_ConnectionInfo *info = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  return pick && forwarded_address(pick, pick_len, out);
+}
+
+static const char *client_ip(hs_req *req) {
   char buf[INET6_ADDRSTRLEN] = "unknown";
+  if (CFG.trust_proxy > 0 && forwarded_client(req, buf)) return arena_strdup(&req->arena, buf);
+  const union MHD_ConnectionInfo *info = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
   if (info && info->client_addr) {
     const struct sockaddr *sa = info->client_addr;
     if (sa->sa_family == AF_INET) inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, sizeof buf);
@@ -226,141 +271,23 @@ static const char *client_ip(hs_req *req) {
   return arena_strdup(&req->arena, buf);
 }
 
-/* ---- multipart uploads ---- */
-
-static const hs_file_rule *file_rule(const hs_upload_spec *spec, const char *field) {
-  for (const hs_file_rule *r = spec->files; r->field; r++)
-    if (!strcmp(r->field, field)) return r;
-  return NULL;
-}
-
-/* Everything a route's files may weigh, plus room for the multipart framing and text. */
-static size_t upload_body_limit(const hs_upload_spec *spec) {
-  size_t total = 1024 * 1024;
-  for (const hs_file_rule *r = spec->files; r->field; r++) total += (size_t)r->max_files * r->max_bytes;
-  return total;
-}
-
-static void upload_fail(conn_ctx *ctx, err_t e, const char *msg) {
-  if (ctx->upload_err != ERR_OK) return; /* the first problem is the one reported */
-  ctx->upload_err = e;
-  ctx->upload_msg = arena_strdup(&ctx->req.arena, msg);
-}
-
-static void close_file(conn_ctx *ctx) {
-  if (ctx->file_fd >= 0) close(ctx->file_fd);
-  ctx->file_fd = -1;
-}
-
-static void unlink_path(void *p) { unlink(p); }
-
-/* Starts receiving a new file part of field. */
-static void begin_file(conn_ctx *ctx, const char *field) {
-  hs_req *req = &ctx->req;
-  const hs_file_rule *rule = file_rule(req->route->upload, field);
-  char msg[200];
-  if (!rule) {
-    snprintf(msg, sizeof msg, "%s: unexpected file field", field);
-    return upload_fail(ctx, ERR_BAD_REQUEST, msg);
-  }
-  int count = 0;
-  for (int i = 0; i < req->nuploads; i++) count += !strcmp(req->uploads[i].field, field);
-  if (count >= rule->max_files) {
-    snprintf(msg, sizeof msg, "%s: at most %d file%s", field, rule->max_files, rule->max_files == 1 ? "" : "s");
-    return upload_fail(ctx, ERR_BAD_REQUEST, msg);
-  }
-  char dir[4200];
-  snprintf(dir, sizeof dir, "%s/tmp", CFG.data_dir);
-  mkdir_p(dir);
-  char *path = arena_printf(&req->arena, "%s/upload-XXXXXX", dir);
-  ctx->file_fd = mkstemp(path);
-  if (ctx->file_fd < 0) return upload_fail(ctx, ERR_INTERNAL, "cannot create a temporary file");
-  arena_defer(&req->arena, unlink_path, path); /* gone with the request unless moved into storage */
-  if (req->nuploads == ctx->uploads_cap) {
-    ctx->uploads_cap = ctx->uploads_cap ? ctx->uploads_cap * 2 : 4;
-    hs_upload *grown = arena_alloc(&req->arena, sizeof *grown * (size_t)ctx->uploads_cap);
-    if (req->nuploads) memcpy(grown, req->uploads, sizeof *grown * (size_t)req->nuploads);
-    req->uploads = grown;
-  }
-  req->uploads[req->nuploads++] = (hs_upload){.field = arena_strdup(&req->arena, field), .path = path};
-  ctx->file_limit = rule->max_bytes;
-}
+/* ---- multipart uploads (http/upload.c) ---- */
 
 static enum MHD_Result on_form_part(void *cls, enum MHD_ValueKind kind, const char *key, const char *filename,
                                     const char *content_type, const char *transfer_encoding, const char *data,
                                     uint64_t off, size_t size) {
   (void)kind, (void)content_type, (void)transfer_encoding;
-  conn_ctx *ctx = cls;
-  hs_req *req = &ctx->req;
-  if (!key || ctx->upload_err != ERR_OK) return MHD_YES; /* keep reading, keep nothing */
-  if (!filename) { /* a text field */
-    ctx->form_bytes += size;
-    if (ctx->form_bytes > MAX_FORM_TEXT) {
-      upload_fail(ctx, ERR_TOO_LARGE, "form fields too large");
-      return MHD_YES;
-    }
-    json_t *old = json_object_get(ctx->form, key);
-    const char *prev = off > 0 && old ? json_string_value(old) : "";
-    char *joined = arena_alloc(&req->arena, strlen(prev) + size + 1);
-    memcpy(joined, prev, strlen(prev));
-    memcpy(joined + strlen(prev), data, size);
-    json_object_set_new(ctx->form, key, json_stringn(joined, strlen(prev) + size));
-    return MHD_YES;
-  }
-  if (off == 0) {
-    close_file(ctx);
-    if (!*filename && size == 0) return MHD_YES; /* an empty file input: no file chosen */
-    begin_file(ctx, key);
-  }
-  if (ctx->file_fd < 0 || size == 0) return MHD_YES;
-  hs_upload *u = &req->uploads[req->nuploads - 1];
-  if (u->size + size > ctx->file_limit) {
-    char msg[160];
-    snprintf(msg, sizeof msg, "%s: file larger than %zu MB", key, ctx->file_limit / (1024 * 1024));
-    close_file(ctx);
-    upload_fail(ctx, ERR_TOO_LARGE, msg);
-    return MHD_YES;
-  }
-  for (size_t done = 0; done < size;) {
-    ssize_t w = write(ctx->file_fd, data + done, size - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      close_file(ctx);
-      upload_fail(ctx, ERR_INTERNAL, "cannot write the upload");
-      return MHD_YES;
-    }
-    done += (size_t)w;
-  }
-  u->size += size;
+  hs_form_data(cls, key, filename, data, off, size);
   return MHD_YES;
 }
 
-/* After the body: report streaming problems, require files, check types from the bytes,
- * strip photo metadata, validate text fields. */
+/* After the body: the parts' problems, the files and the text fields. */
 static err_t finish_upload(conn_ctx *ctx) {
   hs_req *req = &ctx->req;
-  const hs_upload_spec *spec = req->route->upload;
   if (!ctx->multipart) return hs_fail(req, ERR_BAD_REQUEST, "body: must be multipart/form-data");
-  if (ctx->upload_err != ERR_OK) return hs_fail(req, ctx->upload_err, ctx->upload_msg);
-  if (req->nuploads < spec->min_files)
-    return hs_fail(req, ERR_BAD_REQUEST, spec->none_message ? spec->none_message : "No file uploaded");
-  for (int i = 0; i < req->nuploads; i++) {
-    hs_upload *u = &req->uploads[i];
-    const hs_file_rule *rule = file_rule(spec, u->field);
-    filetype t = filetype_of(u->path);
-    if (!(t.bit & rule->types))
-      return hs_fail(req, ERR_BAD_REQUEST, arena_printf(&req->arena, "%s: must be %s", u->field,
-                                                         filetype_describe(rule->types)));
-    u->mime = t.mime, u->ext = t.ext;
-    if (!image_strip_metadata(u->path, u->mime)) return hs_fail(req, ERR_INTERNAL, NULL);
-  }
-  if (!spec->fields) {
-    req->body = empty_object;
-    return ERR_OK;
-  }
-  char err[256];
-  req->body = arena_json(&req->arena, hs_validate(spec->fields, ctx->form, true, err));
-  return req->body ? ERR_OK : hs_fail(req, ERR_BAD_REQUEST, err);
+  err_t e = hs_form_finish(ctx->form);
+  if (e == ERR_OK && !req->body) req->body = empty_object;
+  return e;
 }
 
 /* ---- the pipeline ---- */
@@ -611,13 +538,12 @@ static conn_ctx *ctx_new(struct MHD_Connection *conn, const char *url, const cha
     const char *asked = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Access-Control-Request-Method");
     if (asked && hs_method_bit(asked)) req->route = hs_router_match(hs_method_bit(asked), url, req);
   }
-  ctx->file_fd = -1;
   ctx->max_body = req->route && req->route->max_body ? req->route->max_body
-                  : req->route && req->route->upload ? upload_body_limit(req->route->upload)
+                  : req->route && req->route->upload ? hs_form_body_limit(req->route->upload)
                                                      : DEFAULT_MAX_BODY;
   if (req->route && req->route->upload && !ctx->preflight) {
-    ctx->form = arena_json(&req->arena, json_object());
-    ctx->pp = MHD_create_post_processor(conn, 64 * 1024, on_form_part, ctx);
+    ctx->form = hs_form_new(req);
+    ctx->pp = MHD_create_post_processor(conn, 64 * 1024, on_form_part, ctx->form);
     ctx->multipart = ctx->pp != NULL; /* NULL: the body is not multipart/form-data */
   }
   atomic_fetch_add(&inflight, 1);
@@ -648,7 +574,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   if (*upload_size && ctx->req.route && ctx->req.route->upload) {
     ctx->body_len += *upload_size; /* counted, not kept: the parts go to disk */
     if (ctx->body_len > ctx->max_body) ctx->too_large = true;
-    else if (ctx->pp) MHD_post_process(ctx->pp, upload, *upload_size);
+    else if (ctx->pp && !ctx->pp_failed && MHD_post_process(ctx->pp, upload, *upload_size) != MHD_YES)
+      ctx->pp_failed = true, hs_form_malformed(ctx->form); /* the parser stops at its first error */
     *upload_size = 0;
     return MHD_YES;
   }
@@ -672,10 +599,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   }
   if (ctx->answered) return MHD_YES;
   if (ctx->done) return send_answer(conn, ctx); /* resumed after a worker ran the pipeline */
-  if (ctx->pp) {
-    MHD_destroy_post_processor(ctx->pp);
+  if (ctx->pp) { /* refuses a body that ended before its closing boundary */
+    if (MHD_destroy_post_processor(ctx->pp) != MHD_YES) hs_form_malformed(ctx->form);
     ctx->pp = NULL;
-    close_file(ctx);
   }
   if (ctx->preflight) return send_preflight(conn, ctx);
   const hs_route *r = ctx->req.route;
@@ -709,7 +635,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   log_access(req->request_id, req->method, req->route ? req->route->path : req->path, req->status, ms, req->ip,
              toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
   if (ctx->pp) MHD_destroy_post_processor(ctx->pp);
-  close_file(ctx);
   if (req->res_fd >= 0) close(req->res_fd); /* a file answer that was never sent */
   free(req->res_data);
   arena_fini(&req->arena);

@@ -12,13 +12,16 @@ import datetime
 import http.client
 import json
 import os
+import struct
+import time
 import urllib.parse
 
 import pytest
 
+import raw_http
 from conftest import Api
 from fake_s3 import FakeS3
-from test_providers import (GPS_SECRET, CERT_SIZE, assert_gone, assert_served, certificate_lines, exif_of,
+from test_providers import (GPS_SECRET, CERT_SIZE, assert_gone, assert_served, certificate_lines, exif_gps_app1, exif_of,
                             expected_ins, fetch, file_key, id_fields, identify_ok, jpeg_bytes, jpeg_segment_markers,
                             jpeg_with_metadata, licence_lines, me, png_bytes, png_chunk_types, server_today,
                             text_image, text_pdf, upload, upload_insurance, upload_licence, url_query, wait_check,
@@ -306,6 +309,169 @@ def test_png_metadata_is_stripped_even_with_trailing_bytes(api, pro, tmp_path):
     assert GPS_SECRET not in served
     assert not PNG_METADATA_TYPES & set(png_chunk_types(served))
     assert served.startswith(clean[:-12])  # the image itself is unchanged
+
+
+def _riff(chunks):
+    body = b"WEBP" + b"".join(kind + struct.pack("<I", size) + data + b"\0" * (len(data) % 2) for kind, size, data in chunks)
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def _unreadable_images(tmp_path):
+    clean = jpeg_bytes(tmp_path, size="64x48")
+    dirty = jpeg_with_metadata(clean)
+    exif_end = 2 + len(exif_gps_app1())
+    png = png_bytes(seed=133, extra_chunks=PNG_METADATA)
+    ihdr_end = 8 + 25
+    return {
+        # a segment whose length runs past the end of the file (cut inside the IPTC segment)
+        "jpeg-cut": dirty[:dirty.index(b"Photoshop 3.0") + 5],
+        # a byte where the next marker must be
+        "jpeg-garbage": dirty[:exif_end] + b"\x00" + dirty[exif_end:],
+        # a chunk whose length runs past the end of the file
+        "png-cut": png[:ihdr_end] + struct.pack(">I", 1 << 20) + b"IDAT" + png[ihdr_end + 8:],
+        "webp-cut": _riff([(b"VP8X", 10, b"\x08" + b"\0" * 9), (b"EXIF", len(GPS_SECRET), GPS_SECRET),
+                           (b"VP8L", 1 << 20, b"\x2f\0\0\0")]),
+    }
+
+
+@pytest.mark.parametrize("kind", ["jpeg-cut", "jpeg-garbage", "png-cut", "webp-cut"])
+def test_an_image_whose_metadata_cannot_be_stripped_is_refused(server, api, pro, tmp_path, kind):
+    """When the structure cannot be followed the file used to be stored as it came, GPS
+    position included: it is refused and nothing is stored."""
+    data = _unreadable_images(tmp_path)[kind]
+    assert GPS_SECRET in data or b"Exif" in data or b"eXIf" in data
+    before = _uploads(server)
+    r = upload(api, "/providers/me/logo", pro["token"], {"logo": ("x.bin", data, "application/octet-stream")})
+    assert (r.status_code, r.json()) == (400, {"error": "logo: the image is damaged or incomplete"}), kind
+    assert me(api, pro["token"])["logoUrl"] is None
+    assert _uploads(server) == before
+
+
+def test_jpeg_metadata_after_the_scan_and_bytes_after_the_end_are_stripped(api, pro, tmp_path):
+    """Segments may also sit between scans (progressive images); the stripper used to stop at
+    the first scan and keep everything after it."""
+    clean = jpeg_bytes(tmp_path, size="64x48")
+    assert clean.endswith(b"\xff\xd9")
+    dirty = clean[:-2] + exif_gps_app1() + b"\xff\xd9" + b"TRAILER " + GPS_SECRET
+    identify_ok(tmp_path, dirty, "sent.jpg")
+    served = fetch(logo(api, pro["token"], dirty, "x.jpg", "image/jpeg")).content
+    assert GPS_SECRET not in served and b"Exif" not in served
+    assert served == clean
+
+
+# ================================================================ multipart parsing (raw sockets)
+
+def _near(offsets, body_len, radius=8):
+    """Every split offset within radius bytes of each offset, inside the body."""
+    return sorted({o + d for o in offsets for d in range(-radius, radius + 1) if 0 < o + d < body_len})
+
+
+def _auth(token):
+    return [("Authorization", f"Bearer {token}"),
+            ("Content-Type", f"multipart/form-data; boundary={raw_http.BOUNDARY}")]
+
+
+def test_one_file_split_near_its_start_is_read_whole(server, api, pro):
+    """A TCP segment that ends 1 to 4 bytes into a file's data made the parser start the file
+    twice (400 `logo: at most 1 file`); every split near the part's start must read one file."""
+    data = png_bytes(seed=150)
+    body, starts = raw_http.multipart([("logo", "logo.png", data)])
+    for split in _near([o for s in starts for o in s], len(body)):
+        status, _, out = raw_http.send(server, "POST", "/providers/me/logo", _auth(pro["token"]), body, split=split)
+        assert status == 200, (split, out)
+        assert_served(json.loads(out)["logoUrl"], data, "image/png")
+
+
+def test_several_files_split_near_each_part_are_read_whole(server, api):
+    user = api.register_user()
+    r = api.post("/users/me/addresses", token=user["token"], json={"address": "1 Split St", "zip": "10001"})
+    assert r.status_code == 201, r.text
+    aid = r.json()[0]["id"]
+    street, area = png_bytes(seed=151), [png_bytes(seed=152 + i) for i in range(3)]
+    body, starts = raw_http.multipart([("streetViewPhoto", "s.png", street)] +
+                                      [("serviceAreaPhotos", f"a{i}.png", a) for i, a in enumerate(area)])
+    for split in _near([o for s in starts for o in s], len(body)):
+        status, _, out = raw_http.send(server, "POST", f"/users/me/addresses/{aid}/photos", _auth(user["token"]),
+                                       body, split=split)
+        assert status == 200, (split, out)
+        got = json.loads(out)
+        assert fetch(got["streetViewPhoto"]).content == street, split
+        assert [fetch(u).content for u in got["serviceAreaPhotos"][-3:]] == area, split
+
+
+def test_text_field_split_inside_a_utf8_character_keeps_every_byte(server, api):
+    """65 two-byte characters are one too many for providerId (at most 64): a value that lost
+    bytes at a chunk boundary would pass the length rule and reach the handler instead."""
+    user = api.register_user()
+    value = "é" * 65
+    body, starts = raw_http.multipart([("providerId", None, value.encode()), ("photo", "p.png", png_bytes(seed=160))])
+    first, last = starts[0][1], starts[1][0]
+    for split in range(first - 2, last + 2):
+        status, _, out = raw_http.send(server, "POST", "/jobs/c000000000000000000000000/messages/photo",
+                                       _auth(user["token"]), body, split=split)
+        assert (status, json.loads(out)) == (400, {"error": "providerId: must be at most 64 characters"}), split
+
+
+def _uploads(srv):
+    root = os.path.join(srv.data_dir, "uploads")
+    return sorted(os.listdir(root)) if os.path.isdir(root) else []
+
+
+def test_body_without_its_closing_boundary_is_400_and_stores_nothing(server, api, pro):
+    data = png_bytes(seed=161)
+    body, _ = raw_http.multipart([("logo", "logo.png", data)])
+    cut = body[:body.rindex(b"\r\n--")]  # the last file's data, then the body just ends
+    before = _uploads(server)
+    for truncated in (cut, cut + b"\r\n", cut + b"\r\n--" + raw_http.BOUNDARY.encode()):
+        status, _, out = raw_http.send(server, "POST", "/providers/me/logo", _auth(pro["token"]), truncated)
+        assert (status, json.loads(out)) == (400, {"error": "body: malformed multipart/form-data"}), truncated[-60:]
+    assert me(api, pro["token"])["logoUrl"] is None
+    assert _uploads(server) == before
+
+
+@pytest.mark.parametrize("names", [["x"] * 5000, [f"x{i}" for i in range(5000)]], ids=["same", "distinct"])
+def test_empty_text_fields_count_against_the_form_limit(server, api, pro, names):
+    parts = [(n, None, b"") for n in names] + [("logo", "logo.png", png_bytes(seed=162))]
+    body, _ = raw_http.multipart(parts)
+    status, _, out = raw_http.send(server, "POST", "/providers/me/logo", _auth(pro["token"]), body)
+    assert (status, json.loads(out)) == (413, {"error": "form fields too large"})
+    assert me(api, pro["token"])["logoUrl"] is None
+
+
+def test_a_form_of_256_parts_is_accepted(server, api, pro):
+    parts = [(f"x{i}", None, b"") for i in range(255)] + [("logo", "logo.png", png_bytes(seed=164))]
+    body, _ = raw_http.multipart(parts)
+    status, _, out = raw_http.send(server, "POST", "/providers/me/logo", _auth(pro["token"]), body)
+    assert status == 200, out
+
+
+def _peak_rss_kib(srv):
+    with open(f"/proc/{srv.proc.pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+
+
+def test_text_field_sent_in_small_pieces_costs_little_memory(server_factory):
+    """Each chunk of a text field used to copy the whole value so far: 60 KiB arriving in
+    about two thousand reads cost some 60 MiB (a byte at a time, gigabytes)."""
+    srv = server_factory()
+    token = Api(srv).register_user()["token"]
+    value = b"v" * (60 * 1024)
+    body, starts = raw_http.multipart([("providerId", None, value), ("photo", "p.png", png_bytes(seed=163))])
+    before = _peak_rss_kib(srv)
+    s = raw_http.connect(srv, timeout=60)
+    try:
+        s.sendall(raw_http.head("POST", "/jobs/c000000000000000000000000/messages/photo", _auth(token), len(body)))
+        data_start = starts[0][1]
+        s.sendall(body[:data_start])
+        for i in range(data_start, data_start + len(value), 32):
+            s.sendall(body[i:i + 32])
+            time.sleep(0.0005)  # separate reads on the server
+        s.sendall(body[data_start + len(value):])
+        status, _, out = raw_http.read_response(s)
+    finally:
+        s.close()
+    assert (status, json.loads(out)) == (400, {"error": "providerId: must be at most 64 characters"})
+    assert _peak_rss_kib(srv) - before < 16 * 1024, "peak memory grew by more than 16 MiB"
 
 
 # ================================================================ S3 storage

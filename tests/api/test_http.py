@@ -1,14 +1,16 @@
 """The HTTP core: routing, body handling, limits, request ids, keep-alive, CORS and the
 access log (decisions sections 1 and 3)."""
 import http.client
+import json
 import re
 import time
+import urllib.parse
 import uuid
 
 import pytest
 import requests
 
-from conftest import unique_email
+from conftest import unique_email, unique_ip
 
 ISO_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 WELL_FORMED_ID = re.compile(r"^[A-Za-z0-9._-]{1,36}$")
@@ -354,3 +356,79 @@ def test_log_line_for_unknown_route(server, api):
     assert line["method"] == "GET" and line["status"] == 404
     assert isinstance(line["route"], str)
     assert isinstance(line["ms"], (int, float))
+
+
+# ---------------------------------------------------------------- client address (TRUST_PROXY)
+
+def _forgot(url, xff_lines=(), timeout=10):
+    """POST /auth/forgot-password with the given X-Forwarded-For lines (each sent as its own
+    header line, in order); returns the status."""
+    u = urllib.parse.urlsplit(url)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    try:
+        body = json.dumps({"email": unique_email("xff"), "role": "user"})
+        c.putrequest("POST", "/auth/forgot-password")
+        c.putheader("Content-Type", "application/json")
+        c.putheader("Content-Length", str(len(body)))
+        for line in xff_lines:
+            c.putheader("X-Forwarded-For", line)
+        c.endheaders(body.encode())
+        r = c.getresponse()
+        r.read()
+        return r.status
+    finally:
+        c.close()
+
+
+def _limited_after_five(url, lines_for):
+    """Six forgot-password requests whose X-Forwarded-For lines come from lines_for(i): True
+    when the sixth is refused (the five counted as one client)."""
+    statuses = [_forgot(url, lines_for(i)) for i in range(6)]
+    assert statuses[:5] == [200] * 5, statuses
+    return statuses[5] == 429
+
+
+def test_trust_proxy_1_ignores_what_the_client_wrote_left_of_the_proxy(server):
+    real = unique_ip()
+    assert _limited_after_five(server.url, lambda i: [f"{unique_ip()}, {real}"])
+    real = unique_ip()
+    assert _limited_after_five(server.url, lambda i: [f"garbage-{i}, not-an-address,{real}"])
+
+
+def test_trust_proxy_1_reads_the_last_of_several_header_lines(server):
+    """A proxy may add its own X-Forwarded-For line after the client's: the lines are one list."""
+    real = unique_ip()
+    assert _limited_after_five(server.url, lambda i: [unique_ip(), real])
+
+
+def test_client_address_in_the_access_log(server, api):
+    rid = "xff-" + uuid.uuid4().hex[:20]
+    real = unique_ip()
+    r = api.get("/health", headers={"X-Request-Id": rid, "X-Forwarded-For": f"{unique_ip()}, {real}"})
+    assert r.status_code == 200
+    lines = _log_lines_for(server, rid)
+    assert [line["ip"] for line in lines] == [real]
+
+
+@pytest.fixture(scope="module")
+def direct_server(make_server):
+    return make_server(TRUST_PROXY="0")
+
+
+def test_trust_proxy_0_ignores_x_forwarded_for(direct_server):
+    """Without proxies the socket peer is the client: rotating X-Forwarded-For changes nothing."""
+    assert _limited_after_five(direct_server.url, lambda i: [unique_ip()])
+
+
+@pytest.fixture(scope="module")
+def two_proxy_server(make_server):
+    return make_server(TRUST_PROXY="2")
+
+
+@pytest.mark.parametrize("shape", ["spoofed", "exact", "short"])
+def test_trust_proxy_2_takes_the_second_address_from_the_right(two_proxy_server, shape):
+    client = unique_ip()
+    lines = {"spoofed": lambda i: [f"{unique_ip()}, {client}, 10.255.0.{i + 1}"],
+             "exact": lambda i: [client, f"10.255.1.{i + 1}"],
+             "short": lambda i: [client]}[shape]  # one proxy fewer: its leftmost entry
+    assert _limited_after_five(two_proxy_server.url, lines)

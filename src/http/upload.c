@@ -1,0 +1,251 @@
+/* Parts from parser callbacks. libmicrohttpd calls back once per piece of a part's value,
+ * with the offset of the piece in the part; a part begins at offset 0. When a read ends a
+ * few bytes into a part's value the parser cannot yet tell those bytes from the start of a
+ * boundary, and announces the part with an empty call at offset 0, followed by a second
+ * call at offset 0 with the bytes. So a call at offset 0 continues the current part when
+ * that part has received nothing yet and has the same name and file name; anything else at
+ * offset 0 begins a new part. (The one case this merges is an empty part followed by a part
+ * of the same name and file name: the empty one is dropped, which an upload cannot miss.)
+ *
+ * Limits hold as bytes arrive: a file's size (413), the number of files per field (400), at
+ * most MAX_PART_STARTS calls at offset 0 (every part counts, empty or merged ones too) and
+ * MAX_TEXT bytes of text field names and values (413), so a form of empty fields is bounded. A file's temporary file is
+ * created on its first byte; a named but empty file still makes an (empty) upload, which then fails the type check.
+ * Only declared text fields are kept, each in one buffer that grows by doubling (arena), and
+ * checked for UTF-8 once whole, since a character may straddle two pieces. */
+#include "http/upload.h"
+#include "core/config.h"
+#include "core/util.h"
+#include "ext/filetype.h"
+#include "ext/imagemeta.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_TEXT (64 * 1024)
+#define MAX_PART_STARTS 512 /* calls at offset 0: a part makes one or two, so 256 parts always fit */
+
+struct hs_form {
+  hs_req *req;
+  const hs_upload_spec *spec;
+  /* the part being received */
+  bool in_part, is_file;
+  uint64_t part_id; /* a hash of its name and file name, to recognise a continuation */
+  uint64_t part_bytes;
+  char name[128];           /* its name, cut (for messages and unknown fields only) */
+  const hs_file_rule *rule; /* file part: its field's rule (NULL: unexpected field) */
+  bool named;               /* file part: has a file name ("" means no file chosen) */
+  int fd;                   /* file part: its temporary file once data arrived, else -1 */
+  const char *field;        /* text part: the declared field's name, or NULL (ignored) */
+  char *text;
+  size_t text_len, text_cap;
+  /* the body so far */
+  int part_starts, uploads_cap;
+  size_t text_bytes;
+  json_t *fields;
+  err_t err;
+  const char *msg;
+};
+
+size_t hs_form_body_limit(const hs_upload_spec *spec) {
+  size_t total = 1024 * 1024;
+  for (const hs_file_rule *r = spec->files; r->field; r++) total += (size_t)r->max_files * r->max_bytes;
+  return total;
+}
+
+static void close_fd(void *p) {
+  hs_form *f = p;
+  if (f->fd >= 0) close(f->fd);
+  f->fd = -1;
+}
+
+hs_form *hs_form_new(hs_req *req) {
+  hs_form *f = arena_alloc(&req->arena, sizeof *f);
+  f->req = req;
+  f->spec = req->route->upload;
+  f->fd = -1;
+  f->fields = arena_json(&req->arena, json_object());
+  arena_defer(&req->arena, close_fd, f);
+  return f;
+}
+
+static void fail(hs_form *f, err_t e, const char *msg) {
+  if (f->err != ERR_OK) return; /* the first problem is the one reported */
+  f->err = e;
+  f->msg = arena_strdup(&f->req->arena, msg);
+}
+
+void hs_form_malformed(hs_form *f) { fail(f, ERR_BAD_REQUEST, "body: malformed multipart/form-data"); }
+
+static uint64_t part_hash(const char *key, const char *filename) {
+  uint64_t h = 1469598103934665603ULL; /* FNV-1a over key, a separator, file name */
+  for (const char *p = key; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+  h = (h ^ (filename ? 1u : 2u)) * 1099511628211ULL;
+  for (const char *p = filename ? filename : ""; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+  return h;
+}
+
+static const hs_file_rule *file_rule(const hs_upload_spec *spec, const char *field) {
+  for (const hs_file_rule *r = spec->files; r->field; r++)
+    if (!strcmp(r->field, field)) return r;
+  return NULL;
+}
+
+static const char *declared_field(const hs_upload_spec *spec, const char *key) {
+  for (const hs_field *fl = spec->fields ? spec->fields->fields : NULL; fl && fl->name; fl++)
+    if (!strcmp(fl->name, key)) return fl->name;
+  return NULL;
+}
+
+static void unlink_path(void *p) { unlink(p); }
+
+/* Creates the temporary file of the current file part, as a new upload. */
+static void open_file(hs_form *f) {
+  hs_req *req = f->req;
+  char msg[200];
+  if (!f->rule) {
+    snprintf(msg, sizeof msg, "%s: unexpected file field", f->name);
+    return fail(f, ERR_BAD_REQUEST, msg);
+  }
+  int count = 0;
+  for (int i = 0; i < req->nuploads; i++) count += req->uploads[i].field == f->rule->field;
+  if (count >= f->rule->max_files) {
+    snprintf(msg, sizeof msg, "%s: at most %d file%s", f->rule->field, f->rule->max_files,
+             f->rule->max_files == 1 ? "" : "s");
+    return fail(f, ERR_BAD_REQUEST, msg);
+  }
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/tmp", CFG.data_dir);
+  mkdir_p(dir);
+  char *path = arena_printf(&req->arena, "%s/upload-XXXXXX", dir);
+  f->fd = mkstemp(path);
+  if (f->fd < 0) return fail(f, ERR_INTERNAL, "cannot create a temporary file");
+  arena_defer(&req->arena, unlink_path, path); /* gone with the request unless moved into storage */
+  if (req->nuploads == f->uploads_cap) {
+    f->uploads_cap = f->uploads_cap ? f->uploads_cap * 2 : 4;
+    hs_upload *grown = arena_alloc(&req->arena, sizeof *grown * (size_t)f->uploads_cap);
+    if (req->nuploads) memcpy(grown, req->uploads, sizeof *grown * (size_t)req->nuploads);
+    req->uploads = grown;
+  }
+  req->uploads[req->nuploads++] = (hs_upload){.field = f->rule->field, .path = path};
+}
+
+static void write_file(hs_form *f, const char *data, size_t size) {
+  if (f->fd < 0) open_file(f);
+  if (f->fd < 0) return;
+  hs_upload *u = &f->req->uploads[f->req->nuploads - 1];
+  if (u->size + size > f->rule->max_bytes) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s: file larger than %zu MB", f->rule->field, f->rule->max_bytes / (1024 * 1024));
+    close_fd(f);
+    return fail(f, ERR_TOO_LARGE, msg);
+  }
+  for (size_t done = 0; done < size;) {
+    ssize_t w = write(f->fd, data + done, size - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      close_fd(f);
+      return fail(f, ERR_INTERNAL, "cannot write the upload");
+    }
+    done += (size_t)w;
+  }
+  u->size += size;
+}
+
+static bool count_text(hs_form *f, size_t n) {
+  f->text_bytes += n;
+  if (f->text_bytes <= MAX_TEXT) return true;
+  fail(f, ERR_TOO_LARGE, "form fields too large");
+  return false;
+}
+
+static void append_text(hs_form *f, const char *data, size_t size) {
+  if (!count_text(f, size) || !f->field) return;
+  if (f->text_len + size + 1 > f->text_cap) {
+    size_t cap = f->text_cap ? f->text_cap : 64;
+    while (cap < f->text_len + size + 1) cap *= 2;
+    char *grown = arena_alloc(&f->req->arena, cap);
+    if (f->text_len) memcpy(grown, f->text, f->text_len);
+    f->text = grown, f->text_cap = cap;
+  }
+  memcpy(f->text + f->text_len, data, size);
+  f->text_len += size;
+}
+
+static void end_part(hs_form *f) {
+  if (!f->in_part) return;
+  f->in_part = false;
+  if (f->is_file) {
+    if (f->fd < 0 && f->named && f->err == ERR_OK) open_file(f); /* a named, empty file */
+    close_fd(f);
+    return;
+  }
+  if (!f->field || f->err != ERR_OK) return;
+  json_t *v = memchr(f->text ? f->text : "", 0, f->text_len) ? NULL : json_stringn(f->text ? f->text : "", f->text_len);
+  if (!v) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s: must be valid UTF-8 text", f->field);
+    return fail(f, ERR_BAD_REQUEST, msg);
+  }
+  json_object_set_new(f->fields, f->field, v);
+}
+
+static void begin_part(hs_form *f, const char *key, const char *filename, uint64_t id) {
+  end_part(f);
+  f->in_part = true, f->part_id = id, f->part_bytes = 0;
+  f->is_file = filename != NULL;
+  snprintf(f->name, sizeof f->name, "%s", key);
+  if (f->is_file) {
+    f->rule = file_rule(f->spec, key);
+    f->named = *filename != 0;
+  } else if (count_text(f, strlen(key))) {
+    f->field = declared_field(f->spec, key);
+    f->text_len = 0;
+  }
+}
+
+void hs_form_data(hs_form *f, const char *key, const char *filename, const char *data, uint64_t off, size_t size) {
+  if (!key || f->err != ERR_OK) return; /* keep reading, keep nothing */
+  if (off == 0 && ++f->part_starts > MAX_PART_STARTS) return fail(f, ERR_TOO_LARGE, "form fields too large");
+  uint64_t id = part_hash(key, filename);
+  bool current = f->in_part && f->part_id == id;
+  if (off == 0 && !(current && f->part_bytes == 0))
+    begin_part(f, key, filename, id);
+  else if (!current || off != f->part_bytes)
+    return hs_form_malformed(f);
+  if (f->err != ERR_OK || size == 0) return;
+  f->part_bytes += size;
+  if (f->is_file)
+    write_file(f, data, size);
+  else
+    append_text(f, data, size);
+}
+
+err_t hs_form_finish(hs_form *f) {
+  hs_req *req = f->req;
+  const hs_upload_spec *spec = f->spec;
+  end_part(f);
+  if (f->err != ERR_OK) return hs_fail(req, f->err, f->msg);
+  if (req->nuploads < spec->min_files)
+    return hs_fail(req, ERR_BAD_REQUEST, spec->none_message ? spec->none_message : "No file uploaded");
+  for (int i = 0; i < req->nuploads; i++) {
+    hs_upload *u = &req->uploads[i];
+    const hs_file_rule *rule = file_rule(spec, u->field);
+    filetype t = filetype_of(u->path);
+    if (!(t.bit & rule->types))
+      return hs_fail(req, ERR_BAD_REQUEST,
+                     arena_printf(&req->arena, "%s: must be %s", u->field, filetype_describe(rule->types)));
+    u->mime = t.mime, u->ext = t.ext;
+    image_meta_rc rc = image_strip_metadata(u->path, u->mime);
+    if (rc == IMAGE_META_UNREADABLE)
+      return hs_fail(req, ERR_BAD_REQUEST,
+                     arena_printf(&req->arena, "%s: the image is damaged or incomplete", u->field));
+    if (rc != IMAGE_META_OK) return hs_fail(req, ERR_INTERNAL, NULL);
+  }
+  if (!spec->fields) return ERR_OK;
+  char err[256];
+  req->body = arena_json(&req->arena, hs_validate(spec->fields, f->fields, true, err));
+  return req->body ? ERR_OK : hs_fail(req, ERR_BAD_REQUEST, err);
+}
