@@ -9,20 +9,22 @@ ALTER TABLE jobs ADD COLUMN json_head TEXT, ADD COLUMN json_tail TEXT;
 CREATE INDEX jobs_feed_open ON jobs (service, zip, feed_at, seq) WHERE status IN ('PENDING', 'QUOTED');
 -- Jobs whose JSON is missing, for the repair work.
 CREATE INDEX jobs_json_missing ON jobs (id) WHERE json_head IS NULL;
--- A provider's own pending quotes (its quotes on open jobs), read once per feed.
+-- A provider's own pending quotes (its quotes on open jobs), read once per feed; it also serves
+-- every lookup by provider, so it replaces quotes_provider (one index less to write per quote).
 CREATE INDEX quotes_provider_open ON quotes (provider_id, status, job_id);
+DROP INDEX quotes_provider;
 
--- Any change to a member of the Job JSON that does not rewrite json_head in the same statement
--- (a writer outside the jobs domain, an operator's UPDATE) leaves the JSON NULL.
+-- Any change to a member of the Job JSON by a statement that leaves both parts as they were (a
+-- writer outside the jobs domain, an operator's UPDATE) leaves the JSON NULL.
 CREATE FUNCTION jobs_json_stale() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF NEW.json_head IS NOT DISTINCT FROM OLD.json_head AND
+  IF NEW.json_head IS NOT DISTINCT FROM OLD.json_head AND NEW.json_tail IS NOT DISTINCT FROM OLD.json_tail AND
      (NEW.id, NEW.customer_id, NEW.provider_id, NEW.service, NEW.description, NEW.preferred_at, NEW.is_asap,
       NEW.details, NEW.address, NEW.zip, NEW.lat, NEW.lng, NEW.status, NEW.tip_cents, NEW.eta_minutes,
-      NEW.created_at, NEW.updated_at, NEW.json_tail) IS DISTINCT FROM
+      NEW.created_at, NEW.updated_at) IS DISTINCT FROM
      (OLD.id, OLD.customer_id, OLD.provider_id, OLD.service, OLD.description, OLD.preferred_at, OLD.is_asap,
       OLD.details, OLD.address, OLD.zip, OLD.lat, OLD.lng, OLD.status, OLD.tip_cents, OLD.eta_minutes,
-      OLD.created_at, OLD.updated_at, OLD.json_tail) THEN
+      OLD.created_at, OLD.updated_at) THEN
     NEW.json_head := NULL;
     NEW.json_tail := NULL;
   END IF;

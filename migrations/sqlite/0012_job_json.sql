@@ -11,19 +11,21 @@ CREATE INDEX jobs_feed_open ON jobs (service, zip, feed_at, seq, id, json_head, 
   after_images) WHERE status IN ('PENDING', 'QUOTED');
 -- Jobs whose JSON is missing, for the repair work.
 CREATE INDEX jobs_json_missing ON jobs (id) WHERE json_head IS NULL;
--- A provider's own pending quotes (its quotes on open jobs), read once per feed.
+-- A provider's own pending quotes (its quotes on open jobs), read once per feed; it also serves
+-- every lookup by provider, so it replaces quotes_provider (one index less to write per quote).
 CREATE INDEX quotes_provider_open ON quotes (provider_id, status, job_id);
+DROP INDEX quotes_provider;
 
--- Any change to a member of the Job JSON that does not rewrite json_head in the same statement
--- (a writer outside the jobs domain, an operator's UPDATE) leaves the JSON NULL.
+-- Any change to a member of the Job JSON by a statement that leaves both parts as they were (a
+-- writer outside the jobs domain, an operator's UPDATE) leaves the JSON NULL.
 CREATE TRIGGER jobs_json_stale AFTER UPDATE ON jobs
-WHEN NEW.json_head IS NOT NULL AND NEW.json_head IS OLD.json_head AND (
+WHEN NEW.json_head IS NOT NULL AND NEW.json_head IS OLD.json_head AND NEW.json_tail IS OLD.json_tail AND (
   NEW.id IS NOT OLD.id OR NEW.customer_id IS NOT OLD.customer_id OR NEW.provider_id IS NOT OLD.provider_id OR
   NEW.service IS NOT OLD.service OR NEW.description IS NOT OLD.description OR
   NEW.preferred_at IS NOT OLD.preferred_at OR NEW.is_asap IS NOT OLD.is_asap OR NEW.details IS NOT OLD.details OR
   NEW.address IS NOT OLD.address OR NEW.zip IS NOT OLD.zip OR NEW.lat IS NOT OLD.lat OR NEW.lng IS NOT OLD.lng OR
   NEW.status IS NOT OLD.status OR NEW.tip_cents IS NOT OLD.tip_cents OR NEW.eta_minutes IS NOT OLD.eta_minutes OR
-  NEW.created_at IS NOT OLD.created_at OR NEW.updated_at IS NOT OLD.updated_at OR NEW.json_tail IS NOT OLD.json_tail)
+  NEW.created_at IS NOT OLD.created_at OR NEW.updated_at IS NOT OLD.updated_at)
 BEGIN
   UPDATE jobs SET json_head = NULL, json_tail = NULL WHERE id = NEW.id;
 END;

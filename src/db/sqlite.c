@@ -111,16 +111,23 @@ static db_rc sq_exec(void *h, const char *sql, const db_val *params, int n, db_r
   if (!strcmp(sql, "BEGIN IMMEDIATE") || (sqlite3_get_autocommit(c->db) && !sqlite3_stmt_readonly(st))) writer_take(c);
   db_rc result = DB_OK;
   res_builder b;
-  int cols = sqlite3_column_count(st);
-  if (out) {
-    res_begin(&b, cols);
-    for (int i = 0; i < cols; i++) res_colname(&b, i, sqlite3_column_name(st, i));
-  }
+  int cols = 0;
+  bool begun = false;
   if ((rc = bind_all(st, params, n)) != SQLITE_OK) {
     result = map_error(c, rc, sql);
     goto out;
   }
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+  for (;;) {
+    rc = sqlite3_step(st);
+    /* the columns are read after the first step: a statement prepared before a schema change
+     * (another connection's migration) is prepared again by it, and `*` may then name more */
+    if (out && !begun && (rc == SQLITE_ROW || rc == SQLITE_DONE)) {
+      cols = sqlite3_column_count(st);
+      res_begin(&b, cols);
+      for (int i = 0; i < cols; i++) res_colname(&b, i, sqlite3_column_name(st, i));
+      begun = true;
+    }
+    if (rc != SQLITE_ROW) break;
     if (!out) continue;
     for (int i = 0; i < cols; i++) {
       if (sqlite3_column_type(st, i) == SQLITE_INTEGER) { /* formatted here, and kept as a number */
@@ -138,7 +145,7 @@ out:
   /* the turn ends when no transaction is open: after a single write, COMMIT, ROLLBACK or a
    * BEGIN that failed (a COMMIT that failed leaves it open until the ROLLBACK) */
   if (sqlite3_get_autocommit(c->db)) writer_give(c);
-  if (out) {
+  if (out && begun) {
     if (result == DB_OK)
       *out = res_finish(&b, sqlite3_changes(c->db));
     else

@@ -120,3 +120,21 @@ void shape_job_render(arena *a, const db_res *r, int row, const char **head, con
   t.buf[0] = ','; /* the tail continues the object after the photos: "{..." becomes ",..." */
   *head = jw_text(&h), *tail = jw_text(&t);
 }
+
+void shape_job_render_with(arena *a, const db_res *r, int row, const char *const *columns, const char *const *values,
+                           int n, const char **head, const char **tail) {
+  /* a one-row copy of the row's cells (sharing their text), with the listed cells replaced */
+  db_res *one = arena_alloc(a, sizeof *one);
+  *one = (db_res){.rows = 1, .cols = r->cols, .colnames = r->colnames};
+  one->cells = arena_alloc(a, sizeof *one->cells * (size_t)r->cols);
+  one->lens = arena_alloc(a, sizeof *one->lens * (size_t)r->cols);
+  memcpy(one->cells, r->cells + (size_t)row * (size_t)r->cols, sizeof *one->cells * (size_t)r->cols);
+  memcpy(one->lens, r->lens + (size_t)row * (size_t)r->cols, sizeof *one->lens * (size_t)r->cols);
+  for (int i = 0; i < n; i++) {
+    int col = db_col(r, columns[i]);
+    if (col < 0) continue;
+    one->cells[col] = (char *)values[i];
+    one->lens[col] = values[i] ? (uint32_t)strlen(values[i]) : 0;
+  }
+  shape_job_render(a, one, 0, head, tail);
+}

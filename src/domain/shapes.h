@@ -31,5 +31,9 @@ bool shape_job_missing(const shape_jobs *b, const db_res *r, int row);
 bool shape_job_open(jw *w, const shape_jobs *b, const db_res *r, int row);
 /* The stored parts of a full jobs row, rendered now (arena text). */
 void shape_job_render(arena *a, const db_res *r, int row, const char **head, const char **tail);
+/* The same for the row as it will be once the n listed columns hold the listed values (text
+ * cells, NULL for SQL NULL): the JSON of a change, rendered before the UPDATE that makes it. */
+void shape_job_render_with(arena *a, const db_res *r, int row, const char *const *columns, const char *const *values,
+                           int n, const char **head, const char **tail);
 
 #endif

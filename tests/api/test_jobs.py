@@ -393,6 +393,14 @@ def test_a_change_made_outside_the_jobs_domain_shows_at_once_and_is_repaired(api
         assert time.time() < deadline, "the stored JSON was not repaired"
         time.sleep(0.05)
     assert views_of(api, u, [pro], jid) == views
+    # a quote on a job changed behind its JSON's back (the quote's transaction re-reads it)
+    quoter = provider(api, [zip_code])
+    db_rows(server.env["DATABASE_URL"], server.data_dir,
+            f"UPDATE jobs SET description = 'Changed again' WHERE id = '{jid}'")
+    quote(api, quoter, jid, 70)
+    views = views_of(api, u, [pro, quoter], jid)
+    assert all(v["description"] == "Changed again" and v["status"] == "QUOTED" for v in views), views
+    assert all(v == views[0] for v in views)
     # a row inserted straight into the table, as bench/seed_jobs.py does
     other = post_job(api, u)
     db_rows(server.env["DATABASE_URL"], server.data_dir,

@@ -21,6 +21,13 @@ json_t *jobs_json(const db_res *r, int row);
 db_rc jobs_json_save_in(db_conn *c, const db_res *job, int row);
 /* The same, reading job id inside c's transaction first. */
 db_rc jobs_json_refresh_in(db_conn *c, const char *id);
+/* Moves a job to status `to` from one of `from` (NULL-terminated constants), with
+ * updated_at = now, on c inside the caller's transaction. job[row] is the job as read before
+ * the transaction (`jobs.*`): when the row is unchanged since (same stored JSON), the new
+ * JSON is written by the same statement; otherwise the moved row is read back and rendered.
+ * *moved false (and nothing changed) when the job is no longer in one of `from`. */
+db_rc jobs_move_in(db_conn *c, const db_res *job, int row, const char *const *from, const char *to, int64_t now,
+                   bool *moved);
 /* Reads job id; ERR_NOT_FOUND when missing. */
 err_t jobs_get(arena *a, const char *id, db_res **row);
 /* True when provider serves the job's service in its ZIP. */

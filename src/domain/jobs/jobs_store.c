@@ -67,6 +67,50 @@ db_rc jobs_json_refresh_in(db_conn *c, const char *id) {
   return rc;
 }
 
+/* "'A', 'B'" from a NULL-terminated list of status constants (never input). */
+static void status_list(const char *const *from, char *out, size_t cap) {
+  out[0] = 0;
+  for (int i = 0; from[i]; i++) snprintf(out + strlen(out), cap - strlen(out), "%s'%s'", i ? ", " : "", from[i]);
+}
+
+db_rc jobs_move_in(db_conn *c, const db_res *job, int row, const char *const *from, const char *to, int64_t now,
+                   bool *moved) {
+  const char *id = db_field(job, row, "id"), *old_head = db_field(job, row, "json_head");
+  const char *old_tail = db_field(job, row, "json_tail");
+  char in[160], sql[512], now_text[24];
+  status_list(from, in, sizeof in);
+  snprintf(now_text, sizeof now_text, "%lld", (long long)now);
+  arena a;
+  arena_init(&a);
+  db_res *r = NULL;
+  db_rc rc = DB_OK;
+  *moved = false;
+  if (old_head && old_tail) { /* one statement: the new JSON, if the row is as it was read */
+    static const char *const columns[] = {"status", "updated_at"};
+    const char *values[] = {to, now_text}, *head, *tail;
+    shape_job_render_with(&a, job, row, columns, values, 2, &head, &tail);
+    snprintf(sql, sizeof sql,
+             "UPDATE jobs SET status = $2, updated_at = $3, json_head = $4, json_tail = $5 "
+             "WHERE id = $1 AND status IN (%s) AND json_head = $6 AND json_tail = $7",
+             in);
+    rc = db_exec(c, &a, &r, sql,
+                 DB_ARGS(DB_TEXT(id), DB_TEXT(to), DB_INT(now), DB_TEXT(head), DB_TEXT(tail), DB_TEXT(old_head),
+                         DB_TEXT(old_tail)));
+    *moved = rc == DB_OK && r->changes == 1;
+  }
+  if (rc == DB_OK && !*moved) { /* changed meanwhile, or without JSON: move it, render what moved */
+    snprintf(sql, sizeof sql,
+             "UPDATE jobs SET status = $2, updated_at = $3, json_head = NULL WHERE id = $1 AND status IN (%s) "
+             "RETURNING *",
+             in);
+    rc = db_exec(c, &a, &r, sql, DB_ARGS(DB_TEXT(id), DB_TEXT(to), DB_INT(now)));
+    *moved = rc == DB_OK && r->rows == 1;
+    if (*moved) rc = jobs_json_save_in(c, r, 0);
+  }
+  arena_fini(&a);
+  return rc;
+}
+
 err_t jobs_store_repair_json(const char *const *ids, int n) {
   /* locked while rendered, so no change slips between the read and the write */
   const char *sql = db_engine_get() == DB_POSTGRES ? "SELECT * FROM jobs WHERE id = $1 AND json_head IS NULL FOR UPDATE"
@@ -177,11 +221,10 @@ err_t jobs_store_user_location(arena *a, const char *user_id, const char *addres
 
 err_t jobs_store_move(const char *id, const char *const *from, const char *to, const char *provider_id,
                       const char *extra_column, db_val extra, bool *moved) {
-  char sql[512], in[160] = "", set[96] = "", who[48] = "";
+  char sql[512], in[160], set[96] = "", who[48] = "";
   db_val args[5] = {DB_TEXT(id), DB_TEXT(to), DB_INT(clock_now_ms())};
   int n = 3;
-  for (int i = 0; from[i]; i++) /* status names are constants of this file's callers, never input */
-    snprintf(in + strlen(in), sizeof in - strlen(in), "%s'%s'", i ? ", " : "", from[i]);
+  status_list(from, in, sizeof in);
   if (extra_column) {
     args[n++] = extra;
     snprintf(set, sizeof set, ", %s = $%d", extra_column, n);

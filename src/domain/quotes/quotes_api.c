@@ -53,22 +53,23 @@ static err_t reply_quote(hs_req *req, const char *id, const db_res *job) {
 }
 
 err_t api_quotes_create(hs_req *req) {
-  if (!providers_is_verified(req->auth.id))
+  db_res *ctx, *quote;
+  err_t e = quotes_store_context(&req->arena, req->auth.id, hs_body_str(req, "jobId"), &ctx);
+  if (e != ERR_OK && e != ERR_NOT_FOUND) return e;
+  if (e == ERR_NOT_FOUND ||
+      !providers_verified_row(db_field(ctx, 0, "provider_headshots"), db_field(ctx, 0, "provider_id_doc_front"),
+                              db_field(ctx, 0, "provider_id_doc_back")))
     return hs_fail_code(req, ERR_BAD_REQUEST, "verification_required",
                         "Upload a headshot and both sides of your driver's licence before quoting");
-  db_res *job;
-  err_t e = jobs_get(&req->arena, hs_body_str(req, "jobId"), &job);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Job not found");
-  if (e != ERR_OK) return e;
-  const char *status = db_field(job, 0, "status");
   /* a job outside the provider's services and ZIPs does not exist for it */
-  if (!jobs_provider_matches(req->auth.id, db_field(job, 0, "service"), db_field(job, 0, "zip")))
+  if (!db_field(ctx, 0, "id") || db_int(ctx, 0, db_col(ctx, "provider_matches")) != 1)
     return hs_fail(req, ERR_NOT_FOUND, "Job not found");
+  const char *status = db_field(ctx, 0, "status");
   if (strcmp(status, "PENDING") && strcmp(status, "QUOTED"))
     return hs_fail(req, ERR_CONFLICT, "The job is not open for quotes");
-  quote_new q = {.job_id = db_field(job, 0, "id"),
+  quote_new q = {.job_id = db_field(ctx, 0, "id"),
                  .provider_id = req->auth.id,
-                 .service = db_field(job, 0, "service"),
+                 .service = db_field(ctx, 0, "service"),
                  .note = hs_body_str(req, "note"),
                  .amount_cents = jx_cents(json_number_value(json_object_get(req->body, "amount")))};
   if (q.amount_cents <= 0) return hs_fail(req, ERR_BAD_REQUEST, "amount: must be at least 0.01");
@@ -78,27 +79,29 @@ err_t api_quotes_create(hs_req *req) {
   char id[ID_LEN + 1];
   id_new(id);
   q.id = id;
-  db_res *customer, *pro;
-  if ((e = quotes_store_contact(&req->arena, "users", db_field(job, 0, "customer_id"), &customer)) != ERR_OK ||
-      (e = quotes_store_contact(&req->arena, "providers", req->auth.id, &pro)) != ERR_OK)
-    return e;
-  const char *company = db_text(pro, 0, 2), *pro_name = company ? company : db_text(pro, 0, 1);
+  const char *company = db_field(ctx, 0, "provider_company_name");
+  const char *pro_name = company ? company : db_field(ctx, 0, "provider_name");
   double total = (double)(q.amount_cents + q.fee_cents) / 100;
-  char *body = arena_printf(&req->arena,
-                            "Hello %s,\n\n%s quoted $%.2f (total $%.2f with the service fee) for your %s job.\n"
-                            "Open the app to compare quotes and accept one.\n",
-                            db_text(customer, 0, 1), pro_name, (double)q.amount_cents / 100, total, q.service);
-  quote_news news = {db_text(customer, 0, 0),
+  char *body =
+      arena_printf(&req->arena,
+                   "Hello %s,\n\n%s quoted $%.2f (total $%.2f with the service fee) for your %s job.\n"
+                   "Open the app to compare quotes and accept one.\n",
+                   db_field(ctx, 0, "customer_name"), pro_name, (double)q.amount_cents / 100, total, q.service);
+  quote_news news = {db_field(ctx, 0, "customer_email"),
                      "You received a quote",
                      body,
-                     {db_field(job, 0, "customer_id"), "user", "New quote",
+                     {db_field(ctx, 0, "customer_id"), "user", "New quote",
                       arena_printf(&req->arena, "%s quoted $%.2f for your %s job", pro_name, total, q.service),
-                      q.job_id}};
-  e = quotes_store_submit(&q, &news);
+                      q.job_id},
+                     true,
+                     db_field(ctx, 0, "customer_push_token")};
+  e = quotes_store_submit(&req->arena, &q, &news, ctx, &quote);
   if (e == ERR_CONFLICT) return hs_fail(req, e, "You already quoted on this job");
   if (e == ERR_BAD_REQUEST) return hs_fail(req, ERR_CONFLICT, "The job is not open for quotes");
   if (e != ERR_OK) return e;
-  return reply_quote(req, id, NULL);
+  jw *w = hs_jw(req, 512);
+  hs_rj_object(w, hs_rj_bind(&req->arena, SHAPE_QUOTE, quote), quote, 0);
+  return hs_ok_jw(req, w);
 }
 
 err_t api_quotes_accept(hs_req *req) {

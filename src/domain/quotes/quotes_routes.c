@@ -19,11 +19,11 @@ static const hs_schema market_query = {market_fields};
 const hs_route QUOTES_ROUTES[] = {
     {HS_POST, "/quotes", api_quotes_create, ROLE_PROVIDER, &create_schema, .ok = 201,
      .summary = "Quote an open job (verified providers)"},
-    {HS_POST, "/quotes/:id/accept", api_quotes_accept, ROLE_USER,
-     .flags = ROUTE_SLOW, .summary = "Accept a quote: assigns the job and authorizes the card"},
+    {HS_POST, "/quotes/:id/accept", api_quotes_accept, ROLE_USER, .flags = ROUTE_SLOW,
+     .summary = "Accept a quote: assigns the job and authorizes the card"},
     {HS_GET, "/quotes/market-rate", api_quotes_market_rate, ROLE_PROVIDER, .query = &market_query,
-     .flags = ROUTE_DB_READ,
-     .summary = "Median of the last 50 accepted quotes of a service, to the nearest 5"},
-    {HS_GET, "/quotes/job/:jobId", api_quotes_for_job, ROLE_USER, .flags = ROUTE_DB_READ, .summary = "A job's quotes with provider details"},
+     .flags = ROUTE_DB_READ, .summary = "Median of the last 50 accepted quotes of a service, to the nearest 5"},
+    {HS_GET, "/quotes/job/:jobId", api_quotes_for_job, ROLE_USER, .flags = ROUTE_DB_READ,
+     .summary = "A job's quotes with provider details"},
 };
 const size_t QUOTES_ROUTES_LEN = ARRAY_LEN(QUOTES_ROUTES);

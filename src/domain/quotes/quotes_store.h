@@ -17,12 +17,20 @@ typedef struct quote_new {
 typedef struct quote_news {
   const char *email, *subject, *mail_body;
   notice note;
+  bool push_token_known; /* push_token was read with the rest (NULL: none registered) */
+  const char *push_token;
 } quote_news;
 
-/* Inserts the quote, moves the job to QUOTED and writes the customer's news, in one
- * transaction. ERR_CONFLICT: this provider already quoted; ERR_BAD_REQUEST: the job is no
- * longer open. */
-err_t quotes_store_submit(const quote_new *q, const quote_news *news);
+/* What POST /quotes reads before its transaction, in one statement: the job (`jobs.*`, all
+ * NULL when job_id does not exist), provider_headshots, provider_id_doc_front,
+ * provider_id_doc_back, provider_name, provider_company_name, customer_email, customer_name,
+ * customer_push_token and provider_matches (1 when the provider serves the job's service in
+ * its ZIP). ERR_NOT_FOUND: no such provider. */
+err_t quotes_store_context(arena *a, const char *provider_id, const char *job_id, db_res **out);
+/* Inserts the quote, moves the job (job: its context row) to QUOTED and writes the customer's
+ * news, in one transaction; *quote receives the inserted row (arena a). ERR_CONFLICT: this
+ * provider already quoted; ERR_BAD_REQUEST: the job is no longer open. */
+err_t quotes_store_submit(arena *a, const quote_new *q, const quote_news *news, const db_res *job, db_res **quote);
 /* The quote with its job's customer_id and job_status. */
 err_t quotes_store_get(arena *a, const char *id, db_res **out);
 /* Assigns the job, accepts this quote and rejects the others, writes the provider's news:

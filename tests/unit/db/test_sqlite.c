@@ -1,0 +1,105 @@
+/* Unit tests for src/db/sqlite.c and the result building of src/db/db.c: a cached `SELECT *`
+ * after another connection changed the table, integer cells kept as numbers, cell lengths. */
+/* cmocka.h needs these four headers first. */
+/* clang-format off */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include "core/config.h"
+#include "db/db.h"
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char path[64];
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(path, sizeof path, "/tmp/mp-unit-sqlite-%d.db", (int)getpid());
+  unlink(path);
+  CFG.http_threads = 1;
+  char url[80], err[256];
+  snprintf(url, sizeof url, "sqlite:%s", path);
+  if (!db_open(url, 1, 1, err)) fail_msg("%s", err);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  db_close();
+  char side[80];
+  unlink(path);
+  snprintf(side, sizeof side, "%s-wal", path), unlink(side);
+  snprintf(side, sizeof side, "%s-shm", path), unlink(side);
+  return 0;
+}
+
+/* Another connection (a second instance migrating) adds a column after this connection
+ * prepared and cached `SELECT *`: the next run names and fills every column. */
+static void test_select_star_after_schema_change(void **state) {
+  (void)state;
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  assert_int_equal(db_query(&a, NULL, "CREATE TABLE t (id TEXT, n INTEGER)", DB_NOARGS), DB_OK);
+  assert_int_equal(db_query(&a, NULL, "INSERT INTO t VALUES ('a', 7)", DB_NOARGS), DB_OK);
+  assert_int_equal(db_query(&a, &r, "SELECT * FROM t", DB_NOARGS), DB_OK);
+  assert_int_equal(r->cols, 2);
+  sqlite3 *other;
+  assert_int_equal(sqlite3_open(path, &other), SQLITE_OK);
+  assert_int_equal(
+      sqlite3_exec(other, "ALTER TABLE t ADD COLUMN extra TEXT; UPDATE t SET extra = 'x'", NULL, NULL, NULL),
+      SQLITE_OK);
+  sqlite3_close(other);
+  assert_int_equal(db_query(&a, &r, "SELECT * FROM t", DB_NOARGS), DB_OK);
+  assert_int_equal(r->cols, 3);
+  assert_string_equal(db_field(r, 0, "id"), "a");
+  assert_string_equal(db_field(r, 0, "extra"), "x");
+  assert_int_equal(db_int(r, 0, db_col(r, "n")), 7);
+  arena_fini(&a);
+}
+
+/* Integers come back as their decimal text and as numbers; other cells keep their lengths. */
+static void test_cells(void **state) {
+  (void)state;
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  assert_int_equal(db_query(&a, &r,
+                            "SELECT -9223372036854775807 - 1 AS lo, 9223372036854775807 AS hi, 0 AS zero, 'x''y' AS s, "
+                            "NULL AS nil, 2.5 AS r, CASE WHEN $1 = 1 THEN 3 ELSE 'three' END AS mixed",
+                            DB_ARGS(DB_INT(1))),
+                   DB_OK);
+  assert_string_equal(db_text(r, 0, 0), "-9223372036854775808");
+  assert_true(db_int(r, 0, 0) == INT64_MIN);
+  assert_string_equal(db_text(r, 0, 1), "9223372036854775807");
+  assert_true(db_int(r, 0, 1) == INT64_MAX);
+  assert_string_equal(db_text(r, 0, 2), "0");
+  assert_int_equal(db_len(r, 0, 3), 3);
+  assert_string_equal(db_text(r, 0, 3), "x'y");
+  assert_null(db_text(r, 0, 4));
+  assert_int_equal(db_len(r, 0, 4), 0);
+  assert_int_equal(db_int(r, 0, 4), 0);
+  assert_string_equal(db_text(r, 0, 5), "2.5");
+  assert_int_equal(db_int(r, 0, 6), 3);
+  /* a column mixing integers and text in different rows reads its text */
+  assert_int_equal(db_query(&a, &r, "SELECT 12 AS v UNION ALL SELECT '34x'", DB_NOARGS), DB_OK);
+  assert_int_equal(r->rows, 2);
+  assert_int_equal(db_int(r, 0, 0), 12);
+  assert_int_equal(db_int(r, 1, 0), 34);
+  arena_fini(&a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_select_star_after_schema_change),
+      cmocka_unit_test(test_cells),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
