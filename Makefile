@@ -27,7 +27,7 @@ UNIT_SRC := $(shell find tests/unit -name '*.c' 2>/dev/null | sort)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/unit/%)
 PYTHON   := /usr/bin/python3
 
-.PHONY: all run test deps deps-test unit api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs clean format routes
+.PHONY: all run test deps deps-test unit api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs bench-peer soak clean format routes
 
 all: deps build/marketplace
 
@@ -95,9 +95,9 @@ api: api-sqlite api-postgres
 # (and the bench probe is compiled, so it cannot rot unnoticed).
 test: deps-test all build/probe unit api api-asan
 
-# Benchmarks (docs/performance.md): the HTTP core and login flood, then the marketplace reads
-# and quotes at 10k, 100k and 1M jobs.
-bench: bench-core bench-jobs
+# Benchmarks (docs/performance.md): the HTTP core and login flood, the marketplace reads and
+# quotes at 10k, 100k and 1M jobs, and the goals of issue 12 against the Node peer.
+bench: bench-core bench-jobs bench-peer
 
 bench-core: deps build/marketplace build/probe
 	@scripts/deps.sh bench
@@ -111,6 +111,15 @@ build/probe: bench/probe.c
 bench-jobs: deps build/marketplace
 	@scripts/deps.sh bench
 	bench/jobs.sh
+
+bench-peer: deps build/marketplace
+	@scripts/deps.sh bench
+	bench/peer.sh
+
+# the 10-minute memory soak on each engine (not part of `make bench`)
+soak: deps build/marketplace
+	@scripts/deps.sh bench
+	bench/soak.sh
 
 routes: build/marketplace
 	@build/marketplace routes

@@ -11,7 +11,7 @@ build_pkgs="build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlit
   libcurl4-openssl-dev libjwt-dev libssl-dev libcrypt-dev libmagic-dev libmagic-mgc libtesseract-dev
   libleptonica-dev tesseract-ocr-eng libpoppler-glib-dev libcairo2-dev"
 test_pkgs="libcmocka-dev postgresql python3-pytest python3-requests imagemagick fonts-dejavu-core ghostscript"
-bench_pkgs="wrk nginx-light"
+bench_pkgs="wrk nginx-light nodejs"
 pkgs=$build_pkgs
 [ "$level" = test ] || [ "$level" = bench ] && pkgs="$pkgs $test_pkgs"
 [ "$level" = bench ] && pkgs="$pkgs $bench_pkgs"
@@ -19,6 +19,8 @@ missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
+# the Node peer of bench/peer.sh needs npm: Debian's nodejs comes without it (NodeSource's has it)
+if [ "$level" = bench ] && ! command -v npm >/dev/null; then missing="$missing npm"; fi
 [ -z "$missing" ] && exit 0
 echo "deps: installing$missing" >&2
 SUDO=""

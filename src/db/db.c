@@ -201,9 +201,40 @@ size_t db_len(const db_res *r, int row, int col) {
   return r->lens[row * r->cols + col];
 }
 
+static unsigned name_hash(const char *s) {
+  unsigned h = 2166136261u;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+  return h;
+}
+
+/* Answers bind fields to columns by name once per result, but a wide result (GET /jobs/:id:
+ * 40 columns, 60 lookups) made that a linear scan of strcmp per lookup: a small hash table
+ * is built on the first lookup instead. The first column of a name wins, as before. */
 int db_col(const db_res *r, const char *name) {
-  for (int i = 0; r && i < r->cols; i++)
-    if (!strcmp(r->colnames[i], name)) return i;
+  if (!r) return -1;
+  if (r->cols <= 8) {
+    for (int i = 0; i < r->cols; i++)
+      if (!strcmp(r->colnames[i], name)) return i;
+    return -1;
+  }
+  db_res *m = (db_res *)r; /* a result is used by one thread: the index is built in place */
+  if (!m->col_index) {
+    int slots = 16;
+    while (slots < 2 * r->cols) slots *= 2;
+    m->col_index = xmalloc(sizeof *m->col_index * (size_t)slots);
+    for (int i = 0; i < slots; i++) m->col_index[i] = -1;
+    for (int c = 0; c < r->cols; c++) {
+      unsigned h = name_hash(r->colnames[c]) & (unsigned)(slots - 1);
+      bool seen = false;
+      while (m->col_index[h] >= 0 && !(seen = !strcmp(r->colnames[m->col_index[h]], r->colnames[c])))
+        h = (h + 1) & (unsigned)(slots - 1);
+      if (!seen) m->col_index[h] = c;
+    }
+    m->col_slots = slots;
+  }
+  for (unsigned h = name_hash(name) & (unsigned)(r->col_slots - 1); r->col_index[h] >= 0;
+       h = (h + 1) & (unsigned)(r->col_slots - 1))
+    if (!strcmp(r->colnames[r->col_index[h]], name)) return r->col_index[h];
   return -1;
 }
 
@@ -223,16 +254,23 @@ static size_t buf_put(res_builder *b, const char *s, size_t len) {
   return at;
 }
 
-void res_begin(res_builder *b, int cols) {
+void res_begin(res_builder *b, int cols, const char *const *names) {
   memset(b, 0, sizeof *b);
   b->res = xcalloc(1, sizeof *b->res);
   b->res->cols = cols;
-  b->res->colnames = xcalloc((size_t)cols + 1, sizeof(char *));
+  size_t text = 0;
+  for (int i = 0; i < cols; i++) text += strlen(names[i] ? names[i] : "") + 1;
+  char **colnames = xmalloc(((size_t)cols + 1) * sizeof(char *) + text), *p = (char *)(colnames + cols + 1);
+  for (int i = 0; i < cols; i++) {
+    size_t n = strlen(names[i] ? names[i] : "") + 1;
+    memcpy(p, names[i] ? names[i] : "", n);
+    colnames[i] = p, p += n;
+  }
+  colnames[cols] = NULL;
+  b->res->colnames = colnames;
   b->int_cols = xmalloc((size_t)cols + 1);
   for (int i = 0; i < cols; i++) b->int_cols[i] = true;
 }
-
-void res_colname(res_builder *b, int col, const char *name) { b->res->colnames[col] = xstrdup(name ? name : ""); }
 
 static void cell_room(res_builder *b) {
   if (b->ncells < b->cells_cap) return;
@@ -303,7 +341,7 @@ void res_abort(res_builder *b) {
 db_res *res_wrap(int rows, int cols, void *store, void (*store_free)(void *)) {
   db_res *r = xcalloc(1, sizeof *r);
   r->rows = rows, r->cols = cols;
-  r->colnames = xcalloc((size_t)cols + 1, sizeof(char *));
+  r->colnames = xcalloc((size_t)cols + 1, sizeof(char *)); /* names in store: not freed one by one */
   cells_alloc(r, (size_t)rows * (size_t)cols);
   r->store = store, r->store_free = store_free;
   return r;
@@ -311,8 +349,8 @@ db_res *res_wrap(int rows, int cols, void *store, void (*store_free)(void *)) {
 
 void db_res_free(db_res *r) {
   if (!r) return;
-  for (int i = 0; r->colnames && i < r->cols; i++) free(r->colnames[i]);
-  free(r->colnames);
+  free(r->colnames); /* with their text (res_begin) or pointing into store (res_wrap) */
+  free(r->col_index);
   free(r->cells);
   free(r->ints);
   free(r->int_cols);

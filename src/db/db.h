@@ -53,7 +53,9 @@ typedef struct db_res {
   uint32_t *lens; /* rows * cols: bytes of each cell, 0 for NULL */
   int64_t *ints;  /* rows * cols, or NULL: the values of columns whose cells all came as integers */
   bool *int_cols; /* cols, with ints: which columns those are */
-  void *store;    /* the engine's storage the cells point into, released with the result */
+  int *col_index; /* built by the first db_col: an open-addressing table of column numbers */
+  int col_slots;
+  void *store; /* the engine's storage the cells point into, released with the result */
   void (*store_free)(void *);
 } db_res;
 

@@ -28,15 +28,16 @@ typedef struct res_builder {
   bool *int_cols; /* per column: every non-NULL cell so far was an integer */
   size_t ncells, cells_cap;
 } res_builder;
-void res_begin(res_builder *b, int cols);
-void res_colname(res_builder *b, int col, const char *name);
+/* Starts a result of cols columns named names[0..cols-1] (copied, in one allocation). */
+void res_begin(res_builder *b, int cols, const char *const *names);
 void res_cell(res_builder *b, const char *text, size_t len); /* text NULL: SQL NULL */
 /* An integer cell: its decimal text, and the value kept for db_int. */
 void res_cell_int(res_builder *b, int64_t v);
 db_res *res_finish(res_builder *b, int64_t changes);
 void res_abort(res_builder *b);
-/* A result over cells that live in the engine's own storage (store, released by store_free
- * with the result): cells and lens are filled by the caller, rows * cols each. */
+/* A result over cells and column names that live in the engine's own storage (store,
+ * released by store_free with the result): colnames, cells and lens are filled by the
+ * caller, cols and rows * cols each. */
 db_res *res_wrap(int rows, int cols, void *store, void (*store_free)(void *));
 void db_res_free(db_res *r);
 

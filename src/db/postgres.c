@@ -122,7 +122,7 @@ static db_rc pg_exec(void *h, const char *sql, const db_val *params, int n, db_r
   if (out) { /* the cells stay in the PGresult: nothing is copied */
     int cols = PQnfields(r), rows = PQntuples(r);
     db_res *res = res_wrap(rows, cols, r, pq_clear);
-    for (int i = 0; i < cols; i++) res->colnames[i] = xstrdup(PQfname(r, i));
+    for (int i = 0; i < cols; i++) res->colnames[i] = PQfname(r, i);
     for (int row = 0; row < rows; row++)
       for (int i = 0; i < cols; i++) {
         size_t at = (size_t)row * (size_t)cols + (size_t)i;

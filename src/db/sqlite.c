@@ -123,8 +123,10 @@ static db_rc sq_exec(void *h, const char *sql, const db_val *params, int n, db_r
      * (another connection's migration) is prepared again by it, and `*` may then name more */
     if (out && !begun && (rc == SQLITE_ROW || rc == SQLITE_DONE)) {
       cols = sqlite3_column_count(st);
-      res_begin(&b, cols);
-      for (int i = 0; i < cols; i++) res_colname(&b, i, sqlite3_column_name(st, i));
+      const char *small[64], **names = cols <= 64 ? small : xmalloc(sizeof *names * (size_t)cols);
+      for (int i = 0; i < cols; i++) names[i] = sqlite3_column_name(st, i);
+      res_begin(&b, cols, names);
+      if (names != small) free(names);
       begun = true;
     }
     if (rc != SQLITE_ROW) break;

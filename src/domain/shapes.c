@@ -51,9 +51,10 @@ static const hs_rj_field JOB_TAIL[] = {
 };
 
 struct shape_jobs {
-  hs_rj *head, *photos, *tail;
+  arena *a;
+  const db_res *r;
+  hs_rj *head, *photos, *tail; /* head and tail bound when a row without stored parts needs them */
   int stored_head, stored_tail;
-  bool can_render;
 };
 
 /* The photo members of a job without photos, the common case: nothing to sign. */
@@ -75,23 +76,27 @@ static bool all_bound(const hs_rj *b) {
 
 shape_jobs *shape_jobs_bind(arena *a, const db_res *r) {
   shape_jobs *b = arena_alloc(a, sizeof *b);
-  b->head = hs_rj_bind(a, JOB_HEAD, r);
+  b->a = a, b->r = r;
   b->photos = hs_rj_bind(a, JOB_PHOTOS, r);
-  b->tail = hs_rj_bind(a, JOB_TAIL, r);
   b->stored_head = db_col(r, "json_head");
   b->stored_tail = db_col(r, "json_tail");
-  b->can_render = all_bound(b->head) && all_bound(b->tail);
   return b;
+}
+
+/* Binds the columns to render a row from; false when the result lacks some. */
+static bool can_render(shape_jobs *b) {
+  if (!b->head) b->head = hs_rj_bind(b->a, JOB_HEAD, b->r), b->tail = hs_rj_bind(b->a, JOB_TAIL, b->r);
+  return all_bound(b->head) && all_bound(b->tail);
 }
 
 bool shape_job_missing(const shape_jobs *b, const db_res *r, int row) {
   return !db_text(r, row, b->stored_head) || !db_text(r, row, b->stored_tail);
 }
 
-bool shape_job_open(jw *w, const shape_jobs *b, const db_res *r, int row) {
+bool shape_job_open(jw *w, shape_jobs *b, const db_res *r, int row) {
   const char *head = db_text(r, row, b->stored_head), *tail = db_text(r, row, b->stored_tail);
   bool stored = head && tail;
-  if (!stored && !b->can_render) return false;
+  if (!stored && !can_render(b)) return false;
   if (stored) {
     jw_raw_value(w, head, db_len(r, row, b->stored_head));
   } else {

@@ -20,7 +20,7 @@ extern const hs_rj_field SHAPE_QUOTE[];
 
 /* A result holding jobs rows, bound once for the Job JSON. It needs id, json_head, json_tail
  * and the three photo columns; with every column of the jobs table (`SELECT jobs.*`) it can
- * also render rows whose stored parts are missing. */
+ * also render rows whose stored parts are missing. Used by one thread. */
 typedef struct shape_jobs shape_jobs;
 shape_jobs *shape_jobs_bind(arena *a, const db_res *r);
 /* True when row has no stored parts (json_head is NULL). */
@@ -28,7 +28,7 @@ bool shape_job_missing(const shape_jobs *b, const db_res *r, int row);
 /* Writes the Job JSON of row and leaves the object open: the caller adds its own members and
  * closes it with jw_obj_end. False, writing nothing, when the stored parts are missing and the
  * result lacks the columns to render them. */
-bool shape_job_open(jw *w, const shape_jobs *b, const db_res *r, int row);
+bool shape_job_open(jw *w, shape_jobs *b, const db_res *r, int row);
 /* The stored parts of a full jobs row, rendered now (arena text). */
 void shape_job_render(arena *a, const db_res *r, int row, const char **head, const char **tail);
 /* The same for the row as it will be once the n listed columns hold the listed values (text

@@ -17,7 +17,12 @@ hs_rj *hs_rj_bind_as(arena *a, const hs_rj_field *fields, const db_res *r, const
       continue;
     }
     char name[128];
-    snprintf(name, sizeof name, "%s%s", prefix, fields[i].column);
+    size_t np = strlen(prefix), nc = strlen(fields[i].column);
+    if (np + nc >= sizeof name) {
+      b->col[i] = -1;
+      continue;
+    }
+    memcpy(name, prefix, np), memcpy(name + np, fields[i].column, nc + 1);
     b->col[i] = db_col(r, name);
   }
   return b;

@@ -299,10 +299,10 @@ err_t api_jobs_recurring(hs_req *req) {
                      .end_date = hs_body_str(req, "endDate"),
                      .day_of_week = (int)json_integer_value(json_object_get(req->body, "dayOfWeek"))};
   const char *day = days[q.day_of_week];
-  notice note = {provider, "provider", "Recurring service requested",
-                 arena_printf(&req->arena, "A customer asked for this job every %s (%s) until %s", day, q.time_slot,
-                              q.end_date),
-                 q.job_id};
+  notice note = {
+      provider, "provider", "Recurring service requested",
+      arena_printf(&req->arena, "A customer asked for this job every %s (%s) until %s", day, q.time_slot, q.end_date),
+      q.job_id};
   e = jobs_store_insert_recurring(&q, "A customer asked for a recurring service",
                                   arena_printf(&req->arena,
                                                "A customer asked you to repeat job %s every %s (%s) until %s.\nOpen "

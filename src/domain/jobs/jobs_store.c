@@ -188,7 +188,8 @@ err_t jobs_store_feed(arena *a, const char *provider_id, job_feed *out) {
 err_t jobs_store_detail(arena *a, const char *id, const char *provider_id, const char *customer_id, db_res **out) {
   if (db_query(
           a, out,
-          "SELECT j.*, cu.id AS customer_card_id, cu.name AS customer_card_name, pr.id AS provider_card_id, "
+          "SELECT j.id, j.customer_id, j.provider_id, j.status, j.json_head, j.json_tail, j.images, j.before_images, "
+          "j.after_images, cu.id AS customer_card_id, cu.name AS customer_card_name, pr.id AS provider_card_id, "
           "pr.name AS provider_card_name, pr.company_name AS provider_card_company_name, "
           "pr.phone AS provider_card_phone, "
           "CASE WHEN EXISTS (SELECT 1 FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "

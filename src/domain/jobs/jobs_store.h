@@ -32,7 +32,8 @@ typedef struct job_feed {
 err_t jobs_store_feed(arena *a, const char *provider_id, job_feed *out);
 /* Writes the stored JSON of the listed jobs whose JSON is missing. */
 err_t jobs_store_repair_json(const char *const *ids, int n);
-/* GET /jobs/:id in one statement: the job row (`jobs.*`) with, per row, the customer's and
+/* GET /jobs/:id in one statement: the job's id, customer_id, provider_id, status, stored JSON
+ * and photo columns (the rest only if its JSON is missing, by jobs_get) with, per row, the customer's and
  * the assigned provider's cards (customer_card_*, provider_card_*), viewer_matches (1 when
  * provider_id serves the job's service in its ZIP), the job's payment (payment_*) and one
  * visible quote (quote_*: all quotes for customer_id when it owns the job, else provider_id's

@@ -14,12 +14,13 @@
 #include "domain/jobs/jobs_store.h"
 #include "domain/shapes.h"
 #include "ext/queue.h"
-#include <stdatomic.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define FEED_MAX 500
-#define REPAIR_EVERY_MS 200
+#define REPAIR_EVERY_MS 1000
 #define REPAIR_MAX 500
 
 /* ---- repair of missing stored JSON ---- */
@@ -37,20 +38,34 @@ static bool repair_jobs(json_t *payload, char err[256]) {
 
 void jobs_domain_init(void) { queue_register("jobs_json", repair_jobs); }
 
-/* Queues the repair of the listed jobs, unless this process queued one very recently (the
- * rows are rendered from their columns meanwhile, so a skipped request costs only time). */
+/* Queues the repair of the listed jobs, each at most once a second by this process (the rows
+ * are rendered from their columns meanwhile, so a skipped request costs only time). */
 static void request_repair(const char *const *ids, int n) {
-  static _Atomic int64_t last;
-  int64_t now = clock_mono_ms(), prev = atomic_load(&last);
-  if (n == 0 || now - prev < REPAIR_EVERY_MS || !atomic_compare_exchange_strong(&last, &prev, now)) return;
-  json_t *list = json_array();
-  for (int i = 0; i < n && i < REPAIR_MAX; i++) json_array_append_new(list, json_string(ids[i]));
-  queue_defer("jobs_json", json_pack("{s:o}", "ids", list)); /* this thread may not write (ROUTE_DB_READ) */
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  static struct {
+    uint64_t hash;
+    int64_t at;
+  } recent[1024];
+  if (n == 0) return;
+  int64_t now = clock_mono_ms();
+  json_t *list = NULL;
+  pthread_mutex_lock(&mu);
+  for (int i = 0; i < n && i < REPAIR_MAX; i++) {
+    uint64_t h = 14695981039346656037ULL;
+    for (const char *p = ids[i]; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    size_t slot = (size_t)(h % 1024);
+    if (recent[slot].hash == h && now - recent[slot].at < REPAIR_EVERY_MS) continue;
+    recent[slot].hash = h, recent[slot].at = now;
+    if (!list) list = json_array();
+    json_array_append_new(list, json_string(ids[i]));
+  }
+  pthread_mutex_unlock(&mu);
+  if (list) queue_defer("jobs_json", json_pack("{s:o}", "ids", list)); /* this thread may not write (ROUTE_DB_READ) */
 }
 
 /* Writes the Job JSON of row r[row] (left open). When its stored parts are missing and r
  * lacks the columns to render them, the full row is read; its id joins the repair list. */
-static err_t open_job(hs_req *req, jw *w, const shape_jobs *b, const db_res *r, int row, const char ***missing,
+static err_t open_job(hs_req *req, jw *w, shape_jobs *b, const db_res *r, int row, const char ***missing,
                       int *nmissing) {
   if (shape_job_missing(b, r, row)) {
     if (!*missing) *missing = arena_alloc(&req->arena, sizeof **missing * FEED_MAX);
