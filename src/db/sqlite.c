@@ -37,7 +37,14 @@ static void writer_give(sqlite_conn *c) {
   pthread_mutex_unlock(&writer);
 }
 
+/* All connections' page caches together stay near this size: without a bound each of the
+ * 14-odd connections filled its own 2 MiB cache with the pages a long run of writes touched,
+ * and the process grew for minutes (docs/performance.md, the soak). SQLite recycles cached
+ * pages instead of allocating more once the total passes it. */
+#define SQLITE_HEAP_SOFT_LIMIT (16LL * 1024 * 1024)
+
 static void *sq_connect(const char *path, char err[256]) {
+  sqlite3_soft_heap_limit64(SQLITE_HEAP_SOFT_LIMIT);
   sqlite_conn *c = xcalloc(1, sizeof *c);
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
   if (sqlite3_open_v2(path, &c->db, flags, NULL) != SQLITE_OK) {

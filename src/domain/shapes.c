@@ -130,7 +130,9 @@ void shape_job_render_with(arena *a, const db_res *r, int row, const char *const
                            int n, const char **head, const char **tail) {
   /* a one-row copy of the row's cells (sharing their text), with the listed cells replaced */
   db_res *one = arena_alloc(a, sizeof *one);
-  *one = (db_res){.rows = 1, .cols = r->cols, .colnames = r->colnames};
+  db_col(r, "id"); /* builds r's column index, which the copy shares (the copy is never freed) */
+  *one = (db_res){.rows = 1, .cols = r->cols, .colnames = r->colnames, .col_index = r->col_index,
+                  .col_slots = r->col_slots};
   one->cells = arena_alloc(a, sizeof *one->cells * (size_t)r->cols);
   one->lens = arena_alloc(a, sizeof *one->lens * (size_t)r->cols);
   memcpy(one->cells, r->cells + (size_t)row * (size_t)r->cols, sizeof *one->cells * (size_t)r->cols);
