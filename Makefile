@@ -27,7 +27,7 @@ UNIT_SRC := $(shell find tests/unit -name '*.c' 2>/dev/null | sort)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/unit/%)
 PYTHON   := /usr/bin/python3
 
-.PHONY: all run test deps deps-test unit api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs bench-peer soak clean format routes
+.PHONY: all run test deps deps-test unit fakes api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs bench-peer soak clean format routes
 
 all: deps build/marketplace
 
@@ -80,6 +80,10 @@ build/unit/%: tests/unit/%.c $(LIB_OBJ) | deps-test
 unit: deps-test $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
+# the fakes' own tests (tests/fakes): they check the stand-ins for S3 and Stripe, not the product
+fakes: deps-test
+	$(PYTHON) -m pytest -q tests/fakes
+
 api-sqlite: deps-test build/marketplace
 	$(PYTHON) -m pytest -q tests/api --engine sqlite --require-route-coverage
 
@@ -91,9 +95,9 @@ api-asan: deps-test build/asan/marketplace
 
 api: api-sqlite api-postgres
 
-# Everything CI runs: unit tests, the API tests on both engines, one pass under ASan+UBSan
+# Everything CI runs: unit tests, the fakes' self-tests, the API tests on both engines, one pass under ASan+UBSan
 # (and the bench probe is compiled, so it cannot rot unnoticed).
-test: deps-test all build/probe unit api api-asan
+test: deps-test all build/probe unit fakes api api-asan
 
 # Benchmarks (docs/performance.md): the HTTP core and login flood, the marketplace reads and
 # quotes at 10k, 100k and 1M jobs, and the goals of issue 12 against the Node peer.

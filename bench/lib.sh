@@ -301,8 +301,10 @@ start_service() { # engine database_url
   for v in BCRYPT_THREADS BCRYPT_QUEUE DB_POOL_SIZE; do [ -n "${!v:-}" ] && extra+=("$v=${!v}"); done
   # shellcheck disable=SC2206 # SERVER_ENV is a list of VAR=value words
   [ -n "${SERVER_ENV:-}" ] && extra+=($SERVER_ENV)
+  # every load generator connects from 127.0.0.1: no per-address connection cap
   env -i PATH="$PATH" APP_ENV=production JWT_SECRET="$JWT_SECRET" PORT="$SRV_PORT" BIND=127.0.0.1 \
-    DATA_DIR="$d/data" DATABASE_URL="$url" BCRYPT_COST=12 "${extra[@]}" setsid "$SRV_BIN" serve >/dev/null 2>"$SRV_LOG" &
+    DATA_DIR="$d/data" DATABASE_URL="$url" BCRYPT_COST=12 HTTP_MAX_CONNECTIONS_PER_IP=0 "${extra[@]}" \
+    setsid "$SRV_BIN" serve >/dev/null 2>"$SRV_LOG" &
   SRV_PID=$!
   track_pid "$SRV_PID"
   wait_http "http://127.0.0.1:$SRV_PORT/health" "$SRV_PID" || die "the service did not start: $(tail -5 "$SRV_LOG")"

@@ -1,4 +1,4 @@
-/* Command line: serve (default), migrate, admin create, --help, --version.
+/* Command line: serve (default), migrate, admin create, payments reconcile, --help, --version.
  * Start-up order: configuration, database and migrations, bootstrap administrator, the
  * password pool, the queue, the routes, then the listener. Shutdown on SIGTERM/SIGINT runs
  * it backwards: stop accepting, finish requests in flight, stop the queue (the unit of
@@ -13,6 +13,7 @@
 #include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
 #include "domain/providers/providers.h"
+#include "domain/system/system.h"
 #include "ext/filetype.h"
 #include "ext/mail.h"
 #include "ext/password.h"
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef MARKETPLACE_VERSION
 #define MARKETPLACE_VERSION "0.1.0"
@@ -39,6 +41,7 @@ static const char usage[] =
     "  serve                      serve the API (the default)\n"
     "  migrate                    apply database migrations and exit\n"
     "  admin create --email E     create or update an administrator; password on stdin\n"
+    "  payments reconcile         settle payments in uncertain states with the processor and exit\n"
     "  --help                     show this help\n"
     "  --version                  print the version\n"
     "\n"
@@ -68,6 +71,17 @@ static int cmd_admin_create(int argc, char **argv) {
   return 0;
 }
 
+static int cmd_payments_reconcile(void) {
+  open_database();
+  payments_init();
+  int checked, corrected;
+  err_t e = payments_reconcile(0, &checked, &corrected);
+  db_close();
+  if (e != ERR_OK) die("payments could not be read");
+  printf("payments reconciled: %d checked, %d corrected\n", checked, corrected);
+  return 0;
+}
+
 static void bootstrap_admin(void) {
   if (!CFG.bootstrap_admin_email || !CFG.bootstrap_admin_password) return;
   if (!auth_admin_upsert(CFG.bootstrap_admin_email, CFG.bootstrap_admin_password))
@@ -90,6 +104,7 @@ static int cmd_serve(void) {
   payments_domain_init();
   providers_domain_init();
   notifications_domain_init();
+  system_domain_init();
   jobs_domain_init();
   if (!filetype_init()) die("libmagic could not load its database (package libmagic-mgc)");
   queue_start(CFG.queue_workers);
@@ -103,7 +118,13 @@ static int cmd_serve(void) {
   int sig = 0;
   sigwait(&stop, &sig);
   log_msg(LOG_INFO, "received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-  hs_server_stop(10000);
+  if (!hs_server_stop(CFG.shutdown_grace_ms)) {
+    /* a handler still runs and holds database connections and pools: exit under it, as a
+     * crash would; its transaction is not committed and queued work resumes after a restart */
+    log_msg(LOG_WARN, "requests still running after the grace period were cut off");
+    log_buffering_stop();
+    _exit(0);
+  }
   log_buffering_stop();
   queue_stop();
   password_pool_stop();
@@ -116,7 +137,9 @@ int main(int argc, char **argv) {
   const char *cmd = argc > 1 ? argv[1] : "serve";
   if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) return fputs(usage, stdout), 0;
   if (!strcmp(cmd, "--version")) return printf("marketplace %s\n", MARKETPLACE_VERSION), 0;
-  bool known = !strcmp(cmd, "serve") || !strcmp(cmd, "migrate") || (!strcmp(cmd, "admin") && argc > 2 && !strcmp(argv[2], "create"));
+  bool known = !strcmp(cmd, "serve") || !strcmp(cmd, "migrate") ||
+               (!strcmp(cmd, "admin") && argc > 2 && !strcmp(argv[2], "create")) ||
+               (!strcmp(cmd, "payments") && argc == 3 && !strcmp(argv[2], "reconcile"));
   if (!known) {
     fprintf(stderr, "marketplace: unknown command '%s'\n\n%s", cmd, usage);
     return 2;
@@ -132,6 +155,8 @@ int main(int argc, char **argv) {
     open_database();
     db_close();
     printf("migrations applied\n");
+  } else if (!strcmp(cmd, "payments")) {
+    rc = cmd_payments_reconcile();
   } else {
     rc = cmd_admin_create(argc - 3, argv + 3);
   }

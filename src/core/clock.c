@@ -31,6 +31,23 @@ int64_t clock_mono_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void clock_cond_init(pthread_cond_t *cv) {
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(cv, &attr);
+  pthread_condattr_destroy(&attr);
+}
+
+void clock_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms) {
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_sec += ms / 1000;
+  until.tv_nsec += (ms % 1000) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+  pthread_cond_timedwait(cv, mu, &until);
+}
+
 /* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm). */
 static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
   y -= m <= 2;

@@ -3,6 +3,7 @@
  * Thread-safe. */
 #ifndef CORE_CLOCK_H
 #define CORE_CLOCK_H
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,6 +17,12 @@ void clock_advance_ms(int64_t ms);
 int64_t clock_sequence(void);
 /* Milliseconds from a monotonic clock, for durations; unaffected by the test offset. */
 int64_t clock_mono_ms(void);
+/* Initialises cv so that its timed waits count on the monotonic clock (clock_mono_ms), which
+ * a change of the wall clock cannot shorten or stretch. */
+void clock_cond_init(pthread_cond_t *cv);
+/* Waits on cv (with mu held, as pthread_cond_wait) for at most ms milliseconds; cv was set up
+ * by clock_cond_init. Wakes up early on a signal, like any condition wait. */
+void clock_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms);
 /* Formats epoch milliseconds as ISO 8601 UTC with milliseconds ("2026-11-22T01:49:51.123Z");
  * out needs 25 bytes. */
 void clock_format_iso(int64_t ms, char out[25]);

@@ -52,7 +52,7 @@ static bool load_generated_secret(char err[256]) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd < 0 || write(fd, hex, 64) != 64) {
     if (fd >= 0) close(fd);
-    snprintf(err, 256, "cannot write %s: %s", path, strerror(errno));
+    snprintf(err, 256, "cannot write %s: %s", path, ERRNO_TEXT());
     return false;
   }
   close(fd);
@@ -75,7 +75,7 @@ bool config_load(char err[256]) {
   CFG.bind = env_or("BIND", "127.0.0.1");
   CFG.data_dir = env_or("DATA_DIR", "./data");
   if (!mkdir_p(CFG.data_dir)) {
-    snprintf(err, 256, "cannot create DATA_DIR %s: %s", CFG.data_dir, strerror(errno));
+    snprintf(err, 256, "cannot create DATA_DIR %s: %s", CFG.data_dir, ERRNO_TEXT());
     return false;
   }
   char buf[4200];
@@ -125,6 +125,17 @@ bool config_load(char err[256]) {
   if (!env_int("HTTP_SLOW_WORKERS", 32, 1, 4096, &CFG.http_slow_workers, err)) return false;
   if (!env_int("QUEUE_WORKERS", 2, 1, 64, &CFG.queue_workers, err)) return false;
   if (!env_int("TRUST_PROXY", 0, 0, 16, &CFG.trust_proxy, err)) return false;
+  int grace;
+  if (!env_int("SHUTDOWN_GRACE", 10, 0, 600, &grace, err)) return false;
+  CFG.shutdown_grace_ms = grace * 1000;
+  if (!env_int("HTTP_IDLE_TIMEOUT", 75, 1, 3600, &CFG.http_idle_timeout, err)) return false;
+  if (!env_int("HTTP_HEADER_TIMEOUT", 10, 1, 600, &CFG.http_header_timeout, err)) return false;
+  if (!env_int("HTTP_BODY_MIN_RATE", 1024, 0, 1 << 30, &CFG.http_body_min_rate, err)) return false;
+  if (!env_int("HTTP_MAX_HEADER_BYTES", 8192, 1024, 12 * 1024, &CFG.http_max_header_bytes, err)) return false;
+  /* behind proxies every connection comes from a proxy: no cap unless the operator sets one */
+  if (!env_int("HTTP_MAX_CONNECTIONS_PER_IP", CFG.trust_proxy > 0 ? 0 : 64, 0, 100000,
+               &CFG.http_max_connections_per_ip, err))
+    return false;
   CFG.cors_origins = env_or("CORS_ORIGINS", CFG.env == ENV_PRODUCTION ? "" : "*");
 
   const char *secret = getenv("JWT_SECRET");

@@ -31,6 +31,12 @@ typedef struct config {
   int http_workers;  /* handler threads of the database lane */
   int http_slow_workers; /* handler threads of the slow lane (ROUTE_SLOW) */
   int queue_workers;
+  int shutdown_grace_ms; /* SIGTERM: how long requests in flight may take to finish */
+  int http_idle_timeout;          /* seconds without traffic before a connection is closed */
+  int http_header_timeout;        /* seconds from a request's first bytes to its last header */
+  int http_body_min_rate;         /* bytes/s a body must average after that grace (0: none) */
+  int http_max_header_bytes;      /* header fields over this answer 431 */
+  int http_max_connections_per_ip; /* open connections per socket peer (0: no cap) */
   int trust_proxy;      /* proxies in front: the client is the Nth X-Forwarded-For address from the right */
   char *cors_origins;   /* comma-separated; "*" allows any */
 } config;

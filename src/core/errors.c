@@ -15,6 +15,7 @@ static const struct {
     [ERR_TOO_LARGE] = {413, "Request body too large"},
     [ERR_UNPROCESSABLE] = {422, "Unprocessable"},
     [ERR_RATE_LIMITED] = {429, "Too many requests"},
+    [ERR_HEADERS_TOO_LARGE] = {431, "Request header fields too large"},
     [ERR_INTERNAL] = {500, "Internal server error"},
     [ERR_UNAVAILABLE] = {503, "Server busy"},
     [ERR_GATEWAY_TIMEOUT] = {504, "Upstream service timed out"},

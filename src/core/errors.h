@@ -14,6 +14,7 @@ typedef enum {
   ERR_TOO_LARGE,        /* 413 */
   ERR_UNPROCESSABLE,    /* 422 */
   ERR_RATE_LIMITED,     /* 429 */
+  ERR_HEADERS_TOO_LARGE, /* 431 */
   ERR_INTERNAL,         /* 500 */
   ERR_UNAVAILABLE,      /* 503 */
   ERR_GATEWAY_TIMEOUT,  /* 504 */

@@ -81,3 +81,11 @@ void hex_encode(const unsigned char *in, size_t n, char *out) {
 }
 
 bool str_starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+const char *errno_text(int err, char *buf, size_t cap) {
+#if defined(__GLIBC__) && defined(_GNU_SOURCE)
+  return strerror_r(err, buf, cap); /* the GNU variant: returns the text, maybe not in buf */
+#else
+  return strerror_r(err, buf, cap) == 0 ? buf : "unknown error";
+#endif
+}

@@ -17,6 +17,11 @@ bool mkdir_p(const char *path);
 /* Lowercase hex of n bytes into out (2n+1 bytes). */
 void hex_encode(const unsigned char *in, size_t n, char *out);
 bool str_starts_with(const char *s, const char *prefix);
+/* The message of errno value err through strerror_r (strerror may share one buffer between
+ * threads); the text is in buf or a static string. */
+const char *errno_text(int err, char *buf, size_t cap);
+/* errno's message, in a buffer that lives until the end of the enclosing block. */
+#define ERRNO_TEXT() errno_text(errno, (char[128]){0}, 128)
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -1,8 +1,18 @@
 /* Vocabulary shared by every domain. */
 #ifndef DOMAIN_COMMON_H
 #define DOMAIN_COMMON_H
+#include "http/http.h"
+#include <jansson.h>
+#include <stdbool.h>
 
 /* The four services, NULL-terminated (F_ENUM choices). */
 extern const char *const SERVICE_NAMES[];
+
+/* Moves n received files into storage, all or none: their keys are appended to keys (a JSON
+ * array). When one cannot be stored, the ones this call stored are deleted again and false is
+ * returned (the failure is logged). */
+bool common_store_uploads(hs_upload **files, int n, json_t *keys);
+/* Deletes the stored object of every string in keys (a JSON array; NULL counts as empty). */
+void common_delete_stored(const json_t *keys);
 
 #endif

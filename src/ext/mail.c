@@ -98,7 +98,7 @@ static bool write_eml(const char *msgid, const char *msg, char err[256]) {
   bool ok = f && fputs(msg, f) >= 0;
   if (f && fclose(f) != 0) ok = false;
   if (ok && rename(tmp, path) != 0) ok = false;
-  if (!ok) snprintf(err, 256, "cannot write %s: %s", path, strerror(errno)), remove(tmp);
+  if (!ok) snprintf(err, 256, "cannot write %s: %s", path, ERRNO_TEXT()), remove(tmp);
   return ok;
 }
 

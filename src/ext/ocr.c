@@ -40,6 +40,7 @@
  * A file that cannot be decoded is the document's fault, not the engine's: the result is
  * success with no text and confidence 0, which the rules read as "unreadable". */
 #include "ext/ocr.h"
+#include "core/util.h"
 #include <cairo.h>
 #include <ctype.h>
 #include <errno.h>
@@ -142,7 +143,7 @@ static bool set_empty(ocr_text *out, char err[256]) {
 static bool file_openable(const char *path, char err[256]) {
   FILE *f = fopen(path, "rb");
   if (!f) {
-    snprintf(err, 256, "cannot open %s: %s", path, strerror(errno));
+    snprintf(err, 256, "cannot open %s: %s", path, ERRNO_TEXT());
     return false;
   }
   fclose(f);

@@ -31,6 +31,18 @@ void pay_card_from_json(json_t *pm, pay_card *card) {
 void pay_intent_from_json(json_t *pi, pay_intent *out) {
   copy(out->id, sizeof out->id, json_string_value(json_object_get(pi, "id")));
   copy(out->status, sizeof out->status, json_string_value(json_object_get(pi, "status")));
+  out->amount = json_integer_value(json_object_get(pi, "amount"));
+  /* an uncaptured card authorization lapses at the charge's capture_before (latest_charge expanded) */
+  json_t *card =
+      json_object_get(json_object_get(json_object_get(pi, "latest_charge"), "payment_method_details"), "card");
+  out->capture_before = json_integer_value(json_object_get(card, "capture_before")) * 1000;
+  json_t *e = json_object_get(pi, "last_payment_error");
+  copy(out->error_code, sizeof out->error_code, json_string_value(json_object_get(e, "code")));
+  copy(out->error_message, sizeof out->error_message, json_string_value(json_object_get(e, "message")));
+}
+
+const char *pay_metadata_key(json_t *o) {
+  return json_string_value(json_object_get(json_object_get(o, "metadata"), "idempotency_key"));
 }
 
 void pay_subscription_from_json(json_t *sub, pay_subscription *out) {
@@ -84,6 +96,18 @@ pay_rc payments_charge(const char *customer, const char *payment_method, int64_t
   return ops->create_intent(customer, payment_method, cents, true, idem_key, out, err);
 }
 
+pay_rc payments_retrieve_intent(const char *intent, pay_intent *out, pay_error *err) {
+  clear(err);
+  memset(out, 0, sizeof *out);
+  return ops->retrieve_intent(intent, out, err);
+}
+
+pay_rc payments_find_intent(const char *customer, const char *idem_key, pay_intent *out, pay_error *err) {
+  clear(err);
+  memset(out, 0, sizeof *out);
+  return ops->find_intent(customer, idem_key, out, err);
+}
+
 pay_rc payments_capture(const char *intent, const char *idem_key, pay_intent *out, pay_error *err) {
   clear(err);
   memset(out, 0, sizeof *out);
@@ -114,4 +138,10 @@ pay_rc payments_retrieve_subscription(const char *subscription, pay_subscription
   clear(err);
   memset(out, 0, sizeof *out);
   return ops->retrieve_subscription(subscription, out, err);
+}
+
+pay_rc payments_find_subscription(const char *customer, const char *idem_key, pay_subscription *out, pay_error *err) {
+  clear(err);
+  memset(out, 0, sizeof *out);
+  return ops->find_subscription(customer, idem_key, out, err);
 }

@@ -17,12 +17,15 @@ typedef enum {
   PAY_INVALID,     /* the request was refused: unknown payment method, wrong state */
   PAY_NOT_FOUND,   /* the object does not exist (any more) at the processor */
   PAY_UNAVAILABLE, /* the processor did not answer, or answered 5xx/429 after retries */
+  PAY_IDEMPOTENCY, /* the idempotency key was used before with other parameters (Stripe's
+                      idempotency_error): what the first request did must be looked up */
 } pay_rc;
 
 #define PAY_ID_LEN 256
 
 typedef struct pay_error {
-  char message[256];      /* for logs and, for declines, for the client */
+  char message[256]; /* for logs and, for declines, for the client */
+  char code[64];     /* the processor's error code: card_declined, charge_expired_for_capture, ... */
   char decline_code[64];
   char intent_id[PAY_ID_LEN]; /* a declined payment's intent, when the processor made one */
 } pay_error;
@@ -35,7 +38,10 @@ typedef struct pay_card {
 
 typedef struct pay_intent {
   char id[PAY_ID_LEN];
-  char status[40]; /* requires_capture, succeeded, canceled, requires_payment_method */
+  char status[40];        /* requires_capture, succeeded, canceled, requires_payment_method, processing */
+  int64_t amount;         /* cents */
+  int64_t capture_before; /* epoch ms after which an uncaptured authorization lapses; 0 when none */
+  char error_code[64], error_message[256]; /* last_payment_error of a declined intent */
 } pay_intent;
 
 typedef struct pay_subscription {
@@ -59,21 +65,32 @@ pay_rc payments_create_setup_intent(const char *customer, char secret[PAY_ID_LEN
 pay_rc payments_attach_method(const char *customer, const char *payment_method, pay_card *card, pay_error *err);
 /* PAY_NOT_FOUND when the method no longer exists or is no longer attached to customer. */
 pay_rc payments_retrieve_method(const char *customer, const char *payment_method, pay_card *card, pay_error *err);
-/* An off-session authorization with manual capture (status requires_capture). */
+/* An off-session authorization with manual capture (status requires_capture). The intent
+ * carries idem_key in its metadata, so payments_find_intent can find it again. */
 pay_rc payments_authorize(const char *customer, const char *payment_method, int64_t cents, const char *idem_key,
                           pay_intent *out, pay_error *err);
 pay_rc payments_capture(const char *intent, const char *idem_key, pay_intent *out, pay_error *err);
 /* Cancels (voids) an uncaptured authorization. */
 pay_rc payments_void(const char *intent, const char *idem_key, pay_intent *out, pay_error *err);
-/* An off-session charge captured at once (tips). */
+/* An off-session charge captured at once (tips, charges without a live authorization). */
 pay_rc payments_charge(const char *customer, const char *payment_method, int64_t cents, const char *idem_key,
                        pay_intent *out, pay_error *err);
-/* A subscription on price, paid by payment_method; PAY_DECLINED when the first invoice fails. */
+/* The intent as the processor has it now (status, amount, hold expiry, last error). */
+pay_rc payments_retrieve_intent(const char *intent, pay_intent *out, pay_error *err);
+/* The intent that payments_authorize or payments_charge made for customer under idem_key:
+ * PAY_OK with it in out, PAY_NOT_FOUND when the processor holds none (nothing was made),
+ * PAY_UNAVAILABLE when it could not be asked. */
+pay_rc payments_find_intent(const char *customer, const char *idem_key, pay_intent *out, pay_error *err);
+/* A subscription on price, paid by payment_method; PAY_DECLINED when the first invoice fails.
+ * The subscription carries idem_key in its metadata (payments_find_subscription). */
 pay_rc payments_create_subscription(const char *customer, const char *price, const char *payment_method,
                                     const char *idem_key, pay_subscription *out, pay_error *err);
 pay_rc payments_set_cancel_at_period_end(const char *subscription, bool cancel, const char *idem_key,
                                          pay_subscription *out, pay_error *err);
 pay_rc payments_retrieve_subscription(const char *subscription, pay_subscription *out, pay_error *err);
+/* The subscription payments_create_subscription made for customer under idem_key: PAY_OK,
+ * PAY_NOT_FOUND (none was made) or PAY_UNAVAILABLE. */
+pay_rc payments_find_subscription(const char *customer, const char *idem_key, pay_subscription *out, pay_error *err);
 
 /* The price of the customer premium subscription (STRIPE_PREMIUM_PRICE_ID, or the simulated
  * processor's built-in 9.99/month price); NULL with Stripe and no configured price. */

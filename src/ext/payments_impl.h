@@ -21,6 +21,9 @@ typedef struct pay_ops {
   pay_rc (*update_subscription)(const char *subscription, bool cancel_at_period_end, const char *idem_key,
                                 pay_subscription *out, pay_error *err);
   pay_rc (*retrieve_subscription)(const char *subscription, pay_subscription *out, pay_error *err);
+  pay_rc (*retrieve_intent)(const char *intent, pay_intent *out, pay_error *err);
+  pay_rc (*find_intent)(const char *customer, const char *idem_key, pay_intent *out, pay_error *err);
+  pay_rc (*find_subscription)(const char *customer, const char *idem_key, pay_subscription *out, pay_error *err);
 } pay_ops;
 
 extern const pay_ops paysim_ops;
@@ -30,5 +33,7 @@ extern const pay_ops stripe_ops;
 void pay_card_from_json(json_t *pm, pay_card *card);
 void pay_intent_from_json(json_t *pi, pay_intent *out);
 void pay_subscription_from_json(json_t *sub, pay_subscription *out);
+/* The idempotency key a Stripe-shaped object carries in its metadata, or NULL. */
+const char *pay_metadata_key(json_t *o);
 
 #endif

@@ -5,7 +5,11 @@
  * Stripe itself creates a new method from a test token; pm_card_chargeDeclined* attach but
  * every charge on them is declined. Objects are Stripe-shaped JSON; a state change is an
  * optimistic update (WHERE data = old), so concurrent calls on one object serialise. An
- * idempotency key maps to the object it produced, so repeating a call returns it again. */
+ * idempotency key maps to the object it produced, so repeating a call returns it again, and
+ * reusing it with other parameters is refused as Stripe refuses it. Card authorizations hold
+ * for 7 days of the service clock (capture_before on the charge); past that the intent is
+ * cancelled and a capture fails with charge_expired_for_capture. Intents and subscriptions
+ * carry their key in metadata, so a request whose answer was lost can be looked up. */
 #include "core/clock.h"
 #include "core/ids.h"
 #include "core/log.h"
@@ -14,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PERIOD_MS (30LL * 24 * 3600 * 1000)
 
@@ -75,25 +80,93 @@ static void new_id(const char *prefix, char out[PAY_ID_LEN]) {
   snprintf(out, PAY_ID_LEN, "%s_sim_%s", prefix, id + 1);
 }
 
-/* The object an idempotency key produced earlier, or NULL. */
-static json_t *replayed(const char *idem_key) {
-  if (!idem_key) return NULL;
-  char key[PAY_ID_LEN + 8];
-  snprintf(key, sizeof key, "idem:%s", idem_key);
-  json_t *ref = load(key, NULL);
-  if (!ref) return NULL;
-  json_t *o = load(json_string_value(json_object_get(ref, "object")), NULL);
-  json_decref(ref);
-  return o;
+/* ---- idempotency keys ----
+ *
+ * As Stripe: a key is claimed by the first request (a row "idem:<key>" holding the request's
+ * fingerprint), the object it makes is recorded with it in the same transaction, and a later
+ * request with the key gets that object back; with other parameters it is refused
+ * (PAY_IDEMPOTENCY); while the first is still being carried out the twin waits for it. A
+ * request refused before it made anything (validation) releases its key, as Stripe keeps no
+ * result for those. */
+
+typedef enum { KEY_NEW, KEY_REPLAY, KEY_MISMATCH, KEY_BUSY } key_state;
+
+static void key_id(const char *idem_key, char out[PAY_ID_LEN + 8]) {
+  snprintf(out, PAY_ID_LEN + 8, "idem:%s", idem_key);
 }
 
-static void remember(const char *idem_key, const char *object_id) {
+/* Claims idem_key for a request with fingerprint fp, or finds what it made (*replay, owned). */
+static key_state claim_key(const char *idem_key, const char *fp, json_t **replay) {
+  *replay = NULL;
+  if (!idem_key) return KEY_NEW;
+  char key[PAY_ID_LEN + 8];
+  key_id(idem_key, key);
+  for (int tries = 0; tries < 100; tries++) {
+    json_t *ref = load(key, NULL);
+    if (!ref) {
+      json_t *claim = json_pack("{s:s}", "fingerprint", fp);
+      bool mine = insert(key, "idempotency_key", claim);
+      json_decref(claim);
+      if (mine) return KEY_NEW;
+      continue; /* a twin claimed it first: read what it holds */
+    }
+    const char *first = json_string_value(json_object_get(ref, "fingerprint"));
+    const char *object = json_string_value(json_object_get(ref, "object"));
+    key_state st = KEY_BUSY;
+    if (first && strcmp(first, fp))
+      st = KEY_MISMATCH;
+    else if (object && (*replay = load(object, NULL)))
+      st = KEY_REPLAY;
+    json_decref(ref);
+    if (st != KEY_BUSY) return st;
+    usleep(20000); /* the first request is still being carried out */
+  }
+  return KEY_BUSY;
+}
+
+static void release_key(const char *idem_key) {
   if (!idem_key) return;
   char key[PAY_ID_LEN + 8];
-  snprintf(key, sizeof key, "idem:%s", idem_key);
-  json_t *ref = json_pack("{s:s}", "object", object_id);
-  insert(key, "idempotency_key", ref); /* a concurrent twin may win; either maps to a valid object */
+  key_id(idem_key, key);
+  db_query(NULL, NULL, "DELETE FROM processor_sim_objects WHERE id = $1", DB_ARGS(DB_TEXT(key)));
+}
+
+/* Stores a new object and records it under idem_key (claimed by the caller), atomically. */
+static bool insert_keyed(const char *id, const char *kind, json_t *o, const char *idem_key, const char *fp) {
+  if (!idem_key) return insert(id, kind, o);
+  char key[PAY_ID_LEN + 8];
+  key_id(idem_key, key);
+  char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+  json_t *ref = json_pack("{s:s,s:s}", "fingerprint", fp, "object", id);
+  char *ref_text = json_dumps(ref, JSON_COMPACT | JSON_SORT_KEYS);
+  int64_t now = clock_now_ms();
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK)
+    rc = db_exec(
+        c, NULL, NULL,
+        "INSERT INTO processor_sim_objects (id, kind, data, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)",
+        DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now)));
+  if (rc == DB_OK)
+    rc = db_exec(c, NULL, NULL, "UPDATE processor_sim_objects SET data = $2, updated_at = $3 WHERE id = $1",
+                 DB_ARGS(DB_TEXT(key), DB_TEXT(ref_text), DB_INT(now)));
+  if (rc == DB_OK) rc = db_commit(c);
+  db_release(c);
+  free(text), free(ref_text);
   json_decref(ref);
+  return rc == DB_OK;
+}
+
+/* The pay_rc of a claim that did not give the caller a fresh key. */
+static pay_rc key_refusal(key_state st, pay_error *err) {
+  if (st == KEY_MISMATCH) {
+    snprintf(err->code, sizeof err->code, "idempotency_key_in_use");
+    snprintf(err->message, sizeof err->message,
+             "Keys for idempotent requests can only be used with the same parameters they were first used with.");
+    return PAY_IDEMPOTENCY;
+  }
+  snprintf(err->message, sizeof err->message, "simulated processor is busy with this idempotency key");
+  return PAY_UNAVAILABLE;
 }
 
 static pay_rc fail(pay_error *err, pay_rc rc, const char *message) {
@@ -105,18 +178,24 @@ static pay_rc fail(pay_error *err, pay_rc rc, const char *message) {
 
 static pay_rc sim_create_customer(const char *email, const char *name, const char *idem_key, char id[PAY_ID_LEN],
                                   pay_error *err) {
-  json_t *old = replayed(idem_key);
-  if (old) {
+  char fp[600];
+  snprintf(fp, sizeof fp, "customer|%s|%s", email, name);
+  json_t *old;
+  key_state st = claim_key(idem_key, fp, &old);
+  if (st == KEY_REPLAY) {
     snprintf(id, PAY_ID_LEN, "%s", json_string_value(json_object_get(old, "id")));
     json_decref(old);
     return PAY_OK;
   }
+  if (st != KEY_NEW) return key_refusal(st, err);
   new_id("cus", id);
   json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "id", id, "object", "customer", "email", email, "name", name);
-  bool ok = insert(id, "customer", o);
+  bool ok = insert_keyed(id, "customer", o, idem_key, fp);
   json_decref(o);
-  if (!ok) return fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
-  remember(idem_key, id);
+  if (!ok) {
+    release_key(idem_key);
+    return fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
+  }
   return PAY_OK;
 }
 
@@ -176,68 +255,130 @@ static const char *method_decline(json_t *pm, const char *customer) {
   return d ? d : "";
 }
 
+static int64_t now_s(void) { return clock_now_ms() / 1000; }
+
+/* An uncaptured authorization past its capture_before lapses, as at Stripe: the intent is
+ * cancelled (cancellation_reason "automatic"). Applied when the intent is next read. */
+static bool lapsed(json_t *pi) {
+  const char *status = json_string_value(json_object_get(pi, "status"));
+  json_t *card =
+      json_object_get(json_object_get(json_object_get(pi, "latest_charge"), "payment_method_details"), "card");
+  json_int_t before = json_integer_value(json_object_get(card, "capture_before"));
+  return status && !strcmp(status, "requires_capture") && before && now_s() >= before;
+}
+
+/* Loads an intent, applying a lapse that is due; NULL when there is no such intent. */
+static json_t *load_intent(const char *intent) {
+  for (int tries = 0; tries < 5; tries++) {
+    char *raw;
+    json_t *o = load(intent, &raw);
+    const char *kind = json_string_value(json_object_get(o, "object"));
+    if (!o || !kind || strcmp(kind, "payment_intent")) {
+      json_decref(o), free(raw);
+      return NULL;
+    }
+    if (!lapsed(o)) return free(raw), o;
+    json_object_set_new(o, "status", json_string("canceled"));
+    json_object_set_new(o, "cancellation_reason", json_string("automatic"));
+    bool ok = replace(intent, raw, o);
+    free(raw);
+    if (ok) return o;
+    json_decref(o); /* changed meanwhile: read again */
+  }
+  return NULL;
+}
+
+/* The outcome of a stored intent as a create call answers it (a replay answers the same). */
+static pay_rc intent_answer(json_t *pi, pay_intent *out, pay_error *err) {
+  pay_intent_from_json(pi, out);
+  json_t *e = json_object_get(pi, "last_payment_error");
+  if (!e || !json_is_object(e)) return PAY_OK;
+  snprintf(err->intent_id, sizeof err->intent_id, "%s", out->id);
+  snprintf(err->code, sizeof err->code, "%s", out->error_code);
+  snprintf(err->decline_code, sizeof err->decline_code, "%s", json_string_value(json_object_get(e, "decline_code")));
+  return fail(err, PAY_DECLINED, out->error_message);
+}
+
 static pay_rc sim_create_intent(const char *customer, const char *payment_method, int64_t cents, bool capture_now,
                                 const char *idem_key, pay_intent *out, pay_error *err) {
-  json_t *old = replayed(idem_key);
-  if (old) {
-    pay_intent_from_json(old, out);
-    const char *d = json_string_value(json_object_get(old, "decline_code"));
-    bool was_declined = d != NULL;
-    if (d) snprintf(err->decline_code, sizeof err->decline_code, "%s", d);
+  char fp[PAY_ID_LEN * 2 + 64];
+  snprintf(fp, sizeof fp, "intent|%s|%s|%lld|%d", customer, payment_method, (long long)cents, capture_now);
+  json_t *old;
+  key_state st = claim_key(idem_key, fp, &old);
+  if (st == KEY_REPLAY) {
     json_decref(old);
-    if (was_declined) {
-      snprintf(err->intent_id, sizeof err->intent_id, "%s", out->id);
-      return fail(err, PAY_DECLINED, "Your card was declined.");
-    }
-    return PAY_OK;
+    old = load_intent(json_string_value(json_object_get(old, "id"))); /* as it stands now */
+    pay_rc rc = old ? intent_answer(old, out, err) : fail(err, PAY_UNAVAILABLE, "simulated processor lost an intent");
+    json_decref(old);
+    return rc;
   }
-  if (cents < 50) return fail(err, PAY_INVALID, "Amount must be at least $0.50 usd");
+  if (st != KEY_NEW) return key_refusal(st, err);
   json_t *pm = load(payment_method, NULL);
   const char *found = method_decline(pm, customer);
   char decline[64];
   snprintf(decline, sizeof decline, "%s", found ? found : "");
   json_decref(pm); /* `decline` is a copy: pm's strings die with it */
-  if (!found) return fail(err, PAY_INVALID, "No such PaymentMethod");
-  char id[PAY_ID_LEN];
+  if (cents < 50 || !found) {
+    release_key(idem_key);
+    return fail(err, PAY_INVALID, cents < 50 ? "Amount must be at least $0.50 usd" : "No such PaymentMethod");
+  }
+  char id[PAY_ID_LEN], charge[PAY_ID_LEN];
   new_id("pi", id);
+  new_id("ch", charge);
   bool declined = *decline != 0;
   const char *status = declined ? "requires_payment_method" : capture_now ? "succeeded" : "requires_capture";
-  json_t *o = json_pack("{s:s,s:s,s:I,s:s,s:s,s:s,s:s,s:s,s:s?}", "id", id, "object", "payment_intent", "amount",
-                        (json_int_t)cents, "currency", "usd", "customer", customer, "payment_method", payment_method,
-                        "capture_method", capture_now ? "automatic" : "manual", "status", status, "decline_code",
-                        declined ? decline : NULL);
-  bool ok = insert(id, "payment_intent", o);
-  json_decref(o);
-  if (!ok) return fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
-  remember(idem_key, id);
-  snprintf(out->id, sizeof out->id, "%s", id);
-  snprintf(out->status, sizeof out->status, "%s", status);
+  json_int_t created = now_s();
+  json_t *o = json_pack("{s:s,s:s,s:I,s:s,s:s,s:s,s:s,s:s,s:I,s:{s:s?}}", "id", id, "object", "payment_intent",
+                        "amount", (json_int_t)cents, "currency", "usd", "customer", customer, "payment_method",
+                        payment_method, "capture_method", capture_now ? "automatic" : "manual", "status", status,
+                        "created", created, "metadata", "idempotency_key", idem_key);
   if (declined) {
-    snprintf(err->intent_id, sizeof err->intent_id, "%s", id);
-    snprintf(err->decline_code, sizeof err->decline_code, "%s", decline);
-    return fail(err, PAY_DECLINED, !strcmp(decline, "insufficient_funds") ? "Your card has insufficient funds."
-                                                                           : "Your card was declined.");
+    json_object_set_new(o, "last_payment_error",
+                        json_pack("{s:s,s:s,s:s}", "code", "card_declined", "decline_code", decline, "message",
+                                  !strcmp(decline, "insufficient_funds") ? "Your card has insufficient funds."
+                                                                         : "Your card was declined."));
+  } else {
+    /* a card authorization holds for 7 days (Stripe's capture_before on the charge) */
+    json_int_t before = capture_now ? 0 : created + 7 * 24 * 3600;
+    json_object_set_new(o, "latest_charge",
+                        json_pack("{s:s,s:s,s:{s:{s:o*}}}", "id", charge, "object", "charge", "payment_method_details",
+                                  "card", "capture_before", before ? json_integer(before) : NULL));
   }
-  return PAY_OK;
+  bool ok = insert_keyed(id, "payment_intent", o, idem_key, fp);
+  pay_rc rc = ok ? intent_answer(o, out, err) : fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
+  if (!ok) release_key(idem_key);
+  json_decref(o);
+  return rc;
 }
 
 /* Moves an intent from `from` to `to`; repeating a finished move is not an error. */
 static pay_rc move_intent(const char *intent, const char *from, const char *to, pay_intent *out, pay_error *err) {
   for (int tries = 0; tries < 5; tries++) {
-    char *raw;
-    json_t *o = load(intent, &raw);
+    json_t *o = load_intent(intent);
     if (!o) return fail(err, PAY_NOT_FOUND, "No such payment_intent");
+    char *raw = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     const char *status = json_string_value(json_object_get(o, "status"));
+    const char *why = json_string_value(json_object_get(o, "cancellation_reason"));
     pay_rc rc = PAY_OK;
     if (!strcmp(status, to)) {
       pay_intent_from_json(o, out);
+    } else if (!strcmp(to, "succeeded") && !strcmp(status, "canceled") && why && !strcmp(why, "automatic")) {
+      snprintf(err->code, sizeof err->code, "charge_expired_for_capture");
+      snprintf(
+          err->message, sizeof err->message,
+          "The charge has expired and can no longer be captured: an authorization must be captured within 7 days.");
+      rc = PAY_INVALID;
     } else if (strcmp(status, from)) {
+      snprintf(err->code, sizeof err->code, "payment_intent_unexpected_state");
       snprintf(err->message, sizeof err->message, "This PaymentIntent's status is %s", status);
       rc = PAY_INVALID;
     } else {
       json_object_set_new(o, "status", json_string(to));
-      if (!replace(intent, raw, o)) rc = PAY_UNAVAILABLE; /* changed meanwhile: read again */
-      else pay_intent_from_json(o, out);
+      if (!strcmp(to, "canceled")) json_object_set_new(o, "cancellation_reason", json_string("requested_by_customer"));
+      if (!replace(intent, raw, o))
+        rc = PAY_UNAVAILABLE; /* changed meanwhile: read again */
+      else
+        pay_intent_from_json(o, out);
     }
     json_decref(o);
     free(raw);
@@ -256,35 +397,77 @@ static pay_rc sim_cancel(const char *intent, const char *idem_key, pay_intent *o
   return move_intent(intent, "requires_capture", "canceled", out, err);
 }
 
+static pay_rc sim_retrieve_intent(const char *intent, pay_intent *out, pay_error *err) {
+  json_t *o = load_intent(intent);
+  if (!o) return fail(err, PAY_NOT_FOUND, "No such payment_intent");
+  pay_intent_from_json(o, out);
+  json_decref(o);
+  return PAY_OK;
+}
+
+/* The object recorded under idem_key when it belongs to customer (owned), or NULL. */
+static json_t *keyed_object(const char *customer, const char *idem_key) {
+  char key[PAY_ID_LEN + 8];
+  key_id(idem_key, key);
+  json_t *ref = load(key, NULL);
+  json_t *o = ref ? load(json_string_value(json_object_get(ref, "object")), NULL) : NULL;
+  const char *owner = json_string_value(json_object_get(o, "customer"));
+  json_decref(ref);
+  if (o && (!owner || strcmp(owner, customer))) json_decref(o), o = NULL;
+  return o;
+}
+
+static pay_rc sim_find_intent(const char *customer, const char *idem_key, pay_intent *out, pay_error *err) {
+  json_t *o = keyed_object(customer, idem_key);
+  if (!o) return fail(err, PAY_NOT_FOUND, "No such payment_intent");
+  json_t *now = load_intent(json_string_value(json_object_get(o, "id")));
+  json_decref(o);
+  if (!now) return fail(err, PAY_NOT_FOUND, "No such payment_intent");
+  pay_intent_from_json(now, out);
+  json_decref(now);
+  return PAY_OK;
+}
+
 static pay_rc sim_create_subscription(const char *customer, const char *price, const char *payment_method,
                                       const char *idem_key, pay_subscription *out, pay_error *err) {
-  json_t *old = replayed(idem_key);
-  if (old) {
+  char fp[PAY_ID_LEN * 3 + 32];
+  snprintf(fp, sizeof fp, "subscription|%s|%s|%s", customer, price, payment_method);
+  json_t *old;
+  key_state st = claim_key(idem_key, fp, &old);
+  if (st == KEY_REPLAY) {
     pay_subscription_from_json(old, out);
     json_decref(old);
     return PAY_OK;
   }
+  if (st != KEY_NEW) return key_refusal(st, err);
   json_t *pm = load(payment_method, NULL);
   const char *decline = method_decline(pm, customer);
   pay_rc rc = PAY_OK;
-  if (!decline) rc = fail(err, PAY_INVALID, "No such PaymentMethod");
+  if (!decline)
+    rc = fail(err, PAY_INVALID, "No such PaymentMethod");
   else if (*decline) {
+    snprintf(err->code, sizeof err->code, "card_declined");
     snprintf(err->decline_code, sizeof err->decline_code, "%s", decline);
     rc = fail(err, PAY_DECLINED, "Your card was declined.");
   }
-  json_decref(pm); /* after the last use of decline, which points into pm */
-  if (rc != PAY_OK) return rc;
+  json_decref(pm);    /* after the last use of decline, which points into pm */
+  if (rc != PAY_OK) { /* error_if_incomplete: nothing is made, and Stripe keeps no result */
+    release_key(idem_key);
+    return rc;
+  }
   char id[PAY_ID_LEN];
   new_id("sub", id);
   int64_t end = clock_now_ms() + PERIOD_MS;
-  json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:I}", "id", id, "object", "subscription", "customer", customer,
-                        "price", price, "status", "active", "cancel_at_period_end", 0, "current_period_end",
-                        (json_int_t)(end / 1000));
-  bool ok = insert(id, "subscription", o);
+  json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:I,s:{s:s?}}", "id", id, "object", "subscription", "customer",
+                        customer, "price", price, "status", "active", "cancel_at_period_end", 0, "current_period_end",
+                        (json_int_t)(end / 1000), "metadata", "idempotency_key", idem_key);
+  bool ok = insert_keyed(id, "subscription", o, idem_key, fp);
   if (ok) pay_subscription_from_json(o, out);
   json_decref(o);
-  if (!ok) return fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
-  remember(idem_key, id);
+  if (!ok) {
+    release_key(idem_key);
+    return fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
+  }
   return PAY_OK;
 }
 
@@ -313,6 +496,15 @@ static pay_rc sim_retrieve_subscription(const char *subscription, pay_subscripti
   return PAY_OK;
 }
 
+static pay_rc sim_find_subscription(const char *customer, const char *idem_key, pay_subscription *out, pay_error *err) {
+  json_t *o = keyed_object(customer, idem_key);
+  const char *kind = json_string_value(json_object_get(o, "object"));
+  pay_rc rc = kind && !strcmp(kind, "subscription") ? PAY_OK : fail(err, PAY_NOT_FOUND, "No such subscription");
+  if (rc == PAY_OK) pay_subscription_from_json(o, out);
+  json_decref(o);
+  return rc;
+}
+
 const pay_ops paysim_ops = {
     .name = "simulated",
     .create_customer = sim_create_customer,
@@ -325,4 +517,7 @@ const pay_ops paysim_ops = {
     .create_subscription = sim_create_subscription,
     .update_subscription = sim_update_subscription,
     .retrieve_subscription = sim_retrieve_subscription,
+    .retrieve_intent = sim_retrieve_intent,
+    .find_intent = sim_find_intent,
+    .find_subscription = sim_find_subscription,
 };

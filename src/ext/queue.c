@@ -250,6 +250,11 @@ bool queue_depth(int64_t *ready, int64_t *running) {
   return ok;
 }
 
+db_rc queue_prune_done(int64_t before_ms) {
+  return db_query(NULL, NULL, "DELETE FROM job_queue WHERE status = 'done' AND dedupe_key IS NULL AND updated_at < $1",
+                  DB_ARGS(DB_INT(before_ms)));
+}
+
 static void *worker(void *arg) {
   (void)arg;
   db_use_pool(DB_POOL_SLOW); /* background work never takes a request's connection */

@@ -45,6 +45,9 @@ db_rc queue_now(const char *kind, json_t *payload);
 /* Counts the work due now (pending, or running with a lapsed lease) and the work being run.
  * False when the database could not be read. For tests and operators. */
 bool queue_depth(int64_t *ready, int64_t *running);
+/* Deletes finished work (status done) last changed before before_ms. Keyed rows stay: their
+ * keys are what keeps a periodic slot from running twice. */
+db_rc queue_prune_done(int64_t before_ms);
 /* Starts n worker threads. */
 void queue_start(int n);
 /* Stops the workers; a unit of work in progress finishes first. */

@@ -339,7 +339,7 @@ static bool perform(s3_req *r, char err[256]) {
     r->status = 0;
     r->resp_refused = false;
     if (r->body && fseeko(r->body, 0, SEEK_SET) != 0) {
-      snprintf(err, 256, "s3: cannot rewind upload: %s", strerror(errno));
+      snprintf(err, 256, "s3: cannot rewind upload: %s", ERRNO_TEXT());
       goto out;
     }
     CURLcode cc = send_once(r, url.data, uri.data, host);
@@ -416,7 +416,7 @@ bool s3_put_file(const char *key, const char *path, const char *content_type, ch
   r.body = fopen(path, "rb");
   if (!r.body || fstat(fileno(r.body), &st) != 0 || !S_ISREG(st.st_mode)) {
     snprintf(err, 256, "s3: cannot read %.*s: %s", utf8_cut(path, 160), path,
-             r.body ? "not a regular file" : strerror(errno));
+             r.body ? "not a regular file" : ERRNO_TEXT());
     goto out;
   }
   if (!hash_file(r.body, hash, &r.body_len) || r.body_len != (curl_off_t)st.st_size) {

@@ -47,7 +47,7 @@ bool storage_save(const char *tmp_path, const char *ext, const char *content_typ
   snprintf(dir, sizeof dir, "%s/uploads", CFG.data_dir);
   local_path(key, path, sizeof path);
   if (!mkdir_p(dir) || rename(tmp_path, path) != 0) {
-    snprintf(err, 256, "cannot store %s: %s", key, strerror(errno));
+    snprintf(err, 256, "cannot store %s: %s", key, ERRNO_TEXT());
     unlink(tmp_path);
     return false;
   }

@@ -4,8 +4,13 @@
  * move money) which stays the same across retries, so a retry after a timeout or a 5xx can
  * never charge twice. Network errors, 409 (the same key in flight), 429 and 5xx are retried
  * twice with a short backoff;
- * Stripe's error objects map to pay_rc (card_error -> PAY_DECLINED, resource_missing ->
- * PAY_NOT_FOUND, other 4xx -> PAY_INVALID). */
+ * Stripe's error objects map to pay_rc (card_error -> PAY_DECLINED, idempotency_error ->
+ * PAY_IDEMPOTENCY, resource_missing -> PAY_NOT_FOUND, other 4xx -> PAY_INVALID).
+ *
+ * PaymentIntents and subscriptions carry their idempotency key in metadata[idempotency_key],
+ * so what a request whose answer was lost did can be found again by listing the customer's
+ * objects (lists are consistent at once, unlike search; and a key is pruned by Stripe after
+ * 24 hours, after which only the metadata still tells). */
 #include "core/config.h"
 #include "core/ids.h"
 #include "core/log.h"
@@ -58,11 +63,13 @@ static pay_rc map_error(long status, json_t *body, pay_error *err) {
   const char *code = json_string_value(json_object_get(e, "code"));
   const char *message = json_string_value(json_object_get(e, "message"));
   snprintf(err->message, sizeof err->message, "%s", message ? message : "payment processor error");
+  snprintf(err->code, sizeof err->code, "%s", code ? code : "");
   const char *decline = json_string_value(json_object_get(e, "decline_code"));
   snprintf(err->decline_code, sizeof err->decline_code, "%s", decline ? decline : code ? code : "");
   const char *pi = json_string_value(json_object_get(json_object_get(e, "payment_intent"), "id"));
   if (pi) snprintf(err->intent_id, sizeof err->intent_id, "%s", pi);
   if (status == 402 || (type && !strcmp(type, "card_error"))) return PAY_DECLINED;
+  if (type && !strcmp(type, "idempotency_error")) return PAY_IDEMPOTENCY;
   if (status == 404 || (code && !strcmp(code, "resource_missing"))) return PAY_NOT_FOUND;
   if (status == 400) return PAY_INVALID;
   log_msg(LOG_ERROR, "stripe answered %ld: %s", status, err->message);
@@ -71,8 +78,7 @@ static pay_rc map_error(long status, json_t *body, pay_error *err) {
 
 /* One API call with retries: a POST of form, or a GET when form is NULL. path is relative to
  * STRIPE_API_BASE ("/v1/customers"). *out receives the parsed object on PAY_OK. */
-static pay_rc call(const char *path, buf *form, const char *idem_key, json_t **out,
-                   pay_error *err) {
+static pay_rc call(const char *path, buf *form, const char *idem_key, json_t **out, pay_error *err) {
   char url[2048], auth[512], idem[300], key[ID_LEN + 1];
   snprintf(url, sizeof url, "%s%s", CFG.stripe_api_base, path);
   snprintf(auth, sizeof auth, "Authorization: Bearer %s", CFG.stripe_secret_key);
@@ -89,6 +95,10 @@ static pay_rc call(const char *path, buf *form, const char *idem_key, json_t **o
   for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
     buf resp = {0};
     CURL *curl = curl_easy_init();
+    if (!curl) {
+      snprintf(err->message, sizeof err->message, "payment processor unavailable (curl init failed)");
+      break;
+    }
     curl_easy_setopt(curl, CURLOPT_URL, url);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
@@ -121,8 +131,9 @@ static pay_rc call(const char *path, buf *form, const char *idem_key, json_t **o
     json_decref(body);
     snprintf(err->message, sizeof err->message, "payment processor unavailable (%s)",
              cc != CURLE_OK ? curl_easy_strerror(cc) : "server error");
-    log_json(LOG_WARN, "stripe call failed", json_pack("{s:s,s:i,s:I,s:s}", "path", path, "attempt", attempt,
-                                                        "status", (json_int_t)status, "error", err->message));
+    log_json(LOG_WARN, "stripe call failed",
+             json_pack("{s:s,s:i,s:I,s:s}", "path", path, "attempt", attempt, "status", (json_int_t)status, "error",
+                       err->message));
     if (attempt < ATTEMPTS) usleep((useconds_t)(200000 * attempt));
   }
   curl_slist_free_all(h);
@@ -192,8 +203,10 @@ static pay_rc st_retrieve_method(const char *customer, const char *payment_metho
   if (rc == PAY_INVALID) rc = PAY_NOT_FOUND;
   if (rc != PAY_OK) return rc;
   const char *owner = json_string_value(json_object_get(o, "customer"));
-  if (!owner || strcmp(owner, customer)) rc = PAY_NOT_FOUND; /* detached from this customer */
-  else pay_card_from_json(o, card);
+  if (!owner || strcmp(owner, customer))
+    rc = PAY_NOT_FOUND; /* detached from this customer */
+  else
+    pay_card_from_json(o, card);
   json_decref(o);
   return rc;
 }
@@ -208,6 +221,8 @@ static pay_rc st_create_intent(const char *customer, const char *payment_method,
   form_add(&f, "off_session", "true");
   form_add(&f, "confirm", "true");
   form_add(&f, "capture_method", capture_now ? "automatic" : "manual");
+  form_add(&f, "metadata[idempotency_key]", idem_key);
+  form_add(&f, "expand[]", "latest_charge"); /* its capture_before is when the hold lapses */
   json_t *o;
   pay_rc rc = call("/v1/payment_intents", &f, idem_key, &o, err);
   free(f.data);
@@ -217,6 +232,7 @@ static pay_rc st_create_intent(const char *customer, const char *payment_method,
   const char *expected = capture_now ? "succeeded" : "requires_capture";
   if (strcmp(out->status, expected)) { /* e.g. requires_action: off-session, nobody can authenticate */
     snprintf(err->message, sizeof err->message, "payment not completed (status %s)", out->status);
+    snprintf(err->code, sizeof err->code, "%s", out->error_code[0] ? out->error_code : "authentication_required");
     snprintf(err->intent_id, sizeof err->intent_id, "%s", out->id);
     return PAY_DECLINED;
   }
@@ -252,6 +268,7 @@ static pay_rc st_create_subscription(const char *customer, const char *price, co
   form_add(&f, "default_payment_method", payment_method);
   form_add(&f, "off_session", "true");
   form_add(&f, "payment_behavior", "error_if_incomplete");
+  form_add(&f, "metadata[idempotency_key]", idem_key);
   json_t *o;
   pay_rc rc = call("/v1/subscriptions", &f, idem_key, &o, err);
   free(f.data);
@@ -284,6 +301,72 @@ static pay_rc st_retrieve_subscription(const char *subscription, pay_subscriptio
   return rc;
 }
 
+static pay_rc st_retrieve_intent(const char *intent, pay_intent *out, pay_error *err) {
+  char path[700];
+  object_path(path, sizeof path, "payment_intents", intent, "?expand%5B%5D=latest_charge");
+  json_t *o;
+  pay_rc rc = call(path, NULL, NULL, &o, err);
+  if (rc == PAY_OK) pay_intent_from_json(o, out);
+  json_decref(o);
+  return rc;
+}
+
+#define LIST_PAGES 10 /* at most 1,000 objects of one customer are searched, newest first */
+
+/* Walks GET <collection>?customer=...&<extra> page by page (newest first) and returns the
+ * first object whose metadata carries idem_key in *found (owned by the caller), or NULL. */
+static pay_rc find_by_key(const char *collection, const char *extra, const char *customer, const char *idem_key,
+                          json_t **found, pay_error *err) {
+  char *cus = curl_easy_escape(NULL, customer, 0);
+  char after[PAY_ID_LEN] = "";
+  pay_rc rc = PAY_NOT_FOUND;
+  *found = NULL;
+  for (int page = 0; page < LIST_PAGES && rc == PAY_NOT_FOUND; page++) {
+    char path[1200];
+    snprintf(path, sizeof path, "/v1/%s?customer=%s&limit=100%s%s%s", collection, cus, extra,
+             after[0] ? "&starting_after=" : "", after);
+    json_t *list;
+    pay_rc got = call(path, NULL, NULL, &list, err);
+    if (got != PAY_OK) {
+      rc = got == PAY_NOT_FOUND ? PAY_UNAVAILABLE : got; /* the customer exists: a miss is the processor's fault */
+      break;
+    }
+    json_t *data = json_object_get(list, "data"), *o;
+    size_t i;
+    json_array_foreach(data, i, o) {
+      const char *key = pay_metadata_key(o);
+      if (key && !strcmp(key, idem_key)) {
+        *found = json_incref(o);
+        rc = PAY_OK;
+        break;
+      }
+    }
+    const char *last = json_string_value(json_object_get(json_array_get(data, json_array_size(data) - 1), "id"));
+    bool more = json_is_true(json_object_get(list, "has_more")) && last;
+    if (more) snprintf(after, sizeof after, "%s", last);
+    json_decref(list);
+    if (!more) break;
+  }
+  curl_free(cus);
+  return rc;
+}
+
+static pay_rc st_find_intent(const char *customer, const char *idem_key, pay_intent *out, pay_error *err) {
+  json_t *o;
+  pay_rc rc = find_by_key("payment_intents", "&expand%5B%5D=data.latest_charge", customer, idem_key, &o, err);
+  if (rc == PAY_OK) pay_intent_from_json(o, out);
+  json_decref(o);
+  return rc;
+}
+
+static pay_rc st_find_subscription(const char *customer, const char *idem_key, pay_subscription *out, pay_error *err) {
+  json_t *o;
+  pay_rc rc = find_by_key("subscriptions", "&status=all", customer, idem_key, &o, err);
+  if (rc == PAY_OK) pay_subscription_from_json(o, out);
+  json_decref(o);
+  return rc;
+}
+
 const pay_ops stripe_ops = {
     .name = "stripe",
     .create_customer = st_create_customer,
@@ -296,4 +379,7 @@ const pay_ops stripe_ops = {
     .create_subscription = st_create_subscription,
     .update_subscription = st_update_subscription,
     .retrieve_subscription = st_retrieve_subscription,
+    .retrieve_intent = st_retrieve_intent,
+    .find_intent = st_find_intent,
+    .find_subscription = st_find_subscription,
 };

@@ -3,6 +3,7 @@
  * rows that match, the one whose static segments come earliest wins (compared left to
  * right), so GET /jobs/reportable beats GET /jobs/:id whatever the table order. */
 #include "http/router.h"
+#include "core/config.h"
 #include "core/util.h"
 #include <stdatomic.h>
 #include <string.h>
@@ -76,8 +77,13 @@ void hs_router_build(const hs_route *routes, size_t n) {
   }
 }
 
+bool hs_route_available(const hs_route *r) {
+  if ((r->flags & ROUTE_TEST_ONLY) && CFG.env != ENV_TEST) return false;
+  return !((r->flags & ROUTE_DEV_ONLY) && CFG.env == ENV_PRODUCTION);
+}
+
 static bool segments_match(const compiled *c, char *const seg[], int nseg) {
-  if (c->nseg != nseg) return false;
+  if (c->nseg != nseg || !hs_route_available(c->route)) return false;
   for (int s = 0; s < nseg; s++)
     if (!c->is_param[s] && strcmp(c->seg[s], seg[s])) return false;
   return true;

@@ -9,10 +9,14 @@
 /* Compiles the table (copied by reference: rows must outlive the router). Dies on a
  * malformed pattern or two rows with the same method and pattern. */
 void hs_router_build(const hs_route *routes, size_t n);
-/* The matching row for method and path, with path parameters filled into req (values are
- * arena copies); NULL when none. Static segments win over parameters. */
+/* True when r exists in this environment: ROUTE_TEST_ONLY rows only with APP_ENV=test,
+ * ROUTE_DEV_ONLY rows (GODMODE) everywhere but production. Other rows always. */
+bool hs_route_available(const hs_route *r);
+/* The matching row for method and path among the rows available in this environment, with
+ * path parameters filled into req (values are arena copies); NULL when none. Static segments
+ * win over parameters. */
 const hs_route *hs_router_match(int method, const char *path, hs_req *req);
-/* Bit set of HS_* methods that some row serves for path (for CORS preflight). */
+/* Bit set of HS_* methods that some available row serves for path (for CORS preflight). */
 int hs_router_methods(const char *path);
 /* The table, for the route listing and coverage reports. */
 const hs_route *hs_router_routes(size_t *n);

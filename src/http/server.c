@@ -17,6 +17,7 @@
 #include "http/ratelimit.h"
 #include "http/router.h"
 #include "http/upload.h"
+#include "http/watch.h"
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -49,6 +50,7 @@ typedef struct conn_ctx {
   struct conn_ctx *next_work; /* in a lane's queue, then in the held list */
   int64_t release_at;         /* held: when to answer (clock_mono_ms) */
   struct timespec start;
+  hs_watch *watch; /* the connection's deadlines (http/watch.h) */
   /* multipart routes */
   struct MHD_PostProcessor *pp;
   hs_form *form;
@@ -63,6 +65,7 @@ _Static_assert(sizeof(conn_ctx) <= 1024, "conn_ctx should stay within glibc's tc
 
 static struct MHD_Daemon *daemon_handle;
 static _Atomic int inflight;
+static _Atomic int busy_workers; /* lane workers inside a handler */
 static char **cors_list; /* NULL-terminated; NULL when "*" */
 static bool cors_any;
 /* The body and query of routes that declare none: one shared object that nothing modifies,
@@ -366,11 +369,16 @@ static err_t parse_query(hs_req *req) {
   return req->query ? ERR_OK : hs_fail(req, ERR_BAD_REQUEST, err);
 }
 
+/* The answer to a request that arrives or still waits for a worker after the grace period. */
+static void refuse_unavailable(hs_req *req) {
+  req->retry_after = 1;
+  hs_fail(req, ERR_UNAVAILABLE, "Service unavailable");
+}
+
 static void dispatch(conn_ctx *ctx) {
   hs_req *req = &ctx->req;
   const hs_route *r = req->route;
-  if (!r || ((r->flags & ROUTE_TEST_ONLY) && CFG.env != ENV_TEST) ||
-      ((r->flags & ROUTE_DEV_ONLY) && CFG.env == ENV_PRODUCTION)) {
+  if (!r) { /* rows that do not exist in this environment are never matched (router.c) */
     req->route = NULL;
     hs_fail(req, ERR_NOT_FOUND, NULL);
     return;
@@ -550,12 +558,45 @@ static conn_ctx *ctx_new(struct MHD_Connection *conn, const char *url, const cha
   return ctx;
 }
 
+static enum MHD_Result add_header_bytes(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+  (void)kind;
+  *(size_t *)cls += strlen(key) + (value ? strlen(value) : 0) + 4; /* "key: value\r\n" */
+  return MHD_YES;
+}
+
+/* The size of the request's header fields, as sent. */
+static size_t header_bytes(struct MHD_Connection *conn) {
+  size_t n = 0;
+  MHD_get_connection_values(conn, MHD_HEADER_KIND, add_header_bytes, &n);
+  return n;
+}
+
+/* Every connection is watched from accept to close (http/watch.h). */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+  (void)cls;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    *socket_context = ci ? hs_watch_add(ci->connect_fd) : NULL;
+  } else if (*socket_context) {
+    hs_watch_remove(*socket_context);
+    *socket_context = NULL;
+  }
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls) {
   (void)cls, (void)version;
   conn_ctx *ctx = *con_cls;
   if (!ctx) {
     ctx = *con_cls = ctx_new(conn, url, method);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    ctx->watch = ci ? ci->socket_context : NULL;
+    if (ctx->watch) hs_watch_body(ctx->watch);
+    if (header_bytes(conn) > (size_t)CFG.http_max_header_bytes) {
+      hs_fail(&ctx->req, ERR_HEADERS_TOO_LARGE, NULL);
+      return send_answer(conn, ctx);
+    }
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
     if (cl && strtoull(cl, NULL, 10) > ctx->max_body) {
       /* refuse before reading the body; MHD closes the connection after this answer */
@@ -571,6 +612,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     return MHD_YES;
   }
+  if (*upload_size && ctx->watch) hs_watch_body_bytes(ctx->watch, *upload_size);
   if (*upload_size && ctx->req.route && ctx->req.route->upload) {
     ctx->body_len += *upload_size; /* counted, not kept: the parts go to disk */
     if (ctx->body_len > ctx->max_body) ctx->too_large = true;
@@ -599,6 +641,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   }
   if (ctx->answered) return MHD_YES;
   if (ctx->done) return send_answer(conn, ctx); /* resumed after a worker ran the pipeline */
+  if (ctx->watch) hs_watch_busy(ctx->watch);
   if (ctx->pp) { /* refuses a body that ended before its closing boundary */
     if (MHD_destroy_post_processor(ctx->pp) != MHD_YES) hs_form_malformed(ctx->form);
     ctx->pp = NULL;
@@ -611,9 +654,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     dispatch(ctx);
     return send_answer(conn, ctx);
   }
-  MHD_suspend_connection(conn);
   lane *l = &lanes[(r->flags & ROUTE_SLOW) || r->upload ? LANE_SLOW : LANE_DB];
   pthread_mutex_lock(&l->mu);
+  if (l->stopping) { /* past the grace period of a shutdown, on a connection still open */
+    pthread_mutex_unlock(&l->mu);
+    refuse_unavailable(&ctx->req);
+    return send_answer(conn, ctx);
+  }
+  MHD_suspend_connection(conn);
   if (l->tail) l->tail->next_work = ctx;
   else l->head = ctx;
   l->tail = ctx;
@@ -635,6 +683,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   log_access(req->request_id, req->method, req->route ? req->route->path : req->path, req->status, ms, req->ip,
              toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
   if (ctx->pp) MHD_destroy_post_processor(ctx->pp);
+  if (ctx->watch) hs_watch_waiting(ctx->watch);
   if (req->res_fd >= 0) close(req->res_fd); /* a file answer that was never sent */
   free(req->res_data);
   arena_fini(&req->arena);
@@ -680,11 +729,13 @@ static void *worker_main(void *arg) {
     }
     l->head = ctx->next_work;
     if (!l->head) l->tail = NULL;
+    atomic_fetch_add(&busy_workers, 1);
     pthread_mutex_unlock(&l->mu);
     dispatch(ctx);
     ctx->done = true;
     if (ctx->req.delay_ms > 0) hold_answer(ctx);
     else MHD_resume_connection(ctx->req.conn);
+    atomic_fetch_sub(&busy_workers, 1);
   }
 }
 
@@ -722,12 +773,7 @@ static void *held_main(void *arg) {
     if (!ctx) break; /* stopping, nothing left */
     int64_t wait_ms = ctx->release_at - clock_mono_ms();
     if (wait_ms > 0 && !held.stopping) { /* stopping: everything is answered at once */
-      struct timespec until;
-      clock_gettime(CLOCK_MONOTONIC, &until);
-      until.tv_sec += wait_ms / 1000;
-      until.tv_nsec += (wait_ms % 1000) * 1000000L;
-      if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
-      pthread_cond_timedwait(&held.cv, &held.mu, &until);
+      clock_cond_wait_ms(&held.cv, &held.mu, wait_ms);
       continue; /* an earlier deadline may have arrived meanwhile */
     }
     held.head = ctx->next_work;
@@ -741,11 +787,7 @@ static void *held_main(void *arg) {
 }
 
 static void held_start(void) {
-  pthread_condattr_t attr;
-  pthread_condattr_init(&attr);
-  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-  pthread_cond_init(&held.cv, &attr);
-  pthread_condattr_destroy(&attr);
+  clock_cond_init(&held.cv);
   held.stopping = false;
   held.running = true;
   pthread_create(&held.thread, NULL, held_main, NULL);
@@ -769,11 +811,25 @@ static void lane_start(lane *l, int n) {
   for (int i = 0; i < n; i++) pthread_create(&l->threads[i], NULL, worker_main, l);
 }
 
-static void lane_stop(lane *l) {
+/* Ends the lane's workers once idle: no new work is taken, what waits is answered 503 and
+ * resumed at once. Returns before the workers have ended (lane_join). */
+static void lane_cancel(lane *l) {
   pthread_mutex_lock(&l->mu);
   l->stopping = true;
+  conn_ctx *waiting = l->head;
+  l->head = l->tail = NULL;
   pthread_cond_broadcast(&l->cv);
   pthread_mutex_unlock(&l->mu);
+  while (waiting) {
+    conn_ctx *next = waiting->next_work;
+    refuse_unavailable(&waiting->req);
+    waiting->done = true;
+    MHD_resume_connection(waiting->req.conn);
+    waiting = next;
+  }
+}
+
+static void lane_join(lane *l) {
   for (int i = 0; i < l->n; i++) pthread_join(l->threads[i], NULL);
   free(l->threads);
   l->threads = NULL, l->n = 0;
@@ -796,16 +852,24 @@ bool hs_server_start(const char *bind, int port, char err[256]) {
   }
   daemon_handle = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                                    MHD_OPTION_SOCK_ADDR, &ss,
-                                   MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-                                   (unsigned)60, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
+                                   MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION,
+                                   on_connection, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CFG.http_idle_timeout,
+                                   MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)CFG.http_max_connections_per_ip,
+                                   MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
                                    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)CFG.http_threads,
                                    MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024), MHD_OPTION_LISTEN_BACKLOG_SIZE,
                                    (unsigned)1024, MHD_OPTION_END);
   if (!daemon_handle) return snprintf(err, 256, "cannot listen on %s:%d", bind, port), false;
+  hs_watch_start(CFG.http_header_timeout * 1000, CFG.http_body_min_rate);
   held_start();
   lane_start(&lanes[LANE_DB], CFG.http_workers);
   lane_start(&lanes[LANE_SLOW], CFG.http_slow_workers);
   return true;
+}
+
+void hs_server_load(int *in_flight, int *handlers_running) {
+  *in_flight = atomic_load(&inflight);
+  *handlers_running = atomic_load(&busy_workers);
 }
 
 int hs_server_port(void) {
@@ -813,17 +877,40 @@ int hs_server_port(void) {
   return info ? info->port : 0;
 }
 
-void hs_server_stop(int grace_ms) {
-  if (!daemon_handle) return;
+/* Waits until cond() holds or the deadline (clock_mono_ms) passes; true when it holds. */
+static bool wait_until(bool (*cond)(void), int64_t deadline) {
+  while (!cond()) {
+    if (clock_mono_ms() >= deadline) return false;
+    usleep(10000);
+  }
+  return true;
+}
+
+static bool nothing_in_flight(void) { return atomic_load(&inflight) == 0; }
+static bool only_handlers_left(void) { return atomic_load(&inflight) <= atomic_load(&busy_workers); }
+static bool no_handler_running(void) { return atomic_load(&busy_workers) == 0; }
+
+/* The order matters: stop accepting, let what is in flight finish within the grace period,
+ * then answer 503 to whatever still waits for a worker (and to new requests on open
+ * connections), give those answers and the running handlers one more second, and only then
+ * end the lanes and the daemon. A handler that is still running (an outbound call can take a
+ * minute) holds a suspended connection: MHD must not stop under it, so the daemon is left
+ * running and the caller exits without tearing anything down. */
+bool hs_server_stop(int grace_ms) {
+  if (!daemon_handle) return true;
   MHD_socket listen_fd = MHD_quiesce_daemon(daemon_handle);
   /* refuse new connections at once: shutting the listening socket down (it is closed only
    * after MHD_stop_daemon, as MHD requires) resets whatever would queue on it */
   if (listen_fd != MHD_INVALID_SOCKET) shutdown(listen_fd, SHUT_RDWR);
-  int64_t deadline = clock_mono_ms() + grace_ms;
-  while (atomic_load(&inflight) > 0 && clock_mono_ms() < deadline) usleep(10000);
+  bool drained = wait_until(nothing_in_flight, clock_mono_ms() + grace_ms);
+  for (int i = 0; i < LANE_COUNT; i++) lane_cancel(&lanes[i]);
   held_stop(); /* MHD must not stop with a connection suspended */
+  if (!drained) wait_until(only_handlers_left, clock_mono_ms() + 1000);
+  if (!wait_until(no_handler_running, clock_mono_ms() + 1000)) return false;
+  for (int i = 0; i < LANE_COUNT; i++) lane_join(&lanes[i]);
+  hs_watch_stop();
   MHD_stop_daemon(daemon_handle);
   if (listen_fd != MHD_INVALID_SOCKET) close(listen_fd);
   daemon_handle = NULL;
-  for (int i = 0; i < LANE_COUNT; i++) lane_stop(&lanes[i]);
+  return true;
 }

@@ -7,7 +7,9 @@ every server it starts a fresh database.
 Fixtures
 - `server`: one shared server for the whole session (APP_ENV=test, BCRYPT_COST=4,
   TRUST_PROXY=1). Tests make unique accounts with `unique_email()`.
-- `api`: an `Api` client bound to the shared server.
+- `api`: an `Api` client bound to the shared server; `api.wait_queue_idle()` before asserting
+  that an email or push was not sent, `api.wait_load(cond)` to wait until a request is in
+  flight or being handled (GET /__test/load) instead of sleeping.
 - `server_factory`: `server_factory(**env)` starts an extra server with its own data
   directory and database (stopped at teardown), for restart and configuration tests.
 
@@ -95,12 +97,19 @@ class PgCluster:
 
     def start(self):
         self._run("initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "--no-sync")
-        opts = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=500")
-        self._run("pg_ctl", "-D", self.data, "-o", opts, "-l", os.path.join(self.dir, "log"), "-w", "start")
+        self.opts = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off "
+                     "-c synchronous_commit=off -c full_page_writes=off -c max_connections=500")
+        self._run("pg_ctl", "-D", self.data, "-o", self.opts, "-l", os.path.join(self.dir, "log"), "-w", "start")
 
     def restart(self):
         self._run("pg_ctl", "-D", self.data, "-m", "fast", "-w", "restart")
+
+    def pause(self):
+        """Stops the server and keeps the cluster (resume() starts it again)."""
+        self._run("pg_ctl", "-D", self.data, "-m", "fast", "-w", "stop")
+
+    def resume(self):
+        self._run("pg_ctl", "-D", self.data, "-o", self.opts, "-l", os.path.join(self.dir, "log"), "-w", "start")
 
     def stop(self):
         try:
@@ -287,6 +296,20 @@ class Api:
                 return
             time.sleep(0.05)
         raise AssertionError(f"background queue not idle after {timeout}s: {depth}")
+
+    def wait_load(self, cond, what="the condition", timeout=15):
+        """Polls GET /__test/load ({inFlight, handlersRunning, hashingPoolFull}: what the HTTP
+        server is doing, this poll excluded) until cond(load) is true, so a test can wait
+        until a request it sent is in flight or being handled instead of sleeping."""
+        deadline = time.time() + timeout
+        while True:
+            r = self.get("/__test/load")
+            assert r.status_code == 200, r.text
+            load = r.json()
+            if cond(load):
+                return load
+            assert time.time() < deadline, f"{what}: not reached within {timeout}s: {load}"
+            time.sleep(0.01)
 
     # -- account helpers
     def register_user(self, **over):

@@ -29,8 +29,11 @@ API (thread-safe):
   (hold `.lock` while iterating during traffic);
 - `.requests`: list of (method, path), path as sent on the wire (still percent-encoded,
   without the query), for every request including refused ones;
-- `.fail_next(count=1, status=500)`: the next `count` requests answer `status` with an
-  InternalError body and change nothing (for the client's retries).
+- `.fail_next(count=1, status=500, method=None, after=0)`: the next `count` requests (of
+  `method` only, when given, and after letting `after` such requests through) answer `status`
+  with an InternalError body and change nothing (for the client's retries);
+- `.delay(method, seconds)`: requests of `method` are held that long before they are handled
+  (0 removes the delay).
 Module functions `sigv4_signature()` and `uri_encode()` are the verifier's own signing steps.
 """
 import calendar
@@ -93,7 +96,8 @@ class FakeS3:
         self.lock = threading.RLock()
         self.objects = {}       # key -> (bytes, content_type)
         self.requests = []      # (method, raw path)
-        self._failures = []     # [remaining, status]
+        self._failures = []     # [remaining, status, method, let_through]
+        self._delays = {}       # method -> seconds
         self.httpd = None
         self.thread = None
 
@@ -119,9 +123,16 @@ class FakeS3:
         host, port = self.httpd.server_address[:2]
         return f"http://{host}:{port}"
 
-    def fail_next(self, count=1, status=500):
+    def fail_next(self, count=1, status=500, method=None, after=0):
         with self.lock:
-            self._failures.append([count, status])
+            self._failures.append([count, status, method, after])
+
+    def delay(self, method, seconds):
+        with self.lock:
+            if seconds:
+                self._delays[method] = seconds
+            else:
+                self._delays.pop(method, None)
 
     # ------------------------------------------------------------ request handling
 
@@ -130,9 +141,15 @@ class FakeS3:
         raw_path, _, query = target.partition("?")
         with self.lock:
             self.requests.append((method, raw_path))
-            failure = next((f for f in self._failures if f[0] > 0), None)
-            if failure:
+            failure = next((f for f in self._failures if f[0] > 0 and f[2] in (None, method)), None)
+            if failure and failure[3] > 0:
+                failure[3] -= 1
+                failure = None
+            elif failure:
                 failure[0] -= 1
+            wait = self._delays.get(method)
+        if wait:
+            time.sleep(wait)
         try:
             if failure:
                 raise S3Error(failure[1], "InternalError", "We encountered an internal error. Please try again.")

@@ -8,11 +8,15 @@ It speaks Stripe's wire format for exactly the calls the client makes:
     POST /v1/payment_methods/<id>/attach        attach; a test token (pm_card_visa ...) makes a new pm_
     GET  /v1/payment_methods/<id>               retrieve (customer is null once detached)
     POST /v1/payment_intents                    create + confirm, off-session, manual or automatic capture
-    POST /v1/payment_intents/<id>/capture       requires_capture -> succeeded
+    GET  /v1/payment_intents/<id>               retrieve
+    GET  /v1/payment_intents                    list (customer, limit, starting_after), newest first
+    POST /v1/payment_intents/<id>/capture       requires_capture -> succeeded; past capture_before: 400
+                                                charge_expired_for_capture (the intent is then canceled)
     POST /v1/payment_intents/<id>/cancel        -> canceled
     POST /v1/subscriptions                      create (items[0][price], default_payment_method)
     POST /v1/subscriptions/<id>                 update (cancel_at_period_end)
     GET  /v1/subscriptions/<id>                 retrieve
+    GET  /v1/subscriptions                      list (customer, status=all, limit, starting_after)
 
 plus POST /v1/payment_methods/<id>/detach (real Stripe API; the client never calls it, the
 tests use it, or `detach_payment_method()`, to make a saved card disappear).
@@ -29,19 +33,29 @@ Wire format, as Stripe's:
   (header `Idempotent-Replayed: true`) for any later request with the key; the same key with
   other parameters is 400 idempotency_error; the same key while its first request is still in
   flight is 409 idempotency_error.
+- `metadata[k]=v` parameters become the object's `metadata`; `expand[]=latest_charge` (and
+  `data.latest_charge` on lists) expands a PaymentIntent's charge, whose
+  `payment_method_details.card.capture_before` is 7 days after an uncaptured authorization.
+  Past it the authorization lapses as at Stripe: the intent becomes canceled
+  (cancellation_reason automatic) and a capture is refused with charge_expired_for_capture.
+- The fake's clock (`now()`) is the real one unless `set_clock(epoch seconds)` set it, so a test
+  can keep it with the service's test clock.
 
 Test controls (all thread-safe):
 - `fail_next(method, path, count=1, status=500, after_processing=False)`: the next `count`
   requests to that exact path answer `status` with a Stripe api_error. With
   `after_processing=True` the request is carried out first (object created, idempotent result
   stored) and only the answer is lost, as when a network hop fails after Stripe did the work.
-- `delay(method, path, seconds)`: requests to that path are held for `seconds` while their
-  idempotency key is in flight (to provoke concurrent-request behaviour).
+- `delay(method, path, seconds)`: requests to that path are held for `seconds` before they
+  are carried out (with an idempotency key: while the key is in flight, to provoke
+  concurrent-request behaviour; without one, e.g. a GET, simply held).
 - `detach_payment_method(id)`, `delete_payment_method(id)`, `update_object(id, **fields)`.
 - `requests` / `calls(method, path=None, prefix=None)`: the request log, each entry a dict
   {method, path, headers (lower-case names), form (parse_qs: name -> [values]), raw, status}.
 - `objects(kind, **match)`: stored objects of one kind ("customer", "payment_method",
-  "payment_intent", "setup_intent", "subscription") whose fields equal the given values.
+  "payment_intent", "setup_intent", "subscription", "charge") whose fields equal the given values.
+- `charges(customer)` / `holds(customer)`: the customer's PaymentIntents that moved money
+  (succeeded) / that hold it (requires_capture), for counting.
 """
 import copy
 import http.server
@@ -68,6 +82,7 @@ DECLINE_MESSAGES = {
 }
 
 PERIOD_S = 30 * 24 * 3600
+HOLD_S = 7 * 24 * 3600
 _ALNUM = string.ascii_letters + string.digits
 
 
@@ -107,6 +122,7 @@ class FakeStripe:
         self.requests = []
         self.failures = []       # {"method", "path", "remaining", "status", "after"}
         self.delays = {}         # (method, path) -> seconds
+        self.clock_offset = 0    # seconds added to the real clock (set_clock)
         self.httpd = None
         self.thread = None
 
@@ -137,6 +153,20 @@ class FakeStripe:
         return f"http://{host}:{port}"
 
     # ------------------------------------------------------------ test controls
+
+    def now(self):
+        return int(time.time()) + self.clock_offset
+
+    def set_clock(self, epoch_seconds):
+        """Makes now() read epoch_seconds (it runs on from there)."""
+        with self.lock:
+            self.clock_offset = int(epoch_seconds) - int(time.time())
+
+    def charges(self, customer):
+        return self.objects("payment_intent", customer=customer, status="succeeded")
+
+    def holds(self, customer):
+        return self.objects("payment_intent", customer=customer, status="requires_capture")
 
     def fail_next(self, method, path, count=1, status=500, after_processing=False):
         with self.lock:
@@ -169,10 +199,14 @@ class FakeStripe:
     def get(self, ident):
         with self.lock:
             o = self.store.get(ident)
+            if o:
+                self._lapse(o)
             return copy.deepcopy(o) if o else None
 
     def objects(self, kind, **match):
         with self.lock:
+            for o in self.store.values():
+                self._lapse(o)
             return [copy.deepcopy(o) for o in self.store.values()
                     if o.get("object") == kind and all(o.get(k) == v for k, v in match.items())]
 
@@ -205,9 +239,10 @@ class FakeStripe:
                     return dict(f)
         return None
 
-    def handle(self, method, path, headers, raw):
-        """Returns (status, body dict, extra headers)."""
-        form = urllib.parse.parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True)
+    def handle(self, method, path, headers, raw, query=""):
+        """Returns (status, body dict, extra headers). A GET's parameters are its query string."""
+        params = raw.decode("utf-8", "replace") if method == "POST" else query
+        form = urllib.parse.parse_qs(params, keep_blank_values=True)
         entry = {"method": method, "path": path, "headers": headers, "form": form, "raw": raw, "status": None,
                  "time": time.time()}
         with self.lock:
@@ -235,6 +270,9 @@ class FakeStripe:
         if idem_key:
             status, body, extra = self._idempotent(key, idem_key, method, path, form)
         else:
+            wait = self.delays.get((method, path))
+            if wait:
+                time.sleep(wait)
             status, body, extra = self._execute(method, path, form)
         if failure:
             return failure["status"], _api_error(), {}
@@ -280,10 +318,13 @@ class FakeStripe:
         ("POST", r"/v1/payment_methods/([^/]+)/detach", "detach_method"),
         ("GET", r"/v1/payment_methods/([^/]+)", "retrieve_method"),
         ("POST", r"/v1/payment_intents", "create_intent"),
+        ("GET", r"/v1/payment_intents", "list_intents"),
+        ("GET", r"/v1/payment_intents/([^/]+)", "retrieve_intent"),
         ("POST", r"/v1/payment_intents/([^/]+)/capture", "capture_intent"),
         ("POST", r"/v1/payment_intents/([^/]+)/cancel", "cancel_intent"),
         ("POST", r"/v1/subscriptions", "create_subscription"),
         ("POST", r"/v1/subscriptions/([^/]+)", "update_subscription"),
+        ("GET", r"/v1/subscriptions", "list_subscriptions"),
         ("GET", r"/v1/subscriptions/([^/]+)", "retrieve_subscription"),
     ]
 
@@ -293,6 +334,7 @@ class FakeStripe:
             if m == method and match:
                 args = [urllib.parse.unquote(g) for g in match.groups()]
                 f = {k: v[-1] for k, v in form.items()}
+                f["_expand"] = form.get("expand[]", [])
                 try:
                     with self.lock:
                         return 200, getattr(self, "_" + name)(f, *args), {}
@@ -312,7 +354,7 @@ class FakeStripe:
         return o
 
     def _create_customer(self, f):
-        c = {"id": new_id("cus"), "object": "customer", "created": int(time.time()), "email": f.get("email"),
+        c = {"id": new_id("cus"), "object": "customer", "created": self.now(), "email": f.get("email"),
              "name": f.get("name"), "livemode": False, "metadata": {},
              "invoice_settings": {"default_payment_method": None}}
         self.store[c["id"]] = c
@@ -340,7 +382,7 @@ class FakeStripe:
         sid = new_id("seti")
         s = {"id": sid, "object": "setup_intent", "client_secret": f"{sid}_secret_{secrets.token_hex(12)}",
              "customer": customer, "status": "requires_payment_method", "usage": f.get("usage", "off_session"),
-             "payment_method_types": form_list(f, "payment_method_types") or ["card"], "created": int(time.time()),
+             "payment_method_types": form_list(f, "payment_method_types") or ["card"], "created": self.now(),
              "livemode": False}
         self.store[sid] = s
         return copy.deepcopy(s)
@@ -352,7 +394,7 @@ class FakeStripe:
         self._obj("customer", customer, 400, "customer")
         if ident in TEST_CARDS:  # a test token makes a new PaymentMethod, as on Stripe
             brand, last4, decline = TEST_CARDS[ident]
-            pm = {"id": new_id("pm"), "object": "payment_method", "type": "card", "created": int(time.time()),
+            pm = {"id": new_id("pm"), "object": "payment_method", "type": "card", "created": self.now(),
                   "customer": None, "livemode": False, "billing_details": {}, "metadata": {},
                   "card": {"brand": brand, "last4": last4, "exp_month": 12, "exp_year": 2034, "funding": "credit",
                            "country": "US"},
@@ -406,8 +448,9 @@ class FakeStripe:
             raise invalid("Invalid capture_method", param="capture_method")
         pi = {"id": new_id("pi"), "object": "payment_intent", "amount": amount, "amount_capturable": 0,
               "amount_received": 0, "currency": "usd", "customer": customer, "payment_method": f.get("payment_method"),
-              "capture_method": capture_method, "confirmation_method": "automatic", "created": int(time.time()),
-              "livemode": False, "metadata": {}, "status": "requires_payment_method", "last_payment_error": None,
+              "capture_method": capture_method, "confirmation_method": "automatic", "created": self.now(),
+              "livemode": False, "metadata": metadata_of(f), "status": "requires_payment_method",
+              "last_payment_error": None,
               "latest_charge": None, "cancellation_reason": None}
         pi["client_secret"] = f"{pi['id']}_secret_{secrets.token_hex(12)}"
         if f.get("confirm") != "true":
@@ -424,7 +467,14 @@ class FakeStripe:
             pi["payment_method"] = None
             self.store[pi["id"]] = pi
             raise StripeError(402, **_error_args(error), payment_intent=copy.deepcopy(pi))
-        pi["latest_charge"] = new_id("ch")
+        charge = {"id": new_id("ch"), "object": "charge", "amount": amount, "created": self.now(), "customer": customer,
+                  "payment_intent": pi["id"], "captured": capture_method != "manual",
+                  "payment_method_details": {"type": "card", "card": {
+                      "brand": pm["card"]["brand"], "last4": pm["card"]["last4"],
+                      # an uncaptured card authorization lapses after 7 days
+                      "capture_before": self.now() + HOLD_S if capture_method == "manual" else None}}}
+        self.store[charge["id"]] = charge
+        pi["latest_charge"] = charge["id"]
         if capture_method == "manual":
             pi["status"] = "requires_capture"
             pi["amount_capturable"] = amount
@@ -432,10 +482,59 @@ class FakeStripe:
             pi["status"] = "succeeded"
             pi["amount_received"] = amount
         self.store[pi["id"]] = pi
-        return copy.deepcopy(pi)
+        return self._intent_view(pi, f)
+
+    def _lapse(self, pi):
+        """An uncaptured authorization past capture_before is canceled, as Stripe does."""
+        if pi.get("object") != "payment_intent" or pi.get("status") != "requires_capture":
+            return
+        charge = self.store.get(pi.get("latest_charge") or "")
+        before = charge and charge["payment_method_details"]["card"].get("capture_before")
+        if before and self.now() >= before:
+            pi["status"] = "canceled"
+            pi["cancellation_reason"] = "automatic"
+            pi["amount_capturable"] = 0
+
+    def _intent_view(self, pi, f, prefix=""):
+        out = copy.deepcopy(pi)
+        if prefix + "latest_charge" in f.get("_expand", []) and out.get("latest_charge"):
+            out["latest_charge"] = copy.deepcopy(self.store[out["latest_charge"]])
+        return out
+
+    def _retrieve_intent(self, f, ident):
+        pi = self._obj("payment_intent", ident)
+        self._lapse(pi)
+        return self._intent_view(pi, f)
+
+    def _list(self, kind, f, view=None):
+        items = [o for o in reversed(list(self.store.values())) if o.get("object") == kind
+                 and (not f.get("customer") or o.get("customer") == f["customer"])]
+        if kind == "subscription" and f.get("status", "active") != "all":
+            items = [o for o in items if o["status"] == f.get("status", "active")] if f.get("status") else \
+                [o for o in items if o["status"] not in ("canceled", "incomplete_expired")]
+        if f.get("starting_after"):
+            ids = [o["id"] for o in items]
+            items = items[ids.index(f["starting_after"]) + 1:] if f["starting_after"] in ids else []
+        limit = int(f.get("limit") or 10)
+        page = items[:limit]
+        return {"object": "list", "url": f"/v1/{kind}s", "has_more": len(items) > limit,
+                "data": [view(o) if view else copy.deepcopy(o) for o in page]}
+
+    def _list_intents(self, f):
+        for o in self.store.values():
+            self._lapse(o)
+        return self._list("payment_intent", f, lambda pi: self._intent_view(pi, f, "data."))
+
+    def _list_subscriptions(self, f):
+        return self._list("subscription", f)
 
     def _capture_intent(self, f, ident):
         pi = self._obj("payment_intent", ident)
+        lapsing = pi["status"] == "requires_capture"
+        self._lapse(pi)
+        if lapsing and pi["status"] == "canceled":
+            raise invalid("The charge has expired and can no longer be captured; uncaptured charges must be captured "
+                          "within 7 days.", code="charge_expired_for_capture")
         if pi["status"] != "requires_capture":
             raise invalid(f"This PaymentIntent could not be captured because it has a status of {pi['status']}. "
                           "Only a PaymentIntent with one of the following statuses may be captured: requires_capture.",
@@ -444,10 +543,12 @@ class FakeStripe:
         pi["status"] = "succeeded"
         pi["amount_received"] = amount
         pi["amount_capturable"] = 0
-        return copy.deepcopy(pi)
+        self.store[pi["latest_charge"]]["captured"] = True
+        return self._intent_view(pi, f)
 
     def _cancel_intent(self, f, ident):
         pi = self._obj("payment_intent", ident)
+        self._lapse(pi)
         if pi["status"] not in ("requires_payment_method", "requires_capture", "requires_confirmation",
                                 "requires_action", "processing"):
             raise invalid(f"You cannot cancel this PaymentIntent because it has a status of {pi['status']}. Only a "
@@ -474,11 +575,11 @@ class FakeStripe:
             raise invalid("This customer has no attached payment source or default payment method. Please consider "
                           "adding a default payment method.", code="resource_missing")
         pm = self._usable_method({"default_payment_method": pm_id}, customer)
-        now = int(time.time())
+        now = self.now()
         sub = {"id": new_id("sub"), "object": "subscription", "customer": customer, "status": "active",
                "cancel_at_period_end": False, "cancel_at": None, "canceled_at": None, "created": now,
                "current_period_start": now, "current_period_end": now + PERIOD_S, "default_payment_method": pm_id,
-               "livemode": False, "metadata": {}, "latest_invoice": new_id("in")}
+               "livemode": False, "metadata": metadata_of(f), "latest_invoice": new_id("in")}
         sub["items"] = {"object": "list", "has_more": False, "data": [{
             "id": new_id("si"), "object": "subscription_item", "subscription": sub["id"], "quantity": 1,
             "current_period_start": now, "current_period_end": now + PERIOD_S,
@@ -503,11 +604,15 @@ class FakeStripe:
                 raise invalid("Invalid boolean: " + flag, param="cancel_at_period_end")
             sub["cancel_at_period_end"] = flag == "true"
             sub["cancel_at"] = sub["current_period_end"] if flag == "true" else None
-            sub["canceled_at"] = int(time.time()) if flag == "true" else None
+            sub["canceled_at"] = self.now() if flag == "true" else None
         return copy.deepcopy(sub)
 
     def _retrieve_subscription(self, f, ident):
         return copy.deepcopy(self._obj("subscription", ident))
+
+
+def metadata_of(f):
+    return {k[len("metadata["):-1]: v for k, v in f.items() if k.startswith("metadata[") and k.endswith("]")}
 
 
 def form_list(f, name):
@@ -541,7 +646,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         parsed = urllib.parse.urlsplit(self.path)
         headers = {k.lower(): v for k, v in self.headers.items()}
-        status, body, extra = self.fake.handle(self.command, parsed.path, headers, raw)
+        status, body, extra = self.fake.handle(self.command, parsed.path, headers, raw, parsed.query)
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")

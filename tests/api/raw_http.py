@@ -64,9 +64,9 @@ def read_response(sock):
     return r.status, {k.lower(): v for k, v in r.getheaders()}, body
 
 
-def send(server, method, path, headers=(), body=b"", split=None, pause=0.02, timeout=30):
+def send(server, method, path, headers=(), body=b"", split=None, pause=0.02, timeout=30, source="127.0.0.1"):
     """headers: [(name, value)] (a name may repeat). Returns (status, headers, body bytes)."""
-    s = connect(server, timeout=timeout)
+    s = connect(server, source=source, timeout=timeout)
     try:
         request = head(method, path, list(headers), len(body)) + body
         cut = len(request) - len(body) + split if split is not None else len(request)

@@ -13,6 +13,7 @@ import http.client
 import json
 import os
 import struct
+import threading
 import time
 import urllib.parse
 
@@ -21,6 +22,7 @@ import pytest
 import raw_http
 from conftest import Api
 from fake_s3 import FakeS3
+from flow_helpers import post_job
 from test_providers import (GPS_SECRET, CERT_SIZE, assert_gone, assert_served, certificate_lines, exif_gps_app1, exif_of,
                             expected_ins, fetch, file_key, id_fields, identify_ok, jpeg_bytes, jpeg_segment_markers,
                             jpeg_with_metadata, licence_lines, me, png_bytes, png_chunk_types, server_today,
@@ -482,8 +484,9 @@ S3_AK, S3_SK, S3_REGION, S3_BUCKET = "AKIAMARKETPLACETEST1", "test/secret+key/01
 @pytest.fixture(scope="module")
 def s3(make_server):
     fake = FakeS3(S3_AK, S3_SK, S3_REGION, S3_BUCKET).start()
+    # one database-lane worker: a storage call made on that lane would hold up every other request
     srv = make_server(S3_ENDPOINT=fake.url, S3_BUCKET=S3_BUCKET, S3_REGION=S3_REGION, S3_ACCESS_KEY_ID=S3_AK,
-                      S3_SECRET_ACCESS_KEY=S3_SK)
+                      S3_SECRET_ACCESS_KEY=S3_SK, HTTP_WORKERS="1")
     yield fake, srv, Api(srv)
     fake.stop()
 
@@ -560,6 +563,7 @@ def test_s3_deleted_object_is_404(s3):
 
 def test_s3_recognition(s3, tmp_path):
     fake, srv, api = s3
+    api.wait_queue_idle(timeout=120)  # the recognitions of earlier tests' documents are not this test's
     p = api.register_provider()
     today = server_today(api)
     expiry = today.replace(year=today.year + 3, day=1)
@@ -578,3 +582,83 @@ def test_s3_recognition(s3, tmp_path):
     assert {k: body[k] for k in expected_ins("active", effective, cert_expiry)} == \
         expected_ins("active", effective, cert_expiry)
     assert local_files(srv) == []
+
+
+def _bucket_keys(fake):
+    with fake.lock:
+        return set(fake.objects)
+
+
+def test_s3_address_photos_that_fail_half_way_leave_no_object(s3):
+    fake, srv, api = s3
+    user = api.register_user()
+    r = api.post("/users/me/addresses", token=user["token"], json={"address": "1 Bucket St", "zip": "10001"})
+    aid = r.json()[0]["id"]
+    before = _bucket_keys(fake)
+    fake.fail_next(count=3, method="PUT", after=1)  # the first file lands, every try of the second fails
+    files = [("streetViewPhoto", ("s.png", png_bytes(seed=170), "image/png"))] + [
+        ("serviceAreaPhotos", (f"a{i}.png", png_bytes(seed=171 + i), "image/png")) for i in range(2)]
+    r = api.post(f"/users/me/addresses/{aid}/photos", token=user["token"], files=files)
+    assert r.status_code == 500, r.text
+    assert _bucket_keys(fake) == before
+    listed = api.get("/users/me/addresses", token=user["token"]).json()[0]
+    assert (listed["streetViewPhoto"], listed["serviceAreaPhotos"]) == (None, [])
+
+
+def test_s3_job_photos_that_fail_half_way_leave_no_object(s3):
+    fake, srv, api = s3
+    user = api.register_user()
+    job = post_job(api, user)
+    before = _bucket_keys(fake)
+    fake.fail_next(count=3, method="PUT", after=2)
+    files = [("images", (f"i{i}.png", png_bytes(seed=180 + i), "image/png")) for i in range(3)]
+    r = api.post(f"/jobs/{job['id']}/images", token=user["token"], files=files)
+    assert r.status_code == 500, r.text
+    assert _bucket_keys(fake) == before
+    assert api.get(f"/jobs/{job['id']}", token=user["token"]).json()["beforeImages"] == []
+
+
+def _while_storage_deletes(fake, call, probe):
+    """Runs call() while the bucket holds its DELETEs for 2 s; returns the seconds probe() took
+    once the first DELETE had arrived."""
+    done = []
+    fake.delay("DELETE", 2.0)
+    try:
+        with fake.lock:
+            seen = len(fake.requests)
+        t = threading.Thread(target=lambda: done.append(call()))
+        t.start()
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            with fake.lock:
+                if any(m == "DELETE" for m, _ in fake.requests[seen:]):
+                    break
+            time.sleep(0.01)
+        else:
+            raise AssertionError("no DELETE reached the bucket")
+        t0 = time.perf_counter()
+        probe()
+        elapsed = time.perf_counter() - t0
+        t.join(30)
+    finally:
+        fake.delay("DELETE", 0)
+    assert done and done[0].status_code == 200, done
+    return elapsed
+
+
+def test_s3_deletes_do_not_hold_the_database_lane(s3):
+    """DELETE /providers/me/headshots/:index and DELETE /users/me/addresses/:id/photos wait on
+    the bucket: they run on the slow lane, so a database-bound request is not stuck behind them."""
+    fake, srv, api = s3
+    p = api.register_provider()
+    headshot(api, p["token"], png_bytes(seed=190))
+    probe = lambda: api.get("/providers/me", token=p["token"]).raise_for_status()  # noqa: E731
+    assert _while_storage_deletes(fake, lambda: api.delete("/providers/me/headshots/0", token=p["token"]), probe) < 1.0
+
+    user = api.register_user()
+    aid = api.post("/users/me/addresses", token=user["token"], json={"address": "2 Lane St", "zip": "10001"}).json()[0]["id"]
+    assert api.post(f"/users/me/addresses/{aid}/photos", token=user["token"],
+                    files={"streetViewPhoto": ("s.png", png_bytes(seed=191), "image/png")}).status_code == 200
+    probe = lambda: api.get("/users/me", token=user["token"]).raise_for_status()  # noqa: E731
+    assert _while_storage_deletes(fake, lambda: api.delete(f"/users/me/addresses/{aid}/photos", token=user["token"]),
+                                  probe) < 1.0

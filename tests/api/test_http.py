@@ -3,6 +3,7 @@ access log (decisions sections 1 and 3)."""
 import http.client
 import json
 import re
+import threading
 import time
 import urllib.parse
 import uuid
@@ -10,6 +11,7 @@ import uuid
 import pytest
 import requests
 
+import raw_http
 from conftest import unique_email, unique_ip
 
 ISO_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
@@ -258,6 +260,26 @@ def test_cors_preflight_on_unknown_path_is_404(api, path):
     assert r.headers["X-Request-Id"]
 
 
+@pytest.mark.parametrize("env", ["development", "production"])
+def test_preflight_for_a_test_only_route_is_404_outside_test(server_factory, env):
+    """A preflight must not reveal a route that does not exist in this environment."""
+    extra = {"JWT_SECRET": "p" * 40, "BCRYPT_COST": "12", "CORS_ORIGINS": ORIGIN} if env == "production" else {}
+    srv = server_factory(APP_ENV=env, **extra)
+    for path, method in (("/__test/clock", "POST"), ("/__test/routes", "GET"), ("/__test/payments/x", "GET")):
+        r = requests.options(srv.url + path, headers={"Origin": ORIGIN, "Access-Control-Request-Method": method},
+                             timeout=10)
+        assert _json_error(r, 404) == {"error": "Not found"}, path
+        assert "Access-Control-Allow-Methods" not in r.headers and "Allow" not in r.headers
+    r = requests.options(srv.url + "/auth/login", headers={"Origin": ORIGIN, "Access-Control-Request-Method": "POST"},
+                         timeout=10)
+    assert r.status_code == 204
+
+
+def test_preflight_for_a_test_only_route_in_test(api):
+    r = api.request("OPTIONS", "/__test/clock", headers={"Origin": ORIGIN, "Access-Control-Request-Method": "POST"})
+    assert r.status_code == 204
+
+
 @pytest.fixture(scope="module")
 def cors_server(make_server):
     return make_server(CORS_ORIGINS="https://app.example")
@@ -432,3 +454,193 @@ def test_trust_proxy_2_takes_the_second_address_from_the_right(two_proxy_server,
              "exact": lambda i: [client, f"10.255.1.{i + 1}"],
              "short": lambda i: [client]}[shape]  # one proxy fewer: its leftmost entry
     assert _limited_after_five(two_proxy_server.url, lines)
+
+
+# ---------------------------------------------------------------- slow and abusive clients
+# A server of its own: HTTP_IDLE_TIMEOUT=2, HTTP_HEADER_TIMEOUT=1 (a request's headers must be
+# complete 1 s after its first bytes; a body then has that long before it must average
+# HTTP_BODY_MIN_RATE, 1024 bytes/s), 4 connections per address. TRUST_PROXY=0, so each test
+# uses its own loopback source address and GET /health is probed from yet another.
+
+@pytest.fixture(scope="module")
+def guarded(make_server):
+    return make_server(TRUST_PROXY="0", HTTP_IDLE_TIMEOUT="2", HTTP_HEADER_TIMEOUT="1",
+                       HTTP_MAX_CONNECTIONS_PER_IP="4")
+
+
+def _health_ms(srv, source="127.0.0.250"):
+    t0 = time.perf_counter()
+    status, _, _ = raw_http.send(srv, "GET", "/health", source=source, timeout=5)
+    assert status == 200
+    return (time.perf_counter() - t0) * 1000
+
+
+class _Probe:
+    """GET /health from another address every 100 ms while the block runs; on exit, checks
+    that it was sampled and always answered within 500 ms."""
+
+    def __init__(self, srv):
+        self.srv, self.samples, self.stop = srv, [], threading.Event()
+
+    def _run(self):
+        while not self.stop.is_set():
+            self.samples.append(_health_ms(self.srv))
+            self.stop.wait(0.1)
+
+    def __enter__(self):
+        self.thread = threading.Thread(target=self._run)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(10)
+        if exc[0] is None:
+            assert self.samples, "GET /health was never sampled"
+            assert max(self.samples) < 500, [round(ms) for ms in self.samples]
+
+
+def _trickle(sock, data, every, until_closed_within):
+    """Sends data one byte every `every` seconds; returns the seconds until the server closed
+    the connection, or None if it was still open after until_closed_within seconds."""
+    t0 = time.time()
+    for b in data:
+        if time.time() - t0 > until_closed_within:
+            return None
+        try:
+            sock.sendall(bytes([b]))
+        except (BrokenPipeError, ConnectionResetError):
+            return time.time() - t0
+        if raw_http.closed_by_peer(sock, every):
+            return time.time() - t0
+    return None
+
+
+def test_slow_headers_are_cut_off(guarded):
+    s = raw_http.connect(guarded, source="127.0.0.11")
+    try:
+        s.sendall(b"GET /health HTTP/1.1\r\n")
+        request = b"Host: x\r\n" + b"".join(b"X-Slow-%d: %s\r\n" % (i, b"v" * 20) for i in range(20))
+        with _Probe(guarded):
+            closed_after = _trickle(s, request, 0.2, until_closed_within=6)
+        assert closed_after is not None, "a request whose headers trickle in was never cut off"
+        assert closed_after < 3.5, closed_after  # 1 s header deadline, checked a few times a second
+    finally:
+        s.close()
+
+
+def test_idle_connection_is_closed(guarded):
+    s = raw_http.connect(guarded, source="127.0.0.12")
+    try:
+        t0 = time.time()
+        with _Probe(guarded):
+            assert raw_http.closed_by_peer(s, 6), "an idle connection stayed open"
+        assert 1.5 < time.time() - t0 < 5
+    finally:
+        s.close()
+
+
+def test_idle_keep_alive_outlives_the_header_timeout(guarded):
+    """Waiting for the next request is idleness, not a slow request: only the idle timeout."""
+    s = raw_http.connect(guarded, source="127.0.0.13")
+    try:
+        for _ in range(2):
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert raw_http.read_response(s)[0] == 200
+            assert not raw_http.closed_by_peer(s, 1.5)  # longer than the 1 s header deadline
+    finally:
+        s.close()
+
+
+def test_a_body_sent_a_byte_a_second_is_cut_off(guarded):
+    s = raw_http.connect(guarded, source="127.0.0.14")
+    try:
+        body = b'{"email":"slow@example.com","password":"' + b"p" * 200 + b'"}'
+        s.sendall(raw_http.head("POST", "/auth/login", [("Content-Type", "application/json")], len(body)))
+        with _Probe(guarded):
+            closed_after = _trickle(s, body, 0.3, until_closed_within=8)
+        assert closed_after is not None, "a body trickling in was never cut off"
+        assert closed_after < 4, closed_after  # 1 s grace, then 1024 bytes/s on average
+    finally:
+        s.close()
+
+
+def test_a_body_at_a_normal_pace_is_read(guarded):
+    """A 64 KiB body sent in 4 KiB pieces over about a second and a half is well above the rate."""
+    s = raw_http.connect(guarded, source="127.0.0.15")
+    try:
+        body = b'{"pad":"' + b"x" * (64 * 1024 - 10) + b'"}'
+        s.sendall(raw_http.head("POST", "/auth/login", [("Content-Type", "application/json")], len(body)))
+        for i in range(0, len(body), 4096):
+            s.sendall(body[i:i + 4096])
+            time.sleep(0.1)
+        status, _, out = raw_http.read_response(s)
+        assert (status, json.loads(out)) == (400, {"error": "email: is required"})
+    finally:
+        s.close()
+
+
+def test_connections_per_address_are_capped(guarded):
+    held = []
+    try:
+        for _ in range(4):
+            s = raw_http.connect(guarded, source="127.0.0.16")
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert raw_http.read_response(s)[0] == 200
+            held.append(s)
+        extra = raw_http.connect(guarded, source="127.0.0.16")
+        held.append(extra)
+        try:
+            extra.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        assert raw_http.closed_by_peer(extra, 3), "a fifth connection from one address was served"
+        assert _health_ms(guarded, source="127.0.0.17") < 500  # other addresses are not affected
+    finally:
+        for s in held:
+            s.close()
+    # once they are closed, the address is served again
+    deadline = time.time() + 5
+    while True:
+        try:
+            assert _health_ms(guarded, source="127.0.0.16") < 1000
+            break
+        except (ConnectionError, OSError, http.client.HTTPException):
+            assert time.time() < deadline
+            time.sleep(0.05)
+
+
+def test_many_slow_clients_at_once_are_all_cut_off(guarded):
+    """Forty connections from forty addresses, each holding an unfinished request open."""
+    socks = []
+    try:
+        with _Probe(guarded):
+            for i in range(40):
+                s = raw_http.connect(guarded, source=f"127.0.1.{i + 1}")
+                s.sendall(b"POST /auth/login HTTP/1.1\r\nHost: x\r\nX-Partial: ")
+                socks.append(s)
+            t0 = time.time()
+            deadline = t0 + 6
+            open_ = list(socks)
+            while open_ and time.time() < deadline:
+                for s in list(open_):
+                    try:
+                        s.sendall(b"a")  # keeps the connection from being idle
+                    except OSError:
+                        open_.remove(s)
+                        continue
+                    if raw_http.closed_by_peer(s, 0.01):
+                        open_.remove(s)
+                time.sleep(0.1)
+        assert not open_, f"{len(open_)} of 40 slow connections were still open after {time.time() - t0:.1f} s"
+    finally:
+        for s in socks:
+            s.close()
+
+
+@pytest.mark.parametrize("size,status", [(7000, 200), (8300, 431), (14000, 431), (60000, 431)])
+def test_header_fields_over_8_kib_are_431(server, size, status):
+    got, _, body = raw_http.send(server, "GET", "/health", [("X-Big", "a" * size)])
+    assert got == status, body[:200]
+    if status == 431 and size < 15000:  # past libmicrohttpd's 16 KiB buffer it answers 431 itself
+        assert json.loads(body) == {"error": "Request header fields too large"}

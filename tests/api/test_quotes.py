@@ -111,7 +111,9 @@ def test_quote_created_with_fee_and_job_quoted(api, server):
     view = get_job(api, u["token"], jid)
     assert view["status"] == "QUOTED"
     assert view["quotes"] == [q]
-    mail = server.wait_mail(u["email"])
+    server.wait_mail(u["email"])
+    api.wait_queue_idle()
+    mail = server.mails(u["email"])
     assert len(mail) == 1
     assert mail[0]["subject"] == "You received a quote"
     assert "Quinn Customer" in mail[0]["body"] and "Sam Pro" in mail[0]["body"]
@@ -122,7 +124,9 @@ def test_quote_created_with_fee_and_job_quoted(api, server):
     # another provider may still quote the QUOTED job; the customer gets a second email
     q2 = quote(api, provider(api, [zip_code]), jid, 95)
     assert q2["status"] == "PENDING"
-    assert len(server.wait_mail(u["email"], count=2)) == 2
+    server.wait_mail(u["email"], count=2)
+    api.wait_queue_idle()
+    assert len(server.mails(u["email"])) == 2
     assert [x["id"] for x in quotes_of(api, u, jid)] == [q["id"], q2["id"]]
 
 
@@ -253,6 +257,7 @@ def test_accept_assigns_the_job_and_rejects_the_others(api, server):
     mail = server.wait_mail(b["email"])
     assert mail[0]["subject"] == "Your quote was accepted"
     assert "Ari Accepter" in mail[0]["body"] and "$120.50" in mail[0]["body"] and jid in mail[0]["body"]
+    api.wait_queue_idle()
     assert server.mails(a["email"]) == [] and server.mails(c["email"]) == []
     # once accepted, no quote of the job can be accepted again
     status_body(api.post(f"/quotes/{qb['id']}/accept", token=u["token"]), 409, NOT_OPEN_FOR_ACCEPTANCE)

@@ -17,7 +17,8 @@ import time
 import pytest
 import requests
 
-from conftest import free_port, unique_email, unique_ip
+from conftest import Api, free_port, unique_email, unique_ip
+from fake_stripe import FakeStripe
 
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 ISO_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
@@ -153,7 +154,7 @@ def test_test_routes_are_404_outside_test_env(request, which):
     r = requests.post(srv.url + "/__test/clock", json={"advanceMs": 1000}, timeout=10)
     assert r.status_code == 404
     assert r.json() == {"error": "Not found"}
-    for path in ("/__test/routes", "/__test/queue"):
+    for path in ("/__test/routes", "/__test/queue", "/__test/load"):
         r = requests.get(srv.url + path, timeout=10)
         assert r.status_code == 404
         assert r.json() == {"error": "Not found"}
@@ -180,6 +181,26 @@ def test_queue_depth_counts_due_work_until_it_has_run(server, api):
     api.wait_queue_idle()
     # idle means the email queued by that request has been written
     assert len(server.mails(u["email"])) == 1
+
+
+def test_load_shows_requests_in_flight_and_handlers_running(server, api):
+    """GET /__test/load: requests in flight (itself not counted), handlers running and whether
+    the hashing pool is full, so tests wait for a condition instead of sleeping."""
+    r = api.get("/__test/load")
+    assert r.status_code == 200
+    load = r.json()
+    assert set(load) == {"inFlight", "handlersRunning", "hashingPoolFull"}
+    assert load["inFlight"] >= 0 and load["handlersRunning"] >= 0 and load["hashingPoolFull"] in (True, False)
+    # a request whose body has not finished arriving is in flight
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    try:
+        s.sendall(b"POST /auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 2\r\n\r\n{")
+        api.wait_load(lambda load: load["inFlight"] >= 1, "the unfinished request in flight")
+        s.sendall(b"}")
+        assert _read_response(s).startswith(b"HTTP/1.1 400")
+    finally:
+        s.close()
 
 
 def _route_counts(url):
@@ -351,7 +372,7 @@ def test_sigterm_finishes_requests_in_flight_and_exits_0(make_server):
     t = threading.Thread(target=login)
     t.start()
     assert sent_login.wait(timeout=10)
-    time.sleep(0.1)
+    Api(srv).wait_load(lambda load: load["inFlight"] >= 1, "the login in flight")
     sent = time.time()
     srv.proc.send_signal(signal.SIGTERM)
     t.join(timeout=20)
@@ -385,10 +406,10 @@ def test_sigterm_answers_held_refusals_too(make_server):
 
     hashing = threading.Thread(target=login, args=(0,))
     hashing.start()
-    time.sleep(0.3)
+    Api(srv).wait_load(lambda load: load["hashingPoolFull"], "the first login hashing")
     refused = threading.Thread(target=login, args=(1,))
     refused.start()
-    time.sleep(0.05)
+    Api(srv).wait_load(lambda load: load["inFlight"] >= 2, "the second login in flight")
     srv.proc.send_signal(signal.SIGTERM)
     hashing.join(30)
     refused.join(30)
@@ -430,7 +451,7 @@ def test_sigterm_refuses_new_connections_while_draining(make_server):
     srv = make_server()
     s = _start_slow_upload(srv)
     try:
-        time.sleep(0.1)  # the server has the request's headers: it is in flight
+        Api(srv).wait_load(lambda load: load["inFlight"] >= 1, "the upload in flight")
         srv.proc.send_signal(signal.SIGTERM)
         deadline = time.time() + 2
         while "shutting down" not in srv.read_log():
@@ -455,7 +476,7 @@ def test_sigterm_lets_a_slow_upload_finish(make_server):
     srv = make_server()
     s = _start_slow_upload(srv)
     try:
-        time.sleep(0.1)
+        Api(srv).wait_load(lambda load: load["inFlight"] >= 1, "the upload in flight")
         srv.proc.send_signal(signal.SIGTERM)
         time.sleep(0.3)
         assert srv.proc.poll() is None, "the server exited with a request in flight"
@@ -466,3 +487,82 @@ def test_sigterm_lets_a_slow_upload_finish(make_server):
     assert answer.startswith(b"HTTP/1.1 400"), answer
     assert b'{"error":"email: is required"}' in answer
     assert srv.proc.wait(timeout=15) == 0
+
+
+def test_sigterm_past_the_grace_period_answers_the_waiting_and_cuts_a_busy_handler(server_factory):
+    """SHUTDOWN_GRACE=1 and one slow-lane worker, held by a processor call that takes 8 s.
+    A second request waits for that worker. After the grace period the waiting request gets
+    503, and the process exits 0 at once without stopping the HTTP daemon under the running
+    handler (which would abort, or touch a freed connection when the handler ends)."""
+    fake = FakeStripe(api_key="sk_test_fake").start()
+    try:
+        srv = server_factory(STRIPE_SECRET_KEY="sk_test_fake", STRIPE_API_BASE=fake.url, SHUTDOWN_GRACE="1",
+                             HTTP_SLOW_WORKERS="1")
+        api = Api(srv)
+        busy_user, waiting_user = api.register_user(), api.register_user()
+        fake.delay("POST", "/v1/customers", 8)
+        busy = []
+        t = threading.Thread(target=lambda: busy.append(_post_or_error(srv, "/payments/setup-intent", busy_user)))
+        t.start()
+        deadline = time.time() + 10
+        while not fake.calls("POST", "/v1/customers"):
+            assert time.time() < deadline, "the processor call did not start"
+            time.sleep(0.01)
+        conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
+        conn.request("GET", "/health")  # an accepted connection, served before the signal
+        assert conn.getresponse().read()
+        conn.request("POST", "/payments/setup-intent", headers={"Authorization": f"Bearer {waiting_user['token']}"})
+        sent = time.time()
+        srv.proc.send_signal(signal.SIGTERM)
+        r = conn.getresponse()
+        assert (r.status, json.loads(r.read()), r.getheader("Retry-After")) == (
+            503, {"error": "Service unavailable"}, "1")
+        assert srv.proc.wait(timeout=10) == 0
+        assert time.time() - sent < 5, "exited long after the grace period"
+        assert "requests still running after the grace period were cut off" in srv.read_log()
+        t.join(15)
+        assert busy and busy[0] == "error", busy  # cut off: no answer
+        conn.close()
+    finally:
+        fake.stop()
+
+
+def _post_or_error(srv, path, user):
+    try:
+        return requests.post(srv.url + path, headers={"Authorization": f"Bearer {user['token']}"}, timeout=30).status_code
+    except requests.RequestException:
+        return "error"
+
+
+def test_housekeeping_deletes_expired_counters_and_old_finished_work(server_factory):
+    srv = server_factory()
+    api = Api(srv)
+    url, data = srv.env["DATABASE_URL"], srv.data_dir
+    u = api.register_user()
+    ip = unique_ip()
+    assert api.post("/auth/forgot-password", json={"email": u["email"], "role": "user"}, ip=ip).status_code == 200
+    api.wait_queue_idle()
+    key = f"forgot-password:{ip}"
+
+    def counters():
+        return db_rows(url, data, f"SELECT count(*) FROM rate_limits WHERE key LIKE '%{ip}'")[0][0]
+
+    def done_mail_work():
+        return db_rows(url, data, "SELECT count(*) FROM job_queue WHERE kind = 'email' AND status = 'done'")[0][0]
+
+    assert int(counters()) == 1, key
+    assert int(done_mail_work()) >= 1
+    # two hours on: the counter's 15-minute window is long over, the sent email is kept a week
+    api.advance_clock(2 * 3600 * 1000)
+    deadline = time.time() + 15
+    while int(counters()) != 0:
+        assert time.time() < deadline, "expired rate-limit counter not deleted"
+        time.sleep(0.05)
+    assert int(done_mail_work()) >= 1
+    api.advance_clock(8 * 24 * 3600 * 1000)
+    deadline = time.time() + 15
+    while int(done_mail_work()) != 0:
+        assert time.time() < deadline, "week-old finished work not deleted"
+        time.sleep(0.05)
+    # keyed work (the periodic slots themselves) stays
+    assert int(db_rows(url, data, "SELECT count(*) FROM job_queue WHERE kind = 'housekeeping'")[0][0]) >= 2

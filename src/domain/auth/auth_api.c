@@ -1,6 +1,7 @@
 /* Handlers for /auth/... . Password hashing goes through the bounded pool (ext/password.h);
  * when it is full the route answers 503 with Retry-After at once. Login answers the same
- * 401 for an unknown email and a wrong password, after the same amount of hashing. */
+ * 401 for an unknown email and a wrong password, after the same amount of hashing, and
+ * counts both as failures for the login throttle (http/ratelimit.h: 429 past its limits). */
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/ids.h"
@@ -12,6 +13,7 @@
 #include "ext/digest.h"
 #include "ext/password.h"
 #include "ext/token.h"
+#include "http/ratelimit.h"
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,12 +83,21 @@ err_t api_auth_provider_register(hs_req *req) {
 
 static err_t login(hs_req *req, account_kind kind) {
   if (password_pool_full()) return hashing_failed(req, PW_BUSY); /* before touching the database */
+  const char *email = hs_body_str(req, "email");
+  hs_login_attempt attempt;
+  err_t e = hs_login_begin(req, arena_printf(&req->arena, "%s:%s", kind == ACCOUNT_USER ? "user" : "provider", email),
+                           &attempt);
+  if (e != ERR_OK) return e;
   bool found;
   account acc = {0};
-  if (auth_store_find(&req->arena, kind, hs_body_str(req, "email"), &acc, &found) != ERR_OK) return ERR_INTERNAL;
+  if (auth_store_find(&req->arena, kind, email, &acc, &found) != ERR_OK) return ERR_INTERNAL;
   pw_result pr = password_verify(hs_body_str(req, "password"), found ? acc.password_hash : NULL);
-  if (pr == PW_MISMATCH) return hs_fail(req, ERR_UNAUTHORIZED, "Invalid credentials");
+  if (pr == PW_MISMATCH) {
+    hs_login_failed(&attempt);
+    return hs_fail(req, ERR_UNAUTHORIZED, "Invalid credentials");
+  }
   if (pr != PW_OK) return hashing_failed(req, pr);
+  hs_login_succeeded(&attempt);
   return kind == ACCOUNT_USER ? reply_session(req, "user", "user", acc.id, acc.email, acc.name)
                               : reply_session(req, "provider", "provider", acc.id, acc.email, acc.name);
 }

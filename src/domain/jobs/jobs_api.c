@@ -7,6 +7,7 @@
 #include "core/jsonx.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "domain/common.h"
 #include "domain/jobs/jobs.h"
 #include "domain/jobs/jobs_store.h"
 #include "domain/notifications/notifications.h"
@@ -174,24 +175,19 @@ err_t api_jobs_set_status(hs_req *req) {
     return hs_fail(req, ERR_CONFLICT,
                    arena_printf(&req->arena, "A job moves to %s only from %s (it is %s)", to, from[0],
                                 db_field(job, 0, "status")));
-  if (!strcmp(to, "COMPLETED")) payments_capture_job(id);
+  if (!strcmp(to, "COMPLETED") && payments_capture_job(id) != ERR_OK)
+    log_msg(LOG_ERROR, "job %s: payment neither captured nor queued; the reconciliation takes it up", id);
   notify_status(req, job, to);
   return jobs_write_one(req, id);
 }
 
-/* Stores every file of field `images`; the keys as JSON array text (arena), or NULL. */
+/* Stores every file of field `images`, all or none; the keys as JSON array text (arena), or
+ * NULL. */
 static const char *store_photos(hs_req *req) {
   int n;
   hs_upload **files = hs_files(req, "images", &n);
   json_t *keys = arena_json(&req->arena, json_array());
-  for (int i = 0; i < n; i++) {
-    char key[STORAGE_KEY_LEN], err[256];
-    if (!storage_save(files[i]->path, files[i]->ext, files[i]->mime, key, err)) {
-      log_msg(LOG_ERROR, "storing a job photo failed: %s", err);
-      return NULL;
-    }
-    json_array_append_new(keys, json_string(key));
-  }
+  if (!common_store_uploads(files, n, keys)) return NULL;
   char *text = json_dumps(keys, JSON_COMPACT);
   const char *out = arena_strdup(&req->arena, text);
   free(text);
@@ -200,9 +196,7 @@ static const char *store_photos(hs_req *req) {
 
 static void delete_photos(const char *keys_json) {
   json_t *keys = jx_parse_or(keys_json, json_array());
-  size_t i;
-  json_t *k;
-  json_array_foreach(keys, i, k) storage_delete(json_string_value(k));
+  common_delete_stored(keys);
   json_decref(keys);
 }
 
@@ -222,7 +216,8 @@ static err_t photo_step(hs_req *req, const char *from, const char *to, const cha
     delete_photos(keys);
     return e != ERR_OK ? e : hs_fail(req, ERR_BAD_REQUEST, arena_printf(&req->arena, "The job must be %s", from));
   }
-  if (!strcmp(to, "COMPLETED")) payments_capture_job(id);
+  if (!strcmp(to, "COMPLETED") && payments_capture_job(id) != ERR_OK)
+    log_msg(LOG_ERROR, "job %s: payment neither captured nor queued; the reconciliation takes it up", id);
   notify_status(req, job, to);
   return jobs_write_one(req, id);
 }
@@ -236,7 +231,10 @@ err_t api_jobs_images(hs_req *req) {
   if (e != ERR_OK) return e;
   const char *keys = store_photos(req);
   if (!keys) return hs_fail(req, ERR_INTERNAL, NULL);
-  if ((e = jobs_store_append_images(db_field(job, 0, "id"), keys)) != ERR_OK) return e;
+  if ((e = jobs_store_append_images(db_field(job, 0, "id"), keys)) != ERR_OK) {
+    delete_photos(keys);
+    return e;
+  }
   return hs_ok(req, json_pack("{s:o}", "images", storage_urls_json(keys, URL_TTL_PHOTO)));
 }
 
@@ -276,9 +274,8 @@ err_t api_jobs_tip(hs_req *req) {
   const char *job_id = db_field(job, 0, "id");
   int64_t cents = jx_cents(json_number_value(json_object_get(req->body, "amount")));
   char msg[256] = "";
-  e = payments_charge_tip(job_id, req->auth.id, cents, msg);
+  e = payments_charge_tip(job_id, req->auth.id, &cents, msg); /* sets the job's tipAmount when paid */
   if (e != ERR_OK) return hs_fail(req, e, msg[0] ? msg : NULL);
-  if ((e = jobs_store_set_tip(job_id, cents)) != ERR_OK) return e;
   return hs_ok(req, json_pack("{s:b,s:o}", "success", 1, "tipAmount", jx_money(cents)));
 }
 

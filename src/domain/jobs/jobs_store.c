@@ -8,9 +8,11 @@
 #include "core/jsonx.h"
 #include "domain/jobs/jobs.h"
 #include "domain/notifications/notifications.h"
+#include "domain/payments/payments.h"
 #include "domain/shapes.h"
 #include "ext/mail.h"
 #include "ext/queue.h"
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,27 +187,38 @@ err_t jobs_store_feed(arena *a, const char *provider_id, job_feed *out) {
   return rc == DB_OK ? ERR_OK : ERR_INTERNAL;
 }
 
+/* "t.col AS prefix_col, " for each field's column: the detail reads exactly the columns the
+ * Payment and Quote JSON tables name, so a member added to either reaches GET /jobs/:id. */
+static void select_fields(char *sql, size_t cap, const char *table, const char *prefix, const hs_rj_field *fields) {
+  for (const hs_rj_field *f = fields; f->key; f++)
+    snprintf(sql + strlen(sql), cap - strlen(sql), ", %s.%s AS %s%s", table, f->column, prefix, f->column);
+}
+
+static char detail_sql[4096];
+static pthread_once_t detail_once = PTHREAD_ONCE_INIT;
+
+static void detail_sql_build(void) {
+  snprintf(detail_sql, sizeof detail_sql, "%s",
+           "SELECT j.id, j.customer_id, j.provider_id, j.status, j.json_head, j.json_tail, j.images, "
+           "j.before_images, j.after_images, cu.id AS customer_card_id, cu.name AS customer_card_name, "
+           "pr.id AS provider_card_id, pr.name AS provider_card_name, pr.company_name AS provider_card_company_name, "
+           "pr.phone AS provider_card_phone, "
+           "CASE WHEN EXISTS (SELECT 1 FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
+           "WHERE s.provider_id = $2 AND s.service = j.service AND z.zip = j.zip) THEN 1 ELSE 0 END AS viewer_matches");
+  select_fields(detail_sql, sizeof detail_sql, "pay", "payment_", PAYMENTS_JSON);
+  select_fields(detail_sql, sizeof detail_sql, "q", "quote_", SHAPE_QUOTE);
+  snprintf(detail_sql + strlen(detail_sql), sizeof detail_sql - strlen(detail_sql), "%s",
+           " FROM jobs j LEFT JOIN users cu ON cu.id = j.customer_id LEFT JOIN providers pr ON pr.id = j.provider_id "
+           "LEFT JOIN payments pay ON pay.job_id = j.id AND pay.kind = 'job' "
+           "LEFT JOIN quotes q ON q.job_id = j.id AND (j.customer_id = $3 OR q.provider_id = $2) "
+           "WHERE j.id = $1 ORDER BY q.seq");
+}
+
 err_t jobs_store_detail(arena *a, const char *id, const char *provider_id, const char *customer_id, db_res **out) {
-  if (db_query(
-          a, out,
-          "SELECT j.id, j.customer_id, j.provider_id, j.status, j.json_head, j.json_tail, j.images, j.before_images, "
-          "j.after_images, cu.id AS customer_card_id, cu.name AS customer_card_name, pr.id AS provider_card_id, "
-          "pr.name AS provider_card_name, pr.company_name AS provider_card_company_name, "
-          "pr.phone AS provider_card_phone, "
-          "CASE WHEN EXISTS (SELECT 1 FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
-          "WHERE s.provider_id = $2 AND s.service = j.service AND z.zip = j.zip) THEN 1 ELSE 0 END AS viewer_matches, "
-          "pay.id AS payment_id, pay.status AS payment_status, pay.amount_cents AS payment_amount_cents, "
-          "pay.processor_payment_intent_id AS payment_processor_payment_intent_id, "
-          "q.id AS quote_id, q.job_id AS quote_job_id, q.provider_id AS quote_provider_id, "
-          "q.amount_cents AS quote_amount_cents, q.platform_fee_cents AS quote_platform_fee_cents, "
-          "q.total_cents AS quote_total_cents, q.note AS quote_note, q.scheduled_at AS quote_scheduled_at, "
-          "q.status AS quote_status, q.created_at AS quote_created_at "
-          "FROM jobs j LEFT JOIN users cu ON cu.id = j.customer_id LEFT JOIN providers pr ON pr.id = j.provider_id "
-          "LEFT JOIN payments pay ON pay.job_id = j.id AND pay.kind = 'job' "
-          "LEFT JOIN quotes q ON q.job_id = j.id AND (j.customer_id = $3 OR q.provider_id = $2) "
-          "WHERE j.id = $1 ORDER BY q.seq",
-          DB_ARGS(DB_TEXT(id), DB_TEXT(provider_id ? provider_id : ""), DB_TEXT(customer_id ? customer_id : ""))) !=
-      DB_OK)
+  pthread_once(&detail_once, detail_sql_build);
+  if (db_query(a, out, detail_sql,
+               DB_ARGS(DB_TEXT(id), DB_TEXT(provider_id ? provider_id : ""),
+                       DB_TEXT(customer_id ? customer_id : ""))) != DB_OK)
     return ERR_INTERNAL;
   return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
 }
@@ -278,22 +291,6 @@ err_t jobs_store_append_images(const char *id, const char *keys_json) {
     free(text);
     if (rc == DB_OK) rc = jobs_json_save_in(c, r, 0);
   }
-  if (rc == DB_OK) rc = db_commit(c);
-  db_release(c);
-  arena_fini(&a);
-  return db_to_err(rc);
-}
-
-err_t jobs_store_set_tip(const char *id, int64_t cents) {
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK)
-    rc = db_exec(c, &a, &r, "UPDATE jobs SET tip_cents = $2, json_head = NULL WHERE id = $1 RETURNING *",
-                 DB_ARGS(DB_TEXT(id), DB_INT(cents)));
-  if (rc == DB_OK) rc = jobs_json_save_in(c, r, 0);
   if (rc == DB_OK) rc = db_commit(c);
   db_release(c);
   arena_fini(&a);

@@ -35,9 +35,10 @@ err_t jobs_store_repair_json(const char *const *ids, int n);
 /* GET /jobs/:id in one statement: the job's id, customer_id, provider_id, status, stored JSON
  * and photo columns (the rest only if its JSON is missing, by jobs_get) with, per row, the customer's and
  * the assigned provider's cards (customer_card_*, provider_card_*), viewer_matches (1 when
- * provider_id serves the job's service in its ZIP), the job's payment (payment_*) and one
- * visible quote (quote_*: all quotes for customer_id when it owns the job, else provider_id's
- * own), in quote order; one row with NULL quote_* when none. ERR_NOT_FOUND: no such job. */
+ * provider_id serves the job's service in its ZIP), the job's payment (payment_<column> for
+ * each column of PAYMENTS_JSON) and one visible quote (quote_<column> of SHAPE_QUOTE: all quotes for customer_id when
+ * it owns the job, else provider_id's own), in quote order; one row with NULL quote_* when none. ERR_NOT_FOUND: no such
+ * job. */
 err_t jobs_store_detail(arena *a, const char *id, const char *provider_id, const char *customer_id, db_res **out);
 /* The customer's profile address or saved address (addressId), with coordinates when known. */
 err_t jobs_store_user_location(arena *a, const char *user_id, const char *address_id, db_res **out);
@@ -52,7 +53,6 @@ err_t jobs_store_move_with_photos(const char *id, const char *from, const char *
 /* Appends keys (a JSON array text) to the job's photos, under the job's row lock, so
  * concurrent uploads all land. */
 err_t jobs_store_append_images(const char *id, const char *keys_json);
-err_t jobs_store_set_tip(const char *id, int64_t cents);
 err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, db_res **out);
 err_t jobs_store_insert_report(const char *id, const char *job_id, const char *customer_id, const char *description);
 err_t jobs_store_insert_review(const char *id, const char *job_id, const char *customer_id, const char *provider_id,

@@ -12,6 +12,7 @@
 #include "domain/jobs/jobs.h"
 #include "domain/jobs/jobs_api.h"
 #include "domain/jobs/jobs_store.h"
+#include "domain/payments/payments.h"
 #include "domain/shapes.h"
 #include "ext/queue.h"
 #include <pthread.h>
@@ -199,14 +200,6 @@ err_t api_jobs_list(hs_req *req) {
 
 /* ---- one job ---- */
 
-static const hs_rj_field PAYMENT[] = {
-    {"id", "id", RJ_STR},
-    {"status", "status", RJ_STR},
-    {"amount", "amount_cents", RJ_MONEY},
-    {"processorPaymentIntentId", "processor_payment_intent_id", RJ_STR},
-    {0},
-};
-
 err_t api_jobs_get(hs_req *req) {
   bool provider = req->auth.role_bit == ROLE_PROVIDER;
   db_res *r;
@@ -253,7 +246,7 @@ err_t api_jobs_get(hs_req *req) {
   if (owner || is_assigned) { /* the payment is for the two parties only */
     jw_key(w, "payment");
     if (db_field(r, 0, "payment_id"))
-      hs_rj_object(w, hs_rj_bind_as(&req->arena, PAYMENT, r, "payment_"), r, 0);
+      hs_rj_object(w, hs_rj_bind_as(&req->arena, PAYMENTS_JSON, r, "payment_"), r, 0);
     else
       jw_null(w);
   }

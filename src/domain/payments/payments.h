@@ -3,35 +3,57 @@
  *
  * The job operations write the Payment record of a job (kind "job": AUTHORIZED on
  * acceptance or FAILED, PAID on completion, CANCELED when an accepted job is cancelled) and
- * of its tip. They call the processor with idempotency keys derived from the Payment id, so
- * running one twice never moves money twice. Thread-safe. */
+ * of its tip (kind "tip"). Each processor request is recorded with its idempotency key before
+ * it is made, so repeating one never moves money twice, and one whose answer was lost is
+ * settled by asking the processor. Thread-safe. */
 #ifndef DOMAIN_PAYMENTS_H
 #define DOMAIN_PAYMENTS_H
 #include "http/http.h"
+#include "http/rowjson.h"
 #include <stdint.h>
 
 extern const hs_route PAYMENTS_ROUTES[];
 extern const size_t PAYMENTS_ROUTES_LEN;
 
-/* Registers the queue handler that retries captures the processor could not take. */
+/* Registers the background work of payments: settling requests whose answer was lost,
+ * queued captures and voids, giving back replaced holds, retrying failed payments when a card
+ * is saved, the hourly renewal of card holds and the reconciliation every 15 minutes. */
 void payments_domain_init(void);
 
 /* Authorizes cents on user's saved card for job (manual capture, off-session) and records the
- * Payment: AUTHORIZED, or FAILED (declined, no saved card). A decline is not an error: the
- * acceptance that calls this succeeds either way. ERR_CONFLICT when the job already has a
- * payment; ERR_INTERNAL when nothing could be recorded. */
+ * Payment: AUTHORIZED, or FAILED with its reason (declined, no saved card; the customer is
+ * emailed and notified, the provider notified). A decline is not an error: the acceptance
+ * that calls this succeeds either way. An unanswered request is settled in the background.
+ * ERR_CONFLICT when the job already has a payment; ERR_INTERNAL when nothing was recorded. */
 err_t payments_authorize_job(const char *job_id, const char *user_id, int64_t cents);
-/* Captures the job's AUTHORIZED payment (PAID). No payment, or one not AUTHORIZED: nothing
- * to do, ERR_OK. When the processor is unreachable the capture is queued and retried. */
+/* Captures the job's live authorization (PAID); without one (FAILED, or the hold lapsed) it
+ * charges the accepted total to the saved card, and a refusal is recorded and told as a
+ * failure. Whatever cannot be done now is queued and retried. ERR_OK when done, nothing to
+ * do, or queued; ERR_INTERNAL only when it could be neither read nor queued (the periodic
+ * reconciliation still finds it). */
 err_t payments_capture_job(const char *job_id);
-/* Voids the job's AUTHORIZED payment (CANCELED); otherwise nothing to do. */
+/* Voids the job's live authorization (CANCELED); otherwise nothing to do. Queued and retried
+ * when it cannot be done now; ERR_INTERNAL as for the capture. */
 err_t payments_void_job(const char *job_id);
-/* Charges a tip at once on user's saved card. ERR_BAD_REQUEST without a saved card,
- * ERR_PAYMENT_REQUIRED when declined (message in msg, 256 bytes), ERR_CONFLICT when the job
- * was already tipped, ERR_UNAVAILABLE when the processor did not answer (the claim is kept,
- * and a retry repeats the same processor request, so the tip is charged at most once). */
-err_t payments_charge_tip(const char *job_id, const char *user_id, int64_t cents, char msg[256]);
-/* The job's payment as `{ id, status, amount, processorPaymentIntentId }`, or JSON null. */
-json_t *payments_job_json(const char *job_id, const char *kind);
+/* Charges a tip at once on user's saved card. *cents is the amount asked; on success it is
+ * the amount charged (a retried tip whose first answer was lost is settled as that first
+ * request: its card, amount and key). ERR_BAD_REQUEST without a saved card,
+ * ERR_PAYMENT_REQUIRED when declined (message in msg, 256 bytes; the customer may try again),
+ * ERR_CONFLICT when the job was already tipped or its tip is being charged, ERR_UNAVAILABLE
+ * when the processor did not answer (the request is kept and settled later, or by the next
+ * tip, so the tip is charged at most once). */
+err_t payments_charge_tip(const char *job_id, const char *user_id, int64_t *cents, char msg[256]);
+/* Tells the customer (email and notification) and the provider (notification) that the job
+ * payment payment_id failed, as recorded by a processor event. Failures are logged. */
+void payments_tell_failure(const char *payment_id);
+/* The Payment JSON `{ id, status, amount, processorPaymentIntentId, holdExpiresAt,
+ * failureReason }` of a payments row, as a field table (http/rowjson.h): the one definition,
+ * which answers that join the payments table bind to its columns. */
+extern const hs_rj_field PAYMENTS_JSON[];
+/* Compares the payments in uncertain states with the processor and settles them: requests
+ * left unanswered for min_age_ms or more, holds of completed or cancelled jobs, completed
+ * jobs never charged. Logs each correction. For the periodic task and `marketplace payments
+ * reconcile`; counts what it looked at and what it changed. */
+err_t payments_reconcile(int64_t min_age_ms, int *checked, int *corrected);
 
 #endif

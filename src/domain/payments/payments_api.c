@@ -1,10 +1,10 @@
 /* Handlers for /payments/... : the saved card and the premium subscription. Processor
  * failures map to: declined -> 402, refused input -> 400, unreachable -> 503. */
+#include "domain/payments/payments_api.h"
 #include "core/ids.h"
 #include "core/jsonx.h"
 #include "core/log.h"
 #include "domain/payments/payments.h"
-#include "domain/payments/payments_api.h"
 #include "domain/payments/payments_store.h"
 #include "ext/payments.h"
 #include <stdio.h>
@@ -14,7 +14,8 @@ static err_t processor_failed(hs_req *req, pay_rc rc, const pay_error *e) {
   switch (rc) {
   case PAY_DECLINED: return hs_fail(req, ERR_PAYMENT_REQUIRED, e->message[0] ? e->message : "Your card was declined.");
   case PAY_INVALID:
-  case PAY_NOT_FOUND: return hs_fail(req, ERR_BAD_REQUEST, e->message[0] ? e->message : "Rejected by the payment processor");
+  case PAY_NOT_FOUND:
+    return hs_fail(req, ERR_BAD_REQUEST, e->message[0] ? e->message : "Rejected by the payment processor");
   default: return hs_fail(req, ERR_UNAVAILABLE, "Payment processor unavailable");
   }
 }
@@ -63,7 +64,8 @@ err_t api_payments_save_method(hs_req *req) {
   if (e == ERR_OK) e = ensure_customer(req, &b, &customer);
   if (e != ERR_OK) return e;
   pay_rc rc = payments_attach_method(customer, hs_body_str(req, "paymentMethodId"), &card, &pe);
-  if (rc == PAY_INVALID || rc == PAY_NOT_FOUND) return hs_fail(req, ERR_BAD_REQUEST, "paymentMethodId: unknown payment method");
+  if (rc == PAY_INVALID || rc == PAY_NOT_FOUND)
+    return hs_fail(req, ERR_BAD_REQUEST, "paymentMethodId: unknown payment method");
   if (rc != PAY_OK) return processor_failed(req, rc, &pe);
   if ((e = pay_store_set_method(b.id, card.id)) != ERR_OK) return e;
   return hs_ok(req, card_json(&card));
@@ -104,15 +106,42 @@ static err_t sync_existing_subscription(hs_req *req, billing *b) {
   pay_subscription sub;
   pay_error pe;
   pay_rc rc = payments_retrieve_subscription(b->subscription_id, &sub, &pe);
-  if (rc == PAY_NOT_FOUND || (rc == PAY_OK && (!strcmp(sub.status, "canceled") || !strcmp(sub.status, "incomplete_expired")))) {
-    pay_store_clear_subscribe_key(b->id);
+  if (rc == PAY_NOT_FOUND ||
+      (rc == PAY_OK && (!strcmp(sub.status, "canceled") || !strcmp(sub.status, "incomplete_expired")))) {
+    pay_store_clear_subscribe_key(b->id, NULL);
     return pay_store_set_premium(b->id, NULL, false, false);
   }
   if (rc != PAY_OK) return processor_failed(req, rc, &pe);
   bool active = !strcmp(sub.status, "active") || !strcmp(sub.status, "trialing");
-  if (!active) return hs_fail(req, ERR_PAYMENT_REQUIRED, "The premium subscription has an unpaid invoice; update your payment method");
+  if (!active)
+    return hs_fail(req, ERR_PAYMENT_REQUIRED,
+                   "The premium subscription has an unpaid invoice; update your payment method");
   err_t e = pay_store_set_premium(b->id, sub.id, true, sub.cancel_at_period_end);
   if (e != ERR_OK) return e;
+  return hs_ok(req, json_pack("{s:b,s:s,s:s}", "isPremium", 1, "subscriptionId", sub.id, "status", sub.status));
+}
+
+static void subscribe_key(char key[80], const char *claimed) { snprintf(key, 80, "premium-%s", claimed); }
+
+/* The user's last subscribe attempt got no answer. The processor is asked what its key
+ * made: a subscription found is the user's (answered here); none, and the key is dropped so
+ * this attempt is a new request (returns with no answer). */
+static err_t adopt_unconfirmed_subscription(hs_req *req, billing *b) {
+  char key[80];
+  pay_subscription sub;
+  pay_error pe;
+  subscribe_key(key, b->subscribe_key);
+  pay_rc rc = payments_find_subscription(b->customer_id, key, &sub, &pe);
+  if (rc == PAY_NOT_FOUND) return pay_store_clear_subscribe_key(b->id, b->subscribe_key);
+  if (rc != PAY_OK) return processor_failed(req, rc, &pe);
+  bool active = !strcmp(sub.status, "active") || !strcmp(sub.status, "trialing");
+  err_t e = pay_store_set_premium(b->id, sub.id, active, sub.cancel_at_period_end);
+  if (e != ERR_OK) return e;
+  log_json(LOG_INFO, "subscription found after a lost answer",
+           json_pack("{s:s,s:s}", "userId", b->id, "subscription", sub.id));
+  if (!active)
+    return hs_fail(req, ERR_PAYMENT_REQUIRED,
+                   "The premium subscription has an unpaid invoice; update your payment method");
   return hs_ok(req, json_pack("{s:b,s:s,s:s}", "isPremium", 1, "subscriptionId", sub.id, "status", sub.status));
 }
 
@@ -123,7 +152,8 @@ err_t api_payments_premium_subscribe(hs_req *req) {
   if (b.is_premium && b.subscription_id)
     return hs_ok(req, json_pack("{s:s,s:b,s:s,s:s}", "message", "Already subscribed to premium", "isPremium", 1,
                                 "subscriptionId", b.subscription_id, "status", "active"));
-  if (!b.payment_method_id || !b.customer_id) return hs_fail(req, ERR_BAD_REQUEST, "A saved payment method is required");
+  if (!b.payment_method_id || !b.customer_id)
+    return hs_fail(req, ERR_BAD_REQUEST, "A saved payment method is required");
   if (b.subscription_id) { /* a subscription that is not active: ask the processor how it stands */
     e = sync_existing_subscription(req, &b);
     if (e != ERR_OK || req->status) return e;
@@ -133,19 +163,24 @@ err_t api_payments_premium_subscribe(hs_req *req) {
     log_msg(LOG_ERROR, "premium subscribe refused: STRIPE_PREMIUM_PRICE_ID is not set");
     return hs_fail(req, ERR_UNAVAILABLE, "Premium subscriptions are not configured");
   }
+  if (b.subscribe_key && b.subscribe_unconfirmed) {
+    e = adopt_unconfirmed_subscription(req, &b);
+    if (e != ERR_OK || req->status) return e;
+  }
   /* one idempotency key per subscription attempt, shared by concurrent requests */
   char fresh[ID_LEN + 1], key[80];
   const char *claimed;
   id_new(fresh);
   if ((e = pay_store_claim_subscribe_key(&req->arena, b.id, fresh, &claimed)) != ERR_OK) return e;
-  snprintf(key, sizeof key, "premium-%s", claimed);
+  subscribe_key(key, claimed);
   pay_subscription sub;
   pay_error pe;
   pay_rc rc = payments_create_subscription(b.customer_id, price, b.payment_method_id, key, &sub, &pe);
-  if (rc != PAY_OK) {
-    if (rc == PAY_DECLINED) pay_store_clear_subscribe_key(b.id); /* a new card may try again */
-    return processor_failed(req, rc, &pe);
-  }
+  if (rc == PAY_UNAVAILABLE || rc == PAY_IDEMPOTENCY) /* it may exist: the next attempt asks first */
+    pay_store_mark_subscribe_unconfirmed(b.id, claimed);
+  else if (rc != PAY_OK) /* refused, nothing made: the next attempt is a new request (a new card may try) */
+    pay_store_clear_subscribe_key(b.id, claimed);
+  if (rc != PAY_OK) return processor_failed(req, rc, &pe);
   bool active = !strcmp(sub.status, "active") || !strcmp(sub.status, "trialing");
   if ((e = pay_store_set_premium(b.id, sub.id, active, sub.cancel_at_period_end)) != ERR_OK) return e;
   return hs_ok(req, json_pack("{s:b,s:s,s:s}", "isPremium", active, "subscriptionId", sub.id, "status", sub.status));

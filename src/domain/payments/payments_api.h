@@ -10,11 +10,5 @@ err_t api_payments_premium_status(hs_req *req);
 err_t api_payments_premium_subscribe(hs_req *req);
 err_t api_payments_premium_cancel(hs_req *req);
 err_t api_webhooks_receive(hs_req *req);
-/* test-environment drivers of the job operations (until the job endpoints call them) */
-err_t api_test_payments_authorize(hs_req *req);
-err_t api_test_payments_capture(hs_req *req);
-err_t api_test_payments_void(hs_req *req);
-err_t api_test_payments_tip(hs_req *req);
-err_t api_test_payments_get(hs_req *req);
 
 #endif

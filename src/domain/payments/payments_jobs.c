@@ -1,7 +1,22 @@
-/* The payment operations of the job flow. The Payment row is written before or right after
- * the processor call, and every processor call carries a key derived from the Payment id,
- * so repeating an operation (a retry, a queued capture, a concurrent request) reaches the
- * processor as the same request and money moves once. */
+/* The payment operations of the job flow, and the background work that keeps them true.
+ *
+ * Every processor request is written on its Payment before it is made (pending_op, the
+ * idempotency key, the card and the amount) and its outcome after it (pay_store_settle, which
+ * records it only while the row still names that request). Hence:
+ * - a retry repeats the very request: same key, card and amount, so the processor replays it
+ *   rather than moving money again; a new attempt (a new card after a refusal, a renewal)
+ *   gets a new key;
+ * - an answer that never came, or an idempotency error, is settled by asking the processor
+ *   what the key made (payments_find_intent), before anything is repeated; the record is
+ *   never dropped;
+ * - one carrier at a time: a request is claimed by a conditional update, and taken over by
+ *   someone else only once it was left unsettled: released by its carrier when no answer came
+ *   (recorded as started a lease ago, so its lease is over at once), or older than LEASE_MS.
+ *   The periodic reconciliation waits one more lease, so a customer's own retry comes first.
+ * Failures are told to the customer (email and notification) and the provider (notification)
+ * in the transaction that records them; a recovery is told to the provider. The states and
+ * their moves are listed in docs/decisions.md (Payments). */
+#include "core/clock.h"
 #include "core/ids.h"
 #include "core/jsonx.h"
 #include "core/log.h"
@@ -9,241 +24,655 @@
 #include "domain/payments/payments_store.h"
 #include "ext/payments.h"
 #include "ext/queue.h"
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-static void log_payment(const char *what, const char *job_id, const pay_error *pe) {
-  log_json(LOG_WARN, what, json_pack("{s:s,s:s,s:s}", "jobId", job_id, "error", pe->message, "declineCode",
-                                      pe->decline_code));
+#define HOUR_MS (3600LL * 1000)
+#define LEASE_MS (2LL * 60 * 1000)     /* a request untouched this long is settled by someone else */
+#define RENEW_WITHIN_MS (24 * HOUR_MS) /* holds that lapse sooner are renewed */
+#define HOLD_MS (7 * 24 * HOUR_MS)     /* a card authorization, when the processor does not say */
+#define HOLDS_PERIOD_MS HOUR_MS
+#define RECONCILE_PERIOD_MS (15LL * 60 * 1000)
+#define BATCH 200
+#define KEY_LEN 96
+
+static const char NO_CARD[] = "no_payment_method: No saved payment method";
+
+/* What a request came to. status NULL: not known (no answer). */
+typedef struct outcome {
+  const char *status; /* AUTHORIZED, PAID, FAILED, CANCELED */
+  char intent[PAY_ID_LEN];
+  int64_t hold; /* when an AUTHORIZED hold lapses */
+  char reason[400];
+} outcome;
+
+static void new_key(char key[KEY_LEN], const char *op, const payment_row *p) {
+  snprintf(key, KEY_LEN, "%s-%s-%lld", op, p->id, (long long)p->attempts + 1);
+}
+
+static bool is(const char *a, const char *b) { return a && b && !strcmp(a, b); }
+
+/* A request started before this has no carrier any more (released, or its carrier stopped). */
+static int64_t lease_over(void) { return clock_now_ms() - LEASE_MS + 1; }
+
+static void fail_with(outcome *o, const char *code, const char *message) {
+  o->status = "FAILED";
+  snprintf(o->reason, sizeof o->reason, "%s: %s", code && *code ? code : "payment_failed",
+           message && *message ? message : "The payment could not be processed.");
+}
+
+static void from_intent(const pay_intent *pi, outcome *o) {
+  snprintf(o->intent, sizeof o->intent, "%s", pi->id);
+  if (is(pi->status, "succeeded"))
+    o->status = "PAID";
+  else if (is(pi->status, "requires_capture")) {
+    o->status = "AUTHORIZED";
+    o->hold = pi->capture_before ? pi->capture_before : clock_now_ms() + HOLD_MS;
+  } else if (is(pi->status, "canceled") && !pi->error_code[0])
+    fail_with(o, "canceled", "The payment was cancelled at the payment processor.");
+  else if (!is(pi->status, "processing")) /* requires_payment_method, requires_action: refused off-session */
+    fail_with(o, pi->error_code[0] ? pi->error_code : "authentication_required", pi->error_message);
+}
+
+static void from_answer(pay_rc rc, const pay_intent *pi, const pay_error *pe, outcome *o) {
+  if (rc == PAY_OK) return from_intent(pi, o);
+  if (rc == PAY_UNAVAILABLE || rc == PAY_IDEMPOTENCY) return;
+  snprintf(o->intent, sizeof o->intent, "%s", pe->intent_id);
+  fail_with(o, pe->code[0] ? pe->code : pe->decline_code, pe->message);
+}
+
+/* ---- what people are told ---- */
+
+static const pay_news *failure_news(arena *a, const payment_row *p, const pay_context *cx, const char *reason,
+                                    bool tell_provider) {
+  pay_news *n = arena_alloc(a, sizeof *n);
+  double dollars = (double)p->amount_cents / 100;
+  *n = (pay_news){
+      cx->customer_email,
+      "Your payment failed: please update your card",
+      arena_printf(a,
+                   "Hello %s,\n\nWe could not charge your card $%.2f for your %s job (%s).\nReason: %s\n\n"
+                   "Please update your card in the app (Payments > Card). We will try again as soon as you save "
+                   "one, so your booking stays confirmed.\n",
+                   cx->customer_name, dollars, cx->service, p->job_id, reason),
+      {{p->user_id, "user", "Payment failed",
+        arena_printf(a, "Your card was refused for your %s job (%s). Please update your card.", cx->service, reason),
+        p->job_id}},
+      1};
+  if (tell_provider && cx->provider_id)
+    n->notes[n->nnotes++] = (notice){cx->provider_id, "provider", "Payment failed",
+                                     arena_printf(a,
+                                                  "The customer's payment for this %s job failed; we asked them to "
+                                                  "update their card.",
+                                                  cx->service),
+                                     p->job_id};
+  return n;
+}
+
+static const pay_news *recovery_news(arena *a, const payment_row *p, const pay_context *cx) {
+  pay_news *n = arena_alloc(a, sizeof *n);
+  *n = (pay_news){NULL, NULL, NULL, {{0}}, 0};
+  if (cx->provider_id)
+    n->notes[n->nnotes++] =
+        (notice){cx->provider_id, "provider", "Payment recovered",
+                 arena_printf(a, "The customer's payment for this %s job went through.", cx->service), p->job_id};
+  return n;
+}
+
+void payments_tell_failure(const char *payment_id) {
+  arena a;
+  arena_init(&a);
+  payment_row p;
+  pay_context cx;
+  bool found;
+  if (pay_store_get(&a, payment_id, &p, &found) == ERR_OK && found && is(p.kind, "job") && is(p.status, "FAILED") &&
+      p.failure_reason && pay_store_context(&a, p.job_id, &cx) == ERR_OK &&
+      pay_store_announce(failure_news(&a, &p, &cx, p.failure_reason, true)) != ERR_OK)
+    log_json(LOG_ERROR, "telling a payment failure failed", json_pack("{s:s}", "paymentId", payment_id));
+  arena_fini(&a);
+}
+
+/* ---- carrying out a recorded request ---- */
+
+/* A hold or charge made by a request whose outcome someone else recorded differently (a
+ * webhook marked the payment PAID meanwhile): a hold is given back; a charge is reported. */
+static void orphan(arena *a, const payment_row *p, const outcome *o) {
+  payment_row now;
+  bool found;
+  if (!o->intent[0] || pay_store_get(a, p->id, &now, &found) != ERR_OK || !found || is(now.intent_id, o->intent))
+    return;
+  if (is(o->status, "AUTHORIZED")) {
+    json_t *payload = json_pack("{s:s}", "intentId", o->intent);
+    queue_now("payment_cancel_hold", payload);
+    json_decref(payload);
+  } else if (is(o->status, "PAID")) {
+    log_json(LOG_ERROR, "payment made twice: refund one of them",
+             json_pack("{s:s,s:s,s:s}", "paymentId", p->id, "intent", o->intent, "recorded", now.intent_id));
+  }
+}
+
+/* Records o as the outcome of p's request; ERR_UNAVAILABLE (the request left to be settled)
+ * when it is not known. */
+static err_t record(arena *a, const payment_row *p, const outcome *o, const char *cancel_intent) {
+  if (!o->status) {
+    pay_store_release(p, clock_now_ms() - LEASE_MS);
+    return ERR_UNAVAILABLE;
+  }
+  const pay_news *news = NULL;
+  pay_context cx;
+  bool announced = p->failure_reason != NULL; /* a failure the people concerned were told of */
+  if (is(p->kind, "job") && pay_store_context(a, p->job_id, &cx) == ERR_OK) {
+    if (is(o->status, "FAILED"))
+      news = failure_news(a, p, &cx, o->reason, !announced);
+    else if (announced && !is(o->status, "CANCELED"))
+      news = recovery_news(a, p, &cx);
+  }
+  pay_settle s = {o->status,
+                  o->intent[0] ? o->intent : NULL,
+                  is(o->status, "AUTHORIZED") ? o->hold : 0,
+                  is(o->status, "FAILED") ? o->reason : NULL,
+                  cancel_intent,
+                  news};
+  bool moved;
+  err_t e = pay_store_settle(p, &s, &moved);
+  if (e != ERR_OK) return e;
+  if (!moved) return orphan(a, p, o), ERR_OK;
+  log_json(is(o->status, "FAILED") ? LOG_WARN : LOG_INFO, "payment recorded",
+           json_pack("{s:s,s:s,s:s,s:s,s:s,s:s?}", "paymentId", p->id, "jobId", p->job_id, "op", p->pending_op, "from",
+                     p->status, "to", o->status, "reason", s.failure_reason));
+  return ERR_OK;
+}
+
+static bool captures_now(const char *op) { return is(op, "charge") || is(op, "tip"); }
+
+/* authorize, renew, charge, tip: a request that makes an intent. Settling (the answer was
+ * lost), the processor is asked first what the key made; the request is repeated only when
+ * it made nothing. */
+static void make_intent(const payment_row *p, const char *customer, bool settling, outcome *o) {
+  pay_intent pi;
+  pay_error pe, asked;
+  pay_rc rc = PAY_NOT_FOUND;
+  if (settling && customer) rc = payments_find_intent(customer, p->idem_key, &pi, &asked);
+  if (rc != PAY_NOT_FOUND) return from_answer(rc, &pi, &asked, o);
+  if (!customer || !p->method_id) {
+    if (settling)
+      log_json(LOG_ERROR, "an unsettled payment cannot be repeated: no card recorded",
+               json_pack("{s:s}", "paymentId", p->id));
+    else
+      fail_with(o, "no_payment_method", "No saved payment method");
+    return;
+  }
+  rc = captures_now(p->pending_op) ? payments_charge(customer, p->method_id, p->amount_cents, p->idem_key, &pi, &pe)
+                                   : payments_authorize(customer, p->method_id, p->amount_cents, p->idem_key, &pi, &pe);
+  if (rc == PAY_UNAVAILABLE || rc == PAY_IDEMPOTENCY) {
+    pay_rc found = payments_find_intent(customer, p->idem_key, &pi, &asked);
+    if (found == PAY_OK)
+      rc = PAY_OK;
+    else if (rc == PAY_IDEMPOTENCY)
+      log_json(LOG_ERROR, "idempotency key refused and nothing found under it",
+               json_pack("{s:s,s:s}", "paymentId", p->id, "key", p->idem_key));
+  }
+  if (rc != PAY_OK)
+    log_json(
+        LOG_WARN, "payment request not completed",
+        json_pack("{s:s,s:s,s:s,s:s}", "paymentId", p->id, "op", p->pending_op, "code", pe.code, "error", pe.message));
+  from_answer(rc, &pi, &pe, o);
+}
+
+static err_t run(arena *a, payment_row *p, bool settling);
+
+/* The capture found no live hold (lapsed or cancelled): the accepted total is charged to
+ * the saved card instead, as a new request. */
+static err_t charge_instead(arena *a, const payment_row *p) {
+  billing b;
+  char key[KEY_LEN];
+  bool switched, found;
+  err_t e = pay_store_billing(a, p->user_id, &b);
+  if (e != ERR_OK) return e;
+  new_key(key, "charge", p);
+  log_json(LOG_WARN, "no live authorization at capture: charging instead",
+           json_pack("{s:s,s:s,s:s?}", "paymentId", p->id, "jobId", p->job_id, "intent", p->intent_id));
+  if ((e = pay_store_switch(p, "charge", key, b.payment_method_id, &switched)) != ERR_OK || !switched) return e;
+  payment_row q;
+  if ((e = pay_store_get(a, p->id, &q, &found)) != ERR_OK || !found) return e;
+  return run(a, &q, false);
+}
+
+static err_t run_capture(arena *a, const payment_row *p) {
+  pay_intent pi;
+  pay_error pe;
+  outcome o = {0};
+  pay_rc rc = payments_capture(p->intent_id, p->idem_key, &pi, &pe);
+  if (rc == PAY_OK || rc == PAY_UNAVAILABLE) {
+    if (rc == PAY_OK) o.status = "PAID", snprintf(o.intent, sizeof o.intent, "%s", p->intent_id);
+    return record(a, p, &o, NULL);
+  }
+  if (!is(pe.code, "charge_expired_for_capture")) { /* refused: what became of the hold? */
+    rc = payments_retrieve_intent(p->intent_id, &pi, &pe);
+    if (rc == PAY_UNAVAILABLE) return record(a, p, &o, NULL);
+    if (rc == PAY_OK && (is(pi.status, "succeeded") || is(pi.status, "requires_capture"))) {
+      if (is(pi.status, "requires_capture")) { /* still capturable, refused for another reason: later */
+        log_json(LOG_ERROR, "capture refused", json_pack("{s:s,s:s}", "paymentId", p->id, "error", pe.message));
+        return record(a, p, &o, NULL);
+      }
+      from_intent(&pi, &o);
+      return record(a, p, &o, NULL);
+    }
+  }
+  return charge_instead(a, p);
+}
+
+static err_t run_void(arena *a, const payment_row *p) {
+  pay_intent pi;
+  pay_error pe;
+  outcome o = {0};
+  pay_rc rc = payments_void(p->intent_id, p->idem_key, &pi, &pe);
+  if (rc != PAY_OK && rc != PAY_UNAVAILABLE) { /* refused: already captured, cancelled or gone? */
+    rc = payments_retrieve_intent(p->intent_id, &pi, &pe);
+    if (rc == PAY_OK && is(pi.status, "succeeded"))
+      o.status = "PAID";
+    else if (rc == PAY_OK && is(pi.status, "requires_capture"))
+      log_json(LOG_ERROR, "void refused", json_pack("{s:s}", "paymentId", p->id)), rc = PAY_UNAVAILABLE;
+    else if (rc != PAY_UNAVAILABLE)
+      rc = PAY_OK;
+  }
+  if (rc == PAY_OK && !o.status) o.status = "CANCELED";
+  return record(a, p, &o, NULL);
+}
+
+/* Carries out p's pending request (claimed or taken over by the caller) and records what it
+ * came to. ERR_UNAVAILABLE: not known yet, left to be settled. */
+static err_t run(arena *a, payment_row *p, bool settling) {
+  if (is(p->pending_op, "capture")) return run_capture(a, p);
+  if (is(p->pending_op, "void")) return run_void(a, p);
+  billing b;
+  err_t e = pay_store_billing(a, p->user_id, &b);
+  if (e != ERR_OK) return e;
+  outcome o = {0};
+  make_intent(p, b.customer_id, settling, &o);
+  /* a renewal replaces the hold: the old one is given back whatever the new one came to */
+  const char *old = is(p->pending_op, "renew") && o.status ? p->intent_id : NULL;
+  return record(a, p, &o, old);
+}
+
+/* Starts op on payment p (status `from`, nothing pending) as a new request and carries it
+ * out. ERR_UNAVAILABLE when it is not known yet, or someone else holds the payment. */
+static err_t attempt(arena *a, const payment_row *p, const char *op, const char *method, int64_t cents) {
+  char key[KEY_LEN];
+  if (is(op, "capture") || is(op, "void")) /* one operation on one intent: one key, whoever asks */
+    snprintf(key, sizeof key, "%s-%s", is(op, "void") ? "cancel" : "capture", p->intent_id);
+  else
+    new_key(key, op, p);
+  bool claimed, found;
+  err_t e = pay_store_claim(p->id, p->status, op, key, method, cents, &claimed);
+  if (e != ERR_OK) return e;
+  if (!claimed) return ERR_UNAVAILABLE;
+  payment_row q;
+  if ((e = pay_store_get(a, p->id, &q, &found)) != ERR_OK || !found) return e == ERR_OK ? ERR_INTERNAL : e;
+  return run(a, &q, false);
+}
+
+/* Settles p's request when it was left unsettled before stale_before. ERR_UNAVAILABLE when
+ * it is still not known, or someone else carries it out. */
+static err_t settle(arena *a, const payment_row *p, int64_t stale_before) {
+  bool taken, found;
+  err_t e = pay_store_take_over(p, stale_before, &taken);
+  if (e != ERR_OK) return e;
+  if (!taken) return ERR_UNAVAILABLE;
+  payment_row q;
+  if ((e = pay_store_get(a, p->id, &q, &found)) != ERR_OK || !found) return e == ERR_OK ? ERR_INTERNAL : e;
+  return run(a, &q, true);
+}
+
+static bool queue_job(const char *kind, const char *field, const char *id) {
+  json_t *payload = json_pack("{s:s}", field, id);
+  db_rc rc = queue_now(kind, payload);
+  json_decref(payload);
+  return rc == DB_OK;
+}
+
+/* ---- the job's payment: capture, void, follow-up ---- */
+
+/* Does what a job's payment needs now (act: capture or void it), after settling a request
+ * left unanswered. ERR_OK when done or nothing is to be done; ERR_UNAVAILABLE when it must
+ * be tried again later (the processor away, or the payment busy with another request). */
+static err_t act_on_job(const char *job_id, err_t (*act)(arena *, const payment_row *)) {
+  arena a;
+  arena_init(&a);
+  payment_row p;
+  bool found;
+  err_t e = ERR_OK;
+  for (int pass = 0; pass < 2; pass++) {
+    e = pay_store_find(&a, job_id, "job", &p, &found);
+    if (e != ERR_OK || !found) break;
+    if (!p.pending_op) {
+      e = act(&a, &p);
+      break;
+    }
+    /* its last request first: it may have placed a hold or moved money */
+    if ((e = settle(&a, &p, lease_over())) != ERR_OK) break;
+    e = ERR_UNAVAILABLE;
+  }
+  arena_fini(&a);
+  return e;
+}
+
+/* Captures the live hold, or charges the accepted total when there is none (FAILED). */
+static err_t capture_act(arena *a, const payment_row *p) {
+  if (is(p->status, "AUTHORIZED")) return attempt(a, p, "capture", NULL, 0);
+  if (!is(p->status, "FAILED")) return ERR_OK; /* PAID or CANCELED */
+  billing b;
+  err_t e = pay_store_billing(a, p->user_id, &b);
+  return e == ERR_OK ? attempt(a, p, "charge", b.payment_method_id, 0) : e;
+}
+
+static err_t void_act(arena *a, const payment_row *p) {
+  return is(p->status, "AUTHORIZED") ? attempt(a, p, "void", NULL, 0) : ERR_OK;
+}
+
+static err_t capture_now(const char *job_id) { return act_on_job(job_id, capture_act); }
+static err_t void_now(const char *job_id) { return act_on_job(job_id, void_act); }
+
+/* After a request settled: a hold on a job that was cancelled or completed meanwhile is
+ * voided or captured. */
+static err_t follow_job(const char *job_id) {
+  arena a;
+  arena_init(&a);
+  payment_row p;
+  pay_context cx;
+  bool found;
+  err_t e = pay_store_find(&a, job_id, "job", &p, &found);
+  if (e == ERR_OK && found && !p.pending_op && is(p.status, "AUTHORIZED") &&
+      (e = pay_store_context(&a, job_id, &cx)) == ERR_OK) {
+    if (is(cx.job_status, "CANCELLED"))
+      e = void_now(job_id);
+    else if (is(cx.job_status, "COMPLETED"))
+      e = capture_now(job_id);
+  }
+  arena_fini(&a);
+  return e;
+}
+
+/* whatever could not be done now is queued and tried again */
+err_t payments_capture_job(const char *job_id) {
+  if (capture_now(job_id) == ERR_OK) return ERR_OK;
+  return queue_job("payment_capture", "jobId", job_id) ? ERR_OK : ERR_INTERNAL;
+}
+
+err_t payments_void_job(const char *job_id) {
+  if (void_now(job_id) == ERR_OK) return ERR_OK;
+  return queue_job("payment_void", "jobId", job_id) ? ERR_OK : ERR_INTERNAL;
 }
 
 err_t payments_authorize_job(const char *job_id, const char *user_id, int64_t cents) {
   arena a;
   arena_init(&a);
   billing b;
-  char id[ID_LEN + 1], key[64];
+  char id[ID_LEN + 1], key[KEY_LEN];
   id_new(id);
   err_t e = pay_store_billing(&a, user_id, &b);
   if (e != ERR_OK) goto out;
-  if (!b.customer_id || !b.payment_method_id) {
-    e = pay_store_insert(id, job_id, user_id, "job", "FAILED", cents, NULL, "no saved payment method");
+  payment_row p = {
+      .id = id, .job_id = job_id, .user_id = user_id, .kind = "job", .status = "FAILED", .amount_cents = cents};
+  if (!b.customer_id || !b.payment_method_id) { /* nothing to authorize: a failure to tell */
+    pay_context cx;
+    p.failure_reason = NO_CARD;
+    if ((e = pay_store_context(&a, job_id, &cx)) == ERR_OK)
+      e = pay_store_insert(&p, failure_news(&a, &p, &cx, NO_CARD, true));
     goto out;
   }
-  snprintf(key, sizeof key, "authorize-%s", job_id);
-  pay_intent pi;
-  pay_error pe;
-  pay_rc rc = payments_authorize(b.customer_id, b.payment_method_id, cents, key, &pi, &pe);
-  if (rc != PAY_OK) log_payment("payment authorization failed", job_id, &pe);
-  const char *intent = rc == PAY_OK ? pi.id : pe.intent_id[0] ? pe.intent_id : NULL;
-  e = pay_store_insert(id, job_id, user_id, "job", rc == PAY_OK ? "AUTHORIZED" : "FAILED", cents, intent,
-                       rc == PAY_OK ? NULL : pe.message);
-  if (e == ERR_OK && rc == PAY_UNAVAILABLE) {
-    /* no answer: the hold may exist all the same; ask again, the same request, until one comes */
-    json_t *payload = json_pack("{s:s,s:s,s:s,s:I}", "jobId", job_id, "customerId", b.customer_id, "paymentMethodId",
-                                b.payment_method_id, "cents", (json_int_t)cents);
-    if (queue_now("payment_authorize_confirm", payload) != DB_OK) e = ERR_INTERNAL;
-    json_decref(payload);
+  new_key(key, "authorize", &p);
+  p.pending_op = "authorize", p.idem_key = key, p.method_id = b.payment_method_id;
+  if ((e = pay_store_insert(&p, NULL)) != ERR_OK) goto out;
+  bool found;
+  if ((e = pay_store_get(&a, id, &p, &found)) != ERR_OK || !found) goto out;
+  e = run(&a, &p, false);
+  if (e == ERR_UNAVAILABLE) e = queue_job("payment_settle", "paymentId", id) ? ERR_OK : ERR_INTERNAL;
+out:
+  arena_fini(&a);
+  return e;
+}
+
+/* ---- tips ---- */
+
+err_t payments_charge_tip(const char *job_id, const char *user_id, int64_t *cents, char msg[256]) {
+  arena a;
+  arena_init(&a);
+  billing b;
+  payment_row p;
+  char id[ID_LEN + 1], key[KEY_LEN];
+  bool found;
+  err_t e = pay_store_billing(&a, user_id, &b);
+  if (e != ERR_OK || (e = pay_store_find(&a, job_id, "tip", &p, &found)) != ERR_OK) goto out;
+  if (!found || (is(p.status, "FAILED") && !p.pending_op)) { /* a first tip, or one after a refusal */
+    if (!b.customer_id || !b.payment_method_id) {
+      snprintf(msg, 256, "A saved payment method is required");
+      e = ERR_BAD_REQUEST;
+      goto out;
+    }
+    if (!found) { /* the row claims the tip: a concurrent tip hits the unique (job, kind) index */
+      id_new(id);
+      payment_row fresh = {.id = id,
+                           .job_id = job_id,
+                           .user_id = user_id,
+                           .kind = "tip",
+                           .status = "FAILED",
+                           .amount_cents = *cents,
+                           .pending_op = "tip",
+                           .idem_key = key,
+                           .method_id = b.payment_method_id};
+      new_key(key, "tip", &fresh);
+      e = pay_store_insert(&fresh, NULL);
+      if (e == ERR_OK) e = pay_store_get(&a, id, &p, &found);
+      if (e == ERR_OK) e = found ? run(&a, &p, false) : ERR_INTERNAL;
+    } else {
+      e = attempt(&a, &p, "tip", b.payment_method_id, *cents);
+    }
+  } else if (p.pending_op) {
+    /* a tip whose answer was lost: settled as the very request it was (card, amount, key) */
+    e = settle(&a, &p, lease_over());
+  } else {
+    e = ERR_CONFLICT; /* PAID */
+  }
+  if (e == ERR_OK || e == ERR_UNAVAILABLE) {
+    bool again;
+    if (pay_store_find(&a, job_id, "tip", &p, &again) != ERR_OK || !again) e = ERR_INTERNAL;
+  }
+  if (e == ERR_UNAVAILABLE && p.pending_op &&
+      p.op_started_at < lease_over()) { /* left to the next tip, or the reconciliation */
+    snprintf(msg, 256, "Payment processor unavailable");
+  } else if (e == ERR_UNAVAILABLE || e == ERR_CONFLICT) { /* another request is charging it */
+    snprintf(msg, 256, "A tip was already submitted for this job");
+    e = ERR_CONFLICT;
+  } else if (e == ERR_OK && is(p.status, "PAID")) {
+    *cents = p.amount_cents;
+  } else if (e == ERR_OK) { /* refused: FAILED, so the customer may try another card */
+    const char *why = p.failure_reason ? strstr(p.failure_reason, ": ") : NULL;
+    snprintf(msg, 256, "%s", why ? why + 2 : "The payment could not be processed");
+    e = ERR_PAYMENT_REQUIRED;
   }
 out:
   arena_fini(&a);
   return e;
 }
 
-/* Captures payment p; PAY_UNAVAILABLE leaves it AUTHORIZED for a retry. */
-static pay_rc capture(const payment_row *p) {
-  char key[64];
-  snprintf(key, sizeof key, "capture-%s", p->id);
-  pay_intent pi;
-  pay_error pe;
-  pay_rc rc = payments_capture(p->intent_id, key, &pi, &pe);
-  bool moved;
-  if (rc == PAY_OK) pay_store_move(p->id, "AUTHORIZED", "PAID", NULL, &moved);
-  else if (rc != PAY_UNAVAILABLE) {
-    log_payment("payment capture refused", p->job_id, &pe);
-    pay_store_move(p->id, "AUTHORIZED", "FAILED", NULL, &moved);
-  }
-  return rc;
-}
+/* ---- background work ---- */
 
-static bool capture_job_from_queue(json_t *payload, char err[256]) {
-  const char *job_id = json_string_value(json_object_get(payload, "jobId"));
+static bool settle_from_queue(json_t *payload, char err[256]) {
+  const char *id = json_string_value(json_object_get(payload, "paymentId"));
+  if (!id) return true;
   arena a;
   arena_init(&a);
   payment_row p;
   bool found, done = true;
-  if (!job_id || pay_store_find(&a, job_id, "job", &p, &found) != ERR_OK) {
-    snprintf(err, 256, "cannot read the payment");
-    done = false;
-  } else if (found && !strcmp(p.status, "AUTHORIZED") && capture(&p) == PAY_UNAVAILABLE) {
-    snprintf(err, 256, "payment processor unavailable");
+  err_t e = pay_store_get(&a, id, &p, &found);
+  if (e == ERR_OK && found && p.pending_op) e = settle(&a, &p, lease_over());
+  if (e == ERR_OK && found) e = follow_job(p.job_id);
+  if (e != ERR_OK) {
+    snprintf(err, 256, e == ERR_UNAVAILABLE ? "payment processor unavailable" : "cannot record the payment");
     done = false;
   }
   arena_fini(&a);
   return done;
 }
 
-/* An authorization that got no answer at all (every try lost or refused with 5xx) was
- * recorded FAILED, but the processor may have placed the hold. This repeats the very request
- * under the same idempotency key until the processor answers: Stripe then returns the stored
- * result of the first one, or, if that never arrived, makes the hold now, once. A hold found
- * this way makes the Payment AUTHORIZED, and is voided or captured at once when the job was
- * cancelled or completed meanwhile. */
-static bool confirm_authorization_from_queue(json_t *payload, char err[256]) {
+static bool job_from_queue(json_t *payload, char err[256], err_t (*fn)(const char *)) {
   const char *job_id = json_string_value(json_object_get(payload, "jobId"));
-  const char *customer = json_string_value(json_object_get(payload, "customerId"));
-  const char *method = json_string_value(json_object_get(payload, "paymentMethodId"));
-  json_int_t cents = json_integer_value(json_object_get(payload, "cents"));
-  if (!job_id || !customer || !method || cents <= 0) return true; /* malformed: nothing to retry */
-  arena a;
-  arena_init(&a);
-  payment_row p;
-  bool found, done = true, moved;
-  if (pay_store_find(&a, job_id, "job", &p, &found) != ERR_OK) {
-    snprintf(err, 256, "cannot read the payment");
-    done = false;
-    goto out;
-  }
-  if (!found || strcmp(p.status, "FAILED") || p.intent_id) goto out; /* settled meanwhile (a webhook) */
-  char key[64];
-  snprintf(key, sizeof key, "authorize-%s", job_id);
+  err_t e = job_id ? fn(job_id) : ERR_OK;
+  if (e == ERR_OK) return true;
+  snprintf(err, 256, e == ERR_UNAVAILABLE ? "payment busy or processor unavailable" : "cannot record the payment");
+  return false;
+}
+
+static bool capture_from_queue(json_t *payload, char err[256]) { return job_from_queue(payload, err, capture_now); }
+static bool void_from_queue(json_t *payload, char err[256]) { return job_from_queue(payload, err, void_now); }
+
+/* A hold replaced by a renewal (or made by a request recorded otherwise) is given back. */
+static bool cancel_hold_from_queue(json_t *payload, char err[256]) {
+  const char *intent = json_string_value(json_object_get(payload, "intentId"));
+  if (!intent) return true;
+  char key[PAY_ID_LEN + 16];
+  snprintf(key, sizeof key, "cancel-%s", intent);
   pay_intent pi;
   pay_error pe;
-  pay_rc rc = payments_authorize(customer, method, (int64_t)cents, key, &pi, &pe);
-  if (rc == PAY_UNAVAILABLE) {
-    snprintf(err, 256, "payment processor unavailable");
-    done = false;
-    goto out;
-  }
-  if (rc != PAY_OK) { /* a definite refusal: FAILED was right; keep the declined intent's id */
-    log_payment("payment authorization failed", job_id, &pe);
-    if (pe.intent_id[0]) pay_store_move(p.id, "FAILED", "FAILED", pe.intent_id, &moved);
-    goto out;
-  }
-  if (pay_store_move(p.id, "FAILED", "AUTHORIZED", pi.id, &moved) != ERR_OK) {
-    snprintf(err, 256, "cannot record the authorization");
-    done = false;
-    goto out;
-  }
-  log_json(LOG_INFO, "payment authorization confirmed after lost answers", json_pack("{s:s}", "jobId", job_id));
-  const char *job_status = NULL;
-  if (moved && pay_store_job_status(&a, job_id, &job_status) == ERR_OK && job_status) {
-    if (!strcmp(job_status, "CANCELLED") && payments_void_job(job_id) == ERR_UNAVAILABLE) {
-      snprintf(err, 256, "payment processor unavailable for the void"); /* retried: the row is AUTHORIZED now */
-      done = false;
-    } else if (!strcmp(job_status, "COMPLETED")) {
-      payments_capture_job(job_id); /* queues its own retry when the processor is away */
-    }
-  }
-out:
-  arena_fini(&a);
-  return done;
+  pay_rc rc = payments_void(intent, key, &pi, &pe);
+  if (rc == PAY_UNAVAILABLE) return snprintf(err, 256, "payment processor unavailable"), false;
+  if (rc != PAY_OK)
+    log_json(LOG_INFO, "replaced hold not cancelled (already gone)",
+             json_pack("{s:s,s:s}", "intent", intent, "error", pe.message));
+  return true;
 }
 
-void payments_domain_init(void) {
-  queue_register("payment_capture", capture_job_from_queue);
-  queue_register("payment_authorize_confirm", confirm_authorization_from_queue);
-}
-
-err_t payments_capture_job(const char *job_id) {
-  arena a;
-  arena_init(&a);
-  payment_row p;
-  bool found;
-  err_t e = pay_store_find(&a, job_id, "job", &p, &found);
-  if (e == ERR_OK && found && !strcmp(p.status, "AUTHORIZED") && capture(&p) == PAY_UNAVAILABLE) {
-    /* try again in the background until the processor answers */
-    json_t *payload = json_pack("{s:s}", "jobId", job_id);
-    if (queue_now("payment_capture", payload) != DB_OK) e = ERR_INTERNAL;
-    json_decref(payload);
-  }
-  arena_fini(&a);
-  return e;
-}
-
-err_t payments_void_job(const char *job_id) {
-  arena a;
-  arena_init(&a);
-  payment_row p;
-  bool found, moved;
-  err_t e = pay_store_find(&a, job_id, "job", &p, &found);
-  if (e == ERR_OK && found && !strcmp(p.status, "AUTHORIZED")) {
-    char key[64];
-    snprintf(key, sizeof key, "void-%s", p.id);
-    pay_intent pi;
-    pay_error pe;
-    pay_rc rc = payments_void(p.intent_id, key, &pi, &pe);
-    if (rc == PAY_OK) e = pay_store_move(p.id, "AUTHORIZED", "CANCELED", NULL, &moved);
-    else if (rc == PAY_UNAVAILABLE) e = ERR_UNAVAILABLE;
-    else log_payment("payment void refused", job_id, &pe); /* e.g. already captured: leave it to the webhook */
-  }
-  arena_fini(&a);
-  return e;
-}
-
-err_t payments_charge_tip(const char *job_id, const char *user_id, int64_t cents, char msg[256]) {
+/* A card was saved: every failed payment of the customer's jobs still to be paid is tried
+ * again on it, each as a new request: an authorization for a job not done yet, a charge for
+ * a completed one. */
+static bool recover_from_queue(json_t *payload, char err[256]) {
+  const char *user = json_string_value(json_object_get(payload, "userId"));
+  const char *method = json_string_value(json_object_get(payload, "paymentMethodId"));
+  if (!user || !method) return true;
   arena a;
   arena_init(&a);
   billing b;
-  payment_row prior;
-  char fresh[ID_LEN + 1], key[64];
-  const char *id = fresh;
-  id_new(fresh);
-  bool moved, found;
-  err_t e = pay_store_billing(&a, user_id, &b);
-  if (e != ERR_OK) goto out;
-  if (!b.customer_id || !b.payment_method_id) {
-    snprintf(msg, 256, "A saved payment method is required");
-    e = ERR_BAD_REQUEST;
-    goto out;
-  }
-  /* the row claims the tip: a second tip on the job hits the unique (job, kind) index */
-  if ((e = pay_store_insert(fresh, job_id, user_id, "tip", "PENDING", cents, NULL, NULL)) == ERR_CONFLICT) {
-    /* an UNCONFIRMED row is a tip whose answer was lost: retry it under its own key, so the
-     * processor replays that charge instead of making a second one */
-    if ((e = pay_store_find(&a, job_id, "tip", &prior, &found)) != ERR_OK) goto out;
-    /* only a tip whose outcome is unknown is retried (and claimed back, so by one request) */
-    if (!found || strcmp(prior.status, "UNCONFIRMED") ||
-        pay_store_move(prior.id, "UNCONFIRMED", "PENDING", NULL, &moved) != ERR_OK || !moved) {
-      snprintf(msg, 256, "A tip was already submitted for this job");
-      e = ERR_CONFLICT;
-      goto out;
+  db_res *r;
+  bool done = true;
+  err_t e = pay_store_billing(&a, user, &b);
+  if (e == ERR_NOT_FOUND || (e == ERR_OK && !is(b.payment_method_id, method))) goto out; /* a newer card's turn */
+  if (e != ERR_OK || (e = pay_store_recoverable(&a, user, &r)) != ERR_OK) goto fail;
+  for (int i = 0; i < r->rows; i++) {
+    payment_row p;
+    bool found;
+    if ((e = pay_store_get(&a, db_text(r, i, 0), &p, &found)) != ERR_OK) goto fail;
+    if (found && p.pending_op) { /* its last request first: it may have gone through */
+      if (settle(&a, &p, lease_over()) == ERR_OK) pay_store_get(&a, p.id, &p, &found);
     }
-    id = prior.id, cents = prior.amount_cents;
-  } else if (e != ERR_OK) {
-    goto out;
+    /* a payment already refused on this very card is not asked again */
+    if (!found || p.pending_op || !is(p.status, "FAILED") || is(p.method_id, method)) continue;
+    e = attempt(&a, &p, is(db_text(r, i, 1), "COMPLETED") ? "charge" : "authorize", method, 0);
+    if (e == ERR_UNAVAILABLE)
+      queue_job("payment_settle", "paymentId", p.id);
+    else if (e == ERR_OK)
+      follow_job(p.job_id);
+    else
+      goto fail;
   }
-  snprintf(key, sizeof key, "tip-%s", id);
-  pay_intent pi;
-  pay_error pe;
-  pay_rc rc = payments_charge(b.customer_id, b.payment_method_id, cents, key, &pi, &pe);
-  if (rc == PAY_OK) {
-    e = pay_store_move(id, "PENDING", "PAID", pi.id, &moved);
-    goto out;
-  }
-  log_payment("tip charge failed", job_id, &pe);
-  if (rc == PAY_UNAVAILABLE) { /* unknown outcome: keep the row for a retry under the same key */
-    pay_store_move(id, "PENDING", "UNCONFIRMED", NULL, &moved);
-    snprintf(msg, 256, "Payment processor unavailable");
-    e = ERR_UNAVAILABLE;
-    goto out;
-  }
-  pay_store_delete(id); /* refused: nothing was charged, the customer may tip again */
-  snprintf(msg, 256, "%s", pe.message[0] ? pe.message : "The payment could not be processed");
-  e = ERR_PAYMENT_REQUIRED;
+  goto out;
+fail:
+  snprintf(err, 256, "cannot recover the payments of %s", user);
+  done = false;
 out:
+  arena_fini(&a);
+  return done;
+}
+
+/* Hourly: a hold that lapses within 24 hours while its job is still to be done is renewed: a
+ * new authorization under its own key, then the old one cancelled. */
+static bool renew_holds_from_queue(json_t *payload, char err[256]) {
+  (void)payload;
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  bool done = true;
+  if (pay_store_holds_due(&a, clock_now_ms() + RENEW_WITHIN_MS, BATCH, &r) != ERR_OK) {
+    snprintf(err, 256, "cannot read the holds due");
+    done = false;
+    goto out;
+  }
+  for (int i = 0; i < r->rows; i++) {
+    payment_row p;
+    billing b;
+    bool found;
+    if (pay_store_get(&a, db_text(r, i, 0), &p, &found) != ERR_OK || !found ||
+        pay_store_billing(&a, p.user_id, &b) != ERR_OK)
+      continue;
+    log_json(LOG_INFO, "renewing a card hold", json_pack("{s:s,s:s}", "paymentId", p.id, "jobId", p.job_id));
+    if (attempt(&a, &p, "renew", b.payment_method_id, 0) == ERR_UNAVAILABLE)
+      queue_job("payment_settle", "paymentId", p.id);
+    else
+      follow_job(p.job_id);
+  }
+out:
+  arena_fini(&a);
+  return done;
+}
+
+err_t payments_reconcile(int64_t min_age_ms, int *checked, int *corrected) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  *checked = *corrected = 0;
+  int64_t stale_before = min_age_ms > 0 ? clock_now_ms() - min_age_ms : INT64_MAX; /* 0: every one */
+  err_t e = pay_store_uncertain(&a, stale_before, 500, &r);
+  for (int i = 0; e == ERR_OK && i < r->rows; i++) {
+    const char *id = db_text(r, i, 0), *job_id = db_text(r, i, 1), *what = db_text(r, i, 2);
+    payment_row before, after;
+    bool found;
+    if (pay_store_get(&a, id, &before, &found) != ERR_OK || !found) continue;
+    (*checked)++;
+    if (is(what, "pending")) {
+      if (settle(&a, &before, stale_before) == ERR_UNAVAILABLE) continue;
+      follow_job(job_id);
+    } else {
+      (is(what, "void") ? void_now : capture_now)(job_id);
+    }
+    if (pay_store_get(&a, id, &after, &found) != ERR_OK || !found) continue;
+    if (!is(before.status, after.status) || !is(before.pending_op, after.pending_op)) {
+      (*corrected)++;
+      log_json(LOG_WARN, "payment reconciled",
+               json_pack("{s:s,s:s,s:s,s:s,s:s?,s:s?}", "paymentId", id, "jobId", job_id, "from", before.status, "to",
+                         after.status, "intent", after.intent_id, "pending", after.pending_op));
+    }
+  }
   arena_fini(&a);
   return e;
 }
 
-json_t *payments_job_json(const char *job_id, const char *kind) {
-  arena a;
-  arena_init(&a);
-  payment_row p;
-  bool found = false;
-  json_t *out = json_null();
-  if (pay_store_find(&a, job_id, kind, &p, &found) == ERR_OK && found)
-    out = json_pack("{s:s,s:s,s:o,s:o}", "id", p.id, "status", p.status, "amount", jx_money(p.amount_cents),
-                    "processorPaymentIntentId", jx_str_or_null(p.intent_id));
-  arena_fini(&a);
-  return out;
+static bool reconcile_from_queue(json_t *payload, char err[256]) {
+  (void)payload;
+  int checked, corrected;
+  if (payments_reconcile(2 * LEASE_MS, &checked, &corrected) == ERR_OK) return true;
+  snprintf(err, 256, "cannot read the payments to reconcile");
+  return false;
 }
+
+void payments_domain_init(void) {
+  queue_register("payment_settle", settle_from_queue);
+  queue_register("payment_capture", capture_from_queue);
+  queue_register("payment_void", void_from_queue);
+  queue_register("payment_cancel_hold", cancel_hold_from_queue);
+  queue_register("payment_recover", recover_from_queue);
+  queue_register("payment_holds", renew_holds_from_queue);
+  queue_every("payment_holds", HOLDS_PERIOD_MS);
+  queue_register("payment_reconcile", reconcile_from_queue);
+  queue_every("payment_reconcile", RECONCILE_PERIOD_MS);
+}
+
+const hs_rj_field PAYMENTS_JSON[] = {
+    {"id", "id", RJ_STR},
+    {"status", "status", RJ_STR},
+    {"amount", "amount_cents", RJ_MONEY},
+    {"processorPaymentIntentId", "processor_payment_intent_id", RJ_STR},
+    {"holdExpiresAt", "hold_expires_at", RJ_ISO},
+    {"failureReason", "failure_reason", RJ_STR},
+    {0},
+};

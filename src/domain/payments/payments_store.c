@@ -1,20 +1,28 @@
 /* Storage of the payments domain. Status changes are conditional updates, so a late or
  * repeated webhook and a concurrent request can never both move a payment, and PAID is
- * final. */
+ * final. The outcome of a processor request is recorded only while the row still names that
+ * request (pending_op and idem_key), so of two carriers of one request one records it; and
+ * what the change tells people is queued in the same transaction. No statement here deletes
+ * a payment. */
 #include "domain/payments/payments_store.h"
 #include "core/clock.h"
+#include "ext/mail.h"
+#include "ext/queue.h"
+#include <stdio.h>
 #include <string.h>
 
 err_t pay_store_billing(arena *a, const char *user_id, billing *out) {
   db_res *r;
   if (db_query(a, &r,
                "SELECT id, email, name, processor_customer_id, processor_payment_method_id, processor_subscription_id, "
-               "premium_subscribe_key, is_premium, premium_cancel_at_period_end, premium_since FROM users WHERE id = $1",
+               "premium_subscribe_key, is_premium, premium_cancel_at_period_end, premium_since, "
+               "premium_subscribe_unconfirmed FROM users WHERE id = $1",
                DB_ARGS(DB_TEXT(user_id))) != DB_OK)
     return ERR_INTERNAL;
   if (r->rows == 0) return ERR_NOT_FOUND;
-  *out = (billing){db_text(r, 0, 0), db_text(r, 0, 1), db_text(r, 0, 2), db_text(r, 0, 3), db_text(r, 0, 4),
-                   db_text(r, 0, 5), db_text(r, 0, 6), db_int(r, 0, 7) == 1, db_int(r, 0, 8) == 1, db_text(r, 0, 9)};
+  *out = (billing){db_text(r, 0, 0),     db_text(r, 0, 1),      db_text(r, 0, 2), db_text(r, 0, 3),
+                   db_text(r, 0, 4),     db_text(r, 0, 5),      db_text(r, 0, 6), db_int(r, 0, 7) == 1,
+                   db_int(r, 0, 8) == 1, db_int(r, 0, 10) == 1, db_text(r, 0, 9)};
   return ERR_OK;
 }
 
@@ -39,92 +47,244 @@ err_t pay_store_set_customer(arena *a, const char *user_id, const char *customer
 
 err_t pay_store_claim_subscribe_key(arena *a, const char *user_id, const char *key, const char **winner) {
   return set_once(a,
-                  "UPDATE users SET premium_subscribe_key = $2, updated_at = $3 "
+                  "UPDATE users SET premium_subscribe_key = $2, premium_subscribe_unconfirmed = 0, updated_at = $3 "
                   "WHERE id = $1 AND premium_subscribe_key IS NULL",
                   "SELECT premium_subscribe_key FROM users WHERE id = $1", user_id, key, winner);
 }
 
-err_t pay_store_clear_subscribe_key(const char *user_id) {
-  return db_to_err(db_query(NULL, NULL, "UPDATE users SET premium_subscribe_key = NULL WHERE id = $1",
-                          DB_ARGS(DB_TEXT(user_id))));
+err_t pay_store_clear_subscribe_key(const char *user_id, const char *key) {
+  if (!key)
+    return db_to_err(db_query(NULL, NULL,
+                              "UPDATE users SET premium_subscribe_key = NULL, premium_subscribe_unconfirmed = 0 "
+                              "WHERE id = $1",
+                              DB_ARGS(DB_TEXT(user_id))));
+  return db_to_err(db_query(NULL, NULL,
+                            "UPDATE users SET premium_subscribe_key = NULL, premium_subscribe_unconfirmed = 0 "
+                            "WHERE id = $1 AND premium_subscribe_key = $2",
+                            DB_ARGS(DB_TEXT(user_id), DB_TEXT(key))));
+}
+
+err_t pay_store_mark_subscribe_unconfirmed(const char *user_id, const char *key) {
+  return db_to_err(db_query(
+      NULL, NULL, "UPDATE users SET premium_subscribe_unconfirmed = 1 WHERE id = $1 AND premium_subscribe_key = $2",
+      DB_ARGS(DB_TEXT(user_id), DB_TEXT(key))));
 }
 
 err_t pay_store_set_method(const char *user_id, const char *payment_method_id) {
-  return db_to_err(db_query(NULL, NULL, "UPDATE users SET processor_payment_method_id = $2, updated_at = $3 WHERE id = $1",
-                          DB_ARGS(DB_TEXT(user_id), DB_TEXT(payment_method_id), DB_INT(clock_now_ms()))));
+  json_t *payload = json_pack("{s:s,s:s}", "userId", user_id, "paymentMethodId", payment_method_id);
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK)
+    rc = db_exec(c, NULL, NULL, "UPDATE users SET processor_payment_method_id = $2, updated_at = $3 WHERE id = $1",
+                 DB_ARGS(DB_TEXT(user_id), DB_TEXT(payment_method_id), DB_INT(clock_now_ms())));
+  if (rc == DB_OK) rc = queue_enqueue(c, "payment_recover", payload);
+  json_decref(payload);
+  return db_to_err(queue_commit(c, rc));
 }
 
 err_t pay_store_clear_method(const char *user_id, const char *payment_method_id) {
   return db_to_err(db_query(NULL, NULL,
-                          "UPDATE users SET processor_payment_method_id = NULL, updated_at = $3 "
-                          "WHERE id = $1 AND processor_payment_method_id = $2",
-                          DB_ARGS(DB_TEXT(user_id), DB_TEXT(payment_method_id), DB_INT(clock_now_ms()))));
+                            "UPDATE users SET processor_payment_method_id = NULL, updated_at = $3 "
+                            "WHERE id = $1 AND processor_payment_method_id = $2",
+                            DB_ARGS(DB_TEXT(user_id), DB_TEXT(payment_method_id), DB_INT(clock_now_ms()))));
 }
 
 err_t pay_store_set_premium(const char *user_id, const char *subscription_id, bool active, bool cancel_at_period_end) {
   int64_t now = clock_now_ms();
   return db_to_err(db_query(NULL, NULL,
-                          "UPDATE users SET processor_subscription_id = $2, is_premium = $3, "
-                          "premium_since = CASE WHEN $3 = 1 THEN COALESCE(premium_since, $5) ELSE NULL END, "
-                          "premium_cancel_at_period_end = $4, updated_at = $5 WHERE id = $1",
-                          DB_ARGS(DB_TEXT(user_id), DB_TEXT(subscription_id), DB_BOOL(active),
-                                  DB_BOOL(cancel_at_period_end), DB_INT(now))));
+                            "UPDATE users SET processor_subscription_id = $2, is_premium = $3, "
+                            "premium_since = CASE WHEN $3 = 1 THEN COALESCE(premium_since, $5) ELSE NULL END, "
+                            "premium_cancel_at_period_end = $4, updated_at = $5 WHERE id = $1",
+                            DB_ARGS(DB_TEXT(user_id), DB_TEXT(subscription_id), DB_BOOL(active),
+                                    DB_BOOL(cancel_at_period_end), DB_INT(now))));
 }
 
 err_t pay_store_set_cancel_flag(const char *user_id, bool cancel_at_period_end) {
   return db_to_err(db_query(NULL, NULL,
-                          "UPDATE users SET premium_cancel_at_period_end = $2, updated_at = $3 WHERE id = $1",
-                          DB_ARGS(DB_TEXT(user_id), DB_BOOL(cancel_at_period_end), DB_INT(clock_now_ms()))));
+                            "UPDATE users SET premium_cancel_at_period_end = $2, updated_at = $3 WHERE id = $1",
+                            DB_ARGS(DB_TEXT(user_id), DB_BOOL(cancel_at_period_end), DB_INT(clock_now_ms()))));
 }
 
-err_t pay_store_insert(const char *id, const char *job_id, const char *user_id, const char *kind, const char *status,
-                       int64_t cents, const char *intent_id, const char *failure_reason) {
+/* The news of a change, on c. */
+static db_rc announce(db_conn *c, const pay_news *news) {
+  db_rc rc = DB_OK;
+  if (news && news->to) rc = mail_enqueue(c, news->to, news->subject, news->body);
+  for (int i = 0; news && rc == DB_OK && i < news->nnotes; i++) rc = notify_in(c, &news->notes[i]);
+  return rc;
+}
+
+err_t pay_store_insert(const payment_row *p, const pay_news *news) {
   int64_t now = clock_now_ms();
-  return db_to_err(db_query(NULL, NULL,
-                          "INSERT INTO payments (id, job_id, user_id, kind, status, amount_cents, "
-                          "processor_payment_intent_id, failure_reason, created_at, updated_at) "
-                          "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)",
-                          DB_ARGS(DB_TEXT(id), DB_TEXT(job_id), DB_TEXT(user_id), DB_TEXT(kind), DB_TEXT(status),
-                                  DB_INT(cents), DB_TEXT(intent_id), DB_TEXT(failure_reason), DB_INT(now))));
+  bool pending = p->pending_op != NULL;
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK)
+    rc = db_exec(c, NULL, NULL,
+                 "INSERT INTO payments (id, job_id, user_id, kind, status, amount_cents, failure_reason, pending_op, "
+                 "idem_key, payment_method_id, op_started_at, attempts, created_at, updated_at) "
+                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)",
+                 DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->job_id), DB_TEXT(p->user_id), DB_TEXT(p->kind), DB_TEXT(p->status),
+                         DB_INT(p->amount_cents), DB_TEXT(p->failure_reason), DB_TEXT(p->pending_op),
+                         DB_TEXT(p->idem_key), DB_TEXT(p->method_id), pending ? DB_INT(now) : DB_NULL,
+                         DB_INT(pending ? 1 : 0), DB_INT(now)));
+  if (rc == DB_OK) rc = announce(c, news);
+  return db_to_err(queue_commit(c, rc));
 }
 
-err_t pay_store_find(arena *a, const char *job_id, const char *kind, payment_row *out, bool *found) {
+#define ROW_COLUMNS                                                                                                    \
+  "id, job_id, user_id, kind, status, processor_payment_intent_id, failure_reason, pending_op, idem_key, "             \
+  "payment_method_id, amount_cents, op_started_at, attempts, hold_expires_at"
+
+static err_t read_row(arena *a, const char *where, const char *key, const char *kind, payment_row *out, bool *found) {
   db_res *r;
-  if (db_query(a, &r,
-               "SELECT id, job_id, user_id, kind, status, processor_payment_intent_id, amount_cents "
-               "FROM payments WHERE job_id = $1 AND kind = $2",
-               DB_ARGS(DB_TEXT(job_id), DB_TEXT(kind))) != DB_OK)
+  const char *sql = arena_printf(a, "SELECT " ROW_COLUMNS " FROM payments WHERE %s", where);
+  if ((kind ? db_query(a, &r, sql, DB_ARGS(DB_TEXT(key), DB_TEXT(kind)))
+            : db_query(a, &r, sql, DB_ARGS(DB_TEXT(key)))) != DB_OK)
     return ERR_INTERNAL;
   *found = r->rows == 1;
   if (*found)
-    *out = (payment_row){db_text(r, 0, 0), db_text(r, 0, 1), db_text(r, 0, 2), db_text(r, 0, 3),
-                         db_text(r, 0, 4), db_text(r, 0, 5), db_int(r, 0, 6)};
+    *out = (payment_row){db_text(r, 0, 0), db_text(r, 0, 1), db_text(r, 0, 2), db_text(r, 0, 3), db_text(r, 0, 4),
+                         db_text(r, 0, 5), db_text(r, 0, 6), db_text(r, 0, 7), db_text(r, 0, 8), db_text(r, 0, 9),
+                         db_int(r, 0, 10), db_int(r, 0, 11), db_int(r, 0, 12), db_int(r, 0, 13)};
   return ERR_OK;
 }
 
-err_t pay_store_move(const char *id, const char *from, const char *to, const char *intent_id, bool *moved) {
+err_t pay_store_find(arena *a, const char *job_id, const char *kind, payment_row *out, bool *found) {
+  return read_row(a, "job_id = $1 AND kind = $2", job_id, kind, out, found);
+}
+
+err_t pay_store_get(arena *a, const char *id, payment_row *out, bool *found) {
+  return read_row(a, "id = $1", id, NULL, out, found);
+}
+
+/* Runs a conditional update; *changed tells whether it changed a row. */
+static err_t update(const char *sql, const db_val *params, int n, bool *changed) {
   arena a;
   arena_init(&a);
   db_res *r;
-  db_rc rc = db_query(&a, &r,
-                      "UPDATE payments SET status = $3, "
-                      "processor_payment_intent_id = COALESCE($4, processor_payment_intent_id), updated_at = $5 "
-                      "WHERE id = $1 AND status = $2",
-                      DB_ARGS(DB_TEXT(id), DB_TEXT(from), DB_TEXT(to), DB_TEXT(intent_id), DB_INT(clock_now_ms())));
-  *moved = rc == DB_OK && r->changes == 1;
+  db_rc rc = db_query(&a, &r, sql, params, n);
+  *changed = rc == DB_OK && r->changes == 1;
   arena_fini(&a);
   return db_to_err(rc);
 }
 
-err_t pay_store_job_status(arena *a, const char *job_id, const char **status) {
+err_t pay_store_claim(const char *id, const char *from, const char *op, const char *key, const char *method,
+                      int64_t cents, bool *claimed) {
+  return update(
+      "UPDATE payments SET pending_op = $3, idem_key = $4, payment_method_id = COALESCE($5, payment_method_id), "
+      "amount_cents = CASE WHEN $6 > 0 THEN $6 ELSE amount_cents END, op_started_at = $7, "
+      "attempts = attempts + 1, updated_at = $7 WHERE id = $1 AND status = $2 AND pending_op IS NULL",
+      DB_ARGS(DB_TEXT(id), DB_TEXT(from), DB_TEXT(op), DB_TEXT(key), DB_TEXT(method), DB_INT(cents),
+              DB_INT(clock_now_ms())),
+      claimed);
+}
+
+err_t pay_store_take_over(const payment_row *p, int64_t stale_before, bool *taken) {
+  return update("UPDATE payments SET op_started_at = $4, updated_at = $4 "
+                "WHERE id = $1 AND pending_op = $2 AND idem_key = $3 AND op_started_at < $5",
+                DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_INT(clock_now_ms()),
+                        DB_INT(stale_before)),
+                taken);
+}
+
+err_t pay_store_release(const payment_row *p, int64_t started_at) {
+  bool changed;
+  return update("UPDATE payments SET op_started_at = $4 WHERE id = $1 AND pending_op = $2 AND idem_key = $3",
+                DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_INT(started_at)), &changed);
+}
+
+err_t pay_store_switch(const payment_row *p, const char *op, const char *key, const char *method, bool *switched) {
+  return update(
+      "UPDATE payments SET pending_op = $4, idem_key = $5, payment_method_id = COALESCE($6, payment_method_id), "
+      "attempts = attempts + 1, op_started_at = $7, updated_at = $7 "
+      "WHERE id = $1 AND pending_op = $2 AND idem_key = $3",
+      DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_TEXT(op), DB_TEXT(key), DB_TEXT(method),
+              DB_INT(clock_now_ms())),
+      switched);
+}
+
+err_t pay_store_settle(const payment_row *p, const pay_settle *s, bool *moved) {
+  int64_t now = clock_now_ms();
+  arena a;
+  arena_init(&a);
   db_res *r;
-  db_rc rc = db_query(a, &r, "SELECT status FROM jobs WHERE id = $1", DB_ARGS(DB_TEXT(job_id)));
-  *status = rc == DB_OK && r->rows ? db_text(r, 0, 0) : NULL;
+  *moved = false;
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK)
+    rc = db_exec(
+        c, &a, &r,
+        "UPDATE payments SET status = $4, processor_payment_intent_id = COALESCE($5, processor_payment_intent_id), "
+        "hold_expires_at = $6, failure_reason = $7, pending_op = NULL, op_started_at = NULL, updated_at = $8 "
+        "WHERE id = $1 AND pending_op = $2 AND idem_key = $3",
+        DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_TEXT(s->status), DB_TEXT(s->intent_id),
+                s->hold_expires_at ? DB_INT(s->hold_expires_at) : DB_NULL, DB_TEXT(s->failure_reason), DB_INT(now)));
+  bool changed = rc == DB_OK && r->changes == 1;
+  if (rc == DB_OK && changed && s->cancel_intent) {
+    json_t *payload = json_pack("{s:s}", "intentId", s->cancel_intent);
+    rc = queue_enqueue(c, "payment_cancel_hold", payload);
+    json_decref(payload);
+  }
+  if (rc == DB_OK && changed && !strcmp(p->kind, "tip") && !strcmp(s->status, "PAID"))
+    rc = db_exec(c, NULL, NULL, "UPDATE jobs SET tip_cents = $2 WHERE id = $1",
+                 DB_ARGS(DB_TEXT(p->job_id), DB_INT(p->amount_cents)));
+  if (rc == DB_OK && changed) rc = announce(c, s->news);
+  rc = queue_commit(c, rc);
+  *moved = rc == DB_OK && changed;
+  arena_fini(&a);
   return db_to_err(rc);
 }
 
-err_t pay_store_delete(const char *id) {
-  return db_to_err(db_query(NULL, NULL, "DELETE FROM payments WHERE id = $1", DB_ARGS(DB_TEXT(id))));
+err_t pay_store_context(arena *a, const char *job_id, pay_context *out) {
+  db_res *r;
+  if (db_query(
+          a, &r,
+          "SELECT u.email, u.name, j.provider_id, j.service, j.status FROM jobs j JOIN users u ON u.id = j.customer_id "
+          "WHERE j.id = $1",
+          DB_ARGS(DB_TEXT(job_id))) != DB_OK)
+    return ERR_INTERNAL;
+  if (r->rows == 0) return ERR_NOT_FOUND;
+  *out = (pay_context){db_text(r, 0, 0), db_text(r, 0, 1), db_text(r, 0, 2), db_text(r, 0, 3), db_text(r, 0, 4)};
+  return ERR_OK;
+}
+
+#define JOB_OPEN "('ACCEPTED', 'ON_THE_WAY', 'IN_PROGRESS')"
+
+err_t pay_store_holds_due(arena *a, int64_t before, int limit, db_res **out) {
+  return db_query(
+             a, out,
+             "SELECT p.id FROM payments p JOIN jobs j ON j.id = p.job_id "
+             "WHERE p.status = 'AUTHORIZED' AND p.kind = 'job' AND p.pending_op IS NULL AND p.hold_expires_at < $1 "
+             "AND j.status IN " JOB_OPEN " ORDER BY p.hold_expires_at LIMIT $2",
+             DB_ARGS(DB_INT(before), DB_INT(limit))) == DB_OK
+             ? ERR_OK
+             : ERR_INTERNAL;
+}
+
+err_t pay_store_recoverable(arena *a, const char *user_id, db_res **out) {
+  return db_query(a, out,
+                  "SELECT p.id, j.status FROM payments p JOIN jobs j ON j.id = p.job_id "
+                  "WHERE p.user_id = $1 AND p.kind = 'job' AND p.status = 'FAILED' "
+                  "AND j.status IN ('ACCEPTED', 'ON_THE_WAY', 'IN_PROGRESS', 'COMPLETED') ORDER BY p.created_at",
+                  DB_ARGS(DB_TEXT(user_id))) == DB_OK
+             ? ERR_OK
+             : ERR_INTERNAL;
+}
+
+err_t pay_store_uncertain(arena *a, int64_t stale_before, int limit, db_res **out) {
+  /* a FAILED payment of a completed job was charged at completion when its key says so */
+  return db_query(a, out,
+                  "SELECT p.id, p.job_id, 'pending' FROM payments p "
+                  "WHERE p.pending_op IS NOT NULL AND p.op_started_at < $1 "
+                  "UNION ALL SELECT p.id, p.job_id, CASE WHEN j.status = 'CANCELLED' THEN 'void' ELSE 'capture' END "
+                  "FROM payments p JOIN jobs j ON j.id = p.job_id WHERE p.kind = 'job' AND p.pending_op IS NULL "
+                  "AND ((p.status = 'AUTHORIZED' AND j.status IN ('COMPLETED', 'CANCELLED')) "
+                  "OR (p.status = 'FAILED' AND j.status = 'COMPLETED' AND (p.idem_key IS NULL OR p.idem_key NOT LIKE "
+                  "'charge-%'))) "
+                  "LIMIT $2",
+                  DB_ARGS(DB_INT(stale_before), DB_INT(limit))) == DB_OK
+             ? ERR_OK
+             : ERR_INTERNAL;
 }
 
 /* ---- webhook events ---- */
@@ -133,8 +293,8 @@ err_t pay_store_holds_subscription(const char *subscription_id, bool *holds) {
   arena a;
   arena_init(&a);
   db_res *r;
-  db_rc rc = db_query(&a, &r, "SELECT 1 FROM users WHERE processor_subscription_id = $1",
-                      DB_ARGS(DB_TEXT(subscription_id)));
+  db_rc rc =
+      db_query(&a, &r, "SELECT 1 FROM users WHERE processor_subscription_id = $1", DB_ARGS(DB_TEXT(subscription_id)));
   *holds = rc == DB_OK && r->rows > 0;
   arena_fini(&a);
   return rc == DB_OK ? ERR_OK : ERR_INTERNAL;
@@ -144,22 +304,40 @@ static const char *str(json_t *o, const char *k) { return json_string_value(json
 
 /* Rows a subscription event applies to: the user holding that subscription, or a user of
  * that customer who holds none (the event then names the subscription the user now has). */
-#define SUBSCRIPTION_OWNER "(processor_subscription_id = $1 OR (processor_subscription_id IS NULL AND processor_customer_id = $2))"
+#define SUBSCRIPTION_OWNER                                                                                             \
+  "(processor_subscription_id = $1 OR (processor_subscription_id IS NULL AND processor_customer_id = $2))"
 
-static db_rc apply(db_conn *c, const char *type, json_t *o) {
+static db_rc apply(db_conn *c, arena *a, const char *type, json_t *o, const char **failed) {
   int64_t now = clock_now_ms();
   const char *id = str(o, "id");
-  if (!id) return DB_OK; /* nothing to find it by: ignored */
-  if (!strcmp(type, "payment_intent.succeeded"))
+  if (!id) return DB_OK;                         /* nothing to find it by: ignored */
+  if (!strcmp(type, "payment_intent.succeeded")) /* final: a request still pending on it is moot */
     return db_exec(c, NULL, NULL,
-                   "UPDATE payments SET status = 'PAID', updated_at = $2 "
+                   "UPDATE payments SET status = 'PAID', hold_expires_at = NULL, failure_reason = NULL, "
+                   "pending_op = NULL, op_started_at = NULL, updated_at = $2 "
                    "WHERE processor_payment_intent_id = $1 AND status IN ('AUTHORIZED', 'FAILED')",
                    DB_ARGS(DB_TEXT(id), DB_INT(now)));
-  if (!strcmp(type, "payment_intent.payment_failed") || !strcmp(type, "payment_intent.canceled"))
-    return db_exec(c, NULL, NULL,
-                   "UPDATE payments SET status = 'FAILED', updated_at = $2 "
-                   "WHERE processor_payment_intent_id = $1 AND status = 'AUTHORIZED'",
-                   DB_ARGS(DB_TEXT(id), DB_INT(now)));
+  if (!strcmp(type, "payment_intent.payment_failed") || !strcmp(type, "payment_intent.canceled")) {
+    json_t *e = json_object_get(o, "last_payment_error");
+    const char *code = str(e, "code"), *message = str(e, "message"), *why = str(o, "cancellation_reason");
+    char reason[400];
+    if (code || message)
+      snprintf(reason, sizeof reason, "%s: %s", code ? code : "payment_failed",
+               message ? message : "The payment failed.");
+    else
+      snprintf(reason, sizeof reason, "canceled: The authorization was cancelled at the payment processor (%s).",
+               why ? why : "no reason given");
+    /* a request of the service's own on the payment (a void, a renewal) records its outcome itself */
+    db_res *r;
+    db_rc rc =
+        db_exec(c, a, &r,
+                "UPDATE payments SET status = 'FAILED', hold_expires_at = NULL, failure_reason = $3, updated_at = $2 "
+                "WHERE processor_payment_intent_id = $1 AND status = 'AUTHORIZED' AND pending_op IS NULL "
+                "RETURNING id",
+                DB_ARGS(DB_TEXT(id), DB_INT(now), DB_TEXT(reason)));
+    if (rc == DB_OK && r->rows == 1) *failed = db_text(r, 0, 0);
+    return rc;
+  }
   const char *customer = str(o, "customer");
   const char *status = str(o, "status");
   bool ended = status && (!strcmp(status, "canceled") || !strcmp(status, "incomplete_expired"));
@@ -183,21 +361,28 @@ static db_rc apply(db_conn *c, const char *type, json_t *o) {
   return DB_OK; /* other event types (amount_capturable_updated, ...) need no action */
 }
 
-err_t pay_store_apply_event(const char *event_id, const char *type, json_t *object, bool *duplicate) {
-  arena a;
-  arena_init(&a);
+err_t pay_store_apply_event(arena *a, const char *event_id, const char *type, json_t *object, bool *duplicate,
+                            const char **failed) {
   db_res *r;
+  *failed = NULL;
   db_conn *c = db_acquire();
   db_rc rc = db_begin(c);
   if (rc == DB_OK)
-    rc = db_exec(c, &a, &r,
+    rc = db_exec(c, a, &r,
                  "INSERT INTO webhook_events (id, type, received_at) VALUES ($1, $2, $3) "
                  "ON CONFLICT (id) DO NOTHING RETURNING id",
                  DB_ARGS(DB_TEXT(event_id), DB_TEXT(type), DB_INT(clock_now_ms())));
   *duplicate = rc == DB_OK && r->rows == 0;
-  if (rc == DB_OK && !*duplicate) rc = apply(c, type, object);
+  if (rc == DB_OK && !*duplicate) rc = apply(c, a, type, object, failed);
   if (rc == DB_OK) rc = db_commit(c);
   db_release(c);
-  arena_fini(&a);
+  if (rc != DB_OK) *failed = NULL;
   return rc == DB_OK ? ERR_OK : ERR_INTERNAL;
+}
+
+err_t pay_store_announce(const pay_news *news) {
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK) rc = announce(c, news);
+  return db_to_err(queue_commit(c, rc));
 }

@@ -3,47 +3,112 @@
 #define DOMAIN_PAYMENTS_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
+#include "domain/notifications/notifications.h"
 #include <jansson.h>
 #include <stdbool.h>
 
 typedef struct billing {
   const char *id, *email, *name;
   const char *customer_id, *payment_method_id, *subscription_id, *subscribe_key;
-  bool is_premium, cancel_at_period_end;
+  bool is_premium, cancel_at_period_end, subscribe_unconfirmed;
   const char *premium_since; /* epoch ms text or NULL */
 } billing;
 
+/* A payments row. pending_op names the processor request whose outcome is not recorded yet
+ * (NULL when none), made with idem_key and method_id for amount_cents; op_started_at is when
+ * its current carrier started it (a released request: a lease before its release). Times are
+ * epoch ms, 0 for NULL. */
 typedef struct payment_row {
-  const char *id, *job_id, *user_id, *kind, *status, *intent_id;
-  int64_t amount_cents;
+  const char *id, *job_id, *user_id, *kind, *status, *intent_id, *failure_reason;
+  const char *pending_op, *idem_key, *method_id;
+  int64_t amount_cents, op_started_at, attempts, hold_expires_at;
 } payment_row;
+
+/* What a payment change tells people, written in the change's own transaction: an optional
+ * email (to NULL: none) and up to two notifications. */
+typedef struct pay_news {
+  const char *to, *subject, *body;
+  notice notes[2];
+  int nnotes;
+} pay_news;
+
+/* The outcome of a payment's pending request. */
+typedef struct pay_settle {
+  const char *status;         /* AUTHORIZED, PAID, FAILED, CANCELED */
+  const char *intent_id;      /* NULL keeps the recorded one */
+  int64_t hold_expires_at;    /* 0: none */
+  const char *failure_reason; /* NULL clears it */
+  const char *cancel_intent;  /* an authorization to cancel in the background (a replaced hold) */
+  const pay_news *news;       /* may be NULL */
+} pay_settle;
+
+/* The people and the job a job's payment concerns. */
+typedef struct pay_context {
+  const char *customer_email, *customer_name, *provider_id, *service, *job_status;
+} pay_context;
 
 err_t pay_store_billing(arena *a, const char *user_id, billing *out);
 /* Stores customer_id unless the user has one; *winner gets the id in force afterwards. */
 err_t pay_store_set_customer(arena *a, const char *user_id, const char *customer_id, const char **winner);
+/* Saves the card and queues the recovery of the user's failed payments (queue kind
+ * "payment_recover", payload { userId, paymentMethodId }) in one transaction. */
 err_t pay_store_set_method(const char *user_id, const char *payment_method_id);
 /* Clears the saved method when it is still `payment_method_id`. */
 err_t pay_store_clear_method(const char *user_id, const char *payment_method_id);
 /* Sets the subscribe key unless one is set; *winner gets the key in force. */
 err_t pay_store_claim_subscribe_key(arena *a, const char *user_id, const char *key, const char **winner);
-err_t pay_store_clear_subscribe_key(const char *user_id);
+/* Drops the subscribe key when it is still `key` (NULL: whatever it is). */
+err_t pay_store_clear_subscribe_key(const char *user_id, const char *key);
+/* Marks the subscribe attempt under key as answered by nobody (its outcome must be asked). */
+err_t pay_store_mark_subscribe_unconfirmed(const char *user_id, const char *key);
 err_t pay_store_set_premium(const char *user_id, const char *subscription_id, bool active, bool cancel_at_period_end);
 err_t pay_store_set_cancel_flag(const char *user_id, bool cancel_at_period_end);
 
-/* payments rows */
-err_t pay_store_insert(const char *id, const char *job_id, const char *user_id, const char *kind, const char *status,
-                       int64_t cents, const char *intent_id, const char *failure_reason);
+/* ---- payments rows ---- */
+
+/* Inserts p (id, job_id, user_id, kind, status, amount_cents, failure_reason, and when
+ * pending_op is set: idem_key, method_id, started now, attempt 1) with its news, in one
+ * transaction. ERR_CONFLICT when the job already has a payment of that kind. */
+err_t pay_store_insert(const payment_row *p, const pay_news *news);
 err_t pay_store_find(arena *a, const char *job_id, const char *kind, payment_row *out, bool *found);
-/* Moves payment id from `from` to `to` (conditional); *moved tells whether it did. */
-err_t pay_store_move(const char *id, const char *from, const char *to, const char *intent_id, bool *moved);
-err_t pay_store_delete(const char *id);
-/* The status of job job_id, or NULL when there is no such job. */
-err_t pay_store_job_status(arena *a, const char *job_id, const char **status);
+err_t pay_store_get(arena *a, const char *id, payment_row *out, bool *found);
+/* Starts a new request on payment id: op under key with method (NULL keeps the recorded
+ * one) for cents (0 keeps the amount), when the status is `from` and nothing is pending. */
+err_t pay_store_claim(const char *id, const char *from, const char *op, const char *key, const char *method,
+                      int64_t cents, bool *claimed);
+/* Takes over p's pending request (op and key as read) when nobody started it since
+ * stale_before; the caller then carries it out. */
+err_t pay_store_take_over(const payment_row *p, int64_t stale_before, bool *taken);
+/* Leaves p's pending request to be settled later (its outcome is not known), recorded as
+ * started at started_at (a time whose lease is over). */
+err_t pay_store_release(const payment_row *p, int64_t started_at);
+/* Records the outcome of p's pending request (when it is still that request: op and key),
+ * with the replaced hold's cancellation, the tip amount on the job for a paid tip, and the
+ * news, in one transaction. *moved is false when someone else recorded it first. */
+err_t pay_store_settle(const payment_row *p, const pay_settle *s, bool *moved);
+/* Replaces p's pending request by another (a capture that found no live hold becomes a
+ * charge), when it is still that request. */
+err_t pay_store_switch(const payment_row *p, const char *op, const char *key, const char *method, bool *switched);
+err_t pay_store_context(arena *a, const char *job_id, pay_context *out);
+
+/* Job payments whose hold lapses before `before` while the job is still to be done: ids. */
+err_t pay_store_holds_due(arena *a, int64_t before, int limit, db_res **out);
+/* The user's FAILED job payments whose job is ACCEPTED, ON_THE_WAY, IN_PROGRESS or
+ * COMPLETED: id, job_status. */
+err_t pay_store_recoverable(arena *a, const char *user_id, db_res **out);
+/* Payments in uncertain states: id, job_id, what ("pending": a request left unsettled since
+ * before stale_before; "capture": AUTHORIZED or never charged on a COMPLETED job; "void":
+ * AUTHORIZED on a CANCELLED job). */
+err_t pay_store_uncertain(arena *a, int64_t stale_before, int limit, db_res **out);
 
 /* True when some user holds subscription_id as their current subscription. */
 err_t pay_store_holds_subscription(const char *subscription_id, bool *holds);
 /* Applies a verified processor event once: records its id and runs the change in one
- * transaction. *duplicate is true when the id was seen before (nothing changes then). */
-err_t pay_store_apply_event(const char *event_id, const char *type, json_t *object, bool *duplicate);
+ * transaction. *duplicate is true when the id was seen before (nothing changes then);
+ * *failed is the id of a payment the event made FAILED (arena a), or NULL. */
+err_t pay_store_apply_event(arena *a, const char *event_id, const char *type, json_t *object, bool *duplicate,
+                            const char **failed);
+/* Writes news in a transaction of its own. */
+err_t pay_store_announce(const pay_news *news);
 
 #endif

@@ -5,6 +5,7 @@
  * applied once (pay_store_apply_event). */
 #include "core/clock.h"
 #include "core/config.h"
+#include "domain/payments/payments.h"
 #include "domain/payments/payments_api.h"
 #include "domain/payments/payments_store.h"
 #include "ext/digest.h"
@@ -84,6 +85,8 @@ err_t api_webhooks_receive(hs_req *req) {
   if (!strcmp(type, "customer.subscription.updated") && (e = current_subscription_state(req, &object)) != ERR_OK)
     return e;
   bool duplicate;
-  if ((e = pay_store_apply_event(id, type, object, &duplicate)) != ERR_OK) return e;
+  const char *failed;
+  if ((e = pay_store_apply_event(&req->arena, id, type, object, &duplicate, &failed)) != ERR_OK) return e;
+  if (failed) payments_tell_failure(failed);
   return hs_ok(req, json_pack("{s:b,s:b}", "received", 1, "duplicate", duplicate));
 }

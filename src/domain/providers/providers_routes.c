@@ -39,7 +39,7 @@ const hs_route PROVIDERS_ROUTES[] = {
     {HS_POST, "/providers/me/headshots", api_providers_add_headshot, ROLE_PROVIDER, .upload = &headshot_upload,
      .summary = "Add a headshot"},
     {HS_DELETE, "/providers/me/headshots/:index", api_providers_delete_headshot, ROLE_PROVIDER,
-     .summary = "Remove the headshot at a zero-based position"},
+     .flags = ROUTE_SLOW, .summary = "Remove the headshot at a zero-based position"},
     {HS_POST, "/providers/me/id-documents", api_providers_upload_id_documents, ROLE_PROVIDER, .upload = &id_upload,
      .summary = "Upload driver's licence images (front and/or back); recognition follows"},
     {HS_POST, "/providers/me/insurance-document", api_providers_upload_insurance, ROLE_PROVIDER,

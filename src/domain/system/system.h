@@ -7,4 +7,8 @@
 extern const hs_route SYSTEM_ROUTES[];
 extern const size_t SYSTEM_ROUTES_LEN;
 
+/* Registers the hourly housekeeping task: expired rate-limit counters and finished background
+ * work older than a week are deleted, so neither table grows without bound. */
+void system_domain_init(void);
+
 #endif

@@ -4,8 +4,12 @@
 #include "core/jsonx.h"
 #include "core/util.h"
 #include "domain/system/system.h"
+#include "ext/password.h"
 #include "ext/queue.h"
+#include "http/ratelimit.h"
 #include "http/router.h"
+#include <stdio.h>
+#include "http/server.h"
 
 static err_t api_health(hs_req *req) { return hs_ok(req, json_pack("{s:s}", "status", "ok")); }
 
@@ -36,6 +40,34 @@ static err_t api_test_queue(hs_req *req) {
   return hs_ok(req, json_pack("{s:I,s:I}", "ready", (json_int_t)ready, "running", (json_int_t)running));
 }
 
+/* What the HTTP server is doing, so a test can wait until a request it sent is in flight (or
+ * its handler runs, or the hashing pool is full) instead of sleeping. This request itself is
+ * not counted. */
+static err_t api_test_load(hs_req *req) {
+  int in_flight, running;
+  hs_server_load(&in_flight, &running);
+  return hs_ok(req, json_pack("{s:i,s:i,s:b}", "inFlight", in_flight - 1, "handlersRunning", running, "hashingPoolFull",
+                              password_pool_full()));
+}
+
+#define HOUR_MS (3600 * 1000LL)
+#define DONE_WORK_KEPT_MS (7 * 24 * HOUR_MS)
+
+static bool housekeeping(json_t *payload, char err[256]) {
+  (void)payload;
+  int64_t now = clock_now_ms();
+  if (hs_rate_limit_prune(now - HOUR_MS) != ERR_OK || queue_prune_done(now - DONE_WORK_KEPT_MS) != DB_OK) {
+    snprintf(err, 256, "cannot delete expired rows");
+    return false;
+  }
+  return true;
+}
+
+void system_domain_init(void) {
+  queue_register("housekeeping", housekeeping);
+  queue_every("housekeeping", HOUR_MS);
+}
+
 static const hs_field clock_fields[] = {
     {"advanceMs", F_INT, F_REQUIRED, RANGE(0, 10.0 * 365 * 24 * 3600 * 1000)},
     {0},
@@ -50,5 +82,7 @@ const hs_route SYSTEM_ROUTES[] = {
      .summary = "Route table with hit counts (APP_ENV=test only)"},
     {HS_GET, "/__test/queue", api_test_queue, ROLE_OPEN, .flags = ROUTE_TEST_ONLY,
      .summary = "Background work due and running (APP_ENV=test only)"},
+    {HS_GET, "/__test/load", api_test_load, ROLE_OPEN, .flags = ROUTE_TEST_ONLY | ROUTE_INLINE,
+     .summary = "Requests in flight, handlers running, hashing pool full (APP_ENV=test only)"},
 };
 const size_t SYSTEM_ROUTES_LEN = ARRAY_LEN(SYSTEM_ROUTES);

@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "db/db.h"
+#include "domain/common.h"
 #include "domain/users/users.h"
 #include "ext/filetype.h"
 #include "ext/storage.h"
@@ -110,9 +111,7 @@ static err_t api_addresses_make_primary(hs_req *req) {
 static void delete_photo_keys(const char *street, const char *area_json) {
   storage_delete(street);
   json_t *keys = jx_parse_or(area_json, json_array());
-  size_t i;
-  json_t *k;
-  json_array_foreach(keys, i, k) storage_delete(json_string_value(k));
+  common_delete_stored(keys);
   json_decref(keys);
 }
 
@@ -147,6 +146,9 @@ static err_t api_addresses_update(hs_req *req) {
   return reply_address(req);
 }
 
+/* Stores the new photos first, all or none, and records them in one update; the files this
+ * request stored are deleted again when it fails, and the files it replaces only after the
+ * update, so the row never points at a missing file. */
 static err_t api_addresses_add_photos(hs_req *req) {
   db_res *r;
   err_t e = load_address(req, &r);
@@ -154,22 +156,16 @@ static err_t api_addresses_add_photos(hs_req *req) {
   int nstreet, narea;
   hs_upload **street = hs_files(req, "streetViewPhoto", &nstreet), **area = hs_files(req, "serviceAreaPhotos", &narea);
   json_t *keys = arena_json(&req->arena, jx_parse_or(db_text(r, 0, 9), json_array()));
-  char key[STORAGE_KEY_LEN], err[256];
-  const char *street_key = NULL, *old_street = db_text(r, 0, 7);
-  if (nstreet) {
-    if (!storage_save(street[0]->path, street[0]->ext, street[0]->mime, key, err)) return hs_fail(req, ERR_INTERNAL, NULL);
-    street_key = arena_strdup(&req->arena, key);
+  json_t *added = arena_json(&req->arena, json_array()), *dropped = arena_json(&req->arena, json_array());
+  if (!common_store_uploads(street, nstreet, added) || !common_store_uploads(area, narea, added)) {
+    common_delete_stored(added);
+    return hs_fail(req, ERR_INTERNAL, NULL);
   }
-  for (int i = 0; i < narea; i++) {
-    if (!storage_save(area[i]->path, area[i]->ext, area[i]->mime, key, err)) return hs_fail(req, ERR_INTERNAL, NULL);
-    json_array_append_new(keys, json_string(key));
-  }
-  if (json_array_size(keys) > 10) { /* serviceAreaPhotos: 10 at most in all */
-    size_t drop = json_array_size(keys) - 10;
-    for (size_t i = 0; i < drop; i++) {
-      storage_delete(json_string_value(json_array_get(keys, 0)));
-      json_array_remove(keys, 0);
-    }
+  const char *street_key = nstreet ? json_string_value(json_array_get(added, 0)) : NULL, *old_street = db_text(r, 0, 7);
+  for (size_t i = nstreet ? 1 : 0; i < json_array_size(added); i++) json_array_append(keys, json_array_get(added, i));
+  while (json_array_size(keys) > 10) { /* serviceAreaPhotos: 10 at most in all, the oldest go */
+    json_array_append(dropped, json_array_get(keys, 0));
+    json_array_remove(keys, 0);
   }
   char *text = json_dumps(keys, JSON_COMPACT);
   db_rc rc = db_query(NULL, NULL,
@@ -177,7 +173,11 @@ static err_t api_addresses_add_photos(hs_req *req) {
                       "service_area_photos = $3, updated_at = $4 WHERE id = $1",
                       DB_ARGS(DB_TEXT(db_text(r, 0, 0)), DB_TEXT(street_key), DB_TEXT(text), DB_INT(clock_now_ms())));
   free(text);
-  if (rc != DB_OK) return ERR_INTERNAL;
+  if (rc != DB_OK) {
+    common_delete_stored(added);
+    return ERR_INTERNAL;
+  }
+  common_delete_stored(dropped);
   if (street_key && old_street) storage_delete(old_street);
   return reply_address(req);
 }
@@ -218,12 +218,13 @@ const hs_route ADDRESSES_ROUTES[] = {
      .summary = "Save an address (free tier: one)"},
     {HS_PATCH, "/users/me/addresses/:id/primary", api_addresses_make_primary, ROLE_USER,
      .summary = "Make an address the primary one"},
-    {HS_DELETE, "/users/me/addresses/:id", api_addresses_delete, ROLE_USER, .summary = "Delete a saved address"},
+    {HS_DELETE, "/users/me/addresses/:id", api_addresses_delete, ROLE_USER, .flags = ROUTE_SLOW,
+     .summary = "Delete a saved address"},
     {HS_PATCH, "/users/me/addresses/:id", api_addresses_update, ROLE_USER, &update_schema,
      .summary = "Set property details (driveway length, lawn acres)"},
     {HS_POST, "/users/me/addresses/:id/photos", api_addresses_add_photos, ROLE_USER, .upload = &photo_upload,
      .summary = "Add street-view and service-area photos"},
-    {HS_DELETE, "/users/me/addresses/:id/photos", api_addresses_clear_photos, ROLE_USER,
+    {HS_DELETE, "/users/me/addresses/:id/photos", api_addresses_clear_photos, ROLE_USER, .flags = ROUTE_SLOW,
      .summary = "Remove an address's photos"},
 };
 const size_t ADDRESSES_ROUTES_LEN = ARRAY_LEN(ADDRESSES_ROUTES);

@@ -163,6 +163,37 @@ static void test_advance_moves_now(void **state) {
   assert_true(clock_now_ms() >= after + 1000);
 }
 
+/* A timed wait on a clock_cond_init condition lasts its time on the monotonic clock, and a
+ * signal ends it early. */
+static pthread_mutex_t wait_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wait_cv;
+
+static void *signal_soon(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&wait_mu);
+  pthread_cond_signal(&wait_cv);
+  pthread_mutex_unlock(&wait_mu);
+  return NULL;
+}
+
+static void test_cond_wait_ms(void **state) {
+  (void)state;
+  clock_cond_init(&wait_cv);
+  pthread_mutex_lock(&wait_mu);
+  int64_t t0 = clock_mono_ms();
+  clock_cond_wait_ms(&wait_cv, &wait_mu, 60);
+  int64_t waited = clock_mono_ms() - t0;
+  assert_true(waited >= 59 && waited < 1000);
+  pthread_t t;
+  pthread_create(&t, NULL, signal_soon, NULL);
+  t0 = clock_mono_ms();
+  clock_cond_wait_ms(&wait_cv, &wait_mu, 5000); /* the signal comes once this wait releases the mutex */
+  assert_true(clock_mono_ms() - t0 < 4000);
+  pthread_mutex_unlock(&wait_mu);
+  pthread_join(t, NULL);
+  pthread_cond_destroy(&wait_cv);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_format_epoch),        cmocka_unit_test(test_format_known_instant),
@@ -171,6 +202,7 @@ int main(void) {
       cmocka_unit_test(test_parse_offsets),       cmocka_unit_test(test_parse_fraction_digits),
       cmocka_unit_test(test_parse_date_only),     cmocka_unit_test(test_parse_round_trip),
       cmocka_unit_test(test_parse_rejects),       cmocka_unit_test(test_advance_moves_now),
+      cmocka_unit_test(test_cond_wait_ms),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

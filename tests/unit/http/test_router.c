@@ -9,6 +9,7 @@
 #include <cmocka.h>
 /* clang-format on */
 
+#include "core/config.h"
 #include "http/router.h"
 #include <string.h>
 
@@ -33,6 +34,9 @@ static const hs_route table[] = {
     {.method = HS_PUT, .path = "/users/:userId/jobs/:jobId", .handler = dummy, .summary = "user job"},
     {.method = HS_GET, .path = "/a/:x/c", .handler = dummy, .summary = "a x c"},
     {.method = HS_GET, .path = "/a/b/:y", .handler = dummy, .summary = "a b y"},
+    {.method = HS_POST, .path = "/gated/test", .handler = dummy, .flags = ROUTE_TEST_ONLY, .summary = "test only"},
+    {.method = HS_POST, .path = "/gated/dev", .handler = dummy, .flags = ROUTE_DEV_ONLY, .summary = "dev only"},
+    {.method = HS_GET, .path = "/gated/:any", .handler = dummy, .summary = "gated any"},
 };
 #define NROUTES (sizeof table / sizeof table[0])
 
@@ -218,6 +222,28 @@ static void test_routes_and_counts(void **state) {
   assert_int_equal(hits, 0);
 }
 
+/* Rows that exist only in some environments are not matched, and not offered to a
+ * preflight, anywhere else: the path then behaves as if the row were absent. */
+static void test_environment_gates(void **state) {
+  hs_req *req = *state;
+  app_env saved = CFG.env;
+  CFG.env = ENV_TEST;
+  expect_match(req, HS_POST, "/gated/test", "test only");
+  expect_match(req, HS_POST, "/gated/dev", "dev only");
+  assert_int_equal(hs_router_methods("/gated/test"), HS_GET | HS_POST);
+  CFG.env = ENV_DEVELOPMENT;
+  expect_match(req, HS_POST, "/gated/test", NULL);
+  expect_match(req, HS_GET, "/gated/test", "gated any");
+  expect_match(req, HS_POST, "/gated/dev", "dev only");
+  assert_int_equal(hs_router_methods("/gated/test"), HS_GET);
+  CFG.env = ENV_PRODUCTION;
+  expect_match(req, HS_POST, "/gated/test", NULL);
+  expect_match(req, HS_POST, "/gated/dev", NULL);
+  assert_int_equal(hs_router_methods("/gated/dev"), HS_GET);
+  assert_false(hs_route_available(&table[NROUTES - 2]));
+  CFG.env = saved;
+}
+
 static void test_method_names(void **state) {
   (void)state;
   const int bits[] = {HS_GET, HS_POST, HS_PUT, HS_PATCH, HS_DELETE};
@@ -242,6 +268,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_no_match, req_setup, req_teardown),
       cmocka_unit_test(test_methods_for_path),
       cmocka_unit_test_setup_teardown(test_routes_and_counts, req_setup, req_teardown),
+      cmocka_unit_test_setup_teardown(test_environment_gates, req_setup, req_teardown),
       cmocka_unit_test(test_method_names),
   };
   return cmocka_run_group_tests(tests, group_setup, NULL);

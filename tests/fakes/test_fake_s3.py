@@ -4,8 +4,8 @@ The fake is only useful if its SigV4 check is right: too lax and a broken client
 strict (or wrong) and a correct client fails. So these tests sign requests with a second,
 independent SigV4 signer written here (checked first against AWS's documented "GET Object"
 example), and expect the fake to accept what it signs and to refuse every tampered variant.
-They need neither the binary nor a build. The client's own tests drive S3 through the upload
-endpoints.
+They need neither the binary nor a build, and are not product coverage (`make fakes`); the
+client's own tests drive S3 through the upload endpoints (tests/api/test_files.py).
 """
 import hashlib
 import hmac
@@ -168,6 +168,29 @@ def test_fail_next_answers_server_error_then_recovers(fake, client):
 
 
 # ---------------------------------------------------------------- anything else is refused
+
+def test_fail_next_can_target_a_method_after_some_pass(fake, client):
+    fake.fail_next(2, 500, method="PUT", after=1)
+    assert client.request("GET", "missing")[0] == 404  # another method: not counted
+    assert client.request("PUT", "a", b"1")[0] == 200  # let through
+    assert [client.request("PUT", "b", b"2")[0] for _ in range(2)] == [500, 500]
+    assert client.request("PUT", "b", b"2")[0] == 200
+    assert set(fake.objects) == {"a", "b"}
+
+
+def test_delay_holds_one_method(fake, client):
+    fake.delay("DELETE", 0.5)
+    t0 = time.time()
+    assert client.request("GET", "missing")[0] == 404
+    assert time.time() - t0 < 0.4
+    t0 = time.time()
+    assert client.request("DELETE", "missing")[0] == 204
+    assert time.time() - t0 >= 0.5
+    fake.delay("DELETE", 0)
+    t0 = time.time()
+    client.request("DELETE", "missing")
+    assert time.time() - t0 < 0.4
+
 
 def test_wrong_secret_is_signature_does_not_match(fake):
     status, headers, body = Client(fake, secret_key=SK + "x").request("PUT", "k", b"v", content_type="text/plain")
