@@ -12,33 +12,40 @@
 #include "domain/users/users.h"
 #include "ext/filetype.h"
 #include "ext/storage.h"
+#include "http/rowjson.h"
 #include <stdlib.h>
 #include <string.h>
 
 #define MB (1024 * 1024)
 
-static json_t *address_json(const db_res *r, int i) {
-  json_t *photos = storage_urls_json(db_text(r, i, 9), URL_TTL_PHOTO);
-  return json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "id", db_text(r, i, 0), "label", db_text(r, i, 1),
-                   "address", db_text(r, i, 2), "zip", db_text(r, i, 3), "isPrimary", jx_bool(db_text(r, i, 4)),
-                   "drivewayLength", jx_real_or_null(db_text(r, i, 5)), "lawnAcres", jx_real_or_null(db_text(r, i, 6)),
-                   "streetViewPhoto", storage_url_json(db_text(r, i, 7), URL_TTL_PHOTO), "serviceAreaPhotos", photos, "createdAt",
-                   jx_iso_or_null(db_text(r, i, 8)));
-}
+static const hs_rj_field ADDRESS[] = {
+    {"id", "id", RJ_STR},
+    {"label", "label", RJ_STR},
+    {"address", "address", RJ_STR},
+    {"zip", "zip", RJ_STR},
+    {"isPrimary", "is_primary", RJ_BOOL},
+    {"drivewayLength", "driveway_length", RJ_REAL},
+    {"lawnAcres", "lawn_acres", RJ_REAL},
+    {"streetViewPhoto", "street_view_photo", RJ_URL},
+    {"serviceAreaPhotos", "service_area_photos", RJ_URLS},
+    {"createdAt", "created_at", RJ_ISO},
+    {0},
+};
 
-#define ADDRESS_COLUMNS                                                                                        \
-  "id, label, address, zip, is_primary, driveway_length, lawn_acres, street_view_photo, created_at, "        \
+#define ADDRESS_COLUMNS                                                                                                \
+  "id, label, address, zip, is_primary, driveway_length, lawn_acres, street_view_photo, created_at, "                  \
   "service_area_photos"
 
 static err_t reply_list(hs_req *req) {
   db_res *r;
   if (db_query(&req->arena, &r,
-               "SELECT " ADDRESS_COLUMNS " FROM user_addresses WHERE user_id = $1 ORDER BY is_primary DESC, created_at, id",
+               "SELECT " ADDRESS_COLUMNS
+               " FROM user_addresses WHERE user_id = $1 ORDER BY is_primary DESC, created_at, id",
                DB_ARGS(DB_TEXT(req->auth.id))) != DB_OK)
     return ERR_INTERNAL;
-  json_t *list = json_array();
-  for (int i = 0; i < r->rows; i++) json_array_append_new(list, address_json(r, i));
-  return hs_ok(req, list);
+  jw *w = hs_jw(req, 512 * (size_t)(r->rows + 1));
+  hs_rj_array(w, &req->arena, ADDRESS, r);
+  return hs_ok_jw(req, w);
 }
 
 /* The caller's address :id, or 404. */
@@ -52,7 +59,10 @@ static err_t load_address(hs_req *req, db_res **r) {
 static err_t reply_address(hs_req *req) {
   db_res *r;
   err_t e = load_address(req, &r);
-  return e == ERR_OK ? hs_ok(req, address_json(r, 0)) : e;
+  if (e != ERR_OK) return e;
+  jw *w = hs_jw(req, 512);
+  hs_rj_object(w, hs_rj_bind(&req->arena, ADDRESS, r), r, 0);
+  return hs_ok_jw(req, w);
 }
 
 static err_t api_addresses_list(hs_req *req) { return reply_list(req); }
@@ -72,7 +82,8 @@ static err_t api_addresses_create(hs_req *req) {
       db_exec(c, NULL, NULL, "UPDATE users SET id = id WHERE id = $1", DB_ARGS(DB_TEXT(req->auth.id))) != DB_OK ||
       db_exec(c, a, &r,
               "SELECT (SELECT COUNT(*) FROM user_addresses WHERE user_id = $1), is_premium FROM users WHERE id = $1",
-              DB_ARGS(DB_TEXT(req->auth.id))) != DB_OK || r->rows == 0)
+              DB_ARGS(DB_TEXT(req->auth.id))) != DB_OK ||
+      r->rows == 0)
     goto out;
   int64_t count = db_int(r, 0, 0);
   if (count >= 1 && db_int(r, 0, 1) != 1) {
@@ -101,7 +112,8 @@ static err_t api_addresses_make_primary(hs_req *req) {
   db_conn *c = db_acquire();
   db_rc rc = db_begin(c);
   if (rc == DB_OK)
-    rc = db_exec(c, NULL, NULL, "UPDATE user_addresses SET is_primary = CASE WHEN id = $2 THEN 1 ELSE 0 END WHERE user_id = $1",
+    rc = db_exec(c, NULL, NULL,
+                 "UPDATE user_addresses SET is_primary = CASE WHEN id = $2 THEN 1 ELSE 0 END WHERE user_id = $1",
                  DB_ARGS(DB_TEXT(req->auth.id), DB_TEXT(db_text(r, 0, 0))));
   if (rc == DB_OK) rc = db_commit(c);
   db_release(c);
