@@ -52,11 +52,10 @@ static err_t reply_quote(hs_req *req, const char *id, const db_res *job) {
   return hs_ok_jw(req, w);
 }
 
-err_t api_quotes_create(hs_req *req) {
-  db_res *ctx, *quote;
-  err_t e = quotes_store_context(&req->arena, req->auth.id, hs_body_str(req, "jobId"), &ctx);
-  if (e != ERR_OK && e != ERR_NOT_FOUND) return e;
-  if (e == ERR_NOT_FOUND ||
+/* The checks of POST /quotes over what quotes_store_open read (found: ERR_OK, or ERR_NOT_FOUND
+ * without such a provider), in the order the errors take precedence; fills q. */
+static err_t quote_checks(hs_req *req, err_t found, const db_res *ctx, quote_new *q) {
+  if (found == ERR_NOT_FOUND ||
       !providers_verified_row(db_field(ctx, 0, "provider_headshots"), db_field(ctx, 0, "provider_id_doc_front"),
                               db_field(ctx, 0, "provider_id_doc_back")))
     return hs_fail_code(req, ERR_BAD_REQUEST, "verification_required",
@@ -67,15 +66,28 @@ err_t api_quotes_create(hs_req *req) {
   const char *status = db_field(ctx, 0, "status");
   if (strcmp(status, "PENDING") && strcmp(status, "QUOTED"))
     return hs_fail(req, ERR_CONFLICT, "The job is not open for quotes");
-  quote_new q = {.job_id = db_field(ctx, 0, "id"),
-                 .provider_id = req->auth.id,
-                 .service = db_field(ctx, 0, "service"),
-                 .note = hs_body_str(req, "note"),
-                 .amount_cents = jx_cents(json_number_value(json_object_get(req->body, "amount")))};
-  if (q.amount_cents <= 0) return hs_fail(req, ERR_BAD_REQUEST, "amount: must be at least 0.01");
-  q.fee_cents = platform_fee(q.amount_cents);
+  *q = (quote_new){.job_id = db_field(ctx, 0, "id"),
+                   .provider_id = req->auth.id,
+                   .service = db_field(ctx, 0, "service"),
+                   .note = hs_body_str(req, "note"),
+                   .amount_cents = jx_cents(json_number_value(json_object_get(req->body, "amount")))};
+  if (q->amount_cents <= 0) return hs_fail(req, ERR_BAD_REQUEST, "amount: must be at least 0.01");
+  q->fee_cents = platform_fee(q->amount_cents);
   const char *scheduled = hs_body_str(req, "scheduledAt");
-  if (scheduled) q.has_scheduled = clock_parse_iso(scheduled, &q.scheduled_at);
+  if (scheduled) q->has_scheduled = clock_parse_iso(scheduled, &q->scheduled_at);
+  return ERR_OK;
+}
+
+err_t api_quotes_create(hs_req *req) {
+  db_res *ctx, *quote;
+  db_conn *c;
+  quote_new q;
+  err_t e = quotes_store_open(&req->arena, req->auth.id, hs_body_str(req, "jobId"), &c, &ctx);
+  if (e != ERR_OK && e != ERR_NOT_FOUND) return e;
+  if ((e = quote_checks(req, e, ctx, &q)) != ERR_OK) {
+    quotes_store_close(c);
+    return e;
+  }
   char id[ID_LEN + 1];
   id_new(id);
   q.id = id;
@@ -95,7 +107,7 @@ err_t api_quotes_create(hs_req *req) {
                       q.job_id},
                      true,
                      db_field(ctx, 0, "customer_push_token")};
-  e = quotes_store_submit(&req->arena, &q, &news, ctx, &quote);
+  e = quotes_store_submit(c, &req->arena, &q, &news, ctx, &quote);
   if (e == ERR_CONFLICT) return hs_fail(req, e, "You already quoted on this job");
   if (e == ERR_BAD_REQUEST) return hs_fail(req, ERR_CONFLICT, "The job is not open for quotes");
   if (e != ERR_OK) return e;

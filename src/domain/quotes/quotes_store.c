@@ -17,30 +17,37 @@ static db_rc announce_and_commit(db_conn *c, const quote_news *news) {
   return rc;
 }
 
-err_t quotes_store_context(arena *a, const char *provider_id, const char *job_id, db_res **out) {
-  if (db_query(
-          a, out,
-          "SELECT j.*, pr.headshots AS provider_headshots, pr.id_doc_front AS provider_id_doc_front, "
-          "pr.id_doc_back AS provider_id_doc_back, pr.name AS provider_name, "
-          "pr.company_name AS provider_company_name, cu.email AS customer_email, cu.name AS customer_name, "
-          "cu.push_token AS customer_push_token, "
-          "CASE WHEN EXISTS (SELECT 1 FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
-          "WHERE s.provider_id = pr.id AND s.service = j.service AND z.zip = j.zip) THEN 1 ELSE 0 END "
-          "AS provider_matches "
-          "FROM providers pr LEFT JOIN jobs j ON j.id = $2 LEFT JOIN users cu ON cu.id = j.customer_id "
-          "WHERE pr.id = $1",
-          DB_ARGS(DB_TEXT(provider_id), DB_TEXT(job_id))) != DB_OK)
+err_t quotes_store_open(arena *a, const char *provider_id, const char *job_id, db_conn **c, db_res **out) {
+  *c = db_acquire();
+  db_rc rc = db_begin(*c);
+  if (rc == DB_OK)
+    rc = db_exec(
+        *c, a, out,
+        "SELECT j.*, pr.headshots AS provider_headshots, pr.id_doc_front AS provider_id_doc_front, "
+        "pr.id_doc_back AS provider_id_doc_back, pr.name AS provider_name, "
+        "pr.company_name AS provider_company_name, cu.email AS customer_email, cu.name AS customer_name, "
+        "cu.push_token AS customer_push_token, "
+        "CASE WHEN EXISTS (SELECT 1 FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
+        "WHERE s.provider_id = pr.id AND s.service = j.service AND z.zip = j.zip) THEN 1 ELSE 0 END "
+        "AS provider_matches "
+        "FROM providers pr LEFT JOIN jobs j ON j.id = $2 LEFT JOIN users cu ON cu.id = j.customer_id "
+        "WHERE pr.id = $1",
+        DB_ARGS(DB_TEXT(provider_id), DB_TEXT(job_id)));
+  if (rc != DB_OK) {
+    quotes_store_close(*c);
     return ERR_INTERNAL;
+  }
   return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
 }
 
-err_t quotes_store_submit(arena *a, const quote_new *q, const quote_news *news, const db_res *job, db_res **quote) {
+void quotes_store_close(db_conn *c) { db_release(c); }
+
+err_t quotes_store_submit(db_conn *c, arena *a, const quote_new *q, const quote_news *news, const db_res *job,
+                          db_res **quote) {
   static const char *const open[] = {"PENDING", "QUOTED", NULL};
   int64_t now = clock_now_ms();
   err_t e = ERR_INTERNAL;
   bool moved = false;
-  db_conn *c = db_acquire();
-  if (db_begin(c) != DB_OK) goto out;
   db_rc rc = db_exec(c, a, quote,
                      "INSERT INTO quotes (id, job_id, provider_id, service, amount_cents, platform_fee_cents, "
                      "total_cents, note, scheduled_at, status, created_at, updated_at, seq) "

@@ -11,11 +11,15 @@
 
 #include "core/config.h"
 #include "db/db.h"
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#define THREADS 8
+#define PER_THREAD 150
 
 static char path[64];
 
@@ -26,7 +30,7 @@ static int setup(void **state) {
   CFG.http_threads = 1;
   char url[80], err[256];
   snprintf(url, sizeof url, "sqlite:%s", path);
-  if (!db_open(url, 1, 1, err)) fail_msg("%s", err);
+  if (!db_open(url, THREADS, 1, err)) fail_msg("%s", err);
   return 0;
 }
 
@@ -96,10 +100,72 @@ static void test_cells(void **state) {
   arena_fini(&a);
 }
 
+/* Transactions from many threads share commits (group commit): every transaction whose COMMIT
+ * returned DB_OK is in the table, none whose statement failed and was rolled back is, and a
+ * failing member does not undo the others of its group. Writes outside a transaction too. */
+
+static void *writer_thread(void *arg) {
+  int t = (int)(intptr_t)arg, *committed = calloc(PER_THREAD, sizeof *committed);
+  for (int i = 0; i < PER_THREAD; i++) {
+    arena a;
+    arena_init(&a);
+    db_conn *c = db_acquire();
+    db_rc rc = db_begin(c);
+    char key[32];
+    snprintf(key, sizeof key, "k-%d-%d", t, i);
+    if (rc == DB_OK)
+      rc = db_exec(c, NULL, NULL, "INSERT INTO g (k, t) VALUES ($1, $2)", DB_ARGS(DB_TEXT(key), DB_INT(t)));
+    if (rc == DB_OK && i % 5 == 0) /* a duplicate: the statement fails, the transaction is rolled back */
+      rc = db_exec(c, NULL, NULL, "INSERT INTO g (k, t) VALUES ($1, $2)", DB_ARGS(DB_TEXT(key), DB_INT(t)));
+    if (rc == DB_OK) {
+      db_res *r;
+      rc = db_exec(c, &a, &r, "SELECT COUNT(*) FROM g WHERE k = $1", DB_ARGS(DB_TEXT(key))); /* sees its own row */
+      if (rc == DB_OK && db_int(r, 0, 0) != 1) rc = DB_ERROR;
+    }
+    if (rc == DB_OK) rc = db_commit(c);
+    committed[i] = rc == DB_OK;
+    db_release(c);
+    if (i % 7 == 0) { /* and a write outside any transaction */
+      snprintf(key, sizeof key, "solo-%d-%d", t, i);
+      if (db_query(&a, NULL, "INSERT INTO g (k, t) VALUES ($1, $2)", DB_ARGS(DB_TEXT(key), DB_INT(t))) != DB_OK)
+        committed[i] = -1;
+    }
+    arena_fini(&a);
+  }
+  return committed;
+}
+
+static void test_group_commit(void **state) {
+  (void)state;
+  arena a;
+  arena_init(&a);
+  assert_int_equal(db_query(&a, NULL, "CREATE TABLE g (k TEXT PRIMARY KEY, t INTEGER)", DB_NOARGS), DB_OK);
+  pthread_t th[THREADS];
+  for (int t = 0; t < THREADS; t++) pthread_create(&th[t], NULL, writer_thread, (void *)(intptr_t)t);
+  int expected = 0;
+  for (int t = 0; t < THREADS; t++) {
+    int *committed;
+    pthread_join(th[t], (void **)&committed);
+    for (int i = 0; i < PER_THREAD; i++) {
+      assert_int_not_equal(committed[i], -1);
+      assert_int_equal(committed[i], i % 5 != 0); /* exactly the transactions without a duplicate */
+      expected += committed[i] + (i % 7 == 0);
+    }
+    free(committed);
+  }
+  db_res *r;
+  assert_int_equal(db_query(&a, &r, "SELECT COUNT(*) FROM g", DB_NOARGS), DB_OK);
+  assert_int_equal(db_int(r, 0, 0), expected);
+  assert_int_equal(db_query(&a, &r, "SELECT COUNT(*) FROM g WHERE k LIKE 'k-%-0'", DB_NOARGS), DB_OK);
+  assert_int_equal(db_int(r, 0, 0), 0); /* every i = 0 transaction had a duplicate */
+  arena_fini(&a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_select_star_after_schema_change),
       cmocka_unit_test(test_cells),
+      cmocka_unit_test(test_group_commit),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
