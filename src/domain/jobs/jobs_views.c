@@ -200,6 +200,17 @@ err_t api_jobs_list(hs_req *req) {
 
 /* ---- one job ---- */
 
+/* Member key: the object of fields from row 0's columns prefix..., or null without an id. */
+static void write_card(hs_req *req, jw *w, const char *key, const hs_rj_field *fields, const db_res *r,
+                       const char *prefix) {
+  hs_rj *b = hs_rj_bind_as(&req->arena, fields, r, prefix);
+  jw_key(w, key);
+  if (db_text(r, 0, b->col[0]))
+    hs_rj_object(w, b, r, 0);
+  else
+    jw_null(w);
+}
+
 err_t api_jobs_get(hs_req *req) {
   bool provider = req->auth.role_bit == ROLE_PROVIDER;
   db_res *r;
@@ -217,26 +228,14 @@ err_t api_jobs_get(hs_req *req) {
   const char **missing = NULL;
   int nmissing = 0;
   if ((e = open_job(req, w, shape_jobs_bind(&req->arena, r), r, 0, &missing, &nmissing)) != ERR_OK) return e;
-  jw_key(w, "customer");
-  if (db_field(r, 0, "customer_card_id")) {
-    jw_obj(w);
-    jw_key(w, "id"), jw_str(w, db_field(r, 0, "customer_card_id"));
-    jw_key(w, "name"), jw_str(w, db_field(r, 0, "customer_card_name"));
-    jw_obj_end(w);
-  } else {
-    jw_null(w);
-  }
-  jw_key(w, "provider");
-  if (db_field(r, 0, "provider_card_id")) {
-    jw_obj(w);
-    jw_key(w, "id"), jw_str(w, db_field(r, 0, "provider_card_id"));
-    jw_key(w, "name"), jw_str(w, db_field(r, 0, "provider_card_name"));
-    jw_key(w, "companyName"), jw_str(w, db_field(r, 0, "provider_card_company_name"));
-    jw_key(w, "phone"), jw_str(w, db_field(r, 0, "provider_card_phone"));
-    jw_obj_end(w);
-  } else {
-    jw_null(w);
-  }
+  static const hs_rj_field CUSTOMER_CARD[] = {{"id", "id", RJ_STR}, {"name", "name", RJ_STR}, {0}};
+  static const hs_rj_field PROVIDER_CARD[] = {{"id", "id", RJ_STR},
+                                              {"name", "name", RJ_STR},
+                                              {"companyName", "company_name", RJ_STR},
+                                              {"phone", "phone", RJ_STR},
+                                              {0}};
+  write_card(req, w, "customer", CUSTOMER_CARD, r, "customer_card_");
+  write_card(req, w, "provider", PROVIDER_CARD, r, "provider_card_");
   jw_key(w, "quotes");
   jw_arr(w);
   hs_rj *quote = hs_rj_bind_as(&req->arena, SHAPE_QUOTE, r, "quote_");
