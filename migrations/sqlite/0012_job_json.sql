@@ -9,8 +9,6 @@ ALTER TABLE jobs ADD COLUMN json_tail TEXT;
 -- feed writes, so one range scan answers without a sort or a table lookup.
 CREATE INDEX jobs_feed_open ON jobs (service, zip, feed_at, seq, id, json_head, json_tail, images, before_images,
   after_images) WHERE status IN ('PENDING', 'QUOTED');
--- Jobs whose JSON is missing, for the repair work.
-CREATE INDEX jobs_json_missing ON jobs (id) WHERE json_head IS NULL;
 -- A provider's own pending quotes (its quotes on open jobs), read once per feed; it also serves
 -- every lookup by provider, so it replaces quotes_provider (one index less to write per quote).
 CREATE INDEX quotes_provider_open ON quotes (provider_id, status, job_id);

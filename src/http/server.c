@@ -2,8 +2,10 @@
  * several times per request: first with the headers (we match the route, check
  * Content-Length and, for uploads, the token), then with body chunks (copied, or streamed to
  * disk for multipart, up to the route's limit), then once with no data. Then routes flagged
- * ROUTE_INLINE (and 404s) are answered on the event thread; every other request is handed to
- * a worker thread with its connection suspended, and answered when the worker resumes it.
+ * ROUTE_INLINE (and 404s) are answered on the event thread, and so are ROUTE_DB_READ routes
+ * where reads never wait (SQLite: the thread's own connection); every other request is handed
+ * to a worker thread with its connection suspended, and answered when the worker resumes it.
+ * A JSON answer written with the writer (hs_ok_jw) is sent from the arena as it is.
  * Answering only after the body keeps the connection alive. on_completed writes the access
  * log line and drops the request's arena. */
 #include "http/server.h"
