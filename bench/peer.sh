@@ -92,14 +92,6 @@ stop_peer() {
 
 # ------------------------------------------------------------------ the service
 
-seed_service() { # engine db: JOBS jobs, then the token files in $TMP/files-engine
-  local engine=$1 db=$2
-  log "seeding the service ($engine) with $JOBS jobs"
-  "$PY" "$BENCH/seed_jobs.py" init --engine "$engine" --db "$db" --state "$TMP/state-$engine.json"
-  "$PY" "$BENCH/seed_jobs.py" grow --engine "$engine" --db "$db" --state "$TMP/state-$engine.json" --target "$JOBS" >/dev/null
-  "$PY" "$BENCH/seed_jobs.py" files --state "$TMP/state-$engine.json" --secret "$JWT_SECRET" --out "$TMP/files-$engine"
-}
-
 # quotes engine label: POST /quotes, every request a new (provider, job) pair
 quotes() {
   local engine=$1 base=$2 files=$TMP/files-$1
@@ -112,17 +104,11 @@ quotes() {
 }
 
 bench_engine() {
-  local engine=$1 url db
+  local engine=$1
   log "== $engine"
-  if [ "$engine" = postgres ]; then
-    start_pg
-    url=$PG_URL db=$PG_URL
-  else
-    db="$TMP/srv-sqlite/data/marketplace.db"
-    url="sqlite:$db"
-  fi
-  start_service "$engine" "$url"
-  seed_service "$engine" "$db"
+  start_engine "$engine"
+  log "seeding the service ($engine) with $JOBS jobs"
+  seed_to "$engine" "$JOBS"
   local base="http://127.0.0.1:$SRV_PORT" files=$TMP/files-$engine
   local customer="Authorization: Bearer $(cat "$files/customer.token")"
   local feed="Authorization: Bearer $(cat "$files/feed.token")"

@@ -6,24 +6,16 @@
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 dofile(dir .. "stats.lua")
 
-local function lines(path)
-  local out = {}
-  for line in io.lines(path) do
-    if line ~= "" then table.insert(out, line) end
-  end
-  return out
-end
-
 function setup(thread)
   thread:set("tid", count_setup(thread))
 end
 
 function init(args)
-  customer = "Bearer " .. lines(os.getenv("BENCH_CUSTOMER"))[1]
-  feed = "Bearer " .. lines(os.getenv("BENCH_FEED"))[1]
-  paths = lines(os.getenv("BENCH_PATHS"))
-  tokens = lines(os.getenv("BENCH_TOKENS"))
-  jobs = lines(os.getenv("BENCH_JOBS"))
+  customer = "Bearer " .. read_lines(os.getenv("BENCH_CUSTOMER"))[1]
+  feed = "Bearer " .. read_lines(os.getenv("BENCH_FEED"))[1]
+  paths = read_lines(os.getenv("BENCH_PATHS"))
+  tokens = read_lines(os.getenv("BENCH_TOKENS"))
+  jobs = read_lines(os.getenv("BENCH_JOBS"))
   nthreads = tonumber(os.getenv("BENCH_THREADS") or "1")
   k = tid
   n = 0

@@ -20,21 +20,12 @@ RESULTS=${RESULTS:-$BENCH/results/soak}
 for tool in wrk psql "$PY"; do command -v "$tool" >/dev/null || die "$tool not found (scripts/deps.sh bench)"; done
 
 soak_engine() {
-  local engine=$1 url db
+  local engine=$1
   log "== $engine"
-  if [ "$engine" = postgres ]; then
-    start_pg
-    url=$PG_URL db=$PG_URL
-  else
-    db="$TMP/srv-sqlite/data/marketplace.db"
-    url="sqlite:$db"
-  fi
-  start_service "$engine" "$url"
+  start_engine "$engine"
   local base="http://127.0.0.1:$SRV_PORT" files=$TMP/files-$engine
   log "seeding $JOBS jobs"
-  "$PY" "$BENCH/seed_jobs.py" init --engine "$engine" --db "$db" --state "$TMP/state-$engine.json"
-  "$PY" "$BENCH/seed_jobs.py" grow --engine "$engine" --db "$db" --state "$TMP/state-$engine.json" --target "$JOBS" >/dev/null
-  "$PY" "$BENCH/seed_jobs.py" files --state "$TMP/state-$engine.json" --secret "$JWT_SECRET" --out "$files"
+  seed_to "$engine" "$JOBS"
   local email="soak-$engine-$RANDOM$RANDOM@example.com" password="soak-password-12"
   register "$base" "$email" "$password" >/dev/null
 
