@@ -14,6 +14,7 @@
 #include "domain/payments/payments.h"
 #include "domain/providers/providers.h"
 #include "domain/system/system.h"
+#include "domain/users/users.h"
 #include "ext/filetype.h"
 #include "ext/mail.h"
 #include "ext/password.h"
@@ -105,6 +106,7 @@ static int cmd_serve(void) {
   providers_domain_init();
   notifications_domain_init();
   system_domain_init();
+  users_domain_init();
   jobs_domain_init();
   if (!filetype_init()) die("libmagic could not load its database (package libmagic-mgc)");
   queue_start(CFG.queue_workers);

@@ -4,6 +4,7 @@
 #include "core/util.h"
 #include "domain/auth/auth.h"
 #include "domain/files/files.h"
+#include "domain/geo/geo.h"
 #include "domain/jobs/jobs.h"
 #include "domain/messages/messages.h"
 #include "domain/notifications/notifications.h"
@@ -33,6 +34,7 @@ void routes_install(void) {
       {NOTIFICATIONS_ROUTES, NOTIFICATIONS_ROUTES_LEN},
       {ADDRESSES_ROUTES, ADDRESSES_ROUTES_LEN},
       {PUBLIC_ROUTES, PUBLIC_ROUTES_LEN},
+      {GEO_ROUTES, GEO_ROUTES_LEN},
   };
   size_t total = 0;
   for (size_t i = 0; i < ARRAY_LEN(domains); i++) total += domains[i].n;

@@ -1,8 +1,11 @@
-/* Binary search over the embedded, sorted ZIP table (build/gen/zips.c). */
+/* Binary search over the embedded, sorted ZIP table (build/gen/zips.c); a bounding-box scan of
+ * the same table for the ZIPs near a point. */
 #include "ext/geo.h"
+#include "core/util.h"
 #include <ctype.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,8 +42,61 @@ double geo_distance_miles(double lat1, double lng1, double lat2, double lng2) {
   return 2 * EARTH_RADIUS_MI * asin(fmin(1.0, sqrt(a)));
 }
 
+double geo_road_miles(double lat1, double lng1, double lat2, double lng2) {
+  return geo_distance_miles(lat1, lng1, lat2, lng2) * ROAD_FACTOR;
+}
+
 int geo_drive_minutes(double lat1, double lng1, double lat2, double lng2) {
-  double minutes = geo_distance_miles(lat1, lng1, lat2, lng2) * ROAD_FACTOR / AVERAGE_MPH * 60.0;
+  double minutes = geo_road_miles(lat1, lng1, lat2, lng2) / AVERAGE_MPH * 60.0;
   int m = (int)ceil(minutes);
   return m < 1 ? 1 : m;
+}
+
+bool geo_zip_in_text(const char *text, char zip[6]) {
+  bool found = false;
+  for (const char *p = text; p && *p;) {
+    if (!isdigit((unsigned char)*p)) {
+      p++;
+      continue;
+    }
+    const char *start = p;
+    while (isdigit((unsigned char)*p)) p++;
+    if (p - start == 5) {
+      memcpy(zip, start, 5);
+      zip[5] = 0;
+      found = true;
+    }
+  }
+  return found;
+}
+
+static int by_distance(const void *a, const void *b) {
+  const geo_near *x = a, *y = b;
+  if (x->miles != y->miles) return x->miles < y->miles ? -1 : 1;
+  return strcmp(x->zip, y->zip);
+}
+
+int geo_zips_near(double lat, double lng, double miles, geo_near *out, int cap) {
+  /* a degree of latitude is about 69 miles; longitude degrees shrink with the cosine */
+  double dlat = miles / 68.0, coslat = cos(lat * M_PI / 180.0);
+  double dlng = coslat > 0.01 ? miles / (69.2 * coslat) : 360.0;
+  int n = 0, kept = 0;
+  geo_near *all = NULL;
+  for (int i = 0; i < GEO_ZIP_COUNT; i++) {
+    double zlat = GEO_LATLNG[2 * i], zlng = GEO_LATLNG[2 * i + 1];
+    if (fabs(zlat - lat) > dlat || fabs(zlng - lng) > dlng) continue;
+    double d = geo_distance_miles(lat, lng, zlat, zlng);
+    if (d > miles) continue;
+    if (n == kept) {
+      kept = kept ? kept * 2 : 64;
+      all = xrealloc(all, (size_t)kept * sizeof *all);
+    }
+    snprintf(all[n].zip, sizeof all[n].zip, "%05u", GEO_ZIPS[i] % 100000u);
+    all[n++].miles = d;
+  }
+  if (n) qsort(all, (size_t)n, sizeof *all, by_distance);
+  int out_n = n < cap ? n : cap;
+  if (out_n > 0) memcpy(out, all, (size_t)out_n * sizeof *out);
+  free(all);
+  return out_n;
 }

@@ -149,6 +149,14 @@ static json_t *check_value(const hs_field *f, json_t *v, bool from_query, const 
     else *why = "must be a valid ISO 8601 date-time";
     break;
   }
+  case F_TIME: {
+    const char *s = json_string_value(v);
+    bool ok = s && strlen(s) == 5 && s[2] == ':' && isdigit((unsigned char)s[0]) && isdigit((unsigned char)s[1]) &&
+              isdigit((unsigned char)s[3]) && isdigit((unsigned char)s[4]);
+    if (ok && atoi(s) < 24 && atoi(s + 3) < 60) out = json_incref(v);
+    else *why = "must be a time HH:MM (00:00 to 23:59)";
+    break;
+  }
   case F_BOOL:
     if (json_is_boolean(v)) out = json_incref(v);
     else *why = "must be a boolean";
@@ -196,7 +204,10 @@ static json_t *check_array(const hs_field *f, json_t *v, bool from_query, char e
   json_array_foreach(items, i, x) {
     json_t *ok = f->item ? check_value(f->item, x, from_query, &why, msg, sizeof msg) : json_incref(x);
     if (!ok) {
-      snprintf(err, 256, "%s[%zu]: %s", f->name, i, why);
+      /* an object item names the inner field as a path: "jobs[0].amount: ..." */
+      bool inner = f->item && f->item->kind == F_OBJECT && f->item->object && why == msg;
+      if (inner) snprintf(err, 256, "%s[%zu].%s", f->name, i, why);
+      else snprintf(err, 256, "%s[%zu]: %s", f->name, i, why);
       json_decref(out), json_decref(items);
       return NULL;
     }

@@ -16,6 +16,7 @@ typedef enum {
   F_ENUM,     /* one of choices */
   F_ZIP,      /* exactly 5 digits */
   F_DATETIME, /* ISO 8601 date-time or date */
+  F_TIME,     /* a time of day "HH:MM", 24-hour, 00:00 to 23:59 */
   F_BOOL,
   F_INT,      /* integer within lo..hi when ranged */
   F_NUMBER,   /* finite number within lo..hi when ranged */

@@ -6,7 +6,8 @@ every server it starts a fresh database.
 
 Fixtures
 - `server`: one shared server for the whole session (APP_ENV=test, BCRYPT_COST=4,
-  TRUST_PROXY=1). Tests make unique accounts with `unique_email()`.
+  TRUST_PROXY=1, WEATHER_URL at `fake_geo`). Tests make unique accounts with `unique_email()`.
+- `fake_geo`: the session's fake weather, router and geocoder (tests/api/fake_geo.py).
 - `api`: an `Api` client bound to the shared server; `api.wait_queue_idle()` before asserting
   that an email or push was not sent, `api.wait_load(cond)` to wait until a request is in
   flight or being handled (GET /__test/load) instead of sleeping.
@@ -392,8 +393,18 @@ def make_server(request, engine, pg_cluster):
 
 
 @pytest.fixture(scope="session")
-def server(request, make_server):
-    srv = make_server(DB_POOL_SIZE="16")
+def fake_geo():
+    """The session's fake Open-Meteo, OSRM and Nominatim (tests/api/fake_geo.py); the shared
+    server reads its forecasts from it (WEATHER_URL)."""
+    from fake_geo import FakeGeo
+    fake = FakeGeo().start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture(scope="session")
+def server(request, make_server, fake_geo):
+    srv = make_server(DB_POOL_SIZE="16", WEATHER_URL=fake_geo.url)
     request.config._marketplace_server = srv
     return srv
 

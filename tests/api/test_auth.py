@@ -568,8 +568,6 @@ def test_login_rejects_bad_input(api, path, field, body):
 def test_login_timing_does_not_reveal_unknown_email(server_factory):
     srv = server_factory(BCRYPT_COST="10")
     api = Api(srv)
-    u = api.register_user()
-    login(api, unique_email("warmup"), "password123")  # warm-up (connection, caches)
 
     def timed(email, password):
         t0 = time.perf_counter()
@@ -578,13 +576,21 @@ def test_login_timing_does_not_reveal_unknown_email(server_factory):
         assert r.status_code == 401 and r.json() == INVALID_CREDENTIALS
         return dt
 
-    unknown, wrong = [], []
-    for _ in range(8):  # under the throttle's 10 failures per account and address
-        unknown.append(timed(unique_email("ghost"), "password123"))
-        wrong.append(timed(u["email"], "wrong-password"))
-    # a loaded machine only adds time, so each kind's fastest sample is its cost
-    mu, mw = min(unknown), min(wrong)
-    assert max(mu, mw) / min(mu, mw) < 2.0, (unknown, wrong)
+    # A loaded machine only adds time, so each kind's fastest sample is its cost; a leak (an
+    # unknown email answered without a hash) shows in every round, a noisy round in one.
+    rounds = []
+    for _ in range(3):
+        u = api.register_user()  # a fresh account each round stays under the login throttle
+        login(api, unique_email("warmup"), "password123")  # warm-up (connection, caches)
+        unknown, wrong = [], []
+        for _ in range(6):
+            unknown.append(timed(unique_email("ghost"), "password123"))
+            wrong.append(timed(u["email"], "wrong-password"))
+        mu, mw = min(unknown), min(wrong)
+        rounds.append((mu, mw))
+        if max(mu, mw) / min(mu, mw) < 2.0:
+            return
+    pytest.fail(f"unknown email and wrong password differ in time in every round: {rounds}")
 
 
 # ---------------------------------------------------------------- login throttle

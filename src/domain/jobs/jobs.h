@@ -11,8 +11,12 @@ extern const size_t JOBS_ROUTES_LEN;
 /* Registers the domain's background work (the repair of missing stored Job JSON). */
 void jobs_domain_init(void);
 
-/* The Job JSON of the row at index row of r (a `SELECT jobs.*` result). New reference. */
+/* The Job JSON of the row at index row of r (a `SELECT jobs.*` result). New reference. For
+ * answers still built with jansson; jobs_reply_list writes the stored JSON directly. */
 json_t *jobs_json(const db_res *r, int row);
+/* Answers req with the Job JSON of every row of r (`SELECT jobs.*` rows) as an array, from
+ * the JSON stored with each job (docs/internals/job-json.md). */
+err_t jobs_reply_list(hs_req *req, const db_res *r);
 /* Rewrites the stored JSON of the jobs row at index row of job (a `SELECT jobs.*` or
  * `RETURNING *` result taken inside c's open transaction, after the change). Every writer of
  * the jobs table calls it, or jobs_json_refresh_in, in the changing transaction; a change

@@ -96,6 +96,12 @@ static err_t write_jobs(hs_req *req, jw *w, const db_res *r) {
   return ERR_OK;
 }
 
+err_t jobs_reply_list(hs_req *req, const db_res *r) {
+  jw *w = hs_jw(req, 1024 * (size_t)(r->rows + 1));
+  err_t e = write_jobs(req, w, r);
+  return e == ERR_OK ? hs_ok_jw(req, w) : e;
+}
+
 err_t jobs_write_one(hs_req *req, const char *id) {
   db_res *r;
   err_t e = jobs_get(&req->arena, id, &r);

@@ -3,20 +3,12 @@
 #include "domain/providers/providers_api.h"
 #include "core/jsonx.h"
 #include "core/log.h"
+#include "domain/providers/availability.h"
 #include "domain/providers/providers.h"
 #include "domain/providers/providers_store.h"
 #include "ext/storage.h"
 #include <stdlib.h>
 #include <string.h>
-
-/* Monday to Friday 08:00-17:00, the schedule of a provider who has not set one. */
-static json_t *default_availability(void) {
-  static const char *const days[] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
-  json_t *o = json_object();
-  for (int i = 0; i < 7; i++)
-    json_object_set_new(o, days[i], json_pack("{s:s,s:s,s:b}", "start", "08:00", "end", "17:00", "on", i < 5));
-  return o;
-}
 
 static json_t *profile_from_row(db_res *r) {
   json_t *o = json_object();
@@ -33,7 +25,7 @@ static json_t *profile_from_row(db_res *r) {
   json_object_set_new(o, "headshots", storage_urls_json(db_field(r, 0, "headshots"), URL_TTL_PHOTO));
   json_object_set_new(o, "idDocFront", storage_url_json(db_field(r, 0, "id_doc_front"), URL_TTL_DOCUMENT));
   json_object_set_new(o, "idDocBack", storage_url_json(db_field(r, 0, "id_doc_back"), URL_TTL_DOCUMENT));
-  json_object_set_new(o, "availability", jx_parse_or(db_field(r, 0, "availability"), default_availability()));
+  json_object_set_new(o, "availability", availability_json(db_field(r, 0, "availability")));
   json_object_set_new(o, "isPremium", jx_bool(db_field(r, 0, "is_premium")));
   json_object_set_new(o, "premiumSince", jx_iso_or_null(db_field(r, 0, "premium_since")));
   json_object_set_new(o, "preferredProAppliedAt", jx_iso_or_null(db_field(r, 0, "preferred_pro_applied_at")));

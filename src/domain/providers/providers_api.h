@@ -10,5 +10,17 @@ err_t api_providers_add_headshot(hs_req *req);
 err_t api_providers_delete_headshot(hs_req *req);
 err_t api_providers_upload_id_documents(hs_req *req);
 err_t api_providers_upload_insurance(hs_req *req);
+/* providers_work.c */
+err_t api_providers_jobs(hs_req *req);
+err_t api_providers_schedule(hs_req *req);
+err_t api_providers_availability(hs_req *req);
+err_t api_providers_set_availability(hs_req *req);
+err_t api_providers_preferred_pro(hs_req *req);
+/* providers_insights.c */
+err_t api_providers_insights(hs_req *req);
+err_t api_providers_premium_insights(hs_req *req);
+/* bundles.c */
+err_t api_providers_bundles(hs_req *req);
+err_t api_providers_accept_bundle(hs_req *req);
 
 #endif

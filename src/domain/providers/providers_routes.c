@@ -30,6 +30,35 @@ static const hs_upload_spec id_upload = {id_files, 1, "No file uploaded: send fr
 static const hs_file_rule insurance_files[] = {{"insuranceDoc", 1, 10 * MB, FT_PNG | FT_JPEG | FT_PDF}, {0}};
 static const hs_upload_spec insurance_upload = {insurance_files, 1, "No file uploaded"};
 
+/* PUT /providers/me/availability: { availability: { mon: { start, end, on }, ... } } */
+static const hs_field day_fields[] = {
+    {"start", F_TIME, F_REQUIRED},
+    {"end", F_TIME, F_REQUIRED},
+    {"on", F_BOOL, F_REQUIRED},
+    {0},
+};
+static const hs_schema day_schema = {day_fields};
+static const hs_field week_fields[] = {
+    {"mon", F_OBJECT, .object = &day_schema}, {"tue", F_OBJECT, .object = &day_schema},
+    {"wed", F_OBJECT, .object = &day_schema}, {"thu", F_OBJECT, .object = &day_schema},
+    {"fri", F_OBJECT, .object = &day_schema}, {"sat", F_OBJECT, .object = &day_schema},
+    {"sun", F_OBJECT, .object = &day_schema}, {0},
+};
+static const hs_schema week_schema = {week_fields};
+static const hs_field availability_fields[] = {{"availability", F_OBJECT, F_REQUIRED, .object = &week_schema}, {0}};
+static const hs_schema availability_schema = {availability_fields};
+
+/* POST /providers/me/smart-bundles/accept: { jobs: [{ jobId, amount }] } */
+static const hs_field bundle_job_fields[] = {
+    {"jobId", F_STRING, F_REQUIRED, LEN(1, 64)},
+    {"amount", F_NUMBER, F_REQUIRED},
+    {0},
+};
+static const hs_schema bundle_job_schema = {bundle_job_fields};
+static const hs_field bundle_job = {"jobs", F_OBJECT, .object = &bundle_job_schema};
+static const hs_field bundle_fields[] = {{"jobs", F_ARRAY, F_REQUIRED, LEN(1, 50), .item = &bundle_job}, {0}};
+static const hs_schema bundle_schema = {bundle_fields};
+
 const hs_route PROVIDERS_ROUTES[] = {
     {HS_GET, "/providers/me", api_providers_me, ROLE_PROVIDER, .summary = "The caller's provider profile"},
     {HS_PATCH, "/providers/me", api_providers_update_me, ROLE_PROVIDER, &update_schema,
@@ -44,5 +73,23 @@ const hs_route PROVIDERS_ROUTES[] = {
      .summary = "Upload driver's licence images (front and/or back); recognition follows"},
     {HS_POST, "/providers/me/insurance-document", api_providers_upload_insurance, ROLE_PROVIDER,
      .upload = &insurance_upload, .summary = "Upload the insurance certificate; recognition follows"},
+    {HS_GET, "/providers/me/jobs", api_providers_jobs, ROLE_PROVIDER,
+     .summary = "Every job assigned to the provider, preferredAt ascending"},
+    {HS_GET, "/providers/me/schedule", api_providers_schedule, ROLE_PROVIDER,
+     .summary = "Accepted and running jobs with the accepted quote's time and amount"},
+    {HS_GET, "/providers/me/availability", api_providers_availability, ROLE_PROVIDER,
+     .summary = "The weekly schedule (default Monday to Friday 08:00-17:00)"},
+    {HS_PUT, "/providers/me/availability", api_providers_set_availability, ROLE_PROVIDER, &availability_schema,
+     .summary = "Replace the weekly schedule"},
+    {HS_GET, "/providers/me/insights", api_providers_insights, ROLE_PROVIDER,
+     .summary = "Ratings, income, pending income, membership fee, recent reviews"},
+    {HS_GET, "/providers/me/premium-insights", api_providers_premium_insights, ROLE_PROVIDER,
+     .summary = "Preferred Pro analytics: expansion, pricing, lost bids, insurance"},
+    {HS_POST, "/providers/me/preferred-pro/apply", api_providers_preferred_pro, ROLE_PROVIDER,
+     .summary = "Join Preferred Pro (isPremium from now)"},
+    {HS_GET, "/providers/me/smart-bundles", api_providers_bundles, ROLE_PROVIDER,
+     .summary = "Up to 3 day routes of open jobs over the next 7 days"},
+    {HS_POST, "/providers/me/smart-bundles/accept", api_providers_accept_bundle, ROLE_PROVIDER, &bundle_schema,
+     .summary = "Quote several jobs at once (amounts clamped to 25-500)"},
 };
 const size_t PROVIDERS_ROUTES_LEN = ARRAY_LEN(PROVIDERS_ROUTES);

@@ -4,6 +4,7 @@
 #include "core/errors.h"
 #include "db/db.h"
 #include <jansson.h>
+#include <stdint.h>
 
 /* The provider row with every column (names as in the table); ERR_NOT_FOUND when missing. */
 err_t prov_store_get(arena *a, const char *id, db_res **row);
@@ -21,5 +22,45 @@ err_t prov_store_set_id_documents(arena *a, const char *id, const char *front, c
                                   const char **old_front, const char **old_back);
 /* Records a new insurance document, sets insCheckStatus pending and queues recognition. */
 err_t prov_store_set_insurance_document(arena *a, const char *id, const char *key, const char **old);
+
+/* ---- work views and business tools (providers_tools_store.c) ---- */
+
+/* Every job assigned to the provider (`SELECT jobs.*`), preferredAt ascending (ASAP jobs
+ * without a date first). */
+err_t prov_store_assigned_jobs(arena *a, const char *id, db_res **out);
+/* The provider's ACCEPTED, ON_THE_WAY and IN_PROGRESS jobs: id, service, address, zip,
+ * status, customer_name, scheduled_at (the accepted quote's, else the job's preferredAt) and
+ * amount_cents (the accepted quote's), soonest first. */
+err_t prov_store_schedule(arena *a, const char *id, db_res **out);
+/* Stores the weekly schedule (JSON text). */
+err_t prov_store_set_availability(const char *id, const char *json);
+/* Makes the provider a Preferred Pro member as of now (isPremium, premiumSince,
+ * preferredProAppliedAt); ERR_CONFLICT when it already is one. */
+err_t prov_store_join_preferred_pro(const char *id, int64_t now);
+/* One row per job the provider won (quote ACCEPTED) that is not cancelled: service, zip,
+ * status, accepted_at, completed_at, amount_cents (the quote's), pay_status (the job
+ * payment's, or NULL) and tip_cents (captured tips). */
+err_t prov_store_won_jobs(arena *a, const char *id, db_res **out);
+/* total (count) and average (rating, or NULL) of the provider's reviews. */
+err_t prov_store_review_stats(arena *a, const char *id, db_res **out);
+/* The provider's latest reviews with customer_name and service, newest first. */
+err_t prov_store_recent_reviews(arena *a, const char *id, int limit, db_res **out);
+/* Every quote of the provider: service, amount_cents, status, created_at. */
+err_t prov_store_quotes(arena *a, const char *id, db_res **out);
+/* The provider's rejected quotes on jobs another quote won: service, amount_cents,
+ * winning_cents, won_at; newest first. */
+err_t prov_store_lost_bids(arena *a, const char *id, int limit, db_res **out);
+#define PROV_NEAR_ZIPS 60
+/* Open jobs (PENDING, QUOTED) of the provider's services in the given ZIPs (at most
+ * PROV_NEAR_ZIPS): zip, service, open_jobs. */
+err_t prov_store_open_jobs_in(arena *a, const char *id, const char *const *zips, int n, db_res **out);
+/* Open jobs of every service in the provider's ZIPs: service, open_jobs. */
+err_t prov_store_open_jobs_by_service(arena *a, const char *id, db_res **out);
+/* Completed jobs in the provider's services and ZIPs: total, insured (their provider's
+ * insurance check is active or near expiry). */
+err_t prov_store_local_completed(arena *a, const char *id, db_res **out);
+/* Open jobs the provider matches and has not quoted with preferredAt in [from, to): id,
+ * service, address, zip, preferred_at, lat, lng, customer_id, customer_name; by preferredAt. */
+err_t prov_store_bundle_candidates(arena *a, const char *id, int64_t from, int64_t to, db_res **out);
 
 #endif

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int64_t platform_fee(int64_t cents) { return (cents * 18 + 50) / 100; }
+int64_t quotes_platform_fee(int64_t amount_cents) { return (amount_cents * 18 + 50) / 100; }
 
 json_t *quotes_json(const db_res *q, int i) {
   arena a;
@@ -52,50 +52,46 @@ static err_t reply_quote(hs_req *req, const char *id, const db_res *job) {
   return hs_ok_jw(req, w);
 }
 
-/* The checks of POST /quotes over what quotes_store_open read (found: ERR_OK, or ERR_NOT_FOUND
- * without such a provider), in the order the errors take precedence; fills q. */
-static err_t quote_checks(hs_req *req, err_t found, const db_res *ctx, quote_new *q) {
+/* The checks of quoting over what quotes_store_open read (found: ERR_OK, or ERR_NOT_FOUND
+ * without such a provider), in the order the errors take precedence. */
+static quote_outcome quote_checks(err_t found, const db_res *ctx) {
   if (found == ERR_NOT_FOUND ||
       !providers_verified_row(db_field(ctx, 0, "provider_headshots"), db_field(ctx, 0, "provider_id_doc_front"),
                               db_field(ctx, 0, "provider_id_doc_back")))
-    return hs_fail_code(req, ERR_BAD_REQUEST, "verification_required",
-                        "Upload a headshot and both sides of your driver's licence before quoting");
+    return QUOTE_UNVERIFIED;
   /* a job outside the provider's services and ZIPs does not exist for it */
-  if (!db_field(ctx, 0, "id") || db_int(ctx, 0, db_col(ctx, "provider_matches")) != 1)
-    return hs_fail(req, ERR_NOT_FOUND, "Job not found");
+  if (!db_field(ctx, 0, "id") || db_int(ctx, 0, db_col(ctx, "provider_matches")) != 1) return QUOTE_NO_JOB;
   const char *status = db_field(ctx, 0, "status");
-  if (strcmp(status, "PENDING") && strcmp(status, "QUOTED"))
-    return hs_fail(req, ERR_CONFLICT, "The job is not open for quotes");
-  *q = (quote_new){.job_id = db_field(ctx, 0, "id"),
-                   .provider_id = req->auth.id,
-                   .service = db_field(ctx, 0, "service"),
-                   .note = hs_body_str(req, "note"),
-                   .amount_cents = jx_cents(json_number_value(json_object_get(req->body, "amount")))};
-  if (q->amount_cents <= 0) return hs_fail(req, ERR_BAD_REQUEST, "amount: must be at least 0.01");
-  q->fee_cents = platform_fee(q->amount_cents);
-  const char *scheduled = hs_body_str(req, "scheduledAt");
-  if (scheduled) q->has_scheduled = clock_parse_iso(scheduled, &q->scheduled_at);
-  return ERR_OK;
+  if (strcmp(status, "PENDING") && strcmp(status, "QUOTED")) return QUOTE_NOT_OPEN;
+  return QUOTE_CREATED;
 }
 
-err_t api_quotes_create(hs_req *req) {
-  db_res *ctx, *quote;
+/* quotes_submit, with the inserted row in *quote (arena a) when created. Everything it decides
+ * on is read in one statement inside its transaction (quotes_store_open). */
+static quote_outcome submit(arena *a, const quote_request *in, char id[ID_LEN + 1], db_res **quote) {
+  db_res *ctx;
   db_conn *c;
-  quote_new q;
-  err_t e = quotes_store_open(&req->arena, req->auth.id, hs_body_str(req, "jobId"), &c, &ctx);
-  if (e != ERR_OK && e != ERR_NOT_FOUND) return e;
-  if ((e = quote_checks(req, e, ctx, &q)) != ERR_OK) {
+  err_t e = quotes_store_open(a, in->provider_id, in->job_id, &c, &ctx);
+  if (e != ERR_OK && e != ERR_NOT_FOUND) return QUOTE_FAILED;
+  quote_outcome o = quote_checks(e, ctx);
+  if (o != QUOTE_CREATED) {
     quotes_store_close(c);
-    return e;
+    return o;
   }
-  char id[ID_LEN + 1];
+  quote_new q = {.job_id = db_field(ctx, 0, "id"),
+                 .provider_id = in->provider_id,
+                 .service = db_field(ctx, 0, "service"),
+                 .note = in->note,
+                 .amount_cents = in->amount_cents,
+                 .fee_cents = quotes_platform_fee(in->amount_cents)};
+  if (in->scheduled_at) q.has_scheduled = clock_parse_iso(in->scheduled_at, &q.scheduled_at);
   id_new(id);
   q.id = id;
   const char *company = db_field(ctx, 0, "provider_company_name");
   const char *pro_name = company ? company : db_field(ctx, 0, "provider_name");
   double total = (double)(q.amount_cents + q.fee_cents) / 100;
   char *body =
-      arena_printf(&req->arena,
+      arena_printf(a,
                    "Hello %s,\n\n%s quoted $%.2f (total $%.2f with the service fee) for your %s job.\n"
                    "Open the app to compare quotes and accept one.\n",
                    db_field(ctx, 0, "customer_name"), pro_name, (double)q.amount_cents / 100, total, q.service);
@@ -103,17 +99,47 @@ err_t api_quotes_create(hs_req *req) {
                      "You received a quote",
                      body,
                      {db_field(ctx, 0, "customer_id"), "user", "New quote",
-                      arena_printf(&req->arena, "%s quoted $%.2f for your %s job", pro_name, total, q.service),
-                      q.job_id},
+                      arena_printf(a, "%s quoted $%.2f for your %s job", pro_name, total, q.service), q.job_id},
                      true,
                      db_field(ctx, 0, "customer_push_token")};
-  e = quotes_store_submit(c, &req->arena, &q, &news, ctx, &quote);
-  if (e == ERR_CONFLICT) return hs_fail(req, e, "You already quoted on this job");
-  if (e == ERR_BAD_REQUEST) return hs_fail(req, ERR_CONFLICT, "The job is not open for quotes");
-  if (e != ERR_OK) return e;
-  jw *w = hs_jw(req, 512);
-  hs_rj_object(w, hs_rj_bind(&req->arena, SHAPE_QUOTE, quote), quote, 0);
-  return hs_ok_jw(req, w);
+  e = quotes_store_submit(c, a, &q, &news, ctx, quote);
+  if (e == ERR_CONFLICT) return QUOTE_DUPLICATE;
+  if (e == ERR_BAD_REQUEST) return QUOTE_NOT_OPEN;
+  return e == ERR_OK ? QUOTE_CREATED : QUOTE_FAILED;
+}
+
+quote_outcome quotes_submit(arena *a, const quote_request *in, char id[ID_LEN + 1]) {
+  db_res *quote;
+  return submit(a, in, id, &quote);
+}
+
+err_t quotes_fail_unverified(hs_req *req) {
+  return hs_fail_code(req, ERR_BAD_REQUEST, "verification_required",
+                      "Upload a headshot and both sides of your driver's licence before quoting");
+}
+
+err_t api_quotes_create(hs_req *req) {
+  quote_request q = {.provider_id = req->auth.id,
+                     .job_id = hs_body_str(req, "jobId"),
+                     .note = hs_body_str(req, "note"),
+                     .scheduled_at = hs_body_str(req, "scheduledAt"),
+                     .amount_cents = jx_cents(json_number_value(json_object_get(req->body, "amount")))};
+  if (q.amount_cents <= 0) return hs_fail(req, ERR_BAD_REQUEST, "amount: must be at least 0.01");
+  char id[ID_LEN + 1];
+  db_res *quote;
+  switch (submit(&req->arena, &q, id, &quote)) {
+  case QUOTE_CREATED: {
+    jw *w = hs_jw(req, 512);
+    hs_rj_object(w, hs_rj_bind(&req->arena, SHAPE_QUOTE, quote), quote, 0);
+    return hs_ok_jw(req, w);
+  }
+  case QUOTE_UNVERIFIED: return quotes_fail_unverified(req);
+  case QUOTE_NO_JOB: return hs_fail(req, ERR_NOT_FOUND, "Job not found");
+  case QUOTE_NOT_OPEN: return hs_fail(req, ERR_CONFLICT, "The job is not open for quotes");
+  case QUOTE_DUPLICATE: return hs_fail(req, ERR_CONFLICT, "You already quoted on this job");
+  case QUOTE_FAILED: break;
+  }
+  return ERR_INTERNAL;
 }
 
 err_t api_quotes_accept(hs_req *req) {
@@ -148,13 +174,13 @@ err_t api_quotes_accept(hs_req *req) {
   return reply_quote(req, db_field(q, 0, "id"), job);
 }
 
-err_t api_quotes_market_rate(hs_req *req) {
+err_t quotes_market(arena *a, const char *service, quote_market *out) {
   db_res *r;
-  err_t e = quotes_store_recent_accepted(&req->arena, json_string_value(json_object_get(req->query, "service")), &r);
-  if (e != ERR_OK) return e;
-  if (r->rows == 0) return hs_ok(req, json_pack("{s:n}", "marketRate"));
-  int64_t *v = arena_alloc(&req->arena, sizeof *v * (size_t)r->rows);
-  for (int i = 0; i < r->rows; i++) v[i] = db_int(r, i, 0);
+  err_t e = quotes_store_recent_accepted(a, service, &r);
+  *out = (quote_market){0};
+  if (e != ERR_OK || r->rows == 0) return e;
+  int64_t *v = arena_alloc(a, sizeof *v * (size_t)r->rows), sum = 0;
+  for (int i = 0; i < r->rows; i++) v[i] = db_int(r, i, 0), sum += v[i];
   for (int i = 1; i < r->rows; i++) /* insertion sort: at most 50 values */
     for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
       int64_t t = v[j];
@@ -162,8 +188,19 @@ err_t api_quotes_market_rate(hs_req *req) {
     }
   int n = r->rows;
   double median = n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2.0;
-  double rounded = round(median / 100.0 / 5.0) * 5.0; /* dollars, to the nearest 5 */
-  return hs_ok(req, json_pack("{s:f}", "marketRate", rounded));
+  out->known = true;
+  out->samples = n;
+  out->rate_cents = (int64_t)round(median / 100.0 / 5.0) * 500; /* dollars, to the nearest 5 */
+  out->mean_cents = llround((double)sum / n);
+  return ERR_OK;
+}
+
+err_t api_quotes_market_rate(hs_req *req) {
+  quote_market m;
+  err_t e = quotes_market(&req->arena, json_string_value(json_object_get(req->query, "service")), &m);
+  if (e != ERR_OK) return e;
+  if (!m.known) return hs_ok(req, json_pack("{s:n}", "marketRate"));
+  return hs_ok(req, json_pack("{s:f}", "marketRate", (double)m.rate_cents / 100.0));
 }
 
 err_t api_quotes_for_job(hs_req *req) {

@@ -10,6 +10,7 @@
 #include "db/db.h"
 #include "domain/common.h"
 #include "domain/users/users.h"
+#include "domain/users/users_store.h"
 #include "ext/filetype.h"
 #include "ext/storage.h"
 #include "http/rowjson.h"
@@ -81,9 +82,9 @@ static err_t api_addresses_create(hs_req *req) {
   if (db_begin(c) != DB_OK ||
       db_exec(c, NULL, NULL, "UPDATE users SET id = id WHERE id = $1", DB_ARGS(DB_TEXT(req->auth.id))) != DB_OK ||
       db_exec(c, a, &r,
-              "SELECT (SELECT COUNT(*) FROM user_addresses WHERE user_id = $1), is_premium FROM users WHERE id = $1",
-              DB_ARGS(DB_TEXT(req->auth.id))) != DB_OK ||
-      r->rows == 0)
+              "SELECT (SELECT COUNT(*) FROM user_addresses WHERE user_id = $1), "
+              "CASE WHEN " USERS_HAS_PREMIUM " THEN 1 ELSE 0 END FROM users WHERE id = $1",
+              DB_ARGS(DB_TEXT(req->auth.id))) != DB_OK || r->rows == 0)
     goto out;
   int64_t count = db_int(r, 0, 0);
   if (count >= 1 && db_int(r, 0, 1) != 1) {

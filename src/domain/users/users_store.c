@@ -1,6 +1,10 @@
-/* users table access for the profile routes. */
+/* users table access: the profile, the premium features (favorites, notes, spend, seasonal
+ * alerts) and the seasonal-alert task's reads and its guarded record of each alert sent. */
 #include "domain/users/users_store.h"
 #include "core/clock.h"
+#include "core/jsonx.h"
+#include "domain/notifications/notifications.h"
+#include "ext/queue.h"
 
 err_t users_store_profile(arena *a, const char *id, db_res **out) {
   if (db_query(a, out,
@@ -25,4 +29,146 @@ err_t users_store_set_location(const char *id, json_t *patch) {
   err_t e = rc != DB_OK ? ERR_INTERNAL : r->changes == 0 ? ERR_NOT_FOUND : ERR_OK;
   arena_fini(&a);
   return e;
+}
+
+/* ---- premium features ---- */
+
+/* Runs a write; *changes receives the row count. */
+static err_t change(const char *sql, const db_val *params, int n, int64_t *changes) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_query(&a, &r, sql, params, n);
+  if (changes) *changes = rc == DB_OK ? r->changes : 0;
+  arena_fini(&a);
+  return db_to_err(rc);
+}
+
+static err_t provider_exists(const char *provider_id) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  err_t e = db_to_err(db_query(&a, &r, "SELECT 1 FROM providers WHERE id = $1", DB_ARGS(DB_TEXT(provider_id))));
+  if (e == ERR_OK && r->rows == 0) e = ERR_NOT_FOUND;
+  arena_fini(&a);
+  return e;
+}
+
+err_t users_store_premium(const char *id, bool *premium) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  err_t e =
+      db_to_err(db_query(&a, &r, "SELECT CASE WHEN " USERS_HAS_PREMIUM " THEN 1 ELSE 0 END FROM users WHERE id = $1",
+                         DB_ARGS(DB_TEXT(id))));
+  if (e == ERR_OK && r->rows == 0) e = ERR_NOT_FOUND;
+  if (e == ERR_OK) *premium = db_int(r, 0, 0) == 1;
+  arena_fini(&a);
+  return e;
+}
+
+err_t users_store_favorites(arena *a, const char *id, db_res **out) {
+  return db_to_err(db_query(a, out,
+                            "SELECT p.id, p.name, p.company_name, p.logo_url, p.headshots, p.services FROM favorites f "
+                            "JOIN providers p ON p.id = f.provider_id WHERE f.user_id = $1 ORDER BY f.seq DESC",
+                            DB_ARGS(DB_TEXT(id))));
+}
+
+err_t users_store_add_favorite(const char *id, const char *provider_id) {
+  int64_t changes;
+  err_t e =
+      change("INSERT INTO favorites (user_id, provider_id, created_at, seq) "
+             "SELECT $1, id, $3, $4 FROM providers WHERE id = $2 ON CONFLICT (user_id, provider_id) DO NOTHING",
+             DB_ARGS(DB_TEXT(id), DB_TEXT(provider_id), DB_INT(clock_now_ms()), DB_INT(clock_sequence())), &changes);
+  if (e == ERR_CONFLICT) return ERR_NOT_FOUND; /* the provider was deleted meanwhile */
+  return e == ERR_OK && changes == 0 ? provider_exists(provider_id) : e;
+}
+
+err_t users_store_remove_favorite(const char *id, const char *provider_id) {
+  return change("DELETE FROM favorites WHERE user_id = $1 AND provider_id = $2",
+                DB_ARGS(DB_TEXT(id), DB_TEXT(provider_id)), NULL);
+}
+
+err_t users_store_pro_notes(arena *a, const char *id, db_res **out) {
+  return db_to_err(
+      db_query(a, out, "SELECT provider_id, note FROM pro_notes WHERE user_id = $1 ORDER BY created_at, provider_id",
+               DB_ARGS(DB_TEXT(id))));
+}
+
+err_t users_store_set_pro_note(const char *id, const char *provider_id, const char *note) {
+  int64_t changes;
+  err_t e =
+      change("INSERT INTO pro_notes (user_id, provider_id, note, created_at, updated_at) "
+             "SELECT $1, id, $3, $4, $4 FROM providers WHERE id = $2 "
+             "ON CONFLICT (user_id, provider_id) DO UPDATE SET note = excluded.note, updated_at = excluded.updated_at",
+             DB_ARGS(DB_TEXT(id), DB_TEXT(provider_id), DB_TEXT(note), DB_INT(clock_now_ms())), &changes);
+  if (e == ERR_CONFLICT) return ERR_NOT_FOUND;
+  return e == ERR_OK && changes == 0 ? ERR_NOT_FOUND : e;
+}
+
+err_t users_store_delete_pro_note(const char *id, const char *provider_id) {
+  return change("DELETE FROM pro_notes WHERE user_id = $1 AND provider_id = $2",
+                DB_ARGS(DB_TEXT(id), DB_TEXT(provider_id)), NULL);
+}
+
+err_t users_store_spend(arena *a, const char *id, int64_t since, db_res **out) {
+  return db_to_err(
+      db_query(a, out,
+               "SELECT p.kind, p.job_id, p.amount_cents, p.updated_at AS paid_at, j.service, j.provider_id, "
+               "pr.name AS provider_name, pr.company_name FROM payments p JOIN jobs j ON j.id = p.job_id "
+               "LEFT JOIN providers pr ON pr.id = j.provider_id "
+               "WHERE p.user_id = $1 AND p.status = 'PAID' AND p.updated_at >= $2 ORDER BY p.updated_at, p.id",
+               DB_ARGS(DB_TEXT(id), DB_INT(since))));
+}
+
+err_t users_store_set_seasonal_alerts(const char *id, bool enabled) {
+  int64_t changes;
+  /* one statement: the premium check and the change cannot be separated by a cancellation */
+  err_t e = change("UPDATE users SET seasonal_alerts_enabled = $2, updated_at = $3 "
+                   "WHERE id = $1 AND ($2 = 0 OR " USERS_HAS_PREMIUM ")",
+                   DB_ARGS(DB_TEXT(id), DB_BOOL(enabled), DB_INT(clock_now_ms())), &changes);
+  if (e != ERR_OK || changes) return e;
+  bool premium;
+  e = users_store_premium(id, &premium);
+  return e == ERR_OK ? ERR_FORBIDDEN : e;
+}
+
+/* ---- seasonal alerts ---- */
+
+err_t users_store_alert_zips(arena *a, db_res **out) {
+  return db_to_err(db_query(
+      a, out, "SELECT DISTINCT zip FROM users WHERE seasonal_alerts_enabled = 1 AND " USERS_HAS_PREMIUM " ORDER BY zip",
+      DB_NOARGS));
+}
+
+err_t users_store_alert_customers(arena *a, const char *zip, db_res **out) {
+  return db_to_err(db_query(a, out,
+                            "SELECT id FROM users WHERE zip = $1 AND seasonal_alerts_enabled = 1 AND " USERS_HAS_PREMIUM
+                            " ORDER BY id",
+                            DB_ARGS(DB_TEXT(zip))));
+}
+
+err_t users_store_send_alert(const char *id, const char *service, int64_t now, int64_t cutoff, const char *title,
+                             const char *body, bool *sent) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  *sent = false;
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK)
+    rc = db_exec(c, &a, &r,
+                 "INSERT INTO seasonal_alerts (user_id, service, sent_at) VALUES ($1, $2, $3) "
+                 "ON CONFLICT (user_id, service) DO UPDATE SET sent_at = excluded.sent_at "
+                 "WHERE seasonal_alerts.sent_at <= $4",
+                 DB_ARGS(DB_TEXT(id), DB_TEXT(service), DB_INT(now), DB_INT(cutoff)));
+  if (rc == DB_OK && r->changes > 0) {
+    notice n = {id, "user", title, body, NULL};
+    rc = notify_in(c, &n);
+    *sent = rc == DB_OK;
+  }
+  rc = queue_commit(c, rc);
+  if (rc != DB_OK) *sent = false;
+  arena_fini(&a);
+  return db_to_err(rc);
 }

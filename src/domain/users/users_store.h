@@ -4,11 +4,54 @@
 #include "core/errors.h"
 #include "db/db.h"
 #include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The SQL condition, over a users row, that the customer has premium: from the subscription's
+ * first activation until its end. is_premium follows the subscription's status; premium_since
+ * stays through a spell of past_due and is cleared only when the subscription ends, so a
+ * customer whose payment is late keeps premium. Every premium gate uses this condition. */
+#define USERS_HAS_PREMIUM "(is_premium = 1 OR premium_since IS NOT NULL)"
 
 /* The profile row of user id (id, email, name, address, zip, lat, lng, is_premium,
  * premium_since, seasonal_alerts_enabled, created_at); ERR_NOT_FOUND when missing. */
 err_t users_store_profile(arena *a, const char *id, db_res **out);
 /* Sets the coordinates present in patch ("lat", "lng"); ERR_NOT_FOUND when missing. */
 err_t users_store_set_location(const char *id, json_t *patch);
+
+/* ---- premium features ---- */
+
+/* Whether customer id has premium (USERS_HAS_PREMIUM); ERR_NOT_FOUND when missing. */
+err_t users_store_premium(const char *id, bool *premium);
+/* The customer's favorite providers (id, name, company_name, logo_url, headshots, services),
+ * most recently added first. */
+err_t users_store_favorites(arena *a, const char *id, db_res **out);
+/* Adds a favorite (idempotent); ERR_NOT_FOUND when the provider does not exist. */
+err_t users_store_add_favorite(const char *id, const char *provider_id);
+err_t users_store_remove_favorite(const char *id, const char *provider_id);
+/* The customer's notes: provider_id, note. */
+err_t users_store_pro_notes(arena *a, const char *id, db_res **out);
+/* Creates or replaces the note on a provider; ERR_NOT_FOUND when the provider does not exist. */
+err_t users_store_set_pro_note(const char *id, const char *provider_id, const char *note);
+err_t users_store_delete_pro_note(const char *id, const char *provider_id);
+/* The customer's captured payments since `since` (epoch ms): kind (job or tip), job_id,
+ * amount_cents, paid_at, service, provider_id, provider_name, company_name; oldest first. */
+err_t users_store_spend(arena *a, const char *id, int64_t since, db_res **out);
+/* Sets seasonalAlertsEnabled. Enabling needs premium: ERR_FORBIDDEN without it (nothing
+ * changes); ERR_NOT_FOUND when the customer is missing. */
+err_t users_store_set_seasonal_alerts(const char *id, bool enabled);
+
+/* ---- seasonal alerts (background) ---- */
+
+/* The ZIPs of opted-in premium customers. */
+err_t users_store_alert_zips(arena *a, db_res **out);
+/* The opted-in premium customers of a ZIP (id). */
+err_t users_store_alert_customers(arena *a, const char *zip, db_res **out);
+/* Records an alert of service for customer id at now and, in the same transaction, writes
+ * the notification (and its push), unless the last alert of that service was sent after
+ * cutoff; *sent says which. Retries and other instances see the same record (the primary
+ * key decides). */
+err_t users_store_send_alert(const char *id, const char *service, int64_t now, int64_t cutoff, const char *title,
+                             const char *body, bool *sent);
 
 #endif

@@ -553,6 +553,49 @@ static void test_from_query_int_whitespace(void **state) {
   expect_err(&num_schema, "{\"any\": \" 42\"}", true, "any: must be an integer");
 }
 
+/* ---- F_TIME and arrays of checked objects ---- */
+
+static const hs_field time_fields[] = {{"at", F_TIME, F_REQUIRED}, {NULL}};
+static const hs_schema time_schema = {time_fields};
+
+static void test_time(void **state) {
+  (void)state;
+  expect_ok(&time_schema, "{\"at\": \"00:00\"}", false, "{\"at\": \"00:00\"}");
+  expect_ok(&time_schema, "{\"at\": \"23:59\"}", false, "{\"at\": \"23:59\"}");
+  expect_ok(&time_schema, "{\"at\": \"08:30\"}", false, "{\"at\": \"08:30\"}");
+  static const char msg[] = "at: must be a time HH:MM (00:00 to 23:59)";
+  static const bad_case bad[] = {
+      {"{\"at\": \"24:00\"}", msg},  {"{\"at\": \"12:60\"}", msg},  {"{\"at\": \"8:30\"}", msg},
+      {"{\"at\": \"08:3\"}", msg},   {"{\"at\": \"0830\"}", msg},   {"{\"at\": \"08-30\"}", msg},
+      {"{\"at\": \"08:30:00\"}", msg}, {"{\"at\": \"ab:cd\"}", msg}, {"{\"at\": \" 8:30\"}", msg},
+      {"{\"at\": 830}", msg},          {"{\"at\": true}", msg},       {"{}", "at: is required"},
+  };
+  BAD(time_schema, bad);
+}
+
+static const hs_field line_fields[] = {
+    {"sku", F_STRING, F_REQUIRED, LEN(1, 8)},
+    {"qty", F_INT, F_REQUIRED, RANGE(1, 9)},
+    {NULL},
+};
+static const hs_schema line_schema = {line_fields};
+static const hs_field line_item = {"lines", F_OBJECT, .object = &line_schema};
+static const hs_field lines_fields[] = {{"lines", F_ARRAY, F_REQUIRED, LEN(1, 2), .item = &line_item}, {NULL}};
+static const hs_schema lines_schema = {lines_fields};
+
+static void test_array_of_objects_names_the_inner_field(void **state) {
+  (void)state;
+  expect_ok(&lines_schema, "{\"lines\": [{\"sku\": \"a\", \"qty\": 1, \"x\": 0}]}", false,
+            "{\"lines\": [{\"sku\": \"a\", \"qty\": 1}]}");
+  static const bad_case bad[] = {
+      {"{\"lines\": [5]}", "lines[0]: must be an object"},
+      {"{\"lines\": [{\"sku\": \"a\", \"qty\": 1}, {\"qty\": 1}]}", "lines[1].sku: is required"},
+      {"{\"lines\": [{\"sku\": \"a\", \"qty\": 10}]}", "lines[0].qty: must be between 1 and 9"},
+      {"{\"lines\": []}", "lines: must contain at least 1 item"},
+  };
+  BAD(lines_schema, bad);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_string_bounds_in_characters),
@@ -573,6 +616,8 @@ int main(void) {
       cmocka_unit_test(test_first_failure_in_table_order),
       cmocka_unit_test(test_from_query_converts),
       cmocka_unit_test(test_from_query_int_whitespace),
+      cmocka_unit_test(test_time),
+      cmocka_unit_test(test_array_of_objects_names_the_inner_field),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,404 @@
+/* Provider insights (GET /providers/me/insights) and Preferred Pro insights
+ * (GET /providers/me/premium-insights). Every figure is computed here from rows of jobs,
+ * quotes, payments and reviews; docs/decisions.md ("Provider tools") states each formula.
+ * Sums are kept in integer cents in jansson objects and turned into dollars at the end. */
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/util.h"
+#include "domain/common.h"
+#include "domain/providers/providers_api.h"
+#include "domain/providers/providers_store.h"
+#include "domain/quotes/quotes.h"
+#include "ext/geo.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PREFERRED_PRO_FEE_CENTS 3900
+#define RECENT_REVIEWS 5
+#define LOST_BIDS 10
+#define TREND_MONTHS 6
+#define NEAR_MILES 25.0
+#define ZIP_EXPANSION 5
+#define NSERVICES 4
+
+/* ---- small accumulators: objects of integer cents (or counts) by key ---- */
+
+static void add_to(json_t *obj, const char *key, int64_t n) {
+  json_t *v = json_object_get(obj, key);
+  json_object_set_new(obj, key, json_integer(json_integer_value(v) + n));
+}
+
+/* { key: cents } as { key: dollars } (new reference). */
+static json_t *in_dollars(json_t *cents) {
+  json_t *out = json_object();
+  const char *k;
+  json_t *v;
+  json_object_foreach(cents, k, v) json_object_set_new(out, k, jx_money(json_integer_value(v)));
+  return out;
+}
+
+static int64_t cell_int(const db_res *r, int i, const char *col) {
+  const char *s = db_field(r, i, col);
+  return s ? strtoll(s, NULL, 10) : 0;
+}
+
+/* "YYYY" (len 4) or "YYYY-MM" (len 7) of an instant, UTC. */
+static void period_of(int64_t ms, char *out, size_t len) {
+  char iso[25];
+  clock_format_iso(ms, iso);
+  memcpy(out, iso, len);
+  out[len] = 0;
+}
+
+/* A boolean cell (INTEGER 0/1). */
+static bool is_set(const char *cell) { return cell && cell[0] == '1'; }
+
+static bool is_scheduled(const char *status) {
+  return !strcmp(status, "ACCEPTED") || !strcmp(status, "ON_THE_WAY") || !strcmp(status, "IN_PROGRESS");
+}
+
+/* ---- GET /providers/me/insights ---- */
+
+typedef struct earnings {
+  json_t *by_service, *by_zip, *by_year; /* income, cents */
+  json_t *scheduled, *awaiting;          /* pending income by service, cents */
+  int64_t scheduled_total, awaiting_total, turnaround_sum, turnaround_n;
+} earnings;
+
+/* Sorts each won job into income (captured), awaiting transfer (completed, authorization not
+ * yet captured) or scheduled (not yet completed). */
+static void tally(const db_res *r, earnings *t) {
+  for (int i = 0; i < r->rows; i++) {
+    const char *service = db_field(r, i, "service"), *status = db_field(r, i, "status");
+    const char *pay = db_field(r, i, "pay_status");
+    int64_t amount = cell_int(r, i, "amount_cents"), tips = cell_int(r, i, "tip_cents");
+    if (is_scheduled(status)) {
+      add_to(t->scheduled, service, amount);
+      t->scheduled_total += amount;
+      continue;
+    }
+    if (strcmp(status, "COMPLETED")) continue;
+    int64_t done = cell_int(r, i, "completed_at");
+    if (db_field(r, i, "accepted_at")) t->turnaround_sum += done - cell_int(r, i, "accepted_at"), t->turnaround_n++;
+    int64_t income = tips;
+    if (pay && !strcmp(pay, "PAID"))
+      income += amount;
+    else if (pay && !strcmp(pay, "AUTHORIZED"))
+      add_to(t->awaiting, service, amount), t->awaiting_total += amount;
+    if (income == 0) continue;
+    char year[5];
+    period_of(done, year, 4);
+    add_to(t->by_service, service, income);
+    add_to(t->by_zip, db_field(r, i, "zip"), income);
+    json_t *y = json_object_get(t->by_year, year);
+    if (!y) json_object_set_new(t->by_year, year, y = json_object());
+    add_to(y, service, income);
+  }
+}
+
+/* The ZIP with the most income (the smallest ZIP among equals), or null. */
+static json_t *top_zip(json_t *by_zip) {
+  const char *best = NULL, *k;
+  json_int_t most = 0;
+  json_t *v;
+  json_object_foreach(by_zip, k, v) {
+    json_int_t n = json_integer_value(v);
+    if (!best || n > most || (n == most && strcmp(k, best) < 0)) best = k, most = n;
+  }
+  return best ? json_pack("{s:s,s:o}", "zip", best, "total", jx_money(most)) : json_null();
+}
+
+static json_t *membership_fee(const db_res *pro) {
+  if (!is_set(db_field(pro, 0, "is_premium")))
+    return json_pack("{s:b,s:i,s:s}", "owed", 0, "amount", 0, "reason", "Not a Preferred Pro member");
+  char month[8];
+  period_of(clock_now_ms(), month, 7);
+  const char *billed = db_field(pro, 0, "premium_billed_month");
+  bool owed = !billed || strcmp(billed, month);
+  return json_pack("{s:b,s:o,s:s,s:s}", "owed", owed, "amount", jx_money(PREFERRED_PRO_FEE_CENTS), "month", month,
+                   "reason",
+                   owed ? "Preferred Pro membership fee for this month" : "This month's fee is already billed");
+}
+
+/* One row of prov_store_recent_reviews. */
+static json_t *review_json(const db_res *r, int i) {
+  return json_pack("{s:s,s:s,s:I,s:o,s:o,s:o,s:o}", "id", db_field(r, i, "id"), "jobId", db_field(r, i, "job_id"),
+                   "rating", (json_int_t)cell_int(r, i, "rating"), "comment", jx_str_or_null(db_field(r, i, "comment")),
+                   "customerName", jx_str_or_null(db_field(r, i, "customer_name")), "service",
+                   jx_str_or_null(db_field(r, i, "service")), "createdAt",
+                   jx_iso_or_null(db_field(r, i, "created_at")));
+}
+
+err_t api_providers_insights(hs_req *req) {
+  arena *a = &req->arena;
+  db_res *pro, *won, *stats, *reviews;
+  err_t e = prov_store_get(a, req->auth.id, &pro);
+  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Provider not found");
+  if (e != ERR_OK || (e = prov_store_won_jobs(a, req->auth.id, &won)) != ERR_OK ||
+      (e = prov_store_review_stats(a, req->auth.id, &stats)) != ERR_OK ||
+      (e = prov_store_recent_reviews(a, req->auth.id, RECENT_REVIEWS, &reviews)) != ERR_OK)
+    return e;
+  earnings t = {arena_json(a, json_object()),
+                arena_json(a, json_object()),
+                arena_json(a, json_object()),
+                arena_json(a, json_object()),
+                arena_json(a, json_object()),
+                0,
+                0,
+                0,
+                0};
+  tally(won, &t);
+  const char *avg = db_field(stats, 0, "average");
+  json_t *recent = json_array();
+  for (int i = 0; i < reviews->rows; i++) json_array_append_new(recent, review_json(reviews, i));
+  json_t *annual = json_object();
+  const char *year;
+  json_t *services;
+  json_object_foreach(t.by_year, year, services) json_object_set_new(annual, year, in_dollars(services));
+  json_t *out = json_object();
+  json_object_set_new(out, "averageRating", avg ? json_real(round(strtod(avg, NULL) * 100) / 100) : json_null());
+  json_object_set_new(out, "totalReviews", json_integer(cell_int(stats, 0, "total")));
+  json_object_set_new(out, "avgTurnaroundMs",
+                      t.turnaround_n ? json_integer(llround((double)t.turnaround_sum / (double)t.turnaround_n))
+                                     : json_null());
+  json_object_set_new(out, "incomeByService", in_dollars(t.by_service));
+  json_object_set_new(out, "topZip", top_zip(t.by_zip));
+  json_object_set_new(out, "annualIncomeByService", annual);
+  json_object_set_new(out, "membershipFee", membership_fee(pro));
+  json_object_set_new(out, "pendingIncome",
+                      json_pack("{s:o,s:o,s:o,s:o}", "scheduled", jx_money(t.scheduled_total), "scheduledByService",
+                                in_dollars(t.scheduled), "awaitingTransfer", jx_money(t.awaiting_total),
+                                "awaitingByService", in_dollars(t.awaiting)));
+  json_object_set_new(out, "recentReviews", recent);
+  return hs_ok(req, out);
+}
+
+/* ---- GET /providers/me/premium-insights ---- */
+
+static int service_index(const char *s) {
+  for (int i = 0; i < NSERVICES; i++)
+    if (s && !strcmp(SERVICE_NAMES[i], s)) return i;
+  return -1;
+}
+
+/* What one job of a service is taken to be worth: its market rate, 0 without one. */
+static int64_t rate_of(const quote_market *m, const char *service) {
+  int i = service_index(service);
+  return i >= 0 && m[i].known ? m[i].rate_cents : 0;
+}
+
+static bool contains_str(json_t *arr, const char *s) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(arr, i, v) if (!strcmp(json_string_value(v), s)) return true;
+  return false;
+}
+
+typedef struct zip_demand {
+  const char *zip;
+  double miles;
+  int64_t open_jobs, income;
+  int counts[NSERVICES];
+} zip_demand;
+
+static int by_demand(const void *x, const void *y) {
+  const zip_demand *a = x, *b = y;
+  if (a->open_jobs != b->open_jobs) return a->open_jobs > b->open_jobs ? -1 : 1;
+  if (a->income != b->income) return a->income > b->income ? -1 : 1;
+  if (a->miles != b->miles) return a->miles < b->miles ? -1 : 1;
+  return strcmp(a->zip, b->zip);
+}
+
+/* The ZIPs within NEAR_MILES of the provider's ZIPs that it does not serve, nearest first
+ * (at most PROV_NEAR_ZIPS); *n receives the count. */
+static geo_near *nearby_zips(arena *a, json_t *current, int *n) {
+  geo_near *all = arena_alloc(a, sizeof *all * PROV_NEAR_ZIPS * 2),
+           *found = arena_alloc(a, sizeof *found * PROV_NEAR_ZIPS);
+  int count = 0;
+  size_t i;
+  json_t *z;
+  json_array_foreach(current, i, z) {
+    double lat, lng;
+    if (!geo_zip_centroid(json_string_value(z), &lat, &lng)) continue;
+    int got = geo_zips_near(lat, lng, NEAR_MILES, found, PROV_NEAR_ZIPS);
+    for (int k = 0; k < got; k++) {
+      if (contains_str(current, found[k].zip)) continue;
+      int at = 0;
+      while (at < count && strcmp(all[at].zip, found[k].zip)) at++;
+      if (at < count) {
+        if (found[k].miles < all[at].miles) all[at].miles = found[k].miles;
+        continue;
+      }
+      if (count == PROV_NEAR_ZIPS * 2) { /* keep the nearest: replace the farthest when nearer */
+        int far = 0;
+        for (int m = 1; m < count; m++)
+          if (all[m].miles > all[far].miles) far = m;
+        if (found[k].miles < all[far].miles) all[far] = found[k];
+        continue;
+      }
+      all[count++] = found[k];
+    }
+  }
+  for (int x = 1; x < count; x++) /* nearest first */
+    for (int y = x; y > 0 && all[y - 1].miles > all[y].miles; y--) {
+      geo_near tmp = all[y];
+      all[y] = all[y - 1], all[y - 1] = tmp;
+    }
+  *n = count < PROV_NEAR_ZIPS ? count : PROV_NEAR_ZIPS;
+  return all;
+}
+
+static err_t zip_expansion(arena *a, const char *provider, json_t *current, const quote_market *m, json_t **out) {
+  int n;
+  geo_near *near = nearby_zips(a, current, &n);
+  const char **zips = arena_alloc(a, sizeof *zips * (size_t)(n + 1));
+  zip_demand *d = arena_alloc(a, sizeof *d * (size_t)(n + 1));
+  for (int i = 0; i < n; i++) zips[i] = near[i].zip, d[i] = (zip_demand){near[i].zip, near[i].miles, 0, 0, {0}};
+  db_res *r;
+  err_t e = prov_store_open_jobs_in(a, provider, zips, n, &r);
+  if (e != ERR_OK) return e;
+  for (int i = 0; i < r->rows; i++) {
+    int at = 0, s = service_index(db_field(r, i, "service"));
+    while (at < n && strcmp(d[at].zip, db_field(r, i, "zip"))) at++;
+    if (at == n || s < 0) continue;
+    int64_t count = cell_int(r, i, "open_jobs");
+    d[at].counts[s] += (int)count;
+    d[at].open_jobs += count;
+    d[at].income += count * rate_of(m, SERVICE_NAMES[s]);
+  }
+  qsort(d, (size_t)n, sizeof *d, by_demand);
+  *out = json_array();
+  for (int i = 0; i < n && i < ZIP_EXPANSION && d[i].open_jobs > 0; i++) {
+    json_t *breakdown = json_object();
+    int top = 0;
+    for (int s = 0; s < NSERVICES; s++) {
+      if (!d[i].counts[s]) continue;
+      json_object_set_new(breakdown, SERVICE_NAMES[s], json_integer(d[i].counts[s]));
+      if (d[i].counts[s] > d[i].counts[top]) top = s;
+    }
+    json_array_append_new(*out, json_pack("{s:s,s:I,s:o,s:s,s:o}", "zip", d[i].zip, "openJobs",
+                                          (json_int_t)d[i].open_jobs, "projectedMonthlyIncome", jx_money(d[i].income),
+                                          "topService", SERVICE_NAMES[top], "serviceBreakdown", breakdown));
+  }
+  return ERR_OK;
+}
+
+/* Per service the provider offers: its average quote against the market's, its win rate and
+ * its monthly averages over the last TREND_MONTHS months. */
+static json_t *pricing_trends(const db_res *q, json_t *services, const quote_market *m) {
+  char months[TREND_MONTHS][8];
+  int64_t now = clock_now_ms();
+  char current[8];
+  period_of(now, current, 7);
+  int year = atoi(current), month = atoi(current + 5);
+  for (int k = TREND_MONTHS - 1; k >= 0; k--) {
+    snprintf(months[k], sizeof months[k], "%04d-%02d", year, month);
+    if (--month == 0) month = 12, year--;
+  }
+  json_t *out = json_object();
+  size_t si;
+  json_t *sv;
+  json_array_foreach(services, si, sv) {
+    const char *service = json_string_value(sv);
+    int64_t bids = 0, won = 0, sum = 0, msum[TREND_MONTHS] = {0}, mbids[TREND_MONTHS] = {0};
+    for (int i = 0; i < q->rows; i++) {
+      if (strcmp(db_field(q, i, "service"), service)) continue;
+      int64_t amount = cell_int(q, i, "amount_cents");
+      bids++, sum += amount;
+      if (!strcmp(db_field(q, i, "status"), "ACCEPTED")) won++;
+      char ym[8];
+      period_of(cell_int(q, i, "created_at"), ym, 7);
+      for (int k = 0; k < TREND_MONTHS; k++)
+        if (!strcmp(months[k], ym)) msum[k] += amount, mbids[k]++;
+    }
+    json_t *trend = json_array();
+    for (int k = 0; k < TREND_MONTHS; k++)
+      json_array_append_new(trend,
+                            json_pack("{s:s,s:o,s:I}", "month", months[k], "myAvg",
+                                      mbids[k] ? jx_money(llround((double)msum[k] / (double)mbids[k])) : json_null(),
+                                      "bids", (json_int_t)mbids[k]));
+    int s = service_index(service);
+    json_object_set_new(out, service,
+                        json_pack("{s:o,s:o,s:f,s:I,s:I,s:o}", "myAvg",
+                                  bids ? jx_money(llround((double)sum / (double)bids)) : json_null(), "marketAvg",
+                                  s >= 0 && m[s].known ? jx_money(m[s].mean_cents) : json_null(), "winRate",
+                                  bids ? round((double)won / (double)bids * 100) / 100 : 0.0, "totalBids",
+                                  (json_int_t)bids, "wonBids", (json_int_t)won, "trend", trend));
+  }
+  return out;
+}
+
+/* One row of prov_store_lost_bids. */
+static json_t *lost_bid_json(const db_res *r, int i) {
+  int64_t mine = cell_int(r, i, "amount_cents"), winning = cell_int(r, i, "winning_cents");
+  return json_pack("{s:s,s:o,s:o,s:o,s:o}", "service", db_field(r, i, "service"), "myAmount", jx_money(mine),
+                   "winningAmount", jx_money(winning), "delta", jx_money(mine - winning), "date",
+                   jx_iso_or_null(db_field(r, i, "won_at")));
+}
+
+static json_t *service_expansion(const db_res *open, json_t *offered, const quote_market *m) {
+  json_t *out = json_array();
+  int64_t jobs[NSERVICES] = {0};
+  for (int i = 0; i < open->rows; i++) {
+    int s = service_index(db_field(open, i, "service"));
+    if (s >= 0) jobs[s] += cell_int(open, i, "open_jobs");
+  }
+  int order[NSERVICES], n = 0;
+  for (int s = 0; s < NSERVICES; s++)
+    if (!contains_str(offered, SERVICE_NAMES[s])) order[n++] = s;
+  for (int x = 1; x < n; x++) /* most estimated income first, then most open jobs */
+    for (int y = x; y > 0; y--) {
+      int p = order[y - 1], c = order[y];
+      int64_t ip = jobs[p] * rate_of(m, SERVICE_NAMES[p]), ic = jobs[c] * rate_of(m, SERVICE_NAMES[c]);
+      if (ic < ip || (ic == ip && jobs[c] <= jobs[p])) break;
+      order[y - 1] = c, order[y] = p;
+    }
+  for (int k = 0; k < n; k++) {
+    int s = order[k];
+    json_array_append_new(out, json_pack("{s:s,s:I,s:o}", "service", SERVICE_NAMES[s], "openJobs", (json_int_t)jobs[s],
+                                         "estimatedMonthlyIncome", jx_money(jobs[s] * rate_of(m, SERVICE_NAMES[s]))));
+  }
+  return out;
+}
+
+static bool insured(const char *status) { return status && (!strcmp(status, "active") || !strcmp(status, "review")); }
+
+err_t api_providers_premium_insights(hs_req *req) {
+  arena *a = &req->arena;
+  const char *id = req->auth.id;
+  db_res *pro, *quotes, *lost, *open, *local;
+  err_t e = prov_store_get(a, id, &pro);
+  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Provider not found");
+  if (e != ERR_OK) return e;
+  if (!is_set(db_field(pro, 0, "is_premium")))
+    return hs_fail_code(req, ERR_FORBIDDEN, "premium_required", "Premium insights are for Preferred Pro members");
+  json_t *zips = arena_json(a, jx_parse_or(db_field(pro, 0, "service_zips"), json_array()));
+  json_t *services = arena_json(a, jx_parse_or(db_field(pro, 0, "services"), json_array()));
+  quote_market m[NSERVICES];
+  for (int s = 0; s < NSERVICES; s++)
+    if ((e = quotes_market(a, SERVICE_NAMES[s], &m[s])) != ERR_OK) return e;
+  json_t *expansion;
+  if ((e = zip_expansion(a, id, zips, m, &expansion)) != ERR_OK) return e;
+  arena_json(a, expansion);
+  if ((e = prov_store_quotes(a, id, &quotes)) != ERR_OK ||
+      (e = prov_store_lost_bids(a, id, LOST_BIDS, &lost)) != ERR_OK ||
+      (e = prov_store_open_jobs_by_service(a, id, &open)) != ERR_OK ||
+      (e = prov_store_local_completed(a, id, &local)) != ERR_OK)
+    return e;
+  json_t *lost_list = json_array();
+  for (int i = 0; i < lost->rows; i++) json_array_append_new(lost_list, lost_bid_json(lost, i));
+  int64_t total = cell_int(local, 0, "total"), by_insured = cell_int(local, 0, "insured");
+  json_t *out = json_object();
+  json_object_set_new(out, "currentZips", json_incref(zips));
+  json_object_set_new(out, "zipExpansion", json_incref(expansion));
+  json_object_set_new(out, "pricingTrends", pricing_trends(quotes, services, m));
+  json_object_set_new(out, "lostBids", lost_list);
+  json_object_set_new(out, "insuranceOpportunity",
+                      json_pack("{s:I,s:I,s:I,s:b}", "totalCompleted", (json_int_t)total, "wonByInsured",
+                                (json_int_t)by_insured, "pct",
+                                (json_int_t)(total ? llround(100.0 * by_insured / total) : 0), "providerHasInsurance",
+                                insured(db_field(pro, 0, "ins_check_status"))));
+  json_object_set_new(out, "serviceExpansion", service_expansion(open, services, m));
+  return hs_ok(req, out);
+}

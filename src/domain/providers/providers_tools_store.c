@@ -1,0 +1,148 @@
+/* SQL of the provider's work views and business tools: reads over jobs, quotes, payments and
+ * reviews keyed by the provider (indexes jobs_provider, quotes_provider, reviews_provider),
+ * and the two writes (availability, Preferred Pro). Figures are aggregated by the callers,
+ * in C, from these rows. */
+#include "core/clock.h"
+#include "domain/providers/providers_store.h"
+#include <stdio.h>
+#include <string.h>
+
+/* the accepted quote of a job assigned to provider $1 */
+#define WON_QUOTE "JOIN quotes q ON q.job_id = j.id AND q.provider_id = $1 AND q.status = 'ACCEPTED' "
+
+err_t prov_store_assigned_jobs(arena *a, const char *id, db_res **out) {
+  return db_to_err(db_query(a, out,
+                            "SELECT * FROM jobs WHERE provider_id = $1 "
+                            "ORDER BY CASE WHEN preferred_at IS NULL THEN 0 ELSE 1 END, preferred_at, seq",
+                            DB_ARGS(DB_TEXT(id))));
+}
+
+err_t prov_store_schedule(arena *a, const char *id, db_res **out) {
+  return db_to_err(
+      db_query(a, out,
+               "SELECT j.id, j.service, j.address, j.zip, j.status, u.name AS customer_name, "
+               "COALESCE(q.scheduled_at, j.preferred_at) AS scheduled_at, q.amount_cents FROM jobs j " WON_QUOTE
+               "LEFT JOIN users u ON u.id = j.customer_id "
+               "WHERE j.provider_id = $1 AND j.status IN ('ACCEPTED', 'ON_THE_WAY', 'IN_PROGRESS') "
+               "ORDER BY CASE WHEN COALESCE(q.scheduled_at, j.preferred_at) IS NULL THEN 0 ELSE 1 END, "
+               "COALESCE(q.scheduled_at, j.preferred_at), j.seq",
+               DB_ARGS(DB_TEXT(id))));
+}
+
+err_t prov_store_set_availability(const char *id, const char *json) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_query(&a, &r, "UPDATE providers SET availability = $2, updated_at = $3 WHERE id = $1",
+                      DB_ARGS(DB_TEXT(id), DB_TEXT(json), DB_INT(clock_now_ms())));
+  err_t e = rc != DB_OK ? ERR_INTERNAL : r->changes ? ERR_OK : ERR_NOT_FOUND;
+  arena_fini(&a);
+  return e;
+}
+
+err_t prov_store_join_preferred_pro(const char *id, int64_t now) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  /* the condition decides concurrent applications: one changes the row, the others none */
+  db_rc rc = db_query(&a, &r,
+                      "UPDATE providers SET is_premium = 1, premium_since = $2, preferred_pro_applied_at = $2, "
+                      "updated_at = $2 WHERE id = $1 AND is_premium = 0",
+                      DB_ARGS(DB_TEXT(id), DB_INT(now)));
+  err_t e = rc != DB_OK ? ERR_INTERNAL : r->changes ? ERR_OK : ERR_CONFLICT;
+  arena_fini(&a);
+  return e;
+}
+
+err_t prov_store_won_jobs(arena *a, const char *id, db_res **out) {
+  return db_to_err(db_query(
+      a, out,
+      "SELECT j.service, j.zip, j.status, j.accepted_at, COALESCE(j.completed_at, j.updated_at) AS completed_at, "
+      "q.amount_cents, (SELECT p.status FROM payments p WHERE p.job_id = j.id AND p.kind = 'job') AS pay_status, "
+      "COALESCE((SELECT SUM(t.amount_cents) FROM payments t WHERE t.job_id = j.id AND t.kind = 'tip' "
+      "AND t.status = 'PAID'), 0) AS tip_cents FROM jobs j " WON_QUOTE
+      "WHERE j.provider_id = $1 AND j.status <> 'CANCELLED' ORDER BY j.seq",
+      DB_ARGS(DB_TEXT(id))));
+}
+
+err_t prov_store_review_stats(arena *a, const char *id, db_res **out) {
+  return db_to_err(db_query(a, out,
+                            "SELECT COUNT(*) AS total, AVG(CAST(rating AS DOUBLE PRECISION)) AS average FROM reviews "
+                            "WHERE provider_id = $1",
+                            DB_ARGS(DB_TEXT(id))));
+}
+
+err_t prov_store_recent_reviews(arena *a, const char *id, int limit, db_res **out) {
+  return db_to_err(
+      db_query(a, out,
+               "SELECT r.id, r.job_id, r.rating, r.comment, r.created_at, u.name AS customer_name, j.service "
+               "FROM reviews r LEFT JOIN users u ON u.id = r.customer_id LEFT JOIN jobs j ON j.id = r.job_id "
+               "WHERE r.provider_id = $1 ORDER BY r.created_at DESC, r.id DESC LIMIT $2",
+               DB_ARGS(DB_TEXT(id), DB_INT(limit))));
+}
+
+err_t prov_store_quotes(arena *a, const char *id, db_res **out) {
+  return db_to_err(db_query(
+      a, out, "SELECT service, amount_cents, status, created_at FROM quotes WHERE provider_id = $1 ORDER BY seq",
+      DB_ARGS(DB_TEXT(id))));
+}
+
+err_t prov_store_lost_bids(arena *a, const char *id, int limit, db_res **out) {
+  return db_to_err(
+      db_query(a, out,
+               "SELECT q.service, q.amount_cents, w.amount_cents AS winning_cents, w.accepted_at AS won_at "
+               "FROM quotes q JOIN quotes w ON w.job_id = q.job_id AND w.status = 'ACCEPTED' "
+               "WHERE q.provider_id = $1 AND q.status = 'REJECTED' ORDER BY w.accepted_at DESC, q.seq DESC LIMIT $2",
+               DB_ARGS(DB_TEXT(id), DB_INT(limit))));
+}
+
+err_t prov_store_open_jobs_in(arena *a, const char *id, const char *const *zips, int n, db_res **out) {
+  /* always PROV_NEAR_ZIPS placeholders, all text (unused ones '', which no job's ZIP is), so
+   * the statement and its prepared plan are one */
+  db_val args[1 + PROV_NEAR_ZIPS];
+  char list[PROV_NEAR_ZIPS * 6], sql[1024 + sizeof list];
+  size_t at = 0;
+  args[0] = DB_TEXT(id);
+  for (int i = 0; i < PROV_NEAR_ZIPS; i++) {
+    args[1 + i] = DB_TEXT(i < n ? zips[i] : "");
+    at += (size_t)snprintf(list + at, sizeof list - at, "%s$%d", i ? "," : "", i + 2);
+  }
+  snprintf(sql, sizeof sql,
+           "SELECT j.zip, j.service, COUNT(*) AS open_jobs FROM jobs j "
+           "JOIN provider_services ps ON ps.provider_id = $1 AND ps.service = j.service "
+           "WHERE j.status IN ('PENDING', 'QUOTED') AND j.zip IN (%s) GROUP BY j.zip, j.service",
+           list);
+  return db_to_err(db_query(a, out, sql, args, 1 + PROV_NEAR_ZIPS));
+}
+
+err_t prov_store_open_jobs_by_service(arena *a, const char *id, db_res **out) {
+  return db_to_err(db_query(a, out,
+                            "SELECT j.service, COUNT(*) AS open_jobs FROM jobs j "
+                            "JOIN provider_zips pz ON pz.provider_id = $1 AND pz.zip = j.zip "
+                            "WHERE j.status IN ('PENDING', 'QUOTED') GROUP BY j.service",
+                            DB_ARGS(DB_TEXT(id))));
+}
+
+err_t prov_store_local_completed(arena *a, const char *id, db_res **out) {
+  return db_to_err(
+      db_query(a, out,
+               "SELECT COUNT(*) AS total, COALESCE(SUM(CASE WHEN p.ins_check_status IN ('active', 'review') "
+               "THEN 1 ELSE 0 END), 0) AS insured FROM jobs j "
+               "JOIN provider_services ps ON ps.provider_id = $1 AND ps.service = j.service "
+               "JOIN provider_zips pz ON pz.provider_id = $1 AND pz.zip = j.zip "
+               "JOIN providers p ON p.id = j.provider_id WHERE j.status = 'COMPLETED'",
+               DB_ARGS(DB_TEXT(id))));
+}
+
+err_t prov_store_bundle_candidates(arena *a, const char *id, int64_t from, int64_t to, db_res **out) {
+  return db_to_err(db_query(a, out,
+                            "SELECT j.id, j.service, j.address, j.zip, j.preferred_at, j.lat, j.lng, j.customer_id, "
+                            "u.name AS customer_name FROM jobs j "
+                            "JOIN provider_services ps ON ps.provider_id = $1 AND ps.service = j.service "
+                            "JOIN provider_zips pz ON pz.provider_id = $1 AND pz.zip = j.zip "
+                            "LEFT JOIN users u ON u.id = j.customer_id "
+                            "WHERE j.status IN ('PENDING', 'QUOTED') AND j.preferred_at >= $2 AND j.preferred_at < $3 "
+                            "AND NOT EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = j.id AND q.provider_id = $1) "
+                            "ORDER BY j.preferred_at, j.seq LIMIT 500",
+                            DB_ARGS(DB_TEXT(id), DB_INT(from), DB_INT(to))));
+}

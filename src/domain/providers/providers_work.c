@@ -1,0 +1,65 @@
+/* The provider's work views (assigned jobs, schedule), weekly availability and Preferred Pro
+ * membership. Preferred Pro is one conditional update: of concurrent applications exactly one
+ * changes the row and the others answer 409 already_member. */
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "domain/jobs/jobs.h"
+#include "domain/providers/availability.h"
+#include "domain/providers/providers_api.h"
+#include "domain/providers/providers_store.h"
+#include "http/rowjson.h"
+#include <stdlib.h>
+
+err_t api_providers_jobs(hs_req *req) {
+  db_res *r;
+  err_t e = prov_store_assigned_jobs(&req->arena, req->auth.id, &r);
+  return e == ERR_OK ? jobs_reply_list(req, r) : e;
+}
+
+/* A row of prov_store_schedule as the schedule entry. */
+static const hs_rj_field SCHEDULE[] = {
+    {"id", "id", RJ_STR},
+    {"service", "service", RJ_STR},
+    {"address", "address", RJ_STR},
+    {"zip", "zip", RJ_STR},
+    {"status", "status", RJ_STR},
+    {"customerName", "customer_name", RJ_STR},
+    {"scheduledAt", "scheduled_at", RJ_ISO},
+    {"amount", "amount_cents", RJ_MONEY},
+    {0},
+};
+
+err_t api_providers_schedule(hs_req *req) {
+  db_res *r;
+  err_t e = prov_store_schedule(&req->arena, req->auth.id, &r);
+  if (e != ERR_OK) return e;
+  jw *w = hs_jw(req, 256 * (size_t)(r->rows + 1));
+  hs_rj_array(w, &req->arena, SCHEDULE, r);
+  return hs_ok_jw(req, w);
+}
+
+err_t api_providers_availability(hs_req *req) {
+  db_res *r;
+  err_t e = prov_store_get(&req->arena, req->auth.id, &r);
+  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Provider not found");
+  if (e != ERR_OK) return e;
+  return hs_ok(req, availability_json(db_field(r, 0, "availability")));
+}
+
+err_t api_providers_set_availability(hs_req *req) {
+  char err[256];
+  json_t *week = arena_json(&req->arena, availability_complete(json_object_get(req->body, "availability"), err));
+  if (!week) return hs_fail(req, ERR_BAD_REQUEST, err);
+  char *text = json_dumps(week, JSON_COMPACT);
+  err_t e = prov_store_set_availability(req->auth.id, text);
+  free(text);
+  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Provider not found");
+  return e == ERR_OK ? hs_ok(req, json_incref(week)) : e;
+}
+
+err_t api_providers_preferred_pro(hs_req *req) {
+  err_t e = prov_store_join_preferred_pro(req->auth.id, clock_now_ms());
+  if (e == ERR_CONFLICT) return hs_fail_code(req, e, "already_member", "You are already a Preferred Pro member");
+  if (e != ERR_OK) return e;
+  return hs_ok(req, json_pack("{s:b,s:s}", "ok", 1, "message", "Welcome to Preferred Pro"));
+}

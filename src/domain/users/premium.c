@@ -1,0 +1,169 @@
+/* The customer's premium features: favorite providers, private notes on providers, the
+ * year-to-date spend summary and the seasonal-alert switch. Premium-only routes answer 403
+ * premium_required to a customer without premium (USERS_HAS_PREMIUM, the rule that also
+ * gates a second saved address); removing a favorite or a note, reading one's notes and
+ * switching alerts off are always allowed. */
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "domain/users/users.h"
+#include "domain/users/users_api.h"
+#include "domain/users/users_store.h"
+#include "ext/storage.h"
+#include "http/rowjson.h"
+#include <stdlib.h>
+#include <string.h>
+
+static err_t premium_required(hs_req *req) {
+  return hs_fail_code(req, ERR_FORBIDDEN, "premium_required", "This feature requires a premium subscription");
+}
+
+/* ERR_OK when the caller has premium; otherwise the request has failed. */
+static err_t require_premium(hs_req *req) {
+  bool premium = false;
+  err_t e = users_store_premium(req->auth.id, &premium);
+  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "User not found");
+  if (e != ERR_OK) return e;
+  return premium ? ERR_OK : premium_required(req);
+}
+
+/* A row of users_store_favorites as the favorite's card. */
+static const hs_rj_field FAVORITE[] = {
+    {"id", "id", RJ_STR},
+    {"name", "name", RJ_STR},
+    {"companyName", "company_name", RJ_STR},
+    {"logoUrl", "logo_url", RJ_URL},
+    {"headshots", "headshots", RJ_URLS},
+    {"services", "services", RJ_JSON_CLEAN},
+    {0},
+};
+
+err_t api_users_favorites(hs_req *req) {
+  db_res *r;
+  err_t e = require_premium(req);
+  if (e != ERR_OK || (e = users_store_favorites(&req->arena, req->auth.id, &r)) != ERR_OK) return e;
+  jw *w = hs_jw(req, 512 * (size_t)(r->rows + 1));
+  hs_rj_array(w, &req->arena, FAVORITE, r);
+  return hs_ok_jw(req, w);
+}
+
+/* The answer to a write about the provider :providerId: answer (stolen) on success, 404
+ * for an unknown provider. */
+static err_t reply_write(hs_req *req, err_t e, json_t *answer) {
+  if (e != ERR_OK) {
+    json_decref(answer);
+    return e == ERR_NOT_FOUND ? hs_fail(req, e, "Provider not found") : e;
+  }
+  return hs_ok(req, answer);
+}
+
+err_t api_users_add_favorite(hs_req *req) {
+  err_t e = require_premium(req);
+  if (e != ERR_OK) return e;
+  return reply_write(req, users_store_add_favorite(req->auth.id, hs_param(req, "providerId")),
+                     json_pack("{s:b}", "favorited", 1));
+}
+
+err_t api_users_remove_favorite(hs_req *req) {
+  return reply_write(req, users_store_remove_favorite(req->auth.id, hs_param(req, "providerId")),
+                     json_pack("{s:b}", "favorited", 0));
+}
+
+err_t api_users_pro_notes(hs_req *req) {
+  db_res *r;
+  err_t e = users_store_pro_notes(&req->arena, req->auth.id, &r);
+  if (e != ERR_OK) return e;
+  json_t *notes = json_object();
+  for (int i = 0; i < r->rows; i++)
+    json_object_set_new(notes, db_field(r, i, "provider_id"), json_string(db_field(r, i, "note")));
+  return hs_ok(req, notes);
+}
+
+err_t api_users_set_pro_note(hs_req *req) {
+  err_t e = require_premium(req);
+  if (e != ERR_OK) return e;
+  return reply_write(req, users_store_set_pro_note(req->auth.id, hs_param(req, "providerId"), hs_body_str(req, "note")),
+                     json_pack("{s:b}", "ok", 1));
+}
+
+err_t api_users_delete_pro_note(hs_req *req) {
+  return reply_write(req, users_store_delete_pro_note(req->auth.id, hs_param(req, "providerId")),
+                     json_pack("{s:b}", "ok", 1));
+}
+
+err_t api_users_seasonal_alerts(hs_req *req) {
+  bool enabled = json_is_true(json_object_get(req->body, "enabled"));
+  err_t e = users_store_set_seasonal_alerts(req->auth.id, enabled);
+  if (e == ERR_FORBIDDEN)
+    return hs_fail_code(req, e, "premium_required", "Seasonal alerts require a premium subscription");
+  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "User not found");
+  return e == ERR_OK ? hs_ok(req, json_pack("{s:b}", "seasonalAlertsEnabled", enabled)) : e;
+}
+
+/* ---- GET /users/me/spend-summary ---- */
+
+typedef struct spend {
+  const char *key; /* month "YYYY-MM", service or provider id */
+  int64_t cents, jobs;
+  int row; /* a row naming it (provider details) */
+} spend;
+
+/* The entry of key in list (n entries, room for one more), added when missing. */
+static spend *entry(spend *list, int *n, const char *key, int row) {
+  for (int i = 0; i < *n; i++)
+    if (!strcmp(list[i].key, key)) return &list[i];
+  list[*n] = (spend){key, 0, 0, row};
+  return &list[(*n)++];
+}
+
+static int by_total(const void *x, const void *y) {
+  const spend *a = x, *b = y;
+  if (a->cents != b->cents) return a->cents > b->cents ? -1 : 1;
+  return strcmp(a->key, b->key);
+}
+
+static json_t *spend_list(spend *list, int n, const char *key_name) {
+  json_t *out = json_array();
+  for (int i = 0; i < n; i++)
+    json_array_append_new(out, json_pack("{s:s,s:o,s:I}", key_name, list[i].key, "total", jx_money(list[i].cents),
+                                         "jobs", (json_int_t)list[i].jobs));
+  return out;
+}
+
+err_t api_users_spend_summary(hs_req *req) {
+  arena *a = &req->arena;
+  err_t e = require_premium(req);
+  if (e != ERR_OK) return e;
+  char iso[25];
+  clock_format_iso(clock_now_ms(), iso);
+  int64_t year_start;
+  clock_parse_iso(arena_printf(a, "%.4s-01-01", iso), &year_start);
+  db_res *r;
+  if ((e = users_store_spend(a, req->auth.id, year_start, &r)) != ERR_OK) return e;
+  size_t cap = sizeof(spend) * (size_t)(r->rows + 1);
+  spend *months = arena_alloc(a, cap), *services = arena_alloc(a, cap), *providers = arena_alloc(a, cap);
+  int nm = 0, ns = 0, np = 0;
+  int64_t total = 0, jobs = 0;
+  for (int i = 0; i < r->rows; i++) {
+    int64_t cents = strtoll(db_field(r, i, "amount_cents"), NULL, 10);
+    int job = !strcmp(db_field(r, i, "kind"), "job"); /* a tip adds money, not a job */
+    char month[25];
+    clock_format_iso(strtoll(db_field(r, i, "paid_at"), NULL, 10), month);
+    spend *m = entry(months, &nm, arena_strndup(a, month, 7), i),
+          *s = entry(services, &ns, db_field(r, i, "service"), i);
+    m->cents += cents, m->jobs += job, s->cents += cents, s->jobs += job;
+    total += cents, jobs += job;
+    const char *provider = db_field(r, i, "provider_id");
+    if (provider) entry(providers, &np, provider, i)->cents += cents;
+  }
+  qsort(services, (size_t)ns, sizeof *services, by_total);
+  qsort(providers, (size_t)np, sizeof *providers, by_total);
+  json_t *top = json_null();
+  if (np) {
+    int i = providers[0].row;
+    top = json_pack("{s:s,s:o,s:o}", "id", providers[0].key, "name", jx_str_or_null(db_field(r, i, "provider_name")),
+                    "companyName", jx_str_or_null(db_field(r, i, "company_name")));
+  }
+  return hs_ok(req, json_pack("{s:o,s:I,s:o,s:o,s:o}", "ytdTotal", jx_money(total), "ytdJobs", (json_int_t)jobs,
+                              "byMonth", spend_list(months, nm, "month"), "byService",
+                              spend_list(services, ns, "service"), "topProvider", top));
+}
