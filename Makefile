@@ -27,7 +27,7 @@ UNIT_SRC := $(shell find tests/unit -name '*.c' 2>/dev/null | sort)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/unit/%)
 PYTHON   := /usr/bin/python3
 
-.PHONY: all run test deps deps-test unit fakes api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs bench-peer soak clean format routes
+.PHONY: all run test deps deps-test unit fakes api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs bench-peer bench-recognition soak clean format routes fuzz fuzz-build fuzz-short
 
 all: deps build/marketplace
 
@@ -95,13 +95,49 @@ api-asan: deps-test build/asan/marketplace
 
 api: api-sqlite api-postgres
 
-# Everything CI runs: unit tests, the fakes' self-tests, the API tests on both engines, one pass under ASan+UBSan
-# (and the bench probe is compiled, so it cannot rot unnoticed).
-test: deps-test all build/probe unit fakes api api-asan
+# Everything CI runs: unit tests, the fakes' self-tests, the API tests on both engines, one pass
+# under ASan+UBSan, the fuzz regressions and 15 s of each fuzz target (and the bench probe is
+# compiled, so it cannot rot unnoticed).
+test: deps-test all build/probe unit fakes api api-asan fuzz-short
+
+# Fuzzing (docs/internals/fuzzing.md): libFuzzer targets tests/fuzz/fuzz_*.c, each linked with
+# every object of src/ (but main.c) built by clang-14 under ASan and UBSan.
+FUZZ_CC      := clang-14
+FUZZ_SECONDS ?= 60
+FUZZ_CFLAGS   = -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -Wno-unknown-warning-option -Wno-format-nonliteral -pthread \
+                -Isrc -Ibuild/gen -Itests/fuzz -DMARKETPLACE_VERSION='"$(VERSION)"' $(PKG_CFLAGS) \
+                -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_SRC     := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BIN     := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
+FUZZ_OBJ     := $(LIB_SRC:%.c=build/fuzz/obj/%.o) $(GEN:%=build/fuzz/obj/gen/%.o) build/fuzz/obj/tests/fuzz/fuzz.o
+
+build/fuzz/obj/gen/%.o: build/gen/%.c | deps-test
+	@mkdir -p $(@D); echo "CC [fuzz] $<"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -Wno-missing-prototypes -c -o $@ $<
+
+build/fuzz/obj/%.o: %.c | deps-test
+	@mkdir -p $(@D); echo "CC [fuzz] $<"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+
+build/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
+	@echo "LD $@"; $(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
+# the objects are intermediate files of the pattern rules: keep them between runs
+.SECONDARY: $(FUZZ_OBJ)
+
+fuzz-build: deps-test $(FUZZ_BIN)
+
+# FUZZ_SECONDS per target, two targets at a time; regressions are replayed first.
+fuzz: fuzz-build
+	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+fuzz-short: fuzz-build
+	scripts/fuzz.sh 15
 
 # Benchmarks (docs/performance.md): the HTTP core and login flood, the marketplace reads and
-# quotes at 10k, 100k and 1M jobs, and the goals of issue 12 against the Node peer.
-bench: bench-core bench-jobs bench-peer
+# quotes at 10k, 100k and 1M jobs, recognition under load, and the goals of issue 12 against the
+# Node peer.
+bench: bench-core bench-jobs bench-recognition bench-peer
 
 bench-core: deps build/marketplace build/probe
 	@scripts/deps.sh bench
@@ -125,6 +161,10 @@ soak: deps build/marketplace
 	@scripts/deps.sh bench
 	bench/soak.sh
 
+# licences uploaded every 2 s, then 20 at once, with a GET /users/me probe (about 2.5 min)
+bench-recognition: deps-test build/marketplace
+	$(PYTHON) bench/recognition.py
+
 routes: build/marketplace
 	@build/marketplace routes
 
@@ -134,4 +174,4 @@ format:
 clean:
 	rm -rf build
 
--include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d)
+-include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d) $(FUZZ_OBJ:.o=.d)

@@ -1,10 +1,12 @@
-/* Command line: serve (default), migrate, admin create, payments reconcile, --help, --version.
+/* Command line: serve (default), migrate, admin create, audit verify, payments reconcile, --help,
+ * --version.
  * Start-up order: configuration, database and migrations, bootstrap administrator, the
  * password pool, the queue, the routes, then the listener. Shutdown on SIGTERM/SIGINT runs
  * it backwards: stop accepting, finish requests in flight, stop the queue (the unit of
  * work in progress completes), close the database. */
 #include "core/config.h"
 #include "core/log.h"
+#include "core/tmpdir.h"
 #include "core/util.h"
 #include "db/db.h"
 #include "db/migrate.h"
@@ -13,10 +15,12 @@
 #include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
 #include "domain/providers/providers.h"
+#include "domain/staff/staff.h"
 #include "domain/system/system.h"
 #include "domain/users/users.h"
 #include "ext/filetype.h"
 #include "ext/mail.h"
+#include "ext/ocr.h"
 #include "ext/password.h"
 #include "ext/payments.h"
 #include "ext/queue.h"
@@ -42,6 +46,7 @@ static const char usage[] =
     "  serve                      serve the API (the default)\n"
     "  migrate                    apply database migrations and exit\n"
     "  admin create --email E     create or update an administrator; password on stdin\n"
+    "  audit verify               check the audit trail's hash chain (exit 1 when broken)\n"
     "  payments reconcile         settle payments in uncertain states with the processor and exit\n"
     "  --help                     show this help\n"
     "  --version                  print the version\n"
@@ -97,6 +102,8 @@ static int cmd_serve(void) {
   sigaddset(&stop, SIGINT);
   /* every thread created from here on inherits the mask; only sigwait() below sees them */
   pthread_sigmask(SIG_BLOCK, &stop, NULL);
+  char err[256] = "";
+  if (!tmpdir_init(err)) die("%s", err);
   open_database();
   bootstrap_admin();
   password_pool_start(CFG.bcrypt_threads, CFG.bcrypt_queue, CFG.bcrypt_cost);
@@ -105,13 +112,14 @@ static int cmd_serve(void) {
   payments_domain_init();
   providers_domain_init();
   notifications_domain_init();
+  staff_domain_init();
   system_domain_init();
   users_domain_init();
   jobs_domain_init();
   if (!filetype_init()) die("libmagic could not load its database (package libmagic-mgc)");
-  queue_start(CFG.queue_workers);
+  ocr_use_helper("/proc/self/exe", CFG.recognition_timeout_ms);
+  queue_start(CFG.queue_workers, CFG.recognition_workers);
   routes_install();
-  char err[256] = "";
   if (!hs_server_start(CFG.bind, CFG.port, err)) die("%s", err);
   log_buffering_start();
   log_json(LOG_INFO, "listening",
@@ -137,9 +145,11 @@ static int cmd_serve(void) {
 
 int main(int argc, char **argv) {
   const char *cmd = argc > 1 ? argv[1] : "serve";
+  if (!strcmp(cmd, "ocr-helper")) return ocr_helper_main(); /* internal: see ext/ocr.h */
   if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) return fputs(usage, stdout), 0;
   if (!strcmp(cmd, "--version")) return printf("marketplace %s\n", MARKETPLACE_VERSION), 0;
-  bool known = !strcmp(cmd, "serve") || !strcmp(cmd, "migrate") ||
+  bool audit_verify = !strcmp(cmd, "audit") && argc == 3 && !strcmp(argv[2], "verify");
+  bool known = !strcmp(cmd, "serve") || !strcmp(cmd, "migrate") || audit_verify ||
                (!strcmp(cmd, "admin") && argc > 2 && !strcmp(argv[2], "create")) ||
                (!strcmp(cmd, "payments") && argc == 3 && !strcmp(argv[2], "reconcile"));
   if (!known) {
@@ -157,6 +167,10 @@ int main(int argc, char **argv) {
     open_database();
     db_close();
     printf("migrations applied\n");
+  } else if (audit_verify) {
+    open_database();
+    rc = staff_audit_verify(stdout);
+    db_close();
   } else if (!strcmp(cmd, "payments")) {
     rc = cmd_payments_reconcile();
   } else {

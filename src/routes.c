@@ -2,6 +2,7 @@
  * the domains, so adding an endpoint is one row there and adding a domain one line here. */
 #include "routes.h"
 #include "core/util.h"
+#include "domain/admin/admin.h"
 #include "domain/auth/auth.h"
 #include "domain/files/files.h"
 #include "domain/geo/geo.h"
@@ -12,6 +13,8 @@
 #include "domain/providers/providers.h"
 #include "domain/public/public.h"
 #include "domain/quotes/quotes.h"
+#include "domain/staff/staff.h"
+#include "domain/support/support.h"
 #include "domain/system/system.h"
 #include "domain/users/users.h"
 #include "http/router.h"
@@ -34,6 +37,9 @@ void routes_install(void) {
       {NOTIFICATIONS_ROUTES, NOTIFICATIONS_ROUTES_LEN},
       {ADDRESSES_ROUTES, ADDRESSES_ROUTES_LEN},
       {PUBLIC_ROUTES, PUBLIC_ROUTES_LEN},
+      {STAFF_ROUTES, STAFF_ROUTES_LEN},
+      {ADMIN_ROUTES, ADMIN_ROUTES_LEN},
+      {SUPPORT_ROUTES, SUPPORT_ROUTES_LEN},
       {GEO_ROUTES, GEO_ROUTES_LEN},
   };
   size_t total = 0;

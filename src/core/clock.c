@@ -25,6 +25,12 @@ int64_t clock_sequence(void) {
 
 void clock_advance_ms(int64_t ms) { atomic_fetch_add(&offset_ms, ms); }
 
+int64_t clock_real_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int64_t clock_mono_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

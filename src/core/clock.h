@@ -15,6 +15,9 @@ void clock_advance_ms(int64_t ms);
 /* A strictly increasing number (epoch ms x 1000 plus a counter) for ordering records made in
  * the same millisecond by this process. */
 int64_t clock_sequence(void);
+/* Milliseconds since the epoch by the real wall clock, without the test offset: for time that
+ * instances compare with each other (queue leases), which a moved test clock must not expire. */
+int64_t clock_real_ms(void);
 /* Milliseconds from a monotonic clock, for durations; unaffected by the test offset. */
 int64_t clock_mono_ms(void);
 /* Initialises cv so that its timed waits count on the monotonic clock (clock_mono_ms), which

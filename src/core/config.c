@@ -120,10 +120,13 @@ bool config_load(char err[256]) {
   int default_pool = cores > 2 ? 4 * (int)cores : 8;
   if (!env_int("DB_POOL_SIZE", default_pool, 1, 1024, &CFG.db_pool_size, err)) return false;
   if (!env_int("DB_SLOW_POOL_SIZE", 4, 1, 1024, &CFG.db_slow_pool_size, err)) return false;
+  if (!env_int("DB_BUSY_TIMEOUT_MS", 5000, 0, 600000, &CFG.db_busy_timeout_ms, err)) return false;
   if (!env_int("HTTP_THREADS", cores > 0 ? (int)cores : 2, 1, 256, &CFG.http_threads, err)) return false;
   if (!env_int("HTTP_WORKERS", CFG.db_pool_size, 1, 4096, &CFG.http_workers, err)) return false;
   if (!env_int("HTTP_SLOW_WORKERS", 32, 1, 4096, &CFG.http_slow_workers, err)) return false;
   if (!env_int("QUEUE_WORKERS", 2, 1, 64, &CFG.queue_workers, err)) return false;
+  if (!env_int("RECOGNITION_WORKERS", 1, 1, 16, &CFG.recognition_workers, err)) return false;
+  if (!env_int("RECOGNITION_TIMEOUT_MS", 5000, 1000, 600000, &CFG.recognition_timeout_ms, err)) return false;
   if (!env_int("TRUST_PROXY", 0, 0, 16, &CFG.trust_proxy, err)) return false;
   int grace;
   if (!env_int("SHUTDOWN_GRACE", 10, 0, 600, &grace, err)) return false;

@@ -27,10 +27,13 @@ typedef struct config {
   int bcrypt_threads, bcrypt_queue; /* password-hashing pool size and queue bound */
   int db_pool_size;      /* connections of the database lane (and the main thread) */
   int db_slow_pool_size; /* connections of the slow lane and background work */
+  int db_busy_timeout_ms; /* SQLite: how long a write waits for the write lock before 503 */
   int http_threads;  /* MHD event threads */
   int http_workers;  /* handler threads of the database lane */
   int http_slow_workers; /* handler threads of the slow lane (ROUTE_SLOW) */
   int queue_workers;
+  int recognition_workers; /* background workers for document recognition (nice 10) */
+  int recognition_timeout_ms; /* recognition of one image or PDF page is stopped past this */
   int shutdown_grace_ms; /* SIGTERM: how long requests in flight may take to finish */
   int http_idle_timeout;          /* seconds without traffic before a connection is closed */
   int http_header_timeout;        /* seconds from a request's first bytes to its last header */

@@ -19,10 +19,11 @@ static const struct {
     [ERR_INTERNAL] = {500, "Internal server error"},
     [ERR_UNAVAILABLE] = {503, "Server busy"},
     [ERR_GATEWAY_TIMEOUT] = {504, "Upstream service timed out"},
+    [ERR_INSUFFICIENT_STORAGE] = {507, "Insufficient storage"},
 };
 
-int err_status(err_t e) { return e <= ERR_GATEWAY_TIMEOUT ? table[e].status : 500; }
+int err_status(err_t e) { return e <= ERR_INSUFFICIENT_STORAGE ? table[e].status : 500; }
 
 const char *err_default_message(err_t e) {
-  return e <= ERR_GATEWAY_TIMEOUT ? table[e].message : "Internal server error";
+  return e <= ERR_INSUFFICIENT_STORAGE ? table[e].message : "Internal server error";
 }

@@ -18,6 +18,7 @@ typedef enum {
   ERR_INTERNAL,         /* 500 */
   ERR_UNAVAILABLE,      /* 503 */
   ERR_GATEWAY_TIMEOUT,  /* 504 */
+  ERR_INSUFFICIENT_STORAGE, /* 507 */
 } err_t;
 
 /* The HTTP status of an error code. */

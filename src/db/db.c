@@ -1,11 +1,18 @@
-/* Pool and dispatch. The pool is a fixed array of connections guarded by one mutex, with a
- * FIFO of waiting threads; engines know nothing of threads. Results are built into one buffer so
- * a row costs a couple of allocations, not one per cell. */
+/* Pool, breaker and dispatch. The pool is a fixed array of connections guarded by one mutex,
+ * with a FIFO of waiting threads; engines know nothing of threads. The breaker is one small
+ * state shared by every pool (see db.h): while it is open, statements fail before reaching
+ * an engine, so a dead server costs each request microseconds, not a reconnect attempt on
+ * every worker; ROLLBACK always reaches the engine, so no connection goes back to the pool
+ * with a transaction open. Results are built into one buffer so a row costs a couple of
+ * allocations, not one per cell. */
 #include "db/db.h"
+#include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "db/engine.h"
+#include "db/migrate.h"
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -38,17 +45,29 @@ typedef struct pool {
   waiter *head, *tail;
 } pool;
 
+#define BREAKER_OPEN_MS 1000
+
+_Thread_local int64_t db_deadline_ms;
+static _Thread_local bool unavailable_seen;
+
+static struct {
+  pthread_mutex_t mu;
+  bool open, trying; /* trying: one statement is testing the server */
+  int64_t retry_at;  /* clock_mono_ms */
+} breaker = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
 static const engine_ops *ops;
 static db_engine engine;
 static pool pools[DB_POOL_COUNT] = {
     {.mu = PTHREAD_MUTEX_INITIALIZER}, {.mu = PTHREAD_MUTEX_INITIALIZER}, {.mu = PTHREAD_MUTEX_INITIALIZER}};
 static _Thread_local db_pool_kind thread_pool = DB_POOL_REQUESTS;
 
-static bool pool_open(pool *p, const char *url, int size, char err[256]) {
+static bool pool_open(pool *p, const char *url, int size, bool no_wait, char err[256]) {
   p->conns = xcalloc((size_t)size, sizeof *p->conns);
   for (p->size = 0; p->size < size; p->size++) {
     p->conns[p->size].home = p;
     if (!(p->conns[p->size].handle = ops->connect(url, err))) return false;
+    if (no_wait && ops->no_wait) ops->no_wait(p->conns[p->size].handle);
   }
   return true;
 }
@@ -61,9 +80,9 @@ bool db_open(const char *url, int pool_size, int slow_pool_size, char err[256]) 
     ops = &postgres_engine_ops, engine = DB_POSTGRES;
   }
   /* every event thread holds at most one connection at a time, so it never waits for one */
-  if (!pool_open(&pools[DB_POOL_REQUESTS], url, pool_size, err) ||
-      !pool_open(&pools[DB_POOL_SLOW], url, slow_pool_size, err) ||
-      (engine == DB_SQLITE && !pool_open(&pools[DB_POOL_EVENT], url, CFG.http_threads, err))) {
+  if (!pool_open(&pools[DB_POOL_REQUESTS], url, pool_size, false, err) ||
+      !pool_open(&pools[DB_POOL_SLOW], url, slow_pool_size, false, err) ||
+      (engine == DB_SQLITE && !pool_open(&pools[DB_POOL_EVENT], url, CFG.http_threads, true, err))) {
     db_close();
     return false;
   }
@@ -90,7 +109,9 @@ void db_use_pool(db_pool_kind kind) { thread_pool = kind; }
  * fatal under APP_ENV=test so the test run finds it. */
 static _Thread_local int held;
 
-db_conn *db_acquire(void) {
+/* Takes a connection of the thread's pool, waiting at most until deadline (clock_mono_ms; 0:
+ * no limit); NULL when the deadline passed first. */
+static db_conn *acquire_until(int64_t deadline) {
   if (held++ > 0) {
     log_msg(LOG_ERROR, "db_acquire: nested acquisition on one thread can deadlock the pool");
     if (CFG.env == ENV_TEST) abort();
@@ -105,17 +126,37 @@ db_conn *db_acquire(void) {
         return &p->conns[i];
       }
   waiter w = {.next = NULL, .given = NULL};
-  pthread_cond_init(&w.cv, NULL);
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&w.cv, &attr);
+  pthread_condattr_destroy(&attr);
   if (p->tail)
     p->tail->next = &w;
   else
     p->head = &w;
   p->tail = &w;
-  while (!w.given) pthread_cond_wait(&w.cv, &p->mu);
+  while (!w.given) {
+    if (!deadline) {
+      pthread_cond_wait(&w.cv, &p->mu);
+      continue;
+    }
+    struct timespec until = {.tv_sec = deadline / 1000, .tv_nsec = (deadline % 1000) * 1000000L};
+    if (pthread_cond_timedwait(&w.cv, &p->mu, &until) == ETIMEDOUT && !w.given) { /* leave the queue */
+      waiter **q = &p->head, *prev = NULL;
+      while (*q != &w) prev = *q, q = &(*q)->next;
+      *q = w.next;
+      if (p->tail == &w) p->tail = prev;
+      break;
+    }
+  }
   pthread_mutex_unlock(&p->mu);
   pthread_cond_destroy(&w.cv);
+  if (!w.given) held--;
   return w.given;
 }
+
+db_conn *db_acquire(void) { return acquire_until(0); }
 
 void db_release(db_conn *c) {
   if (!c) return;
@@ -135,11 +176,63 @@ void db_release(db_conn *c) {
   pthread_mutex_unlock(&p->mu);
 }
 
+/* ---- the breaker ---- */
+
+/* Whether a statement may go to the engine now; *trial when it is the one testing the server. */
+static bool breaker_admit(bool *trial) {
+  *trial = false;
+  pthread_mutex_lock(&breaker.mu);
+  bool go = !breaker.open;
+  if (!go && !breaker.trying && clock_mono_ms() >= breaker.retry_at) go = breaker.trying = *trial = true;
+  pthread_mutex_unlock(&breaker.mu);
+  return go;
+}
+
+/* After a statement: DB_DOWN opens (or keeps open) the breaker; any other outcome of a trial
+ * proves the server answers and closes it. */
+static void breaker_after(bool trial, db_rc rc) {
+  if (!trial && rc != DB_DOWN) return;
+  pthread_mutex_lock(&breaker.mu);
+  if (trial) breaker.trying = false;
+  if (rc == DB_DOWN) {
+    if (!breaker.open) log_msg(LOG_ERROR, "database unreachable: failing fast, trying again every second");
+    breaker.open = true;
+    breaker.retry_at = clock_mono_ms() + BREAKER_OPEN_MS;
+  } else if (breaker.open) {
+    breaker.open = false;
+    log_msg(LOG_WARN, "database reachable again");
+  }
+  pthread_mutex_unlock(&breaker.mu);
+}
+
+bool db_breaker_open(void) {
+  pthread_mutex_lock(&breaker.mu);
+  bool open = breaker.open;
+  pthread_mutex_unlock(&breaker.mu);
+  return open;
+}
+
+bool db_unavailable_seen(void) { return unavailable_seen; }
+void db_unavailable_clear(void) { unavailable_seen = false; }
+
+/* One statement through the breaker. */
+static db_rc guarded(db_conn *c, const char *sql, const db_val *params, int n, db_res **out) {
+  bool trial;
+  db_rc rc = DB_DOWN;
+  if (breaker_admit(&trial)) {
+    rc = ops->exec(c->handle, sql, params, n, out);
+    breaker_after(trial, rc);
+  }
+  if (rc == DB_DOWN) rc = DB_UNAVAILABLE;
+  if (rc == DB_UNAVAILABLE) unavailable_seen = true;
+  return rc;
+}
+
 static void res_release(void *p) { db_res_free(p); }
 
 db_rc db_exec(db_conn *c, arena *a, db_res **out, const char *sql, const db_val *params, int n) {
   db_res *r = NULL;
-  db_rc rc = ops->exec(c->handle, sql, params, n, out ? &r : NULL);
+  db_rc rc = guarded(c, sql, params, n, out ? &r : NULL);
   if (out) {
     *out = r;
     if (r) arena_defer(a, res_release, r);
@@ -147,7 +240,10 @@ db_rc db_exec(db_conn *c, arena *a, db_res **out, const char *sql, const db_val 
   return rc;
 }
 
-db_rc db_script(db_conn *c, const char *sql) { return ops->script(c->handle, sql); }
+db_rc db_script(db_conn *c, const char *sql) {
+  db_rc rc = ops->script(c->handle, sql);
+  return rc == DB_DOWN ? DB_UNAVAILABLE : rc;
+}
 
 db_rc db_query(arena *a, db_res **out, const char *sql, const db_val *params, int n) {
   db_conn *c = db_acquire();
@@ -157,13 +253,13 @@ db_rc db_query(arena *a, db_res **out, const char *sql, const db_val *params, in
 }
 
 db_rc db_begin(db_conn *c) {
-  db_rc rc = ops->exec(c->handle, ops->begin_sql, NULL, 0, NULL);
+  db_rc rc = guarded(c, ops->begin_sql, NULL, 0, NULL);
   if (rc == DB_OK) c->in_tx = true;
   return rc;
 }
 
 db_rc db_commit(db_conn *c) {
-  db_rc rc = ops->exec(c->handle, "COMMIT", NULL, 0, NULL);
+  db_rc rc = guarded(c, "COMMIT", NULL, 0, NULL);
   if (rc != DB_OK) {
     db_rollback(c);
     return rc;
@@ -175,6 +271,32 @@ db_rc db_commit(db_conn *c) {
 void db_rollback(db_conn *c) {
   ops->exec(c->handle, "ROLLBACK", NULL, 0, NULL);
   c->in_tx = false;
+}
+
+bool db_ready(int timeout_ms, char reason[128]) {
+  if (db_breaker_open()) return snprintf(reason, 128, "database unreachable"), false;
+  int64_t deadline = clock_mono_ms() + timeout_ms;
+  bool seen = unavailable_seen; /* readiness answers for itself */
+  db_conn *c = acquire_until(deadline);
+  if (!c) return snprintf(reason, 128, "no database connection free within %d ms", timeout_ms), false;
+  arena a;
+  arena_init(&a);
+  db_deadline_ms = deadline;
+  db_res *r;
+  db_rc rc = db_exec(c, &a, &r, "SELECT 1", DB_NOARGS);
+  int pending = rc == DB_OK ? db_migrations_pending(c, &a) : 0;
+  db_deadline_ms = 0;
+  unavailable_seen = seen;
+  bool late = clock_mono_ms() > deadline;
+  db_release(c);
+  arena_fini(&a);
+  if (rc != DB_OK || pending < 0)
+    snprintf(reason, 128, late ? "database did not answer within %d ms" : "database unavailable", timeout_ms);
+  else if (late)
+    snprintf(reason, 128, "database did not answer within %d ms", timeout_ms);
+  else if (pending > 0)
+    snprintf(reason, 128, "%d database migration%s not applied", pending, pending == 1 ? "" : "s");
+  return rc == DB_OK && pending == 0 && !late;
 }
 
 const char *db_text(const db_res *r, int row, int col) {

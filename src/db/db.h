@@ -7,7 +7,17 @@
  * Connections come from process-wide pools (db_acquire/db_release; db_use_pool picks a
  * thread's pool): hold one only for the duration of the statements that need it, never across
  * slow work such as password hashing, and never two at once. A connection is used by one
- * thread at a time; the pools are thread-safe. */
+ * thread at a time; the pools are thread-safe.
+ *
+ * Outages. A database that cannot be reached, is locked past its timeout, read-only or out of
+ * space makes a statement return DB_UNAVAILABLE (the server answers such a request 503,
+ * whatever the handler made of it: db_unavailable_seen). Connections are made and statements
+ * waited for with deadlines, so nothing hangs on a server that stopped answering: a statement
+ * without an answer for a second makes one thread check whether the server still accepts
+ * connections, and gives up when it does not. When the server is found unreachable, a breaker
+ * opens: for the next second every statement fails at once instead of each worker waiting on a
+ * reconnect, then one statement tries again (the others still fail at once) and its success
+ * closes the breaker. */
 #ifndef DB_DB_H
 #define DB_DB_H
 #include "core/arena.h"
@@ -19,6 +29,7 @@ typedef enum {
   DB_OK = 0,
   DB_ERROR,      /* any other failure; logged by the engine */
   DB_CONSTRAINT, /* a unique, foreign-key or check constraint refused the change */
+  DB_UNAVAILABLE, /* unreachable, locked past its timeout, read-only or full: try again later */
 } db_rc;
 
 typedef enum { DB_SQLITE, DB_POSTGRES } db_engine;
@@ -61,7 +72,8 @@ typedef struct db_res {
 
 /* Which pool a thread's connections come from (db_use_pool). DB_POOL_EVENT exists on SQLite
  * only: one connection per HTTP event thread (HTTP_THREADS), for the reads those threads run
- * themselves (db_reads_inline). */
+ * themselves (db_reads_inline); they never wait for a lock: a read that finds the file locked
+ * (by another process) returns DB_UNAVAILABLE at once. */
 typedef enum { DB_POOL_REQUESTS, DB_POOL_SLOW, DB_POOL_EVENT, DB_POOL_COUNT } db_pool_kind;
 
 /* Opens the pools for url ("sqlite:PATH", "postgres://...") with pool_size connections for
@@ -75,7 +87,9 @@ void db_use_pool(db_pool_kind kind);
 void db_close(void);
 db_engine db_engine_get(void);
 /* True when a read never waits (SQLite in WAL mode: no locks, no network), so a thread that
- * must not block, such as an HTTP event thread, may run one on its own connection. */
+ * must not block, such as an HTTP event thread, may run one on its own connection. Such a read
+ * may still find the file locked by another process (DB_UNAVAILABLE, see DB_POOL_EVENT): the
+ * caller then runs it where waiting is allowed. */
 bool db_reads_inline(void);
 
 /* Borrows a connection, waiting for one when all are in use. Never NULL. */
@@ -98,10 +112,23 @@ db_rc db_begin(db_conn *c);
 db_rc db_commit(db_conn *c);
 void db_rollback(db_conn *c);
 
-/* The service error for a storage result: constraint violations are conflicts (409). */
+/* The service error for a storage result: constraint violations are conflicts (409), an
+ * unavailable database 503. */
 static inline err_t db_to_err(db_rc rc) {
-  return rc == DB_OK ? ERR_OK : rc == DB_CONSTRAINT ? ERR_CONFLICT : ERR_INTERNAL;
+  return rc == DB_OK ? ERR_OK : rc == DB_CONSTRAINT ? ERR_CONFLICT : rc == DB_UNAVAILABLE ? ERR_UNAVAILABLE : ERR_INTERNAL;
 }
+
+/* Whether a statement on the calling thread returned DB_UNAVAILABLE since the thread last
+ * called db_unavailable_clear() (the server clears it before each request). */
+bool db_unavailable_seen(void);
+void db_unavailable_clear(void);
+/* True while the breaker is open (the server was found unreachable within the last second). */
+bool db_breaker_open(void);
+/* Readiness: true when a connection answers `SELECT 1` and every embedded migration is applied,
+ * all within timeout_ms; otherwise false with a reason for operators that names no host,
+ * user or password. Borrows a connection of the calling thread's pool, waiting for one at most
+ * timeout_ms. */
+bool db_ready(int timeout_ms, char reason[128]);
 
 /* Cell accessors: row and column are zero-based; name lookups return -1 when absent. */
 const char *db_text(const db_res *r, int row, int col);

@@ -3,13 +3,27 @@
 #define DB_ENGINE_H
 #include "db/db.h"
 
+/* An engine's exec returns this when the server cannot be reached (connect refused or timed
+ * out, connection lost and not recovered, no answer while the server accepts no connection):
+ * db.c opens the breaker and callers see DB_UNAVAILABLE. */
+#define DB_DOWN ((db_rc)100)
+
+/* A deadline (clock_mono_ms) for the calling thread's statements, 0 for none: past it the
+ * engine gives up on the statement (and, on PostgreSQL, on the connection) with DB_DOWN. */
+extern _Thread_local int64_t db_deadline_ms;
+
 typedef struct engine_ops {
   /* Opens one connection; NULL with a message in err. */
   void *(*connect)(const char *url, char err[256]);
   void (*disconnect)(void *h);
-  /* Runs one statement; *out (when out != NULL) is a heap result for db_res_free(). */
+  /* Runs one statement; *out (when out != NULL) is a heap result for db_res_free(). Returns
+   * DB_UNAVAILABLE for a refusal that says nothing about reaching the server (locked, read-only,
+   * full), DB_DOWN when the server cannot be reached. */
   db_rc (*exec)(void *h, const char *sql, const db_val *params, int n, db_res **out);
   db_rc (*script)(void *h, const char *sql);
+  /* Optional: makes h give up at once on a locked database instead of waiting for it (the
+   * connections of the HTTP event threads, which must not block). */
+  void (*no_wait)(void *h);
   const char *begin_sql;
 } engine_ops;
 

@@ -44,6 +44,15 @@ static bool apply_pending(db_conn *c, arena *a) {
   return true;
 }
 
+int db_migrations_pending(db_conn *c, arena *a) {
+  db_res *r;
+  if (db_exec(c, a, &r, "SELECT version FROM schema_migrations", DB_NOARGS) != DB_OK) return -1;
+  int pending = 0;
+  for (int i = 0; i < EMBEDDED_MIGRATION_COUNT; i++)
+    pending += !strcmp(EMBEDDED_MIGRATIONS[i].engine, engine_name()) && !applied(r, EMBEDDED_MIGRATIONS[i].version);
+  return pending;
+}
+
 bool db_migrate(void) {
   arena a;
   arena_init(&a);

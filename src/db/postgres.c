@@ -1,13 +1,26 @@
 /* PostgreSQL engine over libpq. Statements are prepared once per connection (named s<N>),
  * keyed by SQL text plus parameter types: integer parameters are declared int8 and reals
  * float8 so expressions such as `$2 - $3` resolve; text is left for the server to infer.
- * When the server restarts, the next statement finds the connection broken, resets it,
- * forgets its prepared statements and, outside a transaction, runs once more. */
+ *
+ * Nothing here waits without a deadline. Connections are made with libpq's non-blocking
+ * calls under our own deadline (libpq's connect_timeout is whole seconds, at least two, and
+ * only for its blocking calls), with TCP keepalives so the kernel notices a dead peer.
+ * Statements are sent without blocking and their answer is awaited with poll(): when no byte
+ * has come back for STALL_MS, the waiting thread asks whether the server still accepts a new
+ * connection (one probe per second for the whole process, shared by every waiting thread); a
+ * server that does answers is only slow (a lock wait, a long query) and the wait goes on; one
+ * that does not is unreachable, and the connection is given up (DB_DOWN). When the server
+ * restarts, the next statement finds the connection broken, reconnects, forgets its prepared
+ * statements and, outside a transaction, runs once more. */
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "db/engine.h"
 #include "db/stmt_cache.h"
+#include <errno.h>
 #include <libpq-fe.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,54 +28,166 @@
 #define INT8OID 20
 #define FLOAT8OID 701
 #define MAX_PARAMS 64
+#define CONNECT_MS 1500 /* a reconnect (start-up allows START_CONNECT_MS) */
+#define START_CONNECT_MS 10000
+#define STALL_MS 600 /* no answer for this long: is the server still there? */
+#define PROBE_MS 900
 
 typedef struct pg_conn {
-  PGconn *pg;
+  PGconn *pg; /* NULL once given up: the next statement reconnects */
   stmt_cache cache;
+  char *url;
 } pg_conn;
 
 static void pq_clear(void *r) { PQclear(r); }
 
 static void notice_quiet(void *arg, const char *message) { (void)arg, (void)message; }
 
-static void *pg_connect(const char *url, char err[256]) {
-  PGconn *pg = PQconnectdb(url);
-  if (PQstatus(pg) != CONNECTION_OK) {
-    snprintf(err, 256, "postgres connect: %s", PQerrorMessage(pg));
+/* Connects within timeout_ms; NULL with a message in err (which never holds the URL). */
+static PGconn *connect_within(const char *url, int timeout_ms, char err[256]) {
+  /* our defaults first: what the URL says overrides them */
+  static const char *const keys[] = {"keepalives",
+                                     "keepalives_idle",
+                                     "keepalives_interval",
+                                     "keepalives_count",
+                                     "tcp_user_timeout",
+                                     "application_name",
+                                     "dbname",
+                                     NULL};
+  const char *values[] = {"1", "10", "3", "3", "10000", "marketplace", url, NULL};
+  PGconn *pg = PQconnectStartParams(keys, values, 1);
+  int64_t deadline = clock_mono_ms() + timeout_ms;
+  PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+  while (pg && PQstatus(pg) != CONNECTION_BAD && st != PGRES_POLLING_OK && st != PGRES_POLLING_FAILED) {
+    int64_t left = deadline - clock_mono_ms();
+    struct pollfd p = {.fd = PQsocket(pg), .events = st == PGRES_POLLING_READING ? POLLIN : POLLOUT};
+    int n = left > 0 ? poll(&p, 1, (int)left) : 0;
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      snprintf(err, 256, "postgres connect: no answer within %d ms", timeout_ms);
+      PQfinish(pg);
+      return NULL;
+    }
+    st = PQconnectPoll(pg);
+  }
+  if (!pg || PQstatus(pg) != CONNECTION_OK) {
+    snprintf(err, 256, "postgres connect: %s", pg ? PQerrorMessage(pg) : "out of memory");
+    err[strcspn(err, "\n")] = 0;
     PQfinish(pg);
     return NULL;
   }
   PQsetNoticeProcessor(pg, notice_quiet, NULL);
+  if (PQsetnonblocking(pg, 1) != 0) {
+    snprintf(err, 256, "postgres connect: cannot make the connection non-blocking");
+    PQfinish(pg);
+    return NULL;
+  }
+  return pg;
+}
+
+static void *pg_connect(const char *url, char err[256]) {
+  PGconn *pg = connect_within(url, START_CONNECT_MS, err);
+  if (!pg) return NULL;
   pg_conn *c = xcalloc(1, sizeof *c);
   c->pg = pg;
+  c->url = xstrdup(url);
   return c;
+}
+
+static void give_up(pg_conn *c) {
+  stmt_cache_clear(&c->cache, NULL);
+  PQfinish(c->pg);
+  c->pg = NULL;
 }
 
 static void pg_disconnect(void *h) {
   pg_conn *c = h;
-  stmt_cache_clear(&c->cache, NULL);
-  PQfinish(c->pg);
+  give_up(c);
+  free(c->url);
   free(c);
 }
 
-static db_rc map_result(pg_conn *c, PGresult *r, const char *sql) {
-  const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-  if (state && !strncmp(state, "23", 2)) return DB_CONSTRAINT; /* integrity_constraint_violation */
-  log_msg(LOG_ERROR, "postgres: %s in: %.200s", r ? PQresultErrorMessage(r) : PQerrorMessage(c->pg), sql);
-  return DB_ERROR;
+/* A connection to use: the current one, or a new one when it was lost. False when the server
+ * cannot be reached. */
+static bool usable(pg_conn *c) {
+  if (c->pg && PQstatus(c->pg) == CONNECTION_OK) return true;
+  bool lost = c->pg != NULL;
+  give_up(c);
+  char err[256];
+  c->pg = connect_within(c->url, CONNECT_MS, err);
+  if (lost || !c->pg)
+    log_msg(c->pg ? LOG_WARN : LOG_ERROR, "postgres connection lost; reconnect %s%s%s", c->pg ? "succeeded" : "failed",
+            c->pg ? "" : ": ", c->pg ? "" : err);
+  return c->pg != NULL;
 }
 
-/* Recovers a connection the server dropped; true when it is usable again. */
-static bool recover(pg_conn *c) {
-  if (PQstatus(c->pg) == CONNECTION_OK) return false;
-  stmt_cache_clear(&c->cache, NULL);
-  PQreset(c->pg);
-  bool ok = PQstatus(c->pg) == CONNECTION_OK;
-  log_msg(ok ? LOG_WARN : LOG_ERROR, "postgres connection lost; reconnect %s", ok ? "succeeded" : "failed");
-  return ok;
+/* Whether the server accepts a new connection, asked at most once per PROBE_MS for the whole
+ * process (threads that ask meanwhile wait for the answer in progress and share it). */
+static bool server_answers(const char *url) {
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  static int64_t asked_at = INT64_MIN / 2;
+  static bool answered;
+  pthread_mutex_lock(&mu);
+  if (clock_mono_ms() - asked_at >= PROBE_MS) {
+    char err[256];
+    PGconn *probe = connect_within(url, PROBE_MS, err);
+    answered = probe != NULL;
+    PQfinish(probe);
+    asked_at = clock_mono_ms();
+    if (!answered) log_msg(LOG_ERROR, "postgres does not answer: %s", err);
+  }
+  bool yes = answered;
+  pthread_mutex_unlock(&mu);
+  return yes;
 }
 
-static PGresult *run(pg_conn *c, const char *sql, const db_val *params, int n, const char **values) {
+/* Waits until the connection is not busy. False when it broke, or when the server stopped
+ * answering or the thread's deadline passed (*stalled). */
+static bool await_idle(pg_conn *c, bool *stalled) {
+  int64_t last = clock_mono_ms();
+  for (;;) {
+    int flushing = PQflush(c->pg);
+    if (flushing < 0) return false;
+    if (!flushing) {
+      if (!PQconsumeInput(c->pg)) return false;
+      if (!PQisBusy(c->pg)) return true;
+    }
+    int64_t now = clock_mono_ms(), wait = STALL_MS - (now - last);
+    if (db_deadline_ms && now >= db_deadline_ms) return *stalled = true, false;
+    if (wait <= 0) {
+      if (!server_answers(c->url)) return *stalled = true, false;
+      last = clock_mono_ms();
+      continue;
+    }
+    if (db_deadline_ms && db_deadline_ms - now < wait) wait = db_deadline_ms - now;
+    struct pollfd p = {.fd = PQsocket(c->pg), .events = (short)(POLLIN | (flushing ? POLLOUT : 0))};
+    int n = poll(&p, 1, (int)wait);
+    if (n < 0 && errno != EINTR) return false;
+    if (n > 0) last = clock_mono_ms();
+  }
+}
+
+/* The result of the command just sent (its last result, or its first error); NULL when the
+ * connection broke or stalled. */
+static PGresult *await_result(pg_conn *c, bool *stalled) {
+  PGresult *keep = NULL;
+  for (;;) {
+    if (!await_idle(c, stalled)) {
+      PQclear(keep);
+      return NULL;
+    }
+    PGresult *r = PQgetResult(c->pg);
+    if (!r) return keep;
+    ExecStatusType st = PQresultStatus(r);
+    bool failed = st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK;
+    if (keep && !failed)
+      PQclear(r);
+    else
+      PQclear(keep), keep = r;
+  }
+}
+
+static PGresult *run(pg_conn *c, const char *sql, const db_val *params, int n, const char **values, bool *stalled) {
   char key_types[MAX_PARAMS + 1];
   Oid types[MAX_PARAMS];
   for (int i = 0; i < n; i++) {
@@ -77,8 +202,8 @@ static PGresult *run(pg_conn *c, const char *sql, const db_val *params, int n, c
   char name[32];
   if (!e) {
     snprintf(name, sizeof name, "s%d", c->cache.count);
-    PGresult *p = PQprepare(c->pg, name, sql, n, types);
-    if (PQresultStatus(p) != PGRES_COMMAND_OK) {
+    PGresult *p = PQsendPrepare(c->pg, name, sql, n, types) ? await_result(c, stalled) : NULL;
+    if (!p || PQresultStatus(p) != PGRES_COMMAND_OK) {
       free(key);
       return p;
     }
@@ -87,7 +212,30 @@ static PGresult *run(pg_conn *c, const char *sql, const db_val *params, int n, c
   }
   free(key);
   snprintf(name, sizeof name, "s%d", e->index);
-  return PQexecPrepared(c->pg, name, n, values, NULL, NULL, 0);
+  return PQsendQueryPrepared(c->pg, name, n, values, NULL, NULL, 0) ? await_result(c, stalled) : NULL;
+}
+
+/* SQLSTATE classes that mean "not now" rather than "wrong": connection exceptions (08),
+ * insufficient resources such as a full disk (53), operator intervention and shutdowns
+ * (57P01-57P03), a cancelled statement (57014), a read-only server (25006), I/O errors (58). */
+static bool unavailable_state(const char *s) {
+  return s && (!strncmp(s, "08", 2) || !strncmp(s, "53", 2) || !strncmp(s, "58", 2) || !strncmp(s, "57P0", 4) ||
+               !strcmp(s, "57014") || !strcmp(s, "25006"));
+}
+
+static db_rc map_result(pg_conn *c, PGresult *r, const char *sql) {
+  const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+  if (state && !strncmp(state, "23", 2)) return DB_CONSTRAINT; /* integrity_constraint_violation */
+  bool lost = !c->pg || PQstatus(c->pg) != CONNECTION_OK;
+  char msg[300];
+  snprintf(msg, sizeof msg, "%s", r ? PQresultErrorMessage(r) : c->pg ? PQerrorMessage(c->pg) : "no connection");
+  msg[strcspn(msg, "\n")] = 0;
+  if (lost || unavailable_state(state)) {
+    log_msg(LOG_WARN, "postgres unavailable: %s", msg);
+    return DB_UNAVAILABLE;
+  }
+  log_msg(LOG_ERROR, "postgres: %s in: %.200s", msg, sql);
+  return DB_ERROR;
 }
 
 static db_rc pg_exec(void *h, const char *sql, const db_val *params, int n, db_res **out) {
@@ -103,20 +251,26 @@ static db_rc pg_exec(void *h, const char *sql, const db_val *params, int n, db_r
     default: values[i] = NULL; break;
     }
   }
+  if (!usable(c)) return DB_DOWN;
   /* a broken connection reports PQTRANS_UNKNOWN: that is not a transaction to protect */
   PGTransactionStatusType ts = PQtransactionStatus(c->pg);
-  bool in_tx = ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR || ts == PQTRANS_ACTIVE;
-  PGresult *r = run(c, sql, params, n, values);
-  ExecStatusType st = PQresultStatus(r);
-  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && !in_tx && recover(c)) {
+  bool in_tx = ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR || ts == PQTRANS_ACTIVE, stalled = false;
+  PGresult *r = run(c, sql, params, n, values, &stalled);
+  ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && !stalled && !in_tx && PQstatus(c->pg) != CONNECTION_OK) {
     PQclear(r);
-    r = run(c, sql, params, n, values);
-    st = PQresultStatus(r);
+    if (!usable(c)) return DB_DOWN;
+    r = run(c, sql, params, n, values, &stalled);
+    st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+  }
+  if (stalled) { /* the answer may still come: this connection cannot be used again */
+    PQclear(r);
+    give_up(c);
+    return DB_DOWN;
   }
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
     db_rc rc = map_result(c, r, sql);
     PQclear(r);
-    if (in_tx) recover(c);
     return rc;
   }
   if (out) { /* the cells stay in the PGresult: nothing is copied */
@@ -141,10 +295,13 @@ static db_rc pg_exec(void *h, const char *sql, const db_val *params, int n, db_r
 
 static db_rc pg_script(void *h, const char *sql) {
   pg_conn *c = h;
-  PGresult *r = PQexec(c->pg, sql);
-  if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK && recover(c)) {
-    PQclear(r);
-    r = PQexec(c->pg, sql);
+  if (!usable(c)) return DB_DOWN;
+  bool stalled = false;
+  PGresult *r = PQsendQuery(c->pg, sql) ? await_result(c, &stalled) : NULL;
+  if (!r && !stalled && usable(c)) r = PQsendQuery(c->pg, sql) ? await_result(c, &stalled) : NULL;
+  if (stalled) {
+    give_up(c);
+    return DB_DOWN;
   }
   db_rc rc = DB_OK;
   if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) rc = map_result(c, r, "script");

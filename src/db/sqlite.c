@@ -13,16 +13,31 @@
  * transaction fails rolls back to its savepoint; the others' work stands. Before, SQLite's
  * busy handler polled (1, 2, 5 ... 100 ms sleeps) and writers queued hundreds of milliseconds
  * for a lock long free; then a mutex made them take turns with a commit each. The busy
- * timeout stays, for other processes (the CLI, an operator's sqlite3 shell). */
+ * timeout stays, for other processes (the CLI, an operator's sqlite3 shell).
+ *
+ * Outages. Both waits are bounded by DB_BUSY_TIMEOUT_MS: a caller that does not get its turn
+ * on the writer, or a writer that does not get the file's write lock, in that time gives up
+ * with DB_UNAVAILABLE, as does a write refused because the file is read-only, the disk is
+ * full or the disk failed; nothing of that caller's was written then. When such a failure
+ * ends the group's transaction (SQLite rolls a transaction back on a full disk or an I/O
+ * error, and a failed COMMIT ends it), every member of the group still waiting for its
+ * acknowledgement gets the same DB_UNAVAILABLE, and the statements of the member running
+ * meanwhile fail with it too instead of running outside a transaction. Connections that
+ * answer on the HTTP event threads do not wait for a lock at all (sq_no_wait): a read there
+ * that finds the file locked returns DB_UNAVAILABLE at once and the server hands the
+ * request to a worker, whose connection waits as any other. */
+#include "core/config.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "db/engine.h"
 #include "db/stmt_cache.h"
+#include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct sqlite_conn {
   sqlite3 *db;
@@ -51,6 +66,7 @@ static struct {
   bool open;           /* the group's transaction is open */
   int members;         /* callers in the open group */
   group_member *ended; /* those that ended and wait for its commit */
+  db_rc failed;        /* why the group's transaction ended early (turn holder only) */
 } writer = {.mu = PTHREAD_MUTEX_INITIALIZER, .turn = PTHREAD_COND_INITIALIZER, .committed = PTHREAD_COND_INITIALIZER};
 
 /* All connections' page caches together stay near this size: without a bound each of the
@@ -68,7 +84,7 @@ static sqlite_conn *open_conn(const char *path, char err[256]) {
     free(c);
     return NULL;
   }
-  sqlite3_busy_timeout(c->db, 10000);
+  sqlite3_busy_timeout(c->db, CFG.db_busy_timeout_ms);
   char *msg = NULL;
   if (sqlite3_exec(
           c->db,
@@ -115,7 +131,13 @@ static void sq_disconnect(void *h) {
 }
 
 static db_rc map_error(sqlite_conn *c, int rc, const char *sql) {
-  if ((rc & 0xff) == SQLITE_CONSTRAINT) return DB_CONSTRAINT;
+  int primary = rc & 0xff;
+  if (primary == SQLITE_CONSTRAINT) return DB_CONSTRAINT;
+  if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED || primary == SQLITE_READONLY || primary == SQLITE_FULL ||
+      primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN || primary == SQLITE_PROTOCOL) {
+    log_msg(LOG_WARN, "sqlite unavailable: %s (%d) in: %.120s", sqlite3_errmsg(c->db), rc, sql);
+    return DB_UNAVAILABLE;
+  }
   log_msg(LOG_ERROR, "sqlite: %s (%d) in: %.200s", sqlite3_errmsg(c->db), rc, sql);
   return DB_ERROR;
 }
@@ -199,6 +221,19 @@ out:
 
 static db_rc run_plain(sqlite_conn *c, const char *sql) { return run_on(c, sql, NULL, 0, NULL); }
 
+/* Runs one statement of the turn holder on the writer. A statement after a failure that ended
+ * the group's transaction would run outside it: it fails the same way instead; the failure
+ * that ended it is kept for the group's members. */
+static db_rc group_failure(void) { return writer.failed != DB_OK ? writer.failed : DB_ERROR; }
+
+static db_rc on_writer(const char *sql, const db_val *params, int n, db_res **out) {
+  if (sqlite3_get_autocommit(writer.conn->db)) return group_failure();
+  db_rc rc = run_on(writer.conn, sql, params, n, out);
+  if (rc != DB_OK && sqlite3_get_autocommit(writer.conn->db))
+    writer.failed = rc == DB_UNAVAILABLE ? DB_UNAVAILABLE : DB_ERROR;
+  return rc;
+}
+
 /* Gives the writer to the next caller (under writer.mu). */
 static void pass_turn(void) {
   writer.busy = false;
@@ -208,13 +243,25 @@ static void pass_turn(void) {
 /* Waits for the caller's turn on the writer, opens the group's transaction when none is open,
  * and the caller's savepoint. */
 static db_rc join(void) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += CFG.db_busy_timeout_ms / 1000;
+  until.tv_nsec += (CFG.db_busy_timeout_ms % 1000) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
   pthread_mutex_lock(&writer.mu);
   writer.waiting++;
-  while (writer.busy) pthread_cond_wait(&writer.turn, &writer.mu);
+  while (writer.busy)
+    if (pthread_cond_timedwait(&writer.turn, &writer.mu, &until) == ETIMEDOUT && writer.busy) {
+      writer.waiting--;
+      pthread_mutex_unlock(&writer.mu);
+      log_msg(LOG_WARN, "sqlite unavailable: no write turn within %d ms", CFG.db_busy_timeout_ms);
+      return DB_UNAVAILABLE;
+    }
   writer.waiting--;
   writer.busy = true;
   bool open = writer.open;
   pthread_mutex_unlock(&writer.mu);
+  if (!open) writer.failed = DB_OK;
   db_rc rc = DB_OK;
   if (!writer.conn) { /* the turn is ours: nobody else touches the writer meanwhile */
     char err[256];
@@ -244,13 +291,13 @@ static db_rc join(void) {
 static db_rc leave(bool ok) {
   sqlite_conn *w = writer.conn;
   db_rc rc = DB_OK;
-  if (ok && (rc = run_plain(w, "RELEASE member")) != DB_OK) ok = false;
-  if (!ok) {
+  if (ok && (rc = on_writer("RELEASE member", NULL, 0, NULL)) != DB_OK) ok = false;
+  bool aborted = sqlite3_get_autocommit(w->db); /* an error ended the whole transaction */
+  if (!ok && !aborted) {
     run_plain(w, "ROLLBACK TO member");
     run_plain(w, "RELEASE member");
-    if (rc == DB_OK) rc = DB_ERROR;
   }
-  bool aborted = sqlite3_get_autocommit(w->db); /* an error ended the whole transaction */
+  if (!ok && rc == DB_OK) rc = aborted ? group_failure() : DB_ERROR;
   pthread_mutex_lock(&writer.mu);
   if (aborted) writer.open = false;
   if (writer.open && writer.waiting > 0 && writer.members < GROUP_MAX) {
@@ -267,7 +314,7 @@ static db_rc leave(bool ok) {
   }
   bool commit = writer.open, lost = aborted && writer.ended; /* the ended callers' work went with it */
   pthread_mutex_unlock(&writer.mu);
-  db_rc committed = commit ? run_plain(w, "COMMIT") : lost ? DB_ERROR : DB_OK;
+  db_rc committed = commit ? run_plain(w, "COMMIT") : lost ? group_failure() : DB_OK;
   if (commit && committed != DB_OK && !sqlite3_get_autocommit(w->db)) run_plain(w, "ROLLBACK");
   pthread_mutex_lock(&writer.mu);
   for (group_member *m = writer.ended; m; m = m->next) m->done = true, m->rc = committed;
@@ -291,7 +338,7 @@ static db_rc sq_exec(void *h, const char *sql, const db_val *params, int n, db_r
   if (c->member) {
     if (!strcmp(sql, "COMMIT")) return c->member = false, leave(true);
     if (!strcmp(sql, "ROLLBACK")) return c->member = false, leave(false), DB_OK;
-    return run_on(writer.conn, sql, params, n, out);
+    return on_writer(sql, params, n, out);
   }
   if (!strcmp(sql, "COMMIT") || !strcmp(sql, "ROLLBACK")) return DB_OK; /* ended already (a failed COMMIT) */
   /* outside a transaction: a read runs here, a write as a transaction of its own */
@@ -301,7 +348,7 @@ static db_rc sq_exec(void *h, const char *sql, const db_val *params, int n, db_r
   if (sqlite3_stmt_readonly(st)) return run_on(c, sql, params, n, out);
   db_rc result = join();
   if (result != DB_OK) return result;
-  result = run_on(writer.conn, sql, params, n, out);
+  result = on_writer(sql, params, n, out);
   db_rc done = leave(result == DB_OK);
   return result != DB_OK ? result : done;
 }
@@ -327,10 +374,13 @@ static db_rc sq_script(void *h, const char *sql) {
   return rc != DB_OK ? rc : done;
 }
 
+static void sq_no_wait(void *h) { sqlite3_busy_timeout(((sqlite_conn *)h)->db, 0); }
+
 const engine_ops sqlite_engine_ops = {
     .connect = sq_connect,
     .disconnect = sq_disconnect,
     .exec = sq_exec,
     .script = sq_script,
+    .no_wait = sq_no_wait,
     .begin_sql = "BEGIN IMMEDIATE",
 };

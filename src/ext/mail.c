@@ -1,9 +1,17 @@
 /* Delivery of queued email. The message is built once (headers, CRLF line endings) and
  * either uploaded to the SMTP server by libcurl or written to a file atomically (a
- * temporary name, then rename) so a reader never sees half a message. */
+ * temporary name, then a hard link to the final name) so a reader never sees half a message.
+ *
+ * A message is identified by its queue row: Message-ID <row-id@marketplace>, file name
+ * <queued-at-ms>-<row-id>.eml. A run of the row that finds its file already there (the
+ * process died after writing it, before the row was recorded done) delivers nothing: the
+ * link fails with EEXIST. Over SMTP the server's acceptance is final once the row is recorded
+ * done right after; the one window left, a crash between the two, resends the message with
+ * the same Message-ID, by which receiving servers and mail clients drop the copy. */
 #include "ext/mail.h"
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/faults.h"
 #include "core/ids.h"
 #include "core/util.h"
 #include "ext/queue.h"
@@ -13,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 db_rc mail_enqueue(db_conn *c, const char *to, const char *subject, const char *body) {
   json_t *p = json_pack("{s:s,s:s,s:s}", "to", to, "subject", subject, "body", body);
@@ -88,17 +97,20 @@ static bool send_smtp(const char *to, const char *msg, char err[256]) {
   return rc == CURLE_OK;
 }
 
-static bool write_eml(const char *msgid, const char *msg, char err[256]) {
+static bool write_eml(const char *msgid, int64_t queued_at, const char *msg, char err[256]) {
   char dir[4096], tmp[4200], path[4200];
   snprintf(dir, sizeof dir, "%s/mail", CFG.data_dir);
   if (!mkdir_p(dir)) return snprintf(err, 256, "cannot create %s", dir), false;
-  snprintf(path, sizeof path, "%s/%lld-%s.eml", dir, (long long)clock_now_ms(), msgid);
+  snprintf(path, sizeof path, "%s/%lld-%s.eml", dir, (long long)queued_at, msgid);
   snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, msgid);
-  FILE *f = fopen(tmp, "wb");
+  unlink(tmp); /* left by a run that died after the link: it is the delivered message itself */
+  FILE *f = fopen(tmp, "wbx");
   bool ok = f && fputs(msg, f) >= 0;
   if (f && fclose(f) != 0) ok = false;
-  if (ok && rename(tmp, path) != 0) ok = false;
-  if (!ok) snprintf(err, 256, "cannot write %s: %s", path, ERRNO_TEXT()), remove(tmp);
+  if (ok && link(tmp, path) != 0 && errno != EEXIST) ok = false; /* EEXIST: delivered by an earlier run */
+  if (ok) fault_point("email-written");
+  if (!ok) snprintf(err, 256, "cannot write %s: %s", path, ERRNO_TEXT());
+  unlink(tmp);
   return ok;
 }
 
@@ -107,10 +119,12 @@ static bool deliver(json_t *p, char err[256]) {
   const char *subject = json_string_value(json_object_get(p, "subject"));
   const char *body = json_string_value(json_object_get(p, "body"));
   if (!to || !subject || !body) return snprintf(err, 256, "email payload incomplete"), false;
+  const queue_item *job = queue_current();
   char msgid[ID_LEN + 1];
-  id_new(msgid);
+  if (job) snprintf(msgid, sizeof msgid, "%s", job->id);
+  else id_new(msgid);
   char *msg = build_message(to, subject, body, msgid);
-  bool ok = CFG.smtp_url ? send_smtp(to, msg, err) : write_eml(msgid, msg, err);
+  bool ok = CFG.smtp_url ? send_smtp(to, msg, err) : write_eml(msgid, job ? job->created_at : clock_now_ms(), msg, err);
   free(msg);
   return ok;
 }

@@ -37,6 +37,12 @@
  * photographed in portrait arrives sideways. A readable document costs one pass; an
  * unreadable one up to four.
  *
+ * Time is bounded per image or page: all its passes share OCR_PAGE_BUDGET_MS, handed to
+ * Tesseract as a deadline (its monitor), and no further turn is tried once it is spent. A
+ * readable card takes well under a second; an image of noise, which Tesseract would otherwise
+ * chew on for tens of seconds (every speck a candidate glyph, four times over), now costs the
+ * budget and reads as unreadable (no text, confidence 0).
+ *
  * A file that cannot be decoded is the document's fault, not the engine's: the result is
  * success with no text and confidence 0, which the rules read as "unreadable". */
 #include "ext/ocr.h"
@@ -54,6 +60,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <tesseract/capi.h>
+#include <time.h>
 
 enum {
   OCR_MAX_IMAGE_PIXELS = 64 * 1000 * 1000, /* refused before decoding */
@@ -67,6 +74,8 @@ enum {
 };
 /* Below this confidence the image is tried turned (the licence rules' unreadable threshold). */
 #define OCR_ROTATE_BELOW 0.6
+/* All the passes over one image or PDF page together (see the design note). */
+#define OCR_PAGE_BUDGET_MS OCR_PAGE_MS
 /* Smaller images hold no readable document, and Tesseract refuses some of them outright,
  * which would pass for "recognition unavailable" */
 #define OCR_MIN_SIDE 32
@@ -150,16 +159,42 @@ static bool file_openable(const char *path, char err[256]) {
   return true;
 }
 
-/* Recognises pix on this thread's instance: a new heap copy of the text in *text and the
- * confidence in *conf. False (err set) when the engine fails. */
-static bool tess_run(PIX *pix, char **text, double *conf, char err[256]) {
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Recognises pix on this thread's instance before deadline (mono_ms): a new heap copy of the
+ * text in *text and the confidence in *conf; past the deadline, no text and confidence 0.
+ * False (err set) when the engine fails. */
+static bool tess_run(PIX *pix, int64_t deadline, char **text, double *conf, char err[256]) {
   bool ok = false;
   char *t = NULL;
+  int64_t left = deadline - mono_ms();
+  if (left <= 0) {
+    *conf = 0, *text = strdup("");
+    return *text || (snprintf(err, 256, "out of memory"), false);
+  }
   TessBaseAPI *api = tess_get(err);
   if (!api) goto out;
   TessBaseAPISetImage2(api, pix);
   if (pixGetXRes(pix) <= 0) TessBaseAPISetSourceResolution(api, OCR_DEFAULT_DPI);
-  if (TessBaseAPIRecognize(api, NULL) != 0) {
+  ETEXT_DESC *monitor = TessMonitorCreate();
+  if (!monitor) {
+    snprintf(err, 256, "out of memory");
+    goto out;
+  }
+  TessMonitorSetDeadlineMSecs(monitor, (int)left);
+  int rc = TessBaseAPIRecognize(api, monitor);
+  TessMonitorDelete(monitor);
+  if (rc != 0 && mono_ms() >= deadline) { /* out of time: what it read is not to be trusted */
+    *conf = 0, *text = strdup("");
+    ok = *text != NULL;
+    if (!ok) snprintf(err, 256, "out of memory");
+    goto out;
+  }
+  if (rc != 0) {
     snprintf(err, 256, "tesseract: recognition failed");
     goto out;
   }
@@ -187,12 +222,13 @@ out:
  * down, stopping at the first good reading and otherwise keeping the best. */
 static bool tess_oriented(PIX *pix, char **text, double *conf, char err[256]) {
   static const int quads[] = {1, 3, 2};
-  if (!tess_run(pix, text, conf, err)) return false;
-  for (size_t i = 0; i < sizeof quads / sizeof quads[0] && *conf < OCR_ROTATE_BELOW; i++) {
+  int64_t deadline = mono_ms() + OCR_PAGE_BUDGET_MS;
+  if (!tess_run(pix, deadline, text, conf, err)) return false;
+  for (size_t i = 0; i < sizeof quads / sizeof quads[0] && *conf < OCR_ROTATE_BELOW && mono_ms() < deadline; i++) {
     PIX *turned = pixRotateOrth(pix, quads[i]);
     char *t = NULL;
     double c = 0;
-    bool ok = turned && tess_run(turned, &t, &c, err);
+    bool ok = turned && tess_run(turned, deadline, &t, &c, err);
     pixDestroy(&turned);
     if (!ok) break;
     if (c > *conf) {
@@ -233,7 +269,7 @@ fail:
   return false;
 }
 
-bool ocr_image(const char *path, ocr_text *out, char err[256]) {
+bool ocr_image_here(const char *path, ocr_text *out, char err[256]) {
   bool ok = false;
   PIX *pix = NULL;
   int format = 0, w = 0, h = 0, bps = 0, spp = 0, cmap = 0;
@@ -382,7 +418,7 @@ static bool page_text(PopplerPage *page, char **text, bool *heap, double *conf, 
   return ok;
 }
 
-bool ocr_pdf(const char *path, ocr_text *out, char err[256]) {
+bool ocr_pdf_here(const char *path, ocr_text *out, char err[256]) {
   bool ok = false;
   GError *gerr = NULL;
   PopplerDocument *doc = NULL;

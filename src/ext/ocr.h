@@ -6,10 +6,19 @@
  * Threads: every function may be called from any thread at the same time. Each thread keeps
  * its own Tesseract instance (created on first use, ~0.3 s and ~30 MB), so the callers should
  * be a few long-lived worker threads; the instance is released when its thread exits, or
- * earlier with ocr_thread_release(). */
+ * earlier with ocr_thread_release().
+ *
+ * Time is bounded. Each image or PDF page has OCR_PAGE_MS for all its passes (Tesseract's
+ * deadline). Tesseract's layout analysis does not look at that deadline, and on an image of
+ * noise it runs for a minute, so with ocr_use_helper() the work runs in helper processes
+ * (one per calling thread, kept between documents) that are killed when a document overruns
+ * its bound (per image or page, RECOGNITION_TIMEOUT_MS: 5 s by default): the document then
+ * reads as unreadable, and a crash of the engine costs only its helper. */
 #ifndef EXT_OCR_H
 #define EXT_OCR_H
 #include <stdbool.h>
+
+#define OCR_PAGE_MS 3000
 
 typedef struct ocr_text {
   char *text;        /* UTF-8, heap (free with ocr_text_free); "" when nothing was read */
@@ -33,6 +42,20 @@ bool ocr_image(const char *path, ocr_text *out, char err[256]);
  * with text "" and confidence 0, the reason in err; false means recognition is unavailable,
  * as for ocr_image. */
 bool ocr_pdf(const char *path, ocr_text *out, char err[256]);
+
+/* ocr_image and ocr_pdf in the calling thread whatever ocr_use_helper said (what a helper
+ * runs; tests). */
+bool ocr_image_here(const char *path, ocr_text *out, char err[256]);
+bool ocr_pdf_here(const char *path, ocr_text *out, char err[256]);
+
+/* From now on ocr_image and ocr_pdf run in helper processes started as `exe ocr-helper`
+ * (exe: this program, e.g. "/proc/self/exe"), killed past page_limit_ms per image or PDF page.
+ * Call once at start-up, before any recognition. */
+void ocr_use_helper(const char *exe, int page_limit_ms);
+/* The helper's loop (the `ocr-helper` command): a request per line on standard input, "I
+ * <path>" or "P <path>"; per request an answer on standard output, "<ok> <confidence>
+ * <length>\n" then length bytes (the text, or the error). Returns at end of input. */
+int ocr_helper_main(void);
 
 /* Frees the text and empties *t; safe on an empty or already freed value. */
 void ocr_text_free(ocr_text *t);

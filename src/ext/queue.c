@@ -1,6 +1,13 @@
 /* Queue workers. Each loop: look for ready work with a read (cheap, takes no write lock on
  * SQLite), claim one row with a conditional update that returns it, run its handler with
- * no database connection held, then record done, retry-at or failed. */
+ * no database connection held, then record done, retry-at or failed.
+ *
+ * Two lanes of workers: general ones take every kind but the heavy ones, heavy ones (nice 10)
+ * only the heavy kinds; each lane's claim names its kinds. A lease keeper renews the lease of
+ * every row this process is running every LEASE_MS / 4, so long work keeps its claim and work
+ * of a process that died is free again LEASE_MS after its last renewal. Leases, renewals and
+ * outcomes name the attempt they belong to, so a process whose lease lapsed (a long database
+ * outage) never overwrites the state of a row that another worker claimed since. */
 #include "ext/queue.h"
 #include "core/clock.h"
 #include "core/ids.h"
@@ -9,18 +16,24 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
-#define LEASE_MS (2 * 60 * 1000)
+#define LEASE_MS (20 * 1000)
 #define POLL_MS 250
 #define MAX_BACKOFF_MS (60 * 60 * 1000)
+#define MAX_KINDS 32
+#define HEAVY_NICE 10
 
 typedef struct {
   const char *kind;
   queue_handler fn;
+  bool heavy;
 } registration;
 
-static registration handlers[32];
+static registration handlers[MAX_KINDS];
 static int nhandlers;
 
 typedef struct {
@@ -32,13 +45,32 @@ typedef struct {
 static periodic periodics[16];
 static int nperiodics;
 static pthread_mutex_t periodic_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_t *threads;
-static int nthreads;
-static bool stopping;
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 
-/* queue_defer's work, written by the next worker that wakes (under mu). */
+enum { LANE_GENERAL, LANE_HEAVY, LANE_COUNT };
+/* Each lane's SQL: the ready check and the claim, restricted to the lane's kinds ($4...). */
+static struct {
+  char *ready_sql, *claim_sql;
+  const char *kinds[MAX_KINDS];
+  int nkinds;
+} lanes[LANE_COUNT];
+
+/* A worker and the row it runs (id empty when idle), for the lease keeper. */
+typedef struct worker {
+  pthread_t thread;
+  int lane;
+  char id[ID_LEN + 1];
+  int64_t attempt;
+} worker;
+
+static worker *workers;
+static int nworkers;
+static pthread_t keeper;
+static bool stopping;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* stopping, worker slots */
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static _Thread_local const queue_item *current;
+
+/* queue_defer's work, written by the next general worker that wakes (under mu). */
 #define DEFERRED_MAX 256
 static struct {
   const char *kind;
@@ -46,10 +78,15 @@ static struct {
 } deferred[DEFERRED_MAX];
 static int ndeferred;
 
-void queue_register(const char *kind, queue_handler fn) {
-  if (nhandlers == (int)ARRAY_LEN(handlers)) die("too many queue handlers");
-  handlers[nhandlers++] = (registration){kind, fn};
+static void add_handler(const char *kind, queue_handler fn, bool heavy) {
+  if (nhandlers == MAX_KINDS) die("too many queue handlers");
+  handlers[nhandlers++] = (registration){kind, fn, heavy};
 }
+
+void queue_register(const char *kind, queue_handler fn) { add_handler(kind, fn, false); }
+void queue_register_heavy(const char *kind, queue_handler fn) { add_handler(kind, fn, true); }
+
+const queue_item *queue_current(void) { return current; }
 
 static queue_handler handler_for(const char *kind) {
   for (int i = 0; i < nhandlers; i++)
@@ -57,17 +94,21 @@ static queue_handler handler_for(const char *kind) {
   return NULL;
 }
 
-db_rc queue_enqueue(db_conn *c, const char *kind, json_t *payload) {
+db_rc queue_enqueue_at(db_conn *c, const char *kind, json_t *payload, int64_t run_at) {
   char id[ID_LEN + 1];
   id_new(id);
   char *text = json_dumps(payload, JSON_COMPACT);
   int64_t now = clock_now_ms();
   db_rc rc = db_exec(c, NULL, NULL,
                      "INSERT INTO job_queue (id, kind, payload, run_at, created_at, updated_at) "
-                     "VALUES ($1, $2, $3, $4, $4, $4)",
-                     DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now)));
+                     "VALUES ($1, $2, $3, $5, $4, $4)",
+                     DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now), DB_INT(run_at)));
   free(text);
   return rc;
+}
+
+db_rc queue_enqueue(db_conn *c, const char *kind, json_t *payload) {
+  return queue_enqueue_at(c, kind, payload, clock_now_ms());
 }
 
 db_rc queue_enqueue_once(db_conn *c, const char *kind, const char *dedupe_key, json_t *payload, bool *added) {
@@ -166,16 +207,43 @@ void queue_kick(void) {
   pthread_mutex_unlock(&mu);
 }
 
-/* Ready: pending and due, or running with its lease expired (its worker died). */
-#define READY_WHERE(now) "(status = 'pending' AND run_at <= " now ") OR (status = 'running' AND locked_until < " now ")"
-#define CLAIM_SQL(lock)                                                                                                \
-  "UPDATE job_queue SET status = 'running', attempts = attempts + 1, locked_until = $1, updated_at = $2 "              \
-  "WHERE id = (SELECT id FROM job_queue WHERE " READY_WHERE(                                                           \
-      "$2") " ORDER BY run_at LIMIT 1" lock ") "                                                                       \
-            "RETURNING id, kind, payload, attempts, max_attempts"
+/* Ready: pending and due by the service clock ($2), or running with its lease (real clock, $3)
+ * run out: its worker died. */
+#define READY_WHERE(now, real)                                                                                         \
+  "((status = 'pending' AND run_at <= " now ") OR (status = 'running' AND locked_until < " real "))"
 
-static const char *claim_sql(void) {
-  return db_engine_get() == DB_POSTGRES ? CLAIM_SQL(" FOR UPDATE SKIP LOCKED") : CLAIM_SQL("");
+/* Builds a lane's SQL: its kinds as $4..., or every kind but the heavy ones. */
+static void lane_sql(int lane) {
+  char filter[1024] = "";
+  int n = 0;
+  for (int i = 0; i < nhandlers; i++) {
+    if (!handlers[i].heavy) continue;
+    lanes[lane].kinds[lanes[lane].nkinds++] = handlers[i].kind;
+    n += snprintf(filter + n, sizeof filter - (size_t)n, "%s$%d", n ? ", " : "", 3 + lanes[lane].nkinds);
+  }
+  char where[1200];
+  if (!lanes[lane].nkinds)
+    snprintf(where, sizeof where, "%s",
+             lane == LANE_HEAVY ? READY_WHERE("$2", "$3") " AND 1 = 0" : READY_WHERE("$2", "$3"));
+  else
+    snprintf(where, sizeof where, READY_WHERE("$2", "$3") " AND kind %s (%s)", lane == LANE_HEAVY ? "IN" : "NOT IN",
+             filter);
+  const char *lock = db_engine_get() == DB_POSTGRES ? " FOR UPDATE SKIP LOCKED" : "";
+  lanes[lane].ready_sql = xmalloc(strlen(where) + 64);
+  sprintf(lanes[lane].ready_sql, "SELECT 1 FROM job_queue WHERE %s LIMIT 1", where);
+  lanes[lane].claim_sql = xmalloc(strlen(where) + 512);
+  sprintf(lanes[lane].claim_sql,
+          "UPDATE job_queue SET status = 'running', attempts = attempts + 1, locked_until = $1, updated_at = $2 "
+          "WHERE id = (SELECT id FROM job_queue WHERE %s ORDER BY run_at LIMIT 1%s) "
+          "RETURNING id, kind, payload, attempts, max_attempts, created_at",
+          where, lock);
+}
+
+/* A lane's parameters: lease end, now, real now, then its kinds. */
+static int lane_args(int lane, db_val *p, int64_t now, int64_t real) {
+  p[0] = DB_INT(real + LEASE_MS), p[1] = DB_INT(now), p[2] = DB_INT(real);
+  for (int i = 0; i < lanes[lane].nkinds; i++) p[3 + i] = DB_TEXT(lanes[lane].kinds[i]);
+  return 3 + lanes[lane].nkinds;
 }
 
 static int64_t backoff_ms(int64_t attempts) {
@@ -187,48 +255,109 @@ static int64_t backoff_ms(int64_t attempts) {
   return ms + rand_r(&seed) % 250; /* jitter so retries from many rows spread out */
 }
 
-static void finish(arena *a, const char *id, bool ok, int64_t attempts, int64_t max_attempts, const char *err) {
-  int64_t now = clock_now_ms();
-  if (ok) {
-    db_query(a, NULL, "UPDATE job_queue SET status = 'done', locked_until = NULL, updated_at = $2 WHERE id = $1",
-             DB_ARGS(DB_TEXT(id), DB_INT(now)));
-    return;
-  }
-  bool dead = attempts >= max_attempts;
-  log_json(dead ? LOG_ERROR : LOG_WARN, dead ? "background job failed for good" : "background job will retry",
-           json_pack("{s:s,s:I,s:s}", "jobId", id, "attempts", (json_int_t)attempts, "error", err));
-  db_query(a, NULL,
-           "UPDATE job_queue SET status = $2, run_at = $3, locked_until = NULL, last_error = $4, updated_at = $5 "
-           "WHERE id = $1",
-           DB_ARGS(DB_TEXT(id), DB_TEXT(dead ? "failed" : "pending"), DB_INT(now + backoff_ms(attempts)), DB_TEXT(err),
-                   DB_INT(now)));
+static bool is_stopping(void) {
+  pthread_mutex_lock(&mu);
+  bool s = stopping;
+  pthread_mutex_unlock(&mu);
+  return s;
 }
 
-/* Claims and runs one unit of work; false when none was ready. */
-static bool run_one(void) {
+/* Sleeps up to ms, or less when the queue stops or is kicked. */
+static void nap(int64_t ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += ms / 1000;
+  ts.tv_nsec += (ms % 1000) * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+  pthread_mutex_lock(&mu);
+  if (!stopping) pthread_cond_timedwait(&cv, &mu, &ts);
+  pthread_mutex_unlock(&mu);
+}
+
+/* Runs one recording statement until the database takes it: an outcome that is not recorded
+ * would have the work run again once its lease lapses. Gives up only on an error that waiting
+ * cannot fix, or 5 s into shutdown. */
+static void record(arena *a, const char *sql, const db_val *p, int n) {
+  int64_t wait = 100, give_up_at = 0;
+  for (;;) {
+    db_rc rc = db_query(a, NULL, sql, p, n);
+    if (rc != DB_UNAVAILABLE) return;
+    if (is_stopping()) {
+      if (!give_up_at) give_up_at = clock_mono_ms() + 5000;
+      if (clock_mono_ms() >= give_up_at) {
+        log_msg(LOG_ERROR, "background job outcome not recorded (database unavailable at shutdown): it runs again");
+        return;
+      }
+    }
+    nap(wait);
+    if (wait < 2000) wait *= 2;
+  }
+}
+
+static void finish(arena *a, const queue_item *job, bool ok, int64_t max_attempts, const char *err, int64_t ms) {
+  int64_t now = clock_now_ms();
+  bool dead = !ok && job->attempt >= max_attempts;
+  const char *outcome = ok ? "done" : dead ? "failed" : "retry";
+  json_t *fields = json_pack("{s:s,s:s,s:I,s:I,s:s}", "kind", job->kind, "jobId", job->id, "attempt",
+                             (json_int_t)job->attempt, "ms", (json_int_t)ms, "outcome", outcome);
+  if (!ok) json_object_set_new(fields, "error", json_string(err));
+  log_json(ok     ? LOG_INFO
+           : dead ? LOG_ERROR
+                  : LOG_WARN,
+           ok     ? "background job done"
+           : dead ? "background job failed for good"
+                  : "background job will retry",
+           fields);
+  if (ok) {
+    record(a,
+           "UPDATE job_queue SET status = 'done', locked_until = NULL, updated_at = $2 WHERE id = $1 AND attempts = $3",
+           DB_ARGS(DB_TEXT(job->id), DB_INT(now), DB_INT(job->attempt)));
+    return;
+  }
+  record(a,
+         "UPDATE job_queue SET status = $2, run_at = $3, locked_until = NULL, last_error = $4, updated_at = $5 "
+         "WHERE id = $1 AND attempts = $6",
+         DB_ARGS(DB_TEXT(job->id), DB_TEXT(dead ? "failed" : "pending"), DB_INT(now + backoff_ms(job->attempt)),
+                 DB_TEXT(err), DB_INT(now), DB_INT(job->attempt)));
+}
+
+static void set_slot(worker *w, const char *id, int64_t attempt) {
+  pthread_mutex_lock(&mu);
+  snprintf(w->id, sizeof w->id, "%s", id ? id : "");
+  w->attempt = attempt;
+  pthread_mutex_unlock(&mu);
+}
+
+/* Claims and runs one unit of work of w's lane; false when none was ready. */
+static bool run_one(worker *w) {
   arena a;
   arena_init(&a);
   bool ran = false;
   db_res *r;
-  int64_t now = clock_now_ms();
-  if (db_query(&a, &r, "SELECT 1 FROM job_queue WHERE " READY_WHERE("$1") " LIMIT 1", DB_ARGS(DB_INT(now))) != DB_OK ||
-      r->rows == 0)
-    goto out;
-  if (db_query(&a, &r, claim_sql(), DB_ARGS(DB_INT(now + LEASE_MS), DB_INT(now))) != DB_OK || r->rows == 0) goto out;
+  db_val p[3 + MAX_KINDS];
+  int n = lane_args(w->lane, p, clock_now_ms(), clock_real_ms());
+  if (db_query(&a, &r, lanes[w->lane].ready_sql, p, n) != DB_OK || r->rows == 0) goto out;
+  n = lane_args(w->lane, p, clock_now_ms(), clock_real_ms());
+  if (db_query(&a, &r, lanes[w->lane].claim_sql, p, n) != DB_OK || r->rows == 0) goto out;
   ran = true;
-  const char *id = db_text(r, 0, 0), *kind = db_text(r, 0, 1);
-  int64_t attempts = db_int(r, 0, 3), max_attempts = db_int(r, 0, 4);
+  queue_item job = {db_text(r, 0, 0), db_text(r, 0, 1), db_int(r, 0, 3), db_int(r, 0, 5)};
+  int64_t max_attempts = db_int(r, 0, 4);
+  set_slot(w, job.id, job.attempt);
   char err[256] = "";
-  queue_handler fn = handler_for(kind);
+  queue_handler fn = handler_for(job.kind);
   json_t *payload = arena_json(&a, json_loads(db_text(r, 0, 2), 0, NULL));
   bool ok = false;
+  int64_t started = clock_mono_ms();
+  current = &job;
   if (!fn)
-    snprintf(err, sizeof err, "no handler for kind %s", kind);
+    snprintf(err, sizeof err, "no handler for kind %s", job.kind);
   else if (!payload)
     snprintf(err, sizeof err, "payload is not JSON");
   else
     ok = fn(payload, err);
-  finish(&a, id, ok, attempts, fn && payload ? max_attempts : attempts, err);
+  current = NULL;
+  finish(&a, &job, ok, fn && payload ? max_attempts : job.attempt, err, clock_mono_ms() - started);
+  set_slot(w, NULL, 0);
 out:
   arena_fini(&a);
   return ran;
@@ -239,12 +368,13 @@ bool queue_depth(int64_t *ready, int64_t *running) {
   arena_init(&a);
   db_res *r;
   bool ok =
-      db_query(&a, &r,
-               "SELECT COALESCE(SUM(CASE WHEN " READY_WHERE(
-                   "$1") " THEN 1 ELSE 0 END), 0), "
-                         "COALESCE(SUM(CASE WHEN status = 'running' AND locked_until >= $1 THEN 1 ELSE 0 END), 0) "
-                         "FROM job_queue WHERE status IN ('pending', 'running')",
-               DB_ARGS(DB_INT(clock_now_ms()))) == DB_OK;
+      db_query(
+          &a, &r,
+          "SELECT COALESCE(SUM(CASE WHEN " READY_WHERE(
+              "$1", "$2") " THEN 1 ELSE 0 END), 0), "
+                          "COALESCE(SUM(CASE WHEN status = 'running' AND locked_until >= $2 THEN 1 ELSE 0 END), 0) "
+                          "FROM job_queue WHERE status IN ('pending', 'running')",
+          DB_ARGS(DB_INT(clock_now_ms()), DB_INT(clock_real_ms()))) == DB_OK;
   if (ok) *ready = db_int(r, 0, 0), *running = db_int(r, 0, 1);
   arena_fini(&a);
   return ok;
@@ -255,35 +385,55 @@ db_rc queue_prune_done(int64_t before_ms) {
                   DB_ARGS(DB_INT(before_ms)));
 }
 
-static void *worker(void *arg) {
-  (void)arg;
+static void *worker_main(void *arg) {
+  worker *w = arg;
   db_use_pool(DB_POOL_SLOW); /* background work never takes a request's connection */
-  for (;;) {
-    pthread_mutex_lock(&mu);
-    bool stop = stopping;
-    pthread_mutex_unlock(&mu);
-    if (stop) break;
-    write_deferred();
-    queue_due_periodics();
-    if (run_one()) continue;
-    pthread_mutex_lock(&mu);
-    if (!stopping && !ndeferred) {
-      struct timespec ts;
-      clock_gettime(CLOCK_REALTIME, &ts);
-      ts.tv_nsec += POLL_MS * 1000000L;
-      if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-      pthread_cond_timedwait(&cv, &mu, &ts);
-    }
-    pthread_mutex_unlock(&mu);
+  if (w->lane == LANE_HEAVY) setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), HEAVY_NICE);
+  while (!is_stopping()) {
+    if (w->lane == LANE_GENERAL) write_deferred(), queue_due_periodics();
+    if (run_one(w)) continue;
+    nap(POLL_MS);
   }
   return NULL;
 }
 
-void queue_start(int n) {
+/* Renews the leases of the rows this process runs, every LEASE_MS / 4. */
+static void *keeper_main(void *arg) {
+  (void)arg;
+  db_use_pool(DB_POOL_SLOW);
+  arena a;
+  while (!is_stopping()) {
+    nap(LEASE_MS / 4);
+    for (int i = 0; i < nworkers; i++) {
+      char id[ID_LEN + 1];
+      pthread_mutex_lock(&mu);
+      snprintf(id, sizeof id, "%s", workers[i].id);
+      int64_t attempt = workers[i].attempt;
+      pthread_mutex_unlock(&mu);
+      if (!id[0]) continue;
+      arena_init(&a);
+      db_query(&a, NULL,
+               "UPDATE job_queue SET locked_until = $1 WHERE id = $2 AND attempts = $3 AND status = 'running'",
+               DB_ARGS(DB_INT(clock_real_ms() + LEASE_MS), DB_TEXT(id), DB_INT(attempt)));
+      arena_fini(&a);
+    }
+  }
+  return NULL;
+}
+
+void queue_start(int n, int heavy) {
   stopping = false;
-  threads = xcalloc((size_t)n, sizeof *threads);
-  nthreads = n;
-  for (int i = 0; i < n; i++) pthread_create(&threads[i], NULL, worker, NULL);
+  lane_sql(LANE_GENERAL);
+  lane_sql(LANE_HEAVY);
+  nworkers = n + heavy;
+  workers = xcalloc((size_t)nworkers, sizeof *workers);
+  for (int i = 0; i < nworkers; i++) {
+    workers[i].lane = i < n ? LANE_GENERAL : LANE_HEAVY;
+    pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]);
+    pthread_setname_np(workers[i].thread, workers[i].lane == LANE_HEAVY ? "recognition" : "queue");
+  }
+  pthread_create(&keeper, NULL, keeper_main, NULL);
+  pthread_setname_np(keeper, "queue-lease");
 }
 
 void queue_stop(void) {
@@ -291,10 +441,15 @@ void queue_stop(void) {
   stopping = true;
   pthread_cond_broadcast(&cv);
   pthread_mutex_unlock(&mu);
-  for (int i = 0; i < nthreads; i++) pthread_join(threads[i], NULL);
-  free(threads);
-  threads = NULL, nthreads = 0;
+  for (int i = 0; i < nworkers; i++) pthread_join(workers[i].thread, NULL);
+  pthread_join(keeper, NULL);
+  free(workers);
+  workers = NULL, nworkers = 0;
   pthread_mutex_lock(&mu);
   while (ndeferred) json_decref(deferred[--ndeferred].payload); /* hints only: dropped at shutdown */
   pthread_mutex_unlock(&mu);
+  for (int l = 0; l < LANE_COUNT; l++) {
+    free(lanes[l].ready_sql), free(lanes[l].claim_sql);
+    lanes[l].ready_sql = lanes[l].claim_sql = NULL, lanes[l].nkinds = 0;
+  }
 }

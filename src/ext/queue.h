@@ -3,9 +3,16 @@
  * Work is a row in job_queue written with queue_enqueue() inside the caller's transaction,
  * so it exists exactly when the change that caused it was committed. Worker threads claim
  * ready rows one at a time with a conditional update (FOR UPDATE SKIP LOCKED on PostgreSQL),
- * so each row has one worker even across instances; a claim is a lease, and a row whose
- * worker died is claimed again once the lease runs out, which is how work resumes after a
- * crash. A failed run is retried with exponential backoff up to max_attempts. */
+ * so each row has one worker even across instances; a claim is a lease (by the real wall
+ * clock, so instances agree and a moved test clock expires none), renewed while the work runs,
+ * and a row whose worker died is claimed again once its lease runs out (20 s), which is how
+ * work resumes after a crash. A failed run is retried with exponential backoff up to
+ * max_attempts. The outcome of a run is recorded even when the database was away meanwhile
+ * (the worker waits for it), so finished work is not run again. Every finished run logs one
+ * line: kind, jobId, attempt, ms, outcome (done, retry, failed) and the error, if any.
+ *
+ * Heavy work (document recognition) has workers of its own at a lower CPU priority, so a
+ * burst of it neither delays emails and pushes nor takes CPU from requests. */
 #ifndef EXT_QUEUE_H
 #define EXT_QUEUE_H
 #include "core/arena.h"
@@ -19,8 +26,20 @@ typedef bool (*queue_handler)(json_t *payload, char err[256]);
 
 /* Registers the handler for a kind (before queue_start). */
 void queue_register(const char *kind, queue_handler fn);
+/* Registers the handler of a heavy kind: run only by the heavy workers (queue_start). */
+void queue_register_heavy(const char *kind, queue_handler fn);
+
+/* The unit of work a worker thread is running, for its handler (NULL on other threads). */
+typedef struct queue_item {
+  const char *id, *kind;
+  int64_t attempt;    /* 1 on the first run */
+  int64_t created_at; /* when it was queued, by the service clock (epoch ms) */
+} queue_item;
+const queue_item *queue_current(void);
 /* Adds work on connection c, normally inside the caller's open transaction. */
 db_rc queue_enqueue(db_conn *c, const char *kind, json_t *payload);
+/* The same, due only at run_at (epoch ms, by the service clock). */
+db_rc queue_enqueue_at(db_conn *c, const char *kind, json_t *payload, int64_t run_at);
 /* Adds work on c unless work with the same dedupe_key was ever queued (by any instance);
  * *added (may be NULL) says which. DB_OK in both cases. */
 db_rc queue_enqueue_once(db_conn *c, const char *kind, const char *dedupe_key, json_t *payload, bool *added);
@@ -48,8 +67,8 @@ bool queue_depth(int64_t *ready, int64_t *running);
 /* Deletes finished work (status done) last changed before before_ms. Keyed rows stay: their
  * keys are what keeps a periodic slot from running twice. */
 db_rc queue_prune_done(int64_t before_ms);
-/* Starts n worker threads. */
-void queue_start(int n);
+/* Starts n general worker threads and `heavy` workers for the heavy kinds (at nice 10). */
+void queue_start(int n, int heavy);
 /* Stops the workers; a unit of work in progress finishes first. */
 void queue_stop(void);
 

@@ -3,7 +3,9 @@
  * A request is described once (method, key, optional body) and sent by one function, which
  * makes the URL and the canonical URI from the same encoded path (so what is signed is what
  * goes on the wire), signs a fresh x-amz-date on every attempt, and retries network errors and
- * 5xx answers twice with a short backoff. The Host header is set explicitly to the endpoint's
+ * 5xx answers twice with a short backoff. A store that stops answering is given up on after
+ * STALL_S seconds without a byte either way (not retried: it would only stall again), so an
+ * upload to a hanging store fails in seconds rather than holding its worker for minutes. The Host header is set explicitly to the endpoint's
  * authority, the value that was signed, rather than left to curl. Signed headers: host,
  * x-amz-content-sha256, x-amz-date, plus content-type on PUT so the stored type cannot be
  * altered in transit.
@@ -15,6 +17,7 @@
  * <Message> go into err. The signing date is the real wall clock (time(NULL)): a signature
  * dated by the test clock would be refused by a real store. */
 #include "ext/s3.h"
+#include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -28,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#define STALL_S 5
 #include <time.h>
 #include <unistd.h>
 
@@ -182,7 +187,19 @@ typedef struct s3_req {
   sbuf resp;
   bool resp_refused; /* the body outgrew GET_MAX or memory */
   char resp_type[128];
+  curl_off_t moved;  /* bytes sent and received so far in this attempt */
+  int64_t moved_at;  /* when that last changed (clock_mono_ms) */
+  bool stalled;
 } s3_req;
+
+/* Aborts a transfer that moved no byte either way for STALL_S seconds. */
+static int watch_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
+  (void)dltotal, (void)ultotal;
+  s3_req *r = arg;
+  int64_t now = clock_mono_ms();
+  if (dlnow + ulnow != r->moved || !r->moved_at) r->moved = dlnow + ulnow, r->moved_at = now;
+  return (r->stalled = now - r->moved_at > STALL_S * 1000) ? 1 : 0;
+}
 
 static bool config_ok(char err[256]) {
   const char *missing = !CFG.s3_endpoint || !*CFG.s3_endpoint                     ? "S3_ENDPOINT"
@@ -281,6 +298,10 @@ static CURLcode send_once(s3_req *r, const char *url, const char *uri, const cha
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, r);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 60000L);
+  r->moved = 0, r->moved_at = 0, r->stalled = false;
+  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, watch_progress);
+  curl_easy_setopt(curl, CURLOPT_XFERINFODATA, r);
+  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   if (r->body) {
     curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
@@ -323,7 +344,8 @@ static void xml_text(const char *xml, const char *tag, char *out, size_t cap) {
 /* Whether a transfer error may go away on another attempt (not our own refusals). */
 static bool transient(CURLcode cc) {
   return cc != CURLE_OK && cc != CURLE_WRITE_ERROR && cc != CURLE_READ_ERROR && cc != CURLE_ABORTED_BY_CALLBACK &&
-         cc != CURLE_URL_MALFORMAT && cc != CURLE_UNSUPPORTED_PROTOCOL && cc != CURLE_OUT_OF_MEMORY;
+         cc != CURLE_URL_MALFORMAT && cc != CURLE_UNSUPPORTED_PROTOCOL && cc != CURLE_OUT_OF_MEMORY &&
+         cc != CURLE_OPERATION_TIMEDOUT;
 }
 
 /* Sends r with retries. True when the last attempt got an answer (any status, in r->status);
@@ -349,6 +371,8 @@ static bool perform(s3_req *r, char err[256]) {
     }
     if (r->resp_refused)
       snprintf(err, 256, "s3 %s %.*s: answer too large for memory", r->method, utf8_cut(r->key, 60), r->key);
+    else if (r->stalled)
+      snprintf(err, 256, "s3 %s %.*s: no answer for %d s", r->method, utf8_cut(r->key, 60), r->key, STALL_S);
     else if (cc != CURLE_OK)
       snprintf(err, 256, "s3 %s %.*s: %s", r->method, utf8_cut(r->key, 60), r->key, curl_easy_strerror(cc));
     else

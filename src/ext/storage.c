@@ -4,6 +4,7 @@
 #include "ext/storage.h"
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/tmpdir.h"
 #include "core/ids.h"
 #include "core/util.h"
 #include "ext/digest.h"
@@ -18,6 +19,15 @@
 #include <unistd.h>
 
 static bool use_s3(void) { return CFG.s3_endpoint && CFG.s3_bucket; }
+
+static _Thread_local err_t failure;
+
+err_t storage_failure(void) { return failure; }
+void storage_failure_clear(void) { failure = ERR_OK; }
+
+void storage_failure_note(int e) {
+  failure = e == ENOSPC || e == EDQUOT ? ERR_INSUFFICIENT_STORAGE : ERR_UNAVAILABLE;
+}
 
 const char *storage_mode(void) { return use_s3() ? "s3" : "local"; }
 
@@ -41,14 +51,17 @@ bool storage_save(const char *tmp_path, const char *ext, const char *content_typ
   if (use_s3()) {
     bool ok = s3_put_file(key, tmp_path, content_type, err);
     unlink(tmp_path);
+    if (!ok) failure = ERR_UNAVAILABLE;
     return ok;
   }
   char dir[4200], path[4300];
   snprintf(dir, sizeof dir, "%s/uploads", CFG.data_dir);
   local_path(key, path, sizeof path);
   if (!mkdir_p(dir) || rename(tmp_path, path) != 0) {
+    int e = errno;
     snprintf(err, 256, "cannot store %s: %s", key, ERRNO_TEXT());
     unlink(tmp_path);
+    storage_failure_note(e);
     return false;
   }
   chmod(path, 0600);
@@ -92,9 +105,7 @@ char *storage_fetch_to_temp(const char *key) {
   size_t size;
   bool missing;
   if (!storage_open(key, &fd, &data, &size, &missing)) return NULL;
-  char dir[4200];
-  snprintf(dir, sizeof dir, "%s/tmp", CFG.data_dir);
-  mkdir_p(dir);
+  const char *dir = tmpdir_path();
   char *path = xmalloc(strlen(dir) + 64);
   sprintf(path, "%s/fetch-XXXXXX%s", dir, strrchr(key, '.'));
   int out = mkstemps(path, (int)strlen(strrchr(key, '.')));

@@ -7,6 +7,7 @@
 #ifndef EXT_STORAGE_H
 #define EXT_STORAGE_H
 #include "core/jw.h"
+#include "core/errors.h"
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -22,6 +23,14 @@ const char *storage_mode(void);
  * writes the key. False with err on failure. */
 bool storage_save(const char *tmp_path, const char *ext, const char *content_type, char key[STORAGE_KEY_LEN],
                   char err[256]);
+/* Why the calling thread's last failed storage_save (since storage_failure_clear) failed:
+ * ERR_INSUFFICIENT_STORAGE (no space left), ERR_UNAVAILABLE (object storage did not answer
+ * or refused, the upload directory cannot be written), or ERR_OK when none failed. The server
+ * turns a request's 500 into that status with a clear message. */
+err_t storage_failure(void);
+void storage_failure_clear(void);
+/* Records a failure to write a file of an upload with errno e (ENOSPC: no space). */
+void storage_failure_note(int e);
 /* Removes a stored object; a missing one is not an error. */
 bool storage_delete(const char *key);
 /* True when key has the shape of a key this service makes (anything else is never looked up). */

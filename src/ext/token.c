@@ -233,7 +233,7 @@ static bool check_claims(const raw_claims *c, token_claims *out) {
   out->is_staff = c->type.kind == C_STRING && c->type.n == 5 && !memcmp(c->type.s, "staff", 5);
   out->iat = c->iat.kind == C_INT ? c->iat.i : 0;
   out->exp = c->exp.kind == C_INT ? c->exp.i : 0;
-  return out->exp > 0 && out->exp * 1000 > clock_now_ms();
+  return out->exp > 0 && out->exp > clock_now_ms() / 1000; /* exp * 1000 could overflow */
 }
 
 /* {"alg":"HS256","typ":"JWT"}, the header this service and most clients write. */

@@ -4,7 +4,8 @@
  * A request goes: route match -> body read (capped by the row's max_body, 413) -> auth
  * guard (401/403) -> rate limit (429) -> body and query validation (400) -> handler. A
  * handler reads only validated input, and answers with hs_ok()/hs_reply() or returns an
- * error through hs_fail(); it never builds an error body itself. */
+ * error through hs_fail(); it never builds an error body itself. Installed hooks (hs_hooks)
+ * run inside the guard, just before the handler, and once the answer is decided. */
 #ifndef HTTP_HTTP_H
 #define HTTP_HTTP_H
 #include "core/arena.h"
@@ -47,7 +48,9 @@ enum {
                                never wait (SQLite, db_reads_inline) it runs on the event thread
                                with that thread's own connection, without a hand-over to a
                                worker; elsewhere on the database lane. It must not write (work it
-                               needs written goes through queue_defer). */
+                               needs written goes through queue_defer). When the database is
+                               locked (by another process) it runs again on a worker, which waits;
+                               impersonated requests (recorded by the hooks) always go to one. */
 };
 
 /* A fixed-window rate limit keyed by client address; counters live in the database. */
@@ -77,6 +80,7 @@ typedef struct hs_upload_spec {
  * moved it into storage (storage_save consumes it). */
 typedef struct hs_upload {
   const char *field;
+  const char *filename; /* as the client named it (never used for storage) */
   const char *path;
   size_t size;
   const char *mime, *ext; /* sniffed: "image/png" / "png", ... */
@@ -123,6 +127,7 @@ struct hs_req {
   size_t raw_len;
   hs_upload *uploads; /* multipart routes: the files, in arrival order */
   int nuploads;
+  json_t *form_fields; /* multipart routes: the names of the text fields received, in order */
   hs_auth auth;
   const char *ip;
   char request_id[40];
@@ -141,6 +146,7 @@ struct hs_req {
   char *res_data;
   size_t res_size;
   const char *res_content_type;
+  void *hook_state; /* belongs to the installed hs_hooks, for the request's lifetime */
 };
 
 /* Path parameter by name (":id" -> "id"); NULL when the route has none by that name. */
@@ -165,6 +171,29 @@ err_t hs_reply_file(hs_req *req, int fd, char *data, size_t size, const char *co
 err_t hs_fail(hs_req *req, err_t err, const char *message);
 /* Same with a machine-readable `code` in the body. */
 err_t hs_fail_code(hs_req *req, err_t err, const char *code, const char *message);
+/* Hooks a domain installs into the pipeline (hs_set_hooks, before the server starts), so the
+ * HTTP layer can consult rules it must not know about (staff sessions, the audit trail)
+ * without including a domain header. Each may be NULL. They run on worker threads and may use
+ * the database; for a ROUTE_DB_READ route they may run on an HTTP event thread, where they
+ * must only read, except for a request with an impersonation token (auth.elevation_id),
+ * which is always answered by a worker.
+ * - check_token: after a token's signature and expiry are verified and req->auth is filled,
+ *   before its role is checked against the route. It may refuse the token by returning
+ *   hs_fail(req, ERR_UNAUTHORIZED, ...) (any failure ends the request with that error).
+ * - before_handler: when every check passed, just before the handler; a failure ends the
+ *   request without running the handler.
+ * - after: once the answer is decided (status or error set), for every request that reached
+ *   check_token, whatever its outcome. */
+typedef struct hs_hooks {
+  err_t (*check_token)(hs_req *req);
+  err_t (*before_handler)(hs_req *req);
+  void (*after)(hs_req *req);
+} hs_hooks;
+/* Installs hooks (copied); call once at start-up, before hs_server_start. */
+void hs_set_hooks(const hs_hooks *hooks);
+/* The status the request answers with (its error's status when it failed). */
+int hs_status(const hs_req *req);
+
 /* Field getters over the validated body; NULL/defaults when absent. */
 const char *hs_body_str(const hs_req *req, const char *field);
 bool hs_body_has(const hs_req *req, const char *field);

@@ -109,6 +109,46 @@ const hs_route *hs_router_match(int method, const char *path, hs_req *req) {
   return best->route;
 }
 
+static int hex_digit(char c) {
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Decodes s[0..n) into out (at least n + 1 bytes); returns the decoded length. */
+static size_t query_unescape(const char *s, size_t n, char *out) {
+  size_t w = 0;
+  for (size_t i = 0; i < n; i++) {
+    int hi, lo;
+    if (s[i] == '+') {
+      out[w++] = ' ';
+    } else if (s[i] == '%' && i + 2 < n && (hi = hex_digit(s[i + 1])) >= 0 && (lo = hex_digit(s[i + 2])) >= 0) {
+      out[w++] = (char)(hi << 4 | lo);
+      i += 2;
+    } else {
+      out[w++] = s[i];
+    }
+  }
+  out[w] = 0;
+  return w;
+}
+
+void hs_query_parse(const char *query, json_t *args) {
+  if (!query) return;
+  size_t cap = strlen(query) + 1;
+  char *key = xmalloc(cap), *value = xmalloc(cap);
+  for (const char *p = query; *p;) {
+    const char *amp = strchr(p, '&'), *end = amp ? amp : p + strlen(p);
+    const char *eq = memchr(p, '=', (size_t)(end - p));
+    size_t klen = query_unescape(p, (size_t)((eq ? eq : end) - p), key);
+    size_t vlen = eq ? query_unescape(eq + 1, (size_t)(end - eq - 1), value) : (value[0] = 0, 0);
+    if (strlen(key) == klen && strlen(value) == vlen && !json_object_get(args, key)) {
+      json_t *v = json_stringn(value, vlen);
+      if (v) json_object_set_new(args, key, v); /* refuses a key that is not UTF-8 */
+    }
+    p = amp ? amp + 1 : end;
+  }
+  free(key), free(value);
+}
+
 int hs_router_methods(const char *path) {
   char buf[2048], *seg[HS_MAX_SEGMENTS];
   int nseg = split_request(path, buf, sizeof buf, seg), methods = 0;

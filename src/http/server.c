@@ -16,10 +16,12 @@
 #include "core/util.h"
 #include "db/db.h"
 #include "http/http.h"
+#include "http/multipart.h"
 #include "http/ratelimit.h"
 #include "http/router.h"
 #include "http/upload.h"
 #include "http/watch.h"
+#include "ext/storage.h"
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -46,15 +48,19 @@ typedef struct conn_ctx {
   hs_req req;
   char *body;
   size_t body_len, body_cap, max_body;
+  bool started; /* on_request has seen the headers (the context exists from the request line on) */
   bool too_large, preflight, authorized, multipart, pp_failed;
+  bool claims_read;      /* the token was read (claims: its claims, NULL when it is not valid) */
+  token_claims *claims;
   bool answered; /* a response was queued */
   bool done;     /* a worker ran the pipeline; the answer waits to be queued */
   struct conn_ctx *next_work; /* in a lane's queue, then in the held list */
   int64_t release_at;         /* held: when to answer (clock_mono_ms) */
   struct timespec start;
-  hs_watch *watch; /* the connection's deadlines (http/watch.h) */
+  hs_watch *watch;       /* the connection's deadlines (http/watch.h) */
+  const char *raw_query; /* the request target after '?', still percent-encoded (arena) */
   /* multipart routes */
-  struct MHD_PostProcessor *pp;
+  hs_multipart *mp;
   hs_form *form;
   /* the request arena's first chunk, so a small request allocates nothing else (kept last:
    * it is not zeroed) */
@@ -73,6 +79,7 @@ static bool cors_any;
 /* The body and query of routes that declare none: one shared object that nothing modifies,
  * instead of two allocations per request. */
 static json_t *empty_object;
+static hs_hooks hooks; /* hs_set_hooks */
 
 /* Requests whose handlers may block run on worker threads while their connection is
  * suspended, so MHD's few event threads never wait and keep serving every other connection.
@@ -276,14 +283,10 @@ static const char *client_ip(hs_req *req) {
   return arena_strdup(&req->arena, buf);
 }
 
-/* ---- multipart uploads (http/upload.c) ---- */
+/* ---- multipart uploads (http/multipart.c parses, http/upload.c keeps the parts) ---- */
 
-static enum MHD_Result on_form_part(void *cls, enum MHD_ValueKind kind, const char *key, const char *filename,
-                                    const char *content_type, const char *transfer_encoding, const char *data,
-                                    uint64_t off, size_t size) {
-  (void)kind, (void)content_type, (void)transfer_encoding;
+static void on_form_part(void *cls, const char *key, const char *filename, const char *data, uint64_t off, size_t size) {
   hs_form_data(cls, key, filename, data, off, size);
-  return MHD_YES;
 }
 
 /* After the body: the parts' problems, the files and the text fields. */
@@ -316,19 +319,37 @@ static unsigned role_bit(const token_claims *c) {
   return 0;
 }
 
-/* 401 without a valid token, 403 when its role is not one the route admits. */
-static err_t guard(hs_req *req) {
-  const char *h = hs_header(req, "Authorization");
-  if (!h || strncasecmp(h, "Bearer ", 7)) return hs_fail(req, ERR_UNAUTHORIZED, NULL);
+/* The request's token claims, verified once (NULL: no valid bearer token). */
+static const token_claims *claims_of(conn_ctx *ctx) {
+  if (ctx->claims_read) return ctx->claims;
+  ctx->claims_read = true;
+  const char *h = hs_header(&ctx->req, "Authorization");
+  if (!h || strncasecmp(h, "Bearer ", 7)) return NULL;
   h += 7;
   while (*h == ' ') h++;
-  token_claims *c = arena_alloc(&req->arena, sizeof *c);
-  if (!token_verify(h, c)) return hs_fail(req, ERR_UNAUTHORIZED, NULL);
+  token_claims *c = arena_alloc(&ctx->req.arena, sizeof *c);
+  return ctx->claims = token_verify(h, c) ? c : NULL;
+}
+
+/* 401 without a valid token, 403 when its role is not one the route admits. The check_token
+ * hook may use the database, so it runs only where the request is answered: an upload's early
+ * guard on the event thread (with_hook false) leaves it to dispatch. */
+static err_t guard(conn_ctx *ctx, bool with_hook) {
+  hs_req *req = &ctx->req;
+  const token_claims *c = claims_of(ctx);
+  if (!c) return hs_fail(req, ERR_UNAUTHORIZED, NULL);
   unsigned bit = role_bit(c);
-  if (!bit || !(bit & req->route->roles)) return hs_fail(req, ERR_FORBIDDEN, NULL);
+  if (!bit) return hs_fail(req, ERR_FORBIDDEN, NULL);
   req->auth = (hs_auth){c->id, c->role, bit, c->elevation_id[0] ? c->elevation_id : NULL};
+  err_t e = with_hook && hooks.check_token ? hooks.check_token(req) : ERR_OK;
+  if (e != ERR_OK) return req->err != ERR_OK ? req->err : hs_fail(req, e, NULL);
+  if (!(bit & req->route->roles)) return hs_fail(req, ERR_FORBIDDEN, NULL);
   return ERR_OK;
 }
+
+void hs_set_hooks(const hs_hooks *h) { hooks = *h; }
+
+int hs_status(const hs_req *req) { return req->err != ERR_OK ? err_status(req->err) : req->status; }
 
 static bool only_space(const char *s, size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -353,19 +374,14 @@ static err_t parse_body(hs_req *req) {
   return req->body ? ERR_OK : hs_fail(req, ERR_BAD_REQUEST, err);
 }
 
-static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
-  (void)kind;
-  if (key && !json_object_get(cls, key)) json_object_set_new(cls, key, json_string(value ? value : ""));
-  return MHD_YES;
-}
-
-static err_t parse_query(hs_req *req) {
+static err_t parse_query(conn_ctx *ctx) {
+  hs_req *req = &ctx->req;
   if (!req->route->query) {
     req->query = empty_object;
     return ERR_OK;
   }
   json_t *args = arena_json(&req->arena, json_object());
-  MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, collect_arg, args);
+  hs_query_parse(ctx->raw_query, args);
   char err[256];
   req->query = arena_json(&req->arena, hs_validate(req->route->query, args, true, err));
   return req->query ? ERR_OK : hs_fail(req, ERR_BAD_REQUEST, err);
@@ -377,7 +393,7 @@ static void refuse_unavailable(hs_req *req) {
   hs_fail(req, ERR_UNAVAILABLE, "Service unavailable");
 }
 
-static void dispatch(conn_ctx *ctx) {
+static void run_pipeline(conn_ctx *ctx) {
   hs_req *req = &ctx->req;
   const hs_route *r = req->route;
   if (!r) { /* rows that do not exist in this environment are never matched (router.c) */
@@ -391,7 +407,11 @@ static void dispatch(conn_ctx *ctx) {
   }
   req->raw_body = ctx->body ? ctx->body : "";
   req->raw_len = ctx->body_len;
-  if (r->roles && !ctx->authorized && guard(req) != ERR_OK) return;
+  if (r->roles) {
+    err_t e = ctx->authorized ? (hooks.check_token ? hooks.check_token(req) : ERR_OK) : guard(ctx, true);
+    if (e != ERR_OK && req->err == ERR_OK) hs_fail(req, e, NULL);
+    if (req->err != ERR_OK) return;
+  }
   if (r->limit) {
     int retry = 0;
     err_t e = hs_rate_limit_hit(r->limit, req->ip, &retry);
@@ -406,10 +426,46 @@ static void dispatch(conn_ctx *ctx) {
   } else if (!(r->flags & ROUTE_RAW_BODY) && parse_body(req) != ERR_OK) {
     return;
   }
-  if (parse_query(req) != ERR_OK) return;
+  if (parse_query(ctx) != ERR_OK) return;
+  if (hooks.before_handler && hooks.before_handler(req) != ERR_OK) {
+    if (req->err == ERR_OK) hs_fail(req, ERR_INTERNAL, NULL);
+    return;
+  }
   err_t e = r->handler(req);
   if (e != ERR_OK && req->err == ERR_OK) hs_fail(req, e, NULL);
   if (e == ERR_OK && req->err == ERR_OK && !req->status) hs_ok(req, json_object());
+}
+
+/* Forgets the answer decided so far. */
+static void answer_clear(hs_req *req) {
+  if (req->res_fd >= 0) close(req->res_fd), req->res_fd = -1;
+  free(req->res_data), req->res_data = NULL, req->res_content_type = NULL;
+  req->status = 0, req->res_body = NULL, req->res_json = NULL, req->err = ERR_OK;
+  req->err_message = req->err_code = NULL, req->retry_after = 0;
+}
+
+/* The pipeline, and two rules over it. A file that could not be stored makes the request's
+ * 500 a 503 `File storage unavailable` (with Retry-After) or 507 `Insufficient storage`. A
+ * request during which the database was unavailable answers 503 `Service unavailable` with
+ * Retry-After, whatever its handler made of the failure (a 500, or a 200 that would claim
+ * something was done). */
+static void dispatch(conn_ctx *ctx) {
+  hs_req *req = &ctx->req;
+  db_unavailable_clear();
+  storage_failure_clear();
+  run_pipeline(ctx);
+  err_t stored = storage_failure();
+  if (stored != ERR_OK && !db_unavailable_seen() && (req->err == ERR_INTERNAL || req->err == stored)) {
+    req->err = ERR_OK;
+    hs_fail(req, stored, stored == ERR_INSUFFICIENT_STORAGE ? "Insufficient storage" : "File storage unavailable");
+    if (stored == ERR_UNAVAILABLE) req->retry_after = 5;
+  }
+  if (db_unavailable_seen()) {
+    answer_clear(req);
+    hs_fail(req, ERR_UNAVAILABLE, "Service unavailable");
+    req->retry_after = 1;
+  }
+  if (req->route && req->auth.id && hooks.after) hooks.after(req); /* sees the final answer */
 }
 
 /* ---- writing the answer ---- */
@@ -445,7 +501,7 @@ static void add_common_headers(struct MHD_Response *resp, hs_req *req) {
 
 static json_t *error_body(hs_req *req) {
   int status = err_status(req->err);
-  if (status >= 500 && status != 503 && status != 504)
+  if (status >= 500 && status != 503 && status != 504 && status != 507)
     return json_pack("{s:s,s:s}", "error", "Internal server error", "requestId", req->request_id);
   json_t *b = json_pack("{s:s}", "error", req->err_message ? req->err_message : err_default_message(req->err));
   if (req->err_code) json_object_set_new(b, "code", json_string(req->err_code));
@@ -522,13 +578,26 @@ static enum MHD_Result send_preflight(struct MHD_Connection *conn, conn_ctx *ctx
 
 /* ---- MHD callbacks ---- */
 
-static conn_ctx *ctx_new(struct MHD_Connection *conn, const char *url, const char *method) {
+/* MHD calls this with the request target as the client sent it, before it decodes it: the
+ * context starts here, so the raw query string reaches hs_query_parse(). MHD then reports the
+ * request to on_completed even when the headers never arrive. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn) {
+  (void)cls;
   conn_ctx *ctx = xmalloc(sizeof *ctx);
   memset(ctx, 0, offsetof(conn_ctx, arena_buf));
   hs_req *req = &ctx->req;
   arena_init_buf(&req->arena, ctx->arena_buf, sizeof ctx->arena_buf);
   req->conn = conn;
   req->res_fd = -1;
+  const char *q = uri ? strchr(uri, '?') : NULL;
+  if (q) ctx->raw_query = arena_strdup(&req->arena, q + 1);
+  return ctx;
+}
+
+/* The first call of a request: its headers are in. */
+static void ctx_start(conn_ctx *ctx, struct MHD_Connection *conn, const char *url, const char *method) {
+  hs_req *req = &ctx->req;
+  ctx->started = true;
   req->method = arena_strdup(&req->arena, method);
   req->path = arena_strdup(&req->arena, url);
   req->ip = client_ip(req);
@@ -553,11 +622,11 @@ static conn_ctx *ctx_new(struct MHD_Connection *conn, const char *url, const cha
                                                      : DEFAULT_MAX_BODY;
   if (req->route && req->route->upload && !ctx->preflight) {
     ctx->form = hs_form_new(req);
-    ctx->pp = MHD_create_post_processor(conn, 64 * 1024, on_form_part, ctx->form);
-    ctx->multipart = ctx->pp != NULL; /* NULL: the body is not multipart/form-data */
+    ctx->mp = hs_multipart_new(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type"), on_form_part,
+                               ctx->form);
+    ctx->multipart = ctx->mp != NULL; /* NULL: the body is not multipart/form-data */
   }
   atomic_fetch_add(&inflight, 1);
-  return ctx;
 }
 
 static enum MHD_Result add_header_bytes(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
@@ -590,8 +659,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls) {
   (void)cls, (void)version;
   conn_ctx *ctx = *con_cls;
-  if (!ctx) {
-    ctx = *con_cls = ctx_new(conn, url, method);
+  if (!ctx->started) {
+    ctx_start(ctx, conn, url, method);
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     ctx->watch = ci ? ci->socket_context : NULL;
     if (ctx->watch) hs_watch_body(ctx->watch);
@@ -609,7 +678,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     /* check the token before accepting any file onto disk */
     const hs_route *r = ctx->req.route;
     if (r && r->upload && r->roles && !ctx->preflight) {
-      if (guard(&ctx->req) != ERR_OK) return send_answer(conn, ctx);
+      if (guard(ctx, false) != ERR_OK) return send_answer(conn, ctx);
       ctx->authorized = true;
     }
     return MHD_YES;
@@ -618,7 +687,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   if (*upload_size && ctx->req.route && ctx->req.route->upload) {
     ctx->body_len += *upload_size; /* counted, not kept: the parts go to disk */
     if (ctx->body_len > ctx->max_body) ctx->too_large = true;
-    else if (ctx->pp && !ctx->pp_failed && MHD_post_process(ctx->pp, upload, *upload_size) != MHD_YES)
+    else if (ctx->mp && !ctx->pp_failed && !hs_multipart_feed(ctx->mp, upload, *upload_size))
       ctx->pp_failed = true, hs_form_malformed(ctx->form); /* the parser stops at its first error */
     *upload_size = 0;
     return MHD_YES;
@@ -644,17 +713,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   if (ctx->answered) return MHD_YES;
   if (ctx->done) return send_answer(conn, ctx); /* resumed after a worker ran the pipeline */
   if (ctx->watch) hs_watch_busy(ctx->watch);
-  if (ctx->pp) { /* refuses a body that ended before its closing boundary */
-    if (MHD_destroy_post_processor(ctx->pp) != MHD_YES) hs_form_malformed(ctx->form);
-    ctx->pp = NULL;
+  if (ctx->mp) { /* refuses a body that ended before its closing boundary */
+    if (!hs_multipart_finish(ctx->mp)) hs_form_malformed(ctx->form);
+    hs_multipart_free(ctx->mp);
+    ctx->mp = NULL;
   }
   if (ctx->preflight) return send_preflight(conn, ctx);
   const hs_route *r = ctx->req.route;
-  bool read_here = r && (r->flags & ROUTE_DB_READ) && db_reads_inline();
+  /* the hooks write the record of an impersonated request: a worker's work */
+  const token_claims *claims = r && (r->flags & ROUTE_DB_READ) && r->roles ? claims_of(ctx) : NULL;
+  bool read_here = r && (r->flags & ROUTE_DB_READ) && db_reads_inline() && !(claims && claims->elevation_id[0]);
   if (!r || (r->flags & ROUTE_INLINE) || read_here || ctx->too_large) { /* cannot block: answer on this thread */
     if (read_here) db_use_pool(DB_POOL_EVENT);
     dispatch(ctx);
-    return send_answer(conn, ctx);
+    if (!read_here || ctx->too_large || !db_unavailable_seen()) return send_answer(conn, ctx);
+    answer_clear(&ctx->req); /* the file is locked: a worker's connection waits for it */
   }
   lane *l = &lanes[(r->flags & ROUTE_SLOW) || r->upload ? LANE_SLOW : LANE_DB];
   pthread_mutex_lock(&l->mu);
@@ -677,6 +750,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   conn_ctx *ctx = *con_cls;
   if (!ctx) return;
   hs_req *req = &ctx->req;
+  if (!ctx->started) { /* the connection ended before the request's headers */
+    arena_fini(&req->arena);
+    free(ctx);
+    *con_cls = NULL;
+    return;
+  }
   struct timespec end;
   clock_gettime(CLOCK_MONOTONIC, &end);
   double ms = (double)(end.tv_sec - ctx->start.tv_sec) * 1e3 + (double)(end.tv_nsec - ctx->start.tv_nsec) / 1e6;
@@ -684,7 +763,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   if (CFG.env == ENV_TEST && req->route && req->status && !ctx->preflight) hs_router_count(req->route, req->status);
   log_access(req->request_id, req->method, req->route ? req->route->path : req->path, req->status, ms, req->ip,
              toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
-  if (ctx->pp) MHD_destroy_post_processor(ctx->pp);
+  hs_multipart_free(ctx->mp);
   if (ctx->watch) hs_watch_waiting(ctx->watch);
   if (req->res_fd >= 0) close(req->res_fd); /* a file answer that was never sent */
   free(req->res_data);
@@ -855,7 +934,8 @@ bool hs_server_start(const char *bind, int port, char err[256]) {
   daemon_handle = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                                    MHD_OPTION_SOCK_ADDR, &ss,
                                    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION,
-                                   on_connection, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CFG.http_idle_timeout,
+                                   on_connection, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
+                                   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CFG.http_idle_timeout,
                                    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)CFG.http_max_connections_per_ip,
                                    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
                                    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)CFG.http_threads,

@@ -15,9 +15,12 @@
  * checked for UTF-8 once whole, since a character may straddle two pieces. */
 #include "http/upload.h"
 #include "core/config.h"
+#include "core/faults.h"
+#include "core/tmpdir.h"
 #include "core/util.h"
 #include "ext/filetype.h"
 #include "ext/imagemeta.h"
+#include "ext/storage.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +38,7 @@ struct hs_form {
   uint64_t part_id; /* a hash of its name and file name, to recognise a continuation */
   uint64_t part_bytes;
   char name[128];           /* its name, cut (for messages and unknown fields only) */
+  char filename[128];       /* file part: the client's file name, cut */
   const hs_file_rule *rule; /* file part: its field's rule (NULL: unexpected field) */
   bool named;               /* file part: has a file name ("" means no file chosen) */
   int fd;                   /* file part: its temporary file once data arrived, else -1 */
@@ -67,6 +71,7 @@ hs_form *hs_form_new(hs_req *req) {
   f->spec = req->route->upload;
   f->fd = -1;
   f->fields = arena_json(&req->arena, json_object());
+  req->form_fields = arena_json(&req->arena, json_array());
   arena_defer(&req->arena, close_fd, f);
   return f;
 }
@@ -101,6 +106,14 @@ static const char *declared_field(const hs_upload_spec *spec, const char *key) {
 
 static void unlink_path(void *p) { unlink(p); }
 
+/* A file of the upload cannot be written (errno says why): 507 when the disk is full, 503
+ * otherwise; the request's temporary files go with it. */
+static void storage_failed(hs_form *f) {
+  storage_failure_note(errno);
+  err_t e = storage_failure();
+  fail(f, e, e == ERR_INSUFFICIENT_STORAGE ? "Insufficient storage" : "File storage unavailable");
+}
+
 /* Creates the temporary file of the current file part, as a new upload. */
 static void open_file(hs_form *f) {
   hs_req *req = f->req;
@@ -116,12 +129,9 @@ static void open_file(hs_form *f) {
              f->rule->max_files == 1 ? "" : "s");
     return fail(f, ERR_BAD_REQUEST, msg);
   }
-  char dir[4200];
-  snprintf(dir, sizeof dir, "%s/tmp", CFG.data_dir);
-  mkdir_p(dir);
-  char *path = arena_printf(&req->arena, "%s/upload-XXXXXX", dir);
+  char *path = arena_printf(&req->arena, "%s/upload-XXXXXX", tmpdir_path());
   f->fd = mkstemp(path);
-  if (f->fd < 0) return fail(f, ERR_INTERNAL, "cannot create a temporary file");
+  if (f->fd < 0) return storage_failed(f);
   arena_defer(&req->arena, unlink_path, path); /* gone with the request unless moved into storage */
   if (req->nuploads == f->uploads_cap) {
     f->uploads_cap = f->uploads_cap ? f->uploads_cap * 2 : 4;
@@ -129,7 +139,8 @@ static void open_file(hs_form *f) {
     if (req->nuploads) memcpy(grown, req->uploads, sizeof *grown * (size_t)req->nuploads);
     req->uploads = grown;
   }
-  req->uploads[req->nuploads++] = (hs_upload){.field = f->rule->field, .path = path};
+  req->uploads[req->nuploads++] =
+      (hs_upload){.field = f->rule->field, .filename = arena_strdup(&req->arena, f->filename), .path = path};
 }
 
 static void write_file(hs_form *f, const char *data, size_t size) {
@@ -147,7 +158,7 @@ static void write_file(hs_form *f, const char *data, size_t size) {
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
       close_fd(f);
-      return fail(f, ERR_INTERNAL, "cannot write the upload");
+      return storage_failed(f);
     }
     done += (size_t)w;
   }
@@ -200,9 +211,11 @@ static void begin_part(hs_form *f, const char *key, const char *filename, uint64
   if (f->is_file) {
     f->rule = file_rule(f->spec, key);
     f->named = *filename != 0;
+    snprintf(f->filename, sizeof f->filename, "%s", filename);
   } else if (count_text(f, strlen(key))) {
     f->field = declared_field(f->spec, key);
     f->text_len = 0;
+    json_array_append_new(f->req->form_fields, json_stringn_nocheck(key, strlen(key)));
   }
 }
 
@@ -244,6 +257,7 @@ err_t hs_form_finish(hs_form *f) {
                      arena_printf(&req->arena, "%s: the image is damaged or incomplete", u->field));
     if (rc != IMAGE_META_OK) return hs_fail(req, ERR_INTERNAL, NULL);
   }
+  fault_point("upload-received");
   if (!spec->fields) return ERR_OK;
   char err[256];
   req->body = arena_json(&req->arena, hs_validate(spec->fields, f->fields, true, err));

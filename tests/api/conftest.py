@@ -6,8 +6,11 @@ every server it starts a fresh database.
 
 Fixtures
 - `server`: one shared server for the whole session (APP_ENV=test, BCRYPT_COST=4,
-  TRUST_PROXY=1, WEATHER_URL at `fake_geo`). Tests make unique accounts with `unique_email()`.
+  TRUST_PROXY=1, WEATHER_URL at `fake_geo`, a bootstrap administrator ADMIN_EMAIL/ADMIN_PASSWORD).
+  Tests make unique accounts with `unique_email()`.
 - `fake_geo`: the session's fake weather, router and geocoder (tests/api/fake_geo.py).
+- `admin_token`: a fresh GODMODE administrator token for the shared server (`admin_login(api)`
+  logs in on any server started with BOOTSTRAP_ADMIN_*).
 - `api`: an `Api` client bound to the shared server; `api.wait_queue_idle()` before asserting
   that an email or push was not sent, `api.wait_load(cond)` to wait until a request is in
   flight or being handled (GET /__test/load) instead of sleeping.
@@ -51,6 +54,9 @@ def unique_email(prefix="user"):
 
 
 WEBHOOK_SECRET = "whsec_test_secret"
+ADMIN_EMAIL = "godmode@example.com"
+ADMIN_PASSWORD = "admin-password-1"
+ADMIN_ENV = {"BOOTSTRAP_ADMIN_EMAIL": ADMIN_EMAIL, "BOOTSTRAP_ADMIN_PASSWORD": ADMIN_PASSWORD}
 
 
 def sign_webhook(body, secret=WEBHOOK_SECRET, timestamp=None):
@@ -148,6 +154,10 @@ class Server:
             "LSAN_OPTIONS": "suppressions=" + os.path.join(ROOT, "tests", "lsan.supp"),
             "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
         }
+        if "asan" in binary.split(os.sep):
+            # every allocation of Tesseract takes a full stack under ASan with
+            # fast_unwind_on_malloc=0: recognition is ten times slower than its bound
+            self.env["RECOGNITION_TIMEOUT_MS"] = "60000"
         self.env.update({k: str(v) for k, v in (env or {}).items() if v is not None})
         for k, v in (env or {}).items():
             if v is None:
@@ -207,6 +217,17 @@ class Server:
             except ValueError:
                 pass
         return out
+
+    def wait_log(self, match, count=1, timeout=10):
+        """The JSON log lines for which match(line) is true, once there are at least count of
+        them (info lines reach the log up to 100 ms after the event)."""
+        deadline = time.time() + timeout
+        while True:
+            found = [line for line in self.log_lines() if match(line)]
+            if len(found) >= count:
+                return found
+            assert time.time() < deadline, f"{len(found)} of {count} log lines after {timeout} s"
+            time.sleep(0.05)
 
     def sanitizer_report(self):
         text = self.read_log()
@@ -404,7 +425,7 @@ def fake_geo():
 
 @pytest.fixture(scope="session")
 def server(request, make_server, fake_geo):
-    srv = make_server(DB_POOL_SIZE="16", WEATHER_URL=fake_geo.url)
+    srv = make_server(DB_POOL_SIZE="16", WEATHER_URL=fake_geo.url, **ADMIN_ENV)
     request.config._marketplace_server = srv
     return srv
 
@@ -420,9 +441,35 @@ def server_factory(request, engine, pg_cluster):
     _fail_on(_stop_all(started))
 
 
+def run_once_only(request):
+    """Skips, except in the plain SQLite pass: for slow tests of engine-independent behaviour,
+    which need not run again on PostgreSQL or under the sanitizers (they cover the same code
+    through other tests)."""
+    if request.config.getoption("--engine") != "sqlite" or "asan" in request.config.getoption("--binary").split(os.sep):
+        pytest.skip("engine-independent and slow: runs once, in the plain SQLite pass")
+
+
+@pytest.fixture
+def once_per_run(request):
+    run_once_only(request)
+
+
 @pytest.fixture
 def api(server):
     return Api(server)
+
+
+def admin_login(api):
+    """A GODMODE administrator token (the server must run with ADMIN_ENV); each login comes from
+    a fresh address, so the 10-per-15-minutes login limit never trips."""
+    r = api.post("/admin/login", json={"email": ADMIN_EMAIL, "password": ADMIN_PASSWORD}, ip=unique_ip())
+    assert r.status_code == 200, r.text
+    return r.json()["token"]
+
+
+@pytest.fixture
+def admin_token(api):
+    return admin_login(api)
 
 
 def check_route_coverage(request):

@@ -4,8 +4,9 @@ pushes through PUSH_URL (Expo message format, durable and retried), and the one-
 Spec: marketplace-api.md 2 (Notification, Queued banner), 4 (Providers and Users tables:
 push-token, notification, notifications, notifications/read), 5 (access), 6 (events), 8 (lists:
 notifications last 50); decisions.md 2 (PUSH_URL), 4 (which operations notify whom; banners kept
-in the database) and 6 (background work is durable and retried). The test-only
-POST /__test/banner {accountId, role, title, body, icon?} queues a banner.
+in the database) and 6 (background work is durable and retried). Banners are queued through the
+administrator's POST /admin/notify {userId, role, title, body, icon?} (its own tests are in
+test_admin.py).
 
 Every test makes its own accounts in a ZIP of the embedded table that no other test of this
 file uses, so only its own providers match its jobs.
@@ -26,7 +27,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from conftest import Api
+from conftest import ADMIN_ENV, Api, admin_login
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -624,11 +625,12 @@ def test_undelivered_push_is_delivered_after_a_restart(server_factory, fake_push
 
 
 def queue_banner(api, account_id, role, title, body, icon=None):
-    payload = {"accountId": account_id, "role": role, "title": title, "body": body}
+    payload = {"userId": account_id, "role": role, "title": title, "body": body}
     if icon is not None:
         payload["icon"] = icon
-    r = api.post("/__test/banner", json=payload)
-    assert (r.status_code, r.json()) == (200, OK)
+    r = api.post("/admin/notify", json=payload, token=admin_login(api))
+    assert (r.status_code, r.json()) == (200, {"ok": True, "queued": {"userId": account_id, "role": role,
+                                                                       "title": title}})
 
 
 def poll(api, acct, role):
@@ -678,12 +680,6 @@ def test_second_banner_replaces_the_first(api):
 
 def test_banners_are_per_account_and_role(api):
     user, other_user, pro = api.register_user(), api.register_user(), api.register_provider()
-    # queued for the user's id under the provider role: not the user's banner
-    queue_banner(api, user["id"], "provider", "Wrong role", "not for the customer")
-    assert poll(api, user, "user") is None
-    # queued for the provider's id under the user role: not the provider's banner
-    queue_banner(api, pro["id"], "user", "Wrong role", "not for the provider")
-    assert poll(api, pro, "provider") is None
     queue_banner(api, user["id"], "user", "Hi customer", "c")
     queue_banner(api, pro["id"], "provider", "Hi pro", "p")
     assert poll(api, other_user, "user") is None
@@ -692,24 +688,17 @@ def test_banners_are_per_account_and_role(api):
     assert poll(api, user, "user") is None and poll(api, pro, "provider") is None
 
 
-def test_test_banner_route_validates(api):
+def test_test_banner_route_is_gone(api):
+    # issue 10: banners are queued through POST /admin/notify; the test-only route is removed
     user = api.register_user()
-    base = {"accountId": user["id"], "role": "user", "title": "T", "body": "B"}
-    cases = [
-        ({k: v for k, v in base.items() if k != "accountId"}, "accountId: is required"),
-        ({**base, "role": "admin"}, "role: must be one of: user, provider"),
-        ({k: v for k, v in base.items() if k != "title"}, "title: is required"),
-        ({**base, "body": ""}, "body: must not be empty"),
-    ]
-    for body, error in cases:
-        r = api.post("/__test/banner", json=body)
-        assert (r.status_code, r.json()) == (400, {"error": error}), body
+    r = api.post("/__test/banner", json={"accountId": user["id"], "role": "user", "title": "T", "body": "B"})
+    assert (r.status_code, r.json()) == (404, {"error": "Not found"})
     assert poll(api, user, "user") is None
 
 
 def test_banner_survives_a_restart(server_factory):
     # decisions.md 4: the banner queue is kept in the database
-    srv = server_factory()
+    srv = server_factory(**ADMIN_ENV)
     api = Api(srv)
     user = api.register_user()
     queue_banner(api, user["id"], "user", "Kept", "across restarts", icon="i")

@@ -240,11 +240,11 @@ def test_failed_delivery_is_retried_and_survives_a_restart(make_server):
     addr, _ = register(srv.url)
     forgot(srv.url, addr)
     first, = _wait_log(srv, "will retry", timeout=5)  # the first attempt failed ...
-    assert first["attempts"] == 1 and first["level"] == "warn"
+    assert first["attempt"] == 1 and first["level"] == "warn"
     assert "smtp" in first["error"].lower()
     # ... and is retried after a backoff of about a second, failing again
     retries = _wait_log(srv, "will retry", timeout=4, count=2)
-    assert retries[1]["attempts"] == 2 and retries[1]["jobId"] == first["jobId"]
+    assert retries[1]["attempt"] == 2 and retries[1]["jobId"] == first["jobId"]
     assert _ms(retries[1]["time"]) - _ms(first["time"]) >= 900
     assert srv.mails() == []
     srv.env.pop("SMTP_URL")

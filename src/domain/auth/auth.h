@@ -2,6 +2,7 @@
  * reset, and administrator accounts (CLI and bootstrap). */
 #ifndef DOMAIN_AUTH_H
 #define DOMAIN_AUTH_H
+#include "db/db.h"
 #include "http/http.h"
 #include <stdbool.h>
 
@@ -11,5 +12,35 @@ extern const size_t AUTH_ROUTES_LEN;
 /* Creates the administrator or, when the email exists, sets its password. Hashes on the
  * calling thread. False on failure (logged). */
 bool auth_admin_upsert(const char *email, const char *password);
+
+/* Insert a customer (a provider, with its services and ZIPs, arrays of strings) on c inside
+ * the caller's transaction (registration; the GODMODE generator inserts many at once).
+ * DB_CONSTRAINT when the email is taken. */
+db_rc auth_insert_user_in(db_conn *c, const char *id, const char *email, const char *hash, const char *name,
+                          const char *address, const char *zip);
+db_rc auth_insert_provider_in(db_conn *c, const char *id, const char *email, const char *hash, const char *name,
+                              const char *phone, json_t *services, json_t *zips);
+
+/* A customer (role "user") or provider account: strings in arena memory. */
+typedef struct account_card {
+  const char *id, *email, *name;
+} account_card;
+/* Looks up account id of role; ERR_NOT_FOUND when there is none (or role is neither). */
+err_t auth_account_get(arena *a, const char *role, const char *id, account_card *out);
+
+/* Password work for every login (customers, providers, staff, administrators) and for account
+ * creation elsewhere, on the bounded hashing pool. Each returns ERR_OK, or fails the request
+ * and returns its error:
+ * - auth_refuse_when_busy: 503 Server busy (Retry-After, held 200 ms) when the pool is full;
+ *   call it first, before touching the database.
+ * - auth_check_login: the login throttle for login_key (a kind and the email, e.g.
+ *   "staff:jo@example.com"; 429 with Retry-After while throttled, http/ratelimit.h), then the
+ *   password against hash: 401 Invalid credentials on a mismatch, counted as a failure; a
+ *   success clears the account's failures. A NULL hash (unknown account) is checked against a
+ *   dummy hash of the same cost, so both failures take as long and count alike.
+ * - auth_hash_password: the bcrypt hash into out (128 bytes). */
+err_t auth_refuse_when_busy(hs_req *req);
+err_t auth_check_login(hs_req *req, const char *login_key, const char *password, const char *hash);
+err_t auth_hash_password(hs_req *req, const char *password, char out[128]);
 
 #endif

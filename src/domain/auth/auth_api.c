@@ -84,20 +84,12 @@ err_t api_auth_provider_register(hs_req *req) {
 static err_t login(hs_req *req, account_kind kind) {
   if (password_pool_full()) return hashing_failed(req, PW_BUSY); /* before touching the database */
   const char *email = hs_body_str(req, "email");
-  hs_login_attempt attempt;
-  err_t e = hs_login_begin(req, arena_printf(&req->arena, "%s:%s", kind == ACCOUNT_USER ? "user" : "provider", email),
-                           &attempt);
-  if (e != ERR_OK) return e;
   bool found;
   account acc = {0};
   if (auth_store_find(&req->arena, kind, email, &acc, &found) != ERR_OK) return ERR_INTERNAL;
-  pw_result pr = password_verify(hs_body_str(req, "password"), found ? acc.password_hash : NULL);
-  if (pr == PW_MISMATCH) {
-    hs_login_failed(&attempt);
-    return hs_fail(req, ERR_UNAUTHORIZED, "Invalid credentials");
-  }
-  if (pr != PW_OK) return hashing_failed(req, pr);
-  hs_login_succeeded(&attempt);
+  err_t e = auth_check_login(req, arena_printf(&req->arena, "%s:%s", kind == ACCOUNT_USER ? "user" : "provider", email),
+                             hs_body_str(req, "password"), found ? acc.password_hash : NULL);
+  if (e != ERR_OK) return e;
   return kind == ACCOUNT_USER ? reply_session(req, "user", "user", acc.id, acc.email, acc.name)
                               : reply_session(req, "provider", "provider", acc.id, acc.email, acc.name);
 }
@@ -144,6 +136,38 @@ err_t api_auth_reset_password(hs_req *req) {
   if (e == ERR_BAD_REQUEST) return hs_fail(req, ERR_BAD_REQUEST, "Invalid or expired reset token");
   if (e != ERR_OK) return e;
   return hs_ok(req, json_pack("{s:s,s:s}", "message", "Password has been reset", "role", role));
+}
+
+err_t auth_refuse_when_busy(hs_req *req) { return password_pool_full() ? hashing_failed(req, PW_BUSY) : ERR_OK; }
+
+err_t auth_check_login(hs_req *req, const char *login_key, const char *password, const char *hash) {
+  hs_login_attempt attempt;
+  err_t e = hs_login_begin(req, login_key, &attempt);
+  if (e != ERR_OK) return e;
+  pw_result pr = password_verify(password, hash);
+  if (pr == PW_MISMATCH) {
+    hs_login_failed(&attempt);
+    return hs_fail(req, ERR_UNAUTHORIZED, "Invalid credentials");
+  }
+  if (pr != PW_OK) return hashing_failed(req, pr);
+  hs_login_succeeded(&attempt);
+  return ERR_OK;
+}
+
+err_t auth_hash_password(hs_req *req, const char *password, char out[128]) {
+  pw_result pr = password_hash(password, out);
+  return pr == PW_OK ? ERR_OK : hashing_failed(req, pr);
+}
+
+err_t auth_account_get(arena *a, const char *role, const char *id, account_card *out) {
+  account acc;
+  bool found;
+  if (strcmp(role, "user") && strcmp(role, "provider")) return ERR_NOT_FOUND;
+  if (auth_store_get(a, !strcmp(role, "user") ? ACCOUNT_USER : ACCOUNT_PROVIDER, id, &acc, &found) != ERR_OK)
+    return ERR_INTERNAL;
+  if (!found) return ERR_NOT_FOUND;
+  *out = (account_card){acc.id, acc.email, acc.name};
+  return ERR_OK;
 }
 
 bool auth_admin_upsert(const char *email, const char *password) {

@@ -3,8 +3,10 @@
 #include "domain/auth/auth_store.h"
 #include "core/clock.h"
 #include "core/ids.h"
+#include "domain/auth/auth.h"
 #include "ext/mail.h"
 #include "ext/queue.h"
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const find_sql[] = {
@@ -12,36 +14,56 @@ static const char *const find_sql[] = {
     [ACCOUNT_PROVIDER] = "SELECT id, email, name, password_hash FROM providers WHERE email = $1",
 };
 
-err_t auth_store_find(arena *a, account_kind kind, const char *email, account *out, bool *found) {
+static const char *const get_sql[] = {
+    [ACCOUNT_USER] = "SELECT id, email, name, password_hash FROM users WHERE id = $1",
+    [ACCOUNT_PROVIDER] = "SELECT id, email, name, password_hash FROM providers WHERE id = $1",
+};
+
+static err_t find_one(arena *a, const char *sql, const char *key, account *out, bool *found) {
   db_res *r;
-  if (db_query(a, &r, find_sql[kind], DB_ARGS(DB_TEXT(email))) != DB_OK) return ERR_INTERNAL;
+  if (db_query(a, &r, sql, DB_ARGS(DB_TEXT(key))) != DB_OK) return ERR_INTERNAL;
   *found = r->rows > 0;
   if (*found) *out = (account){db_text(r, 0, 0), db_text(r, 0, 1), db_text(r, 0, 2), db_text(r, 0, 3)};
   return ERR_OK;
 }
 
-err_t auth_store_insert_user(const char *id, const char *email, const char *hash, const char *name,
-                             const char *address, const char *zip) {
-  int64_t now = clock_now_ms();
-  return db_to_err(db_query(NULL, NULL,
-                          "INSERT INTO users (id, email, password_hash, name, address, zip, created_at, updated_at) "
-                          "VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
-                          DB_ARGS(DB_TEXT(id), DB_TEXT(email), DB_TEXT(hash), DB_TEXT(name), DB_TEXT(address),
-                                  DB_TEXT(zip), DB_INT(now))));
+err_t auth_store_find(arena *a, account_kind kind, const char *email, account *out, bool *found) {
+  return find_one(a, find_sql[kind], email, out, found);
 }
 
-err_t auth_store_insert_provider(const char *id, const char *email, const char *hash, const char *name,
-                                 const char *phone, json_t *services, json_t *zips) {
+err_t auth_store_get(arena *a, account_kind kind, const char *id, account *out, bool *found) {
+  return find_one(a, get_sql[kind], id, out, found);
+}
+
+db_rc auth_insert_user_in(db_conn *c, const char *id, const char *email, const char *hash, const char *name,
+                          const char *address, const char *zip) {
+  int64_t now = clock_now_ms();
+  return db_exec(
+      c, NULL, NULL,
+      "INSERT INTO users (id, email, password_hash, name, address, zip, created_at, updated_at) "
+      "VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
+      DB_ARGS(DB_TEXT(id), DB_TEXT(email), DB_TEXT(hash), DB_TEXT(name), DB_TEXT(address), DB_TEXT(zip), DB_INT(now)));
+}
+
+err_t auth_store_insert_user(const char *id, const char *email, const char *hash, const char *name,
+                             const char *address, const char *zip) {
+  db_conn *c = db_acquire();
+  db_rc rc = auth_insert_user_in(c, id, email, hash, name, address, zip);
+  db_release(c);
+  return db_to_err(rc);
+}
+
+db_rc auth_insert_provider_in(db_conn *c, const char *id, const char *email, const char *hash, const char *name,
+                              const char *phone, json_t *services, json_t *zips) {
   int64_t now = clock_now_ms();
   char *services_text = json_dumps(services, JSON_COMPACT), *zips_text = json_dumps(zips, JSON_COMPACT);
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK)
-    rc = db_exec(c, NULL, NULL,
-                 "INSERT INTO providers (id, email, password_hash, name, phone, services, service_zips, created_at, "
-                 "updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
-                 DB_ARGS(DB_TEXT(id), DB_TEXT(email), DB_TEXT(hash), DB_TEXT(name), DB_TEXT(phone),
-                         DB_TEXT(services_text), DB_TEXT(zips_text), DB_INT(now)));
+  db_rc rc =
+      db_exec(c, NULL, NULL,
+              "INSERT INTO providers (id, email, password_hash, name, phone, services, service_zips, created_at, "
+              "updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
+              DB_ARGS(DB_TEXT(id), DB_TEXT(email), DB_TEXT(hash), DB_TEXT(name), DB_TEXT(phone), DB_TEXT(services_text),
+                      DB_TEXT(zips_text), DB_INT(now)));
+  free(services_text), free(zips_text);
   size_t i;
   json_t *v;
   json_array_foreach(services, i, v) {
@@ -54,9 +76,16 @@ err_t auth_store_insert_provider(const char *id, const char *email, const char *
     rc = db_exec(c, NULL, NULL, "INSERT INTO provider_zips (provider_id, zip) VALUES ($1, $2)",
                  DB_ARGS(DB_TEXT(id), DB_TEXT(json_string_value(v))));
   }
+  return rc;
+}
+
+err_t auth_store_insert_provider(const char *id, const char *email, const char *hash, const char *name,
+                                 const char *phone, json_t *services, json_t *zips) {
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK) rc = auth_insert_provider_in(c, id, email, hash, name, phone, services, zips);
   if (rc == DB_OK) rc = db_commit(c);
   db_release(c); /* rolls back when the transaction is still open */
-  free(services_text), free(zips_text);
   return db_to_err(rc);
 }
 

@@ -37,4 +37,15 @@ err_t jobs_get(arena *a, const char *id, db_res **row);
 /* True when provider serves the job's service in its ZIP. */
 bool jobs_provider_matches(const char *provider_id, const char *service, const char *zip);
 
+/* A job to post. */
+typedef struct job_new {
+  const char *id, *customer_id, *service, *description, *details, *address, *zip;
+  int64_t preferred_at;
+  bool has_preferred, is_asap, has_coords;
+  double lat, lng;
+} job_new;
+/* Inserts j as a new PENDING job on c, inside the caller's transaction (POST /jobs, and the
+ * GODMODE generator, which posts many in one transaction). */
+db_rc jobs_insert_in(db_conn *c, const job_new *j);
+
 #endif

@@ -19,30 +19,33 @@
 
 #define ASAP_FEED_AT (-(1LL << 62)) /* before any date a job can carry */
 
-err_t jobs_store_insert(const job_new *j, const char *urgent_title, const char *urgent_body) {
+db_rc jobs_insert_in(db_conn *c, const job_new *j) {
   int64_t now = clock_now_ms();
   arena a;
   arena_init(&a);
   db_res *r = NULL;
+  db_rc rc = db_exec(
+      c, &a, &r,
+      "INSERT INTO jobs (id, customer_id, service, description, preferred_at, is_asap, feed_at, details, address, "
+      "zip, lat, lng, status, created_at, updated_at, seq) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
+      "$12, 'PENDING', $13, $13, $14) RETURNING *",
+      DB_ARGS(DB_TEXT(j->id), DB_TEXT(j->customer_id), DB_TEXT(j->service), DB_TEXT(j->description),
+              j->has_preferred ? DB_INT(j->preferred_at) : DB_NULL, DB_BOOL(j->is_asap),
+              DB_INT(j->is_asap ? ASAP_FEED_AT : j->preferred_at), DB_TEXT(j->details), DB_TEXT(j->address),
+              DB_TEXT(j->zip), j->has_coords ? DB_REAL(j->lat) : DB_NULL, j->has_coords ? DB_REAL(j->lng) : DB_NULL,
+              DB_INT(now), DB_INT(clock_sequence())));
+  if (rc == DB_OK) rc = jobs_json_save_in(c, r, 0);
+  arena_fini(&a);
+  return rc;
+}
+
+err_t jobs_store_insert(const job_new *j, const char *urgent_title, const char *urgent_body) {
   db_conn *c = db_acquire();
   db_rc rc = db_begin(c);
-  if (rc == DB_OK)
-    rc = db_exec(
-        c, &a, &r,
-        "INSERT INTO jobs (id, customer_id, service, description, preferred_at, is_asap, feed_at, details, address, "
-        "zip, lat, lng, status, created_at, updated_at, seq) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
-        "$12, 'PENDING', $13, $13, $14) RETURNING *",
-        DB_ARGS(DB_TEXT(j->id), DB_TEXT(j->customer_id), DB_TEXT(j->service), DB_TEXT(j->description),
-                j->has_preferred ? DB_INT(j->preferred_at) : DB_NULL, DB_BOOL(j->is_asap),
-                DB_INT(j->is_asap ? ASAP_FEED_AT : j->preferred_at), DB_TEXT(j->details), DB_TEXT(j->address),
-                DB_TEXT(j->zip), j->has_coords ? DB_REAL(j->lat) : DB_NULL, j->has_coords ? DB_REAL(j->lng) : DB_NULL,
-                DB_INT(now), DB_INT(clock_sequence())));
-  if (rc == DB_OK) rc = jobs_json_save_in(c, r, 0);
+  if (rc == DB_OK) rc = jobs_insert_in(c, j);
   if (rc == DB_OK && urgent_title)
     rc = notify_matching_providers_in(c, j->service, j->zip, urgent_title, urgent_body, j->id);
-  rc = queue_commit(c, rc);
-  arena_fini(&a);
-  return db_to_err(rc);
+  return db_to_err(queue_commit(c, rc));
 }
 
 /* ---- the stored Job JSON ---- */

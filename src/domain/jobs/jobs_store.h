@@ -4,16 +4,10 @@
 #define DOMAIN_JOBS_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
+#include "domain/jobs/jobs.h"
 #include "domain/notifications/notifications.h"
 #include <jansson.h>
 #include <stdbool.h>
-
-typedef struct job_new {
-  const char *id, *customer_id, *service, *description, *details, *address, *zip;
-  int64_t preferred_at;
-  bool has_preferred, is_asap, has_coords;
-  double lat, lng;
-} job_new;
 
 /* Inserts the job and, when urgent_title is set (an ASAP job), notifies every matching
  * provider in the same transaction. */

@@ -1,6 +1,5 @@
 /* /users/me and /providers/me notification routes. Each handler serves both roles: the
  * account is the caller's, its kind comes from the token's role. */
-#include "core/clock.h"
 #include "core/jsonx.h"
 #include "core/util.h"
 #include "domain/notifications/notifications.h"
@@ -55,30 +54,6 @@ static err_t api_banner_poll(hs_req *req) {
                               "body", db_text(r, 0, 2)));
 }
 
-/* Test support until the administrator's POST /admin/notify exists: queue a banner. */
-static err_t api_test_banner(hs_req *req) {
-  if (db_query(NULL, NULL,
-               "INSERT INTO banners (account_id, role, icon, title, body, created_at) VALUES ($1, $2, $3, $4, $5, $6) "
-               "ON CONFLICT (account_id, role) DO UPDATE SET icon = excluded.icon, title = excluded.title, "
-               "body = excluded.body, created_at = excluded.created_at",
-               DB_ARGS(DB_TEXT(hs_body_str(req, "accountId")), DB_TEXT(hs_body_str(req, "role")),
-                       DB_TEXT(hs_body_str(req, "icon")), DB_TEXT(hs_body_str(req, "title")),
-                       DB_TEXT(hs_body_str(req, "body")), DB_INT(clock_now_ms()))) != DB_OK)
-    return ERR_INTERNAL;
-  return hs_ok(req, json_pack("{s:b}", "ok", 1));
-}
-
-static const char *const ACCOUNT_ROLES[] = {"user", "provider", NULL};
-static const hs_field banner_fields[] = {
-    {"accountId", F_STRING, F_REQUIRED, LEN(1, 64)},
-    {"role", F_ENUM, F_REQUIRED, .choices = ACCOUNT_ROLES},
-    {"title", F_STRING, F_REQUIRED, LEN(1, 200)},
-    {"body", F_STRING, F_REQUIRED, LEN(1, 2000)},
-    {"icon", F_STRING, 0, LEN(0, 64)},
-    {0},
-};
-static const hs_schema banner_schema = {banner_fields};
-
 static const hs_field token_fields[] = {{"token", F_STRING, F_REQUIRED, LEN(1, 512)}, {0}};
 static const hs_schema token_schema = {token_fields};
 
@@ -96,7 +71,5 @@ const hs_route NOTIFICATIONS_ROUTES[] = {
      .summary = "The pending in-app banner, returned once"},
     {HS_GET, "/providers/me/notification", api_banner_poll, ROLE_PROVIDER,
      .summary = "The pending in-app banner, returned once"},
-    {HS_POST, "/__test/banner", api_test_banner, ROLE_OPEN, &banner_schema, .flags = ROUTE_TEST_ONLY,
-     .summary = "Queue an in-app banner (APP_ENV=test only)"},
 };
 const size_t NOTIFICATIONS_ROUTES_LEN = ARRAY_LEN(NOTIFICATIONS_ROUTES);

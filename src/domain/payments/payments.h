@@ -8,6 +8,7 @@
  * settled by asking the processor. Thread-safe. */
 #ifndef DOMAIN_PAYMENTS_H
 #define DOMAIN_PAYMENTS_H
+#include "db/db.h"
 #include "http/http.h"
 #include "http/rowjson.h"
 #include <stdint.h>
@@ -26,6 +27,13 @@ void payments_domain_init(void);
  * that calls this succeeds either way. An unanswered request is settled in the background.
  * ERR_CONFLICT when the job already has a payment; ERR_INTERNAL when nothing was recorded. */
 err_t payments_authorize_job(const char *job_id, const char *user_id, int64_t cents);
+/* Queues on c, inside the transaction that accepts a quote, a check due PAYMENT_FOLLOW_UP_MS
+ * later: when the process died between that commit and the authorization that follows it (so
+ * the job has no Payment at all), the check authorizes the accepted quote's total as the
+ * acceptance would have (same idempotency key, so at most one hold). Otherwise it does
+ * nothing; what happens to a Payment once recorded is payments_reconcile's. */
+#define PAYMENT_FOLLOW_UP_MS (2 * 60 * 1000)
+db_rc payments_follow_up(db_conn *c, const char *job_id);
 /* Captures the job's live authorization (PAID); without one (FAILED, or the hold lapsed) it
  * charges the accepted total to the saved card, and a refusal is recorded and told as a
  * failure. Whatever cannot be done now is queued and retried. ERR_OK when done, nothing to
@@ -50,6 +58,9 @@ void payments_tell_failure(const char *payment_id);
  * failureReason }` of a payments row, as a field table (http/rowjson.h): the one definition,
  * which answers that join the payments table bind to its columns. */
 extern const hs_rj_field PAYMENTS_JSON[];
+/* The same Payment JSON of the job's payment of kind as a jansson value, or JSON null: for
+ * answers still built as jansson trees (the staff look-ups). */
+json_t *payments_job_json(const char *job_id, const char *kind);
 /* Compares the payments in uncertain states with the processor and settles them: requests
  * left unanswered for min_age_ms or more, holds of completed or cancelled jobs, completed
  * jobs never charged. Logs each correction. For the periodic task and `marketplace payments

@@ -655,7 +655,41 @@ static bool reconcile_from_queue(json_t *payload, char err[256]) {
   return false;
 }
 
+db_rc payments_follow_up(db_conn *c, const char *job_id) {
+  json_t *payload = json_pack("{s:s}", "jobId", job_id);
+  db_rc rc = queue_enqueue_at(c, "payment_follow_up", payload, clock_now_ms() + PAYMENT_FOLLOW_UP_MS);
+  json_decref(payload);
+  return rc;
+}
+
+static bool follow_up_from_queue(json_t *payload, char err[256]) {
+  const char *job_id = json_string_value(json_object_get(payload, "jobId"));
+  if (!job_id) return true;
+  arena a;
+  arena_init(&a);
+  const char *status, *customer;
+  int64_t cents;
+  payment_row p;
+  bool found = false, done = false;
+  if (pay_store_job_terms(&a, job_id, &status, &customer, &cents) != ERR_OK ||
+      pay_store_find(&a, job_id, "job", &p, &found) != ERR_OK) {
+    snprintf(err, 256, "cannot read the job and its payment");
+    goto out;
+  }
+  done = true;
+  if (found || !status || cents <= 0 || is(status, "CANCELLED")) goto out;
+  err_t e = payments_authorize_job(job_id, customer, cents); /* conflict: recorded meanwhile */
+  if (e == ERR_OK)
+    log_json(LOG_WARN, "payment authorized by the follow-up of an acceptance", json_pack("{s:s}", "jobId", job_id));
+  else if (e != ERR_CONFLICT)
+    done = false, snprintf(err, 256, "cannot record the authorization");
+out:
+  arena_fini(&a);
+  return done;
+}
+
 void payments_domain_init(void) {
+  queue_register("payment_follow_up", follow_up_from_queue);
   queue_register("payment_settle", settle_from_queue);
   queue_register("payment_capture", capture_from_queue);
   queue_register("payment_void", void_from_queue);
@@ -665,6 +699,21 @@ void payments_domain_init(void) {
   queue_every("payment_holds", HOLDS_PERIOD_MS);
   queue_register("payment_reconcile", reconcile_from_queue);
   queue_every("payment_reconcile", RECONCILE_PERIOD_MS);
+}
+
+json_t *payments_job_json(const char *job_id, const char *kind) {
+  arena a;
+  arena_init(&a);
+  payment_row p;
+  bool found = false;
+  json_t *out = json_null();
+  if (pay_store_find(&a, job_id, kind, &p, &found) == ERR_OK && found)
+    out = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o}", "id", p.id, "status", p.status, "amount", jx_money(p.amount_cents),
+                    "processorPaymentIntentId", jx_str_or_null(p.intent_id), "holdExpiresAt",
+                    p.hold_expires_at ? jx_iso(p.hold_expires_at) : json_null(), "failureReason",
+                    jx_str_or_null(p.failure_reason));
+  arena_fini(&a);
+  return out;
 }
 
 const hs_rj_field PAYMENTS_JSON[] = {

@@ -248,6 +248,19 @@ err_t pay_store_context(arena *a, const char *job_id, pay_context *out) {
   return ERR_OK;
 }
 
+err_t pay_store_job_terms(arena *a, const char *job_id, const char **status, const char **customer, int64_t *cents) {
+  db_res *r;
+  db_rc rc = db_query(a, &r,
+                      "SELECT j.status, j.customer_id, COALESCE(q.total_cents, 0) FROM jobs j "
+                      "LEFT JOIN quotes q ON q.job_id = j.id AND q.status = 'ACCEPTED' WHERE j.id = $1",
+                      DB_ARGS(DB_TEXT(job_id)));
+  bool found = rc == DB_OK && r->rows;
+  *status = found ? db_text(r, 0, 0) : NULL;
+  *customer = found ? db_text(r, 0, 1) : NULL;
+  *cents = found ? db_int(r, 0, 2) : 0;
+  return db_to_err(rc);
+}
+
 #define JOB_OPEN "('ACCEPTED', 'ON_THE_WAY', 'IN_PROGRESS')"
 
 err_t pay_store_holds_due(arena *a, int64_t before, int limit, db_res **out) {

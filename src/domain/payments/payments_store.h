@@ -90,6 +90,9 @@ err_t pay_store_settle(const payment_row *p, const pay_settle *s, bool *moved);
  * charge), when it is still that request. */
 err_t pay_store_switch(const payment_row *p, const char *op, const char *key, const char *method, bool *switched);
 err_t pay_store_context(arena *a, const char *job_id, pay_context *out);
+/* The job's status, customer and accepted quote's total (0 without one); *status NULL when the
+ * job does not exist. */
+err_t pay_store_job_terms(arena *a, const char *job_id, const char **status, const char **customer, int64_t *cents);
 
 /* Job payments whose hold lapses before `before` while the job is still to be done: ids. */
 err_t pay_store_holds_due(arena *a, int64_t before, int limit, db_res **out);

@@ -8,19 +8,21 @@
 #include "domain/payments/payments.h"
 #include "domain/payments/payments_api.h"
 #include "domain/payments/payments_store.h"
+#include "core/util.h"
 #include "ext/digest.h"
 #include "ext/payments.h"
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define TOLERANCE_S 300
 
-/* Parses "t=...,v1=...,v1=..." and checks one v1 against the expected MAC. */
-static err_t verify(hs_req *req) {
-  if (!CFG.stripe_webhook_secret) return hs_fail(req, ERR_BAD_REQUEST, "Webhooks are not configured");
-  const char *header = hs_header(req, "Stripe-Signature");
-  if (!header || !*header) return hs_fail(req, ERR_BAD_REQUEST, "Missing Stripe-Signature header");
-  char *copy = arena_strdup(&req->arena, header), *save = NULL;
+const char *payments_webhook_check(const char *secret, const char *header, const char *body, size_t len,
+                                   int64_t now_s) {
+  if (!secret) return "Webhooks are not configured";
+  if (!header || !*header) return "Missing Stripe-Signature header";
+  char *copy = xstrdup(header), *save = NULL;
   long long t = -1;
   const char *sigs[16];
   int nsigs = 0;
@@ -28,26 +30,47 @@ static err_t verify(hs_req *req) {
     while (*part == ' ') part++;
     if (!strncmp(part, "t=", 2)) {
       char *end;
+      errno = 0;
       t = strtoll(part + 2, &end, 10);
-      if (*end || end == part + 2) t = -1;
+      if (*end || end == part + 2 || errno) t = -1;
     } else if (!strncmp(part, "v1=", 3) && nsigs < 16) {
       sigs[nsigs++] = part + 3;
     }
   }
-  if (t < 0 || nsigs == 0) return hs_fail(req, ERR_BAD_REQUEST, "Malformed Stripe-Signature header");
-  long long now = clock_now_ms() / 1000;
-  if (llabs(now - t) > TOLERANCE_S) return hs_fail(req, ERR_BAD_REQUEST, "Webhook timestamp outside the tolerance");
-  char *signed_payload = arena_printf(&req->arena, "%lld.", t);
-  size_t prefix = strlen(signed_payload);
-  char *payload = arena_alloc(&req->arena, prefix + req->raw_len + 1);
-  memcpy(payload, signed_payload, prefix);
-  memcpy(payload + prefix, req->raw_body, req->raw_len);
+  const char *problem = NULL;
+  if (t < 0 || nsigs == 0) problem = "Malformed Stripe-Signature header";
+  else if (t > now_s + TOLERANCE_S || t < now_s - TOLERANCE_S) problem = "Webhook timestamp outside the tolerance";
+  if (problem) {
+    free(copy);
+    return problem;
+  }
+  char prefix[32];
+  size_t plen = (size_t)snprintf(prefix, sizeof prefix, "%lld.", t);
+  char *payload = xmalloc(plen + len + 1);
+  memcpy(payload, prefix, plen);
+  if (len) memcpy(payload + plen, body, len);
   char expected[65];
-  hmac_sha256_hex(CFG.stripe_webhook_secret, strlen(CFG.stripe_webhook_secret), payload, prefix + req->raw_len,
-                  expected);
-  for (int i = 0; i < nsigs; i++)
-    if (digest_equal(sigs[i], expected)) return ERR_OK;
-  return hs_fail(req, ERR_BAD_REQUEST, "Invalid webhook signature");
+  hmac_sha256_hex(secret, strlen(secret), payload, plen + len, expected);
+  free(payload);
+  problem = "Invalid webhook signature";
+  for (int i = 0; i < nsigs && problem; i++)
+    if (digest_equal(sigs[i], expected)) problem = NULL;
+  free(copy);
+  return problem;
+}
+
+const char *payments_webhook_event(const char *body, size_t len, json_t **event, const char **id, const char **type,
+                                   json_t **object) {
+  *event = json_loadb(body, len, 0, NULL);
+  *id = *type = NULL, *object = NULL;
+  if (!json_is_object(*event)) return "body: malformed JSON";
+  *id = json_string_value(json_object_get(*event, "id"));
+  *type = json_string_value(json_object_get(*event, "type"));
+  *object = json_object_get(json_object_get(*event, "data"), "object");
+  if (!*id || !**id) return "id: is required";
+  if (!*type || !**type) return "type: is required";
+  if (!json_is_object(*object)) return "data.object: must be an object";
+  return NULL;
 }
 
 /* Events arrive in any order. A subscription update for a subscription no user holds (it
@@ -72,16 +95,15 @@ static err_t current_subscription_state(hs_req *req, json_t **object) {
 }
 
 err_t api_webhooks_receive(hs_req *req) {
-  err_t e = verify(req);
-  if (e != ERR_OK) return e;
-  json_t *event = arena_json(&req->arena, json_loadb(req->raw_body, req->raw_len, 0, NULL));
-  if (!json_is_object(event)) return hs_fail(req, ERR_BAD_REQUEST, "body: malformed JSON");
-  const char *id = json_string_value(json_object_get(event, "id"));
-  const char *type = json_string_value(json_object_get(event, "type"));
-  json_t *object = json_object_get(json_object_get(event, "data"), "object");
-  if (!id || !*id) return hs_fail(req, ERR_BAD_REQUEST, "id: is required");
-  if (!type || !*type) return hs_fail(req, ERR_BAD_REQUEST, "type: is required");
-  if (!json_is_object(object)) return hs_fail(req, ERR_BAD_REQUEST, "data.object: must be an object");
+  const char *problem = payments_webhook_check(CFG.stripe_webhook_secret, hs_header(req, "Stripe-Signature"),
+                                               req->raw_body, req->raw_len, clock_now_ms() / 1000);
+  if (problem) return hs_fail(req, ERR_BAD_REQUEST, problem);
+  json_t *event, *object;
+  const char *id, *type;
+  problem = payments_webhook_event(req->raw_body, req->raw_len, &event, &id, &type, &object);
+  arena_json(&req->arena, event);
+  if (problem) return hs_fail(req, ERR_BAD_REQUEST, problem);
+  err_t e;
   if (!strcmp(type, "customer.subscription.updated") && (e = current_subscription_state(req, &object)) != ERR_OK)
     return e;
   bool duplicate;

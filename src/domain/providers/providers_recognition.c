@@ -116,6 +116,6 @@ static bool check_insurance(json_t *job, char err[256]) {
 }
 
 void providers_domain_init(void) {
-  queue_register("licence_check", check_licence);
-  queue_register("insurance_check", check_insurance);
+  queue_register_heavy("licence_check", check_licence);
+  queue_register_heavy("insurance_check", check_insurance);
 }

@@ -1,6 +1,7 @@
 /* Handlers for /quotes/... Money is integer cents; the platform fee is 18% of the amount,
  * rounded to the cent. */
 #include "domain/quotes/quotes_api.h"
+#include "core/faults.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/ids.h"
@@ -166,6 +167,7 @@ err_t api_quotes_accept(hs_req *req) {
   bool won;
   if ((e = quotes_store_accept(db_field(q, 0, "id"), job_id, provider, &news, &won)) != ERR_OK) return e;
   if (!won) return hs_fail(req, ERR_CONFLICT, "The job is no longer open for acceptance");
+  fault_point("accept-committed");
   /* the authorization follows the commit; a decline is recorded, the acceptance stands */
   if (payments_authorize_job(job_id, req->auth.id, db_int(q, 0, db_col(q, "total_cents"))) != ERR_OK)
     log_msg(LOG_ERROR, "recording the authorization of job %s failed", job_id);

@@ -4,6 +4,7 @@
 #include "domain/quotes/quotes_store.h"
 #include "core/clock.h"
 #include "domain/jobs/jobs.h"
+#include "domain/payments/payments.h"
 #include "ext/mail.h"
 #include "ext/queue.h"
 
@@ -105,7 +106,7 @@ err_t quotes_store_accept(const char *quote_id, const char *job_id, const char *
               "UPDATE quotes SET status = CASE WHEN id = $2 THEN 'ACCEPTED' ELSE 'REJECTED' END, "
               "accepted_at = CASE WHEN id = $2 THEN $3 ELSE accepted_at END, updated_at = $3 WHERE job_id = $1",
               DB_ARGS(DB_TEXT(job_id), DB_TEXT(quote_id), DB_INT(now))) != DB_OK ||
-      announce_and_commit(c, news) != DB_OK)
+      payments_follow_up(c, job_id) != DB_OK || announce_and_commit(c, news) != DB_OK)
     goto out;
   *won = true;
   e = ERR_OK;

@@ -1,4 +1,4 @@
-/* Operational routes: GET /health, and the test-environment routes (the test clock and the
+/* Operational routes: GET /health (liveness), GET /ready (readiness), and the test-environment routes (the test clock and the
  * route-coverage report that the API test run checks). */
 #ifndef DOMAIN_SYSTEM_H
 #define DOMAIN_SYSTEM_H

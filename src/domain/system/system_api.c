@@ -1,8 +1,11 @@
-/* /health answers without touching the database: it says the process serves requests.
+/* /health answers without touching the database: it says the process serves requests. /ready
+ * says whether it can serve them now: the database answers within a second and its
+ * migrations are current (a load balancer sends traffic only to ready instances).
  * /__test/... exist only when APP_ENV=test (the route flag makes them 404 elsewhere). */
 #include "core/clock.h"
 #include "core/jsonx.h"
 #include "core/util.h"
+#include "db/db.h"
 #include "domain/system/system.h"
 #include "ext/password.h"
 #include "ext/queue.h"
@@ -12,6 +15,14 @@
 #include "http/server.h"
 
 static err_t api_health(hs_req *req) { return hs_ok(req, json_pack("{s:s}", "status", "ok")); }
+
+#define READY_TIMEOUT_MS 1000
+
+static err_t api_ready(hs_req *req) {
+  char reason[128];
+  if (db_ready(READY_TIMEOUT_MS, reason)) return hs_ok(req, json_pack("{s:s}", "status", "ready"));
+  return hs_reply(req, 503, json_pack("{s:s,s:s}", "status", "unavailable", "reason", reason));
+}
 
 static err_t api_test_clock(hs_req *req) {
   clock_advance_ms(json_integer_value(json_object_get(req->body, "advanceMs")));
@@ -76,6 +87,8 @@ static const hs_schema clock_schema = {clock_fields};
 
 const hs_route SYSTEM_ROUTES[] = {
     {HS_GET, "/health", api_health, ROLE_OPEN, .flags = ROUTE_INLINE, .summary = "Liveness check"},
+    {HS_GET, "/ready", api_ready, ROLE_OPEN, .flags = ROUTE_SLOW,
+     .summary = "Readiness: the database answers within 1 s and migrations are current"},
     {HS_POST, "/__test/clock", api_test_clock, ROLE_OPEN, &clock_schema, .flags = ROUTE_TEST_ONLY,
      .summary = "Move the service clock forward (APP_ENV=test only)"},
     {HS_GET, "/__test/routes", api_test_routes, ROLE_OPEN, .flags = ROUTE_TEST_ONLY,

@@ -28,6 +28,7 @@ static int setup(void **state) {
   snprintf(path, sizeof path, "/tmp/mp-unit-sqlite-%d.db", (int)getpid());
   unlink(path);
   CFG.http_threads = 1;
+  CFG.db_busy_timeout_ms = 5000;
   char url[80], err[256];
   snprintf(url, sizeof url, "sqlite:%s", path);
   if (!db_open(url, THREADS, 1, err)) fail_msg("%s", err);

@@ -92,7 +92,7 @@ static void test_periodic_task_runs_once_per_slot(void **state) {
   const int64_t period = 3600 * 1000LL;
   queue_register("tick", on_tick);
   queue_every("tick", period);
-  queue_start(2);
+  queue_start(2, 1);
   wait_ticks(1);
   int64_t now = clock_now_ms();
   assert_int_equal(atomic_load(&last_slot), now - now % period);

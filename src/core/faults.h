@@ -1,0 +1,14 @@
+/* Crash injection for the crash-safety tests, in the manner of SQLite's fault injection:
+ * with APP_ENV=test and CRASH_POINT=<name> in the environment, the process kills itself with
+ * SIGKILL (no shutdown code runs, as in a power cut) the first time it reaches the point of
+ * that name. Does nothing in any other environment. Thread-safe. */
+#ifndef CORE_FAULTS_H
+#define CORE_FAULTS_H
+
+/* The named points, where a crash leaves work half done:
+ *   accept-committed  a quote's acceptance is committed, its card authorization not made
+ *   email-written     an email is in the outbox, its queue row not yet recorded done
+ *   upload-received   an upload's files are on disk, nothing stored or recorded yet */
+void fault_point(const char *name);
+
+#endif

@@ -1,0 +1,263 @@
+/* GODMODE handlers. Every change is recorded in the audit trail (actor: the administrator).
+ *
+ * Account deletion first voids the account's card holds at the processor (nothing is deleted
+ * when the processor cannot be reached), then deletes the rows in one transaction, then the
+ * stored files: a file whose deletion fails is logged and left behind, never a row pointing at
+ * a missing file. The generator hashes its one shared password once per request and inserts
+ * accounts and jobs in transactions of GENERATE_BATCH accounts, so a large run never holds the
+ * database's write lock for long. */
+#include "domain/admin/admin_api.h"
+#include "core/clock.h"
+#include "core/ids.h"
+#include "core/jsonx.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "domain/admin/admin.h"
+#include "domain/admin/admin_store.h"
+#include "domain/auth/auth.h"
+#include "domain/common.h"
+#include "domain/jobs/jobs.h"
+#include "domain/payments/payments.h"
+#include "domain/staff/staff.h"
+#include "ext/geo.h"
+#include "ext/storage.h"
+#include "ext/token.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define LIST_LIMIT 1000
+#define GENERATE_BATCH 100
+#define GENERATED_PASSWORD "password123"
+#define DAY_MS (24LL * 3600 * 1000)
+
+err_t api_admin_login(hs_req *req) {
+  err_t e = auth_refuse_when_busy(req);
+  if (e != ERR_OK) return e;
+  db_res *r;
+  if (admin_store_find_email(&req->arena, hs_body_str(req, "email"), &r) != ERR_OK) return ERR_INTERNAL;
+  e = auth_check_login(req, arena_printf(&req->arena, "admin:%s", hs_body_str(req, "email")),
+                       hs_body_str(req, "password"), r->rows ? db_field(r, 0, "password_hash") : NULL);
+  if (e != ERR_OK) return e;
+  char *token = token_issue(db_field(r, 0, "id"), "admin", false, NULL, TOKEN_TTL_ADMIN);
+  if (!token) return ERR_INTERNAL;
+  json_t *body = json_pack("{s:s,s:{s:s,s:s}}", "token", token, "admin", "id", db_field(r, 0, "id"), "email",
+                           db_field(r, 0, "email"));
+  free(token);
+  return hs_ok(req, body);
+}
+
+err_t api_admin_users(hs_req *req) {
+  db_res *u, *p;
+  if (admin_store_users(&req->arena, LIST_LIMIT, &u) != ERR_OK ||
+      admin_store_providers(&req->arena, LIST_LIMIT, &p) != ERR_OK)
+    return ERR_INTERNAL;
+  json_t *users = json_array(), *providers = json_array();
+  for (int i = 0; i < u->rows; i++)
+    json_array_append_new(
+        users, json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o}", "id", db_field(u, i, "id"), "email",
+                         db_field(u, i, "email"), "name", db_field(u, i, "name"), "address", db_field(u, i, "address"),
+                         "zip", db_field(u, i, "zip"), "lat", jx_real_or_null(db_field(u, i, "lat")), "lng",
+                         jx_real_or_null(db_field(u, i, "lng")), "isPremium", jx_bool(db_field(u, i, "is_premium")),
+                         "premiumSince", jx_iso_or_null(db_field(u, i, "premium_since")), "createdAt",
+                         jx_iso_or_null(db_field(u, i, "created_at"))));
+  for (int i = 0; i < p->rows; i++)
+    json_array_append_new(providers, json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "id", db_field(p, i, "id"),
+                                               "email", db_field(p, i, "email"), "name", db_field(p, i, "name"),
+                                               "phone", jx_str_or_null(db_field(p, i, "phone")), "companyName",
+                                               jx_str_or_null(db_field(p, i, "company_name")), "services",
+                                               jx_parse_or(db_field(p, i, "services"), json_array()), "serviceZips",
+                                               jx_parse_or(db_field(p, i, "service_zips"), json_array()), "isPremium",
+                                               jx_bool(db_field(p, i, "is_premium")), "createdAt",
+                                               jx_iso_or_null(db_field(p, i, "created_at"))));
+  return hs_ok(req, json_pack("{s:o,s:o}", "users", users, "providers", providers));
+}
+
+/* The account named by id and role, or 404. */
+static err_t load_account(hs_req *req, const char *role, const char *id, account_card *out) {
+  err_t e = auth_account_get(&req->arena, role, id, out);
+  return e == ERR_NOT_FOUND ? hs_fail(req, e, "Account not found") : e;
+}
+
+err_t api_admin_impersonate(hs_req *req) {
+  const char *role = hs_body_str(req, "targetRole");
+  account_card acc;
+  err_t e = load_account(req, role, hs_body_str(req, "targetId"), &acc);
+  if (e != ERR_OK) return e;
+  audit_action act = {req->auth.id, "admin", "admin.impersonate", acc.id, role, NULL};
+  if (staff_audit(&act) != ERR_OK) return ERR_INTERNAL;
+  char *token = token_issue(acc.id, role, false, NULL, TOKEN_TTL_ADMIN_IMPERSONATION);
+  if (!token) return ERR_INTERNAL;
+  json_t *body = json_pack("{s:s,s:{s:s,s:s,s:s,s:s}}", "token", token, "identity", "id", acc.id, "email", acc.email,
+                           "name", acc.name, "role", role);
+  free(token);
+  return hs_ok(req, body);
+}
+
+/* ---- deleting an account ---- */
+
+static void add_key(json_t *keys, const char *key, size_t n) {
+  char buf[STORAGE_KEY_LEN + 1];
+  if (n >= sizeof buf) return;
+  memcpy(buf, key, n);
+  buf[n] = 0;
+  if (storage_key_valid(buf)) json_array_append_new(keys, json_string(buf));
+}
+
+/* The keys a cell names: a key, a JSON array of keys, or "[IMAGE]<signed URL or key>". */
+static void add_cell_keys(json_t *keys, const char *cell) {
+  if (!cell || !*cell) return;
+  if (str_starts_with(cell, "[IMAGE]")) {
+    const char *u = cell + 7, *files = strstr(u, "/files/");
+    if (files) u = files + 7;
+    return add_key(keys, u, strcspn(u, "?#"));
+  }
+  if (cell[0] != '[') return add_key(keys, cell, strlen(cell));
+  json_t *list = jx_parse_or(cell, json_array());
+  size_t i;
+  json_t *v;
+  json_array_foreach(list, i, v) if (json_is_string(v)) add_key(keys, json_string_value(v), json_string_length(v));
+  json_decref(list);
+}
+
+err_t api_admin_delete_account(hs_req *req) {
+  const char *id = hs_param(req, "id"), *role = json_string_value(json_object_get(req->query, "role"));
+  account_card acc;
+  err_t e = load_account(req, role, id, &acc);
+  if (e != ERR_OK) return e;
+  db_res *held, *files[3];
+  if (admin_store_authorized_jobs(&req->arena, role, id, &held) != ERR_OK) return ERR_INTERNAL;
+  for (int i = 0; i < held->rows; i++)
+    if ((e = payments_void_job(db_text(held, i, 0))) != ERR_OK)
+      return e == ERR_UNAVAILABLE ? hs_fail(req, e, "Payment processor unavailable") : e;
+  if (admin_store_account_files(&req->arena, role, id, files) != ERR_OK) return ERR_INTERNAL;
+  json_t *keys = arena_json(&req->arena, json_array());
+  for (int f = 0; f < 3; f++)
+    for (int i = 0; i < files[f]->rows; i++)
+      for (int col = 0; col < files[f]->cols; col++) add_cell_keys(keys, db_text(files[f], i, col));
+  json_t *detail = arena_json(&req->arena, json_pack("{s:s,s:s}", "email", acc.email, "name", acc.name));
+  audit_action act = {req->auth.id, "admin", "admin.delete_account", id, role, detail};
+  e = admin_store_delete_account(role, id, &act);
+  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Account not found");
+  if (e != ERR_OK) return e;
+  size_t i;
+  json_t *k;
+  json_array_foreach(keys, i, k) if (!storage_delete(json_string_value(k)))
+      log_msg(LOG_WARN, "deleting stored file %s of a deleted account failed", json_string_value(k));
+  return hs_ok(req, json_pack("{s:b}", "ok", 1));
+}
+
+/* ---- generating data ---- */
+
+/* Manhattan ZIPs of the embedded table, close to one another, so generated providers match
+ * generated jobs (10001, the test harness's default ZIP, is left out). */
+static const char *const GENERATED_ZIPS[] = {"10002", "10003", "10011", "10012", "10013",
+                                             "10014", "10016", "10017", "10018", "10019"};
+#define NZIPS ((int)ARRAY_LEN(GENERATED_ZIPS))
+
+typedef struct generation {
+  const char *tag, *hash;
+  int customers, professionals, per_customer;
+  int jobs; /* made so far */
+} generation;
+
+/* Customers from..to-1 and their jobs, in one transaction. */
+static db_rc generate_customers(arena *a, generation *g, int from, int to) {
+  int64_t now = clock_now_ms();
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  int jobs = 0;
+  for (int i = from; rc == DB_OK && i < to; i++) {
+    char id[ID_LEN + 1];
+    id_new(id);
+    const char *zip = GENERATED_ZIPS[i % NZIPS];
+    const char *address = arena_printf(a, "%d Generated Street", i + 1);
+    rc = auth_insert_user_in(c, id, arena_printf(a, "gen-%s-c%d@example.com", g->tag, i + 1), g->hash,
+                             arena_printf(a, "Generated Customer %d", i + 1), address, zip);
+    for (int k = 0; rc == DB_OK && k < g->per_customer; k++) {
+      char job_id[ID_LEN + 1];
+      id_new(job_id);
+      job_new j = {.id = job_id,
+                   .customer_id = id,
+                   .service = SERVICE_NAMES[(i + k) % 4],
+                   .description = arena_printf(a, "Generated request %d", k + 1),
+                   .address = address,
+                   .zip = zip,
+                   .preferred_at = (now / DAY_MS + k + 1) * DAY_MS + 9 * 3600 * 1000LL,
+                   .has_preferred = true};
+      j.has_coords = geo_zip_centroid(zip, &j.lat, &j.lng);
+      rc = jobs_insert_in(c, &j);
+      jobs++;
+    }
+  }
+  if (rc == DB_OK) rc = db_commit(c);
+  db_release(c);
+  if (rc == DB_OK) g->jobs += jobs;
+  return rc;
+}
+
+/* Providers from..to-1, in one transaction: two services and three ZIPs each. */
+static db_rc generate_providers(arena *a, generation *g, int from, int to) {
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  for (int i = from; rc == DB_OK && i < to; i++) {
+    char id[ID_LEN + 1];
+    id_new(id);
+    json_t *services = json_pack("[s,s]", SERVICE_NAMES[i % 4], SERVICE_NAMES[(i + 1) % 4]);
+    json_t *zips = json_pack("[s,s,s]", GENERATED_ZIPS[i % NZIPS], GENERATED_ZIPS[(i + 1) % NZIPS],
+                             GENERATED_ZIPS[(i + 2) % NZIPS]);
+    rc = auth_insert_provider_in(c, id, arena_printf(a, "gen-%s-p%d@example.com", g->tag, i + 1), g->hash,
+                                 arena_printf(a, "Generated Pro %d", i + 1), NULL, services, zips);
+    json_decref(services), json_decref(zips);
+  }
+  if (rc == DB_OK) rc = db_commit(c);
+  db_release(c);
+  return rc;
+}
+
+static int body_int(const hs_req *req, const char *field) {
+  return (int)json_integer_value(json_object_get(req->body, field));
+}
+
+err_t api_admin_generate(hs_req *req) {
+  char hash[128], tag[ID_LEN + 1];
+  err_t e = auth_hash_password(req, GENERATED_PASSWORD, hash);
+  if (e != ERR_OK) return e;
+  id_new(tag);
+  tag[9] = 0; /* "c" and 8 random characters keep this run's emails apart from every other run's */
+  generation g = {
+      tag + 1, hash, body_int(req, "customers"), body_int(req, "professionals"), body_int(req, "requestsPerCustomer"),
+      0};
+  int made_customers = 0, made_providers = 0;
+  db_rc rc = DB_OK;
+  for (int i = 0; rc == DB_OK && i < g.customers; i += GENERATE_BATCH) {
+    int to = i + GENERATE_BATCH < g.customers ? i + GENERATE_BATCH : g.customers;
+    if ((rc = generate_customers(&req->arena, &g, i, to)) == DB_OK) made_customers = to;
+  }
+  for (int i = 0; rc == DB_OK && i < g.professionals; i += GENERATE_BATCH) {
+    int to = i + GENERATE_BATCH < g.professionals ? i + GENERATE_BATCH : g.professionals;
+    if ((rc = generate_providers(&req->arena, &g, i, to)) == DB_OK) made_providers = to;
+  }
+  json_t *created =
+      json_pack("{s:i,s:i,s:i}", "customers", made_customers, "professionals", made_providers, "jobs", g.jobs);
+  audit_action act = {req->auth.id, "admin", "admin.generate", NULL, NULL, arena_json(&req->arena, created)};
+  if (staff_audit(&act) != ERR_OK || rc != DB_OK) return ERR_INTERNAL;
+  return hs_ok(req, json_pack("{s:O,s:s}", "created", created, "note",
+                              "Every generated customer and provider signs in with the password " GENERATED_PASSWORD
+                              " (emails gen-<run>-c<n>@example.com and gen-<run>-p<n>@example.com)."));
+}
+
+/* ---- banners ---- */
+
+err_t api_admin_notify(hs_req *req) {
+  const char *account_id = hs_body_str(req, "userId"), *role = hs_body_str(req, "role");
+  const char *title = hs_body_str(req, "title");
+  account_card acc;
+  err_t e = load_account(req, role, account_id, &acc);
+  if (e != ERR_OK) return e;
+  audit_action act = {req->auth.id, "admin", "admin.notify",
+                      account_id,   role,    arena_json(&req->arena, json_pack("{s:s}", "title", title))};
+  e = admin_store_put_banner(account_id, role, hs_body_str(req, "icon"), title, hs_body_str(req, "body"), &act);
+  if (e != ERR_OK) return e;
+  return hs_ok(
+      req, json_pack("{s:b,s:{s:s,s:s,s:s}}", "ok", 1, "queued", "userId", account_id, "role", role, "title", title));
+}

@@ -1,0 +1,13 @@
+/* Handlers of the administrator area, referenced by its route table. */
+#ifndef DOMAIN_ADMIN_API_H
+#define DOMAIN_ADMIN_API_H
+#include "http/http.h"
+
+err_t api_admin_login(hs_req *req);
+err_t api_admin_users(hs_req *req);
+err_t api_admin_impersonate(hs_req *req);
+err_t api_admin_delete_account(hs_req *req);
+err_t api_admin_generate(hs_req *req);
+err_t api_admin_notify(hs_req *req);
+
+#endif

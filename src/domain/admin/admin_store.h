@@ -1,0 +1,32 @@
+/* SQL of the administrator area. Internal. The account deletion cascade lives here because it
+ * spans every table that names an account or its jobs: a table added later that references
+ * customers, providers or jobs must be added to it. */
+#ifndef DOMAIN_ADMIN_STORE_H
+#define DOMAIN_ADMIN_STORE_H
+#include "core/errors.h"
+#include "db/db.h"
+#include "domain/staff/staff.h"
+#include <jansson.h>
+
+/* The administrator with this email (id, email, password_hash); no row when none. */
+err_t admin_store_find_email(arena *a, const char *email, db_res **out);
+/* Every customer (provider), newest first, at most limit. */
+err_t admin_store_users(arena *a, int limit, db_res **out);
+err_t admin_store_providers(arena *a, int limit, db_res **out);
+/* Queues (replaces) the account's banner and records act, in one transaction. */
+err_t admin_store_put_banner(const char *account_id, const char *role, const char *icon, const char *title,
+                             const char *body, const audit_action *act);
+/* The jobs of the account (a customer's own, a provider's assigned ones) whose job payment is
+ * still AUTHORIZED, to void before deleting. */
+err_t admin_store_authorized_jobs(arena *a, const char *role, const char *id, db_res **out);
+/* The cells that name the stored files going with the account (a key, a JSON array of keys,
+ * or a photo message's "[IMAGE]<url>"), as three results: a provider's logo, headshots,
+ * licence and insurance documents, the photos of the jobs it is released from, and the photos
+ * of its message threads; a customer's address photos, the photos of its jobs, and of their
+ * message threads. */
+err_t admin_store_account_files(arena *a, const char *role, const char *id, db_res *out[3]);
+/* Deletes the account and what hangs on it, and records act, in one transaction
+ * (ERR_NOT_FOUND when it is already gone). */
+err_t admin_store_delete_account(const char *role, const char *id, const audit_action *act);
+
+#endif

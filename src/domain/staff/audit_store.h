@@ -1,0 +1,22 @@
+/* SQL of the audit chain (tables audit_log and audit_tip). Internal to the staff domain. */
+#ifndef DOMAIN_STAFF_AUDIT_STORE_H
+#define DOMAIN_STAFF_AUDIT_STORE_H
+#include "db/db.h"
+#include "domain/staff/audit_chain.h"
+
+/* Appends r on c inside the caller's transaction: takes the next seq and the previous hash
+ * from the tip (an UPDATE, which holds the tip's row lock on PostgreSQL and runs under
+ * SQLite's single writer), hashes r, inserts it and moves the tip. Fills r->seq, r->id and
+ * r->prev_hash (arena a). */
+db_rc audit_store_append(db_conn *c, arena *a, audit_record *r);
+/* Up to limit records with seq > after, in seq order (all columns). */
+db_rc audit_store_page(arena *a, int64_t after, int limit, db_res **out);
+/* The tip: its seq and hash. */
+db_rc audit_store_tip(arena *a, int64_t *seq, const char **hash);
+/* The request and outcome records of every elevation, in seq order. */
+db_rc audit_store_sessions_events(arena *a, db_res **out);
+
+/* A record as read back from a row of audit_store_page. */
+audit_record audit_store_record(const db_res *r, int row);
+
+#endif

@@ -1,0 +1,48 @@
+/* The staff portal: staff accounts and login, customer and provider look-ups, the elevation
+ * (impersonation) flow, and the tamper-evident audit trail.
+ *
+ * The audit trail is one hash chain (table audit_log): every record stores the SHA-256 of
+ * the record before it and of its own content, so altering, inserting or deleting a record
+ * breaks the chain, which `marketplace audit verify` checks. Requests made with a staff
+ * impersonation token are recorded by hooks this domain installs into the HTTP layer
+ * (staff_domain_init); staff and administrator actions are recorded by the domains that
+ * perform them, through staff_audit_in(), in the transaction of the change. */
+#ifndef DOMAIN_STAFF_H
+#define DOMAIN_STAFF_H
+#include "db/db.h"
+#include "http/http.h"
+#include <jansson.h>
+#include <stdio.h>
+
+extern const hs_route STAFF_ROUTES[];
+extern const size_t STAFF_ROUTES_LEN;
+
+/* Installs the HTTP hooks: tokens checked against the database (staff, administrator and
+ * impersonation tokens always; customer and provider tokens where GODMODE can delete
+ * accounts), and the audit records of impersonated requests. Call before the server starts. */
+void staff_domain_init(void);
+
+/* One staff or administrator action for the audit trail. */
+typedef struct audit_action {
+  const char *actor_id;                /* the staff member or administrator; NULL for an approval link */
+  const char *actor_role;              /* a staff role, "admin", or "approval-link" */
+  const char *action;                  /* "staff.create", "elevation.approve", "ticket.update", ... */
+  const char *target_id, *target_role; /* what it acted on (may be NULL) */
+  json_t *detail;                      /* optional JSON object (borrowed); credentials are redacted */
+} audit_action;
+
+/* Appends an action to the audit chain on c, inside the caller's open transaction, so it is
+ * recorded exactly when the change is committed. Appends take the chain's tip lock until the
+ * transaction ends: make it the transaction's last write. */
+db_rc staff_audit_in(db_conn *c, const audit_action *a);
+
+/* Records an action in a transaction of its own (an action that changes nothing else, such
+ * as issuing an impersonation token). */
+err_t staff_audit(const audit_action *a);
+
+/* Checks the whole audit chain from its first record, writing a report to out. Returns 0
+ * when it is intact, 1 when a record is broken (the first one is named), 2 when the
+ * database could not be read. */
+int staff_audit_verify(FILE *out);
+
+#endif

@@ -1,0 +1,81 @@
+/* Staff accounts: login (12-hour staff tokens), the caller's own record, and the
+ * administrator's management routes (list, create, impersonate a staff member). Passwords go
+ * through the auth domain's bounded hashing pool, with the same answers as the customer
+ * logins: one 401 for an unknown email and a wrong password, after the same hashing. */
+#include "domain/staff/staff_api.h"
+#include "core/clock.h"
+#include "core/ids.h"
+#include "core/jsonx.h"
+#include "domain/auth/auth.h"
+#include "domain/staff/staff.h"
+#include "domain/staff/staff_store.h"
+#include "ext/token.h"
+#include <stdlib.h>
+
+json_t *staff_json(const db_res *r, int row) {
+  return json_pack("{s:s,s:s,s:s,s:s,s:o}", "id", db_field(r, row, "id"), "name", db_field(r, row, "name"), "email",
+                   db_field(r, row, "email"), "role", db_field(r, row, "role"), "createdAt",
+                   jx_iso_or_null(db_field(r, row, "created_at")));
+}
+
+/* {token, staff: {id, name, email, role}} with a staff token for the member in row 0. */
+static err_t reply_staff_token(hs_req *req, const db_res *r) {
+  char *token = token_issue(db_field(r, 0, "id"), db_field(r, 0, "role"), true, NULL, TOKEN_TTL_STAFF);
+  if (!token) return ERR_INTERNAL;
+  json_t *body = json_pack("{s:s,s:{s:s,s:s,s:s,s:s}}", "token", token, "staff", "id", db_field(r, 0, "id"), "name",
+                           db_field(r, 0, "name"), "email", db_field(r, 0, "email"), "role", db_field(r, 0, "role"));
+  free(token);
+  return hs_ok(req, body);
+}
+
+err_t api_staff_login(hs_req *req) {
+  if (auth_refuse_when_busy(req) != ERR_OK) return req->err;
+  db_res *r;
+  if (staff_store_find_email(&req->arena, hs_body_str(req, "email"), &r) != ERR_OK) return ERR_INTERNAL;
+  err_t e = auth_check_login(req, arena_printf(&req->arena, "staff:%s", hs_body_str(req, "email")),
+                             hs_body_str(req, "password"), r->rows ? db_field(r, 0, "password_hash") : NULL);
+  return e == ERR_OK ? reply_staff_token(req, r) : e;
+}
+
+err_t api_staff_me(hs_req *req) {
+  db_res *r;
+  err_t e = staff_store_get(&req->arena, req->auth.id, &r);
+  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Staff member not found");
+  return e == ERR_OK ? hs_ok(req, staff_json(r, 0)) : e;
+}
+
+err_t api_staff_list(hs_req *req) {
+  db_res *r;
+  if (staff_store_list(&req->arena, &r) != ERR_OK) return ERR_INTERNAL;
+  json_t *list = json_array();
+  for (int i = 0; i < r->rows; i++) json_array_append_new(list, staff_json(r, i));
+  return hs_ok(req, list);
+}
+
+err_t api_staff_create(hs_req *req) {
+  const char *name = hs_body_str(req, "name"), *email = hs_body_str(req, "email"), *role = hs_body_str(req, "role");
+  db_res *r;
+  if (staff_store_find_email(&req->arena, email, &r) != ERR_OK) return ERR_INTERNAL;
+  if (r->rows) return hs_fail(req, ERR_CONFLICT, "Email already registered");
+  char hash[128], id[ID_LEN + 1];
+  err_t e = auth_hash_password(req, hs_body_str(req, "password"), hash);
+  if (e != ERR_OK) return e;
+  id_new(id);
+  json_t *detail = arena_json(&req->arena, json_pack("{s:s,s:s,s:s}", "name", name, "email", email, "role", role));
+  audit_action act = {req->auth.id, req->auth.role, "staff.create", id, "staff", detail};
+  e = staff_store_insert(id, name, email, hash, role, &act);
+  if (e == ERR_CONFLICT) return hs_fail(req, e, "Email already registered");
+  if (e != ERR_OK) return e;
+  if (staff_store_get(&req->arena, id, &r) != ERR_OK) return ERR_INTERNAL;
+  return hs_ok(req, staff_json(r, 0));
+}
+
+err_t api_staff_impersonate_staff(hs_req *req) {
+  db_res *r;
+  err_t e = staff_store_get(&req->arena, hs_body_str(req, "staffId"), &r);
+  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Staff member not found");
+  if (e != ERR_OK) return e;
+  audit_action act = {req->auth.id, req->auth.role, "admin.impersonate_staff", db_field(r, 0, "id"), "staff", NULL};
+  if (staff_audit(&act) != ERR_OK) return ERR_INTERNAL;
+  return reply_staff_token(req, r);
+}

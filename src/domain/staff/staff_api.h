@@ -1,0 +1,36 @@
+/* Handlers of the staff domain and the JSON shapes they share. Internal to the domain. */
+#ifndef DOMAIN_STAFF_STAFF_API_H
+#define DOMAIN_STAFF_STAFF_API_H
+#include "db/db.h"
+#include "http/http.h"
+
+/* staff_api.c: accounts */
+err_t api_staff_login(hs_req *req);
+err_t api_staff_me(hs_req *req);
+err_t api_staff_list(hs_req *req);
+err_t api_staff_create(hs_req *req);
+err_t api_staff_impersonate_staff(hs_req *req);
+/* staff_lookup.c */
+err_t api_staff_customers(hs_req *req);
+err_t api_staff_customer(hs_req *req);
+err_t api_staff_providers(hs_req *req);
+err_t api_staff_provider(hs_req *req);
+/* staff_elevation.c */
+err_t api_staff_elevation_create(hs_req *req);
+err_t api_staff_elevation_approve(hs_req *req);
+err_t api_staff_elevation_deny(hs_req *req);
+err_t api_staff_elevation_list(hs_req *req);
+err_t api_staff_impersonate(hs_req *req);
+err_t api_staff_elevation_deactivate(hs_req *req);
+/* staff_audit.c */
+err_t api_staff_audit_sessions(hs_req *req);
+
+/* A staff member `{ id, name, email, role, createdAt }` from a staff row. New reference. */
+json_t *staff_json(const db_res *r, int row);
+/* An ElevationRequest from a row of the staff store's elevation queries. New reference. */
+json_t *elevation_json(const db_res *r, int row);
+/* Deactivates ACTIVE elevations whose 15 minutes are over (done before every read that lists
+ * elevations). Failures are logged: the read goes on. */
+void staff_expire_elevations(void);
+
+#endif

@@ -1,0 +1,247 @@
+/* The elevation flow. A support agent asks to act as a customer or provider (PENDING); the
+ * administrator gets an email with approve and deny links, each carrying a token that is an
+ * HMAC of the action and the request id under a key derived from JWT_SECRET, so it cannot be
+ * forged or moved to another request or action; a link works once because it moves the
+ * request out of PENDING with a conditional update. The approved agent then gets a 15-minute
+ * token with the target's id and role plus elevationId (ACTIVE); the HTTP hooks refuse it
+ * once the elevation is no longer ACTIVE or its 15 minutes are over, and record every request
+ * made with it. */
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/ids.h"
+#include "core/jsonx.h"
+#include "core/util.h"
+#include "domain/auth/auth.h"
+#include "domain/staff/staff.h"
+#include "domain/staff/staff_api.h"
+#include "domain/staff/staff_store.h"
+#include "ext/digest.h"
+#include "ext/token.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+json_t *elevation_json(const db_res *r, int row) {
+  const char *activated = db_field(r, row, "activated_at");
+  return json_pack(
+      "{s:s,s:s,s:{s:s,s:s,s:s,s:s},s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "id", db_field(r, row, "id"), "staffId",
+      db_field(r, row, "staff_id"), "staff", "id", db_field(r, row, "staff_id"), "name", db_field(r, row, "staff_name"),
+      "email", db_field(r, row, "staff_email"), "role", db_field(r, row, "staff_role"), "targetId",
+      db_field(r, row, "target_id"), "targetRole", db_field(r, row, "target_role"), "reason",
+      db_field(r, row, "reason"), "status", db_field(r, row, "status"), "createdAt",
+      jx_iso_or_null(db_field(r, row, "created_at")), "resolvedAt", jx_iso_or_null(db_field(r, row, "resolved_at")),
+      "activatedAt", jx_iso_or_null(activated), "expiresAt",
+      activated ? jx_iso(strtoll(activated, NULL, 10) + ELEVATION_TTL_MS) : json_null(), "deactivatedAt",
+      jx_iso_or_null(db_field(r, row, "deactivated_at")), "updatedAt", jx_iso_or_null(db_field(r, row, "updated_at")));
+}
+
+/* The link token of action ("approve" or "deny") on elevation id. */
+static void link_token(const char *id, const char *action, char out[65]) {
+  char key[65], msg[128];
+  hmac_sha256_hex(CFG.jwt_secret, CFG.jwt_secret_len, "elevation-link-signing", 22, key);
+  int n = snprintf(msg, sizeof msg, "%s:%s", action, id);
+  hmac_sha256_hex(key, 64, msg, (size_t)n, out);
+}
+
+static char *link_url(arena *a, const char *id, const char *action) {
+  char token[65];
+  link_token(id, action, token);
+  return arena_printf(a, "%s/staff/elevation/%s/%s?token=%s", CFG.public_url, id, action, token);
+}
+
+static err_t load(hs_req *req, const char *id, db_res **r) {
+  err_t e = staff_store_elevation(&req->arena, id, r);
+  return e == ERR_NOT_FOUND ? hs_fail(req, e, "Elevation request not found") : e;
+}
+
+err_t api_staff_elevation_create(hs_req *req) {
+  const char *target_id = hs_body_str(req, "targetId"), *target_role = hs_body_str(req, "targetRole");
+  const char *reason = hs_body_str(req, "reason");
+  account_card target;
+  err_t e = auth_account_get(&req->arena, target_role, target_id, &target);
+  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Account not found");
+  db_res *me;
+  if (e != ERR_OK || (e = staff_store_get(&req->arena, req->auth.id, &me)) != ERR_OK) return ERR_INTERNAL;
+  char id[ID_LEN + 1];
+  id_new(id);
+  const char *who = arena_printf(&req->arena, "%s <%s>", db_field(me, 0, "name"), db_field(me, 0, "email"));
+  char *subject =
+      arena_printf(&req->arena, "Elevation request: %s wants to act as %s", db_field(me, 0, "name"), target.name);
+  char *body = arena_printf(&req->arena,
+                            "A staff member asks to act as a %s account.\n\n"
+                            "Staff member: %s (%s)\nAccount: %s <%s> (%s %s)\nReason: %s\n\n"
+                            "Approve:\n%s\n\nDeny:\n%s\n\n"
+                            "Once approved, the staff member can act as this account for 15 minutes, and every "
+                            "request made is recorded in the audit trail.\n",
+                            target_role, who, req->auth.role, target.name, target.email, target_role, target.id, reason,
+                            link_url(&req->arena, id, "approve"), link_url(&req->arena, id, "deny"));
+  json_t *detail = arena_json(&req->arena, json_pack("{s:s,s:s}", "elevationId", id, "reason", reason));
+  audit_action act = {req->auth.id, req->auth.role, "elevation.request", target_id, target_role, detail};
+  e = staff_store_elevation_insert(id, req->auth.id, target_id, target_role, reason, subject, body, &act);
+  if (e == ERR_CONFLICT)
+    return hs_fail(req, e, "An elevation request for this account is already pending, approved or active");
+  db_res *r;
+  if (e != ERR_OK || (e = load(req, id, &r)) != ERR_OK) return e;
+  return hs_ok(req, elevation_json(r, 0));
+}
+
+/* ---- the administrator's links ---- */
+
+static void put_escaped(FILE *f, const char *s) {
+  for (; s && *s; s++) {
+    switch (*s) {
+    case '&': fputs("&amp;", f); break;
+    case '<': fputs("&lt;", f); break;
+    case '>': fputs("&gt;", f); break;
+    case '"': fputs("&quot;", f); break;
+    case '\'': fputs("&#39;", f); break;
+    default: fputc(*s, f);
+    }
+  }
+}
+
+/* fmt with each %s replaced by the next value, HTML-escaped (values may be NULL). */
+static void put_html(FILE *f, const char *fmt, const char *const *values) {
+  for (; *fmt; fmt++) {
+    if (fmt[0] == '%' && fmt[1] == 's')
+      put_escaped(f, *values++), fmt++;
+    else
+      fputc(*fmt, f);
+  }
+}
+
+static err_t reply_text(hs_req *req, const char *content_type, char *text, size_t len) {
+  return hs_reply_file(req, -1, text, len, content_type);
+}
+
+static err_t reply_resolved_page(hs_req *req, const db_res *r, const char *title) {
+  account_card target = {0};
+  auth_account_get(&req->arena, db_field(r, 0, "target_role"), db_field(r, 0, "target_id"), &target);
+  char created[25];
+  clock_format_iso(db_int(r, 0, db_col(r, "created_at")), created);
+  const char *values[] = {title,
+                          title,
+                          db_field(r, 0, "status"),
+                          db_field(r, 0, "id"),
+                          db_field(r, 0, "staff_name"),
+                          db_field(r, 0, "staff_email"),
+                          db_field(r, 0, "staff_role"),
+                          db_field(r, 0, "target_role"),
+                          target.name ? target.name : "(account deleted)",
+                          target.email ? target.email : "",
+                          db_field(r, 0, "target_id"),
+                          db_field(r, 0, "reason"),
+                          created};
+  char *html = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&html, &len);
+  if (!f) return ERR_INTERNAL;
+  put_html(f,
+           "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title></head><body>\n"
+           "<h1>%s</h1>\n<p>The elevation request is now <strong>%s</strong>.</p>\n<dl>\n"
+           "<dt>Request</dt><dd>%s</dd>\n<dt>Staff member</dt><dd>%s &lt;%s&gt; (%s)</dd>\n"
+           "<dt>Account</dt><dd>%s %s &lt;%s&gt; (%s)</dd>\n<dt>Reason</dt><dd>%s</dd>\n"
+           "<dt>Requested at</dt><dd>%s</dd>\n</dl>\n</body></html>\n",
+           values);
+  fclose(f);
+  return reply_text(req, "text/html; charset=utf-8", html, len);
+}
+
+static err_t reply_already_resolved(hs_req *req, const char *status) {
+  char *text = NULL;
+  if (asprintf(&text, "This elevation request was already resolved: it is %s.\n", status) < 0) return ERR_INTERNAL;
+  return reply_text(req, "text/plain; charset=utf-8", text, strlen(text));
+}
+
+static err_t resolve(hs_req *req, elevation_move move, const char *action) {
+  const char *id = hs_param(req, "id");
+  db_res *r;
+  err_t e = load(req, id, &r);
+  if (e != ERR_OK) return e;
+  const char *token = json_string_value(json_object_get(req->query, "token"));
+  char expected[65];
+  link_token(id, action, expected);
+  if (!token || !digest_equal(token, expected)) return hs_fail(req, ERR_FORBIDDEN, "Invalid or missing link token");
+  if (strcmp(db_field(r, 0, "status"), "PENDING")) return reply_already_resolved(req, db_field(r, 0, "status"));
+  json_t *detail =
+      arena_json(&req->arena, json_pack("{s:s,s:s,s:s}", "staffId", db_field(r, 0, "staff_id"), "targetId",
+                                        db_field(r, 0, "target_id"), "targetRole", db_field(r, 0, "target_role")));
+  audit_action act = {NULL, "approval-link", move == MOVE_APPROVE ? "elevation.approve" : "elevation.deny",
+                      id,   "elevation",     detail};
+  bool moved;
+  if (staff_store_elevation_move(move, id, NULL, &act, &moved) != ERR_OK || load(req, id, &r) != ERR_OK)
+    return ERR_INTERNAL;
+  if (!moved) return reply_already_resolved(req, db_field(r, 0, "status"));
+  return reply_resolved_page(req, r, move == MOVE_APPROVE ? "Elevation approved" : "Elevation denied");
+}
+
+err_t api_staff_elevation_approve(hs_req *req) { return resolve(req, MOVE_APPROVE, "approve"); }
+err_t api_staff_elevation_deny(hs_req *req) { return resolve(req, MOVE_DENY, "deny"); }
+
+/* ---- the staff member's side ---- */
+
+err_t api_staff_elevation_list(hs_req *req) {
+  staff_expire_elevations();
+  db_res *r;
+  if (staff_store_elevations_by_staff(&req->arena, req->auth.id, &r) != ERR_OK) return ERR_INTERNAL;
+  json_t *list = json_array();
+  for (int i = 0; i < r->rows; i++) json_array_append_new(list, elevation_json(r, i));
+  return hs_ok(req, list);
+}
+
+/* Loads elevation id and checks that the caller owns it (403 otherwise). */
+static err_t load_own(hs_req *req, const char *id, db_res **r) {
+  err_t e = load(req, id, r);
+  if (e == ERR_OK && strcmp(db_field(*r, 0, "staff_id"), req->auth.id))
+    return hs_fail(req, ERR_FORBIDDEN, "Not your elevation request");
+  return e;
+}
+
+err_t api_staff_impersonate(hs_req *req) {
+  const char *id = hs_body_str(req, "elevationId");
+  db_res *r;
+  err_t e = load_own(req, id, &r);
+  if (e != ERR_OK) return e;
+  if (strcmp(db_field(r, 0, "status"), "APPROVED"))
+    return hs_fail(req, ERR_FORBIDDEN, "Elevation request is not approved");
+  account_card target;
+  const char *role = db_field(r, 0, "target_role");
+  e = auth_account_get(&req->arena, role, db_field(r, 0, "target_id"), &target);
+  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Account not found");
+  if (e != ERR_OK) return e;
+  audit_action act = {req->auth.id, req->auth.role, "elevation.impersonate",
+                      target.id,    role,           arena_json(&req->arena, json_pack("{s:s}", "elevationId", id))};
+  bool moved;
+  if (staff_store_elevation_move(MOVE_ACTIVATE, id, req->auth.id, &act, &moved) != ERR_OK) return ERR_INTERNAL;
+  if (!moved) return hs_fail(req, ERR_FORBIDDEN, "Elevation request is not approved");
+  char *token = token_issue(target.id, role, false, id, TOKEN_TTL_STAFF_IMPERSONATION);
+  if (!token) return ERR_INTERNAL;
+  json_t *body = json_pack("{s:s,s:{s:s,s:s,s:s,s:s}}", "token", token, "identity", "id", target.id, "name",
+                           target.name, "email", target.email, "role", role);
+  free(token);
+  return hs_ok(req, body);
+}
+
+err_t api_staff_elevation_deactivate(hs_req *req) {
+  const char *id = hs_param(req, "id");
+  db_res *r;
+  err_t e = load_own(req, id, &r);
+  if (e != ERR_OK) return e;
+  const char *status = db_field(r, 0, "status");
+  if (!strcmp(status, "REJECTED")) return hs_fail(req, ERR_CONFLICT, "Elevation request was rejected");
+  if (strcmp(status, "DEACTIVATED")) {
+    audit_action act = {req->auth.id,
+                        req->auth.role,
+                        "elevation.deactivate",
+                        db_field(r, 0, "target_id"),
+                        db_field(r, 0, "target_role"),
+                        arena_json(&req->arena, json_pack("{s:s,s:s}", "elevationId", id, "from", status))};
+    bool moved;
+    if (staff_store_elevation_move(MOVE_DEACTIVATE, id, req->auth.id, &act, &moved) != ERR_OK ||
+        load(req, id, &r) != ERR_OK)
+      return ERR_INTERNAL;
+    if (!moved && strcmp(db_field(r, 0, "status"), "DEACTIVATED"))
+      return hs_fail(req, ERR_CONFLICT, "Elevation request was rejected");
+  }
+  return hs_ok(req, elevation_json(r, 0));
+}

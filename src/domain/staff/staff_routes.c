@@ -1,0 +1,80 @@
+/* Routes and schemas of /staff/..., in the specification's field order. */
+#include "core/util.h"
+#include "domain/auth/auth.h"
+#include "domain/staff/staff.h"
+#include "domain/staff/staff_api.h"
+
+static const char *const STAFF_ROLES[] = {"customer_support", "professional_support", "technical_support",
+                                          "internal_audit", NULL};
+static const char *const TARGET_ROLES[] = {"user", "provider", NULL};
+
+static const hs_field login_fields[] = {
+    {"email", F_EMAIL, F_REQUIRED},
+    {"password", F_STRING, F_REQUIRED, LEN(1, 1024)},
+    {0},
+};
+static const hs_schema login_schema = {login_fields};
+
+static const hs_field create_fields[] = {
+    {"name", F_STRING, F_REQUIRED, LEN(1, 100)},
+    {"email", F_EMAIL, F_REQUIRED},
+    {"password", F_STRING, F_REQUIRED, LEN(8, 72), .max_bytes = 72},
+    {"role", F_ENUM, F_REQUIRED, .choices = STAFF_ROLES},
+    {0},
+};
+static const hs_schema create_schema = {create_fields};
+
+static const hs_field search_fields[] = {{"q", F_STRING, 0, LEN(0, 100)}, {0}};
+static const hs_schema search_query = {search_fields};
+
+static const hs_field elevation_fields[] = {
+    {"targetId", F_STRING, F_REQUIRED, LEN(1, 64)},
+    {"targetRole", F_ENUM, F_REQUIRED, .choices = TARGET_ROLES},
+    {"reason", F_STRING, F_REQUIRED, LEN(1, 1000)},
+    {0},
+};
+static const hs_schema elevation_schema = {elevation_fields};
+
+static const hs_field link_fields[] = {{"token", F_STRING, 0, LEN(0, 200)}, {0}};
+static const hs_schema link_query = {link_fields};
+
+static const hs_field impersonate_fields[] = {{"elevationId", F_STRING, F_REQUIRED, LEN(1, 64)}, {0}};
+static const hs_schema impersonate_schema = {impersonate_fields};
+
+static const hs_field impersonate_staff_fields[] = {{"staffId", F_STRING, F_REQUIRED, LEN(1, 64)}, {0}};
+static const hs_schema impersonate_staff_schema = {impersonate_staff_fields};
+
+#define SUPPORT (ROLE_CUSTOMER_SUPPORT | ROLE_PROFESSIONAL_SUPPORT)
+
+const hs_route STAFF_ROUTES[] = {
+    {HS_POST, "/staff/login", api_staff_login, ROLE_OPEN, &login_schema, .flags = ROUTE_SLOW,
+     .summary = "Log in as a staff member (12-hour token)"},
+    {HS_GET, "/staff/me", api_staff_me, ROLE_STAFF, .summary = "The signed-in staff member"},
+    {HS_GET, "/staff/customers", api_staff_customers, ROLE_CUSTOMER_SUPPORT, .query = &search_query,
+     .summary = "Search customers by name or email (at most 100, newest first)"},
+    {HS_GET, "/staff/customers/:id", api_staff_customer, ROLE_CUSTOMER_SUPPORT,
+     .summary = "A customer with jobs, payments and elevations"},
+    {HS_GET, "/staff/providers", api_staff_providers, ROLE_PROFESSIONAL_SUPPORT, .query = &search_query,
+     .summary = "Search providers by name, email or company (at most 100, newest first)"},
+    {HS_GET, "/staff/providers/:id", api_staff_provider, ROLE_PROFESSIONAL_SUPPORT,
+     .summary = "A provider with jobs, monthly ledger and elevations"},
+    {HS_POST, "/staff/elevation", api_staff_elevation_create, SUPPORT, &elevation_schema, .ok = 201,
+     .summary = "Ask the administrator to act as a customer or provider"},
+    {HS_GET, "/staff/elevation/:id/approve", api_staff_elevation_approve, ROLE_OPEN, .query = &link_query,
+     .summary = "Approve an elevation request (the administrator's emailed link)"},
+    {HS_GET, "/staff/elevation/:id/deny", api_staff_elevation_deny, ROLE_OPEN, .query = &link_query,
+     .summary = "Deny an elevation request (the administrator's emailed link)"},
+    {HS_GET, "/staff/elevation", api_staff_elevation_list, ROLE_STAFF, .summary = "The caller's elevation requests"},
+    {HS_POST, "/staff/impersonate", api_staff_impersonate, SUPPORT, &impersonate_schema,
+     .summary = "Start an approved elevation: a 15-minute token as the account"},
+    {HS_PATCH, "/staff/elevation/:id/deactivate", api_staff_elevation_deactivate, ROLE_STAFF,
+     .summary = "End an elevation early"},
+    {HS_GET, "/staff/list", api_staff_list, ROLE_ADMIN, .summary = "Every staff member (administrator)"},
+    {HS_POST, "/staff/create", api_staff_create, ROLE_ADMIN, &create_schema, .ok = 201, .flags = ROUTE_SLOW,
+     .summary = "Create a staff member (administrator)"},
+    {HS_POST, "/staff/impersonate-staff", api_staff_impersonate_staff, ROLE_ADMIN, &impersonate_staff_schema,
+     .flags = ROUTE_DEV_ONLY, .summary = "A staff token for a staff member (GODMODE)"},
+    {HS_GET, "/staff/audit/sessions", api_staff_audit_sessions, ROLE_INTERNAL_AUDIT,
+     .summary = "Every staff member's elevations with their recorded requests"},
+};
+const size_t STAFF_ROUTES_LEN = ARRAY_LEN(STAFF_ROUTES);

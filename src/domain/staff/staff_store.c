@@ -1,0 +1,243 @@
+/* Staff domain storage. Every change is one transaction that ends with its audit record, so
+ * a change and its record are committed together (and the chain's tip lock is taken last).
+ * Elevation moves are conditional updates: of two concurrent approvals or impersonations
+ * exactly one changes the row. Search text is bound as a LIKE pattern with its wildcard
+ * characters escaped, never spliced into SQL. */
+#include "domain/staff/staff_store.h"
+#include "core/clock.h"
+#include "core/config.h"
+#include "ext/mail.h"
+#include "ext/queue.h"
+#include <string.h>
+
+static err_t rows(arena *a, db_res **out, const char *sql, const db_val *params, int n) {
+  return db_query(a, out, sql, params, n) == DB_OK ? ERR_OK : ERR_INTERNAL;
+}
+
+static err_t one_row(arena *a, db_res **out, const char *sql, const char *id) {
+  if (db_query(a, out, sql, DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
+  return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
+}
+
+/* Records act (when given) as the transaction's last write, then commits and releases c. */
+static err_t commit_recorded(db_conn *c, db_rc rc, const audit_action *act) {
+  if (rc == DB_OK && act) rc = staff_audit_in(c, act);
+  return db_to_err(queue_commit(c, rc));
+}
+
+/* ---- staff accounts ---- */
+
+#define STAFF_COLUMNS "id, name, email, role, password_hash, created_at"
+
+err_t staff_store_find_email(arena *a, const char *email, db_res **out) {
+  return rows(a, out, "SELECT " STAFF_COLUMNS " FROM staff WHERE email = $1", DB_ARGS(DB_TEXT(email)));
+}
+
+err_t staff_store_get(arena *a, const char *id, db_res **out) {
+  return one_row(a, out, "SELECT " STAFF_COLUMNS " FROM staff WHERE id = $1", id);
+}
+
+err_t staff_store_list(arena *a, db_res **out) {
+  return rows(a, out, "SELECT " STAFF_COLUMNS " FROM staff ORDER BY seq DESC", DB_NOARGS);
+}
+
+err_t staff_store_insert(const char *id, const char *name, const char *email, const char *hash, const char *role,
+                         const audit_action *act) {
+  int64_t now = clock_now_ms();
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK)
+    rc = db_exec(c, NULL, NULL,
+                 "INSERT INTO staff (id, name, email, password_hash, role, created_at, seq) "
+                 "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                 DB_ARGS(DB_TEXT(id), DB_TEXT(name), DB_TEXT(email), DB_TEXT(hash), DB_TEXT(role), DB_INT(now),
+                         DB_INT(clock_sequence())));
+  return commit_recorded(c, rc, act);
+}
+
+err_t staff_audit(const audit_action *act) {
+  db_conn *c = db_acquire();
+  return commit_recorded(c, db_begin(c), act);
+}
+
+/* ---- token checks ---- */
+
+err_t staff_store_subject_exists(token_subject kind, const char *id, const char *role, bool *found) {
+  static const char *const sql[] = {
+      [SUBJECT_STAFF] = "SELECT 1 FROM staff WHERE id = $1 AND role = $2",
+      [SUBJECT_ADMIN] = "SELECT 1 FROM admins WHERE id = $1 AND $2 = 'admin'",
+      [SUBJECT_USER] = "SELECT 1 FROM users WHERE id = $1 AND $2 = 'user'",
+      [SUBJECT_PROVIDER] = "SELECT 1 FROM providers WHERE id = $1 AND $2 = 'provider'",
+  };
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_query(&a, &r, sql[kind], DB_ARGS(DB_TEXT(id), DB_TEXT(role)));
+  *found = rc == DB_OK && r->rows > 0;
+  arena_fini(&a);
+  return db_to_err(rc);
+}
+
+err_t staff_store_live_elevation(arena *a, const char *elevation_id, const char *target_id, const char *target_role,
+                                 int64_t active_since, const char **staff_id) {
+  db_res *r;
+  if (db_query(a, &r,
+               "SELECT staff_id FROM elevation_requests WHERE id = $1 AND target_id = $2 AND target_role = $3 "
+               "AND status = 'ACTIVE' AND activated_at > $4",
+               DB_ARGS(DB_TEXT(elevation_id), DB_TEXT(target_id), DB_TEXT(target_role), DB_INT(active_since))) != DB_OK)
+    return ERR_INTERNAL;
+  *staff_id = r->rows ? db_text(r, 0, 0) : NULL;
+  return ERR_OK;
+}
+
+/* ---- look-ups ---- */
+
+/* '%' + q with LIKE's wildcards and its escape character escaped + '%'; NULL for no q. */
+static const char *contains_pattern(arena *a, const char *q) {
+  if (!q || !*q) return NULL;
+  char *p = arena_alloc(a, strlen(q) * 2 + 3), *o = p;
+  *o++ = '%';
+  for (; *q; q++) {
+    if (*q == '%' || *q == '_' || *q == '\\') *o++ = '\\';
+    *o++ = *q;
+  }
+  *o++ = '%';
+  return p;
+}
+
+/* The search condition and order; $1 is contains_pattern(q), NULL for everyone. */
+#define MATCHES(extra)                                                                                                 \
+  "WHERE CAST($1 AS TEXT) IS NULL OR lower(name) LIKE lower($1) ESCAPE '\\' "                                          \
+  "OR lower(email) LIKE lower($1) ESCAPE '\\' " extra "ORDER BY created_at DESC, id LIMIT 100"
+
+err_t staff_store_search_customers(arena *a, const char *q, db_res **out) {
+  return rows(a, out, "SELECT id, name, email, address, zip, created_at, processor_customer_id FROM users " MATCHES(""),
+              DB_ARGS(DB_TEXT(contains_pattern(a, q))));
+}
+
+err_t staff_store_search_providers(arena *a, const char *q, db_res **out) {
+  return rows(a, out,
+              "SELECT id, name, email, company_name, services, service_zips, is_premium, premium_since, "
+              "premium_billed_month, created_at FROM providers " MATCHES(
+                  "OR lower(COALESCE(company_name, '')) LIKE lower($1) ESCAPE '\\' "),
+              DB_ARGS(DB_TEXT(contains_pattern(a, q))));
+}
+
+err_t staff_store_customer(arena *a, const char *id, db_res **out) {
+  return one_row(a, out,
+                 "SELECT id, email, name, address, zip, lat, lng, is_premium, premium_since, processor_customer_id, "
+                 "processor_subscription_id, seasonal_alerts_enabled, created_at, updated_at FROM users WHERE id = $1",
+                 id);
+}
+
+err_t staff_store_jobs_of(arena *a, bool provider, const char *id, db_res **out) {
+#define JOB_MONEY                                                                                                      \
+  "SELECT j.*, (SELECT q.amount_cents FROM quotes q WHERE q.job_id = j.id AND q.status = 'ACCEPTED') AS "              \
+  "earned_cents, "                                                                                                     \
+  "(SELECT p.status FROM payments p WHERE p.job_id = j.id AND p.kind = 'job') AS payment_status, "                     \
+  "(SELECT p.amount_cents FROM payments p WHERE p.job_id = j.id AND p.kind = 'tip' AND p.status = 'PAID') "            \
+  "AS tip_paid_cents FROM jobs j "
+  return rows(a, out,
+              provider ? JOB_MONEY "WHERE j.provider_id = $1 ORDER BY j.seq DESC"
+                       : JOB_MONEY "WHERE j.customer_id = $1 ORDER BY j.seq DESC",
+              DB_ARGS(DB_TEXT(id)));
+#undef JOB_MONEY
+}
+
+err_t staff_store_quotes_of(arena *a, bool provider, const char *id, db_res **out) {
+  return rows(a, out,
+              provider
+                  ? "SELECT q.* FROM quotes q JOIN jobs j ON j.id = q.job_id WHERE j.provider_id = $1 ORDER BY q.seq"
+                  : "SELECT q.* FROM quotes q JOIN jobs j ON j.id = q.job_id WHERE j.customer_id = $1 ORDER BY q.seq",
+              DB_ARGS(DB_TEXT(id)));
+}
+
+err_t staff_store_reviews_of(arena *a, bool provider, const char *id, db_res **out) {
+  return rows(a, out,
+              provider ? "SELECT r.* FROM reviews r JOIN jobs j ON j.id = r.job_id WHERE j.provider_id = $1"
+                       : "SELECT r.* FROM reviews r JOIN jobs j ON j.id = r.job_id WHERE j.customer_id = $1",
+              DB_ARGS(DB_TEXT(id)));
+}
+
+err_t staff_store_payments_of(arena *a, const char *user_id, db_res **out) {
+  return rows(a, out, "SELECT * FROM payments WHERE user_id = $1 ORDER BY created_at DESC, id",
+              DB_ARGS(DB_TEXT(user_id)));
+}
+
+/* ---- elevations ---- */
+
+err_t staff_store_expire_elevations(int64_t active_since) {
+  return db_to_err(db_query(NULL, NULL,
+                            "UPDATE elevation_requests SET status = 'DEACTIVATED', deactivated_at = activated_at + $2, "
+                            "updated_at = $3 WHERE status = 'ACTIVE' AND activated_at <= $1",
+                            DB_ARGS(DB_INT(active_since), DB_INT(ELEVATION_TTL_MS), DB_INT(clock_now_ms()))));
+}
+
+#define ELEVATION_SELECT                                                                                               \
+  "SELECT e.*, s.name AS staff_name, s.email AS staff_email, s.role AS staff_role FROM elevation_requests e "          \
+  "JOIN staff s ON s.id = e.staff_id "
+
+err_t staff_store_elevation(arena *a, const char *id, db_res **out) {
+  return one_row(a, out, ELEVATION_SELECT "WHERE e.id = $1", id);
+}
+
+err_t staff_store_elevations_by_staff(arena *a, const char *staff_id, db_res **out) {
+  return rows(a, out, ELEVATION_SELECT "WHERE e.staff_id = $1 ORDER BY e.seq DESC", DB_ARGS(DB_TEXT(staff_id)));
+}
+
+err_t staff_store_elevations_of_target(arena *a, const char *target_id, const char *target_role, db_res **out) {
+  return rows(a, out, ELEVATION_SELECT "WHERE e.target_id = $1 AND e.target_role = $2 ORDER BY e.seq DESC",
+              DB_ARGS(DB_TEXT(target_id), DB_TEXT(target_role)));
+}
+
+err_t staff_store_elevations_all(arena *a, db_res **out) {
+  return rows(a, out, ELEVATION_SELECT "ORDER BY e.seq DESC", DB_NOARGS);
+}
+
+err_t staff_store_elevation_insert(const char *id, const char *staff_id, const char *target_id, const char *target_role,
+                                   const char *reason, const char *mail_subject, const char *mail_body,
+                                   const audit_action *act) {
+  int64_t now = clock_now_ms();
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  /* an ACTIVE elevation whose 15 minutes are over no longer blocks a new request */
+  if (rc == DB_OK)
+    rc = db_exec(c, NULL, NULL,
+                 "UPDATE elevation_requests SET status = 'DEACTIVATED', deactivated_at = activated_at + $4, "
+                 "updated_at = $5 WHERE staff_id = $1 AND target_id = $2 AND status = 'ACTIVE' AND activated_at <= $3",
+                 DB_ARGS(DB_TEXT(staff_id), DB_TEXT(target_id), DB_INT(now - ELEVATION_TTL_MS),
+                         DB_INT(ELEVATION_TTL_MS), DB_INT(now)));
+  if (rc == DB_OK)
+    rc = db_exec(c, NULL, NULL,
+                 "INSERT INTO elevation_requests (id, staff_id, target_id, target_role, reason, status, created_at, "
+                 "updated_at, seq) VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $6, $7)",
+                 DB_ARGS(DB_TEXT(id), DB_TEXT(staff_id), DB_TEXT(target_id), DB_TEXT(target_role), DB_TEXT(reason),
+                         DB_INT(now), DB_INT(clock_sequence())));
+  if (rc == DB_OK) rc = mail_enqueue(c, CFG.admin_email, mail_subject, mail_body);
+  return commit_recorded(c, rc, act);
+}
+
+err_t staff_store_elevation_move(elevation_move move, const char *id, const char *owner, const audit_action *act,
+                                 bool *moved) {
+  static const char *const sql[] = {
+      [MOVE_APPROVE] = "UPDATE elevation_requests SET status = 'APPROVED', resolved_at = $2, updated_at = $2 "
+                       "WHERE id = $1 AND status = 'PENDING'",
+      [MOVE_DENY] = "UPDATE elevation_requests SET status = 'REJECTED', resolved_at = $2, updated_at = $2 "
+                    "WHERE id = $1 AND status = 'PENDING'",
+      [MOVE_ACTIVATE] = "UPDATE elevation_requests SET status = 'ACTIVE', activated_at = $2, updated_at = $2 "
+                        "WHERE id = $1 AND status = 'APPROVED' AND staff_id = $3",
+      [MOVE_DEACTIVATE] = "UPDATE elevation_requests SET status = 'DEACTIVATED', deactivated_at = $2, updated_at = $2 "
+                          "WHERE id = $1 AND status IN ('PENDING', 'APPROVED', 'ACTIVE') AND staff_id = $3",
+  };
+  arena a;
+  arena_init(&a);
+  db_res *r = NULL;
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  db_val args[] = {DB_TEXT(id), DB_INT(clock_now_ms()), DB_TEXT(owner)};
+  if (rc == DB_OK) rc = db_exec(c, &a, &r, sql[move], args, move == MOVE_APPROVE || move == MOVE_DENY ? 2 : 3);
+  *moved = rc == DB_OK && r->changes == 1;
+  err_t e = commit_recorded(c, rc, *moved ? act : NULL);
+  arena_fini(&a);
+  return e;
+}

@@ -1,0 +1,79 @@
+/* SQL of the staff domain: staff accounts, token checks, look-ups of customers and providers,
+ * elevation requests. Internal to the domain. Functions that change data take the audit
+ * action to record and write it in their own transaction. */
+#ifndef DOMAIN_STAFF_STAFF_STORE_H
+#define DOMAIN_STAFF_STAFF_STORE_H
+#include "core/errors.h"
+#include "db/db.h"
+#include "domain/staff/staff.h"
+#include <stdbool.h>
+#include <stdint.h>
+
+#define ELEVATION_TTL_MS (15LL * 60 * 1000)
+
+/* ---- staff accounts ---- */
+
+/* The staff member with this email (id, name, email, role, password_hash, created_at); no
+ * row when there is none. */
+err_t staff_store_find_email(arena *a, const char *email, db_res **out);
+/* The staff member id (same columns); ERR_NOT_FOUND when missing. */
+err_t staff_store_get(arena *a, const char *id, db_res **out);
+/* Every staff member, newest first. */
+err_t staff_store_list(arena *a, db_res **out);
+/* Creates a staff member and records act; ERR_CONFLICT when the email is taken. */
+err_t staff_store_insert(const char *id, const char *name, const char *email, const char *hash, const char *role,
+                         const audit_action *act);
+
+/* ---- token checks (the check_token hook) ---- */
+
+/* Whether the token's subject exists (*found): a staff member with this id and role, an
+ * administrator, a customer or a provider. ERR_INTERNAL when the database cannot be read. */
+typedef enum { SUBJECT_STAFF, SUBJECT_ADMIN, SUBJECT_USER, SUBJECT_PROVIDER } token_subject;
+err_t staff_store_subject_exists(token_subject kind, const char *id, const char *role, bool *found);
+/* The elevation named by an impersonation token, if it is ACTIVE for that target, activated
+ * after active_since: its staff member's id in *staff_id (arena a), else NULL. */
+err_t staff_store_live_elevation(arena *a, const char *elevation_id, const char *target_id, const char *target_role,
+                                 int64_t active_since, const char **staff_id);
+
+/* ---- look-ups ---- */
+
+/* Customers (providers) whose name or email (or company name) contains the literal,
+ * case-insensitive text q (NULL: all), newest first, at most 100. */
+err_t staff_store_search_customers(arena *a, const char *q, db_res **out);
+err_t staff_store_search_providers(arena *a, const char *q, db_res **out);
+/* The customer row; ERR_NOT_FOUND when missing. */
+err_t staff_store_customer(arena *a, const char *id, db_res **out);
+/* Jobs of a customer (column "customer_id") or assigned to a provider ("provider_id"),
+ * newest first, each with earned_cents (the accepted quote's amount), payment_status (its
+ * job payment) and tip_paid_cents (a PAID tip). */
+err_t staff_store_jobs_of(arena *a, bool provider, const char *id, db_res **out);
+/* The quotes (reviews) of those jobs, oldest first. */
+err_t staff_store_quotes_of(arena *a, bool provider, const char *id, db_res **out);
+err_t staff_store_reviews_of(arena *a, bool provider, const char *id, db_res **out);
+/* The customer's payments, newest first. */
+err_t staff_store_payments_of(arena *a, const char *user_id, db_res **out);
+
+/* ---- elevations ---- */
+
+/* Deactivates ACTIVE elevations activated before active_since (their 15 minutes are over). */
+err_t staff_store_expire_elevations(int64_t active_since);
+/* Elevation rows joined with their staff member (staff_name, staff_email, staff_role). */
+err_t staff_store_elevation(arena *a, const char *id, db_res **out); /* ERR_NOT_FOUND */
+err_t staff_store_elevations_by_staff(arena *a, const char *staff_id, db_res **out);
+err_t staff_store_elevations_of_target(arena *a, const char *target_id, const char *target_role, db_res **out);
+err_t staff_store_elevations_all(arena *a, db_res **out);
+/* Creates a PENDING elevation, queues the administrator's email and records act, in one
+ * transaction; ERR_CONFLICT when the staff member has an open one for the target. */
+err_t staff_store_elevation_insert(const char *id, const char *staff_id, const char *target_id, const char *target_role,
+                                   const char *reason, const char *mail_subject, const char *mail_body,
+                                   const audit_action *act);
+/* The moves of an elevation: PENDING -> APPROVED or REJECTED (the link), APPROVED -> ACTIVE
+ * (its owner impersonates), PENDING, APPROVED or ACTIVE -> DEACTIVATED (its owner). */
+typedef enum { MOVE_APPROVE, MOVE_DENY, MOVE_ACTIVATE, MOVE_DEACTIVATE } elevation_move;
+/* Makes the move when the elevation is in a status it starts from (and, for ACTIVATE and
+ * DEACTIVATE, owned by owner) and records act with it; *moved false when a condition failed
+ * (nothing changed, nothing recorded). */
+err_t staff_store_elevation_move(elevation_move move, const char *id, const char *owner, const audit_action *act,
+                                 bool *moved);
+
+#endif

@@ -1,0 +1,107 @@
+/* Support requests and the technical-support ticket desk.
+ *
+ * Ticket moves (PATCH /staff/tickets/:id): OPEN -> IN_PROGRESS, RESOLVED or CLOSED;
+ * IN_PROGRESS -> OPEN (handed back, unassigned), RESOLVED or CLOSED; RESOLVED -> IN_PROGRESS
+ * (reopened) or CLOSED; CLOSED is final. A ticket may be set to the status it has (IN_PROGRESS
+ * again takes it over). IN_PROGRESS assigns the caller; entering RESOLVED or CLOSED from an
+ * open status sets resolvedAt (RESOLVED -> CLOSED keeps it); reopening clears it. Notes may be
+ * changed in any status. Any other move is 409. */
+#include "domain/support/support_api.h"
+#include "core/clock.h"
+#include "core/ids.h"
+#include "core/jsonx.h"
+#include "core/util.h"
+#include "domain/auth/auth.h"
+#include "domain/staff/staff.h"
+#include "domain/support/support.h"
+#include "domain/support/support_store.h"
+#include <stdlib.h>
+#include <string.h>
+
+err_t api_support_open(hs_req *req) {
+  const char *role = req->auth.role_bit == ROLE_PROVIDER ? "provider" : "user";
+  account_card acc;
+  err_t e = auth_account_get(&req->arena, role, req->auth.id, &acc);
+  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Account not found");
+  if (e != ERR_OK) return e;
+  const char *subject = hs_body_str(req, "subject"), *body = hs_body_str(req, "body");
+  const char *category = hs_body_str(req, "category");
+  char id[ID_LEN + 1];
+  id_new(id);
+  char *mail_subject = arena_printf(&req->arena, "[Support: %s] %s", category, subject);
+  char *mail_body = arena_printf(&req->arena,
+                                 "Support request from a %s.\n\nName: %s\nEmail: %s\nAccount: %s\nCategory: %s\n"
+                                 "Ticket: %s\nSubject: %s\n\n%s\n",
+                                 !strcmp(role, "user") ? "customer" : "provider", acc.name, acc.email, acc.id, category,
+                                 id, subject, body);
+  e = support_store_open(id, acc.id, role, subject, body, category, mail_subject, mail_body);
+  return e == ERR_OK ? hs_ok(req, json_pack("{s:b}", "ok", 1)) : e;
+}
+
+static json_t *ticket_json(const db_res *r, int i) {
+  const char *assignee = db_field(r, i, "assignee_name"), *account = db_field(r, i, "account_name");
+  return json_pack(
+      "{s:s,s:s,s:s,s:o,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "id", db_field(r, i, "id"), "accountId",
+      db_field(r, i, "account_id"), "accountRole", db_field(r, i, "account_role"), "account",
+      account ? json_pack("{s:s,s:s}", "name", account, "email", db_field(r, i, "account_email")) : json_null(),
+      "subject", db_field(r, i, "subject"), "body", db_field(r, i, "body"), "category", db_field(r, i, "category"),
+      "status", db_field(r, i, "status"), "notes", jx_str_or_null(db_field(r, i, "notes")), "assignedToId",
+      jx_str_or_null(db_field(r, i, "assigned_to_id")), "assignedTo",
+      assignee ? json_pack("{s:s,s:s}", "name", assignee, "email", db_field(r, i, "assignee_email")) : json_null(),
+      "resolvedAt", jx_iso_or_null(db_field(r, i, "resolved_at")), "createdAt",
+      jx_iso_or_null(db_field(r, i, "created_at")), "updatedAt", jx_iso_or_null(db_field(r, i, "updated_at")));
+}
+
+err_t api_tickets_list(hs_req *req) {
+  const char *status = json_string_value(json_object_get(req->query, "status"));
+  db_res *r;
+  if (support_store_list(&req->arena, status ? status : "OPEN", status ? status : "IN_PROGRESS", &r) != ERR_OK)
+    return ERR_INTERNAL;
+  json_t *list = json_array();
+  for (int i = 0; i < r->rows; i++) json_array_append_new(list, ticket_json(r, i));
+  return hs_ok(req, list);
+}
+
+static bool move_allowed(const char *from, const char *to) {
+  static const struct {
+    const char *from, *to;
+  } moves[] = {
+      {"OPEN", "IN_PROGRESS"},     {"OPEN", "RESOLVED"},      {"OPEN", "CLOSED"},          {"IN_PROGRESS", "OPEN"},
+      {"IN_PROGRESS", "RESOLVED"}, {"IN_PROGRESS", "CLOSED"}, {"RESOLVED", "IN_PROGRESS"}, {"RESOLVED", "CLOSED"},
+  };
+  if (!strcmp(from, to)) return true;
+  for (size_t i = 0; i < ARRAY_LEN(moves); i++)
+    if (!strcmp(moves[i].from, from) && !strcmp(moves[i].to, to)) return true;
+  return false;
+}
+
+static bool is_resolved(const char *status) { return !strcmp(status, "RESOLVED") || !strcmp(status, "CLOSED"); }
+
+err_t api_tickets_update(hs_req *req) {
+  const char *id = hs_param(req, "id");
+  db_res *r;
+  err_t e = support_store_get(&req->arena, id, &r);
+  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Ticket not found");
+  if (e != ERR_OK) return e;
+  const char *from = db_field(r, 0, "status"), *to = hs_body_str(req, "status"), *notes = hs_body_str(req, "notes");
+  if (!to && !notes) return hs_ok(req, ticket_json(r, 0));
+  if (!to) to = from;
+  if (!move_allowed(from, to))
+    return hs_fail(req, ERR_CONFLICT, arena_printf(&req->arena, "A ticket cannot move from %s to %s", from, to));
+  const char *resolved = db_field(r, 0, "resolved_at");
+  ticket_update u = {to, db_field(r, 0, "assigned_to_id"), notes ? notes : db_field(r, 0, "notes"),
+                     resolved ? strtoll(resolved, NULL, 10) : 0};
+  if (!strcmp(to, "IN_PROGRESS")) u.assigned_to_id = req->auth.id;
+  if (!strcmp(to, "OPEN")) u.assigned_to_id = NULL;
+  if (!is_resolved(to))
+    u.resolved_at = 0;
+  else if (!is_resolved(from))
+    u.resolved_at = clock_now_ms();
+  json_t *detail = arena_json(&req->arena, json_pack("{s:s,s:s,s:b}", "from", from, "to", to, "notes", notes != NULL));
+  audit_action act = {req->auth.id, req->auth.role, "ticket.update", id, "ticket", detail};
+  bool moved;
+  if (support_store_update(id, from, &u, &act, &moved) != ERR_OK) return ERR_INTERNAL;
+  if (!moved) return hs_fail(req, ERR_CONFLICT, "The ticket changed meanwhile; try again");
+  if (support_store_get(&req->arena, id, &r) != ERR_OK) return ERR_INTERNAL;
+  return hs_ok(req, ticket_json(r, 0));
+}

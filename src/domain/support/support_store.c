@@ -1,0 +1,62 @@
+/* Ticket storage. An update is conditional on the status it was decided from, so two staff
+ * members moving one ticket at once cannot both win. */
+#include "domain/support/support_store.h"
+#include "core/clock.h"
+#include "core/config.h"
+#include "ext/mail.h"
+#include "ext/queue.h"
+
+err_t support_store_open(const char *id, const char *account_id, const char *account_role, const char *subject,
+                         const char *body, const char *category, const char *mail_subject, const char *mail_body) {
+  int64_t now = clock_now_ms();
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK)
+    rc = db_exec(c, NULL, NULL,
+                 "INSERT INTO support_tickets (id, account_id, account_role, subject, body, category, status, "
+                 "created_at, updated_at, seq) VALUES ($1, $2, $3, $4, $5, $6, 'OPEN', $7, $7, $8)",
+                 DB_ARGS(DB_TEXT(id), DB_TEXT(account_id), DB_TEXT(account_role), DB_TEXT(subject), DB_TEXT(body),
+                         DB_TEXT(category), DB_INT(now), DB_INT(clock_sequence())));
+  if (rc == DB_OK) rc = mail_enqueue(c, CFG.support_email, mail_subject, mail_body);
+  return db_to_err(queue_commit(c, rc));
+}
+
+#define TICKET_SELECT                                                                                                  \
+  "SELECT t.*, s.name AS assignee_name, s.email AS assignee_email, COALESCE(u.name, p.name) AS account_name, "         \
+  "COALESCE(u.email, p.email) AS account_email FROM support_tickets t "                                                \
+  "LEFT JOIN staff s ON s.id = t.assigned_to_id "                                                                      \
+  "LEFT JOIN users u ON t.account_role = 'user' AND u.id = t.account_id "                                              \
+  "LEFT JOIN providers p ON t.account_role = 'provider' AND p.id = t.account_id "
+
+err_t support_store_list(arena *a, const char *s1, const char *s2, db_res **out) {
+  return db_query(a, out, TICKET_SELECT "WHERE t.status IN ($1, $2) ORDER BY t.seq LIMIT $3",
+                  DB_ARGS(DB_TEXT(s1), DB_TEXT(s2), DB_INT(TICKET_LIST_LIMIT))) == DB_OK
+             ? ERR_OK
+             : ERR_INTERNAL;
+}
+
+err_t support_store_get(arena *a, const char *id, db_res **out) {
+  if (db_query(a, out, TICKET_SELECT "WHERE t.id = $1", DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
+  return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
+}
+
+err_t support_store_update(const char *id, const char *from, const ticket_update *u, const audit_action *act,
+                           bool *moved) {
+  arena a;
+  arena_init(&a);
+  db_res *r = NULL;
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK)
+    rc = db_exec(c, &a, &r,
+                 "UPDATE support_tickets SET status = $3, assigned_to_id = $4, notes = $5, resolved_at = $6, "
+                 "updated_at = $7 WHERE id = $1 AND status = $2",
+                 DB_ARGS(DB_TEXT(id), DB_TEXT(from), DB_TEXT(u->status), DB_TEXT(u->assigned_to_id), DB_TEXT(u->notes),
+                         u->resolved_at ? DB_INT(u->resolved_at) : DB_NULL, DB_INT(clock_now_ms())));
+  *moved = rc == DB_OK && r->changes == 1;
+  if (rc == DB_OK && *moved) rc = staff_audit_in(c, act);
+  if (rc == DB_OK) rc = db_commit(c);
+  db_release(c);
+  arena_fini(&a);
+  return db_to_err(rc);
+}

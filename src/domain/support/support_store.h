@@ -1,0 +1,28 @@
+/* SQL of support tickets. Internal to the support domain. */
+#ifndef DOMAIN_SUPPORT_STORE_H
+#define DOMAIN_SUPPORT_STORE_H
+#include "core/errors.h"
+#include "db/db.h"
+#include "domain/staff/staff.h"
+
+#define TICKET_LIST_LIMIT 500
+
+/* Opens an OPEN ticket and queues the support inbox's email, in one transaction. */
+err_t support_store_open(const char *id, const char *account_id, const char *account_role, const char *subject,
+                         const char *body, const char *category, const char *mail_subject, const char *mail_body);
+/* Tickets whose status is s1 or s2, oldest first, at most TICKET_LIST_LIMIT, each with the
+ * assignee's name and email and the account's name and email. */
+err_t support_store_list(arena *a, const char *s1, const char *s2, db_res **out);
+/* One ticket (same columns); ERR_NOT_FOUND when missing. */
+err_t support_store_get(arena *a, const char *id, db_res **out);
+/* The new state of a ticket (NULL strings and 0 times are SQL NULL). */
+typedef struct ticket_update {
+  const char *status, *assigned_to_id, *notes;
+  int64_t resolved_at;
+} ticket_update;
+/* Writes u over the ticket while its status is still `from` and records act, in one
+ * transaction; *moved false when the status changed meanwhile (nothing written). */
+err_t support_store_update(const char *id, const char *from, const ticket_update *u, const audit_action *act,
+                           bool *moved);
+
+#endif

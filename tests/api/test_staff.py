@@ -1,0 +1,974 @@
+"""Staff portal: staff accounts and login, the staff guard, customer and provider look-ups (with
+the provider's ledger), the elevation flow (request, emailed approve/deny links, impersonation,
+deactivation, the 15-minute window) and the audit trail (redaction, sessions, the hash chain
+checked by `marketplace audit verify`).
+
+Spec: marketplace-api.md 2 (Staff, ElevationRequest, AuditEvent), 3 (Elevation status), 4 (Staff
+/staff), 5 (Staff authentication, Elevation flow), 7; decisions.md 3, 4 (signed single-use
+approval links, redaction). Staff members are created through POST /staff/create with the
+administrator's token. Tests that move the clock or tamper with the database run on servers of
+their own.
+"""
+import datetime
+import hashlib
+import time
+
+import pytest
+
+from conftest import ADMIN_ENV, Api, admin_login, unique_email, unique_ip
+from flow_helpers import ISO_RE, JOB_FIELDS, Flow, accept, customer, image_files, ok, post_job, quote, race, step
+from staff_helpers import (
+    ELEVATION_FIELDS, FORBIDDEN, STAFF_FIELDS, STAFF_ROLES, UNAUTHORIZED, approved_elevation, audit_verify, claims,
+    count, elevation_links, forge, forged_claims, impersonate, link_get, make_staff, request_elevation, sql,
+)
+
+MINUTE_MS = 60 * 1000
+INVALID_CREDENTIALS = {"error": "Invalid credentials"}
+
+
+@pytest.fixture
+def staff_of(api, admin_token):
+    """staff_of(role) -> a new staff member of that role."""
+    return lambda role, **kw: make_staff(api, role, admin_token, **kw)
+
+
+@pytest.fixture(scope="module")
+def own_server(make_server):
+    """A server whose clock the tests of this file may move."""
+    return make_server(**ADMIN_ENV)
+
+
+# ---------------------------------------------------------------- staff accounts
+
+
+def test_create_staff_answers_201_without_password(api, admin_token):
+    email = unique_email("new-staff")
+    r = api.post("/staff/create", token=admin_token,
+                 json={"name": "Nora Agent", "email": email.upper(), "password": "password123",
+                       "role": "customer_support"})
+    assert r.status_code == 201, r.text
+    body = r.json()
+    assert set(body) == STAFF_FIELDS
+    assert body["name"] == "Nora Agent" and body["email"] == email and body["role"] == "customer_support"
+    assert ISO_RE.match(body["createdAt"])
+    assert "password" not in r.text and "$2" not in r.text
+
+
+@pytest.mark.parametrize("mutate, error", [
+    (lambda b: b.pop("name"), "name: is required"),
+    (lambda b: b.update(name=""), "name: must not be empty"),
+    (lambda b: b.update(name="n" * 101), "name: must be at most 100 characters"),
+    (lambda b: b.pop("email"), "email: is required"),
+    (lambda b: b.update(email="not-an-email"), "email: must be a valid email"),
+    (lambda b: b.pop("password"), "password: is required"),
+    (lambda b: b.update(password="short77"), "password: must be at least 8 characters"),
+    (lambda b: b.update(password="p" * 73), "password: must be at most 72 characters"),
+    (lambda b: b.pop("role"), "role: is required"),
+    (lambda b: b.update(role="admin"),
+     "role: must be one of: customer_support, professional_support, technical_support, internal_audit"),
+])
+def test_create_staff_validates_each_field(api, admin_token, mutate, error):
+    body = {"name": "X", "email": unique_email("bad"), "password": "password123", "role": "internal_audit"}
+    mutate(body)
+    r = api.post("/staff/create", token=admin_token, json=body)
+    assert (r.status_code, r.json()) == (400, {"error": error})
+
+
+def test_create_staff_reports_fields_in_spec_order(api, admin_token):
+    r = api.post("/staff/create", token=admin_token, json={"role": "nope", "password": "x"})
+    assert (r.status_code, r.json()) == (400, {"error": "name: is required"})
+    r = api.post("/staff/create", token=admin_token, json={"name": "A", "role": "nope", "password": "x"})
+    assert r.json() == {"error": "email: is required"}
+
+
+def test_create_staff_bounds_are_accepted(api, admin_token):
+    r = api.post("/staff/create", token=admin_token,
+                 json={"name": "n" * 100, "email": unique_email("b"), "password": "p" * 72, "role": "internal_audit"})
+    assert r.status_code == 201, r.text
+
+
+def test_create_staff_email_taken_is_409(api, admin_token, staff_of):
+    s = staff_of("technical_support")
+    r = api.post("/staff/create", token=admin_token,
+                 json={"name": "Twin", "email": s["email"].upper(), "password": "password123",
+                       "role": "internal_audit"})
+    assert (r.status_code, r.json()) == (409, {"error": "Email already registered"})
+
+
+def test_list_staff_newest_first_without_secrets(api, admin_token, staff_of):
+    a, b = staff_of("internal_audit"), staff_of("technical_support")
+    r = api.get("/staff/list", token=admin_token)
+    assert r.status_code == 200
+    listed = r.json()
+    assert all(set(s) == STAFF_FIELDS for s in listed)
+    ids = [s["id"] for s in listed]
+    assert ids.index(b["id"]) < ids.index(a["id"])
+    assert "password" not in r.text and "$2" not in r.text
+
+
+@pytest.mark.parametrize("method, path, body", [
+    ("GET", "/staff/list", None),
+    ("POST", "/staff/create", {"name": "X", "email": "x@example.com", "password": "password123",
+                               "role": "internal_audit"}),
+])
+def test_staff_management_is_for_administrators(api, staff_of, method, path, body):
+    r = api.request(method, path, json=body)
+    assert (r.status_code, r.json()) == (401, UNAUTHORIZED)
+    for token in [api.register_user()["token"], api.register_provider()["token"]] + \
+            [staff_of(role)["token"] for role in STAFF_ROLES]:
+        r = api.request(method, path, json=body, token=token)
+        assert (r.status_code, r.json()) == (403, FORBIDDEN), token
+
+
+# ---------------------------------------------------------------- login and the staff guard
+
+
+def test_staff_login_returns_a_12_hour_staff_token(api, staff_of):
+    s = staff_of("professional_support", name="Pat Pro")
+    r = api.post("/staff/login", json={"email": s["email"].upper(), "password": s["password"]})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["staff"] == {"id": s["id"], "name": "Pat Pro", "email": s["email"], "role": "professional_support"}
+    c = claims(body["token"])
+    assert c["id"] == s["id"] and c["role"] == "professional_support" and c["type"] == "staff"
+    assert c["exp"] - c["iat"] == 12 * 3600
+    assert "elevationId" not in c
+
+
+def test_staff_login_refuses_unknown_email_and_wrong_password_alike(api, staff_of):
+    s = staff_of("internal_audit")
+    wrong = api.post("/staff/login", json={"email": s["email"], "password": "not-the-password"})
+    unknown = api.post("/staff/login", json={"email": unique_email("ghost"), "password": s["password"]})
+    assert (wrong.status_code, wrong.json()) == (401, INVALID_CREDENTIALS)
+    assert (unknown.status_code, unknown.json()) == (401, INVALID_CREDENTIALS)
+    # a customer's credentials are not a staff member's
+    u = api.register_user()
+    r = api.post("/staff/login", json={"email": u["email"], "password": u["password"]})
+    assert (r.status_code, r.json()) == (401, INVALID_CREDENTIALS)
+
+
+def test_staff_login_is_throttled_per_account_and_address(api, staff_of):
+    s = staff_of("technical_support")
+    ip, other_ip = unique_ip(), unique_ip()
+    for _ in range(10):
+        r = api.post("/staff/login", json={"email": s["email"], "password": "wrong-password"}, ip=ip)
+        assert (r.status_code, r.json()) == (401, INVALID_CREDENTIALS)
+    r = api.post("/staff/login", json={"email": s["email"], "password": s["password"]}, ip=ip)
+    assert (r.status_code, r.json()) == (429, {"error": "Too many requests"})
+    assert 0 < int(r.headers["Retry-After"]) <= 15 * 60
+    # another address, and another account from the same address, are not held back
+    assert api.post("/staff/login", json={"email": s["email"], "password": s["password"]}, ip=other_ip).status_code == 200
+    other = staff_of("technical_support")
+    assert api.post("/staff/login", json={"email": other["email"], "password": other["password"]},
+                    ip=ip).status_code == 200
+
+
+def test_staff_login_timing_does_not_reveal_unknown_email(server_factory):
+    srv = server_factory(BCRYPT_COST="10", **ADMIN_ENV)
+    api = Api(srv)
+    admin = admin_login(api)
+
+    def timed(email, password):
+        t0 = time.perf_counter()
+        r = api.post("/staff/login", json={"email": email, "password": password})
+        assert (r.status_code, r.json()) == (401, INVALID_CREDENTIALS)
+        return time.perf_counter() - t0
+
+    # as test_auth.py's login timing test: each kind's fastest sample is its cost, and a leak
+    # shows in every round while a noisy round shows once
+    rounds = []
+    for _ in range(3):
+        s = make_staff(api, "internal_audit", admin)  # a fresh account each round: under the throttle
+        timed(unique_email("warmup"), "password123")
+        unknown, wrong = [], []
+        for _ in range(6):
+            unknown.append(timed(unique_email("ghost"), "password123"))
+            wrong.append(timed(s["email"], "wrong-password"))
+        fu, fw = min(unknown), min(wrong)
+        rounds.append((fu, fw))
+        if max(fu, fw) / min(fu, fw) < 2.0:
+            return
+    pytest.fail(f"unknown email and wrong password differ in time in every round: {rounds}")
+
+
+@pytest.mark.parametrize("body, error", [
+    ({"password": "x"}, "email: is required"),
+    ({"email": "nope", "password": "x"}, "email: must be a valid email"),
+    ({"email": "a@example.com"}, "password: is required"),
+    ({"email": "a@example.com", "password": ""}, "password: must not be empty"),
+])
+def test_staff_login_validates(api, body, error):
+    r = api.post("/staff/login", json=body)
+    assert (r.status_code, r.json()) == (400, {"error": error})
+
+
+@pytest.mark.parametrize("role", STAFF_ROLES)
+def test_staff_me_for_every_role(api, staff_of, role):
+    s = staff_of(role)
+    r = api.get("/staff/me", token=s["token"])
+    assert r.status_code == 200
+    assert r.json() == {k: s[k] for k in STAFF_FIELDS}
+
+
+def test_staff_routes_refuse_non_staff_tokens(api, admin_token):
+    assert api.get("/staff/me").status_code == 401
+    for token in (api.register_user()["token"], api.register_provider()["token"], admin_token):
+        for path in ("/staff/me", "/staff/elevation", "/staff/customers", "/staff/providers", "/staff/tickets",
+                     "/staff/audit/sessions"):
+            r = api.get(path, token=token)
+            assert (r.status_code, r.json()) == (403, FORBIDDEN), path
+
+
+def test_staff_token_on_customer_and_provider_routes_is_403(api, staff_of):
+    s = staff_of("customer_support")
+    for path in ("/users/me", "/providers/me", "/jobs", "/payments/method"):
+        r = api.get(path, token=s["token"])
+        assert (r.status_code, r.json()) == (403, FORBIDDEN), path
+
+
+def test_forged_staff_tokens_are_refused(api, server, staff_of):
+    s = staff_of("customer_support")
+    cases = [
+        (forged_claims(role="customer_support", type="staff"), 401),  # no such staff member
+        (forged_claims(id=s["id"], role="internal_audit", type="staff"), 401),  # not the member's role
+        (forged_claims(id=s["id"], role="admin", type="staff"), 403),  # not a staff role at all
+    ]
+    for payload, status in cases:
+        r = api.get("/staff/me", token=forge(server, payload))
+        assert r.status_code == status, payload
+    # the genuine token works, and the same claims signed again work too
+    assert api.get("/staff/me", token=s["token"]).status_code == 200
+    assert api.get("/staff/me", token=forge(server, claims(s["token"]))).status_code == 200
+    # a forged administrator without an administrator row
+    r = api.get("/staff/list", token=forge(server, forged_claims(role="admin")))
+    assert (r.status_code, r.json()) == (401, UNAUTHORIZED)
+
+
+def test_staff_token_expires_after_12_hours(own_server):
+    api = Api(own_server)
+    s = make_staff(api, "technical_support")
+    api.advance_clock(12 * 3600 * 1000 - 5000)
+    assert api.get("/staff/me", token=s["token"]).status_code == 200
+    api.advance_clock(6000)
+    r = api.get("/staff/me", token=s["token"])
+    assert (r.status_code, r.json()) == (401, UNAUTHORIZED)
+
+
+ANY_STAFF = set(STAFF_ROLES)
+SUPPORT_AGENTS = {"customer_support", "professional_support"}
+ROLE_MATRIX = [  # every staff, admin and support route, with who may call it
+    ("GET", "/staff/me", None, ANY_STAFF),
+    ("GET", "/staff/customers", None, {"customer_support"}),
+    ("GET", "/staff/customers/cnotanidnotanidnotanid000", None, {"customer_support"}),
+    ("GET", "/staff/providers", None, {"professional_support"}),
+    ("GET", "/staff/providers/cnotanidnotanidnotanid000", None, {"professional_support"}),
+    ("POST", "/staff/elevation", {"targetId": "cnotanidnotanidnotanid000", "targetRole": "user", "reason": "r"},
+     SUPPORT_AGENTS),
+    ("GET", "/staff/elevation", None, ANY_STAFF),
+    ("POST", "/staff/impersonate", {"elevationId": "cnotanidnotanidnotanid000"}, SUPPORT_AGENTS),
+    ("PATCH", "/staff/elevation/cnotanidnotanidnotanid000/deactivate", None, ANY_STAFF),
+    ("GET", "/staff/tickets", None, {"technical_support"}),
+    ("PATCH", "/staff/tickets/cnotanidnotanidnotanid000", {}, {"technical_support"}),
+    ("GET", "/staff/audit/sessions", None, {"internal_audit"}),
+    ("GET", "/staff/list", None, {"admin"}),
+    ("POST", "/staff/create", {}, {"admin"}),
+    ("POST", "/staff/impersonate-staff", {"staffId": "cnotanidnotanidnotanid000"}, {"admin"}),
+    ("GET", "/admin/users", None, {"admin"}),
+    ("POST", "/admin/impersonate", {}, {"admin"}),
+    ("DELETE", "/admin/accounts/cnotanidnotanidnotanid000?role=user", None, {"admin"}),
+    ("POST", "/admin/generate", {"customers": -1}, {"admin"}),
+    ("POST", "/admin/notify", {}, {"admin"}),
+    ("POST", "/users/me/support", {}, {"user"}),
+    ("POST", "/providers/me/support", {}, {"provider"}),
+]
+
+
+def test_role_matrix(api, server, admin_token):
+    """Each route refuses every other role (403), no token and a forged staff token (401), and
+    lets its own roles through to its checks (validation or 404 here)."""
+    tokens = {role: make_staff(api, role, admin_token)["token"] for role in STAFF_ROLES}
+    tokens.update(admin=admin_token, user=api.register_user()["token"], provider=api.register_provider()["token"])
+    forged = forge(server, forged_claims(role="customer_support", type="staff"))
+    for method, path, body, allowed in ROLE_MATRIX:
+        assert (api.request(method, path, json=body).json()) == UNAUTHORIZED, path
+        r = api.request(method, path, json=body, token=forged)
+        assert (r.status_code, r.json()) == (401, UNAUTHORIZED), path
+        for role, token in tokens.items():
+            r = api.request(method, path, json=body, token=token)
+            if role in allowed:
+                assert r.status_code in (200, 400, 404), (path, role, r.status_code, r.text)
+            else:
+                assert (r.status_code, r.json()) == (403, FORBIDDEN), (path, role)
+
+
+def test_expired_tokens_are_refused_everywhere(own_server):
+    api = Api(own_server)
+    admin = admin_login(api)
+    tokens = {role: make_staff(api, role, admin)["token"] for role in STAFF_ROLES}
+    tokens.update(admin=admin, user=api.register_user()["token"], provider=api.register_provider()["token"])
+    api.advance_clock(7 * 24 * 3600 * 1000 + 1000)  # past the longest of them (7 days)
+    for method, path, body, allowed in ROLE_MATRIX:
+        for role in allowed:
+            r = api.request(method, path, json=body, token=tokens[role])
+            assert (r.status_code, r.json()) == (401, UNAUTHORIZED), (path, role)
+
+
+# ---------------------------------------------------------------- customer and provider look-ups
+
+CUSTOMER_ROW = {"id", "name", "email", "address", "zip", "createdAt", "processorCustomerId"}
+PROVIDER_ROW = {"id", "name", "email", "companyName", "services", "serviceZips", "isPremium", "premiumSince",
+                "premiumBilledMonth", "createdAt"}
+
+
+def search(api, token, path, q):
+    r = api.get(path, token=token, params={"q": q})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_customer_search_fields_and_substring(api, staff_of):
+    cs = staff_of("customer_support")
+    tag = unique_email("x")[2:10]
+    u = api.register_user(name=f"Quinn {tag} Harper")
+    found = search(api, cs["token"], "/staff/customers", tag.upper())
+    assert [c["id"] for c in found] == [u["id"]]
+    assert set(found[0]) == CUSTOMER_ROW
+    assert found[0]["email"] == u["email"] and found[0]["processorCustomerId"] is None
+    # by email, case-insensitively
+    assert [c["id"] for c in search(api, cs["token"], "/staff/customers", u["email"].upper())] == [u["id"]]
+
+
+def test_search_matches_metacharacters_literally(api, staff_of):
+    cs = staff_of("customer_support")
+    tag = unique_email("m")[2:10]
+    names = {
+        "pct": f"{tag} 100% Lawn",
+        "plain": f"{tag} 1000 Lawn",
+        "under": f"{tag} a_b",
+        "nounder": f"{tag} axb",
+        "slash": f"{tag} back\\slash",
+        "quote": f"{tag} O'Brien",
+        "dquote": f'{tag} say "hi"',
+    }
+    ids = {k: api.register_user(name=v)["id"] for k, v in names.items()}
+
+    def hits(q):
+        return {c["id"] for c in search(api, cs["token"], "/staff/customers", q)}
+
+    assert hits(f"{tag} 100%") == {ids["pct"]}
+    assert hits(f"{tag} a_b") == {ids["under"]}
+    assert hits("_b") >= {ids["under"]} and ids["nounder"] not in hits(f"{tag} a_")
+    assert hits(f"{tag} back\\slash") == {ids["slash"]}
+    assert hits(f"{tag} O'Brien") == {ids["quote"]}
+    assert hits(f'{tag} say "hi"') == {ids["dquote"]}
+    assert hits("%") >= {ids["pct"]} and ids["plain"] not in hits("%")
+    # SQL in the search text is text
+    assert hits(f"{tag}' OR '1'='1") == set()
+    assert hits("'; DROP TABLE users; --") == set()
+    assert api.get("/users/me", token=api.register_user()["token"]).status_code == 200
+
+
+def test_search_is_capped_at_100_newest_first(api, admin_token, staff_of):
+    cs = staff_of("customer_support")
+    r = api.post("/admin/generate", token=admin_token, json={"customers": 101})
+    assert r.status_code == 200, r.text
+    found = search(api, cs["token"], "/staff/customers", "generated customer")
+    assert len(found) == 100
+    created = [c["createdAt"] for c in found]
+    assert created == sorted(created, reverse=True)
+
+
+def test_search_bounds(api, staff_of):
+    cs = staff_of("customer_support")
+    assert api.get("/staff/customers", token=cs["token"], params={"q": "q" * 100}).status_code == 200
+    r = api.get("/staff/customers", token=cs["token"], params={"q": "q" * 101})
+    assert (r.status_code, r.json()) == (400, {"error": "q: must be at most 100 characters"})
+    assert api.get("/staff/customers", token=cs["token"]).status_code == 200
+
+
+def test_provider_search_matches_company_name(api, staff_of):
+    ps = staff_of("professional_support")
+    tag = unique_email("c")[2:10]
+    pro = api.register_provider(name="Plain Name")
+    ok(api.patch("/providers/me", token=pro["token"], json={"companyName": f"Green {tag} Lawns LLC"}))
+    found = search(api, ps["token"], "/staff/providers", f"{tag} LAWNS")
+    assert [p["id"] for p in found] == [pro["id"]]
+    assert set(found[0]) == PROVIDER_ROW
+    assert found[0]["services"] == ["lawncare"] and found[0]["serviceZips"] == ["10001"]
+    assert found[0]["companyName"] == f"Green {tag} Lawns LLC" and found[0]["isPremium"] is False
+    assert [p["id"] for p in search(api, ps["token"], "/staff/providers", pro["email"])] == [pro["id"]]
+
+
+@pytest.mark.parametrize("path, allowed", [
+    ("/staff/customers", "customer_support"),
+    ("/staff/customers/cnotanidnotanidnotanid000", "customer_support"),
+    ("/staff/providers", "professional_support"),
+    ("/staff/providers/cnotanidnotanidnotanid000", "professional_support"),
+    ("/staff/audit/sessions", "internal_audit"),
+])
+def test_look_ups_admit_only_their_staff_role(api, staff_of, path, allowed):
+    for role in STAFF_ROLES:
+        r = api.get(path, token=staff_of(role)["token"])
+        if role == allowed:
+            assert r.status_code in (200, 404), r.text
+        else:
+            assert (r.status_code, r.json()) == (403, FORBIDDEN), role
+    assert api.get(path).status_code == 401
+
+
+def test_unknown_customer_and_provider_are_404(api, staff_of):
+    cs, ps = staff_of("customer_support"), staff_of("professional_support")
+    r = api.get("/staff/customers/cnotanidnotanidnotanid000", token=cs["token"])
+    assert (r.status_code, r.json()) == (404, {"error": "Customer not found"})
+    # a provider's id is not a customer's
+    pro = api.register_provider()
+    assert api.get(f"/staff/customers/{pro['id']}", token=cs["token"]).status_code == 404
+    r = api.get("/staff/providers/cnotanidnotanidnotanid000", token=ps["token"])
+    assert (r.status_code, r.json()) == (404, {"error": "Provider not found"})
+
+
+def test_customer_detail_has_jobs_quotes_review_payments_elevations(api, server, staff_of):
+    cs = staff_of("customer_support")
+    f = Flow(api).completed()
+    ok(api.post("/reviews", token=f.user["token"], json={"jobId": f.job_id, "rating": 5, "comment": "Great"}), 201)
+    open_job = post_job(api, f.user)
+    e = request_elevation(api, cs, f.user["id"])
+    r = api.get(f"/staff/customers/{f.user['id']}", token=cs["token"])
+    assert r.status_code == 200, r.text
+    d = r.json()
+    assert set(d) == {"user", "jobs", "payments", "elevations"}
+    assert d["user"]["id"] == f.user["id"] and d["user"]["email"] == f.user["email"]
+    assert d["user"]["processorCustomerId"].startswith("cus_")
+    assert "password" not in r.text and "passwordHash" not in d["user"]
+    assert [j["id"] for j in d["jobs"]] == [open_job["id"], f.job_id]
+    done = d["jobs"][1]
+    assert JOB_FIELDS <= set(done) and done["status"] == "COMPLETED"
+    assert [q["id"] for q in done["quotes"]] == [f.quote["id"]]
+    assert done["review"]["rating"] == 5 and done["review"]["comment"] == "Great"
+    assert done["payment"]["status"] == "PAID" and d["jobs"][0]["payment"] is None
+    assert d["jobs"][0]["quotes"] == [] and d["jobs"][0]["review"] is None
+    assert [(p["jobId"], p["kind"], p["status"], p["amount"]) for p in d["payments"]] == \
+        [(f.job_id, "job", "PAID", 118.0)]
+    assert [x["id"] for x in d["elevations"]] == [e["id"]]
+    assert set(d["elevations"][0]) == ELEVATION_FIELDS
+
+
+def test_provider_detail_ledger(api, server, pg_cluster, staff_of):
+    ps = staff_of("professional_support")
+    paid = Flow(api, amount=100).completed()
+    user, pro = paid.user, paid.pro
+    ok(api.post(f"/jobs/{paid.job_id}/tip", token=user["token"], json={"amount": 5}))
+    held = post_job(api, user)  # accepted only: its authorization is a hold
+    accept(api, user, quote(api, pro, held["id"], 80)["id"])
+    waiting = post_job(api, user)  # completed, its capture not done yet
+    accept(api, user, quote(api, pro, waiting["id"], 50)["id"])
+    for status in ("ON_THE_WAY", "IN_PROGRESS", "COMPLETED"):
+        step(api, pro, waiting["id"], status)
+    sql(server, pg_cluster, f"UPDATE payments SET status = 'AUTHORIZED' WHERE job_id = '{waiting['id']}'")
+    r = api.get(f"/staff/providers/{pro['id']}", token=ps["token"])
+    assert r.status_code == 200, r.text
+    d = r.json()
+    assert set(d) == {"provider", "jobs", "ledger", "anticipatedJobs", "anticipatedTotal", "elevations"}
+    assert d["provider"]["id"] == pro["id"] and d["provider"]["isPremium"] is False
+    by_id = {j["id"]: j for j in d["jobs"]}
+    assert set(by_id) == {paid.job_id, held["id"], waiting["id"]}
+    assert by_id[paid.job_id]["payment"]["status"] == "PAID"
+    assert by_id[held["id"]]["payment"]["status"] == "AUTHORIZED"
+    assert [q["amount"] for q in by_id[held["id"]]["quotes"]] == [80.0]
+    assert by_id[paid.job_id]["review"] is None
+    assert len(d["ledger"]) == 1  # everything happened this month
+    month = d["ledger"][0]
+    assert month == {"month": paid.job["updatedAt"][:7], "jobs": 3, "paidOut": 105.0, "inHold": 80.0,
+                     "pendingCapture": 50.0, "grossEarnings": 235.0, "premiumFeeDeducted": 0, "netEarnings": 235.0}
+    assert (d["anticipatedJobs"], d["anticipatedTotal"]) == (1, 80.0)
+    # Preferred Pro since now: the 39 fee comes off this month
+    now_ms = int(datetime.datetime.fromisoformat(api.advance_clock(0).replace("Z", "+00:00")).timestamp() * 1000)
+    sql(server, pg_cluster, f"UPDATE providers SET is_premium = 1, premium_since = {now_ms} WHERE id = '{pro['id']}'")
+    month = ok(api.get(f"/staff/providers/{pro['id']}", token=ps["token"]))["ledger"][0]
+    assert (month["premiumFeeDeducted"], month["netEarnings"]) == (39.0, 196.0)
+
+
+def test_new_provider_has_an_empty_ledger(api, staff_of):
+    ps = staff_of("professional_support")
+    pro = api.register_provider()
+    d = ok(api.get(f"/staff/providers/{pro['id']}", token=ps["token"]))
+    assert (d["jobs"], d["ledger"], d["anticipatedJobs"], d["anticipatedTotal"], d["elevations"]) == \
+        ([], [], 0, 0, [])
+
+
+# ---------------------------------------------------------------- elevation requests
+
+
+def test_elevation_request_is_pending_and_emails_signed_links(api, server, staff_of):
+    cs = staff_of("customer_support", name="Carla Support")
+    u = api.register_user(name="Ursula Target")
+    r = api.post("/staff/elevation", token=cs["token"],
+                 json={"targetId": u["id"], "targetRole": "user", "reason": "Card trouble"})
+    assert r.status_code == 201, r.text
+    e = r.json()
+    assert set(e) == ELEVATION_FIELDS
+    assert (e["staffId"], e["targetId"], e["targetRole"], e["reason"], e["status"]) == \
+        (cs["id"], u["id"], "user", "Card trouble", "PENDING")
+    assert e["staff"] == {"id": cs["id"], "name": "Carla Support", "email": cs["email"], "role": "customer_support"}
+    assert e["activatedAt"] is None and e["expiresAt"] is None and ISO_RE.match(e["createdAt"])
+    approve, deny = elevation_links(server, e["id"])
+    mail = [m for m in server.mails("admin@localhost") if e["id"] in m["body"]][0]
+    assert "Carla Support" in mail["body"] and "Ursula Target" in mail["body"] and "Card trouble" in mail["body"]
+    assert approve.split("?token=")[1] != deny.split("?token=")[1]
+
+
+def test_professional_support_may_request_a_provider(api, staff_of):
+    ps = staff_of("professional_support")
+    pro = api.register_provider()
+    assert request_elevation(api, ps, pro["id"], "provider")["targetRole"] == "provider"
+
+
+@pytest.mark.parametrize("mutate, error", [
+    (lambda b: b.pop("targetId"), "targetId: is required"),
+    (lambda b: b.update(targetId=""), "targetId: must not be empty"),
+    (lambda b: b.pop("targetRole"), "targetRole: is required"),
+    (lambda b: b.update(targetRole="admin"), "targetRole: must be one of: user, provider"),
+    (lambda b: b.pop("reason"), "reason: is required"),
+    (lambda b: b.update(reason="   "), "reason: must not be empty"),
+    (lambda b: b.update(reason="r" * 1001), "reason: must be at most 1000 characters"),
+])
+def test_elevation_request_validates(api, staff_of, mutate, error):
+    cs = staff_of("customer_support")
+    body = {"targetId": api.register_user()["id"], "targetRole": "user", "reason": "Help"}
+    mutate(body)
+    r = api.post("/staff/elevation", token=cs["token"], json=body)
+    assert (r.status_code, r.json()) == (400, {"error": error})
+    assert ok(api.get("/staff/elevation", token=cs["token"])) == []
+
+
+def test_elevation_request_for_a_missing_account_is_404(api, staff_of):
+    cs = staff_of("customer_support")
+    u = api.register_user()
+    for target, role in (("cnotanidnotanidnotanid000", "user"), (u["id"], "provider")):
+        r = api.post("/staff/elevation", token=cs["token"], json={"targetId": target, "targetRole": role,
+                                                                   "reason": "Help"})
+        assert (r.status_code, r.json()) == (404, {"error": "Account not found"})
+
+
+def test_elevation_request_roles(api, admin_token, staff_of):
+    u = api.register_user()
+    body = {"targetId": u["id"], "targetRole": "user", "reason": "Help"}
+    assert api.post("/staff/elevation", json=body).status_code == 401
+    for token in [staff_of("technical_support")["token"], staff_of("internal_audit")["token"], admin_token,
+                  u["token"], api.register_provider()["token"]]:
+        r = api.post("/staff/elevation", token=token, json=body)
+        assert (r.status_code, r.json()) == (403, FORBIDDEN)
+
+
+def test_second_open_elevation_for_the_same_target_is_409(api, server, staff_of):
+    cs, other = staff_of("customer_support"), staff_of("customer_support")
+    u = api.register_user()
+    conflict = {"error": "An elevation request for this account is already pending, approved or active"}
+    e = request_elevation(api, cs, u["id"])
+    for status in ("PENDING", "APPROVED", "ACTIVE"):
+        assert ok(api.get("/staff/elevation", token=cs["token"]))[0]["status"] == status
+        r = api.post("/staff/elevation", token=cs["token"], json={"targetId": u["id"], "targetRole": "user",
+                                                                   "reason": "Again"})
+        assert (r.status_code, r.json()) == (409, conflict)
+        if status == "PENDING":
+            assert link_get(api, elevation_links(server, e["id"])[0]).status_code == 200
+        elif status == "APPROVED":
+            ok(api.post("/staff/impersonate", token=cs["token"], json={"elevationId": e["id"]}))
+    # another staff member may ask for the same account
+    request_elevation(api, other, u["id"])
+    # once the first is deactivated, its owner may ask again
+    ok(api.patch(f"/staff/elevation/{e['id']}/deactivate", token=cs["token"]))
+    request_elevation(api, cs, u["id"])
+
+
+def test_concurrent_elevation_requests_make_one(api, server, staff_of):
+    cs = staff_of("customer_support")
+    u = api.register_user()
+    body = {"targetId": u["id"], "targetRole": "user", "reason": "Race"}
+    answers = race(server, [lambda c: c.post("/staff/elevation", token=cs["token"], json=body)] * 8)
+    assert sorted(r.status_code for r in answers) == [201] + [409] * 7
+    assert [e["status"] for e in ok(api.get("/staff/elevation", token=cs["token"]))] == ["PENDING"]
+
+
+def test_own_elevations_newest_first(api, staff_of):
+    cs, other = staff_of("customer_support"), staff_of("customer_support")
+    first = request_elevation(api, cs, api.register_user()["id"])
+    second = request_elevation(api, cs, api.register_user()["id"])
+    request_elevation(api, other, api.register_user()["id"])
+    assert [e["id"] for e in ok(api.get("/staff/elevation", token=cs["token"]))] == [second["id"], first["id"]]
+    assert ok(api.get("/staff/elevation", token=staff_of("internal_audit")["token"])) == []
+
+
+# ---------------------------------------------------------------- the administrator's links
+
+
+def test_approve_link_shows_an_escaped_page_and_works_once(api, server, staff_of):
+    cs = staff_of("customer_support", name="Eve <b>Agent</b>")
+    u = api.register_user(name="Tom & \"Jerry\"")
+    e = request_elevation(api, cs, u["id"], reason="<script>alert('x')</script> needs help")
+    approve, deny = elevation_links(server, e["id"])
+    r = link_get(api, approve)
+    assert r.status_code == 200
+    assert r.headers["Content-Type"].startswith("text/html")
+    page = r.text
+    assert "<script>" not in page and "<b>" not in page
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; needs help" in page
+    assert "Eve &lt;b&gt;Agent&lt;/b&gt;" in page and "Tom &amp; &quot;Jerry&quot;" in page
+    assert "APPROVED" in page
+    again = link_get(api, approve)
+    assert again.status_code == 200 and again.headers["Content-Type"].startswith("text/plain")
+    assert "already resolved" in again.text and "APPROVED" in again.text
+    late_deny = link_get(api, deny)
+    assert late_deny.headers["Content-Type"].startswith("text/plain") and "APPROVED" in late_deny.text
+    assert ok(api.get("/staff/elevation", token=cs["token"]))[0]["status"] == "APPROVED"
+
+
+def test_deny_link_rejects(api, server, staff_of):
+    cs = staff_of("customer_support")
+    e = request_elevation(api, cs, api.register_user()["id"])
+    _, deny = elevation_links(server, e["id"])
+    r = link_get(api, deny)
+    assert r.status_code == 200 and r.headers["Content-Type"].startswith("text/html") and "REJECTED" in r.text
+    got = ok(api.get("/staff/elevation", token=cs["token"]))[0]
+    assert got["status"] == "REJECTED" and ISO_RE.match(got["resolvedAt"])
+    r = api.post("/staff/impersonate", token=cs["token"], json={"elevationId": e["id"]})
+    assert (r.status_code, r.json()) == (403, {"error": "Elevation request is not approved"})
+
+
+def test_links_need_their_own_valid_token(api, server, staff_of):
+    cs = staff_of("customer_support")
+    e = request_elevation(api, cs, api.register_user()["id"])
+    other = request_elevation(api, cs, api.register_user()["id"])
+    approve, deny = elevation_links(server, e["id"])
+    other_approve, _ = elevation_links(server, other["id"])
+    base = approve.split("?")[0]
+    bad = [
+        base,  # no token
+        base + "?token=",
+        base + "?token=" + "0" * 64,  # forged
+        base + "?token=" + deny.split("?token=")[1],  # the deny link's token
+        base + "?token=" + other_approve.split("?token=")[1],  # another request's token
+        base + "?token=" + approve.split("?token=")[1][:-1] + "0",
+    ]
+    for url in bad:
+        r = link_get(api, url)
+        assert (r.status_code, r.json()) == (403, {"error": "Invalid or missing link token"}), url
+    assert ok(api.get("/staff/elevation", token=cs["token"]))[1]["status"] == "PENDING"
+    # an unknown request is 404 whatever the token
+    r = link_get(api, server.url + "/staff/elevation/cnotanidnotanidnotanid000/approve?token=" + "0" * 64)
+    assert (r.status_code, r.json()) == (404, {"error": "Elevation request not found"})
+    r = link_get(api, server.url + "/staff/elevation/cnotanidnotanidnotanid000/deny")
+    assert r.status_code == 404
+
+
+def test_concurrent_link_uses_resolve_once(api, server, staff_of):
+    cs = staff_of("customer_support")
+    e = request_elevation(api, cs, api.register_user()["id"])
+    approve, deny = elevation_links(server, e["id"])
+    answers = race(server, [lambda c: link_get(c, approve), lambda c: link_get(c, deny)] * 3)
+    pages = [r for r in answers if r.headers["Content-Type"].startswith("text/html")]
+    assert len(pages) == 1 and all(r.status_code == 200 for r in answers)
+
+
+# ---------------------------------------------------------------- impersonation
+
+
+def test_impersonation_token_and_identity(api, server, staff_of):
+    cs = staff_of("customer_support")
+    u = api.register_user(name="Ida Customer")
+    e = approved_elevation(api, server, cs, u["id"])
+    r = api.post("/staff/impersonate", token=cs["token"], json={"elevationId": e["id"]})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["identity"] == {"id": u["id"], "name": "Ida Customer", "email": u["email"], "role": "user"}
+    c = claims(body["token"])
+    assert (c["id"], c["role"], c["elevationId"]) == (u["id"], "user", e["id"])
+    assert c["exp"] - c["iat"] == 15 * 60 and "type" not in c
+    me = ok(api.get("/users/me", token=body["token"]))
+    assert me["id"] == u["id"]
+    got = ok(api.get("/staff/elevation", token=cs["token"]))[0]
+    assert got["status"] == "ACTIVE" and ISO_RE.match(got["activatedAt"]) and ISO_RE.match(got["expiresAt"])
+    # ACTIVE is not APPROVED: a second token is refused
+    r = api.post("/staff/impersonate", token=cs["token"], json={"elevationId": e["id"]})
+    assert (r.status_code, r.json()) == (403, {"error": "Elevation request is not approved"})
+
+
+def test_impersonating_a_provider(api, server, staff_of):
+    ps = staff_of("professional_support")
+    pro = api.register_provider()
+    _, token = impersonate(api, server, ps, pro["id"], "provider")
+    assert ok(api.get("/providers/me", token=token))["id"] == pro["id"]
+    assert api.get("/users/me", token=token).status_code == 403
+
+
+def test_impersonate_refusals(api, server, staff_of):
+    cs, other = staff_of("customer_support"), staff_of("customer_support")
+    e = request_elevation(api, cs, api.register_user()["id"])
+    r = api.post("/staff/impersonate", token=cs["token"], json={"elevationId": e["id"]})
+    assert (r.status_code, r.json()) == (403, {"error": "Elevation request is not approved"})
+    link_get(api, elevation_links(server, e["id"])[0])
+    r = api.post("/staff/impersonate", token=other["token"], json={"elevationId": e["id"]})
+    assert (r.status_code, r.json()) == (403, {"error": "Not your elevation request"})
+    r = api.post("/staff/impersonate", token=cs["token"], json={"elevationId": "cnotanidnotanidnotanid000"})
+    assert (r.status_code, r.json()) == (404, {"error": "Elevation request not found"})
+    r = api.post("/staff/impersonate", token=cs["token"], json={})
+    assert (r.status_code, r.json()) == (400, {"error": "elevationId: is required"})
+    for token in (staff_of("technical_support")["token"], staff_of("internal_audit")["token"],
+                  api.register_user()["token"]):
+        assert api.post("/staff/impersonate", token=token, json={"elevationId": e["id"]}).status_code == 403
+    assert api.post("/staff/impersonate", json={"elevationId": e["id"]}).status_code == 401
+    # still APPROVED after all that, and its owner can start it
+    ok(api.post("/staff/impersonate", token=cs["token"], json={"elevationId": e["id"]}))
+
+
+def test_impersonation_never_grants_staff_or_admin_rights(api, server, admin_token, staff_of):
+    cs = staff_of("customer_support")
+    u = api.register_user()
+    e, token = impersonate(api, server, cs, u["id"])
+    for method, path in (("GET", "/staff/me"), ("GET", "/staff/elevation"), ("GET", "/staff/customers"),
+                         ("GET", "/staff/list"), ("GET", "/admin/users")):
+        r = api.request(method, path, token=token)
+        assert (r.status_code, r.json()) == (403, FORBIDDEN), path
+    # the elevation claimed by a token with another role or subject is refused outright
+    for over in ({"role": "admin"}, {"role": "customer_support", "type": "staff"}, {"id": cs["id"]},
+                 {"role": "provider"}):
+        payload = {**claims(token), **over}
+        for path in ("/users/me", "/admin/users", "/staff/me"):
+            r = api.get(path, token=forge(server, payload))
+            assert (r.status_code, r.json()) == (401, UNAUTHORIZED), (over, path)
+
+
+def test_deactivation_ends_the_token(api, server, staff_of):
+    cs, other = staff_of("customer_support"), staff_of("customer_support")
+    u = api.register_user()
+    e, token = impersonate(api, server, cs, u["id"])
+    assert api.get("/users/me", token=token).status_code == 200
+    r = api.patch(f"/staff/elevation/{e['id']}/deactivate", token=other["token"])
+    assert (r.status_code, r.json()) == (403, {"error": "Not your elevation request"})
+    assert api.get("/users/me", token=token).status_code == 200
+    r = api.patch(f"/staff/elevation/{e['id']}/deactivate", token=cs["token"])
+    assert r.status_code == 200, r.text
+    d = r.json()
+    assert d["status"] == "DEACTIVATED" and ISO_RE.match(d["deactivatedAt"]) and set(d) == ELEVATION_FIELDS
+    r = api.get("/users/me", token=token)
+    assert (r.status_code, r.json()) == (401, UNAUTHORIZED)
+    # idempotent
+    assert ok(api.patch(f"/staff/elevation/{e['id']}/deactivate", token=cs["token"]))["status"] == "DEACTIVATED"
+    r = api.patch("/staff/elevation/cnotanidnotanidnotanid000/deactivate", token=cs["token"])
+    assert (r.status_code, r.json()) == (404, {"error": "Elevation request not found"})
+    assert api.patch(f"/staff/elevation/{e['id']}/deactivate").status_code == 401
+    assert api.patch(f"/staff/elevation/{e['id']}/deactivate", token=u["token"]).status_code == 403
+
+
+def test_pending_request_can_be_withdrawn_but_not_a_rejected_one(api, server, staff_of):
+    cs = staff_of("customer_support")
+    e = request_elevation(api, cs, api.register_user()["id"])
+    assert ok(api.patch(f"/staff/elevation/{e['id']}/deactivate", token=cs["token"]))["status"] == "DEACTIVATED"
+    assert "already resolved" in link_get(api, elevation_links(server, e["id"])[0]).text
+    rejected = request_elevation(api, cs, api.register_user()["id"])
+    link_get(api, elevation_links(server, rejected["id"])[1])
+    r = api.patch(f"/staff/elevation/{rejected['id']}/deactivate", token=cs["token"])
+    assert (r.status_code, r.json()) == (409, {"error": "Elevation request was rejected"})
+
+
+def test_elevation_lapses_after_15_minutes(own_server):
+    api = Api(own_server)
+    admin = admin_login(api)
+    cs = make_staff(api, "customer_support", admin)
+    u = api.register_user()
+    e, token = impersonate(api, own_server, cs, u["id"])
+    api.advance_clock(15 * MINUTE_MS - 2000)
+    assert api.get("/users/me", token=token).status_code == 200
+    api.advance_clock(3000)
+    r = api.get("/users/me", token=token)
+    assert (r.status_code, r.json()) == (401, UNAUTHORIZED)
+    # deactivated on the next read, stamped with the moment it lapsed
+    d = ok(api.get(f"/staff/customers/{u['id']}", token=cs["token"]))["elevations"][0]
+    assert d["status"] == "DEACTIVATED" and d["deactivatedAt"] == d["expiresAt"]
+    assert ok(api.get("/staff/elevation", token=cs["token"]))[0]["status"] == "DEACTIVATED"
+    # and the agent may ask again
+    request_elevation(api, cs, u["id"])
+
+
+def test_token_of_a_lapsed_elevation_stays_refused_when_the_clock_passes_its_exp(own_server):
+    api = Api(own_server)
+    cs = make_staff(api, "customer_support", admin_login(api))
+    u = api.register_user()
+    e, token = impersonate(api, own_server, cs, u["id"])
+    api.advance_clock(16 * MINUTE_MS)
+    assert api.get("/users/me", token=token).status_code == 401
+    r = api.post("/staff/impersonate", token=cs["token"], json={"elevationId": e["id"]})
+    assert r.status_code == 403
+
+
+# ---------------------------------------------------------------- the audit trail
+
+
+def sessions(api, auditor):
+    r = api.get("/staff/audit/sessions", token=auditor["token"])
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def events_of(api, auditor, staff_id, elevation_id):
+    member = next(s for s in sessions(api, auditor) if s["id"] == staff_id)
+    session = next(x for x in member["sessions"] if x["id"] == elevation_id)
+    return session["events"]
+
+
+def test_impersonated_requests_are_recorded_with_credentials_redacted(api, server, staff_of):
+    cs, auditor = staff_of("customer_support"), staff_of("internal_audit")
+    u = api.register_user()
+    e, token = impersonate(api, server, cs, u["id"])
+    ok(api.get("/users/me", token=token))
+    r = api.post("/payments/payment-method", token=token, json={"paymentMethodId": "pm_card_visa"})
+    assert r.status_code == 200, r.text
+    nested = {"service": "lawncare", "preferredAt": "2031-05-01T09:00:00.000Z",
+              "details": {"gate": {"password": "1234", "Token": "abc", "notes": ["keep", {"newPassword": "x"}]}}}
+    job = ok(api.post("/jobs", token=token, json=nested), 201)
+    api.get("/staff/me", token=token)  # refused by the role check: recorded too
+    api.post("/jobs", token=token, json={"service": "nope"})  # refused by validation: recorded too
+    events = events_of(api, auditor, cs["id"], e["id"])
+    assert [(ev["method"], ev["path"], ev["status"]) for ev in events] == [
+        ("GET", "/users/me", 200),
+        ("POST", "/payments/payment-method", 200),
+        ("POST", "/jobs", 201),
+        ("GET", "/staff/me", 403),
+        ("POST", "/jobs", 400),
+    ]
+    assert all(set(ev) == {"id", "seq", "elevationId", "method", "path", "body", "status", "createdAt",
+                           "completedAt"} for ev in events)
+    assert events[0]["body"] is None
+    assert events[1]["body"] == {"paymentMethodId": "[REDACTED]"}
+    assert events[2]["body"]["details"] == {"gate": {"password": "[REDACTED]", "Token": "[REDACTED]",
+                                                     "notes": ["keep", {"newPassword": "[REDACTED]"}]}}
+    assert events[2]["body"]["service"] == "lawncare"
+    assert events[4]["body"] == {"service": "nope"}
+    assert "pm_card_visa" not in str(events) and "1234" not in str(events)
+    # recorded before the handler ran: the record is no later than the job it created
+    assert events[2]["createdAt"] <= job["createdAt"] <= events[2]["completedAt"]
+
+
+def test_multipart_bodies_record_names_only(api, server, staff_of):
+    cs, auditor = staff_of("customer_support"), staff_of("internal_audit")
+    u = customer(api)
+    job = post_job(api, u)
+    e, token = impersonate(api, server, cs, u["id"])
+    files = image_files(2) + [("caption", (None, "secret caption"))]
+    r = api.post(f"/jobs/{job['id']}/images", token=token, files=files)
+    assert r.status_code == 200, r.text
+    ev = events_of(api, auditor, cs["id"], e["id"])[0]
+    assert ev["path"] == f"/jobs/{job['id']}/images" and ev["status"] == 200
+    assert ev["body"] == {"fields": ["caption"], "files": [{"field": "images", "filename": "photo0.png"},
+                                                          {"field": "images", "filename": "photo1.png"}]}
+    assert "secret caption" not in str(ev)
+
+
+def test_staff_actions_are_in_the_chain(server, pg_cluster, api, admin_token, staff_of):
+    cs = staff_of("customer_support")
+    u = api.register_user()
+    e, _ = impersonate(api, server, cs, u["id"])
+    ok(api.patch(f"/staff/elevation/{e['id']}/deactivate", token=cs["token"]))
+    rows = sql(server, pg_cluster, "SELECT action, actor_id FROM audit_log WHERE kind = 'action' AND "
+                                   f"(target_id = '{u['id']}' OR target_id = '{e['id']}' OR target_id = '{cs['id']}') "
+                                   "ORDER BY seq")
+    assert [(action, actor or None) for action, actor in rows] == [
+        ("staff.create", claims(admin_token)["id"]),
+        ("elevation.request", cs["id"]),
+        ("elevation.approve", None),
+        ("elevation.impersonate", cs["id"]),
+        ("elevation.deactivate", cs["id"]),
+    ]
+
+
+def test_sessions_shape_and_access(api, server, staff_of):
+    cs, auditor = staff_of("customer_support"), staff_of("internal_audit")
+    u = api.register_user()
+    e, token = impersonate(api, server, cs, u["id"])
+    ok(api.get("/users/me", token=token))
+    listed = sessions(api, auditor)
+    member = next(s for s in listed if s["id"] == cs["id"])
+    assert set(member) == STAFF_FIELDS | {"sessions"}
+    assert [x["id"] for x in member["sessions"]] == [e["id"]]
+    assert set(member["sessions"][0]) == ELEVATION_FIELDS | {"events"}
+    assert next(s for s in listed if s["id"] == auditor["id"])["sessions"] == []
+
+
+def test_concurrent_impersonated_requests_keep_one_chain(server_factory):
+    srv = server_factory(**ADMIN_ENV)
+    api = Api(srv)
+    cs = make_staff(api, "customer_support")
+    u = api.register_user()
+    _, token = impersonate(api, srv, cs, u["id"])
+    answers = race(srv, [lambda c: c.get("/users/me", token=token)] * 12)
+    assert all(r.status_code == 200 for r in answers)
+    code, out = audit_verify(srv)
+    assert code == 0, out
+    assert "audit chain intact" in out
+
+
+def _alter_body(srv, pg, total):
+    return "UPDATE audit_log SET body = '{\"reason\":\"nothing to see\"}' WHERE seq = 3", 3
+
+
+def _alter_status(srv, pg, total):
+    seq = count(srv, pg, "SELECT seq FROM audit_log WHERE kind = 'outcome' AND status = 403")
+    return f"UPDATE audit_log SET status = 200 WHERE seq = {seq}", seq
+
+
+def _delete_middle(srv, pg, total):
+    return "DELETE FROM audit_log WHERE seq = 4", 5
+
+
+def _append_forged(srv, pg, total):
+    return ("INSERT INTO audit_log (seq, id, kind, created_at, prev_hash, hash) SELECT seq + 1, "
+            "'cforgedforgedforgedforged1', 'action', 0, hash, hash FROM audit_tip", total + 1)
+
+
+def _chain_hash(prev, seq, rid, kind, created_at, body=None):
+    """The service's record hash (audit_chain.c) for a record with only these fields set."""
+    def text(v):
+        return b"-;" if v is None else str(len(v.encode())).encode() + b":" + v.encode() + b";"
+    fields = [str(seq), rid, kind] + [None] * 8 + [None, body, None, str(created_at)]
+    return hashlib.sha256(b"marketplace-audit-v1\n" + prev.encode() + b"\n" + b"".join(text(f) for f in fields)).hexdigest()
+
+
+def _append_well_forged(srv, pg, total):
+    """A record appended with a correct hash: only the tip tells it apart."""
+    prev = sql(srv, pg, f"SELECT hash FROM audit_log WHERE seq = {total}")[0][0]
+    h = _chain_hash(prev, total + 1, "cforgedforgedforgedforged2", "action", 5)
+    return ("INSERT INTO audit_log (seq, id, kind, created_at, prev_hash, hash) VALUES "
+            f"({total + 1}, 'cforgedforgedforgedforged2', 'action', 5, '{prev}', '{h}')", total + 1)
+
+
+def _delete_last(srv, pg, total):
+    return f"DELETE FROM audit_log WHERE seq = {total}", total
+
+
+@pytest.mark.parametrize("tamper", [_alter_body, _alter_status, _delete_middle, _append_forged, _append_well_forged,
+                                    _delete_last])
+def test_audit_verify_names_the_first_broken_record(server_factory, pg_cluster, tamper):
+    srv = server_factory(**ADMIN_ENV)
+    api = Api(srv)
+    cs = make_staff(api, "customer_support")
+    u = api.register_user()
+    _, token = impersonate(api, srv, cs, u["id"])
+    ok(api.get("/users/me", token=token))
+    assert api.get("/staff/me", token=token).status_code == 403
+    code, out = audit_verify(srv)
+    total = count(srv, pg_cluster, "SELECT COUNT(*) FROM audit_log")
+    assert code == 0 and f"intact: {total} records" in out, out
+    statement, broken_at = tamper(srv, pg_cluster, total)
+    sql(srv, pg_cluster, statement)
+    code, out = audit_verify(srv)
+    assert code == 1, out
+    assert f"audit chain broken at record {broken_at}" in out, out
+    if tamper is _append_well_forged:  # its hash is right: only the tip gives it away
+        assert "the chain's tip names record" in out, out
+    # the service goes on appending after the tampered records; a forged record that took the
+    # next position makes appends fail, and an impersonated request is then refused, not unrecorded
+    r = api.get("/users/me", token=token)
+    if tamper in (_append_forged, _append_well_forged):
+        assert (r.status_code, r.json()) == (503, {"error": "Audit trail unavailable"})
+    else:
+        assert r.status_code == 200
