@@ -50,7 +50,7 @@ typedef struct conn_ctx {
   size_t body_len, body_cap, max_body;
   bool started; /* on_request has seen the headers (the context exists from the request line on) */
   bool too_large, preflight, authorized, multipart, pp_failed;
-  bool claims_read;      /* the token was read (claims: its claims, NULL when it is not valid) */
+  bool claims_read; /* the token was read (claims: its claims, NULL when it is not valid) */
   token_claims *claims;
   bool answered; /* a response was queued */
   bool done;     /* a worker ran the pipeline; the answer waits to be queued */

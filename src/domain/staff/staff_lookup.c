@@ -51,7 +51,6 @@ static json_t *provider_row_json(const db_res *r, int i) {
       jx_iso_or_null(db_field(r, i, "created_at")));
 }
 
-
 err_t api_staff_customers(hs_req *req) {
   db_res *r;
   staff_expire_elevations();

@@ -42,12 +42,17 @@ err_t api_support_open(hs_req *req) {
 /* The Ticket JSON, from field tables; account and assignedTo are { name, email } or null. */
 static const hs_rj_field TICKET_HEAD[] = {
     {"id", "id", RJ_STR}, {"accountId", "account_id", RJ_STR}, {"accountRole", "account_role", RJ_STR}, {0}};
-static const hs_rj_field TICKET_MID[] = {
-    {"subject", "subject", RJ_STR}, {"body", "body", RJ_STR},         {"category", "category", RJ_STR},
-    {"status", "status", RJ_STR},   {"notes", "notes", RJ_STR},       {"assignedToId", "assigned_to_id", RJ_STR},
-    {0}};
-static const hs_rj_field TICKET_TAIL[] = {
-    {"resolvedAt", "resolved_at", RJ_ISO}, {"createdAt", "created_at", RJ_ISO}, {"updatedAt", "updated_at", RJ_ISO}, {0}};
+static const hs_rj_field TICKET_MID[] = {{"subject", "subject", RJ_STR},
+                                         {"body", "body", RJ_STR},
+                                         {"category", "category", RJ_STR},
+                                         {"status", "status", RJ_STR},
+                                         {"notes", "notes", RJ_STR},
+                                         {"assignedToId", "assigned_to_id", RJ_STR},
+                                         {0}};
+static const hs_rj_field TICKET_TAIL[] = {{"resolvedAt", "resolved_at", RJ_ISO},
+                                          {"createdAt", "created_at", RJ_ISO},
+                                          {"updatedAt", "updated_at", RJ_ISO},
+                                          {0}};
 static const hs_rj_field PERSON[] = {{"name", "name", RJ_STR}, {"email", "email", RJ_STR}, {0}};
 
 typedef struct ticket_cols {

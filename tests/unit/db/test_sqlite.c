@@ -162,11 +162,74 @@ static void test_group_commit(void **state) {
   arena_fini(&a);
 }
 
+/* A database that fills up in the middle of group commits (SQLite's max_page_count on the
+ * writer stands in for a full disk): every transaction answers DB_OK or DB_UNAVAILABLE, never
+ * anything else; each one that answered DB_OK is in the table and none that failed is, even
+ * when the failure was another member's; once there is room again, writes go on. */
+
+/* Runs sql on the writer's connection (where a transaction's statements run). */
+static void on_writer(const char *sql) {
+  db_conn *c = db_acquire();
+  assert_int_equal(db_begin(c), DB_OK);
+  assert_int_equal(db_exec(c, NULL, NULL, sql, DB_NOARGS), DB_OK);
+  assert_int_equal(db_commit(c), DB_OK);
+  db_release(c);
+}
+
+static void *filling_thread(void *arg) {
+  int t = (int)(intptr_t)arg, *outcome = calloc(PER_THREAD, sizeof *outcome);
+  for (int i = 0; i < PER_THREAD; i++) {
+    db_conn *c = db_acquire();
+    char key[32];
+    snprintf(key, sizeof key, "f-%d-%d", t, i);
+    db_rc rc = db_begin(c);
+    if (rc == DB_OK)
+      rc = db_exec(c, NULL, NULL, "INSERT INTO f (k, v) VALUES ($1, randomblob(3000))", DB_ARGS(DB_TEXT(key)));
+    if (rc == DB_OK) rc = db_commit(c);
+    db_release(c);
+    outcome[i] = rc;
+  }
+  return outcome;
+}
+
+static void test_full_database_during_group_commit(void **state) {
+  (void)state;
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  assert_int_equal(db_query(&a, NULL, "CREATE TABLE f (k TEXT PRIMARY KEY, v BLOB)", DB_NOARGS), DB_OK);
+  assert_int_equal(db_query(&a, &r, "PRAGMA page_count", DB_NOARGS), DB_OK);
+  char sql[64];
+  snprintf(sql, sizeof sql, "PRAGMA max_page_count = %lld", (long long)db_int(r, 0, 0) + 40);
+  on_writer(sql);
+  pthread_t th[THREADS];
+  for (int t = 0; t < THREADS; t++) pthread_create(&th[t], NULL, filling_thread, (void *)(intptr_t)t);
+  int ok = 0, unavailable = 0;
+  for (int t = 0; t < THREADS; t++) {
+    int *outcome;
+    pthread_join(th[t], (void **)&outcome);
+    for (int i = 0; i < PER_THREAD; i++) {
+      char key[32];
+      snprintf(key, sizeof key, "f-%d-%d", t, i);
+      assert_true(outcome[i] == DB_OK || outcome[i] == DB_UNAVAILABLE);
+      assert_int_equal(db_query(&a, &r, "SELECT COUNT(*) FROM f WHERE k = $1", DB_ARGS(DB_TEXT(key))), DB_OK);
+      assert_int_equal(db_int(r, 0, 0), outcome[i] == DB_OK);
+      ok += outcome[i] == DB_OK, unavailable += outcome[i] == DB_UNAVAILABLE;
+    }
+    free(outcome);
+  }
+  assert_true(ok > 0 && unavailable > 0);
+  on_writer("PRAGMA max_page_count = 1000000");
+  assert_int_equal(db_query(&a, NULL, "INSERT INTO f (k, v) VALUES ('after', randomblob(3000))", DB_NOARGS), DB_OK);
+  arena_fini(&a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_select_star_after_schema_change),
       cmocka_unit_test(test_cells),
       cmocka_unit_test(test_group_commit),
+      cmocka_unit_test(test_full_database_during_group_commit),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
