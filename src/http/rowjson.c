@@ -76,3 +76,9 @@ void hs_rj_array(jw *w, arena *a, const hs_rj_field *fields, const db_res *r) {
   for (int i = 0; i < r->rows; i++) hs_rj_object(w, b, r, i);
   jw_arr_end(w);
 }
+
+err_t hs_ok_rows(hs_req *req, const hs_rj_field *fields, const db_res *r, size_t row_hint) {
+  jw *w = hs_jw(req, row_hint * (size_t)(r->rows + 1));
+  hs_rj_array(w, &req->arena, fields, r);
+  return hs_ok_jw(req, w);
+}

@@ -6,6 +6,7 @@
 #define HTTP_ROWJSON_H
 #include "core/jw.h"
 #include "db/db.h"
+#include "http/http.h"
 
 typedef enum {
   RJ_STR,        /* string (null for NULL) */
@@ -45,6 +46,9 @@ void hs_rj_members(jw *w, const hs_rj *b, const db_res *r, int row);
 void hs_rj_object(jw *w, const hs_rj *b, const db_res *r, int row);
 /* Writes every row of r as an array of objects. */
 void hs_rj_array(jw *w, arena *a, const hs_rj_field *fields, const db_res *r);
+/* Answers (the route's success status) every row of r as an array of objects; row_hint: about
+ * how many bytes a row takes. */
+err_t hs_ok_rows(hs_req *req, const hs_rj_field *fields, const db_res *r, size_t row_hint);
 /* Writes one cell (len bytes, NULL for SQL NULL) as kind. */
 void hs_rj_cell(jw *w, hs_rj_kind kind, const char *cell, size_t len);
 

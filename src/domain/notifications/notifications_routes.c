@@ -31,9 +31,7 @@ static err_t api_notifications_list(hs_req *req) {
       {"createdAt", "created_at", RJ_ISO},
       {0},
   };
-  jw *w = hs_jw(req, 256 * (size_t)(r->rows + 1));
-  hs_rj_array(w, &req->arena, NOTIFICATION, r);
-  return hs_ok_jw(req, w);
+  return hs_ok_rows(req, NOTIFICATION, r, 256);
 }
 
 static err_t api_notifications_read(hs_req *req) {

@@ -33,9 +33,7 @@ err_t api_providers_schedule(hs_req *req) {
   db_res *r;
   err_t e = prov_store_schedule(&req->arena, req->auth.id, &r);
   if (e != ERR_OK) return e;
-  jw *w = hs_jw(req, 256 * (size_t)(r->rows + 1));
-  hs_rj_array(w, &req->arena, SCHEDULE, r);
-  return hs_ok_jw(req, w);
+  return hs_ok_rows(req, SCHEDULE, r, 256);
 }
 
 err_t api_providers_availability(hs_req *req) {

@@ -56,9 +56,7 @@ err_t api_staff_customers(hs_req *req) {
   staff_expire_elevations();
   err_t e = staff_store_search_customers(&req->arena, json_string_value(json_object_get(req->query, "q")), &r);
   if (e != ERR_OK) return e;
-  jw *w = hs_jw(req, 256 * (size_t)(r->rows + 1));
-  hs_rj_array(w, &req->arena, CUSTOMER_ROW, r);
-  return hs_ok_jw(req, w);
+  return hs_ok_rows(req, CUSTOMER_ROW, r, 256);
 }
 
 err_t api_staff_providers(hs_req *req) {

@@ -44,9 +44,7 @@ static err_t reply_list(hs_req *req) {
                " FROM user_addresses WHERE user_id = $1 ORDER BY is_primary DESC, created_at, id",
                DB_ARGS(DB_TEXT(req->auth.id))) != DB_OK)
     return ERR_INTERNAL;
-  jw *w = hs_jw(req, 512 * (size_t)(r->rows + 1));
-  hs_rj_array(w, &req->arena, ADDRESS, r);
-  return hs_ok_jw(req, w);
+  return hs_ok_rows(req, ADDRESS, r, 512);
 }
 
 /* The caller's address :id, or 404. */

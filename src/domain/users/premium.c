@@ -41,9 +41,7 @@ err_t api_users_favorites(hs_req *req) {
   db_res *r;
   err_t e = require_premium(req);
   if (e != ERR_OK || (e = users_store_favorites(&req->arena, req->auth.id, &r)) != ERR_OK) return e;
-  jw *w = hs_jw(req, 512 * (size_t)(r->rows + 1));
-  hs_rj_array(w, &req->arena, FAVORITE, r);
-  return hs_ok_jw(req, w);
+  return hs_ok_rows(req, FAVORITE, r, 512);
 }
 
 /* The answer to a write about the provider :providerId: answer (stolen) on success, 404
