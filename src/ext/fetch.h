@@ -1,4 +1,4 @@
-/* GET requests to outside JSON services (weather, router, geocoder) over libcurl, with one
+/* Requests to outside JSON services (weather, router, geocoder, push) over libcurl, with one
  * deadline for the whole exchange. Thread-safe: each call uses its own handle. */
 #ifndef EXT_FETCH_H
 #define EXT_FETCH_H
@@ -15,6 +15,9 @@ typedef enum {
 /* GETs url within timeout_ms. *status receives the HTTP status (0 without an answer); *out a
  * new reference to the parsed body, or NULL. The caller's text never reaches the log. */
 fetch_rc fetch_json(const char *url, long timeout_ms, long *status, json_t **out);
+/* POSTs payload as JSON to url within timeout_ms; the answer's body is read and dropped
+ * (FETCH_OK for any 2xx). *status as for fetch_json. */
+fetch_rc fetch_post_json(const char *url, const json_t *payload, long timeout_ms, long *status);
 /* URL-encodes s into a new heap string (free()). */
 char *fetch_escape(const char *s);
 

@@ -377,6 +377,29 @@ def test_upload_ten_service_area_photos(api):
     assert a["streetViewPhoto"] is None
 
 
+def test_simultaneous_photo_uploads_keep_every_photo(api):
+    """Six of a customer's devices adding a service-area photo to one address at once: every photo is
+    kept (none overwritten by a concurrent request's read of the list), each file is served."""
+    user = api.register_user()
+    aid = add(api, user, "1 First St", "60601")[0]["id"]
+    n = 6
+    barrier = threading.Barrier(n)
+
+    def one(i):
+        with requests.Session() as s:
+            s.get(api.url + "/health", timeout=30)
+            barrier.wait()
+            return s.post(api.url + f"/users/me/addresses/{aid}/photos",
+                          headers={"Authorization": f"Bearer {user['token']}"},
+                          files={"serviceAreaPhotos": (f"r{i}.png", png_bytes(500 + i), "image/png")}, timeout=60)
+
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        answers = list(pool.map(one, range(n)))
+    assert [r.status_code for r in answers] == [200] * n, [r.text for r in answers]
+    urls = addresses(api, user)[0]["serviceAreaPhotos"]
+    assert sorted(fetch(api, u).content for u in urls) == sorted(png_bytes(500 + i) for i in range(n))
+
+
 def test_upload_rejections(api):
     user = api.register_user()
     aid = add(api, user, "1 First St", "60601")[0]["id"]

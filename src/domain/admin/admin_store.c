@@ -65,8 +65,8 @@ err_t admin_store_account_files(arena *a, const char *role, const char *id, db_r
   static const char *const user_sql[] = {
       "SELECT street_view_photo, service_area_photos FROM user_addresses WHERE user_id = $1",
       "SELECT images, before_images, after_images FROM jobs WHERE customer_id = $1",
-      "SELECT m.content FROM messages m JOIN jobs j ON j.id = m.job_id WHERE j.customer_id = $1 "
-      "AND m.content LIKE '[IMAGE]%'",
+      ("SELECT m.content FROM messages m JOIN jobs j ON j.id = m.job_id WHERE j.customer_id = $1 "
+       "AND m.content LIKE '[IMAGE]%'"),
   };
   const char *const *sql = !strcmp(role, "provider") ? provider_sql : user_sql;
   for (int i = 0; i < 3; i++)
@@ -77,8 +77,8 @@ err_t admin_store_account_files(arena *a, const char *role, const char *id, db_r
 /* Statements with $1 = the account id and $2 = now, in order; the last deletes the account. */
 static const char *const delete_user_sql[] = {
     /* other accounts' notifications about the customer's jobs keep their text, not the link */
-    "UPDATE notifications SET job_id = NULL WHERE job_id IN (SELECT id FROM jobs WHERE customer_id = $1) "
-    "AND NOT (account_id = $1 AND role = 'user')",
+    ("UPDATE notifications SET job_id = NULL WHERE job_id IN (SELECT id FROM jobs WHERE customer_id = $1) "
+     "AND NOT (account_id = $1 AND role = 'user')"),
     "DELETE FROM reviews WHERE customer_id = $1 OR job_id IN (SELECT id FROM jobs WHERE customer_id = $1)",
     "DELETE FROM messages WHERE job_id IN (SELECT id FROM jobs WHERE customer_id = $1)",
     "DELETE FROM quotes WHERE job_id IN (SELECT id FROM jobs WHERE customer_id = $1)",

@@ -260,11 +260,12 @@ err_t api_jobs_report(hs_req *req) {
   char id[ID_LEN + 1];
   id_new(id);
   const char *job_id = db_field(job, 0, "id"), *text = hs_body_str(req, "description");
-  e = jobs_store_insert_report(id, job_id, req->auth.id, text);
+  int64_t now = clock_now_ms();
+  e = jobs_store_insert_report(id, job_id, req->auth.id, text, now);
   if (e == ERR_CONFLICT) return hs_fail(req, e, "This job was already reported");
   if (e != ERR_OK) return e;
   return hs_ok(req, json_pack("{s:s,s:s,s:s,s:s,s:o}", "id", id, "jobId", job_id, "customerId", req->auth.id,
-                              "description", text, "createdAt", jx_iso(clock_now_ms())));
+                              "description", text, "createdAt", jx_iso(now)));
 }
 
 err_t api_jobs_tip(hs_req *req) {
@@ -320,9 +321,10 @@ err_t api_reviews_create(hs_req *req) {
   id_new(id);
   int rating = (int)json_integer_value(json_object_get(req->body, "rating"));
   const char *comment = hs_body_str(req, "comment");
-  e = jobs_store_insert_review(id, job_id, req->auth.id, provider, rating, comment);
+  int64_t now = clock_now_ms();
+  e = jobs_store_insert_review(id, job_id, req->auth.id, provider, rating, comment, now);
   if (e == ERR_CONFLICT) return hs_fail(req, e, "This job was already reviewed");
   if (e != ERR_OK) return e;
   return hs_ok(req, json_pack("{s:s,s:s,s:s,s:i,s:o,s:o}", "id", id, "jobId", job_id, "providerId", provider, "rating",
-                              rating, "comment", jx_str_or_null(comment), "createdAt", jx_iso(clock_now_ms())));
+                              rating, "comment", jx_str_or_null(comment), "createdAt", jx_iso(now)));
 }

@@ -320,21 +320,22 @@ err_t jobs_store_has_report(const char *job_id, bool *has) {
   return db_to_err(rc);
 }
 
-err_t jobs_store_insert_report(const char *id, const char *job_id, const char *customer_id, const char *description) {
-  return db_to_err(db_query(
-      NULL, NULL,
-      "INSERT INTO job_reports (id, job_id, customer_id, description, created_at) "
-      "VALUES ($1, $2, $3, $4, $5)",
-      DB_ARGS(DB_TEXT(id), DB_TEXT(job_id), DB_TEXT(customer_id), DB_TEXT(description), DB_INT(clock_now_ms()))));
+err_t jobs_store_insert_report(const char *id, const char *job_id, const char *customer_id, const char *description,
+                               int64_t now) {
+  return db_to_err(db_query(NULL, NULL,
+                            "INSERT INTO job_reports (id, job_id, customer_id, description, created_at) "
+                            "VALUES ($1, $2, $3, $4, $5)",
+                            DB_ARGS(DB_TEXT(id), DB_TEXT(job_id), DB_TEXT(customer_id), DB_TEXT(description),
+                                    DB_INT(now))));
 }
 
 err_t jobs_store_insert_review(const char *id, const char *job_id, const char *customer_id, const char *provider_id,
-                               int rating, const char *comment) {
+                               int rating, const char *comment, int64_t now) {
   return db_to_err(db_query(NULL, NULL,
                             "INSERT INTO reviews (id, job_id, customer_id, provider_id, rating, comment, created_at) "
                             "VALUES ($1, $2, $3, $4, $5, $6, $7)",
                             DB_ARGS(DB_TEXT(id), DB_TEXT(job_id), DB_TEXT(customer_id), DB_TEXT(provider_id),
-                                    DB_INT(rating), DB_TEXT(comment), DB_INT(clock_now_ms()))));
+                                    DB_INT(rating), DB_TEXT(comment), DB_INT(now))));
 }
 
 err_t jobs_store_insert_recurring(const recurring_new *q, const char *subject, const char *mail_body,

@@ -48,9 +48,10 @@ err_t jobs_store_move_with_photos(const char *id, const char *from, const char *
  * concurrent uploads all land. */
 err_t jobs_store_append_images(const char *id, const char *keys_json);
 err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, db_res **out);
-err_t jobs_store_insert_report(const char *id, const char *job_id, const char *customer_id, const char *description);
+err_t jobs_store_insert_report(const char *id, const char *job_id, const char *customer_id, const char *description,
+                               int64_t now);
 err_t jobs_store_insert_review(const char *id, const char *job_id, const char *customer_id, const char *provider_id,
-                               int rating, const char *comment);
+                               int rating, const char *comment, int64_t now);
 typedef struct recurring_new {
   const char *id, *job_id, *customer_id, *provider_id, *time_slot, *end_date;
   int day_of_week;

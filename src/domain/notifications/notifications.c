@@ -8,8 +8,8 @@
 #include "core/jsonx.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "ext/fetch.h"
 #include "ext/queue.h"
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,11 +74,6 @@ db_rc notify_matching_providers_in(db_conn *c, const char *service, const char *
   return rc;
 }
 
-static size_t discard(char *p, size_t size, size_t n, void *arg) {
-  (void)p, (void)arg;
-  return size * n;
-}
-
 /* Queue handler: one push message to the push service. */
 static bool send_push(json_t *msg, char err[256]) {
   if (!CFG.push_url) { /* never the device token or the text: they identify and speak for a person */
@@ -86,26 +81,10 @@ static bool send_push(json_t *msg, char err[256]) {
     log_json(LOG_INFO, "push skipped: PUSH_URL is not set", json_pack("{s:O?}", "jobId", job));
     return true;
   }
-  CURL *curl = curl_easy_init();
-  if (!curl) return snprintf(err, 256, "push service: curl init failed"), false;
-  char *body = json_dumps(msg, JSON_COMPACT);
-  struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-  h = curl_slist_append(h, "Accept: application/json");
-  curl_easy_setopt(curl, CURLOPT_URL, CFG.push_url);
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 15000L);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  CURLcode cc = curl_easy_perform(curl);
   long status = 0;
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-  curl_slist_free_all(h);
-  curl_easy_cleanup(curl);
-  free(body);
-  if (cc != CURLE_OK || status >= 500 || status == 429) {
-    snprintf(err, 256, "push service: %s", cc != CURLE_OK ? curl_easy_strerror(cc) : "server error");
+  fetch_rc rc = fetch_post_json(CFG.push_url, msg, 15000, &status);
+  if (rc == FETCH_TIMEOUT || rc == FETCH_UNREACHABLE || status >= 500 || status == 429) {
+    snprintf(err, 256, "push service: %s", rc == FETCH_TIMEOUT ? "timed out" : rc == FETCH_UNREACHABLE ? "unreachable" : "server error");
     return false; /* retried with backoff */
   }
   if (status >= 400) log_msg(LOG_WARN, "push service refused a message (%ld)", status); /* not retried */

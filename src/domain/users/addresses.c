@@ -157,51 +157,80 @@ static err_t api_addresses_update(hs_req *req) {
   return reply_address(req);
 }
 
-/* Stores the new photos first, all or none, and records them in one update; the files this
- * request stored are deleted again when it fails, and the files it replaces only after the
- * update, so the row never points at a missing file. */
+/* Writes an address's photo columns only if they still hold what was read in r (a concurrent
+ * photo request changes them between our read and our write): *moved tells the caller to read
+ * again and recompute. */
+static db_rc swap_photos(hs_req *req, const db_res *r, const char *street, const char *area, bool *moved) {
+  db_res *done;
+  db_rc rc = db_query(&req->arena, &done,
+                      "UPDATE user_addresses SET street_view_photo = $2, service_area_photos = $3, updated_at = $4 "
+                      "WHERE id = $1 AND COALESCE(street_view_photo, '') = $5 AND service_area_photos = $6 RETURNING id",
+                      DB_ARGS(DB_TEXT(db_text(r, 0, 0)), DB_TEXT(street), DB_TEXT(area), DB_INT(clock_now_ms()),
+                              DB_TEXT(db_isnull(r, 0, 7) ? "" : db_text(r, 0, 7)), DB_TEXT(db_text(r, 0, 9))));
+  *moved = rc == DB_OK && done->rows == 0;
+  return rc;
+}
+
+/* Concurrent photo requests on one address each retry their swap this many times. */
+#define PHOTO_SWAP_TRIES 20
+
+/* Stores the new photos first, all or none, and records them in one conditional update (read
+ * again and retried when another photo request got there first, so no photo is lost); the
+ * files this request stored are deleted again when it fails, and the files it replaces only
+ * after the update, so the row never points at a missing file. */
 static err_t api_addresses_add_photos(hs_req *req) {
   db_res *r;
   err_t e = load_address(req, &r);
   if (e != ERR_OK) return e;
   int nstreet, narea;
   hs_upload **street = hs_files(req, "streetViewPhoto", &nstreet), **area = hs_files(req, "serviceAreaPhotos", &narea);
-  json_t *keys = arena_json(&req->arena, jx_parse_or(db_text(r, 0, 9), json_array()));
-  json_t *added = arena_json(&req->arena, json_array()), *dropped = arena_json(&req->arena, json_array());
+  json_t *added = arena_json(&req->arena, json_array());
   if (!common_store_uploads(street, nstreet, added) || !common_store_uploads(area, narea, added)) {
     common_delete_stored(added);
     return hs_fail(req, ERR_INTERNAL, NULL);
   }
-  const char *street_key = nstreet ? json_string_value(json_array_get(added, 0)) : NULL, *old_street = db_text(r, 0, 7);
-  for (size_t i = nstreet ? 1 : 0; i < json_array_size(added); i++) json_array_append(keys, json_array_get(added, i));
-  while (json_array_size(keys) > 10) { /* serviceAreaPhotos: 10 at most in all, the oldest go */
-    json_array_append(dropped, json_array_get(keys, 0));
-    json_array_remove(keys, 0);
+  const char *street_key = nstreet ? json_string_value(json_array_get(added, 0)) : NULL;
+  json_t *dropped = arena_json(&req->arena, json_array());
+  const char *old_street = NULL;
+  db_rc rc = DB_OK;
+  bool moved = true;
+  for (int tries = 0; rc == DB_OK && moved && tries < PHOTO_SWAP_TRIES; tries++) {
+    if (tries && (e = load_address(req, &r)) != ERR_OK) break; /* deleted meanwhile: 404 */
+    json_t *keys = arena_json(&req->arena, jx_parse_or(db_text(r, 0, 9), json_array()));
+    json_array_clear(dropped);
+    for (size_t i = nstreet ? 1 : 0; i < json_array_size(added); i++) json_array_append(keys, json_array_get(added, i));
+    while (json_array_size(keys) > 10) { /* serviceAreaPhotos: 10 at most in all, the oldest go */
+      json_array_append(dropped, json_array_get(keys, 0));
+      json_array_remove(keys, 0);
+    }
+    old_street = db_text(r, 0, 7);
+    char *text = json_dumps(keys, JSON_COMPACT);
+    rc = swap_photos(req, r, street_key ? street_key : old_street, text, &moved);
+    free(text);
   }
-  char *text = json_dumps(keys, JSON_COMPACT);
-  db_rc rc = db_query(NULL, NULL,
-                      "UPDATE user_addresses SET street_view_photo = COALESCE($2, street_view_photo), "
-                      "service_area_photos = $3, updated_at = $4 WHERE id = $1",
-                      DB_ARGS(DB_TEXT(db_text(r, 0, 0)), DB_TEXT(street_key), DB_TEXT(text), DB_INT(clock_now_ms())));
-  free(text);
-  if (rc != DB_OK) {
+  if (e != ERR_OK || rc != DB_OK || moved) {
     common_delete_stored(added);
-    return ERR_INTERNAL;
+    return e != ERR_OK ? e : rc != DB_OK ? ERR_INTERNAL : hs_fail(req, ERR_CONFLICT, "The address's photos are changing; try again");
   }
   common_delete_stored(dropped);
   if (street_key && old_street) storage_delete(old_street);
   return reply_address(req);
 }
 
+/* Removes the photos read, conditionally as above, so a photo added meanwhile is never left
+ * behind as a file no row names. */
 static err_t api_addresses_clear_photos(hs_req *req) {
   db_res *r;
   err_t e = load_address(req, &r);
+  db_rc rc = DB_OK;
+  bool moved = true;
+  for (int tries = 0; e == ERR_OK && rc == DB_OK && moved && tries < PHOTO_SWAP_TRIES; tries++) {
+    if (tries && (e = load_address(req, &r)) != ERR_OK) break;
+    rc = swap_photos(req, r, NULL, "[]", &moved);
+  }
   if (e != ERR_OK) return e;
-  if (db_query(NULL, NULL,
-               "UPDATE user_addresses SET street_view_photo = NULL, service_area_photos = '[]', updated_at = $2 "
-               "WHERE id = $1",
-               DB_ARGS(DB_TEXT(db_text(r, 0, 0)), DB_INT(clock_now_ms()))) != DB_OK)
-    return ERR_INTERNAL;
+  if (rc != DB_OK) return ERR_INTERNAL;
+  if (moved) return hs_fail(req, ERR_CONFLICT, "The address's photos are changing; try again");
   delete_photo_keys(db_text(r, 0, 7), db_text(r, 0, 9));
   return reply_address(req);
 }
