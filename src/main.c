@@ -46,6 +46,8 @@ static const char usage[] =
     "  serve                      serve the API (the default)\n"
     "  migrate                    apply database migrations and exit\n"
     "  admin create --email E     create or update an administrator; password on stdin\n"
+    "  staff create --email E --name N --role R\n"
+    "                             create or update a staff member; password on stdin\n"
     "  audit verify               check the audit trail's hash chain (exit 1 when broken)\n"
     "  payments reconcile         settle payments in uncertain states with the processor and exit\n"
     "  --help                     show this help\n"
@@ -60,10 +62,15 @@ static void open_database(void) {
   if (!db_migrate()) die("database migration failed");
 }
 
-static int cmd_admin_create(int argc, char **argv) {
-  const char *email = NULL;
+/* The value after flag in argv, or NULL. */
+static const char *flag_value(int argc, char **argv, const char *flag) {
   for (int i = 0; i < argc - 1; i++)
-    if (!strcmp(argv[i], "--email")) email = argv[i + 1];
+    if (!strcmp(argv[i], flag)) return argv[i + 1];
+  return NULL;
+}
+
+static int cmd_admin_create(int argc, char **argv) {
+  const char *email = flag_value(argc, argv, "--email");
   if (!email || !hs_is_email(email)) die("admin create needs --email with a valid address");
   char password[1024];
   if (!fgets(password, sizeof password, stdin)) die("admin create reads the password from standard input");
@@ -75,6 +82,22 @@ static int cmd_admin_create(int argc, char **argv) {
   if (!ok) die("could not save the administrator");
   printf("administrator saved\n");
   return 0;
+}
+
+static int cmd_staff_create(int argc, char **argv) {
+  char password[1024];
+  if (!fgets(password, sizeof password, stdin)) die("staff create reads the password from standard input");
+  password[strcspn(password, "\r\n")] = 0;
+  char msg[320];
+  json_t *checked = staff_cli_check(flag_value(argc, argv, "--name"), flag_value(argc, argv, "--email"),
+                                    flag_value(argc, argv, "--role"), password, msg);
+  if (!checked) return fprintf(stderr, "%s\n", msg), 2;
+  open_database();
+  int rc = staff_cli_save(checked, msg);
+  db_close();
+  json_decref(checked);
+  fprintf(rc ? stderr : stdout, "%s\n", msg);
+  return rc;
 }
 
 static int cmd_payments_reconcile(void) {
@@ -151,6 +174,7 @@ int main(int argc, char **argv) {
   bool audit_verify = !strcmp(cmd, "audit") && argc == 3 && !strcmp(argv[2], "verify");
   bool known = !strcmp(cmd, "serve") || !strcmp(cmd, "migrate") || audit_verify ||
                (!strcmp(cmd, "admin") && argc > 2 && !strcmp(argv[2], "create")) ||
+               (!strcmp(cmd, "staff") && argc > 2 && !strcmp(argv[2], "create")) ||
                (!strcmp(cmd, "payments") && argc == 3 && !strcmp(argv[2], "reconcile"));
   if (!known) {
     fprintf(stderr, "marketplace: unknown command '%s'\n\n%s", cmd, usage);
@@ -173,6 +197,8 @@ int main(int argc, char **argv) {
     db_close();
   } else if (!strcmp(cmd, "payments")) {
     rc = cmd_payments_reconcile();
+  } else if (!strcmp(cmd, "staff")) {
+    rc = cmd_staff_create(argc - 3, argv + 3);
   } else {
     rc = cmd_admin_create(argc - 3, argv + 3);
   }

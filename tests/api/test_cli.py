@@ -11,7 +11,7 @@ import time
 import pytest
 import requests
 
-from conftest import free_port
+from conftest import free_port, unique_email
 from test_system import db_rows
 
 
@@ -163,6 +163,71 @@ def test_admin_create_needs_a_valid_email(binary, cli_env, args):
     p = run(binary, "admin", "create", *args, env=cli_env, stdin="good-password\n")
     assert p.returncode != 0, p.stdout
     assert p.stderr.strip()
+
+
+# ---------------------------------------------------------------- staff create
+
+@pytest.fixture
+def shared_db_env(server):
+    """The CLI's environment on the shared server's database (as an operator runs it beside
+    the service)."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "DATA_DIR": server.data_dir, "BCRYPT_COST": "4",
+           "DATABASE_URL": server.env["DATABASE_URL"], "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23"}
+    return env
+
+
+def staff_login(api, email, password):
+    return api.post("/staff/login", json={"email": email, "password": password})
+
+
+def test_staff_create_then_update_from_the_command_line(binary, shared_db_env, server, api):
+    email = unique_email("ops")
+    p = run(binary, "staff", "create", "--email", email.upper(), "--name", "Night Desk", "--role", "customer_support",
+            env=shared_db_env, stdin="first-password\n")
+    assert (p.returncode, p.stdout.strip()) == (0, f"staff member {email} created (customer_support)"), p.stderr
+    r = staff_login(api, email, "first-password")
+    assert r.status_code == 200, r.text
+    first_token = r.json()["token"]
+    me = api.get("/staff/me", token=first_token).json()
+    assert (me["email"], me["name"], me["role"]) == (email, "Night Desk", "customer_support")
+
+    # the same email again: name, role and password change; the old password and the token of
+    # the old role stop working
+    p = run(binary, "staff", "create", "--email", email, "--name", "Day Desk", "--role", "professional_support",
+            env=shared_db_env, stdin="second-password")
+    assert (p.returncode, p.stdout.strip()) == (0, f"staff member {email} updated (professional_support)"), p.stderr
+    assert staff_login(api, email, "first-password").status_code == 401
+    assert api.get("/staff/me", token=first_token).status_code == 401
+    token = staff_login(api, email, "second-password").json()["token"]
+    me2 = api.get("/staff/me", token=token).json()
+    assert (me2["id"], me2["name"], me2["role"]) == (me["id"], "Day Desk", "professional_support")
+
+    # both changes are in the audit trail, done by the operator's command line, and the chain holds
+    actions = db_rows(database_url(shared_db_env), shared_db_env["DATA_DIR"],
+                      f"SELECT action, actor_role, target_id FROM audit_log WHERE target_id = '{me['id']}' ORDER BY seq")
+    assert actions == [("staff.create", "operator-cli", me["id"]), ("staff.update", "operator-cli", me["id"])]
+    p = run(binary, "audit", "verify", env=shared_db_env)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("args, stdin, error", [
+    (["--email", "x@example.com", "--role", "customer_support"], "good-password\n", "refused: name: is required"),
+    (["--name", "N", "--role", "customer_support"], "good-password\n", "refused: email: is required"),
+    (["--name", "N", "--email", "not-an-email", "--role", "customer_support"], "good-password\n",
+     "refused: email: must be a valid email"),
+    (["--name", "N", "--email", "x@example.com"], "good-password\n", "refused: role: is required"),
+    (["--name", "N", "--email", "x@example.com", "--role", "admin"], "good-password\n",
+     "refused: role: must be one of: customer_support, professional_support, technical_support, internal_audit"),
+    (["--name", "N", "--email", "x@example.com", "--role", "customer_support"], "short\n",
+     "refused: password: must be at least 8 characters"),
+    (["--name", "x" * 101, "--email", "x@example.com", "--role", "customer_support"], "good-password\n",
+     "refused: name: must be at most 100 characters"),
+])
+def test_staff_create_refuses_what_post_staff_create_refuses(binary, cli_env, args, stdin, error):
+    p = run(binary, "staff", "create", *args, env=cli_env, stdin=stdin)
+    assert (p.returncode, p.stderr.strip(), p.stdout) == (2, error, "")
+    # refused before the database is opened: nothing was created
+    assert not os.path.exists(os.path.join(cli_env["DATA_DIR"], "marketplace.db"))
 
 
 # ---------------------------------------------------------------- serve is the default

@@ -324,7 +324,11 @@ def assert_gone(url):
 
 
 def wait_check(api, token, field, timeout=RECOGNITION_TIMEOUT):
-    """Polls GET /providers/me until field (idCheckStatus / insCheckStatus) leaves pending."""
+    """Polls GET /providers/me until field (idCheckStatus / insCheckStatus) leaves pending.
+    Under ASan (a full stack per Tesseract allocation, and the whole CI on two cores) recognition
+    runs ten times slower: the wait is four times longer there."""
+    if "asan" in api.server.binary.split(os.sep):
+        timeout *= 4
     deadline = time.monotonic() + timeout
     while True:
         body = me(api, token)

@@ -40,6 +40,15 @@ db_rc staff_audit_in(db_conn *c, const audit_action *a);
  * as issuing an impersonation token). */
 err_t staff_audit(const audit_action *a);
 
+/* `marketplace staff create`, an operator's way to manage staff where GODMODE (and with it
+ * the administrator token POST /staff/create needs) does not exist. First the arguments are
+ * checked as POST /staff/create checks its body: the normalised body, or NULL with the
+ * refusal in msg. Then, with the database open, the staff member with that email is created,
+ * or given that name, role and password, and the change is recorded in the audit trail as
+ * done by the operator's command line: 0 with the outcome in msg, or 1. */
+json_t *staff_cli_check(const char *name, const char *email, const char *role, const char *password, char msg[320]);
+int staff_cli_save(const json_t *checked, char msg[320]);
+
 /* Checks the whole audit chain from its first record, writing a report to out. Returns 0
  * when it is intact, 1 when a record is broken (the first one is named), 2 when the
  * database could not be read. */

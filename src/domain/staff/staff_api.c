@@ -4,11 +4,13 @@
  * logins: one 401 for an unknown email and a wrong password, after the same hashing. */
 #include "domain/staff/staff_api.h"
 #include "core/clock.h"
+#include "core/config.h"
 #include "core/ids.h"
 #include "core/jsonx.h"
 #include "domain/auth/auth.h"
 #include "domain/staff/staff.h"
 #include "domain/staff/staff_store.h"
+#include "ext/password.h"
 #include "ext/token.h"
 #include <stdlib.h>
 
@@ -68,6 +70,32 @@ err_t api_staff_create(hs_req *req) {
   if (e != ERR_OK) return e;
   if (staff_store_get(&req->arena, id, &r) != ERR_OK) return ERR_INTERNAL;
   return hs_ok(req, staff_json(r, 0));
+}
+
+json_t *staff_cli_check(const char *name, const char *email, const char *role, const char *password, char msg[320]) {
+  json_t *input = json_pack("{s:s?,s:s?,s:s?,s:s?}", "name", name, "email", email, "password", password, "role", role);
+  char err[256];
+  json_t *body = hs_validate(&staff_create_schema, input, false, err);
+  json_decref(input);
+  if (!body) snprintf(msg, 320, "refused: %s", err);
+  return body;
+}
+
+int staff_cli_save(const json_t *checked, char msg[320]) {
+  const char *name = json_string_value(json_object_get(checked, "name")),
+             *email = json_string_value(json_object_get(checked, "email")),
+             *role = json_string_value(json_object_get(checked, "role"));
+  char hash[128];
+  if (!password_hash_now(json_string_value(json_object_get(checked, "password")), CFG.bcrypt_cost, hash))
+    return snprintf(msg, 320, "the password could not be hashed"), 1;
+  json_t *detail = json_pack("{s:s,s:s,s:s}", "name", name, "email", email, "role", role);
+  audit_action act = {NULL, "operator-cli", NULL, NULL, "staff", detail};
+  bool created = false;
+  err_t e = staff_store_save(name, email, hash, role, &act, &created);
+  json_decref(detail);
+  if (e != ERR_OK) return snprintf(msg, 320, "the staff member could not be saved"), 1;
+  snprintf(msg, 320, "staff member %s %s (%s)", email, created ? "created" : "updated", role);
+  return 0;
 }
 
 err_t api_staff_impersonate_staff(hs_req *req) {

@@ -25,6 +25,10 @@ err_t api_staff_elevation_deactivate(hs_req *req);
 /* staff_audit.c */
 err_t api_staff_audit_sessions(hs_req *req);
 
+/* POST /staff/create's body: name, email, password, role (also what `marketplace staff save`
+ * checks). */
+extern const hs_schema staff_create_schema;
+
 /* A staff member `{ id, name, email, role, createdAt }` from a staff row. New reference. */
 json_t *staff_json(const db_res *r, int row);
 /* An ElevationRequest from a row of the staff store's elevation queries. New reference. */

@@ -22,7 +22,7 @@ static const hs_field create_fields[] = {
     {"role", F_ENUM, F_REQUIRED, .choices = STAFF_ROLES},
     {0},
 };
-static const hs_schema create_schema = {create_fields};
+const hs_schema staff_create_schema = {create_fields};
 
 static const hs_field search_fields[] = {{"q", F_STRING, 0, LEN(0, 100)}, {0}};
 static const hs_schema search_query = {search_fields};
@@ -70,7 +70,7 @@ const hs_route STAFF_ROUTES[] = {
     {HS_PATCH, "/staff/elevation/:id/deactivate", api_staff_elevation_deactivate, ROLE_STAFF,
      .summary = "End an elevation early"},
     {HS_GET, "/staff/list", api_staff_list, ROLE_ADMIN, .summary = "Every staff member (administrator)"},
-    {HS_POST, "/staff/create", api_staff_create, ROLE_ADMIN, &create_schema, .ok = 201, .flags = ROUTE_SLOW,
+    {HS_POST, "/staff/create", api_staff_create, ROLE_ADMIN, &staff_create_schema, .ok = 201, .flags = ROUTE_SLOW,
      .summary = "Create a staff member (administrator)"},
     {HS_POST, "/staff/impersonate-staff", api_staff_impersonate_staff, ROLE_ADMIN, &impersonate_staff_schema,
      .flags = ROUTE_DEV_ONLY, .summary = "A staff token for a staff member (GODMODE)"},

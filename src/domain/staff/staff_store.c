@@ -6,8 +6,10 @@
 #include "domain/staff/staff_store.h"
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/ids.h"
 #include "ext/mail.h"
 #include "ext/queue.h"
+#include <stdio.h>
 #include <string.h>
 
 static err_t rows(arena *a, db_res **out, const char *sql, const db_val *params, int n) {
@@ -41,18 +43,47 @@ err_t staff_store_list(arena *a, db_res **out) {
   return rows(a, out, "SELECT " STAFF_COLUMNS " FROM staff ORDER BY seq DESC", DB_NOARGS);
 }
 
+static db_rc insert_staff(db_conn *c, const char *id, const char *name, const char *email, const char *hash,
+                          const char *role) {
+  return db_exec(c, NULL, NULL,
+                 "INSERT INTO staff (id, name, email, password_hash, role, created_at, seq) "
+                 "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                 DB_ARGS(DB_TEXT(id), DB_TEXT(name), DB_TEXT(email), DB_TEXT(hash), DB_TEXT(role),
+                         DB_INT(clock_now_ms()), DB_INT(clock_sequence())));
+}
+
 err_t staff_store_insert(const char *id, const char *name, const char *email, const char *hash, const char *role,
                          const audit_action *act) {
-  int64_t now = clock_now_ms();
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK) rc = insert_staff(c, id, name, email, hash, role);
+  return commit_recorded(c, rc, act);
+}
+
+err_t staff_store_save(const char *name, const char *email, const char *hash, const char *role, audit_action *act,
+                       bool *created) {
+  arena a;
+  arena_init(&a);
+  db_res *r = NULL;
   db_conn *c = db_acquire();
   db_rc rc = db_begin(c);
   if (rc == DB_OK)
-    rc = db_exec(c, NULL, NULL,
-                 "INSERT INTO staff (id, name, email, password_hash, role, created_at, seq) "
-                 "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                 DB_ARGS(DB_TEXT(id), DB_TEXT(name), DB_TEXT(email), DB_TEXT(hash), DB_TEXT(role), DB_INT(now),
-                         DB_INT(clock_sequence())));
-  return commit_recorded(c, rc, act);
+    rc = db_exec(c, &a, &r, "UPDATE staff SET name = $2, password_hash = $3, role = $4 WHERE email = $1 RETURNING id",
+                 DB_ARGS(DB_TEXT(email), DB_TEXT(name), DB_TEXT(hash), DB_TEXT(role)));
+  *created = rc == DB_OK && r->rows == 0;
+  char id[ID_LEN + 1];
+  if (*created) {
+    id_new(id);
+    rc = insert_staff(c, id, name, email, hash, role);
+  } else if (rc == DB_OK) {
+    snprintf(id, sizeof id, "%s", db_text(r, 0, 0));
+  }
+  act->target_id = id;
+  act->action = *created ? "staff.create" : "staff.update";
+  err_t e = commit_recorded(c, rc, act);
+  act->target_id = NULL; /* it pointed at this frame */
+  arena_fini(&a);
+  return e;
 }
 
 err_t staff_audit(const audit_action *act) {

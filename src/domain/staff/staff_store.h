@@ -24,6 +24,11 @@ err_t staff_store_list(arena *a, db_res **out);
 err_t staff_store_insert(const char *id, const char *name, const char *email, const char *hash, const char *role,
                          const audit_action *act);
 
+/* Creates the staff member with this email, or gives the existing one this name, role and
+ * password hash (*created tells which), and records act (its target_id is filled). */
+err_t staff_store_save(const char *name, const char *email, const char *hash, const char *role, audit_action *act,
+                       bool *created);
+
 /* ---- token checks (the check_token hook) ---- */
 
 /* Whether the token's subject exists (*found): a staff member with this id and role, an
