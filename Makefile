@@ -30,7 +30,7 @@ UNIT_SRC := $(shell find tests/unit -name '*.c' 2>/dev/null | sort)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/unit/%)
 PYTHON   := /usr/bin/python3
 
-.PHONY: all run demo openapi client test deps deps-test unit fakes api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs bench-recognition clean format routes fuzz fuzz-build fuzz-short
+.PHONY: all run demo openapi client test deps deps-test unit fakes api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs bench-peer bench-recognition soak clean format routes fuzz fuzz-build fuzz-short
 
 all: deps build/marketplace
 
@@ -155,9 +155,10 @@ fuzz: fuzz-build
 fuzz-short: fuzz-build
 	scripts/fuzz.sh 15
 
-# Benchmarks (docs/performance.md): the HTTP core and login flood, then the marketplace reads
-# and quotes at 10k, 100k and 1M jobs.
-bench: bench-core bench-jobs bench-recognition
+# Benchmarks (docs/performance.md): the HTTP core and login flood, the marketplace reads and
+# quotes at 10k, 100k and 1M jobs, recognition under load, and the goals of issue 12 against the
+# Node peer.
+bench: bench-core bench-jobs bench-recognition bench-peer
 
 bench-core: deps build/marketplace build/probe
 	@scripts/deps.sh bench
@@ -171,6 +172,15 @@ build/probe: bench/probe.c | deps
 bench-jobs: deps build/marketplace
 	@scripts/deps.sh bench
 	bench/jobs.sh
+
+bench-peer: deps build/marketplace
+	@scripts/deps.sh bench
+	bench/peer.sh
+
+# the 10-minute memory soak on each engine (not part of `make bench`)
+soak: deps build/marketplace
+	@scripts/deps.sh bench
+	bench/soak.sh
 
 # licences uploaded every 2 s, then 20 at once, with a GET /users/me probe (about 2.5 min)
 bench-recognition: deps-test build/marketplace

@@ -49,16 +49,10 @@ EOF
 }
 
 bench_engine() {
-  local engine=$1 url db
+  local engine=$1 db
   log "== $engine"
-  if [ "$engine" = postgres ]; then
-    start_pg
-    url=$PG_URL db=$PG_URL
-  else
-    db="$TMP/srv-sqlite/data/marketplace.db"
-    url="sqlite:$db"
-  fi
-  start_service "$engine" "$url"
+  start_engine "$engine"
+  db=$DB
   local base="http://127.0.0.1:$SRV_PORT" files=$TMP/files-$engine
   seed "$engine" "$db" init
   log "seeding $JOBS_SMALL jobs"

@@ -310,6 +310,29 @@ start_service() { # engine database_url
   wait_http "http://127.0.0.1:$SRV_PORT/health" "$SRV_PID" || die "the service did not start: $(tail -5 "$SRV_LOG")"
 }
 
+# start_engine engine: for postgres a private cluster first; then the service on the engine's
+# database. Sets DB (the SQLite file, or the PostgreSQL URL) beside SRV_PORT, SRV_PID, SRV_LOG.
+start_engine() {
+  local engine=$1
+  if [ "$engine" = postgres ]; then
+    start_pg
+    DB=$PG_URL
+    start_service "$engine" "$PG_URL"
+  else
+    DB="$TMP/srv-sqlite/data/marketplace.db"
+    start_service "$engine" "sqlite:$DB"
+  fi
+}
+
+# seed_to engine target: bench/seed_jobs.py's accounts (the first time) and filler jobs up to
+# target in $DB, then the tokens and paths the wrk scripts read, in $TMP/files-engine
+seed_to() {
+  local engine=$1 target=$2 state=$TMP/state-$1.json
+  [ -f "$state" ] || "$PY" "$BENCH/seed_jobs.py" init --engine "$engine" --db "$DB" --state "$state"
+  "$PY" "$BENCH/seed_jobs.py" grow --engine "$engine" --db "$DB" --state "$state" --target "$target" >/dev/null
+  "$PY" "$BENCH/seed_jobs.py" files --state "$state" --secret "$JWT_SECRET" --out "$TMP/files-$engine"
+}
+
 # waits until the server log stops growing for 1 s (queued logins finished), at most 15 s
 wait_quiet_log() {
   local last=-1 size i

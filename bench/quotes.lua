@@ -11,17 +11,9 @@ function setup(thread)
   thread:set("tid", count_setup(thread))
 end
 
-local function lines(path)
-  local out = {}
-  for line in io.lines(path) do
-    if line ~= "" then table.insert(out, line) end
-  end
-  return out
-end
-
 function init(args)
-  tokens = lines(os.getenv("BENCH_TOKENS") or error("BENCH_TOKENS is not set"))
-  jobs = lines(os.getenv("BENCH_JOBS") or error("BENCH_JOBS is not set"))
+  tokens = read_lines(os.getenv("BENCH_TOKENS") or error("BENCH_TOKENS is not set"))
+  jobs = read_lines(os.getenv("BENCH_JOBS") or error("BENCH_JOBS is not set"))
   nthreads = tonumber(os.getenv("BENCH_THREADS") or "2")
   k = tonumber(os.getenv("BENCH_START") or "0") + tid
   count_init()

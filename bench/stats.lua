@@ -54,3 +54,12 @@ function count_done(summary, latency, requests)
   end
   bench_report(summary, latency, extra)
 end
+
+-- The non-empty lines of a file, for scripts that read tokens, paths or job ids.
+function read_lines(path)
+  local out = {}
+  for line in io.lines(path) do
+    if line ~= "" then table.insert(out, line) end
+  end
+  return out
+end

@@ -14,7 +14,8 @@ test_pkgs="libcmocka-dev postgresql python3-pytest python3-requests python3-json
   curl jq clang-14 libfuzzer-14-dev libclang-rt-14-dev"
 bench_pkgs="wrk nginx-light"
 pkgs=$build_pkgs
-# Node.js and npm (Redoc's bundle is built into the binary; the client and linter tests): the
+# Node.js and npm (Redoc's bundle is built into the binary; the client and linter tests; the
+# Node peer of bench/peer.sh): the
 # machine's own when present (they may come from another repository than Debian's)
 command -v node >/dev/null && command -v npm >/dev/null || pkgs="$pkgs nodejs npm"
 [ "$level" = test ] || [ "$level" = bench ] && pkgs="$pkgs $test_pkgs"

@@ -12,6 +12,7 @@
 #include "db/migrate.h"
 #include "demo.h"
 #include "domain/auth/auth.h"
+#include "domain/jobs/jobs.h"
 #include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
 #include "domain/providers/providers.h"
@@ -137,6 +138,7 @@ static void service_start(const char *bind, int port) {
   staff_domain_init();
   system_domain_init();
   users_domain_init();
+  jobs_domain_init();
   if (!filetype_init()) die("libmagic could not load its database (package libmagic-mgc)");
   ocr_use_helper("/proc/self/exe", CFG.recognition_timeout_ms);
   queue_start(CFG.queue_workers, CFG.recognition_workers);

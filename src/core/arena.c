@@ -39,7 +39,7 @@ void arena_fini(arena *a) {
   if (a->head) a->head->used = 0, a->head->next = NULL;
 }
 
-void *arena_alloc(arena *a, size_t n) {
+void *arena_alloc_raw(arena *a, size_t n) {
   const size_t align = _Alignof(max_align_t);
   n = (n + align - 1) & ~(align - 1);
   arena_chunk *c = a->head;
@@ -52,12 +52,17 @@ void *arena_alloc(arena *a, size_t n) {
   }
   void *p = c->data + c->used;
   c->used += n;
+  return p;
+}
+
+void *arena_alloc(arena *a, size_t n) {
+  void *p = arena_alloc_raw(a, n);
   memset(p, 0, n);
   return p;
 }
 
 char *arena_strndup(arena *a, const char *s, size_t n) {
-  char *p = arena_alloc(a, n + 1);
+  char *p = arena_alloc_raw(a, n + 1);
   memcpy(p, s, n);
   p[n] = 0;
   return p;
@@ -70,7 +75,7 @@ char *arena_printf(arena *a, const char *fmt, ...) {
   va_start(ap, fmt);
   int n = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
-  char *p = arena_alloc(a, (size_t)n + 1);
+  char *p = arena_alloc_raw(a, (size_t)n + 1);
   va_start(ap, fmt);
   vsnprintf(p, (size_t)n + 1, fmt, ap);
   va_end(ap);

@@ -27,6 +27,8 @@ void arena_init_buf(arena *a, void *buf, size_t size);
 void arena_fini(arena *a);
 /* Returns zeroed memory aligned for any type, valid until arena_fini(). */
 void *arena_alloc(arena *a, size_t n);
+/* The same without zeroing, for buffers that are written before they are read. */
+void *arena_alloc_raw(arena *a, size_t n);
 /* Copies a string (NULL stays NULL) / the first n bytes plus a terminating NUL. */
 char *arena_strdup(arena *a, const char *s);
 char *arena_strndup(arena *a, const char *s, size_t n);

@@ -84,8 +84,19 @@ void clock_format_iso(int64_t ms, char out[25]) {
   int y;
   unsigned m, d;
   civil_from_days(days, &y, &m, &d);
-  snprintf(out, 25, "%04u-%02u-%02uT%02u:%02u:%02u.%03uZ", (unsigned)y % 10000u, m % 100u, d % 100u,
-           (unsigned)(rem / 3600) % 24u, (unsigned)(rem / 60) % 60u, (unsigned)rem % 60u, (unsigned)millis % 1000u);
+  /* by hand, not snprintf: this runs for every timestamp of every answer */
+  static const char layout[] = "0000-00-00T00:00:00.000Z";
+  const unsigned values[7] = {(unsigned)y % 10000u,
+                              m % 100u,
+                              d % 100u,
+                              (unsigned)(rem / 3600) % 24u,
+                              (unsigned)(rem / 60) % 60u,
+                              (unsigned)rem % 60u,
+                              (unsigned)millis % 1000u};
+  static const int ends[7] = {3, 6, 9, 12, 15, 18, 22}; /* position of each field's last digit */
+  memcpy(out, layout, sizeof layout);
+  for (int f = 0; f < 7; f++)
+    for (unsigned v = values[f], i = (unsigned)ends[f]; v; v /= 10, i--) out[i] = (char)('0' + v % 10);
 }
 
 static bool digits(const char *s, int n, int *out) {

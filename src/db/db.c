@@ -59,14 +59,16 @@ static struct {
 
 static const engine_ops *ops;
 static db_engine engine;
-static pool pools[DB_POOL_COUNT] = {{.mu = PTHREAD_MUTEX_INITIALIZER}, {.mu = PTHREAD_MUTEX_INITIALIZER}};
+static pool pools[DB_POOL_COUNT] = {
+    {.mu = PTHREAD_MUTEX_INITIALIZER}, {.mu = PTHREAD_MUTEX_INITIALIZER}, {.mu = PTHREAD_MUTEX_INITIALIZER}};
 static _Thread_local db_pool_kind thread_pool = DB_POOL_REQUESTS;
 
-static bool pool_open(pool *p, const char *url, int size, char err[256]) {
+static bool pool_open(pool *p, const char *url, int size, bool no_wait, char err[256]) {
   p->conns = xcalloc((size_t)size, sizeof *p->conns);
   for (p->size = 0; p->size < size; p->size++) {
     p->conns[p->size].home = p;
     if (!(p->conns[p->size].handle = ops->connect(url, err))) return false;
+    if (no_wait && ops->no_wait) ops->no_wait(p->conns[p->size].handle);
   }
   return true;
 }
@@ -78,8 +80,10 @@ bool db_open(const char *url, int pool_size, int slow_pool_size, char err[256]) 
   } else {
     ops = &postgres_engine_ops, engine = DB_POSTGRES;
   }
-  if (!pool_open(&pools[DB_POOL_REQUESTS], url, pool_size, err) ||
-      !pool_open(&pools[DB_POOL_SLOW], url, slow_pool_size, err)) {
+  /* every event thread holds at most one connection at a time, so it never waits for one */
+  if (!pool_open(&pools[DB_POOL_REQUESTS], url, pool_size, false, err) ||
+      !pool_open(&pools[DB_POOL_SLOW], url, slow_pool_size, false, err) ||
+      (engine == DB_SQLITE && !pool_open(&pools[DB_POOL_EVENT], url, CFG.http_threads, true, err))) {
     db_close();
     return false;
   }
@@ -96,6 +100,8 @@ void db_close(void) {
 }
 
 db_engine db_engine_get(void) { return engine; }
+
+bool db_reads_inline(void) { return engine == DB_SQLITE && pools[DB_POOL_EVENT].size > 0; }
 
 void db_use_pool(db_pool_kind kind) { thread_pool = kind; }
 
@@ -311,7 +317,9 @@ const char *db_text(const db_res *r, int row, int col) {
 
 int64_t db_int(const db_res *r, int row, int col) {
   const char *s = db_text(r, row, col);
-  return s ? strtoll(s, NULL, 10) : 0;
+  if (!s) return 0;
+  if (r->ints && r->int_cols[col]) return r->ints[row * r->cols + col];
+  return strtoll(s, NULL, 10);
 }
 
 double db_real(const db_res *r, int row, int col) {
@@ -321,9 +329,45 @@ double db_real(const db_res *r, int row, int col) {
 
 bool db_isnull(const db_res *r, int row, int col) { return db_text(r, row, col) == NULL; }
 
+size_t db_len(const db_res *r, int row, int col) {
+  if (!r || row < 0 || row >= r->rows || col < 0 || col >= r->cols) return 0;
+  return r->lens[row * r->cols + col];
+}
+
+static unsigned name_hash(const char *s) {
+  unsigned h = 2166136261u;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+  return h;
+}
+
+/* Answers bind fields to columns by name once per result, but a wide result (GET /jobs/:id:
+ * 40 columns, 60 lookups) made that a linear scan of strcmp per lookup: a small hash table
+ * is built on the first lookup instead. The first column of a name wins, as before. */
 int db_col(const db_res *r, const char *name) {
-  for (int i = 0; r && i < r->cols; i++)
-    if (!strcmp(r->colnames[i], name)) return i;
+  if (!r) return -1;
+  if (r->cols <= 8) {
+    for (int i = 0; i < r->cols; i++)
+      if (!strcmp(r->colnames[i], name)) return i;
+    return -1;
+  }
+  db_res *m = (db_res *)r; /* a result is used by one thread: the index is built in place */
+  if (!m->col_index) {
+    int slots = 16;
+    while (slots < 2 * r->cols) slots *= 2;
+    m->col_index = xmalloc(sizeof *m->col_index * (size_t)slots);
+    for (int i = 0; i < slots; i++) m->col_index[i] = -1;
+    for (int c = 0; c < r->cols; c++) {
+      unsigned h = name_hash(r->colnames[c]) & (unsigned)(slots - 1);
+      bool seen = false;
+      while (m->col_index[h] >= 0 && !(seen = !strcmp(r->colnames[m->col_index[h]], r->colnames[c])))
+        h = (h + 1) & (unsigned)(slots - 1);
+      if (!seen) m->col_index[h] = c;
+    }
+    m->col_slots = slots;
+  }
+  for (unsigned h = name_hash(name) & (unsigned)(r->col_slots - 1); r->col_index[h] >= 0;
+       h = (h + 1) & (unsigned)(r->col_slots - 1))
+    if (!strcmp(r->colnames[r->col_index[h]], name)) return r->col_index[h];
   return -1;
 }
 
@@ -343,35 +387,76 @@ static size_t buf_put(res_builder *b, const char *s, size_t len) {
   return at;
 }
 
-void res_begin(res_builder *b, int cols) {
+void res_begin(res_builder *b, int cols, const char *const *names) {
   memset(b, 0, sizeof *b);
   b->res = xcalloc(1, sizeof *b->res);
   b->res->cols = cols;
-  b->res->colnames = xcalloc((size_t)cols + 1, sizeof(char *));
+  size_t text = 0;
+  for (int i = 0; i < cols; i++) text += strlen(names[i] ? names[i] : "") + 1;
+  char **colnames = xmalloc(((size_t)cols + 1) * sizeof(char *) + text), *p = (char *)(colnames + cols + 1);
+  for (int i = 0; i < cols; i++) {
+    size_t n = strlen(names[i] ? names[i] : "") + 1;
+    memcpy(p, names[i] ? names[i] : "", n);
+    colnames[i] = p, p += n;
+  }
+  colnames[cols] = NULL;
+  b->res->colnames = colnames;
+  b->int_cols = xmalloc((size_t)cols + 1);
+  for (int i = 0; i < cols; i++) b->int_cols[i] = true;
 }
 
-void res_colname(res_builder *b, int col, const char *name) { b->res->colnames[col] = xstrdup(name ? name : ""); }
+static void cell_room(res_builder *b) {
+  if (b->ncells < b->cells_cap) return;
+  b->cells_cap = b->cells_cap ? b->cells_cap * 2 : 16;
+  b->offsets = xrealloc(b->offsets, b->cells_cap * sizeof *b->offsets);
+  b->lens = xrealloc(b->lens, b->cells_cap * sizeof *b->lens);
+  if (b->ints) b->ints = xrealloc(b->ints, b->cells_cap * sizeof *b->ints);
+}
 
 void res_cell(res_builder *b, const char *text, size_t len) {
-  if (b->ncells == b->cells_cap) {
-    b->cells_cap = b->cells_cap ? b->cells_cap * 2 : 16;
-    b->offsets = xrealloc(b->offsets, b->cells_cap * sizeof *b->offsets);
-  }
+  cell_room(b);
+  if (text) b->int_cols[b->ncells % (size_t)b->res->cols] = false;
+  b->lens[b->ncells] = text ? (uint32_t)len : 0;
   b->offsets[b->ncells++] = text ? buf_put(b, text, len) : SIZE_MAX;
+}
+
+void res_cell_int(res_builder *b, int64_t v) {
+  cell_room(b);
+  if (!b->ints) b->ints = xmalloc(b->cells_cap * sizeof *b->ints);
+  char text[21], *p = text + sizeof text;
+  uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+  do *--p = (char)('0' + u % 10), u /= 10;
+  while (u);
+  if (v < 0) *--p = '-';
+  size_t len = (size_t)(text + sizeof text - p);
+  b->ints[b->ncells] = v;
+  b->lens[b->ncells] = (uint32_t)len;
+  b->offsets[b->ncells++] = buf_put(b, p, len);
+}
+
+/* The cell pointer and length arrays of a result of n cells, in one block. */
+static void cells_alloc(db_res *r, size_t n) {
+  r->cells = xmalloc(n * (sizeof(char *) + sizeof(uint32_t)) + 1);
+  r->lens = (uint32_t *)(r->cells + n);
 }
 
 db_res *res_finish(res_builder *b, int64_t changes) {
   db_res *r = b->res;
   r->changes = changes;
   r->rows = r->cols ? (int)(b->ncells / (size_t)r->cols) : 0;
-  /* one allocation: the cell pointer array followed by the text */
-  char **cells = xmalloc(b->ncells * sizeof(char *) + b->len + 1);
-  char *text = (char *)(cells + b->ncells);
-  if (b->len) memcpy(text, b->buf, b->len);
-  for (size_t i = 0; i < b->ncells; i++) cells[i] = b->offsets[i] == SIZE_MAX ? NULL : text + b->offsets[i];
-  r->cells = cells;
-  free(b->buf);
+  cells_alloc(r, b->ncells);
+  if (b->ncells) memcpy(r->lens, b->lens, b->ncells * sizeof *b->lens);
+  if (b->ints) { /* kept only when some column held nothing but integers */
+    bool any = false;
+    for (int c = 0; c < r->cols; c++) any |= b->int_cols[c];
+    if (any) r->ints = b->ints, r->int_cols = b->int_cols, b->ints = NULL, b->int_cols = NULL;
+  }
+  for (size_t i = 0; i < b->ncells; i++) r->cells[i] = b->offsets[i] == SIZE_MAX ? NULL : b->buf + b->offsets[i];
+  r->store = b->buf, r->store_free = free;
   free(b->offsets);
+  free(b->lens);
+  free(b->ints);
+  free(b->int_cols);
   b->res = NULL;
   return r;
 }
@@ -380,13 +465,28 @@ void res_abort(res_builder *b) {
   db_res_free(b->res);
   free(b->buf);
   free(b->offsets);
+  free(b->lens);
+  free(b->ints);
+  free(b->int_cols);
   b->res = NULL;
+}
+
+db_res *res_wrap(int rows, int cols, void *store, void (*store_free)(void *)) {
+  db_res *r = xcalloc(1, sizeof *r);
+  r->rows = rows, r->cols = cols;
+  r->colnames = xcalloc((size_t)cols + 1, sizeof(char *)); /* names in store: not freed one by one */
+  cells_alloc(r, (size_t)rows * (size_t)cols);
+  r->store = store, r->store_free = store_free;
+  return r;
 }
 
 void db_res_free(db_res *r) {
   if (!r) return;
-  for (int i = 0; r->colnames && i < r->cols; i++) free(r->colnames[i]);
-  free(r->colnames);
+  free(r->colnames); /* with their text (res_begin) or pointing into store (res_wrap) */
+  free(r->col_index);
   free(r->cells);
+  free(r->ints);
+  free(r->int_cols);
+  if (r->store_free) r->store_free(r->store);
   free(r);
 }

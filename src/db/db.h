@@ -54,21 +54,31 @@ static inline db_val db_val_text(const char *s) { return (db_val){.type = s ? DB
 
 typedef struct db_conn db_conn;
 
-/* A materialised result: every cell as text (NULL for SQL NULL). Row-count affected by a
- * write is in db_res_changes(). */
+/* A materialised result: every cell as text (NULL for SQL NULL), with its length. The rows a
+ * write affected are in changes. */
 typedef struct db_res {
   int rows, cols;
   int64_t changes;
   char **colnames;
-  char **cells; /* rows * cols */
+  char **cells;   /* rows * cols */
+  uint32_t *lens; /* rows * cols: bytes of each cell, 0 for NULL */
+  int64_t *ints;  /* rows * cols, or NULL: the values of columns whose cells all came as integers */
+  bool *int_cols; /* cols, with ints: which columns those are */
+  int *col_index; /* built by the first db_col: an open-addressing table of column numbers */
+  int col_slots;
+  void *store; /* the engine's storage the cells point into, released with the result */
+  void (*store_free)(void *);
 } db_res;
 
-/* Which pool a thread's connections come from (db_use_pool). */
-typedef enum { DB_POOL_REQUESTS, DB_POOL_SLOW, DB_POOL_COUNT } db_pool_kind;
+/* Which pool a thread's connections come from (db_use_pool). DB_POOL_EVENT exists on SQLite
+ * only: one connection per HTTP event thread (HTTP_THREADS), for the reads those threads run
+ * themselves (db_reads_inline); they never wait for a lock: a read that finds the file locked
+ * (by another process) returns DB_UNAVAILABLE at once. */
+typedef enum { DB_POOL_REQUESTS, DB_POOL_SLOW, DB_POOL_EVENT, DB_POOL_COUNT } db_pool_kind;
 
 /* Opens the pools for url ("sqlite:PATH", "postgres://...") with pool_size connections for
- * requests and slow_pool_size for the slow lane and background work. False with a message in
- * err on failure. */
+ * requests and slow_pool_size for the slow lane and background work (and, on SQLite, the event
+ * threads' pool). False with a message in err on failure. */
 bool db_open(const char *url, int pool_size, int slow_pool_size, char err[256]);
 /* Makes the calling thread take its connections from kind's pool (the default is
  * DB_POOL_REQUESTS). Slow-lane workers and queue workers call it once at start. */
@@ -76,6 +86,11 @@ void db_use_pool(db_pool_kind kind);
 /* Closes every connection; no connection may be in use. */
 void db_close(void);
 db_engine db_engine_get(void);
+/* True when a read never waits (SQLite in WAL mode: no locks, no network), so a thread that
+ * must not block, such as an HTTP event thread, may run one on its own connection. Such a read
+ * may still find the file locked by another process (DB_UNAVAILABLE, see DB_POOL_EVENT): the
+ * caller then runs it where waiting is allowed. */
+bool db_reads_inline(void);
 
 /* A pool's state for metrics: connections, those in use, threads waiting for one now, and
  * acquisitions that had to wait since start. */
@@ -128,6 +143,8 @@ const char *db_text(const db_res *r, int row, int col);
 int64_t db_int(const db_res *r, int row, int col);
 double db_real(const db_res *r, int row, int col);
 bool db_isnull(const db_res *r, int row, int col);
+/* Bytes of a cell (0 for NULL or out of range), without scanning it. */
+size_t db_len(const db_res *r, int row, int col);
 int db_col(const db_res *r, const char *name);
 /* The cell of column name in row (NULL when the column is absent or the value is NULL). */
 const char *db_field(const db_res *r, int row, const char *name);

@@ -21,25 +21,38 @@ typedef struct engine_ops {
    * full), DB_DOWN when the server cannot be reached. */
   db_rc (*exec)(void *h, const char *sql, const db_val *params, int n, db_res **out);
   db_rc (*script)(void *h, const char *sql);
+  /* Optional: makes h give up at once on a locked database instead of waiting for it (the
+   * connections of the HTTP event threads, which must not block). */
+  void (*no_wait)(void *h);
   const char *begin_sql;
 } engine_ops;
 
 extern const engine_ops sqlite_engine_ops;
 extern const engine_ops postgres_engine_ops;
 
-/* Result building shared by the engines. */
+/* Result building shared by the engines: cells copied into one growing buffer, which the
+ * finished result keeps (no second copy). */
 typedef struct res_builder {
   db_res *res;
   char *buf;
   size_t len, cap;
   size_t *offsets; /* per cell; SIZE_MAX for NULL */
+  uint32_t *lens;
+  int64_t *ints;  /* allocated with the first integer cell */
+  bool *int_cols; /* per column: every non-NULL cell so far was an integer */
   size_t ncells, cells_cap;
 } res_builder;
-void res_begin(res_builder *b, int cols);
-void res_colname(res_builder *b, int col, const char *name);
+/* Starts a result of cols columns named names[0..cols-1] (copied, in one allocation). */
+void res_begin(res_builder *b, int cols, const char *const *names);
 void res_cell(res_builder *b, const char *text, size_t len); /* text NULL: SQL NULL */
+/* An integer cell: its decimal text, and the value kept for db_int. */
+void res_cell_int(res_builder *b, int64_t v);
 db_res *res_finish(res_builder *b, int64_t changes);
 void res_abort(res_builder *b);
+/* A result over cells and column names that live in the engine's own storage (store,
+ * released by store_free with the result): colnames, cells and lens are filled by the
+ * caller, cols and rows * cols each. */
+db_res *res_wrap(int rows, int cols, void *store, void (*store_free)(void *));
 void db_res_free(db_res *r);
 
 #endif

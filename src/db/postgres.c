@@ -39,6 +39,8 @@ typedef struct pg_conn {
   char *url;
 } pg_conn;
 
+static void pq_clear(void *r) { PQclear(r); }
+
 static void notice_quiet(void *arg, const char *message) { (void)arg, (void)message; }
 
 /* Connects within timeout_ms; NULL with a message in err (which never holds the URL). */
@@ -271,16 +273,21 @@ static db_rc pg_exec(void *h, const char *sql, const db_val *params, int n, db_r
     PQclear(r);
     return rc;
   }
-  if (out) {
-    res_builder b;
+  if (out) { /* the cells stay in the PGresult: nothing is copied */
     int cols = PQnfields(r), rows = PQntuples(r);
-    res_begin(&b, cols);
-    for (int i = 0; i < cols; i++) res_colname(&b, i, PQfname(r, i));
+    db_res *res = res_wrap(rows, cols, r, pq_clear);
+    for (int i = 0; i < cols; i++) res->colnames[i] = PQfname(r, i);
     for (int row = 0; row < rows; row++)
-      for (int i = 0; i < cols; i++)
-        res_cell(&b, PQgetisnull(r, row, i) ? NULL : PQgetvalue(r, row, i), (size_t)PQgetlength(r, row, i));
+      for (int i = 0; i < cols; i++) {
+        size_t at = (size_t)row * (size_t)cols + (size_t)i;
+        bool null = PQgetisnull(r, row, i);
+        res->cells[at] = null ? NULL : PQgetvalue(r, row, i);
+        res->lens[at] = null ? 0 : (uint32_t)PQgetlength(r, row, i);
+      }
     const char *tuples = PQcmdTuples(r);
-    *out = res_finish(&b, tuples && *tuples ? strtoll(tuples, NULL, 10) : 0);
+    res->changes = tuples && *tuples ? strtoll(tuples, NULL, 10) : 0;
+    *out = res;
+    return DB_OK;
   }
   PQclear(r);
   return DB_OK;

@@ -1,21 +1,37 @@
 /* SQLite engine: WAL journal, foreign keys on, prepared statements cached per connection.
  * $1..$n are named parameters to SQLite, bound through sqlite3_bind_parameter_index().
  *
- * Writers take turns on a mutex of this process: from BEGIN IMMEDIATE to COMMIT or
- * ROLLBACK, and around each writing statement outside a transaction. SQLite's own busy
- * handler would also make them queue, but it polls, sleeping 1, 2, 5, 10 ... 100 ms between
- * tries: under concurrent writes (POST /quotes at 64 connections) requests waited hundreds
- * of milliseconds for a lock that had long been free. The busy timeout stays, for other
- * processes (the CLI, an operator's sqlite3 shell). Reads never wait (WAL).
+ * Reads run on the caller's own connection and never wait (WAL). Every write runs on one
+ * connection of the process, the writer, whose users take turns: a transaction from BEGIN
+ * IMMEDIATE to COMMIT or ROLLBACK, a writing statement outside a transaction on its own.
+ * SQLite lets one writer in at a time anyway; funnelling the writes through one connection
+ * keeps the pages they touch in one cache instead of re-reading them in each of a dozen, and
+ * lets their commits be shared (group commit): each transaction runs in a SAVEPOINT of the
+ * writer's transaction, and the last of the callers that queued meanwhile (or the 64th)
+ * commits for all of them; each caller's COMMIT returns only once that commit has succeeded
+ * or failed, so a change is acknowledged exactly when it is durable as before. A caller whose
+ * transaction fails rolls back to its savepoint; the others' work stands. Before, SQLite's
+ * busy handler polled (1, 2, 5 ... 100 ms sleeps) and writers queued hundreds of milliseconds
+ * for a lock long free; then a mutex made them take turns with a commit each. The busy
+ * timeout stays, for other processes (the CLI, an operator's sqlite3 shell).
  *
- * Both waits are bounded by DB_BUSY_TIMEOUT_MS: a writer that gets neither the mutex nor the
- * file's write lock in that time gives up with DB_UNAVAILABLE, as does a write refused because
- * the file is read-only, the disk is full or the disk failed; nothing was written then. */
+ * Outages. Both waits are bounded by DB_BUSY_TIMEOUT_MS: a caller that does not get its turn
+ * on the writer, or a writer that does not get the file's write lock, in that time gives up
+ * with DB_UNAVAILABLE, as does a write refused because the file is read-only, the disk is
+ * full or the disk failed; nothing of that caller's was written then. When such a failure
+ * ends the group's transaction (SQLite rolls a transaction back on a full disk or an I/O
+ * error, and a failed COMMIT ends it), every member of the group still waiting for its
+ * acknowledgement gets the same DB_UNAVAILABLE, and the statements of the member running
+ * meanwhile fail with it too instead of running outside a transaction. Connections that
+ * answer on the HTTP event threads do not wait for a lock at all (sq_no_wait): a read there
+ * that finds the file locked returns DB_UNAVAILABLE at once and the server hands the
+ * request to a worker, whose connection waits as any other. */
 #include "core/config.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "db/engine.h"
 #include "db/stmt_cache.h"
+#include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -26,31 +42,40 @@
 typedef struct sqlite_conn {
   sqlite3 *db;
   stmt_cache cache;
-  bool writing; /* holds `writer` */
+  bool member; /* this caller's transaction runs on the writer (between BEGIN and its end) */
 } sqlite_conn;
 
-static pthread_mutex_t writer = PTHREAD_MUTEX_INITIALIZER;
+#define GROUP_MAX 64
 
-/* False when another writer kept the turn past the busy timeout. */
-static bool writer_take(sqlite_conn *c) {
-  if (c->writing) return true;
-  struct timespec until;
-  clock_gettime(CLOCK_REALTIME, &until);
-  until.tv_sec += CFG.db_busy_timeout_ms / 1000;
-  until.tv_nsec += (CFG.db_busy_timeout_ms % 1000) * 1000000L;
-  if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
-  if (pthread_mutex_timedlock(&writer, &until) != 0) return false;
-  c->writing = true;
-  return true;
-}
+/* A caller that ended its transaction and waits for the commit of the group it joined. */
+typedef struct group_member {
+  struct group_member *next;
+  bool done;
+  db_rc rc;
+} group_member;
 
-static void writer_give(sqlite_conn *c) {
-  if (!c->writing) return;
-  c->writing = false;
-  pthread_mutex_unlock(&writer);
-}
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t turn;      /* the writer is free */
+  pthread_cond_t committed; /* a group's outcome is known */
+  sqlite_conn *conn;        /* opened with the first transaction */
+  char *path;
+  int connections;     /* open connections of the pools: the writer closes with the last */
+  bool busy;           /* a caller is running on the writer */
+  int waiting;         /* callers waiting for their turn */
+  bool open;           /* the group's transaction is open */
+  int members;         /* callers in the open group */
+  group_member *ended; /* those that ended and wait for its commit */
+  db_rc failed;        /* why the group's transaction ended early (turn holder only) */
+} writer = {.mu = PTHREAD_MUTEX_INITIALIZER, .turn = PTHREAD_COND_INITIALIZER, .committed = PTHREAD_COND_INITIALIZER};
 
-static void *sq_connect(const char *path, char err[256]) {
+/* All connections' page caches together stay near this size: without a bound each of the
+ * 14-odd connections filled its own 2 MiB cache with the pages a long run of writes touched,
+ * and the process grew for minutes (docs/performance.md, the soak). SQLite recycles cached
+ * pages instead of allocating more once the total passes it. */
+#define SQLITE_HEAP_SOFT_LIMIT (16LL * 1024 * 1024)
+
+static sqlite_conn *open_conn(const char *path, char err[256]) {
   sqlite_conn *c = xcalloc(1, sizeof *c);
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
   if (sqlite3_open_v2(path, &c->db, flags, NULL) != SQLITE_OK) {
@@ -61,8 +86,10 @@ static void *sq_connect(const char *path, char err[256]) {
   }
   sqlite3_busy_timeout(c->db, CFG.db_busy_timeout_ms);
   char *msg = NULL;
-  if (sqlite3_exec(c->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", NULL,
-                   NULL, &msg) != SQLITE_OK) {
+  if (sqlite3_exec(
+          c->db,
+          "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;", NULL,
+          NULL, &msg) != SQLITE_OK) {
     snprintf(err, 256, "sqlite pragmas: %s", msg ? msg : "?");
     sqlite3_free(msg);
     sqlite3_close(c->db);
@@ -72,14 +99,35 @@ static void *sq_connect(const char *path, char err[256]) {
   return c;
 }
 
+static void *sq_connect(const char *path, char err[256]) {
+  sqlite3_soft_heap_limit64(SQLITE_HEAP_SOFT_LIMIT);
+  sqlite_conn *c = open_conn(path, err);
+  if (!c) return NULL;
+  pthread_mutex_lock(&writer.mu);
+  if (!writer.path) writer.path = xstrdup(path);
+  writer.connections++;
+  pthread_mutex_unlock(&writer.mu);
+  return c;
+}
+
 static void finalize_stmt(void *s) { sqlite3_finalize(s); }
 
-static void sq_disconnect(void *h) {
-  sqlite_conn *c = h;
-  writer_give(c);
+static void close_conn(sqlite_conn *c) {
   stmt_cache_clear(&c->cache, finalize_stmt);
   sqlite3_close(c->db);
   free(c);
+}
+
+static void sq_disconnect(void *h) {
+  close_conn(h);
+  pthread_mutex_lock(&writer.mu);
+  if (--writer.connections == 0) {
+    if (writer.conn) close_conn(writer.conn);
+    writer.conn = NULL;
+    free(writer.path);
+    writer.path = NULL;
+  }
+  pthread_mutex_unlock(&writer.mu);
 }
 
 static db_rc map_error(sqlite_conn *c, int rc, const char *sql) {
@@ -122,30 +170,38 @@ static int bind_all(sqlite3_stmt *st, const db_val *params, int n) {
   return SQLITE_OK;
 }
 
-static db_rc sq_exec(void *h, const char *sql, const db_val *params, int n, db_res **out) {
-  sqlite_conn *c = h;
+/* Runs one statement on c: binds, steps, builds the result. */
+static db_rc run_on(sqlite_conn *c, const char *sql, const db_val *params, int n, db_res **out) {
   int rc = SQLITE_OK;
   sqlite3_stmt *st = prepare(c, sql, &rc);
   if (!st) return map_error(c, rc, sql);
-  if ((!strcmp(sql, "BEGIN IMMEDIATE") || (sqlite3_get_autocommit(c->db) && !sqlite3_stmt_readonly(st))) &&
-      !writer_take(c)) {
-    log_msg(LOG_WARN, "sqlite unavailable: no write turn within %d ms", CFG.db_busy_timeout_ms);
-    return DB_UNAVAILABLE;
-  }
   db_rc result = DB_OK;
   res_builder b;
-  int cols = sqlite3_column_count(st);
-  if (out) {
-    res_begin(&b, cols);
-    for (int i = 0; i < cols; i++) res_colname(&b, i, sqlite3_column_name(st, i));
-  }
+  int cols = 0;
+  bool begun = false;
   if ((rc = bind_all(st, params, n)) != SQLITE_OK) {
     result = map_error(c, rc, sql);
     goto out;
   }
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+  for (;;) {
+    rc = sqlite3_step(st);
+    /* the columns are read after the first step: a statement prepared before a schema change
+     * (another connection's migration) is prepared again by it, and `*` may then name more */
+    if (out && !begun && (rc == SQLITE_ROW || rc == SQLITE_DONE)) {
+      cols = sqlite3_column_count(st);
+      const char *small[64], **names = cols <= 64 ? small : xmalloc(sizeof *names * (size_t)cols);
+      for (int i = 0; i < cols; i++) names[i] = sqlite3_column_name(st, i);
+      res_begin(&b, cols, names);
+      if (names != small) free(names);
+      begun = true;
+    }
+    if (rc != SQLITE_ROW) break;
     if (!out) continue;
     for (int i = 0; i < cols; i++) {
+      if (sqlite3_column_type(st, i) == SQLITE_INTEGER) { /* formatted here, and kept as a number */
+        res_cell_int(&b, sqlite3_column_int64(st, i));
+        continue;
+      }
       const unsigned char *t = sqlite3_column_text(st, i);
       res_cell(&b, (const char *)t, t ? (size_t)sqlite3_column_bytes(st, i) : 0);
     }
@@ -154,18 +210,150 @@ static db_rc sq_exec(void *h, const char *sql, const db_val *params, int n, db_r
 out:
   sqlite3_reset(st);
   sqlite3_clear_bindings(st);
-  /* the turn ends when no transaction is open: after a single write, COMMIT, ROLLBACK or a
-   * BEGIN that failed (a COMMIT that failed leaves it open until the ROLLBACK) */
-  if (sqlite3_get_autocommit(c->db)) writer_give(c);
-  if (out) {
-    if (result == DB_OK) *out = res_finish(&b, sqlite3_changes(c->db));
-    else res_abort(&b);
+  if (out && begun) {
+    if (result == DB_OK)
+      *out = res_finish(&b, sqlite3_changes(c->db));
+    else
+      res_abort(&b);
   }
   return result;
 }
 
-static db_rc sq_script(void *h, const char *sql) {
+static db_rc run_plain(sqlite_conn *c, const char *sql) { return run_on(c, sql, NULL, 0, NULL); }
+
+/* Runs one statement of the turn holder on the writer. A statement after a failure that ended
+ * the group's transaction would run outside it: it fails the same way instead; the failure
+ * that ended it is kept for the group's members. */
+static db_rc group_failure(void) { return writer.failed != DB_OK ? writer.failed : DB_ERROR; }
+
+static db_rc on_writer(const char *sql, const db_val *params, int n, db_res **out) {
+  if (sqlite3_get_autocommit(writer.conn->db)) return group_failure();
+  db_rc rc = run_on(writer.conn, sql, params, n, out);
+  if (rc != DB_OK && sqlite3_get_autocommit(writer.conn->db))
+    writer.failed = rc == DB_UNAVAILABLE ? DB_UNAVAILABLE : DB_ERROR;
+  return rc;
+}
+
+/* Gives the writer to the next caller (under writer.mu). */
+static void pass_turn(void) {
+  writer.busy = false;
+  pthread_cond_signal(&writer.turn);
+}
+
+/* Waits for the caller's turn on the writer, opens the group's transaction when none is open,
+ * and the caller's savepoint. */
+static db_rc join(void) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += CFG.db_busy_timeout_ms / 1000;
+  until.tv_nsec += (CFG.db_busy_timeout_ms % 1000) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+  pthread_mutex_lock(&writer.mu);
+  writer.waiting++;
+  while (writer.busy)
+    if (pthread_cond_timedwait(&writer.turn, &writer.mu, &until) == ETIMEDOUT && writer.busy) {
+      writer.waiting--;
+      pthread_mutex_unlock(&writer.mu);
+      log_msg(LOG_WARN, "sqlite unavailable: no write turn within %d ms", CFG.db_busy_timeout_ms);
+      return DB_UNAVAILABLE;
+    }
+  writer.waiting--;
+  writer.busy = true;
+  bool open = writer.open;
+  pthread_mutex_unlock(&writer.mu);
+  if (!open) writer.failed = DB_OK;
+  db_rc rc = DB_OK;
+  if (!writer.conn) { /* the turn is ours: nobody else touches the writer meanwhile */
+    char err[256];
+    if (!(writer.conn = open_conn(writer.path, err))) {
+      log_msg(LOG_ERROR, "%s", err);
+      rc = DB_ERROR;
+    }
+  }
+  if (rc == DB_OK && !open) rc = run_plain(writer.conn, "BEGIN IMMEDIATE");
+  if (rc == DB_OK) rc = run_plain(writer.conn, "SAVEPOINT member");
+  pthread_mutex_lock(&writer.mu);
+  if (rc == DB_OK) {
+    writer.open = true;
+    writer.members++;
+  } else {
+    if (writer.conn && writer.open && sqlite3_get_autocommit(writer.conn->db)) writer.open = false;
+    pass_turn();
+  }
+  pthread_mutex_unlock(&writer.mu);
+  return rc;
+}
+
+/* Ends the caller's part of the group: kept (ok) or rolled back. Then, when others are
+ * waiting for their turn and the group has room, hands the writer on and waits for the
+ * group's commit; otherwise commits for everyone who ended before. Returns the outcome of
+ * the caller's change: DB_OK only once it is committed. */
+static db_rc leave(bool ok) {
+  sqlite_conn *w = writer.conn;
+  db_rc rc = DB_OK;
+  if (ok && (rc = on_writer("RELEASE member", NULL, 0, NULL)) != DB_OK) ok = false;
+  bool aborted = sqlite3_get_autocommit(w->db); /* an error ended the whole transaction */
+  if (!ok && !aborted) {
+    run_plain(w, "ROLLBACK TO member");
+    run_plain(w, "RELEASE member");
+  }
+  if (!ok && rc == DB_OK) rc = aborted ? group_failure() : DB_ERROR;
+  pthread_mutex_lock(&writer.mu);
+  if (aborted) writer.open = false;
+  if (writer.open && writer.waiting > 0 && writer.members < GROUP_MAX) {
+    pass_turn();
+    if (!ok) { /* nothing of this caller's to wait for */
+      pthread_mutex_unlock(&writer.mu);
+      return rc;
+    }
+    group_member me = {.next = writer.ended};
+    writer.ended = &me;
+    while (!me.done) pthread_cond_wait(&writer.committed, &writer.mu);
+    pthread_mutex_unlock(&writer.mu);
+    return me.rc;
+  }
+  bool commit = writer.open, lost = aborted && writer.ended; /* the ended callers' work went with it */
+  pthread_mutex_unlock(&writer.mu);
+  db_rc committed = commit ? run_plain(w, "COMMIT") : lost ? group_failure() : DB_OK;
+  if (commit && committed != DB_OK && !sqlite3_get_autocommit(w->db)) run_plain(w, "ROLLBACK");
+  pthread_mutex_lock(&writer.mu);
+  for (group_member *m = writer.ended; m; m = m->next) m->done = true, m->rc = committed;
+  writer.ended = NULL;
+  writer.open = false;
+  writer.members = 0;
+  pthread_cond_broadcast(&writer.committed);
+  pass_turn();
+  pthread_mutex_unlock(&writer.mu);
+  return ok ? committed : rc;
+}
+
+static db_rc sq_exec(void *h, const char *sql, const db_val *params, int n, db_res **out) {
   sqlite_conn *c = h;
+  if (!strcmp(sql, "BEGIN IMMEDIATE")) {
+    if (c->member) return DB_ERROR;
+    db_rc rc = join();
+    c->member = rc == DB_OK;
+    return rc;
+  }
+  if (c->member) {
+    if (!strcmp(sql, "COMMIT")) return c->member = false, leave(true);
+    if (!strcmp(sql, "ROLLBACK")) return c->member = false, leave(false), DB_OK;
+    return on_writer(sql, params, n, out);
+  }
+  if (!strcmp(sql, "COMMIT") || !strcmp(sql, "ROLLBACK")) return DB_OK; /* ended already (a failed COMMIT) */
+  /* outside a transaction: a read runs here, a write as a transaction of its own */
+  int rc = SQLITE_OK;
+  sqlite3_stmt *st = prepare(c, sql, &rc);
+  if (!st) return map_error(c, rc, sql);
+  if (sqlite3_stmt_readonly(st)) return run_on(c, sql, params, n, out);
+  db_rc result = join();
+  if (result != DB_OK) return result;
+  result = on_writer(sql, params, n, out);
+  db_rc done = leave(result == DB_OK);
+  return result != DB_OK ? result : done;
+}
+
+static db_rc script_on(sqlite_conn *c, const char *sql) {
   char *msg = NULL;
   if (sqlite3_exec(c->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
     log_msg(LOG_ERROR, "sqlite script: %s", msg ? msg : "?");
@@ -175,10 +363,24 @@ static db_rc sq_script(void *h, const char *sql) {
   return DB_OK;
 }
 
+/* Scripts (migrations) write: on the writer, in the caller's transaction or one of their own. */
+static db_rc sq_script(void *h, const char *sql) {
+  sqlite_conn *c = h;
+  if (c->member) return script_on(writer.conn, sql);
+  db_rc rc = join();
+  if (rc != DB_OK) return rc;
+  rc = script_on(writer.conn, sql);
+  db_rc done = leave(rc == DB_OK);
+  return rc != DB_OK ? rc : done;
+}
+
+static void sq_no_wait(void *h) { sqlite3_busy_timeout(((sqlite_conn *)h)->db, 0); }
+
 const engine_ops sqlite_engine_ops = {
     .connect = sq_connect,
     .disconnect = sq_disconnect,
     .exec = sq_exec,
     .script = sq_script,
+    .no_wait = sq_no_wait,
     .begin_sql = "BEGIN IMMEDIATE",
 };

@@ -71,6 +71,14 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* stopping, worker slots
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static _Thread_local const queue_item *current;
 
+/* queue_defer's work, written by the next general worker that wakes (under mu). */
+#define DEFERRED_MAX 256
+static struct {
+  const char *kind;
+  json_t *payload;
+} deferred[DEFERRED_MAX];
+static int ndeferred;
+
 static void add_handler(const char *kind, queue_handler fn, bool heavy) {
   if (nhandlers == MAX_KINDS) die("too many queue handlers");
   handlers[nhandlers].kind = kind, handlers[nhandlers].fn = fn, handlers[nhandlers].heavy = heavy;
@@ -186,6 +194,33 @@ db_rc queue_now(const char *kind, json_t *payload) {
   db_release(c);
   if (rc == DB_OK) queue_kick();
   return rc;
+}
+
+void queue_defer(const char *kind, json_t *payload) {
+  pthread_mutex_lock(&mu);
+  if (ndeferred < DEFERRED_MAX) {
+    deferred[ndeferred].kind = kind, deferred[ndeferred++].payload = payload;
+    payload = NULL;
+  }
+  pthread_cond_broadcast(&cv);
+  pthread_mutex_unlock(&mu);
+  json_decref(payload); /* dropped: the list is full */
+}
+
+/* Writes the work handed over by queue_defer. */
+static void write_deferred(void) {
+  for (;;) {
+    pthread_mutex_lock(&mu);
+    if (!ndeferred) {
+      pthread_mutex_unlock(&mu);
+      return;
+    }
+    const char *kind = deferred[--ndeferred].kind;
+    json_t *payload = deferred[ndeferred].payload;
+    pthread_mutex_unlock(&mu);
+    if (queue_now(kind, payload) != DB_OK) log_msg(LOG_WARN, "queueing deferred %s work failed", kind);
+    json_decref(payload);
+  }
 }
 
 void queue_kick(void) {
@@ -383,7 +418,7 @@ static void *worker_main(void *arg) {
   db_use_pool(DB_POOL_SLOW); /* background work never takes a request's connection */
   if (w->lane == LANE_HEAVY) setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), HEAVY_NICE);
   while (!is_stopping()) {
-    if (w->lane == LANE_GENERAL) queue_due_periodics();
+    if (w->lane == LANE_GENERAL) write_deferred(), queue_due_periodics();
     if (run_one(w)) continue;
     nap(POLL_MS);
   }
@@ -438,6 +473,9 @@ void queue_stop(void) {
   pthread_join(keeper, NULL);
   free(workers);
   workers = NULL, nworkers = 0;
+  pthread_mutex_lock(&mu);
+  while (ndeferred) json_decref(deferred[--ndeferred].payload); /* hints only: dropped at shutdown */
+  pthread_mutex_unlock(&mu);
   for (int l = 0; l < LANE_COUNT; l++) {
     free(lanes[l].ready_sql), free(lanes[l].claim_sql);
     lanes[l].ready_sql = lanes[l].claim_sql = NULL, lanes[l].nkinds = 0;

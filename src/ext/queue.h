@@ -54,6 +54,11 @@ void queue_kick(void);
 /* Ends a transaction that queued work: commits when rc is DB_OK, releases c (which rolls back
  * an unfinished one), and wakes the workers once the work is committed. Returns the outcome. */
 db_rc queue_commit(db_conn *c, db_rc rc);
+/* Hands one unit of work (payload stolen) to the queue workers, which write it as queue_now
+ * would: for threads that must not write themselves (ROUTE_DB_READ handlers on an event
+ * thread). Held in memory until then (at most a few hundred; more are dropped), so only for
+ * work whose loss costs nothing but time, such as a cache repair. */
+void queue_defer(const char *kind, json_t *payload);
 /* Queues one unit of work in a statement of its own and wakes the workers. */
 db_rc queue_now(const char *kind, json_t *payload);
 /* Counts the work due now (pending, or running with a lapsed lease) and the work being run.

@@ -152,6 +152,33 @@ char *storage_url(const char *key, int64_t ttl_seconds) {
   return url;
 }
 
+void storage_url_jw(jw *w, const char *key, int64_t ttl_seconds) {
+  if (!key) return jw_null(w);
+  long long expires = clock_now_ms() / 1000 + ttl_seconds;
+  char sig[65], url[1024];
+  url_mac(key, expires, sig);
+  int n = snprintf(url, sizeof url, "%s/files/%s?expires=%lld&sig=%s", CFG.public_url, key, expires, sig);
+  if (n < 0 || (size_t)n >= sizeof url) { /* a public URL longer than any sane one */
+    char *heap = storage_url(key, ttl_seconds);
+    jw_str(w, heap);
+    free(heap);
+    return;
+  }
+  jw_strn(w, url, (size_t)n);
+}
+
+void storage_urls_jw(jw *w, const char *keys_json, int64_t ttl_seconds) {
+  jw_arr(w);
+  if (keys_json && strcmp(keys_json, "[]")) {
+    json_t *keys = json_loads(keys_json, 0, NULL);
+    size_t i;
+    json_t *k;
+    json_array_foreach(keys, i, k) if (json_is_string(k)) storage_url_jw(w, json_string_value(k), ttl_seconds);
+    json_decref(keys);
+  }
+  jw_arr_end(w);
+}
+
 json_t *storage_url_json(const char *key, int64_t ttl_seconds) {
   if (!key) return json_null();
   char *url = storage_url(key, ttl_seconds);

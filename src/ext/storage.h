@@ -6,6 +6,7 @@
  * sig is an HMAC over key and expiry under a key derived from JWT_SECRET. Thread-safe. */
 #ifndef EXT_STORAGE_H
 #define EXT_STORAGE_H
+#include "core/jw.h"
 #include "core/errors.h"
 #include <jansson.h>
 #include <stdbool.h>
@@ -56,6 +57,10 @@ char *storage_url(const char *key, int64_t ttl_seconds);
 json_t *storage_url_json(const char *key, int64_t ttl_seconds);
 /* A JSON array text of keys (a database cell; NULL counts as empty) as an array of signed URLs. */
 json_t *storage_urls_json(const char *keys_json, int64_t ttl_seconds);
+/* The same two written into an answer: the signed URL of key as a string (null for NULL), and
+ * a JSON array text of keys as an array of signed URLs ("[]" and NULL cost nothing). */
+void storage_url_jw(jw *w, const char *key, int64_t ttl_seconds);
+void storage_urls_jw(jw *w, const char *keys_json, int64_t ttl_seconds);
 /* Checks a URL's expiry and signature against the service clock. */
 bool storage_url_valid(const char *key, const char *expires, const char *sig);
 

@@ -10,6 +10,7 @@
 #define HTTP_HTTP_H
 #include "core/arena.h"
 #include "core/errors.h"
+#include "core/jw.h"
 #include "ext/token.h"
 #include "http/schema.h"
 #include <jansson.h>
@@ -43,6 +44,13 @@ enum {
   ROUTE_SLOW = 1 << 5,      /* the handler waits on more than the database (password hashing,
                                the payment processor, object storage, routing): it runs on its
                                own worker lane so it cannot hold up the database-bound routes */
+  ROUTE_DB_READ = 1 << 6,   /* the handler only reads the database (and signs URLs): where reads
+                               never wait (SQLite, db_reads_inline) it runs on the event thread
+                               with that thread's own connection, without a hand-over to a
+                               worker; elsewhere on the database lane. It must not write (work it
+                               needs written goes through queue_defer). When the database is
+                               locked (by another process) it runs again on a worker, which waits;
+                               impersonated requests (recorded by the hooks) always go to one. */
 };
 
 /* A fixed-window rate limit keyed by client address; counters live in the database. */
@@ -135,6 +143,8 @@ struct hs_req {
   /* the answer */
   int status;
   json_t *res_body;
+  const char *res_json; /* the body as JSON text in the arena (hs_ok_jw), instead of res_body */
+  size_t res_json_len;
   err_t err;
   const char *err_message, *err_code;
   int retry_after; /* seconds; 0 = no header */
@@ -158,6 +168,12 @@ const char *hs_header(const hs_req *req, const char *name);
 err_t hs_ok(hs_req *req, json_t *body);
 /* Answers with an explicit status and body (stolen). */
 err_t hs_reply(hs_req *req, int status, json_t *body);
+/* A JSON writer in the request's arena for the answer (hint: the expected size, or 0). */
+jw *hs_jw(hs_req *req, size_t hint);
+/* Answers with the route's success status / an explicit status and the writer's text, sent
+ * from the arena as it is (no copy, no re-serialisation). */
+err_t hs_ok_jw(hs_req *req, const jw *w);
+err_t hs_reply_jw(hs_req *req, int status, const jw *w);
 /* Answers 200 with raw bytes: an open fd (closed by the server) or a heap buffer (freed by
  * the server), size bytes of content_type. */
 err_t hs_reply_file(hs_req *req, int fd, char *data, size_t size, const char *content_type);
@@ -169,7 +185,9 @@ err_t hs_fail_code(hs_req *req, err_t err, const char *code, const char *message
 /* Hooks a domain installs into the pipeline (hs_set_hooks, before the server starts), so the
  * HTTP layer can consult rules it must not know about (staff sessions, the audit trail)
  * without including a domain header. Each may be NULL. They run on worker threads and may use
- * the database.
+ * the database; for a ROUTE_DB_READ route they may run on an HTTP event thread, where they
+ * must only read, except for a request with an impersonation token (auth.elevation_id),
+ * which is always answered by a worker.
  * - check_token: after a token's signature and expiry are verified and req->auth is filled,
  *   before its role is checked against the route. It may refuse the token by returning
  *   hs_fail(req, ERR_UNAUTHORIZED, ...) (any failure ends the request with that error).

@@ -2,8 +2,10 @@
  * several times per request: first with the headers (we match the route, check
  * Content-Length and, for uploads, the token), then with body chunks (copied, or streamed to
  * disk for multipart, up to the route's limit), then once with no data. Then routes flagged
- * ROUTE_INLINE (and 404s) are answered on the event thread; every other request is handed to
- * a worker thread with its connection suspended, and answered when the worker resumes it.
+ * ROUTE_INLINE (and 404s) are answered on the event thread, and so are ROUTE_DB_READ routes
+ * where reads never wait (SQLite: the thread's own connection); every other request is handed
+ * to a worker thread with its connection suspended, and answered when the worker resumes it.
+ * A JSON answer written with the writer (hs_ok_jw) is sent from the arena as it is.
  * Answering only after the body keeps the connection alive. on_completed writes the access
  * log line and drops the request's arena. */
 #include "http/server.h"
@@ -51,8 +53,11 @@ typedef struct conn_ctx {
   size_t body_len, body_cap, max_body;
   bool started; /* on_request has seen the headers (the context exists from the request line on) */
   bool too_large, preflight, authorized, multipart, pp_failed;
+  bool claims_read; /* the token was read (claims: its claims, NULL when it is not valid) */
+  token_claims *claims;
   bool answered; /* a response was queued */
   bool done;     /* a worker ran the pipeline; the answer waits to be queued */
+  bool prepared; /* prepare_answer ran */
   bool out_gzip; /* out is gzip-compressed */
   char *out;     /* the JSON answer's bytes, prepared by the thread that ran the pipeline */
   size_t out_len;
@@ -66,7 +71,7 @@ typedef struct conn_ctx {
   hs_form *form;
   /* the request arena's first chunk, so a small request allocates nothing else (kept last:
    * it is not zeroed) */
-  _Alignas(max_align_t) unsigned char arena_buf[448];
+  _Alignas(max_align_t) unsigned char arena_buf[432]; /* what is left of 1 KiB */
 } conn_ctx;
 
 /* glibc serves blocks up to 1032 bytes from a per-thread cache; a larger one consolidates
@@ -156,8 +161,26 @@ const char *hs_param(const hs_req *req, const char *name) {
 
 err_t hs_reply(hs_req *req, int status, json_t *body) {
   req->status = status;
+  req->res_json = NULL;
   req->res_body = arena_json(&req->arena, body);
   return ERR_OK;
+}
+
+jw *hs_jw(hs_req *req, size_t hint) {
+  jw *w = arena_alloc(&req->arena, sizeof *w);
+  jw_init(w, &req->arena, hint);
+  return w;
+}
+
+err_t hs_reply_jw(hs_req *req, int status, const jw *w) {
+  req->status = status;
+  req->res_body = NULL;
+  req->res_json = jw_text(w), req->res_json_len = jw_len(w);
+  return ERR_OK;
+}
+
+err_t hs_ok_jw(hs_req *req, const jw *w) {
+  return hs_reply_jw(req, req->route && req->route->ok ? req->route->ok : 200, w);
 }
 
 err_t hs_reply_file(hs_req *req, int fd, char *data, size_t size, const char *content_type) {
@@ -303,16 +326,25 @@ static unsigned role_bit(const token_claims *c) {
   return 0;
 }
 
-/* 401 without a valid token, 403 when its role is not one the route admits. The check_token
- * hook may use the database, so it runs only on workers: an upload's early guard on the event
- * thread (with_hook false) leaves it to dispatch. */
-static err_t guard(hs_req *req, bool with_hook) {
-  const char *h = hs_header(req, "Authorization");
-  if (!h || strncasecmp(h, "Bearer ", 7)) return hs_fail(req, ERR_UNAUTHORIZED, NULL);
+/* The request's token claims, verified once (NULL: no valid bearer token). */
+static const token_claims *claims_of(conn_ctx *ctx) {
+  if (ctx->claims_read) return ctx->claims;
+  ctx->claims_read = true;
+  const char *h = hs_header(&ctx->req, "Authorization");
+  if (!h || strncasecmp(h, "Bearer ", 7)) return NULL;
   h += 7;
   while (*h == ' ') h++;
-  token_claims *c = arena_alloc(&req->arena, sizeof *c);
-  if (!token_verify(h, c)) return hs_fail(req, ERR_UNAUTHORIZED, NULL);
+  token_claims *c = arena_alloc(&ctx->req.arena, sizeof *c);
+  return ctx->claims = token_verify(h, c) ? c : NULL;
+}
+
+/* 401 without a valid token, 403 when its role is not one the route admits. The check_token
+ * hook may use the database, so it runs only where the request is answered: an upload's early
+ * guard on the event thread (with_hook false) leaves it to dispatch. */
+static err_t guard(conn_ctx *ctx, bool with_hook) {
+  hs_req *req = &ctx->req;
+  const token_claims *c = claims_of(ctx);
+  if (!c) return hs_fail(req, ERR_UNAUTHORIZED, NULL);
   unsigned bit = role_bit(c);
   if (!bit) return hs_fail(req, ERR_FORBIDDEN, NULL);
   req->auth = (hs_auth){c->id, c->role, bit, c->elevation_id[0] ? c->elevation_id : NULL};
@@ -383,7 +415,7 @@ static void run_pipeline(conn_ctx *ctx) {
   req->raw_body = ctx->body ? ctx->body : "";
   req->raw_len = ctx->body_len;
   if (r->roles) {
-    err_t e = ctx->authorized ? (hooks.check_token ? hooks.check_token(req) : ERR_OK) : guard(req, true);
+    err_t e = ctx->authorized ? (hooks.check_token ? hooks.check_token(req) : ERR_OK) : guard(ctx, true);
     if (e != ERR_OK && req->err == ERR_OK) hs_fail(req, e, NULL);
     if (req->err != ERR_OK) return;
   }
@@ -414,28 +446,49 @@ static void run_pipeline(conn_ctx *ctx) {
 
 static json_t *error_body(hs_req *req);
 
+/* Forgets the answer decided so far. */
+static void answer_clear(hs_req *req) {
+  if (req->res_fd >= 0) close(req->res_fd), req->res_fd = -1;
+  free(req->res_data), req->res_data = NULL, req->res_content_type = NULL;
+  req->status = 0, req->res_body = NULL, req->res_json = NULL, req->err = ERR_OK;
+  req->err_message = req->err_code = NULL, req->retry_after = 0;
+}
+
+/* Forgets the bytes prepare_answer made (a read on the event thread handed to a worker). */
+static void prepared_clear(conn_ctx *ctx) {
+  free(ctx->out), ctx->out = NULL;
+  ctx->out_len = 0, ctx->out_gzip = ctx->prepared = false;
+}
+
 /* Turns an error into the status and body that answer it (once). */
 static void settle(hs_req *req) {
   if (req->err == ERR_OK) return;
   req->status = err_status(req->err);
   req->res_body = arena_json(&req->arena, error_body(req));
+  req->res_json = NULL;
   req->res_content_type = NULL; /* a file answer begun before the failure is dropped */
   req->err = ERR_OK;
 }
 
-/* Serialises the JSON answer (and compresses it when the client takes gzip), so the event
- * thread that sends it only hands bytes over. */
+/* Makes the JSON answer's bytes once (and compresses them when the client takes gzip), so the
+ * event thread that sends it only hands bytes over. Text the JSON writer made stays in the
+ * arena (ctx->out NULL) unless it is compressed. */
 static void prepare_answer(conn_ctx *ctx) {
   hs_req *req = &ctx->req;
   settle(req);
-  if (req->res_content_type || ctx->out) return;
-  json_t *body = req->res_body;
-  ctx->out = body ? json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15)) : NULL;
-  ctx->out_len = ctx->out ? strlen(ctx->out) : 0;
-  hs_idem_end(req, req->status, ctx->out);
+  if (req->res_content_type || ctx->prepared) return;
+  ctx->prepared = true;
+  const char *text;
+  if (req->res_json) {
+    text = req->res_json, ctx->out_len = req->res_json_len;
+  } else {
+    ctx->out = req->res_body ? json_dumps(req->res_body, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15)) : NULL;
+    text = ctx->out, ctx->out_len = ctx->out ? strlen(ctx->out) : 0;
+  }
+  hs_idem_end(req, req->status, text);
   if (ctx->out_len >= HS_GZIP_MIN && hs_accepts_gzip(hs_header(req, "Accept-Encoding"))) {
     size_t n;
-    char *gz = hs_gzip(ctx->out, ctx->out_len, &n);
+    char *gz = hs_gzip(text, ctx->out_len, &n);
     if (gz) free(ctx->out), ctx->out = gz, ctx->out_len = n, ctx->out_gzip = true;
   }
 }
@@ -457,9 +510,7 @@ static void dispatch(conn_ctx *ctx) {
     if (stored == ERR_UNAVAILABLE) req->retry_after = 5;
   }
   if (db_unavailable_seen()) {
-    if (req->res_fd >= 0) close(req->res_fd), req->res_fd = -1;
-    free(req->res_data), req->res_data = NULL, req->res_content_type = NULL;
-    req->status = 0, req->res_body = NULL, req->err = ERR_OK;
+    answer_clear(req);
     hs_fail(req, ERR_UNAVAILABLE, "Service unavailable");
     req->retry_after = 1;
   }
@@ -535,11 +586,14 @@ static enum MHD_Result send_answer(struct MHD_Connection *conn, conn_ctx *ctx) {
   ctx->answered = true;
   prepare_answer(ctx); /* answers that did not go through dispatch (413 before the body, 404 preflights) */
   if (req->res_content_type) return send_file(conn, req);
-  struct MHD_Response *resp =
-      MHD_create_response_from_buffer_with_free_callback(ctx->out_len, ctx->out ? ctx->out : xstrdup(""), free);
+  struct MHD_Response *resp;
+  if (!ctx->out && req->res_json) /* arena text outlives the response: the arena is dropped in on_completed */
+    resp = MHD_create_response_from_buffer(ctx->out_len, (void *)req->res_json, MHD_RESPMEM_PERSISTENT);
+  else
+    resp = MHD_create_response_from_buffer_with_free_callback(ctx->out_len, ctx->out ? ctx->out : xstrdup(""), free);
   bool compressible = ctx->out_gzip || ctx->out_len >= HS_GZIP_MIN;
   ctx->out = NULL; /* MHD frees it */
-  if (req->res_body) MHD_add_response_header(resp, "Content-Type", "application/json; charset=utf-8");
+  if (req->res_body || req->res_json) MHD_add_response_header(resp, "Content-Type", "application/json; charset=utf-8");
   if (ctx->out_gzip) MHD_add_response_header(resp, "Content-Encoding", "gzip");
   add_common_headers(resp, req, compressible);
   enum MHD_Result ret = MHD_queue_response(conn, (unsigned)req->status, resp);
@@ -674,7 +728,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     /* check the token before accepting any file onto disk */
     const hs_route *r = ctx->req.route;
     if (r && r->upload && r->roles && !ctx->preflight) {
-      if (guard(&ctx->req, false) != ERR_OK) return send_answer(conn, ctx);
+      if (guard(ctx, false) != ERR_OK) return send_answer(conn, ctx);
       ctx->authorized = true;
     }
     return MHD_YES;
@@ -716,9 +770,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   }
   if (ctx->preflight) return send_preflight(conn, ctx);
   const hs_route *r = ctx->req.route;
-  if (!r || (r->flags & ROUTE_INLINE) || ctx->too_large) { /* cannot block: answer on this thread */
+  /* the hooks write the record of an impersonated request: a worker's work */
+  const token_claims *claims = r && (r->flags & ROUTE_DB_READ) && r->roles ? claims_of(ctx) : NULL;
+  bool read_here = r && (r->flags & ROUTE_DB_READ) && db_reads_inline() && !(claims && claims->elevation_id[0]);
+  if (!r || (r->flags & ROUTE_INLINE) || read_here || ctx->too_large) { /* cannot block: answer on this thread */
+    if (read_here) db_use_pool(DB_POOL_EVENT);
     dispatch(ctx);
-    return send_answer(conn, ctx);
+    if (!read_here || ctx->too_large || !db_unavailable_seen()) return send_answer(conn, ctx);
+    answer_clear(&ctx->req); /* the file is locked: a worker's connection waits for it */
+    prepared_clear(ctx);
   }
   lane *l = &lanes[(r->flags & ROUTE_SLOW) || r->upload ? LANE_SLOW : LANE_DB];
   pthread_mutex_lock(&l->mu);

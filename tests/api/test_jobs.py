@@ -311,6 +311,110 @@ def test_list_jobs_needs_a_token(api):
     assert r.status_code == 401 and r.json() == UNAUTHORIZED
 
 
+# ================================================================ the stored Job JSON (migration 0012)
+# Each job's JSON is written when the job changes and copied into every answer; these tests
+# check that every view shows a change at once and that all views agree.
+
+def without_signatures(job):
+    """The Job JSON with each photo URL cut at its query (the expiry moves with the clock)."""
+    out = dict(job)
+    for k in ("images", "beforeImages", "afterImages"):
+        out[k] = [u.split("?")[0] for u in job[k]]
+    return out
+
+
+def views_of(api, user, pros, jid):
+    """The job as its customer's list, GET /jobs/:id and each provider's feed show it (None
+    where it is not in a feed), without the members each view adds."""
+    listed = {j["id"]: j for j in feed(api, user["token"])}[jid]
+    detail = get_job(api, user["token"], jid)
+    views = [listed, {k: v for k, v in detail.items() if k in JOB_FIELDS}]
+    for p in pros:
+        mine = {j["id"]: j for j in feed(api, p["token"])}.get(jid)
+        views.append(mine and {k: v for k, v in mine.items() if k != "quoted"})
+    return [v and without_signatures(v) for v in views]
+
+
+def test_every_view_shows_a_change_at_once(api):
+    zip_code = private_zip()
+    u = customer(api, zip_code, "pm_card_visa")
+    a, b = provider(api, [zip_code]), provider(api, [zip_code])
+    job = post_job(api, u, details={"area": 0.30000000000000004, "gate": "code 12\n\u00e9"})
+    jid = job["id"]
+    assert job["details"] == {"area": 0.3, "gate": "code 12\n\u00e9"}  # 15 significant digits, as before
+    first = views_of(api, u, [a, b], jid)
+    assert all(v == without_signatures(job) for v in first), first
+
+    time.sleep(0.002)
+    quote(api, a, jid, 90)
+    quoted = views_of(api, u, [a, b], jid)
+    assert all(v["status"] == "QUOTED" and v["updatedAt"] > job["updatedAt"] for v in quoted), quoted
+    assert all(v == quoted[0] for v in quoted)
+    assert {j["id"]: j["quoted"] for j in feed(api, a["token"])}[jid] is True
+    assert {j["id"]: j["quoted"] for j in feed(api, b["token"])}[jid] is False
+
+    time.sleep(0.002)
+    ok(api.post(f"/jobs/{jid}/images", token=u["token"], files=image_files(1, seed=31)))
+    photo = views_of(api, u, [a, b], jid)
+    assert all(len(v["images"]) == 1 and v["updatedAt"] > quoted[0]["updatedAt"] for v in photo), photo
+    assert all(v == photo[0] for v in photo)
+    for j in feed(api, b["token"]):
+        if j["id"] == jid:
+            assert_served(j["images"][0], image_files(1, seed=31)[0][1][1])
+
+    ok(api.post(f"/jobs/{jid}/cancel", token=u["token"]))
+    gone = views_of(api, u, [a, b], jid)
+    assert gone[0]["status"] == gone[1]["status"] == "CANCELLED" and gone[2:] == [None, None]
+
+
+def stored_json(server, jid):
+    from test_system import db_rows
+    return db_rows(server.env["DATABASE_URL"], server.data_dir,
+                   f"SELECT json_head IS NULL, json_tail IS NULL FROM jobs WHERE id = '{jid}'")[0]
+
+
+def test_a_change_made_outside_the_jobs_domain_shows_at_once_and_is_repaired(api, server):
+    """A writer that changes a job without rewriting its JSON (an operator's UPDATE, a seeder's
+    INSERT) is still shown exactly: the row is rendered until the repair writes the JSON back."""
+    from test_system import db_rows
+    zip_code = private_zip()
+    u = customer(api, zip_code)
+    pro = provider(api, [zip_code], verified=False)
+    jid = post_job(api, u)["id"]
+    assert stored_json(server, jid) in [("0", "0"), ("f", "f")]  # written with the job
+    db_rows(server.env["DATABASE_URL"], server.data_dir,
+            f"UPDATE jobs SET description = 'Changed by hand', tip_cents = 250, updated_at = updated_at + 1 "
+            f"WHERE id = '{jid}'")
+    assert stored_json(server, jid) in [("1", "1"), ("t", "t")]  # the trigger dropped the stale JSON
+    views = views_of(api, u, [pro], jid)
+    assert all(v["description"] == "Changed by hand" and v["tipAmount"] == 2.5 for v in views), views
+    assert all(v == views[0] for v in views)
+    deadline = time.time() + 15
+    while stored_json(server, jid) not in [("0", "0"), ("f", "f")]:
+        assert time.time() < deadline, "the stored JSON was not repaired"
+        time.sleep(0.05)
+    assert views_of(api, u, [pro], jid) == views
+    # a quote on a job changed behind its JSON's back (the quote's transaction re-reads it)
+    quoter = provider(api, [zip_code])
+    db_rows(server.env["DATABASE_URL"], server.data_dir,
+            f"UPDATE jobs SET description = 'Changed again' WHERE id = '{jid}'")
+    quote(api, quoter, jid, 70)
+    views = views_of(api, u, [pro, quoter], jid)
+    assert all(v["description"] == "Changed again" and v["status"] == "QUOTED" for v in views), views
+    assert all(v == views[0] for v in views)
+    # a row inserted straight into the table, as bench/seed_jobs.py does
+    other = post_job(api, u)
+    db_rows(server.env["DATABASE_URL"], server.data_dir,
+            "INSERT INTO jobs (id, customer_id, service, description, preferred_at, is_asap, feed_at, address, zip, "
+            "status, created_at, updated_at, seq) SELECT 'cseeded' || substr(id, 8), customer_id, service, 'Seeded', "
+            f"preferred_at, is_asap, feed_at, address, zip, status, created_at, updated_at, seq + 1 FROM jobs "
+            f"WHERE id = '{other['id']}'")
+    seeded = "cseeded" + other["id"][7:]
+    got = {j["id"]: j for j in feed(api, pro["token"])}[seeded]
+    assert got["description"] == "Seeded" and got["lat"] is None and got["quoted"] is False
+    assert get_job(api, u["token"], seeded)["description"] == "Seeded"
+
+
 # ================================================================ GET /jobs/:id
 
 def test_job_detail_visibility_and_nested_objects(api):

@@ -8,8 +8,30 @@
 extern const hs_route JOBS_ROUTES[];
 extern const size_t JOBS_ROUTES_LEN;
 
-/* The Job JSON of the row at index row of r (a `SELECT jobs.*` result). New reference. */
+/* Registers the domain's background work (the repair of missing stored Job JSON). */
+void jobs_domain_init(void);
+
+/* The Job JSON of the row at index row of r (a `SELECT jobs.*` result). New reference. For
+ * answers still built with jansson; jobs_reply_list writes the stored JSON directly. */
 json_t *jobs_json(const db_res *r, int row);
+/* Answers req with the Job JSON of every row of r (`SELECT jobs.*` rows) as an array, from
+ * the JSON stored with each job (docs/internals/job-json.md). */
+err_t jobs_reply_list(hs_req *req, const db_res *r);
+/* Rewrites the stored JSON of the jobs row at index row of job (a `SELECT jobs.*` or
+ * `RETURNING *` result taken inside c's open transaction, after the change). Every writer of
+ * the jobs table calls it, or jobs_json_refresh_in, in the changing transaction; a change
+ * that does not is still correct (migration 0012's trigger drops the stored JSON) but slower
+ * to read until repaired. */
+db_rc jobs_json_save_in(db_conn *c, const db_res *job, int row);
+/* The same, reading job id inside c's transaction first. */
+db_rc jobs_json_refresh_in(db_conn *c, const char *id);
+/* Moves a job to status `to` from one of `from` (NULL-terminated constants), with
+ * updated_at = now, on c inside the caller's transaction. job[row] is the job as read before
+ * the transaction (`jobs.*`): when the row is unchanged since (same stored JSON), the new
+ * JSON is written by the same statement; otherwise the moved row is read back and rendered.
+ * *moved false (and nothing changed) when the job is no longer in one of `from`. */
+db_rc jobs_move_in(db_conn *c, const db_res *job, int row, const char *const *from, const char *to, int64_t now,
+                   bool *moved);
 /* Reads job id; ERR_NOT_FOUND when missing. */
 err_t jobs_get(arena *a, const char *id, db_res **row);
 /* True when provider serves the job's service in its ZIP. */

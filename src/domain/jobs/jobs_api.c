@@ -12,7 +12,6 @@
 #include "domain/jobs/jobs_store.h"
 #include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
-#include "domain/quotes/quotes.h"
 #include "ext/geo.h"
 #include "ext/mail.h"
 #include "ext/queue.h"
@@ -22,26 +21,6 @@
 
 #define HOUR_MS (3600LL * 1000)
 #define CANCEL_LOCK_MS (48 * HOUR_MS)
-#define REPORT_WINDOW_MS (72 * HOUR_MS)
-
-json_t *jobs_json(const db_res *r, int row) {
-  const char *tip = db_field(r, row, "tip_cents");
-  const char *eta = db_field(r, row, "eta_minutes");
-  return json_pack(
-      "{s:s,s:s,s:o,s:s,s:o,s:o,s:o,s:o,s:s,s:s,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id", db_field(r, row, "id"),
-      "customerId", db_field(r, row, "customer_id"), "providerId", jx_str_or_null(db_field(r, row, "provider_id")),
-      "service", db_field(r, row, "service"), "description", jx_str_or_null(db_field(r, row, "description")),
-      "preferredAt", jx_iso_or_null(db_field(r, row, "preferred_at")), "isAsap", jx_bool(db_field(r, row, "is_asap")),
-      "details", jx_parse_or(db_field(r, row, "details"), json_null()), "address", db_field(r, row, "address"), "zip",
-      db_field(r, row, "zip"), "lat", jx_real_or_null(db_field(r, row, "lat")), "lng",
-      jx_real_or_null(db_field(r, row, "lng")), "status", db_field(r, row, "status"), "images",
-      storage_urls_json(db_field(r, row, "images"), URL_TTL_PHOTO), "beforeImages",
-      storage_urls_json(db_field(r, row, "before_images"), URL_TTL_PHOTO), "afterImages",
-      storage_urls_json(db_field(r, row, "after_images"), URL_TTL_PHOTO), "tipAmount",
-      tip ? jx_money(strtoll(tip, NULL, 10)) : json_null(), "etaMinutes",
-      eta ? json_integer(strtoll(eta, NULL, 10)) : json_null(), "createdAt",
-      jx_iso_or_null(db_field(r, row, "created_at")), "updatedAt", jx_iso_or_null(db_field(r, row, "updated_at")));
-}
 
 err_t jobs_get(arena *a, const char *id, db_res **row) {
   if (db_query(a, row, "SELECT * FROM jobs WHERE id = $1", DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
@@ -102,12 +81,6 @@ static void notify_status(hs_req *req, db_res *job, const char *status) {
          arena_printf(&req->arena, "%s (%s)", text, db_field(job, 0, "service")), db_field(job, 0, "id"));
 }
 
-static err_t reply_job(hs_req *req, const char *id) {
-  db_res *r;
-  err_t e = jobs_get(&req->arena, id, &r);
-  return e == ERR_OK ? hs_ok(req, jobs_json(r, 0)) : e;
-}
-
 /* ---- posting and reading ---- */
 
 err_t api_jobs_create(hs_req *req) {
@@ -142,49 +115,7 @@ err_t api_jobs_create(hs_req *req) {
                         asap ? arena_printf(&req->arena, "An ASAP %s job was posted in %s", j.service, j.zip) : NULL);
   free(details_text);
   if (e != ERR_OK) return e;
-  return reply_job(req, id);
-}
-
-err_t api_jobs_list(hs_req *req) {
-  db_res *r;
-  bool provider = req->auth.role_bit == ROLE_PROVIDER;
-  err_t e = provider ? jobs_store_feed(&req->arena, req->auth.id, &r)
-                     : jobs_store_customer_jobs(&req->arena, req->auth.id, &r);
-  if (e != ERR_OK) return e;
-  json_t *list = json_array();
-  for (int i = 0; i < r->rows; i++) {
-    json_t *j = jobs_json(r, i);
-    if (provider) json_object_set_new(j, "quoted", jx_bool(db_field(r, i, "quoted")));
-    json_array_append_new(list, j);
-  }
-  return hs_ok(req, json_pack("{s:o}", "jobs", list));
-}
-
-err_t api_jobs_get(hs_req *req) {
-  db_res *job, *c, *p = NULL, *q;
-  relation rel;
-  err_t e = load_visible(req, &job, &rel);
-  if (e != ERR_OK) return e;
-  const char *id = db_field(job, 0, "id"), *provider = db_field(job, 0, "provider_id");
-  if ((e = jobs_store_customer_card(&req->arena, db_field(job, 0, "customer_id"), &c)) != ERR_OK) return e;
-  if (provider && (e = jobs_store_provider_card(&req->arena, provider, &p)) != ERR_OK) return e;
-  /* a provider sees its own quote, never its competitors' */
-  if ((e = jobs_store_quotes_of(&req->arena, id, rel == SEES_OWNER ? NULL : req->auth.id, &q)) != ERR_OK) return e;
-  json_t *out = jobs_json(job, 0);
-  json_object_set_new(out, "customer",
-                      c->rows ? json_pack("{s:s,s:s}", "id", db_field(c, 0, "id"), "name", db_field(c, 0, "name"))
-                              : json_null());
-  json_object_set_new(out, "provider",
-                      p && p->rows
-                          ? json_pack("{s:s,s:s,s:o,s:o}", "id", db_field(p, 0, "id"), "name", db_field(p, 0, "name"),
-                                      "companyName", jx_str_or_null(db_field(p, 0, "company_name")), "phone",
-                                      jx_str_or_null(db_field(p, 0, "phone")))
-                          : json_null());
-  json_t *quotes = json_array();
-  for (int i = 0; i < q->rows; i++) json_array_append_new(quotes, quotes_json(q, i));
-  json_object_set_new(out, "quotes", quotes);
-  if (rel == SEES_OWNER || rel == SEES_ASSIGNED) json_object_set_new(out, "payment", payments_job_json(id, "job"));
-  return hs_ok(req, out);
+  return jobs_write_one(req, id);
 }
 
 /* ---- lifecycle ---- */
@@ -205,7 +136,7 @@ err_t api_jobs_cancel(hs_req *req) {
   if ((e = jobs_store_move(id, from, "CANCELLED", NULL, NULL, DB_NULL, &moved)) != ERR_OK) return e;
   if (!moved) return hs_fail(req, ERR_CONFLICT, "The job changed meanwhile; try again");
   if (accepted && payments_void_job(id) != ERR_OK) log_msg(LOG_ERROR, "voiding the payment of job %s failed", id);
-  return reply_job(req, id);
+  return jobs_write_one(req, id);
 }
 
 /* The step before each status a provider may set (the order is enforced one step at a time). */
@@ -247,7 +178,7 @@ err_t api_jobs_set_status(hs_req *req) {
   if (!strcmp(to, "COMPLETED") && payments_capture_job(id) != ERR_OK)
     log_msg(LOG_ERROR, "job %s: payment neither captured nor queued; the reconciliation takes it up", id);
   notify_status(req, job, to);
-  return reply_job(req, id);
+  return jobs_write_one(req, id);
 }
 
 /* Stores every file of field `images`, all or none; the keys as JSON array text (arena), or
@@ -288,7 +219,7 @@ static err_t photo_step(hs_req *req, const char *from, const char *to, const cha
   if (!strcmp(to, "COMPLETED") && payments_capture_job(id) != ERR_OK)
     log_msg(LOG_ERROR, "job %s: payment neither captured nor queued; the reconciliation takes it up", id);
   notify_status(req, job, to);
-  return reply_job(req, id);
+  return jobs_write_one(req, id);
 }
 
 err_t api_jobs_start(hs_req *req) { return photo_step(req, "ON_THE_WAY", "IN_PROGRESS", "before_images"); }
@@ -309,23 +240,6 @@ err_t api_jobs_images(hs_req *req) {
 
 /* ---- after completion ---- */
 
-err_t api_jobs_reportable(hs_req *req) {
-  db_res *r;
-  err_t e = jobs_store_reportable(&req->arena, req->auth.id, clock_now_ms() - REPORT_WINDOW_MS, &r);
-  if (e != ERR_OK) return e;
-  json_t *list = json_array();
-  for (int i = 0; i < r->rows; i++) {
-    json_t *j = jobs_json(r, i);
-    json_object_set_new(j, "provider",
-                        db_field(r, i, "provider_name")
-                            ? json_pack("{s:s,s:o}", "name", db_field(r, i, "provider_name"), "companyName",
-                                        jx_str_or_null(db_field(r, i, "provider_company")))
-                            : json_null());
-    json_array_append_new(list, j);
-  }
-  return hs_ok(req, list);
-}
-
 /* A COMPLETED job of the caller's, for report, tip, recurring and review: 404 when not
  * visible, 403 when visible but not the caller's, 409 when not COMPLETED. */
 static err_t load_completed(hs_req *req, const char *id, db_res **job) {
@@ -341,7 +255,7 @@ err_t api_jobs_report(hs_req *req) {
   db_res *job;
   err_t e = load_completed(req, hs_param(req, "id"), &job);
   if (e != ERR_OK) return e;
-  if (clock_now_ms() - db_int(job, 0, db_col(job, "completed_at")) > REPORT_WINDOW_MS)
+  if (clock_now_ms() - db_int(job, 0, db_col(job, "completed_at")) > JOBS_REPORT_WINDOW_MS)
     return hs_fail(req, ERR_CONFLICT, "Reports are accepted within 72 hours of completion");
   char id[ID_LEN + 1];
   id_new(id);
@@ -383,10 +297,10 @@ err_t api_jobs_recurring(hs_req *req) {
                      .end_date = hs_body_str(req, "endDate"),
                      .day_of_week = (int)json_integer_value(json_object_get(req->body, "dayOfWeek"))};
   const char *day = days[q.day_of_week];
-  notice note = {provider, "provider", "Recurring service requested",
-                 arena_printf(&req->arena, "A customer asked for this job every %s (%s) until %s", day, q.time_slot,
-                              q.end_date),
-                 q.job_id};
+  notice note = {
+      provider, "provider", "Recurring service requested",
+      arena_printf(&req->arena, "A customer asked for this job every %s (%s) until %s", day, q.time_slot, q.end_date),
+      q.job_id};
   e = jobs_store_insert_recurring(&q, "A customer asked for a recurring service",
                                   arena_printf(&req->arena,
                                                "A customer asked you to repeat job %s every %s (%s) until %s.\nOpen "

@@ -17,4 +17,9 @@ err_t api_jobs_tip(hs_req *req);
 err_t api_jobs_recurring(hs_req *req);
 err_t api_reviews_create(hs_req *req);
 
+/* Reports are accepted this long after completion. */
+#define JOBS_REPORT_WINDOW_MS (72LL * 3600 * 1000)
+/* Answers with the Job JSON of job id (jobs_views.c). */
+err_t jobs_write_one(hs_req *req, const char *id);
+
 #endif

@@ -56,13 +56,14 @@ static const hs_file_rule job_files[] = {{"images", 5, 10 * MB, FT_IMAGES}, {0}}
 static const hs_upload_spec job_upload = {job_files, 1, "No files uploaded"};
 
 const hs_route JOBS_ROUTES[] = {
-    {HS_GET, "/jobs", api_jobs_list, ROLE_USER | ROLE_PROVIDER,
+    {HS_GET, "/jobs", api_jobs_list, ROLE_USER | ROLE_PROVIDER, .flags = ROUTE_DB_READ,
      .summary = "A customer's own jobs, or a provider's matching open feed", .response = "JobList"},
     {HS_POST, "/jobs", api_jobs_create, ROLE_USER, &create_schema, .ok = 201, .summary = "Post a job",
      .response = "Job", .errors = "404"},
-    {HS_GET, "/jobs/reportable", api_jobs_reportable, ROLE_USER,
+    {HS_GET, "/jobs/reportable", api_jobs_reportable, ROLE_USER, .flags = ROUTE_DB_READ,
      .summary = "Completed jobs that can still be reported (72 hours)", .response = "ReportableJob[]"},
-    {HS_GET, "/jobs/:id", api_jobs_get, ROLE_USER | ROLE_PROVIDER, .summary = "A job with customer, provider, quotes",
+    {HS_GET, "/jobs/:id", api_jobs_get, ROLE_USER | ROLE_PROVIDER, .flags = ROUTE_DB_READ,
+     .summary = "A job with customer, provider, quotes",
      .response = "JobDetail", .errors = "404"},
     {HS_POST, "/jobs/:id/cancel", api_jobs_cancel, ROLE_USER, .flags = ROUTE_SLOW, .summary = "Cancel a job",
      .response = "Job", .errors = "404 502"},

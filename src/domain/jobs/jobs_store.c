@@ -1,11 +1,18 @@
-/* jobs table access. The provider feed is one indexed query: jobs (service, zip, status,
- * feed_at) joined with the provider's normalised services and ZIPs. */
+/* jobs table access. Every change to a job rewrites its stored JSON (shapes.h) in the same
+ * transaction, from the row the change returned (RETURNING *), so readers copy it as it is.
+ * The provider feed reads the open jobs of each of the provider's (service, ZIP) pairs from a
+ * covering index in feed order (SQLite: one range scan per pair, merged by the caller) or in
+ * one sorted statement (PostgreSQL, where each statement is a round trip). */
 #include "domain/jobs/jobs_store.h"
 #include "core/clock.h"
 #include "core/jsonx.h"
+#include "domain/jobs/jobs.h"
 #include "domain/notifications/notifications.h"
+#include "domain/payments/payments.h"
+#include "domain/shapes.h"
 #include "ext/mail.h"
 #include "ext/queue.h"
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,16 +21,22 @@
 
 db_rc jobs_insert_in(db_conn *c, const job_new *j) {
   int64_t now = clock_now_ms();
-  return db_exec(
-      c, NULL, NULL,
+  arena a;
+  arena_init(&a);
+  db_res *r = NULL;
+  db_rc rc = db_exec(
+      c, &a, &r,
       "INSERT INTO jobs (id, customer_id, service, description, preferred_at, is_asap, feed_at, details, address, "
       "zip, lat, lng, status, created_at, updated_at, seq) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
-      "$12, 'PENDING', $13, $13, $14)",
+      "$12, 'PENDING', $13, $13, $14) RETURNING *",
       DB_ARGS(DB_TEXT(j->id), DB_TEXT(j->customer_id), DB_TEXT(j->service), DB_TEXT(j->description),
               j->has_preferred ? DB_INT(j->preferred_at) : DB_NULL, DB_BOOL(j->is_asap),
               DB_INT(j->is_asap ? ASAP_FEED_AT : j->preferred_at), DB_TEXT(j->details), DB_TEXT(j->address),
               DB_TEXT(j->zip), j->has_coords ? DB_REAL(j->lat) : DB_NULL, j->has_coords ? DB_REAL(j->lng) : DB_NULL,
               DB_INT(now), DB_INT(clock_sequence())));
+  if (rc == DB_OK) rc = jobs_json_save_in(c, r, 0);
+  arena_fini(&a);
+  return rc;
 }
 
 err_t jobs_store_insert(const job_new *j, const char *urgent_title, const char *urgent_body) {
@@ -35,60 +48,200 @@ err_t jobs_store_insert(const job_new *j, const char *urgent_title, const char *
   return db_to_err(queue_commit(c, rc));
 }
 
+/* ---- the stored Job JSON ---- */
+
+db_rc jobs_json_save_in(db_conn *c, const db_res *job, int row) {
+  if (!job || row >= job->rows) return DB_OK;
+  arena a;
+  arena_init(&a);
+  const char *head, *tail;
+  shape_job_render(&a, job, row, &head, &tail);
+  db_rc rc = db_exec(c, NULL, NULL, "UPDATE jobs SET json_head = $2, json_tail = $3 WHERE id = $1",
+                     DB_ARGS(DB_TEXT(db_field(job, row, "id")), DB_TEXT(head), DB_TEXT(tail)));
+  arena_fini(&a);
+  return rc;
+}
+
+db_rc jobs_json_refresh_in(db_conn *c, const char *id) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_exec(c, &a, &r, "SELECT * FROM jobs WHERE id = $1", DB_ARGS(DB_TEXT(id)));
+  if (rc == DB_OK) rc = jobs_json_save_in(c, r, 0);
+  arena_fini(&a);
+  return rc;
+}
+
+/* "'A', 'B'" from a NULL-terminated list of status constants (never input). */
+static void status_list(const char *const *from, char *out, size_t cap) {
+  out[0] = 0;
+  for (int i = 0; from[i]; i++) snprintf(out + strlen(out), cap - strlen(out), "%s'%s'", i ? ", " : "", from[i]);
+}
+
+db_rc jobs_move_in(db_conn *c, const db_res *job, int row, const char *const *from, const char *to, int64_t now,
+                   bool *moved) {
+  const char *id = db_field(job, row, "id"), *old_head = db_field(job, row, "json_head");
+  const char *old_tail = db_field(job, row, "json_tail");
+  char in[160], sql[512], now_text[24];
+  status_list(from, in, sizeof in);
+  snprintf(now_text, sizeof now_text, "%lld", (long long)now);
+  arena a;
+  arena_init(&a);
+  db_res *r = NULL;
+  db_rc rc = DB_OK;
+  *moved = false;
+  if (old_head && old_tail) { /* one statement: the new JSON, if the row is as it was read */
+    static const char *const columns[] = {"status", "updated_at"};
+    const char *values[] = {to, now_text}, *head, *tail;
+    shape_job_render_with(&a, job, row, columns, values, 2, &head, &tail);
+    snprintf(sql, sizeof sql,
+             "UPDATE jobs SET status = $2, updated_at = $3, json_head = $4, json_tail = $5 "
+             "WHERE id = $1 AND status IN (%s) AND json_head = $6 AND json_tail = $7",
+             in);
+    rc = db_exec(c, &a, &r, sql,
+                 DB_ARGS(DB_TEXT(id), DB_TEXT(to), DB_INT(now), DB_TEXT(head), DB_TEXT(tail), DB_TEXT(old_head),
+                         DB_TEXT(old_tail)));
+    *moved = rc == DB_OK && r->changes == 1;
+  }
+  if (rc == DB_OK && !*moved) { /* changed meanwhile, or without JSON: move it, render what moved */
+    snprintf(sql, sizeof sql,
+             "UPDATE jobs SET status = $2, updated_at = $3, json_head = NULL WHERE id = $1 AND status IN (%s) "
+             "RETURNING *",
+             in);
+    rc = db_exec(c, &a, &r, sql, DB_ARGS(DB_TEXT(id), DB_TEXT(to), DB_INT(now)));
+    *moved = rc == DB_OK && r->rows == 1;
+    if (*moved) rc = jobs_json_save_in(c, r, 0);
+  }
+  arena_fini(&a);
+  return rc;
+}
+
+err_t jobs_store_repair_json(const char *const *ids, int n) {
+  /* locked while rendered, so no change slips between the read and the write */
+  const char *sql = db_engine_get() == DB_POSTGRES ? "SELECT * FROM jobs WHERE id = $1 AND json_head IS NULL FOR UPDATE"
+                                                   : "SELECT * FROM jobs WHERE id = $1 AND json_head IS NULL";
+  arena a;
+  arena_init(&a);
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  for (int i = 0; rc == DB_OK && i < n; i++) {
+    db_res *r;
+    rc = db_exec(c, &a, &r, sql, DB_ARGS(DB_TEXT(ids[i])));
+    if (rc == DB_OK) rc = jobs_json_save_in(c, r, 0);
+  }
+  if (rc == DB_OK) rc = db_commit(c);
+  db_release(c);
+  arena_fini(&a);
+  return db_to_err(rc);
+}
+
 static err_t rows(arena *a, db_res **out, const char *sql, const db_val *params, int n) {
   return db_query(a, out, sql, params, n) == DB_OK ? ERR_OK : ERR_INTERNAL;
 }
 
 err_t jobs_store_customer_jobs(arena *a, const char *customer_id, db_res **out) {
-  return rows(a, out, "SELECT * FROM jobs WHERE customer_id = $1 ORDER BY seq DESC",
-              DB_ARGS(DB_TEXT(customer_id)));
+  return rows(a, out, "SELECT * FROM jobs WHERE customer_id = $1 ORDER BY seq DESC", DB_ARGS(DB_TEXT(customer_id)));
 }
 
-err_t jobs_store_feed(arena *a, const char *provider_id, db_res **out) {
-  return rows(a, out,
-              "SELECT j.*, CASE WHEN EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = j.id AND q.provider_id = $1) "
-              "THEN 1 ELSE 0 END AS quoted FROM jobs j "
-              "JOIN provider_services ps ON ps.provider_id = $1 AND ps.service = j.service "
-              "JOIN provider_zips pz ON pz.provider_id = $1 AND pz.zip = j.zip "
-              "WHERE j.status IN ('PENDING', 'QUOTED') ORDER BY j.feed_at, j.seq LIMIT 500",
-              DB_ARGS(DB_TEXT(provider_id)));
+#define FEED_COLUMNS "feed_at, seq, id, json_head, json_tail, images, before_images, after_images"
+
+/* SQLite: one range scan of the covering index jobs_feed_open per (service, ZIP) pair, each
+ * in feed order; the provider's pending quotes once. */
+static db_rc feed_sqlite(db_conn *c, arena *a, const char *provider_id, job_feed *out) {
+  db_res *pairs, *q;
+  db_rc rc = db_exec(c, a, &pairs,
+                     "SELECT s.service, z.zip FROM provider_services s JOIN provider_zips z "
+                     "ON z.provider_id = s.provider_id WHERE s.provider_id = $1",
+                     DB_ARGS(DB_TEXT(provider_id)));
+  if (rc == DB_OK)
+    rc = db_exec(c, a, &q, "SELECT job_id FROM quotes WHERE provider_id = $1 AND status = 'PENDING' ORDER BY job_id",
+                 DB_ARGS(DB_TEXT(provider_id)));
+  if (rc != DB_OK) return rc;
+  out->parts = arena_alloc(a, sizeof *out->parts * (size_t)(pairs->rows + 1));
+  for (int i = 0; rc == DB_OK && i < pairs->rows; i++)
+    rc = db_exec(c, a, &out->parts[out->nparts++],
+                 "SELECT " FEED_COLUMNS " FROM jobs INDEXED BY jobs_feed_open "
+                 "WHERE service = $1 AND zip = $2 AND status IN ('PENDING', 'QUOTED') ORDER BY feed_at, seq LIMIT 500",
+                 DB_ARGS(DB_TEXT(db_text(pairs, i, 0)), DB_TEXT(db_text(pairs, i, 1))));
+  out->quoted = q;
+  return rc;
 }
 
-err_t jobs_store_customer_card(arena *a, const char *customer_id, db_res **out) {
-  return rows(a, out, "SELECT id, name, email, address, zip FROM users WHERE id = $1", DB_ARGS(DB_TEXT(customer_id)));
+/* PostgreSQL: one statement, sorted by the server, `quoted` joined per row (one round trip). */
+static db_rc feed_postgres(db_conn *c, arena *a, const char *provider_id, job_feed *out) {
+  out->parts = arena_alloc(a, sizeof *out->parts);
+  out->nparts = 1;
+  return db_exec(c, a, &out->parts[0],
+                 "SELECT j.feed_at, j.seq, j.id, j.json_head, j.json_tail, j.images, j.before_images, j.after_images, "
+                 "CASE WHEN q.job_id IS NULL THEN 0 ELSE 1 END AS quoted "
+                 "FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
+                 "JOIN jobs j ON j.service = s.service AND j.zip = z.zip AND j.status IN ('PENDING', 'QUOTED') "
+                 "LEFT JOIN quotes q ON q.job_id = j.id AND q.provider_id = $1 "
+                 "WHERE s.provider_id = $1 ORDER BY j.feed_at, j.seq LIMIT 500",
+                 DB_ARGS(DB_TEXT(provider_id)));
 }
 
-err_t jobs_store_provider_card(arena *a, const char *provider_id, db_res **out) {
-  return rows(a, out,
-              "SELECT p.id, p.name, p.phone, p.company_name, p.company_url, p.insurance_info, p.logo_url, "
-              "(SELECT AVG(CAST(rating AS DOUBLE PRECISION)) FROM reviews r WHERE r.provider_id = p.id) AS average_rating "
-              "FROM providers p WHERE p.id = $1",
-              DB_ARGS(DB_TEXT(provider_id)));
+err_t jobs_store_feed(arena *a, const char *provider_id, job_feed *out) {
+  *out = (job_feed){0};
+  db_conn *c = db_acquire();
+  db_rc rc =
+      db_engine_get() == DB_POSTGRES ? feed_postgres(c, a, provider_id, out) : feed_sqlite(c, a, provider_id, out);
+  db_release(c);
+  return rc == DB_OK ? ERR_OK : ERR_INTERNAL;
 }
 
-err_t jobs_store_quotes_of(arena *a, const char *job_id, const char *provider_id, db_res **out) {
-  if (provider_id)
-    return rows(a, out, "SELECT * FROM quotes WHERE job_id = $1 AND provider_id = $2 ORDER BY seq",
-                DB_ARGS(DB_TEXT(job_id), DB_TEXT(provider_id)));
-  return rows(a, out, "SELECT * FROM quotes WHERE job_id = $1 ORDER BY seq", DB_ARGS(DB_TEXT(job_id)));
+/* "t.col AS prefix_col, " for each field's column: the detail reads exactly the columns the
+ * Payment and Quote JSON tables name, so a member added to either reaches GET /jobs/:id. */
+static void select_fields(char *sql, size_t cap, const char *table, const char *prefix, const hs_rj_field *fields) {
+  for (const hs_rj_field *f = fields; f->key; f++)
+    snprintf(sql + strlen(sql), cap - strlen(sql), ", %s.%s AS %s%s", table, f->column, prefix, f->column);
+}
+
+static char detail_sql[4096];
+static pthread_once_t detail_once = PTHREAD_ONCE_INIT;
+
+static void detail_sql_build(void) {
+  snprintf(detail_sql, sizeof detail_sql, "%s",
+           "SELECT j.id, j.customer_id, j.provider_id, j.status, j.json_head, j.json_tail, j.images, "
+           "j.before_images, j.after_images, cu.id AS customer_card_id, cu.name AS customer_card_name, "
+           "pr.id AS provider_card_id, pr.name AS provider_card_name, pr.company_name AS provider_card_company_name, "
+           "pr.phone AS provider_card_phone, "
+           "CASE WHEN EXISTS (SELECT 1 FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
+           "WHERE s.provider_id = $2 AND s.service = j.service AND z.zip = j.zip) THEN 1 ELSE 0 END AS viewer_matches");
+  select_fields(detail_sql, sizeof detail_sql, "pay", "payment_", PAYMENTS_JSON);
+  select_fields(detail_sql, sizeof detail_sql, "q", "quote_", SHAPE_QUOTE);
+  snprintf(detail_sql + strlen(detail_sql), sizeof detail_sql - strlen(detail_sql), "%s",
+           " FROM jobs j LEFT JOIN users cu ON cu.id = j.customer_id LEFT JOIN providers pr ON pr.id = j.provider_id "
+           "LEFT JOIN payments pay ON pay.job_id = j.id AND pay.kind = 'job' "
+           "LEFT JOIN quotes q ON q.job_id = j.id AND (j.customer_id = $3 OR q.provider_id = $2) "
+           "WHERE j.id = $1 ORDER BY q.seq");
+}
+
+err_t jobs_store_detail(arena *a, const char *id, const char *provider_id, const char *customer_id, db_res **out) {
+  pthread_once(&detail_once, detail_sql_build);
+  if (db_query(a, out, detail_sql,
+               DB_ARGS(DB_TEXT(id), DB_TEXT(provider_id ? provider_id : ""),
+                       DB_TEXT(customer_id ? customer_id : ""))) != DB_OK)
+    return ERR_INTERNAL;
+  return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
 }
 
 err_t jobs_store_user_location(arena *a, const char *user_id, const char *address_id, db_res **out) {
   if (address_id)
-    return rows(a, out,
-                "SELECT a.address, a.zip, u.lat, u.lng, 1 AS saved FROM user_addresses a JOIN users u ON u.id = a.user_id "
-                "WHERE a.id = $1 AND a.user_id = $2",
-                DB_ARGS(DB_TEXT(address_id), DB_TEXT(user_id)));
+    return rows(
+        a, out,
+        "SELECT a.address, a.zip, u.lat, u.lng, 1 AS saved FROM user_addresses a JOIN users u ON u.id = a.user_id "
+        "WHERE a.id = $1 AND a.user_id = $2",
+        DB_ARGS(DB_TEXT(address_id), DB_TEXT(user_id)));
   return rows(a, out, "SELECT address, zip, lat, lng, 0 AS saved FROM users WHERE id = $1", DB_ARGS(DB_TEXT(user_id)));
 }
 
 err_t jobs_store_move(const char *id, const char *const *from, const char *to, const char *provider_id,
                       const char *extra_column, db_val extra, bool *moved) {
-  char sql[512], in[160] = "", set[96] = "", who[48] = "";
+  char sql[512], in[160], set[96] = "", who[48] = "";
   db_val args[5] = {DB_TEXT(id), DB_TEXT(to), DB_INT(clock_now_ms())};
   int n = 3;
-  for (int i = 0; from[i]; i++) /* status names are constants of this file's callers, never input */
-    snprintf(in + strlen(in), sizeof in - strlen(in), "%s'%s'", i ? ", " : "", from[i]);
+  status_list(from, in, sizeof in);
   if (extra_column) {
     args[n++] = extra;
     snprintf(set, sizeof set, ", %s = $%d", extra_column, n);
@@ -97,14 +250,22 @@ err_t jobs_store_move(const char *id, const char *const *from, const char *to, c
     args[n++] = DB_TEXT(provider_id);
     snprintf(who, sizeof who, " AND provider_id = $%d", n);
   }
-  snprintf(sql, sizeof sql, "UPDATE jobs SET status = $2, updated_at = $3%s%s WHERE id = $1 AND status IN (%s)%s",
+  snprintf(sql, sizeof sql,
+           "UPDATE jobs SET status = $2, updated_at = $3, json_head = NULL%s%s WHERE id = $1 AND status IN (%s)%s "
+           "RETURNING *",
            strcmp(to, "COMPLETED") ? "" : ", completed_at = $3", set, in, who);
   arena a;
   arena_init(&a);
-  db_res *r;
-  db_rc rc = db_query(&a, &r, sql, args, n);
-  *moved = rc == DB_OK && r->changes == 1;
+  db_res *r = NULL;
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK) rc = db_exec(c, &a, &r, sql, args, n);
+  *moved = rc == DB_OK && r->rows == 1;
+  if (*moved) rc = jobs_json_save_in(c, r, 0);
+  if (rc == DB_OK) rc = db_commit(c);
+  db_release(c);
   arena_fini(&a);
+  if (rc != DB_OK) *moved = false;
   return db_to_err(rc);
 }
 
@@ -128,9 +289,10 @@ err_t jobs_store_append_images(const char *id, const char *keys_json) {
     json_array_extend(all, add);
     char *text = json_dumps(all, JSON_COMPACT);
     json_decref(all), json_decref(add);
-    rc = db_exec(c, NULL, NULL, "UPDATE jobs SET images = $2, updated_at = $3 WHERE id = $1",
+    rc = db_exec(c, &a, &r, "UPDATE jobs SET images = $2, updated_at = $3, json_head = NULL WHERE id = $1 RETURNING *",
                  DB_ARGS(DB_TEXT(id), DB_TEXT(text), DB_INT(clock_now_ms())));
     free(text);
+    if (rc == DB_OK) rc = jobs_json_save_in(c, r, 0);
   }
   if (rc == DB_OK) rc = db_commit(c);
   db_release(c);
@@ -139,12 +301,13 @@ err_t jobs_store_append_images(const char *id, const char *keys_json) {
 }
 
 err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, db_res **out) {
-  return rows(a, out,
-              "SELECT j.*, p.name AS provider_name, p.company_name AS provider_company FROM jobs j "
-              "LEFT JOIN providers p ON p.id = j.provider_id "
-              "WHERE j.customer_id = $1 AND j.status = 'COMPLETED' AND j.completed_at >= $2 "
-              "AND NOT EXISTS (SELECT 1 FROM job_reports r WHERE r.job_id = j.id) ORDER BY j.updated_at DESC, j.seq DESC",
-              DB_ARGS(DB_TEXT(customer_id), DB_INT(since)));
+  return rows(
+      a, out,
+      "SELECT j.*, p.name AS provider_name, p.company_name AS provider_company FROM jobs j "
+      "LEFT JOIN providers p ON p.id = j.provider_id "
+      "WHERE j.customer_id = $1 AND j.status = 'COMPLETED' AND j.completed_at >= $2 "
+      "AND NOT EXISTS (SELECT 1 FROM job_reports r WHERE r.job_id = j.id) ORDER BY j.updated_at DESC, j.seq DESC",
+      DB_ARGS(DB_TEXT(customer_id), DB_INT(since)));
 }
 
 err_t jobs_store_has_report(const char *job_id, bool *has) {

@@ -13,11 +13,27 @@
  * provider in the same transaction. */
 err_t jobs_store_insert(const job_new *j, const char *urgent_title, const char *urgent_body);
 err_t jobs_store_customer_jobs(arena *a, const char *customer_id, db_res **out);
-/* Open jobs matching the provider's services and ZIPs, ASAP first, with a `quoted` column. */
-err_t jobs_store_feed(arena *a, const char *provider_id, db_res **out);
-err_t jobs_store_customer_card(arena *a, const char *customer_id, db_res **out);
-err_t jobs_store_provider_card(arena *a, const char *provider_id, db_res **out);
-err_t jobs_store_quotes_of(arena *a, const char *job_id, const char *provider_id, db_res **out);
+/* The provider feed: the open jobs matching the provider's services and ZIPs, as parts each in
+ * feed order (feed_at, seq), to be merged; columns feed_at, seq, id, json_head, json_tail and
+ * the photo columns. Either every part has a `quoted` column (PostgreSQL: one part), or
+ * `quoted` lists the job ids the provider has a pending quote on, sorted (SQLite). At most
+ * 500 jobs per part. */
+typedef struct job_feed {
+  db_res **parts;
+  int nparts;
+  db_res *quoted;
+} job_feed;
+err_t jobs_store_feed(arena *a, const char *provider_id, job_feed *out);
+/* Writes the stored JSON of the listed jobs whose JSON is missing. */
+err_t jobs_store_repair_json(const char *const *ids, int n);
+/* GET /jobs/:id in one statement: the job's id, customer_id, provider_id, status, stored JSON
+ * and photo columns (the rest only if its JSON is missing, by jobs_get) with, per row, the customer's and
+ * the assigned provider's cards (customer_card_*, provider_card_*), viewer_matches (1 when
+ * provider_id serves the job's service in its ZIP), the job's payment (payment_<column> for
+ * each column of PAYMENTS_JSON) and one visible quote (quote_<column> of SHAPE_QUOTE: all quotes for customer_id when
+ * it owns the job, else provider_id's own), in quote order; one row with NULL quote_* when none. ERR_NOT_FOUND: no such
+ * job. */
+err_t jobs_store_detail(arena *a, const char *id, const char *provider_id, const char *customer_id, db_res **out);
 /* The customer's profile address or saved address (addressId), with coordinates when known. */
 err_t jobs_store_user_location(arena *a, const char *user_id, const char *address_id, db_res **out);
 

@@ -11,6 +11,7 @@
 #include "domain/notifications/notifications.h"
 #include "ext/filetype.h"
 #include "ext/storage.h"
+#include "http/rowjson.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,11 +58,16 @@ static err_t open_thread(hs_req *req, const char *requested_provider, thread *t)
   return ERR_OK;
 }
 
-static json_t *message_json(const char *id, const char *sender, const char *role, const char *name, const char *content,
-                            const char *created_ms) {
-  return json_pack("{s:s,s:s,s:s,s:s,s:s,s:o}", "id", id, "senderId", sender, "senderRole", role, "senderName", name,
-                   "content", content, "createdAt", jx_iso_or_null(created_ms));
-}
+static const hs_rj_field MESSAGE[] = {
+    {"id", "id", RJ_STR},
+    {"senderId", "sender_id", RJ_STR},
+    {"senderRole", "sender_role", RJ_STR},
+    {"senderName", "sender_name", RJ_STR},
+    {"content", "content", RJ_STR},
+    {"createdAt", "created_at", RJ_ISO},
+    {0},
+};
+#define MESSAGE_COLUMNS "id, sender_id, sender_role, sender_name, content, created_at"
 
 static err_t api_messages_list(hs_req *req) {
   thread t;
@@ -69,15 +75,15 @@ static err_t api_messages_list(hs_req *req) {
   if (e != ERR_OK) return e;
   db_res *r;
   if (db_query(&req->arena, &r,
-               "SELECT id, sender_id, sender_role, sender_name, content, created_at FROM messages "
-               "WHERE job_id = $1 AND provider_id = $2 ORDER BY seq",
+               "SELECT " MESSAGE_COLUMNS " FROM messages WHERE job_id = $1 AND provider_id = $2 ORDER BY seq",
                DB_ARGS(DB_TEXT(t.job_id), DB_TEXT(t.provider_id))) != DB_OK)
     return ERR_INTERNAL;
-  json_t *list = json_array();
-  for (int i = 0; i < r->rows; i++)
-    json_array_append_new(list, message_json(db_text(r, i, 0), db_text(r, i, 1), db_text(r, i, 2), db_text(r, i, 3),
-                                             db_text(r, i, 4), db_text(r, i, 5)));
-  return hs_ok(req, json_pack("{s:o}", "messages", list));
+  jw *w = hs_jw(req, 256 * (size_t)(r->rows + 1));
+  jw_obj(w);
+  jw_key(w, "messages");
+  hs_rj_array(w, &req->arena, MESSAGE, r);
+  jw_obj_end(w);
+  return hs_ok_jw(req, w);
 }
 
 /* Posts content to the caller's thread: 409 on a cancelled job, 429 at the cap. */
@@ -94,17 +100,17 @@ static err_t post_message(hs_req *req, thread *t, const char *content) {
   db_rc rc = db_begin(c);
   if (rc == DB_OK) rc = db_exec(c, NULL, NULL, "UPDATE jobs SET id = id WHERE id = $1", DB_ARGS(DB_TEXT(t->job_id)));
   if (rc == DB_OK)
-    rc = db_exec(c, &req->arena, &r,
-                 "INSERT INTO messages (id, job_id, provider_id, sender_id, sender_role, sender_name, content, "
-                 "created_at, seq) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $10 WHERE "
-                 "(SELECT COUNT(*) FROM messages WHERE job_id = $2 AND provider_id = $3) < $9",
-                 DB_ARGS(DB_TEXT(id), DB_TEXT(t->job_id), DB_TEXT(t->provider_id), DB_TEXT(req->auth.id), DB_TEXT(role),
-                         DB_TEXT(t->sender_name), DB_TEXT(content), DB_INT(now), DB_INT(THREAD_CAP),
-                         DB_INT(clock_sequence())));
+    rc = db_exec(
+        c, &req->arena, &r,
+        "INSERT INTO messages (id, job_id, provider_id, sender_id, sender_role, sender_name, content, "
+        "created_at, seq) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $10 WHERE "
+        "(SELECT COUNT(*) FROM messages WHERE job_id = $2 AND provider_id = $3) < $9 RETURNING " MESSAGE_COLUMNS,
+        DB_ARGS(DB_TEXT(id), DB_TEXT(t->job_id), DB_TEXT(t->provider_id), DB_TEXT(req->auth.id), DB_TEXT(role),
+                DB_TEXT(t->sender_name), DB_TEXT(content), DB_INT(now), DB_INT(THREAD_CAP), DB_INT(clock_sequence())));
   if (rc == DB_OK) rc = db_commit(c);
   db_release(c);
   if (rc != DB_OK) return ERR_INTERNAL;
-  if (r->changes == 0) {
+  if (r->rows == 0) {
     req->retry_after = 0;
     return hs_fail(req, ERR_RATE_LIMITED, "This thread has reached 250 messages");
   }
@@ -112,9 +118,9 @@ static err_t post_message(hs_req *req, thread *t, const char *content) {
   notify(from_customer ? t->provider_id : t->customer_id, from_customer ? "provider" : "user",
          arena_printf(&req->arena, "New message from %s", t->sender_name),
          strncmp(content, "[IMAGE]", 7) ? content : "Sent a photo", t->job_id);
-  char ms[24];
-  snprintf(ms, sizeof ms, "%lld", (long long)now);
-  return hs_ok(req, message_json(id, req->auth.id, role, t->sender_name, content, ms));
+  jw *w = hs_jw(req, 512);
+  hs_rj_object(w, hs_rj_bind(&req->arena, MESSAGE, r), r, 0);
+  return hs_ok_jw(req, w);
 }
 
 static err_t api_messages_post(hs_req *req) {

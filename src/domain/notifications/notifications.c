@@ -17,7 +17,8 @@
 static const char *const token_sql[] = {"SELECT push_token FROM users WHERE id = $1",
                                         "SELECT push_token FROM providers WHERE id = $1"};
 
-db_rc notify_in(db_conn *c, const notice *n) {
+/* Records n; with token_known, pushes to push_token (if any) instead of looking it up. */
+static db_rc record(db_conn *c, const notice *n, bool token_known, const char *push_token) {
   bool provider = !strcmp(n->role, "provider");
   char id[ID_LEN + 1];
   id_new(id);
@@ -27,18 +28,25 @@ db_rc notify_in(db_conn *c, const notice *n) {
   db_rc rc = db_exec(c, NULL, NULL,
                      "INSERT INTO notifications (id, account_id, role, title, body, job_id, created_at, seq) "
                      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                     DB_ARGS(DB_TEXT(id), DB_TEXT(n->account_id), DB_TEXT(n->role), DB_TEXT(n->title),
-                             DB_TEXT(n->body), DB_TEXT(n->job_id), DB_INT(clock_now_ms()), DB_INT(clock_sequence())));
-  if (rc == DB_OK) rc = db_exec(c, &a, &r, token_sql[provider], DB_ARGS(DB_TEXT(n->account_id)));
-  if (rc == DB_OK && r->rows && !db_isnull(r, 0, 0)) {
-    json_t *push = json_pack("{s:s,s:s,s:s,s:{s:s?}}", "to", db_text(r, 0, 0), "title", n->title, "body", n->body,
-                             "data", "jobId", n->job_id);
+                     DB_ARGS(DB_TEXT(id), DB_TEXT(n->account_id), DB_TEXT(n->role), DB_TEXT(n->title), DB_TEXT(n->body),
+                             DB_TEXT(n->job_id), DB_INT(clock_now_ms()), DB_INT(clock_sequence())));
+  if (rc == DB_OK && !token_known) {
+    rc = db_exec(c, &a, &r, token_sql[provider], DB_ARGS(DB_TEXT(n->account_id)));
+    push_token = rc == DB_OK && r->rows ? db_text(r, 0, 0) : NULL;
+  }
+  if (rc == DB_OK && push_token) {
+    json_t *push = json_pack("{s:s,s:s,s:s,s:{s:s?}}", "to", push_token, "title", n->title, "body", n->body, "data",
+                             "jobId", n->job_id);
     rc = queue_enqueue(c, "push", push);
     json_decref(push);
   }
   arena_fini(&a);
   return rc;
 }
+
+db_rc notify_in(db_conn *c, const notice *n) { return record(c, n, false, NULL); }
+
+db_rc notify_in_token(db_conn *c, const notice *n, const char *push_token) { return record(c, n, true, push_token); }
 
 void notify(const char *account_id, const char *role, const char *title, const char *body, const char *job_id) {
   notice n = {account_id, role, title, body, job_id};
@@ -53,10 +61,11 @@ db_rc notify_matching_providers_in(db_conn *c, const char *service, const char *
   arena a;
   arena_init(&a);
   db_res *r;
-  db_rc rc = db_exec(c, &a, &r,
-                     "SELECT s.provider_id FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
-                     "WHERE s.service = $1 AND z.zip = $2",
-                     DB_ARGS(DB_TEXT(service), DB_TEXT(zip)));
+  db_rc rc =
+      db_exec(c, &a, &r,
+              "SELECT s.provider_id FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
+              "WHERE s.service = $1 AND z.zip = $2",
+              DB_ARGS(DB_TEXT(service), DB_TEXT(zip)));
   for (int i = 0; rc == DB_OK && i < r->rows; i++) {
     notice n = {db_text(r, i, 0), "provider", title, body, job_id};
     rc = notify_in(c, &n);

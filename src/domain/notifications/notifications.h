@@ -20,6 +20,9 @@ typedef struct notice {
  * inside the caller's transaction: the notification exists exactly when the change that
  * caused it does. */
 db_rc notify_in(db_conn *c, const notice *n);
+/* The same when the caller already read the account's push token (NULL: none registered),
+ * which saves the statement that looks it up. */
+db_rc notify_in_token(db_conn *c, const notice *n, const char *push_token);
 /* The same in a transaction of its own. Failures are logged, not returned: a notification
  * never fails the operation that caused it. */
 void notify(const char *account_id, const char *role, const char *title, const char *body, const char *job_id);

@@ -3,6 +3,7 @@
 #include "core/jsonx.h"
 #include "core/util.h"
 #include "domain/notifications/notifications.h"
+#include "http/rowjson.h"
 
 static const char *role_of(const hs_req *req) { return req->auth.role_bit == ROLE_PROVIDER ? "provider" : "user"; }
 
@@ -21,13 +22,16 @@ static err_t api_notifications_list(hs_req *req) {
                "WHERE account_id = $1 AND role = $2 ORDER BY seq DESC LIMIT 50",
                DB_ARGS(DB_TEXT(req->auth.id), DB_TEXT(role_of(req)))) != DB_OK)
     return ERR_INTERNAL;
-  json_t *list = json_array();
-  for (int i = 0; i < r->rows; i++)
-    json_array_append_new(list,
-                          json_pack("{s:s,s:s,s:s,s:o,s:o,s:o}", "id", db_text(r, i, 0), "title", db_text(r, i, 1),
-                                    "body", db_text(r, i, 2), "jobId", jx_str_or_null(db_text(r, i, 3)), "read",
-                                    jx_bool(db_text(r, i, 4)), "createdAt", jx_iso_or_null(db_text(r, i, 5))));
-  return hs_ok(req, list);
+  static const hs_rj_field NOTIFICATION[] = {
+      {"id", "id", RJ_STR},
+      {"title", "title", RJ_STR},
+      {"body", "body", RJ_STR},
+      {"jobId", "job_id", RJ_STR},
+      {"read", "is_read", RJ_BOOL},
+      {"createdAt", "created_at", RJ_ISO},
+      {0},
+  };
+  return hs_ok_rows(req, NOTIFICATION, r, 256);
 }
 
 static err_t api_notifications_read(hs_req *req) {

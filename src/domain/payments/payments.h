@@ -10,6 +10,7 @@
 #define DOMAIN_PAYMENTS_H
 #include "db/db.h"
 #include "http/http.h"
+#include "http/rowjson.h"
 #include <stdint.h>
 
 extern const hs_route PAYMENTS_ROUTES[];
@@ -53,8 +54,12 @@ err_t payments_charge_tip(const char *job_id, const char *user_id, int64_t *cent
 /* Tells the customer (email and notification) and the provider (notification) that the job
  * payment payment_id failed, as recorded by a processor event. Failures are logged. */
 void payments_tell_failure(const char *payment_id);
-/* The job's payment as `{ id, status, amount, processorPaymentIntentId, holdExpiresAt,
- * failureReason }`, or JSON null. */
+/* The Payment JSON `{ id, status, amount, processorPaymentIntentId, holdExpiresAt,
+ * failureReason }` of a payments row, as a field table (http/rowjson.h): the one definition,
+ * which answers that join the payments table bind to its columns. */
+extern const hs_rj_field PAYMENTS_JSON[];
+/* The same Payment JSON of the job's payment of kind as a jansson value, or JSON null: for
+ * answers still built as jansson trees (the staff look-ups). */
 json_t *payments_job_json(const char *job_id, const char *kind);
 /* Compares the payments in uncertain states with the processor and settles them: requests
  * left unanswered for min_age_ms or more, holds of completed or cancelled jobs, completed

@@ -715,3 +715,13 @@ json_t *payments_job_json(const char *job_id, const char *kind) {
   arena_fini(&a);
   return out;
 }
+
+const hs_rj_field PAYMENTS_JSON[] = {
+    {"id", "id", RJ_STR},
+    {"status", "status", RJ_STR},
+    {"amount", "amount_cents", RJ_MONEY},
+    {"processorPaymentIntentId", "processor_payment_intent_id", RJ_STR},
+    {"holdExpiresAt", "hold_expires_at", RJ_ISO},
+    {"failureReason", "failure_reason", RJ_STR},
+    {0},
+};

@@ -7,32 +7,34 @@
 #include "domain/providers/availability.h"
 #include "domain/providers/providers_api.h"
 #include "domain/providers/providers_store.h"
+#include "http/rowjson.h"
 #include <stdlib.h>
 
-/* Answers the caller's rows (load) as an array of row_json shapes. */
-static err_t reply_rows(hs_req *req, err_t (*load)(arena *, const char *, db_res **),
-                        json_t *(*row_json)(const db_res *, int)) {
+err_t api_providers_jobs(hs_req *req) {
   db_res *r;
-  err_t e = load(&req->arena, req->auth.id, &r);
+  err_t e = prov_store_assigned_jobs(&req->arena, req->auth.id, &r);
+  return e == ERR_OK ? jobs_reply_list(req, r) : e;
+}
+
+/* A row of prov_store_schedule as the schedule entry. */
+static const hs_rj_field SCHEDULE[] = {
+    {"id", "id", RJ_STR},
+    {"service", "service", RJ_STR},
+    {"address", "address", RJ_STR},
+    {"zip", "zip", RJ_STR},
+    {"status", "status", RJ_STR},
+    {"customerName", "customer_name", RJ_STR},
+    {"scheduledAt", "scheduled_at", RJ_ISO},
+    {"amount", "amount_cents", RJ_MONEY},
+    {0},
+};
+
+err_t api_providers_schedule(hs_req *req) {
+  db_res *r;
+  err_t e = prov_store_schedule(&req->arena, req->auth.id, &r);
   if (e != ERR_OK) return e;
-  json_t *list = json_array();
-  for (int i = 0; i < r->rows; i++) json_array_append_new(list, row_json(r, i));
-  return hs_ok(req, list);
+  return hs_ok_rows(req, SCHEDULE, r, 256);
 }
-
-err_t api_providers_jobs(hs_req *req) { return reply_rows(req, prov_store_assigned_jobs, jobs_json); }
-
-/* One row of prov_store_schedule as the schedule entry. */
-static json_t *schedule_json(const db_res *r, int i) {
-  const char *amount = db_field(r, i, "amount_cents");
-  return json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o}", "id", db_field(r, i, "id"), "service",
-                   db_field(r, i, "service"), "address", db_field(r, i, "address"), "zip", db_field(r, i, "zip"),
-                   "status", db_field(r, i, "status"), "customerName", jx_str_or_null(db_field(r, i, "customer_name")),
-                   "scheduledAt", jx_iso_or_null(db_field(r, i, "scheduled_at")), "amount",
-                   amount ? jx_money(strtoll(amount, NULL, 10)) : json_null());
-}
-
-err_t api_providers_schedule(hs_req *req) { return reply_rows(req, prov_store_schedule, schedule_json); }
 
 err_t api_providers_availability(hs_req *req) {
   db_res *r;

@@ -13,6 +13,7 @@
 #include "domain/providers/providers.h"
 #include "domain/quotes/quotes.h"
 #include "domain/quotes/quotes_store.h"
+#include "domain/shapes.h"
 #include "ext/storage.h"
 #include <math.h>
 #include <stdlib.h>
@@ -21,60 +22,96 @@
 int64_t quotes_platform_fee(int64_t amount_cents) { return (amount_cents * 18 + 50) / 100; }
 
 json_t *quotes_json(const db_res *q, int i) {
-  return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:s,s:o}", "id", db_field(q, i, "id"), "jobId",
-                   db_field(q, i, "job_id"), "providerId", db_field(q, i, "provider_id"), "amount",
-                   jx_money(db_int(q, i, db_col(q, "amount_cents"))), "platformFee",
-                   jx_money(db_int(q, i, db_col(q, "platform_fee_cents"))), "totalAmount",
-                   jx_money(db_int(q, i, db_col(q, "total_cents"))), "note", jx_str_or_null(db_field(q, i, "note")),
-                   "scheduledAt", jx_iso_or_null(db_field(q, i, "scheduled_at")), "status", db_field(q, i, "status"),
-                   "createdAt", jx_iso_or_null(db_field(q, i, "created_at")));
+  arena a;
+  arena_init(&a);
+  jw w;
+  jw_init(&w, &a, 512);
+  hs_rj_object(&w, hs_rj_bind(&a, SHAPE_QUOTE, q), q, i);
+  json_t *out = json_loads(jw_text(&w), 0, NULL);
+  arena_fini(&a);
+  return out;
 }
 
-static err_t reply_quote(hs_req *req, const char *id, json_t *extra_job) {
+/* Answers with quote id, or {quote, job} with the Job JSON of job (one `jobs.*` row). */
+static err_t reply_quote(hs_req *req, const char *id, const db_res *job) {
   db_res *q;
   err_t e = quotes_store_get(&req->arena, id, &q);
   if (e != ERR_OK) return e;
-  json_t *out = quotes_json(q, 0);
-  if (extra_job) return hs_ok(req, json_pack("{s:o,s:o}", "quote", out, "job", extra_job));
-  return hs_ok(req, out);
+  jw *w = hs_jw(req, job ? 2048 : 512);
+  hs_rj *quote = hs_rj_bind(&req->arena, SHAPE_QUOTE, q);
+  if (!job) {
+    hs_rj_object(w, quote, q, 0);
+    return hs_ok_jw(req, w);
+  }
+  jw_obj(w);
+  jw_key(w, "quote");
+  hs_rj_object(w, quote, q, 0);
+  jw_key(w, "job");
+  shape_job_open(w, shape_jobs_bind(&req->arena, job), job, 0);
+  jw_obj_end(w);
+  jw_obj_end(w);
+  return hs_ok_jw(req, w);
 }
 
-quote_outcome quotes_submit(arena *a, const quote_request *in, char id[ID_LEN + 1]) {
-  if (!providers_is_verified(in->provider_id)) return QUOTE_UNVERIFIED;
-  db_res *job;
-  err_t e = jobs_get(a, in->job_id, &job);
-  if (e != ERR_OK) return e == ERR_NOT_FOUND ? QUOTE_NO_JOB : QUOTE_FAILED;
-  const char *status = db_field(job, 0, "status");
+/* The checks of quoting over what quotes_store_open read (found: ERR_OK, or ERR_NOT_FOUND
+ * without such a provider), in the order the errors take precedence. */
+static quote_outcome quote_checks(err_t found, const db_res *ctx) {
+  if (found == ERR_NOT_FOUND ||
+      !providers_verified_row(db_field(ctx, 0, "provider_headshots"), db_field(ctx, 0, "provider_id_doc_front"),
+                              db_field(ctx, 0, "provider_id_doc_back")))
+    return QUOTE_UNVERIFIED;
   /* a job outside the provider's services and ZIPs does not exist for it */
-  if (!jobs_provider_matches(in->provider_id, db_field(job, 0, "service"), db_field(job, 0, "zip")))
-    return QUOTE_NO_JOB;
+  if (!db_field(ctx, 0, "id") || db_int(ctx, 0, db_col(ctx, "provider_matches")) != 1) return QUOTE_NO_JOB;
+  const char *status = db_field(ctx, 0, "status");
   if (strcmp(status, "PENDING") && strcmp(status, "QUOTED")) return QUOTE_NOT_OPEN;
-  quote_new q = {.job_id = db_field(job, 0, "id"),
+  return QUOTE_CREATED;
+}
+
+/* quotes_submit, with the inserted row in *quote (arena a) when created. Everything it decides
+ * on is read in one statement inside its transaction (quotes_store_open). */
+static quote_outcome submit(arena *a, const quote_request *in, char id[ID_LEN + 1], db_res **quote) {
+  db_res *ctx;
+  db_conn *c;
+  err_t e = quotes_store_open(a, in->provider_id, in->job_id, &c, &ctx);
+  if (e != ERR_OK && e != ERR_NOT_FOUND) return QUOTE_FAILED;
+  quote_outcome o = quote_checks(e, ctx);
+  if (o != QUOTE_CREATED) {
+    quotes_store_close(c);
+    return o;
+  }
+  quote_new q = {.job_id = db_field(ctx, 0, "id"),
                  .provider_id = in->provider_id,
-                 .service = db_field(job, 0, "service"),
+                 .service = db_field(ctx, 0, "service"),
                  .note = in->note,
                  .amount_cents = in->amount_cents,
                  .fee_cents = quotes_platform_fee(in->amount_cents)};
   if (in->scheduled_at) q.has_scheduled = clock_parse_iso(in->scheduled_at, &q.scheduled_at);
   id_new(id);
   q.id = id;
-  db_res *customer, *pro;
-  if (quotes_store_contact(a, "users", db_field(job, 0, "customer_id"), &customer) != ERR_OK ||
-      quotes_store_contact(a, "providers", in->provider_id, &pro) != ERR_OK)
-    return QUOTE_FAILED;
-  const char *company = db_text(pro, 0, 2), *pro_name = company ? company : db_text(pro, 0, 1);
+  const char *company = db_field(ctx, 0, "provider_company_name");
+  const char *pro_name = company ? company : db_field(ctx, 0, "provider_name");
   double total = (double)(q.amount_cents + q.fee_cents) / 100;
-  char *body = arena_printf(a,
-                            "Hello %s,\n\n%s quoted $%.2f (total $%.2f with the service fee) for your %s job.\n"
-                            "Open the app to compare quotes and accept one.\n",
-                            db_text(customer, 0, 1), pro_name, (double)q.amount_cents / 100, total, q.service);
-  quote_news news = {db_text(customer, 0, 0), "You received a quote", body,
-                     {db_field(job, 0, "customer_id"), "user", "New quote",
-                      arena_printf(a, "%s quoted $%.2f for your %s job", pro_name, total, q.service), q.job_id}};
-  e = quotes_store_submit(&q, &news);
+  char *body =
+      arena_printf(a,
+                   "Hello %s,\n\n%s quoted $%.2f (total $%.2f with the service fee) for your %s job.\n"
+                   "Open the app to compare quotes and accept one.\n",
+                   db_field(ctx, 0, "customer_name"), pro_name, (double)q.amount_cents / 100, total, q.service);
+  quote_news news = {db_field(ctx, 0, "customer_email"),
+                     "You received a quote",
+                     body,
+                     {db_field(ctx, 0, "customer_id"), "user", "New quote",
+                      arena_printf(a, "%s quoted $%.2f for your %s job", pro_name, total, q.service), q.job_id},
+                     true,
+                     db_field(ctx, 0, "customer_push_token")};
+  e = quotes_store_submit(c, a, &q, &news, ctx, quote);
   if (e == ERR_CONFLICT) return QUOTE_DUPLICATE;
   if (e == ERR_BAD_REQUEST) return QUOTE_NOT_OPEN;
   return e == ERR_OK ? QUOTE_CREATED : QUOTE_FAILED;
+}
+
+quote_outcome quotes_submit(arena *a, const quote_request *in, char id[ID_LEN + 1]) {
+  db_res *quote;
+  return submit(a, in, id, &quote);
 }
 
 err_t quotes_fail_unverified(hs_req *req) {
@@ -90,8 +127,13 @@ err_t api_quotes_create(hs_req *req) {
                      .amount_cents = jx_cents(json_number_value(json_object_get(req->body, "amount")))};
   if (q.amount_cents <= 0) return hs_fail(req, ERR_BAD_REQUEST, "amount: must be at least 0.01");
   char id[ID_LEN + 1];
-  switch (quotes_submit(&req->arena, &q, id)) {
-  case QUOTE_CREATED: return reply_quote(req, id, NULL);
+  db_res *quote;
+  switch (submit(&req->arena, &q, id, &quote)) {
+  case QUOTE_CREATED: {
+    jw *w = hs_jw(req, 512);
+    hs_rj_object(w, hs_rj_bind(&req->arena, SHAPE_QUOTE, quote), quote, 0);
+    return hs_ok_jw(req, w);
+  }
   case QUOTE_UNVERIFIED: return quotes_fail_unverified(req);
   case QUOTE_NO_JOB: return hs_fail(req, ERR_NOT_FOUND, "Job not found");
   case QUOTE_NOT_OPEN: return hs_fail(req, ERR_CONFLICT, "The job is not open for quotes");
@@ -117,7 +159,9 @@ err_t api_quotes_accept(hs_req *req) {
                             "address and schedule.\n",
                             db_text(pro, 0, 1), db_text(customer, 0, 1),
                             (double)db_int(q, 0, db_col(q, "amount_cents")) / 100, job_id);
-  quote_news news = {db_text(pro, 0, 0), "Your quote was accepted", body,
+  quote_news news = {db_text(pro, 0, 0),
+                     "Your quote was accepted",
+                     body,
                      {provider, "provider", "Quote accepted",
                       arena_printf(&req->arena, "%s accepted your quote", db_text(customer, 0, 1)), job_id}};
   bool won;
@@ -129,7 +173,7 @@ err_t api_quotes_accept(hs_req *req) {
     log_msg(LOG_ERROR, "recording the authorization of job %s failed", job_id);
   db_res *job;
   if ((e = jobs_get(&req->arena, job_id, &job)) != ERR_OK) return e;
-  return reply_quote(req, db_field(q, 0, "id"), jobs_json(job, 0));
+  return reply_quote(req, db_field(q, 0, "id"), job);
 }
 
 err_t quotes_market(arena *a, const char *service, quote_market *out) {
@@ -167,22 +211,34 @@ err_t api_quotes_for_job(hs_req *req) {
   if (e == ERR_NOT_FOUND || (e == ERR_OK && strcmp(db_field(job, 0, "customer_id"), req->auth.id)))
     return hs_fail(req, ERR_NOT_FOUND, "Job not found");
   if (e != ERR_OK || (e = quotes_store_for_job(&req->arena, db_field(job, 0, "id"), &q)) != ERR_OK) return e;
-  json_t *list = json_array();
+  static const hs_rj_field provider_fields[] = {
+      {"name", "name", RJ_STR},
+      {"phone", "phone", RJ_STR},
+      {"companyName", "company_name", RJ_STR},
+      {"companyUrl", "company_url", RJ_STR},
+      {"insuranceInfo", "insurance_info", RJ_STR},
+      {"logoUrl", "logo_url", RJ_URL},
+      {0},
+  };
+  jw *w = hs_jw(req, 1024 * (size_t)(q->rows + 1));
+  hs_rj *quote = hs_rj_bind(&req->arena, SHAPE_QUOTE, q), *provider = hs_rj_bind(&req->arena, provider_fields, q);
+  int avg = db_col(q, "average_rating");
+  jw_arr(w);
   for (int i = 0; i < q->rows; i++) {
-    json_t *o = quotes_json(q, i);
-    const char *logo = db_field(q, i, "logo_url");
-    char *logo_url = logo ? storage_url(logo, URL_TTL_PHOTO) : NULL;
-    const char *avg = db_field(q, i, "average_rating");
-    json_object_set_new(o, "provider",
-                        json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "name", db_field(q, i, "name"), "phone",
-                                  jx_str_or_null(db_field(q, i, "phone")), "companyName",
-                                  jx_str_or_null(db_field(q, i, "company_name")), "companyUrl",
-                                  jx_str_or_null(db_field(q, i, "company_url")), "insuranceInfo",
-                                  jx_str_or_null(db_field(q, i, "insurance_info")), "logoUrl", jx_str_or_null(logo_url),
-                                  "averageRating",
-                                  avg ? json_real(round(strtod(avg, NULL) * 100) / 100) : json_null()));
-    free(logo_url);
-    json_array_append_new(list, o);
+    jw_obj(w);
+    hs_rj_members(w, quote, q, i);
+    jw_key(w, "provider");
+    jw_obj(w);
+    hs_rj_members(w, provider, q, i);
+    jw_key(w, "averageRating");
+    const char *rating = db_text(q, i, avg);
+    if (rating)
+      jw_real(w, round(strtod(rating, NULL) * 100) / 100);
+    else
+      jw_null(w);
+    jw_obj_end(w);
+    jw_obj_end(w);
   }
-  return hs_ok(req, list);
+  jw_arr_end(w);
+  return hs_ok_jw(req, w);
 }

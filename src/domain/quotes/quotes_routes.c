@@ -21,9 +21,10 @@ const hs_route QUOTES_ROUTES[] = {
      .summary = "Quote an open job (verified providers)", .response = "Quote", .errors = "404"},
     {HS_POST, "/quotes/:id/accept", api_quotes_accept, ROLE_USER, .flags = ROUTE_SLOW,
      .summary = "Accept a quote: assigns the job and authorizes the card", .response = "Acceptance", .errors = "404"},
-    {HS_GET, "/quotes/market-rate", api_quotes_market_rate, ROLE_PROVIDER, .query = &market_query,
+    {HS_GET, "/quotes/market-rate", api_quotes_market_rate, ROLE_PROVIDER, .query = &market_query, .flags = ROUTE_DB_READ,
      .summary = "Median of the last 50 accepted quotes of a service, to the nearest 5", .response = "MarketRate"},
-    {HS_GET, "/quotes/job/:jobId", api_quotes_for_job, ROLE_USER, .summary = "A job's quotes with provider details",
+    {HS_GET, "/quotes/job/:jobId", api_quotes_for_job, ROLE_USER, .flags = ROUTE_DB_READ,
+     .summary = "A job's quotes with provider details",
      .response = "QuoteWithProvider[]", .errors = "404"},
 };
 const size_t QUOTES_ROUTES_LEN = ARRAY_LEN(QUOTES_ROUTES);

@@ -17,12 +17,27 @@ typedef struct quote_new {
 typedef struct quote_news {
   const char *email, *subject, *mail_body;
   notice note;
+  bool push_token_known; /* push_token was read with the rest (NULL: none registered) */
+  const char *push_token;
 } quote_news;
 
-/* Inserts the quote, moves the job to QUOTED and writes the customer's news, in one
- * transaction. ERR_CONFLICT: this provider already quoted; ERR_BAD_REQUEST: the job is no
+/* Opens POST /quotes' transaction on *c and reads what it decides on, in one statement: the
+ * job (`jobs.*`, all NULL when job_id does not exist), provider_headshots,
+ * provider_id_doc_front, provider_id_doc_back, provider_name, provider_company_name,
+ * customer_email, customer_name, customer_push_token and provider_matches (1 when the
+ * provider serves the job's service in its ZIP). Reading inside the transaction puts it on
+ * SQLite's writer connection, whose cache the other writes keep warm. ERR_NOT_FOUND: no such
+ * provider. Unless ERR_INTERNAL, the caller ends with quotes_store_submit or
+ * quotes_store_close. */
+err_t quotes_store_open(arena *a, const char *provider_id, const char *job_id, db_conn **c, db_res **out);
+/* Ends the transaction of quotes_store_open without a change. */
+void quotes_store_close(db_conn *c);
+/* On c (from quotes_store_open): inserts the quote, moves the job (job: its row read there)
+ * to QUOTED, writes the customer's news and commits; *quote receives the inserted row (arena
+ * a). Releases c. ERR_CONFLICT: this provider already quoted; ERR_BAD_REQUEST: the job is no
  * longer open. */
-err_t quotes_store_submit(const quote_new *q, const quote_news *news);
+err_t quotes_store_submit(db_conn *c, arena *a, const quote_new *q, const quote_news *news, const db_res *job,
+                          db_res **quote);
 /* The quote with its job's customer_id and job_status. */
 err_t quotes_store_get(arena *a, const char *id, db_res **out);
 /* Assigns the job, accepts this quote and rejects the others, writes the provider's news:

@@ -18,6 +18,7 @@
 #include "domain/quotes/quotes.h"
 #include "domain/staff/staff_api.h"
 #include "domain/staff/staff_store.h"
+#include "http/rowjson.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,12 +29,16 @@ void staff_expire_elevations(void) {
     log_msg(LOG_ERROR, "deactivating lapsed elevations failed");
 }
 
-static json_t *customer_row_json(const db_res *r, int i) {
-  return json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o}", "id", db_field(r, i, "id"), "name", db_field(r, i, "name"), "email",
-                   db_field(r, i, "email"), "address", db_field(r, i, "address"), "zip", db_field(r, i, "zip"),
-                   "createdAt", jx_iso_or_null(db_field(r, i, "created_at")), "processorCustomerId",
-                   jx_str_or_null(db_field(r, i, "processor_customer_id")));
-}
+static const hs_rj_field CUSTOMER_ROW[] = {
+    {"id", "id", RJ_STR},
+    {"name", "name", RJ_STR},
+    {"email", "email", RJ_STR},
+    {"address", "address", RJ_STR},
+    {"zip", "zip", RJ_STR},
+    {"createdAt", "created_at", RJ_ISO},
+    {"processorCustomerId", "processor_customer_id", RJ_STR},
+    {0},
+};
 
 static json_t *provider_row_json(const db_res *r, int i) {
   return json_pack(
@@ -46,25 +51,22 @@ static json_t *provider_row_json(const db_res *r, int i) {
       jx_iso_or_null(db_field(r, i, "created_at")));
 }
 
-static err_t reply_rows(hs_req *req, err_t e, const db_res *r, json_t *(*row_json)(const db_res *, int)) {
-  if (e != ERR_OK) return e;
-  json_t *list = json_array();
-  for (int i = 0; i < r->rows; i++) json_array_append_new(list, row_json(r, i));
-  return hs_ok(req, list);
-}
-
 err_t api_staff_customers(hs_req *req) {
   db_res *r;
   staff_expire_elevations();
   err_t e = staff_store_search_customers(&req->arena, json_string_value(json_object_get(req->query, "q")), &r);
-  return reply_rows(req, e, r, customer_row_json);
+  if (e != ERR_OK) return e;
+  return hs_ok_rows(req, CUSTOMER_ROW, r, 256);
 }
 
 err_t api_staff_providers(hs_req *req) {
   db_res *r;
   staff_expire_elevations();
   err_t e = staff_store_search_providers(&req->arena, json_string_value(json_object_get(req->query, "q")), &r);
-  return reply_rows(req, e, r, provider_row_json);
+  if (e != ERR_OK) return e;
+  json_t *list = json_array();
+  for (int i = 0; i < r->rows; i++) json_array_append_new(list, provider_row_json(r, i));
+  return hs_ok(req, list);
 }
 
 static json_t *review_json(const db_res *r, int i) {

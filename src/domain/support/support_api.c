@@ -15,6 +15,7 @@
 #include "domain/staff/staff.h"
 #include "domain/support/support.h"
 #include "domain/support/support_store.h"
+#include "http/rowjson.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,18 +39,60 @@ err_t api_support_open(hs_req *req) {
   return e == ERR_OK ? hs_ok(req, json_pack("{s:b}", "ok", 1)) : e;
 }
 
-static json_t *ticket_json(const db_res *r, int i) {
-  const char *assignee = db_field(r, i, "assignee_name"), *account = db_field(r, i, "account_name");
-  return json_pack(
-      "{s:s,s:s,s:s,s:o,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "id", db_field(r, i, "id"), "accountId",
-      db_field(r, i, "account_id"), "accountRole", db_field(r, i, "account_role"), "account",
-      account ? json_pack("{s:s,s:s}", "name", account, "email", db_field(r, i, "account_email")) : json_null(),
-      "subject", db_field(r, i, "subject"), "body", db_field(r, i, "body"), "category", db_field(r, i, "category"),
-      "status", db_field(r, i, "status"), "notes", jx_str_or_null(db_field(r, i, "notes")), "assignedToId",
-      jx_str_or_null(db_field(r, i, "assigned_to_id")), "assignedTo",
-      assignee ? json_pack("{s:s,s:s}", "name", assignee, "email", db_field(r, i, "assignee_email")) : json_null(),
-      "resolvedAt", jx_iso_or_null(db_field(r, i, "resolved_at")), "createdAt",
-      jx_iso_or_null(db_field(r, i, "created_at")), "updatedAt", jx_iso_or_null(db_field(r, i, "updated_at")));
+/* The Ticket JSON, from field tables; account and assignedTo are { name, email } or null. */
+static const hs_rj_field TICKET_HEAD[] = {
+    {"id", "id", RJ_STR}, {"accountId", "account_id", RJ_STR}, {"accountRole", "account_role", RJ_STR}, {0}};
+static const hs_rj_field TICKET_MID[] = {{"subject", "subject", RJ_STR},
+                                         {"body", "body", RJ_STR},
+                                         {"category", "category", RJ_STR},
+                                         {"status", "status", RJ_STR},
+                                         {"notes", "notes", RJ_STR},
+                                         {"assignedToId", "assigned_to_id", RJ_STR},
+                                         {0}};
+static const hs_rj_field TICKET_TAIL[] = {{"resolvedAt", "resolved_at", RJ_ISO},
+                                          {"createdAt", "created_at", RJ_ISO},
+                                          {"updatedAt", "updated_at", RJ_ISO},
+                                          {0}};
+static const hs_rj_field PERSON[] = {{"name", "name", RJ_STR}, {"email", "email", RJ_STR}, {0}};
+
+typedef struct ticket_cols {
+  hs_rj *head, *account, *mid, *assignee, *tail;
+  int account_name, assignee_name;
+} ticket_cols;
+
+static void ticket_bind(arena *a, const db_res *r, ticket_cols *b) {
+  b->head = hs_rj_bind(a, TICKET_HEAD, r), b->mid = hs_rj_bind(a, TICKET_MID, r);
+  b->tail = hs_rj_bind(a, TICKET_TAIL, r);
+  b->account = hs_rj_bind_as(a, PERSON, r, "account_"), b->assignee = hs_rj_bind_as(a, PERSON, r, "assignee_");
+  b->account_name = db_col(r, "account_name"), b->assignee_name = db_col(r, "assignee_name");
+}
+
+static void person(jw *w, const hs_rj *b, const db_res *r, int i, int name_col) {
+  if (db_text(r, i, name_col))
+    hs_rj_object(w, b, r, i);
+  else
+    jw_null(w);
+}
+
+static void ticket_write(jw *w, const ticket_cols *b, const db_res *r, int i) {
+  jw_obj(w);
+  hs_rj_members(w, b->head, r, i);
+  jw_key(w, "account");
+  person(w, b->account, r, i, b->account_name);
+  hs_rj_members(w, b->mid, r, i);
+  jw_key(w, "assignedTo");
+  person(w, b->assignee, r, i, b->assignee_name);
+  hs_rj_members(w, b->tail, r, i);
+  jw_obj_end(w);
+}
+
+/* Answers the ticket of r's first row. */
+static err_t ticket_reply(hs_req *req, const db_res *r) {
+  ticket_cols b;
+  ticket_bind(&req->arena, r, &b);
+  jw *w = hs_jw(req, 1024);
+  ticket_write(w, &b, r, 0);
+  return hs_ok_jw(req, w);
 }
 
 err_t api_tickets_list(hs_req *req) {
@@ -57,9 +100,13 @@ err_t api_tickets_list(hs_req *req) {
   db_res *r;
   if (support_store_list(&req->arena, status ? status : "OPEN", status ? status : "IN_PROGRESS", &r) != ERR_OK)
     return ERR_INTERNAL;
-  json_t *list = json_array();
-  for (int i = 0; i < r->rows; i++) json_array_append_new(list, ticket_json(r, i));
-  return hs_ok(req, list);
+  ticket_cols b;
+  ticket_bind(&req->arena, r, &b);
+  jw *w = hs_jw(req, 1024 * (size_t)(r->rows + 1));
+  jw_arr(w);
+  for (int i = 0; i < r->rows; i++) ticket_write(w, &b, r, i);
+  jw_arr_end(w);
+  return hs_ok_jw(req, w);
 }
 
 static bool move_allowed(const char *from, const char *to) {
@@ -84,7 +131,7 @@ err_t api_tickets_update(hs_req *req) {
   if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Ticket not found");
   if (e != ERR_OK) return e;
   const char *from = db_field(r, 0, "status"), *to = hs_body_str(req, "status"), *notes = hs_body_str(req, "notes");
-  if (!to && !notes) return hs_ok(req, ticket_json(r, 0));
+  if (!to && !notes) return ticket_reply(req, r);
   if (!to) to = from;
   if (!move_allowed(from, to))
     return hs_fail(req, ERR_CONFLICT, arena_printf(&req->arena, "A ticket cannot move from %s to %s", from, to));
@@ -103,5 +150,5 @@ err_t api_tickets_update(hs_req *req) {
   if (support_store_update(id, from, &u, &act, &moved) != ERR_OK) return ERR_INTERNAL;
   if (!moved) return hs_fail(req, ERR_CONFLICT, "The ticket changed meanwhile; try again");
   if (support_store_get(&req->arena, id, &r) != ERR_OK) return ERR_INTERNAL;
-  return hs_ok(req, ticket_json(r, 0));
+  return ticket_reply(req, r);
 }

@@ -13,19 +13,25 @@
 #include "domain/users/users_store.h"
 #include "ext/filetype.h"
 #include "ext/storage.h"
+#include "http/rowjson.h"
 #include <stdlib.h>
 #include <string.h>
 
 #define MB (1024 * 1024)
 
-static json_t *address_json(const db_res *r, int i) {
-  json_t *photos = storage_urls_json(db_text(r, i, 9), URL_TTL_PHOTO);
-  return json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "id", db_text(r, i, 0), "label", db_text(r, i, 1),
-                   "address", db_text(r, i, 2), "zip", db_text(r, i, 3), "isPrimary", jx_bool(db_text(r, i, 4)),
-                   "drivewayLength", jx_real_or_null(db_text(r, i, 5)), "lawnAcres", jx_real_or_null(db_text(r, i, 6)),
-                   "streetViewPhoto", storage_url_json(db_text(r, i, 7), URL_TTL_PHOTO), "serviceAreaPhotos", photos,
-                   "createdAt", jx_iso_or_null(db_text(r, i, 8)));
-}
+static const hs_rj_field ADDRESS[] = {
+    {"id", "id", RJ_STR},
+    {"label", "label", RJ_STR},
+    {"address", "address", RJ_STR},
+    {"zip", "zip", RJ_STR},
+    {"isPrimary", "is_primary", RJ_BOOL},
+    {"drivewayLength", "driveway_length", RJ_REAL},
+    {"lawnAcres", "lawn_acres", RJ_REAL},
+    {"streetViewPhoto", "street_view_photo", RJ_URL},
+    {"serviceAreaPhotos", "service_area_photos", RJ_URLS},
+    {"createdAt", "created_at", RJ_ISO},
+    {0},
+};
 
 #define ADDRESS_COLUMNS                                                                                                \
   "id, label, address, zip, is_primary, driveway_length, lawn_acres, street_view_photo, created_at, "                  \
@@ -38,9 +44,7 @@ static err_t reply_list(hs_req *req) {
                " FROM user_addresses WHERE user_id = $1 ORDER BY is_primary DESC, created_at, id",
                DB_ARGS(DB_TEXT(req->auth.id))) != DB_OK)
     return ERR_INTERNAL;
-  json_t *list = json_array();
-  for (int i = 0; i < r->rows; i++) json_array_append_new(list, address_json(r, i));
-  return hs_ok(req, list);
+  return hs_ok_rows(req, ADDRESS, r, 512);
 }
 
 /* The caller's address :id, or 404. */
@@ -54,7 +58,10 @@ static err_t load_address(hs_req *req, db_res **r) {
 static err_t reply_address(hs_req *req) {
   db_res *r;
   err_t e = load_address(req, &r);
-  return e == ERR_OK ? hs_ok(req, address_json(r, 0)) : e;
+  if (e != ERR_OK) return e;
+  jw *w = hs_jw(req, 512);
+  hs_rj_object(w, hs_rj_bind(&req->arena, ADDRESS, r), r, 0);
+  return hs_ok_jw(req, w);
 }
 
 static err_t api_addresses_list(hs_req *req) { return reply_list(req); }

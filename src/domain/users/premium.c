@@ -9,6 +9,7 @@
 #include "domain/users/users_api.h"
 #include "domain/users/users_store.h"
 #include "ext/storage.h"
+#include "http/rowjson.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,22 +26,22 @@ static err_t require_premium(hs_req *req) {
   return premium ? ERR_OK : premium_required(req);
 }
 
-/* One row of users_store_favorites as the favorite's card. */
-static json_t *favorite_json(const db_res *r, int i) {
-  return json_pack("{s:s,s:s,s:o,s:o,s:o,s:o}", "id", db_field(r, i, "id"), "name", db_field(r, i, "name"),
-                   "companyName", jx_str_or_null(db_field(r, i, "company_name")), "logoUrl",
-                   storage_url_json(db_field(r, i, "logo_url"), URL_TTL_PHOTO), "headshots",
-                   storage_urls_json(db_field(r, i, "headshots"), URL_TTL_PHOTO), "services",
-                   jx_parse_or(db_field(r, i, "services"), json_array()));
-}
+/* A row of users_store_favorites as the favorite's card. */
+static const hs_rj_field FAVORITE[] = {
+    {"id", "id", RJ_STR},
+    {"name", "name", RJ_STR},
+    {"companyName", "company_name", RJ_STR},
+    {"logoUrl", "logo_url", RJ_URL},
+    {"headshots", "headshots", RJ_URLS},
+    {"services", "services", RJ_JSON_CLEAN},
+    {0},
+};
 
 err_t api_users_favorites(hs_req *req) {
   db_res *r;
   err_t e = require_premium(req);
   if (e != ERR_OK || (e = users_store_favorites(&req->arena, req->auth.id, &r)) != ERR_OK) return e;
-  json_t *list = json_array();
-  for (int i = 0; i < r->rows; i++) json_array_append_new(list, favorite_json(r, i));
-  return hs_ok(req, list);
+  return hs_ok_rows(req, FAVORITE, r, 512);
 }
 
 /* The answer to a write about the provider :providerId: answer (stolen) on success, 404

@@ -1,13 +1,32 @@
 /* Handlers for /users/me. */
-#include "domain/users/users.h"
 #include "domain/users/users_api.h"
+#include "domain/users/users.h"
 #include "domain/users/users_store.h"
+#include "http/rowjson.h"
+
+static const hs_rj_field PROFILE[] = {
+    {"id", "id", RJ_STR},
+    {"email", "email", RJ_STR},
+    {"name", "name", RJ_STR},
+    {"address", "address", RJ_STR},
+    {"zip", "zip", RJ_STR},
+    {"lat", "lat", RJ_REAL},
+    {"lng", "lng", RJ_REAL},
+    {"isPremium", "is_premium", RJ_BOOL},
+    {"premiumSince", "premium_since", RJ_ISO},
+    {"seasonalAlertsEnabled", "seasonal_alerts_enabled", RJ_BOOL},
+    {"createdAt", "created_at", RJ_ISO},
+    {0},
+};
 
 static err_t reply_profile(hs_req *req) {
-  json_t *profile;
-  err_t e = users_store_profile(&req->arena, req->auth.id, &profile);
+  db_res *r;
+  err_t e = users_store_profile(&req->arena, req->auth.id, &r);
   if (e == ERR_NOT_FOUND) return hs_fail(req, ERR_NOT_FOUND, "User not found");
-  return e == ERR_OK ? hs_ok(req, profile) : e;
+  if (e != ERR_OK) return e;
+  jw *w = hs_jw(req, 512);
+  hs_rj_object(w, hs_rj_bind(&req->arena, PROFILE, r), r, 0);
+  return hs_ok_jw(req, w);
 }
 
 err_t api_users_me(hs_req *req) { return reply_profile(req); }

@@ -16,7 +16,8 @@ static const hs_field alerts_fields[] = {{"enabled", F_BOOL, F_REQUIRED}, {0}};
 static const hs_schema alerts_schema = {alerts_fields};
 
 const hs_route USERS_ROUTES[] = {
-    {HS_GET, "/users/me", api_users_me, ROLE_USER, .summary = "The caller's customer profile", .response = "User",
+    {HS_GET, "/users/me", api_users_me, ROLE_USER, .flags = ROUTE_DB_READ,
+     .summary = "The caller's customer profile", .response = "User",
      .errors = "404"},
     {HS_PATCH, "/users/me", api_users_update_me, ROLE_USER, &update_me_schema,
      .summary = "Update the caller's coordinates", .response = "User", .errors = "404"},

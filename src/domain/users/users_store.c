@@ -6,20 +6,13 @@
 #include "domain/notifications/notifications.h"
 #include "ext/queue.h"
 
-err_t users_store_profile(arena *a, const char *id, json_t **out) {
-  db_res *r;
-  if (db_query(a, &r,
+err_t users_store_profile(arena *a, const char *id, db_res **out) {
+  if (db_query(a, out,
                "SELECT id, email, name, address, zip, lat, lng, is_premium, premium_since, seasonal_alerts_enabled, "
                "created_at FROM users WHERE id = $1",
                DB_ARGS(DB_TEXT(id))) != DB_OK)
     return ERR_INTERNAL;
-  if (r->rows == 0) return ERR_NOT_FOUND;
-  *out = json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "id", db_text(r, 0, 0), "email", db_text(r, 0, 1),
-                   "name", db_text(r, 0, 2), "address", db_text(r, 0, 3), "zip", db_text(r, 0, 4), "lat",
-                   jx_real_or_null(db_text(r, 0, 5)), "lng", jx_real_or_null(db_text(r, 0, 6)), "isPremium",
-                   jx_bool(db_text(r, 0, 7)), "premiumSince", jx_iso_or_null(db_text(r, 0, 8)),
-                   "seasonalAlertsEnabled", jx_bool(db_text(r, 0, 9)), "createdAt", jx_iso_or_null(db_text(r, 0, 10)));
-  return ERR_OK;
+  return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
 }
 
 err_t users_store_set_location(const char *id, json_t *patch) {
@@ -31,8 +24,8 @@ err_t users_store_set_location(const char *id, json_t *patch) {
   db_rc rc = db_query(&a, &r,
                       "UPDATE users SET lat = CASE WHEN $2 = 1 THEN $3 ELSE lat END, "
                       "lng = CASE WHEN $4 = 1 THEN $5 ELSE lng END, updated_at = $6 WHERE id = $1",
-                      DB_ARGS(DB_TEXT(id), DB_BOOL(lat), lat ? DB_REAL(json_number_value(lat)) : DB_NULL,
-                              DB_BOOL(lng), lng ? DB_REAL(json_number_value(lng)) : DB_NULL, DB_INT(clock_now_ms())));
+                      DB_ARGS(DB_TEXT(id), DB_BOOL(lat), lat ? DB_REAL(json_number_value(lat)) : DB_NULL, DB_BOOL(lng),
+                              lng ? DB_REAL(json_number_value(lng)) : DB_NULL, DB_INT(clock_now_ms())));
   err_t e = rc != DB_OK ? ERR_INTERNAL : r->changes == 0 ? ERR_NOT_FOUND : ERR_OK;
   arena_fini(&a);
   return e;

@@ -13,8 +13,9 @@
  * customer whose payment is late keeps premium. Every premium gate uses this condition. */
 #define USERS_HAS_PREMIUM "(is_premium = 1 OR premium_since IS NOT NULL)"
 
-/* The public profile of user id as JSON (new reference); ERR_NOT_FOUND when missing. */
-err_t users_store_profile(arena *a, const char *id, json_t **out);
+/* The profile row of user id (id, email, name, address, zip, lat, lng, is_premium,
+ * premium_since, seasonal_alerts_enabled, created_at); ERR_NOT_FOUND when missing. */
+err_t users_store_profile(arena *a, const char *id, db_res **out);
 /* Sets the coordinates present in patch ("lat", "lng"); ERR_NOT_FOUND when missing. */
 err_t users_store_set_location(const char *id, json_t *patch);
 

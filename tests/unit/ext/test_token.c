@@ -370,8 +370,86 @@ static void test_expired_refused(void **state) {
   free(t);
 }
 
+/* Claims in every form JSON allows: the fast reader of plain claims and jansson must agree.
+ * Each case is signed correctly, so only the claims decide. */
+static void test_claim_forms(void **state) {
+  (void)state;
+  long long now = (long long)(clock_now_ms() / 1000), exp = now + 3600;
+  static const struct {
+    const char *claims; /* %lld: exp */
+    bool valid;
+    const char *id, *role, *elevation;
+    bool staff;
+  } cases[] = {
+      {"{\"id\":\"c1\",\"role\":\"user\",\"exp\":%lld}", true, "c1", "user", "", false},
+      {" { \"id\" : \"c1\" ,\n\t\"role\":\"user\", \"exp\" : %lld } ", true, "c1", "user", "", false},
+      {"{\"id\":\"c\\u0031\",\"role\":\"user\",\"exp\":%lld}", true, "c1", "user", "", false}, /* escape */
+      {"{\"i\\u0064\":\"c1\",\"role\":\"user\",\"exp\":%lld}", true, "c1", "user", "", false}, /* key escape */
+      {"{\"id\":\"caf\u00e9\",\"role\":\"user\",\"exp\":%lld}", true, "caf\u00e9", "user", "", false},
+      {"{\"id\":\"c1\",\"role\":\"user\",\"exp\":%lld,\"x\":{\"y\":[1,2.5,null,true]}}", true, "c1", "user", "", false},
+      {"{\"id\":\"c0\",\"id\":\"c1\",\"role\":\"user\",\"exp\":%lld}", true, "c1", "user", "", false}, /* last */
+      {"{\"id\":\"c1\",\"role\":\"support\",\"type\":\"staff\",\"elevationId\":\"e1\",\"exp\":%lld}", true, "c1",
+       "support", "e1", true},
+      {"{\"id\":\"c1\",\"role\":\"user\",\"type\":\"staffs\",\"exp\":%lld}", true, "c1", "user", "", false},
+      {"{\"id\":\"c1\",\"role\":\"user\",\"elevationId\":7,\"exp\":%lld}", true, "c1", "user", "", false},
+      {"{\"id\":\"c1\",\"role\":\"user\",\"exp\":%lld.0}", false},   /* a real exp */
+      {"{\"id\":\"c1\",\"role\":\"user\",\"exp\":\"%lld\"}", false}, /* a string exp */
+      {"{\"id\":1,\"role\":\"user\",\"exp\":%lld}", false},          /* a number id */
+      {"{\"id\":\"\",\"role\":\"user\",\"exp\":%lld}", false},       /* an empty id */
+      {"{\"id\":\"c1\",\"role\":\"user\",\"elevationId\":\"\",\"exp\":%lld}", false},
+      {"{\"id\":\"c\\u0000\",\"role\":\"user\",\"exp\":%lld}", false},                  /* an embedded NUL */
+      {"{\"id\":\"c1\",\"role\":\"user\",\"exp\":%lld} x", false},                      /* trailing text */
+      {"{\"id\":\"c1\",\"role\":\"user\",\"exp\":0%lld}", false},                       /* a leading zero */
+      {"{\"id\":\"c1\",\"role\":\"user\",\"exp\":%lld,}", false},                       /* a trailing comma */
+      {"{\"id\":\"c1\",\"role\":\"user\",\"exp\":-%lld}", false},                       /* a negative exp */
+      {"{\"id\":\"c1\",\"role\":\"user\",\"exp\":99999999999999999999999%lld}", false}, /* too big */
+      {"[\"id\",\"c1\",%lld]", false},
+      {"{\"id\":\"c\xff\",\"role\":\"user\",\"exp\":%lld}", false}, /* invalid UTF-8 */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char claims[512], num[24];
+    const char *at = strstr(cases[i].claims, "%lld");
+    snprintf(num, sizeof num, "%lld", exp);
+    snprintf(claims, sizeof claims, "%.*s%s%s", (int)(at - cases[i].claims), cases[i].claims, num, at + 4);
+    char *t = forge("{\"alg\":\"HS256\",\"typ\":\"JWT\"}", claims, EVP_sha256(), secret);
+    token_claims c;
+    bool got = token_verify(t, &c);
+    if (got != cases[i].valid) fail_msg("case %zu (%s): verified %d", i, claims, got);
+    if (got) {
+      assert_string_equal(c.id, cases[i].id);
+      assert_string_equal(c.role, cases[i].role);
+      assert_string_equal(c.elevation_id, cases[i].elevation);
+      assert_int_equal(c.is_staff, cases[i].staff);
+      assert_int_equal(c.exp, exp);
+    }
+    free(t);
+  }
+}
+
+/* A header in another form than the usual encoding is parsed: only alg HS256 counts. */
+static void test_header_forms(void **state) {
+  (void)state;
+  char *claims = claims_json("c1", "user", 3600);
+  const char *headers[] = {"{\"typ\":\"JWT\",\"alg\":\"HS256\"}", "{ \"alg\" : \"HS256\" }",
+                           "{\"alg\":\"HS256\",\"kid\":\"k1\"}"};
+  for (size_t i = 0; i < 3; i++) {
+    char *t = forge(headers[i], claims, EVP_sha256(), secret);
+    assert_true(verifies(t));
+    free(t);
+  }
+  const char *bad[] = {"{\"alg\":\"hs256\"}", "{\"typ\":\"JWT\"}", "{\"alg\":256}", "not json", "{\"alg\":\"HS256\""};
+  for (size_t i = 0; i < 5; i++) {
+    char *t = forge(bad[i], claims, EVP_sha256(), secret);
+    if (verifies(t)) fail_msg("header %s verified", bad[i]);
+    free(t);
+  }
+  free(claims);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_claim_forms),
+      cmocka_unit_test(test_header_forms),
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_round_trip_staff_elevation),
       cmocka_unit_test(test_header_is_hs256),

@@ -1,0 +1,84 @@
+/* Row descriptors (rowjson.h): one switch over the cell kinds, shared by every answer. */
+#include "http/rowjson.h"
+#include "ext/storage.h"
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+hs_rj *hs_rj_bind_as(arena *a, const hs_rj_field *fields, const db_res *r, const char *prefix) {
+  hs_rj *b = arena_alloc(a, sizeof *b);
+  while (fields[b->n].key) b->n++;
+  b->fields = fields;
+  b->col = arena_alloc(a, sizeof *b->col * (size_t)(b->n ? b->n : 1));
+  for (int i = 0; i < b->n; i++) {
+    if (!prefix) {
+      b->col[i] = db_col(r, fields[i].column);
+      continue;
+    }
+    char name[128];
+    size_t np = strlen(prefix), nc = strlen(fields[i].column);
+    if (np + nc >= sizeof name) {
+      b->col[i] = -1;
+      continue;
+    }
+    memcpy(name, prefix, np), memcpy(name + np, fields[i].column, nc + 1);
+    b->col[i] = db_col(r, name);
+  }
+  return b;
+}
+
+hs_rj *hs_rj_bind(arena *a, const hs_rj_field *fields, const db_res *r) { return hs_rj_bind_as(a, fields, r, NULL); }
+
+static void json_clean(jw *w, const char *text) {
+  json_t *v = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
+  char *clean = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15)) : NULL;
+  if (clean)
+    jw_raw_value(w, clean, strlen(clean));
+  else
+    jw_null(w);
+  free(clean);
+  json_decref(v);
+}
+
+void hs_rj_cell(jw *w, hs_rj_kind kind, const char *cell, size_t len) {
+  switch (kind) {
+  case RJ_STR: cell ? jw_strn(w, cell, len) : jw_null(w); break;
+  case RJ_INT: jw_cell_int(w, cell); break;
+  case RJ_REAL: jw_cell_real(w, cell); break;
+  case RJ_BOOL: jw_cell_bool(w, cell); break;
+  case RJ_MONEY: jw_cell_money(w, cell); break;
+  case RJ_ISO: jw_cell_iso(w, cell); break;
+  case RJ_JSON: jw_json(w, cell); break;
+  case RJ_JSON_CLEAN: json_clean(w, cell); break;
+  case RJ_URL: storage_url_jw(w, cell, URL_TTL_PHOTO); break;
+  case RJ_URLS: storage_urls_jw(w, cell, URL_TTL_PHOTO); break;
+  case RJ_URL_DOC: storage_url_jw(w, cell, URL_TTL_DOCUMENT); break;
+  }
+}
+
+void hs_rj_members(jw *w, const hs_rj *b, const db_res *r, int row) {
+  for (int i = 0; i < b->n; i++) {
+    jw_key(w, b->fields[i].key);
+    hs_rj_cell(w, b->fields[i].kind, db_text(r, row, b->col[i]), db_len(r, row, b->col[i]));
+  }
+}
+
+void hs_rj_object(jw *w, const hs_rj *b, const db_res *r, int row) {
+  jw_obj(w);
+  hs_rj_members(w, b, r, row);
+  jw_obj_end(w);
+}
+
+void hs_rj_array(jw *w, arena *a, const hs_rj_field *fields, const db_res *r) {
+  hs_rj *b = hs_rj_bind(a, fields, r);
+  jw_arr(w);
+  for (int i = 0; i < r->rows; i++) hs_rj_object(w, b, r, i);
+  jw_arr_end(w);
+}
+
+err_t hs_ok_rows(hs_req *req, const hs_rj_field *fields, const db_res *r, size_t row_hint) {
+  jw *w = hs_jw(req, row_hint * (size_t)(r->rows + 1));
+  hs_rj_array(w, &req->arena, fields, r);
+  return hs_ok_jw(req, w);
+}

@@ -1,0 +1,235 @@
+/* Unit tests for src/db/sqlite.c and the result building of src/db/db.c: a cached `SELECT *`
+ * after another connection changed the table, integer cells kept as numbers, cell lengths. */
+/* cmocka.h needs these four headers first. */
+/* clang-format off */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include "core/config.h"
+#include "db/db.h"
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define THREADS 8
+#define PER_THREAD 150
+
+static char path[64];
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(path, sizeof path, "/tmp/mp-unit-sqlite-%d.db", (int)getpid());
+  unlink(path);
+  CFG.http_threads = 1;
+  CFG.db_busy_timeout_ms = 5000;
+  char url[80], err[256];
+  snprintf(url, sizeof url, "sqlite:%s", path);
+  if (!db_open(url, THREADS, 1, err)) fail_msg("%s", err);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  db_close();
+  char side[80];
+  unlink(path);
+  snprintf(side, sizeof side, "%s-wal", path), unlink(side);
+  snprintf(side, sizeof side, "%s-shm", path), unlink(side);
+  return 0;
+}
+
+/* Another connection (a second instance migrating) adds a column after this connection
+ * prepared and cached `SELECT *`: the next run names and fills every column. */
+static void test_select_star_after_schema_change(void **state) {
+  (void)state;
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  assert_int_equal(db_query(&a, NULL, "CREATE TABLE t (id TEXT, n INTEGER)", DB_NOARGS), DB_OK);
+  assert_int_equal(db_query(&a, NULL, "INSERT INTO t VALUES ('a', 7)", DB_NOARGS), DB_OK);
+  assert_int_equal(db_query(&a, &r, "SELECT * FROM t", DB_NOARGS), DB_OK);
+  assert_int_equal(r->cols, 2);
+  sqlite3 *other;
+  assert_int_equal(sqlite3_open(path, &other), SQLITE_OK);
+  assert_int_equal(
+      sqlite3_exec(other, "ALTER TABLE t ADD COLUMN extra TEXT; UPDATE t SET extra = 'x'", NULL, NULL, NULL),
+      SQLITE_OK);
+  sqlite3_close(other);
+  assert_int_equal(db_query(&a, &r, "SELECT * FROM t", DB_NOARGS), DB_OK);
+  assert_int_equal(r->cols, 3);
+  assert_string_equal(db_field(r, 0, "id"), "a");
+  assert_string_equal(db_field(r, 0, "extra"), "x");
+  assert_int_equal(db_int(r, 0, db_col(r, "n")), 7);
+  arena_fini(&a);
+}
+
+/* Integers come back as their decimal text and as numbers; other cells keep their lengths. */
+static void test_cells(void **state) {
+  (void)state;
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  assert_int_equal(db_query(&a, &r,
+                            "SELECT -9223372036854775807 - 1 AS lo, 9223372036854775807 AS hi, 0 AS zero, 'x''y' AS s, "
+                            "NULL AS nil, 2.5 AS r, CASE WHEN $1 = 1 THEN 3 ELSE 'three' END AS mixed",
+                            DB_ARGS(DB_INT(1))),
+                   DB_OK);
+  assert_string_equal(db_text(r, 0, 0), "-9223372036854775808");
+  assert_true(db_int(r, 0, 0) == INT64_MIN);
+  assert_string_equal(db_text(r, 0, 1), "9223372036854775807");
+  assert_true(db_int(r, 0, 1) == INT64_MAX);
+  assert_string_equal(db_text(r, 0, 2), "0");
+  assert_int_equal(db_len(r, 0, 3), 3);
+  assert_string_equal(db_text(r, 0, 3), "x'y");
+  assert_null(db_text(r, 0, 4));
+  assert_int_equal(db_len(r, 0, 4), 0);
+  assert_int_equal(db_int(r, 0, 4), 0);
+  assert_string_equal(db_text(r, 0, 5), "2.5");
+  assert_int_equal(db_int(r, 0, 6), 3);
+  /* a column mixing integers and text in different rows reads its text */
+  assert_int_equal(db_query(&a, &r, "SELECT 12 AS v UNION ALL SELECT '34x'", DB_NOARGS), DB_OK);
+  assert_int_equal(r->rows, 2);
+  assert_int_equal(db_int(r, 0, 0), 12);
+  assert_int_equal(db_int(r, 1, 0), 34);
+  arena_fini(&a);
+}
+
+/* Transactions from many threads share commits (group commit): every transaction whose COMMIT
+ * returned DB_OK is in the table, none whose statement failed and was rolled back is, and a
+ * failing member does not undo the others of its group. Writes outside a transaction too. */
+
+static void *writer_thread(void *arg) {
+  int t = (int)(intptr_t)arg, *committed = calloc(PER_THREAD, sizeof *committed);
+  for (int i = 0; i < PER_THREAD; i++) {
+    arena a;
+    arena_init(&a);
+    db_conn *c = db_acquire();
+    db_rc rc = db_begin(c);
+    char key[32];
+    snprintf(key, sizeof key, "k-%d-%d", t, i);
+    if (rc == DB_OK)
+      rc = db_exec(c, NULL, NULL, "INSERT INTO g (k, t) VALUES ($1, $2)", DB_ARGS(DB_TEXT(key), DB_INT(t)));
+    if (rc == DB_OK && i % 5 == 0) /* a duplicate: the statement fails, the transaction is rolled back */
+      rc = db_exec(c, NULL, NULL, "INSERT INTO g (k, t) VALUES ($1, $2)", DB_ARGS(DB_TEXT(key), DB_INT(t)));
+    if (rc == DB_OK) {
+      db_res *r;
+      rc = db_exec(c, &a, &r, "SELECT COUNT(*) FROM g WHERE k = $1", DB_ARGS(DB_TEXT(key))); /* sees its own row */
+      if (rc == DB_OK && db_int(r, 0, 0) != 1) rc = DB_ERROR;
+    }
+    if (rc == DB_OK) rc = db_commit(c);
+    committed[i] = rc == DB_OK;
+    db_release(c);
+    if (i % 7 == 0) { /* and a write outside any transaction */
+      snprintf(key, sizeof key, "solo-%d-%d", t, i);
+      if (db_query(&a, NULL, "INSERT INTO g (k, t) VALUES ($1, $2)", DB_ARGS(DB_TEXT(key), DB_INT(t))) != DB_OK)
+        committed[i] = -1;
+    }
+    arena_fini(&a);
+  }
+  return committed;
+}
+
+static void test_group_commit(void **state) {
+  (void)state;
+  arena a;
+  arena_init(&a);
+  assert_int_equal(db_query(&a, NULL, "CREATE TABLE g (k TEXT PRIMARY KEY, t INTEGER)", DB_NOARGS), DB_OK);
+  pthread_t th[THREADS];
+  for (int t = 0; t < THREADS; t++) pthread_create(&th[t], NULL, writer_thread, (void *)(intptr_t)t);
+  int expected = 0;
+  for (int t = 0; t < THREADS; t++) {
+    int *committed;
+    pthread_join(th[t], (void **)&committed);
+    for (int i = 0; i < PER_THREAD; i++) {
+      assert_int_not_equal(committed[i], -1);
+      assert_int_equal(committed[i], i % 5 != 0); /* exactly the transactions without a duplicate */
+      expected += committed[i] + (i % 7 == 0);
+    }
+    free(committed);
+  }
+  db_res *r;
+  assert_int_equal(db_query(&a, &r, "SELECT COUNT(*) FROM g", DB_NOARGS), DB_OK);
+  assert_int_equal(db_int(r, 0, 0), expected);
+  assert_int_equal(db_query(&a, &r, "SELECT COUNT(*) FROM g WHERE k LIKE 'k-%-0'", DB_NOARGS), DB_OK);
+  assert_int_equal(db_int(r, 0, 0), 0); /* every i = 0 transaction had a duplicate */
+  arena_fini(&a);
+}
+
+/* A database that fills up in the middle of group commits (SQLite's max_page_count on the
+ * writer stands in for a full disk): every transaction answers DB_OK or DB_UNAVAILABLE, never
+ * anything else; each one that answered DB_OK is in the table and none that failed is, even
+ * when the failure was another member's; once there is room again, writes go on. */
+
+/* Runs sql on the writer's connection (where a transaction's statements run). */
+static void on_writer(const char *sql) {
+  db_conn *c = db_acquire();
+  assert_int_equal(db_begin(c), DB_OK);
+  assert_int_equal(db_exec(c, NULL, NULL, sql, DB_NOARGS), DB_OK);
+  assert_int_equal(db_commit(c), DB_OK);
+  db_release(c);
+}
+
+static void *filling_thread(void *arg) {
+  int t = (int)(intptr_t)arg, *outcome = calloc(PER_THREAD, sizeof *outcome);
+  for (int i = 0; i < PER_THREAD; i++) {
+    db_conn *c = db_acquire();
+    char key[32];
+    snprintf(key, sizeof key, "f-%d-%d", t, i);
+    db_rc rc = db_begin(c);
+    if (rc == DB_OK)
+      rc = db_exec(c, NULL, NULL, "INSERT INTO f (k, v) VALUES ($1, randomblob(3000))", DB_ARGS(DB_TEXT(key)));
+    if (rc == DB_OK) rc = db_commit(c);
+    db_release(c);
+    outcome[i] = rc;
+  }
+  return outcome;
+}
+
+static void test_full_database_during_group_commit(void **state) {
+  (void)state;
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  assert_int_equal(db_query(&a, NULL, "CREATE TABLE f (k TEXT PRIMARY KEY, v BLOB)", DB_NOARGS), DB_OK);
+  assert_int_equal(db_query(&a, &r, "PRAGMA page_count", DB_NOARGS), DB_OK);
+  char sql[64];
+  snprintf(sql, sizeof sql, "PRAGMA max_page_count = %lld", (long long)db_int(r, 0, 0) + 40);
+  on_writer(sql);
+  pthread_t th[THREADS];
+  for (int t = 0; t < THREADS; t++) pthread_create(&th[t], NULL, filling_thread, (void *)(intptr_t)t);
+  int ok = 0, unavailable = 0;
+  for (int t = 0; t < THREADS; t++) {
+    int *outcome;
+    pthread_join(th[t], (void **)&outcome);
+    for (int i = 0; i < PER_THREAD; i++) {
+      char key[32];
+      snprintf(key, sizeof key, "f-%d-%d", t, i);
+      assert_true(outcome[i] == DB_OK || outcome[i] == DB_UNAVAILABLE);
+      assert_int_equal(db_query(&a, &r, "SELECT COUNT(*) FROM f WHERE k = $1", DB_ARGS(DB_TEXT(key))), DB_OK);
+      assert_int_equal(db_int(r, 0, 0), outcome[i] == DB_OK);
+      ok += outcome[i] == DB_OK, unavailable += outcome[i] == DB_UNAVAILABLE;
+    }
+    free(outcome);
+  }
+  assert_true(ok > 0 && unavailable > 0);
+  on_writer("PRAGMA max_page_count = 1000000");
+  assert_int_equal(db_query(&a, NULL, "INSERT INTO f (k, v) VALUES ('after', randomblob(3000))", DB_NOARGS), DB_OK);
+  arena_fini(&a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_select_star_after_schema_change),
+      cmocka_unit_test(test_cells),
+      cmocka_unit_test(test_group_commit),
+      cmocka_unit_test(test_full_database_during_group_commit),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
