@@ -210,7 +210,8 @@ static void render_http(out *o) {
 }
 
 static void render_db(out *o) {
-  static const char *const lanes[DB_POOL_COUNT] = {"requests", "slow"};
+  static const char *const lanes[DB_POOL_COUNT] = {
+      [DB_POOL_REQUESTS] = "requests", [DB_POOL_SLOW] = "slow", [DB_POOL_EVENT] = "event"};
   static const struct {
     const char *name, *type, *help;
   } series[] = {

@@ -41,6 +41,7 @@ def scrape(api, **kw):
     assert r.status_code == 200, r.text
     assert r.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
     assert r.headers["Cache-Control"] == "no-store"
+    assert "(null)" not in r.text, r.text  # every label has a value
     return parse(r.text)
 
 
@@ -106,6 +107,9 @@ def test_pools_queue_limits_and_process(api, server):
         assert ("marketplace_queue_runs_total", frozenset({"kind": "email", "outcome": outcome}.items())) in after[0]
     assert value(after, "marketplace_db_pool_connections", lane="requests") == 16  # the shared server's DB_POOL_SIZE
     assert value(after, "marketplace_db_pool_connections", lane="slow") >= 1
+    # SQLite's read connections of the HTTP event threads (none on PostgreSQL)
+    event = value(after, "marketplace_db_pool_connections", lane="event")
+    assert event >= 1 if server.env["DATABASE_URL"].startswith("sqlite:") else event == 0
     assert 0 <= value(after, "marketplace_db_pool_in_use", lane="requests") <= 16
     for name in ("marketplace_db_pool_waiting", "marketplace_db_pool_waits_total"):
         assert value(after, name, lane="requests") >= 0
