@@ -446,16 +446,13 @@ static void run_pipeline(conn_ctx *ctx) {
 
 static json_t *error_body(hs_req *req);
 
-/* Forgets the answer decided so far. */
-static void answer_clear(hs_req *req) {
+/* Forgets the answer decided so far, and the bytes prepare_answer made of it. */
+static void answer_clear(conn_ctx *ctx) {
+  hs_req *req = &ctx->req;
   if (req->res_fd >= 0) close(req->res_fd), req->res_fd = -1;
   free(req->res_data), req->res_data = NULL, req->res_content_type = NULL;
   req->status = 0, req->res_body = NULL, req->res_json = NULL, req->err = ERR_OK;
   req->err_message = req->err_code = NULL, req->retry_after = 0;
-}
-
-/* Forgets the bytes prepare_answer made (a read on the event thread handed to a worker). */
-static void prepared_clear(conn_ctx *ctx) {
   free(ctx->out), ctx->out = NULL;
   ctx->out_len = 0, ctx->out_gzip = ctx->prepared = false;
 }
@@ -510,7 +507,7 @@ static void dispatch(conn_ctx *ctx) {
     if (stored == ERR_UNAVAILABLE) req->retry_after = 5;
   }
   if (db_unavailable_seen()) {
-    answer_clear(req);
+    answer_clear(ctx);
     hs_fail(req, ERR_UNAVAILABLE, "Service unavailable");
     req->retry_after = 1;
   }
@@ -777,8 +774,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (read_here) db_use_pool(DB_POOL_EVENT);
     dispatch(ctx);
     if (!read_here || ctx->too_large || !db_unavailable_seen()) return send_answer(conn, ctx);
-    answer_clear(&ctx->req); /* the file is locked: a worker's connection waits for it */
-    prepared_clear(ctx);
+    answer_clear(ctx); /* the file is locked: a worker's connection waits for it */
   }
   lane *l = &lanes[(r->flags & ROUTE_SLOW) || r->upload ? LANE_SLOW : LANE_DB];
   pthread_mutex_lock(&l->mu);
