@@ -187,6 +187,16 @@ void db_pool_stats_get(db_pool_kind kind, db_pool_stats *out) {
   pthread_mutex_unlock(&p->mu);
 }
 
+const char *db_pool_name(db_pool_kind kind) {
+  switch (kind) { /* no default: a new pool without a name is a compiler warning */
+  case DB_POOL_REQUESTS: return "requests";
+  case DB_POOL_SLOW: return "slow";
+  case DB_POOL_EVENT: return "event";
+  case DB_POOL_COUNT: break;
+  }
+  return "unknown";
+}
+
 /* ---- the breaker ---- */
 
 /* Whether a statement may go to the engine now; *trial when it is the one testing the server. */

@@ -99,6 +99,8 @@ typedef struct db_pool_stats {
   long waits;
 } db_pool_stats;
 void db_pool_stats_get(db_pool_kind kind, db_pool_stats *out);
+/* The pool's name in metrics and logs: "requests", "slow", "event". */
+const char *db_pool_name(db_pool_kind kind);
 
 /* Borrows a connection, waiting for one when all are in use. Never NULL. */
 db_conn *db_acquire(void);

@@ -210,8 +210,6 @@ static void render_http(out *o) {
 }
 
 static void render_db(out *o) {
-  static const char *const lanes[DB_POOL_COUNT] = {
-      [DB_POOL_REQUESTS] = "requests", [DB_POOL_SLOW] = "slow", [DB_POOL_EVENT] = "event"};
   static const struct {
     const char *name, *type, *help;
   } series[] = {
@@ -226,7 +224,7 @@ static void render_db(out *o) {
     family(o, series[i].name, series[i].type, series[i].help);
     for (int k = 0; k < DB_POOL_COUNT; k++) {
       long v = i == 0 ? s[k].size : i == 1 ? s[k].in_use : i == 2 ? s[k].waiting : s[k].waits;
-      emit(o, "%s{lane=\"%s\"} %ld\n", series[i].name, lanes[k], v);
+      emit(o, "%s{lane=\"%s\"} %ld\n", series[i].name, db_pool_name((db_pool_kind)k), v);
     }
   }
 }
