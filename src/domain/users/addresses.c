@@ -135,10 +135,14 @@ static err_t api_addresses_delete(hs_req *req) {
                DB_ARGS(DB_TEXT(req->auth.id))) != DB_OK)
     return ERR_INTERNAL;
   if (db_int(count, 0, 0) <= 1) return hs_fail(req, ERR_BAD_REQUEST, "The last address cannot be deleted");
-  if (db_query(NULL, NULL, "DELETE FROM user_addresses WHERE id = $1 AND user_id = $2 AND is_primary = 0",
+  /* the files of the photos the row held when it went, which a concurrent upload may have changed */
+  db_res *gone;
+  if (db_query(&req->arena, &gone,
+               "DELETE FROM user_addresses WHERE id = $1 AND user_id = $2 AND is_primary = 0 "
+               "RETURNING street_view_photo, service_area_photos",
                DB_ARGS(DB_TEXT(db_text(r, 0, 0)), DB_TEXT(req->auth.id))) != DB_OK)
     return ERR_INTERNAL;
-  delete_photo_keys(db_text(r, 0, 7), db_text(r, 0, 9));
+  if (gone->rows) delete_photo_keys(db_text(gone, 0, 0), db_text(gone, 0, 1));
   return reply_list(req);
 }
 
