@@ -67,8 +67,17 @@ static worker *workers;
 static int nworkers;
 static pthread_t keeper;
 static bool stopping;
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* stopping, worker slots */
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* stopping, worker slots, kicks */
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;    /* stopping (the lease keeper, retries) */
+/* Each lane's workers nap on their own condition. A kick wakes one worker of the lane that got
+ * the work, not every worker of both lanes: each woken worker runs its ready check, and with a
+ * broadcast per commit the heavy lane and the idle general workers read the queue once per
+ * quote for nothing (perf: more than half the server's CPU under POST /quotes). kicks counts
+ * wake-ups no worker was napping for, so a kick that lands between a worker's empty check and
+ * its nap is not lost (bounded by the lane's workers). */
+static pthread_cond_t lane_cv[LANE_COUNT] = {PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER};
+static int kicks[LANE_COUNT], lane_workers[LANE_COUNT];
+static _Thread_local unsigned queued_lanes; /* lanes this thread queued work for since its last kick */
 static _Thread_local const queue_item *current;
 
 /* queue_defer's work, written by the next general worker that wakes (under mu). */
@@ -116,7 +125,14 @@ bool queue_backlog(void (*fn)(void *ctx, const char *kind, const char *state, lo
   return ok;
 }
 
+/* The lane that runs kind (unregistered kinds: the general one, which records them failed). */
+static int lane_of(const char *kind) {
+  registration *reg = registration_for(kind);
+  return reg && reg->heavy ? LANE_HEAVY : LANE_GENERAL;
+}
+
 db_rc queue_enqueue_at(db_conn *c, const char *kind, json_t *payload, int64_t run_at) {
+  queued_lanes |= 1u << lane_of(kind);
   char id[ID_LEN + 1];
   id_new(id);
   char *text = json_dumps(payload, JSON_COMPACT);
@@ -134,6 +150,7 @@ db_rc queue_enqueue(db_conn *c, const char *kind, json_t *payload) {
 }
 
 db_rc queue_enqueue_once(db_conn *c, const char *kind, const char *dedupe_key, json_t *payload, bool *added) {
+  queued_lanes |= 1u << lane_of(kind);
   char id[ID_LEN + 1];
   id_new(id);
   char *text = json_dumps(payload, JSON_COMPACT);
@@ -196,13 +213,19 @@ db_rc queue_now(const char *kind, json_t *payload) {
   return rc;
 }
 
+/* Wakes one worker of lane (mu held). */
+static void wake_locked(int lane) {
+  if (kicks[lane] < lane_workers[lane]) kicks[lane]++;
+  pthread_cond_signal(&lane_cv[lane]);
+}
+
 void queue_defer(const char *kind, json_t *payload) {
   pthread_mutex_lock(&mu);
   if (ndeferred < DEFERRED_MAX) {
     deferred[ndeferred].kind = kind, deferred[ndeferred++].payload = payload;
     payload = NULL;
   }
-  pthread_cond_broadcast(&cv);
+  wake_locked(LANE_GENERAL); /* a general worker writes it */
   pthread_mutex_unlock(&mu);
   json_decref(payload); /* dropped: the list is full */
 }
@@ -224,17 +247,26 @@ static void write_deferred(void) {
 }
 
 void queue_kick(void) {
+  unsigned lanes_queued = queued_lanes ? queued_lanes : 1u << LANE_GENERAL;
+  queued_lanes = 0;
   pthread_mutex_lock(&mu);
-  pthread_cond_broadcast(&cv);
+  for (int l = 0; l < LANE_COUNT; l++)
+    if (lanes_queued & 1u << l) wake_locked(l);
   pthread_mutex_unlock(&mu);
 }
 
-/* Ready: pending and due by the service clock ($2), or running with its lease (real clock, $3)
- * run out: its worker died. */
-#define READY_WHERE(now, real)                                                                                         \
-  "((status = 'pending' AND run_at <= " now ") OR (status = 'running' AND locked_until < " real "))"
+/* Ready: pending and due by the service clock, or running with its lease (real clock) run
+ * out: its worker died. */
+#define PENDING_DUE(now) "status = 'pending' AND run_at <= " now
+#define LEASE_LAPSED(real) "status = 'running' AND locked_until < " real
+#define READY_WHERE(now, real) "((" PENDING_DUE(now) ") OR (" LEASE_LAPSED(real) "))"
 
-/* Builds a lane's SQL: its kinds as $4..., or every kind but the heavy ones. */
+/* Builds a lane's SQL: its kinds as $4..., or every kind but the heavy ones. Pending work that
+ * is due and running work whose lease lapsed are two range searches of job_queue_ready
+ * (status, run_at), joined with UNION ALL: written as one OR, SQLite's planner scanned the
+ * whole table (done rows included) for every check and claim once its statistics were older
+ * than the table's growth, and the claim sorted the whole backlog. ORDER BY run_at in each
+ * part has the planner take the index whatever its statistics say. */
 static void lane_sql(int lane) {
   char filter[1024] = "";
   int n = 0;
@@ -243,22 +275,27 @@ static void lane_sql(int lane) {
     lanes[lane].kinds[lanes[lane].nkinds++] = handlers[i].kind;
     n += snprintf(filter + n, sizeof filter - (size_t)n, "%s$%d", n ? ", " : "", 3 + lanes[lane].nkinds);
   }
-  char where[1200];
+  char kinds[1100];
   if (!lanes[lane].nkinds)
-    snprintf(where, sizeof where, "%s",
-             lane == LANE_HEAVY ? READY_WHERE("$2", "$3") " AND 1 = 0" : READY_WHERE("$2", "$3"));
+    snprintf(kinds, sizeof kinds, "%s", lane == LANE_HEAVY ? " AND 1 = 0" : "");
   else
-    snprintf(where, sizeof where, READY_WHERE("$2", "$3") " AND kind %s (%s)", lane == LANE_HEAVY ? "IN" : "NOT IN",
-             filter);
+    snprintf(kinds, sizeof kinds, " AND kind %s (%s)", lane == LANE_HEAVY ? "IN" : "NOT IN", filter);
   const char *lock = db_engine_get() == DB_POSTGRES ? " FOR UPDATE SKIP LOCKED" : "";
-  lanes[lane].ready_sql = xmalloc(strlen(where) + 64);
-  sprintf(lanes[lane].ready_sql, "SELECT 1 FROM job_queue WHERE %s LIMIT 1", where);
-  lanes[lane].claim_sql = xmalloc(strlen(where) + 512);
+  lanes[lane].ready_sql = xmalloc(2 * strlen(kinds) + 512);
+  sprintf(lanes[lane].ready_sql,
+          "SELECT 1 FROM (SELECT 1 FROM job_queue WHERE " PENDING_DUE("$2") "%s ORDER BY run_at LIMIT 1) p UNION ALL "
+          "SELECT 1 FROM (SELECT 1 FROM job_queue WHERE " LEASE_LAPSED("$3") "%s ORDER BY run_at LIMIT 1) l",
+          kinds, kinds);
+  lanes[lane].claim_sql = xmalloc(2 * strlen(kinds) + 1024);
   sprintf(lanes[lane].claim_sql,
           "UPDATE job_queue SET status = 'running', attempts = attempts + 1, locked_until = $1, updated_at = $2 "
-          "WHERE id = (SELECT id FROM job_queue WHERE %s ORDER BY run_at LIMIT 1%s) "
+          "WHERE id = (SELECT id FROM ("
+          "SELECT id, run_at FROM (SELECT id, run_at FROM job_queue WHERE " PENDING_DUE("$2") "%s "
+          "ORDER BY run_at LIMIT 1%s) p UNION ALL "
+          "SELECT id, run_at FROM (SELECT id, run_at FROM job_queue WHERE " LEASE_LAPSED("$3") "%s "
+          "ORDER BY run_at LIMIT 1%s) l) c ORDER BY run_at LIMIT 1) "
           "RETURNING id, kind, payload, attempts, max_attempts, created_at",
-          where, lock);
+          kinds, lock, kinds, lock);
 }
 
 /* A lane's parameters: lease end, now, real now, then its kinds. */
@@ -284,17 +321,24 @@ static bool is_stopping(void) {
   return s;
 }
 
-/* Sleeps up to ms, or less when the queue stops or is kicked. */
-static void nap(int64_t ms) {
+/* Sleeps up to ms, or less when the queue stops or (lane >= 0) the lane is kicked. */
+static void nap_on(int lane, int64_t ms) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   ts.tv_sec += ms / 1000;
   ts.tv_nsec += (ms % 1000) * 1000000L;
   if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
   pthread_mutex_lock(&mu);
-  if (!stopping) pthread_cond_timedwait(&cv, &mu, &ts);
+  if (lane < 0) {
+    if (!stopping) pthread_cond_timedwait(&cv, &mu, &ts);
+  } else {
+    if (!stopping && !kicks[lane]) pthread_cond_timedwait(&lane_cv[lane], &mu, &ts);
+    if (kicks[lane]) kicks[lane]--;
+  }
   pthread_mutex_unlock(&mu);
 }
+
+static void nap(int64_t ms) { nap_on(-1, ms); }
 
 /* Runs one recording statement until the database takes it: an outcome that is not recorded
  * would have the work run again once its lease lapses. Gives up only on an error that waiting
@@ -420,7 +464,7 @@ static void *worker_main(void *arg) {
   while (!is_stopping()) {
     if (w->lane == LANE_GENERAL) write_deferred(), queue_due_periodics();
     if (run_one(w)) continue;
-    nap(POLL_MS);
+    nap_on(w->lane, POLL_MS);
   }
   return NULL;
 }
@@ -455,6 +499,8 @@ void queue_start(int n, int heavy) {
   lane_sql(LANE_HEAVY);
   nworkers = n + heavy;
   workers = xcalloc((size_t)nworkers, sizeof *workers);
+  lane_workers[LANE_GENERAL] = n, lane_workers[LANE_HEAVY] = heavy;
+  kicks[LANE_GENERAL] = kicks[LANE_HEAVY] = 0;
   for (int i = 0; i < nworkers; i++) {
     workers[i].lane = i < n ? LANE_GENERAL : LANE_HEAVY;
     pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]);
@@ -468,6 +514,7 @@ void queue_stop(void) {
   pthread_mutex_lock(&mu);
   stopping = true;
   pthread_cond_broadcast(&cv);
+  for (int l = 0; l < LANE_COUNT; l++) pthread_cond_broadcast(&lane_cv[l]);
   pthread_mutex_unlock(&mu);
   for (int i = 0; i < nworkers; i++) pthread_join(workers[i].thread, NULL);
   pthread_join(keeper, NULL);
