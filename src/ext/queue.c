@@ -55,12 +55,22 @@ static struct {
   int nkinds;
 } lanes[LANE_COUNT];
 
-/* A worker and the row it runs (id empty when idle), for the lease keeper. */
+/* A claim takes up to a worker's batch of rows: one while claims find less than they ask
+ * for, doubling up to CLAIM_MAX while each finds its fill. Under a backlog (POST /quotes
+ * queues an email each) a worker then pays one claim per batch instead of one per row; when
+ * work is scarce, rows stay one per worker and run side by side. */
+#define CLAIM_MAX 16
+
+/* A worker and the rows it holds (claimed, not yet finished), for the lease keeper. */
 typedef struct worker {
   pthread_t thread;
   int lane;
-  char id[ID_LEN + 1];
-  int64_t attempt;
+  int batch; /* rows its next claim asks for */
+  int nheld;
+  struct {
+    char id[ID_LEN + 1];
+    int64_t attempt;
+  } held[CLAIM_MAX];
 } worker;
 
 static worker *workers;
@@ -68,7 +78,7 @@ static int nworkers;
 static pthread_t keeper;
 static bool stopping;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* stopping, worker slots, kicks */
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;    /* stopping (the lease keeper, retries) */
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;   /* stopping (the lease keeper, retries) */
 /* Each lane's workers nap on their own condition. A kick wakes one worker of the lane that got
  * the work, not every worker of both lanes: each woken worker runs its ready check, and with a
  * broadcast per commit the heavy lane and the idle general workers read the queue once per
@@ -281,28 +291,37 @@ static void lane_sql(int lane) {
   else
     snprintf(kinds, sizeof kinds, " AND kind %s (%s)", lane == LANE_HEAVY ? "IN" : "NOT IN", filter);
   const char *lock = db_engine_get() == DB_POSTGRES ? " FOR UPDATE SKIP LOCKED" : "";
+  int limit = 4 + lanes[lane].nkinds; /* the claim's batch, after the lane's parameters */
+  /* the claimed rows by primary key: with statistics from when the table was small, SQLite
+   * matched `id IN (...)` by scanning the table */
+  const char *target =
+      db_engine_get() == DB_POSTGRES ? "job_queue" : "job_queue INDEXED BY sqlite_autoindex_job_queue_1";
   lanes[lane].ready_sql = xmalloc(2 * strlen(kinds) + 512);
   sprintf(lanes[lane].ready_sql,
-          "SELECT 1 FROM (SELECT 1 FROM job_queue WHERE " PENDING_DUE("$2") "%s ORDER BY run_at LIMIT 1) p UNION ALL "
-          "SELECT 1 FROM (SELECT 1 FROM job_queue WHERE " LEASE_LAPSED("$3") "%s ORDER BY run_at LIMIT 1) l",
+          "SELECT 1 FROM (SELECT 1 FROM job_queue WHERE " PENDING_DUE(
+              "$2") "%s ORDER BY run_at LIMIT 1) p UNION ALL "
+                    "SELECT 1 FROM (SELECT 1 FROM job_queue WHERE " LEASE_LAPSED("$3") "%s ORDER BY run_at LIMIT 1) l",
           kinds, kinds);
   lanes[lane].claim_sql = xmalloc(2 * strlen(kinds) + 1024);
   sprintf(lanes[lane].claim_sql,
-          "UPDATE job_queue SET status = 'running', attempts = attempts + 1, locked_until = $1, updated_at = $2 "
-          "WHERE id = (SELECT id FROM ("
-          "SELECT id, run_at FROM (SELECT id, run_at FROM job_queue WHERE " PENDING_DUE("$2") "%s "
-          "ORDER BY run_at LIMIT 1%s) p UNION ALL "
-          "SELECT id, run_at FROM (SELECT id, run_at FROM job_queue WHERE " LEASE_LAPSED("$3") "%s "
-          "ORDER BY run_at LIMIT 1%s) l) c ORDER BY run_at LIMIT 1) "
-          "RETURNING id, kind, payload, attempts, max_attempts, created_at",
-          kinds, lock, kinds, lock);
+          "UPDATE %s SET status = 'running', attempts = attempts + 1, locked_until = $1, updated_at = $2 "
+          "WHERE id IN (SELECT id FROM ("
+          "SELECT id, run_at FROM (SELECT id, run_at FROM job_queue WHERE " PENDING_DUE(
+              "$2") "%s "
+                    "ORDER BY run_at LIMIT $%d%s) p UNION ALL "
+                    "SELECT id, run_at FROM (SELECT id, run_at FROM job_queue WHERE " LEASE_LAPSED(
+                        "$3") "%s "
+                              "ORDER BY run_at LIMIT $%d%s) l) c ORDER BY run_at LIMIT $%d) "
+                              "RETURNING id, kind, payload, attempts, max_attempts, created_at, run_at",
+          target, kinds, limit, lock, kinds, limit, lock, limit);
 }
 
-/* A lane's parameters: lease end, now, real now, then its kinds. */
-static int lane_args(int lane, db_val *p, int64_t now, int64_t real) {
+/* A lane's parameters: lease end, now, real now, its kinds, then the claim's batch. */
+static int lane_args(int lane, db_val *p, int64_t now, int64_t real, int batch) {
   p[0] = DB_INT(real + LEASE_MS), p[1] = DB_INT(now), p[2] = DB_INT(real);
   for (int i = 0; i < lanes[lane].nkinds; i++) p[3 + i] = DB_TEXT(lanes[lane].kinds[i]);
-  return 3 + lanes[lane].nkinds;
+  p[3 + lanes[lane].nkinds] = DB_INT(batch);
+  return 4 + lanes[lane].nkinds;
 }
 
 static int64_t backoff_ms(int64_t attempts) {
@@ -340,27 +359,58 @@ static void nap_on(int lane, int64_t ms) {
 
 static void nap(int64_t ms) { nap_on(-1, ms); }
 
+/* After a recording that the database refused (unavailable): waits before the next try;
+ * false once it should give up (5 s into shutdown). */
+static bool record_wait(int64_t *wait, int64_t *give_up_at) {
+  if (is_stopping()) {
+    if (!*give_up_at) *give_up_at = clock_mono_ms() + 5000;
+    if (clock_mono_ms() >= *give_up_at) {
+      log_msg(LOG_ERROR, "background job outcome not recorded (database unavailable at shutdown): it runs again");
+      return false;
+    }
+  }
+  nap(*wait);
+  if (*wait < 2000) *wait *= 2;
+  return true;
+}
+
 /* Runs one recording statement until the database takes it: an outcome that is not recorded
  * would have the work run again once its lease lapses. Gives up only on an error that waiting
  * cannot fix, or 5 s into shutdown. */
 static void record(arena *a, const char *sql, const db_val *p, int n) {
   int64_t wait = 100, give_up_at = 0;
-  for (;;) {
-    db_rc rc = db_query(a, NULL, sql, p, n);
-    if (rc != DB_UNAVAILABLE) return;
-    if (is_stopping()) {
-      if (!give_up_at) give_up_at = clock_mono_ms() + 5000;
-      if (clock_mono_ms() >= give_up_at) {
-        log_msg(LOG_ERROR, "background job outcome not recorded (database unavailable at shutdown): it runs again");
-        return;
-      }
-    }
-    nap(wait);
-    if (wait < 2000) wait *= 2;
+  while (db_query(a, NULL, sql, p, n) == DB_UNAVAILABLE && record_wait(&wait, &give_up_at)) {
   }
 }
 
-static void finish(arena *a, const queue_item *job, bool ok, int64_t max_attempts, const char *err, int64_t ms) {
+/* The rows of a batch that ran well, recorded done together at its end: one transaction (one
+ * turn on SQLite's writer, one commit) for the batch instead of one per row. Until then they
+ * stay held, so their leases are still renewed. */
+typedef struct done_list {
+  int n;
+  const queue_item *rows[CLAIM_MAX];
+} done_list;
+
+static void record_done(arena *a, const done_list *d) {
+  int64_t wait = 100, give_up_at = 0;
+  db_rc rc;
+  do {
+    int64_t now = clock_now_ms();
+    db_conn *c = db_acquire();
+    rc = db_begin(c);
+    for (int i = 0; rc == DB_OK && i < d->n; i++)
+      rc = db_exec(c, a, NULL,
+                   "UPDATE job_queue SET status = 'done', locked_until = NULL, updated_at = $2 "
+                   "WHERE id = $1 AND attempts = $3",
+                   DB_ARGS(DB_TEXT(d->rows[i]->id), DB_INT(now), DB_INT(d->rows[i]->attempt)));
+    if (rc == DB_OK) rc = db_commit(c);
+    db_release(c); /* rolls back what did not commit */
+  } while (rc == DB_UNAVAILABLE && record_wait(&wait, &give_up_at));
+}
+
+/* Logs a row's outcome and records it: a failure at once, a success in the batch's list. */
+static void finish(arena *a, const queue_item *job, bool ok, int64_t max_attempts, const char *err, int64_t ms,
+                   done_list *done) {
   int64_t now = clock_now_ms();
   bool dead = !ok && job->attempt >= max_attempts;
   const char *outcome = ok ? "done" : dead ? "failed" : "retry";
@@ -375,9 +425,7 @@ static void finish(arena *a, const queue_item *job, bool ok, int64_t max_attempt
                   : "background job will retry",
            fields);
   if (ok) {
-    record(a,
-           "UPDATE job_queue SET status = 'done', locked_until = NULL, updated_at = $2 WHERE id = $1 AND attempts = $3",
-           DB_ARGS(DB_TEXT(job->id), DB_INT(now), DB_INT(job->attempt)));
+    done->rows[done->n++] = job;
     return;
   }
   record(a,
@@ -387,35 +435,26 @@ static void finish(arena *a, const queue_item *job, bool ok, int64_t max_attempt
                  DB_TEXT(err), DB_INT(now), DB_INT(job->attempt)));
 }
 
-static void set_slot(worker *w, const char *id, int64_t attempt) {
+/* Forgets w's held rows (their outcomes are recorded). */
+static void drop_held(worker *w) {
   pthread_mutex_lock(&mu);
-  snprintf(w->id, sizeof w->id, "%s", id ? id : "");
-  w->attempt = attempt;
+  w->nheld = 0;
   pthread_mutex_unlock(&mu);
 }
 
-/* Claims and runs one unit of work of w's lane; false when none was ready. */
-static bool run_one(worker *w) {
-  arena a;
-  arena_init(&a);
-  bool ran = false;
-  db_res *r;
-  db_val p[3 + MAX_KINDS];
-  int n = lane_args(w->lane, p, clock_now_ms(), clock_real_ms());
-  if (db_query(&a, &r, lanes[w->lane].ready_sql, p, n) != DB_OK || r->rows == 0) goto out;
-  n = lane_args(w->lane, p, clock_now_ms(), clock_real_ms());
-  if (db_query(&a, &r, lanes[w->lane].claim_sql, p, n) != DB_OK || r->rows == 0) goto out;
-  ran = true;
-  queue_item job = {db_text(r, 0, 0), db_text(r, 0, 1), db_int(r, 0, 3), db_int(r, 0, 5)};
-  int64_t max_attempts = db_int(r, 0, 4);
-  set_slot(w, job.id, job.attempt);
+/* Runs one claimed row (row i of r). */
+static void run_row(arena *a, const db_res *r, int i, done_list *done) {
+  queue_item *row = arena_alloc(a, sizeof *row);
+  *row = (queue_item){db_text(r, i, 0), db_text(r, i, 1), db_int(r, i, 3), db_int(r, i, 5)};
+  const queue_item job = *row;
+  int64_t max_attempts = db_int(r, i, 4);
   char err[256] = "";
   registration *reg = registration_for(job.kind);
   queue_handler fn = reg ? reg->fn : NULL;
-  json_t *payload = arena_json(&a, json_loads(db_text(r, 0, 2), 0, NULL));
+  json_t *payload = arena_json(a, json_loads(db_text(r, i, 2), 0, NULL));
   bool ok = false;
   int64_t started = clock_mono_ms();
-  current = &job;
+  current = row;
   if (!fn)
     snprintf(err, sizeof err, "no handler for kind %s", job.kind);
   else if (!payload)
@@ -423,14 +462,52 @@ static bool run_one(worker *w) {
   else
     ok = fn(payload, err);
   current = NULL;
-  finish(&a, &job, ok, fn && payload ? max_attempts : job.attempt, err, clock_mono_ms() - started);
-  set_slot(w, NULL, 0);
+  finish(a, row, ok, fn && payload ? max_attempts : job.attempt, err, clock_mono_ms() - started, done);
   if (reg) {
-    if (ok) reg->done++;
-    else if (job.attempt >= max_attempts || !payload) reg->failed++;
-    else reg->retried++;
+    if (ok)
+      reg->done++;
+    else if (job.attempt >= max_attempts || !payload)
+      reg->failed++;
+    else
+      reg->retried++;
   }
+}
+
+static int by_run_at(const void *x, const void *y) {
+  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* Claims a batch of w's lane and runs it, oldest first; false when nothing was ready. */
+static bool run_batch(worker *w) {
+  arena a;
+  arena_init(&a);
+  bool ran = false;
+  db_res *r;
+  db_val p[4 + MAX_KINDS];
+  int n = lane_args(w->lane, p, clock_now_ms(), clock_real_ms(), w->batch);
+  if (db_query(&a, &r, lanes[w->lane].ready_sql, p, n) != DB_OK || r->rows == 0) goto out;
+  n = lane_args(w->lane, p, clock_now_ms(), clock_real_ms(), w->batch);
+  if (db_query(&a, &r, lanes[w->lane].claim_sql, p, n) != DB_OK || r->rows == 0) goto out;
+  ran = true;
+  int rows = r->rows < CLAIM_MAX ? r->rows : CLAIM_MAX;
+  w->batch = rows >= w->batch && w->batch < CLAIM_MAX ? w->batch * 2 : rows >= w->batch ? w->batch : 1;
+  int64_t order[CLAIM_MAX][2]; /* run_at, row: RETURNING keeps no order */
+  for (int i = 0; i < rows; i++) order[i][0] = db_int(r, i, 6), order[i][1] = i;
+  qsort(order, (size_t)rows, sizeof order[0], by_run_at);
+  pthread_mutex_lock(&mu);
+  for (int i = 0; i < rows; i++) {
+    snprintf(w->held[i].id, sizeof w->held[i].id, "%s", db_text(r, (int)order[i][1], 0));
+    w->held[i].attempt = db_int(r, (int)order[i][1], 3);
+  }
+  w->nheld = rows;
+  pthread_mutex_unlock(&mu);
+  done_list done = {0};
+  for (int i = 0; i < rows; i++) run_row(&a, r, (int)order[i][1], &done);
+  if (done.n) record_done(&a, &done);
+  drop_held(w);
 out:
+  if (!ran) w->batch = 1;
   arena_fini(&a);
   return ran;
 }
@@ -463,7 +540,7 @@ static void *worker_main(void *arg) {
   if (w->lane == LANE_HEAVY) setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), HEAVY_NICE);
   while (!is_stopping()) {
     if (w->lane == LANE_GENERAL) write_deferred(), queue_due_periodics();
-    if (run_one(w)) continue;
+    if (run_batch(w)) continue;
     nap_on(w->lane, POLL_MS);
   }
   return NULL;
@@ -476,19 +553,21 @@ static void *keeper_main(void *arg) {
   arena a;
   while (!is_stopping()) {
     nap(LEASE_MS / 4);
-    for (int i = 0; i < nworkers; i++) {
-      char id[ID_LEN + 1];
-      pthread_mutex_lock(&mu);
-      snprintf(id, sizeof id, "%s", workers[i].id);
-      int64_t attempt = workers[i].attempt;
-      pthread_mutex_unlock(&mu);
-      if (!id[0]) continue;
-      arena_init(&a);
-      db_query(&a, NULL,
-               "UPDATE job_queue SET locked_until = $1 WHERE id = $2 AND attempts = $3 AND status = 'running'",
-               DB_ARGS(DB_INT(clock_real_ms() + LEASE_MS), DB_TEXT(id), DB_INT(attempt)));
-      arena_fini(&a);
-    }
+    for (int i = 0; i < nworkers; i++)
+      for (int h = 0;; h++) {
+        char id[ID_LEN + 1];
+        pthread_mutex_lock(&mu);
+        bool more = h < workers[i].nheld;
+        if (more) snprintf(id, sizeof id, "%s", workers[i].held[h].id);
+        int64_t attempt = more ? workers[i].held[h].attempt : 0;
+        pthread_mutex_unlock(&mu);
+        if (!more) break;
+        arena_init(&a);
+        db_query(&a, NULL,
+                 "UPDATE job_queue SET locked_until = $1 WHERE id = $2 AND attempts = $3 AND status = 'running'",
+                 DB_ARGS(DB_INT(clock_real_ms() + LEASE_MS), DB_TEXT(id), DB_INT(attempt)));
+        arena_fini(&a);
+      }
   }
   return NULL;
 }
@@ -503,6 +582,7 @@ void queue_start(int n, int heavy) {
   kicks[LANE_GENERAL] = kicks[LANE_HEAVY] = 0;
   for (int i = 0; i < nworkers; i++) {
     workers[i].lane = i < n ? LANE_GENERAL : LANE_HEAVY;
+    workers[i].batch = 1;
     pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]);
     pthread_setname_np(workers[i].thread, workers[i].lane == LANE_HEAVY ? "recognition" : "queue");
   }

@@ -83,6 +83,21 @@ def test_no_mail_for_an_unknown_account(server):
     assert server.mails(missing) == []
 
 
+def test_a_burst_of_mail_is_delivered_once_each(server, api):
+    """Workers claim queued rows in batches under a backlog: every message of a burst still goes
+    out exactly once, to its own recipient, and the queue ends idle."""
+    users = [api.register_user() for _ in range(40)]
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda u: forgot(server.url, u["email"]), users))
+    for u in users:
+        (mail,) = server.wait_mail(u["email"], timeout=20)
+        assert mail["headers"]["to"] == u["email"]
+        assert len(RESET_LINK.findall(mail["body"])) == 1
+    Api(server).wait_queue_idle()
+    for u in users:
+        assert len(server.mails(u["email"])) == 1, "delivered exactly once"
+
+
 # ---------------------------------------------------------------- real SMTP
 
 class FakeSMTP:
