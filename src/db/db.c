@@ -490,6 +490,19 @@ db_res *res_wrap(int rows, int cols, void *store, void (*store_free)(void *)) {
   return r;
 }
 
+db_res *db_res_copy(const db_res *r) {
+  res_builder b;
+  res_begin(&b, r->cols, (const char *const *)r->colnames);
+  for (int i = 0; i < r->rows * r->cols; i++)
+    if (r->ints && r->int_cols[i % r->cols])
+      res_cell_int(&b, r->ints[i]);
+    else
+      res_cell(&b, r->cells[i], r->lens[i]);
+  db_res *copy = res_finish(&b, r->changes);
+  if (copy->cols) db_col(copy, copy->colnames[0]); /* the column index, built before it is shared */
+  return copy;
+}
+
 void db_res_free(db_res *r) {
   if (!r) return;
   free(r->colnames); /* with their text (res_begin) or pointing into store (res_wrap) */

@@ -151,4 +151,9 @@ int db_col(const db_res *r, const char *name);
 /* The cell of column name in row (NULL when the column is absent or the value is NULL). */
 const char *db_field(const db_res *r, int row, const char *name);
 
+/* A copy of r on the heap, owned by the caller (db_res_free), that threads may read at once:
+ * nothing in it is built lazily any more. For results kept beyond a request (caches). */
+db_res *db_res_copy(const db_res *r);
+void db_res_free(db_res *r);
+
 #endif

@@ -13,7 +13,7 @@ import requests
 
 from conftest import ADMIN_ENV, Api, Server, _fail_on, _stop_all, admin_login, unique_email, unique_ip
 from fake_s3 import FakeS3
-from flow_helpers import customer, ok, post_job, private_zip, provider
+from flow_helpers import accept, customer, feed, get_job, ok, post_job, private_zip, provider, quote
 from test_outages import SlowPush
 from test_system import db_rows
 
@@ -161,3 +161,34 @@ def test_a_token_from_one_instance_works_on_the_other(pair):
     a, b = (Api(s) for s in pair)
     user = a.register_user()
     assert b.get("/users/me", token=user["token"]).json()["email"] == user["email"]
+
+
+def test_the_feed_shows_at_once_what_the_other_instance_changed(pair):
+    """Each instance keeps the feed's open jobs per (service, ZIP) in memory, checked against a
+    version every change to an open job moves in its own transaction (PostgreSQL): a job posted,
+    quoted, edited in the database by hand or taken off the market through one instance shows in
+    the other's very next feed."""
+    a, b = (Api(s) for s in pair)
+    z = private_zip()
+    pro, rival = provider(a, [z]), provider(b, [z])
+    cust = customer(b, z)
+    assert feed(a, pro["token"]) == []  # the empty part, now held by instance a
+    job = post_job(b, cust)
+    (seen,) = feed(a, pro["token"])
+    assert seen["id"] == job["id"] and seen["status"] == "PENDING" and seen["quoted"] is False
+    quote(b, rival, job["id"])
+    (seen,) = feed(a, pro["token"])
+    assert seen["status"] == "QUOTED" and seen["quoted"] is False
+    mine = quote(b, pro, job["id"], amount=90)
+    (seen,) = feed(a, pro["token"])
+    assert seen["quoted"] is True
+    # an operator's UPDATE outside the service moves the version too
+    url = pair[0].env["DATABASE_URL"]
+    db_rows(url, pair[0].data_dir, f"UPDATE jobs SET description = 'Edited by hand' WHERE id = '{job['id']}'")
+    (seen,) = feed(a, pro["token"])
+    assert seen["description"] == "Edited by hand"
+    detail = get_job(a, pro["token"], job["id"])
+    assert {k: detail[k] for k in seen if k != "quoted"} == {k: v for k, v in seen.items() if k != "quoted"}
+    accept(b, cust, mine["id"])
+    assert feed(a, pro["token"]) == []
+    assert feed(b, rival["token"]) == []

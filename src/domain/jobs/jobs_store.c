@@ -6,6 +6,7 @@
 #include "domain/jobs/jobs_store.h"
 #include "core/clock.h"
 #include "core/jsonx.h"
+#include "domain/jobs/feed_cache.h"
 #include "domain/jobs/jobs.h"
 #include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
@@ -167,18 +168,46 @@ static db_rc feed_sqlite(db_conn *c, arena *a, const char *provider_id, job_feed
   return rc;
 }
 
-/* PostgreSQL: one statement, sorted by the server, `quoted` joined per row (one round trip). */
+static int cmp_text(const void *x, const void *y) { return strcmp(*(const char *const *)x, *(const char *const *)y); }
+
+/* PostgreSQL: one round trip for the versions of the provider's pairs and its pending quotes;
+ * each pair's jobs from the process's copy read at the same version (feed_cache.c), or read
+ * again (one range scan of jobs_feed_open) and kept. Reading the versions before the rows
+ * keeps every copy at least as new as its version. */
 static db_rc feed_postgres(db_conn *c, arena *a, const char *provider_id, job_feed *out) {
-  out->parts = arena_alloc(a, sizeof *out->parts);
-  out->nparts = 1;
-  return db_exec(c, a, &out->parts[0],
-                 "SELECT j.feed_at, j.seq, j.id, j.json_head, j.json_tail, j.images, j.before_images, j.after_images, "
-                 "CASE WHEN q.job_id IS NULL THEN 0 ELSE 1 END AS quoted "
-                 "FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
-                 "JOIN jobs j ON j.service = s.service AND j.zip = z.zip AND j.status IN ('PENDING', 'QUOTED') "
-                 "LEFT JOIN quotes q ON q.job_id = j.id AND q.provider_id = $1 "
-                 "WHERE s.provider_id = $1 ORDER BY j.feed_at, j.seq LIMIT 500",
-                 DB_ARGS(DB_TEXT(provider_id)));
+  db_res *head;
+  db_rc rc = db_exec(c, a, &head,
+                     "SELECT 0 AS kind, s.service AS a, z.zip AS b, COALESCE(v.version, 0) AS version "
+                     "FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
+                     "LEFT JOIN feed_versions v ON v.service = s.service AND v.zip = z.zip WHERE s.provider_id = $1 "
+                     "UNION ALL SELECT 1, job_id, NULL, 0 FROM quotes WHERE provider_id = $1 AND status = 'PENDING'",
+                     DB_ARGS(DB_TEXT(provider_id)));
+  if (rc != DB_OK) return rc;
+  db_res *quoted = arena_alloc(a, sizeof *quoted);
+  *quoted = (db_res){.cols = 1, .cells = arena_alloc(a, sizeof(char *) * (size_t)(head->rows + 1))};
+  out->parts = arena_alloc(a, sizeof *out->parts * (size_t)(head->rows + 1));
+  for (int i = 0; rc == DB_OK && i < head->rows; i++) {
+    const char *x = db_text(head, i, 1), *zip = db_text(head, i, 2);
+    if (db_int(head, i, 0) == 1) {
+      quoted->cells[quoted->rows++] = (char *)x;
+      continue;
+    }
+    int64_t version = db_int(head, i, 3);
+    const db_res *part = feed_cache_get(a, x, zip, version);
+    if (!part) {
+      db_res *read;
+      rc = db_exec(c, a, &read,
+                   "SELECT " FEED_COLUMNS " FROM jobs WHERE service = $1 AND zip = $2 "
+                   "AND status IN ('PENDING', 'QUOTED') ORDER BY feed_at, seq LIMIT 500",
+                   DB_ARGS(DB_TEXT(x), DB_TEXT(zip)));
+      if (rc == DB_OK) feed_cache_put(x, zip, version, read);
+      part = read;
+    }
+    out->parts[out->nparts++] = (db_res *)part;
+  }
+  qsort(quoted->cells, (size_t)quoted->rows, sizeof *quoted->cells, cmp_text);
+  out->quoted = quoted;
+  return rc;
 }
 
 err_t jobs_store_feed(arena *a, const char *provider_id, job_feed *out) {
@@ -322,11 +351,11 @@ err_t jobs_store_has_report(const char *job_id, bool *has) {
 
 err_t jobs_store_insert_report(const char *id, const char *job_id, const char *customer_id, const char *description,
                                int64_t now) {
-  return db_to_err(db_query(NULL, NULL,
-                            "INSERT INTO job_reports (id, job_id, customer_id, description, created_at) "
-                            "VALUES ($1, $2, $3, $4, $5)",
-                            DB_ARGS(DB_TEXT(id), DB_TEXT(job_id), DB_TEXT(customer_id), DB_TEXT(description),
-                                    DB_INT(now))));
+  return db_to_err(
+      db_query(NULL, NULL,
+               "INSERT INTO job_reports (id, job_id, customer_id, description, created_at) "
+               "VALUES ($1, $2, $3, $4, $5)",
+               DB_ARGS(DB_TEXT(id), DB_TEXT(job_id), DB_TEXT(customer_id), DB_TEXT(description), DB_INT(now))));
 }
 
 err_t jobs_store_insert_review(const char *id, const char *job_id, const char *customer_id, const char *provider_id,
