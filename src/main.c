@@ -162,6 +162,7 @@ static void service_stop(void) {
   log_buffering_stop();
   queue_stop();
   password_pool_stop();
+  jobs_domain_stop();
   db_close();
 }
 

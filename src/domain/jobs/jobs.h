@@ -10,6 +10,8 @@ extern const size_t JOBS_ROUTES_LEN;
 
 /* Registers the domain's background work (the repair of missing stored Job JSON). */
 void jobs_domain_init(void);
+/* Forgets what the domain keeps in memory (the feed's parts), after the server stopped. */
+void jobs_domain_stop(void);
 
 /* The Job JSON of the row at index row of r (a `SELECT jobs.*` result). New reference. For
  * answers still built with jansson; jobs_reply_list writes the stored JSON directly. */

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "domain/jobs/jobs.h"
 #include "domain/jobs/jobs_api.h"
+#include "domain/jobs/feed_cache.h"
 #include "domain/jobs/jobs_store.h"
 #include "domain/payments/payments.h"
 #include "domain/shapes.h"
@@ -38,6 +39,8 @@ static bool repair_jobs(json_t *payload, char err[256]) {
 }
 
 void jobs_domain_init(void) { queue_register("jobs_json", repair_jobs); }
+
+void jobs_domain_stop(void) { feed_cache_clear(); }
 
 /* Queues the repair of the listed jobs, each at most once a second by this process (the rows
  * are rendered from their columns meanwhile, so a skipped request costs only time). */
