@@ -11,22 +11,21 @@ CREATE TABLE feed_versions (
   PRIMARY KEY (service, zip)
 );
 
-CREATE FUNCTION feed_version_bump(p_service TEXT, p_zip TEXT) RETURNS void LANGUAGE sql AS $$
-  INSERT INTO feed_versions (service, zip, version) VALUES (p_service, p_zip, nextval('feed_version_seq'))
-  ON CONFLICT (service, zip) DO UPDATE SET version = EXCLUDED.version;
-$$;
-
 -- Any insert, update or delete of a job that is open before or after it (the feed holds only
 -- PENDING and QUOTED jobs) moves the version of its pair, and of its old pair if it moved.
+-- (The statements stay in PL/pgSQL, whose plans are kept: a SQL-language helper function was
+-- planned again at every call.)
 CREATE FUNCTION jobs_feed_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP <> 'INSERT' AND OLD.status IN ('PENDING', 'QUOTED') THEN
-    PERFORM feed_version_bump(OLD.service, OLD.zip);
+    INSERT INTO feed_versions (service, zip, version) VALUES (OLD.service, OLD.zip, nextval('feed_version_seq'))
+    ON CONFLICT (service, zip) DO UPDATE SET version = EXCLUDED.version;
   END IF;
   IF TG_OP <> 'DELETE' AND NEW.status IN ('PENDING', 'QUOTED') AND
      (TG_OP = 'INSERT' OR OLD.status NOT IN ('PENDING', 'QUOTED') OR OLD.service IS DISTINCT FROM NEW.service OR
       OLD.zip IS DISTINCT FROM NEW.zip) THEN
-    PERFORM feed_version_bump(NEW.service, NEW.zip);
+    INSERT INTO feed_versions (service, zip, version) VALUES (NEW.service, NEW.zip, nextval('feed_version_seq'))
+    ON CONFLICT (service, zip) DO UPDATE SET version = EXCLUDED.version;
   END IF;
   RETURN NULL;
 END
