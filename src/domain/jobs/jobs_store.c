@@ -1,8 +1,8 @@
 /* jobs table access. Every change to a job rewrites its stored JSON (shapes.h) in the same
  * transaction, from the row the change returned (RETURNING *), so readers copy it as it is.
- * The provider feed reads the open jobs of each of the provider's (service, ZIP) pairs from a
- * covering index in feed order (SQLite: one range scan per pair, merged by the caller) or in
- * one sorted statement (PostgreSQL, where each statement is a round trip). */
+ * The provider feed reads the versions of the provider's (service, ZIP) pairs, takes each
+ * pair's open jobs from the process's copy at that version or reads them again (one range
+ * scan of jobs_feed_open in feed order), and the caller merges the pairs. */
 #include "domain/jobs/jobs_store.h"
 #include "core/clock.h"
 #include "core/jsonx.h"
@@ -146,35 +146,19 @@ err_t jobs_store_customer_jobs(arena *a, const char *customer_id, db_res **out) 
 
 #define FEED_COLUMNS "feed_at, seq, id, json_head, json_tail, images, before_images, after_images"
 
-/* SQLite: one range scan of the covering index jobs_feed_open per (service, ZIP) pair, each
- * in feed order; the provider's pending quotes once. */
-static db_rc feed_sqlite(db_conn *c, arena *a, const char *provider_id, job_feed *out) {
-  db_res *pairs, *q;
-  db_rc rc = db_exec(c, a, &pairs,
-                     "SELECT s.service, z.zip FROM provider_services s JOIN provider_zips z "
-                     "ON z.provider_id = s.provider_id WHERE s.provider_id = $1",
-                     DB_ARGS(DB_TEXT(provider_id)));
-  if (rc == DB_OK)
-    rc = db_exec(c, a, &q, "SELECT job_id FROM quotes WHERE provider_id = $1 AND status = 'PENDING' ORDER BY job_id",
-                 DB_ARGS(DB_TEXT(provider_id)));
-  if (rc != DB_OK) return rc;
-  out->parts = arena_alloc(a, sizeof *out->parts * (size_t)(pairs->rows + 1));
-  for (int i = 0; rc == DB_OK && i < pairs->rows; i++)
-    rc = db_exec(c, a, &out->parts[out->nparts++],
-                 "SELECT " FEED_COLUMNS " FROM jobs INDEXED BY jobs_feed_open "
-                 "WHERE service = $1 AND zip = $2 AND status IN ('PENDING', 'QUOTED') ORDER BY feed_at, seq LIMIT 500",
-                 DB_ARGS(DB_TEXT(db_text(pairs, i, 0)), DB_TEXT(db_text(pairs, i, 1))));
-  out->quoted = q;
-  return rc;
-}
-
 static int cmp_text(const void *x, const void *y) { return strcmp(*(const char *const *)x, *(const char *const *)y); }
 
-/* PostgreSQL: one round trip for the versions of the provider's pairs and its pending quotes;
- * each pair's jobs from the process's copy read at the same version (feed_cache.c), or read
- * again (one range scan of jobs_feed_open) and kept. Reading the versions before the rows
- * keeps every copy at least as new as its version. */
-static db_rc feed_postgres(db_conn *c, arena *a, const char *provider_id, job_feed *out) {
+/* One statement for the versions of the provider's pairs and its pending quotes; each pair's
+ * jobs from the process's copy read at the same version (feed_cache.c), or read again (one
+ * range scan of jobs_feed_open, in feed order: covering on SQLite) and kept. Reading the
+ * versions before the rows keeps every copy at least as new as its version. */
+static db_rc feed_read(db_conn *c, arena *a, const char *provider_id, job_feed *out) {
+  const char *part_sql = db_engine_get() == DB_POSTGRES
+                             ? "SELECT " FEED_COLUMNS " FROM jobs WHERE service = $1 AND zip = $2 "
+                               "AND status IN ('PENDING', 'QUOTED') ORDER BY feed_at, seq LIMIT 500"
+                             : "SELECT " FEED_COLUMNS
+                               " FROM jobs INDEXED BY jobs_feed_open WHERE service = $1 AND zip = $2 "
+                               "AND status IN ('PENDING', 'QUOTED') ORDER BY feed_at, seq LIMIT 500";
   db_res *head;
   db_rc rc = db_exec(c, a, &head,
                      "SELECT 0 AS kind, s.service AS a, z.zip AS b, COALESCE(v.version, 0) AS version "
@@ -196,10 +180,7 @@ static db_rc feed_postgres(db_conn *c, arena *a, const char *provider_id, job_fe
     const db_res *part = feed_cache_get(a, x, zip, version);
     if (!part) {
       db_res *read;
-      rc = db_exec(c, a, &read,
-                   "SELECT " FEED_COLUMNS " FROM jobs WHERE service = $1 AND zip = $2 "
-                   "AND status IN ('PENDING', 'QUOTED') ORDER BY feed_at, seq LIMIT 500",
-                   DB_ARGS(DB_TEXT(x), DB_TEXT(zip)));
+      rc = db_exec(c, a, &read, part_sql, DB_ARGS(DB_TEXT(x), DB_TEXT(zip)));
       if (rc == DB_OK) feed_cache_put(x, zip, version, read);
       part = read;
     }
@@ -213,8 +194,7 @@ static db_rc feed_postgres(db_conn *c, arena *a, const char *provider_id, job_fe
 err_t jobs_store_feed(arena *a, const char *provider_id, job_feed *out) {
   *out = (job_feed){0};
   db_conn *c = db_acquire();
-  db_rc rc =
-      db_engine_get() == DB_POSTGRES ? feed_postgres(c, a, provider_id, out) : feed_sqlite(c, a, provider_id, out);
+  db_rc rc = feed_read(c, a, provider_id, out);
   db_release(c);
   return rc == DB_OK ? ERR_OK : ERR_INTERNAL;
 }

@@ -13,11 +13,11 @@
  * provider in the same transaction. */
 err_t jobs_store_insert(const job_new *j, const char *urgent_title, const char *urgent_body);
 err_t jobs_store_customer_jobs(arena *a, const char *customer_id, db_res **out);
-/* The provider feed: the open jobs matching the provider's services and ZIPs, as parts each in
- * feed order (feed_at, seq), to be merged; columns feed_at, seq, id, json_head, json_tail and
- * the photo columns. Either every part has a `quoted` column (PostgreSQL: one part), or
- * `quoted` lists the job ids the provider has a pending quote on, sorted (SQLite). At most
- * 500 jobs per part. */
+/* The provider feed: the open jobs matching the provider's services and ZIPs, as parts (one per
+ * pair, each in feed order (feed_at, seq), at most 500 jobs) to be merged; columns feed_at,
+ * seq, id, json_head, json_tail and the photo columns. `quoted` lists the job ids the provider
+ * has a pending quote on, sorted by strcmp. Parts may be shared with other requests (the
+ * process's copies, feed_cache.h): read only. */
 typedef struct job_feed {
   db_res **parts;
   int nparts;

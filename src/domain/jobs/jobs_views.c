@@ -5,7 +5,7 @@
  * their columns, and their repair is queued (at most one request per process per interval);
  * the answer is the same either way.
  *
- * The feed's parts (one per service and ZIP on SQLite) arrive each in feed order and are merged
+ * The feed's parts (one per service and ZIP) arrive each in feed order and are merged
  * here by (feed_at, seq); `quoted` comes from the provider's pending quotes read once. */
 #include "core/clock.h"
 #include "core/log.h"
@@ -157,11 +157,10 @@ static err_t reply_feed(hs_req *req) {
       for (int col = 3; col < 5; col++) bytes += strlen(db_text(f.parts[p], i, col) ? db_text(f.parts[p], i, col) : "");
     bytes += 256 * (size_t)f.parts[p]->rows;
   }
-  /* pending quotes: a sorted column of job ids, searched per job (SQLite); or a column per row */
+  /* the provider's pending quotes: their job ids, sorted, searched per job */
   const char **quoted = NULL;
   int nquoted = f.quoted ? f.quoted->rows : 0;
   if (nquoted) quoted = (const char **)f.quoted->cells;
-  int quoted_col = f.nparts ? db_col(f.parts[0], "quoted") : -1;
   jw *w = hs_jw(req, bytes);
   jw_obj(w);
   jw_key(w, "jobs");
@@ -180,10 +179,7 @@ static err_t reply_feed(hs_req *req) {
     const char *id = db_text(next->r, next->row, 2);
     if ((e = open_job(req, w, next->b, next->r, next->row, &missing, &nmissing)) != ERR_OK) return e;
     jw_key(w, "quoted");
-    if (quoted_col >= 0)
-      jw_cell_bool(w, db_text(next->r, next->row, quoted_col));
-    else
-      jw_bool(w, nquoted && bsearch(id, quoted, (size_t)nquoted, sizeof *quoted, cmp_id));
+    jw_bool(w, nquoted && bsearch(id, quoted, (size_t)nquoted, sizeof *quoted, cmp_id));
     jw_obj_end(w);
     next->row++;
     cursor_load(next);
