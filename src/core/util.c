@@ -80,6 +80,13 @@ void hex_encode(const unsigned char *in, size_t n, char *out) {
   out[2 * n] = 0;
 }
 
+uint64_t fnv1a_byte(uint64_t h, unsigned char b) { return (h ^ b) * 1099511628211ULL; }
+
+uint64_t fnv1a(uint64_t h, const char *s) {
+  for (; *s; s++) h = fnv1a_byte(h, (unsigned char)*s);
+  return h;
+}
+
 bool str_starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
 
 const char *errno_text(int err, char *buf, size_t cap) {

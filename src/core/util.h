@@ -3,6 +3,7 @@
 #define CORE_UTIL_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
@@ -17,6 +18,11 @@ bool mkdir_p(const char *path);
 /* Lowercase hex of n bytes into out (2n+1 bytes). */
 void hex_encode(const unsigned char *in, size_t n, char *out);
 bool str_starts_with(const char *s, const char *prefix);
+/* 64-bit FNV-1a of s, continuing from h: start from FNV1A_BASIS, add more strings (or bytes,
+ * fnv1a_byte) to hash several parts. For in-process hash tables, not for anything stored. */
+#define FNV1A_BASIS 14695981039346656037ULL
+uint64_t fnv1a(uint64_t h, const char *s);
+uint64_t fnv1a_byte(uint64_t h, unsigned char b);
 /* The message of errno value err through strerror_r (strerror may share one buffer between
  * threads); the text is in buf or a static string. */
 const char *errno_text(int err, char *buf, size_t cap);

@@ -444,29 +444,28 @@ static void drop_held(worker *w) {
 
 /* Runs one claimed row (row i of r). */
 static void run_row(arena *a, const db_res *r, int i, done_list *done) {
-  queue_item *row = arena_alloc(a, sizeof *row);
-  *row = (queue_item){db_text(r, i, 0), db_text(r, i, 1), db_int(r, i, 3), db_int(r, i, 5)};
-  const queue_item job = *row;
+  queue_item *job = arena_alloc(a, sizeof *job); /* outlives the row: the batch's done list */
+  *job = (queue_item){db_text(r, i, 0), db_text(r, i, 1), db_int(r, i, 3), db_int(r, i, 5)};
   int64_t max_attempts = db_int(r, i, 4);
   char err[256] = "";
-  registration *reg = registration_for(job.kind);
+  registration *reg = registration_for(job->kind);
   queue_handler fn = reg ? reg->fn : NULL;
   json_t *payload = arena_json(a, json_loads(db_text(r, i, 2), 0, NULL));
   bool ok = false;
   int64_t started = clock_mono_ms();
-  current = row;
+  current = job;
   if (!fn)
-    snprintf(err, sizeof err, "no handler for kind %s", job.kind);
+    snprintf(err, sizeof err, "no handler for kind %s", job->kind);
   else if (!payload)
     snprintf(err, sizeof err, "payload is not JSON");
   else
     ok = fn(payload, err);
   current = NULL;
-  finish(a, row, ok, fn && payload ? max_attempts : job.attempt, err, clock_mono_ms() - started, done);
+  finish(a, job, ok, fn && payload ? max_attempts : job->attempt, err, clock_mono_ms() - started, done);
   if (reg) {
     if (ok)
       reg->done++;
-    else if (job.attempt >= max_attempts || !payload)
+    else if (job->attempt >= max_attempts || !payload)
       reg->failed++;
     else
       reg->retried++;
@@ -491,7 +490,7 @@ static bool run_batch(worker *w) {
   if (db_query(&a, &r, lanes[w->lane].claim_sql, p, n) != DB_OK || r->rows == 0) goto out;
   ran = true;
   int rows = r->rows < CLAIM_MAX ? r->rows : CLAIM_MAX;
-  w->batch = rows >= w->batch && w->batch < CLAIM_MAX ? w->batch * 2 : rows >= w->batch ? w->batch : 1;
+  w->batch = rows < w->batch ? 1 : w->batch < CLAIM_MAX ? w->batch * 2 : CLAIM_MAX;
   int64_t order[CLAIM_MAX][2]; /* run_at, row: RETURNING keeps no order */
   for (int i = 0; i < rows; i++) order[i][0] = db_int(r, i, 6), order[i][1] = i;
   qsort(order, (size_t)rows, sizeof order[0], by_run_at);

@@ -1,4 +1,4 @@
-/* The provider feed's parts on PostgreSQL, kept in process memory: the open jobs of one
+/* The provider feed's parts, kept in process memory: the open jobs of one
  * (service, ZIP) in feed order, as read at a version of feed_versions (migration 0013). */
 #ifndef DOMAIN_JOBS_FEED_CACHE_H
 #define DOMAIN_JOBS_FEED_CACHE_H

@@ -184,7 +184,7 @@ static db_rc feed_read(db_conn *c, arena *a, const char *provider_id, job_feed *
       if (rc == DB_OK) feed_cache_put(x, zip, version, read);
       part = read;
     }
-    out->parts[out->nparts++] = (db_res *)part;
+    out->parts[out->nparts++] = part;
   }
   qsort(quoted->cells, (size_t)quoted->rows, sizeof *quoted->cells, cmp_text);
   out->quoted = quoted;

@@ -19,7 +19,7 @@ err_t jobs_store_customer_jobs(arena *a, const char *customer_id, db_res **out);
  * has a pending quote on, sorted by strcmp. Parts may be shared with other requests (the
  * process's copies, feed_cache.h): read only. */
 typedef struct job_feed {
-  db_res **parts;
+  const db_res **parts;
   int nparts;
   db_res *quoted;
 } job_feed;

@@ -9,9 +9,10 @@
  * here by (feed_at, seq); `quoted` comes from the provider's pending quotes read once. */
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/util.h"
+#include "domain/jobs/feed_cache.h"
 #include "domain/jobs/jobs.h"
 #include "domain/jobs/jobs_api.h"
-#include "domain/jobs/feed_cache.h"
 #include "domain/jobs/jobs_store.h"
 #include "domain/payments/payments.h"
 #include "domain/shapes.h"
@@ -55,8 +56,7 @@ static void request_repair(const char *const *ids, int n) {
   json_t *list = NULL;
   pthread_mutex_lock(&mu);
   for (int i = 0; i < n && i < REPAIR_MAX; i++) {
-    uint64_t h = 14695981039346656037ULL;
-    for (const char *p = ids[i]; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    uint64_t h = fnv1a(FNV1A_BASIS, ids[i]);
     size_t slot = (size_t)(h % 1024);
     if (recent[slot].hash == h && now - recent[slot].at < REPAIR_EVERY_MS) continue;
     recent[slot].hash = h, recent[slot].at = now;
