@@ -30,7 +30,7 @@ UNIT_SRC := $(shell find tests/unit -name '*.c' 2>/dev/null | sort)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/unit/%)
 PYTHON   := /usr/bin/python3
 
-.PHONY: all run demo openapi client test deps deps-test unit fakes api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs bench-peer bench-recognition soak clean format routes fuzz fuzz-build fuzz-short
+.PHONY: all run demo openapi client test test-build deps deps-test unit fakes api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs bench-peer bench-recognition soak clean format routes fuzz fuzz-build fuzz-short
 
 all: deps build/marketplace
 
@@ -105,21 +105,30 @@ unit: deps-test $(UNIT_BIN)
 fakes: deps-test
 	$(PYTHON) -m pytest -q tests/fakes
 
-api-sqlite: deps-test build/marketplace
-	$(PYTHON) -m pytest -q tests/api --engine sqlite --require-route-coverage
+# The API tests spread over API_JOBS pytest-xdist workers, a file per worker at a time (each worker
+# starts its own servers); they mostly wait on sockets and clocks, so more workers than cores pay.
+API_JOBS ?= 3
+PYTEST_API = $(PYTHON) -m pytest -q -p no:cacheprovider -n $(API_JOBS) --dist loadfile tests/api --require-route-coverage
 
-api-postgres: deps-test build/marketplace
-	$(PYTHON) -m pytest -q tests/api --engine postgres --require-route-coverage
+api-sqlite: deps-test build/marketplace node_modules/.installed
+	$(PYTEST_API) --engine sqlite
 
-api-asan: deps-test build/asan/marketplace
-	$(PYTHON) -m pytest -q tests/api --engine sqlite --binary build/asan/marketplace --require-route-coverage
+api-postgres: deps-test build/marketplace node_modules/.installed
+	$(PYTEST_API) --engine postgres
+
+api-asan: deps-test build/asan/marketplace node_modules/.installed
+	$(PYTEST_API) --engine sqlite --binary build/asan/marketplace
 
 api: api-sqlite api-postgres
 
-# Everything CI runs: unit tests, the fakes' self-tests, the API tests on both engines, one pass
-# under ASan+UBSan, the fuzz regressions and 15 s of each fuzz target (and the bench probe is
-# compiled, so it cannot rot unnoticed).
-test: deps-test all build/probe unit fakes api api-asan fuzz-short
+# Every binary `make test` needs, built with make -j2 before any test starts.
+test-build: deps-test all build/probe build/asan/marketplace $(UNIT_BIN) fuzz-build node_modules/.installed
+
+# Everything CI runs (scripts/test.sh): the builds, the unit tests, the fakes' self-tests, the
+# three API passes side by side (SQLite, PostgreSQL, SQLite under ASan+UBSan) and the fuzz
+# targets replaying their regressions and seeds; it prints how long each step took.
+test: deps-test
+	scripts/test.sh
 
 # Fuzzing (docs/internals/fuzzing.md): libFuzzer targets tests/fuzz/fuzz_*.c, each linked with
 # every object of src/ (but main.c) built by clang-14 under ASan and UBSan.
@@ -152,8 +161,9 @@ fuzz-build: deps-test $(FUZZ_BIN)
 fuzz: fuzz-build
 	scripts/fuzz.sh $(FUZZ_SECONDS)
 
+# replays the regressions and the committed seeds once (no timed fuzzing): part of `make test`
 fuzz-short: fuzz-build
-	scripts/fuzz.sh 15
+	scripts/fuzz.sh 0
 
 # Benchmarks (docs/performance.md): the HTTP core and login flood, the marketplace reads and
 # quotes at 10k, 100k and 1M jobs, recognition under load, and the goals of issue 12 against the

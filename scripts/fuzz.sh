@@ -3,7 +3,8 @@
 # Usage: scripts/fuzz.sh SECONDS [target...]
 # For each target: replays every input kept in tests/fuzz/regressions/<target>/ (each must
 # pass), then fuzzes for SECONDS from the seeds in tests/fuzz/corpus/<target>/ (new inputs go to
-# build/fuzz/corpus/<target>/, so the committed seeds stay as they are). A crash, leak, hang
+# build/fuzz/corpus/<target>/, so the committed seeds stay as they are). SECONDS=0 only replays:
+# the regressions and every committed seed run once (`make fuzz-short`, in `make test`). A crash, leak, hang
 # (10 s on one input) or broken property fails the run; its input is saved as
 # build/fuzz/artifacts/<target>-crash-... . Prints executions per second and coverage.
 set -uo pipefail
@@ -33,7 +34,9 @@ run_one() {
       echo "FAIL $t: a regression input fails again"; tail -40 "$log"; return 1
     fi
   fi
-  if ! "$bin" "${opts[@]}" -max_total_time="$seconds" "build/fuzz/corpus/$t" "tests/fuzz/corpus/$t" >"$log" 2>&1; then
+  local budget=(-max_total_time="$seconds")
+  [ "$seconds" = 0 ] && budget=(-runs=0)
+  if ! "$bin" "${opts[@]}" "${budget[@]}" "build/fuzz/corpus/$t" "tests/fuzz/corpus/$t" >"$log" 2>&1; then
     echo "FAIL $t (input in build/fuzz/artifacts/):"; tail -60 "$log"; return 1
   fi
   local execs cov ft

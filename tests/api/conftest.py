@@ -44,6 +44,24 @@ def pytest_addoption(parser):
     parser.addoption("--require-route-coverage", action="store_true", default=False)
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "engine_independent: the file tests what does not touch the database "
+                            "(HTTP parsing, the OpenAPI document, the client, compression); it runs in the "
+                            "SQLite passes only, not again on PostgreSQL")
+
+
+def pytest_collection_modifyitems(config, items):
+    """On PostgreSQL, drops the engine-independent files: they test the same code on any engine."""
+    if config.getoption("--engine") != "postgres":
+        return
+    kept, dropped = [], []
+    for item in items:
+        (dropped if item.get_closest_marker("engine_independent") else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -280,7 +298,7 @@ class Server:
             "TRUST_PROXY": "1",
             "APP_URL": "http://app.test",
             "STRIPE_WEBHOOK_SECRET": WEBHOOK_SECRET,
-            "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23:fast_unwind_on_malloc=0",
+            "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23:fast_unwind_on_malloc=1:malloc_context_size=10",
             "LSAN_OPTIONS": "suppressions=" + os.path.join(ROOT, "tests", "lsan.supp"),
             "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
         }
@@ -609,19 +627,41 @@ def admin_token(api):
 
 
 def check_route_coverage(request):
-    """Runs while the shared server still serves (fixture teardown): records the routes that
-    never answered with a success, for pytest_sessionfinish to fail the session."""
+    """Runs while the shared server still serves (fixture teardown): records the routes of the
+    table and those that answered with a success, for pytest_sessionfinish to fail the session
+    when one never did. Under pytest-xdist each worker has its own shared server: a worker
+    hands its lists to the controller (workeroutput), which joins them."""
     config = request.config
     srv = getattr(config, "_marketplace_server", None)
     if not config.getoption("--require-route-coverage") or srv is None or request.session.testsfailed:
         return
     routes = requests.get(srv.url + "/__test/routes", timeout=10).json()["routes"]
-    config._uncovered_routes = [f"{r['method']} {r['path']}" for r in routes
-                                if r["ok"] == 0 and r["path"] != "/__test/routes"]
+    names = [f"{r['method']} {r['path']}" for r in routes if r["path"] != "/__test/routes"]
+    covered = [f"{r['method']} {r['path']}" for r in routes if r["ok"] > 0]
+    if hasattr(config, "workeroutput"):
+        config.workeroutput["routes"] = json.dumps(names)
+        config.workeroutput["covered"] = json.dumps(covered)
+    else:
+        config._route_names, config._covered_routes = names, set(covered)
+
+
+def pytest_testnodedown(node, error):
+    """xdist controller: joins what each worker's server saw."""
+    out = getattr(node, "workeroutput", {})
+    if "routes" in out:
+        config = node.config
+        config._route_names = json.loads(out["routes"])
+        config._covered_routes = getattr(config, "_covered_routes", set()) | set(json.loads(out["covered"]))
 
 
 def pytest_sessionfinish(session, exitstatus):
-    missing = getattr(session.config, "_uncovered_routes", None)
+    config = session.config
+    if hasattr(config, "workeroutput") or session.testsfailed or not config.getoption("--require-route-coverage"):
+        return
+    names = getattr(config, "_route_names", None)
+    if names is None:
+        return
+    missing = [n for n in names if n not in config._covered_routes]
     if missing:
         print("\nroutes never answered with a success in the API tests:\n  " + "\n  ".join(missing))
         session.exitstatus = 1

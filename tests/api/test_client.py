@@ -9,6 +9,8 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.engine_independent
+
 BIN = os.path.join(ROOT, "node_modules", ".bin")
 CLIENT = os.path.join(ROOT, "clients", "typescript")
 

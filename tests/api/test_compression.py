@@ -9,6 +9,8 @@ import requests
 
 from flow_helpers import customer, ok, post_job, private_zip, provider
 
+pytestmark = pytest.mark.engine_independent
+
 
 def raw_get(api, path, token, accept_encoding):
     """GET with exactly this Accept-Encoding (None: no header); the undecoded body."""

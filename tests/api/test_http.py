@@ -14,6 +14,8 @@ import requests
 import raw_http
 from conftest import contract_observe, unique_email, unique_ip
 
+pytestmark = pytest.mark.engine_independent
+
 ISO_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 WELL_FORMED_ID = re.compile(r"^[A-Za-z0-9._-]{1,36}$")
 LIMIT = 64 * 1024  # the default per-route body limit

@@ -12,6 +12,8 @@ import pytest
 
 from conftest import ROOT, Contract
 
+pytestmark = pytest.mark.engine_independent
+
 COMMITTED = os.path.join(ROOT, "docs", "openapi.json")
 
 

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# `make test`: everything CI runs, in the order that keeps 2 cores busy.
+#  1. build every binary the tests need (the service, its ASan+UBSan build, the unit tests, the
+#     fuzz targets, the bench probe) with make -j2;
+#  2. the unit tests and the fakes' self-tests;
+#  3. the three API passes side by side (SQLite, PostgreSQL, SQLite under ASan+UBSan), each
+#     spread over API_JOBS pytest-xdist workers: the tests mostly wait on sockets and clocks,
+#     so they overlap well; each pass's output goes to build/test-logs/<pass>.log and is shown
+#     when it ends (whole, when it failed);
+#  4. the fuzz targets replay their regressions and committed seeds (timed fuzzing is `make fuzz`).
+# Prints how long each step took; exits non-zero when any step failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+logs=build/test-logs
+mkdir -p "$logs"
+t0=$(date +%s)
+timings=()
+
+step() { # step NAME COMMAND...: runs a step in the foreground, records its time, stops on failure
+  local name=$1 s rc
+  shift
+  s=$(date +%s)
+  echo "== $name"
+  "$@"
+  rc=$?
+  timings+=("$(printf '%-12s %4ss' "$name" $(($(date +%s) - s)))")
+  if [ $rc -ne 0 ]; then
+    echo "== $name FAILED"
+    summary
+    exit $rc
+  fi
+}
+
+summary() {
+  echo "== timings"
+  printf '  %s\n' "${timings[@]}"
+  echo "  total        $(($(date +%s) - t0))s"
+}
+
+step build make -j2 --no-print-directory test-build
+step unit make --no-print-directory unit
+step fakes make --no-print-directory fakes
+
+# the API passes, side by side
+s=$(date +%s)
+echo "== api: sqlite, postgres and asan side by side (logs in $logs/)"
+declare -A pid
+for pass in sqlite postgres asan; do
+  make --no-print-directory "api-$pass" >"$logs/$pass.log" 2>&1 &
+  pid[$pass]=$!
+done
+failed=()
+for pass in sqlite postgres asan; do
+  if wait "${pid[$pass]}"; then
+    echo "-- api-$pass: $(grep -E '^[0-9]+ passed' "$logs/$pass.log" | tail -1)"
+  else
+    failed+=("$pass")
+    echo "-- api-$pass FAILED:"
+    cat "$logs/$pass.log"
+  fi
+done
+timings+=("$(printf '%-12s %4ss' api $(($(date +%s) - s)))")
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "== api FAILED: ${failed[*]}"
+  summary
+  exit 1
+fi
+
+step fuzz-short make --no-print-directory fuzz-short
+summary
