@@ -37,8 +37,10 @@
  * photographed in portrait arrives sideways. A readable document costs one pass; an
  * unreadable one up to four.
  *
- * Time is bounded per image or page: all its passes share OCR_PAGE_BUDGET_MS, handed to
- * Tesseract as a deadline (its monitor), and no further turn is tried once it is spent. A
+ * Time is bounded per image or page: all its passes share OCR_PAGE_BUDGET_MS of the thread's
+ * CPU time, which Tesseract's monitor checks through its cancel callback, and no further turn
+ * is tried once it is spent. CPU time, not wall time: on a loaded machine (recognition runs at
+ * a lower priority) a licence must read the same as on an idle one, not be cut short. A
  * readable card takes well under a second; an image of noise, which Tesseract would otherwise
  * chew on for tens of seconds (every speck a candidate glyph, four times over), now costs the
  * budget and reads as unreadable (no text, confidence 0).
@@ -159,20 +161,27 @@ static bool file_openable(const char *path, char err[256]) {
   return true;
 }
 
-static int64_t mono_ms(void) {
+/* The calling thread's CPU time: Tesseract recognises on the calling thread (OpenMP's nested
+ * parallelism is off, see tess_key_init). */
+static int64_t cpu_ms(void) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Recognises pix on this thread's instance before deadline (mono_ms): a new heap copy of the
+/* Tesseract's cancel callback: true once the thread's CPU time reaches the deadline. */
+static bool over_budget(void *deadline, int words) {
+  (void)words;
+  return cpu_ms() >= *(const int64_t *)deadline;
+}
+
+/* Recognises pix on this thread's instance before deadline (cpu_ms): a new heap copy of the
  * text in *text and the confidence in *conf; past the deadline, no text and confidence 0.
  * False (err set) when the engine fails. */
 static bool tess_run(PIX *pix, int64_t deadline, char **text, double *conf, char err[256]) {
   bool ok = false;
   char *t = NULL;
-  int64_t left = deadline - mono_ms();
-  if (left <= 0) {
+  if (cpu_ms() >= deadline) {
     *conf = 0, *text = strdup("");
     return *text || (snprintf(err, 256, "out of memory"), false);
   }
@@ -185,10 +194,11 @@ static bool tess_run(PIX *pix, int64_t deadline, char **text, double *conf, char
     snprintf(err, 256, "out of memory");
     goto out;
   }
-  TessMonitorSetDeadlineMSecs(monitor, (int)left);
+  TessMonitorSetCancelFunc(monitor, over_budget);
+  TessMonitorSetCancelThis(monitor, &deadline);
   int rc = TessBaseAPIRecognize(api, monitor);
   TessMonitorDelete(monitor);
-  if (rc != 0 && mono_ms() >= deadline) { /* out of time: what it read is not to be trusted */
+  if (rc != 0 && cpu_ms() >= deadline) { /* out of time: what it read is not to be trusted */
     *conf = 0, *text = strdup("");
     ok = *text != NULL;
     if (!ok) snprintf(err, 256, "out of memory");
@@ -222,9 +232,9 @@ out:
  * down, stopping at the first good reading and otherwise keeping the best. */
 static bool tess_oriented(PIX *pix, char **text, double *conf, char err[256]) {
   static const int quads[] = {1, 3, 2};
-  int64_t deadline = mono_ms() + OCR_PAGE_BUDGET_MS;
+  int64_t deadline = cpu_ms() + OCR_PAGE_BUDGET_MS;
   if (!tess_run(pix, deadline, text, conf, err)) return false;
-  for (size_t i = 0; i < sizeof quads / sizeof quads[0] && *conf < OCR_ROTATE_BELOW && mono_ms() < deadline; i++) {
+  for (size_t i = 0; i < sizeof quads / sizeof quads[0] && *conf < OCR_ROTATE_BELOW && cpu_ms() < deadline; i++) {
     PIX *turned = pixRotateOrth(pix, quads[i]);
     char *t = NULL;
     double c = 0;

@@ -8,8 +8,10 @@
  * be a few long-lived worker threads; the instance is released when its thread exits, or
  * earlier with ocr_thread_release().
  *
- * Time is bounded. Each image or PDF page has OCR_PAGE_MS for all its passes (Tesseract's
- * deadline). Tesseract's layout analysis does not look at that deadline, and on an image of
+ * Time is bounded. Each image or PDF page has OCR_PAGE_MS of the recognising thread's CPU time
+ * for all its passes (checked by Tesseract's cancel callback), so how much of a document is
+ * read never depends on how busy the machine is. Tesseract's layout analysis does not look at
+ * that budget, and on an image of
  * noise it runs for a minute, so with ocr_use_helper() the work runs in helper processes
  * (one per calling thread, kept between documents) that are killed when a document overruns
  * its bound (per image or page, RECOGNITION_TIMEOUT_MS: 5 s by default): the document then

@@ -32,6 +32,7 @@ static struct {
   char dummy[128];
 } P = {.mu = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER};
 static _Atomic long refusals;
+static _Atomic long computations; /* bcrypt runs of the pool, at its cost */
 
 /* cd is the caller's scratch space: hashing allocates nothing (see worker()). */
 static bool run_crypt(const char *password, const char *setting, struct crypt_data *cd, char out[128]) {
@@ -64,6 +65,7 @@ static void *worker(void *arg) {
     P.head = (P.head + 1) % P.cap, P.count--;
     pthread_mutex_unlock(&P.mu);
     t->ok = run_crypt(t->password, t->setting, cd, t->output);
+    computations++;
     pthread_mutex_lock(&P.mu);
     t->done = true;
     pthread_cond_signal(&t->cv);
@@ -134,12 +136,13 @@ bool password_pool_full(void) {
   return full;
 }
 
-void password_pool_stats(int *waiting, int *busy, long *refused) {
+void password_pool_stats(int *waiting, int *busy, long *refused, long *computed) {
   pthread_mutex_lock(&P.mu);
   *waiting = P.count;
   *busy = P.nthreads - P.idle;
   pthread_mutex_unlock(&P.mu);
   *refused = refusals;
+  *computed = computations;
 }
 
 pw_result password_hash(const char *password, char out[128]) {

@@ -22,9 +22,10 @@ pw_result password_hash(const char *password, char out[128]);
 /* Checks password against hash. A NULL hash (unknown account) is checked against a dummy
  * hash of the same cost, so it takes as long and returns PW_MISMATCH. */
 pw_result password_verify(const char *password, const char *hash);
-/* For metrics: tasks waiting for a hashing thread, threads hashing now, and requests refused
- * because every thread was busy and the queue full (since start). */
-void password_pool_stats(int *waiting, int *busy, long *refused);
+/* For metrics: tasks waiting for a hashing thread, threads hashing now, requests refused
+ * because every thread was busy and the queue full, and bcrypt computations done (hashes and
+ * checks, an unknown account's dummy check included), both since start. */
+void password_pool_stats(int *waiting, int *busy, long *refused, long *computed);
 /* Hashes synchronously on the calling thread (CLI use only). */
 bool password_hash_now(const char *password, int cost, char out[128]);
 

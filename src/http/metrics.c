@@ -255,8 +255,8 @@ static void refusal_line(void *ctx, const char *rule, long n) {
 
 static void render_limits(out *o) {
   int waiting, busy;
-  long refused;
-  password_pool_stats(&waiting, &busy, &refused);
+  long refused, computed;
+  password_pool_stats(&waiting, &busy, &refused, &computed);
   family(o, "marketplace_password_hash_queue_depth", "gauge", "Password hashes waiting for a hashing thread.");
   emit(o, "marketplace_password_hash_queue_depth %d\n", waiting);
   family(o, "marketplace_password_hash_busy_threads", "gauge", "Hashing threads at work.");
@@ -264,6 +264,9 @@ static void render_limits(out *o) {
   family(o, "marketplace_password_hash_refusals_total", "counter",
          "Requests answered 503 Server busy because the hashing queue was full.");
   emit(o, "marketplace_password_hash_refusals_total %ld\n", refused);
+  family(o, "marketplace_password_hashes_total", "counter",
+         "bcrypt computations done (hashes and checks; an unknown account's login checks a dummy hash).");
+  emit(o, "marketplace_password_hashes_total %ld\n", computed);
   family(o, "marketplace_rate_limit_refusals_total", "counter", "Requests answered 429 by a rate limit, by rule.");
   hs_rate_limit_refusals(refusal_line, o);
 }

@@ -27,7 +27,7 @@ def noise_jpeg(tmp_path_factory):
 def bg_server(request, make_server):
     """Recognition does not depend on the engine: these run in the plain SQLite pass only."""
     run_once_only(request)
-    return make_server(RECOGNITION_WORKERS="1", QUEUE_WORKERS="2")
+    return make_server(RECOGNITION_WORKERS="1", QUEUE_WORKERS="2", RECOGNITION_TIMEOUT_MS="5000")
 
 
 def upload_licence(api, pro, data):
