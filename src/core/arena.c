@@ -3,6 +3,7 @@
 #include "core/arena.h"
 #include "core/util.h"
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,11 +42,13 @@ void arena_fini(arena *a) {
 
 void *arena_alloc_raw(arena *a, size_t n) {
   const size_t align = _Alignof(max_align_t);
+  /* a size that cannot be rounded up, or whose chunk header would not fit, is out of memory */
+  if (n > SIZE_MAX - sizeof(arena_chunk) - align) oom();
   n = (n + align - 1) & ~(align - 1);
   arena_chunk *c = a->head;
   if (!c || c->size - c->used < n) {
-    size_t size = c && c->size >= 4096 ? c->size * 2 : 4096;
-    while (size < n) size *= 2;
+    size_t size = c && c->size >= 4096 && c->size <= SIZE_MAX / 4 ? c->size * 2 : 4096;
+    if (size < n) size = n; /* a large allocation gets a chunk of its own size */
     c = xmalloc(sizeof *c + size);
     c->size = size, c->used = 0, c->next = a->head;
     a->head = c;
@@ -75,6 +78,7 @@ char *arena_printf(arena *a, const char *fmt, ...) {
   va_start(ap, fmt);
   int n = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
+  if (n < 0) return arena_strdup(a, ""); /* an encoding error: an empty string, terminated */
   char *p = arena_alloc_raw(a, (size_t)n + 1);
   va_start(ap, fmt);
   vsnprintf(p, (size_t)n + 1, fmt, ap);

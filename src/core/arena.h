@@ -3,7 +3,8 @@
  * Every request owns one arena: allocations are bump-allocated from chunks and never freed
  * one by one; resources that need a destructor (jansson values, result sets, files) are
  * registered with arena_defer() and released, in reverse order, when the arena is cleared.
- * An arena is used by one thread at a time. Out of memory aborts the process. */
+ * An arena is used by one thread at a time. Out of memory (a size that cannot be allocated,
+ * however large) ends the process. */
 #ifndef CORE_ARENA_H
 #define CORE_ARENA_H
 #include <stddef.h>
@@ -32,7 +33,7 @@ void *arena_alloc_raw(arena *a, size_t n);
 /* Copies a string (NULL stays NULL) / the first n bytes plus a terminating NUL. */
 char *arena_strdup(arena *a, const char *s);
 char *arena_strndup(arena *a, const char *s, size_t n);
-/* printf into arena memory. */
+/* printf into arena memory; an output error gives "" (always terminated). */
 char *arena_printf(arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Registers fn(ptr) to run at arena_fini(). */
 void arena_defer(arena *a, void (*fn)(void *), void *ptr);

@@ -1,5 +1,5 @@
 /* The service's error codes. A handler or store returns one of these; one table maps each to
- * its HTTP status, and one function (hs_send_error) writes every error body. */
+ * its HTTP status, and one function in the HTTP layer writes every error body (http/http.h: hs_fail). */
 #ifndef CORE_ERRORS_H
 #define CORE_ERRORS_H
 

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static _Noreturn void oom(void) {
+_Noreturn void oom(void) {
   fputs("fatal: out of memory\n", stderr);
   abort();
 }

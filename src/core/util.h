@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Prints "fatal: out of memory" and aborts: what every x* allocator does when malloc fails. */
+_Noreturn void oom(void);
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);

@@ -9,7 +9,12 @@
 /* clang-format on */
 
 #include "core/arena.h"
+#include <signal.h>
+#include <wchar.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static int arena_setup(void **state) {
   static arena a;
@@ -193,6 +198,42 @@ static void test_json_reference_dropped(void **state) {
   json_decref(v);
 }
 
+/* Sizes near SIZE_MAX abort the process as out of memory (oom()): before, the rounding wrapped to a tiny
+ * allocation, and the chunk size doubled until it overflowed and then looped forever. Each
+ * runs in a child with an alarm, so a hang shows as SIGALRM instead of hanging the suite. */
+static void test_impossible_sizes_end_the_process(void **state) {
+  (void)state;
+  const size_t sizes[] = {SIZE_MAX, SIZE_MAX - 7, SIZE_MAX / 2 + 1, SIZE_MAX / 2 - 100};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      alarm(5);
+      if (!freopen("/dev/null", "w", stderr)) _exit(3);
+      arena a;
+      arena_init(&a);
+      arena_alloc_raw(&a, 16); /* a first chunk, so growth starts from doubling */
+      arena_alloc_raw(&a, sizes[i]);
+      _exit(0); /* returned: the wrapped size was "allocated" */
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT)
+      fail_msg("size %zu: %s %d, not SIGABRT (out of memory)", sizes[i], WIFSIGNALED(status) ? "signal" : "exit",
+               WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+  }
+}
+
+/* A format whose output cannot be produced (an invalid wide character under the C locale)
+ * gives a terminated empty string, not an unterminated buffer. */
+static void test_printf_failure_gives_empty_string(void **state) {
+  arena *a = *state;
+  const wchar_t bad[] = {(wchar_t)0xD800, 0};
+  char *p = arena_printf(a, "%ls", bad);
+  assert_non_null(p);
+  assert_string_equal(p, "");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_alloc_zeroed_and_aligned, arena_setup, arena_teardown),
@@ -205,6 +246,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_printf, arena_setup, arena_teardown),
       cmocka_unit_test(test_defer_reverse_order),
       cmocka_unit_test(test_json_reference_dropped),
+      cmocka_unit_test(test_impossible_sizes_end_the_process),
+      cmocka_unit_test_setup_teardown(test_printf_failure_gives_empty_string, arena_setup, arena_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
