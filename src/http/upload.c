@@ -1,15 +1,12 @@
-/* Parts from parser callbacks. libmicrohttpd calls back once per piece of a part's value,
- * with the offset of the piece in the part; a part begins at offset 0. When a read ends a
- * few bytes into a part's value the parser cannot yet tell those bytes from the start of a
- * boundary, and announces the part with an empty call at offset 0, followed by a second
- * call at offset 0 with the bytes. So a call at offset 0 continues the current part when
- * that part has received nothing yet and has the same name and file name; anything else at
- * offset 0 begins a new part. (The one case this merges is an empty part followed by a part
- * of the same name and file name: the empty one is dropped, which an upload cannot miss.)
+/* Parts from the multipart parser's callbacks (http/multipart.h). The parser calls once per
+ * piece of a part's value with the piece's offset in the part, and exactly once at offset 0 for
+ * every part (an empty value is that one call), whatever TCP made of the body: so a call at
+ * offset 0 begins a part, and any other call continues the current one at the offset it has
+ * reached.
  *
  * Limits hold as bytes arrive: a file's size (413), the number of files per field (400), at
- * most MAX_PART_STARTS calls at offset 0 (every part counts, empty or merged ones too) and
- * MAX_TEXT bytes of text field names and values (413), so a form of empty fields is bounded. A file's temporary file is
+ * most MAX_PARTS parts (empty ones too) and MAX_TEXT bytes of text field names and values (413),
+ * so a form of empty fields is bounded. A file's temporary file is
  * created on its first byte; a named but empty file still makes an (empty) upload, which then fails the type check.
  * Only declared text fields are kept, each in one buffer that grows by doubling (arena), and
  * checked for UTF-8 once whole, since a character may straddle two pieces. */
@@ -28,14 +25,13 @@
 #include <unistd.h>
 
 #define MAX_TEXT (64 * 1024)
-#define MAX_PART_STARTS 512 /* calls at offset 0: a part makes one or two, so 256 parts always fit */
+#define MAX_PARTS 512
 
 struct hs_form {
   hs_req *req;
   const hs_upload_spec *spec;
   /* the part being received */
   bool in_part, is_file;
-  uint64_t part_id; /* a hash of its name and file name, to recognise a continuation */
   uint64_t part_bytes;
   char name[128];           /* its name, cut (for messages and unknown fields only) */
   char filename[128];       /* file part: the client's file name, cut */
@@ -46,7 +42,7 @@ struct hs_form {
   char *text;
   size_t text_len, text_cap;
   /* the body so far */
-  int part_starts, uploads_cap;
+  int parts, uploads_cap;
   size_t text_bytes;
   json_t *fields;
   err_t err;
@@ -83,11 +79,6 @@ static void fail(hs_form *f, err_t e, const char *msg) {
 }
 
 void hs_form_malformed(hs_form *f) { fail(f, ERR_BAD_REQUEST, "body: malformed multipart/form-data"); }
-
-static uint64_t part_hash(const char *key, const char *filename) {
-  /* key, a separator that tells a missing file name from an empty one, the file name */
-  return fnv1a(fnv1a_byte(fnv1a(FNV1A_BASIS, key), filename ? 1 : 2), filename ? filename : "");
-}
 
 static const hs_file_rule *file_rule(const hs_upload_spec *spec, const char *field) {
   for (const hs_file_rule *r = spec->files; r->field; r++)
@@ -200,9 +191,9 @@ static void end_part(hs_form *f) {
   json_object_set_new(f->fields, f->field, v);
 }
 
-static void begin_part(hs_form *f, const char *key, const char *filename, uint64_t id) {
+static void begin_part(hs_form *f, const char *key, const char *filename) {
   end_part(f);
-  f->in_part = true, f->part_id = id, f->part_bytes = 0;
+  f->in_part = true, f->part_bytes = 0;
   f->is_file = filename != NULL;
   snprintf(f->name, sizeof f->name, "%s", key);
   if (f->is_file) {
@@ -218,13 +209,12 @@ static void begin_part(hs_form *f, const char *key, const char *filename, uint64
 
 void hs_form_data(hs_form *f, const char *key, const char *filename, const char *data, uint64_t off, size_t size) {
   if (!key || f->err != ERR_OK) return; /* keep reading, keep nothing */
-  if (off == 0 && ++f->part_starts > MAX_PART_STARTS) return fail(f, ERR_TOO_LARGE, "form fields too large");
-  uint64_t id = part_hash(key, filename);
-  bool current = f->in_part && f->part_id == id;
-  if (off == 0 && !(current && f->part_bytes == 0))
-    begin_part(f, key, filename, id);
-  else if (!current || off != f->part_bytes)
+  if (off == 0) {
+    if (++f->parts > MAX_PARTS) return fail(f, ERR_TOO_LARGE, "form fields too large");
+    begin_part(f, key, filename);
+  } else if (!f->in_part || off != f->part_bytes) {
     return hs_form_malformed(f);
+  }
   if (f->err != ERR_OK || size == 0) return;
   f->part_bytes += size;
   if (f->is_file)

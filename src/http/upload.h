@@ -1,6 +1,6 @@
 /* multipart/form-data reception for upload routes (hs_route.upload), inside the HTTP layer.
  *
- * The server feeds the callbacks of libmicrohttpd's multipart parser to hs_form_data(); this
+ * The server feeds the callbacks of our multipart parser (http/multipart.h) to hs_form_data(); this
  * module turns them into parts: file parts are streamed to temporary files (removed with the
  * request unless a handler moves them into storage), declared text fields are collected, and
  * every limit is enforced as the bytes arrive. hs_form_finish() then reports the first

@@ -469,6 +469,15 @@ def test_empty_text_fields_count_against_the_form_limit(server, api, pro, names)
     assert me(api, pro["token"])["logoUrl"] is None
 
 
+def test_an_empty_file_part_is_a_file_even_before_one_of_the_same_name(server, api, pro):
+    """Every part counts: an empty `logo` followed by another `logo` of the same file name is two
+    files (the old workaround for libmicrohttpd's parser merged them and dropped the empty one)."""
+    body, _ = raw_http.multipart([("logo", "logo.png", b""), ("logo", "logo.png", png_bytes(seed=163))])
+    status, _, out = raw_http.send(server, "POST", "/providers/me/logo", _auth(pro["token"]), body)
+    assert (status, json.loads(out)) == (400, {"error": "logo: at most 1 file"})
+    assert me(api, pro["token"])["logoUrl"] is None
+
+
 def test_a_form_of_256_parts_is_accepted(server, api, pro):
     parts = [(f"x{i}", None, b"") for i in range(255)] + [("logo", "logo.png", png_bytes(seed=164))]
     body, _ = raw_http.multipart(parts)
