@@ -2794,10 +2794,7 @@ export interface operations {
     postAuthRegister: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -2821,7 +2818,6 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2831,7 +2827,6 @@ export interface operations {
             400: components["responses"]["400"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -2840,10 +2835,7 @@ export interface operations {
     postAuthLogin: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -2863,7 +2855,6 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2872,9 +2863,7 @@ export interface operations {
             };
             400: components["responses"]["400"];
             401: components["responses"]["401"];
-            409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -2884,10 +2873,7 @@ export interface operations {
     postAuthProviderRegister: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -2914,7 +2900,6 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2924,7 +2909,6 @@ export interface operations {
             400: components["responses"]["400"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -2933,10 +2917,7 @@ export interface operations {
     postAuthProviderLogin: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -2956,7 +2937,6 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2965,9 +2945,7 @@ export interface operations {
             };
             400: components["responses"]["400"];
             401: components["responses"]["401"];
-            409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -2977,10 +2955,7 @@ export interface operations {
     postAuthForgotPassword: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -3001,7 +2976,6 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3009,9 +2983,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["400"];
-            409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3021,10 +2993,7 @@ export interface operations {
     postAuthResetPassword: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -3041,7 +3010,6 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3049,9 +3017,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["400"];
-            409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -5549,10 +5515,7 @@ export interface operations {
     postStaffLogin: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5572,7 +5535,6 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5581,9 +5543,7 @@ export interface operations {
             };
             400: components["responses"]["400"];
             401: components["responses"]["401"];
-            409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5859,10 +5819,7 @@ export interface operations {
     postStaffImpersonate: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5877,7 +5834,6 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5888,9 +5844,7 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
-            409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -5960,10 +5914,7 @@ export interface operations {
     postStaffCreate: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5987,7 +5938,6 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5999,7 +5949,6 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -6008,10 +5957,7 @@ export interface operations {
     postStaffImpersonateStaff: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6026,7 +5972,6 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6037,9 +5982,7 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
-            409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -6073,10 +6016,7 @@ export interface operations {
     postAdminLogin: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6096,7 +6036,6 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6106,9 +6045,7 @@ export interface operations {
             400: components["responses"]["400"];
             401: components["responses"]["401"];
             404: components["responses"]["404"];
-            409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -6144,10 +6081,7 @@ export interface operations {
     postAdminImpersonate: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6164,7 +6098,6 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6175,9 +6108,7 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
-            409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];

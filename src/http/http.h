@@ -51,6 +51,9 @@ enum {
                                needs written goes through queue_defer). When the database is
                                locked (by another process) it runs again on a worker, which waits;
                                impersonated requests (recorded by the hooks) always go to one. */
+  ROUTE_SECRETS = 1 << 7,   /* the route takes a password or issues a token: Idempotency-Key is
+                               ignored, so neither the request's fingerprint nor its answer (a
+                               live token) is ever stored, and every request runs */
 };
 
 /* A fixed-window rate limit keyed by client address; counters live in the database. */

@@ -6,6 +6,7 @@
 #include "http/openapi.h"
 #include "core/util.h"
 #include "ext/filetype.h"
+#include "http/idempotency.h"
 #include "http/router.h"
 #include <pthread.h>
 #include <stdio.h>
@@ -234,10 +235,6 @@ static bool takes_body(const hs_route *r) {
   return r->method == HS_POST || r->method == HS_PUT || r->method == HS_PATCH || r->method == HS_DELETE;
 }
 
-static bool idempotent(const hs_route *r) {
-  return (r->method == HS_POST || r->method == HS_PATCH) && !r->upload && !(r->flags & (ROUTE_RAW_BODY | ROUTE_INLINE));
-}
-
 static void add_error(json_t *responses, int status) {
   char code[8];
   snprintf(code, sizeof code, "%d", status);
@@ -253,7 +250,7 @@ static json_t *responses_for(const hs_route *r, json_t *schemas) {
   json_t *success = json_pack("{s:s}", "description", ok == 201 ? "Created" : "OK");
   json_t *content = success_content(r, schemas);
   if (content) json_object_set_new(success, "content", content);
-  if (idempotent(r))
+  if (hs_idem_applies(r))
     json_object_set_new(
         success, "headers",
         json_pack("{s:{s:s+}}", "Idempotent-Replayed", "$ref", "#/components/headers/", "IdempotentReplayed"));
@@ -262,7 +259,7 @@ static json_t *responses_for(const hs_route *r, json_t *schemas) {
   if (r->roles) add_error(res, 401);
   if (r->roles && r->roles != ROLE_ANY) add_error(res, 403);
   if (r->flags & ROUTE_DEV_ONLY) add_error(res, 404);
-  if (idempotent(r)) add_error(res, 409), add_error(res, 422);
+  if (hs_idem_applies(r)) add_error(res, 409), add_error(res, 422);
   if (takes_body(r) || r->upload) add_error(res, 413);
   if (r->limit) add_error(res, 429);
   add_error(res, 431);
@@ -365,7 +362,7 @@ static json_t *operation(const hs_route *r, json_t *schemas) {
     for (const hs_field *f = r->query->fields; f->name; f++)
       json_array_append_new(params, json_pack("{s:s,s:s,s:b,s:o}", "name", f->name, "in", "query", "required",
                                               (f->flags & F_REQUIRED) != 0, "schema", field_schema(f, false)));
-  if (idempotent(r))
+  if (hs_idem_applies(r))
     json_array_append_new(params, json_pack("{s:s}", "$ref", "#/components/parameters/IdempotencyKey"));
   if (json_array_size(params))
     json_object_set_new(op, "parameters", params);

@@ -121,3 +121,38 @@ def audit_verify(server):
     p = subprocess.run([server.binary, "audit", "verify"], env=server.env, capture_output=True, text=True,
                        timeout=60)
     return p.returncode, p.stdout + p.stderr
+
+
+def database_before(pg_cluster, tmp_dir, version):
+    """A database migrated up to `version` (inclusive), as the binaries of that time left it, for
+    tests of a later migration: its DATABASE_URL (a file under tmp_dir on SQLite, a new database
+    of the private cluster on PostgreSQL). The service applies the rest when it starts on it."""
+    import glob
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "migrations")
+    engine = "postgres" if pg_cluster else "sqlite"
+    scripts = [p for p in sorted(glob.glob(os.path.join(root, engine, "*.sql")))
+               if int(os.path.basename(p)[:4]) <= version]
+    bookkeeping = ("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                   "applied_at BIGINT NOT NULL);" +
+                   "".join(f"INSERT INTO schema_migrations VALUES ({int(os.path.basename(p)[:4])}, "
+                           f"'{os.path.basename(p)[5:-4]}', 0);" for p in scripts))
+    if not pg_cluster:
+        path = os.path.join(tmp_dir, "before.db")
+        con = sqlite3.connect(path)
+        try:
+            for p in scripts:
+                with open(p, encoding="utf-8") as f:
+                    con.executescript(f.read())
+            con.executescript(bookkeeping)
+            con.commit()
+        finally:
+            con.close()
+        return "sqlite:" + path
+    url = pg_cluster.new_database()
+    psql = os.path.join(pg_cluster.bindir, "psql")
+    for p in scripts:
+        subprocess.run([psql, url, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-1", "-f", p], check=True,
+                       capture_output=True, text=True)
+    subprocess.run([psql, url, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", bookkeeping], check=True,
+                   capture_output=True, text=True)
+    return url

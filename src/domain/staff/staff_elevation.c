@@ -38,7 +38,7 @@ json_t *elevation_json(const db_res *r, int row) {
 /* The link token of action ("approve" or "deny") on elevation id. */
 static void link_token(const char *id, const char *action, char out[65]) {
   char key[65], msg[128];
-  hmac_sha256_hex(CFG.jwt_secret, CFG.jwt_secret_len, "elevation-link-signing", 22, key);
+  secret_derive_hex("elevation-link-signing", key);
   int n = snprintf(msg, sizeof msg, "%s:%s", action, id);
   hmac_sha256_hex(key, 64, msg, (size_t)n, out);
 }
