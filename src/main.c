@@ -54,7 +54,9 @@ static const char usage[] =
     "  openapi                    print the OpenAPI document (what GET /openapi.json serves)\n"
     "  staff create --email E --name N --role R\n"
     "                             create or update a staff member; password on stdin\n"
-    "  audit verify               check the audit trail's hash chain (exit 1 when broken)\n"
+    "  audit verify [--expect SEQ:HASH]...\n"
+    "                             check the audit trail's hash chain and its checkpoints\n"
+    "                             (AUDIT_CHECKPOINT_FILE, and each SEQ:HASH given); exit 1 when broken\n"
     "  payments reconcile         settle payments in uncertain states with the processor and exit\n"
     "  --help                     show this help\n"
     "  --version                  print the version\n"
@@ -103,6 +105,24 @@ static int cmd_staff_create(int argc, char **argv) {
   db_close();
   json_decref(checked);
   fprintf(rc ? stderr : stdout, "%s\n", msg);
+  return rc;
+}
+
+/* True when the arguments after `audit verify` are pairs `--expect SEQ:HASH`. */
+static bool expectations(int argc, char **argv) {
+  for (int i = 3; i < argc; i += 2)
+    if (strcmp(argv[i], "--expect") || i + 1 >= argc) return false;
+  return true;
+}
+
+static int cmd_audit_verify(int argc, char **argv) {
+  const char **expect = xcalloc((size_t)argc / 2 + 1, sizeof *expect);
+  int n = 0;
+  for (int i = 1; i < argc; i += 2) expect[n++] = argv[i];
+  open_database();
+  int rc = staff_audit_verify(stdout, expect, n);
+  db_close();
+  free(expect);
   return rc;
 }
 
@@ -160,6 +180,7 @@ static void service_stop(void) {
     _exit(0);
   }
   log_buffering_stop();
+  staff_domain_stop();
   queue_stop();
   password_pool_stop();
   jobs_domain_stop();
@@ -214,7 +235,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) return fputs(usage, stdout), 0;
   if (!strcmp(cmd, "--version")) return printf("marketplace %s\n", MARKETPLACE_VERSION), 0;
   if (!strcmp(cmd, "openapi")) return cmd_openapi();
-  bool audit_verify = !strcmp(cmd, "audit") && argc == 3 && !strcmp(argv[2], "verify");
+  bool audit_verify = !strcmp(cmd, "audit") && argc >= 3 && !strcmp(argv[2], "verify") && expectations(argc, argv);
   bool known = !strcmp(cmd, "serve") || !strcmp(cmd, "migrate") || !strcmp(cmd, "demo") || audit_verify ||
                (!strcmp(cmd, "admin") && argc > 2 && !strcmp(argv[2], "create")) ||
                (!strcmp(cmd, "staff") && argc > 2 && !strcmp(argv[2], "create")) ||
@@ -244,9 +265,7 @@ int main(int argc, char **argv) {
     db_close();
     printf("migrations applied\n");
   } else if (audit_verify) {
-    open_database();
-    rc = staff_audit_verify(stdout);
-    db_close();
+    rc = cmd_audit_verify(argc - 3, argv + 3);
   } else if (!strcmp(cmd, "payments")) {
     rc = cmd_payments_reconcile();
   } else if (!strcmp(cmd, "staff")) {

@@ -7,3 +7,39 @@
 -- a customer or a provider goes. The rows left hold a bare SHA-256 fingerprint, compared as
 -- such until they expire (24 hours); new rows hold an HMAC.
 DELETE FROM idempotency_keys WHERE scope NOT LIKE 'user:%' AND scope NOT LIKE 'provider:%';
+
+-- audit_log.seq was a BIGINT PRIMARY KEY, which SQLite lets be NULL (or text): rows outside the
+-- chain's positions that `audit verify` never read. The table is rebuilt with seq an integer
+-- above 0. Rows that break that rule are set aside in audit_log_set_aside, which `audit verify`
+-- reports as a broken chain (nothing is deleted from the trail).
+CREATE TABLE audit_log_set_aside (
+  seq BIGINT, id TEXT, kind TEXT, elevation_id TEXT, actor_id TEXT, actor_role TEXT, action TEXT,
+  target_id TEXT, target_role TEXT, method TEXT, path TEXT, status INTEGER, body TEXT,
+  ref_seq BIGINT, created_at BIGINT, prev_hash TEXT, hash TEXT
+);
+INSERT INTO audit_log_set_aside SELECT * FROM audit_log WHERE NOT (typeof(seq) = 'integer' AND seq > 0);
+
+CREATE TABLE audit_log_new (
+  seq BIGINT NOT NULL PRIMARY KEY CHECK (typeof(seq) = 'integer' AND seq > 0),
+  id TEXT NOT NULL UNIQUE,
+  kind TEXT NOT NULL,
+  elevation_id TEXT,
+  actor_id TEXT,
+  actor_role TEXT,
+  action TEXT,
+  target_id TEXT,
+  target_role TEXT,
+  method TEXT,
+  path TEXT,
+  status INTEGER,
+  body TEXT,
+  ref_seq BIGINT,
+  created_at BIGINT NOT NULL,
+  prev_hash TEXT NOT NULL,
+  hash TEXT NOT NULL
+);
+INSERT INTO audit_log_new SELECT * FROM audit_log WHERE typeof(seq) = 'integer' AND seq > 0;
+DROP TABLE audit_log;
+ALTER TABLE audit_log_new RENAME TO audit_log;
+CREATE INDEX audit_log_elevation ON audit_log (elevation_id, seq);
+CREATE INDEX audit_log_actor ON audit_log (actor_id, seq);

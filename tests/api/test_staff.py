@@ -18,8 +18,9 @@ import pytest
 from conftest import ADMIN_ENV, Api, admin_login, unique_email, unique_ip
 from flow_helpers import ISO_RE, JOB_FIELDS, Flow, accept, customer, image_files, ok, post_job, quote, race, step
 from staff_helpers import (
-    ELEVATION_FIELDS, FORBIDDEN, STAFF_FIELDS, STAFF_ROLES, UNAUTHORIZED, approved_elevation, audit_verify, claims,
-    count, elevation_links, forge, forged_claims, impersonate, link_get, make_staff, request_elevation, sql,
+    AUDIT_COLUMNS, ELEVATION_FIELDS, FORBIDDEN, STAFF_FIELDS, STAFF_ROLES, UNAUTHORIZED, approved_elevation,
+    audit_rows, audit_verify, checkpoints, claims, count, database_before, derived_audit_key, elevation_links, forge,
+    forged_claims, impersonate, keyed_hash, link_get, make_staff, plain_hash, request_elevation, rewrite_chain, sql,
 )
 
 MINUTE_MS = 60 * 1000
@@ -925,18 +926,12 @@ def _append_forged(srv, pg, total):
             "'cforgedforgedforgedforged1', 'action', 0, hash, hash FROM audit_tip", total + 1)
 
 
-def _chain_hash(prev, seq, rid, kind, created_at, body=None):
-    """The service's record hash (audit_chain.c) for a record with only these fields set."""
-    def text(v):
-        return b"-;" if v is None else str(len(v.encode())).encode() + b":" + v.encode() + b";"
-    fields = [str(seq), rid, kind] + [None] * 8 + [None, body, None, str(created_at)]
-    return hashlib.sha256(b"marketplace-audit-v1\n" + prev.encode() + b"\n" + b"".join(text(f) for f in fields)).hexdigest()
-
-
 def _append_well_forged(srv, pg, total):
-    """A record appended with a correct hash: only the tip tells it apart."""
+    """A record appended with a correct hash, the chain's key included: only the tip tells it apart."""
     prev = sql(srv, pg, f"SELECT hash FROM audit_log WHERE seq = {total}")[0][0]
-    h = _chain_hash(prev, total + 1, "cforgedforgedforgedforged2", "action", 5)
+    row = dict.fromkeys(AUDIT_COLUMNS)
+    row.update(seq=total + 1, id="cforgedforgedforgedforged2", kind="action", created_at=5, prev_hash=prev)
+    h = keyed_hash(derived_audit_key(srv), row)
     return ("INSERT INTO audit_log (seq, id, kind, created_at, prev_hash, hash) VALUES "
             f"({total + 1}, 'cforgedforgedforgedforged2', 'action', 5, '{prev}', '{h}')", total + 1)
 
@@ -972,3 +967,244 @@ def test_audit_verify_names_the_first_broken_record(server_factory, pg_cluster, 
         assert (r.status_code, r.json()) == (503, {"error": "Audit trail unavailable"})
     else:
         assert r.status_code == 200
+
+
+# ---------------------------------------------------------------- a chain that holds (issue 20, item 2)
+
+AUDIT_KEY = "an audit key of thirty-two bytes or more, kept elsewhere"
+
+
+def chain_server(server_factory, **env):
+    """A server with a few audit records (an impersonated GET and a refused one, the actions
+    around them): (server, api, staff member, elevation, impersonation token)."""
+    srv = server_factory(**ADMIN_ENV, **env)
+    api = Api(srv)
+    cs = make_staff(api, "customer_support")
+    u = api.register_user()
+    e, token = impersonate(api, srv, cs, u["id"])
+    ok(api.get("/users/me", token=token))
+    assert api.get("/staff/me", token=token).status_code == 403
+    return srv, api, cs, e, token
+
+
+def insert_outside(srv, pg, seq, elevation_id):
+    """Writes a record at seq (0, NULL) past the database's rule, as someone who can write the
+    database can: the check dropped on PostgreSQL, ignored on SQLite."""
+    values = (f"({seq}, 'cforgedforgedforgedforged0', 'request', '{elevation_id}', 'GET', '/users/me', 1, "
+              f"'{'0' * 64}', '{'0' * 64}')")
+    insert = ("INSERT INTO audit_log (seq, id, kind, elevation_id, method, path, created_at, prev_hash, hash) "
+              f"VALUES {values}")
+    url = srv.env["DATABASE_URL"]
+    if url.startswith("sqlite:"):
+        import sqlite3
+        con = sqlite3.connect(url[len("sqlite:"):])
+        with pytest.raises(sqlite3.IntegrityError):
+            con.execute(insert)
+        con.execute("PRAGMA ignore_check_constraints = ON")
+        con.execute(insert)
+        con.commit()
+        con.close()
+    else:
+        import subprocess
+        with pytest.raises(subprocess.CalledProcessError):
+            sql(srv, pg, insert)
+        sql(srv, pg, "ALTER TABLE audit_log DROP CONSTRAINT audit_log_seq_positive")
+        sql(srv, pg, insert)
+
+
+def test_a_record_outside_the_chain_breaks_it(server_factory, pg_cluster):
+    """The attack: a row with seq 0 was never read by `audit verify` (it paged seq > 0), yet the
+    audit sessions showed it as a session's first event."""
+    srv, api, cs, e, _ = chain_server(server_factory)
+    auditor = make_staff(api, "internal_audit")
+    before = events_of(api, auditor, cs["id"], e["id"])
+    insert_outside(srv, pg_cluster, 0, e["id"])
+    code, out = audit_verify(srv)
+    assert code == 1, out
+    assert "audit chain broken at record 0 (cforgedforgedforgedforged0): its seq is outside the chain's positions" in out
+    assert events_of(api, auditor, cs["id"], e["id"]) == before  # never shown as an event
+
+
+def test_migration_sets_aside_records_outside_the_chain(server_factory, pg_cluster, tmp_path):
+    url = database_before(pg_cluster, str(tmp_path), 13)
+    forged = ("INSERT INTO audit_log (seq, id, kind, created_at, prev_hash, hash) VALUES "
+              f"(0, 'cforgedforgedforgedforged0', 'action', 1, '{'0' * 64}', '{'0' * 64}')")
+    if url.startswith("sqlite:"):
+        import sqlite3
+        with sqlite3.connect(url[len("sqlite:"):]) as con:
+            con.execute(forged)
+            con.execute(forged.replace("(0, 'cforgedforgedforgedforged0'", "(NULL, 'cforgedforgedforgedforged1'"))
+    else:
+        import os
+        import subprocess
+        subprocess.run([os.path.join(pg_cluster.bindir, "psql"), url, "-X", "-q", "-c", forged], check=True)
+    srv = server_factory(DATABASE_URL=url, **ADMIN_ENV)
+    assert count(srv, pg_cluster, "SELECT COUNT(*) FROM audit_log") == 0
+    assert {r["id"] for r in audit_rows(srv, pg_cluster, "audit_log_set_aside")} >= {"cforgedforgedforgedforged0"}
+    code, out = audit_verify(srv)
+    assert code == 1 and "migration 0014 set it aside" in out, out
+
+
+def test_records_are_keyed_with_audit_key(server_factory, pg_cluster):
+    srv, *_ = chain_server(server_factory, AUDIT_KEY=AUDIT_KEY)
+    rows = audit_rows(srv, pg_cluster)
+    assert rows and all(r["hash"] == keyed_hash(AUDIT_KEY.encode(), r) for r in rows)
+    assert all(r["hash"] != plain_hash(r) for r in rows)
+    code, out = audit_verify(srv)
+    assert code == 0 and f"audit chain intact: {len(rows)} records" in out, out
+    # verified under another key, the first record is already altered
+    code, out = audit_verify(srv, AUDIT_KEY=AUDIT_KEY + "!")
+    assert code == 1 and "audit chain broken at record 1" in out, out
+
+
+def test_without_audit_key_the_key_is_derived_from_jwt_secret(server_factory, pg_cluster):
+    srv, *_ = chain_server(server_factory)
+    key = derived_audit_key(srv)
+    assert all(r["hash"] == keyed_hash(key, r) for r in audit_rows(srv, pg_cluster))
+
+
+def test_a_short_audit_key_is_refused(server_factory):
+    with pytest.raises(RuntimeError, match="AUDIT_KEY must be at least 32 bytes"):
+        server_factory(AUDIT_KEY="x" * 31)
+
+
+def test_a_record_rewritten_without_the_key_breaks_the_chain(server_factory, pg_cluster):
+    srv, *_ = chain_server(server_factory)
+    rows = audit_rows(srv, pg_cluster)
+    rows[2]["body"] = '{"reason":"nothing to see"}'
+    rewrite_chain(srv, pg_cluster, rows, plain_hash, start=3)
+    code, out = audit_verify(srv)
+    assert code == 1, out
+    assert (f"audit chain broken at record 3 ({rows[2]['id']}): its hash is a plain SHA-256 though the chain is keyed "
+            "from an earlier record on") in out, out
+
+
+def test_a_chain_written_before_the_key_still_verifies(server_factory, pg_cluster, tmp_path):
+    """Records hashed with plain SHA-256 (before migration 0014) verify; the first keyed record
+    marks the switch, and every later record must be keyed."""
+    url = database_before(pg_cluster, str(tmp_path), 13)
+    old = []
+    prev = "0" * 64
+    for seq in (1, 2):
+        row = dict.fromkeys(AUDIT_COLUMNS)
+        row.update(seq=seq, id=f"coldoldoldoldoldoldoldol{seq}", kind="action", actor_role="operator-cli",
+                   action="staff.create", body='{"name":"Old"}', created_at=1700000000000 + seq, prev_hash=prev)
+        row["hash"] = prev = plain_hash(row)
+        old.append(row)
+    statements = [f"INSERT INTO audit_log (seq, id, kind, actor_role, action, body, created_at, prev_hash, hash) VALUES "
+                  f"({r['seq']}, '{r['id']}', 'action', 'operator-cli', 'staff.create', '{r['body']}', "
+                  f"{r['created_at']}, '{r['prev_hash']}', '{r['hash']}')" for r in old]
+    statements.append(f"UPDATE audit_tip SET seq = 2, hash = '{prev}' WHERE id = 1")
+    if url.startswith("sqlite:"):
+        import sqlite3
+        with sqlite3.connect(url[len("sqlite:"):]) as con:
+            for s in statements:
+                con.execute(s)
+    else:
+        import os
+        import subprocess
+        for s in statements:
+            subprocess.run([os.path.join(pg_cluster.bindir, "psql"), url, "-X", "-q", "-c", s], check=True)
+    srv = server_factory(DATABASE_URL=url, **ADMIN_ENV)
+    make_staff(Api(srv), "technical_support")  # a keyed record follows the old ones
+    code, out = audit_verify(srv)
+    assert code == 0, out
+    assert "records before 3 were hashed before the chain was keyed" in out, out
+
+
+# ---------------------------------------------------------------- checkpoints kept outside the database
+
+
+def stopped_with_checkpoint(server_factory, pg_cluster):
+    """A chain server stopped (SIGTERM): (server, its records, the checkpoint it wrote)."""
+    srv, *_ = chain_server(server_factory)
+    rows = audit_rows(srv, pg_cluster)
+    assert srv.stop() == 0
+    line = checkpoints(srv)[-1]
+    assert line.split(" ")[0] == f"{rows[-1]['seq']}:{rows[-1]['hash']}"
+    logged = [x for x in srv.log_lines() if x.get("msg") == "audit checkpoint"]
+    assert (logged[-1]["seq"], logged[-1]["hash"]) == (rows[-1]["seq"], rows[-1]["hash"])
+    return srv, rows, line.split(" ")[0]
+
+
+def test_a_tail_cut_off_with_its_tip_moved_back_fails_the_checkpoint(server_factory, pg_cluster):
+    """The attack: deleting the last records and moving audit_tip back passed verify."""
+    srv, rows, cp = stopped_with_checkpoint(server_factory, pg_cluster)
+    code, out = audit_verify(srv)
+    assert code == 0 and "checkpoints: 1 held" in out, out
+    keep = rows[-3]
+    sql(srv, pg_cluster, f"DELETE FROM audit_log WHERE seq > {keep['seq']}")
+    sql(srv, pg_cluster, f"UPDATE audit_tip SET seq = {keep['seq']}, hash = '{keep['hash']}' WHERE id = 1")
+    code, out = audit_verify(srv)
+    assert code == 1, out
+    assert (f"checkpoint {cp} ({srv.data_dir}/audit-checkpoints line 1) no longer matches: the chain ends at record "
+            f"{keep['seq']}") in out, out
+
+
+def test_a_chain_recomputed_with_plain_sha256_fails_the_checkpoint(server_factory, pg_cluster):
+    """The attack: an edited record, then every record after it and the tip recomputed."""
+    srv, rows, cp = stopped_with_checkpoint(server_factory, pg_cluster)
+    rows[0]["body"] = '{"name":"Someone Else"}'
+    rewrite_chain(srv, pg_cluster, rows, plain_hash)  # from the first record: nothing keyed is left
+    code, out = audit_verify(srv)
+    assert code == 1, out
+    assert f"checkpoint {cp} ({srv.data_dir}/audit-checkpoints line 1) no longer matches: the record's hash is now" \
+        in out, out
+    # without the checkpoint the rewrite looks like a chain written before the key
+    code, out = audit_verify(srv, AUDIT_CHECKPOINT_FILE=srv.dir + "/none")
+    assert code == 0, out
+
+
+def test_expect_checks_a_checkpoint_given_on_the_command_line(server_factory, pg_cluster):
+    srv, *_ = chain_server(server_factory)
+    rows = audit_rows(srv, pg_cluster)
+    mid, last = rows[1], rows[-1]
+    code, out = audit_verify(srv, "--expect", f"{mid['seq']}:{mid['hash']}", "--expect", f"{last['seq']}:{last['hash']}")
+    assert code == 0 and "checkpoints: 2 held" in out, out
+    wrong = f"{mid['seq']}:{'f' * 64}"
+    code, out = audit_verify(srv, "--expect", wrong)
+    assert code == 1 and f"checkpoint {wrong} (--expect) no longer matches: the record's hash is now {mid['hash']}" \
+        in out, out
+    beyond = f"{last['seq'] + 5}:{last['hash']}"
+    code, out = audit_verify(srv, "--expect", beyond)
+    assert code == 1 and f"checkpoint {beyond} (--expect) no longer matches: the chain ends at record {last['seq']}" \
+        in out, out
+    for bad in ("12", f"x:{'a' * 64}", f"3:{'a' * 63}", f"3:{'A' * 64}", f"3:{'a' * 64} trailing"):
+        code, out = audit_verify(srv, "--expect", bad)
+        assert code == 2 and "--expect takes SEQ:HASH" in out, (bad, out)
+    code, out = audit_verify(srv, "--expect")
+    assert code == 2 and "unknown command" in out, out
+
+
+def test_a_malformed_checkpoint_file_is_reported(server_factory, pg_cluster):
+    srv, *_ = chain_server(server_factory)
+    with open(srv.data_dir + "/audit-checkpoints", "w", encoding="utf-8") as f:
+        f.write("# kept by the operator\n\n1:" + "0" * 64 + " note\nnot a checkpoint\n")
+    code, out = audit_verify(srv)
+    assert code == 2 and f"{srv.data_dir}/audit-checkpoints line 4 is not a checkpoint (SEQ:HASH)" in out, out
+
+
+def test_checkpoints_every_5_minutes_when_the_tip_moved(server_factory, pg_cluster, tmp_path):
+    path = str(tmp_path / "checkpoints")
+    srv, api, cs, e, token = chain_server(server_factory, AUDIT_CHECKPOINT_FILE=path)
+
+    def written():
+        with open(path, encoding="utf-8") as f:
+            return [line.split(" ")[0] for line in f]
+
+    def logged(tip):
+        return srv.wait_log(lambda x: x.get("msg") == "audit checkpoint" and x["seq"] == tip["seq"])[-1]
+
+    api.advance_clock(5 * MINUTE_MS)
+    first = audit_rows(srv, pg_cluster)[-1]
+    assert (logged(first)["hash"], logged(first)["file"]) == (first["hash"], path)
+    assert written() == [f"{first['seq']}:{first['hash']}"]
+    # 5 minutes without a record, then one (two records): one more checkpoint, none for the quiet time
+    api.advance_clock(5 * MINUTE_MS)
+    ok(api.get("/users/me", token=token))
+    api.advance_clock(5 * MINUTE_MS)
+    second = audit_rows(srv, pg_cluster)[-1]
+    assert second["seq"] == first["seq"] + 2 and logged(second)["hash"] == second["hash"]
+    assert written() == [f"{first['seq']}:{first['hash']}", f"{second['seq']}:{second['hash']}"]
+    code, out = audit_verify(srv)
+    assert code == 0 and "checkpoints: 2 held" in out, out

@@ -49,9 +49,15 @@ err_t staff_audit(const audit_action *a);
 json_t *staff_cli_check(const char *name, const char *email, const char *role, const char *password, char msg[320]);
 int staff_cli_save(const json_t *checked, char msg[320]);
 
-/* Checks the whole audit chain from its first record, writing a report to out. Returns 0
- * when it is intact, 1 when a record is broken (the first one is named), 2 when the
- * database could not be read. */
-int staff_audit_verify(FILE *out);
+/* Stops what staff_domain_init started beyond the hooks and writes the audit chain's
+ * shutdown checkpoint. Call once the server has stopped, before the database closes. */
+void staff_domain_stop(void);
+
+/* Checks every row of the audit log and the chain from its first record, then every
+ * checkpoint of AUDIT_CHECKPOINT_FILE and each "SEQ:HASH" of expect (nexpect of them), writing
+ * a report to out. Returns 0 when all hold, 1 when the chain is broken or a checkpoint no
+ * longer matches (the first problem is named), 2 when the database or the checkpoint file
+ * could not be read or an expected checkpoint is malformed. */
+int staff_audit_verify(FILE *out, const char *const *expect, int nexpect);
 
 #endif

@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "domain/staff/audit_chain.h"
+#include "domain/staff/audit_checkpoint.h"
 #include "domain/staff/audit_store.h"
 #include "domain/staff/staff.h"
 #include "domain/staff/staff_api.h"
@@ -179,70 +180,13 @@ static void after(hs_req *req) {
 void staff_domain_init(void) {
   static const hs_hooks hooks = {check_token, before_handler, after};
   hs_set_hooks(&hooks);
+  if (CFG.env == ENV_PRODUCTION && !CFG.audit_key)
+    log_msg(LOG_WARN, "AUDIT_KEY is unset: the audit chain is keyed with a key derived from JWT_SECRET; set AUDIT_KEY "
+                      "and keep it off the database host (docs/operations.md)");
+  audit_checkpoints_start();
 }
 
-/* ---- verification ---- */
-
-int staff_audit_verify(FILE *out) {
-  enum { PAGE = 1000 };
-  arena a;
-  arena_init(&a);
-  int result = 2;
-  char prev[65] = AUDIT_GENESIS, hash[65];
-  int64_t expected = 1;
-  for (;;) {
-    db_res *page;
-    if (audit_store_page(&a, expected - 1, PAGE, &page) != DB_OK) goto out;
-    for (int i = 0; i < page->rows; i++) {
-      audit_record r = audit_store_record(page, i);
-      const char *stored = db_field(page, i, "hash");
-      if (r.seq != expected) {
-        fprintf(out, "audit chain broken at record %" PRId64 ": record %" PRId64 " is missing (deleted)\n", r.seq,
-                expected);
-        result = 1;
-        goto out;
-      }
-      if (!r.prev_hash || strcmp(r.prev_hash, prev)) {
-        fprintf(out,
-                "audit chain broken at record %" PRId64 " (%s): it does not follow record %" PRId64
-                " (a record was altered, inserted or removed before it)\n",
-                r.seq, r.id, r.seq - 1);
-        result = 1;
-        goto out;
-      }
-      audit_record_hash(&r, hash);
-      if (!stored || strcmp(stored, hash)) {
-        fprintf(out, "audit chain broken at record %" PRId64 " (%s): its content does not match its hash (altered)\n",
-                r.seq, r.id);
-        result = 1;
-        goto out;
-      }
-      memcpy(prev, hash, sizeof prev);
-      expected++;
-    }
-    if (page->rows < PAGE) break;
-    arena_fini(&a); /* prev is a copy: the page can go */
-  }
-  int64_t tip_seq;
-  const char *tip_hash;
-  if (audit_store_tip(&a, &tip_seq, &tip_hash) != DB_OK) goto out;
-  if (tip_seq != expected - 1 || strcmp(tip_hash, prev)) {
-    int64_t at =
-        tip_seq < expected - 1 ? tip_seq + 1 : expected; /* the first record past the tip, or the missing one */
-    fprintf(out,
-            "audit chain broken at record %" PRId64 ": the chain's tip names record %" PRId64
-            " but the log ends at record %" PRId64 " (records were added at or removed from the end)\n",
-            at, tip_seq, expected - 1);
-    result = 1;
-    goto out;
-  }
-  fprintf(out, "audit chain intact: %" PRId64 " records, last hash %s\n", expected - 1, prev);
-  result = 0;
-out:
-  if (result == 2) fprintf(out, "audit verify: the database could not be read\n");
-  arena_fini(&a);
-  return result;
-}
+void staff_domain_stop(void) { audit_checkpoints_stop(); }
 
 /* ---- GET /staff/audit/sessions ---- */
 
