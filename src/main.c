@@ -54,6 +54,8 @@ static const char usage[] =
     "  openapi                    print the OpenAPI document (what GET /openapi.json serves)\n"
     "  staff create --email E --name N --role R\n"
     "                             create or update a staff member; password on stdin\n"
+    "  staff disable --email E    disable a staff member: no login, every token refused\n"
+    "  staff enable --email E     let a disabled staff member log in again\n"
     "  audit verify [--expect SEQ:HASH]...\n"
     "                             check the audit trail's hash chain and its checkpoints\n"
     "                             (AUDIT_CHECKPOINT_FILE, and each SEQ:HASH given); exit 1 when broken\n"
@@ -123,6 +125,16 @@ static int cmd_audit_verify(int argc, char **argv) {
   int rc = staff_audit_verify(stdout, expect, n);
   db_close();
   free(expect);
+  return rc;
+}
+
+static int cmd_staff_set_disabled(bool disable, int argc, char **argv) {
+  char email[256], msg[320];
+  if (!staff_cli_email(flag_value(argc, argv, "--email"), email, msg)) return fprintf(stderr, "%s\n", msg), 2;
+  open_database();
+  int rc = staff_cli_set_disabled(email, disable, msg);
+  db_close();
+  fprintf(rc ? stderr : stdout, "%s\n", msg);
   return rc;
 }
 
@@ -238,7 +250,8 @@ int main(int argc, char **argv) {
   bool audit_verify = !strcmp(cmd, "audit") && argc >= 3 && !strcmp(argv[2], "verify") && expectations(argc, argv);
   bool known = !strcmp(cmd, "serve") || !strcmp(cmd, "migrate") || !strcmp(cmd, "demo") || audit_verify ||
                (!strcmp(cmd, "admin") && argc > 2 && !strcmp(argv[2], "create")) ||
-               (!strcmp(cmd, "staff") && argc > 2 && !strcmp(argv[2], "create")) ||
+               (!strcmp(cmd, "staff") && argc > 2 &&
+                (!strcmp(argv[2], "create") || !strcmp(argv[2], "disable") || !strcmp(argv[2], "enable"))) ||
                (!strcmp(cmd, "payments") && argc == 3 && !strcmp(argv[2], "reconcile"));
   if (!known) {
     fprintf(stderr, "marketplace: unknown command '%s'\n\n%s", cmd, usage);
@@ -268,6 +281,8 @@ int main(int argc, char **argv) {
     rc = cmd_audit_verify(argc - 3, argv + 3);
   } else if (!strcmp(cmd, "payments")) {
     rc = cmd_payments_reconcile();
+  } else if (!strcmp(cmd, "staff") && strcmp(argv[2], "create")) {
+    rc = cmd_staff_set_disabled(!strcmp(argv[2], "disable"), argc - 3, argv + 3);
   } else if (!strcmp(cmd, "staff")) {
     rc = cmd_staff_create(argc - 3, argv + 3);
   } else {

@@ -8,6 +8,15 @@
 -- such until they expire (24 hours); new rows hold an HMAC.
 DELETE FROM idempotency_keys WHERE scope NOT LIKE 'user:%' AND scope NOT LIKE 'provider:%';
 
+-- Token generations: a token carries its account's generation (claim "gen", 0 when absent).
+-- A password reset (customers, providers) or a change of a staff member's role or password, or
+-- disabling them, moves it on, and every token issued before is refused.
+ALTER TABLE users ADD COLUMN token_gen BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE providers ADD COLUMN token_gen BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE staff ADD COLUMN token_gen BIGINT NOT NULL DEFAULT 0;
+-- A disabled staff member (`marketplace staff disable`) cannot log in; NULL: enabled.
+ALTER TABLE staff ADD COLUMN disabled_at BIGINT;
+
 -- audit_log.seq was a BIGINT PRIMARY KEY, which SQLite lets be NULL (or text): rows outside the
 -- chain's positions that `audit verify` never read. The table is rebuilt with seq an integer
 -- above 0. Rows that break that rule are set aside in audit_log_set_aside, which `audit verify`

@@ -122,6 +122,7 @@ typedef struct hs_auth {
   const char *role;
   unsigned role_bit;
   const char *elevation_id; /* NULL unless a staff impersonation token */
+  int64_t gen;              /* the token's account generation (its gen claim; 0 when absent) */
 } hs_auth;
 
 #define HS_MAX_PARAMS 8

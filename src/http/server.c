@@ -71,7 +71,7 @@ typedef struct conn_ctx {
   hs_form *form;
   /* the request arena's first chunk, so a small request allocates nothing else (kept last:
    * it is not zeroed) */
-  _Alignas(max_align_t) unsigned char arena_buf[432]; /* what is left of 1 KiB */
+  _Alignas(max_align_t) unsigned char arena_buf[416]; /* what is left of 1 KiB */
 } conn_ctx;
 
 /* glibc serves blocks up to 1032 bytes from a per-thread cache; a larger one consolidates
@@ -347,7 +347,7 @@ static err_t guard(conn_ctx *ctx, bool with_hook) {
   if (!c) return hs_fail(req, ERR_UNAUTHORIZED, NULL);
   unsigned bit = role_bit(c);
   if (!bit) return hs_fail(req, ERR_FORBIDDEN, NULL);
-  req->auth = (hs_auth){c->id, c->role, bit, c->elevation_id[0] ? c->elevation_id : NULL};
+  req->auth = (hs_auth){c->id, c->role, bit, c->elevation_id[0] ? c->elevation_id : NULL, c->gen};
   err_t e = with_hook && hooks.check_token ? hooks.check_token(req) : ERR_OK;
   if (e != ERR_OK) return req->err != ERR_OK ? req->err : hs_fail(req, e, NULL);
   if (!(bit & req->route->roles)) return hs_fail(req, ERR_FORBIDDEN, NULL);

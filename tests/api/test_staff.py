@@ -619,9 +619,18 @@ def test_approve_link_shows_an_escaped_page_and_works_once(api, server, staff_of
     again = link_get(api, approve)
     assert again.status_code == 200 and again.headers["Content-Type"].startswith("text/plain")
     assert "already resolved" in again.text and "APPROVED" in again.text
-    late_deny = link_get(api, deny)
-    assert late_deny.headers["Content-Type"].startswith("text/plain") and "APPROVED" in late_deny.text
     assert ok(api.get("/staff/elevation", token=cs["token"]))[0]["status"] == "APPROVED"
+    # the deny link ends an approved elevation (issue 20): it is never started
+    late_deny = link_get(api, deny)
+    assert late_deny.status_code == 200 and late_deny.headers["Content-Type"].startswith("text/html")
+    assert "Elevation ended" in late_deny.text and "DEACTIVATED" in late_deny.text
+    got = ok(api.get("/staff/elevation", token=cs["token"]))[0]
+    assert got["status"] == "DEACTIVATED" and ISO_RE.match(got["deactivatedAt"]) and got["activatedAt"] is None
+    r = api.post("/staff/impersonate", token=cs["token"], json={"elevationId": e["id"]})
+    assert (r.status_code, r.json()) == (403, {"error": "Elevation request is not approved"})
+    for link in (approve, deny):
+        r = link_get(api, link)
+        assert r.headers["Content-Type"].startswith("text/plain") and "already resolved: it is DEACTIVATED" in r.text
 
 
 def test_deny_link_rejects(api, server, staff_of):
@@ -668,7 +677,11 @@ def test_concurrent_link_uses_resolve_once(api, server, staff_of):
     approve, deny = elevation_links(server, e["id"])
     answers = race(server, [lambda c: link_get(c, approve), lambda c: link_get(c, deny)] * 3)
     pages = [r for r in answers if r.headers["Content-Type"].startswith("text/html")]
-    assert len(pages) == 1 and all(r.status_code == 200 for r in answers)
+    resolved = [r for r in pages if "Elevation approved" in r.text or "Elevation denied" in r.text]
+    ended = [r for r in pages if "Elevation ended" in r.text]  # a deny link after the approval won
+    assert len(resolved) == 1 and len(ended) <= 1 and len(pages) == len(resolved) + len(ended)
+    assert not ended or "Elevation approved" in resolved[0].text
+    assert all(r.status_code == 200 for r in answers)
 
 
 # ---------------------------------------------------------------- impersonation
@@ -759,6 +772,51 @@ def test_deactivation_ends_the_token(api, server, staff_of):
     assert (r.status_code, r.json()) == (404, {"error": "Elevation request not found"})
     assert api.patch(f"/staff/elevation/{e['id']}/deactivate").status_code == 401
     assert api.patch(f"/staff/elevation/{e['id']}/deactivate", token=u["token"]).status_code == 403
+
+
+def test_the_deny_link_ends_an_active_elevation(api, server, pg_cluster, staff_of):
+    """The attack: nobody but its owner could end an elevation; the administrator's deny link on an
+    ACTIVE request answered "already resolved"."""
+    cs = staff_of("customer_support")
+    u = api.register_user()
+    e, token = impersonate(api, server, cs, u["id"])
+    assert api.get("/users/me", token=token).status_code == 200
+    _, deny = elevation_links(server, e["id"])
+    r = link_get(api, deny)
+    assert r.status_code == 200 and r.headers["Content-Type"].startswith("text/html")
+    assert "<h1>Elevation ended</h1>" in r.text and "<strong>DEACTIVATED</strong>" in r.text
+    assert "no longer works" in r.text
+    r = api.get("/users/me", token=token)
+    assert (r.status_code, r.json()) == (401, UNAUTHORIZED)
+    got = ok(api.get("/staff/elevation", token=cs["token"]))[0]
+    assert got["status"] == "DEACTIVATED" and ISO_RE.match(got["deactivatedAt"]) and got["activatedAt"]
+    rows = sql(server, pg_cluster, "SELECT action, actor_role FROM audit_log WHERE kind = 'action' AND "
+                                   f"target_id = '{e['id']}' ORDER BY seq")
+    assert [tuple(x) for x in rows] == [("elevation.approve", "approval-link"), ("elevation.end", "approval-link")]
+    again = link_get(api, deny)
+    assert again.headers["Content-Type"].startswith("text/plain") and "it is DEACTIVATED" in again.text
+
+
+def test_an_approval_lapses_after_an_hour(own_server):
+    """The attack: an approval never lapsed (approved, then used 20 days later)."""
+    api = Api(own_server)
+    cs = make_staff(api, "customer_support", admin_login(api))
+    u1, u2 = api.register_user(), api.register_user()
+    e1 = approved_elevation(api, own_server, cs, u1["id"])
+    e2 = approved_elevation(api, own_server, cs, u2["id"])
+    api.advance_clock(60 * MINUTE_MS - 2000)
+    token = ok(api.post("/staff/impersonate", token=cs["token"], json={"elevationId": e1["id"]}))["token"]
+    api.advance_clock(3000)
+    r = api.post("/staff/impersonate", token=cs["token"], json={"elevationId": e2["id"]})
+    assert (r.status_code, r.json()) == (403, {"error": "Elevation request is not approved"})
+    mine = {x["id"]: x for x in ok(api.get("/staff/elevation", token=cs["token"]))}
+    lapsed = mine[e2["id"]]
+    assert lapsed["status"] == "DEACTIVATED" and lapsed["activatedAt"] is None
+    resolved = datetime.datetime.fromisoformat(lapsed["resolvedAt"].replace("Z", "+00:00"))
+    assert lapsed["deactivatedAt"] == (resolved + datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    assert mine[e1["id"]]["status"] == "ACTIVE"  # started in time: its own 15 minutes run
+    assert api.get("/users/me", token=token).status_code == 200
+    request_elevation(api, cs, u2["id"])  # the lapsed approval no longer blocks a new request
 
 
 def test_pending_request_can_be_withdrawn_but_not_a_rejected_one(api, server, staff_of):

@@ -38,7 +38,7 @@ err_t api_admin_login(hs_req *req) {
   e = auth_check_login(req, arena_printf(&req->arena, "admin:%s", hs_body_str(req, "email")),
                        hs_body_str(req, "password"), r->rows ? db_field(r, 0, "password_hash") : NULL);
   if (e != ERR_OK) return e;
-  char *token = token_issue(db_field(r, 0, "id"), "admin", false, NULL, TOKEN_TTL_ADMIN);
+  char *token = token_issue(db_field(r, 0, "id"), "admin", false, NULL, 0, TOKEN_TTL_ADMIN);
   if (!token) return ERR_INTERNAL;
   json_t *body = json_pack("{s:s,s:{s:s,s:s}}", "token", token, "admin", "id", db_field(r, 0, "id"), "email",
                            db_field(r, 0, "email"));
@@ -85,7 +85,7 @@ err_t api_admin_impersonate(hs_req *req) {
   if (e != ERR_OK) return e;
   audit_action act = {req->auth.id, "admin", "admin.impersonate", acc.id, role, NULL};
   if (staff_audit(&act) != ERR_OK) return ERR_INTERNAL;
-  char *token = token_issue(acc.id, role, false, NULL, TOKEN_TTL_ADMIN_IMPERSONATION);
+  char *token = token_issue(acc.id, role, false, NULL, acc.token_gen, TOKEN_TTL_ADMIN_IMPERSONATION);
   if (!token) return ERR_INTERNAL;
   json_t *body = json_pack("{s:s,s:{s:s,s:s,s:s,s:s}}", "token", token, "identity", "id", acc.id, "email", acc.email,
                            "name", acc.name, "role", role);

@@ -21,9 +21,11 @@ db_rc auth_insert_user_in(db_conn *c, const char *id, const char *email, const c
 db_rc auth_insert_provider_in(db_conn *c, const char *id, const char *email, const char *hash, const char *name,
                               const char *phone, json_t *services, json_t *zips);
 
-/* A customer (role "user") or provider account: strings in arena memory. */
+/* A customer (role "user") or provider account: strings in arena memory; token_gen goes into
+ * every token issued for it (ext/token.h). */
 typedef struct account_card {
   const char *id, *email, *name;
+  int64_t token_gen;
 } account_card;
 /* Looks up account id of role; ERR_NOT_FOUND when there is none (or role is neither). */
 err_t auth_account_get(arena *a, const char *role, const char *id, account_card *out);

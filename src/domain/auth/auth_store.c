@@ -10,20 +10,20 @@
 #include <string.h>
 
 static const char *const find_sql[] = {
-    [ACCOUNT_USER] = "SELECT id, email, name, password_hash FROM users WHERE email = $1",
-    [ACCOUNT_PROVIDER] = "SELECT id, email, name, password_hash FROM providers WHERE email = $1",
+    [ACCOUNT_USER] = "SELECT id, email, name, password_hash, token_gen FROM users WHERE email = $1",
+    [ACCOUNT_PROVIDER] = "SELECT id, email, name, password_hash, token_gen FROM providers WHERE email = $1",
 };
 
 static const char *const get_sql[] = {
-    [ACCOUNT_USER] = "SELECT id, email, name, password_hash FROM users WHERE id = $1",
-    [ACCOUNT_PROVIDER] = "SELECT id, email, name, password_hash FROM providers WHERE id = $1",
+    [ACCOUNT_USER] = "SELECT id, email, name, password_hash, token_gen FROM users WHERE id = $1",
+    [ACCOUNT_PROVIDER] = "SELECT id, email, name, password_hash, token_gen FROM providers WHERE id = $1",
 };
 
 static err_t find_one(arena *a, const char *sql, const char *key, account *out, bool *found) {
   db_res *r;
   if (db_query(a, &r, sql, DB_ARGS(DB_TEXT(key))) != DB_OK) return ERR_INTERNAL;
   *found = r->rows > 0;
-  if (*found) *out = (account){db_text(r, 0, 0), db_text(r, 0, 1), db_text(r, 0, 2), db_text(r, 0, 3)};
+  if (*found) *out = (account){db_text(r, 0, 0), db_text(r, 0, 1), db_text(r, 0, 2), db_text(r, 0, 3), db_int(r, 0, 4)};
   return ERR_OK;
 }
 
@@ -136,8 +136,10 @@ err_t auth_store_use_reset(arena *a, const char *token_hash, const char *new_has
   }
   *role = db_text(r, 0, 1);
   const char *sql = !strcmp(*role, "provider")
-                        ? "UPDATE providers SET password_hash = $1, updated_at = $2 WHERE email = $3"
-                        : "UPDATE users SET password_hash = $1, updated_at = $2 WHERE email = $3";
+                        ? "UPDATE providers SET password_hash = $1, token_gen = token_gen + 1, updated_at = $2 "
+                          "WHERE email = $3"
+                        : "UPDATE users SET password_hash = $1, token_gen = token_gen + 1, updated_at = $2 "
+                          "WHERE email = $3";
   db_res *u;
   if (db_exec(c, a, &u, sql, DB_ARGS(DB_TEXT(new_hash), DB_INT(clock_now_ms()), DB_TEXT(db_text(r, 0, 0)))) != DB_OK)
     goto out;

@@ -17,9 +17,10 @@
 extern const hs_route STAFF_ROUTES[];
 extern const size_t STAFF_ROUTES_LEN;
 
-/* Installs the HTTP hooks: tokens checked against the database (staff, administrator and
- * impersonation tokens always; customer and provider tokens where GODMODE can delete
- * accounts), and the audit records of impersonated requests. Call before the server starts. */
+/* Installs the HTTP hooks: every token checked against the database (its account exists and
+ * has the token's generation; a staff member is enabled; an impersonation's elevation is
+ * live), and the audit records of impersonated requests; starts the audit chain's
+ * checkpoints. Call before the server starts, with the database open. */
 void staff_domain_init(void);
 
 /* One staff or administrator action for the audit trail. */
@@ -48,6 +49,18 @@ err_t staff_audit(const audit_action *a);
  * done by the operator's command line: 0 with the outcome in msg, or 1. */
 json_t *staff_cli_check(const char *name, const char *email, const char *role, const char *password, char msg[320]);
 int staff_cli_save(const json_t *checked, char msg[320]);
+
+/* `marketplace staff disable --email E` (disable true) and `staff enable --email E`. First
+ * the email is checked as POST /staff/create checks it: its normal form in normal, or false
+ * with the refusal in msg ("refused: email: ..."). Then, with the database open, the member is
+ * disabled or enabled: a disabled member's login answers as a wrong password and every token
+ * they hold, staff and impersonation, is refused from then on (their APPROVED and ACTIVE
+ * elevations end); enabling lets them log in again (old tokens stay refused). A change is
+ * recorded in the audit trail as done by the operator's command line. Returns 0 with the
+ * outcome in msg (also when nothing changed), 1 when there is no such member or the database
+ * failed. */
+bool staff_cli_email(const char *email, char normal[256], char msg[320]);
+int staff_cli_set_disabled(const char *normal, bool disable, char msg[320]);
 
 /* Stops what staff_domain_init started beyond the hooks and writes the audit chain's
  * shutdown checkpoint. Call once the server has stopped, before the database closes. */

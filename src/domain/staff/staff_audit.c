@@ -1,11 +1,12 @@
 /* The audit trail and the HTTP hooks that feed it.
  *
- * Tokens. check_token refuses (401) a token whose subject is gone or was never there: a staff
- * token without its staff row (or with another role), an administrator token without its
- * administrator, and, where GODMODE can delete accounts (outside production), a customer or
- * provider token whose account was deleted. An impersonation token (elevationId) must name an
- * ACTIVE elevation for exactly its id and role, activated less than 15 minutes ago, and may
- * carry only the role user or provider.
+ * Tokens. check_token refuses (401) a token whose subject is gone, was never there, or has
+ * moved on since the token was issued: a staff token without its staff row (or with another
+ * role), of an older token generation (a role or password change, disabling) or of a disabled
+ * member; an administrator token without its administrator; a customer or provider token whose
+ * account was deleted or whose generation moved on (a password reset). An impersonation token
+ * (elevationId) must name an ACTIVE elevation for exactly its id and role, activated less than
+ * 15 minutes ago, whose staff member is enabled, and may carry only the role user or provider.
  *
  * Impersonated requests. Each one gets two chained records. The request record (elevation,
  * staff member, target, method, path, redacted body, time) is committed before the handler
@@ -61,35 +62,30 @@ typedef struct impersonation {
 
 static err_t refuse(hs_req *req) { return hs_fail(req, ERR_UNAUTHORIZED, NULL); }
 
-static err_t check_impersonation(hs_req *req) {
-  const hs_auth *au = &req->auth;
-  if (au->role_bit != ROLE_USER && au->role_bit != ROLE_PROVIDER) return refuse(req);
-  const char *staff_id;
-  if (staff_store_live_elevation(&req->arena, au->elevation_id, au->id, au->role, clock_now_ms() - ELEVATION_TTL_MS,
-                                 &staff_id) != ERR_OK)
-    return ERR_INTERNAL;
-  if (!staff_id) return refuse(req);
-  impersonation *imp = arena_alloc(&req->arena, sizeof *imp);
-  imp->elevation_id = au->elevation_id, imp->staff_id = staff_id;
-  req->hook_state = imp;
-  return ERR_OK;
-}
-
+/* The request's impersonation is recorded (hook_state) only once every check passed. */
 static err_t check_token(hs_req *req) {
   const hs_auth *au = &req->auth;
-  if (au->elevation_id && check_impersonation(req) != ERR_OK) return req->err ? req->err : ERR_INTERNAL;
-  token_subject kind;
-  if (au->role_bit & ROLE_STAFF)
-    kind = SUBJECT_STAFF;
-  else if (au->role_bit == ROLE_ADMIN)
-    kind = SUBJECT_ADMIN;
-  else if (CFG.env == ENV_PRODUCTION)
-    return ERR_OK; /* no route deletes accounts there */
-  else
-    kind = au->role_bit == ROLE_PROVIDER ? SUBJECT_PROVIDER : SUBJECT_USER;
+  const char *staff_id = NULL;
+  if (au->elevation_id) {
+    if (au->role_bit != ROLE_USER && au->role_bit != ROLE_PROVIDER) return refuse(req);
+    if (staff_store_live_elevation(&req->arena, au->elevation_id, au->id, au->role, clock_now_ms() - ELEVATION_TTL_MS,
+                                   &staff_id) != ERR_OK)
+      return ERR_INTERNAL;
+    if (!staff_id) return refuse(req);
+  }
+  token_subject kind = au->role_bit & ROLE_STAFF       ? SUBJECT_STAFF
+                       : au->role_bit == ROLE_ADMIN    ? SUBJECT_ADMIN
+                       : au->role_bit == ROLE_PROVIDER ? SUBJECT_PROVIDER
+                                                       : SUBJECT_USER;
   bool found;
-  if (staff_store_subject_exists(kind, au->id, au->role, &found) != ERR_OK) return ERR_INTERNAL;
-  return found ? ERR_OK : refuse(req);
+  if (staff_store_subject_exists(kind, au->id, au->role, au->gen, &found) != ERR_OK) return ERR_INTERNAL;
+  if (!found) return refuse(req);
+  if (staff_id) {
+    impersonation *imp = arena_alloc(&req->arena, sizeof *imp);
+    imp->elevation_id = au->elevation_id, imp->staff_id = staff_id;
+    req->hook_state = imp;
+  }
+  return ERR_OK;
 }
 
 static bool blank(const char *s, size_t n) {
