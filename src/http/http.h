@@ -56,11 +56,13 @@ enum {
                                live token) is ever stored, and every request runs */
 };
 
-/* A fixed-window rate limit keyed by client address; counters live in the database. */
+/* A fixed-window rate limit keyed by client address, or by the caller's account (role and id)
+ * on routes that need a token when per_account is set; counters live in the database. */
 typedef struct hs_rate_limit {
   const char *name;
   int max;
   int64_t window_ms;
+  bool per_account;
 } hs_rate_limit;
 
 /* multipart/form-data uploads: which file fields a route takes and their limits. Files are

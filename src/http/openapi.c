@@ -383,10 +383,12 @@ static json_t *operation(const hs_route *r, json_t *schemas) {
   json_object_set_new(op, "responses", responses_for(r, schemas));
   size_t max = r->max_body ? r->max_body : 0;
   if (max) json_object_set_new(op, "x-max-body-bytes", json_integer((json_int_t)max));
-  if (r->limit)
-    json_object_set_new(op, "x-rate-limit",
-                        json_pack("{s:s,s:i,s:I}", "name", r->limit->name, "max", r->limit->max, "windowSeconds",
-                                  (json_int_t)(r->limit->window_ms / 1000)));
+  if (r->limit) {
+    json_t *limit = json_pack("{s:s,s:i,s:I}", "name", r->limit->name, "max", r->limit->max, "windowSeconds",
+                              (json_int_t)(r->limit->window_ms / 1000));
+    if (r->limit->per_account) json_object_set_new(limit, "per", json_string("account"));
+    json_object_set_new(op, "x-rate-limit", limit);
+  }
   if (r->flags & ROUTE_DEV_ONLY) json_object_set_new(op, "x-dev-only", json_true());
   if (r->flags & ROUTE_CORS_ANY) json_object_set_new(op, "x-cors-any-origin", json_true());
   return op;

@@ -421,7 +421,10 @@ static void run_pipeline(conn_ctx *ctx) {
   }
   if (r->limit) {
     int retry = 0;
-    err_t e = hs_rate_limit_hit(r->limit, req->ip, &retry);
+    const char *client = r->limit->per_account && req->auth.id
+                             ? arena_printf(&req->arena, "%s:%s", req->auth.role, req->auth.id)
+                             : req->ip;
+    err_t e = hs_rate_limit_hit(r->limit, client, &retry);
     if (e != ERR_OK) {
       req->retry_after = retry;
       hs_fail(req, e, NULL);

@@ -518,6 +518,21 @@ def test_elevation_request_is_pending_and_emails_signed_links(api, server, staff
     assert approve.split("?token=")[1] != deny.split("?token=")[1]
 
 
+def test_the_eleventh_elevation_request_in_an_hour_is_429(api, server, staff_of):
+    """The attack: every request emails the administrator, and none was limited."""
+    cs, other = staff_of("customer_support"), staff_of("customer_support")
+    targets = [api.register_user()["id"] for _ in range(11)]
+    made = [request_elevation(api, cs, t) for t in targets[:10]]
+    r = api.post("/staff/elevation", token=cs["token"], json={"targetId": targets[10], "targetRole": "user",
+                                                               "reason": "one more"})
+    assert (r.status_code, r.json()) == (429, {"error": "Too many requests"})
+    assert 3500 < int(r.headers["Retry-After"]) <= 3600
+    assert len(ok(api.get("/staff/elevation", token=cs["token"]))) == 10
+    for e in made:
+        elevation_links(server, e["id"])  # each of the ten emailed its links
+    request_elevation(api, other, targets[10])  # per staff member
+
+
 def test_professional_support_may_request_a_provider(api, staff_of):
     ps = staff_of("professional_support")
     pro = api.register_provider()

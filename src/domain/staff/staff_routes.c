@@ -46,6 +46,9 @@ static const hs_schema impersonate_staff_schema = {impersonate_staff_fields};
 
 #define SUPPORT (ROLE_CUSTOMER_SUPPORT | ROLE_PROFESSIONAL_SUPPORT)
 
+/* Each request emails the administrator: 10 an hour per staff member. */
+static const hs_rate_limit elevation_limit = {"staff-elevation", 10, 60 * 60 * 1000, .per_account = true};
+
 const hs_route STAFF_ROUTES[] = {
     {HS_POST, "/staff/login", api_staff_login, ROLE_OPEN, &login_schema, .flags = ROUTE_SLOW | ROUTE_SECRETS,
      .summary = "Log in as a staff member (12-hour token)", .response = "StaffSession", .errors = "401 429"},
@@ -62,8 +65,8 @@ const hs_route STAFF_ROUTES[] = {
      .summary = "A provider with jobs, monthly ledger and elevations", .response = "StaffProviderDetail",
      .errors = "404"},
     {HS_POST, "/staff/elevation", api_staff_elevation_create, SUPPORT, &elevation_schema, .ok = 201,
-     .summary = "Ask the administrator to act as a customer or provider", .response = "ElevationRequest",
-     .errors = "404"},
+     .limit = &elevation_limit, .summary = "Ask the administrator to act as a customer or provider",
+     .response = "ElevationRequest", .errors = "404"},
     {HS_GET, "/staff/elevation/:id/approve", api_staff_elevation_approve, ROLE_OPEN, .query = &link_query,
      .summary = "Approve an elevation request (the administrator's emailed link)", .response = "text/html",
      .errors = "403 404"},
