@@ -446,11 +446,47 @@ static bool status_used(json_t *paths, const char *code) {
   return false;
 }
 
+#define SCHEMA_REF "#/components/schemas/"
+
+/* Adds to names every component schema that node refers to, directly or through another. */
+static void collect_schemas(json_t *node, json_t *schemas, json_t *names) {
+  if (json_is_array(node)) {
+    size_t i;
+    json_t *item;
+    json_array_foreach(node, i, item) collect_schemas(item, schemas, names);
+  }
+  if (!json_is_object(node)) return;
+  const char *key, *ref = json_string_value(json_object_get(node, "$ref"));
+  json_t *value;
+  if (ref && !strncmp(ref, SCHEMA_REF, strlen(SCHEMA_REF)) && !json_object_get(names, ref + strlen(SCHEMA_REF))) {
+    json_object_set_new(names, ref + strlen(SCHEMA_REF), json_true());
+    collect_schemas(json_object_get(schemas, ref + strlen(SCHEMA_REF)), schemas, names);
+  }
+  json_object_foreach(node, key, value) collect_schemas(value, schemas, names);
+}
+
+/* Drops the component schemas no operation uses (those of routes this environment does not
+ * serve: GODMODE's in production). */
+static void keep_used_schemas(json_t *paths, json_t *components) {
+  json_t *schemas = json_object_get(components, "schemas"), *used = json_object();
+  collect_schemas(paths, schemas, used);
+  const char *key;
+  json_t *value;
+  json_object_foreach(components, key, value) if (value != schemas) collect_schemas(value, schemas, used);
+  void *iter = json_object_iter(schemas);
+  while (iter) {
+    const char *name = json_object_iter_key(iter);
+    iter = json_object_iter_next(schemas, iter);
+    if (!json_object_get(used, name)) json_object_del(schemas, name);
+  }
+  json_decref(used);
+}
+
 json_t *hs_openapi_document(const hs_route *rows, size_t n) {
   json_t *schemas = load_components(), *paths = json_object();
   for (size_t i = 0; i < n; i++) {
     const hs_route *r = &rows[i];
-    if (r->flags & ROUTE_TEST_ONLY) continue;
+    if ((r->flags & ROUTE_TEST_ONLY) || !hs_route_available(r)) continue;
     json_t *ignored = json_array();
     char *path = openapi_path(r->path, ignored);
     json_decref(ignored);
@@ -469,6 +505,7 @@ json_t *hs_openapi_document(const hs_route *rows, size_t n) {
     iter = json_object_iter_next(responses, iter);
     if (!status_used(paths, code)) json_object_del(responses, code);
   }
+  keep_used_schemas(paths, components);
   return json_pack(
       "{s:s,s:{s:s,s:s,s:s,s:{s:s,s:s}},s:[{s:s,s:s}],s:o,s:o}", "openapi", "3.1.0", "info", "title",
       "Home-services marketplace API", "version", MARKETPLACE_VERSION, "description",

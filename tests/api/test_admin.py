@@ -388,3 +388,19 @@ def test_staff_portal_stays_in_production(production):
     r = api.post("/staff/login", json={"email": unique_email("s"), "password": "whatever-1"})
     assert (r.status_code, r.json()) == (401, {"error": "Invalid credentials"})
     assert api.get("/staff/list").status_code == 401
+
+
+def test_production_documents_only_what_it_serves(production, api):
+    """The attack: production's /openapi.json and /docs listed GODMODE routes that answer 404 there."""
+    doc = Api(production).get("/openapi.json").json()
+    listed = [p for p in doc["paths"] if p.startswith("/admin") or p.startswith("/__test")]
+    assert listed == [] and "/staff/impersonate-staff" not in doc["paths"]
+    assert not any(op.get("x-dev-only") for item in doc["paths"].values() for op in item.values())
+    assert {"AdminAccounts", "AdminSession", "Generated", "BannerQueued"}.isdisjoint(doc["components"]["schemas"])
+    # the staff portal is served there, and documented
+    assert "/staff/login" in doc["paths"] and "/staff/create" in doc["paths"]
+    page = Api(production).get("/docs")
+    assert page.status_code == 200 and 'spec-url="/openapi.json"' in page.text
+    # outside production the same binary documents GODMODE
+    dev = api.get("/openapi.json").json()
+    assert "/admin/users" in dev["paths"] and "/staff/impersonate-staff" in dev["paths"]
