@@ -82,10 +82,10 @@ static const char *flag_value(int argc, char **argv, const char *flag) {
 static int cmd_admin_create(int argc, char **argv) {
   const char *email = flag_value(argc, argv, "--email");
   if (!email || !hs_is_email(email)) die("admin create needs --email with a valid address");
-  char password[1024];
+  char password[1024], msg[256];
   if (!fgets(password, sizeof password, stdin)) die("admin create reads the password from standard input");
   password[strcspn(password, "\r\n")] = 0;
-  if (strlen(password) < 8 || strlen(password) > 72) die("the password must be 8 to 72 characters");
+  if (auth_password_problem(password, msg)) die("refused: %s (8 to 72 characters, at most 72 bytes)", msg);
   open_database();
   bool ok = auth_admin_upsert(email, password);
   db_close();
@@ -149,11 +149,20 @@ static int cmd_payments_reconcile(void) {
   return 0;
 }
 
+/* BOOTSTRAP_ADMIN_*: the administrator is created when that email has none, under admin
+ * create's rules; an existing one keeps its password (set since with `admin create`). */
 static void bootstrap_admin(void) {
   if (!CFG.bootstrap_admin_email || !CFG.bootstrap_admin_password) return;
-  if (!auth_admin_upsert(CFG.bootstrap_admin_email, CFG.bootstrap_admin_password))
+  char msg[256];
+  if (auth_password_problem(CFG.bootstrap_admin_password, msg))
+    die("BOOTSTRAP_ADMIN_PASSWORD is refused: %s (admin create's rules: 8 to 72 characters, at most 72 bytes)", msg);
+  bool created;
+  if (!auth_admin_create_absent(CFG.bootstrap_admin_email, CFG.bootstrap_admin_password, &created))
     die("could not create the bootstrap administrator");
-  log_msg(LOG_INFO, "bootstrap administrator %s is present", CFG.bootstrap_admin_email);
+  log_msg(LOG_INFO,
+          created ? "bootstrap administrator %s created"
+                  : "bootstrap administrator %s exists: BOOTSTRAP_ADMIN_PASSWORD is not applied to it",
+          CFG.bootstrap_admin_email);
 }
 
 /* Everything `serve` runs, listening on bind:port (0: any free port). */

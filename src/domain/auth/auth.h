@@ -12,6 +12,12 @@ extern const size_t AUTH_ROUTES_LEN;
 /* Creates the administrator or, when the email exists, sets its password. Hashes on the
  * calling thread. False on failure (logged). */
 bool auth_admin_upsert(const char *email, const char *password);
+/* Creates the administrator only when the email has none (*created tells), never changing an
+ * existing one's password; hashes (on the calling thread) only then. False on failure. */
+bool auth_admin_create_absent(const char *email, const char *password, bool *created);
+/* NULL when password obeys the rules of every account's password (8 to 72 characters, at most
+ * 72 bytes: bcrypt reads no more), else the reason ("password: must be ..."). */
+const char *auth_password_problem(const char *password, char msg[256]);
 
 /* Insert a customer (a provider, with its services and ZIPs, arrays of strings) on c inside
  * the caller's transaction (registration; the GODMODE generator inserts many at once).

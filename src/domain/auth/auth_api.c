@@ -170,11 +170,26 @@ err_t auth_account_get(arena *a, const char *role, const char *id, account_card 
   return ERR_OK;
 }
 
+/* email lowercased into out (256 bytes); false when it does not fit. */
+static bool lowercase(const char *email, char out[256]) {
+  size_t n = strlen(email);
+  if (n >= 256) return false;
+  for (size_t i = 0; i <= n; i++) out[i] = (char)tolower((unsigned char)email[i]);
+  return true;
+}
+
 bool auth_admin_upsert(const char *email, const char *password) {
   char hash[128], lower[256];
-  size_t n = strlen(email);
-  if (n >= sizeof lower) return false;
-  for (size_t i = 0; i <= n; i++) lower[i] = (char)tolower((unsigned char)email[i]);
-  if (!password_hash_now(password, CFG.bcrypt_cost, hash)) return false;
+  if (!lowercase(email, lower) || !password_hash_now(password, CFG.bcrypt_cost, hash)) return false;
   return auth_store_upsert_admin(lower, hash) == ERR_OK;
+}
+
+bool auth_admin_create_absent(const char *email, const char *password, bool *created) {
+  char hash[128], lower[256];
+  bool exists;
+  *created = false;
+  if (!lowercase(email, lower) || auth_store_admin_exists(lower, &exists) != ERR_OK) return false;
+  if (exists) return true;
+  if (!password_hash_now(password, CFG.bcrypt_cost, hash)) return false;
+  return auth_store_insert_admin(lower, hash, created) == ERR_OK;
 }

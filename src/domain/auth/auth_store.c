@@ -153,6 +153,31 @@ out:
   return e;
 }
 
+err_t auth_store_admin_exists(const char *email, bool *exists) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_query(&a, &r, "SELECT 1 FROM admins WHERE email = $1", DB_ARGS(DB_TEXT(email)));
+  *exists = rc == DB_OK && r->rows > 0;
+  arena_fini(&a);
+  return db_to_err(rc);
+}
+
+err_t auth_store_insert_admin(const char *email, const char *hash, bool *created) {
+  char id[ID_LEN + 1];
+  id_new(id);
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_query(&a, &r,
+                      "INSERT INTO admins (id, email, password_hash, created_at) VALUES ($1, $2, $3, $4) "
+                      "ON CONFLICT (email) DO NOTHING RETURNING id",
+                      DB_ARGS(DB_TEXT(id), DB_TEXT(email), DB_TEXT(hash), DB_INT(clock_now_ms())));
+  *created = rc == DB_OK && r->rows == 1;
+  arena_fini(&a);
+  return db_to_err(rc);
+}
+
 err_t auth_store_upsert_admin(const char *email, const char *hash) {
   char id[ID_LEN + 1];
   id_new(id);

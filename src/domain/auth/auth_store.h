@@ -35,5 +35,9 @@ err_t auth_store_find_reset(arena *a, const char *token_hash, const char **role,
 err_t auth_store_use_reset(arena *a, const char *token_hash, const char *new_hash, const char **role);
 /* Creates or updates an administrator. */
 err_t auth_store_upsert_admin(const char *email, const char *hash);
+/* Whether an administrator has this email. */
+err_t auth_store_admin_exists(const char *email, bool *exists);
+/* Creates an administrator unless the email has one (*created false, nothing changed). */
+err_t auth_store_insert_admin(const char *email, const char *hash, bool *created);
 
 #endif
