@@ -354,6 +354,25 @@ static err_t guard(conn_ctx *ctx, bool with_hook) {
   return ERR_OK;
 }
 
+/* An open route takes no token, yet a request made with a valid impersonation token is still
+ * that impersonation's: the check_token hook sees it as on any route, so the other hooks
+ * record it. A token that is not a live impersonation is ignored here, as open routes ignore
+ * tokens; a check that could not be made (the database) fails the request. */
+static err_t observe_impersonation(conn_ctx *ctx) {
+  hs_req *req = &ctx->req;
+  const token_claims *c = claims_of(ctx);
+  if (!c || !c->elevation_id[0] || !hooks.check_token) return ERR_OK;
+  req->auth = (hs_auth){c->id, c->role, role_bit(c), c->elevation_id, c->gen};
+  err_t e = hooks.check_token(req);
+  if (e == ERR_OK && req->err == ERR_OK) return ERR_OK;
+  if (e == ERR_UNAUTHORIZED || req->err == ERR_UNAUTHORIZED) {
+    req->err = ERR_OK, req->err_message = req->err_code = NULL;
+    req->auth = (hs_auth){0};
+    return ERR_OK;
+  }
+  return req->err != ERR_OK ? req->err : hs_fail(req, e, NULL);
+}
+
 void hs_set_hooks(const hs_hooks *h) { hooks = *h; }
 
 int hs_status(const hs_req *req) { return req->err != ERR_OK ? err_status(req->err) : req->status; }
@@ -418,6 +437,8 @@ static void run_pipeline(conn_ctx *ctx) {
     err_t e = ctx->authorized ? (hooks.check_token ? hooks.check_token(req) : ERR_OK) : guard(ctx, true);
     if (e != ERR_OK && req->err == ERR_OK) hs_fail(req, e, NULL);
     if (req->err != ERR_OK) return;
+  } else if (observe_impersonation(ctx) != ERR_OK) {
+    return;
   }
   if (r->limit) {
     int retry = 0;
@@ -770,10 +791,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   }
   if (ctx->preflight) return send_preflight(conn, ctx);
   const hs_route *r = ctx->req.route;
-  /* the hooks write the record of an impersonated request: a worker's work */
-  const token_claims *claims = r && (r->flags & ROUTE_DB_READ) && r->roles ? claims_of(ctx) : NULL;
-  bool read_here = r && (r->flags & ROUTE_DB_READ) && db_reads_inline() && !(claims && claims->elevation_id[0]);
-  if (!r || (r->flags & ROUTE_INLINE) || read_here || ctx->too_large) { /* cannot block: answer on this thread */
+  /* the hooks write the records of an impersonated request, whatever the route: a worker's work */
+  const token_claims *claims = r && (r->flags & (ROUTE_DB_READ | ROUTE_INLINE)) ? claims_of(ctx) : NULL;
+  bool impersonated = claims && claims->elevation_id[0];
+  bool read_here = r && (r->flags & ROUTE_DB_READ) && db_reads_inline() && !impersonated;
+  if (!r || ((r->flags & ROUTE_INLINE) && !impersonated) || read_here || ctx->too_large) { /* answer here */
     if (read_here) db_use_pool(DB_POOL_EVENT);
     dispatch(ctx);
     if (!read_here || ctx->too_large || !db_unavailable_seen()) return send_answer(conn, ctx);

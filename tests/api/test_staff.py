@@ -923,6 +923,31 @@ def test_impersonated_requests_are_recorded_with_credentials_redacted(api, serve
     assert events[2]["createdAt"] <= job["createdAt"] <= events[2]["completedAt"]
 
 
+def test_calls_to_open_routes_with_an_impersonation_token_are_recorded(api, server, staff_of):
+    """The attack: a call to an open route made with an impersonation token (POST /auth/login,
+    say) was not audited, though the audit step records every call made with it."""
+    cs, auditor = staff_of("customer_support"), staff_of("internal_audit")
+    u = api.register_user()
+    e, token = impersonate(api, server, cs, u["id"])
+    login = api.post("/auth/login", token=token, json={"email": u["email"], "password": u["password"]})
+    assert login.status_code == 200
+    assert ok(api.get("/health", token=token)) == {"status": "ok"}  # answered on the event thread otherwise
+    assert api.get("/services/check-zip", token=token, params={"zip": "10001"}).status_code == 200
+    bad = api.post("/auth/login", token=token, json={"email": "not-an-email", "password": "x"})
+    assert bad.status_code == 400
+    events = events_of(api, auditor, cs["id"], e["id"])
+    assert [(ev["method"], ev["path"], ev["status"]) for ev in events] == [
+        ("POST", "/auth/login", 200), ("GET", "/health", 200), ("GET", "/services/check-zip", 200),
+        ("POST", "/auth/login", 400)]
+    assert events[0]["body"] == {"email": u["email"], "password": "[REDACTED]"}
+    assert u["password"] not in str(events)
+    # once the elevation is over its token is no token at all on an open route: answered, not recorded
+    ok(api.patch(f"/staff/elevation/{e['id']}/deactivate", token=cs["token"]))
+    assert ok(api.get("/health", token=token)) == {"status": "ok"}
+    assert api.post("/auth/login", token=token, json={"email": u["email"], "password": u["password"]}).status_code == 200
+    assert len(events_of(api, auditor, cs["id"], e["id"])) == 4
+
+
 def test_multipart_bodies_record_names_only(api, server, staff_of):
     cs, auditor = staff_of("customer_support"), staff_of("internal_audit")
     u = customer(api)
