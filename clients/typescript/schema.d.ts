@@ -1756,6 +1756,8 @@ export interface components {
                 isPremium?: boolean;
                 /** Format: date-time */
                 premiumSince?: string | null;
+                /** @description the payment processor's customer, created on the first card setup; null until then */
+                processorCustomerId: string | null;
                 /** Format: date-time */
                 createdAt?: string;
             }[];

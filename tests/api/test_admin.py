@@ -96,7 +96,8 @@ def test_admin_users_lists_customers_and_providers(api, admin_token):
     user = next(x for x in body["users"] if x["id"] == u["id"])
     assert user["email"] == u["email"] and user["name"] == "Listed User" and user["zip"] == "10001"
     assert set(user) == {"id", "email", "name", "address", "zip", "lat", "lng", "isPremium", "premiumSince",
-                         "createdAt"}
+                         "processorCustomerId", "createdAt"}
+    assert user["processorCustomerId"] is None  # no card set up yet
     pro = next(x for x in body["providers"] if x["id"] == p["id"])
     assert pro["services"] == ["lawncare"] and pro["serviceZips"] == ["10001"]
     assert set(pro) == {"id", "email", "name", "phone", "companyName", "services", "serviceZips", "isPremium",
@@ -104,6 +105,14 @@ def test_admin_users_lists_customers_and_providers(api, admin_token):
     assert "password" not in str(body)
     created = [x["createdAt"] for x in body["users"]]
     assert created == sorted(created, reverse=True)
+
+
+def test_admin_users_tell_the_processor_customer(api, admin_token):
+    """The specification's User has processorCustomerId: GET /admin/users omitted it."""
+    from flow_helpers import customer
+    u = customer(api, card="pm_card_visa")
+    user = next(x for x in ok(api.get("/admin/users", token=admin_token))["users"] if x["id"] == u["id"])
+    assert user["processorCustomerId"] and user["processorCustomerId"].startswith("cus_")
 
 
 @pytest.mark.parametrize("role", ["user", "provider"])

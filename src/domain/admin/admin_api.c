@@ -54,11 +54,12 @@ err_t api_admin_users(hs_req *req) {
   json_t *users = json_array(), *providers = json_array();
   for (int i = 0; i < u->rows; i++)
     json_array_append_new(
-        users, json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o}", "id", db_field(u, i, "id"), "email",
+        users, json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "id", db_field(u, i, "id"), "email",
                          db_field(u, i, "email"), "name", db_field(u, i, "name"), "address", db_field(u, i, "address"),
                          "zip", db_field(u, i, "zip"), "lat", jx_real_or_null(db_field(u, i, "lat")), "lng",
                          jx_real_or_null(db_field(u, i, "lng")), "isPremium", jx_bool(db_field(u, i, "is_premium")),
-                         "premiumSince", jx_iso_or_null(db_field(u, i, "premium_since")), "createdAt",
+                         "premiumSince", jx_iso_or_null(db_field(u, i, "premium_since")), "processorCustomerId",
+                         jx_str_or_null(db_field(u, i, "processor_customer_id")), "createdAt",
                          jx_iso_or_null(db_field(u, i, "created_at"))));
   for (int i = 0; i < p->rows; i++)
     json_array_append_new(providers, json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "id", db_field(p, i, "id"),
