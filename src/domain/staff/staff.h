@@ -1,9 +1,10 @@
 /* The staff portal: staff accounts and login, customer and provider look-ups, the elevation
  * (impersonation) flow, and the tamper-evident audit trail.
  *
- * The audit trail is one hash chain (table audit_log): every record stores the SHA-256 of
- * the record before it and of its own content, so altering, inserting or deleting a record
- * breaks the chain, which `marketplace audit verify` checks. Requests made with a staff
+ * The audit trail is one hash chain (table audit_log): every record stores the hash of the
+ * record before it and its own, an HMAC-SHA256 under the chain's key (AUDIT_KEY), so altering,
+ * inserting or deleting a record breaks the chain, which `marketplace audit verify` checks,
+ * with the checkpoints of the chain's tip kept outside the database. Requests made with a staff
  * impersonation token are recorded by hooks this domain installs into the HTTP layer
  * (staff_domain_init); staff and administrator actions are recorded by the domains that
  * perform them, through staff_audit_in(), in the transaction of the change. */
