@@ -1041,13 +1041,7 @@ def _delete_last(srv, pg, total):
 @pytest.mark.parametrize("tamper", [_alter_body, _alter_status, _delete_middle, _append_forged, _append_well_forged,
                                     _delete_last])
 def test_audit_verify_names_the_first_broken_record(server_factory, pg_cluster, tamper):
-    srv = server_factory(**ADMIN_ENV)
-    api = Api(srv)
-    cs = make_staff(api, "customer_support")
-    u = api.register_user()
-    _, token = impersonate(api, srv, cs, u["id"])
-    ok(api.get("/users/me", token=token))
-    assert api.get("/staff/me", token=token).status_code == 403
+    srv, api, _, _, token = chain_server(server_factory)
     code, out = audit_verify(srv)
     total = count(srv, pg_cluster, "SELECT COUNT(*) FROM audit_log")
     assert code == 0 and f"intact: {total} records" in out, out

@@ -154,13 +154,7 @@ out:
 }
 
 err_t auth_store_admin_exists(const char *email, bool *exists) {
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  db_rc rc = db_query(&a, &r, "SELECT 1 FROM admins WHERE email = $1", DB_ARGS(DB_TEXT(email)));
-  *exists = rc == DB_OK && r->rows > 0;
-  arena_fini(&a);
-  return db_to_err(rc);
+  return db_to_err(db_exists(exists, "SELECT 1 FROM admins WHERE email = $1", DB_ARGS(DB_TEXT(email))));
 }
 
 err_t auth_store_insert_admin(const char *email, const char *hash, bool *created) {

@@ -139,13 +139,7 @@ err_t staff_store_subject_exists(token_subject kind, const char *id, const char 
       [SUBJECT_USER] = "SELECT 1 FROM users WHERE id = $1 AND $2 = 'user' AND token_gen = $3",
       [SUBJECT_PROVIDER] = "SELECT 1 FROM providers WHERE id = $1 AND $2 = 'provider' AND token_gen = $3",
   };
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  db_rc rc = db_query(&a, &r, sql[kind], DB_ARGS(DB_TEXT(id), DB_TEXT(role), DB_INT(gen)));
-  *found = rc == DB_OK && r->rows > 0;
-  arena_fini(&a);
-  return db_to_err(rc);
+  return db_to_err(db_exists(found, sql[kind], DB_ARGS(DB_TEXT(id), DB_TEXT(role), DB_INT(gen))));
 }
 
 err_t staff_store_live_elevation(arena *a, const char *elevation_id, const char *target_id, const char *target_role,
