@@ -138,6 +138,14 @@ err_t api_auth_reset_password(hs_req *req) {
   return hs_ok(req, json_pack("{s:s,s:s}", "message", "Password has been reset", "role", role));
 }
 
+const char *auth_password_problem(const char *password, char msg[256]) {
+  json_t *input = json_pack("{s:s?}", "password", password);
+  json_t *checked = hs_validate(&auth_password_schema, input, false, msg);
+  json_decref(input);
+  json_decref(checked);
+  return checked ? NULL : msg;
+}
+
 err_t auth_refuse_when_busy(hs_req *req) { return password_pool_full() ? hashing_failed(req, PW_BUSY) : ERR_OK; }
 
 err_t auth_check_login(hs_req *req, const char *login_key, const char *password, const char *hash) {

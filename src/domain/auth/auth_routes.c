@@ -50,14 +50,7 @@ static const hs_field forgot_fields[] = {
 static const hs_schema forgot_schema = {forgot_fields};
 
 static const hs_field password_fields[] = {PASSWORD("password"), {0}};
-static const hs_schema password_schema = {password_fields};
-
-const char *auth_password_problem(const char *password, char msg[256]) {
-  json_t *input = json_pack("{s:s?}", "password", password), *ok = hs_validate(&password_schema, input, false, msg);
-  json_decref(input);
-  json_decref(ok);
-  return ok ? NULL : msg;
-}
+const hs_schema auth_password_schema = {password_fields};
 
 static const hs_field reset_fields[] = {
     {"token", F_STRING, F_REQUIRED, LEN(1, 512)},

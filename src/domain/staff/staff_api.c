@@ -101,13 +101,10 @@ int staff_cli_save(const json_t *checked, char msg[320]) {
   return 0;
 }
 
-static const hs_field email_fields[] = {{"email", F_EMAIL, F_REQUIRED}, {0}};
-static const hs_schema email_schema = {email_fields};
-
 bool staff_cli_email(const char *email, char normal[256], char msg[320]) {
   json_t *input = json_pack("{s:s?}", "email", email);
   char err[256];
-  json_t *checked = hs_validate(&email_schema, input, false, err);
+  json_t *checked = hs_validate(&staff_email_schema, input, false, err);
   json_decref(input);
   if (!checked) return snprintf(msg, 320, "refused: %s", err), false;
   snprintf(normal, 256, "%s", json_string_value(json_object_get(checked, "email")));

@@ -24,6 +24,9 @@ static const hs_field create_fields[] = {
 };
 const hs_schema staff_create_schema = {create_fields};
 
+static const hs_field email_fields[] = {{"email", F_EMAIL, F_REQUIRED}, {0}};
+const hs_schema staff_email_schema = {email_fields};
+
 static const hs_field search_fields[] = {{"q", F_STRING, 0, LEN(0, 100)}, {0}};
 static const hs_schema search_query = {search_fields};
 
