@@ -10,7 +10,6 @@ administrator's token. Tests that move the clock or tamper with the database run
 their own.
 """
 import datetime
-import hashlib
 import time
 
 import pytest
