@@ -12,7 +12,7 @@ import requests
 
 from conftest import ADMIN_EMAIL, ADMIN_ENV, ADMIN_PASSWORD, Api, unique_email, unique_ip
 from flow_helpers import (
-    ISO_RE, Flow, accept, get_job, image_files, ok, png_bytes, post_job, private_zip, provider, quote,
+    ISO_RE, Flow, accept, customer, get_job, image_files, ok, png_bytes, post_job, private_zip, provider, quote,
 )
 from staff_helpers import FORBIDDEN, UNAUTHORIZED, claims, count, forge, forged_claims, make_staff, sql
 
@@ -109,7 +109,6 @@ def test_admin_users_lists_customers_and_providers(api, admin_token):
 
 def test_admin_users_tell_the_processor_customer(api, admin_token):
     """The specification's User has processorCustomerId: GET /admin/users omitted it."""
-    from flow_helpers import customer
     u = customer(api, card="pm_card_visa")
     user = next(x for x in ok(api.get("/admin/users", token=admin_token))["users"] if x["id"] == u["id"])
     assert user["processorCustomerId"] and user["processorCustomerId"].startswith("cus_")
