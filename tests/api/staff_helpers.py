@@ -98,7 +98,11 @@ def impersonate(api, server, staff, target_id, target_role="user"):
 def sql(server, pg_cluster, statement):
     """Runs one SQL statement on the server's database outside the service; returns the rows
     as tuples of text (PostgreSQL) or values (SQLite)."""
-    url = server.env["DATABASE_URL"]
+    return sql_at(server.env["DATABASE_URL"], pg_cluster, statement)
+
+
+def sql_at(url, pg_cluster, statement):
+    """sql() on the database at url (a DATABASE_URL), with or without a server on it."""
     if url.startswith("sqlite:"):
         con = sqlite3.connect(url[len("sqlite:"):], timeout=30)
         try:

@@ -3,13 +3,16 @@ with a JSON body. The first request with a key runs and its answer is kept for 2
 (account or client address, key); a repeat gets the same answer with `Idempotent-Replayed:
 true` and changes nothing; another request under the key is 422, a repeat while the first runs
 409; 400 and 5xx answers are not kept. The processor's charges are counted at a fake Stripe."""
+import hashlib
+import json
 import uuid
 
 import pytest
 
-from conftest import Api, unique_ip
+from conftest import ADMIN_EMAIL, ADMIN_ENV, ADMIN_PASSWORD, Api, admin_login, unique_email, unique_ip
 from fake_stripe import FakeStripe
 from flow_helpers import Flow, customer, get_job, image_files, ok, post_job, race
+from staff_helpers import approved_elevation, count, database_before, make_staff, sql, sql_at
 
 REUSED = {"error": "Idempotency-Key reused with a different request"}
 IN_PROGRESS = {"error": "A request with this Idempotency-Key is in progress"}
@@ -268,8 +271,6 @@ def test_browsers_may_send_the_key_and_read_the_replay_mark(api):
 def credential_requests(api, server):
     """(path, token, body) of every route that takes a password or issues a token, each valid
     enough to run its handler."""
-    from conftest import ADMIN_EMAIL, ADMIN_PASSWORD, admin_login, unique_email
-    from staff_helpers import approved_elevation, make_staff
     admin = admin_login(api)
     user = api.register_user()
     pro = api.register_provider()
@@ -297,7 +298,6 @@ def credential_requests(api, server):
 def test_a_login_key_is_no_oracle_and_keeps_no_token(api, server, pg_cluster):
     """The attack: a key reused with wrong passwords answered 422 without meeting the throttle,
     and the right password then got the victim's token replayed from the table."""
-    from staff_helpers import count
     user = api.register_user()
     k, ip = key(), unique_ip()
     wrong = api.post("/auth/login", json={"email": user["email"], "password": "wrong-password"}, ip=ip,
@@ -311,7 +311,6 @@ def test_a_login_key_is_no_oracle_and_keeps_no_token(api, server, pg_cluster):
 
 
 def test_credential_routes_run_every_time_and_store_nothing(api, server, pg_cluster):
-    from staff_helpers import count
     # the second request runs too: a registration then finds its email taken, an elevation started
     first = {"/auth/register": 201, "/auth/provider/register": 201, "/staff/create": 201, "/auth/reset-password": 400}
     second = {**first, "/auth/register": 409, "/auth/provider/register": 409, "/staff/create": 409,
@@ -340,13 +339,10 @@ def test_the_document_offers_no_key_on_credential_routes(api):
 
 
 def canonical(method, path, body):
-    import json
     return f"{method}\n{path}\n{json.dumps(body, sort_keys=True, separators=(',', ':'))}"
 
 
 def test_fingerprints_are_keyed_never_a_bare_hash(api, server, pg_cluster):
-    import hashlib
-    from staff_helpers import sql
     user = customer(api)
     k = key()
     ok(post(api, "/jobs", user["token"], k, json=JOB), 201)
@@ -358,8 +354,6 @@ def test_fingerprints_are_keyed_never_a_bare_hash(api, server, pg_cluster):
 def test_a_row_kept_before_the_change_still_replays(api, server, pg_cluster):
     """Rows written before migration 0014 hold a bare SHA-256; they are compared as such until
     they expire, so a retry across the upgrade is still answered from its key."""
-    import hashlib
-    from staff_helpers import sql
     user = customer(api)
     k, path = key(), "/quotes/cmissingquote0000000000000/accept"
     bare = hashlib.sha256(canonical("POST", path, {}).encode()).hexdigest()
@@ -374,22 +368,13 @@ def test_a_row_kept_before_the_change_still_replays(api, server, pg_cluster):
 
 
 def test_the_migration_deletes_kept_credential_answers(server_factory, pg_cluster, tmp_path):
-    from conftest import ADMIN_ENV
-    from staff_helpers import database_before, sql
     url = database_before(pg_cluster, str(tmp_path), 13)
     srv_rows = [("ip:10.0.0.1", "login"), ("admin:cadmin", "impersonate"), ("customer_support:cstaff", "elevate"),
                 ("user:cuser", "job"), ("provider:cpro", "quote")]
     for scope, k in srv_rows:
         stmt = ("INSERT INTO idempotency_keys (scope, key, request_hash, status, response, locked_until, created_at, "
                 f"expires_at) VALUES ('{scope}', '{k}', '{'0' * 64}', 200, '{{\"token\":\"t\"}}', 0, 0, 9999999999999)")
-        if url.startswith("sqlite:"):
-            import sqlite3
-            with sqlite3.connect(url[len("sqlite:"):]) as con:
-                con.execute(stmt)
-        else:
-            import subprocess
-            import os
-            subprocess.run([os.path.join(pg_cluster.bindir, "psql"), url, "-X", "-q", "-c", stmt], check=True)
+        sql_at(url, pg_cluster, stmt)
     srv = server_factory(DATABASE_URL=url, **ADMIN_ENV)
     left = sorted(r[0] for r in sql(srv, pg_cluster, "SELECT scope FROM idempotency_keys"))
     assert left == ["provider:cpro", "user:cuser"]

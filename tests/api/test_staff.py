@@ -10,6 +10,8 @@ administrator's token. Tests that move the clock or tamper with the database run
 their own.
 """
 import datetime
+import sqlite3
+import subprocess
 import time
 
 import pytest
@@ -20,6 +22,7 @@ from staff_helpers import (
     AUDIT_COLUMNS, ELEVATION_FIELDS, FORBIDDEN, STAFF_FIELDS, STAFF_ROLES, UNAUTHORIZED, approved_elevation,
     audit_rows, audit_verify, checkpoints, claims, count, database_before, derived_audit_key, elevation_links, forge,
     forged_claims, impersonate, keyed_hash, link_get, make_staff, plain_hash, request_elevation, rewrite_chain, sql,
+    sql_at,
 )
 
 MINUTE_MS = 60 * 1000
@@ -1087,7 +1090,6 @@ def insert_outside(srv, pg, seq, elevation_id):
               f"VALUES {values}")
     url = srv.env["DATABASE_URL"]
     if url.startswith("sqlite:"):
-        import sqlite3
         con = sqlite3.connect(url[len("sqlite:"):])
         with pytest.raises(sqlite3.IntegrityError):
             con.execute(insert)
@@ -1096,7 +1098,6 @@ def insert_outside(srv, pg, seq, elevation_id):
         con.commit()
         con.close()
     else:
-        import subprocess
         with pytest.raises(subprocess.CalledProcessError):
             sql(srv, pg, insert)
         sql(srv, pg, "ALTER TABLE audit_log DROP CONSTRAINT audit_log_seq_positive")
@@ -1120,15 +1121,9 @@ def test_migration_sets_aside_records_outside_the_chain(server_factory, pg_clust
     url = database_before(pg_cluster, str(tmp_path), 13)
     forged = ("INSERT INTO audit_log (seq, id, kind, created_at, prev_hash, hash) VALUES "
               f"(0, 'cforgedforgedforgedforged0', 'action', 1, '{'0' * 64}', '{'0' * 64}')")
-    if url.startswith("sqlite:"):
-        import sqlite3
-        with sqlite3.connect(url[len("sqlite:"):]) as con:
-            con.execute(forged)
-            con.execute(forged.replace("(0, 'cforgedforgedforgedforged0'", "(NULL, 'cforgedforgedforgedforged1'"))
-    else:
-        import os
-        import subprocess
-        subprocess.run([os.path.join(pg_cluster.bindir, "psql"), url, "-X", "-q", "-c", forged], check=True)
+    sql_at(url, pg_cluster, forged)
+    if url.startswith("sqlite:"):  # SQLite's old primary key also let seq be NULL
+        sql_at(url, pg_cluster, forged.replace("(0, 'cforgedforgedforgedforged0'", "(NULL, 'cforgedforgedforgedforged1'"))
     srv = server_factory(DATABASE_URL=url, **ADMIN_ENV)
     assert count(srv, pg_cluster, "SELECT COUNT(*) FROM audit_log") == 0
     assert {r["id"] for r in audit_rows(srv, pg_cluster, "audit_log_set_aside")} >= {"cforgedforgedforgedforged0"}
@@ -1186,16 +1181,8 @@ def test_a_chain_written_before_the_key_still_verifies(server_factory, pg_cluste
                   f"({r['seq']}, '{r['id']}', 'action', 'operator-cli', 'staff.create', '{r['body']}', "
                   f"{r['created_at']}, '{r['prev_hash']}', '{r['hash']}')" for r in old]
     statements.append(f"UPDATE audit_tip SET seq = 2, hash = '{prev}' WHERE id = 1")
-    if url.startswith("sqlite:"):
-        import sqlite3
-        with sqlite3.connect(url[len("sqlite:"):]) as con:
-            for s in statements:
-                con.execute(s)
-    else:
-        import os
-        import subprocess
-        for s in statements:
-            subprocess.run([os.path.join(pg_cluster.bindir, "psql"), url, "-X", "-q", "-c", s], check=True)
+    for statement in statements:
+        sql_at(url, pg_cluster, statement)
     srv = server_factory(DATABASE_URL=url, **ADMIN_ENV)
     make_staff(Api(srv), "technical_support")  # a keyed record follows the old ones
     code, out = audit_verify(srv)

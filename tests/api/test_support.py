@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from conftest import Api
 from flow_helpers import ISO_RE, ok
 from staff_helpers import FORBIDDEN, STAFF_ROLES, make_staff
 
@@ -264,7 +265,6 @@ def test_the_sixth_ticket_in_an_hour_is_429(api, server, desk):
 
 
 def test_providers_have_their_own_5_tickets_an_hour(server_factory):
-    from conftest import Api
     api = Api(server_factory())
     pro = api.register_provider()
     for i in range(5):
