@@ -412,3 +412,10 @@ def test_production_documents_only_what_it_serves(production, api):
     # outside production the same binary documents GODMODE
     dev = api.get("/openapi.json").json()
     assert "/admin/users" in dev["paths"] and "/staff/impersonate-staff" in dev["paths"]
+
+
+def test_production_without_audit_key_warns(production):
+    """Production derives the audit chain's key from JWT_SECRET when AUDIT_KEY is unset, and says
+    that a key of its own, kept off the database host, is better (docs/operations.md)."""
+    warned = production.wait_log(lambda x: "AUDIT_KEY is unset" in x.get("msg", ""))
+    assert warned[0]["level"] == "warn" and "docs/operations.md" in warned[0]["msg"]
