@@ -54,7 +54,11 @@ static const char usage[] =
     "  openapi                    print the OpenAPI document (what GET /openapi.json serves)\n"
     "  staff create --email E --name N --role R\n"
     "                             create or update a staff member; password on stdin\n"
-    "  audit verify               check the audit trail's hash chain (exit 1 when broken)\n"
+    "  staff disable --email E    disable a staff member: no login, every token refused\n"
+    "  staff enable --email E     let a disabled staff member log in again\n"
+    "  audit verify [--expect SEQ:HASH]...\n"
+    "                             check the audit trail's hash chain and its checkpoints\n"
+    "                             (AUDIT_CHECKPOINT_FILE, and each SEQ:HASH given); exit 1 when broken\n"
     "  payments reconcile         settle payments in uncertain states with the processor and exit\n"
     "  --help                     show this help\n"
     "  --version                  print the version\n"
@@ -78,10 +82,10 @@ static const char *flag_value(int argc, char **argv, const char *flag) {
 static int cmd_admin_create(int argc, char **argv) {
   const char *email = flag_value(argc, argv, "--email");
   if (!email || !hs_is_email(email)) die("admin create needs --email with a valid address");
-  char password[1024];
+  char password[1024], msg[256];
   if (!fgets(password, sizeof password, stdin)) die("admin create reads the password from standard input");
   password[strcspn(password, "\r\n")] = 0;
-  if (strlen(password) < 8 || strlen(password) > 72) die("the password must be 8 to 72 characters");
+  if (auth_password_problem(password, msg)) die("refused: %s (8 to 72 characters, at most 72 bytes)", msg);
   open_database();
   bool ok = auth_admin_upsert(email, password);
   db_close();
@@ -106,6 +110,34 @@ static int cmd_staff_create(int argc, char **argv) {
   return rc;
 }
 
+/* True when the arguments after `audit verify` are pairs `--expect SEQ:HASH`. */
+static bool expectations(int argc, char **argv) {
+  for (int i = 3; i < argc; i += 2)
+    if (strcmp(argv[i], "--expect") || i + 1 >= argc) return false;
+  return true;
+}
+
+static int cmd_audit_verify(int argc, char **argv) {
+  const char **expect = xcalloc((size_t)argc / 2 + 1, sizeof *expect);
+  int n = 0;
+  for (int i = 1; i < argc; i += 2) expect[n++] = argv[i];
+  open_database();
+  int rc = staff_audit_verify(stdout, expect, n);
+  db_close();
+  free(expect);
+  return rc;
+}
+
+static int cmd_staff_set_disabled(bool disable, int argc, char **argv) {
+  char email[256], msg[320];
+  if (!staff_cli_email(flag_value(argc, argv, "--email"), email, msg)) return fprintf(stderr, "%s\n", msg), 2;
+  open_database();
+  int rc = staff_cli_set_disabled(email, disable, msg);
+  db_close();
+  fprintf(rc ? stderr : stdout, "%s\n", msg);
+  return rc;
+}
+
 static int cmd_payments_reconcile(void) {
   open_database();
   payments_init();
@@ -117,11 +149,20 @@ static int cmd_payments_reconcile(void) {
   return 0;
 }
 
+/* BOOTSTRAP_ADMIN_*: the administrator is created when that email has none, under admin
+ * create's rules; an existing one keeps its password (set since with `admin create`). */
 static void bootstrap_admin(void) {
   if (!CFG.bootstrap_admin_email || !CFG.bootstrap_admin_password) return;
-  if (!auth_admin_upsert(CFG.bootstrap_admin_email, CFG.bootstrap_admin_password))
+  char msg[256];
+  if (auth_password_problem(CFG.bootstrap_admin_password, msg))
+    die("BOOTSTRAP_ADMIN_PASSWORD is refused: %s (admin create's rules: 8 to 72 characters, at most 72 bytes)", msg);
+  bool created;
+  if (!auth_admin_create_absent(CFG.bootstrap_admin_email, CFG.bootstrap_admin_password, &created))
     die("could not create the bootstrap administrator");
-  log_msg(LOG_INFO, "bootstrap administrator %s is present", CFG.bootstrap_admin_email);
+  log_msg(LOG_INFO,
+          created ? "bootstrap administrator %s created"
+                  : "bootstrap administrator %s exists: BOOTSTRAP_ADMIN_PASSWORD is not applied to it",
+          CFG.bootstrap_admin_email);
 }
 
 /* Everything `serve` runs, listening on bind:port (0: any free port). */
@@ -160,6 +201,7 @@ static void service_stop(void) {
     _exit(0);
   }
   log_buffering_stop();
+  staff_domain_stop();
   queue_stop();
   password_pool_stop();
   jobs_domain_stop();
@@ -214,10 +256,11 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) return fputs(usage, stdout), 0;
   if (!strcmp(cmd, "--version")) return printf("marketplace %s\n", MARKETPLACE_VERSION), 0;
   if (!strcmp(cmd, "openapi")) return cmd_openapi();
-  bool audit_verify = !strcmp(cmd, "audit") && argc == 3 && !strcmp(argv[2], "verify");
+  bool audit_verify = !strcmp(cmd, "audit") && argc >= 3 && !strcmp(argv[2], "verify") && expectations(argc, argv);
   bool known = !strcmp(cmd, "serve") || !strcmp(cmd, "migrate") || !strcmp(cmd, "demo") || audit_verify ||
                (!strcmp(cmd, "admin") && argc > 2 && !strcmp(argv[2], "create")) ||
-               (!strcmp(cmd, "staff") && argc > 2 && !strcmp(argv[2], "create")) ||
+               (!strcmp(cmd, "staff") && argc > 2 &&
+                (!strcmp(argv[2], "create") || !strcmp(argv[2], "disable") || !strcmp(argv[2], "enable"))) ||
                (!strcmp(cmd, "payments") && argc == 3 && !strcmp(argv[2], "reconcile"));
   if (!known) {
     fprintf(stderr, "marketplace: unknown command '%s'\n\n%s", cmd, usage);
@@ -244,11 +287,11 @@ int main(int argc, char **argv) {
     db_close();
     printf("migrations applied\n");
   } else if (audit_verify) {
-    open_database();
-    rc = staff_audit_verify(stdout);
-    db_close();
+    rc = cmd_audit_verify(argc - 3, argv + 3);
   } else if (!strcmp(cmd, "payments")) {
     rc = cmd_payments_reconcile();
+  } else if (!strcmp(cmd, "staff") && strcmp(argv[2], "create")) {
+    rc = cmd_staff_set_disabled(!strcmp(argv[2], "disable"), argc - 3, argv + 3);
   } else if (!strcmp(cmd, "staff")) {
     rc = cmd_staff_create(argc - 3, argv + 3);
   } else {

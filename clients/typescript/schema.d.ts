@@ -1756,6 +1756,8 @@ export interface components {
                 isPremium?: boolean;
                 /** Format: date-time */
                 premiumSince?: string | null;
+                /** @description the payment processor's customer, created on the first card setup; null until then */
+                processorCustomerId: string | null;
                 /** Format: date-time */
                 createdAt?: string;
             }[];
@@ -2794,10 +2796,7 @@ export interface operations {
     postAuthRegister: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -2821,7 +2820,6 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2831,7 +2829,6 @@ export interface operations {
             400: components["responses"]["400"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -2840,10 +2837,7 @@ export interface operations {
     postAuthLogin: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -2863,7 +2857,6 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2872,9 +2865,7 @@ export interface operations {
             };
             400: components["responses"]["400"];
             401: components["responses"]["401"];
-            409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -2884,10 +2875,7 @@ export interface operations {
     postAuthProviderRegister: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -2914,7 +2902,6 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2924,7 +2911,6 @@ export interface operations {
             400: components["responses"]["400"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -2933,10 +2919,7 @@ export interface operations {
     postAuthProviderLogin: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -2956,7 +2939,6 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2965,9 +2947,7 @@ export interface operations {
             };
             400: components["responses"]["400"];
             401: components["responses"]["401"];
-            409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -2977,10 +2957,7 @@ export interface operations {
     postAuthForgotPassword: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -3001,7 +2978,6 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3009,9 +2985,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["400"];
-            409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3021,10 +2995,7 @@ export interface operations {
     postAuthResetPassword: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -3041,7 +3012,6 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3049,9 +3019,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["400"];
-            409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -5549,10 +5517,7 @@ export interface operations {
     postStaffLogin: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5572,7 +5537,6 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5581,9 +5545,7 @@ export interface operations {
             };
             400: components["responses"]["400"];
             401: components["responses"]["401"];
-            409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5791,6 +5753,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -5859,10 +5822,7 @@ export interface operations {
     postStaffImpersonate: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5877,7 +5837,6 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5888,9 +5847,7 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
-            409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -5960,10 +5917,7 @@ export interface operations {
     postStaffCreate: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5987,7 +5941,6 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5999,7 +5952,6 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -6008,10 +5960,7 @@ export interface operations {
     postStaffImpersonateStaff: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6026,7 +5975,6 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6037,9 +5985,7 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
-            409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -6073,10 +6019,7 @@ export interface operations {
     postAdminLogin: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6096,7 +6039,6 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6106,9 +6048,7 @@ export interface operations {
             400: components["responses"]["400"];
             401: components["responses"]["401"];
             404: components["responses"]["404"];
-            409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -6144,10 +6084,7 @@ export interface operations {
     postAdminImpersonate: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6164,7 +6101,6 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6175,9 +6111,7 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
-            409: components["responses"]["409"];
             413: components["responses"]["413"];
-            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -6339,6 +6273,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -6381,6 +6316,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];

@@ -142,6 +142,14 @@ bool config_load(char err[256]) {
     return false;
   CFG.cors_origins = env_or("CORS_ORIGINS", CFG.env == ENV_PRODUCTION ? "" : "*");
 
+  CFG.audit_key = env_or("AUDIT_KEY", NULL);
+  if (CFG.audit_key && strlen(CFG.audit_key) < 32) {
+    snprintf(err, 256, "AUDIT_KEY must be at least 32 bytes");
+    return false;
+  }
+  snprintf(buf, sizeof buf, "%s/audit-checkpoints", CFG.data_dir);
+  CFG.audit_checkpoint_file = env_or("AUDIT_CHECKPOINT_FILE", buf);
+
   const char *secret = getenv("JWT_SECRET");
   if (secret && *secret) {
     if (CFG.env == ENV_PRODUCTION && strlen(secret) < 32) {

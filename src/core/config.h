@@ -43,6 +43,8 @@ typedef struct config {
   int http_max_connections_per_ip; /* open connections per socket peer (0: no cap) */
   int trust_proxy;      /* proxies in front: the client is the Nth X-Forwarded-For address from the right */
   char *cors_origins;   /* comma-separated; "*" allows any */
+  char *audit_key;      /* AUDIT_KEY (32 bytes or more); NULL: derived from JWT_SECRET */
+  char *audit_checkpoint_file; /* where checkpoints of the audit chain are appended */
 } config;
 
 /* The process-wide configuration; valid after config_load(). */

@@ -273,6 +273,16 @@ db_rc db_query(arena *a, db_res **out, const char *sql, const db_val *params, in
   return rc;
 }
 
+db_rc db_exists(bool *found, const char *sql, const db_val *params, int n) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_query(&a, &r, sql, params, n);
+  *found = rc == DB_OK && r->rows > 0;
+  arena_fini(&a);
+  return rc;
+}
+
 db_rc db_begin(db_conn *c) {
   db_rc rc = guarded(c, ops->begin_sql, NULL, 0, NULL);
   if (rc == DB_OK) c->in_tx = true;

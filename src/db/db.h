@@ -114,6 +114,8 @@ db_rc db_exec(db_conn *c, arena *a, db_res **out, const char *sql, const db_val 
 db_rc db_script(db_conn *c, const char *sql);
 /* Acquire, run one statement, release. */
 db_rc db_query(arena *a, db_res **out, const char *sql, const db_val *params, int n);
+/* Acquire, run one query, release: *found tells whether it returned a row (false on failure). */
+db_rc db_exists(bool *found, const char *sql, const db_val *params, int n);
 
 /* Transactions. db_begin takes the write lock at once on SQLite (BEGIN IMMEDIATE) so two
  * writers never deadlock; on PostgreSQL it is a plain BEGIN (READ COMMITTED) and state

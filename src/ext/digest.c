@@ -1,5 +1,6 @@
 /* SHA-256 and HMAC-SHA256 through OpenSSL's one-shot functions. */
 #include "ext/digest.h"
+#include "core/config.h"
 #include "core/util.h"
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -18,6 +19,10 @@ void hmac_sha256_hex(const void *key, size_t keylen, const void *data, size_t le
   unsigned int n = 0;
   HMAC(EVP_sha256(), key, (int)keylen, data, len, md, &n);
   hex_encode(md, 32, out);
+}
+
+void secret_derive_hex(const char *label, char out[65]) {
+  hmac_sha256_hex(CFG.jwt_secret, CFG.jwt_secret_len, label, strlen(label), out);
 }
 
 bool digest_equal(const char *a, const char *b) {

@@ -8,6 +8,9 @@
 void sha256_hex(const void *data, size_t len, char out[65]);
 /* Lowercase hex HMAC-SHA256; out needs 65 bytes. */
 void hmac_sha256_hex(const void *key, size_t keylen, const void *data, size_t len, char out[65]);
+/* A key for one purpose, derived from JWT_SECRET: the lowercase hex HMAC-SHA256 of label under
+ * the secret (64 characters; out needs 65 bytes), so no two uses of the secret share a key. */
+void secret_derive_hex(const char *label, char out[65]);
 /* Constant-time comparison of two NUL-terminated strings of equal expected length. */
 bool digest_equal(const char *a, const char *b);
 

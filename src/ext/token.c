@@ -18,7 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-char *token_issue(const char *id, const char *role, bool is_staff, const char *elevation_id, int64_t ttl_seconds) {
+char *token_issue(const char *id, const char *role, bool is_staff, const char *elevation_id, int64_t gen,
+                  int64_t ttl_seconds) {
   jwt_t *jwt = NULL;
   char *out = NULL;
   if (jwt_new(&jwt)) return NULL;
@@ -26,7 +27,8 @@ char *token_issue(const char *id, const char *role, bool is_staff, const char *e
   if (jwt_add_grant(jwt, "id", id) || jwt_add_grant(jwt, "role", role) ||
       (is_staff && jwt_add_grant(jwt, "type", "staff")) ||
       (elevation_id && *elevation_id && jwt_add_grant(jwt, "elevationId", elevation_id)) ||
-      jwt_add_grant_int(jwt, "iat", (long)now) || jwt_add_grant_int(jwt, "exp", (long)(now + ttl_seconds)) ||
+      (gen && jwt_add_grant_int(jwt, "gen", (long)gen)) || jwt_add_grant_int(jwt, "iat", (long)now) ||
+      jwt_add_grant_int(jwt, "exp", (long)(now + ttl_seconds)) ||
       jwt_set_alg(jwt, JWT_ALG_HS256, (const unsigned char *)CFG.jwt_secret, (int)CFG.jwt_secret_len))
     goto out;
   out = jwt_encode_str(jwt);
@@ -128,7 +130,7 @@ typedef struct claim {
   int64_t i;
 } claim;
 typedef struct raw_claims {
-  claim id, role, elevation_id, type, iat, exp;
+  claim id, role, elevation_id, type, iat, exp, gen;
 } raw_claims;
 
 static claim *claim_slot(raw_claims *c, const char *key, size_t n) {
@@ -140,7 +142,8 @@ static claim *claim_slot(raw_claims *c, const char *key, size_t n) {
                {"elevationId", offsetof(raw_claims, elevation_id)},
                {"type", offsetof(raw_claims, type)},
                {"iat", offsetof(raw_claims, iat)},
-               {"exp", offsetof(raw_claims, exp)}};
+               {"exp", offsetof(raw_claims, exp)},
+               {"gen", offsetof(raw_claims, gen)}};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (strlen(names[i].name) == n && !memcmp(names[i].name, key, n)) return (claim *)((char *)c + names[i].off);
   return NULL;
@@ -233,6 +236,8 @@ static bool check_claims(const raw_claims *c, token_claims *out) {
   out->is_staff = c->type.kind == C_STRING && c->type.n == 5 && !memcmp(c->type.s, "staff", 5);
   out->iat = c->iat.kind == C_INT ? c->iat.i : 0;
   out->exp = c->exp.kind == C_INT ? c->exp.i : 0;
+  if (c->gen.kind != C_ABSENT && (c->gen.kind != C_INT || c->gen.i < 0)) return false;
+  out->gen = c->gen.kind == C_INT ? c->gen.i : 0;
   return out->exp > 0 && out->exp > clock_now_ms() / 1000; /* exp * 1000 could overflow */
 }
 
@@ -276,6 +281,7 @@ bool token_verify(const char *token, token_claims *out) {
       claim_from_json(&c.type, json_object_get(claims, "type"));
       claim_from_json(&c.iat, json_object_get(claims, "iat"));
       claim_from_json(&c.exp, json_object_get(claims, "exp"));
+      claim_from_json(&c.gen, json_object_get(claims, "gen"));
       ok = check_claims(&c, out);
     }
     json_decref(claims);

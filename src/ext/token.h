@@ -1,7 +1,10 @@
 /* Access tokens: JWT HS256 through libjwt, keyed by CFG.jwt_secret.
  *
- * Claims: id, role, iat, exp (seconds), plus type "staff" for staff tokens and elevationId
- * for staff impersonation tokens. Verification accepts only HS256 with a valid signature
+ * Claims: id, role, iat, exp (seconds), plus type "staff" for staff tokens, elevationId for
+ * staff impersonation tokens, and gen, the account's token generation when it is not 0: the
+ * account moves it on (a password reset, a staff member's role or password change, disabling
+ * them) and the database check then refuses every token issued before, whatever the second
+ * it was issued in. Verification accepts only HS256 with a valid signature
  * and an exp after the service clock; "none", any other algorithm, tampered and expired
  * tokens are refused. Thread-safe. */
 #ifndef EXT_TOKEN_H
@@ -21,11 +24,13 @@ typedef struct token_claims {
   bool is_staff;        /* type == "staff" */
   char elevation_id[64]; /* empty when absent */
   int64_t iat, exp;     /* seconds */
+  int64_t gen;          /* the account's token generation when issued (0 when absent) */
 } token_claims;
 
-/* Signs a token for claims (iat and exp are set from the clock and ttl_seconds); returns a
- * heap string for free(), NULL on failure. */
-char *token_issue(const char *id, const char *role, bool is_staff, const char *elevation_id, int64_t ttl_seconds);
+/* Signs a token for claims (iat and exp are set from the clock and ttl_seconds; gen 0 is left
+ * out); returns a heap string for free(), NULL on failure. */
+char *token_issue(const char *id, const char *role, bool is_staff, const char *elevation_id, int64_t gen,
+                  int64_t ttl_seconds);
 /* Verifies token; fills *out and returns true only when it is valid now. */
 bool token_verify(const char *token, token_claims *out);
 

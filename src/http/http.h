@@ -51,13 +51,18 @@ enum {
                                needs written goes through queue_defer). When the database is
                                locked (by another process) it runs again on a worker, which waits;
                                impersonated requests (recorded by the hooks) always go to one. */
+  ROUTE_SECRETS = 1 << 7,   /* the route takes a password or issues a token: Idempotency-Key is
+                               ignored, so neither the request's fingerprint nor its answer (a
+                               live token) is ever stored, and every request runs */
 };
 
-/* A fixed-window rate limit keyed by client address; counters live in the database. */
+/* A fixed-window rate limit keyed by client address, or by the caller's account (role and id)
+ * on routes that need a token when per_account is set; counters live in the database. */
 typedef struct hs_rate_limit {
   const char *name;
   int max;
   int64_t window_ms;
+  bool per_account;
 } hs_rate_limit;
 
 /* multipart/form-data uploads: which file fields a route takes and their limits. Files are
@@ -119,6 +124,7 @@ typedef struct hs_auth {
   const char *role;
   unsigned role_bit;
   const char *elevation_id; /* NULL unless a staff impersonation token */
+  int64_t gen;              /* the token's account generation (its gen claim; 0 when absent) */
 } hs_auth;
 
 #define HS_MAX_PARAMS 8
@@ -193,6 +199,8 @@ err_t hs_fail_code(hs_req *req, err_t err, const char *code, const char *message
  *   hs_fail(req, ERR_UNAUTHORIZED, ...) (any failure ends the request with that error).
  * - before_handler: when every check passed, just before the handler; a failure ends the
  *   request without running the handler.
+ *   On an open route it is called only for a token carrying an elevationId; a refusal (401)
+ *   there just drops the token, which open routes ignore.
  * - after: once the answer is decided (status or error set), for every request that reached
  *   check_token, whatever its outcome. */
 typedef struct hs_hooks {

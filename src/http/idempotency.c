@@ -1,6 +1,8 @@
 /* The claim is one row per (scope, key) in idempotency_keys, inserted before the handler runs:
  * the primary key decides between concurrent duplicates, on one instance or many. The row
- * holds a hash of the request (method, path, canonical JSON body), the kept answer once the
+ * holds the request's fingerprint ("hmac:" and the HMAC-SHA256 of method, path and canonical
+ * JSON body under a key derived from JWT_SECRET; rows written before migration 0014 hold a
+ * bare SHA-256 and are compared as such until they expire), the kept answer once the
  * handler is done (status NULL while it runs), and its expiry. An expired row, or a claim
  * whose request never finished (its lease ran out), is deleted and claimed afresh. Expired
  * rows are swept at most once a minute per instance, by the request that notices. */
@@ -8,6 +10,7 @@
 #include "core/clock.h"
 #include "db/db.h"
 #include "ext/digest.h"
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -17,7 +20,8 @@
 static _Atomic int64_t next_sweep;
 
 bool hs_idem_applies(const hs_route *r) {
-  return (r->method == HS_POST || r->method == HS_PATCH) && !r->upload && !(r->flags & (ROUTE_RAW_BODY | ROUTE_INLINE));
+  return (r->method == HS_POST || r->method == HS_PATCH) && !r->upload &&
+         !(r->flags & (ROUTE_RAW_BODY | ROUTE_INLINE | ROUTE_SECRETS));
 }
 
 static bool key_valid(const char *k) {
@@ -28,15 +32,38 @@ static bool key_valid(const char *k) {
   return true;
 }
 
-/* SHA-256 of method, path and the body as canonical JSON (sorted keys, no spaces), so a
- * retry that serialises the same object differently is still the same request. */
-static void request_hash(hs_req *req, char out[65]) {
+#define FINGERPRINT_PREFIX "hmac:"
+
+static char fingerprint_key[65];
+static pthread_once_t fingerprint_once = PTHREAD_ONCE_INIT;
+
+static void fingerprint_key_init(void) { secret_derive_hex("idempotency-fingerprint", fingerprint_key); }
+
+/* Method, path and the body as canonical JSON (sorted keys, no spaces), so a retry that
+ * serialises the same object differently is still the same request (arena text). */
+static const char *request_text(hs_req *req) {
   json_t *body = req->raw_len ? json_loadb(req->raw_body, req->raw_len, JSON_ALLOW_NUL, NULL) : NULL;
   char *canon = body ? json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
-  char *text = arena_printf(&req->arena, "%s\n%s\n%s", req->method, req->path, canon ? canon : "{}");
-  sha256_hex(text, strlen(text), out);
+  const char *text = arena_printf(&req->arena, "%s\n%s\n%s", req->method, req->path, canon ? canon : "{}");
   free(canon);
   json_decref(body);
+  return text;
+}
+
+/* The stored fingerprint of text: "hmac:" + 64 hex digits. */
+static void fingerprint(const char *text, char out[70]) {
+  pthread_once(&fingerprint_once, fingerprint_key_init);
+  memcpy(out, FINGERPRINT_PREFIX, sizeof FINGERPRINT_PREFIX - 1);
+  hmac_sha256_hex(fingerprint_key, 64, text, strlen(text), out + sizeof FINGERPRINT_PREFIX - 1);
+}
+
+/* Whether a kept fingerprint is text's: an HMAC, or the bare SHA-256 of a row written before
+ * migration 0014 (such rows expire within 24 hours of it). */
+static bool same_request(const char *stored, const char *text, const char *hmac) {
+  if (!strncmp(stored, FINGERPRINT_PREFIX, sizeof FINGERPRINT_PREFIX - 1)) return digest_equal(stored, hmac);
+  char legacy[65];
+  sha256_hex(text, strlen(text), legacy);
+  return digest_equal(stored, legacy);
 }
 
 static void sweep(int64_t now) {
@@ -67,8 +94,9 @@ bool hs_idem_begin(hs_req *req) {
   }
   const char *scope = req->route->roles ? arena_printf(&req->arena, "%s:%s", req->auth.role, req->auth.id)
                                         : arena_printf(&req->arena, "ip:%s", req->ip);
-  char hash[65];
-  request_hash(req, hash);
+  const char *text = request_text(req);
+  char hash[70];
+  fingerprint(text, hash);
   int64_t now = clock_now_ms();
   sweep(now);
   for (int attempt = 0; attempt < 3; attempt++) {
@@ -95,7 +123,7 @@ bool hs_idem_begin(hs_req *req) {
         break;
       continue;
     }
-    if (strcmp(db_text(r, 0, 0), hash)) {
+    if (!same_request(db_text(r, 0, 0), text, hash)) {
       hs_fail(req, ERR_UNPROCESSABLE, "Idempotency-Key reused with a different request");
       return false;
     }

@@ -7,6 +7,10 @@
  * replayed, and runs nothing; the same key with another request answers 422; a repeat while
  * the first still runs answers 409. 400 and 5xx answers are not kept, so a corrected retry
  * runs. Keys live in the database, so every instance honours them and a restart keeps them.
+ * Routes flagged ROUTE_SECRETS (logins, registrations, password resets, token issues)
+ * ignore the header: a kept answer would be a live token, and a kept fingerprint of a body
+ * holding a password would be a target for guessing. The fingerprint of any other request is
+ * an HMAC-SHA256 under a key derived from JWT_SECRET, never a bare hash of the body.
  * The server calls hs_idem_begin() after validation and hs_idem_end() with the final answer,
  * both on the worker thread that runs the request. */
 #ifndef HTTP_IDEMPOTENCY_H
@@ -17,7 +21,8 @@
 /* A claim whose request never finished (the instance died) is given up after this long. */
 #define IDEMPOTENCY_LEASE_MS (5LL * 60 * 1000)
 
-/* True when the route takes idempotency keys (POST or PATCH with a JSON body). */
+/* True when the route takes idempotency keys (POST or PATCH with a JSON body, not
+ * ROUTE_SECRETS). */
 bool hs_idem_applies(const hs_route *r);
 /* Looks at the request's Idempotency-Key. Returns true when the handler should run (no key,
  * or the key is now claimed by this request); false when the request is already answered:

@@ -6,6 +6,7 @@
 #include "http/openapi.h"
 #include "core/util.h"
 #include "ext/filetype.h"
+#include "http/idempotency.h"
 #include "http/router.h"
 #include <pthread.h>
 #include <stdio.h>
@@ -234,10 +235,6 @@ static bool takes_body(const hs_route *r) {
   return r->method == HS_POST || r->method == HS_PUT || r->method == HS_PATCH || r->method == HS_DELETE;
 }
 
-static bool idempotent(const hs_route *r) {
-  return (r->method == HS_POST || r->method == HS_PATCH) && !r->upload && !(r->flags & (ROUTE_RAW_BODY | ROUTE_INLINE));
-}
-
 static void add_error(json_t *responses, int status) {
   char code[8];
   snprintf(code, sizeof code, "%d", status);
@@ -253,7 +250,7 @@ static json_t *responses_for(const hs_route *r, json_t *schemas) {
   json_t *success = json_pack("{s:s}", "description", ok == 201 ? "Created" : "OK");
   json_t *content = success_content(r, schemas);
   if (content) json_object_set_new(success, "content", content);
-  if (idempotent(r))
+  if (hs_idem_applies(r))
     json_object_set_new(
         success, "headers",
         json_pack("{s:{s:s+}}", "Idempotent-Replayed", "$ref", "#/components/headers/", "IdempotentReplayed"));
@@ -262,7 +259,7 @@ static json_t *responses_for(const hs_route *r, json_t *schemas) {
   if (r->roles) add_error(res, 401);
   if (r->roles && r->roles != ROLE_ANY) add_error(res, 403);
   if (r->flags & ROUTE_DEV_ONLY) add_error(res, 404);
-  if (idempotent(r)) add_error(res, 409), add_error(res, 422);
+  if (hs_idem_applies(r)) add_error(res, 409), add_error(res, 422);
   if (takes_body(r) || r->upload) add_error(res, 413);
   if (r->limit) add_error(res, 429);
   add_error(res, 431);
@@ -365,7 +362,7 @@ static json_t *operation(const hs_route *r, json_t *schemas) {
     for (const hs_field *f = r->query->fields; f->name; f++)
       json_array_append_new(params, json_pack("{s:s,s:s,s:b,s:o}", "name", f->name, "in", "query", "required",
                                               (f->flags & F_REQUIRED) != 0, "schema", field_schema(f, false)));
-  if (idempotent(r))
+  if (hs_idem_applies(r))
     json_array_append_new(params, json_pack("{s:s}", "$ref", "#/components/parameters/IdempotencyKey"));
   if (json_array_size(params))
     json_object_set_new(op, "parameters", params);
@@ -386,10 +383,12 @@ static json_t *operation(const hs_route *r, json_t *schemas) {
   json_object_set_new(op, "responses", responses_for(r, schemas));
   size_t max = r->max_body ? r->max_body : 0;
   if (max) json_object_set_new(op, "x-max-body-bytes", json_integer((json_int_t)max));
-  if (r->limit)
-    json_object_set_new(op, "x-rate-limit",
-                        json_pack("{s:s,s:i,s:I}", "name", r->limit->name, "max", r->limit->max, "windowSeconds",
-                                  (json_int_t)(r->limit->window_ms / 1000)));
+  if (r->limit) {
+    json_t *limit = json_pack("{s:s,s:i,s:I}", "name", r->limit->name, "max", r->limit->max, "windowSeconds",
+                              (json_int_t)(r->limit->window_ms / 1000));
+    if (r->limit->per_account) json_object_set_new(limit, "per", json_string("account"));
+    json_object_set_new(op, "x-rate-limit", limit);
+  }
   if (r->flags & ROUTE_DEV_ONLY) json_object_set_new(op, "x-dev-only", json_true());
   if (r->flags & ROUTE_CORS_ANY) json_object_set_new(op, "x-cors-any-origin", json_true());
   return op;
@@ -447,11 +446,47 @@ static bool status_used(json_t *paths, const char *code) {
   return false;
 }
 
+#define SCHEMA_REF "#/components/schemas/"
+
+/* Adds to names every component schema that node refers to, directly or through another. */
+static void collect_schemas(json_t *node, json_t *schemas, json_t *names) {
+  if (json_is_array(node)) {
+    size_t i;
+    json_t *item;
+    json_array_foreach(node, i, item) collect_schemas(item, schemas, names);
+  }
+  if (!json_is_object(node)) return;
+  const char *key, *ref = json_string_value(json_object_get(node, "$ref"));
+  json_t *value;
+  if (ref && !strncmp(ref, SCHEMA_REF, strlen(SCHEMA_REF)) && !json_object_get(names, ref + strlen(SCHEMA_REF))) {
+    json_object_set_new(names, ref + strlen(SCHEMA_REF), json_true());
+    collect_schemas(json_object_get(schemas, ref + strlen(SCHEMA_REF)), schemas, names);
+  }
+  json_object_foreach(node, key, value) collect_schemas(value, schemas, names);
+}
+
+/* Drops the component schemas no operation uses (those of routes this environment does not
+ * serve: GODMODE's in production). */
+static void keep_used_schemas(json_t *paths, json_t *components) {
+  json_t *schemas = json_object_get(components, "schemas"), *used = json_object();
+  collect_schemas(paths, schemas, used);
+  const char *key;
+  json_t *value;
+  json_object_foreach(components, key, value) if (value != schemas) collect_schemas(value, schemas, used);
+  void *iter = json_object_iter(schemas);
+  while (iter) {
+    const char *name = json_object_iter_key(iter);
+    iter = json_object_iter_next(schemas, iter);
+    if (!json_object_get(used, name)) json_object_del(schemas, name);
+  }
+  json_decref(used);
+}
+
 json_t *hs_openapi_document(const hs_route *rows, size_t n) {
   json_t *schemas = load_components(), *paths = json_object();
   for (size_t i = 0; i < n; i++) {
     const hs_route *r = &rows[i];
-    if (r->flags & ROUTE_TEST_ONLY) continue;
+    if ((r->flags & ROUTE_TEST_ONLY) || !hs_route_available(r)) continue;
     json_t *ignored = json_array();
     char *path = openapi_path(r->path, ignored);
     json_decref(ignored);
@@ -470,6 +505,7 @@ json_t *hs_openapi_document(const hs_route *rows, size_t n) {
     iter = json_object_iter_next(responses, iter);
     if (!status_used(paths, code)) json_object_del(responses, code);
   }
+  keep_used_schemas(paths, components);
   return json_pack(
       "{s:s,s:{s:s,s:s,s:s,s:{s:s,s:s}},s:[{s:s,s:s}],s:o,s:o}", "openapi", "3.1.0", "info", "title",
       "Home-services marketplace API", "version", MARKETPLACE_VERSION, "description",

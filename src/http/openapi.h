@@ -9,13 +9,14 @@
  * with a limit, 409/422 and the Idempotency-Key header on idempotent routes, 431, 500, 503)
  * plus the row's `errors`. Response components (each domain object once) are JSON Schema
  * texts embedded at build time from every `<name>.schema.json` file under src/. Test-only routes
- * are left out; the document is the same in every environment. */
+ * are left out, and so are the routes this environment does not serve (GODMODE's in
+ * production), with the components only they use: the document lists what the server answers. */
 #ifndef HTTP_OPENAPI_H
 #define HTTP_OPENAPI_H
 #include "http/http.h"
 
-/* The document for rows (new reference). Dies when a row names a component that no schema
- * file defines, or two files define the same component. */
+/* The document for the rows available in this environment (new reference). Dies when a row
+ * names a component that no schema file defines, or two files define the same component. */
 json_t *hs_openapi_document(const hs_route *rows, size_t n);
 /* The document of the installed route table as compact JSON text, built once (borrowed;
  * thread-safe). */

@@ -6,7 +6,8 @@
 #include "http/http.h"
 #include <stdbool.h>
 
-/* Counts one request of client under rule. Returns ERR_OK while within the limit,
+/* Counts one request of client (an address, or "<role>:<id>" for a per-account rule) under
+ * rule. Returns ERR_OK while within the limit,
  * ERR_RATE_LIMITED with *retry_after_s (seconds until the window resets) past it, or
  * ERR_INTERNAL when the counter could not be written. */
 err_t hs_rate_limit_hit(const hs_rate_limit *rule, const char *client, int *retry_after_s);

@@ -71,7 +71,7 @@ typedef struct conn_ctx {
   hs_form *form;
   /* the request arena's first chunk, so a small request allocates nothing else (kept last:
    * it is not zeroed) */
-  _Alignas(max_align_t) unsigned char arena_buf[432]; /* what is left of 1 KiB */
+  _Alignas(max_align_t) unsigned char arena_buf[416]; /* what is left of 1 KiB */
 } conn_ctx;
 
 /* glibc serves blocks up to 1032 bytes from a per-thread cache; a larger one consolidates
@@ -347,11 +347,30 @@ static err_t guard(conn_ctx *ctx, bool with_hook) {
   if (!c) return hs_fail(req, ERR_UNAUTHORIZED, NULL);
   unsigned bit = role_bit(c);
   if (!bit) return hs_fail(req, ERR_FORBIDDEN, NULL);
-  req->auth = (hs_auth){c->id, c->role, bit, c->elevation_id[0] ? c->elevation_id : NULL};
+  req->auth = (hs_auth){c->id, c->role, bit, c->elevation_id[0] ? c->elevation_id : NULL, c->gen};
   err_t e = with_hook && hooks.check_token ? hooks.check_token(req) : ERR_OK;
   if (e != ERR_OK) return req->err != ERR_OK ? req->err : hs_fail(req, e, NULL);
   if (!(bit & req->route->roles)) return hs_fail(req, ERR_FORBIDDEN, NULL);
   return ERR_OK;
+}
+
+/* An open route takes no token, yet a request made with a valid impersonation token is still
+ * that impersonation's: the check_token hook sees it as on any route, so the other hooks
+ * record it. A token that is not a live impersonation is ignored here, as open routes ignore
+ * tokens; a check that could not be made (the database) fails the request. */
+static err_t observe_impersonation(conn_ctx *ctx) {
+  hs_req *req = &ctx->req;
+  const token_claims *c = claims_of(ctx);
+  if (!c || !c->elevation_id[0] || !hooks.check_token) return ERR_OK;
+  req->auth = (hs_auth){c->id, c->role, role_bit(c), c->elevation_id, c->gen};
+  err_t e = hooks.check_token(req);
+  if (e == ERR_OK && req->err == ERR_OK) return ERR_OK;
+  if (e == ERR_UNAUTHORIZED || req->err == ERR_UNAUTHORIZED) {
+    req->err = ERR_OK, req->err_message = req->err_code = NULL;
+    req->auth = (hs_auth){0};
+    return ERR_OK;
+  }
+  return req->err != ERR_OK ? req->err : hs_fail(req, e, NULL);
 }
 
 void hs_set_hooks(const hs_hooks *h) { hooks = *h; }
@@ -418,10 +437,15 @@ static void run_pipeline(conn_ctx *ctx) {
     err_t e = ctx->authorized ? (hooks.check_token ? hooks.check_token(req) : ERR_OK) : guard(ctx, true);
     if (e != ERR_OK && req->err == ERR_OK) hs_fail(req, e, NULL);
     if (req->err != ERR_OK) return;
+  } else if (observe_impersonation(ctx) != ERR_OK) {
+    return;
   }
   if (r->limit) {
     int retry = 0;
-    err_t e = hs_rate_limit_hit(r->limit, req->ip, &retry);
+    const char *client = r->limit->per_account && req->auth.id
+                             ? arena_printf(&req->arena, "%s:%s", req->auth.role, req->auth.id)
+                             : req->ip;
+    err_t e = hs_rate_limit_hit(r->limit, client, &retry);
     if (e != ERR_OK) {
       req->retry_after = retry;
       hs_fail(req, e, NULL);
@@ -767,10 +791,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   }
   if (ctx->preflight) return send_preflight(conn, ctx);
   const hs_route *r = ctx->req.route;
-  /* the hooks write the record of an impersonated request: a worker's work */
-  const token_claims *claims = r && (r->flags & ROUTE_DB_READ) && r->roles ? claims_of(ctx) : NULL;
-  bool read_here = r && (r->flags & ROUTE_DB_READ) && db_reads_inline() && !(claims && claims->elevation_id[0]);
-  if (!r || (r->flags & ROUTE_INLINE) || read_here || ctx->too_large) { /* cannot block: answer on this thread */
+  /* the hooks write the records of an impersonated request, whatever the route: a worker's work */
+  const token_claims *claims = r && (r->flags & (ROUTE_DB_READ | ROUTE_INLINE)) ? claims_of(ctx) : NULL;
+  bool impersonated = claims && claims->elevation_id[0];
+  bool read_here = r && (r->flags & ROUTE_DB_READ) && db_reads_inline() && !impersonated;
+  if (!r || ((r->flags & ROUTE_INLINE) && !impersonated) || read_here || ctx->too_large) { /* answer here */
     if (read_here) db_use_pool(DB_POOL_EVENT);
     dispatch(ctx);
     if (!read_here || ctx->too_large || !db_unavailable_seen()) return send_answer(conn, ctx);

@@ -98,7 +98,11 @@ def impersonate(api, server, staff, target_id, target_role="user"):
 def sql(server, pg_cluster, statement):
     """Runs one SQL statement on the server's database outside the service; returns the rows
     as tuples of text (PostgreSQL) or values (SQLite)."""
-    url = server.env["DATABASE_URL"]
+    return sql_at(server.env["DATABASE_URL"], pg_cluster, statement)
+
+
+def sql_at(url, pg_cluster, statement):
+    """sql() on the database at url (a DATABASE_URL), with or without a server on it."""
     if url.startswith("sqlite:"):
         con = sqlite3.connect(url[len("sqlite:"):], timeout=30)
         try:
@@ -116,8 +120,127 @@ def count(server, pg_cluster, statement):
     return int(sql(server, pg_cluster, statement)[0][0])
 
 
-def audit_verify(server):
-    """Runs `marketplace audit verify` against the server's database: (exit code, output)."""
-    p = subprocess.run([server.binary, "audit", "verify"], env=server.env, capture_output=True, text=True,
-                       timeout=60)
+def audit_verify(server, *args, **env):
+    """Runs `marketplace audit verify [args]` against the server's database and checkpoint file,
+    with env overriding the server's environment: (exit code, output)."""
+    p = subprocess.run([server.binary, "audit", "verify", *args], env={**server.env, **env}, capture_output=True,
+                       text=True, timeout=60)
     return p.returncode, p.stdout + p.stderr
+
+
+def database_before(pg_cluster, tmp_dir, version):
+    """A database migrated up to `version` (inclusive), as the binaries of that time left it, for
+    tests of a later migration: its DATABASE_URL (a file under tmp_dir on SQLite, a new database
+    of the private cluster on PostgreSQL). The service applies the rest when it starts on it."""
+    import glob
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "migrations")
+    engine = "postgres" if pg_cluster else "sqlite"
+    scripts = [p for p in sorted(glob.glob(os.path.join(root, engine, "*.sql")))
+               if int(os.path.basename(p)[:4]) <= version]
+    bookkeeping = ("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                   "applied_at BIGINT NOT NULL);" +
+                   "".join(f"INSERT INTO schema_migrations VALUES ({int(os.path.basename(p)[:4])}, "
+                           f"'{os.path.basename(p)[5:-4]}', 0);" for p in scripts))
+    if not pg_cluster:
+        path = os.path.join(tmp_dir, "before.db")
+        con = sqlite3.connect(path)
+        try:
+            for p in scripts:
+                with open(p, encoding="utf-8") as f:
+                    con.executescript(f.read())
+            con.executescript(bookkeeping)
+            con.commit()
+        finally:
+            con.close()
+        return "sqlite:" + path
+    url = pg_cluster.new_database()
+    psql = os.path.join(pg_cluster.bindir, "psql")
+    for p in scripts:
+        subprocess.run([psql, url, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-1", "-f", p], check=True,
+                       capture_output=True, text=True)
+    subprocess.run([psql, url, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", bookkeeping], check=True,
+                   capture_output=True, text=True)
+    return url
+
+
+# ---------------------------------------------------------------- the audit chain, from outside
+
+AUDIT_COLUMNS = ["seq", "id", "kind", "elevation_id", "actor_id", "actor_role", "action", "target_id", "target_role",
+                 "method", "path", "status", "body", "ref_seq", "created_at", "prev_hash", "hash"]
+GENESIS = "0" * 64
+
+
+def audit_rows(server, pg_cluster, table="audit_log"):
+    """Every row of the audit log as dicts (NULL is None), in seq order."""
+    import json
+    url = server.env["DATABASE_URL"]
+    if url.startswith("sqlite:"):
+        con = sqlite3.connect(url[len("sqlite:"):], timeout=30)
+        try:
+            rows = con.execute(f"SELECT {', '.join(AUDIT_COLUMNS)} FROM {table} ORDER BY seq").fetchall()
+        finally:
+            con.close()
+        return [dict(zip(AUDIT_COLUMNS, row)) for row in rows]
+    out = subprocess.run([os.path.join(pg_cluster.bindir, "psql"), url, "-X", "-q", "-At", "-c",
+                          f"SELECT COALESCE(jsonb_agg(a ORDER BY seq), '[]')::text FROM {table} a"],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+def audit_form(tag, row):
+    """A record's canonical form (src/domain/staff/audit_chain.c) under tag."""
+    def text(v):
+        return b"-;" if v is None else str(len(str(v).encode())).encode() + b":" + str(v).encode() + b";"
+    fields = [row["seq"], row["id"], row["kind"], row["elevation_id"], row["actor_id"], row["actor_role"],
+              row["action"], row["target_id"], row["target_role"], row["method"], row["path"], row["status"] or None,
+              row["body"], row["ref_seq"] or None, row["created_at"]]
+    return tag.encode() + b"\n" + row["prev_hash"].encode() + b"\n" + b"".join(text(f) for f in fields)
+
+
+def keyed_hash(key, row):
+    """The hash the service writes: HMAC-SHA256 under the chain's key (bytes)."""
+    import hashlib
+    import hmac
+    return hmac.new(key, audit_form("marketplace-audit-v2", row), hashlib.sha256).hexdigest()
+
+
+def plain_hash(row):
+    """The hash of records written before the chain was keyed, and what a forger without the key
+    can compute."""
+    import hashlib
+    return hashlib.sha256(audit_form("marketplace-audit-v1", row)).hexdigest()
+
+
+def derived_audit_key(server):
+    """The chain's key when AUDIT_KEY is unset: derived from the server's JWT secret."""
+    import hashlib
+    import hmac
+    secret = server.env["JWT_SECRET"].encode() if server.env.get("JWT_SECRET") else secret_of(server)
+    return hmac.new(secret, b"audit-chain-key", hashlib.sha256).hexdigest().encode()
+
+
+def rewrite_chain(server, pg_cluster, rows, hash_of, start=1):
+    """Recomputes prev_hash and hash of rows (audit_rows, edited as the test likes) from record
+    start on with hash_of(row), writes them and moves the tip: a forger's rewrite."""
+    prev = GENESIS if start == 1 else next(r["hash"] for r in rows if r["seq"] == start - 1)
+    statements = []
+    for row in rows:
+        if row["seq"] < start:
+            continue
+        row["prev_hash"] = prev
+        row["hash"] = prev = hash_of(row)
+        body = "NULL" if row["body"] is None else "'" + row["body"].replace("'", "''") + "'"
+        statements.append(f"UPDATE audit_log SET prev_hash = '{row['prev_hash']}', hash = '{row['hash']}', "
+                          f"body = {body} WHERE seq = {row['seq']}")
+    statements.append(f"UPDATE audit_tip SET seq = {rows[-1]['seq']}, hash = '{prev}' WHERE id = 1")
+    for s in statements:
+        sql(server, pg_cluster, s)
+
+
+def checkpoints(server):
+    """The lines of the server's checkpoint file ($DATA_DIR/audit-checkpoints)."""
+    path = server.env.get("AUDIT_CHECKPOINT_FILE") or os.path.join(server.data_dir, "audit-checkpoints")
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f if line.strip()]

@@ -12,7 +12,7 @@ import requests
 
 from conftest import ADMIN_EMAIL, ADMIN_ENV, ADMIN_PASSWORD, Api, unique_email, unique_ip
 from flow_helpers import (
-    ISO_RE, Flow, accept, get_job, image_files, ok, png_bytes, post_job, private_zip, provider, quote,
+    ISO_RE, Flow, accept, customer, get_job, image_files, ok, png_bytes, post_job, private_zip, provider, quote,
 )
 from staff_helpers import FORBIDDEN, UNAUTHORIZED, claims, count, forge, forged_claims, make_staff, sql
 
@@ -96,7 +96,8 @@ def test_admin_users_lists_customers_and_providers(api, admin_token):
     user = next(x for x in body["users"] if x["id"] == u["id"])
     assert user["email"] == u["email"] and user["name"] == "Listed User" and user["zip"] == "10001"
     assert set(user) == {"id", "email", "name", "address", "zip", "lat", "lng", "isPremium", "premiumSince",
-                         "createdAt"}
+                         "processorCustomerId", "createdAt"}
+    assert user["processorCustomerId"] is None  # no card set up yet
     pro = next(x for x in body["providers"] if x["id"] == p["id"])
     assert pro["services"] == ["lawncare"] and pro["serviceZips"] == ["10001"]
     assert set(pro) == {"id", "email", "name", "phone", "companyName", "services", "serviceZips", "isPremium",
@@ -104,6 +105,13 @@ def test_admin_users_lists_customers_and_providers(api, admin_token):
     assert "password" not in str(body)
     created = [x["createdAt"] for x in body["users"]]
     assert created == sorted(created, reverse=True)
+
+
+def test_admin_users_tell_the_processor_customer(api, admin_token):
+    """The specification's User has processorCustomerId: GET /admin/users omitted it."""
+    u = customer(api, card="pm_card_visa")
+    user = next(x for x in ok(api.get("/admin/users", token=admin_token))["users"] if x["id"] == u["id"])
+    assert user["processorCustomerId"] and user["processorCustomerId"].startswith("cus_")
 
 
 @pytest.mark.parametrize("role", ["user", "provider"])
@@ -388,3 +396,26 @@ def test_staff_portal_stays_in_production(production):
     r = api.post("/staff/login", json={"email": unique_email("s"), "password": "whatever-1"})
     assert (r.status_code, r.json()) == (401, {"error": "Invalid credentials"})
     assert api.get("/staff/list").status_code == 401
+
+
+def test_production_documents_only_what_it_serves(production, api):
+    """The attack: production's /openapi.json and /docs listed GODMODE routes that answer 404 there."""
+    doc = Api(production).get("/openapi.json").json()
+    listed = [p for p in doc["paths"] if p.startswith("/admin") or p.startswith("/__test")]
+    assert listed == [] and "/staff/impersonate-staff" not in doc["paths"]
+    assert not any(op.get("x-dev-only") for item in doc["paths"].values() for op in item.values())
+    assert {"AdminAccounts", "AdminSession", "Generated", "BannerQueued"}.isdisjoint(doc["components"]["schemas"])
+    # the staff portal is served there, and documented
+    assert "/staff/login" in doc["paths"] and "/staff/create" in doc["paths"]
+    page = Api(production).get("/docs")
+    assert page.status_code == 200 and 'spec-url="/openapi.json"' in page.text
+    # outside production the same binary documents GODMODE
+    dev = api.get("/openapi.json").json()
+    assert "/admin/users" in dev["paths"] and "/staff/impersonate-staff" in dev["paths"]
+
+
+def test_production_without_audit_key_warns(production):
+    """Production derives the audit chain's key from JWT_SECRET when AUDIT_KEY is unset, and says
+    that a key of its own, kept off the database host, is better (docs/operations.md)."""
+    warned = production.wait_log(lambda x: "AUDIT_KEY is unset" in x.get("msg", ""))
+    assert warned[0]["level"] == "warn" and "docs/operations.md" in warned[0]["msg"]

@@ -977,6 +977,30 @@ def test_reset_password_flow(api):
     assert login(api, u["email"], "another-pw-1").status_code == 401
 
 
+@pytest.mark.parametrize("provider", [False, True])
+def test_a_password_reset_ends_every_earlier_token(api, provider):
+    """The attack: a reset left every token issued before it valid for 7 days. A token issued
+    after it, even within the same second, works."""
+    acc = api.register_provider() if provider else api.register_user()
+    me, role = ("/providers/me", "provider") if provider else ("/users/me", "user")
+    earlier = [acc["token"], login(api, acc["email"], acc["password"], provider=provider).json()["token"]]
+    assert all(api.get(me, token=t).status_code == 200 for t in earlier)
+    token = request_reset(api, acc["email"], role=role)
+    assert api.post("/auth/reset-password", json={"token": token, "newPassword": "brand-new-pw"}).status_code == 200
+    fresh = login(api, acc["email"], "brand-new-pw", provider=provider)
+    assert fresh.status_code == 200
+    for t in earlier:
+        r = api.get(me, token=t)
+        assert (r.status_code, r.json()) == (401, {"error": "Unauthorized"})
+    assert jwt_parts(fresh.json()["token"])[1]["gen"] == 1
+    r = api.get(me, token=fresh.json()["token"])
+    assert r.status_code == 200 and r.json()["id"] == acc["id"]
+    # and a second reset ends that one too
+    token = request_reset(api, acc["email"], role=role, count=2)
+    assert api.post("/auth/reset-password", json={"token": token, "newPassword": "newer-pw-123"}).status_code == 200
+    assert api.get(me, token=fresh.json()["token"]).status_code == 401
+
+
 def test_reset_of_user_leaves_provider_with_same_email_alone(api):
     email = unique_email("both")
     api.register_user(email=email, password="user-pw-123")

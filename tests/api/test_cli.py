@@ -12,6 +12,7 @@ import pytest
 import requests
 
 from conftest import free_port, unique_email
+from staff_helpers import UNAUTHORIZED, impersonate
 from test_system import db_rows
 
 
@@ -208,6 +209,85 @@ def test_staff_create_then_update_from_the_command_line(binary, shared_db_env, s
     assert actions == [("staff.create", "operator-cli", me["id"]), ("staff.update", "operator-cli", me["id"])]
     p = run(binary, "audit", "verify", env=shared_db_env)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def cli_staff(binary, env, api, role="customer_support", password="first-password"):
+    """A staff member made with `marketplace staff create`, logged in: {id, email, password, token}."""
+    email = unique_email("desk")
+    p = run(binary, "staff", "create", "--email", email, "--name", "Desk", "--role", role, env=env,
+            stdin=password + "\n")
+    assert p.returncode == 0, p.stderr
+    r = staff_login(api, email, password)
+    assert r.status_code == 200, r.text
+    return {"id": r.json()["staff"]["id"], "email": email, "password": password, "token": r.json()["token"]}
+
+
+def assert_refused(api, path, token):
+    r = api.get(path, token=token)
+    assert (r.status_code, r.json()) == (401, UNAUTHORIZED), path
+
+
+@pytest.mark.parametrize("new_role, new_password", [("technical_support", "first-password"),
+                                                    ("customer_support", "second-password")])
+def test_a_changed_staff_member_loses_every_token_at_once(binary, shared_db_env, server, api, new_role, new_password):
+    """The attack: an impersonation token kept working for its 15 minutes after its staff member
+    was demoted, and a staff token for 12 hours after a password change."""
+    cs = cli_staff(binary, shared_db_env, api)
+    u = api.register_user()
+    e, imp = impersonate(api, server, cs, u["id"])
+    assert api.get("/users/me", token=imp).status_code == 200
+    p = run(binary, "staff", "create", "--email", cs["email"], "--name", "Desk", "--role", new_role,
+            env=shared_db_env, stdin=new_password + "\n")
+    assert p.returncode == 0, p.stderr
+    assert_refused(api, "/users/me", imp)
+    assert_refused(api, "/staff/me", cs["token"])
+    # a token issued now, within the same second as the change, works
+    fresh = staff_login(api, cs["email"], new_password).json()["token"]
+    assert api.get("/staff/me", token=fresh).json()["role"] == new_role
+    got = next(x for x in api.get("/staff/elevation", token=fresh).json() if x["id"] == e["id"])
+    assert got["status"] == "DEACTIVATED" and got["deactivatedAt"]
+
+
+def test_staff_disable_and_enable(binary, shared_db_env, server, api):
+    cs = cli_staff(binary, shared_db_env, api)
+    u = api.register_user()
+    _, imp = impersonate(api, server, cs, u["id"])
+    p = run(binary, "staff", "disable", "--email", cs["email"].upper(), env=shared_db_env)
+    assert (p.returncode, p.stdout.strip()) == (0, f"staff member {cs['email']} disabled"), p.stderr
+    assert_refused(api, "/users/me", imp)
+    assert_refused(api, "/staff/me", cs["token"])
+    # a disabled member's login answers as a wrong password does
+    right, wrong = staff_login(api, cs["email"], cs["password"]), staff_login(api, cs["email"], "wrong-password")
+    assert (right.status_code, right.json()) == (wrong.status_code, wrong.json()) == (401, {"error": "Invalid credentials"})
+    p = run(binary, "staff", "disable", "--email", cs["email"], env=shared_db_env)
+    assert (p.returncode, p.stdout.strip()) == (0, f"staff member {cs['email']} was already disabled")
+    p = run(binary, "staff", "enable", "--email", cs["email"], env=shared_db_env)
+    assert (p.returncode, p.stdout.strip()) == (0, f"staff member {cs['email']} enabled")
+    fresh = staff_login(api, cs["email"], cs["password"])
+    assert fresh.status_code == 200 and api.get("/staff/me", token=fresh.json()["token"]).status_code == 200
+    assert_refused(api, "/staff/me", cs["token"])  # tokens from before stay refused
+    p = run(binary, "staff", "enable", "--email", cs["email"], env=shared_db_env)
+    assert (p.returncode, p.stdout.strip()) == (0, f"staff member {cs['email']} was already enabled")
+    actions = db_rows(database_url(shared_db_env), shared_db_env["DATA_DIR"],
+                      f"SELECT action, actor_role FROM audit_log WHERE target_id = '{cs['id']}' ORDER BY seq")
+    assert actions == [("staff.create", "operator-cli"), ("staff.disable", "operator-cli"),
+                       ("staff.enable", "operator-cli")]
+    assert run(binary, "audit", "verify", env=shared_db_env).returncode == 0
+
+
+@pytest.mark.parametrize("args, code, error", [
+    ([], 2, "refused: email: is required"),
+    (["--email"], 2, "refused: email: is required"),
+    (["--email", "not-an-email"], 2, "refused: email: must be a valid email"),
+    (["--email", "nobody@example.com"], 1, "no staff member has the email nobody@example.com"),
+])
+@pytest.mark.parametrize("verb", ["disable", "enable"])
+def test_staff_disable_refusals(binary, cli_env, verb, args, code, error):
+    p = run(binary, "staff", verb, *args, env=cli_env)
+    # the last line: a fresh database logs its migrations first
+    assert (p.returncode, p.stderr.strip().splitlines()[-1], p.stdout) == (code, error, "")
+    if code == 2:  # refused before the database is opened
+        assert not os.path.exists(os.path.join(cli_env["DATA_DIR"], "marketplace.db"))
 
 
 @pytest.mark.parametrize("args, stdin, error", [

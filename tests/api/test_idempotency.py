@@ -3,13 +3,16 @@ with a JSON body. The first request with a key runs and its answer is kept for 2
 (account or client address, key); a repeat gets the same answer with `Idempotent-Replayed:
 true` and changes nothing; another request under the key is 422, a repeat while the first runs
 409; 400 and 5xx answers are not kept. The processor's charges are counted at a fake Stripe."""
+import hashlib
+import json
 import uuid
 
 import pytest
 
-from conftest import Api, unique_ip
+from conftest import ADMIN_EMAIL, ADMIN_ENV, ADMIN_PASSWORD, Api, admin_login, unique_email, unique_ip
 from fake_stripe import FakeStripe
 from flow_helpers import Flow, customer, get_job, image_files, ok, post_job, race
+from staff_helpers import approved_elevation, count, database_before, make_staff, sql, sql_at
 
 REUSED = {"error": "Idempotency-Key reused with a different request"}
 IN_PROGRESS = {"error": "A request with this Idempotency-Key is in progress"}
@@ -261,3 +264,117 @@ def test_browsers_may_send_the_key_and_read_the_replay_mark(api):
     user = customer(api)
     r = api.post("/jobs", token=user["token"], json=JOB, headers={"Origin": "https://app.example.com"})
     assert "Idempotent-Replayed" in [h.strip() for h in r.headers["Access-Control-Expose-Headers"].split(",")]
+
+
+# ================================================================ credentials are never kept (issue 20)
+
+def credential_requests(api, server):
+    """(path, token, body) of every route that takes a password or issues a token, each valid
+    enough to run its handler."""
+    admin = admin_login(api)
+    user = api.register_user()
+    pro = api.register_provider()
+    cs = make_staff(api, "customer_support", admin)
+    elevation = approved_elevation(api, server, cs, user["id"])
+    return [
+        ("/auth/register", None, {"email": unique_email(), "password": "password123", "name": "N", "address": "1 St",
+                                  "zip": "10001"}),
+        ("/auth/login", None, {"email": user["email"], "password": user["password"]}),
+        ("/auth/provider/register", None, {"email": unique_email("pro"), "password": "password123", "name": "P",
+                                           "serviceZips": "10001", "services": "lawncare"}),
+        ("/auth/provider/login", None, {"email": pro["email"], "password": pro["password"]}),
+        ("/auth/forgot-password", None, {"email": user["email"], "role": "user"}),
+        ("/auth/reset-password", None, {"token": "0" * 64, "newPassword": "password456"}),
+        ("/staff/login", None, {"email": cs["email"], "password": cs["password"]}),
+        ("/staff/create", admin, {"name": "S", "email": unique_email("st"), "password": "password123",
+                                  "role": "technical_support"}),
+        ("/staff/impersonate", cs["token"], {"elevationId": elevation["id"]}),
+        ("/staff/impersonate-staff", admin, {"staffId": cs["id"]}),
+        ("/admin/login", None, {"email": ADMIN_EMAIL, "password": ADMIN_PASSWORD}),
+        ("/admin/impersonate", admin, {"targetId": user["id"], "targetRole": "user"}),
+    ]
+
+
+def test_a_login_key_is_no_oracle_and_keeps_no_token(api, server, pg_cluster):
+    """The attack: a key reused with wrong passwords answered 422 without meeting the throttle,
+    and the right password then got the victim's token replayed from the table."""
+    user = api.register_user()
+    k, ip = key(), unique_ip()
+    wrong = api.post("/auth/login", json={"email": user["email"], "password": "wrong-password"}, ip=ip,
+                     headers={"Idempotency-Key": k})
+    assert (wrong.status_code, wrong.json()) == (401, {"error": "Invalid credentials"})
+    right = api.post("/auth/login", json={"email": user["email"], "password": user["password"]}, ip=ip,
+                     headers={"Idempotency-Key": k})
+    assert right.status_code == 200, right.text
+    assert "Idempotent-Replayed" not in right.headers and right.json()["user"]["id"] == user["id"]
+    assert count(server, pg_cluster, f"SELECT COUNT(*) FROM idempotency_keys WHERE key = '{k}'") == 0
+
+
+def test_credential_routes_run_every_time_and_store_nothing(api, server, pg_cluster):
+    # the second request runs too: a registration then finds its email taken, an elevation started
+    first = {"/auth/register": 201, "/auth/provider/register": 201, "/staff/create": 201, "/auth/reset-password": 400}
+    second = {**first, "/auth/register": 409, "/auth/provider/register": 409, "/staff/create": 409,
+              "/staff/impersonate": 403}
+    for path, token, body in credential_requests(api, server):
+        k, ip = key(), unique_ip()
+        answers = [api.post(path, token=token, json=body, ip=ip, headers={"Idempotency-Key": k}) for _ in range(2)]
+        assert all("Idempotent-Replayed" not in r.headers for r in answers), path
+        assert [r.status_code for r in answers] == [first.get(path, 200), second.get(path, 200)], (path, answers[1].text)
+        assert count(server, pg_cluster, f"SELECT COUNT(*) FROM idempotency_keys WHERE key = '{k}'") == 0, path
+
+
+def test_the_document_offers_no_key_on_credential_routes(api):
+    doc = api.get("/openapi.json").json()
+    key_param = {"$ref": "#/components/parameters/IdempotencyKey"}
+    for path in ("/auth/register", "/auth/login", "/auth/provider/register", "/auth/provider/login",
+                 "/auth/forgot-password", "/auth/reset-password", "/staff/login", "/staff/create",
+                 "/staff/impersonate", "/staff/impersonate-staff", "/admin/login", "/admin/impersonate"):
+        op = doc["paths"][path]["post"]
+        assert key_param not in op.get("parameters", []), path
+        assert "Idempotent-Replayed" not in op["responses"][next(c for c in op["responses"] if c[0] == "2")].get(
+            "headers", {}), path
+        assert "422" not in op["responses"], path
+    assert key_param in doc["paths"]["/jobs"]["post"]["parameters"]
+    assert key_param in doc["paths"]["/waitlist"]["post"]["parameters"]
+
+
+def canonical(method, path, body):
+    return f"{method}\n{path}\n{json.dumps(body, sort_keys=True, separators=(',', ':'))}"
+
+
+def test_fingerprints_are_keyed_never_a_bare_hash(api, server, pg_cluster):
+    user = customer(api)
+    k = key()
+    ok(post(api, "/jobs", user["token"], k, json=JOB), 201)
+    (stored,), = sql(server, pg_cluster, f"SELECT request_hash FROM idempotency_keys WHERE key = '{k}'")
+    bare = hashlib.sha256(canonical("POST", "/jobs", JOB).encode()).hexdigest()
+    assert stored.startswith("hmac:") and len(stored) == 5 + 64 and bare not in stored
+
+
+def test_a_row_kept_before_the_change_still_replays(api, server, pg_cluster):
+    """Rows written before migration 0014 hold a bare SHA-256; they are compared as such until
+    they expire, so a retry across the upgrade is still answered from its key."""
+    user = customer(api)
+    k, path = key(), "/quotes/cmissingquote0000000000000/accept"
+    bare = hashlib.sha256(canonical("POST", path, {}).encode()).hexdigest()
+    sql(server, pg_cluster, "INSERT INTO idempotency_keys (scope, key, request_hash, status, response, locked_until, "
+                            f"created_at, expires_at) VALUES ('user:{user['id']}', '{k}', '{bare}', 404, "
+                            "'{\"error\":\"Quote not found\"}', 0, 0, 9999999999999)")
+    r = post(api, path, user["token"], k)
+    assert (r.status_code, r.json(), r.headers.get("Idempotent-Replayed")) == (404, {"error": "Quote not found"},
+                                                                               "true")
+    other = post(api, path.replace("0000/", "0001/"), user["token"], k)
+    assert (other.status_code, other.json()) == (422, REUSED)
+
+
+def test_the_migration_deletes_kept_credential_answers(server_factory, pg_cluster, tmp_path):
+    url = database_before(pg_cluster, str(tmp_path), 13)
+    srv_rows = [("ip:10.0.0.1", "login"), ("admin:cadmin", "impersonate"), ("customer_support:cstaff", "elevate"),
+                ("user:cuser", "job"), ("provider:cpro", "quote")]
+    for scope, k in srv_rows:
+        stmt = ("INSERT INTO idempotency_keys (scope, key, request_hash, status, response, locked_until, created_at, "
+                f"expires_at) VALUES ('{scope}', '{k}', '{'0' * 64}', 200, '{{\"token\":\"t\"}}', 0, 0, 9999999999999)")
+        sql_at(url, pg_cluster, stmt)
+    srv = server_factory(DATABASE_URL=url, **ADMIN_ENV)
+    left = sorted(r[0] for r in sql(srv, pg_cluster, "SELECT scope FROM idempotency_keys"))
+    assert left == ["provider:cpro", "user:cuser"]

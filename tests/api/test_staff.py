@@ -10,7 +10,8 @@ administrator's token. Tests that move the clock or tamper with the database run
 their own.
 """
 import datetime
-import hashlib
+import sqlite3
+import subprocess
 import time
 
 import pytest
@@ -18,8 +19,10 @@ import pytest
 from conftest import ADMIN_ENV, Api, admin_login, unique_email, unique_ip
 from flow_helpers import ISO_RE, JOB_FIELDS, Flow, accept, customer, image_files, ok, post_job, quote, race, step
 from staff_helpers import (
-    ELEVATION_FIELDS, FORBIDDEN, STAFF_FIELDS, STAFF_ROLES, UNAUTHORIZED, approved_elevation, audit_verify, claims,
-    count, elevation_links, forge, forged_claims, impersonate, link_get, make_staff, request_elevation, sql,
+    AUDIT_COLUMNS, ELEVATION_FIELDS, FORBIDDEN, STAFF_FIELDS, STAFF_ROLES, UNAUTHORIZED, approved_elevation,
+    audit_rows, audit_verify, checkpoints, claims, count, database_before, derived_audit_key, elevation_links, forge,
+    forged_claims, impersonate, keyed_hash, link_get, make_staff, plain_hash, request_elevation, rewrite_chain, sql,
+    sql_at,
 )
 
 MINUTE_MS = 60 * 1000
@@ -517,6 +520,21 @@ def test_elevation_request_is_pending_and_emails_signed_links(api, server, staff
     assert approve.split("?token=")[1] != deny.split("?token=")[1]
 
 
+def test_the_eleventh_elevation_request_in_an_hour_is_429(api, server, staff_of):
+    """The attack: every request emails the administrator, and none was limited."""
+    cs, other = staff_of("customer_support"), staff_of("customer_support")
+    targets = [api.register_user()["id"] for _ in range(11)]
+    made = [request_elevation(api, cs, t) for t in targets[:10]]
+    r = api.post("/staff/elevation", token=cs["token"], json={"targetId": targets[10], "targetRole": "user",
+                                                               "reason": "one more"})
+    assert (r.status_code, r.json()) == (429, {"error": "Too many requests"})
+    assert 3500 < int(r.headers["Retry-After"]) <= 3600
+    assert len(ok(api.get("/staff/elevation", token=cs["token"]))) == 10
+    for e in made:
+        elevation_links(server, e["id"])  # each of the ten emailed its links
+    request_elevation(api, other, targets[10])  # per staff member
+
+
 def test_professional_support_may_request_a_provider(api, staff_of):
     ps = staff_of("professional_support")
     pro = api.register_provider()
@@ -618,9 +636,18 @@ def test_approve_link_shows_an_escaped_page_and_works_once(api, server, staff_of
     again = link_get(api, approve)
     assert again.status_code == 200 and again.headers["Content-Type"].startswith("text/plain")
     assert "already resolved" in again.text and "APPROVED" in again.text
-    late_deny = link_get(api, deny)
-    assert late_deny.headers["Content-Type"].startswith("text/plain") and "APPROVED" in late_deny.text
     assert ok(api.get("/staff/elevation", token=cs["token"]))[0]["status"] == "APPROVED"
+    # the deny link ends an approved elevation (issue 20): it is never started
+    late_deny = link_get(api, deny)
+    assert late_deny.status_code == 200 and late_deny.headers["Content-Type"].startswith("text/html")
+    assert "Elevation ended" in late_deny.text and "DEACTIVATED" in late_deny.text
+    got = ok(api.get("/staff/elevation", token=cs["token"]))[0]
+    assert got["status"] == "DEACTIVATED" and ISO_RE.match(got["deactivatedAt"]) and got["activatedAt"] is None
+    r = api.post("/staff/impersonate", token=cs["token"], json={"elevationId": e["id"]})
+    assert (r.status_code, r.json()) == (403, {"error": "Elevation request is not approved"})
+    for link in (approve, deny):
+        r = link_get(api, link)
+        assert r.headers["Content-Type"].startswith("text/plain") and "already resolved: it is DEACTIVATED" in r.text
 
 
 def test_deny_link_rejects(api, server, staff_of):
@@ -667,7 +694,11 @@ def test_concurrent_link_uses_resolve_once(api, server, staff_of):
     approve, deny = elevation_links(server, e["id"])
     answers = race(server, [lambda c: link_get(c, approve), lambda c: link_get(c, deny)] * 3)
     pages = [r for r in answers if r.headers["Content-Type"].startswith("text/html")]
-    assert len(pages) == 1 and all(r.status_code == 200 for r in answers)
+    resolved = [r for r in pages if "Elevation approved" in r.text or "Elevation denied" in r.text]
+    ended = [r for r in pages if "Elevation ended" in r.text]  # a deny link after the approval won
+    assert len(resolved) == 1 and len(ended) <= 1 and len(pages) == len(resolved) + len(ended)
+    assert not ended or "Elevation approved" in resolved[0].text
+    assert all(r.status_code == 200 for r in answers)
 
 
 # ---------------------------------------------------------------- impersonation
@@ -760,6 +791,51 @@ def test_deactivation_ends_the_token(api, server, staff_of):
     assert api.patch(f"/staff/elevation/{e['id']}/deactivate", token=u["token"]).status_code == 403
 
 
+def test_the_deny_link_ends_an_active_elevation(api, server, pg_cluster, staff_of):
+    """The attack: nobody but its owner could end an elevation; the administrator's deny link on an
+    ACTIVE request answered "already resolved"."""
+    cs = staff_of("customer_support")
+    u = api.register_user()
+    e, token = impersonate(api, server, cs, u["id"])
+    assert api.get("/users/me", token=token).status_code == 200
+    _, deny = elevation_links(server, e["id"])
+    r = link_get(api, deny)
+    assert r.status_code == 200 and r.headers["Content-Type"].startswith("text/html")
+    assert "<h1>Elevation ended</h1>" in r.text and "<strong>DEACTIVATED</strong>" in r.text
+    assert "no longer works" in r.text
+    r = api.get("/users/me", token=token)
+    assert (r.status_code, r.json()) == (401, UNAUTHORIZED)
+    got = ok(api.get("/staff/elevation", token=cs["token"]))[0]
+    assert got["status"] == "DEACTIVATED" and ISO_RE.match(got["deactivatedAt"]) and got["activatedAt"]
+    rows = sql(server, pg_cluster, "SELECT action, actor_role FROM audit_log WHERE kind = 'action' AND "
+                                   f"target_id = '{e['id']}' ORDER BY seq")
+    assert [tuple(x) for x in rows] == [("elevation.approve", "approval-link"), ("elevation.end", "approval-link")]
+    again = link_get(api, deny)
+    assert again.headers["Content-Type"].startswith("text/plain") and "it is DEACTIVATED" in again.text
+
+
+def test_an_approval_lapses_after_an_hour(own_server):
+    """The attack: an approval never lapsed (approved, then used 20 days later)."""
+    api = Api(own_server)
+    cs = make_staff(api, "customer_support", admin_login(api))
+    u1, u2 = api.register_user(), api.register_user()
+    e1 = approved_elevation(api, own_server, cs, u1["id"])
+    e2 = approved_elevation(api, own_server, cs, u2["id"])
+    api.advance_clock(60 * MINUTE_MS - 2000)
+    token = ok(api.post("/staff/impersonate", token=cs["token"], json={"elevationId": e1["id"]}))["token"]
+    api.advance_clock(3000)
+    r = api.post("/staff/impersonate", token=cs["token"], json={"elevationId": e2["id"]})
+    assert (r.status_code, r.json()) == (403, {"error": "Elevation request is not approved"})
+    mine = {x["id"]: x for x in ok(api.get("/staff/elevation", token=cs["token"]))}
+    lapsed = mine[e2["id"]]
+    assert lapsed["status"] == "DEACTIVATED" and lapsed["activatedAt"] is None
+    resolved = datetime.datetime.fromisoformat(lapsed["resolvedAt"].replace("Z", "+00:00"))
+    assert lapsed["deactivatedAt"] == (resolved + datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    assert mine[e1["id"]]["status"] == "ACTIVE"  # started in time: its own 15 minutes run
+    assert api.get("/users/me", token=token).status_code == 200
+    request_elevation(api, cs, u2["id"])  # the lapsed approval no longer blocks a new request
+
+
 def test_pending_request_can_be_withdrawn_but_not_a_rejected_one(api, server, staff_of):
     cs = staff_of("customer_support")
     e = request_elevation(api, cs, api.register_user()["id"])
@@ -849,6 +925,31 @@ def test_impersonated_requests_are_recorded_with_credentials_redacted(api, serve
     assert events[2]["createdAt"] <= job["createdAt"] <= events[2]["completedAt"]
 
 
+def test_calls_to_open_routes_with_an_impersonation_token_are_recorded(api, server, staff_of):
+    """The attack: a call to an open route made with an impersonation token (POST /auth/login,
+    say) was not audited, though the audit step records every call made with it."""
+    cs, auditor = staff_of("customer_support"), staff_of("internal_audit")
+    u = api.register_user()
+    e, token = impersonate(api, server, cs, u["id"])
+    login = api.post("/auth/login", token=token, json={"email": u["email"], "password": u["password"]})
+    assert login.status_code == 200
+    assert ok(api.get("/health", token=token)) == {"status": "ok"}  # answered on the event thread otherwise
+    assert api.get("/services/check-zip", token=token, params={"zip": "10001"}).status_code == 200
+    bad = api.post("/auth/login", token=token, json={"email": "not-an-email", "password": "x"})
+    assert bad.status_code == 400
+    events = events_of(api, auditor, cs["id"], e["id"])
+    assert [(ev["method"], ev["path"], ev["status"]) for ev in events] == [
+        ("POST", "/auth/login", 200), ("GET", "/health", 200), ("GET", "/services/check-zip", 200),
+        ("POST", "/auth/login", 400)]
+    assert events[0]["body"] == {"email": u["email"], "password": "[REDACTED]"}
+    assert u["password"] not in str(events)
+    # once the elevation is over its token is no token at all on an open route: answered, not recorded
+    ok(api.patch(f"/staff/elevation/{e['id']}/deactivate", token=cs["token"]))
+    assert ok(api.get("/health", token=token)) == {"status": "ok"}
+    assert api.post("/auth/login", token=token, json={"email": u["email"], "password": u["password"]}).status_code == 200
+    assert len(events_of(api, auditor, cs["id"], e["id"])) == 4
+
+
 def test_multipart_bodies_record_names_only(api, server, staff_of):
     cs, auditor = staff_of("customer_support"), staff_of("internal_audit")
     u = customer(api)
@@ -925,18 +1026,12 @@ def _append_forged(srv, pg, total):
             "'cforgedforgedforgedforged1', 'action', 0, hash, hash FROM audit_tip", total + 1)
 
 
-def _chain_hash(prev, seq, rid, kind, created_at, body=None):
-    """The service's record hash (audit_chain.c) for a record with only these fields set."""
-    def text(v):
-        return b"-;" if v is None else str(len(v.encode())).encode() + b":" + v.encode() + b";"
-    fields = [str(seq), rid, kind] + [None] * 8 + [None, body, None, str(created_at)]
-    return hashlib.sha256(b"marketplace-audit-v1\n" + prev.encode() + b"\n" + b"".join(text(f) for f in fields)).hexdigest()
-
-
 def _append_well_forged(srv, pg, total):
-    """A record appended with a correct hash: only the tip tells it apart."""
+    """A record appended with a correct hash, the chain's key included: only the tip tells it apart."""
     prev = sql(srv, pg, f"SELECT hash FROM audit_log WHERE seq = {total}")[0][0]
-    h = _chain_hash(prev, total + 1, "cforgedforgedforgedforged2", "action", 5)
+    row = dict.fromkeys(AUDIT_COLUMNS)
+    row.update(seq=total + 1, id="cforgedforgedforgedforged2", kind="action", created_at=5, prev_hash=prev)
+    h = keyed_hash(derived_audit_key(srv), row)
     return ("INSERT INTO audit_log (seq, id, kind, created_at, prev_hash, hash) VALUES "
             f"({total + 1}, 'cforgedforgedforgedforged2', 'action', 5, '{prev}', '{h}')", total + 1)
 
@@ -948,13 +1043,7 @@ def _delete_last(srv, pg, total):
 @pytest.mark.parametrize("tamper", [_alter_body, _alter_status, _delete_middle, _append_forged, _append_well_forged,
                                     _delete_last])
 def test_audit_verify_names_the_first_broken_record(server_factory, pg_cluster, tamper):
-    srv = server_factory(**ADMIN_ENV)
-    api = Api(srv)
-    cs = make_staff(api, "customer_support")
-    u = api.register_user()
-    _, token = impersonate(api, srv, cs, u["id"])
-    ok(api.get("/users/me", token=token))
-    assert api.get("/staff/me", token=token).status_code == 403
+    srv, api, _, _, token = chain_server(server_factory)
     code, out = audit_verify(srv)
     total = count(srv, pg_cluster, "SELECT COUNT(*) FROM audit_log")
     assert code == 0 and f"intact: {total} records" in out, out
@@ -972,3 +1061,228 @@ def test_audit_verify_names_the_first_broken_record(server_factory, pg_cluster, 
         assert (r.status_code, r.json()) == (503, {"error": "Audit trail unavailable"})
     else:
         assert r.status_code == 200
+
+
+# ---------------------------------------------------------------- a chain that holds (issue 20, item 2)
+
+AUDIT_KEY = "an audit key of thirty-two bytes or more, kept elsewhere"
+
+
+def chain_server(server_factory, **env):
+    """A server with a few audit records (an impersonated GET and a refused one, the actions
+    around them): (server, api, staff member, elevation, impersonation token)."""
+    srv = server_factory(**ADMIN_ENV, **env)
+    api = Api(srv)
+    cs = make_staff(api, "customer_support")
+    u = api.register_user()
+    e, token = impersonate(api, srv, cs, u["id"])
+    ok(api.get("/users/me", token=token))
+    assert api.get("/staff/me", token=token).status_code == 403
+    return srv, api, cs, e, token
+
+
+def insert_outside(srv, pg, seq, elevation_id):
+    """Writes a record at seq (0, NULL) past the database's rule, as someone who can write the
+    database can: the check dropped on PostgreSQL, ignored on SQLite."""
+    values = (f"({seq}, 'cforgedforgedforgedforged0', 'request', '{elevation_id}', 'GET', '/users/me', 1, "
+              f"'{'0' * 64}', '{'0' * 64}')")
+    insert = ("INSERT INTO audit_log (seq, id, kind, elevation_id, method, path, created_at, prev_hash, hash) "
+              f"VALUES {values}")
+    url = srv.env["DATABASE_URL"]
+    if url.startswith("sqlite:"):
+        con = sqlite3.connect(url[len("sqlite:"):])
+        with pytest.raises(sqlite3.IntegrityError):
+            con.execute(insert)
+        con.execute("PRAGMA ignore_check_constraints = ON")
+        con.execute(insert)
+        con.commit()
+        con.close()
+    else:
+        with pytest.raises(subprocess.CalledProcessError):
+            sql(srv, pg, insert)
+        sql(srv, pg, "ALTER TABLE audit_log DROP CONSTRAINT audit_log_seq_positive")
+        sql(srv, pg, insert)
+
+
+def test_a_record_outside_the_chain_breaks_it(server_factory, pg_cluster):
+    """The attack: a row with seq 0 was never read by `audit verify` (it paged seq > 0), yet the
+    audit sessions showed it as a session's first event."""
+    srv, api, cs, e, _ = chain_server(server_factory)
+    auditor = make_staff(api, "internal_audit")
+    before = events_of(api, auditor, cs["id"], e["id"])
+    insert_outside(srv, pg_cluster, 0, e["id"])
+    code, out = audit_verify(srv)
+    assert code == 1, out
+    assert "audit chain broken at record 0 (cforgedforgedforgedforged0): its seq is outside the chain's positions" in out
+    assert events_of(api, auditor, cs["id"], e["id"]) == before  # never shown as an event
+
+
+def test_migration_sets_aside_records_outside_the_chain(server_factory, pg_cluster, tmp_path):
+    url = database_before(pg_cluster, str(tmp_path), 13)
+    forged = ("INSERT INTO audit_log (seq, id, kind, created_at, prev_hash, hash) VALUES "
+              f"(0, 'cforgedforgedforgedforged0', 'action', 1, '{'0' * 64}', '{'0' * 64}')")
+    sql_at(url, pg_cluster, forged)
+    if url.startswith("sqlite:"):  # SQLite's old primary key also let seq be NULL
+        sql_at(url, pg_cluster, forged.replace("(0, 'cforgedforgedforgedforged0'", "(NULL, 'cforgedforgedforgedforged1'"))
+    srv = server_factory(DATABASE_URL=url, **ADMIN_ENV)
+    assert count(srv, pg_cluster, "SELECT COUNT(*) FROM audit_log") == 0
+    assert {r["id"] for r in audit_rows(srv, pg_cluster, "audit_log_set_aside")} >= {"cforgedforgedforgedforged0"}
+    code, out = audit_verify(srv)
+    assert code == 1 and "migration 0014 set it aside" in out, out
+
+
+def test_records_are_keyed_with_audit_key(server_factory, pg_cluster):
+    srv, *_ = chain_server(server_factory, AUDIT_KEY=AUDIT_KEY)
+    rows = audit_rows(srv, pg_cluster)
+    assert rows and all(r["hash"] == keyed_hash(AUDIT_KEY.encode(), r) for r in rows)
+    assert all(r["hash"] != plain_hash(r) for r in rows)
+    code, out = audit_verify(srv)
+    assert code == 0 and f"audit chain intact: {len(rows)} records" in out, out
+    # verified under another key, the first record is already altered
+    code, out = audit_verify(srv, AUDIT_KEY=AUDIT_KEY + "!")
+    assert code == 1 and "audit chain broken at record 1" in out, out
+
+
+def test_without_audit_key_the_key_is_derived_from_jwt_secret(server_factory, pg_cluster):
+    srv, *_ = chain_server(server_factory)
+    key = derived_audit_key(srv)
+    assert all(r["hash"] == keyed_hash(key, r) for r in audit_rows(srv, pg_cluster))
+
+
+def test_a_short_audit_key_is_refused(server_factory):
+    with pytest.raises(RuntimeError, match="AUDIT_KEY must be at least 32 bytes"):
+        server_factory(AUDIT_KEY="x" * 31)
+
+
+def test_a_record_rewritten_without_the_key_breaks_the_chain(server_factory, pg_cluster):
+    srv, *_ = chain_server(server_factory)
+    rows = audit_rows(srv, pg_cluster)
+    rows[2]["body"] = '{"reason":"nothing to see"}'
+    rewrite_chain(srv, pg_cluster, rows, plain_hash, start=3)
+    code, out = audit_verify(srv)
+    assert code == 1, out
+    assert (f"audit chain broken at record 3 ({rows[2]['id']}): its hash is a plain SHA-256 though the chain is keyed "
+            "from an earlier record on") in out, out
+
+
+def test_a_chain_written_before_the_key_still_verifies(server_factory, pg_cluster, tmp_path):
+    """Records hashed with plain SHA-256 (before migration 0014) verify; the first keyed record
+    marks the switch, and every later record must be keyed."""
+    url = database_before(pg_cluster, str(tmp_path), 13)
+    old = []
+    prev = "0" * 64
+    for seq in (1, 2):
+        row = dict.fromkeys(AUDIT_COLUMNS)
+        row.update(seq=seq, id=f"coldoldoldoldoldoldoldol{seq}", kind="action", actor_role="operator-cli",
+                   action="staff.create", body='{"name":"Old"}', created_at=1700000000000 + seq, prev_hash=prev)
+        row["hash"] = prev = plain_hash(row)
+        old.append(row)
+    statements = [f"INSERT INTO audit_log (seq, id, kind, actor_role, action, body, created_at, prev_hash, hash) VALUES "
+                  f"({r['seq']}, '{r['id']}', 'action', 'operator-cli', 'staff.create', '{r['body']}', "
+                  f"{r['created_at']}, '{r['prev_hash']}', '{r['hash']}')" for r in old]
+    statements.append(f"UPDATE audit_tip SET seq = 2, hash = '{prev}' WHERE id = 1")
+    for statement in statements:
+        sql_at(url, pg_cluster, statement)
+    srv = server_factory(DATABASE_URL=url, **ADMIN_ENV)
+    make_staff(Api(srv), "technical_support")  # a keyed record follows the old ones
+    code, out = audit_verify(srv)
+    assert code == 0, out
+    assert "records before 3 were hashed before the chain was keyed" in out, out
+
+
+# ---------------------------------------------------------------- checkpoints kept outside the database
+
+
+def stopped_with_checkpoint(server_factory, pg_cluster):
+    """A chain server stopped (SIGTERM): (server, its records, the checkpoint it wrote)."""
+    srv, *_ = chain_server(server_factory)
+    rows = audit_rows(srv, pg_cluster)
+    assert srv.stop() == 0
+    line = checkpoints(srv)[-1]
+    assert line.split(" ")[0] == f"{rows[-1]['seq']}:{rows[-1]['hash']}"
+    logged = [x for x in srv.log_lines() if x.get("msg") == "audit checkpoint"]
+    assert (logged[-1]["seq"], logged[-1]["hash"]) == (rows[-1]["seq"], rows[-1]["hash"])
+    return srv, rows, line.split(" ")[0]
+
+
+def test_a_tail_cut_off_with_its_tip_moved_back_fails_the_checkpoint(server_factory, pg_cluster):
+    """The attack: deleting the last records and moving audit_tip back passed verify."""
+    srv, rows, cp = stopped_with_checkpoint(server_factory, pg_cluster)
+    code, out = audit_verify(srv)
+    assert code == 0 and "checkpoints: 1 held" in out, out
+    keep = rows[-3]
+    sql(srv, pg_cluster, f"DELETE FROM audit_log WHERE seq > {keep['seq']}")
+    sql(srv, pg_cluster, f"UPDATE audit_tip SET seq = {keep['seq']}, hash = '{keep['hash']}' WHERE id = 1")
+    code, out = audit_verify(srv)
+    assert code == 1, out
+    assert (f"checkpoint {cp} ({srv.data_dir}/audit-checkpoints line 1) no longer matches: the chain ends at record "
+            f"{keep['seq']}") in out, out
+
+
+def test_a_chain_recomputed_with_plain_sha256_fails_the_checkpoint(server_factory, pg_cluster):
+    """The attack: an edited record, then every record after it and the tip recomputed."""
+    srv, rows, cp = stopped_with_checkpoint(server_factory, pg_cluster)
+    rows[0]["body"] = '{"name":"Someone Else"}'
+    rewrite_chain(srv, pg_cluster, rows, plain_hash)  # from the first record: nothing keyed is left
+    code, out = audit_verify(srv)
+    assert code == 1, out
+    assert f"checkpoint {cp} ({srv.data_dir}/audit-checkpoints line 1) no longer matches: the record's hash is now" \
+        in out, out
+    # without the checkpoint the rewrite looks like a chain written before the key
+    code, out = audit_verify(srv, AUDIT_CHECKPOINT_FILE=srv.dir + "/none")
+    assert code == 0, out
+
+
+def test_expect_checks_a_checkpoint_given_on_the_command_line(server_factory, pg_cluster):
+    srv, *_ = chain_server(server_factory)
+    rows = audit_rows(srv, pg_cluster)
+    mid, last = rows[1], rows[-1]
+    code, out = audit_verify(srv, "--expect", f"{mid['seq']}:{mid['hash']}", "--expect", f"{last['seq']}:{last['hash']}")
+    assert code == 0 and "checkpoints: 2 held" in out, out
+    wrong = f"{mid['seq']}:{'f' * 64}"
+    code, out = audit_verify(srv, "--expect", wrong)
+    assert code == 1 and f"checkpoint {wrong} (--expect) no longer matches: the record's hash is now {mid['hash']}" \
+        in out, out
+    beyond = f"{last['seq'] + 5}:{last['hash']}"
+    code, out = audit_verify(srv, "--expect", beyond)
+    assert code == 1 and f"checkpoint {beyond} (--expect) no longer matches: the chain ends at record {last['seq']}" \
+        in out, out
+    for bad in ("12", f"x:{'a' * 64}", f"3:{'a' * 63}", f"3:{'A' * 64}", f"3:{'a' * 64} trailing"):
+        code, out = audit_verify(srv, "--expect", bad)
+        assert code == 2 and "--expect takes SEQ:HASH" in out, (bad, out)
+    code, out = audit_verify(srv, "--expect")
+    assert code == 2 and "unknown command" in out, out
+
+
+def test_a_malformed_checkpoint_file_is_reported(server_factory, pg_cluster):
+    srv, *_ = chain_server(server_factory)
+    with open(srv.data_dir + "/audit-checkpoints", "w", encoding="utf-8") as f:
+        f.write("# kept by the operator\n\n1:" + "0" * 64 + " note\nnot a checkpoint\n")
+    code, out = audit_verify(srv)
+    assert code == 2 and f"{srv.data_dir}/audit-checkpoints line 4 is not a checkpoint (SEQ:HASH)" in out, out
+
+
+def test_checkpoints_every_5_minutes_when_the_tip_moved(server_factory, pg_cluster, tmp_path):
+    path = str(tmp_path / "checkpoints")
+    srv, api, cs, e, token = chain_server(server_factory, AUDIT_CHECKPOINT_FILE=path)
+
+    def written():
+        with open(path, encoding="utf-8") as f:
+            return [line.split(" ")[0] for line in f]
+
+    def logged(tip):
+        return srv.wait_log(lambda x: x.get("msg") == "audit checkpoint" and x["seq"] == tip["seq"])[-1]
+
+    api.advance_clock(5 * MINUTE_MS)
+    first = audit_rows(srv, pg_cluster)[-1]
+    assert (logged(first)["hash"], logged(first)["file"]) == (first["hash"], path)
+    assert written() == [f"{first['seq']}:{first['hash']}"]
+    # 5 minutes without a record, then one (two records): one more checkpoint, none for the quiet time
+    api.advance_clock(5 * MINUTE_MS)
+    ok(api.get("/users/me", token=token))
+    api.advance_clock(5 * MINUTE_MS)
+    second = audit_rows(srv, pg_cluster)[-1]
+    assert second["seq"] == first["seq"] + 2 and logged(second)["hash"] == second["hash"]
+    assert written() == [f"{first['seq']}:{first['hash']}", f"{second['seq']}:{second['hash']}"]
+    code, out = audit_verify(srv)
+    assert code == 0 and "checkpoints: 2 held" in out, out

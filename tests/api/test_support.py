@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from conftest import Api
 from flow_helpers import ISO_RE, ok
 from staff_helpers import FORBIDDEN, STAFF_ROLES, make_staff
 
@@ -243,3 +244,40 @@ def test_patch_validation_and_404(api, desk):
     assert ok(patch(api, desk, tid, {"notes": "n" * 5000}))["notes"] == "n" * 5000
     r = patch(api, desk, "cnotanidnotanidnotanid000", {"status": "CLOSED"})
     assert (r.status_code, r.json()) == (404, {"error": "Ticket not found"})
+
+
+# ---------------------------------------------------------------- limits (issue 20, item 4)
+
+
+def test_the_sixth_ticket_in_an_hour_is_429(api, server, desk):
+    """The attack: 25 of 25 support requests were accepted, each an email to the support inbox."""
+    u, other = api.register_user(), api.register_user()
+    for i in range(5):
+        open_ticket(api, u, subject=f"Limit {u['id']} {i}")
+    r = api.post("/users/me/support", token=u["token"], json={"subject": f"Limit {u['id']} 5", "body": "again",
+                                                               "category": "feedback"})
+    assert (r.status_code, r.json()) == (429, {"error": "Too many requests"})
+    assert 3500 < int(r.headers["Retry-After"]) <= 3600
+    api.wait_queue_idle()
+    assert len([m for m in server.mails(SUPPORT) if f"Limit {u['id']}" in m["subject"]]) == 5
+    assert len([t for t in tickets(api, desk) if t["accountId"] == u["id"]]) == 5
+    open_ticket(api, other)  # per account: another customer is not held back
+
+
+def test_providers_have_their_own_5_tickets_an_hour(server_factory):
+    api = Api(server_factory())
+    pro = api.register_provider()
+    for i in range(5):
+        open_ticket(api, pro, role="provider", subject=f"Pro {i}")
+    r = api.post("/providers/me/support", token=pro["token"], json={"subject": "x", "body": "y", "category": "technical"})
+    assert (r.status_code, r.json()) == (429, {"error": "Too many requests"})
+    api.advance_clock(60 * 60 * 1000)  # the window has passed
+    open_ticket(api, pro, role="provider", subject="Pro again")
+
+
+def test_the_document_states_the_ticket_limit(api):
+    doc = api.get("/openapi.json").json()
+    for path in ("/users/me/support", "/providers/me/support"):
+        op = doc["paths"][path]["post"]
+        assert op["x-rate-limit"] == {"name": "support-ticket", "max": 5, "windowSeconds": 3600, "per": "account"}
+        assert "429" in op["responses"]

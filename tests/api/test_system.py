@@ -571,3 +571,33 @@ def test_housekeeping_deletes_expired_counters_and_old_finished_work(server_fact
         time.sleep(0.05)
     # keyed work (the periodic slots themselves) stays
     assert int(db_rows(url, data, "SELECT count(*) FROM job_queue WHERE kind = 'housekeeping'")[0][0]) >= 2
+
+
+@pytest.mark.parametrize("password, reason", [
+    ("a", "password: must be at least 8 characters"),
+    ("1234567", "password: must be at least 8 characters"),
+    ("x" * 73, "password: must be at most 72 characters"),
+    ("\u00e9" * 40, "password: must be at most 72 bytes"),
+])
+def test_a_weak_bootstrap_password_stops_the_start(server_factory, password, reason):
+    """The attack: BOOTSTRAP_ADMIN_PASSWORD accepted "a"."""
+    with pytest.raises(RuntimeError) as failed:
+        server_factory(BOOTSTRAP_ADMIN_EMAIL=unique_email("boot"), BOOTSTRAP_ADMIN_PASSWORD=password)
+    assert f"BOOTSTRAP_ADMIN_PASSWORD is refused: {reason}" in str(failed.value)
+
+
+def test_bootstrap_never_overwrites_a_password_set_since(server_factory):
+    """The attack: BOOTSTRAP_ADMIN_PASSWORD was applied again at every start, silently undoing a
+    password changed with `marketplace admin create`."""
+    email = unique_email("boot")
+    srv = server_factory(BOOTSTRAP_ADMIN_EMAIL=email, BOOTSTRAP_ADMIN_PASSWORD="bootstrap-pass-1")
+    assert srv.wait_log(lambda x: x.get("msg") == f"bootstrap administrator {email} created")
+    p = subprocess.run([srv.binary, "admin", "create", "--email", email], input="changed-pass-2\n", env=srv.env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    srv.restart()
+    assert srv.wait_log(lambda x: x.get("msg") == f"bootstrap administrator {email} exists: "
+                                                  "BOOTSTRAP_ADMIN_PASSWORD is not applied to it")
+    login = lambda pw: requests.post(srv.url + "/admin/login", json={"email": email, "password": pw}, timeout=30)
+    assert login("changed-pass-2").status_code == 200
+    assert login("bootstrap-pass-1").status_code == 401

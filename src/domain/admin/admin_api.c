@@ -38,7 +38,7 @@ err_t api_admin_login(hs_req *req) {
   e = auth_check_login(req, arena_printf(&req->arena, "admin:%s", hs_body_str(req, "email")),
                        hs_body_str(req, "password"), r->rows ? db_field(r, 0, "password_hash") : NULL);
   if (e != ERR_OK) return e;
-  char *token = token_issue(db_field(r, 0, "id"), "admin", false, NULL, TOKEN_TTL_ADMIN);
+  char *token = token_issue(db_field(r, 0, "id"), "admin", false, NULL, 0, TOKEN_TTL_ADMIN);
   if (!token) return ERR_INTERNAL;
   json_t *body = json_pack("{s:s,s:{s:s,s:s}}", "token", token, "admin", "id", db_field(r, 0, "id"), "email",
                            db_field(r, 0, "email"));
@@ -54,11 +54,12 @@ err_t api_admin_users(hs_req *req) {
   json_t *users = json_array(), *providers = json_array();
   for (int i = 0; i < u->rows; i++)
     json_array_append_new(
-        users, json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o}", "id", db_field(u, i, "id"), "email",
+        users, json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "id", db_field(u, i, "id"), "email",
                          db_field(u, i, "email"), "name", db_field(u, i, "name"), "address", db_field(u, i, "address"),
                          "zip", db_field(u, i, "zip"), "lat", jx_real_or_null(db_field(u, i, "lat")), "lng",
                          jx_real_or_null(db_field(u, i, "lng")), "isPremium", jx_bool(db_field(u, i, "is_premium")),
-                         "premiumSince", jx_iso_or_null(db_field(u, i, "premium_since")), "createdAt",
+                         "premiumSince", jx_iso_or_null(db_field(u, i, "premium_since")), "processorCustomerId",
+                         jx_str_or_null(db_field(u, i, "processor_customer_id")), "createdAt",
                          jx_iso_or_null(db_field(u, i, "created_at"))));
   for (int i = 0; i < p->rows; i++)
     json_array_append_new(providers, json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "id", db_field(p, i, "id"),
@@ -85,7 +86,7 @@ err_t api_admin_impersonate(hs_req *req) {
   if (e != ERR_OK) return e;
   audit_action act = {req->auth.id, "admin", "admin.impersonate", acc.id, role, NULL};
   if (staff_audit(&act) != ERR_OK) return ERR_INTERNAL;
-  char *token = token_issue(acc.id, role, false, NULL, TOKEN_TTL_ADMIN_IMPERSONATION);
+  char *token = token_issue(acc.id, role, false, NULL, acc.token_gen, TOKEN_TTL_ADMIN_IMPERSONATION);
   if (!token) return ERR_INTERNAL;
   json_t *body = json_pack("{s:s,s:{s:s,s:s,s:s,s:s}}", "token", token, "identity", "id", acc.id, "email", acc.email,
                            "name", acc.name, "role", role);

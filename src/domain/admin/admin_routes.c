@@ -44,12 +44,13 @@ static const hs_rate_limit login_limit = {"admin-login", 10, 15 * 60 * 1000};
 
 const hs_route ADMIN_ROUTES[] = {
     {HS_POST, "/admin/login", api_admin_login, ROLE_OPEN, &login_schema, .limit = &login_limit,
-     .flags = ROUTE_DEV_ONLY | ROUTE_SLOW, .summary = "Log in as an administrator (24-hour token; GODMODE)",
-     .response = "AdminSession", .errors = "401"},
+     .flags = ROUTE_DEV_ONLY | ROUTE_SLOW | ROUTE_SECRETS,
+     .summary = "Log in as an administrator (24-hour token; GODMODE)", .response = "AdminSession", .errors = "401"},
     {HS_GET, "/admin/users", api_admin_users, ROLE_ADMIN, .flags = ROUTE_DEV_ONLY,
      .summary = "Every customer and provider (newest 1000 each; GODMODE)", .response = "AdminAccounts"},
-    {HS_POST, "/admin/impersonate", api_admin_impersonate, ROLE_ADMIN, &impersonate_schema, .flags = ROUTE_DEV_ONLY,
-     .summary = "A 2-hour token as a customer or provider (GODMODE)", .response = "Impersonation", .errors = "404"},
+    {HS_POST, "/admin/impersonate", api_admin_impersonate, ROLE_ADMIN, &impersonate_schema,
+     .flags = ROUTE_DEV_ONLY | ROUTE_SECRETS, .summary = "A 2-hour token as a customer or provider (GODMODE)",
+     .response = "Impersonation", .errors = "404"},
     {HS_DELETE, "/admin/accounts/:id", api_admin_delete_account, ROLE_ADMIN, .query = &delete_query,
      .flags = ROUTE_DEV_ONLY | ROUTE_SLOW, .summary = "Delete an account and what hangs on it (GODMODE)",
      .response = "Ok", .errors = "404"},

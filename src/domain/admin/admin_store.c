@@ -16,7 +16,8 @@ err_t admin_store_find_email(arena *a, const char *email, db_res **out) {
 
 err_t admin_store_users(arena *a, int limit, db_res **out) {
   return rows(a, out,
-              "SELECT id, email, name, address, zip, lat, lng, is_premium, premium_since, created_at FROM users "
+              "SELECT id, email, name, address, zip, lat, lng, is_premium, premium_since, processor_customer_id, "
+              "created_at FROM users "
               "ORDER BY created_at DESC, id LIMIT $1",
               DB_ARGS(DB_INT(limit)));
 }

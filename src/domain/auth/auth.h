@@ -12,6 +12,12 @@ extern const size_t AUTH_ROUTES_LEN;
 /* Creates the administrator or, when the email exists, sets its password. Hashes on the
  * calling thread. False on failure (logged). */
 bool auth_admin_upsert(const char *email, const char *password);
+/* Creates the administrator only when the email has none (*created tells), never changing an
+ * existing one's password; hashes (on the calling thread) only then. False on failure. */
+bool auth_admin_create_absent(const char *email, const char *password, bool *created);
+/* NULL when password obeys the rules of every account's password (8 to 72 characters, at most
+ * 72 bytes: bcrypt reads no more), else the reason ("password: must be ..."). */
+const char *auth_password_problem(const char *password, char msg[256]);
 
 /* Insert a customer (a provider, with its services and ZIPs, arrays of strings) on c inside
  * the caller's transaction (registration; the GODMODE generator inserts many at once).
@@ -21,9 +27,11 @@ db_rc auth_insert_user_in(db_conn *c, const char *id, const char *email, const c
 db_rc auth_insert_provider_in(db_conn *c, const char *id, const char *email, const char *hash, const char *name,
                               const char *phone, json_t *services, json_t *zips);
 
-/* A customer (role "user") or provider account: strings in arena memory. */
+/* A customer (role "user") or provider account: strings in arena memory; token_gen goes into
+ * every token issued for it (ext/token.h). */
 typedef struct account_card {
   const char *id, *email, *name;
+  int64_t token_gen;
 } account_card;
 /* Looks up account id of role; ERR_NOT_FOUND when there is none (or role is neither). */
 err_t auth_account_get(arena *a, const char *role, const char *id, account_card *out);

@@ -36,10 +36,10 @@ static err_t hashing_failed(hs_req *req, pw_result r) {
   return hs_fail(req, ERR_INTERNAL, NULL);
 }
 
-/* {token, <key>: {id, email, name}} with a 7-day token for role. */
+/* {token, <key>: {id, email, name}} with a 7-day token for role (generation gen). */
 static err_t reply_session(hs_req *req, const char *key, const char *role, const char *id, const char *email,
-                           const char *name) {
-  char *token = token_issue(id, role, false, NULL, TOKEN_TTL_ACCOUNT);
+                           const char *name, int64_t gen) {
+  char *token = token_issue(id, role, false, NULL, gen, TOKEN_TTL_ACCOUNT);
   if (!token) return hs_fail(req, ERR_INTERNAL, NULL);
   json_t *body = json_pack("{s:s,s:{s:s,s:s,s:s}}", "token", token, key, "id", id, "email", email, "name", name);
   free(token);
@@ -60,7 +60,7 @@ err_t api_auth_register(hs_req *req) {
                                    hs_body_str(req, "zip"));
   if (e == ERR_CONFLICT) return hs_fail(req, ERR_CONFLICT, "Email already registered");
   if (e != ERR_OK) return e;
-  return reply_session(req, "user", "user", id, email, hs_body_str(req, "name"));
+  return reply_session(req, "user", "user", id, email, hs_body_str(req, "name"), 0);
 }
 
 err_t api_auth_provider_register(hs_req *req) {
@@ -78,7 +78,7 @@ err_t api_auth_provider_register(hs_req *req) {
                                        json_object_get(req->body, "serviceZips"));
   if (e == ERR_CONFLICT) return hs_fail(req, ERR_CONFLICT, "Email already registered");
   if (e != ERR_OK) return e;
-  return reply_session(req, "provider", "provider", id, email, hs_body_str(req, "name"));
+  return reply_session(req, "provider", "provider", id, email, hs_body_str(req, "name"), 0);
 }
 
 static err_t login(hs_req *req, account_kind kind) {
@@ -90,8 +90,8 @@ static err_t login(hs_req *req, account_kind kind) {
   err_t e = auth_check_login(req, arena_printf(&req->arena, "%s:%s", kind == ACCOUNT_USER ? "user" : "provider", email),
                              hs_body_str(req, "password"), found ? acc.password_hash : NULL);
   if (e != ERR_OK) return e;
-  return kind == ACCOUNT_USER ? reply_session(req, "user", "user", acc.id, acc.email, acc.name)
-                              : reply_session(req, "provider", "provider", acc.id, acc.email, acc.name);
+  const char *role = kind == ACCOUNT_USER ? "user" : "provider";
+  return reply_session(req, role, role, acc.id, acc.email, acc.name, acc.token_gen);
 }
 
 err_t api_auth_login(hs_req *req) { return login(req, ACCOUNT_USER); }
@@ -138,6 +138,14 @@ err_t api_auth_reset_password(hs_req *req) {
   return hs_ok(req, json_pack("{s:s,s:s}", "message", "Password has been reset", "role", role));
 }
 
+const char *auth_password_problem(const char *password, char msg[256]) {
+  json_t *input = json_pack("{s:s?}", "password", password);
+  json_t *checked = hs_validate(&auth_password_schema, input, false, msg);
+  json_decref(input);
+  json_decref(checked);
+  return checked ? NULL : msg;
+}
+
 err_t auth_refuse_when_busy(hs_req *req) { return password_pool_full() ? hashing_failed(req, PW_BUSY) : ERR_OK; }
 
 err_t auth_check_login(hs_req *req, const char *login_key, const char *password, const char *hash) {
@@ -166,15 +174,30 @@ err_t auth_account_get(arena *a, const char *role, const char *id, account_card 
   if (auth_store_get(a, !strcmp(role, "user") ? ACCOUNT_USER : ACCOUNT_PROVIDER, id, &acc, &found) != ERR_OK)
     return ERR_INTERNAL;
   if (!found) return ERR_NOT_FOUND;
-  *out = (account_card){acc.id, acc.email, acc.name};
+  *out = (account_card){acc.id, acc.email, acc.name, acc.token_gen};
   return ERR_OK;
+}
+
+/* email lowercased into out (256 bytes); false when it does not fit. */
+static bool lowercase(const char *email, char out[256]) {
+  size_t n = strlen(email);
+  if (n >= 256) return false;
+  for (size_t i = 0; i <= n; i++) out[i] = (char)tolower((unsigned char)email[i]);
+  return true;
 }
 
 bool auth_admin_upsert(const char *email, const char *password) {
   char hash[128], lower[256];
-  size_t n = strlen(email);
-  if (n >= sizeof lower) return false;
-  for (size_t i = 0; i <= n; i++) lower[i] = (char)tolower((unsigned char)email[i]);
-  if (!password_hash_now(password, CFG.bcrypt_cost, hash)) return false;
+  if (!lowercase(email, lower) || !password_hash_now(password, CFG.bcrypt_cost, hash)) return false;
   return auth_store_upsert_admin(lower, hash) == ERR_OK;
+}
+
+bool auth_admin_create_absent(const char *email, const char *password, bool *created) {
+  char hash[128], lower[256];
+  bool exists;
+  *created = false;
+  if (!lowercase(email, lower) || auth_store_admin_exists(lower, &exists) != ERR_OK) return false;
+  if (exists) return true;
+  if (!password_hash_now(password, CFG.bcrypt_cost, hash)) return false;
+  return auth_store_insert_admin(lower, hash, created) == ERR_OK;
 }

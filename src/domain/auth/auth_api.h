@@ -10,4 +10,7 @@ err_t api_auth_provider_login(hs_req *req);
 err_t api_auth_forgot_password(hs_req *req);
 err_t api_auth_reset_password(hs_req *req);
 
+/* { password }: the rules of every account's password (auth_password_problem). */
+extern const hs_schema auth_password_schema;
+
 #endif

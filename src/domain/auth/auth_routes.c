@@ -49,6 +49,9 @@ static const hs_field forgot_fields[] = {
 };
 static const hs_schema forgot_schema = {forgot_fields};
 
+static const hs_field password_fields[] = {PASSWORD("password"), {0}};
+const hs_schema auth_password_schema = {password_fields};
+
 static const hs_field reset_fields[] = {
     {"token", F_STRING, F_REQUIRED, LEN(1, 512)},
     PASSWORD("newPassword"),
@@ -59,17 +62,21 @@ static const hs_schema reset_schema = {reset_fields};
 static const hs_rate_limit forgot_limit = {"forgot-password", 5, 15 * 60 * 1000};
 
 const hs_route AUTH_ROUTES[] = {
-    {HS_POST, "/auth/register", api_auth_register, ROLE_OPEN, &register_schema, .ok = 201, .flags = ROUTE_SLOW,
-     .summary = "Register a customer account", .response = "CustomerSession"},
-    {HS_POST, "/auth/login", api_auth_login, ROLE_OPEN, &login_schema, .flags = ROUTE_SLOW,
+    {HS_POST, "/auth/register", api_auth_register, ROLE_OPEN, &register_schema, .ok = 201,
+     .flags = ROUTE_SLOW | ROUTE_SECRETS, .summary = "Register a customer account", .response = "CustomerSession",
+     .errors = "409"},
+    {HS_POST, "/auth/login", api_auth_login, ROLE_OPEN, &login_schema, .flags = ROUTE_SLOW | ROUTE_SECRETS,
      .summary = "Log in as a customer", .response = "CustomerSession", .errors = "401 429"},
     {HS_POST, "/auth/provider/register", api_auth_provider_register, ROLE_OPEN, &provider_register_schema, .ok = 201,
-     .flags = ROUTE_SLOW, .summary = "Register a provider account", .response = "ProviderSession"},
-    {HS_POST, "/auth/provider/login", api_auth_provider_login, ROLE_OPEN, &login_schema, .flags = ROUTE_SLOW,
-     .summary = "Log in as a provider", .response = "ProviderSession", .errors = "401 429"},
+     .flags = ROUTE_SLOW | ROUTE_SECRETS, .summary = "Register a provider account", .response = "ProviderSession",
+     .errors = "409"},
+    {HS_POST, "/auth/provider/login", api_auth_provider_login, ROLE_OPEN, &login_schema,
+     .flags = ROUTE_SLOW | ROUTE_SECRETS, .summary = "Log in as a provider", .response = "ProviderSession",
+     .errors = "401 429"},
     {HS_POST, "/auth/forgot-password", api_auth_forgot_password, ROLE_OPEN, &forgot_schema, .limit = &forgot_limit,
-     .summary = "Email a password-reset link", .response = "MessageAnswer"},
-    {HS_POST, "/auth/reset-password", api_auth_reset_password, ROLE_OPEN, &reset_schema, .flags = ROUTE_SLOW,
-     .summary = "Set a new password with a reset token", .response = "PasswordReset"},
+     .flags = ROUTE_SECRETS, .summary = "Email a password-reset link", .response = "MessageAnswer"},
+    {HS_POST, "/auth/reset-password", api_auth_reset_password, ROLE_OPEN, &reset_schema,
+     .flags = ROUTE_SLOW | ROUTE_SECRETS, .summary = "Set a new password with a reset token",
+     .response = "PasswordReset"},
 };
 const size_t AUTH_ROUTES_LEN = ARRAY_LEN(AUTH_ROUTES);

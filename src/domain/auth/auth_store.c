@@ -10,20 +10,20 @@
 #include <string.h>
 
 static const char *const find_sql[] = {
-    [ACCOUNT_USER] = "SELECT id, email, name, password_hash FROM users WHERE email = $1",
-    [ACCOUNT_PROVIDER] = "SELECT id, email, name, password_hash FROM providers WHERE email = $1",
+    [ACCOUNT_USER] = "SELECT id, email, name, password_hash, token_gen FROM users WHERE email = $1",
+    [ACCOUNT_PROVIDER] = "SELECT id, email, name, password_hash, token_gen FROM providers WHERE email = $1",
 };
 
 static const char *const get_sql[] = {
-    [ACCOUNT_USER] = "SELECT id, email, name, password_hash FROM users WHERE id = $1",
-    [ACCOUNT_PROVIDER] = "SELECT id, email, name, password_hash FROM providers WHERE id = $1",
+    [ACCOUNT_USER] = "SELECT id, email, name, password_hash, token_gen FROM users WHERE id = $1",
+    [ACCOUNT_PROVIDER] = "SELECT id, email, name, password_hash, token_gen FROM providers WHERE id = $1",
 };
 
 static err_t find_one(arena *a, const char *sql, const char *key, account *out, bool *found) {
   db_res *r;
   if (db_query(a, &r, sql, DB_ARGS(DB_TEXT(key))) != DB_OK) return ERR_INTERNAL;
   *found = r->rows > 0;
-  if (*found) *out = (account){db_text(r, 0, 0), db_text(r, 0, 1), db_text(r, 0, 2), db_text(r, 0, 3)};
+  if (*found) *out = (account){db_text(r, 0, 0), db_text(r, 0, 1), db_text(r, 0, 2), db_text(r, 0, 3), db_int(r, 0, 4)};
   return ERR_OK;
 }
 
@@ -136,8 +136,10 @@ err_t auth_store_use_reset(arena *a, const char *token_hash, const char *new_has
   }
   *role = db_text(r, 0, 1);
   const char *sql = !strcmp(*role, "provider")
-                        ? "UPDATE providers SET password_hash = $1, updated_at = $2 WHERE email = $3"
-                        : "UPDATE users SET password_hash = $1, updated_at = $2 WHERE email = $3";
+                        ? "UPDATE providers SET password_hash = $1, token_gen = token_gen + 1, updated_at = $2 "
+                          "WHERE email = $3"
+                        : "UPDATE users SET password_hash = $1, token_gen = token_gen + 1, updated_at = $2 "
+                          "WHERE email = $3";
   db_res *u;
   if (db_exec(c, a, &u, sql, DB_ARGS(DB_TEXT(new_hash), DB_INT(clock_now_ms()), DB_TEXT(db_text(r, 0, 0)))) != DB_OK)
     goto out;
@@ -149,6 +151,25 @@ err_t auth_store_use_reset(arena *a, const char *token_hash, const char *new_has
 out:
   db_release(c);
   return e;
+}
+
+err_t auth_store_admin_exists(const char *email, bool *exists) {
+  return db_to_err(db_exists(exists, "SELECT 1 FROM admins WHERE email = $1", DB_ARGS(DB_TEXT(email))));
+}
+
+err_t auth_store_insert_admin(const char *email, const char *hash, bool *created) {
+  char id[ID_LEN + 1];
+  id_new(id);
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_query(&a, &r,
+                      "INSERT INTO admins (id, email, password_hash, created_at) VALUES ($1, $2, $3, $4) "
+                      "ON CONFLICT (email) DO NOTHING RETURNING id",
+                      DB_ARGS(DB_TEXT(id), DB_TEXT(email), DB_TEXT(hash), DB_INT(clock_now_ms())));
+  *created = rc == DB_OK && r->rows == 1;
+  arena_fini(&a);
+  return db_to_err(rc);
 }
 
 err_t auth_store_upsert_admin(const char *email, const char *hash) {

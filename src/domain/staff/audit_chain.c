@@ -1,12 +1,17 @@
-/* Canonical form: "marketplace-audit-v1\n" <prev_hash> "\n" then each field as
+/* Canonical form: "marketplace-audit-v2\n" <prev_hash> "\n" then each field as
  * "<length>:<bytes>;" or "-;" for NULL, integers in decimal. Length prefixes make the form
  * unambiguous without escaping, and it does not depend on a JSON library's formatting, so a
- * record hashes the same when built in memory and when read back from either engine. */
+ * record hashes the same when built in memory and when read back from either engine. The v2
+ * hash is an HMAC-SHA256 of that form under the chain's key; records written before the key
+ * (tag v1) were hashed with plain SHA-256, which verification still accepts before the first
+ * keyed record. */
 #include "domain/staff/audit_chain.h"
+#include "core/config.h"
 #include "core/util.h"
 #include "ext/digest.h"
 #include <ctype.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,21 +47,46 @@ static void put_int(buf *b, int64_t v, bool null_when_zero) {
   put_text(b, text);
 }
 
-void audit_record_hash(const audit_record *r, char out[65]) {
-  buf b = {0};
-  put(&b, "marketplace-audit-v1\n", 21);
-  put(&b, r->prev_hash, strlen(r->prev_hash));
-  put(&b, "\n", 1);
-  put_int(&b, r->seq, false);
+/* The canonical form of r under tag, in b (heap). */
+static void canonical(buf *b, const char *tag, const audit_record *r) {
+  put(b, tag, strlen(tag));
+  put(b, "\n", 1);
+  put(b, r->prev_hash, strlen(r->prev_hash));
+  put(b, "\n", 1);
+  put_int(b, r->seq, false);
   const char *texts[] = {r->id,     r->kind,      r->elevation_id, r->actor_id, r->actor_role,
                          r->action, r->target_id, r->target_role,  r->method,   r->path};
-  for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) put_text(&b, texts[i]);
-  put_int(&b, r->status, true);
-  put_text(&b, r->body);
-  put_int(&b, r->ref_seq, true);
-  put_int(&b, r->created_at, false);
+  for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) put_text(b, texts[i]);
+  put_int(b, r->status, true);
+  put_text(b, r->body);
+  put_int(b, r->ref_seq, true);
+  put_int(b, r->created_at, false);
+}
+
+void audit_record_hash(const audit_record *r, const void *key, size_t keylen, char out[65]) {
+  buf b = {0};
+  canonical(&b, "marketplace-audit-v2", r);
+  hmac_sha256_hex(key, keylen, b.p, b.n, out);
+  free(b.p);
+}
+
+void audit_record_hash_v1(const audit_record *r, char out[65]) {
+  buf b = {0};
+  canonical(&b, "marketplace-audit-v1", r);
   sha256_hex(b.p, b.n, out);
   free(b.p);
+}
+
+static char derived_key[65];
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+static void derive_key(void) { secret_derive_hex("audit-chain-key", derived_key); }
+
+const char *audit_key(size_t *len) {
+  if (CFG.audit_key) return *len = strlen(CFG.audit_key), CFG.audit_key;
+  pthread_once(&key_once, derive_key);
+  *len = 64;
+  return derived_key;
 }
 
 static bool is_credential(const char *key) {

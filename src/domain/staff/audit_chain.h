@@ -5,6 +5,7 @@
 #include "core/arena.h"
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The prev_hash of the first record. */
@@ -23,9 +24,18 @@ typedef struct audit_record {
   const char *prev_hash;
 } audit_record;
 
-/* The record's hash: lowercase hex SHA-256 over a version tag, prev_hash and every field in
- * a fixed order, each length-prefixed (so no two different records serialise alike). */
-void audit_record_hash(const audit_record *r, char out[65]);
+/* The record's hash: lowercase hex HMAC-SHA256 under key over the canonical form tagged
+ * "marketplace-audit-v2": the tag, prev_hash and every field in a fixed order, each
+ * length-prefixed (so no two different records serialise alike). Without the key nobody can
+ * write a record, or rewrite the chain after an edit, that verifies. */
+void audit_record_hash(const audit_record *r, const void *key, size_t keylen, char out[65]);
+/* The hash of a record written before the chain was keyed: plain SHA-256 over the same form
+ * tagged "marketplace-audit-v1". Only verification computes it; appends never write it. */
+void audit_record_hash_v1(const audit_record *r, char out[65]);
+
+/* The chain's key: AUDIT_KEY, or, when it is unset, a key derived from JWT_SECRET under its
+ * own label. Borrowed, process lifetime; thread-safe (computed once). */
+const char *audit_key(size_t *len);
 
 /* A deep copy of v in which the value of every object member named password, newPassword,
  * token or paymentMethodId (any case), at any depth, is the string "[REDACTED]". New

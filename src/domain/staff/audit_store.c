@@ -42,7 +42,9 @@ db_rc audit_store_append(db_conn *c, arena *a, audit_record *r) {
   r->id = id;
   r->seq = db_int(tip, 0, 0);
   r->prev_hash = db_text(tip, 0, 1);
-  audit_record_hash(r, hash);
+  size_t keylen;
+  const char *key = audit_key(&keylen);
+  audit_record_hash(r, key, keylen, hash);
   rc = db_exec(c, NULL, NULL,
                "INSERT INTO audit_log (seq, id, kind, elevation_id, actor_id, actor_role, action, target_id, "
                "target_role, method, path, status, body, ref_seq, created_at, prev_hash, hash) "
@@ -56,9 +58,20 @@ db_rc audit_store_append(db_conn *c, arena *a, audit_record *r) {
   return rc;
 }
 
-db_rc audit_store_page(arena *a, int64_t after, int limit, db_res **out) {
-  return db_query(a, out, "SELECT * FROM audit_log WHERE seq > $1 ORDER BY seq LIMIT $2",
-                  DB_ARGS(DB_INT(after), DB_INT(limit)));
+db_rc audit_store_page(arena *a, int64_t after, int64_t upto, int limit, db_res **out) {
+  return db_query(a, out, "SELECT * FROM audit_log WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3",
+                  DB_ARGS(DB_INT(after), DB_INT(upto), DB_INT(limit)));
+}
+
+db_rc audit_store_outside(arena *a, int64_t tip, db_res **out) {
+  return db_query(a, out,
+                  "SELECT seq, id FROM audit_log WHERE seq IS NULL OR seq < 1 OR seq > $1 "
+                  "ORDER BY CASE WHEN seq IS NULL THEN 0 ELSE 1 END, seq",
+                  DB_ARGS(DB_INT(tip)));
+}
+
+db_rc audit_store_set_aside(arena *a, db_res **out) {
+  return db_query(a, out, "SELECT seq, id FROM audit_log_set_aside ORDER BY id", DB_NOARGS);
 }
 
 db_rc audit_store_tip(arena *a, int64_t *seq, const char **hash) {
@@ -74,6 +87,7 @@ db_rc audit_store_tip(arena *a, int64_t *seq, const char **hash) {
 db_rc audit_store_sessions_events(arena *a, db_res **out) {
   return db_query(a, out,
                   "SELECT seq, id, kind, elevation_id, method, path, status, body, ref_seq, created_at FROM audit_log "
-                  "WHERE elevation_id IS NOT NULL AND kind IN ('request', 'outcome') ORDER BY seq",
+                  "WHERE elevation_id IS NOT NULL AND kind IN ('request', 'outcome') AND seq > 0 "
+                  "AND seq <= (SELECT seq FROM audit_tip WHERE id = 1) ORDER BY seq",
                   DB_NOARGS);
 }

@@ -9,11 +9,16 @@
  * SQLite's single writer), hashes r, inserts it and moves the tip. Fills r->seq, r->id and
  * r->prev_hash (arena a). */
 db_rc audit_store_append(db_conn *c, arena *a, audit_record *r);
-/* Up to limit records with seq > after, in seq order (all columns). */
-db_rc audit_store_page(arena *a, int64_t after, int limit, db_res **out);
+/* Up to limit records with after < seq <= upto, in seq order (all columns). */
+db_rc audit_store_page(arena *a, int64_t after, int64_t upto, int limit, db_res **out);
+/* The rows outside the chain's positions 1..tip (seq and id; seq NULL where a constraint was
+ * dropped to write one), those without a seq first, then in seq order. */
+db_rc audit_store_outside(arena *a, int64_t tip, db_res **out);
+/* The rows migration 0014 set aside because their seq was not above 0 (seq and id). */
+db_rc audit_store_set_aside(arena *a, db_res **out);
 /* The tip: its seq and hash. */
 db_rc audit_store_tip(arena *a, int64_t *seq, const char **hash);
-/* The request and outcome records of every elevation, in seq order. */
+/* The request and outcome records of every elevation within the chain (1..tip), in seq order. */
 db_rc audit_store_sessions_events(arena *a, db_res **out);
 
 /* A record as read back from a row of audit_store_page. */

@@ -1,7 +1,8 @@
-/* Staff accounts: login (12-hour staff tokens), the caller's own record, and the
- * administrator's management routes (list, create, impersonate a staff member). Passwords go
- * through the auth domain's bounded hashing pool, with the same answers as the customer
- * logins: one 401 for an unknown email and a wrong password, after the same hashing. */
+/* Staff accounts: login (12-hour staff tokens), the caller's own record, the
+ * administrator's management routes (list, create, impersonate a staff member), and the
+ * operator's command line (create or update, disable, enable). Passwords go through the auth
+ * domain's bounded hashing pool, with the same answers as the customer logins: one 401 for an
+ * unknown email, a wrong password and a disabled member, after the same hashing. */
 #include "domain/staff/staff_api.h"
 #include "core/clock.h"
 #include "core/config.h"
@@ -22,7 +23,8 @@ json_t *staff_json(const db_res *r, int row) {
 
 /* {token, staff: {id, name, email, role}} with a staff token for the member in row 0. */
 static err_t reply_staff_token(hs_req *req, const db_res *r) {
-  char *token = token_issue(db_field(r, 0, "id"), db_field(r, 0, "role"), true, NULL, TOKEN_TTL_STAFF);
+  char *token = token_issue(db_field(r, 0, "id"), db_field(r, 0, "role"), true, NULL,
+                            db_int(r, 0, db_col(r, "token_gen")), TOKEN_TTL_STAFF);
   if (!token) return ERR_INTERNAL;
   json_t *body = json_pack("{s:s,s:{s:s,s:s,s:s,s:s}}", "token", token, "staff", "id", db_field(r, 0, "id"), "name",
                            db_field(r, 0, "name"), "email", db_field(r, 0, "email"), "role", db_field(r, 0, "role"));
@@ -34,8 +36,9 @@ err_t api_staff_login(hs_req *req) {
   if (auth_refuse_when_busy(req) != ERR_OK) return req->err;
   db_res *r;
   if (staff_store_find_email(&req->arena, hs_body_str(req, "email"), &r) != ERR_OK) return ERR_INTERNAL;
+  bool usable = r->rows && !db_field(r, 0, "disabled_at"); /* a disabled member answers as a wrong password */
   err_t e = auth_check_login(req, arena_printf(&req->arena, "staff:%s", hs_body_str(req, "email")),
-                             hs_body_str(req, "password"), r->rows ? db_field(r, 0, "password_hash") : NULL);
+                             hs_body_str(req, "password"), usable ? db_field(r, 0, "password_hash") : NULL);
   return e == ERR_OK ? reply_staff_token(req, r) : e;
 }
 
@@ -96,6 +99,30 @@ int staff_cli_save(const json_t *checked, char msg[320]) {
   if (e != ERR_OK) return snprintf(msg, 320, "the staff member could not be saved"), 1;
   snprintf(msg, 320, "staff member %s %s (%s)", email, created ? "created" : "updated", role);
   return 0;
+}
+
+bool staff_cli_email(const char *email, char normal[256], char msg[320]) {
+  json_t *input = json_pack("{s:s?}", "email", email);
+  char err[256];
+  json_t *checked = hs_validate(&staff_email_schema, input, false, err);
+  json_decref(input);
+  if (!checked) return snprintf(msg, 320, "refused: %s", err), false;
+  snprintf(normal, 256, "%s", json_string_value(json_object_get(checked, "email")));
+  json_decref(checked);
+  return true;
+}
+
+int staff_cli_set_disabled(const char *normal, bool disable, char msg[320]) {
+  audit_action act = {NULL, "operator-cli", disable ? "staff.disable" : "staff.enable", NULL, "staff", NULL};
+  bool found = false, changed = false;
+  int rc = 0;
+  if (staff_store_set_disabled(normal, disable, &act, &found, &changed) != ERR_OK)
+    rc = 1, snprintf(msg, 320, "the staff member could not be saved");
+  else if (!found)
+    rc = 1, snprintf(msg, 320, "no staff member has the email %s", normal);
+  else
+    snprintf(msg, 320, "staff member %s %s%s", normal, changed ? "" : "was already ", disable ? "disabled" : "enabled");
+  return rc;
 }
 
 err_t api_staff_impersonate_staff(hs_req *req) {

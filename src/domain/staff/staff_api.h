@@ -28,6 +28,8 @@ err_t api_staff_audit_sessions(hs_req *req);
 /* POST /staff/create's body: name, email, password, role (also what `marketplace staff save`
  * checks). */
 extern const hs_schema staff_create_schema;
+/* { email }, checked as POST /staff/create checks it (`marketplace staff disable|enable`). */
+extern const hs_schema staff_email_schema;
 
 /* A staff member `{ id, name, email, role, createdAt }` from a staff row. New reference. */
 json_t *staff_json(const db_res *r, int row);

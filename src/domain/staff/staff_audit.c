@@ -1,11 +1,12 @@
 /* The audit trail and the HTTP hooks that feed it.
  *
- * Tokens. check_token refuses (401) a token whose subject is gone or was never there: a staff
- * token without its staff row (or with another role), an administrator token without its
- * administrator, and, where GODMODE can delete accounts (outside production), a customer or
- * provider token whose account was deleted. An impersonation token (elevationId) must name an
- * ACTIVE elevation for exactly its id and role, activated less than 15 minutes ago, and may
- * carry only the role user or provider.
+ * Tokens. check_token refuses (401) a token whose subject is gone, was never there, or has
+ * moved on since the token was issued: a staff token without its staff row (or with another
+ * role), of an older token generation (a role or password change, disabling) or of a disabled
+ * member; an administrator token without its administrator; a customer or provider token whose
+ * account was deleted or whose generation moved on (a password reset). An impersonation token
+ * (elevationId) must name an ACTIVE elevation for exactly its id and role, activated less than
+ * 15 minutes ago, whose staff member is enabled, and may carry only the role user or provider.
  *
  * Impersonated requests. Each one gets two chained records. The request record (elevation,
  * staff member, target, method, path, redacted body, time) is committed before the handler
@@ -19,6 +20,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "domain/staff/audit_chain.h"
+#include "domain/staff/audit_checkpoint.h"
 #include "domain/staff/audit_store.h"
 #include "domain/staff/staff.h"
 #include "domain/staff/staff_api.h"
@@ -60,35 +62,30 @@ typedef struct impersonation {
 
 static err_t refuse(hs_req *req) { return hs_fail(req, ERR_UNAUTHORIZED, NULL); }
 
-static err_t check_impersonation(hs_req *req) {
-  const hs_auth *au = &req->auth;
-  if (au->role_bit != ROLE_USER && au->role_bit != ROLE_PROVIDER) return refuse(req);
-  const char *staff_id;
-  if (staff_store_live_elevation(&req->arena, au->elevation_id, au->id, au->role, clock_now_ms() - ELEVATION_TTL_MS,
-                                 &staff_id) != ERR_OK)
-    return ERR_INTERNAL;
-  if (!staff_id) return refuse(req);
-  impersonation *imp = arena_alloc(&req->arena, sizeof *imp);
-  imp->elevation_id = au->elevation_id, imp->staff_id = staff_id;
-  req->hook_state = imp;
-  return ERR_OK;
-}
-
+/* The request's impersonation is recorded (hook_state) only once every check passed. */
 static err_t check_token(hs_req *req) {
   const hs_auth *au = &req->auth;
-  if (au->elevation_id && check_impersonation(req) != ERR_OK) return req->err ? req->err : ERR_INTERNAL;
-  token_subject kind;
-  if (au->role_bit & ROLE_STAFF)
-    kind = SUBJECT_STAFF;
-  else if (au->role_bit == ROLE_ADMIN)
-    kind = SUBJECT_ADMIN;
-  else if (CFG.env == ENV_PRODUCTION)
-    return ERR_OK; /* no route deletes accounts there */
-  else
-    kind = au->role_bit == ROLE_PROVIDER ? SUBJECT_PROVIDER : SUBJECT_USER;
+  const char *staff_id = NULL;
+  if (au->elevation_id) {
+    if (au->role_bit != ROLE_USER && au->role_bit != ROLE_PROVIDER) return refuse(req);
+    if (staff_store_live_elevation(&req->arena, au->elevation_id, au->id, au->role, clock_now_ms() - ELEVATION_TTL_MS,
+                                   &staff_id) != ERR_OK)
+      return ERR_INTERNAL;
+    if (!staff_id) return refuse(req);
+  }
+  token_subject kind = au->role_bit & ROLE_STAFF       ? SUBJECT_STAFF
+                       : au->role_bit == ROLE_ADMIN    ? SUBJECT_ADMIN
+                       : au->role_bit == ROLE_PROVIDER ? SUBJECT_PROVIDER
+                                                       : SUBJECT_USER;
   bool found;
-  if (staff_store_subject_exists(kind, au->id, au->role, &found) != ERR_OK) return ERR_INTERNAL;
-  return found ? ERR_OK : refuse(req);
+  if (staff_store_subject_exists(kind, au->id, au->role, au->gen, &found) != ERR_OK) return ERR_INTERNAL;
+  if (!found) return refuse(req);
+  if (staff_id) {
+    impersonation *imp = arena_alloc(&req->arena, sizeof *imp);
+    imp->elevation_id = au->elevation_id, imp->staff_id = staff_id;
+    req->hook_state = imp;
+  }
+  return ERR_OK;
 }
 
 static bool blank(const char *s, size_t n) {
@@ -179,70 +176,13 @@ static void after(hs_req *req) {
 void staff_domain_init(void) {
   static const hs_hooks hooks = {check_token, before_handler, after};
   hs_set_hooks(&hooks);
+  if (CFG.env == ENV_PRODUCTION && !CFG.audit_key)
+    log_msg(LOG_WARN, "AUDIT_KEY is unset: the audit chain is keyed with a key derived from JWT_SECRET; set AUDIT_KEY "
+                      "and keep it off the database host (docs/operations.md)");
+  audit_checkpoints_start();
 }
 
-/* ---- verification ---- */
-
-int staff_audit_verify(FILE *out) {
-  enum { PAGE = 1000 };
-  arena a;
-  arena_init(&a);
-  int result = 2;
-  char prev[65] = AUDIT_GENESIS, hash[65];
-  int64_t expected = 1;
-  for (;;) {
-    db_res *page;
-    if (audit_store_page(&a, expected - 1, PAGE, &page) != DB_OK) goto out;
-    for (int i = 0; i < page->rows; i++) {
-      audit_record r = audit_store_record(page, i);
-      const char *stored = db_field(page, i, "hash");
-      if (r.seq != expected) {
-        fprintf(out, "audit chain broken at record %" PRId64 ": record %" PRId64 " is missing (deleted)\n", r.seq,
-                expected);
-        result = 1;
-        goto out;
-      }
-      if (!r.prev_hash || strcmp(r.prev_hash, prev)) {
-        fprintf(out,
-                "audit chain broken at record %" PRId64 " (%s): it does not follow record %" PRId64
-                " (a record was altered, inserted or removed before it)\n",
-                r.seq, r.id, r.seq - 1);
-        result = 1;
-        goto out;
-      }
-      audit_record_hash(&r, hash);
-      if (!stored || strcmp(stored, hash)) {
-        fprintf(out, "audit chain broken at record %" PRId64 " (%s): its content does not match its hash (altered)\n",
-                r.seq, r.id);
-        result = 1;
-        goto out;
-      }
-      memcpy(prev, hash, sizeof prev);
-      expected++;
-    }
-    if (page->rows < PAGE) break;
-    arena_fini(&a); /* prev is a copy: the page can go */
-  }
-  int64_t tip_seq;
-  const char *tip_hash;
-  if (audit_store_tip(&a, &tip_seq, &tip_hash) != DB_OK) goto out;
-  if (tip_seq != expected - 1 || strcmp(tip_hash, prev)) {
-    int64_t at =
-        tip_seq < expected - 1 ? tip_seq + 1 : expected; /* the first record past the tip, or the missing one */
-    fprintf(out,
-            "audit chain broken at record %" PRId64 ": the chain's tip names record %" PRId64
-            " but the log ends at record %" PRId64 " (records were added at or removed from the end)\n",
-            at, tip_seq, expected - 1);
-    result = 1;
-    goto out;
-  }
-  fprintf(out, "audit chain intact: %" PRId64 " records, last hash %s\n", expected - 1, prev);
-  result = 0;
-out:
-  if (result == 2) fprintf(out, "audit verify: the database could not be read\n");
-  arena_fini(&a);
-  return result;
-}
+void staff_domain_stop(void) { audit_checkpoints_stop(); }
 
 /* ---- GET /staff/audit/sessions ---- */
 

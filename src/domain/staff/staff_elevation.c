@@ -1,11 +1,13 @@
 /* The elevation flow. A support agent asks to act as a customer or provider (PENDING); the
  * administrator gets an email with approve and deny links, each carrying a token that is an
  * HMAC of the action and the request id under a key derived from JWT_SECRET, so it cannot be
- * forged or moved to another request or action; a link works once because it moves the
- * request out of PENDING with a conditional update. The approved agent then gets a 15-minute
- * token with the target's id and role plus elevationId (ACTIVE); the HTTP hooks refuse it
- * once the elevation is no longer ACTIVE or its 15 minutes are over, and record every request
- * made with it. */
+ * forged or moved to another request or action; a link resolves a request once because it
+ * moves the request out of PENDING with a conditional update. The deny link also ends an
+ * APPROVED or ACTIVE elevation (DEACTIVATED): the administrator can take access back at any
+ * time. The approved agent then gets a 15-minute token with the target's id and role plus
+ * elevationId (ACTIVE), within an hour of the approval (after that it lapses); the HTTP hooks
+ * refuse the token once the elevation is no longer ACTIVE or its 15 minutes are over, and
+ * record every request made with it. */
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/ids.h"
@@ -38,7 +40,7 @@ json_t *elevation_json(const db_res *r, int row) {
 /* The link token of action ("approve" or "deny") on elevation id. */
 static void link_token(const char *id, const char *action, char out[65]) {
   char key[65], msg[128];
-  hmac_sha256_hex(CFG.jwt_secret, CFG.jwt_secret_len, "elevation-link-signing", 22, key);
+  secret_derive_hex("elevation-link-signing", key);
   int n = snprintf(msg, sizeof msg, "%s:%s", action, id);
   hmac_sha256_hex(key, 64, msg, (size_t)n, out);
 }
@@ -114,7 +116,8 @@ static err_t reply_text(hs_req *req, const char *content_type, char *text, size_
   return hs_reply_file(req, -1, text, len, content_type);
 }
 
-static err_t reply_resolved_page(hs_req *req, const db_res *r, const char *title) {
+/* The page of a link that changed the request: title, its new status and, when given, note. */
+static err_t reply_resolved_page(hs_req *req, const db_res *r, const char *title, const char *note) {
   account_card target = {0};
   auth_account_get(&req->arena, db_field(r, 0, "target_role"), db_field(r, 0, "target_id"), &target);
   char created[25];
@@ -122,6 +125,7 @@ static err_t reply_resolved_page(hs_req *req, const db_res *r, const char *title
   const char *values[] = {title,
                           title,
                           db_field(r, 0, "status"),
+                          note ? note : "",
                           db_field(r, 0, "id"),
                           db_field(r, 0, "staff_name"),
                           db_field(r, 0, "staff_email"),
@@ -138,7 +142,7 @@ static err_t reply_resolved_page(hs_req *req, const db_res *r, const char *title
   if (!f) return ERR_INTERNAL;
   put_html(f,
            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title></head><body>\n"
-           "<h1>%s</h1>\n<p>The elevation request is now <strong>%s</strong>.</p>\n<dl>\n"
+           "<h1>%s</h1>\n<p>The elevation request is now <strong>%s</strong>.%s</p>\n<dl>\n"
            "<dt>Request</dt><dd>%s</dd>\n<dt>Staff member</dt><dd>%s &lt;%s&gt; (%s)</dd>\n"
            "<dt>Account</dt><dd>%s %s &lt;%s&gt; (%s)</dd>\n<dt>Reason</dt><dd>%s</dd>\n"
            "<dt>Requested at</dt><dd>%s</dd>\n</dl>\n</body></html>\n",
@@ -153,26 +157,39 @@ static err_t reply_already_resolved(hs_req *req, const char *status) {
   return reply_text(req, "text/plain; charset=utf-8", text, strlen(text));
 }
 
+/* A link: approve or deny a PENDING request; the deny link also ends an APPROVED or ACTIVE
+ * one. Anything else was already resolved. */
 static err_t resolve(hs_req *req, elevation_move move, const char *action) {
+  static const struct {
+    const char *action, *title, *note;
+  } outcome[] = {
+      [MOVE_APPROVE] = {"elevation.approve", "Elevation approved", NULL},
+      [MOVE_DENY] = {"elevation.deny", "Elevation denied", NULL},
+      [MOVE_END] = {"elevation.end", "Elevation ended",
+                    " The elevation was ended: a token issued for it no longer works, and none can be issued."},
+  };
   const char *id = hs_param(req, "id");
   db_res *r;
+  staff_expire_elevations(); /* an elevation whose time is over is no longer live */
   err_t e = load(req, id, &r);
   if (e != ERR_OK) return e;
   const char *token = json_string_value(json_object_get(req->query, "token"));
   char expected[65];
   link_token(id, action, expected);
   if (!token || !digest_equal(token, expected)) return hs_fail(req, ERR_FORBIDDEN, "Invalid or missing link token");
-  if (strcmp(db_field(r, 0, "status"), "PENDING")) return reply_already_resolved(req, db_field(r, 0, "status"));
-  json_t *detail =
-      arena_json(&req->arena, json_pack("{s:s,s:s,s:s}", "staffId", db_field(r, 0, "staff_id"), "targetId",
-                                        db_field(r, 0, "target_id"), "targetRole", db_field(r, 0, "target_role")));
-  audit_action act = {NULL, "approval-link", move == MOVE_APPROVE ? "elevation.approve" : "elevation.deny",
-                      id,   "elevation",     detail};
+  const char *status = db_field(r, 0, "status");
+  bool live = !strcmp(status, "APPROVED") || !strcmp(status, "ACTIVE");
+  if (strcmp(status, "PENDING") && !(move == MOVE_DENY && live)) return reply_already_resolved(req, status);
+  if (live) move = MOVE_END;
+  json_t *detail = arena_json(&req->arena, json_pack("{s:s,s:s,s:s,s:s}", "staffId", db_field(r, 0, "staff_id"),
+                                                     "targetId", db_field(r, 0, "target_id"), "targetRole",
+                                                     db_field(r, 0, "target_role"), "from", status));
+  audit_action act = {NULL, "approval-link", outcome[move].action, id, "elevation", detail};
   bool moved;
   if (staff_store_elevation_move(move, id, NULL, &act, &moved) != ERR_OK || load(req, id, &r) != ERR_OK)
     return ERR_INTERNAL;
   if (!moved) return reply_already_resolved(req, db_field(r, 0, "status"));
-  return reply_resolved_page(req, r, move == MOVE_APPROVE ? "Elevation approved" : "Elevation denied");
+  return reply_resolved_page(req, r, outcome[move].title, outcome[move].note);
 }
 
 err_t api_staff_elevation_approve(hs_req *req) { return resolve(req, MOVE_APPROVE, "approve"); }
@@ -200,6 +217,7 @@ static err_t load_own(hs_req *req, const char *id, db_res **r) {
 err_t api_staff_impersonate(hs_req *req) {
   const char *id = hs_body_str(req, "elevationId");
   db_res *r;
+  staff_expire_elevations(); /* an approval not used within the hour has lapsed */
   err_t e = load_own(req, id, &r);
   if (e != ERR_OK) return e;
   if (strcmp(db_field(r, 0, "status"), "APPROVED"))
@@ -214,7 +232,7 @@ err_t api_staff_impersonate(hs_req *req) {
   bool moved;
   if (staff_store_elevation_move(MOVE_ACTIVATE, id, req->auth.id, &act, &moved) != ERR_OK) return ERR_INTERNAL;
   if (!moved) return hs_fail(req, ERR_FORBIDDEN, "Elevation request is not approved");
-  char *token = token_issue(target.id, role, false, id, TOKEN_TTL_STAFF_IMPERSONATION);
+  char *token = token_issue(target.id, role, false, id, target.token_gen, TOKEN_TTL_STAFF_IMPERSONATION);
   if (!token) return ERR_INTERNAL;
   json_t *body = json_pack("{s:s,s:{s:s,s:s,s:s,s:s}}", "token", token, "identity", "id", target.id, "name",
                            target.name, "email", target.email, "role", role);

@@ -25,8 +25,7 @@
 #define PREMIUM_FEE_CENTS 3900
 
 void staff_expire_elevations(void) {
-  if (staff_store_expire_elevations(clock_now_ms() - ELEVATION_TTL_MS) != ERR_OK)
-    log_msg(LOG_ERROR, "deactivating lapsed elevations failed");
+  if (staff_store_expire_elevations() != ERR_OK) log_msg(LOG_ERROR, "deactivating lapsed elevations failed");
 }
 
 static const hs_rj_field CUSTOMER_ROW[] = {

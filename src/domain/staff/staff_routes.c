@@ -24,6 +24,9 @@ static const hs_field create_fields[] = {
 };
 const hs_schema staff_create_schema = {create_fields};
 
+static const hs_field email_fields[] = {{"email", F_EMAIL, F_REQUIRED}, {0}};
+const hs_schema staff_email_schema = {email_fields};
+
 static const hs_field search_fields[] = {{"q", F_STRING, 0, LEN(0, 100)}, {0}};
 static const hs_schema search_query = {search_fields};
 
@@ -46,8 +49,11 @@ static const hs_schema impersonate_staff_schema = {impersonate_staff_fields};
 
 #define SUPPORT (ROLE_CUSTOMER_SUPPORT | ROLE_PROFESSIONAL_SUPPORT)
 
+/* Each request emails the administrator: 10 an hour per staff member. */
+static const hs_rate_limit elevation_limit = {"staff-elevation", 10, 60 * 60 * 1000, .per_account = true};
+
 const hs_route STAFF_ROUTES[] = {
-    {HS_POST, "/staff/login", api_staff_login, ROLE_OPEN, &login_schema, .flags = ROUTE_SLOW,
+    {HS_POST, "/staff/login", api_staff_login, ROLE_OPEN, &login_schema, .flags = ROUTE_SLOW | ROUTE_SECRETS,
      .summary = "Log in as a staff member (12-hour token)", .response = "StaffSession", .errors = "401 429"},
     {HS_GET, "/staff/me", api_staff_me, ROLE_STAFF, .summary = "The signed-in staff member", .response = "Staff",
      .errors = "404"},
@@ -62,8 +68,8 @@ const hs_route STAFF_ROUTES[] = {
      .summary = "A provider with jobs, monthly ledger and elevations", .response = "StaffProviderDetail",
      .errors = "404"},
     {HS_POST, "/staff/elevation", api_staff_elevation_create, SUPPORT, &elevation_schema, .ok = 201,
-     .summary = "Ask the administrator to act as a customer or provider", .response = "ElevationRequest",
-     .errors = "404"},
+     .limit = &elevation_limit, .summary = "Ask the administrator to act as a customer or provider",
+     .response = "ElevationRequest", .errors = "404"},
     {HS_GET, "/staff/elevation/:id/approve", api_staff_elevation_approve, ROLE_OPEN, .query = &link_query,
      .summary = "Approve an elevation request (the administrator's emailed link)", .response = "text/html",
      .errors = "403 404"},
@@ -72,18 +78,19 @@ const hs_route STAFF_ROUTES[] = {
      .errors = "403 404"},
     {HS_GET, "/staff/elevation", api_staff_elevation_list, ROLE_STAFF, .summary = "The caller's elevation requests",
      .response = "ElevationRequest[]"},
-    {HS_POST, "/staff/impersonate", api_staff_impersonate, SUPPORT, &impersonate_schema,
+    {HS_POST, "/staff/impersonate", api_staff_impersonate, SUPPORT, &impersonate_schema, .flags = ROUTE_SECRETS,
      .summary = "Start an approved elevation: a 15-minute token as the account", .response = "Impersonation",
      .errors = "404"},
     {HS_PATCH, "/staff/elevation/:id/deactivate", api_staff_elevation_deactivate, ROLE_STAFF,
      .summary = "End an elevation early", .response = "ElevationRequest", .errors = "404"},
     {HS_GET, "/staff/list", api_staff_list, ROLE_ADMIN, .summary = "Every staff member (administrator)",
      .response = "Staff[]"},
-    {HS_POST, "/staff/create", api_staff_create, ROLE_ADMIN, &staff_create_schema, .ok = 201, .flags = ROUTE_SLOW,
-     .summary = "Create a staff member (administrator)", .response = "Staff"},
+    {HS_POST, "/staff/create", api_staff_create, ROLE_ADMIN, &staff_create_schema, .ok = 201,
+     .flags = ROUTE_SLOW | ROUTE_SECRETS, .summary = "Create a staff member (administrator)", .response = "Staff",
+     .errors = "409"},
     {HS_POST, "/staff/impersonate-staff", api_staff_impersonate_staff, ROLE_ADMIN, &impersonate_staff_schema,
-     .flags = ROUTE_DEV_ONLY, .summary = "A staff token for a staff member (GODMODE)", .response = "StaffSession",
-     .errors = "404"},
+     .flags = ROUTE_DEV_ONLY | ROUTE_SECRETS, .summary = "A staff token for a staff member (GODMODE)",
+     .response = "StaffSession", .errors = "404"},
     {HS_GET, "/staff/audit/sessions", api_staff_audit_sessions, ROLE_INTERNAL_AUDIT,
      .summary = "Every staff member's elevations with their recorded requests", .response = "StaffAudit[]"},
 };

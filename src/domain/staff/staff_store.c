@@ -29,7 +29,7 @@ static err_t commit_recorded(db_conn *c, db_rc rc, const audit_action *act) {
 
 /* ---- staff accounts ---- */
 
-#define STAFF_COLUMNS "id, name, email, role, password_hash, created_at"
+#define STAFF_COLUMNS "id, name, email, role, password_hash, created_at, token_gen, disabled_at"
 
 err_t staff_store_find_email(arena *a, const char *email, db_res **out) {
   return rows(a, out, "SELECT " STAFF_COLUMNS " FROM staff WHERE email = $1", DB_ARGS(DB_TEXT(email)));
@@ -60,6 +60,14 @@ err_t staff_store_insert(const char *id, const char *name, const char *email, co
   return commit_recorded(c, rc, act);
 }
 
+/* Ends the APPROVED and ACTIVE elevations of staff member id (their tokens are then refused). */
+static db_rc end_elevations_of(db_conn *c, const char *id) {
+  return db_exec(c, NULL, NULL,
+                 "UPDATE elevation_requests SET status = 'DEACTIVATED', deactivated_at = $2, updated_at = $2 "
+                 "WHERE staff_id = $1 AND status IN ('APPROVED', 'ACTIVE')",
+                 DB_ARGS(DB_TEXT(id), DB_INT(clock_now_ms())));
+}
+
 err_t staff_store_save(const char *name, const char *email, const char *hash, const char *role, audit_action *act,
                        bool *created) {
   arena a;
@@ -68,7 +76,9 @@ err_t staff_store_save(const char *name, const char *email, const char *hash, co
   db_conn *c = db_acquire();
   db_rc rc = db_begin(c);
   if (rc == DB_OK)
-    rc = db_exec(c, &a, &r, "UPDATE staff SET name = $2, password_hash = $3, role = $4 WHERE email = $1 RETURNING id",
+    rc = db_exec(c, &a, &r,
+                 "UPDATE staff SET name = $2, password_hash = $3, role = $4, token_gen = token_gen + 1 "
+                 "WHERE email = $1 RETURNING id",
                  DB_ARGS(DB_TEXT(email), DB_TEXT(name), DB_TEXT(hash), DB_TEXT(role)));
   *created = rc == DB_OK && r->rows == 0;
   char id[ID_LEN + 1];
@@ -77,11 +87,40 @@ err_t staff_store_save(const char *name, const char *email, const char *hash, co
     rc = insert_staff(c, id, name, email, hash, role);
   } else if (rc == DB_OK) {
     snprintf(id, sizeof id, "%s", db_text(r, 0, 0));
+    rc = end_elevations_of(c, id);
   }
   act->target_id = id;
   act->action = *created ? "staff.create" : "staff.update";
   err_t e = commit_recorded(c, rc, act);
   act->target_id = NULL; /* it pointed at this frame */
+  arena_fini(&a);
+  return e;
+}
+
+err_t staff_store_set_disabled(const char *email, bool disable, audit_action *act, bool *found, bool *changed) {
+  arena a;
+  arena_init(&a);
+  db_res *r = NULL, *who = NULL;
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK && disable)
+    rc =
+        db_exec(c, &a, &r,
+                "UPDATE staff SET disabled_at = $2, token_gen = token_gen + 1 WHERE email = $1 AND disabled_at IS NULL "
+                "RETURNING id",
+                DB_ARGS(DB_TEXT(email), DB_INT(clock_now_ms())));
+  else if (rc == DB_OK)
+    rc = db_exec(c, &a, &r,
+                 "UPDATE staff SET disabled_at = NULL WHERE email = $1 AND disabled_at IS NOT NULL RETURNING id",
+                 DB_ARGS(DB_TEXT(email)));
+  *changed = rc == DB_OK && r->rows == 1;
+  if (rc == DB_OK && !*changed)
+    rc = db_exec(c, &a, &who, "SELECT id FROM staff WHERE email = $1", DB_ARGS(DB_TEXT(email)));
+  *found = *changed || (rc == DB_OK && who->rows == 1);
+  act->target_id = *changed ? db_text(r, 0, 0) : NULL;
+  if (*changed && disable) rc = end_elevations_of(c, act->target_id);
+  err_t e = commit_recorded(c, rc, *changed ? act : NULL);
+  act->target_id = NULL; /* it pointed into this arena */
   arena_fini(&a);
   return e;
 }
@@ -93,28 +132,23 @@ err_t staff_audit(const audit_action *act) {
 
 /* ---- token checks ---- */
 
-err_t staff_store_subject_exists(token_subject kind, const char *id, const char *role, bool *found) {
+err_t staff_store_subject_exists(token_subject kind, const char *id, const char *role, int64_t gen, bool *found) {
   static const char *const sql[] = {
-      [SUBJECT_STAFF] = "SELECT 1 FROM staff WHERE id = $1 AND role = $2",
-      [SUBJECT_ADMIN] = "SELECT 1 FROM admins WHERE id = $1 AND $2 = 'admin'",
-      [SUBJECT_USER] = "SELECT 1 FROM users WHERE id = $1 AND $2 = 'user'",
-      [SUBJECT_PROVIDER] = "SELECT 1 FROM providers WHERE id = $1 AND $2 = 'provider'",
+      [SUBJECT_STAFF] = "SELECT 1 FROM staff WHERE id = $1 AND role = $2 AND token_gen = $3 AND disabled_at IS NULL",
+      [SUBJECT_ADMIN] = "SELECT 1 FROM admins WHERE id = $1 AND $2 = 'admin' AND $3 = 0",
+      [SUBJECT_USER] = "SELECT 1 FROM users WHERE id = $1 AND $2 = 'user' AND token_gen = $3",
+      [SUBJECT_PROVIDER] = "SELECT 1 FROM providers WHERE id = $1 AND $2 = 'provider' AND token_gen = $3",
   };
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  db_rc rc = db_query(&a, &r, sql[kind], DB_ARGS(DB_TEXT(id), DB_TEXT(role)));
-  *found = rc == DB_OK && r->rows > 0;
-  arena_fini(&a);
-  return db_to_err(rc);
+  return db_to_err(db_exists(found, sql[kind], DB_ARGS(DB_TEXT(id), DB_TEXT(role), DB_INT(gen))));
 }
 
 err_t staff_store_live_elevation(arena *a, const char *elevation_id, const char *target_id, const char *target_role,
                                  int64_t active_since, const char **staff_id) {
   db_res *r;
   if (db_query(a, &r,
-               "SELECT staff_id FROM elevation_requests WHERE id = $1 AND target_id = $2 AND target_role = $3 "
-               "AND status = 'ACTIVE' AND activated_at > $4",
+               "SELECT e.staff_id FROM elevation_requests e JOIN staff s ON s.id = e.staff_id "
+               "WHERE e.id = $1 AND e.target_id = $2 AND e.target_role = $3 AND e.status = 'ACTIVE' "
+               "AND e.activated_at > $4 AND s.disabled_at IS NULL",
                DB_ARGS(DB_TEXT(elevation_id), DB_TEXT(target_id), DB_TEXT(target_role), DB_INT(active_since))) != DB_OK)
     return ERR_INTERNAL;
   *staff_id = r->rows ? db_text(r, 0, 0) : NULL;
@@ -197,11 +231,29 @@ err_t staff_store_payments_of(arena *a, const char *user_id, db_res **out) {
 
 /* ---- elevations ---- */
 
-err_t staff_store_expire_elevations(int64_t active_since) {
-  return db_to_err(db_query(NULL, NULL,
-                            "UPDATE elevation_requests SET status = 'DEACTIVATED', deactivated_at = activated_at + $2, "
-                            "updated_at = $3 WHERE status = 'ACTIVE' AND activated_at <= $1",
-                            DB_ARGS(DB_INT(active_since), DB_INT(ELEVATION_TTL_MS), DB_INT(clock_now_ms()))));
+/* Lapses ACTIVE elevations after 15 minutes and APPROVED ones an hour after their approval, on
+ * c, each stamped with the moment it lapsed. */
+static db_rc expire_in(db_conn *c) {
+  int64_t now = clock_now_ms();
+  db_rc rc = db_exec(c, NULL, NULL,
+                     "UPDATE elevation_requests SET status = 'DEACTIVATED', deactivated_at = activated_at + $2, "
+                     "updated_at = $3 WHERE status = 'ACTIVE' AND activated_at <= $1",
+                     DB_ARGS(DB_INT(now - ELEVATION_TTL_MS), DB_INT(ELEVATION_TTL_MS), DB_INT(now)));
+  if (rc == DB_OK)
+    rc = db_exec(c, NULL, NULL,
+                 "UPDATE elevation_requests SET status = 'DEACTIVATED', deactivated_at = resolved_at + $2, "
+                 "updated_at = $3 WHERE status = 'APPROVED' AND resolved_at <= $1",
+                 DB_ARGS(DB_INT(now - APPROVAL_TTL_MS), DB_INT(APPROVAL_TTL_MS), DB_INT(now)));
+  return rc;
+}
+
+err_t staff_store_expire_elevations(void) {
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK) rc = expire_in(c);
+  if (rc == DB_OK) rc = db_commit(c);
+  db_release(c);
+  return db_to_err(rc);
 }
 
 #define ELEVATION_SELECT                                                                                               \
@@ -231,13 +283,8 @@ err_t staff_store_elevation_insert(const char *id, const char *staff_id, const c
   int64_t now = clock_now_ms();
   db_conn *c = db_acquire();
   db_rc rc = db_begin(c);
-  /* an ACTIVE elevation whose 15 minutes are over no longer blocks a new request */
-  if (rc == DB_OK)
-    rc = db_exec(c, NULL, NULL,
-                 "UPDATE elevation_requests SET status = 'DEACTIVATED', deactivated_at = activated_at + $4, "
-                 "updated_at = $5 WHERE staff_id = $1 AND target_id = $2 AND status = 'ACTIVE' AND activated_at <= $3",
-                 DB_ARGS(DB_TEXT(staff_id), DB_TEXT(target_id), DB_INT(now - ELEVATION_TTL_MS),
-                         DB_INT(ELEVATION_TTL_MS), DB_INT(now)));
+  /* an elevation whose time is over no longer blocks a new request */
+  if (rc == DB_OK) rc = expire_in(c);
   if (rc == DB_OK)
     rc = db_exec(c, NULL, NULL,
                  "INSERT INTO elevation_requests (id, staff_id, target_id, target_role, reason, status, created_at, "
@@ -256,17 +303,22 @@ err_t staff_store_elevation_move(elevation_move move, const char *id, const char
       [MOVE_DENY] = "UPDATE elevation_requests SET status = 'REJECTED', resolved_at = $2, updated_at = $2 "
                     "WHERE id = $1 AND status = 'PENDING'",
       [MOVE_ACTIVATE] = "UPDATE elevation_requests SET status = 'ACTIVE', activated_at = $2, updated_at = $2 "
-                        "WHERE id = $1 AND status = 'APPROVED' AND staff_id = $3",
+                        "WHERE id = $1 AND status = 'APPROVED' AND staff_id = $3 AND resolved_at > $4",
       [MOVE_DEACTIVATE] = "UPDATE elevation_requests SET status = 'DEACTIVATED', deactivated_at = $2, updated_at = $2 "
                           "WHERE id = $1 AND status IN ('PENDING', 'APPROVED', 'ACTIVE') AND staff_id = $3",
+      [MOVE_END] = "UPDATE elevation_requests SET status = 'DEACTIVATED', deactivated_at = $2, updated_at = $2 "
+                   "WHERE id = $1 AND status IN ('APPROVED', 'ACTIVE')",
   };
+  static const int nargs[] = {
+      [MOVE_APPROVE] = 2, [MOVE_DENY] = 2, [MOVE_ACTIVATE] = 4, [MOVE_DEACTIVATE] = 3, [MOVE_END] = 2};
   arena a;
   arena_init(&a);
   db_res *r = NULL;
   db_conn *c = db_acquire();
   db_rc rc = db_begin(c);
-  db_val args[] = {DB_TEXT(id), DB_INT(clock_now_ms()), DB_TEXT(owner)};
-  if (rc == DB_OK) rc = db_exec(c, &a, &r, sql[move], args, move == MOVE_APPROVE || move == MOVE_DENY ? 2 : 3);
+  int64_t now = clock_now_ms();
+  db_val args[] = {DB_TEXT(id), DB_INT(now), DB_TEXT(owner), DB_INT(now - APPROVAL_TTL_MS)};
+  if (rc == DB_OK) rc = db_exec(c, &a, &r, sql[move], args, nargs[move]);
   *moved = rc == DB_OK && r->changes == 1;
   err_t e = commit_recorded(c, rc, *moved ? act : NULL);
   arena_fini(&a);

@@ -10,11 +10,13 @@
 #include <stdint.h>
 
 #define ELEVATION_TTL_MS (15LL * 60 * 1000)
+/* An APPROVED elevation not started within this long of its approval lapses. */
+#define APPROVAL_TTL_MS (60LL * 60 * 1000)
 
 /* ---- staff accounts ---- */
 
-/* The staff member with this email (id, name, email, role, password_hash, created_at); no
- * row when there is none. */
+/* The staff member with this email (id, name, email, role, password_hash, created_at,
+ * token_gen, disabled_at); no row when there is none. */
 err_t staff_store_find_email(arena *a, const char *email, db_res **out);
 /* The staff member id (same columns); ERR_NOT_FOUND when missing. */
 err_t staff_store_get(arena *a, const char *id, db_res **out);
@@ -25,18 +27,28 @@ err_t staff_store_insert(const char *id, const char *name, const char *email, co
                          const audit_action *act);
 
 /* Creates the staff member with this email, or gives the existing one this name, role and
- * password hash (*created tells which), and records act (its target_id is filled). */
+ * password hash (*created tells which), and records act (its target_id is filled). An update
+ * moves the member's token generation on and ends their APPROVED and ACTIVE elevations, so
+ * every token they held (staff and impersonation) is refused from then on. */
 err_t staff_store_save(const char *name, const char *email, const char *hash, const char *role, audit_action *act,
                        bool *created);
 
+/* Disables (disable true) or enables the staff member with this email and records act (its
+ * target_id is filled) when that changed anything. Disabling moves their token generation on
+ * and ends their APPROVED and ACTIVE elevations. *found false: no such member (nothing
+ * recorded); *changed false: they already were so. */
+err_t staff_store_set_disabled(const char *email, bool disable, audit_action *act, bool *found, bool *changed);
+
 /* ---- token checks (the check_token hook) ---- */
 
-/* Whether the token's subject exists (*found): a staff member with this id and role, an
- * administrator, a customer or a provider. ERR_INTERNAL when the database cannot be read. */
+/* Whether the token's subject exists as the token knew it (*found): a staff member with this
+ * id and role, enabled, of token generation gen; an administrator; a customer or a provider
+ * of generation gen. ERR_INTERNAL when the database cannot be read. */
 typedef enum { SUBJECT_STAFF, SUBJECT_ADMIN, SUBJECT_USER, SUBJECT_PROVIDER } token_subject;
-err_t staff_store_subject_exists(token_subject kind, const char *id, const char *role, bool *found);
+err_t staff_store_subject_exists(token_subject kind, const char *id, const char *role, int64_t gen, bool *found);
 /* The elevation named by an impersonation token, if it is ACTIVE for that target, activated
- * after active_since: its staff member's id in *staff_id (arena a), else NULL. */
+ * after active_since, and its staff member is enabled: that member's id in *staff_id (arena a),
+ * else NULL. */
 err_t staff_store_live_elevation(arena *a, const char *elevation_id, const char *target_id, const char *target_role,
                                  int64_t active_since, const char **staff_id);
 
@@ -60,8 +72,9 @@ err_t staff_store_payments_of(arena *a, const char *user_id, db_res **out);
 
 /* ---- elevations ---- */
 
-/* Deactivates ACTIVE elevations activated before active_since (their 15 minutes are over). */
-err_t staff_store_expire_elevations(int64_t active_since);
+/* Deactivates the elevations whose time is over: ACTIVE ones activated 15 minutes ago or more,
+ * APPROVED ones approved an hour ago or more (deactivatedAt: the moment each lapsed). */
+err_t staff_store_expire_elevations(void);
 /* Elevation rows joined with their staff member (staff_name, staff_email, staff_role). */
 err_t staff_store_elevation(arena *a, const char *id, db_res **out); /* ERR_NOT_FOUND */
 err_t staff_store_elevations_by_staff(arena *a, const char *staff_id, db_res **out);
@@ -72,9 +85,10 @@ err_t staff_store_elevations_all(arena *a, db_res **out);
 err_t staff_store_elevation_insert(const char *id, const char *staff_id, const char *target_id, const char *target_role,
                                    const char *reason, const char *mail_subject, const char *mail_body,
                                    const audit_action *act);
-/* The moves of an elevation: PENDING -> APPROVED or REJECTED (the link), APPROVED -> ACTIVE
- * (its owner impersonates), PENDING, APPROVED or ACTIVE -> DEACTIVATED (its owner). */
-typedef enum { MOVE_APPROVE, MOVE_DENY, MOVE_ACTIVATE, MOVE_DEACTIVATE } elevation_move;
+/* The moves of an elevation: PENDING -> APPROVED or REJECTED (the links), APPROVED (within an
+ * hour of its approval) -> ACTIVE (its owner impersonates), PENDING, APPROVED or ACTIVE ->
+ * DEACTIVATED (its owner), APPROVED or ACTIVE -> DEACTIVATED (the deny link: END). */
+typedef enum { MOVE_APPROVE, MOVE_DENY, MOVE_ACTIVATE, MOVE_DEACTIVATE, MOVE_END } elevation_move;
 /* Makes the move when the elevation is in a status it starts from (and, for ACTIVATE and
  * DEACTIVATE, owned by owner) and records act with it; *moved false when a condition failed
  * (nothing changed, nothing recorded). */

@@ -22,10 +22,13 @@ static const hs_field update_fields[] = {
 };
 static const hs_schema update_schema = {update_fields};
 
+/* Each request emails the support inbox and opens a ticket: 5 an hour per account. */
+static const hs_rate_limit open_limit = {"support-ticket", 5, 60 * 60 * 1000, .per_account = true};
+
 const hs_route SUPPORT_ROUTES[] = {
-    {HS_POST, "/users/me/support", api_support_open, ROLE_USER, &open_schema,
+    {HS_POST, "/users/me/support", api_support_open, ROLE_USER, &open_schema, .limit = &open_limit,
      .summary = "Ask support for help (emails the support inbox, opens a ticket)", .response = "Ok"},
-    {HS_POST, "/providers/me/support", api_support_open, ROLE_PROVIDER, &open_schema,
+    {HS_POST, "/providers/me/support", api_support_open, ROLE_PROVIDER, &open_schema, .limit = &open_limit,
      .summary = "Ask support for help (emails the support inbox, opens a ticket)", .response = "Ok"},
     {HS_GET, "/staff/tickets", api_tickets_list, ROLE_TECHNICAL_SUPPORT, .query = &list_query,
      .summary = "Support tickets, oldest first (default: OPEN and IN_PROGRESS)", .response = "SupportTicket[]"},

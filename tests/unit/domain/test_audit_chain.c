@@ -1,6 +1,8 @@
-/* Unit tests for src/domain/staff/audit_chain.c: a record's hash depends on every field and on
- * its predecessor (and NULL is not ""), credentials are redacted at any depth and in any letter
- * case, and text is cleaned to valid UTF-8 without control characters. */
+/* Unit tests for src/domain/staff/audit_chain.c: a record's hash depends on every field, on
+ * its predecessor (and NULL is not "") and on the chain's key, the plain hash of records
+ * written before the key is the same canonical form under the v1 tag, credentials are redacted
+ * at any depth and in any letter case, and text is cleaned to valid UTF-8 without control
+ * characters. */
 /* cmocka.h needs these four headers first. */
 /* clang-format off */
 #include <stdarg.h>
@@ -11,6 +13,7 @@
 /* clang-format on */
 
 #include "domain/staff/audit_chain.h"
+#include "ext/digest.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,7 +32,9 @@ static audit_record sample(void) {
                         .prev_hash = AUDIT_GENESIS};
 }
 
-static void hash_of(const audit_record *r, char out[65]) { audit_record_hash(r, out); }
+#define KEY "a key of thirty-two bytes or more, for tests"
+
+static void hash_of(const audit_record *r, char out[65]) { audit_record_hash(r, KEY, strlen(KEY), out); }
 
 static void test_hash_is_stable_hex(void **state) {
   (void)state;
@@ -80,6 +85,24 @@ static void test_length_prefixes_keep_fields_apart(void **state) {
   assert_string_not_equal(ha, hb);
 }
 
+/* A small record's canonical form, written out by hand. */
+#define SMALL_FORM(tag) tag "\n" AUDIT_GENESIS "\n1:1;3:cid;6:action;-;-;-;-;-;-;-;-;-;-;-;1:5;"
+
+static void test_keyed_and_plain_hashes(void **state) {
+  (void)state;
+  audit_record r = {.seq = 1, .id = "cid", .kind = "action", .created_at = 5, .prev_hash = AUDIT_GENESIS};
+  char keyed[65], other_key[65], plain[65], expected[65];
+  hash_of(&r, keyed);
+  audit_record_hash(&r, KEY "!", strlen(KEY) + 1, other_key);
+  audit_record_hash_v1(&r, plain);
+  assert_string_not_equal(keyed, other_key); /* the key decides */
+  hmac_sha256_hex(KEY, strlen(KEY), SMALL_FORM("marketplace-audit-v2"), strlen(SMALL_FORM("marketplace-audit-v2")),
+                  expected);
+  assert_string_equal(keyed, expected);
+  sha256_hex(SMALL_FORM("marketplace-audit-v1"), strlen(SMALL_FORM("marketplace-audit-v1")), expected);
+  assert_string_equal(plain, expected); /* chains written before the key still verify */
+}
+
 static void test_redaction_at_any_depth(void **state) {
   (void)state;
   json_t *in = json_loads("{\"password\":\"p\",\"name\":\"n\",\"nested\":{\"NewPassword\":\"x\",\"list\":"
@@ -122,6 +145,7 @@ int main(void) {
       cmocka_unit_test(test_hash_is_stable_hex),
       cmocka_unit_test(test_hash_covers_every_field),
       cmocka_unit_test(test_length_prefixes_keep_fields_apart),
+      cmocka_unit_test(test_keyed_and_plain_hashes),
       cmocka_unit_test(test_redaction_at_any_depth),
       cmocka_unit_test(test_clean_text),
   };

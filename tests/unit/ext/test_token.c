@@ -124,7 +124,7 @@ static bool verifies(const char *token) {
 
 static void test_round_trip(void **state) {
   (void)state;
-  char *t = token_issue("cuser0000000000000000001", "user", false, NULL, TOKEN_TTL_ACCOUNT);
+  char *t = token_issue("cuser0000000000000000001", "user", false, NULL, 0, TOKEN_TTL_ACCOUNT);
   assert_non_null(t);
   assert_int_equal(strspn(t, b64url), strcspn(t, ".")); /* header is base64url */
   token_claims c;
@@ -135,6 +135,10 @@ static void test_round_trip(void **state) {
   assert_false(c.is_staff);
   assert_string_equal(c.elevation_id, "");
   assert_int_equal(c.exp - c.iat, TOKEN_TTL_ACCOUNT);
+  assert_int_equal(c.gen, 0); /* generation 0: no gen claim */
+  char *p = payload_of(t);
+  assert_null(strstr(p, "\"gen\""));
+  free(p);
   int64_t now = clock_now_ms() / 1000;
   assert_in_range(c.iat, now - 5, now);
   free(t);
@@ -142,7 +146,7 @@ static void test_round_trip(void **state) {
 
 static void test_round_trip_staff_elevation(void **state) {
   (void)state;
-  char *t = token_issue("cstaff000000000000000001", "customer_support", true, "celev0000000000000000001",
+  char *t = token_issue("cstaff000000000000000001", "customer_support", true, "celev0000000000000000001", 7,
                         TOKEN_TTL_STAFF_IMPERSONATION);
   assert_non_null(t);
   token_claims c;
@@ -152,12 +156,14 @@ static void test_round_trip_staff_elevation(void **state) {
   assert_true(c.is_staff);
   assert_string_equal(c.elevation_id, "celev0000000000000000001");
   assert_int_equal(c.exp - c.iat, TOKEN_TTL_STAFF_IMPERSONATION);
+  assert_int_equal(c.gen, 7);
   /* the claims are in the payload under their documented names */
   char *p = payload_of(t);
   json_t *j = json_loads(p, 0, NULL);
   assert_non_null(j);
   assert_string_equal(json_string_value(json_object_get(j, "type")), "staff");
   assert_string_equal(json_string_value(json_object_get(j, "elevationId")), "celev0000000000000000001");
+  assert_int_equal(json_integer_value(json_object_get(j, "gen")), 7);
   assert_int_equal(json_integer_value(json_object_get(j, "exp")) - json_integer_value(json_object_get(j, "iat")),
                    TOKEN_TTL_STAFF_IMPERSONATION);
   json_decref(j);
@@ -165,7 +171,7 @@ static void test_round_trip_staff_elevation(void **state) {
   free(t);
 
   /* staff without elevation; an empty elevation id is the same as none */
-  t = token_issue("cadmin", "admin", false, "", TOKEN_TTL_ADMIN);
+  t = token_issue("cadmin", "admin", false, "", 0, TOKEN_TTL_ADMIN);
   assert_non_null(t);
   assert_true(token_verify(t, &c));
   assert_string_equal(c.role, "admin");
@@ -177,7 +183,7 @@ static void test_round_trip_staff_elevation(void **state) {
 
 static void test_header_is_hs256(void **state) {
   (void)state;
-  char *t = token_issue("u1", "provider", false, NULL, 60);
+  char *t = token_issue("u1", "provider", false, NULL, 0, 60);
   assert_non_null(t);
   char *h = b64url_decode(t, strcspn(t, "."));
   json_t *j = json_loads(h, 0, NULL);
@@ -203,7 +209,7 @@ static void test_handmade_hs256_control(void **state) {
 
 static void test_modified_payload_refused(void **state) {
   (void)state;
-  char *t = token_issue("cuser1", "user", false, NULL, 3600);
+  char *t = token_issue("cuser1", "user", false, NULL, 0, 3600);
   assert_non_null(t);
   assert_true(verifies(t));
   /* replace the payload with one claiming admin, keeping header and signature */
@@ -233,11 +239,11 @@ static void test_modified_payload_refused(void **state) {
 
 static void test_different_secret_refused(void **state) {
   (void)state;
-  char *t = token_issue("cuser2", "user", false, NULL, 3600);
+  char *t = token_issue("cuser2", "user", false, NULL, 0, 3600);
   assert_non_null(t);
   use_secret(other_secret);
   assert_false(verifies(t));
-  char *t2 = token_issue("cuser2", "user", false, NULL, 3600);
+  char *t2 = token_issue("cuser2", "user", false, NULL, 0, 3600);
   assert_true(verifies(t2));
   use_secret(secret);
   assert_true(verifies(t));
@@ -296,7 +302,7 @@ static void test_hs512_same_secret_refused(void **state) {
 
 static void test_truncated_and_garbage_refused(void **state) {
   (void)state;
-  char *t = token_issue("cuser3", "user", false, NULL, 3600);
+  char *t = token_issue("cuser3", "user", false, NULL, 0, 3600);
   assert_non_null(t);
   size_t n = strlen(t);
   char buf[2048];
@@ -354,7 +360,7 @@ static void test_missing_claims_refused(void **state) {
 /* Last: moves the process clock. */
 static void test_expired_refused(void **state) {
   (void)state;
-  char *t = token_issue("cuser4", "user", false, NULL, 60);
+  char *t = token_issue("cuser4", "user", false, NULL, 0, 60);
   assert_non_null(t);
   token_claims c;
   assert_true(token_verify(t, &c));
@@ -364,7 +370,7 @@ static void test_expired_refused(void **state) {
   clock_advance_ms(31000);
   assert_false(verifies(t));
   /* a token issued now, on the moved clock, is valid */
-  char *t2 = token_issue("cuser4", "user", false, NULL, 60);
+  char *t2 = token_issue("cuser4", "user", false, NULL, 0, 60);
   assert_true(verifies(t2));
   free(t2);
   free(t);

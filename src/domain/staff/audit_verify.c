@@ -1,0 +1,208 @@
+/* `marketplace audit verify`: reads every row of the audit log and says whether the chain
+ * holds.
+ *
+ * Every row is read: rows outside the chain's positions 1..tip (a seq of 0 or below, NULL
+ * where a constraint was dropped to write one, or past the tip), and rows migration 0014 set
+ * aside, are a broken chain; positions 1..tip are walked in order, each record checked
+ * against its predecessor (prev_hash) and its own hash, and the end against the tip. A
+ * record's hash is an HMAC under the chain's key (audit_key()); records written before the
+ * chain was keyed carry a plain SHA-256, accepted only before the first keyed record, which
+ * marks the switch: a plain hash after it means the record was rewritten without the key.
+ * Then every checkpoint (AUDIT_CHECKPOINT_FILE, and those given with --expect) must still be
+ * a record of the chain with the same hash, which catches what the database alone cannot
+ * show: a tail cut off with the tip moved back, or a chain rebuilt after an edit. The first
+ * problem found, in the chain's order, is reported. */
+#include "core/config.h"
+#include "domain/staff/audit_chain.h"
+#include "domain/staff/audit_checkpoint.h"
+#include "domain/staff/audit_store.h"
+#include "domain/staff/staff.h"
+#include "ext/digest.h"
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PAGE 1000
+
+typedef struct walk {
+  FILE *out;
+  audit_checkpoint *cps; /* sorted by seq */
+  int ncps, next_cp;     /* next_cp: the first checkpoint not checked yet */
+  int64_t keyed_from;    /* the first record with a keyed hash (0: none yet) */
+} walk;
+
+/* Reports the first break (1). */
+static int broken(walk *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int broken(walk *w, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("audit chain broken at record ", w->out);
+  vfprintf(w->out, fmt, ap);
+  fputc('\n', w->out);
+  va_end(ap);
+  return 1;
+}
+
+/* The database could not be read (2). */
+static int unreadable(walk *w) {
+  fputs("audit verify: the database could not be read\n", w->out);
+  return 2;
+}
+
+static int by_seq(const void *x, const void *y) {
+  const audit_checkpoint *a = x, *b = y;
+  return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* The checkpoints to hold, sorted: the file's, then those given on the command line. 0, or 2
+ * after a message when one cannot be read. */
+static int load_checkpoints(arena *a, walk *w, const char *const *expect, int nexpect, bool *file_found) {
+  w->cps = arena_alloc(a, sizeof *w->cps * (size_t)(nexpect + 1));
+  for (int i = 0; i < nexpect; i++) {
+    if (!audit_checkpoint_parse(expect[i], &w->cps[i]) || strlen(expect[i]) != strcspn(expect[i], " \t")) {
+      fprintf(w->out, "audit verify: --expect takes SEQ:HASH (a record number and its 64 hex digits), not %s\n",
+              expect[i]);
+      return 2;
+    }
+    w->cps[i].source = "--expect";
+  }
+  w->ncps = nexpect;
+  char err[256];
+  int rc = audit_checkpoints_read(a, CFG.audit_checkpoint_file, &w->cps, &w->ncps, err);
+  if (rc < 0) return fprintf(w->out, "audit verify: %s\n", err), 2;
+  *file_found = rc > 0;
+  qsort(w->cps, (size_t)w->ncps, sizeof *w->cps, by_seq);
+  return 0;
+}
+
+/* What is wrong with r's stored hash, or NULL. */
+static const char *hash_problem(walk *w, const audit_record *r, const char *stored) {
+  char keyed[65], plain[65];
+  size_t keylen;
+  const char *key = audit_key(&keylen);
+  audit_record_hash(r, key, keylen, keyed);
+  if (stored && digest_equal(stored, keyed)) {
+    if (!w->keyed_from) w->keyed_from = r->seq;
+    return NULL;
+  }
+  audit_record_hash_v1(r, plain);
+  if (!stored || !digest_equal(stored, plain)) return "its content does not match its hash (altered)";
+  if (!w->keyed_from) return NULL; /* written before the chain was keyed */
+  return "its hash is a plain SHA-256 though the chain is keyed from an earlier record on (rewritten without the "
+         "key)";
+}
+
+/* The checkpoints at position seq, whose record's hash is now hash. */
+static int check_checkpoints_at(walk *w, int64_t seq, const char *hash) {
+  for (; w->next_cp < w->ncps && w->cps[w->next_cp].seq == seq; w->next_cp++) {
+    const audit_checkpoint *c = &w->cps[w->next_cp];
+    if (strcmp(c->hash, hash))
+      return broken(w,
+                    "%" PRId64 ": checkpoint %" PRId64 ":%s (%s) no longer matches: the record's hash is now %s (the "
+                    "chain was rewritten)",
+                    seq, c->seq, c->hash, c->source, hash);
+  }
+  return 0;
+}
+
+/* Walks positions 1..tip; 0 when every record follows its predecessor and holds its hash. */
+static int walk_chain(walk *w, arena *a, int64_t tip, char prev[65], int64_t *last) {
+  int64_t expected = 1;
+  for (;;) {
+    db_res *page;
+    if (audit_store_page(a, expected - 1, tip, PAGE, &page) != DB_OK) return unreadable(w);
+    for (int i = 0; i < page->rows; i++) {
+      audit_record r = audit_store_record(page, i);
+      const char *stored = db_field(page, i, "hash"), *problem;
+      if (r.seq != expected) return broken(w, "%" PRId64 ": record %" PRId64 " is missing (deleted)", r.seq, expected);
+      if (!r.prev_hash || strcmp(r.prev_hash, prev))
+        return broken(w,
+                      "%" PRId64 " (%s): it does not follow record %" PRId64
+                      " (a record was altered, inserted or removed before it)",
+                      r.seq, r.id, r.seq - 1);
+      if ((problem = hash_problem(w, &r, stored))) return broken(w, "%" PRId64 " (%s): %s", r.seq, r.id, problem);
+      if (check_checkpoints_at(w, r.seq, stored)) return 1;
+      snprintf(prev, 65, "%s", stored);
+      expected++;
+    }
+    if (page->rows < PAGE) break;
+    arena_fini(a); /* prev is a copy: the page can go */
+  }
+  *last = expected - 1;
+  return 0;
+}
+
+/* Rows outside 1..tip: those below 1 (before_walk) or above the tip. */
+static int check_outside(walk *w, arena *a, int64_t tip, bool before_walk) {
+  db_res *r;
+  if (audit_store_outside(a, tip, &r) != DB_OK) return unreadable(w);
+  for (int i = 0; i < r->rows; i++) {
+    const char *seq = db_field(r, i, "seq");
+    bool below = !seq || strtoll(seq, NULL, 10) < 1;
+    if (below != before_walk) continue;
+    if (below)
+      return broken(w, "%s (%s): its seq is outside the chain's positions 1..%" PRId64 " (a record written outside it)",
+                    seq ? seq : "NULL", db_field(r, i, "id"), tip);
+    return broken(w,
+                  "%s (%s): the chain's tip names record %" PRId64
+                  " but the log holds record %s (records were added at the end, or the tip was moved back)",
+                  seq, db_field(r, i, "id"), tip, seq);
+  }
+  return 0;
+}
+
+int staff_audit_verify(FILE *out, const char *const *expect, int nexpect) {
+  arena a, keep;
+  arena_init(&a), arena_init(&keep);
+  walk w = {.out = out};
+  bool file_found = false;
+  int64_t tip_seq, last = 0;
+  const char *tip_hash;
+  char prev[65] = AUDIT_GENESIS;
+  db_res *aside;
+  int result = load_checkpoints(&keep, &w, expect, nexpect, &file_found);
+  if (result) goto out;
+  if (audit_store_tip(&keep, &tip_seq, &tip_hash) != DB_OK || audit_store_set_aside(&a, &aside) != DB_OK) {
+    result = unreadable(&w);
+    goto out;
+  }
+  if (aside->rows) {
+    result = broken(&w, "%s (%s): migration 0014 set it aside, its seq being outside the chain's positions",
+                    db_field(aside, 0, "seq") ? db_field(aside, 0, "seq") : "NULL", db_field(aside, 0, "id"));
+    goto out;
+  }
+  if ((result = check_outside(&w, &a, tip_seq, true))) goto out;
+  if ((result = check_checkpoints_at(&w, 0, AUDIT_GENESIS))) goto out;
+  if ((result = walk_chain(&w, &a, tip_seq, prev, &last))) goto out;
+  if (last != tip_seq || strcmp(tip_hash, prev)) {
+    result = broken(&w,
+                    "%" PRId64 ": the chain's tip names record %" PRId64 " but the log ends at record %" PRId64
+                    " (records were added at or removed from the end)",
+                    last + 1, tip_seq, last);
+    goto out;
+  }
+  /* the service may have appended meanwhile: only rows past the tip as it is now are strays */
+  if (audit_store_tip(&keep, &tip_seq, &tip_hash) != DB_OK) {
+    result = unreadable(&w);
+    goto out;
+  }
+  if ((result = check_outside(&w, &a, tip_seq, false))) goto out;
+  if (w.next_cp < w.ncps) {
+    const audit_checkpoint *c = &w.cps[w.next_cp];
+    result = broken(&w,
+                    "%" PRId64 ": checkpoint %" PRId64 ":%s (%s) no longer matches: the chain ends at record %" PRId64
+                    " (records were removed from the end)",
+                    c->seq, c->seq, c->hash, c->source, last);
+    goto out;
+  }
+  fprintf(out, "audit chain intact: %" PRId64 " records, last hash %s\n", last, prev);
+  if (last && w.keyed_from != 1)
+    fprintf(out, "records before %" PRId64 " were hashed before the chain was keyed (plain SHA-256)\n",
+            w.keyed_from ? w.keyed_from : last + 1);
+  fprintf(out, "checkpoints: %d held (%s%s)\n", w.ncps, file_found ? "" : "no file at ", CFG.audit_checkpoint_file);
+  result = 0;
+out:
+  arena_fini(&a), arena_fini(&keep);
+  return result;
+}
