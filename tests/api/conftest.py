@@ -319,18 +319,42 @@ class Server:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout=30):
-        self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([self.binary, "serve"], env=self.env, stdout=self.log, stderr=self.log)
+        """Starts the binary and waits until it answers /health. The port came from free_port(),
+        so another process (a parallel test worker) may take it first: the server then exits
+        with "Address already in use" and starts again on another port."""
+        for _ in range(5):
+            self.log = open(self.log_path, "ab")
+            self.log_start = self.log.tell()
+            self.proc = subprocess.Popen([self.binary, "serve"], env=self.env, stdout=self.log, stderr=self.log)
+            if self._wait_healthy(timeout):
+                return self
+            self.log.close()
+            if b"Address already in use" not in self._log_since_start():
+                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.read_log()}")
+            self.port = free_port()
+            self.env["PORT"] = str(self.port)
+        raise RuntimeError("no free port for the server:\n" + self.read_log())
+
+    def _log_since_start(self):
+        with open(self.log_path, "rb") as f:
+            f.seek(self.log_start)
+            return f.read()
+
+    def _wait_healthy(self, timeout):
+        """True once this process listens (its log says so: another process may hold the port
+        and answer /health) and answers /health; False when it exited first."""
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.read_log()}")
+                return False
             try:
-                if requests.get(self.url + "/health", timeout=1).status_code == 200:
-                    _register_contract(self)
-                    return self
+                ok = b'"msg":"listening"' in self._log_since_start() and \
+                    requests.get(self.url + "/health", timeout=1).status_code == 200
             except requests.RequestException:
-                pass
+                ok = False
+            if ok:
+                _register_contract(self)
+                return True
             time.sleep(0.05)
         raise RuntimeError("server did not become healthy:\n" + self.read_log())
 
