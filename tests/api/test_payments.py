@@ -61,7 +61,8 @@ UNAVAILABLE = {"error": "Payment processor unavailable"}
 RECEIVED = {"received": True, "duplicate": False}
 DUPLICATE = {"received": True, "duplicate": True}
 
-PAYMENT_FIELDS = {"id", "status", "amount", "processorPaymentIntentId", "holdExpiresAt", "failureReason"}
+PAYMENT_FIELDS = {"id", "status", "amount", "processorPaymentIntentId", "holdExpiresAt", "failureReason",
+                  "refundedAmount"}
 DECLINED_REASON = "card_declined: Your card was declined."
 FUNDS_REASON = "card_declined: Your card has insufficient funds."
 NO_CARD_REASON = "no_payment_method: No saved payment method"
@@ -145,13 +146,14 @@ def wait_for(what, check, timeout=20):
         time.sleep(0.1)
 
 
-def assert_payment(p, status, amount=TOTAL, intent=..., reason=None, hold=False):
+def assert_payment(p, status, amount=TOTAL, intent=..., reason=None, hold=False, refunded=0):
     """p is the job's payment; intent=... means 'any pi_ id'; hold: an ISO holdExpiresAt is set."""
     assert p is not None
     assert set(p) == PAYMENT_FIELDS, p
     assert ID_RE.match(p["id"]), p
     assert p["status"] == status, p
     assert p["amount"] == amount, p
+    assert p["refundedAmount"] == refunded, p
     if intent is ...:
         assert isinstance(p["processorPaymentIntentId"], str) and p["processorPaymentIntentId"].startswith("pi_"), p
     else:
@@ -506,14 +508,40 @@ def test_cancel_keeps_premium_until_period_end(api):
     st = premium_status(api, u)
     assert st == {"isPremium": True, "premiumSince": before["premiumSince"], "processorSubscriptionId": sub,
                   "cancelAtPeriodEnd": True}
-    # cancelling again is harmless; subscribing while still active says so
+    # cancelling again is harmless
     r = api.post("/payments/premium/cancel", token=u["token"])
     assert r.status_code == 200, r.text
     assert r.json()["cancelAtPeriodEnd"] is True
+    assert premium_status(api, u) == st
+
+
+def sim_subscription(server, sub):
+    [row] = db(server, f"SELECT data FROM processor_sim_objects WHERE id = '{sub}'")
+    return json.loads(row[0])
+
+
+def test_subscribing_again_after_cancel_resumes_the_subscription(api, server):
+    """Issue 21: subscribing while the subscription is set to end at the period's end resumes
+    it, here and at the processor; subscribing once more then says it is already there."""
+    u = customer_with_card(api)
+    sub = subscribed(api, u)
+    ok(api.post("/payments/premium/cancel", token=u["token"]))
+    assert sim_subscription(server, sub)["cancel_at_period_end"] is True
+    since = premium_status(api, u)["premiumSince"]
+    r = subscribe(api, u)
+    assert r.status_code == 200, r.text
+    assert r.json() == {"isPremium": True, "subscriptionId": sub, "status": "active", "cancelAtPeriodEnd": False}
+    assert premium_status(api, u) == {"isPremium": True, "premiumSince": since, "processorSubscriptionId": sub,
+                                      "cancelAtPeriodEnd": False}
+    assert sim_subscription(server, sub)["cancel_at_period_end"] is False
     r = subscribe(api, u)
     assert r.status_code == 200
     assert r.json() == {"message": ALREADY, "isPremium": True, "subscriptionId": sub, "status": "active"}
-    assert premium_status(api, u) == st
+    # one subscription at the processor all along
+    cus = db(server, f"SELECT processor_customer_id FROM users WHERE id = '{u['id']}'")[0][0]
+    subs = db(server, "SELECT id FROM processor_sim_objects WHERE kind = 'subscription' "
+                      f"AND data LIKE '%\"customer\":\"{cus}\"%'")
+    assert [row[0] for row in subs] == [sub]
 
 
 # ================================================================ job payments (simulated processor)
@@ -731,31 +759,55 @@ def test_a_job_completed_ten_days_after_acceptance_renews_its_hold_once(clock_ap
     assert d.payment_notes(provider=True) == [] and d.failure_mails() == []
 
 
-def test_a_declined_renewal_is_told_and_a_good_card_recovers(clock_api):
+def test_a_renewal_refused_on_a_new_card_keeps_the_hold_and_renews_it_on_its_own_card(clock_api):
+    """Issue 21: the customer saves a card that is declined after acceptance; at renewal time
+    the new authorization on it fails, yet the payment keeps its good hold (AUTHORIZED, the
+    refusal's reason shown) and the renewal is made again on the hold's own card; completion
+    captures that hold. Nobody is told of a failure: nothing failed."""
     api = clock_api
     d = Market(api).deal()
     p = d.accept()
-    save_card(api, d.user, "pm_card_chargeDeclined")  # the customer's card changes; nothing to recover yet
+    visa = db(api.server, f"SELECT processor_payment_method_id FROM users WHERE id = '{d.user['id']}'")[0][0]
+    save_card(api, d.user, "pm_card_chargeDeclined")  # the customer's card changes; nothing to recover
     api.wait_queue_idle()
     assert d.payment() == p
-    advance_days(api, 6.5)
+    now = advance_days(api, 6.5)
     d.relogin()
-    failed = d.wait_payment("the declined renewal", lambda q: q["status"] == "FAILED")
-    assert_payment(failed, "FAILED", reason=DECLINED_REASON)
-    assert failed["processorPaymentIntentId"] != p["processorPaymentIntentId"]
-    [mail] = d.wait_failure_mails(1)
-    assert mail["subject"] == FAILED_MAIL and DECLINED_REASON in mail["body"]
-    assert d.payment_notes(provider=True) == ["Payment failed"]
-    assert d.payment_notes() == ["Payment failed"]
+    renewed = d.wait_payment("the renewal on the hold's card", lambda q: q["processorPaymentIntentId"] !=
+                             p["processorPaymentIntentId"])
+    assert_payment(renewed, "AUTHORIZED", reason=DECLINED_REASON, hold=True)
+    assert renewed["id"] == p["id"]
+    hold = parse_iso(renewed["holdExpiresAt"])
+    assert now + HOLD - datetime.timedelta(seconds=5) <= hold <= now + HOLD + datetime.timedelta(seconds=60)
+    intents = {pi["id"]: pi for pi in sim_intents(api.server, d.user)}
+    new = intents[renewed["processorPaymentIntentId"]]
+    assert (new["status"], new["payment_method"], new["amount"]) == ("requires_capture", visa, TOTAL_CENTS)
+    [declined] = [pi for pi in intents.values() if pi["status"] == "requires_payment_method"]
+    assert declined["payment_method"] != visa and declined["metadata"]["idempotency_key"] == f"renew-{p['id']}-2"
+    assert new["metadata"]["idempotency_key"] == f"renew-{p['id']}-3"
     wait_for("the replaced hold cancelled", lambda: [pi for pi in sim_intents(api.server, d.user)
                                                      if pi["id"] == p["processorPaymentIntentId"]
                                                      and pi["status"] == "canceled"])
-    save_card(api, d.user, "pm_card_visa")
-    got = d.wait_payment("the recovery", lambda q: q["status"] == "AUTHORIZED")
-    assert_payment(got, "AUTHORIZED", hold=True)
-    assert d.payment_notes(provider=True) == ["Payment recovered", "Payment failed"]
-    assert sorted(pi["status"] for pi in sim_intents(api.server, d.user)) == \
-        ["canceled", "requires_capture", "requires_payment_method"]
+    api.wait_queue_idle()
+    assert d.failure_mails() == [] and d.payment_notes() == [] and d.payment_notes(provider=True) == []
+    done = d.complete()
+    assert_payment(done, "PAID", intent=renewed["processorPaymentIntentId"])
+    [charge] = sim_charges(api.server, d.user)
+    assert (charge["id"], charge["amount"]) == (renewed["processorPaymentIntentId"], TOTAL_CENTS)
+
+
+def test_a_hold_without_its_expiry_is_renewed_seven_days_after_it_was_made(clock_api):
+    """Holds authorized before holdExpiresAt existed have none: they lapse 7 days after they were
+    made (the migration writes that; the renewal reads it so as well), so they are renewed."""
+    api = clock_api
+    d = Market(api).deal()
+    p = d.accept()
+    db(api.server, f"UPDATE payments SET hold_expires_at = NULL WHERE id = '{p['id']}'")
+    assert d.payment()["holdExpiresAt"] is None
+    advance_days(api, 6.1)
+    d.relogin()
+    renewed = d.wait_payment("the renewal", lambda q: q["processorPaymentIntentId"] != p["processorPaymentIntentId"])
+    assert_payment(renewed, "AUTHORIZED", hold=True)
     assert d.complete()["status"] == "PAID"
     assert len(sim_charges(api.server, d.user)) == 1
 
@@ -1658,7 +1710,7 @@ def test_stripe_tip_retried_after_no_answer_and_a_card_change_charges_once(sapi,
     r = d.tip(5)
     assert (r.status_code, r.json()) == (503, UNAVAILABLE)
     row = tip_row(sapi.server, d.job_id)
-    assert (row["status"], row["pending"], row["cents"]) == ("FAILED", "tip", 500)  # kept
+    assert (row["status"], row["pending"], row["cents"]) == ("PENDING", "tip", 500)  # kept, its outcome unknown
     tip_id = db(sapi.server, f"SELECT id FROM payments WHERE job_id = '{d.job_id}' AND kind = 'tip'")[0][0]
     key = f"tip-{tip_id}-1"
     assert len([c for c in intent_calls(fake, key) if c["status"] == 500]) == 3
@@ -1791,25 +1843,53 @@ def test_stripe_hold_renewed_before_it_lapses(sapi, fake):
     assert len(intents_of(fake, d.user)) == 2
 
 
-def test_stripe_declined_renewal_is_told_and_the_old_hold_cancelled(sapi, fake):
+def test_stripe_renewal_refused_on_a_new_card_renews_on_the_hold_card(sapi, fake):
     market = Market(sapi)
     d = market.deal()
     auth = d.accept()
+    visa = saved_pm(fake, d.user)
     save_card(sapi, d.user, "pm_card_chargeDeclined")
     sapi.wait_queue_idle()
     sapi.advance_clock(int(6.5 * DAY_MS))
     sync_clock(sapi, fake)
-    failed = d.wait_payment("the declined renewal", lambda q: q["status"] == "FAILED")
-    assert_payment(failed, "FAILED", reason=DECLINED_REASON)
-    declined = fake.get(failed["processorPaymentIntentId"])
-    assert declined["status"] == "requires_payment_method"
+    renewed = d.wait_payment("the renewal", lambda q: q["processorPaymentIntentId"] != auth["processorPaymentIntentId"])
+    assert_payment(renewed, "AUTHORIZED", reason=DECLINED_REASON, hold=True)
+    new = fake.get(renewed["processorPaymentIntentId"])
+    assert (new["status"], new["payment_method"]) == ("requires_capture", visa)
+    assert new["metadata"] == {"idempotency_key": f"renew-{auth['id']}-3"}
+    [declined] = intents_of(fake, d.user, status="requires_payment_method")
     assert declined["metadata"] == {"idempotency_key": f"renew-{auth['id']}-2"}
     wait_for("the old hold cancelled", lambda: fake.get(auth["processorPaymentIntentId"])["status"] == "canceled")
-    [mail] = d.wait_failure_mails(1)
-    assert DECLINED_REASON in mail["body"]
     d.relogin()
-    assert d.payment_notes(provider=True) == ["Payment failed"]
-    assert stripe_charges(fake, d.user) == [] and fake.holds(stripe_customer(fake, d.user)["id"]) == []
+    sapi.wait_queue_idle()
+    assert d.failure_mails() == [] and d.payment_notes(provider=True) == []
+    assert d.complete()["processorPaymentIntentId"] == new["id"]
+    assert [c["id"] for c in stripe_charges(fake, d.user)] == [new["id"]]
+
+
+def test_stripe_renewal_refused_on_both_cards_keeps_the_old_hold_which_completion_captures(sapi, fake):
+    """The hold's own card is refused too: the payment keeps its first hold, with its own
+    holdExpiresAt and the refusal shown, and completion (before that hold lapses) captures it."""
+    market = Market(sapi)
+    d = market.deal()
+    auth = d.accept()
+    visa = saved_pm(fake, d.user)
+    save_card(sapi, d.user, "pm_card_chargeDeclinedInsufficientFunds")
+    sapi.wait_queue_idle()
+    fake.update_object(visa, _decline="generic_decline")  # the bank now refuses the first card too
+    sapi.advance_clock(int(6.5 * DAY_MS))
+    sync_clock(sapi, fake)
+    kept = d.wait_payment("the refused renewal", lambda q: q["failureReason"] is not None)
+    wait_for("both renewals refused", lambda: len(intents_of(fake, d.user, status="requires_payment_method")) == 2)
+    kept = d.payment()
+    assert kept == dict(auth, failureReason=DECLINED_REASON)  # its own hold, intent and holdExpiresAt
+    assert fake.get(auth["processorPaymentIntentId"])["status"] == "requires_capture"
+    d.relogin()
+    sapi.wait_queue_idle()
+    assert d.failure_mails() == [] and d.payment_notes(provider=True) == []
+    done = d.complete()
+    assert_payment(done, "PAID", intent=auth["processorPaymentIntentId"])
+    assert [c["id"] for c in stripe_charges(fake, d.user)] == [auth["processorPaymentIntentId"]]
 
 
 def test_stripe_authorization_with_every_answer_lost_is_settled_in_the_background(sapi, fake, smarket):
