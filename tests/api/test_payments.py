@@ -5,8 +5,14 @@ before they lapse, retries that never charge twice, reconciliation (periodic and
 `marketplace payments reconcile`), the processor webhooks (POST /webhooks), and the real Stripe
 client against a local fake Stripe (tests/api/fake_stripe.py).
 
+Issue 21 (the last sections): a card saved while a charge runs is used, unknown outcomes read
+PENDING, a refused renewal keeps its hold, a job back to PENDING gives its money back and is
+paid afresh, refunds (POST /staff/payments/:jobId/refund and charge.refunded), charges made
+twice refunded, resubscribing resumes, subscription events in order, and migration 0015 on
+existing rows.
+
 Spec: marketplace-api.md sections 2-6 (Payments, Payment status, Premium flags, Payment
-authorization, inbound webhooks); decisions.md sections 2, 4 and 5; issue 15.
+authorization, inbound webhooks); decisions.md sections 2, 4 and 5; issues 15 and 21.
 
 Every test that moves money counts the processor's PaymentIntents of its customer (the
 simulated processor's processor_sim_objects, or the fake Stripe's store): exactly the expected
@@ -18,9 +24,11 @@ Tests that move the clock by days run on servers of their own.
 """
 import concurrent.futures
 import datetime
+import glob
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import threading
 import time
@@ -2660,3 +2668,78 @@ def test_stripe_the_smallest_quote_is_charged(sapi, fake, smarket):
     assert_payment(d.accept(), "AUTHORIZED", amount=0.51, hold=True)
     assert d.complete()["status"] == "PAID"
     assert [c["amount"] for c in stripe_charges(fake, d.user)] == [51]
+
+
+# ---------------------------------------------------------------- issue 21: migration 0015 on existing rows
+
+MIGRATIONS = os.path.join(os.path.dirname(__file__), "..", "..", "migrations")
+LEGACY_ROWS = [
+    # id, job, kind, status, cents, intent, created, updated, card, pending op
+    ("p_hold", "j1", "job", "AUTHORIZED", 11800, "pi_hold", 1000, 5000, "pm_a", None),
+    ("p_tip", "j2", "tip", "FAILED", 500, None, 2000, 2000, "pm_a", "tip"),
+    ("p_paid", "j3", "job", "PAID", 5900, "pi_paid", 3000, 7000, "pm_a", None),
+    ("p_failed", "j4", "job", "FAILED", 5900, "pi_failed", 4000, 4000, "pm_b", None),
+]
+
+
+class LegacyDatabase:
+    """A database made by the migrations before 0015 (whatever other numbers exist), with
+    payments as they were, then 0015 applied: the upgrade a running service gets."""
+
+    def __init__(self, engine, pg_cluster, tmp_path):
+        self.engine = engine
+        files = sorted(glob.glob(os.path.join(MIGRATIONS, engine, "*.sql")))
+        self.before = [f for f in files if int(os.path.basename(f)[:4]) < 15]
+        [self.m15] = [f for f in files if os.path.basename(f).startswith("0015_")]
+        if engine == "sqlite":
+            self.conn = sqlite3.connect(str(tmp_path / "legacy.db"), isolation_level=None)
+            self.conn.execute("PRAGMA foreign_keys=ON")
+        else:
+            self.url = pg_cluster.new_database()
+
+    def script(self, path):
+        if self.engine == "sqlite":
+            with open(path) as f:
+                self.conn.executescript("BEGIN;" + f.read() + ";COMMIT;")
+        else:
+            subprocess.run(["psql", self.url, "-X", "-q", "-1", "-v", "ON_ERROR_STOP=1", "-f", path], check=True,
+                           capture_output=True, timeout=60)
+
+    def sql(self, text):
+        if self.engine == "sqlite":
+            return [tuple("None" if v is None else str(v) for v in row) for row in self.conn.execute(text).fetchall()]
+        out = subprocess.run(["psql", self.url, "-X", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-c", text],
+                             check=True, capture_output=True, text=True, timeout=30).stdout
+        return [tuple(line.split("\t")) for line in out.splitlines() if line]
+
+
+def test_migration_0015_upgrades_existing_payments(engine, pg_cluster, tmp_path):
+    legacy = LegacyDatabase(engine, pg_cluster, tmp_path)
+    for path in legacy.before:
+        legacy.script(path)
+    for row in LEGACY_ROWS:
+        pid, job, kind, status, cents, intent, created, updated, card, op = row
+        legacy.sql("INSERT INTO payments (id, job_id, user_id, kind, status, amount_cents, processor_payment_intent_id, "
+                   "created_at, updated_at, payment_method_id, pending_op, attempts) VALUES "
+                   f"('{pid}', '{job}', 'u1', '{kind}', '{status}', {cents}, "
+                   f"{'NULL' if intent is None else repr(intent)}, {created}, {updated}, '{card}', "
+                   f"{'NULL' if op is None else repr(op)}, 1)")
+    legacy.script(legacy.m15)
+    got = {r[0]: r[1:] for r in legacy.sql(
+        "SELECT id, status, hold_expires_at, hold_method_id, paid_at, refunded_cents, released_at FROM payments")}
+    null = "None" if engine == "sqlite" else ""
+    # an older hold lapses 7 days after it was made; its card is the hold's; unknown outcomes read PENDING
+    assert got == {
+        "p_hold": ("AUTHORIZED", str(1000 + 7 * DAY_MS), "pm_a", null, "0", null),
+        "p_tip": ("PENDING", null, null, null, "0", null),
+        "p_paid": ("PAID", null, null, "7000", "0", null),
+        "p_failed": ("FAILED", null, null, null, "0", null),
+    }
+    # one current payment per (job, kind); the history may hold any number
+    legacy.sql("UPDATE payments SET released_at = 9000 WHERE id = 'p_paid'")
+    legacy.sql("INSERT INTO payments (id, job_id, user_id, kind, status, amount_cents, created_at, updated_at) "
+               "VALUES ('p_again', 'j3', 'u1', 'job', 'AUTHORIZED', 4720, 9001, 9001)")
+    with pytest.raises((sqlite3.IntegrityError, subprocess.CalledProcessError)):
+        legacy.sql("INSERT INTO payments (id, job_id, user_id, kind, status, amount_cents, created_at, updated_at) "
+                   "VALUES ('p_twice', 'j3', 'u1', 'job', 'FAILED', 4720, 9002, 9002)")
+    assert legacy.sql("SELECT COUNT(*) FROM payments WHERE job_id = 'j3'") == [("2",)]
