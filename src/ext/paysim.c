@@ -133,30 +133,53 @@ static void release_key(const char *idem_key) {
   db_query(NULL, NULL, "DELETE FROM processor_sim_objects WHERE id = $1", DB_ARGS(DB_TEXT(key)));
 }
 
-/* Stores a new object and records it under idem_key (claimed by the caller), atomically. */
-static bool insert_keyed(const char *id, const char *kind, json_t *o, const char *idem_key, const char *fp) {
-  if (!idem_key) return insert(id, kind, o);
-  char key[PAY_ID_LEN + 8];
-  key_id(idem_key, key);
+/* Another object's change stored with a new one: `id` from `old` (its stored text) to `now`. */
+typedef struct sim_change {
+  const char *id, *old;
+  json_t *now;
+} sim_change;
+
+/* Stores a new object, records it under idem_key (claimed by the caller; NULL: none) and
+ * applies change (NULL: none) while its object still reads as it did, atomically. false when
+ * that object changed meanwhile or storage failed: nothing is stored. */
+static bool store_new(const char *id, const char *kind, json_t *o, const char *idem_key, const char *fp,
+                      const sim_change *change) {
+  char key[PAY_ID_LEN + 8] = "";
+  if (idem_key) key_id(idem_key, key);
   char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-  json_t *ref = json_pack("{s:s,s:s}", "fingerprint", fp, "object", id);
+  json_t *ref = json_pack("{s:s,s:s}", "fingerprint", fp ? fp : "", "object", id);
   char *ref_text = json_dumps(ref, JSON_COMPACT | JSON_SORT_KEYS);
+  char *changed_text = change ? json_dumps(change->now, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
   int64_t now = clock_now_ms();
+  arena a;
+  arena_init(&a);
+  db_res *r = NULL;
   db_conn *c = db_acquire();
   db_rc rc = db_begin(c);
-  if (rc == DB_OK)
+  bool applied = true;
+  if (rc == DB_OK && change) {
+    rc = db_exec(c, &a, &r, "UPDATE processor_sim_objects SET data = $3, updated_at = $4 WHERE id = $1 AND data = $2",
+                 DB_ARGS(DB_TEXT(change->id), DB_TEXT(change->old), DB_TEXT(changed_text), DB_INT(now)));
+    applied = rc == DB_OK && r->changes == 1;
+  }
+  if (rc == DB_OK && applied)
     rc = db_exec(
         c, NULL, NULL,
         "INSERT INTO processor_sim_objects (id, kind, data, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)",
         DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now)));
-  if (rc == DB_OK)
+  if (rc == DB_OK && applied && idem_key)
     rc = db_exec(c, NULL, NULL, "UPDATE processor_sim_objects SET data = $2, updated_at = $3 WHERE id = $1",
                  DB_ARGS(DB_TEXT(key), DB_TEXT(ref_text), DB_INT(now)));
-  if (rc == DB_OK) rc = db_commit(c);
-  db_release(c);
-  free(text), free(ref_text);
+  if (rc == DB_OK && applied) rc = db_commit(c);
+  db_release(c); /* rolls back what is not committed */
+  arena_fini(&a);
+  free(text), free(ref_text), free(changed_text);
   json_decref(ref);
-  return rc == DB_OK;
+  return rc == DB_OK && applied;
+}
+
+static bool insert_keyed(const char *id, const char *kind, json_t *o, const char *idem_key, const char *fp) {
+  return idem_key ? store_new(id, kind, o, idem_key, fp, NULL) : insert(id, kind, o);
 }
 
 /* The pay_rc of a claim that did not give the caller a fresh key. */
@@ -509,44 +532,6 @@ static pay_rc sim_find_subscription(const char *customer, const char *idem_key, 
 
 /* ---- refunds ---- */
 
-/* The refund of an intent's charge: stores refund (claimed under idem_key with fingerprint fp)
- * and the intent as `updated` when it still reads `old`, in one transaction. false when the
- * intent changed meanwhile (nothing is stored). */
-static bool store_refund(const char *intent, const char *old, json_t *updated, json_t *refund, const char *idem_key,
-                         const char *fp) {
-  const char *id = json_string_value(json_object_get(refund, "id"));
-  char key[PAY_ID_LEN + 8];
-  key_id(idem_key, key);
-  char *intent_text = json_dumps(updated, JSON_COMPACT | JSON_SORT_KEYS);
-  char *refund_text = json_dumps(refund, JSON_COMPACT | JSON_SORT_KEYS);
-  json_t *ref = json_pack("{s:s,s:s}", "fingerprint", fp, "object", id);
-  char *ref_text = json_dumps(ref, JSON_COMPACT | JSON_SORT_KEYS);
-  int64_t now = clock_now_ms();
-  arena a;
-  arena_init(&a);
-  db_res *r = NULL;
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK)
-    rc = db_exec(c, &a, &r, "UPDATE processor_sim_objects SET data = $3, updated_at = $4 WHERE id = $1 AND data = $2",
-                 DB_ARGS(DB_TEXT(intent), DB_TEXT(old), DB_TEXT(intent_text), DB_INT(now)));
-  bool moved = rc == DB_OK && r->changes == 1;
-  if (rc == DB_OK && moved)
-    rc = db_exec(
-        c, NULL, NULL,
-        "INSERT INTO processor_sim_objects (id, kind, data, created_at, updated_at) VALUES ($1, 'refund', $2, $3, $3)",
-        DB_ARGS(DB_TEXT(id), DB_TEXT(refund_text), DB_INT(now)));
-  if (rc == DB_OK && moved)
-    rc = db_exec(c, NULL, NULL, "UPDATE processor_sim_objects SET data = $2, updated_at = $3 WHERE id = $1",
-                 DB_ARGS(DB_TEXT(key), DB_TEXT(ref_text), DB_INT(now)));
-  if (rc == DB_OK && moved) rc = db_commit(c);
-  db_release(c); /* rolls back what is not committed */
-  arena_fini(&a);
-  free(intent_text), free(refund_text), free(ref_text);
-  json_decref(ref);
-  return rc == DB_OK && moved;
-}
-
 /* Refuses a refund as Stripe does: invalid_request_error with code. */
 static pay_rc refund_refusal(pay_error *err, const char *code, const char *message) {
   snprintf(err->code, sizeof err->code, "%s", code);
@@ -599,7 +584,8 @@ static pay_rc sim_refund(const char *intent, int64_t cents, const char *reason, 
           "succeeded", "reason", reason, "created", (json_int_t)now_s(), "metadata", "idempotency_key", idem_key);
       json_object_set_new(charge, "amount_refunded", json_integer(refunded + take));
       json_object_set_new(charge, "refunded", json_boolean(refunded + take >= amount));
-      if (store_refund(intent, raw, pi, refund, idem_key, fp)) {
+      sim_change charged = {intent, raw, pi};
+      if (store_new(id, "refund", refund, idem_key, fp, &charged)) {
         pay_refund_from_json(refund, out);
         rc = PAY_OK;
       }

@@ -210,6 +210,18 @@ err_t pay_store_switch(const payment_row *p, const char *op, const char *key, co
       switched);
 }
 
+/* Ends p's pending request on c when it is still that request (*cleared), its outcome recorded
+ * by the caller. */
+static db_rc clear_request(db_conn *c, arena *a, const payment_row *p, int64_t now, bool *cleared) {
+  db_res *r;
+  db_rc rc = db_exec(c, a, &r,
+                     "UPDATE payments SET pending_op = NULL, op_started_at = NULL, updated_at = $4 "
+                     "WHERE id = $1 AND pending_op = $2 AND idem_key = $3",
+                     DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_INT(now)));
+  *cleared = rc == DB_OK && r->changes == 1;
+  return rc;
+}
+
 err_t pay_store_settle(const payment_row *p, const pay_settle *s, bool *moved) {
   int64_t now = clock_now_ms();
   arena a;
@@ -229,12 +241,8 @@ err_t pay_store_settle(const payment_row *p, const pay_settle *s, bool *moved) {
         DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_TEXT(s->status), DB_TEXT(s->intent_id),
                 s->hold_expires_at ? DB_INT(s->hold_expires_at) : DB_NULL, DB_TEXT(s->hold_method),
                 DB_TEXT(s->failure_reason), DB_INT(now)));
-  bool changed = rc == DB_OK && r->changes == 1;
-  if (rc == DB_OK && !changed)
-    rc = db_exec(c, NULL, NULL,
-                 "UPDATE payments SET pending_op = NULL, op_started_at = NULL, updated_at = $4 "
-                 "WHERE id = $1 AND pending_op = $2 AND idem_key = $3",
-                 DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_INT(now)));
+  bool changed = rc == DB_OK && r->changes == 1, cleared;
+  if (rc == DB_OK && !changed) rc = clear_request(c, &a, p, now, &cleared);
   if (rc == DB_OK && changed && s->cancel_intent) {
     json_t *payload = json_pack("{s:s}", "intentId", s->cancel_intent);
     rc = queue_enqueue(c, "payment_cancel_hold", payload);
@@ -329,15 +337,10 @@ err_t pay_store_settle_refund(const payment_row *p, const char *processor_refund
   int64_t now = clock_now_ms(), added = 0;
   arena a;
   arena_init(&a);
-  db_res *r = NULL;
+  bool changed = false;
   db_conn *c = db_acquire();
   db_rc rc = db_begin(c);
-  if (rc == DB_OK)
-    rc = db_exec(c, &a, &r,
-                 "UPDATE payments SET pending_op = NULL, op_started_at = NULL, updated_at = $4 "
-                 "WHERE id = $1 AND pending_op = $2 AND idem_key = $3",
-                 DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_INT(now)));
-  bool changed = rc == DB_OK && r->changes == 1;
+  if (rc == DB_OK) rc = clear_request(c, &a, p, now, &changed);
   if (rc == DB_OK && changed && processor_refund_id)
     rc = complete_refund(c, &a, p->idem_key, processor_refund_id, now, &added);
   else if (rc == DB_OK && changed)
@@ -639,7 +642,7 @@ static db_rc apply(db_conn *c, arena *a, const pay_event *ev, pay_event_effect *
                    DB_ARGS(DB_TEXT(id), DB_TEXT(customer), DB_BOOL(active),
                            DB_BOOL(json_is_true(json_object_get(o, "cancel_at_period_end"))), DB_INT(now)));
   }
-  return DB_OK; /* other event types (amount_capturable_updated, ...) need no action */
+  return DB_OK; /* other subscription events (created, ...) need no action */
 }
 
 err_t pay_store_apply_event(arena *a, const pay_event *ev, pay_event_effect *out) {
