@@ -2743,3 +2743,39 @@ def test_migration_0015_upgrades_existing_payments(engine, pg_cluster, tmp_path)
         legacy.sql("INSERT INTO payments (id, job_id, user_id, kind, status, amount_cents, created_at, updated_at) "
                    "VALUES ('p_twice', 'j3', 'u1', 'job', 'FAILED', 4720, 9002, 9002)")
     assert legacy.sql("SELECT COUNT(*) FROM payments WHERE job_id = 'j3'") == [("2",)]
+
+
+def test_stripe_a_refund_stripe_refuses_is_409_and_recorded_nowhere(sapi, fake, smarket, stripe_support):
+    """Refunded in full in Stripe's dashboard, its event not arrived yet: Stripe refuses the
+    staff's refund (charge_already_refunded); the answer says so and nothing is recorded."""
+    d = smarket.deal()
+    d.accept()
+    paid = d.complete()
+    auth = {"Authorization": "Bearer sk_test_fake"}
+    requests.post(f"{fake.url}/v1/refunds", data={"payment_intent": paid["processorPaymentIntentId"]}, headers=auth,
+                  timeout=10)
+    r = refund(sapi, stripe_support, d.job_id, amount=5, reason="Late")
+    assert r.status_code == 409, r.text
+    assert r.json()["error"].startswith("The payment processor refused the refund (charge_already_refunded: ")
+    assert d.payment() == paid
+    # the event then records the dashboard's refund
+    webhook(sapi, "charge.refunded", fake.charge_of(paid["processorPaymentIntentId"]))
+    assert d.payment() == dict(paid, status="REFUNDED", refundedAmount=TOTAL)
+
+
+def test_stripe_two_refunds_at_once_make_one(sapi, fake, smarket, stripe_support):
+    """One request at a time on a payment: of two refunds sent together (Stripe slow), one is
+    made and the other answers 409; nothing is refunded twice."""
+    d = smarket.deal()
+    d.accept()
+    paid = d.complete()
+    fake.delay("POST", "/v1/refunds", 0.5)
+    try:
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(lambda api: refund(api, stripe_support, d.job_id, amount=60, reason="Half"),
+                                    [Api(sapi.server), Api(sapi.server)]))
+    finally:
+        fake.delay("POST", "/v1/refunds", 0)
+    assert sorted(r.status_code for r in answers) == [200, 409], [r.text for r in answers]
+    assert [x["amount"] for x in stripe_refunds(fake, paid["processorPaymentIntentId"])] == [6000]
+    assert d.payment()["refundedAmount"] == 60.0
