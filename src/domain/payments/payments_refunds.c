@@ -192,14 +192,17 @@ static err_t refund_answer(hs_req *req, const char *job_id, const refund_row *f)
   return hs_ok(req, json_pack("{s:o,s:o}", "refund", refund, "payment", payments_job_json(job_id, "job")));
 }
 
-/* The refund under key as it stands, settled first when its carrier is gone. */
+/* The refund under key as it stands, settled first when its carrier is gone; 409 while its
+ * carrier still runs it. */
 static err_t replay_refund(hs_req *req, const char *job_id, const payment_row *p, const char *key) {
   refund_row f;
+  payment_row now;
   bool found;
   if (is(p->idem_key, key) && p->pending_op) pay_take_over(&req->arena, p, pay_lease_over());
   err_t e = pay_store_refund_by_key(&req->arena, key, &f, &found);
+  if (e == ERR_OK && is(f.status, "PENDING")) e = pay_store_get(&req->arena, p->id, &now, &found);
   if (e != ERR_OK) return e;
-  if (is(f.status, "PENDING") && is(p->idem_key, key) && p->pending_op)
+  if (is(f.status, "PENDING") && is(now.idem_key, key) && now.pending_op && now.op_started_at >= pay_lease_over())
     return hs_fail(req, ERR_CONFLICT, "This refund is still under way; try again shortly");
   return refund_answer(req, job_id, &f);
 }
