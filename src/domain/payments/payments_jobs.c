@@ -19,7 +19,7 @@
  * provider. A card saved while a request of the customer's is running is tried once that
  * request settled (the recovery waits for it), and the reconciliation tries every failed
  * payment again whose card is no longer the saved one. A renewal refused on the saved card
- * keeps the live hold and is tried again on the hold's own card. Refunds and the job's
+ * keeps the live hold, and the next one is made on the hold's own card. Refunds and the job's
  * payment history are in payments_refunds.c. The states and their moves are listed in
  * docs/internals/payments.md. */
 #include "core/clock.h"
@@ -662,23 +662,18 @@ out:
   return done;
 }
 
-/* Renews hold p: a new authorization of the same amount on the saved card (or the hold's own
- * card when none is saved), under its own key. Refused there, the payment keeps its hold and
- * the renewal is tried again at once on the hold's own card. */
-static void renew_hold(arena *a, payment_row *p) {
+/* Renews hold p: a new authorization of the same amount, under its own key, on the saved card;
+ * on the hold's own card when none is saved, or when the last renewal was refused on the saved
+ * card (the payment kept its hold then, and is still due: the next run tries the hold's card). */
+static void renew_hold(arena *a, const payment_row *p) {
   billing b;
-  bool found;
   if (pay_store_billing(a, p->user_id, &b) != ERR_OK) return;
-  const char *saved = b.payment_method_id ? b.payment_method_id : p->hold_method_id;
-  log_json(LOG_INFO, "renewing a card hold", json_pack("{s:s,s:s}", "paymentId", p->id, "jobId", p->job_id));
-  err_t e = pay_attempt(a, p, "renew", saved, 0);
-  if (e == ERR_OK && p->hold_method_id && !is(saved, p->hold_method_id)) {
-    const char *intent = p->intent_id;
-    if (pay_store_get(a, p->id, p, &found) == ERR_OK && found && is(p->intent_id, intent) &&
-        is(p->status, "AUTHORIZED") && p->failure_reason)
-      e = pay_attempt(a, p, "renew", p->hold_method_id, 0); /* refused on the saved card: the hold's own */
-  }
-  if (e == ERR_UNAVAILABLE)
+  const char *card = b.payment_method_id;
+  bool refused_there = p->failure_reason && is(p->method_id, card); /* AUTHORIZED with a reason: kept */
+  if ((!card || refused_there) && p->hold_method_id) card = p->hold_method_id;
+  log_json(LOG_INFO, "renewing a card hold",
+           json_pack("{s:s,s:s,s:b}", "paymentId", p->id, "jobId", p->job_id, "holdCard", is(card, p->hold_method_id)));
+  if (pay_attempt(a, p, "renew", card, 0) == ERR_UNAVAILABLE)
     pay_queue("payment_settle", "paymentId", p->id);
   else
     follow_job(p->job_id);
