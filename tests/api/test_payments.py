@@ -1872,13 +1872,19 @@ def test_stripe_hold_renewed_before_it_lapses(sapi, fake):
     assert len(intents_of(fake, d.user)) == 2
 
 
-def test_stripe_renewal_refused_on_a_new_card_keeps_the_hold_then_renews_on_its_card(sapi, fake):
-    market = Market(sapi)
-    d = market.deal()
+def stripe_hold_then_a_new_card(sapi, fake, card):
+    """A deal accepted on a visa (a provider of its own: the clock moves past its token), then
+    the customer saves card: (deal, acceptance payment, the visa's id)."""
+    d = Market(sapi).deal()
     auth = d.accept()
     visa = saved_pm(fake, d.user)
-    save_card(sapi, d.user, "pm_card_chargeDeclined")
+    save_card(sapi, d.user, card)
     sapi.wait_queue_idle()
+    return d, auth, visa
+
+
+def test_stripe_renewal_refused_on_a_new_card_keeps_the_hold_then_renews_on_its_card(sapi, fake):
+    d, auth, visa = stripe_hold_then_a_new_card(sapi, fake, "pm_card_chargeDeclined")
     sapi.advance_clock(int(6.5 * DAY_MS))
     sync_clock(sapi, fake)
     kept = d.wait_payment("the refused renewal", lambda q: q["failureReason"] is not None)
@@ -1904,12 +1910,7 @@ def test_stripe_renewal_refused_on_a_new_card_keeps_the_hold_then_renews_on_its_
 def test_stripe_renewal_refused_on_both_cards_keeps_the_old_hold_which_completion_captures(sapi, fake):
     """The hold's own card is refused too: the payment keeps its first hold, with its own
     holdExpiresAt and the refusal shown, and completion (before that hold lapses) captures it."""
-    market = Market(sapi)
-    d = market.deal()
-    auth = d.accept()
-    visa = saved_pm(fake, d.user)
-    save_card(sapi, d.user, "pm_card_chargeDeclinedInsufficientFunds")
-    sapi.wait_queue_idle()
+    d, auth, visa = stripe_hold_then_a_new_card(sapi, fake, "pm_card_chargeDeclinedInsufficientFunds")
     fake.update_object(visa, _decline="generic_decline")  # the bank now refuses the first card too
     sapi.advance_clock(int(6.5 * DAY_MS))
     sync_clock(sapi, fake)
