@@ -2807,3 +2807,19 @@ def test_stripe_two_refunds_at_once_make_one(sapi, fake, smarket, stripe_support
     assert sorted(r.status_code for r in answers) == [200, 409], [r.text for r in answers]
     assert [x["amount"] for x in stripe_refunds(fake, paid["processorPaymentIntentId"])] == [6000]
     assert d.payment()["refundedAmount"] == 60.0
+
+
+def test_stripe_a_hold_captured_at_stripe_when_its_job_reopens_is_refunded(sapi, fake):
+    """The job goes back to PENDING while its hold was captured in Stripe's dashboard (no event
+    yet): the void is refused, the payment found PAID, and refunded in full all the same."""
+    market = Market(sapi)
+    d = market.deal()
+    hold = d.accept()
+    pi = hold["processorPaymentIntentId"]
+    requests.post(f"{fake.url}/v1/payment_intents/{pi}/capture", headers={"Authorization": "Bearer sk_test_fake"},
+                  timeout=10)
+    r = sapi.delete(f"/admin/accounts/{market.pro['id']}?role=provider", token=admin_login(sapi))
+    assert r.status_code == 200, r.text
+    wait_for("the captured hold refunded", lambda: history(sapi.server, d.job_id) ==
+             [("job", "REFUNDED", TOTAL_CENTS, TOTAL_CENTS, True)])
+    assert [x["amount"] for x in stripe_refunds(fake, pi)] == [TOTAL_CENTS]

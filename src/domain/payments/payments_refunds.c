@@ -115,31 +115,39 @@ static refund_row new_refund(arena *a, const payment_row *p, int64_t cents, cons
                       .amount_cents = cents};
 }
 
+/* One step of giving back history payment p: ERR_OK with *again when p moved on and must be
+ * read again (a void that found the hold captured makes it PAID, to refund). */
+static err_t release_step(arena *a, payment_row *p, bool *again) {
+  *again = false;
+  if (p->pending_op) { /* its request first: it may hold or move money */
+    err_t e = pay_take_over(a, p, pay_lease_over());
+    if (e == ERR_OK) *again = true;
+    return e;
+  }
+  if (is(p->status, "AUTHORIZED")) {
+    err_t e = pay_attempt(a, p, "void", NULL, 0);
+    if (e == ERR_OK) *again = true;
+    return e;
+  }
+  if (!is(p->status, "PAID") || p->refunded_cents >= p->amount_cents) return ERR_OK;
+  bool duplicate = is(p->kind, "duplicate");
+  refund_row f = new_refund(a, p, p->amount_cents - p->refunded_cents, duplicate ? DUPLICATE : REOPENED,
+                            duplicate ? "duplicate" : "job_reopened", NULL, NULL);
+  err_t e = refund_now(a, p, &f, NULL);
+  return e == ERR_CONFLICT ? ERR_UNAVAILABLE : e; /* moved meanwhile: look again later */
+}
+
 err_t pay_release_one(const char *payment_id) {
   arena a;
   arena_init(&a);
   payment_row p;
-  bool found;
-  err_t e = pay_store_get(&a, payment_id, &p, &found);
-  if (e != ERR_OK || !found || !p.released_at) goto out;
-  if (p.pending_op) { /* its request first: it may hold or move money */
-    if ((e = pay_take_over(&a, &p, pay_lease_over())) != ERR_OK) goto out;
-    if ((e = pay_store_get(&a, payment_id, &p, &found)) != ERR_OK || !found) goto out;
-    if (p.pending_op) {
-      e = ERR_UNAVAILABLE;
-      goto out;
-    }
+  bool found, again = true;
+  err_t e = ERR_OK;
+  for (int pass = 0; e == ERR_OK && again && pass < 3; pass++) {
+    if ((e = pay_store_get(&a, payment_id, &p, &found)) != ERR_OK || !found || !p.released_at) break;
+    e = release_step(&a, &p, &again);
   }
-  if (is(p.status, "AUTHORIZED")) {
-    e = pay_attempt(&a, &p, "void", NULL, 0);
-  } else if (is(p.status, "PAID") && p.refunded_cents < p.amount_cents) {
-    bool duplicate = is(p.kind, "duplicate");
-    refund_row f = new_refund(&a, &p, p.amount_cents - p.refunded_cents, duplicate ? DUPLICATE : REOPENED,
-                              duplicate ? "duplicate" : "job_reopened", NULL, NULL);
-    e = refund_now(&a, &p, &f, NULL);
-    if (e == ERR_CONFLICT) e = ERR_UNAVAILABLE; /* moved meanwhile: look again */
-  }
-out:
+  if (e == ERR_OK && again) e = ERR_UNAVAILABLE; /* still moving: the queue or the reconciliation looks again */
   arena_fini(&a);
   return e;
 }
