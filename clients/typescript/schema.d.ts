@@ -398,6 +398,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/staff/payments/{jobId}/refund": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Refund a job's captured payment, in part or in full (customer support) */
+        post: operations["postStaffPaymentsByJobIdRefund"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/providers/me": {
         parameters: {
             query?: never;
@@ -1870,8 +1887,11 @@ export interface components {
         };
         JobPayment: {
             id: string;
-            /** @description see docs/decisions.md, payments (the payment state machine) */
-            status: string;
+            /**
+             * @description the payment state machine: docs/internals/payments.md
+             * @enum {string}
+             */
+            status: "PENDING" | "AUTHORIZED" | "PAID" | "FAILED" | "CANCELED" | "REFUNDED";
             amount: number;
             processorPaymentIntentId: string | null;
             /**
@@ -1880,6 +1900,8 @@ export interface components {
              */
             holdExpiresAt?: string | null;
             failureReason?: string | null;
+            /** @description what was refunded of the captured amount (the whole amount once REFUNDED) */
+            refundedAmount?: number;
         };
         JobDetail: {
             customer: {
@@ -1983,6 +2005,8 @@ export interface components {
             isPremium: boolean;
             subscriptionId: string;
             status: string;
+            /** @description present when a subscription set to end was resumed */
+            cancelAtPeriodEnd?: boolean;
         };
         PremiumCancellation: {
             message: string;
@@ -1990,6 +2014,19 @@ export interface components {
             cancelAtPeriodEnd: true;
             /** Format: date-time */
             currentPeriodEnd?: string | null;
+        };
+        Refund: {
+            id: string;
+            amount: number;
+            reason: string;
+            /** @constant */
+            status: "SUCCEEDED";
+            /** Format: date-time */
+            createdAt: string;
+        };
+        RefundResult: {
+            refund: components["schemas"]["Refund"];
+            payment: components["schemas"]["JobPayment"];
         };
         WebhookReceipt: {
             /** @constant */
@@ -2351,15 +2388,21 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
         };
-        /** @description A payment record: a job's charge, a tip or a premium subscription payment */
+        /** @description A payment record: a job's charge, a tip, or a duplicate charge refunded (kind duplicate) */
         Payment: {
             id: string;
             jobId?: string | null;
             kind: string;
             status: string;
             amount: number;
+            refundedAmount?: number;
             processorPaymentIntentId?: string | null;
             failureReason?: string | null;
+            /**
+             * Format: date-time
+             * @description set once the payment moved to its job's history (the job went back to PENDING)
+             */
+            releasedAt?: string | null;
             /** Format: date-time */
             createdAt?: string;
             /** Format: date-time */
@@ -3556,6 +3599,49 @@ export interface operations {
             };
             400: components["responses"]["400"];
             413: components["responses"]["413"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postStaffPaymentsByJobIdRefund: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                jobId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    amount?: number | null;
+                    reason: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundResult"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];

@@ -57,6 +57,18 @@ void pay_subscription_from_json(json_t *sub, pay_subscription *out) {
   out->current_period_end = json_integer_value(end) * 1000;
 }
 
+void pay_refund_from_json(json_t *re, pay_refund *out) {
+  copy(out->id, sizeof out->id, json_string_value(json_object_get(re, "id")));
+  copy(out->status, sizeof out->status, json_string_value(json_object_get(re, "status")));
+  out->amount = json_integer_value(json_object_get(re, "amount"));
+  copy(out->idem_key, sizeof out->idem_key, pay_metadata_key(re));
+}
+
+void payments_read_refund(json_t *refund, pay_refund *out) {
+  memset(out, 0, sizeof *out);
+  pay_refund_from_json(refund, out);
+}
+
 static void clear(pay_error *err) { memset(err, 0, sizeof *err); }
 
 pay_rc payments_create_customer(const char *email, const char *name, const char *idem_key, char id[PAY_ID_LEN],
@@ -144,4 +156,17 @@ pay_rc payments_find_subscription(const char *customer, const char *idem_key, pa
   clear(err);
   memset(out, 0, sizeof *out);
   return ops->find_subscription(customer, idem_key, out, err);
+}
+
+pay_rc payments_refund(const char *intent, int64_t cents, const char *reason, const char *idem_key, pay_refund *out,
+                       pay_error *err) {
+  clear(err);
+  memset(out, 0, sizeof *out);
+  return ops->refund(intent, cents, reason, idem_key, out, err);
+}
+
+pay_rc payments_list_refunds(const char *intent, pay_refund *out, int max, int *n, pay_error *err) {
+  clear(err);
+  *n = 0;
+  return ops->list_refunds(intent, out, max, n, err);
 }

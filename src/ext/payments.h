@@ -8,6 +8,7 @@
  * operation run twice, never charges twice. Thread-safe. */
 #ifndef EXT_PAYMENTS_H
 #define EXT_PAYMENTS_H
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -51,6 +52,13 @@ typedef struct pay_subscription {
   int64_t current_period_end; /* epoch ms; 0 when unknown */
 } pay_subscription;
 
+typedef struct pay_refund {
+  char id[PAY_ID_LEN];
+  char status[24];           /* succeeded, pending (both: the money goes back), failed, canceled */
+  int64_t amount;            /* cents */
+  char idem_key[PAY_ID_LEN]; /* its metadata[idempotency_key]; "" for a refund made at the processor */
+} pay_refund;
+
 /* Picks the implementation from the configuration (call once at start-up). */
 void payments_init(void);
 /* "simulated" or "stripe". */
@@ -81,6 +89,17 @@ pay_rc payments_retrieve_intent(const char *intent, pay_intent *out, pay_error *
  * PAY_OK with it in out, PAY_NOT_FOUND when the processor holds none (nothing was made),
  * PAY_UNAVAILABLE when it could not be asked. */
 pay_rc payments_find_intent(const char *customer, const char *idem_key, pay_intent *out, pay_error *err);
+/* Refunds cents of a captured intent (0: all that is left of it) under idem_key, which the
+ * refund also carries in its metadata (payments_list_refunds finds it again). reason is one of
+ * Stripe's: "requested_by_customer" or "duplicate". PAY_INVALID when refused (the intent is not
+ * captured, nothing is left to refund, or cents is more than is left: err->code says which). */
+pay_rc payments_refund(const char *intent, int64_t cents, const char *reason, const char *idem_key, pay_refund *out,
+                       pay_error *err);
+/* A Stripe refund object (as events carry them) read into out. */
+void payments_read_refund(json_t *refund, pay_refund *out);
+/* The refunds of intent, newest first: at most max of them into out, their number in *n.
+ * PAY_NOT_FOUND when the intent does not exist. */
+pay_rc payments_list_refunds(const char *intent, pay_refund *out, int max, int *n, pay_error *err);
 /* A subscription on price, paid by payment_method; PAY_DECLINED when the first invoice fails.
  * The subscription carries idem_key in its metadata (payments_find_subscription). */
 pay_rc payments_create_subscription(const char *customer, const char *price, const char *payment_method,

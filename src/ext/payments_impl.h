@@ -24,6 +24,9 @@ typedef struct pay_ops {
   pay_rc (*retrieve_intent)(const char *intent, pay_intent *out, pay_error *err);
   pay_rc (*find_intent)(const char *customer, const char *idem_key, pay_intent *out, pay_error *err);
   pay_rc (*find_subscription)(const char *customer, const char *idem_key, pay_subscription *out, pay_error *err);
+  pay_rc (*refund)(const char *intent, int64_t cents, const char *reason, const char *idem_key, pay_refund *out,
+                   pay_error *err);
+  pay_rc (*list_refunds)(const char *intent, pay_refund *out, int max, int *n, pay_error *err);
 } pay_ops;
 
 extern const pay_ops paysim_ops;
@@ -33,6 +36,7 @@ extern const pay_ops stripe_ops;
 void pay_card_from_json(json_t *pm, pay_card *card);
 void pay_intent_from_json(json_t *pi, pay_intent *out);
 void pay_subscription_from_json(json_t *sub, pay_subscription *out);
+void pay_refund_from_json(json_t *re, pay_refund *out);
 /* The idempotency key a Stripe-shaped object carries in its metadata, or NULL. */
 const char *pay_metadata_key(json_t *o);
 

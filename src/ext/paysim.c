@@ -8,8 +8,10 @@
  * idempotency key maps to the object it produced, so repeating a call returns it again, and
  * reusing it with other parameters is refused as Stripe refuses it. Card authorizations hold
  * for 7 days of the service clock (capture_before on the charge); past that the intent is
- * cancelled and a capture fails with charge_expired_for_capture. Intents and subscriptions
- * carry their key in metadata, so a request whose answer was lost can be looked up. */
+ * cancelled and a capture fails with charge_expired_for_capture. Intents, subscriptions and
+ * refunds carry their key in metadata, so a request whose answer was lost can be looked up.
+ * A refund is a Stripe refund object (kind "refund"); what was refunded of a charge is its
+ * amount_refunded, moved with the refund in one transaction. */
 #include "core/clock.h"
 #include "core/ids.h"
 #include "core/log.h"
@@ -131,30 +133,53 @@ static void release_key(const char *idem_key) {
   db_query(NULL, NULL, "DELETE FROM processor_sim_objects WHERE id = $1", DB_ARGS(DB_TEXT(key)));
 }
 
-/* Stores a new object and records it under idem_key (claimed by the caller), atomically. */
-static bool insert_keyed(const char *id, const char *kind, json_t *o, const char *idem_key, const char *fp) {
-  if (!idem_key) return insert(id, kind, o);
-  char key[PAY_ID_LEN + 8];
-  key_id(idem_key, key);
+/* Another object's change stored with a new one: `id` from `old` (its stored text) to `now`. */
+typedef struct sim_change {
+  const char *id, *old;
+  json_t *now;
+} sim_change;
+
+/* Stores a new object, records it under idem_key (claimed by the caller; NULL: none) and
+ * applies change (NULL: none) while its object still reads as it did, atomically. false when
+ * that object changed meanwhile or storage failed: nothing is stored. */
+static bool store_new(const char *id, const char *kind, json_t *o, const char *idem_key, const char *fp,
+                      const sim_change *change) {
+  char key[PAY_ID_LEN + 8] = "";
+  if (idem_key) key_id(idem_key, key);
   char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-  json_t *ref = json_pack("{s:s,s:s}", "fingerprint", fp, "object", id);
+  json_t *ref = json_pack("{s:s,s:s}", "fingerprint", fp ? fp : "", "object", id);
   char *ref_text = json_dumps(ref, JSON_COMPACT | JSON_SORT_KEYS);
+  char *changed_text = change ? json_dumps(change->now, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
   int64_t now = clock_now_ms();
+  arena a;
+  arena_init(&a);
+  db_res *r = NULL;
   db_conn *c = db_acquire();
   db_rc rc = db_begin(c);
-  if (rc == DB_OK)
+  bool applied = true;
+  if (rc == DB_OK && change) {
+    rc = db_exec(c, &a, &r, "UPDATE processor_sim_objects SET data = $3, updated_at = $4 WHERE id = $1 AND data = $2",
+                 DB_ARGS(DB_TEXT(change->id), DB_TEXT(change->old), DB_TEXT(changed_text), DB_INT(now)));
+    applied = rc == DB_OK && r->changes == 1;
+  }
+  if (rc == DB_OK && applied)
     rc = db_exec(
         c, NULL, NULL,
         "INSERT INTO processor_sim_objects (id, kind, data, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)",
         DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now)));
-  if (rc == DB_OK)
+  if (rc == DB_OK && applied && idem_key)
     rc = db_exec(c, NULL, NULL, "UPDATE processor_sim_objects SET data = $2, updated_at = $3 WHERE id = $1",
                  DB_ARGS(DB_TEXT(key), DB_TEXT(ref_text), DB_INT(now)));
-  if (rc == DB_OK) rc = db_commit(c);
-  db_release(c);
-  free(text), free(ref_text);
+  if (rc == DB_OK && applied) rc = db_commit(c);
+  db_release(c); /* rolls back what is not committed */
+  arena_fini(&a);
+  free(text), free(ref_text), free(changed_text);
   json_decref(ref);
-  return rc == DB_OK;
+  return rc == DB_OK && applied;
+}
+
+static bool insert_keyed(const char *id, const char *kind, json_t *o, const char *idem_key, const char *fp) {
+  return idem_key ? store_new(id, kind, o, idem_key, fp, NULL) : insert(id, kind, o);
 }
 
 /* The pay_rc of a claim that did not give the caller a fresh key. */
@@ -505,6 +530,97 @@ static pay_rc sim_find_subscription(const char *customer, const char *idem_key, 
   return rc;
 }
 
+/* ---- refunds ---- */
+
+/* Refuses a refund as Stripe does: invalid_request_error with code. */
+static pay_rc refund_refusal(pay_error *err, const char *code, const char *message) {
+  snprintf(err->code, sizeof err->code, "%s", code);
+  return fail(err, PAY_INVALID, message);
+}
+
+static pay_rc sim_refund(const char *intent, int64_t cents, const char *reason, const char *idem_key, pay_refund *out,
+                         pay_error *err) {
+  char fp[PAY_ID_LEN + 96];
+  snprintf(fp, sizeof fp, "refund|%s|%lld|%s", intent, (long long)cents, reason ? reason : "");
+  json_t *old;
+  key_state st = claim_key(idem_key, fp, &old);
+  if (st == KEY_REPLAY) {
+    pay_refund_from_json(old, out);
+    json_decref(old);
+    return PAY_OK;
+  }
+  if (st != KEY_NEW) return key_refusal(st, err);
+  pay_rc rc = PAY_UNAVAILABLE;
+  for (int tries = 0; tries < 5 && rc == PAY_UNAVAILABLE; tries++) {
+    json_t *pi = load_intent(intent);
+    if (!pi) {
+      rc = fail(err, PAY_NOT_FOUND, "No such payment_intent");
+      break;
+    }
+    char *raw = json_dumps(pi, JSON_COMPACT | JSON_SORT_KEYS);
+    json_t *charge = json_object_get(pi, "latest_charge");
+    json_int_t amount = json_integer_value(json_object_get(pi, "amount"));
+    json_int_t refunded = json_integer_value(json_object_get(charge, "amount_refunded"));
+    const char *status = json_string_value(json_object_get(pi, "status"));
+    json_int_t take = cents > 0 ? (json_int_t)cents : amount - refunded;
+    char message[160];
+    if (!status || strcmp(status, "succeeded") || !json_is_object(charge)) {
+      snprintf(message, sizeof message, "This PaymentIntent (%s) does not have a successful charge to refund.", intent);
+      rc = refund_refusal(err, "", message); /* Stripe gives no code here, only param payment_intent */
+    } else if (refunded >= amount) {
+      snprintf(message, sizeof message, "Charge %s has already been refunded.",
+               json_string_value(json_object_get(charge, "id")));
+      rc = refund_refusal(err, "charge_already_refunded", message);
+    } else if (take > amount - refunded) {
+      snprintf(message, sizeof message, "Refund amount ($%.2f) is greater than unrefunded amount on charge ($%.2f)",
+               (double)take / 100, (double)(amount - refunded) / 100);
+      rc = refund_refusal(err, "amount_too_large", message);
+    } else {
+      char id[PAY_ID_LEN];
+      new_id("re", id);
+      json_t *refund = json_pack(
+          "{s:s,s:s,s:I,s:s,s:s?,s:s,s:s,s:s?,s:I,s:{s:s?}}", "id", id, "object", "refund", "amount", take, "currency",
+          "usd", "charge", json_string_value(json_object_get(charge, "id")), "payment_intent", intent, "status",
+          "succeeded", "reason", reason, "created", (json_int_t)now_s(), "metadata", "idempotency_key", idem_key);
+      json_object_set_new(charge, "amount_refunded", json_integer(refunded + take));
+      json_object_set_new(charge, "refunded", json_boolean(refunded + take >= amount));
+      sim_change charged = {intent, raw, pi};
+      if (store_new(id, "refund", refund, idem_key, fp, &charged)) {
+        pay_refund_from_json(refund, out);
+        rc = PAY_OK;
+      }
+      json_decref(refund);
+    }
+    free(raw);
+    json_decref(pi);
+  }
+  if (rc != PAY_OK) release_key(idem_key); /* refused or not made: Stripe keeps no result */
+  if (rc == PAY_UNAVAILABLE && !err->message[0]) fail(err, rc, "simulated processor is busy");
+  return rc;
+}
+
+static pay_rc sim_list_refunds(const char *intent, pay_refund *out, int max, int *n, pay_error *err) {
+  json_t *pi = load_intent(intent);
+  if (!pi) return fail(err, PAY_NOT_FOUND, "No such payment_intent");
+  json_decref(pi);
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  char *pattern = arena_printf(&a, "%%\"payment_intent\":\"%s\"%%", intent);
+  db_rc rc = db_query(&a, &r,
+                      "SELECT data FROM processor_sim_objects WHERE kind = 'refund' AND data LIKE $1 "
+                      "ORDER BY created_at DESC, id DESC",
+                      DB_ARGS(DB_TEXT(pattern)));
+  for (int i = 0; rc == DB_OK && i < r->rows && *n < max; i++) {
+    json_t *o = json_loads(db_text(r, i, 0), 0, NULL);
+    const char *of = json_string_value(json_object_get(o, "payment_intent"));
+    if (of && !strcmp(of, intent)) pay_refund_from_json(o, &out[(*n)++]); /* LIKE's _ matches any character */
+    json_decref(o);
+  }
+  arena_fini(&a);
+  return rc == DB_OK ? PAY_OK : fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
+}
+
 const pay_ops paysim_ops = {
     .name = "simulated",
     .create_customer = sim_create_customer,
@@ -520,4 +636,6 @@ const pay_ops paysim_ops = {
     .retrieve_intent = sim_retrieve_intent,
     .find_intent = sim_find_intent,
     .find_subscription = sim_find_subscription,
+    .refund = sim_refund,
+    .list_refunds = sim_list_refunds,
 };

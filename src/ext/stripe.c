@@ -7,7 +7,7 @@
  * Stripe's error objects map to pay_rc (card_error -> PAY_DECLINED, idempotency_error ->
  * PAY_IDEMPOTENCY, resource_missing -> PAY_NOT_FOUND, other 4xx -> PAY_INVALID).
  *
- * PaymentIntents and subscriptions carry their idempotency key in metadata[idempotency_key],
+ * PaymentIntents, subscriptions and refunds carry their idempotency key in metadata[idempotency_key],
  * so what a request whose answer was lost did can be found again by listing the customer's
  * objects (lists are consistent at once, unlike search; and a key is pruned by Stripe after
  * 24 hours, after which only the metadata still tells). */
@@ -367,6 +367,44 @@ static pay_rc st_find_subscription(const char *customer, const char *idem_key, p
   return rc;
 }
 
+static pay_rc st_refund(const char *intent, int64_t cents, const char *reason, const char *idem_key, pay_refund *out,
+                        pay_error *err) {
+  buf f = {0};
+  form_add(&f, "payment_intent", intent);
+  if (cents > 0) form_add_int(&f, "amount", cents);
+  if (reason) form_add(&f, "reason", reason);
+  form_add(&f, "metadata[idempotency_key]", idem_key);
+  json_t *o;
+  pay_rc rc = call("/v1/refunds", &f, idem_key, &o, err);
+  free(f.data);
+  if (rc == PAY_OK) pay_refund_from_json(o, out);
+  json_decref(o);
+  return rc;
+}
+
+static pay_rc st_list_refunds(const char *intent, pay_refund *out, int max, int *n, pay_error *err) {
+  char *pi = curl_easy_escape(NULL, intent, 0);
+  char after[PAY_ID_LEN] = "";
+  pay_rc rc = PAY_OK;
+  for (int page = 0; page < LIST_PAGES && *n < max; page++) {
+    char path[1200];
+    snprintf(path, sizeof path, "/v1/refunds?payment_intent=%s&limit=100%s%s", pi, after[0] ? "&starting_after=" : "",
+             after);
+    json_t *list;
+    if ((rc = call(path, NULL, NULL, &list, err)) != PAY_OK) break;
+    json_t *data = json_object_get(list, "data"), *o;
+    size_t i;
+    json_array_foreach(data, i, o) if (*n < max) pay_refund_from_json(o, &out[(*n)++]);
+    const char *last = json_string_value(json_object_get(json_array_get(data, json_array_size(data) - 1), "id"));
+    bool more = json_is_true(json_object_get(list, "has_more")) && last;
+    if (more) snprintf(after, sizeof after, "%s", last);
+    json_decref(list);
+    if (!more) break;
+  }
+  curl_free(pi);
+  return rc;
+}
+
 const pay_ops stripe_ops = {
     .name = "stripe",
     .create_customer = st_create_customer,
@@ -382,4 +420,6 @@ const pay_ops stripe_ops = {
     .retrieve_intent = st_retrieve_intent,
     .find_intent = st_find_intent,
     .find_subscription = st_find_subscription,
+    .refund = st_refund,
+    .list_refunds = st_list_refunds,
 };

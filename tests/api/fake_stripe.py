@@ -17,6 +17,15 @@ It speaks Stripe's wire format for exactly the calls the client makes:
     POST /v1/subscriptions/<id>                 update (cancel_at_period_end)
     GET  /v1/subscriptions/<id>                 retrieve
     GET  /v1/subscriptions                      list (customer, status=all, limit, starting_after)
+    POST /v1/refunds                            refund a captured PaymentIntent (payment_intent or charge;
+                                                amount, default what is left; reason; metadata): the
+                                                charge's amount_refunded and refunded follow; refused as
+                                                Stripe refuses (not captured, charge_already_refunded,
+                                                amount_too_large)
+    GET  /v1/refunds/<id>, GET /v1/refunds      retrieve; list (payment_intent, charge, limit,
+                                                starting_after), newest first
+    GET  /v1/charges/<id>                       retrieve (expand[]=refunds lists its refunds, which
+                                                Stripe no longer includes by default)
 
 plus POST /v1/payment_methods/<id>/detach (real Stripe API; the client never calls it, the
 tests use it, or `detach_payment_method()`, to make a saved card disappear).
@@ -53,7 +62,9 @@ Test controls (all thread-safe):
 - `requests` / `calls(method, path=None, prefix=None)`: the request log, each entry a dict
   {method, path, headers (lower-case names), form (parse_qs: name -> [values]), raw, status}.
 - `objects(kind, **match)`: stored objects of one kind ("customer", "payment_method",
-  "payment_intent", "setup_intent", "subscription", "charge") whose fields equal the given values.
+  "payment_intent", "setup_intent", "subscription", "charge", "refund") whose fields equal the
+  given values.
+- `charge_of(intent)`: a PaymentIntent's charge as Stripe sends it in a charge.* event.
 - `charges(customer)` / `holds(customer)`: the customer's PaymentIntents that moved money
   (succeeded) / that hold it (requires_capture), for counting.
 """
@@ -167,6 +178,10 @@ class FakeStripe:
 
     def holds(self, customer):
         return self.objects("payment_intent", customer=customer, status="requires_capture")
+
+    def charge_of(self, intent):
+        with self.lock:
+            return copy.deepcopy(self.store[self.store[intent]["latest_charge"]])
 
     def fail_next(self, method, path, count=1, status=500, after_processing=False):
         with self.lock:
@@ -326,6 +341,10 @@ class FakeStripe:
         ("POST", r"/v1/subscriptions/([^/]+)", "update_subscription"),
         ("GET", r"/v1/subscriptions", "list_subscriptions"),
         ("GET", r"/v1/subscriptions/([^/]+)", "retrieve_subscription"),
+        ("POST", r"/v1/refunds", "create_refund"),
+        ("GET", r"/v1/refunds", "list_refunds"),
+        ("GET", r"/v1/refunds/([^/]+)", "retrieve_refund"),
+        ("GET", r"/v1/charges/([^/]+)", "retrieve_charge"),
     ]
 
     def _execute(self, method, path, form):
@@ -468,7 +487,8 @@ class FakeStripe:
             self.store[pi["id"]] = pi
             raise StripeError(402, **_error_args(error), payment_intent=copy.deepcopy(pi))
         charge = {"id": new_id("ch"), "object": "charge", "amount": amount, "created": self.now(), "customer": customer,
-                  "payment_intent": pi["id"], "captured": capture_method != "manual",
+                  "payment_intent": pi["id"], "captured": capture_method != "manual", "amount_refunded": 0,
+                  "refunded": False, "status": "succeeded", "currency": "usd",
                   "payment_method_details": {"type": "card", "card": {
                       "brand": pm["card"]["brand"], "last4": pm["card"]["last4"],
                       # an uncaptured card authorization lapses after 7 days
@@ -559,6 +579,70 @@ class FakeStripe:
         pi["amount_capturable"] = 0
         pi["cancellation_reason"] = f.get("cancellation_reason") or "requested_by_customer"
         return copy.deepcopy(pi)
+
+    REFUND_REASONS = ("duplicate", "fraudulent", "requested_by_customer")
+
+    def _create_refund(self, f):
+        if f.get("payment_intent"):
+            pi = self._obj("payment_intent", f["payment_intent"], 400, "payment_intent")
+            charge = self.store.get(pi.get("latest_charge") or "")
+            if pi["status"] != "succeeded" or not charge:
+                raise invalid(f"This PaymentIntent ({pi['id']}) does not have a successful charge to refund.",
+                              param="payment_intent")
+        elif f.get("charge"):
+            charge = self._obj("charge", f["charge"], 400, "charge")
+        else:
+            raise invalid("One of the following params should be provided for this request: payment_intent or "
+                          "charge.", code="parameter_missing")
+        if not charge["captured"]:
+            raise invalid(f"Charge {charge['id']} has not been captured: cancel the PaymentIntent instead.",
+                          param="charge")
+        left = charge["amount"] - charge["amount_refunded"]
+        if left <= 0:
+            raise invalid(f"Charge {charge['id']} has already been refunded.", code="charge_already_refunded")
+        try:
+            amount = int(f["amount"]) if "amount" in f else left
+        except ValueError:
+            raise invalid("Invalid integer: " + f["amount"], param="amount")
+        if amount <= 0:
+            raise invalid("Invalid positive integer", param="amount")
+        if amount > left:
+            raise invalid(f"Refund amount (${amount / 100:.2f}) is greater than unrefunded amount on charge "
+                          f"(${left / 100:.2f})", param="amount", code="amount_too_large")
+        reason = f.get("reason")
+        if reason is not None and reason not in self.REFUND_REASONS:
+            raise invalid("Invalid reason: must be one of duplicate, fraudulent, or requested_by_customer",
+                          param="reason")
+        refund = {"id": new_id("re"), "object": "refund", "amount": amount, "balance_transaction": new_id("txn"),
+                  "charge": charge["id"], "created": self.now(), "currency": "usd",
+                  "destination_details": {"type": "card", "card": {"type": "refund"}}, "metadata": metadata_of(f),
+                  "payment_intent": charge["payment_intent"], "reason": reason, "receipt_number": None,
+                  "source_transfer_reversal": None, "status": "succeeded", "transfer_reversal": None}
+        self.store[refund["id"]] = refund
+        charge["amount_refunded"] += amount
+        charge["refunded"] = charge["amount_refunded"] == charge["amount"]
+        return copy.deepcopy(refund)
+
+    def _list_refunds(self, f):
+        items = [o for o in reversed(list(self.store.values())) if o.get("object") == "refund"
+                 and (not f.get("payment_intent") or o.get("payment_intent") == f["payment_intent"])
+                 and (not f.get("charge") or o.get("charge") == f["charge"])]
+        if f.get("starting_after"):
+            ids = [o["id"] for o in items]
+            items = items[ids.index(f["starting_after"]) + 1:] if f["starting_after"] in ids else []
+        limit = int(f.get("limit") or 10)
+        return {"object": "list", "url": "/v1/refunds", "has_more": len(items) > limit,
+                "data": [copy.deepcopy(o) for o in items[:limit]]}
+
+    def _retrieve_refund(self, f, ident):
+        return copy.deepcopy(self._obj("refund", ident))
+
+    def _retrieve_charge(self, f, ident):
+        charge = copy.deepcopy(self._obj("charge", ident))
+        if "refunds" in f.get("_expand", []):
+            refunds = self._list_refunds({"charge": ident, "limit": 100})
+            charge["refunds"] = dict(refunds, url=f"/v1/charges/{ident}/refunds")
+        return charge
 
     def _create_subscription(self, f):
         customer = f.get("customer")

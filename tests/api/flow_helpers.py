@@ -42,7 +42,8 @@ JOB_FIELDS = {
 }
 QUOTE_FIELDS = {"id", "jobId", "providerId", "amount", "platformFee", "totalAmount", "note", "scheduledAt",
                 "status", "createdAt"}
-PAYMENT_FIELDS = {"id", "status", "amount", "processorPaymentIntentId", "holdExpiresAt", "failureReason"}
+PAYMENT_FIELDS = {"id", "status", "amount", "processorPaymentIntentId", "holdExpiresAt", "failureReason",
+                  "refundedAmount"}
 
 # ---------------------------------------------------------------- ZIPs
 

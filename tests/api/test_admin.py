@@ -7,6 +7,8 @@ Spec: marketplace-api.md 3 (Job status: the assigned provider deleted), 4 (Admin
 impersonate-staff), 5 (Administrator flow, token lifetimes), 8 (admin login limit); decisions.md 4
 (GODMODE, generate bounds, banners in the database).
 """
+import time
+
 import pytest
 import requests
 
@@ -280,9 +282,20 @@ def test_delete_provider_returns_its_jobs_to_pending(api, server, pg_cluster, ad
     for job_id in (accepted.job_id, done["id"], quoted_only["id"]):
         job = get_job(api, user["token"], job_id)
         assert (job["status"], job["providerId"], job["quotes"]) == ("PENDING", None, []), job_id
+    # the payments moved to the jobs' history (issue 21): the paid one refunded, the hold voided
     job = get_job(api, user["token"], done["id"])
-    assert job["afterImages"] == [] and job["payment"] == {**job["payment"], "status": "PAID"}
-    assert get_job(api, user["token"], accepted.job_id)["payment"] is None  # the hold was voided
+    assert job["afterImages"] == [] and job["payment"] is None
+    assert get_job(api, user["token"], accepted.job_id)["payment"] is None
+
+    def history(job_id):
+        return sql(server, pg_cluster, f"SELECT status, refunded_cents, released_at FROM payments "
+                                       f"WHERE job_id = '{job_id}' AND kind = 'job'")
+
+    deadline = time.time() + 20
+    while [r[0] for r in history(done["id"]) + history(accepted.job_id)] != ["REFUNDED", "CANCELED"]:
+        assert time.time() < deadline, (history(done["id"]), history(accepted.job_id))
+        time.sleep(0.1)
+    assert all(r[2] not in (None, "", "None") for r in history(done["id"]) + history(accepted.job_id))
     intent = sql(server, pg_cluster, f"SELECT data FROM processor_sim_objects WHERE id = "
                                      f"'{hold['processorPaymentIntentId']}'")
     assert '"status":"canceled"' in intent[0][0].replace(" ", "")

@@ -135,7 +135,7 @@ def test_quote_created_with_fee_and_job_quoted(api, server):
     (33.33, 6.0, 39.33),
     (100000, 18000.0, 118000.0),
     (19.99, 3.6, 23.59),
-    (0.01, 0.0, 0.01),
+    (0.43, 0.08, 0.51),
     (57.5, 10.35, 67.85),
     (1234.56, 222.22, 1456.78),
 ])
@@ -199,6 +199,41 @@ def test_quote_amount_bounds_on_a_real_job(api):
         status_body(submit_quote(api, pro, jid, bad), 400, {"error": AMOUNT_RANGE})
     assert get_job(api, u["token"], jid)["status"] == "PENDING"
     assert quote(api, pro, jid, 100000)["totalAmount"] == 118000.0
+
+
+TOO_SMALL = {"error": "amount: the total charged must be at least 0.50"}
+
+
+@pytest.mark.parametrize("amount", [0.01, 0.1, 0.41, 0.42])
+def test_a_quote_whose_total_cannot_be_charged_is_refused(api, amount):
+    """Issue 21: a total under the processor's 0.50 minimum can never be paid. The total is
+    amount x 1.18 before the fee is rounded, so 0.42 (0.4956) is refused and 0.43 the smallest
+    quote. Checked with the amount, before the job: nothing is recorded."""
+    zip_code = private_zip()
+    u = customer(api, zip_code)
+    pro = provider(api, [zip_code])
+    jid = post_job(api, u)["id"]
+    status_body(submit_quote(api, pro, jid, amount), 400, TOO_SMALL)
+    status_body(submit_quote(api, pro, "cnosuchjob000000000000000", amount), 400, TOO_SMALL)
+    assert get_job(api, u["token"], jid)["status"] == "PENDING" and quotes_of(api, u, jid) == []
+    q = quote(api, pro, jid, 0.43)
+    assert (q["amount"], q["platformFee"], q["totalAmount"]) == (0.43, 0.08, 0.51)
+    assert get_job(api, u["token"], jid)["status"] == "QUOTED"
+
+
+def test_the_smallest_quote_is_authorized_and_captured(api):
+    """0.43 makes a total of 0.51, which the processor charges (the simulated one refuses less
+    than 0.50 as Stripe does)."""
+    zip_code = private_zip()
+    u = customer(api, zip_code, "pm_card_visa")
+    pro = provider(api, [zip_code])
+    jid = post_job(api, u)["id"]
+    accept(api, u, quote(api, pro, jid, 0.43)["id"])
+    payment = get_job(api, u["token"], jid)["payment"]
+    assert (payment["status"], payment["amount"]) == ("AUTHORIZED", 0.51)
+    for status in ("ON_THE_WAY", "IN_PROGRESS", "COMPLETED"):
+        step(api, pro, jid, status)
+    assert get_job(api, u["token"], jid)["payment"]["status"] == "PAID"
 
 
 def test_quote_on_accepted_or_cancelled_job_is_409(api):

@@ -65,3 +65,49 @@ def test_fake_stripe_delay_holds_requests_without_an_idempotency_key(fake):
         assert r.status_code == 404 and time.time() - t0 >= 0.5
     finally:
         fake.delay("GET", "/v1/subscriptions/sub_slow", 0)
+
+
+def test_fake_stripe_refunds_as_stripe_does(fake):
+    """Refunds of a captured PaymentIntent: partial, the rest by default, refused past what is
+    left (amount_too_large, then charge_already_refunded) and before capture; the charge's
+    amount_refunded follows; listed newest first per PaymentIntent; replayed under their key."""
+    url, auth = fake.url, {"Authorization": "Bearer sk_test_fake"}
+    cus = requests.post(f"{url}/v1/customers", data={"email": "re@example.com"}, headers=auth, timeout=10).json()["id"]
+    pm = requests.post(f"{url}/v1/payment_methods/pm_card_visa/attach", data={"customer": cus}, headers=auth,
+                       timeout=10).json()["id"]
+    form = {"amount": 1000, "currency": "usd", "customer": cus, "payment_method": pm, "confirm": "true",
+            "off_session": "true", "capture_method": "manual"}
+    pi = requests.post(f"{url}/v1/payment_intents", data=form, headers=auth, timeout=10).json()
+    r = requests.post(f"{url}/v1/refunds", data={"payment_intent": pi["id"]}, headers=auth, timeout=10)
+    assert r.status_code == 400
+    assert r.json()["error"] == {"type": "invalid_request_error", "param": "payment_intent",
+                                 "message": f"This PaymentIntent ({pi['id']}) does not have a successful charge "
+                                            "to refund."}
+    requests.post(f"{url}/v1/payment_intents/{pi['id']}/capture", headers=auth, timeout=10)
+    key = {"Idempotency-Key": f"refund-{uuid.uuid4()}", **auth}
+    data = {"payment_intent": pi["id"], "amount": 300, "reason": "requested_by_customer",
+            "metadata[idempotency_key]": key["Idempotency-Key"]}
+    first = requests.post(f"{url}/v1/refunds", data=data, headers=key, timeout=10)
+    again = requests.post(f"{url}/v1/refunds", data=data, headers=key, timeout=10)
+    assert first.status_code == again.status_code == 200 and first.json() == again.json()
+    re1 = first.json()
+    assert (re1["object"], re1["amount"], re1["status"], re1["payment_intent"], re1["charge"], re1["metadata"]) == \
+        ("refund", 300, "succeeded", pi["id"], pi["latest_charge"], {"idempotency_key": key["Idempotency-Key"]})
+    r = requests.post(f"{url}/v1/refunds", data={"payment_intent": pi["id"], "amount": 800}, headers=auth, timeout=10)
+    assert (r.status_code, r.json()["error"]["code"]) == (400, "amount_too_large")
+    assert r.json()["error"]["message"] == "Refund amount ($8.00) is greater than unrefunded amount on charge ($7.00)"
+    rest = requests.post(f"{url}/v1/refunds", data={"payment_intent": pi["id"]}, headers=auth, timeout=10).json()
+    assert rest["amount"] == 700
+    charge = requests.get(f"{url}/v1/charges/{pi['latest_charge']}", headers=auth, timeout=10).json()
+    assert (charge["amount_refunded"], charge["refunded"], "refunds" in charge) == (1000, True, False)
+    expanded = requests.get(f"{url}/v1/charges/{pi['latest_charge']}?expand[]=refunds", headers=auth, timeout=10)
+    assert [x["id"] for x in expanded.json()["refunds"]["data"]] == [rest["id"], re1["id"]]
+    r = requests.post(f"{url}/v1/refunds", data={"payment_intent": pi["id"]}, headers=auth, timeout=10)
+    assert (r.status_code, r.json()["error"]["code"]) == (400, "charge_already_refunded")
+    listed = requests.get(f"{url}/v1/refunds?payment_intent={pi['id']}&limit=1", headers=auth, timeout=10).json()
+    assert (listed["has_more"], [x["id"] for x in listed["data"]]) == (True, [rest["id"]])
+    page = requests.get(f"{url}/v1/refunds?payment_intent={pi['id']}&starting_after={rest['id']}", headers=auth,
+                        timeout=10).json()
+    assert [x["id"] for x in page["data"]] == [re1["id"]]
+    assert requests.get(f"{url}/v1/refunds/{re1['id']}", headers=auth, timeout=10).json() == re1
+    assert fake.charge_of(pi["id"])["amount_refunded"] == 1000

@@ -126,8 +126,9 @@ err_t api_admin_delete_account(hs_req *req) {
   err_t e = load_account(req, role, id, &acc);
   if (e != ERR_OK) return e;
   db_res *held, *files[3];
-  if (admin_store_authorized_jobs(&req->arena, role, id, &held) != ERR_OK) return ERR_INTERNAL;
-  for (int i = 0; i < held->rows; i++)
+  bool provider = !strcmp(role, "provider");
+  if (!provider && admin_store_authorized_jobs(&req->arena, id, &held) != ERR_OK) return ERR_INTERNAL;
+  for (int i = 0; !provider && i < held->rows; i++)
     if ((e = payments_void_job(db_text(held, i, 0))) != ERR_OK)
       return e == ERR_UNAVAILABLE ? hs_fail(req, e, "Payment processor unavailable") : e;
   if (admin_store_account_files(&req->arena, role, id, files) != ERR_OK) return ERR_INTERNAL;

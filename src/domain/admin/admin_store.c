@@ -4,6 +4,7 @@
 #include "domain/admin/admin_store.h"
 #include "core/clock.h"
 #include "core/util.h"
+#include "domain/payments/payments.h"
 #include <string.h>
 
 static err_t rows(arena *a, db_res **out, const char *sql, const db_val *params, int n) {
@@ -47,13 +48,10 @@ err_t admin_store_put_banner(const char *account_id, const char *role, const cha
   return db_to_err(rc);
 }
 
-err_t admin_store_authorized_jobs(arena *a, const char *role, const char *id, db_res **out) {
+err_t admin_store_authorized_jobs(arena *a, const char *id, db_res **out) {
   return rows(a, out,
-              !strcmp(role, "provider")
-                  ? "SELECT j.id FROM jobs j JOIN payments p ON p.job_id = j.id AND p.kind = 'job' "
-                    "WHERE j.provider_id = $1 AND p.status = 'AUTHORIZED'"
-                  : "SELECT j.id FROM jobs j JOIN payments p ON p.job_id = j.id AND p.kind = 'job' "
-                    "WHERE j.customer_id = $1 AND p.status = 'AUTHORIZED'",
+              "SELECT j.id FROM jobs j JOIN payments p ON p.job_id = j.id AND p.kind = 'job' "
+              "AND p.released_at IS NULL WHERE j.customer_id = $1 AND p.status = 'AUTHORIZED'",
               DB_ARGS(DB_TEXT(id)));
 }
 
@@ -103,10 +101,6 @@ static const char *const delete_provider_sql[] = {
     "UPDATE jobs SET status = 'PENDING', updated_at = $2 WHERE status = 'QUOTED' AND provider_id IS NULL "
     "AND id IN (SELECT job_id FROM quotes WHERE provider_id = $1) "
     "AND NOT EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = jobs.id AND q.provider_id <> $1)",
-    /* the jobs it is released from can be accepted and authorized afresh (holds were voided);
-       a payment with a processor request under way is left to settle */
-    "DELETE FROM payments WHERE kind = 'job' AND status IN ('CANCELED', 'FAILED') AND pending_op IS NULL "
-    "AND job_id IN (SELECT id FROM jobs WHERE provider_id = $1 AND status <> 'CANCELLED')",
     "UPDATE jobs SET status = 'PENDING', provider_id = NULL, accepted_at = NULL, completed_at = NULL, "
     "eta_minutes = NULL, before_images = '[]', after_images = '[]', updated_at = $2 "
     "WHERE provider_id = $1 AND status <> 'CANCELLED'",
@@ -138,6 +132,9 @@ err_t admin_store_delete_account(const char *role, const char *id, const audit_a
   err_t e = ERR_OK;
   db_conn *c = db_acquire();
   db_rc rc = db_begin(c);
+  /* the payments of the jobs it is released from move to their history: money given back after
+     the commit, and the next acceptance authorizes afresh */
+  if (rc == DB_OK && provider) rc = payments_release_provider_jobs_in(c, id);
   for (size_t i = 0; rc == DB_OK && i < n; i++) {
     bool with_now = strstr(sql[i], "$2") != NULL;
     db_val args[] = {DB_TEXT(id), DB_INT(now)};

@@ -16,9 +16,9 @@ err_t admin_store_providers(arena *a, int limit, db_res **out);
 /* Queues (replaces) the account's banner and records act, in one transaction. */
 err_t admin_store_put_banner(const char *account_id, const char *role, const char *icon, const char *title,
                              const char *body, const audit_action *act);
-/* The jobs of the account (a customer's own, a provider's assigned ones) whose job payment is
- * still AUTHORIZED, to void before deleting. */
-err_t admin_store_authorized_jobs(arena *a, const char *role, const char *id, db_res **out);
+/* The customer's jobs whose job payment is still AUTHORIZED, to void before deleting (a
+ * provider's jobs keep their payments, in their history: admin_store_delete_account). */
+err_t admin_store_authorized_jobs(arena *a, const char *id, db_res **out);
 /* The cells that name the stored files going with the account (a key, a JSON array of keys,
  * or a photo message's "[IMAGE]<url>"), as three results: a provider's logo, headshots,
  * licence and insurance documents, the photos of the jobs it is released from, and the photos
@@ -26,7 +26,9 @@ err_t admin_store_authorized_jobs(arena *a, const char *role, const char *id, db
  * message threads. */
 err_t admin_store_account_files(arena *a, const char *role, const char *id, db_res *out[3]);
 /* Deletes the account and what hangs on it, and records act, in one transaction
- * (ERR_NOT_FOUND when it is already gone). */
+ * (ERR_NOT_FOUND when it is already gone). A provider's jobs go back to PENDING, their
+ * payments to the jobs' history (payments_release_provider_jobs_in: given back after the
+ * commit). */
 err_t admin_store_delete_account(const char *role, const char *id, const audit_action *act);
 
 #endif

@@ -221,7 +221,7 @@ static void detail_sql_build(void) {
   select_fields(detail_sql, sizeof detail_sql, "q", "quote_", SHAPE_QUOTE);
   snprintf(detail_sql + strlen(detail_sql), sizeof detail_sql - strlen(detail_sql), "%s",
            " FROM jobs j LEFT JOIN users cu ON cu.id = j.customer_id LEFT JOIN providers pr ON pr.id = j.provider_id "
-           "LEFT JOIN payments pay ON pay.job_id = j.id AND pay.kind = 'job' "
+           "LEFT JOIN payments pay ON pay.job_id = j.id AND pay.kind = 'job' AND pay.released_at IS NULL "
            "LEFT JOIN quotes q ON q.job_id = j.id AND (j.customer_id = $3 OR q.provider_id = $2) "
            "WHERE j.id = $1 ORDER BY q.seq");
 }

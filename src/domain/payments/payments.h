@@ -1,11 +1,15 @@
 /* Payments: the customer's saved card and premium subscription (/payments/...), processor
- * webhooks (POST /webhooks), and the payment operations of the job flow.
+ * webhooks (POST /webhooks), refunds (POST /staff/payments/:jobId/refund), and the payment
+ * operations of the job flow.
  *
  * The job operations write the Payment record of a job (kind "job": AUTHORIZED on
- * acceptance or FAILED, PAID on completion, CANCELED when an accepted job is cancelled) and
- * of its tip (kind "tip"). Each processor request is recorded with its idempotency key before
- * it is made, so repeating one never moves money twice, and one whose answer was lost is
- * settled by asking the processor. Thread-safe. */
+ * acceptance or FAILED, PAID on completion, CANCELED when an accepted job is cancelled,
+ * REFUNDED once all of it was given back) and of its tip (kind "tip"). Each processor request
+ * is recorded with its idempotency key before it is made, so repeating one never moves money
+ * twice, and one whose answer was lost is settled by asking the processor (the payment reads
+ * PENDING meanwhile). A job that goes back to PENDING moves its payments to its history and
+ * gets its money back. docs/internals/payments.md has the states and every move between
+ * them. Thread-safe. */
 #ifndef DOMAIN_PAYMENTS_H
 #define DOMAIN_PAYMENTS_H
 #include "db/db.h"
@@ -20,6 +24,9 @@ extern const size_t PAYMENTS_ROUTES_LEN;
  * queued captures and voids, giving back replaced holds, retrying failed payments when a card
  * is saved, the hourly renewal of card holds and the reconciliation every 15 minutes. */
 void payments_domain_init(void);
+
+/* The processor's smallest charge, in cents (Stripe's 0.50 USD). */
+#define PAYMENTS_MIN_CHARGE_CENTS 50
 
 /* Authorizes cents on user's saved card for job (manual capture, off-session) and records the
  * Payment: AUTHORIZED, or FAILED with its reason (declined, no saved card; the customer is
@@ -55,16 +62,25 @@ err_t payments_charge_tip(const char *job_id, const char *user_id, int64_t *cent
  * payment payment_id failed, as recorded by a processor event. Failures are logged. */
 void payments_tell_failure(const char *payment_id);
 /* The Payment JSON `{ id, status, amount, processorPaymentIntentId, holdExpiresAt,
- * failureReason }` of a payments row, as a field table (http/rowjson.h): the one definition,
+ * failureReason, refundedAmount }` of a payments row, as a field table (http/rowjson.h): the one definition,
  * which answers that join the payments table bind to its columns. */
 extern const hs_rj_field PAYMENTS_JSON[];
 /* The same Payment JSON of the job's payment of kind as a jansson value, or JSON null: for
  * answers still built as jansson trees (the staff look-ups). */
 json_t *payments_job_json(const char *job_id, const char *kind);
+/* Moves the current payments of every job assigned to provider_id that is not cancelled to
+ * their jobs' history, on c, inside the transaction that returns those jobs to PENDING; what
+ * they hold is given back after the commit (holds voided, captured money and tips refunded),
+ * in the background, and the next acceptance of each job authorizes afresh. */
+db_rc payments_release_provider_jobs_in(db_conn *c, const char *provider_id);
+/* What a provider keeps of earned (its quote amount) once refunded of the charged total was
+ * given back: earned less the refund's share of it, rounded to the cent (0 when all was). */
+int64_t payments_earned_after_refunds(int64_t earned, int64_t charged, int64_t refunded);
 /* Compares the payments in uncertain states with the processor and settles them: requests
  * left unanswered for min_age_ms or more, holds of completed or cancelled jobs, completed
- * jobs never charged. Logs each correction. For the periodic task and `marketplace payments
- * reconcile`; counts what it looked at and what it changed. */
+ * jobs never charged, failed payments whose card is no longer the customer's saved one, and
+ * money still held by payments of a job's history. Logs each correction. For the periodic task and `marketplace
+ * payments reconcile`; counts what it looked at and what it changed. */
 err_t payments_reconcile(int64_t min_age_ms, int *checked, int *corrected);
 
 #endif

@@ -145,10 +145,36 @@ static err_t adopt_unconfirmed_subscription(hs_req *req, billing *b) {
   return hs_ok(req, json_pack("{s:b,s:s,s:s}", "isPremium", 1, "subscriptionId", sub.id, "status", sub.status));
 }
 
+/* The user's active subscription is set to end at the period's end: subscribing again resumes
+ * it (the processor's cancel_at_period_end set false), answered here. One that ended at the
+ * processor meanwhile is forgotten, and a new one may be created (returns with no answer). */
+static err_t resume_subscription(hs_req *req, billing *b) {
+  pay_subscription sub;
+  pay_error pe;
+  pay_rc rc = payments_set_cancel_at_period_end(b->subscription_id, false, NULL, &sub, &pe);
+  if (rc == PAY_INVALID || rc == PAY_NOT_FOUND) { /* a canceled subscription cannot be resumed */
+    log_json(LOG_INFO, "resuming an ended subscription: a new one is made",
+             json_pack("{s:s,s:s}", "userId", b->id, "subscription", b->subscription_id));
+    pay_store_clear_subscribe_key(b->id, NULL);
+    b->subscription_id = NULL, b->is_premium = false;
+    return pay_store_set_premium(b->id, NULL, false, false);
+  }
+  if (rc != PAY_OK) return processor_failed(req, rc, &pe);
+  bool active = !strcmp(sub.status, "active") || !strcmp(sub.status, "trialing");
+  err_t e = pay_store_set_premium(b->id, sub.id, active, sub.cancel_at_period_end);
+  if (e != ERR_OK) return e;
+  return hs_ok(req, json_pack("{s:b,s:s,s:s,s:b}", "isPremium", active, "subscriptionId", sub.id, "status", sub.status,
+                              "cancelAtPeriodEnd", sub.cancel_at_period_end));
+}
+
 err_t api_payments_premium_subscribe(hs_req *req) {
   billing b;
   err_t e = load_billing(req, &b);
   if (e != ERR_OK) return e;
+  if (b.is_premium && b.subscription_id && b.cancel_at_period_end) {
+    e = resume_subscription(req, &b);
+    if (e != ERR_OK || req->status) return e;
+  }
   if (b.is_premium && b.subscription_id)
     return hs_ok(req, json_pack("{s:s,s:b,s:s,s:s}", "message", "Already subscribed to premium", "isPremium", 1,
                                 "subscriptionId", b.subscription_id, "status", "active"));

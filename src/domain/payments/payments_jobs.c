@@ -13,14 +13,21 @@
  *   someone else only once it was left unsettled: released by its carrier when no answer came
  *   (recorded as started a lease ago, so its lease is over at once), or older than LEASE_MS.
  *   The periodic reconciliation waits one more lease, so a customer's own retry comes first.
- * Failures are told to the customer (email and notification) and the provider (notification)
- * in the transaction that records them; a recovery is told to the provider. The states and
- * their moves are listed in docs/decisions.md (Payments). */
+ * A payment whose first hold or charge is under way, or unanswered, reads PENDING until its
+ * outcome is known. Failures are told to the customer (email and notification) and the
+ * provider (notification) in the transaction that records them; a recovery is told to the
+ * provider. A card saved while a request of the customer's is running is tried once that
+ * request settled (the recovery waits for it), and the reconciliation tries every failed
+ * payment again whose card is no longer the saved one. A renewal refused on the saved card
+ * keeps the live hold, and the next one is made on the hold's own card. Refunds and the job's
+ * payment history are in payments_refunds.c. The states and their moves are listed in
+ * docs/internals/payments.md. */
 #include "core/clock.h"
 #include "core/ids.h"
 #include "core/jsonx.h"
 #include "core/log.h"
 #include "domain/payments/payments.h"
+#include "domain/payments/payments_ops.h"
 #include "domain/payments/payments_store.h"
 #include "ext/payments.h"
 #include "ext/queue.h"
@@ -45,6 +52,8 @@ typedef struct outcome {
   char intent[PAY_ID_LEN];
   int64_t hold; /* when an AUTHORIZED hold lapses */
   char reason[400];
+  bool kept;               /* a refused renewal: the payment keeps its hold (AUTHORIZED, reason shown) */
+  const char *reason_then; /* the failureReason of a payment that did not fail (NULL: none) */
 } outcome;
 
 static void new_key(char key[KEY_LEN], const char *op, const payment_row *p) {
@@ -54,7 +63,7 @@ static void new_key(char key[KEY_LEN], const char *op, const payment_row *p) {
 static bool is(const char *a, const char *b) { return a && b && !strcmp(a, b); }
 
 /* A request started before this has no carrier any more (released, or its carrier stopped). */
-static int64_t lease_over(void) { return clock_now_ms() - LEASE_MS + 1; }
+int64_t pay_lease_over(void) { return clock_now_ms() - LEASE_MS + 1; }
 
 static void fail_with(outcome *o, const char *code, const char *message) {
   o->status = "FAILED";
@@ -120,6 +129,25 @@ static const pay_news *recovery_news(arena *a, const payment_row *p, const pay_c
   return n;
 }
 
+const pay_news *pay_refund_news(arena *a, const payment_row *p, int64_t cents, const char *reason) {
+  pay_context cx;
+  if (pay_store_context(a, p->job_id, &cx) != ERR_OK) return NULL;
+  pay_news *n = arena_alloc(a, sizeof *n);
+  *n = (pay_news){
+      cx.customer_email,
+      "Your payment was refunded",
+      arena_printf(a,
+                   "Hello %s,\n\nWe refunded $%.2f of your payment for your %s job (%s).\nReason: %s\n\n"
+                   "The money goes back to the card you paid with; your bank shows it within 5 to 10 "
+                   "business days.\n",
+                   cx.customer_name, (double)cents / 100, cx.service, p->job_id, reason),
+      {{p->user_id, "user", "Payment refunded",
+        arena_printf(a, "$%.2f of your payment for your %s job was refunded.", (double)cents / 100, cx.service),
+        p->job_id}},
+      1};
+  return n;
+}
+
 void payments_tell_failure(const char *payment_id) {
   arena a;
   arena_init(&a);
@@ -136,42 +164,49 @@ void payments_tell_failure(const char *payment_id) {
 /* ---- carrying out a recorded request ---- */
 
 /* A hold or charge made by a request whose outcome someone else recorded differently (a
- * webhook marked the payment PAID meanwhile): a hold is given back; a charge is reported. */
+ * webhook marked the payment PAID meanwhile): a hold is given back, a charge refunded. */
 static void orphan(arena *a, const payment_row *p, const outcome *o) {
   payment_row now;
   bool found;
-  if (!o->intent[0] || pay_store_get(a, p->id, &now, &found) != ERR_OK || !found || is(now.intent_id, o->intent))
+  if (!o->intent[0] || o->kept || pay_store_get(a, p->id, &now, &found) != ERR_OK || !found ||
+      is(now.intent_id, o->intent))
     return;
   if (is(o->status, "AUTHORIZED")) {
     json_t *payload = json_pack("{s:s}", "intentId", o->intent);
     queue_now("payment_cancel_hold", payload);
     json_decref(payload);
   } else if (is(o->status, "PAID")) {
-    log_json(LOG_ERROR, "payment made twice: refund one of them",
-             json_pack("{s:s,s:s,s:s}", "paymentId", p->id, "intent", o->intent, "recorded", now.intent_id));
+    log_json(LOG_ERROR, "payment made twice: refunding the second charge",
+             json_pack("{s:s,s:s,s:s?}", "paymentId", p->id, "intent", o->intent, "recorded", now.intent_id));
+    pay_refund_duplicate(a, p, o->intent, p->amount_cents);
   }
+}
+
+err_t pay_leave(const payment_row *p) {
+  pay_store_release(p, clock_now_ms() - LEASE_MS);
+  return ERR_UNAVAILABLE;
 }
 
 /* Records o as the outcome of p's request; ERR_UNAVAILABLE (the request left to be settled)
  * when it is not known. */
 static err_t record(arena *a, const payment_row *p, const outcome *o, const char *cancel_intent) {
-  if (!o->status) {
-    pay_store_release(p, clock_now_ms() - LEASE_MS);
-    return ERR_UNAVAILABLE;
-  }
+  if (!o->status) return pay_leave(p);
   const pay_news *news = NULL;
   pay_context cx;
-  bool announced = p->failure_reason != NULL; /* a failure the people concerned were told of */
-  if (is(p->kind, "job") && pay_store_context(a, p->job_id, &cx) == ERR_OK) {
-    if (is(o->status, "FAILED"))
+  bool failed = is(o->status, "FAILED"), hold = is(o->status, "AUTHORIZED");
+  /* a failure the people concerned were told of (a renewal refused while the hold stays is not one) */
+  bool announced = p->failure_reason != NULL && !is(p->status, "AUTHORIZED");
+  if (is(p->kind, "job") && !o->kept && pay_store_context(a, p->job_id, &cx) == ERR_OK) {
+    if (failed)
       news = failure_news(a, p, &cx, o->reason, !announced);
     else if (announced && !is(o->status, "CANCELED"))
       news = recovery_news(a, p, &cx);
   }
   pay_settle s = {o->status,
-                  o->intent[0] ? o->intent : NULL,
-                  is(o->status, "AUTHORIZED") ? o->hold : 0,
-                  is(o->status, "FAILED") ? o->reason : NULL,
+                  o->intent[0] && !o->kept ? o->intent : NULL,
+                  hold ? o->hold : 0,
+                  hold && !o->kept ? p->method_id : NULL,
+                  failed || o->kept ? o->reason : o->reason_then,
                   cancel_intent,
                   news};
   bool moved;
@@ -220,8 +255,6 @@ static void make_intent(const payment_row *p, const char *customer, bool settlin
   from_answer(rc, &pi, &pe, o);
 }
 
-static err_t run(arena *a, payment_row *p, bool settling);
-
 /* The capture found no live hold (lapsed or cancelled): the accepted total is charged to
  * the saved card instead, as a new request. */
 static err_t charge_instead(arena *a, const payment_row *p) {
@@ -236,7 +269,7 @@ static err_t charge_instead(arena *a, const payment_row *p) {
   if ((e = pay_store_switch(p, "charge", key, b.payment_method_id, &switched)) != ERR_OK || !switched) return e;
   payment_row q;
   if ((e = pay_store_get(a, p->id, &q, &found)) != ERR_OK || !found) return e;
-  return run(a, &q, false);
+  return pay_run(a, &q, false);
 }
 
 static err_t run_capture(arena *a, const payment_row *p) {
@@ -281,24 +314,36 @@ static err_t run_void(arena *a, const payment_row *p) {
   return record(a, p, &o, NULL);
 }
 
-/* Carries out p's pending request (claimed or taken over by the caller) and records what it
- * came to. ERR_UNAVAILABLE: not known yet, left to be settled. */
-static err_t run(arena *a, payment_row *p, bool settling) {
+/* A renewal made a new hold: it replaces the old one, which is given back; renewed on the
+ * hold's own card (the saved one was refused), the refusal's reason stays shown. Refused, the
+ * payment keeps its hold and shows the reason while that hold lasts; past it, it has failed. */
+static err_t record_renewal(arena *a, const payment_row *p, const billing *b, outcome *o) {
+  if (is(o->status, "AUTHORIZED")) {
+    o->reason_then = is(p->method_id, b->payment_method_id) ? NULL : p->failure_reason;
+    return record(a, p, o, p->intent_id);
+  }
+  if (is(o->status, "FAILED") && p->hold_expires_at > clock_now_ms()) {
+    o->status = "AUTHORIZED", o->kept = true, o->hold = p->hold_expires_at;
+    log_json(LOG_WARN, "renewal refused: the payment keeps its hold",
+             json_pack("{s:s,s:s,s:s}", "paymentId", p->id, "jobId", p->job_id, "reason", o->reason));
+  }
+  return record(a, p, o, NULL);
+}
+
+err_t pay_run(arena *a, payment_row *p, bool settling) {
   if (is(p->pending_op, "capture")) return run_capture(a, p);
   if (is(p->pending_op, "void")) return run_void(a, p);
+  if (is(p->pending_op, "refund")) return pay_run_refund(a, p, settling);
   billing b;
   err_t e = pay_store_billing(a, p->user_id, &b);
   if (e != ERR_OK) return e;
   outcome o = {0};
   make_intent(p, b.customer_id, settling, &o);
-  /* a renewal replaces the hold: the old one is given back whatever the new one came to */
-  const char *old = is(p->pending_op, "renew") && o.status ? p->intent_id : NULL;
-  return record(a, p, &o, old);
+  if (is(p->pending_op, "renew") && o.status) return record_renewal(a, p, &b, &o);
+  return record(a, p, &o, NULL);
 }
 
-/* Starts op on payment p (status `from`, nothing pending) as a new request and carries it
- * out. ERR_UNAVAILABLE when it is not known yet, or someone else holds the payment. */
-static err_t attempt(arena *a, const payment_row *p, const char *op, const char *method, int64_t cents) {
+err_t pay_attempt(arena *a, const payment_row *p, const char *op, const char *method, int64_t cents) {
   char key[KEY_LEN];
   if (is(op, "capture") || is(op, "void")) /* one operation on one intent: one key, whoever asks */
     snprintf(key, sizeof key, "%s-%s", is(op, "void") ? "cancel" : "capture", p->intent_id);
@@ -310,22 +355,20 @@ static err_t attempt(arena *a, const payment_row *p, const char *op, const char 
   if (!claimed) return ERR_UNAVAILABLE;
   payment_row q;
   if ((e = pay_store_get(a, p->id, &q, &found)) != ERR_OK || !found) return e == ERR_OK ? ERR_INTERNAL : e;
-  return run(a, &q, false);
+  return pay_run(a, &q, false);
 }
 
-/* Settles p's request when it was left unsettled before stale_before. ERR_UNAVAILABLE when
- * it is still not known, or someone else carries it out. */
-static err_t settle(arena *a, const payment_row *p, int64_t stale_before) {
+err_t pay_take_over(arena *a, const payment_row *p, int64_t stale_before) {
   bool taken, found;
   err_t e = pay_store_take_over(p, stale_before, &taken);
   if (e != ERR_OK) return e;
   if (!taken) return ERR_UNAVAILABLE;
   payment_row q;
   if ((e = pay_store_get(a, p->id, &q, &found)) != ERR_OK || !found) return e == ERR_OK ? ERR_INTERNAL : e;
-  return run(a, &q, true);
+  return pay_run(a, &q, true);
 }
 
-static bool queue_job(const char *kind, const char *field, const char *id) {
+bool pay_queue(const char *kind, const char *field, const char *id) {
   json_t *payload = json_pack("{s:s}", field, id);
   db_rc rc = queue_now(kind, payload);
   json_decref(payload);
@@ -351,7 +394,7 @@ static err_t act_on_job(const char *job_id, err_t (*act)(arena *, const payment_
       break;
     }
     /* its last request first: it may have placed a hold or moved money */
-    if ((e = settle(&a, &p, lease_over())) != ERR_OK) break;
+    if ((e = pay_take_over(&a, &p, pay_lease_over())) != ERR_OK) break;
     e = ERR_UNAVAILABLE;
   }
   arena_fini(&a);
@@ -360,15 +403,15 @@ static err_t act_on_job(const char *job_id, err_t (*act)(arena *, const payment_
 
 /* Captures the live hold, or charges the accepted total when there is none (FAILED). */
 static err_t capture_act(arena *a, const payment_row *p) {
-  if (is(p->status, "AUTHORIZED")) return attempt(a, p, "capture", NULL, 0);
+  if (is(p->status, "AUTHORIZED")) return pay_attempt(a, p, "capture", NULL, 0);
   if (!is(p->status, "FAILED")) return ERR_OK; /* PAID or CANCELED */
   billing b;
   err_t e = pay_store_billing(a, p->user_id, &b);
-  return e == ERR_OK ? attempt(a, p, "charge", b.payment_method_id, 0) : e;
+  return e == ERR_OK ? pay_attempt(a, p, "charge", b.payment_method_id, 0) : e;
 }
 
 static err_t void_act(arena *a, const payment_row *p) {
-  return is(p->status, "AUTHORIZED") ? attempt(a, p, "void", NULL, 0) : ERR_OK;
+  return is(p->status, "AUTHORIZED") ? pay_attempt(a, p, "void", NULL, 0) : ERR_OK;
 }
 
 static err_t capture_now(const char *job_id) { return act_on_job(job_id, capture_act); }
@@ -397,12 +440,25 @@ static err_t follow_job(const char *job_id) {
 /* whatever could not be done now is queued and tried again */
 err_t payments_capture_job(const char *job_id) {
   if (capture_now(job_id) == ERR_OK) return ERR_OK;
-  return queue_job("payment_capture", "jobId", job_id) ? ERR_OK : ERR_INTERNAL;
+  return pay_queue("payment_capture", "jobId", job_id) ? ERR_OK : ERR_INTERNAL;
 }
 
 err_t payments_void_job(const char *job_id) {
   if (void_now(job_id) == ERR_OK) return ERR_OK;
-  return queue_job("payment_void", "jobId", job_id) ? ERR_OK : ERR_INTERNAL;
+  return pay_queue("payment_void", "jobId", job_id) ? ERR_OK : ERR_INTERNAL;
+}
+
+/* Inserts p as the job's payment. One the job kept from an acceptance before its current one
+ * (it went back to PENDING by a path that did not release it) moves to the history first. */
+static err_t insert_current(const payment_row *p, const pay_news *news) {
+  err_t e = pay_store_insert(p, news);
+  int released = 0;
+  if (e == ERR_CONFLICT && pay_store_history(p->job_id, true, &released) == ERR_OK && released) {
+    log_json(LOG_WARN, "a payment of an earlier acceptance moved to the job's history",
+             json_pack("{s:s,s:i}", "jobId", p->job_id, "payments", released));
+    e = pay_store_insert(p, news);
+  }
+  return e;
 }
 
 err_t payments_authorize_job(const char *job_id, const char *user_id, int64_t cents) {
@@ -419,16 +475,16 @@ err_t payments_authorize_job(const char *job_id, const char *user_id, int64_t ce
     pay_context cx;
     p.failure_reason = NO_CARD;
     if ((e = pay_store_context(&a, job_id, &cx)) == ERR_OK)
-      e = pay_store_insert(&p, failure_news(&a, &p, &cx, NO_CARD, true));
+      e = insert_current(&p, failure_news(&a, &p, &cx, NO_CARD, true));
     goto out;
   }
   new_key(key, "authorize", &p);
-  p.pending_op = "authorize", p.idem_key = key, p.method_id = b.payment_method_id;
-  if ((e = pay_store_insert(&p, NULL)) != ERR_OK) goto out;
+  p.status = "PENDING", p.pending_op = "authorize", p.idem_key = key, p.method_id = b.payment_method_id;
+  if ((e = insert_current(&p, NULL)) != ERR_OK) goto out;
   bool found;
   if ((e = pay_store_get(&a, id, &p, &found)) != ERR_OK || !found) goto out;
-  e = run(&a, &p, false);
-  if (e == ERR_UNAVAILABLE) e = queue_job("payment_settle", "paymentId", id) ? ERR_OK : ERR_INTERNAL;
+  e = pay_run(&a, &p, false);
+  if (e == ERR_UNAVAILABLE) e = pay_queue("payment_settle", "paymentId", id) ? ERR_OK : ERR_INTERNAL;
 out:
   arena_fini(&a);
   return e;
@@ -457,7 +513,7 @@ err_t payments_charge_tip(const char *job_id, const char *user_id, int64_t *cent
                            .job_id = job_id,
                            .user_id = user_id,
                            .kind = "tip",
-                           .status = "FAILED",
+                           .status = "PENDING",
                            .amount_cents = *cents,
                            .pending_op = "tip",
                            .idem_key = key,
@@ -465,13 +521,13 @@ err_t payments_charge_tip(const char *job_id, const char *user_id, int64_t *cent
       new_key(key, "tip", &fresh);
       e = pay_store_insert(&fresh, NULL);
       if (e == ERR_OK) e = pay_store_get(&a, id, &p, &found);
-      if (e == ERR_OK) e = found ? run(&a, &p, false) : ERR_INTERNAL;
+      if (e == ERR_OK) e = found ? pay_run(&a, &p, false) : ERR_INTERNAL;
     } else {
-      e = attempt(&a, &p, "tip", b.payment_method_id, *cents);
+      e = pay_attempt(&a, &p, "tip", b.payment_method_id, *cents);
     }
   } else if (p.pending_op) {
     /* a tip whose answer was lost: settled as the very request it was (card, amount, key) */
-    e = settle(&a, &p, lease_over());
+    e = pay_take_over(&a, &p, pay_lease_over());
   } else {
     e = ERR_CONFLICT; /* PAID */
   }
@@ -480,7 +536,7 @@ err_t payments_charge_tip(const char *job_id, const char *user_id, int64_t *cent
     if (pay_store_find(&a, job_id, "tip", &p, &again) != ERR_OK || !again) e = ERR_INTERNAL;
   }
   if (e == ERR_UNAVAILABLE && p.pending_op &&
-      p.op_started_at < lease_over()) { /* left to the next tip, or the reconciliation */
+      p.op_started_at < pay_lease_over()) { /* left to the next tip, or the reconciliation */
     snprintf(msg, 256, "Payment processor unavailable");
   } else if (e == ERR_UNAVAILABLE || e == ERR_CONFLICT) { /* another request is charging it */
     snprintf(msg, 256, "A tip was already submitted for this job");
@@ -507,7 +563,7 @@ static bool settle_from_queue(json_t *payload, char err[256]) {
   payment_row p;
   bool found, done = true;
   err_t e = pay_store_get(&a, id, &p, &found);
-  if (e == ERR_OK && found && p.pending_op) e = settle(&a, &p, lease_over());
+  if (e == ERR_OK && found && p.pending_op) e = pay_take_over(&a, &p, pay_lease_over());
   if (e == ERR_OK && found) e = follow_job(p.job_id);
   if (e != ERR_OK) {
     snprintf(err, 256, e == ERR_UNAVAILABLE ? "payment processor unavailable" : "cannot record the payment");
@@ -544,9 +600,37 @@ static bool cancel_hold_from_queue(json_t *payload, char err[256]) {
   return true;
 }
 
+/* Payment id of a customer whose saved card is now `method`: a failed payment not yet tried
+ * on that card is tried again on it as a new request (an authorization for a job not done
+ * yet, a charge for a completed one), after the request under way on it, if any, settled.
+ * ERR_UNAVAILABLE while a request is still running (or its answer not known): try again
+ * after it. */
+static err_t recover_one(arena *a, const char *id, const char *method) {
+  payment_row p;
+  pay_context cx;
+  bool found;
+  err_t e = pay_store_get(a, id, &p, &found);
+  if (e != ERR_OK || !found || p.released_at) return e;
+  if (p.pending_op) { /* its request first: it may have gone through, or been made on an older card */
+    if ((e = pay_take_over(a, &p, pay_lease_over())) != ERR_OK) return e;
+    if ((e = pay_store_get(a, id, &p, &found)) != ERR_OK || !found) return e;
+    if (p.pending_op) return ERR_UNAVAILABLE;
+  }
+  /* a payment already refused on this very card is not asked again */
+  if (!method || !is(p.status, "FAILED") || is(p.method_id, method)) return ERR_OK;
+  if ((e = pay_store_context(a, p.job_id, &cx)) != ERR_OK) return e;
+  bool done = is(cx.job_status, "COMPLETED");
+  if (!done && !is(cx.job_status, "ACCEPTED") && !is(cx.job_status, "ON_THE_WAY") && !is(cx.job_status, "IN_PROGRESS"))
+    return ERR_OK; /* cancelled, or back to PENDING: nothing to pay */
+  e = pay_attempt(a, &p, done ? "charge" : "authorize", method, 0);
+  if (e == ERR_OK) follow_job(p.job_id);
+  return e;
+}
+
 /* A card was saved: every failed payment of the customer's jobs still to be paid is tried
- * again on it, each as a new request: an authorization for a job not done yet, a charge for
- * a completed one. */
+ * again on it (recover_one). A request still running is waited for: the work is tried again
+ * after it, so a card saved while a charge on the old one is in flight is used once it
+ * settles. */
 static bool recover_from_queue(json_t *payload, char err[256]) {
   const char *user = json_string_value(json_object_get(payload, "userId"));
   const char *method = json_string_value(json_object_get(payload, "paymentMethodId"));
@@ -555,27 +639,20 @@ static bool recover_from_queue(json_t *payload, char err[256]) {
   arena_init(&a);
   billing b;
   db_res *r;
-  bool done = true;
+  bool done = true, waiting = false;
   err_t e = pay_store_billing(&a, user, &b);
   if (e == ERR_NOT_FOUND || (e == ERR_OK && !is(b.payment_method_id, method))) goto out; /* a newer card's turn */
   if (e != ERR_OK || (e = pay_store_recoverable(&a, user, &r)) != ERR_OK) goto fail;
   for (int i = 0; i < r->rows; i++) {
-    payment_row p;
-    bool found;
-    if ((e = pay_store_get(&a, db_text(r, i, 0), &p, &found)) != ERR_OK) goto fail;
-    if (found && p.pending_op) { /* its last request first: it may have gone through */
-      if (settle(&a, &p, lease_over()) == ERR_OK) pay_store_get(&a, p.id, &p, &found);
-    }
-    /* a payment already refused on this very card is not asked again */
-    if (!found || p.pending_op || !is(p.status, "FAILED") || is(p.method_id, method)) continue;
-    e = attempt(&a, &p, is(db_text(r, i, 1), "COMPLETED") ? "charge" : "authorize", method, 0);
+    e = recover_one(&a, db_text(r, i, 0), method);
     if (e == ERR_UNAVAILABLE)
-      queue_job("payment_settle", "paymentId", p.id);
-    else if (e == ERR_OK)
-      follow_job(p.job_id);
-    else
+      waiting = true;
+    else if (e != ERR_OK)
       goto fail;
   }
+  if (!waiting) goto out;
+  snprintf(err, 256, "a payment request of %s is still under way: tried again after it", user);
+  done = false;
   goto out;
 fail:
   snprintf(err, 256, "cannot recover the payments of %s", user);
@@ -585,8 +662,25 @@ out:
   return done;
 }
 
-/* Hourly: a hold that lapses within 24 hours while its job is still to be done is renewed: a
- * new authorization under its own key, then the old one cancelled. */
+/* Renews hold p: a new authorization of the same amount, under its own key, on the saved card;
+ * on the hold's own card when none is saved, or when the last renewal was refused on the saved
+ * card (the payment kept its hold then, and is still due: the next run tries the hold's card). */
+static void renew_hold(arena *a, const payment_row *p) {
+  billing b;
+  if (pay_store_billing(a, p->user_id, &b) != ERR_OK) return;
+  const char *card = b.payment_method_id;
+  bool refused_there = p->failure_reason && is(p->method_id, card); /* AUTHORIZED with a reason: kept */
+  if ((!card || refused_there) && p->hold_method_id) card = p->hold_method_id;
+  log_json(LOG_INFO, "renewing a card hold",
+           json_pack("{s:s,s:s,s:b}", "paymentId", p->id, "jobId", p->job_id, "holdCard", is(card, p->hold_method_id)));
+  if (pay_attempt(a, p, "renew", card, 0) == ERR_UNAVAILABLE)
+    pay_queue("payment_settle", "paymentId", p->id);
+  else
+    follow_job(p->job_id);
+}
+
+/* Hourly: a hold that lapses within 24 hours while its job is still to be done is renewed
+ * (renew_hold), the old hold cancelled once a new one is made. */
 static bool renew_holds_from_queue(json_t *payload, char err[256]) {
   (void)payload;
   arena a;
@@ -600,20 +694,31 @@ static bool renew_holds_from_queue(json_t *payload, char err[256]) {
   }
   for (int i = 0; i < r->rows; i++) {
     payment_row p;
-    billing b;
     bool found;
-    if (pay_store_get(&a, db_text(r, i, 0), &p, &found) != ERR_OK || !found ||
-        pay_store_billing(&a, p.user_id, &b) != ERR_OK)
-      continue;
-    log_json(LOG_INFO, "renewing a card hold", json_pack("{s:s,s:s}", "paymentId", p.id, "jobId", p.job_id));
-    if (attempt(&a, &p, "renew", b.payment_method_id, 0) == ERR_UNAVAILABLE)
-      queue_job("payment_settle", "paymentId", p.id);
-    else
-      follow_job(p.job_id);
+    if (pay_store_get(&a, db_text(r, i, 0), &p, &found) == ERR_OK && found) renew_hold(&a, &p);
   }
 out:
   arena_fini(&a);
   return done;
+}
+
+/* One payment of the reconciliation, by what pay_store_uncertain found. */
+static void reconcile_one(arena *a, const payment_row *p, const char *what, int64_t stale_before) {
+  if (is(what, "pending")) {
+    if (pay_take_over(a, p, stale_before) == ERR_UNAVAILABLE) return;
+    if (p->released_at)
+      pay_release_one(p->id);
+    else
+      follow_job(p->job_id);
+  } else if (is(what, "void") || is(what, "capture")) {
+    (is(what, "void") ? void_now : capture_now)(p->job_id);
+  } else if (is(what, "recover")) {
+    billing b;
+    if (pay_store_billing(a, p->user_id, &b) == ERR_OK) recover_one(a, p->id, b.payment_method_id);
+  } else { /* release, or reopen: a job back to PENDING whose payment was not moved to its history */
+    int released;
+    if (is(what, "release") || pay_store_history(p->job_id, false, &released) == ERR_OK) pay_release_one(p->id);
+  }
 }
 
 err_t payments_reconcile(int64_t min_age_ms, int *checked, int *corrected) {
@@ -629,18 +734,15 @@ err_t payments_reconcile(int64_t min_age_ms, int *checked, int *corrected) {
     bool found;
     if (pay_store_get(&a, id, &before, &found) != ERR_OK || !found) continue;
     (*checked)++;
-    if (is(what, "pending")) {
-      if (settle(&a, &before, stale_before) == ERR_UNAVAILABLE) continue;
-      follow_job(job_id);
-    } else {
-      (is(what, "void") ? void_now : capture_now)(job_id);
-    }
+    reconcile_one(&a, &before, what, stale_before);
     if (pay_store_get(&a, id, &after, &found) != ERR_OK || !found) continue;
-    if (!is(before.status, after.status) || !is(before.pending_op, after.pending_op)) {
+    if (!is(before.status, after.status) || !is(before.pending_op, after.pending_op) ||
+        before.released_at != after.released_at || before.refunded_cents != after.refunded_cents) {
       (*corrected)++;
       log_json(LOG_WARN, "payment reconciled",
-               json_pack("{s:s,s:s,s:s,s:s,s:s?,s:s?}", "paymentId", id, "jobId", job_id, "from", before.status, "to",
-                         after.status, "intent", after.intent_id, "pending", after.pending_op));
+               json_pack("{s:s,s:s,s:s,s:s,s:s,s:s?,s:s?,s:I}", "paymentId", id, "jobId", job_id, "what", what, "from",
+                         before.status, "to", after.status, "intent", after.intent_id, "pending", after.pending_op,
+                         "refunded", (json_int_t)after.refunded_cents));
     }
   }
   arena_fini(&a);
@@ -699,6 +801,7 @@ void payments_domain_init(void) {
   queue_every("payment_holds", HOLDS_PERIOD_MS);
   queue_register("payment_reconcile", reconcile_from_queue);
   queue_every("payment_reconcile", RECONCILE_PERIOD_MS);
+  pay_refunds_init();
 }
 
 json_t *payments_job_json(const char *job_id, const char *kind) {
@@ -708,10 +811,10 @@ json_t *payments_job_json(const char *job_id, const char *kind) {
   bool found = false;
   json_t *out = json_null();
   if (pay_store_find(&a, job_id, kind, &p, &found) == ERR_OK && found)
-    out = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o}", "id", p.id, "status", p.status, "amount", jx_money(p.amount_cents),
+    out = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o}", "id", p.id, "status", p.status, "amount", jx_money(p.amount_cents),
                     "processorPaymentIntentId", jx_str_or_null(p.intent_id), "holdExpiresAt",
                     p.hold_expires_at ? jx_iso(p.hold_expires_at) : json_null(), "failureReason",
-                    jx_str_or_null(p.failure_reason));
+                    jx_str_or_null(p.failure_reason), "refundedAmount", jx_money(p.refunded_cents));
   arena_fini(&a);
   return out;
 }
@@ -723,5 +826,6 @@ const hs_rj_field PAYMENTS_JSON[] = {
     {"processorPaymentIntentId", "processor_payment_intent_id", RJ_STR},
     {"holdExpiresAt", "hold_expires_at", RJ_ISO},
     {"failureReason", "failure_reason", RJ_STR},
+    {"refundedAmount", "refunded_cents", RJ_MONEY},
     {0},
 };

@@ -1,4 +1,4 @@
-/* Routes and schemas of /payments/... and POST /webhooks. */
+/* Routes and schemas of /payments/..., POST /webhooks and the staff's refunds. */
 #include "core/util.h"
 #include "domain/payments/payments.h"
 #include "domain/payments/payments_api.h"
@@ -8,6 +8,15 @@ static const hs_field method_fields[] = {
     {0},
 };
 static const hs_schema method_schema = {method_fields};
+
+/* amount: at most the largest total a quote can have (100000 and its fee); the handler holds it
+ * to what is left of the payment */
+static const hs_field refund_fields[] = {
+    {"amount", F_NUMBER, 0, RANGE(0.01, 118000)},
+    {"reason", F_STRING, F_REQUIRED, LEN(1, 500)},
+    {0},
+};
+static const hs_schema refund_schema = {refund_fields};
 
 const hs_route PAYMENTS_ROUTES[] = {
     {HS_POST, "/payments/setup-intent", api_payments_setup_intent, ROLE_USER, .flags = ROUTE_SLOW,
@@ -26,5 +35,8 @@ const hs_route PAYMENTS_ROUTES[] = {
     {HS_POST, "/webhooks", api_webhooks_receive, ROLE_OPEN, .max_body = 1024 * 1024,
      .flags = ROUTE_RAW_BODY | ROUTE_SLOW, .summary = "Payment processor events (Stripe-Signature verified)",
      .response = "WebhookReceipt"},
+    {HS_POST, "/staff/payments/:jobId/refund", api_payments_refund, ROLE_CUSTOMER_SUPPORT, &refund_schema,
+     .flags = ROUTE_SLOW, .summary = "Refund a job's captured payment, in part or in full (customer support)",
+     .response = "RefundResult", .errors = "404 409"},
 };
 const size_t PAYMENTS_ROUTES_LEN = ARRAY_LEN(PAYMENTS_ROUTES);

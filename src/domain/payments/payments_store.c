@@ -1,11 +1,15 @@
 /* Storage of the payments domain. Status changes are conditional updates, so a late or
  * repeated webhook and a concurrent request can never both move a payment, and PAID is
- * final. The outcome of a processor request is recorded only while the row still names that
- * request (pending_op and idem_key), so of two carriers of one request one records it; and
- * what the change tells people is queued in the same transaction. No statement here deletes
- * a payment. */
+ * final (only refunds move it on, to REFUNDED). The outcome of a processor request is
+ * recorded only while the row still names that request (pending_op and idem_key), so of two
+ * carriers of one request one records it; and what the change tells people is queued in the
+ * same transaction. No statement here deletes a payment: a job that goes back to PENDING moves
+ * its payments to its history (released_at). A refund is a payment_refunds row, completed at
+ * most once (by its carrier or by the processor's event, whichever comes first), which is
+ * when its amount is added to the payment. */
 #include "domain/payments/payments_store.h"
 #include "core/clock.h"
+#include "core/ids.h"
 #include "ext/mail.h"
 #include "ext/queue.h"
 #include <stdio.h>
@@ -133,7 +137,8 @@ err_t pay_store_insert(const payment_row *p, const pay_news *news) {
 
 #define ROW_COLUMNS                                                                                                    \
   "id, job_id, user_id, kind, status, processor_payment_intent_id, failure_reason, pending_op, idem_key, "             \
-  "payment_method_id, amount_cents, op_started_at, attempts, hold_expires_at"
+  "payment_method_id, hold_method_id, amount_cents, op_started_at, attempts, hold_expires_at, refunded_cents, "        \
+  "released_at"
 
 static err_t read_row(arena *a, const char *where, const char *key, const char *kind, payment_row *out, bool *found) {
   db_res *r;
@@ -143,14 +148,15 @@ static err_t read_row(arena *a, const char *where, const char *key, const char *
     return ERR_INTERNAL;
   *found = r->rows == 1;
   if (*found)
-    *out = (payment_row){db_text(r, 0, 0), db_text(r, 0, 1), db_text(r, 0, 2), db_text(r, 0, 3), db_text(r, 0, 4),
-                         db_text(r, 0, 5), db_text(r, 0, 6), db_text(r, 0, 7), db_text(r, 0, 8), db_text(r, 0, 9),
-                         db_int(r, 0, 10), db_int(r, 0, 11), db_int(r, 0, 12), db_int(r, 0, 13)};
+    *out = (payment_row){db_text(r, 0, 0),  db_text(r, 0, 1), db_text(r, 0, 2), db_text(r, 0, 3), db_text(r, 0, 4),
+                         db_text(r, 0, 5),  db_text(r, 0, 6), db_text(r, 0, 7), db_text(r, 0, 8), db_text(r, 0, 9),
+                         db_text(r, 0, 10), db_int(r, 0, 11), db_int(r, 0, 12), db_int(r, 0, 13), db_int(r, 0, 14),
+                         db_int(r, 0, 15),  db_int(r, 0, 16)};
   return ERR_OK;
 }
 
 err_t pay_store_find(arena *a, const char *job_id, const char *kind, payment_row *out, bool *found) {
-  return read_row(a, "job_id = $1 AND kind = $2", job_id, kind, out, found);
+  return read_row(a, "job_id = $1 AND kind = $2 AND released_at IS NULL", job_id, kind, out, found);
 }
 
 err_t pay_store_get(arena *a, const char *id, payment_row *out, bool *found) {
@@ -173,6 +179,7 @@ err_t pay_store_claim(const char *id, const char *from, const char *op, const ch
   return update(
       "UPDATE payments SET pending_op = $3, idem_key = $4, payment_method_id = COALESCE($5, payment_method_id), "
       "amount_cents = CASE WHEN $6 > 0 THEN $6 ELSE amount_cents END, op_started_at = $7, "
+      "status = CASE WHEN $3 IN ('authorize', 'charge', 'tip') THEN 'PENDING' ELSE status END, "
       "attempts = attempts + 1, updated_at = $7 WHERE id = $1 AND status = $2 AND pending_op IS NULL",
       DB_ARGS(DB_TEXT(id), DB_TEXT(from), DB_TEXT(op), DB_TEXT(key), DB_TEXT(method), DB_INT(cents),
               DB_INT(clock_now_ms())),
@@ -196,30 +203,46 @@ err_t pay_store_release(const payment_row *p, int64_t started_at) {
 err_t pay_store_switch(const payment_row *p, const char *op, const char *key, const char *method, bool *switched) {
   return update(
       "UPDATE payments SET pending_op = $4, idem_key = $5, payment_method_id = COALESCE($6, payment_method_id), "
-      "attempts = attempts + 1, op_started_at = $7, updated_at = $7 "
+      "status = 'PENDING', hold_expires_at = NULL, attempts = attempts + 1, op_started_at = $7, updated_at = $7 "
       "WHERE id = $1 AND pending_op = $2 AND idem_key = $3",
       DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_TEXT(op), DB_TEXT(key), DB_TEXT(method),
               DB_INT(clock_now_ms())),
       switched);
 }
 
+/* Ends p's pending request on c when it is still that request (*cleared), its outcome recorded
+ * by the caller. */
+static db_rc clear_request(db_conn *c, arena *a, const payment_row *p, int64_t now, bool *cleared) {
+  db_res *r;
+  db_rc rc = db_exec(c, a, &r,
+                     "UPDATE payments SET pending_op = NULL, op_started_at = NULL, updated_at = $4 "
+                     "WHERE id = $1 AND pending_op = $2 AND idem_key = $3",
+                     DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_INT(now)));
+  *cleared = rc == DB_OK && r->changes == 1;
+  return rc;
+}
+
 err_t pay_store_settle(const payment_row *p, const pay_settle *s, bool *moved) {
   int64_t now = clock_now_ms();
   arena a;
   arena_init(&a);
-  db_res *r;
+  db_res *r = NULL;
   *moved = false;
   db_conn *c = db_acquire();
   db_rc rc = db_begin(c);
+  /* PAID is final: a payment a processor event made PAID while this request ran keeps it */
   if (rc == DB_OK)
     rc = db_exec(
         c, &a, &r,
         "UPDATE payments SET status = $4, processor_payment_intent_id = COALESCE($5, processor_payment_intent_id), "
-        "hold_expires_at = $6, failure_reason = $7, pending_op = NULL, op_started_at = NULL, updated_at = $8 "
-        "WHERE id = $1 AND pending_op = $2 AND idem_key = $3",
+        "hold_expires_at = $6, hold_method_id = COALESCE($7, hold_method_id), failure_reason = $8, "
+        "paid_at = CASE WHEN $4 = 'PAID' THEN $9 ELSE paid_at END, pending_op = NULL, op_started_at = NULL, "
+        "updated_at = $9 WHERE id = $1 AND pending_op = $2 AND idem_key = $3 AND status <> 'PAID'",
         DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_TEXT(s->status), DB_TEXT(s->intent_id),
-                s->hold_expires_at ? DB_INT(s->hold_expires_at) : DB_NULL, DB_TEXT(s->failure_reason), DB_INT(now)));
-  bool changed = rc == DB_OK && r->changes == 1;
+                s->hold_expires_at ? DB_INT(s->hold_expires_at) : DB_NULL, DB_TEXT(s->hold_method),
+                DB_TEXT(s->failure_reason), DB_INT(now)));
+  bool changed = rc == DB_OK && r->changes == 1, cleared;
+  if (rc == DB_OK && !changed) rc = clear_request(c, &a, p, now, &cleared);
   if (rc == DB_OK && changed && s->cancel_intent) {
     json_t *payload = json_pack("{s:s}", "intentId", s->cancel_intent);
     rc = queue_enqueue(c, "payment_cancel_hold", payload);
@@ -233,6 +256,212 @@ err_t pay_store_settle(const payment_row *p, const pay_settle *s, bool *moved) {
   *moved = rc == DB_OK && changed;
   arena_fini(&a);
   return db_to_err(rc);
+}
+
+/* ---- refunds ---- */
+
+err_t pay_store_claim_refund(const payment_row *p, const refund_row *f, const audit_action *act, bool *claimed) {
+  int64_t now = clock_now_ms();
+  arena a;
+  arena_init(&a);
+  db_res *r = NULL;
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK)
+    rc = db_exec(c, &a, &r,
+                 "UPDATE payments SET pending_op = 'refund', idem_key = $2, op_started_at = $4, "
+                 "attempts = attempts + 1, updated_at = $4 WHERE id = $1 AND status = 'PAID' AND pending_op IS NULL "
+                 "AND refunded_cents + $3 <= amount_cents",
+                 DB_ARGS(DB_TEXT(p->id), DB_TEXT(f->idem_key), DB_INT(f->amount_cents), DB_INT(now)));
+  *claimed = rc == DB_OK && r->changes == 1;
+  if (rc == DB_OK && *claimed)
+    rc = db_exec(c, NULL, NULL,
+                 "INSERT INTO payment_refunds (id, payment_id, amount_cents, reason, source, staff_id, status, "
+                 "idem_key, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'PENDING', $7, $8, $8)",
+                 DB_ARGS(DB_TEXT(f->id), DB_TEXT(p->id), DB_INT(f->amount_cents), DB_TEXT(f->reason),
+                         DB_TEXT(f->source), DB_TEXT(f->staff_id), DB_TEXT(f->idem_key), DB_INT(now)));
+  if (rc == DB_OK && *claimed && act) rc = staff_audit_in(c, act); /* the transaction's last write */
+  if (rc == DB_OK && *claimed) rc = db_commit(c);
+  db_release(c); /* rolls back what is not committed */
+  arena_fini(&a);
+  if (rc != DB_OK) *claimed = false;
+  return db_to_err(rc);
+}
+
+#define REFUND_COLUMNS                                                                                                 \
+  "id, payment_id, reason, source, staff_id, status, idem_key, processor_refund_id, failure_reason, amount_cents, "    \
+  "created_at"
+
+static void refund_from(const db_res *r, int i, refund_row *out) {
+  *out = (refund_row){db_text(r, i, 0), db_text(r, i, 1), db_text(r, i, 2), db_text(r, i, 3),
+                      db_text(r, i, 4), db_text(r, i, 5), db_text(r, i, 6), db_text(r, i, 7),
+                      db_text(r, i, 8), db_int(r, i, 9),  db_int(r, i, 10)};
+}
+
+err_t pay_store_refund_by_key(arena *a, const char *idem_key, refund_row *out, bool *found) {
+  db_res *r;
+  if (db_query(a, &r, "SELECT " REFUND_COLUMNS " FROM payment_refunds WHERE idem_key = $1",
+               DB_ARGS(DB_TEXT(idem_key))) != DB_OK)
+    return ERR_INTERNAL;
+  *found = r->rows == 1;
+  if (*found) refund_from(r, 0, out);
+  return ERR_OK;
+}
+
+/* Adds cents to what was refunded of payment id (REFUNDED once it is all), on c. */
+static db_rc add_refunded(db_conn *c, const char *id, int64_t cents, int64_t now) {
+  return db_exec(c, NULL, NULL,
+                 "UPDATE payments SET refunded_cents = CASE WHEN refunded_cents + $2 > amount_cents THEN amount_cents "
+                 "ELSE refunded_cents + $2 END, status = CASE WHEN refunded_cents + $2 >= amount_cents THEN "
+                 "'REFUNDED' ELSE status END, updated_at = $3 WHERE id = $1 AND status IN ('PAID', 'REFUNDED')",
+                 DB_ARGS(DB_TEXT(id), DB_INT(cents), DB_INT(now)));
+}
+
+/* Completes the PENDING refund under idem_key as made (the processor's refund_id) and adds its
+ * amount to its payment; *added is that amount, 0 when it was completed before. */
+static db_rc complete_refund(db_conn *c, arena *a, const char *idem_key, const char *refund_id, int64_t now,
+                             int64_t *added) {
+  db_res *r;
+  *added = 0;
+  db_rc rc = db_exec(c, a, &r,
+                     "UPDATE payment_refunds SET status = 'SUCCEEDED', processor_refund_id = $2, updated_at = $3 "
+                     "WHERE idem_key = $1 AND status = 'PENDING' RETURNING payment_id, amount_cents",
+                     DB_ARGS(DB_TEXT(idem_key), DB_TEXT(refund_id), DB_INT(now)));
+  if (rc != DB_OK || r->rows != 1) return rc;
+  *added = db_int(r, 0, 1);
+  return add_refunded(c, db_text(r, 0, 0), *added, now);
+}
+
+err_t pay_store_settle_refund(const payment_row *p, const char *processor_refund_id, const char *failure_reason,
+                              const pay_news *news, bool *moved) {
+  int64_t now = clock_now_ms(), added = 0;
+  arena a;
+  arena_init(&a);
+  bool changed = false;
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK) rc = clear_request(c, &a, p, now, &changed);
+  if (rc == DB_OK && changed && processor_refund_id)
+    rc = complete_refund(c, &a, p->idem_key, processor_refund_id, now, &added);
+  else if (rc == DB_OK && changed)
+    rc = db_exec(c, NULL, NULL,
+                 "UPDATE payment_refunds SET status = 'FAILED', failure_reason = $2, updated_at = $3 "
+                 "WHERE idem_key = $1 AND status = 'PENDING'",
+                 DB_ARGS(DB_TEXT(p->idem_key), DB_TEXT(failure_reason), DB_INT(now)));
+  if (rc == DB_OK && added) rc = announce(c, news);
+  rc = queue_commit(c, rc);
+  *moved = rc == DB_OK && changed;
+  arena_fini(&a);
+  return db_to_err(rc);
+}
+
+/* Records the refunds of a charge that the processor reports (charge.refunded) on the
+ * payment of its intent: each completes the service's own refund of that key, or is recorded
+ * as one made at the processor, once (by the processor's refund id). */
+static db_rc processor_refunds(db_conn *c, arena *a, json_t *charge, const pay_event *ev, pay_event_effect *out) {
+  const char *intent = json_string_value(json_object_get(charge, "payment_intent"));
+  db_res *r;
+  if (!intent) return DB_OK;
+  db_rc rc =
+      db_exec(c, a, &r, "SELECT id FROM payments WHERE processor_payment_intent_id = $1", DB_ARGS(DB_TEXT(intent)));
+  if (rc != DB_OK || r->rows != 1) return rc;
+  const char *payment = db_text(r, 0, 0);
+  int64_t now = clock_now_ms(), total = 0;
+  for (int i = 0; rc == DB_OK && i < ev->nrefunds; i++) {
+    const pay_refund *f = &ev->refunds[i];
+    int64_t added = 0;
+    if (strcmp(f->status, "succeeded") && strcmp(f->status, "pending")) continue; /* failed or canceled */
+    if (f->idem_key[0]) rc = complete_refund(c, a, f->idem_key, f->id, now, &added);
+    if (rc == DB_OK && !added) {
+      char id[ID_LEN + 1];
+      id_new(id);
+      db_res *ins;
+      rc = db_exec(c, a, &ins,
+                   "INSERT INTO payment_refunds (id, payment_id, amount_cents, reason, source, status, "
+                   "processor_refund_id, created_at, updated_at) VALUES ($1, $2, $3, "
+                   "'Refunded at the payment processor', 'processor', 'SUCCEEDED', $4, $5, $5) "
+                   "ON CONFLICT (processor_refund_id) DO NOTHING RETURNING id",
+                   DB_ARGS(DB_TEXT(id), DB_TEXT(payment), DB_INT(f->amount), DB_TEXT(f->id), DB_INT(now)));
+      if (rc == DB_OK && ins->rows == 1 && (rc = add_refunded(c, payment, f->amount, now)) == DB_OK)
+        added = f->amount, out->processor_cents += added;
+    }
+    total += added;
+  }
+  if (rc == DB_OK && total) out->refunded = payment, out->refunded_cents = total;
+  return rc;
+}
+
+/* ---- a job's payment history ---- */
+
+db_rc pay_store_history_in(db_conn *c, const char *job_id, const char *provider_id, bool stale_only, int *released) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  int64_t now = clock_now_ms();
+  *released = 0;
+  db_rc rc = provider_id ? db_exec(c, &a, &r,
+                                   "SELECT p.id, p.kind, p.job_id FROM payments p JOIN jobs j ON j.id = p.job_id "
+                                   "WHERE p.released_at IS NULL AND j.provider_id = $1 AND j.status <> 'CANCELLED'",
+                                   DB_ARGS(DB_TEXT(provider_id)))
+             : stale_only
+                 ? db_exec(c, &a, &r,
+                           "SELECT p.id, p.kind, p.job_id FROM payments p JOIN jobs j ON j.id = p.job_id "
+                           "WHERE p.released_at IS NULL AND p.job_id = $1 "
+                           "AND p.created_at < COALESCE(j.accepted_at, 0)",
+                           DB_ARGS(DB_TEXT(job_id)))
+                 : db_exec(c, &a, &r, "SELECT id, kind, job_id FROM payments WHERE released_at IS NULL AND job_id = $1",
+                           DB_ARGS(DB_TEXT(job_id)));
+  for (int i = 0; rc == DB_OK && i < r->rows; i++) {
+    const char *id = db_text(r, i, 0);
+    db_res *u;
+    rc = db_exec(c, &a, &u,
+                 "UPDATE payments SET released_at = $2, updated_at = $2 WHERE id = $1 AND released_at IS NULL",
+                 DB_ARGS(DB_TEXT(id), DB_INT(now)));
+    if (rc != DB_OK || u->changes != 1) continue;
+    (*released)++;
+    if (!strcmp(db_text(r, i, 1), "tip")) /* the job's tipAmount goes with it */
+      rc = db_exec(c, NULL, NULL, "UPDATE jobs SET tip_cents = NULL WHERE id = $1", DB_ARGS(DB_TEXT(db_text(r, i, 2))));
+    json_t *payload = json_pack("{s:s}", "paymentId", id);
+    if (rc == DB_OK) rc = queue_enqueue(c, "payment_release", payload);
+    json_decref(payload);
+  }
+  arena_fini(&a);
+  return rc;
+}
+
+err_t pay_store_history(const char *job_id, bool stale_only, int *released) {
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK) rc = pay_store_history_in(c, job_id, NULL, stale_only, released);
+  return db_to_err(queue_commit(c, rc));
+}
+
+err_t pay_store_record_duplicate(arena *a, const payment_row *p, const char *intent, int64_t cents, const char **id) {
+  char fresh[ID_LEN + 1];
+  int64_t now = clock_now_ms();
+  db_res *r = NULL;
+  id_new(fresh);
+  *id = NULL;
+  json_t *payload = json_pack("{s:s}", "paymentId", fresh);
+  db_conn *c = db_acquire();
+  db_rc rc = db_begin(c);
+  if (rc == DB_OK)
+    rc = db_exec(
+        c, a, &r,
+        "INSERT INTO payments (id, job_id, user_id, kind, status, amount_cents, processor_payment_intent_id, "
+        "attempts, created_at, updated_at, paid_at, released_at) "
+        "VALUES ($1, $2, $3, 'duplicate', 'PAID', $4, $5, 0, $6, $6, $6, $6) "
+        "ON CONFLICT (processor_payment_intent_id) DO NOTHING RETURNING id",
+        DB_ARGS(DB_TEXT(fresh), DB_TEXT(p->job_id), DB_TEXT(p->user_id), DB_INT(cents), DB_TEXT(intent), DB_INT(now)));
+  if (rc == DB_OK && r->rows == 1) rc = queue_enqueue(c, "payment_release", payload); /* refunds it */
+  json_decref(payload);
+  rc = queue_commit(c, rc);
+  if (rc == DB_OK &&
+      db_query(a, &r, "SELECT id FROM payments WHERE processor_payment_intent_id = $1", DB_ARGS(DB_TEXT(intent))) ==
+          DB_OK &&
+      r->rows == 1)
+    *id = db_text(r, 0, 0);
+  return rc != DB_OK ? db_to_err(rc) : *id ? ERR_OK : ERR_INTERNAL;
 }
 
 err_t pay_store_context(arena *a, const char *job_id, pay_context *out) {
@@ -264,12 +493,13 @@ err_t pay_store_job_terms(arena *a, const char *job_id, const char **status, con
 #define JOB_OPEN "('ACCEPTED', 'ON_THE_WAY', 'IN_PROGRESS')"
 
 err_t pay_store_holds_due(arena *a, int64_t before, int limit, db_res **out) {
-  return db_query(
-             a, out,
-             "SELECT p.id FROM payments p JOIN jobs j ON j.id = p.job_id "
-             "WHERE p.status = 'AUTHORIZED' AND p.kind = 'job' AND p.pending_op IS NULL AND p.hold_expires_at < $1 "
-             "AND j.status IN " JOB_OPEN " ORDER BY p.hold_expires_at LIMIT $2",
-             DB_ARGS(DB_INT(before), DB_INT(limit))) == DB_OK
+  return db_query(a, out,
+                  /* a hold recorded without its expiry lapses 7 days after the payment was made, at the latest */
+                  "SELECT p.id FROM payments p JOIN jobs j ON j.id = p.job_id WHERE p.status = 'AUTHORIZED' "
+                  "AND p.kind = 'job' AND p.released_at IS NULL AND p.pending_op IS NULL "
+                  "AND COALESCE(p.hold_expires_at, p.created_at + 604800000) < $1 AND j.status IN " JOB_OPEN
+                  " ORDER BY p.hold_expires_at LIMIT $2",
+                  DB_ARGS(DB_INT(before), DB_INT(limit))) == DB_OK
              ? ERR_OK
              : ERR_INTERNAL;
 }
@@ -277,8 +507,9 @@ err_t pay_store_holds_due(arena *a, int64_t before, int limit, db_res **out) {
 err_t pay_store_recoverable(arena *a, const char *user_id, db_res **out) {
   return db_query(a, out,
                   "SELECT p.id, j.status FROM payments p JOIN jobs j ON j.id = p.job_id "
-                  "WHERE p.user_id = $1 AND p.kind = 'job' AND p.status = 'FAILED' "
-                  "AND j.status IN ('ACCEPTED', 'ON_THE_WAY', 'IN_PROGRESS', 'COMPLETED') ORDER BY p.created_at",
+                  "WHERE p.user_id = $1 AND p.kind = 'job' AND p.status IN ('FAILED', 'PENDING') "
+                  "AND p.released_at IS NULL AND j.status IN ('ACCEPTED', 'ON_THE_WAY', 'IN_PROGRESS', 'COMPLETED') "
+                  "ORDER BY p.created_at",
                   DB_ARGS(DB_TEXT(user_id))) == DB_OK
              ? ERR_OK
              : ERR_INTERNAL;
@@ -286,16 +517,30 @@ err_t pay_store_recoverable(arena *a, const char *user_id, db_res **out) {
 
 err_t pay_store_uncertain(arena *a, int64_t stale_before, int limit, db_res **out) {
   /* a FAILED payment of a completed job was charged at completion when its key says so */
-  return db_query(a, out,
-                  "SELECT p.id, p.job_id, 'pending' FROM payments p "
-                  "WHERE p.pending_op IS NOT NULL AND p.op_started_at < $1 "
-                  "UNION ALL SELECT p.id, p.job_id, CASE WHEN j.status = 'CANCELLED' THEN 'void' ELSE 'capture' END "
-                  "FROM payments p JOIN jobs j ON j.id = p.job_id WHERE p.kind = 'job' AND p.pending_op IS NULL "
-                  "AND ((p.status = 'AUTHORIZED' AND j.status IN ('COMPLETED', 'CANCELLED')) "
-                  "OR (p.status = 'FAILED' AND j.status = 'COMPLETED' AND (p.idem_key IS NULL OR p.idem_key NOT LIKE "
-                  "'charge-%'))) "
-                  "LIMIT $2",
-                  DB_ARGS(DB_INT(stale_before), DB_INT(limit))) == DB_OK
+  return db_query(
+             a, out,
+             "SELECT p.id, p.job_id, 'pending', j.status FROM payments p JOIN jobs j ON j.id = p.job_id "
+             "WHERE p.pending_op IS NOT NULL AND p.op_started_at < $1 "
+             "UNION ALL SELECT p.id, p.job_id, CASE WHEN p.released_at IS NOT NULL THEN 'release' "
+             "WHEN j.status IN ('PENDING', 'QUOTED') THEN 'reopen' "
+             "WHEN p.status = 'AUTHORIZED' AND j.status = 'CANCELLED' THEN 'void' "
+             "WHEN p.status = 'AUTHORIZED' OR (j.status = 'COMPLETED' AND (p.idem_key IS NULL OR p.idem_key NOT LIKE "
+             "'charge-%')) THEN 'capture' ELSE 'recover' END, j.status "
+             "FROM payments p JOIN jobs j ON j.id = p.job_id JOIN users u ON u.id = p.user_id "
+             "WHERE p.pending_op IS NULL AND ("
+             "(p.released_at IS NOT NULL AND (p.status = 'AUTHORIZED' OR (p.status = 'PAID' "
+             "AND p.refunded_cents < p.amount_cents))) "
+             "OR (p.released_at IS NULL AND j.status IN ('PENDING', 'QUOTED')) "
+             "OR (p.released_at IS NULL AND p.kind = 'job' AND p.status = 'AUTHORIZED' "
+             "AND j.status IN ('COMPLETED', 'CANCELLED')) "
+             "OR (p.released_at IS NULL AND p.kind = 'job' AND p.status = 'FAILED' AND j.status = 'COMPLETED' "
+             "AND (p.idem_key IS NULL OR p.idem_key NOT LIKE 'charge-%')) "
+             "OR (p.released_at IS NULL AND p.kind = 'job' AND p.status = 'FAILED' "
+             "AND j.status IN ('ACCEPTED', 'ON_THE_WAY', 'IN_PROGRESS', 'COMPLETED') "
+             "AND u.processor_payment_method_id IS NOT NULL "
+             "AND (p.payment_method_id IS NULL OR p.payment_method_id <> u.processor_payment_method_id))) "
+             "LIMIT $2",
+             DB_ARGS(DB_INT(stale_before), DB_INT(limit))) == DB_OK
              ? ERR_OK
              : ERR_INTERNAL;
 }
@@ -320,15 +565,37 @@ static const char *str(json_t *o, const char *k) { return json_string_value(json
 #define SUBSCRIPTION_OWNER                                                                                             \
   "(processor_subscription_id = $1 OR (processor_subscription_id IS NULL AND processor_customer_id = $2))"
 
-static db_rc apply(db_conn *c, arena *a, const char *type, json_t *o, const char **failed) {
+/* False when a subscription event is older than the last one applied to its subscription
+ * (then it changes nothing); otherwise it becomes the last one. An event without `created`
+ * cannot be placed and is applied. */
+static db_rc subscription_event_in_order(db_conn *c, arena *a, const char *subscription, int64_t created,
+                                         bool *in_order) {
+  db_res *r;
+  *in_order = true;
+  if (created <= 0) return DB_OK;
+  db_rc rc = db_exec(c, a, &r,
+                     "INSERT INTO subscription_events (subscription_id, last_created) VALUES ($1, $2) "
+                     "ON CONFLICT (subscription_id) DO UPDATE SET last_created = excluded.last_created "
+                     "WHERE subscription_events.last_created <= excluded.last_created RETURNING subscription_id",
+                     DB_ARGS(DB_TEXT(subscription), DB_INT(created)));
+  *in_order = rc == DB_OK && r->rows == 1;
+  return rc;
+}
+
+static db_rc apply(db_conn *c, arena *a, const pay_event *ev, pay_event_effect *out) {
   int64_t now = clock_now_ms();
+  const char *type = ev->type;
+  json_t *o = ev->object;
   const char *id = str(o, "id");
-  if (!id) return DB_OK;                         /* nothing to find it by: ignored */
-  if (!strcmp(type, "payment_intent.succeeded")) /* final: a request still pending on it is moot */
+  if (!id) return DB_OK; /* nothing to find it by: ignored */
+  if (!strcmp(type, "charge.refunded")) return processor_refunds(c, a, o, ev, out);
+  /* final; a request of the service's own still under way on it is settled by its carrier,
+     which gives back whatever else it made (a hold cancelled, a second charge refunded) */
+  if (!strcmp(type, "payment_intent.succeeded"))
     return db_exec(c, NULL, NULL,
                    "UPDATE payments SET status = 'PAID', hold_expires_at = NULL, failure_reason = NULL, "
-                   "pending_op = NULL, op_started_at = NULL, updated_at = $2 "
-                   "WHERE processor_payment_intent_id = $1 AND status IN ('AUTHORIZED', 'FAILED')",
+                   "paid_at = $2, updated_at = $2 "
+                   "WHERE processor_payment_intent_id = $1 AND status IN ('AUTHORIZED', 'FAILED', 'PENDING')",
                    DB_ARGS(DB_TEXT(id), DB_INT(now)));
   if (!strcmp(type, "payment_intent.payment_failed") || !strcmp(type, "payment_intent.canceled")) {
     json_t *e = json_object_get(o, "last_payment_error");
@@ -348,9 +615,13 @@ static db_rc apply(db_conn *c, arena *a, const char *type, json_t *o, const char
                 "WHERE processor_payment_intent_id = $1 AND status = 'AUTHORIZED' AND pending_op IS NULL "
                 "RETURNING id",
                 DB_ARGS(DB_TEXT(id), DB_INT(now), DB_TEXT(reason)));
-    if (rc == DB_OK && r->rows == 1) *failed = db_text(r, 0, 0);
+    if (rc == DB_OK && r->rows == 1) out->failed = db_text(r, 0, 0);
     return rc;
   }
+  if (strncmp(type, "customer.subscription.", 22)) return DB_OK; /* other types need no action */
+  bool in_order;
+  db_rc rc = subscription_event_in_order(c, a, id, ev->created, &in_order);
+  if (rc != DB_OK || !in_order) return rc;
   const char *customer = str(o, "customer");
   const char *status = str(o, "status");
   bool ended = status && (!strcmp(status, "canceled") || !strcmp(status, "incomplete_expired"));
@@ -371,25 +642,24 @@ static db_rc apply(db_conn *c, arena *a, const char *type, json_t *o, const char
                    DB_ARGS(DB_TEXT(id), DB_TEXT(customer), DB_BOOL(active),
                            DB_BOOL(json_is_true(json_object_get(o, "cancel_at_period_end"))), DB_INT(now)));
   }
-  return DB_OK; /* other event types (amount_capturable_updated, ...) need no action */
+  return DB_OK; /* other subscription events (created, ...) need no action */
 }
 
-err_t pay_store_apply_event(arena *a, const char *event_id, const char *type, json_t *object, bool *duplicate,
-                            const char **failed) {
+err_t pay_store_apply_event(arena *a, const pay_event *ev, pay_event_effect *out) {
   db_res *r;
-  *failed = NULL;
+  *out = (pay_event_effect){0};
   db_conn *c = db_acquire();
   db_rc rc = db_begin(c);
   if (rc == DB_OK)
     rc = db_exec(c, a, &r,
                  "INSERT INTO webhook_events (id, type, received_at) VALUES ($1, $2, $3) "
                  "ON CONFLICT (id) DO NOTHING RETURNING id",
-                 DB_ARGS(DB_TEXT(event_id), DB_TEXT(type), DB_INT(clock_now_ms())));
-  *duplicate = rc == DB_OK && r->rows == 0;
-  if (rc == DB_OK && !*duplicate) rc = apply(c, a, type, object, failed);
+                 DB_ARGS(DB_TEXT(ev->id), DB_TEXT(ev->type), DB_INT(clock_now_ms())));
+  out->duplicate = rc == DB_OK && r->rows == 0;
+  if (rc == DB_OK && !out->duplicate) rc = apply(c, a, ev, out);
   if (rc == DB_OK) rc = db_commit(c);
   db_release(c);
-  if (rc != DB_OK) *failed = NULL;
+  if (rc != DB_OK) *out = (pay_event_effect){0};
   return rc == DB_OK ? ERR_OK : ERR_INTERNAL;
 }
 

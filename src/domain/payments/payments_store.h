@@ -4,6 +4,8 @@
 #include "core/errors.h"
 #include "db/db.h"
 #include "domain/notifications/notifications.h"
+#include "domain/staff/staff.h"
+#include "ext/payments.h"
 #include <jansson.h>
 #include <stdbool.h>
 
@@ -15,13 +17,15 @@ typedef struct billing {
 } billing;
 
 /* A payments row. pending_op names the processor request whose outcome is not recorded yet
- * (NULL when none), made with idem_key and method_id for amount_cents; op_started_at is when
- * its current carrier started it (a released request: a lease before its release). Times are
- * epoch ms, 0 for NULL. */
+ * (NULL when none), made with idem_key and method_id for amount_cents (a refund: the amount of
+ * its payment_refunds row); op_started_at is when its current carrier started it (a released
+ * request: a lease before its release). hold_method_id is the card of the live hold.
+ * released_at is set once the payment moved to its job's history. Times are epoch ms, 0 for
+ * NULL. */
 typedef struct payment_row {
   const char *id, *job_id, *user_id, *kind, *status, *intent_id, *failure_reason;
-  const char *pending_op, *idem_key, *method_id;
-  int64_t amount_cents, op_started_at, attempts, hold_expires_at;
+  const char *pending_op, *idem_key, *method_id, *hold_method_id;
+  int64_t amount_cents, op_started_at, attempts, hold_expires_at, refunded_cents, released_at;
 } payment_row;
 
 /* What a payment change tells people, written in the change's own transaction: an optional
@@ -32,15 +36,23 @@ typedef struct pay_news {
   int nnotes;
 } pay_news;
 
-/* The outcome of a payment's pending request. */
+/* The outcome of a payment's pending request (any but a refund). */
 typedef struct pay_settle {
   const char *status;         /* AUTHORIZED, PAID, FAILED, CANCELED */
   const char *intent_id;      /* NULL keeps the recorded one */
   int64_t hold_expires_at;    /* 0: none */
+  const char *hold_method;    /* the card of a new hold; NULL keeps the recorded one */
   const char *failure_reason; /* NULL clears it */
   const char *cancel_intent;  /* an authorization to cancel in the background (a replaced hold) */
   const pay_news *news;       /* may be NULL */
 } pay_settle;
+
+/* A refund the service asks for: its payment_refunds row. */
+typedef struct refund_row {
+  const char *id, *payment_id, *reason, *source, *staff_id, *status, *idem_key, *processor_refund_id;
+  const char *failure_reason;
+  int64_t amount_cents, created_at;
+} refund_row;
 
 /* The people and the job a job's payment concerns. */
 typedef struct pay_context {
@@ -70,10 +82,13 @@ err_t pay_store_set_cancel_flag(const char *user_id, bool cancel_at_period_end);
  * pending_op is set: idem_key, method_id, started now, attempt 1) with its news, in one
  * transaction. ERR_CONFLICT when the job already has a payment of that kind. */
 err_t pay_store_insert(const payment_row *p, const pay_news *news);
+/* The job's current payment of kind (not one in its history). */
 err_t pay_store_find(arena *a, const char *job_id, const char *kind, payment_row *out, bool *found);
 err_t pay_store_get(arena *a, const char *id, payment_row *out, bool *found);
 /* Starts a new request on payment id: op under key with method (NULL keeps the recorded
- * one) for cents (0 keeps the amount), when the status is `from` and nothing is pending. */
+ * one) for cents (0 keeps the amount), when the status is `from` and nothing is pending. A
+ * request that would make the payment's hold or charge (authorize, charge, tip) makes it
+ * PENDING until its outcome is recorded. */
 err_t pay_store_claim(const char *id, const char *from, const char *op, const char *key, const char *method,
                       int64_t cents, bool *claimed);
 /* Takes over p's pending request (op and key as read) when nobody started it since
@@ -84,33 +99,82 @@ err_t pay_store_take_over(const payment_row *p, int64_t stale_before, bool *take
 err_t pay_store_release(const payment_row *p, int64_t started_at);
 /* Records the outcome of p's pending request (when it is still that request: op and key),
  * with the replaced hold's cancellation, the tip amount on the job for a paid tip, and the
- * news, in one transaction. *moved is false when someone else recorded it first. */
+ * news, in one transaction. *moved is false when someone else recorded it first, or when the
+ * payment became PAID meanwhile (a processor event: PAID is final), in which case only the
+ * request is cleared. */
 err_t pay_store_settle(const payment_row *p, const pay_settle *s, bool *moved);
 /* Replaces p's pending request by another (a capture that found no live hold becomes a
- * charge), when it is still that request. */
+ * charge: the payment reads PENDING), when it is still that request. */
 err_t pay_store_switch(const payment_row *p, const char *op, const char *key, const char *method, bool *switched);
 err_t pay_store_context(arena *a, const char *job_id, pay_context *out);
 /* The job's status, customer and accepted quote's total (0 without one); *status NULL when the
  * job does not exist. */
 err_t pay_store_job_terms(arena *a, const char *job_id, const char **status, const char **customer, int64_t *cents);
 
+/* ---- refunds ---- */
+
+/* Starts refund r (id, idem_key, amount_cents, reason, source, staff_id) of payment p: inserts
+ * its row (PENDING) and records it as p's pending request, when p is PAID with nothing pending
+ * and r fits in what is left, with the audit record act (NULL: none), in one transaction.
+ * *claimed is false when p changed meanwhile (nothing is written). */
+err_t pay_store_claim_refund(const payment_row *p, const refund_row *r, const audit_action *act, bool *claimed);
+err_t pay_store_refund_by_key(arena *a, const char *idem_key, refund_row *out, bool *found);
+/* The outcome of p's pending refund: made (processor_refund_id, its amount added to the
+ * payment's refunded_cents, REFUNDED once all is) or refused (failure_reason), with news
+ * (when made), in one transaction. *moved as for pay_store_settle. */
+err_t pay_store_settle_refund(const payment_row *p, const char *processor_refund_id, const char *failure_reason,
+                              const pay_news *news, bool *moved);
+
+/* ---- a job's payment history ---- */
+
+/* Moves payments to their job's history (released_at), in the caller's transaction c, and
+ * queues for each the giving back of its money ("payment_release"): its job's current
+ * payments (job_id), or those of a job whose acceptance came after them (stale_only), or the
+ * current payments of every job assigned to provider_id that is not cancelled. */
+db_rc pay_store_history_in(db_conn *c, const char *job_id, const char *provider_id, bool stale_only, int *released);
+/* The same in a transaction of its own. */
+err_t pay_store_history(const char *job_id, bool stale_only, int *released);
+/* Records a charge that duplicates payment p's (intent, cents) as a payment of its job's
+ * history (kind "duplicate", PAID) unless recorded already; *id gets its id. */
+err_t pay_store_record_duplicate(arena *a, const payment_row *p, const char *intent, int64_t cents, const char **id);
+
 /* Job payments whose hold lapses before `before` while the job is still to be done: ids. */
 err_t pay_store_holds_due(arena *a, int64_t before, int limit, db_res **out);
-/* The user's FAILED job payments whose job is ACCEPTED, ON_THE_WAY, IN_PROGRESS or
- * COMPLETED: id, job_status. */
+/* The user's current job payments not yet good (FAILED, or PENDING: a request under way)
+ * whose job is ACCEPTED, ON_THE_WAY, IN_PROGRESS or COMPLETED: id, job_status. */
 err_t pay_store_recoverable(arena *a, const char *user_id, db_res **out);
 /* Payments in uncertain states: id, job_id, what ("pending": a request left unsettled since
  * before stale_before; "capture": AUTHORIZED or never charged on a COMPLETED job; "void":
- * AUTHORIZED on a CANCELLED job). */
+ * AUTHORIZED on a CANCELLED job; "recover": FAILED on a card that is not the customer's saved
+ * one, job not cancelled; "release": in the job's history with a hold or money to give back;
+ * "reopen": the current payment of a job back to PENDING or QUOTED), job_status. */
 err_t pay_store_uncertain(arena *a, int64_t stale_before, int limit, db_res **out);
 
 /* True when some user holds subscription_id as their current subscription. */
 err_t pay_store_holds_subscription(const char *subscription_id, bool *holds);
+/* A verified processor event. created: its `created` (epoch s; 0 when absent). refunds: for
+ * charge.refunded, the charge's refunds as the processor lists them (nrefunds of them). */
+typedef struct pay_event {
+  const char *id, *type;
+  json_t *object;
+  int64_t created;
+  const pay_refund *refunds;
+  int nrefunds;
+} pay_event;
+
+/* What applying an event changed, for what follows its transaction. */
+typedef struct pay_event_effect {
+  bool duplicate;          /* the id was seen before: nothing changed */
+  const char *failed;      /* a payment the event made FAILED, or NULL */
+  const char *refunded;    /* a payment the event recorded refunds of, or NULL */
+  int64_t refunded_cents;  /* how much it recorded */
+  int64_t processor_cents; /* of which refunds made at the processor (not the service's own) */
+} pay_event_effect;
+
 /* Applies a verified processor event once: records its id and runs the change in one
- * transaction. *duplicate is true when the id was seen before (nothing changes then);
- * *failed is the id of a payment the event made FAILED (arena a), or NULL. */
-err_t pay_store_apply_event(arena *a, const char *event_id, const char *type, json_t *object, bool *duplicate,
-                            const char **failed);
+ * transaction. A subscription event older than the last applied to its subscription changes
+ * nothing. Strings of *out live in arena a. */
+err_t pay_store_apply_event(arena *a, const pay_event *ev, pay_event_effect *out);
 /* Writes news in a transaction of its own. */
 err_t pay_store_announce(const pay_news *news);
 

@@ -2,13 +2,19 @@
  * raw body (no JSON parsing before the check): header `Stripe-Signature: t=<unix>,v1=<hex>`
  * (several v1 allowed, for secret rotation), v1 = HMAC-SHA256("<t>.<body>") under
  * STRIPE_WEBHOOK_SECRET, 300 s tolerance against the service clock. A verified event is
- * applied once (pay_store_apply_event). */
+ * applied once (pay_store_apply_event); subscription events in the order of their `created`.
+ * charge.refunded records the charge's refunds (the event's list when it carries one, else
+ * the processor's, as Stripe's events no longer include it) the way the service's own are:
+ * on the payment, told to the customer, and in the audit trail. */
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/jsonx.h"
+#include "core/log.h"
+#include "core/util.h"
 #include "domain/payments/payments.h"
 #include "domain/payments/payments_api.h"
+#include "domain/payments/payments_ops.h"
 #include "domain/payments/payments_store.h"
-#include "core/util.h"
 #include "ext/digest.h"
 #include "ext/payments.h"
 #include <errno.h>
@@ -38,8 +44,10 @@ const char *payments_webhook_check(const char *secret, const char *header, const
     }
   }
   const char *problem = NULL;
-  if (t < 0 || nsigs == 0) problem = "Malformed Stripe-Signature header";
-  else if (t > now_s + TOLERANCE_S || t < now_s - TOLERANCE_S) problem = "Webhook timestamp outside the tolerance";
+  if (t < 0 || nsigs == 0)
+    problem = "Malformed Stripe-Signature header";
+  else if (t > now_s + TOLERANCE_S || t < now_s - TOLERANCE_S)
+    problem = "Webhook timestamp outside the tolerance";
   if (problem) {
     free(copy);
     return problem;
@@ -94,6 +102,43 @@ static err_t current_subscription_state(hs_req *req, json_t **object) {
   return ERR_OK;
 }
 
+#define EVENT_REFUNDS 100
+
+/* The refunds of the charge of a charge.refunded event: its own list, or the processor's. */
+static err_t charge_refunds(hs_req *req, json_t *charge, pay_event *ev) {
+  pay_refund *list = arena_alloc(&req->arena, sizeof *list * EVENT_REFUNDS);
+  json_t *data = json_object_get(json_object_get(charge, "refunds"), "data"), *o;
+  const char *intent = json_string_value(json_object_get(charge, "payment_intent"));
+  size_t i;
+  ev->refunds = list;
+  if (json_is_array(data)) {
+    json_array_foreach(data, i, o) if (ev->nrefunds < EVENT_REFUNDS) payments_read_refund(o, &list[ev->nrefunds++]);
+    return ERR_OK;
+  }
+  if (!intent) return ERR_OK;
+  pay_error pe;
+  pay_rc rc = payments_list_refunds(intent, list, EVENT_REFUNDS, &ev->nrefunds, &pe);
+  if (rc == PAY_UNAVAILABLE) return hs_fail(req, ERR_UNAVAILABLE, "Payment processor unavailable");
+  return ERR_OK; /* an intent the processor does not know: nothing to record */
+}
+
+/* Refunds an event recorded: the customer is told, and those made at the processor go in the
+ * audit trail, each after the event's transaction (failures are logged). */
+static void tell_refunds(hs_req *req, const pay_event_effect *fx) {
+  payment_row p;
+  bool found;
+  if (pay_store_get(&req->arena, fx->refunded, &p, &found) != ERR_OK || !found) return;
+  const pay_news *news = pay_refund_news(&req->arena, &p, fx->refunded_cents, "Refunded at the payment processor");
+  if (news && pay_store_announce(news) != ERR_OK)
+    log_json(LOG_ERROR, "telling a refund failed", json_pack("{s:s}", "paymentId", p.id));
+  if (!fx->processor_cents) return;
+  json_t *detail = arena_json(&req->arena, json_pack("{s:s,s:s,s:o}", "jobId", p.job_id, "paymentId", p.id, "amount",
+                                                     jx_money(fx->processor_cents)));
+  audit_action act = {NULL, "processor", "payment.refund", p.id, "payment", detail};
+  if (staff_audit(&act) != ERR_OK)
+    log_json(LOG_ERROR, "auditing a refund failed", json_pack("{s:s}", "paymentId", p.id));
+}
+
 err_t api_webhooks_receive(hs_req *req) {
   const char *problem = payments_webhook_check(CFG.stripe_webhook_secret, hs_header(req, "Stripe-Signature"),
                                                req->raw_body, req->raw_len, clock_now_ms() / 1000);
@@ -106,9 +151,11 @@ err_t api_webhooks_receive(hs_req *req) {
   err_t e;
   if (!strcmp(type, "customer.subscription.updated") && (e = current_subscription_state(req, &object)) != ERR_OK)
     return e;
-  bool duplicate;
-  const char *failed;
-  if ((e = pay_store_apply_event(&req->arena, id, type, object, &duplicate, &failed)) != ERR_OK) return e;
-  if (failed) payments_tell_failure(failed);
-  return hs_ok(req, json_pack("{s:b,s:b}", "received", 1, "duplicate", duplicate));
+  pay_event ev = {id, type, object, json_integer_value(json_object_get(event, "created")), NULL, 0};
+  if (!strcmp(type, "charge.refunded") && (e = charge_refunds(req, object, &ev)) != ERR_OK) return e;
+  pay_event_effect fx;
+  if ((e = pay_store_apply_event(&req->arena, &ev, &fx)) != ERR_OK) return e;
+  if (fx.failed) payments_tell_failure(fx.failed);
+  if (fx.refunded) tell_refunds(req, &fx);
+  return hs_ok(req, json_pack("{s:b,s:b}", "received", 1, "duplicate", fx.duplicate));
 }

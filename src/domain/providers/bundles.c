@@ -242,6 +242,7 @@ err_t api_providers_accept_bundle(hs_req *req) {
     char quote_id[ID_LEN + 1];
     switch (quotes_submit(&req->arena, &q, quote_id)) {
     case QUOTE_CREATED: accepted++; break;
+    case QUOTE_TOO_SMALL: /* not with the bundle range's prices */
     case QUOTE_NO_JOB:
     case QUOTE_NOT_OPEN:
     case QUOTE_DUPLICATE: skipped++; break;

@@ -6,6 +6,7 @@
 #include "core/jsonx.h"
 #include "core/util.h"
 #include "domain/common.h"
+#include "domain/payments/payments.h"
 #include "domain/providers/providers_api.h"
 #include "domain/providers/providers_store.h"
 #include "domain/quotes/quotes.h"
@@ -82,8 +83,9 @@ static void tally(const db_res *r, earnings *t) {
     int64_t done = cell_int(r, i, "completed_at");
     if (db_field(r, i, "accepted_at")) t->turnaround_sum += done - cell_int(r, i, "accepted_at"), t->turnaround_n++;
     int64_t income = tips;
-    if (pay && !strcmp(pay, "PAID"))
-      income += amount;
+    if (pay && (!strcmp(pay, "PAID") || !strcmp(pay, "REFUNDED"))) /* less what was refunded of it */
+      income +=
+          payments_earned_after_refunds(amount, cell_int(r, i, "pay_cents"), cell_int(r, i, "pay_refunded_cents"));
     else if (pay && !strcmp(pay, "AUTHORIZED"))
       add_to(t->awaiting, service, amount), t->awaiting_total += amount;
     if (income == 0) continue;

@@ -58,9 +58,10 @@ err_t prov_store_won_jobs(arena *a, const char *id, db_res **out) {
   return db_to_err(db_query(
       a, out,
       "SELECT j.service, j.zip, j.status, j.accepted_at, COALESCE(j.completed_at, j.updated_at) AS completed_at, "
-      "q.amount_cents, (SELECT p.status FROM payments p WHERE p.job_id = j.id AND p.kind = 'job') AS pay_status, "
-      "COALESCE((SELECT SUM(t.amount_cents) FROM payments t WHERE t.job_id = j.id AND t.kind = 'tip' "
-      "AND t.status = 'PAID'), 0) AS tip_cents FROM jobs j " WON_QUOTE
+      "q.amount_cents, p.status AS pay_status, p.amount_cents AS pay_cents, p.refunded_cents AS pay_refunded_cents, "
+      "COALESCE((SELECT SUM(t.amount_cents - t.refunded_cents) FROM payments t WHERE t.job_id = j.id "
+      "AND t.kind = 'tip' AND t.released_at IS NULL AND t.status IN ('PAID', 'REFUNDED')), 0) AS tip_cents "
+      "FROM jobs j " WON_QUOTE "LEFT JOIN payments p ON p.job_id = j.id AND p.kind = 'job' AND p.released_at IS NULL "
       "WHERE j.provider_id = $1 AND j.status <> 'CANCELLED' ORDER BY j.seq",
       DB_ARGS(DB_TEXT(id))));
 }

@@ -17,9 +17,15 @@ json_t *quotes_json(const db_res *q, int i);
 /* The platform fee of a quote amount: 18%, rounded to the cent. */
 int64_t quotes_platform_fee(int64_t amount_cents);
 
+/* True when a quote of amount_cents can be paid: its customer total (the amount plus the 18%
+ * fee, computed exactly, before the fee is rounded to the cent) is at least the processor's
+ * smallest charge, 0.50. So 0.43 is the smallest quote; 0.42 (0.4956) is refused. */
+bool quotes_total_chargeable(int64_t amount_cents);
+
 /* What quoting a job came to (POST /quotes's rules). */
 typedef enum {
   QUOTE_CREATED,
+  QUOTE_TOO_SMALL,  /* a total the processor cannot charge (quotes_total_chargeable): 400 */
   QUOTE_UNVERIFIED, /* no headshot or a licence side missing: 400 verification_required */
   QUOTE_NO_JOB,     /* no such job, or one outside the provider's services and ZIPs: 404 */
   QUOTE_NOT_OPEN,   /* the job is no longer PENDING or QUOTED: 409 */

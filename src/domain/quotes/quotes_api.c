@@ -1,9 +1,9 @@
 /* Handlers for /quotes/... Money is integer cents; the platform fee is 18% of the amount,
  * rounded to the cent. */
 #include "domain/quotes/quotes_api.h"
-#include "core/faults.h"
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/faults.h"
 #include "core/ids.h"
 #include "core/jsonx.h"
 #include "core/log.h"
@@ -20,6 +20,11 @@
 #include <string.h>
 
 int64_t quotes_platform_fee(int64_t amount_cents) { return (amount_cents * 18 + 50) / 100; }
+
+bool quotes_total_chargeable(int64_t amount_cents) { return amount_cents * 118 >= PAYMENTS_MIN_CHARGE_CENTS * 100; }
+
+/* checked before anything else, as a validation of the amount */
+static const char TOO_SMALL[] = "amount: the total charged must be at least 0.50";
 
 json_t *quotes_json(const db_res *q, int i) {
   arena a;
@@ -72,6 +77,7 @@ static quote_outcome quote_checks(err_t found, const db_res *ctx) {
 static quote_outcome submit(arena *a, const quote_request *in, char id[ID_LEN + 1], db_res **quote) {
   db_res *ctx;
   db_conn *c;
+  if (!quotes_total_chargeable(in->amount_cents)) return QUOTE_TOO_SMALL;
   err_t e = quotes_store_open(a, in->provider_id, in->job_id, &c, &ctx);
   if (e != ERR_OK && e != ERR_NOT_FOUND) return QUOTE_FAILED;
   quote_outcome o = quote_checks(e, ctx);
@@ -135,6 +141,7 @@ err_t api_quotes_create(hs_req *req) {
     return hs_ok_jw(req, w);
   }
   case QUOTE_UNVERIFIED: return quotes_fail_unverified(req);
+  case QUOTE_TOO_SMALL: return hs_fail(req, ERR_BAD_REQUEST, TOO_SMALL);
   case QUOTE_NO_JOB: return hs_fail(req, ERR_NOT_FOUND, "Job not found");
   case QUOTE_NOT_OPEN: return hs_fail(req, ERR_CONFLICT, "The job is not open for quotes");
   case QUOTE_DUPLICATE: return hs_fail(req, ERR_CONFLICT, "You already quoted on this job");

@@ -5,10 +5,11 @@
  * Ledger: each job assigned to the provider belongs to the month (UTC) of its completion, or
  * of its acceptance while not completed; its earnings are the accepted quote's amount (the
  * platform fee is paid by the customer on top). Per month: paidOut (job payments captured,
- * plus tips paid), inHold (authorized, job not completed yet), pendingCapture (authorized,
- * job completed, capture not done yet), grossEarnings (their sum), premiumFeeDeducted (39
- * when the provider is Preferred Pro, for months from its premiumSince on) and netEarnings
- * (gross minus the fee). Cancelled jobs count for nothing. */
+ * less the provider's share of what was refunded of them, plus tips paid and not refunded),
+ * inHold (authorized, job not completed yet), pendingCapture (authorized, job completed,
+ * capture not done yet), grossEarnings (their sum), premiumFeeDeducted (39 when the provider is
+ * Preferred Pro, for months from its premiumSince on) and netEarnings (gross minus the fee).
+ * Cancelled jobs count for nothing. Only a job's current payment counts, not its history. */
 #include "core/clock.h"
 #include "core/jsonx.h"
 #include "core/log.h"
@@ -76,11 +77,13 @@ static json_t *review_json(const db_res *r, int i) {
 }
 
 static json_t *payment_json(const db_res *r, int i) {
-  return json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o}", "id", db_field(r, i, "id"), "jobId",
+  return json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id", db_field(r, i, "id"), "jobId",
                    db_field(r, i, "job_id"), "kind", db_field(r, i, "kind"), "status", db_field(r, i, "status"),
-                   "amount", jx_money(db_int(r, i, db_col(r, "amount_cents"))), "processorPaymentIntentId",
+                   "amount", jx_money(db_int(r, i, db_col(r, "amount_cents"))), "refundedAmount",
+                   jx_money(db_int(r, i, db_col(r, "refunded_cents"))), "processorPaymentIntentId",
                    jx_str_or_null(db_field(r, i, "processor_payment_intent_id")), "failureReason",
-                   jx_str_or_null(db_field(r, i, "failure_reason")), "createdAt",
+                   jx_str_or_null(db_field(r, i, "failure_reason")), "releasedAt",
+                   jx_iso_or_null(db_field(r, i, "released_at")), "createdAt",
                    jx_iso_or_null(db_field(r, i, "created_at")), "updatedAt",
                    jx_iso_or_null(db_field(r, i, "updated_at")));
 }
@@ -212,8 +215,9 @@ static json_t *provider_ledger(arena *a, const db_res *jobs, json_t *profile, in
     ledger_month *m = month_slot(months, &n, month);
     m->jobs++;
     m->paid += cell_int(jobs, i, "tip_paid_cents");
-    if (pay && !strcmp(pay, "PAID"))
-      m->paid += earned;
+    if (pay && (!strcmp(pay, "PAID") || !strcmp(pay, "REFUNDED"))) /* less what was refunded of it */
+      m->paid += payments_earned_after_refunds(earned, cell_int(jobs, i, "payment_cents"),
+                                               cell_int(jobs, i, "payment_refunded_cents"));
     else if (pay && !strcmp(pay, "AUTHORIZED"))
       *(strcmp(status, "COMPLETED") ? &m->hold : &m->pending) += earned;
     if (status_in(status, open_work)) (*anticipated)++, *anticipated_cents += earned;

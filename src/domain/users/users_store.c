@@ -114,10 +114,13 @@ err_t users_store_delete_pro_note(const char *id, const char *provider_id) {
 err_t users_store_spend(arena *a, const char *id, int64_t since, db_res **out) {
   return db_to_err(
       db_query(a, out,
-               "SELECT p.kind, p.job_id, p.amount_cents, p.updated_at AS paid_at, j.service, j.provider_id, "
+               /* what was refunded is not spent; fully refunded payments (REFUNDED) are left out */
+               "SELECT p.kind, p.job_id, p.amount_cents - p.refunded_cents AS amount_cents, "
+               "COALESCE(p.paid_at, p.updated_at) AS paid_at, j.service, j.provider_id, "
                "pr.name AS provider_name, pr.company_name FROM payments p JOIN jobs j ON j.id = p.job_id "
-               "LEFT JOIN providers pr ON pr.id = j.provider_id "
-               "WHERE p.user_id = $1 AND p.status = 'PAID' AND p.updated_at >= $2 ORDER BY p.updated_at, p.id",
+               "LEFT JOIN providers pr ON pr.id = j.provider_id WHERE p.user_id = $1 AND p.status = 'PAID' "
+               "AND p.kind IN ('job', 'tip') "
+               "AND COALESCE(p.paid_at, p.updated_at) >= $2 ORDER BY COALESCE(p.paid_at, p.updated_at), p.id",
                DB_ARGS(DB_TEXT(id), DB_INT(since))));
 }
 

@@ -1,6 +1,7 @@
 /* Unit tests for src/ext/payments.c: reading Stripe-shaped PaymentIntents (status, amount, the
- * hold's expiry from an expanded latest_charge, the last error) and the idempotency key that
- * intents and subscriptions carry in their metadata. Both processors answer in this shape. */
+ * hold's expiry from an expanded latest_charge, the last error), refunds, and the idempotency
+ * key that intents, subscriptions and refunds carry in their metadata. Both processors answer
+ * in this shape. */
 /* cmocka.h needs these four headers first. */
 /* clang-format off */
 #include <stdarg.h>
@@ -78,12 +79,35 @@ static void test_overlong_values_are_cut_not_overflowed(void **state) {
   json_decref(pi);
 }
 
+static void test_refund_with_and_without_a_key(void **state) {
+  (void)state;
+  json_t *re = parse("{\"id\":\"re_1\",\"object\":\"refund\",\"amount\":1800,\"status\":\"succeeded\","
+                     "\"payment_intent\":\"pi_1\",\"metadata\":{\"idempotency_key\":\"refund-c1\"}}");
+  pay_refund out;
+  memset(&out, 0x5a, sizeof out);
+  payments_read_refund(re, &out);
+  assert_string_equal(out.id, "re_1");
+  assert_string_equal(out.status, "succeeded");
+  assert_int_equal(out.amount, 1800);
+  assert_string_equal(out.idem_key, "refund-c1");
+  json_decref(re);
+  /* made in the processor's dashboard: no key; a status too long is cut, not overflowed */
+  re = parse("{\"id\":\"re_2\",\"amount\":5,\"status\":\"requires_action_and_then_something_much_longer\","
+             "\"metadata\":{}}");
+  memset(&out, 0x5a, sizeof out);
+  payments_read_refund(re, &out);
+  assert_string_equal(out.idem_key, "");
+  assert_int_equal(strlen(out.status), sizeof out.status - 1);
+  json_decref(re);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_authorization_with_expanded_charge),
       cmocka_unit_test(test_charge_not_expanded_has_no_expiry),
       cmocka_unit_test(test_declined_intent_keeps_its_last_error),
       cmocka_unit_test(test_overlong_values_are_cut_not_overflowed),
+      cmocka_unit_test(test_refund_with_and_without_a_key),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,251 @@
+/* Money given back: refunds (POST /staff/payments/:jobId/refund, and the service's own), the
+ * job's payment history, and charges made twice.
+ *
+ * A refund is a request like any other (payments_ops.h): its payment_refunds row (amount,
+ * reason, who) and the payment's pending_op "refund" are written in one transaction before the
+ * processor is called, under a key of its own, and its outcome is recorded only while the
+ * payment still names it. A refund whose answer was lost is looked up at the processor by
+ * that key (refunds carry it in metadata) before it is repeated. The staff's refund key comes
+ * from the request's Idempotency-Key when there is one, so a retry after a 503 settles the
+ * same refund rather than making another. A refund made at the processor directly arrives by
+ * webhook (payments_webhook.c) and is recorded by its processor id, once.
+ *
+ * A job that goes back to PENDING moves its payments to its history (pay_store_release_in, in
+ * the transaction that reopens it); each is then given back here in the background ("payment_
+ * release"): a hold voided, captured money (a tip too) refunded in full. A charge that
+ * duplicates a recorded one is recorded in the history the same way and refunded. */
+#include "core/clock.h"
+#include "core/ids.h"
+#include "core/jsonx.h"
+#include "core/log.h"
+#include "domain/payments/payments.h"
+#include "domain/payments/payments_api.h"
+#include "domain/payments/payments_ops.h"
+#include "ext/digest.h"
+#include "ext/payments.h"
+#include "ext/queue.h"
+#include <stdio.h>
+#include <string.h>
+
+#define KEY_LEN 96
+#define MAX_REFUNDS 100 /* a charge's refunds looked through for a key */
+
+static const char REOPENED[] = "Your job is open for quotes again; the next accepted quote is authorized afresh.";
+static const char DUPLICATE[] = "The same payment was charged twice; the second charge is refunded.";
+
+static bool is(const char *a, const char *b) { return a && b && !strcmp(a, b); }
+
+int64_t payments_earned_after_refunds(int64_t earned, int64_t charged, int64_t refunded) {
+  if (refunded <= 0 || charged <= 0) return earned;
+  if (refunded >= charged) return 0;
+  return earned - (earned * refunded + charged / 2) / charged;
+}
+
+/* The refund the processor made under idem_key for intent: PAY_OK, PAY_NOT_FOUND, or why it
+ * could not be asked. */
+static pay_rc find_refund(const char *intent, const char *idem_key, pay_refund *out, pay_error *pe) {
+  pay_refund list[MAX_REFUNDS];
+  int n;
+  pay_rc rc = payments_list_refunds(intent, list, MAX_REFUNDS, &n, pe);
+  if (rc != PAY_OK) return rc == PAY_NOT_FOUND ? PAY_UNAVAILABLE : rc;
+  for (int i = 0; i < n; i++)
+    if (!strcmp(list[i].idem_key, idem_key)) return *out = list[i], PAY_OK;
+  return PAY_NOT_FOUND;
+}
+
+err_t pay_run_refund(arena *a, const payment_row *p, bool settling) {
+  refund_row f;
+  bool found, moved;
+  err_t e = pay_store_refund_by_key(a, p->idem_key, &f, &found);
+  if (e != ERR_OK) return e;
+  if (!found) { /* never written without its row: nothing to carry out */
+    log_json(LOG_ERROR, "a pending refund has no record",
+             json_pack("{s:s,s:s}", "paymentId", p->id, "key", p->idem_key));
+    return pay_store_settle_refund(p, NULL, "refund_missing: The refund was not recorded.", NULL, &moved);
+  }
+  pay_refund out;
+  pay_error pe = {0}, asked;
+  pay_rc rc = settling ? find_refund(p->intent_id, p->idem_key, &out, &asked) : PAY_NOT_FOUND;
+  if (rc == PAY_NOT_FOUND)
+    rc = payments_refund(p->intent_id, f.amount_cents,
+                         is(f.source, "duplicate") ? "duplicate" : "requested_by_customer", p->idem_key, &out, &pe);
+  if ((rc == PAY_UNAVAILABLE || rc == PAY_IDEMPOTENCY) &&
+      find_refund(p->intent_id, p->idem_key, &out, &asked) == PAY_OK)
+    rc = PAY_OK;
+  if (rc == PAY_UNAVAILABLE || rc == PAY_IDEMPOTENCY) return pay_leave(p);
+  bool made = rc == PAY_OK && (is(out.status, "succeeded") || is(out.status, "pending"));
+  const char *why = NULL;
+  if (!made)
+    why = arena_printf(a, "%s: %s",
+                       pe.code[0]     ? pe.code
+                       : rc == PAY_OK ? out.status
+                                      : "refund_refused",
+                       pe.message[0] ? pe.message : "The payment processor did not make the refund.");
+  log_json(made ? LOG_INFO : LOG_WARN, "refund recorded",
+           json_pack("{s:s,s:s,s:I,s:s,s:s?}", "paymentId", p->id, "jobId", p->job_id, "cents",
+                     (json_int_t)f.amount_cents, "source", f.source, "refused", why));
+  return pay_store_settle_refund(p, made ? out.id : NULL, why,
+                                 made ? pay_refund_news(a, p, f.amount_cents, f.reason) : NULL, &moved);
+}
+
+/* Starts refund f (its id, key, amount, reason, source and staff set) of payment p and carries
+ * it out. ERR_CONFLICT when p changed meanwhile (nothing was written); ERR_UNAVAILABLE when
+ * the processor's answer is not known yet (the refund is settled later). */
+static err_t refund_now(arena *a, const payment_row *p, const refund_row *f, const audit_action *act) {
+  bool claimed, found;
+  err_t e = pay_store_claim_refund(p, f, act, &claimed);
+  if (e != ERR_OK) return e;
+  if (!claimed) return ERR_CONFLICT;
+  payment_row q;
+  if ((e = pay_store_get(a, p->id, &q, &found)) != ERR_OK || !found) return e == ERR_OK ? ERR_INTERNAL : e;
+  return pay_run(a, &q, false);
+}
+
+/* A refund row of source and reason for cents of p, under key (NULL: one of its own). */
+static refund_row new_refund(arena *a, const payment_row *p, int64_t cents, const char *reason, const char *source,
+                             const char *staff_id, const char *key) {
+  char *id = arena_alloc(a, ID_LEN + 1);
+  id_new(id);
+  return (refund_row){.id = id,
+                      .payment_id = p->id,
+                      .reason = reason,
+                      .source = source,
+                      .staff_id = staff_id,
+                      .idem_key = key ? key : arena_printf(a, "refund-%s", id),
+                      .amount_cents = cents};
+}
+
+/* One step of giving back history payment p: ERR_OK with *again when p moved on and must be
+ * read again (a void that found the hold captured makes it PAID, to refund). */
+static err_t release_step(arena *a, payment_row *p, bool *again) {
+  *again = false;
+  if (p->pending_op) { /* its request first: it may hold or move money */
+    err_t e = pay_take_over(a, p, pay_lease_over());
+    if (e == ERR_OK) *again = true;
+    return e;
+  }
+  if (is(p->status, "AUTHORIZED")) {
+    err_t e = pay_attempt(a, p, "void", NULL, 0);
+    if (e == ERR_OK) *again = true;
+    return e;
+  }
+  if (!is(p->status, "PAID") || p->refunded_cents >= p->amount_cents) return ERR_OK;
+  bool duplicate = is(p->kind, "duplicate");
+  refund_row f = new_refund(a, p, p->amount_cents - p->refunded_cents, duplicate ? DUPLICATE : REOPENED,
+                            duplicate ? "duplicate" : "job_reopened", NULL, NULL);
+  err_t e = refund_now(a, p, &f, NULL);
+  return e == ERR_CONFLICT ? ERR_UNAVAILABLE : e; /* moved meanwhile: look again later */
+}
+
+err_t pay_release_one(const char *payment_id) {
+  arena a;
+  arena_init(&a);
+  payment_row p;
+  bool found, again = true;
+  err_t e = ERR_OK;
+  for (int pass = 0; e == ERR_OK && again && pass < 3; pass++) {
+    if ((e = pay_store_get(&a, payment_id, &p, &found)) != ERR_OK || !found || !p.released_at) break;
+    e = release_step(&a, &p, &again);
+  }
+  if (e == ERR_OK && again) e = ERR_UNAVAILABLE; /* still moving: the queue or the reconciliation looks again */
+  arena_fini(&a);
+  return e;
+}
+
+void pay_refund_duplicate(arena *a, const payment_row *p, const char *intent, int64_t cents) {
+  const char *id;
+  if (pay_store_record_duplicate(a, p, intent, cents, &id) != ERR_OK) {
+    log_json(LOG_ERROR, "a second charge could not be recorded: refund it by hand",
+             json_pack("{s:s,s:s}", "paymentId", p->id, "intent", intent));
+    return;
+  }
+  if (pay_release_one(id) == ERR_UNAVAILABLE) pay_queue("payment_release", "paymentId", id);
+}
+
+static bool release_from_queue(json_t *payload, char err[256]) {
+  const char *id = json_string_value(json_object_get(payload, "paymentId"));
+  err_t e = id ? pay_release_one(id) : ERR_OK;
+  if (e == ERR_OK) return true;
+  snprintf(err, 256, e == ERR_UNAVAILABLE ? "payment busy or processor unavailable" : "cannot give the payment back");
+  return false;
+}
+
+db_rc payments_release_provider_jobs_in(db_conn *c, const char *provider_id) {
+  int released;
+  return pay_store_history_in(c, NULL, provider_id, false, &released);
+}
+
+void pay_refunds_init(void) { queue_register("payment_release", release_from_queue); }
+
+/* ---- POST /staff/payments/:jobId/refund ---- */
+
+/* The refund's key: from the request's Idempotency-Key when it has one (a retry is the same
+ * refund), else one of its own (NULL). */
+static const char *staff_refund_key(hs_req *req, const payment_row *p) {
+  if (!req->idem_key) return NULL;
+  char digest[65];
+  const char *scoped = arena_printf(&req->arena, "%s\n%s", req->idem_scope ? req->idem_scope : "", req->idem_key);
+  sha256_hex(scoped, strlen(scoped), digest);
+  digest[24] = 0;
+  return arena_printf(&req->arena, "refund-%s-%s", p->id, digest);
+}
+
+static err_t refund_answer(hs_req *req, const char *job_id, const refund_row *f) {
+  if (is(f->status, "PENDING")) return hs_fail(req, ERR_UNAVAILABLE, "Payment processor unavailable");
+  if (is(f->status, "FAILED"))
+    return hs_fail(req, ERR_CONFLICT,
+                   arena_printf(&req->arena, "The payment processor refused the refund (%s)", f->failure_reason));
+  json_t *refund = json_pack("{s:s,s:o,s:s,s:s,s:o}", "id", f->id, "amount", jx_money(f->amount_cents), "reason",
+                             f->reason, "status", "SUCCEEDED", "createdAt", jx_iso(f->created_at));
+  return hs_ok(req, json_pack("{s:o,s:o}", "refund", refund, "payment", payments_job_json(job_id, "job")));
+}
+
+/* The refund under key as it stands, settled first when its carrier is gone; 409 while its
+ * carrier still runs it. */
+static err_t replay_refund(hs_req *req, const char *job_id, const payment_row *p, const char *key) {
+  refund_row f;
+  payment_row now;
+  bool found;
+  if (is(p->idem_key, key) && p->pending_op) pay_take_over(&req->arena, p, pay_lease_over());
+  err_t e = pay_store_refund_by_key(&req->arena, key, &f, &found);
+  if (e == ERR_OK && is(f.status, "PENDING")) e = pay_store_get(&req->arena, p->id, &now, &found);
+  if (e != ERR_OK) return e;
+  if (is(f.status, "PENDING") && is(now.idem_key, key) && now.pending_op && now.op_started_at >= pay_lease_over())
+    return hs_fail(req, ERR_CONFLICT, "This refund is still under way; try again shortly");
+  return refund_answer(req, job_id, &f);
+}
+
+err_t api_payments_refund(hs_req *req) {
+  const char *job_id = hs_param(req, "jobId");
+  payment_row p;
+  pay_context cx;
+  refund_row f;
+  bool found;
+  err_t e = pay_store_context(&req->arena, job_id, &cx);
+  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Job not found");
+  if (e != ERR_OK || (e = pay_store_find(&req->arena, job_id, "job", &p, &found)) != ERR_OK) return e;
+  if (!found || (!is(p.status, "PAID") && !is(p.status, "REFUNDED")))
+    return hs_fail(req, ERR_NOT_FOUND, "This job has no captured payment");
+  const char *key = staff_refund_key(req, &p);
+  if (key && (e = pay_store_refund_by_key(&req->arena, key, &f, &found)) != ERR_OK) return e;
+  if (key && found) return replay_refund(req, job_id, &p, key);
+  if (p.pending_op && pay_take_over(&req->arena, &p, pay_lease_over()) == ERR_OK &&
+      (e = pay_store_get(&req->arena, p.id, &p, &found)) != ERR_OK)
+    return e;
+  if (p.pending_op) return hs_fail(req, ERR_CONFLICT, "Another operation on this payment is under way; try again");
+  int64_t left = p.amount_cents - p.refunded_cents;
+  if (left <= 0) return hs_fail(req, ERR_CONFLICT, "Nothing left to refund");
+  int64_t cents = hs_body_has(req, "amount") ? jx_cents(json_number_value(json_object_get(req->body, "amount"))) : left;
+  if (cents > left)
+    return hs_fail(req, ERR_BAD_REQUEST,
+                   arena_printf(&req->arena, "amount: must be between 0.01 and %.2f", (double)left / 100));
+  f = new_refund(&req->arena, &p, cents, hs_body_str(req, "reason"), "staff", req->auth.id, key);
+  json_t *detail = arena_json(&req->arena, json_pack("{s:s,s:s,s:s,s:o,s:s}", "jobId", job_id, "paymentId", p.id,
+                                                     "refundId", f.id, "amount", jx_money(cents), "reason", f.reason));
+  audit_action act = {req->auth.id, req->auth.role, "payment.refund", p.id, "payment", detail};
+  e = refund_now(&req->arena, &p, &f, &act);
+  if (e == ERR_CONFLICT) return hs_fail(req, e, "The payment changed meanwhile; try again");
+  if (e != ERR_OK && e != ERR_UNAVAILABLE) return e;
+  if ((e = pay_store_refund_by_key(&req->arena, f.idem_key, &f, &found)) != ERR_OK) return e;
+  return found ? refund_answer(req, job_id, &f) : ERR_INTERNAL;
+}
