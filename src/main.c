@@ -11,14 +11,12 @@
 #include "db/db.h"
 #include "db/migrate.h"
 #include "demo.h"
+#include "domain/audit/audit.h"
 #include "domain/auth/auth.h"
 #include "domain/jobs/jobs.h"
-#include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
-#include "domain/providers/providers.h"
 #include "domain/staff/staff.h"
-#include "domain/system/system.h"
-#include "domain/users/users.h"
+#include "domains.h"
 #include "ext/filetype.h"
 #include "ext/mail.h"
 #include "ext/ocr.h"
@@ -29,13 +27,12 @@
 #include "http/router.h"
 #include "http/schema.h"
 #include "http/server.h"
-#include "routes.h"
 #include <curl/curl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <malloc.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -122,7 +119,7 @@ static int cmd_audit_verify(int argc, char **argv) {
   int n = 0;
   for (int i = 1; i < argc; i += 2) expect[n++] = argv[i];
   open_database();
-  int rc = staff_audit_verify(stdout, expect, n);
+  int rc = audit_verify(stdout, expect, n);
   db_close();
   free(expect);
   return rc;
@@ -141,6 +138,7 @@ static int cmd_staff_set_disabled(bool disable, int argc, char **argv) {
 static int cmd_payments_reconcile(void) {
   open_database();
   payments_init();
+  jobs_wire_payments();
   int checked, corrected;
   err_t e = payments_reconcile(0, &checked, &corrected);
   db_close();
@@ -174,17 +172,11 @@ static void service_start(const char *bind, int port) {
   password_pool_start(CFG.bcrypt_threads, CFG.bcrypt_queue, CFG.bcrypt_cost);
   mail_init();
   payments_init();
-  payments_domain_init();
-  providers_domain_init();
-  notifications_domain_init();
-  staff_domain_init();
-  system_domain_init();
-  users_domain_init();
-  jobs_domain_init();
+  domains_init();
   if (!filetype_init()) die("libmagic could not load its database (package libmagic-mgc)");
   ocr_use_helper("/proc/self/exe", CFG.recognition_timeout_ms);
   queue_start(CFG.queue_workers, CFG.recognition_workers);
-  routes_install();
+  domains_install_routes();
   if (!hs_server_start(bind, port, err)) die("%s", err);
   log_buffering_start();
   log_json(LOG_INFO, "listening",
@@ -201,10 +193,9 @@ static void service_stop(void) {
     _exit(0);
   }
   log_buffering_stop();
-  staff_domain_stop();
   queue_stop();
   password_pool_stop();
-  jobs_domain_stop();
+  domains_stop(); /* after the queue, so the audit trail's last checkpoint follows its last record */
   db_close();
 }
 
@@ -240,7 +231,7 @@ static int cmd_demo(void) {
 
 /* Needs no configuration and no database: the document comes from the route table alone. */
 static int cmd_openapi(void) {
-  routes_install();
+  domains_install_routes();
   size_t n;
   const hs_route *rows = hs_router_routes(&n);
   json_t *doc = hs_openapi_document(rows, n);

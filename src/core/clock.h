@@ -8,6 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Milliseconds in a day and an hour (the service clock counts epoch milliseconds). */
+#define DAY_MS (24LL * 3600 * 1000)
+#define HOUR_MS (3600LL * 1000)
+
 /* Milliseconds since the Unix epoch, wall clock plus the test offset. */
 int64_t clock_now_ms(void);
 /* Moves the service clock forward by ms (test environment only; callers enforce that). */

@@ -18,11 +18,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Work to run once the open transaction commits (db_on_commit). */
+typedef struct on_commit {
+  void (*fn)(void *);
+  void *arg;
+} on_commit;
+
 struct db_conn {
   void *handle;
   bool in_use;
   bool in_tx;
   struct pool *home;
+  on_commit *after; /* registered in the open transaction; kept allocated between transactions */
+  int nafter, after_cap;
 };
 
 /* A thread waiting for a connection. Released connections go to the oldest waiter directly,
@@ -93,7 +101,10 @@ bool db_open(const char *url, int pool_size, int slow_pool_size, char err[256]) 
 void db_close(void) {
   for (int k = 0; k < DB_POOL_COUNT; k++) {
     pool *p = &pools[k];
-    for (int i = 0; i < p->size; i++) ops->disconnect(p->conns[i].handle);
+    for (int i = 0; i < p->size; i++) {
+      ops->disconnect(p->conns[i].handle);
+      free(p->conns[i].after);
+    }
     free(p->conns);
     p->conns = NULL, p->size = 0;
   }
@@ -160,10 +171,16 @@ static db_conn *acquire_until(int64_t deadline) {
 
 db_conn *db_acquire(void) { return acquire_until(0); }
 
+static void rollback(db_conn *c) {
+  ops->exec(c->handle, "ROLLBACK", NULL, 0, NULL);
+  c->in_tx = false;
+  c->nafter = 0;
+}
+
 void db_release(db_conn *c) {
   if (!c) return;
   held--;
-  if (c->in_tx) db_rollback(c);
+  if (c->in_tx) rollback(c);
   pool *p = c->home;
   pthread_mutex_lock(&p->mu);
   waiter *w = p->head;
@@ -283,25 +300,75 @@ db_rc db_exists(bool *found, const char *sql, const db_val *params, int n) {
   return rc;
 }
 
-db_rc db_begin(db_conn *c) {
+db_rc db_held_begin(db_conn *c) {
   db_rc rc = guarded(c, ops->begin_sql, NULL, 0, NULL);
-  if (rc == DB_OK) c->in_tx = true;
+  if (rc == DB_OK) c->in_tx = true, c->nafter = 0;
   return rc;
 }
 
-db_rc db_commit(db_conn *c) {
+db_rc db_held_commit(db_conn *c) {
   db_rc rc = guarded(c, "COMMIT", NULL, 0, NULL);
-  if (rc != DB_OK) {
-    db_rollback(c);
-    return rc;
-  }
+  if (rc != DB_OK) rollback(c);
   c->in_tx = false;
-  return DB_OK;
+  return rc;
 }
 
-void db_rollback(db_conn *c) {
-  ops->exec(c->handle, "ROLLBACK", NULL, 0, NULL);
-  c->in_tx = false;
+void db_held_rollback(db_conn *c) { rollback(c); }
+
+err_t db_begin(db_conn **out) {
+  db_conn *c = db_acquire();
+  db_rc rc = db_held_begin(c);
+  if (rc != DB_OK) {
+    db_release(c);
+    *out = NULL;
+    return db_to_err(rc);
+  }
+  *out = c;
+  return ERR_OK;
+}
+
+bool db_in_tx(const db_conn *c) { return c && c->in_tx; }
+
+void db_on_commit(db_conn *c, void (*fn)(void *), void *arg) {
+  if (!c || !c->in_tx) {
+    log_msg(LOG_ERROR, "db_on_commit outside a transaction: the work would never run");
+    return;
+  }
+  for (int i = 0; i < c->nafter; i++)
+    if (c->after[i].fn == fn && c->after[i].arg == arg) return;
+  if (c->nafter == c->after_cap) {
+    c->after_cap = c->after_cap ? c->after_cap * 2 : 4;
+    c->after = xrealloc(c->after, (size_t)c->after_cap * sizeof *c->after);
+  }
+  c->after[c->nafter++] = (on_commit){fn, arg};
+}
+
+err_t db_end(db_conn *c, err_t e) {
+  if (!c) return e;
+  if (!c->in_tx) { /* a programming error: nothing was begun, so nothing can be committed */
+    log_msg(LOG_ERROR, "db_end without a transaction");
+    db_release(c);
+    return e == ERR_OK ? ERR_INTERNAL : e;
+  }
+  if (e == ERR_OK) {
+    e = db_to_err(db_held_commit(c));
+  } else {
+    rollback(c);
+  }
+  if (e != ERR_OK) {
+    db_release(c);
+    return e;
+  }
+  /* copied out: once released, the connection may be another thread's */
+  on_commit local[8], *due = local;
+  int n = c->nafter;
+  if (n > (int)(sizeof local / sizeof local[0])) due = xmalloc((size_t)n * sizeof *due);
+  if (n) memcpy(due, c->after, (size_t)n * sizeof *due);
+  c->nafter = 0;
+  db_release(c);
+  for (int i = 0; i < n; i++) due[i].fn(due[i].arg);
+  if (due != local) free(due);
+  return ERR_OK;
 }
 
 bool db_ready(int timeout_ms, char reason[128]) {

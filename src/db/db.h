@@ -104,7 +104,8 @@ const char *db_pool_name(db_pool_kind kind);
 
 /* Borrows a connection, waiting for one when all are in use. Never NULL. */
 db_conn *db_acquire(void);
-/* Returns a connection; an open transaction is rolled back first. */
+/* Returns a connection taken with db_acquire (for statements that need no transaction; a
+ * transaction ends with db_end). An open transaction is rolled back first. */
 void db_release(db_conn *c);
 
 /* Runs one statement. When out is not NULL it receives a result owned by the arena a (which
@@ -117,12 +118,32 @@ db_rc db_query(arena *a, db_res **out, const char *sql, const db_val *params, in
 /* Acquire, run one query, release: *found tells whether it returned a row (false on failure). */
 db_rc db_exists(bool *found, const char *sql, const db_val *params, int n);
 
-/* Transactions. db_begin takes the write lock at once on SQLite (BEGIN IMMEDIATE) so two
- * writers never deadlock; on PostgreSQL it is a plain BEGIN (READ COMMITTED) and state
- * changes rely on conditional updates. */
-db_rc db_begin(db_conn *c);
-db_rc db_commit(db_conn *c);
-void db_rollback(db_conn *c);
+/* Transactions: the one way to run statements that must commit together, and the one way to
+ * end them.
+ *
+ *   db_conn *c;
+ *   err_t e = db_begin(&c);                        acquires a connection, opens the transaction
+ *   if (!e) e = db_to_err(db_exec(c, ...));
+ *   if (!e) db_on_commit(c, wake, arg);            runs only once committed
+ *   e = db_end(c, e);                              commits on ERR_OK, else rolls back; releases
+ *
+ * db_begin takes the write lock at once on SQLite (BEGIN IMMEDIATE) so two writers never
+ * deadlock; on PostgreSQL it is a plain BEGIN (READ COMMITTED) and state changes rely on
+ * conditional updates. On failure it releases the connection, sets *c to NULL and returns the
+ * error, which db_end(NULL, e) passes through, so the pattern above needs no branch. A thread
+ * holds one connection at a time: no db_query() or second db_begin() inside a transaction. */
+err_t db_begin(db_conn **c);
+/* Registers fn(arg) to run after the transaction on c commits and c is released (in the order
+ * registered), on the thread that calls db_end; dropped when it rolls back. For work that must
+ * follow a commit and never precede it: waking queue workers, dropping caches, events.
+ * Registering the same (fn, arg) twice runs it once. */
+void db_on_commit(db_conn *c, void (*fn)(void *arg), void *arg);
+/* Ends the transaction on c: commits when e is ERR_OK (a failed commit rolls back and returns
+ * its error), otherwise rolls back and returns e; releases c; then runs what db_on_commit
+ * registered if it committed. c may be NULL (db_begin failed): returns e. */
+err_t db_end(db_conn *c, err_t e);
+/* Whether c holds an open transaction (for functions that must run inside one). */
+bool db_in_tx(const db_conn *c);
 
 /* The service error for a storage result: constraint violations are conflicts (409), an
  * unavailable database 503. */

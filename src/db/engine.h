@@ -27,6 +27,13 @@ typedef struct engine_ops {
   const char *begin_sql;
 } engine_ops;
 
+/* Transactions on a connection the caller already holds, for the db layer's own use (the
+ * migration runner keeps one connection, and PostgreSQL's advisory lock, across every
+ * migration). Everything else uses db_begin and db_end (db.h). */
+db_rc db_held_begin(db_conn *c);
+db_rc db_held_commit(db_conn *c); /* rolls back when the commit fails */
+void db_held_rollback(db_conn *c);
+
 extern const engine_ops sqlite_engine_ops;
 extern const engine_ops postgres_engine_ops;
 

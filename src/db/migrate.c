@@ -3,6 +3,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "db/db.h"
+#include "db/engine.h"
 #include <string.h>
 
 typedef struct migration {
@@ -30,12 +31,12 @@ static bool apply_pending(db_conn *c, arena *a) {
   for (int i = 0; i < EMBEDDED_MIGRATION_COUNT; i++) {
     const migration *m = &EMBEDDED_MIGRATIONS[i];
     if (strcmp(m->engine, engine_name()) || applied(r, m->version)) continue;
-    if (db_begin(c) != DB_OK) return false;
+    if (db_held_begin(c) != DB_OK) return false;
     if (db_script(c, m->sql) != DB_OK ||
         db_exec(c, a, NULL, "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
                 DB_ARGS(DB_INT(m->version), DB_TEXT(m->name), DB_INT(clock_now_ms()))) != DB_OK ||
-        db_commit(c) != DB_OK) {
-      db_rollback(c);
+        db_held_commit(c) != DB_OK) {
+      db_held_rollback(c);
       log_msg(LOG_ERROR, "migration %04d_%s failed", m->version, m->name);
       return false;
     }

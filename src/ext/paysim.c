@@ -154,28 +154,27 @@ static bool store_new(const char *id, const char *kind, json_t *o, const char *i
   arena a;
   arena_init(&a);
   db_res *r = NULL;
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  bool applied = true;
-  if (rc == DB_OK && change) {
-    rc = db_exec(c, &a, &r, "UPDATE processor_sim_objects SET data = $3, updated_at = $4 WHERE id = $1 AND data = $2",
-                 DB_ARGS(DB_TEXT(change->id), DB_TEXT(change->old), DB_TEXT(changed_text), DB_INT(now)));
-    applied = rc == DB_OK && r->changes == 1;
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e && change) {
+    e = db_to_err(db_exec(c, &a, &r,
+                          "UPDATE processor_sim_objects SET data = $3, updated_at = $4 WHERE id = $1 AND data = $2",
+                          DB_ARGS(DB_TEXT(change->id), DB_TEXT(change->old), DB_TEXT(changed_text), DB_INT(now))));
+    if (!e && r->changes != 1) e = ERR_CONFLICT; /* the object changed meanwhile: nothing is stored */
   }
-  if (rc == DB_OK && applied)
-    rc = db_exec(
+  if (!e)
+    e = db_to_err(db_exec(
         c, NULL, NULL,
         "INSERT INTO processor_sim_objects (id, kind, data, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)",
-        DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now)));
-  if (rc == DB_OK && applied && idem_key)
-    rc = db_exec(c, NULL, NULL, "UPDATE processor_sim_objects SET data = $2, updated_at = $3 WHERE id = $1",
-                 DB_ARGS(DB_TEXT(key), DB_TEXT(ref_text), DB_INT(now)));
-  if (rc == DB_OK && applied) rc = db_commit(c);
-  db_release(c); /* rolls back what is not committed */
+        DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now))));
+  if (!e && idem_key)
+    e = db_to_err(db_exec(c, NULL, NULL, "UPDATE processor_sim_objects SET data = $2, updated_at = $3 WHERE id = $1",
+                          DB_ARGS(DB_TEXT(key), DB_TEXT(ref_text), DB_INT(now))));
+  e = db_end(c, e);
   arena_fini(&a);
   free(text), free(ref_text), free(changed_text);
   json_decref(ref);
-  return rc == DB_OK && applied;
+  return e == ERR_OK;
 }
 
 static bool insert_keyed(const char *id, const char *kind, json_t *o, const char *idem_key, const char *fp) {

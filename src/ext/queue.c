@@ -87,7 +87,6 @@ static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;   /* stopping (the lease ke
  * its nap is not lost (bounded by the lane's workers). */
 static pthread_cond_t lane_cv[LANE_COUNT] = {PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER};
 static int kicks[LANE_COUNT], lane_workers[LANE_COUNT];
-static _Thread_local unsigned queued_lanes; /* lanes this thread queued work for since its last kick */
 static _Thread_local const queue_item *current;
 
 /* queue_defer's work, written by the next general worker that wakes (under mu). */
@@ -135,14 +134,36 @@ bool queue_backlog(void (*fn)(void *ctx, const char *kind, const char *state, lo
   return ok;
 }
 
+/* Wakes one worker of lane (mu held). */
+static void wake_locked(int lane) {
+  if (kicks[lane] < lane_workers[lane]) kicks[lane]++;
+  pthread_cond_signal(&lane_cv[lane]);
+}
+
 /* The lane that runs kind (unregistered kinds: the general one, which records them failed). */
 static int lane_of(const char *kind) {
   registration *reg = registration_for(kind);
   return reg && reg->heavy ? LANE_HEAVY : LANE_GENERAL;
 }
 
+/* Wakes one worker of the lane whose number is lane (a db_on_commit callback). */
+static void wake_lane(void *lane) {
+  pthread_mutex_lock(&mu);
+  wake_locked((int)(intptr_t)lane);
+  pthread_mutex_unlock(&mu);
+}
+
+/* Work was written on c: its lane's worker is woken once it is committed (at once when c has no
+ * transaction: the insert is committed already). */
+static void wake_after(db_conn *c, const char *kind) {
+  void *lane = (void *)(intptr_t)lane_of(kind);
+  if (db_in_tx(c))
+    db_on_commit(c, wake_lane, lane);
+  else
+    wake_lane(lane);
+}
+
 db_rc queue_enqueue_at(db_conn *c, const char *kind, json_t *payload, int64_t run_at) {
-  queued_lanes |= 1u << lane_of(kind);
   char id[ID_LEN + 1];
   id_new(id);
   char *text = json_dumps(payload, JSON_COMPACT);
@@ -152,6 +173,7 @@ db_rc queue_enqueue_at(db_conn *c, const char *kind, json_t *payload, int64_t ru
                      "VALUES ($1, $2, $3, $5, $4, $4)",
                      DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now), DB_INT(run_at)));
   free(text);
+  if (rc == DB_OK) wake_after(c, kind);
   return rc;
 }
 
@@ -160,7 +182,6 @@ db_rc queue_enqueue(db_conn *c, const char *kind, json_t *payload) {
 }
 
 db_rc queue_enqueue_once(db_conn *c, const char *kind, const char *dedupe_key, json_t *payload, bool *added) {
-  queued_lanes |= 1u << lane_of(kind);
   char id[ID_LEN + 1];
   id_new(id);
   char *text = json_dumps(payload, JSON_COMPACT);
@@ -173,6 +194,7 @@ db_rc queue_enqueue_once(db_conn *c, const char *kind, const char *dedupe_key, j
                      "VALUES ($1, $2, $3, $4, $4, $4, $5) ON CONFLICT DO NOTHING",
                      DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now), DB_TEXT(dedupe_key)));
   if (added) *added = rc == DB_OK && r->changes > 0;
+  if (rc == DB_OK && r->changes > 0) wake_after(c, kind);
   arena_fini(&a);
   free(text);
   return rc;
@@ -208,25 +230,11 @@ static void queue_due_periodics(void) {
   }
 }
 
-db_rc queue_commit(db_conn *c, db_rc rc) {
-  if (rc == DB_OK) rc = db_commit(c);
-  db_release(c);
-  if (rc == DB_OK) queue_kick();
-  return rc;
-}
-
 db_rc queue_now(const char *kind, json_t *payload) {
   db_conn *c = db_acquire();
   db_rc rc = queue_enqueue(c, kind, payload);
   db_release(c);
-  if (rc == DB_OK) queue_kick();
   return rc;
-}
-
-/* Wakes one worker of lane (mu held). */
-static void wake_locked(int lane) {
-  if (kicks[lane] < lane_workers[lane]) kicks[lane]++;
-  pthread_cond_signal(&lane_cv[lane]);
 }
 
 void queue_defer(const char *kind, json_t *payload) {
@@ -254,15 +262,6 @@ static void write_deferred(void) {
     if (queue_now(kind, payload) != DB_OK) log_msg(LOG_WARN, "queueing deferred %s work failed", kind);
     json_decref(payload);
   }
-}
-
-void queue_kick(void) {
-  unsigned lanes_queued = queued_lanes ? queued_lanes : 1u << LANE_GENERAL;
-  queued_lanes = 0;
-  pthread_mutex_lock(&mu);
-  for (int l = 0; l < LANE_COUNT; l++)
-    if (lanes_queued & 1u << l) wake_locked(l);
-  pthread_mutex_unlock(&mu);
 }
 
 /* Ready: pending and due by the service clock, or running with its lease (real clock) run
@@ -393,19 +392,18 @@ typedef struct done_list {
 
 static void record_done(arena *a, const done_list *d) {
   int64_t wait = 100, give_up_at = 0;
-  db_rc rc;
+  err_t e;
   do {
     int64_t now = clock_now_ms();
-    db_conn *c = db_acquire();
-    rc = db_begin(c);
-    for (int i = 0; rc == DB_OK && i < d->n; i++)
-      rc = db_exec(c, a, NULL,
-                   "UPDATE job_queue SET status = 'done', locked_until = NULL, updated_at = $2 "
-                   "WHERE id = $1 AND attempts = $3",
-                   DB_ARGS(DB_TEXT(d->rows[i]->id), DB_INT(now), DB_INT(d->rows[i]->attempt)));
-    if (rc == DB_OK) rc = db_commit(c);
-    db_release(c); /* rolls back what did not commit */
-  } while (rc == DB_UNAVAILABLE && record_wait(&wait, &give_up_at));
+    db_conn *c;
+    e = db_begin(&c);
+    for (int i = 0; !e && i < d->n; i++)
+      e = db_to_err(db_exec(c, a, NULL,
+                            "UPDATE job_queue SET status = 'done', locked_until = NULL, updated_at = $2 "
+                            "WHERE id = $1 AND attempts = $3",
+                            DB_ARGS(DB_TEXT(d->rows[i]->id), DB_INT(now), DB_INT(d->rows[i]->attempt))));
+    e = db_end(c, e);
+  } while (e == ERR_UNAVAILABLE && record_wait(&wait, &give_up_at));
 }
 
 /* Logs a row's outcome and records it: a failure at once, a success in the batch's list. */

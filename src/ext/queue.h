@@ -36,7 +36,8 @@ typedef struct queue_item {
   int64_t created_at; /* when it was queued, by the service clock (epoch ms) */
 } queue_item;
 const queue_item *queue_current(void);
-/* Adds work on connection c, normally inside the caller's open transaction. */
+/* Adds work on connection c, normally inside the caller's open transaction; a worker of its
+ * lane is woken once that commits (db_on_commit), or at once when c has no transaction. */
 db_rc queue_enqueue(db_conn *c, const char *kind, json_t *payload);
 /* The same, due only at run_at (epoch ms, by the service clock). */
 db_rc queue_enqueue_at(db_conn *c, const char *kind, json_t *payload, int64_t run_at);
@@ -49,11 +50,6 @@ db_rc queue_enqueue_once(db_conn *c, const char *kind, const char *dedupe_key, j
  * between them; a slot missed while no instance ran is not made up, the current one runs. The
  * handler is registered with queue_register as usual. */
 void queue_every(const char *kind, int64_t period_ms);
-/* Wakes the workers (call after committing enqueued work). */
-void queue_kick(void);
-/* Ends a transaction that queued work: commits when rc is DB_OK, releases c (which rolls back
- * an unfinished one), and wakes the workers once the work is committed. Returns the outcome. */
-db_rc queue_commit(db_conn *c, db_rc rc);
 /* Hands one unit of work (payload stolen) to the queue workers, which write it as queue_now
  * would: for threads that must not write themselves (ROUTE_DB_READ handlers on an event
  * thread). Held in memory until then (at most a few hundred; more are dropped), so only for

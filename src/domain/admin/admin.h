@@ -3,9 +3,9 @@
  * Every route is flagged ROUTE_DEV_ONLY, so APP_ENV=production answers 404. */
 #ifndef DOMAIN_ADMIN_H
 #define DOMAIN_ADMIN_H
+#include "domain/domain.h"
 #include "http/http.h"
 
-extern const hs_route ADMIN_ROUTES[];
-extern const size_t ADMIN_ROUTES_LEN;
+extern const domain_def admin_domain;
 
 #endif

@@ -14,11 +14,11 @@
 #include "core/util.h"
 #include "domain/admin/admin.h"
 #include "domain/admin/admin_store.h"
+#include "domain/audit/audit.h"
 #include "domain/auth/auth.h"
 #include "domain/common.h"
 #include "domain/jobs/jobs.h"
 #include "domain/payments/payments.h"
-#include "domain/staff/staff.h"
 #include "ext/geo.h"
 #include "ext/storage.h"
 #include "ext/token.h"
@@ -28,7 +28,6 @@
 #define LIST_LIMIT 1000
 #define GENERATE_BATCH 100
 #define GENERATED_PASSWORD "password123"
-#define DAY_MS (24LL * 3600 * 1000)
 
 err_t api_admin_login(hs_req *req) {
   err_t e = auth_refuse_when_busy(req);
@@ -85,7 +84,7 @@ err_t api_admin_impersonate(hs_req *req) {
   err_t e = load_account(req, role, hs_body_str(req, "targetId"), &acc);
   if (e != ERR_OK) return e;
   audit_action act = {req->auth.id, "admin", "admin.impersonate", acc.id, role, NULL};
-  if (staff_audit(&act) != ERR_OK) return ERR_INTERNAL;
+  if (audit_log(&act) != ERR_OK) return ERR_INTERNAL;
   char *token = token_issue(acc.id, role, false, NULL, acc.token_gen, TOKEN_TTL_ADMIN_IMPERSONATION);
   if (!token) return ERR_INTERNAL;
   json_t *body = json_pack("{s:s,s:{s:s,s:s,s:s,s:s}}", "token", token, "identity", "id", acc.id, "email", acc.email,
@@ -150,72 +149,6 @@ err_t api_admin_delete_account(hs_req *req) {
 
 /* ---- generating data ---- */
 
-/* Manhattan ZIPs of the embedded table, close to one another, so generated providers match
- * generated jobs (10001, the test harness's default ZIP, is left out). */
-static const char *const GENERATED_ZIPS[] = {"10002", "10003", "10011", "10012", "10013",
-                                             "10014", "10016", "10017", "10018", "10019"};
-#define NZIPS ((int)ARRAY_LEN(GENERATED_ZIPS))
-
-typedef struct generation {
-  const char *tag, *hash;
-  int customers, professionals, per_customer;
-  int jobs; /* made so far */
-} generation;
-
-/* Customers from..to-1 and their jobs, in one transaction. */
-static db_rc generate_customers(arena *a, generation *g, int from, int to) {
-  int64_t now = clock_now_ms();
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  int jobs = 0;
-  for (int i = from; rc == DB_OK && i < to; i++) {
-    char id[ID_LEN + 1];
-    id_new(id);
-    const char *zip = GENERATED_ZIPS[i % NZIPS];
-    const char *address = arena_printf(a, "%d Generated Street", i + 1);
-    rc = auth_insert_user_in(c, id, arena_printf(a, "gen-%s-c%d@example.com", g->tag, i + 1), g->hash,
-                             arena_printf(a, "Generated Customer %d", i + 1), address, zip);
-    for (int k = 0; rc == DB_OK && k < g->per_customer; k++) {
-      char job_id[ID_LEN + 1];
-      id_new(job_id);
-      job_new j = {.id = job_id,
-                   .customer_id = id,
-                   .service = SERVICE_NAMES[(i + k) % 4],
-                   .description = arena_printf(a, "Generated request %d", k + 1),
-                   .address = address,
-                   .zip = zip,
-                   .preferred_at = (now / DAY_MS + k + 1) * DAY_MS + 9 * 3600 * 1000LL,
-                   .has_preferred = true};
-      j.has_coords = geo_zip_centroid(zip, &j.lat, &j.lng);
-      rc = jobs_insert_in(c, &j);
-      jobs++;
-    }
-  }
-  if (rc == DB_OK) rc = db_commit(c);
-  db_release(c);
-  if (rc == DB_OK) g->jobs += jobs;
-  return rc;
-}
-
-/* Providers from..to-1, in one transaction: two services and three ZIPs each. */
-static db_rc generate_providers(arena *a, generation *g, int from, int to) {
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  for (int i = from; rc == DB_OK && i < to; i++) {
-    char id[ID_LEN + 1];
-    id_new(id);
-    json_t *services = json_pack("[s,s]", SERVICE_NAMES[i % 4], SERVICE_NAMES[(i + 1) % 4]);
-    json_t *zips = json_pack("[s,s,s]", GENERATED_ZIPS[i % NZIPS], GENERATED_ZIPS[(i + 1) % NZIPS],
-                             GENERATED_ZIPS[(i + 2) % NZIPS]);
-    rc = auth_insert_provider_in(c, id, arena_printf(a, "gen-%s-p%d@example.com", g->tag, i + 1), g->hash,
-                                 arena_printf(a, "Generated Pro %d", i + 1), NULL, services, zips);
-    json_decref(services), json_decref(zips);
-  }
-  if (rc == DB_OK) rc = db_commit(c);
-  db_release(c);
-  return rc;
-}
-
 static int body_int(const hs_req *req, const char *field) {
   return (int)json_integer_value(json_object_get(req->body, field));
 }
@@ -226,23 +159,22 @@ err_t api_admin_generate(hs_req *req) {
   if (e != ERR_OK) return e;
   id_new(tag);
   tag[9] = 0; /* "c" and 8 random characters keep this run's emails apart from every other run's */
-  generation g = {
-      tag + 1, hash, body_int(req, "customers"), body_int(req, "professionals"), body_int(req, "requestsPerCustomer"),
-      0};
-  int made_customers = 0, made_providers = 0;
-  db_rc rc = DB_OK;
-  for (int i = 0; rc == DB_OK && i < g.customers; i += GENERATE_BATCH) {
-    int to = i + GENERATE_BATCH < g.customers ? i + GENERATE_BATCH : g.customers;
-    if ((rc = generate_customers(&req->arena, &g, i, to)) == DB_OK) made_customers = to;
+  admin_generation g = {tag + 1, hash, body_int(req, "requestsPerCustomer")};
+  int customers = body_int(req, "customers"), professionals = body_int(req, "professionals");
+  int made_customers = 0, made_providers = 0, jobs = 0;
+  e = ERR_OK;
+  for (int i = 0; !e && i < customers; i += GENERATE_BATCH) {
+    int to = i + GENERATE_BATCH < customers ? i + GENERATE_BATCH : customers;
+    if (!(e = admin_store_generate_customers(&req->arena, &g, i, to, &jobs))) made_customers = to;
   }
-  for (int i = 0; rc == DB_OK && i < g.professionals; i += GENERATE_BATCH) {
-    int to = i + GENERATE_BATCH < g.professionals ? i + GENERATE_BATCH : g.professionals;
-    if ((rc = generate_providers(&req->arena, &g, i, to)) == DB_OK) made_providers = to;
+  for (int i = 0; !e && i < professionals; i += GENERATE_BATCH) {
+    int to = i + GENERATE_BATCH < professionals ? i + GENERATE_BATCH : professionals;
+    if (!(e = admin_store_generate_providers(&req->arena, &g, i, to))) made_providers = to;
   }
   json_t *created =
-      json_pack("{s:i,s:i,s:i}", "customers", made_customers, "professionals", made_providers, "jobs", g.jobs);
+      json_pack("{s:i,s:i,s:i}", "customers", made_customers, "professionals", made_providers, "jobs", jobs);
   audit_action act = {req->auth.id, "admin", "admin.generate", NULL, NULL, arena_json(&req->arena, created)};
-  if (staff_audit(&act) != ERR_OK || rc != DB_OK) return ERR_INTERNAL;
+  if (audit_log(&act) != ERR_OK || e != ERR_OK) return ERR_INTERNAL;
   return hs_ok(req, json_pack("{s:O,s:s}", "created", created, "note",
                               "Every generated customer and provider signs in with the password " GENERATED_PASSWORD
                               " (emails gen-<run>-c<n>@example.com and gen-<run>-p<n>@example.com)."));

@@ -42,7 +42,7 @@ static const hs_schema notify_schema = {notify_fields};
 
 static const hs_rate_limit login_limit = {"admin-login", 10, 15 * 60 * 1000};
 
-const hs_route ADMIN_ROUTES[] = {
+const hs_route admin_routes[] = {
     {HS_POST, "/admin/login", api_admin_login, ROLE_OPEN, &login_schema, .limit = &login_limit,
      .flags = ROUTE_DEV_ONLY | ROUTE_SLOW | ROUTE_SECRETS,
      .summary = "Log in as an administrator (24-hour token; GODMODE)", .response = "AdminSession", .errors = "401"},
@@ -58,5 +58,5 @@ const hs_route ADMIN_ROUTES[] = {
      .summary = "Generate customers, providers and jobs (GODMODE)", .response = "Generated"},
     {HS_POST, "/admin/notify", api_admin_notify, ROLE_ADMIN, &notify_schema, .flags = ROUTE_DEV_ONLY,
      .summary = "Queue an in-app banner for an account (GODMODE)", .response = "BannerQueued", .errors = "404"},
+    {0},
 };
-const size_t ADMIN_ROUTES_LEN = ARRAY_LEN(ADMIN_ROUTES);

@@ -3,8 +3,13 @@
  * 0 there (a concurrent deletion won) rolls everything back. */
 #include "domain/admin/admin_store.h"
 #include "core/clock.h"
+#include "core/ids.h"
 #include "core/util.h"
+#include "domain/auth/auth.h"
+#include "domain/common.h"
+#include "domain/jobs/jobs.h"
 #include "domain/payments/payments.h"
+#include "ext/geo.h"
 #include <string.h>
 
 static err_t rows(arena *a, db_res **out, const char *sql, const db_val *params, int n) {
@@ -32,20 +37,18 @@ err_t admin_store_providers(arena *a, int limit, db_res **out) {
 
 err_t admin_store_put_banner(const char *account_id, const char *role, const char *icon, const char *title,
                              const char *body, const audit_action *act) {
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK)
-    rc =
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(
         db_exec(c, NULL, NULL,
                 "INSERT INTO banners (account_id, role, icon, title, body, created_at) VALUES ($1, $2, $3, $4, $5, $6) "
                 "ON CONFLICT (account_id, role) DO UPDATE SET icon = excluded.icon, title = excluded.title, "
                 "body = excluded.body, created_at = excluded.created_at",
                 DB_ARGS(DB_TEXT(account_id), DB_TEXT(role), DB_TEXT(icon), DB_TEXT(title), DB_TEXT(body),
-                        DB_INT(clock_now_ms())));
-  if (rc == DB_OK) rc = staff_audit_in(c, act);
-  if (rc == DB_OK) rc = db_commit(c);
-  db_release(c);
-  return db_to_err(rc);
+                        DB_INT(clock_now_ms()))));
+  if (!e) e = audit_log_in(c, act);
+  return db_end(c, e);
 }
 
 err_t admin_store_authorized_jobs(arena *a, const char *id, db_res **out) {
@@ -84,7 +87,7 @@ static const char *const delete_user_sql[] = {
     "DELETE FROM payments WHERE user_id = $1 OR job_id IN (SELECT id FROM jobs WHERE customer_id = $1)",
     "DELETE FROM job_reports WHERE customer_id = $1 OR job_id IN (SELECT id FROM jobs WHERE customer_id = $1)",
     "DELETE FROM recurring_requests WHERE customer_id = $1 OR job_id IN (SELECT id FROM jobs WHERE customer_id = $1)",
-    "DELETE FROM jobs WHERE customer_id = $1",
+    NULL, /* the customer's jobs (the jobs store: jobs_delete_of_customer_in) */
     "DELETE FROM user_addresses WHERE user_id = $1",
     "DELETE FROM favorites WHERE user_id = $1",
     "DELETE FROM pro_notes WHERE user_id = $1",
@@ -97,14 +100,6 @@ static const char *const delete_user_sql[] = {
 };
 
 static const char *const delete_provider_sql[] = {
-    /* jobs only this provider quoted are open again without quotes */
-    "UPDATE jobs SET status = 'PENDING', updated_at = $2 WHERE status = 'QUOTED' AND provider_id IS NULL "
-    "AND id IN (SELECT job_id FROM quotes WHERE provider_id = $1) "
-    "AND NOT EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = jobs.id AND q.provider_id <> $1)",
-    "UPDATE jobs SET status = 'PENDING', provider_id = NULL, accepted_at = NULL, completed_at = NULL, "
-    "eta_minutes = NULL, before_images = '[]', after_images = '[]', updated_at = $2 "
-    "WHERE provider_id = $1 AND status <> 'CANCELLED'",
-    "UPDATE jobs SET provider_id = NULL, updated_at = $2 WHERE provider_id = $1",
     "DELETE FROM quotes WHERE provider_id = $1",
     "DELETE FROM reviews WHERE provider_id = $1",
     "DELETE FROM messages WHERE provider_id = $1",
@@ -129,21 +124,81 @@ err_t admin_store_delete_account(const char *role, const char *id, const audit_a
   arena a;
   arena_init(&a);
   db_res *r = NULL;
-  err_t e = ERR_OK;
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
+  db_conn *c;
+  err_t e = db_begin(&c);
   /* the payments of the jobs it is released from move to their history: money given back after
      the commit, and the next acceptance authorizes afresh */
-  if (rc == DB_OK && provider) rc = payments_release_provider_jobs_in(c, id);
-  for (size_t i = 0; rc == DB_OK && i < n; i++) {
+  if (!e && provider) e = db_to_err(payments_release_provider_jobs_in(c, id));
+  if (!e && provider) e = db_to_err(jobs_release_provider_in(c, id, now));
+  for (size_t i = 0; !e && i < n; i++) {
+    if (!sql[i]) {
+      e = db_to_err(jobs_delete_of_customer_in(c, id));
+      continue;
+    }
     bool with_now = strstr(sql[i], "$2") != NULL;
     db_val args[] = {DB_TEXT(id), DB_INT(now)};
-    rc = db_exec(c, &a, &r, sql[i], args, with_now ? 2 : 1);
+    e = db_to_err(db_exec(c, &a, &r, sql[i], args, with_now ? 2 : 1));
   }
-  if (rc == DB_OK && r->changes == 0) e = ERR_NOT_FOUND;
-  if (rc == DB_OK && e == ERR_OK) rc = staff_audit_in(c, act);
-  if (rc == DB_OK && e == ERR_OK) rc = db_commit(c);
-  db_release(c); /* rolls back what is not committed */
+  if (!e && r->changes == 0) e = ERR_NOT_FOUND;
+  if (!e) e = audit_log_in(c, act);
+  e = db_end(c, e);
   arena_fini(&a);
-  return e != ERR_OK ? e : db_to_err(rc);
+  return e;
+}
+
+/* ---- generated data ---- */
+
+/* Manhattan ZIPs of the embedded table, close to one another, so generated providers match
+ * generated jobs (10001, the test harness's default ZIP, is left out). */
+static const char *const GENERATED_ZIPS[] = {"10002", "10003", "10011", "10012", "10013",
+                                             "10014", "10016", "10017", "10018", "10019"};
+#define NZIPS ((int)ARRAY_LEN(GENERATED_ZIPS))
+
+err_t admin_store_generate_customers(arena *a, const admin_generation *g, int from, int to, int *jobs) {
+  int64_t now = clock_now_ms();
+  int made = 0;
+  db_conn *c;
+  err_t e = db_begin(&c);
+  for (int i = from; !e && i < to; i++) {
+    char id[ID_LEN + 1];
+    id_new(id);
+    const char *zip = GENERATED_ZIPS[i % NZIPS];
+    const char *address = arena_printf(a, "%d Generated Street", i + 1);
+    e = db_to_err(auth_insert_user_in(c, id, arena_printf(a, "gen-%s-c%d@example.com", g->tag, i + 1), g->hash,
+                                      arena_printf(a, "Generated Customer %d", i + 1), address, zip));
+    for (int k = 0; !e && k < g->per_customer; k++) {
+      char job_id[ID_LEN + 1];
+      id_new(job_id);
+      job_new j = {.id = job_id,
+                   .customer_id = id,
+                   .service = SERVICE_NAMES[(i + k) % 4],
+                   .description = arena_printf(a, "Generated request %d", k + 1),
+                   .address = address,
+                   .zip = zip,
+                   .preferred_at = (now / DAY_MS + k + 1) * DAY_MS + 9 * HOUR_MS,
+                   .has_preferred = true};
+      j.has_coords = geo_zip_centroid(zip, &j.lat, &j.lng);
+      e = db_to_err(jobs_insert_in(c, &j));
+      made++;
+    }
+  }
+  e = db_end(c, e);
+  if (!e) *jobs += made;
+  return e;
+}
+
+err_t admin_store_generate_providers(arena *a, const admin_generation *g, int from, int to) {
+  db_conn *c;
+  err_t e = db_begin(&c);
+  for (int i = from; !e && i < to; i++) {
+    char id[ID_LEN + 1];
+    id_new(id);
+    json_t *services = json_pack("[s,s]", SERVICE_NAMES[i % 4], SERVICE_NAMES[(i + 1) % 4]);
+    json_t *zips = json_pack("[s,s,s]", GENERATED_ZIPS[i % NZIPS], GENERATED_ZIPS[(i + 1) % NZIPS],
+                             GENERATED_ZIPS[(i + 2) % NZIPS]);
+    e = db_to_err(auth_insert_provider_in(c, id, arena_printf(a, "gen-%s-p%d@example.com", g->tag, i + 1), g->hash,
+                                          arena_printf(a, "Generated Pro %d", i + 1), NULL, services, zips));
+    json_decref(services), json_decref(zips);
+  }
+  return db_end(c, e);
 }

@@ -5,7 +5,7 @@
 #define DOMAIN_ADMIN_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
-#include "domain/staff/staff.h"
+#include "domain/audit/audit.h"
 #include <jansson.h>
 
 /* The administrator with this email (id, email, password_hash); no row when none. */
@@ -30,5 +30,16 @@ err_t admin_store_account_files(arena *a, const char *role, const char *id, db_r
  * payments to the jobs' history (payments_release_provider_jobs_in: given back after the
  * commit). */
 err_t admin_store_delete_account(const char *role, const char *id, const audit_action *act);
+
+/* A run of POST /admin/generate: its tag (in every email it makes), the shared password's
+ * hash, and the jobs per customer. */
+typedef struct admin_generation {
+  const char *tag, *hash;
+  int per_customer;
+} admin_generation;
+/* Generated customers from..to-1 with their jobs (added to *jobs), in one transaction. */
+err_t admin_store_generate_customers(arena *a, const admin_generation *g, int from, int to, int *jobs);
+/* Generated providers from..to-1, in one transaction: two services and three ZIPs each. */
+err_t admin_store_generate_providers(arena *a, const admin_generation *g, int from, int to);
 
 #endif

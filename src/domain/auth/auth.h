@@ -3,11 +3,11 @@
 #ifndef DOMAIN_AUTH_H
 #define DOMAIN_AUTH_H
 #include "db/db.h"
+#include "domain/domain.h"
 #include "http/http.h"
 #include <stdbool.h>
 
-extern const hs_route AUTH_ROUTES[];
-extern const size_t AUTH_ROUTES_LEN;
+extern const domain_def auth_domain;
 
 /* Creates the administrator or, when the email exists, sets its password. Hashes on the
  * calling thread. False on failure (logged). */

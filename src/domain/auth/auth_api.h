@@ -3,6 +3,9 @@
 #define DOMAIN_AUTH_API_H
 #include "http/http.h"
 
+/* auth_routes.c: the domain's rows (ended by a row of zeros) */
+extern const hs_route auth_routes[];
+
 err_t api_auth_register(hs_req *req);
 err_t api_auth_login(hs_req *req);
 err_t api_auth_provider_register(hs_req *req);

@@ -61,7 +61,7 @@ static const hs_schema reset_schema = {reset_fields};
 
 static const hs_rate_limit forgot_limit = {"forgot-password", 5, 15 * 60 * 1000};
 
-const hs_route AUTH_ROUTES[] = {
+const hs_route auth_routes[] = {
     {HS_POST, "/auth/register", api_auth_register, ROLE_OPEN, &register_schema, .ok = 201,
      .flags = ROUTE_SLOW | ROUTE_SECRETS, .summary = "Register a customer account", .response = "CustomerSession",
      .errors = "409"},
@@ -78,5 +78,5 @@ const hs_route AUTH_ROUTES[] = {
     {HS_POST, "/auth/reset-password", api_auth_reset_password, ROLE_OPEN, &reset_schema,
      .flags = ROUTE_SLOW | ROUTE_SECRETS, .summary = "Set a new password with a reset token",
      .response = "PasswordReset"},
+    {0},
 };
-const size_t AUTH_ROUTES_LEN = ARRAY_LEN(AUTH_ROUTES);

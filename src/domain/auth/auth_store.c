@@ -81,34 +81,29 @@ db_rc auth_insert_provider_in(db_conn *c, const char *id, const char *email, con
 
 err_t auth_store_insert_provider(const char *id, const char *email, const char *hash, const char *name,
                                  const char *phone, json_t *services, json_t *zips) {
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK) rc = auth_insert_provider_in(c, id, email, hash, name, phone, services, zips);
-  if (rc == DB_OK) rc = db_commit(c);
-  db_release(c); /* rolls back when the transaction is still open */
-  return db_to_err(rc);
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e) e = db_to_err(auth_insert_provider_in(c, id, email, hash, name, phone, services, zips));
+  return db_end(c, e);
 }
 
 err_t auth_store_put_reset(const char *email, const char *role, const char *token_hash, int64_t expires_at,
                            const char *mail_subject, const char *mail_body) {
   char id[ID_LEN + 1];
   id_new(id);
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK)
-    rc = db_exec(c, NULL, NULL, "DELETE FROM password_reset_tokens WHERE email = $1 AND role = $2",
-                 DB_ARGS(DB_TEXT(email), DB_TEXT(role)));
-  if (rc == DB_OK)
-    rc = db_exec(c, NULL, NULL,
-                 "INSERT INTO password_reset_tokens (id, token_hash, email, role, expires_at, created_at) "
-                 "VALUES ($1, $2, $3, $4, $5, $6)",
-                 DB_ARGS(DB_TEXT(id), DB_TEXT(token_hash), DB_TEXT(email), DB_TEXT(role), DB_INT(expires_at),
-                         DB_INT(clock_now_ms())));
-  if (rc == DB_OK) rc = mail_enqueue(c, email, mail_subject, mail_body);
-  if (rc == DB_OK) rc = db_commit(c);
-  db_release(c);
-  if (rc == DB_OK) queue_kick();
-  return db_to_err(rc);
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM password_reset_tokens WHERE email = $1 AND role = $2",
+                          DB_ARGS(DB_TEXT(email), DB_TEXT(role))));
+  if (!e)
+    e = db_to_err(db_exec(c, NULL, NULL,
+                          "INSERT INTO password_reset_tokens (id, token_hash, email, role, expires_at, created_at) "
+                          "VALUES ($1, $2, $3, $4, $5, $6)",
+                          DB_ARGS(DB_TEXT(id), DB_TEXT(token_hash), DB_TEXT(email), DB_TEXT(role), DB_INT(expires_at),
+                                  DB_INT(clock_now_ms()))));
+  if (!e) e = db_to_err(mail_enqueue(c, email, mail_subject, mail_body));
+  return db_end(c, e);
 }
 
 err_t auth_store_find_reset(arena *a, const char *token_hash, const char **role, bool *found) {
@@ -122,35 +117,27 @@ err_t auth_store_find_reset(arena *a, const char *token_hash, const char **role,
 }
 
 err_t auth_store_use_reset(arena *a, const char *token_hash, const char *new_hash, const char **role) {
-  err_t e = ERR_INTERNAL;
-  db_res *r;
-  db_conn *c = db_acquire();
-  if (db_begin(c) != DB_OK) goto out;
-  if (db_exec(c, a, &r,
-              "DELETE FROM password_reset_tokens WHERE token_hash = $1 AND expires_at > $2 RETURNING email, role",
-              DB_ARGS(DB_TEXT(token_hash), DB_INT(clock_now_ms()))) != DB_OK)
-    goto out;
-  if (r->rows == 0) {
-    e = ERR_BAD_REQUEST;
-    goto out;
+  db_res *r, *u;
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(db_exec(c, a, &r,
+                          "DELETE FROM password_reset_tokens WHERE token_hash = $1 AND expires_at > $2 "
+                          "RETURNING email, role",
+                          DB_ARGS(DB_TEXT(token_hash), DB_INT(clock_now_ms()))));
+  if (!e && r->rows == 0) e = ERR_BAD_REQUEST;
+  if (!e) {
+    *role = db_text(r, 0, 1);
+    const char *sql = !strcmp(*role, "provider")
+                          ? "UPDATE providers SET password_hash = $1, token_gen = token_gen + 1, updated_at = $2 "
+                            "WHERE email = $3"
+                          : "UPDATE users SET password_hash = $1, token_gen = token_gen + 1, updated_at = $2 "
+                            "WHERE email = $3";
+    e = db_to_err(
+        db_exec(c, a, &u, sql, DB_ARGS(DB_TEXT(new_hash), DB_INT(clock_now_ms()), DB_TEXT(db_text(r, 0, 0)))));
   }
-  *role = db_text(r, 0, 1);
-  const char *sql = !strcmp(*role, "provider")
-                        ? "UPDATE providers SET password_hash = $1, token_gen = token_gen + 1, updated_at = $2 "
-                          "WHERE email = $3"
-                        : "UPDATE users SET password_hash = $1, token_gen = token_gen + 1, updated_at = $2 "
-                          "WHERE email = $3";
-  db_res *u;
-  if (db_exec(c, a, &u, sql, DB_ARGS(DB_TEXT(new_hash), DB_INT(clock_now_ms()), DB_TEXT(db_text(r, 0, 0)))) != DB_OK)
-    goto out;
-  if (u->changes == 0) {
-    e = ERR_BAD_REQUEST; /* the account was deleted since the token was issued */
-    goto out;
-  }
-  e = db_commit(c) == DB_OK ? ERR_OK : ERR_INTERNAL;
-out:
-  db_release(c);
-  return e;
+  if (!e && u->changes == 0) e = ERR_BAD_REQUEST; /* the account was deleted since the token was issued */
+  return db_end(c, e);
 }
 
 err_t auth_store_admin_exists(const char *email, bool *exists) {

@@ -2,9 +2,8 @@
  * checked (403 otherwise), then the bytes are served with their type. */
 #ifndef DOMAIN_FILES_H
 #define DOMAIN_FILES_H
-#include "http/http.h"
+#include "domain/domain.h"
 
-extern const hs_route FILES_ROUTES[];
-extern const size_t FILES_ROUTES_LEN;
+extern const domain_def files_domain;
 
 #endif

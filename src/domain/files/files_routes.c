@@ -1,24 +1,5 @@
-/* Serving signed file URLs. Keys are checked for shape before any lookup, so a path such as
- * "../x" never reaches the filesystem; a bad or expired signature is 403, a valid one for a
- * deleted file 404. */
-#include "core/util.h"
-#include "domain/files/files.h"
-#include "ext/filetype.h"
-#include "ext/storage.h"
-
-static err_t api_files_get(hs_req *req) {
-  const char *key = hs_param(req, "key");
-  const char *expires = json_string_value(json_object_get(req->query, "expires"));
-  const char *sig = json_string_value(json_object_get(req->query, "sig"));
-  if (!storage_url_valid(key, expires, sig)) return hs_fail(req, ERR_FORBIDDEN, "Invalid or expired file link");
-  int fd;
-  char *data;
-  size_t size;
-  bool missing;
-  if (!storage_open(key, &fd, &data, &size, &missing))
-    return missing ? hs_fail(req, ERR_NOT_FOUND, "File not found") : hs_fail(req, ERR_INTERNAL, NULL);
-  return hs_reply_file(req, fd, data, size, filetype_mime_for_key(key));
-}
+/* Routes of /files. */
+#include "domain/files/files_api.h"
 
 static const hs_field file_query_fields[] = {
     {"expires", F_STRING},
@@ -27,8 +8,8 @@ static const hs_field file_query_fields[] = {
 };
 static const hs_schema file_query = {file_query_fields};
 
-const hs_route FILES_ROUTES[] = {
+const hs_route files_routes[] = {
     {HS_GET, "/files/:key", api_files_get, ROLE_OPEN, .query = &file_query, .flags = ROUTE_SLOW,
      .summary = "A stored file, through its signed URL", .response = "application/octet-stream", .errors = "403 404"},
+    {0},
 };
-const size_t FILES_ROUTES_LEN = ARRAY_LEN(FILES_ROUTES);

@@ -3,11 +3,11 @@
  * addresses), over the outside-service adapters ext/weather.h and ext/router.h. */
 #ifndef DOMAIN_GEO_H
 #define DOMAIN_GEO_H
+#include "domain/domain.h"
 #include "ext/weather.h"
 #include "http/http.h"
 
-extern const hs_route GEO_ROUTES[];
-extern const size_t GEO_ROUTES_LEN;
+extern const domain_def geo_domain;
 
 /* The forecast of a ZIP (up to WEATHER_DAYS days into out, *n of them), from this instance's
  * cache when it is less than an hour old; otherwise fetched once however many threads ask

@@ -3,6 +3,9 @@
 #define DOMAIN_GEO_API_H
 #include "http/http.h"
 
+/* geo_routes.c: the domain's rows (ended by a row of zeros) */
+extern const hs_route geo_routes[];
+
 err_t api_weather(hs_req *req);
 err_t api_drive_time(hs_req *req);
 

@@ -17,12 +17,12 @@ static const hs_field drive_fields[] = {
 };
 static const hs_schema drive_query = {drive_fields};
 
-const hs_route GEO_ROUTES[] = {
+const hs_route geo_routes[] = {
     {HS_GET, "/weather", api_weather, ROLE_USER | ROLE_PROVIDER, .query = &weather_query, .flags = ROUTE_SLOW,
      .summary = "14-day forecast for a ZIP (cached an hour per ZIP)", .response = "ForecastDay[]",
      .errors = "404 502 504"},
     {HS_GET, "/drive-time", api_drive_time, ROLE_OPEN, .query = &drive_query, .flags = ROUTE_SLOW,
      .summary = "Driving minutes and miles between two points or addresses", .response = "DriveTime",
      .errors = "422 504"},
+    {0},
 };
-const size_t GEO_ROUTES_LEN = ARRAY_LEN(GEO_ROUTES);

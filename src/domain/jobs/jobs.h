@@ -3,15 +3,15 @@
 #ifndef DOMAIN_JOBS_H
 #define DOMAIN_JOBS_H
 #include "db/db.h"
+#include "domain/domain.h"
 #include "http/http.h"
 
-extern const hs_route JOBS_ROUTES[];
-extern const size_t JOBS_ROUTES_LEN;
+extern const domain_def jobs_domain;
 
-/* Registers the domain's background work (the repair of missing stored Job JSON). */
-void jobs_domain_init(void);
-/* Forgets what the domain keeps in memory (the feed's parts), after the server stopped. */
-void jobs_domain_stop(void);
+/* Registers how the jobs table follows payments (a job's tipAmount: payments_follow_tips). The
+ * domain's init does it; a command that runs payment work without the domains' start-up
+ * (`marketplace payments reconcile`) calls it first. */
+void jobs_wire_payments(void);
 
 /* The Job JSON of the row at index row of r (a `SELECT jobs.*` result). New reference. For
  * answers still built with jansson; jobs_reply_list writes the stored JSON directly. */
@@ -34,6 +34,22 @@ db_rc jobs_json_refresh_in(db_conn *c, const char *id);
  * *moved false (and nothing changed) when the job is no longer in one of `from`. */
 db_rc jobs_move_in(db_conn *c, const db_res *job, int row, const char *const *from, const char *to, int64_t now,
                    bool *moved);
+/* The other writes of jobs rows that other domains make, each on c inside the caller's
+ * transaction and each keeping the stored JSON current (the jobs table is written only through
+ * this domain):
+ * - jobs_accept_in: job_id goes from PENDING or QUOTED to ACCEPTED with provider_id at now
+ *   (*accepted false, nothing changed, when it was no longer open);
+ * - jobs_set_tip_in: the job's tipAmount (cents; negative: none);
+ * - jobs_lock_in: takes the job's row lock (the database's write lock on SQLite), so that
+ *   concurrent transactions about one job run one after another;
+ * - jobs_release_provider_in: the jobs of a deleted provider go back to PENDING without it
+ *   (those it quoted alone, to PENDING without quotes);
+ * - jobs_delete_of_customer_in: deletes a deleted customer's jobs (their dependants first). */
+db_rc jobs_accept_in(db_conn *c, const char *job_id, const char *provider_id, int64_t now, bool *accepted);
+db_rc jobs_set_tip_in(db_conn *c, const char *job_id, int64_t cents);
+db_rc jobs_lock_in(db_conn *c, const char *job_id);
+db_rc jobs_release_provider_in(db_conn *c, const char *provider_id, int64_t now);
+db_rc jobs_delete_of_customer_in(db_conn *c, const char *customer_id);
 /* Reads job id; ERR_NOT_FOUND when missing. */
 err_t jobs_get(arena *a, const char *id, db_res **row);
 /* True when provider serves the job's service in its ZIP. */

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HOUR_MS (3600LL * 1000)
 #define CANCEL_LOCK_MS (48 * HOUR_MS)
 
 err_t jobs_get(arena *a, const char *id, db_res **row) {

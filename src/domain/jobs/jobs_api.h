@@ -3,6 +3,9 @@
 #define DOMAIN_JOBS_API_H
 #include "http/http.h"
 
+/* jobs_routes.c: the domain's rows (ended by a row of zeros) */
+extern const hs_route jobs_routes[];
+
 err_t api_jobs_create(hs_req *req);
 err_t api_jobs_list(hs_req *req);
 err_t api_jobs_get(hs_req *req);
@@ -21,5 +24,10 @@ err_t api_reviews_create(hs_req *req);
 #define JOBS_REPORT_WINDOW_MS (72LL * 3600 * 1000)
 /* Answers with the Job JSON of job id (jobs_views.c). */
 err_t jobs_write_one(hs_req *req, const char *id);
+
+/* start-up work (the domain's init) */
+void jobs_domain_init(void);
+/* shutdown work (the domain's stop) */
+void jobs_domain_stop(void);
 
 #endif

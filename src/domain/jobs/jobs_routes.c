@@ -55,7 +55,7 @@ static const hs_upload_spec step_upload = {step_files, 1, "No photos uploaded: s
 static const hs_file_rule job_files[] = {{"images", 5, 10 * MB, FT_IMAGES}, {0}};
 static const hs_upload_spec job_upload = {job_files, 1, "No files uploaded"};
 
-const hs_route JOBS_ROUTES[] = {
+const hs_route jobs_routes[] = {
     {HS_GET, "/jobs", api_jobs_list, ROLE_USER | ROLE_PROVIDER, .flags = ROUTE_DB_READ,
      .summary = "A customer's own jobs, or a provider's matching open feed", .response = "JobList"},
     {HS_POST, "/jobs", api_jobs_create, ROLE_USER, &create_schema, .ok = 201, .summary = "Post a job",
@@ -63,8 +63,7 @@ const hs_route JOBS_ROUTES[] = {
     {HS_GET, "/jobs/reportable", api_jobs_reportable, ROLE_USER, .flags = ROUTE_DB_READ,
      .summary = "Completed jobs that can still be reported (72 hours)", .response = "ReportableJob[]"},
     {HS_GET, "/jobs/:id", api_jobs_get, ROLE_USER | ROLE_PROVIDER, .flags = ROUTE_DB_READ,
-     .summary = "A job with customer, provider, quotes",
-     .response = "JobDetail", .errors = "404"},
+     .summary = "A job with customer, provider, quotes", .response = "JobDetail", .errors = "404"},
     {HS_POST, "/jobs/:id/cancel", api_jobs_cancel, ROLE_USER, .flags = ROUTE_SLOW, .summary = "Cancel a job",
      .response = "Job", .errors = "404 502"},
     {HS_PATCH, "/jobs/:id/status", api_jobs_set_status, ROLE_PROVIDER, &status_schema, .flags = ROUTE_SLOW,
@@ -83,5 +82,5 @@ const hs_route JOBS_ROUTES[] = {
      .summary = "Ask the provider to repeat the job", .response = "RecurringRequested", .errors = "404"},
     {HS_POST, "/reviews", api_reviews_create, ROLE_USER, &review_schema, .ok = 201, .summary = "Review a job",
      .response = "Review", .errors = "404"},
+    {0},
 };
-const size_t JOBS_ROUTES_LEN = ARRAY_LEN(JOBS_ROUTES);

@@ -41,12 +41,12 @@ db_rc jobs_insert_in(db_conn *c, const job_new *j) {
 }
 
 err_t jobs_store_insert(const job_new *j, const char *urgent_title, const char *urgent_body) {
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK) rc = jobs_insert_in(c, j);
-  if (rc == DB_OK && urgent_title)
-    rc = notify_matching_providers_in(c, j->service, j->zip, urgent_title, urgent_body, j->id);
-  return db_to_err(queue_commit(c, rc));
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e) e = db_to_err(jobs_insert_in(c, j));
+  if (!e && urgent_title)
+    e = db_to_err(notify_matching_providers_in(c, j->service, j->zip, urgent_title, urgent_body, j->id));
+  return db_end(c, e);
 }
 
 /* ---- the stored Job JSON ---- */
@@ -71,6 +71,71 @@ db_rc jobs_json_refresh_in(db_conn *c, const char *id) {
   if (rc == DB_OK) rc = jobs_json_save_in(c, r, 0);
   arena_fini(&a);
   return rc;
+}
+
+/* Saves the stored JSON of every row of r (a `RETURNING *` result on c). */
+static db_rc save_all_in(db_conn *c, const db_res *r) {
+  db_rc rc = DB_OK;
+  for (int i = 0; rc == DB_OK && i < r->rows; i++) rc = jobs_json_save_in(c, r, i);
+  return rc;
+}
+
+/* Runs one statement that changes jobs rows (`... RETURNING *`) and saves their JSON. */
+static db_rc change_in(db_conn *c, int *changed, const char *sql, const db_val *args, int n) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_exec(c, &a, &r, sql, args, n);
+  if (rc == DB_OK) rc = save_all_in(c, r);
+  if (changed) *changed = rc == DB_OK ? r->rows : 0;
+  arena_fini(&a);
+  return rc;
+}
+
+db_rc jobs_accept_in(db_conn *c, const char *job_id, const char *provider_id, int64_t now, bool *accepted) {
+  int n;
+  db_rc rc = change_in(c, &n,
+                       "UPDATE jobs SET status = 'ACCEPTED', provider_id = $2, accepted_at = $3, updated_at = $3, "
+                       "json_head = NULL WHERE id = $1 AND status IN ('PENDING', 'QUOTED') RETURNING *",
+                       DB_ARGS(DB_TEXT(job_id), DB_TEXT(provider_id), DB_INT(now)));
+  *accepted = n == 1;
+  return rc;
+}
+
+db_rc jobs_set_tip_in(db_conn *c, const char *job_id, int64_t cents) {
+  return change_in(c, NULL, "UPDATE jobs SET tip_cents = $2, json_head = NULL WHERE id = $1 RETURNING *",
+                   DB_ARGS(DB_TEXT(job_id), cents >= 0 ? DB_INT(cents) : DB_NULL));
+}
+
+db_rc jobs_lock_in(db_conn *c, const char *job_id) {
+  return db_exec(c, NULL, NULL, "UPDATE jobs SET id = id WHERE id = $1", DB_ARGS(DB_TEXT(job_id)));
+}
+
+db_rc jobs_release_provider_in(db_conn *c, const char *provider_id, int64_t now) {
+  /* jobs only this provider quoted are open again without quotes */
+  db_rc rc = change_in(c, NULL,
+                       "UPDATE jobs SET status = 'PENDING', updated_at = $2, json_head = NULL "
+                       "WHERE status = 'QUOTED' AND provider_id IS NULL "
+                       "AND id IN (SELECT job_id FROM quotes WHERE provider_id = $1) "
+                       "AND NOT EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = jobs.id AND q.provider_id <> $1) "
+                       "RETURNING *",
+                       DB_ARGS(DB_TEXT(provider_id), DB_INT(now)));
+  if (rc == DB_OK)
+    rc = change_in(c, NULL,
+                   "UPDATE jobs SET status = 'PENDING', provider_id = NULL, accepted_at = NULL, completed_at = NULL, "
+                   "eta_minutes = NULL, before_images = '[]', after_images = '[]', updated_at = $2, "
+                   "json_head = NULL WHERE provider_id = $1 AND status <> 'CANCELLED' RETURNING *",
+                   DB_ARGS(DB_TEXT(provider_id), DB_INT(now)));
+  if (rc == DB_OK)
+    rc = change_in(c, NULL,
+                   "UPDATE jobs SET provider_id = NULL, updated_at = $2, json_head = NULL WHERE provider_id = $1 "
+                   "RETURNING *",
+                   DB_ARGS(DB_TEXT(provider_id), DB_INT(now)));
+  return rc;
+}
+
+db_rc jobs_delete_of_customer_in(db_conn *c, const char *customer_id) {
+  return db_exec(c, NULL, NULL, "DELETE FROM jobs WHERE customer_id = $1", DB_ARGS(DB_TEXT(customer_id)));
 }
 
 /* "'A', 'B'" from a NULL-terminated list of status constants (never input). */
@@ -123,17 +188,16 @@ err_t jobs_store_repair_json(const char *const *ids, int n) {
                                                    : "SELECT * FROM jobs WHERE id = $1 AND json_head IS NULL";
   arena a;
   arena_init(&a);
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  for (int i = 0; rc == DB_OK && i < n; i++) {
+  db_conn *c;
+  err_t e = db_begin(&c);
+  for (int i = 0; !e && i < n; i++) {
     db_res *r;
-    rc = db_exec(c, &a, &r, sql, DB_ARGS(DB_TEXT(ids[i])));
-    if (rc == DB_OK) rc = jobs_json_save_in(c, r, 0);
+    e = db_to_err(db_exec(c, &a, &r, sql, DB_ARGS(DB_TEXT(ids[i]))));
+    if (!e) e = db_to_err(jobs_json_save_in(c, r, 0));
   }
-  if (rc == DB_OK) rc = db_commit(c);
-  db_release(c);
+  e = db_end(c, e);
   arena_fini(&a);
-  return db_to_err(rc);
+  return e;
 }
 
 static err_t rows(arena *a, db_res **out, const char *sql, const db_val *params, int n) {
@@ -266,16 +330,15 @@ err_t jobs_store_move(const char *id, const char *const *from, const char *to, c
   arena a;
   arena_init(&a);
   db_res *r = NULL;
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK) rc = db_exec(c, &a, &r, sql, args, n);
-  *moved = rc == DB_OK && r->rows == 1;
-  if (*moved) rc = jobs_json_save_in(c, r, 0);
-  if (rc == DB_OK) rc = db_commit(c);
-  db_release(c);
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e) e = db_to_err(db_exec(c, &a, &r, sql, args, n));
+  *moved = !e && r->rows == 1;
+  if (*moved) e = db_to_err(jobs_json_save_in(c, r, 0));
+  e = db_end(c, e);
   arena_fini(&a);
-  if (rc != DB_OK) *moved = false;
-  return db_to_err(rc);
+  if (e) *moved = false;
+  return e;
 }
 
 err_t jobs_store_move_with_photos(const char *id, const char *from, const char *to, const char *provider_id,
@@ -288,25 +351,25 @@ err_t jobs_store_append_images(const char *id, const char *keys_json) {
   arena a;
   arena_init(&a);
   db_res *r;
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
+  db_conn *c;
+  err_t e = db_begin(&c);
   /* the no-op update takes the row lock (the write lock on SQLite) before the read */
-  if (rc == DB_OK) rc = db_exec(c, NULL, NULL, "UPDATE jobs SET id = id WHERE id = $1", DB_ARGS(DB_TEXT(id)));
-  if (rc == DB_OK) rc = db_exec(c, &a, &r, "SELECT images FROM jobs WHERE id = $1", DB_ARGS(DB_TEXT(id)));
-  if (rc == DB_OK && r->rows == 1) {
+  if (!e) e = db_to_err(db_exec(c, NULL, NULL, "UPDATE jobs SET id = id WHERE id = $1", DB_ARGS(DB_TEXT(id))));
+  if (!e) e = db_to_err(db_exec(c, &a, &r, "SELECT images FROM jobs WHERE id = $1", DB_ARGS(DB_TEXT(id))));
+  if (!e && r->rows == 1) {
     json_t *all = jx_parse_or(db_text(r, 0, 0), json_array()), *add = jx_parse_or(keys_json, json_array());
     json_array_extend(all, add);
     char *text = json_dumps(all, JSON_COMPACT);
     json_decref(all), json_decref(add);
-    rc = db_exec(c, &a, &r, "UPDATE jobs SET images = $2, updated_at = $3, json_head = NULL WHERE id = $1 RETURNING *",
-                 DB_ARGS(DB_TEXT(id), DB_TEXT(text), DB_INT(clock_now_ms())));
+    e = db_to_err(db_exec(c, &a, &r,
+                          "UPDATE jobs SET images = $2, updated_at = $3, json_head = NULL WHERE id = $1 RETURNING *",
+                          DB_ARGS(DB_TEXT(id), DB_TEXT(text), DB_INT(clock_now_ms()))));
     free(text);
-    if (rc == DB_OK) rc = jobs_json_save_in(c, r, 0);
+    if (!e) e = db_to_err(jobs_json_save_in(c, r, 0));
   }
-  if (rc == DB_OK) rc = db_commit(c);
-  db_release(c);
+  e = db_end(c, e);
   arena_fini(&a);
-  return db_to_err(rc);
+  return e;
 }
 
 err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, db_res **out) {
@@ -352,19 +415,20 @@ err_t jobs_store_insert_recurring(const recurring_new *q, const char *subject, c
   arena a;
   arena_init(&a);
   db_res *r;
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK)
-    rc = db_exec(c, NULL, NULL,
-                 "INSERT INTO recurring_requests (id, job_id, customer_id, provider_id, day_of_week, time_slot, "
-                 "end_date, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                 DB_ARGS(DB_TEXT(q->id), DB_TEXT(q->job_id), DB_TEXT(q->customer_id), DB_TEXT(q->provider_id),
-                         DB_INT(q->day_of_week), DB_TEXT(q->time_slot), DB_TEXT(q->end_date), DB_INT(clock_now_ms())));
-  if (rc == DB_OK)
-    rc = db_exec(c, &a, &r, "SELECT email FROM providers WHERE id = $1", DB_ARGS(DB_TEXT(q->provider_id)));
-  if (rc == DB_OK && r->rows) rc = mail_enqueue(c, db_text(r, 0, 0), subject, mail_body);
-  if (rc == DB_OK) rc = notify_in(c, note);
-  rc = queue_commit(c, rc);
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(
+        db_exec(c, NULL, NULL,
+                "INSERT INTO recurring_requests (id, job_id, customer_id, provider_id, day_of_week, time_slot, "
+                "end_date, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                DB_ARGS(DB_TEXT(q->id), DB_TEXT(q->job_id), DB_TEXT(q->customer_id), DB_TEXT(q->provider_id),
+                        DB_INT(q->day_of_week), DB_TEXT(q->time_slot), DB_TEXT(q->end_date), DB_INT(clock_now_ms()))));
+  if (!e)
+    e = db_to_err(db_exec(c, &a, &r, "SELECT email FROM providers WHERE id = $1", DB_ARGS(DB_TEXT(q->provider_id))));
+  if (!e && r->rows) e = db_to_err(mail_enqueue(c, db_text(r, 0, 0), subject, mail_body));
+  if (!e) e = db_to_err(notify_in(c, note));
+  e = db_end(c, e);
   arena_fini(&a);
-  return db_to_err(rc);
+  return e;
 }

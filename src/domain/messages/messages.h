@@ -3,9 +3,8 @@
  * assigned or has quoted on the job. */
 #ifndef DOMAIN_MESSAGES_H
 #define DOMAIN_MESSAGES_H
-#include "http/http.h"
+#include "domain/domain.h"
 
-extern const hs_route MESSAGES_ROUTES[];
-extern const size_t MESSAGES_ROUTES_LEN;
+extern const domain_def messages_domain;
 
 #endif

@@ -4,13 +4,10 @@
 #ifndef DOMAIN_NOTIFICATIONS_H
 #define DOMAIN_NOTIFICATIONS_H
 #include "db/db.h"
-#include "http/http.h"
+#include "domain/domain.h"
 
-extern const hs_route NOTIFICATIONS_ROUTES[];
-extern const size_t NOTIFICATIONS_ROUTES_LEN;
+extern const domain_def notifications_domain;
 
-/* Registers the "push" queue handler. */
-void notifications_domain_init(void);
 /* A notification for an account (role "user" or "provider"); job_id may be NULL. */
 typedef struct notice {
   const char *account_id, *role, *title, *body, *job_id;

@@ -13,17 +13,19 @@
 #ifndef DOMAIN_PAYMENTS_H
 #define DOMAIN_PAYMENTS_H
 #include "db/db.h"
+#include "domain/domain.h"
 #include "http/http.h"
 #include "http/rowjson.h"
 #include <stdint.h>
 
-extern const hs_route PAYMENTS_ROUTES[];
-extern const size_t PAYMENTS_ROUTES_LEN;
+extern const domain_def payments_domain;
 
-/* Registers the background work of payments: settling requests whose answer was lost,
- * queued captures and voids, giving back replaced holds, retrying failed payments when a card
- * is saved, the hourly renewal of card holds and the reconciliation every 15 minutes. */
-void payments_domain_init(void);
+/* How a job's tipAmount follows its tip payment: write(c, job_id, cents) inside the payment's
+ * transaction when the tip is PAID, with cents -1 when it goes to the job's history. The jobs
+ * domain owns that column and registers the writer (jobs_wire_payments), so payments needs
+ * no call into jobs. Call before any payment work runs (serve, and `payments reconcile`). */
+typedef db_rc (*payments_tip_writer)(db_conn *c, const char *job_id, int64_t cents);
+void payments_follow_tips(payments_tip_writer write);
 
 /* The processor's smallest charge, in cents (Stripe's 0.50 USD). */
 #define PAYMENTS_MIN_CHARGE_CENTS 50

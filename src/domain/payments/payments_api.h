@@ -3,6 +3,9 @@
 #define DOMAIN_PAYMENTS_API_H
 #include "http/http.h"
 
+/* payments_routes.c: the domain's rows (ended by a row of zeros) */
+extern const hs_route payments_routes[];
+
 err_t api_payments_setup_intent(hs_req *req);
 err_t api_payments_save_method(hs_req *req);
 err_t api_payments_get_method(hs_req *req);

@@ -35,7 +35,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define HOUR_MS (3600LL * 1000)
 #define LEASE_MS (2LL * 60 * 1000)     /* a request untouched this long is settled by someone else */
 #define RENEW_WITHIN_MS (24 * HOUR_MS) /* holds that lapse sooner are renewed */
 #define HOLD_MS (7 * 24 * HOUR_MS)     /* a card authorization, when the processor does not say */

@@ -39,4 +39,7 @@ void pay_refund_duplicate(arena *a, const payment_row *p, const char *intent, in
 /* Registers the background work of payments_refunds.c. */
 void pay_refunds_init(void);
 
+/* Registers the background work of payments (the domain's init; payments.h lists it). */
+void payments_domain_init(void);
+
 #endif

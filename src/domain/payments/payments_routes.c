@@ -18,7 +18,7 @@ static const hs_field refund_fields[] = {
 };
 static const hs_schema refund_schema = {refund_fields};
 
-const hs_route PAYMENTS_ROUTES[] = {
+const hs_route payments_routes[] = {
     {HS_POST, "/payments/setup-intent", api_payments_setup_intent, ROLE_USER, .flags = ROUTE_SLOW,
      .summary = "Create a SetupIntent for saving a card (creates the processor customer)", .response = "SetupIntent",
      .errors = "404"},
@@ -38,5 +38,5 @@ const hs_route PAYMENTS_ROUTES[] = {
     {HS_POST, "/staff/payments/:jobId/refund", api_payments_refund, ROLE_CUSTOMER_SUPPORT, &refund_schema,
      .flags = ROUTE_SLOW, .summary = "Refund a job's captured payment, in part or in full (customer support)",
      .response = "RefundResult", .errors = "404 409"},
+    {0},
 };
-const size_t PAYMENTS_ROUTES_LEN = ARRAY_LEN(PAYMENTS_ROUTES);

@@ -10,10 +10,15 @@
 #include "domain/payments/payments_store.h"
 #include "core/clock.h"
 #include "core/ids.h"
+#include "domain/payments/payments.h"
 #include "ext/mail.h"
 #include "ext/queue.h"
 #include <stdio.h>
 #include <string.h>
+
+static payments_tip_writer tip_writer;
+
+void payments_follow_tips(payments_tip_writer write) { tip_writer = write; }
 
 err_t pay_store_billing(arena *a, const char *user_id, billing *out) {
   db_res *r;
@@ -76,14 +81,15 @@ err_t pay_store_mark_subscribe_unconfirmed(const char *user_id, const char *key)
 
 err_t pay_store_set_method(const char *user_id, const char *payment_method_id) {
   json_t *payload = json_pack("{s:s,s:s}", "userId", user_id, "paymentMethodId", payment_method_id);
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK)
-    rc = db_exec(c, NULL, NULL, "UPDATE users SET processor_payment_method_id = $2, updated_at = $3 WHERE id = $1",
-                 DB_ARGS(DB_TEXT(user_id), DB_TEXT(payment_method_id), DB_INT(clock_now_ms())));
-  if (rc == DB_OK) rc = queue_enqueue(c, "payment_recover", payload);
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(db_exec(c, NULL, NULL,
+                          "UPDATE users SET processor_payment_method_id = $2, updated_at = $3 WHERE id = $1",
+                          DB_ARGS(DB_TEXT(user_id), DB_TEXT(payment_method_id), DB_INT(clock_now_ms()))));
+  if (!e) e = db_to_err(queue_enqueue(c, "payment_recover", payload));
   json_decref(payload);
-  return db_to_err(queue_commit(c, rc));
+  return db_end(c, e);
 }
 
 err_t pay_store_clear_method(const char *user_id, const char *payment_method_id) {
@@ -120,19 +126,19 @@ static db_rc announce(db_conn *c, const pay_news *news) {
 err_t pay_store_insert(const payment_row *p, const pay_news *news) {
   int64_t now = clock_now_ms();
   bool pending = p->pending_op != NULL;
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK)
-    rc = db_exec(c, NULL, NULL,
-                 "INSERT INTO payments (id, job_id, user_id, kind, status, amount_cents, failure_reason, pending_op, "
-                 "idem_key, payment_method_id, op_started_at, attempts, created_at, updated_at) "
-                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)",
-                 DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->job_id), DB_TEXT(p->user_id), DB_TEXT(p->kind), DB_TEXT(p->status),
-                         DB_INT(p->amount_cents), DB_TEXT(p->failure_reason), DB_TEXT(p->pending_op),
-                         DB_TEXT(p->idem_key), DB_TEXT(p->method_id), pending ? DB_INT(now) : DB_NULL,
-                         DB_INT(pending ? 1 : 0), DB_INT(now)));
-  if (rc == DB_OK) rc = announce(c, news);
-  return db_to_err(queue_commit(c, rc));
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(db_exec(
+        c, NULL, NULL,
+        "INSERT INTO payments (id, job_id, user_id, kind, status, amount_cents, failure_reason, pending_op, "
+        "idem_key, payment_method_id, op_started_at, attempts, created_at, updated_at) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)",
+        DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->job_id), DB_TEXT(p->user_id), DB_TEXT(p->kind), DB_TEXT(p->status),
+                DB_INT(p->amount_cents), DB_TEXT(p->failure_reason), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key),
+                DB_TEXT(p->method_id), pending ? DB_INT(now) : DB_NULL, DB_INT(pending ? 1 : 0), DB_INT(now))));
+  if (!e) e = db_to_err(announce(c, news));
+  return db_end(c, e);
 }
 
 #define ROW_COLUMNS                                                                                                    \
@@ -228,8 +234,9 @@ err_t pay_store_settle(const payment_row *p, const pay_settle *s, bool *moved) {
   arena_init(&a);
   db_res *r = NULL;
   *moved = false;
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
+  db_conn *c;
+  err_t e = db_begin(&c);
+  db_rc rc = e ? DB_ERROR : DB_OK;
   /* PAID is final: a payment a processor event made PAID while this request ran keeps it */
   if (rc == DB_OK)
     rc = db_exec(
@@ -249,13 +256,12 @@ err_t pay_store_settle(const payment_row *p, const pay_settle *s, bool *moved) {
     json_decref(payload);
   }
   if (rc == DB_OK && changed && !strcmp(p->kind, "tip") && !strcmp(s->status, "PAID"))
-    rc = db_exec(c, NULL, NULL, "UPDATE jobs SET tip_cents = $2 WHERE id = $1",
-                 DB_ARGS(DB_TEXT(p->job_id), DB_INT(p->amount_cents)));
+    rc = tip_writer(c, p->job_id, p->amount_cents);
   if (rc == DB_OK && changed) rc = announce(c, s->news);
-  rc = queue_commit(c, rc);
-  *moved = rc == DB_OK && changed;
+  e = db_end(c, e ? e : db_to_err(rc));
+  *moved = !e && changed;
   arena_fini(&a);
-  return db_to_err(rc);
+  return e;
 }
 
 /* ---- refunds ---- */
@@ -265,27 +271,27 @@ err_t pay_store_claim_refund(const payment_row *p, const refund_row *f, const au
   arena a;
   arena_init(&a);
   db_res *r = NULL;
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK)
-    rc = db_exec(c, &a, &r,
-                 "UPDATE payments SET pending_op = 'refund', idem_key = $2, op_started_at = $4, "
-                 "attempts = attempts + 1, updated_at = $4 WHERE id = $1 AND status = 'PAID' AND pending_op IS NULL "
-                 "AND refunded_cents + $3 <= amount_cents",
-                 DB_ARGS(DB_TEXT(p->id), DB_TEXT(f->idem_key), DB_INT(f->amount_cents), DB_INT(now)));
-  *claimed = rc == DB_OK && r->changes == 1;
-  if (rc == DB_OK && *claimed)
-    rc = db_exec(c, NULL, NULL,
-                 "INSERT INTO payment_refunds (id, payment_id, amount_cents, reason, source, staff_id, status, "
-                 "idem_key, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'PENDING', $7, $8, $8)",
-                 DB_ARGS(DB_TEXT(f->id), DB_TEXT(p->id), DB_INT(f->amount_cents), DB_TEXT(f->reason),
-                         DB_TEXT(f->source), DB_TEXT(f->staff_id), DB_TEXT(f->idem_key), DB_INT(now)));
-  if (rc == DB_OK && *claimed && act) rc = staff_audit_in(c, act); /* the transaction's last write */
-  if (rc == DB_OK && *claimed) rc = db_commit(c);
-  db_release(c); /* rolls back what is not committed */
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(db_exec(c, &a, &r,
+                          "UPDATE payments SET pending_op = 'refund', idem_key = $2, op_started_at = $4, "
+                          "attempts = attempts + 1, updated_at = $4 WHERE id = $1 AND status = 'PAID' "
+                          "AND pending_op IS NULL AND refunded_cents + $3 <= amount_cents",
+                          DB_ARGS(DB_TEXT(p->id), DB_TEXT(f->idem_key), DB_INT(f->amount_cents), DB_INT(now))));
+  *claimed = !e && r->changes == 1;
+  if (*claimed)
+    e = db_to_err(
+        db_exec(c, NULL, NULL,
+                "INSERT INTO payment_refunds (id, payment_id, amount_cents, reason, source, staff_id, status, "
+                "idem_key, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'PENDING', $7, $8, $8)",
+                DB_ARGS(DB_TEXT(f->id), DB_TEXT(p->id), DB_INT(f->amount_cents), DB_TEXT(f->reason), DB_TEXT(f->source),
+                        DB_TEXT(f->staff_id), DB_TEXT(f->idem_key), DB_INT(now))));
+  if (!e && *claimed && act) e = audit_log_in(c, act); /* the transaction's last write */
+  e = db_end(c, e);                                    /* unclaimed, nothing was written */
+  if (e) *claimed = false;
   arena_fini(&a);
-  if (rc != DB_OK) *claimed = false;
-  return db_to_err(rc);
+  return e;
 }
 
 #define REFUND_COLUMNS                                                                                                 \
@@ -338,8 +344,9 @@ err_t pay_store_settle_refund(const payment_row *p, const char *processor_refund
   arena a;
   arena_init(&a);
   bool changed = false;
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
+  db_conn *c;
+  err_t e = db_begin(&c);
+  db_rc rc = e ? DB_ERROR : DB_OK;
   if (rc == DB_OK) rc = clear_request(c, &a, p, now, &changed);
   if (rc == DB_OK && changed && processor_refund_id)
     rc = complete_refund(c, &a, p->idem_key, processor_refund_id, now, &added);
@@ -349,10 +356,10 @@ err_t pay_store_settle_refund(const payment_row *p, const char *processor_refund
                  "WHERE idem_key = $1 AND status = 'PENDING'",
                  DB_ARGS(DB_TEXT(p->idem_key), DB_TEXT(failure_reason), DB_INT(now)));
   if (rc == DB_OK && added) rc = announce(c, news);
-  rc = queue_commit(c, rc);
-  *moved = rc == DB_OK && changed;
+  e = db_end(c, e ? e : db_to_err(rc));
+  *moved = !e && changed;
   arena_fini(&a);
-  return db_to_err(rc);
+  return e;
 }
 
 /* Records the refunds of a charge that the processor reports (charge.refunded) on the
@@ -420,7 +427,7 @@ db_rc pay_store_history_in(db_conn *c, const char *job_id, const char *provider_
     if (rc != DB_OK || u->changes != 1) continue;
     (*released)++;
     if (!strcmp(db_text(r, i, 1), "tip")) /* the job's tipAmount goes with it */
-      rc = db_exec(c, NULL, NULL, "UPDATE jobs SET tip_cents = NULL WHERE id = $1", DB_ARGS(DB_TEXT(db_text(r, i, 2))));
+      rc = tip_writer(c, db_text(r, i, 2), -1);
     json_t *payload = json_pack("{s:s}", "paymentId", id);
     if (rc == DB_OK) rc = queue_enqueue(c, "payment_release", payload);
     json_decref(payload);
@@ -430,10 +437,10 @@ db_rc pay_store_history_in(db_conn *c, const char *job_id, const char *provider_
 }
 
 err_t pay_store_history(const char *job_id, bool stale_only, int *released) {
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK) rc = pay_store_history_in(c, job_id, NULL, stale_only, released);
-  return db_to_err(queue_commit(c, rc));
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e) e = db_to_err(pay_store_history_in(c, job_id, NULL, stale_only, released));
+  return db_end(c, e);
 }
 
 err_t pay_store_record_duplicate(arena *a, const payment_row *p, const char *intent, int64_t cents, const char **id) {
@@ -443,25 +450,25 @@ err_t pay_store_record_duplicate(arena *a, const payment_row *p, const char *int
   id_new(fresh);
   *id = NULL;
   json_t *payload = json_pack("{s:s}", "paymentId", fresh);
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK)
-    rc = db_exec(
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(db_exec(
         c, a, &r,
-        "INSERT INTO payments (id, job_id, user_id, kind, status, amount_cents, processor_payment_intent_id, "
-        "attempts, created_at, updated_at, paid_at, released_at) "
+        "INSERT INTO payments (id, job_id, user_id, kind, status, amount_cents, "
+        "processor_payment_intent_id, attempts, created_at, updated_at, paid_at, released_at) "
         "VALUES ($1, $2, $3, 'duplicate', 'PAID', $4, $5, 0, $6, $6, $6, $6) "
         "ON CONFLICT (processor_payment_intent_id) DO NOTHING RETURNING id",
-        DB_ARGS(DB_TEXT(fresh), DB_TEXT(p->job_id), DB_TEXT(p->user_id), DB_INT(cents), DB_TEXT(intent), DB_INT(now)));
-  if (rc == DB_OK && r->rows == 1) rc = queue_enqueue(c, "payment_release", payload); /* refunds it */
+        DB_ARGS(DB_TEXT(fresh), DB_TEXT(p->job_id), DB_TEXT(p->user_id), DB_INT(cents), DB_TEXT(intent), DB_INT(now))));
+  if (!e && r->rows == 1) e = db_to_err(queue_enqueue(c, "payment_release", payload)); /* refunds it */
   json_decref(payload);
-  rc = queue_commit(c, rc);
-  if (rc == DB_OK &&
+  e = db_end(c, e);
+  if (!e &&
       db_query(a, &r, "SELECT id FROM payments WHERE processor_payment_intent_id = $1", DB_ARGS(DB_TEXT(intent))) ==
           DB_OK &&
       r->rows == 1)
     *id = db_text(r, 0, 0);
-  return rc != DB_OK ? db_to_err(rc) : *id ? ERR_OK : ERR_INTERNAL;
+  return e ? e : *id ? ERR_OK : ERR_INTERNAL;
 }
 
 err_t pay_store_context(arena *a, const char *job_id, pay_context *out) {
@@ -648,24 +655,23 @@ static db_rc apply(db_conn *c, arena *a, const pay_event *ev, pay_event_effect *
 err_t pay_store_apply_event(arena *a, const pay_event *ev, pay_event_effect *out) {
   db_res *r;
   *out = (pay_event_effect){0};
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK)
-    rc = db_exec(c, a, &r,
-                 "INSERT INTO webhook_events (id, type, received_at) VALUES ($1, $2, $3) "
-                 "ON CONFLICT (id) DO NOTHING RETURNING id",
-                 DB_ARGS(DB_TEXT(ev->id), DB_TEXT(ev->type), DB_INT(clock_now_ms())));
-  out->duplicate = rc == DB_OK && r->rows == 0;
-  if (rc == DB_OK && !out->duplicate) rc = apply(c, a, ev, out);
-  if (rc == DB_OK) rc = db_commit(c);
-  db_release(c);
-  if (rc != DB_OK) *out = (pay_event_effect){0};
-  return rc == DB_OK ? ERR_OK : ERR_INTERNAL;
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(db_exec(c, a, &r,
+                          "INSERT INTO webhook_events (id, type, received_at) VALUES ($1, $2, $3) "
+                          "ON CONFLICT (id) DO NOTHING RETURNING id",
+                          DB_ARGS(DB_TEXT(ev->id), DB_TEXT(ev->type), DB_INT(clock_now_ms()))));
+  out->duplicate = !e && r->rows == 0;
+  if (!e && !out->duplicate) e = db_to_err(apply(c, a, ev, out));
+  e = db_end(c, e);
+  if (e) *out = (pay_event_effect){0};
+  return e ? ERR_INTERNAL : ERR_OK;
 }
 
 err_t pay_store_announce(const pay_news *news) {
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK) rc = announce(c, news);
-  return db_to_err(queue_commit(c, rc));
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e) e = db_to_err(announce(c, news));
+  return db_end(c, e);
 }

@@ -3,8 +3,8 @@
 #define DOMAIN_PAYMENTS_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
+#include "domain/audit/audit.h"
 #include "domain/notifications/notifications.h"
-#include "domain/staff/staff.h"
 #include "ext/payments.h"
 #include <jansson.h>
 #include <stdbool.h>

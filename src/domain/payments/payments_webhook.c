@@ -135,8 +135,7 @@ static void tell_refunds(hs_req *req, const pay_event_effect *fx) {
   json_t *detail = arena_json(&req->arena, json_pack("{s:s,s:s,s:o}", "jobId", p.job_id, "paymentId", p.id, "amount",
                                                      jx_money(fx->processor_cents)));
   audit_action act = {NULL, "processor", "payment.refund", p.id, "payment", detail};
-  if (staff_audit(&act) != ERR_OK)
-    log_json(LOG_ERROR, "auditing a refund failed", json_pack("{s:s}", "paymentId", p.id));
+  if (audit_log(&act) != ERR_OK) log_json(LOG_ERROR, "auditing a refund failed", json_pack("{s:s}", "paymentId", p.id));
 }
 
 err_t api_webhooks_receive(hs_req *req) {

@@ -1,11 +1,11 @@
 /* Weekly availability. Times are "HH:MM" (the schema checks them) compared as minutes after
  * midnight UTC; the week starts on Monday (index 0). */
 #include "domain/providers/availability.h"
+#include "core/clock.h"
 #include <stdio.h>
 #include <stdlib.h>
 
 static const char *const DAYS[7] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
-#define DAY_MS (24LL * 3600 * 1000)
 
 static json_t *day_json(const char *start, const char *end, bool on) {
   return json_pack("{s:s,s:s,s:b}", "start", start, "end", end, "on", on);

@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DAY_MS (24LL * 3600 * 1000)
 #define HORIZON_MS (7 * DAY_MS)
 #define CLASH_MS (2LL * 3600 * 1000) /* a job is taken to need two hours */
 #define MAX_BUNDLES 3

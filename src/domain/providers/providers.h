@@ -2,14 +2,12 @@
  * documents) and the background recognition of those documents. */
 #ifndef DOMAIN_PROVIDERS_H
 #define DOMAIN_PROVIDERS_H
+#include "domain/domain.h"
 #include "http/http.h"
 #include <stdbool.h>
 
-extern const hs_route PROVIDERS_ROUTES[];
-extern const size_t PROVIDERS_ROUTES_LEN;
+extern const domain_def providers_domain;
 
-/* Registers the recognition queue handlers. */
-void providers_domain_init(void);
 /* The provider's public profile JSON (URLs signed), or NULL when missing. New reference. */
 json_t *providers_profile_json(arena *a, const char *provider_id);
 /* True when the provider has a headshot and both licence sides (allowed to quote). */

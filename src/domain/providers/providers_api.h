@@ -3,6 +3,9 @@
 #define DOMAIN_PROVIDERS_API_H
 #include "http/http.h"
 
+/* providers_routes.c: the domain's rows (ended by a row of zeros) */
+extern const hs_route providers_routes[];
+
 err_t api_providers_me(hs_req *req);
 err_t api_providers_update_me(hs_req *req);
 err_t api_providers_upload_logo(hs_req *req);
@@ -22,5 +25,8 @@ err_t api_providers_premium_insights(hs_req *req);
 /* bundles.c */
 err_t api_providers_bundles(hs_req *req);
 err_t api_providers_accept_bundle(hs_req *req);
+
+/* start-up work (the domain's init) */
+void providers_domain_init(void);
 
 #endif

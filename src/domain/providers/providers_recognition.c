@@ -6,8 +6,8 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
-#include "db/db.h"
-#include "domain/providers/providers.h"
+#include "domain/providers/providers_api.h"
+#include "domain/providers/providers_store.h"
 #include "domain/providers/recognition.h"
 #include "ext/ocr.h"
 #include "ext/queue.h"
@@ -29,17 +29,6 @@ static bool read_document(const char *key, ocr_text *out, bool *recognized, char
   free(path);
   return true;
 }
-
-/* The flags as JSON array text (heap, free()). */
-static char *flags_text(char flags[][24], int n) {
-  json_t *a = json_array();
-  for (int i = 0; i < n; i++) json_array_append_new(a, json_string(flags[i]));
-  char *text = json_dumps(a, JSON_COMPACT);
-  json_decref(a);
-  return text;
-}
-
-static const char *or_null(const char *s) { return s && *s ? s : NULL; }
 
 static bool check_licence(json_t *job, char err[256]) {
   const char *provider = json_string_value(json_object_get(job, "providerId"));
@@ -75,17 +64,8 @@ static bool check_licence(json_t *job, char err[256]) {
   if (available && sides > 0) recognize_licence(text, confidence / weight, clock_now_ms(), &res);
   else snprintf(res.status, sizeof res.status, "error");
   free(text);
-  char *flags = flags_text(res.flags, res.nflags);
-  db_rc rc = db_query(NULL, NULL,
-                      "UPDATE providers SET id_check_status = $4, id_check_name = $5, id_check_dob = $6, "
-                      "id_check_expiry = $7, id_check_state = $8, id_check_flags = $9, id_check_at = $10, "
-                      "updated_at = $10 WHERE id = $1 AND COALESCE(id_doc_front, '') = COALESCE($2, '') "
-                      "AND COALESCE(id_doc_back, '') = COALESCE($3, '')",
-                      DB_ARGS(DB_TEXT(provider), DB_TEXT(front), DB_TEXT(back), DB_TEXT(res.status),
-                              DB_TEXT(or_null(res.name)), DB_TEXT(or_null(res.dob)), DB_TEXT(or_null(res.expiry)),
-                              DB_TEXT(or_null(res.state)), DB_TEXT(flags), DB_INT(clock_now_ms())));
-  free(flags);
-  if (rc != DB_OK) return snprintf(err, 256, "cannot record the licence check"), false;
+  if (prov_store_record_licence(provider, front, back, &res) != ERR_OK)
+    return snprintf(err, 256, "cannot record the licence check"), false;
   return true;
 }
 
@@ -100,18 +80,8 @@ static bool check_insurance(json_t *job, char err[256]) {
   if (recognized) recognize_insurance(t.text, clock_now_ms(), &res);
   else snprintf(res.status, sizeof res.status, "error");
   ocr_text_free(&t);
-  char *flags = flags_text(res.flags, res.nflags);
-  db_rc rc = db_query(NULL, NULL,
-                      "UPDATE providers SET ins_check_status = $3, ins_check_carrier = $4, ins_check_policy = $5, "
-                      "ins_check_effective = $6, ins_check_expiry = $7, ins_check_coverage = $8, "
-                      "ins_check_flags = $9, ins_check_at = $10, insurance_info = $11, updated_at = $10 "
-                      "WHERE id = $1 AND ins_doc_url = $2",
-                      DB_ARGS(DB_TEXT(provider), DB_TEXT(key), DB_TEXT(res.status), DB_TEXT(or_null(res.carrier)),
-                              DB_TEXT(or_null(res.policy)), DB_TEXT(or_null(res.effective)),
-                              DB_TEXT(or_null(res.expiry)), DB_TEXT(or_null(res.coverage)), DB_TEXT(flags),
-                              DB_INT(clock_now_ms()), DB_TEXT(res.fields_found >= 2 ? or_null(res.summary) : NULL)));
-  free(flags);
-  if (rc != DB_OK) return snprintf(err, 256, "cannot record the insurance check"), false;
+  if (prov_store_record_insurance(provider, key, &res) != ERR_OK)
+    return snprintf(err, 256, "cannot record the insurance check"), false;
   return true;
 }
 

@@ -59,7 +59,7 @@ static const hs_field bundle_job = {"jobs", F_OBJECT, .object = &bundle_job_sche
 static const hs_field bundle_fields[] = {{"jobs", F_ARRAY, F_REQUIRED, LEN(1, 50), .item = &bundle_job}, {0}};
 static const hs_schema bundle_schema = {bundle_fields};
 
-const hs_route PROVIDERS_ROUTES[] = {
+const hs_route providers_routes[] = {
     {HS_GET, "/providers/me", api_providers_me, ROLE_PROVIDER, .summary = "The caller's provider profile",
      .response = "Provider", .errors = "404"},
     {HS_PATCH, "/providers/me", api_providers_update_me, ROLE_PROVIDER, &update_schema,
@@ -97,5 +97,5 @@ const hs_route PROVIDERS_ROUTES[] = {
      .summary = "Up to 3 day routes of open jobs over the next 7 days", .response = "Bundle[]"},
     {HS_POST, "/providers/me/smart-bundles/accept", api_providers_accept_bundle, ROLE_PROVIDER, &bundle_schema,
      .summary = "Quote several jobs at once (amounts clamped to 25-500)", .response = "BundleAcceptance"},
+    {0},
 };
-const size_t PROVIDERS_ROUTES_LEN = ARRAY_LEN(PROVIDERS_ROUTES);

@@ -3,6 +3,8 @@
 #include "domain/providers/providers_store.h"
 #include "core/clock.h"
 #include "ext/queue.h"
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 err_t prov_store_get(arena *a, const char *id, db_res **row) {
@@ -32,55 +34,51 @@ err_t prov_store_update_profile(const char *id, json_t *patch) {
   arena a;
   arena_init(&a);
   db_res *r;
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK) rc = db_exec(c, &a, &r, "UPDATE providers SET updated_at = $2 WHERE id = $1", DB_ARGS(DB_TEXT(id), DB_INT(now)));
-  err_t e = rc != DB_OK ? ERR_INTERNAL : r->changes == 0 ? ERR_NOT_FOUND : ERR_OK;
-  for (size_t i = 0; e == ERR_OK && rc == DB_OK && i < sizeof text_fields / sizeof *text_fields; i++) {
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(
+        db_exec(c, &a, &r, "UPDATE providers SET updated_at = $2 WHERE id = $1", DB_ARGS(DB_TEXT(id), DB_INT(now))));
+  if (!e && r->changes == 0) e = ERR_NOT_FOUND;
+  for (size_t i = 0; !e && i < sizeof text_fields / sizeof *text_fields; i++) {
     json_t *v = json_object_get(patch, text_fields[i].field);
     if (!v) continue;
     char sql[120];
     snprintf(sql, sizeof sql, "UPDATE providers SET %s = $2 WHERE id = $1", text_fields[i].column);
-    rc = db_exec(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(id), DB_TEXT(json_string_value(v))));
+    e = db_to_err(db_exec(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(id), DB_TEXT(json_string_value(v)))));
   }
   json_t *services = json_object_get(patch, "services"), *zips = json_object_get(patch, "serviceZips");
-  if (e == ERR_OK && rc == DB_OK && services) {
+  if (!e && services) {
     char *text = json_dumps(services, JSON_COMPACT);
-    rc = db_exec(c, NULL, NULL, "UPDATE providers SET services = $2 WHERE id = $1", DB_ARGS(DB_TEXT(id), DB_TEXT(text)));
+    e = db_to_err(db_exec(c, NULL, NULL, "UPDATE providers SET services = $2 WHERE id = $1",
+                          DB_ARGS(DB_TEXT(id), DB_TEXT(text))));
     free(text);
-    if (rc == DB_OK) rc = replace_list(c, "provider_services", "service", id, services);
+    if (!e) e = db_to_err(replace_list(c, "provider_services", "service", id, services));
   }
-  if (e == ERR_OK && rc == DB_OK && zips) {
+  if (!e && zips) {
     char *text = json_dumps(zips, JSON_COMPACT);
-    rc = db_exec(c, NULL, NULL, "UPDATE providers SET service_zips = $2 WHERE id = $1", DB_ARGS(DB_TEXT(id), DB_TEXT(text)));
+    e = db_to_err(db_exec(c, NULL, NULL, "UPDATE providers SET service_zips = $2 WHERE id = $1",
+                          DB_ARGS(DB_TEXT(id), DB_TEXT(text))));
     free(text);
-    if (rc == DB_OK) rc = replace_list(c, "provider_zips", "zip", id, zips);
+    if (!e) e = db_to_err(replace_list(c, "provider_zips", "zip", id, zips));
   }
-  if (e == ERR_OK && rc == DB_OK) rc = db_commit(c);
-  if (e == ERR_OK && rc != DB_OK) e = ERR_INTERNAL;
-  db_release(c);
+  e = db_end(c, e);
   arena_fini(&a);
   return e;
 }
 
 err_t prov_store_set_logo(arena *a, const char *id, const char *key, const char **old) {
   db_res *r;
-  db_conn *c = db_acquire();
-  err_t e = ERR_INTERNAL;
-  if (db_begin(c) != DB_OK || db_exec(c, a, &r, "SELECT logo_url FROM providers WHERE id = $1", DB_ARGS(DB_TEXT(id))) != DB_OK)
-    goto out;
-  if (r->rows == 0) {
-    e = ERR_NOT_FOUND;
-    goto out;
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e) e = db_to_err(db_exec(c, a, &r, "SELECT logo_url FROM providers WHERE id = $1", DB_ARGS(DB_TEXT(id))));
+  if (!e && r->rows == 0) e = ERR_NOT_FOUND;
+  if (!e) {
+    *old = db_text(r, 0, 0);
+    e = db_to_err(db_exec(c, NULL, NULL, "UPDATE providers SET logo_url = $2, updated_at = $3 WHERE id = $1",
+                          DB_ARGS(DB_TEXT(id), DB_TEXT(key), DB_INT(clock_now_ms()))));
   }
-  *old = db_text(r, 0, 0);
-  if (db_exec(c, NULL, NULL, "UPDATE providers SET logo_url = $2, updated_at = $3 WHERE id = $1",
-              DB_ARGS(DB_TEXT(id), DB_TEXT(key), DB_INT(clock_now_ms()))) == DB_OK &&
-      db_commit(c) == DB_OK)
-    e = ERR_OK;
-out:
-  db_release(c);
-  return e;
+  return db_end(c, e);
 }
 
 err_t prov_store_swap_headshots(const char *id, const char *old_json, const char *new_json) {
@@ -94,13 +92,11 @@ err_t prov_store_swap_headshots(const char *id, const char *old_json, const char
   return e;
 }
 
-/* Queues recognition work and commits the open transaction; kicks the workers once it is in. */
-static err_t queue_and_commit(db_conn *c, const char *kind, json_t *job) {
+/* Queues recognition work (job stolen) in the open transaction. */
+static err_t queue_check(db_conn *c, const char *kind, json_t *job) {
   db_rc rc = queue_enqueue(c, kind, job);
   json_decref(job);
-  if (rc != DB_OK || db_commit(c) != DB_OK) return ERR_INTERNAL;
-  queue_kick();
-  return ERR_OK;
+  return db_to_err(rc);
 }
 
 /* Reads columns a and b of provider id inside the open transaction. */
@@ -114,44 +110,76 @@ static err_t read_two(db_conn *c, arena *a, const char *sql, const char *id, con
 
 err_t prov_store_set_id_documents(arena *a, const char *id, const char *front, const char *back,
                                   const char **old_front, const char **old_back) {
-  db_conn *c = db_acquire();
-  err_t e = ERR_INTERNAL;
-  if (db_begin(c) != DB_OK) goto out;
-  if ((e = read_two(c, a, "SELECT id_doc_front, id_doc_back FROM providers WHERE id = $1", id, old_front, old_back)) !=
-      ERR_OK)
-    goto out;
-  e = ERR_INTERNAL;
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e) e = read_two(c, a, "SELECT id_doc_front, id_doc_back FROM providers WHERE id = $1", id, old_front, old_back);
+  if (e) return db_end(c, e);
   const char *new_front = front ? front : *old_front, *new_back = back ? back : *old_back;
   if (!front) *old_front = NULL; /* kept, not replaced */
   if (!back) *old_back = NULL;
-  if (db_exec(c, NULL, NULL,
-              "UPDATE providers SET id_doc_front = $2, id_doc_back = $3, id_check_status = 'pending', "
-              "id_check_name = NULL, id_check_dob = NULL, id_check_expiry = NULL, id_check_state = NULL, "
-              "id_check_flags = NULL, id_check_at = NULL, updated_at = $4 WHERE id = $1",
-              DB_ARGS(DB_TEXT(id), DB_TEXT(new_front), DB_TEXT(new_back), DB_INT(clock_now_ms()))) != DB_OK)
-    goto out;
-  e = queue_and_commit(c, "licence_check",
-                       json_pack("{s:s,s:s?,s:s?}", "providerId", id, "front", new_front, "back", new_back));
-out:
-  db_release(c);
-  return e;
+  e = db_to_err(db_exec(c, NULL, NULL,
+                        "UPDATE providers SET id_doc_front = $2, id_doc_back = $3, id_check_status = 'pending', "
+                        "id_check_name = NULL, id_check_dob = NULL, id_check_expiry = NULL, id_check_state = NULL, "
+                        "id_check_flags = NULL, id_check_at = NULL, updated_at = $4 WHERE id = $1",
+                        DB_ARGS(DB_TEXT(id), DB_TEXT(new_front), DB_TEXT(new_back), DB_INT(clock_now_ms()))));
+  if (!e)
+    e = queue_check(c, "licence_check",
+                    json_pack("{s:s,s:s?,s:s?}", "providerId", id, "front", new_front, "back", new_back));
+  return db_end(c, e);
 }
 
 err_t prov_store_set_insurance_document(arena *a, const char *id, const char *key, const char **old) {
-  db_conn *c = db_acquire();
-  err_t e = ERR_INTERNAL;
   const char *unused;
-  if (db_begin(c) != DB_OK) goto out;
-  if ((e = read_two(c, a, "SELECT ins_doc_url, id FROM providers WHERE id = $1", id, old, &unused)) != ERR_OK) goto out;
-  e = ERR_INTERNAL;
-  if (db_exec(c, NULL, NULL,
-              "UPDATE providers SET ins_doc_url = $2, ins_check_status = 'pending', ins_check_carrier = NULL, "
-              "ins_check_policy = NULL, ins_check_effective = NULL, ins_check_expiry = NULL, "
-              "ins_check_coverage = NULL, ins_check_flags = NULL, ins_check_at = NULL, updated_at = $3 WHERE id = $1",
-              DB_ARGS(DB_TEXT(id), DB_TEXT(key), DB_INT(clock_now_ms()))) != DB_OK)
-    goto out;
-  e = queue_and_commit(c, "insurance_check", json_pack("{s:s,s:s}", "providerId", id, "key", key));
-out:
-  db_release(c);
-  return e;
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e) e = read_two(c, a, "SELECT ins_doc_url, id FROM providers WHERE id = $1", id, old, &unused);
+  if (!e)
+    e = db_to_err(
+        db_exec(c, NULL, NULL,
+                "UPDATE providers SET ins_doc_url = $2, ins_check_status = 'pending', ins_check_carrier = NULL, "
+                "ins_check_policy = NULL, ins_check_effective = NULL, ins_check_expiry = NULL, "
+                "ins_check_coverage = NULL, ins_check_flags = NULL, ins_check_at = NULL, updated_at = $3 WHERE id = $1",
+                DB_ARGS(DB_TEXT(id), DB_TEXT(key), DB_INT(clock_now_ms()))));
+  if (!e) e = queue_check(c, "insurance_check", json_pack("{s:s,s:s}", "providerId", id, "key", key));
+  return db_end(c, e);
+}
+
+/* The flags as JSON array text (heap, free()). */
+static char *flags_text(const char flags[][24], int n) {
+  json_t *a = json_array();
+  for (int i = 0; i < n; i++) json_array_append_new(a, json_string(flags[i]));
+  char *text = json_dumps(a, JSON_COMPACT);
+  json_decref(a);
+  return text;
+}
+
+static const char *or_null(const char *s) { return s && *s ? s : NULL; }
+
+err_t prov_store_record_licence(const char *id, const char *front, const char *back, const licence_result *res) {
+  char *flags = flags_text(res->flags, res->nflags);
+  db_rc rc = db_query(NULL, NULL,
+                      "UPDATE providers SET id_check_status = $4, id_check_name = $5, id_check_dob = $6, "
+                      "id_check_expiry = $7, id_check_state = $8, id_check_flags = $9, id_check_at = $10, "
+                      "updated_at = $10 WHERE id = $1 AND COALESCE(id_doc_front, '') = COALESCE($2, '') "
+                      "AND COALESCE(id_doc_back, '') = COALESCE($3, '')",
+                      DB_ARGS(DB_TEXT(id), DB_TEXT(front), DB_TEXT(back), DB_TEXT(res->status),
+                              DB_TEXT(or_null(res->name)), DB_TEXT(or_null(res->dob)), DB_TEXT(or_null(res->expiry)),
+                              DB_TEXT(or_null(res->state)), DB_TEXT(flags), DB_INT(clock_now_ms())));
+  free(flags);
+  return db_to_err(rc);
+}
+
+err_t prov_store_record_insurance(const char *id, const char *key, const insurance_result *res) {
+  char *flags = flags_text(res->flags, res->nflags);
+  db_rc rc = db_query(NULL, NULL,
+                      "UPDATE providers SET ins_check_status = $3, ins_check_carrier = $4, ins_check_policy = $5, "
+                      "ins_check_effective = $6, ins_check_expiry = $7, ins_check_coverage = $8, "
+                      "ins_check_flags = $9, ins_check_at = $10, insurance_info = $11, updated_at = $10 "
+                      "WHERE id = $1 AND ins_doc_url = $2",
+                      DB_ARGS(DB_TEXT(id), DB_TEXT(key), DB_TEXT(res->status), DB_TEXT(or_null(res->carrier)),
+                              DB_TEXT(or_null(res->policy)), DB_TEXT(or_null(res->effective)),
+                              DB_TEXT(or_null(res->expiry)), DB_TEXT(or_null(res->coverage)), DB_TEXT(flags),
+                              DB_INT(clock_now_ms()), DB_TEXT(res->fields_found >= 2 ? or_null(res->summary) : NULL)));
+  free(flags);
+  return db_to_err(rc);
 }

@@ -3,6 +3,7 @@
 #define DOMAIN_PROVIDERS_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
+#include "domain/providers/recognition.h"
 #include <jansson.h>
 #include <stdint.h>
 
@@ -62,5 +63,13 @@ err_t prov_store_local_completed(arena *a, const char *id, db_res **out);
 /* Open jobs the provider matches and has not quoted with preferredAt in [from, to): id,
  * service, address, zip, preferred_at, lat, lng, customer_id, customer_name; by preferredAt. */
 err_t prov_store_bundle_candidates(arena *a, const char *id, int64_t from, int64_t to, db_res **out);
+
+/* Records a licence check's result (domain/providers/recognition.h) on provider id, only while
+ * front and back are still its licence images (a slow check of a replaced upload writes
+ * nothing). */
+err_t prov_store_record_licence(const char *id, const char *front, const char *back, const licence_result *res);
+/* The same for an insurance check of document key; insuranceInfo is filled when at least two
+ * fields were found. */
+err_t prov_store_record_insurance(const char *id, const char *key, const insurance_result *res);
 
 #endif

@@ -2,9 +2,9 @@
  * sign-up, which the marketing site calls from any origin. */
 #ifndef DOMAIN_PUBLIC_H
 #define DOMAIN_PUBLIC_H
+#include "domain/domain.h"
 #include "http/http.h"
 
-extern const hs_route PUBLIC_ROUTES[];
-extern const size_t PUBLIC_ROUTES_LEN;
+extern const domain_def public_domain;
 
 #endif

@@ -17,7 +17,7 @@ static const hs_field waitlist_fields[] = {
 static const hs_schema waitlist_schema = {waitlist_fields};
 static const hs_rate_limit waitlist_limit = {"waitlist", 5, 15 * 60 * 1000};
 
-const hs_route PUBLIC_ROUTES[] = {
+const hs_route public_routes[] = {
     {HS_GET, "/services/available", api_services_available, ROLE_USER,
      .summary = "Services offered in the customer's ZIP and how many providers serve it",
      .response = "ServicesAvailable", .errors = "404"},
@@ -26,5 +26,5 @@ const hs_route PUBLIC_ROUTES[] = {
     {HS_POST, "/waitlist", api_waitlist_join, ROLE_OPEN, &waitlist_schema, .limit = &waitlist_limit,
      .flags = ROUTE_CORS_ANY, .summary = "Join the waitlist (any origin); a confirmation email follows",
      .response = "Ok"},
+    {0},
 };
-const size_t PUBLIC_ROUTES_LEN = ARRAY_LEN(PUBLIC_ROUTES);

@@ -3,7 +3,6 @@
 #include "core/clock.h"
 #include "core/ids.h"
 #include "ext/mail.h"
-#include "ext/queue.h"
 
 err_t public_store_user_zip(arena *a, const char *user_id, const char **zip) {
   db_res *r;
@@ -28,16 +27,15 @@ err_t public_store_waitlist(const waitlist_entry *e, const char *subject, const 
   char id[ID_LEN + 1];
   id_new(id);
   int64_t now = clock_now_ms();
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK)
-    rc = db_exec(c, NULL, NULL,
-                 "INSERT INTO waitlist_emails (id, email, name, zip, role, created_at, updated_at) "
-                 "VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (email) DO UPDATE SET name = excluded.name, "
-                 "zip = excluded.zip, role = excluded.role, updated_at = excluded.updated_at",
-                 DB_ARGS(DB_TEXT(id), DB_TEXT(e->email), DB_TEXT(e->name), DB_TEXT(e->zip), DB_TEXT(e->role),
-                         DB_INT(now)));
-  if (rc == DB_OK) rc = mail_enqueue(c, e->email, subject, body);
-  rc = queue_commit(c, rc);
-  return db_to_err(rc);
+  db_conn *c;
+  err_t err = db_begin(&c);
+  if (!err)
+    err = db_to_err(db_exec(
+        c, NULL, NULL,
+        "INSERT INTO waitlist_emails (id, email, name, zip, role, created_at, updated_at) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (email) DO UPDATE SET name = excluded.name, "
+        "zip = excluded.zip, role = excluded.role, updated_at = excluded.updated_at",
+        DB_ARGS(DB_TEXT(id), DB_TEXT(e->email), DB_TEXT(e->name), DB_TEXT(e->zip), DB_TEXT(e->role), DB_INT(now))));
+  if (!err) err = db_to_err(mail_enqueue(c, e->email, subject, body));
+  return db_end(c, err);
 }

@@ -4,12 +4,12 @@
 #define DOMAIN_QUOTES_H
 #include "core/ids.h"
 #include "db/db.h"
+#include "domain/domain.h"
 #include "http/http.h"
 #include <stdbool.h>
 #include <stdint.h>
 
-extern const hs_route QUOTES_ROUTES[];
-extern const size_t QUOTES_ROUTES_LEN;
+extern const domain_def quotes_domain;
 
 /* The Quote JSON of row i of a `SELECT quotes.*` result. New reference. */
 json_t *quotes_json(const db_res *q, int i);

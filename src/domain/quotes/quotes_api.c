@@ -58,7 +58,7 @@ static err_t reply_quote(hs_req *req, const char *id, const db_res *job) {
   return hs_ok_jw(req, w);
 }
 
-/* The checks of quoting over what quotes_store_open read (found: ERR_OK, or ERR_NOT_FOUND
+/* The checks of quoting over what quotes_store_submit read (found: ERR_OK, or ERR_NOT_FOUND
  * without such a provider), in the order the errors take precedence. */
 static quote_outcome quote_checks(err_t found, const db_res *ctx) {
   if (found == ERR_NOT_FOUND ||
@@ -72,44 +72,51 @@ static quote_outcome quote_checks(err_t found, const db_res *ctx) {
   return QUOTE_CREATED;
 }
 
-/* quotes_submit, with the inserted row in *quote (arena a) when created. Everything it decides
- * on is read in one statement inside its transaction (quotes_store_open). */
-static quote_outcome submit(arena *a, const quote_request *in, char id[ID_LEN + 1], db_res **quote) {
-  db_res *ctx;
-  db_conn *c;
-  if (!quotes_total_chargeable(in->amount_cents)) return QUOTE_TOO_SMALL;
-  err_t e = quotes_store_open(a, in->provider_id, in->job_id, &c, &ctx);
-  if (e != ERR_OK && e != ERR_NOT_FOUND) return QUOTE_FAILED;
-  quote_outcome o = quote_checks(e, ctx);
-  if (o != QUOTE_CREATED) {
-    quotes_store_close(c);
-    return o;
-  }
-  quote_new q = {.job_id = db_field(ctx, 0, "id"),
-                 .provider_id = in->provider_id,
-                 .service = db_field(ctx, 0, "service"),
-                 .note = in->note,
-                 .amount_cents = in->amount_cents,
-                 .fee_cents = quotes_platform_fee(in->amount_cents)};
-  if (in->scheduled_at) q.has_scheduled = clock_parse_iso(in->scheduled_at, &q.scheduled_at);
-  id_new(id);
-  q.id = id;
-  const char *company = db_field(ctx, 0, "provider_company_name");
-  const char *pro_name = company ? company : db_field(ctx, 0, "provider_name");
-  double total = (double)(q.amount_cents + q.fee_cents) / 100;
+typedef struct submission {
+  const quote_request *in;
+  char *id;
+  quote_outcome outcome; /* the checks' verdict, once the row was read */
+} submission;
+
+/* quote_decide: the checks, then the quote and the customer's news. */
+static err_t decide(void *ctx, arena *a, err_t found, const db_res *row, quote_new *q, quote_news *news) {
+  submission *s = ctx;
+  if ((s->outcome = quote_checks(found, row)) != QUOTE_CREATED) return ERR_CONFLICT;
+  const quote_request *in = s->in;
+  *q = (quote_new){.job_id = db_field(row, 0, "id"),
+                   .provider_id = in->provider_id,
+                   .service = db_field(row, 0, "service"),
+                   .note = in->note,
+                   .amount_cents = in->amount_cents,
+                   .fee_cents = quotes_platform_fee(in->amount_cents)};
+  if (in->scheduled_at) q->has_scheduled = clock_parse_iso(in->scheduled_at, &q->scheduled_at);
+  id_new(s->id);
+  q->id = s->id;
+  const char *company = db_field(row, 0, "provider_company_name");
+  const char *pro_name = company ? company : db_field(row, 0, "provider_name");
+  double total = (double)(q->amount_cents + q->fee_cents) / 100;
   char *body =
       arena_printf(a,
                    "Hello %s,\n\n%s quoted $%.2f (total $%.2f with the service fee) for your %s job.\n"
                    "Open the app to compare quotes and accept one.\n",
-                   db_field(ctx, 0, "customer_name"), pro_name, (double)q.amount_cents / 100, total, q.service);
-  quote_news news = {db_field(ctx, 0, "customer_email"),
-                     "You received a quote",
-                     body,
-                     {db_field(ctx, 0, "customer_id"), "user", "New quote",
-                      arena_printf(a, "%s quoted $%.2f for your %s job", pro_name, total, q.service), q.job_id},
-                     true,
-                     db_field(ctx, 0, "customer_push_token")};
-  e = quotes_store_submit(c, a, &q, &news, ctx, quote);
+                   db_field(row, 0, "customer_name"), pro_name, (double)q->amount_cents / 100, total, q->service);
+  *news = (quote_news){db_field(row, 0, "customer_email"),
+                       "You received a quote",
+                       body,
+                       {db_field(row, 0, "customer_id"), "user", "New quote",
+                        arena_printf(a, "%s quoted $%.2f for your %s job", pro_name, total, q->service), q->job_id},
+                       true,
+                       db_field(row, 0, "customer_push_token")};
+  return ERR_OK;
+}
+
+/* quotes_submit, with the inserted row in *quote (arena a) when created. Everything it decides
+ * on is read in one statement inside its transaction (quotes_store_submit). */
+static quote_outcome submit(arena *a, const quote_request *in, char id[ID_LEN + 1], db_res **quote) {
+  if (!quotes_total_chargeable(in->amount_cents)) return QUOTE_TOO_SMALL;
+  submission s = {in, id, QUOTE_FAILED};
+  err_t e = quotes_store_submit(a, in->provider_id, in->job_id, decide, &s, quote);
+  if (s.outcome != QUOTE_CREATED) return s.outcome;
   if (e == ERR_CONFLICT) return QUOTE_DUPLICATE;
   if (e == ERR_BAD_REQUEST) return QUOTE_NOT_OPEN;
   return e == ERR_OK ? QUOTE_CREATED : QUOTE_FAILED;

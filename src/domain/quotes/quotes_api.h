@@ -3,6 +3,9 @@
 #define DOMAIN_QUOTES_API_H
 #include "http/http.h"
 
+/* quotes_routes.c: the domain's rows (ended by a row of zeros) */
+extern const hs_route quotes_routes[];
+
 err_t api_quotes_create(hs_req *req);
 err_t api_quotes_accept(hs_req *req);
 err_t api_quotes_market_rate(hs_req *req);

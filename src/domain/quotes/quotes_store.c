@@ -6,24 +6,27 @@
 #include "domain/jobs/jobs.h"
 #include "domain/payments/payments.h"
 #include "ext/mail.h"
-#include "ext/queue.h"
 
-/* The news of a change, then its commit. */
-static db_rc announce_and_commit(db_conn *c, const quote_news *news) {
+/* The news of a change, on c. */
+static err_t announce(db_conn *c, const quote_news *news) {
   db_rc rc = mail_enqueue(c, news->email, news->subject, news->mail_body);
   if (rc == DB_OK)
     rc = news->push_token_known ? notify_in_token(c, &news->note, news->push_token) : notify_in(c, &news->note);
-  if (rc == DB_OK) rc = db_commit(c);
-  if (rc == DB_OK) queue_kick();
-  return rc;
+  return db_to_err(rc);
 }
 
-err_t quotes_store_open(arena *a, const char *provider_id, const char *job_id, db_conn **c, db_res **out) {
-  *c = db_acquire();
-  db_rc rc = db_begin(*c);
-  if (rc == DB_OK)
-    rc = db_exec(
-        *c, a, out,
+err_t quotes_store_submit(arena *a, const char *provider_id, const char *job_id, quote_decide decide, void *ctx,
+                          db_res **quote) {
+  static const char *const open[] = {"PENDING", "QUOTED", NULL};
+  db_res *read;
+  quote_new q = {0};
+  quote_news news = {0};
+  bool moved = false;
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(db_exec(
+        c, a, &read,
         "SELECT j.*, pr.headshots AS provider_headshots, pr.id_doc_front AS provider_id_doc_front, "
         "pr.id_doc_back AS provider_id_doc_back, pr.name AS provider_name, "
         "pr.company_name AS provider_company_name, cu.email AS customer_email, cu.name AS customer_name, "
@@ -33,44 +36,24 @@ err_t quotes_store_open(arena *a, const char *provider_id, const char *job_id, d
         "AS provider_matches "
         "FROM providers pr LEFT JOIN jobs j ON j.id = $2 LEFT JOIN users cu ON cu.id = j.customer_id "
         "WHERE pr.id = $1",
-        DB_ARGS(DB_TEXT(provider_id), DB_TEXT(job_id)));
-  if (rc != DB_OK) {
-    quotes_store_close(*c);
-    return ERR_INTERNAL;
-  }
-  return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
-}
-
-void quotes_store_close(db_conn *c) { db_release(c); }
-
-err_t quotes_store_submit(db_conn *c, arena *a, const quote_new *q, const quote_news *news, const db_res *job,
-                          db_res **quote) {
-  static const char *const open[] = {"PENDING", "QUOTED", NULL};
+        DB_ARGS(DB_TEXT(provider_id), DB_TEXT(job_id))));
+  if (!e) e = decide(ctx, a, read->rows ? ERR_OK : ERR_NOT_FOUND, read, &q, &news);
   int64_t now = clock_now_ms();
-  err_t e = ERR_INTERNAL;
-  bool moved = false;
-  db_rc rc = db_exec(c, a, quote,
-                     "INSERT INTO quotes (id, job_id, provider_id, service, amount_cents, platform_fee_cents, "
-                     "total_cents, note, scheduled_at, status, created_at, updated_at, seq) "
-                     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'PENDING', $10, $10, $11) RETURNING *",
-                     DB_ARGS(DB_TEXT(q->id), DB_TEXT(q->job_id), DB_TEXT(q->provider_id), DB_TEXT(q->service),
-                             DB_INT(q->amount_cents), DB_INT(q->fee_cents), DB_INT(q->amount_cents + q->fee_cents),
-                             DB_TEXT(q->note), q->has_scheduled ? DB_INT(q->scheduled_at) : DB_NULL, DB_INT(now),
-                             DB_INT(clock_sequence())));
-  if (rc == DB_CONSTRAINT) {
-    e = ERR_CONFLICT;
-    goto out;
+  if (!e) {
+    db_rc rc = db_exec(c, a, quote,
+                       "INSERT INTO quotes (id, job_id, provider_id, service, amount_cents, platform_fee_cents, "
+                       "total_cents, note, scheduled_at, status, created_at, updated_at, seq) "
+                       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'PENDING', $10, $10, $11) RETURNING *",
+                       DB_ARGS(DB_TEXT(q.id), DB_TEXT(q.job_id), DB_TEXT(q.provider_id), DB_TEXT(q.service),
+                               DB_INT(q.amount_cents), DB_INT(q.fee_cents), DB_INT(q.amount_cents + q.fee_cents),
+                               DB_TEXT(q.note), q.has_scheduled ? DB_INT(q.scheduled_at) : DB_NULL, DB_INT(now),
+                               DB_INT(clock_sequence())));
+    e = rc == DB_CONSTRAINT ? ERR_CONFLICT : db_to_err(rc); /* one quote per provider per job */
   }
-  if (rc != DB_OK || jobs_move_in(c, job, 0, open, "QUOTED", now, &moved) != DB_OK) goto out;
-  if (!moved) {
-    e = ERR_BAD_REQUEST; /* the job left PENDING/QUOTED meanwhile */
-    goto out;
-  }
-  if (announce_and_commit(c, news) != DB_OK) goto out;
-  e = ERR_OK;
-out:
-  db_release(c);
-  return e;
+  if (!e) e = db_to_err(jobs_move_in(c, read, 0, open, "QUOTED", now, &moved));
+  if (!e && !moved) e = ERR_BAD_REQUEST; /* the job left PENDING/QUOTED meanwhile */
+  if (!e) e = announce(c, &news);
+  return db_end(c, e);
 }
 
 err_t quotes_store_get(arena *a, const char *id, db_res **out) {
@@ -85,34 +68,21 @@ err_t quotes_store_get(arena *a, const char *id, db_res **out) {
 err_t quotes_store_accept(const char *quote_id, const char *job_id, const char *provider_id, const quote_news *news,
                           bool *won) {
   int64_t now = clock_now_ms();
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  err_t e = ERR_INTERNAL;
   *won = false;
-  db_conn *c = db_acquire();
-  if (db_begin(c) != DB_OK) goto out;
-  if (db_exec(c, &a, &r,
-              "UPDATE jobs SET status = 'ACCEPTED', provider_id = $2, accepted_at = $3, updated_at = $3, "
-              "json_head = NULL WHERE id = $1 AND status IN ('PENDING', 'QUOTED') RETURNING *",
-              DB_ARGS(DB_TEXT(job_id), DB_TEXT(provider_id), DB_INT(now))) != DB_OK)
-    goto out;
-  if (r->rows == 0) {
-    e = ERR_OK; /* another acceptance (or a cancellation) came first */
-    goto out;
-  }
-  if (jobs_json_save_in(c, r, 0) != DB_OK) goto out;
-  if (db_exec(c, NULL, NULL,
-              "UPDATE quotes SET status = CASE WHEN id = $2 THEN 'ACCEPTED' ELSE 'REJECTED' END, "
-              "accepted_at = CASE WHEN id = $2 THEN $3 ELSE accepted_at END, updated_at = $3 WHERE job_id = $1",
-              DB_ARGS(DB_TEXT(job_id), DB_TEXT(quote_id), DB_INT(now))) != DB_OK ||
-      payments_follow_up(c, job_id) != DB_OK || announce_and_commit(c, news) != DB_OK)
-    goto out;
-  *won = true;
-  e = ERR_OK;
-out:
-  db_release(c);
-  arena_fini(&a);
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e) e = db_to_err(jobs_accept_in(c, job_id, provider_id, now, won));
+  if (!e && !*won) return db_end(c, e); /* another acceptance (or a cancellation) came first */
+  if (!e)
+    e = db_to_err(db_exec(c, NULL, NULL,
+                          "UPDATE quotes SET status = CASE WHEN id = $2 THEN 'ACCEPTED' ELSE 'REJECTED' END, "
+                          "accepted_at = CASE WHEN id = $2 THEN $3 ELSE accepted_at END, updated_at = $3 "
+                          "WHERE job_id = $1",
+                          DB_ARGS(DB_TEXT(job_id), DB_TEXT(quote_id), DB_INT(now))));
+  if (!e) e = db_to_err(payments_follow_up(c, job_id));
+  if (!e) e = announce(c, news);
+  e = db_end(c, e);
+  if (e) *won = false;
   return e;
 }
 

@@ -21,22 +21,20 @@ typedef struct quote_news {
   const char *push_token;
 } quote_news;
 
-/* Opens POST /quotes' transaction on *c and reads what it decides on, in one statement: the
- * job (`jobs.*`, all NULL when job_id does not exist), provider_headshots,
- * provider_id_doc_front, provider_id_doc_back, provider_name, provider_company_name,
- * customer_email, customer_name, customer_push_token and provider_matches (1 when the
- * provider serves the job's service in its ZIP). Reading inside the transaction puts it on
- * SQLite's writer connection, whose cache the other writes keep warm. ERR_NOT_FOUND: no such
- * provider. Unless ERR_INTERNAL, the caller ends with quotes_store_submit or
- * quotes_store_close. */
-err_t quotes_store_open(arena *a, const char *provider_id, const char *job_id, db_conn **c, db_res **out);
-/* Ends the transaction of quotes_store_open without a change. */
-void quotes_store_close(db_conn *c);
-/* On c (from quotes_store_open): inserts the quote, moves the job (job: its row read there)
- * to QUOTED, writes the customer's news and commits; *quote receives the inserted row (arena
- * a). Releases c. ERR_CONFLICT: this provider already quoted; ERR_BAD_REQUEST: the job is no
- * longer open. */
-err_t quotes_store_submit(db_conn *c, arena *a, const quote_new *q, const quote_news *news, const db_res *job,
+/* What POST /quotes decides from what its transaction read (found: ERR_OK, or ERR_NOT_FOUND
+ * without such a provider; row: see quotes_store_submit): ERR_OK with *q and *news filled to
+ * go ahead, anything else to end the transaction without a change. */
+typedef err_t (*quote_decide)(void *ctx, arena *a, err_t found, const db_res *row, quote_new *q, quote_news *news);
+/* POST /quotes in one transaction: reads what it decides on in one statement (the job, `jobs.*`,
+ * all NULL when job_id does not exist; provider_headshots, provider_id_doc_front,
+ * provider_id_doc_back, provider_name, provider_company_name, customer_email, customer_name,
+ * customer_push_token, and provider_matches: 1 when the provider serves the job's service in
+ * its ZIP), asks decide, then inserts the quote, moves the job to QUOTED and writes the
+ * customer's news; *quote receives the inserted row (arena a). Reading inside the transaction
+ * puts it on SQLite's writer connection, whose cache the other writes keep warm. Returns what
+ * decide refused with; ERR_CONFLICT when this provider already quoted; ERR_BAD_REQUEST when
+ * the job is no longer open. */
+err_t quotes_store_submit(arena *a, const char *provider_id, const char *job_id, quote_decide decide, void *ctx,
                           db_res **quote);
 /* The quote with its job's customer_id and job_status. */
 err_t quotes_store_get(arena *a, const char *id, db_res **out);

@@ -8,6 +8,7 @@
 #include "core/config.h"
 #include "core/ids.h"
 #include "core/jsonx.h"
+#include "domain/audit/audit.h"
 #include "domain/auth/auth.h"
 #include "domain/staff/staff.h"
 #include "domain/staff/staff_store.h"
@@ -131,6 +132,6 @@ err_t api_staff_impersonate_staff(hs_req *req) {
   if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Staff member not found");
   if (e != ERR_OK) return e;
   audit_action act = {req->auth.id, req->auth.role, "admin.impersonate_staff", db_field(r, 0, "id"), "staff", NULL};
-  if (staff_audit(&act) != ERR_OK) return ERR_INTERNAL;
+  if (audit_log(&act) != ERR_OK) return ERR_INTERNAL;
   return reply_staff_token(req, r);
 }

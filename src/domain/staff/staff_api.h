@@ -4,6 +4,9 @@
 #include "db/db.h"
 #include "http/http.h"
 
+/* staff_routes.c: the domain's rows (ended by a row of zeros) */
+extern const hs_route staff_routes[];
+
 /* staff_api.c: accounts */
 err_t api_staff_login(hs_req *req);
 err_t api_staff_me(hs_req *req);
@@ -22,8 +25,10 @@ err_t api_staff_elevation_deny(hs_req *req);
 err_t api_staff_elevation_list(hs_req *req);
 err_t api_staff_impersonate(hs_req *req);
 err_t api_staff_elevation_deactivate(hs_req *req);
-/* staff_audit.c */
 err_t api_staff_audit_sessions(hs_req *req);
+
+/* staff_hooks.c: installs the HTTP hooks (token checks, impersonated requests' audit records). */
+void staff_hooks_install(void);
 
 /* POST /staff/create's body: name, email, password, role (also what `marketplace staff save`
  * checks). */

@@ -13,6 +13,7 @@
 #include "core/ids.h"
 #include "core/jsonx.h"
 #include "core/util.h"
+#include "domain/audit/audit.h"
 #include "domain/auth/auth.h"
 #include "domain/staff/staff.h"
 #include "domain/staff/staff_api.h"
@@ -262,4 +263,54 @@ err_t api_staff_elevation_deactivate(hs_req *req) {
       return hs_fail(req, ERR_CONFLICT, "Elevation request was rejected");
   }
   return hs_ok(req, elevation_json(r, 0));
+}
+
+/* ---- GET /staff/audit/sessions ---- */
+
+static json_t *event_json(const db_res *r, int i) {
+  return json_pack("{s:s,s:I,s:s,s:s,s:s,s:o,s:n,s:o,s:n}", "id", db_field(r, i, "id"), "seq",
+                   (json_int_t)db_int(r, i, db_col(r, "seq")), "elevationId", db_field(r, i, "elevation_id"), "method",
+                   db_field(r, i, "method"), "path", db_field(r, i, "path"), "body",
+                   jx_parse_or(db_field(r, i, "body"), json_null()), "status", "createdAt",
+                   jx_iso_or_null(db_field(r, i, "created_at")), "completedAt");
+}
+
+err_t api_staff_audit_sessions(hs_req *req) {
+  staff_expire_elevations();
+  db_res *staff, *elevations, *events;
+  if (staff_store_list(&req->arena, &staff) != ERR_OK ||
+      staff_store_elevations_all(&req->arena, &elevations) != ERR_OK ||
+      audit_sessions_events(&req->arena, &events) != ERR_OK)
+    return ERR_INTERNAL;
+  json_t *by_staff = arena_json(&req->arena, json_object()), *by_elevation = arena_json(&req->arena, json_object());
+  json_t *by_seq = arena_json(&req->arena, json_object());
+  json_t *list = json_array();
+  for (int i = 0; i < staff->rows; i++) {
+    json_t *s = staff_json(staff, i);
+    json_object_set_new(s, "sessions", json_array());
+    json_object_set(by_staff, db_field(staff, i, "id"), s);
+    json_array_append_new(list, s);
+  }
+  for (int i = 0; i < elevations->rows; i++) {
+    json_t *owner = json_object_get(by_staff, db_field(elevations, i, "staff_id")), *e = elevation_json(elevations, i);
+    json_object_set_new(e, "events", json_array());
+    json_object_set(by_elevation, db_field(elevations, i, "id"), e);
+    json_array_append_new(json_object_get(owner, "sessions"), e);
+  }
+  for (int i = 0; i < events->rows; i++) {
+    const char *kind = db_field(events, i, "kind");
+    if (!strcmp(kind, "request")) {
+      json_t *session = json_object_get(by_elevation, db_field(events, i, "elevation_id"));
+      if (!session) continue;
+      json_t *ev = event_json(events, i);
+      json_object_set(by_seq, db_field(events, i, "seq"), ev);
+      json_array_append_new(json_object_get(session, "events"), ev);
+    } else {
+      json_t *ev = json_object_get(by_seq, db_field(events, i, "ref_seq") ? db_field(events, i, "ref_seq") : "");
+      if (!ev) continue;
+      json_object_set_new(ev, "status", json_integer(db_int(events, i, db_col(events, "status"))));
+      json_object_set_new(ev, "completedAt", jx_iso_or_null(db_field(events, i, "created_at")));
+    }
+  }
+  return hs_ok(req, list);
 }

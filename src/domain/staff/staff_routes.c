@@ -52,7 +52,7 @@ static const hs_schema impersonate_staff_schema = {impersonate_staff_fields};
 /* Each request emails the administrator: 10 an hour per staff member. */
 static const hs_rate_limit elevation_limit = {"staff-elevation", 10, 60 * 60 * 1000, .per_account = true};
 
-const hs_route STAFF_ROUTES[] = {
+const hs_route staff_routes[] = {
     {HS_POST, "/staff/login", api_staff_login, ROLE_OPEN, &login_schema, .flags = ROUTE_SLOW | ROUTE_SECRETS,
      .summary = "Log in as a staff member (12-hour token)", .response = "StaffSession", .errors = "401 429"},
     {HS_GET, "/staff/me", api_staff_me, ROLE_STAFF, .summary = "The signed-in staff member", .response = "Staff",
@@ -93,5 +93,5 @@ const hs_route STAFF_ROUTES[] = {
      .response = "StaffSession", .errors = "404"},
     {HS_GET, "/staff/audit/sessions", api_staff_audit_sessions, ROLE_INTERNAL_AUDIT,
      .summary = "Every staff member's elevations with their recorded requests", .response = "StaffAudit[]"},
+    {0},
 };
-const size_t STAFF_ROUTES_LEN = ARRAY_LEN(STAFF_ROUTES);

@@ -7,8 +7,8 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/ids.h"
+#include "domain/audit/audit.h"
 #include "ext/mail.h"
-#include "ext/queue.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -21,10 +21,10 @@ static err_t one_row(arena *a, db_res **out, const char *sql, const char *id) {
   return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
 }
 
-/* Records act (when given) as the transaction's last write, then commits and releases c. */
-static err_t commit_recorded(db_conn *c, db_rc rc, const audit_action *act) {
-  if (rc == DB_OK && act) rc = staff_audit_in(c, act);
-  return db_to_err(queue_commit(c, rc));
+/* Records act (when given) as the transaction's last write, then ends the transaction. */
+static err_t end_recorded(db_conn *c, err_t e, const audit_action *act) {
+  if (!e && act) e = audit_log_in(c, act);
+  return db_end(c, e);
 }
 
 /* ---- staff accounts ---- */
@@ -54,10 +54,10 @@ static db_rc insert_staff(db_conn *c, const char *id, const char *name, const ch
 
 err_t staff_store_insert(const char *id, const char *name, const char *email, const char *hash, const char *role,
                          const audit_action *act) {
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK) rc = insert_staff(c, id, name, email, hash, role);
-  return commit_recorded(c, rc, act);
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e) e = db_to_err(insert_staff(c, id, name, email, hash, role));
+  return end_recorded(c, e, act);
 }
 
 /* Ends the APPROVED and ACTIVE elevations of staff member id (their tokens are then refused). */
@@ -73,25 +73,25 @@ err_t staff_store_save(const char *name, const char *email, const char *hash, co
   arena a;
   arena_init(&a);
   db_res *r = NULL;
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK)
-    rc = db_exec(c, &a, &r,
-                 "UPDATE staff SET name = $2, password_hash = $3, role = $4, token_gen = token_gen + 1 "
-                 "WHERE email = $1 RETURNING id",
-                 DB_ARGS(DB_TEXT(email), DB_TEXT(name), DB_TEXT(hash), DB_TEXT(role)));
-  *created = rc == DB_OK && r->rows == 0;
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(db_exec(c, &a, &r,
+                          "UPDATE staff SET name = $2, password_hash = $3, role = $4, token_gen = token_gen + 1 "
+                          "WHERE email = $1 RETURNING id",
+                          DB_ARGS(DB_TEXT(email), DB_TEXT(name), DB_TEXT(hash), DB_TEXT(role))));
+  *created = !e && r->rows == 0;
   char id[ID_LEN + 1];
   if (*created) {
     id_new(id);
-    rc = insert_staff(c, id, name, email, hash, role);
-  } else if (rc == DB_OK) {
+    e = db_to_err(insert_staff(c, id, name, email, hash, role));
+  } else if (!e) {
     snprintf(id, sizeof id, "%s", db_text(r, 0, 0));
-    rc = end_elevations_of(c, id);
+    e = db_to_err(end_elevations_of(c, id));
   }
   act->target_id = id;
   act->action = *created ? "staff.create" : "staff.update";
-  err_t e = commit_recorded(c, rc, act);
+  e = end_recorded(c, e, act);
   act->target_id = NULL; /* it pointed at this frame */
   arena_fini(&a);
   return e;
@@ -101,33 +101,28 @@ err_t staff_store_set_disabled(const char *email, bool disable, audit_action *ac
   arena a;
   arena_init(&a);
   db_res *r = NULL, *who = NULL;
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK && disable)
-    rc =
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e && disable)
+    e = db_to_err(
         db_exec(c, &a, &r,
                 "UPDATE staff SET disabled_at = $2, token_gen = token_gen + 1 WHERE email = $1 AND disabled_at IS NULL "
                 "RETURNING id",
-                DB_ARGS(DB_TEXT(email), DB_INT(clock_now_ms())));
-  else if (rc == DB_OK)
-    rc = db_exec(c, &a, &r,
-                 "UPDATE staff SET disabled_at = NULL WHERE email = $1 AND disabled_at IS NOT NULL RETURNING id",
-                 DB_ARGS(DB_TEXT(email)));
-  *changed = rc == DB_OK && r->rows == 1;
-  if (rc == DB_OK && !*changed)
-    rc = db_exec(c, &a, &who, "SELECT id FROM staff WHERE email = $1", DB_ARGS(DB_TEXT(email)));
-  *found = *changed || (rc == DB_OK && who->rows == 1);
+                DB_ARGS(DB_TEXT(email), DB_INT(clock_now_ms()))));
+  else if (!e)
+    e = db_to_err(db_exec(
+        c, &a, &r, "UPDATE staff SET disabled_at = NULL WHERE email = $1 AND disabled_at IS NOT NULL RETURNING id",
+        DB_ARGS(DB_TEXT(email))));
+  *changed = !e && r->rows == 1;
+  if (!e && !*changed)
+    e = db_to_err(db_exec(c, &a, &who, "SELECT id FROM staff WHERE email = $1", DB_ARGS(DB_TEXT(email))));
+  *found = *changed || (!e && who->rows == 1);
   act->target_id = *changed ? db_text(r, 0, 0) : NULL;
-  if (*changed && disable) rc = end_elevations_of(c, act->target_id);
-  err_t e = commit_recorded(c, rc, *changed ? act : NULL);
+  if (*changed && disable) e = db_to_err(end_elevations_of(c, act->target_id));
+  e = end_recorded(c, e, *changed ? act : NULL);
   act->target_id = NULL; /* it pointed into this arena */
   arena_fini(&a);
   return e;
-}
-
-err_t staff_audit(const audit_action *act) {
-  db_conn *c = db_acquire();
-  return commit_recorded(c, db_begin(c), act);
 }
 
 /* ---- token checks ---- */
@@ -249,12 +244,10 @@ static db_rc expire_in(db_conn *c) {
 }
 
 err_t staff_store_expire_elevations(void) {
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK) rc = expire_in(c);
-  if (rc == DB_OK) rc = db_commit(c);
-  db_release(c);
-  return db_to_err(rc);
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e) e = db_to_err(expire_in(c));
+  return db_end(c, e);
 }
 
 #define ELEVATION_SELECT                                                                                               \
@@ -282,18 +275,18 @@ err_t staff_store_elevation_insert(const char *id, const char *staff_id, const c
                                    const char *reason, const char *mail_subject, const char *mail_body,
                                    const audit_action *act) {
   int64_t now = clock_now_ms();
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
+  db_conn *c;
+  err_t e = db_begin(&c);
   /* an elevation whose time is over no longer blocks a new request */
-  if (rc == DB_OK) rc = expire_in(c);
-  if (rc == DB_OK)
-    rc = db_exec(c, NULL, NULL,
-                 "INSERT INTO elevation_requests (id, staff_id, target_id, target_role, reason, status, created_at, "
-                 "updated_at, seq) VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $6, $7)",
-                 DB_ARGS(DB_TEXT(id), DB_TEXT(staff_id), DB_TEXT(target_id), DB_TEXT(target_role), DB_TEXT(reason),
-                         DB_INT(now), DB_INT(clock_sequence())));
-  if (rc == DB_OK) rc = mail_enqueue(c, CFG.admin_email, mail_subject, mail_body);
-  return commit_recorded(c, rc, act);
+  if (!e) e = db_to_err(expire_in(c));
+  if (!e)
+    e = db_to_err(db_exec(c, NULL, NULL,
+                          "INSERT INTO elevation_requests (id, staff_id, target_id, target_role, reason, status, "
+                          "created_at, updated_at, seq) VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $6, $7)",
+                          DB_ARGS(DB_TEXT(id), DB_TEXT(staff_id), DB_TEXT(target_id), DB_TEXT(target_role),
+                                  DB_TEXT(reason), DB_INT(now), DB_INT(clock_sequence()))));
+  if (!e) e = db_to_err(mail_enqueue(c, CFG.admin_email, mail_subject, mail_body));
+  return end_recorded(c, e, act);
 }
 
 err_t staff_store_elevation_move(elevation_move move, const char *id, const char *owner, const audit_action *act,
@@ -315,13 +308,13 @@ err_t staff_store_elevation_move(elevation_move move, const char *id, const char
   arena a;
   arena_init(&a);
   db_res *r = NULL;
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
+  db_conn *c;
+  err_t e = db_begin(&c);
   int64_t now = clock_now_ms();
   db_val args[] = {DB_TEXT(id), DB_INT(now), DB_TEXT(owner), DB_INT(now - APPROVAL_TTL_MS)};
-  if (rc == DB_OK) rc = db_exec(c, &a, &r, sql[move], args, nargs[move]);
-  *moved = rc == DB_OK && r->changes == 1;
-  err_t e = commit_recorded(c, rc, *moved ? act : NULL);
+  if (!e) e = db_to_err(db_exec(c, &a, &r, sql[move], args, nargs[move]));
+  *moved = !e && r->changes == 1;
+  e = end_recorded(c, e, *moved ? act : NULL);
   arena_fini(&a);
   return e;
 }

@@ -5,6 +5,7 @@
 #define DOMAIN_STAFF_STAFF_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
+#include "domain/audit/audit.h"
 #include "domain/staff/staff.h"
 #include <stdbool.h>
 #include <stdint.h>

@@ -3,9 +3,9 @@
  * list tickets (GET /staff/tickets) and work them (PATCH /staff/tickets/:id). */
 #ifndef DOMAIN_SUPPORT_H
 #define DOMAIN_SUPPORT_H
+#include "domain/domain.h"
 #include "http/http.h"
 
-extern const hs_route SUPPORT_ROUTES[];
-extern const size_t SUPPORT_ROUTES_LEN;
+extern const domain_def support_domain;
 
 #endif

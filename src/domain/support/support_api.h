@@ -3,6 +3,9 @@
 #define DOMAIN_SUPPORT_API_H
 #include "http/http.h"
 
+/* support_routes.c: the domain's rows (ended by a row of zeros) */
+extern const hs_route support_routes[];
+
 err_t api_support_open(hs_req *req);
 err_t api_tickets_list(hs_req *req);
 err_t api_tickets_update(hs_req *req);

@@ -25,7 +25,7 @@ static const hs_schema update_schema = {update_fields};
 /* Each request emails the support inbox and opens a ticket: 5 an hour per account. */
 static const hs_rate_limit open_limit = {"support-ticket", 5, 60 * 60 * 1000, .per_account = true};
 
-const hs_route SUPPORT_ROUTES[] = {
+const hs_route support_routes[] = {
     {HS_POST, "/users/me/support", api_support_open, ROLE_USER, &open_schema, .limit = &open_limit,
      .summary = "Ask support for help (emails the support inbox, opens a ticket)", .response = "Ok"},
     {HS_POST, "/providers/me/support", api_support_open, ROLE_PROVIDER, &open_schema, .limit = &open_limit,
@@ -34,5 +34,5 @@ const hs_route SUPPORT_ROUTES[] = {
      .summary = "Support tickets, oldest first (default: OPEN and IN_PROGRESS)", .response = "SupportTicket[]"},
     {HS_PATCH, "/staff/tickets/:id", api_tickets_update, ROLE_TECHNICAL_SUPPORT, &update_schema,
      .summary = "Move a ticket or change its notes", .response = "SupportTicket", .errors = "404"},
+    {0},
 };
-const size_t SUPPORT_ROUTES_LEN = ARRAY_LEN(SUPPORT_ROUTES);

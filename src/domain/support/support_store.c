@@ -4,21 +4,20 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "ext/mail.h"
-#include "ext/queue.h"
 
 err_t support_store_open(const char *id, const char *account_id, const char *account_role, const char *subject,
                          const char *body, const char *category, const char *mail_subject, const char *mail_body) {
   int64_t now = clock_now_ms();
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK)
-    rc = db_exec(c, NULL, NULL,
-                 "INSERT INTO support_tickets (id, account_id, account_role, subject, body, category, status, "
-                 "created_at, updated_at, seq) VALUES ($1, $2, $3, $4, $5, $6, 'OPEN', $7, $7, $8)",
-                 DB_ARGS(DB_TEXT(id), DB_TEXT(account_id), DB_TEXT(account_role), DB_TEXT(subject), DB_TEXT(body),
-                         DB_TEXT(category), DB_INT(now), DB_INT(clock_sequence())));
-  if (rc == DB_OK) rc = mail_enqueue(c, CFG.support_email, mail_subject, mail_body);
-  return db_to_err(queue_commit(c, rc));
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(db_exec(c, NULL, NULL,
+                          "INSERT INTO support_tickets (id, account_id, account_role, subject, body, category, status, "
+                          "created_at, updated_at, seq) VALUES ($1, $2, $3, $4, $5, $6, 'OPEN', $7, $7, $8)",
+                          DB_ARGS(DB_TEXT(id), DB_TEXT(account_id), DB_TEXT(account_role), DB_TEXT(subject),
+                                  DB_TEXT(body), DB_TEXT(category), DB_INT(now), DB_INT(clock_sequence()))));
+  if (!e) e = db_to_err(mail_enqueue(c, CFG.support_email, mail_subject, mail_body));
+  return db_end(c, e);
 }
 
 #define TICKET_SELECT                                                                                                  \
@@ -45,18 +44,18 @@ err_t support_store_update(const char *id, const char *from, const ticket_update
   arena a;
   arena_init(&a);
   db_res *r = NULL;
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK)
-    rc = db_exec(c, &a, &r,
-                 "UPDATE support_tickets SET status = $3, assigned_to_id = $4, notes = $5, resolved_at = $6, "
-                 "updated_at = $7 WHERE id = $1 AND status = $2",
-                 DB_ARGS(DB_TEXT(id), DB_TEXT(from), DB_TEXT(u->status), DB_TEXT(u->assigned_to_id), DB_TEXT(u->notes),
-                         u->resolved_at ? DB_INT(u->resolved_at) : DB_NULL, DB_INT(clock_now_ms())));
-  *moved = rc == DB_OK && r->changes == 1;
-  if (rc == DB_OK && *moved) rc = staff_audit_in(c, act);
-  if (rc == DB_OK) rc = db_commit(c);
-  db_release(c);
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(
+        db_exec(c, &a, &r,
+                "UPDATE support_tickets SET status = $3, assigned_to_id = $4, notes = $5, resolved_at = $6, "
+                "updated_at = $7 WHERE id = $1 AND status = $2",
+                DB_ARGS(DB_TEXT(id), DB_TEXT(from), DB_TEXT(u->status), DB_TEXT(u->assigned_to_id), DB_TEXT(u->notes),
+                        u->resolved_at ? DB_INT(u->resolved_at) : DB_NULL, DB_INT(clock_now_ms()))));
+  *moved = !e && r->changes == 1;
+  if (!e && *moved) e = audit_log_in(c, act);
+  e = db_end(c, e);
   arena_fini(&a);
-  return db_to_err(rc);
+  return e;
 }

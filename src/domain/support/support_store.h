@@ -3,7 +3,7 @@
 #define DOMAIN_SUPPORT_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
-#include "domain/staff/staff.h"
+#include "domain/audit/audit.h"
 
 #define TICKET_LIST_LIMIT 500
 

@@ -1,17 +1,10 @@
-/* Operational routes: GET /health (liveness), GET /ready (readiness), and the test-environment routes (the test clock and the
- * route-coverage report that the API test run checks). */
+/* Operational routes: GET /health (liveness), GET /ready (readiness), GET /metrics, the
+ * hourly housekeeping, and the test-environment routes (the test clock, the route-coverage
+ * report that the API test run checks, the queue's and the server's load). */
 #ifndef DOMAIN_SYSTEM_H
 #define DOMAIN_SYSTEM_H
-#include "http/http.h"
+#include "domain/domain.h"
 
-extern const hs_route SYSTEM_ROUTES[];
-extern const size_t SYSTEM_ROUTES_LEN;
-/* GET /openapi.json, GET /docs and its script (docs.c). */
-extern const hs_route DOCS_ROUTES[];
-extern const size_t DOCS_ROUTES_LEN;
-
-/* Registers the hourly housekeeping task: expired rate-limit counters and finished background
- * work older than a week are deleted, so neither table grows without bound. */
-void system_domain_init(void);
+extern const domain_def system_domain;
 
 #endif

@@ -2,11 +2,11 @@
  * says whether it can serve them now: the database answers within a second and its
  * migrations are current (a load balancer sends traffic only to ready instances).
  * /__test/... exist only when APP_ENV=test (the route flag makes them 404 elsewhere). */
+#include "domain/system/system_api.h"
 #include "core/clock.h"
 #include "core/jsonx.h"
 #include "core/util.h"
 #include "db/db.h"
-#include "domain/system/system.h"
 #include "ext/password.h"
 #include "ext/queue.h"
 #include "http/metrics.h"
@@ -15,11 +15,11 @@
 #include "http/server.h"
 #include <stdio.h>
 
-static err_t api_health(hs_req *req) { return hs_ok(req, json_pack("{s:s}", "status", "ok")); }
+err_t api_health(hs_req *req) { return hs_ok(req, json_pack("{s:s}", "status", "ok")); }
 
 /* Prometheus metrics for loopback callers or the METRICS_TOKEN bearer; 404 for anyone else, so
  * the route does not show from outside. */
-static err_t api_metrics(hs_req *req) {
+err_t api_metrics(hs_req *req) {
   if (!hs_metrics_allowed(req)) return hs_fail(req, ERR_NOT_FOUND, NULL);
   size_t len;
   char *text = hs_metrics_render(&len);
@@ -29,19 +29,19 @@ static err_t api_metrics(hs_req *req) {
 
 #define READY_TIMEOUT_MS 1000
 
-static err_t api_ready(hs_req *req) {
+err_t api_ready(hs_req *req) {
   char reason[128];
   if (db_ready(READY_TIMEOUT_MS, reason)) return hs_ok(req, json_pack("{s:s}", "status", "ready"));
   return hs_reply(req, 503, json_pack("{s:s,s:s}", "status", "unavailable", "reason", reason));
 }
 
-static err_t api_test_clock(hs_req *req) {
+err_t api_test_clock(hs_req *req) {
   clock_advance_ms(json_integer_value(json_object_get(req->body, "advanceMs")));
   return hs_ok(req, json_pack("{s:o}", "now", jx_iso(clock_now_ms())));
 }
 
 /* Every row of the route table with how often it answered and how often successfully. */
-static err_t api_test_routes(hs_req *req) {
+err_t api_test_routes(hs_req *req) {
   size_t n;
   const hs_route *routes = hs_router_routes(&n);
   json_t *list = json_array();
@@ -56,7 +56,7 @@ static err_t api_test_routes(hs_req *req) {
 
 /* The background work due now and running, so a test can wait until the queue is idle before
  * asserting that something was not sent. */
-static err_t api_test_queue(hs_req *req) {
+err_t api_test_queue(hs_req *req) {
   int64_t ready, running;
   if (!queue_depth(&ready, &running)) return ERR_INTERNAL;
   return hs_ok(req, json_pack("{s:I,s:I}", "ready", (json_int_t)ready, "running", (json_int_t)running));
@@ -65,14 +65,13 @@ static err_t api_test_queue(hs_req *req) {
 /* What the HTTP server is doing, so a test can wait until a request it sent is in flight (or
  * its handler runs, or the hashing pool is full) instead of sleeping. This request itself is
  * not counted. */
-static err_t api_test_load(hs_req *req) {
+err_t api_test_load(hs_req *req) {
   int in_flight, running;
   hs_server_load(&in_flight, &running);
   return hs_ok(req, json_pack("{s:i,s:i,s:b}", "inFlight", in_flight - 1, "handlersRunning", running, "hashingPoolFull",
                               password_pool_full()));
 }
 
-#define HOUR_MS (3600 * 1000LL)
 #define DONE_WORK_KEPT_MS (7 * 24 * HOUR_MS)
 
 static bool housekeeping(json_t *payload, char err[256]) {
@@ -85,33 +84,7 @@ static bool housekeeping(json_t *payload, char err[256]) {
   return true;
 }
 
-void system_domain_init(void) {
+void system_init(void) {
   queue_register("housekeeping", housekeeping);
   queue_every("housekeeping", HOUR_MS);
 }
-
-static const hs_field clock_fields[] = {
-    {"advanceMs", F_INT, F_REQUIRED, RANGE(0, 10.0 * 365 * 24 * 3600 * 1000)},
-    {0},
-};
-static const hs_schema clock_schema = {clock_fields};
-
-const hs_route SYSTEM_ROUTES[] = {
-    {HS_GET, "/health", api_health, ROLE_OPEN, .flags = ROUTE_INLINE, .summary = "Liveness check",
-     .response = "Health"},
-    {HS_GET, "/ready", api_ready, ROLE_OPEN, .flags = ROUTE_SLOW,
-     .summary = "Readiness: the database answers within 1 s and migrations are current", .response = "Ready",
-     .errors = "503:NotReady"},
-    {HS_GET, "/metrics", api_metrics, ROLE_OPEN,
-     .summary = "Prometheus metrics (loopback callers or the METRICS_TOKEN bearer; 404 to anyone else)",
-     .response = "text/plain", .errors = "404"},
-    {HS_POST, "/__test/clock", api_test_clock, ROLE_OPEN, &clock_schema, .flags = ROUTE_TEST_ONLY,
-     .summary = "Move the service clock forward (APP_ENV=test only)"},
-    {HS_GET, "/__test/routes", api_test_routes, ROLE_OPEN, .flags = ROUTE_TEST_ONLY,
-     .summary = "Route table with hit counts (APP_ENV=test only)"},
-    {HS_GET, "/__test/queue", api_test_queue, ROLE_OPEN, .flags = ROUTE_TEST_ONLY,
-     .summary = "Background work due and running (APP_ENV=test only)"},
-    {HS_GET, "/__test/load", api_test_load, ROLE_OPEN, .flags = ROUTE_TEST_ONLY | ROUTE_INLINE,
-     .summary = "Requests in flight, handlers running, hashing pool full (APP_ENV=test only)"},
-};
-const size_t SYSTEM_ROUTES_LEN = ARRAY_LEN(SYSTEM_ROUTES);

@@ -8,13 +8,12 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "domain/geo/geo.h"
-#include "domain/users/users.h"
+#include "domain/users/users_api.h"
 #include "domain/users/users_store.h"
 #include "ext/queue.h"
 #include <stdio.h>
 #include <string.h>
 
-#define DAY_MS (24LL * 3600 * 1000)
 #define ALERT_GAP_MS (7 * DAY_MS)
 #define LAWN_WARM_F 50.0
 #define LAWN_WARM_DAYS 3
@@ -107,16 +106,7 @@ static bool run_day(json_t *payload, char err[256]) {
   int64_t slot = json_integer_value(json_object_get(payload, "slot"));
   bool ok = users_store_alert_zips(&a, &r) == ERR_OK;
   if (ok && r->rows) {
-    db_conn *c = db_acquire();
-    db_rc rc = db_begin(c);
-    for (int i = 0; rc == DB_OK && i < r->rows; i++) {
-      char key[64];
-      snprintf(key, sizeof key, "seasonal_zip@%lld:%s", (long long)slot, db_text(r, i, 0));
-      json_t *unit = json_pack("{s:s,s:I}", "zip", db_text(r, i, 0), "slot", (json_int_t)slot);
-      rc = queue_enqueue_once(c, "seasonal_zip", key, unit, NULL);
-      json_decref(unit);
-    }
-    ok = queue_commit(c, rc) == DB_OK;
+    ok = users_store_queue_alert_zips(r, slot) == ERR_OK;
   }
   if (!ok)
     snprintf(err, 256, "queueing the day's seasonal alerts failed");
@@ -126,7 +116,7 @@ static bool run_day(json_t *payload, char err[256]) {
   return ok;
 }
 
-void users_domain_init(void) {
+void users_seasonal_init(void) {
   queue_register("seasonal_alerts", run_day);
   queue_register("seasonal_zip", run_zip);
   queue_every("seasonal_alerts", DAY_MS);

@@ -2,16 +2,8 @@
  * (favorites, provider notes, spend summary, seasonal alerts) and the daily seasonal-alert task. */
 #ifndef DOMAIN_USERS_H
 #define DOMAIN_USERS_H
-#include "http/http.h"
+#include "domain/domain.h"
 
-extern const hs_route USERS_ROUTES[];
-extern const size_t USERS_ROUTES_LEN;
-/* Saved addresses (addresses.c). */
-extern const hs_route ADDRESSES_ROUTES[];
-extern const size_t ADDRESSES_ROUTES_LEN;
-
-/* Registers the seasonal-alert queue handlers and their daily periodic task (before
- * queue_start). */
-void users_domain_init(void);
+extern const domain_def users_domain;
 
 #endif

@@ -1,7 +1,10 @@
-/* Handlers of the users domain, referenced by its route table. */
+/* Handlers of the users domain, referenced by its route table. Internal to the domain. */
 #ifndef DOMAIN_USERS_API_H
 #define DOMAIN_USERS_API_H
 #include "http/http.h"
+
+/* users_routes.c: the domain's rows (ended by a row of zeros) */
+extern const hs_route users_routes[];
 
 err_t api_users_me(hs_req *req);
 err_t api_users_update_me(hs_req *req);
@@ -14,5 +17,15 @@ err_t api_users_set_pro_note(hs_req *req);
 err_t api_users_delete_pro_note(hs_req *req);
 err_t api_users_spend_summary(hs_req *req);
 err_t api_users_seasonal_alerts(hs_req *req);
+/* addresses_api.c */
+err_t api_addresses_list(hs_req *req);
+err_t api_addresses_create(hs_req *req);
+err_t api_addresses_make_primary(hs_req *req);
+err_t api_addresses_delete(hs_req *req);
+err_t api_addresses_update(hs_req *req);
+err_t api_addresses_add_photos(hs_req *req);
+err_t api_addresses_clear_photos(hs_req *req);
+/* seasonal.c: registers the seasonal-alert queue handlers and their daily task */
+void users_seasonal_init(void);
 
 #endif

@@ -1,7 +1,8 @@
-/* Routes and schemas of /users/me and its premium features (saved addresses: addresses.c). */
-#include "core/util.h"
-#include "domain/users/users.h"
+/* Routes and schemas of /users/me, its saved addresses and its premium features. */
 #include "domain/users/users_api.h"
+#include "ext/filetype.h"
+
+#define MB (1024 * 1024)
 
 static const hs_field update_me_fields[] = {
     {"lat", F_NUMBER, 0, RANGE(-90, 90)},
@@ -15,10 +16,26 @@ static const hs_schema note_schema = {note_fields};
 static const hs_field alerts_fields[] = {{"enabled", F_BOOL, F_REQUIRED}, {0}};
 static const hs_schema alerts_schema = {alerts_fields};
 
-const hs_route USERS_ROUTES[] = {
-    {HS_GET, "/users/me", api_users_me, ROLE_USER, .flags = ROUTE_DB_READ,
-     .summary = "The caller's customer profile", .response = "User",
-     .errors = "404"},
+static const hs_field create_fields[] = {
+    {"label", F_STRING, 0, LEN(0, 100)},
+    {"address", F_STRING, F_REQUIRED, LEN(1, 300)},
+    {"zip", F_ZIP, F_REQUIRED},
+    {0},
+};
+static const hs_schema create_schema = {create_fields};
+static const hs_field update_fields[] = {
+    {"drivewayLength", F_NUMBER, 0, RANGE(0, 1e6)},
+    {"lawnAcres", F_NUMBER, 0, RANGE(0, 1e6)},
+    {0},
+};
+static const hs_schema update_schema = {update_fields};
+static const hs_file_rule photo_files[] = {
+    {"streetViewPhoto", 1, 10 * MB, FT_IMAGES}, {"serviceAreaPhotos", 10, 10 * MB, FT_IMAGES}, {0}};
+static const hs_upload_spec photo_upload = {photo_files, 1, "No files uploaded"};
+
+const hs_route users_routes[] = {
+    {HS_GET, "/users/me", api_users_me, ROLE_USER, .flags = ROUTE_DB_READ, .summary = "The caller's customer profile",
+     .response = "User", .errors = "404"},
     {HS_PATCH, "/users/me", api_users_update_me, ROLE_USER, &update_me_schema,
      .summary = "Update the caller's coordinates", .response = "User", .errors = "404"},
     {HS_GET, "/users/me/favorites", api_users_favorites, ROLE_USER, .summary = "Favorite providers (premium)",
@@ -37,5 +54,19 @@ const hs_route USERS_ROUTES[] = {
      .summary = "Year-to-date spending by month, service and provider (premium)", .response = "SpendSummary"},
     {HS_PATCH, "/users/me/seasonal-alerts", api_users_seasonal_alerts, ROLE_USER, &alerts_schema,
      .summary = "Switch seasonal weather alerts (enabling needs premium)", .response = "SeasonalAlerts"},
+    {HS_GET, "/users/me/addresses", api_addresses_list, ROLE_USER, .summary = "Saved addresses, primary first",
+     .response = "UserAddress[]"},
+    {HS_POST, "/users/me/addresses", api_addresses_create, ROLE_USER, &create_schema, .ok = 201,
+     .summary = "Save an address (free tier: one)", .response = "UserAddress[]"},
+    {HS_PATCH, "/users/me/addresses/:id/primary", api_addresses_make_primary, ROLE_USER,
+     .summary = "Make an address the primary one", .response = "UserAddress[]", .errors = "404"},
+    {HS_DELETE, "/users/me/addresses/:id", api_addresses_delete, ROLE_USER, .flags = ROUTE_SLOW,
+     .summary = "Delete a saved address", .response = "UserAddress[]", .errors = "404"},
+    {HS_PATCH, "/users/me/addresses/:id", api_addresses_update, ROLE_USER, &update_schema,
+     .summary = "Set property details (driveway length, lawn acres)", .response = "UserAddress", .errors = "404"},
+    {HS_POST, "/users/me/addresses/:id/photos", api_addresses_add_photos, ROLE_USER, .upload = &photo_upload,
+     .summary = "Add street-view and service-area photos", .response = "UserAddress", .errors = "404"},
+    {HS_DELETE, "/users/me/addresses/:id/photos", api_addresses_clear_photos, ROLE_USER, .flags = ROUTE_SLOW,
+     .summary = "Remove an address's photos", .response = "UserAddress", .errors = "404"},
+    {0},
 };
-const size_t USERS_ROUTES_LEN = ARRAY_LEN(USERS_ROUTES);

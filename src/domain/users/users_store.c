@@ -5,6 +5,7 @@
 #include "core/jsonx.h"
 #include "domain/notifications/notifications.h"
 #include "ext/queue.h"
+#include <stdio.h>
 
 err_t users_store_profile(arena *a, const char *id, db_res **out) {
   if (db_query(a, out,
@@ -157,21 +158,34 @@ err_t users_store_send_alert(const char *id, const char *service, int64_t now, i
   arena_init(&a);
   db_res *r;
   *sent = false;
-  db_conn *c = db_acquire();
-  db_rc rc = db_begin(c);
-  if (rc == DB_OK)
-    rc = db_exec(c, &a, &r,
-                 "INSERT INTO seasonal_alerts (user_id, service, sent_at) VALUES ($1, $2, $3) "
-                 "ON CONFLICT (user_id, service) DO UPDATE SET sent_at = excluded.sent_at "
-                 "WHERE seasonal_alerts.sent_at <= $4",
-                 DB_ARGS(DB_TEXT(id), DB_TEXT(service), DB_INT(now), DB_INT(cutoff)));
-  if (rc == DB_OK && r->changes > 0) {
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(db_exec(c, &a, &r,
+                          "INSERT INTO seasonal_alerts (user_id, service, sent_at) VALUES ($1, $2, $3) "
+                          "ON CONFLICT (user_id, service) DO UPDATE SET sent_at = excluded.sent_at "
+                          "WHERE seasonal_alerts.sent_at <= $4",
+                          DB_ARGS(DB_TEXT(id), DB_TEXT(service), DB_INT(now), DB_INT(cutoff))));
+  if (!e && r->changes > 0) {
     notice n = {id, "user", title, body, NULL};
-    rc = notify_in(c, &n);
-    *sent = rc == DB_OK;
+    e = db_to_err(notify_in(c, &n));
+    *sent = !e;
   }
-  rc = queue_commit(c, rc);
-  if (rc != DB_OK) *sent = false;
+  e = db_end(c, e);
+  if (e) *sent = false;
   arena_fini(&a);
-  return db_to_err(rc);
+  return e;
+}
+
+err_t users_store_queue_alert_zips(const db_res *zips, int64_t slot) {
+  db_conn *c;
+  err_t e = db_begin(&c);
+  for (int i = 0; !e && i < zips->rows; i++) {
+    char key[64];
+    snprintf(key, sizeof key, "seasonal_zip@%lld:%s", (long long)slot, db_text(zips, i, 0));
+    json_t *unit = json_pack("{s:s,s:I}", "zip", db_text(zips, i, 0), "slot", (json_int_t)slot);
+    e = db_to_err(queue_enqueue_once(c, "seasonal_zip", key, unit, NULL));
+    json_decref(unit);
+  }
+  return db_end(c, e);
 }

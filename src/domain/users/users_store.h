@@ -45,6 +45,9 @@ err_t users_store_set_seasonal_alerts(const char *id, bool enabled);
 
 /* The ZIPs of opted-in premium customers. */
 err_t users_store_alert_zips(arena *a, db_res **out);
+/* Queues the day's run of each ZIP of zips (column 0), once per slot and ZIP whoever queues it,
+ * in one transaction. */
+err_t users_store_queue_alert_zips(const db_res *zips, int64_t slot);
 /* The opted-in premium customers of a ZIP (id). */
 err_t users_store_alert_customers(arena *a, const char *zip, db_res **out);
 /* Records an alert of service for customer id at now and, in the same transaction, writes

@@ -1,4 +1,4 @@
-/* Unit tests for src/domain/staff/audit_chain.c: a record's hash depends on every field, on
+/* Unit tests for src/domain/audit/audit_chain.c: a record's hash depends on every field, on
  * its predecessor (and NULL is not "") and on the chain's key, the plain hash of records
  * written before the key is the same canonical form under the v1 tag, credentials are redacted
  * at any depth and in any letter case, and text is cleaned to valid UTF-8 without control
@@ -12,7 +12,7 @@
 #include <cmocka.h>
 /* clang-format on */
 
-#include "domain/staff/audit_chain.h"
+#include "domain/audit/audit_chain.h"
 #include "ext/digest.h"
 #include <stdlib.h>
 #include <string.h>

@@ -8,12 +8,12 @@
  * minutes of the service clock have passed since its last look, and writes a checkpoint when
  * the tip moved meanwhile; the last checkpoint is written at shutdown. Lines are appended with
  * one write(2) on an O_APPEND descriptor, so instances sharing the file never interleave. */
-#include "domain/staff/audit_checkpoint.h"
+#include "domain/audit/audit_checkpoint.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/util.h"
-#include "domain/staff/audit_store.h"
+#include "domain/audit/audit_store.h"
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>

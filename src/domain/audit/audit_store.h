@@ -1,8 +1,8 @@
-/* SQL of the audit chain (tables audit_log and audit_tip). Internal to the staff domain. */
-#ifndef DOMAIN_STAFF_AUDIT_STORE_H
-#define DOMAIN_STAFF_AUDIT_STORE_H
+/* SQL of the audit chain (tables audit_log and audit_tip). Internal to the audit domain. */
+#ifndef DOMAIN_AUDIT_AUDIT_STORE_H
+#define DOMAIN_AUDIT_AUDIT_STORE_H
 #include "db/db.h"
-#include "domain/staff/audit_chain.h"
+#include "domain/audit/audit_chain.h"
 
 /* Appends r on c inside the caller's transaction: takes the next seq and the previous hash
  * from the tip (an UPDATE, which holds the tip's row lock on PostgreSQL and runs under

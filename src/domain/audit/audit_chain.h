@@ -1,7 +1,7 @@
 /* The audit chain's pure parts: a record's canonical content and hash, credential redaction,
  * and text cleaning. No I/O, so unit tests and `audit verify` use exactly what appends use. */
-#ifndef DOMAIN_STAFF_AUDIT_CHAIN_H
-#define DOMAIN_STAFF_AUDIT_CHAIN_H
+#ifndef DOMAIN_AUDIT_AUDIT_CHAIN_H
+#define DOMAIN_AUDIT_AUDIT_CHAIN_H
 #include "core/arena.h"
 #include <jansson.h>
 #include <stdbool.h>

@@ -1,7 +1,7 @@
 /* Checkpoints of the audit chain (its tip at a moment) kept outside the database, and their
- * reading back for `marketplace audit verify`. Internal to the staff domain. */
-#ifndef DOMAIN_STAFF_AUDIT_CHECKPOINT_H
-#define DOMAIN_STAFF_AUDIT_CHECKPOINT_H
+ * reading back for `marketplace audit verify`. Internal to the audit domain. */
+#ifndef DOMAIN_AUDIT_AUDIT_CHECKPOINT_H
+#define DOMAIN_AUDIT_AUDIT_CHECKPOINT_H
 #include "core/arena.h"
 #include <stdbool.h>
 #include <stdint.h>

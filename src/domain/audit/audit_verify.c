@@ -13,10 +13,10 @@
  * show: a tail cut off with the tip moved back, or a chain rebuilt after an edit. The first
  * problem found, in the chain's order, is reported. */
 #include "core/config.h"
-#include "domain/staff/audit_chain.h"
-#include "domain/staff/audit_checkpoint.h"
-#include "domain/staff/audit_store.h"
-#include "domain/staff/staff.h"
+#include "domain/audit/audit.h"
+#include "domain/audit/audit_chain.h"
+#include "domain/audit/audit_checkpoint.h"
+#include "domain/audit/audit_store.h"
 #include "ext/digest.h"
 #include <inttypes.h>
 #include <stdarg.h>
@@ -152,7 +152,7 @@ static int check_outside(walk *w, arena *a, int64_t tip, bool before_walk) {
   return 0;
 }
 
-int staff_audit_verify(FILE *out, const char *const *expect, int nexpect) {
+int audit_verify(FILE *out, const char *const *expect, int nexpect) {
   arena a, keep;
   arena_init(&a), arena_init(&keep);
   walk w = {.out = out};

@@ -5,7 +5,7 @@
  * hash is an HMAC-SHA256 of that form under the chain's key; records written before the key
  * (tag v1) were hashed with plain SHA-256, which verification still accepts before the first
  * keyed record. */
-#include "domain/staff/audit_chain.h"
+#include "domain/audit/audit_chain.h"
 #include "core/config.h"
 #include "core/util.h"
 #include "ext/digest.h"

@@ -2,7 +2,7 @@
  * PostgreSQL a concurrent append waits for the transaction holding it and then reads the seq
  * and hash that transaction committed; on SQLite the write transaction already excludes
  * other writers. Either way no two records share a predecessor. */
-#include "domain/staff/audit_store.h"
+#include "domain/audit/audit_store.h"
 #include "core/ids.h"
 #include <stdlib.h>
 

@@ -1,0 +1,123 @@
+/* Handlers of the message threads: which thread a caller may use, listing, posting text and
+ * photos (a photo is stored first and its message points at it with a signed URL), and the
+ * other party's notification. The SQL is in messages_store.c. */
+#include "domain/messages/messages_api.h"
+#include "core/ids.h"
+#include "domain/jobs/jobs.h"
+#include "domain/messages/messages_store.h"
+#include "domain/notifications/notifications.h"
+#include "ext/storage.h"
+#include "http/rowjson.h"
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct thread {
+  const char *job_id, *provider_id, *customer_id, *status;
+  const char *sender_name;
+} thread;
+
+/* Resolves the caller's thread on job :id. 404 when the job is not the caller's to message
+ * about, 400 when a customer names no thread and none is assigned. */
+static err_t open_thread(hs_req *req, const char *requested_provider, thread *t) {
+  db_res *job;
+  err_t e = jobs_get(&req->arena, hs_param(req, "id"), &job);
+  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Job not found");
+  if (e != ERR_OK) return e;
+  t->job_id = db_field(job, 0, "id"), t->customer_id = db_field(job, 0, "customer_id"),
+  t->status = db_field(job, 0, "status");
+  const char *assigned = db_field(job, 0, "provider_id");
+  db_res *who;
+  bool customer = req->auth.role_bit == ROLE_USER;
+  if (customer) {
+    if (strcmp(t->customer_id, req->auth.id)) return hs_fail(req, ERR_NOT_FOUND, "Job not found");
+    t->provider_id = requested_provider ? requested_provider : assigned;
+    if (!t->provider_id) return hs_fail(req, ERR_BAD_REQUEST, "providerId: is required until a provider is assigned");
+  } else {
+    t->provider_id = req->auth.id;
+  }
+  e = messages_store_thread_party(&req->arena, customer ? "user" : "provider", req->auth.id, t->job_id, t->provider_id,
+                                  assigned, &who);
+  if (e != ERR_OK) return e;
+  if (who->rows == 0)
+    return hs_fail(req, ERR_NOT_FOUND, customer ? "No thread with that provider on this job" : "Job not found");
+  t->sender_name = db_text(who, 0, 0);
+  return ERR_OK;
+}
+
+static const hs_rj_field MESSAGE[] = {
+    {"id", "id", RJ_STR},
+    {"senderId", "sender_id", RJ_STR},
+    {"senderRole", "sender_role", RJ_STR},
+    {"senderName", "sender_name", RJ_STR},
+    {"content", "content", RJ_STR},
+    {"createdAt", "created_at", RJ_ISO},
+    {0},
+};
+err_t api_messages_list(hs_req *req) {
+  thread t;
+  err_t e = open_thread(req, json_string_value(json_object_get(req->query, "providerId")), &t);
+  if (e != ERR_OK) return e;
+  db_res *r;
+  if ((e = messages_store_list(&req->arena, t.job_id, t.provider_id, &r)) != ERR_OK) return e;
+  jw *w = hs_jw(req, 256 * (size_t)(r->rows + 1));
+  jw_obj(w);
+  jw_key(w, "messages");
+  hs_rj_array(w, &req->arena, MESSAGE, r);
+  jw_obj_end(w);
+  return hs_ok_jw(req, w);
+}
+
+/* Posts content to the caller's thread: 409 on a cancelled job, 429 at the cap. */
+static err_t post_message(hs_req *req, thread *t, const char *content) {
+  if (!strcmp(t->status, "CANCELLED")) return hs_fail(req, ERR_CONFLICT, "The job is cancelled");
+  char id[ID_LEN + 1];
+  id_new(id);
+  message_new m = {id,
+                   t->job_id,
+                   t->provider_id,
+                   req->auth.id,
+                   req->auth.role_bit == ROLE_PROVIDER ? "provider" : "user",
+                   t->sender_name,
+                   content};
+  db_res *r;
+  err_t e = messages_store_post(&req->arena, &m, &r);
+  if (e != ERR_OK) return e;
+  if (r->rows == 0) {
+    req->retry_after = 0;
+    return hs_fail(req, ERR_RATE_LIMITED, "This thread has reached 250 messages");
+  }
+  bool from_customer = req->auth.role_bit == ROLE_USER;
+  notify(from_customer ? t->provider_id : t->customer_id, from_customer ? "provider" : "user",
+         arena_printf(&req->arena, "New message from %s", t->sender_name),
+         strncmp(content, "[IMAGE]", 7) ? content : "Sent a photo", t->job_id);
+  jw *w = hs_jw(req, 512);
+  hs_rj_object(w, hs_rj_bind(&req->arena, MESSAGE, r), r, 0);
+  return hs_ok_jw(req, w);
+}
+
+err_t api_messages_post(hs_req *req) {
+  /* the prefix marks photo messages, which apps render from the URL after it: a text
+   * message must not pass for one (it could make the other party's app load any address) */
+  if (!strncmp(hs_body_str(req, "content"), "[IMAGE]", 7))
+    return hs_fail(req, ERR_BAD_REQUEST, "content: must not start with [IMAGE]");
+  thread t;
+  err_t e = open_thread(req, hs_body_str(req, "providerId"), &t);
+  return e == ERR_OK ? post_message(req, &t, hs_body_str(req, "content")) : e;
+}
+
+err_t api_messages_photo(hs_req *req) {
+  thread t;
+  err_t e = open_thread(req, hs_body_str(req, "providerId"), &t);
+  if (e != ERR_OK) return e;
+  if (!strcmp(t.status, "CANCELLED")) return hs_fail(req, ERR_CONFLICT, "The job is cancelled");
+  int n;
+  hs_upload **files = hs_files(req, "photo", &n);
+  char key[STORAGE_KEY_LEN], err[256];
+  if (!storage_save(files[0]->path, files[0]->ext, files[0]->mime, key, err)) return hs_fail(req, ERR_INTERNAL, NULL);
+  char *url = storage_url(key, URL_TTL_PHOTO);
+  char *content = arena_printf(&req->arena, "[IMAGE]%s", url);
+  free(url);
+  e = post_message(req, &t, content);
+  if (e != ERR_OK) storage_delete(key);
+  return e;
+}

@@ -1,0 +1,13 @@
+/* Handlers of the messages domain and its rows. Internal to the domain. */
+#ifndef DOMAIN_MESSAGES_MESSAGES_API_H
+#define DOMAIN_MESSAGES_MESSAGES_API_H
+#include "http/http.h"
+
+/* messages_routes.c: the domain's rows (ended by a row of zeros) */
+extern const hs_route messages_routes[];
+
+err_t api_messages_list(hs_req *req);
+err_t api_messages_post(hs_req *req);
+err_t api_messages_photo(hs_req *req);
+
+#endif

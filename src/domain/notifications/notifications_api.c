@@ -1,0 +1,73 @@
+/* Handlers of /users/me and /providers/me notifications, and the queue handler that sends
+ * pushes: to PUSH_URL ({to, title, body, data}, Expo's message format) or, without PUSH_URL,
+ * only logged. Each handler serves both roles: the account is the caller's, its kind comes
+ * from the token's role. */
+#include "domain/notifications/notifications_api.h"
+#include "core/config.h"
+#include "core/jsonx.h"
+#include "core/log.h"
+#include "domain/notifications/notifications_store.h"
+#include "ext/fetch.h"
+#include "ext/queue.h"
+#include "http/rowjson.h"
+#include <stdio.h>
+
+static const char *role_of(const hs_req *req) { return req->auth.role_bit == ROLE_PROVIDER ? "provider" : "user"; }
+
+err_t api_push_token(hs_req *req) {
+  err_t e = notifications_store_set_push_token(role_of(req), req->auth.id, hs_body_str(req, "token"));
+  return e ? e : hs_ok(req, json_pack("{s:b}", "ok", 1));
+}
+
+err_t api_notifications_list(hs_req *req) {
+  db_res *r;
+  err_t e = notifications_store_list(&req->arena, role_of(req), req->auth.id, &r);
+  if (e) return e;
+  static const hs_rj_field NOTIFICATION[] = {
+      {"id", "id", RJ_STR},
+      {"title", "title", RJ_STR},
+      {"body", "body", RJ_STR},
+      {"jobId", "job_id", RJ_STR},
+      {"read", "is_read", RJ_BOOL},
+      {"createdAt", "created_at", RJ_ISO},
+      {0},
+  };
+  return hs_ok_rows(req, NOTIFICATION, r, 256);
+}
+
+err_t api_notifications_read(hs_req *req) {
+  err_t e = notifications_store_mark_read(role_of(req), req->auth.id);
+  return e ? e : hs_ok(req, json_pack("{s:b}", "ok", 1));
+}
+
+/* The banner is returned and removed by one statement, so two polls never both get it. */
+err_t api_banner_poll(hs_req *req) {
+  db_res *r;
+  err_t e = notifications_store_take_banner(&req->arena, role_of(req), req->auth.id, &r);
+  if (e) return e;
+  if (r->rows == 0) return hs_ok(req, json_null());
+  return hs_ok(req, json_pack("{s:o,s:s,s:s}", "icon", jx_str_or_null(db_text(r, 0, 0)), "title", db_text(r, 0, 1),
+                              "body", db_text(r, 0, 2)));
+}
+
+/* Queue handler: one push message to the push service. */
+static bool send_push(json_t *msg, char err[256]) {
+  if (!CFG.push_url) { /* never the device token or the text: they identify and speak for a person */
+    json_t *job = json_object_get(json_object_get(msg, "data"), "jobId");
+    log_json(LOG_INFO, "push skipped: PUSH_URL is not set", json_pack("{s:O?}", "jobId", job));
+    return true;
+  }
+  long status = 0;
+  fetch_rc rc = fetch_post_json(CFG.push_url, msg, 15000, &status);
+  if (rc == FETCH_TIMEOUT || rc == FETCH_UNREACHABLE || status >= 500 || status == 429) {
+    snprintf(err, 256, "push service: %s",
+             rc == FETCH_TIMEOUT       ? "timed out"
+             : rc == FETCH_UNREACHABLE ? "unreachable"
+                                       : "server error");
+    return false; /* retried with backoff */
+  }
+  if (status >= 400) log_msg(LOG_WARN, "push service refused a message (%ld)", status); /* not retried */
+  return true;
+}
+
+void notifications_init(void) { queue_register("push", send_push); }

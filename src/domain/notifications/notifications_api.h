@@ -1,0 +1,16 @@
+/* Handlers of the notifications domain and its rows. Internal to the domain. */
+#ifndef DOMAIN_NOTIFICATIONS_API_H
+#define DOMAIN_NOTIFICATIONS_API_H
+#include "http/http.h"
+
+/* notifications_routes.c: the domain's rows (ended by a row of zeros) */
+extern const hs_route notifications_routes[];
+
+err_t api_push_token(hs_req *req);
+err_t api_notifications_list(hs_req *req);
+err_t api_notifications_read(hs_req *req);
+err_t api_banner_poll(hs_req *req);
+/* Registers the "push" queue handler (the domain's init). */
+void notifications_init(void);
+
+#endif

@@ -1,0 +1,95 @@
+/* Notifications' SQL: a notification row and its push job are written in one transaction
+ * (the push's sending is notifications_api.c's), the caller's history, push tokens and the
+ * banner. */
+#include "domain/notifications/notifications_store.h"
+#include "core/clock.h"
+#include "core/ids.h"
+#include "core/log.h"
+#include "domain/notifications/notifications.h"
+#include "ext/queue.h"
+#include <string.h>
+
+static const char *const token_sql[] = {"SELECT push_token FROM users WHERE id = $1",
+                                        "SELECT push_token FROM providers WHERE id = $1"};
+
+/* Records n; with token_known, pushes to push_token (if any) instead of looking it up. */
+static db_rc record(db_conn *c, const notice *n, bool token_known, const char *push_token) {
+  bool provider = !strcmp(n->role, "provider");
+  char id[ID_LEN + 1];
+  id_new(id);
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_exec(c, NULL, NULL,
+                     "INSERT INTO notifications (id, account_id, role, title, body, job_id, created_at, seq) "
+                     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                     DB_ARGS(DB_TEXT(id), DB_TEXT(n->account_id), DB_TEXT(n->role), DB_TEXT(n->title), DB_TEXT(n->body),
+                             DB_TEXT(n->job_id), DB_INT(clock_now_ms()), DB_INT(clock_sequence())));
+  if (rc == DB_OK && !token_known) {
+    rc = db_exec(c, &a, &r, token_sql[provider], DB_ARGS(DB_TEXT(n->account_id)));
+    push_token = rc == DB_OK && r->rows ? db_text(r, 0, 0) : NULL;
+  }
+  if (rc == DB_OK && push_token) {
+    json_t *push = json_pack("{s:s,s:s,s:s,s:{s:s?}}", "to", push_token, "title", n->title, "body", n->body, "data",
+                             "jobId", n->job_id);
+    rc = queue_enqueue(c, "push", push);
+    json_decref(push);
+  }
+  arena_fini(&a);
+  return rc;
+}
+
+db_rc notify_in(db_conn *c, const notice *n) { return record(c, n, false, NULL); }
+
+db_rc notify_in_token(db_conn *c, const notice *n, const char *push_token) { return record(c, n, true, push_token); }
+
+void notify(const char *account_id, const char *role, const char *title, const char *body, const char *job_id) {
+  notice n = {account_id, role, title, body, job_id};
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e) e = db_to_err(notify_in(c, &n));
+  if (db_end(c, e) != ERR_OK) log_msg(LOG_ERROR, "recording a notification for %s failed", account_id);
+}
+
+db_rc notify_matching_providers_in(db_conn *c, const char *service, const char *zip, const char *title,
+                                   const char *body, const char *job_id) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc =
+      db_exec(c, &a, &r,
+              "SELECT s.provider_id FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
+              "WHERE s.service = $1 AND z.zip = $2",
+              DB_ARGS(DB_TEXT(service), DB_TEXT(zip)));
+  for (int i = 0; rc == DB_OK && i < r->rows; i++) {
+    notice n = {db_text(r, i, 0), "provider", title, body, job_id};
+    rc = notify_in(c, &n);
+  }
+  arena_fini(&a);
+  return rc;
+}
+
+err_t notifications_store_set_push_token(const char *role, const char *id, const char *token) {
+  const char *sql = !strcmp(role, "provider") ? "UPDATE providers SET push_token = $2 WHERE id = $1"
+                                              : "UPDATE users SET push_token = $2 WHERE id = $1";
+  return db_to_err(db_query(NULL, NULL, sql, DB_ARGS(DB_TEXT(id), DB_TEXT(token))));
+}
+
+err_t notifications_store_list(arena *a, const char *role, const char *id, db_res **out) {
+  return db_to_err(db_query(a, out,
+                            "SELECT id, title, body, job_id, is_read, created_at FROM notifications "
+                            "WHERE account_id = $1 AND role = $2 ORDER BY seq DESC LIMIT 50",
+                            DB_ARGS(DB_TEXT(id), DB_TEXT(role))));
+}
+
+err_t notifications_store_mark_read(const char *role, const char *id) {
+  return db_to_err(db_query(NULL, NULL,
+                            "UPDATE notifications SET is_read = 1 WHERE account_id = $1 AND role = $2 AND is_read = 0",
+                            DB_ARGS(DB_TEXT(id), DB_TEXT(role))));
+}
+
+err_t notifications_store_take_banner(arena *a, const char *role, const char *id, db_res **out) {
+  return db_to_err(db_query(a, out,
+                            "DELETE FROM banners WHERE account_id = $1 AND role = $2 RETURNING icon, title, body",
+                            DB_ARGS(DB_TEXT(id), DB_TEXT(role))));
+}

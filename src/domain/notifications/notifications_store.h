@@ -1,0 +1,18 @@
+/* SQL of the notifications domain that its own handlers use (the writes other domains make
+ * are in notifications.h: notify_in and friends). Internal to the domain. */
+#ifndef DOMAIN_NOTIFICATIONS_STORE_H
+#define DOMAIN_NOTIFICATIONS_STORE_H
+#include "core/errors.h"
+#include "db/db.h"
+
+/* Sets the device push token of account id (role "user" or "provider"). */
+err_t notifications_store_set_push_token(const char *role, const char *id, const char *token);
+/* The account's last 50 notifications, newest first. */
+err_t notifications_store_list(arena *a, const char *role, const char *id, db_res **out);
+/* Marks every notification of the account read. */
+err_t notifications_store_mark_read(const char *role, const char *id);
+/* Returns and removes the account's pending banner (icon, title, body) in one statement, so two
+ * polls never both get it; no row when none is pending. */
+err_t notifications_store_take_banner(arena *a, const char *role, const char *id, db_res **out);
+
+#endif

@@ -1,0 +1,58 @@
+/* The one list of domains (domain/domain.h): routing and start-up both iterate it, so adding a
+ * domain is one line here. The order is the order of the OpenAPI document's paths; start-up
+ * runs the inits in this order (the audit trail before the domains that write to it) and
+ * shutdown the stops in reverse. */
+#include "domains.h"
+#include "core/util.h"
+#include "domain/admin/admin.h"
+#include "domain/audit/audit.h"
+#include "domain/auth/auth.h"
+#include "domain/docs/docs.h"
+#include "domain/files/files.h"
+#include "domain/geo/geo.h"
+#include "domain/jobs/jobs.h"
+#include "domain/messages/messages.h"
+#include "domain/notifications/notifications.h"
+#include "domain/payments/payments.h"
+#include "domain/providers/providers.h"
+#include "domain/public/public.h"
+#include "domain/quotes/quotes.h"
+#include "domain/staff/staff.h"
+#include "domain/support/support.h"
+#include "domain/system/system.h"
+#include "domain/users/users.h"
+#include "http/router.h"
+#include <stdlib.h>
+
+static const domain_def *const DOMAINS[] = {
+    &audit_domain, &system_domain, &auth_domain,    &users_domain,    &payments_domain,      &providers_domain,
+    &files_domain, &jobs_domain,   &quotes_domain,  &messages_domain, &notifications_domain, &public_domain,
+    &staff_domain, &admin_domain,  &support_domain, &geo_domain,      &docs_domain,
+};
+
+const domain_def *const *domains_all(size_t *n) {
+  *n = ARRAY_LEN(DOMAINS);
+  return DOMAINS;
+}
+
+void domains_install_routes(void) {
+  size_t total = 0;
+  for (size_t d = 0; d < ARRAY_LEN(DOMAINS); d++)
+    for (const hs_route *r = DOMAINS[d]->routes; r && r->method; r++) total++;
+  hs_route *all = xcalloc(total, sizeof *all);
+  size_t at = 0;
+  for (size_t d = 0; d < ARRAY_LEN(DOMAINS); d++)
+    for (const hs_route *r = DOMAINS[d]->routes; r && r->method; r++) all[at++] = *r;
+  hs_router_build(all, total);
+  free(all);
+}
+
+void domains_init(void) {
+  for (size_t d = 0; d < ARRAY_LEN(DOMAINS); d++)
+    if (DOMAINS[d]->init) DOMAINS[d]->init();
+}
+
+void domains_stop(void) {
+  for (size_t d = ARRAY_LEN(DOMAINS); d-- > 0;)
+    if (DOMAINS[d]->stop) DOMAINS[d]->stop();
+}
