@@ -30,7 +30,7 @@ UNIT_SRC := $(shell find tests/unit -name '*.c' 2>/dev/null | sort)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/unit/%)
 PYTHON   := /usr/bin/python3
 
-.PHONY: all run demo openapi client test test-build deps deps-test unit fakes api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs bench-peer bench-recognition soak clean format routes fuzz fuzz-build fuzz-short
+.PHONY: all run demo openapi client test test-build check-shape deps deps-test unit fakes api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs bench-peer bench-recognition soak clean format routes fuzz fuzz-build fuzz-short
 
 all: deps build/marketplace
 
@@ -123,6 +123,11 @@ api: api-sqlite api-postgres
 
 # Every binary `make test` needs, built with make -j2 before any test starts.
 test-build: deps-test all build/probe build/asan/marketplace $(UNIT_BIN) fuzz-build node_modules/.installed
+
+# The tree's shape (docs/architecture.md): no include cycle between domains, SQL only in stores,
+# layers included downwards only, route rows only in *_routes.c.
+check-shape:
+	@$(PYTHON) scripts/check_shape.py
 
 # Everything CI runs (scripts/test.sh): the builds, the unit tests, the fakes' self-tests, the
 # three API passes side by side (SQLite, PostgreSQL, SQLite under ASan+UBSan) and the fuzz

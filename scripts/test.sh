@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # `make test`: everything CI runs, in the order that keeps 2 cores busy.
+#  0. the tree's shape (scripts/check_shape.py: no include cycle between domains, SQL only in
+#     stores, layers included downwards only, route rows only in *_routes.c);
 #  1. build every binary the tests need (the service, its ASan+UBSan build, the unit tests, the
 #     fuzz targets, the bench probe) with make -j2;
 #  2. the unit tests and the fakes' self-tests;
@@ -37,6 +39,7 @@ summary() {
   echo "  total        $(($(date +%s) - t0))s"
 }
 
+step shape scripts/check_shape.py
 step build make -j2 --no-print-directory test-build
 step unit make --no-print-directory unit
 step fakes make --no-print-directory fakes

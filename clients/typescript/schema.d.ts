@@ -280,55 +280,75 @@ export interface paths {
         trace?: never;
     };
     "/users/me/addresses": {
-      parameters: {query?: never; header?: never; path?: never; cookie?: never;};
-      /** Saved addresses, primary first */
-      get : operations["getUsersMeAddresses"];
-      put?: never;
-      /** Save an address (free tier: one) */
-      post : operations["postUsersMeAddresses"];
-      delete?: never;
-      options?: never;
-      head?: never;
-      patch?: never;
-      trace?: never;
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Saved addresses, primary first */
+        get: operations["getUsersMeAddresses"];
+        put?: never;
+        /** Save an address (free tier: one) */
+        post: operations["postUsersMeAddresses"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
     "/users/me/addresses/{id}/primary": {
-      parameters: {query?: never; header?: never; path?: never; cookie?: never;};
-      get?: never;
-      put?: never;
-      post?: never;
-      delete?: never;
-      options?: never;
-      head?: never;
-      /** Make an address the primary one */
-      patch : operations["patchUsersMeAddressesByIdPrimary"];
-      trace?: never;
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Make an address the primary one */
+        patch: operations["patchUsersMeAddressesByIdPrimary"];
+        trace?: never;
     };
     "/users/me/addresses/{id}": {
-      parameters: {query?: never; header?: never; path?: never; cookie?: never;};
-      get?: never;
-      put?: never;
-      post?: never;
-      /** Delete a saved address */
-      delete : operations["deleteUsersMeAddressesById"];
-      options?: never;
-      head?: never;
-      /** Set property details (driveway length, lawn acres) */
-      patch : operations["patchUsersMeAddressesById"];
-      trace?: never;
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a saved address */
+        delete: operations["deleteUsersMeAddressesById"];
+        options?: never;
+        head?: never;
+        /** Set property details (driveway length, lawn acres) */
+        patch: operations["patchUsersMeAddressesById"];
+        trace?: never;
     };
     "/users/me/addresses/{id}/photos": {
-      parameters: {query?: never; header?: never; path?: never; cookie?: never;};
-      get?: never;
-      put?: never;
-      /** Add street-view and service-area photos */
-      post : operations["postUsersMeAddressesByIdPhotos"];
-      /** Remove an address's photos */
-      delete : operations["deleteUsersMeAddressesByIdPhotos"];
-      options?: never;
-      head?: never;
-      patch?: never;
-      trace?: never;
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Add street-view and service-area photos */
+        post: operations["postUsersMeAddressesByIdPhotos"];
+        /** Remove an address's photos */
+        delete: operations["deleteUsersMeAddressesByIdPhotos"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
     "/payments/setup-intent": {
         parameters: {
@@ -1151,16 +1171,21 @@ export interface paths {
         trace?: never;
     };
     "/providers/me/notification": {
-      parameters: {query?: never; header?: never; path?: never; cookie?: never;};
-      /** The pending in-app banner, returned once */
-      get : operations["getProvidersMeNotification"];
-      put?: never;
-      post?: never;
-      delete?: never;
-      options?: never;
-      head?: never;
-      patch?: never;
-      trace?: never;
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The pending in-app banner, returned once */
+        get: operations["getProvidersMeNotification"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
     "/services/available": {
         parameters: {
@@ -2682,15 +2707,6 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description An outside service answered with an error */
-        502: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
         /** @description Temporarily unavailable (busy, or a service it depends on is unreachable): retry after Retry-After */
         503: {
             headers: {
@@ -3355,363 +3371,478 @@ export interface operations {
         };
     };
     getUsersMeAddresses: {
-      parameters: {query?: never; header?: never; path?: never; cookie?: never;};
-      requestBody?: never; responses : {
-        /** @description OK */
-        200 : {
-          headers : {[name: string] : unknown;};
-          content : {"application/json" : components["schemas"]["UserAddress"][];};
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        401 : components["responses"]["401"];
-        403 : components["responses"]["403"];
-        431 : components["responses"]["431"];
-        500 : components["responses"]["500"];
-        503 : components["responses"]["503"];
-      };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserAddress"][];
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
     };
     postUsersMeAddresses: {
-      parameters: {
-        query?: never;
-        header?: {
-          /**
-             @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets
-             the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per
-             client address on open routes).
-           */
-          "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
         };
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: {content : {"application/json" : {label?: string | null; address : string; zip : string;};};};
-      responses : {
-        /** @description Created */
-        201 : {
-          headers : {"Idempotent-Replayed" : components["headers"]["IdempotentReplayed"]; [name: string] : unknown;};
-          content : {"application/json" : components["schemas"]["UserAddress"][];};
+        requestBody?: {
+            content: {
+                "application/json": {
+                    label?: string | null;
+                    address: string;
+                    zip: string;
+                };
+            };
         };
-        400 : components["responses"]["400"];
-        401 : components["responses"]["401"];
-        403 : components["responses"]["403"];
-        409 : components["responses"]["409"];
-        413 : components["responses"]["413"];
-        422 : components["responses"]["422"];
-        431 : components["responses"]["431"];
-        500 : components["responses"]["500"];
-        503 : components["responses"]["503"];
-      };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserAddress"][];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
     };
     patchUsersMeAddressesByIdPrimary: {
-      parameters: {
-        query?: never;
-        header?: {
-          /**
-             @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets
-             the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per
-             client address on open routes).
-           */
-          "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
         };
-        path : {id : string;};
-        cookie?: never;
-      };
-      requestBody?: never; responses : {
-        /** @description OK */
-        200 : {
-          headers : {"Idempotent-Replayed" : components["headers"]["IdempotentReplayed"]; [name: string] : unknown;};
-          content : {"application/json" : components["schemas"]["UserAddress"][];};
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserAddress"][];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
         };
-        400 : components["responses"]["400"];
-        401 : components["responses"]["401"];
-        403 : components["responses"]["403"];
-        404 : components["responses"]["404"];
-        409 : components["responses"]["409"];
-        413 : components["responses"]["413"];
-        422 : components["responses"]["422"];
-        431 : components["responses"]["431"];
-        500 : components["responses"]["500"];
-        503 : components["responses"]["503"];
-      };
     };
     deleteUsersMeAddressesById: {
-      parameters: {query?: never; header?: never; path : {id : string;}; cookie?: never;};
-      requestBody?: never; responses : {
-        /** @description OK */
-        200 : {
-          headers : {[name: string] : unknown;};
-          content : {"application/json" : components["schemas"]["UserAddress"][];};
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
         };
-        400 : components["responses"]["400"];
-        401 : components["responses"]["401"];
-        403 : components["responses"]["403"];
-        404 : components["responses"]["404"];
-        413 : components["responses"]["413"];
-        431 : components["responses"]["431"];
-        500 : components["responses"]["500"];
-        503 : components["responses"]["503"];
-      };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserAddress"][];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            413: components["responses"]["413"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
     };
     patchUsersMeAddressesById: {
-      parameters: {
-        query?: never;
-        header?: {
-          /**
-             @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets
-             the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per
-             client address on open routes).
-           */
-          "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
         };
-        path : {id : string;};
-        cookie?: never;
-      };
-      requestBody?: {content : {"application/json" : {drivewayLength?: number | null; lawnAcres?: number | null;};};};
-      responses : {
-        /** @description OK */
-        200 : {
-          headers : {"Idempotent-Replayed" : components["headers"]["IdempotentReplayed"]; [name: string] : unknown;};
-          content : {"application/json" : components["schemas"]["UserAddress"];};
+        requestBody?: {
+            content: {
+                "application/json": {
+                    drivewayLength?: number | null;
+                    lawnAcres?: number | null;
+                };
+            };
         };
-        400 : components["responses"]["400"];
-        401 : components["responses"]["401"];
-        403 : components["responses"]["403"];
-        404 : components["responses"]["404"];
-        409 : components["responses"]["409"];
-        413 : components["responses"]["413"];
-        422 : components["responses"]["422"];
-        431 : components["responses"]["431"];
-        500 : components["responses"]["500"];
-        503 : components["responses"]["503"];
-      };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserAddress"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
     };
     postUsersMeAddressesByIdPhotos: {
-      parameters: {query?: never; header?: never; path : {id : string;}; cookie?: never;};
-      /**
-         @description multipart/form-data; the type of each file is read from its bytes. Without a file: 400 No files
-         uploaded
-       */
-      requestBody : {
-        content : {
-          "multipart/form-data" : {
-            /**
-             * Format: binary
-             * @description a PNG, JPEG or WebP image; at most 1 file of 10 MB each
-             */
-            streetViewPhoto?: string;
-            /** @description a PNG, JPEG or WebP image; at most 10 files of 10 MB each */
-            serviceAreaPhotos?: string[];
-          };
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
         };
-      };
-      responses : {
-        /** @description OK */
-        200 : {
-          headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["UserAddress"];};
+        /** @description multipart/form-data; the type of each file is read from its bytes. Without a file: 400 No files uploaded */
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description a PNG, JPEG or WebP image; at most 1 file of 10 MB each
+                     */
+                    streetViewPhoto?: string;
+                    /** @description a PNG, JPEG or WebP image; at most 10 files of 10 MB each */
+                    serviceAreaPhotos?: string[];
+                };
+            };
         };
-        400 : components["responses"]["400"];
-        401 : components["responses"]["401"];
-        403 : components["responses"]["403"];
-        404 : components["responses"]["404"];
-        413 : components["responses"]["413"];
-        431 : components["responses"]["431"];
-        500 : components["responses"]["500"];
-        503 : components["responses"]["503"];
-        507 : components["responses"]["507"];
-      };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserAddress"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            413: components["responses"]["413"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+            507: components["responses"]["507"];
+        };
     };
     deleteUsersMeAddressesByIdPhotos: {
-      parameters: {query?: never; header?: never; path : {id : string;}; cookie?: never;};
-      requestBody?: never; responses : {
-        /** @description OK */
-        200 : {
-          headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["UserAddress"];};
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
         };
-        400 : components["responses"]["400"];
-        401 : components["responses"]["401"];
-        403 : components["responses"]["403"];
-        404 : components["responses"]["404"];
-        413 : components["responses"]["413"];
-        431 : components["responses"]["431"];
-        500 : components["responses"]["500"];
-        503 : components["responses"]["503"];
-      };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserAddress"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            413: components["responses"]["413"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
     };
     postPaymentsSetupIntent: {
-      parameters: {
-        query?: never;
-        header?: {
-          /**
-             @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets
-             the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per
-             client address on open routes).
-           */
-          "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
         };
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never; responses : {
-        /** @description OK */
-        200 : {
-          headers : {"Idempotent-Replayed" : components["headers"]["IdempotentReplayed"]; [name: string] : unknown;};
-          content : {"application/json" : components["schemas"]["SetupIntent"];};
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SetupIntent"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
         };
-        400 : components["responses"]["400"];
-        401 : components["responses"]["401"];
-        403 : components["responses"]["403"];
-        404 : components["responses"]["404"];
-        409 : components["responses"]["409"];
-        413 : components["responses"]["413"];
-        422 : components["responses"]["422"];
-        431 : components["responses"]["431"];
-        500 : components["responses"]["500"];
-        503 : components["responses"]["503"];
-      };
     };
     postPaymentsPaymentMethod: {
-      parameters: {
-        query?: never;
-        header?: {
-          /**
-             @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets
-             the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per
-             client address on open routes).
-           */
-          "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
         };
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: {content : {"application/json" : {paymentMethodId : string;};};}; responses : {
-        /** @description OK */
-        200 : {
-          headers : {"Idempotent-Replayed" : components["headers"]["IdempotentReplayed"]; [name: string] : unknown;};
-          content : {"application/json" : components["schemas"]["Card"];};
+        requestBody?: {
+            content: {
+                "application/json": {
+                    paymentMethodId: string;
+                };
+            };
         };
-        400 : components["responses"]["400"];
-        401 : components["responses"]["401"];
-        403 : components["responses"]["403"];
-        404 : components["responses"]["404"];
-        409 : components["responses"]["409"];
-        413 : components["responses"]["413"];
-        422 : components["responses"]["422"];
-        431 : components["responses"]["431"];
-        500 : components["responses"]["500"];
-        503 : components["responses"]["503"];
-      };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Card"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
     };
     getPaymentsMethod: {
-      parameters: {query?: never; header?: never; path?: never; cookie?: never;};
-      requestBody?: never; responses : {
-        /** @description OK */
-        200 : {
-          headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["Card"] | null;};
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        401 : components["responses"]["401"];
-        403 : components["responses"]["403"];
-        404 : components["responses"]["404"];
-        431 : components["responses"]["431"];
-        500 : components["responses"]["500"];
-        503 : components["responses"]["503"];
-      };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Card"] | null;
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
     };
     getPaymentsPremiumStatus: {
-      parameters: {query?: never; header?: never; path?: never; cookie?: never;};
-      requestBody?: never; responses : {
-        /** @description OK */
-        200 : {
-          headers : {[name: string] : unknown;};
-          content : {"application/json" : components["schemas"]["PremiumStatus"];};
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        401 : components["responses"]["401"];
-        403 : components["responses"]["403"];
-        404 : components["responses"]["404"];
-        431 : components["responses"]["431"];
-        500 : components["responses"]["500"];
-        503 : components["responses"]["503"];
-      };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PremiumStatus"];
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
     };
     postPaymentsPremiumSubscribe: {
-      parameters: {
-        query?: never;
-        header?: {
-          /**
-             @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets
-             the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per
-             client address on open routes).
-           */
-          "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
         };
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never; responses : {
-        /** @description OK */
-        200 : {
-          headers : {"Idempotent-Replayed" : components["headers"]["IdempotentReplayed"]; [name: string] : unknown;};
-          content : {"application/json" : components["schemas"]["PremiumSubscription"];};
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PremiumSubscription"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            402: components["responses"]["402"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
         };
-        400 : components["responses"]["400"];
-        401 : components["responses"]["401"];
-        402 : components["responses"]["402"];
-        403 : components["responses"]["403"];
-        404 : components["responses"]["404"];
-        409 : components["responses"]["409"];
-        413 : components["responses"]["413"];
-        422 : components["responses"]["422"];
-        431 : components["responses"]["431"];
-        500 : components["responses"]["500"];
-        503 : components["responses"]["503"];
-      };
     };
     postPaymentsPremiumCancel: {
-      parameters: {
-        query?: never;
-        header?: {
-          /**
-             @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets
-             the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per
-             client address on open routes).
-           */
-          "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
         };
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never; responses : {
-        /** @description OK */
-        200 : {
-          headers : {"Idempotent-Replayed" : components["headers"]["IdempotentReplayed"]; [name: string] : unknown;};
-          content : {"application/json" : components["schemas"]["PremiumCancellation"];};
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PremiumCancellation"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
         };
-        400 : components["responses"]["400"];
-        401 : components["responses"]["401"];
-        403 : components["responses"]["403"];
-        404 : components["responses"]["404"];
-        409 : components["responses"]["409"];
-        413 : components["responses"]["413"];
-        422 : components["responses"]["422"];
-        431 : components["responses"]["431"];
-        500 : components["responses"]["500"];
-        503 : components["responses"]["503"];
-      };
     };
     postWebhooks: {
-      parameters: {query?: never; header?: never; path?: never; cookie?: never;};
-      /** @description the raw body, verified against its signature before it is parsed */
-      requestBody : {content : {"application/json" : Record<string, never>;};};
-      responses : {
-        /** @description OK */
-        200 : {
-          headers : {[name: string] : unknown;};
-          content : {"application/json" : components["schemas"]["WebhookReceipt"];};
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        400 : components["responses"]["400"];
-        413 : components["responses"]["413"];
-        431 : components["responses"]["431"];
-        500 : components["responses"]["500"];
-        503 : components["responses"]["503"];
-      };
+        /** @description the raw body, verified against its signature before it is parsed */
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookReceipt"];
+                };
+            };
+            400: components["responses"]["400"];
+            413: components["responses"]["413"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
     };
     postStaffPaymentsByJobIdRefund: {
         parameters: {
@@ -4515,7 +4646,6 @@ export interface operations {
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
-            502: components["responses"]["502"];
             503: components["responses"]["503"];
         };
     };
@@ -5338,19 +5468,29 @@ export interface operations {
         };
     };
     getProvidersMeNotification: {
-      parameters: {query?: never; header?: never; path?: never; cookie?: never;};
-      requestBody?: never; responses : {
-        /** @description OK */
-        200 : {
-          headers : {[name: string] : unknown;};
-          content : {"application/json" : components["schemas"]["Banner"] | null;};
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        401 : components["responses"]["401"];
-        403 : components["responses"]["403"];
-        431 : components["responses"]["431"];
-        500 : components["responses"]["500"];
-        503 : components["responses"]["503"];
-      };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Banner"] | null;
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
     };
     getServicesAvailable: {
         parameters: {
@@ -6356,7 +6496,6 @@ export interface operations {
             404: components["responses"]["404"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
-            502: components["responses"]["502"];
             503: components["responses"]["503"];
             504: components["responses"]["504"];
         };

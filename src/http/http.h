@@ -112,11 +112,18 @@ typedef struct hs_route {
    * ("Job"), "Job[]" for an array of them, "Job?" when it may also be null, or a media type
    * ("text/html") for an answer that is not JSON. A route without one fails the tests. */
   const char *response;
-  /* Error statuses the handler answers beyond those the row implies (auth 401/403, input
-   * 400, body 413, limit 429, idempotency 409/422, upload 507, 431, 500, 503), e.g. "402 404 409";
-   * "503:NotReady" when that status answers a component of its own instead of the error body. */
-  const char *errors;
+  /* The error codes the handler answers beyond those the row implies (auth 401/403, input 400,
+   * body 413, limit 429, idempotency 409/422, upload 507, 431, 500, 503):
+   * ERRORS(ERR_NOT_FOUND, ERR_CONFLICT). Checked when the table is built (real error codes,
+   * none twice); the OpenAPI document lists their statuses. */
+  const err_t *errors;
+  /* A component that the listed errors answer with instead of the error body (GET /ready's
+   * 503 answers NotReady), or NULL. */
+  const char *error_schema;
 } hs_route;
+
+/* A route's error list: ERRORS(ERR_NOT_FOUND, ERR_CONFLICT) (ended by ERR_OK). */
+#define ERRORS(...) ((const err_t[]){__VA_ARGS__, ERR_OK})
 
 /* The caller's identity after the auth guard (valid only when the route needs a token). */
 typedef struct hs_auth {

@@ -40,7 +40,6 @@ static const struct {
     {429, "Too many requests: wait Retry-After seconds"},
     {431, "The request's header fields are too large (any route)"},
     {500, "Internal server error: `{ error, requestId }`, nothing internal"},
-    {502, "An outside service answered with an error"},
     {503, "Temporarily unavailable (busy, or a service it depends on is unreachable): retry after Retry-After"},
     {504, "An outside service did not answer in time"},
     {507, "Storage is full"},
@@ -266,25 +265,17 @@ static json_t *responses_for(const hs_route *r, json_t *schemas) {
   add_error(res, 500);
   if (!(r->flags & ROUTE_INLINE)) add_error(res, 503);
   if (r->upload) add_error(res, 507);
-  for (const char *p = r->errors; p && *p;) {
-    char *end;
-    long status = strtol(p, &end, 10);
-    if (end == p) die("route %s %s: bad errors list \"%s\"", hs_method_name(r->method), r->path, r->errors);
-    if (*end == ':') { /* "503:NotReady": this status answers that component, not the error body */
-      size_t n = strcspn(end + 1, " ,");
-      snprintf(code, sizeof code, "%ld", status);
-      char name[128];
-      snprintf(name, sizeof name, "%.*s", (int)n, end + 1);
-      if (!component_exists(schemas, name))
-        die("route %s %s: no schema component named %s", hs_method_name(r->method), r->path, name);
-      json_object_set_new(res, code,
-                          json_pack("{s:s,s:{s:{s:{s:s+}}}}", "description", name, "content", "application/json",
-                                    "schema", "$ref", "#/components/schemas/", name));
-      end += n + 1;
-    } else {
-      add_error(res, (int)status);
+  for (const err_t *e = r->errors; e && *e != ERR_OK; e++) {
+    if (!r->error_schema) {
+      add_error(res, err_status(*e));
+      continue;
     }
-    p = end + strspn(end, " ,");
+    if (!component_exists(schemas, r->error_schema))
+      die("route %s %s: no schema component named %s", hs_method_name(r->method), r->path, r->error_schema);
+    snprintf(code, sizeof code, "%d", err_status(*e));
+    json_object_set_new(res, code,
+                        json_pack("{s:s,s:{s:{s:{s:s+}}}}", "description", r->error_schema, "content",
+                                  "application/json", "schema", "$ref", "#/components/schemas/", r->error_schema));
   }
   /* statuses in ascending order, as readers expect */
   json_t *sorted = json_object();

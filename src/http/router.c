@@ -55,7 +55,18 @@ static int split_request(const char *path, char *buf, size_t cap, char *seg[HS_M
   return n;
 }
 
+/* A row's error list holds real error codes, each once (dies naming the row otherwise). */
+static void check_errors(const hs_route *r) {
+  for (const err_t *e = r->errors; e && *e != ERR_OK; e++) {
+    if (*e < ERR_BAD_REQUEST || *e > ERR_INSUFFICIENT_STORAGE || err_status(*e) < 400)
+      die("route %s %s: %d is not an error code", hs_method_name(r->method), r->path, (int)*e);
+    for (const err_t *f = r->errors; f != e; f++)
+      if (*f == *e) die("route %s %s: error %d listed twice", hs_method_name(r->method), r->path, err_status(*e));
+  }
+}
+
 void hs_router_build(const hs_route *routes, size_t n) {
+  for (size_t i = 0; i < n; i++) check_errors(&routes[i]);
   rows = xcalloc(n, sizeof *rows);
   memcpy(rows, routes, n * sizeof *rows);
   table = xcalloc(n, sizeof *table);

@@ -10,6 +10,7 @@ static const hs_schema file_query = {file_query_fields};
 
 const hs_route files_routes[] = {
     {HS_GET, "/files/:key", api_files_get, ROLE_OPEN, .query = &file_query, .flags = ROUTE_SLOW,
-     .summary = "A stored file, through its signed URL", .response = "application/octet-stream", .errors = "403 404"},
+     .summary = "A stored file, through its signed URL", .response = "application/octet-stream",
+     .errors = ERRORS(ERR_FORBIDDEN, ERR_NOT_FOUND)},
     {0},
 };

@@ -20,9 +20,9 @@ static const hs_schema drive_query = {drive_fields};
 const hs_route geo_routes[] = {
     {HS_GET, "/weather", api_weather, ROLE_USER | ROLE_PROVIDER, .query = &weather_query, .flags = ROUTE_SLOW,
      .summary = "14-day forecast for a ZIP (cached an hour per ZIP)", .response = "ForecastDay[]",
-     .errors = "404 502 504"},
+     .errors = ERRORS(ERR_NOT_FOUND, ERR_GATEWAY_TIMEOUT)},
     {HS_GET, "/drive-time", api_drive_time, ROLE_OPEN, .query = &drive_query, .flags = ROUTE_SLOW,
      .summary = "Driving minutes and miles between two points or addresses", .response = "DriveTime",
-     .errors = "422 504"},
+     .errors = ERRORS(ERR_UNPROCESSABLE, ERR_GATEWAY_TIMEOUT)},
     {0},
 };

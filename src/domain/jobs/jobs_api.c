@@ -21,24 +21,6 @@
 
 #define CANCEL_LOCK_MS (48 * HOUR_MS)
 
-err_t jobs_get(arena *a, const char *id, db_res **row) {
-  if (db_query(a, row, "SELECT * FROM jobs WHERE id = $1", DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
-  return (*row)->rows == 1 ? ERR_OK : ERR_NOT_FOUND;
-}
-
-bool jobs_provider_matches(const char *provider_id, const char *service, const char *zip) {
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  bool ok = db_query(&a, &r,
-                     "SELECT 1 FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
-                     "WHERE s.provider_id = $1 AND s.service = $2 AND z.zip = $3",
-                     DB_ARGS(DB_TEXT(provider_id), DB_TEXT(service), DB_TEXT(zip))) == DB_OK &&
-            r->rows > 0;
-  arena_fini(&a);
-  return ok;
-}
-
 typedef enum { SEES_NONE, SEES_OWNER, SEES_ASSIGNED, SEES_MATCHING } relation;
 
 /* Loads the job named by :id as the caller sees it; 404 when it is not theirs to see. */

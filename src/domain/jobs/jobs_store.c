@@ -432,3 +432,17 @@ err_t jobs_store_insert_recurring(const recurring_new *q, const char *subject, c
   arena_fini(&a);
   return e;
 }
+
+err_t jobs_get(arena *a, const char *id, db_res **row) {
+  if (db_query(a, row, "SELECT * FROM jobs WHERE id = $1", DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
+  return (*row)->rows == 1 ? ERR_OK : ERR_NOT_FOUND;
+}
+
+bool jobs_provider_matches(const char *provider_id, const char *service, const char *zip) {
+  bool found;
+  return db_exists(&found,
+                   "SELECT 1 FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
+                   "WHERE s.provider_id = $1 AND s.service = $2 AND z.zip = $3",
+                   DB_ARGS(DB_TEXT(provider_id), DB_TEXT(service), DB_TEXT(zip))) == DB_OK &&
+         found;
+}

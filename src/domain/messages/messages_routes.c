@@ -15,10 +15,11 @@ static const hs_upload_spec photo_upload = {photo_files, 1, "No file uploaded", 
 
 const hs_route messages_routes[] = {
     {HS_GET, "/jobs/:id/messages", api_messages_list, ROLE_USER | ROLE_PROVIDER, .query = &thread_query,
-     .summary = "A job's message thread", .response = "MessageList", .errors = "404"},
+     .summary = "A job's message thread", .response = "MessageList", .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_POST, "/jobs/:id/messages", api_messages_post, ROLE_USER | ROLE_PROVIDER, &post_schema, .ok = 201,
-     .summary = "Post a message", .response = "Message", .errors = "404 429"},
+     .summary = "Post a message", .response = "Message", .errors = ERRORS(ERR_NOT_FOUND, ERR_RATE_LIMITED)},
     {HS_POST, "/jobs/:id/messages/photo", api_messages_photo, ROLE_USER | ROLE_PROVIDER, .upload = &photo_upload,
-     .ok = 201, .summary = "Post a photo message", .response = "Message", .errors = "404 409 429"},
+     .ok = 201, .summary = "Post a photo message", .response = "Message",
+     .errors = ERRORS(ERR_NOT_FOUND, ERR_CONFLICT, ERR_RATE_LIMITED)},
     {0},
 };

@@ -55,26 +55,6 @@ json_t *providers_profile_json(arena *a, const char *provider_id) {
   return prov_store_get(a, provider_id, &r) == ERR_OK ? profile_from_row(r) : NULL;
 }
 
-bool providers_is_verified(const char *provider_id) {
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  bool ok = false;
-  if (prov_store_get(&a, provider_id, &r) == ERR_OK)
-    ok = providers_verified_row(db_field(r, 0, "headshots"), db_field(r, 0, "id_doc_front"),
-                                db_field(r, 0, "id_doc_back"));
-  arena_fini(&a);
-  return ok;
-}
-
-bool providers_verified_row(const char *headshots, const char *id_doc_front, const char *id_doc_back) {
-  if (!id_doc_front || !id_doc_back || !headshots) return false;
-  json_t *heads = jx_parse_or(headshots, json_array());
-  bool ok = json_array_size(heads) > 0;
-  json_decref(heads);
-  return ok;
-}
-
 static err_t reply_profile(hs_req *req) {
   json_t *p = providers_profile_json(&req->arena, req->auth.id);
   return p ? hs_ok(req, p) : hs_fail(req, ERR_NOT_FOUND, "Provider not found");

@@ -20,7 +20,7 @@ static const hs_rate_limit waitlist_limit = {"waitlist", 5, 15 * 60 * 1000};
 const hs_route public_routes[] = {
     {HS_GET, "/services/available", api_services_available, ROLE_USER,
      .summary = "Services offered in the customer's ZIP and how many providers serve it",
-     .response = "ServicesAvailable", .errors = "404"},
+     .response = "ServicesAvailable", .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_GET, "/services/check-zip", api_services_check_zip, ROLE_OPEN, .query = &check_zip_query,
      .summary = "Whether any provider serves a ZIP", .response = "ZipCoverage"},
     {HS_POST, "/waitlist", api_waitlist_join, ROLE_OPEN, &waitlist_schema, .limit = &waitlist_limit,

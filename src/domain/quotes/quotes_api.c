@@ -10,7 +10,6 @@
 #include "domain/jobs/jobs.h"
 #include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
-#include "domain/providers/providers.h"
 #include "domain/quotes/quotes.h"
 #include "domain/quotes/quotes_store.h"
 #include "domain/shapes.h"
@@ -58,12 +57,22 @@ static err_t reply_quote(hs_req *req, const char *id, const db_res *job) {
   return hs_ok_jw(req, w);
 }
 
+/* A provider may quote once it has a headshot and both sides of its licence (the stored
+ * columns: a JSON array of headshot keys, the two licence image keys). */
+static bool verified(const char *headshots, const char *id_doc_front, const char *id_doc_back) {
+  if (!id_doc_front || !id_doc_back || !headshots) return false;
+  json_t *heads = jx_parse_or(headshots, json_array());
+  bool ok = json_array_size(heads) > 0;
+  json_decref(heads);
+  return ok;
+}
+
 /* The checks of quoting over what quotes_store_submit read (found: ERR_OK, or ERR_NOT_FOUND
  * without such a provider), in the order the errors take precedence. */
 static quote_outcome quote_checks(err_t found, const db_res *ctx) {
   if (found == ERR_NOT_FOUND ||
-      !providers_verified_row(db_field(ctx, 0, "provider_headshots"), db_field(ctx, 0, "provider_id_doc_front"),
-                              db_field(ctx, 0, "provider_id_doc_back")))
+      !verified(db_field(ctx, 0, "provider_headshots"), db_field(ctx, 0, "provider_id_doc_front"),
+                db_field(ctx, 0, "provider_id_doc_back")))
     return QUOTE_UNVERIFIED;
   /* a job outside the provider's services and ZIPs does not exist for it */
   if (!db_field(ctx, 0, "id") || db_int(ctx, 0, db_col(ctx, "provider_matches")) != 1) return QUOTE_NO_JOB;

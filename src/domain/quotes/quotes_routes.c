@@ -18,13 +18,15 @@ static const hs_schema market_query = {market_fields};
 
 const hs_route quotes_routes[] = {
     {HS_POST, "/quotes", api_quotes_create, ROLE_PROVIDER, &create_schema, .ok = 201,
-     .summary = "Quote an open job (verified providers)", .response = "Quote", .errors = "404"},
+     .summary = "Quote an open job (verified providers)", .response = "Quote", .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_POST, "/quotes/:id/accept", api_quotes_accept, ROLE_USER, .flags = ROUTE_SLOW,
-     .summary = "Accept a quote: assigns the job and authorizes the card", .response = "Acceptance", .errors = "404"},
+     .summary = "Accept a quote: assigns the job and authorizes the card", .response = "Acceptance",
+     .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_GET, "/quotes/market-rate", api_quotes_market_rate, ROLE_PROVIDER, .query = &market_query,
      .flags = ROUTE_DB_READ, .summary = "Median of the last 50 accepted quotes of a service, to the nearest 5",
      .response = "MarketRate"},
     {HS_GET, "/quotes/job/:jobId", api_quotes_for_job, ROLE_USER, .flags = ROUTE_DB_READ,
-     .summary = "A job's quotes with provider details", .response = "QuoteWithProvider[]", .errors = "404"},
+     .summary = "A job's quotes with provider details", .response = "QuoteWithProvider[]",
+     .errors = ERRORS(ERR_NOT_FOUND)},
     {0},
 };

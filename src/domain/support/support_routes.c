@@ -33,6 +33,6 @@ const hs_route support_routes[] = {
     {HS_GET, "/staff/tickets", api_tickets_list, ROLE_TECHNICAL_SUPPORT, .query = &list_query,
      .summary = "Support tickets, oldest first (default: OPEN and IN_PROGRESS)", .response = "SupportTicket[]"},
     {HS_PATCH, "/staff/tickets/:id", api_tickets_update, ROLE_TECHNICAL_SUPPORT, &update_schema,
-     .summary = "Move a ticket or change its notes", .response = "SupportTicket", .errors = "404"},
+     .summary = "Move a ticket or change its notes", .response = "SupportTicket", .errors = ERRORS(ERR_NOT_FOUND)},
     {0},
 };

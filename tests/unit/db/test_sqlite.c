@@ -110,22 +110,21 @@ static void *writer_thread(void *arg) {
   for (int i = 0; i < PER_THREAD; i++) {
     arena a;
     arena_init(&a);
-    db_conn *c = db_acquire();
-    db_rc rc = db_begin(c);
+    db_conn *c;
+    err_t e = db_begin(&c);
     char key[32];
     snprintf(key, sizeof key, "k-%d-%d", t, i);
-    if (rc == DB_OK)
-      rc = db_exec(c, NULL, NULL, "INSERT INTO g (k, t) VALUES ($1, $2)", DB_ARGS(DB_TEXT(key), DB_INT(t)));
-    if (rc == DB_OK && i % 5 == 0) /* a duplicate: the statement fails, the transaction is rolled back */
-      rc = db_exec(c, NULL, NULL, "INSERT INTO g (k, t) VALUES ($1, $2)", DB_ARGS(DB_TEXT(key), DB_INT(t)));
-    if (rc == DB_OK) {
+    if (!e)
+      e = db_to_err(db_exec(c, NULL, NULL, "INSERT INTO g (k, t) VALUES ($1, $2)", DB_ARGS(DB_TEXT(key), DB_INT(t))));
+    if (!e && i % 5 == 0) /* a duplicate: the statement fails, the transaction is rolled back */
+      e = db_to_err(db_exec(c, NULL, NULL, "INSERT INTO g (k, t) VALUES ($1, $2)", DB_ARGS(DB_TEXT(key), DB_INT(t))));
+    if (!e) {
       db_res *r;
-      rc = db_exec(c, &a, &r, "SELECT COUNT(*) FROM g WHERE k = $1", DB_ARGS(DB_TEXT(key))); /* sees its own row */
-      if (rc == DB_OK && db_int(r, 0, 0) != 1) rc = DB_ERROR;
+      e = db_to_err(
+          db_exec(c, &a, &r, "SELECT COUNT(*) FROM g WHERE k = $1", DB_ARGS(DB_TEXT(key)))); /* sees its own row */
+      if (!e && db_int(r, 0, 0) != 1) e = ERR_INTERNAL;
     }
-    if (rc == DB_OK) rc = db_commit(c);
-    committed[i] = rc == DB_OK;
-    db_release(c);
+    committed[i] = db_end(c, e) == ERR_OK;
     if (i % 7 == 0) { /* and a write outside any transaction */
       snprintf(key, sizeof key, "solo-%d-%d", t, i);
       if (db_query(&a, NULL, "INSERT INTO g (k, t) VALUES ($1, $2)", DB_ARGS(DB_TEXT(key), DB_INT(t))) != DB_OK)
@@ -169,25 +168,23 @@ static void test_group_commit(void **state) {
 
 /* Runs sql on the writer's connection (where a transaction's statements run). */
 static void on_writer(const char *sql) {
-  db_conn *c = db_acquire();
-  assert_int_equal(db_begin(c), DB_OK);
+  db_conn *c;
+  assert_int_equal(db_begin(&c), ERR_OK);
   assert_int_equal(db_exec(c, NULL, NULL, sql, DB_NOARGS), DB_OK);
-  assert_int_equal(db_commit(c), DB_OK);
-  db_release(c);
+  assert_int_equal(db_end(c, ERR_OK), ERR_OK);
 }
 
 static void *filling_thread(void *arg) {
   int t = (int)(intptr_t)arg, *outcome = calloc(PER_THREAD, sizeof *outcome);
   for (int i = 0; i < PER_THREAD; i++) {
-    db_conn *c = db_acquire();
+    db_conn *c;
     char key[32];
     snprintf(key, sizeof key, "f-%d-%d", t, i);
-    db_rc rc = db_begin(c);
-    if (rc == DB_OK)
-      rc = db_exec(c, NULL, NULL, "INSERT INTO f (k, v) VALUES ($1, randomblob(3000))", DB_ARGS(DB_TEXT(key)));
-    if (rc == DB_OK) rc = db_commit(c);
-    db_release(c);
-    outcome[i] = rc;
+    err_t e = db_begin(&c);
+    if (!e)
+      e = db_to_err(
+          db_exec(c, NULL, NULL, "INSERT INTO f (k, v) VALUES ($1, randomblob(3000))", DB_ARGS(DB_TEXT(key))));
+    outcome[i] = db_end(c, e);
   }
   return outcome;
 }
@@ -211,10 +208,10 @@ static void test_full_database_during_group_commit(void **state) {
     for (int i = 0; i < PER_THREAD; i++) {
       char key[32];
       snprintf(key, sizeof key, "f-%d-%d", t, i);
-      assert_true(outcome[i] == DB_OK || outcome[i] == DB_UNAVAILABLE);
+      assert_true(outcome[i] == ERR_OK || outcome[i] == ERR_UNAVAILABLE);
       assert_int_equal(db_query(&a, &r, "SELECT COUNT(*) FROM f WHERE k = $1", DB_ARGS(DB_TEXT(key))), DB_OK);
-      assert_int_equal(db_int(r, 0, 0), outcome[i] == DB_OK);
-      ok += outcome[i] == DB_OK, unavailable += outcome[i] == DB_UNAVAILABLE;
+      assert_int_equal(db_int(r, 0, 0), outcome[i] == ERR_OK);
+      ok += outcome[i] == ERR_OK, unavailable += outcome[i] == ERR_UNAVAILABLE;
     }
     free(outcome);
   }
@@ -224,12 +221,55 @@ static void test_full_database_during_group_commit(void **state) {
   arena_fini(&a);
 }
 
+/* db_on_commit: the work runs once the transaction committed (after the connection went back,
+ * so it may use the database), in registration order and once per (fn, arg); a rollback, or a
+ * commit that fails, drops it; db_end(NULL, e) passes e through. */
+static int runs[8], nruns;
+static void record_run(void *arg) {
+  db_res *r;
+  arena a;
+  arena_init(&a);
+  /* the transaction is committed and its connection released: a new statement sees the row */
+  assert_int_equal(db_query(&a, &r, "SELECT COUNT(*) FROM oc", DB_NOARGS), DB_OK);
+  runs[nruns++] = (int)(intptr_t)arg * 100 + (int)db_int(r, 0, 0);
+  arena_fini(&a);
+}
+
+static void test_on_commit(void **state) {
+  (void)state;
+  assert_int_equal(db_query(NULL, NULL, "CREATE TABLE oc (k TEXT PRIMARY KEY)", DB_NOARGS), DB_OK);
+  db_conn *c;
+  assert_int_equal(db_begin(&c), ERR_OK);
+  assert_true(db_in_tx(c));
+  assert_int_equal(db_exec(c, NULL, NULL, "INSERT INTO oc (k) VALUES ('a')", DB_NOARGS), DB_OK);
+  db_on_commit(c, record_run, (void *)1);
+  db_on_commit(c, record_run, (void *)2);
+  db_on_commit(c, record_run, (void *)1); /* the same work twice runs once */
+  assert_int_equal(nruns, 0);             /* nothing before the commit */
+  assert_int_equal(db_end(c, ERR_OK), ERR_OK);
+  assert_int_equal(nruns, 2);
+  assert_int_equal(runs[0], 101);
+  assert_int_equal(runs[1], 201);
+  /* rolled back: the work is dropped, and so is the row */
+  assert_int_equal(db_begin(&c), ERR_OK);
+  assert_int_equal(db_exec(c, NULL, NULL, "INSERT INTO oc (k) VALUES ('b')", DB_NOARGS), DB_OK);
+  db_on_commit(c, record_run, (void *)3);
+  assert_int_equal(db_end(c, ERR_CONFLICT), ERR_CONFLICT);
+  assert_int_equal(nruns, 2);
+  /* the next transaction on that connection starts with nothing registered */
+  assert_int_equal(db_begin(&c), ERR_OK);
+  assert_int_equal(db_end(c, ERR_OK), ERR_OK);
+  assert_int_equal(nruns, 2);
+  assert_int_equal(db_end(NULL, ERR_UNAVAILABLE), ERR_UNAVAILABLE);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_select_star_after_schema_change),
       cmocka_unit_test(test_cells),
       cmocka_unit_test(test_group_commit),
       cmocka_unit_test(test_full_database_during_group_commit),
+      cmocka_unit_test(test_on_commit),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
