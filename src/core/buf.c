@@ -9,19 +9,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BUF_FIRST 64
+#define BUF_FIRST 256
 
-void buf_init(buf *b, size_t cap) {
+void buf_init(struct buf *b, size_t cap) {
   b->ptr = NULL;
   b->len = b->alloc = 0;
   b->cap = cap > BUF_CAP_MAX ? BUF_CAP_MAX : cap;
   b->rc = BUF_OK;
 }
 
-static buf_rc fail(buf *b, buf_rc rc) { return b->rc = rc; }
+static buf_rc fail(struct buf *b, buf_rc rc) { return b->rc = rc; }
 
 /* Makes room for n more bytes and the NUL after them. */
-static buf_rc room(buf *b, size_t n) {
+static buf_rc room(struct buf *b, size_t n) {
   if (b->rc != BUF_OK) return b->rc;
   if (n > b->cap - b->len) return fail(b, BUF_TOO_LARGE);
   size_t need = b->len + n + 1; /* at most cap + 1 */
@@ -35,7 +35,7 @@ static buf_rc room(buf *b, size_t n) {
   return BUF_OK;
 }
 
-buf_rc buf_addn(buf *b, const void *p, size_t n) {
+buf_rc buf_addn(struct buf *b, const void *p, size_t n) {
   buf_rc rc = room(b, n);
   if (rc != BUF_OK) return rc;
   if (n) memcpy(b->ptr + b->len, p, n);
@@ -44,9 +44,9 @@ buf_rc buf_addn(buf *b, const void *p, size_t n) {
   return BUF_OK;
 }
 
-buf_rc buf_add(buf *b, const char *s) { return buf_addn(b, s, strlen(s)); }
+buf_rc buf_add(struct buf *b, const char *s) { return buf_addn(b, s, strlen(s)); }
 
-buf_rc buf_vaddf(buf *b, const char *fmt, va_list ap) {
+buf_rc buf_vaddf(struct buf *b, const char *fmt, va_list ap) {
   if (b->rc != BUF_OK) return b->rc;
   va_list again;
   va_copy(again, ap);
@@ -67,7 +67,7 @@ buf_rc buf_vaddf(buf *b, const char *fmt, va_list ap) {
   return BUF_OK;
 }
 
-buf_rc buf_addf(buf *b, const char *fmt, ...) {
+buf_rc buf_addf(struct buf *b, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   buf_rc rc = buf_vaddf(b, fmt, ap);
@@ -75,7 +75,7 @@ buf_rc buf_addf(buf *b, const char *fmt, ...) {
   return rc;
 }
 
-void buf_drop_front(buf *b, size_t n) {
+void buf_drop_front(struct buf *b, size_t n) {
   if (n >= b->len) n = b->len;
   if (!n) return;
   memmove(b->ptr, b->ptr + n, b->len - n);
@@ -83,18 +83,18 @@ void buf_drop_front(buf *b, size_t n) {
   b->ptr[b->len] = 0;
 }
 
-void buf_reset(buf *b) {
+void buf_reset(struct buf *b) {
   b->len = 0;
   b->rc = BUF_OK;
   if (b->ptr) b->ptr[0] = 0;
 }
 
-void buf_free(buf *b) {
+void buf_free(struct buf *b) {
   free(b->ptr);
   buf_init(b, b->cap);
 }
 
-char *buf_take(buf *b, size_t *len) {
+char *buf_take(struct buf *b, size_t *len) {
   char *p = b->ptr;
   if (len) *len = b->len;
   buf_init(b, b->cap);

@@ -17,7 +17,7 @@
 
 static void test_empty(void **state) {
   (void)state;
-  buf b;
+  struct buf b;
   buf_init(&b, 10);
   assert_null(buf_ptr(&b));
   assert_int_equal(buf_len(&b), 0);
@@ -30,7 +30,7 @@ static void test_empty(void **state) {
 
 static void test_cap_reached_exactly(void **state) {
   (void)state;
-  buf b;
+  struct buf b;
   buf_init(&b, 8);
   assert_int_equal(buf_add(&b, "abcd"), BUF_OK);
   assert_int_equal(buf_addn(&b, "efgh", 4), BUF_OK);
@@ -43,7 +43,7 @@ static void test_cap_reached_exactly(void **state) {
 
 static void test_one_byte_over(void **state) {
   (void)state;
-  buf b;
+  struct buf b;
   buf_init(&b, 8);
   assert_int_equal(buf_add(&b, "abcdefg"), BUF_OK);
   assert_int_equal(buf_add(&b, "hi"), BUF_TOO_LARGE);
@@ -68,7 +68,7 @@ static void test_one_byte_over(void **state) {
 
 static void test_printf_growth(void **state) {
   (void)state;
-  buf b;
+  struct buf b;
   buf_init(&b, 1 << 20);
   char want[4096] = "";
   for (int i = 0; i < 300; i++) {
@@ -94,7 +94,7 @@ static void test_printf_growth(void **state) {
  * allocated or not, and leaves the content terminated where it was. */
 static void test_printf_over_cap(void **state) {
   (void)state;
-  buf b;
+  struct buf b;
   buf_init(&b, 100);
   assert_int_equal(buf_add(&b, "0123456789"), BUF_OK);
   assert_int_equal(buf_addf(&b, "%090d", 7), BUF_OK); /* exactly the cap */
@@ -110,7 +110,7 @@ static void test_printf_over_cap(void **state) {
 /* Sizes that would wrap if added up before being compared: refused, nothing allocated. */
 static void test_sizes_do_not_wrap(void **state) {
   (void)state;
-  buf b;
+  struct buf b;
   buf_init(&b, SIZE_MAX);
   assert_int_equal(b.cap, BUF_CAP_MAX);
   assert_int_equal(buf_add(&b, "abc"), BUF_OK);
@@ -133,7 +133,7 @@ static void test_sizes_do_not_wrap(void **state) {
 
 static void test_drop_front(void **state) {
   (void)state;
-  buf b;
+  struct buf b;
   buf_init(&b, 64);
   buf_drop_front(&b, 3); /* empty: nothing to drop */
   assert_int_equal(buf_addn(&b, "ab\0cdef", 7), BUF_OK);
@@ -148,7 +148,7 @@ static void test_drop_front(void **state) {
 
 static void test_take(void **state) {
   (void)state;
-  buf b;
+  struct buf b;
   buf_init(&b, 32);
   size_t n = 99;
   assert_null(buf_take(&b, &n));
