@@ -145,7 +145,8 @@ struct hs_req {
   hs_auth auth;
   const char *ip;
   char request_id[40];
-  void *conn; /* the server's connection handle, for hs_header() */
+  void *conn;                         /* the connection that carries the request, for hs_header() ... */
+  const struct hs_conn_ops *conn_ops; /* ... through these operations (http/pipeline.h) */
   /* the answer */
   int status;
   json_t *res_body;
