@@ -21,6 +21,7 @@
 #include "http/answer.h"
 #include "http/pipeline.h"
 #include "http/router.h"
+#include "unit_db.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,7 +226,6 @@ static char *token_for(const char *id, const char *role) {
 
 /* ---- set-up ---- */
 
-static char db_path[64];
 static char secret[] = "pipeline-unit-secret-0123456789abcdef0123";
 static char cors[] = "*";
 
@@ -236,13 +236,7 @@ static int group_setup(void **state) {
   CFG.jwt_secret = secret, CFG.jwt_secret_len = strlen(secret);
   CFG.cors_origins = cors;
   CFG.http_max_header_bytes = 8192;
-  CFG.http_threads = 1;
-  CFG.db_busy_timeout_ms = 5000;
-  snprintf(db_path, sizeof db_path, "/tmp/mp-unit-pipeline-%d.db", (int)getpid());
-  unlink(db_path);
-  char url[96], err[256];
-  snprintf(url, sizeof url, "sqlite:%s", db_path);
-  if (!db_open(url, 2, 1, err)) fail_msg("%s", err);
+  unit_db_open("pipeline", 2);
   if (!db_migrate()) fail_msg("migrations failed");
   hs_router_build(routes, sizeof routes / sizeof *routes);
   hs_pipeline_init();
@@ -254,11 +248,7 @@ static int group_teardown(void **state) {
   (void)state;
   json_decref(res.body);
   release();
-  db_close();
-  char side[96];
-  unlink(db_path);
-  snprintf(side, sizeof side, "%s-wal", db_path), unlink(side);
-  snprintf(side, sizeof side, "%s-shm", db_path), unlink(side);
+  unit_db_close();
   return 0;
 }
 
