@@ -151,7 +151,7 @@ static const hs_lane_ops mhd_lane_ops = {lane_run, lane_resume, lane_suspend, la
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn) {
   (void)cls;
   conn_ctx *ctx = xmalloc(sizeof *ctx);
-  memset(ctx, 0, offsetof(conn_ctx, arena_buf));
+  memset(&ctx->work, 0, offsetof(conn_ctx, arena_buf) - offsetof(conn_ctx, work)); /* hs_call_init zeroes the call */
   hs_call_init(&ctx->call, conn, &mhd_conn_ops, uri, ctx->arena_buf, sizeof ctx->arena_buf);
   return ctx;
 }
