@@ -1,5 +1,6 @@
 /* Allocation that never returns NULL, and a few string and file helpers used everywhere. */
 #include "core/util.h"
+#include "core/buf.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -49,17 +50,15 @@ _Noreturn void die(const char *fmt, ...) {
 char *read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
-  size_t cap = 4096, n = 0;
-  char *buf = xmalloc(cap);
+  struct buf b;
+  buf_init(&b, BUF_CAP_MAX);
+  char chunk[16384];
   size_t r;
-  while ((r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-    n += r;
-    if (cap - n - 1 == 0) buf = xrealloc(buf, cap *= 2);
-  }
+  while ((r = fread(chunk, 1, sizeof chunk, f)) > 0)
+    if (buf_addn(&b, chunk, r) != BUF_OK) oom();
   fclose(f);
-  buf[n] = 0;
-  if (len) *len = n;
-  return buf;
+  char *text = buf_take(&b, len);
+  return text ? text : xstrdup("");
 }
 
 bool mkdir_p(const char *path) {

@@ -462,20 +462,17 @@ const char *db_field(const db_res *r, int row, const char *name) { return db_tex
 
 /* ---- result building ---- */
 
-static size_t buf_put(res_builder *b, const char *s, size_t len) {
-  if (b->len + len + 1 > b->cap) {
-    while (b->len + len + 1 > b->cap) b->cap = b->cap ? b->cap * 2 : 256;
-    b->buf = xrealloc(b->buf, b->cap);
-  }
-  size_t at = b->len;
-  memcpy(b->buf + at, s, len);
-  b->buf[at + len] = 0;
-  b->len += len + 1;
+/* Appends a cell's text and its NUL; returns where it starts. A result is bounded by memory
+ * alone, which running out of ends the process, as every process-lifetime allocation does. */
+static size_t text_put(res_builder *b, const char *s, size_t len) {
+  size_t at = buf_len(&b->text);
+  if (buf_addn(&b->text, s, len) != BUF_OK || buf_addn(&b->text, "", 1) != BUF_OK) oom();
   return at;
 }
 
 void res_begin(res_builder *b, int cols, const char *const *names) {
   memset(b, 0, sizeof *b);
+  buf_init(&b->text, BUF_CAP_MAX);
   b->res = xcalloc(1, sizeof *b->res);
   b->res->cols = cols;
   size_t text = 0;
@@ -504,7 +501,7 @@ void res_cell(res_builder *b, const char *text, size_t len) {
   cell_room(b);
   if (text) b->int_cols[b->ncells % (size_t)b->res->cols] = false;
   b->lens[b->ncells] = text ? (uint32_t)len : 0;
-  b->offsets[b->ncells++] = text ? buf_put(b, text, len) : SIZE_MAX;
+  b->offsets[b->ncells++] = text ? text_put(b, text, len) : SIZE_MAX;
 }
 
 void res_cell_int(res_builder *b, int64_t v) {
@@ -518,7 +515,7 @@ void res_cell_int(res_builder *b, int64_t v) {
   size_t len = (size_t)(text + sizeof text - p);
   b->ints[b->ncells] = v;
   b->lens[b->ncells] = (uint32_t)len;
-  b->offsets[b->ncells++] = buf_put(b, p, len);
+  b->offsets[b->ncells++] = text_put(b, p, len);
 }
 
 /* The cell pointer and length arrays of a result of n cells, in one block. */
@@ -538,8 +535,9 @@ db_res *res_finish(res_builder *b, int64_t changes) {
     for (int c = 0; c < r->cols; c++) any |= b->int_cols[c];
     if (any) r->ints = b->ints, r->int_cols = b->int_cols, b->ints = NULL, b->int_cols = NULL;
   }
-  for (size_t i = 0; i < b->ncells; i++) r->cells[i] = b->offsets[i] == SIZE_MAX ? NULL : b->buf + b->offsets[i];
-  r->store = b->buf, r->store_free = free;
+  char *text = buf_take(&b->text, NULL);
+  for (size_t i = 0; i < b->ncells; i++) r->cells[i] = b->offsets[i] == SIZE_MAX ? NULL : text + b->offsets[i];
+  r->store = text, r->store_free = free;
   free(b->offsets);
   free(b->lens);
   free(b->ints);
@@ -550,7 +548,7 @@ db_res *res_finish(res_builder *b, int64_t changes) {
 
 void res_abort(res_builder *b) {
   db_res_free(b->res);
-  free(b->buf);
+  buf_free(&b->text);
   free(b->offsets);
   free(b->lens);
   free(b->ints);

@@ -1,6 +1,7 @@
 /* The contract between db.c (pool, dispatch) and each engine file. Internal to src/db. */
 #ifndef DB_ENGINE_H
 #define DB_ENGINE_H
+#include "core/buf.h"
 #include "db/db.h"
 
 /* An engine's exec returns this when the server cannot be reached (connect refused or timed
@@ -41,8 +42,7 @@ extern const engine_ops postgres_engine_ops;
  * finished result keeps (no second copy). */
 typedef struct res_builder {
   db_res *res;
-  char *buf;
-  size_t len, cap;
+  struct buf text; /* every cell's text, each followed by a NUL */
   size_t *offsets; /* per cell; SIZE_MAX for NULL */
   uint32_t *lens;
   int64_t *ints;  /* allocated with the first integer cell */

@@ -48,6 +48,7 @@
  * A file that cannot be decoded is the document's fault, not the engine's: the result is
  * success with no text and confidence 0, which the rules read as "unreadable". */
 #include "ext/ocr.h"
+#include "core/buf.h"
 #include "core/util.h"
 #include <cairo.h>
 #include <ctype.h>
@@ -69,6 +70,7 @@ enum {
   OCR_MAX_SIDE = 4000,                     /* larger photos are scaled down to this */
   OCR_DEFAULT_DPI = 300,                   /* assumed when an image declares none */
   OCR_PDF_MAX_PAGES = 3,
+  OCR_PDF_MAX_TEXT = 16 * 1024 * 1024, /* a document's text past this reads as unreadable */
   OCR_PDF_DPI = 300,
   OCR_PDF_MAX_PIXELS = 20 * 1000 * 1000,
   OCR_TEXT_LAYER_MIN = 16,   /* letters and digits for a page's text layer to count */
@@ -318,23 +320,10 @@ out:
 
 /* ---- PDF ---- */
 
-typedef struct textbuf {
-  char *s;
-  size_t len, cap;
-} textbuf;
-
-static bool textbuf_add(textbuf *b, const char *s) {
-  size_t n = strlen(s);
-  if (b->len + n + 2 > b->cap) {
-    size_t cap = (b->len + n + 2) * 2;
-    char *p = realloc(b->s, cap);
-    if (!p) return false;
-    b->s = p, b->cap = cap;
-  }
-  if (b->len && b->s[b->len - 1] != '\n') b->s[b->len++] = '\n';
-  memcpy(b->s + b->len, s, n + 1);
-  b->len += n;
-  return true;
+/* Appends a page's text, on a line of its own. */
+static buf_rc text_add(struct buf *b, const char *s) {
+  if (buf_len(b) && buf_ptr(b)[buf_len(b) - 1] != '\n') buf_addn(b, "\n", 1);
+  return buf_add(b, s);
 }
 
 static long count_alnum(const char *s) {
@@ -433,7 +422,8 @@ bool ocr_pdf_here(const char *path, ocr_text *out, char err[256]) {
   GError *gerr = NULL;
   PopplerDocument *doc = NULL;
   char *abs = NULL, *uri = NULL;
-  textbuf buf = {0};
+  struct buf text_all;
+  buf_init(&text_all, OCR_PDF_MAX_TEXT);
   double weighted = 0, weight = 0;
   out->text = NULL, out->confidence = 0, err[0] = 0;
   pthread_once(&tess_once, tess_key_init);
@@ -459,25 +449,30 @@ bool ocr_pdf_here(const char *path, ocr_text *out, char err[256]) {
     if (!got) goto out;
     long letters = count_alnum(text);
     weighted += conf * (double)letters, weight += (double)letters;
-    bool added = textbuf_add(&buf, text);
+    buf_rc added = text_add(&text_all, text);
     if (heap)
       free(text);
     else
       g_free(text);
-    if (!added) {
+    if (added == BUF_TOO_LARGE) {
+      snprintf(err, 256, "text larger than %d MiB", OCR_PDF_MAX_TEXT / (1024 * 1024));
+      ok = set_empty(out, err);
+      goto out;
+    }
+    if (added != BUF_OK) {
       snprintf(err, 256, "out of memory");
       goto out;
     }
   }
-  if (!buf.s) {
+  if (!buf_ptr(&text_all)) {
     ok = set_empty(out, err);
     goto out;
   }
-  out->text = buf.s, buf.s = NULL;
+  out->text = buf_take(&text_all, NULL);
   out->confidence = weight > 0 ? weighted / weight : 0;
   ok = true;
 out:
-  free(buf.s);
+  buf_free(&text_all);
   if (doc) g_object_unref(doc);
   if (gerr) g_error_free(gerr);
   g_free(uri);

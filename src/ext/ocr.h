@@ -40,8 +40,8 @@ bool ocr_image(const char *path, ocr_text *out, char err[256]);
  * confidence 1.0; a page without one (a scan) is rendered with cairo at 300 dpi and OCR'd
  * like an image.
  * The confidence of the whole is the mean of the pages' confidences weighted by the number
- * of letters and digits each page gave. A damaged or password-protected PDF returns true
- * with text "" and confidence 0, the reason in err; false means recognition is unavailable,
+ * of letters and digits each page gave. A damaged or password-protected PDF, or one whose text
+ * passes 16 MiB, returns true with text "" and confidence 0, the reason in err; false means recognition is unavailable,
  * as for ocr_image. */
 bool ocr_pdf(const char *path, ocr_text *out, char err[256]);
 

@@ -5,23 +5,26 @@
  * goes on the wire), signs a fresh x-amz-date on every attempt, and retries network errors and
  * 5xx answers twice with a short backoff. A store that stops answering is given up on after
  * STALL_S seconds without a byte either way (not retried: it would only stall again), so an
- * upload to a hanging store fails in seconds rather than holding its worker for minutes. The Host header is set explicitly to the endpoint's
- * authority, the value that was signed, rather than left to curl. Signed headers: host,
+ * upload to a hanging store fails in seconds rather than holding its worker for minutes. The Host header is set
+ * explicitly to the endpoint's authority, the value that was signed, rather than left to curl. Signed headers: host,
  * x-amz-content-sha256, x-amz-date, plus content-type on PUT so the stored type cannot be
  * altered in transit.
  *
  * Uploads are streamed: the file is hashed in chunks (the payload hash must be the body's real
  * SHA-256), then rewound and handed to curl through a read callback, again on each retry.
- * Downloads collect into a growing heap buffer capped at GET_MAX; an allocation failure fails
- * the call instead of aborting the process. Error answers are S3's XML, from which <Code> and
- * <Message> go into err. The signing date is the real wall clock (time(NULL)): a signature
- * dated by the test clock would be refused by a real store. */
+ * The handle is set up by fetch_easy_setup (ext/fetch.h: http and https only, no signals, the
+ * timeouts), which collects a download into a capped buffer (GET_MAX); an answer past the cap,
+ * or past what memory allows, fails the call instead of aborting the process. Error answers
+ * are S3's XML, from which <Code> and <Message> go into err. The signing date is the real wall clock (time(NULL)): a
+ * signature dated by the test clock would be refused by a real store. */
 #include "ext/s3.h"
+#include "core/buf.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "ext/digest.h"
+#include "ext/fetch.h"
 #include <curl/curl.h>
 #include <errno.h>
 #include <openssl/evp.h>
@@ -42,23 +45,21 @@
 
 /* ---- strings ---- */
 
-typedef struct sbuf {
-  char *data;
-  size_t len, cap;
-} sbuf;
+/* The strings of a request (URL, canonical request, string to sign) are built from bounded
+ * parts; one past TEXT_MAX means a broken configuration. */
+#define TEXT_MAX (1024 * 1024)
 
-static void sb_add(sbuf *b, const char *s, size_t n) {
-  if (n >= b->cap - b->len) {
-    if (n > SIZE_MAX / 4 - b->len) die("s3: string of %zu bytes", n);
-    b->cap = (b->len + n + 1) * 2;
-    b->data = xrealloc(b->data, b->cap);
-  }
-  memcpy(b->data + b->len, s, n);
-  b->len += n;
-  b->data[b->len] = 0;
+static struct buf sb_new(void) {
+  struct buf b;
+  buf_init(&b, TEXT_MAX);
+  return b;
 }
 
-static void sb_puts(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
+static void sb_add(struct buf *b, const char *s, size_t n) {
+  if (buf_addn(b, s, n) != BUF_OK) die("s3: a request string over %d bytes", TEXT_MAX);
+}
+
+static void sb_puts(struct buf *b, const char *s) { sb_add(b, s, strlen(s)); }
 
 bool s3_uri_encode_key(const char *key, char *out, size_t cap) {
   static const char hex[] = "0123456789ABCDEF";
@@ -81,7 +82,7 @@ bool s3_uri_encode_key(const char *key, char *out, size_t cap) {
 }
 
 /* Appends key encoded by s3_uri_encode_key. */
-static void sb_add_encoded(sbuf *b, const char *key) {
+static void sb_add_encoded(struct buf *b, const char *key) {
   size_t cap = 3 * strlen(key) + 1;
   char *e = xmalloc(cap);
   s3_uri_encode_key(key, e, cap);
@@ -96,7 +97,7 @@ static int header_cmp(const void *a, const void *b) {
 }
 
 /* Appends a header value trimmed, with each inner run of spaces and tabs made one space. */
-static void sb_add_value(sbuf *b, const char *v) {
+static void sb_add_value(struct buf *b, const char *v) {
   while (*v == ' ' || *v == '\t') v++;
   bool gap = false;
   for (; *v; v++) {
@@ -121,7 +122,7 @@ static void hmac_raw(const void *key, size_t keylen, const char *msg, unsigned c
 void s3_sigv4_sign(const char *method, const char *canonical_uri, const char *canonical_query, const s3_header *headers,
                    size_t n, const char *amz_date, const char *payload_sha256_hex, const char *region,
                    const char *access_key, const char *secret_key, char out[512]) {
-  sbuf req = {0}, names = {0}, sts = {0}, secret = {0};
+  struct buf req = sb_new(), names = sb_new(), sts = sb_new(), secret = sb_new();
   s3_header *h = xmalloc((n ? n : 1) * sizeof *h);
   memcpy(h, headers, n * sizeof *h);
   qsort(h, n, sizeof *h, header_cmp);
@@ -136,29 +137,29 @@ void s3_sigv4_sign(const char *method, const char *canonical_uri, const char *ca
     sb_puts(&names, h[i].name);
   }
   sb_puts(&names, ""); /* non-NULL even with no headers */
-  sb_puts(&req, "\n"), sb_puts(&req, names.data), sb_puts(&req, "\n");
+  sb_puts(&req, "\n"), sb_puts(&req, buf_ptr(&names)), sb_puts(&req, "\n");
   sb_puts(&req, payload_sha256_hex);
 
   char day[9], scope[200], req_hash[65], signature[65];
   snprintf(day, sizeof day, "%.8s", amz_date);
   snprintf(scope, sizeof scope, "%s/%s/s3/aws4_request", day, region);
-  sha256_hex(req.data, req.len, req_hash);
+  sha256_hex(buf_ptr(&req), buf_len(&req), req_hash);
   sb_puts(&sts, "AWS4-HMAC-SHA256\n"), sb_puts(&sts, amz_date), sb_puts(&sts, "\n");
   sb_puts(&sts, scope), sb_puts(&sts, "\n"), sb_puts(&sts, req_hash);
 
   unsigned char k[32];
   sb_puts(&secret, "AWS4"), sb_puts(&secret, secret_key);
-  hmac_raw(secret.data, secret.len, day, k);
+  hmac_raw(buf_ptr(&secret), buf_len(&secret), day, k);
   hmac_raw(k, sizeof k, region, k);
   hmac_raw(k, sizeof k, "s3", k);
   hmac_raw(k, sizeof k, "aws4_request", k);
-  hmac_sha256_hex(k, sizeof k, sts.data, sts.len, signature);
-  snprintf(out, 512, "AWS4-HMAC-SHA256 Credential=%s/%s,SignedHeaders=%s,Signature=%s", access_key, scope, names.data,
-           signature);
+  hmac_sha256_hex(k, sizeof k, buf_ptr(&sts), buf_len(&sts), signature);
+  snprintf(out, 512, "AWS4-HMAC-SHA256 Credential=%s/%s,SignedHeaders=%s,Signature=%s", access_key, scope,
+           buf_ptr(&names), signature);
 
   OPENSSL_cleanse(k, sizeof k);
-  OPENSSL_cleanse(secret.data, secret.len);
-  free(h), free(req.data), free(names.data), free(sts.data), free(secret.data);
+  OPENSSL_cleanse(buf_ptr(&secret), buf_len(&secret));
+  free(h), buf_free(&req), buf_free(&names), buf_free(&sts), buf_free(&secret);
 }
 
 void s3_sigv4_authorization(const char *method, const char *canonical_uri, const char *canonical_query,
@@ -184,8 +185,7 @@ typedef struct s3_req {
   const char *payload_hash;
   const char *content_type; /* PUT only */
   long status;
-  sbuf resp;
-  bool resp_refused; /* the body outgrew GET_MAX or memory */
+  struct buf resp; /* the answer's body, capped at GET_MAX (buf_result: why it was cut) */
   char resp_type[128];
   curl_off_t moved;  /* bytes sent and received so far in this attempt */
   int64_t moved_at;  /* when that last changed (clock_mono_ms) */
@@ -213,7 +213,7 @@ static bool config_ok(char err[256]) {
 }
 
 /* The URL, canonical URI and Host value for key, from S3_ENDPOINT ("scheme://authority[/prefix]"). */
-static bool target(const char *key, sbuf *url, sbuf *uri, char host[256], char err[256]) {
+static bool target(const char *key, struct buf *url, struct buf *uri, char host[256], char err[256]) {
   size_t klen = strlen(key);
   if (!klen || klen > S3_KEY_MAX) return snprintf(err, 256, "s3: key must be 1 to %d bytes", S3_KEY_MAX), false;
   const char *ep = CFG.s3_endpoint;
@@ -225,33 +225,16 @@ static bool target(const char *key, sbuf *url, sbuf *uri, char host[256], char e
   memcpy(host, auth, alen);
   host[alen] = 0;
   const char *prefix = auth + alen;
-  sb_add(uri, prefix, strcspn(prefix, "?#"));
-  while (uri->len && uri->data[uri->len - 1] == '/') uri->data[--uri->len] = 0;
+  size_t plen = strcspn(prefix, "?#");
+  while (plen && prefix[plen - 1] == '/') plen--;
+  sb_add(uri, prefix, plen);
   sb_puts(uri, "/");
   sb_add_encoded(uri, CFG.s3_bucket);
   sb_puts(uri, "/");
   sb_add_encoded(uri, key);
   sb_add(url, ep, slen + alen);
-  sb_puts(url, uri->data);
+  sb_puts(url, buf_ptr(uri));
   return true;
-}
-
-static size_t collect(char *p, size_t size, size_t n, void *arg) {
-  s3_req *r = arg;
-  size_t add = size * n;
-  sbuf *b = &r->resp;
-  if (b->len + add + 1 > b->cap) {
-    if (add > GET_MAX - b->len) return r->resp_refused = true, 0;
-    size_t cap = b->cap ? b->cap * 2 : 16384;
-    while (cap < b->len + add + 1) cap *= 2;
-    char *grown = realloc(b->data, cap);
-    if (!grown) return r->resp_refused = true, 0;
-    b->data = grown, b->cap = cap;
-  }
-  memcpy(b->data + b->len, p, add);
-  b->len += add;
-  b->data[b->len] = 0;
-  return add;
 }
 
 static size_t read_body(char *buf, size_t size, size_t nitems, void *arg) {
@@ -291,18 +274,13 @@ static CURLcode send_once(s3_req *r, const char *url, const char *uri, const cha
   if (r->content_type) snprintf(line, sizeof line, "Content-Type: %s", r->content_type), h = curl_slist_append(h, line);
   if (!h) goto out;
 
-  curl_easy_setopt(curl, CURLOPT_URL, url);
+  fetch_easy_setup(curl, url, 60000L, 5000L, &r->resp);
   curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L); /* a key segment ".." is a name, not a step up */
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, r);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 60000L);
   r->moved = 0, r->moved_at = 0, r->stalled = false;
   curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, watch_progress);
   curl_easy_setopt(curl, CURLOPT_XFERINFODATA, r);
   curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   if (r->body) {
     curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
     curl_easy_setopt(curl, CURLOPT_READFUNCTION, read_body);
@@ -352,24 +330,23 @@ static bool transient(CURLcode cc) {
  * false with err on a transport failure. */
 static bool perform(s3_req *r, char err[256]) {
   bool ok = false;
-  sbuf url = {0}, uri = {0};
+  struct buf url = sb_new(), uri = sb_new();
   char host[256];
   if (!config_ok(err) || !target(r->key, &url, &uri, host, err)) goto out;
   for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
-    free(r->resp.data);
-    r->resp = (sbuf){0};
+    buf_free(&r->resp);
+    buf_init(&r->resp, GET_MAX);
     r->status = 0;
-    r->resp_refused = false;
     if (r->body && fseeko(r->body, 0, SEEK_SET) != 0) {
       snprintf(err, 256, "s3: cannot rewind upload: %s", ERRNO_TEXT());
       goto out;
     }
-    CURLcode cc = send_once(r, url.data, uri.data, host);
+    CURLcode cc = send_once(r, buf_ptr(&url), buf_ptr(&uri), host);
     if (cc == CURLE_OK && r->status < 500) {
       ok = true;
       break;
     }
-    if (r->resp_refused)
+    if (buf_result(&r->resp) != BUF_OK)
       snprintf(err, 256, "s3 %s %.*s: answer too large for memory", r->method, utf8_cut(r->key, 60), r->key);
     else if (r->stalled)
       snprintf(err, 256, "s3 %s %.*s: no answer for %d s", r->method, utf8_cut(r->key, 60), r->key, STALL_S);
@@ -385,15 +362,15 @@ static bool perform(s3_req *r, char err[256]) {
     if (attempt < ATTEMPTS) usleep((useconds_t)(200000 * attempt));
   }
 out:
-  free(url.data), free(uri.data);
+  buf_free(&url), buf_free(&uri);
   return ok;
 }
 
 /* Fills err from a non-2xx answer: "s3 GET key: 403 SignatureDoesNotMatch: <message>". */
 static void answer_error(const s3_req *r, char err[256]) {
   char code[64], message[160];
-  xml_text(r->resp.data, "Code", code, sizeof code);
-  xml_text(r->resp.data, "Message", message, sizeof message);
+  xml_text(buf_ptr(&r->resp), "Code", code, sizeof code);
+  xml_text(buf_ptr(&r->resp), "Message", message, sizeof message);
   snprintf(err, 256, "s3 %s %.*s: %ld %.40s%s%.*s", r->method, utf8_cut(r->key, 60), r->key, r->status,
            *code ? code : "error", *message ? ": " : "", utf8_cut(message, 100), message);
 }
@@ -456,7 +433,7 @@ bool s3_put_file(const char *key, const char *path, const char *content_type, ch
   ok = true;
 out:
   if (r.body) fclose(r.body);
-  free(r.resp.data);
+  buf_free(&r.resp);
   return ok;
 }
 
@@ -467,21 +444,20 @@ bool s3_get(const char *key, char **data, size_t *len, char content_type[128], b
   if (!perform(&r, err)) goto out;
   if (r.status < 200 || r.status > 299) {
     char code[64];
-    xml_text(r.resp.data, "Code", code, sizeof code);
+    xml_text(buf_ptr(&r.resp), "Code", code, sizeof code);
     *not_found = r.status == 404 && strcmp(code, "NoSuchBucket"); /* a missing bucket is a fault */
     answer_error(&r, err);
     goto out;
   }
-  if (!r.resp.data && !(r.resp.data = calloc(1, 1))) {
+  *data = buf_take(&r.resp, len);
+  if (!*data && !(*data = calloc(1, 1))) {
     snprintf(err, 256, "s3: out of memory");
     goto out;
   }
-  *data = r.resp.data, *len = r.resp.len;
-  r.resp.data = NULL;
   snprintf(content_type, 128, "%s", r.resp_type);
   ok = true;
 out:
-  free(r.resp.data);
+  buf_free(&r.resp);
   return ok;
 }
 
@@ -490,13 +466,13 @@ bool s3_delete(const char *key, char err[256]) {
   char code[64];
   s3_req r = {.method = "DELETE", .key = key, .payload_hash = EMPTY_SHA256};
   if (!perform(&r, err)) goto out;
-  xml_text(r.resp.data, "Code", code, sizeof code);
+  xml_text(buf_ptr(&r.resp), "Code", code, sizeof code);
   if ((r.status < 200 || r.status > 299) && !(r.status == 404 && !strcmp(code, "NoSuchKey"))) {
     answer_error(&r, err);
     goto out;
   }
   ok = true;
 out:
-  free(r.resp.data);
+  buf_free(&r.resp);
   return ok;
 }

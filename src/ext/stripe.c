@@ -1,9 +1,11 @@
-/* Stripe over libcurl: form-encoded requests to STRIPE_API_BASE with the secret key.
+/* Stripe: form-encoded requests to STRIPE_API_BASE with the secret key, each attempt one
+ * exchange of ext/fetch.h (http and https only, 5 s to connect, 20 s in all, answers up to
+ * 4 MiB).
  *
  * Every POST carries an Idempotency-Key (the caller's, or a fresh one for calls that do not
  * move money) which stays the same across retries, so a retry after a timeout or a 5xx can
  * never charge twice. Network errors, 409 (the same key in flight), 429 and 5xx are retried
- * twice with a short backoff;
+ * twice with a short backoff; an answer over the cap is not (it would come back the same);
  * Stripe's error objects map to pay_rc (card_error -> PAY_DECLINED, idempotency_error ->
  * PAY_IDEMPOTENCY, resource_missing -> PAY_NOT_FOUND, other 4xx -> PAY_INVALID).
  *
@@ -11,10 +13,12 @@
  * so what a request whose answer was lost did can be found again by listing the customer's
  * objects (lists are consistent at once, unlike search; and a key is pruned by Stripe after
  * 24 hours, after which only the metadata still tells). */
+#include "core/buf.h"
 #include "core/config.h"
 #include "core/ids.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "ext/fetch.h"
 #include "ext/payments_impl.h"
 #include <curl/curl.h>
 #include <stdio.h>
@@ -25,36 +29,31 @@
 #define STRIPE_VERSION "2024-06-20"
 #define ATTEMPTS 3
 
-typedef struct buf {
-  char *data;
-  size_t len;
-} buf;
+#define FORM_MAX (64 * 1024)         /* a request's form body */
+#define ANSWER_MAX (4 * 1024 * 1024) /* a Stripe object is never this large */
 
-static size_t collect(char *p, size_t size, size_t n, void *arg) {
-  buf *b = arg;
-  size_t add = size * n;
-  if (b->len + add > 4 * 1024 * 1024) return 0; /* a Stripe object is never this large */
-  b->data = xrealloc(b->data, b->len + add + 1);
-  memcpy(b->data + b->len, p, add);
-  b->len += add;
-  b->data[b->len] = 0;
-  return add;
-}
-
-/* Appends key=value (both URL-encoded) to a form body. */
-static void form_add(buf *f, const char *key, const char *value) {
+/* Appends key=value (both URL-encoded) to a form body; a failure stays in f (call). */
+static void form_add(struct buf *f, const char *key, const char *value) {
   char *k = curl_easy_escape(NULL, key, 0), *v = curl_easy_escape(NULL, value, 0);
-  size_t add = strlen(k) + strlen(v) + 2;
-  f->data = xrealloc(f->data, f->len + add + 1);
-  f->len += (size_t)sprintf(f->data + f->len, "%s%s=%s", f->len ? "&" : "", k, v);
+  if (!k || !v) oom();
+  buf_addf(f, "%s%s=%s", buf_len(f) ? "&" : "", k, v);
   curl_free(k), curl_free(v);
 }
 
-static void form_add_int(buf *f, const char *key, int64_t value) {
+static void form_add_int(struct buf *f, const char *key, int64_t value) {
   char n[32];
   snprintf(n, sizeof n, "%lld", (long long)value);
   form_add(f, key, n);
 }
+
+/* A form for one call (form_add fills it, call sends it, form_free releases it). */
+static struct buf form_new(void) {
+  struct buf f;
+  buf_init(&f, FORM_MAX);
+  return f;
+}
+
+static void form_free(struct buf *f) { buf_free(f); }
 
 /* Maps a Stripe error answer to pay_rc and fills err. */
 static pay_rc map_error(long status, json_t *body, pay_error *err) {
@@ -76,67 +75,61 @@ static pay_rc map_error(long status, json_t *body, pay_error *err) {
   return PAY_UNAVAILABLE;
 }
 
-/* One API call with retries: a POST of form, or a GET when form is NULL. path is relative to
- * STRIPE_API_BASE ("/v1/customers"). *out receives the parsed object on PAY_OK. */
-static pay_rc call(const char *path, buf *form, const char *idem_key, json_t **out, pay_error *err) {
+/* One API call with retries: a POST of form, or a GET when form is NULL, through the shared
+ * exchange (ext/fetch.h). path is relative to STRIPE_API_BASE ("/v1/customers"). *out
+ * receives the parsed object on PAY_OK. A transport failure, 409, 429 and 5xx are tried again;
+ * an answer over ANSWER_MAX is not (the same answer would come back). */
+static pay_rc call(const char *path, const struct buf *form, const char *idem_key, json_t **out, pay_error *err) {
   char url[2048], auth[512], idem[300], key[ID_LEN + 1];
   snprintf(url, sizeof url, "%s%s", CFG.stripe_api_base, path);
   snprintf(auth, sizeof auth, "Authorization: Bearer %s", CFG.stripe_secret_key);
   if (!idem_key) id_new(key), idem_key = key;
   snprintf(idem, sizeof idem, "Idempotency-Key: %s", idem_key);
-  struct curl_slist *h = curl_slist_append(NULL, auth);
-  h = curl_slist_append(h, "Stripe-Version: " STRIPE_VERSION);
-  if (form) {
-    h = curl_slist_append(h, "Content-Type: application/x-www-form-urlencoded");
-    h = curl_slist_append(h, idem);
-  }
+  const char *get_headers[] = {auth, "Stripe-Version: " STRIPE_VERSION, NULL};
+  const char *post_headers[] = {auth, "Stripe-Version: " STRIPE_VERSION,
+                                "Content-Type: application/x-www-form-urlencoded", idem, NULL};
+  fetch_req rq = {.method = form ? "POST" : "GET",
+                  .url = url,
+                  .headers = form ? post_headers : get_headers,
+                  .body = form ? (buf_ptr(form) ? buf_ptr(form) : "") : NULL,
+                  .body_len = form ? buf_len(form) : 0,
+                  .max_answer = ANSWER_MAX,
+                  .timeout_ms = 20000,
+                  .connect_timeout_ms = 5000};
   pay_rc rc = PAY_UNAVAILABLE;
   *out = NULL;
+  if (form && buf_result(form) != BUF_OK) {
+    snprintf(err->message, sizeof err->message, "payment processor request too large");
+    return PAY_UNAVAILABLE;
+  }
   for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
-    buf resp = {0};
-    CURL *curl = curl_easy_init();
-    if (!curl) {
-      snprintf(err->message, sizeof err->message, "payment processor unavailable (curl init failed)");
-      break;
-    }
-    curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &resp);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 20000L);
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    if (form) {
-      curl_easy_setopt(curl, CURLOPT_POSTFIELDS, form->data ? form->data : "");
-      curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)form->len);
-    }
-    CURLcode cc = curl_easy_perform(curl);
-    long status = 0;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(curl);
-    json_t *body = resp.data ? json_loads(resp.data, 0, NULL) : NULL;
-    free(resp.data);
+    fetch_res res;
+    fetch_rc got = fetch_exchange(&rq, &res);
+    long status = res.status;
+    const char *why = res.error;
+    json_t *body = res.body ? json_loads(res.body, 0, NULL) : NULL;
+    fetch_res_fini(&res);
+    bool answered = got == FETCH_OK || got == FETCH_BAD_STATUS;
     /* 409: a request with the same Idempotency-Key is still in flight; its answer comes soon */
-    bool retry = cc != CURLE_OK || status == 409 || status == 429 || status >= 500;
-    if (!retry && status >= 200 && status < 300 && json_is_object(body)) {
+    bool retry = (!answered && got != FETCH_TOO_LARGE) || status == 409 || status == 429 || status >= 500;
+    if (!retry && got == FETCH_OK && json_is_object(body)) {
       *out = body;
       rc = PAY_OK;
       break;
     }
-    if (!retry) {
+    if (!retry && answered) {
       rc = map_error(status, body, err);
       json_decref(body);
       break;
     }
     json_decref(body);
-    snprintf(err->message, sizeof err->message, "payment processor unavailable (%s)",
-             cc != CURLE_OK ? curl_easy_strerror(cc) : "server error");
+    snprintf(err->message, sizeof err->message, "payment processor unavailable (%s)", !answered ? why : "server error");
     log_json(LOG_WARN, "stripe call failed",
              json_pack("{s:s,s:i,s:I,s:s}", "path", path, "attempt", attempt, "status", (json_int_t)status, "error",
                        err->message));
+    if (!retry) break;
     if (attempt < ATTEMPTS) usleep((useconds_t)(200000 * attempt));
   }
-  curl_slist_free_all(h);
   return rc;
 }
 
@@ -149,25 +142,25 @@ static void object_path(char *out, size_t cap, const char *collection, const cha
 
 static pay_rc st_create_customer(const char *email, const char *name, const char *idem_key, char id[PAY_ID_LEN],
                                  pay_error *err) {
-  buf f = {0};
+  struct buf f = form_new();
   form_add(&f, "email", email);
   form_add(&f, "name", name);
   json_t *o;
   pay_rc rc = call("/v1/customers", &f, idem_key, &o, err);
-  free(f.data);
+  form_free(&f);
   if (rc == PAY_OK) snprintf(id, PAY_ID_LEN, "%s", json_string_value(json_object_get(o, "id")));
   json_decref(o);
   return rc;
 }
 
 static pay_rc st_create_setup_intent(const char *customer, char secret[PAY_ID_LEN], pay_error *err) {
-  buf f = {0};
+  struct buf f = form_new();
   form_add(&f, "customer", customer);
   form_add(&f, "usage", "off_session");
   form_add(&f, "payment_method_types[]", "card");
   json_t *o;
   pay_rc rc = call("/v1/setup_intents", &f, NULL, &o, err);
-  free(f.data);
+  form_free(&f);
   if (rc == PAY_OK) snprintf(secret, PAY_ID_LEN, "%s", json_string_value(json_object_get(o, "client_secret")));
   json_decref(o);
   return rc;
@@ -176,21 +169,21 @@ static pay_rc st_create_setup_intent(const char *customer, char secret[PAY_ID_LE
 static pay_rc st_attach_method(const char *customer, const char *payment_method, pay_card *card, pay_error *err) {
   char path[600];
   object_path(path, sizeof path, "payment_methods", payment_method, "/attach");
-  buf f = {0};
+  struct buf f = form_new();
   form_add(&f, "customer", customer);
   json_t *o;
   pay_rc rc = call(path, &f, NULL, &o, err);
-  free(f.data);
+  form_free(&f);
   if (rc == PAY_NOT_FOUND) rc = PAY_INVALID; /* an unknown method is the client's mistake here */
   if (rc != PAY_OK) return rc;
   pay_card_from_json(o, card);
   json_decref(o);
   /* the default for invoices, so the premium subscription charges this card */
   object_path(path, sizeof path, "customers", customer, "");
-  buf d = {0};
+  struct buf d = form_new();
   form_add(&d, "invoice_settings[default_payment_method]", card->id);
   rc = call(path, &d, NULL, &o, err);
-  free(d.data);
+  form_free(&d);
   json_decref(o);
   return rc;
 }
@@ -213,7 +206,7 @@ static pay_rc st_retrieve_method(const char *customer, const char *payment_metho
 
 static pay_rc st_create_intent(const char *customer, const char *payment_method, int64_t cents, bool capture_now,
                                const char *idem_key, pay_intent *out, pay_error *err) {
-  buf f = {0};
+  struct buf f = form_new();
   form_add_int(&f, "amount", cents);
   form_add(&f, "currency", "usd");
   form_add(&f, "customer", customer);
@@ -225,7 +218,7 @@ static pay_rc st_create_intent(const char *customer, const char *payment_method,
   form_add(&f, "expand[]", "latest_charge"); /* its capture_before is when the hold lapses */
   json_t *o;
   pay_rc rc = call("/v1/payment_intents", &f, idem_key, &o, err);
-  free(f.data);
+  form_free(&f);
   if (rc != PAY_OK) return rc;
   pay_intent_from_json(o, out);
   json_decref(o);
@@ -243,10 +236,10 @@ static pay_rc intent_action(const char *intent, const char *action, const char *
                             pay_error *err) {
   char path[600];
   object_path(path, sizeof path, "payment_intents", intent, action);
-  buf f = {0};
+  struct buf f = form_new();
   json_t *o;
   pay_rc rc = call(path, &f, idem_key, &o, err);
-  free(f.data);
+  form_free(&f);
   if (rc == PAY_OK) pay_intent_from_json(o, out);
   json_decref(o);
   return rc;
@@ -262,7 +255,7 @@ static pay_rc st_cancel(const char *intent, const char *idem_key, pay_intent *ou
 
 static pay_rc st_create_subscription(const char *customer, const char *price, const char *payment_method,
                                      const char *idem_key, pay_subscription *out, pay_error *err) {
-  buf f = {0};
+  struct buf f = form_new();
   form_add(&f, "customer", customer);
   form_add(&f, "items[0][price]", price);
   form_add(&f, "default_payment_method", payment_method);
@@ -271,7 +264,7 @@ static pay_rc st_create_subscription(const char *customer, const char *price, co
   form_add(&f, "metadata[idempotency_key]", idem_key);
   json_t *o;
   pay_rc rc = call("/v1/subscriptions", &f, idem_key, &o, err);
-  free(f.data);
+  form_free(&f);
   if (rc == PAY_OK) pay_subscription_from_json(o, out);
   json_decref(o);
   return rc;
@@ -281,11 +274,11 @@ static pay_rc st_update_subscription(const char *subscription, bool cancel_at_pe
                                      pay_subscription *out, pay_error *err) {
   char path[600];
   object_path(path, sizeof path, "subscriptions", subscription, "");
-  buf f = {0};
+  struct buf f = form_new();
   form_add(&f, "cancel_at_period_end", cancel_at_period_end ? "true" : "false");
   json_t *o;
   pay_rc rc = call(path, &f, idem_key, &o, err);
-  free(f.data);
+  form_free(&f);
   if (rc == PAY_OK) pay_subscription_from_json(o, out);
   json_decref(o);
   return rc;
@@ -369,14 +362,14 @@ static pay_rc st_find_subscription(const char *customer, const char *idem_key, p
 
 static pay_rc st_refund(const char *intent, int64_t cents, const char *reason, const char *idem_key, pay_refund *out,
                         pay_error *err) {
-  buf f = {0};
+  struct buf f = form_new();
   form_add(&f, "payment_intent", intent);
   if (cents > 0) form_add_int(&f, "amount", cents);
   if (reason) form_add(&f, "reason", reason);
   form_add(&f, "metadata[idempotency_key]", idem_key);
   json_t *o;
   pay_rc rc = call("/v1/refunds", &f, idem_key, &o, err);
-  free(f.data);
+  form_free(&f);
   if (rc == PAY_OK) pay_refund_from_json(o, out);
   json_decref(o);
   return rc;

@@ -152,7 +152,8 @@ struct hs_req {
   hs_auth auth;
   const char *ip;
   char request_id[40];
-  void *conn; /* the server's connection handle, for hs_header() */
+  void *conn;                         /* the connection that carries the request, for hs_header() ... */
+  const struct hs_conn_ops *conn_ops; /* ... through these operations (http/pipeline.h) */
   /* the answer */
   int status;
   json_t *res_body;
@@ -204,10 +205,10 @@ err_t hs_fail_code(hs_req *req, err_t err, const char *code, const char *message
  * - check_token: after a token's signature and expiry are verified and req->auth is filled,
  *   before its role is checked against the route. It may refuse the token by returning
  *   hs_fail(req, ERR_UNAUTHORIZED, ...) (any failure ends the request with that error).
- * - before_handler: when every check passed, just before the handler; a failure ends the
- *   request without running the handler.
  *   On an open route it is called only for a token carrying an elevationId; a refusal (401)
  *   there just drops the token, which open routes ignore.
+ * - before_handler: when every check passed, just before the handler, for every request
+ *   (open routes too); a failure ends the request without running the handler.
  * - after: once the answer is decided (status or error set), for every request that reached
  *   check_token, whatever its outcome. */
 typedef struct hs_hooks {

@@ -5,7 +5,9 @@
  * in flight but never tear. Tables are created on a thread's first request and live as long
  * as the process (threads are a fixed pool). */
 #include "http/metrics.h"
+#include "core/buf.h"
 #include "core/config.h"
+#include "core/log.h"
 #include "core/util.h"
 #include "db/db.h"
 #include "ext/digest.h"
@@ -105,27 +107,18 @@ bool hs_metrics_allowed(const hs_req *req) {
 
 /* ---- rendering ---- */
 
-typedef struct out {
-  char *buf;
-  size_t len, cap;
-} out;
+/* A scrape is a few hundred KiB; past this something is wrong, and the lines that would pass it
+ * are left out (hs_metrics_render logs it). */
+#define MAX_OUTPUT (64 * 1024 * 1024)
 
-__attribute__((format(printf, 2, 3))) static void emit(out *o, const char *fmt, ...) {
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
-    va_end(ap);
-    if (n >= 0 && (size_t)n < o->cap - o->len) {
-      o->len += (size_t)n;
-      return;
-    }
-    o->cap = o->cap * 2 + (size_t)(n > 0 ? n : 0);
-    o->buf = xrealloc(o->buf, o->cap);
-  }
+__attribute__((format(printf, 2, 3))) static void emit(struct buf *o, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  buf_vaddf(o, fmt, ap); /* a failure is kept in o, and reported once */
+  va_end(ap);
 }
 
-static void family(out *o, const char *name, const char *type, const char *help) {
+static void family(struct buf *o, const char *name, const char *type, const char *help) {
   emit(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
@@ -173,7 +166,7 @@ static const char *route_label(uint64_t key) {
   return slot < n ? rows[slot].path : "unmatched";
 }
 
-static void render_http(out *o) {
+static void render_http(struct buf *o) {
   size_t n;
   uint64_t dropped;
   sum *all = collect(&n, &dropped);
@@ -209,7 +202,7 @@ static void render_http(out *o) {
   free(all);
 }
 
-static void render_db(out *o) {
+static void render_db(struct buf *o) {
   static const struct {
     const char *name, *type, *help;
   } series[] = {
@@ -233,7 +226,7 @@ static void backlog_line(void *ctx, const char *kind, const char *state, long n)
   emit(ctx, "marketplace_queue_jobs{kind=\"%s\",state=\"%s\"} %ld\n", kind, state, n);
 }
 
-static void render_queue(out *o) {
+static void render_queue(struct buf *o) {
   family(o, "marketplace_queue_jobs", "gauge",
          "Background work in the database by kind and state: pending (due or waiting to be retried), running, "
          "failed (gave up).");
@@ -253,7 +246,7 @@ static void refusal_line(void *ctx, const char *rule, long n) {
   emit(ctx, "marketplace_rate_limit_refusals_total{rule=\"%s\"} %ld\n", rule, n);
 }
 
-static void render_limits(out *o) {
+static void render_limits(struct buf *o) {
   int waiting, busy;
   long refused, computed;
   password_pool_stats(&waiting, &busy, &refused, &computed);
@@ -271,7 +264,7 @@ static void render_limits(out *o) {
   hs_rate_limit_refusals(refusal_line, o);
 }
 
-static void render_process(out *o) {
+static void render_process(struct buf *o) {
   long ticks = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
   unsigned long long utime = 0, stime = 0, start = 0, vsize = 0;
   long long rss = 0;
@@ -311,13 +304,16 @@ static void render_process(out *o) {
 }
 
 char *hs_metrics_render(size_t *len) {
-  out o = {.buf = xmalloc(16384), .cap = 16384};
-  o.buf[0] = 0;
+  struct buf o;
+  buf_init(&o, MAX_OUTPUT);
   render_http(&o);
   render_db(&o);
   render_queue(&o);
   render_limits(&o);
   render_process(&o);
-  *len = o.len;
-  return o.buf;
+  if (buf_result(&o) != BUF_OK)
+    log_msg(LOG_ERROR, "metrics: the scrape was cut short (%s)",
+            buf_result(&o) == BUF_TOO_LARGE ? "over 64 MiB" : "out of memory");
+  char *text = buf_take(&o, len);
+  return text ? text : xstrdup("");
 }

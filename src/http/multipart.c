@@ -3,14 +3,21 @@
  * epilogue after the closing delimiter. The body is read as if it began with CRLF, so the
  * first delimiter ("--B" at the very start, or after a preamble line) is the same
  * "\r\n--B" as every later one. Inside a value, everything but the last |delimiter| - 1
- * bytes is passed on at once (those could be the start of a delimiter), so the buffer
- * holds at most one header line (bounded) or a delimiter's length, whatever the pieces. */
+ * bytes is passed on at once (those could be the start of a delimiter), so between two pieces
+ * the buffer holds at most one header block (bounded) or a delimiter's length. A piece is taken
+ * FEED_SLICE bytes at a time, so the buffer's cap is that block and one slice, whatever the
+ * pieces. */
 #include "http/multipart.h"
+#include "core/buf.h"
 #include "core/util.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+/* A body piece is parsed this many bytes at a time: the undecided bytes never pass
+ * HS_MULTIPART_MAX_HEADERS + FEED_SLICE. */
+#define FEED_SLICE (16 * 1024)
 
 typedef enum { MP_PREAMBLE, MP_DELIMITED, MP_HEADERS, MP_VALUE, MP_EPILOGUE, MP_FAILED } mp_state;
 
@@ -20,8 +27,7 @@ struct hs_multipart {
   mp_state state;
   char delim[HS_MULTIPART_MAX_BOUNDARY + 5]; /* "\r\n--" + boundary */
   size_t delim_len;
-  char *buf; /* undecided bytes */
-  size_t len, cap;
+  struct buf pending;    /* undecided bytes */
   size_t scanned;        /* header line: bytes of buf already searched for its end */
   size_t header_size;    /* header block of the current part so far */
   bool padded;           /* whitespace seen after a delimiter */
@@ -104,27 +110,23 @@ hs_multipart *hs_multipart_new(const char *content_type, hs_part_fn fn, void *cl
   hs_multipart *m = xcalloc(1, sizeof *m);
   m->fn = fn, m->cls = cls;
   m->delim_len = (size_t)snprintf(m->delim, sizeof m->delim, "\r\n--%s", boundary);
-  m->cap = 256;
-  m->buf = xmalloc(m->cap);
-  memcpy(m->buf, "\r\n", 2); /* see the design note */
-  m->len = 2;
+  buf_init(&m->pending, HS_MULTIPART_MAX_HEADERS + FEED_SLICE);
+  if (buf_addn(&m->pending, "\r\n", 2) != BUF_OK) oom(); /* see the design note */
   return m;
 }
 
 void hs_multipart_free(hs_multipart *m) {
   if (!m) return;
-  free(m->name), free(m->filename), free(m->buf);
+  free(m->name), free(m->filename);
+  buf_free(&m->pending);
   free(m);
 }
 
-static void consume(hs_multipart *m, size_t n) {
-  memmove(m->buf, m->buf + n, m->len - n);
-  m->len -= n;
-}
+static void consume(hs_multipart *m, size_t n) { buf_drop_front(&m->pending, n); }
 
 static bool fail(hs_multipart *m) {
   m->state = MP_FAILED;
-  m->len = 0;
+  buf_reset(&m->pending);
   return false;
 }
 
@@ -159,19 +161,21 @@ static void header_line(hs_multipart *m, char *line) {
 
 /* Advances the state machine over the buffer; false when it needs more bytes. */
 static bool step(hs_multipart *m) {
+  char *b = buf_ptr(&m->pending);
+  size_t len = buf_len(&m->pending);
   switch (m->state) {
   case MP_PREAMBLE:
   case MP_VALUE: {
-    char *at = memmem(m->buf, m->len, m->delim, m->delim_len);
+    char *at = memmem(b, len, m->delim, m->delim_len);
     if (!at) { /* all but a possible delimiter start is decided */
-      size_t keep = m->len < m->delim_len - 1 ? m->len : m->delim_len - 1, pass = m->len - keep;
-      if (m->state == MP_VALUE && pass) emit(m, m->buf, pass);
+      size_t keep = len < m->delim_len - 1 ? len : m->delim_len - 1, pass = len - keep;
+      if (m->state == MP_VALUE && pass) emit(m, b, pass);
       consume(m, pass);
       return false;
     }
-    size_t n = (size_t)(at - m->buf);
+    size_t n = (size_t)(at - b);
     if (m->state == MP_VALUE) {
-      if (n) emit(m, m->buf, n);
+      if (n) emit(m, b, n);
       end_part(m);
     }
     consume(m, n + m->delim_len);
@@ -180,25 +184,25 @@ static bool step(hs_multipart *m) {
   }
   case MP_DELIMITED: { /* "--" closes the body; otherwise optional padding and a line end */
     size_t i = 0;
-    while (i < m->len && (m->buf[i] == ' ' || m->buf[i] == '\t')) i++;
+    while (i < len && (b[i] == ' ' || b[i] == '\t')) i++;
     if (i) {
       consume(m, i);
       m->padded = true;
       return true;
     }
-    if (m->len == 0) return false;
-    if (m->buf[0] == '-' && !m->padded) {
-      if (m->len < 2) return false;
-      if (m->buf[1] != '-') return fail(m);
+    if (len == 0) return false;
+    if (b[0] == '-' && !m->padded) {
+      if (len < 2) return false;
+      if (b[1] != '-') return fail(m);
       m->state = MP_EPILOGUE;
-      m->len = 0;
+      buf_reset(&m->pending);
       return false;
     }
-    if (m->buf[0] == '\n') {
+    if (b[0] == '\n') {
       consume(m, 1);
-    } else if (m->buf[0] == '\r') {
-      if (m->len < 2) return false;
-      if (m->buf[1] != '\n') return fail(m);
+    } else if (b[0] == '\r') {
+      if (len < 2) return false;
+      if (b[1] != '\n') return fail(m);
       consume(m, 2);
     } else {
       return fail(m);
@@ -207,41 +211,38 @@ static bool step(hs_multipart *m) {
     return true;
   }
   case MP_HEADERS: {
-    char *nl = memchr(m->buf + m->scanned, '\n', m->len - m->scanned);
+    char *nl = memchr(b + m->scanned, '\n', len - m->scanned);
     if (!nl) {
-      m->scanned = m->len;
-      return m->header_size + m->len > HS_MULTIPART_MAX_HEADERS ? fail(m) : false;
+      m->scanned = len;
+      return m->header_size + len > HS_MULTIPART_MAX_HEADERS ? fail(m) : false;
     }
-    size_t n = (size_t)(nl - m->buf);
+    size_t n = (size_t)(nl - b);
     if ((m->header_size += n + 1) > HS_MULTIPART_MAX_HEADERS) return fail(m);
-    size_t line_len = n && m->buf[n - 1] == '\r' ? n - 1 : n;
+    size_t line_len = n && b[n - 1] == '\r' ? n - 1 : n;
     if (line_len == 0) {
       m->state = MP_VALUE;
     } else {
-      if (memchr(m->buf, 0, line_len)) return fail(m);
-      m->buf[line_len] = 0; /* the line end, consumed below */
-      header_line(m, m->buf);
+      if (memchr(b, 0, line_len)) return fail(m);
+      b[line_len] = 0; /* the line end, consumed below */
+      header_line(m, b);
     }
     consume(m, n + 1);
     m->scanned = 0;
     return true;
   }
-  case MP_EPILOGUE: m->len = 0; return false;
+  case MP_EPILOGUE: buf_reset(&m->pending); return false;
   case MP_FAILED: return false;
   }
   return false;
 }
 
 bool hs_multipart_feed(hs_multipart *m, const char *data, size_t len) {
-  if (m->state == MP_FAILED) return false;
-  if (m->state == MP_EPILOGUE) return true;
-  if (m->len + len > m->cap) {
-    while (m->len + len > m->cap) m->cap *= 2;
-    m->buf = xrealloc(m->buf, m->cap);
-  }
-  memcpy(m->buf + m->len, data, len);
-  m->len += len;
-  while (step(m)) {
+  while (len && m->state != MP_FAILED && m->state != MP_EPILOGUE) {
+    size_t n = len < FEED_SLICE ? len : FEED_SLICE;
+    if (buf_addn(&m->pending, data, n) != BUF_OK) return fail(m); /* not reached: see FEED_SLICE */
+    data += n, len -= n;
+    while (step(m)) {
+    }
   }
   return m->state != MP_FAILED;
 }

@@ -8,9 +8,10 @@
  * most MAX_PARTS parts (empty ones too) and MAX_TEXT bytes of text field names and values (413),
  * so a form of empty fields is bounded. A file's temporary file is
  * created on its first byte; a named but empty file still makes an (empty) upload, which then fails the type check.
- * Only declared text fields are kept, each in one buffer that grows by doubling (arena), and
- * checked for UTF-8 once whole, since a character may straddle two pieces. */
+ * Only declared text fields are kept, one at a time in one capped buffer (core/buf.h, freed
+ * with the request), and checked for UTF-8 once whole, since a character may straddle two pieces. */
 #include "http/upload.h"
+#include "core/buf.h"
 #include "core/config.h"
 #include "core/faults.h"
 #include "core/tmpdir.h"
@@ -39,8 +40,7 @@ struct hs_form {
   bool named;               /* file part: has a file name ("" means no file chosen) */
   int fd;                   /* file part: its temporary file once data arrived, else -1 */
   const char *field;        /* text part: the declared field's name, or NULL (ignored) */
-  char *text;
-  size_t text_len, text_cap;
+  struct buf text;          /* text part: its value so far (declared fields only) */
   /* the body so far */
   int parts, uploads_cap;
   size_t text_bytes;
@@ -55,6 +55,8 @@ size_t hs_form_body_limit(const hs_upload_spec *spec) {
   return total;
 }
 
+static void free_text(void *p) { buf_free(&((hs_form *)p)->text); }
+
 static void close_fd(void *p) {
   hs_form *f = p;
   if (f->fd >= 0) close(f->fd);
@@ -68,6 +70,8 @@ hs_form *hs_form_new(hs_req *req) {
   f->fd = -1;
   f->fields = arena_json(&req->arena, json_object());
   req->form_fields = arena_json(&req->arena, json_array());
+  buf_init(&f->text, MAX_TEXT);
+  arena_defer(&req->arena, free_text, f);
   arena_defer(&req->arena, close_fd, f);
   return f;
 }
@@ -162,15 +166,9 @@ static bool count_text(hs_form *f, size_t n) {
 
 static void append_text(hs_form *f, const char *data, size_t size) {
   if (!count_text(f, size) || !f->field) return;
-  if (f->text_len + size + 1 > f->text_cap) {
-    size_t cap = f->text_cap ? f->text_cap : 64;
-    while (cap < f->text_len + size + 1) cap *= 2;
-    char *grown = arena_alloc(&f->req->arena, cap);
-    if (f->text_len) memcpy(grown, f->text, f->text_len);
-    f->text = grown, f->text_cap = cap;
-  }
-  memcpy(f->text + f->text_len, data, size);
-  f->text_len += size;
+  buf_rc rc = buf_addn(&f->text, data, size); /* within MAX_TEXT: count_text refused more */
+  if (rc == BUF_NOMEM) oom();
+  if (rc != BUF_OK) fail(f, ERR_TOO_LARGE, "form fields too large");
 }
 
 static void end_part(hs_form *f) {
@@ -182,7 +180,9 @@ static void end_part(hs_form *f) {
     return;
   }
   if (!f->field || f->err != ERR_OK) return;
-  json_t *v = memchr(f->text ? f->text : "", 0, f->text_len) ? NULL : json_stringn(f->text ? f->text : "", f->text_len);
+  const char *text = buf_ptr(&f->text) ? buf_ptr(&f->text) : "";
+  size_t len = buf_len(&f->text);
+  json_t *v = memchr(text, 0, len) ? NULL : json_stringn(text, len);
   if (!v) {
     char msg[160];
     snprintf(msg, sizeof msg, "%s: must be valid UTF-8 text", f->field);
@@ -202,7 +202,7 @@ static void begin_part(hs_form *f, const char *key, const char *filename) {
     snprintf(f->filename, sizeof f->filename, "%s", filename);
   } else if (count_text(f, strlen(key))) {
     f->field = declared_field(f->spec, key);
-    f->text_len = 0;
+    buf_reset(&f->text);
     json_array_append_new(f->req->form_fields, json_stringn_nocheck(key, strlen(key)));
   }
 }

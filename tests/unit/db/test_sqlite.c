@@ -11,6 +11,7 @@
 
 #include "core/config.h"
 #include "db/db.h"
+#include "unit_db.h"
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -21,27 +22,15 @@
 #define THREADS 8
 #define PER_THREAD 150
 
-static char path[64];
-
 static int setup(void **state) {
   (void)state;
-  snprintf(path, sizeof path, "/tmp/mp-unit-sqlite-%d.db", (int)getpid());
-  unlink(path);
-  CFG.http_threads = 1;
-  CFG.db_busy_timeout_ms = 5000;
-  char url[80], err[256];
-  snprintf(url, sizeof url, "sqlite:%s", path);
-  if (!db_open(url, THREADS, 1, err)) fail_msg("%s", err);
+  unit_db_open("sqlite", THREADS);
   return 0;
 }
 
 static int teardown(void **state) {
   (void)state;
-  db_close();
-  char side[80];
-  unlink(path);
-  snprintf(side, sizeof side, "%s-wal", path), unlink(side);
-  snprintf(side, sizeof side, "%s-shm", path), unlink(side);
+  unit_db_close();
   return 0;
 }
 
@@ -57,7 +46,7 @@ static void test_select_star_after_schema_change(void **state) {
   assert_int_equal(db_query(&a, &r, "SELECT * FROM t", DB_NOARGS), DB_OK);
   assert_int_equal(r->cols, 2);
   sqlite3 *other;
-  assert_int_equal(sqlite3_open(path, &other), SQLITE_OK);
+  assert_int_equal(sqlite3_open(unit_db_path, &other), SQLITE_OK);
   assert_int_equal(
       sqlite3_exec(other, "ALTER TABLE t ADD COLUMN extra TEXT; UPDATE t SET extra = 'x'", NULL, NULL, NULL),
       SQLITE_OK);

@@ -1,0 +1,157 @@
+/* Answers are decided in two steps. hs_answer_prepare runs where the request ran (a worker,
+ * or the event thread for inline routes): it settles an error into its status and body
+ * (error_body, the only place an error body is made), serialises the JSON, records it for
+ * idempotency and compresses it, so the event thread that sends the answer only hands bytes
+ * over. hs_answer_headers then lists the header lines in a fixed order for the transport,
+ * which makes the response object (it alone knows libmicrohttpd). */
+#include "http/answer.h"
+#include "core/config.h"
+#include "core/util.h"
+#include "http/compress.h"
+#include "http/idempotency.h"
+#include "http/pipeline.h"
+#include "http/router.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char **cors_list; /* NULL-terminated; NULL when "*" */
+static bool cors_any;
+
+void hs_answer_init(void) {
+  cors_any = !strcmp(CFG.cors_origins, "*");
+  if (cors_any) return;
+  char *copy = xstrdup(CFG.cors_origins), *save = NULL;
+  size_t n = 0;
+  cors_list = xcalloc(1, sizeof *cors_list);
+  for (char *p = strtok_r(copy, ", ", &save); p; p = strtok_r(NULL, ", ", &save)) {
+    cors_list = xrealloc(cors_list, (n + 2) * sizeof *cors_list);
+    cors_list[n++] = xstrdup(p);
+    cors_list[n] = NULL;
+  }
+  free(copy);
+}
+
+static json_t *error_body(hs_req *req) {
+  int status = err_status(req->err);
+  if (status >= 500 && status != 503 && status != 504 && status != 507)
+    return json_pack("{s:s,s:s}", "error", "Internal server error", "requestId", req->request_id);
+  json_t *b = json_pack("{s:s}", "error", req->err_message ? req->err_message : err_default_message(req->err));
+  if (req->err_code) json_object_set_new(b, "code", json_string(req->err_code));
+  return b;
+}
+
+/* Turns an error into the status and body that answer it (once). */
+static void settle(hs_req *req) {
+  if (req->err == ERR_OK) return;
+  req->status = err_status(req->err);
+  req->res_body = arena_json(&req->arena, error_body(req));
+  req->res_json = NULL;
+  req->res_content_type = NULL; /* a file answer begun before the failure is dropped */
+  req->err = ERR_OK;
+}
+
+void hs_answer_prepare(hs_call *c) {
+  hs_req *req = &c->req;
+  settle(req);
+  if (req->res_content_type || c->prepared) return;
+  c->prepared = true;
+  const char *text;
+  if (req->res_json) {
+    text = req->res_json, c->out_len = req->res_json_len;
+  } else {
+    c->out = req->res_body ? json_dumps(req->res_body, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15)) : NULL;
+    text = c->out, c->out_len = c->out ? strlen(c->out) : 0;
+  }
+  hs_idem_end(req, req->status, text);
+  if (c->out_len >= HS_GZIP_MIN && hs_accepts_gzip(hs_header(req, "Accept-Encoding"))) {
+    size_t n;
+    char *gz = hs_gzip(text, c->out_len, &n);
+    if (gz) free(c->out), c->out = gz, c->out_len = n, c->out_gzip = true;
+  }
+}
+
+void hs_answer_clear(hs_call *c) {
+  hs_req *req = &c->req;
+  if (req->res_fd >= 0) close(req->res_fd), req->res_fd = -1;
+  free(req->res_data), req->res_data = NULL, req->res_content_type = NULL;
+  req->status = 0, req->res_body = NULL, req->res_json = NULL, req->err = ERR_OK;
+  req->err_message = req->err_code = NULL, req->retry_after = 0;
+  free(c->out), c->out = NULL;
+  c->out_len = 0, c->out_gzip = c->prepared = false;
+}
+
+void hs_answer_preflight(hs_call *c) {
+  if (hs_router_methods(c->req.path))
+    c->req.status = 204;
+  else
+    hs_fail(&c->req, ERR_NOT_FOUND, NULL);
+}
+
+static const char *cors_origin_for(const hs_req *req) {
+  const char *origin = hs_header(req, "Origin");
+  if (!origin) return NULL;
+  if (cors_any || (req->route && (req->route->flags & ROUTE_CORS_ANY))) return "*";
+  for (char **o = cors_list; o && *o; o++)
+    if (!strcmp(*o, origin)) return origin;
+  return NULL;
+}
+
+typedef void (*header_fn)(void *resp, const char *name, const char *value);
+
+static void common_headers(const hs_req *req, bool vary_encoding, header_fn add, void *resp) {
+  add(resp, "X-Request-Id", req->request_id);
+  add(resp, "X-Content-Type-Options", "nosniff");
+  /* a signed file URL may be cached by the client until well before it expires */
+  add(resp, "Cache-Control",
+      !req->res_content_type || req->err != ERR_OK ? "no-store"
+      : req->res_cache_control                     ? req->res_cache_control
+                                                   : "private, max-age=300");
+  const char *origin = cors_origin_for(req);
+  if (origin) {
+    add(resp, "Access-Control-Allow-Origin", origin);
+    add(resp, "Access-Control-Expose-Headers", "X-Request-Id, Retry-After, Idempotent-Replayed");
+  }
+  /* the answer depends on Origin only where some origin is allowed, and on Accept-Encoding
+   * where it may be compressed */
+  bool vary_origin = !cors_any && ((cors_list && cors_list[0]) || (req->route && (req->route->flags & ROUTE_CORS_ANY)));
+  if (vary_origin || vary_encoding)
+    add(resp, "Vary",
+        vary_origin && vary_encoding ? "Origin, Accept-Encoding"
+        : vary_origin                ? "Origin"
+                                     : "Accept-Encoding");
+  if (req->replayed) add(resp, "Idempotent-Replayed", "true");
+  if (req->retry_after > 0) {
+    char n[16];
+    snprintf(n, sizeof n, "%d", req->retry_after);
+    add(resp, "Retry-After", n);
+  }
+}
+
+/* A preflight's 204: the methods the path serves. */
+static void preflight_headers(const hs_req *req, header_fn add, void *resp) {
+  int methods = hs_router_methods(req->path);
+  char allow[64] = "OPTIONS";
+  for (int bit = HS_GET; bit <= HS_DELETE; bit <<= 1)
+    if (methods & bit) strcat(allow, ", "), strcat(allow, hs_method_name(bit));
+  common_headers(req, false, add, resp);
+  add(resp, "Allow", allow);
+  if (hs_header(req, "Origin") && (cors_any || req->route)) {
+    add(resp, "Access-Control-Allow-Methods", allow);
+    add(resp, "Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id, Idempotency-Key");
+    add(resp, "Access-Control-Max-Age", "600");
+  }
+}
+
+void hs_answer_headers(const hs_call *c, header_fn add, void *resp) {
+  const hs_req *req = &c->req;
+  if (c->preflight && req->status == 204) return preflight_headers(req, add, resp);
+  if (req->res_content_type) {
+    add(resp, "Content-Type", req->res_content_type);
+    return common_headers(req, false, add, resp);
+  }
+  if (req->res_body || req->res_json) add(resp, "Content-Type", "application/json; charset=utf-8");
+  if (c->out_gzip) add(resp, "Content-Encoding", "gzip");
+  common_headers(req, c->out_gzip || c->out_len >= HS_GZIP_MIN, add, resp);
+}

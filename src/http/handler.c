@@ -1,0 +1,77 @@
+/* The calls a handler makes (http/http.h): reading its request, and deciding its answer. They
+ * only fill the request's fields in its arena; the pipeline (http/pipeline.c) turns them into
+ * the answer, and one function there writes every error body (http/answer.c). */
+#include "core/errors.h"
+#include "http/http.h"
+#include "http/pipeline.h"
+#include <string.h>
+
+const char *hs_header(const hs_req *req, const char *name) {
+  return req->conn_ops ? req->conn_ops->header(req->conn, name) : NULL;
+}
+
+const char *hs_param(const hs_req *req, const char *name) {
+  for (int i = 0; i < req->nparams; i++)
+    if (!strcmp(req->param_names[i], name)) return req->param_values[i];
+  return NULL;
+}
+
+err_t hs_reply(hs_req *req, int status, json_t *body) {
+  req->status = status;
+  req->res_json = NULL;
+  req->res_body = arena_json(&req->arena, body);
+  return ERR_OK;
+}
+
+jw *hs_jw(hs_req *req, size_t hint) {
+  jw *w = arena_alloc(&req->arena, sizeof *w);
+  jw_init(w, &req->arena, hint);
+  return w;
+}
+
+err_t hs_reply_jw(hs_req *req, int status, const jw *w) {
+  req->status = status;
+  req->res_body = NULL;
+  req->res_json = jw_text(w), req->res_json_len = jw_len(w);
+  return ERR_OK;
+}
+
+err_t hs_ok_jw(hs_req *req, const jw *w) {
+  return hs_reply_jw(req, req->route && req->route->ok ? req->route->ok : 200, w);
+}
+
+err_t hs_reply_file(hs_req *req, int fd, char *data, size_t size, const char *content_type) {
+  req->status = 200;
+  req->res_fd = fd, req->res_data = data, req->res_size = size;
+  req->res_content_type = content_type;
+  return ERR_OK;
+}
+
+err_t hs_ok(hs_req *req, json_t *body) {
+  return hs_reply(req, req->route && req->route->ok ? req->route->ok : 200, body);
+}
+
+err_t hs_fail_code(hs_req *req, err_t err, const char *code, const char *message) {
+  req->err = err;
+  req->err_code = code;
+  req->err_message = message ? arena_strdup(&req->arena, message) : NULL;
+  return err;
+}
+
+err_t hs_fail(hs_req *req, err_t err, const char *message) { return hs_fail_code(req, err, NULL, message); }
+
+int hs_status(const hs_req *req) { return req->err != ERR_OK ? err_status(req->err) : req->status; }
+
+const char *hs_body_str(const hs_req *req, const char *field) {
+  return json_string_value(json_object_get(req->body, field));
+}
+
+bool hs_body_has(const hs_req *req, const char *field) { return json_object_get(req->body, field) != NULL; }
+
+hs_upload **hs_files(hs_req *req, const char *field, int *count) {
+  hs_upload **out = arena_alloc(&req->arena, sizeof *out * (size_t)(req->nuploads + 1));
+  *count = 0;
+  for (int i = 0; i < req->nuploads; i++)
+    if (!strcmp(req->uploads[i].field, field)) out[(*count)++] = &req->uploads[i];
+  return out;
+}
