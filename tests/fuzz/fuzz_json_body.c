@@ -7,7 +7,7 @@
 #include "fuzz.h"
 #include "http/router.h"
 #include "http/schema.h"
-#include "routes.h"
+#include "domains.h"
 #include <jansson.h>
 #include <string.h>
 
@@ -29,7 +29,7 @@ static void add(const hs_schema *s, bool from_query) {
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;
   fuzz_setup();
-  routes_install();
+  domains_install_routes();
   size_t n;
   const hs_route *routes = hs_router_routes(&n);
   for (size_t i = 0; i < n; i++) {

@@ -11,7 +11,7 @@
 #include "http/multipart.h"
 #include "http/router.h"
 #include "http/upload.h"
-#include "routes.h"
+#include "domains.h"
 #include <string.h>
 
 typedef struct part {
@@ -34,7 +34,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;
   fuzz_setup();
   if (!filetype_init()) abort();
-  routes_install();
+  domains_install_routes();
   size_t n;
   const hs_route *routes = hs_router_routes(&n);
   for (size_t i = 0; i < n && nupload < 32; i++)

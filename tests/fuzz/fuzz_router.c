@@ -8,14 +8,14 @@
 #include "http/http.h"
 #include "http/router.h"
 #include "http/schema.h"
-#include "routes.h"
+#include "domains.h"
 #include <jansson.h>
 #include <string.h>
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;
   fuzz_setup();
-  routes_install();
+  domains_install_routes();
   return 0;
 }
 
