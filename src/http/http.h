@@ -31,6 +31,15 @@ enum {
   ROLE_INTERNAL_AUDIT = 1 << 6,
 };
 #define ROLE_OPEN 0u /* no token needed */
+/* The role named name in a token (staff: the token is a staff token), or 0 when there is none
+ * (http/roles.c, the one table of role names). */
+unsigned hs_role_bit(const char *name, bool staff);
+/* The name of one role bit ("user", "customer_support", ...), NULL for anything else. */
+const char *hs_role_name(unsigned bit);
+/* The staff roles' names, and the customer and provider roles' ("user", "provider"),
+ * NULL-terminated (an F_ENUM's choices). */
+extern const char *const HS_STAFF_ROLE_NAMES[];
+extern const char *const HS_ACCOUNT_ROLE_NAMES[];
 #define ROLE_STAFF (ROLE_CUSTOMER_SUPPORT | ROLE_PROFESSIONAL_SUPPORT | ROLE_TECHNICAL_SUPPORT | ROLE_INTERNAL_AUDIT)
 #define ROLE_ANY (ROLE_USER | ROLE_PROVIDER | ROLE_ADMIN | ROLE_STAFF)
 

@@ -45,19 +45,6 @@ static const struct {
     {507, "Storage is full"},
 };
 
-static const struct {
-  unsigned bit;
-  const char *name;
-} ROLES[] = {
-    {ROLE_USER, "user"},
-    {ROLE_PROVIDER, "provider"},
-    {ROLE_ADMIN, "admin"},
-    {ROLE_CUSTOMER_SUPPORT, "customer_support"},
-    {ROLE_PROFESSIONAL_SUPPORT, "professional_support"},
-    {ROLE_TECHNICAL_SUPPORT, "technical_support"},
-    {ROLE_INTERNAL_AUDIT, "internal_audit"},
-};
-
 /* ---- input schemas from validation rows ---- */
 
 static json_t *object_schema(const hs_schema *s, bool nullable_optionals);
@@ -342,8 +329,8 @@ static json_t *operation(const hs_route *r, json_t *schemas) {
   json_object_set_new(op, "tags", json_pack("[s%]", tag, strcspn(tag, "/")));
   if (r->roles) {
     json_t *roles = json_array();
-    for (size_t i = 0; i < ARRAY_LEN(ROLES); i++)
-      if (r->roles & ROLES[i].bit) json_array_append_new(roles, json_string(ROLES[i].name));
+    for (unsigned bit = 1; bit && bit <= ROLE_ANY; bit <<= 1)
+      if (r->roles & bit && hs_role_name(bit)) json_array_append_new(roles, json_string(hs_role_name(bit)));
     json_object_set_new(op, "security", json_pack("[{s:[]}]", "bearerAuth"));
     json_object_set_new(op, "x-roles", roles);
   } else {

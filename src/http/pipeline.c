@@ -184,25 +184,6 @@ void hs_call_feed(hs_call *c, const char *data, size_t size) {
 
 /* ---- the guard ---- */
 
-static unsigned role_bit(const token_claims *t) {
-  static const struct {
-    const char *name;
-    bool staff;
-    unsigned bit;
-  } roles[] = {
-      {"user", false, ROLE_USER},
-      {"provider", false, ROLE_PROVIDER},
-      {"admin", false, ROLE_ADMIN},
-      {"customer_support", true, ROLE_CUSTOMER_SUPPORT},
-      {"professional_support", true, ROLE_PROFESSIONAL_SUPPORT},
-      {"technical_support", true, ROLE_TECHNICAL_SUPPORT},
-      {"internal_audit", true, ROLE_INTERNAL_AUDIT},
-  };
-  for (size_t i = 0; i < ARRAY_LEN(roles); i++)
-    if (roles[i].staff == t->is_staff && !strcmp(roles[i].name, t->role)) return roles[i].bit;
-  return 0;
-}
-
 /* The request's token claims, verified once (NULL: no valid bearer token). */
 static const token_claims *claims_of(hs_call *c) {
   if (c->claims_read) return c->claims;
@@ -222,7 +203,7 @@ static err_t guard(hs_call *c, bool with_hook) {
   hs_req *req = &c->req;
   const token_claims *t = claims_of(c);
   if (!t) return hs_fail(req, ERR_UNAUTHORIZED, NULL);
-  unsigned bit = role_bit(t);
+  unsigned bit = hs_role_bit(t->role, t->is_staff);
   if (!bit) return hs_fail(req, ERR_FORBIDDEN, NULL);
   req->auth = (hs_auth){t->id, t->role, bit, t->elevation_id[0] ? t->elevation_id : NULL, t->gen};
   err_t e = with_hook && hooks.check_token ? hooks.check_token(req) : ERR_OK;
@@ -239,7 +220,7 @@ static err_t observe_impersonation(hs_call *c) {
   hs_req *req = &c->req;
   const token_claims *t = claims_of(c);
   if (!t || !t->elevation_id[0] || !hooks.check_token) return ERR_OK;
-  req->auth = (hs_auth){t->id, t->role, role_bit(t), t->elevation_id, t->gen};
+  req->auth = (hs_auth){t->id, t->role, hs_role_bit(t->role, t->is_staff), t->elevation_id, t->gen};
   err_t e = hooks.check_token(req);
   if (e == ERR_OK && req->err == ERR_OK) return ERR_OK;
   if (e == ERR_UNAUTHORIZED || req->err == ERR_UNAUTHORIZED) {

@@ -3,8 +3,6 @@
 #include "domain/admin/admin.h"
 #include "domain/admin/admin_api.h"
 
-static const char *const ACCOUNT_ROLES[] = {"user", "provider", NULL};
-
 static const hs_field login_fields[] = {
     {"email", F_EMAIL, F_REQUIRED},
     {"password", F_STRING, F_REQUIRED, LEN(1, 1024)},
@@ -14,12 +12,12 @@ static const hs_schema login_schema = {login_fields};
 
 static const hs_field impersonate_fields[] = {
     {"targetId", F_STRING, F_REQUIRED, LEN(1, 64)},
-    {"targetRole", F_ENUM, F_REQUIRED, .choices = ACCOUNT_ROLES},
+    {"targetRole", F_ENUM, F_REQUIRED, .choices = HS_ACCOUNT_ROLE_NAMES},
     {0},
 };
 static const hs_schema impersonate_schema = {impersonate_fields};
 
-static const hs_field delete_fields[] = {{"role", F_ENUM, F_REQUIRED, .choices = ACCOUNT_ROLES}, {0}};
+static const hs_field delete_fields[] = {{"role", F_ENUM, F_REQUIRED, .choices = HS_ACCOUNT_ROLE_NAMES}, {0}};
 static const hs_schema delete_query = {delete_fields};
 
 static const hs_field generate_fields[] = {
@@ -32,7 +30,7 @@ static const hs_schema generate_schema = {generate_fields};
 
 static const hs_field notify_fields[] = {
     {"userId", F_STRING, F_REQUIRED, LEN(1, 64)},
-    {"role", F_ENUM, F_REQUIRED, .choices = ACCOUNT_ROLES},
+    {"role", F_ENUM, F_REQUIRED, .choices = HS_ACCOUNT_ROLE_NAMES},
     {"title", F_STRING, F_REQUIRED, LEN(1, 200)},
     {"body", F_STRING, F_REQUIRED, LEN(1, 2000)},
     {"icon", F_STRING, 0, LEN(0, 64)},

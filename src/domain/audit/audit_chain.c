@@ -6,6 +6,7 @@
  * (tag v1) were hashed with plain SHA-256, which verification still accepts before the first
  * keyed record. */
 #include "domain/audit/audit_chain.h"
+#include "core/buf.h"
 #include "core/config.h"
 #include "core/util.h"
 #include "ext/digest.h"
@@ -17,21 +18,9 @@
 #include <string.h>
 #include <strings.h>
 
-typedef struct buf {
-  char *p;
-  size_t n, cap;
-} buf;
+static void put(struct buf *b, const char *s, size_t n) { buf_addn(b, s, n); }
 
-static void put(buf *b, const char *s, size_t n) {
-  if (b->n + n + 1 > b->cap) {
-    b->cap = (b->n + n + 1) * 2;
-    b->p = xrealloc(b->p, b->cap);
-  }
-  memcpy(b->p + b->n, s, n);
-  b->n += n;
-}
-
-static void put_text(buf *b, const char *s) {
+static void put_text(struct buf *b, const char *s) {
   if (!s) return put(b, "-;", 2);
   char len[24];
   size_t n = strlen(s);
@@ -40,15 +29,16 @@ static void put_text(buf *b, const char *s) {
   put(b, ";", 1);
 }
 
-static void put_int(buf *b, int64_t v, bool null_when_zero) {
+static void put_int(struct buf *b, int64_t v, bool null_when_zero) {
   if (null_when_zero && v == 0) return put_text(b, NULL);
   char text[24];
   snprintf(text, sizeof text, "%" PRId64, v);
   put_text(b, text);
 }
 
-/* The canonical form of r under tag, in b (heap). */
-static void canonical(buf *b, const char *tag, const audit_record *r) {
+/* The canonical form of r under tag, in b (an empty buffer). Out of memory aborts: a hash of
+ * part of a record must never be written. */
+static void canonical(struct buf *b, const char *tag, const audit_record *r) {
   put(b, tag, strlen(tag));
   put(b, "\n", 1);
   put(b, r->prev_hash, strlen(r->prev_hash));
@@ -61,20 +51,23 @@ static void canonical(buf *b, const char *tag, const audit_record *r) {
   put_text(b, r->body);
   put_int(b, r->ref_seq, true);
   put_int(b, r->created_at, false);
+  if (buf_result(b) != BUF_OK) oom();
 }
 
 void audit_record_hash(const audit_record *r, const void *key, size_t keylen, char out[65]) {
-  buf b = {0};
+  struct buf b;
+  buf_init(&b, BUF_CAP_MAX);
   canonical(&b, "marketplace-audit-v2", r);
-  hmac_sha256_hex(key, keylen, b.p, b.n, out);
-  free(b.p);
+  hmac_sha256_hex(key, keylen, buf_ptr(&b), buf_len(&b), out);
+  buf_free(&b);
 }
 
 void audit_record_hash_v1(const audit_record *r, char out[65]) {
-  buf b = {0};
+  struct buf b;
+  buf_init(&b, BUF_CAP_MAX);
   canonical(&b, "marketplace-audit-v1", r);
-  sha256_hex(b.p, b.n, out);
-  free(b.p);
+  sha256_hex(buf_ptr(&b), buf_len(&b), out);
+  buf_free(&b);
 }
 
 static char derived_key[65];

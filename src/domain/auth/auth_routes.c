@@ -5,8 +5,6 @@
 
 #include "domain/common.h"
 
-static const char *const ACCOUNT_ROLES[] = {"user", "provider", NULL};
-
 /* bcrypt reads at most 72 bytes, so longer passwords (in characters or in bytes) are refused
  * rather than cut. */
 #define PASSWORD(name)                                                                                                 \
@@ -44,7 +42,7 @@ static const hs_schema provider_register_schema = {provider_register_fields};
 
 static const hs_field forgot_fields[] = {
     {"email", F_EMAIL, F_REQUIRED},
-    {"role", F_ENUM, F_REQUIRED, .choices = ACCOUNT_ROLES},
+    {"role", F_ENUM, F_REQUIRED, .choices = HS_ACCOUNT_ROLE_NAMES},
     {0},
 };
 static const hs_schema forgot_schema = {forgot_fields};

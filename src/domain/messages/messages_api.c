@@ -72,12 +72,7 @@ static err_t post_message(hs_req *req, thread *t, const char *content) {
   if (!strcmp(t->status, "CANCELLED")) return hs_fail(req, ERR_CONFLICT, "The job is cancelled");
   char id[ID_LEN + 1];
   id_new(id);
-  message_new m = {id,
-                   t->job_id,
-                   t->provider_id,
-                   req->auth.id,
-                   req->auth.role_bit == ROLE_PROVIDER ? "provider" : "user",
-                   t->sender_name,
+  message_new m = {id,     t->job_id, t->provider_id, req->auth.id, hs_role_name(req->auth.role_bit), t->sender_name,
                    content};
   db_res *r;
   err_t e = messages_store_post(&req->arena, &m, &r);

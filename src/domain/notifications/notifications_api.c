@@ -12,7 +12,7 @@
 #include "http/rowjson.h"
 #include <stdio.h>
 
-static const char *role_of(const hs_req *req) { return req->auth.role_bit == ROLE_PROVIDER ? "provider" : "user"; }
+static const char *role_of(const hs_req *req) { return hs_role_name(req->auth.role_bit); }
 
 err_t api_push_token(hs_req *req) {
   err_t e = notifications_store_set_push_token(role_of(req), req->auth.id, hs_body_str(req, "token"));

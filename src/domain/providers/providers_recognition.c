@@ -3,6 +3,7 @@
  * while those keys are still the provider's documents, so a slow check of a replaced upload
  * never overwrites the newer one's status. A document that cannot be fetched is retried
  * (storage may be briefly unreachable); recognition that cannot run sets status "error". */
+#include "core/buf.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -36,8 +37,8 @@ static bool check_licence(json_t *job, char err[256]) {
   const char *back = json_string_value(json_object_get(job, "back"));
   if (!provider) return snprintf(err, 256, "job without providerId"), false;
   licence_result res = {0};
-  size_t cap = 1;
-  char *text = xcalloc(1, 1);
+  struct buf text; /* both sides' text, each followed by a line break */
+  buf_init(&text, BUF_CAP_MAX);
   double confidence = 0, weight = 0; /* weighted by text length: a barcode-only back barely counts */
   int sides = 0;
   bool available = true;
@@ -47,7 +48,7 @@ static bool check_licence(json_t *job, char err[256]) {
     ocr_text t = {0};
     bool recognized;
     if (!read_document(keys[i], &t, &recognized, err)) {
-      free(text);
+      buf_free(&text);
       return false;
     }
     if (!recognized) {
@@ -55,15 +56,15 @@ static bool check_licence(json_t *job, char err[256]) {
       continue;
     }
     size_t len = strlen(t.text);
-    cap += len + 1;
-    text = xrealloc(text, cap);
-    strcat(strcat(text, t.text), "\n");
+    buf_add(&text, t.text), buf_add(&text, "\n");
     confidence += t.confidence * (double)(len + 1), weight += (double)(len + 1), sides++;
     ocr_text_free(&t);
   }
-  if (available && sides > 0) recognize_licence(text, confidence / weight, clock_now_ms(), &res);
+  if (buf_result(&text) != BUF_OK) oom();
+  if (available && sides > 0)
+    recognize_licence(buf_ptr(&text), confidence / weight, clock_now_ms(), &res);
   else snprintf(res.status, sizeof res.status, "error");
-  free(text);
+  buf_free(&text);
   if (prov_store_record_licence(provider, front, back, &res) != ERR_OK)
     return snprintf(err, 256, "cannot record the licence check"), false;
   return true;

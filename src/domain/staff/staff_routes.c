@@ -4,10 +4,6 @@
 #include "domain/staff/staff.h"
 #include "domain/staff/staff_api.h"
 
-static const char *const STAFF_ROLES[] = {"customer_support", "professional_support", "technical_support",
-                                          "internal_audit", NULL};
-static const char *const TARGET_ROLES[] = {"user", "provider", NULL};
-
 static const hs_field login_fields[] = {
     {"email", F_EMAIL, F_REQUIRED},
     {"password", F_STRING, F_REQUIRED, LEN(1, 1024)},
@@ -19,7 +15,7 @@ static const hs_field create_fields[] = {
     {"name", F_STRING, F_REQUIRED, LEN(1, 100)},
     {"email", F_EMAIL, F_REQUIRED},
     {"password", F_STRING, F_REQUIRED, LEN(8, 72), .max_bytes = 72},
-    {"role", F_ENUM, F_REQUIRED, .choices = STAFF_ROLES},
+    {"role", F_ENUM, F_REQUIRED, .choices = HS_STAFF_ROLE_NAMES},
     {0},
 };
 const hs_schema staff_create_schema = {create_fields};
@@ -32,7 +28,7 @@ static const hs_schema search_query = {search_fields};
 
 static const hs_field elevation_fields[] = {
     {"targetId", F_STRING, F_REQUIRED, LEN(1, 64)},
-    {"targetRole", F_ENUM, F_REQUIRED, .choices = TARGET_ROLES},
+    {"targetRole", F_ENUM, F_REQUIRED, .choices = HS_ACCOUNT_ROLE_NAMES},
     {"reason", F_STRING, F_REQUIRED, LEN(1, 1000)},
     {0},
 };

@@ -20,7 +20,7 @@
 #include <string.h>
 
 err_t api_support_open(hs_req *req) {
-  const char *role = req->auth.role_bit == ROLE_PROVIDER ? "provider" : "user";
+  const char *role = hs_role_name(req->auth.role_bit);
   account_card acc;
   err_t e = auth_account_get(&req->arena, role, req->auth.id, &acc);
   if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Account not found");
