@@ -23,9 +23,10 @@ import raw_http
 from conftest import Api, contract_observe
 from fake_s3 import FakeS3
 from flow_helpers import post_job
+from helpers import eventually, png_bytes
 from test_providers import (GPS_SECRET, CERT_SIZE, assert_gone, assert_served, certificate_lines, exif_gps_app1, exif_of,
                             expected_ins, fetch, file_key, id_fields, identify_ok, jpeg_bytes, jpeg_segment_markers,
-                            jpeg_with_metadata, licence_lines, me, png_bytes, png_chunk_types, server_today,
+                            jpeg_with_metadata, licence_lines, me, png_chunk_types, server_today,
                             text_image, text_pdf, upload, upload_insurance, upload_licence, url_query, wait_check,
                             webp_bytes, FILE_URL_RE)
 
@@ -98,7 +99,7 @@ def pro(api):
 # ================================================================ serving
 
 def test_url_shape_and_exact_bytes(server, api, pro):
-    data = png_bytes(40, 30, seed=101)
+    data = png_bytes(seed=101, width=40, height=30)
     url = logo(api, pro["token"], data)
     m = FILE_URL_RE.match(url)
     assert m, url
@@ -312,8 +313,8 @@ def test_jpeg_exif_gps_is_stripped(api, pro, tmp_path, field, path, url_of):
 
 @meta_params
 def test_png_text_and_exif_chunks_are_stripped(api, pro, tmp_path, field, path, url_of):
-    clean = png_bytes(48, 32, seed=130)
-    dirty = png_bytes(48, 32, seed=130, extra_chunks=PNG_METADATA)
+    clean = png_bytes(seed=130, width=48, height=32)
+    dirty = png_bytes(seed=130, width=48, height=32, extra_chunks=PNG_METADATA)
     assert PNG_METADATA_TYPES <= set(png_chunk_types(dirty))
     identify_ok(tmp_path, dirty, "sent.png")
     r = upload(api, path, pro["token"], {field: ("shot.png", dirty, "image/png")})
@@ -333,8 +334,8 @@ def test_png_ancillary_chunks_that_are_not_metadata_stay(api, pro):
 
 
 def test_png_metadata_is_stripped_even_with_trailing_bytes(api, pro, tmp_path):
-    clean = png_bytes(48, 32, seed=132)
-    dirty = png_bytes(48, 32, seed=132, extra_chunks=PNG_METADATA) + b"TRAILING-DATA-AFTER-IEND"
+    clean = png_bytes(seed=132, width=48, height=32)
+    dirty = png_bytes(seed=132, width=48, height=32, extra_chunks=PNG_METADATA) + b"TRAILING-DATA-AFTER-IEND"
     identify_ok(tmp_path, dirty, "sent.png")  # decoders ignore what follows IEND
     served = fetch(logo(api, pro["token"], dirty)).content
     assert GPS_SECRET not in served
@@ -666,14 +667,11 @@ def _while_storage_deletes(fake, call, probe):
             seen = len(fake.requests)
         t = threading.Thread(target=lambda: done.append(call()))
         t.start()
-        deadline = time.time() + 10
-        while time.time() < deadline:
+        def delete_arrived():
             with fake.lock:
-                if any(m == "DELETE" for m, _ in fake.requests[seen:]):
-                    break
-            time.sleep(0.01)
-        else:
-            raise AssertionError("no DELETE reached the bucket")
+                return any(m == "DELETE" for m, _ in fake.requests[seen:])
+
+        eventually(delete_arrived, 10, "a DELETE reaches the bucket", interval=0.01)
         t0 = time.perf_counter()
         probe()
         elapsed = time.perf_counter() - t0

@@ -15,10 +15,8 @@ import json
 import os
 import random
 import re
-import struct
 import time
 import uuid
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from calendar import timegm
 from datetime import datetime
@@ -27,6 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 from raw_http import pipelined_posts
+from helpers import png_bytes
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -58,18 +57,6 @@ def fresh_zip():
         if z not in _USED_ZIPS:
             _USED_ZIPS.add(z)
             return z
-
-
-def _chunk(kind, data):
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-
-def png_bytes(seed=1, width=8, height=6):
-    """A valid RGB PNG without ancillary chunks (stored byte for byte)."""
-    rnd = random.Random(seed)
-    raw = b"".join(b"\0" + bytes(rnd.randrange(256) for _ in range(width * 3)) for _ in range(height))
-    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + _chunk(b"IDAT", zlib.compress(raw)) + _chunk(b"IEND", b""))
 
 
 # 2x2 white images made with ImageMagick (`convert -size 2x2 xc:white -strip t.jpg`, `... t.webp`)
@@ -233,7 +220,7 @@ def test_assigned_provider_posts_and_both_read_oldest_first(api):
     for who, text in [("pro", "On my way soon"), ("user", "Great"), ("pro", "Gate code?"), ("user", "1234")]:
         token = s.pro["token"] if who == "pro" else s.user["token"]
         sent.append(ok(post(api, token, s.job_id, text), 201))
-        time.sleep(0.003)  # distinct timestamps: this test is not about same-millisecond ordering
+        api.advance_clock(3)  # distinct timestamps: this test is not about same-millisecond ordering
     assert_message(sent[0], s.pro["id"], "provider", s.pro["name"], "On my way soon")
     assert_message(sent[1], s.user["id"], "user", s.user["name"], "Great")
     assert thread(api, s.user["token"], s.job_id) == sent
@@ -247,11 +234,11 @@ def test_threads_are_separate_per_provider(api):
     s = Setup(api, pros=2)
     a, b = s.pros
     m_ua = ok(post(api, s.user["token"], s.job_id, "to A", providerId=a["id"]), 201)
-    time.sleep(0.003)
+    api.advance_clock(3)
     m_ub = ok(post(api, s.user["token"], s.job_id, "to B", providerId=b["id"]), 201)
-    time.sleep(0.003)
+    api.advance_clock(3)
     m_a = ok(post(api, a["token"], s.job_id, "from A"), 201)
-    time.sleep(0.003)
+    api.advance_clock(3)
     m_b = ok(post(api, b["token"], s.job_id, "from B"), 201)
     assert thread(api, a["token"], s.job_id) == [m_ua, m_a]
     assert thread(api, b["token"], s.job_id) == [m_ub, m_b]
@@ -269,7 +256,7 @@ def test_quoting_provider_keeps_its_thread_after_another_is_accepted(api):
     s = Setup(api, pros=2)
     before = ok(post(api, s.pros[1]["token"], s.job_id, "my offer stands"), 201)
     s.accept(0)
-    time.sleep(0.003)
+    api.advance_clock(3)
     assert thread(api, s.pros[1]["token"], s.job_id) == [before]
     after = ok(post(api, s.pros[1]["token"], s.job_id, "good luck"), 201)
     assert thread(api, s.user["token"], s.job_id, s.pros[1]["id"]) == [before, after]

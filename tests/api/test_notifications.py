@@ -16,16 +16,14 @@ import json
 import os
 import random
 import re
-import struct
 import threading
-import time
 import uuid
-import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 import pytest
 from raw_http import pipelined_posts
+from helpers import eventually, png_bytes
 
 from conftest import ADMIN_ENV, Api, admin_login
 
@@ -52,17 +50,6 @@ def fresh_zip():
         if z not in _USED_ZIPS:
             _USED_ZIPS.add(z)
             return z
-
-
-def _chunk(kind, data):
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-
-def png_bytes(seed=1, width=8, height=6):
-    rnd = random.Random(seed)
-    raw = b"".join(b"\0" + bytes(rnd.randrange(256) for _ in range(width * 3)) for _ in range(height))
-    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + _chunk(b"IDAT", zlib.compress(raw)) + _chunk(b"IEND", b""))
 
 
 def ok(r, status=200):
@@ -150,14 +137,14 @@ class Flow:
 
     def quoted(self):
         self.quote = quote(self.api, self.pro, self.job_id, self.amount)
-        time.sleep(0.003)  # later notifications get later timestamps
+        self.api.advance_clock(3)  # later notifications get later timestamps
         return self
 
     def accepted(self):
         if not self.quote:
             self.quoted()
         accept(self.api, self.user, self.quote["id"])
-        time.sleep(0.003)
+        self.api.advance_clock(3)
         return self
 
 
@@ -249,7 +236,7 @@ def test_status_changes_notify_the_customer(api):
     for status in ("ON_THE_WAY", "IN_PROGRESS", "COMPLETED"):
         job = ok(api.patch(f"/jobs/{f.job_id}/status", token=f.pro["token"], json={"status": status}))
         assert job["status"] == status
-        time.sleep(0.003)  # distinct timestamps: this test is not about same-millisecond ordering
+        api.advance_clock(3)  # distinct timestamps: this test is not about same-millisecond ordering
     items = strip(user_list(api, f.user))
     assert items[:3] == [
         note("Job update", "Your job is completed (lawncare)", f.job_id),
@@ -264,11 +251,11 @@ def test_status_changes_notify_the_customer(api):
 def test_start_and_complete_with_photos_notify_the_customer(api):
     f = Flow(api).accepted()
     ok(api.patch(f"/jobs/{f.job_id}/status", token=f.pro["token"], json={"status": "ON_THE_WAY"}))
-    time.sleep(0.003)
+    api.advance_clock(3)
     job = ok(api.post(f"/jobs/{f.job_id}/start", token=f.pro["token"],
                       files={"images": ("before.png", png_bytes(41), "image/png")}))
     assert job["status"] == "IN_PROGRESS"
-    time.sleep(0.003)
+    api.advance_clock(3)
     job = ok(api.post(f"/jobs/{f.job_id}/complete", token=f.pro["token"],
                       files={"images": ("after.png", png_bytes(42), "image/png")}))
     assert job["status"] == "COMPLETED"
@@ -290,13 +277,13 @@ def test_new_message_notifies_the_other_party(api):
     message(api, f.user["token"], f.job_id, "Can you bring a trimmer?", providerId=f.pro["id"])
     assert strip(pro_list(api, f.pro)) == [
         note(f"New message from {f.user['name']}", "Can you bring a trimmer?", f.job_id)]
-    time.sleep(0.003)
+    api.advance_clock(3)
     message(api, f.pro["token"], f.job_id, "Yes, no problem")
     assert strip(user_list(api, f.user))[0] == note(f"New message from {f.pro['name']}", "Yes, no problem", f.job_id)
     # the sender is not notified of its own message
     assert len(pro_list(api, f.pro)) == 1
     assert len(user_list(api, f.user)) == 2  # the quote and the provider's message
-    time.sleep(0.003)
+    api.advance_clock(3)
     # a photo message reads as a photo
     ok(api.post(f"/jobs/{f.job_id}/messages/photo", token=f.pro["token"],
                 files={"photo": ("p.png", png_bytes(3), "image/png")}), 201)
@@ -335,7 +322,7 @@ def test_recurring_request_notifies_the_provider(api):
     f = Flow(api).accepted()
     for status in ("ON_THE_WAY", "IN_PROGRESS", "COMPLETED"):
         ok(api.patch(f"/jobs/{f.job_id}/status", token=f.pro["token"], json={"status": status}))
-    time.sleep(0.003)
+    api.advance_clock(3)
     r = api.post(f"/jobs/{f.job_id}/recurring", token=f.user["token"],
                  json={"dayOfWeek": 1, "timeSlot": "morning", "endDate": "2031-12-31T00:00:00.000Z"})
     assert (r.status_code, r.json()) == (200, {"requested": True})
@@ -352,7 +339,7 @@ def test_list_keeps_only_the_50_newest_newest_first(api):
     f = Flow(api).accepted()
     for i in range(55):
         message(api, f.pro["token"], f.job_id, f"update {i}")
-        time.sleep(0.002)  # distinct timestamps: this test is not about same-millisecond ordering
+        api.advance_clock(2)  # distinct timestamps: this test is not about same-millisecond ordering
     items = user_list(api, f.user)
     assert len(items) == 50
     assert strip(items) == [note(f"New message from {f.pro['name']}", f"update {i}", f.job_id)
@@ -394,7 +381,7 @@ def test_mark_all_read(api):
     # the provider's own notifications are untouched
     assert [n["read"] for n in pro_list(api, f.pro)] == [False]
     # a later notification is unread; marking again is harmless
-    time.sleep(0.003)
+    api.advance_clock(3)
     message(api, f.pro["token"], f.job_id, "one more")
     assert [n["read"] for n in user_list(api, f.user)] == [False, True, True]
     assert (api.post("/users/me/notifications/read", token=f.user["token"]).json()) == OK
@@ -464,13 +451,7 @@ class FakePush:
             return [json.loads(r["raw"]) for r in self.requests]
 
     def wait(self, count, timeout=10):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            with self.lock:
-                if len(self.requests) >= count:
-                    return self.bodies()
-            time.sleep(0.05)
-        raise AssertionError(f"expected {count} push request(s), got {len(self.requests)}: {self.bodies()}")
+        return eventually(self.bodies, timeout, f"{count} push request(s)", until=lambda got: len(got) >= count)
 
     def close(self):
         self.httpd.shutdown()
@@ -498,10 +479,8 @@ def test_without_push_url_a_push_is_skipped_without_logging_the_token(server, ap
     ok(api.post("/providers/me/push-token", token=pro["token"], json={"token": secret}))
     job = post_job(api, customer(api, z), asap=True)
     api.wait_queue_idle()
-    deadline = time.time() + 5  # the log is flushed every 100 ms
-    while time.time() < deadline and not any(line.get("jobId") == job["id"] for line in server.log_lines()):
-        time.sleep(0.05)
-    skipped = [line for line in server.log_lines() if line.get("jobId") == job["id"]]
+    # the log is flushed every 100 ms
+    skipped = server.wait_log(lambda line: line.get("jobId") == job["id"], timeout=5)
     assert [line["msg"] for line in skipped] == ["push skipped: PUSH_URL is not set"], skipped
     log = server.read_log()
     assert secret not in log and "secret-" not in log
@@ -582,9 +561,8 @@ def test_undelivered_push_is_delivered_after_a_restart(server_factory, fake_push
     push.default = 200
     failed = len(push.requests)
     srv.start()
-    deadline = time.time() + 15
-    while time.time() < deadline and not any(r["status"] == 200 for r in push.requests):
-        time.sleep(0.1)
+    eventually(lambda: [r for r in push.requests if r["status"] == 200], 15, "the push delivered", interval=0.1)
+    api.wait_queue_idle()  # a second delivery would show by now
     delivered = [r for r in push.requests if r["status"] == 200]
     assert len(delivered) == 1, push.requests
     assert json.loads(delivered[0]["raw"]) == {"to": "ExponentPushToken[durable]", "title": "Urgent job nearby",

@@ -14,18 +14,17 @@ test_files.py imports the image and PDF helpers from here.
 """
 import datetime
 import os
-import random
 import re
 import struct
 import subprocess
 import time
 import urllib.parse
-import zlib
 
 import pytest
 import requests
 
 from conftest import Api
+from helpers import eventually, png_bytes, png_chunk
 
 MB = 1024 * 1024
 UNAUTHORIZED = {"error": "Unauthorized"}
@@ -56,22 +55,6 @@ CONVERT = "/usr/bin/convert" if os.path.exists("/usr/bin/convert") else "convert
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 
 
-def _png_chunk(kind, data):
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-
-def png_bytes(width=32, height=24, seed=1, gray=False, extra_chunks=()):
-    """A valid PNG of random pixels with no ancillary chunk except extra_chunks [(type, data)]
-    (written between IHDR and IDAT)."""
-    rnd = random.Random(seed)
-    bpp = 1 if gray else 3
-    raw = b"".join(b"\0" + bytes(rnd.randrange(256) for _ in range(width * bpp)) for _ in range(height))
-    out = b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0 if gray else 2, 0, 0, 0))
-    for kind, data in extra_chunks:
-        out += _png_chunk(kind, data)
-    return out + _png_chunk(b"IDAT", zlib.compress(raw)) + _png_chunk(b"IEND", b"")
-
-
 def png_chunk_types(data):
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     types, i = [], 8
@@ -86,7 +69,7 @@ def png_chunk_types(data):
 
 def padded_png(size):
     """A valid PNG grown to exactly size bytes by zero bytes after IEND (libmagic still says PNG)."""
-    base = png_bytes(8, 8, seed=size % 97)
+    base = png_bytes(seed=size % 97, width=8, height=8)
     assert size >= len(base)
     return base + b"\0" * (size - len(base))
 
@@ -126,7 +109,7 @@ def text_image(path, lines, size="1400x900", pointsize=40):
 
 def noise_png(width=200, height=150, seed=7):
     """Grey random noise: nothing a reader can read."""
-    return png_bytes(width, height, seed=seed, gray=True)
+    return png_bytes(seed=seed, width=width, height=height, gray=True)
 
 
 # ---- PDFs, written by hand
@@ -329,14 +312,8 @@ def wait_check(api, token, field, timeout=RECOGNITION_TIMEOUT):
     runs ten times slower: the wait is four times longer there."""
     if "asan" in api.server.binary.split(os.sep):
         timeout *= 4
-    deadline = time.monotonic() + timeout
-    while True:
-        body = me(api, token)
-        if body[field] not in ("pending", None):
-            return body
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{field} still {body[field]!r} after {timeout} s: {body}")
-        time.sleep(0.1)
+    return eventually(lambda: me(api, token), timeout, f"{field} checked", interval=0.1,
+                      until=lambda body: body[field] not in ("pending", None))
 
 
 def upload_licence(api, token, front=None, back=None):
@@ -936,7 +913,7 @@ def undecodable_png(seed):
     """Bytes that libmagic calls PNG (signature and IHDR tag), whose chunks add up (so the
     metadata stripper accepts them), but no decoder reads: recognition gives up on them at
     once, which makes the race below easy to hit."""
-    return b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", bytes([seed % 256]) * 13) + _png_chunk(b"IEND", b"")
+    return b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", bytes([seed % 256]) * 13) + png_chunk(b"IEND", b"")
 
 
 def test_id_documents_answer_says_pending(api, pro):
@@ -1275,10 +1252,7 @@ def _files_under(root):
 
 def wait_no_files(root, timeout=5):
     """Temporary files go when the request is done, just after its answer: wait a moment."""
-    deadline = time.monotonic() + timeout
-    while _files_under(root) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return _files_under(root)
+    return eventually(lambda: _files_under(root), timeout, f"no file under {root}", until=lambda files: files == [])
 
 
 def test_refused_uploads_leave_no_file(server_factory):
