@@ -27,8 +27,8 @@ from helpers import eventually, png_bytes
 from test_providers import (GPS_SECRET, CERT_SIZE, assert_gone, assert_served, certificate_lines, exif_gps_app1, exif_of,
                             expected_ins, fetch, file_key, id_fields, identify_ok, jpeg_bytes, jpeg_segment_markers,
                             jpeg_with_metadata, licence_lines, me, png_chunk_types, server_today,
-                            text_image, text_pdf, upload, upload_insurance, upload_licence, url_query, wait_check,
-                            webp_bytes, FILE_URL_RE)
+                            text_image, text_pdf, undecodable_png, upload, upload_insurance, upload_licence, url_query,
+                            wait_check, webp_bytes, FILE_URL_RE)
 
 BAD_LINK = {"error": "Invalid or expired file link"}
 PNG_METADATA = [
@@ -598,6 +598,40 @@ def test_s3_deleted_object_is_404(s3):
     with fake.lock:
         del fake.objects[file_key(url)]
     assert_gone(url)
+
+
+def test_id_documents_answer_says_pending_when_the_check_ends_first(s3):
+    """Spec 4: POST /providers/me/id-documents answers 'the updated Provider with idCheckStatus
+    pending', whatever the background check does. Forced: replacing the front deletes the old
+    one at the bucket after the upload committed and before the answer is written; the bucket
+    holds that DELETE until the check of the new front (bytes no decoder reads, so it ends at
+    once) has written its result."""
+    fake, srv, api = s3
+    p = api.register_provider()
+    api.wait_queue_idle(timeout=120)  # the recognition worker is free
+    upload_licence(api, p["token"], front=undecodable_png(1))
+    first = wait_check(api, p["token"], "idCheckStatus")
+    assert first["idCheckFlags"] == ["unreadable"]
+    release = fake.hold("DELETE")
+    answers = []
+    try:
+        t = threading.Thread(target=lambda: answers.append(Api(srv).post(
+            "/providers/me/id-documents", token=p["token"],
+            files={"front": ("front.png", undecodable_png(2), "image/png")})))
+        t.start()
+        checked = eventually(lambda: me(api, p["token"]), 30, "the new front checked while its answer waits",
+                             until=lambda body: body["idCheckStatus"] != "pending"
+                             and body["idCheckAt"] != first["idCheckAt"])
+        assert answers == []  # the answer is still held at the bucket
+    finally:
+        release.set()
+        fake.delay("DELETE", 0)
+    t.join(30)
+    assert (checked["idCheckStatus"], checked["idCheckFlags"]) == ("failed", ["unreadable"])
+    (r,) = answers
+    assert r.status_code == 200, r.text
+    assert (r.json()["idCheckStatus"], r.json()["idCheckFlags"], r.json()["idCheckAt"]) == ("pending", [], None)
+    assert file_key(r.json()["idDocFront"]) != file_key(first["idDocFront"])
 
 
 def test_s3_recognition(s3, tmp_path):
