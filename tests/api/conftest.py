@@ -16,6 +16,8 @@ Fixtures
   flight or being handled (GET /__test/load) instead of sleeping.
 - `server_factory`: `server_factory(**env)` starts an extra server with its own data
   directory and database (stopped at teardown), for restart and configuration tests.
+- `stepped_clock`: `server_factory(**stepped_clock)` starts one whose wall clock moves in 50 ms
+  steps, so records created back to back share their millisecond (tests of tie order).
 
 Waiting and images come from helpers.py: `eventually()` for every wait, `png_bytes()`.
 
@@ -285,6 +287,9 @@ class PgCluster:
 
 # ---------------------------------------------------------------- the server under test
 
+ASAN_OPTIONS = "detect_leaks=1:abort_on_error=0:exitcode=23:fast_unwind_on_malloc=1:malloc_context_size=10"
+
+
 class Server:
     def __init__(self, binary, database_url, env=None):
         self.binary = binary
@@ -302,7 +307,7 @@ class Server:
             "TRUST_PROXY": "1",
             "APP_URL": "http://app.test",
             "STRIPE_WEBHOOK_SECRET": WEBHOOK_SECRET,
-            "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23:fast_unwind_on_malloc=1:malloc_context_size=10",
+            "ASAN_OPTIONS": ASAN_OPTIONS,
             "LSAN_OPTIONS": "suppressions=" + os.path.join(ROOT, "tests", "lsan.supp"),
             "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
             # the helper's wall-clock bound per document: the three API passes share two cores
@@ -620,6 +625,20 @@ def run_once_only(request):
     through other tests)."""
     if request.config.getoption("--engine") != "sqlite" or "asan" in request.config.getoption("--binary").split(os.sep):
         pytest.skip("engine-independent and slow: runs once, in the plain SQLite pass")
+
+
+@pytest.fixture(scope="session")
+def stepped_clock(tmp_path_factory):
+    """Environment for server_factory(**stepped_clock): the server's wall clock moves in 50 ms
+    steps (tests/api/stepped_clock.c, built here and loaded with LD_PRELOAD), so records it
+    creates back to back share their millisecond for certain, for tests of how such ties are
+    ordered. The service's test clock still moves it forward."""
+    lib = tmp_path_factory.mktemp("stepped-clock") / "stepped_clock.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(lib), os.path.join(ROOT, "tests", "api", "stepped_clock.c"),
+                    "-ldl"], check=True, capture_output=True, timeout=120)
+    # the ASan build wants its runtime first in the library list; this library only wraps
+    # clock_gettime, which ASan reaches through the next definition
+    return {"LD_PRELOAD": str(lib), "STEPPED_CLOCK_MS": "50", "ASAN_OPTIONS": ASAN_OPTIONS + ":verify_asan_link_order=0"}
 
 
 @pytest.fixture
