@@ -146,31 +146,6 @@ def text_pdf(lines):
     ])
 
 
-def _jpeg_geometry(data):
-    i = 2
-    while i + 4 <= len(data):
-        marker, length = data[i + 1], (data[i + 2] << 8) | data[i + 3]
-        if marker in (0xC0, 0xC1, 0xC2):
-            return (data[i + 7] << 8) | data[i + 8], (data[i + 5] << 8) | data[i + 6], data[i + 9]
-        i += 2 + length
-    raise AssertionError("no SOF segment")
-
-
-def scanned_pdf(jpeg):
-    """A one-page PDF with no text layer: the page is one JPEG image (/DCTDecode)."""
-    width, height, comps = _jpeg_geometry(jpeg)
-    space = b"/DeviceGray" if comps == 1 else b"/DeviceRGB"
-    return build_pdf([
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-        b"/Resources << /XObject << /Im1 4 0 R >> >> /Contents 5 0 R >>",
-        _pdf_stream(jpeg, b" /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace %s "
-                          b"/BitsPerComponent 8 /Filter /DCTDecode" % (width, height, space)),
-        _pdf_stream(b"q 612 0 0 792 0 0 cm /Im1 Do Q"),
-    ])
-
-
 # ---- EXIF, written by hand (exiftool is not installed)
 
 def _tiff_ifd(entries, at):
@@ -969,6 +944,10 @@ def test_insurance_document_answer_and_replace(api, pro, tmp_path):
 
 
 # ================================================================ licence recognition
+# Upload -> recognition -> fields stored, through the real Tesseract: a licence that passes,
+# one near expiry, an unreadable image, a re-check and a stale check; the rules themselves
+# (every status, label, date format and layout) are tests/unit/domain/test_recognition.c's
+# tables, and what OCR makes of blank, tiny and scanned documents tests/unit/ext/test_ocr.c's.
 
 def licence_check(api, token, front, back=None):
     upload_licence(api, token, front=front, back=back)
@@ -992,68 +971,17 @@ def test_licence_passed(api, pro, tmp_path):
     assert FILE_URL_RE.match(body["idDocFront"]) and FILE_URL_RE.match(body["idDocBack"])
 
 
-def test_licence_label_variants(api, pro, tmp_path):
-    """decisions.md 4: 'Date of Birth', 'Expires', MM-DD-YYYY and YYYY-MM-DD, a DRIVER'S LICENSE."""
-    today = server_today(api)
-    expiry = today + datetime.timedelta(days=900)
-    front = text_image(tmp_path / "front.png", [
-        "TEXAS", "DRIVER'S LICENSE", "LIC NO 12345678", "LAST NAME GARCIA", "FIRST NAME MARIA",
-        "Date of Birth: 07-04-1990", f"Expires: {expiry.isoformat()}"])
-    body = licence_check(api, pro["token"], front)
-    assert id_fields(body) == {"idCheckStatus": "passed", "idCheckName": "MARIA GARCIA", "idCheckDOB": "1990-07-04",
-                               "idCheckExpiry": expiry.isoformat(), "idCheckState": "TX", "idCheckFlags": []}
-
-
-@pytest.mark.parametrize("days,status,flags", [
-    (10, "review", ["near_expiry"]),
-    (30, "review", ["near_expiry"]),
-    (31, "passed", []),
-    (-1, "failed", ["expired"]),
-    (-400, "failed", ["expired"]),
-], ids=["near-10-days", "near-30-days", "31-days", "expired-yesterday", "expired-long-ago"])
-def test_licence_expiry_rules(api, pro, tmp_path, days, status, flags):
-    today = server_today(api)
-    expiry = today + datetime.timedelta(days=days)
+def test_licence_near_expiry_is_review(api, pro, tmp_path):
+    """10 days left (9 if the service's date turns during the check: near expiry all the same)."""
+    expiry = server_today(api) + datetime.timedelta(days=10)
     body = licence_check(api, pro["token"], text_image(tmp_path / "front.png", licence_lines(expiry)))
-    if body["idCheckAt"][:10] != today.isoformat():
-        pytest.skip("the service's date changed during the check")
-    assert id_fields(body) == {"idCheckStatus": status, "idCheckName": "JANE SMITH", "idCheckDOB": "1985-01-15",
-                               "idCheckExpiry": expiry.isoformat(), "idCheckState": "CA", "idCheckFlags": flags}
+    assert id_fields(body) == {"idCheckStatus": "review", "idCheckName": "JANE SMITH", "idCheckDOB": "1985-01-15",
+                               "idCheckExpiry": expiry.isoformat(), "idCheckState": "CA",
+                               "idCheckFlags": ["near_expiry"]}
 
 
-def test_licence_without_dob_is_review(api, pro, tmp_path):
-    expiry = server_today(api) + datetime.timedelta(days=1000)
-    body = licence_check(api, pro["token"], text_image(tmp_path / "front.png", licence_lines(expiry, dob=None)))
-    assert id_fields(body) == {"idCheckStatus": "review", "idCheckName": "JANE SMITH", "idCheckDOB": None,
-                               "idCheckExpiry": expiry.isoformat(), "idCheckState": "CA", "idCheckFlags": ["no_dob"]}
-
-
-def test_licence_without_dob_and_expiry_fails(api, pro, tmp_path):
-    body = licence_check(api, pro["token"], text_image(tmp_path / "front.png", licence_lines(None, dob=None)))
-    assert body["idCheckStatus"] == "failed"
-    assert body["idCheckFlags"] == ["no_dob", "no_expiry"]
-    assert body["idCheckDOB"] is None and body["idCheckExpiry"] is None
-
-
-def test_not_a_licence(api, pro, tmp_path):
-    receipt = text_image(tmp_path / "receipt.png", [
-        "FRESH MARKET GROCERY", "MILK 2% GAL      3.49", "BREAD WHOLE WHEAT 2.99", "EGGS LARGE DOZEN 4.19",
-        "SUBTOTAL 10.67", "TOTAL 11.52", "THANK YOU FOR SHOPPING"])
-    body = licence_check(api, pro["token"], receipt)
-    assert id_fields(body) == {"idCheckStatus": "failed", "idCheckName": None, "idCheckDOB": None,
-                               "idCheckExpiry": None, "idCheckState": None, "idCheckFlags": ["not_a_license"]}
-
-
-@pytest.mark.parametrize("kind", ["noise", "blank", "tiny"])
-def test_unreadable_licence(api, pro, tmp_path, kind):
-    if kind == "noise":
-        data = noise_png()
-    elif kind == "tiny":  # too small to hold a document (Tesseract refuses it): unreadable, not "error"
-        data = noise_png(width=4, height=4)
-    else:
-        run_convert("-size", "800x500", "xc:white", tmp_path / "blank.png")
-        data = (tmp_path / "blank.png").read_bytes()
-    body = licence_check(api, pro["token"], data)
+def test_unreadable_licence(api, pro):
+    body = licence_check(api, pro["token"], noise_png())
     assert id_fields(body) == {"idCheckStatus": "failed", "idCheckName": None, "idCheckDOB": None,
                                "idCheckExpiry": None, "idCheckState": None, "idCheckFlags": ["unreadable"]}
 
@@ -1106,60 +1034,13 @@ def expected_ins(status, effective, expiry, flags=()):
                              f"expires {expiry.isoformat()}, coverage $1,000,000"}
 
 
-@pytest.mark.parametrize("days,status,flags", [
-    (200, "active", []),
-    (31, "active", []),
-    (30, "review", ["near_expiry"]),
-    (10, "review", ["near_expiry"]),
-    (-1, "expired", ["expired"]),
-], ids=["active", "31-days", "near-30-days", "near-10-days", "expired-yesterday"])
-def test_insurance_certificate_image(api, pro, tmp_path, days, status, flags):
-    today = server_today(api)
-    expiry = today + datetime.timedelta(days=days)
+def test_insurance_certificate_image(api, pro, tmp_path):
+    expiry = server_today(api) + datetime.timedelta(days=200)
     effective = expiry - datetime.timedelta(days=365)
     data = text_image(tmp_path / "cert.png", certificate_lines(expiry, effective), size=CERT_SIZE)
     body = insurance_check(api, pro["token"], data)
-    if body["insCheckAt"][:10] != today.isoformat():
-        pytest.skip("the service's date changed during the check")
-    assert ins_fields(body) == expected_ins(status, effective, expiry, flags)
+    assert ins_fields(body) == expected_ins("active", effective, expiry)
     assert ISO_MS_RE.match(body["insCheckAt"])
-
-
-def test_insurance_label_variants(api, pro, tmp_path):
-    """ACORD 25 style: INSURER A:, Policy #, Policy Eff / Policy Exp (MM-DD-YYYY), Each Occurrence."""
-    expiry = server_today(api) + datetime.timedelta(days=300)
-    effective = expiry - datetime.timedelta(days=365)
-    data = text_image(tmp_path / "acord.png", [
-        "ACORD CERTIFICATE OF LIABILITY INSURANCE", "INSURER A: Acme Mutual Insurance Co 12345",
-        "Policy # ABC-778899", f"Policy Eff {effective.strftime('%m-%d-%Y')}",
-        f"Policy Exp {expiry.strftime('%m-%d-%Y')}", "Each Occurrence $2,000,000"], size="1800x1000")
-    body = insurance_check(api, pro["token"], data)
-    assert ins_fields(body) == {
-        "insCheckStatus": "active", "insCheckCarrier": "Acme Mutual Insurance Co", "insCheckPolicy": "ABC-778899",
-        "insCheckEffective": effective.isoformat(), "insCheckExpiry": expiry.isoformat(),
-        "insCheckCoverage": "2000000", "insCheckFlags": [],
-        "insuranceInfo": f"Acme Mutual Insurance Co, policy ABC-778899, effective {effective.isoformat()}, "
-                         f"expires {expiry.isoformat()}, coverage $2,000,000"}
-
-
-def test_insurance_with_one_field_leaves_insurance_info_null(api, pro, tmp_path):
-    data = text_image(tmp_path / "cert.png", ["CERTIFICATE OF LIABILITY INSURANCE", "Carrier: State Farm"],
-                      size=CERT_SIZE)
-    body = insurance_check(api, pro["token"], data)
-    assert ins_fields(body) == {
-        "insCheckStatus": "review", "insCheckCarrier": "State Farm", "insCheckPolicy": None,
-        "insCheckEffective": None, "insCheckExpiry": None, "insCheckCoverage": None,
-        "insCheckFlags": ["no_expiry"], "insuranceInfo": None}
-
-
-def test_insurance_with_two_fields_fills_insurance_info(api, pro, tmp_path):
-    data = text_image(tmp_path / "cert.png", ["CERTIFICATE OF LIABILITY INSURANCE", "Carrier: State Farm",
-                                              "Policy Number: GL-4827361"], size=CERT_SIZE)
-    body = insurance_check(api, pro["token"], data)
-    assert ins_fields(body) == {
-        "insCheckStatus": "review", "insCheckCarrier": "State Farm", "insCheckPolicy": "GL-4827361",
-        "insCheckEffective": None, "insCheckExpiry": None, "insCheckCoverage": None,
-        "insCheckFlags": ["no_expiry"], "insuranceInfo": "State Farm, policy GL-4827361"}
 
 
 def test_insurance_text_pdf(api, pro):
@@ -1168,17 +1049,6 @@ def test_insurance_text_pdf(api, pro):
     body = insurance_check(api, pro["token"], text_pdf(certificate_lines(expiry, effective)), "cert.pdf",
                            "application/pdf")
     assert file_key(body["insDocUrl"]).endswith(".pdf")
-    assert ins_fields(body) == expected_ins("active", effective, expiry)
-
-
-def test_insurance_scanned_pdf_is_read_by_ocr(api, pro, tmp_path):
-    expiry = server_today(api) + datetime.timedelta(days=222)
-    effective = expiry - datetime.timedelta(days=365)
-    text_image(tmp_path / "scan.png", certificate_lines(expiry, effective), size=CERT_SIZE)
-    run_convert(tmp_path / "scan.png", "-quality", "90", tmp_path / "scan.jpg")
-    pdf = scanned_pdf((tmp_path / "scan.jpg").read_bytes())
-    assert b"/Font" not in pdf  # no text layer at all
-    body = insurance_check(api, pro["token"], pdf, "scan.pdf", "application/pdf")
     assert ins_fields(body) == expected_ins("active", effective, expiry)
 
 
