@@ -533,7 +533,12 @@ def test_push_service_error_is_retried(server_factory, fake_push):
     ok(api.post("/providers/me/push-token", token=pro["token"], json={"token": "ExponentPushToken[retry]"}))
     user = customer(api, z)
     job = post_job(api, user, asap=True)
-    got = push.wait(3, timeout=15)
+    for sent in (1, 2):  # each failure is retried after a backoff of the service clock (1 s, then 2 s)
+        push.wait(sent)
+        api.wait_queue_idle()  # the retry is queued and not due yet
+        assert len(push.requests) == sent
+        api.advance_clock(60 * 1000)
+    got = push.wait(3)
     expected = {"to": "ExponentPushToken[retry]", "title": "Urgent job nearby",
                 "body": f"An ASAP lawncare job was posted in {z}", "data": {"jobId": job["id"]}}
     assert got == [expected] * 3

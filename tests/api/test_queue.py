@@ -251,16 +251,23 @@ def test_failed_delivery_is_retried_and_survives_a_restart(make_server):
     srv = make_server(SMTP_URL=f"smtp://127.0.0.1:{closed}")
     addr, _ = register(srv.url)
     forgot(srv.url, addr)
+    api = Api(srv)
     first, = _wait_log(srv, "will retry", timeout=5)  # the first attempt failed ...
     assert first["attempt"] == 1 and first["level"] == "warn"
     assert "smtp" in first["error"].lower()
-    # ... and is retried after a backoff of about a second, failing again
-    retries = _wait_log(srv, "will retry", timeout=4, count=2)
+    # ... and is retried after a backoff of a second (and up to 250 ms of jitter) of the service
+    # clock, failing again: not before the clock moved past it
+    api.wait_queue_idle()
+    assert len(_wait_log(srv, "will retry", timeout=5)) == 1
+    api.advance_clock(1250)
+    retries = _wait_log(srv, "will retry", timeout=5, count=2)
     assert retries[1]["attempt"] == 2 and retries[1]["jobId"] == first["jobId"]
-    assert _ms(retries[1]["time"]) - _ms(first["time"]) >= 900
+    assert _ms(retries[1]["time"]) - _ms(first["time"]) >= 1000  # log times are the service clock's
     assert srv.mails() == []
     srv.env.pop("SMTP_URL")
     srv.restart()
+    # the restarted process's clock has no offset: past the second backoff (2 s) and the first move
+    api.advance_clock(60 * 1000)
     (mail,) = srv.wait_mail(addr, timeout=15)
     assert len(RESET_LINK.findall(mail["body"])) == 1
     Api(srv).wait_queue_idle()
