@@ -286,6 +286,15 @@ static void test_transparent_background(void **state) {
   ocr_text_free(&t);
 }
 
+/* The recognition rules read what OCR made of a licence as unreadable, and nothing else. */
+static void assert_unreadable_licence(const ocr_text *t) {
+  licence_result r;
+  recognize_licence(t->text, t->confidence, NOW, &r);
+  assert_string_equal(r.status, "failed");
+  assert_int_equal(r.nflags, 1);
+  assert_string_equal(r.flags[0], "unreadable");
+}
+
 static void test_blank_image(void **state) {
   (void)state;
   char p[256], err[256];
@@ -294,11 +303,7 @@ static void test_blank_image(void **state) {
   assert_non_null(t.text);
   for (const char *s = t.text; *s; s++) assert_true(*s == ' ' || *s == '\n');
   assert_true(t.confidence < 0.6);
-  licence_result r;
-  recognize_licence(t.text, t.confidence, NOW, &r);
-  assert_string_equal(r.status, "failed");
-  assert_int_equal(r.nflags, 1);
-  assert_string_equal(r.flags[0], "unreadable");
+  assert_unreadable_licence(&t);
   ocr_text_free(&t);
 }
 
@@ -312,11 +317,7 @@ static void test_tiny_image(void **state) {
   assert_string_equal(t.text, "");
   assert_true(t.confidence == 0);
   assert_true(contains(err, "too small"));
-  licence_result r;
-  recognize_licence(t.text, t.confidence, NOW, &r);
-  assert_string_equal(r.status, "failed");
-  assert_int_equal(r.nflags, 1);
-  assert_string_equal(r.flags[0], "unreadable");
+  assert_unreadable_licence(&t);
   ocr_text_free(&t);
 }
 
