@@ -129,7 +129,7 @@ def test_sigkill_mid_load_loses_nothing_acknowledged(server_factory):
 
     # every queued email is sent (work claimed by the dead process is claimed again once its
     # lease, 2 s here, runs out), and exactly once
-    eventually(lambda: email_rows(srv, "AND status <> 'done'"), 30, "every email sent", interval=0.2,
+    eventually(lambda: email_rows(srv, "AND status <> 'done'"), 15, "every email sent", interval=0.2,
                until=lambda rows: rows == [])
     api.wait_queue_idle()
     sent = [m["headers"]["message-id"] for m in srv.mails()]
@@ -219,7 +219,8 @@ def test_crash_after_an_email_is_written_does_not_send_it_again(once_per_run, se
     srv.env.pop("CRASH_POINT")
     srv.start()
     # the row is claimed again once the dead worker's lease (2 s here) runs out, and finds its file
-    eventually(lambda: email_rows(srv, "AND status <> 'done'"), 20, "the email's queue row finished", interval=0.2,
+    # (well before the default 20 s lease would end: the short one is what frees it)
+    eventually(lambda: email_rows(srv, "AND status <> 'done'"), 10, "the email's queue row finished", interval=0.2,
                until=lambda rows: rows == [])
     again = [m["raw"] for m in srv.mails(user["email"])]
     assert again == [first["raw"]]
