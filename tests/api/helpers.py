@@ -5,6 +5,7 @@
   time and then asserts: it waits for the observable outcome, and fails with what it waited
   for and the last value it saw. Time a rule reads (windows, expiries, the order of
   timestamps) is moved with the test clock (`api.advance_clock(ms)`) instead.
+- `health_once_up(proc, url)`: for the tests that start the binary themselves.
 - `png_bytes(...)`: the one image maker: a valid PNG of pseudo-random pixels.
 """
 import random
