@@ -10,10 +10,7 @@ Every test makes its own accounts in a ZIP of the embedded table that no other t
 file uses, so only its own providers match its jobs.
 """
 import base64
-import csv
 import json
-import os
-import random
 import re
 import time
 import uuid
@@ -25,10 +22,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 from conftest import Api
+from flow_helpers import fresh_zip
 from raw_http import pipelined_posts
 from helpers import png_bytes
-
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 ID_RE = re.compile(r"^c[0-9a-z]{24}$")
 ISO_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
@@ -44,21 +40,7 @@ THREAD_FULL = {"error": "This thread has reached 250 messages"}
 YEAR_S = 365 * 24 * 3600
 MB = 1024 * 1024
 
-# ---------------------------------------------------------------- ZIPs and images
-
-with open(os.path.join(ROOT, "assets", "us_zip_centroids.csv"), newline="") as _f:
-    _ZIPS = [r["zip"] for r in csv.DictReader(_f) if r["zip"] != "10001"]
-_USED_ZIPS = set()
-
-
-def fresh_zip():
-    """A real ZIP (the embedded table) that no other test of this session took from here."""
-    while True:
-        z = random.choice(_ZIPS)
-        if z not in _USED_ZIPS:
-            _USED_ZIPS.add(z)
-            return z
-
+# ---------------------------------------------------------------- images
 
 # 2x2 white images made with ImageMagick (`convert -size 2x2 xc:white -strip t.jpg`, `... t.webp`)
 JPEG_BYTES = base64.b64decode(
@@ -113,7 +95,7 @@ class Setup:
 
     def __init__(self, api, pros=1, quoted=True):
         self.api = api
-        self.zip = fresh_zip()
+        self.zip = fresh_zip()[0]
         self.user = customer(api, self.zip)
         self.user["name"] = self.user["body"]["name"]
         self.pros = [verified_provider(api, self.zip) for _ in range(pros)]
@@ -303,7 +285,7 @@ def test_customer_naming_a_provider_without_a_thread_gets_404(api):
 
 
 def test_unknown_job_is_404(api):
-    user = customer(api, fresh_zip())
+    user = customer(api, fresh_zip()[0])
     pro = api.register_provider()
     missing = "c" + "z" * 24
     for token in (user["token"], pro["token"]):

@@ -11,10 +11,7 @@ test_admin.py).
 Every test makes its own accounts in a ZIP of the embedded table that no other test of this
 file uses, so only its own providers match its jobs.
 """
-import csv
 import json
-import os
-import random
 import re
 import threading
 import uuid
@@ -22,12 +19,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 import pytest
+from flow_helpers import fresh_zip
 from raw_http import pipelined_posts
 from helpers import eventually, png_bytes
 
 from conftest import ADMIN_ENV, Api, admin_login
-
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 ID_RE = re.compile(r"^c[0-9a-z]{24}$")
 ISO_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
@@ -35,22 +31,6 @@ NOTIFICATION_FIELDS = {"id", "title", "body", "jobId", "read", "createdAt"}
 UNAUTHORIZED = {"error": "Unauthorized"}
 FORBIDDEN = {"error": "Forbidden"}
 OK = {"ok": True}
-
-# ---------------------------------------------------------------- ZIPs and images
-
-with open(os.path.join(ROOT, "assets", "us_zip_centroids.csv"), newline="") as _f:
-    _ZIPS = [r["zip"] for r in csv.DictReader(_f) if r["zip"] != "10001"]
-_USED_ZIPS = set()
-
-
-def fresh_zip():
-    """A real ZIP (the embedded table) that no other test of this session took from here."""
-    while True:
-        z = random.choice(_ZIPS)
-        if z not in _USED_ZIPS:
-            _USED_ZIPS.add(z)
-            return z
-
 
 def ok(r, status=200):
     assert r.status_code == status, f"expected {status}, got {r.status_code} {r.text}"
@@ -125,7 +105,7 @@ class Flow:
 
     def __init__(self, api, amount=80):
         self.api = api
-        self.zip = fresh_zip()
+        self.zip = fresh_zip()[0]
         self.user = customer(api, self.zip)
         # a saved card: a payment that cannot be authorized on acceptance is news of its own
         ok(api.post("/payments/payment-method", token=self.user["token"], json={"paymentMethodId": "pm_card_visa"}))
@@ -196,7 +176,7 @@ def test_wrong_role_is_403_and_no_token_is_401(api):
 
 
 def test_new_accounts_have_no_notifications(api):
-    user, pro = api.register_user(zip=fresh_zip()), api.register_provider(serviceZips=[fresh_zip()])
+    user, pro = api.register_user(zip=fresh_zip()[0]), api.register_provider(serviceZips=[fresh_zip()[0]])
     assert user_list(api, user) == []
     assert pro_list(api, pro) == []
 
@@ -298,7 +278,7 @@ def test_refused_message_notifies_nobody(api):
 
 
 def test_asap_job_notifies_every_matching_provider(api):
-    z, elsewhere = fresh_zip(), fresh_zip()
+    z, elsewhere = fresh_zip()[0], fresh_zip()[0]
     a = provider(api, z, verified=False)
     b = provider(api, z, verified=True)
     both = provider(api, z, services=("snowplowing", "lawncare"), zips=[elsewhere, z], verified=False)
@@ -394,7 +374,7 @@ def test_mark_all_read(api):
 def test_each_account_sees_only_its_own(api):
     f = Flow(api).quoted()
     message(api, f.user["token"], f.job_id, "for the pro", providerId=f.pro["id"])
-    other_user, other_pro = customer(api, f.zip), provider(api, fresh_zip(), verified=False)
+    other_user, other_pro = customer(api, f.zip), provider(api, fresh_zip()[0], verified=False)
     assert user_list(api, other_user) == []
     assert pro_list(api, other_pro) == []
     assert [n["body"] for n in pro_list(api, f.pro)] == ["for the pro"]
@@ -469,7 +449,7 @@ def fake_push():
 
 
 def test_without_push_url_a_push_is_skipped_without_logging_the_token(server, api):
-    z = fresh_zip()
+    z = fresh_zip()[0]
     pro = provider(api, z, verified=False)
     secret = f"ExponentPushToken[secret-{uuid.uuid4().hex}]"
     ok(api.post("/providers/me/push-token", token=pro["token"], json={"token": secret}))
@@ -486,7 +466,7 @@ def test_without_push_url_a_push_is_skipped_without_logging_the_token(server, ap
 def test_push_is_posted_in_expo_format(server_factory, fake_push):
     push = fake_push()
     api = Api(server_factory(PUSH_URL=push.url))
-    z = fresh_zip()
+    z = fresh_zip()[0]
     pro = provider(api, z)
     ok(api.post("/providers/me/push-token", token=pro["token"], json={"token": "ExponentPushToken[old]"}))
     ok(api.post("/providers/me/push-token", token=pro["token"], json={"token": "ExponentPushToken[pro1]"}))
@@ -510,7 +490,7 @@ def test_push_is_posted_in_expo_format(server_factory, fake_push):
 def test_no_push_without_a_push_token(server_factory, fake_push):
     push = fake_push()
     api = Api(server_factory(PUSH_URL=push.url))
-    z = fresh_zip()
+    z = fresh_zip()[0]
     silent = provider(api, z, verified=False)
     loud = provider(api, z, verified=False)
     ok(api.post("/providers/me/push-token", token=loud["token"], json={"token": "ExponentPushToken[loud]"}))
@@ -528,7 +508,7 @@ def test_no_push_without_a_push_token(server_factory, fake_push):
 def test_push_service_error_is_retried(server_factory, fake_push):
     push = fake_push(statuses=[500, 503])
     api = Api(server_factory(PUSH_URL=push.url))
-    z = fresh_zip()
+    z = fresh_zip()[0]
     pro = provider(api, z, verified=False)
     ok(api.post("/providers/me/push-token", token=pro["token"], json={"token": "ExponentPushToken[retry]"}))
     user = customer(api, z)
@@ -553,7 +533,7 @@ def test_undelivered_push_is_delivered_after_a_restart(server_factory, fake_push
     push.default = 500
     srv = server_factory(PUSH_URL=push.url)
     api = Api(srv)
-    z = fresh_zip()
+    z = fresh_zip()[0]
     pro = provider(api, z, verified=False)
     ok(api.post("/providers/me/push-token", token=pro["token"], json={"token": "ExponentPushToken[durable]"}))
     job = post_job(api, customer(api, z), asap=True)
