@@ -126,6 +126,7 @@ bool config_load(char err[256]) {
   if (!env_int("HTTP_WORKERS", CFG.db_pool_size, 1, 4096, &CFG.http_workers, err)) return false;
   if (!env_int("HTTP_SLOW_WORKERS", 32, 1, 4096, &CFG.http_slow_workers, err)) return false;
   if (!env_int("QUEUE_WORKERS", 2, 1, 64, &CFG.queue_workers, err)) return false;
+  if (!env_int("QUEUE_LEASE_MS", 20000, 1000, 3600000, &CFG.queue_lease_ms, err)) return false;
   if (!env_int("RECOGNITION_WORKERS", 1, 1, 16, &CFG.recognition_workers, err)) return false;
   if (!env_int("RECOGNITION_TIMEOUT_MS", 5000, 1000, 600000, &CFG.recognition_timeout_ms, err)) return false;
   if (!env_int("TRUST_PROXY", 0, 0, 16, &CFG.trust_proxy, err)) return false;

@@ -33,6 +33,7 @@ typedef struct config {
   int http_workers;  /* handler threads of the database lane */
   int http_slow_workers; /* handler threads of the slow lane (ROUTE_SLOW) */
   int queue_workers;
+  int queue_lease_ms; /* a claimed unit of work is free again this long after its last renewal (real clock) */
   int recognition_workers; /* background workers for document recognition (nice 10) */
   int recognition_timeout_ms; /* recognition of one image or PDF page is stopped past this */
   int shutdown_grace_ms; /* SIGTERM: how long requests in flight may take to finish */

@@ -4,12 +4,14 @@
  *
  * Two lanes of workers: general ones take every kind but the heavy ones, heavy ones (nice 10)
  * only the heavy kinds; each lane's claim names its kinds. A lease keeper renews the lease of
- * every row this process is running every LEASE_MS / 4, so long work keeps its claim and work
- * of a process that died is free again LEASE_MS after its last renewal. Leases, renewals and
- * outcomes name the attempt they belong to, so a process whose lease lapsed (a long database
- * outage) never overwrites the state of a row that another worker claimed since. */
+ * every row this process is running every lease / 4, so long work keeps its claim and work
+ * of a process that died is free again a lease (QUEUE_LEASE_MS, 20 s by default) after its last
+ * renewal. Leases, renewals and outcomes name the attempt they belong to, so a process whose
+ * lease lapsed (a long database outage) never overwrites the state of a row that another
+ * worker claimed since. */
 #include "ext/queue.h"
 #include "core/clock.h"
+#include "core/config.h"
 #include "core/ids.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -21,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LEASE_MS (20 * 1000)
+#define DEFAULT_LEASE_MS (20 * 1000)
 #define POLL_MS 250
 #define MAX_BACKOFF_MS (60 * 60 * 1000)
 #define MAX_KINDS 32
@@ -60,6 +62,10 @@ static struct {
  * queues an email each) a worker then pays one claim per batch instead of one per row; when
  * work is scarce, rows stay one per worker and run side by side. */
 #define CLAIM_MAX 16
+
+/* How long a claim lasts without a renewal: QUEUE_LEASE_MS (CFG is all zero where the
+ * configuration was not loaded, as in the unit tests: the default then). */
+static int64_t lease_ms(void) { return CFG.queue_lease_ms > 0 ? CFG.queue_lease_ms : DEFAULT_LEASE_MS; }
 
 /* A worker and the rows it holds (claimed, not yet finished), for the lease keeper. */
 typedef struct worker {
@@ -317,7 +323,7 @@ static void lane_sql(int lane) {
 
 /* A lane's parameters: lease end, now, real now, its kinds, then the claim's batch. */
 static int lane_args(int lane, db_val *p, int64_t now, int64_t real, int batch) {
-  p[0] = DB_INT(real + LEASE_MS), p[1] = DB_INT(now), p[2] = DB_INT(real);
+  p[0] = DB_INT(real + lease_ms()), p[1] = DB_INT(now), p[2] = DB_INT(real);
   for (int i = 0; i < lanes[lane].nkinds; i++) p[3 + i] = DB_TEXT(lanes[lane].kinds[i]);
   p[3 + lanes[lane].nkinds] = DB_INT(batch);
   return 4 + lanes[lane].nkinds;
@@ -543,13 +549,13 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-/* Renews the leases of the rows this process runs, every LEASE_MS / 4. */
+/* Renews the leases of the rows this process runs, every lease / 4. */
 static void *keeper_main(void *arg) {
   (void)arg;
   db_use_pool(DB_POOL_SLOW);
   arena a;
   while (!is_stopping()) {
-    nap(LEASE_MS / 4);
+    nap(lease_ms() / 4);
     for (int i = 0; i < nworkers; i++)
       for (int h = 0;; h++) {
         char id[ID_LEN + 1];
@@ -562,7 +568,7 @@ static void *keeper_main(void *arg) {
         arena_init(&a);
         db_query(&a, NULL,
                  "UPDATE job_queue SET locked_until = $1 WHERE id = $2 AND attempts = $3 AND status = 'running'",
-                 DB_ARGS(DB_INT(clock_real_ms() + LEASE_MS), DB_TEXT(id), DB_INT(attempt)));
+                 DB_ARGS(DB_INT(clock_real_ms() + lease_ms()), DB_TEXT(id), DB_INT(attempt)));
         arena_fini(&a);
       }
   }

@@ -5,8 +5,8 @@
  * ready rows one at a time with a conditional update (FOR UPDATE SKIP LOCKED on PostgreSQL),
  * so each row has one worker even across instances; a claim is a lease (by the real wall
  * clock, so instances agree and a moved test clock expires none), renewed while the work runs,
- * and a row whose worker died is claimed again once its lease runs out (20 s), which is how
- * work resumes after a crash. A failed run is retried with exponential backoff up to
+ * and a row whose worker died is claimed again once its lease runs out (QUEUE_LEASE_MS, 20 s by
+ * default), which is how work resumes after a crash. A failed run is retried with exponential backoff up to
  * max_attempts. The outcome of a run is recorded even when the database was away meanwhile
  * (the worker waits for it), so finished work is not run again. Every finished run logs one
  * line: kind, jobId, attempt, ms, outcome (done, retry, failed) and the error, if any.

@@ -16,6 +16,10 @@ Fixtures
   flight or being handled (GET /__test/load) instead of sleeping.
 - `server_factory`: `server_factory(**env)` starts an extra server with its own data
   directory and database (stopped at teardown), for restart and configuration tests.
+- `stepped_clock`: `server_factory(**stepped_clock)` starts one whose wall clock moves in 50 ms
+  steps, so records created back to back share their millisecond (tests of tie order).
+
+Waiting and images come from helpers.py: `eventually()` for every wait, `png_bytes()`.
 
 With `--require-route-coverage`, the session fails when a route of the table never answered
 with a success on the shared server, so every endpoint is tested by construction.
@@ -34,6 +38,8 @@ import uuid
 
 import pytest
 import requests
+
+from helpers import eventually
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -281,6 +287,9 @@ class PgCluster:
 
 # ---------------------------------------------------------------- the server under test
 
+ASAN_OPTIONS = "detect_leaks=1:abort_on_error=0:exitcode=23:fast_unwind_on_malloc=1:malloc_context_size=10"
+
+
 class Server:
     def __init__(self, binary, database_url, env=None):
         self.binary = binary
@@ -298,7 +307,7 @@ class Server:
             "TRUST_PROXY": "1",
             "APP_URL": "http://app.test",
             "STRIPE_WEBHOOK_SECRET": WEBHOOK_SECRET,
-            "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23:fast_unwind_on_malloc=1:malloc_context_size=10",
+            "ASAN_OPTIONS": ASAN_OPTIONS,
             "LSAN_OPTIONS": "suppressions=" + os.path.join(ROOT, "tests", "lsan.supp"),
             "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
             # the helper's wall-clock bound per document: the three API passes share two cores
@@ -343,20 +352,24 @@ class Server:
     def _wait_healthy(self, timeout):
         """True once this process listens (its log says so: another process may hold the port
         and answer /health) and answers /health; False when it exited first."""
-        deadline = time.time() + timeout
-        while time.time() < deadline:
+        def state():
             if self.proc.poll() is not None:
-                return False
+                return "exited"
             try:
-                ok = b'"msg":"listening"' in self._log_since_start() and \
-                    requests.get(self.url + "/health", timeout=1).status_code == 200
+                if b'"msg":"listening"' in self._log_since_start() and \
+                        requests.get(self.url + "/health", timeout=1).status_code == 200:
+                    return "up"
             except requests.RequestException:
-                ok = False
-            if ok:
-                _register_contract(self)
-                return True
-            time.sleep(0.05)
-        raise RuntimeError("server did not become healthy:\n" + self.read_log())
+                pass
+            return None
+
+        try:
+            up = eventually(state, timeout, "the server answers /health") == "up"
+        except AssertionError:
+            raise RuntimeError("server did not become healthy:\n" + self.read_log()) from None
+        if up:
+            _register_contract(self)
+        return up
 
     def stop(self, sig=signal.SIGTERM, timeout=20):
         """Stops the server; returns its exit code. Fails on sanitizer reports."""
@@ -395,13 +408,8 @@ class Server:
     def wait_log(self, match, count=1, timeout=10):
         """The JSON log lines for which match(line) is true, once there are at least count of
         them (info lines reach the log up to 100 ms after the event)."""
-        deadline = time.time() + timeout
-        while True:
-            found = [line for line in self.log_lines() if match(line)]
-            if len(found) >= count:
-                return found
-            assert time.time() < deadline, f"{len(found)} of {count} log lines after {timeout} s"
-            time.sleep(0.05)
+        return eventually(lambda: [line for line in self.log_lines() if match(line)], timeout,
+                          f"{count} matching log line(s)", until=lambda found: len(found) >= count)
 
     def sanitizer_report(self):
         text = self.read_log()
@@ -428,13 +436,9 @@ class Server:
         return out
 
     def wait_mail(self, to, count=1, timeout=10):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            got = self.mails(to)
-            if len(got) >= count:
-                return got
-            time.sleep(0.05)
-        raise AssertionError(f"expected {count} mail(s) to {to}, got {len(self.mails(to))}")
+        """The mails to `to`, once there are at least count of them."""
+        return eventually(lambda: self.mails(to), timeout, f"{count} mail(s) to {to}",
+                          until=lambda got: len(got) >= count)
 
     def cleanup(self):
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -483,29 +487,24 @@ class Api:
     def wait_queue_idle(self, timeout=15):
         """Waits until no background work is due or running (GET /__test/queue), so a test can
         assert that an email or push was *not* sent; work scheduled for a later retry is not due."""
-        deadline = time.time() + timeout
-        while time.time() < deadline:
+        def depth():
             r = self.get("/__test/queue")
             assert r.status_code == 200, r.text
-            depth = r.json()
-            if depth["ready"] == 0 and depth["running"] == 0:
-                return
-            time.sleep(0.05)
-        raise AssertionError(f"background queue not idle after {timeout}s: {depth}")
+            return r.json()
+
+        eventually(depth, timeout, "background queue idle", until=lambda d: d["ready"] == 0 and d["running"] == 0,
+                   retry=())
 
     def wait_load(self, cond, what="the condition", timeout=15):
         """Polls GET /__test/load ({inFlight, handlersRunning, hashingPoolFull}: what the HTTP
         server is doing, this poll excluded) until cond(load) is true, so a test can wait
         until a request it sent is in flight or being handled instead of sleeping."""
-        deadline = time.time() + timeout
-        while True:
+        def load():
             r = self.get("/__test/load")
             assert r.status_code == 200, r.text
-            load = r.json()
-            if cond(load):
-                return load
-            assert time.time() < deadline, f"{what}: not reached within {timeout}s: {load}"
-            time.sleep(0.01)
+            return r.json()
+
+        return eventually(load, timeout, what, interval=0.01, until=cond, retry=())
 
     # -- account helpers
     def register_user(self, **over):
@@ -626,6 +625,20 @@ def run_once_only(request):
     through other tests)."""
     if request.config.getoption("--engine") != "sqlite" or "asan" in request.config.getoption("--binary").split(os.sep):
         pytest.skip("engine-independent and slow: runs once, in the plain SQLite pass")
+
+
+@pytest.fixture(scope="session")
+def stepped_clock(tmp_path_factory):
+    """Environment for server_factory(**stepped_clock): the server's wall clock moves in 50 ms
+    steps (tests/api/stepped_clock.c, built here and loaded with LD_PRELOAD), so records it
+    creates back to back share their millisecond for certain, for tests of how such ties are
+    ordered. The service's test clock still moves it forward."""
+    lib = tmp_path_factory.mktemp("stepped-clock") / "stepped_clock.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(lib), os.path.join(ROOT, "tests", "api", "stepped_clock.c"),
+                    "-ldl"], check=True, capture_output=True, timeout=120)
+    # the ASan build wants its runtime first in the library list; this library only wraps
+    # clock_gettime, which ASan reaches through the next definition
+    return {"LD_PRELOAD": str(lib), "STEPPED_CLOCK_MS": "50", "ASAN_OPTIONS": ASAN_OPTIONS + ":verify_asan_link_order=0"}
 
 
 @pytest.fixture

@@ -33,7 +33,10 @@ API (thread-safe):
   `method` only, when given, and after letting `after` such requests through) answer `status`
   with an InternalError body and change nothing (for the client's retries);
 - `.delay(method, seconds)`: requests of `method` are held that long before they are handled
-  (0 removes the delay).
+  (0 removes the delay);
+- `.hold(method)`: requests of `method` are held until the returned threading.Event is set
+  (at most 30 s), for a test that lets them through once something else happened;
+  `.delay(method, 0)` removes the hold.
 Module functions `sigv4_signature()` and `uri_encode()` are the verifier's own signing steps.
 """
 import calendar
@@ -97,7 +100,7 @@ class FakeS3:
         self.objects = {}       # key -> (bytes, content_type)
         self.requests = []      # (method, raw path)
         self._failures = []     # [remaining, status, method, let_through]
-        self._delays = {}       # method -> seconds
+        self._delays = {}       # method -> seconds, or a threading.Event to wait for
         self.httpd = None
         self.thread = None
 
@@ -134,6 +137,12 @@ class FakeS3:
             else:
                 self._delays.pop(method, None)
 
+    def hold(self, method):
+        release = threading.Event()
+        with self.lock:
+            self._delays[method] = release
+        return release
+
     # ------------------------------------------------------------ request handling
 
     def handle(self, method, target, headers, body):
@@ -148,7 +157,9 @@ class FakeS3:
             elif failure:
                 failure[0] -= 1
             wait = self._delays.get(method)
-        if wait:
+        if isinstance(wait, threading.Event):
+            wait.wait(30)
+        elif wait:
             time.sleep(wait)
         try:
             if failure:

@@ -58,6 +58,9 @@ Test controls (all thread-safe):
 - `delay(method, path, seconds)`: requests to that path are held for `seconds` before they
   are carried out (with an idempotency key: while the key is in flight, to provoke
   concurrent-request behaviour; without one, e.g. a GET, simply held).
+- `hold(method, path)`: the same, until the returned threading.Event is set (at most 30 s),
+  for a test that lets them through once something else happened; `delay(method, path, 0)`
+  removes the hold.
 - `detach_payment_method(id)`, `delete_payment_method(id)`, `update_object(id, **fields)`.
 - `requests` / `calls(method, path=None, prefix=None)`: the request log, each entry a dict
   {method, path, headers (lower-case names), form (parse_qs: name -> [values]), raw, status}.
@@ -132,7 +135,7 @@ class FakeStripe:
         self.inflight = set()    # idempotency keys whose first request is still being carried out
         self.requests = []
         self.failures = []       # {"method", "path", "remaining", "status", "after"}
-        self.delays = {}         # (method, path) -> seconds
+        self.delays = {}         # (method, path) -> seconds, or a threading.Event to wait for
         self.clock_offset = 0    # seconds added to the real clock (set_clock)
         self.httpd = None
         self.thread = None
@@ -194,6 +197,19 @@ class FakeStripe:
                 self.delays[(method.upper(), path)] = seconds
             else:
                 self.delays.pop((method.upper(), path), None)
+
+    def hold(self, method, path):
+        release = threading.Event()
+        with self.lock:
+            self.delays[(method.upper(), path)] = release
+        return release
+
+    def _wait(self, method, path):
+        wait = self.delays.get((method, path))
+        if isinstance(wait, threading.Event):
+            wait.wait(30)
+        elif wait:
+            time.sleep(wait)
 
     def reset_controls(self):
         with self.lock:
@@ -285,9 +301,7 @@ class FakeStripe:
         if idem_key:
             status, body, extra = self._idempotent(key, idem_key, method, path, form)
         else:
-            wait = self.delays.get((method, path))
-            if wait:
-                time.sleep(wait)
+            self._wait(method, path)
             status, body, extra = self._execute(method, path, form)
         if failure:
             return failure["status"], _api_error(), {}
@@ -313,9 +327,7 @@ class FakeStripe:
                                                                         "Original-Request": saved["request_id"]}
             self.inflight.add(slot)
         try:
-            wait = self.delays.get((method, path))
-            if wait:
-                time.sleep(wait)
+            self._wait(method, path)
             status, body, extra = self._execute(method, path, form)
             with self.lock:
                 self.idem[slot] = {"fingerprint": fingerprint, "status": status, "body": copy.deepcopy(body),

@@ -17,11 +17,10 @@ import math
 import os
 import random
 import re
-import struct
 import threading
-import zlib
 
 from conftest import Api
+from helpers import png_bytes
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ZIP_TABLE = os.path.join(ROOT, "assets", "us_zip_centroids.csv")
@@ -112,19 +111,6 @@ def drive_minutes(lat1, lng1, lat2, lng2):
 
 
 # ---------------------------------------------------------------- images
-
-
-def _chunk(kind, data):
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-
-def png_bytes(seed=1, width=16, height=12):
-    """A valid RGB PNG of pseudo-random pixels with no ancillary chunk (so the service's
-    metadata stripping leaves it byte for byte)."""
-    rnd = random.Random(seed)
-    raw = b"".join(b"\0" + bytes(rnd.randrange(256) for _ in range(width * 3)) for _ in range(height))
-    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + _chunk(b"IDAT", zlib.compress(raw)) + _chunk(b"IEND", b""))
 
 
 def image_files(n, field="images", seed=0):

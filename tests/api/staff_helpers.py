@@ -12,6 +12,7 @@ import time
 import uuid
 
 from conftest import admin_login, unique_email
+from helpers import eventually
 from test_auth import jwt_parts, secret_of, sign
 
 STAFF_ROLES = ["customer_support", "professional_support", "technical_support", "internal_audit"]
@@ -56,14 +57,14 @@ def forged_claims(**over):
 def elevation_links(server, elevation_id, timeout=10):
     """(approve_url, deny_url) from the administrator's email about elevation_id, with the host
     the test talks to."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
+    def links():
         for mail in server.mails("admin@localhost"):
             found = {m.group(3): m for m in LINK_RE.finditer(mail["body"]) if m.group(2) == elevation_id}
             if len(found) == 2:
                 return tuple(found[a].group(0).replace(found[a].group(1), server.url) for a in ("approve", "deny"))
-        time.sleep(0.05)
-    raise AssertionError(f"no approval email for elevation {elevation_id}")
+        return None
+
+    return eventually(links, timeout, f"the approval email for elevation {elevation_id}")
 
 
 def link_get(api, url, **kw):

@@ -10,15 +10,14 @@ import csv
 import os
 import random
 import re
-import struct
 import threading
-import time
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
+
+from helpers import png_bytes
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -38,18 +37,6 @@ MB = 1024 * 1024
 with open(os.path.join(ROOT, "assets", "us_zip_centroids.csv"), newline="") as _f:
     CENTROIDS = {r["zip"]: (float(r["lat"]), float(r["lng"])) for r in csv.DictReader(_f)}
 ZIPS = sorted(z for z in CENTROIDS if z != "10001")
-
-
-def _chunk(kind, data):
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-
-def png_bytes(seed=1, width=8, height=6):
-    """A valid RGB PNG without ancillary chunks (stored byte for byte)."""
-    rnd = random.Random(seed)
-    raw = b"".join(b"\0" + bytes(rnd.randrange(256) for _ in range(width * 3)) for _ in range(height))
-    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + _chunk(b"IDAT", zlib.compress(raw)) + _chunk(b"IEND", b""))
 
 
 def ok(r, status=200):
@@ -75,7 +62,7 @@ def add(api, user, address, zip_code, label=None, status=201):
         body["label"] = label
     listed = ok(api.post("/users/me/addresses", token=user["token"], json=body), status)
     # distinct creation times, so the order after the primary (oldest first) is determined
-    time.sleep(0.003)
+    api.advance_clock(3)
     return listed
 
 

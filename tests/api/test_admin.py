@@ -7,15 +7,15 @@ Spec: marketplace-api.md 3 (Job status: the assigned provider deleted), 4 (Admin
 impersonate-staff), 5 (Administrator flow, token lifetimes), 8 (admin login limit); decisions.md 4
 (GODMODE, generate bounds, banners in the database).
 """
-import time
 
 import pytest
 import requests
 
 from conftest import ADMIN_EMAIL, ADMIN_ENV, ADMIN_PASSWORD, Api, unique_email, unique_ip
 from flow_helpers import (
-    ISO_RE, Flow, accept, customer, get_job, image_files, ok, png_bytes, post_job, private_zip, provider, quote,
+    ISO_RE, Flow, accept, customer, get_job, image_files, ok, post_job, private_zip, provider, quote,
 )
+from helpers import eventually, png_bytes
 from staff_helpers import FORBIDDEN, UNAUTHORIZED, claims, count, forge, forged_claims, make_staff, sql
 
 NOT_FOUND = {"error": "Not found"}
@@ -291,11 +291,9 @@ def test_delete_provider_returns_its_jobs_to_pending(api, server, pg_cluster, ad
         return sql(server, pg_cluster, f"SELECT status, refunded_cents, released_at FROM payments "
                                        f"WHERE job_id = '{job_id}' AND kind = 'job'")
 
-    deadline = time.time() + 20
-    while [r[0] for r in history(done["id"]) + history(accepted.job_id)] != ["REFUNDED", "CANCELED"]:
-        assert time.time() < deadline, (history(done["id"]), history(accepted.job_id))
-        time.sleep(0.1)
-    assert all(r[2] not in (None, "", "None") for r in history(done["id"]) + history(accepted.job_id))
+    rows = eventually(lambda: history(done["id"]) + history(accepted.job_id), 20, "the paid job refunded, the hold voided",
+                      until=lambda rows: [r[0] for r in rows] == ["REFUNDED", "CANCELED"])
+    assert all(r[2] not in (None, "", "None") for r in rows)
     intent = sql(server, pg_cluster, f"SELECT data FROM processor_sim_objects WHERE id = "
                                      f"'{hold['processorPaymentIntentId']}'")
     assert '"status":"canceled"' in intent[0][0].replace(" ", "")

@@ -5,7 +5,6 @@ Tests that move the service clock run on a dedicated `server_factory()` server: 
 the shared session server only moves forward and every test shares it.
 """
 import base64
-import glob
 import hashlib
 import hmac
 import json
@@ -86,38 +85,6 @@ def assert_field_error(r, field):
     assert re.match(rf"^{re.escape(field)}(\[\d+\])?: \S", body["error"]), body
 
 
-def read_mails(server, to=None):
-    """The .eml files in DATA_DIR/mail, oldest first, as {to, subject, body, headers}.
-
-    Local stand-in for `Server.mails()`: that helper opens the files in text mode, so Python's
-    newline translation turns the RFC 5322 CRLFs into LF before it splits on "\\r\\n" and it
-    finds no headers at all (conftest should open them with newline="")."""
-    out = []
-    for path in sorted(glob.glob(os.path.join(server.data_dir, "mail", "*.eml"))):
-        with open(path, "rb") as f:
-            raw = f.read().decode("utf-8")
-        head, _, body = raw.partition("\r\n\r\n")
-        headers = {}
-        for line in head.split("\r\n"):
-            k, _, v = line.partition(": ")
-            headers[k.lower()] = v
-        if to is None or headers.get("to") == to:
-            out.append({"to": headers.get("to"), "subject": headers.get("subject"), "body": body,
-                        "headers": headers, "raw": raw})
-    return out
-
-
-def wait_mail(server, to, count=1, timeout=10):
-    deadline = time.time() + timeout
-    while True:
-        got = read_mails(server, to)
-        if len(got) >= count or time.time() > deadline:
-            break
-        time.sleep(0.05)
-    assert len(got) >= count, f"expected {count} mail(s) to {to}, got {len(got)}"
-    return got
-
-
 def reset_token_from(mail):
     tokens = RESET_LINK_RE.findall(mail["body"])
     assert len(tokens) == 1, mail["body"]
@@ -129,7 +96,7 @@ def request_reset(api, email, role="user", count=1):
     """POST /auth/forgot-password from a fresh address; returns the raw token of mail `count`."""
     r = api.post("/auth/forgot-password", json={"email": email, "role": role}, ip=unique_ip())
     assert r.status_code == 200, r.text
-    mails = wait_mail(api.server, email.strip().lower(), count=count)
+    mails = api.server.wait_mail(email.strip().lower(), count=count)
     return reset_token_from(mails[count - 1])
 
 
@@ -137,7 +104,7 @@ def no_mail_for(server, to):
     """True when no mail to `to` exists once the background queue is idle (a mail queued by
     the request would have been sent by then)."""
     Api(server).wait_queue_idle()
-    return not read_mails(server, to)
+    return not server.mails(to)
 
 
 def login(api, email, password, provider=False):
@@ -852,7 +819,7 @@ def test_forgot_password_same_answer_and_mail_only_for_existing(api, server):
     assert isinstance(r_real.json()["message"], str) and r_real.json()["message"]
     assert r_real.json() == r_ghost.json()
 
-    mails = wait_mail(server, u["email"])
+    mails = server.wait_mail(u["email"])
     assert len(mails) == 1
     mail = mails[0]
     assert mail["subject"]
@@ -867,7 +834,7 @@ def test_forgot_password_finds_account_whatever_the_case(api, server):
     r = api.post("/auth/forgot-password", json={"email": "  " + u["email"].upper(), "role": "user"},
                  ip=unique_ip())
     assert r.status_code == 200
-    wait_mail(server, u["email"])
+    server.wait_mail(u["email"])
 
 
 def test_forgot_password_role_selects_the_account(api, server):

@@ -10,6 +10,8 @@ import pytest
 import requests
 
 from conftest import Api, run_once_only, unique_ip
+from helpers import eventually
+from test_system import db_rows
 
 NOISE_SECONDS_BOUND = 12  # 5 s per image in the helper, plus queueing and a slow machine
 
@@ -36,13 +38,8 @@ def upload_licence(api, pro, data):
 
 
 def wait_checked(api, pro, timeout):
-    deadline = time.time() + timeout
-    while True:
-        me = api.get("/providers/me", token=pro["token"]).json()
-        if me["idCheckStatus"] != "pending":
-            return me
-        assert time.time() < deadline, f"recognition still pending after {timeout} s"
-        time.sleep(0.1)
+    return eventually(lambda: api.get("/providers/me", token=pro["token"]).json(), timeout, "the licence checked",
+                      interval=0.1, until=lambda me: me["idCheckStatus"] != "pending")
 
 
 def test_an_image_of_noise_is_recognised_in_bounded_time(bg_server, noise_jpeg):
@@ -84,6 +81,18 @@ def _children(pid):
     return out
 
 
+def ocr_helpers(pid):
+    out = []
+    for c in _children(pid):
+        try:
+            with open(f"/proc/{c}/cmdline", "rb") as f:
+                if b"ocr-helper" in f.read():
+                    out.append(c)
+        except OSError:  # it ended meanwhile
+            pass
+    return out
+
+
 def test_recognition_has_its_own_workers_at_a_lower_priority(bg_server, noise_jpeg):
     api = Api(bg_server)
     tasks = _tasks(bg_server.proc.pid)
@@ -93,9 +102,11 @@ def test_recognition_has_its_own_workers_at_a_lower_priority(bg_server, noise_jp
     pros = [api.register_provider() for _ in range(2)]
     for pro in pros:
         upload_licence(api, pro, noise_jpeg)
-    time.sleep(1)
-    helpers = [c for c in _children(bg_server.proc.pid) if b"ocr-helper" in open(f"/proc/{c}/cmdline", "rb").read()]
+    helpers = eventually(lambda: ocr_helpers(bg_server.proc.pid), 10, "a recognition helper running")
     assert len(helpers) == 1, helpers
+    # the other check waits its turn
+    assert sorted(db_rows(bg_server.env["DATABASE_URL"], bg_server.data_dir, "SELECT status FROM job_queue WHERE "
+                          "kind = 'licence_check' AND status <> 'done'")) == [("pending",), ("running",)]
     with open(f"/proc/{helpers[0]}/stat") as f:
         assert int(f.read().rsplit(")", 1)[1].split()[16]) == 10  # the helper runs at the worker's priority
     # ... while an email goes out at once

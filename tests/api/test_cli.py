@@ -6,12 +6,11 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 
 import pytest
-import requests
 
 from conftest import free_port, unique_email
+from helpers import health_once_up
 from staff_helpers import UNAUTHORIZED, impersonate
 from test_system import db_rows
 
@@ -320,15 +319,7 @@ def test_no_command_serves(binary, cli_env):
         p = subprocess.Popen([binary], env=env, stdout=subprocess.DEVNULL, stderr=log)
     read_log = lambda: open(log_path, encoding="utf-8", errors="replace").read()
     try:
-        deadline = time.time() + 20
-        while True:
-            assert p.poll() is None, read_log()
-            try:
-                r = requests.get(f"http://127.0.0.1:{port}/health", timeout=1)
-                break
-            except requests.RequestException:
-                assert time.time() < deadline, "no server"
-                time.sleep(0.05)
+        r = health_once_up(p, f"http://127.0.0.1:{port}", read_log=read_log)
         assert r.json() == {"status": "ok"}
         p.send_signal(signal.SIGTERM)
         assert p.wait(timeout=15) == 0

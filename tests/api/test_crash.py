@@ -3,7 +3,6 @@ concurrent writes (jobs, quotes, acceptances with their card authorizations thro
 simulated processor, messages, photos, password-reset emails) and started again. Every write
 that was answered 2xx is there and consistent, every email queued by such a write is sent,
 exactly once, and no temporary upload file is left behind. Runs on the session's engine."""
-import concurrent.futures
 import os
 import re
 import threading
@@ -12,10 +11,14 @@ import time
 import requests
 
 from conftest import Api, unique_ip
-from flow_helpers import customer, png_bytes, private_zip, provider
+from flow_helpers import customer, private_zip, provider
+from helpers import eventually, png_bytes
 from test_system import db_rows
 
 LOAD_SECONDS = 2.5
+# work a killed process had claimed runs again once its lease lapses (real clock): 2 s here,
+# not the default 20 s
+SHORT_LEASE_MS = 2000
 
 
 class Load:
@@ -77,18 +80,8 @@ def email_rows(srv, where):
     return db_rows(srv.env["DATABASE_URL"], srv.data_dir, f"SELECT id, status FROM job_queue WHERE kind = 'email' {where}")
 
 
-def wait_until(what, check, timeout):
-    deadline = time.time() + timeout
-    while True:
-        got = check()
-        if not got:
-            return
-        assert time.time() < deadline, f"{what}: still {got!r} after {timeout} s"
-        time.sleep(0.2)
-
-
 def test_sigkill_mid_load_loses_nothing_acknowledged(server_factory):
-    srv = server_factory(QUEUE_WORKERS="2")
+    srv = server_factory(QUEUE_WORKERS="2", QUEUE_LEASE_MS=str(SHORT_LEASE_MS))
     api = Api(srv)
     z = private_zip()
     pros = [provider(api, [z]) for _ in range(2)]
@@ -127,16 +120,17 @@ def test_sigkill_mid_load_loses_nothing_acknowledged(server_factory):
                               "(SELECT 1 FROM quotes q WHERE q.job_id = j.id AND q.status = 'ACCEPTED')") == []
     # an acceptance whose authorization the crash cut off gets it from its follow-up
     api.advance_clock(3 * 60 * 1000)
-    wait_until("accepted jobs without a payment", lambda: db_rows(
-        url, data, "SELECT id FROM jobs j WHERE status = 'ACCEPTED' AND NOT EXISTS "
-                   "(SELECT 1 FROM payments p WHERE p.job_id = j.id AND p.kind = 'job')"), timeout=30)
+    eventually(lambda: db_rows(url, data, "SELECT id FROM jobs j WHERE status = 'ACCEPTED' AND NOT EXISTS "
+                                          "(SELECT 1 FROM payments p WHERE p.job_id = j.id AND p.kind = 'job')"),
+               30, "no accepted job without a payment", interval=0.2, until=lambda rows: rows == [])
     for job, token in load.accepted:
         payment = api.get(f"/jobs/{job}", token=token).json()["payment"]
         assert payment and payment["status"] == "AUTHORIZED", (job, payment)
 
     # every queued email is sent (work claimed by the dead process is claimed again once its
-    # 20 s lease runs out), and exactly once
-    wait_until("emails not sent", lambda: email_rows(srv, "AND status <> 'done'"), timeout=45)
+    # lease, 2 s here, runs out), and exactly once
+    eventually(lambda: email_rows(srv, "AND status <> 'done'"), 15, "every email sent", interval=0.2,
+               until=lambda rows: rows == [])
     api.wait_queue_idle()
     sent = [m["headers"]["message-id"] for m in srv.mails()]
     assert len(sent) == len(set(sent)), "an email was sent twice"
@@ -201,19 +195,17 @@ def test_crash_after_an_acceptance_commits_authorizes_in_its_follow_up(server_fa
     got = api.get(f"/jobs/{job}", token=user["token"]).json()
     assert got["status"] == "ACCEPTED" and got["payment"] is None  # committed, not yet authorized
     api.advance_clock(3 * 60 * 1000)
-    deadline = time.time() + 15
     # the payment row shows (FAILED, authorization pending) while the processor is asked
-    while (payment := api.get(f"/jobs/{job}", token=user["token"]).json()["payment"]) is None or \
-            payment["status"] != "AUTHORIZED":
-        assert time.time() < deadline, f"the follow-up did not authorize the payment: {payment}"
-        time.sleep(0.1)
+    payment = eventually(lambda: api.get(f"/jobs/{job}", token=user["token"]).json()["payment"], 15,
+                         "the follow-up authorizes the payment", interval=0.1,
+                         until=lambda p: p is not None and p["status"] == "AUTHORIZED")
     assert payment["amount"] == 94.4, payment
     (done,) = srv.wait_log(lambda line: line.get("kind") == "payment_follow_up")
     assert done["outcome"] == "done", done
 
 
 def test_crash_after_an_email_is_written_does_not_send_it_again(once_per_run, server_factory):
-    srv = server_factory(CRASH_POINT="email-written")
+    srv = server_factory(CRASH_POINT="email-written", QUEUE_LEASE_MS=str(SHORT_LEASE_MS))
     api = Api(srv)
     user = api.register_user()
     try:  # the worker may write the email (and die) before the answer leaves
@@ -226,11 +218,10 @@ def test_crash_after_an_email_is_written_does_not_send_it_again(once_per_run, se
     srv.log.close()
     srv.env.pop("CRASH_POINT")
     srv.start()
-    # the row is claimed again once the dead worker's lease (20 s) runs out, and finds its file
-    deadline = time.time() + 40
-    while email_rows(srv, "AND status <> 'done'"):
-        assert time.time() < deadline, "the email's queue row was never finished"
-        time.sleep(0.2)
+    # the row is claimed again once the dead worker's lease (2 s here) runs out, and finds its file
+    # (well before the default 20 s lease would end: the short one is what frees it)
+    eventually(lambda: email_rows(srv, "AND status <> 'done'"), 10, "the email's queue row finished", interval=0.2,
+               until=lambda rows: rows == [])
     again = [m["raw"] for m in srv.mails(user["email"])]
     assert again == [first["raw"]]
     runs = srv.wait_log(lambda line: line.get("kind") == "email" and line.get("msg") == "background job done")

@@ -13,6 +13,7 @@ import requests
 
 import raw_http
 from conftest import contract_observe, unique_email, unique_ip
+from helpers import eventually
 
 pytestmark = pytest.mark.engine_independent
 
@@ -327,13 +328,8 @@ def test_cors_closed_by_default_in_production(server_factory):
 
 # ---------------------------------------------------------------- access log
 
-def _log_lines_for(server, rid, timeout=5):
-    deadline = time.time() + timeout
-    while True:
-        lines = [line for line in server.log_lines() if line.get("requestId") == rid]
-        if lines or time.time() > deadline:
-            return lines
-        time.sleep(0.05)
+def _log_lines_for(server, rid):
+    return server.wait_log(lambda line: line.get("requestId") == rid, timeout=5)
 
 
 def _check_line(line, method, route, status):
@@ -605,14 +601,8 @@ def test_connections_per_address_are_capped(guarded):
         for s in held:
             s.close()
     # once they are closed, the address is served again
-    deadline = time.time() + 5
-    while True:
-        try:
-            assert _health_ms(guarded, source="127.0.0.16") < 1000
-            break
-        except (ConnectionError, OSError, http.client.HTTPException):
-            assert time.time() < deadline
-            time.sleep(0.05)
+    assert eventually(lambda: _health_ms(guarded, source="127.0.0.16"), 5, "the address served again",
+                      until=lambda ms: True, retry=(ConnectionError, OSError, http.client.HTTPException)) < 1000
 
 
 def test_many_slow_clients_at_once_are_all_cut_off(guarded):

@@ -6,13 +6,13 @@ through the other. See docs/operations.md."""
 import collections
 import json
 import threading
-import time
 
 import pytest
 import requests
 
 from conftest import ADMIN_ENV, Api, Server, _fail_on, _stop_all, admin_login, unique_email, unique_ip
 from fake_s3 import FakeS3
+from helpers import eventually
 from flow_helpers import accept, customer, feed, get_job, ok, post_job, private_zip, provider, quote
 from test_outages import SlowPush
 from test_system import db_rows
@@ -76,14 +76,9 @@ def jobs_run(servers):
 def wait_idle(servers, kinds, timeout=30):
     url = servers[0].env["DATABASE_URL"]
     in_list = ", ".join(f"'{k}'" for k in kinds)
-    deadline = time.time() + timeout
-    while True:
-        left = db_rows(url, servers[0].data_dir,
-                       f"SELECT id, status FROM job_queue WHERE kind IN ({in_list}) AND status <> 'done'")
-        if not left:
-            return
-        assert time.time() < deadline, f"work not finished: {left}"
-        time.sleep(0.2)
+    eventually(lambda: db_rows(url, servers[0].data_dir,
+                               f"SELECT id, status FROM job_queue WHERE kind IN ({in_list}) AND status <> 'done'"),
+               timeout, "the work finished", interval=0.2, until=lambda left: left == [])
 
 
 def test_migrations_started_at_once_apply_once(pair):
@@ -118,10 +113,9 @@ def test_each_background_job_runs_exactly_once(pair, push):
     kinds = collections.Counter(kind for _, kind, _ in rows)
     assert kinds["email"] >= 6 and kinds["push"] == 4 and kinds["licence_check"] == 4, kinds
     assert all(attempts == "1" for _, _, attempts in rows), [r for r in rows if r[2] != "1"]
-    deadline = time.time() + 5  # info lines reach the logs within 100 ms of the event
-    while not all(jobs_run(pair)[job_id] for job_id, _, _ in rows) and time.time() < deadline:
-        time.sleep(0.05)
-    runs = jobs_run(pair)
+    # info lines reach the logs within 100 ms of the event
+    runs = eventually(lambda: jobs_run(pair), 5, "a log line for every finished job",
+                      until=lambda runs: all(runs[job_id] for job_id, _, _ in rows))
     for job_id, kind, _ in rows:
         assert [(attempt, outcome) for _, attempt, outcome in runs[job_id]] == [(1, "done")], (kind, runs[job_id])
     # both instances did some of the work

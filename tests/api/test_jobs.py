@@ -14,12 +14,12 @@ cancellation lock and the 72-hour report window move the clock, so they run on a
 server.
 """
 import datetime
-import time
 
 import pytest
 import requests
 
 from conftest import Api
+from helpers import eventually
 from test_system import db_rows
 from flow_helpers import (
     FILE_URL_RE, FORBIDDEN, ID_RE, ISO_RE, JOB_FIELDS, JOB_NOT_FOUND, PAYMENT_FIELDS, QUOTE_FIELDS, SERVICES_MSG,
@@ -215,7 +215,7 @@ def test_customer_lists_own_jobs_newest_first(api):
     for i in range(3):
         ids.append(post_job(api, u, description=f"job {i}")["id"])
         post_job(api, other)
-        time.sleep(0.01)
+        api.advance_clock(10)
     jobs = feed(api, u["token"])
     assert [j["id"] for j in jobs] == ids[::-1]
     for j in jobs:
@@ -224,21 +224,18 @@ def test_customer_lists_own_jobs_newest_first(api):
     assert feed(api, customer(api, zip_code)["token"]) == []
 
 
-def test_jobs_posted_back_to_back_are_listed_newest_first(api):
-    """Rounds (a new customer each) go on until at least 16 jobs shared a millisecond with the
-    one before, so a service that breaks such ties at random cannot pass by luck."""
-    ties = 0
-    for _ in range(30):  # PostgreSQL round trips are slower: about one tie per round there
-        u = customer(api)
-        posted = [post_job(api, u, description=f"j{i:02d}") for i in range(60)]
-        stamps = [j["createdAt"] for j in posted]
-        assert stamps == sorted(stamps)
-        ties += sum(a == b for a, b in zip(stamps, stamps[1:]))
-        assert [j["description"] for j in feed(api, u["token"])] == [f"j{i:02d}" for i in range(60)][::-1]
-        if ties >= 16:
-            break
-    if ties < 16:
-        pytest.skip(f"only {ties} jobs shared a millisecond with the one before on this machine; too few to tell")
+def test_jobs_posted_back_to_back_are_listed_newest_first(server_factory, stepped_clock):
+    """Jobs that share a millisecond are listed newest first too. The server's wall clock moves
+    in 50 ms steps (conftest's stepped_clock), so most of these jobs share their createdAt with
+    the one before, and a service that breaks such ties at random cannot pass by luck."""
+    api = Api(server_factory(**stepped_clock))
+    u = customer(api)
+    posted = [post_job(api, u, description=f"j{i:02d}") for i in range(60)]
+    stamps = [j["createdAt"] for j in posted]
+    assert stamps == sorted(stamps)
+    ties = sum(a == b for a, b in zip(stamps, stamps[1:]))
+    assert ties >= 16, f"only {ties} ties: the stepped clock did not make them"
+    assert [j["description"] for j in feed(api, u["token"])] == [f"j{i:02d}" for i in range(60)][::-1]
 
 
 def test_provider_feed_matches_services_and_zips_asap_first(api):
@@ -250,7 +247,7 @@ def test_provider_feed_matches_services_and_zips_asap_first(api):
     late = post_job(api, u, service="lawncare", preferredAt="2031-06-03T09:00:00Z")["id"]
     early = post_job(api, u, service="handyman", preferredAt="2031-06-01T09:00:00Z")["id"]
     asap1 = post_job(api, u, service="lawncare", isAsap=True, preferredAt=None)["id"]
-    time.sleep(0.01)
+    api.advance_clock(10)
     asap2 = post_job(api, u, service="handyman", isAsap=True, preferredAt="2031-07-01T09:00:00Z")["id"]
     middle = post_job(api, u, service="lawncare", preferredAt="2031-06-02T09:00:00Z")["id"]
     snow = post_job(api, u, service="snowplowing")["id"]          # service not offered
@@ -345,7 +342,7 @@ def test_every_view_shows_a_change_at_once(api):
     first = views_of(api, u, [a, b], jid)
     assert all(v == without_signatures(job) for v in first), first
 
-    time.sleep(0.002)
+    api.advance_clock(2)
     quote(api, a, jid, 90)
     quoted = views_of(api, u, [a, b], jid)
     assert all(v["status"] == "QUOTED" and v["updatedAt"] > job["updatedAt"] for v in quoted), quoted
@@ -353,7 +350,7 @@ def test_every_view_shows_a_change_at_once(api):
     assert {j["id"]: j["quoted"] for j in feed(api, a["token"])}[jid] is True
     assert {j["id"]: j["quoted"] for j in feed(api, b["token"])}[jid] is False
 
-    time.sleep(0.002)
+    api.advance_clock(2)
     ok(api.post(f"/jobs/{jid}/images", token=u["token"], files=image_files(1, seed=31)))
     photo = views_of(api, u, [a, b], jid)
     assert all(len(v["images"]) == 1 and v["updatedAt"] > quoted[0]["updatedAt"] for v in photo), photo
@@ -389,10 +386,8 @@ def test_a_change_made_outside_the_jobs_domain_shows_at_once_and_is_repaired(api
     views = views_of(api, u, [pro], jid)
     assert all(v["description"] == "Changed by hand" and v["tipAmount"] == 2.5 for v in views), views
     assert all(v == views[0] for v in views)
-    deadline = time.time() + 15
-    while stored_json(server, jid) not in [("0", "0"), ("f", "f")]:
-        assert time.time() < deadline, "the stored JSON was not repaired"
-        time.sleep(0.05)
+    eventually(lambda: stored_json(server, jid), 15, "the stored JSON repaired",
+               until=lambda stored: stored in [("0", "0"), ("f", "f")])
     assert views_of(api, u, [pro], jid) == views
     # a quote on a job changed behind its JSON's back (the quote's transaction re-reads it)
     quoter = provider(api, [zip_code])
@@ -911,7 +906,7 @@ def test_reportable_jobs_and_one_report_each(api):
     for jid in (first, second):
         for s in ("ON_THE_WAY", "IN_PROGRESS", "COMPLETED"):
             step(api, pro, jid, s)
-        time.sleep(0.01)
+        api.advance_clock(10)
     post_job(api, u)  # a PENDING job is not reportable either
     assert reportable(api, customer(api, zip_code)) == []
 

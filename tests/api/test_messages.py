@@ -10,15 +10,10 @@ Every test makes its own accounts in a ZIP of the embedded table that no other t
 file uses, so only its own providers match its jobs.
 """
 import base64
-import csv
 import json
-import os
-import random
 import re
-import struct
 import time
 import uuid
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from calendar import timegm
 from datetime import datetime
@@ -26,9 +21,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
+from conftest import Api
+from flow_helpers import fresh_zip
 from raw_http import pipelined_posts
-
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+from helpers import png_bytes
 
 ID_RE = re.compile(r"^c[0-9a-z]{24}$")
 ISO_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
@@ -44,33 +40,7 @@ THREAD_FULL = {"error": "This thread has reached 250 messages"}
 YEAR_S = 365 * 24 * 3600
 MB = 1024 * 1024
 
-# ---------------------------------------------------------------- ZIPs and images
-
-with open(os.path.join(ROOT, "assets", "us_zip_centroids.csv"), newline="") as _f:
-    _ZIPS = [r["zip"] for r in csv.DictReader(_f) if r["zip"] != "10001"]
-_USED_ZIPS = set()
-
-
-def fresh_zip():
-    """A real ZIP (the embedded table) that no other test of this session took from here."""
-    while True:
-        z = random.choice(_ZIPS)
-        if z not in _USED_ZIPS:
-            _USED_ZIPS.add(z)
-            return z
-
-
-def _chunk(kind, data):
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-
-def png_bytes(seed=1, width=8, height=6):
-    """A valid RGB PNG without ancillary chunks (stored byte for byte)."""
-    rnd = random.Random(seed)
-    raw = b"".join(b"\0" + bytes(rnd.randrange(256) for _ in range(width * 3)) for _ in range(height))
-    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + _chunk(b"IDAT", zlib.compress(raw)) + _chunk(b"IEND", b""))
-
+# ---------------------------------------------------------------- images
 
 # 2x2 white images made with ImageMagick (`convert -size 2x2 xc:white -strip t.jpg`, `... t.webp`)
 JPEG_BYTES = base64.b64decode(
@@ -125,7 +95,7 @@ class Setup:
 
     def __init__(self, api, pros=1, quoted=True):
         self.api = api
-        self.zip = fresh_zip()
+        self.zip = fresh_zip()[0]
         self.user = customer(api, self.zip)
         self.user["name"] = self.user["body"]["name"]
         self.pros = [verified_provider(api, self.zip) for _ in range(pros)]
@@ -233,7 +203,7 @@ def test_assigned_provider_posts_and_both_read_oldest_first(api):
     for who, text in [("pro", "On my way soon"), ("user", "Great"), ("pro", "Gate code?"), ("user", "1234")]:
         token = s.pro["token"] if who == "pro" else s.user["token"]
         sent.append(ok(post(api, token, s.job_id, text), 201))
-        time.sleep(0.003)  # distinct timestamps: this test is not about same-millisecond ordering
+        api.advance_clock(3)  # distinct timestamps: this test is not about same-millisecond ordering
     assert_message(sent[0], s.pro["id"], "provider", s.pro["name"], "On my way soon")
     assert_message(sent[1], s.user["id"], "user", s.user["name"], "Great")
     assert thread(api, s.user["token"], s.job_id) == sent
@@ -247,11 +217,11 @@ def test_threads_are_separate_per_provider(api):
     s = Setup(api, pros=2)
     a, b = s.pros
     m_ua = ok(post(api, s.user["token"], s.job_id, "to A", providerId=a["id"]), 201)
-    time.sleep(0.003)
+    api.advance_clock(3)
     m_ub = ok(post(api, s.user["token"], s.job_id, "to B", providerId=b["id"]), 201)
-    time.sleep(0.003)
+    api.advance_clock(3)
     m_a = ok(post(api, a["token"], s.job_id, "from A"), 201)
-    time.sleep(0.003)
+    api.advance_clock(3)
     m_b = ok(post(api, b["token"], s.job_id, "from B"), 201)
     assert thread(api, a["token"], s.job_id) == [m_ua, m_a]
     assert thread(api, b["token"], s.job_id) == [m_ub, m_b]
@@ -269,7 +239,7 @@ def test_quoting_provider_keeps_its_thread_after_another_is_accepted(api):
     s = Setup(api, pros=2)
     before = ok(post(api, s.pros[1]["token"], s.job_id, "my offer stands"), 201)
     s.accept(0)
-    time.sleep(0.003)
+    api.advance_clock(3)
     assert thread(api, s.pros[1]["token"], s.job_id) == [before]
     after = ok(post(api, s.pros[1]["token"], s.job_id, "good luck"), 201)
     assert thread(api, s.user["token"], s.job_id, s.pros[1]["id"]) == [before, after]
@@ -315,7 +285,7 @@ def test_customer_naming_a_provider_without_a_thread_gets_404(api):
 
 
 def test_unknown_job_is_404(api):
-    user = customer(api, fresh_zip())
+    user = customer(api, fresh_zip()[0])
     pro = api.register_provider()
     missing = "c" + "z" * 24
     for token in (user["token"], pro["token"]):
@@ -416,27 +386,23 @@ def test_thread_cap_is_250_per_thread(api):
 
 
 
-def test_messages_posted_back_to_back_are_listed_in_posting_order(api):
-    """Messages pipelined on one connection are answered in order; many share a millisecond.
-    Rounds (a new thread each) go on until at least 16 messages shared a millisecond with the
-    one before, so a service that breaks such ties at random cannot pass by luck."""
-    ties = 0
-    for _ in range(6):
-        s = Setup(api).accept()
-        expected = [f"n{i:03d}" for i in range(250)]
-        answers = pipelined_posts(api, f"/jobs/{s.job_id}/messages", s.pro["token"],
-                                  [{"content": c} for c in expected])
-        assert [status for status, _ in answers] == [201] * 250
-        assert [m["content"] for _, m in answers] == expected  # answered in posting order
-        stamps = [m["createdAt"] for _, m in answers]
-        assert stamps == sorted(stamps)
-        ties += sum(a == b for a, b in zip(stamps, stamps[1:]))
-        assert contents(thread(api, s.user["token"], s.job_id)) == expected
-        assert contents(thread(api, s.pro["token"], s.job_id)) == expected
-        if ties >= 16:
-            break
-    if ties == 0:
-        pytest.skip("no two messages shared a millisecond on this machine; the case was not provoked")
+def test_messages_posted_back_to_back_are_listed_in_posting_order(server_factory, stepped_clock):
+    """Messages pipelined on one connection are answered in order and listed in posting order,
+    also when they share a millisecond: the server's wall clock moves in 50 ms steps (conftest's
+    stepped_clock), so most of them do, and a service that breaks such ties at random cannot
+    pass by luck."""
+    api = Api(server_factory(**stepped_clock))
+    s = Setup(api).accept()
+    expected = [f"n{i:03d}" for i in range(250)]
+    answers = pipelined_posts(api, f"/jobs/{s.job_id}/messages", s.pro["token"], [{"content": c} for c in expected])
+    assert [status for status, _ in answers] == [201] * 250
+    assert [m["content"] for _, m in answers] == expected  # answered in posting order
+    stamps = [m["createdAt"] for _, m in answers]
+    assert stamps == sorted(stamps)
+    ties = sum(a == b for a, b in zip(stamps, stamps[1:]))
+    assert ties >= 16, f"only {ties} ties: the stepped clock did not make them"
+    assert contents(thread(api, s.user["token"], s.job_id)) == expected
+    assert contents(thread(api, s.pro["token"], s.job_id)) == expected
 
 
 # ---------------------------------------------------------------- photo messages

@@ -10,6 +10,7 @@ import pytest
 import requests
 
 from conftest import Api, unique_email, unique_ip
+from helpers import eventually
 from flow_helpers import customer
 
 NOT_FOUND = {"error": "Not found"}
@@ -128,13 +129,8 @@ def test_queue_backlog_by_kind_and_state(server_factory):
     api = Api(srv)
     r = api.post("/auth/forgot-password", json={"email": api.register_user()["email"], "role": "user"})
     assert r.status_code == 200
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        samples = scrape(api)
-        if value(samples, "marketplace_queue_runs_total", kind="email", outcome="retried") >= 1:
-            break
-        time.sleep(0.1)
-    assert value(samples, "marketplace_queue_runs_total", kind="email", outcome="retried") >= 1
+    samples = eventually(lambda: scrape(api), 20, "a retried email run", interval=0.1,
+                         until=lambda s: value(s, "marketplace_queue_runs_total", kind="email", outcome="retried") >= 1)
     # the email waits for its next attempt (or is in it): one row, not failed for good
     waiting = sum(value(samples, "marketplace_queue_jobs", kind="email", state=s) for s in ("pending", "running"))
     assert waiting == 1 and value(samples, "marketplace_queue_jobs", kind="email", state="failed") == 0

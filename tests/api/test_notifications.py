@@ -11,25 +11,19 @@ test_admin.py).
 Every test makes its own accounts in a ZIP of the embedded table that no other test of this
 file uses, so only its own providers match its jobs.
 """
-import csv
 import json
-import os
-import random
 import re
-import struct
 import threading
-import time
 import uuid
-import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 import pytest
+from flow_helpers import fresh_zip
 from raw_http import pipelined_posts
+from helpers import eventually, png_bytes
 
 from conftest import ADMIN_ENV, Api, admin_login
-
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 ID_RE = re.compile(r"^c[0-9a-z]{24}$")
 ISO_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
@@ -37,33 +31,6 @@ NOTIFICATION_FIELDS = {"id", "title", "body", "jobId", "read", "createdAt"}
 UNAUTHORIZED = {"error": "Unauthorized"}
 FORBIDDEN = {"error": "Forbidden"}
 OK = {"ok": True}
-
-# ---------------------------------------------------------------- ZIPs and images
-
-with open(os.path.join(ROOT, "assets", "us_zip_centroids.csv"), newline="") as _f:
-    _ZIPS = [r["zip"] for r in csv.DictReader(_f) if r["zip"] != "10001"]
-_USED_ZIPS = set()
-
-
-def fresh_zip():
-    """A real ZIP (the embedded table) that no other test of this session took from here."""
-    while True:
-        z = random.choice(_ZIPS)
-        if z not in _USED_ZIPS:
-            _USED_ZIPS.add(z)
-            return z
-
-
-def _chunk(kind, data):
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-
-def png_bytes(seed=1, width=8, height=6):
-    rnd = random.Random(seed)
-    raw = b"".join(b"\0" + bytes(rnd.randrange(256) for _ in range(width * 3)) for _ in range(height))
-    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + _chunk(b"IDAT", zlib.compress(raw)) + _chunk(b"IEND", b""))
-
 
 def ok(r, status=200):
     assert r.status_code == status, f"expected {status}, got {r.status_code} {r.text}"
@@ -138,7 +105,7 @@ class Flow:
 
     def __init__(self, api, amount=80):
         self.api = api
-        self.zip = fresh_zip()
+        self.zip = fresh_zip()[0]
         self.user = customer(api, self.zip)
         # a saved card: a payment that cannot be authorized on acceptance is news of its own
         ok(api.post("/payments/payment-method", token=self.user["token"], json={"paymentMethodId": "pm_card_visa"}))
@@ -150,14 +117,14 @@ class Flow:
 
     def quoted(self):
         self.quote = quote(self.api, self.pro, self.job_id, self.amount)
-        time.sleep(0.003)  # later notifications get later timestamps
+        self.api.advance_clock(3)  # later notifications get later timestamps
         return self
 
     def accepted(self):
         if not self.quote:
             self.quoted()
         accept(self.api, self.user, self.quote["id"])
-        time.sleep(0.003)
+        self.api.advance_clock(3)
         return self
 
 
@@ -209,7 +176,7 @@ def test_wrong_role_is_403_and_no_token_is_401(api):
 
 
 def test_new_accounts_have_no_notifications(api):
-    user, pro = api.register_user(zip=fresh_zip()), api.register_provider(serviceZips=[fresh_zip()])
+    user, pro = api.register_user(zip=fresh_zip()[0]), api.register_provider(serviceZips=[fresh_zip()[0]])
     assert user_list(api, user) == []
     assert pro_list(api, pro) == []
 
@@ -249,7 +216,7 @@ def test_status_changes_notify_the_customer(api):
     for status in ("ON_THE_WAY", "IN_PROGRESS", "COMPLETED"):
         job = ok(api.patch(f"/jobs/{f.job_id}/status", token=f.pro["token"], json={"status": status}))
         assert job["status"] == status
-        time.sleep(0.003)  # distinct timestamps: this test is not about same-millisecond ordering
+        api.advance_clock(3)  # distinct timestamps: this test is not about same-millisecond ordering
     items = strip(user_list(api, f.user))
     assert items[:3] == [
         note("Job update", "Your job is completed (lawncare)", f.job_id),
@@ -264,11 +231,11 @@ def test_status_changes_notify_the_customer(api):
 def test_start_and_complete_with_photos_notify_the_customer(api):
     f = Flow(api).accepted()
     ok(api.patch(f"/jobs/{f.job_id}/status", token=f.pro["token"], json={"status": "ON_THE_WAY"}))
-    time.sleep(0.003)
+    api.advance_clock(3)
     job = ok(api.post(f"/jobs/{f.job_id}/start", token=f.pro["token"],
                       files={"images": ("before.png", png_bytes(41), "image/png")}))
     assert job["status"] == "IN_PROGRESS"
-    time.sleep(0.003)
+    api.advance_clock(3)
     job = ok(api.post(f"/jobs/{f.job_id}/complete", token=f.pro["token"],
                       files={"images": ("after.png", png_bytes(42), "image/png")}))
     assert job["status"] == "COMPLETED"
@@ -290,13 +257,13 @@ def test_new_message_notifies_the_other_party(api):
     message(api, f.user["token"], f.job_id, "Can you bring a trimmer?", providerId=f.pro["id"])
     assert strip(pro_list(api, f.pro)) == [
         note(f"New message from {f.user['name']}", "Can you bring a trimmer?", f.job_id)]
-    time.sleep(0.003)
+    api.advance_clock(3)
     message(api, f.pro["token"], f.job_id, "Yes, no problem")
     assert strip(user_list(api, f.user))[0] == note(f"New message from {f.pro['name']}", "Yes, no problem", f.job_id)
     # the sender is not notified of its own message
     assert len(pro_list(api, f.pro)) == 1
     assert len(user_list(api, f.user)) == 2  # the quote and the provider's message
-    time.sleep(0.003)
+    api.advance_clock(3)
     # a photo message reads as a photo
     ok(api.post(f"/jobs/{f.job_id}/messages/photo", token=f.pro["token"],
                 files={"photo": ("p.png", png_bytes(3), "image/png")}), 201)
@@ -311,7 +278,7 @@ def test_refused_message_notifies_nobody(api):
 
 
 def test_asap_job_notifies_every_matching_provider(api):
-    z, elsewhere = fresh_zip(), fresh_zip()
+    z, elsewhere = fresh_zip()[0], fresh_zip()[0]
     a = provider(api, z, verified=False)
     b = provider(api, z, verified=True)
     both = provider(api, z, services=("snowplowing", "lawncare"), zips=[elsewhere, z], verified=False)
@@ -335,7 +302,7 @@ def test_recurring_request_notifies_the_provider(api):
     f = Flow(api).accepted()
     for status in ("ON_THE_WAY", "IN_PROGRESS", "COMPLETED"):
         ok(api.patch(f"/jobs/{f.job_id}/status", token=f.pro["token"], json={"status": status}))
-    time.sleep(0.003)
+    api.advance_clock(3)
     r = api.post(f"/jobs/{f.job_id}/recurring", token=f.user["token"],
                  json={"dayOfWeek": 1, "timeSlot": "morning", "endDate": "2031-12-31T00:00:00.000Z"})
     assert (r.status_code, r.json()) == (200, {"requested": True})
@@ -352,7 +319,7 @@ def test_list_keeps_only_the_50_newest_newest_first(api):
     f = Flow(api).accepted()
     for i in range(55):
         message(api, f.pro["token"], f.job_id, f"update {i}")
-        time.sleep(0.002)  # distinct timestamps: this test is not about same-millisecond ordering
+        api.advance_clock(2)  # distinct timestamps: this test is not about same-millisecond ordering
     items = user_list(api, f.user)
     assert len(items) == 50
     assert strip(items) == [note(f"New message from {f.pro['name']}", f"update {i}", f.job_id)
@@ -362,24 +329,20 @@ def test_list_keeps_only_the_50_newest_newest_first(api):
     assert len({n["id"] for n in items}) == 50
 
 
-def test_notifications_created_back_to_back_are_newest_first(api):
-    """50 messages pipelined on one connection (answered in order, many within one millisecond)
-    make 50 notifications for the customer. Rounds (a new customer each) go on until at least 16
-    notifications shared a millisecond with the one before, so random tie-breaking cannot pass
-    by luck."""
-    ties = 0
-    for _ in range(8):
-        f = Flow(api).accepted()
-        answers = pipelined_posts(api, f"/jobs/{f.job_id}/messages", f.pro["token"],
-                                  [{"content": f"n{i:03d}"} for i in range(50)])
-        assert [st for st, _ in answers] == [201] * 50
-        stamps = [m["createdAt"] for _, m in answers]
-        ties += sum(a == b for a, b in zip(stamps, stamps[1:]))
-        assert [n["body"] for n in user_list(api, f.user)] == [f"n{i:03d}" for i in range(49, -1, -1)]
-        if ties >= 16:
-            break
-    if ties == 0:
-        pytest.skip("no two notifications shared a millisecond on this machine; the case was not provoked")
+def test_notifications_created_back_to_back_are_newest_first(server_factory, stepped_clock):
+    """50 messages pipelined on one connection (answered in order) make 50 notifications for the
+    customer, listed newest first also when they share a millisecond: the server's wall clock
+    moves in 50 ms steps (conftest's stepped_clock), so most of them do, and random
+    tie-breaking cannot pass by luck."""
+    api = Api(server_factory(**stepped_clock))
+    f = Flow(api).accepted()
+    answers = pipelined_posts(api, f"/jobs/{f.job_id}/messages", f.pro["token"],
+                              [{"content": f"n{i:03d}"} for i in range(50)])
+    assert [st for st, _ in answers] == [201] * 50
+    stamps = [m["createdAt"] for _, m in answers]
+    ties = sum(a == b for a, b in zip(stamps, stamps[1:]))
+    assert ties >= 16, f"only {ties} ties: the stepped clock did not make them"
+    assert [n["body"] for n in user_list(api, f.user)] == [f"n{i:03d}" for i in range(49, -1, -1)]
 
 
 def test_mark_all_read(api):
@@ -394,7 +357,7 @@ def test_mark_all_read(api):
     # the provider's own notifications are untouched
     assert [n["read"] for n in pro_list(api, f.pro)] == [False]
     # a later notification is unread; marking again is harmless
-    time.sleep(0.003)
+    api.advance_clock(3)
     message(api, f.pro["token"], f.job_id, "one more")
     assert [n["read"] for n in user_list(api, f.user)] == [False, True, True]
     assert (api.post("/users/me/notifications/read", token=f.user["token"]).json()) == OK
@@ -411,7 +374,7 @@ def test_mark_all_read(api):
 def test_each_account_sees_only_its_own(api):
     f = Flow(api).quoted()
     message(api, f.user["token"], f.job_id, "for the pro", providerId=f.pro["id"])
-    other_user, other_pro = customer(api, f.zip), provider(api, fresh_zip(), verified=False)
+    other_user, other_pro = customer(api, f.zip), provider(api, fresh_zip()[0], verified=False)
     assert user_list(api, other_user) == []
     assert pro_list(api, other_pro) == []
     assert [n["body"] for n in pro_list(api, f.pro)] == ["for the pro"]
@@ -464,13 +427,7 @@ class FakePush:
             return [json.loads(r["raw"]) for r in self.requests]
 
     def wait(self, count, timeout=10):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            with self.lock:
-                if len(self.requests) >= count:
-                    return self.bodies()
-            time.sleep(0.05)
-        raise AssertionError(f"expected {count} push request(s), got {len(self.requests)}: {self.bodies()}")
+        return eventually(self.bodies, timeout, f"{count} push request(s)", until=lambda got: len(got) >= count)
 
     def close(self):
         self.httpd.shutdown()
@@ -492,16 +449,14 @@ def fake_push():
 
 
 def test_without_push_url_a_push_is_skipped_without_logging_the_token(server, api):
-    z = fresh_zip()
+    z = fresh_zip()[0]
     pro = provider(api, z, verified=False)
     secret = f"ExponentPushToken[secret-{uuid.uuid4().hex}]"
     ok(api.post("/providers/me/push-token", token=pro["token"], json={"token": secret}))
     job = post_job(api, customer(api, z), asap=True)
     api.wait_queue_idle()
-    deadline = time.time() + 5  # the log is flushed every 100 ms
-    while time.time() < deadline and not any(line.get("jobId") == job["id"] for line in server.log_lines()):
-        time.sleep(0.05)
-    skipped = [line for line in server.log_lines() if line.get("jobId") == job["id"]]
+    # the log is flushed every 100 ms
+    skipped = server.wait_log(lambda line: line.get("jobId") == job["id"], timeout=5)
     assert [line["msg"] for line in skipped] == ["push skipped: PUSH_URL is not set"], skipped
     log = server.read_log()
     assert secret not in log and "secret-" not in log
@@ -511,7 +466,7 @@ def test_without_push_url_a_push_is_skipped_without_logging_the_token(server, ap
 def test_push_is_posted_in_expo_format(server_factory, fake_push):
     push = fake_push()
     api = Api(server_factory(PUSH_URL=push.url))
-    z = fresh_zip()
+    z = fresh_zip()[0]
     pro = provider(api, z)
     ok(api.post("/providers/me/push-token", token=pro["token"], json={"token": "ExponentPushToken[old]"}))
     ok(api.post("/providers/me/push-token", token=pro["token"], json={"token": "ExponentPushToken[pro1]"}))
@@ -535,7 +490,7 @@ def test_push_is_posted_in_expo_format(server_factory, fake_push):
 def test_no_push_without_a_push_token(server_factory, fake_push):
     push = fake_push()
     api = Api(server_factory(PUSH_URL=push.url))
-    z = fresh_zip()
+    z = fresh_zip()[0]
     silent = provider(api, z, verified=False)
     loud = provider(api, z, verified=False)
     ok(api.post("/providers/me/push-token", token=loud["token"], json={"token": "ExponentPushToken[loud]"}))
@@ -553,12 +508,17 @@ def test_no_push_without_a_push_token(server_factory, fake_push):
 def test_push_service_error_is_retried(server_factory, fake_push):
     push = fake_push(statuses=[500, 503])
     api = Api(server_factory(PUSH_URL=push.url))
-    z = fresh_zip()
+    z = fresh_zip()[0]
     pro = provider(api, z, verified=False)
     ok(api.post("/providers/me/push-token", token=pro["token"], json={"token": "ExponentPushToken[retry]"}))
     user = customer(api, z)
     job = post_job(api, user, asap=True)
-    got = push.wait(3, timeout=15)
+    for sent in (1, 2):  # each failure is retried after a backoff of the service clock (1 s, then 2 s)
+        push.wait(sent)
+        api.wait_queue_idle()  # the retry is queued and not due yet
+        assert len(push.requests) == sent
+        api.advance_clock(60 * 1000)
+    got = push.wait(3)
     expected = {"to": "ExponentPushToken[retry]", "title": "Urgent job nearby",
                 "body": f"An ASAP lawncare job was posted in {z}", "data": {"jobId": job["id"]}}
     assert got == [expected] * 3
@@ -573,7 +533,7 @@ def test_undelivered_push_is_delivered_after_a_restart(server_factory, fake_push
     push.default = 500
     srv = server_factory(PUSH_URL=push.url)
     api = Api(srv)
-    z = fresh_zip()
+    z = fresh_zip()[0]
     pro = provider(api, z, verified=False)
     ok(api.post("/providers/me/push-token", token=pro["token"], json={"token": "ExponentPushToken[durable]"}))
     job = post_job(api, customer(api, z), asap=True)
@@ -582,9 +542,8 @@ def test_undelivered_push_is_delivered_after_a_restart(server_factory, fake_push
     push.default = 200
     failed = len(push.requests)
     srv.start()
-    deadline = time.time() + 15
-    while time.time() < deadline and not any(r["status"] == 200 for r in push.requests):
-        time.sleep(0.1)
+    eventually(lambda: [r for r in push.requests if r["status"] == 200], 15, "the push delivered", interval=0.1)
+    api.wait_queue_idle()  # a second delivery would show by now
     delivered = [r for r in push.requests if r["status"] == 200]
     assert len(delivered) == 1, push.requests
     assert json.loads(delivered[0]["raw"]) == {"to": "ExponentPushToken[durable]", "title": "Urgent job nearby",

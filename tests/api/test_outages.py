@@ -27,6 +27,7 @@ import requests
 
 from conftest import Api, PgCluster, Server, _fail_on, _stop_all, unique_email
 from flow_helpers import customer, ok, post_job, private_zip, provider
+from helpers import eventually
 from tcp_proxy import TcpProxy
 from test_system import db_rows
 
@@ -55,12 +56,8 @@ def assert_not_leaking(reason):
 def eventually_ok(call, within):
     """Polls call until it answers 2xx; returns the seconds it took (fails past `within`)."""
     t0 = time.monotonic()
-    while True:
-        r = call()
-        if r.status_code < 300:
-            return time.monotonic() - t0
-        assert time.monotonic() - t0 < within, f"still {r.status_code} {r.text} after {within} s"
-        time.sleep(0.05)
+    eventually(call, within, "a 2xx answer", until=lambda r: r.status_code < 300)
+    return time.monotonic() - t0
 
 
 # ================================================================ readiness
@@ -191,6 +188,7 @@ class SlowPush:
 
     def __init__(self, answers):
         self.answers, self.requests, self.lock = list(answers), [], threading.Lock()
+        self.answered = 0  # requests answered so far
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -205,6 +203,8 @@ class SlowPush:
                 self.send_header("Content-Length", "2")
                 self.end_headers()
                 self.wfile.write(b"{}")
+                with fake.lock:
+                    fake.answered += 1
 
             def log_message(self, *args):
                 pass
@@ -213,14 +213,12 @@ class SlowPush:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/--/api/v2/push/send"
 
+    def received(self):
+        with self.lock:
+            return list(self.requests)
+
     def wait(self, n, timeout=20):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            with self.lock:
-                if len(self.requests) >= n:
-                    return list(self.requests)
-            time.sleep(0.02)
-        raise AssertionError(f"expected {n} push requests, got {self.requests}")
+        return eventually(self.received, timeout, f"{n} push requests", interval=0.02, until=lambda got: len(got) >= n)
 
     def close(self):
         self.httpd.shutdown()
@@ -242,14 +240,14 @@ def test_background_work_waits_for_the_database_and_runs_once(own_pg, behind_pro
         post_job(api, customer(api, z), isAsap=True)
         push.wait(2)  # both sent: one waits for its answer, the other was refused
         own_pg.pause()
-        try:
-            time.sleep(4)  # the 200 arrives and the retry falls due while the database is away
+        try:  # while the database is away, the 200 arrives (2.5 s late) and the retry falls due
+            eventually(lambda: push.answered == 2, 10, "both pushes answered")
+            api.advance_clock(60 * 1000)  # past the first retry's backoff (1 s and jitter)
         finally:
             own_pg.resume()
         got = push.wait(3)
         eventually_ok(lambda: api.get("/__test/queue"), within=10)
         api.wait_queue_idle()
-        time.sleep(0.5)
         with push.lock:
             delivered = sorted(to for to, status in push.requests if status == 200)
             assert len(push.requests) == 3, push.requests

@@ -7,7 +7,6 @@ alerts), 2 (Favorite, ProNote), 3 (premium flags), 4 (Users), 5 (/users/me/* is 
 7 (premium_required); the project's docs/decisions.md ("Customer premium").
 """
 import datetime
-import time
 
 import pytest
 
@@ -15,6 +14,7 @@ from conftest import Api
 from flow_helpers import (FORBIDDEN, UNAUTHORIZED, accept, customer, fresh_zip, ok, post_job, private_zip,
                           provider, quote, step)
 from conftest import sign_webhook
+from helpers import eventually
 from test_notifications import FakePush
 
 PREMIUM_REQUIRED = {"error": "This feature requires a premium subscription", "code": "premium_required"}
@@ -350,13 +350,8 @@ def titles(api, user):
 
 
 def wait_titles(api, user, count, timeout=20):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        got = titles(api, user)
-        if len(got) >= count:
-            return got
-        time.sleep(0.1)
-    raise AssertionError(f"expected {count} notification(s), got {titles(api, user)}")
+    return eventually(lambda: titles(api, user), timeout, f"{count} notification(s)", interval=0.1,
+                      until=lambda got: len(got) >= count)
 
 
 def next_day(api):
@@ -402,9 +397,8 @@ def test_at_most_one_alert_per_service_per_seven_days(alerts_env, fake_geo):
     assert forecasts_for(fake_geo, lat, lng) == calls + 1  # one forecast per ZIP per day
     # five days later (six after the first alert): still nothing new
     api.advance_clock(5 * DAY_MS)
-    deadline = time.time() + 20
-    while forecasts_for(fake_geo, lat, lng) < calls + 2 and time.time() < deadline:
-        time.sleep(0.1)
+    eventually(lambda: forecasts_for(fake_geo, lat, lng), 20, "the next day's forecast", interval=0.1,
+               until=lambda n: n >= calls + 2)
     api.wait_queue_idle()
     assert titles(api, first) == ["Snow in the forecast"] and titles(api, newcomer) == ["Snow in the forecast"]
     # a seventh day after the first alert: the first customer hears again, the newcomer (six days) not
@@ -428,9 +422,8 @@ def test_lawn_season_start_alerts_once_a_year(alerts_env, fake_geo):
     # eight days later the season has started already: no second alert within the year
     calls = forecasts_for(fake_geo, lat, lng)
     api.advance_clock(8 * DAY_MS)
-    deadline = time.time() + 20
-    while forecasts_for(fake_geo, lat, lng) <= calls and time.time() < deadline:
-        time.sleep(0.1)
+    eventually(lambda: forecasts_for(fake_geo, lat, lng), 20, "the next forecast", interval=0.1,
+               until=lambda n: n > calls)
     api.wait_queue_idle()
     if api.advance_clock(0)[:4] == start[:4]:
         assert titles(api, user) == ["Lawn season is starting"]

@@ -12,11 +12,11 @@ servers of their own, where the test controls every accepted quote.
 import datetime
 import math
 import statistics
-import time
 
 import pytest
 
 from conftest import Api
+from helpers import eventually
 from flow_helpers import (FORBIDDEN, ID_RE, ISO_RE, JOB_FIELDS, UNAUTHORIZED, accept, customer, fresh_zip, ok,
                           post_job, private_zip, provider, quote, race, step, submit_quote, zip_centroid)
 from test_providers import certificate_lines, insurance_check, server_today, text_pdf
@@ -369,10 +369,9 @@ def test_insights_awaiting_transfer_until_the_capture_goes_through(server_factor
                                         "awaitingByService": {"lawncare": 70}}
         assert got["incomeByService"] == {} and got["topZip"] is None
         fake.reset_controls()
-        deadline = time.time() + 30
-        while time.time() < deadline and insights(api, pro)["incomeByService"] != {"lawncare": 70}:
-            time.sleep(0.2)
-        got = insights(api, pro)
+        api.advance_clock(5 * 60 * 1000)  # the capture's next retry comes due (its backoff is seconds yet)
+        got = eventually(lambda: insights(api, pro), 30, "the capture settled", interval=0.2,
+                         until=lambda got: got["incomeByService"] == {"lawncare": 70})
         assert got["incomeByService"] == {"lawncare": 70} and got["pendingIncome"]["awaitingTransfer"] == 0
     finally:
         fake.stop()

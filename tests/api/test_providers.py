@@ -14,18 +14,16 @@ test_files.py imports the image and PDF helpers from here.
 """
 import datetime
 import os
-import random
 import re
 import struct
 import subprocess
-import time
 import urllib.parse
-import zlib
 
 import pytest
 import requests
 
 from conftest import Api
+from helpers import eventually, png_bytes, png_chunk
 
 MB = 1024 * 1024
 UNAUTHORIZED = {"error": "Unauthorized"}
@@ -56,22 +54,6 @@ CONVERT = "/usr/bin/convert" if os.path.exists("/usr/bin/convert") else "convert
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 
 
-def _png_chunk(kind, data):
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-
-def png_bytes(width=32, height=24, seed=1, gray=False, extra_chunks=()):
-    """A valid PNG of random pixels with no ancillary chunk except extra_chunks [(type, data)]
-    (written between IHDR and IDAT)."""
-    rnd = random.Random(seed)
-    bpp = 1 if gray else 3
-    raw = b"".join(b"\0" + bytes(rnd.randrange(256) for _ in range(width * bpp)) for _ in range(height))
-    out = b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0 if gray else 2, 0, 0, 0))
-    for kind, data in extra_chunks:
-        out += _png_chunk(kind, data)
-    return out + _png_chunk(b"IDAT", zlib.compress(raw)) + _png_chunk(b"IEND", b"")
-
-
 def png_chunk_types(data):
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     types, i = [], 8
@@ -86,7 +68,7 @@ def png_chunk_types(data):
 
 def padded_png(size):
     """A valid PNG grown to exactly size bytes by zero bytes after IEND (libmagic still says PNG)."""
-    base = png_bytes(8, 8, seed=size % 97)
+    base = png_bytes(seed=size % 97, width=8, height=8)
     assert size >= len(base)
     return base + b"\0" * (size - len(base))
 
@@ -126,7 +108,7 @@ def text_image(path, lines, size="1400x900", pointsize=40):
 
 def noise_png(width=200, height=150, seed=7):
     """Grey random noise: nothing a reader can read."""
-    return png_bytes(width, height, seed=seed, gray=True)
+    return png_bytes(seed=seed, width=width, height=height, gray=True)
 
 
 # ---- PDFs, written by hand
@@ -161,31 +143,6 @@ def text_pdf(lines):
         b"/Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
         _pdf_stream(content.encode("latin-1")),
-    ])
-
-
-def _jpeg_geometry(data):
-    i = 2
-    while i + 4 <= len(data):
-        marker, length = data[i + 1], (data[i + 2] << 8) | data[i + 3]
-        if marker in (0xC0, 0xC1, 0xC2):
-            return (data[i + 7] << 8) | data[i + 8], (data[i + 5] << 8) | data[i + 6], data[i + 9]
-        i += 2 + length
-    raise AssertionError("no SOF segment")
-
-
-def scanned_pdf(jpeg):
-    """A one-page PDF with no text layer: the page is one JPEG image (/DCTDecode)."""
-    width, height, comps = _jpeg_geometry(jpeg)
-    space = b"/DeviceGray" if comps == 1 else b"/DeviceRGB"
-    return build_pdf([
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-        b"/Resources << /XObject << /Im1 4 0 R >> >> /Contents 5 0 R >>",
-        _pdf_stream(jpeg, b" /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace %s "
-                          b"/BitsPerComponent 8 /Filter /DCTDecode" % (width, height, space)),
-        _pdf_stream(b"q 612 0 0 792 0 0 cm /Im1 Do Q"),
     ])
 
 
@@ -329,14 +286,8 @@ def wait_check(api, token, field, timeout=RECOGNITION_TIMEOUT):
     runs ten times slower: the wait is four times longer there."""
     if "asan" in api.server.binary.split(os.sep):
         timeout *= 4
-    deadline = time.monotonic() + timeout
-    while True:
-        body = me(api, token)
-        if body[field] not in ("pending", None):
-            return body
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{field} still {body[field]!r} after {timeout} s: {body}")
-        time.sleep(0.1)
+    return eventually(lambda: me(api, token), timeout, f"{field} checked", interval=0.1,
+                      until=lambda body: body[field] not in ("pending", None))
 
 
 def upload_licence(api, token, front=None, back=None):
@@ -347,8 +298,9 @@ def upload_licence(api, token, front=None, back=None):
         files["back"] = ("back.png", back, "image/png")
     r = upload(api, "/providers/me/id-documents", token, files)
     assert r.status_code == 200, r.text
-    # "pending" by the spec; a check that beats the response is test_id_documents_answer_says_pending's bug
-    assert r.json()["idCheckStatus"] in ("pending", "passed", "review", "failed", "error"), r.json()
+    # "pending" by the spec, even when the check ends first (test_files'
+    # test_id_documents_answer_says_pending_when_the_check_ends_first forces that case)
+    assert r.json()["idCheckStatus"] == "pending", r.json()
     return r.json()
 
 
@@ -935,22 +887,8 @@ def test_id_documents_front_and_back(api, pro):
 def undecodable_png(seed):
     """Bytes that libmagic calls PNG (signature and IHDR tag), whose chunks add up (so the
     metadata stripper accepts them), but no decoder reads: recognition gives up on them at
-    once, which makes the race below easy to hit."""
-    return b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", bytes([seed % 256]) * 13) + _png_chunk(b"IEND", b"")
-
-
-def test_id_documents_answer_says_pending(api, pro):
-    """Spec 4: 'updated Provider with idCheckStatus pending', whatever the background check does."""
-    seen = []
-    for i in range(400):
-        r = upload(api, "/providers/me/id-documents", pro["token"],
-                   {"front": ("front.png", undecodable_png(i), "image/png")})
-        assert r.status_code == 200, r.text
-        seen.append(r.json()["idCheckStatus"])
-        assert r.json()["idCheckStatus"] == "pending", f"answer {i + 1}: {seen}"
-        assert r.json()["idCheckFlags"] == [] and r.json()["idCheckAt"] is None
-        time.sleep(0.05)
-    assert wait_check(api, pro["token"], "idCheckStatus")["idCheckFlags"] == ["unreadable"]
+    once (test_files' test_id_documents_answer_says_pending_when_the_check_ends_first)."""
+    return b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", bytes([seed % 256]) * 13) + png_chunk(b"IEND", b"")
 
 
 def test_id_document_urls_are_signed_for_15_minutes_rounded_up_to_5(api, pro):
@@ -1006,6 +944,10 @@ def test_insurance_document_answer_and_replace(api, pro, tmp_path):
 
 
 # ================================================================ licence recognition
+# Upload -> recognition -> fields stored, through the real Tesseract: a licence that passes,
+# one near expiry, an unreadable image, a re-check and a stale check; the rules themselves
+# (every status, label, date format and layout) are tests/unit/domain/test_recognition.c's
+# tables, and what OCR makes of blank, tiny and scanned documents tests/unit/ext/test_ocr.c's.
 
 def licence_check(api, token, front, back=None):
     upload_licence(api, token, front=front, back=back)
@@ -1029,68 +971,17 @@ def test_licence_passed(api, pro, tmp_path):
     assert FILE_URL_RE.match(body["idDocFront"]) and FILE_URL_RE.match(body["idDocBack"])
 
 
-def test_licence_label_variants(api, pro, tmp_path):
-    """decisions.md 4: 'Date of Birth', 'Expires', MM-DD-YYYY and YYYY-MM-DD, a DRIVER'S LICENSE."""
-    today = server_today(api)
-    expiry = today + datetime.timedelta(days=900)
-    front = text_image(tmp_path / "front.png", [
-        "TEXAS", "DRIVER'S LICENSE", "LIC NO 12345678", "LAST NAME GARCIA", "FIRST NAME MARIA",
-        "Date of Birth: 07-04-1990", f"Expires: {expiry.isoformat()}"])
-    body = licence_check(api, pro["token"], front)
-    assert id_fields(body) == {"idCheckStatus": "passed", "idCheckName": "MARIA GARCIA", "idCheckDOB": "1990-07-04",
-                               "idCheckExpiry": expiry.isoformat(), "idCheckState": "TX", "idCheckFlags": []}
-
-
-@pytest.mark.parametrize("days,status,flags", [
-    (10, "review", ["near_expiry"]),
-    (30, "review", ["near_expiry"]),
-    (31, "passed", []),
-    (-1, "failed", ["expired"]),
-    (-400, "failed", ["expired"]),
-], ids=["near-10-days", "near-30-days", "31-days", "expired-yesterday", "expired-long-ago"])
-def test_licence_expiry_rules(api, pro, tmp_path, days, status, flags):
-    today = server_today(api)
-    expiry = today + datetime.timedelta(days=days)
+def test_licence_near_expiry_is_review(api, pro, tmp_path):
+    """10 days left (9 if the service's date turns during the check: near expiry all the same)."""
+    expiry = server_today(api) + datetime.timedelta(days=10)
     body = licence_check(api, pro["token"], text_image(tmp_path / "front.png", licence_lines(expiry)))
-    if body["idCheckAt"][:10] != today.isoformat():
-        pytest.skip("the service's date changed during the check")
-    assert id_fields(body) == {"idCheckStatus": status, "idCheckName": "JANE SMITH", "idCheckDOB": "1985-01-15",
-                               "idCheckExpiry": expiry.isoformat(), "idCheckState": "CA", "idCheckFlags": flags}
+    assert id_fields(body) == {"idCheckStatus": "review", "idCheckName": "JANE SMITH", "idCheckDOB": "1985-01-15",
+                               "idCheckExpiry": expiry.isoformat(), "idCheckState": "CA",
+                               "idCheckFlags": ["near_expiry"]}
 
 
-def test_licence_without_dob_is_review(api, pro, tmp_path):
-    expiry = server_today(api) + datetime.timedelta(days=1000)
-    body = licence_check(api, pro["token"], text_image(tmp_path / "front.png", licence_lines(expiry, dob=None)))
-    assert id_fields(body) == {"idCheckStatus": "review", "idCheckName": "JANE SMITH", "idCheckDOB": None,
-                               "idCheckExpiry": expiry.isoformat(), "idCheckState": "CA", "idCheckFlags": ["no_dob"]}
-
-
-def test_licence_without_dob_and_expiry_fails(api, pro, tmp_path):
-    body = licence_check(api, pro["token"], text_image(tmp_path / "front.png", licence_lines(None, dob=None)))
-    assert body["idCheckStatus"] == "failed"
-    assert body["idCheckFlags"] == ["no_dob", "no_expiry"]
-    assert body["idCheckDOB"] is None and body["idCheckExpiry"] is None
-
-
-def test_not_a_licence(api, pro, tmp_path):
-    receipt = text_image(tmp_path / "receipt.png", [
-        "FRESH MARKET GROCERY", "MILK 2% GAL      3.49", "BREAD WHOLE WHEAT 2.99", "EGGS LARGE DOZEN 4.19",
-        "SUBTOTAL 10.67", "TOTAL 11.52", "THANK YOU FOR SHOPPING"])
-    body = licence_check(api, pro["token"], receipt)
-    assert id_fields(body) == {"idCheckStatus": "failed", "idCheckName": None, "idCheckDOB": None,
-                               "idCheckExpiry": None, "idCheckState": None, "idCheckFlags": ["not_a_license"]}
-
-
-@pytest.mark.parametrize("kind", ["noise", "blank", "tiny"])
-def test_unreadable_licence(api, pro, tmp_path, kind):
-    if kind == "noise":
-        data = noise_png()
-    elif kind == "tiny":  # too small to hold a document (Tesseract refuses it): unreadable, not "error"
-        data = noise_png(width=4, height=4)
-    else:
-        run_convert("-size", "800x500", "xc:white", tmp_path / "blank.png")
-        data = (tmp_path / "blank.png").read_bytes()
-    body = licence_check(api, pro["token"], data)
+def test_unreadable_licence(api, pro):
+    body = licence_check(api, pro["token"], noise_png())
     assert id_fields(body) == {"idCheckStatus": "failed", "idCheckName": None, "idCheckDOB": None,
                                "idCheckExpiry": None, "idCheckState": None, "idCheckFlags": ["unreadable"]}
 
@@ -1100,10 +991,9 @@ def test_new_upload_clears_the_previous_result(api, pro, tmp_path):
     body = licence_check(api, pro["token"], text_image(tmp_path / "front.png", licence_lines(expiry)))
     assert body["idCheckStatus"] == "passed"
     body = upload_licence(api, pro["token"], back=text_image(tmp_path / "back.png", LICENCE_BACK))
-    if body["idCheckStatus"] == "pending":  # (unless the new check already finished)
-        assert id_fields(body) == {"idCheckStatus": "pending", "idCheckName": None, "idCheckDOB": None,
-                                   "idCheckExpiry": None, "idCheckState": None, "idCheckFlags": []}
-        assert body["idCheckAt"] is None
+    assert id_fields(body) == {"idCheckStatus": "pending", "idCheckName": None, "idCheckDOB": None,
+                               "idCheckExpiry": None, "idCheckState": None, "idCheckFlags": []}
+    assert body["idCheckAt"] is None
     # the kept front and the new back are read together again
     body = wait_check(api, pro["token"], "idCheckStatus")
     assert body["idCheckStatus"] == "passed" and body["idCheckExpiry"] == expiry.isoformat()
@@ -1144,60 +1034,13 @@ def expected_ins(status, effective, expiry, flags=()):
                              f"expires {expiry.isoformat()}, coverage $1,000,000"}
 
 
-@pytest.mark.parametrize("days,status,flags", [
-    (200, "active", []),
-    (31, "active", []),
-    (30, "review", ["near_expiry"]),
-    (10, "review", ["near_expiry"]),
-    (-1, "expired", ["expired"]),
-], ids=["active", "31-days", "near-30-days", "near-10-days", "expired-yesterday"])
-def test_insurance_certificate_image(api, pro, tmp_path, days, status, flags):
-    today = server_today(api)
-    expiry = today + datetime.timedelta(days=days)
+def test_insurance_certificate_image(api, pro, tmp_path):
+    expiry = server_today(api) + datetime.timedelta(days=200)
     effective = expiry - datetime.timedelta(days=365)
     data = text_image(tmp_path / "cert.png", certificate_lines(expiry, effective), size=CERT_SIZE)
     body = insurance_check(api, pro["token"], data)
-    if body["insCheckAt"][:10] != today.isoformat():
-        pytest.skip("the service's date changed during the check")
-    assert ins_fields(body) == expected_ins(status, effective, expiry, flags)
+    assert ins_fields(body) == expected_ins("active", effective, expiry)
     assert ISO_MS_RE.match(body["insCheckAt"])
-
-
-def test_insurance_label_variants(api, pro, tmp_path):
-    """ACORD 25 style: INSURER A:, Policy #, Policy Eff / Policy Exp (MM-DD-YYYY), Each Occurrence."""
-    expiry = server_today(api) + datetime.timedelta(days=300)
-    effective = expiry - datetime.timedelta(days=365)
-    data = text_image(tmp_path / "acord.png", [
-        "ACORD CERTIFICATE OF LIABILITY INSURANCE", "INSURER A: Acme Mutual Insurance Co 12345",
-        "Policy # ABC-778899", f"Policy Eff {effective.strftime('%m-%d-%Y')}",
-        f"Policy Exp {expiry.strftime('%m-%d-%Y')}", "Each Occurrence $2,000,000"], size="1800x1000")
-    body = insurance_check(api, pro["token"], data)
-    assert ins_fields(body) == {
-        "insCheckStatus": "active", "insCheckCarrier": "Acme Mutual Insurance Co", "insCheckPolicy": "ABC-778899",
-        "insCheckEffective": effective.isoformat(), "insCheckExpiry": expiry.isoformat(),
-        "insCheckCoverage": "2000000", "insCheckFlags": [],
-        "insuranceInfo": f"Acme Mutual Insurance Co, policy ABC-778899, effective {effective.isoformat()}, "
-                         f"expires {expiry.isoformat()}, coverage $2,000,000"}
-
-
-def test_insurance_with_one_field_leaves_insurance_info_null(api, pro, tmp_path):
-    data = text_image(tmp_path / "cert.png", ["CERTIFICATE OF LIABILITY INSURANCE", "Carrier: State Farm"],
-                      size=CERT_SIZE)
-    body = insurance_check(api, pro["token"], data)
-    assert ins_fields(body) == {
-        "insCheckStatus": "review", "insCheckCarrier": "State Farm", "insCheckPolicy": None,
-        "insCheckEffective": None, "insCheckExpiry": None, "insCheckCoverage": None,
-        "insCheckFlags": ["no_expiry"], "insuranceInfo": None}
-
-
-def test_insurance_with_two_fields_fills_insurance_info(api, pro, tmp_path):
-    data = text_image(tmp_path / "cert.png", ["CERTIFICATE OF LIABILITY INSURANCE", "Carrier: State Farm",
-                                              "Policy Number: GL-4827361"], size=CERT_SIZE)
-    body = insurance_check(api, pro["token"], data)
-    assert ins_fields(body) == {
-        "insCheckStatus": "review", "insCheckCarrier": "State Farm", "insCheckPolicy": "GL-4827361",
-        "insCheckEffective": None, "insCheckExpiry": None, "insCheckCoverage": None,
-        "insCheckFlags": ["no_expiry"], "insuranceInfo": "State Farm, policy GL-4827361"}
 
 
 def test_insurance_text_pdf(api, pro):
@@ -1206,17 +1049,6 @@ def test_insurance_text_pdf(api, pro):
     body = insurance_check(api, pro["token"], text_pdf(certificate_lines(expiry, effective)), "cert.pdf",
                            "application/pdf")
     assert file_key(body["insDocUrl"]).endswith(".pdf")
-    assert ins_fields(body) == expected_ins("active", effective, expiry)
-
-
-def test_insurance_scanned_pdf_is_read_by_ocr(api, pro, tmp_path):
-    expiry = server_today(api) + datetime.timedelta(days=222)
-    effective = expiry - datetime.timedelta(days=365)
-    text_image(tmp_path / "scan.png", certificate_lines(expiry, effective), size=CERT_SIZE)
-    run_convert(tmp_path / "scan.png", "-quality", "90", tmp_path / "scan.jpg")
-    pdf = scanned_pdf((tmp_path / "scan.jpg").read_bytes())
-    assert b"/Font" not in pdf  # no text layer at all
-    body = insurance_check(api, pro["token"], pdf, "scan.pdf", "application/pdf")
     assert ins_fields(body) == expected_ins("active", effective, expiry)
 
 
@@ -1275,10 +1107,7 @@ def _files_under(root):
 
 def wait_no_files(root, timeout=5):
     """Temporary files go when the request is done, just after its answer: wait a moment."""
-    deadline = time.monotonic() + timeout
-    while _files_under(root) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return _files_under(root)
+    return eventually(lambda: _files_under(root), timeout, f"no file under {root}", until=lambda files: files == [])
 
 
 def test_refused_uploads_leave_no_file(server_factory):
@@ -1289,18 +1118,18 @@ def test_refused_uploads_leave_no_file(server_factory):
     tmp = os.path.join(disk_server.data_dir, "tmp")
     uploads = os.path.join(disk_server.data_dir, "uploads")
     attempts = [
-        (None, {"logo": ("a.png", png_bytes(), "image/png")}),                       # no token
-        (u["token"], {"logo": ("a.png", png_bytes(), "image/png")}),                 # wrong role
-        (p["token"], {"logo": ("a.txt", b"plain text " * 50, "image/png")}),         # wrong type
-        (p["token"], {"logo": ("big.png", padded_png(5 * MB + 1), "image/png")}),    # too large
+        (None, {"logo": ("a.png", png_bytes(), "image/png")}, 401),                       # no token
+        (u["token"], {"logo": ("a.png", png_bytes(), "image/png")}, 403),                 # wrong role
+        (p["token"], {"logo": ("a.txt", b"plain text " * 50, "image/png")}, 400),         # wrong type
+        (p["token"], {"logo": ("big.png", padded_png(5 * MB + 1), "image/png")}, 413),    # too large
         (p["token"], [("logo", ("a.png", png_bytes(), "image/png")),
-                      ("logo", ("b.png", png_bytes(), "image/png"))]),              # two files
+                      ("logo", ("b.png", png_bytes(), "image/png"))], 400),              # two files
         (p["token"], [("logo", ("a.png", png_bytes(), "image/png")),
-                      ("photo", ("b.png", png_bytes(), "image/png"))]),             # unexpected field
+                      ("photo", ("b.png", png_bytes(), "image/png"))], 400),             # unexpected field
     ]
-    for token, files in attempts:
+    for token, files, status in attempts:
         r = upload(api, "/providers/me/logo", token, files)
-        assert r.status_code in (400, 401, 403, 413), r.text
+        assert r.status_code == status, r.text
         assert wait_no_files(tmp) == [], r.text
     assert _files_under(uploads) == []
     # an accepted upload is moved into uploads/, under its key

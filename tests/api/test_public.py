@@ -1,23 +1,19 @@
 """The public routes: service coverage (/services/available, /services/check-zip) and the
 waitlist (POST /waitlist: upsert, confirmation email, 5 per 15 minutes per IP, any origin)."""
-import random
 import re
 
 import pytest
 
 from conftest import unique_email, unique_ip
+from flow_helpers import private_zip
 from test_auth import assert_field_error
-
-
-def fresh_zip():
-    return f"9{random.randrange(10000):04d}"
 
 
 # ---------------------------------------------------------------- coverage
 
 def test_services_available_lists_what_providers_offer_in_the_customers_zip(api):
-    zip_ = fresh_zip()
-    other = fresh_zip()
+    zip_ = private_zip()
+    other = private_zip()
     u = api.register_user(zip=zip_)
     r = api.get("/services/available", token=u["token"])
     assert r.status_code == 200, r.text
@@ -40,7 +36,7 @@ def test_services_available_is_for_customers(api, who):
 
 
 def test_check_zip(api):
-    zip_ = fresh_zip()
+    zip_ = private_zip()
     r = api.get("/services/check-zip", params={"zip": zip_})
     assert r.status_code == 200, r.text
     assert r.json() == {"covered": False, "zip": zip_}

@@ -9,12 +9,12 @@ import os
 import re
 import socketserver
 import threading
-import time
 
 import pytest
 import requests
 
 from conftest import Api, free_port, unique_email, unique_ip
+from helpers import eventually
 
 RESET_LINK = re.compile(r"http://app\.test/reset-password\?token=([0-9a-f]{64})(?![0-9A-Za-z])")
 
@@ -177,15 +177,15 @@ class FakeSMTP:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
+    def received(self, rcpt):
+        with self.lock:
+            return [m for m in self.messages if f"<{rcpt}>" in m["rcpts"]]
+
     def wait(self, rcpt, timeout=10):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            with self.lock:
-                got = [m for m in self.messages if f"<{rcpt}>" in m["rcpts"]]
-            if got:
-                return got
-            time.sleep(0.05)
-        raise AssertionError(f"no SMTP message for {rcpt}; commands seen: {self.commands[-20:]}")
+        try:
+            return eventually(lambda: self.received(rcpt), timeout, f"an SMTP message for {rcpt}")
+        except AssertionError as e:
+            raise AssertionError(f"{e}; commands seen: {self.commands[-20:]}") from None
 
     def close(self):
         self.server.shutdown()
@@ -240,13 +240,10 @@ def _ms(iso):
 
 
 def _wait_log(srv, needle, timeout, count=1):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        found = [line for line in srv.log_lines() if needle in (line.get("msg") or "")]
-        if len(found) >= count:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"no log line with {needle!r}:\n{srv.read_log()[-3000:]}")
+    try:
+        return srv.wait_log(lambda line: needle in (line.get("msg") or ""), count, timeout)
+    except AssertionError as e:
+        raise AssertionError(f"{e}: no log line with {needle!r}:\n{srv.read_log()[-3000:]}") from None
 
 
 def test_failed_delivery_is_retried_and_survives_a_restart(make_server):
@@ -254,16 +251,23 @@ def test_failed_delivery_is_retried_and_survives_a_restart(make_server):
     srv = make_server(SMTP_URL=f"smtp://127.0.0.1:{closed}")
     addr, _ = register(srv.url)
     forgot(srv.url, addr)
+    api = Api(srv)
     first, = _wait_log(srv, "will retry", timeout=5)  # the first attempt failed ...
     assert first["attempt"] == 1 and first["level"] == "warn"
     assert "smtp" in first["error"].lower()
-    # ... and is retried after a backoff of about a second, failing again
-    retries = _wait_log(srv, "will retry", timeout=4, count=2)
+    # ... and is retried after a backoff of a second (and up to 250 ms of jitter) of the service
+    # clock, failing again: not before the clock moved past it
+    api.wait_queue_idle()
+    assert len(_wait_log(srv, "will retry", timeout=5)) == 1
+    api.advance_clock(1250)
+    retries = _wait_log(srv, "will retry", timeout=5, count=2)
     assert retries[1]["attempt"] == 2 and retries[1]["jobId"] == first["jobId"]
-    assert _ms(retries[1]["time"]) - _ms(first["time"]) >= 900
+    assert _ms(retries[1]["time"]) - _ms(first["time"]) >= 1000  # log times are the service clock's
     assert srv.mails() == []
     srv.env.pop("SMTP_URL")
     srv.restart()
+    # the restarted process's clock has no offset: past the second backoff (2 s) and the first move
+    api.advance_clock(60 * 1000)
     (mail,) = srv.wait_mail(addr, timeout=15)
     assert len(RESET_LINK.findall(mail["body"])) == 1
     Api(srv).wait_queue_idle()
@@ -332,10 +336,7 @@ def _restart_under_traffic(pg_cluster, call, stop_at_first_failure):
         t.start()
     try:
         pg_cluster.pause()
-        deadline = time.time() + 15
-        while not failed and time.time() < deadline:
-            time.sleep(0.05)
-        assert failed, "no call failed while the database was stopped"
+        eventually(lambda: failed, 15, "a call failed while the database was stopped")
     finally:
         pg_cluster.resume()
         stop.set()
@@ -344,14 +345,8 @@ def _restart_under_traffic(pg_cluster, call, stop_at_first_failure):
     return failed
 
 
-def _eventually(call, what, timeout=5):
-    deadline = time.time() + timeout
-    while True:
-        r = call()
-        if r.status_code in (200, 201):
-            return r
-        assert time.time() < deadline, f"{what}: no recovery within {timeout} s: {r.status_code} {r.text}"
-        time.sleep(0.1)
+def _recovered(call, what, timeout=5):
+    return eventually(call, timeout, f"{what}: recovery", interval=0.1, until=lambda r: r.status_code in (200, 201))
 
 
 def test_pool_recovers_after_a_database_restart(pg_restart, make_server):
@@ -371,13 +366,13 @@ def test_pool_recovers_after_a_database_restart(pg_restart, make_server):
         # nothing internal leaks (the request id is random, so only the message is checked)
         message = body["error"].lower()
         assert not any(w in message for w in ("postgres", "sql", "connection", "libpq", "server closed")), body
-    r = _eventually(me, "read")
+    r = _recovered(me, "read")
     assert r.json()["email"] == addr
-    _eventually(lambda: requests.patch(srv.url + "/users/me", json={"lat": 40.7, "lng": -74.0}, headers=auth,
+    _recovered(lambda: requests.patch(srv.url + "/users/me", json={"lat": 40.7, "lng": -74.0}, headers=auth,
                                        timeout=10), "write")
-    _eventually(lambda: requests.post(srv.url + "/auth/login", json={"email": addr, "password": "password123"},
+    _recovered(lambda: requests.post(srv.url + "/auth/login", json={"email": addr, "password": "password123"},
                                       timeout=10), "login")
-    _eventually(lambda: requests.post(srv.url + "/auth/forgot-password", json={"email": addr, "role": "user"},
+    _recovered(lambda: requests.post(srv.url + "/auth/forgot-password", json={"email": addr, "role": "user"},
                                       headers={"X-Forwarded-For": unique_ip()}, timeout=10), "forgot-password")
     (mail,) = srv.wait_mail(addr, timeout=10)
     assert len(RESET_LINK.findall(mail["body"])) == 1
@@ -394,7 +389,7 @@ def test_pool_survives_a_database_restart(pg_restart, make_server):
         assert all(r.status_code == 200 for r in ex.map(lambda _: me(), range(32)))
     # clients that see a failure back off, as real ones would
     _restart_under_traffic(pg_restart, me, stop_at_first_failure=True)
-    r = _eventually(me, "read")
+    r = _recovered(me, "read")
     assert r.json()["email"] == addr
 
     def patch(i):

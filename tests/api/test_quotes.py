@@ -20,9 +20,10 @@ import requests
 from conftest import Api
 from flow_helpers import (
     FILE_URL_RE, FORBIDDEN, ID_RE, ISO_RE, JOB_FIELDS, JOB_NOT_FOUND, PAYMENT_FIELDS, QUOTE_FIELDS, SERVICES_MSG,
-    UNAUTHORIZED, accept, customer, Flow, get_job, ok, png_bytes, post_job, private_zip, provider, quote, race,
+    UNAUTHORIZED, accept, customer, Flow, get_job, ok, post_job, private_zip, provider, quote, race,
     step, submit_quote,
 )
+from helpers import png_bytes
 
 VERIFICATION_REQUIRED = {"error": "Upload a headshot and both sides of your driver's licence before quoting",
                          "code": "verification_required"}

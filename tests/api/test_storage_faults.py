@@ -18,7 +18,8 @@ import pytest
 
 from conftest import Api
 from fake_s3 import FakeS3
-from flow_helpers import customer, ok, post_job, private_zip, provider, png_bytes
+from flow_helpers import customer, ok, post_job, private_zip, provider
+from helpers import png_bytes
 from test_outages import SlowPush, fill
 
 UNAVAILABLE = {"error": "File storage unavailable"}

@@ -7,12 +7,12 @@ Staff tables), 6 (email to the support inbox); decisions.md 2 (SUPPORT_EMAIL), 4
 open a ticket). The allowed ticket moves are this service's choice (docs/decisions.md). The
 ticket list is shared by every test, so tests look only at their own tickets.
 """
-import time
 
 import pytest
 
 from conftest import Api
 from flow_helpers import ISO_RE, ok
+from helpers import eventually
 from staff_helpers import FORBIDDEN, STAFF_ROLES, make_staff
 
 SUPPORT = "support@localhost"
@@ -35,14 +35,10 @@ def open_ticket(api, acct, role="user", subject=None, body="It does not work", c
 
 def support_mail(server, needle, timeout=10):
     """The one support-inbox email whose subject contains needle (polled: delivery is queued)."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        found = [m for m in server.mails(SUPPORT) if needle in (m["subject"] or "")]
-        if found:
-            assert len(found) == 1, found
-            return found[0]
-        time.sleep(0.05)
-    raise AssertionError(f"no support email about {needle}")
+    found = eventually(lambda: [m for m in server.mails(SUPPORT) if needle in (m["subject"] or "")], timeout,
+                       f"a support email about {needle}")
+    assert len(found) == 1, found
+    return found[0]
 
 
 def tickets(api, staff, status=None):

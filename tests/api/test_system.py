@@ -19,6 +19,7 @@ import requests
 
 from conftest import Api, contract_observe, free_port, unique_email, unique_ip
 from fake_stripe import FakeStripe
+from helpers import eventually, health_once_up
 
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 ISO_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
@@ -215,12 +216,9 @@ def _after_counted(url, fn):
     with requests.Session() as s:
         fn(s)
         assert s.post(url + "/auth/login", json={}, timeout=10).status_code == 400
-    deadline = time.time() + 5
-    while True:
-        after = _route_counts(url)
-        if after[key]["hits"] > before[key]["hits"] or time.time() > deadline:
-            return before, after
-        time.sleep(0.02)
+    after = eventually(lambda: _route_counts(url), 5, "the sentinel counted", interval=0.02,
+                       until=lambda after: after[key]["hits"] > before[key]["hits"])
+    return before, after
 
 
 def test_route_counts_track_answers(clock_server):
@@ -289,15 +287,7 @@ def test_production_starts_with_a_32_byte_secret(request, run_env):
     read_log = lambda: open(log_path, encoding="utf-8", errors="replace").read()
     url = f"http://127.0.0.1:{env['PORT']}"
     try:
-        deadline = time.time() + 20
-        while True:
-            assert p.poll() is None, f"exited with {p.returncode}: {read_log()}"
-            try:
-                r = requests.get(url + "/health", timeout=1)
-                break
-            except requests.RequestException:
-                assert time.time() < deadline, "production server did not start"
-                time.sleep(0.05)
+        r = health_once_up(p, url, read_log=read_log)
         assert r.status_code == 200 and r.json() == {"status": "ok"}
         assert requests.post(url + "/__test/clock", json={"advanceMs": 1}, timeout=10).status_code == 404
         p.send_signal(signal.SIGTERM)
@@ -458,11 +448,8 @@ def test_sigterm_refuses_new_connections_while_draining(make_server):
     try:
         Api(srv).wait_load(lambda load: load["inFlight"] >= 1, "the upload in flight")
         srv.proc.send_signal(signal.SIGTERM)
-        deadline = time.time() + 2
-        while "shutting down" not in srv.read_log():
-            assert time.time() < deadline, "no shutdown log line"
-            time.sleep(0.02)
-        time.sleep(0.05)
+        eventually(lambda: "shutting down" in srv.read_log(), 2, "the shutdown log line", interval=0.02)
+        time.sleep(0.05)  # a server that does not drain would be gone by now
         assert srv.proc.poll() is None, "the server must still be draining the request in flight"
         with pytest.raises(ConnectionRefusedError):
             probe = socket.create_connection(("127.0.0.1", srv.port), timeout=2)
@@ -509,10 +496,7 @@ def test_sigterm_past_the_grace_period_answers_the_waiting_and_cuts_a_busy_handl
         busy = []
         t = threading.Thread(target=lambda: busy.append(_post_or_error(srv, "/payments/setup-intent", busy_user)))
         t.start()
-        deadline = time.time() + 10
-        while not fake.calls("POST", "/v1/customers"):
-            assert time.time() < deadline, "the processor call did not start"
-            time.sleep(0.01)
+        eventually(lambda: fake.calls("POST", "/v1/customers"), 10, "the processor call started", interval=0.01)
         conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
         conn.request("GET", "/health")  # an accepted connection, served before the signal
         assert conn.getresponse().read()
@@ -559,16 +543,10 @@ def test_housekeeping_deletes_expired_counters_and_old_finished_work(server_fact
     assert int(done_mail_work()) >= 1
     # two hours on: the counter's 15-minute window is long over, the sent email is kept a week
     api.advance_clock(2 * 3600 * 1000)
-    deadline = time.time() + 15
-    while int(counters()) != 0:
-        assert time.time() < deadline, "expired rate-limit counter not deleted"
-        time.sleep(0.05)
+    eventually(counters, 15, "the expired rate-limit counter deleted", until=lambda n: int(n) == 0)
     assert int(done_mail_work()) >= 1
     api.advance_clock(8 * 24 * 3600 * 1000)
-    deadline = time.time() + 15
-    while int(done_mail_work()) != 0:
-        assert time.time() < deadline, "week-old finished work not deleted"
-        time.sleep(0.05)
+    eventually(done_mail_work, 15, "the week-old finished work deleted", until=lambda n: int(n) == 0)
     # keyed work (the periodic slots themselves) stays
     assert int(db_rows(url, data, "SELECT count(*) FROM job_queue WHERE kind = 'housekeeping'")[0][0]) >= 2
 

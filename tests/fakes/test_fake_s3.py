@@ -10,6 +10,7 @@ client's own tests drive S3 through the upload endpoints (tests/api/test_files.p
 import hashlib
 import hmac
 import http.client
+import threading
 import time
 import urllib.parse
 
@@ -186,6 +187,23 @@ def test_delay_holds_one_method(fake, client):
     t0 = time.time()
     assert client.request("DELETE", "missing")[0] == 204
     assert time.time() - t0 >= 0.5
+    fake.delay("DELETE", 0)
+    t0 = time.time()
+    client.request("DELETE", "missing")
+    assert time.time() - t0 < 0.4
+
+
+def test_hold_keeps_one_method_until_released(fake, client):
+    release = fake.hold("DELETE")
+    answers = []
+    t = threading.Thread(target=lambda: answers.append(client.request("DELETE", "missing")[0]))
+    t.start()
+    assert client.request("GET", "missing")[0] == 404  # other methods pass
+    t.join(0.3)
+    assert answers == [] and t.is_alive()
+    release.set()
+    t.join(5)
+    assert answers == [204]
     fake.delay("DELETE", 0)
     t0 = time.time()
     client.request("DELETE", "missing")

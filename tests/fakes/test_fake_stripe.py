@@ -1,6 +1,7 @@
 """Self-test of tests/api/fake_stripe.py, the Stripe stand-in behind the service's Stripe
 client in tests/api/test_payments.py: if the fake were wrong, those tests would prove little.
 It needs neither the binary nor a build, and is not product coverage (`make fakes`)."""
+import threading
 import time
 import uuid
 
@@ -65,6 +66,23 @@ def test_fake_stripe_delay_holds_requests_without_an_idempotency_key(fake):
         assert r.status_code == 404 and time.time() - t0 >= 0.5
     finally:
         fake.delay("GET", "/v1/subscriptions/sub_slow", 0)
+
+
+def test_fake_stripe_hold_keeps_requests_until_released(fake):
+    auth = {"Authorization": "Bearer sk_test_fake"}
+    release = fake.hold("GET", "/v1/subscriptions/sub_held")
+    answers = []
+    try:
+        t = threading.Thread(target=lambda: answers.append(requests.get(
+            f"{fake.url}/v1/subscriptions/sub_held", headers=auth, timeout=10).status_code))
+        t.start()
+        t.join(0.3)
+        assert answers == [] and t.is_alive()
+        release.set()
+        t.join(5)
+        assert answers == [404]
+    finally:
+        fake.delay("GET", "/v1/subscriptions/sub_held", 0)
 
 
 def test_fake_stripe_refunds_as_stripe_does(fake):

@@ -42,6 +42,7 @@ typedef struct lcase {
 } lcase;
 
 #define CA_HEAD "CALIFORNIA\nDRIVER LICENSE\nDL I1234567\n"
+#define API_LICENCE "CALIFORNIA DRIVER LICENSE\nDL D1234567\nLN SMITH\nFN JANE\n"
 
 static const lcase licence_cases[] = {
     /* the spec's table */
@@ -164,6 +165,30 @@ static const lcase licence_cases[] = {
     {"state names below the header are ignored",
      "DRIVER LICENSE\nDOB 01/02/1980\nEXP 01/02/2030\nLN SMITH\nFN JO\n1 MAIN ST\nAUSTIN TEXAS\n", 0.9, "passed", "",
      NULL, NULL, NULL, ""},
+    /* the licences the API tests drew and read through Tesseract (tests/api/test_providers.py's
+     * licence_lines()); there only the passed one, one near expiry, an unreadable image and
+     * recognition unavailable are left to prove the wiring */
+    {"API layout, near expiry at 10 days", API_LICENCE "DOB 01/15/1985\nEXP 06/25/2026\n", 0.9, "review", "near_expiry",
+     "JANE SMITH", "1985-01-15", "2026-06-25", "CA"},
+    {"API layout, near expiry at 30 days", API_LICENCE "DOB 01/15/1985\nEXP 07/15/2026\n", 0.9, "review", "near_expiry",
+     "JANE SMITH", "1985-01-15", "2026-07-15", "CA"},
+    {"API layout, 31 days is clear", API_LICENCE "DOB 01/15/1985\nEXP 07/16/2026\n", 0.9, "passed", "", "JANE SMITH",
+     "1985-01-15", "2026-07-16", "CA"},
+    {"API layout, expired yesterday", API_LICENCE "DOB 01/15/1985\nEXP 06/14/2026\n", 0.9, "failed", "expired",
+     "JANE SMITH", "1985-01-15", "2026-06-14", "CA"},
+    {"API layout, expired long ago", API_LICENCE "DOB 01/15/1985\nEXP 05/11/2025\n", 0.9, "failed", "expired",
+     "JANE SMITH", "1985-01-15", "2025-05-11", "CA"},
+    {"API layout, no dob", API_LICENCE "EXP 03/11/2029\n", 0.9, "review", "no_dob", "JANE SMITH", "", "2029-03-11",
+     "CA"},
+    {"API layout, no dob and no expiry", API_LICENCE, 0.9, "failed", "no_dob,no_expiry", "JANE SMITH", "", "", "CA"},
+    {"API layout, label variants",
+     "TEXAS\nDRIVER'S LICENSE\nLIC NO 12345678\nLAST NAME GARCIA\nFIRST NAME MARIA\nDate of Birth: 07-04-1990\n"
+     "Expires: 2028-12-02\n",
+     0.9, "passed", "", "MARIA GARCIA", "1990-07-04", "2028-12-02", "TX"},
+    {"API layout, a grocery receipt",
+     "FRESH MARKET GROCERY\nMILK 2% GAL      3.49\nBREAD WHOLE WHEAT 2.99\nEGGS LARGE DOZEN 4.19\nSUBTOTAL 10.67\n"
+     "TOTAL 11.52\nTHANK YOU FOR SHOPPING\n",
+     0.9, "failed", "not_a_license", "", "", "", ""},
 };
 
 static int check_licence(const lcase *c) {
@@ -242,6 +267,10 @@ typedef struct icase {
   "GEN'L AGGREGATE LIMIT APPLIES PER: POLICY PRO-JECT LOC GENERAL AGGREGATE $ 2,000,000\n"                             \
   "SHOULD ANY OF THE ABOVE DESCRIBED POLICIES BE CANCELLED BEFORE THE EXPIRATION DATE THEREOF\n"
 
+#define API_CERT(eff, exp)                                                                                             \
+  "CERTIFICATE OF LIABILITY INSURANCE\nCarrier: State Farm\nPolicy Number: GL-4827361\nEffective Date: " eff           \
+  "\nExpiration Date: " exp "\nCoverage Amount: $1,000,000\n"
+
 #define FIELDS(eff, exp)                                                                                               \
   "Carrier: Acme Mutual\nPolicy Number: GL-1001\nEffective Date: " eff "\nExpiration Date: " exp "\n"
 
@@ -318,6 +347,34 @@ static const icase insurance_cases[] = {
      NULL, NULL, NULL, NULL, "1000000", 1, NULL},
     {"occurrence before limit", "Limit $5,000\nEach Occurrence $1,000,000\n", "review", "no_expiry", NULL, NULL, NULL,
      NULL, "1000000", 1, NULL},
+    /* the certificates the API tests drew and read through Tesseract (tests/api/test_providers.py's
+     * certificate_lines()); there only an active image, a text PDF, a re-upload and recognition
+     * unavailable are left to prove the wiring */
+    {"API layout, active", API_CERT("01/01/2026", "01/01/2027"), "active", "", "State Farm", "GL-4827361", "2026-01-01",
+     "2027-01-01", "1000000", 5,
+     "State Farm, policy GL-4827361, effective 2026-01-01, expires 2027-01-01, coverage $1,000,000"},
+    {"API layout, 31 days is active", API_CERT("07/16/2025", "07/16/2026"), "active", "", "State Farm", "GL-4827361",
+     "2025-07-16", "2026-07-16", "1000000", 5,
+     "State Farm, policy GL-4827361, effective 2025-07-16, expires 2026-07-16, coverage $1,000,000"},
+    {"API layout, near expiry at 30 days", API_CERT("07/15/2025", "07/15/2026"), "review", "near_expiry", "State Farm",
+     "GL-4827361", "2025-07-15", "2026-07-15", "1000000", 5,
+     "State Farm, policy GL-4827361, effective 2025-07-15, expires 2026-07-15, coverage $1,000,000"},
+    {"API layout, near expiry at 10 days", API_CERT("06/25/2025", "06/25/2026"), "review", "near_expiry", "State Farm",
+     "GL-4827361", "2025-06-25", "2026-06-25", "1000000", 5,
+     "State Farm, policy GL-4827361, effective 2025-06-25, expires 2026-06-25, coverage $1,000,000"},
+    {"API layout, expired yesterday", API_CERT("06/14/2025", "06/14/2026"), "expired", "expired", "State Farm",
+     "GL-4827361", "2025-06-14", "2026-06-14", "1000000", 5,
+     "State Farm, policy GL-4827361, effective 2025-06-14, expires 2026-06-14, coverage $1,000,000"},
+    {"API layout, ACORD label variants",
+     "ACORD CERTIFICATE OF LIABILITY INSURANCE\nINSURER A: Acme Mutual Insurance Co 12345\nPolicy # ABC-778899\n"
+     "Policy Eff 04-11-2026\nPolicy Exp 04-11-2027\nEach Occurrence $2,000,000\n",
+     "active", "", "Acme Mutual Insurance Co", "ABC-778899", "2026-04-11", "2027-04-11", "2000000", 5,
+     "Acme Mutual Insurance Co, policy ABC-778899, effective 2026-04-11, expires 2027-04-11, coverage $2,000,000"},
+    {"API layout, one field leaves no summary", "CERTIFICATE OF LIABILITY INSURANCE\nCarrier: State Farm\n", "review",
+     "no_expiry", "State Farm", "", "", "", "", 1, ""},
+    {"API layout, two fields make a summary",
+     "CERTIFICATE OF LIABILITY INSURANCE\nCarrier: State Farm\nPolicy Number: GL-4827361\n", "review", "no_expiry",
+     "State Farm", "GL-4827361", "", "", "", 2, "State Farm, policy GL-4827361"},
 };
 
 static int check_insurance(const icase *c) {

@@ -85,6 +85,8 @@ static int make_images(void) {
            path_in(out, "photo.jpg"));
   if (sh(cmd)) return -1;
   snprintf(cmd, sizeof cmd, "convert -size 800x400 xc:white %s", path_in(out, "blank.png"));
+  if (sh(cmd)) return -1;
+  snprintf(cmd, sizeof cmd, "convert -size 4x4 xc:gray50 %s", path_in(out, "tiny.png"));
   return sh(cmd);
 }
 
@@ -284,6 +286,15 @@ static void test_transparent_background(void **state) {
   ocr_text_free(&t);
 }
 
+/* The recognition rules read what OCR made of a licence as unreadable, and nothing else. */
+static void assert_unreadable_licence(const ocr_text *t) {
+  licence_result r;
+  recognize_licence(t->text, t->confidence, NOW, &r);
+  assert_string_equal(r.status, "failed");
+  assert_int_equal(r.nflags, 1);
+  assert_string_equal(r.flags[0], "unreadable");
+}
+
 static void test_blank_image(void **state) {
   (void)state;
   char p[256], err[256];
@@ -292,6 +303,21 @@ static void test_blank_image(void **state) {
   assert_non_null(t.text);
   for (const char *s = t.text; *s; s++) assert_true(*s == ' ' || *s == '\n');
   assert_true(t.confidence < 0.6);
+  assert_unreadable_licence(&t);
+  ocr_text_free(&t);
+}
+
+/* Too small to hold a document (Tesseract refuses some such images outright, which would read
+ * as recognition unavailable): no text, so unreadable, not an engine failure. */
+static void test_tiny_image(void **state) {
+  (void)state;
+  char p[256], err[256];
+  ocr_text t = {0};
+  assert_true(ocr_image(path_in(p, "tiny.png"), &t, err));
+  assert_string_equal(t.text, "");
+  assert_true(t.confidence == 0);
+  assert_true(contains(err, "too small"));
+  assert_unreadable_licence(&t);
   ocr_text_free(&t);
 }
 
@@ -402,13 +428,21 @@ static void test_text_free_twice(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_png_licence),     cmocka_unit_test(test_png_licence_recognised),
-      cmocka_unit_test(test_jpeg_and_webp),   cmocka_unit_test(test_textured_photo),
-      cmocka_unit_test(test_sideways_photo),  cmocka_unit_test(test_transparent_background),
-      cmocka_unit_test(test_blank_image),     cmocka_unit_test(test_not_an_image),
-      cmocka_unit_test(test_missing_file),    cmocka_unit_test(test_pdf_text_layer),
-      cmocka_unit_test(test_pdf_scan),        cmocka_unit_test(test_pdf_first_three_pages),
-      cmocka_unit_test(test_pdf_damaged),     cmocka_unit_test(test_threads),
+      cmocka_unit_test(test_png_licence),
+      cmocka_unit_test(test_png_licence_recognised),
+      cmocka_unit_test(test_jpeg_and_webp),
+      cmocka_unit_test(test_textured_photo),
+      cmocka_unit_test(test_sideways_photo),
+      cmocka_unit_test(test_transparent_background),
+      cmocka_unit_test(test_blank_image),
+      cmocka_unit_test(test_tiny_image),
+      cmocka_unit_test(test_not_an_image),
+      cmocka_unit_test(test_missing_file),
+      cmocka_unit_test(test_pdf_text_layer),
+      cmocka_unit_test(test_pdf_scan),
+      cmocka_unit_test(test_pdf_first_three_pages),
+      cmocka_unit_test(test_pdf_damaged),
+      cmocka_unit_test(test_threads),
       cmocka_unit_test(test_text_free_twice),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);

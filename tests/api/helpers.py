@@ -1,0 +1,65 @@
+"""Helpers for every API test file (conftest.py included, so nothing here imports it).
+
+- `eventually(fn, ...)`: the one way to wait for something the service does on its own time
+  (a queue drains, a log line or an email arrives, a check finishes). No test sleeps a fixed
+  time and then asserts: it waits for the observable outcome, and fails with what it waited
+  for and the last value it saw. Time a rule reads (windows, expiries, the order of
+  timestamps) is moved with the test clock (`api.advance_clock(ms)`) instead.
+- `health_once_up(proc, url)`: for the tests that start the binary themselves.
+- `png_bytes(...)`: the one image maker: a valid PNG of pseudo-random pixels.
+"""
+import random
+import struct
+import time
+import zlib
+
+import requests
+
+
+def eventually(fn, timeout=10, what="the condition", interval=0.05, until=bool, retry=(AssertionError,)):
+    """Calls fn() every interval seconds until until(value) is true, and returns that value.
+    fn may also raise one of `retry` (AssertionError by default) to mean "not yet". After
+    timeout seconds it fails: an AssertionError naming `what`, with the last value or the last
+    error."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            value, error = fn(), None
+            if until(value):
+                return value
+        except retry as e:
+            value, error = None, e
+        if time.monotonic() >= deadline:
+            last = f"{type(error).__name__}: {error}" if error is not None else repr(value)
+            raise AssertionError(f"{what}: not reached within {timeout} s; last: {last[:2000]}") from error
+        time.sleep(interval)
+
+
+def health_once_up(proc, url, timeout=20, read_log=lambda: ""):
+    """GET url/health once the process proc (started by the test) answers it; fails at once if
+    proc exits first (with read_log() in the message)."""
+    def health():
+        assert proc.poll() is None, f"exited with {proc.returncode}: {read_log()}"
+        try:
+            return requests.get(url + "/health", timeout=1)
+        except requests.RequestException:
+            return None
+
+    return eventually(health, timeout, f"{url} answers /health", until=lambda r: r is not None, retry=())
+
+
+def png_chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+
+def png_bytes(seed=1, width=16, height=12, gray=False, extra_chunks=()):
+    """A valid PNG (RGB, or 8-bit grey with gray=True) of pseudo-random pixels from seed, with no
+    ancillary chunk but extra_chunks [(type, data)], written between IHDR and IDAT; without
+    them the service's metadata stripping leaves it byte for byte."""
+    rnd = random.Random(seed)
+    bpp = 1 if gray else 3
+    raw = b"".join(b"\0" + bytes(rnd.randrange(256) for _ in range(width * bpp)) for _ in range(height))
+    out = b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0 if gray else 2, 0, 0, 0))
+    for kind, data in extra_chunks:
+        out += png_chunk(kind, data)
+    return out + png_chunk(b"IDAT", zlib.compress(raw)) + png_chunk(b"IEND", b"")
