@@ -8,11 +8,17 @@
 #include <time.h>
 
 static _Atomic int64_t offset_ms;
+static _Atomic int64_t frozen_ms; /* the wall clock's reading when frozen; 0: it runs */
 
 int64_t clock_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + atomic_load(&offset_ms);
+  int64_t frozen = atomic_load(&frozen_ms);
+  return (frozen ? frozen : clock_real_ms()) + atomic_load(&offset_ms);
+}
+
+void clock_freeze(bool frozen) {
+  int64_t real = clock_real_ms(), was = atomic_exchange(&frozen_ms, frozen ? real : 0);
+  if (was && !frozen) atomic_fetch_add(&offset_ms, was - real); /* runs on from where it stood */
+  if (was && frozen) atomic_store(&frozen_ms, was);             /* already frozen: stays put */
 }
 
 int64_t clock_sequence(void) {

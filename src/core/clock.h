@@ -16,6 +16,10 @@
 int64_t clock_now_ms(void);
 /* Moves the service clock forward by ms (test environment only; callers enforce that). */
 void clock_advance_ms(int64_t ms);
+/* Stops the service clock where it is (frozen) or lets it run on from there (test environment
+ * only): while frozen only clock_advance_ms moves it, so records made one after another share
+ * their time and their order must come from clock_sequence. */
+void clock_freeze(bool frozen);
 /* A strictly increasing number (epoch ms x 1000 plus a counter) for ordering records made in
  * the same millisecond by this process. */
 int64_t clock_sequence(void);

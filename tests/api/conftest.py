@@ -16,8 +16,6 @@ Fixtures
   flight or being handled (GET /__test/load) instead of sleeping.
 - `server_factory`: `server_factory(**env)` starts an extra server with its own data
   directory and database (stopped at teardown), for restart and configuration tests.
-- `stepped_clock`: `server_factory(**stepped_clock)` starts one whose wall clock moves in 50 ms
-  steps, so records created back to back share their millisecond (tests of tie order).
 
 Waiting and images come from helpers.py: `eventually()` for every wait, `png_bytes()`.
 
@@ -257,10 +255,21 @@ class PgCluster:
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     def start(self):
+        """initdb, then the server on a free port; another process (a parallel test worker) may
+        take that port before the server binds it, so a start that fails is tried again on
+        another port."""
         self._run("initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "--no-sync")
-        self.opts = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off "
-                     "-c synchronous_commit=off -c full_page_writes=off -c max_connections=500")
-        self._run("pg_ctl", "-D", self.data, "-o", self.opts, "-l", os.path.join(self.dir, "log"), "-w", "start")
+        for attempt in range(5):
+            self.opts = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off "
+                         "-c synchronous_commit=off -c full_page_writes=off -c max_connections=500")
+            try:
+                self._run("pg_ctl", "-D", self.data, "-o", self.opts, "-l", os.path.join(self.dir, "log"), "-w",
+                          "start")
+                return
+            except subprocess.CalledProcessError:
+                if attempt == 4:
+                    raise
+                self.port = free_port()
 
     def restart(self):
         self._run("pg_ctl", "-D", self.data, "-m", "fast", "-w", "restart")
@@ -484,6 +493,13 @@ class Api:
         assert r.status_code == 200, r.text
         return r.json()["now"]
 
+    def freeze_clock(self, frozen=True):
+        """Stops the server's clock where it is (or lets it run on): records made meanwhile
+        share their time, so their order must come from the service's sequence, not from luck."""
+        r = self.post("/__test/clock", json={"advanceMs": 0, "freeze": frozen})
+        assert r.status_code == 200, r.text
+        return r.json()["now"]
+
     def wait_queue_idle(self, timeout=15):
         """Waits until no background work is due or running (GET /__test/queue), so a test can
         assert that an email or push was *not* sent; work scheduled for a later retry is not due."""
@@ -625,20 +641,6 @@ def run_once_only(request):
     through other tests)."""
     if request.config.getoption("--engine") != "sqlite" or "asan" in request.config.getoption("--binary").split(os.sep):
         pytest.skip("engine-independent and slow: runs once, in the plain SQLite pass")
-
-
-@pytest.fixture(scope="session")
-def stepped_clock(tmp_path_factory):
-    """Environment for server_factory(**stepped_clock): the server's wall clock moves in 50 ms
-    steps (tests/api/stepped_clock.c, built here and loaded with LD_PRELOAD), so records it
-    creates back to back share their millisecond for certain, for tests of how such ties are
-    ordered. The service's test clock still moves it forward."""
-    lib = tmp_path_factory.mktemp("stepped-clock") / "stepped_clock.so"
-    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(lib), os.path.join(ROOT, "tests", "api", "stepped_clock.c"),
-                    "-ldl"], check=True, capture_output=True, timeout=120)
-    # the ASan build wants its runtime first in the library list; this library only wraps
-    # clock_gettime, which ASan reaches through the next definition
-    return {"LD_PRELOAD": str(lib), "STEPPED_CLOCK_MS": "50", "ASAN_OPTIONS": ASAN_OPTIONS + ":verify_asan_link_order=0"}
 
 
 @pytest.fixture

@@ -138,6 +138,32 @@ def test_clock_validation(api, body):
     assert err.startswith("advanceMs: "), err
 
 
+def test_clock_freezes_and_runs_on_from_where_it_stood(server_factory):
+    """A frozen clock stands still (tokens, windows, createdAt all read it) and moves only when
+    advanced; let go, it runs on from where it stood, not from the wall clock."""
+    from helpers import eventually
+    api = Api(server_factory())
+    iso = lambda body: api.post("/__test/clock", json=body).json()["now"]
+    at = lambda text: datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    frozen = api.freeze_clock()
+    time.sleep(1.5)  # the wall clock moves; the frozen one must not
+    assert iso({"advanceMs": 0}) == frozen
+    assert iso({"advanceMs": 0, "freeze": True}) == frozen  # freezing again keeps it where it is
+    u = api.register_user()
+    assert api.get("/users/me", token=u["token"]).status_code == 200
+    later = iso({"advanceMs": 60000})
+    assert at(later) - at(frozen) == datetime.timedelta(seconds=60) and iso({"advanceMs": 0}) == later
+    assert api.freeze_clock(False) == later
+    eventually(lambda: iso({"advanceMs": 0}) > later, what="the clock runs again")
+    # from where it stood: the 1.5 s it was frozen are not added back
+    assert at(iso({"advanceMs": 0})) - at(later) < datetime.timedelta(seconds=1)
+
+
+def test_clock_freeze_must_be_a_boolean(api):
+    r = api.post("/__test/clock", json={"advanceMs": 0, "freeze": "yes"})
+    assert r.status_code == 400 and r.json()["error"].startswith("freeze: "), r.text
+
+
 @pytest.fixture(scope="module")
 def dev_server(make_server):
     return make_server(APP_ENV="development")

@@ -36,6 +36,8 @@ err_t api_ready(hs_req *req) {
 }
 
 err_t api_test_clock(hs_req *req) {
+  json_t *freeze = json_object_get(req->body, "freeze");
+  if (freeze) clock_freeze(json_is_true(freeze));
   clock_advance_ms(json_integer_value(json_object_get(req->body, "advanceMs")));
   return hs_ok(req, json_pack("{s:o}", "now", jx_iso(clock_now_ms())));
 }

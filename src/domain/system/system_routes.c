@@ -3,6 +3,7 @@
 
 static const hs_field clock_fields[] = {
     {"advanceMs", F_INT, F_REQUIRED, RANGE(0, 10.0 * 365 * 24 * 3600 * 1000)},
+    {"freeze", F_BOOL},
     {0},
 };
 static const hs_schema clock_schema = {clock_fields};
@@ -17,7 +18,7 @@ const hs_route system_routes[] = {
      .summary = "Prometheus metrics (loopback callers or the METRICS_TOKEN bearer; 404 to anyone else)",
      .response = "text/plain", .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_POST, "/__test/clock", api_test_clock, ROLE_OPEN, &clock_schema, .flags = ROUTE_TEST_ONLY,
-     .summary = "Move the service clock forward (APP_ENV=test only)"},
+     .summary = "Move the service clock forward; freeze: stop it there, or let it run (APP_ENV=test only)"},
     {HS_GET, "/__test/routes", api_test_routes, ROLE_OPEN, .flags = ROUTE_TEST_ONLY,
      .summary = "Route table with hit counts (APP_ENV=test only)"},
     {HS_GET, "/__test/queue", api_test_queue, ROLE_OPEN, .flags = ROUTE_TEST_ONLY,
