@@ -26,6 +26,7 @@
 #include "http/metrics.h"
 #include "http/ratelimit.h"
 #include "http/router.h"
+#include "http/stream.h"
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,7 @@
  * instead of two allocations per request. */
 static json_t *empty_object;
 static hs_hooks hooks; /* hs_set_hooks */
+static hs_ticket_redeemer ticket_redeemer; /* hs_set_ticket_redeemer */
 
 void hs_pipeline_init(void) {
   hs_answer_init();
@@ -46,6 +48,8 @@ void hs_pipeline_init(void) {
 }
 
 void hs_set_hooks(const hs_hooks *h) { hooks = *h; }
+
+void hs_set_ticket_redeemer(hs_ticket_redeemer redeem) { ticket_redeemer = redeem; }
 
 /* ---- the request's identity: id and client address ---- */
 
@@ -196,16 +200,32 @@ static const token_claims *claims_of(hs_call *c) {
   return c->claims = token_verify(h, t) ? t : NULL;
 }
 
-/* 401 without a valid token, 403 when its role is not one the route admits. The check_token
- * hook may use the database, so it runs only where the request is answered: an upload's early
- * guard on the event thread (with_hook false) leaves it to hs_dispatch. */
+/* On a ROUTE_TICKET route without a valid bearer token: the claims of the `ticket` query
+ * parameter's token, redeemed once (NULL: none; *offered tells whether a ticket was given). */
+static const token_claims *ticket_claims(hs_call *c, bool *offered) {
+  *offered = false;
+  if (!ticket_redeemer || !c->raw_query || !(c->req.route->flags & ROUTE_TICKET)) return NULL;
+  json_t *args = arena_json(&c->req.arena, json_object());
+  hs_query_parse(c->raw_query, args);
+  const char *ticket = json_string_value(json_object_get(args, "ticket"));
+  if (!ticket) return NULL;
+  *offered = true;
+  token_claims *t = arena_alloc(&c->req.arena, sizeof *t);
+  return c->claims = ticket_redeemer(ticket, t) ? t : NULL;
+}
+
+/* 401 without a valid token (or ticket), 403 when its role is not one the route admits. The
+ * check_token hook may use the database, so it runs only where the request is answered: an
+ * upload's early guard on the event thread (with_hook false) leaves it to hs_dispatch. */
 static err_t guard(hs_call *c, bool with_hook) {
   hs_req *req = &c->req;
   const token_claims *t = claims_of(c);
-  if (!t) return hs_fail(req, ERR_UNAUTHORIZED, NULL);
+  bool offered = false;
+  if (!t) t = ticket_claims(c, &offered);
+  if (!t) return hs_fail(req, ERR_UNAUTHORIZED, offered ? "Invalid or expired ticket" : NULL);
   unsigned bit = hs_role_bit(t->role, t->is_staff);
   if (!bit) return hs_fail(req, ERR_FORBIDDEN, NULL);
-  req->auth = (hs_auth){t->id, t->role, bit, t->elevation_id[0] ? t->elevation_id : NULL, t->gen};
+  req->auth = (hs_auth){t->id, t->role, bit, t->elevation_id[0] ? t->elevation_id : NULL, t->gen, t->exp};
   err_t e = with_hook && hooks.check_token ? hooks.check_token(req) : ERR_OK;
   if (e != ERR_OK) return req->err != ERR_OK ? req->err : hs_fail(req, e, NULL);
   if (!(bit & req->route->roles)) return hs_fail(req, ERR_FORBIDDEN, NULL);
@@ -220,7 +240,7 @@ static err_t observe_impersonation(hs_call *c) {
   hs_req *req = &c->req;
   const token_claims *t = claims_of(c);
   if (!t || !t->elevation_id[0] || !hooks.check_token) return ERR_OK;
-  req->auth = (hs_auth){t->id, t->role, hs_role_bit(t->role, t->is_staff), t->elevation_id, t->gen};
+  req->auth = (hs_auth){t->id, t->role, hs_role_bit(t->role, t->is_staff), t->elevation_id, t->gen, t->exp};
   err_t e = hooks.check_token(req);
   if (e == ERR_OK && req->err == ERR_OK) return ERR_OK;
   if (e == ERR_UNAUTHORIZED || req->err == ERR_UNAUTHORIZED) {
@@ -389,6 +409,7 @@ void hs_call_log(hs_call *c, double ms, bool aborted) {
 
 void hs_call_fini(hs_call *c) {
   hs_req *req = &c->req;
+  if (req->stream) hs_stream_gone(req->stream), req->stream = NULL; /* opened, never sent */
   hs_multipart_free(c->mp);
   c->mp = NULL;
   if (req->res_fd >= 0) close(req->res_fd), req->res_fd = -1; /* a file answer that was never sent */

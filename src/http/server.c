@@ -11,7 +11,16 @@
  * answer. Answering only after the body keeps the connection alive. A JSON answer written with
  * the writer (hs_ok_jw) is sent from the arena as it is. on_completed writes the access log
  * line and drops the request's arena. Every connection is watched for slow clients from accept
- * to close (http/watch.h). */
+ * to close (http/watch.h).
+ *
+ * A streamed answer (http/stream.h) is a response from a content-reader callback of unknown
+ * size (chunked): the callback takes what the stream holds, or suspends the connection and
+ * returns 0 when it holds nothing, and the stream's next write resumes it; so a parked stream
+ * holds no thread and MHD keeps no timer for it. Once its headers are queued the stream counts
+ * as answered: its access log line is written then, and it no longer counts as in flight, so a
+ * shutdown's drain does not wait for it; the stop asks the streams' owners for their last
+ * words first (hs_streams_stop) and cuts what does not finish, because MHD must not stop with
+ * a connection suspended. */
 #include "http/server.h"
 #include "core/clock.h"
 #include "core/config.h"
@@ -20,6 +29,7 @@
 #include "http/answer.h"
 #include "http/lanes.h"
 #include "http/pipeline.h"
+#include "http/stream.h"
 #include "http/watch.h"
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -43,11 +53,12 @@ typedef struct conn_ctx {
   bool started;  /* on_request has seen the headers (the context exists from the request line on) */
   bool answered; /* a response was queued */
   bool done;     /* a worker ran the pipeline; the answer waits to be queued */
+  bool streaming; /* the answer is a stream, answered and logged when it was queued */
   struct timespec start;
   hs_watch *watch; /* the connection's deadlines (http/watch.h) */
   /* the request arena's first chunk, so a small request allocates nothing else (kept last:
    * it is not zeroed) */
-  _Alignas(max_align_t) unsigned char arena_buf[400]; /* what is left of 1 KiB */
+  _Alignas(max_align_t) unsigned char arena_buf[384]; /* what is left of 1 KiB */
 } conn_ctx;
 
 /* glibc serves blocks up to 1032 bytes from a per-thread cache; a larger one consolidates
@@ -93,9 +104,58 @@ static bool conn_peer(void *conn, char out[INET6_ADDRSTRLEN]) {
 
 static const hs_conn_ops mhd_conn_ops = {conn_header, conn_each_header, conn_peer};
 
+static double elapsed_ms(const conn_ctx *ctx) {
+  struct timespec end;
+  clock_gettime(CLOCK_MONOTONIC, &end);
+  return (double)(end.tv_sec - ctx->start.tv_sec) * 1e3 + (double)(end.tv_nsec - ctx->start.tv_nsec) / 1e6;
+}
+
+/* A stream is answered once its headers are queued: its access line (the time to the answer)
+ * is written then, and it no longer counts as in flight. */
+static void log_answered(conn_ctx *ctx) {
+  hs_call_log(&ctx->call, elapsed_ms(ctx), false);
+  atomic_fetch_sub(&inflight, 1);
+}
+
 /* ---- sending the answer ---- */
 
 static void add_header(void *resp, const char *name, const char *value) { MHD_add_response_header(resp, name, value); }
+
+/* A stream's connection, as http/stream.h sees it. */
+static void stream_suspend(void *conn) { MHD_suspend_connection(conn); }
+static void stream_resume(void *conn) { MHD_resume_connection(conn); }
+static void stream_cut(void *conn, int fd) {
+  (void)conn;
+  if (fd >= 0) shutdown(fd, SHUT_RDWR); /* MHD sees the peer gone and closes the connection */
+}
+static const hs_stream_transport mhd_stream_ops = {stream_suspend, stream_resume, stream_cut};
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
+  (void)pos;
+  ssize_t n = hs_stream_read(cls, buf, max);
+  return n == -1 ? MHD_CONTENT_READER_END_OF_STREAM : n == -2 ? MHD_CONTENT_READER_END_WITH_ERROR : n;
+}
+
+static void stream_done(void *cls) { hs_stream_gone(cls); }
+
+/* A stream's socket buffers what the client has not read yet up to this: beyond it writes wait
+ * in the stream, where the backlog is counted and capped (kernel autotuning would hide a slow
+ * reader's backlog in megabytes of socket memory). */
+#define STREAM_SNDBUF (64 * 1024)
+
+/* The stream's response: headers now, then what its owner writes. The stream is the
+ * transport's from here on (req->stream cleared), answered and no longer in flight. */
+static struct MHD_Response *stream_response(struct MHD_Connection *conn, conn_ctx *ctx) {
+  hs_req *req = &ctx->call.req;
+  struct MHD_Response *resp =
+      MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 1024, stream_reader, req->stream, stream_done);
+  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+  int fd = ci ? ci->connect_fd : -1;
+  int sndbuf = STREAM_SNDBUF;
+  if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+  hs_stream_attach(req->stream, &mhd_stream_ops, conn, fd);
+  return resp;
+}
 
 static enum MHD_Result send_answer(struct MHD_Connection *conn, conn_ctx *ctx) {
   hs_call *c = &ctx->call;
@@ -103,7 +163,10 @@ static enum MHD_Result send_answer(struct MHD_Connection *conn, conn_ctx *ctx) {
   ctx->answered = true;
   hs_answer_prepare(c); /* answers that did not go through hs_dispatch (413 before the body, preflights) */
   struct MHD_Response *resp;
-  if (req->res_content_type && req->res_fd >= 0) {
+  hs_stream *stream = req->stream;
+  if (stream) {
+    resp = stream_response(conn, ctx);
+  } else if (req->res_content_type && req->res_fd >= 0) {
     resp = MHD_create_response_from_fd(req->res_size, req->res_fd);
     req->res_fd = -1; /* MHD closes it */
   } else if (req->res_content_type) {
@@ -117,7 +180,12 @@ static enum MHD_Result send_answer(struct MHD_Connection *conn, conn_ctx *ctx) {
   }
   hs_answer_headers(c, add_header, resp);
   enum MHD_Result ret = MHD_queue_response(conn, (unsigned)req->status, resp);
-  MHD_destroy_response(resp);
+  MHD_destroy_response(resp); /* a stream's is freed (stream_done) when its connection lets go of it */
+  if (stream) {
+    req->stream = NULL;
+    ctx->streaming = true;
+    log_answered(ctx);
+  }
   return ret;
 }
 
@@ -207,15 +275,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   (void)cls, (void)conn;
   conn_ctx *ctx = *con_cls;
   if (!ctx) return;
-  if (ctx->started) { /* else the connection ended before the request's headers */
-    struct timespec end;
-    clock_gettime(CLOCK_MONOTONIC, &end);
-    double ms = (double)(end.tv_sec - ctx->start.tv_sec) * 1e3 + (double)(end.tv_nsec - ctx->start.tv_nsec) / 1e6;
-    hs_call_log(&ctx->call, ms, toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
-    if (ctx->watch) hs_watch_waiting(ctx->watch);
+  if (ctx->started && !ctx->streaming) { /* else the connection ended before the request's headers */
+    hs_call_log(&ctx->call, elapsed_ms(ctx), toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
+    atomic_fetch_sub(&inflight, 1);
   }
+  if (ctx->started && ctx->watch) hs_watch_waiting(ctx->watch);
   hs_call_fini(&ctx->call);
-  if (ctx->started) atomic_fetch_sub(&inflight, 1);
   free(ctx);
   *con_cls = NULL;
 }
@@ -271,6 +336,9 @@ int hs_server_port(void) {
   return info ? info->port : 0;
 }
 
+/* How long a stop waits for the streams to send their last event and finish. */
+#define STREAM_STOP_MS 1000
+
 /* Waits until cond() holds or the deadline (clock_mono_ms) passes; true when it holds. */
 static bool wait_until(bool (*cond)(void), int64_t deadline) {
   while (!cond()) {
@@ -296,6 +364,8 @@ bool hs_server_stop(int grace_ms) {
   /* refuse new connections at once: shutting the listening socket down (it is closed only
    * after MHD_stop_daemon, as MHD requires) resets whatever would queue on it */
   if (listen_fd != MHD_INVALID_SOCKET) shutdown(listen_fd, SHUT_RDWR);
+  int cut = hs_streams_stop(STREAM_STOP_MS); /* the owners' last words, before the drain */
+  if (cut) log_msg(LOG_WARN, "%d stream(s) cut at shutdown: their clients did not take their last event", cut);
   bool drained = wait_until(nothing_in_flight, clock_mono_ms() + grace_ms);
   hs_lanes_cancel(); /* waiting requests answered 503, held answers released */
   if (!drained) wait_until(only_handlers_left, clock_mono_ms() + 1000);

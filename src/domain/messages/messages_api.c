@@ -44,15 +44,6 @@ static err_t open_thread(hs_req *req, const char *requested_provider, thread *t)
   return ERR_OK;
 }
 
-static const hs_rj_field MESSAGE[] = {
-    {"id", "id", RJ_STR},
-    {"senderId", "sender_id", RJ_STR},
-    {"senderRole", "sender_role", RJ_STR},
-    {"senderName", "sender_name", RJ_STR},
-    {"content", "content", RJ_STR},
-    {"createdAt", "created_at", RJ_ISO},
-    {0},
-};
 err_t api_messages_list(hs_req *req) {
   thread t;
   err_t e = open_thread(req, json_string_value(json_object_get(req->query, "providerId")), &t);
@@ -62,7 +53,7 @@ err_t api_messages_list(hs_req *req) {
   jw *w = hs_jw(req, 256 * (size_t)(r->rows + 1));
   jw_obj(w);
   jw_key(w, "messages");
-  hs_rj_array(w, &req->arena, MESSAGE, r);
+  hs_rj_array(w, &req->arena, MESSAGE_JSON, r);
   jw_obj_end(w);
   return hs_ok_jw(req, w);
 }
@@ -72,8 +63,14 @@ static err_t post_message(hs_req *req, thread *t, const char *content) {
   if (!strcmp(t->status, "CANCELLED")) return hs_fail(req, ERR_CONFLICT, "The job is cancelled");
   char id[ID_LEN + 1];
   id_new(id);
-  message_new m = {id,     t->job_id, t->provider_id, req->auth.id, hs_role_name(req->auth.role_bit), t->sender_name,
-                   content};
+  message_new m = {.id = id,
+                   .job_id = t->job_id,
+                   .provider_id = t->provider_id,
+                   .sender_id = req->auth.id,
+                   .sender_role = hs_role_name(req->auth.role_bit),
+                   .sender_name = t->sender_name,
+                   .content = content,
+                   .customer_id = t->customer_id};
   db_res *r;
   err_t e = messages_store_post(&req->arena, &m, &r);
   if (e != ERR_OK) return e;
@@ -86,7 +83,7 @@ static err_t post_message(hs_req *req, thread *t, const char *content) {
          arena_printf(&req->arena, "New message from %s", t->sender_name),
          strncmp(content, "[IMAGE]", 7) ? content : "Sent a photo", t->job_id);
   jw *w = hs_jw(req, 512);
-  hs_rj_object(w, hs_rj_bind(&req->arena, MESSAGE, r), r, 0);
+  hs_rj_object(w, hs_rj_bind(&req->arena, MESSAGE_JSON, r), r, 0);
   return hs_ok_jw(req, w);
 }
 

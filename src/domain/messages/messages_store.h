@@ -3,11 +3,14 @@
 #define DOMAIN_MESSAGES_MESSAGES_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
+#include "http/rowjson.h"
 
 /* A thread holds at most this many messages. */
 #define THREAD_CAP 250
 /* The columns of a message row, as every read here returns them. */
 #define MESSAGE_COLUMNS "id, sender_id, sender_role, sender_name, content, created_at"
+/* The Message JSON of such a row. */
+extern const hs_rj_field MESSAGE_JSON[];
 
 /* The caller's name when they may use the thread of provider_id on job_id: a customer (role
  * "user", caller_id) when that provider quoted on the job or is its assigned one; a provider
@@ -20,10 +23,12 @@ err_t messages_store_list(arena *a, const char *job_id, const char *provider_id,
 /* A message to post. */
 typedef struct message_new {
   const char *id, *job_id, *provider_id, *sender_id, *sender_role, *sender_name, *content;
+  const char *customer_id; /* the job's customer: with provider_id, the thread's two parties */
 } message_new;
 /* Posts m in one transaction that first locks the job's row (the database on SQLite), so
- * concurrent posts count the thread one after another; *out has the new row, or no row when
- * the thread already holds THREAD_CAP messages (nothing posted). */
+ * concurrent posts count the thread one after another, with its message.created event to both
+ * parties; *out has the new row, or no row when the thread already holds THREAD_CAP messages
+ * (nothing posted). */
 err_t messages_store_post(arena *a, const message_new *m, db_res **out);
 
 #endif

@@ -3,9 +3,26 @@
  * acceptance per job (the job leaves PENDING/QUOTED exactly once). */
 #include "domain/quotes/quotes_store.h"
 #include "core/clock.h"
+#include "domain/events/events.h"
 #include "domain/jobs/jobs.h"
 #include "domain/payments/payments.h"
+#include "domain/shapes.h"
 #include "ext/mail.h"
+
+/* quote.created for the new quote q (a `quotes.*` row) of customer's job, on c: to the
+ * customer, the quoting provider and customer support (who read a customer's jobs with their
+ * quotes). */
+static db_rc quote_created(db_conn *c, arena *a, const db_res *q, const char *customer) {
+  jw w;
+  jw_init(&w, a, 512);
+  hs_rj_object(&w, hs_rj_bind(a, SHAPE_QUOTE, q), q, 0);
+  event_new ev = {.kind = "quote.created",
+                  .data = jw_text(&w),
+                  .user_id = customer,
+                  .provider_id = db_field(q, 0, "provider_id"),
+                  .staff = ROLE_CUSTOMER_SUPPORT};
+  return events_emit_in(c, &ev);
+}
 
 /* The news of a change, on c. */
 static err_t announce(db_conn *c, const quote_news *news) {
@@ -49,6 +66,7 @@ err_t quotes_store_submit(arena *a, const char *provider_id, const char *job_id,
                                DB_TEXT(q.note), q.has_scheduled ? DB_INT(q.scheduled_at) : DB_NULL, DB_INT(now),
                                DB_INT(clock_sequence())));
     e = rc == DB_CONSTRAINT ? ERR_CONFLICT : db_to_err(rc); /* one quote per provider per job */
+    if (!e) e = db_to_err(quote_created(c, a, *quote, db_field(read, 0, "customer_id")));
   }
   if (!e) e = db_to_err(jobs_move_in(c, read, 0, open, "QUOTED", now, &moved));
   if (!e && !moved) e = ERR_BAD_REQUEST; /* the job left PENDING/QUOTED meanwhile */
