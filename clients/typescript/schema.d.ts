@@ -55,6 +55,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/events": {
+      parameters: {query?: never; header?: never; path?: never; cookie?: never;};
+      /** The caller's live updates (Server-Sent Events) */
+      get : operations["getEvents"];
+      put?: never;
+      post?: never;
+      delete?: never;
+      options?: never;
+      head?: never;
+      patch?: never;
+      trace?: never;
+    };
+    "/events/ticket": {
+      parameters: {query?: never; header?: never; path?: never; cookie?: never;};
+      get?: never;
+      put?: never;
+      /** A single-use ticket that opens GET /events without a header */
+      post : operations["postEventsTicket"];
+      delete?: never;
+      options?: never;
+      head?: never;
+      patch?: never;
+      trace?: never;
+    };
     "/auth/register": {
         parameters: {
             query?: never;
@@ -1752,1001 +1776,811 @@ export interface paths {
 }
 export type webhooks = Record<string, never>;
 export interface components {
-    schemas: {
-        /** @description An administrator token (valid 24 hours). */
-        AdminSession: {
-            token: string;
-            admin: {
-                id: string;
-                email: string;
-            };
-        };
-        AdminAccounts: {
-            users: {
-                id: string;
-                email: string;
-                name: string;
-                address?: string;
-                zip?: string;
-                lat?: number | null;
-                lng?: number | null;
-                isPremium?: boolean;
-                /** Format: date-time */
-                premiumSince?: string | null;
-                /** @description the payment processor's customer, created on the first card setup; null until then */
-                processorCustomerId: string | null;
-                /** Format: date-time */
-                createdAt?: string;
-            }[];
-            providers: {
-                id: string;
-                email: string;
-                name: string;
-                phone?: string | null;
-                companyName?: string | null;
-                services?: components["schemas"]["Service"][];
-                serviceZips?: string[];
-                isPremium?: boolean;
-                /** Format: date-time */
-                createdAt?: string;
-            }[];
-        };
-        Generated: {
-            created: {
-                customers: number;
-                professionals: number;
-                jobs: number;
-            };
-            note: string;
-        };
-        BannerQueued: {
-            /** @constant */
-            ok: true;
-            queued: {
-                userId: string;
-                /** @enum {string} */
-                role: "user" | "provider";
-                title: string;
-            };
-        };
-        AccountSummary: {
-            id: string;
-            /** Format: email */
-            email: string;
-            name: string;
-        };
-        /** @description A customer's token (role user, valid 7 days) and account. */
-        CustomerSession: {
-            token: string;
-            user: components["schemas"]["AccountSummary"];
-        };
-        /** @description A provider's token (role provider, valid 7 days) and account. */
-        ProviderSession: {
-            token: string;
-            provider: components["schemas"]["AccountSummary"];
-        };
-        MessageAnswer: {
-            message: string;
-        };
-        PasswordReset: {
-            message: string;
-            /** @enum {string} */
-            role: "user" | "provider";
-        };
-        ForecastDay: {
-            /** Format: date */
-            date: string;
-            /** @description an emoji */
-            icon: string;
-            maxF: number;
-            minF: number;
-        };
-        DriveTime: {
-            minutes: number;
-            /** @description miles with one decimal, as text */
-            distanceMi: string;
-        };
-        /** @enum {string} */
-        Service: "lawncare" | "snowplowing" | "handyman" | "home_cleaning";
-        /** @enum {string} */
-        JobStatus: "PENDING" | "QUOTED" | "ACCEPTED" | "ON_THE_WAY" | "IN_PROGRESS" | "COMPLETED" | "CANCELLED";
-        /** @description The fields every job answer has (Job, JobDetail, ReportableJob). */
-        JobFields: {
-            id: string;
-            customerId: string;
-            /** @description set on acceptance */
-            providerId: string | null;
-            service: components["schemas"]["Service"];
-            description: string | null;
-            /** Format: date-time */
-            preferredAt: string | null;
-            isAsap: boolean;
-            details: Record<string, never> | null;
-            address: string;
-            zip: string;
-            lat: number | null;
-            lng: number | null;
-            status: components["schemas"]["JobStatus"];
-            /** @description the customer's photos (signed URLs) */
-            images: string[];
-            beforeImages: string[];
-            afterImages: string[];
-            tipAmount: number | null;
-            etaMinutes: number | null;
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-            /** @description in a provider's feed only: whether this provider quoted */
-            quoted?: boolean;
-        };
-        Job: components["schemas"]["JobFields"];
-        /** @description A customer's own jobs (newest first), or a provider's open feed (each with quoted). */
-        JobList: {
-            jobs: components["schemas"]["Job"][];
-        };
-        JobPayment: {
-            id: string;
-            /**
-             * @description the payment state machine: docs/internals/payments.md
-             * @enum {string}
-             */
-            status: "PENDING" | "AUTHORIZED" | "PAID" | "FAILED" | "CANCELED" | "REFUNDED";
-            amount: number;
-            processorPaymentIntentId: string | null;
-            /**
-             * Format: date-time
-             * @description when an authorization's hold lapses at the processor (renewed in the background)
-             */
-            holdExpiresAt?: string | null;
-            failureReason?: string | null;
-            /** @description what was refunded of the captured amount (the whole amount once REFUNDED) */
-            refundedAmount?: number;
-        };
-        JobDetail: {
-            customer: {
-                id: string;
-                name: string;
-            };
-            provider: {
-                id: string;
-                name: string;
-                companyName: string | null;
-                phone: string | null;
-            } | null;
-            /** @description the owner sees all; a provider only its own */
-            quotes: components["schemas"]["Quote"][];
-            /** @description for the owner and the assigned provider only */
-            payment?: components["schemas"]["JobPayment"] | null;
-        } & components["schemas"]["JobFields"];
-        ReportableJob: {
-            provider: {
-                name: string;
-                companyName: string | null;
-            };
-        } & components["schemas"]["JobFields"];
-        JobImages: {
-            images: string[];
-        };
-        JobReport: {
-            id: string;
-            jobId: string;
-            customerId: string;
-            description: string;
-            /** Format: date-time */
-            createdAt: string;
-        };
-        Tip: {
-            /** @constant */
-            success: true;
-            tipAmount: number;
-        };
-        RecurringRequested: {
-            /** @constant */
-            requested: true;
-        };
-        Review: {
-            id: string;
-            jobId: string;
-            providerId?: string;
-            rating: number;
-            comment: string | null;
-            /** Format: date-time */
-            createdAt: string;
-        };
-        Message: {
-            id: string;
-            senderId: string;
-            /** @enum {string} */
-            senderRole: "user" | "provider";
-            senderName: string;
-            /** @description text, or [IMAGE]<signed URL> for a photo */
-            content: string;
-            /** Format: date-time */
-            createdAt: string;
-        };
-        MessageList: {
-            messages: components["schemas"]["Message"][];
-        };
-        Notification: {
-            id: string;
-            title: string;
-            body: string;
-            jobId: string | null;
-            read: boolean;
-            /** Format: date-time */
-            createdAt: string;
-        };
-        /** @description The one queued in-app banner, removed by the read that returns it. */
-        Banner: {
-            icon: string | null;
-            title: string;
-            body: string;
-        };
-        SetupIntent: {
-            clientSecret: string;
-        };
-        Card: {
-            brand: string;
-            last4: string;
-            expMonth: number;
-            expYear: number;
-        };
-        PremiumStatus: {
-            isPremium: boolean;
-            /** Format: date-time */
-            premiumSince: string | null;
-            processorSubscriptionId: string | null;
-            cancelAtPeriodEnd?: boolean;
-        };
-        PremiumSubscription: {
-            /** @description present when already subscribed */
-            message?: string;
-            isPremium: boolean;
-            subscriptionId: string;
-            status: string;
-            /** @description present when a subscription set to end was resumed */
-            cancelAtPeriodEnd?: boolean;
-        };
-        PremiumCancellation: {
-            message: string;
-            /** @constant */
-            cancelAtPeriodEnd: true;
-            /** Format: date-time */
-            currentPeriodEnd?: string | null;
-        };
-        Refund: {
-            id: string;
-            amount: number;
-            reason: string;
-            /** @constant */
-            status: "SUCCEEDED";
-            /** Format: date-time */
-            createdAt: string;
-        };
-        RefundResult: {
-            refund: components["schemas"]["Refund"];
-            payment: components["schemas"]["JobPayment"];
-        };
-        WebhookReceipt: {
-            /** @constant */
-            received: true;
-            duplicate: boolean;
-        };
-        ScheduleItem: {
-            id: string;
-            service: components["schemas"]["Service"];
-            address: string;
-            zip: string;
-            status: components["schemas"]["JobStatus"];
-            customerName: string;
-            /** Format: date-time */
-            scheduledAt: string | null;
-            amount: number;
-        };
-        /** @description dollars by service name */
-        AmountByService: {
-            [key: string]: number;
-        };
-        ProviderInsights: {
-            averageRating: number | null;
-            totalReviews: number;
-            avgTurnaroundMs: number | null;
-            incomeByService: components["schemas"]["AmountByService"];
-            topZip: {
-                zip: string;
-                total: number;
-            } | null;
-            /** @description by year (YYYY), dollars by service */
-            annualIncomeByService: {
-                [key: string]: components["schemas"]["AmountByService"];
-            };
-            membershipFee: {
-                owed: boolean;
-                amount: number;
-                month?: string;
-                reason?: string;
-            };
-            pendingIncome: {
-                scheduled: number;
-                scheduledByService: components["schemas"]["AmountByService"];
-                awaitingTransfer: number;
-                awaitingByService: components["schemas"]["AmountByService"];
-            };
-            recentReviews: {
-                id: string;
-                jobId: string;
-                rating: number;
-                comment: string | null;
-                customerName: string;
-                service: components["schemas"]["Service"];
-                /** Format: date-time */
-                createdAt: string;
-            }[];
-        };
-        PremiumInsights: {
-            currentZips: string[];
-            zipExpansion: {
-                zip: string;
-                openJobs: number;
-                projectedMonthlyIncome: number;
-                topService: components["schemas"]["Service"] | null;
-                serviceBreakdown: {
-                    [key: string]: number;
-                };
-            }[];
-            /** @description by service */
-            pricingTrends: {
-                [key: string]: {
-                    myAvg: number | null;
-                    marketAvg: number | null;
-                    winRate: number | null;
-                    totalBids: number;
-                    wonBids: number;
-                    trend: {
-                        month?: string;
-                        myAvg?: number | null;
-                        marketAvg?: number | null;
-                        bids?: number;
-                    }[];
-                };
-            };
-            lostBids: {
-                service: components["schemas"]["Service"];
-                myAmount: number;
-                winningAmount: number;
-                delta: number;
-                /** Format: date-time */
-                date: string;
-            }[];
-            insuranceOpportunity: {
-                totalCompleted: number;
-                wonByInsured: number;
-                pct: number;
-                providerHasInsurance: boolean;
-            };
-            serviceExpansion: {
-                service: components["schemas"]["Service"];
-                openJobs: number;
-                estimatedMonthlyIncome: number;
-            }[];
-        };
-        PreferredProWelcome: {
-            /** @constant */
-            ok: true;
-            message: string;
-        };
-        /** @description Nearby jobs of one day that can be quoted in one call, in route order. */
-        Bundle: {
-            id: string;
-            /** Format: date */
-            date: string;
-            jobCount: number;
-            items: {
-                routeOrder: number;
-                estimatedEarnings: number;
-                estimatedPrice: number;
-                distanceMi?: number | null;
-                driveMinutes?: number | null;
-                job: {
-                    id: string;
-                    service: components["schemas"]["Service"];
-                    address: string;
-                    zip: string;
-                    /** Format: date-time */
-                    preferredAt: string | null;
-                    lat: number | null;
-                    lng: number | null;
-                    customer: {
-                        id: string;
-                        name: string;
-                    };
-                };
-            }[];
-            projectedEarnings: number;
-            avgDailyEarnings: number;
-            boostDollars: number;
-            boostPct: number;
-            totalDistanceMi?: number | null;
-            totalDriveMinutes?: number | null;
-        };
-        BundleAcceptance: {
-            accepted: number;
-            skipped: number;
-        };
-        DayHours: {
-            start: string;
-            end: string;
-            on: boolean;
-        };
-        /** @description The weekly schedule; by default Monday to Friday 08:00-17:00. */
-        Availability: {
-            mon?: components["schemas"]["DayHours"];
-            tue?: components["schemas"]["DayHours"];
-            wed?: components["schemas"]["DayHours"];
-            thu?: components["schemas"]["DayHours"];
-            fri?: components["schemas"]["DayHours"];
-            sat?: components["schemas"]["DayHours"];
-            sun?: components["schemas"]["DayHours"];
-        };
-        /** @description The caller's own provider profile. Document URLs are signed for 15 minutes, photos for a year. */
-        Provider: {
-            id: string;
-            /** Format: email */
-            email: string;
-            name: string;
-            phone: string | null;
-            companyName: string | null;
-            companyUrl: string | null;
-            /** @description filled by insurance recognition */
-            insuranceInfo: string | null;
-            /** Format: uri */
-            logoUrl: string | null;
-            services: components["schemas"]["Service"][];
-            serviceZips: string[];
-            headshots: string[];
-            /** Format: uri */
-            idDocFront: string | null;
-            /** Format: uri */
-            idDocBack: string | null;
-            availability: components["schemas"]["Availability"];
-            isPremium: boolean;
-            /** Format: date-time */
-            premiumSince: string | null;
-            /** Format: date-time */
-            preferredProAppliedAt?: string | null;
-            premiumBilledMonth?: string | null;
-            /** @enum {unknown} */
-            idCheckStatus: "pending" | "passed" | "review" | "failed" | "error" | null;
-            idCheckName?: string | null;
-            /** Format: date */
-            idCheckDOB?: string | null;
-            /** Format: date */
-            idCheckExpiry?: string | null;
-            idCheckState?: string | null;
-            idCheckFlags: ("unreadable" | "not_a_license" | "no_dob" | "no_expiry" | "expired" | "near_expiry")[];
-            /** Format: date-time */
-            idCheckAt?: string | null;
-            /** Format: uri */
-            insDocUrl: string | null;
-            /** @enum {unknown} */
-            insCheckStatus: "pending" | "active" | "expired" | "review" | "error" | null;
-            insCheckCarrier?: string | null;
-            insCheckPolicy?: string | null;
-            /** Format: date */
-            insCheckEffective?: string | null;
-            /** Format: date */
-            insCheckExpiry?: string | null;
-            /** @description whole dollars, as digits */
-            insCheckCoverage?: string | null;
-            insCheckFlags: ("no_expiry" | "expired" | "near_expiry")[];
-            /** Format: date-time */
-            insCheckAt?: string | null;
-            /** Format: date-time */
-            createdAt: string;
-        };
-        LogoUpload: {
-            /** Format: uri */
-            logoUrl: string;
-        };
-        InsuranceUpload: {
-            /** Format: uri */
-            insDocUrl: string;
-            /** @constant */
-            insCheckStatus: "pending";
-        };
-        ServicesAvailable: {
-            services: components["schemas"]["Service"][];
-            providerCount: number;
-            zip: string;
-        };
-        ZipCoverage: {
-            covered: boolean;
-            zip: string;
-        };
-        /** @description The fields of every quote answer (Quote, QuoteWithProvider). */
-        QuoteFields: {
-            id: string;
-            jobId: string;
-            providerId: string;
-            amount: number;
-            /** @description 18% of amount, rounded to cents */
-            platformFee: number;
-            /** @description amount + platformFee: what the customer pays */
-            totalAmount: number;
-            note: string | null;
-            /** Format: date-time */
-            scheduledAt: string | null;
-            /** @enum {string} */
-            status: "PENDING" | "ACCEPTED" | "REJECTED";
-            /** Format: date-time */
-            createdAt: string;
-        };
-        Quote: components["schemas"]["QuoteFields"];
-        /** @description The quoting provider's public profile. */
-        QuoteProvider: {
-            name: string;
-            phone: string | null;
-            companyName: string | null;
-            companyUrl: string | null;
-            insuranceInfo: string | null;
-            /** Format: uri */
-            logoUrl: string | null;
-            averageRating: number | null;
-        };
-        QuoteWithProvider: {
-            provider: components["schemas"]["QuoteProvider"];
-        } & components["schemas"]["QuoteFields"];
-        Acceptance: {
-            quote: components["schemas"]["Quote"];
-            job: components["schemas"]["Job"];
-        };
-        MarketRate: {
-            /** @description median of the last 50 accepted quotes, rounded to 5 */
-            marketRate: number | null;
-        };
-        /** @enum {string} */
-        StaffRole: "customer_support" | "professional_support" | "technical_support" | "internal_audit";
-        StaffFields: {
-            id: string;
-            name: string;
-            /** Format: email */
-            email: string;
-            role: components["schemas"]["StaffRole"];
-            /** Format: date-time */
-            createdAt: string;
-        };
-        Staff: components["schemas"]["StaffFields"];
-        StaffIdentity: {
-            id: string;
-            name: string;
-            /** Format: email */
-            email: string;
-            role: components["schemas"]["StaffRole"];
-        };
-        /** @description A staff token (valid 12 hours; 15 minutes when an administrator impersonates a staff member). */
-        StaffSession: {
-            token: string;
-            staff: components["schemas"]["StaffIdentity"];
-        };
-        /** @description A token acting as a customer or provider (staff: 15 minutes, audited; administrator: 2 hours). */
-        Impersonation: {
-            token: string;
-            identity: {
-                id: string;
-                name: string;
-                email: string;
-                /** @enum {string} */
-                role: "user" | "provider";
-            };
-        };
-        ElevationRequestFields: {
-            id: string;
-            staffId: string;
-            staff: components["schemas"]["StaffIdentity"];
-            targetId: string;
-            /** @enum {string} */
-            targetRole: "user" | "provider";
-            reason: string;
-            /** @enum {string} */
-            status: "PENDING" | "APPROVED" | "ACTIVE" | "REJECTED" | "DEACTIVATED";
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            resolvedAt?: string | null;
-            /** Format: date-time */
-            activatedAt?: string | null;
-            /** Format: date-time */
-            expiresAt?: string | null;
-            /** Format: date-time */
-            deactivatedAt?: string | null;
-            /** Format: date-time */
-            updatedAt?: string;
-        };
-        ElevationRequest: components["schemas"]["ElevationRequestFields"];
-        CustomerSearchResult: {
-            id: string;
-            name: string;
-            email: string;
-            address: string;
-            zip: string;
-            /** Format: date-time */
-            createdAt: string;
-            processorCustomerId: string | null;
-        };
-        ProviderSearchResult: {
-            id: string;
-            name: string;
-            email: string;
-            companyName: string | null;
-            services: components["schemas"]["Service"][];
-            serviceZips: string[];
-            isPremium: boolean;
-            /** Format: date-time */
-            premiumSince: string | null;
-            premiumBilledMonth: string | null;
-            /** Format: date-time */
-            createdAt: string;
-        };
-        /** @description A payment record: a job's charge, a tip, or a duplicate charge refunded (kind duplicate) */
-        Payment: {
-            id: string;
-            jobId?: string | null;
-            kind: string;
-            status: string;
-            amount: number;
-            refundedAmount?: number;
-            processorPaymentIntentId?: string | null;
-            failureReason?: string | null;
-            /**
-             * Format: date-time
-             * @description set once the payment moved to its job's history (the job went back to PENDING)
-             */
-            releasedAt?: string | null;
-            /** Format: date-time */
-            createdAt?: string;
-            /** Format: date-time */
-            updatedAt?: string;
-        };
-        StaffJob: {
-            quotes: components["schemas"]["Quote"][];
-            review: components["schemas"]["Review"] | null;
-            payment?: components["schemas"]["JobPayment"] | null;
-        } & components["schemas"]["JobFields"];
-        StaffCustomerDetail: {
-            /** @description the customer's record, processor ids included */
-            user: {
-                id: string;
-                email: string;
-                name: string;
-                address?: string;
-                zip?: string;
-                lat?: number | null;
-                lng?: number | null;
-                isPremium?: boolean;
-                /** Format: date-time */
-                premiumSince?: string | null;
-                processorCustomerId?: string | null;
-                processorSubscriptionId?: string | null;
-                seasonalAlertsEnabled?: boolean;
-                /** Format: date-time */
-                createdAt?: string;
-                /** Format: date-time */
-                updatedAt?: string;
-            };
-            jobs: components["schemas"]["StaffJob"][];
-            payments: components["schemas"]["Payment"][];
-            elevations: components["schemas"]["ElevationRequest"][];
-        };
-        StaffProviderDetail: {
-            provider: components["schemas"]["Provider"];
-            jobs: components["schemas"]["StaffJob"][];
-            ledger: {
-                month: string;
-                jobs: number;
-                paidOut: number;
-                inHold: number;
-                pendingCapture: number;
-                grossEarnings: number;
-                premiumFeeDeducted: number;
-                netEarnings: number;
-            }[];
-            anticipatedJobs: number;
-            anticipatedTotal: number;
-            elevations: components["schemas"]["ElevationRequest"][];
-        };
-        AuditEvent: {
-            id: string;
-            seq?: number;
-            elevationId: string;
-            method: string;
-            path: string;
-            /** @description the request body, credentials replaced by [REDACTED] */
-            body: Record<string, never> | null;
-            status?: number | null;
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            completedAt?: string | null;
-        };
-        AuditSession: {
-            events: components["schemas"]["AuditEvent"][];
-        } & components["schemas"]["ElevationRequestFields"];
-        StaffAudit: {
-            sessions: components["schemas"]["AuditSession"][];
-        } & components["schemas"]["StaffFields"];
-        SupportTicket: {
-            id: string;
-            accountId: string;
-            /** @enum {string} */
-            accountRole: "user" | "provider";
-            account?: {
-                name: string;
-                email: string;
-            };
-            subject: string;
-            body: string;
-            /** @enum {string} */
-            category: "technical" | "feedback";
-            /** @enum {string} */
-            status: "OPEN" | "IN_PROGRESS" | "RESOLVED" | "CLOSED";
-            /** @description internal */
-            notes: string | null;
-            assignedToId: string | null;
-            assignedTo: {
-                name: string;
-                email: string;
-            } | null;
-            /** Format: date-time */
-            resolvedAt: string | null;
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt?: string;
-        };
-        Health: {
-            /** @constant */
-            status: "ok";
-        };
-        Ready: {
-            /** @constant */
-            status: "ready";
-        };
-        /** @description The database did not answer within a second, or migrations are not current; the reason never shows a connection string */
-        NotReady: {
-            /** @constant */
-            status: "unavailable";
-            reason: string;
-        };
-        FavoriteProvider: {
-            id: string;
-            name: string;
-            companyName: string | null;
-            /** Format: uri */
-            logoUrl: string | null;
-            headshots: string[];
-            services: components["schemas"]["Service"][];
-        };
-        Favorited: {
-            favorited: boolean;
-        };
-        /** @description note text by provider id */
-        ProNotes: {
-            [key: string]: string;
-        };
-        SpendSummary: {
-            ytdTotal: number;
-            ytdJobs: number;
-            byMonth: {
-                month: string;
-                total: number;
-                jobs: number;
-            }[];
-            byService: {
-                service: components["schemas"]["Service"];
-                total: number;
-                jobs: number;
-            }[];
-            topProvider: {
-                id: string;
-                name: string;
-                companyName: string | null;
-            } | null;
-        };
-        SeasonalAlerts: {
-            seasonalAlertsEnabled: boolean;
-        };
-        /** @description A customer (role user). */
-        User: {
-            id: string;
-            /** Format: email */
-            email: string;
-            name: string;
-            address: string;
-            zip: string;
-            lat: number | null;
-            lng: number | null;
-            isPremium: boolean;
-            /** Format: date-time */
-            premiumSince: string | null;
-            seasonalAlertsEnabled: boolean;
-            /** Format: date-time */
-            createdAt: string;
-        };
-        UserAddress: {
-            id: string;
-            label: string;
-            address: string;
-            zip: string;
-            isPrimary: boolean;
-            drivewayLength: number | null;
-            lawnAcres: number | null;
-            /** Format: uri */
-            streetViewPhoto: string | null;
-            serviceAreaPhotos: string[];
-            /** Format: date-time */
-            createdAt: string;
-        };
-        /** @description Every error answer. `code` is present where the documentation names one (WITHIN_CANCELLATION_WINDOW, verification_required, premium_required, already_member); `requestId` on 5xx answers other than 503 and 504. */
-        Error: {
-            error: string;
-            code?: string;
-            requestId?: string;
-        };
-        Ok: {
-            /** @constant */
-            ok: true;
-        };
-        /** @description An OpenAPI 3.1 document (this one). */
-        OpenApiDocument: {
-            openapi: string;
-            info: Record<string, never>;
-            paths: Record<string, never>;
-            components: Record<string, never>;
-        };
+  schemas: {
+    /** @description An administrator token (valid 24 hours). */
+    AdminSession: {token: string; admin : {id : string; email : string;};}; AdminAccounts : {
+      users : {
+        id : string; email : string; name : string;
+        address?: string;
+        zip?: string;
+        lat?: number | null;
+        lng?: number | null;
+        isPremium?: boolean;
+        /** Format: date-time */
+        premiumSince?: string | null;
+        /** @description the payment processor's customer, created on the first card setup; null until then */
+        processorCustomerId : string | null;
+        /** Format: date-time */
+        createdAt?: string;
+      }[];
+      providers : {
+        id : string; email : string; name : string;
+        phone?: string | null;
+        companyName?: string | null;
+        services?: components["schemas"]["Service"][];
+        serviceZips?: string[];
+        isPremium?: boolean;
+        /** Format: date-time */
+        createdAt?: string;
+      }[];
     };
-    responses: {
-        /** @description The input is invalid: `<field>: <message>` for the first field that fails, in the documented order */
-        400: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
+    Generated : {created : {customers : number; professionals : number; jobs : number;}; note : string;};
+    BannerQueued : {
+      /** @constant */
+      ok : true; queued : {
+        userId : string;
+        /** @enum {string} */
+        role : "user" | "provider";
+        title : string;
+      };
+    };
+    AccountSummary : {
+      id : string;
+      /** Format: email */
+      email : string;
+      name : string;
+    };
+    /** @description A customer's token (role user, valid 7 days) and account. */
+    CustomerSession : {token : string; user : components["schemas"]["AccountSummary"];};
+    /** @description A provider's token (role provider, valid 7 days) and account. */
+    ProviderSession : {token : string; provider : components["schemas"]["AccountSummary"];};
+    MessageAnswer : {message : string;};
+    PasswordReset : {
+      message : string;
+      /** @enum {string} */
+      role : "user" | "provider";
+    };
+    /**
+       @description A single-use ticket: GET /events?ticket=... opens the stream once, within 60 seconds, as the token
+       that asked for it
+     */
+    EventTicket : {
+      ticket : string;
+      /** Format: date-time */
+      expiresAt : string;
+    };
+    /** @description A message posted in the thread of jobId with providerId */
+    MessageCreated : {jobId : string; providerId : string; message : components["schemas"]["Message"];};
+    /** @description The new state of a job's payment (the job's `payment` in GET /jobs/:id) */
+    PaymentUpdated : {jobId : string; payment : components["schemas"]["JobPayment"];};
+    /** @description The Last-Event-ID could not be replayed from: reload what the app shows */
+    StreamReset : {
+      /**
+       * @description unknown: no such event; expired: older than 24 hours
+       * @enum {string}
+       */
+      reason : "unknown" | "expired";
+    };
+    /** @description No content: the event's name says it all */
+    StreamNotice : Record<string, never>;
+    /** @description A message in one of the account's threads (its own included) */
+    MessageCreatedEvent : {
+      /** @description the event's position: what a reconnect sends as Last-Event-ID */
+      id : string;
+      /** @constant */
+      event : "message.created";
+      data : components["schemas"]["MessageCreated"];
+    };
+    /** @description A quote on the customer's job, or the provider's own */
+    QuoteCreatedEvent : {
+      /** @description the event's position: what a reconnect sends as Last-Event-ID */
+      id : string;
+      /** @constant */
+      event : "quote.created";
+      data : components["schemas"]["Quote"];
+    };
+    /** @description A new job: the customer's own, or one matching the provider's services and ZIPs (the feed) */
+    JobCreatedEvent : {
+      /** @description the event's position: what a reconnect sends as Last-Event-ID */
+      id : string;
+      /** @constant */
+      event : "job.created";
+      data : components["schemas"]["Job"];
+    };
+    /** @description A job the account may read changed: its status, photos, provider, tip */
+    JobUpdatedEvent : {
+      /** @description the event's position: what a reconnect sends as Last-Event-ID */
+      id : string;
+      /** @constant */
+      event : "job.updated";
+      data : components["schemas"]["Job"];
+    };
+    /** @description The payment of a job the account may read changed */
+    PaymentUpdatedEvent : {
+      /** @description the event's position: what a reconnect sends as Last-Event-ID */
+      id : string;
+      /** @constant */
+      event : "payment.updated";
+      data : components["schemas"]["PaymentUpdated"];
+    };
+    /** @description A new entry of the account's notification history */
+    NotificationCreatedEvent : {
+      /** @description the event's position: what a reconnect sends as Last-Event-ID */
+      id : string;
+      /** @constant */
+      event : "notification.created";
+      data : components["schemas"]["Notification"];
+    };
+    /**
+       @description The account's queued banner, delivered at once and cleared as GET /users/me/notification would;
+       without id when it was pending before the stream opened
+     */
+    BannerEvent : {
+      id?: string;
+      /** @constant */
+      event : "banner";
+      data : components["schemas"]["Banner"];
+    };
+    /** @description The Last-Event-ID sent was older than 24 hours or unknown; the stream goes on from now */
+    ResetEvent : {
+      /** @constant */
+      event : "reset"; data : components["schemas"]["StreamReset"];
+    };
+    /**
+       @description The stream's last event: replaced (a sixth stream of the account opened), shutdown (the instance is
+       stopping: reconnect, with Last-Event-ID), token.expired (sign in again)
+     */
+    EndEvent : {
+      /** @enum {string} */
+      event : "replaced" | "shutdown" | "token.expired"; data : components["schemas"]["StreamNotice"];
+    };
+    /**
+       @description One event of GET /events (text/event-stream, as the WHATWG HTML standard defines Server-Sent
+       Events), written here as the object of its fields: `id:` (absent on control events), `event:` and `data:` (one
+       line of JSON). The stream also carries lines that are not events: `retry:` (how long to wait before
+       reconnecting), a lone `id:` (the position the stream started from, so a reconnect replays from there) and a
+       comment `: keep-alive` every 25 seconds.
+     */
+    StreamEvent : components["schemas"]["MessageCreatedEvent"] | components["schemas"]["QuoteCreatedEvent"] |
+                      components["schemas"]["JobCreatedEvent"] | components["schemas"]["JobUpdatedEvent"] |
+                      components["schemas"]["PaymentUpdatedEvent"] | components["schemas"]["NotificationCreatedEvent"] |
+                      components["schemas"]["BannerEvent"] | components["schemas"]["ResetEvent"] |
+                      components["schemas"]["EndEvent"];
+    ForecastDay : {
+      /** Format: date */
+      date : string;
+      /** @description an emoji */
+      icon : string;
+      maxF : number;
+      minF : number;
+    };
+    DriveTime : {
+      minutes : number;
+      /** @description miles with one decimal, as text */
+      distanceMi : string;
+    };
+    /** @enum {string} */
+    Service : "lawncare" | "snowplowing" | "handyman" | "home_cleaning";
+    /** @enum {string} */
+    JobStatus : "PENDING" | "QUOTED" | "ACCEPTED" | "ON_THE_WAY" | "IN_PROGRESS" | "COMPLETED" | "CANCELLED";
+    /** @description The fields every job answer has (Job, JobDetail, ReportableJob). */
+    JobFields : {
+      id : string; customerId : string;
+      /** @description set on acceptance */
+      providerId : string | null;
+      service : components["schemas"]["Service"];
+      description : string | null;
+      /** Format: date-time */
+      preferredAt : string | null;
+      isAsap : boolean;
+      details : Record<string, never>| null;
+      address : string;
+      zip : string;
+      lat : number | null;
+      lng : number | null;
+      status : components["schemas"]["JobStatus"];
+      /** @description the customer's photos (signed URLs) */
+      images : string[];
+      beforeImages : string[];
+      afterImages : string[];
+      tipAmount : number | null;
+      etaMinutes : number | null;
+      /** Format: date-time */
+      createdAt : string;
+      /** Format: date-time */
+      updatedAt : string;
+      /** @description in a provider's feed only: whether this provider quoted */
+      quoted?: boolean;
+    };
+    Job : components["schemas"]["JobFields"];
+    /** @description A customer's own jobs (newest first), or a provider's open feed (each with quoted). */
+    JobList : {jobs : components["schemas"]["Job"][];};
+    JobPayment : {
+      id : string;
+      /**
+       * @description the payment state machine: docs/internals/payments.md
+       * @enum {string}
+       */
+      status : "PENDING" | "AUTHORIZED" | "PAID" | "FAILED" | "CANCELED" | "REFUNDED";
+      amount : number;
+      processorPaymentIntentId : string | null;
+      /**
+       * Format: date-time
+       * @description when an authorization's hold lapses at the processor (renewed in the background)
+       */
+      holdExpiresAt?: string | null;
+      failureReason?: string | null;
+      /** @description what was refunded of the captured amount (the whole amount once REFUNDED) */
+      refundedAmount?: number;
+    };
+    JobDetail : {
+      customer : {id : string; name : string;};
+      provider : {id : string; name : string; companyName : string | null; phone : string | null;} | null;
+      /** @description the owner sees all; a provider only its own */
+      quotes : components["schemas"]["Quote"][];
+      /** @description for the owner and the assigned provider only */
+      payment?: components["schemas"]["JobPayment"] | null;
+    } & components["schemas"]["JobFields"];
+    ReportableJob : {provider : {name : string; companyName : string | null;};} & components["schemas"]["JobFields"];
+    JobImages : {images : string[];};
+    JobReport : {
+      id : string; jobId : string; customerId : string; description : string;
+      /** Format: date-time */
+      createdAt : string;
+    };
+    Tip : {
+      /** @constant */
+      success : true; tipAmount : number;
+    };
+    RecurringRequested : {
+      /** @constant */
+      requested : true;
+    };
+    Review : {
+      id : string; jobId : string;
+      providerId?: string; rating : number; comment : string | null;
+      /** Format: date-time */
+      createdAt : string;
+    };
+    Message : {
+      id : string; senderId : string;
+      /** @enum {string} */
+      senderRole : "user" | "provider";
+      senderName : string;
+      /** @description text, or [IMAGE]<signed URL> for a photo */
+      content : string;
+      /** Format: date-time */
+      createdAt : string;
+    };
+    MessageList : {messages : components["schemas"]["Message"][];};
+    Notification : {
+      id : string; title : string; body : string; jobId : string | null; read : boolean;
+      /** Format: date-time */
+      createdAt : string;
+    };
+    /** @description The one queued in-app banner, removed by the read that returns it. */
+    Banner : {icon : string | null; title : string; body : string;};
+    SetupIntent : {clientSecret : string;};
+    Card : {brand : string; last4 : string; expMonth : number; expYear : number;};
+    PremiumStatus : {
+      isPremium : boolean;
+      /** Format: date-time */
+      premiumSince : string | null;
+      processorSubscriptionId : string | null;
+      cancelAtPeriodEnd?: boolean;
+    };
+    PremiumSubscription : {
+      /** @description present when already subscribed */
+      message?: string; isPremium : boolean; subscriptionId : string; status : string;
+      /** @description present when a subscription set to end was resumed */
+      cancelAtPeriodEnd?: boolean;
+    };
+    PremiumCancellation : {
+      message : string;
+      /** @constant */
+      cancelAtPeriodEnd : true;
+      /** Format: date-time */
+      currentPeriodEnd?: string | null;
+    };
+    Refund : {
+      id : string; amount : number; reason : string;
+      /** @constant */
+      status : "SUCCEEDED";
+      /** Format: date-time */
+      createdAt : string;
+    };
+    RefundResult : {refund : components["schemas"]["Refund"]; payment : components["schemas"]["JobPayment"];};
+    WebhookReceipt : {
+      /** @constant */
+      received : true; duplicate : boolean;
+    };
+    ScheduleItem : {
+      id : string; service : components["schemas"]["Service"]; address : string; zip : string;
+      status : components["schemas"]["JobStatus"];
+      customerName : string;
+      /** Format: date-time */
+      scheduledAt : string | null;
+      amount : number;
+    };
+    /** @description dollars by service name */
+    AmountByService : {[key: string] : number;};
+    ProviderInsights : {
+      averageRating : number | null; totalReviews : number; avgTurnaroundMs : number | null;
+      incomeByService : components["schemas"]["AmountByService"];
+      topZip : {zip : string; total : number;} | null;
+      /** @description by year (YYYY), dollars by service */
+      annualIncomeByService : {[key: string] : components["schemas"]["AmountByService"];};
+      membershipFee : {owed : boolean; amount : number; month?: string; reason?: string;};
+      pendingIncome : {
+        scheduled : number; scheduledByService : components["schemas"]["AmountByService"]; awaitingTransfer : number;
+        awaitingByService : components["schemas"]["AmountByService"];
+      };
+      recentReviews : {
+        id : string; jobId : string; rating : number; comment : string | null; customerName : string;
+        service : components["schemas"]["Service"];
+        /** Format: date-time */
+        createdAt : string;
+      }[];
+    };
+    PremiumInsights : {
+      currentZips : string[]; zipExpansion : {
+        zip : string; openJobs : number; projectedMonthlyIncome : number;
+        topService : components["schemas"]["Service"] | null;
+        serviceBreakdown : {[key: string] : number;};
+      }[];
+      /** @description by service */
+      pricingTrends : {
+        [key: string] : {
+          myAvg : number | null; marketAvg : number | null; winRate : number | null; totalBids : number;
+          wonBids : number;
+          trend : {month?: string; myAvg?: number | null; marketAvg?: number | null; bids?: number;}[];
         };
+      };
+      lostBids : {
+        service : components["schemas"]["Service"]; myAmount : number; winningAmount : number; delta : number;
+        /** Format: date-time */
+        date : string;
+      }[];
+      insuranceOpportunity :
+          {totalCompleted : number; wonByInsured : number; pct : number; providerHasInsurance : boolean;};
+      serviceExpansion :
+          {service : components["schemas"]["Service"]; openJobs : number; estimatedMonthlyIncome : number;}[];
+    };
+    PreferredProWelcome : {
+      /** @constant */
+      ok : true; message : string;
+    };
+    /** @description Nearby jobs of one day that can be quoted in one call, in route order. */
+    Bundle : {
+      id : string;
+      /** Format: date */
+      date : string;
+      jobCount : number;
+      items : {
+        routeOrder : number; estimatedEarnings : number; estimatedPrice : number;
+        distanceMi?: number | null;
+        driveMinutes?: number | null; job : {
+          id : string; service : components["schemas"]["Service"]; address : string; zip : string;
+          /** Format: date-time */
+          preferredAt : string | null;
+          lat : number | null;
+          lng : number | null;
+          customer : {id : string; name : string;};
+        };
+      }[];
+      projectedEarnings : number;
+      avgDailyEarnings : number;
+      boostDollars : number;
+      boostPct : number;
+      totalDistanceMi?: number | null;
+      totalDriveMinutes?: number | null;
+    };
+    BundleAcceptance : {accepted : number; skipped : number;};
+    DayHours : {start : string; end : string; on : boolean;};
+    /** @description The weekly schedule; by default Monday to Friday 08:00-17:00. */
+    Availability : {
+      mon?: components["schemas"]["DayHours"];
+      tue?: components["schemas"]["DayHours"];
+      wed?: components["schemas"]["DayHours"];
+      thu?: components["schemas"]["DayHours"];
+      fri?: components["schemas"]["DayHours"];
+      sat?: components["schemas"]["DayHours"];
+      sun?: components["schemas"]["DayHours"];
+    };
+    /** @description The caller's own provider profile. Document URLs are signed for 15 minutes, photos for a year. */
+    Provider : {
+      id : string;
+      /** Format: email */
+      email : string;
+      name : string;
+      phone : string | null;
+      companyName : string | null;
+      companyUrl : string | null;
+      /** @description filled by insurance recognition */
+      insuranceInfo : string | null;
+      /** Format: uri */
+      logoUrl : string | null;
+      services : components["schemas"]["Service"][];
+      serviceZips : string[];
+      headshots : string[];
+      /** Format: uri */
+      idDocFront : string | null;
+      /** Format: uri */
+      idDocBack : string | null;
+      availability : components["schemas"]["Availability"];
+      isPremium : boolean;
+      /** Format: date-time */
+      premiumSince : string | null;
+      /** Format: date-time */
+      preferredProAppliedAt?: string | null;
+      premiumBilledMonth?: string | null;
+      /** @enum {unknown} */
+      idCheckStatus : "pending" | "passed" | "review" | "failed" | "error" | null;
+      idCheckName?: string | null;
+      /** Format: date */
+      idCheckDOB?: string | null;
+      /** Format: date */
+      idCheckExpiry?: string | null;
+      idCheckState?: string | null;
+      idCheckFlags : ("unreadable" | "not_a_license" | "no_dob" | "no_expiry" | "expired" | "near_expiry")[];
+      /** Format: date-time */
+      idCheckAt?: string | null;
+      /** Format: uri */
+      insDocUrl : string | null;
+      /** @enum {unknown} */
+      insCheckStatus : "pending" | "active" | "expired" | "review" | "error" | null;
+      insCheckCarrier?: string | null;
+      insCheckPolicy?: string | null;
+      /** Format: date */
+      insCheckEffective?: string | null;
+      /** Format: date */
+      insCheckExpiry?: string | null;
+      /** @description whole dollars, as digits */
+      insCheckCoverage?: string | null; insCheckFlags : ("no_expiry" | "expired" | "near_expiry")[];
+      /** Format: date-time */
+      insCheckAt?: string | null;
+      /** Format: date-time */
+      createdAt : string;
+    };
+    LogoUpload : {
+      /** Format: uri */
+      logoUrl : string;
+    };
+    InsuranceUpload : {
+      /** Format: uri */
+      insDocUrl : string;
+      /** @constant */
+      insCheckStatus : "pending";
+    };
+    ServicesAvailable : {services : components["schemas"]["Service"][]; providerCount : number; zip : string;};
+    ZipCoverage : {covered : boolean; zip : string;};
+    /** @description The fields of every quote answer (Quote, QuoteWithProvider). */
+    QuoteFields : {
+      id : string; jobId : string; providerId : string; amount : number;
+      /** @description 18% of amount, rounded to cents */
+      platformFee : number;
+      /** @description amount + platformFee: what the customer pays */
+      totalAmount : number;
+      note : string | null;
+      /** Format: date-time */
+      scheduledAt : string | null;
+      /** @enum {string} */
+      status : "PENDING" | "ACCEPTED" | "REJECTED";
+      /** Format: date-time */
+      createdAt : string;
+    };
+    Quote : components["schemas"]["QuoteFields"];
+    /** @description The quoting provider's public profile. */
+    QuoteProvider : {
+      name : string; phone : string | null; companyName : string | null; companyUrl : string | null;
+      insuranceInfo : string | null;
+      /** Format: uri */
+      logoUrl : string | null;
+      averageRating : number | null;
+    };
+    QuoteWithProvider : {provider : components["schemas"]["QuoteProvider"];} & components["schemas"]["QuoteFields"];
+    Acceptance : {quote : components["schemas"]["Quote"]; job : components["schemas"]["Job"];};
+    MarketRate : {
+      /** @description median of the last 50 accepted quotes, rounded to 5 */
+      marketRate : number | null;
+    };
+    /** @enum {string} */
+    StaffRole : "customer_support" | "professional_support" | "technical_support" | "internal_audit";
+    StaffFields : {
+      id : string; name : string;
+      /** Format: email */
+      email : string;
+      role : components["schemas"]["StaffRole"];
+      /** Format: date-time */
+      createdAt : string;
+    };
+    Staff : components["schemas"]["StaffFields"];
+    StaffIdentity : {
+      id : string; name : string;
+      /** Format: email */
+      email : string;
+      role : components["schemas"]["StaffRole"];
+    };
+    /** @description A staff token (valid 12 hours; 15 minutes when an administrator impersonates a staff member). */
+    StaffSession : {token : string; staff : components["schemas"]["StaffIdentity"];};
+    /** @description A token acting as a customer or provider (staff: 15 minutes, audited; administrator: 2 hours). */
+    Impersonation : {
+      token : string; identity : {
+        id : string; name : string; email : string;
+        /** @enum {string} */
+        role : "user" | "provider";
+      };
+    };
+    ElevationRequestFields : {
+      id : string; staffId : string; staff : components["schemas"]["StaffIdentity"]; targetId : string;
+      /** @enum {string} */
+      targetRole : "user" | "provider";
+      reason : string;
+      /** @enum {string} */
+      status : "PENDING" | "APPROVED" | "ACTIVE" | "REJECTED" | "DEACTIVATED";
+      /** Format: date-time */
+      createdAt : string;
+      /** Format: date-time */
+      resolvedAt?: string | null;
+      /** Format: date-time */
+      activatedAt?: string | null;
+      /** Format: date-time */
+      expiresAt?: string | null;
+      /** Format: date-time */
+      deactivatedAt?: string | null;
+      /** Format: date-time */
+      updatedAt?: string;
+    };
+    ElevationRequest : components["schemas"]["ElevationRequestFields"];
+    CustomerSearchResult : {
+      id : string; name : string; email : string; address : string; zip : string;
+      /** Format: date-time */
+      createdAt : string;
+      processorCustomerId : string | null;
+    };
+    ProviderSearchResult : {
+      id : string; name : string; email : string; companyName : string | null;
+      services : components["schemas"]["Service"][];
+      serviceZips : string[];
+      isPremium : boolean;
+      /** Format: date-time */
+      premiumSince : string | null;
+      premiumBilledMonth : string | null;
+      /** Format: date-time */
+      createdAt : string;
+    };
+    /** @description A payment record: a job's charge, a tip, or a duplicate charge refunded (kind duplicate) */
+    Payment : {
+      id : string;
+      jobId?: string | null; kind : string; status : string; amount : number;
+      refundedAmount?: number;
+      processorPaymentIntentId?: string | null;
+      failureReason?: string | null;
+      /**
+       * Format: date-time
+       * @description set once the payment moved to its job's history (the job went back to PENDING)
+       */
+      releasedAt?: string | null;
+      /** Format: date-time */
+      createdAt?: string;
+      /** Format: date-time */
+      updatedAt?: string;
+    };
+    StaffJob : {
+      quotes : components["schemas"]["Quote"][]; review : components["schemas"]["Review"] | null;
+      payment?: components["schemas"]["JobPayment"] | null;
+    } & components["schemas"]["JobFields"];
+    StaffCustomerDetail : {
+      /** @description the customer's record, processor ids included */
+      user : {
+        id : string; email : string; name : string;
+        address?: string;
+        zip?: string;
+        lat?: number | null;
+        lng?: number | null;
+        isPremium?: boolean;
+        /** Format: date-time */
+        premiumSince?: string | null;
+        processorCustomerId?: string | null;
+        processorSubscriptionId?: string | null;
+        seasonalAlertsEnabled?: boolean;
+        /** Format: date-time */
+        createdAt?: string;
+        /** Format: date-time */
+        updatedAt?: string;
+      };
+      jobs : components["schemas"]["StaffJob"][];
+      payments : components["schemas"]["Payment"][];
+      elevations : components["schemas"]["ElevationRequest"][];
+    };
+    StaffProviderDetail : {
+      provider : components["schemas"]["Provider"]; jobs : components["schemas"]["StaffJob"][]; ledger : {
+        month : string; jobs : number; paidOut : number; inHold : number; pendingCapture : number;
+        grossEarnings : number;
+        premiumFeeDeducted : number;
+        netEarnings : number;
+      }[];
+      anticipatedJobs : number;
+      anticipatedTotal : number;
+      elevations : components["schemas"]["ElevationRequest"][];
+    };
+    AuditEvent : {
+      id : string;
+      seq?: number; elevationId : string; method : string; path : string;
+      /** @description the request body, credentials replaced by [REDACTED] */
+      body : Record<string, never>| null;
+      status?: number | null;
+      /** Format: date-time */
+      createdAt : string;
+      /** Format: date-time */
+      completedAt?: string | null;
+    };
+    AuditSession : {events : components["schemas"]["AuditEvent"][];} & components["schemas"]["ElevationRequestFields"];
+    StaffAudit : {sessions : components["schemas"]["AuditSession"][];} & components["schemas"]["StaffFields"];
+    SupportTicket : {
+      id : string; accountId : string;
+      /** @enum {string} */
+      accountRole : "user" | "provider";
+      account?: {name : string; email : string;}; subject : string; body : string;
+      /** @enum {string} */
+      category : "technical" | "feedback";
+      /** @enum {string} */
+      status : "OPEN" | "IN_PROGRESS" | "RESOLVED" | "CLOSED";
+      /** @description internal */
+      notes : string | null;
+      assignedToId : string | null;
+      assignedTo : {name : string; email : string;} | null;
+      /** Format: date-time */
+      resolvedAt : string | null;
+      /** Format: date-time */
+      createdAt : string;
+      /** Format: date-time */
+      updatedAt?: string;
+    };
+    Health : {
+      /** @constant */
+      status : "ok";
+    };
+    Ready : {
+      /** @constant */
+      status : "ready";
+    };
+    /**
+       @description The database did not answer within a second, or migrations are not current; the reason never shows
+       a connection string
+     */
+    NotReady : {
+      /** @constant */
+      status : "unavailable"; reason : string;
+    };
+    FavoriteProvider : {
+      id : string; name : string; companyName : string | null;
+      /** Format: uri */
+      logoUrl : string | null;
+      headshots : string[];
+      services : components["schemas"]["Service"][];
+    };
+    Favorited : {favorited : boolean;};
+    /** @description note text by provider id */
+    ProNotes : {[key: string] : string;};
+    SpendSummary : {
+      ytdTotal : number; ytdJobs : number; byMonth : {month : string; total : number; jobs : number;}[];
+      byService : {service : components["schemas"]["Service"]; total : number; jobs : number;}[];
+      topProvider : {id : string; name : string; companyName : string | null;} | null;
+    };
+    SeasonalAlerts : {seasonalAlertsEnabled : boolean;};
+    /** @description A customer (role user). */
+    User : {
+      id : string;
+      /** Format: email */
+      email : string;
+      name : string;
+      address : string;
+      zip : string;
+      lat : number | null;
+      lng : number | null;
+      isPremium : boolean;
+      /** Format: date-time */
+      premiumSince : string | null;
+      seasonalAlertsEnabled : boolean;
+      /** Format: date-time */
+      createdAt : string;
+    };
+    UserAddress : {
+      id : string; label : string; address : string; zip : string; isPrimary : boolean; drivewayLength : number | null;
+      lawnAcres : number | null;
+      /** Format: uri */
+      streetViewPhoto : string | null;
+      serviceAreaPhotos : string[];
+      /** Format: date-time */
+      createdAt : string;
+    };
+    /**
+       @description Every error answer. `code` is present where the documentation names one
+       (WITHIN_CANCELLATION_WINDOW, verification_required, premium_required, already_member); `requestId` on 5xx answers
+       other than 503 and 504.
+     */
+    Error : {error : string; code?: string; requestId?: string;};
+    Ok : {
+      /** @constant */
+      ok : true;
+    };
+    /** @description An OpenAPI 3.1 document (this one). */
+    OpenApiDocument : {
+      openapi : string; info : Record<string, never>; paths : Record<string, never>; components : Record<string, never>;
+    };
+  };
+  responses:
+      {
+        /**
+           @description The input is invalid: `<field>: <message>` for the first field that fails, in the documented
+           order
+         */
+        400: {headers: {[name: string]: unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
         /** @description Missing, expired or tampered token (`Unauthorized`), or invalid credentials */
-        401: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
+        401 :
+            {headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
         /** @description The card was declined (the processor's message) */
-        402: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description The token's role may not use this route (`Forbidden`), or the caller may not act on this record */
-        403: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
+        402 :
+            {headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
+        /**
+           @description The token's role may not use this route (`Forbidden`), or the caller may not act on this record
+         */
+        403 :
+            {headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
         /** @description No such record, or not one the caller may see */
-        404: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description The record's state does not allow this, or a conflicting request (also: an Idempotency-Key whose first request still runs) */
-        409: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
+        404 :
+            {headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
+        /**
+           @description The record's state does not allow this, or a conflicting request (also: an Idempotency-Key
+           whose first request still runs)
+         */
+        409 :
+            {headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
         /** @description The body is larger than the route allows */
-        413: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description The request cannot be processed as sent (also: an Idempotency-Key reused with another request) */
-        422: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
+        413 :
+            {headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
+        /**
+           @description The request cannot be processed as sent (also: an Idempotency-Key reused with another request)
+         */
+        422 :
+            {headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
         /** @description Too many requests: wait Retry-After seconds */
-        429: {
-            headers: {
-                /** @description seconds to wait before trying again */
-                "Retry-After"?: number;
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
+        429 : {
+          headers : {
+            /** @description seconds to wait before trying again */
+            "Retry-After"?: number; [name: string] : unknown;
+          };
+          content : {"application/json" : components["schemas"]["Error"];};
         };
         /** @description The request's header fields are too large (any route) */
-        431: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
+        431 :
+            {headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
         /** @description Internal server error: `{ error, requestId }`, nothing internal */
-        500: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description Temporarily unavailable (busy, or a service it depends on is unreachable): retry after Retry-After */
-        503: {
-            headers: {
-                /** @description seconds to wait before trying again */
-                "Retry-After"?: number;
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
+        500 :
+            {headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
+        /**
+           @description Temporarily unavailable (busy, or a service it depends on is unreachable): retry after
+           Retry-After
+         */
+        503 : {
+          headers : {
+            /** @description seconds to wait before trying again */
+            "Retry-After"?: number; [name: string] : unknown;
+          };
+          content : {"application/json" : components["schemas"]["Error"];};
         };
         /** @description An outside service did not answer in time */
-        504: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
+        504 :
+            {headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
         /** @description Storage is full */
-        507: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-    };
-    parameters: {
-        /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-        IdempotencyKey: string;
-    };
-    requestBodies: never;
-    headers: {
-        /** @description present on the replay of a kept answer */
-        IdempotentReplayed: "true";
-    };
-    pathItems: never;
+        507 :
+            {headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
+      };
+  parameters: {
+    /**
+       @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the
+       first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address
+       on open routes).
+     */
+    IdempotencyKey: string;
+  };
+  requestBodies: never;
+  headers: {
+    /** @description present on the replay of a kept answer */
+    IdempotentReplayed: "true";
+  };
+  pathItems: never;
 }
 export type $defs = Record<string, never>;
 export interface operations {
@@ -2826,6 +2660,35 @@ export interface operations {
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
+    };
+    getEvents: {
+      parameters: {query?: {ticket?: string; lastEventId?: string;}; header?: never; path?: never; cookie?: never;};
+      requestBody?: never; responses : {
+        /** @description OK */
+        200 : {headers : {[name: string] : unknown;}; content : {"text/event-stream" : string;};};
+        400 : components["responses"]["400"];
+        401 : components["responses"]["401"];
+        403 : components["responses"]["403"];
+        431 : components["responses"]["431"];
+        500 : components["responses"]["500"];
+        503 : components["responses"]["503"];
+      };
+    };
+    postEventsTicket: {
+      parameters: {query?: never; header?: never; path?: never; cookie?: never;};
+      requestBody?: never; responses : {
+        /** @description OK */
+        200 : {
+          headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["EventTicket"];};
+        };
+        400 : components["responses"]["400"];
+        401 : components["responses"]["401"];
+        403 : components["responses"]["403"];
+        413 : components["responses"]["413"];
+        431 : components["responses"]["431"];
+        500 : components["responses"]["500"];
+        503 : components["responses"]["503"];
+      };
     };
     postAuthRegister: {
         parameters: {

@@ -202,13 +202,15 @@ static bool component_exists(json_t *schemas, const char *name) { return json_ob
 static json_t *success_content(const hs_route *r, json_t *schemas) {
   if (!r->response) return NULL;
   if (strchr(r->response, '/')) {
-    json_t *media = json_pack("{s:{s:s}}", "schema", "type", "string");
-    if (r->stream_schema) { /* a stream: what each of its events is (OpenAPI 3.1 has no keyword for it) */
+    json_t *schema = json_pack("{s:s}", "type", "string");
+    if (r->stream_schema) { /* a stream: JSON Schema's content keywords say what each event is */
       if (!component_exists(schemas, r->stream_schema))
         die("route %s %s: no schema component named %s", hs_method_name(r->method), r->path, r->stream_schema);
-      json_object_set_new(media, "x-event-schema",
+      json_object_set_new(schema, "contentMediaType", json_string(r->response));
+      json_object_set_new(schema, "contentSchema",
                           json_pack("{s:s+}", "$ref", "#/components/schemas/", r->stream_schema));
     }
+    json_t *media = json_pack("{s:o}", "schema", schema);
     return json_pack("{s:o}", r->response, media);
   }
   char name[128];
