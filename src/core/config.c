@@ -141,6 +141,7 @@ bool config_load(char err[256]) {
   if (!env_int("HTTP_MAX_CONNECTIONS_PER_IP", CFG.trust_proxy > 0 ? 0 : 64, 0, 100000,
                &CFG.http_max_connections_per_ip, err))
     return false;
+  if (!env_int("HTTP_MAX_CONNECTIONS", 16384, 16, 1000000, &CFG.http_max_connections, err)) return false;
   CFG.cors_origins = env_or("CORS_ORIGINS", CFG.env == ENV_PRODUCTION ? "" : "*");
 
   CFG.audit_key = env_or("AUDIT_KEY", NULL);

@@ -42,6 +42,7 @@ typedef struct config {
   int http_body_min_rate;         /* bytes/s a body must average after that grace (0: none) */
   int http_max_header_bytes;      /* header fields over this answer 431 */
   int http_max_connections_per_ip; /* open connections per socket peer (0: no cap) */
+  int http_max_connections;        /* open connections in all (live-update streams included) */
   int trust_proxy;      /* proxies in front: the client is the Nth X-Forwarded-For address from the right */
   char *cors_origins;   /* comma-separated; "*" allows any */
   char *audit_key;      /* AUDIT_KEY (32 bytes or more); NULL: derived from JWT_SECRET */

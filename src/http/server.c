@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -296,6 +297,27 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
 
 /* ---- start and stop ---- */
 
+/* Descriptors beyond the connections: database, files, logs, pipes. */
+#define SPARE_FDS 512
+
+/* Every connection takes a descriptor: raises the process's soft limit towards
+ * HTTP_MAX_CONNECTIONS (the hard limit caps it, and then the connections). */
+static unsigned connection_limit(void) {
+  struct rlimit rl;
+  rlim_t want = (rlim_t)CFG.http_max_connections + SPARE_FDS;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return (unsigned)CFG.http_max_connections;
+  if (rl.rlim_cur < want) {
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    getrlimit(RLIMIT_NOFILE, &rl);
+  }
+  if (rl.rlim_cur >= want) return (unsigned)CFG.http_max_connections;
+  unsigned fit = rl.rlim_cur > SPARE_FDS * 2 ? (unsigned)(rl.rlim_cur - SPARE_FDS) : (unsigned)rl.rlim_cur / 2;
+  log_msg(LOG_WARN, "HTTP_MAX_CONNECTIONS lowered to %u: the descriptor limit is %llu", fit,
+          (unsigned long long)rl.rlim_cur);
+  return fit;
+}
+
 bool hs_server_start(const char *bind, int port, char err[256]) {
   hs_pipeline_init();
   struct sockaddr_storage ss = {0};
@@ -310,16 +332,14 @@ bool hs_server_start(const char *bind, int port, char err[256]) {
     a4->sin_family = AF_INET, a4->sin_port = htons((uint16_t)port);
     if (inet_pton(AF_INET, bind, &a4->sin_addr) != 1) return snprintf(err, 256, "BIND %s is not an address", bind), false;
   }
-  daemon_handle = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-                                   MHD_OPTION_SOCK_ADDR, &ss,
-                                   MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION,
-                                   on_connection, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
-                                   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CFG.http_idle_timeout,
-                                   MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)CFG.http_max_connections_per_ip,
-                                   MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
-                                   MHD_OPTION_THREAD_POOL_SIZE, (unsigned)CFG.http_threads,
-                                   MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024), MHD_OPTION_LISTEN_BACKLOG_SIZE,
-                                   (unsigned)1024, MHD_OPTION_END);
+  daemon_handle = MHD_start_daemon(
+      flags, (uint16_t)port, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+      MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION,
+      on_connection, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
+      (unsigned)CFG.http_idle_timeout, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)CFG.http_max_connections_per_ip,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_CONNECTION_LIMIT, connection_limit(),
+      MHD_OPTION_THREAD_POOL_SIZE, (unsigned)CFG.http_threads, MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024),
+      MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
   if (!daemon_handle) return snprintf(err, 256, "cannot listen on %s:%d", bind, port), false;
   hs_watch_start(CFG.http_header_timeout * 1000, CFG.http_body_min_rate);
   hs_lanes_start(&mhd_lane_ops, CFG.http_workers, CFG.http_slow_workers);
