@@ -10,14 +10,15 @@ event, which a sixth stream of the account makes the first one receive after eve
 committed before.
 """
 import datetime
+import os
+import subprocess
 import uuid
 
 import jsonschema
 import pytest
-import requests
 
-from conftest import ADMIN_ENV, Api, Server, _CONTRACTS, _fail_on, _stop_all, admin_login, unique_email
-from flow_helpers import Flow, accept, customer, fresh_zip, image_files, ok, post_job, private_zip, provider, quote
+from conftest import ADMIN_ENV, ROOT, Api, Server, _CONTRACTS, _fail_on, _stop_all, admin_login
+from flow_helpers import Flow, accept, customer, image_files, ok, post_job, private_zip, provider, quote
 from helpers import eventually
 from sse_client import Stream
 from staff_helpers import forge, make_staff, sql
@@ -533,3 +534,22 @@ def test_two_instances_deliver_across(pair):
     for s in (s_pro, again):
         assert not s.problems, s.problems
         s.close()
+
+
+# ---------------------------------------------------------------- the TypeScript helper
+
+
+def test_the_typescript_events_helper(server, tmp_path):
+    """clients/typescript/events.ts: tsc type-checks its test against the generated types, and
+    Node runs it against the server (typed events, a dropped connection resumed from
+    Last-Event-ID, a ticket, the parser)."""
+    bin_dir = os.path.join(ROOT, "node_modules", ".bin")
+    client = os.path.join(ROOT, "clients", "typescript")
+    p = subprocess.run([os.path.join(bin_dir, "tsc"), "-p", os.path.join(client, "tsconfig.json"), "--outDir",
+                        str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    env = dict(os.environ, MARKETPLACE_URL=server.url, NODE_PATH=os.path.join(ROOT, "node_modules"))
+    p = subprocess.run(["node", "--test", str(tmp_path / "test" / "events.test.js")], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout[-5000:] + p.stderr[-3000:]
+    assert "# pass 3" in p.stdout and "# fail 0" in p.stdout
