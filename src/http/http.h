@@ -237,6 +237,12 @@ typedef struct hs_hooks {
 } hs_hooks;
 /* Installs hooks (copied); call once at start-up, before hs_server_start. */
 void hs_set_hooks(const hs_hooks *hooks);
+/* Whether a token with the claims of auth would still pass the check_token hook now (its
+ * account exists, its generation did not move on, its impersonation is live), for a caller
+ * that keeps acting on a request's claims after it was answered (a stream): ERR_OK (also with
+ * no hook installed), ERR_UNAUTHORIZED when refused, or the error that kept it from being
+ * told (the database). Runs the hook outside any request: it may use the database. */
+err_t hs_token_recheck(const hs_auth *auth);
 /* The status the request answers with (its error's status when it failed). */
 int hs_status(const hs_req *req);
 

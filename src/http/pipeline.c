@@ -51,6 +51,16 @@ void hs_set_hooks(const hs_hooks *h) { hooks = *h; }
 
 void hs_set_ticket_redeemer(hs_ticket_redeemer redeem) { ticket_redeemer = redeem; }
 
+err_t hs_token_recheck(const hs_auth *auth) {
+  if (!hooks.check_token) return ERR_OK;
+  hs_req req = {.auth = *auth, .res_fd = -1};
+  arena_init(&req.arena);
+  err_t e = hooks.check_token(&req);
+  if (e == ERR_OK) e = req.err;
+  arena_fini(&req.arena);
+  return e;
+}
+
 /* ---- the request's identity: id and client address ---- */
 
 static _Thread_local uint64_t rid_state;

@@ -161,6 +161,20 @@ def test_the_stream_ends_with_its_token(api, server, streams):
     assert s.clean_end and s.kinds()[-1] == "token.expired"
 
 
+def test_a_stream_ends_once_its_token_is_refused(api, streams, admin_token):
+    """A deleted account (or a password reset, a disabled staff member, an ended impersonation:
+    whatever makes the token refused) ends its open streams within a minute."""
+    u, other = api.register_user(), api.register_user()
+    s, s_other = streams(u["token"]), streams(other["token"])
+    r = api.delete(f"/admin/accounts/{u['id']}", token=admin_token, params={"role": "user"})
+    assert r.status_code == 200, r.text
+    api.advance_clock(60_000)
+    s.wait("token.expired")
+    s.wait_ended()
+    assert s.clean_end
+    assert not s_other.ended and not s_other.of("token.expired")
+
+
 def test_a_sixth_stream_replaces_the_first(api, streams):
     u = api.register_user()
     first = streams(u["token"])

@@ -150,7 +150,7 @@ err_t api_events_stream(hs_req *req) {
   err_t e = check_cursor(given, last, &can_replay, &reason);
   if (e != ERR_OK) return e;
 
-  ev_stream *es = events_hub_stream(req, role, req->auth.id, recipient, req->auth.exp * 1000);
+  ev_stream *es = events_hub_stream(req, recipient);
   hs_stream *s = events_hub_http(es);
   char retry[32];
   snprintf(retry, sizeof retry, "retry: %d\n\n", RETRY_MS);

@@ -24,12 +24,13 @@
 #define BATCH 256
 #define IDLE_POLL_MS 1000 /* the pump reads the outbox at least this often, whatever woke it */
 #define TICK_MS 500       /* heartbeats and expiries are looked at this often */
+#define RECHECKS 512      /* tokens checked again in one round (a second) at most */
 
 struct ev_stream {
   hs_stream *s;
   char *recipient, *account; /* the key its events come to; "role:id" of its account */
-  char *role, *account_id;
-  int64_t exp_ms, next_beat;
+  hs_auth auth;              /* its token's claims (the strings owned) */
+  int64_t exp_ms, next_beat, next_check;
   int64_t floor;                  /* events up to this id are not written to it (it has them) */
   uint64_t order;                 /* when it joined, for the per-account limit */
   bool joined;                    /* in the table: the pump writes to it */
@@ -39,13 +40,14 @@ struct ev_stream {
 
 static struct {
   pthread_mutex_t mu;
-  pthread_cond_t cv;
+  pthread_cond_t cv;       /* the pump's */
+  pthread_cond_t check_cv; /* the checker's */
   ev_stream **buckets;
   ev_stream *all;
   int64_t position;
   uint64_t joins;
   bool woken, stopping, running, listening;
-  pthread_t pump, listener;
+  pthread_t pump, listener, checker;
 } hub = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static const events_oneshot *oneshots[4];
@@ -115,7 +117,8 @@ static void stream_closed(void *arg, hs_stream *s) {
   unjoin(es);
   pthread_mutex_unlock(&hub.mu);
   hs_stream_release(s);
-  free(es->recipient), free(es->account), free(es->role), free(es->account_id);
+  free(es->recipient), free(es->account);
+  free((char *)es->auth.id), free((char *)es->auth.role), free((char *)es->auth.elevation_id);
   free(es);
 }
 
@@ -134,15 +137,17 @@ static const hs_stream_owner OWNER = {stream_closed, stream_stopping};
 /* A reader that has not taken this much is cut, and catches up when it reconnects. */
 #define MAX_BACKLOG (1024 * 1024)
 
-ev_stream *events_hub_stream(hs_req *req, const char *role, const char *account_id, const char *recipient,
-                             int64_t exp_ms) {
+ev_stream *events_hub_stream(hs_req *req, const char *recipient) {
   ev_stream *es = xcalloc(1, sizeof *es);
+  const hs_auth *au = &req->auth;
   es->recipient = xstrdup(recipient);
-  es->role = xstrdup(role), es->account_id = xstrdup(account_id);
-  size_t n = strlen(role) + strlen(account_id) + 2;
+  es->auth = *au;
+  es->auth.id = xstrdup(au->id), es->auth.role = xstrdup(au->role);
+  es->auth.elevation_id = au->elevation_id ? xstrdup(au->elevation_id) : NULL;
+  size_t n = strlen(au->role) + strlen(au->id) + 2;
   es->account = xmalloc(n);
-  snprintf(es->account, n, "%s:%s", role, account_id);
-  es->exp_ms = exp_ms;
+  snprintf(es->account, n, "%s:%s", au->role, au->id);
+  es->exp_ms = au->exp * 1000;
   es->s = hs_stream_open(req, "text/event-stream", MAX_BACKLOG, &OWNER, es);
   return es;
 }
@@ -188,6 +193,7 @@ bool events_hub_join(ev_stream *es, int64_t at, const char *first, int64_t floor
     es->joined = true;
     es->order = ++hub.joins;
     es->next_beat = clock_now_ms() + EVENTS_HEARTBEAT_MS;
+    es->next_check = clock_now_ms() + EVENTS_RECHECK_MS;
   }
   pthread_mutex_unlock(&hub.mu);
   return now;
@@ -313,17 +319,79 @@ static void *pump_main(void *arg) {
   return NULL;
 }
 
+/* ---- tokens checked again ---- */
+
+/* A stream due for a check, copied out (the check runs without the hub's lock). */
+typedef struct recheck {
+  ev_stream *es;
+  uint64_t order; /* with es, names the stream: a pointer alone may be a new stream's */
+  hs_auth auth;
+  char id[64], role[32], elevation[64];
+  bool refused;
+} recheck;
+
+/* Up to cap streams due for a check, copied into out; their next check is moved on. */
+static int due_checks(recheck *out, int cap) {
+  int n = 0;
+  int64_t now = clock_now_ms();
+  pthread_mutex_lock(&hub.mu);
+  for (ev_stream *es = hub.all; es && n < cap; es = es->all_next) {
+    if (now < es->next_check) continue;
+    es->next_check = now + EVENTS_RECHECK_MS;
+    recheck *r = &out[n++];
+    r->es = es, r->order = es->order, r->auth = es->auth, r->refused = false;
+    snprintf(r->id, sizeof r->id, "%s", es->auth.id);
+    snprintf(r->role, sizeof r->role, "%s", es->auth.role);
+    snprintf(r->elevation, sizeof r->elevation, "%s", es->auth.elevation_id ? es->auth.elevation_id : "");
+    r->auth.id = r->id, r->auth.role = r->role, r->auth.elevation_id = es->auth.elevation_id ? r->elevation : NULL;
+  }
+  pthread_mutex_unlock(&hub.mu);
+  return n;
+}
+
+/* Ends the refused streams that are still joined. */
+static void end_refused(const recheck *r, int n) {
+  pthread_mutex_lock(&hub.mu);
+  for (int i = 0; i < n; i++) {
+    if (!r[i].refused) continue;
+    for (ev_stream *es = hub.all; es; es = es->all_next)
+      if (es == r[i].es && es->order == r[i].order) {
+        finish(es, "token.expired", "{}");
+        break;
+      }
+  }
+  pthread_mutex_unlock(&hub.mu);
+}
+
+static bool stopping_now(void) {
+  pthread_mutex_lock(&hub.mu);
+  bool stop = hub.stopping;
+  pthread_mutex_unlock(&hub.mu);
+  return stop;
+}
+
+static void *checker_main(void *arg) {
+  (void)arg;
+  db_use_pool(DB_POOL_SLOW);
+  recheck *batch = xmalloc(sizeof *batch * RECHECKS);
+  while (!stopping_now()) {
+    int n = due_checks(batch, RECHECKS), refused = 0;
+    for (int i = 0; i < n; i++) refused += batch[i].refused = hs_token_recheck(&batch[i].auth) == ERR_UNAUTHORIZED;
+    if (refused) end_refused(batch, n);
+    pthread_mutex_lock(&hub.mu);
+    if (!hub.stopping) clock_cond_wait_ms(&hub.check_cv, &hub.mu, 1000); /* a round a second */
+    pthread_mutex_unlock(&hub.mu);
+  }
+  free(batch);
+  return NULL;
+}
+
 /* PostgreSQL: wakes the pump on every NOTIFY of the channel, and when the listening connection
  * was made again (what was sent meanwhile is read from the outbox all the same). */
 static void *listener_main(void *arg) {
   db_listener *l = arg;
-  for (;;) {
-    pthread_mutex_lock(&hub.mu);
-    bool stop = hub.stopping;
-    pthread_mutex_unlock(&hub.mu);
-    if (stop) break;
+  while (!stopping_now())
     if (db_listen_wait(l, 250) != 0) events_hub_wake(NULL);
-  }
   db_listen_close(l);
   return NULL;
 }
@@ -331,11 +399,14 @@ static void *listener_main(void *arg) {
 void events_hub_start(void) {
   if (!hub.buckets) hub.buckets = xcalloc(BUCKETS, sizeof *hub.buckets);
   clock_cond_init(&hub.cv);
+  clock_cond_init(&hub.check_cv);
   int64_t at = 0;
   if (events_store_position(&at) != ERR_OK) log_msg(LOG_ERROR, "events: the outbox could not be read; starting at 0");
   hub.position = at;
   hub.stopping = false;
-  if (pthread_create(&hub.pump, NULL, pump_main, NULL) != 0) die("events: cannot start the pump");
+  if (pthread_create(&hub.pump, NULL, pump_main, NULL) != 0 ||
+      pthread_create(&hub.checker, NULL, checker_main, NULL) != 0)
+    die("events: cannot start the hub's threads");
   db_listener *l = db_listen_open(EVENTS_CHANNEL);
   if (l && pthread_create(&hub.listener, NULL, listener_main, l) != 0) die("events: cannot start the listener");
   hub.listening = l != NULL;
@@ -347,8 +418,10 @@ void events_hub_stop(void) {
   pthread_mutex_lock(&hub.mu);
   hub.stopping = true;
   pthread_cond_signal(&hub.cv);
+  pthread_cond_signal(&hub.check_cv);
   pthread_mutex_unlock(&hub.mu);
   pthread_join(hub.pump, NULL);
+  pthread_join(hub.checker, NULL);
   if (hub.listening) pthread_join(hub.listener, NULL);
   hub.running = false;
 }

@@ -8,7 +8,10 @@
  * moves its position. A stream joins at a position (events_hub_join): what came before it was
  * replayed to it from the outbox, what comes after reaches it from the pump. The same thread
  * writes the comment that keeps an idle stream open (every 25 seconds) and ends a stream whose
- * token expired, both by the service clock. */
+ * token expired, both by the service clock. Another thread asks again, once a minute per
+ * stream, whether its token would still be accepted (hs_token_recheck: the account still
+ * there, its generation unmoved, its impersonation live), and ends it like an expired one when
+ * not. */
 #ifndef DOMAIN_EVENTS_HUB_H
 #define DOMAIN_EVENTS_HUB_H
 #include "core/buf.h"
@@ -20,15 +23,16 @@
 #define EVENTS_STREAMS_PER_ACCOUNT 5
 /* A comment line this often on an idle stream (service clock). */
 #define EVENTS_HEARTBEAT_MS 25000
+/* A stream's token is checked again this often (service clock). */
+#define EVENTS_RECHECK_MS 60000
 
 /* One stream as the hub knows it. */
 typedef struct ev_stream ev_stream;
 
-/* A new stream for the account (role, id) that receives the events of recipient (its own key,
- * or its staff role's), open until exp_ms (service clock); the hub owns it from here on and
+/* A new stream for req's caller (req->auth) that receives the events of recipient (its own
+ * key, or its staff role's), open until its token expires; the hub owns it from here on and
  * frees it once its connection is gone. */
-ev_stream *events_hub_stream(hs_req *req, const char *role, const char *account_id, const char *recipient,
-                             int64_t exp_ms);
+ev_stream *events_hub_stream(hs_req *req, const char *recipient);
 /* The stream's HTTP stream (for writes before it joins). */
 hs_stream *events_hub_http(ev_stream *es);
 /* The position up to which the pump has written events to the streams. */
