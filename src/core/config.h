@@ -30,6 +30,7 @@ typedef struct config {
   int db_slow_pool_size; /* connections of the slow lane and background work */
   int db_busy_timeout_ms; /* SQLite: how long a write waits for the write lock before 503 */
   int http_threads;  /* MHD event threads */
+  int http_stream_threads; /* MHD event threads of the connections that carry event streams */
   int http_workers;  /* handler threads of the database lane */
   int http_slow_workers; /* handler threads of the slow lane (ROUTE_SLOW) */
   int queue_workers;

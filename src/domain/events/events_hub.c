@@ -300,6 +300,7 @@ static void tick(void) {
 
 static void *pump_main(void *arg) {
   (void)arg;
+  pthread_setname_np(pthread_self(), "events-pump");
   db_use_pool(DB_POOL_SLOW);
   int64_t last_tick = 0;
   for (;;) {
@@ -372,6 +373,7 @@ static bool stopping_now(void) {
 
 static void *checker_main(void *arg) {
   (void)arg;
+  pthread_setname_np(pthread_self(), "events-check");
   db_use_pool(DB_POOL_SLOW);
   recheck *batch = xmalloc(sizeof *batch * RECHECKS);
   while (!stopping_now()) {
@@ -390,6 +392,7 @@ static void *checker_main(void *arg) {
  * was made again (what was sent meanwhile is read from the outbox all the same). */
 static void *listener_main(void *arg) {
   db_listener *l = arg;
+  pthread_setname_np(pthread_self(), "events-listen");
   while (!stopping_now())
     if (db_listen_wait(l, 250) != 0) events_hub_wake(NULL);
   db_listen_close(l);
