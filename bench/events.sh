@@ -10,7 +10,8 @@
 #   2. STREAMS streams opened on the stream instance (5 per account, bench/sse_load streams),
 #      its VmRSS read before and once they all answered and idled SETTLE s: memory per stream;
 #   3. the writer at RATE for LATENCY s: every message reaches its customer's 5 streams, and each
-#      receipt's time from the message's request (an upper bound of commit-to-receipt);
+#      receipt's time from the message's createdAt (written by its handler just before the
+#      commit: an upper bound of commit-to-receipt) and from its request;
 #   4. the writer again and wrk GET /users/me as in 1, with the streams held: the ratio to 1,
 #      and the receipts' latency under that load.
 # Goals: p99 <= 100 ms (3 and 4), <= 16 KiB per idle stream, /users/me >= 80% of 1.
