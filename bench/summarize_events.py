@@ -57,8 +57,9 @@ def main(results):
             f"{int(s['rss_after_kib']) // 1024} MiB)", "<= 16 KiB", float(s["per_stream_kib"]) <= KIB_GOAL)
         for key, what in (("latency", "streams only"), ("latency_load", "with GET /users/me at -c64")):
             lat, w = got[key], got["writer_" + ("latency" if key == "latency" else "load")]
+            refused = f", {w['failed']} refused (first: {w.get('first_failure')})" if w["failed"] != "0" else ""
             row(f"{what}: commit-to-receipt (from createdAt) p50 / p99 / max ms ({lat['w_receipts']} receipts of "
-                f"{w['ok']} messages at {w['rate']}/s)",
+                f"{w['ok']} messages at {w['rate']}/s{refused})",
                 f"{lat['w_p50_ms']} / {lat['w_p99_ms']} / {lat['w_max_ms']}", "p99 <= 100 ms",
                 float(lat["w_p99_ms"]) <= P99_GOAL_MS and int(lat["w_receipts"]) >= int(w["ok"]) * 5)
             print(f"| {name} | {what}: request-to-receipt p50 / p99 / max ms (writer behind its schedule by "
