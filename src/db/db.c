@@ -300,6 +300,16 @@ db_rc db_exists(bool *found, const char *sql, const db_val *params, int n) {
   return rc;
 }
 
+db_rc db_changes(bool *changed, const char *sql, const db_val *params, int n) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_query(&a, &r, sql, params, n);
+  *changed = rc == DB_OK && r->changes > 0;
+  arena_fini(&a);
+  return rc;
+}
+
 db_rc db_held_begin(db_conn *c) {
   db_rc rc = guarded(c, ops->begin_sql, NULL, 0, NULL);
   if (rc == DB_OK) c->in_tx = true, c->nafter = 0;

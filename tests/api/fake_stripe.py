@@ -620,13 +620,16 @@ class FakeStripe:
         if kind == "subscription" and f.get("status", "active") != "all":
             items = [o for o in items if o["status"] == f.get("status", "active")] if f.get("status") else \
                 [o for o in items if o["status"] not in ("canceled", "incomplete_expired")]
+        return self._page(items, f, f"/v1/{kind}s", view)
+
+    def _page(self, items, f, url, view=None):
+        """One page of a list (items newest first), as Stripe reads starting_after and limit."""
         if f.get("starting_after"):
             ids = [o["id"] for o in items]
             items = items[ids.index(f["starting_after"]) + 1:] if f["starting_after"] in ids else []
         limit = int(f.get("limit") or 10)
-        page = items[:limit]
-        return {"object": "list", "url": f"/v1/{kind}s", "has_more": len(items) > limit,
-                "data": [view(o) if view else copy.deepcopy(o) for o in page]}
+        return {"object": "list", "url": url, "has_more": len(items) > limit,
+                "data": [view(o) if view else copy.deepcopy(o) for o in items[:limit]]}
 
     def _list_intents(self, f):
         for o in self.store.values():
@@ -688,12 +691,7 @@ class FakeStripe:
         left = charge["amount"] - charge["amount_refunded"]
         if left <= 0:
             raise invalid(f"Charge {charge['id']} has already been refunded.", code="charge_already_refunded")
-        try:
-            amount = int(f["amount"]) if "amount" in f else left
-        except ValueError:
-            raise invalid("Invalid integer: " + f["amount"], param="amount")
-        if amount <= 0:
-            raise invalid("Invalid positive integer", param="amount")
+        amount = _amount_of(f, left)
         if amount > left:
             raise invalid(f"Refund amount (${amount / 100:.2f}) is greater than unrefunded amount on charge "
                           f"(${left / 100:.2f})", param="amount", code="amount_too_large")
@@ -715,12 +713,7 @@ class FakeStripe:
         items = [o for o in reversed(list(self.store.values())) if o.get("object") == "refund"
                  and (not f.get("payment_intent") or o.get("payment_intent") == f["payment_intent"])
                  and (not f.get("charge") or o.get("charge") == f["charge"])]
-        if f.get("starting_after"):
-            ids = [o["id"] for o in items]
-            items = items[ids.index(f["starting_after"]) + 1:] if f["starting_after"] in ids else []
-        limit = int(f.get("limit") or 10)
-        return {"object": "list", "url": "/v1/refunds", "has_more": len(items) > limit,
-                "data": [copy.deepcopy(o) for o in items[:limit]]}
+        return self._page(items, f, "/v1/refunds")
 
     def _retrieve_refund(self, f, ident):
         return copy.deepcopy(self._obj("refund", ident))
@@ -874,14 +867,9 @@ class FakeStripe:
         self.store[tr["id"]] = tr
         return copy.deepcopy(tr)
 
-    def _list_of(self, kind, f, keep=lambda o: True, url=""):
-        items = [o for o in reversed(list(self.store.values())) if o.get("object") == kind and keep(o)]
-        if f.get("starting_after"):
-            ids = [o["id"] for o in items]
-            items = items[ids.index(f["starting_after"]) + 1:] if f["starting_after"] in ids else []
-        limit = int(f.get("limit") or 10)
-        return {"object": "list", "url": url, "has_more": len(items) > limit,
-                "data": [copy.deepcopy(o) for o in items[:limit]]}
+    def _list_of(self, kind, f, keep, url):
+        return self._page([o for o in reversed(list(self.store.values())) if o.get("object") == kind and keep(o)],
+                          f, url)
 
     def _list_transfers(self, f):
         return self._list_of("transfer", f, lambda o: not f.get("destination") or o["destination"] == f["destination"],
@@ -893,12 +881,7 @@ class FakeStripe:
     def _create_reversal(self, f, ident):
         tr = self._obj("transfer", ident)
         left = tr["amount"] - tr["amount_reversed"]
-        try:
-            amount = int(f["amount"]) if "amount" in f else left
-        except ValueError:
-            raise invalid("Invalid integer: " + f["amount"], param="amount")
-        if amount <= 0:
-            raise invalid("Invalid positive integer", param="amount")
+        amount = _amount_of(f, left)
         if amount > left:
             raise invalid(f"Amount (${amount / 100:.2f}) is greater than the amount of the transfer that can be "
                           f"reversed (${left / 100:.2f}).", param="amount")
@@ -916,6 +899,17 @@ class FakeStripe:
         self._obj("transfer", ident)
         return self._list_of("transfer_reversal", f, lambda o: o["transfer"] == ident,
                              f"/v1/transfers/{ident}/reversals")
+
+
+def _amount_of(f, left):
+    """The positive integer `amount` of a refund or reversal; what is left when absent."""
+    try:
+        amount = int(f["amount"]) if "amount" in f else left
+    except ValueError:
+        raise invalid("Invalid integer: " + f["amount"], param="amount")
+    if amount <= 0:
+        raise invalid("Invalid positive integer", param="amount")
+    return amount
 
 
 def _requirements(due, disabled_reason, past_due=()):

@@ -239,6 +239,14 @@ def past_window(w, hours=73, *accounts):
     return now
 
 
+def paid_job(w, pro, amount=100):
+    """A job completed, and its transfer paid once the window passed."""
+    job = Job(w, pro, amount)
+    past_window(w, 73, pro)
+    wait_transfer(w.api, pro, job.id, "paid")
+    return job
+
+
 def insights(api, pro):
     return ok(api.get("/providers/me/insights", token=pro["token"]))
 
@@ -469,9 +477,7 @@ def test_a_refund_of_everything_before_the_transfer_cancels_it(w):
 
 def test_a_refund_after_the_transfer_reverses_the_refunded_share(w):
     pro = new_provider(w)
-    job = Job(w, pro, amount=100)
-    past_window(w)
-    wait_transfer(w.api, pro, job.id, "paid")
+    job = paid_job(w, pro, 100)
     job.refund(59)  # 50 of the provider's 100
     t = eventually(lambda: transfer(w.api, pro, job.id), 30, "the reversal", interval=0.1,
                    until=lambda t: t["reversedAmount"] == 50)
@@ -523,9 +529,7 @@ def test_the_preferred_pro_fee_is_deducted_once_a_month_and_carried(w):
     assert insights(w.api, pro)["membershipFee"] == {"owed": False, "amount": 39, "month": month1,
                                                      "reason": "This month's fee is already billed"}
     # the next transfer of the month carries the rest
-    big = Job(w, pro, amount=100)
-    past_window(w, 73, pro)
-    wait_transfer(w.api, pro, big.id, "paid")
+    big = paid_job(w, pro, 100)
     fees = {t["jobId"]: t["amount"] for t in payouts(w.api, pro)["transfers"] if t["kind"] == "fee"}
     assert fees == {small.id: -25, big.id: -14}
     assert [t[0] for t in w.transfers(pro)] == [8600]
@@ -533,18 +537,14 @@ def test_the_preferred_pro_fee_is_deducted_once_a_month_and_carried(w):
     assert mail and mail[0]["subject"] == "You've been paid $86.00"
     assert "Preferred Pro membership fee: -$14.00" in mail[0]["body"]
     # a third one that month: no fee
-    third = Job(w, pro, amount=40)
-    past_window(w, 73, pro)
-    wait_transfer(w.api, pro, third.id, "paid")
+    third = paid_job(w, pro, 40)
     assert [t[0] for t in w.transfers(pro)] == [8600, 4000]
     # the next month's first transfer carries that month's fee
     second = next_month_start(w)
     relogin(w.api, pro)
     month2 = second.strftime("%Y-%m")
     assert insights(w.api, pro)["membershipFee"]["owed"] is True
-    later = Job(w, pro, amount=100)
-    past_window(w, 73, pro)
-    wait_transfer(w.api, pro, later.id, "paid")
+    later = paid_job(w, pro, 100)
     assert [t[0] for t in w.transfers(pro)] == [8600, 4000, 6100]
     assert ok(w.api.get("/providers/me", token=pro["token"]))["premiumBilledMonth"] == month2
     staff = ok(w.api.get("/staff/providers", token=w.staff_token("professional_support"), params={"q": pro["email"]}))
@@ -564,9 +564,7 @@ def test_a_refund_of_a_fee_carrier_makes_the_fee_owed_again(w):
     pro = new_provider(w, premium=True)
     next_month_start(w)
     relogin(w.api, pro)
-    job = Job(w, pro, amount=100)
-    past_window(w, 73, pro)
-    wait_transfer(w.api, pro, job.id, "paid")
+    job = paid_job(w, pro, 100)
     assert [t[0] for t in w.transfers(pro)] == [6100]
     job.refund(94.4)  # 80 of the provider's 100: the fee keeps 20 of it, the 61 sent go back
     t = eventually(lambda: transfer(w.api, pro, job.id), 30, "the reversal", interval=0.1,
@@ -574,9 +572,7 @@ def test_a_refund_of_a_fee_carrier_makes_the_fee_owed_again(w):
     assert (t["status"], t["amount"]) == ("reversed", 20)
     assert [t["amount"] for t in payouts(w.api, pro)["transfers"] if t["kind"] == "fee"] == [-20]
     # 19 of the month's fee is owed again: the next transfer carries it
-    nxt = Job(w, pro, amount=50)
-    past_window(w, 73, pro)
-    wait_transfer(w.api, pro, nxt.id, "paid")
+    nxt = paid_job(w, pro, 50)
     assert [t[:2] for t in w.transfers(pro)] == [(6100, 6100), (3100, 0)]
 
 

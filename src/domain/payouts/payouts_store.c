@@ -402,40 +402,32 @@ err_t po_store_record_refused(const transfer_row *t, const char *status, const c
   return e;
 }
 
-/* Runs one conditional update in a statement of its own; *changed tells whether it did. */
-static err_t update(const char *sql, const db_val *params, int n, bool *changed) {
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  db_rc rc = db_query(&a, &r, sql, params, n);
-  *changed = rc == DB_OK && r->changes > 0;
-  arena_fini(&a);
-  return db_to_err(rc);
-}
-
 err_t po_store_release(const transfer_row *t, int64_t started_at) {
   bool changed;
-  return update("UPDATE payout_transfers SET op_started_at = $4 WHERE id = $1 AND pending_op = $2 AND idem_key = $3",
-                DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->pending_op), DB_TEXT(t->idem_key), DB_INT(started_at)), &changed);
+  return db_to_err(db_changes(
+      &changed, "UPDATE payout_transfers SET op_started_at = $4 WHERE id = $1 AND pending_op = $2 AND idem_key = $3",
+      DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->pending_op), DB_TEXT(t->idem_key), DB_INT(started_at))));
 }
 
 err_t po_store_take_over(const transfer_row *t, int64_t stale_before, bool *taken) {
-  return update("UPDATE payout_transfers SET op_started_at = $4, updated_at = $4 "
-                "WHERE id = $1 AND pending_op = $2 AND idem_key = $3 AND op_started_at < $5",
-                DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->pending_op), DB_TEXT(t->idem_key), DB_INT(clock_now_ms()),
-                        DB_INT(stale_before)),
-                taken);
+  return db_to_err(db_changes(taken,
+                              "UPDATE payout_transfers SET op_started_at = $4, updated_at = $4 "
+                              "WHERE id = $1 AND pending_op = $2 AND idem_key = $3 AND op_started_at < $5",
+                              DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->pending_op), DB_TEXT(t->idem_key),
+                                      DB_INT(clock_now_ms()), DB_INT(stale_before))));
 }
 
 err_t po_store_claim_reversal(const transfer_row *t, bool *claimed) {
   char key[96];
   snprintf(key, sizeof key, "reversal-%s-%lld", t->id, (long long)t->attempts + 1);
   int64_t now = clock_now_ms();
-  return update("UPDATE payout_transfers SET pending_op = 'reversal', idem_key = $2, "
-                "op_cents = sent_cents - reversed_cents - (amount_cents - fee_cents), attempts = attempts + 1, "
-                "op_started_at = $3, updated_at = $3 WHERE id = $1 AND status = 'paid' AND pending_op IS NULL "
-                "AND processor_transfer_id IS NOT NULL AND attempts = $4 AND " REVERSAL_DUE,
-                DB_ARGS(DB_TEXT(t->id), DB_TEXT(key), DB_INT(now), DB_INT(t->attempts)), claimed);
+  return db_to_err(db_changes(claimed,
+                              "UPDATE payout_transfers SET pending_op = 'reversal', idem_key = $2, "
+                              "op_cents = sent_cents - reversed_cents - (amount_cents - fee_cents), "
+                              "attempts = attempts + 1, op_started_at = $3, updated_at = $3 WHERE id = $1 "
+                              "AND status = 'paid' AND pending_op IS NULL AND processor_transfer_id IS NOT NULL "
+                              "AND attempts = $4 AND " REVERSAL_DUE,
+                              DB_ARGS(DB_TEXT(t->id), DB_TEXT(key), DB_INT(now), DB_INT(t->attempts))));
 }
 
 err_t po_store_record_reversal(const transfer_row *t, const char *refused, bool *moved) {
