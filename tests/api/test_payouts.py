@@ -13,11 +13,11 @@ Stripe's Connect calls. The clock moves by days, so each processor has a server 
 clock only moves forward, and each test makes its own provider and customers, asserting what
 happens relative to its own jobs.
 """
-import calendar
 import datetime
 import json
+import shutil
 import signal
-import threading
+import subprocess
 import uuid
 
 import pytest
@@ -736,27 +736,42 @@ def pair(request, engine, pg_cluster, fake_stripe):
 
 
 def test_two_instances_make_each_transfer_once(pair, fake_stripe):
-    """Both instances' workers race for every due transfer: each is claimed by one of them and
-    asked of Stripe once (its requests held 0.3 s, and three more units of work queued for each
-    transfer through the database, so several workers try it at the same moment)."""
+    """Both instances' workers race for every due transfer, each claim made at the same moment:
+    four units of work per transfer (three more queued through the database), and the provider's
+    account row held locked by the test meanwhile, so every worker that picked one up has read
+    the transfer as due and waits on that lock. Released, each transfer is claimed by one worker
+    and asked of Stripe once; the others find it claimed."""
     fake = fake_stripe
     fake.reset_controls()
     a, b = World("stripe", pair[0], fake), Api(pair[1])
+    url = pair[0].env["DATABASE_URL"]
     pro = new_provider(a)
     jobs = [Job(a, pro, amount=20 + i) for i in range(6)]
     acct = a.account_id(pro)
-    fake.delay("POST", "/v1/transfers", 0.3)
+    psql = shutil.which("psql")
+    holder = subprocess.Popen([psql, url, "-X", "-q"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
     try:
+        holder.stdin.write(f"BEGIN;\nSELECT 1 FROM payout_accounts WHERE provider_id = '{pro['id']}' FOR UPDATE;\n")
+        holder.stdin.flush()
+        eventually(lambda: db(pair[0], "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction' "
+                                       "AND query LIKE '%FOR UPDATE%'"), 10, "the account row locked",
+                   until=lambda rows: rows == [("1",)])
         a.advance(73 * HOUR_MS)
         b.advance_clock(73 * HOUR_MS)
         rows = db(pair[0], f"SELECT id FROM payout_transfers WHERE provider_id = '{pro['id']}'")
         values = ", ".join(f"('{uuid.uuid4().hex}', 'payout_transfer', '{{\"transferId\":\"{tid}\"}}', 0, 0, 0)"
                            for (tid,) in rows for _ in range(3))
         db(pair[0], f"INSERT INTO job_queue (id, kind, payload, run_at, created_at, updated_at) VALUES {values}")
-        for job in jobs:
-            wait_transfer(a.api, pro, job.id, "paid", timeout=60)
+        # every worker of both instances (3 each) waits on the lock with a transfer read as due
+        eventually(lambda: db(pair[0], "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"),
+                   30, "six claims waiting on the account", until=lambda rows: int(rows[0][0]) >= 6)
     finally:
-        fake.reset_controls()
+        holder.stdin.write("COMMIT;\n")
+        holder.stdin.close()
+        holder.wait(10)
+    for job in jobs:
+        wait_transfer(a.api, pro, job.id, "paid", timeout=60)
     posts = [c for c in fake.calls("POST", "/v1/transfers") if c["form"]["destination"] == [acct]]
     assert len(posts) == 6
     assert sorted(t["amount"] for t in fake.transfers(acct)) == [2000, 2100, 2200, 2300, 2400, 2500]
