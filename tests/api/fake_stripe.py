@@ -969,8 +969,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Request-Id", new_id("req"))
         for k, v in extra.items():
             self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client died waiting (a crash test): as at Stripe,
+            self.close_connection = True                 # the work is done and the answer lost
 
     do_GET = _serve
     do_POST = _serve

@@ -327,6 +327,19 @@ def test_onboarding_through_the_link_enables_the_account(w):
     assert w.account_id(pro) == acct
 
 
+def test_payout_account_and_payouts_on_the_shared_server(api):
+    """The payout routes on the session's shared server (simulated processor), where every
+    route of the table must answer a success once: onboarding through the link, the account
+    enabled, the provider's transfers (none yet: its clock is not moved here)."""
+    pro = provider(api, [private_zip()])
+    link = ok(api.post("/providers/me/payout-account", token=pro["token"]))
+    assert link["status"] == "pending" and account(api, pro)["status"] == "pending"
+    page = api.get(link["onboardingUrl"].split(str(api.server.port), 1)[1])
+    assert page.status_code == 200 and page.headers["Content-Type"].startswith("text/html")
+    assert account(api, pro) == {"status": "enabled", "payoutsEnabled": True, "requirements": []}
+    assert payouts(api, pro) == {"transfers": [], "totals": {"scheduled": 0, "onHold": 0, "paid": 0, "reversed": 0}}
+
+
 def test_the_simulated_onboarding_page(w):
     r = w.api.get("/payouts/onboarding/link_sim_nothing")
     if w.fake:  # Stripe hosts its own pages
