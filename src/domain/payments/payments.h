@@ -1,6 +1,8 @@
 /* Payments: the customer's saved card and premium subscription (/payments/...), processor
- * webhooks (POST /webhooks), refunds (POST /staff/payments/:jobId/refund), and the payment
- * operations of the job flow.
+ * webhooks (POST /webhooks; a payout account's account.updated is handed to payouts), refunds
+ * (POST /staff/payments/:jobId/refund), and the payment operations of the job flow. What a
+ * capture earns a provider, and what a refund takes back of it, follows in the same transaction
+ * as a transfer record (domain/payouts/payouts.h).
  *
  * The job operations write the Payment record of a job (kind "job": AUTHORIZED on
  * acceptance or FAILED, PAID on completion, CANCELED when an accepted job is cancelled,
