@@ -14,6 +14,7 @@
 #include "domain/messages/messages.h"
 #include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
+#include "domain/payouts/payouts.h"
 #include "domain/providers/providers.h"
 #include "domain/public/public.h"
 #include "domain/quotes/quotes.h"
@@ -25,9 +26,9 @@
 #include <stdlib.h>
 
 static const domain_def *const DOMAINS[] = {
-    &audit_domain, &system_domain, &auth_domain,    &users_domain,    &payments_domain,      &providers_domain,
-    &files_domain, &jobs_domain,   &quotes_domain,  &messages_domain, &notifications_domain, &public_domain,
-    &staff_domain, &admin_domain,  &support_domain, &geo_domain,      &docs_domain,
+    &audit_domain,     &system_domain, &auth_domain,  &users_domain,   &payments_domain, &payouts_domain,
+    &providers_domain, &files_domain,  &jobs_domain,  &quotes_domain,  &messages_domain, &notifications_domain,
+    &public_domain,    &staff_domain,  &admin_domain, &support_domain, &geo_domain,      &docs_domain,
 };
 
 const domain_def *const *domains_all(size_t *n) {

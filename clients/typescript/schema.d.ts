@@ -486,6 +486,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/providers/me/payout-account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The payout account's state: none, pending, enabled or restricted */
+        get: operations["getProvidersMePayoutAccount"];
+        put?: never;
+        /** Create the payout account at the processor if needed; a fresh onboarding link */
+        post: operations["postProvidersMePayoutAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/providers/me/payouts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Transfers of the provider's earnings (jobs, tips, the Preferred Pro fee), newest first, and totals */
+        get: operations["getProvidersMePayouts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/payouts/onboarding/{linkId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The simulated processor's onboarding page (an account link; development and test only) */
+        get: operations["getPayoutsOnboardingByLinkId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/providers/me": {
         parameters: {
             query?: never;
@@ -2032,6 +2084,59 @@ export interface components {
             /** @constant */
             received: true;
             duplicate: boolean;
+        };
+        /**
+         * @description none: no account yet; pending: onboarding not finished; enabled: transfers can be made to it; restricted: the processor needs more before it takes transfers again
+         * @enum {string}
+         */
+        PayoutAccountStatus: "none" | "pending" | "enabled" | "restricted";
+        PayoutOnboarding: {
+            /** @description the processor's onboarding page for the account (single use, short-lived) */
+            onboardingUrl: string;
+            status: components["schemas"]["PayoutAccountStatus"];
+        };
+        PayoutAccount: {
+            status: components["schemas"]["PayoutAccountStatus"];
+            /** @description the account pays its balance out to the provider's bank */
+            payoutsEnabled: boolean;
+            /** @description what the processor asks for now (field names) */
+            requirements: string[];
+        };
+        Transfer: {
+            id: string;
+            jobId: string | null;
+            /**
+             * @description fee: the Preferred Pro fee deducted from the transfer made with it (a negative amount)
+             * @enum {string}
+             */
+            kind: "job" | "tip" | "fee";
+            /** @description dollars the provider earns by it now (refunds reduce it); a fee is negative */
+            amount: number;
+            /** @description dollars that went back from the provider's account since it was paid */
+            reversedAmount: number;
+            /** @enum {string} */
+            status: "scheduled" | "waiting_for_account" | "on_hold" | "paid" | "reversed" | "failed" | "cancelled";
+            /**
+             * Format: date-time
+             * @description when it may go out: 72 hours after the job's completion
+             */
+            availableAt: string;
+            /** Format: date-time */
+            paidAt: string | null;
+            failureReason: string | null;
+        };
+        Payouts: {
+            transfers: components["schemas"]["Transfer"][];
+            totals: {
+                /** @description to be paid: scheduled, waiting for the account, or failed */
+                scheduled: number;
+                /** @description held by a report */
+                onHold: number;
+                /** @description what reached the provider's account and stayed */
+                paid: number;
+                /** @description what went back */
+                reversed: number;
+            };
         };
         ScheduleItem: {
             id: string;
@@ -3882,6 +3987,117 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    getProvidersMePayoutAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutAccount"];
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postProvidersMePayoutAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutOnboarding"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    getProvidersMePayouts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Payouts"];
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    getPayoutsOnboardingByLinkId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                linkId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];

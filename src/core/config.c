@@ -97,6 +97,7 @@ bool config_load(char err[256]) {
   CFG.stripe_secret_key = env_or("STRIPE_SECRET_KEY", NULL);
   CFG.stripe_api_base = env_or("STRIPE_API_BASE", "https://api.stripe.com");
   CFG.stripe_webhook_secret = env_or("STRIPE_WEBHOOK_SECRET", NULL);
+  CFG.stripe_connect_webhook_secret = env_or("STRIPE_CONNECT_WEBHOOK_SECRET", NULL);
   CFG.stripe_premium_price_id = env_or("STRIPE_PREMIUM_PRICE_ID", NULL);
   CFG.s3_endpoint = env_or("S3_ENDPOINT", NULL);
   CFG.s3_bucket = env_or("S3_BUCKET", NULL);

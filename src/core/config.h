@@ -21,6 +21,7 @@ typedef struct config {
   char *smtp_url;       /* NULL: .eml files under $DATA_DIR/mail */
   char *bootstrap_admin_email, *bootstrap_admin_password;
   char *stripe_secret_key, *stripe_api_base, *stripe_webhook_secret, *stripe_premium_price_id;
+  char *stripe_connect_webhook_secret; /* the Connect endpoint's (connected accounts' events); NULL: none */
   char *s3_endpoint, *s3_bucket, *s3_region, *s3_access_key_id, *s3_secret_access_key;
   char *geocoder_url, *router_url, *weather_url, *push_url;
   char *metrics_token; /* NULL: GET /metrics answers loopback callers only */

@@ -290,14 +290,23 @@ db_rc db_query(arena *a, db_res **out, const char *sql, const db_val *params, in
   return rc;
 }
 
-db_rc db_exists(bool *found, const char *sql, const db_val *params, int n) {
+/* One statement on a connection of its own; *yes: it returned a row (rows) or changed one. */
+static db_rc query_tells(bool rows, bool *yes, const char *sql, const db_val *params, int n) {
   arena a;
   arena_init(&a);
   db_res *r;
   db_rc rc = db_query(&a, &r, sql, params, n);
-  *found = rc == DB_OK && r->rows > 0;
+  *yes = rc == DB_OK && (rows ? r->rows > 0 : r->changes > 0);
   arena_fini(&a);
   return rc;
+}
+
+db_rc db_exists(bool *found, const char *sql, const db_val *params, int n) {
+  return query_tells(true, found, sql, params, n);
+}
+
+db_rc db_changes(bool *changed, const char *sql, const db_val *params, int n) {
+  return query_tells(false, changed, sql, params, n);
 }
 
 db_rc db_held_begin(db_conn *c) {

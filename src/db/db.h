@@ -117,6 +117,9 @@ db_rc db_script(db_conn *c, const char *sql);
 db_rc db_query(arena *a, db_res **out, const char *sql, const db_val *params, int n);
 /* Acquire, run one query, release: *found tells whether it returned a row (false on failure). */
 db_rc db_exists(bool *found, const char *sql, const db_val *params, int n);
+/* Acquire, run one write (a conditional update), release: *changed tells whether it changed a
+ * row (false on failure). */
+db_rc db_changes(bool *changed, const char *sql, const db_val *params, int n);
 
 /* Transactions: the one way to run statements that must commit together, and the one way to
  * end them.

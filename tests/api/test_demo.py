@@ -73,6 +73,15 @@ def test_demo_seeds_a_running_server(server_factory, binary):
         assert api.get(f"{logo.path}?{logo.query}").status_code == 200
     green = api.get("/providers/me", token=login(api, "greenacres@demo.example", provider=True)).json()
     assert green["insCheckStatus"] == "active" and green["insuranceInfo"]
+    # every verified provider has an enabled payout account: what the completed jobs earned waits
+    # for its report window, then goes out
+    for email in ("greenacres@demo.example", "handy@demo.example", "sparkle@demo.example"):
+        token = login(api, email, provider=True)
+        assert api.get("/providers/me/payout-account", token=token).json() == \
+            {"status": "enabled", "payoutsEnabled": True, "requirements": []}, email
+    payouts = api.get("/providers/me/payouts", token=login(api, "greenacres@demo.example", provider=True)).json()
+    assert sorted((t["kind"], t["amount"], t["status"]) for t in payouts["transfers"]) == \
+        [("job", 75, "scheduled"), ("tip", 10, "scheduled")]
 
     again = demo(binary, srv)
     assert again.returncode == 0, again.stderr

@@ -2166,9 +2166,11 @@ def income(api, pro):
     return ok(api.get("/providers/me/insights", token=pro["token"]))["incomeByService"].get("lawncare", 0)
 
 
-def ledger_paid_out(api, staff, pro):
+def ledger_earned(api, staff, pro):
+    """What the staff ledger says the provider earned: paid out, or captured and not yet
+    transferred (the report window runs)."""
     ledger = ok(api.get(f"/staff/providers/{pro['id']}", token=staff["token"]))["ledger"]
-    return sum(m["paidOut"] for m in ledger)
+    return sum(m["paidOut"] + m["inHold"] for m in ledger)
 
 
 @pytest.fixture(scope="module")
@@ -2345,7 +2347,7 @@ def test_refunds_partial_full_and_excess(api, server, support):
     d = paid_deal(market)
     paid = d.payment()
     cs, ps = support["customer_support"], support["professional_support"]
-    assert income(api, d.pro) == 100.0 and ledger_paid_out(api, ps, d.pro) == 100.0
+    assert income(api, d.pro) == 100.0 and ledger_earned(api, ps, d.pro) == 100.0
     r = refund(api, cs, d.job_id, amount=18, reason="Arrived two hours late")
     assert r.status_code == 200, r.text
     body = r.json()
@@ -2358,7 +2360,7 @@ def test_refunds_partial_full_and_excess(api, server, support):
     r = refund(api, cs, d.job_id, amount=100.01, reason="Too much")
     assert (r.status_code, r.json()) == (400, {"error": "amount: must be between 0.01 and 100.00"})
     # the share of the provider's earnings refunded: 100 x 18 / 118
-    assert income(api, d.pro) == 84.75 and ledger_paid_out(api, ps, d.pro) == 84.75
+    assert income(api, d.pro) == 84.75 and ledger_earned(api, ps, d.pro) == 84.75
     # all that is left (no amount)
     body = ok(refund(api, cs, d.job_id, reason="Job not done properly"))
     assert body["refund"]["amount"] == 100.0
@@ -2367,7 +2369,7 @@ def test_refunds_partial_full_and_excess(api, server, support):
     assert (r.status_code, r.json()) == (409, NOTHING_LEFT)
     r = refund(api, cs, d.job_id, reason="Once more")
     assert (r.status_code, r.json()) == (409, NOTHING_LEFT)
-    assert income(api, d.pro) == 0 and ledger_paid_out(api, ps, d.pro) == 0
+    assert income(api, d.pro) == 0 and ledger_earned(api, ps, d.pro) == 0
     # at the processor: two refunds, the charge all refunded
     [pi] = sim_intents(server, d.user)
     assert pi["latest_charge"]["amount_refunded"] == TOTAL_CENTS and pi["latest_charge"]["refunded"] is True

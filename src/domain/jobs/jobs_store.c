@@ -10,6 +10,7 @@
 #include "domain/jobs/jobs.h"
 #include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
+#include "domain/payouts/payouts.h"
 #include "domain/shapes.h"
 #include "ext/mail.h"
 #include "ext/queue.h"
@@ -394,11 +395,16 @@ err_t jobs_store_has_report(const char *job_id, bool *has) {
 
 err_t jobs_store_insert_report(const char *id, const char *job_id, const char *customer_id, const char *description,
                                int64_t now) {
-  return db_to_err(
-      db_query(NULL, NULL,
-               "INSERT INTO job_reports (id, job_id, customer_id, description, created_at) "
-               "VALUES ($1, $2, $3, $4, $5)",
-               DB_ARGS(DB_TEXT(id), DB_TEXT(job_id), DB_TEXT(customer_id), DB_TEXT(description), DB_INT(now))));
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(
+        db_exec(c, NULL, NULL,
+                "INSERT INTO job_reports (id, job_id, customer_id, description, created_at) "
+                "VALUES ($1, $2, $3, $4, $5)",
+                DB_ARGS(DB_TEXT(id), DB_TEXT(job_id), DB_TEXT(customer_id), DB_TEXT(description), DB_INT(now))));
+  if (!e) e = db_to_err(payouts_hold_job_in(c, job_id, now)); /* the provider's transfers wait for staff */
+  return db_end(c, e);
 }
 
 err_t jobs_store_insert_review(const char *id, const char *job_id, const char *customer_id, const char *provider_id,

@@ -1,6 +1,8 @@
 /* Payments: the customer's saved card and premium subscription (/payments/...), processor
- * webhooks (POST /webhooks), refunds (POST /staff/payments/:jobId/refund), and the payment
- * operations of the job flow.
+ * webhooks (POST /webhooks; a payout account's account.updated is handed to payouts), refunds
+ * (POST /staff/payments/:jobId/refund), and the payment operations of the job flow. What a
+ * capture earns a provider, and what a refund takes back of it, follows in the same transaction
+ * as a transfer record (domain/payouts/payouts.h).
  *
  * The job operations write the Payment record of a job (kind "job": AUTHORIZED on
  * acceptance or FAILED, PAID on completion, CANCELED when an accepted job is cancelled,
@@ -75,14 +77,12 @@ json_t *payments_job_json(const char *job_id, const char *kind);
  * they hold is given back after the commit (holds voided, captured money and tips refunded),
  * in the background, and the next acceptance of each job authorizes afresh. */
 db_rc payments_release_provider_jobs_in(db_conn *c, const char *provider_id);
-/* What a provider keeps of earned (its quote amount) once refunded of the charged total was
- * given back: earned less the refund's share of it, rounded to the cent (0 when all was). */
-int64_t payments_earned_after_refunds(int64_t earned, int64_t charged, int64_t refunded);
 /* Compares the payments in uncertain states with the processor and settles them: requests
  * left unanswered for min_age_ms or more, holds of completed or cancelled jobs, completed
  * jobs never charged, failed payments whose card is no longer the customer's saved one, and
- * money still held by payments of a job's history. Logs each correction. For the periodic task and `marketplace
- * payments reconcile`; counts what it looked at and what it changed. */
+ * money still held by payments of a job's history; then the transfers to providers likewise
+ * (payouts_reconcile). Logs each correction. For the periodic task and `marketplace payments
+ * reconcile`; counts what it looked at and what it changed, payments and transfers. */
 err_t payments_reconcile(int64_t min_age_ms, int *checked, int *corrected);
 
 #endif

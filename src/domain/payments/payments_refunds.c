@@ -35,12 +35,6 @@ static const char DUPLICATE[] = "The same payment was charged twice; the second 
 
 static bool is(const char *a, const char *b) { return a && b && !strcmp(a, b); }
 
-int64_t payments_earned_after_refunds(int64_t earned, int64_t charged, int64_t refunded) {
-  if (refunded <= 0 || charged <= 0) return earned;
-  if (refunded >= charged) return 0;
-  return earned - (earned * refunded + charged / 2) / charged;
-}
-
 /* The refund the processor made under idem_key for intent: PAY_OK, PAY_NOT_FOUND, or why it
  * could not be asked. */
 static pay_rc find_refund(const char *intent, const char *idem_key, pay_refund *out, pay_error *pe) {

@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "core/ids.h"
 #include "domain/payments/payments.h"
+#include "domain/payouts/payouts.h"
 #include "ext/mail.h"
 #include "ext/queue.h"
 #include <stdio.h>
@@ -257,6 +258,8 @@ err_t pay_store_settle(const payment_row *p, const pay_settle *s, bool *moved) {
   }
   if (rc == DB_OK && changed && !strcmp(p->kind, "tip") && !strcmp(s->status, "PAID"))
     rc = tip_writer(c, p->job_id, p->amount_cents);
+  if (rc == DB_OK && changed && !strcmp(s->status, "PAID"))
+    rc = payouts_captured_in(c, p->id); /* the provider's share */
   if (rc == DB_OK && changed) rc = announce(c, s->news);
   e = db_end(c, e ? e : db_to_err(rc));
   *moved = !e && changed;
@@ -314,13 +317,16 @@ err_t pay_store_refund_by_key(arena *a, const char *idem_key, refund_row *out, b
   return ERR_OK;
 }
 
-/* Adds cents to what was refunded of payment id (REFUNDED once it is all), on c. */
+/* Adds cents to what was refunded of payment id (REFUNDED once it is all), on c; the
+ * provider's transfer follows (reduced, or its refunded share reversed). */
 static db_rc add_refunded(db_conn *c, const char *id, int64_t cents, int64_t now) {
-  return db_exec(c, NULL, NULL,
-                 "UPDATE payments SET refunded_cents = CASE WHEN refunded_cents + $2 > amount_cents THEN amount_cents "
-                 "ELSE refunded_cents + $2 END, status = CASE WHEN refunded_cents + $2 >= amount_cents THEN "
-                 "'REFUNDED' ELSE status END, updated_at = $3 WHERE id = $1 AND status IN ('PAID', 'REFUNDED')",
-                 DB_ARGS(DB_TEXT(id), DB_INT(cents), DB_INT(now)));
+  db_rc rc = db_exec(c, NULL, NULL,
+                     "UPDATE payments SET refunded_cents = CASE WHEN refunded_cents + $2 > amount_cents THEN "
+                     "amount_cents ELSE refunded_cents + $2 END, status = CASE WHEN refunded_cents + $2 >= "
+                     "amount_cents THEN 'REFUNDED' ELSE status END, updated_at = $3 WHERE id = $1 "
+                     "AND status IN ('PAID', 'REFUNDED')",
+                     DB_ARGS(DB_TEXT(id), DB_INT(cents), DB_INT(now)));
+  return rc == DB_OK ? payouts_refunded_in(c, id) : rc;
 }
 
 /* Completes the PENDING refund under idem_key as made (the processor's refund_id) and adds its
@@ -598,12 +604,17 @@ static db_rc apply(db_conn *c, arena *a, const pay_event *ev, pay_event_effect *
   if (!strcmp(type, "charge.refunded")) return processor_refunds(c, a, o, ev, out);
   /* final; a request of the service's own still under way on it is settled by its carrier,
      which gives back whatever else it made (a hold cancelled, a second charge refunded) */
-  if (!strcmp(type, "payment_intent.succeeded"))
-    return db_exec(c, NULL, NULL,
-                   "UPDATE payments SET status = 'PAID', hold_expires_at = NULL, failure_reason = NULL, "
-                   "paid_at = $2, updated_at = $2 "
-                   "WHERE processor_payment_intent_id = $1 AND status IN ('AUTHORIZED', 'FAILED', 'PENDING')",
-                   DB_ARGS(DB_TEXT(id), DB_INT(now)));
+  if (!strcmp(type, "payment_intent.succeeded")) {
+    db_res *r;
+    db_rc rc = db_exec(c, a, &r,
+                       "UPDATE payments SET status = 'PAID', hold_expires_at = NULL, failure_reason = NULL, "
+                       "paid_at = $2, updated_at = $2 "
+                       "WHERE processor_payment_intent_id = $1 AND status IN ('AUTHORIZED', 'FAILED', 'PENDING') "
+                       "RETURNING id",
+                       DB_ARGS(DB_TEXT(id), DB_INT(now)));
+    for (int i = 0; rc == DB_OK && i < r->rows; i++) rc = payouts_captured_in(c, db_text(r, i, 0));
+    return rc;
+  }
   if (!strcmp(type, "payment_intent.payment_failed") || !strcmp(type, "payment_intent.canceled")) {
     json_t *e = json_object_get(o, "last_payment_error");
     const char *code = str(e, "code"), *message = str(e, "message"), *why = str(o, "cancellation_reason");

@@ -37,6 +37,9 @@ err_t prov_store_schedule(arena *a, const char *id, db_res **out);
 err_t prov_store_set_availability(const char *id, const char *json);
 /* Makes the provider a Preferred Pro member as of now (isPremium, premiumSince,
  * preferredProAppliedAt); ERR_CONFLICT when it already is one. */
+/* Records on c, in the transaction that bills it, that month's ("YYYY-MM") Preferred Pro fee
+ * was billed (premiumBilledMonth): the writer payouts_follow_premium is given. */
+db_rc prov_store_set_billed_month_in(db_conn *c, const char *id, const char *month);
 err_t prov_store_join_preferred_pro(const char *id, int64_t now);
 /* One row per job the provider won (quote ACCEPTED) that is not cancelled: service, zip,
  * status, accepted_at, completed_at, amount_cents (the quote's), pay_status (the job

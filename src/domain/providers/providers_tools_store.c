@@ -40,6 +40,11 @@ err_t prov_store_set_availability(const char *id, const char *json) {
   return e;
 }
 
+db_rc prov_store_set_billed_month_in(db_conn *c, const char *id, const char *month) {
+  return db_exec(c, NULL, NULL, "UPDATE providers SET premium_billed_month = $2, updated_at = $3 WHERE id = $1",
+                 DB_ARGS(DB_TEXT(id), DB_TEXT(month), DB_INT(clock_now_ms())));
+}
+
 err_t prov_store_join_preferred_pro(const char *id, int64_t now) {
   arena a;
   arena_init(&a);

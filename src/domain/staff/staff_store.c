@@ -193,10 +193,7 @@ err_t staff_store_customer(arena *a, const char *id, db_res **out) {
 err_t staff_store_jobs_of(arena *a, bool provider, const char *id, db_res **out) {
 #define JOB_MONEY                                                                                                      \
   "SELECT j.*, (SELECT q.amount_cents FROM quotes q WHERE q.job_id = j.id AND q.status = 'ACCEPTED') AS "              \
-  "earned_cents, "                                                                                                     \
-  "p.status AS payment_status, p.amount_cents AS payment_cents, p.refunded_cents AS payment_refunded_cents, "          \
-  "(SELECT t.amount_cents - t.refunded_cents FROM payments t WHERE t.job_id = j.id AND t.kind = 'tip' "                \
-  "AND t.released_at IS NULL AND t.status IN ('PAID', 'REFUNDED')) AS tip_paid_cents FROM jobs j "                     \
+  "earned_cents, p.status AS payment_status FROM jobs j "                                                              \
   "LEFT JOIN payments p ON p.job_id = j.id AND p.kind = 'job' AND p.released_at IS NULL "
   return rows(a, out,
               provider ? JOB_MONEY "WHERE j.provider_id = $1 ORDER BY j.seq DESC"

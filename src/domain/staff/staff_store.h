@@ -62,8 +62,8 @@ err_t staff_store_search_providers(arena *a, const char *q, db_res **out);
 /* The customer row; ERR_NOT_FOUND when missing. */
 err_t staff_store_customer(arena *a, const char *id, db_res **out);
 /* Jobs of a customer (column "customer_id") or assigned to a provider ("provider_id"),
- * newest first, each with earned_cents (the accepted quote's amount), payment_status (its
- * job payment) and tip_paid_cents (a PAID tip). */
+ * newest first, each with earned_cents (the accepted quote's amount) and payment_status (its
+ * current job payment's). */
 err_t staff_store_jobs_of(arena *a, bool provider, const char *id, db_res **out);
 /* The quotes (reviews) of those jobs, oldest first. */
 err_t staff_store_quotes_of(arena *a, bool provider, const char *id, db_res **out);
