@@ -2022,11 +2022,20 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
         };
-        /** @description A message of one of the account's threads, with the thread it is in (job, provider). */
+        /** @description A message (as GET /jobs/{id}/messages lists it) with the thread it is in: its job and provider. */
         ExportMessage: {
+            id: string;
+            senderId: string;
+            /** @enum {string} */
+            senderRole: "user" | "provider";
+            senderName: string;
+            /** @description text, or [IMAGE]<signed URL> for a photo */
+            content: string;
+            /** Format: date-time */
+            createdAt: string;
             jobId: string;
             providerId: string;
-        } & components["schemas"]["Message"];
+        };
         ExportFavorite: {
             providerId: string;
             /** Format: date-time */
