@@ -4210,9 +4210,9 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 10 MB each
                      */
-                    streetViewPhoto?: string;
+                    streetViewPhoto?: Blob | File;
                     /** @description a PNG, JPEG or WebP image; at most 10 files of 10 MB each */
-                    serviceAreaPhotos?: string[];
+                    serviceAreaPhotos?: (Blob | File)[];
                 };
             };
         };
@@ -4656,7 +4656,7 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 5 MB each
                      */
-                    logo: string;
+                    logo: Blob | File;
                 };
             };
         };
@@ -4696,7 +4696,7 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 8 MB each
                      */
-                    headshot: string;
+                    headshot: Blob | File;
                 };
             };
         };
@@ -4766,12 +4766,12 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 10 MB each
                      */
-                    front?: string;
+                    front?: Blob | File;
                     /**
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 10 MB each
                      */
-                    back?: string;
+                    back?: Blob | File;
                 };
             };
         };
@@ -4811,7 +4811,7 @@ export interface operations {
                      * Format: binary
                      * @description a PNG or JPEG image or a PDF; at most 1 file of 10 MB each
                      */
-                    insuranceDoc: string;
+                    insuranceDoc: Blob | File;
                 };
             };
         };
@@ -5416,7 +5416,7 @@ export interface operations {
             content: {
                 "multipart/form-data": {
                     /** @description a PNG, JPEG or WebP image; at most 10 files of 10 MB each */
-                    images: string[];
+                    images: (Blob | File)[];
                 };
             };
         };
@@ -5456,7 +5456,7 @@ export interface operations {
             content: {
                 "multipart/form-data": {
                     /** @description a PNG, JPEG or WebP image; at most 10 files of 10 MB each */
-                    images: string[];
+                    images: (Blob | File)[];
                 };
             };
         };
@@ -5496,7 +5496,7 @@ export interface operations {
             content: {
                 "multipart/form-data": {
                     /** @description a PNG, JPEG or WebP image; at most 5 files of 10 MB each */
-                    images: string[];
+                    images: (Blob | File)[];
                 };
             };
         };
@@ -5953,7 +5953,7 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 10 MB each
                      */
-                    photo: string;
+                    photo: Blob | File;
                     providerId?: string;
                 };
             };
