@@ -239,7 +239,7 @@ static bool check_claims(const raw_claims *c, const unsigned char sig[32], token
       !copy_claim(&c->elevation_id, out->elevation_id, sizeof out->elevation_id, false) ||
       !copy_claim(&c->jti, out->token_id, 64, false))
     return false;
-  if (c->jti.kind == C_ABSENT) {
+  if (c->jti.kind != C_STRING) { /* a token from before tokens had an id */
     memcpy(out->token_id, "sig-", 4);
     hex_encode(sig, 16, out->token_id + 4);
   }
