@@ -126,28 +126,27 @@ err_t api_messages_read(hs_req *req) {
   return hs_ok(req, json_pack("{s:b}", "ok", 1));
 }
 
+/* A thread: its job, and the other side (the role added by the handler). */
+static const hs_rj_field THREAD[] = {{"jobId", "job_id", RJ_STR}, {"service", "service", RJ_STR}, {0}};
+static const hs_rj_field COUNTERPART[] = {{"id", "counterpart_id", RJ_STR}, {"name", "counterpart_name", RJ_STR}, {0}};
+
 err_t api_messages_threads(hs_req *req) {
   const char *role = hs_role_name(req->auth.role_bit);
   db_res *r;
   err_t e = messages_store_threads(&req->arena, role, req->auth.id, &r);
   if (e != ERR_OK) return e;
-  hs_rj *last = hs_rj_bind(&req->arena, MESSAGES_JSON, r);
-  int job = db_col(r, "job_id"), service = db_col(r, "service"), cid = db_col(r, "counterpart_id");
-  int cname = db_col(r, "counterpart_name"), unread = db_col(r, "unread_count"), at = db_col(r, "created_at");
+  arena *a = &req->arena;
+  hs_rj *head = hs_rj_bind(a, THREAD, r), *other = hs_rj_bind(a, COUNTERPART, r),
+        *last = hs_rj_bind(a, MESSAGES_JSON, r);
+  int unread = db_col(r, "unread_count"), at = db_col(r, "created_at");
   jw *w = hs_jw(req, 512 * (size_t)(r->rows + 1));
   jw_arr(w);
   for (int i = 0; i < r->rows; i++) {
     jw_obj(w);
-    jw_key(w, "jobId");
-    jw_str(w, db_text(r, i, job));
-    jw_key(w, "service");
-    jw_str(w, db_text(r, i, service));
+    hs_rj_members(w, head, r, i);
     jw_key(w, "counterpart");
     jw_obj(w);
-    jw_key(w, "id");
-    jw_str(w, db_text(r, i, cid));
-    jw_key(w, "name");
-    jw_str(w, db_text(r, i, cname));
+    hs_rj_members(w, other, r, i);
     jw_key(w, "role");
     jw_str(w, strcmp(role, "user") ? "user" : "provider");
     jw_obj_end(w);
