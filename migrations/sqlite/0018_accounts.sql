@@ -5,7 +5,7 @@
 ALTER TABLE users ADD COLUMN phone TEXT;
 -- When the owner deleted the account (DELETE /users/me, /providers/me). The row stays for the
 -- ledger (payments, completed jobs, reviews name it), erased: name "Deleted account", an email
--- of its own under deleted.invalid (so the address can register again), no phone, address,
+-- deleted-<id>@deleted that no email check admits (the address can register again), no phone, address,
 -- photos, documents or push token, no usable password, its token generation moved on.
 ALTER TABLE users ADD COLUMN deleted_at BIGINT;
 ALTER TABLE providers ADD COLUMN deleted_at BIGINT;

@@ -11,8 +11,8 @@ import pytest
 from conftest import Api, unique_email, unique_ip
 from flow_helpers import (ISO_RE, Flow, accept, customer, ok, post_job, private_zip, provider, quote, save_card,
                           step)
-from helpers import png_bytes
-from staff_helpers import forge, make_staff
+from helpers import eventually, png_bytes
+from staff_helpers import forge, make_staff, sql
 from test_auth import jwt_parts
 from test_providers import assert_gone, fetch
 
@@ -82,6 +82,37 @@ def test_logout_ends_a_token_issued_before_tokens_had_an_id(api, server):
     assert api.post("/auth/logout", token=legacy).status_code == 200
     assert me_status(api, {"token": legacy}) == 401
     assert me_status(api, u) == 200  # the account's other tokens live on
+
+
+def test_ended_tokens_are_kept_only_until_they_would_have_expired(server_factory, pg_cluster):
+    """On a server of its own (its clock moves a week): the record of an ended token, and an
+    email change waiting for its link, are deleted by the hourly task once they expired."""
+    srv = server_factory()
+    api = Api(srv)
+    u = api.register_user()
+    jti = jwt_parts(u["token"])[1]["jti"]
+    ok(api.post("/auth/change-email", token=u["token"], json={"currentPassword": "password123",
+                                                              "email": unique_email("later")}))
+    ok(api.post("/auth/logout", token=u["token"]))
+
+    def ended():
+        return [r[0] for r in sql(srv, pg_cluster, "SELECT token_id FROM ended_tokens")]
+
+    def pending_changes():
+        return int(sql(srv, pg_cluster, "SELECT COUNT(*) FROM email_changes")[0][0])
+
+    def prunes():
+        return int(sql(srv, pg_cluster, "SELECT COUNT(*) FROM job_queue WHERE kind = 'auth_prune' "
+                                        "AND status = 'done'")[0][0])
+
+    assert ended() == [jti] and pending_changes() == 1
+    before = prunes()
+    api.advance_clock(6 * 24 * 3600 * 1000)  # six days on: the token would still live
+    eventually(prunes, 15, "the hourly pruning ran", until=lambda n: n > before)
+    assert ended() == [jti] and pending_changes() == 0  # the link lapsed after 24 hours
+    assert me_status(api, u) == 401
+    api.advance_clock(24 * 3600 * 1000 + 3600 * 1000)  # past the token's 7 days
+    eventually(ended, 15, "the ended token's record deleted", until=lambda rows: rows == [])
 
 
 def test_logout_without_a_token_or_with_another_role(api, admin_token):
@@ -178,6 +209,24 @@ def test_change_password_takes_no_idempotency_key(api):
     again = api.post("/auth/change-password", token=first.json()["token"], json=body, headers=headers)
     error(again, 401, "Invalid credentials")
     assert "Idempotent-Replayed" not in again.headers
+
+
+def test_an_impersonated_password_change_is_audited_without_the_passwords(api, server, admin_token):
+    """Staff acting as the account (an impersonation token) leave an audit record of the call;
+    the current and the new password are never in it."""
+    from staff_helpers import impersonate
+    agent, auditor = make_staff(api, "customer_support", admin_token), make_staff(api, "internal_audit", admin_token)
+    u = api.register_user()
+    elevation, token = impersonate(api, server, agent, u["id"])
+    r = api.post("/auth/change-password", token=token,
+                 json={"currentPassword": "secret-current-1", "newPassword": "secret-new-pass"})
+    error(r, 401, "Invalid credentials")
+    sessions = ok(api.get("/staff/audit/sessions", token=auditor["token"]))
+    member = next(s for s in sessions if s["id"] == agent["id"])
+    events = next(x for x in member["sessions"] if x["id"] == elevation["id"])["events"]
+    assert [(e["path"], e["status"], e["body"]) for e in events] == [
+        ("/auth/change-password", 401, {"currentPassword": "[REDACTED]", "newPassword": "[REDACTED]"})]
+    assert "secret-" not in str(sessions)
 
 
 def test_change_password_drops_pending_reset_links(api, server):
@@ -367,7 +416,7 @@ def test_a_customer_deletes_its_account_and_the_ledger_stays(api, server, admin_
     agent = make_staff(api, "customer_support", admin_token)
     detail = ok(api.get(f"/staff/customers/{f.user['id']}", token=agent["token"]))
     user = detail["user"]
-    assert user["name"] == DELETED and user["email"] == f"deleted-{f.user['id']}@deleted.invalid"
+    assert user["name"] == DELETED and user["email"] == f"deleted-{f.user['id']}@deleted"
     assert user["address"] == "" and user["zip"] == "" and user["isPremium"] is False
     assert {j["id"]: j["status"] for j in detail["jobs"]} == {f.job_id: "COMPLETED", open_job["id"]: "CANCELLED"}
     paid = {p["kind"]: p["status"] for p in detail["payments"]}
@@ -444,6 +493,10 @@ def test_a_deleted_account_is_gone_for_administrators_and_staff_requests(api, ad
     error(api.post("/admin/impersonate", token=admin_token, json={"targetId": u["id"], "targetRole": "user"}),
           404, "Account not found")
     error(api.post("/auth/logout-all", token=u["token"]), 401, "Unauthorized")
+    # the erased email is none any account can take (so nobody can block an erasure with it)
+    body = {"email": f"deleted-{u['id']}@deleted", "password": "password123", "name": "X", "address": "1 St",
+            "zip": "10001"}
+    error(api.post("/auth/register", json=body), 400, "email: must be a valid email")
 
 
 def test_delete_takes_no_idempotency_key_and_runs_once(api):

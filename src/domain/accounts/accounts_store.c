@@ -54,7 +54,7 @@ static const char *const erase_user_sql[] = {
     "DELETE FROM password_reset_tokens WHERE role = 'user' AND email = (SELECT email FROM users WHERE id = $1)",
     "DELETE FROM email_changes WHERE account_id = $1 AND role = 'user'",
     /* the processor customer and saved card stay: the ledger's captures and refunds use them */
-    "UPDATE users SET name = '" ACCOUNTS_DELETED_NAME "', email = 'deleted-' || id || '@deleted.invalid', "
+    "UPDATE users SET name = '" ACCOUNTS_DELETED_NAME "', email = 'deleted-' || id || '@deleted', "
     "phone = NULL, address = '', zip = '', lat = NULL, lng = NULL, push_token = NULL, is_premium = 0, "
     "premium_since = NULL, processor_subscription_id = NULL, premium_cancel_at_period_end = 0, "
     "premium_subscribe_key = NULL, premium_subscribe_unconfirmed = 0, seasonal_alerts_enabled = 0, "
@@ -76,7 +76,7 @@ static const char *const erase_provider_sql[] = {
     "DELETE FROM support_tickets WHERE account_id = $1 AND account_role = 'provider'",
     "DELETE FROM password_reset_tokens WHERE role = 'provider' AND email = (SELECT email FROM providers WHERE id = $1)",
     "DELETE FROM email_changes WHERE account_id = $1 AND role = 'provider'",
-    "UPDATE providers SET name = '" ACCOUNTS_DELETED_NAME "', email = 'deleted-' || id || '@deleted.invalid', "
+    "UPDATE providers SET name = '" ACCOUNTS_DELETED_NAME "', email = 'deleted-' || id || '@deleted', "
     "phone = NULL, company_name = NULL, company_url = NULL, logo_url = NULL, insurance_info = NULL, services = '[]', "
     "service_zips = '[]', headshots = '[]', id_doc_front = NULL, id_doc_back = NULL, availability = NULL, "
     "is_premium = 0, premium_since = NULL, preferred_pro_applied_at = NULL, premium_billed_month = NULL, "
@@ -114,7 +114,7 @@ err_t accounts_store_erase(bool provider, const char *id, json_t *files) {
   e = db_end(c, e);
   if (e != ERR_OK) json_array_clear(files); /* nothing was erased: no file goes */
   arena_fini(&a);
-  return busy ? ERR_CONFLICT : e;
+  return busy ? ERR_CONFLICT : e == ERR_CONFLICT ? ERR_INTERNAL : e; /* only a running job is a conflict */
 }
 
 /* ---- the export ---- */

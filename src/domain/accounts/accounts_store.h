@@ -10,7 +10,9 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-/* The name an erased account keeps, on its reviews, messages, jobs and payments. */
+/* The name an erased account keeps, on its reviews, messages, jobs and payments. Its email
+ * becomes deleted-<id>@deleted, which no email check admits (a domain needs a dot), so nobody
+ * can register it first and block the erasure. */
 #define ACCOUNTS_DELETED_NAME "Deleted account"
 
 /* Whether a job of the account (its own as a customer, assigned to it as a provider) is
