@@ -209,10 +209,11 @@ routes: build/marketplace deps
 openapi: build/marketplace
 	build/marketplace openapi > docs/openapi.json
 
-# The TypeScript client's types, generated from that document (tests/api/test_client.py checks
-# that they are current and runs clients/typescript/test against the binary).
+# The TypeScript client's types, generated from that document by openapi-typescript with uploads
+# typed Blob | File (clients/typescript/scripts/generate.mjs); tests/api/test_client.py checks
+# that they are current, builds and packs the package and runs its test against the binary.
 client: openapi node_modules/.installed
-	node_modules/.bin/openapi-typescript docs/openapi.json -o clients/typescript/schema.d.ts
+	node clients/typescript/scripts/generate.mjs docs/openapi.json clients/typescript/schema.d.ts
 
 format:
 	clang-format -i $(SRC) $(shell find src tests/unit -name '*.h') $(UNIT_SRC)

@@ -193,6 +193,10 @@ static void jobs(demo *d) {
   char job[64], q1[64], q2[64], path[256];
   post_job(d, olivia, "lawncare", "Spring clean-up of the back garden", "2031-04-05T09:00:00.000Z", job);
 
+  post_job(d, olivia, "lawncare", "Rake the leaves (plans changed)", "2031-04-08T09:00:00.000Z", job);
+  snprintf(path, sizeof path, "/jobs/%s/cancel", job);
+  step(d, "POST", path, olivia->token, NULL, 200); /* CANCELLED */
+
   post_job(d, olivia, "home_cleaning", "Deep clean of a two-bedroom flat", "2031-04-12T13:00:00.000Z", job);
   quote(d, handy, job, 140, q1);
   quote(d, sparkle, job, 120, q2);
@@ -222,6 +226,11 @@ static void jobs(demo *d) {
   quote(d, handy, job, 90, q1);
   accept(d, ben, q1);
   progress(d, handy, job, "IN_PROGRESS");
+
+  post_job(d, ben, "handyman", "Clear the gutters", "2031-03-30T11:00:00.000Z", job);
+  quote(d, handy, job, 110, q1);
+  accept(d, ben, q1);
+  progress(d, handy, job, "ON_THE_WAY");
 
   post_job(d, ben, "snowplowing", "Driveway blocked by snow", NULL, job); /* ASAP, open */
 

@@ -157,6 +157,91 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/auth/change-password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Change the caller's password: a new token; every other token of the account ends */
+        post: operations["postAuthChangePassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/change-email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Ask to change the caller's email: a confirmation link goes to the new address */
+        post: operations["postAuthChangeEmail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/confirm-email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Confirm an email change (the emailed link): the account's email changes */
+        get: operations["getAuthConfirmEmail"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** End the presented token */
+        post: operations["postAuthLogout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/logout-all": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** End every token of the caller's account */
+        post: operations["postAuthLogoutAll"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/users/me": {
         parameters: {
             query?: never;
@@ -168,10 +253,11 @@ export interface paths {
         get: operations["getUsersMe"];
         put?: never;
         post?: never;
-        delete?: never;
+        /** Delete the caller's customer account (409 account_busy while a job runs) */
+        delete: operations["deleteUsersMe"];
         options?: never;
         head?: never;
-        /** Update the caller's coordinates */
+        /** Update the caller's name, phone and coordinates */
         patch: operations["patchUsersMe"];
         trace?: never;
     };
@@ -549,7 +635,8 @@ export interface paths {
         get: operations["getProvidersMe"];
         put?: never;
         post?: never;
-        delete?: never;
+        /** Delete the caller's provider account (409 account_busy while a job runs) */
+        delete: operations["deleteProvidersMe"];
         options?: never;
         head?: never;
         /** Update profile fields (insuranceInfo is not settable) */
@@ -772,6 +859,23 @@ export interface paths {
         put?: never;
         /** Quote several jobs at once (amounts clamped to 25-500) */
         post: operations["postProvidersMeSmartBundlesAccept"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/providers/{id}/profile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A provider's public profile with its newest 20 reviews */
+        get: operations["getProvidersByIdProfile"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1068,6 +1172,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/providers/me/quotes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The provider's quotes with their job's status, newest first */
+        get: operations["getProvidersMeQuotes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/jobs/{id}/messages": {
         parameters: {
             query?: never;
@@ -1097,6 +1218,57 @@ export interface paths {
         put?: never;
         /** Post a photo message */
         post: operations["postJobsByIdMessagesPhoto"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/{id}/messages/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mark the caller's side of a thread read */
+        post: operations["postJobsByIdMessagesRead"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/users/me/threads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The customer's message threads with unread counts, newest first */
+        get: operations["getUsersMeThreads"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/providers/me/threads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The provider's message threads with unread counts, newest first */
+        get: operations["getProvidersMeThreads"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1199,6 +1371,40 @@ export interface paths {
         put?: never;
         /** Mark all read */
         post: operations["postProvidersMeNotificationsRead"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/users/me/notifications/{id}/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mark one notification read */
+        post: operations["postUsersMeNotificationsByIdRead"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/providers/me/notifications/{id}/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mark one notification read */
+        post: operations["postProvidersMeNotificationsByIdRead"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1750,6 +1956,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/users/me/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Everything the service holds about the caller's customer account, files as signed links */
+        get: operations["getUsersMeExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/providers/me/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Everything the service holds about the caller's provider account, files as signed links */
+        get: operations["getProvidersMeExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -1805,6 +2045,142 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description A payment of the customer: a job's charge, a tip, or a duplicate charge refunded (kind duplicate); releasedAt once it moved to its job's history. */
+        ExportPayment: {
+            id: string;
+            jobId: string | null;
+            kind: string;
+            status: string;
+            amount: number;
+            refundedAmount: number;
+            processorPaymentIntentId: string | null;
+            failureReason: string | null;
+            /** Format: date-time */
+            releasedAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        ExportRecurringRequest: {
+            id: string;
+            jobId: string;
+            customerId: string;
+            providerId: string;
+            /** @description 0 (Sunday) to 6 */
+            dayOfWeek: number;
+            timeSlot: string;
+            endDate: string;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        /** @description A message (as GET /jobs/{id}/messages lists it) with the thread it is in: its job and provider. */
+        ExportMessage: {
+            id: string;
+            senderId: string;
+            /** @enum {string} */
+            senderRole: "user" | "provider";
+            senderName: string;
+            /** @description text, or [IMAGE]<signed URL> for a photo */
+            content: string;
+            /** Format: date-time */
+            createdAt: string;
+            jobId: string;
+            providerId: string;
+        };
+        ExportFavorite: {
+            providerId: string;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        ExportProNote: {
+            providerId: string;
+            note: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** @description A support request of the account, with the support team's notes on it. */
+        ExportSupportTicket: {
+            id: string;
+            subject: string;
+            body: string;
+            /** @enum {string} */
+            category: "technical" | "feedback";
+            /** @enum {string} */
+            status: "OPEN" | "IN_PROGRESS" | "RESOLVED" | "CLOSED";
+            notes: string | null;
+            /** Format: date-time */
+            resolvedAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** @description The last seasonal alert of a service sent to the customer. */
+        ExportSeasonalAlert: {
+            service: string;
+            /** Format: date-time */
+            sentAt: string;
+        };
+        /** @description An email change waiting for its confirmation link. */
+        PendingEmailChange: {
+            email: string;
+            /** Format: date-time */
+            expiresAt: string;
+        };
+        /** @description The customer's references at the payment processor. */
+        ExportBilling: {
+            processorCustomerId: string | null;
+            processorPaymentMethodId: string | null;
+            processorSubscriptionId: string | null;
+            premiumCancelAtPeriodEnd: boolean;
+        };
+        /** @description Everything the service holds about the caller's customer account, each record in the shape of its own route's answer, oldest first; files are signed URLs. */
+        UserExport: {
+            /** Format: date-time */
+            exportedAt: string;
+            account: components["schemas"]["User"];
+            billing: components["schemas"]["ExportBilling"];
+            devicePushToken: string | null;
+            addresses: components["schemas"]["UserAddress"][];
+            jobs: components["schemas"]["Job"][];
+            /** @description the quotes received on its jobs */
+            quotes: components["schemas"]["Quote"][];
+            payments: components["schemas"]["ExportPayment"][];
+            /** @description the reviews it wrote */
+            reviews: components["schemas"]["Review"][];
+            reports: components["schemas"]["JobReport"][];
+            recurringRequests: components["schemas"]["ExportRecurringRequest"][];
+            /** @description every message of its jobs' threads */
+            messages: components["schemas"]["ExportMessage"][];
+            favorites: components["schemas"]["ExportFavorite"][];
+            proNotes: components["schemas"]["ExportProNote"][];
+            notifications: components["schemas"]["Notification"][];
+            supportTickets: components["schemas"]["ExportSupportTicket"][];
+            seasonalAlerts: components["schemas"]["ExportSeasonalAlert"][];
+            pendingEmailChange: components["schemas"]["PendingEmailChange"] | null;
+        };
+        /** @description Everything the service holds about the caller's provider account, each record in the shape of its own route's answer, oldest first; files (logo, headshots, licence and insurance documents, photos) are signed URLs. */
+        ProviderExport: {
+            /** Format: date-time */
+            exportedAt: string;
+            account: components["schemas"]["Provider"];
+            devicePushToken: string | null;
+            /** @description the jobs assigned to it */
+            jobs: components["schemas"]["Job"][];
+            /** @description its quotes */
+            quotes: components["schemas"]["Quote"][];
+            /** @description the reviews it received */
+            reviews: components["schemas"]["Review"][];
+            recurringRequests: components["schemas"]["ExportRecurringRequest"][];
+            /** @description every message of its threads */
+            messages: components["schemas"]["ExportMessage"][];
+            notifications: components["schemas"]["Notification"][];
+            supportTickets: components["schemas"]["ExportSupportTicket"][];
+            pendingEmailChange: components["schemas"]["PendingEmailChange"] | null;
+        };
         /** @description An administrator token (valid 24 hours). */
         AdminSession: {
             token: string;
@@ -1884,6 +2260,10 @@ export interface components {
             message: string;
             /** @enum {string} */
             role: "user" | "provider";
+        };
+        /** @description A new token of the caller's account (valid 7 days); every token issued before it has ended. */
+        TokenAnswer: {
+            token: string;
         };
         ForecastDay: {
             /** Format: date */
@@ -2019,6 +2399,26 @@ export interface components {
         };
         MessageList: {
             messages: components["schemas"]["Message"][];
+        };
+        /** @description One job thread of the caller (a job and a provider) with its last message. */
+        MessageThread: {
+            jobId: string;
+            service: components["schemas"]["Service"];
+            /** @description The other side: the provider of the thread for a customer, the job's customer for a provider. */
+            counterpart: {
+                id: string;
+                name: string | null;
+                /** @enum {string} */
+                role: "user" | "provider";
+            };
+            lastMessage: components["schemas"]["Message"];
+            /** @description messages of the other side after the caller's read mark (POST /jobs/{id}/messages/read) */
+            unreadCount: number;
+            /**
+             * Format: date-time
+             * @description when the last message was posted
+             */
+            updatedAt: string;
         };
         Notification: {
             id: string;
@@ -2360,6 +2760,44 @@ export interface components {
             /** @constant */
             insCheckStatus: "pending";
         };
+        /** @description A review as anyone signed in may read it: the reviewer's first name and initial only. */
+        PublicReview: {
+            id: string;
+            rating: number;
+            comment: string | null;
+            service: components["schemas"]["Service"] | null;
+            /** @description "Casey T."; "Deleted account" once the reviewer deleted it */
+            reviewerName: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        /** @description A provider's public profile: nothing private (no email, phone, company site, insurance or licence details, documents). reviews is a fixed first page: the newest 20, newest first. */
+        ProviderProfile: {
+            id: string;
+            name: string;
+            companyName: string | null;
+            /**
+             * Format: uri
+             * @description the first headshot, signed
+             */
+            headshotUrl: string | null;
+            /** Format: uri */
+            logoUrl: string | null;
+            services: components["schemas"]["Service"][];
+            serviceZips: string[];
+            /** @description mean rating to 2 decimals; null without reviews */
+            averageRating: number | null;
+            totalReviews: number;
+            completedJobs: number;
+            /** Format: date-time */
+            memberSince: string;
+            preferredPro: boolean;
+            /** @description its insurance certificate reads active (or near expiry) */
+            insured: boolean;
+            /** @description a headshot and both sides of its licence: what quoting requires */
+            verified: boolean;
+            reviews: components["schemas"]["PublicReview"][];
+        };
         ServicesAvailable: {
             services: components["schemas"]["Service"][];
             providerCount: number;
@@ -2410,6 +2848,11 @@ export interface components {
             /** @description median of the last 50 accepted quotes, rounded to 5 */
             marketRate: number | null;
         };
+        /** @description One of the caller's quotes with the state of its job. */
+        ProviderQuote: {
+            jobStatus: components["schemas"]["JobStatus"];
+            service: components["schemas"]["Service"];
+        } & components["schemas"]["QuoteFields"];
         /** @enum {string} */
         StaffRole: "customer_support" | "professional_support" | "technical_support" | "internal_audit";
         StaffFields: {
@@ -2667,6 +3110,7 @@ export interface components {
             /** Format: email */
             email: string;
             name: string;
+            phone: string | null;
             address: string;
             zip: string;
             lat: number | null;
@@ -3164,6 +3608,175 @@ export interface operations {
             503: components["responses"]["503"];
         };
     };
+    postAuthChangePassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    currentPassword: string;
+                    /** @description at most 72 bytes of UTF-8 */
+                    newPassword: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenAnswer"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            413: components["responses"]["413"];
+            429: components["responses"]["429"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postAuthChangeEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    currentPassword: string;
+                    /**
+                     * Format: email
+                     * @description trimmed and lowercased
+                     */
+                    email: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageAnswer"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            429: components["responses"]["429"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    getAuthConfirmEmail: {
+        parameters: {
+            query: {
+                token: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["400"];
+            409: components["responses"]["409"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postAuthLogout: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postAuthLogoutAll: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
     getUsersMe: {
         parameters: {
             query?: never;
@@ -3190,6 +3803,39 @@ export interface operations {
             503: components["responses"]["503"];
         };
     };
+    deleteUsersMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            429: components["responses"]["429"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
     patchUsersMe: {
         parameters: {
             query?: never;
@@ -3203,6 +3849,8 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
+                    name?: string | null;
+                    phone?: string | null;
                     lat?: number | null;
                     lng?: number | null;
                 };
@@ -3667,9 +4315,9 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 10 MB each
                      */
-                    streetViewPhoto?: string;
+                    streetViewPhoto?: Blob | File;
                     /** @description a PNG, JPEG or WebP image; at most 10 files of 10 MB each */
-                    serviceAreaPhotos?: string[];
+                    serviceAreaPhotos?: (Blob | File)[];
                 };
             };
         };
@@ -4129,6 +4777,39 @@ export interface operations {
             503: components["responses"]["503"];
         };
     };
+    deleteProvidersMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            429: components["responses"]["429"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
     patchProvidersMe: {
         parameters: {
             query?: never;
@@ -4191,7 +4872,7 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 5 MB each
                      */
-                    logo: string;
+                    logo: Blob | File;
                 };
             };
         };
@@ -4231,7 +4912,7 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 8 MB each
                      */
-                    headshot: string;
+                    headshot: Blob | File;
                 };
             };
         };
@@ -4301,12 +4982,12 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 10 MB each
                      */
-                    front?: string;
+                    front?: Blob | File;
                     /**
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 10 MB each
                      */
-                    back?: string;
+                    back?: Blob | File;
                 };
             };
         };
@@ -4346,7 +5027,7 @@ export interface operations {
                      * Format: binary
                      * @description a PNG or JPEG image or a PDF; at most 1 file of 10 MB each
                      */
-                    insuranceDoc: string;
+                    insuranceDoc: Blob | File;
                 };
             };
         };
@@ -4670,6 +5351,33 @@ export interface operations {
             503: components["responses"]["503"];
         };
     };
+    getProvidersByIdProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProviderProfile"];
+                };
+            };
+            401: components["responses"]["401"];
+            404: components["responses"]["404"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
     getFilesByKey: {
         parameters: {
             query?: {
@@ -4924,7 +5632,7 @@ export interface operations {
             content: {
                 "multipart/form-data": {
                     /** @description a PNG, JPEG or WebP image; at most 10 files of 10 MB each */
-                    images: string[];
+                    images: (Blob | File)[];
                 };
             };
         };
@@ -4964,7 +5672,7 @@ export interface operations {
             content: {
                 "multipart/form-data": {
                     /** @description a PNG, JPEG or WebP image; at most 10 files of 10 MB each */
-                    images: string[];
+                    images: (Blob | File)[];
                 };
             };
         };
@@ -5004,7 +5712,7 @@ export interface operations {
             content: {
                 "multipart/form-data": {
                     /** @description a PNG, JPEG or WebP image; at most 5 files of 10 MB each */
-                    images: string[];
+                    images: (Blob | File)[];
                 };
             };
         };
@@ -5344,6 +6052,31 @@ export interface operations {
             503: components["responses"]["503"];
         };
     };
+    getProvidersMeQuotes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProviderQuote"][];
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
     getJobsByIdMessages: {
         parameters: {
             query?: {
@@ -5436,7 +6169,7 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 10 MB each
                      */
-                    photo: string;
+                    photo: Blob | File;
                     providerId?: string;
                 };
             };
@@ -5462,6 +6195,98 @@ export interface operations {
             500: components["responses"]["500"];
             503: components["responses"]["503"];
             507: components["responses"]["507"];
+        };
+    };
+    postJobsByIdMessagesRead: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    providerId?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    getUsersMeThreads: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageThread"][];
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    getProvidersMeThreads: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageThread"][];
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
         };
     };
     postUsersMePushToken: {
@@ -5650,6 +6475,78 @@ export interface operations {
             400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postUsersMeNotificationsByIdRead: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Notification"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postProvidersMeNotificationsByIdRead: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Notification"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
@@ -6747,6 +7644,56 @@ export interface operations {
             500: components["responses"]["500"];
             503: components["responses"]["503"];
             504: components["responses"]["504"];
+        };
+    };
+    getUsersMeExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserExport"];
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    getProvidersMeExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProviderExport"];
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
         };
     };
     getOpenapiJson: {

@@ -141,6 +141,8 @@ typedef struct hs_auth {
   unsigned role_bit;
   const char *elevation_id; /* NULL unless a staff impersonation token */
   int64_t gen;              /* the token's account generation (its gen claim; 0 when absent) */
+  const char *token_id;     /* the token's own id (ext/token.h), which logout records */
+  int64_t token_exp;        /* when the token expires (epoch seconds) */
 } hs_auth;
 
 #define HS_MAX_PARAMS 8

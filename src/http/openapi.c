@@ -233,7 +233,7 @@ static json_t *responses_for(const hs_route *r, json_t *schemas) {
   int ok = r->ok ? r->ok : 200;
   char code[8];
   snprintf(code, sizeof code, "%d", ok);
-  json_t *success = json_pack("{s:s}", "description", ok == 201 ? "Created" : "OK");
+  json_t *success = json_pack("{s:s}", "description", ok == 201 ? "Created" : ok == 204 ? "No Content" : "OK");
   json_t *content = success_content(r, schemas);
   if (content) json_object_set_new(success, "content", content);
   if (hs_idem_applies(r))

@@ -205,7 +205,7 @@ static err_t guard(hs_call *c, bool with_hook) {
   if (!t) return hs_fail(req, ERR_UNAUTHORIZED, NULL);
   unsigned bit = hs_role_bit(t->role, t->is_staff);
   if (!bit) return hs_fail(req, ERR_FORBIDDEN, NULL);
-  req->auth = (hs_auth){t->id, t->role, bit, t->elevation_id[0] ? t->elevation_id : NULL, t->gen};
+  req->auth = (hs_auth){t->id, t->role, bit, t->elevation_id[0] ? t->elevation_id : NULL, t->gen, t->token_id, t->exp};
   err_t e = with_hook && hooks.check_token ? hooks.check_token(req) : ERR_OK;
   if (e != ERR_OK) return req->err != ERR_OK ? req->err : hs_fail(req, e, NULL);
   if (!(bit & req->route->roles)) return hs_fail(req, ERR_FORBIDDEN, NULL);
@@ -220,7 +220,8 @@ static err_t observe_impersonation(hs_call *c) {
   hs_req *req = &c->req;
   const token_claims *t = claims_of(c);
   if (!t || !t->elevation_id[0] || !hooks.check_token) return ERR_OK;
-  req->auth = (hs_auth){t->id, t->role, hs_role_bit(t->role, t->is_staff), t->elevation_id, t->gen};
+  req->auth =
+      (hs_auth){t->id, t->role, hs_role_bit(t->role, t->is_staff), t->elevation_id, t->gen, t->token_id, t->exp};
   err_t e = hooks.check_token(req);
   if (e == ERR_OK && req->err == ERR_OK) return ERR_OK;
   if (e == ERR_UNAUTHORIZED || req->err == ERR_UNAUTHORIZED) {

@@ -165,6 +165,17 @@ def test_admin_create_needs_a_valid_email(binary, cli_env, args):
     assert p.stderr.strip()
 
 
+def test_admin_create_in_production_says_administrators_exist_only_outside_it(binary, cli_env):
+    env = dict(cli_env, APP_ENV="production", JWT_SECRET="p" * 40, BCRYPT_COST="12")
+    p = run(binary, "admin", "create", "--email", "prod-admin@example.com", env=env, stdin="good-password\n")
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert "administrators exist only outside production" in p.stderr and "staff create" in p.stderr
+    assert "saved" not in p.stdout
+    p = run(binary, "admin", "create", "--email", "dev-admin@example.com", env=cli_env, stdin="good-password\n")
+    assert p.returncode == 0, p.stderr
+    assert [r[0] for r in admins(cli_env)] == ["dev-admin@example.com"]  # nothing of the production run
+
+
 # ---------------------------------------------------------------- staff create
 
 @pytest.fixture

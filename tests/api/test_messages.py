@@ -1,4 +1,6 @@
-"""Job message threads: GET/POST /jobs/:id/messages and POST /jobs/:id/messages/photo.
+"""Job message threads: GET/POST /jobs/:id/messages and POST /jobs/:id/messages/photo; the
+caller's threads with unread counts (GET /users/me/threads, /providers/me/threads) and POST
+/jobs/:id/messages/read.
 
 Spec: marketplace-api.md 2 (Message), 4 (Jobs table), 5 (access), 7 (errors), 8 (limits:
 thread 250, text 1-2000, photo 1 file 10 MB PNG/JPG/WebP); decisions.md 4 (threads per
@@ -356,6 +358,114 @@ def test_cancelled_job_refuses_messages_with_409(api):
     # the history stays readable
     assert thread(api, s.user["token"], s.job_id, s.pro["id"]) == [before]
     assert thread(api, s.pro["token"], s.job_id) == [before]
+
+
+# ---------------------------------------------------------------- threads and read marks (issue 24)
+
+THREAD_FIELDS = {"jobId", "service", "counterpart", "lastMessage", "unreadCount", "updatedAt"}
+
+
+def threads(api, account, role):
+    return ok(api.get("/users/me/threads" if role == "user" else "/providers/me/threads", token=account["token"]))
+
+
+def summary(items):
+    """(jobId, counterpart id, last content, unreadCount) of each thread, checking its shape."""
+    out = []
+    for t in items:
+        assert set(t) == THREAD_FIELDS, t
+        assert set(t["lastMessage"]) == MESSAGE_FIELDS and t["updatedAt"] == t["lastMessage"]["createdAt"]
+        out.append((t["jobId"], t["counterpart"]["id"], t["lastMessage"]["content"], t["unreadCount"]))
+    return out
+
+
+def mark_read(api, token, job_id, **body):
+    return api.post(f"/jobs/{job_id}/messages/read", token=token, json=body)
+
+
+def test_threads_with_unread_counts_moving_as_messages_are_read(api):
+    s = Setup(api, pros=2)
+    a, b = s.pros
+    assert threads(api, s.user, "user") == [] and threads(api, a, "provider") == []
+    ok(post(api, a["token"], s.job_id, "Hi, I can come Tuesday"), 201)
+    ok(post(api, b["token"], s.job_id, "Hello from B"), 201)
+    ok(post(api, a["token"], s.job_id, "Or Wednesday"), 201)
+    mine = threads(api, s.user, "user")
+    assert summary(mine) == [(s.job_id, a["id"], "Or Wednesday", 2), (s.job_id, b["id"], "Hello from B", 1)]
+    assert mine[0]["counterpart"] == {"id": a["id"], "name": a["name"], "role": "provider"}
+    assert mine[0]["service"] == "lawncare"
+    # the customer answers A: its own message is news for A, not for itself
+    ok(post(api, s.user["token"], s.job_id, "Tuesday works", providerId=a["id"]), 201)
+    assert summary(threads(api, s.user, "user")) == [(s.job_id, a["id"], "Tuesday works", 2),
+                                                     (s.job_id, b["id"], "Hello from B", 1)]
+    theirs = threads(api, a, "provider")
+    assert summary(theirs) == [(s.job_id, s.user["id"], "Tuesday works", 1)]
+    assert theirs[0]["counterpart"] == {"id": s.user["id"], "name": s.user["name"], "role": "user"}
+    assert summary(threads(api, b, "provider")) == [(s.job_id, s.user["id"], "Hello from B", 0)]
+    # reading one thread zeroes it, and only it
+    assert ok(mark_read(api, s.user["token"], s.job_id, providerId=a["id"])) == {"ok": True}
+    assert [t["unreadCount"] for t in threads(api, s.user, "user")] == [0, 1]
+    ok(post(api, a["token"], s.job_id, "See you then"), 201)
+    assert [t["unreadCount"] for t in threads(api, s.user, "user")] == [1, 1]
+    ok(mark_read(api, s.user["token"], s.job_id, providerId=b["id"]))
+    assert [t["unreadCount"] for t in threads(api, s.user, "user")] == [1, 0]
+    # the provider's side has a read mark of its own
+    assert threads(api, a, "provider")[0]["unreadCount"] == 1
+    ok(mark_read(api, a["token"], s.job_id))
+    assert threads(api, a, "provider")[0]["unreadCount"] == 0
+    assert [t["unreadCount"] for t in threads(api, s.user, "user")] == [1, 0]
+    # once a provider is assigned, the customer's mark needs no providerId
+    s.accept(0)
+    ok(post(api, a["token"], s.job_id, "Accepted, thanks"), 201)
+    assert threads(api, s.user, "user")[0]["unreadCount"] == 2
+    ok(mark_read(api, s.user["token"], s.job_id))
+    assert [t["unreadCount"] for t in threads(api, s.user, "user")] == [0, 0]
+
+
+def test_threads_list_each_job_newest_first(api):
+    first, second = Setup(api), Setup(api)
+    ok(post(api, first.pro["token"], first.job_id, "one"), 201)
+    ok(post(api, second.pro["token"], second.job_id, "two"), 201)
+    # the same customer on both jobs: one customer posting twice
+    job = post_job(api, first.user)
+    ok(api.post("/quotes", token=first.pro["token"], json={"jobId": job["id"], "amount": 50}), 201)
+    ok(post(api, first.pro["token"], job["id"], "three"), 201)
+    assert summary(threads(api, first.user, "user")) == [(job["id"], first.pro["id"], "three", 1),
+                                                         (first.job_id, first.pro["id"], "one", 1)]
+    assert summary(threads(api, first.pro, "provider")) == [(job["id"], first.user["id"], "three", 0),
+                                                            (first.job_id, first.user["id"], "one", 0)]
+    assert [t["jobId"] for t in threads(api, second.user, "user")] == [second.job_id]
+
+
+def test_mark_read_refusals(api, admin_token):
+    s = Setup(api, pros=2, quoted=False)
+    quote(api, s.pros[0], s.job_id)
+    stranger, other_customer = s.pros[1], customer(api, s.zip)
+    r = mark_read(api, s.user["token"], s.job_id)
+    assert (r.status_code, r.json()["error"]) == (400, PROVIDER_REQUIRED["error"])
+    r = mark_read(api, s.user["token"], s.job_id, providerId=stranger["id"])
+    assert (r.status_code, r.json()["error"]) == (404, NO_THREAD["error"])
+    r = mark_read(api, s.user["token"], s.job_id, providerId=7)
+    assert (r.status_code, r.json()["error"]) == (400, "providerId: must be a string")
+    for token, job_id in ((stranger["token"], s.job_id), (other_customer["token"], s.job_id),
+                          (s.user["token"], "cnosuchjob000000000000000")):
+        r = mark_read(api, token, job_id, providerId=s.pros[0]["id"])
+        assert (r.status_code, r.json()["error"]) == (404, JOB_NOT_FOUND["error"])
+    r = api.post(f"/jobs/{s.job_id}/messages/read")
+    assert (r.status_code, r.json()["error"]) == (401, "Unauthorized")
+    r = api.post(f"/jobs/{s.job_id}/messages/read", token=admin_token, json={})
+    assert (r.status_code, r.json()["error"]) == (403, "Forbidden")
+
+
+def test_threads_routes_refuse_other_roles(api, admin_token):
+    u, p = api.register_user(), api.register_provider()
+    for path, wrong in (("/users/me/threads", p), ("/providers/me/threads", u)):
+        r = api.get(path, token=wrong["token"])
+        assert (r.status_code, r.json()["error"]) == (403, "Forbidden")
+        r = api.get(path, token=admin_token)
+        assert (r.status_code, r.json()["error"]) == (403, "Forbidden")
+        r = api.get(path)
+        assert (r.status_code, r.json()["error"]) == (401, "Unauthorized")
 
 
 # ---------------------------------------------------------------- the 250 cap

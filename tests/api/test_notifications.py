@@ -381,6 +381,40 @@ def test_each_account_sees_only_its_own(api):
     assert [n["read"] for n in user_list(api, f.user)] == [False]
 
 
+@pytest.mark.parametrize("role", ["user", "provider"])
+def test_mark_one_read(api, role):
+    """POST /users/me/notifications/:id/read (and the provider's): that notification only, and
+    only the caller's own; the answer is the notification as it is now."""
+    f = Flow(api).quoted()
+    message(api, f.pro["token"], f.job_id, "first")
+    message(api, f.user["token"], f.job_id, "second", providerId=f.pro["id"])
+    api.advance_clock(3)
+    message(api, f.pro["token"], f.job_id, "third")
+    message(api, f.user["token"], f.job_id, "fourth", providerId=f.pro["id"])
+    me, other = (f.user, f.pro) if role == "user" else (f.pro, f.user)
+    listing = user_list if role == "user" else pro_list
+    base = "/users/me/notifications" if role == "user" else "/providers/me/notifications"
+    items = listing(api, me)
+    target = items[1]
+    r = api.post(f"{base}/{target['id']}/read", token=me["token"])
+    assert r.status_code == 200, r.text
+    assert r.json() == {**target, "read": True}
+    assert [n["read"] for n in listing(api, me)] == [n["id"] == target["id"] for n in items]
+    again = api.post(f"{base}/{target['id']}/read", token=me["token"])  # harmless twice
+    assert (again.status_code, again.json()["read"]) == (200, True)
+    # another account's notification (or none at all) does not exist for the caller
+    theirs = (pro_list if role == "user" else user_list)(api, other)[0]
+    for nid in (theirs["id"], "cnosuchnotification000000"):
+        r = api.post(f"{base}/{nid}/read", token=me["token"])
+        assert (r.status_code, r.json()["error"]) == (404, "Notification not found")
+    assert not any(n["read"] for n in (pro_list if role == "user" else user_list)(api, other))
+    # the other role's route and no token
+    r = api.post(f"{base}/{target['id']}/read", token=other["token"])
+    assert (r.status_code, r.json()["error"]) == (403, "Forbidden")
+    r = api.post(f"{base}/{target['id']}/read")
+    assert (r.status_code, r.json()["error"]) == (401, "Unauthorized")
+
+
 # ---------------------------------------------------------------- pushes
 
 

@@ -559,6 +559,103 @@ def test_patch_malformed_json(api):
     assert r.json() == {"error": "body: malformed JSON"}
 
 
+# ================================================================ GET /providers/:id/profile (issue 24)
+
+PUBLIC_PROFILE_FIELDS = {"id", "name", "companyName", "headshotUrl", "logoUrl", "services", "serviceZips",
+                         "averageRating", "totalReviews", "completedJobs", "memberSince", "preferredPro", "insured",
+                         "verified", "reviews"}
+PUBLIC_REVIEW_FIELDS = {"id", "rating", "comment", "service", "reviewerName", "createdAt"}
+
+
+def profile(api, token, provider_id):
+    r = api.get(f"/providers/{provider_id}/profile", token=token)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert set(body) == PUBLIC_PROFILE_FIELDS, body
+    assert all(set(v) == PUBLIC_REVIEW_FIELDS for v in body["reviews"]), body["reviews"]
+    return body
+
+
+def completed_job_reviewed(api, user, pro, rating, comment=None):
+    """One more job of user done by pro, and reviewed."""
+    from flow_helpers import accept, post_job, quote, step
+    job = post_job(api, user)
+    accept(api, user, quote(api, pro, job["id"], 60)["id"])
+    for status in ("ON_THE_WAY", "IN_PROGRESS", "COMPLETED"):
+        step(api, pro, job["id"], status)
+    api.advance_clock(5)  # reviews a few milliseconds apart: their order is the time they were written
+    r = api.post("/reviews", token=user["token"], json={"jobId": job["id"], "rating": rating, "comment": comment})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def test_a_providers_public_profile_shows_nothing_private(api, admin_token):
+    from flow_helpers import customer, private_zip, provider
+    from staff_helpers import make_staff
+    zip_code = private_zip()
+    pro = provider(api, [zip_code], services=["lawncare", "handyman"], name="Pat Public", phone="212-555-0199")
+    ok = requests.codes.ok
+    assert api.patch("/providers/me", token=pro["token"],
+                     json={"companyName": "Pat's Lawns", "companyUrl": "https://pats.example"}).status_code == ok
+    logo = api.post("/providers/me/logo", token=pro["token"], files={"logo": ("l.png", png_bytes(71), "image/png")})
+    assert logo.status_code == ok
+    casey = customer(api, zip_code, "pm_card_visa", name="Casey  van Tran")
+    prince = customer(api, zip_code, "pm_card_visa", name="Prince")
+    first = completed_job_reviewed(api, casey, pro, 5, "Spotless")
+    second = completed_job_reviewed(api, prince, pro, 4)
+    third = completed_job_reviewed(api, casey, pro, 4, "Good again")
+
+    p = profile(api, casey["token"], pro["id"])
+    assert (p["id"], p["name"], p["companyName"]) == (pro["id"], "Pat Public", "Pat's Lawns")
+    assert p["services"] == ["lawncare", "handyman"] and p["serviceZips"] == [zip_code]
+    assert (p["averageRating"], p["totalReviews"], p["completedJobs"]) == (4.33, 3, 3)
+    assert p["preferredPro"] is False and p["insured"] is False and p["verified"] is True
+    assert p["memberSince"] == me(api, pro["token"])["createdAt"]
+    assert requests.get(p["headshotUrl"], timeout=30).status_code == ok
+    assert requests.get(p["logoUrl"], timeout=30).status_code == ok
+    assert [(v["id"], v["rating"], v["comment"], v["reviewerName"], v["service"]) for v in p["reviews"]] == [
+        (third["id"], 4, "Good again", "Casey T.", "lawncare"), (second["id"], 4, None, "Prince", "lawncare"),
+        (first["id"], 5, "Spotless", "Casey T.", "lawncare")]
+    text = api.get(f"/providers/{pro['id']}/profile", token=casey["token"]).text
+    for private in (pro["email"], "212-555-0199", "pats.example", "idDoc", "insDoc", "insCheck", "idCheck",
+                    "Casey  van Tran", casey["id"], "email", "phone"):
+        assert private not in text, private
+    # every signed-in account may read it: customers, providers, staff, administrators
+    staff = make_staff(api, "technical_support", admin_token)
+    for token in (prince["token"], pro["token"], api.register_provider()["token"], staff["token"], admin_token):
+        assert profile(api, token, pro["id"])["totalReviews"] == 3
+    # Preferred Pro shows at once
+    assert api.post("/providers/me/preferred-pro/apply", token=pro["token"]).status_code == ok
+    assert profile(api, casey["token"], pro["id"])["preferredPro"] is True
+
+
+def test_a_new_providers_profile_and_the_refusals(api):
+    from flow_helpers import provider
+    pro = provider(api, verified=False)
+    p = profile(api, pro["token"], pro["id"])
+    assert (p["headshotUrl"], p["logoUrl"], p["companyName"], p["averageRating"]) == (None, None, None, None)
+    assert (p["totalReviews"], p["completedJobs"], p["verified"], p["reviews"]) == (0, 0, False, [])
+    r = api.get("/providers/cnosuchprovider0000000000/profile", token=pro["token"])
+    assert (r.status_code, r.json()["error"]) == (404, "Provider not found")
+    user = api.register_user()
+    r = api.get(f"/providers/{user['id']}/profile", token=pro["token"])  # a customer's id is no provider
+    assert (r.status_code, r.json()["error"]) == (404, "Provider not found")
+    r = api.get(f"/providers/{pro['id']}/profile")
+    assert (r.status_code, r.json()["error"]) == (401, "Unauthorized")
+
+
+def test_a_profile_shows_the_newest_20_reviews(api):
+    from flow_helpers import customer, private_zip, provider
+    zip_code = private_zip()
+    pro = provider(api, [zip_code])
+    fan = customer(api, zip_code, "pm_card_visa", name="Robin Reviewer")
+    written = [completed_job_reviewed(api, fan, pro, 1 + i % 5, f"review {i}") for i in range(21)]
+    p = profile(api, fan["token"], pro["id"])
+    assert (p["totalReviews"], p["completedJobs"]) == (21, 21)
+    assert [v["id"] for v in p["reviews"]] == [w["id"] for w in reversed(written)][:20]
+    assert p["averageRating"] == round(sum(1 + i % 5 for i in range(21)) / 21, 2)
+
+
 # ================================================================ upload rules, on every upload route
 
 class Route:

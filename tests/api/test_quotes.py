@@ -353,6 +353,50 @@ def test_concurrent_accepts_of_one_job(api, server):
         assert view["payment"]["status"] == "AUTHORIZED" and view["payment"]["amount"] == winner["totalAmount"]
 
 
+# ================================================================ GET /providers/me/quotes (issue 24)
+
+def my_quotes(api, pro):
+    items = ok(api.get("/providers/me/quotes", token=pro["token"]))
+    for q in items:
+        assert set(q) == QUOTE_FIELDS | {"jobStatus", "service"}, q
+    return [(q["id"], q["status"], q["jobStatus"]) for q in items]
+
+
+def test_a_providers_quotes_newest_first_with_their_jobs_status(api):
+    zip_code = private_zip()
+    pro, rival = provider(api, [zip_code]), provider(api, [zip_code])
+    assert my_quotes(api, pro) == []
+    users = [customer(api, zip_code, "pm_card_visa") for _ in range(4)]
+    won, lost, open_, cancelled = (post_job(api, u) for u in users)
+    q_won = quote(api, pro, won["id"], 100)
+    q_lost = quote(api, pro, lost["id"], 120)
+    q_rival = quote(api, rival, lost["id"], 90)
+    q_open = quote(api, pro, open_["id"], 80)
+    q_cancelled = quote(api, pro, cancelled["id"], 70)
+    assert my_quotes(api, pro) == [(q_cancelled["id"], "PENDING", "QUOTED"), (q_open["id"], "PENDING", "QUOTED"),
+                                   (q_lost["id"], "PENDING", "QUOTED"), (q_won["id"], "PENDING", "QUOTED")]
+    accept(api, users[0], q_won["id"])
+    accept(api, users[1], q_rival["id"])
+    ok(api.post(f"/jobs/{cancelled['id']}/cancel", token=users[3]["token"]))
+    assert my_quotes(api, pro) == [(q_cancelled["id"], "PENDING", "CANCELLED"), (q_open["id"], "PENDING", "QUOTED"),
+                                   (q_lost["id"], "REJECTED", "ACCEPTED"), (q_won["id"], "ACCEPTED", "ACCEPTED")]
+    step(api, pro, won["id"], "ON_THE_WAY")
+    items = ok(api.get("/providers/me/quotes", token=pro["token"]))
+    assert items[-1]["jobStatus"] == "ON_THE_WAY" and items[-1]["service"] == "lawncare"
+    assert items[-1]["amount"] == 100 and items[-1]["totalAmount"] == 118 and items[-1]["jobId"] == won["id"]
+    assert my_quotes(api, rival) == [(q_rival["id"], "ACCEPTED", "ACCEPTED")]
+
+
+def test_provider_quotes_refuse_other_roles(api, admin_token):
+    u = api.register_user()
+    r = api.get("/providers/me/quotes", token=u["token"])
+    assert (r.status_code, r.json()["error"]) == (403, "Forbidden")
+    r = api.get("/providers/me/quotes", token=admin_token)
+    assert (r.status_code, r.json()["error"]) == (403, "Forbidden")
+    r = api.get("/providers/me/quotes")
+    assert (r.status_code, r.json()["error"]) == (401, "Unauthorized")
+
+
 # ================================================================ GET /quotes/market-rate
 
 def test_market_rate_access_and_validation(api):

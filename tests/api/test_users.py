@@ -179,11 +179,11 @@ def test_patch_zero_is_stored_as_zero(api):
 def test_patch_ignores_other_fields(api):
     u = api.register_user(name="Keep Me")
     r = api.patch("/users/me", token=u["token"],
-                  json={"name": "Changed", "email": "x@example.com", "zip": "99999", "id": "cxxx", "lat": 5})
+                  json={"email": "x@example.com", "zip": "99999", "id": "cxxx", "lat": 5, "isPremium": True})
     assert r.status_code == 200, r.text
     got = me(api, u["token"])
     assert got["id"] == u["id"] and got["name"] == "Keep Me" and got["email"] == u["email"]
-    assert got["zip"] == "10001" and got["lat"] == 5
+    assert got["zip"] == "10001" and got["lat"] == 5 and got["isPremium"] is False
 
 
 def test_patch_affects_only_the_caller(api):
@@ -218,3 +218,49 @@ def test_patch_with_provider_token_is_403(api):
     # role is checked before the body: a bad body from a provider is still 403
     r = api.patch("/users/me", token=p["token"], json={"lat": 1000})
     assert r.status_code == 403
+
+
+# ---------------------------------------------------------------- PATCH name and phone (issue 24)
+
+def test_patch_sets_name_and_phone(api):
+    u = api.register_user(name="Old Name")
+    assert me(api, u["token"])["phone"] is None
+    r = api.patch("/users/me", token=u["token"], json={"name": "New Name", "phone": "+1 212 555 0100"})
+    assert r.status_code == 200, r.text
+    assert r.json()["name"] == "New Name" and r.json()["phone"] == "+1 212 555 0100"
+    got = me(api, u["token"])
+    assert got["name"] == "New Name" and got["phone"] == "+1 212 555 0100"
+    # a patch without them keeps them; an empty phone clears it
+    assert api.patch("/users/me", token=u["token"], json={"lat": 1}).json()["phone"] == "+1 212 555 0100"
+    r = api.patch("/users/me", token=u["token"], json={"phone": ""})
+    assert r.status_code == 200 and r.json()["phone"] is None and r.json()["name"] == "New Name"
+    # the name a login answers with is the new one
+    r = api.post("/auth/login", json={"email": u["email"], "password": u["password"]})
+    assert r.status_code == 200 and r.json()["user"]["name"] == "New Name"
+
+
+def test_patch_name_of_100_characters_and_phone_of_20(api):
+    u = api.register_user()
+    r = api.patch("/users/me", token=u["token"], json={"name": "n" * 100, "phone": "1" * 20})
+    assert r.status_code == 200, r.text
+    assert r.json()["name"] == "n" * 100 and r.json()["phone"] == "1" * 20
+
+
+NAME_PHONE_BAD = [
+    ({"name": ""}, "name: must not be empty"),
+    ({"name": "   "}, "name: must not be empty"),
+    ({"name": "n" * 101}, "name: must be at most 100 characters"),
+    ({"name": 5}, "name: must be a string"),
+    ({"phone": "1" * 21}, "phone: must be at most 20 characters"),
+    ({"phone": 2125550100}, "phone: must be a string"),
+    ({"name": "Fine", "phone": ["1"]}, "phone: must be a string"),
+]
+
+
+@pytest.mark.parametrize("body,error", NAME_PHONE_BAD, ids=[e for _, e in NAME_PHONE_BAD])
+def test_patch_bad_name_or_phone_is_400_and_changes_nothing(api, body, error):
+    u = api.register_user(name="Stays")
+    r = api.patch("/users/me", token=u["token"], json=body)
+    assert r.status_code == 400 and r.json()["error"] == error, r.text
+    got = me(api, u["token"])
+    assert got["name"] == "Stays" and got["phone"] is None

@@ -6,6 +6,7 @@
 #include "domain/jobs/jobs_store.h"
 #include "core/clock.h"
 #include "core/jsonx.h"
+#include "domain/common.h"
 #include "domain/jobs/feed_cache.h"
 #include "domain/jobs/jobs.h"
 #include "domain/notifications/notifications.h"
@@ -112,15 +113,19 @@ db_rc jobs_lock_in(db_conn *c, const char *job_id) {
   return db_exec(c, NULL, NULL, "UPDATE jobs SET id = id WHERE id = $1", DB_ARGS(DB_TEXT(job_id)));
 }
 
+db_rc jobs_reopen_quoted_by_in(db_conn *c, const char *provider_id, int64_t now) {
+  return change_in(c, NULL,
+                   "UPDATE jobs SET status = 'PENDING', updated_at = $2, json_head = NULL "
+                   "WHERE status = 'QUOTED' AND provider_id IS NULL "
+                   "AND id IN (SELECT job_id FROM quotes WHERE provider_id = $1) "
+                   "AND NOT EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = jobs.id AND q.provider_id <> $1) "
+                   "RETURNING *",
+                   DB_ARGS(DB_TEXT(provider_id), DB_INT(now)));
+}
+
 db_rc jobs_release_provider_in(db_conn *c, const char *provider_id, int64_t now) {
   /* jobs only this provider quoted are open again without quotes */
-  db_rc rc = change_in(c, NULL,
-                       "UPDATE jobs SET status = 'PENDING', updated_at = $2, json_head = NULL "
-                       "WHERE status = 'QUOTED' AND provider_id IS NULL "
-                       "AND id IN (SELECT job_id FROM quotes WHERE provider_id = $1) "
-                       "AND NOT EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = jobs.id AND q.provider_id <> $1) "
-                       "RETURNING *",
-                       DB_ARGS(DB_TEXT(provider_id), DB_INT(now)));
+  db_rc rc = jobs_reopen_quoted_by_in(c, provider_id, now);
   if (rc == DB_OK)
     rc = change_in(c, NULL,
                    "UPDATE jobs SET status = 'PENDING', provider_id = NULL, accepted_at = NULL, completed_at = NULL, "
@@ -137,6 +142,30 @@ db_rc jobs_release_provider_in(db_conn *c, const char *provider_id, int64_t now)
 
 db_rc jobs_delete_of_customer_in(db_conn *c, const char *customer_id) {
   return db_exec(c, NULL, NULL, "DELETE FROM jobs WHERE customer_id = $1", DB_ARGS(DB_TEXT(customer_id)));
+}
+
+db_rc jobs_erase_customer_in(db_conn *c, const char *customer_id, int64_t now, json_t *removed) {
+  db_rc rc = change_in(c, NULL,
+                       "UPDATE jobs SET status = 'CANCELLED', updated_at = $2, json_head = NULL "
+                       "WHERE customer_id = $1 AND status IN ('PENDING', 'QUOTED') RETURNING *",
+                       DB_ARGS(DB_TEXT(customer_id), DB_INT(now)));
+  arena a;
+  arena_init(&a);
+  db_res *photos = NULL;
+  /* read under the row locks the erasing takes (PostgreSQL), so no photo slips in between */
+  const char *sql = db_engine_get() == DB_POSTGRES
+                        ? "SELECT images, before_images, after_images FROM jobs WHERE customer_id = $1 FOR UPDATE"
+                        : "SELECT images, before_images, after_images FROM jobs WHERE customer_id = $1";
+  if (rc == DB_OK) rc = db_exec(c, &a, &photos, sql, DB_ARGS(DB_TEXT(customer_id)));
+  for (int i = 0; rc == DB_OK && i < photos->rows; i++)
+    for (int col = 0; col < 3; col++) common_cell_keys(removed, db_text(photos, i, col));
+  if (rc == DB_OK)
+    rc = change_in(c, NULL,
+                   "UPDATE jobs SET address = '', lat = NULL, lng = NULL, images = '[]', before_images = '[]', "
+                   "after_images = '[]', json_head = NULL WHERE customer_id = $1 RETURNING *",
+                   DB_ARGS(DB_TEXT(customer_id)));
+  arena_fini(&a);
+  return rc;
 }
 
 /* "'A', 'B'" from a NULL-terminated list of status constants (never input). */

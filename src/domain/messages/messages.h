@@ -4,7 +4,12 @@
 #ifndef DOMAIN_MESSAGES_H
 #define DOMAIN_MESSAGES_H
 #include "domain/domain.h"
+#include "http/rowjson.h"
 
 extern const domain_def messages_domain;
+
+/* The Message JSON of a messages row (`SELECT messages.*` or MESSAGE_COLUMNS), as a field
+ * table (http/rowjson.h). */
+extern const hs_rj_field MESSAGES_JSON[];
 
 #endif

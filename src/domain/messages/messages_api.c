@@ -4,6 +4,7 @@
 #include "domain/messages/messages_api.h"
 #include "core/ids.h"
 #include "domain/jobs/jobs.h"
+#include "domain/messages/messages.h"
 #include "domain/messages/messages_store.h"
 #include "domain/notifications/notifications.h"
 #include "ext/storage.h"
@@ -44,7 +45,7 @@ static err_t open_thread(hs_req *req, const char *requested_provider, thread *t)
   return ERR_OK;
 }
 
-static const hs_rj_field MESSAGE[] = {
+const hs_rj_field MESSAGES_JSON[] = {
     {"id", "id", RJ_STR},
     {"senderId", "sender_id", RJ_STR},
     {"senderRole", "sender_role", RJ_STR},
@@ -62,7 +63,7 @@ err_t api_messages_list(hs_req *req) {
   jw *w = hs_jw(req, 256 * (size_t)(r->rows + 1));
   jw_obj(w);
   jw_key(w, "messages");
-  hs_rj_array(w, &req->arena, MESSAGE, r);
+  hs_rj_array(w, &req->arena, MESSAGES_JSON, r);
   jw_obj_end(w);
   return hs_ok_jw(req, w);
 }
@@ -86,7 +87,7 @@ static err_t post_message(hs_req *req, thread *t, const char *content) {
          arena_printf(&req->arena, "New message from %s", t->sender_name),
          strncmp(content, "[IMAGE]", 7) ? content : "Sent a photo", t->job_id);
   jw *w = hs_jw(req, 512);
-  hs_rj_object(w, hs_rj_bind(&req->arena, MESSAGE, r), r, 0);
+  hs_rj_object(w, hs_rj_bind(&req->arena, MESSAGES_JSON, r), r, 0);
   return hs_ok_jw(req, w);
 }
 
@@ -115,4 +116,48 @@ err_t api_messages_photo(hs_req *req) {
   e = post_message(req, &t, content);
   if (e != ERR_OK) storage_delete(key);
   return e;
+}
+
+err_t api_messages_read(hs_req *req) {
+  thread t;
+  err_t e = open_thread(req, hs_body_str(req, "providerId"), &t);
+  if (e != ERR_OK) return e;
+  if ((e = messages_store_mark_read(t.job_id, t.provider_id, hs_role_name(req->auth.role_bit))) != ERR_OK) return e;
+  return hs_ok(req, json_pack("{s:b}", "ok", 1));
+}
+
+/* A thread: its job, and the other side (the role added by the handler). */
+static const hs_rj_field THREAD[] = {{"jobId", "job_id", RJ_STR}, {"service", "service", RJ_STR}, {0}};
+static const hs_rj_field COUNTERPART[] = {{"id", "counterpart_id", RJ_STR}, {"name", "counterpart_name", RJ_STR}, {0}};
+
+err_t api_messages_threads(hs_req *req) {
+  const char *role = hs_role_name(req->auth.role_bit);
+  db_res *r;
+  err_t e = messages_store_threads(&req->arena, role, req->auth.id, &r);
+  if (e != ERR_OK) return e;
+  arena *a = &req->arena;
+  hs_rj *head = hs_rj_bind(a, THREAD, r), *other = hs_rj_bind(a, COUNTERPART, r),
+        *last = hs_rj_bind(a, MESSAGES_JSON, r);
+  int unread = db_col(r, "unread_count"), at = db_col(r, "created_at");
+  jw *w = hs_jw(req, 512 * (size_t)(r->rows + 1));
+  jw_arr(w);
+  for (int i = 0; i < r->rows; i++) {
+    jw_obj(w);
+    hs_rj_members(w, head, r, i);
+    jw_key(w, "counterpart");
+    jw_obj(w);
+    hs_rj_members(w, other, r, i);
+    jw_key(w, "role");
+    jw_str(w, strcmp(role, "user") ? "user" : "provider");
+    jw_obj_end(w);
+    jw_key(w, "lastMessage");
+    hs_rj_object(w, last, r, i);
+    jw_key(w, "unreadCount");
+    jw_int(w, db_int(r, i, unread));
+    jw_key(w, "updatedAt");
+    jw_cell_iso(w, db_text(r, i, at));
+    jw_obj_end(w);
+  }
+  jw_arr_end(w);
+  return hs_ok_jw(req, w);
 }

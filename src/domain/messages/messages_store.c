@@ -27,6 +27,44 @@ err_t messages_store_list(arena *a, const char *job_id, const char *provider_id,
                             DB_ARGS(DB_TEXT(job_id), DB_TEXT(provider_id))));
 }
 
+/* The thread's last message and its unread count, for the threads in `last` (job_id,
+ * provider_id, seq): $2 is the side that reads ("user" or "provider"), $3 the other side. */
+#define THREADS_SELECT(counterpart_id, counterpart_table)                                                              \
+  "SELECT m.job_id, m.provider_id, j.service, " counterpart_id " AS counterpart_id, c.name AS counterpart_name, "      \
+  "m.id, m.sender_id, m.sender_role, m.sender_name, m.content, m.created_at, last.seq AS last_seq, "                   \
+  "(SELECT COUNT(*) FROM messages u WHERE u.job_id = m.job_id AND u.provider_id = m.provider_id "                      \
+  "AND u.sender_role = $3 AND u.seq > COALESCE((SELECT r.read_seq FROM message_reads r WHERE r.job_id = m.job_id "     \
+  "AND r.provider_id = m.provider_id AND r.reader_role = $2), 0)) AS unread_count "                                    \
+  "FROM last JOIN messages m ON m.job_id = last.job_id AND m.provider_id = last.provider_id AND m.seq = last.seq "     \
+  "JOIN jobs j ON j.id = m.job_id LEFT JOIN " counterpart_table " c ON c.id = " counterpart_id " "                     \
+  "WHERE (j.provider_id = m.provider_id OR EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = m.job_id "                  \
+  "AND q.provider_id = m.provider_id)) ORDER BY last.seq DESC, m.job_id, m.provider_id"
+
+err_t messages_store_threads(arena *a, const char *role, const char *caller_id, db_res **out) {
+  if (!strcmp(role, "user"))
+    return db_to_err(db_query(a, out,
+                              "WITH last AS (SELECT m.job_id, m.provider_id, MAX(m.seq) AS seq FROM messages m "
+                              "JOIN jobs j ON j.id = m.job_id WHERE j.customer_id = $1 "
+                              "GROUP BY m.job_id, m.provider_id) " THREADS_SELECT("m.provider_id", "providers"),
+                              DB_ARGS(DB_TEXT(caller_id), DB_TEXT("user"), DB_TEXT("provider"))));
+  return db_to_err(
+      db_query(a, out,
+               "WITH last AS (SELECT job_id, provider_id, MAX(seq) AS seq FROM messages "
+               "WHERE provider_id = $1 GROUP BY job_id, provider_id) " THREADS_SELECT("j.customer_id", "users"),
+               DB_ARGS(DB_TEXT(caller_id), DB_TEXT("provider"), DB_TEXT("user"))));
+}
+
+err_t messages_store_mark_read(const char *job_id, const char *provider_id, const char *reader_role) {
+  return db_to_err(
+      db_query(NULL, NULL,
+               "INSERT INTO message_reads (job_id, provider_id, reader_role, read_seq, read_at) "
+               "SELECT $1, $2, $3, COALESCE(MAX(seq), 0), $4 FROM messages WHERE job_id = $1 "
+               "AND provider_id = $2 ON CONFLICT (job_id, provider_id, reader_role) DO UPDATE SET "
+               "read_seq = CASE WHEN excluded.read_seq > message_reads.read_seq THEN excluded.read_seq "
+               "ELSE message_reads.read_seq END, read_at = excluded.read_at",
+               DB_ARGS(DB_TEXT(job_id), DB_TEXT(provider_id), DB_TEXT(reader_role), DB_INT(clock_now_ms()))));
+}
+
 err_t messages_store_post(arena *a, const message_new *m, db_res **out) {
   db_conn *c;
   err_t e = db_begin(&c);

@@ -17,6 +17,17 @@ err_t messages_store_thread_party(arena *a, const char *role, const char *caller
 /* The messages of the (job, provider) thread, oldest first. */
 err_t messages_store_list(arena *a, const char *job_id, const char *provider_id, db_res **out);
 
+/* The caller's threads, one row per (job, provider) thread with a message that the caller may
+ * still use (the provider quoted on the job or is assigned to it), newest last message first
+ * (keyset: last_seq, job_id, provider_id): job_id, provider_id, service, counterpart_id,
+ * counterpart_name, the last message's columns (MESSAGE_COLUMNS), last_seq and unread_count
+ * (messages of the other side after the caller's read mark). role: "user" (caller_id is the
+ * customer) or "provider". */
+err_t messages_store_threads(arena *a, const char *role, const char *caller_id, db_res **out);
+/* Moves the read mark of one side (reader_role "user" or "provider") of the thread to its last
+ * message; a mark never moves back. */
+err_t messages_store_mark_read(const char *job_id, const char *provider_id, const char *reader_role);
+
 /* A message to post. */
 typedef struct message_new {
   const char *id, *job_id, *provider_id, *sender_id, *sender_role, *sender_name, *content;

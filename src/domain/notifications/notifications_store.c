@@ -88,6 +88,14 @@ err_t notifications_store_mark_read(const char *role, const char *id) {
                             DB_ARGS(DB_TEXT(id), DB_TEXT(role))));
 }
 
+err_t notifications_store_mark_one_read(arena *a, const char *role, const char *id, const char *notification_id,
+                                        db_res **out) {
+  return db_to_err(db_query(a, out,
+                            "UPDATE notifications SET is_read = 1 WHERE id = $1 AND account_id = $2 AND role = $3 "
+                            "RETURNING id, title, body, job_id, is_read, created_at",
+                            DB_ARGS(DB_TEXT(notification_id), DB_TEXT(id), DB_TEXT(role))));
+}
+
 err_t notifications_store_take_banner(arena *a, const char *role, const char *id, db_res **out) {
   return db_to_err(db_query(a, out,
                             "DELETE FROM banners WHERE account_id = $1 AND role = $2 RETURNING icon, title, body",

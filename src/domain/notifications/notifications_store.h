@@ -11,6 +11,10 @@ err_t notifications_store_set_push_token(const char *role, const char *id, const
 err_t notifications_store_list(arena *a, const char *role, const char *id, db_res **out);
 /* Marks every notification of the account read. */
 err_t notifications_store_mark_read(const char *role, const char *id);
+/* Marks the account's notification notification_id read; *out has its row, or no row when the
+ * account has no such notification. */
+err_t notifications_store_mark_one_read(arena *a, const char *role, const char *id, const char *notification_id,
+                                        db_res **out);
 /* Returns and removes the account's pending banner (icon, title, body) in one statement, so two
  * polls never both get it; no row when none is pending. */
 err_t notifications_store_take_banner(arena *a, const char *role, const char *id, db_res **out);

@@ -62,6 +62,12 @@ err_t payments_void_job(const char *job_id);
  * when the processor did not answer (the request is kept and settled later, or by the next
  * tip, so the tip is charged at most once). */
 err_t payments_charge_tip(const char *job_id, const char *user_id, int64_t *cents, char msg[256]);
+/* Sets the customer's premium subscription to end with its current period at the processor,
+ * as POST /payments/premium/cancel does (no further charge), and records that; nothing to do
+ * without a subscription, or when it is set to end already or gone at the processor. For the
+ * owner's deletion of the account, before its rows are erased. ERR_UNAVAILABLE when the
+ * processor did not answer (nothing changed). */
+err_t payments_end_premium(const char *user_id);
 /* Tells the customer (email and notification) and the provider (notification) that the job
  * payment payment_id failed, as recorded by a processor event. Failures are logged. */
 void payments_tell_failure(const char *payment_id);

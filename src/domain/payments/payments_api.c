@@ -229,3 +229,21 @@ err_t api_payments_premium_cancel(hs_req *req) {
                               "cancelAtPeriodEnd", 1, "currentPeriodEnd",
                               sub.current_period_end ? jx_iso(sub.current_period_end) : json_null()));
 }
+
+err_t payments_end_premium(const char *user_id) {
+  arena a;
+  arena_init(&a);
+  billing b;
+  err_t e = pay_store_billing(&a, user_id, &b);
+  if (e == ERR_OK && b.subscription_id && !b.cancel_at_period_end) {
+    pay_subscription sub;
+    pay_error pe;
+    pay_rc rc = payments_set_cancel_at_period_end(b.subscription_id, true, NULL, &sub, &pe);
+    if (rc == PAY_OK)
+      e = pay_store_set_cancel_flag(b.id, true);
+    else if (rc != PAY_INVALID && rc != PAY_NOT_FOUND) /* refused: the subscription ended already */
+      e = ERR_UNAVAILABLE;
+  }
+  arena_fini(&a);
+  return e == ERR_NOT_FOUND ? ERR_OK : e;
+}

@@ -574,9 +574,11 @@ err_t pay_store_holds_subscription(const char *subscription_id, bool *holds) {
 static const char *str(json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
 
 /* Rows a subscription event applies to: the user holding that subscription, or a user of
- * that customer who holds none (the event then names the subscription the user now has). */
+ * that customer who holds none (the event then names the subscription the user now has); never
+ * an account its owner deleted (its subscription was set to end with it). */
 #define SUBSCRIPTION_OWNER                                                                                             \
-  "(processor_subscription_id = $1 OR (processor_subscription_id IS NULL AND processor_customer_id = $2))"
+  "(deleted_at IS NULL AND (processor_subscription_id = $1 OR (processor_subscription_id IS NULL AND "                 \
+  "processor_customer_id = $2)))"
 
 /* False when a subscription event is older than the last one applied to its subscription
  * (then it changes nothing); otherwise it becomes the last one. An event without `created`

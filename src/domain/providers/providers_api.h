@@ -22,6 +22,8 @@ err_t api_providers_preferred_pro(hs_req *req);
 /* providers_insights.c */
 err_t api_providers_insights(hs_req *req);
 err_t api_providers_premium_insights(hs_req *req);
+/* providers_profile.c */
+err_t api_providers_public_profile(hs_req *req);
 /* bundles.c */
 err_t api_providers_bundles(hs_req *req);
 err_t api_providers_accept_bundle(hs_req *req);

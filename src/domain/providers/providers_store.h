@@ -47,8 +47,13 @@ err_t prov_store_join_preferred_pro(const char *id, int64_t now);
 err_t prov_store_won_jobs(arena *a, const char *id, db_res **out);
 /* total (count) and average (rating, or NULL) of the provider's reviews. */
 err_t prov_store_review_stats(arena *a, const char *id, db_res **out);
-/* The provider's latest reviews with customer_name and service, newest first. */
+/* The provider's latest reviews with customer_name, customer_deleted_at and service, newest
+ * first (keyset: created_at, id). */
 err_t prov_store_recent_reviews(arena *a, const char *id, int limit, db_res **out);
+/* What the provider's public profile shows: id, name, company_name, headshots, logo_url,
+ * services, service_zips, is_premium, ins_check_status, id_doc_front, id_doc_back, created_at
+ * and completed_jobs; ERR_NOT_FOUND when there is no such provider (or it was deleted). */
+err_t prov_store_public(arena *a, const char *id, db_res **out);
 /* Every quote of the provider: service, amount_cents, status, created_at. */
 err_t prov_store_quotes(arena *a, const char *id, db_res **out);
 /* The provider's rejected quotes on jobs another quote won: service, amount_cents,

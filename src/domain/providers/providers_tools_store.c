@@ -81,10 +81,22 @@ err_t prov_store_review_stats(arena *a, const char *id, db_res **out) {
 err_t prov_store_recent_reviews(arena *a, const char *id, int limit, db_res **out) {
   return db_to_err(
       db_query(a, out,
-               "SELECT r.id, r.job_id, r.rating, r.comment, r.created_at, u.name AS customer_name, j.service "
+               "SELECT r.id, r.job_id, r.rating, r.comment, r.created_at, u.name AS customer_name, "
+               "u.deleted_at AS customer_deleted_at, j.service "
                "FROM reviews r LEFT JOIN users u ON u.id = r.customer_id LEFT JOIN jobs j ON j.id = r.job_id "
                "WHERE r.provider_id = $1 ORDER BY r.created_at DESC, r.id DESC LIMIT $2",
                DB_ARGS(DB_TEXT(id), DB_INT(limit))));
+}
+
+err_t prov_store_public(arena *a, const char *id, db_res **out) {
+  if (db_query(a, out,
+               "SELECT p.id, p.name, p.company_name, p.headshots, p.logo_url, p.services, p.service_zips, "
+               "p.is_premium, p.ins_check_status, p.id_doc_front, p.id_doc_back, p.created_at, "
+               "(SELECT COUNT(*) FROM jobs j WHERE j.provider_id = p.id AND j.status = 'COMPLETED') AS completed_jobs "
+               "FROM providers p WHERE p.id = $1 AND p.deleted_at IS NULL",
+               DB_ARGS(DB_TEXT(id))) != DB_OK)
+    return ERR_INTERNAL;
+  return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
 }
 
 err_t prov_store_quotes(arena *a, const char *id, db_res **out) {

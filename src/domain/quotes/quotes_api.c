@@ -57,9 +57,7 @@ static err_t reply_quote(hs_req *req, const char *id, const db_res *job) {
   return hs_ok_jw(req, w);
 }
 
-/* A provider may quote once it has a headshot and both sides of its licence (the stored
- * columns: a JSON array of headshot keys, the two licence image keys). */
-static bool verified(const char *headshots, const char *id_doc_front, const char *id_doc_back) {
+bool quotes_provider_verified(const char *headshots, const char *id_doc_front, const char *id_doc_back) {
   if (!id_doc_front || !id_doc_back || !headshots) return false;
   json_t *heads = jx_parse_or(headshots, json_array());
   bool ok = json_array_size(heads) > 0;
@@ -71,8 +69,8 @@ static bool verified(const char *headshots, const char *id_doc_front, const char
  * without such a provider), in the order the errors take precedence. */
 static quote_outcome quote_checks(err_t found, const db_res *ctx) {
   if (found == ERR_NOT_FOUND ||
-      !verified(db_field(ctx, 0, "provider_headshots"), db_field(ctx, 0, "provider_id_doc_front"),
-                db_field(ctx, 0, "provider_id_doc_back")))
+      !quotes_provider_verified(db_field(ctx, 0, "provider_headshots"), db_field(ctx, 0, "provider_id_doc_front"),
+                                db_field(ctx, 0, "provider_id_doc_back")))
     return QUOTE_UNVERIFIED;
   /* a job outside the provider's services and ZIPs does not exist for it */
   if (!db_field(ctx, 0, "id") || db_int(ctx, 0, db_col(ctx, "provider_matches")) != 1) return QUOTE_NO_JOB;
@@ -260,6 +258,25 @@ err_t api_quotes_for_job(hs_req *req) {
     else
       jw_null(w);
     jw_obj_end(w);
+    jw_obj_end(w);
+  }
+  jw_arr_end(w);
+  return hs_ok_jw(req, w);
+}
+
+err_t api_quotes_of_provider(hs_req *req) {
+  db_res *q;
+  err_t e = quotes_store_of_provider(&req->arena, req->auth.id, &q);
+  if (e != ERR_OK) return e;
+  static const hs_rj_field job_fields[] = {
+      {"jobStatus", "job_status", RJ_STR}, {"service", "job_service", RJ_STR}, {0}};
+  hs_rj *quote = hs_rj_bind(&req->arena, SHAPE_QUOTE, q), *job = hs_rj_bind(&req->arena, job_fields, q);
+  jw *w = hs_jw(req, 384 * (size_t)(q->rows + 1));
+  jw_arr(w);
+  for (int i = 0; i < q->rows; i++) {
+    jw_obj(w);
+    hs_rj_members(w, quote, q, i);
+    hs_rj_members(w, job, q, i);
     jw_obj_end(w);
   }
   jw_arr_end(w);

@@ -28,5 +28,7 @@ const hs_route quotes_routes[] = {
     {HS_GET, "/quotes/job/:jobId", api_quotes_for_job, ROLE_USER, .flags = ROUTE_DB_READ,
      .summary = "A job's quotes with provider details", .response = "QuoteWithProvider[]",
      .errors = ERRORS(ERR_NOT_FOUND)},
+    {HS_GET, "/providers/me/quotes", api_quotes_of_provider, ROLE_PROVIDER,
+     .summary = "The provider's quotes with their job's status, newest first", .response = "ProviderQuote[]"},
     {0},
 };

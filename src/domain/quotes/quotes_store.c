@@ -5,6 +5,7 @@
 #include "core/clock.h"
 #include "domain/jobs/jobs.h"
 #include "domain/payments/payments.h"
+#include "domain/quotes/quotes.h"
 #include "ext/mail.h"
 
 /* The news of a change, on c. */
@@ -111,4 +112,19 @@ err_t quotes_store_contact(arena *a, const char *table, const char *id, db_res *
                                     : "SELECT email, name, company_name FROM providers WHERE id = $1";
   if (db_query(a, out, sql, DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
   return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
+}
+
+err_t quotes_store_of_provider(arena *a, const char *provider_id, db_res **out) {
+  return db_to_err(db_query(a, out,
+                            "SELECT q.*, j.status AS job_status, j.service AS job_service FROM quotes q "
+                            "JOIN jobs j ON j.id = q.job_id WHERE q.provider_id = $1 ORDER BY q.seq DESC",
+                            DB_ARGS(DB_TEXT(provider_id))));
+}
+
+db_rc quotes_withdraw_provider_in(db_conn *c, const char *provider_id, int64_t now) {
+  db_rc rc = jobs_reopen_quoted_by_in(c, provider_id, now);
+  if (rc == DB_OK)
+    rc = db_exec(c, NULL, NULL, "DELETE FROM quotes WHERE provider_id = $1 AND status = 'PENDING'",
+                 DB_ARGS(DB_TEXT(provider_id)));
+  return rc;
 }

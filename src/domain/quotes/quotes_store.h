@@ -46,6 +46,9 @@ err_t quotes_store_accept(const char *quote_id, const char *job_id, const char *
 err_t quotes_store_recent_accepted(arena *a, const char *service, db_res **out);
 /* A job's quotes with the quoting provider's details and average rating. */
 err_t quotes_store_for_job(arena *a, const char *job_id, db_res **out);
+/* The provider's quotes (`quotes.*`) with their job's job_status and job_service, newest first
+ * (keyset: seq). */
+err_t quotes_store_of_provider(arena *a, const char *provider_id, db_res **out);
 /* email and name of a user ("users") or provider ("providers"). */
 err_t quotes_store_contact(arena *a, const char *table, const char *id, db_res **out);
 

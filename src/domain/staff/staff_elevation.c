@@ -15,6 +15,7 @@
 #include "core/util.h"
 #include "domain/audit/audit.h"
 #include "domain/auth/auth.h"
+#include "domain/common.h"
 #include "domain/staff/staff.h"
 #include "domain/staff/staff_api.h"
 #include "domain/staff/staff_store.h"
@@ -90,29 +91,6 @@ err_t api_staff_elevation_create(hs_req *req) {
 
 /* ---- the administrator's links ---- */
 
-static void put_escaped(FILE *f, const char *s) {
-  for (; s && *s; s++) {
-    switch (*s) {
-    case '&': fputs("&amp;", f); break;
-    case '<': fputs("&lt;", f); break;
-    case '>': fputs("&gt;", f); break;
-    case '"': fputs("&quot;", f); break;
-    case '\'': fputs("&#39;", f); break;
-    default: fputc(*s, f);
-    }
-  }
-}
-
-/* fmt with each %s replaced by the next value, HTML-escaped (values may be NULL). */
-static void put_html(FILE *f, const char *fmt, const char *const *values) {
-  for (; *fmt; fmt++) {
-    if (fmt[0] == '%' && fmt[1] == 's')
-      put_escaped(f, *values++), fmt++;
-    else
-      fputc(*fmt, f);
-  }
-}
-
 static err_t reply_text(hs_req *req, const char *content_type, char *text, size_t len) {
   return hs_reply_file(req, -1, text, len, content_type);
 }
@@ -137,19 +115,14 @@ static err_t reply_resolved_page(hs_req *req, const db_res *r, const char *title
                           db_field(r, 0, "target_id"),
                           db_field(r, 0, "reason"),
                           created};
-  char *html = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&html, &len);
-  if (!f) return ERR_INTERNAL;
-  put_html(f,
-           "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title></head><body>\n"
-           "<h1>%s</h1>\n<p>The elevation request is now <strong>%s</strong>.%s</p>\n<dl>\n"
-           "<dt>Request</dt><dd>%s</dd>\n<dt>Staff member</dt><dd>%s &lt;%s&gt; (%s)</dd>\n"
-           "<dt>Account</dt><dd>%s %s &lt;%s&gt; (%s)</dd>\n<dt>Reason</dt><dd>%s</dd>\n"
-           "<dt>Requested at</dt><dd>%s</dd>\n</dl>\n</body></html>\n",
-           values);
-  fclose(f);
-  return reply_text(req, "text/html; charset=utf-8", html, len);
+  return common_reply_html(
+      req,
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title></head><body>\n"
+      "<h1>%s</h1>\n<p>The elevation request is now <strong>%s</strong>.%s</p>\n<dl>\n"
+      "<dt>Request</dt><dd>%s</dd>\n<dt>Staff member</dt><dd>%s &lt;%s&gt; (%s)</dd>\n"
+      "<dt>Account</dt><dd>%s %s &lt;%s&gt; (%s)</dd>\n<dt>Reason</dt><dd>%s</dd>\n"
+      "<dt>Requested at</dt><dd>%s</dd>\n</dl>\n</body></html>\n",
+      values);
 }
 
 static err_t reply_already_resolved(hs_req *req, const char *status) {

@@ -5,7 +5,8 @@
  * moved on since the token was issued: a staff token without its staff row (or with another
  * role), of an older token generation (a role or password change, disabling) or of a disabled
  * member; an administrator token without its administrator; a customer or provider token whose
- * account was deleted or whose generation moved on (a password reset). An impersonation token
+ * account was deleted or whose generation moved on (a password reset, a password change,
+ * logout-all, the owner's deletion), or which was ended by itself (logout). An impersonation token
  * (elevationId) must name an ACTIVE elevation for exactly its id and role, activated less than
  * 15 minutes ago, whose staff member is enabled, and may carry only the role user or provider.
  *
@@ -38,7 +39,7 @@ static err_t check_token(hs_req *req) {
                        : au->role_bit == ROLE_PROVIDER ? SUBJECT_PROVIDER
                                                        : SUBJECT_USER;
   bool found;
-  if (staff_store_subject_exists(kind, au->id, au->role, au->gen, &found) != ERR_OK) return ERR_INTERNAL;
+  if (staff_store_subject_exists(kind, au->id, au->role, au->gen, au->token_id, &found) != ERR_OK) return ERR_INTERNAL;
   if (!found) return refuse(req);
   if (staff_id) {
     audit_impersonation *imp = arena_alloc(&req->arena, sizeof *imp);

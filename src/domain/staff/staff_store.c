@@ -127,14 +127,19 @@ err_t staff_store_set_disabled(const char *email, bool disable, audit_action *ac
 
 /* ---- token checks ---- */
 
-err_t staff_store_subject_exists(token_subject kind, const char *id, const char *role, int64_t gen, bool *found) {
+err_t staff_store_subject_exists(token_subject kind, const char *id, const char *role, int64_t gen,
+                                 const char *token_id, bool *found) {
   static const char *const sql[] = {
       [SUBJECT_STAFF] = "SELECT 1 FROM staff WHERE id = $1 AND role = $2 AND token_gen = $3 AND disabled_at IS NULL",
       [SUBJECT_ADMIN] = "SELECT 1 FROM admins WHERE id = $1 AND $2 = 'admin' AND $3 = 0",
-      [SUBJECT_USER] = "SELECT 1 FROM users WHERE id = $1 AND $2 = 'user' AND token_gen = $3",
-      [SUBJECT_PROVIDER] = "SELECT 1 FROM providers WHERE id = $1 AND $2 = 'provider' AND token_gen = $3",
+      [SUBJECT_USER] = "SELECT 1 FROM users WHERE id = $1 AND $2 = 'user' AND token_gen = $3 "
+                       "AND NOT EXISTS (SELECT 1 FROM ended_tokens WHERE token_id = $4)",
+      [SUBJECT_PROVIDER] = "SELECT 1 FROM providers WHERE id = $1 AND $2 = 'provider' AND token_gen = $3 "
+                           "AND NOT EXISTS (SELECT 1 FROM ended_tokens WHERE token_id = $4)",
   };
-  return db_to_err(db_exists(found, sql[kind], DB_ARGS(DB_TEXT(id), DB_TEXT(role), DB_INT(gen))));
+  db_val args[] = {DB_TEXT(id), DB_TEXT(role), DB_INT(gen), DB_TEXT(token_id ? token_id : "")};
+  bool account = kind == SUBJECT_USER || kind == SUBJECT_PROVIDER;
+  return db_to_err(db_exists(found, sql[kind], args, account ? 4 : 3));
 }
 
 err_t staff_store_live_elevation(arena *a, const char *elevation_id, const char *target_id, const char *target_role,

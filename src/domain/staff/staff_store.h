@@ -44,9 +44,11 @@ err_t staff_store_set_disabled(const char *email, bool disable, audit_action *ac
 
 /* Whether the token's subject exists as the token knew it (*found): a staff member with this
  * id and role, enabled, of token generation gen; an administrator; a customer or a provider
- * of generation gen. ERR_INTERNAL when the database cannot be read. */
+ * of generation gen whose token token_id was not ended (logout: ended_tokens, written by the
+ * auth domain). ERR_INTERNAL when the database cannot be read. */
 typedef enum { SUBJECT_STAFF, SUBJECT_ADMIN, SUBJECT_USER, SUBJECT_PROVIDER } token_subject;
-err_t staff_store_subject_exists(token_subject kind, const char *id, const char *role, int64_t gen, bool *found);
+err_t staff_store_subject_exists(token_subject kind, const char *id, const char *role, int64_t gen,
+                                 const char *token_id, bool *found);
 /* The elevation named by an impersonation token, if it is ACTIVE for that target, activated
  * after active_since, and its staff member is enabled: that member's id in *staff_id (arena a),
  * else NULL. */

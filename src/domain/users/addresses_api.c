@@ -6,13 +6,14 @@
 #include "core/jsonx.h"
 #include "domain/common.h"
 #include "domain/users/addresses_store.h"
+#include "domain/users/users.h"
 #include "domain/users/users_api.h"
 #include "ext/storage.h"
 #include "http/rowjson.h"
 #include <stdlib.h>
 #include <string.h>
 
-static const hs_rj_field ADDRESS[] = {
+const hs_rj_field USERS_ADDRESS_JSON[] = {
     {"id", "id", RJ_STR},
     {"label", "label", RJ_STR},
     {"address", "address", RJ_STR},
@@ -29,7 +30,7 @@ static const hs_rj_field ADDRESS[] = {
 static err_t reply_list(hs_req *req) {
   db_res *r;
   err_t e = addresses_store_list(&req->arena, req->auth.id, &r);
-  return e ? e : hs_ok_rows(req, ADDRESS, r, 512);
+  return e ? e : hs_ok_rows(req, USERS_ADDRESS_JSON, r, 512);
 }
 
 /* The caller's address :id, or 404. */
@@ -44,7 +45,7 @@ static err_t reply_address(hs_req *req) {
   err_t e = load_address(req, &r);
   if (e != ERR_OK) return e;
   jw *w = hs_jw(req, 512);
-  hs_rj_object(w, hs_rj_bind(&req->arena, ADDRESS, r), r, 0);
+  hs_rj_object(w, hs_rj_bind(&req->arena, USERS_ADDRESS_JSON, r), r, 0);
   return hs_ok_jw(req, w);
 }
 

@@ -5,6 +5,8 @@
 #define MB (1024 * 1024)
 
 static const hs_field update_me_fields[] = {
+    {"name", F_STRING, 0, LEN(1, 100)},
+    {"phone", F_STRING, 0, LEN(0, 20)},
     {"lat", F_NUMBER, 0, RANGE(-90, 90)},
     {"lng", F_NUMBER, 0, RANGE(-180, 180)},
     {0},
@@ -37,7 +39,7 @@ const hs_route users_routes[] = {
     {HS_GET, "/users/me", api_users_me, ROLE_USER, .flags = ROUTE_DB_READ, .summary = "The caller's customer profile",
      .response = "User", .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_PATCH, "/users/me", api_users_update_me, ROLE_USER, &update_me_schema,
-     .summary = "Update the caller's coordinates", .response = "User", .errors = ERRORS(ERR_NOT_FOUND)},
+     .summary = "Update the caller's name, phone and coordinates", .response = "User", .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_GET, "/users/me/favorites", api_users_favorites, ROLE_USER, .summary = "Favorite providers (premium)",
      .response = "FavoriteProvider[]"},
     {HS_POST, "/users/me/favorites/:providerId", api_users_add_favorite, ROLE_USER,

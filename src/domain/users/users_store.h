@@ -13,11 +13,12 @@
  * customer whose payment is late keeps premium. Every premium gate uses this condition. */
 #define USERS_HAS_PREMIUM "(is_premium = 1 OR premium_since IS NOT NULL)"
 
-/* The profile row of user id (id, email, name, address, zip, lat, lng, is_premium,
+/* The profile row of user id (id, email, name, phone, address, zip, lat, lng, is_premium,
  * premium_since, seasonal_alerts_enabled, created_at); ERR_NOT_FOUND when missing. */
 err_t users_store_profile(arena *a, const char *id, db_res **out);
-/* Sets the coordinates present in patch ("lat", "lng"); ERR_NOT_FOUND when missing. */
-err_t users_store_set_location(const char *id, json_t *patch);
+/* Sets the fields present in patch ("name", "phone": "" clears it, "lat", "lng") and keeps the
+ * others; ERR_NOT_FOUND when missing. */
+err_t users_store_update_profile(const char *id, json_t *patch);
 
 /* ---- premium features ---- */
 
