@@ -2587,10 +2587,16 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
         };
-        /** @description Every error answer. `code` is present where the documentation names one (WITHIN_CANCELLATION_WINDOW, verification_required, premium_required, already_member); `requestId` on 5xx answers other than 503 and 504. */
+        /** @description Every error answer. `code` names the error for programs (snake_case; the specification's own codes keep its spelling: WITHIN_CANCELLATION_WINDOW, verification_required, premium_required, already_member); `error` is the message for people and never changes for a given case. A validation error (`code` validation_failed, message `<field>: <message>`) also names its `field`. `requestId` on 5xx answers other than 503, 504 and 507. */
         Error: {
             error: string;
-            code?: string;
+            /**
+             * @description what went wrong, for programs: the error's kind (not_found, conflict, ...) or a more precise name (validation_failed, invalid_state, ...)
+             * @enum {string}
+             */
+            code: "bad_request" | "unauthorized" | "payment_failed" | "forbidden" | "not_found" | "conflict" | "payload_too_large" | "unsupported_media_type" | "unprocessable" | "rate_limited" | "header_fields_too_large" | "internal_error" | "service_unavailable" | "gateway_timeout" | "insufficient_storage" | "validation_failed" | "invalid_state" | "invalid_credentials" | "email_taken" | "thread_full" | "idempotency_key_in_use" | "idempotency_key_reused" | "account_busy" | "WITHIN_CANCELLATION_WINDOW" | "verification_required" | "premium_required" | "already_member";
+            /** @description the input that failed validation (a body or query field, a form field, `body`, or a header such as `Idempotency-Key`) */
+            field?: string;
             requestId?: string;
         };
         Ok: {
@@ -2606,7 +2612,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description The input is invalid: `<field>: <message>` for the first field that fails, in the documented order */
+        /** @description The input is invalid: `<field>: <message>` for the first field that fails, in the documented order (`code` validation_failed, with `field`), or the record's state does not allow this (`invalid_state`) */
         400: {
             headers: {
                 [name: string]: unknown;
@@ -2615,9 +2621,11 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Missing, expired or tampered token (`Unauthorized`), or invalid credentials */
+        /** @description Missing, expired or tampered token (`Unauthorized`, with `WWW-Authenticate: Bearer`), or invalid credentials (`invalid_credentials`) */
         401: {
             headers: {
+                /** @description on a missing token `Bearer`; on an expired, tampered or ended one `Bearer error="invalid_token"` (RFC 6750) */
+                "WWW-Authenticate"?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -2651,9 +2659,11 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The record's state does not allow this, or a conflicting request (also: an Idempotency-Key whose first request still runs) */
+        /** @description The record's state does not allow this, or a conflicting request (also: an Idempotency-Key whose first request still runs, `idempotency_key_in_use` with Retry-After) */
         409: {
             headers: {
+                /** @description seconds to wait before trying again (an Idempotency-Key whose first request still runs) */
+                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {
@@ -2669,7 +2679,16 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The request cannot be processed as sent (also: an Idempotency-Key reused with another request) */
+        /** @description The route takes a JSON body, and a multipart body came */
+        415: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The request cannot be processed as sent (also: an Idempotency-Key reused with another request, `idempotency_key_reused`) */
         422: {
             headers: {
                 [name: string]: unknown;
@@ -2863,6 +2882,7 @@ export interface operations {
             400: components["responses"]["400"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -2900,6 +2920,7 @@ export interface operations {
             400: components["responses"]["400"];
             401: components["responses"]["401"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -2945,6 +2966,7 @@ export interface operations {
             400: components["responses"]["400"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -2982,6 +3004,7 @@ export interface operations {
             400: components["responses"]["400"];
             401: components["responses"]["401"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3020,6 +3043,7 @@ export interface operations {
             };
             400: components["responses"]["400"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3054,6 +3078,7 @@ export interface operations {
             };
             400: components["responses"]["400"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -3120,6 +3145,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3181,6 +3207,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3211,6 +3238,7 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -3272,6 +3300,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -3301,6 +3330,7 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -3364,6 +3394,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3430,6 +3461,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3466,6 +3498,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3497,6 +3530,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -3539,6 +3573,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3614,6 +3649,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -3647,6 +3683,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3687,6 +3724,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3774,6 +3812,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3808,6 +3847,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3881,6 +3921,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3954,6 +3995,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4065,6 +4107,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -4296,6 +4339,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -4381,6 +4425,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4448,6 +4493,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4554,6 +4600,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4643,6 +4690,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4688,6 +4736,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4849,6 +4898,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4892,6 +4942,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4941,6 +4992,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4983,6 +5035,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5030,6 +5083,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5066,6 +5120,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5196,6 +5251,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
@@ -5281,6 +5337,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5320,6 +5377,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5403,6 +5461,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5436,6 +5495,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5583,6 +5643,7 @@ export interface operations {
             400: components["responses"]["400"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
@@ -5622,6 +5683,7 @@ export interface operations {
             400: components["responses"]["400"];
             401: components["responses"]["401"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5828,6 +5890,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
@@ -5924,6 +5987,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -5959,6 +6023,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -6028,6 +6093,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -6062,6 +6128,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -6125,6 +6192,7 @@ export interface operations {
             401: components["responses"]["401"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -6188,6 +6256,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -6220,6 +6289,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -6261,6 +6331,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -6306,6 +6377,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -6348,6 +6420,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
@@ -6391,6 +6464,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
@@ -6464,6 +6538,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];

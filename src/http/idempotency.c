@@ -72,6 +72,15 @@ static void sweep(int64_t now) {
   db_query(NULL, NULL, "DELETE FROM idempotency_keys WHERE expires_at <= $1", DB_ARGS(DB_INT(now)));
 }
 
+/* Answers with a kept answer; an error kept before error bodies carried `code` gets its
+ * status's default, so a replay keeps today's error shape. */
+static void replay(hs_req *req, int status, const char *text) {
+  json_t *body = json_loads(text, JSON_DECODE_ANY, NULL);
+  if (status >= 400 && json_is_object(body) && json_object_get(body, "error") && !json_object_get(body, "code"))
+    json_object_set_new(body, "code", json_string(err_default_code(err_of_status(status))));
+  hs_reply(req, status, body);
+}
+
 typedef enum { CLAIMED, TAKEN, FAILED } claim_rc;
 
 static claim_rc claim(hs_req *req, const char *scope, const char *key, const char *hash, int64_t now) {
@@ -89,7 +98,7 @@ bool hs_idem_begin(hs_req *req) {
   const char *key = hs_header(req, "Idempotency-Key");
   if (!key || !hs_idem_applies(req->route)) return true;
   if (!key_valid(key)) {
-    hs_fail(req, ERR_BAD_REQUEST, "Idempotency-Key: must be 1 to 255 printable ASCII characters");
+    hs_fail_invalid(req, "Idempotency-Key: must be 1 to 255 printable ASCII characters");
     return false;
   }
   const char *scope = req->route->roles ? arena_printf(&req->arena, "%s:%s", req->auth.role, req->auth.id)
@@ -124,15 +133,18 @@ bool hs_idem_begin(hs_req *req) {
       continue;
     }
     if (!same_request(db_text(r, 0, 0), text, hash)) {
-      hs_fail(req, ERR_UNPROCESSABLE, "Idempotency-Key reused with a different request");
+      hs_fail_code(req, ERR_UNPROCESSABLE, ERR_CODE_IDEMPOTENCY_REUSED,
+                   "Idempotency-Key reused with a different request");
       return false;
     }
     if (running) {
-      hs_fail(req, ERR_CONFLICT, "A request with this Idempotency-Key is in progress");
+      hs_fail_code(req, ERR_CONFLICT, ERR_CODE_IDEMPOTENCY_IN_PROGRESS,
+                   "A request with this Idempotency-Key is in progress");
+      req->retry_after = 1;
       return false;
     }
     req->replayed = true;
-    hs_reply(req, (int)db_int(r, 0, 1), json_loads(db_text(r, 0, 2), JSON_DECODE_ANY, NULL));
+    replay(req, (int)db_int(r, 0, 1), db_text(r, 0, 2));
     return false;
   }
   hs_fail(req, ERR_INTERNAL, NULL);

@@ -12,13 +12,13 @@ import pytest
 
 from conftest import ADMIN_EMAIL, ADMIN_ENV, ADMIN_PASSWORD, Api, admin_login, unique_email, unique_ip
 from fake_stripe import FakeStripe
-from helpers import eventually
+from helpers import error_body, eventually
 from flow_helpers import Flow, customer, get_job, image_files, ok, post_job, race
 from staff_helpers import approved_elevation, count, database_before, make_staff, sql, sql_at
 
-REUSED = {"error": "Idempotency-Key reused with a different request"}
-IN_PROGRESS = {"error": "A request with this Idempotency-Key is in progress"}
-BAD_KEY = {"error": "Idempotency-Key: must be 1 to 255 printable ASCII characters"}
+REUSED = error_body(422, "Idempotency-Key reused with a different request", "idempotency_key_reused")
+IN_PROGRESS = error_body(409, "A request with this Idempotency-Key is in progress", "idempotency_key_in_use")
+BAD_KEY = error_body(400, "Idempotency-Key: must be 1 to 255 printable ASCII characters")
 JOB = {"service": "lawncare", "description": "Mow the front lawn", "preferredAt": "2031-05-01T09:00:00.000Z"}
 
 
@@ -127,6 +127,7 @@ def test_validation_failures_are_not_kept_so_a_corrected_retry_runs(api):
     bad = post(api, "/jobs", user["token"], k, json={**JOB, "service": "gardening"})
     assert bad.status_code == 400
     assert bad.json()["error"].startswith("service: must be one of")
+    assert bad.json() == error_body(400, bad.json()["error"])
     fixed = post(api, "/jobs", user["token"], k, json=JOB)
     assert fixed.status_code == 201 and "Idempotent-Replayed" not in fixed.headers
     assert len(jobs_of(api, user)) == 1
@@ -158,7 +159,7 @@ def test_routes_without_keys_ignore_the_header(api):
 
 def test_auth_comes_before_the_key(api):
     r = api.post("/jobs", headers={"Idempotency-Key": key()}, json=JOB)
-    assert (r.status_code, r.json()) == (401, {"error": "Unauthorized"})
+    assert (r.status_code, r.json()) == (401, error_body(401, "Unauthorized"))
 
 
 def test_concurrent_duplicates_run_once(server, api):
@@ -245,7 +246,7 @@ def test_concurrent_tips_with_one_key_charge_once(sapi, fake_stripe):
         for t in threads:
             t.start()
         eventually(lambda: list(answers), 30, "the five repeats answered", until=lambda got: len(got) == 5)
-        assert [(r.status_code, r.json()) for r in answers] == [(409, IN_PROGRESS)] * 5
+        assert [(r.status_code, r.json(), r.headers.get("Retry-After")) for r in answers] == [(409, IN_PROGRESS, "1")] * 5
     finally:
         release.set()
         fake_stripe.delay("POST", "/v1/payment_intents", 0)
@@ -330,7 +331,7 @@ def test_a_login_key_is_no_oracle_and_keeps_no_token(api, server, pg_cluster):
     k, ip = key(), unique_ip()
     wrong = api.post("/auth/login", json={"email": user["email"], "password": "wrong-password"}, ip=ip,
                      headers={"Idempotency-Key": k})
-    assert (wrong.status_code, wrong.json()) == (401, {"error": "Invalid credentials"})
+    assert (wrong.status_code, wrong.json()) == (401, error_body(401, "Invalid credentials", "invalid_credentials"))
     right = api.post("/auth/login", json={"email": user["email"], "password": user["password"]}, ip=ip,
                      headers={"Idempotency-Key": k})
     assert right.status_code == 200, right.text
@@ -389,7 +390,7 @@ def test_a_row_kept_before_the_change_still_replays(api, server, pg_cluster):
                             f"created_at, expires_at) VALUES ('user:{user['id']}', '{k}', '{bare}', 404, "
                             "'{\"error\":\"Quote not found\"}', 0, 0, 9999999999999)")
     r = post(api, path, user["token"], k)
-    assert (r.status_code, r.json(), r.headers.get("Idempotent-Replayed")) == (404, {"error": "Quote not found"},
+    assert (r.status_code, r.json(), r.headers.get("Idempotent-Replayed")) == (404, error_body(404, "Quote not found"),
                                                                                "true")
     other = post(api, path.replace("0000/", "0001/"), user["token"], k)
     assert (other.status_code, other.json()) == (422, REUSED)

@@ -24,19 +24,19 @@ import requests
 from conftest import Api
 from flow_helpers import fresh_zip
 from raw_http import pipelined_posts
-from helpers import png_bytes
+from helpers import error_body, png_bytes
 
 ID_RE = re.compile(r"^c[0-9a-z]{24}$")
 ISO_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 IMAGE_URL_RE = re.compile(
     r"^http://localhost:\d+/files/(c[0-9a-z]{24})\.(png|jpg|webp)\?expires=(\d+)&sig=[0-9a-f]{64}$")
 MESSAGE_FIELDS = {"id", "senderId", "senderRole", "senderName", "content", "createdAt"}
-UNAUTHORIZED = {"error": "Unauthorized"}
-JOB_NOT_FOUND = {"error": "Job not found"}
-NO_THREAD = {"error": "No thread with that provider on this job"}
-PROVIDER_REQUIRED = {"error": "providerId: is required until a provider is assigned"}
-CANCELLED = {"error": "The job is cancelled"}
-THREAD_FULL = {"error": "This thread has reached 250 messages"}
+UNAUTHORIZED = error_body(401, "Unauthorized")
+JOB_NOT_FOUND = error_body(404, "Job not found")
+NO_THREAD = error_body(404, "No thread with that provider on this job")
+PROVIDER_REQUIRED = error_body(400, "providerId: is required until a provider is assigned")
+CANCELLED = error_body(409, "The job is cancelled", "invalid_state")
+THREAD_FULL = error_body(429, "This thread has reached 250 messages", "thread_full")
 YEAR_S = 365 * 24 * 3600
 MB = 1024 * 1024
 
@@ -326,7 +326,7 @@ def test_content_validation(api):
     for body, error in cases:
         for token in (s.user["token"], s.pro["token"]):
             r = api.post(f"/jobs/{s.job_id}/messages", token=token, json=body)
-            assert (r.status_code, r.json()) == (400, {"error": error}), body
+            assert (r.status_code, r.json()) == (400, error_body(400, error)), body
     assert thread(api, s.pro["token"], s.job_id) == []
     m1 = ok(post(api, s.user["token"], s.job_id, "x" * 2000), 201)
     m2 = ok(post(api, s.pro["token"], s.job_id, "é" * 2000), 201)  # characters, not bytes
@@ -339,7 +339,7 @@ def test_malformed_json_is_400(api):
     s = Setup(api).accept()
     r = api.post(f"/jobs/{s.job_id}/messages", token=s.user["token"], data="{not json",
                  headers={"Content-Type": "application/json"})
-    assert (r.status_code, r.json()) == (400, {"error": "body: malformed JSON"})
+    assert (r.status_code, r.json()) == (400, error_body(400, "body: malformed JSON"))
 
 
 def test_cancelled_job_refuses_messages_with_409(api):
@@ -460,16 +460,17 @@ def test_photo_message_rejects_bad_uploads(api):
          400, "photo: must be a PNG, JPEG or WebP image"),
         ({"photo": ("fake.png", b"plain text named like a png", "image/png")},
          400, "photo: must be a PNG, JPEG or WebP image"),
-        ({"caption": (None, "no file here")}, 400, "No file uploaded"),
+        ({"caption": (None, "no file here")}, 400, "No file uploaded"),  # validation_failed, field photo
         ([("photo", ("a.png", png_bytes(1), "image/png")), ("photo", ("b.png", png_bytes(2), "image/png"))],
          400, "photo: at most 1 file"),
         ({"picture": ("a.png", png_bytes(1), "image/png")}, 400, "picture: unexpected file field"),
     ]
     for files, status, error in cases:
         r = api.post(path, token=token, files=files)
-        assert (r.status_code, r.json()) == (status, {"error": error}), error
+        field = "photo" if error == "No file uploaded" else None
+        assert (r.status_code, r.json()) == (status, error_body(status, error, field and "validation_failed", field)), error
     r = api.post(path, token=token, json={"content": "not multipart"})
-    assert (r.status_code, r.json()) == (400, {"error": "body: must be multipart/form-data"})
+    assert (r.status_code, r.json()) == (400, error_body(400, "body: must be multipart/form-data"))
     assert thread(api, token, s.job_id) == []
 
 
@@ -477,7 +478,7 @@ def test_photo_message_over_10_mb_is_413(api):
     s = Setup(api).accept()
     big = png_bytes(5) + b"\0" * (10 * MB)  # 10 MB + a little: over the per-file limit
     r = post_photo(api, s.pro["token"], s.job_id, {"photo": ("big.png", big, "image/png")})
-    assert (r.status_code, r.json()) == (413, {"error": "photo: file larger than 10 MB"})
+    assert (r.status_code, r.json()) == (413, error_body(413, "photo: file larger than 10 MB"))
     exact = png_bytes(5)
     exact = exact + b"\0" * (10 * MB - len(exact))  # exactly 10 MB (trailing bytes after IEND)
     r = post_photo(api, s.pro["token"], s.job_id, {"photo": ("edge.png", exact, "image/png")})

@@ -21,15 +21,15 @@ from urllib.parse import urlsplit
 import pytest
 from flow_helpers import fresh_zip
 from raw_http import pipelined_posts
-from helpers import eventually, png_bytes
+from helpers import error_body, eventually, png_bytes
 
 from conftest import ADMIN_ENV, Api, admin_login
 
 ID_RE = re.compile(r"^c[0-9a-z]{24}$")
 ISO_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 NOTIFICATION_FIELDS = {"id", "title", "body", "jobId", "read", "createdAt"}
-UNAUTHORIZED = {"error": "Unauthorized"}
-FORBIDDEN = {"error": "Forbidden"}
+UNAUTHORIZED = error_body(401, "Unauthorized")
+FORBIDDEN = error_body(403, "Forbidden")
 OK = {"ok": True}
 
 def ok(r, status=200):
@@ -150,9 +150,9 @@ def test_push_token_validation(api, path, role):
                         ({"token": ""}, "token: must not be empty"), ({"token": "   "}, "token: must not be empty"),
                         ({"token": 123}, "token: must be a string"), ({"token": ["a"]}, "token: must be a string")]:
         r = api.post(path, token=acct["token"], json=body)
-        assert (r.status_code, r.json()) == (400, {"error": error}), body
+        assert (r.status_code, r.json()) == (400, error_body(400, error)), body
     r = api.post(path, token=acct["token"], data="{", headers={"Content-Type": "application/json"})
-    assert (r.status_code, r.json()) == (400, {"error": "body: malformed JSON"})
+    assert (r.status_code, r.json()) == (400, error_body(400, "body: malformed JSON"))
 
 
 def test_wrong_role_is_403_and_no_token_is_401(api):
@@ -621,7 +621,7 @@ def test_test_banner_route_is_gone(api):
     # issue 10: banners are queued through POST /admin/notify; the test-only route is removed
     user = api.register_user()
     r = api.post("/__test/banner", json={"accountId": user["id"], "role": "user", "title": "T", "body": "B"})
-    assert (r.status_code, r.json()) == (404, {"error": "Not found"})
+    assert (r.status_code, r.json()) == (404, error_body(404, "Not found"))
     assert poll(api, user, "user") is None
 
 

@@ -31,7 +31,7 @@ static err_t open_thread(hs_req *req, const char *requested_provider, thread *t)
   if (customer) {
     if (strcmp(t->customer_id, req->auth.id)) return hs_fail(req, ERR_NOT_FOUND, "Job not found");
     t->provider_id = requested_provider ? requested_provider : assigned;
-    if (!t->provider_id) return hs_fail(req, ERR_BAD_REQUEST, "providerId: is required until a provider is assigned");
+    if (!t->provider_id) return hs_fail_invalid(req, "providerId: is required until a provider is assigned");
   } else {
     t->provider_id = req->auth.id;
   }
@@ -69,7 +69,8 @@ err_t api_messages_list(hs_req *req) {
 
 /* Posts content to the caller's thread: 409 on a cancelled job, 429 at the cap. */
 static err_t post_message(hs_req *req, thread *t, const char *content) {
-  if (!strcmp(t->status, "CANCELLED")) return hs_fail(req, ERR_CONFLICT, "The job is cancelled");
+  if (!strcmp(t->status, "CANCELLED"))
+    return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "The job is cancelled");
   char id[ID_LEN + 1];
   id_new(id);
   message_new m = {id,     t->job_id, t->provider_id, req->auth.id, hs_role_name(req->auth.role_bit), t->sender_name,
@@ -79,7 +80,7 @@ static err_t post_message(hs_req *req, thread *t, const char *content) {
   if (e != ERR_OK) return e;
   if (r->rows == 0) {
     req->retry_after = 0;
-    return hs_fail(req, ERR_RATE_LIMITED, "This thread has reached 250 messages");
+    return hs_fail_code(req, ERR_RATE_LIMITED, ERR_CODE_THREAD_FULL, "This thread has reached 250 messages");
   }
   bool from_customer = req->auth.role_bit == ROLE_USER;
   notify(from_customer ? t->provider_id : t->customer_id, from_customer ? "provider" : "user",
@@ -94,7 +95,7 @@ err_t api_messages_post(hs_req *req) {
   /* the prefix marks photo messages, which apps render from the URL after it: a text
    * message must not pass for one (it could make the other party's app load any address) */
   if (!strncmp(hs_body_str(req, "content"), "[IMAGE]", 7))
-    return hs_fail(req, ERR_BAD_REQUEST, "content: must not start with [IMAGE]");
+    return hs_fail_invalid(req, "content: must not start with [IMAGE]");
   thread t;
   err_t e = open_thread(req, hs_body_str(req, "providerId"), &t);
   return e == ERR_OK ? post_message(req, &t, hs_body_str(req, "content")) : e;
@@ -104,7 +105,8 @@ err_t api_messages_photo(hs_req *req) {
   thread t;
   err_t e = open_thread(req, hs_body_str(req, "providerId"), &t);
   if (e != ERR_OK) return e;
-  if (!strcmp(t.status, "CANCELLED")) return hs_fail(req, ERR_CONFLICT, "The job is cancelled");
+  if (!strcmp(t.status, "CANCELLED"))
+    return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "The job is cancelled");
   int n;
   hs_upload **files = hs_files(req, "photo", &n);
   char key[STORAGE_KEY_LEN], err[256];

@@ -47,7 +47,7 @@ err_t api_providers_availability(hs_req *req) {
 err_t api_providers_set_availability(hs_req *req) {
   char err[256];
   json_t *week = arena_json(&req->arena, availability_complete(json_object_get(req->body, "availability"), err));
-  if (!week) return hs_fail(req, ERR_BAD_REQUEST, err);
+  if (!week) return hs_fail_invalid(req, err);
   char *text = json_dumps(week, JSON_COMPACT);
   err_t e = prov_store_set_availability(req->auth.id, text);
   free(text);

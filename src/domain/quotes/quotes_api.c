@@ -147,7 +147,7 @@ err_t api_quotes_create(hs_req *req) {
                      .note = hs_body_str(req, "note"),
                      .scheduled_at = hs_body_str(req, "scheduledAt"),
                      .amount_cents = jx_cents(json_number_value(json_object_get(req->body, "amount")))};
-  if (q.amount_cents <= 0) return hs_fail(req, ERR_BAD_REQUEST, "amount: must be at least 0.01");
+  if (q.amount_cents <= 0) return hs_fail_invalid(req, "amount: must be at least 0.01");
   char id[ID_LEN + 1];
   db_res *quote;
   switch (submit(&req->arena, &q, id, &quote)) {
@@ -157,9 +157,9 @@ err_t api_quotes_create(hs_req *req) {
     return hs_ok_jw(req, w);
   }
   case QUOTE_UNVERIFIED: return quotes_fail_unverified(req);
-  case QUOTE_TOO_SMALL: return hs_fail(req, ERR_BAD_REQUEST, TOO_SMALL);
+  case QUOTE_TOO_SMALL: return hs_fail_invalid(req, TOO_SMALL);
   case QUOTE_NO_JOB: return hs_fail(req, ERR_NOT_FOUND, "Job not found");
-  case QUOTE_NOT_OPEN: return hs_fail(req, ERR_CONFLICT, "The job is not open for quotes");
+  case QUOTE_NOT_OPEN: return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "The job is not open for quotes");
   case QUOTE_DUPLICATE: return hs_fail(req, ERR_CONFLICT, "You already quoted on this job");
   case QUOTE_FAILED: break;
   }
@@ -189,7 +189,7 @@ err_t api_quotes_accept(hs_req *req) {
                       arena_printf(&req->arena, "%s accepted your quote", db_text(customer, 0, 1)), job_id}};
   bool won;
   if ((e = quotes_store_accept(db_field(q, 0, "id"), job_id, provider, &news, &won)) != ERR_OK) return e;
-  if (!won) return hs_fail(req, ERR_CONFLICT, "The job is no longer open for acceptance");
+  if (!won) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "The job is no longer open for acceptance");
   fault_point("accept-committed");
   /* the authorization follows the commit; a decline is recorded, the acceptance stands */
   if (payments_authorize_job(job_id, req->auth.id, db_int(q, 0, db_col(q, "total_cents"))) != ERR_OK)

@@ -247,7 +247,8 @@ err_t api_staff_elevation_deactivate(hs_req *req) {
   err_t e = load_own(req, id, &r);
   if (e != ERR_OK) return e;
   const char *status = db_field(r, 0, "status");
-  if (!strcmp(status, "REJECTED")) return hs_fail(req, ERR_CONFLICT, "Elevation request was rejected");
+  if (!strcmp(status, "REJECTED"))
+    return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "Elevation request was rejected");
   if (strcmp(status, "DEACTIVATED")) {
     audit_action act = {req->auth.id,
                         req->auth.role,
@@ -260,7 +261,7 @@ err_t api_staff_elevation_deactivate(hs_req *req) {
         load(req, id, &r) != ERR_OK)
       return ERR_INTERNAL;
     if (!moved && strcmp(db_field(r, 0, "status"), "DEACTIVATED"))
-      return hs_fail(req, ERR_CONFLICT, "Elevation request was rejected");
+      return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "Elevation request was rejected");
   }
   return hs_ok(req, elevation_json(r, 0));
 }

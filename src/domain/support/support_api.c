@@ -134,7 +134,8 @@ err_t api_tickets_update(hs_req *req) {
   if (!to && !notes) return ticket_reply(req, r);
   if (!to) to = from;
   if (!move_allowed(from, to))
-    return hs_fail(req, ERR_CONFLICT, arena_printf(&req->arena, "A ticket cannot move from %s to %s", from, to));
+    return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE,
+                        arena_printf(&req->arena, "A ticket cannot move from %s to %s", from, to));
   const char *resolved = db_field(r, 0, "resolved_at");
   ticket_update u = {to, db_field(r, 0, "assigned_to_id"), notes ? notes : db_field(r, 0, "notes"),
                      resolved ? strtoll(resolved, NULL, 10) : 0};

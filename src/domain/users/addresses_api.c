@@ -82,9 +82,10 @@ err_t api_addresses_delete(hs_req *req) {
   err_t e = load_address(req, &r);
   if (e != ERR_OK) return e;
   if (db_int(r, 0, ADDRESS_PRIMARY_COL) == 1)
-    return hs_fail(req, ERR_BAD_REQUEST, "The primary address cannot be deleted");
+    return hs_fail_code(req, ERR_BAD_REQUEST, ERR_CODE_INVALID_STATE, "The primary address cannot be deleted");
   if ((e = addresses_store_count(req->auth.id, &count)) != ERR_OK) return e;
-  if (count <= 1) return hs_fail(req, ERR_BAD_REQUEST, "The last address cannot be deleted");
+  if (count <= 1)
+    return hs_fail_code(req, ERR_BAD_REQUEST, ERR_CODE_INVALID_STATE, "The last address cannot be deleted");
   /* the files of the photos the row held when it went, which a concurrent upload may have changed */
   if ((e = addresses_store_delete(&req->arena, req->auth.id, db_text(r, 0, 0), &gone)) != ERR_OK) return e;
   if (gone->rows) delete_photo_keys(db_text(gone, 0, 0), db_text(gone, 0, 1));
