@@ -283,6 +283,89 @@ def test_links_are_stable_within_a_window(server_factory):
     assert_served(later["logoUrl"], png_bytes(seed=122), "image/png")
 
 
+def file_urls(value):
+    """Every signed file URL in an answer, in document order ("[IMAGE]<url>" message contents
+    included)."""
+    if isinstance(value, dict):
+        return [u for v in value.values() for u in file_urls(v)]
+    if isinstance(value, list):
+        return [u for v in value for u in file_urls(v)]
+    if isinstance(value, str) and "/files/" in value:
+        return [value[len("[IMAGE]"):] if value.startswith("[IMAGE]") else value]
+    return []
+
+
+def test_every_signed_url_is_stable_within_its_window(server_factory):
+    """Issue 24, item 1: every answer that carries a file's link (job photos in every job list
+    and view, a quote's provider logo, logos and headshots in a profile and in favorites,
+    licence and insurance documents, address photos, photo messages) gives the same URL to
+    reads a minute apart within one window, and each URL opens its file."""
+    api = Api(server_factory())
+    zip_code = "10001"
+    pro = api.register_provider(serviceZips=[zip_code])
+    pro_files = {"headshot": png_bytes(seed=130), "front": png_bytes(seed=131), "back": png_bytes(seed=132)}
+    headshot(api, pro["token"], pro_files["headshot"])
+    upload_licence(api, pro["token"], front=pro_files["front"], back=pro_files["back"])
+    logo(api, pro["token"], png_bytes(seed=133))
+    upload_insurance(api, pro["token"], png_bytes(seed=134))
+    user = api.register_user(zip=zip_code)
+    for path, body in (("/payments/payment-method", {"paymentMethodId": "pm_card_visa"}),
+                       ("/payments/premium/subscribe", None), (f"/users/me/favorites/{pro['id']}", None)):
+        r = api.post(path, token=user["token"], json=body)
+        assert r.status_code in (200, 201), r.text
+    r = api.post("/users/me/addresses", token=user["token"], json={"address": "2 Side St", "zip": zip_code})
+    aid = r.json()[-1]["id"]
+    r = api.post(f"/users/me/addresses/{aid}/photos", token=user["token"],
+                 files={"streetViewPhoto": ("s.png", png_bytes(seed=135), "image/png")})
+    assert r.status_code == 200, r.text
+    job = post_job(api, user, isAsap=True)["id"]
+    r = api.post(f"/jobs/{job}/images", token=user["token"], files={"images": ("j.png", png_bytes(seed=136), "image/png")})
+    assert r.status_code == 200, r.text
+    quote = api.post("/quotes", token=pro["token"], json={"jobId": job, "amount": 80}).json()
+    assert api.post(f"/quotes/{quote['id']}/accept", token=user["token"]).status_code == 200
+    assert api.patch(f"/jobs/{job}/status", token=pro["token"], json={"status": "ON_THE_WAY"}).status_code == 200
+    for step in ("start", "complete"):
+        r = api.post(f"/jobs/{job}/{step}", token=pro["token"], files={"images": ("p.png", png_bytes(seed=137), "image/png")})
+        assert r.status_code == 200, r.text
+    r = api.post(f"/jobs/{job}/messages/photo", token=user["token"],
+                 files={"photo": ("m.png", png_bytes(seed=138), "image/png")})
+    assert r.status_code == 201, r.text
+
+    reads = [("GET", "/jobs", user), ("GET", f"/jobs/{job}", user), ("GET", f"/jobs/{job}", pro),
+             ("GET", "/jobs/reportable", user), ("GET", "/providers/me/jobs", pro),
+             ("GET", f"/quotes/job/{job}", user), ("GET", "/providers/me", pro),
+             ("GET", "/users/me/favorites", user), ("GET", "/users/me/addresses", user),
+             ("GET", f"/jobs/{job}/messages", user), ("GET", f"/jobs/{job}/messages", pro)]
+
+    def read_all():
+        out = {}
+        for method, path, who in reads:
+            r = api.request(method, path, token=who["token"])
+            assert r.status_code == 200, (path, r.text)
+            out[(path, who["id"])] = file_urls(r.json())
+        return out
+
+    # just after a boundary of the 5-minute windows (and of the hour), so a minute stays inside
+    now = datetime.datetime.fromisoformat(api.advance_clock(0).replace("Z", "+00:00")).timestamp()
+    api.advance_clock(((3600 - now % 3600) + 1) * 1000)
+    first = read_all()
+    api.advance_clock(60 * 1000)
+    second = read_all()
+    assert second == first
+    counts = {path: len(urls) for (path, _), urls in first.items()}
+    assert counts == {"/jobs": 3, f"/jobs/{job}": 3, "/jobs/reportable": 3, "/providers/me/jobs": 3,
+                      f"/quotes/job/{job}": 1, "/providers/me": 5, "/users/me/favorites": 2,
+                      "/users/me/addresses": 1, f"/jobs/{job}/messages": 1}, counts
+    for urls in first.values():
+        for url in urls:
+            assert fetch(url).status_code == 200, url
+    # the next window signs new photo links; the old ones still open their files
+    api.advance_clock(3600 * 1000)
+    third = read_all()
+    assert third[("/users/me/favorites", user["id"])] != first[("/users/me/favorites", user["id"])]
+    assert fetch(first[(f"/jobs/{job}/messages", user["id"])][0]).status_code == 200
+
+
 # ================================================================ metadata stripping
 
 META_ROUTES = [

@@ -24,6 +24,7 @@ import requests
 from conftest import Api
 from flow_helpers import fresh_zip
 from raw_http import pipelined_posts
+from staff_helpers import sql
 from helpers import error_body, png_bytes
 
 ID_RE = re.compile(r"^c[0-9a-z]{24}$")
@@ -449,6 +450,44 @@ def test_photo_message_by_customer_picks_the_thread(api):
     s.accept(0)
     m2 = ok(post_photo(api, s.user["token"], s.job_id, {"photo": ("q.png", png_bytes(32), "image/png")}), 201)
     assert thread(api, a["token"], s.job_id) == [m2]
+
+
+def test_photo_message_keeps_its_key_and_is_signed_when_read(server_factory, pg_cluster):
+    """Issue 24, item 1: a photo message keeps its file's key, not a URL signed once; every read
+    signs it afresh (the same URL within its hour), so a link never outlives its signature."""
+    srv = server_factory()
+    api = Api(srv)
+    s = Setup(api)
+    m = ok(post_photo(api, s.pro["token"], s.job_id, {"photo": ("p.png", png_bytes(41), "image/png")}), 201)
+    key = IMAGE_URL_RE.match(m["content"][len("[IMAGE]"):]).group(1) + ".png"
+    assert sql(srv, pg_cluster, f"SELECT content FROM messages WHERE id = '{m['id']}'") == [("[IMAGE]" + key,)]
+    assert thread(api, s.pro["token"], s.job_id) == [m]  # the same hour: the same URL
+    api.advance_clock(366 * 24 * 3600 * 1000)  # the first URL has expired; a read signs a new one
+    assert local(api, m["content"][len("[IMAGE]"):]).status_code == 403
+    login = api.post("/auth/provider/login", json={"email": s.pro["email"], "password": s.pro["password"]})
+    again = thread(api, login.json()["token"], s.job_id)[0]
+    assert again["content"] != m["content"] and again["content"].startswith("[IMAGE]")
+    assert local(api, again["content"][len("[IMAGE]"):]).content == png_bytes(41)
+
+
+def test_photo_messages_of_before_keep_their_content(server_factory, pg_cluster):
+    """Migration 0017: a photo message stored as "[IMAGE]<URL signed for a year>" keeps its
+    file's key instead; a text message, even one naming a file link, is left as it was."""
+    srv = server_factory()
+    api = Api(srv)
+    s = Setup(api)
+    m = ok(post_photo(api, s.pro["token"], s.job_id, {"photo": ("p.png", png_bytes(42), "image/png")}), 201)
+    text = ok(post(api, s.pro["token"], s.job_id, "see http://x.test/files/cabc.png?expires=1"), 201)
+    key = IMAGE_URL_RE.match(m["content"][len("[IMAGE]"):]).group(1) + ".png"
+    legacy = "[IMAGE]" + m["content"][len("[IMAGE]"):]  # what 0.x stored: the URL of the answer
+    sql(srv, pg_cluster, f"UPDATE messages SET content = '{legacy}' WHERE id = '{m['id']}'")
+    sql(srv, pg_cluster, "DELETE FROM schema_migrations WHERE version = 17")
+    srv.restart()
+    rows = sql(srv, pg_cluster, f"SELECT id, content FROM messages WHERE job_id = '{s.job_id}'")
+    assert sorted(rows) == sorted([(m["id"], "[IMAGE]" + key), (text["id"], text["content"])])
+    got = {x["id"]: x["content"] for x in thread(api, s.pro["token"], s.job_id)}
+    assert got[text["id"]] == text["content"]
+    assert local(api, got[m["id"]][len("[IMAGE]"):]).content == png_bytes(42)
 
 
 def test_photo_message_rejects_bad_uploads(api):

@@ -1,8 +1,13 @@
 /* Handlers of the message threads: which thread a caller may use, listing, posting text and
- * photos (a photo is stored first and its message points at it with a signed URL), and the
- * other party's notification. The SQL is in messages_store.c. */
+ * photos, and the other party's notification. The SQL is in messages_store.c.
+ *
+ * A photo is stored first; its message keeps "[IMAGE]<storage key>", and every answer writes
+ * "[IMAGE]<signed URL>" signed when it is read (one year, the same URL throughout its hour:
+ * ext/storage.h), so a link never outlives its signature and a list refresh keeps the URLs an
+ * image cache knows. */
 #include "domain/messages/messages_api.h"
 #include "core/ids.h"
+#include "core/util.h"
 #include "domain/jobs/jobs.h"
 #include "domain/messages/messages_store.h"
 #include "domain/notifications/notifications.h"
@@ -44,15 +49,34 @@ static err_t open_thread(hs_req *req, const char *requested_provider, thread *t)
   return ERR_OK;
 }
 
+#define PHOTO_PREFIX "[IMAGE]"
+
+/* A message's members but its content (write_message adds it). */
 static const hs_rj_field MESSAGE[] = {
     {"id", "id", RJ_STR},
     {"senderId", "sender_id", RJ_STR},
     {"senderRole", "sender_role", RJ_STR},
     {"senderName", "sender_name", RJ_STR},
-    {"content", "content", RJ_STR},
     {"createdAt", "created_at", RJ_ISO},
     {0},
 };
+
+/* Writes message row i of r (MESSAGE bound as b): its content as stored, a photo's key as
+ * "[IMAGE]<signed URL>". */
+static void write_message(hs_req *req, jw *w, const hs_rj *b, const db_res *r, int i) {
+  jw_obj(w);
+  hs_rj_members(w, b, r, i);
+  const char *content = db_field(r, i, "content");
+  jw_key(w, "content");
+  if (content && str_starts_with(content, PHOTO_PREFIX) && storage_key_valid(content + strlen(PHOTO_PREFIX))) {
+    char *url = storage_url(content + strlen(PHOTO_PREFIX), URL_TTL_PHOTO);
+    jw_str(w, arena_printf(&req->arena, PHOTO_PREFIX "%s", url));
+    free(url);
+  } else {
+    jw_str(w, content);
+  }
+  jw_obj_end(w);
+}
 err_t api_messages_list(hs_req *req) {
   thread t;
   err_t e = open_thread(req, json_string_value(json_object_get(req->query, "providerId")), &t);
@@ -60,9 +84,12 @@ err_t api_messages_list(hs_req *req) {
   db_res *r;
   if ((e = messages_store_list(&req->arena, t.job_id, t.provider_id, &r)) != ERR_OK) return e;
   jw *w = hs_jw(req, 256 * (size_t)(r->rows + 1));
+  hs_rj *b = hs_rj_bind(&req->arena, MESSAGE, r);
   jw_obj(w);
   jw_key(w, "messages");
-  hs_rj_array(w, &req->arena, MESSAGE, r);
+  jw_arr(w);
+  for (int i = 0; i < r->rows; i++) write_message(req, w, b, r, i);
+  jw_arr_end(w);
   jw_obj_end(w);
   return hs_ok_jw(req, w);
 }
@@ -85,16 +112,16 @@ static err_t post_message(hs_req *req, thread *t, const char *content) {
   bool from_customer = req->auth.role_bit == ROLE_USER;
   notify(from_customer ? t->provider_id : t->customer_id, from_customer ? "provider" : "user",
          arena_printf(&req->arena, "New message from %s", t->sender_name),
-         strncmp(content, "[IMAGE]", 7) ? content : "Sent a photo", t->job_id);
+         str_starts_with(content, PHOTO_PREFIX) ? "Sent a photo" : content, t->job_id);
   jw *w = hs_jw(req, 512);
-  hs_rj_object(w, hs_rj_bind(&req->arena, MESSAGE, r), r, 0);
+  write_message(req, w, hs_rj_bind(&req->arena, MESSAGE, r), r, 0);
   return hs_ok_jw(req, w);
 }
 
 err_t api_messages_post(hs_req *req) {
   /* the prefix marks photo messages, which apps render from the URL after it: a text
    * message must not pass for one (it could make the other party's app load any address) */
-  if (!strncmp(hs_body_str(req, "content"), "[IMAGE]", 7))
+  if (str_starts_with(hs_body_str(req, "content"), PHOTO_PREFIX))
     return hs_fail_invalid(req, "content: must not start with [IMAGE]");
   thread t;
   err_t e = open_thread(req, hs_body_str(req, "providerId"), &t);
@@ -111,10 +138,7 @@ err_t api_messages_photo(hs_req *req) {
   hs_upload **files = hs_files(req, "photo", &n);
   char key[STORAGE_KEY_LEN], err[256];
   if (!storage_save(files[0]->path, files[0]->ext, files[0]->mime, key, err)) return hs_fail(req, ERR_INTERNAL, NULL);
-  char *url = storage_url(key, URL_TTL_PHOTO);
-  char *content = arena_printf(&req->arena, "[IMAGE]%s", url);
-  free(url);
-  e = post_message(req, &t, content);
+  e = post_message(req, &t, arena_printf(&req->arena, PHOTO_PREFIX "%s", key));
   if (e != ERR_OK) storage_delete(key);
   return e;
 }
