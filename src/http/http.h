@@ -98,6 +98,7 @@ typedef struct hs_upload {
   const char *path;
   size_t size;
   const char *mime, *ext; /* sniffed: "image/png" / "png", ... */
+  char sha256[65];        /* the bytes as received, when the request carries an Idempotency-Key */
 } hs_upload;
 
 typedef struct hs_req hs_req;

@@ -1,11 +1,11 @@
 /* The claim is one row per (scope, key) in idempotency_keys, inserted before the handler runs:
  * the primary key decides between concurrent duplicates, on one instance or many. The row
  * holds the request's fingerprint ("hmac:" and the HMAC-SHA256 of method, path and canonical
- * JSON body under a key derived from JWT_SECRET; rows written before migration 0014 hold a
- * bare SHA-256 and are compared as such until they expire), the kept answer once the
- * handler is done (status NULL while it runs), and its expiry. An expired row, or a claim
- * whose request never finished (its lease ran out), is deleted and claimed afresh. Expired
- * rows are swept at most once a minute per instance, by the request that notices. */
+ * JSON body, or an upload's text fields and files' SHA-256s, under a key derived from JWT_SECRET; rows written before
+ * migration 0014 hold a bare SHA-256 and are compared as such until they expire), the kept answer once the handler is
+ * done (status NULL while it runs), and its expiry. An expired row, or a claim whose request never finished (its lease
+ * ran out), is deleted and claimed afresh. Expired rows are swept at most once a minute per instance, by the request
+ * that notices. */
 #include "http/idempotency.h"
 #include "core/clock.h"
 #include "db/db.h"
@@ -20,7 +20,7 @@
 static _Atomic int64_t next_sweep;
 
 bool hs_idem_applies(const hs_route *r) {
-  return (r->method == HS_POST || r->method == HS_PATCH) && !r->upload &&
+  return (r->method == HS_POST || r->method == HS_PATCH) &&
          !(r->flags & (ROUTE_RAW_BODY | ROUTE_INLINE | ROUTE_SECRETS));
 }
 
@@ -39,10 +39,22 @@ static pthread_once_t fingerprint_once = PTHREAD_ONCE_INIT;
 
 static void fingerprint_key_init(void) { secret_derive_hex("idempotency-fingerprint", fingerprint_key); }
 
+/* An upload as one JSON value: its text fields as validated, and each file (field, SHA-256 of
+ * its bytes as received) in arrival order. New reference. */
+static json_t *form_of(const hs_req *req) {
+  json_t *files = json_array();
+  for (int i = 0; i < req->nuploads; i++)
+    json_array_append_new(files, json_pack("[s,s]", req->uploads[i].field, req->uploads[i].sha256));
+  return json_pack("{s:o,s:o}", "fields", json_deep_copy(req->body), "files", files);
+}
+
 /* Method, path and the body as canonical JSON (sorted keys, no spaces), so a retry that
- * serialises the same object differently is still the same request (arena text). */
+ * serialises the same object differently is still the same request; an upload's body is its
+ * form (form_of). Arena text. */
 static const char *request_text(hs_req *req) {
-  json_t *body = req->raw_len ? json_loadb(req->raw_body, req->raw_len, JSON_ALLOW_NUL, NULL) : NULL;
+  json_t *body = req->route->upload ? form_of(req)
+                 : req->raw_len     ? json_loadb(req->raw_body, req->raw_len, JSON_ALLOW_NUL, NULL)
+                                    : NULL;
   char *canon = body ? json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
   const char *text = arena_printf(&req->arena, "%s\n%s\n%s", req->method, req->path, canon ? canon : "{}");
   free(canon);

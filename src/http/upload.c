@@ -16,6 +16,7 @@
 #include "core/faults.h"
 #include "core/tmpdir.h"
 #include "core/util.h"
+#include "ext/digest.h"
 #include "ext/filetype.h"
 #include "ext/imagemeta.h"
 #include "ext/storage.h"
@@ -232,8 +233,10 @@ err_t hs_form_finish(hs_form *f) {
   if (req->nuploads < spec->min_files) /* the field wanted: the route's one file field, else the body */
     return hs_fail_field(req, spec->files[1].field ? "body" : spec->files[0].field,
                          spec->none_message ? spec->none_message : "No file uploaded");
+  bool keyed = hs_header(req, "Idempotency-Key") != NULL; /* its fingerprint holds the files' hashes */
   for (int i = 0; i < req->nuploads; i++) {
     hs_upload *u = &req->uploads[i];
+    if (keyed && !sha256_file_hex(u->path, u->sha256)) return hs_fail(req, ERR_INTERNAL, NULL);
     const hs_file_rule *rule = file_rule(spec, u->field);
     filetype t = filetype_of(u->path);
     if (!(t.bit & rule->types))

@@ -1,5 +1,6 @@
-"""Idempotency keys (docs/decisions.md, HTTP): Stripe's semantics on every POST and PATCH route
-with a JSON body. The first request with a key runs and its answer is kept for 24 hours per
+"""Idempotency keys (docs/decisions.md, HTTP): Stripe's semantics on every POST and PATCH route,
+JSON bodies and uploads (issue 24: an upload's fingerprint holds its text fields and each
+file's SHA-256). The first request with a key runs and its answer is kept for 24 hours per
 (account or client address, key); a repeat gets the same answer with `Idempotent-Replayed:
 true` and changes nothing; another request under the key is 422, a repeat while the first runs
 409; 400 and 5xx answers are not kept. The processor's charges are counted at a fake Stripe."""
@@ -12,7 +13,7 @@ import pytest
 
 from conftest import ADMIN_EMAIL, ADMIN_ENV, ADMIN_PASSWORD, Api, admin_login, unique_email, unique_ip
 from fake_stripe import FakeStripe
-from helpers import error_body, eventually
+from helpers import error_body, eventually, png_bytes
 from flow_helpers import Flow, customer, get_job, image_files, ok, post_job, race
 from staff_helpers import approved_elevation, count, database_before, make_staff, sql, sql_at
 
@@ -148,13 +149,61 @@ def test_routes_without_keys_ignore_the_header(api):
     for _ in range(2):
         r = api.get("/users/me", token=user["token"], headers={"Idempotency-Key": k})
         assert r.status_code == 200 and "Idempotent-Replayed" not in r.headers
-    # a multipart route runs every time
+
+
+# ================================================================ uploads (issue 24, item 6)
+
+def photo(seed):
+    return {"photo": ("p.png", png_bytes(seed), "image/png")}
+
+
+def thread_of(api, token, job_id):
+    return ok(api.get(f"/jobs/{job_id}/messages", token=token))["messages"]
+
+
+def test_an_upload_replayed_with_its_key_runs_once(api):
+    f = Flow(api).accepted()
+    k = key()
+    first = post(api, f"/jobs/{f.job_id}/messages/photo", f.user["token"], k, files=photo(50))
+    assert first.status_code == 201, first.text
+    again = post(api, f"/jobs/{f.job_id}/messages/photo", f.user["token"], k, files=photo(50))
+    assert_same_answer(first, again)
+    assert [m["id"] for m in thread_of(api, f.user["token"], f.job_id)] == [first.json()["id"]]
+    # a file of other bytes, or another text field, under the key is another request
+    for files, data in ((photo(51), None), (photo(50), {"providerId": f.pro["id"]})):
+        r = post(api, f"/jobs/{f.job_id}/messages/photo", f.user["token"], k, files=files, data=data)
+        assert (r.status_code, r.json()) == (422, REUSED)
+    # without a key, or with a new one, the same photo is sent again
+    assert api.post(f"/jobs/{f.job_id}/messages/photo", token=f.user["token"], files=photo(50)).status_code == 201
+    assert post(api, f"/jobs/{f.job_id}/messages/photo", f.user["token"], key(), files=photo(50)).status_code == 201
+    assert len(thread_of(api, f.user["token"], f.job_id)) == 3
+
+
+def test_every_upload_route_takes_the_key(api):
+    user = customer(api)
     job = post_job(api, user)
+    k = key()
     for _ in range(2):
-        r = api.post(f"/jobs/{job['id']}/images", token=user["token"], headers={"Idempotency-Key": k},
-                     files=image_files(1))
-        assert r.status_code == 200 and "Idempotent-Replayed" not in r.headers
+        r = post(api, f"/jobs/{job['id']}/images", user["token"], k, files=image_files(2))
+        assert r.status_code == 200, r.text
+    assert r.headers["Idempotent-Replayed"] == "true"
     assert len(get_job(api, user["token"], job["id"])["images"]) == 2
+    # the order of the files is part of the request
+    r = post(api, f"/jobs/{job['id']}/images", user["token"], k, files=list(reversed(image_files(2))))
+    assert (r.status_code, r.json()) == (422, REUSED)
+    # a refused upload is not kept: the corrected one runs under the same key
+    k = key()
+    r = post(api, f"/jobs/{job['id']}/images", user["token"], k, files=image_files(0))
+    assert r.status_code == 400 and "Idempotent-Replayed" not in r.headers
+    r = post(api, f"/jobs/{job['id']}/images", user["token"], k, files=image_files(1, seed=3))
+    assert r.status_code == 200 and "Idempotent-Replayed" not in r.headers
+    assert len(get_job(api, user["token"], job["id"])["images"]) == 3
+    doc = api.get("/openapi.json").json()
+    for path in ("/jobs/{id}/images", "/jobs/{id}/messages/photo", "/providers/me/logo",
+                 "/users/me/addresses/{id}/photos"):
+        op = doc["paths"][path]["post"]
+        assert {"$ref": "#/components/parameters/IdempotencyKey"} in op["parameters"], path
+        assert {"409", "422"} <= set(op["responses"]), path
 
 
 def test_auth_comes_before_the_key(api):
