@@ -182,7 +182,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Favorite providers (premium) */
+        /** Favorite providers, most recently added first (premium) */
         get: operations["getUsersMeFavorites"];
         put?: never;
         post?: never;
@@ -286,7 +286,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Saved addresses, primary first */
+        /** Saved addresses, primary first, then in the order they were saved */
         get: operations["getUsersMeAddresses"];
         put?: never;
         /** Save an address (free tier: one) */
@@ -750,7 +750,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A customer's own jobs, or a provider's matching open feed */
+        /** A customer's own jobs (newest first), or a provider's matching open feed (ASAP first, then by preferredAt); status=A,B filters, limit and cursor page */
         get: operations["getJobs"];
         put?: never;
         /** Post a job */
@@ -1006,7 +1006,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A job's quotes with provider details */
+        /** A job's quotes with provider details, in the order they came */
         get: operations["getQuotesJobByJobId"];
         put?: never;
         post?: never;
@@ -1023,7 +1023,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A job's message thread */
+        /** A job's message thread, oldest first (paged with limit and cursor) */
         get: operations["getJobsByIdMessages"];
         put?: never;
         /** Post a message */
@@ -1092,7 +1092,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The last 50 notifications */
+        /** The last 50 notifications, or any page of them, newest first (unread=true: unread only) */
         get: operations["getUsersMeNotifications"];
         put?: never;
         post?: never;
@@ -1109,7 +1109,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The last 50 notifications */
+        /** The last 50 notifications, or any page of them, newest first (unread=true: unread only) */
         get: operations["getProvidersMeNotifications"];
         put?: never;
         post?: never;
@@ -1279,7 +1279,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search customers by name or email (at most 100, newest first) */
+        /** Search customers by name or email (newest first; at most 100 unless paged) */
         get: operations["getStaffCustomers"];
         put?: never;
         post?: never;
@@ -1313,7 +1313,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search providers by name, email or company (at most 100, newest first) */
+        /** Search providers by name, email or company (newest first; at most 100 unless paged) */
         get: operations["getStaffProviders"];
         put?: never;
         post?: never;
@@ -1347,7 +1347,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's elevation requests */
+        /** The caller's elevation requests, newest first */
         get: operations["getStaffElevation"];
         put?: never;
         /** Ask the administrator to act as a customer or provider */
@@ -1433,7 +1433,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every staff member (administrator) */
+        /** Every staff member, newest first (administrator) */
         get: operations["getStaffList"];
         put?: never;
         post?: never;
@@ -1484,7 +1484,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every staff member's elevations with their recorded requests */
+        /** Every staff member's elevations with their recorded requests (staff newest first) */
         get: operations["getStaffAuditSessions"];
         put?: never;
         post?: never;
@@ -1884,6 +1884,8 @@ export interface components {
         /** @description A customer's own jobs (newest first), or a provider's open feed (each with quoted). */
         JobList: {
             jobs: components["schemas"]["Job"][];
+            /** @description the next page's cursor, when a paged request (limit or cursor) has one */
+            nextCursor?: string;
         };
         JobPayment: {
             id: string;
@@ -1967,6 +1969,8 @@ export interface components {
         };
         MessageList: {
             messages: components["schemas"]["Message"][];
+            /** @description the next page's cursor, when a paged request (limit or cursor) has one */
+            nextCursor?: string;
         };
         Notification: {
             id: string;
@@ -2764,6 +2768,8 @@ export interface components {
     headers: {
         /** @description present on the replay of a kept answer */
         IdempotentReplayed: "true";
+        /** @description present when a paged request (`limit` or `cursor`) has a next page: `<URL>; rel="next"` (RFC 8288), the same request with the next page's cursor */
+        NextPage: string;
     };
     pathItems: never;
 }
@@ -3154,7 +3160,12 @@ export interface operations {
     };
     getUsersMeFavorites: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3164,12 +3175,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["FavoriteProvider"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -3403,7 +3416,12 @@ export interface operations {
     };
     getUsersMeAddresses: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3413,12 +3431,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["UserAddress"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -4230,7 +4250,12 @@ export interface operations {
     };
     getProvidersMeJobs: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4240,12 +4265,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Job"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -4255,7 +4282,12 @@ export interface operations {
     };
     getProvidersMeSchedule: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4265,12 +4297,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ScheduleItem"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -4563,7 +4597,13 @@ export interface operations {
     };
     getJobs: {
         parameters: {
-            query?: never;
+            query?: {
+                status?: ("PENDING" | "QUOTED" | "ACCEPTED" | "ON_THE_WAY" | "IN_PROGRESS" | "COMPLETED" | "CANCELLED")[];
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4573,12 +4613,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["JobList"];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -4639,7 +4681,12 @@ export interface operations {
     };
     getJobsReportable: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4649,12 +4696,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ReportableJob"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -5203,7 +5252,12 @@ export interface operations {
     };
     getQuotesJobByJobId: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path: {
                 jobId: string;
@@ -5215,12 +5269,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["QuoteWithProvider"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
@@ -5233,6 +5289,10 @@ export interface operations {
         parameters: {
             query?: {
                 providerId?: string;
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -5245,6 +5305,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5437,7 +5498,13 @@ export interface operations {
     };
     getUsersMeNotifications: {
         parameters: {
-            query?: never;
+            query?: {
+                unread?: boolean;
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -5447,12 +5514,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Notification"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -5462,7 +5531,13 @@ export interface operations {
     };
     getProvidersMeNotifications: {
         parameters: {
-            query?: never;
+            query?: {
+                unread?: boolean;
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -5472,12 +5547,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Notification"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -5771,6 +5848,10 @@ export interface operations {
         parameters: {
             query?: {
                 q?: string;
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -5781,6 +5862,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5827,6 +5909,10 @@ export interface operations {
         parameters: {
             query?: {
                 q?: string;
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -5837,6 +5923,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5881,7 +5968,12 @@ export interface operations {
     };
     getStaffElevation: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -5891,12 +5983,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ElevationRequest"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -6083,7 +6177,12 @@ export interface operations {
     };
     getStaffList: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -6093,12 +6192,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Staff"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -6187,7 +6288,12 @@ export interface operations {
     };
     getStaffAuditSessions: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -6197,12 +6303,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["StaffAudit"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -6527,6 +6635,10 @@ export interface operations {
         parameters: {
             query?: {
                 status?: "OPEN" | "IN_PROGRESS" | "RESOLVED" | "CLOSED";
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -6537,6 +6649,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -79,6 +79,36 @@ void hex_encode(const unsigned char *in, size_t n, char *out) {
   out[2 * n] = 0;
 }
 
+static const char B64URL[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+size_t b64url_encode(const unsigned char *in, size_t n, char *out) {
+  size_t o = 0;
+  for (size_t i = 0; i < n; i += 3) {
+    uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) | (i + 2 < n ? in[i + 2] : 0);
+    size_t chars = n - i >= 3 ? 4 : n - i + 1;
+    for (size_t c = 0; c < chars; c++) out[o++] = B64URL[(v >> (18 - 6 * c)) & 63];
+  }
+  out[o] = 0;
+  return o;
+}
+
+bool b64url_decode(const char *in, size_t n, unsigned char *out, size_t *len) {
+  if (n % 4 == 1) return false;
+  uint32_t v = 0;
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *at = in[i] ? strchr(B64URL, in[i]) : NULL;
+    if (!at) return false;
+    v = v << 6 | (uint32_t)(at - B64URL);
+    if (i % 4 == 3)
+      out[o++] = (unsigned char)(v >> 16), out[o++] = (unsigned char)(v >> 8), out[o++] = (unsigned char)v;
+  }
+  if (n % 4 == 2) out[o++] = (unsigned char)(v >> 4);
+  if (n % 4 == 3) out[o++] = (unsigned char)(v >> 10), out[o++] = (unsigned char)(v >> 2);
+  *len = o;
+  return true;
+}
+
 uint64_t fnv1a_byte(uint64_t h, unsigned char b) { return (h ^ b) * 1099511628211ULL; }
 
 uint64_t fnv1a(uint64_t h, const char *s) {

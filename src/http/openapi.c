@@ -122,6 +122,11 @@ static json_t *field_schema(const hs_field *f, bool nullable_optionals) {
     bound(s, "maxItems", f->max_len);
     break;
   }
+  if (f->flags & F_CSV) { /* ?status=A,B: an array of the kind, written comma-separated */
+    s = json_pack("{s:s,s:o}", "type", "array", "items", s);
+    if (f->required_unless || (f->flags & (F_NULLABLE | F_ONE_OR_MANY))) die("F_CSV field %s: only plain", f->name);
+    return s;
+  }
   if (f->flags & F_ONE_OR_MANY) {
     json_t *item = f->item ? field_schema(f->item, false) : json_deep_copy(s);
     json_t *many = json_pack("{s:s,s:O}", "type", "array", "items", item);
@@ -225,6 +230,13 @@ static bool takes_body(const hs_route *r) {
   return r->method == HS_POST || r->method == HS_PUT || r->method == HS_PATCH || r->method == HS_DELETE;
 }
 
+/* A paged list: its query takes a cursor (http/paging.h, HS_PAGE_FIELDS). */
+static bool pages(const hs_route *r) {
+  for (const hs_field *f = r->query ? r->query->fields : NULL; f && f->name; f++)
+    if (!strcmp(f->name, "cursor")) return true;
+  return false;
+}
+
 static void add_error(json_t *responses, int status) {
   char code[8];
   snprintf(code, sizeof code, "%d", status);
@@ -244,6 +256,8 @@ static json_t *responses_for(const hs_route *r, json_t *schemas) {
     json_object_set_new(
         success, "headers",
         json_pack("{s:{s:s+}}", "Idempotent-Replayed", "$ref", "#/components/headers/", "IdempotentReplayed"));
+  if (pages(r))
+    json_object_set_new(success, "headers", json_pack("{s:{s:s}}", "Link", "$ref", "#/components/headers/NextPage"));
   json_object_set_new(res, code, success);
   if (r->body || r->query || r->upload || takes_body(r)) add_error(res, 400);
   if (r->roles) add_error(res, 401);
@@ -342,9 +356,14 @@ static json_t *operation(const hs_route *r, json_t *schemas) {
     json_object_set_new(op, "security", json_array());
   }
   if (r->query)
-    for (const hs_field *f = r->query->fields; f->name; f++)
-      json_array_append_new(params, json_pack("{s:s,s:s,s:b,s:o}", "name", f->name, "in", "query", "required",
-                                              (f->flags & F_REQUIRED) != 0, "schema", field_schema(f, false)));
+    for (const hs_field *f = r->query->fields; f->name; f++) {
+      json_t *p = json_pack("{s:s,s:s,s:b,s:o}", "name", f->name, "in", "query", "required",
+                            (f->flags & F_REQUIRED) != 0, "schema", field_schema(f, false));
+      if (f->flags & F_CSV) json_object_update_new(p, json_pack("{s:s,s:b}", "style", "form", "explode", 0));
+      if (f->message)
+        json_object_set_new(p, "description", json_sprintf("otherwise 400 `%s: %s`", f->name, f->message));
+      json_array_append_new(params, p);
+    }
   if (hs_idem_applies(r))
     json_array_append_new(params, json_pack("{s:s}", "$ref", "#/components/parameters/IdempotencyKey"));
   if (json_array_size(params))
@@ -438,9 +457,13 @@ static json_t *shared_components(json_t *schemas) {
       "schema", "type", "string", "minLength", 1, "maxLength", 255, "pattern", "^[\\x20-\\x7E]+$");
   json_t *replayed = json_pack("{s:s,s:{s:s,s:[s]}}", "description", "present on the replay of a kept answer", "schema",
                                "type", "string", "enum", "true");
-  return json_pack("{s:o,s:o,s:{s:o},s:{s:o},s:{s:{s:s,s:s,s:s}}}", "schemas", schemas, "responses", responses,
-                   "parameters", "IdempotencyKey", key, "headers", "IdempotentReplayed", replayed, "securitySchemes",
-                   "bearerAuth", "type", "http", "scheme", "bearer", "bearerFormat", "JWT");
+  json_t *next = json_pack("{s:s,s:{s:s}}", "description",
+                           "present when a paged request (`limit` or `cursor`) has a next page: `<URL>; rel=\"next\"` "
+                           "(RFC 8288), the same request with the next page's cursor",
+                           "schema", "type", "string");
+  return json_pack("{s:o,s:o,s:{s:o},s:{s:o,s:o},s:{s:{s:s,s:s,s:s}}}", "schemas", schemas, "responses", responses,
+                   "parameters", "IdempotencyKey", key, "headers", "IdempotentReplayed", replayed, "NextPage", next,
+                   "securitySchemes", "bearerAuth", "type", "http", "scheme", "bearer", "bearerFormat", "JWT");
 }
 
 /* True when some operation answers the error status code. */

@@ -223,6 +223,30 @@ static json_t *check_array(const hs_field *f, json_t *v, bool from_query, char e
   return NULL;
 }
 
+/* A comma-separated query value as an array of its items, each checked as f's kind, without
+ * duplicates; NULL with *why set when an item is empty or fails. New reference. */
+static json_t *check_csv(const hs_field *f, json_t *v, const char **why, char *msg, size_t cap) {
+  const char *s = json_string_value(v);
+  if (!s) return *why = "must be a string", NULL;
+  json_t *out = json_array();
+  for (const char *p = s;; p++) {
+    size_t n = strcspn(p, ",");
+    json_t *item = json_stringn(p, n), *ok = item ? check_value(f, item, true, why, msg, cap) : NULL;
+    json_decref(item);
+    if (!ok) {
+      if (!*why) *why = "must not be empty";
+      json_decref(out);
+      return NULL;
+    }
+    if (contains(out, ok))
+      json_decref(ok);
+    else
+      json_array_append_new(out, ok);
+    p += n;
+    if (!*p) return out;
+  }
+}
+
 json_t *hs_validate(const hs_schema *s, json_t *input, bool from_query, char err[256]) {
   json_t *out = json_object();
   for (const hs_field *f = s->fields; f->name; f++) {
@@ -243,16 +267,23 @@ json_t *hs_validate(const hs_schema *s, json_t *input, bool from_query, char err
       continue;
     }
     json_t *ok;
-    if (f->kind == F_ARRAY || (f->flags & F_ONE_OR_MANY)) {
-      if (!(ok = check_array(f, v, from_query, err))) goto fail;
+    char msg[256];
+    const char *why = NULL;
+    if ((f->flags & F_CSV) && from_query) {
+      ok = check_csv(f, v, &why, msg, sizeof msg);
+    } else if (f->kind == F_ARRAY || (f->flags & F_ONE_OR_MANY)) {
+      if (!(ok = check_array(f, v, from_query, err)) && !f->message) goto fail;
     } else {
-      char msg[256];
-      const char *why;
-      if (!(ok = check_value(f, v, from_query, &why, msg, sizeof msg))) {
-        if (f->kind == F_OBJECT && f->object && why == msg) snprintf(err, 256, "%s.%s", f->name, msg);
-        else snprintf(err, 256, "%s: %s", f->name, why);
-        goto fail;
-      }
+      ok = check_value(f, v, from_query, &why, msg, sizeof msg);
+    }
+    if (!ok) {
+      if (f->message)
+        snprintf(err, 256, "%s: %s", f->name, f->message);
+      else if (f->kind == F_OBJECT && f->object && why == msg)
+        snprintf(err, 256, "%s.%s", f->name, msg);
+      else
+        snprintf(err, 256, "%s: %s", f->name, why);
+      goto fail;
     }
     json_object_set_new(out, f->name, ok);
   }

@@ -13,10 +13,15 @@
   (DEFAULT_CODES); a 400 whose message is `<field>: <text>` is a validation error
   (`validation_failed`, with that field). Name the code where the service names a more precise
   one (invalid_state, email_taken, ...).
+- `pages(api, path, token, params, wrap=None, between=None)`: follows a paged list's
+  `Link: <...>; rel="next"` from its first page to its last, checking that every page but the
+  last announces the next (and, for a wrapped answer, that `nextCursor` is the Link's cursor),
+  and returns the pages; `between(i)` runs after page i, so rows can arrive meanwhile.
 """
 import random
 import re
 import struct
+import urllib.parse
 import time
 import zlib
 
@@ -98,3 +103,42 @@ def error_body(status, message, code=None, field=None):
 def assert_error(r, status, message, code=None, field=None):
     """Asserts the answer r is status with exactly error_body(status, message, code, field)."""
     assert (r.status_code, r.json()) == (status, error_body(status, message, code, field)), r.text
+
+
+LINK_NEXT = re.compile(r'^<([^>]+)>; rel="next"$')
+
+
+def next_link(r):
+    """The next page's URL of a paged answer (its Link header), or None on the last page."""
+    link = r.headers.get("Link")
+    if link is None:
+        return None
+    m = LINK_NEXT.match(link)
+    assert m, link
+    return m.group(1)
+
+
+def pages(api, path, token, params=None, wrap=None, between=None, limit=100):
+    """Every page of the list at path (params: its other query arguments; each page asks for
+    `limit` items), following the Link headers; returns [[item, ...], ...]."""
+    out = []
+    r = api.get(path, token=token, params={**(params or {}), "limit": limit})
+    while True:
+        assert r.status_code == 200, r.text
+        body = r.json()
+        items = body[wrap] if wrap else body
+        assert isinstance(items, list), body
+        out.append(items)
+        url = next_link(r)
+        if wrap:
+            cursor = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)["cursor"][0] if url else None
+            assert body.get("nextCursor") == cursor, (body.get("nextCursor"), url)
+        if url is None:
+            return out
+        assert len(items) == limit, (len(items), url)
+        parts = urllib.parse.urlsplit(url)
+        assert parts.path == path, url
+        if between:
+            between(len(out) - 1)
+        r = api.get(parts.path + "?" + parts.query, token=token)
+        assert len(out) < 1000, "a list that never ends"

@@ -80,9 +80,12 @@ static void write_message(hs_req *req, jw *w, const hs_rj *b, const db_res *r, i
 err_t api_messages_list(hs_req *req) {
   thread t;
   err_t e = open_thread(req, json_string_value(json_object_get(req->query, "providerId")), &t);
-  if (e != ERR_OK) return e;
+  hs_page pg;
   db_res *r;
-  if ((e = messages_store_list(&req->arena, t.job_id, t.provider_id, &r)) != ERR_OK) return e;
+  if (!e) e = hs_page_begin(req, &MESSAGES_KEYSET, t.provider_id, 0, &pg);
+  if (!e) e = messages_store_list(&req->arena, t.job_id, t.provider_id, &pg, &r);
+  if (!e) e = hs_page_end(req, &pg, r);
+  if (e != ERR_OK) return e;
   jw *w = hs_jw(req, 256 * (size_t)(r->rows + 1));
   hs_rj *b = hs_rj_bind(&req->arena, MESSAGE, r);
   jw_obj(w);
@@ -90,6 +93,7 @@ err_t api_messages_list(hs_req *req) {
   jw_arr(w);
   for (int i = 0; i < r->rows; i++) write_message(req, w, b, r, i);
   jw_arr_end(w);
+  hs_page_jw_next(w, &pg);
   jw_obj_end(w);
   return hs_ok_jw(req, w);
 }

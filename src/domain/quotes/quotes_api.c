@@ -233,7 +233,11 @@ err_t api_quotes_for_job(hs_req *req) {
   err_t e = jobs_get(&req->arena, hs_param(req, "jobId"), &job);
   if (e == ERR_NOT_FOUND || (e == ERR_OK && strcmp(db_field(job, 0, "customer_id"), req->auth.id)))
     return hs_fail(req, ERR_NOT_FOUND, "Job not found");
-  if (e != ERR_OK || (e = quotes_store_for_job(&req->arena, db_field(job, 0, "id"), &q)) != ERR_OK) return e;
+  hs_page pg;
+  if (!e) e = hs_page_begin(req, &JOB_QUOTES_KEYSET, NULL, 0, &pg);
+  if (!e) e = quotes_store_for_job(&req->arena, db_field(job, 0, "id"), &pg, &q);
+  if (!e) e = hs_page_end(req, &pg, q);
+  if (e != ERR_OK) return e;
   static const hs_rj_field provider_fields[] = {
       {"name", "name", RJ_STR},
       {"phone", "phone", RJ_STR},

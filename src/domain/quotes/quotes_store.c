@@ -95,15 +95,18 @@ err_t quotes_store_recent_accepted(arena *a, const char *service, db_res **out) 
              : ERR_INTERNAL;
 }
 
-err_t quotes_store_for_job(arena *a, const char *job_id, db_res **out) {
-  return db_query(a, out,
+const hs_keyset JOB_QUOTES_KEYSET = {"job-quotes", {{"q.seq", "seq", 'i', false}, {"q.id", "id", 's', false}}};
+
+err_t quotes_store_for_job(arena *a, const char *job_id, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(job_id)};
+  int n = 1;
+  const char *sql =
+      hs_page_sql(a, pg,
                   "SELECT q.*, p.name, p.phone, p.company_name, p.company_url, p.insurance_info, p.logo_url, "
                   "(SELECT AVG(CAST(rating AS DOUBLE PRECISION)) FROM reviews r WHERE r.provider_id = p.id) AS "
-                  "average_rating "
-                  "FROM quotes q JOIN providers p ON p.id = q.provider_id WHERE q.job_id = $1 ORDER BY q.seq",
-                  DB_ARGS(DB_TEXT(job_id))) == DB_OK
-             ? ERR_OK
-             : ERR_INTERNAL;
+                  "average_rating FROM quotes q JOIN providers p ON p.id = q.provider_id WHERE q.job_id = $1",
+                  args, &n);
+  return db_query(a, out, sql, args, n) == DB_OK ? ERR_OK : ERR_INTERNAL;
 }
 
 err_t quotes_store_contact(arena *a, const char *table, const char *id, db_res **out) {

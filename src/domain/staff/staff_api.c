@@ -51,8 +51,12 @@ err_t api_staff_me(hs_req *req) {
 }
 
 err_t api_staff_list(hs_req *req) {
+  hs_page pg;
   db_res *r;
-  if (staff_store_list(&req->arena, &r) != ERR_OK) return ERR_INTERNAL;
+  err_t e = hs_page_begin(req, &STAFF_KEYSET, NULL, 0, &pg);
+  if (!e) e = staff_store_list(&req->arena, &pg, &r);
+  if (!e) e = hs_page_end(req, &pg, r);
+  if (e != ERR_OK) return e;
   json_t *list = json_array();
   for (int i = 0; i < r->rows; i++) json_array_append_new(list, staff_json(r, i));
   return hs_ok(req, list);

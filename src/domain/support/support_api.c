@@ -97,9 +97,12 @@ static err_t ticket_reply(hs_req *req, const db_res *r) {
 
 err_t api_tickets_list(hs_req *req) {
   const char *status = json_string_value(json_object_get(req->query, "status"));
+  hs_page pg;
   db_res *r;
-  if (support_store_list(&req->arena, status ? status : "OPEN", status ? status : "IN_PROGRESS", &r) != ERR_OK)
-    return ERR_INTERNAL;
+  err_t e = hs_page_begin(req, &TICKETS_KEYSET, NULL, TICKET_LIST_LIMIT, &pg);
+  if (!e) e = support_store_list(&req->arena, status ? status : "OPEN", status ? status : "IN_PROGRESS", &pg, &r);
+  if (!e) e = hs_page_end(req, &pg, r);
+  if (e != ERR_OK) return e;
   ticket_cols b;
   ticket_bind(&req->arena, r, &b);
   jw *w = hs_jw(req, 1024 * (size_t)(r->rows + 1));
