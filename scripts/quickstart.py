@@ -12,7 +12,7 @@ The page's conventions, which this script relies on:
 The commands name the server as `localhost:8080`; the script substitutes the address of the
 server under test, which runs with PUBLIC_URL=http://localhost:8080 so the file links it signs
 match the page. Before comparing, values that differ on every run are masked on both sides:
-ids, times, tokens, link signatures and the simulated processor's ids.
+ids, times, tokens, link signatures, page cursors and the simulated processor's ids.
 
 Usage: scripts/quickstart.py BASE_URL DATA_DIR [--update]
   --update rewrites the page's output blocks with what the commands printed (review the diff).
@@ -34,6 +34,7 @@ MASKS = [
     (re.compile(r"eyJ[\w-]+\.[\w-]+\.[\w-]+"), "<token>"),
     (re.compile(r"expires=\d+&sig=[0-9a-f]{64}"), "expires=<expires>&sig=<sig>"),
     (re.compile(r"\b(pi|pm|cus|seti|sub)_sim_[0-9a-z]+(_secret_[0-9a-z]+)?"), r"\1_sim_<id>"),
+    (re.compile(r"[\w-]{4,}\.[0-9a-f]{32}\b"), "<cursor>"),
     (re.compile(r"\bc[0-9a-z]{24}\b"), "<id>"),
     (re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z"), "<time>"),
     (re.compile(r"\b\d{13}-[^\s/]+\.eml\b"), "<mail>.eml"),
