@@ -122,6 +122,11 @@ const char *hs_page_sql(arena *a, const hs_page *pg, const char *sql, db_val *ar
   return text;
 }
 
+db_rc hs_page_query(arena *a, const hs_page *pg, const char *sql, db_val *args, int n, db_res **out) {
+  sql = hs_page_sql(a, pg, sql, args, &n);
+  return db_query(a, out, sql, args, n);
+}
+
 /* The request's URL under PUBLIC_URL with its query but `cursor`, then cursor=<next>. */
 static const char *next_url(hs_req *req, const char *next) {
   struct buf b;

@@ -76,6 +76,9 @@ err_t hs_page_begin(hs_req *req, const hs_keyset *ks, const char *scope, int cap
  * " LIMIT <fetch>", the values appended to args (HS_PAGE_ARGS(*n) long) and *n
  * moved on. Text in arena a. */
 const char *hs_page_sql(arena *a, const hs_page *pg, const char *sql, db_val *args, int *n);
+/* Runs the list's statement sql completed for the page pg (hs_page_sql; its first n arguments
+ * in args, HS_PAGE_ARGS(n) long) on a connection of its own (db_query): the rows in *out, in a. */
+db_rc hs_page_query(arena *a, const hs_page *pg, const char *sql, db_val *args, int n, db_res **out);
 /* After the page's rows were read into r (in the list's order): on a paged request with more
  * rows than the page holds, cuts r to the page and announces the next one, after its last
  * row (Link header, pg->next). ERR_INTERNAL (the request failed) when r lacks the key's

@@ -214,11 +214,10 @@ const hs_keyset REPORTABLE_KEYSET = {
 err_t jobs_store_customer_jobs(arena *a, const char *customer_id, const char *const *statuses, const hs_page *pg,
                                db_res **out) {
   db_val args[HS_PAGE_ARGS(1 + JOB_STATUS_COUNT)] = {DB_TEXT(customer_id)};
-  int n = 1;
-  for (int i = 0; i < JOB_STATUS_COUNT; i++) args[n++] = DB_TEXT(statuses ? statuses[i] : JOB_STATUS_NAMES[i]);
-  const char *sql = hs_page_sql(
-      a, pg, "SELECT * FROM jobs WHERE customer_id = $1 AND status IN ($2, $3, $4, $5, $6, $7, $8)", args, &n);
-  return rows(a, out, sql, args, n);
+  for (int i = 0; i < JOB_STATUS_COUNT; i++) args[1 + i] = DB_TEXT(statuses ? statuses[i] : JOB_STATUS_NAMES[i]);
+  return db_to_err(hs_page_query(a, pg,
+                                 "SELECT * FROM jobs WHERE customer_id = $1 AND status IN ($2, $3, $4, $5, $6, $7, $8)",
+                                 args, 1 + JOB_STATUS_COUNT, out));
 }
 
 #define FEED_COLUMNS "feed_at, seq, id, json_head, json_tail, images, before_images, after_images, status"
@@ -411,14 +410,12 @@ err_t jobs_store_append_images(const char *id, const char *keys_json) {
 
 err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, const hs_page *pg, db_res **out) {
   db_val args[HS_PAGE_ARGS(2)] = {DB_TEXT(customer_id), DB_INT(since)};
-  int n = 2;
-  const char *sql = hs_page_sql(a, pg,
-                                "SELECT j.*, p.name AS provider_name, p.company_name AS provider_company FROM jobs j "
-                                "LEFT JOIN providers p ON p.id = j.provider_id "
-                                "WHERE j.customer_id = $1 AND j.status = 'COMPLETED' AND j.completed_at >= $2 "
-                                "AND NOT EXISTS (SELECT 1 FROM job_reports r WHERE r.job_id = j.id)",
-                                args, &n);
-  return rows(a, out, sql, args, n);
+  return db_to_err(hs_page_query(a, pg,
+                                 "SELECT j.*, p.name AS provider_name, p.company_name AS provider_company FROM jobs j "
+                                 "LEFT JOIN providers p ON p.id = j.provider_id "
+                                 "WHERE j.customer_id = $1 AND j.status = 'COMPLETED' AND j.completed_at >= $2 "
+                                 "AND NOT EXISTS (SELECT 1 FROM job_reports r WHERE r.job_id = j.id)",
+                                 args, 2, out));
 }
 
 err_t jobs_store_has_report(const char *job_id, bool *has) {

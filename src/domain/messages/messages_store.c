@@ -24,10 +24,8 @@ const hs_keyset MESSAGES_KEYSET = {"messages", {{"seq", "seq", 'i', false}, {"id
 
 err_t messages_store_list(arena *a, const char *job_id, const char *provider_id, const hs_page *pg, db_res **out) {
   db_val args[HS_PAGE_ARGS(2)] = {DB_TEXT(job_id), DB_TEXT(provider_id)};
-  int n = 2;
-  const char *sql =
-      hs_page_sql(a, pg, "SELECT " MESSAGE_COLUMNS " FROM messages WHERE job_id = $1 AND provider_id = $2", args, &n);
-  return db_to_err(db_query(a, out, sql, args, n));
+  return db_to_err(hs_page_query(
+      a, pg, "SELECT " MESSAGE_COLUMNS " FROM messages WHERE job_id = $1 AND provider_id = $2", args, 2, out));
 }
 
 err_t messages_store_post(arena *a, const message_new *m, db_res **out) {

@@ -27,26 +27,22 @@ const hs_keyset SCHEDULE_KEYSET = {"schedule",
 
 err_t prov_store_assigned_jobs(arena *a, const char *id, const hs_page *pg, db_res **out) {
   db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(id)};
-  int n = 1;
-  const char *sql = hs_page_sql(a, pg,
-                                "SELECT *, " DATED(JOB_AT) " AS page_dated, COALESCE(" JOB_AT ", 0) AS page_at "
-                                                           "FROM jobs WHERE provider_id = $1",
-                                args, &n);
-  return db_to_err(db_query(a, out, sql, args, n));
+  return db_to_err(hs_page_query(a, pg,
+                                 "SELECT *, " DATED(JOB_AT) " AS page_dated, COALESCE(" JOB_AT ", 0) AS page_at "
+                                                            "FROM jobs WHERE provider_id = $1",
+                                 args, 1, out));
 }
 
 err_t prov_store_schedule(arena *a, const char *id, const hs_page *pg, db_res **out) {
   db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(id)};
-  int n = 1;
-  const char *sql = hs_page_sql(
+  return db_to_err(hs_page_query(
       a, pg,
       "SELECT j.id, j.service, j.address, j.zip, j.status, u.name AS customer_name, " SCHEDULE_AT " AS scheduled_at, "
       "q.amount_cents, j.seq, " DATED(
           SCHEDULE_AT) " AS page_dated, COALESCE(" SCHEDULE_AT ", 0) AS page_at "
                        "FROM jobs j " WON_QUOTE "LEFT JOIN users u ON u.id = j.customer_id "
                        "WHERE j.provider_id = $1 AND j.status IN ('ACCEPTED', 'ON_THE_WAY', 'IN_PROGRESS')",
-      args, &n);
-  return db_to_err(db_query(a, out, sql, args, n));
+      args, 1, out));
 }
 
 err_t prov_store_set_availability(const char *id, const char *json) {

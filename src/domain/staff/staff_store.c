@@ -44,15 +44,9 @@ const hs_keyset ELEVATIONS_KEYSET = {"elevations", {{"e.seq", "seq", 'i', true},
 const hs_keyset CUSTOMERS_KEYSET = {"customers", {{"created_at", "created_at", 'i', true}, {"id", "id", 's', false}}};
 const hs_keyset PROVIDERS_KEYSET = {"providers", {{"created_at", "created_at", 'i', true}, {"id", "id", 's', false}}};
 
-/* Runs the list statement sql (its arguments: args, n of them) completed for the page pg. */
-static err_t page_rows(arena *a, const hs_page *pg, const char *sql, db_val *args, int n, db_res **out) {
-  sql = hs_page_sql(a, pg, sql, args, &n);
-  return rows(a, out, sql, args, n);
-}
-
 err_t staff_store_list(arena *a, const hs_page *pg, db_res **out) {
   db_val args[HS_PAGE_ARGS(0)];
-  return page_rows(a, pg, "SELECT " STAFF_COLUMNS ", seq FROM staff WHERE TRUE", args, 0, out);
+  return db_to_err(hs_page_query(a, pg, "SELECT " STAFF_COLUMNS ", seq FROM staff WHERE TRUE", args, 0, out));
 }
 
 static db_rc insert_staff(db_conn *c, const char *id, const char *name, const char *email, const char *hash,
@@ -184,18 +178,18 @@ static const char *contains_pattern(arena *a, const char *q) {
 
 err_t staff_store_search_customers(arena *a, const char *q, const hs_page *pg, db_res **out) {
   db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(contains_pattern(a, q))};
-  return page_rows(a, pg,
-                   "SELECT id, name, email, address, zip, created_at, processor_customer_id FROM users " MATCHES(""),
-                   args, 1, out);
+  return db_to_err(hs_page_query(
+      a, pg, "SELECT id, name, email, address, zip, created_at, processor_customer_id FROM users " MATCHES(""), args, 1,
+      out));
 }
 
 err_t staff_store_search_providers(arena *a, const char *q, const hs_page *pg, db_res **out) {
   db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(contains_pattern(a, q))};
-  return page_rows(a, pg,
-                   "SELECT id, name, email, company_name, services, service_zips, is_premium, premium_since, "
-                   "premium_billed_month, created_at FROM providers " MATCHES(
-                       "OR lower(COALESCE(company_name, '')) LIKE lower($1) ESCAPE '\\' "),
-                   args, 1, out);
+  return db_to_err(hs_page_query(a, pg,
+                                 "SELECT id, name, email, company_name, services, service_zips, is_premium, "
+                                 "premium_since, premium_billed_month, created_at FROM providers " MATCHES(
+                                     "OR lower(COALESCE(company_name, '')) LIKE lower($1) ESCAPE '\\' "),
+                                 args, 1, out));
 }
 
 err_t staff_store_customer(arena *a, const char *id, db_res **out) {
@@ -275,7 +269,7 @@ err_t staff_store_elevation(arena *a, const char *id, db_res **out) {
 
 err_t staff_store_elevations_by_staff(arena *a, const char *staff_id, const hs_page *pg, db_res **out) {
   db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(staff_id)};
-  return page_rows(a, pg, ELEVATION_SELECT "WHERE e.staff_id = $1", args, 1, out);
+  return db_to_err(hs_page_query(a, pg, ELEVATION_SELECT "WHERE e.staff_id = $1", args, 1, out));
 }
 
 err_t staff_store_elevations_of_target(arena *a, const char *target_id, const char *target_role, db_res **out) {

@@ -31,9 +31,8 @@ const hs_keyset TICKETS_KEYSET = {"tickets", {{"t.seq", "seq", 'i', false}, {"t.
 
 err_t support_store_list(arena *a, const char *s1, const char *s2, const hs_page *pg, db_res **out) {
   db_val args[HS_PAGE_ARGS(2)] = {DB_TEXT(s1), DB_TEXT(s2)};
-  int n = 2;
-  const char *sql = hs_page_sql(a, pg, TICKET_SELECT "WHERE t.status IN ($1, $2)", args, &n);
-  return db_query(a, out, sql, args, n) == DB_OK ? ERR_OK : ERR_INTERNAL;
+  return hs_page_query(a, pg, TICKET_SELECT "WHERE t.status IN ($1, $2)", args, 2, out) == DB_OK ? ERR_OK
+                                                                                                 : ERR_INTERNAL;
 }
 
 err_t support_store_get(arena *a, const char *id, db_res **out) {

@@ -11,9 +11,8 @@ const hs_keyset ADDRESSES_KEYSET = {
 
 err_t addresses_store_list(arena *a, const char *user_id, const hs_page *pg, db_res **out) {
   db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(user_id)};
-  int n = 1;
-  const char *sql = hs_page_sql(a, pg, "SELECT " ADDRESS_COLUMNS " FROM user_addresses WHERE user_id = $1", args, &n);
-  return db_to_err(db_query(a, out, sql, args, n));
+  return db_to_err(
+      hs_page_query(a, pg, "SELECT " ADDRESS_COLUMNS " FROM user_addresses WHERE user_id = $1", args, 1, out));
 }
 
 err_t addresses_store_get(arena *a, const char *user_id, const char *id, db_res **out) {
