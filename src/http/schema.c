@@ -223,28 +223,39 @@ static json_t *check_array(const hs_field *f, json_t *v, bool from_query, char e
   return NULL;
 }
 
-/* A comma-separated query value as an array of its items, each checked as f's kind, without
- * duplicates; NULL with *why set when an item is empty or fails. New reference. */
-static json_t *check_csv(const hs_field *f, json_t *v, const char **why, char *msg, size_t cap) {
-  const char *s = json_string_value(v);
-  if (!s) return *why = "must be a string", NULL;
-  json_t *out = json_array();
+/* An F_CSV field's items: a query value split at its commas, an array as it is (what
+ * validation answered), or the one value. New reference. */
+static json_t *csv_items(json_t *v, bool from_query) {
+  if (json_is_array(v)) return json_incref(v);
+  const char *s = from_query ? json_string_value(v) : NULL;
+  if (!s) return json_pack("[O]", v);
+  json_t *items = json_array();
   for (const char *p = s;; p++) {
     size_t n = strcspn(p, ",");
-    json_t *item = json_stringn(p, n), *ok = item ? check_value(f, item, true, why, msg, cap) : NULL;
-    json_decref(item);
+    json_array_append_new(items, json_stringn(p, n));
+    p += n;
+    if (!*p) return items;
+  }
+}
+
+/* An F_CSV field as an array of its items, each checked as f's kind, without duplicates; NULL
+ * with *why set when an item fails. New reference. */
+static json_t *check_csv(const hs_field *f, json_t *v, bool from_query, const char **why, char *msg, size_t cap) {
+  json_t *items = csv_items(v, from_query), *out = json_array(), *item;
+  size_t i;
+  json_array_foreach(items, i, item) {
+    json_t *ok = check_value(f, item, from_query, why, msg, cap);
     if (!ok) {
-      if (!*why) *why = "must not be empty";
-      json_decref(out);
+      json_decref(items), json_decref(out);
       return NULL;
     }
     if (contains(out, ok))
       json_decref(ok);
     else
       json_array_append_new(out, ok);
-    p += n;
-    if (!*p) return out;
   }
+  json_decref(items);
+  return out;
 }
 
 json_t *hs_validate(const hs_schema *s, json_t *input, bool from_query, char err[256]) {
@@ -269,8 +280,8 @@ json_t *hs_validate(const hs_schema *s, json_t *input, bool from_query, char err
     json_t *ok;
     char msg[256];
     const char *why = NULL;
-    if ((f->flags & F_CSV) && from_query) {
-      ok = check_csv(f, v, &why, msg, sizeof msg);
+    if (f->flags & F_CSV) {
+      ok = check_csv(f, v, from_query, &why, msg, sizeof msg);
     } else if (f->kind == F_ARRAY || (f->flags & F_ONE_OR_MANY)) {
       if (!(ok = check_array(f, v, from_query, err)) && !f->message) goto fail;
     } else {

@@ -626,8 +626,10 @@ static void test_csv_and_field_messages(void **state) {
       {"{\"cursor\": \"01234567890\"}", "cursor: is not valid"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) expect_err(&csv_schema, bad[i].input, true, bad[i].error);
-  /* in a JSON body a comma is only a character: the list form is for query strings */
+  /* in a JSON body a comma is only a character: the list is an array there */
   expect_err(&csv_schema, "{\"status\": \"OPEN,DONE\"}", false, "status: must be one of: OPEN, DONE");
+  expect_ok(&csv_schema, "{\"status\": [\"DONE\", \"DONE\"]}", false, "{\"status\": [\"DONE\"]}");
+  expect_err(&csv_schema, "{\"status\": [\"DONE\", 7]}", false, "status: must be one of: OPEN, DONE");
 }
 
 int main(void) {
