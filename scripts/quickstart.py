@@ -12,8 +12,8 @@ The page's conventions, which this script relies on:
   line by line); a ```sh block without one must print nothing;
 - other blocks (```console, ```bash, ...) are for the reader only and never run.
 The commands name the server as `localhost:$PORT`. Before comparing, values that differ on
-every run are masked on both sides: ids, times, tokens, link signatures, the port in file links
-and the simulated processor's ids.
+every run are masked on both sides: ids, times, tokens, link signatures, the port in links,
+page cursors and the simulated processor's ids.
 
 Usage: scripts/quickstart.py BASE_URL DATA_DIR [--update]
   --update rewrites the page's output blocks with what the commands printed (review the diff).
@@ -27,15 +27,15 @@ import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 PAGE = os.path.join(ROOT, "docs", "quickstart.md")
-PAGE_HOST = "localhost:8080"
 FENCE = re.compile(r"^```([a-z]*)\s*$")
 SEPARATOR = "@@quickstart-block@@"
 
 MASKS = [
     (re.compile(r"eyJ[\w-]+\.[\w-]+\.[\w-]+"), "<token>"),
     (re.compile(r"expires=\d+&sig=[0-9a-f]{64}"), "expires=<expires>&sig=<sig>"),
-    (re.compile(r"http://localhost:\d+/files/"), "http://localhost:<port>/files/"),
+    (re.compile(r"http://localhost:\d+/"), "http://localhost:<port>/"),
     (re.compile(r"\b(pi|pm|cus|seti|sub)_sim_[0-9a-z]+(_secret_[0-9a-z]+)?"), r"\1_sim_<id>"),
+    (re.compile(r"[\w-]{4,}\.[0-9a-f]{32}\b"), "<cursor>"),
     (re.compile(r"\bc[0-9a-z]{24}\b"), "<id>"),
     (re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z"), "<time>"),
     (re.compile(r"\b\d{13}-[^\s/]+\.eml\b"), "<mail>.eml"),

@@ -268,7 +268,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Favorite providers (premium) */
+        /** Favorite providers, most recently added first (premium) */
         get: operations["getUsersMeFavorites"];
         put?: never;
         post?: never;
@@ -372,7 +372,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Saved addresses, primary first */
+        /** Saved addresses, primary first, then in the order they were saved */
         get: operations["getUsersMeAddresses"];
         put?: never;
         /** Save an address (free tier: one) */
@@ -906,7 +906,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A customer's own jobs, or a provider's matching open feed */
+        /** A customer's own jobs (newest first), or a provider's matching open feed (ASAP first, then by preferredAt); status=A,B filters, limit and cursor page */
         get: operations["getJobs"];
         put?: never;
         /** Post a job */
@@ -1162,7 +1162,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A job's quotes with provider details */
+        /** A job's quotes with provider details, in the order they came */
         get: operations["getQuotesJobByJobId"];
         put?: never;
         post?: never;
@@ -1196,7 +1196,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A job's message thread */
+        /** A job's message thread, oldest first (paged with limit and cursor) */
         get: operations["getJobsByIdMessages"];
         put?: never;
         /** Post a message */
@@ -1316,7 +1316,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The last 50 notifications */
+        /** The last 50 notifications, or any page of them, newest first (unread=true: unread only) */
         get: operations["getUsersMeNotifications"];
         put?: never;
         post?: never;
@@ -1333,7 +1333,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The last 50 notifications */
+        /** The last 50 notifications, or any page of them, newest first (unread=true: unread only) */
         get: operations["getProvidersMeNotifications"];
         put?: never;
         post?: never;
@@ -1537,7 +1537,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search customers by name or email (at most 100, newest first) */
+        /** Search customers by name or email (newest first; at most 100 unless paged) */
         get: operations["getStaffCustomers"];
         put?: never;
         post?: never;
@@ -1571,7 +1571,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search providers by name, email or company (at most 100, newest first) */
+        /** Search providers by name, email or company (newest first; at most 100 unless paged) */
         get: operations["getStaffProviders"];
         put?: never;
         post?: never;
@@ -1605,7 +1605,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's elevation requests */
+        /** The caller's elevation requests, newest first */
         get: operations["getStaffElevation"];
         put?: never;
         /** Ask the administrator to act as a customer or provider */
@@ -1691,7 +1691,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every staff member (administrator) */
+        /** Every staff member, newest first (administrator) */
         get: operations["getStaffList"];
         put?: never;
         post?: never;
@@ -1742,7 +1742,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every staff member's elevations with their recorded requests */
+        /** Every staff member's elevations with their recorded requests (staff newest first) */
         get: operations["getStaffAuditSessions"];
         put?: never;
         post?: never;
@@ -2316,6 +2316,8 @@ export interface components {
         /** @description A customer's own jobs (newest first), or a provider's open feed (each with quoted). */
         JobList: {
             jobs: components["schemas"]["Job"][];
+            /** @description the next page's cursor, when a paged request (limit or cursor) has one */
+            nextCursor?: string;
         };
         JobPayment: {
             id: string;
@@ -2399,6 +2401,8 @@ export interface components {
         };
         MessageList: {
             messages: components["schemas"]["Message"][];
+            /** @description the next page's cursor, when a paged request (limit or cursor) has one */
+            nextCursor?: string;
         };
         /** @description One job thread of the caller (a job and a provider) with its last message. */
         MessageThread: {
@@ -3136,10 +3140,16 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
         };
-        /** @description Every error answer. `code` is present where the documentation names one (WITHIN_CANCELLATION_WINDOW, verification_required, premium_required, already_member); `requestId` on 5xx answers other than 503 and 504. */
+        /** @description Every error answer. `code` names the error for programs (snake_case; the specification's own codes keep its spelling: WITHIN_CANCELLATION_WINDOW, verification_required, premium_required, already_member); `error` is the message for people and never changes for a given case. A validation error (`code` validation_failed, message `<field>: <message>`) also names its `field`. `requestId` on 5xx answers other than 503, 504 and 507. */
         Error: {
             error: string;
-            code?: string;
+            /**
+             * @description what went wrong, for programs: the error's kind (not_found, conflict, ...) or a more precise name (validation_failed, invalid_state, ...)
+             * @enum {string}
+             */
+            code: "bad_request" | "unauthorized" | "payment_failed" | "forbidden" | "not_found" | "conflict" | "payload_too_large" | "unsupported_media_type" | "unprocessable" | "rate_limited" | "header_fields_too_large" | "internal_error" | "service_unavailable" | "gateway_timeout" | "insufficient_storage" | "validation_failed" | "invalid_state" | "invalid_credentials" | "email_taken" | "thread_full" | "idempotency_key_in_use" | "idempotency_key_reused" | "account_busy" | "WITHIN_CANCELLATION_WINDOW" | "verification_required" | "premium_required" | "already_member";
+            /** @description the input that failed validation (a body or query field, a form field, `body`, or a header such as `Idempotency-Key`) */
+            field?: string;
             requestId?: string;
         };
         Ok: {
@@ -3155,7 +3165,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description The input is invalid: `<field>: <message>` for the first field that fails, in the documented order */
+        /** @description The input is invalid: `<field>: <message>` for the first field that fails, in the documented order (`code` validation_failed, with `field`), or the record's state does not allow this (`invalid_state`) */
         400: {
             headers: {
                 [name: string]: unknown;
@@ -3164,9 +3174,11 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Missing, expired or tampered token (`Unauthorized`), or invalid credentials */
+        /** @description Missing, expired or tampered token (`Unauthorized`, with `WWW-Authenticate: Bearer`), or invalid credentials (`invalid_credentials`) */
         401: {
             headers: {
+                /** @description on a missing token `Bearer`; on an expired, tampered or ended one `Bearer error="invalid_token"` (RFC 6750) */
+                "WWW-Authenticate"?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -3200,9 +3212,11 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The record's state does not allow this, or a conflicting request (also: an Idempotency-Key whose first request still runs) */
+        /** @description The record's state does not allow this, or a conflicting request (also: an Idempotency-Key whose first request still runs, `idempotency_key_in_use` with Retry-After) */
         409: {
             headers: {
+                /** @description seconds to wait before trying again (an Idempotency-Key whose first request still runs) */
+                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {
@@ -3218,7 +3232,16 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The request cannot be processed as sent (also: an Idempotency-Key reused with another request) */
+        /** @description The route takes a JSON body, and a multipart body came */
+        415: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The request cannot be processed as sent (also: an Idempotency-Key reused with another request, `idempotency_key_reused`) */
         422: {
             headers: {
                 [name: string]: unknown;
@@ -3294,6 +3317,8 @@ export interface components {
     headers: {
         /** @description present on the replay of a kept answer */
         IdempotentReplayed: "true";
+        /** @description present when a paged request (`limit` or `cursor`) has a next page: `<URL>; rel="next"` (RFC 8288), the same request with the next page's cursor */
+        NextPage: string;
     };
     pathItems: never;
 }
@@ -3412,6 +3437,7 @@ export interface operations {
             400: components["responses"]["400"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -3449,6 +3475,7 @@ export interface operations {
             400: components["responses"]["400"];
             401: components["responses"]["401"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3494,6 +3521,7 @@ export interface operations {
             400: components["responses"]["400"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -3531,6 +3559,7 @@ export interface operations {
             400: components["responses"]["400"];
             401: components["responses"]["401"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3569,6 +3598,7 @@ export interface operations {
             };
             400: components["responses"]["400"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3603,6 +3633,7 @@ export interface operations {
             };
             400: components["responses"]["400"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -3638,6 +3669,7 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3678,6 +3710,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3738,6 +3771,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3771,6 +3805,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3830,6 +3865,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3873,6 +3909,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3881,7 +3918,12 @@ export interface operations {
     };
     getUsersMeFavorites: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3891,12 +3933,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["FavoriteProvider"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -3934,6 +3978,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3964,6 +4009,7 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -4025,6 +4071,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -4054,6 +4101,7 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -4117,6 +4165,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4125,7 +4174,12 @@ export interface operations {
     };
     getUsersMeAddresses: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4135,12 +4189,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["UserAddress"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -4183,6 +4239,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4219,6 +4276,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4250,6 +4308,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -4292,6 +4351,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4301,7 +4361,10 @@ export interface operations {
     postUsersMeAddressesByIdPhotos: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: string;
             };
@@ -4325,6 +4388,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4335,7 +4399,9 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            409: components["responses"]["409"];
             413: components["responses"]["413"];
+            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -4367,6 +4433,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -4400,6 +4467,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4440,6 +4508,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4527,6 +4596,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4561,6 +4631,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4634,6 +4705,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4693,6 +4765,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4804,6 +4877,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4851,6 +4925,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4860,7 +4935,10 @@ export interface operations {
     postProvidersMeLogo: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4880,6 +4958,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4890,7 +4969,9 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            409: components["responses"]["409"];
             413: components["responses"]["413"];
+            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -4900,7 +4981,10 @@ export interface operations {
     postProvidersMeHeadshots: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4920,6 +5004,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4930,7 +5015,9 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            409: components["responses"]["409"];
             413: components["responses"]["413"];
+            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -4962,6 +5049,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -4970,7 +5058,10 @@ export interface operations {
     postProvidersMeIdDocuments: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4995,6 +5086,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5005,7 +5097,9 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            409: components["responses"]["409"];
             413: components["responses"]["413"];
+            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -5015,7 +5109,10 @@ export interface operations {
     postProvidersMeInsuranceDocument: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5035,6 +5132,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5045,7 +5143,9 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            409: components["responses"]["409"];
             413: components["responses"]["413"];
+            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -5054,7 +5154,12 @@ export interface operations {
     };
     getProvidersMeJobs: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -5064,12 +5169,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Job"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -5079,7 +5186,12 @@ export interface operations {
     };
     getProvidersMeSchedule: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -5089,12 +5201,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ScheduleItem"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -5193,6 +5307,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -5278,6 +5393,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5345,6 +5461,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5411,7 +5528,13 @@ export interface operations {
     };
     getJobs: {
         parameters: {
-            query?: never;
+            query?: {
+                status?: ("PENDING" | "QUOTED" | "ACCEPTED" | "ON_THE_WAY" | "IN_PROGRESS" | "COMPLETED" | "CANCELLED")[];
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -5421,12 +5544,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["JobList"];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -5478,6 +5603,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5486,7 +5612,12 @@ export interface operations {
     };
     getJobsReportable: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -5496,12 +5627,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ReportableJob"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -5567,6 +5700,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5612,6 +5746,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5621,7 +5756,10 @@ export interface operations {
     postJobsByIdStart: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: string;
             };
@@ -5640,6 +5778,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5652,6 +5791,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -5661,7 +5801,10 @@ export interface operations {
     postJobsByIdComplete: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: string;
             };
@@ -5680,6 +5823,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5692,6 +5836,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -5701,7 +5846,10 @@ export interface operations {
     postJobsByIdImages: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: string;
             };
@@ -5720,6 +5868,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5730,7 +5879,9 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            409: components["responses"]["409"];
             413: components["responses"]["413"];
+            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -5773,6 +5924,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5816,6 +5968,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5865,6 +6018,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5907,6 +6061,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5954,6 +6109,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5990,6 +6146,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -6026,7 +6183,12 @@ export interface operations {
     };
     getQuotesJobByJobId: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path: {
                 jobId: string;
@@ -6038,12 +6200,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["QuoteWithProvider"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
@@ -6054,7 +6218,12 @@ export interface operations {
     };
     getProvidersMeQuotes: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -6064,12 +6233,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ProviderQuote"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -6081,6 +6252,10 @@ export interface operations {
         parameters: {
             query?: {
                 providerId?: string;
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -6093,6 +6268,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6145,6 +6321,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
@@ -6155,7 +6332,10 @@ export interface operations {
     postJobsByIdMessagesPhoto: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: string;
             };
@@ -6178,6 +6358,7 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6190,6 +6371,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -6233,6 +6415,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -6241,7 +6424,12 @@ export interface operations {
     };
     getUsersMeThreads: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -6251,12 +6439,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["MessageThread"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -6266,7 +6456,12 @@ export interface operations {
     };
     getProvidersMeThreads: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -6276,12 +6471,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["MessageThread"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -6322,6 +6519,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -6361,6 +6559,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -6369,7 +6568,13 @@ export interface operations {
     };
     getUsersMeNotifications: {
         parameters: {
-            query?: never;
+            query?: {
+                unread?: boolean;
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -6379,12 +6584,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Notification"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -6394,7 +6601,13 @@ export interface operations {
     };
     getProvidersMeNotifications: {
         parameters: {
-            query?: never;
+            query?: {
+                unread?: boolean;
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -6404,12 +6617,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Notification"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -6444,6 +6659,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -6477,6 +6693,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -6513,6 +6730,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -6549,6 +6767,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -6696,6 +6915,7 @@ export interface operations {
             400: components["responses"]["400"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
@@ -6735,6 +6955,7 @@ export interface operations {
             400: components["responses"]["400"];
             401: components["responses"]["401"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -6771,6 +6992,10 @@ export interface operations {
         parameters: {
             query?: {
                 q?: string;
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -6781,6 +7006,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6827,6 +7053,10 @@ export interface operations {
         parameters: {
             query?: {
                 q?: string;
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -6837,6 +7067,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6881,7 +7112,12 @@ export interface operations {
     };
     getStaffElevation: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -6891,12 +7127,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ElevationRequest"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -6941,6 +7179,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
@@ -7037,6 +7276,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -7072,6 +7312,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -7080,7 +7321,12 @@ export interface operations {
     };
     getStaffList: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -7090,12 +7336,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Staff"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -7141,6 +7389,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -7175,6 +7424,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -7182,7 +7432,12 @@ export interface operations {
     };
     getStaffAuditSessions: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -7192,12 +7447,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["StaffAudit"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -7238,6 +7495,7 @@ export interface operations {
             401: components["responses"]["401"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -7301,6 +7559,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -7333,6 +7592,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -7374,6 +7634,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -7419,6 +7680,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -7461,6 +7723,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
@@ -7504,6 +7767,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
@@ -7515,6 +7779,10 @@ export interface operations {
         parameters: {
             query?: {
                 status?: "OPEN" | "IN_PROGRESS" | "RESOLVED" | "CLOSED";
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -7525,6 +7793,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7577,6 +7846,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];

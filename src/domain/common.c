@@ -10,6 +10,8 @@
 #include <string.h>
 
 const char *const SERVICE_NAMES[] = {"lawncare", "snowplowing", "handyman", "home_cleaning", NULL};
+const char *const JOB_STATUS_NAMES[] = {"PENDING",     "QUOTED",    "ACCEPTED",  "ON_THE_WAY",
+                                        "IN_PROGRESS", "COMPLETED", "CANCELLED", NULL};
 
 bool common_store_uploads(hs_upload **files, int n, json_t *keys) {
   size_t before = json_array_size(keys);

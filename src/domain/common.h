@@ -7,6 +7,9 @@
 
 /* The four services, NULL-terminated (F_ENUM choices). */
 extern const char *const SERVICE_NAMES[];
+/* The seven job statuses in lifecycle order, NULL-terminated (F_ENUM choices). */
+#define JOB_STATUS_COUNT 7
+extern const char *const JOB_STATUS_NAMES[];
 
 /* Moves n received files into storage, all or none: their keys are appended to keys (a JSON
  * array). When one cannot be stored, the ones this call stored are deleted again and false is

@@ -96,34 +96,6 @@ static bool hmac_sha256(const char *data, size_t len, unsigned char out[32]) {
          outlen == 32;
 }
 
-/* Decodes unpadded (or '='-padded) base64url of n characters into out (cap bytes); false on any
- * other character, a non-canonical last character, or overflow. */
-static bool b64url_decode(const char *in, size_t n, unsigned char *out, size_t cap, size_t *len) {
-  while (n && in[n - 1] == '=') n--;
-  if (n % 4 == 1) return false;
-  uint32_t acc = 0;
-  int bits = 0;
-  *len = 0;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)in[i];
-    int v = c >= 'A' && c <= 'Z'   ? c - 'A'
-            : c >= 'a' && c <= 'z' ? c - 'a' + 26
-            : c >= '0' && c <= '9' ? c - '0' + 52
-            : c == '-'             ? 62
-            : c == '_'             ? 63
-                                   : -1;
-    if (v < 0) return false;
-    acc = (acc << 6 | (uint32_t)v) & 0xFFFFFF;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      if (*len >= cap) return false;
-      out[(*len)++] = (unsigned char)(acc >> bits);
-    }
-  }
-  return (acc & ((1u << bits) - 1)) == 0; /* the unused low bits of the last character are zero */
-}
-
 /* The claims verification reads, from either parser. */
 typedef enum { C_ABSENT, C_STRING, C_INT, C_OTHER } claim_kind;
 typedef struct claim {

@@ -10,7 +10,7 @@ import tempfile
 import pytest
 
 from conftest import free_port, unique_email
-from helpers import health_once_up
+from helpers import error_body, health_once_up
 from staff_helpers import UNAUTHORIZED, impersonate
 from test_system import db_rows
 
@@ -268,7 +268,7 @@ def test_staff_disable_and_enable(binary, shared_db_env, server, api):
     assert_refused(api, "/staff/me", cs["token"])
     # a disabled member's login answers as a wrong password does
     right, wrong = staff_login(api, cs["email"], cs["password"]), staff_login(api, cs["email"], "wrong-password")
-    assert (right.status_code, right.json()) == (wrong.status_code, wrong.json()) == (401, {"error": "Invalid credentials"})
+    assert (right.status_code, right.json()) == (wrong.status_code, wrong.json()) == (401, error_body(401, "Invalid credentials", "invalid_credentials"))
     p = run(binary, "staff", "disable", "--email", cs["email"], env=shared_db_env)
     assert (p.returncode, p.stdout.strip()) == (0, f"staff member {cs['email']} was already disabled")
     p = run(binary, "staff", "enable", "--email", cs["email"], env=shared_db_env)

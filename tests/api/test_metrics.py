@@ -10,10 +10,10 @@ import pytest
 import requests
 
 from conftest import Api, unique_email, unique_ip
-from helpers import eventually
+from helpers import error_body, eventually
 from flow_helpers import customer
 
-NOT_FOUND = {"error": "Not found"}
+NOT_FOUND = error_body(404, "Not found")
 LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 

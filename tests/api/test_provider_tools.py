@@ -16,7 +16,7 @@ import statistics
 import pytest
 
 from conftest import Api
-from helpers import eventually
+from helpers import error_body, eventually
 from flow_helpers import (FORBIDDEN, ID_RE, ISO_RE, JOB_FIELDS, UNAUTHORIZED, accept, customer, fresh_zip, ok,
                           post_job, private_zip, provider, quote, race, step, submit_quote, zip_centroid)
 from test_providers import certificate_lines, insurance_check, server_today, text_pdf
@@ -221,7 +221,7 @@ def test_availability_validation(api, body, error):
     pro = provider(api, verified=False)
     ok(put_availability(api, pro, {"availability": ALL_DAY}))
     r = put_availability(api, pro, body)
-    assert r.status_code == 400 and r.json() == {"error": error}
+    assert r.status_code == 400 and r.json() == error_body(400, error)
     assert ok(api.get("/providers/me/availability", token=pro["token"])) == ALL_DAY
 
 
@@ -238,12 +238,12 @@ def test_availability_malformed_json(api):
     pro = provider(api, verified=False)
     r = api.put("/providers/me/availability", token=pro["token"], data="{not json",
                 headers={"Content-Type": "application/json"})
-    assert r.status_code == 400 and r.json() == {"error": "body: malformed JSON"}
+    assert r.status_code == 400 and r.json() == error_body(400, "body: malformed JSON")
 
 
 # ================================================================ Preferred Pro
 
-ALREADY = {"error": "You are already a Preferred Pro member", "code": "already_member"}
+ALREADY = error_body(409, "You are already a Preferred Pro member", "already_member")
 
 
 def test_preferred_pro_apply(api):
@@ -532,7 +532,7 @@ def test_bundle_accept_validation_changes_nothing(api, body, error):
     body = {"jobs": [dict(j, jobId=job["id"]) if isinstance(j, dict) and j.get("jobId") == "J" else j
                      for j in body["jobs"]]} if isinstance(body.get("jobs"), list) else body
     r = api.post("/providers/me/smart-bundles/accept", token=pro["token"], json=body)
-    assert r.status_code == 400 and r.json() == {"error": error}
+    assert r.status_code == 400 and r.json() == error_body(400, error)
     assert own_quotes(api, user, job["id"], pro) == []
 
 

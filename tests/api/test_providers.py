@@ -23,11 +23,11 @@ import pytest
 import requests
 
 from conftest import Api
-from helpers import eventually, png_bytes, png_chunk
+from helpers import error_body, eventually, png_bytes, png_chunk
 
 MB = 1024 * 1024
-UNAUTHORIZED = {"error": "Unauthorized"}
-FORBIDDEN = {"error": "Forbidden"}
+UNAUTHORIZED = error_body(401, "Unauthorized")
+FORBIDDEN = error_body(403, "Forbidden")
 ID_RE = re.compile(r"^c[0-9a-z]{24}$")
 ISO_MS_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 FILE_URL_RE = re.compile(r"^http://localhost:(\d+)/files/(c[0-9a-z]{24}\.(png|jpg|webp|pdf))\?expires=(\d+)&sig=([0-9a-f]{64})$")
@@ -277,7 +277,7 @@ def assert_served(url, data, content_type):
 def assert_gone(url):
     r = fetch(url)
     assert r.status_code == 404, r.text
-    assert r.json() == {"error": "File not found"}
+    assert r.json() == error_body(404, "File not found")
 
 
 def wait_check(api, token, field, timeout=RECOGNITION_TIMEOUT):
@@ -417,11 +417,11 @@ def patch(api, token, body):
 
 def assert_field_error(r, field, message=None):
     assert r.status_code == 400, r.text
-    assert list(r.json()) == ["error"], r.json()
     if message is None:
         assert r.json()["error"].startswith(f"{field}: "), r.json()
     else:
-        assert r.json() == {"error": f"{field}: {message}"}
+        assert r.json()["error"] == f"{field}: {message}", r.json()
+    assert r.json() == error_body(400, r.json()["error"], field=field)
 
 
 @pytest.mark.parametrize("field,value", [
@@ -517,7 +517,7 @@ def test_patch_bad_zips_and_services(api, body, error):
     before = me(api, p["token"])
     r = patch(api, p["token"], body)
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": error}
+    assert r.json() == error_body(400, error)
     assert me(api, p["token"]) == before
 
 
@@ -556,7 +556,7 @@ def test_patch_malformed_json(api):
     r = api.patch("/providers/me", token=p["token"], data="{not json",
                   headers={"Content-Type": "application/json"})
     assert r.status_code == 400
-    assert r.json() == {"error": "body: malformed JSON"}
+    assert r.json() == error_body(400, "body: malformed JSON")
 
 
 # ================================================================ GET /providers/:id/profile (issue 24)
@@ -662,6 +662,8 @@ class Route:
     def __init__(self, name, path, field, limit_mb, pdf, none_message="No file uploaded"):
         self.name, self.path, self.field, self.limit_mb, self.pdf = name, path, field, limit_mb, pdf
         self.none_message = none_message
+        # the field a request without a file names: the route's one file field, else the body
+        self.none_field = "body" if path == "/providers/me/id-documents" else field
         self.types_msg = DOC_TYPES_MSG if pdf else IMAGE_TYPES_MSG
 
     def stored_url(self, response):
@@ -705,7 +707,7 @@ def test_upload_over_the_limit_is_413(api, pro, route):
     data = padded_png(route.limit_mb * MB + 1)
     r = upload(api, route.path, pro["token"], {route.field: ("big.png", data, "image/png")})
     assert r.status_code == 413, r.text
-    assert r.json() == {"error": f"{route.field}: file larger than {route.limit_mb} MB"}
+    assert r.json() == error_body(413, f"{route.field}: file larger than {route.limit_mb} MB")
     assert_nothing_stored(me(api, pro["token"]))
 
 
@@ -720,7 +722,7 @@ def test_body_far_over_every_limit_is_413(api, pro):
     """A Content-Length beyond what the route's files allow is refused before it is read."""
     r = upload(api, "/providers/me/logo", pro["token"], {"logo": ("huge.png", padded_png(7 * MB), "image/png")})
     assert r.status_code == 413
-    assert r.json() == {"error": "Request body too large"}
+    assert r.json() == error_body(413, "Request body too large")
     assert me(api, pro["token"])["logoUrl"] is None
 
 
@@ -728,7 +730,7 @@ def test_body_far_over_every_limit_is_413(api, pro):
 def test_upload_unexpected_field_is_400(api, pro, route):
     r = upload(api, route.path, pro["token"], {"photo": ("a.png", png_bytes(), "image/png")})
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": "photo: unexpected file field"}
+    assert r.json() == error_body(400, "photo: unexpected file field")
     assert_nothing_stored(me(api, pro["token"]))
 
 
@@ -738,7 +740,7 @@ def test_upload_two_files_in_one_field_is_400(api, pro, route):
              (route.field, ("b.png", png_bytes(seed=2), "image/png"))]
     r = upload(api, route.path, pro["token"], files)
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": f"{route.field}: at most 1 file"}
+    assert r.json() == error_body(400, f"{route.field}: at most 1 file")
     assert_nothing_stored(me(api, pro["token"]))
 
 
@@ -747,22 +749,22 @@ def test_upload_without_a_file_is_400(api, pro, route):
     # a text field only
     r = upload(api, route.path, pro["token"], {"note": (None, "hello")})
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": route.none_message}
+    assert r.json() == error_body(400, route.none_message, "validation_failed", route.none_field)
     assert_nothing_stored(me(api, pro["token"]))
     # an empty file input (no file chosen in a browser form)
     r = upload(api, route.path, pro["token"], {route.field: ("", b"", "application/octet-stream")})
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": route.none_message}
+    assert r.json() == error_body(400, route.none_message, "validation_failed", route.none_field)
 
 
 @route_params
 def test_upload_json_body_is_400(api, pro, route):
     r = api.post(route.path, token=pro["token"], json={route.field: "data:image/png;base64,AAAA"})
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": "body: must be multipart/form-data"}
+    assert r.json() == error_body(400, "body: must be multipart/form-data")
     r = api.post(route.path, token=pro["token"])
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": "body: must be multipart/form-data"}
+    assert r.json() == error_body(400, "body: must be multipart/form-data")
 
 
 @pytest.mark.parametrize("ctype", [None, "text/plain", "image/png", "multipart/form-data"])
@@ -771,7 +773,7 @@ def test_upload_raw_body_is_400(api, pro, ctype):
     r = api.post("/providers/me/logo", token=pro["token"], data=png_bytes(),
                  headers={"Content-Type": ctype} if ctype else {})
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": "body: must be multipart/form-data"}
+    assert r.json() == error_body(400, "body: must be multipart/form-data")
     assert_nothing_stored(me(api, pro["token"]))
 
 
@@ -780,7 +782,7 @@ def test_upload_text_renamed_png_is_400(api, pro, route):
     text = b"this is plain text, not a picture\n" * 20
     r = upload(api, route.path, pro["token"], {route.field: ("photo.png", text, "image/png")})
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": f"{route.field}: {route.types_msg}"}
+    assert r.json() == error_body(400, f"{route.field}: {route.types_msg}")
     assert_nothing_stored(me(api, pro["token"]))
 
 
@@ -805,7 +807,7 @@ def test_upload_pdf(api, pro, route):
         assert_served(url, data, "application/pdf")
     else:
         assert r.status_code == 400, r.text
-        assert r.json() == {"error": f"{route.field}: {IMAGE_TYPES_MSG}"}
+        assert r.json() == error_body(400, f"{route.field}: {IMAGE_TYPES_MSG}")
         assert_nothing_stored(me(api, pro["token"]))
 
 
@@ -815,7 +817,7 @@ def test_upload_webp(api, pro, route, tmp_path):
     r = upload(api, route.path, pro["token"], {route.field: ("p.webp", data, "image/webp")})
     if route.pdf:  # the insurance certificate takes PNG, JPEG and PDF only
         assert r.status_code == 400, r.text
-        assert r.json() == {"error": f"insuranceDoc: {DOC_TYPES_MSG}"}
+        assert r.json() == error_body(400, f"insuranceDoc: {DOC_TYPES_MSG}")
     else:
         assert r.status_code == 200, r.text
         url = route.stored_url(r.json())
@@ -838,11 +840,11 @@ def test_first_problem_is_reported(api, pro):
     files = [("photo", ("a.png", png_bytes(), "image/png")),
              ("logo", ("big.png", padded_png(5 * MB + 1), "image/png"))]
     r = upload(api, "/providers/me/logo", pro["token"], files)
-    assert r.status_code == 400 and r.json() == {"error": "photo: unexpected file field"}
+    assert r.status_code == 400 and r.json() == error_body(400, "photo: unexpected file field")
     files = [("logo", ("big.png", padded_png(5 * MB + 1), "image/png")),
              ("photo", ("a.png", png_bytes(), "image/png"))]
     r = upload(api, "/providers/me/logo", pro["token"], files)
-    assert r.status_code == 413 and r.json() == {"error": "logo: file larger than 5 MB"}
+    assert r.status_code == 413 and r.json() == error_body(413, "logo: file larger than 5 MB")
 
 
 # ================================================================ logo
@@ -951,14 +953,14 @@ def test_delete_headshot_out_of_range_is_400(api, pro, index):
     before = me(api, pro["token"])["headshots"]
     r = api.delete(f"/providers/me/headshots/{index}", token=pro["token"])
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": "Headshot index out of range"}
+    assert r.json() == error_body(400, "Headshot index out of range", "validation_failed", "index")
     assert [file_key(u) for u in me(api, pro["token"])["headshots"]] == [file_key(u) for u in before]
 
 
 def test_delete_headshot_when_there_is_none_is_400(api, pro):
     r = api.delete("/providers/me/headshots/0", token=pro["token"])
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": "Headshot index out of range"}
+    assert r.json() == error_body(400, "Headshot index out of range", "validation_failed", "index")
 
 
 @pytest.mark.parametrize("index", ["abc", "1.5", "1x", "0x1"])
@@ -966,7 +968,7 @@ def test_delete_headshot_non_integer_is_400(api, pro, index):
     add_headshot(api, pro["token"], png_bytes(seed=62))
     r = api.delete(f"/providers/me/headshots/{index}", token=pro["token"])
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": "index: must be an integer"}
+    assert r.json() == error_body(400, "index: must be an integer")
     assert len(me(api, pro["token"])["headshots"]) == 1
 
 

@@ -23,15 +23,14 @@ from flow_helpers import (
     UNAUTHORIZED, accept, customer, Flow, get_job, ok, post_job, private_zip, provider, quote, race,
     step, submit_quote,
 )
-from helpers import png_bytes
+from helpers import error_body, png_bytes
 
-VERIFICATION_REQUIRED = {"error": "Upload a headshot and both sides of your driver's licence before quoting",
-                         "code": "verification_required"}
-NOT_OPEN = {"error": "The job is not open for quotes"}
-ALREADY_QUOTED = {"error": "You already quoted on this job"}
-NOT_OPEN_FOR_ACCEPTANCE = {"error": "The job is no longer open for acceptance"}
-QUOTE_NOT_FOUND = {"error": "Quote not found"}
-NOT_YOUR_JOB = {"error": "Not your job"}
+VERIFICATION_REQUIRED = error_body(400, "Upload a headshot and both sides of your driver's licence before quoting", "verification_required")
+NOT_OPEN = error_body(409, "The job is not open for quotes", "invalid_state")
+ALREADY_QUOTED = error_body(409, "You already quoted on this job")
+NOT_OPEN_FOR_ACCEPTANCE = error_body(409, "The job is no longer open for acceptance", "invalid_state")
+QUOTE_NOT_FOUND = error_body(404, "Quote not found")
+NOT_YOUR_JOB = error_body(403, "Not your job")
 AMOUNT_RANGE = "amount: must be between 0.01 and 100000"
 PROVIDER_FIELDS = {"name", "phone", "companyName", "companyUrl", "insuranceInfo", "logoUrl", "averageRating"}
 
@@ -188,7 +187,7 @@ def test_scheduled_at_of_the_epoch_is_kept(api):
 ])
 def test_quote_validation(api, body, message):
     pro = provider(api, verified=False)  # validation comes before the verification gate
-    status_body(api.post("/quotes", token=pro["token"], json=body), 400, {"error": message})
+    status_body(api.post("/quotes", token=pro["token"], json=body), 400, error_body(400, message))
 
 
 def test_quote_amount_bounds_on_a_real_job(api):
@@ -197,12 +196,12 @@ def test_quote_amount_bounds_on_a_real_job(api):
     pro = provider(api, [zip_code])
     jid = post_job(api, u)["id"]
     for bad in (0, -1, 100000.01):
-        status_body(submit_quote(api, pro, jid, bad), 400, {"error": AMOUNT_RANGE})
+        status_body(submit_quote(api, pro, jid, bad), 400, error_body(400, AMOUNT_RANGE))
     assert get_job(api, u["token"], jid)["status"] == "PENDING"
     assert quote(api, pro, jid, 100000)["totalAmount"] == 118000.0
 
 
-TOO_SMALL = {"error": "amount: the total charged must be at least 0.50"}
+TOO_SMALL = error_body(400, "amount: the total charged must be at least 0.50")
 
 
 @pytest.mark.parametrize("amount", [0.01, 0.1, 0.41, 0.42])
@@ -403,9 +402,9 @@ def test_market_rate_access_and_validation(api):
     pro = provider(api, verified=False)
     status_body(market_rate(api, customer(api)["token"], "lawncare"), 403, FORBIDDEN)
     status_body(api.get("/quotes/market-rate", params={"service": "lawncare"}), 401, UNAUTHORIZED)
-    status_body(api.get("/quotes/market-rate", token=pro["token"]), 400, {"error": "service: is required"})
+    status_body(api.get("/quotes/market-rate", token=pro["token"]), 400, error_body(400, "service: is required"))
     for bad in ("plumbing", "LAWNCARE", ""):
-        status_body(market_rate(api, pro["token"], bad), 400, {"error": f"service: {SERVICES_MSG}"})
+        status_body(market_rate(api, pro["token"], bad), 400, error_body(400, f"service: {SERVICES_MSG}"))
 
 
 def test_market_rate_is_the_median_of_accepted_quotes_rounded_to_5(server_factory):

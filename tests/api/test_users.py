@@ -4,11 +4,12 @@ import re
 import pytest
 
 from conftest import unique_email
+from helpers import error_body
 
 ID_RE = re.compile(r"^c[0-9a-z]{24}$")
 PROFILE_KEYS = {"id", "email", "name", "address", "zip", "lat", "lng"}
-UNAUTHORIZED = {"error": "Unauthorized"}
-FORBIDDEN = {"error": "Forbidden"}
+UNAUTHORIZED = error_body(401, "Unauthorized")
+FORBIDDEN = error_body(403, "Forbidden")
 
 
 def me(api, token):
@@ -19,8 +20,8 @@ def me(api, token):
 
 def assert_field_error(r, field):
     assert r.status_code == 400, r.text
-    assert list(r.json()) == ["error"], r.json()
     assert r.json()["error"].startswith(f"{field}: "), r.json()
+    assert r.json() == error_body(400, r.json()["error"], field=field)
 
 
 # ---------------------------------------------------------------- GET /users/me
@@ -123,7 +124,7 @@ def test_patch_non_finite_number_is_400(api):
     for raw in ('{"lat": Infinity}', '{"lat": NaN}', '{"lat": 1e400}'):
         r = api.patch("/users/me", token=u["token"], data=raw, headers={"Content-Type": "application/json"})
         assert r.status_code == 400, raw
-        assert list(r.json()) == ["error"]
+        assert r.json() == error_body(400, r.json()["error"]), raw
     assert me(api, u["token"])["lat"] is None
 
 
@@ -197,10 +198,10 @@ def test_patch_malformed_body_is_400(api):
     u = api.register_user()
     r = api.patch("/users/me", token=u["token"], data="{lat: 1", headers={"Content-Type": "application/json"})
     assert r.status_code == 400
-    assert r.json() == {"error": "body: malformed JSON"}
+    assert r.json() == error_body(400, "body: malformed JSON")
     r = api.patch("/users/me", token=u["token"], json=[{"lat": 1}])
     assert r.status_code == 400
-    assert list(r.json()) == ["error"]
+    assert r.json() == error_body(400, "body: must be a JSON object")
     assert me(api, u["token"])["lat"] is None
 
 

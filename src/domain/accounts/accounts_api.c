@@ -199,7 +199,7 @@ static void write_part(hs_req *req, jw *w, const account_part *part) {
     jw_arr(w);
     for (int i = 0; i < r->rows; i++) {
       jw_obj(w);
-      hs_rj_members(w, b, r, i);
+      messages_write_members(&req->arena, w, b, r, i);
       jw_key(w, "jobId");
       jw_str(w, db_field(r, i, "job_id"));
       jw_key(w, "providerId");

@@ -60,14 +60,14 @@ err_t api_auth_register(hs_req *req) {
   bool taken;
   account existing;
   if (auth_store_find(&req->arena, ACCOUNT_USER, email, &existing, &taken) != ERR_OK) return ERR_INTERNAL;
-  if (taken) return hs_fail(req, ERR_CONFLICT, "Email already registered");
+  if (taken) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_EMAIL_TAKEN, "Email already registered");
   char hash[128], id[ID_LEN + 1];
   pw_result pr = password_hash(hs_body_str(req, "password"), hash);
   if (pr != PW_OK) return hashing_failed(req, pr);
   id_new(id);
   err_t e = auth_store_insert_user(id, email, hash, hs_body_str(req, "name"), hs_body_str(req, "address"),
                                    hs_body_str(req, "zip"));
-  if (e == ERR_CONFLICT) return hs_fail(req, ERR_CONFLICT, "Email already registered");
+  if (e == ERR_CONFLICT) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_EMAIL_TAKEN, "Email already registered");
   if (e != ERR_OK) return e;
   return reply_session(req, "user", "user", id, email, hs_body_str(req, "name"), 0);
 }
@@ -77,7 +77,7 @@ err_t api_auth_provider_register(hs_req *req) {
   bool taken;
   account existing;
   if (auth_store_find(&req->arena, ACCOUNT_PROVIDER, email, &existing, &taken) != ERR_OK) return ERR_INTERNAL;
-  if (taken) return hs_fail(req, ERR_CONFLICT, "Email already registered");
+  if (taken) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_EMAIL_TAKEN, "Email already registered");
   char hash[128], id[ID_LEN + 1];
   pw_result pr = password_hash(hs_body_str(req, "password"), hash);
   if (pr != PW_OK) return hashing_failed(req, pr);
@@ -85,7 +85,7 @@ err_t api_auth_provider_register(hs_req *req) {
   err_t e = auth_store_insert_provider(id, email, hash, hs_body_str(req, "name"), hs_body_str(req, "phone"),
                                        json_object_get(req->body, "services"),
                                        json_object_get(req->body, "serviceZips"));
-  if (e == ERR_CONFLICT) return hs_fail(req, ERR_CONFLICT, "Email already registered");
+  if (e == ERR_CONFLICT) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_EMAIL_TAKEN, "Email already registered");
   if (e != ERR_OK) return e;
   return reply_session(req, "provider", "provider", id, email, hs_body_str(req, "name"), 0);
 }
@@ -273,7 +273,7 @@ err_t auth_check_login(hs_req *req, const char *login_key, const char *password,
   pw_result pr = password_verify(password, hash);
   if (pr == PW_MISMATCH) {
     hs_login_failed(&attempt);
-    return hs_fail(req, ERR_UNAUTHORIZED, "Invalid credentials");
+    return hs_fail_code(req, ERR_UNAUTHORIZED, ERR_CODE_INVALID_CREDENTIALS, "Invalid credentials");
   }
   if (pr != PW_OK) return hashing_failed(req, pr);
   hs_login_succeeded(&attempt);

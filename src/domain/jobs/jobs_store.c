@@ -234,25 +234,54 @@ static err_t rows(arena *a, db_res **out, const char *sql, const db_val *params,
   return db_query(a, out, sql, params, n) == DB_OK ? ERR_OK : ERR_INTERNAL;
 }
 
-err_t jobs_store_customer_jobs(arena *a, const char *customer_id, db_res **out) {
-  return rows(a, out, "SELECT * FROM jobs WHERE customer_id = $1 ORDER BY seq DESC", DB_ARGS(DB_TEXT(customer_id)));
+const hs_keyset CUSTOMER_JOBS_KEYSET = {"jobs", {{"seq", "seq", 'i', true}, {"id", "id", 's', true}}};
+const hs_keyset FEED_KEYSET = {
+    "feed", {{"feed_at", "feed_at", 'i', false}, {"seq", "seq", 'i', false}, {"id", "id", 's', false}}};
+const hs_keyset REPORTABLE_KEYSET = {
+    "reportable", {{"j.updated_at", "updated_at", 'i', true}, {"j.seq", "seq", 'i', true}, {"j.id", "id", 's', true}}};
+
+err_t jobs_store_customer_jobs(arena *a, const char *customer_id, const char *const *statuses, const hs_page *pg,
+                               db_res **out) {
+  db_val args[HS_PAGE_ARGS(1 + JOB_STATUS_COUNT)] = {DB_TEXT(customer_id)};
+  for (int i = 0; i < JOB_STATUS_COUNT; i++) args[1 + i] = DB_TEXT(statuses ? statuses[i] : JOB_STATUS_NAMES[i]);
+  return db_to_err(hs_page_query(a, pg,
+                                 "SELECT * FROM jobs WHERE customer_id = $1 AND status IN ($2, $3, $4, $5, $6, $7, $8)",
+                                 args, 1 + JOB_STATUS_COUNT, out));
 }
 
-#define FEED_COLUMNS "feed_at, seq, id, json_head, json_tail, images, before_images, after_images"
+#define FEED_COLUMNS "feed_at, seq, id, json_head, json_tail, images, before_images, after_images, status"
 
 static int cmp_text(const void *x, const void *y) { return strcmp(*(const char *const *)x, *(const char *const *)y); }
 
-/* One statement for the versions of the provider's pairs and its pending quotes; each pair's
- * jobs from the process's copy read at the same version (feed_cache.c), or read again (one
- * range scan of jobs_feed_open, in feed order: covering on SQLite) and kept. Reading the
- * versions before the rows keeps every copy at least as new as its version. */
-static db_rc feed_read(db_conn *c, arena *a, const char *provider_id, job_feed *out) {
+/* One pair's part read afresh for a page of the feed: the fetch jobs after the cursor's (one
+ * range scan of jobs_feed_open). */
+static db_rc feed_page_part(db_conn *c, arena *a, const char *service, const char *zip, const hs_page *pg,
+                            const char *const open[2], db_res **out) {
+  db_val args[HS_PAGE_ARGS(4)] = {DB_TEXT(service), DB_TEXT(zip), DB_TEXT(open[0]), DB_TEXT(open[1])};
+  int n = 4;
+  const char *sql = hs_page_sql(a, pg,
+                                db_engine_get() == DB_POSTGRES
+                                    ? "SELECT " FEED_COLUMNS " FROM jobs WHERE service = $1 AND zip = $2 "
+                                      "AND status IN ('PENDING', 'QUOTED') AND status IN ($3, $4)"
+                                    : "SELECT " FEED_COLUMNS " FROM jobs INDEXED BY jobs_feed_open WHERE service = $1 "
+                                      "AND zip = $2 AND status IN ('PENDING', 'QUOTED') AND status IN ($3, $4)",
+                                args, &n);
+  return db_exec(c, a, out, sql, args, n);
+}
+
+/* One statement for the versions of the provider's pairs and its pending quotes; unpaged, each
+ * pair's jobs from the process's copy read at the same version (feed_cache.c), or read again
+ * (one range scan of jobs_feed_open, in feed order: covering on SQLite) and kept. Reading the
+ * versions before the rows keeps every copy at least as new as its version. A page reads each
+ * pair afresh from its cursor (feed_page_part). */
+static db_rc feed_read(db_conn *c, arena *a, const char *provider_id, const hs_page *pg, const char *const open[2],
+                       job_feed *out) {
   const char *part_sql = db_engine_get() == DB_POSTGRES
                              ? "SELECT " FEED_COLUMNS " FROM jobs WHERE service = $1 AND zip = $2 "
-                               "AND status IN ('PENDING', 'QUOTED') ORDER BY feed_at, seq LIMIT 500"
+                               "AND status IN ('PENDING', 'QUOTED') ORDER BY feed_at, seq, id LIMIT 500"
                              : "SELECT " FEED_COLUMNS
                                " FROM jobs INDEXED BY jobs_feed_open WHERE service = $1 AND zip = $2 "
-                               "AND status IN ('PENDING', 'QUOTED') ORDER BY feed_at, seq LIMIT 500";
+                               "AND status IN ('PENDING', 'QUOTED') ORDER BY feed_at, seq, id LIMIT 500";
   db_res *head;
   db_rc rc = db_exec(c, a, &head,
                      "SELECT 0 AS kind, s.service AS a, z.zip AS b, COALESCE(v.version, 0) AS version "
@@ -271,6 +300,12 @@ static db_rc feed_read(db_conn *c, arena *a, const char *provider_id, job_feed *
       continue;
     }
     int64_t version = db_int(head, i, 3);
+    if (pg->limit) {
+      db_res *read;
+      rc = feed_page_part(c, a, x, zip, pg, open, &read);
+      out->parts[out->nparts++] = read;
+      continue;
+    }
     const db_res *part = feed_cache_get(a, x, zip, version);
     if (!part) {
       db_res *read;
@@ -285,10 +320,10 @@ static db_rc feed_read(db_conn *c, arena *a, const char *provider_id, job_feed *
   return rc;
 }
 
-err_t jobs_store_feed(arena *a, const char *provider_id, job_feed *out) {
+err_t jobs_store_feed(arena *a, const char *provider_id, const hs_page *pg, const char *const open[2], job_feed *out) {
   *out = (job_feed){0};
   db_conn *c = db_acquire();
-  db_rc rc = feed_read(c, a, provider_id, out);
+  db_rc rc = feed_read(c, a, provider_id, pg, open, out);
   db_release(c);
   return rc == DB_OK ? ERR_OK : ERR_INTERNAL;
 }
@@ -402,14 +437,14 @@ err_t jobs_store_append_images(const char *id, const char *keys_json) {
   return e;
 }
 
-err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, db_res **out) {
-  return rows(
-      a, out,
-      "SELECT j.*, p.name AS provider_name, p.company_name AS provider_company FROM jobs j "
-      "LEFT JOIN providers p ON p.id = j.provider_id "
-      "WHERE j.customer_id = $1 AND j.status = 'COMPLETED' AND j.completed_at >= $2 "
-      "AND NOT EXISTS (SELECT 1 FROM job_reports r WHERE r.job_id = j.id) ORDER BY j.updated_at DESC, j.seq DESC",
-      DB_ARGS(DB_TEXT(customer_id), DB_INT(since)));
+err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(2)] = {DB_TEXT(customer_id), DB_INT(since)};
+  return db_to_err(hs_page_query(a, pg,
+                                 "SELECT j.*, p.name AS provider_name, p.company_name AS provider_company FROM jobs j "
+                                 "LEFT JOIN providers p ON p.id = j.provider_id "
+                                 "WHERE j.customer_id = $1 AND j.status = 'COMPLETED' AND j.completed_at >= $2 "
+                                 "AND NOT EXISTS (SELECT 1 FROM job_reports r WHERE r.job_id = j.id)",
+                                 args, 2, out));
 }
 
 err_t jobs_store_has_report(const char *job_id, bool *has) {

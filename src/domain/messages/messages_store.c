@@ -20,11 +20,12 @@ err_t messages_store_thread_party(arena *a, const char *role, const char *caller
                             DB_ARGS(DB_TEXT(provider_id), DB_TEXT(job_id), DB_TEXT(assigned ? assigned : ""))));
 }
 
-err_t messages_store_list(arena *a, const char *job_id, const char *provider_id, db_res **out) {
-  return db_to_err(db_query(a, out,
-                            "SELECT " MESSAGE_COLUMNS " FROM messages WHERE job_id = $1 AND provider_id = $2 "
-                            "ORDER BY seq",
-                            DB_ARGS(DB_TEXT(job_id), DB_TEXT(provider_id))));
+const hs_keyset MESSAGES_KEYSET = {"messages", {{"seq", "seq", 'i', false}, {"id", "id", 's', false}}};
+
+err_t messages_store_list(arena *a, const char *job_id, const char *provider_id, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(2)] = {DB_TEXT(job_id), DB_TEXT(provider_id)};
+  return db_to_err(hs_page_query(
+      a, pg, "SELECT " MESSAGE_COLUMNS " FROM messages WHERE job_id = $1 AND provider_id = $2", args, 2, out));
 }
 
 /* The thread's last message and its unread count, for the threads in `last` (job_id,
@@ -38,20 +39,22 @@ err_t messages_store_list(arena *a, const char *job_id, const char *provider_id,
   "FROM last JOIN messages m ON m.job_id = last.job_id AND m.provider_id = last.provider_id AND m.seq = last.seq "     \
   "JOIN jobs j ON j.id = m.job_id LEFT JOIN " counterpart_table " c ON c.id = " counterpart_id " "                     \
   "WHERE (j.provider_id = m.provider_id OR EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = m.job_id "                  \
-  "AND q.provider_id = m.provider_id)) ORDER BY last.seq DESC, m.job_id, m.provider_id"
+  "AND q.provider_id = m.provider_id))"
 
-err_t messages_store_threads(arena *a, const char *role, const char *caller_id, db_res **out) {
-  if (!strcmp(role, "user"))
-    return db_to_err(db_query(a, out,
-                              "WITH last AS (SELECT m.job_id, m.provider_id, MAX(m.seq) AS seq FROM messages m "
-                              "JOIN jobs j ON j.id = m.job_id WHERE j.customer_id = $1 "
-                              "GROUP BY m.job_id, m.provider_id) " THREADS_SELECT("m.provider_id", "providers"),
-                              DB_ARGS(DB_TEXT(caller_id), DB_TEXT("user"), DB_TEXT("provider"))));
-  return db_to_err(
-      db_query(a, out,
-               "WITH last AS (SELECT job_id, provider_id, MAX(seq) AS seq FROM messages "
-               "WHERE provider_id = $1 GROUP BY job_id, provider_id) " THREADS_SELECT("j.customer_id", "users"),
-               DB_ARGS(DB_TEXT(caller_id), DB_TEXT("provider"), DB_TEXT("user"))));
+const hs_keyset THREADS_KEYSET = {
+    "threads", {{"last.seq", "last_seq", 'i', true}, {"m.job_id", "job_id", 's', false}, {"m.provider_id", "provider_id", 's', false}}};
+
+err_t messages_store_threads(arena *a, const char *role, const char *caller_id, const hs_page *pg, db_res **out) {
+  bool customer = !strcmp(role, "user");
+  db_val args[HS_PAGE_ARGS(3)] = {DB_TEXT(caller_id), DB_TEXT(customer ? "user" : "provider"),
+                                  DB_TEXT(customer ? "provider" : "user")};
+  const char *sql = customer ? "WITH last AS (SELECT m.job_id, m.provider_id, MAX(m.seq) AS seq FROM messages m "
+                               "JOIN jobs j ON j.id = m.job_id WHERE j.customer_id = $1 "
+                               "GROUP BY m.job_id, m.provider_id) " THREADS_SELECT("m.provider_id", "providers")
+                             : "WITH last AS (SELECT job_id, provider_id, MAX(seq) AS seq FROM messages "
+                               "WHERE provider_id = $1 GROUP BY job_id, provider_id) " THREADS_SELECT("j.customer_id",
+                                                                                                       "users");
+  return db_to_err(hs_page_query(a, pg, sql, args, 3, out));
 }
 
 err_t messages_store_mark_read(const char *job_id, const char *provider_id, const char *reader_role) {

@@ -31,8 +31,13 @@ err_t api_push_token(hs_req *req) {
 }
 
 err_t api_notifications_list(hs_req *req) {
+  hs_page pg;
   db_res *r;
-  err_t e = notifications_store_list(&req->arena, role_of(req), req->auth.id, &r);
+  err_t e = hs_page_begin(req, &NOTIFICATIONS_KEYSET, NULL, NOTIFICATIONS_CAP, &pg);
+  if (!e)
+    e = notifications_store_list(&req->arena, role_of(req), req->auth.id,
+                                 json_is_true(json_object_get(req->query, "unread")), &pg, &r);
+  if (!e) e = hs_page_end(req, &pg, r);
   if (e) return e;
   return hs_ok_rows(req, NOTIFICATIONS_JSON, r, 256);
 }

@@ -75,11 +75,15 @@ err_t notifications_store_set_push_token(const char *role, const char *id, const
   return db_to_err(db_query(NULL, NULL, sql, DB_ARGS(DB_TEXT(id), DB_TEXT(token))));
 }
 
-err_t notifications_store_list(arena *a, const char *role, const char *id, db_res **out) {
-  return db_to_err(db_query(a, out,
-                            "SELECT id, title, body, job_id, is_read, created_at FROM notifications "
-                            "WHERE account_id = $1 AND role = $2 ORDER BY seq DESC LIMIT 50",
-                            DB_ARGS(DB_TEXT(id), DB_TEXT(role))));
+const hs_keyset NOTIFICATIONS_KEYSET = {"notifications", {{"seq", "seq", 'i', true}, {"id", "id", 's', true}}};
+
+err_t notifications_store_list(arena *a, const char *role, const char *id, bool unread, const hs_page *pg,
+                               db_res **out) {
+  db_val args[HS_PAGE_ARGS(3)] = {DB_TEXT(id), DB_TEXT(role), DB_BOOL(unread)};
+  return db_to_err(hs_page_query(a, pg,
+                                 "SELECT id, title, body, job_id, is_read, created_at, seq FROM notifications "
+                                 "WHERE account_id = $1 AND role = $2 AND ($3 = 0 OR is_read = 0)",
+                                 args, 3, out));
 }
 
 err_t notifications_store_mark_read(const char *role, const char *id) {

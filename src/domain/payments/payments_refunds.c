@@ -231,8 +231,7 @@ err_t api_payments_refund(hs_req *req) {
   if (left <= 0) return hs_fail(req, ERR_CONFLICT, "Nothing left to refund");
   int64_t cents = hs_body_has(req, "amount") ? jx_cents(json_number_value(json_object_get(req->body, "amount"))) : left;
   if (cents > left)
-    return hs_fail(req, ERR_BAD_REQUEST,
-                   arena_printf(&req->arena, "amount: must be between 0.01 and %.2f", (double)left / 100));
+    return hs_fail_invalid(req, arena_printf(&req->arena, "amount: must be between 0.01 and %.2f", (double)left / 100));
   f = new_refund(&req->arena, &p, cents, hs_body_str(req, "reason"), "staff", req->auth.id, key);
   json_t *detail = arena_json(&req->arena, json_pack("{s:s,s:s,s:s,s:o,s:s}", "jobId", job_id, "paymentId", p.id,
                                                      "refundId", f.id, "amount", jx_money(cents), "reason", f.reason));

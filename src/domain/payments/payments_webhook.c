@@ -143,6 +143,11 @@ static void tell_refunds(hs_req *req, const pay_event_effect *fx) {
   if (audit_log(&act) != ERR_OK) log_json(LOG_ERROR, "auditing a refund failed", json_pack("{s:s}", "paymentId", p.id));
 }
 
+/* A webhook refused: a field's problem ("id: is required") is a validation error. */
+static err_t refuse(hs_req *req, const char *problem) {
+  return strstr(problem, ": ") ? hs_fail_invalid(req, problem) : hs_fail(req, ERR_BAD_REQUEST, problem);
+}
+
 err_t api_webhooks_receive(hs_req *req) {
   const char *header = hs_header(req, "Stripe-Signature");
   int64_t now_s = clock_now_ms() / 1000;
@@ -150,12 +155,12 @@ err_t api_webhooks_receive(hs_req *req) {
   if (problem && CFG.stripe_connect_webhook_secret &&
       !payments_webhook_check(CFG.stripe_connect_webhook_secret, header, req->raw_body, req->raw_len, now_s))
     problem = NULL;
-  if (problem) return hs_fail(req, ERR_BAD_REQUEST, problem);
+  if (problem) return refuse(req, problem);
   json_t *event, *object;
   const char *id, *type;
   problem = payments_webhook_event(req->raw_body, req->raw_len, &event, &id, &type, &object);
   arena_json(&req->arena, event);
-  if (problem) return hs_fail(req, ERR_BAD_REQUEST, problem);
+  if (problem) return refuse(req, problem);
   err_t e;
   if (!strcmp(type, "customer.subscription.updated") && (e = current_subscription_state(req, &object)) != ERR_OK)
     return e;

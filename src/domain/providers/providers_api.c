@@ -121,7 +121,7 @@ static err_t edit_headshots(hs_req *req, const char *add, long index, const char
       json_array_append_new(list, json_string(add));
     } else {
       if (index < 0 || (size_t)index >= json_array_size(list))
-        return hs_fail(req, ERR_BAD_REQUEST, "Headshot index out of range");
+        return hs_fail_field(req, "index", "Headshot index out of range");
       *removed = arena_strdup(&req->arena, json_string_value(json_array_get(list, (size_t)index)));
       json_array_remove(list, (size_t)index);
     }
@@ -148,7 +148,7 @@ err_t api_providers_delete_headshot(hs_req *req) {
   const char *text = hs_param(req, "index"), *removed = NULL;
   char *end;
   long index = strtol(text, &end, 10);
-  if (*end || end == text) return hs_fail(req, ERR_BAD_REQUEST, "index: must be an integer");
+  if (*end || end == text) return hs_fail_invalid(req, "index: must be an integer");
   err_t e = edit_headshots(req, NULL, index, &removed);
   if (e != ERR_OK) return e;
   storage_delete(removed);

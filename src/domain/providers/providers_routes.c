@@ -5,8 +5,12 @@
 #include "domain/providers/providers.h"
 #include "domain/providers/providers_api.h"
 #include "ext/filetype.h"
+#include "http/paging.h"
 
 #define MB (1024 * 1024)
+
+static const hs_field page_fields[] = {HS_PAGE_FIELDS, {0}};
+static const hs_schema page_query = {page_fields};
 
 static const hs_field zip_item = {"serviceZips", F_ZIP};
 static const hs_field service_item = {"services", F_ENUM, .choices = SERVICE_NAMES};
@@ -79,9 +83,9 @@ const hs_route providers_routes[] = {
     {HS_POST, "/providers/me/insurance-document", api_providers_upload_insurance, ROLE_PROVIDER,
      .upload = &insurance_upload, .summary = "Upload the insurance certificate; recognition follows",
      .response = "InsuranceUpload", .errors = ERRORS(ERR_NOT_FOUND)},
-    {HS_GET, "/providers/me/jobs", api_providers_jobs, ROLE_PROVIDER,
+    {HS_GET, "/providers/me/jobs", api_providers_jobs, ROLE_PROVIDER, .query = &page_query,
      .summary = "Every job assigned to the provider, preferredAt ascending", .response = "Job[]"},
-    {HS_GET, "/providers/me/schedule", api_providers_schedule, ROLE_PROVIDER,
+    {HS_GET, "/providers/me/schedule", api_providers_schedule, ROLE_PROVIDER, .query = &page_query,
      .summary = "Accepted and running jobs with the accepted quote's time and amount", .response = "ScheduleItem[]"},
     {HS_GET, "/providers/me/availability", api_providers_availability, ROLE_PROVIDER,
      .summary = "The weekly schedule (default Monday to Friday 08:00-17:00)", .response = "Availability",

@@ -4,6 +4,7 @@
 #include "core/errors.h"
 #include "db/db.h"
 #include "domain/providers/recognition.h"
+#include "http/paging.h"
 #include <jansson.h>
 #include <stdint.h>
 
@@ -26,13 +27,16 @@ err_t prov_store_set_insurance_document(arena *a, const char *id, const char *ke
 
 /* ---- work views and business tools (providers_tools_store.c) ---- */
 
-/* Every job assigned to the provider (`SELECT jobs.*`), preferredAt ascending (ASAP jobs
- * without a date first). */
-err_t prov_store_assigned_jobs(arena *a, const char *id, db_res **out);
-/* The provider's ACCEPTED, ON_THE_WAY and IN_PROGRESS jobs: id, service, address, zip,
- * status, customer_name, scheduled_at (the accepted quote's, else the job's preferredAt) and
- * amount_cents (the accepted quote's), soonest first. */
-err_t prov_store_schedule(arena *a, const char *id, db_res **out);
+/* The orders of the provider's jobs and schedule: jobs without a date first, then by the date
+ * (preferredAt; the schedule's time), then (seq, id). */
+extern const hs_keyset PROVIDER_JOBS_KEYSET, SCHEDULE_KEYSET;
+/* The page pg of the jobs assigned to the provider (`SELECT jobs.*`), preferredAt ascending
+ * (ASAP jobs without a date first). */
+err_t prov_store_assigned_jobs(arena *a, const char *id, const hs_page *pg, db_res **out);
+/* The page pg of the provider's ACCEPTED, ON_THE_WAY and IN_PROGRESS jobs: id, service,
+ * address, zip, status, customer_name, scheduled_at (the accepted quote's, else the job's
+ * preferredAt) and amount_cents (the accepted quote's), soonest first. */
+err_t prov_store_schedule(arena *a, const char *id, const hs_page *pg, db_res **out);
 /* Stores the weekly schedule (JSON text). */
 err_t prov_store_set_availability(const char *id, const char *json);
 /* Makes the provider a Preferred Pro member as of now (isPremium, premiumSince,

@@ -10,23 +10,39 @@
 /* the accepted quote of a job assigned to provider $1 */
 #define WON_QUOTE "JOIN quotes q ON q.job_id = j.id AND q.provider_id = $1 AND q.status = 'ACCEPTED' "
 
-err_t prov_store_assigned_jobs(arena *a, const char *id, db_res **out) {
-  return db_to_err(db_query(a, out,
-                            "SELECT * FROM jobs WHERE provider_id = $1 "
-                            "ORDER BY CASE WHEN preferred_at IS NULL THEN 0 ELSE 1 END, preferred_at, seq",
-                            DB_ARGS(DB_TEXT(id))));
+#define DATED(at) "CASE WHEN " at " IS NULL THEN 0 ELSE 1 END"
+#define JOB_AT "preferred_at"
+#define SCHEDULE_AT "COALESCE(q.scheduled_at, j.preferred_at)"
+
+const hs_keyset PROVIDER_JOBS_KEYSET = {"provider-jobs",
+                                        {{DATED(JOB_AT), "page_dated", 'i', false},
+                                         {"COALESCE(" JOB_AT ", 0)", "page_at", 'i', false},
+                                         {"seq", "seq", 'i', false},
+                                         {"id", "id", 's', false}}};
+const hs_keyset SCHEDULE_KEYSET = {"schedule",
+                                   {{DATED(SCHEDULE_AT), "page_dated", 'i', false},
+                                    {"COALESCE(" SCHEDULE_AT ", 0)", "page_at", 'i', false},
+                                    {"j.seq", "seq", 'i', false},
+                                    {"j.id", "id", 's', false}}};
+
+err_t prov_store_assigned_jobs(arena *a, const char *id, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(id)};
+  return db_to_err(hs_page_query(a, pg,
+                                 "SELECT *, " DATED(JOB_AT) " AS page_dated, COALESCE(" JOB_AT ", 0) AS page_at "
+                                                            "FROM jobs WHERE provider_id = $1",
+                                 args, 1, out));
 }
 
-err_t prov_store_schedule(arena *a, const char *id, db_res **out) {
-  return db_to_err(
-      db_query(a, out,
-               "SELECT j.id, j.service, j.address, j.zip, j.status, u.name AS customer_name, "
-               "COALESCE(q.scheduled_at, j.preferred_at) AS scheduled_at, q.amount_cents FROM jobs j " WON_QUOTE
-               "LEFT JOIN users u ON u.id = j.customer_id "
-               "WHERE j.provider_id = $1 AND j.status IN ('ACCEPTED', 'ON_THE_WAY', 'IN_PROGRESS') "
-               "ORDER BY CASE WHEN COALESCE(q.scheduled_at, j.preferred_at) IS NULL THEN 0 ELSE 1 END, "
-               "COALESCE(q.scheduled_at, j.preferred_at), j.seq",
-               DB_ARGS(DB_TEXT(id))));
+err_t prov_store_schedule(arena *a, const char *id, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(id)};
+  return db_to_err(hs_page_query(
+      a, pg,
+      "SELECT j.id, j.service, j.address, j.zip, j.status, u.name AS customer_name, " SCHEDULE_AT " AS scheduled_at, "
+      "q.amount_cents, j.seq, " DATED(
+          SCHEDULE_AT) " AS page_dated, COALESCE(" SCHEDULE_AT ", 0) AS page_at "
+                       "FROM jobs j " WON_QUOTE "LEFT JOIN users u ON u.id = j.customer_id "
+                       "WHERE j.provider_id = $1 AND j.status IN ('ACCEPTED', 'ON_THE_WAY', 'IN_PROGRESS')",
+      args, 1, out));
 }
 
 err_t prov_store_set_availability(const char *id, const char *json) {

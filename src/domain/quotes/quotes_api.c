@@ -145,7 +145,7 @@ err_t api_quotes_create(hs_req *req) {
                      .note = hs_body_str(req, "note"),
                      .scheduled_at = hs_body_str(req, "scheduledAt"),
                      .amount_cents = jx_cents(json_number_value(json_object_get(req->body, "amount")))};
-  if (q.amount_cents <= 0) return hs_fail(req, ERR_BAD_REQUEST, "amount: must be at least 0.01");
+  if (q.amount_cents <= 0) return hs_fail_invalid(req, "amount: must be at least 0.01");
   char id[ID_LEN + 1];
   db_res *quote;
   switch (submit(&req->arena, &q, id, &quote)) {
@@ -155,9 +155,9 @@ err_t api_quotes_create(hs_req *req) {
     return hs_ok_jw(req, w);
   }
   case QUOTE_UNVERIFIED: return quotes_fail_unverified(req);
-  case QUOTE_TOO_SMALL: return hs_fail(req, ERR_BAD_REQUEST, TOO_SMALL);
+  case QUOTE_TOO_SMALL: return hs_fail_invalid(req, TOO_SMALL);
   case QUOTE_NO_JOB: return hs_fail(req, ERR_NOT_FOUND, "Job not found");
-  case QUOTE_NOT_OPEN: return hs_fail(req, ERR_CONFLICT, "The job is not open for quotes");
+  case QUOTE_NOT_OPEN: return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "The job is not open for quotes");
   case QUOTE_DUPLICATE: return hs_fail(req, ERR_CONFLICT, "You already quoted on this job");
   case QUOTE_FAILED: break;
   }
@@ -187,7 +187,7 @@ err_t api_quotes_accept(hs_req *req) {
                       arena_printf(&req->arena, "%s accepted your quote", db_text(customer, 0, 1)), job_id}};
   bool won;
   if ((e = quotes_store_accept(db_field(q, 0, "id"), job_id, provider, &news, &won)) != ERR_OK) return e;
-  if (!won) return hs_fail(req, ERR_CONFLICT, "The job is no longer open for acceptance");
+  if (!won) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "The job is no longer open for acceptance");
   fault_point("accept-committed");
   /* the authorization follows the commit; a decline is recorded, the acceptance stands */
   if (payments_authorize_job(job_id, req->auth.id, db_int(q, 0, db_col(q, "total_cents"))) != ERR_OK)
@@ -231,7 +231,11 @@ err_t api_quotes_for_job(hs_req *req) {
   err_t e = jobs_get(&req->arena, hs_param(req, "jobId"), &job);
   if (e == ERR_NOT_FOUND || (e == ERR_OK && strcmp(db_field(job, 0, "customer_id"), req->auth.id)))
     return hs_fail(req, ERR_NOT_FOUND, "Job not found");
-  if (e != ERR_OK || (e = quotes_store_for_job(&req->arena, db_field(job, 0, "id"), &q)) != ERR_OK) return e;
+  hs_page pg;
+  if (!e) e = hs_page_begin(req, &JOB_QUOTES_KEYSET, NULL, 0, &pg);
+  if (!e) e = quotes_store_for_job(&req->arena, db_field(job, 0, "id"), &pg, &q);
+  if (!e) e = hs_page_end(req, &pg, q);
+  if (e != ERR_OK) return e;
   static const hs_rj_field provider_fields[] = {
       {"name", "name", RJ_STR},
       {"phone", "phone", RJ_STR},
@@ -266,7 +270,10 @@ err_t api_quotes_for_job(hs_req *req) {
 
 err_t api_quotes_of_provider(hs_req *req) {
   db_res *q;
-  err_t e = quotes_store_of_provider(&req->arena, req->auth.id, &q);
+  hs_page pg;
+  err_t e = hs_page_begin(req, &PROVIDER_QUOTES_KEYSET, NULL, 0, &pg);
+  if (!e) e = quotes_store_of_provider(&req->arena, req->auth.id, &pg, &q);
+  if (!e) e = hs_page_end(req, &pg, q);
   if (e != ERR_OK) return e;
   static const hs_rj_field job_fields[] = {
       {"jobStatus", "job_status", RJ_STR}, {"service", "job_service", RJ_STR}, {0}};

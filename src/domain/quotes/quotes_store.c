@@ -96,13 +96,15 @@ err_t quotes_store_recent_accepted(arena *a, const char *service, db_res **out) 
              : ERR_INTERNAL;
 }
 
-err_t quotes_store_for_job(arena *a, const char *job_id, db_res **out) {
-  return db_query(a, out,
-                  "SELECT q.*, p.name, p.phone, p.company_name, p.company_url, p.insurance_info, p.logo_url, "
-                  "(SELECT AVG(CAST(rating AS DOUBLE PRECISION)) FROM reviews r WHERE r.provider_id = p.id) AS "
-                  "average_rating "
-                  "FROM quotes q JOIN providers p ON p.id = q.provider_id WHERE q.job_id = $1 ORDER BY q.seq",
-                  DB_ARGS(DB_TEXT(job_id))) == DB_OK
+const hs_keyset JOB_QUOTES_KEYSET = {"job-quotes", {{"q.seq", "seq", 'i', false}, {"q.id", "id", 's', false}}};
+
+err_t quotes_store_for_job(arena *a, const char *job_id, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(job_id)};
+  return hs_page_query(a, pg,
+                       "SELECT q.*, p.name, p.phone, p.company_name, p.company_url, p.insurance_info, p.logo_url, "
+                       "(SELECT AVG(CAST(rating AS DOUBLE PRECISION)) FROM reviews r WHERE r.provider_id = p.id) AS "
+                       "average_rating FROM quotes q JOIN providers p ON p.id = q.provider_id WHERE q.job_id = $1",
+                       args, 1, out) == DB_OK
              ? ERR_OK
              : ERR_INTERNAL;
 }
@@ -114,11 +116,14 @@ err_t quotes_store_contact(arena *a, const char *table, const char *id, db_res *
   return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
 }
 
-err_t quotes_store_of_provider(arena *a, const char *provider_id, db_res **out) {
-  return db_to_err(db_query(a, out,
-                            "SELECT q.*, j.status AS job_status, j.service AS job_service FROM quotes q "
-                            "JOIN jobs j ON j.id = q.job_id WHERE q.provider_id = $1 ORDER BY q.seq DESC",
-                            DB_ARGS(DB_TEXT(provider_id))));
+const hs_keyset PROVIDER_QUOTES_KEYSET = {"provider-quotes", {{"q.seq", "seq", 'i', true}, {"q.id", "id", 's', true}}};
+
+err_t quotes_store_of_provider(arena *a, const char *provider_id, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(provider_id)};
+  return db_to_err(hs_page_query(a, pg,
+                                 "SELECT q.*, j.status AS job_status, j.service AS job_service FROM quotes q "
+                                 "JOIN jobs j ON j.id = q.job_id WHERE q.provider_id = $1",
+                                 args, 1, out));
 }
 
 db_rc quotes_withdraw_provider_in(db_conn *c, const char *provider_id, int64_t now) {

@@ -173,8 +173,12 @@ err_t api_staff_elevation_deny(hs_req *req) { return resolve(req, MOVE_DENY, "de
 
 err_t api_staff_elevation_list(hs_req *req) {
   staff_expire_elevations();
+  hs_page pg;
   db_res *r;
-  if (staff_store_elevations_by_staff(&req->arena, req->auth.id, &r) != ERR_OK) return ERR_INTERNAL;
+  err_t e = hs_page_begin(req, &ELEVATIONS_KEYSET, NULL, 0, &pg);
+  if (!e) e = staff_store_elevations_by_staff(&req->arena, req->auth.id, &pg, &r);
+  if (!e) e = hs_page_end(req, &pg, r);
+  if (e != ERR_OK) return e;
   json_t *list = json_array();
   for (int i = 0; i < r->rows; i++) json_array_append_new(list, elevation_json(r, i));
   return hs_ok(req, list);
@@ -220,7 +224,8 @@ err_t api_staff_elevation_deactivate(hs_req *req) {
   err_t e = load_own(req, id, &r);
   if (e != ERR_OK) return e;
   const char *status = db_field(r, 0, "status");
-  if (!strcmp(status, "REJECTED")) return hs_fail(req, ERR_CONFLICT, "Elevation request was rejected");
+  if (!strcmp(status, "REJECTED"))
+    return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "Elevation request was rejected");
   if (strcmp(status, "DEACTIVATED")) {
     audit_action act = {req->auth.id,
                         req->auth.role,
@@ -233,7 +238,7 @@ err_t api_staff_elevation_deactivate(hs_req *req) {
         load(req, id, &r) != ERR_OK)
       return ERR_INTERNAL;
     if (!moved && strcmp(db_field(r, 0, "status"), "DEACTIVATED"))
-      return hs_fail(req, ERR_CONFLICT, "Elevation request was rejected");
+      return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "Elevation request was rejected");
   }
   return hs_ok(req, elevation_json(r, 0));
 }
@@ -248,13 +253,18 @@ static json_t *event_json(const db_res *r, int i) {
                    jx_iso_or_null(db_field(r, i, "created_at")), "completedAt");
 }
 
+/* A page of the staff members (STAFF_KEYSET), each with every elevation and its events. */
 err_t api_staff_audit_sessions(hs_req *req) {
   staff_expire_elevations();
+  hs_page pg;
   db_res *staff, *elevations, *events;
-  if (staff_store_list(&req->arena, &staff) != ERR_OK ||
-      staff_store_elevations_all(&req->arena, &elevations) != ERR_OK ||
-      audit_sessions_events(&req->arena, &events) != ERR_OK)
-    return ERR_INTERNAL;
+  err_t e = hs_page_begin(req, &STAFF_KEYSET, NULL, 0, &pg);
+  if (!e) e = staff_store_list(&req->arena, &pg, &staff);
+  if (!e) e = hs_page_end(req, &pg, staff);
+  if (!e && (staff_store_elevations_all(&req->arena, &elevations) != ERR_OK ||
+             audit_sessions_events(&req->arena, &events) != ERR_OK))
+    e = ERR_INTERNAL;
+  if (e != ERR_OK) return e;
   json_t *by_staff = arena_json(&req->arena, json_object()), *by_elevation = arena_json(&req->arena, json_object());
   json_t *by_seq = arena_json(&req->arena, json_object());
   json_t *list = json_array();
@@ -265,10 +275,12 @@ err_t api_staff_audit_sessions(hs_req *req) {
     json_array_append_new(list, s);
   }
   for (int i = 0; i < elevations->rows; i++) {
-    json_t *owner = json_object_get(by_staff, db_field(elevations, i, "staff_id")), *e = elevation_json(elevations, i);
-    json_object_set_new(e, "events", json_array());
-    json_object_set(by_elevation, db_field(elevations, i, "id"), e);
-    json_array_append_new(json_object_get(owner, "sessions"), e);
+    json_t *owner = json_object_get(by_staff, db_field(elevations, i, "staff_id"));
+    if (!owner) continue; /* a staff member of another page */
+    json_t *el = elevation_json(elevations, i);
+    json_object_set_new(el, "events", json_array());
+    json_object_set(by_elevation, db_field(elevations, i, "id"), el);
+    json_array_append_new(json_object_get(owner, "sessions"), el);
   }
   for (int i = 0; i < events->rows; i++) {
     const char *kind = db_field(events, i, "kind");

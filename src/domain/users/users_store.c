@@ -74,11 +74,14 @@ err_t users_store_premium(const char *id, bool *premium) {
   return e;
 }
 
-err_t users_store_favorites(arena *a, const char *id, db_res **out) {
-  return db_to_err(db_query(a, out,
-                            "SELECT p.id, p.name, p.company_name, p.logo_url, p.headshots, p.services FROM favorites f "
-                            "JOIN providers p ON p.id = f.provider_id WHERE f.user_id = $1 ORDER BY f.seq DESC",
-                            DB_ARGS(DB_TEXT(id))));
+const hs_keyset FAVORITES_KEYSET = {"favorites", {{"f.seq", "seq", 'i', true}, {"f.provider_id", "id", 's', true}}};
+
+err_t users_store_favorites(arena *a, const char *id, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(id)};
+  return db_to_err(hs_page_query(a, pg,
+                                 "SELECT p.id, p.name, p.company_name, p.logo_url, p.headshots, p.services, f.seq "
+                                 "FROM favorites f JOIN providers p ON p.id = f.provider_id WHERE f.user_id = $1",
+                                 args, 1, out));
 }
 
 err_t users_store_add_favorite(const char *id, const char *provider_id) {
