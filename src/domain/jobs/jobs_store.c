@@ -234,21 +234,30 @@ static db_rc feed_read(db_conn *c, arena *a, const char *provider_id, job_feed *
   db_res *quoted = arena_alloc(a, sizeof *quoted);
   *quoted = (db_res){.cols = 1, .cells = arena_alloc(a, sizeof(char *) * (size_t)(head->rows + 1))};
   out->parts = arena_alloc(a, sizeof *out->parts * (size_t)(head->rows + 1));
-  for (int i = 0; rc == DB_OK && i < head->rows; i++) {
+  /* the pairs whose copy is missing or older are read again, all in one round trip */
+  db_read *reads = arena_alloc(a, sizeof *reads * (size_t)(head->rows + 1));
+  int *missing = arena_alloc(a, sizeof *missing * (size_t)(head->rows + 1)), nmissing = 0;
+  for (int i = 0; i < head->rows; i++) {
     const char *x = db_text(head, i, 1), *zip = db_text(head, i, 2);
     if (db_int(head, i, 0) == 1) {
       quoted->cells[quoted->rows++] = (char *)x;
       continue;
     }
-    int64_t version = db_int(head, i, 3);
-    const db_res *part = feed_cache_get(a, x, zip, version);
+    const db_res *part = feed_cache_get(a, x, zip, db_int(head, i, 3));
     if (!part) {
-      db_res *read;
-      rc = db_exec(c, a, &read, part_sql, DB_ARGS(DB_TEXT(x), DB_TEXT(zip)));
-      if (rc == DB_OK) feed_cache_put(x, zip, version, read);
-      part = read;
+      db_val *args = arena_alloc(a, 2 * sizeof *args);
+      args[0] = DB_TEXT(x), args[1] = DB_TEXT(zip);
+      reads[nmissing] = (db_read){part_sql, args, 2, NULL};
+      missing[nmissing++] = i;
     }
     out->parts[out->nparts++] = part;
+  }
+  if (nmissing) rc = db_exec_all(c, a, reads, nmissing);
+  for (int m = 0, p = 0; rc == DB_OK && m < nmissing; m++) {
+    int i = missing[m];
+    feed_cache_put(db_text(head, i, 1), db_text(head, i, 2), db_int(head, i, 3), reads[m].res);
+    while (out->parts[p]) p++; /* the m-th missing part is the m-th hole */
+    out->parts[p++] = reads[m].res;
   }
   qsort(quoted->cells, (size_t)quoted->rows, sizeof *quoted->cells, cmp_text);
   out->quoted = quoted;

@@ -134,7 +134,7 @@ err_t staff_store_subject_exists(token_subject kind, const char *id, const char 
       [SUBJECT_USER] = "SELECT 1 FROM users WHERE id = $1 AND $2 = 'user' AND token_gen = $3",
       [SUBJECT_PROVIDER] = "SELECT 1 FROM providers WHERE id = $1 AND $2 = 'provider' AND token_gen = $3",
   };
-  return db_to_err(db_exists(found, sql[kind], DB_ARGS(DB_TEXT(id), DB_TEXT(role), DB_INT(gen))));
+  return db_to_err(db_guard(found, sql[kind], DB_ARGS(DB_TEXT(id), DB_TEXT(role), DB_INT(gen))));
 }
 
 err_t staff_store_live_elevation(arena *a, const char *elevation_id, const char *target_id, const char *target_role,
