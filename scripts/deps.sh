@@ -10,7 +10,7 @@ level=${1:-build}
 build_pkgs="build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev libpq-dev
   libcurl4-openssl-dev libjwt-dev libssl-dev libcrypt-dev libmagic-dev libmagic-mgc libtesseract-dev
   libleptonica-dev tesseract-ocr-eng libpoppler-glib-dev libcairo2-dev zlib1g-dev"
-test_pkgs="libcmocka-dev postgresql python3-pytest python3-pytest-xdist python3-requests python3-jsonschema imagemagick fonts-dejavu-core ghostscript
+test_pkgs="libcmocka-dev postgresql pgbouncer python3-pytest python3-pytest-xdist python3-requests python3-jsonschema imagemagick fonts-dejavu-core ghostscript
   curl jq clang-14 libfuzzer-14-dev libclang-rt-14-dev"
 bench_pkgs="wrk nginx-light"
 pkgs=$build_pkgs

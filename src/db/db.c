@@ -293,6 +293,10 @@ void db_unavailable_clear(void) { unavailable_seen = false; }
 static db_rc guarded_batch(db_conn *c, db_stmt *s, int n) {
   bool trial;
   db_rc rc = DB_DOWN;
+  if (guard_state.refused) { /* the request is refused: nothing more of it may run */
+    for (int i = 0; i < n; i++) s[i].rc = DB_SKIPPED;
+    return DB_SKIPPED;
+  }
   if (breaker_admit(&trial)) {
     trips++;
     if (ops->batch) {

@@ -191,7 +191,8 @@ void db_trips_clear(void);
  * there at its generation). Where a statement costs a round trip (PostgreSQL) and the thread
  * allows it (db_guard_defer), it is not run at once: it goes in front of the thread's next
  * statement, in the same round trip, and when it finds no row, that statement and all sent
- * with it do not run (they fail with DB_ERROR, unlogged) and db_guard_refused() turns true.
+ * with it do not run (they fail with DB_ERROR, unlogged) and db_guard_refused() turns true;
+ * from then on every statement of the thread fails so, unsent, until db_guard_clear().
  * Elsewhere it runs at once. *found is its answer when run at once, true when deferred. One
  * guard per thread at a time (a second replaces a first not yet sent). */
 db_rc db_guard(bool *found, const char *sql, const db_val *params, int n);

@@ -360,6 +360,7 @@ void hs_dispatch(hs_call *c) {
   if (req->route && req->auth.id && hooks.after) hooks.after(req); /* sees the final answer */
   hs_answer_prepare(c);
   c->db_trips += db_trips(); /* a read tried on an event thread first, then on a worker: both */
+  db_guard_clear();          /* the thread's next work is not this request's */
 }
 
 bool hs_call_run_here(hs_call *c, hs_lane_id *lane) {
