@@ -30,7 +30,7 @@ UNIT_SRC := $(shell find tests/unit -name '*.c' 2>/dev/null | sort)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/unit/%)
 PYTHON   := /usr/bin/python3
 
-.PHONY: all run demo openapi client test test-build check-shape deps deps-test unit fakes api api-sqlite api-postgres api-pgbouncer api-asan asan bench bench-core bench-jobs bench-peer bench-recognition soak clean format routes fuzz fuzz-build fuzz-short
+.PHONY: all run demo openapi client test test-build check-shape deps deps-test unit fakes api api-sqlite api-postgres api-pgbouncer api-asan asan bench bench-core bench-jobs bench-peer bench-recognition bench-remote soak clean format routes fuzz fuzz-build fuzz-short
 
 all: deps build/marketplace
 
@@ -197,6 +197,12 @@ bench-jobs: deps build/marketplace
 bench-peer: deps build/marketplace
 	@scripts/deps.sh bench
 	bench/peer.sh
+
+# PostgreSQL one network hop away (RTT_MS, 1 ms by default) in a network namespace of its own,
+# directly and through PgBouncer in transaction pooling (root: a namespace, a veth pair, tc)
+bench-remote: deps build/marketplace
+	@scripts/deps.sh bench
+	bench/remote.sh
 
 # the 10-minute memory soak on each engine (not part of `make bench`)
 soak: deps build/marketplace
