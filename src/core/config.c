@@ -123,6 +123,7 @@ bool config_load(char err[256]) {
   if (!env_int("DB_POOL_SIZE", default_pool, 1, 1024, &CFG.db_pool_size, err)) return false;
   if (!env_int("DB_SLOW_POOL_SIZE", 4, 1, 1024, &CFG.db_slow_pool_size, err)) return false;
   if (!env_int("DB_BUSY_TIMEOUT_MS", 5000, 0, 600000, &CFG.db_busy_timeout_ms, err)) return false;
+  if (!env_int("PG_PREPARED_STATEMENTS", 1, 0, 1, &CFG.pg_prepared_statements, err)) return false;
   if (!env_int("HTTP_THREADS", cores > 0 ? (int)cores : 2, 1, 256, &CFG.http_threads, err)) return false;
   if (!env_int("HTTP_WORKERS", CFG.db_pool_size, 1, 4096, &CFG.http_workers, err)) return false;
   if (!env_int("HTTP_SLOW_WORKERS", 32, 1, 4096, &CFG.http_slow_workers, err)) return false;

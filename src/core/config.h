@@ -30,6 +30,8 @@ typedef struct config {
   int db_pool_size;      /* connections of the database lane (and the main thread) */
   int db_slow_pool_size; /* connections of the slow lane and background work */
   int db_busy_timeout_ms; /* SQLite: how long a write waits for the write lock before 503 */
+  int pg_prepared_statements; /* PostgreSQL: 1 named prepared statements per connection, 0 unnamed ones
+                                 (PgBouncer before 1.21 in transaction pooling) */
   int http_threads;  /* MHD event threads */
   int http_workers;  /* handler threads of the database lane */
   int http_slow_workers; /* handler threads of the slow lane (ROUTE_SLOW) */

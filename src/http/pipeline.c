@@ -370,9 +370,19 @@ void hs_call_refuse(hs_call *c) {
 
 void hs_dispatch(hs_call *c) {
   hs_req *req = &c->req;
+  const hs_route *r = req->route;
   db_unavailable_clear();
+  db_trips_clear();
+  db_guard_clear();
+  /* the token's check may ride with the first statement where only the database acts first */
+  db_guard_defer(r && !(r->flags & ROUTE_SLOW) && !r->upload);
   storage_failure_clear();
   run_pipeline(c);
+  db_guard_defer(false);
+  if (db_guard_refused()) { /* what ran after the token's check did not run: 401 */
+    hs_answer_clear(c);
+    hs_fail(req, ERR_UNAUTHORIZED, NULL);
+  }
   err_t stored = storage_failure();
   if (stored != ERR_OK && !db_unavailable_seen() && (req->err == ERR_INTERNAL || req->err == stored)) {
     req->err = ERR_OK;
@@ -385,6 +395,8 @@ void hs_dispatch(hs_call *c) {
   }
   if (req->route && req->auth.id && hooks.after) hooks.after(req); /* sees the final answer */
   hs_answer_prepare(c);
+  c->db_trips += db_trips(); /* a read tried on an event thread first, then on a worker: both */
+  db_guard_clear();          /* the thread's next work is not this request's */
 }
 
 bool hs_call_run_here(hs_call *c, hs_lane_id *lane) {
@@ -418,7 +430,7 @@ void hs_call_log(hs_call *c, double ms, bool aborted) {
   hs_req *req = &c->req;
   /* hit counts serve only GET /__test/routes; elsewhere they would be shared cache lines */
   if (CFG.env == ENV_TEST && req->route && req->status && !c->preflight) hs_router_count(req->route, req->status);
-  if (req->status) hs_metrics_observe(req->route, req->method, req->status, ms / 1e3);
+  if (req->status) hs_metrics_observe(req->route, req->method, req->status, ms / 1e3, c->db_trips);
   log_access(req->request_id, req->method, req->route ? req->route->path : req->path, req->status, ms, req->ip,
              aborted);
 }

@@ -968,6 +968,26 @@ def test_a_password_reset_ends_every_earlier_token(api, provider):
     assert api.get(me, token=fresh.json()["token"]).status_code == 401
 
 
+def test_an_ended_token_writes_nothing(api):
+    """On PostgreSQL the token's check rides in front of the request's first statement: a token
+    ended by a reset is refused, and what its request would have written (the Idempotency-Key's
+    claim, the job) never runs; the same key then serves the account's next token."""
+    u = api.register_user()
+    token = request_reset(api, u["email"])
+    assert api.post("/auth/reset-password", json={"token": token, "newPassword": "brand-new-pw"}).status_code == 200
+    key = f"k-{uuid.uuid4().hex}"
+    body = {"service": "lawncare", "description": "Mow it", "preferredAt": "2031-05-01T09:00:00.000Z"}
+    r = api.post("/jobs", token=u["token"], json=body, headers={"Idempotency-Key": key})
+    assert r.status_code == 401 and r.json()["error"] == "Unauthorized"
+    r = api.patch("/users/me", token=u["token"], json={"name": "Changed"})
+    assert r.status_code == 401 and r.json()["error"] == "Unauthorized"
+    fresh = login(api, u["email"], "brand-new-pw").json()["token"]
+    assert api.get("/jobs", token=fresh).json()["jobs"] == []
+    assert api.get("/users/me", token=fresh).json()["name"] == "Test User"
+    r = api.post("/jobs", token=fresh, json=body, headers={"Idempotency-Key": key})
+    assert r.status_code == 201 and "Idempotent-Replayed" not in r.headers
+
+
 def test_reset_of_user_leaves_provider_with_same_email_alone(api):
     email = unique_email("both")
     api.register_user(email=email, password="user-pw-123")

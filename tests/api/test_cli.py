@@ -9,7 +9,7 @@ import tempfile
 
 import pytest
 
-from conftest import free_port, unique_email
+from conftest import PG_ENV, free_port, unique_email
 from helpers import error_body, health_once_up
 from staff_helpers import UNAUTHORIZED, impersonate
 from test_system import db_rows
@@ -29,6 +29,7 @@ def cli_env(pg_cluster):
            "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23"}
     if pg_cluster:
         env["DATABASE_URL"] = pg_cluster.new_database()
+        env.update(PG_ENV)
     yield env
     shutil.rmtree(d, ignore_errors=True)
 
@@ -183,7 +184,8 @@ def shared_db_env(server):
     """The CLI's environment on the shared server's database (as an operator runs it beside
     the service)."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "DATA_DIR": server.data_dir, "BCRYPT_COST": "4",
-           "DATABASE_URL": server.env["DATABASE_URL"], "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23"}
+           "DATABASE_URL": server.env["DATABASE_URL"], "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23",
+           **PG_ENV}
     return env
 
 

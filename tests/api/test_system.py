@@ -17,7 +17,7 @@ import time
 import pytest
 import requests
 
-from conftest import Api, contract_observe, free_port, unique_email, unique_ip
+from conftest import PG_ENV, Api, contract_observe, free_port, unique_email, unique_ip
 from fake_stripe import FakeStripe
 from helpers import error_body, eventually, health_once_up
 
@@ -281,7 +281,7 @@ def run_env(request, pg_cluster):
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "DATA_DIR": data, "PORT": str(free_port()),
            "BIND": "127.0.0.1",
            "DATABASE_URL": pg_cluster.new_database() if pg_cluster else f"sqlite:{data}/marketplace.db",
-           "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23"}
+           "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23", **(PG_ENV if pg_cluster else {})}
     yield env
     shutil.rmtree(d, ignore_errors=True)
 

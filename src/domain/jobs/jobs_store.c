@@ -254,10 +254,11 @@ err_t jobs_store_customer_jobs(arena *a, const char *customer_id, const char *co
 static int cmp_text(const void *x, const void *y) { return strcmp(*(const char *const *)x, *(const char *const *)y); }
 
 /* One pair's part read afresh for a page of the feed: the fetch jobs after the cursor's (one
- * range scan of jobs_feed_open). */
-static db_rc feed_page_part(db_conn *c, arena *a, const char *service, const char *zip, const hs_page *pg,
-                            const char *const open[2], db_res **out) {
-  db_val args[HS_PAGE_ARGS(4)] = {DB_TEXT(service), DB_TEXT(zip), DB_TEXT(open[0]), DB_TEXT(open[1])};
+ * range scan of jobs_feed_open), as a read for db_exec_all. */
+static db_read feed_page_read(arena *a, const char *service, const char *zip, const hs_page *pg,
+                              const char *const open[2]) {
+  db_val *args = arena_alloc(a, HS_PAGE_ARGS(4) * sizeof *args);
+  args[0] = DB_TEXT(service), args[1] = DB_TEXT(zip), args[2] = DB_TEXT(open[0]), args[3] = DB_TEXT(open[1]);
   int n = 4;
   const char *sql = hs_page_sql(a, pg,
                                 db_engine_get() == DB_POSTGRES
@@ -266,7 +267,7 @@ static db_rc feed_page_part(db_conn *c, arena *a, const char *service, const cha
                                     : "SELECT " FEED_COLUMNS " FROM jobs INDEXED BY jobs_feed_open WHERE service = $1 "
                                       "AND zip = $2 AND status IN ('PENDING', 'QUOTED') AND status IN ($3, $4)",
                                 args, &n);
-  return db_exec(c, a, out, sql, args, n);
+  return (db_read){sql, args, n, NULL};
 }
 
 /* One statement for the versions of the provider's pairs and its pending quotes; unpaged, each
@@ -293,27 +294,34 @@ static db_rc feed_read(db_conn *c, arena *a, const char *provider_id, const hs_p
   db_res *quoted = arena_alloc(a, sizeof *quoted);
   *quoted = (db_res){.cols = 1, .cells = arena_alloc(a, sizeof(char *) * (size_t)(head->rows + 1))};
   out->parts = arena_alloc(a, sizeof *out->parts * (size_t)(head->rows + 1));
-  for (int i = 0; rc == DB_OK && i < head->rows; i++) {
+  /* the pairs whose copy is missing or older are read again, all in one round trip */
+  db_read *reads = arena_alloc(a, sizeof *reads * (size_t)(head->rows + 1));
+  int *missing = arena_alloc(a, sizeof *missing * (size_t)(head->rows + 1)), nmissing = 0;
+  for (int i = 0; i < head->rows; i++) {
     const char *x = db_text(head, i, 1), *zip = db_text(head, i, 2);
     if (db_int(head, i, 0) == 1) {
       quoted->cells[quoted->rows++] = (char *)x;
       continue;
     }
-    int64_t version = db_int(head, i, 3);
-    if (pg->limit) {
-      db_res *read;
-      rc = feed_page_part(c, a, x, zip, pg, open, &read);
-      out->parts[out->nparts++] = read;
-      continue;
-    }
-    const db_res *part = feed_cache_get(a, x, zip, version);
-    if (!part) {
-      db_res *read;
-      rc = db_exec(c, a, &read, part_sql, DB_ARGS(DB_TEXT(x), DB_TEXT(zip)));
-      if (rc == DB_OK) feed_cache_put(x, zip, version, read);
-      part = read;
+    /* a page reads each pair afresh from its cursor; the whole feed uses the copies */
+    const db_res *part = pg->limit ? NULL : feed_cache_get(a, x, zip, db_int(head, i, 3));
+    if (!part && pg->limit) {
+      reads[nmissing] = feed_page_read(a, x, zip, pg, open);
+      missing[nmissing++] = i;
+    } else if (!part) {
+      db_val *args = arena_alloc(a, 2 * sizeof *args);
+      args[0] = DB_TEXT(x), args[1] = DB_TEXT(zip);
+      reads[nmissing] = (db_read){part_sql, args, 2, NULL};
+      missing[nmissing++] = i;
     }
     out->parts[out->nparts++] = part;
+  }
+  if (nmissing) rc = db_exec_all(c, a, reads, nmissing);
+  for (int m = 0, p = 0; rc == DB_OK && m < nmissing; m++) {
+    int i = missing[m];
+    if (!pg->limit) feed_cache_put(db_text(head, i, 1), db_text(head, i, 2), db_int(head, i, 3), reads[m].res);
+    while (out->parts[p]) p++; /* the m-th missing part is the m-th hole */
+    out->parts[p++] = reads[m].res;
   }
   qsort(quoted->cells, (size_t)quoted->rows, sizeof *quoted->cells, cmp_text);
   out->quoted = quoted;

@@ -20,11 +20,12 @@ static db_rc record(db_conn *c, const notice *n, bool token_known, const char *p
   arena a;
   arena_init(&a);
   db_res *r;
-  db_rc rc = db_exec(c, NULL, NULL,
-                     "INSERT INTO notifications (id, account_id, role, title, body, job_id, created_at, seq) "
-                     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                     DB_ARGS(DB_TEXT(id), DB_TEXT(n->account_id), DB_TEXT(n->role), DB_TEXT(n->title), DB_TEXT(n->body),
-                             DB_TEXT(n->job_id), DB_INT(clock_now_ms()), DB_INT(clock_sequence())));
+  db_rc rc =
+      db_exec_later(c, NULL, NULL,
+                    "INSERT INTO notifications (id, account_id, role, title, body, job_id, created_at, seq) "
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                    DB_ARGS(DB_TEXT(id), DB_TEXT(n->account_id), DB_TEXT(n->role), DB_TEXT(n->title), DB_TEXT(n->body),
+                            DB_TEXT(n->job_id), DB_INT(clock_now_ms()), DB_INT(clock_sequence())));
   if (rc == DB_OK && !token_known) {
     rc = db_exec(c, &a, &r, token_sql[provider], DB_ARGS(DB_TEXT(n->account_id)));
     push_token = rc == DB_OK && r->rows ? db_text(r, 0, 0) : NULL;

@@ -41,14 +41,16 @@ err_t quotes_store_submit(arena *a, const char *provider_id, const char *job_id,
   if (!e) e = decide(ctx, a, read->rows ? ERR_OK : ERR_NOT_FOUND, read, &q, &news);
   int64_t now = clock_now_ms();
   if (!e) {
-    db_rc rc = db_exec(c, a, quote,
-                       "INSERT INTO quotes (id, job_id, provider_id, service, amount_cents, platform_fee_cents, "
-                       "total_cents, note, scheduled_at, status, created_at, updated_at, seq) "
-                       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'PENDING', $10, $10, $11) RETURNING *",
-                       DB_ARGS(DB_TEXT(q.id), DB_TEXT(q.job_id), DB_TEXT(q.provider_id), DB_TEXT(q.service),
-                               DB_INT(q.amount_cents), DB_INT(q.fee_cents), DB_INT(q.amount_cents + q.fee_cents),
-                               DB_TEXT(q.note), q.has_scheduled ? DB_INT(q.scheduled_at) : DB_NULL, DB_INT(now),
-                               DB_INT(clock_sequence())));
+    /* sent with the job's move: 3 round trips in all (the read, the writes, the queued work
+     * with the COMMIT); a second quote of the provider fails there as a conflict */
+    db_rc rc = db_exec_later(c, a, quote,
+                             "INSERT INTO quotes (id, job_id, provider_id, service, amount_cents, platform_fee_cents, "
+                             "total_cents, note, scheduled_at, status, created_at, updated_at, seq) "
+                             "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'PENDING', $10, $10, $11) RETURNING *",
+                             DB_ARGS(DB_TEXT(q.id), DB_TEXT(q.job_id), DB_TEXT(q.provider_id), DB_TEXT(q.service),
+                                     DB_INT(q.amount_cents), DB_INT(q.fee_cents), DB_INT(q.amount_cents + q.fee_cents),
+                                     DB_TEXT(q.note), q.has_scheduled ? DB_INT(q.scheduled_at) : DB_NULL, DB_INT(now),
+                                     DB_INT(clock_sequence())));
     e = rc == DB_CONSTRAINT ? ERR_CONFLICT : db_to_err(rc); /* one quote per provider per job */
   }
   if (!e) e = db_to_err(jobs_move_in(c, read, 0, open, "QUOTED", now, &moved));

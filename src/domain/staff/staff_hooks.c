@@ -15,7 +15,12 @@
  * runs; if it cannot be written the handler does not run (503). The outcome record (its
  * status, ref_seq naming the request record) is appended once the answer is decided. A
  * request refused before its handler (validation, rate limit, role) gets both records then.
- * A request record without an outcome means the process stopped while handling it. */
+ * A request record without an outcome means the process stopped while handling it.
+ *
+ * On PostgreSQL the subject's check of a request on the database lane costs no round trip of
+ * its own: it is a guard (db_guard) sent in front of the request's first statement, which does
+ * not run when the check finds no row; the pipeline then answers 401. A password change or
+ * reset therefore still ends older tokens at once, on every instance. */
 #include "core/clock.h"
 #include "domain/audit/audit.h"
 #include "domain/staff/staff_api.h"

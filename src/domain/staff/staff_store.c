@@ -145,7 +145,7 @@ err_t staff_store_subject_exists(token_subject kind, const char *id, const char 
   };
   db_val args[] = {DB_TEXT(id), DB_TEXT(role), DB_INT(gen), DB_TEXT(token_id ? token_id : "")};
   bool account = kind == SUBJECT_USER || kind == SUBJECT_PROVIDER;
-  return db_to_err(db_exists(found, sql[kind], args, account ? 4 : 3));
+  return db_to_err(db_guard(found, sql[kind], args, account ? 4 : 3));
 }
 
 err_t staff_store_live_elevation(arena *a, const char *elevation_id, const char *target_id, const char *target_role,

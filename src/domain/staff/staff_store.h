@@ -49,7 +49,10 @@ err_t staff_store_set_disabled(const char *email, bool disable, audit_action *ac
 /* Whether the token's subject exists as the token knew it (*found): a staff member with this
  * id and role, enabled, of token generation gen; an administrator; a customer or a provider
  * of generation gen whose token token_id was not ended (logout: ended_tokens, written by the
- * auth domain). ERR_INTERNAL when the database cannot be read. */
+ * auth domain). ERR_INTERNAL when the database cannot be read. A db_guard: where the
+ * request's guard may wait (PostgreSQL, the database lane) *found is true and the check rides
+ * with the request's first statement, which it keeps from running when the subject moved on
+ * (the server then answers 401: db_guard_refused). */
 typedef enum { SUBJECT_STAFF, SUBJECT_ADMIN, SUBJECT_USER, SUBJECT_PROVIDER } token_subject;
 err_t staff_store_subject_exists(token_subject kind, const char *id, const char *role, int64_t gen,
                                  const char *token_id, bool *found);
