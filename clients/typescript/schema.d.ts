@@ -872,7 +872,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A provider's public profile with its newest 20 reviews */
+        /** A provider's public profile with its newest reviews (20, or a page of them) */
         get: operations["getProvidersByIdProfile"];
         put?: never;
         post?: never;
@@ -2775,7 +2775,7 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
         };
-        /** @description A provider's public profile: nothing private (no email, phone, company site, insurance or licence details, documents). reviews is a fixed first page: the newest 20, newest first. */
+        /** @description A provider's public profile: nothing private (no email, phone, company site, insurance or licence details, documents). reviews come newest first: the newest 20, or the page limit and cursor ask for (the next page in the Link header and reviewsNextCursor). */
         ProviderProfile: {
             id: string;
             name: string;
@@ -2801,6 +2801,8 @@ export interface components {
             /** @description a headshot and both sides of its licence: what quoting requires */
             verified: boolean;
             reviews: components["schemas"]["PublicReview"][];
+            /** @description the next page of reviews' cursor, when a paged request (limit or cursor) has one */
+            reviewsNextCursor?: string;
         };
         ServicesAvailable: {
             services: components["schemas"]["Service"][];
@@ -5470,7 +5472,12 @@ export interface operations {
     };
     getProvidersByIdProfile: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -5482,12 +5489,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ProviderProfile"];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             404: components["responses"]["404"];
             431: components["responses"]["431"];

@@ -23,7 +23,7 @@ import pytest
 import requests
 
 from conftest import Api
-from helpers import error_body, eventually, png_bytes, png_chunk
+from helpers import error_body, eventually, next_link, png_bytes, png_chunk
 
 MB = 1024 * 1024
 UNAUTHORIZED = error_body(401, "Unauthorized")
@@ -654,6 +654,30 @@ def test_a_profile_shows_the_newest_20_reviews(api):
     assert (p["totalReviews"], p["completedJobs"]) == (21, 21)
     assert [v["id"] for v in p["reviews"]] == [w["id"] for w in reversed(written)][:20]
     assert p["averageRating"] == round(sum(1 + i % 5 for i in range(21)) / 21, 2)
+    # the reviews page: newest first, the next page in the Link header and reviewsNextCursor
+    seen, params = [], {"limit": 8}
+    while True:
+        r = api.get(f"/providers/{pro['id']}/profile", token=fan["token"], params=params)
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert set(body) - {"reviewsNextCursor"} == PUBLIC_PROFILE_FIELDS and body["totalReviews"] == 21
+        seen += [v["id"] for v in body["reviews"]]
+        link = next_link(r)
+        if not link:
+            assert "reviewsNextCursor" not in body
+            break
+        assert f"cursor={body['reviewsNextCursor']}" in link and len(body["reviews"]) == 8
+        params = {"limit": 8, "cursor": body["reviewsNextCursor"]}
+    assert seen == [w["id"] for w in reversed(written)]
+    # a cursor is this provider's reviews' only; limits keep their bounds
+    other = provider(api, [zip_code])
+    first = api.get(f"/providers/{pro['id']}/profile", token=fan["token"], params={"limit": 1}).json()
+    r = api.get(f"/providers/{other['id']}/profile", token=fan["token"],
+                params={"cursor": first["reviewsNextCursor"]})
+    assert (r.status_code, r.json()) == (400, error_body(400, "cursor: is not valid"))
+    for bad in ("0", "101", "x"):
+        r = api.get(f"/providers/{pro['id']}/profile", token=fan["token"], params={"limit": bad})
+        assert (r.status_code, r.json()) == (400, error_body(400, "limit: must be an integer from 1 to 100"))
 
 
 # ================================================================ upload rules, on every upload route

@@ -131,7 +131,7 @@ static json_t *membership_fee(const db_res *pro) {
                    owed ? "Preferred Pro membership fee for this month" : "This month's fee is already billed");
 }
 
-/* One row of prov_store_recent_reviews. */
+/* One row of prov_store_reviews. */
 static json_t *review_json(const db_res *r, int i) {
   return json_pack("{s:s,s:s,s:I,s:o,s:o,s:o,s:o}", "id", db_field(r, i, "id"), "jobId", db_field(r, i, "job_id"),
                    "rating", (json_int_t)cell_int(r, i, "rating"), "comment", jx_str_or_null(db_field(r, i, "comment")),
@@ -148,7 +148,7 @@ err_t api_providers_insights(hs_req *req) {
   if (e != ERR_OK || (e = prov_store_won_jobs(a, req->auth.id, &won)) != ERR_OK ||
       (e = payouts_provider_records(a, req->auth.id, &moves)) != ERR_OK ||
       (e = prov_store_review_stats(a, req->auth.id, &stats)) != ERR_OK ||
-      (e = prov_store_recent_reviews(a, req->auth.id, RECENT_REVIEWS, &reviews)) != ERR_OK)
+      (e = prov_store_reviews(a, req->auth.id, &(const hs_page){.ks = &REVIEWS_KEYSET, .fetch = RECENT_REVIEWS}, &reviews)) != ERR_OK)
     return e;
   earnings t = {arena_json(a, json_object()),
                 arena_json(a, json_object()),

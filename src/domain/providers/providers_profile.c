@@ -1,7 +1,8 @@
 /* A provider's public profile (GET /providers/:id/profile): what a customer choosing between
  * quotes sees, and nothing private (no email, phone, company address or documents, and the
- * reviewers' names shortened to a first name and an initial). Its reviews are the newest
- * PUBLIC_REVIEWS, newest first (a fixed first page: keyset created_at, id for paging). */
+ * reviewers' names shortened to a first name and an initial). Its reviews come newest first:
+ * the newest PUBLIC_REVIEWS, or the page `limit` and `cursor` ask for, the next one announced
+ * by the Link header and reviewsNextCursor. */
 #include "core/jsonx.h"
 #include "domain/providers/providers_api.h"
 #include "domain/providers/providers_store.h"
@@ -45,11 +46,14 @@ err_t api_providers_public_profile(hs_req *req) {
   arena *a = &req->arena;
   const char *id = hs_param(req, "id");
   db_res *p, *stats, *reviews;
-  err_t e = prov_store_public(a, id, &p);
+  hs_page pg;
+  err_t e = hs_page_begin(req, &REVIEWS_KEYSET, id, PUBLIC_REVIEWS, &pg);
+  if (!e) e = prov_store_public(a, id, &p);
   if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Provider not found");
-  if (e != ERR_OK || (e = prov_store_review_stats(a, id, &stats)) != ERR_OK ||
-      (e = prov_store_recent_reviews(a, id, PUBLIC_REVIEWS, &reviews)) != ERR_OK)
-    return e;
+  if (!e) e = prov_store_review_stats(a, id, &stats);
+  if (!e) e = prov_store_reviews(a, id, &pg, &reviews);
+  if (!e) e = hs_page_end(req, &pg, reviews);
+  if (e != ERR_OK) return e;
   const char *headshots = db_field(p, 0, "headshots"), *avg = db_field(stats, 0, "average");
   json_t *keys = arena_json(a, jx_parse_or(headshots, json_array()));
   const char *ins = db_field(p, 0, "ins_check_status");
@@ -71,5 +75,6 @@ err_t api_providers_public_profile(hs_req *req) {
       o, "verified",
       json_boolean(quotes_provider_verified(headshots, db_field(p, 0, "id_doc_front"), db_field(p, 0, "id_doc_back"))));
   json_object_set_new(o, "reviews", reviews_json(a, reviews));
+  if (pg.next) json_object_set_new(o, "reviewsNextCursor", json_string(pg.next));
   return hs_ok(req, o);
 }

@@ -105,8 +105,9 @@ const hs_route providers_routes[] = {
      .summary = "Up to 3 day routes of open jobs over the next 7 days", .response = "Bundle[]"},
     {HS_POST, "/providers/me/smart-bundles/accept", api_providers_accept_bundle, ROLE_PROVIDER, &bundle_schema,
      .summary = "Quote several jobs at once (amounts clamped to 25-500)", .response = "BundleAcceptance"},
-    {HS_GET, "/providers/:id/profile", api_providers_public_profile, ROLE_ANY, .flags = ROUTE_DB_READ,
-     .summary = "A provider's public profile with its newest 20 reviews", .response = "ProviderProfile",
+    {HS_GET, "/providers/:id/profile", api_providers_public_profile, ROLE_ANY, .query = &page_query,
+     .flags = ROUTE_DB_READ, .summary = "A provider's public profile with its newest reviews (20, or a page of them)",
+     .response = "ProviderProfile",
      .errors = ERRORS(ERR_NOT_FOUND)},
     {0},
 };

@@ -51,9 +51,10 @@ err_t prov_store_join_preferred_pro(const char *id, int64_t now);
 err_t prov_store_won_jobs(arena *a, const char *id, db_res **out);
 /* total (count) and average (rating, or NULL) of the provider's reviews. */
 err_t prov_store_review_stats(arena *a, const char *id, db_res **out);
-/* The provider's latest reviews with customer_name, customer_deleted_at and service, newest
- * first (keyset: created_at, id). */
-err_t prov_store_recent_reviews(arena *a, const char *id, int limit, db_res **out);
+/* The order of a provider's reviews: newest first, by (created_at, id) descending. */
+extern const hs_keyset REVIEWS_KEYSET;
+/* The page pg of the provider's reviews with customer_name, customer_deleted_at and service. */
+err_t prov_store_reviews(arena *a, const char *id, const hs_page *pg, db_res **out);
 /* What the provider's public profile shows: id, name, company_name, headshots, logo_url,
  * services, service_zips, is_premium, ins_check_status, id_doc_front, id_doc_back, created_at
  * and completed_jobs; ERR_NOT_FOUND when there is no such provider (or it was deleted). */

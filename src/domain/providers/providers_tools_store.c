@@ -94,14 +94,18 @@ err_t prov_store_review_stats(arena *a, const char *id, db_res **out) {
                             DB_ARGS(DB_TEXT(id))));
 }
 
-err_t prov_store_recent_reviews(arena *a, const char *id, int limit, db_res **out) {
+const hs_keyset REVIEWS_KEYSET = {"provider-reviews",
+                                  {{"r.created_at", "created_at", 'i', true}, {"r.id", "id", 's', true}}};
+
+err_t prov_store_reviews(arena *a, const char *id, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(id)};
   return db_to_err(
-      db_query(a, out,
-               "SELECT r.id, r.job_id, r.rating, r.comment, r.created_at, u.name AS customer_name, "
-               "u.deleted_at AS customer_deleted_at, j.service "
-               "FROM reviews r LEFT JOIN users u ON u.id = r.customer_id LEFT JOIN jobs j ON j.id = r.job_id "
-               "WHERE r.provider_id = $1 ORDER BY r.created_at DESC, r.id DESC LIMIT $2",
-               DB_ARGS(DB_TEXT(id), DB_INT(limit))));
+      hs_page_query(a, pg,
+                    "SELECT r.id, r.job_id, r.rating, r.comment, r.created_at, u.name AS customer_name, "
+                    "u.deleted_at AS customer_deleted_at, j.service "
+                    "FROM reviews r LEFT JOIN users u ON u.id = r.customer_id LEFT JOIN jobs j ON j.id = r.job_id "
+                    "WHERE r.provider_id = $1",
+                    args, 1, out));
 }
 
 err_t prov_store_public(arena *a, const char *id, db_res **out) {
