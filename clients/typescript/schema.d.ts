@@ -2162,6 +2162,15 @@ export interface components {
             seasonalAlerts: components["schemas"]["ExportSeasonalAlert"][];
             pendingEmailChange: components["schemas"]["PendingEmailChange"] | null;
         };
+        ExportPayoutAccount: {
+            status: components["schemas"]["PayoutAccountStatus"];
+            payoutsEnabled: boolean;
+            requirements: string[];
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
         /** @description Everything the service holds about the caller's provider account, each record in the shape of its own route's answer, oldest first; files (logo, headshots, licence and insurance documents, photos) are signed URLs. */
         ProviderExport: {
             /** Format: date-time */
@@ -2179,6 +2188,10 @@ export interface components {
             messages: components["schemas"]["ExportMessage"][];
             notifications: components["schemas"]["Notification"][];
             supportTickets: components["schemas"]["ExportSupportTicket"][];
+            /** @description its payout account at the payment processor, null before one was created */
+            payoutAccount: components["schemas"]["ExportPayoutAccount"] | null;
+            /** @description every transfer of its earnings */
+            transfers: components["schemas"]["Transfer"][];
             pendingEmailChange: components["schemas"]["PendingEmailChange"] | null;
         };
         /** @description An administrator token (valid 24 hours). */
@@ -2541,6 +2554,8 @@ export interface components {
                 /** @description what went back */
                 reversed: number;
             };
+            /** @description the next page's cursor, when a paged request (limit or cursor) has one */
+            nextCursor?: string;
         };
         ScheduleItem: {
             id: string;
@@ -4776,7 +4791,12 @@ export interface operations {
     };
     getProvidersMePayouts: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4786,12 +4806,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Payouts"];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];

@@ -38,6 +38,9 @@ static void cursor_mac(hs_req *req, const hs_page *pg, const char *values, char 
   out[MAC_HEX] = 0;
 }
 
+static const hs_field page_fields[] = {HS_PAGE_FIELDS, {0}};
+const hs_schema HS_PAGE_QUERY = {page_fields};
+
 /* The key in a cursor, checked against its MAC and the keyset's parts; false when it is not
  * one this list made for this caller. */
 static bool cursor_read(hs_req *req, hs_page *pg, const char *cursor) {

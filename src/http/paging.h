@@ -37,6 +37,9 @@
     "cursor", F_STRING, 0, LEN(1, 1024), .message = "is not valid"                                                     \
   }
 
+/* The query schema of a list that takes nothing but the two. */
+extern const hs_schema HS_PAGE_QUERY;
+
 /* One element of a list's order. */
 typedef struct hs_key_part {
   const char *sql;    /* the column or expression in the statement ("seq", "j.updated_at") */

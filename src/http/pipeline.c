@@ -381,7 +381,7 @@ void hs_dispatch(hs_call *c) {
   db_guard_defer(false);
   if (db_guard_refused()) { /* what ran after the token's check did not run: 401 */
     hs_answer_clear(c);
-    hs_fail(req, ERR_UNAUTHORIZED, NULL);
+    unauthorized(c); /* the token verified, so its challenge says invalid_token */
   }
   err_t stored = storage_failure();
   if (stored != ERR_OK && !db_unavailable_seen() && (req->err == ERR_INTERNAL || req->err == stored)) {

@@ -26,7 +26,7 @@ import requests
 from conftest import ADMIN_ENV, Api, Server, _fail_on, _stop_all, admin_login, sign_webhook
 from fake_stripe import FakeStripe
 from flow_helpers import accept, customer, ok, post_job, private_zip, provider, quote, step
-from helpers import eventually
+from helpers import error_body, eventually, pages
 from staff_helpers import make_staff
 from test_payments import db, parse_iso, reconcile_cli, server_now
 
@@ -409,6 +409,31 @@ def test_a_tip_is_transferred_whole(w):
     assert sorted(t[0] for t in w.transfers(pro)) == [1250, 8000]
     assert payouts(w.api, pro)["totals"]["paid"] == 92.5
     assert sum(m["paidOut"] for m in ledger(w, pro)) == 92.5
+
+
+def test_transfers_page_and_the_export_holds_them(w):
+    """GET /providers/me/payouts pages like every list (newest first, nextCursor and the Link
+    header), and the provider's export holds its payout account and every transfer."""
+    pro = new_provider(w)
+    jobs = [Job(w, pro, amount=40 + i) for i in range(3)]
+    jobs[1].tip(5)
+    whole = payouts(w.api, pro)
+    assert len(whole["transfers"]) == 4 and "nextCursor" not in whole
+    got = pages(w.api, "/providers/me/payouts", pro["token"], wrap="transfers", limit=3)
+    assert [len(p) for p in got] == [3, 1]
+    assert [t for p in got for t in p] == whole["transfers"]
+    assert [t["jobId"] for t in whole["transfers"] if t["kind"] == "job"] == [j.id for j in reversed(jobs)]
+    for bad in ("0", "101"):
+        r = w.api.get("/providers/me/payouts", token=pro["token"], params={"limit": bad})
+        assert (r.status_code, r.json()) == (400, error_body(400, "limit: must be an integer from 1 to 100"))
+    r = w.api.get("/providers/me/payouts", token=pro["token"], params={"cursor": "forged.0123456789abcdef0123456789abcdef"})
+    assert (r.status_code, r.json()) == (400, error_body(400, "cursor: is not valid"))
+    export = ok(w.api.get("/providers/me/export", token=pro["token"]))
+    assert export["transfers"] == list(reversed(whole["transfers"]))  # oldest first, as every export part
+    assert export["payoutAccount"]["status"] == "enabled" and export["payoutAccount"]["payoutsEnabled"] is True
+    newcomer = new_provider(w, onboard=False)
+    export = ok(w.api.get("/providers/me/export", token=newcomer["token"]))
+    assert (export["payoutAccount"], export["transfers"]) == (None, [])
 
 
 def test_transfers_wait_for_the_account_then_go_out(w):

@@ -20,6 +20,7 @@
 #include "domain/messages/messages.h"
 #include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
+#include "domain/payouts/payouts.h"
 #include "domain/providers/providers.h"
 #include "domain/shapes.h"
 #include "domain/users/users.h"
@@ -129,6 +130,14 @@ static const hs_rj_field TICKET[] = {
     {0},
 };
 static const hs_rj_field ALERT[] = {{"service", "service", RJ_STR}, {"sentAt", "sent_at", RJ_ISO}, {0}};
+static const hs_rj_field PAYOUT_ACCOUNT[] = {
+    {"status", "status", RJ_STR},
+    {"payoutsEnabled", "payouts_enabled", RJ_BOOL},
+    {"requirements", "requirements", RJ_JSON},
+    {"createdAt", "created_at", RJ_ISO},
+    {"updatedAt", "updated_at", RJ_ISO},
+    {0},
+};
 static const hs_rj_field EMAIL_CHANGE[] = {{"email", "email", RJ_STR}, {"expiresAt", "expires_at", RJ_ISO}, {0}};
 static const hs_rj_field BILLING[] = {
     {"processorCustomerId", "processor_customer_id", RJ_STR},
@@ -154,6 +163,7 @@ static const struct {
     {"notifications", NOTIFICATIONS_JSON},
     {"supportTickets", TICKET},
     {"seasonalAlerts", ALERT},
+    {"transfers", PAYOUTS_TRANSFER_JSON},
 };
 
 /* account, devicePushToken and (customers) billing, from the account's row */
@@ -179,9 +189,10 @@ static err_t write_account(hs_req *req, jw *w, bool provider, const db_res *r) {
 static void write_part(hs_req *req, jw *w, const account_part *part) {
   const db_res *r = part->rows;
   jw_key(w, part->key);
-  if (!strcmp(part->key, "pendingEmailChange")) {
+  bool email = !strcmp(part->key, "pendingEmailChange");
+  if (email || !strcmp(part->key, "payoutAccount")) { /* one record, or null */
     if (r->rows)
-      hs_rj_object(w, hs_rj_bind(&req->arena, EMAIL_CHANGE, r), r, 0);
+      hs_rj_object(w, hs_rj_bind(&req->arena, email ? EMAIL_CHANGE : PAYOUT_ACCOUNT, r), r, 0);
     else
       jw_null(w);
     return;

@@ -159,6 +159,10 @@ static const part_sql PARTS[ACCOUNTS_PARTS] = {
      {"SELECT * FROM support_tickets WHERE account_id = $1 AND account_role = 'user' ORDER BY seq",
       "SELECT * FROM support_tickets WHERE account_id = $1 AND account_role = 'provider' ORDER BY seq"}},
     {"seasonalAlerts", {"SELECT service, sent_at FROM seasonal_alerts WHERE user_id = $1 ORDER BY service", NULL}},
+    {"payoutAccount",
+     {NULL, "SELECT status, payouts_enabled, requirements, created_at, updated_at FROM payout_accounts "
+            "WHERE provider_id = $1"}},
+    {"transfers", {NULL, "SELECT * FROM payout_transfers WHERE provider_id = $1 ORDER BY seq"}},
     {"pendingEmailChange",
      {"SELECT email, expires_at FROM email_changes WHERE account_id = $1 AND role = 'user' AND expires_at > $2",
       "SELECT email, expires_at FROM email_changes WHERE account_id = $1 AND role = 'provider' AND expires_at > $2"}},

@@ -38,7 +38,7 @@ typedef struct account_part {
   const char *key;
   db_res *rows;
 } account_part;
-#define ACCOUNTS_PARTS 15
+#define ACCOUNTS_PARTS 17
 /* The account's row (`SELECT *`, member "account"; no row when it is deleted or missing) and
  * every record of it, each part oldest first: a customer's addresses, jobs, the quotes on them,
  * payments, reviews, reports, recurring requests, the messages of its jobs' threads, favorites,

@@ -10,8 +10,6 @@
 
 static const hs_field list_fields[] = {{"status", F_ENUM, F_CSV, .choices = JOB_STATUS_NAMES}, HS_PAGE_FIELDS, {0}};
 static const hs_schema list_query = {list_fields};
-static const hs_field page_fields[] = {HS_PAGE_FIELDS, {0}};
-static const hs_schema page_query = {page_fields};
 
 static const hs_field create_fields[] = {
     {"service", F_ENUM, F_REQUIRED, .choices = SERVICE_NAMES},
@@ -68,7 +66,7 @@ const hs_route jobs_routes[] = {
      .response = "JobList"},
     {HS_POST, "/jobs", api_jobs_create, ROLE_USER, &create_schema, .ok = 201, .summary = "Post a job",
      .response = "Job", .errors = ERRORS(ERR_NOT_FOUND)},
-    {HS_GET, "/jobs/reportable", api_jobs_reportable, ROLE_USER, .query = &page_query, .flags = ROUTE_DB_READ,
+    {HS_GET, "/jobs/reportable", api_jobs_reportable, ROLE_USER, .query = &HS_PAGE_QUERY, .flags = ROUTE_DB_READ,
      .summary = "Completed jobs that can still be reported (72 hours)", .response = "ReportableJob[]"},
     {HS_GET, "/jobs/:id", api_jobs_get, ROLE_USER | ROLE_PROVIDER, .flags = ROUTE_DB_READ,
      .summary = "A job with customer, provider, quotes", .response = "JobDetail", .errors = ERRORS(ERR_NOT_FOUND)},

@@ -12,8 +12,6 @@ static const hs_schema post_schema = {post_fields};
 static const hs_field thread_fields[] = {{"providerId", F_STRING, 0, LEN(1, 64)}, {0}};
 static const hs_schema thread_query = {thread_fields};
 static const hs_schema thread_body = {thread_fields};
-static const hs_field page_fields[] = {HS_PAGE_FIELDS, {0}};
-static const hs_schema page_query = {page_fields};
 static const hs_field list_fields[] = {{"providerId", F_STRING, 0, LEN(1, 64)}, HS_PAGE_FIELDS, {0}};
 static const hs_schema list_query = {list_fields};
 static const hs_file_rule photo_files[] = {{"photo", 1, 10 * 1024 * 1024, FT_IMAGES}, {0}};
@@ -30,9 +28,9 @@ const hs_route messages_routes[] = {
      .errors = ERRORS(ERR_NOT_FOUND, ERR_CONFLICT, ERR_RATE_LIMITED)},
     {HS_POST, "/jobs/:id/messages/read", api_messages_read, ROLE_USER | ROLE_PROVIDER, &thread_body,
      .summary = "Mark the caller's side of a thread read", .response = "Ok", .errors = ERRORS(ERR_NOT_FOUND)},
-    {HS_GET, "/users/me/threads", api_messages_threads, ROLE_USER, .query = &page_query,
+    {HS_GET, "/users/me/threads", api_messages_threads, ROLE_USER, .query = &HS_PAGE_QUERY,
      .summary = "The customer's message threads with unread counts, newest first", .response = "MessageThread[]"},
-    {HS_GET, "/providers/me/threads", api_messages_threads, ROLE_PROVIDER, .query = &page_query,
+    {HS_GET, "/providers/me/threads", api_messages_threads, ROLE_PROVIDER, .query = &HS_PAGE_QUERY,
      .summary = "The provider's message threads with unread counts, newest first", .response = "MessageThread[]"},
     {0},
 };

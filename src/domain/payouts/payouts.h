@@ -19,10 +19,14 @@
 #define DOMAIN_PAYOUTS_H
 #include "db/db.h"
 #include "domain/domain.h"
+#include "http/rowjson.h"
 #include <stdbool.h>
 #include <stdint.h>
 
 extern const domain_def payouts_domain;
+
+/* The Transfer JSON of a payout_transfers row, as a field table (http/rowjson.h). */
+extern const hs_rj_field PAYOUTS_TRANSFER_JSON[];
 
 /* The report window: a job's transfers are due this long after its completion. */
 #define PAYOUTS_WINDOW_MS (72LL * 3600 * 1000)

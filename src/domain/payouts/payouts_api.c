@@ -95,7 +95,7 @@ err_t api_payouts_account_create(hs_req *req) {
   return hs_ok_jw(req, w);
 }
 
-static const hs_rj_field TRANSFER_JSON[] = {
+const hs_rj_field PAYOUTS_TRANSFER_JSON[] = {
     {"id", "id", RJ_STR},
     {"jobId", "job_id", RJ_STR},
     {"kind", "kind", RJ_STR},
@@ -110,13 +110,16 @@ static const hs_rj_field TRANSFER_JSON[] = {
 
 err_t api_payouts_list(hs_req *req) {
   db_res *list, *totals;
-  err_t e = po_store_list(&req->arena, req->auth.id, LIST_MAX, &list);
-  if (e == ERR_OK) e = po_store_totals(&req->arena, req->auth.id, &totals);
+  hs_page pg;
+  err_t e = hs_page_begin(req, &TRANSFERS_KEYSET, NULL, LIST_MAX, &pg);
+  if (!e) e = po_store_list(&req->arena, req->auth.id, &pg, &list);
+  if (!e) e = hs_page_end(req, &pg, list);
+  if (!e) e = po_store_totals(&req->arena, req->auth.id, &totals);
   if (e != ERR_OK) return e;
   jw *w = hs_jw(req, 256 + (size_t)list->rows * 300);
   jw_obj(w);
   jw_key(w, "transfers");
-  hs_rj_array(w, &req->arena, TRANSFER_JSON, list);
+  hs_rj_array(w, &req->arena, PAYOUTS_TRANSFER_JSON, list);
   static const char *const TOTALS[] = {"scheduled", "onHold", "paid", "reversed"};
   jw_key(w, "totals");
   jw_obj(w);
@@ -125,6 +128,7 @@ err_t api_payouts_list(hs_req *req) {
     jw_money(w, totals->rows ? db_int(totals, 0, i) : 0);
   }
   jw_obj_end(w);
+  hs_page_jw_next(w, &pg);
   jw_obj_end(w);
   return hs_ok_jw(req, w);
 }

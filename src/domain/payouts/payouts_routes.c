@@ -2,6 +2,7 @@
  * processor's onboarding page. */
 #include "domain/payouts/payouts.h"
 #include "domain/payouts/payouts_api.h"
+#include "http/paging.h"
 
 const hs_route payouts_routes[] = {
     {HS_POST, "/providers/me/payout-account", api_payouts_account_create, ROLE_PROVIDER, .flags = ROUTE_SLOW,
@@ -9,7 +10,7 @@ const hs_route payouts_routes[] = {
      .response = "PayoutOnboarding", .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_GET, "/providers/me/payout-account", api_payouts_account_get, ROLE_PROVIDER,
      .summary = "The payout account's state: none, pending, enabled or restricted", .response = "PayoutAccount"},
-    {HS_GET, "/providers/me/payouts", api_payouts_list, ROLE_PROVIDER,
+    {HS_GET, "/providers/me/payouts", api_payouts_list, ROLE_PROVIDER, .query = &HS_PAGE_QUERY,
      .summary = "Transfers of the provider's earnings (jobs, tips, the Preferred Pro fee), newest first, and totals",
      .response = "Payouts"},
     {HS_GET, "/payouts/onboarding/:linkId", api_payouts_onboarding_page, ROLE_OPEN, .flags = ROUTE_DEV_ONLY,

@@ -524,11 +524,14 @@ err_t po_store_uncertain(arena *a, int64_t stale_before, int limit, db_res **out
 
 /* ---- reading ---- */
 
-err_t po_store_list(arena *a, const char *provider_id, int limit, db_res **out) {
-  return db_to_err(db_query(a, out,
-                            "SELECT id, job_id, kind, amount_cents, reversed_cents, status, available_at, paid_at, "
-                            "failure_reason FROM payout_transfers WHERE provider_id = $1 ORDER BY seq DESC LIMIT $2",
-                            DB_ARGS(DB_TEXT(provider_id), DB_INT(limit))));
+const hs_keyset TRANSFERS_KEYSET = {"transfers", {{"seq", "seq", 'i', true}, {"id", "id", 's', true}}};
+
+err_t po_store_list(arena *a, const char *provider_id, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(provider_id)};
+  return db_to_err(hs_page_query(a, pg,
+                                 "SELECT id, job_id, kind, amount_cents, reversed_cents, status, available_at, paid_at, "
+                                 "failure_reason, seq FROM payout_transfers WHERE provider_id = $1",
+                                 args, 1, out));
 }
 
 err_t po_store_totals(arena *a, const char *provider_id, db_res **out) {

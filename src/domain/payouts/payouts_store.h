@@ -4,6 +4,7 @@
 #include "core/errors.h"
 #include "db/db.h"
 #include "domain/payouts/payouts.h"
+#include "http/paging.h"
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -98,9 +99,11 @@ err_t po_store_uncertain(arena *a, int64_t stale_before, int limit, db_res **out
 
 /* ---- reading ---- */
 
-/* The provider's transfers, newest first (at most limit): id, job_id, kind, amount_cents,
- * reversed_cents, status, available_at, paid_at, failure_reason. */
-err_t po_store_list(arena *a, const char *provider_id, int limit, db_res **out);
+/* The order of a provider's transfers: newest first, by (seq, id) descending. */
+extern const hs_keyset TRANSFERS_KEYSET;
+/* The page pg of the provider's transfers: id, job_id, kind, amount_cents, reversed_cents,
+ * status, available_at, paid_at, failure_reason, seq. */
+err_t po_store_list(arena *a, const char *provider_id, const hs_page *pg, db_res **out);
 /* The provider's totals in cents: scheduled (scheduled, waiting for the account or failed),
  * on_hold, paid (what reached the account and stayed) and reversed. */
 err_t po_store_totals(arena *a, const char *provider_id, db_res **out);

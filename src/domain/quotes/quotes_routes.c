@@ -5,9 +5,6 @@
 #include "domain/quotes/quotes_api.h"
 #include "http/paging.h"
 
-static const hs_field page_fields[] = {HS_PAGE_FIELDS, {0}};
-static const hs_schema page_query = {page_fields};
-
 static const hs_field create_fields[] = {
     {"jobId", F_STRING, F_REQUIRED, LEN(1, 64)},
     {"amount", F_NUMBER, F_REQUIRED, RANGE(0.01, 100000)},
@@ -29,10 +26,10 @@ const hs_route quotes_routes[] = {
     {HS_GET, "/quotes/market-rate", api_quotes_market_rate, ROLE_PROVIDER, .query = &market_query,
      .flags = ROUTE_DB_READ, .summary = "Median of the last 50 accepted quotes of a service, to the nearest 5",
      .response = "MarketRate"},
-    {HS_GET, "/quotes/job/:jobId", api_quotes_for_job, ROLE_USER, .query = &page_query, .flags = ROUTE_DB_READ,
+    {HS_GET, "/quotes/job/:jobId", api_quotes_for_job, ROLE_USER, .query = &HS_PAGE_QUERY, .flags = ROUTE_DB_READ,
      .summary = "A job's quotes with provider details, in the order they came", .response = "QuoteWithProvider[]",
      .errors = ERRORS(ERR_NOT_FOUND)},
-    {HS_GET, "/providers/me/quotes", api_quotes_of_provider, ROLE_PROVIDER, .query = &page_query,
+    {HS_GET, "/providers/me/quotes", api_quotes_of_provider, ROLE_PROVIDER, .query = &HS_PAGE_QUERY,
      .summary = "The provider's quotes with their job's status, newest first", .response = "ProviderQuote[]"},
     {0},
 };

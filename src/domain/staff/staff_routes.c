@@ -26,8 +26,6 @@ const hs_schema staff_email_schema = {email_fields};
 
 static const hs_field search_fields[] = {{"q", F_STRING, 0, LEN(0, 100)}, HS_PAGE_FIELDS, {0}};
 static const hs_schema search_query = {search_fields};
-static const hs_field page_fields[] = {HS_PAGE_FIELDS, {0}};
-static const hs_schema page_query = {page_fields};
 
 static const hs_field elevation_fields[] = {
     {"targetId", F_STRING, F_REQUIRED, LEN(1, 64)},
@@ -78,14 +76,14 @@ const hs_route staff_routes[] = {
     {HS_GET, "/staff/elevation/:id/deny", api_staff_elevation_deny, ROLE_OPEN, .query = &link_query,
      .summary = "Deny an elevation request (the administrator's emailed link)", .response = "text/html",
      .errors = ERRORS(ERR_FORBIDDEN, ERR_NOT_FOUND)},
-    {HS_GET, "/staff/elevation", api_staff_elevation_list, ROLE_STAFF, .query = &page_query,
+    {HS_GET, "/staff/elevation", api_staff_elevation_list, ROLE_STAFF, .query = &HS_PAGE_QUERY,
      .summary = "The caller's elevation requests, newest first", .response = "ElevationRequest[]"},
     {HS_POST, "/staff/impersonate", api_staff_impersonate, SUPPORT, &impersonate_schema, .flags = ROUTE_SECRETS,
      .summary = "Start an approved elevation: a 15-minute token as the account", .response = "Impersonation",
      .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_PATCH, "/staff/elevation/:id/deactivate", api_staff_elevation_deactivate, ROLE_STAFF,
      .summary = "End an elevation early", .response = "ElevationRequest", .errors = ERRORS(ERR_NOT_FOUND)},
-    {HS_GET, "/staff/list", api_staff_list, ROLE_ADMIN, .query = &page_query,
+    {HS_GET, "/staff/list", api_staff_list, ROLE_ADMIN, .query = &HS_PAGE_QUERY,
      .summary = "Every staff member, newest first (administrator)", .response = "Staff[]"},
     {HS_POST, "/staff/create", api_staff_create, ROLE_ADMIN, &staff_create_schema, .ok = 201,
      .flags = ROUTE_SLOW | ROUTE_SECRETS, .summary = "Create a staff member (administrator)", .response = "Staff",
@@ -93,7 +91,7 @@ const hs_route staff_routes[] = {
     {HS_POST, "/staff/impersonate-staff", api_staff_impersonate_staff, ROLE_ADMIN, &impersonate_staff_schema,
      .flags = ROUTE_DEV_ONLY | ROUTE_SECRETS, .summary = "A staff token for a staff member (GODMODE)",
      .response = "StaffSession", .errors = ERRORS(ERR_NOT_FOUND)},
-    {HS_GET, "/staff/audit/sessions", api_staff_audit_sessions, ROLE_INTERNAL_AUDIT, .query = &page_query,
+    {HS_GET, "/staff/audit/sessions", api_staff_audit_sessions, ROLE_INTERNAL_AUDIT, .query = &HS_PAGE_QUERY,
      .summary = "Every staff member's elevations with their recorded requests (staff newest first)",
      .response = "StaffAudit[]"},
     {0},

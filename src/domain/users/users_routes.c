@@ -5,9 +5,6 @@
 
 #define MB (1024 * 1024)
 
-static const hs_field page_fields[] = {HS_PAGE_FIELDS, {0}};
-static const hs_schema page_query = {page_fields};
-
 static const hs_field update_me_fields[] = {
     {"name", F_STRING, 0, LEN(1, 100)},
     {"phone", F_STRING, 0, LEN(0, 20)},
@@ -44,7 +41,7 @@ const hs_route users_routes[] = {
      .response = "User", .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_PATCH, "/users/me", api_users_update_me, ROLE_USER, &update_me_schema,
      .summary = "Update the caller's name, phone and coordinates", .response = "User", .errors = ERRORS(ERR_NOT_FOUND)},
-    {HS_GET, "/users/me/favorites", api_users_favorites, ROLE_USER, .query = &page_query,
+    {HS_GET, "/users/me/favorites", api_users_favorites, ROLE_USER, .query = &HS_PAGE_QUERY,
      .summary = "Favorite providers, most recently added first (premium)", .response = "FavoriteProvider[]"},
     {HS_POST, "/users/me/favorites/:providerId", api_users_add_favorite, ROLE_USER,
      .summary = "Add a favorite provider (premium; idempotent)", .response = "Favorited",
@@ -61,7 +58,7 @@ const hs_route users_routes[] = {
      .summary = "Year-to-date spending by month, service and provider (premium)", .response = "SpendSummary"},
     {HS_PATCH, "/users/me/seasonal-alerts", api_users_seasonal_alerts, ROLE_USER, &alerts_schema,
      .summary = "Switch seasonal weather alerts (enabling needs premium)", .response = "SeasonalAlerts"},
-    {HS_GET, "/users/me/addresses", api_addresses_list, ROLE_USER, .query = &page_query,
+    {HS_GET, "/users/me/addresses", api_addresses_list, ROLE_USER, .query = &HS_PAGE_QUERY,
      .summary = "Saved addresses, primary first, then in the order they were saved", .response = "UserAddress[]"},
     {HS_POST, "/users/me/addresses", api_addresses_create, ROLE_USER, &create_schema, .ok = 201,
      .summary = "Save an address (free tier: one)", .response = "UserAddress[]"},
