@@ -334,6 +334,7 @@ max_db_connections = 20
 server_idle_timeout = 10
 server_lifetime = 600
 server_login_retry = 1
+query_wait_timeout = 5
 ignore_startup_parameters = extra_float_digits
 logfile = {self.dir}/pgbouncer.log
 """)
