@@ -569,8 +569,9 @@ def test_the_preferred_pro_fee_is_deducted_once_a_month_and_carried(w):
     fees = {t["jobId"]: t["amount"] for t in payouts(w.api, pro)["transfers"] if t["kind"] == "fee"}
     assert fees == {small.id: -25, big.id: -14}
     assert [t[0] for t in w.transfers(pro)] == [8600]
-    mail = [m for m in paid_mails(w, pro) if big.id in m["body"]]
-    assert mail and mail[0]["subject"] == "You've been paid $86.00"
+    mail = eventually(lambda: [m for m in paid_mails(w, pro) if big.id in m["body"]], 20, "the payout email",
+                      interval=0.1)  # the email goes out through the queue, after the record
+    assert mail[0]["subject"] == "You've been paid $86.00"
     assert "Preferred Pro membership fee: -$14.00" in mail[0]["body"]
     # a third one that month: no fee
     third = paid_job(w, pro, 40)
