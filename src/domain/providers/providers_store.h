@@ -15,9 +15,12 @@ err_t prov_store_get(arena *a, const char *id, db_res **row);
 err_t prov_store_update_profile(const char *id, json_t *patch);
 /* Sets logo_url to key; *old receives the replaced key (arena) or NULL. */
 err_t prov_store_set_logo(arena *a, const char *id, const char *key, const char **old);
-/* Replaces the headshots array when it still equals old_json (optimistic); ERR_CONFLICT when
- * it changed meanwhile. */
-err_t prov_store_swap_headshots(const char *id, const char *old_json, const char *new_json);
+/* An edit of the headshots array: from its JSON text old_json (NULL when none), the new text
+ * in *new_json (heap, or the edit fails with the error it returns). */
+typedef err_t (*headshots_edit)(void *ctx, const char *old_json, char **new_json);
+/* Edits the provider's headshots under its row lock, so concurrent edits all land, one after
+ * the other; ERR_NOT_FOUND without such a provider, else what edit answered. */
+err_t prov_store_edit_headshots(arena *a, const char *id, headshots_edit edit, void *ctx);
 /* Records new licence images (NULL: keep that side), sets idCheckStatus pending and queues
  * recognition, in one transaction. *old_front / *old_back receive replaced keys. */
 err_t prov_store_set_id_documents(arena *a, const char *id, const char *front, const char *back,
