@@ -30,7 +30,7 @@ UNIT_SRC := $(shell find tests/unit -name '*.c' 2>/dev/null | sort)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/unit/%)
 PYTHON   := /usr/bin/python3
 
-.PHONY: all run demo openapi client test test-build check-shape deps deps-test unit fakes api api-sqlite api-postgres api-asan asan bench bench-core bench-jobs bench-peer bench-recognition bench-events soak clean format routes fuzz fuzz-build fuzz-short
+.PHONY: all run demo openapi client test test-build check-shape deps deps-test unit fakes api api-sqlite api-postgres api-pgbouncer api-asan asan bench bench-core bench-jobs bench-peer bench-recognition bench-remote bench-events soak clean format routes fuzz fuzz-build fuzz-short
 
 all: deps build/marketplace
 
@@ -116,6 +116,12 @@ api-sqlite: deps-test build/marketplace node_modules/.installed
 api-postgres: deps-test build/marketplace node_modules/.installed
 	$(PYTEST_API) --engine postgres
 
+# the PostgreSQL pass again, every server behind a PgBouncer in transaction pooling that the
+# session starts in front of its cluster (PG_PREPARED_STATEMENTS=0: Debian's PgBouncer 1.18 keeps
+# no prepared statement across transactions)
+api-pgbouncer: deps-test build/marketplace node_modules/.installed
+	$(PYTEST_API) --engine postgres --pgbouncer
+
 api-asan: deps-test build/asan/marketplace node_modules/.installed
 	$(PYTEST_API) --engine sqlite --binary build/asan/marketplace
 
@@ -197,6 +203,12 @@ bench-peer: deps build/marketplace
 	@scripts/deps.sh bench
 	bench/peer.sh
 
+# PostgreSQL one network hop away (RTT_MS, 1 ms by default) in a network namespace of its own,
+# directly and through PgBouncer in transaction pooling (root: a namespace, a veth pair, tc)
+bench-remote: deps build/marketplace
+	@scripts/deps.sh bench
+	bench/remote.sh
+
 # the 10-minute memory soak on each engine (not part of `make bench`)
 soak: deps build/marketplace
 	@scripts/deps.sh bench
@@ -219,10 +231,11 @@ routes: build/marketplace deps
 openapi: build/marketplace
 	build/marketplace openapi > docs/openapi.json
 
-# The TypeScript client's types, generated from that document (tests/api/test_client.py checks
-# that they are current and runs clients/typescript/test against the binary).
+# The TypeScript client's types, generated from that document by openapi-typescript with uploads
+# typed Blob | File (clients/typescript/scripts/generate.mjs); tests/api/test_client.py checks
+# that they are current, builds and packs the package and runs its test against the binary.
 client: openapi node_modules/.installed
-	node_modules/.bin/openapi-typescript docs/openapi.json -o clients/typescript/schema.d.ts
+	node clients/typescript/scripts/generate.mjs docs/openapi.json clients/typescript/schema.d.ts
 
 format:
 	clang-format -i $(SRC) $(shell find src tests/unit -name '*.h') $(UNIT_SRC)

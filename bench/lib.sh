@@ -67,6 +67,8 @@ cleanup() {
   for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
   stop_pg
+  # what a script set up beyond processes (bench/remote.sh: its network namespace)
+  if declare -F extra_cleanup >/dev/null; then extra_cleanup || true; fi
   # the scheduler setting changed below, if it was
   if [ -f "$TMP/autogroup_restore" ]; then echo 1 >/proc/sys/kernel/sched_autogroup_enabled; fi
   rm -rf "$TMP"

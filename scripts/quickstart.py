@@ -3,16 +3,17 @@
 
 The page's conventions, which this script relies on:
 - every ```sh block is run, in page order, in one bash session (so variables set in one block
-  are seen by the next), in a working directory where `examples/` is the repository's sample
-  folder and `data/` is the server's DATA_DIR;
+  are seen by the next), started in the repository's root with PORT and DATA_DIR naming the
+  server under test's port and data directory; the page's first block reads them, and moves
+  to a temporary directory (mktemp -d, under a TMPDIR of this script's own that it removes)
+  where the answers the commands keep are written: nothing may appear in the repository;
 - the fenced block that directly follows a ```sh block (only blank lines between) is its
   expected output: ```json (one or more JSON values, compared as values) or ```text (compared
   line by line); a ```sh block without one must print nothing;
 - other blocks (```console, ```bash, ...) are for the reader only and never run.
-The commands name the server as `localhost:8080`; the script substitutes the address of the
-server under test, which runs with PUBLIC_URL=http://localhost:8080 so the file links it signs
-match the page. Before comparing, values that differ on every run are masked on both sides:
-ids, times, tokens, link signatures and the simulated processor's ids.
+The commands name the server as `localhost:$PORT`. Before comparing, values that differ on
+every run are masked on both sides: ids, times, tokens, link signatures, the port in links,
+page cursors and the simulated processor's ids.
 
 Usage: scripts/quickstart.py BASE_URL DATA_DIR [--update]
   --update rewrites the page's output blocks with what the commands printed (review the diff).
@@ -26,14 +27,15 @@ import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 PAGE = os.path.join(ROOT, "docs", "quickstart.md")
-PAGE_HOST = "localhost:8080"
 FENCE = re.compile(r"^```([a-z]*)\s*$")
 SEPARATOR = "@@quickstart-block@@"
 
 MASKS = [
     (re.compile(r"eyJ[\w-]+\.[\w-]+\.[\w-]+"), "<token>"),
     (re.compile(r"expires=\d+&sig=[0-9a-f]{64}"), "expires=<expires>&sig=<sig>"),
+    (re.compile(r"http://localhost:\d+/"), "http://localhost:<port>/"),
     (re.compile(r"\b(pi|pm|cus|seti|sub)_sim_[0-9a-z]+(_secret_[0-9a-z]+)?"), r"\1_sim_<id>"),
+    (re.compile(r"[\w-]{4,}\.[0-9a-f]{32}\b"), "<cursor>"),
     (re.compile(r"\bc[0-9a-z]{24}\b"), "<id>"),
     (re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z"), "<time>"),
     (re.compile(r"\b\d{13}-[^\s/]+\.eml\b"), "<mail>.eml"),
@@ -86,14 +88,18 @@ def parse(page_text):
 
 def run(commands, base_url, data_dir, timeout=300):
     """Runs every command block in one bash session; returns each block's output."""
-    host = base_url.split("://", 1)[1].rstrip("/")
-    with tempfile.TemporaryDirectory(prefix="quickstart-") as work:
-        os.symlink(os.path.join(ROOT, "examples"), os.path.join(work, "examples"))
-        os.symlink(data_dir, os.path.join(work, "data"))
+    port = base_url.rsplit(":", 1)[1].rstrip("/")
+    before = set(os.listdir(ROOT))
+    with tempfile.TemporaryDirectory(prefix="quickstart-") as tmp:
+        env = dict(os.environ, PORT=port, DATA_DIR=data_dir, TMPDIR=tmp)
         script = "set -o pipefail\n"
         for b in commands:
-            script += b.text.replace(PAGE_HOST, host) + f"\necho {SEPARATOR}\n"
-        done = subprocess.run(["bash", "-c", script], cwd=work, capture_output=True, text=True, timeout=timeout)
+            script += b.text + f"\necho {SEPARATOR}\n"
+        done = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+    left = sorted(set(os.listdir(ROOT)) - before)
+    if left:
+        raise AssertionError(f"the commands left files in the repository: {left}")
     outputs = done.stdout.split(SEPARATOR + "\n")
     if len(outputs) != len(commands) + 1:
         raise AssertionError(f"the commands stopped early (exit {done.returncode}):\n{done.stderr[-3000:]}")

@@ -9,7 +9,9 @@
 #     spread over API_JOBS pytest-xdist workers: the tests mostly wait on sockets and clocks,
 #     so they overlap well; each pass's output goes to build/test-logs/<pass>.log and is shown
 #     when it ends (whole, when it failed);
-#  4. the fuzz targets replay their regressions and committed seeds (timed fuzzing is `make fuzz`).
+#  4. the PostgreSQL pass again behind a PgBouncer in transaction pooling that the tests start
+#     (make api-pgbouncer), after the three: as production runs PostgreSQL;
+#  5. the fuzz targets replay their regressions and committed seeds (timed fuzzing is `make fuzz`).
 # Prints how long each step took; exits non-zero when any step failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -69,5 +71,6 @@ if [ ${#failed[@]} -gt 0 ]; then
   exit 1
 fi
 
+step pgbouncer make --no-print-directory api-pgbouncer
 step fuzz-short make --no-print-directory fuzz-short
 summary

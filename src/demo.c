@@ -2,7 +2,10 @@
  * API documents, and the first unexpected answer stops the run with that answer printed.
  * Accounts have fixed emails, so a second run finds them (409 on the first registration) and
  * only prints the logins. Providers are verified with the sample licence images, and the run
- * waits (60 s at most) until recognition has read them, so the data is complete when it ends. */
+ * waits (60 s at most) until recognition has read them, so the data is complete when it ends.
+ * Each provider then sets up its payout account through the simulated processor's onboarding
+ * link (with Stripe, the link is printed for a person to follow), so what the demo jobs earn
+ * is paid out once their report window has passed. */
 #include "demo.h"
 #include "core/util.h"
 #include "ext/fetch.h"
@@ -33,11 +36,11 @@ static account customers[] = {
 static account providers[] = {
     {"greenacres@demo.example", "Pat Green", .company = "Green Acres Lawn Co",
      .services = "[\"lawncare\",\"snowplowing\"]", .zips = "[\"10001\",\"10002\",\"10003\"]",
-     .note = "verified, insured, lawncare and snowplowing"},
+     .note = "verified, insured, payouts enabled, lawncare and snowplowing"},
     {"handy@demo.example", "Sam Handy", .company = "Handy Hands", .services = "[\"handyman\",\"home_cleaning\"]",
-     .zips = "[\"10001\",\"10002\",\"10003\"]", .note = "verified, handyman and home cleaning"},
+     .zips = "[\"10001\",\"10002\",\"10003\"]", .note = "verified, payouts enabled, handyman and home cleaning"},
     {"sparkle@demo.example", "Riley Sparkle", .company = "Sparkle Clean", .services = "[\"home_cleaning\"]",
-     .zips = "[\"10001\",\"10003\"]", .note = "verified, home cleaning"},
+     .zips = "[\"10001\",\"10003\"]", .note = "verified, payouts enabled, home cleaning"},
 };
 enum { OLIVIA, BEN, DANA };
 enum { GREEN, HANDY, SPARKLE };
@@ -119,6 +122,19 @@ static void make_provider(demo *d, account *p) {
   upload_licence(d, p);
 }
 
+/* Sets up p's payout account: the simulated processor's onboarding page (served by the binary)
+ * is opened on the demo's own server; a link elsewhere (Stripe's) is printed for a person. */
+static void enable_payouts(demo *d, account *p) {
+  json_t *link = call(d, "POST", "/providers/me/payout-account", p->token, NULL, 200, NULL, 0);
+  const char *url = json_string_value(json_object_get(link, "onboardingUrl"));
+  const char *page = url ? strstr(url, "/payouts/onboarding/") : NULL;
+  if (page)
+    step(d, "GET", page, NULL, NULL, 200);
+  else if (url)
+    printf("Payout onboarding of %s (open it to enable payouts): %s\n", p->email, url);
+  json_decref(link);
+}
+
 /* Posts a job for customer c; its id into id (64 bytes). */
 static void post_job(demo *d, account *c, const char *service, const char *description, const char *when, char id[64]) {
   json_t *body = json_pack("{s:s,s:s}", "service", service, "description", description);
@@ -177,6 +193,10 @@ static void jobs(demo *d) {
   char job[64], q1[64], q2[64], path[256];
   post_job(d, olivia, "lawncare", "Spring clean-up of the back garden", "2031-04-05T09:00:00.000Z", job);
 
+  post_job(d, olivia, "lawncare", "Rake the leaves (plans changed)", "2031-04-08T09:00:00.000Z", job);
+  snprintf(path, sizeof path, "/jobs/%s/cancel", job);
+  step(d, "POST", path, olivia->token, NULL, 200); /* CANCELLED */
+
   post_job(d, olivia, "home_cleaning", "Deep clean of a two-bedroom flat", "2031-04-12T13:00:00.000Z", job);
   quote(d, handy, job, 140, q1);
   quote(d, sparkle, job, 120, q2);
@@ -206,6 +226,11 @@ static void jobs(demo *d) {
   quote(d, handy, job, 90, q1);
   accept(d, ben, q1);
   progress(d, handy, job, "IN_PROGRESS");
+
+  post_job(d, ben, "handyman", "Clear the gutters", "2031-03-30T11:00:00.000Z", job);
+  quote(d, handy, job, 110, q1);
+  accept(d, ben, q1);
+  progress(d, handy, job, "ON_THE_WAY");
 
   post_job(d, ben, "snowplowing", "Driveway blocked by snow", NULL, job); /* ASAP, open */
 
@@ -296,6 +321,7 @@ int demo_seed(const char *base_url, const char *examples_dir) {
   step(&d, "POST", "/users/me/addresses", customers[OLIVIA].token,
        json_pack("{s:s,s:s,s:s}", "label", "Lake house", "address", "12 Shore Rd, New York, NY", "zip", "10003"), 201);
   wait_for_checks(&d);
+  for (size_t i = 0; i < ARRAY_LEN(providers); i++) enable_payouts(&d, &providers[i]);
   jobs(&d);
   if (d.failed) return 1;
   print_logins(base_url);

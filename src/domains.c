@@ -4,6 +4,7 @@
  * shutdown the stops in reverse. */
 #include "domains.h"
 #include "core/util.h"
+#include "domain/accounts/accounts.h"
 #include "domain/admin/admin.h"
 #include "domain/audit/audit.h"
 #include "domain/auth/auth.h"
@@ -15,6 +16,7 @@
 #include "domain/messages/messages.h"
 #include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
+#include "domain/payouts/payouts.h"
 #include "domain/providers/providers.h"
 #include "domain/public/public.h"
 #include "domain/quotes/quotes.h"
@@ -26,9 +28,10 @@
 #include <stdlib.h>
 
 static const domain_def *const DOMAINS[] = {
-    &audit_domain,     &system_domain, &events_domain, &auth_domain,    &users_domain,    &payments_domain,
-    &providers_domain, &files_domain,  &jobs_domain,   &quotes_domain,  &messages_domain, &notifications_domain,
-    &public_domain,    &staff_domain,  &admin_domain,  &support_domain, &geo_domain,      &docs_domain,
+    &audit_domain,    &system_domain,   &events_domain,        &auth_domain,     &users_domain,
+    &payments_domain, &payouts_domain,  &providers_domain,     &files_domain,    &jobs_domain,
+    &quotes_domain,   &messages_domain, &notifications_domain, &public_domain,   &staff_domain,
+    &admin_domain,    &support_domain,  &geo_domain,           &accounts_domain, &docs_domain,
 };
 
 const domain_def *const *domains_all(size_t *n) {

@@ -46,7 +46,7 @@ static const char usage[] =
     "Commands:\n"
     "  serve                      serve the API (the default)\n"
     "  migrate                    apply database migrations and exit\n"
-    "  admin create --email E     create or update an administrator; password on stdin\n"
+    "  admin create --email E     create or update an administrator (not in production); password on stdin\n"
     "  demo                       seed the database with demo accounts and jobs (not in production)\n"
     "  openapi                    print the OpenAPI document (what GET /openapi.json serves)\n"
     "  staff create --email E --name N --role R\n"
@@ -56,7 +56,8 @@ static const char usage[] =
     "  audit verify [--expect SEQ:HASH]...\n"
     "                             check the audit trail's hash chain and its checkpoints\n"
     "                             (AUDIT_CHECKPOINT_FILE, and each SEQ:HASH given); exit 1 when broken\n"
-    "  payments reconcile         settle payments in uncertain states with the processor and exit\n"
+    "  payments reconcile         settle payments and transfers in uncertain states with the processor\n"
+    "                             and exit\n"
     "  --help                     show this help\n"
     "  --version                  print the version\n"
     "\n"
@@ -76,7 +77,16 @@ static const char *flag_value(int argc, char **argv, const char *flag) {
   return NULL;
 }
 
+/* Administrators are GODMODE's, which production does not have: there the command changes
+ * nothing and says so (exit 2), pointing at staff accounts. */
 static int cmd_admin_create(int argc, char **argv) {
+  if (CFG.env == ENV_PRODUCTION) {
+    fputs("admin create: refused: administrators exist only outside production (APP_ENV=production has no "
+          "GODMODE: /admin and its login answer 404), so nothing was saved; create staff members with "
+          "`marketplace staff create --email E --name N --role R` (docs/operations.md)\n",
+          stderr);
+    return 2;
+  }
   const char *email = flag_value(argc, argv, "--email");
   if (!email || !hs_is_email(email)) die("admin create needs --email with a valid address");
   char password[1024], msg[256];

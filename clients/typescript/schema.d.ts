@@ -56,28 +56,38 @@ export interface paths {
         trace?: never;
     };
     "/events": {
-      parameters: {query?: never; header?: never; path?: never; cookie?: never;};
-      /** The caller's live updates (Server-Sent Events) */
-      get : operations["getEvents"];
-      put?: never;
-      post?: never;
-      delete?: never;
-      options?: never;
-      head?: never;
-      patch?: never;
-      trace?: never;
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's live updates (Server-Sent Events) */
+        get: operations["getEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
     "/events/ticket": {
-      parameters: {query?: never; header?: never; path?: never; cookie?: never;};
-      get?: never;
-      put?: never;
-      /** A single-use ticket that opens GET /events without a header */
-      post : operations["postEventsTicket"];
-      delete?: never;
-      options?: never;
-      head?: never;
-      patch?: never;
-      trace?: never;
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A single-use ticket that opens GET /events without a header */
+        post: operations["postEventsTicket"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
     "/auth/register": {
         parameters: {
@@ -181,6 +191,91 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/auth/change-password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Change the caller's password: a new token; every other token of the account ends */
+        post: operations["postAuthChangePassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/change-email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Ask to change the caller's email: a confirmation link goes to the new address */
+        post: operations["postAuthChangeEmail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/confirm-email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Confirm an email change (the emailed link): the account's email changes */
+        get: operations["getAuthConfirmEmail"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** End the presented token */
+        post: operations["postAuthLogout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/logout-all": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** End every token of the caller's account */
+        post: operations["postAuthLogoutAll"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/users/me": {
         parameters: {
             query?: never;
@@ -192,10 +287,11 @@ export interface paths {
         get: operations["getUsersMe"];
         put?: never;
         post?: never;
-        delete?: never;
+        /** Delete the caller's customer account (409 account_busy while a job runs) */
+        delete: operations["deleteUsersMe"];
         options?: never;
         head?: never;
-        /** Update the caller's coordinates */
+        /** Update the caller's name, phone and coordinates */
         patch: operations["patchUsersMe"];
         trace?: never;
     };
@@ -206,7 +302,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Favorite providers (premium) */
+        /** Favorite providers, most recently added first (premium) */
         get: operations["getUsersMeFavorites"];
         put?: never;
         post?: never;
@@ -310,7 +406,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Saved addresses, primary first */
+        /** Saved addresses, primary first, then in the order they were saved */
         get: operations["getUsersMeAddresses"];
         put?: never;
         /** Save an address (free tier: one) */
@@ -510,6 +606,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/providers/me/payout-account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The payout account's state: none, pending, enabled or restricted */
+        get: operations["getProvidersMePayoutAccount"];
+        put?: never;
+        /** Create the payout account at the processor if needed; a fresh onboarding link */
+        post: operations["postProvidersMePayoutAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/providers/me/payouts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Transfers of the provider's earnings (jobs, tips, the Preferred Pro fee), newest first, and totals */
+        get: operations["getProvidersMePayouts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/payouts/onboarding/{linkId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The simulated processor's onboarding page (an account link; development and test only) */
+        get: operations["getPayoutsOnboardingByLinkId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/providers/me": {
         parameters: {
             query?: never;
@@ -521,7 +669,8 @@ export interface paths {
         get: operations["getProvidersMe"];
         put?: never;
         post?: never;
-        delete?: never;
+        /** Delete the caller's provider account (409 account_busy while a job runs) */
+        delete: operations["deleteProvidersMe"];
         options?: never;
         head?: never;
         /** Update profile fields (insuranceInfo is not settable) */
@@ -750,6 +899,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/providers/{id}/profile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A provider's public profile with its newest reviews (20, or a page of them) */
+        get: operations["getProvidersByIdProfile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/files/{key}": {
         parameters: {
             query?: never;
@@ -774,7 +940,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A customer's own jobs, or a provider's matching open feed */
+        /** A customer's own jobs (newest first), or a provider's matching open feed (ASAP first, then by preferredAt); status=A,B filters, limit and cursor page */
         get: operations["getJobs"];
         put?: never;
         /** Post a job */
@@ -1030,8 +1196,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A job's quotes with provider details */
+        /** A job's quotes with provider details, in the order they came */
         get: operations["getQuotesJobByJobId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/providers/me/quotes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The provider's quotes with their job's status, newest first */
+        get: operations["getProvidersMeQuotes"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1047,7 +1230,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A job's message thread */
+        /** A job's message thread, oldest first (paged with limit and cursor) */
         get: operations["getJobsByIdMessages"];
         put?: never;
         /** Post a message */
@@ -1069,6 +1252,57 @@ export interface paths {
         put?: never;
         /** Post a photo message */
         post: operations["postJobsByIdMessagesPhoto"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/{id}/messages/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mark the caller's side of a thread read */
+        post: operations["postJobsByIdMessagesRead"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/users/me/threads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The customer's message threads with unread counts, newest first */
+        get: operations["getUsersMeThreads"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/providers/me/threads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The provider's message threads with unread counts, newest first */
+        get: operations["getProvidersMeThreads"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1116,7 +1350,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The last 50 notifications */
+        /** The last 50 notifications, or any page of them, newest first (unread=true: unread only) */
         get: operations["getUsersMeNotifications"];
         put?: never;
         post?: never;
@@ -1133,7 +1367,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The last 50 notifications */
+        /** The last 50 notifications, or any page of them, newest first (unread=true: unread only) */
         get: operations["getProvidersMeNotifications"];
         put?: never;
         post?: never;
@@ -1171,6 +1405,40 @@ export interface paths {
         put?: never;
         /** Mark all read */
         post: operations["postProvidersMeNotificationsRead"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/users/me/notifications/{id}/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mark one notification read */
+        post: operations["postUsersMeNotificationsByIdRead"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/providers/me/notifications/{id}/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mark one notification read */
+        post: operations["postProvidersMeNotificationsByIdRead"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1303,7 +1571,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search customers by name or email (at most 100, newest first) */
+        /** Search customers by name or email (newest first; at most 100 unless paged) */
         get: operations["getStaffCustomers"];
         put?: never;
         post?: never;
@@ -1337,7 +1605,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search providers by name, email or company (at most 100, newest first) */
+        /** Search providers by name, email or company (newest first; at most 100 unless paged) */
         get: operations["getStaffProviders"];
         put?: never;
         post?: never;
@@ -1371,7 +1639,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's elevation requests */
+        /** The caller's elevation requests, newest first */
         get: operations["getStaffElevation"];
         put?: never;
         /** Ask the administrator to act as a customer or provider */
@@ -1457,7 +1725,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every staff member (administrator) */
+        /** Every staff member, newest first (administrator) */
         get: operations["getStaffList"];
         put?: never;
         post?: never;
@@ -1508,7 +1776,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every staff member's elevations with their recorded requests */
+        /** Every staff member's elevations with their recorded requests (staff newest first) */
         get: operations["getStaffAuditSessions"];
         put?: never;
         post?: never;
@@ -1722,6 +1990,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/users/me/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Everything the service holds about the caller's customer account, files as signed links */
+        get: operations["getUsersMeExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/providers/me/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Everything the service holds about the caller's provider account, files as signed links */
+        get: operations["getProvidersMeExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -1776,811 +2078,1404 @@ export interface paths {
 }
 export type webhooks = Record<string, never>;
 export interface components {
-  schemas: {
-    /** @description An administrator token (valid 24 hours). */
-    AdminSession: {token: string; admin : {id : string; email : string;};}; AdminAccounts : {
-      users : {
-        id : string; email : string; name : string;
-        address?: string;
-        zip?: string;
-        lat?: number | null;
-        lng?: number | null;
-        isPremium?: boolean;
-        /** Format: date-time */
-        premiumSince?: string | null;
-        /** @description the payment processor's customer, created on the first card setup; null until then */
-        processorCustomerId : string | null;
-        /** Format: date-time */
-        createdAt?: string;
-      }[];
-      providers : {
-        id : string; email : string; name : string;
-        phone?: string | null;
-        companyName?: string | null;
-        services?: components["schemas"]["Service"][];
-        serviceZips?: string[];
-        isPremium?: boolean;
-        /** Format: date-time */
-        createdAt?: string;
-      }[];
-    };
-    Generated : {created : {customers : number; professionals : number; jobs : number;}; note : string;};
-    BannerQueued : {
-      /** @constant */
-      ok : true; queued : {
-        userId : string;
-        /** @enum {string} */
-        role : "user" | "provider";
-        title : string;
-      };
-    };
-    AccountSummary : {
-      id : string;
-      /** Format: email */
-      email : string;
-      name : string;
-    };
-    /** @description A customer's token (role user, valid 7 days) and account. */
-    CustomerSession : {token : string; user : components["schemas"]["AccountSummary"];};
-    /** @description A provider's token (role provider, valid 7 days) and account. */
-    ProviderSession : {token : string; provider : components["schemas"]["AccountSummary"];};
-    MessageAnswer : {message : string;};
-    PasswordReset : {
-      message : string;
-      /** @enum {string} */
-      role : "user" | "provider";
-    };
-    /**
-       @description A single-use ticket: GET /events?ticket=... opens the stream once, within 60 seconds, as the token
-       that asked for it
-     */
-    EventTicket : {
-      ticket : string;
-      /** Format: date-time */
-      expiresAt : string;
-    };
-    /** @description A message posted in the thread of jobId with providerId */
-    MessageCreated : {jobId : string; providerId : string; message : components["schemas"]["Message"];};
-    /** @description The new state of a job's payment (the job's `payment` in GET /jobs/:id) */
-    PaymentUpdated : {jobId : string; payment : components["schemas"]["JobPayment"];};
-    /** @description The Last-Event-ID could not be replayed from: reload what the app shows */
-    StreamReset : {
-      /**
-       * @description unknown: no such event; expired: older than 24 hours
-       * @enum {string}
-       */
-      reason : "unknown" | "expired";
-    };
-    /** @description No content: the event's name says it all */
-    StreamNotice : Record<string, never>;
-    /** @description A message in one of the account's threads (its own included) */
-    MessageCreatedEvent : {
-      /** @description the event's position: what a reconnect sends as Last-Event-ID */
-      id : string;
-      /** @constant */
-      event : "message.created";
-      data : components["schemas"]["MessageCreated"];
-    };
-    /** @description A quote on the customer's job, or the provider's own */
-    QuoteCreatedEvent : {
-      /** @description the event's position: what a reconnect sends as Last-Event-ID */
-      id : string;
-      /** @constant */
-      event : "quote.created";
-      data : components["schemas"]["Quote"];
-    };
-    /** @description A new job: the customer's own, or one matching the provider's services and ZIPs (the feed) */
-    JobCreatedEvent : {
-      /** @description the event's position: what a reconnect sends as Last-Event-ID */
-      id : string;
-      /** @constant */
-      event : "job.created";
-      data : components["schemas"]["Job"];
-    };
-    /** @description A job the account may read changed: its status, photos, provider, tip */
-    JobUpdatedEvent : {
-      /** @description the event's position: what a reconnect sends as Last-Event-ID */
-      id : string;
-      /** @constant */
-      event : "job.updated";
-      data : components["schemas"]["Job"];
-    };
-    /** @description The payment of a job the account may read changed */
-    PaymentUpdatedEvent : {
-      /** @description the event's position: what a reconnect sends as Last-Event-ID */
-      id : string;
-      /** @constant */
-      event : "payment.updated";
-      data : components["schemas"]["PaymentUpdated"];
-    };
-    /** @description A new entry of the account's notification history */
-    NotificationCreatedEvent : {
-      /** @description the event's position: what a reconnect sends as Last-Event-ID */
-      id : string;
-      /** @constant */
-      event : "notification.created";
-      data : components["schemas"]["Notification"];
-    };
-    /**
-       @description The account's queued banner, delivered at once and cleared as GET /users/me/notification would;
-       without id when it was pending before the stream opened
-     */
-    BannerEvent : {
-      id?: string;
-      /** @constant */
-      event : "banner";
-      data : components["schemas"]["Banner"];
-    };
-    /** @description The Last-Event-ID sent was older than 24 hours or unknown; the stream goes on from now */
-    ResetEvent : {
-      /** @constant */
-      event : "reset"; data : components["schemas"]["StreamReset"];
-    };
-    /**
-       @description The stream's last event: replaced (a sixth stream of the account opened), shutdown (the instance is
-       stopping: reconnect, with Last-Event-ID), token.expired (sign in again)
-     */
-    EndEvent : {
-      /** @enum {string} */
-      event : "replaced" | "shutdown" | "token.expired"; data : components["schemas"]["StreamNotice"];
-    };
-    /**
-       @description One event of GET /events (text/event-stream, as the WHATWG HTML standard defines Server-Sent
-       Events), written here as the object of its fields: `id:` (absent on control events), `event:` and `data:` (one
-       line of JSON). The stream also carries lines that are not events: `retry:` (how long to wait before
-       reconnecting), a lone `id:` (the position the stream started from, so a reconnect replays from there) and a
-       comment `: keep-alive` every 25 seconds.
-     */
-    StreamEvent : components["schemas"]["MessageCreatedEvent"] | components["schemas"]["QuoteCreatedEvent"] |
-                      components["schemas"]["JobCreatedEvent"] | components["schemas"]["JobUpdatedEvent"] |
-                      components["schemas"]["PaymentUpdatedEvent"] | components["schemas"]["NotificationCreatedEvent"] |
-                      components["schemas"]["BannerEvent"] | components["schemas"]["ResetEvent"] |
-                      components["schemas"]["EndEvent"];
-    ForecastDay : {
-      /** Format: date */
-      date : string;
-      /** @description an emoji */
-      icon : string;
-      maxF : number;
-      minF : number;
-    };
-    DriveTime : {
-      minutes : number;
-      /** @description miles with one decimal, as text */
-      distanceMi : string;
-    };
-    /** @enum {string} */
-    Service : "lawncare" | "snowplowing" | "handyman" | "home_cleaning";
-    /** @enum {string} */
-    JobStatus : "PENDING" | "QUOTED" | "ACCEPTED" | "ON_THE_WAY" | "IN_PROGRESS" | "COMPLETED" | "CANCELLED";
-    /** @description The fields every job answer has (Job, JobDetail, ReportableJob). */
-    JobFields : {
-      id : string; customerId : string;
-      /** @description set on acceptance */
-      providerId : string | null;
-      service : components["schemas"]["Service"];
-      description : string | null;
-      /** Format: date-time */
-      preferredAt : string | null;
-      isAsap : boolean;
-      details : Record<string, never>| null;
-      address : string;
-      zip : string;
-      lat : number | null;
-      lng : number | null;
-      status : components["schemas"]["JobStatus"];
-      /** @description the customer's photos (signed URLs) */
-      images : string[];
-      beforeImages : string[];
-      afterImages : string[];
-      tipAmount : number | null;
-      etaMinutes : number | null;
-      /** Format: date-time */
-      createdAt : string;
-      /** Format: date-time */
-      updatedAt : string;
-      /** @description in a provider's feed only: whether this provider quoted */
-      quoted?: boolean;
-    };
-    Job : components["schemas"]["JobFields"];
-    /** @description A customer's own jobs (newest first), or a provider's open feed (each with quoted). */
-    JobList : {jobs : components["schemas"]["Job"][];};
-    JobPayment : {
-      id : string;
-      /**
-       * @description the payment state machine: docs/internals/payments.md
-       * @enum {string}
-       */
-      status : "PENDING" | "AUTHORIZED" | "PAID" | "FAILED" | "CANCELED" | "REFUNDED";
-      amount : number;
-      processorPaymentIntentId : string | null;
-      /**
-       * Format: date-time
-       * @description when an authorization's hold lapses at the processor (renewed in the background)
-       */
-      holdExpiresAt?: string | null;
-      failureReason?: string | null;
-      /** @description what was refunded of the captured amount (the whole amount once REFUNDED) */
-      refundedAmount?: number;
-    };
-    JobDetail : {
-      customer : {id : string; name : string;};
-      provider : {id : string; name : string; companyName : string | null; phone : string | null;} | null;
-      /** @description the owner sees all; a provider only its own */
-      quotes : components["schemas"]["Quote"][];
-      /** @description for the owner and the assigned provider only */
-      payment?: components["schemas"]["JobPayment"] | null;
-    } & components["schemas"]["JobFields"];
-    ReportableJob : {provider : {name : string; companyName : string | null;};} & components["schemas"]["JobFields"];
-    JobImages : {images : string[];};
-    JobReport : {
-      id : string; jobId : string; customerId : string; description : string;
-      /** Format: date-time */
-      createdAt : string;
-    };
-    Tip : {
-      /** @constant */
-      success : true; tipAmount : number;
-    };
-    RecurringRequested : {
-      /** @constant */
-      requested : true;
-    };
-    Review : {
-      id : string; jobId : string;
-      providerId?: string; rating : number; comment : string | null;
-      /** Format: date-time */
-      createdAt : string;
-    };
-    Message : {
-      id : string; senderId : string;
-      /** @enum {string} */
-      senderRole : "user" | "provider";
-      senderName : string;
-      /** @description text, or [IMAGE]<signed URL> for a photo */
-      content : string;
-      /** Format: date-time */
-      createdAt : string;
-    };
-    MessageList : {messages : components["schemas"]["Message"][];};
-    Notification : {
-      id : string; title : string; body : string; jobId : string | null; read : boolean;
-      /** Format: date-time */
-      createdAt : string;
-    };
-    /** @description The one queued in-app banner, removed by the read that returns it. */
-    Banner : {icon : string | null; title : string; body : string;};
-    SetupIntent : {clientSecret : string;};
-    Card : {brand : string; last4 : string; expMonth : number; expYear : number;};
-    PremiumStatus : {
-      isPremium : boolean;
-      /** Format: date-time */
-      premiumSince : string | null;
-      processorSubscriptionId : string | null;
-      cancelAtPeriodEnd?: boolean;
-    };
-    PremiumSubscription : {
-      /** @description present when already subscribed */
-      message?: string; isPremium : boolean; subscriptionId : string; status : string;
-      /** @description present when a subscription set to end was resumed */
-      cancelAtPeriodEnd?: boolean;
-    };
-    PremiumCancellation : {
-      message : string;
-      /** @constant */
-      cancelAtPeriodEnd : true;
-      /** Format: date-time */
-      currentPeriodEnd?: string | null;
-    };
-    Refund : {
-      id : string; amount : number; reason : string;
-      /** @constant */
-      status : "SUCCEEDED";
-      /** Format: date-time */
-      createdAt : string;
-    };
-    RefundResult : {refund : components["schemas"]["Refund"]; payment : components["schemas"]["JobPayment"];};
-    WebhookReceipt : {
-      /** @constant */
-      received : true; duplicate : boolean;
-    };
-    ScheduleItem : {
-      id : string; service : components["schemas"]["Service"]; address : string; zip : string;
-      status : components["schemas"]["JobStatus"];
-      customerName : string;
-      /** Format: date-time */
-      scheduledAt : string | null;
-      amount : number;
-    };
-    /** @description dollars by service name */
-    AmountByService : {[key: string] : number;};
-    ProviderInsights : {
-      averageRating : number | null; totalReviews : number; avgTurnaroundMs : number | null;
-      incomeByService : components["schemas"]["AmountByService"];
-      topZip : {zip : string; total : number;} | null;
-      /** @description by year (YYYY), dollars by service */
-      annualIncomeByService : {[key: string] : components["schemas"]["AmountByService"];};
-      membershipFee : {owed : boolean; amount : number; month?: string; reason?: string;};
-      pendingIncome : {
-        scheduled : number; scheduledByService : components["schemas"]["AmountByService"]; awaitingTransfer : number;
-        awaitingByService : components["schemas"]["AmountByService"];
-      };
-      recentReviews : {
-        id : string; jobId : string; rating : number; comment : string | null; customerName : string;
-        service : components["schemas"]["Service"];
-        /** Format: date-time */
-        createdAt : string;
-      }[];
-    };
-    PremiumInsights : {
-      currentZips : string[]; zipExpansion : {
-        zip : string; openJobs : number; projectedMonthlyIncome : number;
-        topService : components["schemas"]["Service"] | null;
-        serviceBreakdown : {[key: string] : number;};
-      }[];
-      /** @description by service */
-      pricingTrends : {
-        [key: string] : {
-          myAvg : number | null; marketAvg : number | null; winRate : number | null; totalBids : number;
-          wonBids : number;
-          trend : {month?: string; myAvg?: number | null; marketAvg?: number | null; bids?: number;}[];
+    schemas: {
+        /** @description A payment of the customer: a job's charge, a tip, or a duplicate charge refunded (kind duplicate); releasedAt once it moved to its job's history. */
+        ExportPayment: {
+            id: string;
+            jobId: string | null;
+            kind: string;
+            status: string;
+            amount: number;
+            refundedAmount: number;
+            processorPaymentIntentId: string | null;
+            failureReason: string | null;
+            /** Format: date-time */
+            releasedAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
         };
-      };
-      lostBids : {
-        service : components["schemas"]["Service"]; myAmount : number; winningAmount : number; delta : number;
-        /** Format: date-time */
-        date : string;
-      }[];
-      insuranceOpportunity :
-          {totalCompleted : number; wonByInsured : number; pct : number; providerHasInsurance : boolean;};
-      serviceExpansion :
-          {service : components["schemas"]["Service"]; openJobs : number; estimatedMonthlyIncome : number;}[];
-    };
-    PreferredProWelcome : {
-      /** @constant */
-      ok : true; message : string;
-    };
-    /** @description Nearby jobs of one day that can be quoted in one call, in route order. */
-    Bundle : {
-      id : string;
-      /** Format: date */
-      date : string;
-      jobCount : number;
-      items : {
-        routeOrder : number; estimatedEarnings : number; estimatedPrice : number;
-        distanceMi?: number | null;
-        driveMinutes?: number | null; job : {
-          id : string; service : components["schemas"]["Service"]; address : string; zip : string;
-          /** Format: date-time */
-          preferredAt : string | null;
-          lat : number | null;
-          lng : number | null;
-          customer : {id : string; name : string;};
+        ExportRecurringRequest: {
+            id: string;
+            jobId: string;
+            customerId: string;
+            providerId: string;
+            /** @description 0 (Sunday) to 6 */
+            dayOfWeek: number;
+            timeSlot: string;
+            endDate: string;
+            /** Format: date-time */
+            createdAt: string;
         };
-      }[];
-      projectedEarnings : number;
-      avgDailyEarnings : number;
-      boostDollars : number;
-      boostPct : number;
-      totalDistanceMi?: number | null;
-      totalDriveMinutes?: number | null;
-    };
-    BundleAcceptance : {accepted : number; skipped : number;};
-    DayHours : {start : string; end : string; on : boolean;};
-    /** @description The weekly schedule; by default Monday to Friday 08:00-17:00. */
-    Availability : {
-      mon?: components["schemas"]["DayHours"];
-      tue?: components["schemas"]["DayHours"];
-      wed?: components["schemas"]["DayHours"];
-      thu?: components["schemas"]["DayHours"];
-      fri?: components["schemas"]["DayHours"];
-      sat?: components["schemas"]["DayHours"];
-      sun?: components["schemas"]["DayHours"];
-    };
-    /** @description The caller's own provider profile. Document URLs are signed for 15 minutes, photos for a year. */
-    Provider : {
-      id : string;
-      /** Format: email */
-      email : string;
-      name : string;
-      phone : string | null;
-      companyName : string | null;
-      companyUrl : string | null;
-      /** @description filled by insurance recognition */
-      insuranceInfo : string | null;
-      /** Format: uri */
-      logoUrl : string | null;
-      services : components["schemas"]["Service"][];
-      serviceZips : string[];
-      headshots : string[];
-      /** Format: uri */
-      idDocFront : string | null;
-      /** Format: uri */
-      idDocBack : string | null;
-      availability : components["schemas"]["Availability"];
-      isPremium : boolean;
-      /** Format: date-time */
-      premiumSince : string | null;
-      /** Format: date-time */
-      preferredProAppliedAt?: string | null;
-      premiumBilledMonth?: string | null;
-      /** @enum {unknown} */
-      idCheckStatus : "pending" | "passed" | "review" | "failed" | "error" | null;
-      idCheckName?: string | null;
-      /** Format: date */
-      idCheckDOB?: string | null;
-      /** Format: date */
-      idCheckExpiry?: string | null;
-      idCheckState?: string | null;
-      idCheckFlags : ("unreadable" | "not_a_license" | "no_dob" | "no_expiry" | "expired" | "near_expiry")[];
-      /** Format: date-time */
-      idCheckAt?: string | null;
-      /** Format: uri */
-      insDocUrl : string | null;
-      /** @enum {unknown} */
-      insCheckStatus : "pending" | "active" | "expired" | "review" | "error" | null;
-      insCheckCarrier?: string | null;
-      insCheckPolicy?: string | null;
-      /** Format: date */
-      insCheckEffective?: string | null;
-      /** Format: date */
-      insCheckExpiry?: string | null;
-      /** @description whole dollars, as digits */
-      insCheckCoverage?: string | null; insCheckFlags : ("no_expiry" | "expired" | "near_expiry")[];
-      /** Format: date-time */
-      insCheckAt?: string | null;
-      /** Format: date-time */
-      createdAt : string;
-    };
-    LogoUpload : {
-      /** Format: uri */
-      logoUrl : string;
-    };
-    InsuranceUpload : {
-      /** Format: uri */
-      insDocUrl : string;
-      /** @constant */
-      insCheckStatus : "pending";
-    };
-    ServicesAvailable : {services : components["schemas"]["Service"][]; providerCount : number; zip : string;};
-    ZipCoverage : {covered : boolean; zip : string;};
-    /** @description The fields of every quote answer (Quote, QuoteWithProvider). */
-    QuoteFields : {
-      id : string; jobId : string; providerId : string; amount : number;
-      /** @description 18% of amount, rounded to cents */
-      platformFee : number;
-      /** @description amount + platformFee: what the customer pays */
-      totalAmount : number;
-      note : string | null;
-      /** Format: date-time */
-      scheduledAt : string | null;
-      /** @enum {string} */
-      status : "PENDING" | "ACCEPTED" | "REJECTED";
-      /** Format: date-time */
-      createdAt : string;
-    };
-    Quote : components["schemas"]["QuoteFields"];
-    /** @description The quoting provider's public profile. */
-    QuoteProvider : {
-      name : string; phone : string | null; companyName : string | null; companyUrl : string | null;
-      insuranceInfo : string | null;
-      /** Format: uri */
-      logoUrl : string | null;
-      averageRating : number | null;
-    };
-    QuoteWithProvider : {provider : components["schemas"]["QuoteProvider"];} & components["schemas"]["QuoteFields"];
-    Acceptance : {quote : components["schemas"]["Quote"]; job : components["schemas"]["Job"];};
-    MarketRate : {
-      /** @description median of the last 50 accepted quotes, rounded to 5 */
-      marketRate : number | null;
-    };
-    /** @enum {string} */
-    StaffRole : "customer_support" | "professional_support" | "technical_support" | "internal_audit";
-    StaffFields : {
-      id : string; name : string;
-      /** Format: email */
-      email : string;
-      role : components["schemas"]["StaffRole"];
-      /** Format: date-time */
-      createdAt : string;
-    };
-    Staff : components["schemas"]["StaffFields"];
-    StaffIdentity : {
-      id : string; name : string;
-      /** Format: email */
-      email : string;
-      role : components["schemas"]["StaffRole"];
-    };
-    /** @description A staff token (valid 12 hours; 15 minutes when an administrator impersonates a staff member). */
-    StaffSession : {token : string; staff : components["schemas"]["StaffIdentity"];};
-    /** @description A token acting as a customer or provider (staff: 15 minutes, audited; administrator: 2 hours). */
-    Impersonation : {
-      token : string; identity : {
-        id : string; name : string; email : string;
+        /** @description A message (as GET /jobs/{id}/messages lists it) with the thread it is in: its job and provider. */
+        ExportMessage: {
+            id: string;
+            senderId: string;
+            /** @enum {string} */
+            senderRole: "user" | "provider";
+            senderName: string;
+            /** @description text, or [IMAGE]<signed URL> for a photo */
+            content: string;
+            /** Format: date-time */
+            createdAt: string;
+            jobId: string;
+            providerId: string;
+        };
+        ExportFavorite: {
+            providerId: string;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        ExportProNote: {
+            providerId: string;
+            note: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** @description A support request of the account, with the support team's notes on it. */
+        ExportSupportTicket: {
+            id: string;
+            subject: string;
+            body: string;
+            /** @enum {string} */
+            category: "technical" | "feedback";
+            /** @enum {string} */
+            status: "OPEN" | "IN_PROGRESS" | "RESOLVED" | "CLOSED";
+            notes: string | null;
+            /** Format: date-time */
+            resolvedAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** @description The last seasonal alert of a service sent to the customer. */
+        ExportSeasonalAlert: {
+            service: string;
+            /** Format: date-time */
+            sentAt: string;
+        };
+        /** @description An email change waiting for its confirmation link. */
+        PendingEmailChange: {
+            email: string;
+            /** Format: date-time */
+            expiresAt: string;
+        };
+        /** @description The customer's references at the payment processor. */
+        ExportBilling: {
+            processorCustomerId: string | null;
+            processorPaymentMethodId: string | null;
+            processorSubscriptionId: string | null;
+            premiumCancelAtPeriodEnd: boolean;
+        };
+        /** @description Everything the service holds about the caller's customer account, each record in the shape of its own route's answer, oldest first; files are signed URLs. */
+        UserExport: {
+            /** Format: date-time */
+            exportedAt: string;
+            account: components["schemas"]["User"];
+            billing: components["schemas"]["ExportBilling"];
+            devicePushToken: string | null;
+            addresses: components["schemas"]["UserAddress"][];
+            jobs: components["schemas"]["Job"][];
+            /** @description the quotes received on its jobs */
+            quotes: components["schemas"]["Quote"][];
+            payments: components["schemas"]["ExportPayment"][];
+            /** @description the reviews it wrote */
+            reviews: components["schemas"]["Review"][];
+            reports: components["schemas"]["JobReport"][];
+            recurringRequests: components["schemas"]["ExportRecurringRequest"][];
+            /** @description every message of its jobs' threads */
+            messages: components["schemas"]["ExportMessage"][];
+            favorites: components["schemas"]["ExportFavorite"][];
+            proNotes: components["schemas"]["ExportProNote"][];
+            notifications: components["schemas"]["Notification"][];
+            supportTickets: components["schemas"]["ExportSupportTicket"][];
+            seasonalAlerts: components["schemas"]["ExportSeasonalAlert"][];
+            pendingEmailChange: components["schemas"]["PendingEmailChange"] | null;
+        };
+        ExportPayoutAccount: {
+            status: components["schemas"]["PayoutAccountStatus"];
+            payoutsEnabled: boolean;
+            requirements: string[];
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** @description Everything the service holds about the caller's provider account, each record in the shape of its own route's answer, oldest first; files (logo, headshots, licence and insurance documents, photos) are signed URLs. */
+        ProviderExport: {
+            /** Format: date-time */
+            exportedAt: string;
+            account: components["schemas"]["Provider"];
+            devicePushToken: string | null;
+            /** @description the jobs assigned to it */
+            jobs: components["schemas"]["Job"][];
+            /** @description its quotes */
+            quotes: components["schemas"]["Quote"][];
+            /** @description the reviews it received */
+            reviews: components["schemas"]["Review"][];
+            recurringRequests: components["schemas"]["ExportRecurringRequest"][];
+            /** @description every message of its threads */
+            messages: components["schemas"]["ExportMessage"][];
+            notifications: components["schemas"]["Notification"][];
+            supportTickets: components["schemas"]["ExportSupportTicket"][];
+            /** @description its payout account at the payment processor, null before one was created */
+            payoutAccount: components["schemas"]["ExportPayoutAccount"] | null;
+            /** @description every transfer of its earnings */
+            transfers: components["schemas"]["Transfer"][];
+            pendingEmailChange: components["schemas"]["PendingEmailChange"] | null;
+        };
+        /** @description An administrator token (valid 24 hours). */
+        AdminSession: {
+            token: string;
+            admin: {
+                id: string;
+                email: string;
+            };
+        };
+        AdminAccounts: {
+            users: {
+                id: string;
+                email: string;
+                name: string;
+                address?: string;
+                zip?: string;
+                lat?: number | null;
+                lng?: number | null;
+                isPremium?: boolean;
+                /** Format: date-time */
+                premiumSince?: string | null;
+                /** @description the payment processor's customer, created on the first card setup; null until then */
+                processorCustomerId: string | null;
+                /** Format: date-time */
+                createdAt?: string;
+            }[];
+            providers: {
+                id: string;
+                email: string;
+                name: string;
+                phone?: string | null;
+                companyName?: string | null;
+                services?: components["schemas"]["Service"][];
+                serviceZips?: string[];
+                isPremium?: boolean;
+                /** Format: date-time */
+                createdAt?: string;
+            }[];
+        };
+        Generated: {
+            created: {
+                customers: number;
+                professionals: number;
+                jobs: number;
+            };
+            note: string;
+        };
+        BannerQueued: {
+            /** @constant */
+            ok: true;
+            queued: {
+                userId: string;
+                /** @enum {string} */
+                role: "user" | "provider";
+                title: string;
+            };
+        };
+        AccountSummary: {
+            id: string;
+            /** Format: email */
+            email: string;
+            name: string;
+        };
+        /** @description A customer's token (role user, valid 7 days) and account. */
+        CustomerSession: {
+            token: string;
+            user: components["schemas"]["AccountSummary"];
+        };
+        /** @description A provider's token (role provider, valid 7 days) and account. */
+        ProviderSession: {
+            token: string;
+            provider: components["schemas"]["AccountSummary"];
+        };
+        MessageAnswer: {
+            message: string;
+        };
+        PasswordReset: {
+            message: string;
+            /** @enum {string} */
+            role: "user" | "provider";
+        };
+        /** @description A new token of the caller's account (valid 7 days); every token issued before it has ended. */
+        TokenAnswer: {
+            token: string;
+        };
+        /** @description A single-use ticket: GET /events?ticket=... opens the stream once, within 60 seconds, as the token that asked for it */
+        EventTicket: {
+            ticket: string;
+            /** Format: date-time */
+            expiresAt: string;
+        };
+        /** @description A message posted in the thread of jobId with providerId */
+        MessageCreated: {
+            jobId: string;
+            providerId: string;
+            message: components["schemas"]["Message"];
+        };
+        /** @description The new state of a job's payment (the job's `payment` in GET /jobs/:id) */
+        PaymentUpdated: {
+            jobId: string;
+            payment: components["schemas"]["JobPayment"];
+        };
+        /** @description The Last-Event-ID could not be replayed from: reload what the app shows */
+        StreamReset: {
+            /**
+             * @description unknown: no such event; expired: older than 24 hours
+             * @enum {string}
+             */
+            reason: "unknown" | "expired";
+        };
+        /** @description No content: the event's name says it all */
+        StreamNotice: Record<string, never>;
+        /** @description A message in one of the account's threads (its own included) */
+        MessageCreatedEvent: {
+            /** @description the event's position: what a reconnect sends as Last-Event-ID */
+            id: string;
+            /** @constant */
+            event: "message.created";
+            data: components["schemas"]["MessageCreated"];
+        };
+        /** @description A quote on the customer's job, or the provider's own */
+        QuoteCreatedEvent: {
+            /** @description the event's position: what a reconnect sends as Last-Event-ID */
+            id: string;
+            /** @constant */
+            event: "quote.created";
+            data: components["schemas"]["Quote"];
+        };
+        /** @description A new job: the customer's own, or one matching the provider's services and ZIPs (the feed) */
+        JobCreatedEvent: {
+            /** @description the event's position: what a reconnect sends as Last-Event-ID */
+            id: string;
+            /** @constant */
+            event: "job.created";
+            data: components["schemas"]["Job"];
+        };
+        /** @description A job the account may read changed: its status, photos, provider, tip */
+        JobUpdatedEvent: {
+            /** @description the event's position: what a reconnect sends as Last-Event-ID */
+            id: string;
+            /** @constant */
+            event: "job.updated";
+            data: components["schemas"]["Job"];
+        };
+        /** @description A transfer of the provider's payouts appeared or changed (status, amount, reversal, dates, failure) */
+        PayoutUpdatedEvent: {
+            /** @description the event's position: what a reconnect sends as Last-Event-ID */
+            id: string;
+            /** @constant */
+            event: "payout.updated";
+            data: components["schemas"]["Transfer"];
+        };
+        /** @description The payment of a job the account may read changed */
+        PaymentUpdatedEvent: {
+            /** @description the event's position: what a reconnect sends as Last-Event-ID */
+            id: string;
+            /** @constant */
+            event: "payment.updated";
+            data: components["schemas"]["PaymentUpdated"];
+        };
+        /** @description A new entry of the account's notification history */
+        NotificationCreatedEvent: {
+            /** @description the event's position: what a reconnect sends as Last-Event-ID */
+            id: string;
+            /** @constant */
+            event: "notification.created";
+            data: components["schemas"]["Notification"];
+        };
+        /** @description The account's queued banner, delivered at once and cleared as GET /users/me/notification would; without id when it was pending before the stream opened */
+        BannerEvent: {
+            id?: string;
+            /** @constant */
+            event: "banner";
+            data: components["schemas"]["Banner"];
+        };
+        /** @description The Last-Event-ID sent was older than 24 hours or unknown; the stream goes on from now */
+        ResetEvent: {
+            /** @constant */
+            event: "reset";
+            data: components["schemas"]["StreamReset"];
+        };
+        /** @description The stream's last event: replaced (a sixth stream of the account opened), shutdown (the instance is stopping: reconnect, with Last-Event-ID), token.expired (sign in again) */
+        EndEvent: {
+            /** @enum {string} */
+            event: "replaced" | "shutdown" | "token.expired";
+            data: components["schemas"]["StreamNotice"];
+        };
+        /** @description One event of GET /events (text/event-stream, as the WHATWG HTML standard defines Server-Sent Events), written here as the object of its fields: `id:` (absent on control events), `event:` and `data:` (one line of JSON). The stream also carries lines that are not events: `retry:` (how long to wait before reconnecting), a lone `id:` (the position the stream started from, so a reconnect replays from there) and a comment `: keep-alive` every 25 seconds. */
+        StreamEvent: components["schemas"]["MessageCreatedEvent"] | components["schemas"]["QuoteCreatedEvent"] | components["schemas"]["JobCreatedEvent"] | components["schemas"]["JobUpdatedEvent"] | components["schemas"]["PaymentUpdatedEvent"] | components["schemas"]["PayoutUpdatedEvent"] | components["schemas"]["NotificationCreatedEvent"] | components["schemas"]["BannerEvent"] | components["schemas"]["ResetEvent"] | components["schemas"]["EndEvent"];
+        ForecastDay: {
+            /** Format: date */
+            date: string;
+            /** @description an emoji */
+            icon: string;
+            maxF: number;
+            minF: number;
+        };
+        DriveTime: {
+            minutes: number;
+            /** @description miles with one decimal, as text */
+            distanceMi: string;
+        };
         /** @enum {string} */
-        role : "user" | "provider";
-      };
-    };
-    ElevationRequestFields : {
-      id : string; staffId : string; staff : components["schemas"]["StaffIdentity"]; targetId : string;
-      /** @enum {string} */
-      targetRole : "user" | "provider";
-      reason : string;
-      /** @enum {string} */
-      status : "PENDING" | "APPROVED" | "ACTIVE" | "REJECTED" | "DEACTIVATED";
-      /** Format: date-time */
-      createdAt : string;
-      /** Format: date-time */
-      resolvedAt?: string | null;
-      /** Format: date-time */
-      activatedAt?: string | null;
-      /** Format: date-time */
-      expiresAt?: string | null;
-      /** Format: date-time */
-      deactivatedAt?: string | null;
-      /** Format: date-time */
-      updatedAt?: string;
-    };
-    ElevationRequest : components["schemas"]["ElevationRequestFields"];
-    CustomerSearchResult : {
-      id : string; name : string; email : string; address : string; zip : string;
-      /** Format: date-time */
-      createdAt : string;
-      processorCustomerId : string | null;
-    };
-    ProviderSearchResult : {
-      id : string; name : string; email : string; companyName : string | null;
-      services : components["schemas"]["Service"][];
-      serviceZips : string[];
-      isPremium : boolean;
-      /** Format: date-time */
-      premiumSince : string | null;
-      premiumBilledMonth : string | null;
-      /** Format: date-time */
-      createdAt : string;
-    };
-    /** @description A payment record: a job's charge, a tip, or a duplicate charge refunded (kind duplicate) */
-    Payment : {
-      id : string;
-      jobId?: string | null; kind : string; status : string; amount : number;
-      refundedAmount?: number;
-      processorPaymentIntentId?: string | null;
-      failureReason?: string | null;
-      /**
-       * Format: date-time
-       * @description set once the payment moved to its job's history (the job went back to PENDING)
-       */
-      releasedAt?: string | null;
-      /** Format: date-time */
-      createdAt?: string;
-      /** Format: date-time */
-      updatedAt?: string;
-    };
-    StaffJob : {
-      quotes : components["schemas"]["Quote"][]; review : components["schemas"]["Review"] | null;
-      payment?: components["schemas"]["JobPayment"] | null;
-    } & components["schemas"]["JobFields"];
-    StaffCustomerDetail : {
-      /** @description the customer's record, processor ids included */
-      user : {
-        id : string; email : string; name : string;
-        address?: string;
-        zip?: string;
-        lat?: number | null;
-        lng?: number | null;
-        isPremium?: boolean;
-        /** Format: date-time */
-        premiumSince?: string | null;
-        processorCustomerId?: string | null;
-        processorSubscriptionId?: string | null;
-        seasonalAlertsEnabled?: boolean;
-        /** Format: date-time */
-        createdAt?: string;
-        /** Format: date-time */
-        updatedAt?: string;
-      };
-      jobs : components["schemas"]["StaffJob"][];
-      payments : components["schemas"]["Payment"][];
-      elevations : components["schemas"]["ElevationRequest"][];
-    };
-    StaffProviderDetail : {
-      provider : components["schemas"]["Provider"]; jobs : components["schemas"]["StaffJob"][]; ledger : {
-        month : string; jobs : number; paidOut : number; inHold : number; pendingCapture : number;
-        grossEarnings : number;
-        premiumFeeDeducted : number;
-        netEarnings : number;
-      }[];
-      anticipatedJobs : number;
-      anticipatedTotal : number;
-      elevations : components["schemas"]["ElevationRequest"][];
-    };
-    AuditEvent : {
-      id : string;
-      seq?: number; elevationId : string; method : string; path : string;
-      /** @description the request body, credentials replaced by [REDACTED] */
-      body : Record<string, never>| null;
-      status?: number | null;
-      /** Format: date-time */
-      createdAt : string;
-      /** Format: date-time */
-      completedAt?: string | null;
-    };
-    AuditSession : {events : components["schemas"]["AuditEvent"][];} & components["schemas"]["ElevationRequestFields"];
-    StaffAudit : {sessions : components["schemas"]["AuditSession"][];} & components["schemas"]["StaffFields"];
-    SupportTicket : {
-      id : string; accountId : string;
-      /** @enum {string} */
-      accountRole : "user" | "provider";
-      account?: {name : string; email : string;}; subject : string; body : string;
-      /** @enum {string} */
-      category : "technical" | "feedback";
-      /** @enum {string} */
-      status : "OPEN" | "IN_PROGRESS" | "RESOLVED" | "CLOSED";
-      /** @description internal */
-      notes : string | null;
-      assignedToId : string | null;
-      assignedTo : {name : string; email : string;} | null;
-      /** Format: date-time */
-      resolvedAt : string | null;
-      /** Format: date-time */
-      createdAt : string;
-      /** Format: date-time */
-      updatedAt?: string;
-    };
-    Health : {
-      /** @constant */
-      status : "ok";
-    };
-    Ready : {
-      /** @constant */
-      status : "ready";
-    };
-    /**
-       @description The database did not answer within a second, or migrations are not current; the reason never shows
-       a connection string
-     */
-    NotReady : {
-      /** @constant */
-      status : "unavailable"; reason : string;
-    };
-    FavoriteProvider : {
-      id : string; name : string; companyName : string | null;
-      /** Format: uri */
-      logoUrl : string | null;
-      headshots : string[];
-      services : components["schemas"]["Service"][];
-    };
-    Favorited : {favorited : boolean;};
-    /** @description note text by provider id */
-    ProNotes : {[key: string] : string;};
-    SpendSummary : {
-      ytdTotal : number; ytdJobs : number; byMonth : {month : string; total : number; jobs : number;}[];
-      byService : {service : components["schemas"]["Service"]; total : number; jobs : number;}[];
-      topProvider : {id : string; name : string; companyName : string | null;} | null;
-    };
-    SeasonalAlerts : {seasonalAlertsEnabled : boolean;};
-    /** @description A customer (role user). */
-    User : {
-      id : string;
-      /** Format: email */
-      email : string;
-      name : string;
-      address : string;
-      zip : string;
-      lat : number | null;
-      lng : number | null;
-      isPremium : boolean;
-      /** Format: date-time */
-      premiumSince : string | null;
-      seasonalAlertsEnabled : boolean;
-      /** Format: date-time */
-      createdAt : string;
-    };
-    UserAddress : {
-      id : string; label : string; address : string; zip : string; isPrimary : boolean; drivewayLength : number | null;
-      lawnAcres : number | null;
-      /** Format: uri */
-      streetViewPhoto : string | null;
-      serviceAreaPhotos : string[];
-      /** Format: date-time */
-      createdAt : string;
-    };
-    /**
-       @description Every error answer. `code` is present where the documentation names one
-       (WITHIN_CANCELLATION_WINDOW, verification_required, premium_required, already_member); `requestId` on 5xx answers
-       other than 503 and 504.
-     */
-    Error : {error : string; code?: string; requestId?: string;};
-    Ok : {
-      /** @constant */
-      ok : true;
-    };
-    /** @description An OpenAPI 3.1 document (this one). */
-    OpenApiDocument : {
-      openapi : string; info : Record<string, never>; paths : Record<string, never>; components : Record<string, never>;
-    };
-  };
-  responses:
-      {
+        Service: "lawncare" | "snowplowing" | "handyman" | "home_cleaning";
+        /** @enum {string} */
+        JobStatus: "PENDING" | "QUOTED" | "ACCEPTED" | "ON_THE_WAY" | "IN_PROGRESS" | "COMPLETED" | "CANCELLED";
+        /** @description The fields every job answer has (Job, JobDetail, ReportableJob). */
+        JobFields: {
+            id: string;
+            customerId: string;
+            /** @description set on acceptance */
+            providerId: string | null;
+            service: components["schemas"]["Service"];
+            description: string | null;
+            /** Format: date-time */
+            preferredAt: string | null;
+            isAsap: boolean;
+            details: Record<string, never> | null;
+            address: string;
+            zip: string;
+            lat: number | null;
+            lng: number | null;
+            status: components["schemas"]["JobStatus"];
+            /** @description the customer's photos (signed URLs) */
+            images: string[];
+            beforeImages: string[];
+            afterImages: string[];
+            tipAmount: number | null;
+            etaMinutes: number | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description in a provider's feed only: whether this provider quoted */
+            quoted?: boolean;
+        };
+        Job: components["schemas"]["JobFields"];
+        /** @description A customer's own jobs (newest first), or a provider's open feed (each with quoted). */
+        JobList: {
+            jobs: components["schemas"]["Job"][];
+            /** @description the next page's cursor, when a paged request (limit or cursor) has one */
+            nextCursor?: string;
+        };
+        JobPayment: {
+            id: string;
+            /**
+             * @description the payment state machine: docs/internals/payments.md
+             * @enum {string}
+             */
+            status: "PENDING" | "AUTHORIZED" | "PAID" | "FAILED" | "CANCELED" | "REFUNDED";
+            amount: number;
+            processorPaymentIntentId: string | null;
+            /**
+             * Format: date-time
+             * @description when an authorization's hold lapses at the processor (renewed in the background)
+             */
+            holdExpiresAt?: string | null;
+            failureReason?: string | null;
+            /** @description what was refunded of the captured amount (the whole amount once REFUNDED) */
+            refundedAmount?: number;
+        };
+        JobDetail: {
+            customer: {
+                id: string;
+                name: string;
+            };
+            provider: {
+                id: string;
+                name: string;
+                companyName: string | null;
+                phone: string | null;
+            } | null;
+            /** @description the owner sees all; a provider only its own */
+            quotes: components["schemas"]["Quote"][];
+            /** @description for the owner and the assigned provider only */
+            payment?: components["schemas"]["JobPayment"] | null;
+        } & components["schemas"]["JobFields"];
+        ReportableJob: {
+            provider: {
+                name: string;
+                companyName: string | null;
+            };
+        } & components["schemas"]["JobFields"];
+        JobImages: {
+            images: string[];
+        };
+        JobReport: {
+            id: string;
+            jobId: string;
+            customerId: string;
+            description: string;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        Tip: {
+            /** @constant */
+            success: true;
+            tipAmount: number;
+        };
+        RecurringRequested: {
+            /** @constant */
+            requested: true;
+        };
+        Review: {
+            id: string;
+            jobId: string;
+            providerId?: string;
+            rating: number;
+            comment: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        Message: {
+            id: string;
+            senderId: string;
+            /** @enum {string} */
+            senderRole: "user" | "provider";
+            senderName: string;
+            /** @description text, or [IMAGE]<signed URL> for a photo */
+            content: string;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        MessageList: {
+            messages: components["schemas"]["Message"][];
+            /** @description the next page's cursor, when a paged request (limit or cursor) has one */
+            nextCursor?: string;
+        };
+        /** @description One job thread of the caller (a job and a provider) with its last message. */
+        MessageThread: {
+            jobId: string;
+            service: components["schemas"]["Service"];
+            /** @description The other side: the provider of the thread for a customer, the job's customer for a provider. */
+            counterpart: {
+                id: string;
+                name: string | null;
+                /** @enum {string} */
+                role: "user" | "provider";
+            };
+            lastMessage: components["schemas"]["Message"];
+            /** @description messages of the other side after the caller's read mark (POST /jobs/{id}/messages/read) */
+            unreadCount: number;
+            /**
+             * Format: date-time
+             * @description when the last message was posted
+             */
+            updatedAt: string;
+        };
+        Notification: {
+            id: string;
+            title: string;
+            body: string;
+            jobId: string | null;
+            read: boolean;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        /** @description The one queued in-app banner, removed by the read that returns it. */
+        Banner: {
+            icon: string | null;
+            title: string;
+            body: string;
+        };
+        SetupIntent: {
+            clientSecret: string;
+        };
+        Card: {
+            brand: string;
+            last4: string;
+            expMonth: number;
+            expYear: number;
+        };
+        PremiumStatus: {
+            isPremium: boolean;
+            /** Format: date-time */
+            premiumSince: string | null;
+            processorSubscriptionId: string | null;
+            cancelAtPeriodEnd?: boolean;
+        };
+        PremiumSubscription: {
+            /** @description present when already subscribed */
+            message?: string;
+            isPremium: boolean;
+            subscriptionId: string;
+            status: string;
+            /** @description present when a subscription set to end was resumed */
+            cancelAtPeriodEnd?: boolean;
+        };
+        PremiumCancellation: {
+            message: string;
+            /** @constant */
+            cancelAtPeriodEnd: true;
+            /** Format: date-time */
+            currentPeriodEnd?: string | null;
+        };
+        Refund: {
+            id: string;
+            amount: number;
+            reason: string;
+            /** @constant */
+            status: "SUCCEEDED";
+            /** Format: date-time */
+            createdAt: string;
+        };
+        RefundResult: {
+            refund: components["schemas"]["Refund"];
+            payment: components["schemas"]["JobPayment"];
+        };
+        WebhookReceipt: {
+            /** @constant */
+            received: true;
+            duplicate: boolean;
+        };
         /**
-           @description The input is invalid: `<field>: <message>` for the first field that fails, in the documented
-           order
+         * @description none: no account yet; pending: onboarding not finished; enabled: transfers can be made to it; restricted: the processor needs more before it takes transfers again
+         * @enum {string}
          */
-        400: {headers: {[name: string]: unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
-        /** @description Missing, expired or tampered token (`Unauthorized`), or invalid credentials */
-        401 :
-            {headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
+        PayoutAccountStatus: "none" | "pending" | "enabled" | "restricted";
+        PayoutOnboarding: {
+            /** @description the processor's onboarding page for the account (single use, short-lived) */
+            onboardingUrl: string;
+            status: components["schemas"]["PayoutAccountStatus"];
+        };
+        PayoutAccount: {
+            status: components["schemas"]["PayoutAccountStatus"];
+            /** @description the account pays its balance out to the provider's bank */
+            payoutsEnabled: boolean;
+            /** @description what the processor asks for now (field names) */
+            requirements: string[];
+        };
+        Transfer: {
+            id: string;
+            jobId: string | null;
+            /**
+             * @description fee: the Preferred Pro fee deducted from the transfer made with it (a negative amount)
+             * @enum {string}
+             */
+            kind: "job" | "tip" | "fee";
+            /** @description dollars the provider earns by it now (refunds reduce it); a fee is negative */
+            amount: number;
+            /** @description dollars that went back from the provider's account since it was paid */
+            reversedAmount: number;
+            /** @enum {string} */
+            status: "scheduled" | "waiting_for_account" | "on_hold" | "paid" | "reversed" | "failed" | "cancelled";
+            /**
+             * Format: date-time
+             * @description when it may go out: 72 hours after the job's completion
+             */
+            availableAt: string;
+            /** Format: date-time */
+            paidAt: string | null;
+            failureReason: string | null;
+        };
+        Payouts: {
+            transfers: components["schemas"]["Transfer"][];
+            totals: {
+                /** @description to be paid: scheduled, waiting for the account, or failed */
+                scheduled: number;
+                /** @description held by a report */
+                onHold: number;
+                /** @description what reached the provider's account and stayed */
+                paid: number;
+                /** @description what went back */
+                reversed: number;
+            };
+            /** @description the next page's cursor, when a paged request (limit or cursor) has one */
+            nextCursor?: string;
+        };
+        ScheduleItem: {
+            id: string;
+            service: components["schemas"]["Service"];
+            address: string;
+            zip: string;
+            status: components["schemas"]["JobStatus"];
+            customerName: string;
+            /** Format: date-time */
+            scheduledAt: string | null;
+            amount: number;
+        };
+        /** @description dollars by service name */
+        AmountByService: {
+            [key: string]: number;
+        };
+        ProviderInsights: {
+            averageRating: number | null;
+            totalReviews: number;
+            avgTurnaroundMs: number | null;
+            incomeByService: components["schemas"]["AmountByService"];
+            topZip: {
+                zip: string;
+                total: number;
+            } | null;
+            /** @description by year (YYYY), dollars by service */
+            annualIncomeByService: {
+                [key: string]: components["schemas"]["AmountByService"];
+            };
+            membershipFee: {
+                owed: boolean;
+                amount: number;
+                month?: string;
+                reason?: string;
+            };
+            pendingIncome: {
+                scheduled: number;
+                scheduledByService: components["schemas"]["AmountByService"];
+                awaitingTransfer: number;
+                awaitingByService: components["schemas"]["AmountByService"];
+            };
+            recentReviews: {
+                id: string;
+                jobId: string;
+                rating: number;
+                comment: string | null;
+                customerName: string;
+                service: components["schemas"]["Service"];
+                /** Format: date-time */
+                createdAt: string;
+            }[];
+        };
+        PremiumInsights: {
+            currentZips: string[];
+            zipExpansion: {
+                zip: string;
+                openJobs: number;
+                projectedMonthlyIncome: number;
+                topService: components["schemas"]["Service"] | null;
+                serviceBreakdown: {
+                    [key: string]: number;
+                };
+            }[];
+            /** @description by service */
+            pricingTrends: {
+                [key: string]: {
+                    myAvg: number | null;
+                    marketAvg: number | null;
+                    winRate: number | null;
+                    totalBids: number;
+                    wonBids: number;
+                    trend: {
+                        month?: string;
+                        myAvg?: number | null;
+                        marketAvg?: number | null;
+                        bids?: number;
+                    }[];
+                };
+            };
+            lostBids: {
+                service: components["schemas"]["Service"];
+                myAmount: number;
+                winningAmount: number;
+                delta: number;
+                /** Format: date-time */
+                date: string;
+            }[];
+            insuranceOpportunity: {
+                totalCompleted: number;
+                wonByInsured: number;
+                pct: number;
+                providerHasInsurance: boolean;
+            };
+            serviceExpansion: {
+                service: components["schemas"]["Service"];
+                openJobs: number;
+                estimatedMonthlyIncome: number;
+            }[];
+        };
+        PreferredProWelcome: {
+            /** @constant */
+            ok: true;
+            message: string;
+        };
+        /** @description Nearby jobs of one day that can be quoted in one call, in route order. */
+        Bundle: {
+            id: string;
+            /** Format: date */
+            date: string;
+            jobCount: number;
+            items: {
+                routeOrder: number;
+                estimatedEarnings: number;
+                estimatedPrice: number;
+                distanceMi?: number | null;
+                driveMinutes?: number | null;
+                job: {
+                    id: string;
+                    service: components["schemas"]["Service"];
+                    address: string;
+                    zip: string;
+                    /** Format: date-time */
+                    preferredAt: string | null;
+                    lat: number | null;
+                    lng: number | null;
+                    customer: {
+                        id: string;
+                        name: string;
+                    };
+                };
+            }[];
+            projectedEarnings: number;
+            avgDailyEarnings: number;
+            boostDollars: number;
+            boostPct: number;
+            totalDistanceMi?: number | null;
+            totalDriveMinutes?: number | null;
+        };
+        BundleAcceptance: {
+            accepted: number;
+            skipped: number;
+        };
+        DayHours: {
+            start: string;
+            end: string;
+            on: boolean;
+        };
+        /** @description The weekly schedule; by default Monday to Friday 08:00-17:00. */
+        Availability: {
+            mon?: components["schemas"]["DayHours"];
+            tue?: components["schemas"]["DayHours"];
+            wed?: components["schemas"]["DayHours"];
+            thu?: components["schemas"]["DayHours"];
+            fri?: components["schemas"]["DayHours"];
+            sat?: components["schemas"]["DayHours"];
+            sun?: components["schemas"]["DayHours"];
+        };
+        /** @description The caller's own provider profile. Document URLs are signed for 15 minutes, photos for a year. */
+        Provider: {
+            id: string;
+            /** Format: email */
+            email: string;
+            name: string;
+            phone: string | null;
+            companyName: string | null;
+            companyUrl: string | null;
+            /** @description filled by insurance recognition */
+            insuranceInfo: string | null;
+            /** Format: uri */
+            logoUrl: string | null;
+            services: components["schemas"]["Service"][];
+            serviceZips: string[];
+            headshots: string[];
+            /** Format: uri */
+            idDocFront: string | null;
+            /** Format: uri */
+            idDocBack: string | null;
+            availability: components["schemas"]["Availability"];
+            isPremium: boolean;
+            /** Format: date-time */
+            premiumSince: string | null;
+            /** Format: date-time */
+            preferredProAppliedAt?: string | null;
+            premiumBilledMonth?: string | null;
+            /** @enum {unknown} */
+            idCheckStatus: "pending" | "passed" | "review" | "failed" | "error" | null;
+            idCheckName?: string | null;
+            /** Format: date */
+            idCheckDOB?: string | null;
+            /** Format: date */
+            idCheckExpiry?: string | null;
+            idCheckState?: string | null;
+            idCheckFlags: ("unreadable" | "not_a_license" | "no_dob" | "no_expiry" | "expired" | "near_expiry")[];
+            /** Format: date-time */
+            idCheckAt?: string | null;
+            /** Format: uri */
+            insDocUrl: string | null;
+            /** @enum {unknown} */
+            insCheckStatus: "pending" | "active" | "expired" | "review" | "error" | null;
+            insCheckCarrier?: string | null;
+            insCheckPolicy?: string | null;
+            /** Format: date */
+            insCheckEffective?: string | null;
+            /** Format: date */
+            insCheckExpiry?: string | null;
+            /** @description whole dollars, as digits */
+            insCheckCoverage?: string | null;
+            insCheckFlags: ("no_expiry" | "expired" | "near_expiry")[];
+            /** Format: date-time */
+            insCheckAt?: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        LogoUpload: {
+            /** Format: uri */
+            logoUrl: string;
+        };
+        InsuranceUpload: {
+            /** Format: uri */
+            insDocUrl: string;
+            /** @constant */
+            insCheckStatus: "pending";
+        };
+        /** @description A review as anyone signed in may read it: the reviewer's first name and initial only. */
+        PublicReview: {
+            id: string;
+            rating: number;
+            comment: string | null;
+            service: components["schemas"]["Service"] | null;
+            /** @description "Casey T."; "Deleted account" once the reviewer deleted it */
+            reviewerName: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        /** @description A provider's public profile: nothing private (no email, phone, company site, insurance or licence details, documents). reviews come newest first: the newest 20, or the page limit and cursor ask for (the next page in the Link header and reviewsNextCursor). */
+        ProviderProfile: {
+            id: string;
+            name: string;
+            companyName: string | null;
+            /**
+             * Format: uri
+             * @description the first headshot, signed
+             */
+            headshotUrl: string | null;
+            /** Format: uri */
+            logoUrl: string | null;
+            services: components["schemas"]["Service"][];
+            serviceZips: string[];
+            /** @description mean rating to 2 decimals; null without reviews */
+            averageRating: number | null;
+            totalReviews: number;
+            completedJobs: number;
+            /** Format: date-time */
+            memberSince: string;
+            preferredPro: boolean;
+            /** @description its insurance certificate reads active (or near expiry) */
+            insured: boolean;
+            /** @description a headshot and both sides of its licence: what quoting requires */
+            verified: boolean;
+            reviews: components["schemas"]["PublicReview"][];
+            /** @description the next page of reviews' cursor, when a paged request (limit or cursor) has one */
+            reviewsNextCursor?: string;
+        };
+        ServicesAvailable: {
+            services: components["schemas"]["Service"][];
+            providerCount: number;
+            zip: string;
+        };
+        ZipCoverage: {
+            covered: boolean;
+            zip: string;
+        };
+        /** @description The fields of every quote answer (Quote, QuoteWithProvider). */
+        QuoteFields: {
+            id: string;
+            jobId: string;
+            providerId: string;
+            amount: number;
+            /** @description 18% of amount, rounded to cents */
+            platformFee: number;
+            /** @description amount + platformFee: what the customer pays */
+            totalAmount: number;
+            note: string | null;
+            /** Format: date-time */
+            scheduledAt: string | null;
+            /** @enum {string} */
+            status: "PENDING" | "ACCEPTED" | "REJECTED";
+            /** Format: date-time */
+            createdAt: string;
+        };
+        Quote: components["schemas"]["QuoteFields"];
+        /** @description The quoting provider's public profile. */
+        QuoteProvider: {
+            name: string;
+            phone: string | null;
+            companyName: string | null;
+            companyUrl: string | null;
+            insuranceInfo: string | null;
+            /** Format: uri */
+            logoUrl: string | null;
+            averageRating: number | null;
+        };
+        QuoteWithProvider: {
+            provider: components["schemas"]["QuoteProvider"];
+        } & components["schemas"]["QuoteFields"];
+        Acceptance: {
+            quote: components["schemas"]["Quote"];
+            job: components["schemas"]["Job"];
+        };
+        MarketRate: {
+            /** @description median of the last 50 accepted quotes, rounded to 5 */
+            marketRate: number | null;
+        };
+        /** @description One of the caller's quotes with the state of its job. */
+        ProviderQuote: {
+            jobStatus: components["schemas"]["JobStatus"];
+            service: components["schemas"]["Service"];
+        } & components["schemas"]["QuoteFields"];
+        /** @enum {string} */
+        StaffRole: "customer_support" | "professional_support" | "technical_support" | "internal_audit";
+        StaffFields: {
+            id: string;
+            name: string;
+            /** Format: email */
+            email: string;
+            role: components["schemas"]["StaffRole"];
+            /** Format: date-time */
+            createdAt: string;
+        };
+        Staff: components["schemas"]["StaffFields"];
+        StaffIdentity: {
+            id: string;
+            name: string;
+            /** Format: email */
+            email: string;
+            role: components["schemas"]["StaffRole"];
+        };
+        /** @description A staff token (valid 12 hours; 15 minutes when an administrator impersonates a staff member). */
+        StaffSession: {
+            token: string;
+            staff: components["schemas"]["StaffIdentity"];
+        };
+        /** @description A token acting as a customer or provider (staff: 15 minutes, audited; administrator: 2 hours). */
+        Impersonation: {
+            token: string;
+            identity: {
+                id: string;
+                name: string;
+                email: string;
+                /** @enum {string} */
+                role: "user" | "provider";
+            };
+        };
+        ElevationRequestFields: {
+            id: string;
+            staffId: string;
+            staff: components["schemas"]["StaffIdentity"];
+            targetId: string;
+            /** @enum {string} */
+            targetRole: "user" | "provider";
+            reason: string;
+            /** @enum {string} */
+            status: "PENDING" | "APPROVED" | "ACTIVE" | "REJECTED" | "DEACTIVATED";
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            resolvedAt?: string | null;
+            /** Format: date-time */
+            activatedAt?: string | null;
+            /** Format: date-time */
+            expiresAt?: string | null;
+            /** Format: date-time */
+            deactivatedAt?: string | null;
+            /** Format: date-time */
+            updatedAt?: string;
+        };
+        ElevationRequest: components["schemas"]["ElevationRequestFields"];
+        CustomerSearchResult: {
+            id: string;
+            name: string;
+            email: string;
+            address: string;
+            zip: string;
+            /** Format: date-time */
+            createdAt: string;
+            processorCustomerId: string | null;
+        };
+        ProviderSearchResult: {
+            id: string;
+            name: string;
+            email: string;
+            companyName: string | null;
+            services: components["schemas"]["Service"][];
+            serviceZips: string[];
+            isPremium: boolean;
+            /** Format: date-time */
+            premiumSince: string | null;
+            premiumBilledMonth: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        /** @description A payment record: a job's charge, a tip, or a duplicate charge refunded (kind duplicate) */
+        Payment: {
+            id: string;
+            jobId?: string | null;
+            kind: string;
+            status: string;
+            amount: number;
+            refundedAmount?: number;
+            processorPaymentIntentId?: string | null;
+            failureReason?: string | null;
+            /**
+             * Format: date-time
+             * @description set once the payment moved to its job's history (the job went back to PENDING)
+             */
+            releasedAt?: string | null;
+            /** Format: date-time */
+            createdAt?: string;
+            /** Format: date-time */
+            updatedAt?: string;
+        };
+        StaffJob: {
+            quotes: components["schemas"]["Quote"][];
+            review: components["schemas"]["Review"] | null;
+            payment?: components["schemas"]["JobPayment"] | null;
+        } & components["schemas"]["JobFields"];
+        StaffCustomerDetail: {
+            /** @description the customer's record, processor ids included */
+            user: {
+                id: string;
+                email: string;
+                name: string;
+                address?: string;
+                zip?: string;
+                lat?: number | null;
+                lng?: number | null;
+                isPremium?: boolean;
+                /** Format: date-time */
+                premiumSince?: string | null;
+                processorCustomerId?: string | null;
+                processorSubscriptionId?: string | null;
+                seasonalAlertsEnabled?: boolean;
+                /** Format: date-time */
+                createdAt?: string;
+                /** Format: date-time */
+                updatedAt?: string;
+            };
+            jobs: components["schemas"]["StaffJob"][];
+            payments: components["schemas"]["Payment"][];
+            elevations: components["schemas"]["ElevationRequest"][];
+        };
+        StaffProviderDetail: {
+            provider: components["schemas"]["Provider"];
+            jobs: components["schemas"]["StaffJob"][];
+            ledger: {
+                month: string;
+                jobs: number;
+                paidOut: number;
+                inHold: number;
+                pendingCapture: number;
+                grossEarnings: number;
+                premiumFeeDeducted: number;
+                netEarnings: number;
+            }[];
+            anticipatedJobs: number;
+            anticipatedTotal: number;
+            elevations: components["schemas"]["ElevationRequest"][];
+        };
+        AuditEvent: {
+            id: string;
+            seq?: number;
+            elevationId: string;
+            method: string;
+            path: string;
+            /** @description the request body, credentials replaced by [REDACTED] */
+            body: Record<string, never> | null;
+            status?: number | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            completedAt?: string | null;
+        };
+        AuditSession: {
+            events: components["schemas"]["AuditEvent"][];
+        } & components["schemas"]["ElevationRequestFields"];
+        StaffAudit: {
+            sessions: components["schemas"]["AuditSession"][];
+        } & components["schemas"]["StaffFields"];
+        SupportTicket: {
+            id: string;
+            accountId: string;
+            /** @enum {string} */
+            accountRole: "user" | "provider";
+            account?: {
+                name: string;
+                email: string;
+            };
+            subject: string;
+            body: string;
+            /** @enum {string} */
+            category: "technical" | "feedback";
+            /** @enum {string} */
+            status: "OPEN" | "IN_PROGRESS" | "RESOLVED" | "CLOSED";
+            /** @description internal */
+            notes: string | null;
+            assignedToId: string | null;
+            assignedTo: {
+                name: string;
+                email: string;
+            } | null;
+            /** Format: date-time */
+            resolvedAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt?: string;
+        };
+        Health: {
+            /** @constant */
+            status: "ok";
+        };
+        Ready: {
+            /** @constant */
+            status: "ready";
+        };
+        /** @description The database did not answer within a second, or migrations are not current; the reason never shows a connection string */
+        NotReady: {
+            /** @constant */
+            status: "unavailable";
+            reason: string;
+        };
+        FavoriteProvider: {
+            id: string;
+            name: string;
+            companyName: string | null;
+            /** Format: uri */
+            logoUrl: string | null;
+            headshots: string[];
+            services: components["schemas"]["Service"][];
+        };
+        Favorited: {
+            favorited: boolean;
+        };
+        /** @description note text by provider id */
+        ProNotes: {
+            [key: string]: string;
+        };
+        SpendSummary: {
+            ytdTotal: number;
+            ytdJobs: number;
+            byMonth: {
+                month: string;
+                total: number;
+                jobs: number;
+            }[];
+            byService: {
+                service: components["schemas"]["Service"];
+                total: number;
+                jobs: number;
+            }[];
+            topProvider: {
+                id: string;
+                name: string;
+                companyName: string | null;
+            } | null;
+        };
+        SeasonalAlerts: {
+            seasonalAlertsEnabled: boolean;
+        };
+        /** @description A customer (role user). */
+        User: {
+            id: string;
+            /** Format: email */
+            email: string;
+            name: string;
+            phone: string | null;
+            address: string;
+            zip: string;
+            lat: number | null;
+            lng: number | null;
+            isPremium: boolean;
+            /** Format: date-time */
+            premiumSince: string | null;
+            seasonalAlertsEnabled: boolean;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        UserAddress: {
+            id: string;
+            label: string;
+            address: string;
+            zip: string;
+            isPrimary: boolean;
+            drivewayLength: number | null;
+            lawnAcres: number | null;
+            /** Format: uri */
+            streetViewPhoto: string | null;
+            serviceAreaPhotos: string[];
+            /** Format: date-time */
+            createdAt: string;
+        };
+        /** @description Every error answer. `code` names the error for programs (snake_case; the specification's own codes keep its spelling: WITHIN_CANCELLATION_WINDOW, verification_required, premium_required, already_member); `error` is the message for people and never changes for a given case. A validation error (`code` validation_failed, message `<field>: <message>`) also names its `field`. `requestId` on 5xx answers other than 503, 504 and 507. */
+        Error: {
+            error: string;
+            /**
+             * @description what went wrong, for programs: the error's kind (not_found, conflict, ...) or a more precise name (validation_failed, invalid_state, ...)
+             * @enum {string}
+             */
+            code: "bad_request" | "unauthorized" | "payment_failed" | "forbidden" | "not_found" | "conflict" | "payload_too_large" | "unsupported_media_type" | "unprocessable" | "rate_limited" | "header_fields_too_large" | "internal_error" | "service_unavailable" | "gateway_timeout" | "insufficient_storage" | "validation_failed" | "invalid_state" | "invalid_credentials" | "email_taken" | "thread_full" | "idempotency_key_in_use" | "idempotency_key_reused" | "account_busy" | "WITHIN_CANCELLATION_WINDOW" | "verification_required" | "premium_required" | "already_member";
+            /** @description the input that failed validation (a body or query field, a form field, `body`, or a header such as `Idempotency-Key`) */
+            field?: string;
+            requestId?: string;
+        };
+        Ok: {
+            /** @constant */
+            ok: true;
+        };
+        /** @description An OpenAPI 3.1 document (this one). */
+        OpenApiDocument: {
+            openapi: string;
+            info: Record<string, never>;
+            paths: Record<string, never>;
+            components: Record<string, never>;
+        };
+    };
+    responses: {
+        /** @description The input is invalid: `<field>: <message>` for the first field that fails, in the documented order (`code` validation_failed, with `field`), or the record's state does not allow this (`invalid_state`) */
+        400: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Missing, expired or tampered token (`Unauthorized`, with `WWW-Authenticate: Bearer`), or invalid credentials (`invalid_credentials`) */
+        401: {
+            headers: {
+                /** @description on a missing token `Bearer`; on an expired, tampered or ended one `Bearer error="invalid_token"` (RFC 6750) */
+                "WWW-Authenticate"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The card was declined (the processor's message) */
-        402 :
-            {headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
-        /**
-           @description The token's role may not use this route (`Forbidden`), or the caller may not act on this record
-         */
-        403 :
-            {headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
+        402: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The token's role may not use this route (`Forbidden`), or the caller may not act on this record */
+        403: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description No such record, or not one the caller may see */
-        404 :
-            {headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
-        /**
-           @description The record's state does not allow this, or a conflicting request (also: an Idempotency-Key
-           whose first request still runs)
-         */
-        409 :
-            {headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
+        404: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The record's state does not allow this, or a conflicting request (also: an Idempotency-Key whose first request still runs, `idempotency_key_in_use` with Retry-After) */
+        409: {
+            headers: {
+                /** @description seconds to wait before trying again (an Idempotency-Key whose first request still runs) */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The body is larger than the route allows */
-        413 :
-            {headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
-        /**
-           @description The request cannot be processed as sent (also: an Idempotency-Key reused with another request)
-         */
-        422 :
-            {headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
+        413: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The route takes a JSON body, and a multipart body came */
+        415: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The request cannot be processed as sent (also: an Idempotency-Key reused with another request, `idempotency_key_reused`) */
+        422: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description Too many requests: wait Retry-After seconds */
-        429 : {
-          headers : {
-            /** @description seconds to wait before trying again */
-            "Retry-After"?: number; [name: string] : unknown;
-          };
-          content : {"application/json" : components["schemas"]["Error"];};
+        429: {
+            headers: {
+                /** @description seconds to wait before trying again */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
         };
         /** @description The request's header fields are too large (any route) */
-        431 :
-            {headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
+        431: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description Internal server error: `{ error, requestId }`, nothing internal */
-        500 :
-            {headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
-        /**
-           @description Temporarily unavailable (busy, or a service it depends on is unreachable): retry after
-           Retry-After
-         */
-        503 : {
-          headers : {
-            /** @description seconds to wait before trying again */
-            "Retry-After"?: number; [name: string] : unknown;
-          };
-          content : {"application/json" : components["schemas"]["Error"];};
+        500: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Temporarily unavailable (busy, or a service it depends on is unreachable): retry after Retry-After */
+        503: {
+            headers: {
+                /** @description seconds to wait before trying again */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
         };
         /** @description An outside service did not answer in time */
-        504 :
-            {headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
+        504: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description Storage is full */
-        507 :
-            {headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["Error"];};};
-      };
-  parameters: {
-    /**
-       @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the
-       first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address
-       on open routes).
-     */
-    IdempotencyKey: string;
-  };
-  requestBodies: never;
-  headers: {
-    /** @description present on the replay of a kept answer */
-    IdempotentReplayed: "true";
-  };
-  pathItems: never;
+        507: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+    };
+    parameters: {
+        /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+        IdempotencyKey: string;
+    };
+    requestBodies: never;
+    headers: {
+        /** @description present on the replay of a kept answer */
+        IdempotentReplayed: "true";
+        /** @description present when a paged request (`limit` or `cursor`) has a next page: `<URL>; rel="next"` (RFC 8288), the same request with the next page's cursor */
+        NextPage: string;
+    };
+    pathItems: never;
 }
 export type $defs = Record<string, never>;
 export interface operations {
@@ -2662,33 +3557,61 @@ export interface operations {
         };
     };
     getEvents: {
-      parameters: {query?: {ticket?: string; lastEventId?: string;}; header?: never; path?: never; cookie?: never;};
-      requestBody?: never; responses : {
-        /** @description OK */
-        200 : {headers : {[name: string] : unknown;}; content : {"text/event-stream" : string;};};
-        400 : components["responses"]["400"];
-        401 : components["responses"]["401"];
-        403 : components["responses"]["403"];
-        431 : components["responses"]["431"];
-        500 : components["responses"]["500"];
-        503 : components["responses"]["503"];
-      };
+        parameters: {
+            query?: {
+                ticket?: string;
+                lastEventId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
     };
     postEventsTicket: {
-      parameters: {query?: never; header?: never; path?: never; cookie?: never;};
-      requestBody?: never; responses : {
-        /** @description OK */
-        200 : {
-          headers : {[name: string] : unknown;}; content : {"application/json" : components["schemas"]["EventTicket"];};
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        400 : components["responses"]["400"];
-        401 : components["responses"]["401"];
-        403 : components["responses"]["403"];
-        413 : components["responses"]["413"];
-        431 : components["responses"]["431"];
-        500 : components["responses"]["500"];
-        503 : components["responses"]["503"];
-      };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventTicket"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
     };
     postAuthRegister: {
         parameters: {
@@ -2726,6 +3649,7 @@ export interface operations {
             400: components["responses"]["400"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -2763,6 +3687,7 @@ export interface operations {
             400: components["responses"]["400"];
             401: components["responses"]["401"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -2808,6 +3733,7 @@ export interface operations {
             400: components["responses"]["400"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -2845,6 +3771,7 @@ export interface operations {
             400: components["responses"]["400"];
             401: components["responses"]["401"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -2883,6 +3810,7 @@ export interface operations {
             };
             400: components["responses"]["400"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -2917,6 +3845,180 @@ export interface operations {
             };
             400: components["responses"]["400"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postAuthChangePassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    currentPassword: string;
+                    /** @description at most 72 bytes of UTF-8 */
+                    newPassword: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenAnswer"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            429: components["responses"]["429"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postAuthChangeEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    currentPassword: string;
+                    /**
+                     * Format: email
+                     * @description trimmed and lowercased
+                     */
+                    email: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageAnswer"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            429: components["responses"]["429"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    getAuthConfirmEmail: {
+        parameters: {
+            query: {
+                token: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["400"];
+            409: components["responses"]["409"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postAuthLogout: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postAuthLogoutAll: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -2948,6 +4050,40 @@ export interface operations {
             503: components["responses"]["503"];
         };
     };
+    deleteUsersMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            429: components["responses"]["429"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
     patchUsersMe: {
         parameters: {
             query?: never;
@@ -2961,6 +4097,8 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
+                    name?: string | null;
+                    phone?: string | null;
                     lat?: number | null;
                     lng?: number | null;
                 };
@@ -2983,6 +4121,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -2991,7 +4130,12 @@ export interface operations {
     };
     getUsersMeFavorites: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3001,12 +4145,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["FavoriteProvider"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -3044,6 +4190,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3074,6 +4221,7 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -3135,6 +4283,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -3164,6 +4313,7 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -3227,6 +4377,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3235,7 +4386,12 @@ export interface operations {
     };
     getUsersMeAddresses: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3245,12 +4401,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["UserAddress"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -3293,6 +4451,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3329,6 +4488,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3360,6 +4520,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -3402,6 +4563,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3411,7 +4573,10 @@ export interface operations {
     postUsersMeAddressesByIdPhotos: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: string;
             };
@@ -3425,9 +4590,9 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 10 MB each
                      */
-                    streetViewPhoto?: string;
+                    streetViewPhoto?: Blob | File;
                     /** @description a PNG, JPEG or WebP image; at most 10 files of 10 MB each */
-                    serviceAreaPhotos?: string[];
+                    serviceAreaPhotos?: (Blob | File)[];
                 };
             };
         };
@@ -3435,6 +4600,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3445,7 +4611,9 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            409: components["responses"]["409"];
             413: components["responses"]["413"];
+            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -3477,6 +4645,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -3510,6 +4679,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3550,6 +4720,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3637,6 +4808,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3671,6 +4843,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3744,7 +4917,127 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    getProvidersMePayoutAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutAccount"];
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postProvidersMePayoutAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutOnboarding"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    getProvidersMePayouts: {
+        parameters: {
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    Link: components["headers"]["NextPage"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Payouts"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    getPayoutsOnboardingByLinkId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                linkId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -3771,6 +5064,40 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    deleteProvidersMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -3817,6 +5144,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -3826,7 +5154,10 @@ export interface operations {
     postProvidersMeLogo: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3838,7 +5169,7 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 5 MB each
                      */
-                    logo: string;
+                    logo: Blob | File;
                 };
             };
         };
@@ -3846,6 +5177,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3856,7 +5188,9 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            409: components["responses"]["409"];
             413: components["responses"]["413"];
+            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -3866,7 +5200,10 @@ export interface operations {
     postProvidersMeHeadshots: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3878,7 +5215,7 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 8 MB each
                      */
-                    headshot: string;
+                    headshot: Blob | File;
                 };
             };
         };
@@ -3886,6 +5223,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3896,7 +5234,9 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            409: components["responses"]["409"];
             413: components["responses"]["413"];
+            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -3928,6 +5268,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -3936,7 +5277,10 @@ export interface operations {
     postProvidersMeIdDocuments: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3948,12 +5292,12 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 10 MB each
                      */
-                    front?: string;
+                    front?: Blob | File;
                     /**
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 10 MB each
                      */
-                    back?: string;
+                    back?: Blob | File;
                 };
             };
         };
@@ -3961,6 +5305,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3971,7 +5316,9 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            409: components["responses"]["409"];
             413: components["responses"]["413"];
+            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -3981,7 +5328,10 @@ export interface operations {
     postProvidersMeInsuranceDocument: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3993,7 +5343,7 @@ export interface operations {
                      * Format: binary
                      * @description a PNG or JPEG image or a PDF; at most 1 file of 10 MB each
                      */
-                    insuranceDoc: string;
+                    insuranceDoc: Blob | File;
                 };
             };
         };
@@ -4001,6 +5351,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4011,7 +5362,9 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            409: components["responses"]["409"];
             413: components["responses"]["413"];
+            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -4020,7 +5373,12 @@ export interface operations {
     };
     getProvidersMeJobs: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4030,12 +5388,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Job"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -4045,7 +5405,12 @@ export interface operations {
     };
     getProvidersMeSchedule: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4055,12 +5420,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ScheduleItem"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -4159,6 +5526,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -4244,6 +5612,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4311,7 +5680,42 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    getProvidersByIdProfile: {
+        parameters: {
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    Link: components["headers"]["NextPage"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProviderProfile"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            404: components["responses"]["404"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -4350,7 +5754,13 @@ export interface operations {
     };
     getJobs: {
         parameters: {
-            query?: never;
+            query?: {
+                status?: ("PENDING" | "QUOTED" | "ACCEPTED" | "ON_THE_WAY" | "IN_PROGRESS" | "COMPLETED" | "CANCELLED")[];
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4360,12 +5770,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["JobList"];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -4417,6 +5829,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4425,7 +5838,12 @@ export interface operations {
     };
     getJobsReportable: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4435,12 +5853,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ReportableJob"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -4506,6 +5926,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4551,6 +5972,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4560,7 +5982,10 @@ export interface operations {
     postJobsByIdStart: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: string;
             };
@@ -4571,7 +5996,7 @@ export interface operations {
             content: {
                 "multipart/form-data": {
                     /** @description a PNG, JPEG or WebP image; at most 10 files of 10 MB each */
-                    images: string[];
+                    images: (Blob | File)[];
                 };
             };
         };
@@ -4579,6 +6004,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4591,6 +6017,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -4600,7 +6027,10 @@ export interface operations {
     postJobsByIdComplete: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: string;
             };
@@ -4611,7 +6041,7 @@ export interface operations {
             content: {
                 "multipart/form-data": {
                     /** @description a PNG, JPEG or WebP image; at most 10 files of 10 MB each */
-                    images: string[];
+                    images: (Blob | File)[];
                 };
             };
         };
@@ -4619,6 +6049,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4631,6 +6062,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -4640,7 +6072,10 @@ export interface operations {
     postJobsByIdImages: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: string;
             };
@@ -4651,7 +6086,7 @@ export interface operations {
             content: {
                 "multipart/form-data": {
                     /** @description a PNG, JPEG or WebP image; at most 5 files of 10 MB each */
-                    images: string[];
+                    images: (Blob | File)[];
                 };
             };
         };
@@ -4659,6 +6094,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4669,7 +6105,9 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            409: components["responses"]["409"];
             413: components["responses"]["413"];
+            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -4712,6 +6150,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4755,6 +6194,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4804,6 +6244,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4846,6 +6287,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4893,6 +6335,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4929,6 +6372,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -4965,7 +6409,12 @@ export interface operations {
     };
     getQuotesJobByJobId: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path: {
                 jobId: string;
@@ -4977,15 +6426,49 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["QuoteWithProvider"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    getProvidersMeQuotes: {
+        parameters: {
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    Link: components["headers"]["NextPage"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProviderQuote"][];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -4995,6 +6478,10 @@ export interface operations {
         parameters: {
             query?: {
                 providerId?: string;
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -5007,6 +6494,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5059,6 +6547,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
@@ -5069,7 +6558,10 @@ export interface operations {
     postJobsByIdMessagesPhoto: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: string;
             };
@@ -5083,7 +6575,7 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 10 MB each
                      */
-                    photo: string;
+                    photo: Blob | File;
                     providerId?: string;
                 };
             };
@@ -5092,6 +6584,7 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5104,11 +6597,119 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
             507: components["responses"]["507"];
+        };
+    };
+    postJobsByIdMessagesRead: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    providerId?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    getUsersMeThreads: {
+        parameters: {
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    Link: components["headers"]["NextPage"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageThread"][];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    getProvidersMeThreads: {
+        parameters: {
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    Link: components["headers"]["NextPage"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageThread"][];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
         };
     };
     postUsersMePushToken: {
@@ -5144,6 +6745,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5183,6 +6785,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5191,7 +6794,13 @@ export interface operations {
     };
     getUsersMeNotifications: {
         parameters: {
-            query?: never;
+            query?: {
+                unread?: boolean;
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -5201,12 +6810,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Notification"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -5216,7 +6827,13 @@ export interface operations {
     };
     getProvidersMeNotifications: {
         parameters: {
-            query?: never;
+            query?: {
+                unread?: boolean;
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -5226,12 +6843,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Notification"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -5266,6 +6885,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5299,6 +6919,81 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postUsersMeNotificationsByIdRead: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Notification"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postProvidersMeNotificationsByIdRead: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Notification"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5446,6 +7141,7 @@ export interface operations {
             400: components["responses"]["400"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
@@ -5485,6 +7181,7 @@ export interface operations {
             400: components["responses"]["400"];
             401: components["responses"]["401"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5521,6 +7218,10 @@ export interface operations {
         parameters: {
             query?: {
                 q?: string;
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -5531,6 +7232,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5577,6 +7279,10 @@ export interface operations {
         parameters: {
             query?: {
                 q?: string;
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -5587,6 +7293,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5631,7 +7338,12 @@ export interface operations {
     };
     getStaffElevation: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -5641,12 +7353,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ElevationRequest"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -5691,6 +7405,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
@@ -5787,6 +7502,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -5822,6 +7538,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -5830,7 +7547,12 @@ export interface operations {
     };
     getStaffList: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -5840,12 +7562,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Staff"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -5891,6 +7615,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -5925,6 +7650,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -5932,7 +7658,12 @@ export interface operations {
     };
     getStaffAuditSessions: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -5942,12 +7673,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["StaffAudit"][];
                 };
             };
+            400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             431: components["responses"]["431"];
@@ -5988,6 +7721,7 @@ export interface operations {
             401: components["responses"]["401"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -6051,6 +7785,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -6083,6 +7818,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -6124,6 +7860,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -6169,6 +7906,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -6211,6 +7949,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
@@ -6254,6 +7993,7 @@ export interface operations {
             403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             429: components["responses"]["429"];
             431: components["responses"]["431"];
@@ -6265,6 +8005,10 @@ export interface operations {
         parameters: {
             query?: {
                 status?: "OPEN" | "IN_PROGRESS" | "RESOLVED" | "CLOSED";
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -6275,6 +8019,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    Link: components["headers"]["NextPage"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6327,6 +8072,7 @@ export interface operations {
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
@@ -6394,6 +8140,56 @@ export interface operations {
             500: components["responses"]["500"];
             503: components["responses"]["503"];
             504: components["responses"]["504"];
+        };
+    };
+    getUsersMeExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserExport"];
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    getProvidersMeExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProviderExport"];
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
         };
     };
     getOpenapiJson: {

@@ -32,7 +32,8 @@ CREATE TABLE event_tickets (
   elevation_id TEXT,
   gen BIGINT NOT NULL,
   token_exp BIGINT NOT NULL, -- the token's exp (epoch seconds): the stream ends then
-  expires_at BIGINT NOT NULL
+  expires_at BIGINT NOT NULL,
+  token_id TEXT NOT NULL -- the token's own id (logout ends its streams)
 );
 CREATE INDEX event_tickets_expiry ON event_tickets (expires_at);
 

@@ -85,6 +85,12 @@ bool config_load(char err[256]) {
     snprintf(err, 256, "DATABASE_URL must start with sqlite:, postgres:// or postgresql://");
     return false;
   }
+  CFG.database_listen_url = env_or("DATABASE_LISTEN_URL", CFG.database_url);
+  if (config_is_postgres() && !str_starts_with(CFG.database_listen_url, "postgres://") &&
+      !str_starts_with(CFG.database_listen_url, "postgresql://")) {
+    snprintf(err, 256, "DATABASE_LISTEN_URL must start with postgres:// or postgresql://");
+    return false;
+  }
   snprintf(buf, sizeof buf, "http://localhost:%d", CFG.port);
   CFG.public_url = env_or("PUBLIC_URL", buf);
   CFG.app_url = env_or("APP_URL", "http://localhost:3000");
@@ -97,6 +103,7 @@ bool config_load(char err[256]) {
   CFG.stripe_secret_key = env_or("STRIPE_SECRET_KEY", NULL);
   CFG.stripe_api_base = env_or("STRIPE_API_BASE", "https://api.stripe.com");
   CFG.stripe_webhook_secret = env_or("STRIPE_WEBHOOK_SECRET", NULL);
+  CFG.stripe_connect_webhook_secret = env_or("STRIPE_CONNECT_WEBHOOK_SECRET", NULL);
   CFG.stripe_premium_price_id = env_or("STRIPE_PREMIUM_PRICE_ID", NULL);
   CFG.s3_endpoint = env_or("S3_ENDPOINT", NULL);
   CFG.s3_bucket = env_or("S3_BUCKET", NULL);
@@ -122,6 +129,7 @@ bool config_load(char err[256]) {
   if (!env_int("DB_POOL_SIZE", default_pool, 1, 1024, &CFG.db_pool_size, err)) return false;
   if (!env_int("DB_SLOW_POOL_SIZE", 4, 1, 1024, &CFG.db_slow_pool_size, err)) return false;
   if (!env_int("DB_BUSY_TIMEOUT_MS", 5000, 0, 600000, &CFG.db_busy_timeout_ms, err)) return false;
+  if (!env_int("PG_PREPARED_STATEMENTS", 1, 0, 1, &CFG.pg_prepared_statements, err)) return false;
   if (!env_int("HTTP_THREADS", cores > 0 ? (int)cores : 2, 1, 256, &CFG.http_threads, err)) return false;
   if (!env_int("HTTP_STREAM_THREADS", 8, 1, 256, &CFG.http_stream_threads, err)) return false;
   if (!env_int("HTTP_WORKERS", CFG.db_pool_size, 1, 4096, &CFG.http_workers, err)) return false;

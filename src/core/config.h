@@ -13,6 +13,7 @@ typedef struct config {
   app_env env;
   char *data_dir;
   char *database_url;   /* "sqlite:PATH" or "postgres://..." */
+  char *database_listen_url; /* PostgreSQL: where the live-update listener connects (a session, not a pooler) */
   char *jwt_secret;
   size_t jwt_secret_len;
   char *public_url;
@@ -21,6 +22,7 @@ typedef struct config {
   char *smtp_url;       /* NULL: .eml files under $DATA_DIR/mail */
   char *bootstrap_admin_email, *bootstrap_admin_password;
   char *stripe_secret_key, *stripe_api_base, *stripe_webhook_secret, *stripe_premium_price_id;
+  char *stripe_connect_webhook_secret; /* the Connect endpoint's (connected accounts' events); NULL: none */
   char *s3_endpoint, *s3_bucket, *s3_region, *s3_access_key_id, *s3_secret_access_key;
   char *geocoder_url, *router_url, *weather_url, *push_url;
   char *metrics_token; /* NULL: GET /metrics answers loopback callers only */
@@ -29,6 +31,8 @@ typedef struct config {
   int db_pool_size;      /* connections of the database lane (and the main thread) */
   int db_slow_pool_size; /* connections of the slow lane and background work */
   int db_busy_timeout_ms; /* SQLite: how long a write waits for the write lock before 503 */
+  int pg_prepared_statements; /* PostgreSQL: 1 named prepared statements per connection, 0 unnamed ones
+                                 (PgBouncer before 1.21 in transaction pooling) */
   int http_threads;  /* MHD event threads */
   int http_stream_threads; /* MHD event threads of the connections that carry event streams */
   int http_workers;  /* handler threads of the database lane */

@@ -79,6 +79,39 @@ void hex_encode(const unsigned char *in, size_t n, char *out) {
   out[2 * n] = 0;
 }
 
+static const char B64URL[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+size_t b64url_encode(const unsigned char *in, size_t n, char *out) {
+  size_t o = 0;
+  for (size_t i = 0; i < n; i += 3) {
+    uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) | (i + 2 < n ? in[i + 2] : 0);
+    size_t chars = n - i >= 3 ? 4 : n - i + 1;
+    for (size_t c = 0; c < chars; c++) out[o++] = B64URL[(v >> (18 - 6 * c)) & 63];
+  }
+  out[o] = 0;
+  return o;
+}
+
+bool b64url_decode(const char *in, size_t n, unsigned char *out, size_t cap, size_t *len) {
+  while (n && in[n - 1] == '=') n--;
+  if (n % 4 == 1) return false;
+  uint32_t acc = 0;
+  int bits = 0;
+  *len = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *at = in[i] ? strchr(B64URL, in[i]) : NULL;
+    if (!at) return false;
+    acc = (acc << 6 | (uint32_t)(at - B64URL)) & 0xFFFFFF;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      if (*len >= cap) return false;
+      out[(*len)++] = (unsigned char)(acc >> bits);
+    }
+  }
+  return (acc & ((1u << bits) - 1)) == 0; /* the unused low bits of the last character are zero */
+}
+
 uint64_t fnv1a_byte(uint64_t h, unsigned char b) { return (h ^ b) * 1099511628211ULL; }
 
 uint64_t fnv1a(uint64_t h, const char *s) {

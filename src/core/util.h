@@ -19,6 +19,13 @@ char *read_file(const char *path, size_t *len);
 bool mkdir_p(const char *path);
 /* Lowercase hex of n bytes into out (2n+1 bytes). */
 void hex_encode(const unsigned char *in, size_t n, char *out);
+/* Base64url without padding (RFC 4648 section 5) of n bytes into out (4 * ceil(n / 3) + 1
+ * bytes is enough); returns the text's length. */
+size_t b64url_encode(const unsigned char *in, size_t n, char *out);
+/* Decodes n characters of base64url, unpadded or '='-padded, into out (cap bytes; n * 3 / 4 is
+ * enough); false on a character outside the alphabet, a length no encoding has, a last
+ * character that is not canonical, or more than cap bytes. *len gets the bytes. */
+bool b64url_decode(const char *in, size_t n, unsigned char *out, size_t cap, size_t *len);
 bool str_starts_with(const char *s, const char *prefix);
 /* 64-bit FNV-1a of s, continuing from h: start from FNV1A_BASIS, add more strings (or bytes,
  * fnv1a_byte) to hash several parts. For in-process hash tables, not for anything stored. */

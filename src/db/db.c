@@ -30,11 +30,24 @@ typedef struct before_commit {
   void (*done)(void *arg);
   void *arg;
 } before_commit;
+/* A statement queued by db_exec_later: its SQL and parameters copied into block. */
+typedef struct later {
+  char *block;
+  const char *sql;
+  db_val *params;
+  int n;
+  arena *a;
+  db_res **out;
+} later;
 
 struct db_conn {
   void *handle;
   bool in_use;
   bool in_tx;
+  bool begin_pending; /* engines that batch: BEGIN not sent yet, it goes with the first statement */
+  bool tx_broken;     /* a batch holding the BEGIN failed: nothing more runs until db_end */
+  later *laters;      /* db_exec_later's statements not sent yet */
+  int nlaters, laters_cap;
   struct pool *home;
   on_commit *after; /* registered in the open transaction; kept allocated between transactions */
   int nafter, after_cap;
@@ -67,6 +80,17 @@ typedef struct pool {
 
 _Thread_local int64_t db_deadline_ms;
 static _Thread_local bool unavailable_seen;
+static _Thread_local int trips; /* db_trips */
+
+/* The thread's guard (db_guard): its wrapped SQL and parameters in block, sent with the
+ * thread's next statement. */
+static _Thread_local struct {
+  bool pending, deferrable, refused;
+  char *block;
+  const char *sql;
+  db_val *params;
+  int n;
+} guard_state;
 
 static struct {
   pthread_mutex_t mu;
@@ -117,6 +141,7 @@ void db_close(void) {
       ops->disconnect(p->conns[i].handle);
       free(p->conns[i].after);
       free(p->conns[i].before);
+      free(p->conns[i].laters);
     }
     free(p->conns);
     p->conns = NULL, p->size = 0;
@@ -192,9 +217,18 @@ static void before_done(db_conn *c) {
     if (c->before[i].done) c->before[i].done(c->before[i].arg);
 }
 
+static void drop_laters(db_conn *c) {
+  for (int i = 0; i < c->nlaters; i++) free(c->laters[i].block);
+  c->nlaters = 0;
+}
+
 static void rollback(db_conn *c) {
-  ops->exec(c->handle, "ROLLBACK", NULL, 0, NULL);
-  c->in_tx = false;
+  drop_laters(c);
+  if (!c->begin_pending && !c->tx_broken) { /* a BEGIN never sent, or that did not run, needs none */
+    trips++;
+    ops->exec(c->handle, "ROLLBACK", NULL, 0, NULL);
+  }
+  c->in_tx = c->begin_pending = c->tx_broken = false;
   c->nafter = 0;
   before_done(c);
 }
@@ -275,29 +309,189 @@ bool db_breaker_open(void) {
 bool db_unavailable_seen(void) { return unavailable_seen; }
 void db_unavailable_clear(void) { unavailable_seen = false; }
 
-/* One statement through the breaker. */
-static db_rc guarded(db_conn *c, const char *sql, const db_val *params, int n, db_res **out) {
+/* One exchange with the engine through the breaker: a statement, or a batch (n > 1, or a
+ * batch of one on an engine that batches). */
+static db_rc guarded_batch(db_conn *c, db_stmt *s, int n) {
   bool trial;
   db_rc rc = DB_DOWN;
+  if (guard_state.refused) { /* the request is refused: nothing more of it may run */
+    for (int i = 0; i < n; i++) s[i].rc = DB_SKIPPED;
+    return DB_SKIPPED;
+  }
   if (breaker_admit(&trial)) {
-    rc = ops->exec(c->handle, sql, params, n, out);
+    trips++;
+    if (ops->batch) {
+      rc = ops->batch(c->handle, s, n);
+    } else {
+      rc = ops->exec(c->handle, s[0].sql, s[0].params, s[0].n, s[0].want ? &s[0].res : NULL);
+      s[0].rc = rc;
+    }
     breaker_after(trial, rc);
+  } else {
+    for (int i = 0; i < n; i++) s[i].rc = DB_DOWN;
   }
   if (rc == DB_DOWN) rc = DB_UNAVAILABLE;
   if (rc == DB_UNAVAILABLE) unavailable_seen = true;
   return rc;
 }
 
+static db_rc guarded(db_conn *c, const char *sql, const db_val *params, int n, db_res **out) {
+  db_stmt st = {.sql = sql, .params = params, .n = n, .want = out != NULL};
+  db_rc rc = guarded_batch(c, &st, 1);
+  if (out) *out = st.res;
+  return rc == DB_SKIPPED || rc == DB_REFUSED ? DB_ERROR : rc;
+}
+
 static void res_release(void *p) { db_res_free(p); }
+
+static bool waiting(const db_conn *c) { return guard_state.pending || c->begin_pending || c->nlaters; }
+
+/* Sends, in one round trip, what waits to go with the next statement (the thread's guard, the
+ * transaction's BEGIN, its deferred statements) and then tail[0..ntail-1] (their rc and heap
+ * results set). The results of deferred statements go to their arenas. */
+static db_rc send_waiting(db_conn *c, db_stmt *tail, int ntail) {
+  int cap = 2 + c->nlaters + ntail, k = 0, at_guard = -1, at_begin = -1, first_later;
+  db_stmt local[8], *s = cap <= 8 ? local : xmalloc(sizeof *s * (size_t)cap);
+  if (guard_state.pending)
+    at_guard = k,
+    s[k++] = (db_stmt){.sql = guard_state.sql, .params = guard_state.params, .n = guard_state.n, .guard = true};
+  if (c->begin_pending) at_begin = k, s[k++] = (db_stmt){.sql = ops->begin_sql};
+  first_later = k;
+  for (int i = 0; i < c->nlaters; i++) {
+    const later *l = &c->laters[i];
+    s[k++] = (db_stmt){.sql = l->sql, .params = l->params, .n = l->n, .want = l->out != NULL};
+  }
+  for (int i = 0; i < ntail; i++) s[k++] = tail[i];
+  db_rc rc = guarded_batch(c, s, k);
+  guard_state.pending = false;
+  if (at_guard >= 0 && s[at_guard].rc == DB_REFUSED) guard_state.refused = true;
+  if (at_begin >= 0) {
+    c->begin_pending = false;
+    if (s[at_begin].rc != DB_OK) c->tx_broken = true; /* the rest ran outside any transaction, or not at all */
+  }
+  for (int i = 0; i < c->nlaters; i++) {
+    later *l = &c->laters[i];
+    db_stmt *st = &s[first_later + i];
+    if (l->out) {
+      *l->out = st->res;
+      if (st->res) arena_defer(l->a, res_release, st->res);
+    }
+  }
+  drop_laters(c);
+  for (int i = 0; i < ntail; i++) tail[i] = s[k - ntail + i];
+  if (s != local) free(s);
+  return rc == DB_SKIPPED || rc == DB_REFUSED ? DB_ERROR : rc;
+}
+
+static db_rc send_one(db_conn *c, const char *sql, const db_val *params, int n, db_res **out) {
+  db_stmt st = {.sql = sql, .params = params, .n = n, .want = out != NULL};
+  db_rc rc = send_waiting(c, &st, 1);
+  if (out) *out = st.res;
+  return rc;
+}
+
+db_rc db_exec_all(db_conn *c, arena *a, db_read *reads, int n) {
+  db_rc rc = DB_OK;
+  if (!ops->batch || c->tx_broken) {
+    for (int i = 0; i < n; i++) reads[i].res = NULL;
+    for (int i = 0; rc == DB_OK && i < n; i++)
+      rc = db_exec(c, a, &reads[i].res, reads[i].sql, reads[i].params, reads[i].n);
+    return rc;
+  }
+  db_stmt local[8], *s = n <= 8 ? local : xmalloc(sizeof *s * (size_t)n);
+  for (int i = 0; i < n; i++)
+    s[i] = (db_stmt){.sql = reads[i].sql, .params = reads[i].params, .n = reads[i].n, .want = true};
+  rc = send_waiting(c, s, n);
+  for (int i = 0; i < n; i++) {
+    reads[i].res = s[i].res;
+    if (s[i].res) arena_defer(a, res_release, s[i].res);
+  }
+  if (s != local) free(s);
+  return rc;
+}
 
 db_rc db_exec(db_conn *c, arena *a, db_res **out, const char *sql, const db_val *params, int n) {
   db_res *r = NULL;
-  db_rc rc = guarded(c, sql, params, n, out ? &r : NULL);
+  db_rc rc = c->tx_broken               ? DB_ERROR
+             : waiting(c) && ops->batch ? send_one(c, sql, params, n, out ? &r : NULL)
+                                        : guarded(c, sql, params, n, out ? &r : NULL);
   if (out) {
     *out = r;
     if (r) arena_defer(a, res_release, r);
   }
   return rc;
+}
+
+db_rc db_exec_later(db_conn *c, arena *a, db_res **out, const char *sql, const db_val *params, int n) {
+  if (!ops->batch || !c->in_tx) return db_exec(c, a, out, sql, params, n);
+  if (c->tx_broken) return DB_ERROR;
+  if (out) *out = NULL;
+  size_t bytes = sizeof(db_val) * (size_t)n + strlen(sql) + 1;
+  for (int i = 0; i < n; i++)
+    if (params[i].type == DBV_TEXT) bytes += strlen(params[i].s) + 1;
+  char *block = xmalloc(bytes);
+  db_val *copy = (db_val *)block;
+  char *text = block + sizeof(db_val) * (size_t)n;
+  for (int i = 0; i < n; i++) {
+    copy[i] = params[i];
+    if (params[i].type == DBV_TEXT) {
+      size_t len = strlen(params[i].s) + 1;
+      copy[i].s = memcpy(text, params[i].s, len), text += len;
+    }
+  }
+  memcpy(text, sql, strlen(sql) + 1);
+  if (c->nlaters == c->laters_cap) {
+    c->laters_cap = c->laters_cap ? c->laters_cap * 2 : 8;
+    c->laters = xrealloc(c->laters, (size_t)c->laters_cap * sizeof *c->laters);
+  }
+  c->laters[c->nlaters++] = (later){block, text, copy, n, a, out};
+  return DB_OK;
+}
+
+int db_trips(void) { return trips; }
+void db_trips_clear(void) { trips = 0; }
+
+void db_guard_defer(bool allowed) { guard_state.deferrable = allowed; }
+
+void db_guard_clear(void) {
+  free(guard_state.block);
+  guard_state.block = NULL;
+  guard_state.pending = guard_state.refused = false;
+}
+
+db_rc db_guard(bool *found, const char *sql, const db_val *params, int n) {
+  if (!ops->batch || !guard_state.deferrable) return db_exists(found, sql, params, n);
+  /* the query's rows counted, and 1 divided by the count: no row is a division by zero,
+   * which makes the server skip whatever the round trip carries after it */
+  static const char head[] = "SELECT 1 / count(*) FROM (", tail[] = ") AS guard";
+  size_t bytes = sizeof(db_val) * (size_t)n + sizeof head + strlen(sql) + sizeof tail;
+  for (int i = 0; i < n; i++)
+    if (params[i].type == DBV_TEXT) bytes += strlen(params[i].s) + 1;
+  free(guard_state.block);
+  char *block = guard_state.block = xmalloc(bytes);
+  db_val *copy = (db_val *)block;
+  char *text = block + sizeof(db_val) * (size_t)n;
+  for (int i = 0; i < n; i++) {
+    copy[i] = params[i];
+    if (params[i].type == DBV_TEXT) {
+      size_t len = strlen(params[i].s) + 1;
+      copy[i].s = memcpy(text, params[i].s, len), text += len;
+    }
+  }
+  sprintf(text, "%s%s%s", head, sql, tail);
+  guard_state.sql = text, guard_state.params = copy, guard_state.n = n;
+  guard_state.pending = true;
+  *found = true;
+  return DB_OK;
+}
+
+bool db_guard_refused(void) {
+  if (guard_state.pending) {
+    db_conn *c = db_acquire();
+    send_waiting(c, NULL, 0);
+    db_release(c);
+  }
+  return guard_state.refused;
 }
 
 db_rc db_script(db_conn *c, const char *sql) {
@@ -312,24 +506,39 @@ db_rc db_query(arena *a, db_res **out, const char *sql, const db_val *params, in
   return rc;
 }
 
-db_rc db_exists(bool *found, const char *sql, const db_val *params, int n) {
+/* One statement on a connection of its own; *yes: it returned a row (rows) or changed one. */
+static db_rc query_tells(bool rows, bool *yes, const char *sql, const db_val *params, int n) {
   arena a;
   arena_init(&a);
   db_res *r;
   db_rc rc = db_query(&a, &r, sql, params, n);
-  *found = rc == DB_OK && r->rows > 0;
+  *yes = rc == DB_OK && (rows ? r->rows > 0 : r->changes > 0);
   arena_fini(&a);
   return rc;
 }
 
+db_rc db_exists(bool *found, const char *sql, const db_val *params, int n) {
+  return query_tells(true, found, sql, params, n);
+}
+
+db_rc db_changes(bool *changed, const char *sql, const db_val *params, int n) {
+  return query_tells(false, changed, sql, params, n);
+}
+
 db_rc db_held_begin(db_conn *c) {
   db_rc rc = guarded(c, ops->begin_sql, NULL, 0, NULL);
-  if (rc == DB_OK) c->in_tx = true, c->nafter = 0;
+  if (rc == DB_OK) c->in_tx = true, c->begin_pending = c->tx_broken = false, c->nafter = 0;
   return rc;
 }
 
 db_rc db_held_commit(db_conn *c) {
-  db_rc rc = guarded(c, "COMMIT", NULL, 0, NULL);
+  db_rc rc = DB_OK;
+  if (c->tx_broken)
+    rc = DB_ERROR;
+  else if (c->begin_pending && !c->nlaters) /* nothing was sent: nothing to commit */
+    c->begin_pending = false;
+  else
+    rc = waiting(c) && ops->batch ? send_one(c, "COMMIT", NULL, 0, NULL) : guarded(c, "COMMIT", NULL, 0, NULL);
   if (rc != DB_OK) rollback(c);
   c->in_tx = false;
   return rc;
@@ -339,6 +548,11 @@ void db_held_rollback(db_conn *c) { rollback(c); }
 
 err_t db_begin(db_conn **out) {
   db_conn *c = db_acquire();
+  if (ops->batch) { /* BEGIN goes with the transaction's first statement */
+    c->in_tx = c->begin_pending = true, c->tx_broken = false, c->nafter = 0;
+    *out = c;
+    return ERR_OK;
+  }
   db_rc rc = db_held_begin(c);
   if (rc != DB_OK) {
     db_release(c);
@@ -419,7 +633,7 @@ struct db_listener {
 db_listener *db_listen_open(const char *channel) {
   if (!ops || !ops->listen_open) return NULL;
   db_listener *l = xcalloc(1, sizeof *l);
-  l->handle = ops->listen_open(engine_url, channel);
+  l->handle = ops->listen_open(CFG.database_listen_url ? CFG.database_listen_url : engine_url, channel);
   return l;
 }
 
@@ -433,7 +647,7 @@ void db_listen_close(db_listener *l) {
 
 db_rc db_notify_in(db_conn *c, const char *channel) {
   if (engine != DB_POSTGRES) return DB_OK;
-  return db_exec(c, NULL, NULL, "SELECT pg_notify($1, '')", DB_ARGS(DB_TEXT(channel)));
+  return db_exec_later(c, NULL, NULL, "SELECT pg_notify($1, '')", DB_ARGS(DB_TEXT(channel))); /* with the COMMIT */
 }
 
 bool db_ready(int timeout_ms, char reason[128]) {

@@ -113,10 +113,31 @@ void db_release(db_conn *c);
 db_rc db_exec(db_conn *c, arena *a, db_res **out, const char *sql, const db_val *params, int n);
 /* Runs several statements without parameters (migrations). */
 db_rc db_script(db_conn *c, const char *sql);
+/* Queues one statement of c's open transaction whose answer nothing before the commit waits
+ * for (an INSERT, an UPDATE whose count does not matter): on PostgreSQL it is sent with the
+ * transaction's next statement or its COMMIT, in the same round trip (libpq's pipeline mode);
+ * a failure (a constraint, say) is returned by that later db_exec or db_end, and the statements
+ * after it in the round trip do not run. *out (when out is not NULL) is set only once it was
+ * sent, owned by a. Outside a transaction, and on SQLite, it runs at once like db_exec. The
+ * parameters are copied. */
+db_rc db_exec_later(db_conn *c, arena *a, db_res **out, const char *sql, const db_val *params, int n);
+/* Statements whose parameters do not depend on each other's results (reads, mostly): on
+ * PostgreSQL sent in one round trip, on SQLite one after the other. Each reads[i].res is set
+ * (owned by a) when that statement ran; a failure stops the ones after it and is returned. */
+typedef struct db_read {
+  const char *sql;
+  const db_val *params;
+  int n;
+  db_res *res; /* out */
+} db_read;
+db_rc db_exec_all(db_conn *c, arena *a, db_read *reads, int n);
 /* Acquire, run one statement, release. */
 db_rc db_query(arena *a, db_res **out, const char *sql, const db_val *params, int n);
 /* Acquire, run one query, release: *found tells whether it returned a row (false on failure). */
 db_rc db_exists(bool *found, const char *sql, const db_val *params, int n);
+/* Acquire, run one write (a conditional update), release: *changed tells whether it changed a
+ * row (false on failure). */
+db_rc db_changes(bool *changed, const char *sql, const db_val *params, int n);
 
 /* Transactions: the one way to run statements that must commit together, and the one way to
  * end them.
@@ -189,6 +210,29 @@ bool db_breaker_open(void);
  * user or password. Borrows a connection of the calling thread's pool, waiting for one at most
  * timeout_ms. */
 bool db_ready(int timeout_ms, char reason[128]);
+
+/* Round trips: every exchange with the engine (on PostgreSQL one network round trip, however
+ * many statements it carries; on SQLite one statement) made by the calling thread since
+ * db_trips_clear(). The server clears it before each request and reports it per route. */
+int db_trips(void);
+void db_trips_clear(void);
+
+/* Guards: a query that must return a row for the request to go on (a token's subject still
+ * there at its generation). Where a statement costs a round trip (PostgreSQL) and the thread
+ * allows it (db_guard_defer), it is not run at once: it goes in front of the thread's next
+ * statement, in the same round trip, and when it finds no row, that statement and all sent
+ * with it do not run (they fail with DB_ERROR, unlogged) and db_guard_refused() turns true;
+ * from then on every statement of the thread fails so, unsent, until db_guard_clear().
+ * Elsewhere it runs at once. *found is its answer when run at once, true when deferred. One
+ * guard per thread at a time (a second replaces a first not yet sent). */
+db_rc db_guard(bool *found, const char *sql, const db_val *params, int n);
+/* Whether the thread's guards may wait for its next statement: only where nothing but the
+ * database can act on the request before then (the server allows it on the database lane). */
+void db_guard_defer(bool allowed);
+/* Runs a guard still waiting (one round trip) and tells whether a guard found no row. */
+bool db_guard_refused(void);
+/* Forgets the thread's guard and its outcome (before each request). */
+void db_guard_clear(void);
 
 /* Cell accessors: row and column are zero-based; name lookups return -1 when absent. */
 const char *db_text(const db_res *r, int row, int col);

@@ -9,6 +9,22 @@
  * db.c opens the breaker and callers see DB_UNAVAILABLE. */
 #define DB_DOWN ((db_rc)100)
 
+/* A batch statement that found no row for a guard (db_guard): the request is refused. */
+#define DB_REFUSED ((db_rc)101)
+/* A batch statement that did not run because one before it in the same round trip failed. */
+#define DB_SKIPPED ((db_rc)102)
+
+/* One statement of a batch (engine_ops.batch). */
+typedef struct db_stmt {
+  const char *sql;
+  const db_val *params;
+  int n;
+  bool want;   /* keep its result in res */
+  bool guard;  /* a guard: its division by zero means DB_REFUSED, not an error to log */
+  db_res *res; /* out: the heap result when want and it succeeded */
+  db_rc rc;    /* out */
+} db_stmt;
+
 /* A deadline (clock_mono_ms) for the calling thread's statements, 0 for none: past it the
  * engine gives up on the statement (and, on PostgreSQL, on the connection) with DB_DOWN. */
 extern _Thread_local int64_t db_deadline_ms;
@@ -22,6 +38,10 @@ typedef struct engine_ops {
    * full), DB_DOWN when the server cannot be reached. */
   db_rc (*exec)(void *h, const char *sql, const db_val *params, int n, db_res **out);
   db_rc (*script)(void *h, const char *sql);
+  /* Optional, for engines where a statement costs a network round trip: runs s[0..n-1] in one
+   * round trip, in order, each only when every one before it succeeded (the rest DB_SKIPPED).
+   * Returns the first failure (DB_OK when none), DB_DOWN as exec does. */
+  db_rc (*batch)(void *h, db_stmt *s, int n);
   /* Optional: makes h give up at once on a locked database instead of waiting for it (the
    * connections of the HTTP event threads, which must not block). */
   void (*no_wait)(void *h);

@@ -1,4 +1,6 @@
-/* Migration runner over the embedded scripts (build/gen/migrations.c). */
+/* Migration runner over the embedded scripts (build/gen/migrations.c). Several instances may
+ * start at once: on PostgreSQL each migration's transaction takes an advisory lock first and
+ * skips a migration another instance recorded meanwhile. */
 #include "db/migrate.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -23,16 +25,32 @@ static bool applied(const db_res *r, int version) {
   return false;
 }
 
+/* PostgreSQL's lock of the migrations, taken inside each of their transactions (a transaction's
+ * advisory lock, released by its COMMIT or ROLLBACK): behind PgBouncer in transaction pooling a
+ * session's lock would stay with whichever server connection took it. */
+#define PG_LOCK "SELECT pg_advisory_xact_lock(7261001)"
+
 /* Applies, in version order, every embedded migration not recorded yet: a version merged
- * later with a lower number than one already applied still runs. */
+ * later with a lower number than one already applied still runs. On PostgreSQL each runs
+ * under the lock and only if no other instance recorded it meanwhile. */
 static bool apply_pending(db_conn *c, arena *a) {
   db_res *r;
+  bool pg = db_engine_get() == DB_POSTGRES;
   if (db_exec(c, a, &r, "SELECT version FROM schema_migrations", DB_NOARGS) != DB_OK) return false;
   for (int i = 0; i < EMBEDDED_MIGRATION_COUNT; i++) {
     const migration *m = &EMBEDDED_MIGRATIONS[i];
     if (strcmp(m->engine, engine_name()) || applied(r, m->version)) continue;
     if (db_held_begin(c) != DB_OK) return false;
-    if (db_script(c, m->sql) != DB_OK ||
+    db_res *done = NULL;
+    bool ok = !pg || (db_script(c, PG_LOCK) == DB_OK &&
+                      db_exec(c, a, &done, "SELECT 1 FROM schema_migrations WHERE version = $1",
+                              DB_ARGS(DB_INT(m->version))) == DB_OK);
+    if (ok && done && done->rows) { /* another instance applied it meanwhile */
+      ok = db_held_commit(c) == DB_OK;
+      if (!ok) return false;
+      continue;
+    }
+    if (!ok || db_script(c, m->sql) != DB_OK ||
         db_exec(c, a, NULL, "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
                 DB_ARGS(DB_INT(m->version), DB_TEXT(m->name), DB_INT(clock_now_ms()))) != DB_OK ||
         db_held_commit(c) != DB_OK) {
@@ -60,12 +78,18 @@ bool db_migrate(void) {
   db_conn *c = db_acquire();
   bool pg = db_engine_get() == DB_POSTGRES;
   /* the lock comes first so two instances never race to create the bookkeeping table */
-  bool ok = !pg || db_script(c, "SELECT pg_advisory_lock(7261001)") == DB_OK;
+  bool ok = !pg || db_held_begin(c) == DB_OK;
+  if (ok && pg) ok = db_script(c, PG_LOCK) == DB_OK;
   if (ok)
     ok = db_script(c, "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
                       "name TEXT NOT NULL, applied_at BIGINT NOT NULL)") == DB_OK;
+  if (pg && db_in_tx(c)) {
+    if (ok)
+      ok = db_held_commit(c) == DB_OK;
+    else
+      db_held_rollback(c);
+  }
   if (ok) ok = apply_pending(c, &a);
-  if (pg) db_script(c, "SELECT pg_advisory_unlock(7261001)");
   db_release(c);
   arena_fini(&a);
   return ok;

@@ -1,6 +1,14 @@
-/* PostgreSQL engine over libpq. Statements are prepared once per connection (named s<N>),
- * keyed by SQL text plus parameter types: integer parameters are declared int8 and reals
- * float8 so expressions such as `$2 - $3` resolve; text is left for the server to infer.
+/* PostgreSQL engine over libpq. Every exchange is one pipeline (libpq's pipeline mode): the
+ * statements of a batch (db.c sends a transaction's BEGIN, its deferred statements and the
+ * statement that needs an answer together, and a request's token guard before them) go out
+ * at once, followed by one Sync, so a batch costs one network round trip; a failure skips what
+ * follows it in the batch, as the server does. Statements are prepared once per connection
+ * (named s<N>, the preparation sent in the same pipeline as the first execution), keyed by SQL
+ * text plus parameter types: integer parameters are declared int8 and reals float8 so
+ * expressions such as `$2 - $3` resolve; text is left for the server to infer. With
+ * PG_PREPARED_STATEMENTS=0 (PgBouncer in transaction pooling before 1.21, where a prepared
+ * statement may not exist on the next transaction's server connection) every statement is the
+ * unnamed one, parsed with each execution.
  *
  * Nothing here waits without a deadline. Connections are made with libpq's non-blocking
  * calls under our own deadline (libpq's connect_timeout is whole seconds, at least two, and
@@ -10,13 +18,14 @@
  * connection (one probe per second for the whole process, shared by every waiting thread); a
  * server that does answers is only slow (a lock wait, a long query) and the wait goes on; one
  * that does not is unreachable, and the connection is given up (DB_DOWN). When the server
- * restarts, the next statement finds the connection broken, reconnects, forgets its prepared
- * statements and, outside a transaction, runs once more.
+ * restarts, the next batch finds the connection broken, reconnects, forgets its prepared
+ * statements and, outside a transaction and unless it held a COMMIT, runs once more.
  *
  * A listener (db_listen_open) is one more connection, outside the pools, that only LISTENs: its
  * waits poll the socket, and a connection lost is made again on the next wait, which then
  * tells the caller that notifications may have been missed. */
 #include "core/clock.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "db/engine.h"
@@ -40,6 +49,7 @@
 typedef struct pg_conn {
   PGconn *pg; /* NULL once given up: the next statement reconnects */
   stmt_cache cache;
+  int next_name; /* the next prepared statement is s<next_name> */
   char *url;
 } pg_conn;
 
@@ -100,6 +110,7 @@ static void *pg_connect(const char *url, char err[256]) {
 
 static void give_up(pg_conn *c) {
   stmt_cache_clear(&c->cache, NULL);
+  c->next_name = 0;
   PQfinish(c->pg);
   c->pg = NULL;
 }
@@ -191,34 +202,6 @@ static PGresult *await_result(pg_conn *c, bool *stalled) {
   }
 }
 
-static PGresult *run(pg_conn *c, const char *sql, const db_val *params, int n, const char **values, bool *stalled) {
-  char key_types[MAX_PARAMS + 1];
-  Oid types[MAX_PARAMS];
-  for (int i = 0; i < n; i++) {
-    types[i] = params[i].type == DBV_INT ? INT8OID : params[i].type == DBV_REAL ? FLOAT8OID : 0;
-    key_types[i] = (char)('0' + params[i].type);
-  }
-  key_types[n] = 0;
-  size_t klen = strlen(sql) + n + 2;
-  char *key = xmalloc(klen);
-  snprintf(key, klen, "%s\x1f%s", sql, key_types);
-  stmt_entry *e = stmt_cache_find(&c->cache, key);
-  char name[32];
-  if (!e) {
-    snprintf(name, sizeof name, "s%d", c->cache.count);
-    PGresult *p = PQsendPrepare(c->pg, name, sql, n, types) ? await_result(c, stalled) : NULL;
-    if (!p || PQresultStatus(p) != PGRES_COMMAND_OK) {
-      free(key);
-      return p;
-    }
-    PQclear(p);
-    e = stmt_cache_add(&c->cache, key);
-  }
-  free(key);
-  snprintf(name, sizeof name, "s%d", e->index);
-  return PQsendQueryPrepared(c->pg, name, n, values, NULL, NULL, 0) ? await_result(c, stalled) : NULL;
-}
-
 /* SQLSTATE classes that mean "not now" rather than "wrong": connection exceptions (08),
  * insufficient resources such as a full disk (53), operator intervention and shutdowns
  * (57P01-57P03), a cancelled statement (57014), a read-only server (25006), I/O errors (58). */
@@ -242,59 +225,209 @@ static db_rc map_result(pg_conn *c, PGresult *r, const char *sql) {
   return DB_ERROR;
 }
 
-static db_rc pg_exec(void *h, const char *sql, const db_val *params, int n, db_res **out) {
-  pg_conn *c = h;
-  if (n > MAX_PARAMS) return DB_ERROR;
+/* A result over r's cells (nothing copied; r is released with it). */
+static db_res *result_of(PGresult *r) {
+  int cols = PQnfields(r), rows = PQntuples(r);
+  db_res *res = res_wrap(rows, cols, r, pq_clear);
+  for (int i = 0; i < cols; i++) res->colnames[i] = PQfname(r, i);
+  for (int row = 0; row < rows; row++)
+    for (int i = 0; i < cols; i++) {
+      size_t at = (size_t)row * (size_t)cols + (size_t)i;
+      bool null = PQgetisnull(r, row, i);
+      res->cells[at] = null ? NULL : PQgetvalue(r, row, i);
+      res->lens[at] = null ? 0 : (uint32_t)PQgetlength(r, row, i);
+    }
+  const char *tuples = PQcmdTuples(r);
+  res->changes = tuples && *tuples ? strtoll(tuples, NULL, 10) : 0;
+  return res;
+}
+
+/* One command sent in a pipeline: a statement's execution, or the preparation of a new one. */
+typedef struct sent {
+  int stmt;     /* index in the batch */
+  int prepared; /* >= 0: this command prepares statement name s<prepared> */
+  char *key;    /* the cache key of a preparation */
+} sent;
+
+/* The cache key of a statement: its text and its parameters' types. */
+static char *stmt_key(const db_stmt *st, Oid *types) {
+  size_t klen = strlen(st->sql) + (size_t)st->n + 2;
+  char *key = xmalloc(klen), *p = key + strlen(st->sql) + 1;
+  memcpy(key, st->sql, strlen(st->sql));
+  key[strlen(st->sql)] = '\x1f';
+  for (int i = 0; i < st->n; i++) {
+    types[i] = st->params[i].type == DBV_INT ? INT8OID : st->params[i].type == DBV_REAL ? FLOAT8OID : 0;
+    *p++ = (char)('0' + st->params[i].type);
+  }
+  *p = 0;
+  return key;
+}
+
+/* Queues one statement's commands in the pipeline: its preparation first when it is new on this
+ * connection (named statements), then its execution. False when libpq could not queue them. */
+static bool queue_stmt(pg_conn *c, const db_stmt *st, int index, sent *cmds, int *ncmds) {
   char numbuf[MAX_PARAMS][32];
   const char *values[MAX_PARAMS];
-  for (int i = 0; i < n; i++) {
-    switch (params[i].type) {
-    case DBV_TEXT: values[i] = params[i].s; break;
-    case DBV_INT: snprintf(numbuf[i], 32, "%lld", (long long)params[i].i), values[i] = numbuf[i]; break;
-    case DBV_REAL: snprintf(numbuf[i], 32, "%.17g", params[i].d), values[i] = numbuf[i]; break;
+  Oid types[MAX_PARAMS];
+  for (int i = 0; i < st->n; i++) {
+    switch (st->params[i].type) {
+    case DBV_TEXT: values[i] = st->params[i].s; break;
+    case DBV_INT: snprintf(numbuf[i], 32, "%lld", (long long)st->params[i].i), values[i] = numbuf[i]; break;
+    case DBV_REAL: snprintf(numbuf[i], 32, "%.17g", st->params[i].d), values[i] = numbuf[i]; break;
     default: values[i] = NULL; break;
     }
   }
+  char *key = stmt_key(st, types);
+  if (!CFG.pg_prepared_statements) { /* PgBouncer in transaction pooling: the unnamed statement */
+    free(key);
+    cmds[(*ncmds)++] = (sent){index, -1, NULL};
+    return PQsendQueryParams(c->pg, st->sql, st->n, types, values, NULL, NULL, 0) == 1;
+  }
+  stmt_entry *e = stmt_cache_find(&c->cache, key);
+  int name_no = e ? e->index : -1;
+  for (int k = 0; k < *ncmds && name_no < 0; k++) /* prepared earlier in this batch */
+    if (cmds[k].key && !strcmp(cmds[k].key, key)) name_no = cmds[k].prepared;
+  char name[32];
+  if (name_no < 0) {
+    name_no = c->next_name++;
+    snprintf(name, sizeof name, "s%d", name_no);
+    cmds[(*ncmds)++] = (sent){index, name_no, key};
+    if (PQsendPrepare(c->pg, name, st->sql, st->n, types) != 1) return false;
+  } else {
+    free(key);
+  }
+  snprintf(name, sizeof name, "s%d", name_no);
+  cmds[(*ncmds)++] = (sent){index, -1, NULL};
+  return PQsendQueryPrepared(c->pg, name, st->n, values, NULL, NULL, 0) == 1;
+}
+
+/* The first result of the command being read (its error, if any), after which libpq's NULL;
+ * NULL when the connection broke or stalled. */
+static PGresult *next_result(pg_conn *c, bool *stalled) {
+  PGresult *first = NULL;
+  for (;;) {
+    if (!await_idle(c, stalled)) {
+      PQclear(first);
+      return NULL;
+    }
+    PGresult *r = PQgetResult(c->pg);
+    if (!r) return first;
+    if (PQresultStatus(r) == PGRES_PIPELINE_SYNC) { /* not a command's: the batch ended early */
+      PQclear(first);
+      return r;
+    }
+    if (first)
+      PQclear(r);
+    else
+      first = r;
+  }
+}
+
+static db_rc stmt_failure(pg_conn *c, const db_stmt *st, PGresult *r) {
+  const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+  if (st->guard && state && !strcmp(state, "22012")) return DB_REFUSED; /* division_by_zero: no row */
+  return map_result(c, r, st->sql);
+}
+
+/* Sends the batch in one pipeline and reads every answer. *broken when the connection failed
+ * (stalled: the server stopped answering); the statements' rc are set. */
+static db_rc run_batch(pg_conn *c, db_stmt *s, int n, bool *broken, bool *stalled) {
+  sent *cmds = xmalloc(sizeof *cmds * (size_t)(2 * n + 1));
+  int ncmds = 0;
+  db_rc rc = DB_OK;
+  for (int i = 0; i < n; i++) s[i].rc = DB_SKIPPED, s[i].res = NULL;
+  bool queued = PQenterPipelineMode(c->pg) == 1;
+  for (int i = 0; queued && i < n; i++) queued = queue_stmt(c, &s[i], i, cmds, &ncmds);
+  if (queued) queued = PQpipelineSync(c->pg) == 1;
+  if (!queued) {
+    *broken = true;
+    goto out;
+  }
+  for (int k = 0; k < ncmds; k++) {
+    PGresult *r = next_result(c, stalled);
+    ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (!r || st == PGRES_PIPELINE_SYNC) { /* broken, stalled, or the pipeline ended early */
+      PQclear(r);
+      *broken = true;
+      goto out;
+    }
+    db_stmt *stmt = &s[cmds[k].stmt];
+    if (cmds[k].prepared >= 0) { /* a preparation: the statement's own result follows */
+      if (st == PGRES_COMMAND_OK)
+        stmt_cache_add(&c->cache, cmds[k].key)->index = cmds[k].prepared;
+      else if (st != PGRES_PIPELINE_ABORTED && rc == DB_OK)
+        rc = stmt->rc = stmt_failure(c, stmt, r);
+      PQclear(r);
+      continue;
+    }
+    if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
+      stmt->rc = DB_OK;
+      if (stmt->want) {
+        stmt->res = result_of(r);
+        r = NULL;
+      }
+    } else if (st == PGRES_PIPELINE_ABORTED) {
+      if (stmt->rc == DB_SKIPPED && rc == DB_OK) rc = DB_SKIPPED;
+    } else if (stmt->rc == DB_SKIPPED) { /* not already failed in its preparation */
+      stmt->rc = stmt_failure(c, stmt, r);
+      if (rc == DB_OK || rc == DB_SKIPPED) rc = stmt->rc;
+    }
+    PQclear(r);
+  }
+  PGresult *sync = next_result(c, stalled);
+  if (!sync || PQresultStatus(sync) != PGRES_PIPELINE_SYNC) *broken = true;
+  PQclear(sync);
+out:
+  if (!*broken && PQexitPipelineMode(c->pg) != 1) *broken = true;
+  for (int k = 0; k < ncmds; k++) free(cmds[k].key);
+  free(cmds);
+  return rc;
+}
+
+static bool commits(const db_stmt *s, int n) {
+  for (int i = 0; i < n; i++)
+    if (!strcmp(s[i].sql, "COMMIT")) return true;
+  return false;
+}
+
+static db_rc pg_batch(void *h, db_stmt *s, int n) {
+  pg_conn *c = h;
+  for (int i = 0; i < n; i++)
+    if (s[i].n > MAX_PARAMS) return DB_ERROR;
   if (!usable(c)) return DB_DOWN;
   /* a broken connection reports PQTRANS_UNKNOWN: that is not a transaction to protect */
   PGTransactionStatusType ts = PQtransactionStatus(c->pg);
-  bool in_tx = ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR || ts == PQTRANS_ACTIVE, stalled = false;
-  PGresult *r = run(c, sql, params, n, values, &stalled);
-  ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && !stalled && !in_tx && PQstatus(c->pg) != CONNECTION_OK) {
-    PQclear(r);
+  bool in_tx = ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR || ts == PQTRANS_ACTIVE;
+  bool broken = false, stalled = false;
+  db_rc rc = run_batch(c, s, n, &broken, &stalled);
+  /* a connection found broken outside a transaction (the server restarted since it was last
+   * used) is made again and the batch sent once more, unless it committed: that may have
+   * happened before the connection broke */
+  if (broken && !stalled && !in_tx && !commits(s, n) && PQstatus(c->pg) != CONNECTION_OK) {
+    for (int i = 0; i < n; i++) db_res_free(s[i].res), s[i].res = NULL;
     if (!usable(c)) return DB_DOWN;
-    r = run(c, sql, params, n, values, &stalled);
-    st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    broken = false;
+    rc = run_batch(c, s, n, &broken, &stalled);
   }
-  if (stalled) { /* the answer may still come: this connection cannot be used again */
-    PQclear(r);
+  if (broken || stalled) { /* an answer may still come, or the pipeline's state is unknown */
+    for (int i = 0; i < n; i++) db_res_free(s[i].res), s[i].res = NULL;
+    if (!stalled) {
+      char msg[300];
+      snprintf(msg, sizeof msg, "%s", c->pg ? PQerrorMessage(c->pg) : "no connection");
+      msg[strcspn(msg, "\n")] = 0;
+      log_msg(LOG_WARN, "postgres unavailable: %s", msg);
+    }
     give_up(c);
-    return DB_DOWN;
+    return stalled ? DB_DOWN : DB_UNAVAILABLE;
   }
-  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-    db_rc rc = map_result(c, r, sql);
-    PQclear(r);
-    return rc;
-  }
-  if (out) { /* the cells stay in the PGresult: nothing is copied */
-    int cols = PQnfields(r), rows = PQntuples(r);
-    db_res *res = res_wrap(rows, cols, r, pq_clear);
-    for (int i = 0; i < cols; i++) res->colnames[i] = PQfname(r, i);
-    for (int row = 0; row < rows; row++)
-      for (int i = 0; i < cols; i++) {
-        size_t at = (size_t)row * (size_t)cols + (size_t)i;
-        bool null = PQgetisnull(r, row, i);
-        res->cells[at] = null ? NULL : PQgetvalue(r, row, i);
-        res->lens[at] = null ? 0 : (uint32_t)PQgetlength(r, row, i);
-      }
-    const char *tuples = PQcmdTuples(r);
-    res->changes = tuples && *tuples ? strtoll(tuples, NULL, 10) : 0;
-    *out = res;
-    return DB_OK;
-  }
-  PQclear(r);
-  return DB_OK;
+  return rc;
+}
+
+static db_rc pg_exec(void *h, const char *sql, const db_val *params, int n, db_res **out) {
+  db_stmt st = {.sql = sql, .params = params, .n = n, .want = out != NULL};
+  db_rc rc = pg_batch(h, &st, 1);
+  if (out) *out = st.res;
+  return rc == DB_SKIPPED ? DB_ERROR : rc;
 }
 
 static db_rc pg_script(void *h, const char *sql) {
@@ -396,6 +529,7 @@ const engine_ops postgres_engine_ops = {
     .disconnect = pg_disconnect,
     .exec = pg_exec,
     .script = pg_script,
+    .batch = pg_batch,
     .begin_sql = "BEGIN",
     .listen_open = pg_listen_open,
     .listen_wait = pg_listen_wait,

@@ -1,10 +1,17 @@
-/* Shared domain vocabulary, and the all-or-none storing of a request's files. */
+/* Shared domain vocabulary, the all-or-none storing of a request's files, the keys stored
+ * cells name, and the HTML pages of emailed links. */
 #include "domain/common.h"
+#include "core/jsonx.h"
 #include "core/log.h"
+#include "core/util.h"
 #include "ext/storage.h"
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 
 const char *const SERVICE_NAMES[] = {"lawncare", "snowplowing", "handyman", "home_cleaning", NULL};
+const char *const JOB_STATUS_NAMES[] = {"PENDING",     "QUOTED",    "ACCEPTED",  "ON_THE_WAY",
+                                        "IN_PROGRESS", "COMPLETED", "CANCELLED", NULL};
 
 bool common_store_uploads(hs_upload **files, int n, json_t *keys) {
   size_t before = json_array_size(keys);
@@ -27,4 +34,55 @@ void common_delete_stored(const json_t *keys) {
   size_t i;
   const json_t *k;
   json_array_foreach(keys, i, k) storage_delete(json_string_value(k));
+}
+
+static void add_key(json_t *keys, const char *key, size_t n) {
+  char buf[STORAGE_KEY_LEN + 1];
+  if (n >= sizeof buf) return;
+  memcpy(buf, key, n);
+  buf[n] = 0;
+  if (storage_key_valid(buf)) json_array_append_new(keys, json_string(buf));
+}
+
+void common_cell_keys(json_t *keys, const char *cell) {
+  if (!cell || !*cell) return;
+  if (str_starts_with(cell, "[IMAGE]")) {
+    const char *u = cell + 7, *files = strstr(u, "/files/");
+    if (files) u = files + 7;
+    return add_key(keys, u, strcspn(u, "?#"));
+  }
+  if (cell[0] != '[') return add_key(keys, cell, strlen(cell));
+  json_t *list = jx_parse_or(cell, json_array());
+  size_t i;
+  json_t *v;
+  json_array_foreach(list, i, v) if (json_is_string(v)) add_key(keys, json_string_value(v), json_string_length(v));
+  json_decref(list);
+}
+
+static void put_escaped(FILE *f, const char *s) {
+  for (; s && *s; s++) {
+    switch (*s) {
+    case '&': fputs("&amp;", f); break;
+    case '<': fputs("&lt;", f); break;
+    case '>': fputs("&gt;", f); break;
+    case '"': fputs("&quot;", f); break;
+    case '\'': fputs("&#39;", f); break;
+    default: fputc(*s, f);
+    }
+  }
+}
+
+err_t common_reply_html(hs_req *req, const char *fmt, const char *const *values) {
+  char *html = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&html, &len);
+  if (!f) return ERR_INTERNAL;
+  for (; *fmt; fmt++) {
+    if (fmt[0] == '%' && fmt[1] == 's')
+      put_escaped(f, *values++), fmt++;
+    else
+      fputc(*fmt, f);
+  }
+  fclose(f);
+  return hs_reply_file(req, -1, html, len, "text/html; charset=utf-8");
 }

@@ -7,6 +7,9 @@
 
 /* The four services, NULL-terminated (F_ENUM choices). */
 extern const char *const SERVICE_NAMES[];
+/* The seven job statuses in lifecycle order, NULL-terminated (F_ENUM choices). */
+#define JOB_STATUS_COUNT 7
+extern const char *const JOB_STATUS_NAMES[];
 
 /* Moves n received files into storage, all or none: their keys are appended to keys (a JSON
  * array). When one cannot be stored, the ones this call stored are deleted again and false is
@@ -14,5 +17,12 @@ extern const char *const SERVICE_NAMES[];
 bool common_store_uploads(hs_upload **files, int n, json_t *keys);
 /* Deletes the stored object of every string in keys (a JSON array; NULL counts as empty). */
 void common_delete_stored(const json_t *keys);
+/* Appends to keys (a JSON array) the storage keys a stored cell names: a key, a JSON array of
+ * keys, or a photo message's "[IMAGE]<signed URL or key>". NULL and other text add nothing. */
+void common_cell_keys(json_t *keys, const char *cell);
+
+/* Answers 200 text/html: fmt with each %s replaced by the next of values, HTML-escaped (a
+ * value may be NULL: nothing). For the pages of emailed links. */
+err_t common_reply_html(hs_req *req, const char *fmt, const char *const *values);
 
 #endif

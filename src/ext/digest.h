@@ -6,6 +6,8 @@
 
 /* Lowercase hex SHA-256 of data; out needs 65 bytes. */
 void sha256_hex(const void *data, size_t len, char out[65]);
+/* Lowercase hex SHA-256 of the file at path, read in pieces; false when it cannot be read. */
+bool sha256_file_hex(const char *path, char out[65]);
 /* Lowercase hex HMAC-SHA256; out needs 65 bytes. */
 void hmac_sha256_hex(const void *key, size_t keylen, const void *data, size_t len, char out[65]);
 /* A key for one purpose, derived from JWT_SECRET: the lowercase hex HMAC-SHA256 of label under

@@ -3,6 +3,7 @@
 #include "core/config.h"
 #include "ext/payments_impl.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define SIM_PREMIUM_PRICE "price_sim_premium_monthly_999"
@@ -62,6 +63,58 @@ void pay_refund_from_json(json_t *re, pay_refund *out) {
   copy(out->status, sizeof out->status, json_string_value(json_object_get(re, "status")));
   out->amount = json_integer_value(json_object_get(re, "amount"));
   copy(out->idem_key, sizeof out->idem_key, pay_metadata_key(re));
+}
+
+void pay_account_from_json(json_t *acct, pay_account *out) {
+  copy(out->id, sizeof out->id, json_string_value(json_object_get(acct, "id")));
+  const char *transfers = json_string_value(json_object_get(json_object_get(acct, "capabilities"), "transfers"));
+  out->transfers_active = transfers && !strcmp(transfers, "active");
+  out->payouts_enabled = json_is_true(json_object_get(acct, "payouts_enabled"));
+  out->details_submitted = json_is_true(json_object_get(acct, "details_submitted"));
+  json_t *req = json_object_get(acct, "requirements");
+  copy(out->disabled_reason, sizeof out->disabled_reason, json_string_value(json_object_get(req, "disabled_reason")));
+  json_t *due = json_object_get(req, "currently_due");
+  char *text = json_is_array(due) ? json_dumps(due, JSON_COMPACT) : NULL;
+  /* a list too long for the record is cut at a whole item */
+  if (text && strlen(text) >= sizeof out->requirements) {
+    json_t *cut = json_array();
+    size_t i;
+    json_t *item;
+    json_array_foreach(due, i, item) {
+      json_array_append(cut, item);
+      char *t = json_dumps(cut, JSON_COMPACT);
+      bool fits = t && strlen(t) < sizeof out->requirements;
+      free(t);
+      if (!fits) {
+        json_array_remove(cut, json_array_size(cut) - 1);
+        break;
+      }
+    }
+    free(text);
+    text = json_dumps(cut, JSON_COMPACT);
+    json_decref(cut);
+  }
+  copy(out->requirements, sizeof out->requirements, text ? text : "[]");
+  free(text);
+}
+
+void pay_transfer_from_json(json_t *tr, pay_transfer *out) {
+  copy(out->id, sizeof out->id, json_string_value(json_object_get(tr, "id")));
+  copy(out->destination, sizeof out->destination, json_string_value(json_object_get(tr, "destination")));
+  out->amount = json_integer_value(json_object_get(tr, "amount"));
+  out->amount_reversed = json_integer_value(json_object_get(tr, "amount_reversed"));
+  copy(out->idem_key, sizeof out->idem_key, pay_metadata_key(tr));
+}
+
+void pay_reversal_from_json(json_t *trr, pay_reversal *out) {
+  copy(out->id, sizeof out->id, json_string_value(json_object_get(trr, "id")));
+  out->amount = json_integer_value(json_object_get(trr, "amount"));
+  copy(out->idem_key, sizeof out->idem_key, pay_metadata_key(trr));
+}
+
+void payments_read_account(json_t *account, pay_account *out) {
+  memset(out, 0, sizeof *out);
+  pay_account_from_json(account, out);
 }
 
 void payments_read_refund(json_t *refund, pay_refund *out) {
@@ -169,4 +222,61 @@ pay_rc payments_list_refunds(const char *intent, pay_refund *out, int max, int *
   clear(err);
   *n = 0;
   return ops->list_refunds(intent, out, max, n, err);
+}
+
+pay_rc payments_create_account(const char *email, const char *provider_id, const char *idem_key, pay_account *out,
+                               pay_error *err) {
+  clear(err);
+  memset(out, 0, sizeof *out);
+  return ops->create_account(email, provider_id, idem_key, out, err);
+}
+
+pay_rc payments_retrieve_account(const char *account, pay_account *out, pay_error *err) {
+  clear(err);
+  memset(out, 0, sizeof *out);
+  return ops->retrieve_account(account, out, err);
+}
+
+pay_rc payments_account_link(const char *account, const char *refresh_url, const char *return_url,
+                             char url[PAY_URL_LEN], pay_error *err) {
+  clear(err);
+  url[0] = 0;
+  return ops->account_link(account, refresh_url, return_url, url, err);
+}
+
+pay_rc payments_transfer(const char *destination, int64_t cents, const char *source_intent, const char *job_id,
+                         const char *transfer_id, const char *idem_key, pay_transfer *out, pay_error *err) {
+  clear(err);
+  memset(out, 0, sizeof *out);
+  return ops->transfer(destination, cents, source_intent, job_id, transfer_id, idem_key, out, err);
+}
+
+pay_rc payments_find_transfer(const char *destination, const char *idem_key, pay_transfer *out, pay_error *err) {
+  clear(err);
+  memset(out, 0, sizeof *out);
+  return ops->find_transfer(destination, idem_key, out, err);
+}
+
+pay_rc payments_reverse_transfer(const char *transfer, int64_t cents, const char *idem_key, pay_reversal *out,
+                                 pay_error *err) {
+  clear(err);
+  memset(out, 0, sizeof *out);
+  return ops->reverse_transfer(transfer, cents, idem_key, out, err);
+}
+
+pay_rc payments_find_reversal(const char *transfer, const char *idem_key, pay_reversal *out, pay_error *err) {
+  clear(err);
+  memset(out, 0, sizeof *out);
+  return ops->find_reversal(transfer, idem_key, out, err);
+}
+
+pay_rc payments_sim_open_link(const char *link_id, char account[PAY_ID_LEN], char return_url[PAY_URL_LEN],
+                              pay_error *err) {
+  clear(err);
+  account[0] = return_url[0] = 0;
+  if (!ops->open_link) {
+    snprintf(err->message, sizeof err->message, "onboarding links are hosted by the payment processor");
+    return PAY_INVALID;
+  }
+  return ops->open_link(link_id, account, return_url, err);
 }

@@ -111,6 +111,72 @@ pay_rc payments_retrieve_subscription(const char *subscription, pay_subscription
  * PAY_NOT_FOUND (none was made) or PAY_UNAVAILABLE. */
 pay_rc payments_find_subscription(const char *customer, const char *idem_key, pay_subscription *out, pay_error *err);
 
+/* ---- Connect: payouts to providers (separate charges and transfers) ---- */
+
+#define PAY_URL_LEN 1024
+
+/* A connected account as the processor has it. */
+typedef struct pay_account {
+  char id[PAY_ID_LEN];
+  bool transfers_active;     /* capabilities.transfers is "active": transfers can be made to it */
+  bool payouts_enabled;      /* it can pay its balance out to its bank */
+  bool details_submitted;    /* onboarding was finished once */
+  char disabled_reason[128]; /* requirements.disabled_reason, "" when none */
+  char requirements[2048];   /* requirements.currently_due as a JSON array (text) */
+} pay_account;
+
+/* A transfer from the platform's balance to a connected account. */
+typedef struct pay_transfer {
+  char id[PAY_ID_LEN];
+  char destination[PAY_ID_LEN];
+  int64_t amount, amount_reversed; /* cents */
+  char idem_key[PAY_ID_LEN];       /* its metadata[idempotency_key] */
+} pay_transfer;
+
+/* A reversal of (part of) a transfer. */
+typedef struct pay_reversal {
+  char id[PAY_ID_LEN];
+  int64_t amount; /* cents */
+  char idem_key[PAY_ID_LEN];
+} pay_reversal;
+
+/* A connected account for a provider (Stripe: an Express account in the US with the transfers
+ * capability requested), made once under idem_key; metadata carries provider_id. */
+pay_rc payments_create_account(const char *email, const char *provider_id, const char *idem_key, pay_account *out,
+                               pay_error *err);
+/* The account as it stands now; PAY_NOT_FOUND when the processor does not know it. */
+pay_rc payments_retrieve_account(const char *account, pay_account *out, pay_error *err);
+/* A Stripe account object (as account.updated events carry it) read into out. */
+void payments_read_account(json_t *account, pay_account *out);
+/* A fresh onboarding link for account (Stripe: an account_onboarding Account Link) whose
+ * return and refresh addresses are the given ones; its address into url. */
+pay_rc payments_account_link(const char *account, const char *refresh_url, const char *return_url,
+                             char url[PAY_URL_LEN], pay_error *err);
+/* Transfers cents (USD) to destination under idem_key, which the transfer also carries in its
+ * metadata (payments_find_transfer finds it again) with job_id and transfer_id. source_intent
+ * (may be NULL): the PaymentIntent whose charge funds it (Stripe's source_transaction, so the
+ * transfer does not wait for the charge to become available). PAY_INVALID when refused
+ * (err->code: insufficient_capabilities_for_transfer when the account cannot receive,
+ * balance_insufficient, ...). */
+pay_rc payments_transfer(const char *destination, int64_t cents, const char *source_intent, const char *job_id,
+                         const char *transfer_id, const char *idem_key, pay_transfer *out, pay_error *err);
+/* The transfer payments_transfer made to destination under idem_key: PAY_OK, PAY_NOT_FOUND
+ * (none was made) or PAY_UNAVAILABLE. */
+pay_rc payments_find_transfer(const char *destination, const char *idem_key, pay_transfer *out, pay_error *err);
+/* Reverses cents of transfer under idem_key (carried in the reversal's metadata). PAY_INVALID
+ * when refused (more than is left to reverse: err->code). */
+pay_rc payments_reverse_transfer(const char *transfer, int64_t cents, const char *idem_key, pay_reversal *out,
+                                 pay_error *err);
+/* The reversal of transfer made under idem_key: PAY_OK, PAY_NOT_FOUND or PAY_UNAVAILABLE. */
+pay_rc payments_find_reversal(const char *transfer, const char *idem_key, pay_reversal *out, pay_error *err);
+/* The simulated processor's hosted onboarding (its account links point at the service's own
+ * page): opens link link_id, which finishes the onboarding of its account (transfers active,
+ * payouts enabled). The account's id into account, the link's return address into return_url.
+ * PAY_NOT_FOUND for an unknown link, PAY_INVALID (err->code account_link_expired) for one used
+ * before or past its expiry, and PAY_INVALID in Stripe mode, whose links go to Stripe. */
+pay_rc payments_sim_open_link(const char *link_id, char account[PAY_ID_LEN], char return_url[PAY_URL_LEN],
+                              pay_error *err);
+
 /* The price of the customer premium subscription (STRIPE_PREMIUM_PRICE_ID, or the simulated
  * processor's built-in 9.99/month price); NULL with Stripe and no configured price. */
 const char *payments_premium_price(void);

@@ -27,6 +27,19 @@ typedef struct pay_ops {
   pay_rc (*refund)(const char *intent, int64_t cents, const char *reason, const char *idem_key, pay_refund *out,
                    pay_error *err);
   pay_rc (*list_refunds)(const char *intent, pay_refund *out, int max, int *n, pay_error *err);
+  pay_rc (*create_account)(const char *email, const char *provider_id, const char *idem_key, pay_account *out,
+                           pay_error *err);
+  pay_rc (*retrieve_account)(const char *account, pay_account *out, pay_error *err);
+  pay_rc (*account_link)(const char *account, const char *refresh_url, const char *return_url, char url[PAY_URL_LEN],
+                         pay_error *err);
+  pay_rc (*transfer)(const char *destination, int64_t cents, const char *source_intent, const char *job_id,
+                     const char *transfer_id, const char *idem_key, pay_transfer *out, pay_error *err);
+  pay_rc (*find_transfer)(const char *destination, const char *idem_key, pay_transfer *out, pay_error *err);
+  pay_rc (*reverse_transfer)(const char *transfer, int64_t cents, const char *idem_key, pay_reversal *out,
+                             pay_error *err);
+  pay_rc (*find_reversal)(const char *transfer, const char *idem_key, pay_reversal *out, pay_error *err);
+  /* NULL where the processor hosts its own onboarding (Stripe) */
+  pay_rc (*open_link)(const char *link_id, char account[PAY_ID_LEN], char return_url[PAY_URL_LEN], pay_error *err);
 } pay_ops;
 
 extern const pay_ops paysim_ops;
@@ -37,6 +50,9 @@ void pay_card_from_json(json_t *pm, pay_card *card);
 void pay_intent_from_json(json_t *pi, pay_intent *out);
 void pay_subscription_from_json(json_t *sub, pay_subscription *out);
 void pay_refund_from_json(json_t *re, pay_refund *out);
+void pay_account_from_json(json_t *acct, pay_account *out);
+void pay_transfer_from_json(json_t *tr, pay_transfer *out);
+void pay_reversal_from_json(json_t *trr, pay_reversal *out);
 /* The idempotency key a Stripe-shaped object carries in its metadata, or NULL. */
 const char *pay_metadata_key(json_t *o);
 

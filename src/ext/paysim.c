@@ -11,8 +11,13 @@
  * cancelled and a capture fails with charge_expired_for_capture. Intents, subscriptions and
  * refunds carry their key in metadata, so a request whose answer was lost can be looked up.
  * A refund is a Stripe refund object (kind "refund"); what was refunded of a charge is its
- * amount_refunded, moved with the refund in one transaction. */
+ * amount_refunded, moved with the refund in one transaction. Connect: connected accounts
+ * (kind "account") wait for their onboarding until one of their account links is opened on the
+ * service's own page; transfers need the destination's transfers capability active and, with
+ * a source intent, a captured charge to fund them; a reversal moves its transfer's
+ * amount_reversed in the same transaction, never past the transfer's amount. */
 #include "core/clock.h"
+#include "core/config.h"
 #include "core/ids.h"
 #include "core/log.h"
 #include "db/db.h"
@@ -429,16 +434,21 @@ static pay_rc sim_retrieve_intent(const char *intent, pay_intent *out, pay_error
   return PAY_OK;
 }
 
-/* The object recorded under idem_key when it belongs to customer (owned), or NULL. */
-static json_t *keyed_object(const char *customer, const char *idem_key) {
+/* The object recorded under idem_key whose field `owner_field` is owner (owned), or NULL. */
+static json_t *keyed_by(const char *owner_field, const char *owner, const char *idem_key) {
   char key[PAY_ID_LEN + 8];
   key_id(idem_key, key);
   json_t *ref = load(key, NULL);
   json_t *o = ref ? load(json_string_value(json_object_get(ref, "object")), NULL) : NULL;
-  const char *owner = json_string_value(json_object_get(o, "customer"));
+  const char *found = json_string_value(json_object_get(o, owner_field));
   json_decref(ref);
-  if (o && (!owner || strcmp(owner, customer))) json_decref(o), o = NULL;
+  if (o && (!found || strcmp(found, owner))) json_decref(o), o = NULL;
   return o;
+}
+
+/* The object recorded under idem_key when it belongs to customer (owned), or NULL. */
+static json_t *keyed_object(const char *customer, const char *idem_key) {
+  return keyed_by("customer", customer, idem_key);
 }
 
 static pay_rc sim_find_intent(const char *customer, const char *idem_key, pay_intent *out, pay_error *err) {
@@ -620,6 +630,258 @@ static pay_rc sim_list_refunds(const char *intent, pay_refund *out, int max, int
   return rc == DB_OK ? PAY_OK : fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
 }
 
+/* ---- Connect: accounts, their onboarding, transfers and reversals ----
+ *
+ * A new account waits for its onboarding (transfers capability inactive, requirements due), as
+ * a new Express account does at Stripe. Its account links point at the service's own page
+ * (GET /payouts/onboarding/<link>, development and test only), which plays Stripe's hosted
+ * onboarding: opening a link once, within 5 minutes of the service clock, finishes it. */
+
+#define LINK_TTL_S 300
+static const char SIM_DUE[] = "[\"external_account\",\"individual.dob.day\",\"individual.first_name\","
+                              "\"individual.last_name\",\"tos_acceptance.date\",\"tos_acceptance.ip\"]";
+
+static json_t *load_kind(const char *id, const char *kind, char **raw) {
+  json_t *o = load(id, raw);
+  const char *k = json_string_value(json_object_get(o, "object"));
+  if (o && (!k || strcmp(k, kind))) {
+    json_decref(o), o = NULL;
+    if (raw) free(*raw), *raw = NULL;
+  }
+  return o;
+}
+
+static pay_rc sim_create_account(const char *email, const char *provider_id, const char *idem_key, pay_account *out,
+                                 pay_error *err) {
+  char fp[600];
+  snprintf(fp, sizeof fp, "account|%s|%s", email, provider_id);
+  json_t *old;
+  key_state st = claim_key(idem_key, fp, &old);
+  if (st == KEY_REPLAY) { /* as it stands now: its onboarding may have moved on since */
+    json_t *now = load_kind(json_string_value(json_object_get(old, "id")), "account", NULL);
+    json_decref(old);
+    if (!now) return fail(err, PAY_UNAVAILABLE, "simulated processor lost an account");
+    pay_account_from_json(now, out);
+    json_decref(now);
+    return PAY_OK;
+  }
+  if (st != KEY_NEW) return key_refusal(st, err);
+  char id[PAY_ID_LEN];
+  new_id("acct", id);
+  json_t *o =
+      json_pack("{s:s,s:s,s:s,s:s,s:s,s:{s:s},s:b,s:b,s:b,s:{s:o,s:o,s:o,s:s},s:I,s:{s:s,s:s?}}", "id", id, "object",
+                "account", "type", "express", "country", "US", "email", email, "capabilities", "transfers", "inactive",
+                "charges_enabled", 0, "payouts_enabled", 0, "details_submitted", 0, "requirements", "currently_due",
+                json_loads(SIM_DUE, 0, NULL), "eventually_due", json_loads(SIM_DUE, 0, NULL), "past_due", json_array(),
+                "disabled_reason", "requirements.past_due", "created", (json_int_t)now_s(), "metadata", "provider_id",
+                provider_id, "idempotency_key", idem_key);
+  bool ok = insert_keyed(id, "account", o, idem_key, fp);
+  if (ok) pay_account_from_json(o, out);
+  json_decref(o);
+  if (!ok) {
+    release_key(idem_key);
+    return fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
+  }
+  return PAY_OK;
+}
+
+static pay_rc sim_retrieve_account(const char *account, pay_account *out, pay_error *err) {
+  json_t *o = load_kind(account, "account", NULL);
+  if (!o) return fail(err, PAY_NOT_FOUND, "No such account");
+  pay_account_from_json(o, out);
+  json_decref(o);
+  return PAY_OK;
+}
+
+static pay_rc sim_account_link(const char *account, const char *refresh_url, const char *return_url,
+                               char url[PAY_URL_LEN], pay_error *err) {
+  json_t *acct = load_kind(account, "account", NULL);
+  json_decref(acct);
+  if (!acct) return fail(err, PAY_NOT_FOUND, "No such account");
+  char id[PAY_ID_LEN];
+  new_id("link", id);
+  snprintf(url, PAY_URL_LEN, "%s/payouts/onboarding/%s", CFG.public_url, id);
+  json_int_t created = now_s();
+  json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:b}", "id", id, "object", "account_link", "account", account,
+                        "url", url, "refresh_url", refresh_url, "return_url", return_url, "created", created,
+                        "expires_at", created + LINK_TTL_S, "used", 0);
+  bool ok = insert(id, "account_link", o);
+  json_decref(o);
+  if (!ok) url[0] = 0;
+  return ok ? PAY_OK : fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
+}
+
+/* Finishes the onboarding of account: what Stripe's hosted pages do once the person gave
+ * everything asked. */
+static bool finish_onboarding(const char *account) {
+  for (int tries = 0; tries < 5; tries++) {
+    char *raw;
+    json_t *o = load_kind(account, "account", &raw);
+    if (!o) return false;
+    json_object_set_new(o, "capabilities", json_pack("{s:s}", "transfers", "active"));
+    json_object_set_new(o, "payouts_enabled", json_true());
+    json_object_set_new(o, "details_submitted", json_true());
+    json_object_set_new(
+        o, "requirements",
+        json_pack("{s:[],s:[],s:[],s:n}", "currently_due", "eventually_due", "past_due", "disabled_reason"));
+    bool ok = replace(account, raw, o);
+    json_decref(o);
+    free(raw);
+    if (ok) return true;
+  }
+  return false;
+}
+
+static pay_rc sim_open_link(const char *link_id, char account[PAY_ID_LEN], char return_url[PAY_URL_LEN],
+                            pay_error *err) {
+  char *raw;
+  json_t *link = load_kind(link_id, "account_link", &raw);
+  if (!link) return fail(err, PAY_NOT_FOUND, "No such account link");
+  bool fresh =
+      !json_is_true(json_object_get(link, "used")) && now_s() < json_integer_value(json_object_get(link, "expires_at"));
+  snprintf(account, PAY_ID_LEN, "%s", json_string_value(json_object_get(link, "account")));
+  snprintf(return_url, PAY_URL_LEN, "%s", json_string_value(json_object_get(link, "return_url")));
+  json_object_set_new(link, "used", json_true());
+  pay_rc rc = PAY_OK;
+  if (!fresh) { /* Stripe sends the person to the refresh address instead */
+    snprintf(err->code, sizeof err->code, "account_link_expired");
+    rc = fail(err, PAY_INVALID, "This account link has expired or was already used");
+  } else if (!replace(link_id, raw, link)) {
+    snprintf(err->code, sizeof err->code, "account_link_expired");
+    rc = fail(err, PAY_INVALID, "This account link was already used");
+  } else if (!finish_onboarding(account)) {
+    rc = fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
+  }
+  json_decref(link);
+  free(raw);
+  return rc;
+}
+
+static pay_rc sim_transfer(const char *destination, int64_t cents, const char *source_intent, const char *job_id,
+                           const char *transfer_id, const char *idem_key, pay_transfer *out, pay_error *err) {
+  char fp[PAY_ID_LEN * 4 + 64];
+  snprintf(fp, sizeof fp, "transfer|%s|%lld|%s|%s|%s", destination, (long long)cents,
+           source_intent ? source_intent : "", job_id ? job_id : "", transfer_id ? transfer_id : "");
+  json_t *old;
+  key_state st = claim_key(idem_key, fp, &old);
+  if (st == KEY_REPLAY) {
+    pay_transfer_from_json(old, out);
+    json_decref(old);
+    return PAY_OK;
+  }
+  if (st != KEY_NEW) return key_refusal(st, err);
+  json_t *acct = load_kind(destination, "account", NULL);
+  const char *cap = json_string_value(json_object_get(json_object_get(acct, "capabilities"), "transfers"));
+  bool active = cap && !strcmp(cap, "active");
+  json_decref(acct);
+  json_t *pi = source_intent ? load_intent(source_intent) : NULL;
+  const char *pi_status = json_string_value(json_object_get(pi, "status"));
+  const char *charge_id = json_string_value(json_object_get(json_object_get(pi, "latest_charge"), "id"));
+  char charge[PAY_ID_LEN];
+  snprintf(charge, sizeof charge, "%s", charge_id ? charge_id : "");
+  bool funded = !source_intent || (pi_status && !strcmp(pi_status, "succeeded") && charge[0] &&
+                                   cents <= json_integer_value(json_object_get(pi, "amount")));
+  json_decref(pi);
+  pay_rc rc = PAY_OK;
+  if (!acct) {
+    rc = fail(err, PAY_NOT_FOUND, "No such destination");
+  } else if (!active) {
+    snprintf(err->code, sizeof err->code, "insufficient_capabilities_for_transfer");
+    rc = fail(err, PAY_INVALID,
+              "Your destination account needs to have at least one of the following capabilities enabled: "
+              "transfers, crypto_transfers, legacy_payments");
+  } else if (cents < 1 || !funded) {
+    rc = fail(err, PAY_INVALID, cents < 1 ? "Invalid positive integer" : "The source_transaction cannot fund it");
+  }
+  if (rc != PAY_OK) {
+    release_key(idem_key);
+    return rc;
+  }
+  char id[PAY_ID_LEN];
+  new_id("tr", id);
+  json_t *o =
+      json_pack("{s:s,s:s,s:I,s:I,s:s,s:s,s:s?,s:b,s:I,s:{s:s,s:s?,s:s?}}", "id", id, "object", "transfer", "amount",
+                (json_int_t)cents, "amount_reversed", (json_int_t)0, "currency", "usd", "destination", destination,
+                "source_transaction", charge[0] ? charge : NULL, "reversed", 0, "created", (json_int_t)now_s(),
+                "metadata", "idempotency_key", idem_key, "job_id", job_id, "transfer_id", transfer_id);
+  bool ok = insert_keyed(id, "transfer", o, idem_key, fp);
+  if (ok) pay_transfer_from_json(o, out);
+  json_decref(o);
+  if (!ok) {
+    release_key(idem_key);
+    return fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
+  }
+  return PAY_OK;
+}
+
+static pay_rc sim_find_transfer(const char *destination, const char *idem_key, pay_transfer *out, pay_error *err) {
+  json_t *o = keyed_by("destination", destination, idem_key);
+  const char *kind = json_string_value(json_object_get(o, "object"));
+  pay_rc rc = kind && !strcmp(kind, "transfer") ? PAY_OK : fail(err, PAY_NOT_FOUND, "No such transfer");
+  if (rc == PAY_OK) pay_transfer_from_json(o, out);
+  json_decref(o);
+  return rc;
+}
+
+static pay_rc sim_reverse_transfer(const char *transfer, int64_t cents, const char *idem_key, pay_reversal *out,
+                                   pay_error *err) {
+  char fp[PAY_ID_LEN + 64];
+  snprintf(fp, sizeof fp, "reversal|%s|%lld", transfer, (long long)cents);
+  json_t *old;
+  key_state st = claim_key(idem_key, fp, &old);
+  if (st == KEY_REPLAY) {
+    pay_reversal_from_json(old, out);
+    json_decref(old);
+    return PAY_OK;
+  }
+  if (st != KEY_NEW) return key_refusal(st, err);
+  pay_rc rc = PAY_UNAVAILABLE;
+  for (int tries = 0; tries < 5 && rc == PAY_UNAVAILABLE; tries++) {
+    char *raw;
+    json_t *tr = load_kind(transfer, "transfer", &raw);
+    if (!tr) {
+      rc = fail(err, PAY_NOT_FOUND, "No such transfer");
+      break;
+    }
+    json_int_t amount = json_integer_value(json_object_get(tr, "amount"));
+    json_int_t reversed = json_integer_value(json_object_get(tr, "amount_reversed"));
+    if (cents < 1 || cents > amount - reversed) {
+      char message[160];
+      snprintf(message, sizeof message, "Amount requested ($%.2f) is greater than the unreversed amount ($%.2f)",
+               (double)cents / 100, (double)(amount - reversed) / 100);
+      rc = fail(err, PAY_INVALID, message);
+    } else {
+      char id[PAY_ID_LEN];
+      new_id("trr", id);
+      json_t *rev = json_pack("{s:s,s:s,s:I,s:s,s:s,s:I,s:{s:s}}", "id", id, "object", "transfer_reversal", "amount",
+                              (json_int_t)cents, "currency", "usd", "transfer", transfer, "created",
+                              (json_int_t)now_s(), "metadata", "idempotency_key", idem_key);
+      json_object_set_new(tr, "amount_reversed", json_integer(reversed + cents));
+      json_object_set_new(tr, "reversed", json_boolean(reversed + cents >= amount));
+      sim_change moved = {transfer, raw, tr};
+      if (store_new(id, "transfer_reversal", rev, idem_key, fp, &moved)) {
+        pay_reversal_from_json(rev, out);
+        rc = PAY_OK;
+      }
+      json_decref(rev);
+    }
+    free(raw);
+    json_decref(tr);
+  }
+  if (rc != PAY_OK) release_key(idem_key);
+  if (rc == PAY_UNAVAILABLE && !err->message[0]) fail(err, rc, "simulated processor is busy");
+  return rc;
+}
+
+static pay_rc sim_find_reversal(const char *transfer, const char *idem_key, pay_reversal *out, pay_error *err) {
+  json_t *o = keyed_by("transfer", transfer, idem_key);
+  const char *kind = json_string_value(json_object_get(o, "object"));
+  pay_rc rc = kind && !strcmp(kind, "transfer_reversal") ? PAY_OK : fail(err, PAY_NOT_FOUND, "No such reversal");
+  if (rc == PAY_OK) pay_reversal_from_json(o, out);
+  json_decref(o);
+  return rc;
+}
+
 const pay_ops paysim_ops = {
     .name = "simulated",
     .create_customer = sim_create_customer,
@@ -637,4 +899,12 @@ const pay_ops paysim_ops = {
     .find_subscription = sim_find_subscription,
     .refund = sim_refund,
     .list_refunds = sim_list_refunds,
+    .create_account = sim_create_account,
+    .retrieve_account = sim_retrieve_account,
+    .account_link = sim_account_link,
+    .transfer = sim_transfer,
+    .find_transfer = sim_find_transfer,
+    .reverse_transfer = sim_reverse_transfer,
+    .find_reversal = sim_find_reversal,
+    .open_link = sim_open_link,
 };

@@ -174,10 +174,12 @@ db_rc queue_enqueue_at(db_conn *c, const char *kind, json_t *payload, int64_t ru
   id_new(id);
   char *text = json_dumps(payload, JSON_COMPACT);
   int64_t now = clock_now_ms();
-  db_rc rc = db_exec(c, NULL, NULL,
-                     "INSERT INTO job_queue (id, kind, payload, run_at, created_at, updated_at) "
-                     "VALUES ($1, $2, $3, $5, $4, $4)",
-                     DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now), DB_INT(run_at)));
+  /* in a transaction it goes with the next statement or the COMMIT (no round trip of its own);
+   * the worker is woken once that committed */
+  db_rc rc = db_exec_later(c, NULL, NULL,
+                           "INSERT INTO job_queue (id, kind, payload, run_at, created_at, updated_at) "
+                           "VALUES ($1, $2, $3, $5, $4, $4)",
+                           DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now), DB_INT(run_at)));
   free(text);
   if (rc == DB_OK) wake_after(c, kind);
   return rc;

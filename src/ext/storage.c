@@ -142,29 +142,34 @@ int64_t storage_url_expiry(int64_t ttl_seconds) {
   return (earliest + window - 1) / window * window;
 }
 
-char *storage_url(const char *key, int64_t ttl_seconds) {
+/* Writes the signed URL of key for ttl_seconds into out (cap bytes); returns its length, or
+ * cap or more when it did not fit. */
+static size_t sign(const char *key, int64_t ttl_seconds, char *out, size_t cap) {
   long long expires = storage_url_expiry(ttl_seconds);
   char sig[65];
   url_mac(key, expires, sig);
+  int n = snprintf(out, cap, "%s/files/%s?expires=%lld&sig=%s", CFG.public_url, key, expires, sig);
+  return n < 0 ? cap : (size_t)n;
+}
+
+char *storage_url(const char *key, int64_t ttl_seconds) {
   size_t cap = strlen(CFG.public_url) + strlen(key) + 128;
   char *url = xmalloc(cap);
-  snprintf(url, cap, "%s/files/%s?expires=%lld&sig=%s", CFG.public_url, key, expires, sig);
+  sign(key, ttl_seconds, url, cap);
   return url;
 }
 
 void storage_url_jw(jw *w, const char *key, int64_t ttl_seconds) {
   if (!key) return jw_null(w);
-  long long expires = clock_now_ms() / 1000 + ttl_seconds;
-  char sig[65], url[1024];
-  url_mac(key, expires, sig);
-  int n = snprintf(url, sizeof url, "%s/files/%s?expires=%lld&sig=%s", CFG.public_url, key, expires, sig);
-  if (n < 0 || (size_t)n >= sizeof url) { /* a public URL longer than any sane one */
+  char url[1024];
+  size_t n = sign(key, ttl_seconds, url, sizeof url);
+  if (n >= sizeof url) { /* a public URL longer than any sane one */
     char *heap = storage_url(key, ttl_seconds);
     jw_str(w, heap);
     free(heap);
     return;
   }
-  jw_strn(w, url, (size_t)n);
+  jw_strn(w, url, n);
 }
 
 void storage_urls_jw(jw *w, const char *keys_json, int64_t ttl_seconds) {

@@ -9,10 +9,15 @@
  * Stripe's error objects map to pay_rc (card_error -> PAY_DECLINED, idempotency_error ->
  * PAY_IDEMPOTENCY, resource_missing -> PAY_NOT_FOUND, other 4xx -> PAY_INVALID).
  *
- * PaymentIntents, subscriptions and refunds carry their idempotency key in metadata[idempotency_key],
- * so what a request whose answer was lost did can be found again by listing the customer's
- * objects (lists are consistent at once, unlike search; and a key is pruned by Stripe after
- * 24 hours, after which only the metadata still tells). */
+ * PaymentIntents, subscriptions, refunds, transfers and transfer reversals carry their
+ * idempotency key in metadata[idempotency_key], so what a request whose answer was lost did can
+ * be found again by listing the customer's (the destination's, the transfer's) objects (lists
+ * are consistent at once, unlike search; and a key is pruned by Stripe after 24 hours, after
+ * which only the metadata still tells).
+ *
+ * Connect (separate charges and transfers): providers get Express accounts (US, transfers
+ * capability requested) onboarded through Account Links; a transfer names the job's charge as
+ * its source_transaction, so it goes out before the charge's funds are available. */
 #include "core/buf.h"
 #include "core/config.h"
 #include "core/ids.h"
@@ -306,22 +311,23 @@ static pay_rc st_retrieve_intent(const char *intent, pay_intent *out, pay_error 
 
 #define LIST_PAGES 10 /* at most 1,000 objects of one customer are searched, newest first */
 
-/* Walks GET <collection>?customer=...&<extra> page by page (newest first) and returns the
- * first object whose metadata carries idem_key in *found (owned by the caller), or NULL. */
-static pay_rc find_by_key(const char *collection, const char *extra, const char *customer, const char *idem_key,
-                          json_t **found, pay_error *err) {
-  char *cus = curl_easy_escape(NULL, customer, 0);
+/* Walks GET <collection>?<filter>=<value>&<extra> (filter NULL: no filter) page by page
+ * (newest first) and returns the first object whose metadata carries idem_key in *found
+ * (owned by the caller), or NULL. The collection is a path under /v1, escaped by the caller. */
+static pay_rc find_by_key(const char *collection, const char *filter, const char *value, const char *extra,
+                          const char *idem_key, json_t **found, pay_error *err) {
+  char *cus = curl_easy_escape(NULL, filter ? value : "", 0);
   char after[PAY_ID_LEN] = "";
   pay_rc rc = PAY_NOT_FOUND;
   *found = NULL;
   for (int page = 0; page < LIST_PAGES && rc == PAY_NOT_FOUND; page++) {
     char path[1200];
-    snprintf(path, sizeof path, "/v1/%s?customer=%s&limit=100%s%s%s", collection, cus, extra,
-             after[0] ? "&starting_after=" : "", after);
+    snprintf(path, sizeof path, "/v1/%s?%s%s%s%slimit=100%s%s%s", collection, filter ? filter : "", filter ? "=" : "",
+             filter ? cus : "", filter ? "&" : "", extra, after[0] ? "&starting_after=" : "", after);
     json_t *list;
     pay_rc got = call(path, NULL, NULL, &list, err);
     if (got != PAY_OK) {
-      rc = got == PAY_NOT_FOUND ? PAY_UNAVAILABLE : got; /* the customer exists: a miss is the processor's fault */
+      rc = got == PAY_NOT_FOUND ? PAY_UNAVAILABLE : got; /* the owner exists: a miss is the processor's fault */
       break;
     }
     json_t *data = json_object_get(list, "data"), *o;
@@ -346,7 +352,8 @@ static pay_rc find_by_key(const char *collection, const char *extra, const char 
 
 static pay_rc st_find_intent(const char *customer, const char *idem_key, pay_intent *out, pay_error *err) {
   json_t *o;
-  pay_rc rc = find_by_key("payment_intents", "&expand%5B%5D=data.latest_charge", customer, idem_key, &o, err);
+  pay_rc rc =
+      find_by_key("payment_intents", "customer", customer, "&expand%5B%5D=data.latest_charge", idem_key, &o, err);
   if (rc == PAY_OK) pay_intent_from_json(o, out);
   json_decref(o);
   return rc;
@@ -354,7 +361,7 @@ static pay_rc st_find_intent(const char *customer, const char *idem_key, pay_int
 
 static pay_rc st_find_subscription(const char *customer, const char *idem_key, pay_subscription *out, pay_error *err) {
   json_t *o;
-  pay_rc rc = find_by_key("subscriptions", "&status=all", customer, idem_key, &o, err);
+  pay_rc rc = find_by_key("subscriptions", "customer", customer, "&status=all", idem_key, &o, err);
   if (rc == PAY_OK) pay_subscription_from_json(o, out);
   json_decref(o);
   return rc;
@@ -398,6 +405,124 @@ static pay_rc st_list_refunds(const char *intent, pay_refund *out, int max, int 
   return rc;
 }
 
+/* ---- Connect ---- */
+
+static pay_rc st_create_account(const char *email, const char *provider_id, const char *idem_key, pay_account *out,
+                                pay_error *err) {
+  struct buf f = form_new();
+  form_add(&f, "type", "express");
+  form_add(&f, "country", "US");
+  form_add(&f, "email", email);
+  form_add(&f, "capabilities[transfers][requested]", "true");
+  form_add(&f, "metadata[provider_id]", provider_id);
+  form_add(&f, "metadata[idempotency_key]", idem_key);
+  json_t *o;
+  pay_rc rc = call("/v1/accounts", &f, idem_key, &o, err);
+  form_free(&f);
+  if (rc == PAY_OK) pay_account_from_json(o, out);
+  json_decref(o);
+  return rc;
+}
+
+static pay_rc st_retrieve_account(const char *account, pay_account *out, pay_error *err) {
+  char path[600];
+  object_path(path, sizeof path, "accounts", account, "");
+  json_t *o;
+  pay_rc rc = call(path, NULL, NULL, &o, err);
+  if (rc == PAY_INVALID) rc = PAY_NOT_FOUND; /* Stripe answers an account of another platform 400 */
+  if (rc == PAY_OK) pay_account_from_json(o, out);
+  json_decref(o);
+  return rc;
+}
+
+static pay_rc st_account_link(const char *account, const char *refresh_url, const char *return_url,
+                              char url[PAY_URL_LEN], pay_error *err) {
+  struct buf f = form_new();
+  form_add(&f, "account", account);
+  form_add(&f, "refresh_url", refresh_url);
+  form_add(&f, "return_url", return_url);
+  form_add(&f, "type", "account_onboarding");
+  json_t *o;
+  pay_rc rc = call("/v1/account_links", &f, NULL, &o, err);
+  form_free(&f);
+  const char *link = json_string_value(json_object_get(o, "url"));
+  if (rc == PAY_OK && link) snprintf(url, PAY_URL_LEN, "%s", link);
+  if (rc == PAY_OK && !link)
+    rc = PAY_UNAVAILABLE, snprintf(err->message, sizeof err->message, "account link without a url");
+  json_decref(o);
+  return rc;
+}
+
+/* The charge of a PaymentIntent (its latest_charge) into charge; "" when it has none. */
+static pay_rc intent_charge(const char *intent, char charge[PAY_ID_LEN], pay_error *err) {
+  char path[600];
+  object_path(path, sizeof path, "payment_intents", intent, "");
+  json_t *o;
+  pay_rc rc = call(path, NULL, NULL, &o, err);
+  json_t *latest = json_object_get(o, "latest_charge"); /* an id, or the object when expanded */
+  const char *id =
+      json_is_string(latest) ? json_string_value(latest) : json_string_value(json_object_get(latest, "id"));
+  snprintf(charge, PAY_ID_LEN, "%s", rc == PAY_OK && id ? id : "");
+  json_decref(o);
+  return rc;
+}
+
+static pay_rc st_transfer(const char *destination, int64_t cents, const char *source_intent, const char *job_id,
+                          const char *transfer_id, const char *idem_key, pay_transfer *out, pay_error *err) {
+  char charge[PAY_ID_LEN] = "";
+  if (source_intent) {
+    pay_rc rc = intent_charge(source_intent, charge, err);
+    if (rc == PAY_UNAVAILABLE) return rc; /* an intent that is gone funds nothing: the balance does */
+  }
+  struct buf f = form_new();
+  form_add_int(&f, "amount", cents);
+  form_add(&f, "currency", "usd");
+  form_add(&f, "destination", destination);
+  if (charge[0]) form_add(&f, "source_transaction", charge);
+  if (job_id) form_add(&f, "metadata[job_id]", job_id);
+  if (transfer_id) form_add(&f, "metadata[transfer_id]", transfer_id);
+  form_add(&f, "metadata[idempotency_key]", idem_key);
+  json_t *o;
+  pay_rc rc = call("/v1/transfers", &f, idem_key, &o, err);
+  form_free(&f);
+  if (rc == PAY_OK) pay_transfer_from_json(o, out);
+  json_decref(o);
+  return rc;
+}
+
+static pay_rc st_find_transfer(const char *destination, const char *idem_key, pay_transfer *out, pay_error *err) {
+  json_t *o;
+  pay_rc rc = find_by_key("transfers", "destination", destination, "", idem_key, &o, err);
+  if (rc == PAY_OK) pay_transfer_from_json(o, out);
+  json_decref(o);
+  return rc;
+}
+
+static pay_rc st_reverse_transfer(const char *transfer, int64_t cents, const char *idem_key, pay_reversal *out,
+                                  pay_error *err) {
+  char path[600];
+  object_path(path, sizeof path, "transfers", transfer, "/reversals");
+  struct buf f = form_new();
+  form_add_int(&f, "amount", cents);
+  form_add(&f, "metadata[idempotency_key]", idem_key);
+  json_t *o;
+  pay_rc rc = call(path, &f, idem_key, &o, err);
+  form_free(&f);
+  if (rc == PAY_OK) pay_reversal_from_json(o, out);
+  json_decref(o);
+  return rc;
+}
+
+static pay_rc st_find_reversal(const char *transfer, const char *idem_key, pay_reversal *out, pay_error *err) {
+  char collection[600];
+  object_path(collection, sizeof collection, "transfers", transfer, "/reversals");
+  json_t *o;
+  pay_rc rc = find_by_key(collection + 4, NULL, NULL, "", idem_key, &o, err); /* the path names the transfer */
+  if (rc == PAY_OK) pay_reversal_from_json(o, out);
+  json_decref(o);
+  return rc;
+}
+
 const pay_ops stripe_ops = {
     .name = "stripe",
     .create_customer = st_create_customer,
@@ -415,4 +540,11 @@ const pay_ops stripe_ops = {
     .find_subscription = st_find_subscription,
     .refund = st_refund,
     .list_refunds = st_list_refunds,
+    .create_account = st_create_account,
+    .retrieve_account = st_retrieve_account,
+    .account_link = st_account_link,
+    .transfer = st_transfer,
+    .find_transfer = st_find_transfer,
+    .reverse_transfer = st_reverse_transfer,
+    .find_reversal = st_find_reversal,
 };

@@ -7,6 +7,8 @@
 #include "ext/token.h"
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/ids.h"
+#include "core/util.h"
 #include <jansson.h>
 #include <jwt.h>
 #include <openssl/core_names.h>
@@ -21,10 +23,11 @@
 char *token_issue(const char *id, const char *role, bool is_staff, const char *elevation_id, int64_t gen,
                   int64_t ttl_seconds) {
   jwt_t *jwt = NULL;
-  char *out = NULL;
+  char *out = NULL, jti[ID_LEN + 1];
   if (jwt_new(&jwt)) return NULL;
+  id_new(jti);
   int64_t now = clock_now_ms() / 1000;
-  if (jwt_add_grant(jwt, "id", id) || jwt_add_grant(jwt, "role", role) ||
+  if (jwt_add_grant(jwt, "id", id) || jwt_add_grant(jwt, "role", role) || jwt_add_grant(jwt, "jti", jti) ||
       (is_staff && jwt_add_grant(jwt, "type", "staff")) ||
       (elevation_id && *elevation_id && jwt_add_grant(jwt, "elevationId", elevation_id)) ||
       (gen && jwt_add_grant_int(jwt, "gen", (long)gen)) || jwt_add_grant_int(jwt, "iat", (long)now) ||
@@ -93,34 +96,6 @@ static bool hmac_sha256(const char *data, size_t len, unsigned char out[32]) {
          outlen == 32;
 }
 
-/* Decodes unpadded (or '='-padded) base64url of n characters into out (cap bytes); false on any
- * other character, a non-canonical last character, or overflow. */
-static bool b64url_decode(const char *in, size_t n, unsigned char *out, size_t cap, size_t *len) {
-  while (n && in[n - 1] == '=') n--;
-  if (n % 4 == 1) return false;
-  uint32_t acc = 0;
-  int bits = 0;
-  *len = 0;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)in[i];
-    int v = c >= 'A' && c <= 'Z'   ? c - 'A'
-            : c >= 'a' && c <= 'z' ? c - 'a' + 26
-            : c >= '0' && c <= '9' ? c - '0' + 52
-            : c == '-'             ? 62
-            : c == '_'             ? 63
-                                   : -1;
-    if (v < 0) return false;
-    acc = (acc << 6 | (uint32_t)v) & 0xFFFFFF;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      if (*len >= cap) return false;
-      out[(*len)++] = (unsigned char)(acc >> bits);
-    }
-  }
-  return (acc & ((1u << bits) - 1)) == 0; /* the unused low bits of the last character are zero */
-}
-
 /* The claims verification reads, from either parser. */
 typedef enum { C_ABSENT, C_STRING, C_INT, C_OTHER } claim_kind;
 typedef struct claim {
@@ -130,7 +105,7 @@ typedef struct claim {
   int64_t i;
 } claim;
 typedef struct raw_claims {
-  claim id, role, elevation_id, type, iat, exp, gen;
+  claim id, role, elevation_id, type, iat, exp, gen, jti;
 } raw_claims;
 
 static claim *claim_slot(raw_claims *c, const char *key, size_t n) {
@@ -143,7 +118,8 @@ static claim *claim_slot(raw_claims *c, const char *key, size_t n) {
                {"type", offsetof(raw_claims, type)},
                {"iat", offsetof(raw_claims, iat)},
                {"exp", offsetof(raw_claims, exp)},
-               {"gen", offsetof(raw_claims, gen)}};
+               {"gen", offsetof(raw_claims, gen)},
+               {"jti", offsetof(raw_claims, jti)}};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (strlen(names[i].name) == n && !memcmp(names[i].name, key, n)) return (claim *)((char *)c + names[i].off);
   return NULL;
@@ -229,10 +205,16 @@ static bool copy_claim(const claim *c, char *dst, size_t cap, bool required) {
   return true;
 }
 
-static bool check_claims(const raw_claims *c, token_claims *out) {
+/* sig: the token's 32-byte signature, which names a token without a jti claim. */
+static bool check_claims(const raw_claims *c, const unsigned char sig[32], token_claims *out) {
   if (!copy_claim(&c->id, out->id, sizeof out->id, true) || !copy_claim(&c->role, out->role, sizeof out->role, true) ||
-      !copy_claim(&c->elevation_id, out->elevation_id, sizeof out->elevation_id, false))
+      !copy_claim(&c->elevation_id, out->elevation_id, sizeof out->elevation_id, false) ||
+      !copy_claim(&c->jti, out->token_id, 64, false))
     return false;
+  if (c->jti.kind != C_STRING) { /* a token from before tokens had an id */
+    memcpy(out->token_id, "sig-", 4);
+    hex_encode(sig, 16, out->token_id + 4);
+  }
   out->is_staff = c->type.kind == C_STRING && c->type.n == 5 && !memcmp(c->type.s, "staff", 5);
   out->iat = c->iat.kind == C_INT ? c->iat.i : 0;
   out->exp = c->exp.kind == C_INT ? c->exp.i : 0;
@@ -270,7 +252,7 @@ bool token_verify(const char *token, token_claims *out) {
   raw_claims c = {0};
   bool ok;
   if (scan_claims((const char *)buf, len, &c)) {
-    ok = check_claims(&c, out);
+    ok = check_claims(&c, sig, out);
   } else {
     json_t *claims = json_loadb((const char *)buf, len, 0, NULL);
     ok = json_is_object(claims);
@@ -282,7 +264,8 @@ bool token_verify(const char *token, token_claims *out) {
       claim_from_json(&c.iat, json_object_get(claims, "iat"));
       claim_from_json(&c.exp, json_object_get(claims, "exp"));
       claim_from_json(&c.gen, json_object_get(claims, "gen"));
-      ok = check_claims(&c, out);
+      claim_from_json(&c.jti, json_object_get(claims, "jti"));
+      ok = check_claims(&c, sig, out);
     }
     json_decref(claims);
   }

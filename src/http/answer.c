@@ -6,6 +6,7 @@
  * which makes the response object (it alone knows libmicrohttpd). */
 #include "http/answer.h"
 #include "core/config.h"
+#include "core/log.h"
 #include "core/util.h"
 #include "http/compress.h"
 #include "http/idempotency.h"
@@ -34,12 +35,22 @@ void hs_answer_init(void) {
   free(copy);
 }
 
+/* The one error body: {"error", "code", "field"?}; a 5xx other than 503, 504 and 507 says
+ * nothing of its cause: {"error": "Internal server error", "code", "requestId"}. A code that is
+ * not one of ERR_CODES (a handler's slip) gives way to the error's default. */
 static json_t *error_body(hs_req *req) {
   int status = err_status(req->err);
   if (status >= 500 && status != 503 && status != 504 && status != 507)
-    return json_pack("{s:s,s:s}", "error", "Internal server error", "requestId", req->request_id);
-  json_t *b = json_pack("{s:s}", "error", req->err_message ? req->err_message : err_default_message(req->err));
-  if (req->err_code) json_object_set_new(b, "code", json_string(req->err_code));
+    return json_pack("{s:s,s:s,s:s}", "error", "Internal server error", "code", err_default_code(ERR_INTERNAL),
+                     "requestId", req->request_id);
+  const char *code = req->err_code;
+  if (code && !err_code_known(code)) {
+    log_msg(LOG_ERROR, "%s %s: error code %s is not one of the documented codes", req->method, req->path, code);
+    code = NULL;
+  }
+  json_t *b = json_pack("{s:s,s:s}", "error", req->err_message ? req->err_message : err_default_message(req->err),
+                        "code", code ? code : err_default_code(req->err));
+  if (req->err_field) json_object_set_new(b, "field", json_string(req->err_field));
   return b;
 }
 
@@ -56,6 +67,9 @@ static void settle(hs_req *req) {
   req->res_body = arena_json(&req->arena, error_body(req));
   req->res_json = NULL;
   req->res_content_type = NULL; /* a file answer begun before the failure is dropped */
+  req->res_link = NULL;
+  if (req->status == 503 && req->retry_after <= 0) req->retry_after = HS_RETRY_AFTER_DEFAULT;
+  if (req->status != 401) req->www_authenticate = NULL;
   req->err = ERR_OK;
 }
 
@@ -85,7 +99,8 @@ void hs_answer_clear(hs_call *c) {
   if (req->res_fd >= 0) close(req->res_fd), req->res_fd = -1;
   free(req->res_data), req->res_data = NULL, req->res_content_type = NULL;
   req->status = 0, req->res_body = NULL, req->res_json = NULL, req->err = ERR_OK;
-  req->err_message = req->err_code = NULL, req->retry_after = 0;
+  req->err_message = req->err_code = req->err_field = req->www_authenticate = req->res_link = NULL;
+  req->retry_after = 0;
   free(c->out), c->out = NULL;
   c->out_len = 0, c->out_gzip = c->prepared = false;
 }
@@ -119,7 +134,8 @@ static void common_headers(const hs_req *req, bool vary_encoding, header_fn add,
   const char *origin = cors_origin_for(req);
   if (origin) {
     add(resp, "Access-Control-Allow-Origin", origin);
-    add(resp, "Access-Control-Expose-Headers", "X-Request-Id, Retry-After, Idempotent-Replayed");
+    add(resp, "Access-Control-Expose-Headers",
+        "X-Request-Id, Retry-After, Idempotent-Replayed, Link, WWW-Authenticate");
   }
   /* the answer depends on Origin only where some origin is allowed, and on Accept-Encoding
    * where it may be compressed */
@@ -135,6 +151,8 @@ static void common_headers(const hs_req *req, bool vary_encoding, header_fn add,
     snprintf(n, sizeof n, "%d", req->retry_after);
     add(resp, "Retry-After", n);
   }
+  if (req->www_authenticate) add(resp, "WWW-Authenticate", req->www_authenticate);
+  if (req->res_link) add(resp, "Link", req->res_link);
 }
 
 /* A preflight's 204: the methods the path serves. */

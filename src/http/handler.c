@@ -54,8 +54,22 @@ err_t hs_ok(hs_req *req, json_t *body) {
 err_t hs_fail_code(hs_req *req, err_t err, const char *code, const char *message) {
   req->err = err;
   req->err_code = code;
+  req->err_field = NULL;
   req->err_message = message ? arena_strdup(&req->arena, message) : NULL;
   return err;
+}
+
+err_t hs_fail_field(hs_req *req, const char *field, const char *message) {
+  hs_fail_code(req, ERR_BAD_REQUEST, ERR_CODE_VALIDATION, message);
+  req->err_field = arena_strdup(&req->arena, field);
+  return ERR_BAD_REQUEST;
+}
+
+err_t hs_fail_invalid(hs_req *req, const char *message) {
+  const char *colon = strstr(message, ": ");
+  hs_fail_code(req, ERR_BAD_REQUEST, ERR_CODE_VALIDATION, message);
+  if (colon) req->err_field = arena_strndup(&req->arena, message, (size_t)(colon - message));
+  return ERR_BAD_REQUEST;
 }
 
 err_t hs_fail(hs_req *req, err_t err, const char *message) { return hs_fail_code(req, err, NULL, message); }

@@ -102,6 +102,7 @@ typedef struct hs_upload {
   const char *path;
   size_t size;
   const char *mime, *ext; /* sniffed: "image/png" / "png", ... */
+  char sha256[65];        /* the bytes as received, when the request carries an Idempotency-Key */
 } hs_upload;
 
 typedef struct hs_req hs_req;
@@ -149,7 +150,8 @@ typedef struct hs_auth {
   unsigned role_bit;
   const char *elevation_id; /* NULL unless a staff impersonation token */
   int64_t gen;              /* the token's account generation (its gen claim; 0 when absent) */
-  int64_t exp;              /* when the token expires (epoch seconds, its exp claim) */
+  const char *token_id;     /* the token's own id (ext/token.h), which logout records */
+  int64_t token_exp;        /* when the token expires (epoch seconds) */
 } hs_auth;
 
 #define HS_MAX_PARAMS 8
@@ -164,6 +166,7 @@ struct hs_req {
   json_t *query; /* validated query arguments, never NULL */
   const char *raw_body;
   size_t raw_len;
+  const char *query_string; /* the request target after '?', still percent-encoded; NULL without */
   hs_upload *uploads; /* multipart routes: the files, in arrival order */
   int nuploads;
   json_t *form_fields; /* multipart routes: the names of the text fields received, in order */
@@ -179,7 +182,10 @@ struct hs_req {
   size_t res_json_len;
   err_t err;
   const char *err_message, *err_code;
-  int retry_after; /* seconds; 0 = no header */
+  const char *err_field;        /* a validation error's field (the error body's `field`), or NULL */
+  const char *www_authenticate; /* a 401's WWW-Authenticate challenge (RFC 6750), or NULL */
+  const char *res_link;         /* the Link header of the answer (a list's next page), or NULL */
+  int retry_after;              /* seconds; 0 = no header (a 503 without one gets HS_RETRY_AFTER_DEFAULT) */
   bool replayed;   /* the kept answer of an earlier request with the same Idempotency-Key */
   const char *idem_scope, *idem_key; /* the Idempotency-Key this request claimed (http/idempotency.h) */
   int delay_ms;    /* hold the answer back this long, without a thread (lane routes only) */
@@ -210,11 +216,19 @@ err_t hs_reply_jw(hs_req *req, int status, const jw *w);
 /* Answers 200 with raw bytes: an open fd (closed by the server) or a heap buffer (freed by
  * the server), size bytes of content_type. */
 err_t hs_reply_file(hs_req *req, int fd, char *data, size_t size, const char *content_type);
-/* Fails the request: the error's status, {"error": message} (NULL: the default message).
- * Returns err so a handler can `return hs_fail(...)`. */
+/* Fails the request: the error's status, {"error": message, "code": the error's default code}
+ * (message NULL: the default message; core/errors.h). Returns err so a handler can
+ * `return hs_fail(...)`. */
 err_t hs_fail(hs_req *req, err_t err, const char *message);
-/* Same with a machine-readable `code` in the body. */
+/* Same with a more precise machine-readable `code` (one of ERR_CODES; NULL: the default). */
 err_t hs_fail_code(hs_req *req, err_t err, const char *code, const char *message);
+/* Fails with a validation error: 400, code validation_failed, message "<field>: <text>" whose
+ * field also goes to the body's `field`. */
+err_t hs_fail_invalid(hs_req *req, const char *message);
+/* The same for a message that does not begin with its field: 400 validation_failed, field. */
+err_t hs_fail_field(hs_req *req, const char *field, const char *message);
+/* Seconds of Retry-After on a 503 whose maker named none. */
+#define HS_RETRY_AFTER_DEFAULT 5
 /* Hooks a domain installs into the pipeline (hs_set_hooks, before the server starts), so the
  * HTTP layer can consult rules it must not know about (staff sessions, the audit trail)
  * without including a domain header. Each may be NULL. They run on worker threads and may use

@@ -1,11 +1,11 @@
 /* The claim is one row per (scope, key) in idempotency_keys, inserted before the handler runs:
  * the primary key decides between concurrent duplicates, on one instance or many. The row
  * holds the request's fingerprint ("hmac:" and the HMAC-SHA256 of method, path and canonical
- * JSON body under a key derived from JWT_SECRET; rows written before migration 0014 hold a
- * bare SHA-256 and are compared as such until they expire), the kept answer once the
- * handler is done (status NULL while it runs), and its expiry. An expired row, or a claim
- * whose request never finished (its lease ran out), is deleted and claimed afresh. Expired
- * rows are swept at most once a minute per instance, by the request that notices. */
+ * JSON body, or an upload's text fields and files' SHA-256s, under a key derived from JWT_SECRET; rows written before
+ * migration 0014 hold a bare SHA-256 and are compared as such until they expire), the kept answer once the handler is
+ * done (status NULL while it runs), and its expiry. An expired row, or a claim whose request never finished (its lease
+ * ran out), is deleted and claimed afresh. Expired rows are swept at most once a minute per instance, by the request
+ * that notices. */
 #include "http/idempotency.h"
 #include "core/clock.h"
 #include "db/db.h"
@@ -20,7 +20,7 @@
 static _Atomic int64_t next_sweep;
 
 bool hs_idem_applies(const hs_route *r) {
-  return (r->method == HS_POST || r->method == HS_PATCH) && !r->upload &&
+  return (r->method == HS_POST || r->method == HS_PATCH) &&
          !(r->flags & (ROUTE_RAW_BODY | ROUTE_INLINE | ROUTE_SECRETS));
 }
 
@@ -39,10 +39,22 @@ static pthread_once_t fingerprint_once = PTHREAD_ONCE_INIT;
 
 static void fingerprint_key_init(void) { secret_derive_hex("idempotency-fingerprint", fingerprint_key); }
 
+/* An upload as one JSON value: its text fields as validated, and each file (field, SHA-256 of
+ * its bytes as received) in arrival order. New reference. */
+static json_t *form_of(const hs_req *req) {
+  json_t *files = json_array();
+  for (int i = 0; i < req->nuploads; i++)
+    json_array_append_new(files, json_pack("[s,s]", req->uploads[i].field, req->uploads[i].sha256));
+  return json_pack("{s:o,s:o}", "fields", json_deep_copy(req->body), "files", files);
+}
+
 /* Method, path and the body as canonical JSON (sorted keys, no spaces), so a retry that
- * serialises the same object differently is still the same request (arena text). */
+ * serialises the same object differently is still the same request; an upload's body is its
+ * form (form_of). Arena text. */
 static const char *request_text(hs_req *req) {
-  json_t *body = req->raw_len ? json_loadb(req->raw_body, req->raw_len, JSON_ALLOW_NUL, NULL) : NULL;
+  json_t *body = req->route->upload ? form_of(req)
+                 : req->raw_len     ? json_loadb(req->raw_body, req->raw_len, JSON_ALLOW_NUL, NULL)
+                                    : NULL;
   char *canon = body ? json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
   const char *text = arena_printf(&req->arena, "%s\n%s\n%s", req->method, req->path, canon ? canon : "{}");
   free(canon);
@@ -72,6 +84,15 @@ static void sweep(int64_t now) {
   db_query(NULL, NULL, "DELETE FROM idempotency_keys WHERE expires_at <= $1", DB_ARGS(DB_INT(now)));
 }
 
+/* Answers with a kept answer; an error kept before error bodies carried `code` gets its
+ * status's default, so a replay keeps today's error shape. */
+static void replay(hs_req *req, int status, const char *text) {
+  json_t *body = json_loads(text, JSON_DECODE_ANY, NULL);
+  if (status >= 400 && json_is_object(body) && json_object_get(body, "error") && !json_object_get(body, "code"))
+    json_object_set_new(body, "code", json_string(err_default_code(err_of_status(status))));
+  hs_reply(req, status, body);
+}
+
 typedef enum { CLAIMED, TAKEN, FAILED } claim_rc;
 
 static claim_rc claim(hs_req *req, const char *scope, const char *key, const char *hash, int64_t now) {
@@ -89,7 +110,7 @@ bool hs_idem_begin(hs_req *req) {
   const char *key = hs_header(req, "Idempotency-Key");
   if (!key || !hs_idem_applies(req->route)) return true;
   if (!key_valid(key)) {
-    hs_fail(req, ERR_BAD_REQUEST, "Idempotency-Key: must be 1 to 255 printable ASCII characters");
+    hs_fail_invalid(req, "Idempotency-Key: must be 1 to 255 printable ASCII characters");
     return false;
   }
   const char *scope = req->route->roles ? arena_printf(&req->arena, "%s:%s", req->auth.role, req->auth.id)
@@ -124,15 +145,18 @@ bool hs_idem_begin(hs_req *req) {
       continue;
     }
     if (!same_request(db_text(r, 0, 0), text, hash)) {
-      hs_fail(req, ERR_UNPROCESSABLE, "Idempotency-Key reused with a different request");
+      hs_fail_code(req, ERR_UNPROCESSABLE, ERR_CODE_IDEMPOTENCY_REUSED,
+                   "Idempotency-Key reused with a different request");
       return false;
     }
     if (running) {
-      hs_fail(req, ERR_CONFLICT, "A request with this Idempotency-Key is in progress");
+      hs_fail_code(req, ERR_CONFLICT, ERR_CODE_IDEMPOTENCY_IN_PROGRESS,
+                   "A request with this Idempotency-Key is in progress");
+      req->retry_after = 1;
       return false;
     }
     req->replayed = true;
-    hs_reply(req, (int)db_int(r, 0, 1), json_loads(db_text(r, 0, 2), JSON_DECODE_ANY, NULL));
+    replay(req, (int)db_int(r, 0, 1), db_text(r, 0, 2));
     return false;
   }
   hs_fail(req, ERR_INTERNAL, NULL);

@@ -1,12 +1,14 @@
-/* Idempotency keys (Stripe's semantics) for every POST and PATCH route with a JSON body.
+/* Idempotency keys (Stripe's semantics) for every POST and PATCH route, uploads included.
  *
  * A client may send `Idempotency-Key: <1 to 255 printable ASCII characters>`. The first
  * request with a key claims it in the database and runs; its answer (status and body) is kept
  * for 24 hours of the service clock per (account, or client address when unauthenticated, and
  * key). A repeat with the same method, path and body gets the kept answer again, marked
  * replayed, and runs nothing; the same key with another request answers 422; a repeat while
- * the first still runs answers 409. 400 and 5xx answers are not kept, so a corrected retry
- * runs. Keys live in the database, so every instance honours them and a restart keeps them.
+ * the first still runs answers 409 (Retry-After: 1). An upload is the same request when its
+ * text fields and its files (field and SHA-256 of the bytes, in order) are. 400 and 5xx
+ * answers are not kept, so a corrected retry runs. Keys live in the database, so every
+ * instance honours them and a restart keeps them.
  * Routes flagged ROUTE_SECRETS (logins, registrations, password resets, token issues)
  * ignore the header: a kept answer would be a live token, and a kept fingerprint of a body
  * holding a password would be a target for guessing. The fingerprint of any other request is
@@ -21,8 +23,8 @@
 /* A claim whose request never finished (the instance died) is given up after this long. */
 #define IDEMPOTENCY_LEASE_MS (5LL * 60 * 1000)
 
-/* True when the route takes idempotency keys (POST or PATCH with a JSON body, not
- * ROUTE_SECRETS). */
+/* True when the route takes idempotency keys (POST or PATCH, JSON or multipart, not a raw
+ * body, not ROUTE_INLINE or ROUTE_SECRETS). */
 bool hs_idem_applies(const hs_route *r);
 /* Looks at the request's Idempotency-Key. Returns true when the handler should run (no key,
  * or the key is now claimed by this request); false when the request is already answered:

@@ -31,6 +31,8 @@
 #define TABLE_SIZE 1024 /* entries per thread; a power of two */
 static const double BUCKETS[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 #define NBUCKETS (sizeof BUCKETS / sizeof BUCKETS[0])
+static const int TRIP_BUCKETS[] = {0, 1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50};
+#define NTRIPS (sizeof TRIP_BUCKETS / sizeof TRIP_BUCKETS[0])
 static const char *const METHODS[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "OTHER"};
 #define NMETHODS (sizeof METHODS / sizeof METHODS[0])
 
@@ -38,6 +40,7 @@ typedef struct entry {
   _Atomic uint64_t key; /* 0: empty; else (route slot + 1) << 24 | method << 16 | status */
   _Atomic uint64_t count, sum_us;
   _Atomic uint64_t bucket[NBUCKETS]; /* not cumulative: the first bucket the duration fits */
+  _Atomic uint64_t trips_sum, trips[NTRIPS]; /* database round trips, bucketed the same way */
 } entry;
 
 typedef struct table {
@@ -64,7 +67,7 @@ static int method_index(const char *m) {
   return (int)NMETHODS - 1;
 }
 
-void hs_metrics_observe(const hs_route *route, const char *method, int status, double seconds) {
+void hs_metrics_observe(const hs_route *route, const char *method, int status, double seconds, int db_trips) {
   if (!mine) {
     mine = xcalloc(1, sizeof *mine);
     table *head = atomic_load(&tables);
@@ -84,6 +87,10 @@ void hs_metrics_observe(const hs_route *route, const char *method, int status, d
     while (b < NBUCKETS && seconds > BUCKETS[b]) b++;
     if (b < NBUCKETS) bump(&e->bucket[b], 1);
     bump(&e->sum_us, (uint64_t)(seconds * 1e6));
+    size_t t = 0;
+    while (t < NTRIPS && db_trips > TRIP_BUCKETS[t]) t++;
+    if (t < NTRIPS) bump(&e->trips[t], 1);
+    bump(&e->trips_sum, (uint64_t)(db_trips > 0 ? db_trips : 0));
     bump(&e->count, 1);
     return;
   }
@@ -124,6 +131,7 @@ static void family(struct buf *o, const char *name, const char *type, const char
 
 typedef struct sum {
   uint64_t key, count, sum_us, bucket[NBUCKETS];
+  uint64_t trips_sum, trips[NTRIPS];
 } sum;
 
 static int by_key(const void *a, const void *b) {
@@ -152,6 +160,8 @@ static sum *collect(size_t *count, uint64_t *dropped) {
       all[j].sum_us += atomic_load_explicit(&e->sum_us, memory_order_relaxed);
       for (size_t b = 0; b < NBUCKETS; b++)
         all[j].bucket[b] += atomic_load_explicit(&e->bucket[b], memory_order_relaxed);
+      all[j].trips_sum += atomic_load_explicit(&e->trips_sum, memory_order_relaxed);
+      for (size_t b = 0; b < NTRIPS; b++) all[j].trips[b] += atomic_load_explicit(&e->trips[b], memory_order_relaxed);
     }
   }
   qsort(all, n, sizeof *all, by_key);
@@ -166,6 +176,19 @@ static const char *route_label(uint64_t key) {
   return slot < n ? rows[slot].path : "unmatched";
 }
 
+/* The sums of all[i..] that share all[i]'s route and method (their statuses added up) in *h;
+ * returns the index past them. */
+static size_t merged(const sum *all, size_t n, size_t i, sum *h) {
+  *h = all[i];
+  size_t j = i + 1;
+  for (; j < n && all[j].key >> 16 == all[i].key >> 16; j++) {
+    h->count += all[j].count, h->sum_us += all[j].sum_us, h->trips_sum += all[j].trips_sum;
+    for (size_t b = 0; b < NBUCKETS; b++) h->bucket[b] += all[j].bucket[b];
+    for (size_t b = 0; b < NTRIPS; b++) h->trips[b] += all[j].trips[b];
+  }
+  return j;
+}
+
 static void render_http(struct buf *o) {
   size_t n;
   uint64_t dropped;
@@ -176,13 +199,9 @@ static void render_http(struct buf *o) {
          route_label(all[i].key), (unsigned)(all[i].key & 0xffff), (unsigned long long)all[i].count);
   family(o, "http_request_duration_seconds", "histogram",
          "Time from the request's first byte to its answer being queued, by method and route pattern.");
-  for (size_t i = 0; i < n;) { /* one histogram per (route, method): add up its statuses */
-    sum h = all[i];
-    size_t j = i + 1;
-    for (; j < n && all[j].key >> 16 == all[i].key >> 16; j++) {
-      h.count += all[j].count, h.sum_us += all[j].sum_us;
-      for (size_t b = 0; b < NBUCKETS; b++) h.bucket[b] += all[j].bucket[b];
-    }
+  for (size_t i = 0; i < n;) {
+    sum h;
+    size_t j = merged(all, n, i, &h);
     const char *m = METHODS[(h.key >> 16) & 0xff], *r = route_label(h.key);
     uint64_t cumulative = 0;
     for (size_t b = 0; b < NBUCKETS; b++) {
@@ -195,6 +214,24 @@ static void render_http(struct buf *o) {
     emit(o, "http_request_duration_seconds_sum{method=\"%s\",route=\"%s\"} %.6f\n", m, r, (double)h.sum_us / 1e6);
     emit(o, "http_request_duration_seconds_count{method=\"%s\",route=\"%s\"} %llu\n", m, r,
          (unsigned long long)h.count);
+    i = j;
+  }
+  family(o, "db_round_trips", "histogram",
+         "Database round trips per request, by method and route pattern (PostgreSQL: network round trips, "
+         "however many statements each carried; SQLite: statements).");
+  for (size_t i = 0; i < n;) {
+    sum h;
+    size_t j = merged(all, n, i, &h);
+    const char *m = METHODS[(h.key >> 16) & 0xff], *r = route_label(h.key);
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b < NTRIPS; b++) {
+      cumulative += h.trips[b];
+      emit(o, "db_round_trips_bucket{method=\"%s\",route=\"%s\",le=\"%d\"} %llu\n", m, r, TRIP_BUCKETS[b],
+           (unsigned long long)cumulative);
+    }
+    emit(o, "db_round_trips_bucket{method=\"%s\",route=\"%s\",le=\"+Inf\"} %llu\n", m, r, (unsigned long long)h.count);
+    emit(o, "db_round_trips_sum{method=\"%s\",route=\"%s\"} %llu\n", m, r, (unsigned long long)h.trips_sum);
+    emit(o, "db_round_trips_count{method=\"%s\",route=\"%s\"} %llu\n", m, r, (unsigned long long)h.count);
     i = j;
   }
   family(o, "http_metrics_dropped_total", "counter", "Requests not counted because a thread's metrics table was full.");

@@ -28,15 +28,19 @@ static const struct {
   int status;
   const char *description;
 } ERRORS[] = {
-    {400, "The input is invalid: `<field>: <message>` for the first field that fails, in the documented order"},
-    {401, "Missing, expired or tampered token (`Unauthorized`), or invalid credentials"},
+    {400, "The input is invalid: `<field>: <message>` for the first field that fails, in the documented order "
+          "(`code` validation_failed, with `field`), or the record's state does not allow this (`invalid_state`)"},
+    {401, "Missing, expired or tampered token (`Unauthorized`, with `WWW-Authenticate: Bearer`), or invalid "
+          "credentials (`invalid_credentials`)"},
     {402, "The card was declined (the processor's message)"},
     {403, "The token's role may not use this route (`Forbidden`), or the caller may not act on this record"},
     {404, "No such record, or not one the caller may see"},
     {409, "The record's state does not allow this, or a conflicting request (also: an Idempotency-Key whose "
-          "first request still runs)"},
+          "first request still runs, `idempotency_key_in_use` with Retry-After)"},
     {413, "The body is larger than the route allows"},
-    {422, "The request cannot be processed as sent (also: an Idempotency-Key reused with another request)"},
+    {415, "The route takes a JSON body, and a multipart body came"},
+    {422, "The request cannot be processed as sent (also: an Idempotency-Key reused with another request, "
+          "`idempotency_key_reused`)"},
     {429, "Too many requests: wait Retry-After seconds"},
     {431, "The request's header fields are too large (any route)"},
     {500, "Internal server error: `{ error, requestId }`, nothing internal"},
@@ -117,6 +121,11 @@ static json_t *field_schema(const hs_field *f, bool nullable_optionals) {
     bound(s, "minItems", f->min_len);
     bound(s, "maxItems", f->max_len);
     break;
+  }
+  if (f->flags & F_CSV) { /* ?status=A,B: an array of the kind, written comma-separated */
+    s = json_pack("{s:s,s:o}", "type", "array", "items", s);
+    if (f->required_unless || (f->flags & (F_NULLABLE | F_ONE_OR_MANY))) die("F_CSV field %s: only plain", f->name);
+    return s;
   }
   if (f->flags & F_ONE_OR_MANY) {
     json_t *item = f->item ? field_schema(f->item, false) : json_deep_copy(s);
@@ -232,6 +241,13 @@ static bool takes_body(const hs_route *r) {
   return r->method == HS_POST || r->method == HS_PUT || r->method == HS_PATCH || r->method == HS_DELETE;
 }
 
+/* A paged list: its query takes a cursor (http/paging.h, HS_PAGE_FIELDS). */
+static bool pages(const hs_route *r) {
+  for (const hs_field *f = r->query ? r->query->fields : NULL; f && f->name; f++)
+    if (!strcmp(f->name, "cursor")) return true;
+  return false;
+}
+
 static void add_error(json_t *responses, int status) {
   char code[8];
   snprintf(code, sizeof code, "%d", status);
@@ -244,13 +260,15 @@ static json_t *responses_for(const hs_route *r, json_t *schemas) {
   int ok = r->ok ? r->ok : 200;
   char code[8];
   snprintf(code, sizeof code, "%d", ok);
-  json_t *success = json_pack("{s:s}", "description", ok == 201 ? "Created" : "OK");
+  json_t *success = json_pack("{s:s}", "description", ok == 201 ? "Created" : ok == 204 ? "No Content" : "OK");
   json_t *content = success_content(r, schemas);
   if (content) json_object_set_new(success, "content", content);
   if (hs_idem_applies(r))
     json_object_set_new(
         success, "headers",
         json_pack("{s:{s:s+}}", "Idempotent-Replayed", "$ref", "#/components/headers/", "IdempotentReplayed"));
+  if (pages(r))
+    json_object_set_new(success, "headers", json_pack("{s:{s:s}}", "Link", "$ref", "#/components/headers/NextPage"));
   json_object_set_new(res, code, success);
   if (r->body || r->query || r->upload || takes_body(r)) add_error(res, 400);
   if (r->roles) add_error(res, 401);
@@ -258,6 +276,7 @@ static json_t *responses_for(const hs_route *r, json_t *schemas) {
   if (r->flags & ROUTE_DEV_ONLY) add_error(res, 404);
   if (hs_idem_applies(r)) add_error(res, 409), add_error(res, 422);
   if (takes_body(r) || r->upload) add_error(res, 413);
+  if (takes_body(r) && !r->upload && !(r->flags & ROUTE_RAW_BODY)) add_error(res, 415);
   if (r->limit) add_error(res, 429);
   add_error(res, 431);
   add_error(res, 500);
@@ -350,9 +369,14 @@ static json_t *operation(const hs_route *r, json_t *schemas) {
     json_object_set_new(op, "security", json_array());
   }
   if (r->query)
-    for (const hs_field *f = r->query->fields; f->name; f++)
-      json_array_append_new(params, json_pack("{s:s,s:s,s:b,s:o}", "name", f->name, "in", "query", "required",
-                                              (f->flags & F_REQUIRED) != 0, "schema", field_schema(f, false)));
+    for (const hs_field *f = r->query->fields; f->name; f++) {
+      json_t *p = json_pack("{s:s,s:s,s:b,s:o}", "name", f->name, "in", "query", "required",
+                            (f->flags & F_REQUIRED) != 0, "schema", field_schema(f, false));
+      if (f->flags & F_CSV) json_object_update_new(p, json_pack("{s:s,s:b}", "style", "form", "explode", 0));
+      if (f->message)
+        json_object_set_new(p, "description", json_sprintf("otherwise 400 `%s: %s`", f->name, f->message));
+      json_array_append_new(params, p);
+    }
   if (hs_idem_applies(r))
     json_array_append_new(params, json_pack("{s:s}", "$ref", "#/components/parameters/IdempotencyKey"));
   if (json_array_size(params))
@@ -402,17 +426,40 @@ static json_t *load_components(void) {
   return schemas;
 }
 
+/* The error body's `code`: the one list of codes (core/errors.h) as its enum. */
+static void error_codes_into(json_t *schemas) {
+  json_t *code = json_object_get(json_object_get(json_object_get(schemas, "Error"), "properties"), "code");
+  if (!code) die("http.schema.json: the Error component has no code property");
+  json_t *choices = json_array();
+  for (const char *const *c = ERR_CODES; *c; c++) json_array_append_new(choices, json_string(*c));
+  json_object_set_new(code, "enum", choices);
+  json_object_set_new(code, "description",
+                      json_string("what went wrong, for programs: the error's kind (not_found, conflict, ...) or a "
+                                  "more precise name (validation_failed, invalid_state, ...)"));
+}
+
 static json_t *shared_components(json_t *schemas) {
+  error_codes_into(schemas);
   json_t *responses = json_object();
   for (size_t i = 0; i < ARRAY_LEN(ERRORS); i++) {
     char code[8];
     snprintf(code, sizeof code, "%d", ERRORS[i].status);
     json_t *resp = json_pack("{s:s,s:{s:{s:{s:s}}}}", "description", ERRORS[i].description, "content",
                              "application/json", "schema", "$ref", "#/components/schemas/Error");
-    if (ERRORS[i].status == 429 || ERRORS[i].status == 503)
+    int status = ERRORS[i].status;
+    if (status == 409 || status == 429 || status == 503)
       json_object_set_new(resp, "headers",
                           json_pack("{s:{s:s,s:{s:s}}}", "Retry-After", "description",
-                                    "seconds to wait before trying again", "schema", "type", "integer"));
+                                    status == 409 ? "seconds to wait before trying again (an Idempotency-Key whose "
+                                                    "first request still runs)"
+                                                  : "seconds to wait before trying again",
+                                    "schema", "type", "integer"));
+    if (status == 401)
+      json_object_set_new(resp, "headers",
+                          json_pack("{s:{s:s,s:{s:s}}}", "WWW-Authenticate", "description",
+                                    "on a missing token `Bearer`; on an expired, tampered or ended one "
+                                    "`Bearer error=\"invalid_token\"` (RFC 6750)",
+                                    "schema", "type", "string"));
     json_object_set_new(responses, code, resp);
   }
   json_t *key = json_pack(
@@ -423,12 +470,17 @@ static json_t *shared_components(json_t *schemas) {
       "schema", "type", "string", "minLength", 1, "maxLength", 255, "pattern", "^[\\x20-\\x7E]+$");
   json_t *replayed = json_pack("{s:s,s:{s:s,s:[s]}}", "description", "present on the replay of a kept answer", "schema",
                                "type", "string", "enum", "true");
+  json_t *next = json_pack("{s:s,s:{s:s}}", "description",
+                           "present when a paged request (`limit` or `cursor`) has a next page: `<URL>; rel=\"next\"` "
+                           "(RFC 8288), the same request with the next page's cursor",
+                           "schema", "type", "string");
   json_t *ticket = json_pack("{s:s,s:s,s:s,s:s}", "type", "apiKey", "in", "query", "name", "ticket", "description",
                              "A single-use ticket from POST /events/ticket, for clients that cannot send the "
                              "Authorization header (a browser's EventSource)");
-  return json_pack("{s:o,s:o,s:{s:o},s:{s:o},s:{s:{s:s,s:s,s:s},s:o}}", "schemas", schemas, "responses", responses,
-                   "parameters", "IdempotencyKey", key, "headers", "IdempotentReplayed", replayed, "securitySchemes",
-                   "bearerAuth", "type", "http", "scheme", "bearer", "bearerFormat", "JWT", "eventTicket", ticket);
+  return json_pack("{s:o,s:o,s:{s:o},s:{s:o,s:o},s:{s:{s:s,s:s,s:s},s:o}}", "schemas", schemas, "responses", responses,
+                   "parameters", "IdempotencyKey", key, "headers", "IdempotentReplayed", replayed, "NextPage", next,
+                   "securitySchemes", "bearerAuth", "type", "http", "scheme", "bearer", "bearerFormat", "JWT",
+                   "eventTicket", ticket);
 }
 
 /* True when some operation answers the error status code. */
@@ -505,8 +557,9 @@ json_t *hs_openapi_document(const hs_route *rows, size_t n) {
       "Home-services marketplace API", "version", MARKETPLACE_VERSION, "description",
       "Customers post jobs, verified providers quote, the customer accepts one quote; the card is authorized on "
       "acceptance and captured on completion. Generated from the service's route table: every route, its roles "
-      "(`x-roles`), input bounds, and every status it answers. Errors are `{ \"error\": \"...\" }`, with `code` "
-      "where one is named. Start with docs/quickstart.md.",
+      "(`x-roles`), input bounds, and every status it answers. Errors are `{ \"error\": \"...\", \"code\": \"...\" }` "
+      "(the Error schema lists every code). Lists page with `limit` and `cursor` (the next page in the `Link` "
+      "header). Start with docs/quickstart.md.",
       "license", "name", "Proprietary", "identifier", "LicenseRef-Proprietary", "servers", "url", "/", "description",
       "the server that serves this document", "paths", paths, "components", components);
 }

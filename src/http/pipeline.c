@@ -115,7 +115,7 @@ void hs_call_init(hs_call *c, void *conn, const hs_conn_ops *ops, const char *ur
   req->conn = conn, req->conn_ops = ops;
   req->res_fd = -1;
   const char *q = uri ? strchr(uri, '?') : NULL;
-  if (q) c->raw_query = arena_strdup(&req->arena, q + 1);
+  if (q) req->query_string = c->raw_query = arena_strdup(&req->arena, q + 1);
 }
 
 static void on_form_part(void *cls, const char *key, const char *filename, const char *data, uint64_t off,
@@ -198,16 +198,41 @@ void hs_call_feed(hs_call *c, const char *data, size_t size) {
 
 /* ---- the guard ---- */
 
-/* The request's token claims, verified once (NULL: no valid bearer token). */
-static const token_claims *claims_of(hs_call *c) {
-  if (c->claims_read) return c->claims;
-  c->claims_read = true;
+/* The bearer token the request presents (after "Bearer "), or NULL without one. */
+static const char *bearer_of(hs_call *c) {
   const char *h = hs_header(&c->req, "Authorization");
   if (!h || strncasecmp(h, "Bearer ", 7)) return NULL;
   h += 7;
   while (*h == ' ') h++;
+  return *h ? h : NULL;
+}
+
+/* The request's token claims, verified once (NULL: no valid bearer token). */
+static const token_claims *claims_of(hs_call *c) {
+  if (c->claims_read) return c->claims;
+  c->claims_read = true;
+  const char *h = bearer_of(c);
+  if (!h) return NULL;
   token_claims *t = arena_alloc(&c->req.arena, sizeof *t);
   return c->claims = token_verify(h, t) ? t : NULL;
+}
+
+/* A 401 of the guard, with its RFC 6750 challenge: a bare `Bearer` when no token came, and
+ * `error="invalid_token"` for one that is expired, tampered or no longer accepted. */
+static err_t unauthorized(hs_call *c) {
+  hs_req *req = &c->req;
+  req->www_authenticate = bearer_of(c) ? "Bearer error=\"invalid_token\"" : "Bearer";
+  return req->err != ERR_OK ? req->err : hs_fail(req, ERR_UNAUTHORIZED, NULL);
+}
+
+/* The check_token hook on a verified token (req->auth filled): a token it refuses (401) gets
+ * the invalid_token challenge; any other failure ends the request as the hook decided. */
+static err_t check_hook(hs_call *c) {
+  hs_req *req = &c->req;
+  err_t e = hooks.check_token ? hooks.check_token(req) : ERR_OK;
+  if (e == ERR_OK && req->err == ERR_OK) return ERR_OK;
+  if (req->err == ERR_UNAUTHORIZED || (req->err == ERR_OK && e == ERR_UNAUTHORIZED)) return unauthorized(c);
+  return req->err != ERR_OK ? req->err : hs_fail(req, e, NULL);
 }
 
 /* On a ROUTE_TICKET route without a valid bearer token: the claims of the `ticket` query
@@ -232,12 +257,15 @@ static err_t guard(hs_call *c, bool with_hook) {
   const token_claims *t = claims_of(c);
   bool offered = false;
   if (!t) t = ticket_claims(c, &offered);
-  if (!t) return hs_fail(req, ERR_UNAUTHORIZED, offered ? "Invalid or expired ticket" : NULL);
+  if (!t && offered) { /* a ticket is no bearer token: the bare challenge */
+    req->www_authenticate = "Bearer";
+    return hs_fail(req, ERR_UNAUTHORIZED, "Invalid or expired ticket");
+  }
+  if (!t) return unauthorized(c);
   unsigned bit = hs_role_bit(t->role, t->is_staff);
   if (!bit) return hs_fail(req, ERR_FORBIDDEN, NULL);
-  req->auth = (hs_auth){t->id, t->role, bit, t->elevation_id[0] ? t->elevation_id : NULL, t->gen, t->exp};
-  err_t e = with_hook && hooks.check_token ? hooks.check_token(req) : ERR_OK;
-  if (e != ERR_OK) return req->err != ERR_OK ? req->err : hs_fail(req, e, NULL);
+  req->auth = (hs_auth){t->id, t->role, bit, t->elevation_id[0] ? t->elevation_id : NULL, t->gen, t->token_id, t->exp};
+  if (with_hook && check_hook(c) != ERR_OK) return req->err;
   if (!(bit & req->route->roles)) return hs_fail(req, ERR_FORBIDDEN, NULL);
   return ERR_OK;
 }
@@ -250,11 +278,12 @@ static err_t observe_impersonation(hs_call *c) {
   hs_req *req = &c->req;
   const token_claims *t = claims_of(c);
   if (!t || !t->elevation_id[0] || !hooks.check_token) return ERR_OK;
-  req->auth = (hs_auth){t->id, t->role, hs_role_bit(t->role, t->is_staff), t->elevation_id, t->gen, t->exp};
+  req->auth =
+      (hs_auth){t->id, t->role, hs_role_bit(t->role, t->is_staff), t->elevation_id, t->gen, t->token_id, t->exp};
   err_t e = hooks.check_token(req);
   if (e == ERR_OK && req->err == ERR_OK) return ERR_OK;
   if (e == ERR_UNAUTHORIZED || req->err == ERR_UNAUTHORIZED) {
-    req->err = ERR_OK, req->err_message = req->err_code = NULL;
+    req->err = ERR_OK, req->err_message = req->err_code = req->err_field = NULL;
     req->auth = (hs_auth){0};
     return ERR_OK;
   }
@@ -282,13 +311,22 @@ static bool only_space(const char *s, size_t n) {
   return true;
 }
 
+/* A JSON route that takes a body reads no form: a multipart one is refused (415) unread. */
+static bool multipart_body(hs_req *req) {
+  const char *type = hs_header(req, "Content-Type");
+  return (req->route->method & (HS_POST | HS_PUT | HS_PATCH | HS_DELETE)) && type &&
+         !strncasecmp(type, "multipart/", 10);
+}
+
 static err_t parse_body(hs_req *req) {
   const hs_route *r = req->route;
   json_t *input = NULL;
+  if (multipart_body(req))
+    return hs_fail(req, ERR_UNSUPPORTED_MEDIA_TYPE, "This route takes a JSON body (Content-Type: application/json)");
   if (req->raw_len > 0 && !only_space(req->raw_body, req->raw_len)) {
     input = arena_json(&req->arena, json_loadb(req->raw_body, req->raw_len, JSON_ALLOW_NUL, NULL));
-    if (!input) return hs_fail(req, ERR_BAD_REQUEST, "body: malformed JSON");
-    if (!json_is_object(input)) return hs_fail(req, ERR_BAD_REQUEST, "body: must be a JSON object");
+    if (!input) return hs_fail_invalid(req, "body: malformed JSON");
+    if (!json_is_object(input)) return hs_fail_invalid(req, "body: must be a JSON object");
   }
   if (!r->body) {
     req->body = empty_object;
@@ -296,13 +334,13 @@ static err_t parse_body(hs_req *req) {
   }
   char err[256];
   req->body = arena_json(&req->arena, hs_validate(r->body, input, false, err));
-  return req->body ? ERR_OK : hs_fail(req, ERR_BAD_REQUEST, err);
+  return req->body ? ERR_OK : hs_fail_invalid(req, err);
 }
 
 /* An upload's parts, after the body: their problems, the files and the text fields. */
 static err_t finish_upload(hs_call *c) {
   hs_req *req = &c->req;
-  if (!c->multipart) return hs_fail(req, ERR_BAD_REQUEST, "body: must be multipart/form-data");
+  if (!c->multipart) return hs_fail_invalid(req, "body: must be multipart/form-data");
   err_t e = hs_form_finish(c->form);
   if (e == ERR_OK && !req->body) req->body = empty_object;
   return e;
@@ -321,7 +359,7 @@ static err_t parse_input(hs_call *c) {
   hs_query_parse(c->raw_query, args);
   char err[256];
   req->query = arena_json(&req->arena, hs_validate(r->query, args, true, err));
-  return req->query ? ERR_OK : hs_fail(req, ERR_BAD_REQUEST, err);
+  return req->query ? ERR_OK : hs_fail_invalid(req, err);
 }
 
 /* ---- the pipeline ---- */
@@ -341,8 +379,10 @@ static void run_pipeline(hs_call *c) {
   req->raw_body = buf_ptr(&c->body) ? buf_ptr(&c->body) : "";
   req->raw_len = buf_len(&c->body);
   if (r->roles) {
-    err_t e = c->authorized ? (hooks.check_token ? hooks.check_token(req) : ERR_OK) : guard(c, true);
-    if (e != ERR_OK && req->err == ERR_OK) hs_fail(req, e, NULL);
+    if (c->authorized)
+      check_hook(c);
+    else
+      guard(c, true);
     if (req->err != ERR_OK) return;
   } else if (observe_impersonation(c) != ERR_OK) {
     return;
@@ -364,9 +404,19 @@ void hs_call_refuse(hs_call *c) {
 
 void hs_dispatch(hs_call *c) {
   hs_req *req = &c->req;
+  const hs_route *r = req->route;
   db_unavailable_clear();
+  db_trips_clear();
+  db_guard_clear();
+  /* the token's check may ride with the first statement where only the database acts first */
+  db_guard_defer(r && !(r->flags & ROUTE_SLOW) && !r->upload);
   storage_failure_clear();
   run_pipeline(c);
+  db_guard_defer(false);
+  if (db_guard_refused()) { /* what ran after the token's check did not run: 401 */
+    hs_answer_clear(c);
+    unauthorized(c); /* the token verified, so its challenge says invalid_token */
+  }
   err_t stored = storage_failure();
   if (stored != ERR_OK && !db_unavailable_seen() && (req->err == ERR_INTERNAL || req->err == stored)) {
     req->err = ERR_OK;
@@ -379,6 +429,8 @@ void hs_dispatch(hs_call *c) {
   }
   if (req->route && req->auth.id && hooks.after) hooks.after(req); /* sees the final answer */
   hs_answer_prepare(c);
+  c->db_trips += db_trips(); /* a read tried on an event thread first, then on a worker: both */
+  db_guard_clear();          /* the thread's next work is not this request's */
 }
 
 bool hs_call_run_here(hs_call *c, hs_lane_id *lane) {
@@ -412,7 +464,7 @@ void hs_call_log(hs_call *c, double ms, bool aborted) {
   hs_req *req = &c->req;
   /* hit counts serve only GET /__test/routes; elsewhere they would be shared cache lines */
   if (CFG.env == ENV_TEST && req->route && req->status && !c->preflight) hs_router_count(req->route, req->status);
-  if (req->status) hs_metrics_observe(req->route, req->method, req->status, ms / 1e3);
+  if (req->status) hs_metrics_observe(req->route, req->method, req->status, ms / 1e3, c->db_trips);
   log_access(req->request_id, req->method, req->route ? req->route->path : req->path, req->status, ms, req->ip,
              aborted);
 }

@@ -50,6 +50,7 @@ typedef struct hs_call {
   hs_form *form;         /* upload routes: the parts */
   char *out;             /* the JSON answer's bytes when serialised or compressed (heap) */
   size_t out_len;
+  int db_trips; /* database round trips made for this request (db_trips), wherever it ran */
   bool too_large, preflight, authorized, multipart, mp_failed, claims_read, prepared, out_gzip;
 } hs_call;
 
@@ -69,7 +70,9 @@ void hs_call_feed(hs_call *c, const char *data, size_t size);
  * where reads never wait (unless the database was locked: then it goes to a worker after
  * all); otherwise *lane is where hs_dispatch must run it. */
 bool hs_call_run_here(hs_call *c, hs_lane_id *lane);
-/* The pipeline, then two rules over its outcome: a file that could not be stored makes a 500
+/* The pipeline, then three rules over its outcome: a request whose token the check_token
+ * hook's guard (db_guard) refused answers 401, whatever its handler made of the statements
+ * the guard kept from running; a file that could not be stored makes a 500
  * a 503 `File storage unavailable` (Retry-After: 5) or 507 `Insufficient storage`; a request
  * during which the database was unavailable answers 503 `Service unavailable` (Retry-After:
  * 1) whatever its handler made of it. Then the after hook, and the answer prepared

@@ -58,7 +58,7 @@ static int split_request(const char *path, char *buf, size_t cap, char *seg[HS_M
 /* A row's error list holds real error codes, each once (dies naming the row otherwise). */
 static void check_errors(const hs_route *r) {
   for (const err_t *e = r->errors; e && *e != ERR_OK; e++) {
-    if (*e < ERR_BAD_REQUEST || *e > ERR_INSUFFICIENT_STORAGE || err_status(*e) < 400)
+    if (*e < ERR_BAD_REQUEST || *e >= ERR_COUNT || err_status(*e) < 400)
       die("route %s %s: %d is not an error code", hs_method_name(r->method), r->path, (int)*e);
     for (const err_t *f = r->errors; f != e; f++)
       if (*f == *e) die("route %s %s: error %d listed twice", hs_method_name(r->method), r->path, err_status(*e));

@@ -223,6 +223,41 @@ static json_t *check_array(const hs_field *f, json_t *v, bool from_query, char e
   return NULL;
 }
 
+/* An F_CSV field's items: a query value split at its commas, an array as it is (what
+ * validation answered), or the one value. New reference. */
+static json_t *csv_items(json_t *v, bool from_query) {
+  if (json_is_array(v)) return json_incref(v);
+  const char *s = from_query ? json_string_value(v) : NULL;
+  if (!s) return json_pack("[O]", v);
+  json_t *items = json_array();
+  for (const char *p = s;; p++) {
+    size_t n = strcspn(p, ",");
+    json_array_append_new(items, json_stringn(p, n));
+    p += n;
+    if (!*p) return items;
+  }
+}
+
+/* An F_CSV field as an array of its items, each checked as f's kind, without duplicates; NULL
+ * with *why set when an item fails. New reference. */
+static json_t *check_csv(const hs_field *f, json_t *v, bool from_query, const char **why, char *msg, size_t cap) {
+  json_t *items = csv_items(v, from_query), *out = json_array(), *item;
+  size_t i;
+  json_array_foreach(items, i, item) {
+    json_t *ok = check_value(f, item, from_query, why, msg, cap);
+    if (!ok) {
+      json_decref(items), json_decref(out);
+      return NULL;
+    }
+    if (contains(out, ok))
+      json_decref(ok);
+    else
+      json_array_append_new(out, ok);
+  }
+  json_decref(items);
+  return out;
+}
+
 json_t *hs_validate(const hs_schema *s, json_t *input, bool from_query, char err[256]) {
   json_t *out = json_object();
   for (const hs_field *f = s->fields; f->name; f++) {
@@ -243,16 +278,23 @@ json_t *hs_validate(const hs_schema *s, json_t *input, bool from_query, char err
       continue;
     }
     json_t *ok;
-    if (f->kind == F_ARRAY || (f->flags & F_ONE_OR_MANY)) {
-      if (!(ok = check_array(f, v, from_query, err))) goto fail;
+    char msg[256];
+    const char *why = NULL;
+    if (f->flags & F_CSV) {
+      ok = check_csv(f, v, from_query, &why, msg, sizeof msg);
+    } else if (f->kind == F_ARRAY || (f->flags & F_ONE_OR_MANY)) {
+      if (!(ok = check_array(f, v, from_query, err)) && !f->message) goto fail;
     } else {
-      char msg[256];
-      const char *why;
-      if (!(ok = check_value(f, v, from_query, &why, msg, sizeof msg))) {
-        if (f->kind == F_OBJECT && f->object && why == msg) snprintf(err, 256, "%s.%s", f->name, msg);
-        else snprintf(err, 256, "%s: %s", f->name, why);
-        goto fail;
-      }
+      ok = check_value(f, v, from_query, &why, msg, sizeof msg);
+    }
+    if (!ok) {
+      if (f->message)
+        snprintf(err, 256, "%s: %s", f->name, f->message);
+      else if (f->kind == F_OBJECT && f->object && why == msg)
+        snprintf(err, 256, "%s.%s", f->name, msg);
+      else
+        snprintf(err, 256, "%s: %s", f->name, why);
+      goto fail;
     }
     json_object_set_new(out, f->name, ok);
   }

@@ -28,6 +28,9 @@ enum {
   F_REQUIRED = 1 << 0,
   F_ONE_OR_MANY = 1 << 1, /* a single item or an array of items; output is an array without duplicates */
   F_NULLABLE = 1 << 2,    /* null is kept (to clear a value); otherwise null counts as absent */
+  F_CSV = 1 << 3,         /* a list of items of the field's kind, output as an array without
+                             duplicates: in a query comma-separated ("status=A,B"), in a body
+                             an array */
 };
 
 typedef struct hs_schema hs_schema;
@@ -43,6 +46,7 @@ typedef struct hs_field {
   const char *const *choices; /* F_ENUM: NULL-terminated */
   const struct hs_field *item; /* F_ARRAY and F_ONE_OR_MANY: the rule for each item */
   const hs_schema *object;     /* F_OBJECT: nested rules (optional) */
+  const char *message;         /* the message of any failure of this field, instead of the kind's */
 } hs_field;
 
 struct hs_schema {

@@ -16,6 +16,7 @@
 #include "core/faults.h"
 #include "core/tmpdir.h"
 #include "core/util.h"
+#include "ext/digest.h"
 #include "ext/filetype.h"
 #include "ext/imagemeta.h"
 #include "ext/storage.h"
@@ -227,26 +228,29 @@ err_t hs_form_finish(hs_form *f) {
   hs_req *req = f->req;
   const hs_upload_spec *spec = f->spec;
   end_part(f);
+  if (f->err == ERR_BAD_REQUEST) return hs_fail_invalid(req, f->msg); /* "<field>: ..." */
   if (f->err != ERR_OK) return hs_fail(req, f->err, f->msg);
-  if (req->nuploads < spec->min_files)
-    return hs_fail(req, ERR_BAD_REQUEST, spec->none_message ? spec->none_message : "No file uploaded");
+  if (req->nuploads < spec->min_files) /* the field wanted: the route's one file field, else the body */
+    return hs_fail_field(req, spec->files[1].field ? "body" : spec->files[0].field,
+                         spec->none_message ? spec->none_message : "No file uploaded");
+  bool keyed = hs_header(req, "Idempotency-Key") != NULL; /* its fingerprint holds the files' hashes */
   for (int i = 0; i < req->nuploads; i++) {
     hs_upload *u = &req->uploads[i];
+    if (keyed && !sha256_file_hex(u->path, u->sha256)) return hs_fail(req, ERR_INTERNAL, NULL);
     const hs_file_rule *rule = file_rule(spec, u->field);
     filetype t = filetype_of(u->path);
     if (!(t.bit & rule->types))
-      return hs_fail(req, ERR_BAD_REQUEST,
-                     arena_printf(&req->arena, "%s: must be %s", u->field, filetype_describe(rule->types)));
+      return hs_fail_invalid(req,
+                             arena_printf(&req->arena, "%s: must be %s", u->field, filetype_describe(rule->types)));
     u->mime = t.mime, u->ext = t.ext;
     image_meta_rc rc = image_strip_metadata(u->path, u->mime);
     if (rc == IMAGE_META_UNREADABLE)
-      return hs_fail(req, ERR_BAD_REQUEST,
-                     arena_printf(&req->arena, "%s: the image is damaged or incomplete", u->field));
+      return hs_fail_invalid(req, arena_printf(&req->arena, "%s: the image is damaged or incomplete", u->field));
     if (rc != IMAGE_META_OK) return hs_fail(req, ERR_INTERNAL, NULL);
   }
   fault_point("upload-received");
   if (!spec->fields) return ERR_OK;
   char err[256];
   req->body = arena_json(&req->arena, hs_validate(spec->fields, f->fields, true, err));
-  return req->body ? ERR_OK : hs_fail(req, ERR_BAD_REQUEST, err);
+  return req->body ? ERR_OK : hs_fail_invalid(req, err);
 }

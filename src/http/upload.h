@@ -5,7 +5,8 @@
  * request unless a handler moves them into storage), declared text fields are collected, and
  * every limit is enforced as the bytes arrive. hs_form_finish() then reports the first
  * problem, checks the files' types from their bytes, strips photo metadata and validates the
- * text fields. One hs_form belongs to one request and is used by one thread at a time. */
+ * text fields; a request with an Idempotency-Key also gets each file's SHA-256 as received. One hs_form belongs to one
+ * request and is used by one thread at a time. */
 #ifndef HTTP_UPLOAD_H
 #define HTTP_UPLOAD_H
 #include "http/http.h"

@@ -2,7 +2,9 @@
 
 Engines: `--engine sqlite` (default) or `--engine postgres`; for PostgreSQL the harness runs a
 private cluster (initdb + pg_ctl, as the postgres user when root) for the session and gives
-every server it starts a fresh database.
+every server it starts a fresh database. With `--pgbouncer` (PostgreSQL only) every server
+reaches its database through a PgBouncer in transaction pooling that the session starts in
+front of the cluster, with PG_PREPARED_STATEMENTS=0 (`make api-pgbouncer`).
 
 Fixtures
 - `server`: one shared server for the whole session (APP_ENV=test, BCRYPT_COST=4,
@@ -46,6 +48,9 @@ def pytest_addoption(parser):
     parser.addoption("--engine", default="sqlite", choices=["sqlite", "postgres"])
     parser.addoption("--binary", default=os.path.join(ROOT, "build", "marketplace"))
     parser.addoption("--require-route-coverage", action="store_true", default=False)
+    parser.addoption("--pgbouncer", action="store_true", default=False,
+                     help="with --engine postgres: every server reaches the cluster through a PgBouncer in "
+                          "transaction pooling (PG_PREPARED_STATEMENTS=0)")
 
 
 def pytest_configure(config):
@@ -288,13 +293,110 @@ class PgCluster:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def new_database(self):
+        """A fresh database; its URL goes through the PgBouncer in front, when there is one."""
         self.counter += 1
         name = f"mp_{os.getpid()}_{self.counter}"
         self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name)
-        return f"postgres://postgres@127.0.0.1:{self.port}/{name}"
+        direct = f"postgres://postgres@127.0.0.1:{self.port}/{name}"
+        if not getattr(self, "bouncer", None):
+            return direct
+        url = f"postgres://postgres@127.0.0.1:{self.bouncer.port}/{name}"
+        LISTEN_URLS[url] = direct  # LISTEN needs a session of its own, which transaction pooling is not
+        return url
+
+
+class PgBouncer:
+    """Debian's PgBouncer (1.18: no prepared statements in transaction pooling) in front of a
+    cluster, in transaction pooling mode, as production runs it: every database of the cluster
+    through one port, trust authentication, a few server connections per database."""
+
+    def __init__(self, cluster):
+        self.binary = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+        if not os.path.exists(self.binary):
+            raise RuntimeError("pgbouncer not found (scripts/deps.sh test installs it)")
+        self.cluster = cluster
+        self.dir = tempfile.mkdtemp(prefix="mp-pgb-")
+        self.port = free_port()
+        self.proc = None
+
+    def _write_config(self):
+        with open(os.path.join(self.dir, "users.txt"), "w") as f:
+            f.write('"postgres" ""\n')
+        with open(os.path.join(self.dir, "pgbouncer.ini"), "w") as f:
+            f.write(f"""[databases]
+* = host=127.0.0.1 port={self.cluster.port}
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = {self.port}
+unix_socket_dir = {self.dir}
+auth_type = trust
+auth_file = {self.dir}/users.txt
+pool_mode = transaction
+max_client_conn = 4000
+default_pool_size = 20
+max_db_connections = 20
+server_idle_timeout = 10
+server_lifetime = 600
+server_login_retry = 1
+query_wait_timeout = 5
+ignore_startup_parameters = extra_float_digits
+logfile = {self.dir}/pgbouncer.log
+""")
+
+    def start(self):
+        """Starts it on a free port (another one when a parallel worker took that port first)."""
+        if os.geteuid() == 0:  # PgBouncer refuses to run as root
+            os.chmod(self.dir, 0o755)
+            shutil.chown(self.dir, "postgres", "postgres")
+        for attempt in range(5):
+            self._write_config()
+            cmd = [self.binary, os.path.join(self.dir, "pgbouncer.ini")]
+            if os.geteuid() == 0:
+                for name in ("users.txt", "pgbouncer.ini"):
+                    shutil.chown(os.path.join(self.dir, name), "postgres", "postgres")
+                cmd = ["runuser", "-u", "postgres", "--", *cmd]
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+            def listening():
+                if self.proc.poll() is not None:
+                    return "exited"
+                try:
+                    with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                        return "up"
+                except OSError:
+                    return None
+
+            if eventually(listening, 10, "pgbouncer listens") == "up":
+                return self
+            self.port = free_port()
+        raise RuntimeError("pgbouncer did not start:\n" + self.log())
+
+    def log(self):
+        try:
+            with open(os.path.join(self.dir, "pgbouncer.log"), errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- the server under test
+
+# What every process of the service needs in its environment to reach the session's cluster:
+# PG_PREPARED_STATEMENTS=0 when a PgBouncer in transaction pooling stands in front (--pgbouncer).
+PG_ENV = {}
+# A database URL through the PgBouncer -> the same database directly, for the live-update
+# listener (DATABASE_LISTEN_URL).
+LISTEN_URLS = {}
 
 ASAN_OPTIONS = "detect_leaks=1:abort_on_error=0:exitcode=23:fast_unwind_on_malloc=1:malloc_context_size=10"
 
@@ -312,6 +414,7 @@ class Server:
             "BIND": "127.0.0.1",
             "DATA_DIR": self.data_dir,
             "DATABASE_URL": database_url or f"sqlite:{self.data_dir}/marketplace.db",
+            "DATABASE_LISTEN_URL": LISTEN_URLS.get(database_url),
             "BCRYPT_COST": "4",
             "TRUST_PROXY": "1",
             "APP_URL": "http://app.test",
@@ -325,6 +428,8 @@ class Server:
             # checks the default bound on a server of its own)
             "RECOGNITION_TIMEOUT_MS": "30000",
         }
+        self.env = {k: v for k, v in self.env.items() if v is not None}
+        self.env.update(PG_ENV)  # behind the session's PgBouncer: unnamed statements
         self.env.update({k: str(v) for k, v in (env or {}).items() if v is not None})
         for k, v in (env or {}).items():
             if v is None:
@@ -552,13 +657,18 @@ def engine(request):
 
 
 @pytest.fixture(scope="session")
-def pg_cluster(engine):
+def pg_cluster(request, engine):
     if engine != "postgres":
         yield None
         return
     cluster = PgCluster()
     cluster.start()
+    if request.config.getoption("--pgbouncer"):
+        cluster.bouncer = PgBouncer(cluster).start()
+        PG_ENV["PG_PREPARED_STATEMENTS"] = "0"
     yield cluster
+    if getattr(cluster, "bouncer", None):
+        cluster.bouncer.stop()
     cluster.stop()
 
 
@@ -675,6 +785,10 @@ def check_route_coverage(request):
     srv = getattr(config, "_marketplace_server", None)
     if not config.getoption("--require-route-coverage") or srv is None or request.session.testsfailed:
         return
+    dump = os.environ.get("MP_METRICS_DUMP")  # a file for the shared server's /metrics (round trips per route)
+    if dump:
+        with open(f"{dump}.{os.getpid()}", "w") as f:
+            f.write(requests.get(srv.url + "/metrics", timeout=10).text)
     routes = requests.get(srv.url + "/__test/routes", timeout=10).json()["routes"]
     names = [f"{r['method']} {r['path']}" for r in routes if r["path"] != "/__test/routes"]
     covered = [f"{r['method']} {r['path']}" for r in routes if r["ok"] > 0]

@@ -26,6 +26,27 @@ It speaks Stripe's wire format for exactly the calls the client makes:
                                                 starting_after), newest first
     GET  /v1/charges/<id>                       retrieve (expand[]=refunds lists its refunds, which
                                                 Stripe no longer includes by default)
+    POST /v1/accounts                           create a connected account (type express, standard or
+                                                custom; capabilities[transfers][requested]; email;
+                                                metadata): it waits for its onboarding (transfers
+                                                capability inactive, requirements currently_due)
+    GET  /v1/accounts/<id>                      retrieve
+    POST /v1/account_links                      an Account Link (account, refresh_url, return_url, type
+                                                account_onboarding): `url` is the fake's own hosted page,
+                                                GET /setup/s/<account>/<token> (no key), which finishes the
+                                                onboarding when opened once within 5 minutes, as a person
+                                                would on Stripe's page
+    POST /v1/transfers                          a transfer to a connected account (amount, currency,
+                                                destination, source_transaction: a captured charge that
+                                                funds it, metadata): refused 400
+                                                insufficient_capabilities_for_transfer while the
+                                                destination's transfers capability is not active
+    GET  /v1/transfers, GET /v1/transfers/<id>  list (destination, limit, starting_after), newest first;
+                                                retrieve
+    POST /v1/transfers/<id>/reversals           reverse (amount, default what is left; metadata): the
+                                                transfer's amount_reversed, reversed and reversals follow;
+                                                more than is left is refused
+    GET  /v1/transfers/<id>/reversals           list (limit, starting_after), newest first
 
 plus POST /v1/payment_methods/<id>/detach (real Stripe API; the client never calls it, the
 tests use it, or `detach_payment_method()`, to make a saved card disappear).
@@ -68,6 +89,11 @@ Test controls (all thread-safe):
   "payment_intent", "setup_intent", "subscription", "charge", "refund") whose fields equal the
   given values.
 - `charge_of(intent)`: a PaymentIntent's charge as Stripe sends it in a charge.* event.
+- `complete_onboarding(account)` / `restrict_account(account, due)`: the account's state as
+  Stripe changes it when its person finished the onboarding, or when Stripe needs more (the
+  transfers capability inactive, `due` in requirements.currently_due and past_due);
+  `account_event(account)`: the `account.updated` event Stripe then sends to a Connect endpoint.
+- `transfers(destination)`: the transfers made to a connected account (oldest first).
 - `charges(customer)` / `holds(customer)`: the customer's PaymentIntents that moved money
   (succeeded) / that hold it (requires_capture), for counting.
 """
@@ -137,6 +163,7 @@ class FakeStripe:
         self.failures = []       # {"method", "path", "remaining", "status", "after"}
         self.delays = {}         # (method, path) -> seconds, or a threading.Event to wait for
         self.clock_offset = 0    # seconds added to the real clock (set_clock)
+        self.links = {}          # hosted onboarding path -> {"account", "return_url", "refresh_url", ...}
         self.httpd = None
         self.thread = None
 
@@ -185,6 +212,47 @@ class FakeStripe:
     def charge_of(self, intent):
         with self.lock:
             return copy.deepcopy(self.store[self.store[intent]["latest_charge"]])
+
+    def complete_onboarding(self, account):
+        with self.lock:
+            acct = self.store[account]
+            acct.update(details_submitted=True, charges_enabled=False, payouts_enabled=True)
+            acct["capabilities"]["transfers"] = "active"
+            acct["requirements"] = _requirements([], None)
+            return copy.deepcopy(acct)
+
+    def restrict_account(self, account, due=("individual.verification.document",)):
+        with self.lock:
+            acct = self.store[account]
+            acct.update(details_submitted=True, payouts_enabled=False)
+            acct["capabilities"]["transfers"] = "inactive"
+            acct["requirements"] = _requirements(list(due), "requirements.past_due", past_due=list(due))
+            return copy.deepcopy(acct)
+
+    def account_event(self, account):
+        """The account.updated event of a connected account as Stripe sends it to a Connect endpoint."""
+        with self.lock:
+            return {"id": "evt_" + secrets.token_hex(12), "object": "event", "type": "account.updated",
+                    "account": account, "api_version": "2024-06-20", "created": self.now(), "livemode": False,
+                    "data": {"object": copy.deepcopy(self.store[account])}}
+
+    def transfers(self, destination):
+        with self.lock:
+            return [copy.deepcopy(o) for o in self.store.values()
+                    if o.get("object") == "transfer" and o["destination"] == destination]
+
+    def open_link(self, path):
+        """GET /setup/s/<account>/<token>: Stripe's hosted onboarding, done by a person in one go."""
+        with self.lock:
+            link = self.links.get(path)
+            if not link:
+                return 404, "<h1>Not found</h1>"
+            fresh = not link["used"] and self.now() < link["expires_at"]
+            link["used"] = True
+            if not fresh:  # Stripe sends the person to the refresh address instead
+                return 410, f'<h1>This link has expired</h1><a href="{link["refresh_url"]}">Start again</a>'
+        self.complete_onboarding(link["account"])
+        return 200, f'<h1>You are all set</h1><a href="{link["return_url"]}">Return</a>'
 
     def fail_next(self, method, path, count=1, status=500, after_processing=False):
         with self.lock:
@@ -357,6 +425,14 @@ class FakeStripe:
         ("GET", r"/v1/refunds", "list_refunds"),
         ("GET", r"/v1/refunds/([^/]+)", "retrieve_refund"),
         ("GET", r"/v1/charges/([^/]+)", "retrieve_charge"),
+        ("POST", r"/v1/accounts", "create_account"),
+        ("GET", r"/v1/accounts/([^/]+)", "retrieve_account"),
+        ("POST", r"/v1/account_links", "create_account_link"),
+        ("POST", r"/v1/transfers", "create_transfer"),
+        ("GET", r"/v1/transfers", "list_transfers"),
+        ("GET", r"/v1/transfers/([^/]+)", "retrieve_transfer"),
+        ("POST", r"/v1/transfers/([^/]+)/reversals", "create_reversal"),
+        ("GET", r"/v1/transfers/([^/]+)/reversals", "list_reversals"),
     ]
 
     def _execute(self, method, path, form):
@@ -544,13 +620,16 @@ class FakeStripe:
         if kind == "subscription" and f.get("status", "active") != "all":
             items = [o for o in items if o["status"] == f.get("status", "active")] if f.get("status") else \
                 [o for o in items if o["status"] not in ("canceled", "incomplete_expired")]
+        return self._page(items, f, f"/v1/{kind}s", view)
+
+    def _page(self, items, f, url, view=None):
+        """One page of a list (items newest first), as Stripe reads starting_after and limit."""
         if f.get("starting_after"):
             ids = [o["id"] for o in items]
             items = items[ids.index(f["starting_after"]) + 1:] if f["starting_after"] in ids else []
         limit = int(f.get("limit") or 10)
-        page = items[:limit]
-        return {"object": "list", "url": f"/v1/{kind}s", "has_more": len(items) > limit,
-                "data": [view(o) if view else copy.deepcopy(o) for o in page]}
+        return {"object": "list", "url": url, "has_more": len(items) > limit,
+                "data": [view(o) if view else copy.deepcopy(o) for o in items[:limit]]}
 
     def _list_intents(self, f):
         for o in self.store.values():
@@ -612,12 +691,7 @@ class FakeStripe:
         left = charge["amount"] - charge["amount_refunded"]
         if left <= 0:
             raise invalid(f"Charge {charge['id']} has already been refunded.", code="charge_already_refunded")
-        try:
-            amount = int(f["amount"]) if "amount" in f else left
-        except ValueError:
-            raise invalid("Invalid integer: " + f["amount"], param="amount")
-        if amount <= 0:
-            raise invalid("Invalid positive integer", param="amount")
+        amount = _amount_of(f, left)
         if amount > left:
             raise invalid(f"Refund amount (${amount / 100:.2f}) is greater than unrefunded amount on charge "
                           f"(${left / 100:.2f})", param="amount", code="amount_too_large")
@@ -639,12 +713,7 @@ class FakeStripe:
         items = [o for o in reversed(list(self.store.values())) if o.get("object") == "refund"
                  and (not f.get("payment_intent") or o.get("payment_intent") == f["payment_intent"])
                  and (not f.get("charge") or o.get("charge") == f["charge"])]
-        if f.get("starting_after"):
-            ids = [o["id"] for o in items]
-            items = items[ids.index(f["starting_after"]) + 1:] if f["starting_after"] in ids else []
-        limit = int(f.get("limit") or 10)
-        return {"object": "list", "url": "/v1/refunds", "has_more": len(items) > limit,
-                "data": [copy.deepcopy(o) for o in items[:limit]]}
+        return self._page(items, f, "/v1/refunds")
 
     def _retrieve_refund(self, f, ident):
         return copy.deepcopy(self._obj("refund", ident))
@@ -706,6 +775,147 @@ class FakeStripe:
     def _retrieve_subscription(self, f, ident):
         return copy.deepcopy(self._obj("subscription", ident))
 
+    # -- Connect
+
+    ONBOARDING_DUE = ["business_profile.mcc", "business_profile.url", "external_account", "individual.dob.day",
+                      "individual.email", "individual.first_name", "individual.last_name", "tos_acceptance.date",
+                      "tos_acceptance.ip"]
+
+    def _create_account(self, f):
+        kind = f.get("type")
+        if kind not in ("custom", "express", "standard"):
+            raise invalid("Invalid type: must be one of custom, express, or standard", param="type")
+        country = f.get("country") or "US"
+        if not re.fullmatch(r"[A-Z]{2}", country):
+            raise invalid("Country '" + country + "' is unknown. Try using a 2-character alphanumeric country code "
+                          "instead, such as 'US', 'EG', or 'GB'.", param="country")
+        caps = {}
+        for k, v in f.items():
+            m = re.fullmatch(r"capabilities\[(\w+)\]\[requested\]", k)
+            if m:
+                if v not in ("true", "false"):
+                    raise invalid("Invalid boolean: " + v, param=k)
+                if v == "true":
+                    caps[m.group(1)] = "inactive"
+        acct = {"id": new_id("acct"), "object": "account", "type": kind, "country": country,
+                "email": f.get("email"), "business_type": f.get("business_type"), "capabilities": caps,
+                "charges_enabled": False, "payouts_enabled": False, "details_submitted": False,
+                "controller": {"type": "application", "is_controller": True}, "created": self.now(),
+                "default_currency": "usd", "metadata": metadata_of(f),
+                "requirements": _requirements(list(self.ONBOARDING_DUE), "requirements.past_due"),
+                "future_requirements": _requirements([], None),
+                "external_accounts": {"object": "list", "data": [], "has_more": False, "url": ""},
+                "settings": {"payouts": {"schedule": {"interval": "daily", "delay_days": 2}}}}
+        acct["external_accounts"]["url"] = f"/v1/accounts/{acct['id']}/external_accounts"
+        self.store[acct["id"]] = acct
+        return copy.deepcopy(acct)
+
+    def _retrieve_account(self, f, ident):
+        return copy.deepcopy(self._obj("account", ident))
+
+    def _create_account_link(self, f):
+        if not f.get("account"):
+            raise invalid("Missing required param: account.", param="account", code="parameter_missing")
+        acct = self._obj("account", f["account"], 400, "account")
+        if f.get("type") not in ("account_onboarding", "account_update"):
+            raise invalid("Invalid type: must be one of account_onboarding or account_update", param="type")
+        if f["type"] == "account_update" and acct["type"] != "custom":
+            raise invalid("You cannot create `account_update` type Account Links for Express or Standard accounts.",
+                          param="type")
+        for name in ("refresh_url", "return_url"):
+            if not re.match(r"https?://", f.get(name) or ""):
+                raise invalid(f"Not a valid URL", param=name)
+        path = f"/setup/s/{acct['id']}/{secrets.token_urlsafe(12)}"
+        created = self.now()
+        self.links[path] = {"account": acct["id"], "return_url": f["return_url"], "refresh_url": f["refresh_url"],
+                            "expires_at": created + 300, "used": False}
+        return {"object": "account_link", "created": created, "expires_at": created + 300, "url": self.url + path}
+
+    def _create_transfer(self, f):
+        try:
+            amount = int(f.get("amount", ""))
+        except ValueError:
+            raise invalid("Invalid integer: " + f.get("amount", ""), param="amount")
+        if amount <= 0:
+            raise invalid("Invalid positive integer", param="amount")
+        if f.get("currency") != "usd":
+            raise invalid("Invalid currency: " + str(f.get("currency")), param="currency")
+        if not f.get("destination"):
+            raise invalid("Missing required param: destination.", param="destination", code="parameter_missing")
+        acct = self.store.get(f["destination"])
+        if not acct or acct.get("object") != "account":
+            raise invalid(f"No such destination: '{f['destination']}'", param="destination", code="resource_missing")
+        if acct["capabilities"].get("transfers") != "active":
+            raise invalid("Your destination account needs to have at least one of the following capabilities "
+                          "enabled: transfers, crypto_transfers, legacy_payments", param="destination",
+                          code="insufficient_capabilities_for_transfer")
+        source = f.get("source_transaction")
+        if source:
+            charge = self._obj("charge", source, 400, "source_transaction")
+            if not charge["captured"] or charge["status"] != "succeeded":
+                raise invalid("The source_transaction has not been captured.", param="source_transaction")
+            if amount > charge["amount"]:
+                raise invalid(f"Transfer amount (${amount / 100:.2f}) is greater than the amount of the "
+                              f"source_transaction (${charge['amount'] / 100:.2f}).", param="amount")
+        tr = {"id": new_id("tr"), "object": "transfer", "amount": amount, "amount_reversed": 0,
+              "balance_transaction": new_id("txn"), "created": self.now(), "currency": "usd",
+              "description": f.get("description"), "destination": acct["id"], "destination_payment": new_id("py"),
+              "livemode": False, "metadata": metadata_of(f), "reversed": False, "source_transaction": source,
+              "source_type": "card", "transfer_group": f.get("transfer_group")}
+        tr["reversals"] = {"object": "list", "data": [], "has_more": False, "total_count": 0,
+                           "url": f"/v1/transfers/{tr['id']}/reversals"}
+        self.store[tr["id"]] = tr
+        return copy.deepcopy(tr)
+
+    def _list_of(self, kind, f, keep, url):
+        return self._page([o for o in reversed(list(self.store.values())) if o.get("object") == kind and keep(o)],
+                          f, url)
+
+    def _list_transfers(self, f):
+        return self._list_of("transfer", f, lambda o: not f.get("destination") or o["destination"] == f["destination"],
+                             "/v1/transfers")
+
+    def _retrieve_transfer(self, f, ident):
+        return copy.deepcopy(self._obj("transfer", ident))
+
+    def _create_reversal(self, f, ident):
+        tr = self._obj("transfer", ident)
+        left = tr["amount"] - tr["amount_reversed"]
+        amount = _amount_of(f, left)
+        if amount > left:
+            raise invalid(f"Amount (${amount / 100:.2f}) is greater than the amount of the transfer that can be "
+                          f"reversed (${left / 100:.2f}).", param="amount")
+        rev = {"id": new_id("trr"), "object": "transfer_reversal", "amount": amount, "balance_transaction": new_id("txn"),
+               "created": self.now(), "currency": "usd", "destination_payment_refund": new_id("pyr"),
+               "metadata": metadata_of(f), "source_refund": None, "transfer": tr["id"]}
+        self.store[rev["id"]] = rev
+        tr["amount_reversed"] += amount
+        tr["reversed"] = tr["amount_reversed"] == tr["amount"]
+        tr["reversals"]["data"].insert(0, copy.deepcopy(rev))
+        tr["reversals"]["total_count"] += 1
+        return copy.deepcopy(rev)
+
+    def _list_reversals(self, f, ident):
+        self._obj("transfer", ident)
+        return self._list_of("transfer_reversal", f, lambda o: o["transfer"] == ident,
+                             f"/v1/transfers/{ident}/reversals")
+
+
+def _amount_of(f, left):
+    """The positive integer `amount` of a refund or reversal; what is left when absent."""
+    try:
+        amount = int(f["amount"]) if "amount" in f else left
+    except ValueError:
+        raise invalid("Invalid integer: " + f["amount"], param="amount")
+    if amount <= 0:
+        raise invalid("Invalid positive integer", param="amount")
+    return amount
+
+
+def _requirements(due, disabled_reason, past_due=()):
+    return {"alternatives": [], "current_deadline": None, "currently_due": list(due), "disabled_reason": disabled_reason,
+            "errors": [], "eventually_due": list(due), "past_due": list(past_due), "pending_verification": []}
+
 
 def metadata_of(f):
     return {k[len("metadata["):-1]: v for k, v in f.items() if k.startswith("metadata[") and k.endswith("]")}
@@ -741,6 +951,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         parsed = urllib.parse.urlsplit(self.path)
+        if self.command == "GET" and parsed.path.startswith("/setup/"):  # the hosted onboarding page
+            status, page = self.fake.open_link(parsed.path)
+            data = page.encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         headers = {k.lower(): v for k, v in self.headers.items()}
         status, body, extra = self.fake.handle(self.command, parsed.path, headers, raw, parsed.query)
         data = json.dumps(body).encode()
@@ -750,8 +969,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Request-Id", new_id("req"))
         for k, v in extra.items():
             self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client died waiting (a crash test): as at Stripe,
+            self.close_connection = True                 # the work is done and the answer lost
 
     do_GET = _serve
     do_POST = _serve

@@ -20,7 +20,7 @@ import re
 import threading
 
 from conftest import Api
-from helpers import png_bytes
+from helpers import error_body, png_bytes
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ZIP_TABLE = os.path.join(ROOT, "assets", "us_zip_centroids.csv")
@@ -28,9 +28,9 @@ ZIP_TABLE = os.path.join(ROOT, "assets", "us_zip_centroids.csv")
 ID_RE = re.compile(r"^c[0-9a-z]{24}$")
 ISO_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 FILE_URL_RE = re.compile(r"^http://localhost:\d+/files/c[0-9a-z]{24}\.png\?expires=\d+&sig=[0-9a-f]{64}$")
-UNAUTHORIZED = {"error": "Unauthorized"}
-FORBIDDEN = {"error": "Forbidden"}
-JOB_NOT_FOUND = {"error": "Job not found"}
+UNAUTHORIZED = error_body(401, "Unauthorized")
+FORBIDDEN = error_body(403, "Forbidden")
+JOB_NOT_FOUND = error_body(404, "Job not found")
 SERVICES_MSG = "must be one of: lawncare, snowplowing, handyman, home_cleaning"
 
 # decisions.md 4: the Job JSON (plus `images`, the customer's own photos)

@@ -7,9 +7,21 @@
   timestamps) is moved with the test clock (`api.advance_clock(ms)`) instead.
 - `health_once_up(proc, url)`: for the tests that start the binary themselves.
 - `png_bytes(...)`: the one image maker: a valid PNG of pseudo-random pixels.
+- `error_body(status, message, code=None, field=None)`: the whole error body the service answers
+  (`{error, code, field?}`), and `assert_error(r, status, message, code=None, field=None)`,
+  which compares an answer's status and whole body with it. The code defaults to the status's
+  (DEFAULT_CODES); a 400 whose message is `<field>: <text>` is a validation error
+  (`validation_failed`, with that field). Name the code where the service names a more precise
+  one (invalid_state, email_taken, ...).
+- `pages(api, path, token, params, wrap=None, between=None)`: follows a paged list's
+  `Link: <...>; rel="next"` from its first page to its last, checking that every page but the
+  last announces the next (and, for a wrapped answer, that `nextCursor` is the Link's cursor),
+  and returns the pages; `between(i)` runs after page i, so rows can arrive meanwhile.
 """
 import random
+import re
 import struct
+import urllib.parse
 import time
 import zlib
 
@@ -63,3 +75,70 @@ def png_bytes(seed=1, width=16, height=12, gray=False, extra_chunks=()):
     for kind, data in extra_chunks:
         out += png_chunk(kind, data)
     return out + png_chunk(b"IDAT", zlib.compress(raw)) + png_chunk(b"IEND", b"")
+
+
+# The code an error of each status carries unless the service names a more precise one.
+DEFAULT_CODES = {400: "bad_request", 401: "unauthorized", 402: "payment_failed", 403: "forbidden", 404: "not_found",
+                 409: "conflict", 413: "payload_too_large", 415: "unsupported_media_type", 422: "unprocessable",
+                 429: "rate_limited", 431: "header_fields_too_large", 500: "internal_error",
+                 503: "service_unavailable", 504: "gateway_timeout", 507: "insufficient_storage"}
+_FIELD = re.compile(r"^([A-Za-z][\w.\[\]-]*): ")
+
+
+def error_body(status, message, code=None, field=None):
+    """The error body the service answers with status and message: `code` given, else the
+    status's default (a 400 `<field>: <text>` is validation_failed with that field); `field`
+    given, or read from a validation message."""
+    match = _FIELD.match(message) if status == 400 else None
+    if code is None:
+        code = "validation_failed" if match else DEFAULT_CODES[status]
+    body = {"error": message, "code": code}
+    if field is None and code == "validation_failed" and match:
+        field = match.group(1)
+    if field is not None:
+        body["field"] = field
+    return body
+
+
+def assert_error(r, status, message, code=None, field=None):
+    """Asserts the answer r is status with exactly error_body(status, message, code, field)."""
+    assert (r.status_code, r.json()) == (status, error_body(status, message, code, field)), r.text
+
+
+LINK_NEXT = re.compile(r'^<([^>]+)>; rel="next"$')
+
+
+def next_link(r):
+    """The next page's URL of a paged answer (its Link header), or None on the last page."""
+    link = r.headers.get("Link")
+    if link is None:
+        return None
+    m = LINK_NEXT.match(link)
+    assert m, link
+    return m.group(1)
+
+
+def pages(api, path, token, params=None, wrap=None, between=None, limit=100):
+    """Every page of the list at path (params: its other query arguments; each page asks for
+    `limit` items), following the Link headers; returns [[item, ...], ...]."""
+    out = []
+    r = api.get(path, token=token, params={**(params or {}), "limit": limit})
+    while True:
+        assert r.status_code == 200, r.text
+        body = r.json()
+        items = body[wrap] if wrap else body
+        assert isinstance(items, list), body
+        out.append(items)
+        url = next_link(r)
+        if wrap:
+            cursor = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)["cursor"][0] if url else None
+            assert body.get("nextCursor") == cursor, (body.get("nextCursor"), url)
+        if url is None:
+            return out
+        assert len(items) == limit, (len(items), url)
+        parts = urllib.parse.urlsplit(url)
+        assert parts.path == path, url
+        if between:
+            between(len(out) - 1)
+        r = api.get(parts.path + "?" + parts.query, token=token)
+        assert len(out) < 1000, "a list that never ends"

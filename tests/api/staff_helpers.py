@@ -12,15 +12,15 @@ import time
 import uuid
 
 from conftest import admin_login, unique_email
-from helpers import eventually
+from helpers import error_body, eventually
 from test_auth import jwt_parts, secret_of, sign
 
 STAFF_ROLES = ["customer_support", "professional_support", "technical_support", "internal_audit"]
 STAFF_FIELDS = {"id", "name", "email", "role", "createdAt"}
 ELEVATION_FIELDS = {"id", "staffId", "staff", "targetId", "targetRole", "reason", "status", "createdAt",
                     "resolvedAt", "activatedAt", "expiresAt", "deactivatedAt", "updatedAt"}
-UNAUTHORIZED = {"error": "Unauthorized"}
-FORBIDDEN = {"error": "Forbidden"}
+UNAUTHORIZED = error_body(401, "Unauthorized")
+FORBIDDEN = error_body(403, "Forbidden")
 LINK_RE = re.compile(r"(http://localhost:\d+)/staff/elevation/(c[0-9a-z]{24})/(approve|deny)\?token=([0-9a-f]{64})")
 
 
@@ -48,8 +48,10 @@ def forge(server, payload):
 
 
 def forged_claims(**over):
+    """Claims for forge(); they expire in a year, so the shared server's test clock, which other
+    tests move forward, never finds them expired."""
     now = int(time.time())
-    base = {"id": "c" + uuid.uuid4().hex[:24], "role": "user", "iat": now, "exp": now + 3600}
+    base = {"id": "c" + uuid.uuid4().hex[:24], "role": "user", "iat": now, "exp": now + 365 * 86400}
     base.update(over)
     return base
 

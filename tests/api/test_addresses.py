@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 
-from helpers import png_bytes
+from helpers import error_body, png_bytes
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -26,12 +26,12 @@ ISO_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 PHOTO_URL_RE = re.compile(r"^http://localhost:\d+/files/c[0-9a-z]{24}\.(png|jpg|webp)\?expires=\d+&sig=[0-9a-f]{64}$")
 ADDRESS_FIELDS = {"id", "label", "address", "zip", "isPrimary", "drivewayLength", "lawnAcres", "streetViewPhoto",
                   "serviceAreaPhotos", "createdAt"}
-UNAUTHORIZED = {"error": "Unauthorized"}
-FORBIDDEN = {"error": "Forbidden"}
-NOT_FOUND = {"error": "Address not found"}
-PREMIUM_REQUIRED = {"error": "Saving more than one address requires premium", "code": "premium_required"}
-PRIMARY_DELETE = {"error": "The primary address cannot be deleted"}
-LAST_DELETE = {"error": "The last address cannot be deleted"}
+UNAUTHORIZED = error_body(401, "Unauthorized")
+FORBIDDEN = error_body(403, "Forbidden")
+NOT_FOUND = error_body(404, "Address not found")
+PREMIUM_REQUIRED = error_body(403, "Saving more than one address requires premium", "premium_required")
+PRIMARY_DELETE = error_body(400, "The primary address cannot be deleted", "invalid_state")
+LAST_DELETE = error_body(400, "The last address cannot be deleted", "invalid_state")
 MB = 1024 * 1024
 
 with open(os.path.join(ROOT, "assets", "us_zip_centroids.csv"), newline="") as _f:
@@ -134,7 +134,7 @@ def test_label_is_kept_when_given(api):
 def test_create_validation(api, body, error):
     user = api.register_user()
     r = api.post("/users/me/addresses", token=user["token"], json=body)
-    assert (r.status_code, r.json()) == (400, {"error": error})
+    assert (r.status_code, r.json()) == (400, error_body(400, error))
     assert addresses(api, user) == []
 
 
@@ -150,7 +150,7 @@ def test_validation_comes_before_the_premium_limit(api):
     user = api.register_user()
     add(api, user, "1 Main St", "60601")
     r = api.post("/users/me/addresses", token=user["token"], json={"address": "", "zip": "60601"})
-    assert (r.status_code, r.json()) == (400, {"error": "address: must not be empty"})
+    assert (r.status_code, r.json()) == (400, error_body(400, "address: must not be empty"))
 
 
 def test_free_tier_keeps_one_address(api):
@@ -306,7 +306,7 @@ def test_update_validation(api, body, error):
     aid = add(api, user, "1 First St", "60601")[0]["id"]
     ok(api.patch(f"/users/me/addresses/{aid}", token=user["token"], json={"drivewayLength": 5, "lawnAcres": 2}))
     r = api.patch(f"/users/me/addresses/{aid}", token=user["token"], json=body)
-    assert (r.status_code, r.json()) == (400, {"error": error})
+    assert (r.status_code, r.json()) == (400, error_body(400, error))
     a = addresses(api, user)[0]
     assert (a["drivewayLength"], a["lawnAcres"]) == (5, 2)
 
@@ -405,9 +405,10 @@ def test_upload_rejections(api):
     ]
     for files, error in cases:
         r = upload(api, user, aid, files)
-        assert (r.status_code, r.json()) == (400, {"error": error}), error
+        field = "body" if error == "No files uploaded" else None  # two file fields: no one field missing
+        assert (r.status_code, r.json()) == (400, error_body(400, error, field and "validation_failed", field)), error
     r = api.post(f"/users/me/addresses/{aid}/photos", token=user["token"], json={"streetViewPhoto": "x"})
-    assert (r.status_code, r.json()) == (400, {"error": "body: must be multipart/form-data"})
+    assert (r.status_code, r.json()) == (400, error_body(400, "body: must be multipart/form-data"))
     a = addresses(api, user)[0]
     assert (a["streetViewPhoto"], a["serviceAreaPhotos"]) == (None, [])
 
@@ -417,10 +418,10 @@ def test_upload_over_10_mb_is_413(api):
     aid = add(api, user, "1 First St", "60601")[0]["id"]
     big = png_bytes(1) + b"\0" * (10 * MB)
     r = upload(api, user, aid, {"streetViewPhoto": ("big.png", big, "image/png")})
-    assert (r.status_code, r.json()) == (413, {"error": "streetViewPhoto: file larger than 10 MB"})
+    assert (r.status_code, r.json()) == (413, error_body(413, "streetViewPhoto: file larger than 10 MB"))
     r = upload(api, user, aid, [("serviceAreaPhotos", ("ok.png", png_bytes(2), "image/png")),
                                 ("serviceAreaPhotos", ("big.png", big, "image/png"))])
-    assert (r.status_code, r.json()) == (413, {"error": "serviceAreaPhotos: file larger than 10 MB"})
+    assert (r.status_code, r.json()) == (413, error_body(413, "serviceAreaPhotos: file larger than 10 MB"))
     a = addresses(api, user)[0]
     assert (a["streetViewPhoto"], a["serviceAreaPhotos"]) == (None, [])
 

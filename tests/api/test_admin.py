@@ -15,11 +15,11 @@ from conftest import ADMIN_EMAIL, ADMIN_ENV, ADMIN_PASSWORD, Api, unique_email, 
 from flow_helpers import (
     ISO_RE, Flow, accept, customer, get_job, image_files, ok, post_job, private_zip, provider, quote,
 )
-from helpers import eventually, png_bytes
+from helpers import error_body, eventually, png_bytes
 from staff_helpers import FORBIDDEN, UNAUTHORIZED, claims, count, forge, forged_claims, make_staff, sql
 
-NOT_FOUND = {"error": "Not found"}
-ACCOUNT_NOT_FOUND = {"error": "Account not found"}
+NOT_FOUND = error_body(404, "Not found")
+ACCOUNT_NOT_FOUND = error_body(404, "Account not found")
 ADMIN_ROUTES = [
     ("POST", "/admin/login", {"email": ADMIN_EMAIL, "password": ADMIN_PASSWORD}),
     ("GET", "/admin/users", None),
@@ -52,9 +52,9 @@ def test_admin_login_returns_a_24_hour_admin_token(api):
 def test_admin_login_refuses_bad_credentials_alike(api):
     for email, password in ((ADMIN_EMAIL, "wrong-password"), (unique_email("ghost"), ADMIN_PASSWORD)):
         r = login(api, email, password)
-        assert (r.status_code, r.json()) == (401, {"error": "Invalid credentials"})
+        assert (r.status_code, r.json()) == (401, error_body(401, "Invalid credentials", "invalid_credentials"))
     r = api.post("/admin/login", json={"email": ADMIN_EMAIL}, ip=unique_ip())
-    assert (r.status_code, r.json()) == (400, {"error": "password: is required"})
+    assert (r.status_code, r.json()) == (400, error_body(400, "password: is required"))
 
 
 def test_admin_login_is_limited_to_10_per_15_minutes_per_ip(api):
@@ -62,7 +62,7 @@ def test_admin_login_is_limited_to_10_per_15_minutes_per_ip(api):
     answers = [login(api, password="wrong-password" if i % 2 else ADMIN_PASSWORD, ip=ip) for i in range(10)]
     assert [r.status_code for r in answers] == [200, 401] * 5
     r = login(api, ip=ip)
-    assert (r.status_code, r.json()) == (429, {"error": "Too many requests"})
+    assert (r.status_code, r.json()) == (429, error_body(429, "Too many requests"))
     assert 0 < int(r.headers["Retry-After"]) <= 15 * 60
     assert login(api).status_code == 200  # another address
 
@@ -138,7 +138,7 @@ def test_admin_impersonate_refusals(api, admin_token):
                         ({"targetId": u["id"]}, "targetRole: is required"),
                         ({"targetId": u["id"], "targetRole": "admin"}, "targetRole: must be one of: user, provider")):
         r = api.post("/admin/impersonate", token=admin_token, json=body)
-        assert (r.status_code, r.json()) == (400, {"error": error})
+        assert (r.status_code, r.json()) == (400, error_body(400, error))
 
 
 def test_impersonate_staff(api, admin_token):
@@ -151,9 +151,9 @@ def test_impersonate_staff(api, admin_token):
     assert (c["id"], c["role"], c["type"], c["exp"] - c["iat"]) == (s["id"], "internal_audit", "staff", 12 * 3600)
     assert ok(api.get("/staff/me", token=body["token"]))["id"] == s["id"]
     r = api.post("/staff/impersonate-staff", token=admin_token, json={"staffId": "cnotanidnotanidnotanid000"})
-    assert (r.status_code, r.json()) == (404, {"error": "Staff member not found"})
+    assert (r.status_code, r.json()) == (404, error_body(404, "Staff member not found"))
     r = api.post("/staff/impersonate-staff", token=admin_token, json={})
-    assert (r.status_code, r.json()) == (400, {"error": "staffId: is required"})
+    assert (r.status_code, r.json()) == (400, error_body(400, "staffId: is required"))
 
 
 # ---------------------------------------------------------------- deleting accounts
@@ -170,9 +170,9 @@ def delete(api, token, acct_id, role):
 def test_delete_account_validation_and_404(api, admin_token):
     u = api.register_user()
     r = api.delete(f"/admin/accounts/{u['id']}", token=admin_token)
-    assert (r.status_code, r.json()) == (400, {"error": "role: is required"})
+    assert (r.status_code, r.json()) == (400, error_body(400, "role: is required"))
     r = delete(api, admin_token, u["id"], "admin")
-    assert (r.status_code, r.json()) == (400, {"error": "role: must be one of: user, provider"})
+    assert (r.status_code, r.json()) == (400, error_body(400, "role: must be one of: user, provider"))
     assert (delete(api, admin_token, u["id"], "provider").json()) == ACCOUNT_NOT_FOUND
     assert delete(api, admin_token, "cnotanidnotanidnotanid000", "user").status_code == 404
     assert api.get("/users/me", token=u["token"]).status_code == 200
@@ -320,7 +320,7 @@ def test_delete_provider_returns_its_jobs_to_pending(api, server, pg_cluster, ad
 ])
 def test_generate_bounds(api, admin_token, body, error):
     r = api.post("/admin/generate", token=admin_token, json=body)
-    assert (r.status_code, r.json()) == (400, {"error": error})
+    assert (r.status_code, r.json()) == (400, error_body(400, error))
 
 
 def test_generate_makes_real_accounts_and_jobs(api, admin_token):
@@ -382,7 +382,7 @@ def test_notify_validates(api, admin_token, mutate, status, error):
     body = {"userId": u["id"], "role": "user", "title": "T", "body": "B"}
     mutate(body)
     r = api.post("/admin/notify", token=admin_token, json=body)
-    assert (r.status_code, r.json()) == (status, {"error": error})
+    assert (r.status_code, r.json()) == (status, error_body(status, error))
     assert ok(api.get("/users/me/notification", token=u["token"])) is None
 
 
@@ -405,7 +405,7 @@ def test_godmode_is_absent_in_production(production, method, path, body):
 def test_staff_portal_stays_in_production(production):
     api = Api(production)
     r = api.post("/staff/login", json={"email": unique_email("s"), "password": "whatever-1"})
-    assert (r.status_code, r.json()) == (401, {"error": "Invalid credentials"})
+    assert (r.status_code, r.json()) == (401, error_body(401, "Invalid credentials", "invalid_credentials"))
     assert api.get("/staff/list").status_code == 401
 
 

@@ -18,13 +18,14 @@ import pytest
 import requests
 
 from conftest import Api, unique_email, unique_ip
+from helpers import error_body
 
 ID_RE = re.compile(r"^c[0-9a-z]{24}$")
 RESET_LINK_RE = re.compile(r"http://app\.test/reset-password\?token=([0-9a-f]+)")
 SEVEN_DAYS_S = 7 * 24 * 3600
-INVALID_CREDENTIALS = {"error": "Invalid credentials"}
-UNAUTHORIZED = {"error": "Unauthorized"}
-FORBIDDEN = {"error": "Forbidden"}
+INVALID_CREDENTIALS = error_body(401, "Invalid credentials", "invalid_credentials")
+UNAUTHORIZED = error_body(401, "Unauthorized")
+FORBIDDEN = error_body(403, "Forbidden")
 
 
 # ---------------------------------------------------------------- helpers
@@ -81,8 +82,8 @@ def drop(body, key):
 def assert_field_error(r, field):
     assert r.status_code == 400, r.text
     body = r.json()
-    assert list(body) == ["error"], body
     assert re.match(rf"^{re.escape(field)}(\[\d+\])?: \S", body["error"]), body
+    assert body == error_body(400, body["error"]), body  # validation_failed, with the field it names
 
 
 def reset_token_from(mail):
@@ -245,7 +246,7 @@ def test_register_nul_in_name_is_a_field_error(api):
 def test_register_reports_first_failing_field_in_spec_order(api):
     r = api.post("/auth/register", json={"email": "bad", "password": "short", "zip": "1"})
     assert r.status_code == 400
-    assert r.json() == {"error": r.json()["error"]}
+    assert r.json() == error_body(400, r.json()["error"])
     assert r.json()["error"].startswith("email: ")
     r = api.post("/auth/register", json={"email": unique_email(), "password": "short", "zip": "1"})
     assert r.json()["error"].startswith("password: ")
@@ -254,12 +255,11 @@ def test_register_reports_first_failing_field_in_spec_order(api):
 def test_register_malformed_and_empty_bodies(api):
     r = api.post("/auth/register", data="{not json", headers={"Content-Type": "application/json"})
     assert r.status_code == 400
-    assert r.json() == {"error": "body: malformed JSON"}
+    assert r.json() == error_body(400, "body: malformed JSON")
     r = api.post("/auth/register")  # a missing body counts as {}
     assert_field_error(r, "email")
     r = api.post("/auth/register", json=[user_body()])
-    assert r.status_code == 400
-    assert list(r.json()) == ["error"]
+    assert r.json() == error_body(400, "body: must be a JSON object")
 
 
 REGISTER_OK = [
@@ -297,12 +297,12 @@ def test_password_over_72_bytes_is_refused_everywhere(api):
     for path, body in (("/auth/register", user_body(password=long_pw)),
                        ("/auth/provider/register", provider_body(password=long_pw))):
         r = api.post(path, json=body)
-        assert (r.status_code, r.json()) == (400, {"error": "password: must be at most 72 bytes"}), path
+        assert (r.status_code, r.json()) == (400, error_body(400, "password: must be at most 72 bytes")), path
         assert login(api, body["email"], long_pw).status_code == 401  # nothing was created
     u = api.register_user()
     token = request_reset(api, u["email"])
     r = api.post("/auth/reset-password", json={"token": token, "newPassword": long_pw})
-    assert (r.status_code, r.json()) == (400, {"error": "newPassword: must be at most 72 bytes"})
+    assert (r.status_code, r.json()) == (400, error_body(400, "newPassword: must be at most 72 bytes"))
     assert login(api, u["email"], u["password"]).status_code == 200
     # 36 two-byte characters are exactly 72 bytes: accepted, and every byte counts
     pw = "\u00e9" * 35 + "a" + "b"
@@ -366,6 +366,7 @@ def test_provider_item_error_names_the_index(api):
     r = api.post("/auth/provider/register", json=provider_body(serviceZips=["10001", "1234"]))
     assert r.status_code == 400
     assert r.json()["error"].startswith("serviceZips[1]: ")
+    assert r.json() == error_body(400, r.json()["error"]) and r.json()["field"] == "serviceZips[1]"
 
 
 PROVIDER_OK = [
@@ -399,7 +400,7 @@ def test_register_same_email_twice_is_409(api):
     for email in (u["email"], u["email"].upper(), "  " + u["email"].replace("user", "USER") + " "):
         r = api.post("/auth/register", json=user_body(email=email, password="different-pw"))
         assert r.status_code == 409, (email, r.text)
-        assert list(r.json()) == ["error"] and r.json()["error"]
+        assert r.json() == error_body(409, "Email already registered", "email_taken")
     # the original password is untouched
     assert login(api, u["email"], "password123").status_code == 200
     assert login(api, u["email"], "different-pw").status_code == 401
@@ -409,7 +410,7 @@ def test_provider_register_same_email_twice_is_409(api):
     p = api.register_provider()
     r = api.post("/auth/provider/register", json=provider_body(email=p["email"].upper()))
     assert r.status_code == 409, r.text
-    assert list(r.json()) == ["error"] and r.json()["error"]
+    assert r.json() == error_body(409, "Email already registered", "email_taken")
 
 
 def test_same_email_may_be_user_and_provider(api):
@@ -459,7 +460,7 @@ def test_concurrent_registrations_of_one_email(api, kind):
         assert codes == [201, 409], [(r.status_code, r.text) for r in results]
         winner = next(i for i, r in enumerate(results) if r.status_code == 201)
         loser = 1 - winner
-        assert list(results[loser].json()) == ["error"]
+        assert results[loser].json() == error_body(409, "Email already registered", "email_taken")
         # exactly one account exists, with the winner's password
         lr = login(api, email, bodies[winner]["password"], provider=kind == "provider")
         assert lr.status_code == 200, lr.text
@@ -562,7 +563,7 @@ def test_login_of_an_unknown_email_costs_one_bcrypt_check_like_a_wrong_password(
 # 15-minute windows from the first failure; then 429 with Retry-After, even with the right
 # password; a success clears the (account, address) counter.
 
-TOO_MANY = {"error": "Too many requests"}
+TOO_MANY = error_body(429, "Too many requests")
 
 
 def _login_from(api, ip, email, password, provider):
@@ -878,7 +879,7 @@ def test_forgot_password_is_limited_per_ip(api):
         assert r.status_code == 200, (i, r.text)
     r = api.post("/auth/forgot-password", json={"email": unique_email("rl"), "role": "user"}, ip=ip)
     assert r.status_code == 429
-    assert r.json() == {"error": "Too many requests"}
+    assert r.json() == error_body(429, "Too many requests")
     retry = r.headers.get("Retry-After")
     assert retry is not None and re.fullmatch(r"\d+", retry), retry
     assert 1 <= int(retry) <= 900
@@ -938,8 +939,7 @@ def test_reset_password_flow(api):
     assert new.json()["user"]["id"] == u["id"]
     # single use
     again = api.post("/auth/reset-password", json={"token": token, "newPassword": "another-pw-1"})
-    assert again.status_code == 400
-    assert list(again.json()) == ["error"]
+    assert again.json() == error_body(400, "Invalid or expired reset token")
     assert login(api, u["email"], "brand-new-pw").status_code == 200
     assert login(api, u["email"], "another-pw-1").status_code == 401
 
@@ -958,7 +958,7 @@ def test_a_password_reset_ends_every_earlier_token(api, provider):
     assert fresh.status_code == 200
     for t in earlier:
         r = api.get(me, token=t)
-        assert (r.status_code, r.json()) == (401, {"error": "Unauthorized"})
+        assert (r.status_code, r.json()) == (401, error_body(401, "Unauthorized"))
     assert jwt_parts(fresh.json()["token"])[1]["gen"] == 1
     r = api.get(me, token=fresh.json()["token"])
     assert r.status_code == 200 and r.json()["id"] == acc["id"]
@@ -966,6 +966,26 @@ def test_a_password_reset_ends_every_earlier_token(api, provider):
     token = request_reset(api, acc["email"], role=role, count=2)
     assert api.post("/auth/reset-password", json={"token": token, "newPassword": "newer-pw-123"}).status_code == 200
     assert api.get(me, token=fresh.json()["token"]).status_code == 401
+
+
+def test_an_ended_token_writes_nothing(api):
+    """On PostgreSQL the token's check rides in front of the request's first statement: a token
+    ended by a reset is refused, and what its request would have written (the Idempotency-Key's
+    claim, the job) never runs; the same key then serves the account's next token."""
+    u = api.register_user()
+    token = request_reset(api, u["email"])
+    assert api.post("/auth/reset-password", json={"token": token, "newPassword": "brand-new-pw"}).status_code == 200
+    key = f"k-{uuid.uuid4().hex}"
+    body = {"service": "lawncare", "description": "Mow it", "preferredAt": "2031-05-01T09:00:00.000Z"}
+    r = api.post("/jobs", token=u["token"], json=body, headers={"Idempotency-Key": key})
+    assert r.status_code == 401 and r.json()["error"] == "Unauthorized"
+    r = api.patch("/users/me", token=u["token"], json={"name": "Changed"})
+    assert r.status_code == 401 and r.json()["error"] == "Unauthorized"
+    fresh = login(api, u["email"], "brand-new-pw").json()["token"]
+    assert api.get("/jobs", token=fresh).json()["jobs"] == []
+    assert api.get("/users/me", token=fresh).json()["name"] == "Test User"
+    r = api.post("/jobs", token=fresh, json=body, headers={"Idempotency-Key": key})
+    assert r.status_code == 201 and "Idempotent-Replayed" not in r.headers
 
 
 def test_reset_of_user_leaves_provider_with_same_email_alone(api):
@@ -983,9 +1003,7 @@ def test_reset_of_user_leaves_provider_with_same_email_alone(api):
 def test_reset_unknown_token_is_400(api):
     for token in (os.urandom(32).hex(), "x", "' OR 1=1 --"):
         r = api.post("/auth/reset-password", json={"token": token, "newPassword": "whatever-123"})
-        assert r.status_code == 400, token
-        assert list(r.json()) == ["error"]
-        assert not r.json()["error"].startswith("newPassword:")
+        assert r.json() == error_body(400, "Invalid or expired reset token"), token
 
 
 def test_reset_token_is_not_its_hash(api):
@@ -1059,8 +1077,7 @@ def test_reset_token_expires_after_one_hour(server_factory):
     assert r.status_code == 200, r.text
     api.advance_clock(60 * 1000 + 1000)  # now 1 h + 1 s after issue
     r = api.post("/auth/reset-password", json={"token": token_b, "newPassword": "too-late-pw"})
-    assert r.status_code == 400
-    assert list(r.json()) == ["error"]
+    assert r.json() == error_body(400, "Invalid or expired reset token")
     assert login(api, b["email"], b["password"]).status_code == 200
     assert login(api, b["email"], "too-late-pw").status_code == 401
     # a new request issues a fresh, working token
@@ -1115,7 +1132,7 @@ def test_saturated_hashing_answers_503_and_health_stays_up(server_factory):
     assert set(codes) <= {200, 503}, codes
     for r in results:
         if r.status_code == 503:
-            assert r.json() == {"error": "Server busy"}
+            assert r.json() == error_body(503, "Server busy")
             assert re.fullmatch(r"\d+", r.headers.get("Retry-After", "")), r.headers
             assert int(r.headers["Retry-After"]) >= 1
         else:
@@ -1158,5 +1175,5 @@ def test_refused_logins_are_held_without_a_worker(server_factory):
     for r, elapsed in results:
         assert r.status_code == 503, (r.status_code, r.text)
         assert r.headers["Retry-After"] == "1"
-        assert r.json() == {"error": "Server busy"}
+        assert r.json() == error_body(503, "Server busy")
         assert 0.15 <= elapsed < 0.8, [round(e, 3) for _, e in results]

@@ -9,8 +9,8 @@ import tempfile
 
 import pytest
 
-from conftest import free_port, unique_email
-from helpers import health_once_up
+from conftest import PG_ENV, free_port, unique_email
+from helpers import error_body, health_once_up
 from staff_helpers import UNAUTHORIZED, impersonate
 from test_system import db_rows
 
@@ -29,6 +29,7 @@ def cli_env(pg_cluster):
            "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23"}
     if pg_cluster:
         env["DATABASE_URL"] = pg_cluster.new_database()
+        env.update(PG_ENV)
     yield env
     shutil.rmtree(d, ignore_errors=True)
 
@@ -165,6 +166,17 @@ def test_admin_create_needs_a_valid_email(binary, cli_env, args):
     assert p.stderr.strip()
 
 
+def test_admin_create_in_production_says_administrators_exist_only_outside_it(binary, cli_env):
+    env = dict(cli_env, APP_ENV="production", JWT_SECRET="p" * 40, BCRYPT_COST="12")
+    p = run(binary, "admin", "create", "--email", "prod-admin@example.com", env=env, stdin="good-password\n")
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert "administrators exist only outside production" in p.stderr and "staff create" in p.stderr
+    assert "saved" not in p.stdout
+    p = run(binary, "admin", "create", "--email", "dev-admin@example.com", env=cli_env, stdin="good-password\n")
+    assert p.returncode == 0, p.stderr
+    assert [r[0] for r in admins(cli_env)] == ["dev-admin@example.com"]  # nothing of the production run
+
+
 # ---------------------------------------------------------------- staff create
 
 @pytest.fixture
@@ -172,7 +184,8 @@ def shared_db_env(server):
     """The CLI's environment on the shared server's database (as an operator runs it beside
     the service)."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "DATA_DIR": server.data_dir, "BCRYPT_COST": "4",
-           "DATABASE_URL": server.env["DATABASE_URL"], "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23"}
+           "DATABASE_URL": server.env["DATABASE_URL"], "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23",
+           **PG_ENV}
     return env
 
 
@@ -257,7 +270,7 @@ def test_staff_disable_and_enable(binary, shared_db_env, server, api):
     assert_refused(api, "/staff/me", cs["token"])
     # a disabled member's login answers as a wrong password does
     right, wrong = staff_login(api, cs["email"], cs["password"]), staff_login(api, cs["email"], "wrong-password")
-    assert (right.status_code, right.json()) == (wrong.status_code, wrong.json()) == (401, {"error": "Invalid credentials"})
+    assert (right.status_code, right.json()) == (wrong.status_code, wrong.json()) == (401, error_body(401, "Invalid credentials", "invalid_credentials"))
     p = run(binary, "staff", "disable", "--email", cs["email"], env=shared_db_env)
     assert (p.returncode, p.stdout.strip()) == (0, f"staff member {cs['email']} was already disabled")
     p = run(binary, "staff", "enable", "--email", cs["email"], env=shared_db_env)

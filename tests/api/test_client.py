@@ -1,8 +1,12 @@
-"""The generated TypeScript client (clients/typescript, `make client`): its types are what
-openapi-typescript makes of the served document, and a Node test written against them
-(openapi-fetch) runs the core flow against the real binary: register a customer and a provider,
-verify the provider, post a job, quote it, accept the quote, read the job back."""
+"""The TypeScript client, ready to publish (clients/typescript, issue 24 item 7): its types are
+what openapi-typescript makes of the served document, uploads typed Blob | File
+(scripts/generate.mjs, `make client`); the package builds and packs what a consumer imports;
+and its Node test, written against createMarketplaceClient on openapi-fetch with no cast, runs
+the whole flow against the real binary (retries with one Idempotency-Key, errors thrown by
+code). Everything runs on the repository's pinned npm tools (package-lock.json)."""
+import json
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -15,14 +19,21 @@ BIN = os.path.join(ROOT, "node_modules", ".bin")
 CLIENT = os.path.join(ROOT, "clients", "typescript")
 
 
+def run(cmd, cwd=ROOT, timeout=300, **kw):
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, **kw)
+    assert p.returncode == 0, f"{' '.join(cmd)}:\n{p.stdout[-5000:]}\n{p.stderr[-3000:]}"
+    return p
+
+
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
-    """tsc type-checks the test against schema.d.ts and compiles it (into a directory of this
-    run's own: the engines' passes may run at once)."""
+    """tsc type-checks the client and its test against schema.d.ts (strict, no cast) and
+    compiles them (into a directory of this run's own: the engines' passes may run at once)."""
     out = tmp_path_factory.mktemp("client-test")
-    p = subprocess.run([os.path.join(BIN, "tsc"), "-p", os.path.join(CLIENT, "tsconfig.json"), "--outDir", str(out)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, "the client test does not type-check against the generated types:\n" + p.stdout + p.stderr
+    run([os.path.join(BIN, "tsc"), "-p", os.path.join(CLIENT, "tsconfig.json"), "--outDir", str(out)])
+    # the package is an ES module; its imports resolve to the repository's pinned npm packages
+    (out / "package.json").write_text('{"type": "module", "private": true}')
+    os.symlink(os.path.join(ROOT, "node_modules"), out / "node_modules")
     return os.path.join(out, "test", "flow.test.js")
 
 
@@ -31,16 +42,87 @@ def test_the_generated_types_are_current(server, tmp_path):
     doc = tmp_path / "openapi.json"
     doc.write_bytes(requests.get(server.url + "/openapi.json", timeout=30).content)
     out = tmp_path / "schema.d.ts"
-    p = subprocess.run([os.path.join(BIN, "openapi-typescript"), str(doc), "-o", str(out)], cwd=ROOT,
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stdout + p.stderr
+    run(["node", os.path.join(CLIENT, "scripts", "generate.mjs"), str(doc), str(out)])
     with open(os.path.join(CLIENT, "schema.d.ts"), encoding="utf-8") as f:
         assert out.read_text() == f.read(), "clients/typescript/schema.d.ts is stale: run `make client`"
 
 
+def test_uploads_are_typed_as_blobs():
+    with open(os.path.join(CLIENT, "schema.d.ts"), encoding="utf-8") as f:
+        text = f.read()
+    assert "headshot: Blob | File;" in text and "images: (Blob | File)[];" in text
+    assert "Format: binary" in text
+
+
 def test_the_node_client_runs_the_flow(server, compiled):
-    env = dict(os.environ, MARKETPLACE_URL=server.url, MARKETPLACE_EXAMPLES=os.path.join(ROOT, "examples"),
-               NODE_PATH=os.path.join(ROOT, "node_modules"))
+    env = dict(os.environ, MARKETPLACE_URL=server.url, MARKETPLACE_EXAMPLES=os.path.join(ROOT, "examples"))
     p = subprocess.run(["node", "--test", compiled], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout[-5000:] + p.stderr[-3000:]
     assert "# pass 1" in p.stdout and "# fail 0" in p.stdout
+
+
+def test_the_package_builds_packs_and_is_importable(tmp_path):
+    """What `npm publish` would ship: the built client, its declarations and the schema; and a
+    consumer's strict TypeScript that imports it by the package's name compiles."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    run([os.path.join(BIN, "tsc"), "-p", os.path.join(CLIENT, "tsconfig.build.json"), "--outDir", str(pkg / "dist")])
+    for name in ("package.json", "schema.d.ts", "README.md"):
+        shutil.copy(os.path.join(CLIENT, name), pkg / name)
+    packed = json.loads(run(["npm", "pack", "--dry-run", "--json", "--ignore-scripts"], cwd=pkg).stdout)
+    files = sorted(f["path"] for f in packed[0]["files"])
+    assert files == ["README.md", "dist/events.d.ts", "dist/events.js", "dist/events.js.map", "dist/index.d.ts",
+                     "dist/index.js", "dist/index.js.map", "package.json", "schema.d.ts"], files
+    assert packed[0]["name"] == "@marketplace/client"
+    # a consumer: node_modules/@marketplace/client is the package, its dependencies the pinned ones
+    os.symlink(os.path.join(ROOT, "node_modules"), pkg / "node_modules")
+    consumer = tmp_path / "consumer"
+    (consumer / "node_modules" / "@marketplace").mkdir(parents=True)
+    os.symlink(pkg, consumer / "node_modules" / "@marketplace" / "client")
+    (consumer / "app.ts").write_text(
+        'import { createMarketplaceClient, events, MarketplaceError, type components, type StreamEvent }\n'
+        '  from "@marketplace/client";\n'
+        'type Job = components["schemas"]["Job"];\n'
+        'export async function firstMessage(token: string): Promise<string | undefined> {\n'
+        '  for await (const ev of events({ baseUrl: "http://localhost:8080", token }))\n'
+        '    if (ev.event === "message.created") return ev.data.message.content;\n'
+        '  return undefined;\n'
+        '}\n'
+        'export const kinds: StreamEvent["event"][] = ["payout.updated"];\n'
+        'const api = createMarketplaceClient({ baseUrl: "http://localhost:8080", token: "t" });\n'
+        'export async function photo(file: Blob): Promise<Job | undefined> {\n'
+        '  try {\n'
+        '    const { data } = await api.POST("/jobs/{id}/start", { params: { path: { id: "j" } },\n'
+        '                                                           body: { images: [file] } });\n'
+        '    return data;\n'
+        '  } catch (e) {\n'
+        '    if (e instanceof MarketplaceError && e.is("account_busy")) return undefined;\n'
+        '    throw e;\n'
+        '  }\n'
+        '}\n')
+    (consumer / "package.json").write_text('{"type": "module", "private": true}')
+    (consumer / "tsconfig.json").write_text(json.dumps({
+        "compilerOptions": {"target": "ES2022", "module": "NodeNext", "moduleResolution": "NodeNext", "strict": True,
+                            "noEmit": True, "types": ["node"], "typeRoots": [os.path.join(ROOT, "node_modules", "@types")]},
+        "files": ["app.ts"]}))
+    run([os.path.join(BIN, "tsc"), "-p", str(consumer / "tsconfig.json")], cwd=consumer)
+    # and it runs: the built module loads and makes a client
+    run(["node", "--input-type=module", "-e",
+         'import { createMarketplaceClient, events, MarketplaceError } from "@marketplace/client";'
+         'const api = createMarketplaceClient({ baseUrl: "http://127.0.0.1:9" });'
+         'if (typeof api.GET !== "function" || typeof MarketplaceError !== "function") process.exit(1);'
+         'if (typeof events !== "function") process.exit(1);'],
+        cwd=consumer)
+
+
+def test_the_package_pins_the_versions_the_tests_use():
+    with open(os.path.join(CLIENT, "package.json"), encoding="utf-8") as f:
+        client = json.load(f)
+    with open(os.path.join(ROOT, "package.json"), encoding="utf-8") as f:
+        tools = json.load(f)["devDependencies"]
+    with open(os.path.join(CLIENT, "package-lock.json"), encoding="utf-8") as f:
+        locked = json.load(f)["packages"]
+    for deps in (client["dependencies"], client["devDependencies"]):
+        for name, version in deps.items():
+            assert version == tools[name], (name, version, tools[name])  # exact, and what the tests ran
+            assert locked[f"node_modules/{name}"]["version"] == version, name

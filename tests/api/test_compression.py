@@ -8,6 +8,7 @@ import pytest
 import requests
 
 from flow_helpers import customer, ok, post_job, private_zip, provider
+from helpers import error_body
 
 pytestmark = pytest.mark.engine_independent
 
@@ -99,4 +100,4 @@ def test_one_kib_is_the_threshold(api):
 def test_errors_and_files_are_never_compressed(api):
     r, body = raw_get(api, "/jobs/cnotajob00000000000000000", customer(api)["token"], "gzip")
     assert r.status_code == 404 and "Content-Encoding" not in r.headers
-    assert json.loads(body) == {"error": "Job not found"}
+    assert json.loads(body) == error_body(404, "Job not found")

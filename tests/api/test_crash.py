@@ -91,6 +91,10 @@ def test_sigkill_mid_load_loses_nothing_acknowledged(server_factory):
     for t in threads:
         t.start()
     time.sleep(LOAD_SECONDS)
+    # on a loaded machine the first acceptances take longer: the kill waits for one (and for
+    # work of every kind), so what follows always has acknowledged writes to look for
+    eventually(lambda: len(load.jobs) >= 4 and load.quotes and load.accepted, 30, "the load getting going",
+               interval=0.1)
     srv.proc.kill()  # SIGKILL: no shutdown path runs
     srv.proc.wait()
     load.stop.set()

@@ -47,7 +47,7 @@ def test_demo_seeds_a_running_server(server_factory, binary):
     assert api.get("/payments/method", token=olivia).json()["last4"] == "4242"
     assert len(api.get("/users/me/addresses", token=olivia).json()) == 2
     jobs = api.get("/jobs", token=olivia).json()["jobs"]
-    assert sorted(j["status"] for j in jobs) == ["ACCEPTED", "COMPLETED", "PENDING", "QUOTED"]
+    assert sorted(j["status"] for j in jobs) == ["ACCEPTED", "CANCELLED", "COMPLETED", "PENDING", "QUOTED"]
     done = next(j for j in jobs if j["status"] == "COMPLETED")
     assert done["tipAmount"] == 10 and done["beforeImages"] and done["afterImages"]
     detail = api.get(f"/jobs/{done['id']}", token=olivia).json()
@@ -58,8 +58,13 @@ def test_demo_seeds_a_running_server(server_factory, binary):
     assert len(api.get(f"/quotes/job/{quoted['id']}", token=olivia).json()) == 2
 
     ben = login(api, "ben@demo.example")
-    assert sorted(j["status"] for j in api.get("/jobs", token=ben).json()["jobs"]) == \
-        ["COMPLETED", "IN_PROGRESS", "PENDING"]
+    ben_jobs = api.get("/jobs", token=ben).json()["jobs"]
+    assert sorted(j["status"] for j in ben_jobs) == ["COMPLETED", "IN_PROGRESS", "ON_THE_WAY", "PENDING"]
+    on_the_way = next(j for j in ben_jobs if j["status"] == "ON_THE_WAY")
+    assert on_the_way["etaMinutes"] is not None
+    # every state of a job is there, across the demo's customers
+    every = {j["status"] for token in (olivia, ben) for j in api.get("/jobs", token=token).json()["jobs"]}
+    assert every == {"PENDING", "QUOTED", "ACCEPTED", "ON_THE_WAY", "IN_PROGRESS", "COMPLETED", "CANCELLED"}
     dana = login(api, "dana@demo.example")
     (declined,) = api.get("/jobs", token=dana).json()["jobs"]
     assert api.get(f"/jobs/{declined['id']}", token=dana).json()["payment"]["status"] == "FAILED"
@@ -73,11 +78,20 @@ def test_demo_seeds_a_running_server(server_factory, binary):
         assert api.get(f"{logo.path}?{logo.query}").status_code == 200
     green = api.get("/providers/me", token=login(api, "greenacres@demo.example", provider=True)).json()
     assert green["insCheckStatus"] == "active" and green["insuranceInfo"]
+    # every verified provider has an enabled payout account: what the completed jobs earned waits
+    # for its report window, then goes out
+    for email in ("greenacres@demo.example", "handy@demo.example", "sparkle@demo.example"):
+        token = login(api, email, provider=True)
+        assert api.get("/providers/me/payout-account", token=token).json() == \
+            {"status": "enabled", "payoutsEnabled": True, "requirements": []}, email
+    payouts = api.get("/providers/me/payouts", token=login(api, "greenacres@demo.example", provider=True)).json()
+    assert sorted((t["kind"], t["amount"], t["status"]) for t in payouts["transfers"]) == \
+        [("job", 75, "scheduled"), ("tip", 10, "scheduled")]
 
     again = demo(binary, srv)
     assert again.returncode == 0, again.stderr
     assert "exist already" in again.stdout and "olivia@demo.example" in again.stdout
-    assert len(api.get("/jobs", token=olivia).json()["jobs"]) == 4  # nothing added
+    assert len(api.get("/jobs", token=olivia).json()["jobs"]) == 5  # nothing added
 
 
 def test_demo_is_refused_in_production(server_factory, binary):

@@ -17,7 +17,7 @@ import uuid
 import jsonschema
 import pytest
 
-from conftest import ADMIN_ENV, ROOT, Api, Server, _CONTRACTS, _fail_on, _stop_all, admin_login
+from conftest import ADMIN_ENV, ROOT, Api, Server, _CONTRACTS, _fail_on, _stop_all, admin_login, unique_ip
 from flow_helpers import Flow, accept, customer, image_files, ok, post_job, private_zip, provider, quote
 from helpers import eventually
 from sse_client import Stream
@@ -173,6 +173,23 @@ def test_a_stream_ends_once_its_token_is_refused(api, streams, admin_token):
     s.wait_ended()
     assert s.clean_end
     assert not s_other.ended and not s_other.of("token.expired")
+
+
+def test_a_logged_out_token_ends_its_streams_ticket_included(api, streams):
+    """POST /auth/logout ends the token: its streams (one opened with the header, one with a
+    ticket issued for it) end within a minute; a stream of another token of the account stays."""
+    u = api.register_user()
+    other_token = api.post("/auth/login", json={"email": u["email"], "password": u["password"]},
+                           ip=unique_ip()).json()["token"]
+    ticket = api.post("/events/ticket", token=u["token"]).json()["ticket"]
+    by_header, by_ticket, kept = streams(u["token"]), streams(ticket=ticket), streams(other_token)
+    r = api.post("/auth/logout", token=u["token"])
+    assert r.status_code == 200, r.text
+    api.advance_clock(60_000)
+    for s in (by_header, by_ticket):
+        s.wait("token.expired")
+        s.wait_ended()
+    assert not kept.ended and not kept.of("token.expired")
 
 
 def test_a_sixth_stream_replaces_the_first(api, streams):
@@ -554,7 +571,7 @@ def test_two_instances_deliver_across(pair):
 
 
 def test_the_typescript_events_helper(server, tmp_path):
-    """clients/typescript/events.ts: tsc type-checks its test against the generated types, and
+    """clients/typescript/src/events.ts: tsc type-checks its test against the generated types, and
     Node runs it against the server (typed events, a dropped connection resumed from
     Last-Event-ID, a ticket, the parser)."""
     bin_dir = os.path.join(ROOT, "node_modules", ".bin")
@@ -562,7 +579,10 @@ def test_the_typescript_events_helper(server, tmp_path):
     p = subprocess.run([os.path.join(bin_dir, "tsc"), "-p", os.path.join(client, "tsconfig.json"), "--outDir",
                         str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
-    env = dict(os.environ, MARKETPLACE_URL=server.url, NODE_PATH=os.path.join(ROOT, "node_modules"))
+    # the package is an ES module; its imports resolve to the repository's pinned npm packages
+    (tmp_path / "package.json").write_text('{"type": "module", "private": true}')
+    os.symlink(os.path.join(ROOT, "node_modules"), tmp_path / "node_modules")
+    env = dict(os.environ, MARKETPLACE_URL=server.url)
     p = subprocess.run(["node", "--test", str(tmp_path / "test" / "events.test.js")], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout[-5000:] + p.stderr[-3000:]

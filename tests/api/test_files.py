@@ -23,14 +23,14 @@ import raw_http
 from conftest import Api, contract_observe
 from fake_s3 import FakeS3
 from flow_helpers import post_job
-from helpers import eventually, png_bytes
+from helpers import error_body, eventually, png_bytes
 from test_providers import (GPS_SECRET, CERT_SIZE, assert_gone, assert_served, certificate_lines, exif_gps_app1, exif_of,
                             expected_ins, fetch, file_key, id_fields, identify_ok, jpeg_bytes, jpeg_segment_markers,
                             jpeg_with_metadata, licence_lines, me, png_chunk_types, server_today,
                             text_image, text_pdf, undecodable_png, upload, upload_insurance, upload_licence, url_query,
                             wait_check, webp_bytes, FILE_URL_RE)
 
-BAD_LINK = {"error": "Invalid or expired file link"}
+BAD_LINK = error_body(403, "Invalid or expired file link")
 PNG_METADATA = [
     (b"tEXt", b"Comment\0taken at 40.7449N 73.9868W " + GPS_SECRET),
     (b"zTXt", b"Author\0\0" + __import__("zlib").compress(b"Jane Smith " + GPS_SECRET)),
@@ -177,7 +177,7 @@ def test_keys_not_of_the_service_shape_are_403(api, pro, key):
     assert_bad_link(with_key(url, urllib.parse.quote(key, safe="")))
 
 
-NO_ROUTE = (404, {"error": "Not found"})  # docs/decisions.md: an unknown route
+NO_ROUTE = (404, error_body(404, "Not found"))  # docs/decisions.md: an unknown route
 NOT_A_KEY = (403, BAD_LINK)  # GET /files/:key with a key not of the service's shape
 
 
@@ -283,6 +283,89 @@ def test_links_are_stable_within_a_window(server_factory):
     assert_served(later["logoUrl"], png_bytes(seed=122), "image/png")
 
 
+def file_urls(value):
+    """Every signed file URL in an answer, in document order ("[IMAGE]<url>" message contents
+    included)."""
+    if isinstance(value, dict):
+        return [u for v in value.values() for u in file_urls(v)]
+    if isinstance(value, list):
+        return [u for v in value for u in file_urls(v)]
+    if isinstance(value, str) and "/files/" in value:
+        return [value[len("[IMAGE]"):] if value.startswith("[IMAGE]") else value]
+    return []
+
+
+def test_every_signed_url_is_stable_within_its_window(server_factory):
+    """Issue 24, item 1: every answer that carries a file's link (job photos in every job list
+    and view, a quote's provider logo, logos and headshots in a profile and in favorites,
+    licence and insurance documents, address photos, photo messages) gives the same URL to
+    reads a minute apart within one window, and each URL opens its file."""
+    api = Api(server_factory())
+    zip_code = "10001"
+    pro = api.register_provider(serviceZips=[zip_code])
+    pro_files = {"headshot": png_bytes(seed=130), "front": png_bytes(seed=131), "back": png_bytes(seed=132)}
+    headshot(api, pro["token"], pro_files["headshot"])
+    upload_licence(api, pro["token"], front=pro_files["front"], back=pro_files["back"])
+    logo(api, pro["token"], png_bytes(seed=133))
+    upload_insurance(api, pro["token"], png_bytes(seed=134))
+    user = api.register_user(zip=zip_code)
+    for path, body in (("/payments/payment-method", {"paymentMethodId": "pm_card_visa"}),
+                       ("/payments/premium/subscribe", None), (f"/users/me/favorites/{pro['id']}", None)):
+        r = api.post(path, token=user["token"], json=body)
+        assert r.status_code in (200, 201), r.text
+    r = api.post("/users/me/addresses", token=user["token"], json={"address": "2 Side St", "zip": zip_code})
+    aid = r.json()[-1]["id"]
+    r = api.post(f"/users/me/addresses/{aid}/photos", token=user["token"],
+                 files={"streetViewPhoto": ("s.png", png_bytes(seed=135), "image/png")})
+    assert r.status_code == 200, r.text
+    job = post_job(api, user, isAsap=True)["id"]
+    r = api.post(f"/jobs/{job}/images", token=user["token"], files={"images": ("j.png", png_bytes(seed=136), "image/png")})
+    assert r.status_code == 200, r.text
+    quote = api.post("/quotes", token=pro["token"], json={"jobId": job, "amount": 80}).json()
+    assert api.post(f"/quotes/{quote['id']}/accept", token=user["token"]).status_code == 200
+    assert api.patch(f"/jobs/{job}/status", token=pro["token"], json={"status": "ON_THE_WAY"}).status_code == 200
+    for step in ("start", "complete"):
+        r = api.post(f"/jobs/{job}/{step}", token=pro["token"], files={"images": ("p.png", png_bytes(seed=137), "image/png")})
+        assert r.status_code == 200, r.text
+    r = api.post(f"/jobs/{job}/messages/photo", token=user["token"],
+                 files={"photo": ("m.png", png_bytes(seed=138), "image/png")})
+    assert r.status_code == 201, r.text
+
+    reads = [("GET", "/jobs", user), ("GET", f"/jobs/{job}", user), ("GET", f"/jobs/{job}", pro),
+             ("GET", "/jobs/reportable", user), ("GET", "/providers/me/jobs", pro),
+             ("GET", f"/quotes/job/{job}", user), ("GET", "/providers/me", pro),
+             ("GET", "/users/me/favorites", user), ("GET", "/users/me/addresses", user),
+             ("GET", f"/jobs/{job}/messages", user), ("GET", f"/jobs/{job}/messages", pro)]
+
+    def read_all():
+        out = {}
+        for method, path, who in reads:
+            r = api.request(method, path, token=who["token"])
+            assert r.status_code == 200, (path, r.text)
+            out[(path, who["id"])] = file_urls(r.json())
+        return out
+
+    # just after a boundary of the 5-minute windows (and of the hour), so a minute stays inside
+    now = datetime.datetime.fromisoformat(api.advance_clock(0).replace("Z", "+00:00")).timestamp()
+    api.advance_clock(((3600 - now % 3600) + 1) * 1000)
+    first = read_all()
+    api.advance_clock(60 * 1000)
+    second = read_all()
+    assert second == first
+    counts = {path: len(urls) for (path, _), urls in first.items()}
+    assert counts == {"/jobs": 3, f"/jobs/{job}": 3, "/jobs/reportable": 3, "/providers/me/jobs": 3,
+                      f"/quotes/job/{job}": 1, "/providers/me": 5, "/users/me/favorites": 2,
+                      "/users/me/addresses": 1, f"/jobs/{job}/messages": 1}, counts
+    for urls in first.values():
+        for url in urls:
+            assert fetch(url).status_code == 200, url
+    # the next window signs new photo links; the old ones still open their files
+    api.advance_clock(3600 * 1000)
+    third = read_all()
+    assert third[("/users/me/favorites", user["id"])] != first[("/users/me/favorites", user["id"])]
+    assert fetch(first[(f"/jobs/{job}/messages", user["id"])][0]).status_code == 200
+
+
 # ================================================================ metadata stripping
 
 META_ROUTES = [
@@ -379,7 +462,7 @@ def test_an_image_whose_metadata_cannot_be_stripped_is_refused(server, api, pro,
     assert GPS_SECRET in data or b"Exif" in data or b"eXIf" in data
     before = _uploads(server)
     r = upload(api, "/providers/me/logo", pro["token"], {"logo": ("x.bin", data, "application/octet-stream")})
-    assert (r.status_code, r.json()) == (400, {"error": "logo: the image is damaged or incomplete"}), kind
+    assert (r.status_code, r.json()) == (400, error_body(400, "logo: the image is damaged or incomplete")), kind
     assert me(api, pro["token"])["logoUrl"] is None
     assert _uploads(server) == before
 
@@ -446,7 +529,7 @@ def test_text_field_split_inside_a_utf8_character_keeps_every_byte(server, api):
     for split in range(first - 2, last + 2):
         status, _, out = raw_http.send(server, "POST", "/jobs/c000000000000000000000000/messages/photo",
                                        _auth(user["token"]), body, split=split)
-        assert (status, json.loads(out)) == (400, {"error": "providerId: must be at most 64 characters"}), split
+        assert (status, json.loads(out)) == (400, error_body(400, "providerId: must be at most 64 characters")), split
 
 
 def _uploads(srv):
@@ -461,7 +544,7 @@ def test_body_without_its_closing_boundary_is_400_and_stores_nothing(server, api
     before = _uploads(server)
     for truncated in (cut, cut + b"\r\n", cut + b"\r\n--" + raw_http.BOUNDARY.encode()):
         status, _, out = raw_http.send(server, "POST", "/providers/me/logo", _auth(pro["token"]), truncated)
-        assert (status, json.loads(out)) == (400, {"error": "body: malformed multipart/form-data"}), truncated[-60:]
+        assert (status, json.loads(out)) == (400, error_body(400, "body: malformed multipart/form-data")), truncated[-60:]
     assert me(api, pro["token"])["logoUrl"] is None
     assert _uploads(server) == before
 
@@ -471,7 +554,7 @@ def test_empty_text_fields_count_against_the_form_limit(server, api, pro, names)
     parts = [(n, None, b"") for n in names] + [("logo", "logo.png", png_bytes(seed=162))]
     body, _ = raw_http.multipart(parts)
     status, _, out = raw_http.send(server, "POST", "/providers/me/logo", _auth(pro["token"]), body)
-    assert (status, json.loads(out)) == (413, {"error": "form fields too large"})
+    assert (status, json.loads(out)) == (413, error_body(413, "form fields too large"))
     assert me(api, pro["token"])["logoUrl"] is None
 
 
@@ -480,7 +563,7 @@ def test_an_empty_file_part_is_a_file_even_before_one_of_the_same_name(server, a
     files (the old workaround for libmicrohttpd's parser merged them and dropped the empty one)."""
     body, _ = raw_http.multipart([("logo", "logo.png", b""), ("logo", "logo.png", png_bytes(seed=163))])
     status, _, out = raw_http.send(server, "POST", "/providers/me/logo", _auth(pro["token"]), body)
-    assert (status, json.loads(out)) == (400, {"error": "logo: at most 1 file"})
+    assert (status, json.loads(out)) == (400, error_body(400, "logo: at most 1 file"))
     assert me(api, pro["token"])["logoUrl"] is None
 
 
@@ -516,7 +599,7 @@ def test_text_field_sent_in_small_pieces_costs_little_memory(server_factory):
         status, _, out = raw_http.read_response(s)
     finally:
         s.close()
-    assert (status, json.loads(out)) == (400, {"error": "providerId: must be at most 64 characters"})
+    assert (status, json.loads(out)) == (400, error_body(400, "providerId: must be at most 64 characters"))
     assert _peak_rss_kib(srv) - before < 16 * 1024, "peak memory grew by more than 16 MiB"
 
 
@@ -677,7 +760,7 @@ def test_s3_address_photos_that_fail_half_way_leave_no_object(s3):
     files = [("streetViewPhoto", ("s.png", png_bytes(seed=170), "image/png"))] + [
         ("serviceAreaPhotos", (f"a{i}.png", png_bytes(seed=171 + i), "image/png")) for i in range(2)]
     r = api.post(f"/users/me/addresses/{aid}/photos", token=user["token"], files=files)
-    assert (r.status_code, r.json()) == (503, {"error": "File storage unavailable"})  # issue 14, item 7
+    assert (r.status_code, r.json()) == (503, error_body(503, "File storage unavailable"))  # issue 14, item 7
     assert _bucket_keys(fake) == before
     listed = api.get("/users/me/addresses", token=user["token"]).json()[0]
     assert (listed["streetViewPhoto"], listed["serviceAreaPhotos"]) == (None, [])
@@ -691,7 +774,7 @@ def test_s3_job_photos_that_fail_half_way_leave_no_object(s3):
     fake.fail_next(count=3, method="PUT", after=2)
     files = [("images", (f"i{i}.png", png_bytes(seed=180 + i), "image/png")) for i in range(3)]
     r = api.post(f"/jobs/{job['id']}/images", token=user["token"], files=files)
-    assert (r.status_code, r.json()) == (503, {"error": "File storage unavailable"})
+    assert (r.status_code, r.json()) == (503, error_body(503, "File storage unavailable"))
     assert _bucket_keys(fake) == before
     assert api.get(f"/jobs/{job['id']}", token=user["token"]).json()["beforeImages"] == []
 

@@ -16,8 +16,9 @@ import pytest
 from conftest import Api
 from fake_geo import haversine_m
 from flow_helpers import UNAUTHORIZED, fresh_zip, private_zip, race
+from helpers import error_body
 
-WEATHER_UNAVAILABLE = {"error": "Weather service unavailable"}
+WEATHER_UNAVAILABLE = error_body(503, "Weather service unavailable")
 DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 HOUR_MS = 3600 * 1000
 
@@ -87,7 +88,7 @@ def test_weather_zip_is_validated(api, fake_geo, params, error):
     user = api.register_user()
     before = len(fake_geo.calls("forecast"))
     r = api.get("/weather", params=params, token=user["token"])
-    assert r.status_code == 400 and r.json() == {"error": error}
+    assert r.status_code == 400 and r.json() == error_body(400, error)
     assert len(fake_geo.calls("forecast")) == before
 
 
@@ -95,7 +96,7 @@ def test_weather_unknown_zip_is_404(api, fake_geo):
     user = api.register_user()
     before = len(fake_geo.calls("forecast"))
     r = api.get("/weather", params={"zip": private_zip()}, token=user["token"])
-    assert r.status_code == 404 and r.json() == {"error": "Unknown ZIP code"}
+    assert r.status_code == 404 and r.json() == error_body(404, "Unknown ZIP code")
     assert len(fake_geo.calls("forecast")) == before
 
 
@@ -170,6 +171,7 @@ def test_weather_upstream_failure_is_503_and_not_cached(wapi, fake_geo, mode):
     fake_geo.fail_next("forecast", 1, mode)
     r = wapi.get("/weather", params={"zip": zip_}, token=user["token"])
     assert r.status_code == 503 and r.json() == WEATHER_UNAVAILABLE
+    assert r.headers["Retry-After"] == "5"  # every 503 says when to come back
     assert "secret" not in r.text
     r = wapi.get("/weather", params={"zip": zip_}, token=user["token"])
     assert r.status_code == 200 and len(r.json()) == 14
@@ -182,6 +184,7 @@ def test_weather_unreachable_service_is_503(server_factory):
     user = api.register_user()
     r = api.get("/weather", params={"zip": fresh_zip()[0]}, token=user["token"])
     assert r.status_code == 503 and r.json() == WEATHER_UNAVAILABLE
+    assert r.headers["Retry-After"] == "5"
 
 
 # ================================================================ drive time (embedded estimate)
@@ -222,11 +225,11 @@ def test_drive_time_address_that_cannot_be_located_is_422(api, address, field):
     params = {"fromAddress": address, "toAddress": ok} if field == "fromAddress" else \
         {"fromAddress": ok, "toAddress": f"2 Side St {private_zip()}"}
     r = api.get("/drive-time", params=params)
-    assert r.status_code == 422 and r.json() == {"error": f"Geocoding failed for {field}"}
+    assert r.status_code == 422 and r.json() == error_body(422, f"Geocoding failed for {field}")
 
 
-TOO_FEW = {"error": "Give fromLat, fromLng, toLat and toLng, or fromAddress and toAddress"}
-MIXED = {"error": "Give either fromLat, fromLng, toLat and toLng or fromAddress and toAddress, not both"}
+TOO_FEW = error_body(400, "Give fromLat, fromLng, toLat and toLng, or fromAddress and toAddress")
+MIXED = error_body(400, "Give either fromLat, fromLng, toLat and toLng or fromAddress and toAddress, not both")
 
 
 @pytest.mark.parametrize("params,body", [
@@ -237,16 +240,16 @@ MIXED = {"error": "Give either fromLat, fromLng, toLat and toLng or fromAddress 
     ({"toAddress": "1 Main St 10001"}, TOO_FEW),
     ({"fromLat": 40, "fromLng": -75, "toLat": 41, "toLng": -74, "fromAddress": "1 Main St 10001"}, MIXED),
     ({"fromLat": 40, "fromAddress": "1 Main St 10001", "toAddress": "1 Main St 10001"}, MIXED),
-    ({"fromLat": 90.5, "fromLng": -75, "toLat": 41, "toLng": -74}, {"error": "fromLat: must be between -90 and 90"}),
+    ({"fromLat": 90.5, "fromLng": -75, "toLat": 41, "toLng": -74}, error_body(400, "fromLat: must be between -90 and 90")),
     ({"fromLat": 40, "fromLng": -180.1, "toLat": 41, "toLng": -74},
-     {"error": "fromLng: must be between -180 and 180"}),
-    ({"fromLat": 40, "fromLng": -75, "toLat": -91, "toLng": -74}, {"error": "toLat: must be between -90 and 90"}),
-    ({"fromLat": 40, "fromLng": -75, "toLat": 41, "toLng": 181}, {"error": "toLng: must be between -180 and 180"}),
-    ({"fromLat": "north", "fromLng": -75, "toLat": 41, "toLng": -74}, {"error": "fromLat: must be a number"}),
-    ({"fromLat": "", "fromLng": -75, "toLat": 41, "toLng": -74}, {"error": "fromLat: must be a number"}),
-    ({"fromAddress": "", "toAddress": "1 Main St 10001"}, {"error": "fromAddress: must not be empty"}),
+     error_body(400, "fromLng: must be between -180 and 180")),
+    ({"fromLat": 40, "fromLng": -75, "toLat": -91, "toLng": -74}, error_body(400, "toLat: must be between -90 and 90")),
+    ({"fromLat": 40, "fromLng": -75, "toLat": 41, "toLng": 181}, error_body(400, "toLng: must be between -180 and 180")),
+    ({"fromLat": "north", "fromLng": -75, "toLat": 41, "toLng": -74}, error_body(400, "fromLat: must be a number")),
+    ({"fromLat": "", "fromLng": -75, "toLat": 41, "toLng": -74}, error_body(400, "fromLat: must be a number")),
+    ({"fromAddress": "", "toAddress": "1 Main St 10001"}, error_body(400, "fromAddress: must not be empty")),
     ({"fromAddress": "1 Main St 10001", "toAddress": "x" * 301},
-     {"error": "toAddress: must be at most 300 characters"}),
+     error_body(400, "toAddress: must be at most 300 characters")),
 ])
 def test_drive_time_parameters_are_validated(api, params, body):
     r = api.get("/drive-time", params=params)
@@ -282,7 +285,7 @@ def test_drive_time_without_a_route_is_422(rapi, fake_geo):
     (_, lat1, lng1), (_, lat2, lng2) = fresh_zip(), fresh_zip()
     fake_geo.no_route((lat1, lng1), (lat2, lng2))
     r = rapi.get("/drive-time", params={"fromLat": lat1, "fromLng": lng1, "toLat": lat2, "toLng": lng2})
-    assert r.status_code == 422 and r.json() == {"error": "No route found"}
+    assert r.status_code == 422 and r.json() == error_body(422, "No route found")
     # the other direction has one
     r = rapi.get("/drive-time", params={"fromLat": lat2, "fromLng": lng2, "toLat": lat1, "toLng": lng1})
     assert r.status_code == 200
@@ -292,7 +295,7 @@ def test_drive_time_without_a_route_is_422(rapi, fake_geo):
 def test_drive_time_router_failure_is_503(rapi, fake_geo, mode):
     fake_geo.fail_next("route", 1, mode)
     r = rapi.get("/drive-time", params={"fromLat": 40, "fromLng": -75, "toLat": 41, "toLng": -74})
-    assert r.status_code == 503 and r.json() == {"error": "Routing service unavailable"}
+    assert r.status_code == 503 and r.json() == error_body(503, "Routing service unavailable")
     assert "secret" not in r.text
 
 
@@ -301,7 +304,7 @@ def test_drive_time_router_silent_for_7_seconds_is_504(rapi, fake_geo):
     started = time.monotonic()
     r = rapi.get("/drive-time", params={"fromLat": 40, "fromLng": -75, "toLat": 41, "toLng": -74})
     elapsed = time.monotonic() - started
-    assert r.status_code == 504 and r.json() == {"error": "The routing service did not answer within 7 seconds"}
+    assert r.status_code == 504 and r.json() == error_body(504, "The routing service did not answer within 7 seconds")
     assert 6.9 <= elapsed < 20, elapsed
 
 
@@ -322,7 +325,7 @@ def test_drive_time_geocodes_addresses(rapi, fake_geo):
 def test_drive_time_geocoder_is_used_instead_of_zips(rapi, fake_geo):
     # with GEOCODER_URL set, a ZIP in the text is not enough: the geocoder decides
     r = rapi.get("/drive-time", params={"fromAddress": "nowhere at all 10001", "toAddress": "also nowhere 10001"})
-    assert r.status_code == 422 and r.json() == {"error": "Geocoding failed for fromAddress"}
+    assert r.status_code == 422 and r.json() == error_body(422, "Geocoding failed for fromAddress")
 
 
 @pytest.mark.parametrize("mode", [500, "garbage", "shape"])
@@ -330,7 +333,7 @@ def test_drive_time_geocoder_failure_is_422(rapi, fake_geo, mode):
     fake_geo.add_place("known place", 40.0, -75.0)
     fake_geo.fail_next("search", 1, mode)
     r = rapi.get("/drive-time", params={"fromAddress": "known place", "toAddress": "known place"})
-    assert r.status_code == 422 and r.json() == {"error": "Geocoding failed for fromAddress"}
+    assert r.status_code == 422 and r.json() == error_body(422, "Geocoding failed for fromAddress")
     assert "secret" not in r.text
 
 

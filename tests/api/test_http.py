@@ -14,7 +14,7 @@ import requests
 import raw_http
 from conftest import Api, contract_observe, unique_email, unique_ip
 from flow_helpers import post_job
-from helpers import eventually
+from helpers import error_body, eventually
 from sse_client import Stream
 
 pytestmark = pytest.mark.engine_independent
@@ -29,6 +29,7 @@ def _json_error(r, status):
     assert r.headers["Content-Type"].startswith("application/json"), r.headers
     body = r.json()
     assert isinstance(body, dict) and isinstance(body.get("error"), str), body
+    assert body == error_body(status, body["error"], body.get("code"), body.get("field")), body
     return body
 
 
@@ -43,7 +44,7 @@ def _body_of_size(n):
 @pytest.mark.parametrize("path", ["/no/such/route", "/nope", "/users/me/extra/segments/here", "/health/x"])
 def test_unknown_route_is_404_json(api, path):
     r = api.get(path)
-    assert _json_error(r, 404) == {"error": "Not found"}
+    assert _json_error(r, 404) == error_body(404, "Not found")
     assert r.headers["X-Request-Id"]
 
 
@@ -52,12 +53,12 @@ def test_unknown_route_is_404_json(api, path):
     ("POST", "/health"),
     ("PUT", "/auth/login"),
     ("GET", "/auth/login"),
-    ("DELETE", "/users/me"),
+    ("PUT", "/users/me"),
     ("PATCHX", "/health"),
 ])
 def test_unknown_method_on_known_path_is_404_json(api, method, path):
     r = api.request(method, path)
-    assert _json_error(r, 404) == {"error": "Not found"}
+    assert _json_error(r, 404) == error_body(404, "Not found")
     assert r.headers["X-Request-Id"]
 
 
@@ -67,7 +68,7 @@ def test_trailing_slash_is_equivalent(api):
     assert r.json() == {"status": "ok"}
     # same route, same validation, on a POST route too
     r = api.post("/auth/login/", json={})
-    assert _json_error(r, 400) == {"error": "email: is required"}
+    assert _json_error(r, 400) == error_body(400, "email: is required")
 
 
 # ---------------------------------------------------------------- request bodies
@@ -75,14 +76,15 @@ def test_trailing_slash_is_equivalent(api):
 @pytest.mark.parametrize("raw", [b"{bad", b'{"email": ', b'{"email":"a@b.co",}', b"{'email': 'x'}", b"\xff\xfe{}"])
 def test_malformed_json_is_400_exact(api, raw):
     r = api.post("/auth/login", data=raw, headers={"Content-Type": "application/json"})
-    assert _json_error(r, 400) == {"error": "body: malformed JSON"}
+    assert _json_error(r, 400) == error_body(400, "body: malformed JSON")
 
 
 @pytest.mark.parametrize("raw", [b"[]", b'[{"email":"a@b.co"}]', b"42", b'"text"', b"true", b"null"])
 def test_non_object_json_body_is_400(api, raw):
     r = api.post("/auth/login", data=raw, headers={"Content-Type": "application/json"})
     body = _json_error(r, 400)
-    assert body["error"].startswith("body:"), body
+    assert body["error"] in ("body: must be a JSON object", "body: malformed JSON"), body
+    assert body["field"] == "body" and body["code"] == "validation_failed", body
 
 
 @pytest.mark.parametrize("raw", [None, b"", b"  \r\n\t "])
@@ -90,7 +92,7 @@ def test_missing_body_counts_as_empty_object(api, raw):
     r = api.post("/auth/login", data=raw, headers={"Content-Type": "application/json"})
     body = _json_error(r, 400)
     assert body["error"].startswith("email: "), body
-    assert body == {"error": "email: is required"}
+    assert body == error_body(400, "email: is required")
 
 
 def test_unknown_body_fields_are_ignored(api):
@@ -110,7 +112,7 @@ def test_unknown_body_fields_are_ignored(api):
 
 def test_body_at_the_limit_is_accepted(api):
     r = api.post("/auth/login", data=_body_of_size(LIMIT), headers={"Content-Type": "application/json"})
-    assert _json_error(r, 400) == {"error": "email: is required"}
+    assert _json_error(r, 400) == error_body(400, "email: is required")
 
 
 @pytest.mark.parametrize("size", [LIMIT + 1, 100 * 1024, 2 * 1024 * 1024])
@@ -340,14 +342,14 @@ def test_cors_preflight_lists_every_method_of_the_path(api):
     r = api.request("OPTIONS", "/users/me", headers={"Origin": ORIGIN, "Access-Control-Request-Method": "PATCH"})
     assert r.status_code == 204
     methods = [m.strip().upper() for m in r.headers["Access-Control-Allow-Methods"].split(",")]
-    assert "GET" in methods and "PATCH" in methods
-    assert "POST" not in methods and "DELETE" not in methods
+    assert "GET" in methods and "PATCH" in methods and "DELETE" in methods
+    assert "POST" not in methods and "PUT" not in methods
 
 
 @pytest.mark.parametrize("path", ["/no/such/route", "/auth/nothing"])
 def test_cors_preflight_on_unknown_path_is_404(api, path):
     r = api.request("OPTIONS", path, headers={"Origin": ORIGIN, "Access-Control-Request-Method": "POST"})
-    assert _json_error(r, 404) == {"error": "Not found"}
+    assert _json_error(r, 404) == error_body(404, "Not found")
     assert "Access-Control-Allow-Methods" not in r.headers
     assert r.headers["X-Request-Id"]
 
@@ -360,7 +362,7 @@ def test_preflight_for_a_test_only_route_is_404_outside_test(server_factory, env
     for path, method in (("/__test/clock", "POST"), ("/__test/routes", "GET"), ("/__test/payments/x", "GET")):
         r = requests.options(srv.url + path, headers={"Origin": ORIGIN, "Access-Control-Request-Method": method},
                              timeout=10)
-        assert _json_error(r, 404) == {"error": "Not found"}, path
+        assert _json_error(r, 404) == error_body(404, "Not found"), path
         assert "Access-Control-Allow-Methods" not in r.headers and "Allow" not in r.headers
     r = requests.options(srv.url + "/auth/login", headers={"Origin": ORIGIN, "Access-Control-Request-Method": "POST"},
                          timeout=10)
@@ -664,7 +666,7 @@ def test_a_body_at_a_normal_pace_is_read(guarded):
             s.sendall(body[i:i + 4096])
             time.sleep(0.1)
         status, _, out = raw_http.read_response(s)
-        assert (status, json.loads(out)) == (400, {"error": "email: is required"})
+        assert (status, json.loads(out)) == (400, error_body(400, "email: is required"))
     finally:
         s.close()
 
@@ -739,4 +741,4 @@ def test_header_fields_over_8_kib_are_431(server, size, status):
     got, _, body = raw_http.send(server, "GET", "/health", [("X-Big", "a" * size)])
     assert got == status, body[:200]
     if status == 431 and size < 15000:  # past libmicrohttpd's 16 KiB buffer it answers 431 itself
-        assert json.loads(body) == {"error": "Request header fields too large"}
+        assert json.loads(body) == error_body(431, "Request header fields too large")

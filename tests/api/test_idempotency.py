@@ -1,5 +1,6 @@
-"""Idempotency keys (docs/decisions.md, HTTP): Stripe's semantics on every POST and PATCH route
-with a JSON body. The first request with a key runs and its answer is kept for 24 hours per
+"""Idempotency keys (docs/decisions.md, HTTP): Stripe's semantics on every POST and PATCH route,
+JSON bodies and uploads (issue 24: an upload's fingerprint holds its text fields and each
+file's SHA-256). The first request with a key runs and its answer is kept for 24 hours per
 (account or client address, key); a repeat gets the same answer with `Idempotent-Replayed:
 true` and changes nothing; another request under the key is 422, a repeat while the first runs
 409; 400 and 5xx answers are not kept. The processor's charges are counted at a fake Stripe."""
@@ -12,13 +13,13 @@ import pytest
 
 from conftest import ADMIN_EMAIL, ADMIN_ENV, ADMIN_PASSWORD, Api, admin_login, unique_email, unique_ip
 from fake_stripe import FakeStripe
-from helpers import eventually
+from helpers import error_body, eventually, png_bytes
 from flow_helpers import Flow, customer, get_job, image_files, ok, post_job, race
 from staff_helpers import approved_elevation, count, database_before, make_staff, sql, sql_at
 
-REUSED = {"error": "Idempotency-Key reused with a different request"}
-IN_PROGRESS = {"error": "A request with this Idempotency-Key is in progress"}
-BAD_KEY = {"error": "Idempotency-Key: must be 1 to 255 printable ASCII characters"}
+REUSED = error_body(422, "Idempotency-Key reused with a different request", "idempotency_key_reused")
+IN_PROGRESS = error_body(409, "A request with this Idempotency-Key is in progress", "idempotency_key_in_use")
+BAD_KEY = error_body(400, "Idempotency-Key: must be 1 to 255 printable ASCII characters")
 JOB = {"service": "lawncare", "description": "Mow the front lawn", "preferredAt": "2031-05-01T09:00:00.000Z"}
 
 
@@ -127,6 +128,7 @@ def test_validation_failures_are_not_kept_so_a_corrected_retry_runs(api):
     bad = post(api, "/jobs", user["token"], k, json={**JOB, "service": "gardening"})
     assert bad.status_code == 400
     assert bad.json()["error"].startswith("service: must be one of")
+    assert bad.json() == error_body(400, bad.json()["error"])
     fixed = post(api, "/jobs", user["token"], k, json=JOB)
     assert fixed.status_code == 201 and "Idempotent-Replayed" not in fixed.headers
     assert len(jobs_of(api, user)) == 1
@@ -147,18 +149,66 @@ def test_routes_without_keys_ignore_the_header(api):
     for _ in range(2):
         r = api.get("/users/me", token=user["token"], headers={"Idempotency-Key": k})
         assert r.status_code == 200 and "Idempotent-Replayed" not in r.headers
-    # a multipart route runs every time
+
+
+# ================================================================ uploads (issue 24, item 6)
+
+def photo(seed):
+    return {"photo": ("p.png", png_bytes(seed), "image/png")}
+
+
+def thread_of(api, token, job_id):
+    return ok(api.get(f"/jobs/{job_id}/messages", token=token))["messages"]
+
+
+def test_an_upload_replayed_with_its_key_runs_once(api):
+    f = Flow(api).accepted()
+    k = key()
+    first = post(api, f"/jobs/{f.job_id}/messages/photo", f.user["token"], k, files=photo(50))
+    assert first.status_code == 201, first.text
+    again = post(api, f"/jobs/{f.job_id}/messages/photo", f.user["token"], k, files=photo(50))
+    assert_same_answer(first, again)
+    assert [m["id"] for m in thread_of(api, f.user["token"], f.job_id)] == [first.json()["id"]]
+    # a file of other bytes, or another text field, under the key is another request
+    for files, data in ((photo(51), None), (photo(50), {"providerId": f.pro["id"]})):
+        r = post(api, f"/jobs/{f.job_id}/messages/photo", f.user["token"], k, files=files, data=data)
+        assert (r.status_code, r.json()) == (422, REUSED)
+    # without a key, or with a new one, the same photo is sent again
+    assert api.post(f"/jobs/{f.job_id}/messages/photo", token=f.user["token"], files=photo(50)).status_code == 201
+    assert post(api, f"/jobs/{f.job_id}/messages/photo", f.user["token"], key(), files=photo(50)).status_code == 201
+    assert len(thread_of(api, f.user["token"], f.job_id)) == 3
+
+
+def test_every_upload_route_takes_the_key(api):
+    user = customer(api)
     job = post_job(api, user)
+    k = key()
     for _ in range(2):
-        r = api.post(f"/jobs/{job['id']}/images", token=user["token"], headers={"Idempotency-Key": k},
-                     files=image_files(1))
-        assert r.status_code == 200 and "Idempotent-Replayed" not in r.headers
+        r = post(api, f"/jobs/{job['id']}/images", user["token"], k, files=image_files(2))
+        assert r.status_code == 200, r.text
+    assert r.headers["Idempotent-Replayed"] == "true"
     assert len(get_job(api, user["token"], job["id"])["images"]) == 2
+    # the order of the files is part of the request
+    r = post(api, f"/jobs/{job['id']}/images", user["token"], k, files=list(reversed(image_files(2))))
+    assert (r.status_code, r.json()) == (422, REUSED)
+    # a refused upload is not kept: the corrected one runs under the same key
+    k = key()
+    r = post(api, f"/jobs/{job['id']}/images", user["token"], k, files=image_files(0))
+    assert r.status_code == 400 and "Idempotent-Replayed" not in r.headers
+    r = post(api, f"/jobs/{job['id']}/images", user["token"], k, files=image_files(1, seed=3))
+    assert r.status_code == 200 and "Idempotent-Replayed" not in r.headers
+    assert len(get_job(api, user["token"], job["id"])["images"]) == 3
+    doc = api.get("/openapi.json").json()
+    for path in ("/jobs/{id}/images", "/jobs/{id}/messages/photo", "/providers/me/logo",
+                 "/users/me/addresses/{id}/photos"):
+        op = doc["paths"][path]["post"]
+        assert {"$ref": "#/components/parameters/IdempotencyKey"} in op["parameters"], path
+        assert {"409", "422"} <= set(op["responses"]), path
 
 
 def test_auth_comes_before_the_key(api):
     r = api.post("/jobs", headers={"Idempotency-Key": key()}, json=JOB)
-    assert (r.status_code, r.json()) == (401, {"error": "Unauthorized"})
+    assert (r.status_code, r.json()) == (401, error_body(401, "Unauthorized"))
 
 
 def test_concurrent_duplicates_run_once(server, api):
@@ -245,7 +295,7 @@ def test_concurrent_tips_with_one_key_charge_once(sapi, fake_stripe):
         for t in threads:
             t.start()
         eventually(lambda: list(answers), 30, "the five repeats answered", until=lambda got: len(got) == 5)
-        assert [(r.status_code, r.json()) for r in answers] == [(409, IN_PROGRESS)] * 5
+        assert [(r.status_code, r.json(), r.headers.get("Retry-After")) for r in answers] == [(409, IN_PROGRESS, "1")] * 5
     finally:
         release.set()
         fake_stripe.delay("POST", "/v1/payment_intents", 0)
@@ -330,7 +380,7 @@ def test_a_login_key_is_no_oracle_and_keeps_no_token(api, server, pg_cluster):
     k, ip = key(), unique_ip()
     wrong = api.post("/auth/login", json={"email": user["email"], "password": "wrong-password"}, ip=ip,
                      headers={"Idempotency-Key": k})
-    assert (wrong.status_code, wrong.json()) == (401, {"error": "Invalid credentials"})
+    assert (wrong.status_code, wrong.json()) == (401, error_body(401, "Invalid credentials", "invalid_credentials"))
     right = api.post("/auth/login", json={"email": user["email"], "password": user["password"]}, ip=ip,
                      headers={"Idempotency-Key": k})
     assert right.status_code == 200, right.text
@@ -389,7 +439,7 @@ def test_a_row_kept_before_the_change_still_replays(api, server, pg_cluster):
                             f"created_at, expires_at) VALUES ('user:{user['id']}', '{k}', '{bare}', 404, "
                             "'{\"error\":\"Quote not found\"}', 0, 0, 9999999999999)")
     r = post(api, path, user["token"], k)
-    assert (r.status_code, r.json(), r.headers.get("Idempotent-Replayed")) == (404, {"error": "Quote not found"},
+    assert (r.status_code, r.json(), r.headers.get("Idempotent-Replayed")) == (404, error_body(404, "Quote not found"),
                                                                                "true")
     other = post(api, path.replace("0000/", "0001/"), user["token"], k)
     assert (other.status_code, other.json()) == (422, REUSED)

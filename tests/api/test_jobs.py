@@ -19,7 +19,7 @@ import pytest
 import requests
 
 from conftest import Api
-from helpers import eventually
+from helpers import assert_error, error_body, eventually
 from test_system import db_rows
 from flow_helpers import (
     FILE_URL_RE, FORBIDDEN, ID_RE, ISO_RE, JOB_FIELDS, JOB_NOT_FOUND, PAYMENT_FIELDS, QUOTE_FIELDS, SERVICES_MSG,
@@ -28,18 +28,16 @@ from flow_helpers import (
 )
 
 HOUR_MS = 3600 * 1000
-CANCEL_CONFLICT = {"error": "An accepted job can be cancelled only after 48 hours",
-                   "code": "WITHIN_CANCELLATION_WINDOW"}
-NOT_CANCELLABLE = {"error": "Only a PENDING, QUOTED or ACCEPTED job can be cancelled"}
-NOT_COMPLETED = {"error": "The job is not completed"}
-NOT_YOUR_JOB = {"error": "Not your job"}
-NO_PHOTOS = {"error": "No photos uploaded: send 1 to 10 images"}
+CANCEL_CONFLICT = error_body(409, "An accepted job can be cancelled only after 48 hours", "WITHIN_CANCELLATION_WINDOW")
+NOT_CANCELLABLE = error_body(400, "Only a PENDING, QUOTED or ACCEPTED job can be cancelled", "invalid_state")
+NOT_COMPLETED = error_body(409, "The job is not completed", "invalid_state")
+NOT_YOUR_JOB = error_body(403, "Not your job")
+NO_PHOTOS = error_body(400, "No photos uploaded: send 1 to 10 images", "validation_failed", field="images")
 STEP_STATUS_MSG = "status: must be one of: ON_THE_WAY, IN_PROGRESS, COMPLETED"
 
 
-def bad_request(r, message):
-    assert r.status_code == 400, f"{r.status_code} {r.text}"
-    assert r.json() == {"error": message}
+def bad_request(r, message, code=None, field=None):
+    assert_error(r, 400, message, code, field)
 
 
 def conflict(r, body):
@@ -190,7 +188,7 @@ def test_post_job_with_an_unknown_address_is_404(api):
     u = customer(api)
     r = api.post("/jobs", token=u["token"], json={"service": "lawncare", "isAsap": True, "addressId": "cnosuchaddress0000000000"})
     assert r.status_code == 404, r.text
-    assert r.json() == {"error": "Address not found"}
+    assert r.json() == error_body(404, "Address not found")
     assert feed(api, u["token"]) == []
 
 
@@ -505,7 +503,8 @@ def test_job_photos_limits_and_access(api):
     u = customer(api)
     jid = post_job(api, u)["id"]
     bad_request(api.post(f"/jobs/{jid}/images", token=u["token"], files=image_files(6)), "images: at most 5 files")
-    bad_request(api.post(f"/jobs/{jid}/images", token=u["token"], files=image_files(0)), "No files uploaded")
+    bad_request(api.post(f"/jobs/{jid}/images", token=u["token"], files=image_files(0)), "No files uploaded", "validation_failed",
+                "images")
     r = api.post(f"/jobs/{jid}/images", token=u["token"], files={"images": ("a.png", b"plain text, not a picture", "image/png")})
     bad_request(r, "images: must be a PNG, JPEG or WebP image")
     r = api.post(f"/jobs/{jid}/images", token=customer(api)["token"], files=image_files(1))
@@ -525,9 +524,9 @@ def test_status_moves_one_step_at_a_time(api):
     assert f.job["status"] == "ACCEPTED" and f.job["providerId"] == pro["id"]
 
     conflict(set_status(api, pro, jid, "IN_PROGRESS"),
-             {"error": "A job moves to IN_PROGRESS only from ON_THE_WAY (it is ACCEPTED)"})
+             error_body(409, "A job moves to IN_PROGRESS only from ON_THE_WAY (it is ACCEPTED)", "invalid_state"))
     conflict(set_status(api, pro, jid, "COMPLETED"),
-             {"error": "A job moves to COMPLETED only from IN_PROGRESS (it is ACCEPTED)"})
+             error_body(409, "A job moves to COMPLETED only from IN_PROGRESS (it is ACCEPTED)", "invalid_state"))
     r = set_status(api, rival, jid, "ON_THE_WAY")
     assert r.status_code == 404 and r.json() == JOB_NOT_FOUND
     r = api.patch(f"/jobs/{jid}/status", token=f.user["token"], json={"status": "ON_THE_WAY"})
@@ -537,20 +536,20 @@ def test_status_moves_one_step_at_a_time(api):
     assert set(job) == JOB_FIELDS
     assert job["status"] == "ON_THE_WAY" and job["etaMinutes"] is None
     conflict(set_status(api, pro, jid, "ON_THE_WAY"),
-             {"error": "A job moves to ON_THE_WAY only from ACCEPTED (it is ON_THE_WAY)"})
+             error_body(409, "A job moves to ON_THE_WAY only from ACCEPTED (it is ON_THE_WAY)", "invalid_state"))
     conflict(set_status(api, pro, jid, "COMPLETED"),
-             {"error": "A job moves to COMPLETED only from IN_PROGRESS (it is ON_THE_WAY)"})
+             error_body(409, "A job moves to COMPLETED only from IN_PROGRESS (it is ON_THE_WAY)", "invalid_state"))
     assert step(api, pro, jid, "IN_PROGRESS")["status"] == "IN_PROGRESS"
     conflict(set_status(api, pro, jid, "ON_THE_WAY"),
-             {"error": "A job moves to ON_THE_WAY only from ACCEPTED (it is IN_PROGRESS)"})
+             error_body(409, "A job moves to ON_THE_WAY only from ACCEPTED (it is IN_PROGRESS)", "invalid_state"))
     assert get_job(api, f.user["token"], jid)["payment"]["status"] == "AUTHORIZED"
 
     job = step(api, pro, jid, "COMPLETED")
     assert job["status"] == "COMPLETED"
     conflict(set_status(api, pro, jid, "COMPLETED"),
-             {"error": "A job moves to COMPLETED only from IN_PROGRESS (it is COMPLETED)"})
+             error_body(409, "A job moves to COMPLETED only from IN_PROGRESS (it is COMPLETED)", "invalid_state"))
     conflict(set_status(api, pro, jid, "IN_PROGRESS"),
-             {"error": "A job moves to IN_PROGRESS only from ON_THE_WAY (it is COMPLETED)"})
+             error_body(409, "A job moves to IN_PROGRESS only from ON_THE_WAY (it is COMPLETED)", "invalid_state"))
     view = get_job(api, f.user["token"], jid)
     assert view["status"] == "COMPLETED"
     assert view["payment"]["status"] == "PAID" and view["payment"]["amount"] == 118.0
@@ -607,11 +606,11 @@ def test_start_and_complete_with_photos(api):
     f = Flow(api).accepted()
     jid, pro = f.job_id, f.pro
     rival = provider(api, [f.zip])
-    bad_request(api.post(f"/jobs/{jid}/start", token=pro["token"], files=image_files(1)), "The job must be ON_THE_WAY")
+    bad_request(api.post(f"/jobs/{jid}/start", token=pro["token"], files=image_files(1)), "The job must be ON_THE_WAY", "invalid_state")
     bad_request(api.post(f"/jobs/{jid}/complete", token=pro["token"], files=image_files(1)),
-                "The job must be IN_PROGRESS")
+                "The job must be IN_PROGRESS", "invalid_state")
     step(api, pro, jid, "ON_THE_WAY")
-    bad_request(api.post(f"/jobs/{jid}/start", token=pro["token"], files=image_files(0)), NO_PHOTOS["error"])
+    bad_request(api.post(f"/jobs/{jid}/start", token=pro["token"], files=image_files(0)), NO_PHOTOS["error"], "validation_failed", "images")
     bad_request(api.post(f"/jobs/{jid}/start", token=pro["token"], files=image_files(11)), "images: at most 10 files")
     bad_request(api.post(f"/jobs/{jid}/start", token=pro["token"],
                          files={"images": ("x.png", b"%PDF-1.4 not an image", "image/png")}),
@@ -621,7 +620,7 @@ def test_start_and_complete_with_photos(api):
     r = api.post(f"/jobs/{jid}/start", token=f.user["token"], files=image_files(1))
     assert r.status_code == 403 and r.json() == FORBIDDEN
     bad_request(api.post(f"/jobs/{jid}/complete", token=pro["token"], files=image_files(1)),
-                "The job must be IN_PROGRESS")
+                "The job must be IN_PROGRESS", "invalid_state")
     assert get_job(api, f.user["token"], jid)["status"] == "ON_THE_WAY"
 
     before = image_files(2, seed=21)
@@ -633,8 +632,8 @@ def test_start_and_complete_with_photos(api):
     assert len(job["beforeImages"]) == 2
     for url, (_, (_, data, _)) in zip(job["beforeImages"], before):
         assert_served(url, data)
-    bad_request(api.post(f"/jobs/{jid}/start", token=pro["token"], files=image_files(1)), "The job must be ON_THE_WAY")
-    bad_request(api.post(f"/jobs/{jid}/complete", token=pro["token"], files=image_files(0)), NO_PHOTOS["error"])
+    bad_request(api.post(f"/jobs/{jid}/start", token=pro["token"], files=image_files(1)), "The job must be ON_THE_WAY", "invalid_state")
+    bad_request(api.post(f"/jobs/{jid}/complete", token=pro["token"], files=image_files(0)), NO_PHOTOS["error"], "validation_failed", "images")
     bad_request(api.post(f"/jobs/{jid}/complete", token=pro["token"], files=image_files(11)),
                 "images: at most 10 files")
     assert get_job(api, f.user["token"], jid)["payment"]["status"] == "AUTHORIZED"
@@ -650,7 +649,7 @@ def test_start_and_complete_with_photos(api):
     assert len(view["beforeImages"]) == 2 and len(view["afterImages"]) == 10
     assert view["payment"]["status"] == "PAID" and view["payment"]["amount"] == 118.0
     bad_request(api.post(f"/jobs/{jid}/complete", token=pro["token"], files=image_files(1)),
-                "The job must be IN_PROGRESS")
+                "The job must be IN_PROGRESS", "invalid_state")
 
 
 # ================================================================ POST /jobs/:id/cancel
@@ -672,12 +671,12 @@ def test_cancel_pending_and_quoted_jobs(api):
     assert set(job) == JOB_FIELDS and job["id"] == pending and job["status"] == "CANCELLED"
     job = ok(cancel(api, u, quoted))
     assert job["status"] == "CANCELLED"
-    bad_request(cancel(api, u, pending), NOT_CANCELLABLE["error"])
+    bad_request(cancel(api, u, pending), NOT_CANCELLABLE["error"], "invalid_state")
     # a cancelled job takes no quote and no acceptance
     conflict(api.post("/quotes", token=provider(api, [zip_code])["token"], json={"jobId": quoted, "amount": 50}),
-             {"error": "The job is not open for quotes"})
+             error_body(409, "The job is not open for quotes", "invalid_state"))
     conflict(api.post(f"/quotes/{q['id']}/accept", token=u["token"]),
-             {"error": "The job is no longer open for acceptance"})
+             error_body(409, "The job is no longer open for acceptance", "invalid_state"))
     assert get_job(api, u["token"], quoted)["status"] == "CANCELLED"
 
 
@@ -705,7 +704,7 @@ def test_jobs_on_the_way_or_later_cannot_be_cancelled(api):
     f = Flow(api).accepted()
     for status in ("ON_THE_WAY", "IN_PROGRESS", "COMPLETED"):
         f.moved_to(status)
-        bad_request(cancel(api, f.user, f.job_id), NOT_CANCELLABLE["error"])
+        bad_request(cancel(api, f.user, f.job_id), NOT_CANCELLABLE["error"], "invalid_state")
     assert get_job(api, f.user["token"], f.job_id)["status"] == "COMPLETED"
 
 
@@ -721,7 +720,7 @@ def test_accepted_job_cancels_after_48_hours_and_voids_the_payment(server_factor
     view = get_job(api, f.user["token"], f.job_id)
     assert view["status"] == "CANCELLED"
     assert view["payment"]["status"] == "CANCELED" and view["payment"]["amount"] == 118.0
-    bad_request(cancel(api, f.user, f.job_id), NOT_CANCELLABLE["error"])
+    bad_request(cancel(api, f.user, f.job_id), NOT_CANCELLABLE["error"], "invalid_state")
     # the provider can no longer move it
     assert set_status(api, f.pro, f.job_id, "ON_THE_WAY").status_code == 409
 
@@ -758,7 +757,7 @@ def test_tip_success_and_only_once(api, server):
     r = tip(api, f.user, f.job_id, 25)
     assert r.status_code == 200, r.text
     assert r.json() == {"success": True, "tipAmount": 25.0}
-    conflict(tip(api, f.user, f.job_id, 1), {"error": "A tip was already submitted for this job"})
+    conflict(tip(api, f.user, f.job_id, 1), error_body(409, "A tip was already submitted for this job"))
     view = get_job(api, f.user["token"], f.job_id)
     assert view["tipAmount"] == 25.0
     assert view["payment"]["status"] == "PAID" and view["payment"]["amount"] == 118.0  # the job payment is apart
@@ -772,7 +771,7 @@ def test_concurrent_tips_charge_once(api, server):
                             for a in amounts])
     assert sorted(r.status_code for r in results) == [200, 409, 409, 409], [r.text for r in results]
     won = next(a for a, r in zip(amounts, results) if r.status_code == 200)
-    assert all(r.json() == {"error": "A tip was already submitted for this job"} for r in results if r.status_code == 409)
+    assert all(r.json() == error_body(409, "A tip was already submitted for this job") for r in results if r.status_code == 409)
     assert get_job(api, f.user["token"], f.job_id)["tipAmount"] == won
     assert tip_payment(server, f.job_id) == {"status": "PAID", "amount": won}
 
@@ -809,7 +808,7 @@ def test_declined_tip_is_402_and_can_be_retried(api):
     f = completed_flow(api, card="pm_card_chargeDeclined")
     r = tip(api, f.user, f.job_id, 5)
     assert r.status_code == 402, r.text
-    assert r.json() == {"error": "Your card was declined."}
+    assert r.json() == error_body(402, "Your card was declined.")
     assert get_job(api, f.user["token"], f.job_id)["tipAmount"] is None
     ok(api.post("/payments/payment-method", token=f.user["token"], json={"paymentMethodId": "pm_card_visa"}))
     assert ok(tip(api, f.user, f.job_id, 7.5)) == {"success": True, "tipAmount": 7.5}
@@ -858,7 +857,7 @@ def test_review_a_completed_job_once(api):
     assert ID_RE.match(body["id"]) and ISO_RE.match(body["createdAt"])
     assert body["jobId"] == f.job_id and body["providerId"] == f.pro["id"]
     assert body["rating"] == 4 and body["comment"] == "ü" * 2000
-    conflict(review(api, f.user, f.job_id, rating=1), {"error": "This job was already reviewed"})
+    conflict(review(api, f.user, f.job_id, rating=1), error_body(409, "This job was already reviewed"))
 
 
 def test_concurrent_reviews_and_reports_store_one_each(api, server):
@@ -869,7 +868,7 @@ def test_concurrent_reviews_and_reports_store_one_each(api, server):
     results = race(server, [lambda c, n=n: c.post(f"/jobs/{f.job_id}/report", token=f.user["token"],
                                                   json={"description": f"report {n}"}) for n in range(3)])
     assert sorted(r.status_code for r in results) == [201, 409, 409], [r.text for r in results]
-    assert all(r.json() == {"error": "This job was already reported"} for r in results if r.status_code == 409)
+    assert all(r.json() == error_body(409, "This job was already reported") for r in results if r.status_code == 409)
 
 
 def test_review_without_comment(api):
@@ -921,7 +920,7 @@ def test_reportable_jobs_and_one_report_each(api):
     assert set(body) == {"id", "jobId", "customerId", "description", "createdAt"}
     assert ID_RE.match(body["id"]) and ISO_RE.match(body["createdAt"])
     assert body["jobId"] == second and body["customerId"] == u["id"] and body["description"] == "Broke a window"
-    conflict(report(api, u, second), {"error": "This job was already reported"})
+    conflict(report(api, u, second), error_body(409, "This job was already reported"))
     assert [j["id"] for j in reportable(api, u)] == [first]
 
     conflict(report(api, u, open_one), NOT_COMPLETED)
@@ -960,7 +959,7 @@ def test_report_window_closes_after_72_hours(server_factory):
     assert [j["id"] for j in reportable(api, closing.user)] == [closing.job_id]
     api.advance_clock(2000)
     assert reportable(api, closing.user) == []
-    conflict(report(api, closing.user, closing.job_id), {"error": "Reports are accepted within 72 hours of completion"})
+    conflict(report(api, closing.user, closing.job_id), error_body(409, "Reports are accepted within 72 hours of completion"))
     # a job completed now is reportable again, so the window is per job
     fresh = completed_flow(api)
     assert [j["id"] for j in reportable(api, fresh.user)] == [fresh.job_id]
@@ -976,7 +975,7 @@ def test_photos_added_after_completion_do_not_reopen_the_report_window(server_fa
     assert r.status_code == 200, r.text
     assert get_job(api, late.user["token"], late.job_id)["updatedAt"] > before  # the job did change
     assert reportable(api, late.user) == []
-    conflict(report(api, late.user, late.job_id), {"error": "Reports are accepted within 72 hours of completion"})
+    conflict(report(api, late.user, late.job_id), error_body(409, "Reports are accepted within 72 hours of completion"))
 
 
 # ================================================================ POST /jobs/:id/recurring

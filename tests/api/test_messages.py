@@ -1,4 +1,6 @@
-"""Job message threads: GET/POST /jobs/:id/messages and POST /jobs/:id/messages/photo.
+"""Job message threads: GET/POST /jobs/:id/messages and POST /jobs/:id/messages/photo; the
+caller's threads with unread counts (GET /users/me/threads, /providers/me/threads) and POST
+/jobs/:id/messages/read.
 
 Spec: marketplace-api.md 2 (Message), 4 (Jobs table), 5 (access), 7 (errors), 8 (limits:
 thread 250, text 1-2000, photo 1 file 10 MB PNG/JPG/WebP); decisions.md 4 (threads per
@@ -24,19 +26,20 @@ import requests
 from conftest import Api
 from flow_helpers import fresh_zip
 from raw_http import pipelined_posts
-from helpers import png_bytes
+from staff_helpers import sql
+from helpers import error_body, png_bytes
 
 ID_RE = re.compile(r"^c[0-9a-z]{24}$")
 ISO_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 IMAGE_URL_RE = re.compile(
     r"^http://localhost:\d+/files/(c[0-9a-z]{24})\.(png|jpg|webp)\?expires=(\d+)&sig=[0-9a-f]{64}$")
 MESSAGE_FIELDS = {"id", "senderId", "senderRole", "senderName", "content", "createdAt"}
-UNAUTHORIZED = {"error": "Unauthorized"}
-JOB_NOT_FOUND = {"error": "Job not found"}
-NO_THREAD = {"error": "No thread with that provider on this job"}
-PROVIDER_REQUIRED = {"error": "providerId: is required until a provider is assigned"}
-CANCELLED = {"error": "The job is cancelled"}
-THREAD_FULL = {"error": "This thread has reached 250 messages"}
+UNAUTHORIZED = error_body(401, "Unauthorized")
+JOB_NOT_FOUND = error_body(404, "Job not found")
+NO_THREAD = error_body(404, "No thread with that provider on this job")
+PROVIDER_REQUIRED = error_body(400, "providerId: is required until a provider is assigned")
+CANCELLED = error_body(409, "The job is cancelled", "invalid_state")
+THREAD_FULL = error_body(429, "This thread has reached 250 messages", "thread_full")
 YEAR_S = 365 * 24 * 3600
 MB = 1024 * 1024
 
@@ -326,7 +329,7 @@ def test_content_validation(api):
     for body, error in cases:
         for token in (s.user["token"], s.pro["token"]):
             r = api.post(f"/jobs/{s.job_id}/messages", token=token, json=body)
-            assert (r.status_code, r.json()) == (400, {"error": error}), body
+            assert (r.status_code, r.json()) == (400, error_body(400, error)), body
     assert thread(api, s.pro["token"], s.job_id) == []
     m1 = ok(post(api, s.user["token"], s.job_id, "x" * 2000), 201)
     m2 = ok(post(api, s.pro["token"], s.job_id, "é" * 2000), 201)  # characters, not bytes
@@ -339,7 +342,7 @@ def test_malformed_json_is_400(api):
     s = Setup(api).accept()
     r = api.post(f"/jobs/{s.job_id}/messages", token=s.user["token"], data="{not json",
                  headers={"Content-Type": "application/json"})
-    assert (r.status_code, r.json()) == (400, {"error": "body: malformed JSON"})
+    assert (r.status_code, r.json()) == (400, error_body(400, "body: malformed JSON"))
 
 
 def test_cancelled_job_refuses_messages_with_409(api):
@@ -356,6 +359,114 @@ def test_cancelled_job_refuses_messages_with_409(api):
     # the history stays readable
     assert thread(api, s.user["token"], s.job_id, s.pro["id"]) == [before]
     assert thread(api, s.pro["token"], s.job_id) == [before]
+
+
+# ---------------------------------------------------------------- threads and read marks (issue 24)
+
+THREAD_FIELDS = {"jobId", "service", "counterpart", "lastMessage", "unreadCount", "updatedAt"}
+
+
+def threads(api, account, role):
+    return ok(api.get("/users/me/threads" if role == "user" else "/providers/me/threads", token=account["token"]))
+
+
+def summary(items):
+    """(jobId, counterpart id, last content, unreadCount) of each thread, checking its shape."""
+    out = []
+    for t in items:
+        assert set(t) == THREAD_FIELDS, t
+        assert set(t["lastMessage"]) == MESSAGE_FIELDS and t["updatedAt"] == t["lastMessage"]["createdAt"]
+        out.append((t["jobId"], t["counterpart"]["id"], t["lastMessage"]["content"], t["unreadCount"]))
+    return out
+
+
+def mark_read(api, token, job_id, **body):
+    return api.post(f"/jobs/{job_id}/messages/read", token=token, json=body)
+
+
+def test_threads_with_unread_counts_moving_as_messages_are_read(api):
+    s = Setup(api, pros=2)
+    a, b = s.pros
+    assert threads(api, s.user, "user") == [] and threads(api, a, "provider") == []
+    ok(post(api, a["token"], s.job_id, "Hi, I can come Tuesday"), 201)
+    ok(post(api, b["token"], s.job_id, "Hello from B"), 201)
+    ok(post(api, a["token"], s.job_id, "Or Wednesday"), 201)
+    mine = threads(api, s.user, "user")
+    assert summary(mine) == [(s.job_id, a["id"], "Or Wednesday", 2), (s.job_id, b["id"], "Hello from B", 1)]
+    assert mine[0]["counterpart"] == {"id": a["id"], "name": a["name"], "role": "provider"}
+    assert mine[0]["service"] == "lawncare"
+    # the customer answers A: its own message is news for A, not for itself
+    ok(post(api, s.user["token"], s.job_id, "Tuesday works", providerId=a["id"]), 201)
+    assert summary(threads(api, s.user, "user")) == [(s.job_id, a["id"], "Tuesday works", 2),
+                                                     (s.job_id, b["id"], "Hello from B", 1)]
+    theirs = threads(api, a, "provider")
+    assert summary(theirs) == [(s.job_id, s.user["id"], "Tuesday works", 1)]
+    assert theirs[0]["counterpart"] == {"id": s.user["id"], "name": s.user["name"], "role": "user"}
+    assert summary(threads(api, b, "provider")) == [(s.job_id, s.user["id"], "Hello from B", 0)]
+    # reading one thread zeroes it, and only it
+    assert ok(mark_read(api, s.user["token"], s.job_id, providerId=a["id"])) == {"ok": True}
+    assert [t["unreadCount"] for t in threads(api, s.user, "user")] == [0, 1]
+    ok(post(api, a["token"], s.job_id, "See you then"), 201)
+    assert [t["unreadCount"] for t in threads(api, s.user, "user")] == [1, 1]
+    ok(mark_read(api, s.user["token"], s.job_id, providerId=b["id"]))
+    assert [t["unreadCount"] for t in threads(api, s.user, "user")] == [1, 0]
+    # the provider's side has a read mark of its own
+    assert threads(api, a, "provider")[0]["unreadCount"] == 1
+    ok(mark_read(api, a["token"], s.job_id))
+    assert threads(api, a, "provider")[0]["unreadCount"] == 0
+    assert [t["unreadCount"] for t in threads(api, s.user, "user")] == [1, 0]
+    # once a provider is assigned, the customer's mark needs no providerId
+    s.accept(0)
+    ok(post(api, a["token"], s.job_id, "Accepted, thanks"), 201)
+    assert threads(api, s.user, "user")[0]["unreadCount"] == 2
+    ok(mark_read(api, s.user["token"], s.job_id))
+    assert [t["unreadCount"] for t in threads(api, s.user, "user")] == [0, 0]
+
+
+def test_threads_list_each_job_newest_first(api):
+    first, second = Setup(api), Setup(api)
+    ok(post(api, first.pro["token"], first.job_id, "one"), 201)
+    ok(post(api, second.pro["token"], second.job_id, "two"), 201)
+    # the same customer on both jobs: one customer posting twice
+    job = post_job(api, first.user)
+    ok(api.post("/quotes", token=first.pro["token"], json={"jobId": job["id"], "amount": 50}), 201)
+    ok(post(api, first.pro["token"], job["id"], "three"), 201)
+    assert summary(threads(api, first.user, "user")) == [(job["id"], first.pro["id"], "three", 1),
+                                                         (first.job_id, first.pro["id"], "one", 1)]
+    assert summary(threads(api, first.pro, "provider")) == [(job["id"], first.user["id"], "three", 0),
+                                                            (first.job_id, first.user["id"], "one", 0)]
+    assert [t["jobId"] for t in threads(api, second.user, "user")] == [second.job_id]
+
+
+def test_mark_read_refusals(api, admin_token):
+    s = Setup(api, pros=2, quoted=False)
+    quote(api, s.pros[0], s.job_id)
+    stranger, other_customer = s.pros[1], customer(api, s.zip)
+    r = mark_read(api, s.user["token"], s.job_id)
+    assert (r.status_code, r.json()["error"]) == (400, PROVIDER_REQUIRED["error"])
+    r = mark_read(api, s.user["token"], s.job_id, providerId=stranger["id"])
+    assert (r.status_code, r.json()["error"]) == (404, NO_THREAD["error"])
+    r = mark_read(api, s.user["token"], s.job_id, providerId=7)
+    assert (r.status_code, r.json()["error"]) == (400, "providerId: must be a string")
+    for token, job_id in ((stranger["token"], s.job_id), (other_customer["token"], s.job_id),
+                          (s.user["token"], "cnosuchjob000000000000000")):
+        r = mark_read(api, token, job_id, providerId=s.pros[0]["id"])
+        assert (r.status_code, r.json()["error"]) == (404, JOB_NOT_FOUND["error"])
+    r = api.post(f"/jobs/{s.job_id}/messages/read")
+    assert (r.status_code, r.json()["error"]) == (401, "Unauthorized")
+    r = api.post(f"/jobs/{s.job_id}/messages/read", token=admin_token, json={})
+    assert (r.status_code, r.json()["error"]) == (403, "Forbidden")
+
+
+def test_threads_routes_refuse_other_roles(api, admin_token):
+    u, p = api.register_user(), api.register_provider()
+    for path, wrong in (("/users/me/threads", p), ("/providers/me/threads", u)):
+        r = api.get(path, token=wrong["token"])
+        assert (r.status_code, r.json()["error"]) == (403, "Forbidden")
+        r = api.get(path, token=admin_token)
+        assert (r.status_code, r.json()["error"]) == (403, "Forbidden")
+        r = api.get(path)
+        assert (r.status_code, r.json()["error"]) == (401, "Unauthorized")
 
 
 # ---------------------------------------------------------------- the 250 cap
@@ -451,6 +562,44 @@ def test_photo_message_by_customer_picks_the_thread(api):
     assert thread(api, a["token"], s.job_id) == [m2]
 
 
+def test_photo_message_keeps_its_key_and_is_signed_when_read(server_factory, pg_cluster):
+    """Issue 24, item 1: a photo message keeps its file's key, not a URL signed once; every read
+    signs it afresh (the same URL within its hour), so a link never outlives its signature."""
+    srv = server_factory()
+    api = Api(srv)
+    s = Setup(api)
+    m = ok(post_photo(api, s.pro["token"], s.job_id, {"photo": ("p.png", png_bytes(41), "image/png")}), 201)
+    key = IMAGE_URL_RE.match(m["content"][len("[IMAGE]"):]).group(1) + ".png"
+    assert sql(srv, pg_cluster, f"SELECT content FROM messages WHERE id = '{m['id']}'") == [("[IMAGE]" + key,)]
+    assert thread(api, s.pro["token"], s.job_id) == [m]  # the same hour: the same URL
+    api.advance_clock(366 * 24 * 3600 * 1000)  # the first URL has expired; a read signs a new one
+    assert local(api, m["content"][len("[IMAGE]"):]).status_code == 403
+    login = api.post("/auth/provider/login", json={"email": s.pro["email"], "password": s.pro["password"]})
+    again = thread(api, login.json()["token"], s.job_id)[0]
+    assert again["content"] != m["content"] and again["content"].startswith("[IMAGE]")
+    assert local(api, again["content"][len("[IMAGE]"):]).content == png_bytes(41)
+
+
+def test_photo_messages_of_before_keep_their_content(server_factory, pg_cluster):
+    """Migration 0017: a photo message stored as "[IMAGE]<URL signed for a year>" keeps its
+    file's key instead; a text message, even one naming a file link, is left as it was."""
+    srv = server_factory()
+    api = Api(srv)
+    s = Setup(api)
+    m = ok(post_photo(api, s.pro["token"], s.job_id, {"photo": ("p.png", png_bytes(42), "image/png")}), 201)
+    text = ok(post(api, s.pro["token"], s.job_id, "see http://x.test/files/cabc.png?expires=1"), 201)
+    key = IMAGE_URL_RE.match(m["content"][len("[IMAGE]"):]).group(1) + ".png"
+    legacy = "[IMAGE]" + m["content"][len("[IMAGE]"):]  # what 0.x stored: the URL of the answer
+    sql(srv, pg_cluster, f"UPDATE messages SET content = '{legacy}' WHERE id = '{m['id']}'")
+    sql(srv, pg_cluster, "DELETE FROM schema_migrations WHERE version = 17")
+    srv.restart()
+    rows = sql(srv, pg_cluster, f"SELECT id, content FROM messages WHERE job_id = '{s.job_id}'")
+    assert sorted(rows) == sorted([(m["id"], "[IMAGE]" + key), (text["id"], text["content"])])
+    got = {x["id"]: x["content"] for x in thread(api, s.pro["token"], s.job_id)}
+    assert got[text["id"]] == text["content"]
+    assert local(api, got[m["id"]][len("[IMAGE]"):]).content == png_bytes(42)
+
+
 def test_photo_message_rejects_bad_uploads(api):
     s = Setup(api).accept()
     path = f"/jobs/{s.job_id}/messages/photo"
@@ -460,16 +609,17 @@ def test_photo_message_rejects_bad_uploads(api):
          400, "photo: must be a PNG, JPEG or WebP image"),
         ({"photo": ("fake.png", b"plain text named like a png", "image/png")},
          400, "photo: must be a PNG, JPEG or WebP image"),
-        ({"caption": (None, "no file here")}, 400, "No file uploaded"),
+        ({"caption": (None, "no file here")}, 400, "No file uploaded"),  # validation_failed, field photo
         ([("photo", ("a.png", png_bytes(1), "image/png")), ("photo", ("b.png", png_bytes(2), "image/png"))],
          400, "photo: at most 1 file"),
         ({"picture": ("a.png", png_bytes(1), "image/png")}, 400, "picture: unexpected file field"),
     ]
     for files, status, error in cases:
         r = api.post(path, token=token, files=files)
-        assert (r.status_code, r.json()) == (status, {"error": error}), error
+        field = "photo" if error == "No file uploaded" else None
+        assert (r.status_code, r.json()) == (status, error_body(status, error, field and "validation_failed", field)), error
     r = api.post(path, token=token, json={"content": "not multipart"})
-    assert (r.status_code, r.json()) == (400, {"error": "body: must be multipart/form-data"})
+    assert (r.status_code, r.json()) == (400, error_body(400, "body: must be multipart/form-data"))
     assert thread(api, token, s.job_id) == []
 
 
@@ -477,7 +627,7 @@ def test_photo_message_over_10_mb_is_413(api):
     s = Setup(api).accept()
     big = png_bytes(5) + b"\0" * (10 * MB)  # 10 MB + a little: over the per-file limit
     r = post_photo(api, s.pro["token"], s.job_id, {"photo": ("big.png", big, "image/png")})
-    assert (r.status_code, r.json()) == (413, {"error": "photo: file larger than 10 MB"})
+    assert (r.status_code, r.json()) == (413, error_body(413, "photo: file larger than 10 MB"))
     exact = png_bytes(5)
     exact = exact + b"\0" * (10 * MB - len(exact))  # exactly 10 MB (trailing bytes after IEND)
     r = post_photo(api, s.pro["token"], s.job_id, {"photo": ("edge.png", exact, "image/png")})

@@ -10,10 +10,10 @@ import pytest
 import requests
 
 from conftest import Api, unique_email, unique_ip
-from helpers import eventually
-from flow_helpers import customer
+from helpers import error_body, eventually
+from flow_helpers import customer, feed, get_job, post_job, private_zip, provider, quote
 
-NOT_FOUND = {"error": "Not found"}
+NOT_FOUND = error_body(404, "Not found")
 LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
@@ -163,3 +163,71 @@ def test_token_and_hashing_refusals(server_factory):
             - value(before, "marketplace_password_hash_refusals_total")) == refused
     busy = {"method": "POST", "route": "/auth/register", "status": "503"}
     assert value(after, "http_requests_total", **busy) == refused
+
+
+TRIP_LES = ["0", "1", "2", "3", "4", "5", "6", "8", "10", "15", "20", "30", "50", "+Inf"]
+
+
+def trips(before, after, method, route):
+    """(requests, round trips) of method and route between two scrapes."""
+    h = {"method": method, "route": route}
+    return (value(after, "db_round_trips_count", **h) - value(before, "db_round_trips_count", **h),
+            value(after, "db_round_trips_sum", **h) - value(before, "db_round_trips_sum", **h))
+
+
+def test_db_round_trips_per_route(api, engine):
+    """db_round_trips counts each request's exchanges with the database. On PostgreSQL a read
+    route makes one round trip (the token's check rides in front of the read) and POST /quotes
+    three (the read; the quote and the job's move; the queued email and notification with the
+    COMMIT); on SQLite, where nothing crosses a network, every statement counts."""
+    user = customer(api)
+    zip_code = user["body"]["zip"]
+    pro = provider(api, zips=[zip_code])
+    job = post_job(api, user)
+    assert any(j["id"] == job["id"] for j in feed(api, pro["token"]))  # the feed's copy is current
+    before = scrape(api)
+    for _ in range(2):
+        assert api.get("/users/me", token=user["token"]).status_code == 200
+        get_job(api, user["token"], job["id"])
+        feed(api, pro["token"])
+    quote(api, pro, job["id"])
+    assert api.get("/health").status_code == 200
+    after = scrape(api)
+    assert after[1]["db_round_trips"] == "histogram"
+    pg = engine == "postgres"
+    assert trips(before, after, "GET", "/users/me") == (2, 2 if pg else 4)  # SQLite: the check, the read
+    assert trips(before, after, "GET", "/jobs/:id") == (2, 2 if pg else 4)
+    assert trips(before, after, "GET", "/jobs") == (2, 2 if pg else 4)  # the versions; the pair's copy kept
+    # SQLite: the check, BEGIN, the read, the quote, the job, the email, the notification, COMMIT
+    assert trips(before, after, "POST", "/quotes") == (1, 3 if pg else 8)
+    assert trips(before, after, "GET", "/health") == (1, 0)
+    # cumulative buckets, +Inf the count; on PostgreSQL every read within le="1"
+    h = {"method": "GET", "route": "/users/me"}
+    buckets = [value(after, "db_round_trips_bucket", le=le, **h) for le in TRIP_LES]
+    assert buckets == sorted(buckets) and buckets[-1] == value(after, "db_round_trips_count", **h)
+    moved = {le: value(after, "db_round_trips_bucket", le=le, **h) - value(before, "db_round_trips_bucket", le=le, **h)
+             for le in TRIP_LES}
+    assert moved["0"] == 0 and moved["1"] == (2 if pg else 0) and moved["2"] == 2
+    q = {"method": "POST", "route": "/quotes"}
+    assert value(after, "db_round_trips_bucket", le="3", **q) - value(before, "db_round_trips_bucket", le="3", **q) \
+        == (1 if pg else 0)
+    health = {"method": "GET", "route": "/health"}
+    assert value(after, "db_round_trips_bucket", le="0", **health) - \
+        value(before, "db_round_trips_bucket", le="0", **health) == 1
+
+
+def test_a_feed_reads_its_changed_pairs_in_one_more_round_trip(api, engine):
+    """After a change to open jobs in two of the provider's pairs, the feed reads the versions,
+    then both pairs again together: two round trips on PostgreSQL, however many pairs moved."""
+    zips = [private_zip(), private_zip()]
+    pro = provider(api, zips=zips)
+    jobs = [post_job(api, customer(api, zip_code=z)) for z in zips]
+    feed(api, pro["token"])
+    for z in zips:  # each pair's version moves
+        post_job(api, customer(api, zip_code=z))
+    before = scrape(api)
+    got = {j["id"] for j in feed(api, pro["token"])}
+    after = scrape(api)
+    assert {j["id"] for j in jobs} <= got and len(got) == 4
+    # SQLite: the check, the versions, one statement per pair
+    assert trips(before, after, "GET", "/jobs") == (1, 2 if engine == "postgres" else 4)

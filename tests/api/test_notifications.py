@@ -21,15 +21,15 @@ from urllib.parse import urlsplit
 import pytest
 from flow_helpers import fresh_zip
 from raw_http import pipelined_posts
-from helpers import eventually, png_bytes
+from helpers import error_body, eventually, pages, png_bytes
 
 from conftest import ADMIN_ENV, Api, admin_login
 
 ID_RE = re.compile(r"^c[0-9a-z]{24}$")
 ISO_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 NOTIFICATION_FIELDS = {"id", "title", "body", "jobId", "read", "createdAt"}
-UNAUTHORIZED = {"error": "Unauthorized"}
-FORBIDDEN = {"error": "Forbidden"}
+UNAUTHORIZED = error_body(401, "Unauthorized")
+FORBIDDEN = error_body(403, "Forbidden")
 OK = {"ok": True}
 
 def ok(r, status=200):
@@ -150,9 +150,9 @@ def test_push_token_validation(api, path, role):
                         ({"token": ""}, "token: must not be empty"), ({"token": "   "}, "token: must not be empty"),
                         ({"token": 123}, "token: must be a string"), ({"token": ["a"]}, "token: must be a string")]:
         r = api.post(path, token=acct["token"], json=body)
-        assert (r.status_code, r.json()) == (400, {"error": error}), body
+        assert (r.status_code, r.json()) == (400, error_body(400, error)), body
     r = api.post(path, token=acct["token"], data="{", headers={"Content-Type": "application/json"})
-    assert (r.status_code, r.json()) == (400, {"error": "body: malformed JSON"})
+    assert (r.status_code, r.json()) == (400, error_body(400, "body: malformed JSON"))
 
 
 def test_wrong_role_is_403_and_no_token_is_401(api):
@@ -343,6 +343,108 @@ def test_notifications_created_back_to_back_are_newest_first(server_factory):
     assert [n["body"] for n in user_list(api, f.user)] == [f"n{i:03d}" for i in range(49, -1, -1)]
 
 
+# ---------------------------------------------------------------- paging (issue 24, item 2)
+
+LIMIT_ERROR = error_body(400, "limit: must be an integer from 1 to 100")
+CURSOR_ERROR = error_body(400, "cursor: is not valid")
+
+
+def test_paging_through_230_notifications_while_new_ones_arrive(server_factory):
+    """230 notifications made in one millisecond (the clock is frozen, so their order comes
+    from the service's sequence), read in pages of 100: every one exactly once, newest first,
+    older ones past the list's cap of 50 included, while new ones arrive between the pages;
+    the new ones wait at the head of the list."""
+    api = Api(server_factory())
+    f = Flow(api).accepted()
+    before = [n["body"] for n in user_list(api, f.user)]  # the flow's own notifications
+    api.freeze_clock()
+    answers = pipelined_posts(api, f"/jobs/{f.job_id}/messages", f.pro["token"],
+                              [{"content": f"n{i:03d}"} for i in range(230)])
+    assert [st for st, _ in answers] == [201] * 230
+    assert len({m["createdAt"] for _, m in answers}) == 1
+    late = []
+
+    def arrive(i):
+        late.append(message(api, f.pro["token"], f.job_id, f"late {i}")["content"])
+
+    got = pages(api, "/users/me/notifications", f.user["token"], between=arrive)
+    assert [len(p) for p in got] == [100, 100, 30 + len(before)]
+    bodies = [n["body"] for p in got for n in p]
+    assert bodies == [f"n{i:03d}" for i in range(229, -1, -1)] + before
+    assert len({n["id"] for p in got for n in p}) == len(bodies)
+    assert late == ["late 0", "late 1"]
+    # the new ones lead a fresh first page; without a limit the list is its last 50, as before
+    first = api.get("/users/me/notifications", token=f.user["token"], params={"limit": 3})
+    assert [n["body"] for n in first.json()] == ["late 1", "late 0", "n229"]
+    r = api.get("/users/me/notifications", token=f.user["token"])
+    assert "Link" not in r.headers
+    assert [n["body"] for n in r.json()] == ["late 1", "late 0"] + [f"n{i:03d}" for i in range(229, 181, -1)]
+
+
+def test_unread_filter_pages_too(api):
+    f = Flow(api).quoted()
+    for i in range(3):
+        message(api, f.pro["token"], f.job_id, f"old {i}")
+    ok(api.post("/users/me/notifications/read", token=f.user["token"]))
+    for i in range(5):
+        message(api, f.pro["token"], f.job_id, f"new {i}")
+    unread = ok(api.get("/users/me/notifications", token=f.user["token"], params={"unread": "true"}))
+    assert [n["body"] for n in unread] == [f"new {i}" for i in range(4, -1, -1)]
+    assert all(not n["read"] for n in unread)
+    got = pages(api, "/users/me/notifications", f.user["token"], {"unread": "true"}, limit=2)
+    assert [[n["body"] for n in p] for p in got] == [["new 4", "new 3"], ["new 2", "new 1"], ["new 0"]]
+    everything = ok(api.get("/users/me/notifications", token=f.user["token"], params={"unread": "false"}))
+    assert len(everything) == 9  # the quote's, 3 read, 5 unread: unread=false filters nothing
+    # the provider's list takes the same filter
+    message(api, f.user["token"], f.job_id, "question", providerId=f.pro["id"])
+    ok(api.post("/providers/me/notifications/read", token=f.pro["token"]))
+    message(api, f.user["token"], f.job_id, "another", providerId=f.pro["id"])
+    unread = ok(api.get("/providers/me/notifications", token=f.pro["token"], params={"unread": "1"}))
+    assert [n["body"] for n in unread] == ["another"]
+    got = pages(api, "/providers/me/notifications", f.pro["token"], limit=1)
+    assert [[n["body"] for n in p] for p in got] == [["another"], ["question"]]
+
+
+@pytest.mark.parametrize("path", ["/users/me/notifications", "/providers/me/notifications"])
+def test_paging_arguments_are_checked(api, path):
+    f = Flow(api).quoted()
+    token = f.user["token"] if path.startswith("/users") else f.pro["token"]
+    for bad in ("0", "101", "-1", "1.5", "ten", "", " 5", "1e2"):
+        r = api.get(path, token=token, params={"limit": bad})
+        assert (r.status_code, r.json()) == (400, LIMIT_ERROR), bad
+    for bad in ("", "x", "garbage.0123456789abcdef0123456789abcdef", "W10.00000000000000000000000000000000"):
+        r = api.get(path, token=token, params={"cursor": bad})
+        assert (r.status_code, r.json()) == (400, CURSOR_ERROR), bad
+    r = api.get(path, token=token, params={"unread": "maybe"})
+    assert (r.status_code, r.json()) == (400, error_body(400, "unread: must be a boolean"))
+    r = api.get(path, token=token, params={"limit": 100})
+    assert r.status_code == 200 and "Link" not in r.headers
+
+
+def test_a_cursor_works_only_on_its_own_list(api):
+    """A cursor from another list, another account or another role's list, or one changed by a
+    character, is refused; the list's own cursor works with or without the Link's other
+    arguments."""
+    f = Flow(api).quoted()
+    for i in range(3):
+        message(api, f.pro["token"], f.job_id, f"m{i}")
+        message(api, f.user["token"], f.job_id, f"r{i}", providerId=f.pro["id"])
+    r = api.get("/users/me/notifications", token=f.user["token"], params={"limit": 1})
+    cursor = urlsplit(r.headers["Link"][1:].split(">")[0]).query.split("cursor=")[1]
+    assert ok(api.get("/users/me/notifications", token=f.user["token"], params={"cursor": cursor}))[0]["body"] == "m1"
+    other = customer(api, f.zip)
+    for token, path in ((other["token"], "/users/me/notifications"),  # another account
+                        (f.pro["token"], "/providers/me/notifications"),  # another list of the same kind
+                        (f.user["token"], "/users/me/addresses"), (f.user["token"], "/jobs")):
+        r = api.get(path, token=token, params={"cursor": cursor})
+        assert (r.status_code, r.json()) == (400, CURSOR_ERROR), path
+    for i in range(len(cursor)):  # every character counts
+        changed = cursor[:i] + ("A" if cursor[i] != "A" else "B") + cursor[i + 1:]
+        if changed != cursor and i % 7 == 0:
+            r = api.get("/users/me/notifications", token=f.user["token"], params={"cursor": changed})
+            assert (r.status_code, r.json()) == (400, CURSOR_ERROR), changed
+
+
 def test_mark_all_read(api):
     f = Flow(api).quoted()
     message(api, f.pro["token"], f.job_id, "hello")
@@ -379,6 +481,40 @@ def test_each_account_sees_only_its_own(api):
     assert [n["title"] for n in user_list(api, f.user)] == ["New quote"]
     ok(api.post("/users/me/notifications/read", token=other_user["token"]))
     assert [n["read"] for n in user_list(api, f.user)] == [False]
+
+
+@pytest.mark.parametrize("role", ["user", "provider"])
+def test_mark_one_read(api, role):
+    """POST /users/me/notifications/:id/read (and the provider's): that notification only, and
+    only the caller's own; the answer is the notification as it is now."""
+    f = Flow(api).quoted()
+    message(api, f.pro["token"], f.job_id, "first")
+    message(api, f.user["token"], f.job_id, "second", providerId=f.pro["id"])
+    api.advance_clock(3)
+    message(api, f.pro["token"], f.job_id, "third")
+    message(api, f.user["token"], f.job_id, "fourth", providerId=f.pro["id"])
+    me, other = (f.user, f.pro) if role == "user" else (f.pro, f.user)
+    listing = user_list if role == "user" else pro_list
+    base = "/users/me/notifications" if role == "user" else "/providers/me/notifications"
+    items = listing(api, me)
+    target = items[1]
+    r = api.post(f"{base}/{target['id']}/read", token=me["token"])
+    assert r.status_code == 200, r.text
+    assert r.json() == {**target, "read": True}
+    assert [n["read"] for n in listing(api, me)] == [n["id"] == target["id"] for n in items]
+    again = api.post(f"{base}/{target['id']}/read", token=me["token"])  # harmless twice
+    assert (again.status_code, again.json()["read"]) == (200, True)
+    # another account's notification (or none at all) does not exist for the caller
+    theirs = (pro_list if role == "user" else user_list)(api, other)[0]
+    for nid in (theirs["id"], "cnosuchnotification000000"):
+        r = api.post(f"{base}/{nid}/read", token=me["token"])
+        assert (r.status_code, r.json()["error"]) == (404, "Notification not found")
+    assert not any(n["read"] for n in (pro_list if role == "user" else user_list)(api, other))
+    # the other role's route and no token
+    r = api.post(f"{base}/{target['id']}/read", token=other["token"])
+    assert (r.status_code, r.json()["error"]) == (403, "Forbidden")
+    r = api.post(f"{base}/{target['id']}/read")
+    assert (r.status_code, r.json()["error"]) == (401, "Unauthorized")
 
 
 # ---------------------------------------------------------------- pushes
@@ -621,7 +757,7 @@ def test_test_banner_route_is_gone(api):
     # issue 10: banners are queued through POST /admin/notify; the test-only route is removed
     user = api.register_user()
     r = api.post("/__test/banner", json={"accountId": user["id"], "role": "user", "title": "T", "body": "B"})
-    assert (r.status_code, r.json()) == (404, {"error": "Not found"})
+    assert (r.status_code, r.json()) == (404, error_body(404, "Not found"))
     assert poll(api, user, "user") is None
 
 

@@ -27,11 +27,11 @@ import requests
 
 from conftest import Api, PgCluster, Server, _fail_on, _stop_all, unique_email
 from flow_helpers import customer, ok, post_job, private_zip, provider
-from helpers import eventually
+from helpers import error_body, eventually
 from tcp_proxy import TcpProxy
 from test_system import db_rows
 
-UNAVAILABLE = {"error": "Service unavailable"}
+UNAVAILABLE = error_body(503, "Service unavailable")
 SECRET = "outage-tests-secret-0123456789abcdef"
 
 

@@ -39,13 +39,13 @@ import requests
 
 from conftest import ADMIN_ENV, Api, WEBHOOK_SECRET, admin_login, free_port, sign_webhook
 from fake_stripe import FakeStripe
-from helpers import eventually
+from helpers import error_body, eventually
 from flow_helpers import fresh_zip, provider as verified_provider
 from staff_helpers import STAFF_ROLES, make_staff
 from test_system import db_rows
 
-UNAUTHORIZED = {"error": "Unauthorized"}
-FORBIDDEN = {"error": "Forbidden"}
+UNAUTHORIZED = error_body(401, "Unauthorized")
+FORBIDDEN = error_body(403, "Forbidden")
 ID_RE = re.compile(r"^c[0-9a-z]{24}$")
 ISO_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 
@@ -61,13 +61,13 @@ MASTERCARD = {"brand": "mastercard", "last4": "4444", "expMonth": 12, "expYear":
 DECLINED_CARD = {"brand": "visa", "last4": "0002", "expMonth": 12, "expYear": 2034}
 
 NOT_PREMIUM = {"isPremium": False, "premiumSince": None, "processorSubscriptionId": None, "cancelAtPeriodEnd": False}
-NEED_CARD = {"error": "A saved payment method is required"}
-NO_SUBSCRIPTION = {"error": "No active subscription"}
-DECLINED = {"error": "Your card was declined."}
+NEED_CARD = error_body(400, "A saved payment method is required")
+NO_SUBSCRIPTION = error_body(400, "No active subscription", "invalid_state")
+DECLINED = error_body(402, "Your card was declined.")
 CANCEL_MESSAGE = "Premium is cancelled and stays active until the end of the current billing period"
 ALREADY = "Already subscribed to premium"
-TIP_TAKEN = {"error": "A tip was already submitted for this job"}
-UNAVAILABLE = {"error": "Payment processor unavailable"}
+TIP_TAKEN = error_body(409, "A tip was already submitted for this job")
+UNAVAILABLE = error_body(503, "Payment processor unavailable")
 RECEIVED = {"received": True, "duplicate": False}
 DUPLICATE = {"received": True, "duplicate": True}
 
@@ -389,12 +389,12 @@ def test_unknown_payment_method_is_400_and_keeps_the_saved_card(api):
     u = api.register_user()
     r = api.post("/payments/payment-method", token=u["token"], json={"paymentMethodId": "pm_card_nope"})
     assert r.status_code == 400
-    assert r.json() == {"error": "paymentMethodId: unknown payment method"}
+    assert r.json() == error_body(400, "paymentMethodId: unknown payment method")
     assert get_method(api, u) is None
     save_card(api, u)
     r = api.post("/payments/payment-method", token=u["token"], json={"paymentMethodId": "tok_visa"})
     assert r.status_code == 400
-    assert r.json() == {"error": "paymentMethodId: unknown payment method"}
+    assert r.json() == error_body(400, "paymentMethodId: unknown payment method")
     assert get_method(api, u) == VISA
 
 
@@ -407,8 +407,8 @@ def test_payment_method_validation(api, body):
     u = api.register_user()
     r = api.post("/payments/payment-method", token=u["token"], json=body)
     assert r.status_code == 400, r.text
-    assert list(r.json()) == ["error"]
     assert r.json()["error"].startswith("paymentMethodId: "), r.json()
+    assert r.json() == error_body(400, r.json()["error"])
     assert get_method(api, u) is None
 
 
@@ -417,7 +417,7 @@ def test_payment_method_malformed_json(api):
     r = api.post("/payments/payment-method", token=u["token"], data="{nope",
                  headers={"Content-Type": "application/json"})
     assert r.status_code == 400
-    assert r.json() == {"error": "body: malformed JSON"}
+    assert r.json() == error_body(400, "body: malformed JSON")
 
 
 # ================================================================ premium
@@ -478,7 +478,7 @@ def test_subscribe_with_insufficient_funds_is_402(api):
     u = customer_with_card(api, "pm_card_chargeDeclinedInsufficientFunds")
     r = subscribe(api, u)
     assert r.status_code == 402, r.text
-    assert list(r.json()) == ["error"]
+    assert r.json() == error_body(402, r.json()["error"]) and r.json()["error"]
     assert premium_status(api, u) == NOT_PREMIUM
 
 
@@ -697,7 +697,7 @@ def test_a_declined_tip_is_402_is_kept_and_another_card_may_tip(api, server, mar
     d.complete()
     save_card(api, d.user, pm)
     r = d.tip(5)
-    assert (r.status_code, r.json()) == (402, {"error": message})
+    assert (r.status_code, r.json()) == (402, error_body(402, message))
     row = tip_row(server, d.job_id)  # recorded, not deleted
     assert (row["status"], row["reason"]) == ("FAILED", f"card_declined: {message}")
     r = d.tip(5)  # the same card again: a new attempt, declined again
@@ -911,20 +911,20 @@ def test_webhook_malformed_signature_header(api, header):
     body = json.dumps(event("payment_intent.succeeded", {"id": "pi_x"}))
     r = post_webhook(api, body, header=header)
     assert r.status_code == 400, r.text
-    assert r.json() == ({"error": "Missing Stripe-Signature header"} if header == ""
-                        else {"error": "Malformed Stripe-Signature header"})
+    assert r.json() == (error_body(400, "Missing Stripe-Signature header") if header == ""
+                        else error_body(400, "Malformed Stripe-Signature header"))
 
 
 def test_webhook_missing_signature_header(api):
     r = post_webhook(api, event("payment_intent.succeeded", {"id": "pi_x"}), header=None)
     assert r.status_code == 400
-    assert r.json() == {"error": "Missing Stripe-Signature header"}
+    assert r.json() == error_body(400, "Missing Stripe-Signature header")
 
 
 def test_webhook_wrong_secret(api):
     r = post_webhook(api, event("payment_intent.succeeded", {"id": "pi_x"}), secret="whsec_other")
     assert r.status_code == 400
-    assert r.json() == {"error": "Invalid webhook signature"}
+    assert r.json() == error_body(400, "Invalid webhook signature")
 
 
 def test_webhook_signature_over_another_body(api):
@@ -933,11 +933,11 @@ def test_webhook_signature_over_another_body(api):
     header = sign_webhook(signed, timestamp=now)
     r = post_webhook(api, json.dumps(event("payment_intent.succeeded", {"id": "pi_x"})), header=header)
     assert r.status_code == 400
-    assert r.json() == {"error": "Invalid webhook signature"}
+    assert r.json() == error_body(400, "Invalid webhook signature")
     # whitespace matters: the raw body is what is signed
     r = post_webhook(api, signed + " ", header=header)
     assert r.status_code == 400
-    assert r.json() == {"error": "Invalid webhook signature"}
+    assert r.json() == error_body(400, "Invalid webhook signature")
 
 
 @pytest.mark.parametrize("offset", [-301, 301, -3600])
@@ -945,7 +945,7 @@ def test_webhook_timestamp_outside_tolerance(api, offset):
     ts = server_now(api).timestamp() + offset
     r = post_webhook(api, event("payment_intent.succeeded", {"id": "pi_x"}), timestamp=ts)
     assert r.status_code == 400
-    assert r.json() == {"error": "Webhook timestamp outside the tolerance"}
+    assert r.json() == error_body(400, "Webhook timestamp outside the tolerance")
 
 
 def test_webhook_timestamp_inside_tolerance(api):
@@ -959,7 +959,7 @@ def test_webhook_stale_real_clock_signature(api):
     """As the brief words it: a signature made 301 s ago by the real clock is refused."""
     r = post_webhook(api, event("payment_intent.succeeded", {"id": "pi_x"}), timestamp=time.time() - 301)
     assert r.status_code == 400
-    assert r.json() == {"error": "Webhook timestamp outside the tolerance"}
+    assert r.json() == error_body(400, "Webhook timestamp outside the tolerance")
 
 
 def test_webhook_accepts_any_matching_v1_of_several(api):
@@ -984,7 +984,7 @@ def test_webhook_body_over_1_mb_is_413(api):
     evt = event("payment_intent.amount_capturable_updated", {"id": "pi_x", "metadata": {"pad": "x" * (1024 * 1024)}})
     r = post_webhook(api, evt)
     assert r.status_code == 413
-    assert r.json() == {"error": "Request body too large"}
+    assert r.json() == error_body(413, "Request body too large")
 
 
 def test_webhook_refused_signature_does_not_consume_the_event_id(api, market):
@@ -1013,7 +1013,7 @@ def test_webhook_refused_signature_does_not_consume_the_event_id(api, market):
 def test_webhook_signed_but_invalid_event(api, raw, error):
     r = post_webhook(api, raw)
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": error}
+    assert r.json() == error_body(400, error)
 
 
 def test_webhook_without_configured_secret_is_refused(server_factory):
@@ -1022,10 +1022,10 @@ def test_webhook_without_configured_secret_is_refused(server_factory):
     for secret in (WEBHOOK_SECRET, ""):
         r = post_webhook(api, event("payment_intent.amount_capturable_updated", {"id": "pi_x"}), secret=secret)
         assert r.status_code == 400, r.text
-        assert r.json() == {"error": "Webhooks are not configured"}
+        assert r.json() == error_body(400, "Webhooks are not configured")
     r = post_webhook(api, event("payment_intent.succeeded", {"id": "pi_x"}), header=None)
     assert r.status_code == 400
-    assert r.json() == {"error": "Webhooks are not configured"}
+    assert r.json() == error_body(400, "Webhooks are not configured")
 
 
 # ================================================================ webhooks: events
@@ -1317,7 +1317,7 @@ def test_stripe_unknown_payment_method(sapi, fake):
     u = sapi.register_user()
     r = sapi.post("/payments/payment-method", token=u["token"], json={"paymentMethodId": "pm_does_not_exist"})
     assert r.status_code == 400
-    assert r.json() == {"error": "paymentMethodId: unknown payment method"}
+    assert r.json() == error_body(400, "paymentMethodId: unknown payment method")
     calls = fake.calls("POST", "/v1/payment_methods/pm_does_not_exist/attach")
     assert calls and calls[-1]["status"] == 404
     assert calls[-1]["response"]["error"]["code"] == "resource_missing"
@@ -1330,7 +1330,7 @@ def test_stripe_payment_method_of_another_customer_is_refused(sapi, fake):
     pm_a = saved_pm(fake, a)
     r = sapi.post("/payments/payment-method", token=b["token"], json={"paymentMethodId": pm_a})
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": "paymentMethodId: unknown payment method"}
+    assert r.json() == error_body(400, "paymentMethodId: unknown payment method")
     assert get_method(sapi, b) is None
     assert get_method(sapi, a) == VISA
 
@@ -1438,7 +1438,7 @@ def test_stripe_subscribe_unknown_price_is_400(server_factory, fake):
     u = customer_with_card(api)
     r = subscribe(api, u)
     assert r.status_code == 400
-    assert r.json() == {"error": "No such price: 'price_gone'"}
+    assert r.json() == error_body(400, "No such price: 'price_gone'")
     assert premium_status(api, u) == NOT_PREMIUM
 
 
@@ -1675,7 +1675,7 @@ def test_stripe_declined_tip_is_kept_and_another_card_may_tip(sapi, fake, smarke
     d.complete()
     save_card(sapi, d.user, "pm_card_chargeDeclinedInsufficientFunds")
     r = d.tip(5)
-    assert (r.status_code, r.json()) == (402, {"error": "Your card has insufficient funds."})
+    assert (r.status_code, r.json()) == (402, error_body(402, "Your card has insufficient funds."))
     assert tip_row(sapi.server, d.job_id)["status"] == "FAILED"
     save_card(sapi, d.user, "pm_card_visa")
     assert ok(d.tip(5)) == {"success": True, "tipAmount": 5.0}
@@ -2134,8 +2134,8 @@ def test_webhook_waiting_on_the_processor_does_not_hold_the_database_lane(server
 # ================================================================ issue 21: every charge right
 
 REFUNDED_MAIL = "Your payment was refunded"
-NOTHING_LEFT = {"error": "Nothing left to refund"}
-NO_CAPTURE = {"error": "This job has no captured payment"}
+NOTHING_LEFT = error_body(409, "Nothing left to refund")
+NO_CAPTURE = error_body(404, "This job has no captured payment")
 
 
 def none(cell):
@@ -2166,9 +2166,11 @@ def income(api, pro):
     return ok(api.get("/providers/me/insights", token=pro["token"]))["incomeByService"].get("lawncare", 0)
 
 
-def ledger_paid_out(api, staff, pro):
+def ledger_earned(api, staff, pro):
+    """What the staff ledger says the provider earned: paid out, or captured and not yet
+    transferred (the report window runs)."""
     ledger = ok(api.get(f"/staff/providers/{pro['id']}", token=staff["token"]))["ledger"]
-    return sum(m["paidOut"] for m in ledger)
+    return sum(m["paidOut"] + m["inHold"] for m in ledger)
 
 
 @pytest.fixture(scope="module")
@@ -2345,7 +2347,7 @@ def test_refunds_partial_full_and_excess(api, server, support):
     d = paid_deal(market)
     paid = d.payment()
     cs, ps = support["customer_support"], support["professional_support"]
-    assert income(api, d.pro) == 100.0 and ledger_paid_out(api, ps, d.pro) == 100.0
+    assert income(api, d.pro) == 100.0 and ledger_earned(api, ps, d.pro) == 100.0
     r = refund(api, cs, d.job_id, amount=18, reason="Arrived two hours late")
     assert r.status_code == 200, r.text
     body = r.json()
@@ -2356,9 +2358,9 @@ def test_refunds_partial_full_and_excess(api, server, support):
     assert body["payment"] == dict(paid, refundedAmount=18.0) == d.payment()
     # more than is left: 400, nothing done
     r = refund(api, cs, d.job_id, amount=100.01, reason="Too much")
-    assert (r.status_code, r.json()) == (400, {"error": "amount: must be between 0.01 and 100.00"})
+    assert (r.status_code, r.json()) == (400, error_body(400, "amount: must be between 0.01 and 100.00"))
     # the share of the provider's earnings refunded: 100 x 18 / 118
-    assert income(api, d.pro) == 84.75 and ledger_paid_out(api, ps, d.pro) == 84.75
+    assert income(api, d.pro) == 84.75 and ledger_earned(api, ps, d.pro) == 84.75
     # all that is left (no amount)
     body = ok(refund(api, cs, d.job_id, reason="Job not done properly"))
     assert body["refund"]["amount"] == 100.0
@@ -2367,7 +2369,7 @@ def test_refunds_partial_full_and_excess(api, server, support):
     assert (r.status_code, r.json()) == (409, NOTHING_LEFT)
     r = refund(api, cs, d.job_id, reason="Once more")
     assert (r.status_code, r.json()) == (409, NOTHING_LEFT)
-    assert income(api, d.pro) == 0 and ledger_paid_out(api, ps, d.pro) == 0
+    assert income(api, d.pro) == 0 and ledger_earned(api, ps, d.pro) == 0
     # at the processor: two refunds, the charge all refunded
     [pi] = sim_intents(server, d.user)
     assert pi["latest_charge"]["amount_refunded"] == TOTAL_CENTS and pi["latest_charge"]["refunded"] is True
@@ -2399,7 +2401,7 @@ def test_a_refund_replayed_with_its_idempotency_key_refunds_once(api, server, su
 def test_refund_needs_a_captured_payment(api, server, support, market):
     cs = support["customer_support"]
     r = refund(api, cs, "cnosuchjob000000000000000", reason="x")
-    assert (r.status_code, r.json()) == (404, {"error": "Job not found"})
+    assert (r.status_code, r.json()) == (404, error_body(404, "Job not found"))
     d = market.deal()
     r = refund(api, cs, d.job_id, reason="Not accepted yet")  # no payment at all
     assert (r.status_code, r.json()) == (404, NO_CAPTURE)
@@ -2429,7 +2431,7 @@ def test_refund_needs_a_captured_payment(api, server, support, market):
 def test_refund_validation(api, server, support, market, body, error):
     d = paid_deal(market)
     r = api.post(f"/staff/payments/{d.job_id}/refund", token=support["customer_support"]["token"], json=body)
-    assert (r.status_code, r.json()) == (400, {"error": error})
+    assert (r.status_code, r.json()) == (400, error_body(400, error))
     assert d.payment()["refundedAmount"] == 0
 
 
@@ -2618,7 +2620,7 @@ def test_stripe_refunds_partial_full_excess_and_the_webhook(sapi, fake, smarket,
     body = ok(refund(sapi, stripe_support, d.job_id, amount=10, reason="Late"))
     assert body["payment"]["refundedAmount"] == 18.0 and body["payment"]["status"] == "PAID"
     r = refund(sapi, stripe_support, d.job_id, amount=100.01, reason="Too much")
-    assert (r.status_code, r.json()) == (400, {"error": "amount: must be between 0.01 and 100.00"})
+    assert (r.status_code, r.json()) == (400, error_body(400, "amount: must be between 0.01 and 100.00"))
     body = ok(refund(sapi, stripe_support, d.job_id, reason="All of it"))
     assert (body["refund"]["amount"], body["payment"]["status"], body["payment"]["refundedAmount"]) == \
         (100.0, "REFUNDED", TOTAL)

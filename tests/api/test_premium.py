@@ -14,12 +14,12 @@ from conftest import Api
 from flow_helpers import (FORBIDDEN, UNAUTHORIZED, accept, customer, fresh_zip, ok, post_job, private_zip,
                           provider, quote, step)
 from conftest import sign_webhook
-from helpers import eventually
+from helpers import error_body, eventually
 from test_notifications import FakePush
 
-PREMIUM_REQUIRED = {"error": "This feature requires a premium subscription", "code": "premium_required"}
-ALERTS_PREMIUM_REQUIRED = {"error": "Seasonal alerts require a premium subscription", "code": "premium_required"}
-PROVIDER_NOT_FOUND = {"error": "Provider not found"}
+PREMIUM_REQUIRED = error_body(403, "This feature requires a premium subscription", "premium_required")
+ALERTS_PREMIUM_REQUIRED = error_body(403, "Seasonal alerts require a premium subscription", "premium_required")
+PROVIDER_NOT_FOUND = error_body(404, "Provider not found")
 NO_PROVIDER = "cnosuchprovider0000000000"
 DAY_MS = 24 * 3600 * 1000
 FAVORITE_FIELDS = {"id", "name", "companyName", "logoUrl", "headshots", "services"}
@@ -212,7 +212,7 @@ def test_pro_note_validation_changes_nothing(api, body, error):
     pro = api.register_provider()
     ok(api.put(f"/users/me/pro-notes/{pro['id']}", token=user["token"], json={"note": "Original"}))
     r = api.put(f"/users/me/pro-notes/{pro['id']}", token=user["token"], json=body)
-    assert r.status_code == 400 and r.json() == {"error": error}
+    assert r.status_code == 400 and r.json() == error_body(400, error)
     assert notes(api, user) == {pro["id"]: "Original"}
 
 
@@ -231,9 +231,9 @@ def test_validation_comes_before_the_premium_gate(api):
     user = customer(api)
     pro = api.register_provider()
     r = api.put(f"/users/me/pro-notes/{pro['id']}", token=user["token"], json={"note": ""})
-    assert r.status_code == 400 and r.json() == {"error": "note: must not be empty"}
+    assert r.status_code == 400 and r.json() == error_body(400, "note: must not be empty")
     r = api.patch("/users/me/seasonal-alerts", token=user["token"], json={})
-    assert r.status_code == 400 and r.json() == {"error": "enabled: is required"}
+    assert r.status_code == 400 and r.json() == error_body(400, "enabled: is required")
 
 
 # ================================================================ spend summary
@@ -291,7 +291,7 @@ def test_spend_summary_from_captured_payments_and_tips(api):
 def test_seasonal_alerts_validation(api, body, error):
     user = premium(api)
     r = api.patch("/users/me/seasonal-alerts", token=user["token"], json=body)
-    assert r.status_code == 400 and r.json() == {"error": error}
+    assert r.status_code == 400 and r.json() == error_body(400, error)
     assert ok(api.get("/users/me", token=user["token"]))["seasonalAlertsEnabled"] is False
 
 

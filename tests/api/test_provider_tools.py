@@ -16,7 +16,7 @@ import statistics
 import pytest
 
 from conftest import Api
-from helpers import eventually
+from helpers import error_body, eventually
 from flow_helpers import (FORBIDDEN, ID_RE, ISO_RE, JOB_FIELDS, UNAUTHORIZED, accept, customer, fresh_zip, ok,
                           post_job, private_zip, provider, quote, race, step, submit_quote, zip_centroid)
 from test_providers import certificate_lines, insurance_check, server_today, text_pdf
@@ -221,7 +221,7 @@ def test_availability_validation(api, body, error):
     pro = provider(api, verified=False)
     ok(put_availability(api, pro, {"availability": ALL_DAY}))
     r = put_availability(api, pro, body)
-    assert r.status_code == 400 and r.json() == {"error": error}
+    assert r.status_code == 400 and r.json() == error_body(400, error)
     assert ok(api.get("/providers/me/availability", token=pro["token"])) == ALL_DAY
 
 
@@ -238,12 +238,12 @@ def test_availability_malformed_json(api):
     pro = provider(api, verified=False)
     r = api.put("/providers/me/availability", token=pro["token"], data="{not json",
                 headers={"Content-Type": "application/json"})
-    assert r.status_code == 400 and r.json() == {"error": "body: malformed JSON"}
+    assert r.status_code == 400 and r.json() == error_body(400, "body: malformed JSON")
 
 
 # ================================================================ Preferred Pro
 
-ALREADY = {"error": "You are already a Preferred Pro member", "code": "already_member"}
+ALREADY = error_body(409, "You are already a Preferred Pro member", "already_member")
 
 
 def test_preferred_pro_apply(api):
@@ -330,8 +330,10 @@ def test_insights_after_real_jobs(api):
     assert got["topZip"] == {"zip": z1, "total": 105}
     assert got["annualIncomeByService"] == {year: {"lawncare": 105, "snowplowing": 80.25}}
     assert got["membershipFee"] == EMPTY_INSIGHTS["membershipFee"]
+    # A (100 and the tip) and B were captured: transfers not paid yet (the report window runs)
     assert got["pendingIncome"] == {"scheduled": 100, "scheduledByService": {"lawncare": 60, "snowplowing": 40},
-                                    "awaitingTransfer": 0, "awaitingByService": {}}
+                                    "awaitingTransfer": 185.25,
+                                    "awaitingByService": {"lawncare": 105, "snowplowing": 80.25}}
     # (POST /reviews answers a createdAt read a moment after the stored one: compared to 50 ms)
     assert [abs(ms_between(r["createdAt"], mine["createdAt"])) < 50
             for r, mine in zip(got["recentReviews"], (review_b, review_a))] == [True, True]
@@ -349,9 +351,10 @@ def test_insights_after_real_jobs(api):
                        "reason": "Preferred Pro membership fee for this month"}
 
 
-def test_insights_awaiting_transfer_until_the_capture_goes_through(server_factory):
+def test_insights_awaiting_transfer_once_the_capture_goes_through(server_factory):
     """Against the fake Stripe: a completed job whose capture the processor refuses stays
-    AUTHORIZED (its capture queued) and counts as awaiting transfer, then as income."""
+    AUTHORIZED (its capture queued): no money moved, so it is neither income nor awaiting
+    transfer. Once captured it is both: a transfer to the provider, not paid yet."""
     from fake_stripe import FakeStripe
     fake = FakeStripe(api_key="sk_test_fake", prices={"price_premium": 999}).start()
     try:
@@ -365,14 +368,15 @@ def test_insights_awaiting_transfer_until_the_capture_goes_through(server_factor
         complete(api, pro, job["id"])
         assert ok(api.get(f"/jobs/{job['id']}", token=user["token"]))["payment"]["status"] == "AUTHORIZED"
         got = insights(api, pro)
-        assert got["pendingIncome"] == {"scheduled": 0, "scheduledByService": {}, "awaitingTransfer": 70,
-                                        "awaitingByService": {"lawncare": 70}}
+        assert got["pendingIncome"] == {"scheduled": 0, "scheduledByService": {}, "awaitingTransfer": 0,
+                                        "awaitingByService": {}}
         assert got["incomeByService"] == {} and got["topZip"] is None
         fake.reset_controls()
         api.advance_clock(5 * 60 * 1000)  # the capture's next retry comes due (its backoff is seconds yet)
         got = eventually(lambda: insights(api, pro), 30, "the capture settled", interval=0.2,
                          until=lambda got: got["incomeByService"] == {"lawncare": 70})
-        assert got["incomeByService"] == {"lawncare": 70} and got["pendingIncome"]["awaitingTransfer"] == 0
+        assert got["pendingIncome"] == {"scheduled": 0, "scheduledByService": {}, "awaitingTransfer": 70,
+                                        "awaitingByService": {"lawncare": 70}}
     finally:
         fake.stop()
 
@@ -528,7 +532,7 @@ def test_bundle_accept_validation_changes_nothing(api, body, error):
     body = {"jobs": [dict(j, jobId=job["id"]) if isinstance(j, dict) and j.get("jobId") == "J" else j
                      for j in body["jobs"]]} if isinstance(body.get("jobs"), list) else body
     r = api.post("/providers/me/smart-bundles/accept", token=pro["token"], json=body)
-    assert r.status_code == 400 and r.json() == {"error": error}
+    assert r.status_code == 400 and r.json() == error_body(400, error)
     assert own_quotes(api, user, job["id"], pro) == []
 
 

@@ -23,11 +23,11 @@ import pytest
 import requests
 
 from conftest import Api
-from helpers import eventually, png_bytes, png_chunk
+from helpers import error_body, eventually, next_link, png_bytes, png_chunk
 
 MB = 1024 * 1024
-UNAUTHORIZED = {"error": "Unauthorized"}
-FORBIDDEN = {"error": "Forbidden"}
+UNAUTHORIZED = error_body(401, "Unauthorized")
+FORBIDDEN = error_body(403, "Forbidden")
 ID_RE = re.compile(r"^c[0-9a-z]{24}$")
 ISO_MS_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 FILE_URL_RE = re.compile(r"^http://localhost:(\d+)/files/(c[0-9a-z]{24}\.(png|jpg|webp|pdf))\?expires=(\d+)&sig=([0-9a-f]{64})$")
@@ -277,7 +277,7 @@ def assert_served(url, data, content_type):
 def assert_gone(url):
     r = fetch(url)
     assert r.status_code == 404, r.text
-    assert r.json() == {"error": "File not found"}
+    assert r.json() == error_body(404, "File not found")
 
 
 def wait_check(api, token, field, timeout=RECOGNITION_TIMEOUT):
@@ -417,11 +417,11 @@ def patch(api, token, body):
 
 def assert_field_error(r, field, message=None):
     assert r.status_code == 400, r.text
-    assert list(r.json()) == ["error"], r.json()
     if message is None:
         assert r.json()["error"].startswith(f"{field}: "), r.json()
     else:
-        assert r.json() == {"error": f"{field}: {message}"}
+        assert r.json()["error"] == f"{field}: {message}", r.json()
+    assert r.json() == error_body(400, r.json()["error"], field=field)
 
 
 @pytest.mark.parametrize("field,value", [
@@ -517,7 +517,7 @@ def test_patch_bad_zips_and_services(api, body, error):
     before = me(api, p["token"])
     r = patch(api, p["token"], body)
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": error}
+    assert r.json() == error_body(400, error)
     assert me(api, p["token"]) == before
 
 
@@ -556,7 +556,128 @@ def test_patch_malformed_json(api):
     r = api.patch("/providers/me", token=p["token"], data="{not json",
                   headers={"Content-Type": "application/json"})
     assert r.status_code == 400
-    assert r.json() == {"error": "body: malformed JSON"}
+    assert r.json() == error_body(400, "body: malformed JSON")
+
+
+# ================================================================ GET /providers/:id/profile (issue 24)
+
+PUBLIC_PROFILE_FIELDS = {"id", "name", "companyName", "headshotUrl", "logoUrl", "services", "serviceZips",
+                         "averageRating", "totalReviews", "completedJobs", "memberSince", "preferredPro", "insured",
+                         "verified", "reviews"}
+PUBLIC_REVIEW_FIELDS = {"id", "rating", "comment", "service", "reviewerName", "createdAt"}
+
+
+def profile(api, token, provider_id):
+    r = api.get(f"/providers/{provider_id}/profile", token=token)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert set(body) == PUBLIC_PROFILE_FIELDS, body
+    assert all(set(v) == PUBLIC_REVIEW_FIELDS for v in body["reviews"]), body["reviews"]
+    return body
+
+
+def completed_job_reviewed(api, user, pro, rating, comment=None):
+    """One more job of user done by pro, and reviewed."""
+    from flow_helpers import accept, post_job, quote, step
+    job = post_job(api, user)
+    accept(api, user, quote(api, pro, job["id"], 60)["id"])
+    for status in ("ON_THE_WAY", "IN_PROGRESS", "COMPLETED"):
+        step(api, pro, job["id"], status)
+    api.advance_clock(5)  # reviews a few milliseconds apart: their order is the time they were written
+    r = api.post("/reviews", token=user["token"], json={"jobId": job["id"], "rating": rating, "comment": comment})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def test_a_providers_public_profile_shows_nothing_private(api, admin_token):
+    from flow_helpers import customer, private_zip, provider
+    from staff_helpers import make_staff
+    zip_code = private_zip()
+    pro = provider(api, [zip_code], services=["lawncare", "handyman"], name="Pat Public", phone="212-555-0199")
+    ok = requests.codes.ok
+    assert api.patch("/providers/me", token=pro["token"],
+                     json={"companyName": "Pat's Lawns", "companyUrl": "https://pats.example"}).status_code == ok
+    logo = api.post("/providers/me/logo", token=pro["token"], files={"logo": ("l.png", png_bytes(71), "image/png")})
+    assert logo.status_code == ok
+    casey = customer(api, zip_code, "pm_card_visa", name="Casey  van Tran")
+    prince = customer(api, zip_code, "pm_card_visa", name="Prince")
+    first = completed_job_reviewed(api, casey, pro, 5, "Spotless")
+    second = completed_job_reviewed(api, prince, pro, 4)
+    third = completed_job_reviewed(api, casey, pro, 4, "Good again")
+
+    p = profile(api, casey["token"], pro["id"])
+    assert (p["id"], p["name"], p["companyName"]) == (pro["id"], "Pat Public", "Pat's Lawns")
+    assert p["services"] == ["lawncare", "handyman"] and p["serviceZips"] == [zip_code]
+    assert (p["averageRating"], p["totalReviews"], p["completedJobs"]) == (4.33, 3, 3)
+    assert p["preferredPro"] is False and p["insured"] is False and p["verified"] is True
+    assert p["memberSince"] == me(api, pro["token"])["createdAt"]
+    assert requests.get(p["headshotUrl"], timeout=30).status_code == ok
+    assert requests.get(p["logoUrl"], timeout=30).status_code == ok
+    assert [(v["id"], v["rating"], v["comment"], v["reviewerName"], v["service"]) for v in p["reviews"]] == [
+        (third["id"], 4, "Good again", "Casey T.", "lawncare"), (second["id"], 4, None, "Prince", "lawncare"),
+        (first["id"], 5, "Spotless", "Casey T.", "lawncare")]
+    text = api.get(f"/providers/{pro['id']}/profile", token=casey["token"]).text
+    for private in (pro["email"], "212-555-0199", "pats.example", "idDoc", "insDoc", "insCheck", "idCheck",
+                    "Casey  van Tran", casey["id"], "email", "phone"):
+        assert private not in text, private
+    # every signed-in account may read it: customers, providers, staff, administrators
+    staff = make_staff(api, "technical_support", admin_token)
+    for token in (prince["token"], pro["token"], api.register_provider()["token"], staff["token"], admin_token):
+        assert profile(api, token, pro["id"])["totalReviews"] == 3
+    # Preferred Pro shows at once
+    assert api.post("/providers/me/preferred-pro/apply", token=pro["token"]).status_code == ok
+    assert profile(api, casey["token"], pro["id"])["preferredPro"] is True
+
+
+def test_a_new_providers_profile_and_the_refusals(api):
+    from flow_helpers import provider
+    pro = provider(api, verified=False)
+    p = profile(api, pro["token"], pro["id"])
+    assert (p["headshotUrl"], p["logoUrl"], p["companyName"], p["averageRating"]) == (None, None, None, None)
+    assert (p["totalReviews"], p["completedJobs"], p["verified"], p["reviews"]) == (0, 0, False, [])
+    r = api.get("/providers/cnosuchprovider0000000000/profile", token=pro["token"])
+    assert (r.status_code, r.json()["error"]) == (404, "Provider not found")
+    user = api.register_user()
+    r = api.get(f"/providers/{user['id']}/profile", token=pro["token"])  # a customer's id is no provider
+    assert (r.status_code, r.json()["error"]) == (404, "Provider not found")
+    r = api.get(f"/providers/{pro['id']}/profile")
+    assert (r.status_code, r.json()["error"]) == (401, "Unauthorized")
+
+
+def test_a_profile_shows_the_newest_20_reviews(api):
+    from flow_helpers import customer, private_zip, provider
+    zip_code = private_zip()
+    pro = provider(api, [zip_code])
+    fan = customer(api, zip_code, "pm_card_visa", name="Robin Reviewer")
+    written = [completed_job_reviewed(api, fan, pro, 1 + i % 5, f"review {i}") for i in range(21)]
+    p = profile(api, fan["token"], pro["id"])
+    assert (p["totalReviews"], p["completedJobs"]) == (21, 21)
+    assert [v["id"] for v in p["reviews"]] == [w["id"] for w in reversed(written)][:20]
+    assert p["averageRating"] == round(sum(1 + i % 5 for i in range(21)) / 21, 2)
+    # the reviews page: newest first, the next page in the Link header and reviewsNextCursor
+    seen, params = [], {"limit": 8}
+    while True:
+        r = api.get(f"/providers/{pro['id']}/profile", token=fan["token"], params=params)
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert set(body) - {"reviewsNextCursor"} == PUBLIC_PROFILE_FIELDS and body["totalReviews"] == 21
+        seen += [v["id"] for v in body["reviews"]]
+        link = next_link(r)
+        if not link:
+            assert "reviewsNextCursor" not in body
+            break
+        assert f"cursor={body['reviewsNextCursor']}" in link and len(body["reviews"]) == 8
+        params = {"limit": 8, "cursor": body["reviewsNextCursor"]}
+    assert seen == [w["id"] for w in reversed(written)]
+    # a cursor is this provider's reviews' only; limits keep their bounds
+    other = provider(api, [zip_code])
+    first = api.get(f"/providers/{pro['id']}/profile", token=fan["token"], params={"limit": 1}).json()
+    r = api.get(f"/providers/{other['id']}/profile", token=fan["token"],
+                params={"cursor": first["reviewsNextCursor"]})
+    assert (r.status_code, r.json()) == (400, error_body(400, "cursor: is not valid"))
+    for bad in ("0", "101", "x"):
+        r = api.get(f"/providers/{pro['id']}/profile", token=fan["token"], params={"limit": bad})
+        assert (r.status_code, r.json()) == (400, error_body(400, "limit: must be an integer from 1 to 100"))
 
 
 # ================================================================ upload rules, on every upload route
@@ -565,6 +686,8 @@ class Route:
     def __init__(self, name, path, field, limit_mb, pdf, none_message="No file uploaded"):
         self.name, self.path, self.field, self.limit_mb, self.pdf = name, path, field, limit_mb, pdf
         self.none_message = none_message
+        # the field a request without a file names: the route's one file field, else the body
+        self.none_field = "body" if path == "/providers/me/id-documents" else field
         self.types_msg = DOC_TYPES_MSG if pdf else IMAGE_TYPES_MSG
 
     def stored_url(self, response):
@@ -608,7 +731,7 @@ def test_upload_over_the_limit_is_413(api, pro, route):
     data = padded_png(route.limit_mb * MB + 1)
     r = upload(api, route.path, pro["token"], {route.field: ("big.png", data, "image/png")})
     assert r.status_code == 413, r.text
-    assert r.json() == {"error": f"{route.field}: file larger than {route.limit_mb} MB"}
+    assert r.json() == error_body(413, f"{route.field}: file larger than {route.limit_mb} MB")
     assert_nothing_stored(me(api, pro["token"]))
 
 
@@ -623,7 +746,7 @@ def test_body_far_over_every_limit_is_413(api, pro):
     """A Content-Length beyond what the route's files allow is refused before it is read."""
     r = upload(api, "/providers/me/logo", pro["token"], {"logo": ("huge.png", padded_png(7 * MB), "image/png")})
     assert r.status_code == 413
-    assert r.json() == {"error": "Request body too large"}
+    assert r.json() == error_body(413, "Request body too large")
     assert me(api, pro["token"])["logoUrl"] is None
 
 
@@ -631,7 +754,7 @@ def test_body_far_over_every_limit_is_413(api, pro):
 def test_upload_unexpected_field_is_400(api, pro, route):
     r = upload(api, route.path, pro["token"], {"photo": ("a.png", png_bytes(), "image/png")})
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": "photo: unexpected file field"}
+    assert r.json() == error_body(400, "photo: unexpected file field")
     assert_nothing_stored(me(api, pro["token"]))
 
 
@@ -641,7 +764,7 @@ def test_upload_two_files_in_one_field_is_400(api, pro, route):
              (route.field, ("b.png", png_bytes(seed=2), "image/png"))]
     r = upload(api, route.path, pro["token"], files)
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": f"{route.field}: at most 1 file"}
+    assert r.json() == error_body(400, f"{route.field}: at most 1 file")
     assert_nothing_stored(me(api, pro["token"]))
 
 
@@ -650,22 +773,22 @@ def test_upload_without_a_file_is_400(api, pro, route):
     # a text field only
     r = upload(api, route.path, pro["token"], {"note": (None, "hello")})
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": route.none_message}
+    assert r.json() == error_body(400, route.none_message, "validation_failed", route.none_field)
     assert_nothing_stored(me(api, pro["token"]))
     # an empty file input (no file chosen in a browser form)
     r = upload(api, route.path, pro["token"], {route.field: ("", b"", "application/octet-stream")})
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": route.none_message}
+    assert r.json() == error_body(400, route.none_message, "validation_failed", route.none_field)
 
 
 @route_params
 def test_upload_json_body_is_400(api, pro, route):
     r = api.post(route.path, token=pro["token"], json={route.field: "data:image/png;base64,AAAA"})
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": "body: must be multipart/form-data"}
+    assert r.json() == error_body(400, "body: must be multipart/form-data")
     r = api.post(route.path, token=pro["token"])
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": "body: must be multipart/form-data"}
+    assert r.json() == error_body(400, "body: must be multipart/form-data")
 
 
 @pytest.mark.parametrize("ctype", [None, "text/plain", "image/png", "multipart/form-data"])
@@ -674,7 +797,7 @@ def test_upload_raw_body_is_400(api, pro, ctype):
     r = api.post("/providers/me/logo", token=pro["token"], data=png_bytes(),
                  headers={"Content-Type": ctype} if ctype else {})
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": "body: must be multipart/form-data"}
+    assert r.json() == error_body(400, "body: must be multipart/form-data")
     assert_nothing_stored(me(api, pro["token"]))
 
 
@@ -683,7 +806,7 @@ def test_upload_text_renamed_png_is_400(api, pro, route):
     text = b"this is plain text, not a picture\n" * 20
     r = upload(api, route.path, pro["token"], {route.field: ("photo.png", text, "image/png")})
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": f"{route.field}: {route.types_msg}"}
+    assert r.json() == error_body(400, f"{route.field}: {route.types_msg}")
     assert_nothing_stored(me(api, pro["token"]))
 
 
@@ -708,7 +831,7 @@ def test_upload_pdf(api, pro, route):
         assert_served(url, data, "application/pdf")
     else:
         assert r.status_code == 400, r.text
-        assert r.json() == {"error": f"{route.field}: {IMAGE_TYPES_MSG}"}
+        assert r.json() == error_body(400, f"{route.field}: {IMAGE_TYPES_MSG}")
         assert_nothing_stored(me(api, pro["token"]))
 
 
@@ -718,7 +841,7 @@ def test_upload_webp(api, pro, route, tmp_path):
     r = upload(api, route.path, pro["token"], {route.field: ("p.webp", data, "image/webp")})
     if route.pdf:  # the insurance certificate takes PNG, JPEG and PDF only
         assert r.status_code == 400, r.text
-        assert r.json() == {"error": f"insuranceDoc: {DOC_TYPES_MSG}"}
+        assert r.json() == error_body(400, f"insuranceDoc: {DOC_TYPES_MSG}")
     else:
         assert r.status_code == 200, r.text
         url = route.stored_url(r.json())
@@ -741,11 +864,11 @@ def test_first_problem_is_reported(api, pro):
     files = [("photo", ("a.png", png_bytes(), "image/png")),
              ("logo", ("big.png", padded_png(5 * MB + 1), "image/png"))]
     r = upload(api, "/providers/me/logo", pro["token"], files)
-    assert r.status_code == 400 and r.json() == {"error": "photo: unexpected file field"}
+    assert r.status_code == 400 and r.json() == error_body(400, "photo: unexpected file field")
     files = [("logo", ("big.png", padded_png(5 * MB + 1), "image/png")),
              ("photo", ("a.png", png_bytes(), "image/png"))]
     r = upload(api, "/providers/me/logo", pro["token"], files)
-    assert r.status_code == 413 and r.json() == {"error": "logo: file larger than 5 MB"}
+    assert r.status_code == 413 and r.json() == error_body(413, "logo: file larger than 5 MB")
 
 
 # ================================================================ logo
@@ -854,14 +977,14 @@ def test_delete_headshot_out_of_range_is_400(api, pro, index):
     before = me(api, pro["token"])["headshots"]
     r = api.delete(f"/providers/me/headshots/{index}", token=pro["token"])
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": "Headshot index out of range"}
+    assert r.json() == error_body(400, "Headshot index out of range", "validation_failed", "index")
     assert [file_key(u) for u in me(api, pro["token"])["headshots"]] == [file_key(u) for u in before]
 
 
 def test_delete_headshot_when_there_is_none_is_400(api, pro):
     r = api.delete("/providers/me/headshots/0", token=pro["token"])
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": "Headshot index out of range"}
+    assert r.json() == error_body(400, "Headshot index out of range", "validation_failed", "index")
 
 
 @pytest.mark.parametrize("index", ["abc", "1.5", "1x", "0x1"])
@@ -869,7 +992,7 @@ def test_delete_headshot_non_integer_is_400(api, pro, index):
     add_headshot(api, pro["token"], png_bytes(seed=62))
     r = api.delete(f"/providers/me/headshots/{index}", token=pro["token"])
     assert r.status_code == 400, r.text
-    assert r.json() == {"error": "index: must be an integer"}
+    assert r.json() == error_body(400, "index: must be an integer")
     assert len(me(api, pro["token"])["headshots"]) == 1
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from conftest import unique_email, unique_ip
 from flow_helpers import private_zip
+from helpers import error_body
 from test_auth import assert_field_error
 
 
@@ -111,7 +112,7 @@ def test_waitlist_is_limited_per_ip(api):
         assert r.status_code == 200, (i, r.text)
     r = api.post("/waitlist", json=waitlist_body(), ip=ip)
     assert r.status_code == 429
-    assert r.json() == {"error": "Too many requests"}
+    assert r.json() == error_body(429, "Too many requests")
     assert re.fullmatch(r"\d+", r.headers.get("Retry-After", "")), r.headers
     assert 1 <= int(r.headers["Retry-After"]) <= 900
     assert api.post("/waitlist", json=waitlist_body(), ip=unique_ip()).status_code == 200

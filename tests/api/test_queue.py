@@ -362,7 +362,8 @@ def test_pool_recovers_after_a_database_restart(pg_restart, make_server):
         assert 500 <= r.status_code < 600, (r.status_code, r.text)
         body = r.json()
         if r.status_code == 500:
-            assert body == {"error": "Internal server error", "requestId": r.headers["X-Request-Id"]}
+            assert body == {"error": "Internal server error", "code": "internal_error",
+                            "requestId": r.headers["X-Request-Id"]}
         # nothing internal leaks (the request id is random, so only the message is checked)
         message = body["error"].lower()
         assert not any(w in message for w in ("postgres", "sql", "connection", "libpq", "server closed")), body

@@ -23,15 +23,14 @@ from flow_helpers import (
     UNAUTHORIZED, accept, customer, Flow, get_job, ok, post_job, private_zip, provider, quote, race,
     step, submit_quote,
 )
-from helpers import png_bytes
+from helpers import error_body, png_bytes
 
-VERIFICATION_REQUIRED = {"error": "Upload a headshot and both sides of your driver's licence before quoting",
-                         "code": "verification_required"}
-NOT_OPEN = {"error": "The job is not open for quotes"}
-ALREADY_QUOTED = {"error": "You already quoted on this job"}
-NOT_OPEN_FOR_ACCEPTANCE = {"error": "The job is no longer open for acceptance"}
-QUOTE_NOT_FOUND = {"error": "Quote not found"}
-NOT_YOUR_JOB = {"error": "Not your job"}
+VERIFICATION_REQUIRED = error_body(400, "Upload a headshot and both sides of your driver's licence before quoting", "verification_required")
+NOT_OPEN = error_body(409, "The job is not open for quotes", "invalid_state")
+ALREADY_QUOTED = error_body(409, "You already quoted on this job")
+NOT_OPEN_FOR_ACCEPTANCE = error_body(409, "The job is no longer open for acceptance", "invalid_state")
+QUOTE_NOT_FOUND = error_body(404, "Quote not found")
+NOT_YOUR_JOB = error_body(403, "Not your job")
 AMOUNT_RANGE = "amount: must be between 0.01 and 100000"
 PROVIDER_FIELDS = {"name", "phone", "companyName", "companyUrl", "insuranceInfo", "logoUrl", "averageRating"}
 
@@ -188,7 +187,7 @@ def test_scheduled_at_of_the_epoch_is_kept(api):
 ])
 def test_quote_validation(api, body, message):
     pro = provider(api, verified=False)  # validation comes before the verification gate
-    status_body(api.post("/quotes", token=pro["token"], json=body), 400, {"error": message})
+    status_body(api.post("/quotes", token=pro["token"], json=body), 400, error_body(400, message))
 
 
 def test_quote_amount_bounds_on_a_real_job(api):
@@ -197,12 +196,12 @@ def test_quote_amount_bounds_on_a_real_job(api):
     pro = provider(api, [zip_code])
     jid = post_job(api, u)["id"]
     for bad in (0, -1, 100000.01):
-        status_body(submit_quote(api, pro, jid, bad), 400, {"error": AMOUNT_RANGE})
+        status_body(submit_quote(api, pro, jid, bad), 400, error_body(400, AMOUNT_RANGE))
     assert get_job(api, u["token"], jid)["status"] == "PENDING"
     assert quote(api, pro, jid, 100000)["totalAmount"] == 118000.0
 
 
-TOO_SMALL = {"error": "amount: the total charged must be at least 0.50"}
+TOO_SMALL = error_body(400, "amount: the total charged must be at least 0.50")
 
 
 @pytest.mark.parametrize("amount", [0.01, 0.1, 0.41, 0.42])
@@ -353,15 +352,59 @@ def test_concurrent_accepts_of_one_job(api, server):
         assert view["payment"]["status"] == "AUTHORIZED" and view["payment"]["amount"] == winner["totalAmount"]
 
 
+# ================================================================ GET /providers/me/quotes (issue 24)
+
+def my_quotes(api, pro):
+    items = ok(api.get("/providers/me/quotes", token=pro["token"]))
+    for q in items:
+        assert set(q) == QUOTE_FIELDS | {"jobStatus", "service"}, q
+    return [(q["id"], q["status"], q["jobStatus"]) for q in items]
+
+
+def test_a_providers_quotes_newest_first_with_their_jobs_status(api):
+    zip_code = private_zip()
+    pro, rival = provider(api, [zip_code]), provider(api, [zip_code])
+    assert my_quotes(api, pro) == []
+    users = [customer(api, zip_code, "pm_card_visa") for _ in range(4)]
+    won, lost, open_, cancelled = (post_job(api, u) for u in users)
+    q_won = quote(api, pro, won["id"], 100)
+    q_lost = quote(api, pro, lost["id"], 120)
+    q_rival = quote(api, rival, lost["id"], 90)
+    q_open = quote(api, pro, open_["id"], 80)
+    q_cancelled = quote(api, pro, cancelled["id"], 70)
+    assert my_quotes(api, pro) == [(q_cancelled["id"], "PENDING", "QUOTED"), (q_open["id"], "PENDING", "QUOTED"),
+                                   (q_lost["id"], "PENDING", "QUOTED"), (q_won["id"], "PENDING", "QUOTED")]
+    accept(api, users[0], q_won["id"])
+    accept(api, users[1], q_rival["id"])
+    ok(api.post(f"/jobs/{cancelled['id']}/cancel", token=users[3]["token"]))
+    assert my_quotes(api, pro) == [(q_cancelled["id"], "PENDING", "CANCELLED"), (q_open["id"], "PENDING", "QUOTED"),
+                                   (q_lost["id"], "REJECTED", "ACCEPTED"), (q_won["id"], "ACCEPTED", "ACCEPTED")]
+    step(api, pro, won["id"], "ON_THE_WAY")
+    items = ok(api.get("/providers/me/quotes", token=pro["token"]))
+    assert items[-1]["jobStatus"] == "ON_THE_WAY" and items[-1]["service"] == "lawncare"
+    assert items[-1]["amount"] == 100 and items[-1]["totalAmount"] == 118 and items[-1]["jobId"] == won["id"]
+    assert my_quotes(api, rival) == [(q_rival["id"], "ACCEPTED", "ACCEPTED")]
+
+
+def test_provider_quotes_refuse_other_roles(api, admin_token):
+    u = api.register_user()
+    r = api.get("/providers/me/quotes", token=u["token"])
+    assert (r.status_code, r.json()["error"]) == (403, "Forbidden")
+    r = api.get("/providers/me/quotes", token=admin_token)
+    assert (r.status_code, r.json()["error"]) == (403, "Forbidden")
+    r = api.get("/providers/me/quotes")
+    assert (r.status_code, r.json()["error"]) == (401, "Unauthorized")
+
+
 # ================================================================ GET /quotes/market-rate
 
 def test_market_rate_access_and_validation(api):
     pro = provider(api, verified=False)
     status_body(market_rate(api, customer(api)["token"], "lawncare"), 403, FORBIDDEN)
     status_body(api.get("/quotes/market-rate", params={"service": "lawncare"}), 401, UNAUTHORIZED)
-    status_body(api.get("/quotes/market-rate", token=pro["token"]), 400, {"error": "service: is required"})
+    status_body(api.get("/quotes/market-rate", token=pro["token"]), 400, error_body(400, "service: is required"))
     for bad in ("plumbing", "LAWNCARE", ""):
-        status_body(market_rate(api, pro["token"], bad), 400, {"error": f"service: {SERVICES_MSG}"})
+        status_body(market_rate(api, pro["token"], bad), 400, error_body(400, f"service: {SERVICES_MSG}"))
 
 
 def test_market_rate_is_the_median_of_accepted_quotes_rounded_to_5(server_factory):

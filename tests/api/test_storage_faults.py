@@ -19,11 +19,11 @@ import pytest
 from conftest import Api
 from fake_s3 import FakeS3
 from flow_helpers import customer, ok, post_job, private_zip, provider
-from helpers import png_bytes
+from helpers import error_body, png_bytes
 from test_outages import SlowPush, fill
 
-UNAVAILABLE = {"error": "File storage unavailable"}
-FULL = {"error": "Insufficient storage"}
+UNAVAILABLE = error_body(503, "File storage unavailable")
+FULL = error_body(507, "Insufficient storage")
 AK, SK, REGION, BUCKET = "AKIASTORAGEFAULTS1", "storage/faults+secret", "us-east-1", "faults"
 
 
@@ -203,7 +203,7 @@ def test_weather_service_that_hangs_is_503_in_bounded_time_and_not_cached(once_p
         fake_geo.delay("forecast", 30)
         t0 = time.monotonic()
         r = api.get("/weather", params={"zip": "10001"}, token=user["token"])
-        assert (r.status_code, r.json()) == (503, {"error": "Weather service unavailable"})
+        assert (r.status_code, r.json()) == (503, error_body(503, "Weather service unavailable"))
         assert time.monotonic() - t0 < 12  # the service waits 8 s
         fake_geo.delay("forecast", 0)
         r = api.get("/weather", params={"zip": "10001"}, token=user["token"])
@@ -221,7 +221,7 @@ def test_geocoder_that_hangs_is_422_in_bounded_time(once_per_run, fake_geo, serv
         fake_geo.delay("search", 30)
         t0 = time.monotonic()
         r = api.get("/drive-time", params={"fromAddress": "somewhere slow", "toAddress": "somewhere slow"})
-        assert (r.status_code, r.json()) == (422, {"error": "Geocoding failed for fromAddress"})
+        assert (r.status_code, r.json()) == (422, error_body(422, "Geocoding failed for fromAddress"))
         assert time.monotonic() - t0 < 9  # the service waits 5 s
     finally:
         fake_geo.reset()

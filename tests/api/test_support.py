@@ -12,7 +12,7 @@ import pytest
 
 from conftest import Api
 from flow_helpers import ISO_RE, ok
-from helpers import eventually
+from helpers import error_body, eventually
 from staff_helpers import FORBIDDEN, STAFF_ROLES, make_staff
 
 SUPPORT = "support@localhost"
@@ -97,7 +97,7 @@ def test_support_request_validates_in_spec_order(api, desk, role, mutate, error)
     body = {"subject": "Hi", "body": "Help", "category": "technical"}
     mutate(body)
     r = api.post("/users/me/support" if role == "user" else "/providers/me/support", token=acct["token"], json=body)
-    assert (r.status_code, r.json()) == (400, {"error": error})
+    assert (r.status_code, r.json()) == (400, error_body(400, error))
     assert not [t for t in tickets(api, desk) if t["accountId"] == acct["id"]]
 
 
@@ -164,7 +164,7 @@ def test_default_list_is_open_and_in_progress_oldest_first(api, desk):
 
 def test_status_filter_is_validated(api, desk):
     r = api.get("/staff/tickets", token=desk["token"], params={"status": "DONE"})
-    assert (r.status_code, r.json()) == (400, {"error": "status: must be one of: OPEN, IN_PROGRESS, RESOLVED, CLOSED"})
+    assert (r.status_code, r.json()) == (400, error_body(400, "status: must be one of: OPEN, IN_PROGRESS, RESOLVED, CLOSED"))
 
 
 def test_in_progress_assigns_the_caller_and_ignores_assigned_to(api, admin_token, desk):
@@ -198,7 +198,7 @@ def test_resolving_and_closing_set_resolved_at(api, desk):
     assert ok(patch(api, desk, tid, {"notes": "Customer thanked us"}))["notes"] == "Customer thanked us"
     for status in ("OPEN", "IN_PROGRESS", "RESOLVED"):
         r = patch(api, desk, tid, {"status": status})
-        assert (r.status_code, r.json()) == (409, {"error": f"A ticket cannot move from CLOSED to {status}"})
+        assert (r.status_code, r.json()) == (409, error_body(409, f"A ticket cannot move from CLOSED to {status}", "invalid_state"))
     assert ok(patch(api, desk, tid, {"status": "CLOSED"}))["status"] == "CLOSED"
 
 
@@ -235,11 +235,11 @@ def test_patch_validation_and_404(api, desk):
                         ({"notes": 5}, "notes: must be a string"),
                         ({"notes": "n" * 5001}, "notes: must be at most 5000 characters")):
         r = patch(api, desk, tid, body)
-        assert (r.status_code, r.json()) == (400, {"error": error})
+        assert (r.status_code, r.json()) == (400, error_body(400, error))
     assert ok(patch(api, desk, tid, {}))["status"] == "OPEN"
     assert ok(patch(api, desk, tid, {"notes": "n" * 5000}))["notes"] == "n" * 5000
     r = patch(api, desk, "cnotanidnotanidnotanid000", {"status": "CLOSED"})
-    assert (r.status_code, r.json()) == (404, {"error": "Ticket not found"})
+    assert (r.status_code, r.json()) == (404, error_body(404, "Ticket not found"))
 
 
 # ---------------------------------------------------------------- limits (issue 20, item 4)
@@ -252,7 +252,7 @@ def test_the_sixth_ticket_in_an_hour_is_429(api, server, desk):
         open_ticket(api, u, subject=f"Limit {u['id']} {i}")
     r = api.post("/users/me/support", token=u["token"], json={"subject": f"Limit {u['id']} 5", "body": "again",
                                                                "category": "feedback"})
-    assert (r.status_code, r.json()) == (429, {"error": "Too many requests"})
+    assert (r.status_code, r.json()) == (429, error_body(429, "Too many requests"))
     assert 3500 < int(r.headers["Retry-After"]) <= 3600
     api.wait_queue_idle()
     assert len([m for m in server.mails(SUPPORT) if f"Limit {u['id']}" in m["subject"]]) == 5
@@ -266,7 +266,7 @@ def test_providers_have_their_own_5_tickets_an_hour(server_factory):
     for i in range(5):
         open_ticket(api, pro, role="provider", subject=f"Pro {i}")
     r = api.post("/providers/me/support", token=pro["token"], json={"subject": "x", "body": "y", "category": "technical"})
-    assert (r.status_code, r.json()) == (429, {"error": "Too many requests"})
+    assert (r.status_code, r.json()) == (429, error_body(429, "Too many requests"))
     api.advance_clock(60 * 60 * 1000)  # the window has passed
     open_ticket(api, pro, role="provider", subject="Pro again")
 

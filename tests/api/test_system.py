@@ -17,9 +17,9 @@ import time
 import pytest
 import requests
 
-from conftest import Api, contract_observe, free_port, unique_email, unique_ip
+from conftest import PG_ENV, Api, contract_observe, free_port, unique_email, unique_ip
 from fake_stripe import FakeStripe
-from helpers import eventually, health_once_up
+from helpers import error_body, eventually, health_once_up
 
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 ISO_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
@@ -111,7 +111,7 @@ def test_clock_moves_token_expiry(clock_server):
     _advance(clock_server, 24 * 3600 * 1000 + 60_000)
     r = me()
     assert r.status_code == 401
-    assert r.json() == {"error": "Unauthorized"}
+    assert r.json() == error_body(401, "Unauthorized")
 
 
 def test_clock_moves_rate_limit_windows(clock_server):
@@ -122,7 +122,7 @@ def test_clock_moves_rate_limit_windows(clock_server):
         assert post().status_code == 200
     r = post()
     assert r.status_code == 429
-    assert r.json() == {"error": "Too many requests"}
+    assert r.json() == error_body(429, "Too many requests")
     _advance(clock_server, 15 * 60 * 1000 + 1000)
     assert post().status_code == 200
 
@@ -180,11 +180,11 @@ def test_test_routes_are_404_outside_test_env(request, which):
     assert requests.get(srv.url + "/health", timeout=10).json() == {"status": "ok"}
     r = requests.post(srv.url + "/__test/clock", json={"advanceMs": 1000}, timeout=10)
     assert r.status_code == 404
-    assert r.json() == {"error": "Not found"}
+    assert r.json() == error_body(404, "Not found")
     for path in ("/__test/routes", "/__test/queue", "/__test/load"):
         r = requests.get(srv.url + path, timeout=10)
         assert r.status_code == 404
-        assert r.json() == {"error": "Not found"}
+        assert r.json() == error_body(404, "Not found")
     # an invalid body does not reveal the route either
     r = requests.post(srv.url + "/__test/clock", json={}, timeout=10)
     assert r.status_code == 404
@@ -281,7 +281,7 @@ def run_env(request, pg_cluster):
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "DATA_DIR": data, "PORT": str(free_port()),
            "BIND": "127.0.0.1",
            "DATABASE_URL": pg_cluster.new_database() if pg_cluster else f"sqlite:{data}/marketplace.db",
-           "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23"}
+           "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23", **(PG_ENV if pg_cluster else {})}
     yield env
     shutil.rmtree(d, ignore_errors=True)
 
@@ -434,7 +434,7 @@ def test_sigterm_answers_held_refusals_too(make_server):
     srv.proc.send_signal(signal.SIGTERM)
     hashing.join(120)
     refused.join(30)
-    assert results[1] == (503, {"error": "Server busy"}, "1"), results
+    assert results[1] == (503, error_body(503, "Server busy"), "1"), results
     assert results[0][0] == 200 and results[0][1]["user"]["email"] == email, results
     assert srv.proc.wait(timeout=120) == 0
     for conn in conns:
@@ -486,7 +486,7 @@ def test_sigterm_refuses_new_connections_while_draining(make_server):
         answer = _read_response(s)
         s.close()
     assert answer.startswith(b"HTTP/1.1 400"), answer
-    assert b'{"error":"email: is required"}' in answer
+    assert b'{"error":"email: is required","code":"validation_failed","field":"email"}' in answer
     assert srv.proc.wait(timeout=15) == 0
 
 
@@ -503,7 +503,7 @@ def test_sigterm_lets_a_slow_upload_finish(make_server):
     finally:
         s.close()
     assert answer.startswith(b"HTTP/1.1 400"), answer
-    assert b'{"error":"email: is required"}' in answer
+    assert b'{"error":"email: is required","code":"validation_failed","field":"email"}' in answer
     assert srv.proc.wait(timeout=15) == 0
 
 
@@ -531,7 +531,7 @@ def test_sigterm_past_the_grace_period_answers_the_waiting_and_cuts_a_busy_handl
         srv.proc.send_signal(signal.SIGTERM)
         r = conn.getresponse()
         assert (r.status, json.loads(r.read()), r.getheader("Retry-After")) == (
-            503, {"error": "Service unavailable"}, "1")
+            503, error_body(503, "Service unavailable"), "1")
         assert srv.proc.wait(timeout=10) == 0
         assert time.time() - sent < 5, "exited long after the grace period"
         assert "requests still running after the grace period were cut off" in srv.read_log()

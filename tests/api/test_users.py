@@ -4,11 +4,12 @@ import re
 import pytest
 
 from conftest import unique_email
+from helpers import error_body
 
 ID_RE = re.compile(r"^c[0-9a-z]{24}$")
 PROFILE_KEYS = {"id", "email", "name", "address", "zip", "lat", "lng"}
-UNAUTHORIZED = {"error": "Unauthorized"}
-FORBIDDEN = {"error": "Forbidden"}
+UNAUTHORIZED = error_body(401, "Unauthorized")
+FORBIDDEN = error_body(403, "Forbidden")
 
 
 def me(api, token):
@@ -19,8 +20,8 @@ def me(api, token):
 
 def assert_field_error(r, field):
     assert r.status_code == 400, r.text
-    assert list(r.json()) == ["error"], r.json()
     assert r.json()["error"].startswith(f"{field}: "), r.json()
+    assert r.json() == error_body(400, r.json()["error"], field=field)
 
 
 # ---------------------------------------------------------------- GET /users/me
@@ -123,7 +124,7 @@ def test_patch_non_finite_number_is_400(api):
     for raw in ('{"lat": Infinity}', '{"lat": NaN}', '{"lat": 1e400}'):
         r = api.patch("/users/me", token=u["token"], data=raw, headers={"Content-Type": "application/json"})
         assert r.status_code == 400, raw
-        assert list(r.json()) == ["error"]
+        assert r.json() == error_body(400, r.json()["error"]), raw
     assert me(api, u["token"])["lat"] is None
 
 
@@ -179,11 +180,11 @@ def test_patch_zero_is_stored_as_zero(api):
 def test_patch_ignores_other_fields(api):
     u = api.register_user(name="Keep Me")
     r = api.patch("/users/me", token=u["token"],
-                  json={"name": "Changed", "email": "x@example.com", "zip": "99999", "id": "cxxx", "lat": 5})
+                  json={"email": "x@example.com", "zip": "99999", "id": "cxxx", "lat": 5, "isPremium": True})
     assert r.status_code == 200, r.text
     got = me(api, u["token"])
     assert got["id"] == u["id"] and got["name"] == "Keep Me" and got["email"] == u["email"]
-    assert got["zip"] == "10001" and got["lat"] == 5
+    assert got["zip"] == "10001" and got["lat"] == 5 and got["isPremium"] is False
 
 
 def test_patch_affects_only_the_caller(api):
@@ -197,10 +198,10 @@ def test_patch_malformed_body_is_400(api):
     u = api.register_user()
     r = api.patch("/users/me", token=u["token"], data="{lat: 1", headers={"Content-Type": "application/json"})
     assert r.status_code == 400
-    assert r.json() == {"error": "body: malformed JSON"}
+    assert r.json() == error_body(400, "body: malformed JSON")
     r = api.patch("/users/me", token=u["token"], json=[{"lat": 1}])
     assert r.status_code == 400
-    assert list(r.json()) == ["error"]
+    assert r.json() == error_body(400, "body: must be a JSON object")
     assert me(api, u["token"])["lat"] is None
 
 
@@ -218,3 +219,49 @@ def test_patch_with_provider_token_is_403(api):
     # role is checked before the body: a bad body from a provider is still 403
     r = api.patch("/users/me", token=p["token"], json={"lat": 1000})
     assert r.status_code == 403
+
+
+# ---------------------------------------------------------------- PATCH name and phone (issue 24)
+
+def test_patch_sets_name_and_phone(api):
+    u = api.register_user(name="Old Name")
+    assert me(api, u["token"])["phone"] is None
+    r = api.patch("/users/me", token=u["token"], json={"name": "New Name", "phone": "+1 212 555 0100"})
+    assert r.status_code == 200, r.text
+    assert r.json()["name"] == "New Name" and r.json()["phone"] == "+1 212 555 0100"
+    got = me(api, u["token"])
+    assert got["name"] == "New Name" and got["phone"] == "+1 212 555 0100"
+    # a patch without them keeps them; an empty phone clears it
+    assert api.patch("/users/me", token=u["token"], json={"lat": 1}).json()["phone"] == "+1 212 555 0100"
+    r = api.patch("/users/me", token=u["token"], json={"phone": ""})
+    assert r.status_code == 200 and r.json()["phone"] is None and r.json()["name"] == "New Name"
+    # the name a login answers with is the new one
+    r = api.post("/auth/login", json={"email": u["email"], "password": u["password"]})
+    assert r.status_code == 200 and r.json()["user"]["name"] == "New Name"
+
+
+def test_patch_name_of_100_characters_and_phone_of_20(api):
+    u = api.register_user()
+    r = api.patch("/users/me", token=u["token"], json={"name": "n" * 100, "phone": "1" * 20})
+    assert r.status_code == 200, r.text
+    assert r.json()["name"] == "n" * 100 and r.json()["phone"] == "1" * 20
+
+
+NAME_PHONE_BAD = [
+    ({"name": ""}, "name: must not be empty"),
+    ({"name": "   "}, "name: must not be empty"),
+    ({"name": "n" * 101}, "name: must be at most 100 characters"),
+    ({"name": 5}, "name: must be a string"),
+    ({"phone": "1" * 21}, "phone: must be at most 20 characters"),
+    ({"phone": 2125550100}, "phone: must be a string"),
+    ({"name": "Fine", "phone": ["1"]}, "phone: must be a string"),
+]
+
+
+@pytest.mark.parametrize("body,error", NAME_PHONE_BAD, ids=[e for _, e in NAME_PHONE_BAD])
+def test_patch_bad_name_or_phone_is_400_and_changes_nothing(api, body, error):
+    u = api.register_user(name="Stays")
+    r = api.patch("/users/me", token=u["token"], json=body)
+    assert r.status_code == 400 and r.json()["error"] == error, r.text
+    got = me(api, u["token"])
+    assert got["name"] == "Stays" and got["phone"] is None

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import createClient from "openapi-fetch";
-import { EventStreamParser, events, type StreamEvent } from "../events.js";
+import { EventStreamParser, events, type StreamEvent } from "../src/events.js";
 import type { paths } from "../schema.js";
 
 const baseUrl = process.env.MARKETPLACE_URL ?? "http://localhost:8080";

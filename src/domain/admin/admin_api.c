@@ -95,30 +95,6 @@ err_t api_admin_impersonate(hs_req *req) {
 
 /* ---- deleting an account ---- */
 
-static void add_key(json_t *keys, const char *key, size_t n) {
-  char buf[STORAGE_KEY_LEN + 1];
-  if (n >= sizeof buf) return;
-  memcpy(buf, key, n);
-  buf[n] = 0;
-  if (storage_key_valid(buf)) json_array_append_new(keys, json_string(buf));
-}
-
-/* The keys a cell names: a key, a JSON array of keys, or "[IMAGE]<signed URL or key>". */
-static void add_cell_keys(json_t *keys, const char *cell) {
-  if (!cell || !*cell) return;
-  if (str_starts_with(cell, "[IMAGE]")) {
-    const char *u = cell + 7, *files = strstr(u, "/files/");
-    if (files) u = files + 7;
-    return add_key(keys, u, strcspn(u, "?#"));
-  }
-  if (cell[0] != '[') return add_key(keys, cell, strlen(cell));
-  json_t *list = jx_parse_or(cell, json_array());
-  size_t i;
-  json_t *v;
-  json_array_foreach(list, i, v) if (json_is_string(v)) add_key(keys, json_string_value(v), json_string_length(v));
-  json_decref(list);
-}
-
 err_t api_admin_delete_account(hs_req *req) {
   const char *id = hs_param(req, "id"), *role = json_string_value(json_object_get(req->query, "role"));
   account_card acc;
@@ -134,7 +110,7 @@ err_t api_admin_delete_account(hs_req *req) {
   json_t *keys = arena_json(&req->arena, json_array());
   for (int f = 0; f < 3; f++)
     for (int i = 0; i < files[f]->rows; i++)
-      for (int col = 0; col < files[f]->cols; col++) add_cell_keys(keys, db_text(files[f], i, col));
+      for (int col = 0; col < files[f]->cols; col++) common_cell_keys(keys, db_text(files[f], i, col));
   json_t *detail = arena_json(&req->arena, json_pack("{s:s,s:s}", "email", acc.email, "name", acc.name));
   audit_action act = {req->auth.id, "admin", "admin.delete_account", id, role, detail};
   e = admin_store_delete_account(role, id, &act);

@@ -83,7 +83,7 @@ const char *audit_key(size_t *len) {
 }
 
 static bool is_credential(const char *key) {
-  static const char *const names[] = {"password", "newPassword", "token", "paymentMethodId"};
+  static const char *const names[] = {"password", "newPassword", "currentPassword", "token", "paymentMethodId"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (!strcasecmp(key, names[i])) return true;
   return false;

@@ -1,5 +1,6 @@
 /* Accounts and credentials: registration and login of customers and providers, password
- * reset, and administrator accounts (CLI and bootstrap). */
+ * reset, the owner's password and email changes, logout (one token, or every token of the
+ * account), and administrator accounts (CLI and bootstrap). */
 #ifndef DOMAIN_AUTH_H
 #define DOMAIN_AUTH_H
 #include "db/db.h"
@@ -33,7 +34,8 @@ typedef struct account_card {
   const char *id, *email, *name;
   int64_t token_gen;
 } account_card;
-/* Looks up account id of role; ERR_NOT_FOUND when there is none (or role is neither). */
+/* Looks up account id of role; ERR_NOT_FOUND when there is none (or role is neither, or the
+ * account was deleted by its owner). */
 err_t auth_account_get(arena *a, const char *role, const char *id, account_card *out);
 
 /* Password work for every login (customers, providers, staff, administrators) and for account
@@ -50,5 +52,10 @@ err_t auth_account_get(arena *a, const char *role, const char *id, account_card 
 err_t auth_refuse_when_busy(hs_req *req);
 err_t auth_check_login(hs_req *req, const char *login_key, const char *password, const char *hash);
 err_t auth_hash_password(hs_req *req, const char *password, char out[128]);
+/* The caller's own password, for the routes that change or delete its account (a customer or
+ * provider token): 503 Server busy when the hashing pool is full, 401 Unauthorized when the
+ * account is gone, then auth_check_login on "<role>:<email>" (429 while throttled, 401
+ * Invalid credentials on a mismatch). ERR_OK with the account in *out (arena strings). */
+err_t auth_check_own_password(hs_req *req, const char *password, account_card *out);
 
 #endif

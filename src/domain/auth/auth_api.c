@@ -1,17 +1,25 @@
 /* Handlers for /auth/... . Password hashing goes through the bounded pool (ext/password.h);
  * when it is full the route answers 503 with Retry-After at once. Login answers the same
  * 401 for an unknown email and a wrong password, after the same amount of hashing, and
- * counts both as failures for the login throttle (http/ratelimit.h: 429 past its limits). */
+ * counts both as failures for the login throttle (http/ratelimit.h: 429 past its limits).
+ *
+ * The owner's changes check the current password through the same throttle, so a stolen token
+ * cannot be used to guess it. A password change moves the account's token generation on and
+ * answers a token of the new one; logout records the presented token's id as ended until it
+ * would have expired; logout-all moves the generation on. An email change is confirmed by a
+ * link to the new address (a 256-bit token of which only the SHA-256 is kept, 24 hours). */
+#include "domain/auth/auth_api.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/ids.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "domain/auth/auth.h"
-#include "domain/auth/auth_api.h"
 #include "domain/auth/auth_store.h"
+#include "domain/common.h"
 #include "ext/digest.h"
 #include "ext/password.h"
+#include "ext/queue.h"
 #include "ext/token.h"
 #include "http/ratelimit.h"
 #include <ctype.h>
@@ -20,6 +28,7 @@
 #include <string.h>
 
 #define RESET_TTL_MS (60LL * 60 * 1000)
+#define EMAIL_CHANGE_TTL_MS (24LL * 60 * 60 * 1000)
 
 /* A client refused for load waits this long for its 503, so a flood that ignores Retry-After
  * cannot spin the server on cheap refusals. The server holds the answer without a thread
@@ -51,14 +60,14 @@ err_t api_auth_register(hs_req *req) {
   bool taken;
   account existing;
   if (auth_store_find(&req->arena, ACCOUNT_USER, email, &existing, &taken) != ERR_OK) return ERR_INTERNAL;
-  if (taken) return hs_fail(req, ERR_CONFLICT, "Email already registered");
+  if (taken) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_EMAIL_TAKEN, "Email already registered");
   char hash[128], id[ID_LEN + 1];
   pw_result pr = password_hash(hs_body_str(req, "password"), hash);
   if (pr != PW_OK) return hashing_failed(req, pr);
   id_new(id);
   err_t e = auth_store_insert_user(id, email, hash, hs_body_str(req, "name"), hs_body_str(req, "address"),
                                    hs_body_str(req, "zip"));
-  if (e == ERR_CONFLICT) return hs_fail(req, ERR_CONFLICT, "Email already registered");
+  if (e == ERR_CONFLICT) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_EMAIL_TAKEN, "Email already registered");
   if (e != ERR_OK) return e;
   return reply_session(req, "user", "user", id, email, hs_body_str(req, "name"), 0);
 }
@@ -68,7 +77,7 @@ err_t api_auth_provider_register(hs_req *req) {
   bool taken;
   account existing;
   if (auth_store_find(&req->arena, ACCOUNT_PROVIDER, email, &existing, &taken) != ERR_OK) return ERR_INTERNAL;
-  if (taken) return hs_fail(req, ERR_CONFLICT, "Email already registered");
+  if (taken) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_EMAIL_TAKEN, "Email already registered");
   char hash[128], id[ID_LEN + 1];
   pw_result pr = password_hash(hs_body_str(req, "password"), hash);
   if (pr != PW_OK) return hashing_failed(req, pr);
@@ -76,7 +85,7 @@ err_t api_auth_provider_register(hs_req *req) {
   err_t e = auth_store_insert_provider(id, email, hash, hs_body_str(req, "name"), hs_body_str(req, "phone"),
                                        json_object_get(req->body, "services"),
                                        json_object_get(req->body, "serviceZips"));
-  if (e == ERR_CONFLICT) return hs_fail(req, ERR_CONFLICT, "Email already registered");
+  if (e == ERR_CONFLICT) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_EMAIL_TAKEN, "Email already registered");
   if (e != ERR_OK) return e;
   return reply_session(req, "provider", "provider", id, email, hs_body_str(req, "name"), 0);
 }
@@ -97,6 +106,14 @@ static err_t login(hs_req *req, account_kind kind) {
 err_t api_auth_login(hs_req *req) { return login(req, ACCOUNT_USER); }
 err_t api_auth_provider_login(hs_req *req) { return login(req, ACCOUNT_PROVIDER); }
 
+/* A link token: 256 random bits as 64 hex digits, and its SHA-256 (what is stored). */
+static void link_token(char token[65], char token_hash[65]) {
+  unsigned char raw[32];
+  random_bytes(raw, sizeof raw);
+  hex_encode(raw, sizeof raw, token);
+  sha256_hex(token, strlen(token), token_hash);
+}
+
 err_t api_auth_forgot_password(hs_req *req) {
   const char *email = hs_body_str(req, "email"), *role = hs_body_str(req, "role");
   bool found;
@@ -104,11 +121,8 @@ err_t api_auth_forgot_password(hs_req *req) {
   account_kind kind = !strcmp(role, "provider") ? ACCOUNT_PROVIDER : ACCOUNT_USER;
   if (auth_store_find(&req->arena, kind, email, &acc, &found) != ERR_OK) return ERR_INTERNAL;
   if (found) {
-    unsigned char raw[32];
     char token[65], token_hash[65];
-    random_bytes(raw, sizeof raw);
-    hex_encode(raw, sizeof raw, token);
-    sha256_hex(token, strlen(token), token_hash);
+    link_token(token, token_hash);
     char *body = arena_printf(&req->arena,
                               "Hello %s,\n\nWe received a request to reset your password. Open this link within one "
                               "hour to choose a new one:\n\n%s/reset-password?token=%s\n\nIf you did not ask for "
@@ -138,6 +152,110 @@ err_t api_auth_reset_password(hs_req *req) {
   return hs_ok(req, json_pack("{s:s,s:s}", "message", "Password has been reset", "role", role));
 }
 
+/* ---- the owner's account ---- */
+
+static account_kind kind_of(const hs_req *req) {
+  return req->auth.role_bit == ROLE_PROVIDER ? ACCOUNT_PROVIDER : ACCOUNT_USER;
+}
+
+err_t auth_check_own_password(hs_req *req, const char *password, account_card *out) {
+  err_t e = auth_refuse_when_busy(req);
+  if (e != ERR_OK) return e;
+  account acc;
+  bool found;
+  if (auth_store_get(&req->arena, kind_of(req), req->auth.id, &acc, &found) != ERR_OK) return ERR_INTERNAL;
+  if (!found) return hs_fail(req, ERR_UNAUTHORIZED, NULL);
+  e = auth_check_login(req, arena_printf(&req->arena, "%s:%s", req->auth.role, acc.email), password, acc.password_hash);
+  if (e == ERR_OK) *out = (account_card){acc.id, acc.email, acc.name, acc.token_gen};
+  return e;
+}
+
+err_t api_auth_change_password(hs_req *req) {
+  account_card acc;
+  err_t e = auth_check_own_password(req, hs_body_str(req, "currentPassword"), &acc);
+  if (e != ERR_OK) return e;
+  char hash[128];
+  if ((e = auth_hash_password(req, hs_body_str(req, "newPassword"), hash)) != ERR_OK) return e;
+  const char *body = arena_printf(&req->arena,
+                                  "Hello %s,\n\nThe password of your account was changed, and every device signed "
+                                  "in with the old one was signed out.\n\nIf you did not make this change, reset "
+                                  "your password at once and contact support.\n",
+                                  acc.name);
+  int64_t gen;
+  e = auth_store_change_password(kind_of(req), acc.id, hash, "Your password was changed", body, &gen);
+  if (e == ERR_NOT_FOUND) return hs_fail(req, ERR_UNAUTHORIZED, NULL);
+  if (e != ERR_OK) return e;
+  char *token = token_issue(acc.id, req->auth.role, false, NULL, gen, TOKEN_TTL_ACCOUNT);
+  if (!token) return ERR_INTERNAL;
+  json_t *answer = json_pack("{s:s}", "token", token);
+  free(token);
+  return hs_ok(req, answer);
+}
+
+err_t api_auth_change_email(hs_req *req) {
+  account_card acc;
+  err_t e = auth_check_own_password(req, hs_body_str(req, "currentPassword"), &acc);
+  if (e != ERR_OK) return e;
+  const char *email = hs_body_str(req, "email");
+  bool taken;
+  account other;
+  if (auth_store_find(&req->arena, kind_of(req), email, &other, &taken) != ERR_OK) return ERR_INTERNAL;
+  if (taken) return hs_fail(req, ERR_CONFLICT, "Email already registered");
+  char token[65], token_hash[65];
+  link_token(token, token_hash);
+  const char *body = arena_printf(&req->arena,
+                                  "Hello %s,\n\nOpen this link within 24 hours to make %s the email address of your "
+                                  "account:\n\n%s/auth/confirm-email?token=%s\n\nIf you did not ask for this, you "
+                                  "can ignore this email; nothing changes.\n",
+                                  acc.name, email, CFG.public_url, token);
+  e = auth_store_put_email_change(kind_of(req), acc.id, email, token_hash, clock_now_ms() + EMAIL_CHANGE_TTL_MS,
+                                  "Confirm your new email address", body);
+  if (e != ERR_OK) return e;
+  return hs_ok(
+      req, json_pack("{s:s}", "message",
+                     arena_printf(&req->arena,
+                                  "A confirmation link was sent to %s; the email changes when it is opened.", email)));
+}
+
+err_t api_auth_confirm_email(hs_req *req) {
+  const char *token = json_string_value(json_object_get(req->query, "token")), *email = NULL;
+  char token_hash[65];
+  sha256_hex(token, strlen(token), token_hash);
+  err_t e = auth_store_use_email_change(&req->arena, token_hash, &email);
+  if (e == ERR_BAD_REQUEST) return hs_fail(req, e, "Invalid or expired confirmation link");
+  if (e == ERR_CONFLICT) return hs_fail(req, e, "Email already registered");
+  if (e != ERR_OK) return e;
+  const char *values[] = {email};
+  return common_reply_html(req,
+                           "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                           "<title>Email address changed</title></head><body>\n<h1>Email address changed</h1>\n"
+                           "<p>Your account's email address is now <strong>%s</strong>. Log in with it from now "
+                           "on.</p>\n</body></html>\n",
+                           values);
+}
+
+err_t api_auth_logout(hs_req *req) {
+  err_t e = auth_store_end_token(req->auth.token_id, req->auth.token_exp * 1000);
+  return e ? e : hs_ok(req, json_pack("{s:b}", "ok", 1));
+}
+
+err_t api_auth_logout_all(hs_req *req) {
+  err_t e = auth_store_end_all(kind_of(req), req->auth.id);
+  return e ? e : hs_ok(req, json_pack("{s:b}", "ok", 1));
+}
+
+static bool prune(json_t *payload, char err[256]) {
+  (void)payload;
+  if (auth_store_prune(clock_now_ms()) == ERR_OK) return true;
+  snprintf(err, 256, "cannot delete ended tokens and expired email changes");
+  return false;
+}
+
+void auth_init(void) {
+  queue_register("auth_prune", prune);
+  queue_every("auth_prune", HOUR_MS);
+}
+
 const char *auth_password_problem(const char *password, char msg[256]) {
   json_t *input = json_pack("{s:s?}", "password", password);
   json_t *checked = hs_validate(&auth_password_schema, input, false, msg);
@@ -155,7 +273,7 @@ err_t auth_check_login(hs_req *req, const char *login_key, const char *password,
   pw_result pr = password_verify(password, hash);
   if (pr == PW_MISMATCH) {
     hs_login_failed(&attempt);
-    return hs_fail(req, ERR_UNAUTHORIZED, "Invalid credentials");
+    return hs_fail_code(req, ERR_UNAUTHORIZED, ERR_CODE_INVALID_CREDENTIALS, "Invalid credentials");
   }
   if (pr != PW_OK) return hashing_failed(req, pr);
   hs_login_succeeded(&attempt);

@@ -12,6 +12,13 @@ err_t api_auth_provider_register(hs_req *req);
 err_t api_auth_provider_login(hs_req *req);
 err_t api_auth_forgot_password(hs_req *req);
 err_t api_auth_reset_password(hs_req *req);
+err_t api_auth_change_password(hs_req *req);
+err_t api_auth_change_email(hs_req *req);
+err_t api_auth_confirm_email(hs_req *req);
+err_t api_auth_logout(hs_req *req);
+err_t api_auth_logout_all(hs_req *req);
+/* Registers the hourly pruning of ended tokens and expired email changes (the domain's init). */
+void auth_init(void);
 
 /* { password }: the rules of every account's password (auth_password_problem). */
 extern const hs_schema auth_password_schema;

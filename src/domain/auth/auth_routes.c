@@ -57,6 +57,26 @@ static const hs_field reset_fields[] = {
 };
 static const hs_schema reset_schema = {reset_fields};
 
+/* the owner's changes: the current password is checked as a login checks one (1 to 1024) */
+static const hs_field change_password_fields[] = {
+    {"currentPassword", F_STRING, F_REQUIRED, LEN(1, 1024)},
+    PASSWORD("newPassword"),
+    {0},
+};
+static const hs_schema change_password_schema = {change_password_fields};
+
+static const hs_field change_email_fields[] = {
+    {"currentPassword", F_STRING, F_REQUIRED, LEN(1, 1024)},
+    {"email", F_EMAIL, F_REQUIRED},
+    {0},
+};
+static const hs_schema change_email_schema = {change_email_fields};
+
+static const hs_field confirm_fields[] = {{"token", F_STRING, F_REQUIRED, LEN(1, 512)}, {0}};
+static const hs_schema confirm_query = {confirm_fields};
+
+#define OWNER (ROLE_USER | ROLE_PROVIDER)
+
 static const hs_rate_limit forgot_limit = {"forgot-password", 5, 15 * 60 * 1000};
 
 const hs_route auth_routes[] = {
@@ -77,5 +97,19 @@ const hs_route auth_routes[] = {
     {HS_POST, "/auth/reset-password", api_auth_reset_password, ROLE_OPEN, &reset_schema,
      .flags = ROUTE_SLOW | ROUTE_SECRETS, .summary = "Set a new password with a reset token",
      .response = "PasswordReset"},
+    {HS_POST, "/auth/change-password", api_auth_change_password, OWNER, &change_password_schema,
+     .flags = ROUTE_SLOW | ROUTE_SECRETS,
+     .summary = "Change the caller's password: a new token; every other token of the account ends",
+     .response = "TokenAnswer", .errors = ERRORS(ERR_RATE_LIMITED)},
+    {HS_POST, "/auth/change-email", api_auth_change_email, OWNER, &change_email_schema,
+     .flags = ROUTE_SLOW | ROUTE_SECRETS,
+     .summary = "Ask to change the caller's email: a confirmation link goes to the new address",
+     .response = "MessageAnswer", .errors = ERRORS(ERR_CONFLICT, ERR_RATE_LIMITED)},
+    {HS_GET, "/auth/confirm-email", api_auth_confirm_email, ROLE_OPEN, .query = &confirm_query,
+     .summary = "Confirm an email change (the emailed link): the account's email changes", .response = "text/html",
+     .errors = ERRORS(ERR_CONFLICT)},
+    {HS_POST, "/auth/logout", api_auth_logout, OWNER, .summary = "End the presented token", .response = "Ok"},
+    {HS_POST, "/auth/logout-all", api_auth_logout_all, OWNER, .summary = "End every token of the caller's account",
+     .response = "Ok"},
     {0},
 };

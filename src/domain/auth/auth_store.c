@@ -6,6 +6,7 @@
 #include "domain/auth/auth.h"
 #include "ext/mail.h"
 #include "ext/queue.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,10 +15,15 @@ static const char *const find_sql[] = {
     [ACCOUNT_PROVIDER] = "SELECT id, email, name, password_hash, token_gen FROM providers WHERE email = $1",
 };
 
+/* A deleted account (its row kept, erased, for the ledger) is no account here. */
 static const char *const get_sql[] = {
-    [ACCOUNT_USER] = "SELECT id, email, name, password_hash, token_gen FROM users WHERE id = $1",
-    [ACCOUNT_PROVIDER] = "SELECT id, email, name, password_hash, token_gen FROM providers WHERE id = $1",
+    [ACCOUNT_USER] = "SELECT id, email, name, password_hash, token_gen FROM users WHERE id = $1 AND deleted_at IS NULL",
+    [ACCOUNT_PROVIDER] =
+        "SELECT id, email, name, password_hash, token_gen FROM providers WHERE id = $1 AND deleted_at IS NULL",
 };
+
+static const char *const table_of[] = {[ACCOUNT_USER] = "users", [ACCOUNT_PROVIDER] = "providers"};
+static const char *const role_of[] = {[ACCOUNT_USER] = "user", [ACCOUNT_PROVIDER] = "provider"};
 
 static err_t find_one(arena *a, const char *sql, const char *key, account *out, bool *found) {
   db_res *r;
@@ -137,6 +143,113 @@ err_t auth_store_use_reset(arena *a, const char *token_hash, const char *new_has
         db_exec(c, a, &u, sql, DB_ARGS(DB_TEXT(new_hash), DB_INT(clock_now_ms()), DB_TEXT(db_text(r, 0, 0)))));
   }
   if (!e && u->changes == 0) e = ERR_BAD_REQUEST; /* the account was deleted since the token was issued */
+  return db_end(c, e);
+}
+
+/* ---- the owner's account management ---- */
+
+err_t auth_store_change_password(account_kind kind, const char *id, const char *new_hash, const char *mail_subject,
+                                 const char *mail_body, int64_t *gen) {
+  char sql[200];
+  snprintf(sql, sizeof sql,
+           "UPDATE %s SET password_hash = $2, token_gen = token_gen + 1, updated_at = $3 "
+           "WHERE id = $1 AND deleted_at IS NULL RETURNING token_gen, email",
+           table_of[kind]);
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e) e = db_to_err(db_exec(c, &a, &r, sql, DB_ARGS(DB_TEXT(id), DB_TEXT(new_hash), DB_INT(clock_now_ms()))));
+  if (!e && r->rows == 0) e = ERR_NOT_FOUND;
+  if (!e) {
+    *gen = db_int(r, 0, 0);
+    e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM password_reset_tokens WHERE email = $1 AND role = $2",
+                          DB_ARGS(DB_TEXT(db_text(r, 0, 1)), DB_TEXT(role_of[kind]))));
+  }
+  if (!e) e = db_to_err(mail_enqueue(c, db_text(r, 0, 1), mail_subject, mail_body));
+  e = db_end(c, e);
+  arena_fini(&a);
+  return e;
+}
+
+err_t auth_store_put_email_change(account_kind kind, const char *id, const char *email, const char *token_hash,
+                                  int64_t expires_at, const char *mail_subject, const char *mail_body) {
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM email_changes WHERE account_id = $1 AND role = $2",
+                          DB_ARGS(DB_TEXT(id), DB_TEXT(role_of[kind]))));
+  if (!e)
+    e = db_to_err(db_exec(c, NULL, NULL,
+                          "INSERT INTO email_changes (token_hash, account_id, role, email, expires_at, created_at) "
+                          "VALUES ($1, $2, $3, $4, $5, $6)",
+                          DB_ARGS(DB_TEXT(token_hash), DB_TEXT(id), DB_TEXT(role_of[kind]), DB_TEXT(email),
+                                  DB_INT(expires_at), DB_INT(clock_now_ms()))));
+  if (!e) e = db_to_err(mail_enqueue(c, email, mail_subject, mail_body));
+  return db_end(c, e);
+}
+
+err_t auth_store_use_email_change(arena *a, const char *token_hash, const char **email) {
+  db_res *r, *old = NULL;
+  db_conn *c;
+  int64_t now = clock_now_ms();
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(db_exec(c, a, &r,
+                          "DELETE FROM email_changes WHERE token_hash = $1 AND expires_at > $2 "
+                          "RETURNING account_id, role, email",
+                          DB_ARGS(DB_TEXT(token_hash), DB_INT(now))));
+  if (!e && r->rows == 0) e = ERR_BAD_REQUEST;
+  account_kind kind = ACCOUNT_USER;
+  if (!e) {
+    kind = !strcmp(db_text(r, 0, 1), "provider") ? ACCOUNT_PROVIDER : ACCOUNT_USER;
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT email, name FROM %s WHERE id = $1 AND deleted_at IS NULL", table_of[kind]);
+    e = db_to_err(db_exec(c, a, &old, sql, DB_ARGS(DB_TEXT(db_text(r, 0, 0)))));
+  }
+  if (!e && old->rows == 0) e = ERR_BAD_REQUEST;
+  if (!e) {
+    char sql[160];
+    snprintf(sql, sizeof sql, "UPDATE %s SET email = $2, updated_at = $3 WHERE id = $1", table_of[kind]);
+    e = db_to_err(
+        db_exec(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(db_text(r, 0, 0)), DB_TEXT(db_text(r, 0, 2)), DB_INT(now))));
+  }
+  /* ERR_CONFLICT from the unique email (taken since the change was asked for): rolled back */
+  if (!e)
+    e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM password_reset_tokens WHERE email = $1 AND role = $2",
+                          DB_ARGS(DB_TEXT(db_text(old, 0, 0)), DB_TEXT(role_of[kind]))));
+  if (!e) {
+    *email = db_text(r, 0, 2);
+    const char *body = arena_printf(a,
+                                    "Hello %s,\n\nThe email address of your account was changed to %s. From now on, "
+                                    "log in with it.\n\nIf you did not make this change, contact support at once.\n",
+                                    db_text(old, 0, 1), *email);
+    e = db_to_err(mail_enqueue(c, db_text(old, 0, 0), "Your email address was changed", body));
+  }
+  return db_end(c, e);
+}
+
+err_t auth_store_end_token(const char *token_id, int64_t expires_at) {
+  return db_to_err(db_query(NULL, NULL,
+                            "INSERT INTO ended_tokens (token_id, expires_at) VALUES ($1, $2) "
+                            "ON CONFLICT (token_id) DO NOTHING",
+                            DB_ARGS(DB_TEXT(token_id), DB_INT(expires_at))));
+}
+
+err_t auth_store_end_all(account_kind kind, const char *id) {
+  char sql[120];
+  snprintf(sql, sizeof sql, "UPDATE %s SET token_gen = token_gen + 1, updated_at = $2 WHERE id = $1", table_of[kind]);
+  return db_to_err(db_query(NULL, NULL, sql, DB_ARGS(DB_TEXT(id), DB_INT(clock_now_ms()))));
+}
+
+err_t auth_store_prune(int64_t now) {
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM ended_tokens WHERE expires_at <= $1", DB_ARGS(DB_INT(now))));
+  if (!e)
+    e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM email_changes WHERE expires_at <= $1", DB_ARGS(DB_INT(now))));
   return db_end(c, e);
 }
 

@@ -20,6 +20,11 @@ extern const domain_def events_domain;
 typedef struct event_new {
   const char *kind; /* "message.created", "job.updated", ... */
   const char *data; /* its JSON: what the REST route of the resource answers */
+  /* Instead of data, for a change whose row comes back only with a later round trip
+   * (db_exec_later): data_of(a, data_arg) makes the JSON when the rows are written, just
+   * before the commit (NULL there fails the transaction); data_arg must live until then. */
+  const char *(*data_of)(arena *a, const void *data_arg);
+  const void *data_arg;
   /* Who may read it: a customer and a provider (NULL: none), every staff member of the staff
    * roles in `staff` (ROLE_* bits), and with match_service and match_zip every provider whose
    * services and ZIPs match (the provider feed). */

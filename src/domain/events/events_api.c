@@ -52,12 +52,14 @@ err_t api_events_ticket(hs_req *req) {
   random_bytes(raw, sizeof raw);
   hex_encode(raw, sizeof raw, ticket);
   sha256_hex(ticket, strlen(ticket), hash);
-  token_claims t = {.is_staff = (req->auth.role_bit & ROLE_STAFF) != 0, .gen = req->auth.gen, .exp = req->auth.exp};
+  token_claims t = {
+      .is_staff = (req->auth.role_bit & ROLE_STAFF) != 0, .gen = req->auth.gen, .exp = req->auth.token_exp};
   snprintf(t.id, sizeof t.id, "%s", req->auth.id);
   snprintf(t.role, sizeof t.role, "%s", req->auth.role);
   snprintf(t.elevation_id, sizeof t.elevation_id, "%s", req->auth.elevation_id ? req->auth.elevation_id : "");
+  snprintf(t.token_id, sizeof t.token_id, "%s", req->auth.token_id ? req->auth.token_id : ""); /* logout ends it */
   int64_t expires = clock_now_ms() + TICKET_TTL_MS;
-  if (expires > req->auth.exp * 1000) expires = req->auth.exp * 1000; /* never beyond the token */
+  if (expires > req->auth.token_exp * 1000) expires = req->auth.token_exp * 1000; /* never beyond the token */
   err_t e = events_store_ticket_put(hash, &t, expires);
   if (e != ERR_OK) return e;
   clock_format_iso(expires, at);
@@ -146,6 +148,9 @@ err_t api_events_stream(hs_req *req) {
   bool given, can_replay;
   int64_t last;
   const char *reason;
+  /* the token's check may still wait to ride with a first statement: it runs before a stream
+   * opens, so a refused token never takes a place among the account's streams */
+  if (db_guard_refused()) return ERR_UNAUTHORIZED; /* the pipeline answers its 401 */
   last_event_id(req, &given, &last);
   err_t e = check_cursor(given, last, &can_replay, &reason);
   if (e != ERR_OK) return e;

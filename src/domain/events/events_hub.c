@@ -119,6 +119,7 @@ static void stream_closed(void *arg, hs_stream *s) {
   hs_stream_release(s);
   free(es->recipient), free(es->account);
   free((char *)es->auth.id), free((char *)es->auth.role), free((char *)es->auth.elevation_id);
+  free((char *)es->auth.token_id);
   free(es);
 }
 
@@ -144,10 +145,11 @@ ev_stream *events_hub_stream(hs_req *req, const char *recipient) {
   es->auth = *au;
   es->auth.id = xstrdup(au->id), es->auth.role = xstrdup(au->role);
   es->auth.elevation_id = au->elevation_id ? xstrdup(au->elevation_id) : NULL;
+  es->auth.token_id = au->token_id ? xstrdup(au->token_id) : NULL;
   size_t n = strlen(au->role) + strlen(au->id) + 2;
   es->account = xmalloc(n);
   snprintf(es->account, n, "%s:%s", au->role, au->id);
-  es->exp_ms = au->exp * 1000;
+  es->exp_ms = au->token_exp * 1000;
   es->s = hs_stream_open(req, "text/event-stream", MAX_BACKLOG, &OWNER, es);
   return es;
 }
@@ -327,7 +329,7 @@ typedef struct recheck {
   ev_stream *es;
   uint64_t order; /* with es, names the stream: a pointer alone may be a new stream's */
   hs_auth auth;
-  char id[64], role[32], elevation[64];
+  char id[64], role[32], elevation[64], token_id[72];
   bool refused;
 } recheck;
 
@@ -344,7 +346,9 @@ static int due_checks(recheck *out, int cap) {
     snprintf(r->id, sizeof r->id, "%s", es->auth.id);
     snprintf(r->role, sizeof r->role, "%s", es->auth.role);
     snprintf(r->elevation, sizeof r->elevation, "%s", es->auth.elevation_id ? es->auth.elevation_id : "");
+    snprintf(r->token_id, sizeof r->token_id, "%s", es->auth.token_id ? es->auth.token_id : "");
     r->auth.id = r->id, r->auth.role = r->role, r->auth.elevation_id = es->auth.elevation_id ? r->elevation : NULL;
+    r->auth.token_id = es->auth.token_id ? r->token_id : NULL;
   }
   pthread_mutex_unlock(&hub.mu);
   return n;

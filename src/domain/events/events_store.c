@@ -49,44 +49,66 @@ static void batch_free(void *arg) {
   free(b);
 }
 
+/* The writes below need no answer: on PostgreSQL they go with the COMMIT, in its round trip
+ * (db_exec_later); the parameters are copied. */
 static db_rc add_recipient(db_conn *c, int64_t id, const char *prefix, const char *name) {
   char key[160];
   snprintf(key, sizeof key, "%s:%s", prefix, name);
-  return db_exec(c, NULL, NULL,
-                 "INSERT INTO event_recipients (recipient, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                 DB_ARGS(DB_TEXT(key), DB_INT(id)));
+  return db_exec_later(c, NULL, NULL,
+                       "INSERT INTO event_recipients (recipient, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                       DB_ARGS(DB_TEXT(key), DB_INT(id)));
 }
 
-static db_rc write_one(db_conn *c, arena *a, const event_new *ev, int64_t now) {
-  db_res *r;
-  db_rc rc = db_exec(c, a, &r, "INSERT INTO events (kind, data, created_at) VALUES ($1, $2, $3) RETURNING id",
-                     DB_ARGS(DB_TEXT(ev->kind), DB_TEXT(ev->data), DB_INT(now)));
+/* One event's rows; id: the one drawn for it (PostgreSQL), or 0 to take the next (SQLite). */
+static db_rc write_one(db_conn *c, arena *a, const event_new *ev, int64_t now, int64_t id) {
+  db_rc rc;
+  const char *data = ev->data_of ? ev->data_of(a, ev->data_arg) : ev->data;
+  if (!data) {
+    log_msg(LOG_ERROR, "events: %s has no data", ev->kind);
+    return DB_ERROR;
+  }
+  if (id > 0) {
+    rc = db_exec_later(c, NULL, NULL, "INSERT INTO events (id, kind, data, created_at) VALUES ($1, $2, $3, $4)",
+                       DB_ARGS(DB_INT(id), DB_TEXT(ev->kind), DB_TEXT(data), DB_INT(now)));
+  } else {
+    db_res *r;
+    rc = db_exec(c, a, &r, "INSERT INTO events (kind, data, created_at) VALUES ($1, $2, $3) RETURNING id",
+                 DB_ARGS(DB_TEXT(ev->kind), DB_TEXT(data), DB_INT(now)));
+    if (rc == DB_OK) id = db_int(r, 0, 0);
+  }
   if (rc != DB_OK) return rc;
-  int64_t id = db_int(r, 0, 0);
   if (ev->user_id) rc = add_recipient(c, id, "user", ev->user_id);
   if (rc == DB_OK && ev->provider_id) rc = add_recipient(c, id, "provider", ev->provider_id);
   for (unsigned bit = 1; rc == DB_OK && bit && bit <= ROLE_STAFF; bit <<= 1)
     if ((ev->staff & ROLE_STAFF & bit) && hs_role_name(bit)) rc = add_recipient(c, id, "staff", hs_role_name(bit));
   if (rc == DB_OK && ev->match_service && ev->match_zip)
-    rc = db_exec(c, NULL, NULL,
-                 "INSERT INTO event_recipients (recipient, event_id) SELECT 'provider:' || s.provider_id, $1 "
-                 "FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
-                 "WHERE s.service = $2 AND z.zip = $3 ON CONFLICT DO NOTHING",
-                 DB_ARGS(DB_INT(id), DB_TEXT(ev->match_service), DB_TEXT(ev->match_zip)));
+    rc = db_exec_later(c, NULL, NULL,
+                       "INSERT INTO event_recipients (recipient, event_id) SELECT 'provider:' || s.provider_id, $1 "
+                       "FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
+                       "WHERE s.service = $2 AND z.zip = $3 ON CONFLICT DO NOTHING",
+                       DB_ARGS(DB_INT(id), DB_TEXT(ev->match_service), DB_TEXT(ev->match_zip)));
   if (rc == DB_OK && ev->written) rc = ev->written(c, id, ev->user_id, ev->provider_id);
   return rc;
 }
 
-/* db_before_commit: the batch's rows, last in the transaction. */
+/* db_before_commit: the batch's rows, last in the transaction. On PostgreSQL one round trip
+ * takes the lock and then draws the batch's ids (every joined row needs the lock's row first);
+ * the rows and the NOTIFY then go with the COMMIT. */
 static db_rc flush(db_conn *c, void *arg) {
   batch *b = arg;
   db_rc rc = DB_OK;
-  if (db_engine_get() == DB_POSTGRES)
-    rc = db_exec(c, NULL, NULL, "SELECT pg_advisory_xact_lock($1)", DB_ARGS(DB_INT(OUTBOX_LOCK)));
-  int64_t now = clock_now_ms();
   arena a;
   arena_init(&a);
-  for (int i = 0; rc == DB_OK && i < b->n; i++) rc = write_one(c, &a, &b->items[i].ev, now);
+  db_res *ids = NULL;
+  if (db_engine_get() == DB_POSTGRES)
+    rc = db_exec(c, &a, &ids,
+                 "WITH l AS MATERIALIZED (SELECT pg_advisory_xact_lock($1)) "
+                 "SELECT nextval('events_id_seq') FROM generate_series(1, $2) CROSS JOIN l",
+                 DB_ARGS(DB_INT(OUTBOX_LOCK), DB_INT(b->n)));
+  if (rc == DB_OK && ids && ids->rows != b->n) rc = DB_ERROR;
+  int64_t now = clock_now_ms();
+  for (int i = 0; rc == DB_OK && i < b->n; i++)
+    rc = write_one(c, &a, &b->items[i].ev, now, ids ? db_int(ids, i, 0) : 0);
   arena_fini(&a);
   if (rc == DB_OK) rc = db_notify_in(c, EVENTS_CHANNEL);
   return rc;
@@ -111,7 +133,7 @@ db_rc events_emit_in(db_conn *c, const event_new *ev) {
   }
   pending *p = &b->items[b->n++];
   p->ev = *ev;
-  p->ev.kind = xstrdup(ev->kind), p->ev.data = xstrdup(ev->data);
+  p->ev.kind = xstrdup(ev->kind), p->ev.data = dup_or_null(ev->data);
   p->ev.user_id = dup_or_null(ev->user_id), p->ev.provider_id = dup_or_null(ev->provider_id);
   p->ev.match_service = dup_or_null(ev->match_service), p->ev.match_zip = dup_or_null(ev->match_zip);
   return DB_OK;
@@ -196,10 +218,10 @@ err_t events_store_prune(int64_t before_ms, int64_t now_ms) {
 err_t events_store_ticket_put(const char *hash, const token_claims *t, int64_t expires_at) {
   return db_to_err(db_query(NULL, NULL,
                             "INSERT INTO event_tickets (ticket_hash, account_id, role, is_staff, elevation_id, gen, "
-                            "token_exp, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                            "token_exp, expires_at, token_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
                             DB_ARGS(DB_TEXT(hash), DB_TEXT(t->id), DB_TEXT(t->role), DB_BOOL(t->is_staff),
                                     DB_TEXT(t->elevation_id[0] ? t->elevation_id : NULL), DB_INT(t->gen),
-                                    DB_INT(t->exp), DB_INT(expires_at))));
+                                    DB_INT(t->exp), DB_INT(expires_at), DB_TEXT(t->token_id))));
 }
 
 err_t events_store_ticket_take(const char *hash, int64_t now_ms, token_claims *t, bool *found) {
@@ -208,7 +230,7 @@ err_t events_store_ticket_take(const char *hash, int64_t now_ms, token_claims *t
   db_res *r;
   db_rc rc = db_query(&a, &r,
                       "DELETE FROM event_tickets WHERE ticket_hash = $1 "
-                      "RETURNING account_id, role, is_staff, elevation_id, gen, token_exp, expires_at",
+                      "RETURNING account_id, role, is_staff, elevation_id, gen, token_exp, expires_at, token_id",
                       DB_ARGS(DB_TEXT(hash)));
   *found = rc == DB_OK && r->rows == 1 && db_int(r, 0, 6) > now_ms;
   if (*found) {
@@ -219,6 +241,7 @@ err_t events_store_ticket_take(const char *hash, int64_t now_ms, token_claims *t
     snprintf(t->elevation_id, sizeof t->elevation_id, "%s", db_text(r, 0, 3) ? db_text(r, 0, 3) : "");
     t->gen = db_int(r, 0, 4);
     t->exp = db_int(r, 0, 5);
+    snprintf(t->token_id, sizeof t->token_id, "%s", db_text(r, 0, 7) ? db_text(r, 0, 7) : "");
   }
   arena_fini(&a);
   return db_to_err(rc);

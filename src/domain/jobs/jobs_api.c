@@ -108,7 +108,8 @@ err_t api_jobs_cancel(hs_req *req) {
   const char *status = db_field(job, 0, "status"), *id = db_field(job, 0, "id");
   bool accepted = !strcmp(status, "ACCEPTED");
   if (strcmp(status, "PENDING") && strcmp(status, "QUOTED") && !accepted)
-    return hs_fail(req, ERR_BAD_REQUEST, "Only a PENDING, QUOTED or ACCEPTED job can be cancelled");
+    return hs_fail_code(req, ERR_BAD_REQUEST, ERR_CODE_INVALID_STATE,
+                        "Only a PENDING, QUOTED or ACCEPTED job can be cancelled");
   if (accepted && clock_now_ms() - db_int(job, 0, db_col(job, "accepted_at")) <= CANCEL_LOCK_MS)
     return hs_fail_code(req, ERR_CONFLICT, "WITHIN_CANCELLATION_WINDOW",
                         "An accepted job can be cancelled only after 48 hours");
@@ -153,9 +154,9 @@ err_t api_jobs_set_status(hs_req *req) {
   bool moved;
   if ((e = jobs_store_move(id, from, to, req->auth.id, extra, value, &moved)) != ERR_OK) return e;
   if (!moved)
-    return hs_fail(req, ERR_CONFLICT,
-                   arena_printf(&req->arena, "A job moves to %s only from %s (it is %s)", to, from[0],
-                                db_field(job, 0, "status")));
+    return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE,
+                        arena_printf(&req->arena, "A job moves to %s only from %s (it is %s)", to, from[0],
+                                     db_field(job, 0, "status")));
   if (!strcmp(to, "COMPLETED") && payments_capture_job(id) != ERR_OK)
     log_msg(LOG_ERROR, "job %s: payment neither captured nor queued; the reconciliation takes it up", id);
   notify_status(req, job, to);
@@ -188,14 +189,17 @@ static err_t photo_step(hs_req *req, const char *from, const char *to, const cha
   if (e != ERR_OK) return e;
   const char *id = db_field(job, 0, "id");
   if (strcmp(db_field(job, 0, "status"), from))
-    return hs_fail(req, ERR_BAD_REQUEST, arena_printf(&req->arena, "The job must be %s", from));
+    return hs_fail_code(req, ERR_BAD_REQUEST, ERR_CODE_INVALID_STATE,
+                        arena_printf(&req->arena, "The job must be %s", from));
   const char *keys = store_photos(req);
   if (!keys) return hs_fail(req, ERR_INTERNAL, NULL);
   bool moved;
   e = jobs_store_move_with_photos(id, from, to, req->auth.id, column, keys, &moved);
   if (e != ERR_OK || !moved) {
     delete_photos(keys);
-    return e != ERR_OK ? e : hs_fail(req, ERR_BAD_REQUEST, arena_printf(&req->arena, "The job must be %s", from));
+    return e != ERR_OK ? e
+                       : hs_fail_code(req, ERR_BAD_REQUEST, ERR_CODE_INVALID_STATE,
+                                      arena_printf(&req->arena, "The job must be %s", from));
   }
   if (!strcmp(to, "COMPLETED") && payments_capture_job(id) != ERR_OK)
     log_msg(LOG_ERROR, "job %s: payment neither captured nor queued; the reconciliation takes it up", id);
@@ -228,7 +232,8 @@ static err_t load_completed(hs_req *req, const char *id, db_res **job) {
   if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Job not found");
   if (e != ERR_OK) return e;
   if (strcmp(db_field(*job, 0, "customer_id"), req->auth.id)) return hs_fail(req, ERR_FORBIDDEN, "Not your job");
-  if (strcmp(db_field(*job, 0, "status"), "COMPLETED")) return hs_fail(req, ERR_CONFLICT, "The job is not completed");
+  if (strcmp(db_field(*job, 0, "status"), "COMPLETED"))
+    return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "The job is not completed");
   return ERR_OK;
 }
 
@@ -266,7 +271,7 @@ err_t api_jobs_recurring(hs_req *req) {
   err_t e = load_completed(req, hs_param(req, "id"), &job);
   if (e != ERR_OK) return e;
   const char *provider = db_field(job, 0, "provider_id");
-  if (!provider) return hs_fail(req, ERR_CONFLICT, "The job has no provider");
+  if (!provider) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "The job has no provider");
   char id[ID_LEN + 1];
   id_new(id);
   static const char *const days[] = {"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"};
@@ -297,7 +302,7 @@ err_t api_reviews_create(hs_req *req) {
   err_t e = load_completed(req, hs_body_str(req, "jobId"), &job);
   if (e != ERR_OK) return e;
   const char *provider = db_field(job, 0, "provider_id"), *job_id = db_field(job, 0, "id");
-  if (!provider) return hs_fail(req, ERR_CONFLICT, "The job has no provider");
+  if (!provider) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "The job has no provider");
   char id[ID_LEN + 1];
   id_new(id);
   int rating = (int)json_integer_value(json_object_get(req->body, "rating"));

@@ -4,8 +4,12 @@
 #include "domain/jobs/jobs.h"
 #include "domain/jobs/jobs_api.h"
 #include "ext/filetype.h"
+#include "http/paging.h"
 
 #define MB (1024 * 1024)
+
+static const hs_field list_fields[] = {{"status", F_ENUM, F_CSV, .choices = JOB_STATUS_NAMES}, HS_PAGE_FIELDS, {0}};
+static const hs_schema list_query = {list_fields};
 
 static const hs_field create_fields[] = {
     {"service", F_ENUM, F_REQUIRED, .choices = SERVICE_NAMES},
@@ -56,11 +60,13 @@ static const hs_file_rule job_files[] = {{"images", 5, 10 * MB, FT_IMAGES}, {0}}
 static const hs_upload_spec job_upload = {job_files, 1, "No files uploaded"};
 
 const hs_route jobs_routes[] = {
-    {HS_GET, "/jobs", api_jobs_list, ROLE_USER | ROLE_PROVIDER, .flags = ROUTE_DB_READ,
-     .summary = "A customer's own jobs, or a provider's matching open feed", .response = "JobList"},
+    {HS_GET, "/jobs", api_jobs_list, ROLE_USER | ROLE_PROVIDER, .query = &list_query, .flags = ROUTE_DB_READ,
+     .summary = "A customer's own jobs (newest first), or a provider's matching open feed (ASAP first, then by "
+                "preferredAt); status=A,B filters, limit and cursor page",
+     .response = "JobList"},
     {HS_POST, "/jobs", api_jobs_create, ROLE_USER, &create_schema, .ok = 201, .summary = "Post a job",
      .response = "Job", .errors = ERRORS(ERR_NOT_FOUND)},
-    {HS_GET, "/jobs/reportable", api_jobs_reportable, ROLE_USER, .flags = ROUTE_DB_READ,
+    {HS_GET, "/jobs/reportable", api_jobs_reportable, ROLE_USER, .query = &HS_PAGE_QUERY, .flags = ROUTE_DB_READ,
      .summary = "Completed jobs that can still be reported (72 hours)", .response = "ReportableJob[]"},
     {HS_GET, "/jobs/:id", api_jobs_get, ROLE_USER | ROLE_PROVIDER, .flags = ROUTE_DB_READ,
      .summary = "A job with customer, provider, quotes", .response = "JobDetail", .errors = ERRORS(ERR_NOT_FOUND)},

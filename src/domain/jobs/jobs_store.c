@@ -9,11 +9,13 @@
 #include "domain/jobs/jobs_store.h"
 #include "core/clock.h"
 #include "core/jsonx.h"
+#include "domain/common.h"
 #include "domain/events/events.h"
 #include "domain/jobs/feed_cache.h"
 #include "domain/jobs/jobs.h"
 #include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
+#include "domain/payouts/payouts.h"
 #include "domain/shapes.h"
 #include "ext/mail.h"
 #include "ext/queue.h"
@@ -144,15 +146,19 @@ db_rc jobs_lock_in(db_conn *c, const char *job_id) {
   return db_exec(c, NULL, NULL, "UPDATE jobs SET id = id WHERE id = $1", DB_ARGS(DB_TEXT(job_id)));
 }
 
+db_rc jobs_reopen_quoted_by_in(db_conn *c, const char *provider_id, int64_t now) {
+  return change_in(c, NULL,
+                   "UPDATE jobs SET status = 'PENDING', updated_at = $2, json_head = NULL "
+                   "WHERE status = 'QUOTED' AND provider_id IS NULL "
+                   "AND id IN (SELECT job_id FROM quotes WHERE provider_id = $1) "
+                   "AND NOT EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = jobs.id AND q.provider_id <> $1) "
+                   "RETURNING *",
+                   DB_ARGS(DB_TEXT(provider_id), DB_INT(now)));
+}
+
 db_rc jobs_release_provider_in(db_conn *c, const char *provider_id, int64_t now) {
   /* jobs only this provider quoted are open again without quotes */
-  db_rc rc = change_in(c, NULL,
-                       "UPDATE jobs SET status = 'PENDING', updated_at = $2, json_head = NULL "
-                       "WHERE status = 'QUOTED' AND provider_id IS NULL "
-                       "AND id IN (SELECT job_id FROM quotes WHERE provider_id = $1) "
-                       "AND NOT EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = jobs.id AND q.provider_id <> $1) "
-                       "RETURNING *",
-                       DB_ARGS(DB_TEXT(provider_id), DB_INT(now)));
+  db_rc rc = jobs_reopen_quoted_by_in(c, provider_id, now);
   if (rc == DB_OK)
     rc = change_in(c, NULL,
                    "UPDATE jobs SET status = 'PENDING', provider_id = NULL, accepted_at = NULL, completed_at = NULL, "
@@ -169,6 +175,30 @@ db_rc jobs_release_provider_in(db_conn *c, const char *provider_id, int64_t now)
 
 db_rc jobs_delete_of_customer_in(db_conn *c, const char *customer_id) {
   return db_exec(c, NULL, NULL, "DELETE FROM jobs WHERE customer_id = $1", DB_ARGS(DB_TEXT(customer_id)));
+}
+
+db_rc jobs_erase_customer_in(db_conn *c, const char *customer_id, int64_t now, json_t *removed) {
+  db_rc rc = change_in(c, NULL,
+                       "UPDATE jobs SET status = 'CANCELLED', updated_at = $2, json_head = NULL "
+                       "WHERE customer_id = $1 AND status IN ('PENDING', 'QUOTED') RETURNING *",
+                       DB_ARGS(DB_TEXT(customer_id), DB_INT(now)));
+  arena a;
+  arena_init(&a);
+  db_res *photos = NULL;
+  /* read under the row locks the erasing takes (PostgreSQL), so no photo slips in between */
+  const char *sql = db_engine_get() == DB_POSTGRES
+                        ? "SELECT images, before_images, after_images FROM jobs WHERE customer_id = $1 FOR UPDATE"
+                        : "SELECT images, before_images, after_images FROM jobs WHERE customer_id = $1";
+  if (rc == DB_OK) rc = db_exec(c, &a, &photos, sql, DB_ARGS(DB_TEXT(customer_id)));
+  for (int i = 0; rc == DB_OK && i < photos->rows; i++)
+    for (int col = 0; col < 3; col++) common_cell_keys(removed, db_text(photos, i, col));
+  if (rc == DB_OK)
+    rc = change_in(c, NULL,
+                   "UPDATE jobs SET address = '', lat = NULL, lng = NULL, images = '[]', before_images = '[]', "
+                   "after_images = '[]', json_head = NULL WHERE customer_id = $1 RETURNING *",
+                   DB_ARGS(DB_TEXT(customer_id)));
+  arena_fini(&a);
+  return rc;
 }
 
 /* "'A', 'B'" from a NULL-terminated list of status constants (never input). */
@@ -239,25 +269,55 @@ static err_t rows(arena *a, db_res **out, const char *sql, const db_val *params,
   return db_query(a, out, sql, params, n) == DB_OK ? ERR_OK : ERR_INTERNAL;
 }
 
-err_t jobs_store_customer_jobs(arena *a, const char *customer_id, db_res **out) {
-  return rows(a, out, "SELECT * FROM jobs WHERE customer_id = $1 ORDER BY seq DESC", DB_ARGS(DB_TEXT(customer_id)));
+const hs_keyset CUSTOMER_JOBS_KEYSET = {"jobs", {{"seq", "seq", 'i', true}, {"id", "id", 's', true}}};
+const hs_keyset FEED_KEYSET = {
+    "feed", {{"feed_at", "feed_at", 'i', false}, {"seq", "seq", 'i', false}, {"id", "id", 's', false}}};
+const hs_keyset REPORTABLE_KEYSET = {
+    "reportable", {{"j.updated_at", "updated_at", 'i', true}, {"j.seq", "seq", 'i', true}, {"j.id", "id", 's', true}}};
+
+err_t jobs_store_customer_jobs(arena *a, const char *customer_id, const char *const *statuses, const hs_page *pg,
+                               db_res **out) {
+  db_val args[HS_PAGE_ARGS(1 + JOB_STATUS_COUNT)] = {DB_TEXT(customer_id)};
+  for (int i = 0; i < JOB_STATUS_COUNT; i++) args[1 + i] = DB_TEXT(statuses ? statuses[i] : JOB_STATUS_NAMES[i]);
+  return db_to_err(hs_page_query(a, pg,
+                                 "SELECT * FROM jobs WHERE customer_id = $1 AND status IN ($2, $3, $4, $5, $6, $7, $8)",
+                                 args, 1 + JOB_STATUS_COUNT, out));
 }
 
-#define FEED_COLUMNS "feed_at, seq, id, json_head, json_tail, images, before_images, after_images"
+#define FEED_COLUMNS "feed_at, seq, id, json_head, json_tail, images, before_images, after_images, status"
 
 static int cmp_text(const void *x, const void *y) { return strcmp(*(const char *const *)x, *(const char *const *)y); }
 
-/* One statement for the versions of the provider's pairs and its pending quotes; each pair's
- * jobs from the process's copy read at the same version (feed_cache.c), or read again (one
- * range scan of jobs_feed_open, in feed order: covering on SQLite) and kept. Reading the
- * versions before the rows keeps every copy at least as new as its version. */
-static db_rc feed_read(db_conn *c, arena *a, const char *provider_id, job_feed *out) {
+/* One pair's part read afresh for a page of the feed: the fetch jobs after the cursor's (one
+ * range scan of jobs_feed_open), as a read for db_exec_all. */
+static db_read feed_page_read(arena *a, const char *service, const char *zip, const hs_page *pg,
+                              const char *const open[2]) {
+  db_val *args = arena_alloc(a, HS_PAGE_ARGS(4) * sizeof *args);
+  args[0] = DB_TEXT(service), args[1] = DB_TEXT(zip), args[2] = DB_TEXT(open[0]), args[3] = DB_TEXT(open[1]);
+  int n = 4;
+  const char *sql = hs_page_sql(a, pg,
+                                db_engine_get() == DB_POSTGRES
+                                    ? "SELECT " FEED_COLUMNS " FROM jobs WHERE service = $1 AND zip = $2 "
+                                      "AND status IN ('PENDING', 'QUOTED') AND status IN ($3, $4)"
+                                    : "SELECT " FEED_COLUMNS " FROM jobs INDEXED BY jobs_feed_open WHERE service = $1 "
+                                      "AND zip = $2 AND status IN ('PENDING', 'QUOTED') AND status IN ($3, $4)",
+                                args, &n);
+  return (db_read){sql, args, n, NULL};
+}
+
+/* One statement for the versions of the provider's pairs and its pending quotes; unpaged, each
+ * pair's jobs from the process's copy read at the same version (feed_cache.c), or read again
+ * (one range scan of jobs_feed_open, in feed order: covering on SQLite) and kept. Reading the
+ * versions before the rows keeps every copy at least as new as its version. A page reads each
+ * pair afresh from its cursor (feed_page_part). */
+static db_rc feed_read(db_conn *c, arena *a, const char *provider_id, const hs_page *pg, const char *const open[2],
+                       job_feed *out) {
   const char *part_sql = db_engine_get() == DB_POSTGRES
                              ? "SELECT " FEED_COLUMNS " FROM jobs WHERE service = $1 AND zip = $2 "
-                               "AND status IN ('PENDING', 'QUOTED') ORDER BY feed_at, seq LIMIT 500"
+                               "AND status IN ('PENDING', 'QUOTED') ORDER BY feed_at, seq, id LIMIT 500"
                              : "SELECT " FEED_COLUMNS
                                " FROM jobs INDEXED BY jobs_feed_open WHERE service = $1 AND zip = $2 "
-                               "AND status IN ('PENDING', 'QUOTED') ORDER BY feed_at, seq LIMIT 500";
+                               "AND status IN ('PENDING', 'QUOTED') ORDER BY feed_at, seq, id LIMIT 500";
   db_res *head;
   db_rc rc = db_exec(c, a, &head,
                      "SELECT 0 AS kind, s.service AS a, z.zip AS b, COALESCE(v.version, 0) AS version "
@@ -269,31 +329,44 @@ static db_rc feed_read(db_conn *c, arena *a, const char *provider_id, job_feed *
   db_res *quoted = arena_alloc(a, sizeof *quoted);
   *quoted = (db_res){.cols = 1, .cells = arena_alloc(a, sizeof(char *) * (size_t)(head->rows + 1))};
   out->parts = arena_alloc(a, sizeof *out->parts * (size_t)(head->rows + 1));
-  for (int i = 0; rc == DB_OK && i < head->rows; i++) {
+  /* the pairs whose copy is missing or older are read again, all in one round trip */
+  db_read *reads = arena_alloc(a, sizeof *reads * (size_t)(head->rows + 1));
+  int *missing = arena_alloc(a, sizeof *missing * (size_t)(head->rows + 1)), nmissing = 0;
+  for (int i = 0; i < head->rows; i++) {
     const char *x = db_text(head, i, 1), *zip = db_text(head, i, 2);
     if (db_int(head, i, 0) == 1) {
       quoted->cells[quoted->rows++] = (char *)x;
       continue;
     }
-    int64_t version = db_int(head, i, 3);
-    const db_res *part = feed_cache_get(a, x, zip, version);
-    if (!part) {
-      db_res *read;
-      rc = db_exec(c, a, &read, part_sql, DB_ARGS(DB_TEXT(x), DB_TEXT(zip)));
-      if (rc == DB_OK) feed_cache_put(x, zip, version, read);
-      part = read;
+    /* a page reads each pair afresh from its cursor; the whole feed uses the copies */
+    const db_res *part = pg->limit ? NULL : feed_cache_get(a, x, zip, db_int(head, i, 3));
+    if (!part && pg->limit) {
+      reads[nmissing] = feed_page_read(a, x, zip, pg, open);
+      missing[nmissing++] = i;
+    } else if (!part) {
+      db_val *args = arena_alloc(a, 2 * sizeof *args);
+      args[0] = DB_TEXT(x), args[1] = DB_TEXT(zip);
+      reads[nmissing] = (db_read){part_sql, args, 2, NULL};
+      missing[nmissing++] = i;
     }
     out->parts[out->nparts++] = part;
+  }
+  if (nmissing) rc = db_exec_all(c, a, reads, nmissing);
+  for (int m = 0, p = 0; rc == DB_OK && m < nmissing; m++) {
+    int i = missing[m];
+    if (!pg->limit) feed_cache_put(db_text(head, i, 1), db_text(head, i, 2), db_int(head, i, 3), reads[m].res);
+    while (out->parts[p]) p++; /* the m-th missing part is the m-th hole */
+    out->parts[p++] = reads[m].res;
   }
   qsort(quoted->cells, (size_t)quoted->rows, sizeof *quoted->cells, cmp_text);
   out->quoted = quoted;
   return rc;
 }
 
-err_t jobs_store_feed(arena *a, const char *provider_id, job_feed *out) {
+err_t jobs_store_feed(arena *a, const char *provider_id, const hs_page *pg, const char *const open[2], job_feed *out) {
   *out = (job_feed){0};
   db_conn *c = db_acquire();
-  db_rc rc = feed_read(c, a, provider_id, out);
+  db_rc rc = feed_read(c, a, provider_id, pg, open, out);
   db_release(c);
   return rc == DB_OK ? ERR_OK : ERR_INTERNAL;
 }
@@ -407,14 +480,14 @@ err_t jobs_store_append_images(const char *id, const char *keys_json) {
   return e;
 }
 
-err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, db_res **out) {
-  return rows(
-      a, out,
-      "SELECT j.*, p.name AS provider_name, p.company_name AS provider_company FROM jobs j "
-      "LEFT JOIN providers p ON p.id = j.provider_id "
-      "WHERE j.customer_id = $1 AND j.status = 'COMPLETED' AND j.completed_at >= $2 "
-      "AND NOT EXISTS (SELECT 1 FROM job_reports r WHERE r.job_id = j.id) ORDER BY j.updated_at DESC, j.seq DESC",
-      DB_ARGS(DB_TEXT(customer_id), DB_INT(since)));
+err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(2)] = {DB_TEXT(customer_id), DB_INT(since)};
+  return db_to_err(hs_page_query(a, pg,
+                                 "SELECT j.*, p.name AS provider_name, p.company_name AS provider_company FROM jobs j "
+                                 "LEFT JOIN providers p ON p.id = j.provider_id "
+                                 "WHERE j.customer_id = $1 AND j.status = 'COMPLETED' AND j.completed_at >= $2 "
+                                 "AND NOT EXISTS (SELECT 1 FROM job_reports r WHERE r.job_id = j.id)",
+                                 args, 2, out));
 }
 
 err_t jobs_store_has_report(const char *job_id, bool *has) {
@@ -429,11 +502,16 @@ err_t jobs_store_has_report(const char *job_id, bool *has) {
 
 err_t jobs_store_insert_report(const char *id, const char *job_id, const char *customer_id, const char *description,
                                int64_t now) {
-  return db_to_err(
-      db_query(NULL, NULL,
-               "INSERT INTO job_reports (id, job_id, customer_id, description, created_at) "
-               "VALUES ($1, $2, $3, $4, $5)",
-               DB_ARGS(DB_TEXT(id), DB_TEXT(job_id), DB_TEXT(customer_id), DB_TEXT(description), DB_INT(now))));
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(
+        db_exec(c, NULL, NULL,
+                "INSERT INTO job_reports (id, job_id, customer_id, description, created_at) "
+                "VALUES ($1, $2, $3, $4, $5)",
+                DB_ARGS(DB_TEXT(id), DB_TEXT(job_id), DB_TEXT(customer_id), DB_TEXT(description), DB_INT(now))));
+  if (!e) e = db_to_err(payouts_hold_job_in(c, job_id, now)); /* the provider's transfers wait for staff */
+  return db_end(c, e);
 }
 
 err_t jobs_store_insert_review(const char *id, const char *job_id, const char *customer_id, const char *provider_id,

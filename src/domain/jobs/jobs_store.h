@@ -6,24 +6,34 @@
 #include "db/db.h"
 #include "domain/jobs/jobs.h"
 #include "domain/notifications/notifications.h"
+#include "http/paging.h"
 #include <jansson.h>
 #include <stdbool.h>
 
 /* Inserts the job and, when urgent_title is set (an ASAP job), notifies every matching
  * provider in the same transaction. */
 err_t jobs_store_insert(const job_new *j, const char *urgent_title, const char *urgent_body);
-err_t jobs_store_customer_jobs(arena *a, const char *customer_id, db_res **out);
-/* The provider feed: the open jobs matching the provider's services and ZIPs, as parts (one per
- * pair, each in feed order (feed_at, seq), at most 500 jobs) to be merged; columns feed_at,
- * seq, id, json_head, json_tail and the photo columns. `quoted` lists the job ids the provider
- * has a pending quote on, sorted by strcmp. Parts may be shared with other requests (the
- * process's copies, feed_cache.h): read only. */
+/* The orders of the job lists: a customer's jobs newest first (seq, id); the provider feed by
+ * (feed_at, seq, id), ASAP jobs first (feed_at is -2^62 for them); the reportable jobs by
+ * (updated_at, seq, id), newest first. */
+extern const hs_keyset CUSTOMER_JOBS_KEYSET, FEED_KEYSET, REPORTABLE_KEYSET;
+/* The page pg of the customer's jobs whose status is one of statuses (JOB_STATUS_COUNT slots,
+ * the unused ones NULL; NULL: any status). */
+err_t jobs_store_customer_jobs(arena *a, const char *customer_id, const char *const *statuses, const hs_page *pg,
+                               db_res **out);
+/* The provider feed: the open jobs matching the provider's services and ZIPs whose status is
+ * open[0] or open[1] (PENDING, QUOTED), as parts (one per pair, each in feed order (feed_at,
+ * seq, id)) to be merged; columns feed_at, seq, id, json_head, json_tail, the photo columns and
+ * status. Unpaged, each part holds its first 500 jobs, from the process's copies (feed_cache.h:
+ * shared with other requests, read only); paged (pg->limit), the fetch rows of each pair after
+ * the cursor's job, read afresh. `quoted` lists the job ids the provider has a pending quote
+ * on, sorted by strcmp. */
 typedef struct job_feed {
   const db_res **parts;
   int nparts;
   db_res *quoted;
 } job_feed;
-err_t jobs_store_feed(arena *a, const char *provider_id, job_feed *out);
+err_t jobs_store_feed(arena *a, const char *provider_id, const hs_page *pg, const char *const open[2], job_feed *out);
 /* Writes the stored JSON of the listed jobs whose JSON is missing. */
 err_t jobs_store_repair_json(const char *const *ids, int n);
 /* GET /jobs/:id in one statement: the job's id, customer_id, provider_id, status, stored JSON
@@ -47,7 +57,11 @@ err_t jobs_store_move_with_photos(const char *id, const char *from, const char *
 /* Appends keys (a JSON array text) to the job's photos, under the job's row lock, so
  * concurrent uploads all land. */
 err_t jobs_store_append_images(const char *id, const char *keys_json);
-err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, db_res **out);
+/* The page pg of the customer's COMPLETED jobs completed at or after since and not reported,
+ * with provider_name and provider_company. */
+err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, const hs_page *pg, db_res **out);
+/* Records a report of job_id and holds the provider's transfers of the job, in one transaction
+ * (ERR_CONFLICT: the job was already reported). */
 err_t jobs_store_insert_report(const char *id, const char *job_id, const char *customer_id, const char *description,
                                int64_t now);
 err_t jobs_store_insert_review(const char *id, const char *job_id, const char *customer_id, const char *provider_id,

@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "domain/common.h"
 #include "domain/jobs/feed_cache.h"
 #include "domain/jobs/jobs.h"
 #include "domain/jobs/jobs_api.h"
@@ -136,23 +137,41 @@ typedef struct feed_cursor {
   shape_jobs *b;
   int row;
   int64_t feed_at, seq;
+  const char *id;
 } feed_cursor;
 
-static void cursor_load(feed_cursor *c) {
-  if (c->row < c->r->rows) c->feed_at = db_int(c->r, c->row, 0), c->seq = db_int(c->r, c->row, 1);
+/* Moves c to its part's next job whose status is one of open (the cache's parts hold both). */
+static void cursor_load(feed_cursor *c, const char *const open[2]) {
+  for (; c->row < c->r->rows; c->row++) {
+    const char *status = db_text(c->r, c->row, 8);
+    if (!strcmp(status, open[0]) || !strcmp(status, open[1])) break;
+  }
+  if (c->row < c->r->rows)
+    c->feed_at = db_int(c->r, c->row, 0), c->seq = db_int(c->r, c->row, 1), c->id = db_text(c->r, c->row, 2);
+}
+
+/* Whether a's job comes before b's in the feed: (feed_at, seq, id). */
+static bool feed_before(const feed_cursor *a, const feed_cursor *b) {
+  if (a->feed_at != b->feed_at) return a->feed_at < b->feed_at;
+  if (a->seq != b->seq) return a->seq < b->seq;
+  return strcmp(a->id, b->id) < 0;
 }
 
 static int cmp_id(const void *key, const void *elem) { return strcmp(key, *(const char *const *)elem); }
 
-static err_t reply_feed(hs_req *req) {
-  job_feed f;
-  err_t e = jobs_store_feed(&req->arena, req->auth.id, &f);
+/* The provider's feed: the parts merged in feed order, up to the page's end (FEED_MAX unpaged),
+ * keeping only the statuses asked for (open: PENDING and/or QUOTED, twice the same when one). */
+static err_t reply_feed(hs_req *req, const char *const open[2]) {
+  hs_page pg;
+  job_feed f = {0};
+  err_t e = hs_page_begin(req, &FEED_KEYSET, NULL, FEED_MAX, &pg);
+  if (!e && open[0]) e = jobs_store_feed(&req->arena, req->auth.id, &pg, open, &f);
   if (e != ERR_OK) return e;
   feed_cursor *cur = arena_alloc(&req->arena, sizeof *cur * (size_t)(f.nparts ? f.nparts : 1));
   size_t bytes = 64;
   for (int p = 0; p < f.nparts; p++) {
-    cur[p] = (feed_cursor){f.parts[p], shape_jobs_bind(&req->arena, f.parts[p]), 0, 0, 0};
-    cursor_load(&cur[p]);
+    cur[p] = (feed_cursor){f.parts[p], shape_jobs_bind(&req->arena, f.parts[p]), 0, 0, 0, NULL};
+    cursor_load(&cur[p], open);
     for (int i = 0; i < f.parts[p]->rows; i++)
       for (int col = 3; col < 5; col++) bytes += strlen(db_text(f.parts[p], i, col) ? db_text(f.parts[p], i, col) : "");
     bytes += 256 * (size_t)f.parts[p]->rows;
@@ -167,38 +186,66 @@ static err_t reply_feed(hs_req *req) {
   jw_arr(w);
   const char **missing = NULL;
   int nmissing = 0;
-  for (int written = 0; written < FEED_MAX; written++) {
+  const db_res *last = NULL;
+  int last_row = 0;
+  for (int written = 0;; written++) {
     feed_cursor *next = NULL;
     for (int p = 0; p < f.nparts; p++) {
       feed_cursor *c = &cur[p];
-      if (c->row < c->r->rows &&
-          (!next || c->feed_at < next->feed_at || (c->feed_at == next->feed_at && c->seq < next->seq)))
-        next = c;
+      if (c->row < c->r->rows && (!next || feed_before(c, next))) next = c;
     }
-    if (!next) break;
-    const char *id = db_text(next->r, next->row, 2);
+    if (!next || (!pg.limit && written == FEED_MAX)) break;
+    if (pg.limit && written == pg.limit) { /* a job past the page: the next page starts after the last */
+      if ((e = hs_page_next_after(req, &pg, last, last_row)) != ERR_OK) return e;
+      break;
+    }
+    const char *id = next->id;
     if ((e = open_job(req, w, next->b, next->r, next->row, &missing, &nmissing)) != ERR_OK) return e;
     jw_key(w, "quoted");
     jw_bool(w, nquoted && bsearch(id, quoted, (size_t)nquoted, sizeof *quoted, cmp_id));
     jw_obj_end(w);
+    last = next->r, last_row = next->row;
     next->row++;
-    cursor_load(next);
+    cursor_load(next, open);
   }
   jw_arr_end(w);
+  hs_page_jw_next(w, &pg);
   jw_obj_end(w);
   request_repair(missing, nmissing);
   return hs_ok_jw(req, w);
 }
 
+/* ?status=A,B as JOB_STATUS_COUNT slots (the unused ones NULL), or NULL without the filter. */
+static const char **statuses_asked(hs_req *req) {
+  json_t *list = json_object_get(req->query, "status");
+  if (!list) return NULL;
+  const char **out = arena_alloc(&req->arena, sizeof *out * JOB_STATUS_COUNT);
+  for (size_t i = 0; i < JOB_STATUS_COUNT; i++) out[i] = json_string_value(json_array_get(list, i));
+  return out;
+}
+
 err_t api_jobs_list(hs_req *req) {
-  if (req->auth.role_bit == ROLE_PROVIDER) return reply_feed(req);
+  const char **statuses = statuses_asked(req);
+  if (req->auth.role_bit == ROLE_PROVIDER) { /* the feed holds PENDING and QUOTED jobs */
+    const char *pending = JOB_STATUS_NAMES[0], *quoted = JOB_STATUS_NAMES[1];
+    bool want_pending = !statuses, want_quoted = !statuses;
+    for (int s = 0; statuses && s < JOB_STATUS_COUNT && statuses[s]; s++)
+      want_pending |= !strcmp(statuses[s], pending), want_quoted |= !strcmp(statuses[s], quoted);
+    const char *open[2] = {want_pending ? pending : want_quoted ? quoted : NULL, want_quoted ? quoted : NULL};
+    if (!open[1]) open[1] = open[0];
+    return reply_feed(req, open);
+  }
+  hs_page pg;
   db_res *r;
-  err_t e = jobs_store_customer_jobs(&req->arena, req->auth.id, &r);
+  err_t e = hs_page_begin(req, &CUSTOMER_JOBS_KEYSET, NULL, 0, &pg);
+  if (!e) e = jobs_store_customer_jobs(&req->arena, req->auth.id, statuses, &pg, &r);
+  if (!e) e = hs_page_end(req, &pg, r);
   if (e != ERR_OK) return e;
   jw *w = hs_jw(req, 1024 * (size_t)(r->rows + 1));
   jw_obj(w);
   jw_key(w, "jobs");
   if ((e = write_jobs(req, w, r)) != ERR_OK) return e;
+  hs_page_jw_next(w, &pg);
   jw_obj_end(w);
   return hs_ok_jw(req, w);
 }
@@ -262,8 +309,11 @@ err_t api_jobs_get(hs_req *req) {
 /* ---- after completion ---- */
 
 err_t api_jobs_reportable(hs_req *req) {
+  hs_page pg;
   db_res *r;
-  err_t e = jobs_store_reportable(&req->arena, req->auth.id, clock_now_ms() - JOBS_REPORT_WINDOW_MS, &r);
+  err_t e = hs_page_begin(req, &REPORTABLE_KEYSET, NULL, 0, &pg);
+  if (!e) e = jobs_store_reportable(&req->arena, req->auth.id, clock_now_ms() - JOBS_REPORT_WINDOW_MS, &pg, &r);
+  if (!e) e = hs_page_end(req, &pg, r);
   if (e != ERR_OK) return e;
   jw *w = hs_jw(req, 1024 * (size_t)(r->rows + 1));
   shape_jobs *b = shape_jobs_bind(&req->arena, r);

@@ -1,9 +1,15 @@
 /* Handlers of the message threads: which thread a caller may use, listing, posting text and
- * photos (a photo is stored first and its message points at it with a signed URL), and the
- * other party's notification. The SQL is in messages_store.c. */
+ * photos, and the other party's notification. The SQL is in messages_store.c.
+ *
+ * A photo is stored first; its message keeps "[IMAGE]<storage key>", and every answer writes
+ * "[IMAGE]<signed URL>" signed when it is read (one year, the same URL throughout its hour:
+ * ext/storage.h), so a link never outlives its signature and a list refresh keeps the URLs an
+ * image cache knows. */
 #include "domain/messages/messages_api.h"
 #include "core/ids.h"
+#include "core/util.h"
 #include "domain/jobs/jobs.h"
+#include "domain/messages/messages.h"
 #include "domain/messages/messages_store.h"
 #include "domain/notifications/notifications.h"
 #include "ext/storage.h"
@@ -31,7 +37,7 @@ static err_t open_thread(hs_req *req, const char *requested_provider, thread *t)
   if (customer) {
     if (strcmp(t->customer_id, req->auth.id)) return hs_fail(req, ERR_NOT_FOUND, "Job not found");
     t->provider_id = requested_provider ? requested_provider : assigned;
-    if (!t->provider_id) return hs_fail(req, ERR_BAD_REQUEST, "providerId: is required until a provider is assigned");
+    if (!t->provider_id) return hs_fail_invalid(req, "providerId: is required until a provider is assigned");
   } else {
     t->provider_id = req->auth.id;
   }
@@ -44,23 +50,61 @@ static err_t open_thread(hs_req *req, const char *requested_provider, thread *t)
   return ERR_OK;
 }
 
+#define PHOTO_PREFIX "[IMAGE]"
+
+const hs_rj_field MESSAGES_JSON[] = {
+    {"id", "id", RJ_STR},
+    {"senderId", "sender_id", RJ_STR},
+    {"senderRole", "sender_role", RJ_STR},
+    {"senderName", "sender_name", RJ_STR},
+    {"createdAt", "created_at", RJ_ISO},
+    {0},
+};
+
+void messages_write_members(arena *a, jw *w, const hs_rj *b, const db_res *r, int i) {
+  hs_rj_members(w, b, r, i);
+  const char *content = db_field(r, i, "content");
+  jw_key(w, "content");
+  if (content && str_starts_with(content, PHOTO_PREFIX) && storage_key_valid(content + strlen(PHOTO_PREFIX))) {
+    char *url = storage_url(content + strlen(PHOTO_PREFIX), URL_TTL_PHOTO);
+    jw_str(w, arena_printf(a, PHOTO_PREFIX "%s", url));
+    free(url);
+  } else {
+    jw_str(w, content);
+  }
+}
+
+/* Writes message row i of r (MESSAGES_JSON bound as b) as one object. */
+static void write_message(arena *a, jw *w, const hs_rj *b, const db_res *r, int i) {
+  jw_obj(w);
+  messages_write_members(a, w, b, r, i);
+  jw_obj_end(w);
+}
 err_t api_messages_list(hs_req *req) {
   thread t;
   err_t e = open_thread(req, json_string_value(json_object_get(req->query, "providerId")), &t);
-  if (e != ERR_OK) return e;
+  hs_page pg;
   db_res *r;
-  if ((e = messages_store_list(&req->arena, t.job_id, t.provider_id, &r)) != ERR_OK) return e;
+  if (!e) e = hs_page_begin(req, &MESSAGES_KEYSET, t.provider_id, 0, &pg);
+  if (!e) e = messages_store_list(&req->arena, t.job_id, t.provider_id, &pg, &r);
+  if (!e) e = hs_page_end(req, &pg, r);
+  if (e != ERR_OK) return e;
   jw *w = hs_jw(req, 256 * (size_t)(r->rows + 1));
+  hs_rj *b = hs_rj_bind(&req->arena, MESSAGES_JSON, r);
   jw_obj(w);
   jw_key(w, "messages");
-  hs_rj_array(w, &req->arena, MESSAGE_JSON, r);
+  jw_arr(w);
+  for (int i = 0; i < r->rows; i++) write_message(&req->arena, w, b, r, i);
+  jw_arr_end(w);
+  hs_page_jw_next(w, &pg);
   jw_obj_end(w);
   return hs_ok_jw(req, w);
 }
 
 /* Posts content to the caller's thread: 409 on a cancelled job, 429 at the cap. */
 static err_t post_message(hs_req *req, thread *t, const char *content) {
-  if (!strcmp(t->status, "CANCELLED")) return hs_fail(req, ERR_CONFLICT, "The job is cancelled");
+  if (!strcmp(t->status, "CANCELLED"))
+    return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "The job is cancelled");
   char id[ID_LEN + 1];
   id_new(id);
   message_new m = {.id = id,
@@ -76,22 +120,22 @@ static err_t post_message(hs_req *req, thread *t, const char *content) {
   if (e != ERR_OK) return e;
   if (r->rows == 0) {
     req->retry_after = 0;
-    return hs_fail(req, ERR_RATE_LIMITED, "This thread has reached 250 messages");
+    return hs_fail_code(req, ERR_RATE_LIMITED, ERR_CODE_THREAD_FULL, "This thread has reached 250 messages");
   }
   bool from_customer = req->auth.role_bit == ROLE_USER;
   notify(from_customer ? t->provider_id : t->customer_id, from_customer ? "provider" : "user",
          arena_printf(&req->arena, "New message from %s", t->sender_name),
-         strncmp(content, "[IMAGE]", 7) ? content : "Sent a photo", t->job_id);
+         str_starts_with(content, PHOTO_PREFIX) ? "Sent a photo" : content, t->job_id);
   jw *w = hs_jw(req, 512);
-  hs_rj_object(w, hs_rj_bind(&req->arena, MESSAGE_JSON, r), r, 0);
+  write_message(&req->arena, w, hs_rj_bind(&req->arena, MESSAGES_JSON, r), r, 0);
   return hs_ok_jw(req, w);
 }
 
 err_t api_messages_post(hs_req *req) {
   /* the prefix marks photo messages, which apps render from the URL after it: a text
    * message must not pass for one (it could make the other party's app load any address) */
-  if (!strncmp(hs_body_str(req, "content"), "[IMAGE]", 7))
-    return hs_fail(req, ERR_BAD_REQUEST, "content: must not start with [IMAGE]");
+  if (str_starts_with(hs_body_str(req, "content"), PHOTO_PREFIX))
+    return hs_fail_invalid(req, "content: must not start with [IMAGE]");
   thread t;
   err_t e = open_thread(req, hs_body_str(req, "providerId"), &t);
   return e == ERR_OK ? post_message(req, &t, hs_body_str(req, "content")) : e;
@@ -101,15 +145,60 @@ err_t api_messages_photo(hs_req *req) {
   thread t;
   err_t e = open_thread(req, hs_body_str(req, "providerId"), &t);
   if (e != ERR_OK) return e;
-  if (!strcmp(t.status, "CANCELLED")) return hs_fail(req, ERR_CONFLICT, "The job is cancelled");
+  if (!strcmp(t.status, "CANCELLED"))
+    return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "The job is cancelled");
   int n;
   hs_upload **files = hs_files(req, "photo", &n);
   char key[STORAGE_KEY_LEN], err[256];
   if (!storage_save(files[0]->path, files[0]->ext, files[0]->mime, key, err)) return hs_fail(req, ERR_INTERNAL, NULL);
-  char *url = storage_url(key, URL_TTL_PHOTO);
-  char *content = arena_printf(&req->arena, "[IMAGE]%s", url);
-  free(url);
-  e = post_message(req, &t, content);
+  e = post_message(req, &t, arena_printf(&req->arena, PHOTO_PREFIX "%s", key));
   if (e != ERR_OK) storage_delete(key);
   return e;
+}
+
+err_t api_messages_read(hs_req *req) {
+  thread t;
+  err_t e = open_thread(req, hs_body_str(req, "providerId"), &t);
+  if (e != ERR_OK) return e;
+  if ((e = messages_store_mark_read(t.job_id, t.provider_id, hs_role_name(req->auth.role_bit))) != ERR_OK) return e;
+  return hs_ok(req, json_pack("{s:b}", "ok", 1));
+}
+
+/* A thread: its job, and the other side (the role added by the handler). */
+static const hs_rj_field THREAD[] = {{"jobId", "job_id", RJ_STR}, {"service", "service", RJ_STR}, {0}};
+static const hs_rj_field COUNTERPART[] = {{"id", "counterpart_id", RJ_STR}, {"name", "counterpart_name", RJ_STR}, {0}};
+
+err_t api_messages_threads(hs_req *req) {
+  const char *role = hs_role_name(req->auth.role_bit);
+  db_res *r;
+  hs_page pg;
+  err_t e = hs_page_begin(req, &THREADS_KEYSET, NULL, 0, &pg);
+  if (!e) e = messages_store_threads(&req->arena, role, req->auth.id, &pg, &r);
+  if (!e) e = hs_page_end(req, &pg, r);
+  if (e != ERR_OK) return e;
+  arena *a = &req->arena;
+  hs_rj *head = hs_rj_bind(a, THREAD, r), *other = hs_rj_bind(a, COUNTERPART, r),
+        *last = hs_rj_bind(a, MESSAGES_JSON, r);
+  int unread = db_col(r, "unread_count"), at = db_col(r, "created_at");
+  jw *w = hs_jw(req, 512 * (size_t)(r->rows + 1));
+  jw_arr(w);
+  for (int i = 0; i < r->rows; i++) {
+    jw_obj(w);
+    hs_rj_members(w, head, r, i);
+    jw_key(w, "counterpart");
+    jw_obj(w);
+    hs_rj_members(w, other, r, i);
+    jw_key(w, "role");
+    jw_str(w, strcmp(role, "user") ? "user" : "provider");
+    jw_obj_end(w);
+    jw_key(w, "lastMessage");
+    write_message(a, w, last, r, i);
+    jw_key(w, "unreadCount");
+    jw_int(w, db_int(r, i, unread));
+    jw_key(w, "updatedAt");
+    jw_cell_iso(w, db_text(r, i, at));
+    jw_obj_end(w);
+  }
+  jw_arr_end(w);
+  return hs_ok_jw(req, w);
 }

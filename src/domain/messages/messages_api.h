@@ -9,5 +9,7 @@ extern const hs_route messages_routes[];
 err_t api_messages_list(hs_req *req);
 err_t api_messages_post(hs_req *req);
 err_t api_messages_photo(hs_req *req);
+err_t api_messages_read(hs_req *req);
+err_t api_messages_threads(hs_req *req);
 
 #endif

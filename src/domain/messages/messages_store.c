@@ -6,19 +6,11 @@
 #include "core/clock.h"
 #include "domain/events/events.h"
 #include "domain/jobs/jobs.h"
+#include "domain/messages/messages.h"
 #include <string.h>
 
-const hs_rj_field MESSAGE_JSON[] = {
-    {"id", "id", RJ_STR},
-    {"senderId", "sender_id", RJ_STR},
-    {"senderRole", "sender_role", RJ_STR},
-    {"senderName", "sender_name", RJ_STR},
-    {"content", "content", RJ_STR},
-    {"createdAt", "created_at", RJ_ISO},
-    {0},
-};
-
-/* message.created for the posted row r, to both parties of the thread. */
+/* message.created for the posted row r, to both parties of the thread: the Message as the
+ * thread's GET writes it (a photo's link signed now). */
 static db_rc announce(db_conn *c, arena *a, const message_new *m, const db_res *r) {
   jw w;
   jw_init(&w, a, 512);
@@ -28,7 +20,9 @@ static db_rc announce(db_conn *c, arena *a, const message_new *m, const db_res *
   jw_key(&w, "providerId");
   jw_str(&w, m->provider_id);
   jw_key(&w, "message");
-  hs_rj_object(&w, hs_rj_bind(a, MESSAGE_JSON, r), r, 0);
+  jw_obj(&w);
+  messages_write_members(a, &w, hs_rj_bind(a, MESSAGES_JSON, r), r, 0);
+  jw_obj_end(&w);
   jw_obj_end(&w);
   event_new ev = {
       .kind = "message.created", .data = jw_text(&w), .user_id = m->customer_id, .provider_id = m->provider_id};
@@ -49,11 +43,52 @@ err_t messages_store_thread_party(arena *a, const char *role, const char *caller
                             DB_ARGS(DB_TEXT(provider_id), DB_TEXT(job_id), DB_TEXT(assigned ? assigned : ""))));
 }
 
-err_t messages_store_list(arena *a, const char *job_id, const char *provider_id, db_res **out) {
-  return db_to_err(db_query(a, out,
-                            "SELECT " MESSAGE_COLUMNS " FROM messages WHERE job_id = $1 AND provider_id = $2 "
-                            "ORDER BY seq",
-                            DB_ARGS(DB_TEXT(job_id), DB_TEXT(provider_id))));
+const hs_keyset MESSAGES_KEYSET = {"messages", {{"seq", "seq", 'i', false}, {"id", "id", 's', false}}};
+
+err_t messages_store_list(arena *a, const char *job_id, const char *provider_id, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(2)] = {DB_TEXT(job_id), DB_TEXT(provider_id)};
+  return db_to_err(hs_page_query(
+      a, pg, "SELECT " MESSAGE_COLUMNS " FROM messages WHERE job_id = $1 AND provider_id = $2", args, 2, out));
+}
+
+/* The thread's last message and its unread count, for the threads in `last` (job_id,
+ * provider_id, seq): $2 is the side that reads ("user" or "provider"), $3 the other side. */
+#define THREADS_SELECT(counterpart_id, counterpart_table)                                                              \
+  "SELECT m.job_id, m.provider_id, j.service, " counterpart_id " AS counterpart_id, c.name AS counterpart_name, "      \
+  "m.id, m.sender_id, m.sender_role, m.sender_name, m.content, m.created_at, last.seq AS last_seq, "                   \
+  "(SELECT COUNT(*) FROM messages u WHERE u.job_id = m.job_id AND u.provider_id = m.provider_id "                      \
+  "AND u.sender_role = $3 AND u.seq > COALESCE((SELECT r.read_seq FROM message_reads r WHERE r.job_id = m.job_id "     \
+  "AND r.provider_id = m.provider_id AND r.reader_role = $2), 0)) AS unread_count "                                    \
+  "FROM last JOIN messages m ON m.job_id = last.job_id AND m.provider_id = last.provider_id AND m.seq = last.seq "     \
+  "JOIN jobs j ON j.id = m.job_id LEFT JOIN " counterpart_table " c ON c.id = " counterpart_id " "                     \
+  "WHERE (j.provider_id = m.provider_id OR EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = m.job_id "                  \
+  "AND q.provider_id = m.provider_id))"
+
+const hs_keyset THREADS_KEYSET = {
+    "threads", {{"last.seq", "last_seq", 'i', true}, {"m.job_id", "job_id", 's', false}, {"m.provider_id", "provider_id", 's', false}}};
+
+err_t messages_store_threads(arena *a, const char *role, const char *caller_id, const hs_page *pg, db_res **out) {
+  bool customer = !strcmp(role, "user");
+  db_val args[HS_PAGE_ARGS(3)] = {DB_TEXT(caller_id), DB_TEXT(customer ? "user" : "provider"),
+                                  DB_TEXT(customer ? "provider" : "user")};
+  const char *sql = customer ? "WITH last AS (SELECT m.job_id, m.provider_id, MAX(m.seq) AS seq FROM messages m "
+                               "JOIN jobs j ON j.id = m.job_id WHERE j.customer_id = $1 "
+                               "GROUP BY m.job_id, m.provider_id) " THREADS_SELECT("m.provider_id", "providers")
+                             : "WITH last AS (SELECT job_id, provider_id, MAX(seq) AS seq FROM messages "
+                               "WHERE provider_id = $1 GROUP BY job_id, provider_id) " THREADS_SELECT("j.customer_id",
+                                                                                                       "users");
+  return db_to_err(hs_page_query(a, pg, sql, args, 3, out));
+}
+
+err_t messages_store_mark_read(const char *job_id, const char *provider_id, const char *reader_role) {
+  return db_to_err(
+      db_query(NULL, NULL,
+               "INSERT INTO message_reads (job_id, provider_id, reader_role, read_seq, read_at) "
+               "SELECT $1, $2, $3, COALESCE(MAX(seq), 0), $4 FROM messages WHERE job_id = $1 "
+               "AND provider_id = $2 ON CONFLICT (job_id, provider_id, reader_role) DO UPDATE SET "
+               "read_seq = CASE WHEN excluded.read_seq > message_reads.read_seq THEN excluded.read_seq "
+               "ELSE message_reads.read_seq END, read_at = excluded.read_at",
+               DB_ARGS(DB_TEXT(job_id), DB_TEXT(provider_id), DB_TEXT(reader_role), DB_INT(clock_now_ms()))));
 }
 
 err_t messages_store_post(arena *a, const message_new *m, db_res **out) {

@@ -5,8 +5,12 @@
 #define DOMAIN_NOTIFICATIONS_H
 #include "db/db.h"
 #include "domain/domain.h"
+#include "http/rowjson.h"
 
 extern const domain_def notifications_domain;
+
+/* The Notification JSON of a notifications row, as a field table (http/rowjson.h). */
+extern const hs_rj_field NOTIFICATIONS_JSON[];
 
 /* A notification for an account (role "user" or "provider"); job_id may be NULL. */
 typedef struct notice {

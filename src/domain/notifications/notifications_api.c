@@ -7,12 +7,23 @@
 #include "core/jsonx.h"
 #include "core/log.h"
 #include "domain/events/events.h"
+#include "domain/notifications/notifications.h"
 #include "domain/notifications/notifications_store.h"
 #include "ext/fetch.h"
 #include "ext/queue.h"
 #include "http/rowjson.h"
 #include <stdio.h>
 #include <stdlib.h>
+
+const hs_rj_field NOTIFICATIONS_JSON[] = {
+    {"id", "id", RJ_STR},
+    {"title", "title", RJ_STR},
+    {"body", "body", RJ_STR},
+    {"jobId", "job_id", RJ_STR},
+    {"read", "is_read", RJ_BOOL},
+    {"createdAt", "created_at", RJ_ISO},
+    {0},
+};
 
 static const char *role_of(const hs_req *req) { return hs_role_name(req->auth.role_bit); }
 
@@ -22,24 +33,31 @@ err_t api_push_token(hs_req *req) {
 }
 
 err_t api_notifications_list(hs_req *req) {
+  hs_page pg;
   db_res *r;
-  err_t e = notifications_store_list(&req->arena, role_of(req), req->auth.id, &r);
+  err_t e = hs_page_begin(req, &NOTIFICATIONS_KEYSET, NULL, NOTIFICATIONS_CAP, &pg);
+  if (!e)
+    e = notifications_store_list(&req->arena, role_of(req), req->auth.id,
+                                 json_is_true(json_object_get(req->query, "unread")), &pg, &r);
+  if (!e) e = hs_page_end(req, &pg, r);
   if (e) return e;
-  static const hs_rj_field NOTIFICATION[] = {
-      {"id", "id", RJ_STR},
-      {"title", "title", RJ_STR},
-      {"body", "body", RJ_STR},
-      {"jobId", "job_id", RJ_STR},
-      {"read", "is_read", RJ_BOOL},
-      {"createdAt", "created_at", RJ_ISO},
-      {0},
-  };
-  return hs_ok_rows(req, NOTIFICATION, r, 256);
+  return hs_ok_rows(req, NOTIFICATIONS_JSON, r, 256);
 }
 
 err_t api_notifications_read(hs_req *req) {
   err_t e = notifications_store_mark_read(role_of(req), req->auth.id);
   return e ? e : hs_ok(req, json_pack("{s:b}", "ok", 1));
+}
+
+/* Another account's notification does not exist for the caller (404). */
+err_t api_notification_read(hs_req *req) {
+  db_res *r;
+  err_t e = notifications_store_mark_one_read(&req->arena, role_of(req), req->auth.id, hs_param(req, "id"), &r);
+  if (e) return e;
+  if (r->rows == 0) return hs_fail(req, ERR_NOT_FOUND, "Notification not found");
+  jw *w = hs_jw(req, 256);
+  hs_rj_object(w, hs_rj_bind(&req->arena, NOTIFICATIONS_JSON, r), r, 0);
+  return hs_ok_jw(req, w);
 }
 
 /* The Banner JSON of the first row of r (icon, title, body). */

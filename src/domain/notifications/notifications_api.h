@@ -9,6 +9,7 @@ extern const hs_route notifications_routes[];
 err_t api_push_token(hs_req *req);
 err_t api_notifications_list(hs_req *req);
 err_t api_notifications_read(hs_req *req);
+err_t api_notification_read(hs_req *req);
 err_t api_banner_poll(hs_req *req);
 /* Registers the "push" queue handler (the domain's init). */
 void notifications_init(void);

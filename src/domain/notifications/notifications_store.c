@@ -42,11 +42,11 @@ static db_rc record(db_conn *c, const notice *n, bool token_known, const char *p
   arena_init(&a);
   db_res *r;
   int64_t now = clock_now_ms();
-  db_rc rc = db_exec(c, NULL, NULL,
-                     "INSERT INTO notifications (id, account_id, role, title, body, job_id, created_at, seq) "
-                     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                     DB_ARGS(DB_TEXT(id), DB_TEXT(n->account_id), DB_TEXT(n->role), DB_TEXT(n->title), DB_TEXT(n->body),
-                             DB_TEXT(n->job_id), DB_INT(now), DB_INT(clock_sequence())));
+  db_rc rc = db_exec_later(c, NULL, NULL,
+                           "INSERT INTO notifications (id, account_id, role, title, body, job_id, created_at, seq) "
+                           "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                           DB_ARGS(DB_TEXT(id), DB_TEXT(n->account_id), DB_TEXT(n->role), DB_TEXT(n->title),
+                                   DB_TEXT(n->body), DB_TEXT(n->job_id), DB_INT(now), DB_INT(clock_sequence())));
   if (rc == DB_OK) rc = announce(c, id, n, now, provider);
   if (rc == DB_OK && !token_known) {
     rc = db_exec(c, &a, &r, token_sql[provider], DB_ARGS(DB_TEXT(n->account_id)));
@@ -98,17 +98,29 @@ err_t notifications_store_set_push_token(const char *role, const char *id, const
   return db_to_err(db_query(NULL, NULL, sql, DB_ARGS(DB_TEXT(id), DB_TEXT(token))));
 }
 
-err_t notifications_store_list(arena *a, const char *role, const char *id, db_res **out) {
-  return db_to_err(db_query(a, out,
-                            "SELECT id, title, body, job_id, is_read, created_at FROM notifications "
-                            "WHERE account_id = $1 AND role = $2 ORDER BY seq DESC LIMIT 50",
-                            DB_ARGS(DB_TEXT(id), DB_TEXT(role))));
+const hs_keyset NOTIFICATIONS_KEYSET = {"notifications", {{"seq", "seq", 'i', true}, {"id", "id", 's', true}}};
+
+err_t notifications_store_list(arena *a, const char *role, const char *id, bool unread, const hs_page *pg,
+                               db_res **out) {
+  db_val args[HS_PAGE_ARGS(3)] = {DB_TEXT(id), DB_TEXT(role), DB_BOOL(unread)};
+  return db_to_err(hs_page_query(a, pg,
+                                 "SELECT id, title, body, job_id, is_read, created_at, seq FROM notifications "
+                                 "WHERE account_id = $1 AND role = $2 AND ($3 = 0 OR is_read = 0)",
+                                 args, 3, out));
 }
 
 err_t notifications_store_mark_read(const char *role, const char *id) {
   return db_to_err(db_query(NULL, NULL,
                             "UPDATE notifications SET is_read = 1 WHERE account_id = $1 AND role = $2 AND is_read = 0",
                             DB_ARGS(DB_TEXT(id), DB_TEXT(role))));
+}
+
+err_t notifications_store_mark_one_read(arena *a, const char *role, const char *id, const char *notification_id,
+                                        db_res **out) {
+  return db_to_err(db_query(a, out,
+                            "UPDATE notifications SET is_read = 1 WHERE id = $1 AND account_id = $2 AND role = $3 "
+                            "RETURNING id, title, body, job_id, is_read, created_at",
+                            DB_ARGS(DB_TEXT(notification_id), DB_TEXT(id), DB_TEXT(role))));
 }
 
 err_t notifications_store_take_banner(arena *a, const char *role, const char *id, db_res **out) {

@@ -4,13 +4,24 @@
 #define DOMAIN_NOTIFICATIONS_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
+#include "http/paging.h"
+#include <stdbool.h>
+
+/* The account's notifications newest first, by (seq, id); without paging the last 50. */
+extern const hs_keyset NOTIFICATIONS_KEYSET;
+#define NOTIFICATIONS_CAP 50
 
 /* Sets the device push token of account id (role "user" or "provider"). */
 err_t notifications_store_set_push_token(const char *role, const char *id, const char *token);
-/* The account's last 50 notifications, newest first. */
-err_t notifications_store_list(arena *a, const char *role, const char *id, db_res **out);
+/* The page pg of the account's notifications (only the unread ones with unread). */
+err_t notifications_store_list(arena *a, const char *role, const char *id, bool unread, const hs_page *pg,
+                               db_res **out);
 /* Marks every notification of the account read. */
 err_t notifications_store_mark_read(const char *role, const char *id);
+/* Marks the account's notification notification_id read; *out has its row, or no row when the
+ * account has no such notification. */
+err_t notifications_store_mark_one_read(arena *a, const char *role, const char *id, const char *notification_id,
+                                        db_res **out);
 /* Returns and removes the account's pending banner (icon, title, body) in one statement, so two
  * polls never both get it; no row when none is pending. */
 err_t notifications_store_take_banner(arena *a, const char *role, const char *id, db_res **out);

@@ -1,6 +1,8 @@
 /* Payments: the customer's saved card and premium subscription (/payments/...), processor
- * webhooks (POST /webhooks), refunds (POST /staff/payments/:jobId/refund), and the payment
- * operations of the job flow.
+ * webhooks (POST /webhooks; a payout account's account.updated is handed to payouts), refunds
+ * (POST /staff/payments/:jobId/refund), and the payment operations of the job flow. What a
+ * capture earns a provider, and what a refund takes back of it, follows in the same transaction
+ * as a transfer record (domain/payouts/payouts.h).
  *
  * The job operations write the Payment record of a job (kind "job": AUTHORIZED on
  * acceptance or FAILED, PAID on completion, CANCELED when an accepted job is cancelled,
@@ -60,6 +62,12 @@ err_t payments_void_job(const char *job_id);
  * when the processor did not answer (the request is kept and settled later, or by the next
  * tip, so the tip is charged at most once). */
 err_t payments_charge_tip(const char *job_id, const char *user_id, int64_t *cents, char msg[256]);
+/* Sets the customer's premium subscription to end with its current period at the processor,
+ * as POST /payments/premium/cancel does (no further charge), and records that; nothing to do
+ * without a subscription, or when it is set to end already or gone at the processor. For the
+ * owner's deletion of the account, before its rows are erased. ERR_UNAVAILABLE when the
+ * processor did not answer (nothing changed). */
+err_t payments_end_premium(const char *user_id);
 /* Tells the customer (email and notification) and the provider (notification) that the job
  * payment payment_id failed, as recorded by a processor event. Failures are logged. */
 void payments_tell_failure(const char *payment_id);
@@ -75,14 +83,12 @@ json_t *payments_job_json(const char *job_id, const char *kind);
  * they hold is given back after the commit (holds voided, captured money and tips refunded),
  * in the background, and the next acceptance of each job authorizes afresh. */
 db_rc payments_release_provider_jobs_in(db_conn *c, const char *provider_id);
-/* What a provider keeps of earned (its quote amount) once refunded of the charged total was
- * given back: earned less the refund's share of it, rounded to the cent (0 when all was). */
-int64_t payments_earned_after_refunds(int64_t earned, int64_t charged, int64_t refunded);
 /* Compares the payments in uncertain states with the processor and settles them: requests
  * left unanswered for min_age_ms or more, holds of completed or cancelled jobs, completed
  * jobs never charged, failed payments whose card is no longer the customer's saved one, and
- * money still held by payments of a job's history. Logs each correction. For the periodic task and `marketplace
- * payments reconcile`; counts what it looked at and what it changed. */
+ * money still held by payments of a job's history; then the transfers to providers likewise
+ * (payouts_reconcile). Logs each correction. For the periodic task and `marketplace payments
+ * reconcile`; counts what it looked at and what it changed, payments and transfers. */
 err_t payments_reconcile(int64_t min_age_ms, int *checked, int *corrected);
 
 #endif

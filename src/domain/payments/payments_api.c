@@ -64,8 +64,7 @@ err_t api_payments_save_method(hs_req *req) {
   if (e == ERR_OK) e = ensure_customer(req, &b, &customer);
   if (e != ERR_OK) return e;
   pay_rc rc = payments_attach_method(customer, hs_body_str(req, "paymentMethodId"), &card, &pe);
-  if (rc == PAY_INVALID || rc == PAY_NOT_FOUND)
-    return hs_fail(req, ERR_BAD_REQUEST, "paymentMethodId: unknown payment method");
+  if (rc == PAY_INVALID || rc == PAY_NOT_FOUND) return hs_fail_invalid(req, "paymentMethodId: unknown payment method");
   if (rc != PAY_OK) return processor_failed(req, rc, &pe);
   if ((e = pay_store_set_method(b.id, card.id)) != ERR_OK) return e;
   return hs_ok(req, card_json(&card));
@@ -216,7 +215,8 @@ err_t api_payments_premium_cancel(hs_req *req) {
   billing b;
   err_t e = load_billing(req, &b);
   if (e != ERR_OK) return e;
-  if (!b.is_premium || !b.subscription_id) return hs_fail(req, ERR_BAD_REQUEST, "No active subscription");
+  if (!b.is_premium || !b.subscription_id)
+    return hs_fail_code(req, ERR_BAD_REQUEST, ERR_CODE_INVALID_STATE, "No active subscription");
   /* a fresh key: setting the flag is idempotent by nature, and a cancel after a resume must
    * reach the processor rather than replay the first cancel's answer */
   pay_subscription sub;
@@ -228,4 +228,22 @@ err_t api_payments_premium_cancel(hs_req *req) {
                               "Premium is cancelled and stays active until the end of the current billing period",
                               "cancelAtPeriodEnd", 1, "currentPeriodEnd",
                               sub.current_period_end ? jx_iso(sub.current_period_end) : json_null()));
+}
+
+err_t payments_end_premium(const char *user_id) {
+  arena a;
+  arena_init(&a);
+  billing b;
+  err_t e = pay_store_billing(&a, user_id, &b);
+  if (e == ERR_OK && b.subscription_id && !b.cancel_at_period_end) {
+    pay_subscription sub;
+    pay_error pe;
+    pay_rc rc = payments_set_cancel_at_period_end(b.subscription_id, true, NULL, &sub, &pe);
+    if (rc == PAY_OK)
+      e = pay_store_set_cancel_flag(b.id, true);
+    else if (rc != PAY_INVALID && rc != PAY_NOT_FOUND) /* refused: the subscription ended already */
+      e = ERR_UNAVAILABLE;
+  }
+  arena_fini(&a);
+  return e == ERR_NOT_FOUND ? ERR_OK : e;
 }

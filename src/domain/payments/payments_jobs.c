@@ -29,6 +29,7 @@
 #include "domain/payments/payments.h"
 #include "domain/payments/payments_ops.h"
 #include "domain/payments/payments_store.h"
+#include "domain/payouts/payouts.h"
 #include "ext/payments.h"
 #include "ext/queue.h"
 #include <stdint.h>
@@ -745,6 +746,9 @@ err_t payments_reconcile(int64_t min_age_ms, int *checked, int *corrected) {
     }
   }
   arena_fini(&a);
+  int transfers_checked, transfers_corrected; /* then the money on its way to providers */
+  if (e == ERR_OK) e = payouts_reconcile(min_age_ms, &transfers_checked, &transfers_corrected);
+  if (e == ERR_OK) *checked += transfers_checked, *corrected += transfers_corrected;
   return e;
 }
 

@@ -35,12 +35,6 @@ static const char DUPLICATE[] = "The same payment was charged twice; the second 
 
 static bool is(const char *a, const char *b) { return a && b && !strcmp(a, b); }
 
-int64_t payments_earned_after_refunds(int64_t earned, int64_t charged, int64_t refunded) {
-  if (refunded <= 0 || charged <= 0) return earned;
-  if (refunded >= charged) return 0;
-  return earned - (earned * refunded + charged / 2) / charged;
-}
-
 /* The refund the processor made under idem_key for intent: PAY_OK, PAY_NOT_FOUND, or why it
  * could not be asked. */
 static pay_rc find_refund(const char *intent, const char *idem_key, pay_refund *out, pay_error *pe) {
@@ -237,8 +231,7 @@ err_t api_payments_refund(hs_req *req) {
   if (left <= 0) return hs_fail(req, ERR_CONFLICT, "Nothing left to refund");
   int64_t cents = hs_body_has(req, "amount") ? jx_cents(json_number_value(json_object_get(req->body, "amount"))) : left;
   if (cents > left)
-    return hs_fail(req, ERR_BAD_REQUEST,
-                   arena_printf(&req->arena, "amount: must be between 0.01 and %.2f", (double)left / 100));
+    return hs_fail_invalid(req, arena_printf(&req->arena, "amount: must be between 0.01 and %.2f", (double)left / 100));
   f = new_refund(&req->arena, &p, cents, hs_body_str(req, "reason"), "staff", req->auth.id, key);
   json_t *detail = arena_json(&req->arena, json_pack("{s:s,s:s,s:s,s:o,s:s}", "jobId", job_id, "paymentId", p.id,
                                                      "refundId", f.id, "amount", jx_money(cents), "reason", f.reason));

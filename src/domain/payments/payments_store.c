@@ -14,6 +14,7 @@
 #include "core/ids.h"
 #include "domain/events/events.h"
 #include "domain/payments/payments.h"
+#include "domain/payouts/payouts.h"
 #include "ext/mail.h"
 #include "ext/queue.h"
 #include <stdio.h>
@@ -303,6 +304,8 @@ err_t pay_store_settle(const payment_row *p, const pay_settle *s, bool *moved) {
   if (rc == DB_OK && changed && !strcmp(p->kind, "tip") && !strcmp(s->status, "PAID"))
     rc = tip_writer(c, p->job_id, p->amount_cents);
   if (rc == DB_OK && changed) rc = told_in(c, p->id);
+  if (rc == DB_OK && changed && !strcmp(s->status, "PAID"))
+    rc = payouts_captured_in(c, p->id); /* the provider's share */
   if (rc == DB_OK && changed) rc = announce(c, s->news);
   e = db_end(c, e ? e : db_to_err(rc));
   *moved = !e && changed;
@@ -360,15 +363,17 @@ err_t pay_store_refund_by_key(arena *a, const char *idem_key, refund_row *out, b
   return ERR_OK;
 }
 
-/* Adds cents to what was refunded of payment id (REFUNDED once it is all), on c. */
+/* Adds cents to what was refunded of payment id (REFUNDED once it is all), on c; the
+ * provider's transfer follows (reduced, or its refunded share reversed). */
 static db_rc add_refunded(db_conn *c, const char *id, int64_t cents, int64_t now) {
-  db_rc rc =
-      db_exec(c, NULL, NULL,
-              "UPDATE payments SET refunded_cents = CASE WHEN refunded_cents + $2 > amount_cents THEN amount_cents "
-              "ELSE refunded_cents + $2 END, status = CASE WHEN refunded_cents + $2 >= amount_cents THEN "
-              "'REFUNDED' ELSE status END, updated_at = $3 WHERE id = $1 AND status IN ('PAID', 'REFUNDED')",
-              DB_ARGS(DB_TEXT(id), DB_INT(cents), DB_INT(now)));
-  return rc == DB_OK ? told_in(c, id) : rc;
+  db_rc rc = db_exec(c, NULL, NULL,
+                     "UPDATE payments SET refunded_cents = CASE WHEN refunded_cents + $2 > amount_cents THEN "
+                     "amount_cents ELSE refunded_cents + $2 END, status = CASE WHEN refunded_cents + $2 >= "
+                     "amount_cents THEN 'REFUNDED' ELSE status END, updated_at = $3 WHERE id = $1 "
+                     "AND status IN ('PAID', 'REFUNDED')",
+                     DB_ARGS(DB_TEXT(id), DB_INT(cents), DB_INT(now)));
+  if (rc == DB_OK) rc = told_in(c, id);
+  return rc == DB_OK ? payouts_refunded_in(c, id) : rc;
 }
 
 /* Completes the PENDING refund under idem_key as made (the processor's refund_id) and adds its
@@ -616,9 +621,11 @@ err_t pay_store_holds_subscription(const char *subscription_id, bool *holds) {
 static const char *str(json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
 
 /* Rows a subscription event applies to: the user holding that subscription, or a user of
- * that customer who holds none (the event then names the subscription the user now has). */
+ * that customer who holds none (the event then names the subscription the user now has); never
+ * an account its owner deleted (its subscription was set to end with it). */
 #define SUBSCRIPTION_OWNER                                                                                             \
-  "(processor_subscription_id = $1 OR (processor_subscription_id IS NULL AND processor_customer_id = $2))"
+  "(deleted_at IS NULL AND (processor_subscription_id = $1 OR (processor_subscription_id IS NULL AND "                 \
+  "processor_customer_id = $2)))"
 
 /* False when a subscription event is older than the last one applied to its subscription
  * (then it changes nothing); otherwise it becomes the last one. An event without `created`
@@ -654,7 +661,10 @@ static db_rc apply(db_conn *c, arena *a, const pay_event *ev, pay_event_effect *
                        "WHERE processor_payment_intent_id = $1 AND status IN ('AUTHORIZED', 'FAILED', 'PENDING') "
                        "RETURNING id",
                        DB_ARGS(DB_TEXT(id), DB_INT(now)));
-    for (int i = 0; rc == DB_OK && i < r->rows; i++) rc = told_in(c, db_text(r, i, 0));
+    for (int i = 0; rc == DB_OK && i < r->rows; i++) {
+      rc = told_in(c, db_text(r, i, 0));
+      if (rc == DB_OK) rc = payouts_captured_in(c, db_text(r, i, 0));
+    }
     return rc;
   }
   if (!strcmp(type, "payment_intent.payment_failed") || !strcmp(type, "payment_intent.canceled")) {

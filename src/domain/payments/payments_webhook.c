@@ -1,7 +1,11 @@
 /* POST /webhooks: Stripe's signature scheme in both processor modes. The route takes the
  * raw body (no JSON parsing before the check): header `Stripe-Signature: t=<unix>,v1=<hex>`
  * (several v1 allowed, for secret rotation), v1 = HMAC-SHA256("<t>.<body>") under
- * STRIPE_WEBHOOK_SECRET, 300 s tolerance against the service clock. A verified event is
+ * STRIPE_WEBHOOK_SECRET, or under STRIPE_CONNECT_WEBHOOK_SECRET (Stripe signs the events of
+ * connected accounts, sent to a Connect endpoint, with that endpoint's own secret), 300 s
+ * tolerance against the service clock. account.updated has the payout account's state asked
+ * of the processor and recorded (payouts_account_changed) before the event is recorded, so a
+ * delivery that failed is applied when Stripe sends it again. A verified event is
  * applied once (pay_store_apply_event); subscription events in the order of their `created`.
  * charge.refunded records the charge's refunds (the event's list when it carries one, else
  * the processor's, as Stripe's events no longer include it) the way the service's own are:
@@ -15,6 +19,7 @@
 #include "domain/payments/payments_api.h"
 #include "domain/payments/payments_ops.h"
 #include "domain/payments/payments_store.h"
+#include "domain/payouts/payouts.h"
 #include "ext/digest.h"
 #include "ext/payments.h"
 #include <errno.h>
@@ -138,18 +143,30 @@ static void tell_refunds(hs_req *req, const pay_event_effect *fx) {
   if (audit_log(&act) != ERR_OK) log_json(LOG_ERROR, "auditing a refund failed", json_pack("{s:s}", "paymentId", p.id));
 }
 
+/* A webhook refused: a field's problem ("id: is required") is a validation error. */
+static err_t refuse(hs_req *req, const char *problem) {
+  return strstr(problem, ": ") ? hs_fail_invalid(req, problem) : hs_fail(req, ERR_BAD_REQUEST, problem);
+}
+
 err_t api_webhooks_receive(hs_req *req) {
-  const char *problem = payments_webhook_check(CFG.stripe_webhook_secret, hs_header(req, "Stripe-Signature"),
-                                               req->raw_body, req->raw_len, clock_now_ms() / 1000);
-  if (problem) return hs_fail(req, ERR_BAD_REQUEST, problem);
+  const char *header = hs_header(req, "Stripe-Signature");
+  int64_t now_s = clock_now_ms() / 1000;
+  const char *problem = payments_webhook_check(CFG.stripe_webhook_secret, header, req->raw_body, req->raw_len, now_s);
+  if (problem && CFG.stripe_connect_webhook_secret &&
+      !payments_webhook_check(CFG.stripe_connect_webhook_secret, header, req->raw_body, req->raw_len, now_s))
+    problem = NULL;
+  if (problem) return refuse(req, problem);
   json_t *event, *object;
   const char *id, *type;
   problem = payments_webhook_event(req->raw_body, req->raw_len, &event, &id, &type, &object);
   arena_json(&req->arena, event);
-  if (problem) return hs_fail(req, ERR_BAD_REQUEST, problem);
+  if (problem) return refuse(req, problem);
   err_t e;
   if (!strcmp(type, "customer.subscription.updated") && (e = current_subscription_state(req, &object)) != ERR_OK)
     return e;
+  const char *account = json_string_value(json_object_get(object, "id"));
+  if (!strcmp(type, "account.updated") && account && (e = payouts_account_changed(account)) != ERR_OK)
+    return e == ERR_UNAVAILABLE ? hs_fail(req, e, "Payment processor unavailable") : e;
   pay_event ev = {id, type, object, json_integer_value(json_object_get(event, "created")), NULL, 0};
   if (!strcmp(type, "charge.refunded") && (e = charge_refunds(req, object, &ev)) != ERR_OK) return e;
   pay_event_effect fx;

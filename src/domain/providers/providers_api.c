@@ -108,29 +108,35 @@ err_t api_providers_upload_logo(hs_req *req) {
   return hs_ok(req, json_pack("{s:o}", "logoUrl", storage_url_json(key, URL_TTL_PHOTO)));
 }
 
-/* Read-modify-write of the headshots array, retried when a concurrent change got in first.
- * add: append key; otherwise remove position index (its key returned in *removed). */
-static err_t edit_headshots(hs_req *req, const char *add, long index, const char **removed) {
-  for (int tries = 0; tries < 5; tries++) {
-    db_res *r;
-    err_t e = prov_store_get(&req->arena, req->auth.id, &r);
-    if (e != ERR_OK) return e == ERR_NOT_FOUND ? hs_fail(req, e, "Provider not found") : e;
-    const char *old = db_field(r, 0, "headshots");
-    json_t *list = arena_json(&req->arena, jx_parse_or(old, json_array()));
-    if (add) {
-      json_array_append_new(list, json_string(add));
-    } else {
-      if (index < 0 || (size_t)index >= json_array_size(list))
-        return hs_fail(req, ERR_BAD_REQUEST, "Headshot index out of range");
-      *removed = arena_strdup(&req->arena, json_string_value(json_array_get(list, (size_t)index)));
-      json_array_remove(list, (size_t)index);
-    }
-    char *text = json_dumps(list, JSON_COMPACT);
-    e = prov_store_swap_headshots(req->auth.id, old, text);
-    free(text);
-    if (e != ERR_CONFLICT) return e;
+typedef struct headshots_change {
+  hs_req *req;
+  const char *add; /* a key to append, or NULL to remove position index */
+  long index;
+  const char *removed; /* out: the key removed */
+} headshots_change;
+
+static err_t change_headshots(void *ctx, const char *old_json, char **new_json) {
+  headshots_change *h = ctx;
+  json_t *list = arena_json(&h->req->arena, jx_parse_or(old_json, json_array()));
+  if (h->add) {
+    json_array_append_new(list, json_string(h->add));
+  } else {
+    if (h->index < 0 || (size_t)h->index >= json_array_size(list))
+      return hs_fail_field(h->req, "index", "Headshot index out of range");
+    h->removed = arena_strdup(&h->req->arena, json_string_value(json_array_get(list, (size_t)h->index)));
+    json_array_remove(list, (size_t)h->index);
   }
-  return hs_fail(req, ERR_CONFLICT, "The headshots changed meanwhile; try again");
+  *new_json = json_dumps(list, JSON_COMPACT);
+  return *new_json ? ERR_OK : ERR_INTERNAL;
+}
+
+/* Appends add to the caller's headshots, or removes position index (its key in *removed). */
+static err_t edit_headshots(hs_req *req, const char *add, long index, const char **removed) {
+  headshots_change h = {req, add, index, NULL};
+  err_t e = prov_store_edit_headshots(&req->arena, req->auth.id, change_headshots, &h);
+  if (e == ERR_NOT_FOUND && req->err == ERR_OK) return hs_fail(req, e, "Provider not found");
+  if (removed) *removed = h.removed;
+  return e;
 }
 
 err_t api_providers_add_headshot(hs_req *req) {
@@ -148,7 +154,7 @@ err_t api_providers_delete_headshot(hs_req *req) {
   const char *text = hs_param(req, "index"), *removed = NULL;
   char *end;
   long index = strtol(text, &end, 10);
-  if (*end || end == text) return hs_fail(req, ERR_BAD_REQUEST, "index: must be an integer");
+  if (*end || end == text) return hs_fail_invalid(req, "index: must be an integer");
   err_t e = edit_headshots(req, NULL, index, &removed);
   if (e != ERR_OK) return e;
   storage_delete(removed);

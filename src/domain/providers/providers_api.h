@@ -22,11 +22,13 @@ err_t api_providers_preferred_pro(hs_req *req);
 /* providers_insights.c */
 err_t api_providers_insights(hs_req *req);
 err_t api_providers_premium_insights(hs_req *req);
+/* providers_profile.c */
+err_t api_providers_public_profile(hs_req *req);
 /* bundles.c */
 err_t api_providers_bundles(hs_req *req);
 err_t api_providers_accept_bundle(hs_req *req);
 
-/* start-up work (the domain's init) */
+/* start-up work of document recognition (providers_recognition.c; the domain's init runs it) */
 void providers_domain_init(void);
 
 #endif

@@ -1,12 +1,13 @@
 /* Provider insights (GET /providers/me/insights) and Preferred Pro insights
  * (GET /providers/me/premium-insights). Every figure is computed here from rows of jobs,
- * quotes, payments and reviews; docs/decisions.md ("Provider tools") states each formula.
+ * quotes, payments, transfers to the provider and reviews; docs/decisions.md ("Provider
+ * tools") states each formula.
  * Sums are kept in integer cents in jansson objects and turned into dollars at the end. */
 #include "core/clock.h"
 #include "core/jsonx.h"
 #include "core/util.h"
 #include "domain/common.h"
-#include "domain/payments/payments.h"
+#include "domain/payouts/payouts.h"
 #include "domain/providers/providers_api.h"
 #include "domain/providers/providers_store.h"
 #include "domain/quotes/quotes.h"
@@ -15,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PREFERRED_PRO_FEE_CENTS 3900
 #define RECENT_REVIEWS 5
 #define LOST_BIDS 10
 #define TREND_MONTHS 6
@@ -67,8 +67,7 @@ typedef struct earnings {
   int64_t scheduled_total, awaiting_total, turnaround_sum, turnaround_n;
 } earnings;
 
-/* Sorts each won job into income (captured), awaiting transfer (completed, authorization not
- * yet captured) or scheduled (not yet completed). */
+/* Sorts each won job into income (captured) or scheduled (not yet completed). */
 static void tally(const db_res *r, earnings *t) {
   for (int i = 0; i < r->rows; i++) {
     const char *service = db_field(r, i, "service"), *status = db_field(r, i, "status");
@@ -84,10 +83,7 @@ static void tally(const db_res *r, earnings *t) {
     if (db_field(r, i, "accepted_at")) t->turnaround_sum += done - cell_int(r, i, "accepted_at"), t->turnaround_n++;
     int64_t income = tips;
     if (pay && (!strcmp(pay, "PAID") || !strcmp(pay, "REFUNDED"))) /* less what was refunded of it */
-      income +=
-          payments_earned_after_refunds(amount, cell_int(r, i, "pay_cents"), cell_int(r, i, "pay_refunded_cents"));
-    else if (pay && !strcmp(pay, "AUTHORIZED"))
-      add_to(t->awaiting, service, amount), t->awaiting_total += amount;
+      income += payouts_earned_after_refunds(amount, cell_int(r, i, "pay_cents"), cell_int(r, i, "pay_refunded_cents"));
     if (income == 0) continue;
     char year[5];
     period_of(done, year, 4);
@@ -96,6 +92,18 @@ static void tally(const db_res *r, earnings *t) {
     json_t *y = json_object_get(t->by_year, year);
     if (!y) json_object_set_new(t->by_year, year, y = json_object());
     add_to(y, service, income);
+  }
+}
+
+/* Awaiting transfer: the provider's job and tip transfers not paid yet (scheduled, waiting for
+ * its payout account, held by a report, or failed), by their job's service. */
+static void awaiting(const db_res *moves, earnings *t) {
+  for (int i = 0; i < moves->rows; i++) {
+    if (!payouts_unpaid(db_field(moves, i, "status"))) continue;
+    const char *service = db_field(moves, i, "service");
+    int64_t amount = cell_int(moves, i, "amount_cents");
+    if (service) add_to(t->awaiting, service, amount);
+    t->awaiting_total += amount;
   }
 }
 
@@ -118,12 +126,12 @@ static json_t *membership_fee(const db_res *pro) {
   period_of(clock_now_ms(), month, 7);
   const char *billed = db_field(pro, 0, "premium_billed_month");
   bool owed = !billed || strcmp(billed, month);
-  return json_pack("{s:b,s:o,s:s,s:s}", "owed", owed, "amount", jx_money(PREFERRED_PRO_FEE_CENTS), "month", month,
+  return json_pack("{s:b,s:o,s:s,s:s}", "owed", owed, "amount", jx_money(PAYOUTS_PREMIUM_FEE_CENTS), "month", month,
                    "reason",
                    owed ? "Preferred Pro membership fee for this month" : "This month's fee is already billed");
 }
 
-/* One row of prov_store_recent_reviews. */
+/* One row of prov_store_reviews. */
 static json_t *review_json(const db_res *r, int i) {
   return json_pack("{s:s,s:s,s:I,s:o,s:o,s:o,s:o}", "id", db_field(r, i, "id"), "jobId", db_field(r, i, "job_id"),
                    "rating", (json_int_t)cell_int(r, i, "rating"), "comment", jx_str_or_null(db_field(r, i, "comment")),
@@ -134,12 +142,13 @@ static json_t *review_json(const db_res *r, int i) {
 
 err_t api_providers_insights(hs_req *req) {
   arena *a = &req->arena;
-  db_res *pro, *won, *stats, *reviews;
+  db_res *pro, *won, *moves, *stats, *reviews;
   err_t e = prov_store_get(a, req->auth.id, &pro);
   if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Provider not found");
   if (e != ERR_OK || (e = prov_store_won_jobs(a, req->auth.id, &won)) != ERR_OK ||
+      (e = payouts_provider_records(a, req->auth.id, &moves)) != ERR_OK ||
       (e = prov_store_review_stats(a, req->auth.id, &stats)) != ERR_OK ||
-      (e = prov_store_recent_reviews(a, req->auth.id, RECENT_REVIEWS, &reviews)) != ERR_OK)
+      (e = prov_store_reviews(a, req->auth.id, &(const hs_page){.ks = &REVIEWS_KEYSET, .fetch = RECENT_REVIEWS}, &reviews)) != ERR_OK)
     return e;
   earnings t = {arena_json(a, json_object()),
                 arena_json(a, json_object()),
@@ -151,6 +160,7 @@ err_t api_providers_insights(hs_req *req) {
                 0,
                 0};
   tally(won, &t);
+  awaiting(moves, &t);
   const char *avg = db_field(stats, 0, "average");
   json_t *recent = json_array();
   for (int i = 0; i < reviews->rows; i++) json_array_append_new(recent, review_json(reviews, i));

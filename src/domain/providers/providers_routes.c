@@ -5,6 +5,7 @@
 #include "domain/providers/providers.h"
 #include "domain/providers/providers_api.h"
 #include "ext/filetype.h"
+#include "http/paging.h"
 
 #define MB (1024 * 1024)
 
@@ -79,9 +80,9 @@ const hs_route providers_routes[] = {
     {HS_POST, "/providers/me/insurance-document", api_providers_upload_insurance, ROLE_PROVIDER,
      .upload = &insurance_upload, .summary = "Upload the insurance certificate; recognition follows",
      .response = "InsuranceUpload", .errors = ERRORS(ERR_NOT_FOUND)},
-    {HS_GET, "/providers/me/jobs", api_providers_jobs, ROLE_PROVIDER,
+    {HS_GET, "/providers/me/jobs", api_providers_jobs, ROLE_PROVIDER, .query = &HS_PAGE_QUERY,
      .summary = "Every job assigned to the provider, preferredAt ascending", .response = "Job[]"},
-    {HS_GET, "/providers/me/schedule", api_providers_schedule, ROLE_PROVIDER,
+    {HS_GET, "/providers/me/schedule", api_providers_schedule, ROLE_PROVIDER, .query = &HS_PAGE_QUERY,
      .summary = "Accepted and running jobs with the accepted quote's time and amount", .response = "ScheduleItem[]"},
     {HS_GET, "/providers/me/availability", api_providers_availability, ROLE_PROVIDER,
      .summary = "The weekly schedule (default Monday to Friday 08:00-17:00)", .response = "Availability",
@@ -101,5 +102,9 @@ const hs_route providers_routes[] = {
      .summary = "Up to 3 day routes of open jobs over the next 7 days", .response = "Bundle[]"},
     {HS_POST, "/providers/me/smart-bundles/accept", api_providers_accept_bundle, ROLE_PROVIDER, &bundle_schema,
      .summary = "Quote several jobs at once (amounts clamped to 25-500)", .response = "BundleAcceptance"},
+    {HS_GET, "/providers/:id/profile", api_providers_public_profile, ROLE_ANY, .query = &HS_PAGE_QUERY,
+     .flags = ROUTE_DB_READ, .summary = "A provider's public profile with its newest reviews (20, or a page of them)",
+     .response = "ProviderProfile",
+     .errors = ERRORS(ERR_NOT_FOUND)},
     {0},
 };

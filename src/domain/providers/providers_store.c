@@ -81,15 +81,23 @@ err_t prov_store_set_logo(arena *a, const char *id, const char *key, const char 
   return db_end(c, e);
 }
 
-err_t prov_store_swap_headshots(const char *id, const char *old_json, const char *new_json) {
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  db_rc rc = db_query(&a, &r, "UPDATE providers SET headshots = $3, updated_at = $4 WHERE id = $1 AND headshots = $2",
-                      DB_ARGS(DB_TEXT(id), DB_TEXT(old_json), DB_TEXT(new_json), DB_INT(clock_now_ms())));
-  err_t e = rc != DB_OK ? ERR_INTERNAL : r->changes == 1 ? ERR_OK : ERR_CONFLICT;
-  arena_fini(&a);
-  return e;
+err_t prov_store_edit_headshots(arena *a, const char *id, headshots_edit edit, void *ctx) {
+  db_conn *c;
+  db_res *r = NULL;
+  char *text = NULL;
+  err_t e = db_begin(&c);
+  if (!e) /* the row lock first: the read below sees every edit before this one */
+    e = db_to_err(db_exec(c, a, &r,
+                          "UPDATE providers SET updated_at = updated_at WHERE id = $1 AND deleted_at IS NULL "
+                          "RETURNING headshots",
+                          DB_ARGS(DB_TEXT(id))));
+  if (!e && r->rows == 0) e = ERR_NOT_FOUND;
+  if (!e) e = edit(ctx, db_field(r, 0, "headshots"), &text);
+  if (!e)
+    e = db_to_err(db_exec(c, NULL, NULL, "UPDATE providers SET headshots = $2, updated_at = $3 WHERE id = $1",
+                          DB_ARGS(DB_TEXT(id), DB_TEXT(text), DB_INT(clock_now_ms()))));
+  free(text);
+  return db_end(c, e);
 }
 
 /* Queues recognition work (job stolen) in the open transaction. */

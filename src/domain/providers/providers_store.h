@@ -4,6 +4,7 @@
 #include "core/errors.h"
 #include "db/db.h"
 #include "domain/providers/recognition.h"
+#include "http/paging.h"
 #include <jansson.h>
 #include <stdint.h>
 
@@ -14,9 +15,12 @@ err_t prov_store_get(arena *a, const char *id, db_res **row);
 err_t prov_store_update_profile(const char *id, json_t *patch);
 /* Sets logo_url to key; *old receives the replaced key (arena) or NULL. */
 err_t prov_store_set_logo(arena *a, const char *id, const char *key, const char **old);
-/* Replaces the headshots array when it still equals old_json (optimistic); ERR_CONFLICT when
- * it changed meanwhile. */
-err_t prov_store_swap_headshots(const char *id, const char *old_json, const char *new_json);
+/* An edit of the headshots array: from its JSON text old_json (NULL when none), the new text
+ * in *new_json (heap, or the edit fails with the error it returns). */
+typedef err_t (*headshots_edit)(void *ctx, const char *old_json, char **new_json);
+/* Edits the provider's headshots under its row lock, so concurrent edits all land, one after
+ * the other; ERR_NOT_FOUND without such a provider, else what edit answered. */
+err_t prov_store_edit_headshots(arena *a, const char *id, headshots_edit edit, void *ctx);
 /* Records new licence images (NULL: keep that side), sets idCheckStatus pending and queues
  * recognition, in one transaction. *old_front / *old_back receive replaced keys. */
 err_t prov_store_set_id_documents(arena *a, const char *id, const char *front, const char *back,
@@ -26,17 +30,23 @@ err_t prov_store_set_insurance_document(arena *a, const char *id, const char *ke
 
 /* ---- work views and business tools (providers_tools_store.c) ---- */
 
-/* Every job assigned to the provider (`SELECT jobs.*`), preferredAt ascending (ASAP jobs
- * without a date first). */
-err_t prov_store_assigned_jobs(arena *a, const char *id, db_res **out);
-/* The provider's ACCEPTED, ON_THE_WAY and IN_PROGRESS jobs: id, service, address, zip,
- * status, customer_name, scheduled_at (the accepted quote's, else the job's preferredAt) and
- * amount_cents (the accepted quote's), soonest first. */
-err_t prov_store_schedule(arena *a, const char *id, db_res **out);
+/* The orders of the provider's jobs and schedule: jobs without a date first, then by the date
+ * (preferredAt; the schedule's time), then (seq, id). */
+extern const hs_keyset PROVIDER_JOBS_KEYSET, SCHEDULE_KEYSET;
+/* The page pg of the jobs assigned to the provider (`SELECT jobs.*`), preferredAt ascending
+ * (ASAP jobs without a date first). */
+err_t prov_store_assigned_jobs(arena *a, const char *id, const hs_page *pg, db_res **out);
+/* The page pg of the provider's ACCEPTED, ON_THE_WAY and IN_PROGRESS jobs: id, service,
+ * address, zip, status, customer_name, scheduled_at (the accepted quote's, else the job's
+ * preferredAt) and amount_cents (the accepted quote's), soonest first. */
+err_t prov_store_schedule(arena *a, const char *id, const hs_page *pg, db_res **out);
 /* Stores the weekly schedule (JSON text). */
 err_t prov_store_set_availability(const char *id, const char *json);
 /* Makes the provider a Preferred Pro member as of now (isPremium, premiumSince,
  * preferredProAppliedAt); ERR_CONFLICT when it already is one. */
+/* Records on c, in the transaction that bills it, that month's ("YYYY-MM") Preferred Pro fee
+ * was billed (premiumBilledMonth): the writer payouts_follow_premium is given. */
+db_rc prov_store_set_billed_month_in(db_conn *c, const char *id, const char *month);
 err_t prov_store_join_preferred_pro(const char *id, int64_t now);
 /* One row per job the provider won (quote ACCEPTED) that is not cancelled: service, zip,
  * status, accepted_at, completed_at, amount_cents (the quote's), pay_status (the job
@@ -44,8 +54,14 @@ err_t prov_store_join_preferred_pro(const char *id, int64_t now);
 err_t prov_store_won_jobs(arena *a, const char *id, db_res **out);
 /* total (count) and average (rating, or NULL) of the provider's reviews. */
 err_t prov_store_review_stats(arena *a, const char *id, db_res **out);
-/* The provider's latest reviews with customer_name and service, newest first. */
-err_t prov_store_recent_reviews(arena *a, const char *id, int limit, db_res **out);
+/* The order of a provider's reviews: newest first, by (created_at, id) descending. */
+extern const hs_keyset REVIEWS_KEYSET;
+/* The page pg of the provider's reviews with customer_name, customer_deleted_at and service. */
+err_t prov_store_reviews(arena *a, const char *id, const hs_page *pg, db_res **out);
+/* What the provider's public profile shows: id, name, company_name, headshots, logo_url,
+ * services, service_zips, is_premium, ins_check_status, id_doc_front, id_doc_back, created_at
+ * and completed_jobs; ERR_NOT_FOUND when there is no such provider (or it was deleted). */
+err_t prov_store_public(arena *a, const char *id, db_res **out);
 /* Every quote of the provider: service, amount_cents, status, created_at. */
 err_t prov_store_quotes(arena *a, const char *id, db_res **out);
 /* The provider's rejected quotes on jobs another quote won: service, amount_cents,

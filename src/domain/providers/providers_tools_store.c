@@ -10,23 +10,39 @@
 /* the accepted quote of a job assigned to provider $1 */
 #define WON_QUOTE "JOIN quotes q ON q.job_id = j.id AND q.provider_id = $1 AND q.status = 'ACCEPTED' "
 
-err_t prov_store_assigned_jobs(arena *a, const char *id, db_res **out) {
-  return db_to_err(db_query(a, out,
-                            "SELECT * FROM jobs WHERE provider_id = $1 "
-                            "ORDER BY CASE WHEN preferred_at IS NULL THEN 0 ELSE 1 END, preferred_at, seq",
-                            DB_ARGS(DB_TEXT(id))));
+#define DATED(at) "CASE WHEN " at " IS NULL THEN 0 ELSE 1 END"
+#define JOB_AT "preferred_at"
+#define SCHEDULE_AT "COALESCE(q.scheduled_at, j.preferred_at)"
+
+const hs_keyset PROVIDER_JOBS_KEYSET = {"provider-jobs",
+                                        {{DATED(JOB_AT), "page_dated", 'i', false},
+                                         {"COALESCE(" JOB_AT ", 0)", "page_at", 'i', false},
+                                         {"seq", "seq", 'i', false},
+                                         {"id", "id", 's', false}}};
+const hs_keyset SCHEDULE_KEYSET = {"schedule",
+                                   {{DATED(SCHEDULE_AT), "page_dated", 'i', false},
+                                    {"COALESCE(" SCHEDULE_AT ", 0)", "page_at", 'i', false},
+                                    {"j.seq", "seq", 'i', false},
+                                    {"j.id", "id", 's', false}}};
+
+err_t prov_store_assigned_jobs(arena *a, const char *id, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(id)};
+  return db_to_err(hs_page_query(a, pg,
+                                 "SELECT *, " DATED(JOB_AT) " AS page_dated, COALESCE(" JOB_AT ", 0) AS page_at "
+                                                            "FROM jobs WHERE provider_id = $1",
+                                 args, 1, out));
 }
 
-err_t prov_store_schedule(arena *a, const char *id, db_res **out) {
-  return db_to_err(
-      db_query(a, out,
-               "SELECT j.id, j.service, j.address, j.zip, j.status, u.name AS customer_name, "
-               "COALESCE(q.scheduled_at, j.preferred_at) AS scheduled_at, q.amount_cents FROM jobs j " WON_QUOTE
-               "LEFT JOIN users u ON u.id = j.customer_id "
-               "WHERE j.provider_id = $1 AND j.status IN ('ACCEPTED', 'ON_THE_WAY', 'IN_PROGRESS') "
-               "ORDER BY CASE WHEN COALESCE(q.scheduled_at, j.preferred_at) IS NULL THEN 0 ELSE 1 END, "
-               "COALESCE(q.scheduled_at, j.preferred_at), j.seq",
-               DB_ARGS(DB_TEXT(id))));
+err_t prov_store_schedule(arena *a, const char *id, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(id)};
+  return db_to_err(hs_page_query(
+      a, pg,
+      "SELECT j.id, j.service, j.address, j.zip, j.status, u.name AS customer_name, " SCHEDULE_AT " AS scheduled_at, "
+      "q.amount_cents, j.seq, " DATED(
+          SCHEDULE_AT) " AS page_dated, COALESCE(" SCHEDULE_AT ", 0) AS page_at "
+                       "FROM jobs j " WON_QUOTE "LEFT JOIN users u ON u.id = j.customer_id "
+                       "WHERE j.provider_id = $1 AND j.status IN ('ACCEPTED', 'ON_THE_WAY', 'IN_PROGRESS')",
+      args, 1, out));
 }
 
 err_t prov_store_set_availability(const char *id, const char *json) {
@@ -38,6 +54,11 @@ err_t prov_store_set_availability(const char *id, const char *json) {
   err_t e = rc != DB_OK ? ERR_INTERNAL : r->changes ? ERR_OK : ERR_NOT_FOUND;
   arena_fini(&a);
   return e;
+}
+
+db_rc prov_store_set_billed_month_in(db_conn *c, const char *id, const char *month) {
+  return db_exec(c, NULL, NULL, "UPDATE providers SET premium_billed_month = $2, updated_at = $3 WHERE id = $1",
+                 DB_ARGS(DB_TEXT(id), DB_TEXT(month), DB_INT(clock_now_ms())));
 }
 
 err_t prov_store_join_preferred_pro(const char *id, int64_t now) {
@@ -73,13 +94,29 @@ err_t prov_store_review_stats(arena *a, const char *id, db_res **out) {
                             DB_ARGS(DB_TEXT(id))));
 }
 
-err_t prov_store_recent_reviews(arena *a, const char *id, int limit, db_res **out) {
+const hs_keyset REVIEWS_KEYSET = {"provider-reviews",
+                                  {{"r.created_at", "created_at", 'i', true}, {"r.id", "id", 's', true}}};
+
+err_t prov_store_reviews(arena *a, const char *id, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(id)};
   return db_to_err(
-      db_query(a, out,
-               "SELECT r.id, r.job_id, r.rating, r.comment, r.created_at, u.name AS customer_name, j.service "
-               "FROM reviews r LEFT JOIN users u ON u.id = r.customer_id LEFT JOIN jobs j ON j.id = r.job_id "
-               "WHERE r.provider_id = $1 ORDER BY r.created_at DESC, r.id DESC LIMIT $2",
-               DB_ARGS(DB_TEXT(id), DB_INT(limit))));
+      hs_page_query(a, pg,
+                    "SELECT r.id, r.job_id, r.rating, r.comment, r.created_at, u.name AS customer_name, "
+                    "u.deleted_at AS customer_deleted_at, j.service "
+                    "FROM reviews r LEFT JOIN users u ON u.id = r.customer_id LEFT JOIN jobs j ON j.id = r.job_id "
+                    "WHERE r.provider_id = $1",
+                    args, 1, out));
+}
+
+err_t prov_store_public(arena *a, const char *id, db_res **out) {
+  if (db_query(a, out,
+               "SELECT p.id, p.name, p.company_name, p.headshots, p.logo_url, p.services, p.service_zips, "
+               "p.is_premium, p.ins_check_status, p.id_doc_front, p.id_doc_back, p.created_at, "
+               "(SELECT COUNT(*) FROM jobs j WHERE j.provider_id = p.id AND j.status = 'COMPLETED') AS completed_jobs "
+               "FROM providers p WHERE p.id = $1 AND p.deleted_at IS NULL",
+               DB_ARGS(DB_TEXT(id))) != DB_OK)
+    return ERR_INTERNAL;
+  return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
 }
 
 err_t prov_store_quotes(arena *a, const char *id, db_res **out) {

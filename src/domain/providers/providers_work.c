@@ -11,8 +11,11 @@
 #include <stdlib.h>
 
 err_t api_providers_jobs(hs_req *req) {
+  hs_page pg;
   db_res *r;
-  err_t e = prov_store_assigned_jobs(&req->arena, req->auth.id, &r);
+  err_t e = hs_page_begin(req, &PROVIDER_JOBS_KEYSET, NULL, 0, &pg);
+  if (!e) e = prov_store_assigned_jobs(&req->arena, req->auth.id, &pg, &r);
+  if (!e) e = hs_page_end(req, &pg, r);
   return e == ERR_OK ? jobs_reply_list(req, r) : e;
 }
 
@@ -30,8 +33,11 @@ static const hs_rj_field SCHEDULE[] = {
 };
 
 err_t api_providers_schedule(hs_req *req) {
+  hs_page pg;
   db_res *r;
-  err_t e = prov_store_schedule(&req->arena, req->auth.id, &r);
+  err_t e = hs_page_begin(req, &SCHEDULE_KEYSET, NULL, 0, &pg);
+  if (!e) e = prov_store_schedule(&req->arena, req->auth.id, &pg, &r);
+  if (!e) e = hs_page_end(req, &pg, r);
   if (e != ERR_OK) return e;
   return hs_ok_rows(req, SCHEDULE, r, 256);
 }
@@ -47,7 +53,7 @@ err_t api_providers_availability(hs_req *req) {
 err_t api_providers_set_availability(hs_req *req) {
   char err[256];
   json_t *week = arena_json(&req->arena, availability_complete(json_object_get(req->body, "availability"), err));
-  if (!week) return hs_fail(req, ERR_BAD_REQUEST, err);
+  if (!week) return hs_fail_invalid(req, err);
   char *text = json_dumps(week, JSON_COMPACT);
   err_t e = prov_store_set_availability(req->auth.id, text);
   free(text);

@@ -57,9 +57,7 @@ static err_t reply_quote(hs_req *req, const char *id, const db_res *job) {
   return hs_ok_jw(req, w);
 }
 
-/* A provider may quote once it has a headshot and both sides of its licence (the stored
- * columns: a JSON array of headshot keys, the two licence image keys). */
-static bool verified(const char *headshots, const char *id_doc_front, const char *id_doc_back) {
+bool quotes_provider_verified(const char *headshots, const char *id_doc_front, const char *id_doc_back) {
   if (!id_doc_front || !id_doc_back || !headshots) return false;
   json_t *heads = jx_parse_or(headshots, json_array());
   bool ok = json_array_size(heads) > 0;
@@ -71,8 +69,8 @@ static bool verified(const char *headshots, const char *id_doc_front, const char
  * without such a provider), in the order the errors take precedence. */
 static quote_outcome quote_checks(err_t found, const db_res *ctx) {
   if (found == ERR_NOT_FOUND ||
-      !verified(db_field(ctx, 0, "provider_headshots"), db_field(ctx, 0, "provider_id_doc_front"),
-                db_field(ctx, 0, "provider_id_doc_back")))
+      !quotes_provider_verified(db_field(ctx, 0, "provider_headshots"), db_field(ctx, 0, "provider_id_doc_front"),
+                                db_field(ctx, 0, "provider_id_doc_back")))
     return QUOTE_UNVERIFIED;
   /* a job outside the provider's services and ZIPs does not exist for it */
   if (!db_field(ctx, 0, "id") || db_int(ctx, 0, db_col(ctx, "provider_matches")) != 1) return QUOTE_NO_JOB;
@@ -147,7 +145,7 @@ err_t api_quotes_create(hs_req *req) {
                      .note = hs_body_str(req, "note"),
                      .scheduled_at = hs_body_str(req, "scheduledAt"),
                      .amount_cents = jx_cents(json_number_value(json_object_get(req->body, "amount")))};
-  if (q.amount_cents <= 0) return hs_fail(req, ERR_BAD_REQUEST, "amount: must be at least 0.01");
+  if (q.amount_cents <= 0) return hs_fail_invalid(req, "amount: must be at least 0.01");
   char id[ID_LEN + 1];
   db_res *quote;
   switch (submit(&req->arena, &q, id, &quote)) {
@@ -157,9 +155,9 @@ err_t api_quotes_create(hs_req *req) {
     return hs_ok_jw(req, w);
   }
   case QUOTE_UNVERIFIED: return quotes_fail_unverified(req);
-  case QUOTE_TOO_SMALL: return hs_fail(req, ERR_BAD_REQUEST, TOO_SMALL);
+  case QUOTE_TOO_SMALL: return hs_fail_invalid(req, TOO_SMALL);
   case QUOTE_NO_JOB: return hs_fail(req, ERR_NOT_FOUND, "Job not found");
-  case QUOTE_NOT_OPEN: return hs_fail(req, ERR_CONFLICT, "The job is not open for quotes");
+  case QUOTE_NOT_OPEN: return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "The job is not open for quotes");
   case QUOTE_DUPLICATE: return hs_fail(req, ERR_CONFLICT, "You already quoted on this job");
   case QUOTE_FAILED: break;
   }
@@ -189,7 +187,7 @@ err_t api_quotes_accept(hs_req *req) {
                       arena_printf(&req->arena, "%s accepted your quote", db_text(customer, 0, 1)), job_id}};
   bool won;
   if ((e = quotes_store_accept(db_field(q, 0, "id"), job_id, provider, &news, &won)) != ERR_OK) return e;
-  if (!won) return hs_fail(req, ERR_CONFLICT, "The job is no longer open for acceptance");
+  if (!won) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "The job is no longer open for acceptance");
   fault_point("accept-committed");
   /* the authorization follows the commit; a decline is recorded, the acceptance stands */
   if (payments_authorize_job(job_id, req->auth.id, db_int(q, 0, db_col(q, "total_cents"))) != ERR_OK)
@@ -233,7 +231,11 @@ err_t api_quotes_for_job(hs_req *req) {
   err_t e = jobs_get(&req->arena, hs_param(req, "jobId"), &job);
   if (e == ERR_NOT_FOUND || (e == ERR_OK && strcmp(db_field(job, 0, "customer_id"), req->auth.id)))
     return hs_fail(req, ERR_NOT_FOUND, "Job not found");
-  if (e != ERR_OK || (e = quotes_store_for_job(&req->arena, db_field(job, 0, "id"), &q)) != ERR_OK) return e;
+  hs_page pg;
+  if (!e) e = hs_page_begin(req, &JOB_QUOTES_KEYSET, NULL, 0, &pg);
+  if (!e) e = quotes_store_for_job(&req->arena, db_field(job, 0, "id"), &pg, &q);
+  if (!e) e = hs_page_end(req, &pg, q);
+  if (e != ERR_OK) return e;
   static const hs_rj_field provider_fields[] = {
       {"name", "name", RJ_STR},
       {"phone", "phone", RJ_STR},
@@ -260,6 +262,28 @@ err_t api_quotes_for_job(hs_req *req) {
     else
       jw_null(w);
     jw_obj_end(w);
+    jw_obj_end(w);
+  }
+  jw_arr_end(w);
+  return hs_ok_jw(req, w);
+}
+
+err_t api_quotes_of_provider(hs_req *req) {
+  db_res *q;
+  hs_page pg;
+  err_t e = hs_page_begin(req, &PROVIDER_QUOTES_KEYSET, NULL, 0, &pg);
+  if (!e) e = quotes_store_of_provider(&req->arena, req->auth.id, &pg, &q);
+  if (!e) e = hs_page_end(req, &pg, q);
+  if (e != ERR_OK) return e;
+  static const hs_rj_field job_fields[] = {
+      {"jobStatus", "job_status", RJ_STR}, {"service", "job_service", RJ_STR}, {0}};
+  hs_rj *quote = hs_rj_bind(&req->arena, SHAPE_QUOTE, q), *job = hs_rj_bind(&req->arena, job_fields, q);
+  jw *w = hs_jw(req, 384 * (size_t)(q->rows + 1));
+  jw_arr(w);
+  for (int i = 0; i < q->rows; i++) {
+    jw_obj(w);
+    hs_rj_members(w, quote, q, i);
+    hs_rj_members(w, job, q, i);
     jw_obj_end(w);
   }
   jw_arr_end(w);

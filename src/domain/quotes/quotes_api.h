@@ -10,5 +10,6 @@ err_t api_quotes_create(hs_req *req);
 err_t api_quotes_accept(hs_req *req);
 err_t api_quotes_market_rate(hs_req *req);
 err_t api_quotes_for_job(hs_req *req);
+err_t api_quotes_of_provider(hs_req *req);
 
 #endif

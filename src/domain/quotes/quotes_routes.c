@@ -3,6 +3,7 @@
 #include "domain/common.h"
 #include "domain/quotes/quotes.h"
 #include "domain/quotes/quotes_api.h"
+#include "http/paging.h"
 
 static const hs_field create_fields[] = {
     {"jobId", F_STRING, F_REQUIRED, LEN(1, 64)},
@@ -25,8 +26,10 @@ const hs_route quotes_routes[] = {
     {HS_GET, "/quotes/market-rate", api_quotes_market_rate, ROLE_PROVIDER, .query = &market_query,
      .flags = ROUTE_DB_READ, .summary = "Median of the last 50 accepted quotes of a service, to the nearest 5",
      .response = "MarketRate"},
-    {HS_GET, "/quotes/job/:jobId", api_quotes_for_job, ROLE_USER, .flags = ROUTE_DB_READ,
-     .summary = "A job's quotes with provider details", .response = "QuoteWithProvider[]",
+    {HS_GET, "/quotes/job/:jobId", api_quotes_for_job, ROLE_USER, .query = &HS_PAGE_QUERY, .flags = ROUTE_DB_READ,
+     .summary = "A job's quotes with provider details, in the order they came", .response = "QuoteWithProvider[]",
      .errors = ERRORS(ERR_NOT_FOUND)},
+    {HS_GET, "/providers/me/quotes", api_quotes_of_provider, ROLE_PROVIDER, .query = &HS_PAGE_QUERY,
+     .summary = "The provider's quotes with their job's status, newest first", .response = "ProviderQuote[]"},
     {0},
 };

@@ -6,20 +6,30 @@
 #include "domain/events/events.h"
 #include "domain/jobs/jobs.h"
 #include "domain/payments/payments.h"
+#include "domain/quotes/quotes.h"
 #include "domain/shapes.h"
 #include "ext/mail.h"
 
-/* quote.created for the new quote q (a `quotes.*` row) of customer's job, on c: to the
- * customer, the quoting provider and customer support (who read a customer's jobs with their
- * quotes). */
-static db_rc quote_created(db_conn *c, arena *a, const db_res *q, const char *customer) {
+/* The Quote JSON of the inserted row (*arg, a `quotes.*` row that comes back with a later
+ * round trip); NULL when it did not come back. */
+static const char *quote_json(arena *a, const void *arg) {
+  db_res *const *q = arg;
+  if (!*q || (*q)->rows != 1) return NULL;
   jw w;
   jw_init(&w, a, 512);
-  hs_rj_object(&w, hs_rj_bind(a, SHAPE_QUOTE, q), q, 0);
+  hs_rj_object(&w, hs_rj_bind(a, SHAPE_QUOTE, *q), *q, 0);
+  return jw_text(&w);
+}
+
+/* quote.created for the new quote (*q, once it came back) of provider on customer's job, on c:
+ * to the customer, the quoting provider and customer support (who read a customer's jobs with
+ * their quotes). */
+static db_rc quote_created(db_conn *c, db_res **q, const char *provider, const char *customer) {
   event_new ev = {.kind = "quote.created",
-                  .data = jw_text(&w),
+                  .data_of = quote_json,
+                  .data_arg = q,
                   .user_id = customer,
-                  .provider_id = db_field(q, 0, "provider_id"),
+                  .provider_id = provider,
                   .staff = ROLE_CUSTOMER_SUPPORT};
   return events_emit_in(c, &ev);
 }
@@ -57,16 +67,18 @@ err_t quotes_store_submit(arena *a, const char *provider_id, const char *job_id,
   if (!e) e = decide(ctx, a, read->rows ? ERR_OK : ERR_NOT_FOUND, read, &q, &news);
   int64_t now = clock_now_ms();
   if (!e) {
-    db_rc rc = db_exec(c, a, quote,
-                       "INSERT INTO quotes (id, job_id, provider_id, service, amount_cents, platform_fee_cents, "
-                       "total_cents, note, scheduled_at, status, created_at, updated_at, seq) "
-                       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'PENDING', $10, $10, $11) RETURNING *",
-                       DB_ARGS(DB_TEXT(q.id), DB_TEXT(q.job_id), DB_TEXT(q.provider_id), DB_TEXT(q.service),
-                               DB_INT(q.amount_cents), DB_INT(q.fee_cents), DB_INT(q.amount_cents + q.fee_cents),
-                               DB_TEXT(q.note), q.has_scheduled ? DB_INT(q.scheduled_at) : DB_NULL, DB_INT(now),
-                               DB_INT(clock_sequence())));
+    /* sent with the job's move: 3 round trips in all (the read, the writes, the queued work
+     * with the COMMIT); a second quote of the provider fails there as a conflict */
+    db_rc rc = db_exec_later(c, a, quote,
+                             "INSERT INTO quotes (id, job_id, provider_id, service, amount_cents, platform_fee_cents, "
+                             "total_cents, note, scheduled_at, status, created_at, updated_at, seq) "
+                             "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'PENDING', $10, $10, $11) RETURNING *",
+                             DB_ARGS(DB_TEXT(q.id), DB_TEXT(q.job_id), DB_TEXT(q.provider_id), DB_TEXT(q.service),
+                                     DB_INT(q.amount_cents), DB_INT(q.fee_cents), DB_INT(q.amount_cents + q.fee_cents),
+                                     DB_TEXT(q.note), q.has_scheduled ? DB_INT(q.scheduled_at) : DB_NULL, DB_INT(now),
+                                     DB_INT(clock_sequence())));
     e = rc == DB_CONSTRAINT ? ERR_CONFLICT : db_to_err(rc); /* one quote per provider per job */
-    if (!e) e = db_to_err(quote_created(c, a, *quote, db_field(read, 0, "customer_id")));
+    if (!e) e = db_to_err(quote_created(c, quote, q.provider_id, db_field(read, 0, "customer_id")));
   }
   if (!e) e = db_to_err(jobs_move_in(c, read, 0, open, "QUOTED", now, &moved));
   if (!e && !moved) e = ERR_BAD_REQUEST; /* the job left PENDING/QUOTED meanwhile */
@@ -113,13 +125,15 @@ err_t quotes_store_recent_accepted(arena *a, const char *service, db_res **out) 
              : ERR_INTERNAL;
 }
 
-err_t quotes_store_for_job(arena *a, const char *job_id, db_res **out) {
-  return db_query(a, out,
-                  "SELECT q.*, p.name, p.phone, p.company_name, p.company_url, p.insurance_info, p.logo_url, "
-                  "(SELECT AVG(CAST(rating AS DOUBLE PRECISION)) FROM reviews r WHERE r.provider_id = p.id) AS "
-                  "average_rating "
-                  "FROM quotes q JOIN providers p ON p.id = q.provider_id WHERE q.job_id = $1 ORDER BY q.seq",
-                  DB_ARGS(DB_TEXT(job_id))) == DB_OK
+const hs_keyset JOB_QUOTES_KEYSET = {"job-quotes", {{"q.seq", "seq", 'i', false}, {"q.id", "id", 's', false}}};
+
+err_t quotes_store_for_job(arena *a, const char *job_id, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(job_id)};
+  return hs_page_query(a, pg,
+                       "SELECT q.*, p.name, p.phone, p.company_name, p.company_url, p.insurance_info, p.logo_url, "
+                       "(SELECT AVG(CAST(rating AS DOUBLE PRECISION)) FROM reviews r WHERE r.provider_id = p.id) AS "
+                       "average_rating FROM quotes q JOIN providers p ON p.id = q.provider_id WHERE q.job_id = $1",
+                       args, 1, out) == DB_OK
              ? ERR_OK
              : ERR_INTERNAL;
 }
@@ -129,4 +143,22 @@ err_t quotes_store_contact(arena *a, const char *table, const char *id, db_res *
                                     : "SELECT email, name, company_name FROM providers WHERE id = $1";
   if (db_query(a, out, sql, DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
   return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
+}
+
+const hs_keyset PROVIDER_QUOTES_KEYSET = {"provider-quotes", {{"q.seq", "seq", 'i', true}, {"q.id", "id", 's', true}}};
+
+err_t quotes_store_of_provider(arena *a, const char *provider_id, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(provider_id)};
+  return db_to_err(hs_page_query(a, pg,
+                                 "SELECT q.*, j.status AS job_status, j.service AS job_service FROM quotes q "
+                                 "JOIN jobs j ON j.id = q.job_id WHERE q.provider_id = $1",
+                                 args, 1, out));
+}
+
+db_rc quotes_withdraw_provider_in(db_conn *c, const char *provider_id, int64_t now) {
+  db_rc rc = jobs_reopen_quoted_by_in(c, provider_id, now);
+  if (rc == DB_OK)
+    rc = db_exec(c, NULL, NULL, "DELETE FROM quotes WHERE provider_id = $1 AND status = 'PENDING'",
+                 DB_ARGS(DB_TEXT(provider_id)));
+  return rc;
 }

@@ -4,6 +4,7 @@
 #include "core/errors.h"
 #include "db/db.h"
 #include "domain/notifications/notifications.h"
+#include "http/paging.h"
 #include <stdbool.h>
 
 typedef struct quote_new {
@@ -44,8 +45,14 @@ err_t quotes_store_accept(const char *quote_id, const char *job_id, const char *
                           bool *won);
 /* amount_cents of the last 50 accepted quotes of service, newest first. */
 err_t quotes_store_recent_accepted(arena *a, const char *service, db_res **out);
-/* A job's quotes with the quoting provider's details and average rating. */
-err_t quotes_store_for_job(arena *a, const char *job_id, db_res **out);
+/* The order of a job's quotes: as they came, by (seq, id). */
+extern const hs_keyset JOB_QUOTES_KEYSET;
+/* The page pg of a job's quotes with the quoting provider's details and average rating. */
+err_t quotes_store_for_job(arena *a, const char *job_id, const hs_page *pg, db_res **out);
+/* The order of a provider's quotes: newest first, by (seq, id) descending. */
+extern const hs_keyset PROVIDER_QUOTES_KEYSET;
+/* The page pg of the provider's quotes (`quotes.*`) with their job's job_status and job_service. */
+err_t quotes_store_of_provider(arena *a, const char *provider_id, const hs_page *pg, db_res **out);
 /* email and name of a user ("users") or provider ("providers"). */
 err_t quotes_store_contact(arena *a, const char *table, const char *id, db_res **out);
 

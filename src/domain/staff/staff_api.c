@@ -51,8 +51,12 @@ err_t api_staff_me(hs_req *req) {
 }
 
 err_t api_staff_list(hs_req *req) {
+  hs_page pg;
   db_res *r;
-  if (staff_store_list(&req->arena, &r) != ERR_OK) return ERR_INTERNAL;
+  err_t e = hs_page_begin(req, &STAFF_KEYSET, NULL, 0, &pg);
+  if (!e) e = staff_store_list(&req->arena, &pg, &r);
+  if (!e) e = hs_page_end(req, &pg, r);
+  if (e != ERR_OK) return e;
   json_t *list = json_array();
   for (int i = 0; i < r->rows; i++) json_array_append_new(list, staff_json(r, i));
   return hs_ok(req, list);
@@ -62,7 +66,7 @@ err_t api_staff_create(hs_req *req) {
   const char *name = hs_body_str(req, "name"), *email = hs_body_str(req, "email"), *role = hs_body_str(req, "role");
   db_res *r;
   if (staff_store_find_email(&req->arena, email, &r) != ERR_OK) return ERR_INTERNAL;
-  if (r->rows) return hs_fail(req, ERR_CONFLICT, "Email already registered");
+  if (r->rows) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_EMAIL_TAKEN, "Email already registered");
   char hash[128], id[ID_LEN + 1];
   err_t e = auth_hash_password(req, hs_body_str(req, "password"), hash);
   if (e != ERR_OK) return e;
@@ -70,7 +74,7 @@ err_t api_staff_create(hs_req *req) {
   json_t *detail = arena_json(&req->arena, json_pack("{s:s,s:s,s:s}", "name", name, "email", email, "role", role));
   audit_action act = {req->auth.id, req->auth.role, "staff.create", id, "staff", detail};
   e = staff_store_insert(id, name, email, hash, role, &act);
-  if (e == ERR_CONFLICT) return hs_fail(req, e, "Email already registered");
+  if (e == ERR_CONFLICT) return hs_fail_code(req, e, ERR_CODE_EMAIL_TAKEN, "Email already registered");
   if (e != ERR_OK) return e;
   if (staff_store_get(&req->arena, id, &r) != ERR_OK) return ERR_INTERNAL;
   return hs_ok(req, staff_json(r, 0));

@@ -15,6 +15,7 @@
 #include "core/util.h"
 #include "domain/audit/audit.h"
 #include "domain/auth/auth.h"
+#include "domain/common.h"
 #include "domain/staff/staff.h"
 #include "domain/staff/staff_api.h"
 #include "domain/staff/staff_store.h"
@@ -90,29 +91,6 @@ err_t api_staff_elevation_create(hs_req *req) {
 
 /* ---- the administrator's links ---- */
 
-static void put_escaped(FILE *f, const char *s) {
-  for (; s && *s; s++) {
-    switch (*s) {
-    case '&': fputs("&amp;", f); break;
-    case '<': fputs("&lt;", f); break;
-    case '>': fputs("&gt;", f); break;
-    case '"': fputs("&quot;", f); break;
-    case '\'': fputs("&#39;", f); break;
-    default: fputc(*s, f);
-    }
-  }
-}
-
-/* fmt with each %s replaced by the next value, HTML-escaped (values may be NULL). */
-static void put_html(FILE *f, const char *fmt, const char *const *values) {
-  for (; *fmt; fmt++) {
-    if (fmt[0] == '%' && fmt[1] == 's')
-      put_escaped(f, *values++), fmt++;
-    else
-      fputc(*fmt, f);
-  }
-}
-
 static err_t reply_text(hs_req *req, const char *content_type, char *text, size_t len) {
   return hs_reply_file(req, -1, text, len, content_type);
 }
@@ -137,19 +115,14 @@ static err_t reply_resolved_page(hs_req *req, const db_res *r, const char *title
                           db_field(r, 0, "target_id"),
                           db_field(r, 0, "reason"),
                           created};
-  char *html = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&html, &len);
-  if (!f) return ERR_INTERNAL;
-  put_html(f,
-           "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title></head><body>\n"
-           "<h1>%s</h1>\n<p>The elevation request is now <strong>%s</strong>.%s</p>\n<dl>\n"
-           "<dt>Request</dt><dd>%s</dd>\n<dt>Staff member</dt><dd>%s &lt;%s&gt; (%s)</dd>\n"
-           "<dt>Account</dt><dd>%s %s &lt;%s&gt; (%s)</dd>\n<dt>Reason</dt><dd>%s</dd>\n"
-           "<dt>Requested at</dt><dd>%s</dd>\n</dl>\n</body></html>\n",
-           values);
-  fclose(f);
-  return reply_text(req, "text/html; charset=utf-8", html, len);
+  return common_reply_html(
+      req,
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title></head><body>\n"
+      "<h1>%s</h1>\n<p>The elevation request is now <strong>%s</strong>.%s</p>\n<dl>\n"
+      "<dt>Request</dt><dd>%s</dd>\n<dt>Staff member</dt><dd>%s &lt;%s&gt; (%s)</dd>\n"
+      "<dt>Account</dt><dd>%s %s &lt;%s&gt; (%s)</dd>\n<dt>Reason</dt><dd>%s</dd>\n"
+      "<dt>Requested at</dt><dd>%s</dd>\n</dl>\n</body></html>\n",
+      values);
 }
 
 static err_t reply_already_resolved(hs_req *req, const char *status) {
@@ -200,8 +173,12 @@ err_t api_staff_elevation_deny(hs_req *req) { return resolve(req, MOVE_DENY, "de
 
 err_t api_staff_elevation_list(hs_req *req) {
   staff_expire_elevations();
+  hs_page pg;
   db_res *r;
-  if (staff_store_elevations_by_staff(&req->arena, req->auth.id, &r) != ERR_OK) return ERR_INTERNAL;
+  err_t e = hs_page_begin(req, &ELEVATIONS_KEYSET, NULL, 0, &pg);
+  if (!e) e = staff_store_elevations_by_staff(&req->arena, req->auth.id, &pg, &r);
+  if (!e) e = hs_page_end(req, &pg, r);
+  if (e != ERR_OK) return e;
   json_t *list = json_array();
   for (int i = 0; i < r->rows; i++) json_array_append_new(list, elevation_json(r, i));
   return hs_ok(req, list);
@@ -247,7 +224,8 @@ err_t api_staff_elevation_deactivate(hs_req *req) {
   err_t e = load_own(req, id, &r);
   if (e != ERR_OK) return e;
   const char *status = db_field(r, 0, "status");
-  if (!strcmp(status, "REJECTED")) return hs_fail(req, ERR_CONFLICT, "Elevation request was rejected");
+  if (!strcmp(status, "REJECTED"))
+    return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "Elevation request was rejected");
   if (strcmp(status, "DEACTIVATED")) {
     audit_action act = {req->auth.id,
                         req->auth.role,
@@ -260,7 +238,7 @@ err_t api_staff_elevation_deactivate(hs_req *req) {
         load(req, id, &r) != ERR_OK)
       return ERR_INTERNAL;
     if (!moved && strcmp(db_field(r, 0, "status"), "DEACTIVATED"))
-      return hs_fail(req, ERR_CONFLICT, "Elevation request was rejected");
+      return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "Elevation request was rejected");
   }
   return hs_ok(req, elevation_json(r, 0));
 }
@@ -275,13 +253,18 @@ static json_t *event_json(const db_res *r, int i) {
                    jx_iso_or_null(db_field(r, i, "created_at")), "completedAt");
 }
 
+/* A page of the staff members (STAFF_KEYSET), each with every elevation and its events. */
 err_t api_staff_audit_sessions(hs_req *req) {
   staff_expire_elevations();
+  hs_page pg;
   db_res *staff, *elevations, *events;
-  if (staff_store_list(&req->arena, &staff) != ERR_OK ||
-      staff_store_elevations_all(&req->arena, &elevations) != ERR_OK ||
-      audit_sessions_events(&req->arena, &events) != ERR_OK)
-    return ERR_INTERNAL;
+  err_t e = hs_page_begin(req, &STAFF_KEYSET, NULL, 0, &pg);
+  if (!e) e = staff_store_list(&req->arena, &pg, &staff);
+  if (!e) e = hs_page_end(req, &pg, staff);
+  if (!e && (staff_store_elevations_all(&req->arena, &elevations) != ERR_OK ||
+             audit_sessions_events(&req->arena, &events) != ERR_OK))
+    e = ERR_INTERNAL;
+  if (e != ERR_OK) return e;
   json_t *by_staff = arena_json(&req->arena, json_object()), *by_elevation = arena_json(&req->arena, json_object());
   json_t *by_seq = arena_json(&req->arena, json_object());
   json_t *list = json_array();
@@ -292,10 +275,12 @@ err_t api_staff_audit_sessions(hs_req *req) {
     json_array_append_new(list, s);
   }
   for (int i = 0; i < elevations->rows; i++) {
-    json_t *owner = json_object_get(by_staff, db_field(elevations, i, "staff_id")), *e = elevation_json(elevations, i);
-    json_object_set_new(e, "events", json_array());
-    json_object_set(by_elevation, db_field(elevations, i, "id"), e);
-    json_array_append_new(json_object_get(owner, "sessions"), e);
+    json_t *owner = json_object_get(by_staff, db_field(elevations, i, "staff_id"));
+    if (!owner) continue; /* a staff member of another page */
+    json_t *el = elevation_json(elevations, i);
+    json_object_set_new(el, "events", json_array());
+    json_object_set(by_elevation, db_field(elevations, i, "id"), el);
+    json_array_append_new(json_object_get(owner, "sessions"), el);
   }
   for (int i = 0; i < events->rows; i++) {
     const char *kind = db_field(events, i, "kind");

@@ -2,19 +2,22 @@
  * substring; at most 100, newest first) and the detail views with jobs, quotes, reviews,
  * payments, the provider's monthly ledger and the elevations that targeted the account.
  *
- * Ledger: each job assigned to the provider belongs to the month (UTC) of its completion, or
- * of its acceptance while not completed; its earnings are the accepted quote's amount (the
- * platform fee is paid by the customer on top). Per month: paidOut (job payments captured,
- * less the provider's share of what was refunded of them, plus tips paid and not refunded),
- * inHold (authorized, job not completed yet), pendingCapture (authorized, job completed,
- * capture not done yet), grossEarnings (their sum), premiumFeeDeducted (39 when the provider is
- * Preferred Pro, for months from its premiumSince on) and netEarnings (gross minus the fee).
- * Cancelled jobs count for nothing. Only a job's current payment counts, not its history. */
+ * Ledger: sums of recorded money movements by month (UTC). Each job assigned to the provider
+ * belongs to the month of its completion, or of its acceptance while not completed; its
+ * earnings are the accepted quote's amount (the platform fee is paid by the customer on top).
+ * Per month: paidOut (the provider's job and tip transfers paid that month, as they stand after
+ * refunds), inHold (job and tip transfers captured that month and not paid yet: scheduled,
+ * waiting for the payout account, held by a report, or failed), pendingCapture (the earnings of
+ * the month's jobs whose current payment is an authorization not captured yet), grossEarnings
+ * (their sum), premiumFeeDeducted (39 when the provider is Preferred Pro, for months from its
+ * premiumSince on, whether already taken from a transfer or still owed) and netEarnings (gross
+ * minus the fee). Cancelled jobs count for nothing. Only a job's current payment counts. */
 #include "core/clock.h"
 #include "core/jsonx.h"
 #include "core/log.h"
 #include "domain/jobs/jobs.h"
 #include "domain/payments/payments.h"
+#include "domain/payouts/payouts.h"
 #include "domain/providers/providers.h"
 #include "domain/quotes/quotes.h"
 #include "domain/staff/staff_api.h"
@@ -22,8 +25,6 @@
 #include "http/rowjson.h"
 #include <stdlib.h>
 #include <string.h>
-
-#define PREMIUM_FEE_CENTS 3900
 
 void staff_expire_elevations(void) {
   if (staff_store_expire_elevations() != ERR_OK) log_msg(LOG_ERROR, "deactivating lapsed elevations failed");
@@ -52,17 +53,23 @@ static json_t *provider_row_json(const db_res *r, int i) {
 }
 
 err_t api_staff_customers(hs_req *req) {
+  hs_page pg;
   db_res *r;
   staff_expire_elevations();
-  err_t e = staff_store_search_customers(&req->arena, json_string_value(json_object_get(req->query, "q")), &r);
+  err_t e = hs_page_begin(req, &CUSTOMERS_KEYSET, NULL, SEARCH_CAP, &pg);
+  if (!e) e = staff_store_search_customers(&req->arena, json_string_value(json_object_get(req->query, "q")), &pg, &r);
+  if (!e) e = hs_page_end(req, &pg, r);
   if (e != ERR_OK) return e;
   return hs_ok_rows(req, CUSTOMER_ROW, r, 256);
 }
 
 err_t api_staff_providers(hs_req *req) {
+  hs_page pg;
   db_res *r;
   staff_expire_elevations();
-  err_t e = staff_store_search_providers(&req->arena, json_string_value(json_object_get(req->query, "q")), &r);
+  err_t e = hs_page_begin(req, &PROVIDERS_KEYSET, NULL, SEARCH_CAP, &pg);
+  if (!e) e = staff_store_search_providers(&req->arena, json_string_value(json_object_get(req->query, "q")), &pg, &r);
+  if (!e) e = hs_page_end(req, &pg, r);
   if (e != ERR_OK) return e;
   json_t *list = json_array();
   for (int i = 0; i < r->rows; i++) json_array_append_new(list, provider_row_json(r, i));
@@ -196,12 +203,14 @@ static bool status_in(const char *status, const char *const *set) {
   return false;
 }
 
-/* Fills the ledger (newest month first), the anticipated jobs and their total from the jobs. */
-static json_t *provider_ledger(arena *a, const db_res *jobs, json_t *profile, int *anticipated,
+/* Fills the ledger (newest month first), the anticipated jobs and their total from the jobs
+ * and the provider's transfers (moves: payouts_provider_records). */
+static json_t *provider_ledger(arena *a, const db_res *jobs, const db_res *moves, json_t *profile, int *anticipated,
                                int64_t *anticipated_cents) {
   static const char *const open_work[] = {"ACCEPTED", "ON_THE_WAY", "IN_PROGRESS", NULL};
-  ledger_month *months = arena_alloc(a, sizeof *months * (size_t)(jobs->rows + 1));
+  ledger_month *months = arena_alloc(a, sizeof *months * (size_t)(jobs->rows + moves->rows + 1));
   int n = 0;
+  char month[8];
   *anticipated = 0, *anticipated_cents = 0;
   for (int i = 0; i < jobs->rows; i++) {
     const char *status = db_field(jobs, i, "status"), *pay = db_field(jobs, i, "payment_status");
@@ -210,17 +219,19 @@ static json_t *provider_ledger(arena *a, const db_res *jobs, json_t *profile, in
     int64_t when = cell_int(jobs, i, "completed_at");
     if (!when) when = cell_int(jobs, i, "accepted_at");
     if (!when) when = cell_int(jobs, i, "created_at");
-    char month[8];
     month_of(when, month);
     ledger_month *m = month_slot(months, &n, month);
     m->jobs++;
-    m->paid += cell_int(jobs, i, "tip_paid_cents");
-    if (pay && (!strcmp(pay, "PAID") || !strcmp(pay, "REFUNDED"))) /* less what was refunded of it */
-      m->paid += payments_earned_after_refunds(earned, cell_int(jobs, i, "payment_cents"),
-                                               cell_int(jobs, i, "payment_refunded_cents"));
-    else if (pay && !strcmp(pay, "AUTHORIZED"))
-      *(strcmp(status, "COMPLETED") ? &m->hold : &m->pending) += earned;
+    if (pay && !strcmp(pay, "AUTHORIZED")) m->pending += earned;
     if (status_in(status, open_work)) (*anticipated)++, *anticipated_cents += earned;
+  }
+  for (int i = 0; i < moves->rows; i++) { /* paid: in the month it was paid; unpaid: of its capture */
+    const char *status = db_field(moves, i, "status");
+    int64_t amount = cell_int(moves, i, "amount_cents");
+    bool paid = payouts_paid(status);
+    if (!paid && !payouts_unpaid(status)) continue; /* cancelled: nothing */
+    month_of(cell_int(moves, i, paid ? "paid_at" : "created_at"), month);
+    *(paid ? &month_slot(months, &n, month)->paid : &month_slot(months, &n, month)->hold) += amount;
   }
   const char *since = json_string_value(json_object_get(profile, "premiumSince"));
   int64_t since_ms = 0;
@@ -236,7 +247,7 @@ static json_t *provider_ledger(arena *a, const db_res *jobs, json_t *profile, in
   for (int i = 0; i < n; i++) {
     const ledger_month *m = &months[i];
     int64_t gross = m->paid + m->hold + m->pending;
-    int64_t fee = premium && strcmp(m->month, premium_month) >= 0 ? PREMIUM_FEE_CENTS : 0;
+    int64_t fee = premium && strcmp(m->month, premium_month) >= 0 ? PAYOUTS_PREMIUM_FEE_CENTS : 0;
     json_array_append_new(ledger, json_pack("{s:s,s:i,s:o,s:o,s:o,s:o,s:o,s:o}", "month", m->month, "jobs", m->jobs,
                                             "paidOut", jx_money(m->paid), "inHold", jx_money(m->hold), "pendingCapture",
                                             jx_money(m->pending), "grossEarnings", jx_money(gross),
@@ -250,16 +261,17 @@ err_t api_staff_provider(hs_req *req) {
   staff_expire_elevations();
   json_t *profile = arena_json(&req->arena, providers_profile_json(&req->arena, id));
   if (!profile) return hs_fail(req, ERR_NOT_FOUND, "Provider not found");
-  db_res *jobs;
+  db_res *jobs, *moves;
   json_t *job_list, *elevations;
   if (staff_store_jobs_of(&req->arena, true, id, &jobs) != ERR_OK ||
+      payouts_provider_records(&req->arena, id, &moves) != ERR_OK ||
       detailed_jobs(req, true, id, jobs, &job_list) != ERR_OK)
     return ERR_INTERNAL;
   arena_json(&req->arena, job_list);
   if (target_elevations(req, id, "provider", &elevations) != ERR_OK) return ERR_INTERNAL;
   int anticipated;
   int64_t anticipated_cents;
-  json_t *ledger = provider_ledger(&req->arena, jobs, profile, &anticipated, &anticipated_cents);
+  json_t *ledger = provider_ledger(&req->arena, jobs, moves, profile, &anticipated, &anticipated_cents);
   return hs_ok(req, json_pack("{s:O,s:O,s:o,s:i,s:o,s:o}", "provider", profile, "jobs", job_list, "ledger", ledger,
                               "anticipatedJobs", anticipated, "anticipatedTotal", jx_money(anticipated_cents),
                               "elevations", elevations));

@@ -3,6 +3,7 @@
 #include "domain/auth/auth.h"
 #include "domain/staff/staff.h"
 #include "domain/staff/staff_api.h"
+#include "http/paging.h"
 
 static const hs_field login_fields[] = {
     {"email", F_EMAIL, F_REQUIRED},
@@ -23,7 +24,7 @@ const hs_schema staff_create_schema = {create_fields};
 static const hs_field email_fields[] = {{"email", F_EMAIL, F_REQUIRED}, {0}};
 const hs_schema staff_email_schema = {email_fields};
 
-static const hs_field search_fields[] = {{"q", F_STRING, 0, LEN(0, 100)}, {0}};
+static const hs_field search_fields[] = {{"q", F_STRING, 0, LEN(0, 100)}, HS_PAGE_FIELDS, {0}};
 static const hs_schema search_query = {search_fields};
 
 static const hs_field elevation_fields[] = {
@@ -55,12 +56,13 @@ const hs_route staff_routes[] = {
     {HS_GET, "/staff/me", api_staff_me, ROLE_STAFF, .summary = "The signed-in staff member", .response = "Staff",
      .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_GET, "/staff/customers", api_staff_customers, ROLE_CUSTOMER_SUPPORT, .query = &search_query,
-     .summary = "Search customers by name or email (at most 100, newest first)", .response = "CustomerSearchResult[]"},
+     .summary = "Search customers by name or email (newest first; at most 100 unless paged)",
+     .response = "CustomerSearchResult[]"},
     {HS_GET, "/staff/customers/:id", api_staff_customer, ROLE_CUSTOMER_SUPPORT,
      .summary = "A customer with jobs, payments and elevations", .response = "StaffCustomerDetail",
      .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_GET, "/staff/providers", api_staff_providers, ROLE_PROFESSIONAL_SUPPORT, .query = &search_query,
-     .summary = "Search providers by name, email or company (at most 100, newest first)",
+     .summary = "Search providers by name, email or company (newest first; at most 100 unless paged)",
      .response = "ProviderSearchResult[]"},
     {HS_GET, "/staff/providers/:id", api_staff_provider, ROLE_PROFESSIONAL_SUPPORT,
      .summary = "A provider with jobs, monthly ledger and elevations", .response = "StaffProviderDetail",
@@ -74,22 +76,23 @@ const hs_route staff_routes[] = {
     {HS_GET, "/staff/elevation/:id/deny", api_staff_elevation_deny, ROLE_OPEN, .query = &link_query,
      .summary = "Deny an elevation request (the administrator's emailed link)", .response = "text/html",
      .errors = ERRORS(ERR_FORBIDDEN, ERR_NOT_FOUND)},
-    {HS_GET, "/staff/elevation", api_staff_elevation_list, ROLE_STAFF, .summary = "The caller's elevation requests",
-     .response = "ElevationRequest[]"},
+    {HS_GET, "/staff/elevation", api_staff_elevation_list, ROLE_STAFF, .query = &HS_PAGE_QUERY,
+     .summary = "The caller's elevation requests, newest first", .response = "ElevationRequest[]"},
     {HS_POST, "/staff/impersonate", api_staff_impersonate, SUPPORT, &impersonate_schema, .flags = ROUTE_SECRETS,
      .summary = "Start an approved elevation: a 15-minute token as the account", .response = "Impersonation",
      .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_PATCH, "/staff/elevation/:id/deactivate", api_staff_elevation_deactivate, ROLE_STAFF,
      .summary = "End an elevation early", .response = "ElevationRequest", .errors = ERRORS(ERR_NOT_FOUND)},
-    {HS_GET, "/staff/list", api_staff_list, ROLE_ADMIN, .summary = "Every staff member (administrator)",
-     .response = "Staff[]"},
+    {HS_GET, "/staff/list", api_staff_list, ROLE_ADMIN, .query = &HS_PAGE_QUERY,
+     .summary = "Every staff member, newest first (administrator)", .response = "Staff[]"},
     {HS_POST, "/staff/create", api_staff_create, ROLE_ADMIN, &staff_create_schema, .ok = 201,
      .flags = ROUTE_SLOW | ROUTE_SECRETS, .summary = "Create a staff member (administrator)", .response = "Staff",
      .errors = ERRORS(ERR_CONFLICT)},
     {HS_POST, "/staff/impersonate-staff", api_staff_impersonate_staff, ROLE_ADMIN, &impersonate_staff_schema,
      .flags = ROUTE_DEV_ONLY | ROUTE_SECRETS, .summary = "A staff token for a staff member (GODMODE)",
      .response = "StaffSession", .errors = ERRORS(ERR_NOT_FOUND)},
-    {HS_GET, "/staff/audit/sessions", api_staff_audit_sessions, ROLE_INTERNAL_AUDIT,
-     .summary = "Every staff member's elevations with their recorded requests", .response = "StaffAudit[]"},
+    {HS_GET, "/staff/audit/sessions", api_staff_audit_sessions, ROLE_INTERNAL_AUDIT, .query = &HS_PAGE_QUERY,
+     .summary = "Every staff member's elevations with their recorded requests (staff newest first)",
+     .response = "StaffAudit[]"},
     {0},
 };

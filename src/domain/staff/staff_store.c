@@ -39,8 +39,14 @@ err_t staff_store_get(arena *a, const char *id, db_res **out) {
   return one_row(a, out, "SELECT " STAFF_COLUMNS " FROM staff WHERE id = $1", id);
 }
 
-err_t staff_store_list(arena *a, db_res **out) {
-  return rows(a, out, "SELECT " STAFF_COLUMNS " FROM staff ORDER BY seq DESC", DB_NOARGS);
+const hs_keyset STAFF_KEYSET = {"staff", {{"seq", "seq", 'i', true}, {"id", "id", 's', true}}};
+const hs_keyset ELEVATIONS_KEYSET = {"elevations", {{"e.seq", "seq", 'i', true}, {"e.id", "id", 's', true}}};
+const hs_keyset CUSTOMERS_KEYSET = {"customers", {{"created_at", "created_at", 'i', true}, {"id", "id", 's', false}}};
+const hs_keyset PROVIDERS_KEYSET = {"providers", {{"created_at", "created_at", 'i', true}, {"id", "id", 's', false}}};
+
+err_t staff_store_list(arena *a, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(0)];
+  return db_to_err(hs_page_query(a, pg, "SELECT " STAFF_COLUMNS ", seq FROM staff WHERE TRUE", args, 0, out));
 }
 
 static db_rc insert_staff(db_conn *c, const char *id, const char *name, const char *email, const char *hash,
@@ -127,14 +133,19 @@ err_t staff_store_set_disabled(const char *email, bool disable, audit_action *ac
 
 /* ---- token checks ---- */
 
-err_t staff_store_subject_exists(token_subject kind, const char *id, const char *role, int64_t gen, bool *found) {
+err_t staff_store_subject_exists(token_subject kind, const char *id, const char *role, int64_t gen,
+                                 const char *token_id, bool *found) {
   static const char *const sql[] = {
       [SUBJECT_STAFF] = "SELECT 1 FROM staff WHERE id = $1 AND role = $2 AND token_gen = $3 AND disabled_at IS NULL",
       [SUBJECT_ADMIN] = "SELECT 1 FROM admins WHERE id = $1 AND $2 = 'admin' AND $3 = 0",
-      [SUBJECT_USER] = "SELECT 1 FROM users WHERE id = $1 AND $2 = 'user' AND token_gen = $3",
-      [SUBJECT_PROVIDER] = "SELECT 1 FROM providers WHERE id = $1 AND $2 = 'provider' AND token_gen = $3",
+      [SUBJECT_USER] = "SELECT 1 FROM users WHERE id = $1 AND $2 = 'user' AND token_gen = $3 "
+                       "AND NOT EXISTS (SELECT 1 FROM ended_tokens WHERE token_id = $4)",
+      [SUBJECT_PROVIDER] = "SELECT 1 FROM providers WHERE id = $1 AND $2 = 'provider' AND token_gen = $3 "
+                           "AND NOT EXISTS (SELECT 1 FROM ended_tokens WHERE token_id = $4)",
   };
-  return db_to_err(db_exists(found, sql[kind], DB_ARGS(DB_TEXT(id), DB_TEXT(role), DB_INT(gen))));
+  db_val args[] = {DB_TEXT(id), DB_TEXT(role), DB_INT(gen), DB_TEXT(token_id ? token_id : "")};
+  bool account = kind == SUBJECT_USER || kind == SUBJECT_PROVIDER;
+  return db_to_err(db_guard(found, sql[kind], args, account ? 4 : 3));
 }
 
 err_t staff_store_live_elevation(arena *a, const char *elevation_id, const char *target_id, const char *target_role,
@@ -165,22 +176,25 @@ static const char *contains_pattern(arena *a, const char *q) {
   return p;
 }
 
-/* The search condition and order; $1 is contains_pattern(q), NULL for everyone. */
+/* The search condition; $1 is contains_pattern(q), NULL for everyone. */
 #define MATCHES(extra)                                                                                                 \
-  "WHERE CAST($1 AS TEXT) IS NULL OR lower(name) LIKE lower($1) ESCAPE '\\' "                                          \
-  "OR lower(email) LIKE lower($1) ESCAPE '\\' " extra "ORDER BY created_at DESC, id LIMIT 100"
+  "WHERE (CAST($1 AS TEXT) IS NULL OR lower(name) LIKE lower($1) ESCAPE '\\' "                                         \
+  "OR lower(email) LIKE lower($1) ESCAPE '\\' " extra ")"
 
-err_t staff_store_search_customers(arena *a, const char *q, db_res **out) {
-  return rows(a, out, "SELECT id, name, email, address, zip, created_at, processor_customer_id FROM users " MATCHES(""),
-              DB_ARGS(DB_TEXT(contains_pattern(a, q))));
+err_t staff_store_search_customers(arena *a, const char *q, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(contains_pattern(a, q))};
+  return db_to_err(hs_page_query(
+      a, pg, "SELECT id, name, email, address, zip, created_at, processor_customer_id FROM users " MATCHES(""), args, 1,
+      out));
 }
 
-err_t staff_store_search_providers(arena *a, const char *q, db_res **out) {
-  return rows(a, out,
-              "SELECT id, name, email, company_name, services, service_zips, is_premium, premium_since, "
-              "premium_billed_month, created_at FROM providers " MATCHES(
-                  "OR lower(COALESCE(company_name, '')) LIKE lower($1) ESCAPE '\\' "),
-              DB_ARGS(DB_TEXT(contains_pattern(a, q))));
+err_t staff_store_search_providers(arena *a, const char *q, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(contains_pattern(a, q))};
+  return db_to_err(hs_page_query(a, pg,
+                                 "SELECT id, name, email, company_name, services, service_zips, is_premium, "
+                                 "premium_since, premium_billed_month, created_at FROM providers " MATCHES(
+                                     "OR lower(COALESCE(company_name, '')) LIKE lower($1) ESCAPE '\\' "),
+                                 args, 1, out));
 }
 
 err_t staff_store_customer(arena *a, const char *id, db_res **out) {
@@ -193,10 +207,7 @@ err_t staff_store_customer(arena *a, const char *id, db_res **out) {
 err_t staff_store_jobs_of(arena *a, bool provider, const char *id, db_res **out) {
 #define JOB_MONEY                                                                                                      \
   "SELECT j.*, (SELECT q.amount_cents FROM quotes q WHERE q.job_id = j.id AND q.status = 'ACCEPTED') AS "              \
-  "earned_cents, "                                                                                                     \
-  "p.status AS payment_status, p.amount_cents AS payment_cents, p.refunded_cents AS payment_refunded_cents, "          \
-  "(SELECT t.amount_cents - t.refunded_cents FROM payments t WHERE t.job_id = j.id AND t.kind = 'tip' "                \
-  "AND t.released_at IS NULL AND t.status IN ('PAID', 'REFUNDED')) AS tip_paid_cents FROM jobs j "                     \
+  "earned_cents, p.status AS payment_status FROM jobs j "                                                              \
   "LEFT JOIN payments p ON p.job_id = j.id AND p.kind = 'job' AND p.released_at IS NULL "
   return rows(a, out,
               provider ? JOB_MONEY "WHERE j.provider_id = $1 ORDER BY j.seq DESC"
@@ -258,8 +269,9 @@ err_t staff_store_elevation(arena *a, const char *id, db_res **out) {
   return one_row(a, out, ELEVATION_SELECT "WHERE e.id = $1", id);
 }
 
-err_t staff_store_elevations_by_staff(arena *a, const char *staff_id, db_res **out) {
-  return rows(a, out, ELEVATION_SELECT "WHERE e.staff_id = $1 ORDER BY e.seq DESC", DB_ARGS(DB_TEXT(staff_id)));
+err_t staff_store_elevations_by_staff(arena *a, const char *staff_id, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(staff_id)};
+  return db_to_err(hs_page_query(a, pg, ELEVATION_SELECT "WHERE e.staff_id = $1", args, 1, out));
 }
 
 err_t staff_store_elevations_of_target(arena *a, const char *target_id, const char *target_role, db_res **out) {

@@ -7,6 +7,7 @@
 #include "db/db.h"
 #include "domain/audit/audit.h"
 #include "domain/staff/staff.h"
+#include "http/paging.h"
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -21,8 +22,11 @@
 err_t staff_store_find_email(arena *a, const char *email, db_res **out);
 /* The staff member id (same columns); ERR_NOT_FOUND when missing. */
 err_t staff_store_get(arena *a, const char *id, db_res **out);
-/* Every staff member, newest first. */
-err_t staff_store_list(arena *a, db_res **out);
+/* The orders of the staff lists: staff members and elevation requests newest first (seq, id);
+ * customers and providers found by a search newest first (created_at descending, id). */
+extern const hs_keyset STAFF_KEYSET, ELEVATIONS_KEYSET, CUSTOMERS_KEYSET, PROVIDERS_KEYSET;
+/* The page pg of the staff members. */
+err_t staff_store_list(arena *a, const hs_page *pg, db_res **out);
 /* Creates a staff member and records act; ERR_CONFLICT when the email is taken. */
 err_t staff_store_insert(const char *id, const char *name, const char *email, const char *hash, const char *role,
                          const audit_action *act);
@@ -44,9 +48,14 @@ err_t staff_store_set_disabled(const char *email, bool disable, audit_action *ac
 
 /* Whether the token's subject exists as the token knew it (*found): a staff member with this
  * id and role, enabled, of token generation gen; an administrator; a customer or a provider
- * of generation gen. ERR_INTERNAL when the database cannot be read. */
+ * of generation gen whose token token_id was not ended (logout: ended_tokens, written by the
+ * auth domain). ERR_INTERNAL when the database cannot be read. A db_guard: where the
+ * request's guard may wait (PostgreSQL, the database lane) *found is true and the check rides
+ * with the request's first statement, which it keeps from running when the subject moved on
+ * (the server then answers 401: db_guard_refused). */
 typedef enum { SUBJECT_STAFF, SUBJECT_ADMIN, SUBJECT_USER, SUBJECT_PROVIDER } token_subject;
-err_t staff_store_subject_exists(token_subject kind, const char *id, const char *role, int64_t gen, bool *found);
+err_t staff_store_subject_exists(token_subject kind, const char *id, const char *role, int64_t gen,
+                                 const char *token_id, bool *found);
 /* The elevation named by an impersonation token, if it is ACTIVE for that target, activated
  * after active_since, and its staff member is enabled: that member's id in *staff_id (arena a),
  * else NULL. */
@@ -55,15 +64,16 @@ err_t staff_store_live_elevation(arena *a, const char *elevation_id, const char 
 
 /* ---- look-ups ---- */
 
-/* Customers (providers) whose name or email (or company name) contains the literal,
- * case-insensitive text q (NULL: all), newest first, at most 100. */
-err_t staff_store_search_customers(arena *a, const char *q, db_res **out);
-err_t staff_store_search_providers(arena *a, const char *q, db_res **out);
+/* The page pg of the customers (providers) whose name or email (or company name) contains the
+ * literal, case-insensitive text q (NULL: all); unpaged, the first SEARCH_CAP. */
+#define SEARCH_CAP 100
+err_t staff_store_search_customers(arena *a, const char *q, const hs_page *pg, db_res **out);
+err_t staff_store_search_providers(arena *a, const char *q, const hs_page *pg, db_res **out);
 /* The customer row; ERR_NOT_FOUND when missing. */
 err_t staff_store_customer(arena *a, const char *id, db_res **out);
 /* Jobs of a customer (column "customer_id") or assigned to a provider ("provider_id"),
- * newest first, each with earned_cents (the accepted quote's amount), payment_status (its
- * job payment) and tip_paid_cents (a PAID tip). */
+ * newest first, each with earned_cents (the accepted quote's amount) and payment_status (its
+ * current job payment's). */
 err_t staff_store_jobs_of(arena *a, bool provider, const char *id, db_res **out);
 /* The quotes (reviews) of those jobs, oldest first. */
 err_t staff_store_quotes_of(arena *a, bool provider, const char *id, db_res **out);
@@ -78,7 +88,7 @@ err_t staff_store_payments_of(arena *a, const char *user_id, db_res **out);
 err_t staff_store_expire_elevations(void);
 /* Elevation rows joined with their staff member (staff_name, staff_email, staff_role). */
 err_t staff_store_elevation(arena *a, const char *id, db_res **out); /* ERR_NOT_FOUND */
-err_t staff_store_elevations_by_staff(arena *a, const char *staff_id, db_res **out);
+err_t staff_store_elevations_by_staff(arena *a, const char *staff_id, const hs_page *pg, db_res **out);
 err_t staff_store_elevations_of_target(arena *a, const char *target_id, const char *target_role, db_res **out);
 err_t staff_store_elevations_all(arena *a, db_res **out);
 /* Creates a PENDING elevation, queues the administrator's email and records act, in one

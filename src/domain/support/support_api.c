@@ -97,9 +97,12 @@ static err_t ticket_reply(hs_req *req, const db_res *r) {
 
 err_t api_tickets_list(hs_req *req) {
   const char *status = json_string_value(json_object_get(req->query, "status"));
+  hs_page pg;
   db_res *r;
-  if (support_store_list(&req->arena, status ? status : "OPEN", status ? status : "IN_PROGRESS", &r) != ERR_OK)
-    return ERR_INTERNAL;
+  err_t e = hs_page_begin(req, &TICKETS_KEYSET, NULL, TICKET_LIST_LIMIT, &pg);
+  if (!e) e = support_store_list(&req->arena, status ? status : "OPEN", status ? status : "IN_PROGRESS", &pg, &r);
+  if (!e) e = hs_page_end(req, &pg, r);
+  if (e != ERR_OK) return e;
   ticket_cols b;
   ticket_bind(&req->arena, r, &b);
   jw *w = hs_jw(req, 1024 * (size_t)(r->rows + 1));
@@ -134,7 +137,8 @@ err_t api_tickets_update(hs_req *req) {
   if (!to && !notes) return ticket_reply(req, r);
   if (!to) to = from;
   if (!move_allowed(from, to))
-    return hs_fail(req, ERR_CONFLICT, arena_printf(&req->arena, "A ticket cannot move from %s to %s", from, to));
+    return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE,
+                        arena_printf(&req->arena, "A ticket cannot move from %s to %s", from, to));
   const char *resolved = db_field(r, 0, "resolved_at");
   ticket_update u = {to, db_field(r, 0, "assigned_to_id"), notes ? notes : db_field(r, 0, "notes"),
                      resolved ? strtoll(resolved, NULL, 10) : 0};

@@ -2,6 +2,7 @@
 #include "core/util.h"
 #include "domain/support/support.h"
 #include "domain/support/support_api.h"
+#include "http/paging.h"
 
 static const char *const CATEGORIES[] = {"technical", "feedback", NULL};
 static const hs_field open_fields[] = {
@@ -13,7 +14,7 @@ static const hs_field open_fields[] = {
 static const hs_schema open_schema = {open_fields};
 
 static const char *const TICKET_STATUSES[] = {"OPEN", "IN_PROGRESS", "RESOLVED", "CLOSED", NULL};
-static const hs_field list_fields[] = {{"status", F_ENUM, 0, .choices = TICKET_STATUSES}, {0}};
+static const hs_field list_fields[] = {{"status", F_ENUM, 0, .choices = TICKET_STATUSES}, HS_PAGE_FIELDS, {0}};
 static const hs_schema list_query = {list_fields};
 static const hs_field update_fields[] = {
     {"status", F_ENUM, 0, .choices = TICKET_STATUSES},

@@ -6,13 +6,14 @@
 #include "core/jsonx.h"
 #include "domain/common.h"
 #include "domain/users/addresses_store.h"
+#include "domain/users/users.h"
 #include "domain/users/users_api.h"
 #include "ext/storage.h"
 #include "http/rowjson.h"
 #include <stdlib.h>
 #include <string.h>
 
-static const hs_rj_field ADDRESS[] = {
+const hs_rj_field USERS_ADDRESS_JSON[] = {
     {"id", "id", RJ_STR},
     {"label", "label", RJ_STR},
     {"address", "address", RJ_STR},
@@ -26,10 +27,14 @@ static const hs_rj_field ADDRESS[] = {
     {0},
 };
 
-static err_t reply_list(hs_req *req) {
+/* The customer's addresses as the answer: the page GET asks for, every one after a change. */
+static err_t reply_list(hs_req *req, bool paged) {
+  hs_page pg = *HS_PAGE_ALL(&ADDRESSES_KEYSET);
   db_res *r;
-  err_t e = addresses_store_list(&req->arena, req->auth.id, &r);
-  return e ? e : hs_ok_rows(req, ADDRESS, r, 512);
+  err_t e = paged ? hs_page_begin(req, &ADDRESSES_KEYSET, NULL, 0, &pg) : ERR_OK;
+  if (!e) e = addresses_store_list(&req->arena, req->auth.id, &pg, &r);
+  if (!e) e = hs_page_end(req, &pg, r);
+  return e ? e : hs_ok_rows(req, USERS_ADDRESS_JSON, r, 512);
 }
 
 /* The caller's address :id, or 404. */
@@ -44,11 +49,11 @@ static err_t reply_address(hs_req *req) {
   err_t e = load_address(req, &r);
   if (e != ERR_OK) return e;
   jw *w = hs_jw(req, 512);
-  hs_rj_object(w, hs_rj_bind(&req->arena, ADDRESS, r), r, 0);
+  hs_rj_object(w, hs_rj_bind(&req->arena, USERS_ADDRESS_JSON, r), r, 0);
   return hs_ok_jw(req, w);
 }
 
-err_t api_addresses_list(hs_req *req) { return reply_list(req); }
+err_t api_addresses_list(hs_req *req) { return reply_list(req, true); }
 
 err_t api_addresses_create(hs_req *req) {
   char id[ID_LEN + 1];
@@ -59,14 +64,14 @@ err_t api_addresses_create(hs_req *req) {
                                    hs_body_str(req, "zip"));
   if (e == ERR_FORBIDDEN)
     return hs_fail_code(req, ERR_FORBIDDEN, "premium_required", "Saving more than one address requires premium");
-  return e ? e : reply_list(req);
+  return e ? e : reply_list(req, false);
 }
 
 err_t api_addresses_make_primary(hs_req *req) {
   db_res *r;
   err_t e = load_address(req, &r);
   if (!e) e = addresses_store_make_primary(req->auth.id, db_text(r, 0, 0));
-  return e ? e : reply_list(req);
+  return e ? e : reply_list(req, false);
 }
 
 static void delete_photo_keys(const char *street, const char *area_json) {
@@ -82,13 +87,14 @@ err_t api_addresses_delete(hs_req *req) {
   err_t e = load_address(req, &r);
   if (e != ERR_OK) return e;
   if (db_int(r, 0, ADDRESS_PRIMARY_COL) == 1)
-    return hs_fail(req, ERR_BAD_REQUEST, "The primary address cannot be deleted");
+    return hs_fail_code(req, ERR_BAD_REQUEST, ERR_CODE_INVALID_STATE, "The primary address cannot be deleted");
   if ((e = addresses_store_count(req->auth.id, &count)) != ERR_OK) return e;
-  if (count <= 1) return hs_fail(req, ERR_BAD_REQUEST, "The last address cannot be deleted");
+  if (count <= 1)
+    return hs_fail_code(req, ERR_BAD_REQUEST, ERR_CODE_INVALID_STATE, "The last address cannot be deleted");
   /* the files of the photos the row held when it went, which a concurrent upload may have changed */
   if ((e = addresses_store_delete(&req->arena, req->auth.id, db_text(r, 0, 0), &gone)) != ERR_OK) return e;
   if (gone->rows) delete_photo_keys(db_text(gone, 0, 0), db_text(gone, 0, 1));
-  return reply_list(req);
+  return reply_list(req, false);
 }
 
 err_t api_addresses_update(hs_req *req) {

@@ -4,10 +4,11 @@
 #include "domain/users/users_store.h"
 #include "http/rowjson.h"
 
-static const hs_rj_field PROFILE[] = {
+const hs_rj_field USERS_PROFILE_JSON[] = {
     {"id", "id", RJ_STR},
     {"email", "email", RJ_STR},
     {"name", "name", RJ_STR},
+    {"phone", "phone", RJ_STR},
     {"address", "address", RJ_STR},
     {"zip", "zip", RJ_STR},
     {"lat", "lat", RJ_REAL},
@@ -25,14 +26,14 @@ static err_t reply_profile(hs_req *req) {
   if (e == ERR_NOT_FOUND) return hs_fail(req, ERR_NOT_FOUND, "User not found");
   if (e != ERR_OK) return e;
   jw *w = hs_jw(req, 512);
-  hs_rj_object(w, hs_rj_bind(&req->arena, PROFILE, r), r, 0);
+  hs_rj_object(w, hs_rj_bind(&req->arena, USERS_PROFILE_JSON, r), r, 0);
   return hs_ok_jw(req, w);
 }
 
 err_t api_users_me(hs_req *req) { return reply_profile(req); }
 
 err_t api_users_update_me(hs_req *req) {
-  err_t e = users_store_set_location(req->auth.id, req->body);
+  err_t e = users_store_update_profile(req->auth.id, req->body);
   if (e == ERR_NOT_FOUND) return hs_fail(req, ERR_NOT_FOUND, "User not found");
   return e == ERR_OK ? reply_profile(req) : e;
 }

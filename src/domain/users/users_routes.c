@@ -1,10 +1,13 @@
 /* Routes and schemas of /users/me, its saved addresses and its premium features. */
 #include "domain/users/users_api.h"
 #include "ext/filetype.h"
+#include "http/paging.h"
 
 #define MB (1024 * 1024)
 
 static const hs_field update_me_fields[] = {
+    {"name", F_STRING, 0, LEN(1, 100)},
+    {"phone", F_STRING, 0, LEN(0, 20)},
     {"lat", F_NUMBER, 0, RANGE(-90, 90)},
     {"lng", F_NUMBER, 0, RANGE(-180, 180)},
     {0},
@@ -37,9 +40,9 @@ const hs_route users_routes[] = {
     {HS_GET, "/users/me", api_users_me, ROLE_USER, .flags = ROUTE_DB_READ, .summary = "The caller's customer profile",
      .response = "User", .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_PATCH, "/users/me", api_users_update_me, ROLE_USER, &update_me_schema,
-     .summary = "Update the caller's coordinates", .response = "User", .errors = ERRORS(ERR_NOT_FOUND)},
-    {HS_GET, "/users/me/favorites", api_users_favorites, ROLE_USER, .summary = "Favorite providers (premium)",
-     .response = "FavoriteProvider[]"},
+     .summary = "Update the caller's name, phone and coordinates", .response = "User", .errors = ERRORS(ERR_NOT_FOUND)},
+    {HS_GET, "/users/me/favorites", api_users_favorites, ROLE_USER, .query = &HS_PAGE_QUERY,
+     .summary = "Favorite providers, most recently added first (premium)", .response = "FavoriteProvider[]"},
     {HS_POST, "/users/me/favorites/:providerId", api_users_add_favorite, ROLE_USER,
      .summary = "Add a favorite provider (premium; idempotent)", .response = "Favorited",
      .errors = ERRORS(ERR_NOT_FOUND)},
@@ -55,8 +58,8 @@ const hs_route users_routes[] = {
      .summary = "Year-to-date spending by month, service and provider (premium)", .response = "SpendSummary"},
     {HS_PATCH, "/users/me/seasonal-alerts", api_users_seasonal_alerts, ROLE_USER, &alerts_schema,
      .summary = "Switch seasonal weather alerts (enabling needs premium)", .response = "SeasonalAlerts"},
-    {HS_GET, "/users/me/addresses", api_addresses_list, ROLE_USER, .summary = "Saved addresses, primary first",
-     .response = "UserAddress[]"},
+    {HS_GET, "/users/me/addresses", api_addresses_list, ROLE_USER, .query = &HS_PAGE_QUERY,
+     .summary = "Saved addresses, primary first, then in the order they were saved", .response = "UserAddress[]"},
     {HS_POST, "/users/me/addresses", api_addresses_create, ROLE_USER, &create_schema, .ok = 201,
      .summary = "Save an address (free tier: one)", .response = "UserAddress[]"},
     {HS_PATCH, "/users/me/addresses/:id/primary", api_addresses_make_primary, ROLE_USER,

@@ -9,23 +9,29 @@
 
 err_t users_store_profile(arena *a, const char *id, db_res **out) {
   if (db_query(a, out,
-               "SELECT id, email, name, address, zip, lat, lng, is_premium, premium_since, seasonal_alerts_enabled, "
-               "created_at FROM users WHERE id = $1",
+               "SELECT id, email, name, phone, address, zip, lat, lng, is_premium, premium_since, "
+               "seasonal_alerts_enabled, created_at FROM users WHERE id = $1 AND deleted_at IS NULL",
                DB_ARGS(DB_TEXT(id))) != DB_OK)
     return ERR_INTERNAL;
   return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
 }
 
-err_t users_store_set_location(const char *id, json_t *patch) {
+err_t users_store_update_profile(const char *id, json_t *patch) {
+  json_t *name = json_object_get(patch, "name"), *phone = json_object_get(patch, "phone");
   json_t *lat = json_object_get(patch, "lat"), *lng = json_object_get(patch, "lng");
-  /* CASE keeps a coordinate that the patch does not name */
+  const char *phone_text = json_string_value(phone);
+  /* CASE keeps what the patch does not name; an empty phone clears it */
   arena a;
   arena_init(&a);
   db_res *r;
   db_rc rc = db_query(&a, &r,
-                      "UPDATE users SET lat = CASE WHEN $2 = 1 THEN $3 ELSE lat END, "
-                      "lng = CASE WHEN $4 = 1 THEN $5 ELSE lng END, updated_at = $6 WHERE id = $1",
-                      DB_ARGS(DB_TEXT(id), DB_BOOL(lat), lat ? DB_REAL(json_number_value(lat)) : DB_NULL, DB_BOOL(lng),
+                      "UPDATE users SET name = CASE WHEN $2 = 1 THEN $3 ELSE name END, "
+                      "phone = CASE WHEN $4 = 1 THEN $5 ELSE phone END, "
+                      "lat = CASE WHEN $6 = 1 THEN $7 ELSE lat END, lng = CASE WHEN $8 = 1 THEN $9 ELSE lng END, "
+                      "updated_at = $10 WHERE id = $1 AND deleted_at IS NULL",
+                      DB_ARGS(DB_TEXT(id), DB_BOOL(name), DB_TEXT(json_string_value(name)), DB_BOOL(phone),
+                              phone_text && *phone_text ? DB_TEXT(phone_text) : DB_NULL, DB_BOOL(lat),
+                              lat ? DB_REAL(json_number_value(lat)) : DB_NULL, DB_BOOL(lng),
                               lng ? DB_REAL(json_number_value(lng)) : DB_NULL, DB_INT(clock_now_ms())));
   err_t e = rc != DB_OK ? ERR_INTERNAL : r->changes == 0 ? ERR_NOT_FOUND : ERR_OK;
   arena_fini(&a);
@@ -68,11 +74,14 @@ err_t users_store_premium(const char *id, bool *premium) {
   return e;
 }
 
-err_t users_store_favorites(arena *a, const char *id, db_res **out) {
-  return db_to_err(db_query(a, out,
-                            "SELECT p.id, p.name, p.company_name, p.logo_url, p.headshots, p.services FROM favorites f "
-                            "JOIN providers p ON p.id = f.provider_id WHERE f.user_id = $1 ORDER BY f.seq DESC",
-                            DB_ARGS(DB_TEXT(id))));
+const hs_keyset FAVORITES_KEYSET = {"favorites", {{"f.seq", "seq", 'i', true}, {"f.provider_id", "id", 's', true}}};
+
+err_t users_store_favorites(arena *a, const char *id, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(id)};
+  return db_to_err(hs_page_query(a, pg,
+                                 "SELECT p.id, p.name, p.company_name, p.logo_url, p.headshots, p.services, f.seq "
+                                 "FROM favorites f JOIN providers p ON p.id = f.provider_id WHERE f.user_id = $1",
+                                 args, 1, out));
 }
 
 err_t users_store_add_favorite(const char *id, const char *provider_id) {

@@ -3,6 +3,7 @@
 #define DOMAIN_USERS_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
+#include "http/paging.h"
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -13,19 +14,22 @@
  * customer whose payment is late keeps premium. Every premium gate uses this condition. */
 #define USERS_HAS_PREMIUM "(is_premium = 1 OR premium_since IS NOT NULL)"
 
-/* The profile row of user id (id, email, name, address, zip, lat, lng, is_premium,
+/* The profile row of user id (id, email, name, phone, address, zip, lat, lng, is_premium,
  * premium_since, seasonal_alerts_enabled, created_at); ERR_NOT_FOUND when missing. */
 err_t users_store_profile(arena *a, const char *id, db_res **out);
-/* Sets the coordinates present in patch ("lat", "lng"); ERR_NOT_FOUND when missing. */
-err_t users_store_set_location(const char *id, json_t *patch);
+/* Sets the fields present in patch ("name", "phone": "" clears it, "lat", "lng") and keeps the
+ * others; ERR_NOT_FOUND when missing. */
+err_t users_store_update_profile(const char *id, json_t *patch);
 
 /* ---- premium features ---- */
 
 /* Whether customer id has premium (USERS_HAS_PREMIUM); ERR_NOT_FOUND when missing. */
 err_t users_store_premium(const char *id, bool *premium);
-/* The customer's favorite providers (id, name, company_name, logo_url, headshots, services),
- * most recently added first. */
-err_t users_store_favorites(arena *a, const char *id, db_res **out);
+/* The order of a customer's favorites: most recently added first, by (seq, provider). */
+extern const hs_keyset FAVORITES_KEYSET;
+/* The page pg of the customer's favorite providers (id, name, company_name, logo_url,
+ * headshots, services). */
+err_t users_store_favorites(arena *a, const char *id, const hs_page *pg, db_res **out);
 /* Adds a favorite (idempotent); ERR_NOT_FOUND when the provider does not exist. */
 err_t users_store_add_favorite(const char *id, const char *provider_id);
 err_t users_store_remove_favorite(const char *id, const char *provider_id);

@@ -1,4 +1,4 @@
-/* Unit tests for src/core/util.c: the thread-safe errno text. */
+/* Unit tests for src/core/util.c: the thread-safe errno text, base64url. */
 /* cmocka.h needs these four headers first. */
 /* clang-format off */
 #include <stdarg.h>
@@ -46,8 +46,46 @@ static void test_errno_text_per_thread(void **state) {
   }
 }
 
+/* RFC 4648's test vectors, without padding, and a round trip of every length and byte. */
+static void test_b64url(void **state) {
+  (void)state;
+  static const char *const vectors[][2] = {
+      {"", ""},           {"f", "Zg"},          {"fo", "Zm8"},         {"foo", "Zm9v"},
+      {"foob", "Zm9vYg"}, {"fooba", "Zm9vYmE"}, {"foobar", "Zm9vYmFy"}};
+  char text[64];
+  unsigned char bytes[64];
+  size_t n;
+  for (size_t i = 0; i < sizeof vectors / sizeof *vectors; i++) {
+    assert_int_equal(b64url_encode((const unsigned char *)vectors[i][0], strlen(vectors[i][0]), text),
+                     strlen(vectors[i][1]));
+    assert_string_equal(text, vectors[i][1]);
+    assert_true(b64url_decode(text, strlen(text), bytes, sizeof bytes, &n));
+    assert_int_equal(n, strlen(vectors[i][0]));
+    assert_memory_equal(bytes, vectors[i][0], n);
+  }
+  unsigned char all[40];
+  for (size_t len = 0; len <= sizeof all; len++) {
+    for (size_t i = 0; i < len; i++) all[i] = (unsigned char)(251 - 37 * i);
+    size_t chars = b64url_encode(all, len, text);
+    assert_true(b64url_decode(text, chars, bytes, sizeof bytes, &n));
+    assert_int_equal(n, len);
+    assert_memory_equal(bytes, all, len);
+  }
+  assert_int_equal(b64url_encode((const unsigned char *)"\xfb\xff", 2, text), 3);
+  assert_string_equal(text, "-_8"); /* the URL-safe characters, not + and / */
+  assert_false(b64url_decode("Zm9v+", 5, bytes, sizeof bytes, &n));
+  assert_false(b64url_decode("Zm9v/w", 6, bytes, sizeof bytes, &n));
+  assert_false(b64url_decode("Zm9vY", 5, bytes, sizeof bytes, &n)); /* a length no encoding has */
+  assert_false(b64url_decode("Zm=v", 4, bytes, sizeof bytes, &n));
+  assert_false(b64url_decode("Z\0m9", 4, bytes, sizeof bytes, &n));
+  assert_false(b64url_decode("Zh", 2, bytes, sizeof bytes, &n)); /* "Zg" is the only encoding of "f" */
+  assert_false(b64url_decode("Zm9vYmFy", 8, bytes, 5, &n));    /* more than cap */
+  assert_true(b64url_decode("Zm8=", 4, bytes, sizeof bytes, &n) && n == 2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_b64url),
       cmocka_unit_test(test_errno_text),
       cmocka_unit_test(test_errno_text_per_thread),
   };

@@ -316,8 +316,43 @@ static void test_before_commit(void **state) {
   assert_int_equal(bc_rows(), 2);
 }
 
+/* On SQLite nothing waits for a round trip: a deferred statement runs at once (its failure
+ * returned there), independent reads run one after the other, a guard runs at once and says
+ * what it found, and every statement counts as one exchange. */
+static void test_deferred_statements_run_at_once(void **state) {
+  (void)state;
+  arena a;
+  arena_init(&a);
+  assert_int_equal(db_query(&a, NULL, "CREATE TABLE later_t (id TEXT PRIMARY KEY, n INTEGER)", DB_NOARGS), DB_OK);
+  db_conn *c;
+  db_trips_clear();
+  err_t e = db_begin(&c);
+  db_res *r = NULL;
+  if (!e) e = db_to_err(db_exec_later(c, &a, &r, "INSERT INTO later_t VALUES ('a', 1) RETURNING n", DB_NOARGS));
+  assert_non_null(r);
+  assert_int_equal(db_exec_later(c, NULL, NULL, "INSERT INTO later_t VALUES ('a', 2)", DB_NOARGS), DB_CONSTRAINT);
+  e = db_end(c, e);
+  assert_int_equal(e, ERR_OK);
+  assert_int_equal(db_trips(), 4); /* BEGIN, two inserts, COMMIT */
+  c = db_acquire();
+  db_read reads[2] = {{"SELECT n FROM later_t WHERE id = $1", (db_val[]){DB_TEXT("a")}, 1, NULL},
+                      {"SELECT count(*) FROM later_t", NULL, 0, NULL}};
+  assert_int_equal(db_exec_all(c, &a, reads, 2), DB_OK);
+  db_release(c);
+  assert_int_equal(db_int(reads[0].res, 0, 0), 1);
+  assert_int_equal(db_int(reads[1].res, 0, 0), 1);
+  bool found = true;
+  db_guard_defer(true);
+  assert_int_equal(db_guard(&found, "SELECT 1 FROM later_t WHERE id = $1", DB_ARGS(DB_TEXT("b"))), DB_OK);
+  assert_false(found);
+  assert_false(db_guard_refused());
+  db_guard_defer(false);
+  arena_fini(&a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_deferred_statements_run_at_once),
       cmocka_unit_test(test_select_star_after_schema_change),
       cmocka_unit_test(test_cells),
       cmocka_unit_test(test_group_commit),

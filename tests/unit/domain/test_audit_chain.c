@@ -105,12 +105,14 @@ static void test_keyed_and_plain_hashes(void **state) {
 
 static void test_redaction_at_any_depth(void **state) {
   (void)state;
-  json_t *in = json_loads("{\"password\":\"p\",\"name\":\"n\",\"nested\":{\"NewPassword\":\"x\",\"list\":"
+  json_t *in = json_loads("{\"password\":\"p\",\"currentPassword\":\"c\",\"name\":\"n\","
+                          "\"nested\":{\"NewPassword\":\"x\",\"list\":"
                           "[{\"token\":{\"deep\":1}},\"token\",{\"paymentmethodid\":5}]},\"tokens\":\"kept\"}",
                           0, NULL);
   json_t *out = audit_redact(in);
   char *text = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
-  assert_string_equal(text, "{\"name\":\"n\",\"nested\":{\"NewPassword\":\"[REDACTED]\",\"list\":[{\"token\":"
+  assert_string_equal(text, "{\"currentPassword\":\"[REDACTED]\",\"name\":\"n\",\"nested\":{\"NewPassword\":"
+                            "\"[REDACTED]\",\"list\":[{\"token\":"
                             "\"[REDACTED]\"},\"token\",{\"paymentmethodid\":\"[REDACTED]\"}]},\"password\":"
                             "\"[REDACTED]\",\"tokens\":\"kept\"}");
   /* the input is untouched */

@@ -1,7 +1,7 @@
 /* Unit tests for src/ext/payments.c: reading Stripe-shaped PaymentIntents (status, amount, the
- * hold's expiry from an expanded latest_charge, the last error), refunds, and the idempotency
- * key that intents, subscriptions and refunds carry in their metadata. Both processors answer
- * in this shape. */
+ * hold's expiry from an expanded latest_charge, the last error), refunds, connected accounts,
+ * transfers and their reversals, and the idempotency key that intents, subscriptions, refunds,
+ * transfers and reversals carry in their metadata. Both processors answer in this shape. */
 /* cmocka.h needs these four headers first. */
 /* clang-format off */
 #include <stdarg.h>
@@ -13,6 +13,7 @@
 
 #include "ext/payments_impl.h"
 #include <jansson.h>
+#include <stdio.h>
 #include <string.h>
 
 static json_t *parse(const char *text) {
@@ -101,6 +102,84 @@ static void test_refund_with_and_without_a_key(void **state) {
   json_decref(re);
 }
 
+static void test_account_before_and_after_onboarding(void **state) {
+  (void)state;
+  json_t *acct =
+      parse("{\"id\":\"acct_1\",\"object\":\"account\",\"capabilities\":{\"transfers\":\"inactive\"},"
+            "\"payouts_enabled\":false,\"details_submitted\":false,\"requirements\":{\"currently_due\":"
+            "[\"external_account\",\"tos_acceptance.date\"],\"disabled_reason\":\"requirements.past_due\"}}");
+  pay_account out;
+  memset(&out, 0x5a, sizeof out);
+  payments_read_account(acct, &out);
+  assert_string_equal(out.id, "acct_1");
+  assert_false(out.transfers_active);
+  assert_false(out.payouts_enabled);
+  assert_false(out.details_submitted);
+  assert_string_equal(out.disabled_reason, "requirements.past_due");
+  assert_string_equal(out.requirements, "[\"external_account\",\"tos_acceptance.date\"]");
+  json_decref(acct);
+  acct = parse("{\"id\":\"acct_1\",\"capabilities\":{\"card_payments\":\"active\",\"transfers\":\"active\"},"
+               "\"payouts_enabled\":true,\"details_submitted\":true,\"requirements\":{\"currently_due\":[],"
+               "\"disabled_reason\":null}}");
+  payments_read_account(acct, &out);
+  assert_true(out.transfers_active);
+  assert_true(out.payouts_enabled);
+  assert_string_equal(out.disabled_reason, "");
+  assert_string_equal(out.requirements, "[]");
+  json_decref(acct);
+  /* an account without requirements (an older API version's event): none due */
+  acct = parse("{\"id\":\"acct_2\"}");
+  payments_read_account(acct, &out);
+  assert_false(out.transfers_active);
+  assert_string_equal(out.requirements, "[]");
+  json_decref(acct);
+}
+
+static void test_account_requirements_too_long_keep_whole_items(void **state) {
+  (void)state;
+  json_t *due = json_array();
+  char field[64];
+  for (int i = 0; i < 200; i++) {
+    snprintf(field, sizeof field, "individual.verification.additional_document_%03d", i);
+    json_array_append_new(due, json_string(field));
+  }
+  json_t *acct = json_pack("{s:s,s:{s:o}}", "id", "acct_3", "requirements", "currently_due", due);
+  pay_account out;
+  payments_read_account(acct, &out);
+  assert_true(strlen(out.requirements) < sizeof out.requirements);
+  json_t *kept = json_loads(out.requirements, 0, NULL); /* still a JSON array of whole names */
+  assert_non_null(kept);
+  assert_true(json_array_size(kept) > 10 && json_array_size(kept) < 200);
+  assert_string_equal(json_string_value(json_array_get(kept, 0)), "individual.verification.additional_document_000");
+  json_decref(kept);
+  json_decref(acct);
+}
+
+static void test_transfer_and_reversal(void **state) {
+  (void)state;
+  json_t *tr =
+      parse("{\"id\":\"tr_1\",\"object\":\"transfer\",\"amount\":6100,\"amount_reversed\":2500,"
+            "\"destination\":\"acct_1\",\"metadata\":{\"idempotency_key\":\"transfer-c1-1\",\"job_id\":\"cj\"}}");
+  pay_transfer t;
+  memset(&t, 0x5a, sizeof t);
+  pay_transfer_from_json(tr, &t);
+  assert_string_equal(t.id, "tr_1");
+  assert_string_equal(t.destination, "acct_1");
+  assert_int_equal(t.amount, 6100);
+  assert_int_equal(t.amount_reversed, 2500);
+  assert_string_equal(t.idem_key, "transfer-c1-1");
+  json_decref(tr);
+  json_t *trr = parse("{\"id\":\"trr_1\",\"object\":\"transfer_reversal\",\"amount\":2500,\"transfer\":\"tr_1\","
+                      "\"metadata\":{}}");
+  pay_reversal r;
+  memset(&r, 0x5a, sizeof r);
+  pay_reversal_from_json(trr, &r);
+  assert_string_equal(r.id, "trr_1");
+  assert_int_equal(r.amount, 2500);
+  assert_string_equal(r.idem_key, "");
+  json_decref(trr);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_authorization_with_expanded_charge),
@@ -108,6 +187,9 @@ int main(void) {
       cmocka_unit_test(test_declined_intent_keeps_its_last_error),
       cmocka_unit_test(test_overlong_values_are_cut_not_overflowed),
       cmocka_unit_test(test_refund_with_and_without_a_key),
+      cmocka_unit_test(test_account_before_and_after_onboarding),
+      cmocka_unit_test(test_account_requirements_too_long_keep_whole_items),
+      cmocka_unit_test(test_transfer_and_reversal),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -181,6 +181,42 @@ static void test_round_trip_staff_elevation(void **state) {
   free(t);
 }
 
+/* Every token has an id of its own (jti, a cuid); a token issued before tokens had one is named
+ * by its signature, as unique to it, so logout can end either. */
+static void test_token_ids(void **state) {
+  (void)state;
+  char *a = token_issue("cuser0000000000000000001", "user", false, NULL, 0, 60);
+  char *b = token_issue("cuser0000000000000000001", "user", false, NULL, 0, 60);
+  token_claims ca, cb;
+  assert_true(token_verify(a, &ca) && token_verify(b, &cb));
+  assert_int_equal(strlen(ca.token_id), 25);
+  assert_int_equal(ca.token_id[0], 'c');
+  assert_string_not_equal(ca.token_id, cb.token_id);
+  char *p = payload_of(a);
+  json_t *j = json_loads(p, 0, NULL);
+  assert_string_equal(json_string_value(json_object_get(j, "jti")), ca.token_id);
+  json_decref(j);
+  free(p), free(a), free(b);
+
+  char *claims = claims_json("cold", "user", 600);
+  char *old = forge("{\"alg\":\"HS256\",\"typ\":\"JWT\"}", claims, EVP_sha256(), secret);
+  token_claims c;
+  assert_true(token_verify(old, &c));
+  assert_int_equal(strncmp(c.token_id, "sig-", 4), 0);
+  assert_int_equal(strlen(c.token_id), 4 + 32);
+  token_claims again;
+  assert_true(token_verify(old, &again));
+  assert_string_equal(c.token_id, again.token_id); /* the same token, the same id */
+  /* a jti that is not a string is no token of this service */
+  char forged[256];
+  snprintf(forged, sizeof forged, "{\"id\":\"x\",\"role\":\"user\",\"jti\":5,\"exp\":%lld}",
+           (long long)(clock_now_ms() / 1000 + 600));
+  char *bad = forge("{\"alg\":\"HS256\",\"typ\":\"JWT\"}", forged, EVP_sha256(), secret);
+  assert_true(token_verify(bad, &c)); /* an optional claim of another type is ignored, as elevationId */
+  assert_int_equal(strncmp(c.token_id, "sig-", 4), 0);
+  free(claims), free(old), free(bad);
+}
+
 static void test_header_is_hs256(void **state) {
   (void)state;
   char *t = token_issue("u1", "provider", false, NULL, 0, 60);
@@ -458,6 +494,7 @@ int main(void) {
       cmocka_unit_test(test_header_forms),
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_round_trip_staff_elevation),
+      cmocka_unit_test(test_token_ids),
       cmocka_unit_test(test_header_is_hs256),
       cmocka_unit_test(test_handmade_hs256_control),
       cmocka_unit_test(test_modified_payload_refused),

@@ -80,7 +80,17 @@ static err_t h_boom(hs_req *req) {
 static err_t h_busy(hs_req *req) {
   ran("handler");
   req->retry_after = 7;
-  return hs_fail_code(req, ERR_UNAVAILABLE, "processor_down", "Try again soon");
+  return hs_fail_code(req, ERR_UNAVAILABLE, NULL, "Try again soon");
+}
+
+static err_t h_down(hs_req *req) { /* names no Retry-After, and a code that is not documented */
+  ran("handler");
+  return hs_fail_code(req, ERR_UNAVAILABLE, "processor_down", "Down");
+}
+
+static err_t h_state(hs_req *req) {
+  ran("handler");
+  return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "The item is sold");
 }
 
 /* ---- streamed answers: an owner that records what happens to its stream ---- */
@@ -112,8 +122,8 @@ static err_t h_stream_fails(hs_req *req) {
 
 static err_t h_who(hs_req *req) {
   ran("handler");
-  return hs_ok(
-      req, json_pack("{s:s,s:s,s:I}", "id", req->auth.id, "role", req->auth.role, "exp", (json_int_t)req->auth.exp));
+  return hs_ok(req, json_pack("{s:s,s:s,s:I}", "id", req->auth.id, "role", req->auth.role, "exp",
+                              (json_int_t)req->auth.token_exp));
 }
 
 /* Tickets: "good" once, for user u-ticket. */
@@ -170,6 +180,8 @@ static const hs_route routes[] = {
     {.method = HS_POST, .path = "/raw", .handler = h_raw, .flags = ROUTE_RAW_BODY, .summary = "raw"},
     {.method = HS_GET, .path = "/boom", .handler = h_boom, .summary = "boom"},
     {.method = HS_GET, .path = "/busy", .handler = h_busy, .summary = "busy"},
+    {.method = HS_GET, .path = "/down", .handler = h_down, .summary = "down"},
+    {.method = HS_GET, .path = "/state", .handler = h_state, .summary = "state"},
     {.method = HS_GET, .path = "/admin", .handler = h_ok, .roles = ROLE_ADMIN, .summary = "admin"},
     {.method = HS_GET, .path = "/test-only", .handler = h_ok, .flags = ROUTE_TEST_ONLY, .summary = "test only"},
     {.method = HS_POST,
@@ -274,6 +286,8 @@ static void header(const char *name, const char *value) {
 static void no_headers(void) { conn.n = 0; }
 
 static const char *error_of(const result *r) { return json_string_value(json_object_get(r->body, "error")); }
+static const char *code_of(const result *r) { return json_string_value(json_object_get(r->body, "code")); }
+static const char *field_of(const result *r) { return json_string_value(json_object_get(r->body, "field")); }
 
 /* "Bearer <token>" for id and role; the text is reused by the next call. */
 static char *token_for(const char *id, const char *role) {
@@ -386,11 +400,18 @@ static void test_unauthorized(void **state) {
   assert_int_equal(r->lane, HS_LANE_DB);
   assert_int_equal(r->status, 401);
   assert_string_equal(error_of(r), "Unauthorized");
+  assert_string_equal(code_of(r), "unauthorized");
+  assert_non_null(strstr(r->headers, "\nWWW-Authenticate: Bearer\n")); /* no token: no error (RFC 6750) */
   assert_string_equal(trail, ""); /* no hook: there is no caller to look at */
   header("Authorization", "Bearer not.a.token");
   r = send_req("POST", "/items", "{\"name\":\"x\"}");
   assert_int_equal(r->status, 401);
+  assert_non_null(strstr(r->headers, "\nWWW-Authenticate: Bearer error=\"invalid_token\"\n"));
   assert_string_equal(trail, "");
+  no_headers();
+  header("Authorization", "Basic dTpw"); /* not a bearer token: as if none came */
+  r = send_req("POST", "/items", "{\"name\":\"x\"}");
+  assert_non_null(strstr(r->headers, "\nWWW-Authenticate: Bearer\n"));
 }
 
 /* check_token sees the caller before the role is compared; after sees the refusal. */
@@ -400,6 +421,8 @@ static void test_forbidden(void **state) {
   result *r = send_req("POST", "/items", "{\"name\":\"x\"}");
   assert_int_equal(r->status, 403);
   assert_string_equal(error_of(r), "Forbidden");
+  assert_string_equal(code_of(r), "forbidden");
+  assert_null(strstr(r->headers, "WWW-Authenticate"));
   assert_string_equal(trail, "check_token,after(403)");
   no_headers();
   header("Authorization", token_for("u1", "nobody-knows-this-role"));
@@ -473,6 +496,19 @@ static void test_malformed_json(void **state) {
   r = send_req("POST", "/items", "[\"name\"]");
   assert_int_equal(r->status, 400);
   assert_string_equal(error_of(r), "body: must be a JSON object");
+  assert_string_equal(code_of(r), "validation_failed");
+  assert_string_equal(field_of(r), "body");
+}
+
+/* A JSON route refuses a form before reading it; the check comes after the guard. */
+static void test_multipart_to_json_route(void **state) {
+  (void)state;
+  header("Authorization", token_for("u11", "user"));
+  header("Content-Type", "multipart/form-data; boundary=X");
+  result *r = send_req("POST", "/items", "--X--\r\n");
+  assert_int_equal(r->status, 415);
+  assert_string_equal(code_of(r), "unsupported_media_type");
+  assert_string_equal(trail, "check_token,after(415)");
 }
 
 static void test_validation(void **state) {
@@ -480,7 +516,10 @@ static void test_validation(void **state) {
   header("Authorization", token_for("u6", "user"));
   result *r = send_req("POST", "/items", "{\"other\":1}");
   assert_int_equal(r->status, 400);
-  assert_true(!strncmp(error_of(r), "name: ", 6));
+  assert_string_equal(error_of(r), "name: is required");
+  assert_string_equal(code_of(r), "validation_failed");
+  assert_string_equal(field_of(r), "name");
+  assert_int_equal(json_object_size(r->body), 3);
   assert_string_equal(trail, "check_token,after(400)");
 }
 
@@ -521,14 +560,23 @@ static void test_error_bodies(void **state) {
   (void)state;
   result *r = send_req("GET", "/boom", NULL);
   assert_int_equal(r->status, 500);
-  assert_int_equal(json_object_size(r->body), 2);
+  assert_int_equal(json_object_size(r->body), 3);
   assert_string_equal(error_of(r), "Internal server error");
+  assert_string_equal(code_of(r), "internal_error");
   assert_string_equal(json_string_value(json_object_get(r->body, "requestId")), slot.call.req.request_id);
   r = send_req("GET", "/busy", NULL);
   assert_int_equal(r->status, 503);
   assert_string_equal(error_of(r), "Try again soon");
-  assert_string_equal(json_string_value(json_object_get(r->body, "code")), "processor_down");
+  assert_string_equal(code_of(r), "service_unavailable");
   assert_non_null(strstr(r->headers, "\nRetry-After: 7\n"));
+  r = send_req("GET", "/down", NULL); /* every 503 says when to come back */
+  assert_non_null(strstr(r->headers, "\nRetry-After: 5\n"));
+  assert_string_equal(code_of(r), "service_unavailable"); /* not one of ERR_CODES: the default */
+  r = send_req("GET", "/state", NULL);
+  assert_int_equal(r->status, 409);
+  assert_string_equal(code_of(r), "invalid_state");
+  assert_int_equal(json_object_size(r->body), 2);
+  assert_null(strstr(r->headers, "Retry-After"));
 }
 
 static void test_raw_body(void **state) {
@@ -685,6 +733,7 @@ int main(void) {
       cmocka_unit_test_setup(test_rate_limit, setup),
       cmocka_unit_test_setup(test_malformed_json, setup),
       cmocka_unit_test_setup(test_validation, setup),
+      cmocka_unit_test_setup(test_multipart_to_json_route, setup),
       cmocka_unit_test_setup(test_handler_and_hooks, setup),
       cmocka_unit_test_setup(test_before_handler_refuses, setup),
       cmocka_unit_test_setup(test_handler_without_answer, setup),

@@ -596,8 +596,45 @@ static void test_array_of_objects_names_the_inner_field(void **state) {
   BAD(lines_schema, bad);
 }
 
+/* ---- F_CSV and a field's own message (the paging fields, ?status=A,B) ---- */
+
+static const char *const STATUSES[] = {"OPEN", "DONE", NULL};
+static const hs_field csv_fields[] = {
+    {"status", F_ENUM, F_CSV, .choices = STATUSES},
+    {"limit", F_INT, 0, RANGE(1, 100), .message = "must be an integer from 1 to 100"},
+    {"cursor", F_STRING, 0, LEN(1, 10), .message = "is not valid"},
+    {0},
+};
+static const hs_schema csv_schema = {csv_fields};
+
+static void test_csv_and_field_messages(void **state) {
+  (void)state;
+  expect_ok(&csv_schema, "{\"status\": \"OPEN\"}", true, "{\"status\": [\"OPEN\"]}");
+  expect_ok(&csv_schema, "{\"status\": \"DONE,OPEN,DONE\"}", true, "{\"status\": [\"DONE\", \"OPEN\"]}");
+  expect_ok(&csv_schema, "{\"limit\": \"100\", \"cursor\": \"abc\"}", true, "{\"limit\": 100, \"cursor\": \"abc\"}");
+  static const bad_case bad[] = {
+      {"{\"status\": \"\"}", "status: must be one of: OPEN, DONE"},
+      {"{\"status\": \"OPEN,\"}", "status: must be one of: OPEN, DONE"},
+      {"{\"status\": \",OPEN\"}", "status: must be one of: OPEN, DONE"},
+      {"{\"status\": \"OPEN,,DONE\"}", "status: must be one of: OPEN, DONE"},
+      {"{\"status\": \"open\"}", "status: must be one of: OPEN, DONE"},
+      {"{\"limit\": \"0\"}", "limit: must be an integer from 1 to 100"},
+      {"{\"limit\": \"101\"}", "limit: must be an integer from 1 to 100"},
+      {"{\"limit\": \"1.5\"}", "limit: must be an integer from 1 to 100"},
+      {"{\"limit\": \"x\"}", "limit: must be an integer from 1 to 100"},
+      {"{\"cursor\": \"\"}", "cursor: is not valid"},
+      {"{\"cursor\": \"01234567890\"}", "cursor: is not valid"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) expect_err(&csv_schema, bad[i].input, true, bad[i].error);
+  /* in a JSON body a comma is only a character: the list is an array there */
+  expect_err(&csv_schema, "{\"status\": \"OPEN,DONE\"}", false, "status: must be one of: OPEN, DONE");
+  expect_ok(&csv_schema, "{\"status\": [\"DONE\", \"DONE\"]}", false, "{\"status\": [\"DONE\"]}");
+  expect_err(&csv_schema, "{\"status\": [\"DONE\", 7]}", false, "status: must be one of: OPEN, DONE");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_csv_and_field_messages),
       cmocka_unit_test(test_string_bounds_in_characters),
       cmocka_unit_test(test_email_trims_and_lowercases),
       cmocka_unit_test(test_is_email),

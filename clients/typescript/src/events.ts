@@ -16,7 +16,7 @@
 // server's `retry` delay and reconnects with the last id it got as Last-Event-ID, so the events
 // missed meanwhile arrive first, in order. It stops after `token.expired` (sign in again) and
 // `replaced` (a newer stream of the account took its place), and when `signal` aborts.
-import type { components } from "./schema.js";
+import type { components } from "../schema.js";
 
 /** One event of the stream: `id` (absent on control events), `event`, and `data` as JSON. */
 export type StreamEvent = components["schemas"]["StreamEvent"];

@@ -1,0 +1,22 @@
+/* Handlers and shared internals of the payouts domain. Internal. */
+#ifndef DOMAIN_PAYOUTS_API_H
+#define DOMAIN_PAYOUTS_API_H
+#include "ext/payments.h"
+#include "http/http.h"
+
+/* payouts_routes.c: the domain's rows (ended by a row of zeros) */
+extern const hs_route payouts_routes[];
+
+err_t api_payouts_account_create(hs_req *req);
+err_t api_payouts_account_get(hs_req *req);
+err_t api_payouts_list(hs_req *req);
+err_t api_payouts_onboarding_page(hs_req *req);
+
+/* payouts_transfers.c: the service's name of an account's state (pending, enabled,
+ * restricted), and recording it (its provider's transfers follow). */
+const char *payouts_account_status(const pay_account *acc);
+err_t payouts_record_account(arena *a, const pay_account *acc);
+/* Registers the background work of payouts (the domain's init). */
+void payouts_domain_init(void);
+
+#endif

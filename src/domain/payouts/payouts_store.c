@@ -1,0 +1,616 @@
+/* Storage of the payouts domain. A transfer's processor request is written on its row before it
+ * is made (pending_op, idem_key, op_cents) and its outcome recorded only while the row still
+ * names that request, so of two carriers one records it, and a request whose answer was lost is
+ * settled by asking the processor for its key. State changes are conditional updates; claims of
+ * one provider's transfers lock its account's row first (PostgreSQL; SQLite's write lock does
+ * the same), so two claims never bill or deduct one fee twice. What a change sets going (the
+ * making of a transfer, a reversal, an email) is queued in the change's own transaction. Rows
+ * of other domains' tables are only read here. Every change a provider can see in its list of
+ * transfers (a new one, its status, amount, reversal, dates or failure) is a payout.updated
+ * event written in the same transaction (told_in). */
+#include "domain/payouts/payouts_store.h"
+#include "core/clock.h"
+#include "core/ids.h"
+#include "domain/events/events.h"
+#include "ext/mail.h"
+#include "ext/queue.h"
+#include <stdio.h>
+#include <string.h>
+
+/* What a job or tip transfer becomes when it may go out: scheduled with an enabled account,
+ * else waiting for one (provider: the SQL expression of the provider's id). */
+#define NEXT_STATUS(provider)                                                                                          \
+  "CASE WHEN EXISTS (SELECT 1 FROM payout_accounts a WHERE a.provider_id = " provider                                  \
+  " AND a.status = 'enabled') THEN 'scheduled' ELSE 'waiting_for_account' END"
+
+#define UNPAID "('scheduled', 'waiting_for_account', 'on_hold', 'failed')"
+/* a paid transfer sent more than it earns now less its fee: a reversal is due (and as 1 or 0) */
+#define REVERSAL_DUE "sent_cents - reversed_cents > amount_cents - fee_cents"
+#define REVERSAL_DUE_FLAG "CASE WHEN " REVERSAL_DUE " THEN 1 ELSE 0 END"
+
+static bool is(const char *a, const char *b) { return a && b && !strcmp(a, b); }
+
+/* Queues kind with payload { field: id } on c. */
+static db_rc queue_in(db_conn *c, const char *kind, const char *field, const char *id) {
+  json_t *payload = json_pack("{s:s}", field, id);
+  db_rc rc = queue_enqueue(c, kind, payload);
+  json_decref(payload);
+  return rc;
+}
+
+/* payout.updated, on c, for each transfer that where selects (SQL over payout_transfers whose $1
+ * is id): the Transfer as GET /providers/me/payouts lists it, to its provider. */
+static db_rc told_in(db_conn *c, const char *where, const char *id) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  char sql[384];
+  snprintf(sql, sizeof sql,
+           "SELECT id, provider_id, job_id, kind, amount_cents, reversed_cents, status, available_at, paid_at, "
+           "failure_reason FROM payout_transfers WHERE %s",
+           where);
+  db_rc rc = db_exec(c, &a, &r, sql, DB_ARGS(DB_TEXT(id)));
+  const hs_rj *b = rc == DB_OK ? hs_rj_bind(&a, PAYOUTS_TRANSFER_JSON, r) : NULL;
+  for (int i = 0; rc == DB_OK && i < r->rows; i++) {
+    jw w;
+    jw_init(&w, &a, 384);
+    hs_rj_object(&w, b, r, i);
+    event_new ev = {.kind = "payout.updated", .data = jw_text(&w), .provider_id = db_field(r, i, "provider_id")};
+    rc = events_emit_in(c, &ev);
+  }
+  arena_fini(&a);
+  return rc;
+}
+
+/* told_in for every transfer of r (rows returning its id first). */
+static db_rc told_each_in(db_conn *c, const db_res *r) {
+  db_rc rc = DB_OK;
+  for (int i = 0; rc == DB_OK && i < r->rows; i++) rc = told_in(c, "id = $1", db_text(r, i, 0));
+  return rc;
+}
+
+/* Runs a conditional update on c; *changed tells whether it changed a row. */
+static db_rc change_in(db_conn *c, arena *a, const char *sql, const db_val *params, int n, bool *changed) {
+  db_res *r;
+  db_rc rc = db_exec(c, a, &r, sql, params, n);
+  *changed = rc == DB_OK && r->changes > 0;
+  return rc;
+}
+
+/* ---- accounts ---- */
+
+err_t po_store_account(arena *a, const char *provider_id, account_row *out, bool *found) {
+  db_res *r;
+  if (db_query(a, &r,
+               "SELECT provider_id, processor_account_id, status, requirements, payouts_enabled FROM payout_accounts "
+               "WHERE provider_id = $1",
+               DB_ARGS(DB_TEXT(provider_id))) != DB_OK)
+    return ERR_INTERNAL;
+  *found = r->rows == 1;
+  if (*found)
+    *out = (account_row){db_text(r, 0, 0), db_text(r, 0, 1), db_text(r, 0, 2), db_text(r, 0, 3), db_int(r, 0, 4) == 1};
+  return ERR_OK;
+}
+
+err_t po_store_provider_email(arena *a, const char *provider_id, const char **email) {
+  db_res *r;
+  if (db_query(a, &r, "SELECT email FROM providers WHERE id = $1", DB_ARGS(DB_TEXT(provider_id))) != DB_OK)
+    return ERR_INTERNAL;
+  if (r->rows == 0) return ERR_NOT_FOUND;
+  *email = db_text(r, 0, 0);
+  return ERR_OK;
+}
+
+err_t po_store_insert_account(arena *a, const char *provider_id, const char *processor_id, const char *status,
+                              bool payouts_enabled, const char *requirements, const char **winner) {
+  int64_t now = clock_now_ms();
+  if (db_query(a, NULL,
+               "INSERT INTO payout_accounts (provider_id, processor_account_id, status, payouts_enabled, requirements, "
+               "created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (provider_id) DO NOTHING",
+               DB_ARGS(DB_TEXT(provider_id), DB_TEXT(processor_id), DB_TEXT(status), DB_BOOL(payouts_enabled),
+                       DB_TEXT(requirements), DB_INT(now))) != DB_OK)
+    return ERR_INTERNAL;
+  account_row row;
+  bool found;
+  err_t e = po_store_account(a, provider_id, &row, &found);
+  if (e == ERR_OK && !found) e = ERR_INTERNAL;
+  if (e == ERR_OK) *winner = row.processor_account_id;
+  return e;
+}
+
+err_t po_store_apply_account(arena *a, const char *processor_id, const char *status, bool payouts_enabled,
+                             const char *requirements, const char **provider) {
+  int64_t now = clock_now_ms();
+  bool enabled = is(status, "enabled");
+  db_res *r = NULL;
+  *provider = NULL;
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(db_exec(
+        c, a, &r,
+        "UPDATE payout_accounts SET status = $2, payouts_enabled = $3, requirements = $4, "
+        "updated_at = $5 WHERE processor_account_id = $1 RETURNING provider_id",
+        DB_ARGS(DB_TEXT(processor_id), DB_TEXT(status), DB_BOOL(payouts_enabled), DB_TEXT(requirements), DB_INT(now))));
+  if (!e && r->rows == 1) *provider = db_text(r, 0, 0);
+  db_res *moved = NULL;
+  if (!e && *provider && enabled)
+    e = db_to_err(db_exec(c, a, &moved,
+                          "UPDATE payout_transfers SET status = 'scheduled', failure_reason = NULL, updated_at = $2 "
+                          "WHERE provider_id = $1 AND kind <> 'fee' AND pending_op IS NULL "
+                          "AND status IN ('waiting_for_account', 'failed') RETURNING id",
+                          DB_ARGS(DB_TEXT(*provider), DB_INT(now))));
+  if (!e && *provider && enabled) e = db_to_err(queue_in(c, "payout_provider", "providerId", *provider));
+  if (!e && *provider && !enabled)
+    e = db_to_err(db_exec(c, a, &moved,
+                          "UPDATE payout_transfers SET status = 'waiting_for_account', updated_at = $2 "
+                          "WHERE provider_id = $1 AND kind <> 'fee' AND pending_op IS NULL AND status = 'scheduled' "
+                          "RETURNING id",
+                          DB_ARGS(DB_TEXT(*provider), DB_INT(now))));
+  if (!e && moved) e = db_to_err(told_each_in(c, moved));
+  e = db_end(c, e);
+  if (e) *provider = NULL;
+  return e;
+}
+
+/* ---- transfers made by other domains' changes ---- */
+
+db_rc po_store_captured_in(db_conn *c, const char *payment_id, bool *added) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  int64_t now = clock_now_ms();
+  *added = false;
+  db_rc rc = db_exec(c, &a, &r,
+                     "SELECT p.kind, p.amount_cents, p.refunded_cents, p.job_id, j.provider_id, j.completed_at, "
+                     "q.amount_cents AS quote_cents, rp.created_at AS reported_at "
+                     "FROM payments p JOIN jobs j ON j.id = p.job_id "
+                     "LEFT JOIN quotes q ON q.job_id = p.job_id AND q.status = 'ACCEPTED' "
+                     "LEFT JOIN job_reports rp ON rp.job_id = p.job_id "
+                     "WHERE p.id = $1 AND p.kind IN ('job', 'tip') AND p.status IN ('PAID', 'REFUNDED') "
+                     "AND p.released_at IS NULL AND j.provider_id IS NOT NULL",
+                     DB_ARGS(DB_TEXT(payment_id)));
+  bool job = rc == DB_OK && r->rows == 1 && is(db_text(r, 0, 0), "job");
+  if (rc != DB_OK || r->rows != 1 || (job && db_isnull(r, 0, 6))) goto out; /* nothing a provider earned */
+  int64_t charged = db_int(r, 0, 1), earned = job ? db_int(r, 0, 6) : charged;
+  int64_t amount = payouts_earned_after_refunds(earned, charged, db_int(r, 0, 2));
+  int64_t done = db_isnull(r, 0, 5) ? now : db_int(r, 0, 5);
+  int64_t reported = db_isnull(r, 0, 7) ? 0 : db_int(r, 0, 7);
+  bool held = reported && reported + PAYOUTS_HOLD_MS > now;
+  char id[ID_LEN + 1];
+  id_new(id);
+  db_res *ins;
+  rc = db_exec(c, &a, &ins,
+               "INSERT INTO payout_transfers (id, provider_id, job_id, payment_id, kind, earned_cents, amount_cents, "
+               "status, available_at, hold_until, seq, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, "
+               "CASE WHEN $8 = 'next' THEN " NEXT_STATUS("$2") " ELSE $8 END, $9, $10, $11, $12, $12) "
+                                                               "ON CONFLICT (payment_id) DO NOTHING",
+               DB_ARGS(DB_TEXT(id), DB_TEXT(db_text(r, 0, 4)), DB_TEXT(db_text(r, 0, 3)), DB_TEXT(payment_id),
+                       DB_TEXT(db_text(r, 0, 0)), DB_INT(earned), DB_INT(amount),
+                       DB_TEXT(amount == 0 ? "cancelled"
+                               : held      ? "on_hold"
+                                           : "next"),
+                       DB_INT(done + PAYOUTS_WINDOW_MS), held ? DB_INT(reported + PAYOUTS_HOLD_MS) : DB_NULL,
+                       DB_INT(clock_sequence()), DB_INT(now)));
+  *added = rc == DB_OK && ins->changes == 1;
+  if (*added) rc = told_in(c, "id = $1", id);
+out:
+  arena_fini(&a);
+  return rc;
+}
+
+err_t po_store_captured(const char *payment_id, bool *added) {
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e) e = db_to_err(po_store_captured_in(c, payment_id, added));
+  return db_end(c, e);
+}
+
+db_rc po_store_refunded_in(db_conn *c, const char *payment_id) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  int64_t now = clock_now_ms();
+  db_rc rc = db_exec(c, &a, &r,
+                     "SELECT t.id, t.provider_id, t.earned_cents, t.amount_cents, t.fee_cents, t.status, t.pending_op, "
+                     "p.amount_cents, p.refunded_cents FROM payout_transfers t JOIN payments p ON p.id = t.payment_id "
+                     "WHERE t.payment_id = $1",
+                     DB_ARGS(DB_TEXT(payment_id)));
+  if (rc != DB_OK || r->rows != 1) goto out;
+  const char *id = db_text(r, 0, 0), *provider = db_text(r, 0, 1), *status = db_text(r, 0, 5);
+  int64_t amount = payouts_earned_after_refunds(db_int(r, 0, 2), db_int(r, 0, 7), db_int(r, 0, 8));
+  int64_t fee = db_int(r, 0, 4) < amount ? db_int(r, 0, 4) : amount;
+  bool idle = db_isnull(r, 0, 6);
+  if (amount == db_int(r, 0, 3)) goto out; /* this refund takes nothing of the provider's */
+  /* a refund ends a report's hold: what is left goes out, as scheduled */
+  rc = db_exec(c, NULL, NULL,
+               "UPDATE payout_transfers SET amount_cents = $2, fee_cents = $3, "
+               "status = CASE WHEN pending_op IS NULL AND status IN " UNPAID " AND $2 = 0 THEN 'cancelled' "
+               "WHEN pending_op IS NULL AND status = 'on_hold' THEN " NEXT_STATUS(
+                   "payout_transfers.provider_id") " "
+                                                   "ELSE status END, hold_until = CASE WHEN pending_op IS NULL THEN "
+                                                   "NULL ELSE hold_until END, "
+                                                   "updated_at = $4 WHERE id = $1",
+               DB_ARGS(DB_TEXT(id), DB_INT(amount), DB_INT(fee), DB_INT(now)));
+  if (rc == DB_OK) rc = told_in(c, "id = $1", id);
+  /* the fee it carried shrinks with it; the rest is owed again, from the next transfer */
+  db_res *fees;
+  if (rc == DB_OK)
+    rc = db_exec(c, &a, &fees,
+                 "UPDATE payout_transfers SET amount_cents = $2, earned_cents = $2, "
+                 "status = CASE WHEN $2 = 0 THEN 'cancelled' ELSE status END, updated_at = $3 "
+                 "WHERE carrier_id = $1 AND status IN ('scheduled', 'paid') RETURNING id",
+                 DB_ARGS(DB_TEXT(id), DB_INT(-fee), DB_INT(now)));
+  if (rc == DB_OK) rc = told_each_in(c, fees);
+  if (rc == DB_OK && idle && is(status, "on_hold") && amount > 0)
+    rc = queue_in(c, "payout_provider", "providerId", provider);
+  if (rc == DB_OK && idle && is(status, "paid")) rc = queue_in(c, "payout_reverse", "transferId", id);
+out:
+  arena_fini(&a);
+  return rc;
+}
+
+db_rc po_store_hold_in(db_conn *c, const char *job_id, int64_t until) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_exec(c, &a, &r,
+                     "UPDATE payout_transfers SET status = 'on_hold', hold_until = $2, updated_at = $3 "
+                     "WHERE job_id = $1 AND kind <> 'fee' AND pending_op IS NULL "
+                     "AND status IN ('scheduled', 'waiting_for_account') RETURNING id",
+                     DB_ARGS(DB_TEXT(job_id), DB_INT(until), DB_INT(clock_now_ms())));
+  if (rc == DB_OK) rc = told_each_in(c, r);
+  arena_fini(&a);
+  return rc;
+}
+
+/* ---- making transfers ---- */
+
+#define TRANSFER_COLUMNS                                                                                               \
+  "t.id, t.provider_id, t.job_id, t.payment_id, t.kind, t.status, t.failure_reason, t.destination, "                   \
+  "t.processor_transfer_id, t.pending_op, t.idem_key, pr.email, pr.name, j.service, "                                  \
+  "p.processor_payment_intent_id, t.earned_cents, t.amount_cents, t.fee_cents, t.sent_cents, t.reversed_cents, "       \
+  "t.op_cents, t.available_at, t.paid_at, t.op_started_at, t.attempts"
+
+err_t po_store_get(arena *a, const char *id, transfer_row *out, bool *found) {
+  db_res *r;
+  if (db_query(a, &r,
+               "SELECT " TRANSFER_COLUMNS " FROM payout_transfers t LEFT JOIN providers pr ON pr.id = t.provider_id "
+               "LEFT JOIN jobs j ON j.id = t.job_id LEFT JOIN payments p ON p.id = t.payment_id WHERE t.id = $1",
+               DB_ARGS(DB_TEXT(id))) != DB_OK)
+    return ERR_INTERNAL;
+  *found = r->rows == 1;
+  if (*found)
+    *out = (transfer_row){db_text(r, 0, 0),  db_text(r, 0, 1),  db_text(r, 0, 2),  db_text(r, 0, 3),  db_text(r, 0, 4),
+                          db_text(r, 0, 5),  db_text(r, 0, 6),  db_text(r, 0, 7),  db_text(r, 0, 8),  db_text(r, 0, 9),
+                          db_text(r, 0, 10), db_text(r, 0, 11), db_text(r, 0, 12), db_text(r, 0, 13), db_text(r, 0, 14),
+                          db_int(r, 0, 15),  db_int(r, 0, 16),  db_int(r, 0, 17),  db_int(r, 0, 18),  db_int(r, 0, 19),
+                          db_int(r, 0, 20),  db_int(r, 0, 21),  db_int(r, 0, 22),  db_int(r, 0, 23),  db_int(r, 0, 24)};
+  return ERR_OK;
+}
+
+/* The Preferred Pro fee to deduct from a transfer of amount cents of provider, on c inside its
+ * claim: a member's month is billed with its first claim (write records it on the provider),
+ * then whatever billed fees are still owed comes off, up to amount. */
+static db_rc fee_due_in(db_conn *c, arena *a, const char *provider, int64_t amount, int64_t now,
+                        payouts_billed_writer write, int64_t *fee) {
+  db_res *r;
+  *fee = 0;
+  db_rc rc = db_exec(c, a, &r, "SELECT is_premium FROM providers WHERE id = $1", DB_ARGS(DB_TEXT(provider)));
+  if (rc == DB_OK && r->rows == 1 && db_int(r, 0, 0) == 1) {
+    char iso[25], month[8];
+    clock_format_iso(now, iso);
+    snprintf(month, sizeof month, "%.7s", iso);
+    rc = db_exec(c, a, &r,
+                 "INSERT INTO payout_fees (provider_id, month, amount_cents, created_at) VALUES ($1, $2, $3, $4) "
+                 "ON CONFLICT (provider_id, month) DO NOTHING RETURNING month",
+                 DB_ARGS(DB_TEXT(provider), DB_TEXT(month), DB_INT(PAYOUTS_PREMIUM_FEE_CENTS), DB_INT(now)));
+    if (rc == DB_OK && r->rows == 1) rc = write(c, provider, month);
+  }
+  if (rc == DB_OK)
+    rc = db_exec(c, a, &r,
+                 "SELECT (SELECT COALESCE(SUM(amount_cents), 0) FROM payout_fees WHERE provider_id = $1) + "
+                 "(SELECT COALESCE(SUM(amount_cents), 0) FROM payout_transfers WHERE provider_id = $1 "
+                 "AND kind = 'fee' AND status IN ('scheduled', 'paid'))",
+                 DB_ARGS(DB_TEXT(provider)));
+  if (rc == DB_OK && r->rows == 1) {
+    int64_t owed = db_int(r, 0, 0);
+    *fee = owed <= 0 ? 0 : owed < amount ? owed : amount;
+  }
+  return rc;
+}
+
+err_t po_store_claim(const char *id, payouts_billed_writer write, po_claim *result) {
+  int64_t now = clock_now_ms();
+  arena a;
+  arena_init(&a);
+  db_res *t = NULL, *acct = NULL, *claimed = NULL;
+  *result = PO_NOT_DUE;
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(db_exec(c, &a, &t,
+                          "SELECT provider_id, job_id, attempts, available_at FROM payout_transfers "
+                          "WHERE id = $1 AND status = 'scheduled' AND pending_op IS NULL AND kind <> 'fee' "
+                          "AND amount_cents > 0",
+                          DB_ARGS(DB_TEXT(id))));
+  if (e || t->rows != 1 || db_int(t, 0, 3) > now) goto out;
+  const char *provider = db_text(t, 0, 0);
+  /* the account's row lock: one claim of the provider's at a time (its fee is computed here) */
+  e = db_to_err(db_exec(c, &a, &acct,
+                        "UPDATE payout_accounts SET updated_at = updated_at WHERE provider_id = $1 "
+                        "RETURNING processor_account_id, status",
+                        DB_ARGS(DB_TEXT(provider))));
+  if (!e && (acct->rows != 1 || !is(db_text(acct, 0, 1), "enabled"))) {
+    bool moved;
+    e = db_to_err(change_in(c, &a,
+                            "UPDATE payout_transfers SET status = 'waiting_for_account', updated_at = $2 "
+                            "WHERE id = $1 AND status = 'scheduled' AND pending_op IS NULL",
+                            DB_ARGS(DB_TEXT(id), DB_INT(now)), &moved));
+    if (!e && moved) *result = PO_WAITING;
+    if (!e && moved) e = db_to_err(told_in(c, "id = $1", id));
+    goto out;
+  }
+  char key[96];
+  snprintf(key, sizeof key, "transfer-%s-%lld", id, (long long)db_int(t, 0, 2) + 1);
+  if (!e)
+    e = db_to_err(db_exec(
+        c, &a, &claimed,
+        "UPDATE payout_transfers SET pending_op = 'transfer', idem_key = $2, attempts = attempts + 1, "
+        "op_started_at = $3, destination = $4, updated_at = $3 WHERE id = $1 AND status = 'scheduled' "
+        "AND pending_op IS NULL AND attempts = $5 RETURNING amount_cents",
+        DB_ARGS(DB_TEXT(id), DB_TEXT(key), DB_INT(now), DB_TEXT(db_text(acct, 0, 0)), DB_INT(db_int(t, 0, 2)))));
+  if (e || claimed->rows != 1) goto out; /* someone else claimed it first */
+  int64_t amount = db_int(claimed, 0, 0), fee = 0;
+  if (!write) { /* the providers domain has not wired the fee: nothing goes out unbilled */
+    e = ERR_INTERNAL;
+    goto out;
+  }
+  e = db_to_err(fee_due_in(c, &a, provider, amount, now, write, &fee));
+  if (!e)
+    e = db_to_err(db_exec(c, NULL, NULL, "UPDATE payout_transfers SET fee_cents = $2, op_cents = $3 WHERE id = $1",
+                          DB_ARGS(DB_TEXT(id), DB_INT(fee), DB_INT(amount - fee))));
+  if (!e && fee > 0) {
+    char fee_id[ID_LEN + 1];
+    id_new(fee_id);
+    e = db_to_err(db_exec(
+        c, NULL, NULL,
+        "INSERT INTO payout_transfers (id, provider_id, job_id, carrier_id, kind, earned_cents, amount_cents, status, "
+        "available_at, seq, created_at, updated_at) VALUES ($1, $2, $3, $4, 'fee', $5, $5, 'scheduled', $6, $7, $8, "
+        "$8) "
+        "ON CONFLICT (carrier_id) DO UPDATE SET earned_cents = excluded.earned_cents, "
+        "amount_cents = excluded.amount_cents, status = 'scheduled', seq = excluded.seq, updated_at = "
+        "excluded.updated_at",
+        DB_ARGS(DB_TEXT(fee_id), DB_TEXT(provider), DB_TEXT(db_text(t, 0, 1)), DB_TEXT(id), DB_INT(-fee), DB_INT(now),
+                DB_INT(clock_sequence()), DB_INT(now))));
+    if (!e) e = db_to_err(told_in(c, "carrier_id = $1", id)); /* the fee, a transfer of its own */
+  }
+  if (!e) *result = PO_CLAIMED;
+out:
+  e = db_end(c, e);
+  if (e) *result = PO_NOT_DUE;
+  arena_fini(&a);
+  return e;
+}
+
+err_t po_store_record_paid(const transfer_row *t, const char *processor_transfer_id, const po_mail *mail, bool *moved) {
+  int64_t now = clock_now_ms();
+  arena a;
+  arena_init(&a);
+  db_res *r = NULL;
+  *moved = false;
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(
+        db_exec(c, &a, &r,
+                "UPDATE payout_transfers SET status = 'paid', paid_at = $3, sent_cents = COALESCE(op_cents, 0), "
+                "processor_transfer_id = $4, failure_reason = NULL, pending_op = NULL, op_cents = NULL, "
+                "op_started_at = NULL, updated_at = $3 WHERE id = $1 AND pending_op = 'transfer' "
+                "AND idem_key = $2 RETURNING " REVERSAL_DUE_FLAG,
+                DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->idem_key), DB_INT(now), DB_TEXT(processor_transfer_id))));
+  *moved = !e && r->rows == 1;
+  bool reversal_due = *moved && db_int(r, 0, 0) == 1;
+  db_res *fees = NULL;
+  if (*moved) e = db_to_err(told_in(c, "id = $1", t->id));
+  if (!e && *moved)
+    e = db_to_err(db_exec(c, &a, &fees,
+                          "UPDATE payout_transfers SET status = 'paid', paid_at = $2, updated_at = $2 "
+                          "WHERE carrier_id = $1 AND status = 'scheduled' RETURNING id",
+                          DB_ARGS(DB_TEXT(t->id), DB_INT(now))));
+  if (!e && fees) e = db_to_err(told_each_in(c, fees));
+  if (!e && *moved && mail && mail->to) e = db_to_err(mail_enqueue(c, mail->to, mail->subject, mail->body));
+  if (!e && reversal_due) e = db_to_err(queue_in(c, "payout_reverse", "transferId", t->id));
+  e = db_end(c, e);
+  if (e) *moved = false;
+  arena_fini(&a);
+  return e;
+}
+
+err_t po_store_record_refused(const transfer_row *t, const char *status, const char *reason, bool *moved) {
+  int64_t now = clock_now_ms();
+  arena a;
+  arena_init(&a);
+  *moved = false;
+  db_conn *c;
+  err_t e = db_begin(&c);
+  /* refunded to nothing meanwhile, it has nothing left to pay */
+  if (!e)
+    e = db_to_err(
+        change_in(c, &a,
+                  "UPDATE payout_transfers SET status = CASE WHEN amount_cents = 0 THEN 'cancelled' "
+                  "ELSE $3 END, failure_reason = $4, fee_cents = 0, pending_op = NULL, op_cents = NULL, "
+                  "op_started_at = NULL, updated_at = $5 WHERE id = $1 AND pending_op = 'transfer' "
+                  "AND idem_key = $2",
+                  DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->idem_key), DB_TEXT(status), DB_TEXT(reason), DB_INT(now)), moved));
+  db_res *fees = NULL;
+  if (!e && *moved) e = db_to_err(told_in(c, "id = $1", t->id));
+  if (!e && *moved)
+    e = db_to_err(db_exec(c, &a, &fees,
+                          "UPDATE payout_transfers SET status = 'cancelled', updated_at = $2 "
+                          "WHERE carrier_id = $1 AND status = 'scheduled' RETURNING id",
+                          DB_ARGS(DB_TEXT(t->id), DB_INT(now))));
+  if (!e && fees) e = db_to_err(told_each_in(c, fees));
+  e = db_end(c, e);
+  if (e) *moved = false;
+  arena_fini(&a);
+  return e;
+}
+
+err_t po_store_release(const transfer_row *t, int64_t started_at) {
+  bool changed;
+  return db_to_err(db_changes(
+      &changed, "UPDATE payout_transfers SET op_started_at = $4 WHERE id = $1 AND pending_op = $2 AND idem_key = $3",
+      DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->pending_op), DB_TEXT(t->idem_key), DB_INT(started_at))));
+}
+
+err_t po_store_take_over(const transfer_row *t, int64_t stale_before, bool *taken) {
+  return db_to_err(db_changes(taken,
+                              "UPDATE payout_transfers SET op_started_at = $4, updated_at = $4 "
+                              "WHERE id = $1 AND pending_op = $2 AND idem_key = $3 AND op_started_at < $5",
+                              DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->pending_op), DB_TEXT(t->idem_key),
+                                      DB_INT(clock_now_ms()), DB_INT(stale_before))));
+}
+
+err_t po_store_claim_reversal(const transfer_row *t, bool *claimed) {
+  char key[96];
+  snprintf(key, sizeof key, "reversal-%s-%lld", t->id, (long long)t->attempts + 1);
+  int64_t now = clock_now_ms();
+  return db_to_err(db_changes(claimed,
+                              "UPDATE payout_transfers SET pending_op = 'reversal', idem_key = $2, "
+                              "op_cents = sent_cents - reversed_cents - (amount_cents - fee_cents), "
+                              "attempts = attempts + 1, op_started_at = $3, updated_at = $3 WHERE id = $1 "
+                              "AND status = 'paid' AND pending_op IS NULL AND processor_transfer_id IS NOT NULL "
+                              "AND attempts = $4 AND " REVERSAL_DUE,
+                              DB_ARGS(DB_TEXT(t->id), DB_TEXT(key), DB_INT(now), DB_INT(t->attempts))));
+}
+
+err_t po_store_record_reversal(const transfer_row *t, const char *refused, bool *moved) {
+  int64_t now = clock_now_ms();
+  arena a;
+  arena_init(&a);
+  db_res *r = NULL;
+  *moved = false;
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e && refused)
+    e = db_to_err(db_exec(c, &a, &r,
+                          "UPDATE payout_transfers SET failure_reason = $3, pending_op = NULL, op_cents = NULL, "
+                          "op_started_at = NULL, updated_at = $4 WHERE id = $1 AND pending_op = 'reversal' "
+                          "AND idem_key = $2 RETURNING id",
+                          DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->idem_key), DB_TEXT(refused), DB_INT(now))));
+  else if (!e)
+    e = db_to_err(db_exec(c, &a, &r,
+                          "UPDATE payout_transfers SET reversed_cents = reversed_cents + op_cents, "
+                          "status = CASE WHEN reversed_cents + op_cents >= sent_cents THEN 'reversed' ELSE status END, "
+                          "failure_reason = NULL, pending_op = NULL, op_cents = NULL, op_started_at = NULL, "
+                          "updated_at = $3 WHERE id = $1 AND pending_op = 'reversal' AND idem_key = $2 "
+                          "RETURNING " REVERSAL_DUE_FLAG,
+                          DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->idem_key), DB_INT(now))));
+  *moved = !e && r->rows == 1;
+  if (*moved) e = db_to_err(told_in(c, "id = $1", t->id));
+  /* a refund that came while this reversal ran takes another share */
+  if (!e && *moved && !refused && db_int(r, 0, 0) == 1)
+    e = db_to_err(queue_in(c, "payout_reverse", "transferId", t->id));
+  e = db_end(c, e);
+  if (e) *moved = false;
+  arena_fini(&a);
+  return e;
+}
+
+err_t po_store_release_holds(int64_t now, int *released) {
+  arena a;
+  arena_init(&a);
+  db_res *r = NULL;
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(
+        db_exec(c, &a, &r,
+                "UPDATE payout_transfers SET status = " NEXT_STATUS(
+                    "payout_transfers.provider_id") ", hold_until = NULL, updated_at = $1 "
+                                                    "WHERE status = 'on_hold' AND hold_until <= $1 RETURNING id",
+                DB_ARGS(DB_INT(now))));
+  if (!e) e = db_to_err(told_each_in(c, r));
+  e = db_end(c, e);
+  *released = e == ERR_OK ? r->rows : 0;
+  arena_fini(&a);
+  return e;
+}
+
+err_t po_store_queue_due(const char *provider_id, int64_t now, int limit, int *queued) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  *queued = 0;
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(
+        provider_id
+            ? db_exec(c, &a, &r,
+                      "SELECT id, attempts, updated_at FROM payout_transfers WHERE status = 'scheduled' "
+                      "AND pending_op IS NULL AND kind <> 'fee' AND available_at <= $1 AND provider_id = $2 "
+                      "ORDER BY available_at LIMIT $3",
+                      DB_ARGS(DB_INT(now), DB_TEXT(provider_id), DB_INT(limit)))
+            : db_exec(c, &a, &r,
+                      "SELECT id, attempts, updated_at FROM payout_transfers WHERE status = 'scheduled' "
+                      "AND pending_op IS NULL AND kind <> 'fee' AND available_at <= $1 ORDER BY available_at LIMIT $2",
+                      DB_ARGS(DB_INT(now), DB_INT(limit))));
+  for (int i = 0; !e && i < r->rows; i++) {
+    const char *key = arena_printf(&a, "payout:%s:%s:%s", db_text(r, i, 0), db_text(r, i, 1), db_text(r, i, 2));
+    json_t *payload = json_pack("{s:s}", "transferId", db_text(r, i, 0));
+    bool added;
+    e = db_to_err(queue_enqueue_once(c, "payout_transfer", key, payload, &added));
+    json_decref(payload);
+    if (!e && added) (*queued)++;
+  }
+  e = db_end(c, e);
+  arena_fini(&a);
+  return e;
+}
+
+err_t po_store_uncertain(arena *a, int64_t stale_before, int limit, db_res **out) {
+  return db_to_err(db_query(
+      a, out,
+      "SELECT id, 'pending' FROM payout_transfers WHERE pending_op IS NOT NULL AND op_started_at < $1 "
+      "UNION ALL SELECT id, 'reverse' FROM payout_transfers WHERE pending_op IS NULL AND status = 'paid' "
+      "AND processor_transfer_id IS NOT NULL AND " REVERSAL_DUE " "
+      "UNION ALL SELECT p.id, 'capture' FROM payments p JOIN jobs j ON j.id = p.job_id "
+      "WHERE p.kind IN ('job', 'tip') AND p.status = 'PAID' AND p.released_at IS NULL AND j.provider_id IS NOT NULL "
+      "AND (p.kind = 'tip' OR EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = p.job_id AND q.status = 'ACCEPTED')) "
+      "AND NOT EXISTS (SELECT 1 FROM payout_transfers t WHERE t.payment_id = p.id) "
+      "LIMIT $2",
+      DB_ARGS(DB_INT(stale_before), DB_INT(limit))));
+}
+
+/* ---- reading ---- */
+
+const hs_keyset TRANSFERS_KEYSET = {"transfers", {{"seq", "seq", 'i', true}, {"id", "id", 's', true}}};
+
+err_t po_store_list(arena *a, const char *provider_id, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(provider_id)};
+  return db_to_err(hs_page_query(a, pg,
+                                 "SELECT id, job_id, kind, amount_cents, reversed_cents, status, available_at, paid_at, "
+                                 "failure_reason, seq FROM payout_transfers WHERE provider_id = $1",
+                                 args, 1, out));
+}
+
+err_t po_store_totals(arena *a, const char *provider_id, db_res **out) {
+  return db_to_err(db_query(
+      a, out,
+      "SELECT COALESCE(SUM(CASE WHEN kind <> 'fee' AND status IN ('scheduled', 'waiting_for_account', 'failed') "
+      "THEN amount_cents ELSE 0 END), 0), "
+      "COALESCE(SUM(CASE WHEN kind <> 'fee' AND status = 'on_hold' THEN amount_cents ELSE 0 END), 0), "
+      "COALESCE(SUM(CASE WHEN kind <> 'fee' AND status IN ('paid', 'reversed') THEN sent_cents - reversed_cents "
+      "ELSE 0 END), 0), COALESCE(SUM(reversed_cents), 0) FROM payout_transfers WHERE provider_id = $1",
+      DB_ARGS(DB_TEXT(provider_id))));
+}
+
+err_t po_store_records(arena *a, const char *provider_id, db_res **out) {
+  return db_to_err(db_query(a, out,
+                            "SELECT t.kind, t.status, t.amount_cents, t.created_at, t.paid_at, j.service "
+                            "FROM payout_transfers t LEFT JOIN jobs j ON j.id = t.job_id "
+                            "WHERE t.provider_id = $1 AND t.kind <> 'fee' ORDER BY t.seq",
+                            DB_ARGS(DB_TEXT(provider_id))));
+}

@@ -1,0 +1,188 @@
+/* Keyset paging (paging.h). A page reads one row more than it answers: that row's presence is
+ * the next page's. The condition "after the cursor's row" is a row-value comparison when every
+ * part of the key runs one way ((a, b) < ($1, $2), which both engines answer from an index in
+ * that order), and its expanded form (a < $1 OR (a = $1 AND b > $2)) when the directions mix.
+ * The cursor's values are bound as parameters, never written into the statement. */
+#include "http/paging.h"
+#include "core/buf.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "ext/digest.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAC_HEX 32 /* 128 bits */
+
+static char mac_key[65];
+static pthread_once_t mac_once = PTHREAD_ONCE_INIT;
+
+static void mac_key_init(void) { secret_derive_hex("page-cursor", mac_key); }
+
+static int key_parts(const hs_keyset *ks) {
+  int n = 0;
+  while (n < HS_PAGE_MAX_KEY && ks->parts[n].sql) n++;
+  return n;
+}
+
+/* The MAC of a cursor's values (JSON text) for this list, path and caller: 32 hex digits. */
+static void cursor_mac(hs_req *req, const hs_page *pg, const char *values, char out[MAC_HEX + 1]) {
+  pthread_once(&mac_once, mac_key_init);
+  char *text = arena_printf(&req->arena, "%s\n%s\n%s\n%s\n%s\n%s", pg->ks->list, req->path, pg->scope ? pg->scope : "",
+                            req->auth.role ? req->auth.role : "", req->auth.id ? req->auth.id : "", values);
+  char full[65];
+  hmac_sha256_hex(mac_key, 64, text, strlen(text), full);
+  memcpy(out, full, MAC_HEX);
+  out[MAC_HEX] = 0;
+}
+
+static const hs_field page_fields[] = {HS_PAGE_FIELDS, {0}};
+const hs_schema HS_PAGE_QUERY = {page_fields};
+
+/* The key in a cursor, checked against its MAC and the keyset's parts; false when it is not
+ * one this list made for this caller. */
+static bool cursor_read(hs_req *req, hs_page *pg, const char *cursor) {
+  const hs_keyset *ks = pg->ks;
+  const char *dot = strrchr(cursor, '.');
+  if (!dot || strlen(dot + 1) != MAC_HEX) return false;
+  size_t chars = (size_t)(dot - cursor);
+  unsigned char *json = arena_alloc(&req->arena, chars * 3 / 4 + 1);
+  size_t len;
+  if (!b64url_decode(cursor, chars, json, chars * 3 / 4, &len)) return false;
+  json[len] = 0;
+  char mac[MAC_HEX + 1];
+  cursor_mac(req, pg, (const char *)json, mac);
+  if (!digest_equal(mac, dot + 1)) return false;
+  json_t *values = arena_json(&req->arena, json_loadb((const char *)json, len, 0, NULL));
+  int parts = key_parts(ks);
+  if (!json_is_array(values) || json_array_size(values) != (size_t)parts) return false;
+  for (int i = 0; i < parts; i++) {
+    json_t *v = json_array_get(values, (size_t)i);
+    if (ks->parts[i].type == 'i' && json_is_integer(v))
+      pg->key[i] = DB_INT(json_integer_value(v));
+    else if (ks->parts[i].type == 's' && json_is_string(v))
+      pg->key[i] = DB_TEXT(arena_strdup(&req->arena, json_string_value(v)));
+    else
+      return false;
+  }
+  pg->nkey = parts;
+  return true;
+}
+
+err_t hs_page_begin(hs_req *req, const hs_keyset *ks, const char *scope, int cap, hs_page *pg) {
+  *pg = (hs_page){.ks = ks, .scope = scope};
+  json_t *limit = json_object_get(req->query, "limit");
+  const char *cursor = json_string_value(json_object_get(req->query, "cursor"));
+  if (cursor && !cursor_read(req, pg, cursor)) return hs_fail_invalid(req, "cursor: is not valid");
+  if (limit || cursor) pg->limit = limit ? (int)json_integer_value(limit) : HS_PAGE_MAX;
+  pg->fetch = pg->limit ? pg->limit + 1 : cap;
+  return ERR_OK;
+}
+
+/* " AND (<after the key>)": row values when the parts run one way, else the expanded form. */
+static void after_key(struct buf *b, const hs_page *pg, int first) {
+  const hs_key_part *p = pg->ks->parts;
+  int n = pg->nkey;
+  bool one_way = true;
+  for (int i = 1; i < n; i++) one_way &= p[i].desc == p[0].desc;
+  if (one_way) {
+    buf_add(b, " AND (");
+    for (int i = 0; i < n; i++) buf_addf(b, "%s%s", i ? ", " : "", p[i].sql);
+    buf_addf(b, ") %s (", p[0].desc ? "<" : ">");
+    for (int i = 0; i < n; i++) buf_addf(b, "%s$%d", i ? ", " : "", first + i);
+    buf_add(b, ")");
+    return;
+  }
+  buf_add(b, " AND (");
+  for (int i = 0; i < n; i++) {
+    buf_add(b, i ? " OR (" : "(");
+    for (int j = 0; j < i; j++) buf_addf(b, "%s = $%d AND ", p[j].sql, first + j);
+    buf_addf(b, "%s %s $%d)", p[i].sql, p[i].desc ? "<" : ">", first + i);
+  }
+  buf_add(b, ")");
+}
+
+const char *hs_page_sql(arena *a, const hs_page *pg, const char *sql, db_val *args, int *n) {
+  struct buf b;
+  buf_init(&b, BUF_CAP_MAX);
+  buf_add(&b, sql);
+  if (pg->nkey) {
+    after_key(&b, pg, *n + 1);
+    for (int i = 0; i < pg->nkey; i++) args[(*n)++] = pg->key[i];
+  }
+  buf_add(&b, " ORDER BY ");
+  for (int i = 0; pg->ks->parts[i].sql && i < HS_PAGE_MAX_KEY; i++)
+    buf_addf(&b, "%s%s%s", i ? ", " : "", pg->ks->parts[i].sql, pg->ks->parts[i].desc ? " DESC" : "");
+  if (pg->fetch > 0) {
+    args[(*n)++] = DB_INT(pg->fetch);
+    buf_addf(&b, " LIMIT $%d", *n);
+  }
+  if (buf_result(&b) != BUF_OK) oom();
+  char *text = arena_strdup(a, buf_ptr(&b));
+  buf_free(&b);
+  return text;
+}
+
+db_rc hs_page_query(arena *a, const hs_page *pg, const char *sql, db_val *args, int n, db_res **out) {
+  sql = hs_page_sql(a, pg, sql, args, &n);
+  return db_query(a, out, sql, args, n);
+}
+
+/* The request's URL under PUBLIC_URL with its query but `cursor`, then cursor=<next>. */
+static const char *next_url(hs_req *req, const char *next) {
+  struct buf b;
+  buf_init(&b, BUF_CAP_MAX);
+  buf_addf(&b, "%s%s?", CFG.public_url, req->path);
+  const char *q = req->query_string ? req->query_string : "";
+  while (*q) {
+    size_t n = strcspn(q, "&");
+    size_t key = strcspn(q, "=&");
+    if (n && !(key == 6 && !strncmp(q, "cursor", 6))) buf_addn(&b, q, n), buf_add(&b, "&");
+    q += n + (q[n] == '&');
+  }
+  buf_addf(&b, "cursor=%s", next);
+  if (buf_result(&b) != BUF_OK) oom();
+  const char *url = arena_strdup(&req->arena, buf_ptr(&b));
+  buf_free(&b);
+  return url;
+}
+
+err_t hs_page_next_after(hs_req *req, hs_page *pg, const db_res *r, int row) {
+  const hs_keyset *ks = pg->ks;
+  json_t *values = arena_json(&req->arena, json_array());
+  for (int i = 0; i < key_parts(ks); i++) {
+    int col = db_col(r, ks->parts[i].column);
+    if (col < 0 || db_isnull(r, row, col)) { /* the list's statement does not hold its key */
+      log_msg(LOG_ERROR, "list %s: key column %s missing or NULL", ks->list, ks->parts[i].column);
+      return hs_fail(req, ERR_INTERNAL, NULL);
+    }
+    json_array_append_new(values, ks->parts[i].type == 'i' ? json_integer(db_int(r, row, col))
+                                                           : json_string(db_text(r, row, col)));
+  }
+  char *text = json_dumps(values, JSON_COMPACT);
+  size_t len = strlen(text);
+  char mac[MAC_HEX + 1];
+  cursor_mac(req, pg, text, mac);
+  char *cursor = arena_alloc(&req->arena, len * 4 / 3 + 4 + 1 + MAC_HEX + 1);
+  size_t chars = b64url_encode((const unsigned char *)text, len, cursor);
+  cursor[chars] = '.';
+  memcpy(cursor + chars + 1, mac, MAC_HEX + 1);
+  free(text);
+  pg->next = cursor;
+  req->res_link = arena_printf(&req->arena, "<%s>; rel=\"next\"", next_url(req, cursor));
+  return ERR_OK;
+}
+
+err_t hs_page_end(hs_req *req, hs_page *pg, db_res *r) {
+  if (!pg->limit || r->rows <= pg->limit) return ERR_OK;
+  r->rows = pg->limit;
+  return hs_page_next_after(req, pg, r, r->rows - 1);
+}
+
+void hs_page_jw_next(jw *w, const hs_page *pg) {
+  if (!pg->next) return;
+  jw_key(w, "nextCursor");
+  jw_str(w, pg->next);
+}
