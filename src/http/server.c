@@ -66,7 +66,7 @@ typedef struct conn_ctx {
   bool started;  /* on_request has seen the headers (the context exists from the request line on) */
   bool answered; /* a response was queued */
   bool done;     /* a worker ran the pipeline; the answer waits to be queued */
-  bool streaming; /* the answer is a stream, answered and logged when it was queued */
+  bool streaming;  /* the answer is a stream, answered and logged when it was queued */
   bool on_streams; /* a connection of the streams' daemon: its one request answered, it closes */
   struct timespec start;
   hs_watch *watch; /* the connection's deadlines (http/watch.h) */

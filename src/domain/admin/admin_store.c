@@ -39,10 +39,11 @@ err_t admin_store_providers(arena *a, int limit, db_res **out) {
 
 /* The banner keeps the id of the event that announced it (a stream that delivers that event
  * clears it). */
-static db_rc banner_event_written(db_conn *c, int64_t id, const char *user_id, const char *provider_id) {
-  return db_exec_later(
-      c, NULL, NULL, "UPDATE banners SET event_id = $1 WHERE account_id = $2 AND role = $3",
-      DB_ARGS(DB_INT(id), DB_TEXT(user_id ? user_id : provider_id), DB_TEXT(user_id ? "user" : "provider")));
+static db_rc banner_event_written(db_conn *c, const char *id_sql, const char *user_id, const char *provider_id) {
+  char sql[160];
+  snprintf(sql, sizeof sql, "UPDATE banners SET event_id = %s WHERE account_id = $1 AND role = $2", id_sql);
+  return db_exec_later(c, NULL, NULL, sql,
+                       DB_ARGS(DB_TEXT(user_id ? user_id : provider_id), DB_TEXT(user_id ? "user" : "provider")));
 }
 
 err_t admin_store_put_banner(const char *account_id, const char *role, const char *icon, const char *title,

@@ -31,9 +31,11 @@ typedef struct event_new {
   const char *user_id, *provider_id;
   unsigned staff;
   const char *match_service, *match_zip;
-  /* Optional: called on the transaction's connection with the event's id once its row is
-   * written (just before the commit), to keep the id with the change (a banner does). */
-  db_rc (*written)(db_conn *c, int64_t id, const char *user_id, const char *provider_id);
+  /* Optional: called on the transaction's connection once the event's row is written (just
+   * before the commit), to keep its id with the change (a banner does): id_sql is an SQL
+   * expression of that id for the next statement on c (the id is drawn in the COMMIT's round
+   * trip on PostgreSQL, so it is not known here). */
+  db_rc (*written)(db_conn *c, const char *id_sql, const char *user_id, const char *provider_id);
 } event_new;
 
 /* Adds ev to the transaction open on c: its row is written when the transaction commits (and

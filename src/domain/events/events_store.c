@@ -49,66 +49,70 @@ static void batch_free(void *arg) {
   free(b);
 }
 
+/* The event's id in the statements after its INSERT, on PostgreSQL (the sequence's value this
+ * session drew last: the column's default). */
+#define PG_EVENT_ID "currval('events_id_seq')"
+
 /* The writes below need no answer: on PostgreSQL they go with the COMMIT, in its round trip
- * (db_exec_later); the parameters are copied. */
-static db_rc add_recipient(db_conn *c, int64_t id, const char *prefix, const char *name) {
-  char key[160];
+ * (db_exec_later, the parameters copied), the event's id drawn there too; on SQLite they run at
+ * once. id_sql: the event's id as SQL (PG_EVENT_ID, or the number). */
+static db_rc add_recipient(db_conn *c, const char *id_sql, const char *prefix, const char *name) {
+  char key[160], sql[160];
   snprintf(key, sizeof key, "%s:%s", prefix, name);
-  return db_exec_later(c, NULL, NULL,
-                       "INSERT INTO event_recipients (recipient, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                       DB_ARGS(DB_TEXT(key), DB_INT(id)));
+  snprintf(sql, sizeof sql, "INSERT INTO event_recipients (recipient, event_id) VALUES ($1, %s) ON CONFLICT DO NOTHING",
+           id_sql);
+  return db_exec_later(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(key)));
 }
 
-/* One event's rows; id: the one drawn for it (PostgreSQL), or 0 to take the next (SQLite). */
-static db_rc write_one(db_conn *c, arena *a, const event_new *ev, int64_t now, int64_t id) {
-  db_rc rc;
+/* One event's rows. */
+static db_rc write_one(db_conn *c, arena *a, const event_new *ev, int64_t now, bool pg) {
   const char *data = ev->data_of ? ev->data_of(a, ev->data_arg) : ev->data;
   if (!data) {
     log_msg(LOG_ERROR, "events: %s has no data", ev->kind);
     return DB_ERROR;
   }
-  if (id > 0) {
-    rc = db_exec_later(c, NULL, NULL, "INSERT INTO events (id, kind, data, created_at) VALUES ($1, $2, $3, $4)",
-                       DB_ARGS(DB_INT(id), DB_TEXT(ev->kind), DB_TEXT(data), DB_INT(now)));
+  db_rc rc;
+  char id_sql[32];
+  if (pg) {
+    rc = db_exec_later(c, NULL, NULL, "INSERT INTO events (kind, data, created_at) VALUES ($1, $2, $3)",
+                       DB_ARGS(DB_TEXT(ev->kind), DB_TEXT(data), DB_INT(now)));
+    snprintf(id_sql, sizeof id_sql, "%s", PG_EVENT_ID);
   } else {
     db_res *r;
     rc = db_exec(c, a, &r, "INSERT INTO events (kind, data, created_at) VALUES ($1, $2, $3) RETURNING id",
                  DB_ARGS(DB_TEXT(ev->kind), DB_TEXT(data), DB_INT(now)));
-    if (rc == DB_OK) id = db_int(r, 0, 0);
+    if (rc == DB_OK) snprintf(id_sql, sizeof id_sql, "%lld", (long long)db_int(r, 0, 0));
   }
   if (rc != DB_OK) return rc;
-  if (ev->user_id) rc = add_recipient(c, id, "user", ev->user_id);
-  if (rc == DB_OK && ev->provider_id) rc = add_recipient(c, id, "provider", ev->provider_id);
+  if (ev->user_id) rc = add_recipient(c, id_sql, "user", ev->user_id);
+  if (rc == DB_OK && ev->provider_id) rc = add_recipient(c, id_sql, "provider", ev->provider_id);
   for (unsigned bit = 1; rc == DB_OK && bit && bit <= ROLE_STAFF; bit <<= 1)
-    if ((ev->staff & ROLE_STAFF & bit) && hs_role_name(bit)) rc = add_recipient(c, id, "staff", hs_role_name(bit));
-  if (rc == DB_OK && ev->match_service && ev->match_zip)
-    rc = db_exec_later(c, NULL, NULL,
-                       "INSERT INTO event_recipients (recipient, event_id) SELECT 'provider:' || s.provider_id, $1 "
-                       "FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
-                       "WHERE s.service = $2 AND z.zip = $3 ON CONFLICT DO NOTHING",
-                       DB_ARGS(DB_INT(id), DB_TEXT(ev->match_service), DB_TEXT(ev->match_zip)));
-  if (rc == DB_OK && ev->written) rc = ev->written(c, id, ev->user_id, ev->provider_id);
+    if ((ev->staff & ROLE_STAFF & bit) && hs_role_name(bit)) rc = add_recipient(c, id_sql, "staff", hs_role_name(bit));
+  if (rc == DB_OK && ev->match_service && ev->match_zip) {
+    char sql[320];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO event_recipients (recipient, event_id) SELECT 'provider:' || s.provider_id, %s "
+             "FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
+             "WHERE s.service = $1 AND z.zip = $2 ON CONFLICT DO NOTHING",
+             id_sql);
+    rc = db_exec_later(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(ev->match_service), DB_TEXT(ev->match_zip)));
+  }
+  if (rc == DB_OK && ev->written) rc = ev->written(c, id_sql, ev->user_id, ev->provider_id);
   return rc;
 }
 
-/* db_before_commit: the batch's rows, last in the transaction. On PostgreSQL one round trip
- * takes the lock and then draws the batch's ids (every joined row needs the lock's row first);
- * the rows and the NOTIFY then go with the COMMIT. */
+/* db_before_commit: the batch's rows, last in the transaction. On PostgreSQL all of it goes
+ * with the COMMIT, in one round trip and in this order: the lock first, then the rows (so the
+ * ids are drawn under the lock), then the NOTIFY. */
 static db_rc flush(db_conn *c, void *arg) {
   batch *b = arg;
-  db_rc rc = DB_OK;
+  bool pg = db_engine_get() == DB_POSTGRES;
+  db_rc rc =
+      pg ? db_exec_later(c, NULL, NULL, "SELECT pg_advisory_xact_lock($1)", DB_ARGS(DB_INT(OUTBOX_LOCK))) : DB_OK;
+  int64_t now = clock_now_ms();
   arena a;
   arena_init(&a);
-  db_res *ids = NULL;
-  if (db_engine_get() == DB_POSTGRES)
-    rc = db_exec(c, &a, &ids,
-                 "WITH l AS MATERIALIZED (SELECT pg_advisory_xact_lock($1)) "
-                 "SELECT nextval('events_id_seq') FROM generate_series(1, $2) CROSS JOIN l",
-                 DB_ARGS(DB_INT(OUTBOX_LOCK), DB_INT(b->n)));
-  if (rc == DB_OK && ids && ids->rows != b->n) rc = DB_ERROR;
-  int64_t now = clock_now_ms();
-  for (int i = 0; rc == DB_OK && i < b->n; i++)
-    rc = write_one(c, &a, &b->items[i].ev, now, ids ? db_int(ids, i, 0) : 0);
+  for (int i = 0; rc == DB_OK && i < b->n; i++) rc = write_one(c, &a, &b->items[i].ev, now, pg);
   arena_fini(&a);
   if (rc == DB_OK) rc = db_notify_in(c, EVENTS_CHANNEL);
   return rc;
@@ -141,14 +145,6 @@ db_rc events_emit_in(db_conn *c, const event_new *ev) {
 
 /* ---- reading ---- */
 
-static _Thread_local int64_t origin_id;
-
-static db_rc origin_written(db_conn *c, int64_t id, const char *user_id, const char *provider_id) {
-  (void)c, (void)user_id, (void)provider_id;
-  origin_id = id;
-  return DB_OK;
-}
-
 err_t events_store_position(int64_t *pos) {
   arena a;
   arena_init(&a);
@@ -157,13 +153,17 @@ err_t events_store_position(int64_t *pos) {
   *pos = rc == DB_OK ? db_int(r, 0, 0) : 0;
   arena_fini(&a);
   if (rc != DB_OK || *pos > 0) return db_to_err(rc);
-  event_new origin = {.kind = "origin", .data = "{}", .written = origin_written};
+  event_new origin = {.kind = "origin", .data = "{}"};
   db_conn *c;
   err_t e = db_begin(&c);
   if (!e) e = db_to_err(events_emit_in(c, &origin));
   e = db_end(c, e);
-  *pos = e ? 0 : origin_id;
-  return e;
+  if (e) return e;
+  arena_init(&a);
+  rc = db_query(&a, &r, "SELECT COALESCE(MAX(id), 0) FROM events", DB_NOARGS); /* the origin, or later */
+  *pos = rc == DB_OK ? db_int(r, 0, 0) : 0;
+  arena_fini(&a);
+  return db_to_err(rc);
 }
 
 err_t events_store_batch(arena *a, int64_t after, int limit, db_res **events, db_res **recipients) {

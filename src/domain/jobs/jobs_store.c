@@ -225,14 +225,13 @@ db_rc jobs_move_in(db_conn *c, const db_res *job, int row, const char *const *fr
     shape_job_render_with(&a, job, row, columns, values, 2, &head, &tail);
     snprintf(sql, sizeof sql,
              "UPDATE jobs SET status = $2, updated_at = $3, json_head = $4, json_tail = $5 "
-             "WHERE id = $1 AND status IN (%s) AND json_head = $6 AND json_tail = $7",
-             in);
+             "WHERE id = $1 AND status IN (%s) AND json_head = $6 AND json_tail = $7 RETURNING *",
+             in); /* the row comes back for its event, in the same round trip */
     rc = db_exec(c, &a, &r, sql,
                  DB_ARGS(DB_TEXT(id), DB_TEXT(to), DB_INT(now), DB_TEXT(head), DB_TEXT(tail), DB_TEXT(old_head),
                          DB_TEXT(old_tail)));
-    *moved = rc == DB_OK && r->changes == 1;
-    if (*moved) rc = db_exec(c, &a, &r, "SELECT * FROM jobs WHERE id = $1", DB_ARGS(DB_TEXT(id)));
-    if (*moved && rc == DB_OK) rc = told_in(c, "job.updated", r, 0);
+    *moved = rc == DB_OK && r->rows == 1;
+    if (*moved) rc = told_in(c, "job.updated", r, 0);
   }
   if (rc == DB_OK && !*moved) { /* changed meanwhile, or without JSON: move it, render what moved */
     snprintf(sql, sizeof sql,
