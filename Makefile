@@ -30,7 +30,7 @@ UNIT_SRC := $(shell find tests/unit -name '*.c' 2>/dev/null | sort)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/unit/%)
 PYTHON   := /usr/bin/python3
 
-.PHONY: all run demo openapi client test test-build check-shape deps deps-test unit fakes api api-sqlite api-postgres api-pgbouncer api-asan asan bench bench-core bench-jobs bench-peer bench-recognition bench-remote soak clean format routes fuzz fuzz-build fuzz-short
+.PHONY: all run demo openapi client test test-build check-shape deps deps-test unit fakes api api-sqlite api-postgres api-pgbouncer api-asan asan bench bench-core bench-jobs bench-peer bench-recognition bench-remote bench-events soak clean format routes fuzz fuzz-build fuzz-short
 
 all: deps build/marketplace
 
@@ -179,7 +179,7 @@ fuzz-short: fuzz-build
 # Benchmarks (docs/performance.md): the HTTP core and login flood, the marketplace reads and
 # quotes at 10k, 100k and 1M jobs, recognition under load, and the goals of issue 12 against the
 # Node peer.
-bench: bench-core bench-jobs bench-recognition bench-peer
+bench: bench-core bench-jobs bench-recognition bench-peer bench-events
 
 bench-core: deps build/marketplace build/probe
 	@scripts/deps.sh bench
@@ -187,6 +187,11 @@ bench-core: deps build/marketplace build/probe
 
 # the flood's checked latency probe (bench/probe.c)
 build/probe: bench/probe.c | deps
+	@mkdir -p $(@D)
+	@echo "CC $@"; $(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) -pthread -o $@ $<
+
+# the live-updates load generator (bench/sse_load.c)
+build/sse_load: bench/sse_load.c | deps
 	@mkdir -p $(@D)
 	@echo "CC $@"; $(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) -pthread -o $@ $<
 
@@ -208,6 +213,11 @@ bench-remote: deps build/marketplace
 soak: deps build/marketplace
 	@scripts/deps.sh bench
 	bench/soak.sh
+
+# 10,000 live-update streams while 200 events a second are committed (about 3 min)
+bench-events: deps build/marketplace build/sse_load
+	@scripts/deps.sh bench
+	bench/events.sh
 
 # licences uploaded every 2 s, then 20 at once, with a GET /users/me probe (about 2.5 min)
 bench-recognition: deps-test build/marketplace

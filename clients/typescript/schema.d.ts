@@ -55,6 +55,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's live updates (Server-Sent Events) */
+        get: operations["getEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events/ticket": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A single-use ticket that opens GET /events without a header */
+        post: operations["postEventsTicket"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/auth/register": {
         parameters: {
             query?: never;
@@ -2278,6 +2312,110 @@ export interface components {
         TokenAnswer: {
             token: string;
         };
+        /** @description A single-use ticket: GET /events?ticket=... opens the stream once, within 60 seconds, as the token that asked for it */
+        EventTicket: {
+            ticket: string;
+            /** Format: date-time */
+            expiresAt: string;
+        };
+        /** @description A message posted in the thread of jobId with providerId */
+        MessageCreated: {
+            jobId: string;
+            providerId: string;
+            message: components["schemas"]["Message"];
+        };
+        /** @description The new state of a job's payment (the job's `payment` in GET /jobs/:id) */
+        PaymentUpdated: {
+            jobId: string;
+            payment: components["schemas"]["JobPayment"];
+        };
+        /** @description The Last-Event-ID could not be replayed from: reload what the app shows */
+        StreamReset: {
+            /**
+             * @description unknown: no such event; expired: older than 24 hours
+             * @enum {string}
+             */
+            reason: "unknown" | "expired";
+        };
+        /** @description No content: the event's name says it all */
+        StreamNotice: Record<string, never>;
+        /** @description A message in one of the account's threads (its own included) */
+        MessageCreatedEvent: {
+            /** @description the event's position: what a reconnect sends as Last-Event-ID */
+            id: string;
+            /** @constant */
+            event: "message.created";
+            data: components["schemas"]["MessageCreated"];
+        };
+        /** @description A quote on the customer's job, or the provider's own */
+        QuoteCreatedEvent: {
+            /** @description the event's position: what a reconnect sends as Last-Event-ID */
+            id: string;
+            /** @constant */
+            event: "quote.created";
+            data: components["schemas"]["Quote"];
+        };
+        /** @description A new job: the customer's own, or one matching the provider's services and ZIPs (the feed) */
+        JobCreatedEvent: {
+            /** @description the event's position: what a reconnect sends as Last-Event-ID */
+            id: string;
+            /** @constant */
+            event: "job.created";
+            data: components["schemas"]["Job"];
+        };
+        /** @description A job the account may read changed: its status, photos, provider, tip */
+        JobUpdatedEvent: {
+            /** @description the event's position: what a reconnect sends as Last-Event-ID */
+            id: string;
+            /** @constant */
+            event: "job.updated";
+            data: components["schemas"]["Job"];
+        };
+        /** @description A transfer of the provider's payouts appeared or changed (status, amount, reversal, dates, failure) */
+        PayoutUpdatedEvent: {
+            /** @description the event's position: what a reconnect sends as Last-Event-ID */
+            id: string;
+            /** @constant */
+            event: "payout.updated";
+            data: components["schemas"]["Transfer"];
+        };
+        /** @description The payment of a job the account may read changed */
+        PaymentUpdatedEvent: {
+            /** @description the event's position: what a reconnect sends as Last-Event-ID */
+            id: string;
+            /** @constant */
+            event: "payment.updated";
+            data: components["schemas"]["PaymentUpdated"];
+        };
+        /** @description A new entry of the account's notification history */
+        NotificationCreatedEvent: {
+            /** @description the event's position: what a reconnect sends as Last-Event-ID */
+            id: string;
+            /** @constant */
+            event: "notification.created";
+            data: components["schemas"]["Notification"];
+        };
+        /** @description The account's queued banner, delivered at once and cleared as GET /users/me/notification would; without id when it was pending before the stream opened */
+        BannerEvent: {
+            id?: string;
+            /** @constant */
+            event: "banner";
+            data: components["schemas"]["Banner"];
+        };
+        /** @description The Last-Event-ID sent was older than 24 hours or unknown; the stream goes on from now */
+        ResetEvent: {
+            /** @constant */
+            event: "reset";
+            data: components["schemas"]["StreamReset"];
+        };
+        /** @description The stream's last event: replaced (a sixth stream of the account opened), shutdown (the instance is stopping: reconnect, with Last-Event-ID), token.expired (sign in again) */
+        EndEvent: {
+            /** @enum {string} */
+            event: "replaced" | "shutdown" | "token.expired";
+            data: components["schemas"]["StreamNotice"];
+        };
+        /** @description One event of GET /events (text/event-stream, as the WHATWG HTML standard defines Server-Sent Events), written here as the object of its fields: `id:` (absent on control events), `event:` and `data:` (one line of JSON). The stream also carries lines that are not events: `retry:` (how long to wait before reconnecting), a lone `id:` (the position the stream started from, so a reconnect replays from there) and a comment `: keep-alive` every 25 seconds. */
+        StreamEvent: components["schemas"]["MessageCreatedEvent"] | components["schemas"]["QuoteCreatedEvent"] | components["schemas"]["JobCreatedEvent"] | components["schemas"]["JobUpdatedEvent"] | components["schemas"]["PaymentUpdatedEvent"] | components["schemas"]["PayoutUpdatedEvent"] | components["schemas"]["NotificationCreatedEvent"] | components["schemas"]["BannerEvent"] | components["schemas"]["ResetEvent"] | components["schemas"]["EndEvent"];
         ForecastDay: {
             /** Format: date */
             date: string;
@@ -3413,6 +3551,63 @@ export interface operations {
                 };
             };
             404: components["responses"]["404"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    getEvents: {
+        parameters: {
+            query?: {
+                ticket?: string;
+                lastEventId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postEventsTicket: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventTicket"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];

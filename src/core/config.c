@@ -85,6 +85,12 @@ bool config_load(char err[256]) {
     snprintf(err, 256, "DATABASE_URL must start with sqlite:, postgres:// or postgresql://");
     return false;
   }
+  CFG.database_listen_url = env_or("DATABASE_LISTEN_URL", CFG.database_url);
+  if (config_is_postgres() && !str_starts_with(CFG.database_listen_url, "postgres://") &&
+      !str_starts_with(CFG.database_listen_url, "postgresql://")) {
+    snprintf(err, 256, "DATABASE_LISTEN_URL must start with postgres:// or postgresql://");
+    return false;
+  }
   snprintf(buf, sizeof buf, "http://localhost:%d", CFG.port);
   CFG.public_url = env_or("PUBLIC_URL", buf);
   CFG.app_url = env_or("APP_URL", "http://localhost:3000");
@@ -125,6 +131,7 @@ bool config_load(char err[256]) {
   if (!env_int("DB_BUSY_TIMEOUT_MS", 5000, 0, 600000, &CFG.db_busy_timeout_ms, err)) return false;
   if (!env_int("PG_PREPARED_STATEMENTS", 1, 0, 1, &CFG.pg_prepared_statements, err)) return false;
   if (!env_int("HTTP_THREADS", cores > 0 ? (int)cores : 2, 1, 256, &CFG.http_threads, err)) return false;
+  if (!env_int("HTTP_STREAM_THREADS", 8, 1, 256, &CFG.http_stream_threads, err)) return false;
   if (!env_int("HTTP_WORKERS", CFG.db_pool_size, 1, 4096, &CFG.http_workers, err)) return false;
   if (!env_int("HTTP_SLOW_WORKERS", 32, 1, 4096, &CFG.http_slow_workers, err)) return false;
   if (!env_int("QUEUE_WORKERS", 2, 1, 64, &CFG.queue_workers, err)) return false;
@@ -143,6 +150,7 @@ bool config_load(char err[256]) {
   if (!env_int("HTTP_MAX_CONNECTIONS_PER_IP", CFG.trust_proxy > 0 ? 0 : 64, 0, 100000,
                &CFG.http_max_connections_per_ip, err))
     return false;
+  if (!env_int("HTTP_MAX_CONNECTIONS", 16384, 16, 1000000, &CFG.http_max_connections, err)) return false;
   CFG.cors_origins = env_or("CORS_ORIGINS", CFG.env == ENV_PRODUCTION ? "" : "*");
 
   CFG.audit_key = env_or("AUDIT_KEY", NULL);

@@ -13,6 +13,7 @@ typedef struct config {
   app_env env;
   char *data_dir;
   char *database_url;   /* "sqlite:PATH" or "postgres://..." */
+  char *database_listen_url; /* PostgreSQL: where the live-update listener connects (a session, not a pooler) */
   char *jwt_secret;
   size_t jwt_secret_len;
   char *public_url;
@@ -33,6 +34,7 @@ typedef struct config {
   int pg_prepared_statements; /* PostgreSQL: 1 named prepared statements per connection, 0 unnamed ones
                                  (PgBouncer before 1.21 in transaction pooling) */
   int http_threads;  /* MHD event threads */
+  int http_stream_threads; /* MHD event threads of the connections that carry event streams */
   int http_workers;  /* handler threads of the database lane */
   int http_slow_workers; /* handler threads of the slow lane (ROUTE_SLOW) */
   int queue_workers;
@@ -45,6 +47,7 @@ typedef struct config {
   int http_body_min_rate;         /* bytes/s a body must average after that grace (0: none) */
   int http_max_header_bytes;      /* header fields over this answer 431 */
   int http_max_connections_per_ip; /* open connections per socket peer (0: no cap) */
+  int http_max_connections;        /* open connections in all (live-update streams included) */
   int trust_proxy;      /* proxies in front: the client is the Nth X-Forwarded-For address from the right */
   char *cors_origins;   /* comma-separated; "*" allows any */
   char *audit_key;      /* AUDIT_KEY (32 bytes or more); NULL: derived from JWT_SECRET */

@@ -24,6 +24,12 @@ typedef struct on_commit {
   void *arg;
 } on_commit;
 
+/* Writes to make just before the commit, and what to release once it ended (db_before_commit). */
+typedef struct before_commit {
+  db_rc (*fn)(db_conn *c, void *arg);
+  void (*done)(void *arg);
+  void *arg;
+} before_commit;
 /* A statement queued by db_exec_later: its SQL and parameters copied into block. */
 typedef struct later {
   char *block;
@@ -45,6 +51,8 @@ struct db_conn {
   struct pool *home;
   on_commit *after; /* registered in the open transaction; kept allocated between transactions */
   int nafter, after_cap;
+  before_commit *before; /* likewise (db_before_commit) */
+  int nbefore, before_cap;
 };
 
 /* A thread waiting for a connection. Released connections go to the oldest waiter directly,
@@ -92,6 +100,7 @@ static struct {
 
 static const engine_ops *ops;
 static db_engine engine;
+static char *engine_url; /* what listeners connect to */
 static pool pools[DB_POOL_COUNT] = {
     {.mu = PTHREAD_MUTEX_INITIALIZER}, {.mu = PTHREAD_MUTEX_INITIALIZER}, {.mu = PTHREAD_MUTEX_INITIALIZER}};
 static _Thread_local db_pool_kind thread_pool = DB_POOL_REQUESTS;
@@ -113,6 +122,8 @@ bool db_open(const char *url, int pool_size, int slow_pool_size, char err[256]) 
   } else {
     ops = &postgres_engine_ops, engine = DB_POSTGRES;
   }
+  free(engine_url);
+  engine_url = xstrdup(url);
   /* every event thread holds at most one connection at a time, so it never waits for one */
   if (!pool_open(&pools[DB_POOL_REQUESTS], url, pool_size, false, err) ||
       !pool_open(&pools[DB_POOL_SLOW], url, slow_pool_size, false, err) ||
@@ -129,6 +140,7 @@ void db_close(void) {
     for (int i = 0; i < p->size; i++) {
       ops->disconnect(p->conns[i].handle);
       free(p->conns[i].after);
+      free(p->conns[i].before);
       free(p->conns[i].laters);
     }
     free(p->conns);
@@ -197,6 +209,14 @@ static db_conn *acquire_until(int64_t deadline) {
 
 db_conn *db_acquire(void) { return acquire_until(0); }
 
+/* The transaction ended: what db_before_commit registered lets go of its state. */
+static void before_done(db_conn *c) {
+  int n = c->nbefore;
+  c->nbefore = 0;
+  for (int i = 0; i < n; i++)
+    if (c->before[i].done) c->before[i].done(c->before[i].arg);
+}
+
 static void drop_laters(db_conn *c) {
   for (int i = 0; i < c->nlaters; i++) free(c->laters[i].block);
   c->nlaters = 0;
@@ -210,6 +230,7 @@ static void rollback(db_conn *c) {
   }
   c->in_tx = c->begin_pending = c->tx_broken = false;
   c->nafter = 0;
+  before_done(c);
 }
 
 void db_release(db_conn *c) {
@@ -544,6 +565,21 @@ err_t db_begin(db_conn **out) {
 
 bool db_in_tx(const db_conn *c) { return c && c->in_tx; }
 
+void db_before_commit(db_conn *c, db_rc (*fn)(db_conn *c, void *arg), void (*done)(void *arg), void *arg) {
+  if (!c || !c->in_tx) {
+    log_msg(LOG_ERROR, "db_before_commit outside a transaction: the work would never run");
+    if (done) done(arg);
+    return;
+  }
+  for (int i = 0; i < c->nbefore; i++)
+    if (c->before[i].fn == fn && c->before[i].arg == arg) return;
+  if (c->nbefore == c->before_cap) {
+    c->before_cap = c->before_cap ? c->before_cap * 2 : 4;
+    c->before = xrealloc(c->before, (size_t)c->before_cap * sizeof *c->before);
+  }
+  c->before[c->nbefore++] = (before_commit){fn, done, arg};
+}
+
 void db_on_commit(db_conn *c, void (*fn)(void *), void *arg) {
   if (!c || !c->in_tx) {
     log_msg(LOG_ERROR, "db_on_commit outside a transaction: the work would never run");
@@ -565,8 +601,10 @@ err_t db_end(db_conn *c, err_t e) {
     db_release(c);
     return e == ERR_OK ? ERR_INTERNAL : e;
   }
+  for (int i = 0; e == ERR_OK && i < c->nbefore; i++) e = db_to_err(c->before[i].fn(c, c->before[i].arg));
   if (e == ERR_OK) {
-    e = db_to_err(db_held_commit(c));
+    e = db_to_err(db_held_commit(c)); /* a failed commit rolled back (and let go) already */
+    before_done(c);
   } else {
     rollback(c);
   }
@@ -584,6 +622,32 @@ err_t db_end(db_conn *c, err_t e) {
   for (int i = 0; i < n; i++) due[i].fn(due[i].arg);
   if (due != local) free(due);
   return ERR_OK;
+}
+
+/* ---- notifications between processes ---- */
+
+struct db_listener {
+  void *handle;
+};
+
+db_listener *db_listen_open(const char *channel) {
+  if (!ops || !ops->listen_open) return NULL;
+  db_listener *l = xcalloc(1, sizeof *l);
+  l->handle = ops->listen_open(CFG.database_listen_url ? CFG.database_listen_url : engine_url, channel);
+  return l;
+}
+
+int db_listen_wait(db_listener *l, int timeout_ms) { return ops->listen_wait(l->handle, timeout_ms); }
+
+void db_listen_close(db_listener *l) {
+  if (!l) return;
+  ops->listen_close(l->handle);
+  free(l);
+}
+
+db_rc db_notify_in(db_conn *c, const char *channel) {
+  if (engine != DB_POSTGRES) return DB_OK;
+  return db_exec_later(c, NULL, NULL, "SELECT pg_notify($1, '')", DB_ARGS(DB_TEXT(channel))); /* with the COMMIT */
 }
 
 bool db_ready(int timeout_ms, char reason[128]) {

@@ -159,9 +159,18 @@ err_t db_begin(db_conn **c);
  * follow a commit and never precede it: waking queue workers, dropping caches, events.
  * Registering the same (fn, arg) twice runs it once. */
 void db_on_commit(db_conn *c, void (*fn)(void *arg), void *arg);
-/* Ends the transaction on c: commits when e is ERR_OK (a failed commit rolls back and returns
- * its error), otherwise rolls back and returns e; releases c; then runs what db_on_commit
- * registered if it committed. c may be NULL (db_begin failed): returns e. */
+/* Registers fn(c, arg) to run on c inside the open transaction just before db_end commits it
+ * (in the order registered; the same (fn, arg) once): for writes that must be a transaction's
+ * last, such as the events outbox, which takes its ordering lock there so that no lock is
+ * ever awaited while holding it. A result other than DB_OK rolls the transaction back, and
+ * db_end returns its error. done(arg), when not NULL, runs once the transaction ended either
+ * way (committed or rolled back, on the thread that ended it), so whatever arg holds can go;
+ * on a rollback fn never ran. */
+void db_before_commit(db_conn *c, db_rc (*fn)(db_conn *c, void *arg), void (*done)(void *arg), void *arg);
+/* Ends the transaction on c: runs what db_before_commit registered, then commits when e is
+ * ERR_OK (a failed commit rolls back and returns its error), otherwise rolls back and returns
+ * e; releases c; then runs what db_on_commit registered if it committed. c may be NULL
+ * (db_begin failed): returns e. */
 err_t db_end(db_conn *c, err_t e);
 /* Whether c holds an open transaction (for functions that must run inside one). */
 bool db_in_tx(const db_conn *c);
@@ -171,6 +180,24 @@ bool db_in_tx(const db_conn *c);
 static inline err_t db_to_err(db_rc rc) {
   return rc == DB_OK ? ERR_OK : rc == DB_CONSTRAINT ? ERR_CONFLICT : rc == DB_UNAVAILABLE ? ERR_UNAVAILABLE : ERR_INTERNAL;
 }
+
+/* Notifications between the processes that share a database: PostgreSQL's LISTEN/NOTIFY.
+ * SQLite has none (one process serves a SQLite file): db_listen_open returns NULL and
+ * db_notify_in does nothing. A listener holds a connection of its own, outside the pools, and
+ * is used by one thread. */
+typedef struct db_listener db_listener;
+/* Opens a connection that listens on channel (a plain lowercase identifier). NULL on SQLite;
+ * on PostgreSQL a listener is returned even when the server cannot be reached now: waiting on
+ * it connects again. */
+db_listener *db_listen_open(const char *channel);
+/* Waits up to timeout_ms for notifications on l and consumes every one that arrived: 1 when
+ * one or more did, 0 when none did, -1 when the connection was (re)made meanwhile, so any sent
+ * while it was down were missed (the caller catches up from the database). */
+int db_listen_wait(db_listener *l, int timeout_ms);
+void db_listen_close(db_listener *l);
+/* Notifies channel's listeners on c, inside its transaction: delivered when it commits, not
+ * at all when it rolls back (several in one transaction arrive as one). DB_OK on SQLite. */
+db_rc db_notify_in(db_conn *c, const char *channel);
 
 /* Whether a statement on the calling thread returned DB_UNAVAILABLE since the thread last
  * called db_unavailable_clear() (the server clears it before each request). */

@@ -46,6 +46,11 @@ typedef struct engine_ops {
    * connections of the HTTP event threads, which must not block). */
   void (*no_wait)(void *h);
   const char *begin_sql;
+  /* Optional (PostgreSQL): a connection of its own that listens on channel; listen_wait as
+   * db_listen_wait. */
+  void *(*listen_open)(const char *url, const char *channel);
+  int (*listen_wait)(void *l, int timeout_ms);
+  void (*listen_close)(void *l);
 } engine_ops;
 
 /* Transactions on a connection the caller already holds, for the db layer's own use (the

@@ -19,7 +19,11 @@
  * server that does answers is only slow (a lock wait, a long query) and the wait goes on; one
  * that does not is unreachable, and the connection is given up (DB_DOWN). When the server
  * restarts, the next batch finds the connection broken, reconnects, forgets its prepared
- * statements and, outside a transaction and unless it held a COMMIT, runs once more. */
+ * statements and, outside a transaction and unless it held a COMMIT, runs once more.
+ *
+ * A listener (db_listen_open) is one more connection, outside the pools, that only LISTENs: its
+ * waits poll the socket, and a connection lost is made again on the next wait, which then
+ * tells the caller that notifications may have been missed. */
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -442,6 +446,84 @@ static db_rc pg_script(void *h, const char *sql) {
   return rc;
 }
 
+/* ---- LISTEN on a connection of its own ---- */
+
+typedef struct pg_listener {
+  pg_conn c;     /* c.pg NULL while down: the next wait connects again */
+  char *channel; /* a plain identifier (db_listen_open's contract) */
+  bool missed;   /* the connection was lost or never made: the next success says so */
+} pg_listener;
+
+/* Connects and LISTENs; false (logged) when the server cannot be reached now. */
+static bool listen_connect(pg_listener *l) {
+  char err[256], sql[128];
+  l->c.pg = connect_within(l->c.url, CONNECT_MS, err);
+  if (!l->c.pg) {
+    log_msg(LOG_WARN, "postgres listener: %s", err);
+    return false;
+  }
+  snprintf(sql, sizeof sql, "LISTEN %s", l->channel);
+  bool stalled = false;
+  PGresult *r = PQsendQuery(l->c.pg, sql) ? await_result(&l->c, &stalled) : NULL;
+  bool ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+  PQclear(r);
+  if (!ok) {
+    log_msg(LOG_WARN, "postgres listener: LISTEN %s failed", l->channel);
+    give_up(&l->c);
+  }
+  return ok;
+}
+
+static void *pg_listen_open(const char *url, const char *channel) {
+  pg_listener *l = xcalloc(1, sizeof *l);
+  l->c.url = xstrdup(url);
+  l->channel = xstrdup(channel);
+  l->missed = true;
+  return l;
+}
+
+/* Consumes what the server sent; the number of notifications among it, -1 when the
+ * connection broke. */
+static int take_notifications(pg_listener *l) {
+  if (!PQconsumeInput(l->c.pg)) return -1;
+  int n = 0;
+  for (PGnotify *note; (note = PQnotifies(l->c.pg)) != NULL; n++) PQfreemem(note);
+  return n;
+}
+
+static int pg_listen_wait(void *h, int timeout_ms) {
+  pg_listener *l = h;
+  if (!l->c.pg) {
+    if (!listen_connect(l)) {
+      poll(NULL, 0, timeout_ms < 1000 ? timeout_ms : 1000); /* at most one attempt a second */
+      return 0;
+    }
+    if (l->missed) return l->missed = false, -1;
+  }
+  int queued = 0; /* read along with an earlier answer */
+  for (PGnotify *note; (note = PQnotifies(l->c.pg)) != NULL; queued++) PQfreemem(note);
+  if (queued) return 1;
+  struct pollfd p = {.fd = PQsocket(l->c.pg), .events = POLLIN};
+  int ready = poll(&p, 1, timeout_ms);
+  if (ready < 0 && errno != EINTR) ready = 0;
+  int n = ready > 0 || PQisBusy(l->c.pg) ? take_notifications(l) : 0;
+  if (n < 0 || PQstatus(l->c.pg) != CONNECTION_OK) {
+    log_msg(LOG_WARN, "postgres listener: connection lost; listening again");
+    give_up(&l->c);
+    l->missed = true;
+    return 0;
+  }
+  return n > 0;
+}
+
+static void pg_listen_close(void *h) {
+  pg_listener *l = h;
+  give_up(&l->c);
+  free(l->c.url);
+  free(l->channel);
+  free(l);
+}
+
 const engine_ops postgres_engine_ops = {
     .connect = pg_connect,
     .disconnect = pg_disconnect,
@@ -449,4 +531,7 @@ const engine_ops postgres_engine_ops = {
     .script = pg_script,
     .batch = pg_batch,
     .begin_sql = "BEGIN",
+    .listen_open = pg_listen_open,
+    .listen_wait = pg_listen_wait,
+    .listen_close = pg_listen_close,
 };

@@ -12,6 +12,7 @@
 #include "http/idempotency.h"
 #include "http/pipeline.h"
 #include "http/router.h"
+#include "http/stream.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,9 +54,15 @@ static json_t *error_body(hs_req *req) {
   return b;
 }
 
+/* A stream opened by the handler that will not be the answer after all. */
+static void drop_stream(hs_req *req) {
+  if (req->stream) hs_stream_gone(req->stream), req->stream = NULL;
+}
+
 /* Turns an error into the status and body that answer it (once). */
 static void settle(hs_req *req) {
   if (req->err == ERR_OK) return;
+  drop_stream(req);
   req->status = err_status(req->err);
   req->res_body = arena_json(&req->arena, error_body(req));
   req->res_json = NULL;
@@ -88,6 +95,7 @@ void hs_answer_prepare(hs_call *c) {
 
 void hs_answer_clear(hs_call *c) {
   hs_req *req = &c->req;
+  drop_stream(req);
   if (req->res_fd >= 0) close(req->res_fd), req->res_fd = -1;
   free(req->res_data), req->res_data = NULL, req->res_content_type = NULL;
   req->status = 0, req->res_body = NULL, req->res_json = NULL, req->err = ERR_OK;
@@ -167,6 +175,7 @@ void hs_answer_headers(const hs_call *c, header_fn add, void *resp) {
   if (c->preflight && req->status == 204) return preflight_headers(req, add, resp);
   if (req->res_content_type) {
     add(resp, "Content-Type", req->res_content_type);
+    if (req->stream) add(resp, "X-Accel-Buffering", "no"); /* proxies pass each event on at once */
     return common_headers(req, false, add, resp);
   }
   if (req->res_body || req->res_json) add(resp, "Content-Type", "application/json; charset=utf-8");

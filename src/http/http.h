@@ -63,6 +63,10 @@ enum {
   ROUTE_SECRETS = 1 << 7,   /* the route takes a password or issues a token: Idempotency-Key is
                                ignored, so neither the request's fingerprint nor its answer (a
                                live token) is ever stored, and every request runs */
+  ROUTE_TICKET = 1 << 8,    /* a `ticket` query parameter may stand in for the bearer token (for
+                               clients that cannot send headers, such as a browser's EventSource):
+                               the redeemer installed with hs_set_ticket_redeemer turns it into
+                               the claims of the token it was issued for, once */
 };
 
 /* A fixed-window rate limit keyed by client address, or by the caller's account (role and id)
@@ -103,6 +107,7 @@ typedef struct hs_upload {
 
 typedef struct hs_req hs_req;
 typedef err_t (*hs_handler)(hs_req *req);
+typedef struct hs_stream hs_stream;
 
 /* One row per endpoint: everything about it is here. */
 typedef struct hs_route {
@@ -130,6 +135,9 @@ typedef struct hs_route {
   /* A component that the listed errors answer with instead of the error body (GET /ready's
    * 503 answers NotReady), or NULL. */
   const char *error_schema;
+  /* A streamed answer (response "text/event-stream"): the component each of its events
+   * follows, for the OpenAPI document; NULL otherwise. */
+  const char *stream_schema;
 } hs_route;
 
 /* A route's error list: ERRORS(ERR_NOT_FOUND, ERR_CONFLICT) (ended by ERR_OK). */
@@ -188,6 +196,7 @@ struct hs_req {
   const char *res_content_type;
   const char *res_cache_control; /* a file answer's Cache-Control; NULL: "private, max-age=300" */
   void *hook_state; /* belongs to the installed hs_hooks, for the request's lifetime */
+  hs_stream *stream; /* a streamed answer (hs_stream_open), until the transport takes it */
 };
 
 /* Path parameter by name (":id" -> "id"); NULL when the route has none by that name. */
@@ -242,8 +251,52 @@ typedef struct hs_hooks {
 } hs_hooks;
 /* Installs hooks (copied); call once at start-up, before hs_server_start. */
 void hs_set_hooks(const hs_hooks *hooks);
+/* Whether a token with the claims of auth would still pass the check_token hook now (its
+ * account exists, its generation did not move on, its impersonation is live), for a caller
+ * that keeps acting on a request's claims after it was answered (a stream): ERR_OK (also with
+ * no hook installed), ERR_UNAUTHORIZED when refused, or the error that kept it from being
+ * told (the database). Runs the hook outside any request: it may use the database. */
+err_t hs_token_recheck(const hs_auth *auth);
 /* The status the request answers with (its error's status when it failed). */
 int hs_status(const hs_req *req);
+
+/* Turns a ticket (ROUTE_TICKET) into the claims of the token it was issued for, once: true
+ * with *out filled, false when the ticket is unknown, used or expired. It may use the
+ * database. Installed once at start-up, before hs_server_start. */
+typedef bool (*hs_ticket_redeemer)(const char *ticket, token_claims *out);
+void hs_set_ticket_redeemer(hs_ticket_redeemer redeem);
+
+/* Streamed answers. A handler may answer with a stream instead of a body: hs_stream_open makes
+ * the answer the route's success status with content_type, sent as soon as the handler
+ * returns, followed by whatever the stream's owner writes for as long as the client stays
+ * (chunked). While nothing is buffered the connection is parked: an idle stream holds no
+ * thread, and its memory is the connection's. Writes may come from any thread. The owner
+ * holds a reference until its `closed` callback has run (http/stream.h has the transport's
+ * side). */
+typedef struct hs_stream_owner {
+  /* The stream is over: the client left, it ended or was cut, or its request was answered
+   * otherwise (an error after the handler opened it). Called once, on a server thread, with no
+   * lock of the stream held; the owner forgets the stream and calls hs_stream_release. */
+  void (*closed)(void *arg, hs_stream *s);
+  /* The server is stopping: write the last words and hs_stream_end (the stream is cut if it has
+   * not finished within a second). */
+  void (*stopping)(void *arg, hs_stream *s);
+} hs_stream_owner;
+/* Makes req's answer a stream of content_type whose owner (copied pointer) is told through
+ * owner with arg. max_buffered: past this many bytes written and not yet taken by the client,
+ * the stream is cut (a reader too slow to keep up). Returns the owner's reference. Call it
+ * last, once every check passed: a failure afterwards drops the stream (`closed` runs). */
+hs_stream *hs_stream_open(hs_req *req, const char *content_type, size_t max_buffered, const hs_stream_owner *owner,
+                          void *arg);
+/* Appends n bytes to the stream. False when it takes no more: it ended, was cut, or is cut now
+ * because the client's backlog passed max_buffered (what was buffered is dropped). */
+bool hs_stream_write(hs_stream *s, const char *data, size_t n);
+/* Ends the stream once what was written has been sent. */
+void hs_stream_end(hs_stream *s);
+/* Bytes written and not yet taken by the client. */
+size_t hs_stream_backlog(hs_stream *s);
+/* The owner lets go of its reference. */
+void hs_stream_release(hs_stream *s);
 
 /* Field getters over the validated body; NULL/defaults when absent. */
 const char *hs_body_str(const hs_req *req, const char *field);

@@ -210,7 +210,18 @@ static bool component_exists(json_t *schemas, const char *name) { return json_ob
 /* The success answer's content for a row's `response`. */
 static json_t *success_content(const hs_route *r, json_t *schemas) {
   if (!r->response) return NULL;
-  if (strchr(r->response, '/')) return json_pack("{s:{s:{s:s}}}", r->response, "schema", "type", "string");
+  if (strchr(r->response, '/')) {
+    json_t *schema = json_pack("{s:s}", "type", "string");
+    if (r->stream_schema) { /* a stream: JSON Schema's content keywords say what each event is */
+      if (!component_exists(schemas, r->stream_schema))
+        die("route %s %s: no schema component named %s", hs_method_name(r->method), r->path, r->stream_schema);
+      json_object_set_new(schema, "contentMediaType", json_string(r->response));
+      json_object_set_new(schema, "contentSchema",
+                          json_pack("{s:s+}", "$ref", "#/components/schemas/", r->stream_schema));
+    }
+    json_t *media = json_pack("{s:o}", "schema", schema);
+    return json_pack("{s:o}", r->response, media);
+  }
   char name[128];
   snprintf(name, sizeof name, "%s", r->response);
   size_t len = strlen(name);
@@ -350,7 +361,9 @@ static json_t *operation(const hs_route *r, json_t *schemas) {
     json_t *roles = json_array();
     for (unsigned bit = 1; bit && bit <= ROLE_ANY; bit <<= 1)
       if (r->roles & bit && hs_role_name(bit)) json_array_append_new(roles, json_string(hs_role_name(bit)));
-    json_object_set_new(op, "security", json_pack("[{s:[]}]", "bearerAuth"));
+    json_object_set_new(op, "security",
+                        r->flags & ROUTE_TICKET ? json_pack("[{s:[]},{s:[]}]", "bearerAuth", "eventTicket")
+                                                : json_pack("[{s:[]}]", "bearerAuth"));
     json_object_set_new(op, "x-roles", roles);
   } else {
     json_object_set_new(op, "security", json_array());
@@ -461,9 +474,13 @@ static json_t *shared_components(json_t *schemas) {
                            "present when a paged request (`limit` or `cursor`) has a next page: `<URL>; rel=\"next\"` "
                            "(RFC 8288), the same request with the next page's cursor",
                            "schema", "type", "string");
-  return json_pack("{s:o,s:o,s:{s:o},s:{s:o,s:o},s:{s:{s:s,s:s,s:s}}}", "schemas", schemas, "responses", responses,
+  json_t *ticket = json_pack("{s:s,s:s,s:s,s:s}", "type", "apiKey", "in", "query", "name", "ticket", "description",
+                             "A single-use ticket from POST /events/ticket, for clients that cannot send the "
+                             "Authorization header (a browser's EventSource)");
+  return json_pack("{s:o,s:o,s:{s:o},s:{s:o,s:o},s:{s:{s:s,s:s,s:s},s:o}}", "schemas", schemas, "responses", responses,
                    "parameters", "IdempotencyKey", key, "headers", "IdempotentReplayed", replayed, "NextPage", next,
-                   "securitySchemes", "bearerAuth", "type", "http", "scheme", "bearer", "bearerFormat", "JWT");
+                   "securitySchemes", "bearerAuth", "type", "http", "scheme", "bearer", "bearerFormat", "JWT",
+                   "eventTicket", ticket);
 }
 
 /* True when some operation answers the error status code. */

@@ -26,6 +26,7 @@
 #include "http/metrics.h"
 #include "http/ratelimit.h"
 #include "http/router.h"
+#include "http/stream.h"
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,7 @@
  * instead of two allocations per request. */
 static json_t *empty_object;
 static hs_hooks hooks; /* hs_set_hooks */
+static hs_ticket_redeemer ticket_redeemer; /* hs_set_ticket_redeemer */
 
 void hs_pipeline_init(void) {
   hs_answer_init();
@@ -46,6 +48,18 @@ void hs_pipeline_init(void) {
 }
 
 void hs_set_hooks(const hs_hooks *h) { hooks = *h; }
+
+void hs_set_ticket_redeemer(hs_ticket_redeemer redeem) { ticket_redeemer = redeem; }
+
+err_t hs_token_recheck(const hs_auth *auth) {
+  if (!hooks.check_token) return ERR_OK;
+  hs_req req = {.auth = *auth, .res_fd = -1};
+  arena_init(&req.arena);
+  err_t e = hooks.check_token(&req);
+  if (e == ERR_OK) e = req.err;
+  arena_fini(&req.arena);
+  return e;
+}
 
 /* ---- the request's identity: id and client address ---- */
 
@@ -221,12 +235,32 @@ static err_t check_hook(hs_call *c) {
   return req->err != ERR_OK ? req->err : hs_fail(req, e, NULL);
 }
 
-/* 401 without a valid token, 403 when its role is not one the route admits. The check_token
- * hook may use the database, so it runs only where the request is answered: an upload's early
- * guard on the event thread (with_hook false) leaves it to hs_dispatch. */
+/* On a ROUTE_TICKET route without a valid bearer token: the claims of the `ticket` query
+ * parameter's token, redeemed once (NULL: none; *offered tells whether a ticket was given). */
+static const token_claims *ticket_claims(hs_call *c, bool *offered) {
+  *offered = false;
+  if (!ticket_redeemer || !c->raw_query || !(c->req.route->flags & ROUTE_TICKET)) return NULL;
+  json_t *args = arena_json(&c->req.arena, json_object());
+  hs_query_parse(c->raw_query, args);
+  const char *ticket = json_string_value(json_object_get(args, "ticket"));
+  if (!ticket) return NULL;
+  *offered = true;
+  token_claims *t = arena_alloc(&c->req.arena, sizeof *t);
+  return c->claims = ticket_redeemer(ticket, t) ? t : NULL;
+}
+
+/* 401 without a valid token (or ticket), 403 when its role is not one the route admits. The
+ * check_token hook may use the database, so it runs only where the request is answered: an
+ * upload's early guard on the event thread (with_hook false) leaves it to hs_dispatch. */
 static err_t guard(hs_call *c, bool with_hook) {
   hs_req *req = &c->req;
   const token_claims *t = claims_of(c);
+  bool offered = false;
+  if (!t) t = ticket_claims(c, &offered);
+  if (!t && offered) { /* a ticket is no bearer token: the bare challenge */
+    req->www_authenticate = "Bearer";
+    return hs_fail(req, ERR_UNAUTHORIZED, "Invalid or expired ticket");
+  }
   if (!t) return unauthorized(c);
   unsigned bit = hs_role_bit(t->role, t->is_staff);
   if (!bit) return hs_fail(req, ERR_FORBIDDEN, NULL);
@@ -437,6 +471,7 @@ void hs_call_log(hs_call *c, double ms, bool aborted) {
 
 void hs_call_fini(hs_call *c) {
   hs_req *req = &c->req;
+  if (req->stream) hs_stream_gone(req->stream), req->stream = NULL; /* opened, never sent */
   hs_multipart_free(c->mp);
   c->mp = NULL;
   if (req->res_fd >= 0) close(req->res_fd), req->res_fd = -1; /* a file answer that was never sent */

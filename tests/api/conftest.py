@@ -297,8 +297,12 @@ class PgCluster:
         self.counter += 1
         name = f"mp_{os.getpid()}_{self.counter}"
         self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name)
-        port = self.bouncer.port if getattr(self, "bouncer", None) else self.port
-        return f"postgres://postgres@127.0.0.1:{port}/{name}"
+        direct = f"postgres://postgres@127.0.0.1:{self.port}/{name}"
+        if not getattr(self, "bouncer", None):
+            return direct
+        url = f"postgres://postgres@127.0.0.1:{self.bouncer.port}/{name}"
+        LISTEN_URLS[url] = direct  # LISTEN needs a session of its own, which transaction pooling is not
+        return url
 
 
 class PgBouncer:
@@ -390,6 +394,9 @@ logfile = {self.dir}/pgbouncer.log
 # What every process of the service needs in its environment to reach the session's cluster:
 # PG_PREPARED_STATEMENTS=0 when a PgBouncer in transaction pooling stands in front (--pgbouncer).
 PG_ENV = {}
+# A database URL through the PgBouncer -> the same database directly, for the live-update
+# listener (DATABASE_LISTEN_URL).
+LISTEN_URLS = {}
 
 ASAN_OPTIONS = "detect_leaks=1:abort_on_error=0:exitcode=23:fast_unwind_on_malloc=1:malloc_context_size=10"
 
@@ -407,6 +414,7 @@ class Server:
             "BIND": "127.0.0.1",
             "DATA_DIR": self.data_dir,
             "DATABASE_URL": database_url or f"sqlite:{self.data_dir}/marketplace.db",
+            "DATABASE_LISTEN_URL": LISTEN_URLS.get(database_url),
             "BCRYPT_COST": "4",
             "TRUST_PROXY": "1",
             "APP_URL": "http://app.test",
@@ -420,6 +428,7 @@ class Server:
             # checks the default bound on a server of its own)
             "RECOGNITION_TIMEOUT_MS": "30000",
         }
+        self.env = {k: v for k, v in self.env.items() if v is not None}
         self.env.update(PG_ENV)  # behind the session's PgBouncer: unnamed statements
         self.env.update({k: str(v) for k, v in (env or {}).items() if v is not None})
         for k, v in (env or {}).items():

@@ -71,8 +71,8 @@ def test_the_package_builds_packs_and_is_importable(tmp_path):
         shutil.copy(os.path.join(CLIENT, name), pkg / name)
     packed = json.loads(run(["npm", "pack", "--dry-run", "--json", "--ignore-scripts"], cwd=pkg).stdout)
     files = sorted(f["path"] for f in packed[0]["files"])
-    assert files == ["README.md", "dist/index.d.ts", "dist/index.js", "dist/index.js.map", "package.json",
-                     "schema.d.ts"], files
+    assert files == ["README.md", "dist/events.d.ts", "dist/events.js", "dist/events.js.map", "dist/index.d.ts",
+                     "dist/index.js", "dist/index.js.map", "package.json", "schema.d.ts"], files
     assert packed[0]["name"] == "@marketplace/client"
     # a consumer: node_modules/@marketplace/client is the package, its dependencies the pinned ones
     os.symlink(os.path.join(ROOT, "node_modules"), pkg / "node_modules")
@@ -80,8 +80,15 @@ def test_the_package_builds_packs_and_is_importable(tmp_path):
     (consumer / "node_modules" / "@marketplace").mkdir(parents=True)
     os.symlink(pkg, consumer / "node_modules" / "@marketplace" / "client")
     (consumer / "app.ts").write_text(
-        'import { createMarketplaceClient, MarketplaceError, type components } from "@marketplace/client";\n'
+        'import { createMarketplaceClient, events, MarketplaceError, type components, type StreamEvent }\n'
+        '  from "@marketplace/client";\n'
         'type Job = components["schemas"]["Job"];\n'
+        'export async function firstMessage(token: string): Promise<string | undefined> {\n'
+        '  for await (const ev of events({ baseUrl: "http://localhost:8080", token }))\n'
+        '    if (ev.event === "message.created") return ev.data.message.content;\n'
+        '  return undefined;\n'
+        '}\n'
+        'export const kinds: StreamEvent["event"][] = ["payout.updated"];\n'
         'const api = createMarketplaceClient({ baseUrl: "http://localhost:8080", token: "t" });\n'
         'export async function photo(file: Blob): Promise<Job | undefined> {\n'
         '  try {\n'
@@ -101,9 +108,10 @@ def test_the_package_builds_packs_and_is_importable(tmp_path):
     run([os.path.join(BIN, "tsc"), "-p", str(consumer / "tsconfig.json")], cwd=consumer)
     # and it runs: the built module loads and makes a client
     run(["node", "--input-type=module", "-e",
-         'import { createMarketplaceClient, MarketplaceError } from "@marketplace/client";'
+         'import { createMarketplaceClient, events, MarketplaceError } from "@marketplace/client";'
          'const api = createMarketplaceClient({ baseUrl: "http://127.0.0.1:9" });'
-         'if (typeof api.GET !== "function" || typeof MarketplaceError !== "function") process.exit(1);'],
+         'if (typeof api.GET !== "function" || typeof MarketplaceError !== "function") process.exit(1);'
+         'if (typeof events !== "function") process.exit(1);'],
         cwd=consumer)
 
 

@@ -12,8 +12,10 @@ import pytest
 import requests
 
 import raw_http
-from conftest import contract_observe, unique_email, unique_ip
+from conftest import Api, contract_observe, unique_email, unique_ip
+from flow_helpers import post_job
 from helpers import error_body, eventually
+from sse_client import Stream
 
 pytestmark = pytest.mark.engine_independent
 
@@ -221,6 +223,92 @@ def test_keep_alive_serves_several_requests_on_one_connection(server):
         assert len(local) == 1, f"the client had to reconnect: {local}"
     finally:
         conn.close()
+
+
+# ---------------------------------------------------------------- connections opened for the stream
+# A connection whose first request is GET /events is kept apart from the others (event threads
+# of its own and a pool sized for the largest header set, http/acceptor.h): it serves that one
+# request and closes. One that asked for something else first stays an ordinary connection.
+
+def test_a_connection_opened_for_the_stream_serves_one_request(server):
+    s = raw_http.connect(server)
+    try:
+        s.sendall(raw_http.head("GET", "/events", []))
+        status, h, body = raw_http.read_response(s)
+        contract_observe(f"127.0.0.1:{server.port}", "GET", "/events", status, h.get("content-type"), body)
+        assert status == 401 and json.loads(body)["error"] == "Unauthorized"
+        assert h["connection"].lower() == "close"
+        assert raw_http.closed_by_peer(s, 5)
+    finally:
+        s.close()
+
+
+def test_a_keep_alive_connection_may_open_a_stream_after_other_requests(api, server):
+    u = api.register_user()
+    s = raw_http.connect(server)
+    try:
+        s.sendall(raw_http.head("GET", "/health", []))
+        assert raw_http.read_response(s)[0] == 200
+        s.sendall(raw_http.head("GET", "/events", [("Authorization", f"Bearer {u['token']}")]))
+        got = b""
+        while b"\r\n\r\n" not in got:
+            got += s.recv(65536)
+        assert got.startswith(b"HTTP/1.1 200") and b"text/event-stream" in got, got[:300]
+        job = post_job(api, u)
+        while job["id"].encode() not in got:
+            data = s.recv(65536)
+            assert data, "the stream ended"
+            got += data
+        assert b"event: job.created" in got
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("size,status", [(7900, 401), (8300, 431)])
+def test_header_fields_of_a_stream_request(server, size, status):
+    """The stream's smaller pool still holds every header set under HTTP_MAX_HEADER_BYTES."""
+    got, _, body = raw_http.send(server, "GET", "/events", [("X-Big", "a" * size)])
+    assert got == status, body[:200]
+    assert json.loads(body)["error"] == {401: "Unauthorized", 431: "Request header fields too large"}[status]
+
+
+def test_connections_are_capped_in_all_streams_included(server_factory):
+    srv = server_factory(HTTP_MAX_CONNECTIONS="16", TRUST_PROXY="0", HTTP_MAX_CONNECTIONS_PER_IP="0")
+    api = Api(srv)
+    tokens = [api.register_user()["token"] for _ in range(2)]
+    api.session.close()
+    streams, socks = [], []
+    try:
+        for i in range(8):  # 4 per account: none replaces another
+            st = Stream(srv.url, token=tokens[i % 2])
+            assert st.wait_head() == 200
+            streams.append(st)
+        for _ in range(8):
+            s = raw_http.connect(srv)
+            s.sendall(raw_http.head("GET", "/health", []))
+            assert raw_http.read_response(s)[0] == 200
+            socks.append(s)
+        for path in ("/health", "/events"):  # the 17th, either kind
+            extra = raw_http.connect(srv)
+            socks.append(extra)
+            try:
+                extra.sendall(raw_http.head("GET", path, [("Authorization", f"Bearer {tokens[0]}")]))
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            assert raw_http.closed_by_peer(extra, 3), f"a 17th connection was served ({path})"
+        socks.pop(0).close()  # an ordinary one (a parked stream notices its client gone at its next write)
+
+        def one_more():
+            try:
+                return raw_http.send(srv, "GET", "/health", timeout=2)[0] == 200
+            except (OSError, http.client.HTTPException):
+                return False
+        eventually(one_more, 10, "a connection once another closed")
+    finally:
+        for st in streams:
+            st.close()
+        for s in socks:
+            s.close()
 
 
 # ---------------------------------------------------------------- CORS
@@ -579,6 +667,19 @@ def test_a_body_at_a_normal_pace_is_read(guarded):
             time.sleep(0.1)
         status, _, out = raw_http.read_response(s)
         assert (status, json.loads(out)) == (400, error_body(400, "email: is required"))
+    finally:
+        s.close()
+
+
+def test_a_slow_stream_request_is_cut_off(guarded):
+    """A trickling GET /events waits at most a second to be told apart, then the header deadline."""
+    s = raw_http.connect(guarded, source="127.0.0.18")
+    try:
+        request = b"GET /events HTTP/1.1\r\nHost: x\r\n" + b"X-Slow: " + b"v" * 40 + b"\r\n\r\n"
+        with _Probe(guarded):
+            closed_after = _trickle(s, request, 0.2, until_closed_within=8)
+        assert closed_after is not None, "a stream request whose headers trickle in was never cut off"
+        assert closed_after < 4.5, closed_after
     finally:
         s.close()
 

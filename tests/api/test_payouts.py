@@ -27,7 +27,9 @@ from conftest import ADMIN_ENV, Api, Server, _fail_on, _stop_all, admin_login, s
 from fake_stripe import FakeStripe
 from flow_helpers import accept, customer, ok, post_job, private_zip, provider, quote, step
 from helpers import error_body, eventually, pages
+from sse_client import Stream
 from staff_helpers import make_staff
+from test_events import settle, stream_schema
 from test_payments import db, parse_iso, reconcile_cli, server_now
 
 CONNECT_SECRET = "whsec_connect_endpoint_secret"
@@ -393,6 +395,33 @@ def test_a_completed_job_is_transferred_after_the_report_window(w):
     w.advance(DAY_MS)
     w.api.wait_queue_idle()
     assert len(w.transfers(pro)) == 1 and len(paid_mails(w, pro)) == 1
+
+
+def test_transfer_changes_reach_the_providers_stream(w):
+    """payout.updated (issue 25): the provider's stream gets its transfer as GET
+    /providers/me/payouts lists it when it appears and again when it is paid; another provider
+    gets none of it (a banner queued afterwards reaches that one's stream first)."""
+    pro, other = new_provider(w), new_provider(w)
+    mine = Stream(w.server.url, token=pro["token"], schema=stream_schema(w.server))
+    theirs = Stream(w.server.url, token=other["token"], schema=stream_schema(w.server))
+    try:
+        for s in (mine, theirs):
+            assert s.wait_head() == 200
+            eventually(lambda: s.ids, 10, "the stream's position")
+        job = Job(w, pro, amount=100)
+        t = transfer(w.api, pro, job.id)
+        [ev] = mine.wait("payout.updated", lambda d: d["id"] == t["id"])
+        assert ev["json"] == t and t["status"] == "scheduled"
+        past_window(w, 73, pro, other)
+        paid = wait_transfer(w.api, pro, job.id, "paid")
+        [ev] = mine.wait("payout.updated", lambda d: d["id"] == t["id"] and d["status"] == "paid")
+        assert ev["json"] == paid
+        settle(w.api, admin_login(w.api), theirs, other, role="provider")
+        assert theirs.of("payout.updated") == []
+        assert not mine.problems and not theirs.problems, mine.problems + theirs.problems
+    finally:
+        mine.close()
+        theirs.close()
 
 
 def test_a_tip_is_transferred_whole(w):
@@ -814,6 +843,8 @@ def test_two_instances_make_each_transfer_once(pair, fake_stripe):
     assert sorted(t["amount"] for t in fake.transfers(acct)) == [2000, 2100, 2200, 2300, 2400, 2500]
     assert db(pair[0], "SELECT DISTINCT attempts FROM payout_transfers "
                        f"WHERE provider_id = '{pro['id']}'") == [("1",)]
-    recorded = [line for srv in pair for line in srv.log_lines() if line.get("msg") == "transfer recorded"
-                and line.get("providerId") == pro["id"]]
+    # info lines reach the log within 100 ms of being written (docs/decisions.md, "Access log")
+    recorded = eventually(lambda: [line for srv in pair for line in srv.log_lines()
+                                   if line.get("msg") == "transfer recorded" and line.get("providerId") == pro["id"]],
+                          5, "a log line per transfer", until=lambda got: len(got) >= len(rows))
     assert sorted(line["transferId"] for line in recorded) == sorted(tid for (tid,) in rows)

@@ -171,3 +171,6 @@ function serialize(body: unknown): string | FormData {
     }
   return form;
 }
+
+// Live updates: GET /events as a typed async iterator (events.ts).
+export { EventStreamParser, events, type EventsOptions, type StreamEvent, type StreamEventName } from "./events.js";

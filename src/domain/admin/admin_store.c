@@ -7,9 +7,11 @@
 #include "core/util.h"
 #include "domain/auth/auth.h"
 #include "domain/common.h"
+#include "domain/events/events.h"
 #include "domain/jobs/jobs.h"
 #include "domain/payments/payments.h"
 #include "ext/geo.h"
+#include <stdlib.h>
 #include <string.h>
 
 static err_t rows(arena *a, db_res **out, const char *sql, const db_val *params, int n) {
@@ -35,8 +37,26 @@ err_t admin_store_providers(arena *a, int limit, db_res **out) {
               DB_ARGS(DB_INT(limit)));
 }
 
+/* The banner keeps the id of the event that announced it (a stream that delivers that event
+ * clears it). */
+static db_rc banner_event_written(db_conn *c, const char *id_sql, const char *user_id, const char *provider_id) {
+  char sql[160];
+  snprintf(sql, sizeof sql, "UPDATE banners SET event_id = %s WHERE account_id = $1 AND role = $2", id_sql);
+  return db_exec_later(c, NULL, NULL, sql,
+                       DB_ARGS(DB_TEXT(user_id ? user_id : provider_id), DB_TEXT(user_id ? "user" : "provider")));
+}
+
 err_t admin_store_put_banner(const char *account_id, const char *role, const char *icon, const char *title,
                              const char *body, const audit_action *act) {
+  bool provider = !strcmp(role, "provider");
+  json_t *b = json_pack("{s:s?,s:s,s:s}", "icon", icon, "title", title, "body", body);
+  char *data = json_dumps(b, JSON_COMPACT);
+  json_decref(b);
+  event_new ev = {.kind = "banner",
+                  .data = data,
+                  .user_id = provider ? NULL : account_id,
+                  .provider_id = provider ? account_id : NULL,
+                  .written = banner_event_written};
   db_conn *c;
   err_t e = db_begin(&c);
   if (!e)
@@ -47,7 +67,9 @@ err_t admin_store_put_banner(const char *account_id, const char *role, const cha
                 "body = excluded.body, created_at = excluded.created_at",
                 DB_ARGS(DB_TEXT(account_id), DB_TEXT(role), DB_TEXT(icon), DB_TEXT(title), DB_TEXT(body),
                         DB_INT(clock_now_ms()))));
+  if (!e) e = db_to_err(events_emit_in(c, &ev));
   if (!e) e = audit_log_in(c, act);
+  free(data);
   return db_end(c, e);
 }
 

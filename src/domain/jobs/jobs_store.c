@@ -1,5 +1,8 @@
 /* jobs table access. Every change to a job rewrites its stored JSON (shapes.h) in the same
- * transaction, from the row the change returned (RETURNING *), so readers copy it as it is.
+ * transaction, from the row the change returned (RETURNING *), so readers copy it as it is,
+ * and writes its job.created or job.updated event there too (told_in), to the accounts that may
+ * read the job: its customer, its provider, the providers matching it while it is open (the
+ * feed), customer support, and professional support once a provider is assigned.
  * The provider feed reads the versions of the provider's (service, ZIP) pairs, takes each
  * pair's open jobs from the process's copy at that version or reads them again (one range
  * scan of jobs_feed_open in feed order), and the caller merges the pairs. */
@@ -7,6 +10,7 @@
 #include "core/clock.h"
 #include "core/jsonx.h"
 #include "domain/common.h"
+#include "domain/events/events.h"
 #include "domain/jobs/feed_cache.h"
 #include "domain/jobs/jobs.h"
 #include "domain/notifications/notifications.h"
@@ -21,6 +25,34 @@
 #include <string.h>
 
 #define ASAP_FEED_AT (-(1LL << 62)) /* before any date a job can carry */
+
+/* The event of a change to the jobs row r[row] (a full row, after the change), on c. */
+static db_rc told_in(db_conn *c, const char *kind, const db_res *r, int row) {
+  arena a;
+  arena_init(&a);
+  jw w;
+  jw_init(&w, &a, 1024);
+  shape_job_open(&w, shape_jobs_bind(&a, r), r, row);
+  jw_obj_end(&w);
+  const char *status = db_field(r, row, "status"), *provider = db_field(r, row, "provider_id");
+  bool open = !strcmp(status, "PENDING") || !strcmp(status, "QUOTED");
+  event_new ev = {.kind = kind,
+                  .data = jw_text(&w),
+                  .user_id = db_field(r, row, "customer_id"),
+                  .provider_id = provider,
+                  .staff = ROLE_CUSTOMER_SUPPORT | (provider ? ROLE_PROFESSIONAL_SUPPORT : 0),
+                  .match_service = open ? db_field(r, row, "service") : NULL,
+                  .match_zip = open ? db_field(r, row, "zip") : NULL};
+  db_rc rc = events_emit_in(c, &ev);
+  arena_fini(&a);
+  return rc;
+}
+
+/* Saves the stored JSON of the changed row r[row] and tells of the change. */
+static db_rc changed_in(db_conn *c, const db_res *r, int row) {
+  db_rc rc = jobs_json_save_in(c, r, row);
+  return rc == DB_OK ? told_in(c, "job.updated", r, row) : rc;
+}
 
 db_rc jobs_insert_in(db_conn *c, const job_new *j) {
   int64_t now = clock_now_ms();
@@ -38,6 +70,7 @@ db_rc jobs_insert_in(db_conn *c, const job_new *j) {
               DB_TEXT(j->zip), j->has_coords ? DB_REAL(j->lat) : DB_NULL, j->has_coords ? DB_REAL(j->lng) : DB_NULL,
               DB_INT(now), DB_INT(clock_sequence())));
   if (rc == DB_OK) rc = jobs_json_save_in(c, r, 0);
+  if (rc == DB_OK) rc = told_in(c, "job.created", r, 0);
   arena_fini(&a);
   return rc;
 }
@@ -75,10 +108,10 @@ db_rc jobs_json_refresh_in(db_conn *c, const char *id) {
   return rc;
 }
 
-/* Saves the stored JSON of every row of r (a `RETURNING *` result on c). */
+/* Saves the stored JSON of every row of r (a `RETURNING *` result on c) and tells of each. */
 static db_rc save_all_in(db_conn *c, const db_res *r) {
   db_rc rc = DB_OK;
-  for (int i = 0; rc == DB_OK && i < r->rows; i++) rc = jobs_json_save_in(c, r, i);
+  for (int i = 0; rc == DB_OK && i < r->rows; i++) rc = changed_in(c, r, i);
   return rc;
 }
 
@@ -192,12 +225,13 @@ db_rc jobs_move_in(db_conn *c, const db_res *job, int row, const char *const *fr
     shape_job_render_with(&a, job, row, columns, values, 2, &head, &tail);
     snprintf(sql, sizeof sql,
              "UPDATE jobs SET status = $2, updated_at = $3, json_head = $4, json_tail = $5 "
-             "WHERE id = $1 AND status IN (%s) AND json_head = $6 AND json_tail = $7",
-             in);
+             "WHERE id = $1 AND status IN (%s) AND json_head = $6 AND json_tail = $7 RETURNING *",
+             in); /* the row comes back for its event, in the same round trip */
     rc = db_exec(c, &a, &r, sql,
                  DB_ARGS(DB_TEXT(id), DB_TEXT(to), DB_INT(now), DB_TEXT(head), DB_TEXT(tail), DB_TEXT(old_head),
                          DB_TEXT(old_tail)));
-    *moved = rc == DB_OK && r->changes == 1;
+    *moved = rc == DB_OK && r->rows == 1;
+    if (*moved) rc = told_in(c, "job.updated", r, 0);
   }
   if (rc == DB_OK && !*moved) { /* changed meanwhile, or without JSON: move it, render what moved */
     snprintf(sql, sizeof sql,
@@ -206,7 +240,7 @@ db_rc jobs_move_in(db_conn *c, const db_res *job, int row, const char *const *fr
              in);
     rc = db_exec(c, &a, &r, sql, DB_ARGS(DB_TEXT(id), DB_TEXT(to), DB_INT(now)));
     *moved = rc == DB_OK && r->rows == 1;
-    if (*moved) rc = jobs_json_save_in(c, r, 0);
+    if (*moved) rc = changed_in(c, r, 0);
   }
   arena_fini(&a);
   return rc;
@@ -407,7 +441,7 @@ err_t jobs_store_move(const char *id, const char *const *from, const char *to, c
   err_t e = db_begin(&c);
   if (!e) e = db_to_err(db_exec(c, &a, &r, sql, args, n));
   *moved = !e && r->rows == 1;
-  if (*moved) e = db_to_err(jobs_json_save_in(c, r, 0));
+  if (*moved) e = db_to_err(changed_in(c, r, 0));
   e = db_end(c, e);
   arena_fini(&a);
   if (e) *moved = false;
@@ -438,7 +472,7 @@ err_t jobs_store_append_images(const char *id, const char *keys_json) {
                           "UPDATE jobs SET images = $2, updated_at = $3, json_head = NULL WHERE id = $1 RETURNING *",
                           DB_ARGS(DB_TEXT(id), DB_TEXT(text), DB_INT(clock_now_ms()))));
     free(text);
-    if (!e) e = db_to_err(jobs_json_save_in(c, r, 0));
+    if (!e) e = db_to_err(changed_in(c, r, 0));
   }
   e = db_end(c, e);
   arena_fini(&a);

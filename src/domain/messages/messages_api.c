@@ -107,8 +107,14 @@ static err_t post_message(hs_req *req, thread *t, const char *content) {
     return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "The job is cancelled");
   char id[ID_LEN + 1];
   id_new(id);
-  message_new m = {id,     t->job_id, t->provider_id, req->auth.id, hs_role_name(req->auth.role_bit), t->sender_name,
-                   content};
+  message_new m = {.id = id,
+                   .job_id = t->job_id,
+                   .provider_id = t->provider_id,
+                   .sender_id = req->auth.id,
+                   .sender_role = hs_role_name(req->auth.role_bit),
+                   .sender_name = t->sender_name,
+                   .content = content,
+                   .customer_id = t->customer_id};
   db_res *r;
   err_t e = messages_store_post(&req->arena, &m, &r);
   if (e != ERR_OK) return e;

@@ -1,10 +1,33 @@
 /* Message threads' SQL. The 250-message cap is enforced by the insert itself (INSERT ...
  * SELECT ... WHERE the thread holds fewer than 250), inside a transaction that first locks the
- * job's row, so concurrent posts never overshoot it. */
+ * job's row, so concurrent posts never overshoot it. The message's event is written in the
+ * same transaction. */
 #include "domain/messages/messages_store.h"
 #include "core/clock.h"
+#include "domain/events/events.h"
 #include "domain/jobs/jobs.h"
+#include "domain/messages/messages.h"
 #include <string.h>
+
+/* message.created for the posted row r, to both parties of the thread: the Message as the
+ * thread's GET writes it (a photo's link signed now). */
+static db_rc announce(db_conn *c, arena *a, const message_new *m, const db_res *r) {
+  jw w;
+  jw_init(&w, a, 512);
+  jw_obj(&w);
+  jw_key(&w, "jobId");
+  jw_str(&w, m->job_id);
+  jw_key(&w, "providerId");
+  jw_str(&w, m->provider_id);
+  jw_key(&w, "message");
+  jw_obj(&w);
+  messages_write_members(a, &w, hs_rj_bind(a, MESSAGES_JSON, r), r, 0);
+  jw_obj_end(&w);
+  jw_obj_end(&w);
+  event_new ev = {
+      .kind = "message.created", .data = jw_text(&w), .user_id = m->customer_id, .provider_id = m->provider_id};
+  return events_emit_in(c, &ev);
+}
 
 err_t messages_store_thread_party(arena *a, const char *role, const char *caller_id, const char *job_id,
                                   const char *provider_id, const char *assigned, db_res **out) {
@@ -81,5 +104,6 @@ err_t messages_store_post(arena *a, const message_new *m, db_res **out) {
         DB_ARGS(DB_TEXT(m->id), DB_TEXT(m->job_id), DB_TEXT(m->provider_id), DB_TEXT(m->sender_id),
                 DB_TEXT(m->sender_role), DB_TEXT(m->sender_name), DB_TEXT(m->content), DB_INT(clock_now_ms()),
                 DB_INT(THREAD_CAP), DB_INT(clock_sequence()))));
+  if (!e && (*out)->rows) e = db_to_err(announce(c, a, m, *out));
   return db_end(c, e);
 }

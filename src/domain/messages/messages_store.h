@@ -36,10 +36,12 @@ err_t messages_store_mark_read(const char *job_id, const char *provider_id, cons
 /* A message to post. */
 typedef struct message_new {
   const char *id, *job_id, *provider_id, *sender_id, *sender_role, *sender_name, *content;
+  const char *customer_id; /* the job's customer: with provider_id, the thread's two parties */
 } message_new;
 /* Posts m in one transaction that first locks the job's row (the database on SQLite), so
- * concurrent posts count the thread one after another; *out has the new row, or no row when
- * the thread already holds THREAD_CAP messages (nothing posted). */
+ * concurrent posts count the thread one after another, with its message.created event to both
+ * parties; *out has the new row, or no row when the thread already holds THREAD_CAP messages
+ * (nothing posted). */
 err_t messages_store_post(arena *a, const message_new *m, db_res **out);
 
 #endif

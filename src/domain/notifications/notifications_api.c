@@ -6,12 +6,14 @@
 #include "core/config.h"
 #include "core/jsonx.h"
 #include "core/log.h"
+#include "domain/events/events.h"
 #include "domain/notifications/notifications.h"
 #include "domain/notifications/notifications_store.h"
 #include "ext/fetch.h"
 #include "ext/queue.h"
 #include "http/rowjson.h"
 #include <stdio.h>
+#include <stdlib.h>
 
 const hs_rj_field NOTIFICATIONS_JSON[] = {
     {"id", "id", RJ_STR},
@@ -58,15 +60,44 @@ err_t api_notification_read(hs_req *req) {
   return hs_ok_jw(req, w);
 }
 
+/* The Banner JSON of the first row of r (icon, title, body). */
+static json_t *banner_json(const db_res *r) {
+  return json_pack("{s:o,s:s,s:s}", "icon", jx_str_or_null(db_text(r, 0, 0)), "title", db_text(r, 0, 1), "body",
+                   db_text(r, 0, 2));
+}
+
 /* The banner is returned and removed by one statement, so two polls never both get it. */
 err_t api_banner_poll(hs_req *req) {
   db_res *r;
   err_t e = notifications_store_take_banner(&req->arena, role_of(req), req->auth.id, &r);
   if (e) return e;
   if (r->rows == 0) return hs_ok(req, json_null());
-  return hs_ok(req, json_pack("{s:o,s:s,s:s}", "icon", jx_str_or_null(db_text(r, 0, 0)), "title", db_text(r, 0, 1),
-                              "body", db_text(r, 0, 2)));
+  return hs_ok(req, banner_json(r));
 }
+
+/* The banner as a one-shot event kind (events.h): a stream that opens takes the pending banner
+ * as the poll would, and one that delivered the banner's event clears it. */
+static err_t banner_take(arena *a, const char *role, const char *account_id, int64_t upto, const char **data,
+                         int64_t *event_id) {
+  db_res *r;
+  *data = NULL, *event_id = 0;
+  err_t e = notifications_store_take_banner_upto(a, role, account_id, upto, &r);
+  if (e || r->rows == 0) return e;
+  json_t *b = banner_json(r);
+  char *text = json_dumps(b, JSON_COMPACT);
+  json_decref(b);
+  *data = arena_strdup(a, text);
+  free(text);
+  *event_id = db_int(r, 0, 3);
+  return ERR_OK;
+}
+
+static void banner_delivered(const char *role, const char *account_id, int64_t event_id) {
+  if (notifications_store_clear_banner(role, account_id, event_id) != ERR_OK)
+    log_msg(LOG_WARN, "clearing a delivered banner failed: the next poll returns it again");
+}
+
+static const events_oneshot BANNER = {"banner", banner_take, banner_delivered};
 
 /* Queue handler: one push message to the push service. */
 static bool send_push(json_t *msg, char err[256]) {
@@ -88,4 +119,7 @@ static bool send_push(json_t *msg, char err[256]) {
   return true;
 }
 
-void notifications_init(void) { queue_register("push", send_push); }
+void notifications_init(void) {
+  queue_register("push", send_push);
+  events_register_oneshot(&BANNER);
+}

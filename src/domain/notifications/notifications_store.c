@@ -1,16 +1,37 @@
-/* Notifications' SQL: a notification row and its push job are written in one transaction
- * (the push's sending is notifications_api.c's), the caller's history, push tokens and the
- * banner. */
+/* Notifications' SQL: a notification row, its push job and its notification.created event are
+ * written in one transaction (the push's sending is notifications_api.c's), the caller's
+ * history, push tokens and the banner, which a stream takes when it opens and clears once it
+ * delivered the banner's event. */
 #include "domain/notifications/notifications_store.h"
 #include "core/clock.h"
 #include "core/ids.h"
 #include "core/log.h"
+#include "domain/events/events.h"
 #include "domain/notifications/notifications.h"
 #include "ext/queue.h"
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const token_sql[] = {"SELECT push_token FROM users WHERE id = $1",
                                         "SELECT push_token FROM providers WHERE id = $1"};
+
+/* The notification.created event of notification id (n, made at now), on c. */
+static db_rc announce(db_conn *c, const char *id, const notice *n, int64_t now, bool provider) {
+  char at[25];
+  clock_format_iso(now, at);
+  json_t *o = json_pack("{s:s,s:s,s:s,s:s?,s:b,s:s}", "id", id, "title", n->title, "body", n->body, "jobId", n->job_id,
+                        "read", 0, "createdAt", at);
+  char *data = json_dumps(o, JSON_COMPACT);
+  event_new ev = {.kind = "notification.created", .data = data};
+  if (provider)
+    ev.provider_id = n->account_id;
+  else
+    ev.user_id = n->account_id;
+  db_rc rc = events_emit_in(c, &ev);
+  free(data);
+  json_decref(o);
+  return rc;
+}
 
 /* Records n; with token_known, pushes to push_token (if any) instead of looking it up. */
 static db_rc record(db_conn *c, const notice *n, bool token_known, const char *push_token) {
@@ -20,12 +41,13 @@ static db_rc record(db_conn *c, const notice *n, bool token_known, const char *p
   arena a;
   arena_init(&a);
   db_res *r;
-  db_rc rc =
-      db_exec_later(c, NULL, NULL,
-                    "INSERT INTO notifications (id, account_id, role, title, body, job_id, created_at, seq) "
-                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                    DB_ARGS(DB_TEXT(id), DB_TEXT(n->account_id), DB_TEXT(n->role), DB_TEXT(n->title), DB_TEXT(n->body),
-                            DB_TEXT(n->job_id), DB_INT(clock_now_ms()), DB_INT(clock_sequence())));
+  int64_t now = clock_now_ms();
+  db_rc rc = db_exec_later(c, NULL, NULL,
+                           "INSERT INTO notifications (id, account_id, role, title, body, job_id, created_at, seq) "
+                           "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                           DB_ARGS(DB_TEXT(id), DB_TEXT(n->account_id), DB_TEXT(n->role), DB_TEXT(n->title),
+                                   DB_TEXT(n->body), DB_TEXT(n->job_id), DB_INT(now), DB_INT(clock_sequence())));
+  if (rc == DB_OK) rc = announce(c, id, n, now, provider);
   if (rc == DB_OK && !token_known) {
     rc = db_exec(c, &a, &r, token_sql[provider], DB_ARGS(DB_TEXT(n->account_id)));
     push_token = rc == DB_OK && r->rows ? db_text(r, 0, 0) : NULL;
@@ -105,4 +127,16 @@ err_t notifications_store_take_banner(arena *a, const char *role, const char *id
   return db_to_err(db_query(a, out,
                             "DELETE FROM banners WHERE account_id = $1 AND role = $2 RETURNING icon, title, body",
                             DB_ARGS(DB_TEXT(id), DB_TEXT(role))));
+}
+
+err_t notifications_store_take_banner_upto(arena *a, const char *role, const char *id, int64_t upto, db_res **out) {
+  return db_to_err(db_query(a, out,
+                            "DELETE FROM banners WHERE account_id = $1 AND role = $2 "
+                            "AND (event_id IS NULL OR event_id <= $3) RETURNING icon, title, body, event_id",
+                            DB_ARGS(DB_TEXT(id), DB_TEXT(role), DB_INT(upto))));
+}
+
+err_t notifications_store_clear_banner(const char *role, const char *id, int64_t event_id) {
+  return db_to_err(db_query(NULL, NULL, "DELETE FROM banners WHERE account_id = $1 AND role = $2 AND event_id = $3",
+                            DB_ARGS(DB_TEXT(id), DB_TEXT(role), DB_INT(event_id))));
 }

@@ -6,10 +6,13 @@
  * same transaction. No statement here deletes a payment: a job that goes back to PENDING moves
  * its payments to its history (released_at). A refund is a payment_refunds row, completed at
  * most once (by its carrier or by the processor's event, whichever comes first), which is
- * when its amount is added to the payment. */
+ * when its amount is added to the payment. Every change a client can see in a job's current
+ * payment (its status, amount, intent, hold, failure, refunds) writes a payment.updated event
+ * in its transaction (told_in). */
 #include "domain/payments/payments_store.h"
 #include "core/clock.h"
 #include "core/ids.h"
+#include "domain/events/events.h"
 #include "domain/payments/payments.h"
 #include "domain/payouts/payouts.h"
 #include "ext/mail.h"
@@ -116,6 +119,37 @@ err_t pay_store_set_cancel_flag(const char *user_id, bool cancel_at_period_end) 
                             DB_ARGS(DB_TEXT(user_id), DB_BOOL(cancel_at_period_end), DB_INT(clock_now_ms()))));
 }
 
+/* payment.updated for payment id, on c, when it is a job's current payment (the `payment` of GET
+ * /jobs/:id): to the job's customer and provider and to the support roles that read them. */
+static db_rc told_in(db_conn *c, const char *id) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_exec(c, &a, &r,
+                     "SELECT p.id, p.status, p.amount_cents, p.processor_payment_intent_id, p.hold_expires_at, "
+                     "p.failure_reason, p.refunded_cents, p.job_id, j.customer_id, j.provider_id FROM payments p "
+                     "JOIN jobs j ON j.id = p.job_id WHERE p.id = $1 AND p.kind = 'job' AND p.released_at IS NULL",
+                     DB_ARGS(DB_TEXT(id)));
+  if (rc == DB_OK && r->rows == 1) {
+    jw w;
+    jw_init(&w, &a, 512);
+    jw_obj(&w);
+    jw_key(&w, "jobId");
+    jw_str(&w, db_field(r, 0, "job_id"));
+    jw_key(&w, "payment");
+    hs_rj_object(&w, hs_rj_bind(&a, PAYMENTS_JSON, r), r, 0);
+    jw_obj_end(&w);
+    event_new ev = {.kind = "payment.updated",
+                    .data = jw_text(&w),
+                    .user_id = db_field(r, 0, "customer_id"),
+                    .provider_id = db_field(r, 0, "provider_id"),
+                    .staff = ROLE_CUSTOMER_SUPPORT | ROLE_PROFESSIONAL_SUPPORT};
+    rc = events_emit_in(c, &ev);
+  }
+  arena_fini(&a);
+  return rc;
+}
+
 /* The news of a change, on c. */
 static db_rc announce(db_conn *c, const pay_news *news) {
   db_rc rc = DB_OK;
@@ -138,6 +172,7 @@ err_t pay_store_insert(const payment_row *p, const pay_news *news) {
         DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->job_id), DB_TEXT(p->user_id), DB_TEXT(p->kind), DB_TEXT(p->status),
                 DB_INT(p->amount_cents), DB_TEXT(p->failure_reason), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key),
                 DB_TEXT(p->method_id), pending ? DB_INT(now) : DB_NULL, DB_INT(pending ? 1 : 0), DB_INT(now))));
+  if (!e) e = db_to_err(told_in(c, p->id));
   if (!e) e = db_to_err(announce(c, news));
   return db_end(c, e);
 }
@@ -170,20 +205,27 @@ err_t pay_store_get(arena *a, const char *id, payment_row *out, bool *found) {
   return read_row(a, "id = $1", id, NULL, out, found);
 }
 
-/* Runs a conditional update; *changed tells whether it changed a row. */
-static err_t update(const char *sql, const db_val *params, int n, bool *changed) {
+/* Runs a conditional update of payment id; *changed tells whether it changed a row. told: the
+ * change is one a client sees (payment.updated in the same transaction). */
+static err_t update(const char *id, bool told, const char *sql, const db_val *params, int n, bool *changed) {
   arena a;
   arena_init(&a);
   db_res *r;
-  db_rc rc = db_query(&a, &r, sql, params, n);
-  *changed = rc == DB_OK && r->changes == 1;
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e) e = db_to_err(db_exec(c, &a, &r, sql, params, n));
+  *changed = !e && r->changes == 1;
+  if (*changed && told) e = db_to_err(told_in(c, id));
+  e = db_end(c, e);
+  if (e) *changed = false;
   arena_fini(&a);
-  return db_to_err(rc);
+  return e;
 }
 
 err_t pay_store_claim(const char *id, const char *from, const char *op, const char *key, const char *method,
                       int64_t cents, bool *claimed) {
   return update(
+      id, true,
       "UPDATE payments SET pending_op = $3, idem_key = $4, payment_method_id = COALESCE($5, payment_method_id), "
       "amount_cents = CASE WHEN $6 > 0 THEN $6 ELSE amount_cents END, op_started_at = $7, "
       "status = CASE WHEN $3 IN ('authorize', 'charge', 'tip') THEN 'PENDING' ELSE status END, "
@@ -194,7 +236,8 @@ err_t pay_store_claim(const char *id, const char *from, const char *op, const ch
 }
 
 err_t pay_store_take_over(const payment_row *p, int64_t stale_before, bool *taken) {
-  return update("UPDATE payments SET op_started_at = $4, updated_at = $4 "
+  return update(p->id, false,
+                "UPDATE payments SET op_started_at = $4, updated_at = $4 "
                 "WHERE id = $1 AND pending_op = $2 AND idem_key = $3 AND op_started_at < $5",
                 DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_INT(clock_now_ms()),
                         DB_INT(stale_before)),
@@ -203,12 +246,14 @@ err_t pay_store_take_over(const payment_row *p, int64_t stale_before, bool *take
 
 err_t pay_store_release(const payment_row *p, int64_t started_at) {
   bool changed;
-  return update("UPDATE payments SET op_started_at = $4 WHERE id = $1 AND pending_op = $2 AND idem_key = $3",
+  return update(p->id, false,
+                "UPDATE payments SET op_started_at = $4 WHERE id = $1 AND pending_op = $2 AND idem_key = $3",
                 DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_INT(started_at)), &changed);
 }
 
 err_t pay_store_switch(const payment_row *p, const char *op, const char *key, const char *method, bool *switched) {
   return update(
+      p->id, true,
       "UPDATE payments SET pending_op = $4, idem_key = $5, payment_method_id = COALESCE($6, payment_method_id), "
       "status = 'PENDING', hold_expires_at = NULL, attempts = attempts + 1, op_started_at = $7, updated_at = $7 "
       "WHERE id = $1 AND pending_op = $2 AND idem_key = $3",
@@ -258,6 +303,7 @@ err_t pay_store_settle(const payment_row *p, const pay_settle *s, bool *moved) {
   }
   if (rc == DB_OK && changed && !strcmp(p->kind, "tip") && !strcmp(s->status, "PAID"))
     rc = tip_writer(c, p->job_id, p->amount_cents);
+  if (rc == DB_OK && changed) rc = told_in(c, p->id);
   if (rc == DB_OK && changed && !strcmp(s->status, "PAID"))
     rc = payouts_captured_in(c, p->id); /* the provider's share */
   if (rc == DB_OK && changed) rc = announce(c, s->news);
@@ -326,6 +372,7 @@ static db_rc add_refunded(db_conn *c, const char *id, int64_t cents, int64_t now
                      "amount_cents THEN 'REFUNDED' ELSE status END, updated_at = $3 WHERE id = $1 "
                      "AND status IN ('PAID', 'REFUNDED')",
                      DB_ARGS(DB_TEXT(id), DB_INT(cents), DB_INT(now)));
+  if (rc == DB_OK) rc = told_in(c, id);
   return rc == DB_OK ? payouts_refunded_in(c, id) : rc;
 }
 
@@ -614,7 +661,10 @@ static db_rc apply(db_conn *c, arena *a, const pay_event *ev, pay_event_effect *
                        "WHERE processor_payment_intent_id = $1 AND status IN ('AUTHORIZED', 'FAILED', 'PENDING') "
                        "RETURNING id",
                        DB_ARGS(DB_TEXT(id), DB_INT(now)));
-    for (int i = 0; rc == DB_OK && i < r->rows; i++) rc = payouts_captured_in(c, db_text(r, i, 0));
+    for (int i = 0; rc == DB_OK && i < r->rows; i++) {
+      rc = told_in(c, db_text(r, i, 0));
+      if (rc == DB_OK) rc = payouts_captured_in(c, db_text(r, i, 0));
+    }
     return rc;
   }
   if (!strcmp(type, "payment_intent.payment_failed") || !strcmp(type, "payment_intent.canceled")) {
@@ -636,6 +686,7 @@ static db_rc apply(db_conn *c, arena *a, const pay_event *ev, pay_event_effect *
                 "RETURNING id",
                 DB_ARGS(DB_TEXT(id), DB_INT(now), DB_TEXT(reason)));
     if (rc == DB_OK && r->rows == 1) out->failed = db_text(r, 0, 0);
+    if (rc == DB_OK && r->rows == 1) rc = told_in(c, out->failed);
     return rc;
   }
   if (strncmp(type, "customer.subscription.", 22)) return DB_OK; /* other types need no action */

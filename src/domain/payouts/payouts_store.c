@@ -5,10 +5,13 @@
  * one provider's transfers lock its account's row first (PostgreSQL; SQLite's write lock does
  * the same), so two claims never bill or deduct one fee twice. What a change sets going (the
  * making of a transfer, a reversal, an email) is queued in the change's own transaction. Rows
- * of other domains' tables are only read here. */
+ * of other domains' tables are only read here. Every change a provider can see in its list of
+ * transfers (a new one, its status, amount, reversal, dates or failure) is a payout.updated
+ * event written in the same transaction (told_in). */
 #include "domain/payouts/payouts_store.h"
 #include "core/clock.h"
 #include "core/ids.h"
+#include "domain/events/events.h"
 #include "ext/mail.h"
 #include "ext/queue.h"
 #include <stdio.h>
@@ -32,6 +35,37 @@ static db_rc queue_in(db_conn *c, const char *kind, const char *field, const cha
   json_t *payload = json_pack("{s:s}", field, id);
   db_rc rc = queue_enqueue(c, kind, payload);
   json_decref(payload);
+  return rc;
+}
+
+/* payout.updated, on c, for each transfer that where selects (SQL over payout_transfers whose $1
+ * is id): the Transfer as GET /providers/me/payouts lists it, to its provider. */
+static db_rc told_in(db_conn *c, const char *where, const char *id) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  char sql[384];
+  snprintf(sql, sizeof sql,
+           "SELECT id, provider_id, job_id, kind, amount_cents, reversed_cents, status, available_at, paid_at, "
+           "failure_reason FROM payout_transfers WHERE %s",
+           where);
+  db_rc rc = db_exec(c, &a, &r, sql, DB_ARGS(DB_TEXT(id)));
+  const hs_rj *b = rc == DB_OK ? hs_rj_bind(&a, PAYOUTS_TRANSFER_JSON, r) : NULL;
+  for (int i = 0; rc == DB_OK && i < r->rows; i++) {
+    jw w;
+    jw_init(&w, &a, 384);
+    hs_rj_object(&w, b, r, i);
+    event_new ev = {.kind = "payout.updated", .data = jw_text(&w), .provider_id = db_field(r, i, "provider_id")};
+    rc = events_emit_in(c, &ev);
+  }
+  arena_fini(&a);
+  return rc;
+}
+
+/* told_in for every transfer of r (rows returning its id first). */
+static db_rc told_each_in(db_conn *c, const db_res *r) {
+  db_rc rc = DB_OK;
+  for (int i = 0; rc == DB_OK && i < r->rows; i++) rc = told_in(c, "id = $1", db_text(r, i, 0));
   return rc;
 }
 
@@ -87,7 +121,7 @@ err_t po_store_insert_account(arena *a, const char *provider_id, const char *pro
 err_t po_store_apply_account(arena *a, const char *processor_id, const char *status, bool payouts_enabled,
                              const char *requirements, const char **provider) {
   int64_t now = clock_now_ms();
-  bool enabled = is(status, "enabled"), moved;
+  bool enabled = is(status, "enabled");
   db_res *r = NULL;
   *provider = NULL;
   db_conn *c;
@@ -99,18 +133,21 @@ err_t po_store_apply_account(arena *a, const char *processor_id, const char *sta
         "updated_at = $5 WHERE processor_account_id = $1 RETURNING provider_id",
         DB_ARGS(DB_TEXT(processor_id), DB_TEXT(status), DB_BOOL(payouts_enabled), DB_TEXT(requirements), DB_INT(now))));
   if (!e && r->rows == 1) *provider = db_text(r, 0, 0);
+  db_res *moved = NULL;
   if (!e && *provider && enabled)
-    e = db_to_err(change_in(c, a,
-                            "UPDATE payout_transfers SET status = 'scheduled', failure_reason = NULL, updated_at = $2 "
-                            "WHERE provider_id = $1 AND kind <> 'fee' AND pending_op IS NULL "
-                            "AND status IN ('waiting_for_account', 'failed')",
-                            DB_ARGS(DB_TEXT(*provider), DB_INT(now)), &moved));
+    e = db_to_err(db_exec(c, a, &moved,
+                          "UPDATE payout_transfers SET status = 'scheduled', failure_reason = NULL, updated_at = $2 "
+                          "WHERE provider_id = $1 AND kind <> 'fee' AND pending_op IS NULL "
+                          "AND status IN ('waiting_for_account', 'failed') RETURNING id",
+                          DB_ARGS(DB_TEXT(*provider), DB_INT(now))));
   if (!e && *provider && enabled) e = db_to_err(queue_in(c, "payout_provider", "providerId", *provider));
   if (!e && *provider && !enabled)
-    e = db_to_err(change_in(c, a,
-                            "UPDATE payout_transfers SET status = 'waiting_for_account', updated_at = $2 "
-                            "WHERE provider_id = $1 AND kind <> 'fee' AND pending_op IS NULL AND status = 'scheduled'",
-                            DB_ARGS(DB_TEXT(*provider), DB_INT(now)), &moved));
+    e = db_to_err(db_exec(c, a, &moved,
+                          "UPDATE payout_transfers SET status = 'waiting_for_account', updated_at = $2 "
+                          "WHERE provider_id = $1 AND kind <> 'fee' AND pending_op IS NULL AND status = 'scheduled' "
+                          "RETURNING id",
+                          DB_ARGS(DB_TEXT(*provider), DB_INT(now))));
+  if (!e && moved) e = db_to_err(told_each_in(c, moved));
   e = db_end(c, e);
   if (e) *provider = NULL;
   return e;
@@ -156,6 +193,7 @@ db_rc po_store_captured_in(db_conn *c, const char *payment_id, bool *added) {
                        DB_INT(done + PAYOUTS_WINDOW_MS), held ? DB_INT(reported + PAYOUTS_HOLD_MS) : DB_NULL,
                        DB_INT(clock_sequence()), DB_INT(now)));
   *added = rc == DB_OK && ins->changes == 1;
+  if (*added) rc = told_in(c, "id = $1", id);
 out:
   arena_fini(&a);
   return rc;
@@ -194,13 +232,16 @@ db_rc po_store_refunded_in(db_conn *c, const char *payment_id) {
                                                    "NULL ELSE hold_until END, "
                                                    "updated_at = $4 WHERE id = $1",
                DB_ARGS(DB_TEXT(id), DB_INT(amount), DB_INT(fee), DB_INT(now)));
+  if (rc == DB_OK) rc = told_in(c, "id = $1", id);
   /* the fee it carried shrinks with it; the rest is owed again, from the next transfer */
+  db_res *fees;
   if (rc == DB_OK)
-    rc = db_exec(c, NULL, NULL,
+    rc = db_exec(c, &a, &fees,
                  "UPDATE payout_transfers SET amount_cents = $2, earned_cents = $2, "
                  "status = CASE WHEN $2 = 0 THEN 'cancelled' ELSE status END, updated_at = $3 "
-                 "WHERE carrier_id = $1 AND status IN ('scheduled', 'paid')",
+                 "WHERE carrier_id = $1 AND status IN ('scheduled', 'paid') RETURNING id",
                  DB_ARGS(DB_TEXT(id), DB_INT(-fee), DB_INT(now)));
+  if (rc == DB_OK) rc = told_each_in(c, fees);
   if (rc == DB_OK && idle && is(status, "on_hold") && amount > 0)
     rc = queue_in(c, "payout_provider", "providerId", provider);
   if (rc == DB_OK && idle && is(status, "paid")) rc = queue_in(c, "payout_reverse", "transferId", id);
@@ -210,11 +251,17 @@ out:
 }
 
 db_rc po_store_hold_in(db_conn *c, const char *job_id, int64_t until) {
-  return db_exec(c, NULL, NULL,
-                 "UPDATE payout_transfers SET status = 'on_hold', hold_until = $2, updated_at = $3 "
-                 "WHERE job_id = $1 AND kind <> 'fee' AND pending_op IS NULL "
-                 "AND status IN ('scheduled', 'waiting_for_account')",
-                 DB_ARGS(DB_TEXT(job_id), DB_INT(until), DB_INT(clock_now_ms())));
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_exec(c, &a, &r,
+                     "UPDATE payout_transfers SET status = 'on_hold', hold_until = $2, updated_at = $3 "
+                     "WHERE job_id = $1 AND kind <> 'fee' AND pending_op IS NULL "
+                     "AND status IN ('scheduled', 'waiting_for_account') RETURNING id",
+                     DB_ARGS(DB_TEXT(job_id), DB_INT(until), DB_INT(clock_now_ms())));
+  if (rc == DB_OK) rc = told_each_in(c, r);
+  arena_fini(&a);
+  return rc;
 }
 
 /* ---- making transfers ---- */
@@ -301,6 +348,7 @@ err_t po_store_claim(const char *id, payouts_billed_writer write, po_claim *resu
                             "WHERE id = $1 AND status = 'scheduled' AND pending_op IS NULL",
                             DB_ARGS(DB_TEXT(id), DB_INT(now)), &moved));
     if (!e && moved) *result = PO_WAITING;
+    if (!e && moved) e = db_to_err(told_in(c, "id = $1", id));
     goto out;
   }
   char key[96];
@@ -335,6 +383,7 @@ err_t po_store_claim(const char *id, payouts_billed_writer write, po_claim *resu
         "excluded.updated_at",
         DB_ARGS(DB_TEXT(fee_id), DB_TEXT(provider), DB_TEXT(db_text(t, 0, 1)), DB_TEXT(id), DB_INT(-fee), DB_INT(now),
                 DB_INT(clock_sequence()), DB_INT(now))));
+    if (!e) e = db_to_err(told_in(c, "carrier_id = $1", id)); /* the fee, a transfer of its own */
   }
   if (!e) *result = PO_CLAIMED;
 out:
@@ -362,11 +411,14 @@ err_t po_store_record_paid(const transfer_row *t, const char *processor_transfer
                 DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->idem_key), DB_INT(now), DB_TEXT(processor_transfer_id))));
   *moved = !e && r->rows == 1;
   bool reversal_due = *moved && db_int(r, 0, 0) == 1;
-  if (*moved)
-    e = db_to_err(db_exec(c, NULL, NULL,
+  db_res *fees = NULL;
+  if (*moved) e = db_to_err(told_in(c, "id = $1", t->id));
+  if (!e && *moved)
+    e = db_to_err(db_exec(c, &a, &fees,
                           "UPDATE payout_transfers SET status = 'paid', paid_at = $2, updated_at = $2 "
-                          "WHERE carrier_id = $1 AND status = 'scheduled'",
+                          "WHERE carrier_id = $1 AND status = 'scheduled' RETURNING id",
                           DB_ARGS(DB_TEXT(t->id), DB_INT(now))));
+  if (!e && fees) e = db_to_err(told_each_in(c, fees));
   if (!e && *moved && mail && mail->to) e = db_to_err(mail_enqueue(c, mail->to, mail->subject, mail->body));
   if (!e && reversal_due) e = db_to_err(queue_in(c, "payout_reverse", "transferId", t->id));
   e = db_end(c, e);
@@ -391,11 +443,14 @@ err_t po_store_record_refused(const transfer_row *t, const char *status, const c
                   "op_started_at = NULL, updated_at = $5 WHERE id = $1 AND pending_op = 'transfer' "
                   "AND idem_key = $2",
                   DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->idem_key), DB_TEXT(status), DB_TEXT(reason), DB_INT(now)), moved));
+  db_res *fees = NULL;
+  if (!e && *moved) e = db_to_err(told_in(c, "id = $1", t->id));
   if (!e && *moved)
-    e = db_to_err(db_exec(c, NULL, NULL,
+    e = db_to_err(db_exec(c, &a, &fees,
                           "UPDATE payout_transfers SET status = 'cancelled', updated_at = $2 "
-                          "WHERE carrier_id = $1 AND status = 'scheduled'",
+                          "WHERE carrier_id = $1 AND status = 'scheduled' RETURNING id",
                           DB_ARGS(DB_TEXT(t->id), DB_INT(now))));
+  if (!e && fees) e = db_to_err(told_each_in(c, fees));
   e = db_end(c, e);
   if (e) *moved = false;
   arena_fini(&a);
@@ -453,8 +508,10 @@ err_t po_store_record_reversal(const transfer_row *t, const char *refused, bool 
                           "RETURNING " REVERSAL_DUE_FLAG,
                           DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->idem_key), DB_INT(now))));
   *moved = !e && r->rows == 1;
+  if (*moved) e = db_to_err(told_in(c, "id = $1", t->id));
   /* a refund that came while this reversal ran takes another share */
-  if (*moved && !refused && db_int(r, 0, 0) == 1) e = db_to_err(queue_in(c, "payout_reverse", "transferId", t->id));
+  if (!e && *moved && !refused && db_int(r, 0, 0) == 1)
+    e = db_to_err(queue_in(c, "payout_reverse", "transferId", t->id));
   e = db_end(c, e);
   if (e) *moved = false;
   arena_fini(&a);
@@ -464,16 +521,21 @@ err_t po_store_record_reversal(const transfer_row *t, const char *refused, bool 
 err_t po_store_release_holds(int64_t now, int *released) {
   arena a;
   arena_init(&a);
-  db_res *r;
-  db_rc rc = db_query(&a, &r,
-                      "UPDATE payout_transfers SET status = " NEXT_STATUS(
-                          "payout_transfers.provider_id") ", "
-                                                          "hold_until = NULL, updated_at = $1 WHERE status = 'on_hold' "
-                                                          "AND hold_until <= $1 RETURNING id",
-                      DB_ARGS(DB_INT(now)));
-  *released = rc == DB_OK ? r->rows : 0;
+  db_res *r = NULL;
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(
+        db_exec(c, &a, &r,
+                "UPDATE payout_transfers SET status = " NEXT_STATUS(
+                    "payout_transfers.provider_id") ", hold_until = NULL, updated_at = $1 "
+                                                    "WHERE status = 'on_hold' AND hold_until <= $1 RETURNING id",
+                DB_ARGS(DB_INT(now))));
+  if (!e) e = db_to_err(told_each_in(c, r));
+  e = db_end(c, e);
+  *released = e == ERR_OK ? r->rows : 0;
   arena_fini(&a);
-  return db_to_err(rc);
+  return e;
 }
 
 err_t po_store_queue_due(const char *provider_id, int64_t now, int limit, int *queued) {

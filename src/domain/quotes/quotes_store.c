@@ -3,10 +3,36 @@
  * acceptance per job (the job leaves PENDING/QUOTED exactly once). */
 #include "domain/quotes/quotes_store.h"
 #include "core/clock.h"
+#include "domain/events/events.h"
 #include "domain/jobs/jobs.h"
 #include "domain/payments/payments.h"
 #include "domain/quotes/quotes.h"
+#include "domain/shapes.h"
 #include "ext/mail.h"
+
+/* The Quote JSON of the inserted row (*arg, a `quotes.*` row that comes back with a later
+ * round trip); NULL when it did not come back. */
+static const char *quote_json(arena *a, const void *arg) {
+  db_res *const *q = arg;
+  if (!*q || (*q)->rows != 1) return NULL;
+  jw w;
+  jw_init(&w, a, 512);
+  hs_rj_object(&w, hs_rj_bind(a, SHAPE_QUOTE, *q), *q, 0);
+  return jw_text(&w);
+}
+
+/* quote.created for the new quote (*q, once it came back) of provider on customer's job, on c:
+ * to the customer, the quoting provider and customer support (who read a customer's jobs with
+ * their quotes). */
+static db_rc quote_created(db_conn *c, db_res **q, const char *provider, const char *customer) {
+  event_new ev = {.kind = "quote.created",
+                  .data_of = quote_json,
+                  .data_arg = q,
+                  .user_id = customer,
+                  .provider_id = provider,
+                  .staff = ROLE_CUSTOMER_SUPPORT};
+  return events_emit_in(c, &ev);
+}
 
 /* The news of a change, on c. */
 static err_t announce(db_conn *c, const quote_news *news) {
@@ -52,6 +78,7 @@ err_t quotes_store_submit(arena *a, const char *provider_id, const char *job_id,
                                      DB_TEXT(q.note), q.has_scheduled ? DB_INT(q.scheduled_at) : DB_NULL, DB_INT(now),
                                      DB_INT(clock_sequence())));
     e = rc == DB_CONSTRAINT ? ERR_CONFLICT : db_to_err(rc); /* one quote per provider per job */
+    if (!e) e = db_to_err(quote_created(c, quote, q.provider_id, db_field(read, 0, "customer_id")));
   }
   if (!e) e = db_to_err(jobs_move_in(c, read, 0, open, "QUOTED", now, &moved));
   if (!e && !moved) e = ERR_BAD_REQUEST; /* the job left PENDING/QUOTED meanwhile */

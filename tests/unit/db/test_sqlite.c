@@ -252,6 +252,70 @@ static void test_on_commit(void **state) {
   assert_int_equal(db_end(NULL, ERR_UNAVAILABLE), ERR_UNAVAILABLE);
 }
 
+/* db_before_commit: the writes run on the transaction's connection, inside it, just before the
+ * commit and in registration order (once per (fn, arg)); one that fails rolls everything back
+ * and db_end answers its error; `done` runs once the transaction ended, committed or not. */
+static char trace[64];
+static db_rc before_write(db_conn *c, void *arg) {
+  snprintf(trace + strlen(trace), sizeof trace - strlen(trace), "w%s", (const char *)arg);
+  return db_exec(c, NULL, NULL, "INSERT INTO bc (k) VALUES ($1)", DB_ARGS(DB_TEXT(arg)));
+}
+static db_rc before_fail(db_conn *c, void *arg) {
+  (void)c, (void)arg;
+  strcat(trace, "f");
+  return DB_ERROR;
+}
+static void before_done_cb(void *arg) {
+  snprintf(trace + strlen(trace), sizeof trace - strlen(trace), "d%s", (const char *)arg);
+}
+static void after_commit_cb(void *arg) {
+  (void)arg;
+  strcat(trace, "c");
+}
+
+static int64_t bc_rows(void) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  assert_int_equal(db_query(&a, &r, "SELECT COUNT(*) FROM bc", DB_NOARGS), DB_OK);
+  int64_t n = db_int(r, 0, 0);
+  arena_fini(&a);
+  return n;
+}
+
+static void test_before_commit(void **state) {
+  (void)state;
+  assert_int_equal(db_query(NULL, NULL, "CREATE TABLE bc (k TEXT PRIMARY KEY)", DB_NOARGS), DB_OK);
+  db_conn *c;
+  trace[0] = 0;
+  assert_int_equal(db_begin(&c), ERR_OK);
+  db_before_commit(c, before_write, before_done_cb, "1");
+  db_before_commit(c, before_write, before_done_cb, "2");
+  db_before_commit(c, before_write, before_done_cb, "1"); /* once */
+  db_on_commit(c, after_commit_cb, NULL);
+  assert_string_equal(trace, ""); /* nothing before db_end */
+  assert_int_equal(db_end(c, ERR_OK), ERR_OK);
+  assert_string_equal(trace, "w1w2d1d2c");
+  assert_int_equal(bc_rows(), 2);
+  /* a failing write rolls the whole transaction back */
+  trace[0] = 0;
+  assert_int_equal(db_begin(&c), ERR_OK);
+  assert_int_equal(db_exec(c, NULL, NULL, "INSERT INTO bc (k) VALUES ('mine')", DB_NOARGS), DB_OK);
+  db_before_commit(c, before_write, before_done_cb, "3");
+  db_before_commit(c, before_fail, before_done_cb, "4");
+  db_on_commit(c, after_commit_cb, NULL);
+  assert_int_equal(db_end(c, ERR_OK), ERR_INTERNAL);
+  assert_string_equal(trace, "w3fd3d4");
+  assert_int_equal(bc_rows(), 2);
+  /* a transaction that ends in error runs no write, and lets go all the same */
+  trace[0] = 0;
+  assert_int_equal(db_begin(&c), ERR_OK);
+  db_before_commit(c, before_write, before_done_cb, "5");
+  assert_int_equal(db_end(c, ERR_CONFLICT), ERR_CONFLICT);
+  assert_string_equal(trace, "d5");
+  assert_int_equal(bc_rows(), 2);
+}
+
 /* On SQLite nothing waits for a round trip: a deferred statement runs at once (its failure
  * returned there), independent reads run one after the other, a guard runs at once and says
  * what it found, and every statement counts as one exchange. */
@@ -294,6 +358,7 @@ int main(void) {
       cmocka_unit_test(test_group_commit),
       cmocka_unit_test(test_full_database_during_group_commit),
       cmocka_unit_test(test_on_commit),
+      cmocka_unit_test(test_before_commit),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

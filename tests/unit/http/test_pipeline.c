@@ -21,6 +21,7 @@
 #include "http/answer.h"
 #include "http/pipeline.h"
 #include "http/router.h"
+#include "http/stream.h"
 #include "unit_db.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +93,51 @@ static err_t h_state(hs_req *req) {
   return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "The item is sold");
 }
 
+/* ---- streamed answers: an owner that records what happens to its stream ---- */
+
+static int stream_closed_calls;
+static hs_stream *opened_stream;
+
+static void owner_closed(void *arg, hs_stream *s) {
+  (void)arg;
+  stream_closed_calls++;
+  hs_stream_release(s);
+}
+
+static const hs_stream_owner unit_owner = {owner_closed, NULL};
+
+static err_t h_stream(hs_req *req) {
+  ran("handler");
+  opened_stream = hs_stream_open(req, "text/event-stream", 1024, &unit_owner, NULL);
+  hs_stream_write(opened_stream, "retry: 1\n\n", 11);
+  return ERR_OK;
+}
+
+/* Opens the stream, then fails: the failure is the answer, and the stream is dropped. */
+static err_t h_stream_fails(hs_req *req) {
+  ran("handler");
+  opened_stream = hs_stream_open(req, "text/event-stream", 1024, &unit_owner, NULL);
+  return hs_fail(req, ERR_CONFLICT, "changed my mind");
+}
+
+static err_t h_who(hs_req *req) {
+  ran("handler");
+  return hs_ok(req, json_pack("{s:s,s:s,s:I}", "id", req->auth.id, "role", req->auth.role, "exp",
+                              (json_int_t)req->auth.token_exp));
+}
+
+/* Tickets: "good" once, for user u-ticket. */
+static int redeemed;
+static bool unit_redeem(const char *ticket, token_claims *out) {
+  redeemed++;
+  if (strcmp(ticket, "good") || redeemed > 1) return false;
+  memset(out, 0, sizeof *out);
+  snprintf(out->id, sizeof out->id, "u-ticket");
+  snprintf(out->role, sizeof out->role, "user");
+  out->exp = 4102444800; /* 2100-01-01 */
+  return true;
+}
+
 static err_t h_raw(hs_req *req) {
   ran("handler");
   return hs_ok(req, json_pack("{s:s%}", "raw", req->raw_body, req->raw_len));
@@ -106,7 +152,19 @@ static const hs_rate_limit item_limit = {"unit-items", 2, 60 * 1000, true};
 static const hs_file_rule photo_rules[] = {{"photo", 1, 1024, FT_PNG}, {0}};
 static const hs_upload_spec photo_upload = {.files = photo_rules};
 
+static const hs_field ticket_fields[] = {{.name = "ticket", .kind = F_STRING}, {0}};
+static const hs_schema ticket_query = {ticket_fields};
+
 static const hs_route routes[] = {
+    {.method = HS_GET, .path = "/stream", .handler = h_stream, .roles = ROLE_USER, .summary = "stream"},
+    {.method = HS_GET, .path = "/stream-fails", .handler = h_stream_fails, .roles = ROLE_USER, .summary = "fails"},
+    {.method = HS_GET,
+     .path = "/who",
+     .handler = h_who,
+     .roles = ROLE_USER,
+     .query = &ticket_query,
+     .flags = ROUTE_TICKET,
+     .summary = "who"},
     {.method = HS_GET, .path = "/open", .handler = h_ok, .flags = ROUTE_INLINE, .summary = "open"},
     {.method = HS_GET, .path = "/silent", .handler = h_silent, .summary = "silent"},
     {.method = HS_GET, .path = "/slow", .handler = h_ok, .flags = ROUTE_SLOW, .summary = "slow"},
@@ -202,7 +260,9 @@ static result *send_req(const char *method, const char *path, const char *body) 
   release();
   hs_call_init(c, &conn, &fake_ops, path, slot.arena, sizeof slot.arena);
   live = true;
-  res.answered_at_start = hs_call_start(c, method, path);
+  char url[256]; /* the path without its query, as the transport gives it */
+  snprintf(url, sizeof url, "%.*s", (int)strcspn(path, "?"), path);
+  res.answered_at_start = hs_call_start(c, method, url);
   if (!res.answered_at_start) {
     for (size_t at = 0, n = body ? strlen(body) : 0; at < n; at += 7)
       hs_call_feed(c, body + at, n - at < 7 ? n - at : 7);
@@ -255,6 +315,7 @@ static int group_setup(void **state) {
   hs_router_build(routes, sizeof routes / sizeof *routes);
   hs_pipeline_init();
   hs_set_hooks(&(hs_hooks){hook_check_token, hook_before, hook_after});
+  hs_set_ticket_redeemer(unit_redeem);
   return 0;
 }
 
@@ -596,6 +657,69 @@ static void test_preflight(void **state) {
   assert_string_equal(error_of(r), "Not found");
 }
 
+/* A handler that opens a stream answers with it: the route's status, the stream's type, no
+ * body, headers that keep caches and proxies from holding events back; the call holds the
+ * stream until a transport takes it, and dropping the call ends it (the owner is told once). */
+static void test_stream_answer(void **state) {
+  (void)state;
+  stream_closed_calls = 0;
+  header("Authorization", token_for("u1", "user"));
+  result *r = send_req("GET", "/stream", NULL);
+  assert_int_equal(r->status, 200);
+  assert_null(r->body);
+  assert_ptr_equal(slot.call.req.stream, opened_stream);
+  assert_non_null(strstr(r->headers, "Content-Type: text/event-stream\n"));
+  assert_non_null(strstr(r->headers, "Cache-Control: no-cache\n"));
+  assert_non_null(strstr(r->headers, "X-Accel-Buffering: no\n"));
+  assert_string_equal(trail, "check_token,before_handler,handler,after(200)");
+  assert_int_equal(hs_streams_open(), 1);
+  assert_int_equal(hs_stream_backlog(opened_stream), 11);
+  release(); /* never sent: the call lets go of it */
+  assert_int_equal(stream_closed_calls, 1);
+  assert_int_equal(hs_streams_open(), 0);
+  /* opened, then failed: the error answers and the owner is told */
+  header("Authorization", token_for("u1", "user"));
+  r = send_req("GET", "/stream-fails", NULL);
+  assert_int_equal(r->status, 409);
+  assert_string_equal(error_of(r), "changed my mind");
+  assert_null(slot.call.req.stream);
+  assert_int_equal(stream_closed_calls, 2);
+  assert_null(strstr(r->headers, "text/event-stream"));
+  /* without a token the handler never runs */
+  no_headers();
+  assert_int_equal(send_req("GET", "/stream", NULL)->status, 401);
+  assert_int_equal(stream_closed_calls, 2);
+}
+
+/* A ROUTE_TICKET route takes a `ticket` parameter instead of the bearer token, once; a bearer
+ * token wins when both come; other routes ignore tickets. */
+static void test_ticket(void **state) {
+  (void)state;
+  redeemed = 0;
+  result *r = send_req("GET", "/who?ticket=good", NULL);
+  assert_int_equal(r->status, 200);
+  assert_string_equal(json_string_value(json_object_get(r->body, "id")), "u-ticket");
+  assert_int_equal(json_integer_value(json_object_get(r->body, "exp")), 4102444800);
+  assert_string_equal(trail, "check_token,before_handler,handler,after(200)");
+  r = send_req("GET", "/who?ticket=good", NULL); /* used */
+  assert_int_equal(r->status, 401);
+  assert_string_equal(error_of(r), "Invalid or expired ticket");
+  r = send_req("GET", "/who", NULL);
+  assert_int_equal(r->status, 401);
+  assert_string_equal(error_of(r), "Unauthorized");
+  int before = redeemed;
+  header("Authorization", token_for("u2", "user"));
+  r = send_req("GET", "/who?ticket=good", NULL);
+  assert_int_equal(r->status, 200);
+  assert_string_equal(json_string_value(json_object_get(r->body, "id")), "u2");
+  assert_int_equal(redeemed, before); /* not looked at */
+  no_headers();
+  r = send_req("GET", "/stream?ticket=good", NULL);
+  assert_int_equal(r->status, 401);
+  assert_string_equal(error_of(r), "Unauthorized");
+  assert_int_equal(redeemed, before);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_open_route, setup),
@@ -620,6 +744,8 @@ int main(void) {
       cmocka_unit_test_setup(test_idempotent_replay, setup),
       cmocka_unit_test_setup(test_forwarded_client, setup),
       cmocka_unit_test_setup(test_preflight, setup),
+      cmocka_unit_test_setup(test_stream_answer, setup),
+      cmocka_unit_test_setup(test_ticket, setup),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -1,0 +1,14 @@
+/* Handlers of the events domain and its rows. Internal to the domain. */
+#ifndef DOMAIN_EVENTS_API_H
+#define DOMAIN_EVENTS_API_H
+#include "http/http.h"
+
+/* events_routes.c: the domain's rows (ended by a row of zeros) */
+extern const hs_route events_routes[];
+
+err_t api_events_stream(hs_req *req);
+err_t api_events_ticket(hs_req *req);
+/* Installs the ticket redeemer (the domain's init). */
+void events_api_init(void);
+
+#endif

@@ -1,0 +1,434 @@
+/* The hub (events_hub.h). One mutex guards the table of streams, the list the timers walk and
+ * the pump's position; the pump writes every event of a batch to its streams under it, so a
+ * stream joining (events_hub_join, under the same mutex) sees the position move only between
+ * batches and never misses or repeats an event. Writes to a stream only append to its buffer
+ * (http/stream.h): nothing under the mutex waits on a client. The database is read without
+ * the mutex. A stream's events are formatted once per event, not per stream.
+ *
+ * Streams are kept in buckets by recipient key; a bucket lists few streams for an account (at
+ * most EVENTS_STREAMS_PER_ACCOUNT) and every stream of a staff role for "staff:<role>". */
+#include "domain/events/events_hub.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "db/db.h"
+#include "domain/events/events.h"
+#include "domain/events/events_store.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BUCKETS (1u << 16)
+#define BATCH 256
+#define IDLE_POLL_MS 1000 /* the pump reads the outbox at least this often, whatever woke it */
+#define TICK_MS 500       /* heartbeats and expiries are looked at this often */
+#define RECHECKS 512      /* tokens checked again in one round (a second) at most */
+
+struct ev_stream {
+  hs_stream *s;
+  char *recipient, *account; /* the key its events come to; "role:id" of its account */
+  hs_auth auth;              /* its token's claims (the strings owned) */
+  int64_t exp_ms, next_beat, next_check;
+  int64_t floor;                  /* events up to this id are not written to it (it has them) */
+  uint64_t order;                 /* when it joined, for the per-account limit */
+  bool joined;                    /* in the table: the pump writes to it */
+  ev_stream *next, *prev;         /* in its bucket */
+  ev_stream *all_next, *all_prev; /* in the list the timers walk */
+};
+
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;       /* the pump's */
+  pthread_cond_t check_cv; /* the checker's */
+  ev_stream **buckets;
+  ev_stream *all;
+  int64_t position;
+  uint64_t joins;
+  bool woken, stopping, running, listening;
+  pthread_t pump, listener, checker;
+} hub = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static const events_oneshot *oneshots[4];
+static int noneshots;
+
+void events_register_oneshot(const events_oneshot *o) {
+  if (noneshots < (int)ARRAY_LEN(oneshots)) oneshots[noneshots++] = o;
+}
+
+const events_oneshot *events_hub_oneshot(const char *kind) {
+  for (int i = 0; i < noneshots; i++)
+    if (!strcmp(oneshots[i]->kind, kind)) return oneshots[i];
+  return NULL;
+}
+
+/* ---- the stream protocol ---- */
+
+void events_format(struct buf *out, int64_t id, const char *kind, const char *data) {
+  if (id > 0) buf_addf(out, "id: %lld\n", (long long)id);
+  if (kind) buf_addf(out, "event: %s\n", kind);
+  /* a data line per line of data (the JSON the service writes has none, but a line break in it
+   * must not end the event) */
+  for (const char *p = data; p;) {
+    const char *nl = strchr(p, '\n');
+    size_t n = nl ? (size_t)(nl - p) : strlen(p);
+    buf_add(out, "data: ");
+    buf_addn(out, p, n);
+    buf_add(out, "\n");
+    p = nl ? nl + 1 : NULL;
+  }
+  if (buf_add(out, "\n") != BUF_OK) oom(); /* a failure sticks: one look at the end */
+}
+
+/* Writes a final event to es and ends it; the hub stops writing to it. mu held. */
+static void finish(ev_stream *es, const char *kind, const char *data);
+
+/* ---- the table ---- */
+
+static unsigned bucket_of(const char *key) { return (unsigned)(fnv1a(FNV1A_BASIS, key) & (BUCKETS - 1)); }
+
+static void unjoin(ev_stream *es) {
+  if (!es->joined) return;
+  es->joined = false;
+  unsigned b = bucket_of(es->recipient);
+  if (es->prev) es->prev->next = es->next;
+  if (es->next) es->next->prev = es->prev;
+  if (hub.buckets[b] == es) hub.buckets[b] = es->next;
+  if (es->all_prev) es->all_prev->all_next = es->all_next;
+  if (es->all_next) es->all_next->all_prev = es->all_prev;
+  if (hub.all == es) hub.all = es->all_next;
+  es->next = es->prev = es->all_next = es->all_prev = NULL;
+}
+
+static void finish(ev_stream *es, const char *kind, const char *data) {
+  struct buf b;
+  buf_init(&b, BUF_CAP_MAX);
+  events_format(&b, 0, kind, data);
+  hs_stream_write(es->s, buf_ptr(&b), buf_len(&b));
+  buf_free(&b);
+  hs_stream_end(es->s);
+  unjoin(es);
+}
+
+static void stream_closed(void *arg, hs_stream *s) {
+  ev_stream *es = arg;
+  pthread_mutex_lock(&hub.mu);
+  unjoin(es);
+  pthread_mutex_unlock(&hub.mu);
+  hs_stream_release(s);
+  free(es->recipient), free(es->account);
+  free((char *)es->auth.id), free((char *)es->auth.role), free((char *)es->auth.elevation_id);
+  free((char *)es->auth.token_id);
+  free(es);
+}
+
+static void stream_stopping(void *arg, hs_stream *s) {
+  ev_stream *es = arg;
+  pthread_mutex_lock(&hub.mu);
+  if (es->joined)
+    finish(es, "shutdown", "{}");
+  else
+    hs_stream_end(s); /* still replaying: it ends with what it has */
+  pthread_mutex_unlock(&hub.mu);
+}
+
+static const hs_stream_owner OWNER = {stream_closed, stream_stopping};
+
+/* A reader that has not taken this much is cut, and catches up when it reconnects. */
+#define MAX_BACKLOG (1024 * 1024)
+
+ev_stream *events_hub_stream(hs_req *req, const char *recipient) {
+  ev_stream *es = xcalloc(1, sizeof *es);
+  const hs_auth *au = &req->auth;
+  es->recipient = xstrdup(recipient);
+  es->auth = *au;
+  es->auth.id = xstrdup(au->id), es->auth.role = xstrdup(au->role);
+  es->auth.elevation_id = au->elevation_id ? xstrdup(au->elevation_id) : NULL;
+  es->auth.token_id = au->token_id ? xstrdup(au->token_id) : NULL;
+  size_t n = strlen(au->role) + strlen(au->id) + 2;
+  es->account = xmalloc(n);
+  snprintf(es->account, n, "%s:%s", au->role, au->id);
+  es->exp_ms = au->token_exp * 1000;
+  es->s = hs_stream_open(req, "text/event-stream", MAX_BACKLOG, &OWNER, es);
+  return es;
+}
+
+hs_stream *events_hub_http(ev_stream *es) { return es->s; }
+
+int64_t events_hub_position(void) {
+  pthread_mutex_lock(&hub.mu);
+  int64_t at = hub.position;
+  pthread_mutex_unlock(&hub.mu);
+  return at;
+}
+
+/* The per-account limit: the oldest of es's siblings go while there are too many. mu held. */
+static void make_room(ev_stream *es) {
+  for (;;) {
+    int n = 0;
+    ev_stream *oldest = NULL;
+    for (ev_stream *x = hub.buckets[bucket_of(es->recipient)]; x; x = x->next)
+      if (!strcmp(x->account, es->account)) {
+        n++;
+        if (!oldest || x->order < oldest->order) oldest = x;
+      }
+    if (n < EVENTS_STREAMS_PER_ACCOUNT) return;
+    finish(oldest, "replaced", "{}");
+  }
+}
+
+bool events_hub_join(ev_stream *es, int64_t at, const char *first, int64_t floor) {
+  pthread_mutex_lock(&hub.mu);
+  es->floor = floor;
+  bool now = hub.position == at;
+  if (now) {
+    make_room(es);
+    if (first) hs_stream_write(es->s, first, strlen(first));
+    unsigned b = bucket_of(es->recipient);
+    es->next = hub.buckets[b];
+    if (es->next) es->next->prev = es;
+    hub.buckets[b] = es;
+    es->all_next = hub.all;
+    if (hub.all) hub.all->all_prev = es;
+    hub.all = es;
+    es->joined = true;
+    es->order = ++hub.joins;
+    es->next_beat = clock_now_ms() + EVENTS_HEARTBEAT_MS;
+    es->next_check = clock_now_ms() + EVENTS_RECHECK_MS;
+  }
+  pthread_mutex_unlock(&hub.mu);
+  return now;
+}
+
+/* ---- the pump ---- */
+
+void events_hub_wake(void *unused) {
+  (void)unused;
+  pthread_mutex_lock(&hub.mu);
+  hub.woken = true;
+  pthread_cond_signal(&hub.cv);
+  pthread_mutex_unlock(&hub.mu);
+}
+
+/* "user:<id>" -> role "user", id; false for other keys. */
+static bool account_key(const char *key, char role[16], const char **id) {
+  const char *colon = strchr(key, ':');
+  if (!colon || colon - key >= 16 || !strncmp(key, "staff:", 6)) return false;
+  memcpy(role, key, (size_t)(colon - key));
+  role[colon - key] = 0;
+  *id = colon + 1;
+  return true;
+}
+
+/* A one-shot event that reached a stream of its account, to clear after the batch. */
+typedef struct delivered {
+  const events_oneshot *kind;
+  char role[16];
+  const char *account_id;
+  int64_t id;
+} delivered;
+
+/* Writes the events of one batch to the streams of their recipients, and moves the position.
+ * Returns how many one-shot deliveries it recorded in out (at most cap). mu held. */
+static int fan_out(const db_res *ev, const db_res *to, delivered *out, int cap) {
+  int nout = 0, r = 0;
+  struct buf text;
+  buf_init(&text, BUF_CAP_MAX);
+  for (int i = 0; i < ev->rows; i++) {
+    int64_t id = db_int(ev, i, 0);
+    const events_oneshot *once = events_hub_oneshot(db_text(ev, i, 1));
+    buf_reset(&text);
+    events_format(&text, id, db_text(ev, i, 1), db_text(ev, i, 2));
+    while (r < to->rows && db_int(to, r, 0) < id) r++; /* in step with the events */
+    for (; r < to->rows && db_int(to, r, 0) == id; r++) {
+      const char *key = db_text(to, r, 1);
+      bool reached = false;
+      for (ev_stream *es = hub.buckets[bucket_of(key)], *next; es; es = next) {
+        next = es->next;
+        if (strcmp(es->recipient, key) || id <= es->floor) continue;
+        if (hs_stream_write(es->s, buf_ptr(&text), buf_len(&text)))
+          reached = true;
+        else
+          unjoin(es); /* cut (its reader fell too far behind) or over */
+      }
+      if (once && reached && nout < cap && account_key(key, out[nout].role, &out[nout].account_id))
+        out[nout].kind = once, out[nout++].id = id;
+    }
+    hub.position = id;
+  }
+  buf_free(&text);
+  return nout;
+}
+
+/* Reads and writes out everything committed after the position. */
+static void deliver_new(void) {
+  arena a;
+  arena_init(&a);
+  for (;;) {
+    int64_t after = events_hub_position(); /* only this thread moves it */
+    db_res *ev, *to;
+    if (events_store_batch(&a, after, BATCH, &ev, &to) != ERR_OK) break; /* logged; the next wake tries again */
+    if (ev->rows == 0) break;
+    delivered done[BATCH];
+    pthread_mutex_lock(&hub.mu);
+    int n = fan_out(ev, to, done, BATCH);
+    pthread_mutex_unlock(&hub.mu);
+    for (int i = 0; i < n; i++) done[i].kind->delivered(done[i].role, done[i].account_id, done[i].id);
+    bool more = ev->rows == BATCH;
+    arena_fini(&a);
+    arena_init(&a);
+    if (!more) break;
+  }
+  arena_fini(&a);
+}
+
+/* Heartbeats and expired tokens, by the service clock. */
+static void tick(void) {
+  int64_t now = clock_now_ms();
+  static const char beat[] = ": keep-alive\n";
+  pthread_mutex_lock(&hub.mu);
+  for (ev_stream *es = hub.all, *next; es; es = next) {
+    next = es->all_next;
+    if (now >= es->exp_ms) {
+      finish(es, "token.expired", "{}");
+    } else if (now >= es->next_beat) {
+      es->next_beat = now + EVENTS_HEARTBEAT_MS;
+      if (!hs_stream_write(es->s, beat, sizeof beat - 1)) unjoin(es);
+    }
+  }
+  pthread_mutex_unlock(&hub.mu);
+}
+
+static void *pump_main(void *arg) {
+  (void)arg;
+  pthread_setname_np(pthread_self(), "events-pump");
+  db_use_pool(DB_POOL_SLOW);
+  int64_t last_tick = 0;
+  for (;;) {
+    pthread_mutex_lock(&hub.mu);
+    if (!hub.woken && !hub.stopping)
+      clock_cond_wait_ms(&hub.cv, &hub.mu, TICK_MS < IDLE_POLL_MS ? TICK_MS : IDLE_POLL_MS);
+    bool stop = hub.stopping;
+    hub.woken = false;
+    pthread_mutex_unlock(&hub.mu);
+    if (stop) break;
+    deliver_new();
+    if (clock_mono_ms() - last_tick >= TICK_MS) {
+      tick();
+      last_tick = clock_mono_ms();
+    }
+  }
+  return NULL;
+}
+
+/* ---- tokens checked again ---- */
+
+/* A stream due for a check, copied out (the check runs without the hub's lock). */
+typedef struct recheck {
+  ev_stream *es;
+  uint64_t order; /* with es, names the stream: a pointer alone may be a new stream's */
+  hs_auth auth;
+  char id[64], role[32], elevation[64], token_id[72];
+  bool refused;
+} recheck;
+
+/* Up to cap streams due for a check, copied into out; their next check is moved on. */
+static int due_checks(recheck *out, int cap) {
+  int n = 0;
+  int64_t now = clock_now_ms();
+  pthread_mutex_lock(&hub.mu);
+  for (ev_stream *es = hub.all; es && n < cap; es = es->all_next) {
+    if (now < es->next_check) continue;
+    es->next_check = now + EVENTS_RECHECK_MS;
+    recheck *r = &out[n++];
+    r->es = es, r->order = es->order, r->auth = es->auth, r->refused = false;
+    snprintf(r->id, sizeof r->id, "%s", es->auth.id);
+    snprintf(r->role, sizeof r->role, "%s", es->auth.role);
+    snprintf(r->elevation, sizeof r->elevation, "%s", es->auth.elevation_id ? es->auth.elevation_id : "");
+    snprintf(r->token_id, sizeof r->token_id, "%s", es->auth.token_id ? es->auth.token_id : "");
+    r->auth.id = r->id, r->auth.role = r->role, r->auth.elevation_id = es->auth.elevation_id ? r->elevation : NULL;
+    r->auth.token_id = es->auth.token_id ? r->token_id : NULL;
+  }
+  pthread_mutex_unlock(&hub.mu);
+  return n;
+}
+
+/* Ends the refused streams that are still joined. */
+static void end_refused(const recheck *r, int n) {
+  pthread_mutex_lock(&hub.mu);
+  for (int i = 0; i < n; i++) {
+    if (!r[i].refused) continue;
+    for (ev_stream *es = hub.all; es; es = es->all_next)
+      if (es == r[i].es && es->order == r[i].order) {
+        finish(es, "token.expired", "{}");
+        break;
+      }
+  }
+  pthread_mutex_unlock(&hub.mu);
+}
+
+static bool stopping_now(void) {
+  pthread_mutex_lock(&hub.mu);
+  bool stop = hub.stopping;
+  pthread_mutex_unlock(&hub.mu);
+  return stop;
+}
+
+static void *checker_main(void *arg) {
+  (void)arg;
+  pthread_setname_np(pthread_self(), "events-check");
+  db_use_pool(DB_POOL_SLOW);
+  recheck *batch = xmalloc(sizeof *batch * RECHECKS);
+  while (!stopping_now()) {
+    int n = due_checks(batch, RECHECKS), refused = 0;
+    for (int i = 0; i < n; i++) refused += batch[i].refused = hs_token_recheck(&batch[i].auth) == ERR_UNAUTHORIZED;
+    if (refused) end_refused(batch, n);
+    pthread_mutex_lock(&hub.mu);
+    if (!hub.stopping) clock_cond_wait_ms(&hub.check_cv, &hub.mu, 1000); /* a round a second */
+    pthread_mutex_unlock(&hub.mu);
+  }
+  free(batch);
+  return NULL;
+}
+
+/* PostgreSQL: wakes the pump on every NOTIFY of the channel, and when the listening connection
+ * was made again (what was sent meanwhile is read from the outbox all the same). */
+static void *listener_main(void *arg) {
+  db_listener *l = arg;
+  pthread_setname_np(pthread_self(), "events-listen");
+  while (!stopping_now())
+    if (db_listen_wait(l, 250) != 0) events_hub_wake(NULL);
+  db_listen_close(l);
+  return NULL;
+}
+
+void events_hub_start(void) {
+  if (!hub.buckets) hub.buckets = xcalloc(BUCKETS, sizeof *hub.buckets);
+  clock_cond_init(&hub.cv);
+  clock_cond_init(&hub.check_cv);
+  int64_t at = 0;
+  if (events_store_position(&at) != ERR_OK) log_msg(LOG_ERROR, "events: the outbox could not be read; starting at 0");
+  hub.position = at;
+  hub.stopping = false;
+  if (pthread_create(&hub.pump, NULL, pump_main, NULL) != 0 ||
+      pthread_create(&hub.checker, NULL, checker_main, NULL) != 0)
+    die("events: cannot start the hub's threads");
+  db_listener *l = db_listen_open(EVENTS_CHANNEL);
+  if (l && pthread_create(&hub.listener, NULL, listener_main, l) != 0) die("events: cannot start the listener");
+  hub.listening = l != NULL;
+  hub.running = true;
+}
+
+void events_hub_stop(void) {
+  if (!hub.running) return;
+  pthread_mutex_lock(&hub.mu);
+  hub.stopping = true;
+  pthread_cond_signal(&hub.cv);
+  pthread_cond_signal(&hub.check_cv);
+  pthread_mutex_unlock(&hub.mu);
+  pthread_join(hub.pump, NULL);
+  pthread_join(hub.checker, NULL);
+  if (hub.listening) pthread_join(hub.listener, NULL);
+  hub.running = false;
+}

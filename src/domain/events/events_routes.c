@@ -1,0 +1,20 @@
+/* Routes of the live updates: the stream and its tickets. */
+#include "domain/events/events_api.h"
+
+#define STREAM_ROLES (ROLE_USER | ROLE_PROVIDER | ROLE_STAFF)
+
+static const hs_field stream_fields[] = {
+    {"ticket", F_STRING, 0, LEN(1, 128)},
+    {"lastEventId", F_STRING, 0, LEN(1, 32)},
+    {0},
+};
+static const hs_schema stream_query = {stream_fields};
+
+const hs_route events_routes[] = {
+    {HS_GET, "/events", api_events_stream, STREAM_ROLES, .query = &stream_query, .flags = ROUTE_TICKET,
+     .summary = "The caller's live updates (Server-Sent Events)", .response = "text/event-stream",
+     .stream_schema = "StreamEvent"},
+    {HS_POST, "/events/ticket", api_events_ticket, STREAM_ROLES, .flags = ROUTE_SECRETS,
+     .summary = "A single-use ticket that opens GET /events without a header", .response = "EventTicket"},
+    {0},
+};

@@ -1,0 +1,248 @@
+/* The outbox. events_emit_in keeps a transaction's events in a batch of the calling thread (a
+ * transaction belongs to one thread from db_begin to db_end) and registers its flush with
+ * db_before_commit, so the rows are written last, just before the commit. Ids must grow in
+ * commit order, or a reader that has seen id N could miss a smaller id committed later: on
+ * SQLite every write runs on the one writer connection, one transaction after another, so
+ * they do; on PostgreSQL the flush first takes a transaction-scoped advisory lock, held until
+ * the commit, and only then draws its ids from the sequence, so the writers of events commit
+ * one after another (a lock taken last waits on no other, and no other lock is waited for
+ * while it is held). The flush also notifies EVENTS_CHANNEL (PostgreSQL delivers that at the
+ * commit, never on a rollback), and the commit wakes this process's hub (db_on_commit). */
+#include "domain/events/events_store.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "domain/events/events.h"
+#include "domain/events/events_hub.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* pg_advisory_xact_lock's key for the outbox ("events" in ASCII). */
+#define OUTBOX_LOCK 0x6576656e7473LL
+
+/* An event kept until its transaction commits: ev's strings point into text. */
+typedef struct pending {
+  event_new ev;
+  char *text;
+} pending;
+
+typedef struct batch {
+  db_conn *c;
+  pending *items;
+  int n, cap;
+} batch;
+
+static _Thread_local batch *open_batch; /* the calling thread's transaction's, if it emitted */
+
+static char *dup_or_null(const char *s) { return s ? xstrdup(s) : NULL; }
+
+static void batch_free(void *arg) {
+  batch *b = arg;
+  for (int i = 0; i < b->n; i++) {
+    pending *p = &b->items[i];
+    free((char *)p->ev.kind), free((char *)p->ev.data), free((char *)p->ev.user_id);
+    free((char *)p->ev.provider_id), free((char *)p->ev.match_service), free((char *)p->ev.match_zip);
+  }
+  free(b->items);
+  if (open_batch == b) open_batch = NULL;
+  free(b);
+}
+
+/* The event's id in the statements after its INSERT, on PostgreSQL (the sequence's value this
+ * session drew last: the column's default). */
+#define PG_EVENT_ID "currval('events_id_seq')"
+
+/* The writes below need no answer: on PostgreSQL they go with the COMMIT, in its round trip
+ * (db_exec_later, the parameters copied), the event's id drawn there too; on SQLite they run at
+ * once. id_sql: the event's id as SQL (PG_EVENT_ID, or the number). */
+static db_rc add_recipient(db_conn *c, const char *id_sql, const char *prefix, const char *name) {
+  char key[160], sql[160];
+  snprintf(key, sizeof key, "%s:%s", prefix, name);
+  snprintf(sql, sizeof sql, "INSERT INTO event_recipients (recipient, event_id) VALUES ($1, %s) ON CONFLICT DO NOTHING",
+           id_sql);
+  return db_exec_later(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(key)));
+}
+
+/* One event's rows. */
+static db_rc write_one(db_conn *c, arena *a, const event_new *ev, int64_t now, bool pg) {
+  const char *data = ev->data_of ? ev->data_of(a, ev->data_arg) : ev->data;
+  if (!data) {
+    log_msg(LOG_ERROR, "events: %s has no data", ev->kind);
+    return DB_ERROR;
+  }
+  db_rc rc;
+  char id_sql[32];
+  if (pg) {
+    rc = db_exec_later(c, NULL, NULL, "INSERT INTO events (kind, data, created_at) VALUES ($1, $2, $3)",
+                       DB_ARGS(DB_TEXT(ev->kind), DB_TEXT(data), DB_INT(now)));
+    snprintf(id_sql, sizeof id_sql, "%s", PG_EVENT_ID);
+  } else {
+    db_res *r;
+    rc = db_exec(c, a, &r, "INSERT INTO events (kind, data, created_at) VALUES ($1, $2, $3) RETURNING id",
+                 DB_ARGS(DB_TEXT(ev->kind), DB_TEXT(data), DB_INT(now)));
+    if (rc == DB_OK) snprintf(id_sql, sizeof id_sql, "%lld", (long long)db_int(r, 0, 0));
+  }
+  if (rc != DB_OK) return rc;
+  if (ev->user_id) rc = add_recipient(c, id_sql, "user", ev->user_id);
+  if (rc == DB_OK && ev->provider_id) rc = add_recipient(c, id_sql, "provider", ev->provider_id);
+  for (unsigned bit = 1; rc == DB_OK && bit && bit <= ROLE_STAFF; bit <<= 1)
+    if ((ev->staff & ROLE_STAFF & bit) && hs_role_name(bit)) rc = add_recipient(c, id_sql, "staff", hs_role_name(bit));
+  if (rc == DB_OK && ev->match_service && ev->match_zip) {
+    char sql[320];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO event_recipients (recipient, event_id) SELECT 'provider:' || s.provider_id, %s "
+             "FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
+             "WHERE s.service = $1 AND z.zip = $2 ON CONFLICT DO NOTHING",
+             id_sql);
+    rc = db_exec_later(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(ev->match_service), DB_TEXT(ev->match_zip)));
+  }
+  if (rc == DB_OK && ev->written) rc = ev->written(c, id_sql, ev->user_id, ev->provider_id);
+  return rc;
+}
+
+/* db_before_commit: the batch's rows, last in the transaction. On PostgreSQL all of it goes
+ * with the COMMIT, in one round trip and in this order: the lock first, then the rows (so the
+ * ids are drawn under the lock), then the NOTIFY. */
+static db_rc flush(db_conn *c, void *arg) {
+  batch *b = arg;
+  bool pg = db_engine_get() == DB_POSTGRES;
+  db_rc rc =
+      pg ? db_exec_later(c, NULL, NULL, "SELECT pg_advisory_xact_lock($1)", DB_ARGS(DB_INT(OUTBOX_LOCK))) : DB_OK;
+  int64_t now = clock_now_ms();
+  arena a;
+  arena_init(&a);
+  for (int i = 0; rc == DB_OK && i < b->n; i++) rc = write_one(c, &a, &b->items[i].ev, now, pg);
+  arena_fini(&a);
+  if (rc == DB_OK) rc = db_notify_in(c, EVENTS_CHANNEL);
+  return rc;
+}
+
+db_rc events_emit_in(db_conn *c, const event_new *ev) {
+  if (!db_in_tx(c)) {
+    log_msg(LOG_ERROR, "events_emit_in outside a transaction: %s dropped", ev->kind);
+    return DB_ERROR;
+  }
+  batch *b = open_batch;
+  if (!b || b->c != c) {
+    b = xcalloc(1, sizeof *b);
+    b->c = c;
+    open_batch = b;
+    db_before_commit(c, flush, batch_free, b);
+    db_on_commit(c, events_hub_wake, NULL);
+  }
+  if (b->n == b->cap) {
+    b->cap = b->cap ? b->cap * 2 : 4;
+    b->items = xrealloc(b->items, (size_t)b->cap * sizeof *b->items);
+  }
+  pending *p = &b->items[b->n++];
+  p->ev = *ev;
+  p->ev.kind = xstrdup(ev->kind), p->ev.data = dup_or_null(ev->data);
+  p->ev.user_id = dup_or_null(ev->user_id), p->ev.provider_id = dup_or_null(ev->provider_id);
+  p->ev.match_service = dup_or_null(ev->match_service), p->ev.match_zip = dup_or_null(ev->match_zip);
+  return DB_OK;
+}
+
+/* ---- reading ---- */
+
+err_t events_store_position(int64_t *pos) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_query(&a, &r, "SELECT COALESCE(MAX(id), 0) FROM events", DB_NOARGS);
+  *pos = rc == DB_OK ? db_int(r, 0, 0) : 0;
+  arena_fini(&a);
+  if (rc != DB_OK || *pos > 0) return db_to_err(rc);
+  event_new origin = {.kind = "origin", .data = "{}"};
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e) e = db_to_err(events_emit_in(c, &origin));
+  e = db_end(c, e);
+  if (e) return e;
+  arena_init(&a);
+  rc = db_query(&a, &r, "SELECT COALESCE(MAX(id), 0) FROM events", DB_NOARGS); /* the origin, or later */
+  *pos = rc == DB_OK ? db_int(r, 0, 0) : 0;
+  arena_fini(&a);
+  return db_to_err(rc);
+}
+
+err_t events_store_batch(arena *a, int64_t after, int limit, db_res **events, db_res **recipients) {
+  db_conn *c = db_acquire();
+  db_rc rc = db_exec(c, a, events, "SELECT id, kind, data FROM events WHERE id > $1 ORDER BY id LIMIT $2",
+                     DB_ARGS(DB_INT(after), DB_INT(limit)));
+  int64_t last = rc == DB_OK && (*events)->rows ? db_int(*events, (*events)->rows - 1, 0) : after;
+  if (rc == DB_OK)
+    rc = db_exec(c, a, recipients,
+                 "SELECT event_id, recipient FROM event_recipients WHERE event_id > $1 AND event_id <= $2 "
+                 "ORDER BY event_id",
+                 DB_ARGS(DB_INT(after), DB_INT(last)));
+  db_release(c);
+  return db_to_err(rc);
+}
+
+err_t events_store_replay(arena *a, const char *recipient, int64_t after, int64_t upto, int limit, db_res **out) {
+  return db_to_err(db_query(a, out,
+                            "SELECT e.id, e.kind, e.data FROM event_recipients r JOIN events e ON e.id = r.event_id "
+                            "WHERE r.recipient = $1 AND r.event_id > $2 AND r.event_id <= $3 "
+                            "ORDER BY r.event_id LIMIT $4",
+                            DB_ARGS(DB_TEXT(recipient), DB_INT(after), DB_INT(upto), DB_INT(limit))));
+}
+
+err_t events_store_known(int64_t id, bool *found, int64_t *created_at) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_query(&a, &r, "SELECT created_at FROM events WHERE id = $1", DB_ARGS(DB_INT(id)));
+  *found = rc == DB_OK && r->rows == 1;
+  *created_at = *found ? db_int(r, 0, 0) : 0;
+  arena_fini(&a);
+  return db_to_err(rc);
+}
+
+err_t events_store_prune(int64_t before_ms, int64_t now_ms) {
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(db_exec(c, NULL, NULL,
+                          "DELETE FROM event_recipients WHERE event_id <= "
+                          "(SELECT COALESCE(MAX(id), 0) FROM events WHERE created_at < $1)",
+                          DB_ARGS(DB_INT(before_ms))));
+  if (!e) e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM events WHERE created_at < $1", DB_ARGS(DB_INT(before_ms))));
+  if (!e)
+    e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM event_tickets WHERE expires_at < $1", DB_ARGS(DB_INT(now_ms))));
+  return db_end(c, e);
+}
+
+/* ---- tickets ---- */
+
+err_t events_store_ticket_put(const char *hash, const token_claims *t, int64_t expires_at) {
+  return db_to_err(db_query(NULL, NULL,
+                            "INSERT INTO event_tickets (ticket_hash, account_id, role, is_staff, elevation_id, gen, "
+                            "token_exp, expires_at, token_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                            DB_ARGS(DB_TEXT(hash), DB_TEXT(t->id), DB_TEXT(t->role), DB_BOOL(t->is_staff),
+                                    DB_TEXT(t->elevation_id[0] ? t->elevation_id : NULL), DB_INT(t->gen),
+                                    DB_INT(t->exp), DB_INT(expires_at), DB_TEXT(t->token_id))));
+}
+
+err_t events_store_ticket_take(const char *hash, int64_t now_ms, token_claims *t, bool *found) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_query(&a, &r,
+                      "DELETE FROM event_tickets WHERE ticket_hash = $1 "
+                      "RETURNING account_id, role, is_staff, elevation_id, gen, token_exp, expires_at, token_id",
+                      DB_ARGS(DB_TEXT(hash)));
+  *found = rc == DB_OK && r->rows == 1 && db_int(r, 0, 6) > now_ms;
+  if (*found) {
+    memset(t, 0, sizeof *t);
+    snprintf(t->id, sizeof t->id, "%s", db_text(r, 0, 0));
+    snprintf(t->role, sizeof t->role, "%s", db_text(r, 0, 1));
+    t->is_staff = db_int(r, 0, 2) != 0;
+    snprintf(t->elevation_id, sizeof t->elevation_id, "%s", db_text(r, 0, 3) ? db_text(r, 0, 3) : "");
+    t->gen = db_int(r, 0, 4);
+    t->exp = db_int(r, 0, 5);
+    snprintf(t->token_id, sizeof t->token_id, "%s", db_text(r, 0, 7) ? db_text(r, 0, 7) : "");
+  }
+  arena_fini(&a);
+  return db_to_err(rc);
+}

@@ -1,0 +1,35 @@
+/* SQL of the events domain: the outbox (events, event_recipients), written at the end of the
+ * changing transaction and read in id order, and stream tickets (event_tickets). Internal to
+ * the domain; other domains write events through events.h. */
+#ifndef DOMAIN_EVENTS_STORE_H
+#define DOMAIN_EVENTS_STORE_H
+#include "core/errors.h"
+#include "db/db.h"
+#include "ext/token.h"
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The PostgreSQL channel every instance listens on: a commit that wrote events notifies it. */
+#define EVENTS_CHANNEL "marketplace_events"
+
+/* The outbox's position: the highest id committed. An empty outbox (a new database, or one
+ * idle past the retention) gets an event of kind "origin" for no one first, so a stream can
+ * always be given a position that a reconnect finds. */
+err_t events_store_position(int64_t *pos);
+/* The committed events after `after`, oldest first, at most limit: *events (id, kind, data)
+ * and *recipients (event_id, recipient) of those, ordered by event_id. */
+err_t events_store_batch(arena *a, int64_t after, int limit, db_res **events, db_res **recipients);
+/* recipient's events with after < id <= upto, oldest first, at most limit (id, kind, data). */
+err_t events_store_replay(arena *a, const char *recipient, int64_t after, int64_t upto, int limit, db_res **out);
+/* Whether event id is in the outbox (*found), and when it was written (*created_at, epoch ms). */
+err_t events_store_known(int64_t id, bool *found, int64_t *created_at);
+/* Deletes the events written before before_ms, and tickets expired before now_ms. */
+err_t events_store_prune(int64_t before_ms, int64_t now_ms);
+
+/* Keeps a ticket (its SHA-256, hex) for the token claims t until expires_at (epoch ms). */
+err_t events_store_ticket_put(const char *hash, const token_claims *t, int64_t expires_at);
+/* Takes the ticket of hash (removed whether live or not): *found, with its claims in *t, when
+ * it existed and had not expired at now_ms. */
+err_t events_store_ticket_take(const char *hash, int64_t now_ms, token_claims *t, bool *found);
+
+#endif
