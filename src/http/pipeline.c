@@ -367,17 +367,18 @@ static err_t parse_input(hs_call *c) {
 static void run_pipeline(hs_call *c) {
   hs_req *req = &c->req;
   const hs_route *r = req->route;
+  req->raw_body = buf_ptr(&c->body) ? buf_ptr(&c->body) : "";
+  req->raw_len = buf_len(&c->body);
   if (!r || !hs_route_available(r)) { /* the router never matches such rows; the gate holds anyway */
     req->route = NULL;
-    hs_fail(req, ERR_NOT_FOUND, NULL);
+    /* a call made with an impersonation token is recorded whatever it asked for, a 404 too */
+    if (observe_impersonation(c) == ERR_OK) hs_fail(req, ERR_NOT_FOUND, NULL);
     return;
   }
   if (c->too_large) {
     hs_fail(req, ERR_TOO_LARGE, NULL);
     return;
   }
-  req->raw_body = buf_ptr(&c->body) ? buf_ptr(&c->body) : "";
-  req->raw_len = buf_len(&c->body);
   if (r->roles) {
     if (c->authorized)
       check_hook(c);
@@ -427,7 +428,7 @@ void hs_dispatch(hs_call *c) {
     hs_answer_clear(c);
     hs_call_refuse(c);
   }
-  if (req->route && req->auth.id && hooks.after) hooks.after(req); /* sees the final answer */
+  if (req->auth.id && hooks.after) hooks.after(req); /* sees the final answer (an identity: a token was checked) */
   hs_answer_prepare(c);
   c->db_trips += db_trips(); /* a read tried on an event thread first, then on a worker: both */
   db_guard_clear();          /* the thread's next work is not this request's */
@@ -445,16 +446,16 @@ bool hs_call_run_here(hs_call *c, hs_lane_id *lane) {
   }
   const hs_route *r = c->req.route;
   /* the hooks write the records of an impersonated request, whatever the route: a worker's work */
-  const token_claims *claims = r && (r->flags & (ROUTE_DB_READ | ROUTE_INLINE)) ? claims_of(c) : NULL;
+  const token_claims *claims = !r || (r->flags & (ROUTE_DB_READ | ROUTE_INLINE)) ? claims_of(c) : NULL;
   bool impersonated = claims && claims->elevation_id[0];
   bool read_here = r && (r->flags & ROUTE_DB_READ) && db_reads_inline() && !impersonated;
-  if (!r || ((r->flags & ROUTE_INLINE) && !impersonated) || read_here || c->too_large) {
+  if ((!r && !impersonated) || (r && (r->flags & ROUTE_INLINE) && !impersonated) || read_here || c->too_large) {
     if (read_here) db_use_pool(DB_POOL_EVENT);
     hs_dispatch(c);
     if (!read_here || c->too_large || !db_unavailable_seen()) return true;
     hs_answer_clear(c); /* the file is locked: a worker's connection waits for it */
   }
-  *lane = (r->flags & ROUTE_SLOW) || r->upload ? HS_LANE_SLOW : HS_LANE_DB;
+  *lane = r && ((r->flags & ROUTE_SLOW) || r->upload) ? HS_LANE_SLOW : HS_LANE_DB;
   return false;
 }
 

@@ -943,17 +943,22 @@ def test_calls_to_open_routes_with_an_impersonation_token_are_recorded(api, serv
     assert api.get("/services/check-zip", token=token, params={"zip": "10001"}).status_code == 200
     bad = api.post("/auth/login", token=token, json={"email": "not-an-email", "password": "x"})
     assert bad.status_code == 400
+    # a path no route has is a call made with the token too
+    lost = api.post("/no/such/route", token=token, json={"password": "hunter2"})
+    assert (lost.status_code, lost.json()) == (404, error_body(404, "Not found"))
     events = events_of(api, auditor, cs["id"], e["id"])
     assert [(ev["method"], ev["path"], ev["status"]) for ev in events] == [
         ("POST", "/auth/login", 200), ("GET", "/health", 200), ("GET", "/services/check-zip", 200),
-        ("POST", "/auth/login", 400)]
+        ("POST", "/auth/login", 400), ("POST", "/no/such/route", 404)]
+    assert events[4]["body"] == {"password": "[REDACTED]"}
     assert events[0]["body"] == {"email": u["email"], "password": "[REDACTED]"}
     assert u["password"] not in str(events)
     # once the elevation is over its token is no token at all on an open route: answered, not recorded
     ok(api.patch(f"/staff/elevation/{e['id']}/deactivate", token=cs["token"]))
     assert ok(api.get("/health", token=token)) == {"status": "ok"}
     assert api.post("/auth/login", token=token, json={"email": u["email"], "password": u["password"]}).status_code == 200
-    assert len(events_of(api, auditor, cs["id"], e["id"])) == 4
+    assert api.get("/no/such/route", token=token).status_code == 404
+    assert len(events_of(api, auditor, cs["id"], e["id"])) == 5
 
 
 def test_multipart_bodies_record_names_only(api, server, staff_of):
