@@ -487,6 +487,28 @@ def test_a_provider_deletes_its_account_and_the_ledger_stays(api, admin_token):
     assert api.register_provider(email=f.pro["email"])["id"] != f.pro["id"]
 
 
+def test_deleting_an_account_erases_its_live_events(api, server, pg_cluster):
+    """The outbox of live updates keeps 24 hours of events: an erased account's go with it
+    (those only it could read), its place among the recipients of the others too; the other
+    party keeps what it may read."""
+    f = Flow(api, amount=80).completed()
+    ok(api.post(f"/jobs/{f.job_id}/messages", token=f.user["token"], json={"content": "Thanks, Casey here"}), 201)
+    ok(api.post("/events/ticket", token=f.user["token"]))
+    me, pro = f"user:{f.user['id']}", f"provider:{f.pro['id']}"
+
+    def recipients(who):
+        return {r[0] for r in sql(server, pg_cluster, f"SELECT event_id FROM event_recipients WHERE recipient = '{who}'")}
+
+    mine, theirs = recipients(me), recipients(pro)
+    only_mine = mine - theirs
+    assert only_mine and mine & theirs  # notifications to the customer; the thread's message to both
+    assert delete_me(api, f.user).status_code == 204
+    assert recipients(me) == set() and recipients(pro) >= theirs  # (and what the erasure itself told it)
+    ids = ", ".join(str(i) for i in only_mine)
+    assert sql(server, pg_cluster, f"SELECT id FROM events WHERE id IN ({ids})") == []
+    assert sql(server, pg_cluster, f"SELECT ticket_hash FROM event_tickets WHERE account_id = '{f.user['id']}'") == []
+
+
 def test_a_deleted_account_is_gone_for_administrators_and_staff_requests(api, admin_token):
     u = api.register_user()
     assert delete_me(api, u).status_code == 204

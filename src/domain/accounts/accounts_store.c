@@ -7,6 +7,7 @@
 #include "core/clock.h"
 #include "core/util.h"
 #include "domain/common.h"
+#include "domain/events/events.h"
 #include "domain/jobs/jobs.h"
 #include "domain/quotes/quotes.h"
 #include <string.h>
@@ -99,6 +100,7 @@ err_t accounts_store_erase(bool provider, const char *id, json_t *files) {
   db_conn *c;
   err_t e = db_begin(&c);
   if (!e) e = db_to_err(provider ? quotes_withdraw_provider_in(c, id, now) : jobs_erase_customer_in(c, id, now, files));
+  if (!e) e = db_to_err(events_forget_account_in(c, provider ? "provider" : "user", id));
   if (!e) e = db_to_err(db_exec(c, &a, &r, busy_sql[provider], DB_ARGS(DB_TEXT(id))));
   if (!e && r->rows > 0) busy = true, e = ERR_CONFLICT;
   for (int f = 0; !e && f < 2; f++) {

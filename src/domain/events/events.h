@@ -43,6 +43,11 @@ typedef struct event_new {
  * DB_OK, or DB_ERROR outside a transaction. */
 db_rc events_emit_in(db_conn *c, const event_new *ev);
 
+/* An account being erased (its role "user" or "provider"): in the transaction open on c, the
+ * events only it could read go, it stops being a recipient of the others (which the other
+ * parties keep until the outbox's 24 hours pass), and its unused tickets go. */
+db_rc events_forget_account_in(db_conn *c, const char *role, const char *account_id);
+
 /* A kind of event that stands for a record waiting to be read once (the banner, which the
  * account's next poll returns and removes): its owner says how a stream takes the pending
  * record when it opens, and how to clear it once a stream delivered its event. Registered at

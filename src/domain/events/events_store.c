@@ -31,6 +31,7 @@ typedef struct batch {
   db_conn *c;
   pending *items;
   int n, cap;
+  char *forgotten[2]; /* the accounts erased in the transaction ("user:<id>", "provider:<id>") */
 } batch;
 
 static _Thread_local batch *open_batch; /* the calling thread's transaction's, if it emitted */
@@ -45,6 +46,7 @@ static void batch_free(void *arg) {
     free((char *)p->ev.provider_id), free((char *)p->ev.match_service), free((char *)p->ev.match_zip);
   }
   free(b->items);
+  free(b->forgotten[0]), free(b->forgotten[1]);
   if (open_batch == b) open_batch = NULL;
   free(b);
 }
@@ -64,8 +66,24 @@ static db_rc add_recipient(db_conn *c, const char *id_sql, const char *prefix, c
   return db_exec_later(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(key)));
 }
 
-/* One event's rows. */
-static db_rc write_one(db_conn *c, arena *a, const event_new *ev, int64_t now, bool pg) {
+/* Whether the account prefix:id was erased in the batch's transaction. */
+static bool forgotten(const batch *b, const char *prefix, const char *id) {
+  if (!id) return false;
+  size_t n = strlen(prefix);
+  for (int i = 0; i < 2; i++) {
+    const char *f = b->forgotten[i];
+    if (f && !strncmp(f, prefix, n) && f[n] == ':' && !strcmp(f + n + 1, id)) return true;
+  }
+  return false;
+}
+
+/* One event's rows; none when the accounts it was for were erased meanwhile, and nobody else
+ * may read it. (An event for nobody, the outbox's origin, is written.) */
+static db_rc write_one(db_conn *c, arena *a, const batch *b, const event_new *ev, int64_t now, bool pg) {
+  const char *user = forgotten(b, "user", ev->user_id) ? NULL : ev->user_id;
+  const char *provider = forgotten(b, "provider", ev->provider_id) ? NULL : ev->provider_id;
+  bool others = (ev->staff & ROLE_STAFF) || (ev->match_service && ev->match_zip);
+  if ((ev->user_id || ev->provider_id) && !user && !provider && !others) return DB_OK;
   const char *data = ev->data_of ? ev->data_of(a, ev->data_arg) : ev->data;
   if (!data) {
     log_msg(LOG_ERROR, "events: %s has no data", ev->kind);
@@ -84,8 +102,8 @@ static db_rc write_one(db_conn *c, arena *a, const event_new *ev, int64_t now, b
     if (rc == DB_OK) snprintf(id_sql, sizeof id_sql, "%lld", (long long)db_int(r, 0, 0));
   }
   if (rc != DB_OK) return rc;
-  if (ev->user_id) rc = add_recipient(c, id_sql, "user", ev->user_id);
-  if (rc == DB_OK && ev->provider_id) rc = add_recipient(c, id_sql, "provider", ev->provider_id);
+  if (user) rc = add_recipient(c, id_sql, "user", user);
+  if (rc == DB_OK && provider) rc = add_recipient(c, id_sql, "provider", provider);
   for (unsigned bit = 1; rc == DB_OK && bit && bit <= ROLE_STAFF; bit <<= 1)
     if ((ev->staff & ROLE_STAFF & bit) && hs_role_name(bit)) rc = add_recipient(c, id_sql, "staff", hs_role_name(bit));
   if (rc == DB_OK && ev->match_service && ev->match_zip) {
@@ -112,17 +130,14 @@ static db_rc flush(db_conn *c, void *arg) {
   int64_t now = clock_now_ms();
   arena a;
   arena_init(&a);
-  for (int i = 0; rc == DB_OK && i < b->n; i++) rc = write_one(c, &a, &b->items[i].ev, now, pg);
+  for (int i = 0; rc == DB_OK && i < b->n; i++) rc = write_one(c, &a, b, &b->items[i].ev, now, pg);
   arena_fini(&a);
   if (rc == DB_OK) rc = db_notify_in(c, EVENTS_CHANNEL);
   return rc;
 }
 
-db_rc events_emit_in(db_conn *c, const event_new *ev) {
-  if (!db_in_tx(c)) {
-    log_msg(LOG_ERROR, "events_emit_in outside a transaction: %s dropped", ev->kind);
-    return DB_ERROR;
-  }
+/* The batch of the transaction open on c, made on its first use. */
+static batch *batch_of(db_conn *c) {
   batch *b = open_batch;
   if (!b || b->c != c) {
     b = xcalloc(1, sizeof *b);
@@ -131,6 +146,15 @@ db_rc events_emit_in(db_conn *c, const event_new *ev) {
     db_before_commit(c, flush, batch_free, b);
     db_on_commit(c, events_hub_wake, NULL);
   }
+  return b;
+}
+
+db_rc events_emit_in(db_conn *c, const event_new *ev) {
+  if (!db_in_tx(c)) {
+    log_msg(LOG_ERROR, "events_emit_in outside a transaction: %s dropped", ev->kind);
+    return DB_ERROR;
+  }
+  batch *b = batch_of(c);
   if (b->n == b->cap) {
     b->cap = b->cap ? b->cap * 2 : 4;
     b->items = xrealloc(b->items, (size_t)b->cap * sizeof *b->items);
@@ -214,6 +238,27 @@ err_t events_store_prune(int64_t before_ms, int64_t now_ms) {
 }
 
 /* ---- tickets ---- */
+
+db_rc events_forget_account_in(db_conn *c, const char *role, const char *account_id) {
+  if (!db_in_tx(c)) return DB_ERROR;
+  char key[160];
+  snprintf(key, sizeof key, "%s:%s", role, account_id);
+  batch *b = batch_of(c); /* what the transaction emits for it after this is not written either */
+  int slot = b->forgotten[0] ? 1 : 0;
+  free(b->forgotten[slot]);
+  b->forgotten[slot] = xstrdup(key);
+  db_rc rc = db_exec(c, NULL, NULL,
+                     "DELETE FROM events WHERE id IN (SELECT event_id FROM event_recipients WHERE recipient = $1) "
+                     "AND NOT EXISTS (SELECT 1 FROM event_recipients o WHERE o.event_id = events.id "
+                     "AND o.recipient <> $1)",
+                     DB_ARGS(DB_TEXT(key)));
+  if (rc == DB_OK)
+    rc = db_exec(c, NULL, NULL, "DELETE FROM event_recipients WHERE recipient = $1", DB_ARGS(DB_TEXT(key)));
+  if (rc == DB_OK)
+    rc = db_exec(c, NULL, NULL, "DELETE FROM event_tickets WHERE account_id = $1 AND role = $2 AND is_staff = 0",
+                 DB_ARGS(DB_TEXT(account_id), DB_TEXT(role)));
+  return rc;
+}
 
 err_t events_store_ticket_put(const char *hash, const token_claims *t, int64_t expires_at) {
   return db_to_err(db_query(NULL, NULL,
