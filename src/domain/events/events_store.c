@@ -31,7 +31,7 @@ typedef struct batch {
   db_conn *c;
   pending *items;
   int n, cap;
-  char *forgotten[2]; /* the accounts erased in the transaction ("user:<id>", "provider:<id>") */
+  char *erased_user, *erased_provider; /* the accounts erased in the transaction, or NULL */
 } batch;
 
 static _Thread_local batch *open_batch; /* the calling thread's transaction's, if it emitted */
@@ -46,7 +46,7 @@ static void batch_free(void *arg) {
     free((char *)p->ev.provider_id), free((char *)p->ev.match_service), free((char *)p->ev.match_zip);
   }
   free(b->items);
-  free(b->forgotten[0]), free(b->forgotten[1]);
+  free(b->erased_user), free(b->erased_provider);
   if (open_batch == b) open_batch = NULL;
   free(b);
 }
@@ -66,22 +66,12 @@ static db_rc add_recipient(db_conn *c, const char *id_sql, const char *prefix, c
   return db_exec_later(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(key)));
 }
 
-/* Whether the account prefix:id was erased in the batch's transaction. */
-static bool forgotten(const batch *b, const char *prefix, const char *id) {
-  if (!id) return false;
-  size_t n = strlen(prefix);
-  for (int i = 0; i < 2; i++) {
-    const char *f = b->forgotten[i];
-    if (f && !strncmp(f, prefix, n) && f[n] == ':' && !strcmp(f + n + 1, id)) return true;
-  }
-  return false;
-}
-
 /* One event's rows; none when the accounts it was for were erased meanwhile, and nobody else
  * may read it. (An event for nobody, the outbox's origin, is written.) */
 static db_rc write_one(db_conn *c, arena *a, const batch *b, const event_new *ev, int64_t now, bool pg) {
-  const char *user = forgotten(b, "user", ev->user_id) ? NULL : ev->user_id;
-  const char *provider = forgotten(b, "provider", ev->provider_id) ? NULL : ev->provider_id;
+  const char *user = ev->user_id && b->erased_user && !strcmp(ev->user_id, b->erased_user) ? NULL : ev->user_id;
+  const char *provider =
+      ev->provider_id && b->erased_provider && !strcmp(ev->provider_id, b->erased_provider) ? NULL : ev->provider_id;
   bool others = (ev->staff & ROLE_STAFF) || (ev->match_service && ev->match_zip);
   if ((ev->user_id || ev->provider_id) && !user && !provider && !others) return DB_OK;
   const char *data = ev->data_of ? ev->data_of(a, ev->data_arg) : ev->data;
@@ -244,9 +234,9 @@ db_rc events_forget_account_in(db_conn *c, const char *role, const char *account
   char key[160];
   snprintf(key, sizeof key, "%s:%s", role, account_id);
   batch *b = batch_of(c); /* what the transaction emits for it after this is not written either */
-  int slot = b->forgotten[0] ? 1 : 0;
-  free(b->forgotten[slot]);
-  b->forgotten[slot] = xstrdup(key);
+  char **erased = strcmp(role, "user") ? &b->erased_provider : &b->erased_user;
+  free(*erased);
+  *erased = xstrdup(account_id);
   db_rc rc = db_exec(c, NULL, NULL,
                      "DELETE FROM events WHERE id IN (SELECT event_id FROM event_recipients WHERE recipient = $1) "
                      "AND NOT EXISTS (SELECT 1 FROM event_recipients o WHERE o.event_id = events.id "
