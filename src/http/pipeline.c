@@ -449,7 +449,7 @@ bool hs_call_run_here(hs_call *c, hs_lane_id *lane) {
   const token_claims *claims = !r || (r->flags & (ROUTE_DB_READ | ROUTE_INLINE)) ? claims_of(c) : NULL;
   bool impersonated = claims && claims->elevation_id[0];
   bool read_here = r && (r->flags & ROUTE_DB_READ) && db_reads_inline() && !impersonated;
-  if ((!r && !impersonated) || (r && (r->flags & ROUTE_INLINE) && !impersonated) || read_here || c->too_large) {
+  if (((!r || (r->flags & ROUTE_INLINE)) && !impersonated) || read_here || c->too_large) {
     if (read_here) db_use_pool(DB_POOL_EVENT);
     hs_dispatch(c);
     if (!read_here || c->too_large || !db_unavailable_seen()) return true;
