@@ -80,6 +80,7 @@ static void write_message(arena *a, jw *w, const hs_rj *b, const db_res *r, int 
   messages_write_members(a, w, b, r, i);
   jw_obj_end(w);
 }
+
 err_t api_messages_list(hs_req *req) {
   thread t;
   err_t e = open_thread(req, json_string_value(json_object_get(req->query, "providerId")), &t);
