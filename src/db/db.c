@@ -499,6 +499,22 @@ db_rc db_script(db_conn *c, const char *sql) {
   return rc == DB_DOWN ? DB_UNAVAILABLE : rc;
 }
 
+db_read db_read_make(arena *a, const char *sql, const db_val *params, int n) {
+  db_val *copy = arena_alloc(a, sizeof *copy * (size_t)(n ? n : 1));
+  for (int i = 0; i < n; i++) {
+    copy[i] = params[i];
+    if (params[i].type == DBV_TEXT) copy[i].s = arena_strdup(a, params[i].s);
+  }
+  return (db_read){.sql = sql, .params = copy, .n = n};
+}
+
+db_rc db_query_all(arena *a, db_read *reads, int n) {
+  db_conn *c = db_acquire();
+  db_rc rc = db_exec_all(c, a, reads, n);
+  db_release(c);
+  return rc;
+}
+
 db_rc db_query(arena *a, db_res **out, const char *sql, const db_val *params, int n) {
   db_conn *c = db_acquire();
   db_rc rc = db_exec(c, a, out, sql, params, n);

@@ -131,6 +131,12 @@ typedef struct db_read {
   db_res *res; /* out */
 } db_read;
 db_rc db_exec_all(db_conn *c, arena *a, db_read *reads, int n);
+/* A read for db_exec_all or db_query_all whose parameters (not the SQL) are copied into a, so a
+ * store can build it from its own locals and hand it to the caller. */
+db_read db_read_make(arena *a, const char *sql, const db_val *params, int n);
+/* Acquire, run reads together (db_exec_all: one round trip on PostgreSQL), release. For a
+ * handler that needs several stores' rows at once: each store builds its db_read. */
+db_rc db_query_all(arena *a, db_read *reads, int n);
 /* Acquire, run one statement, release. */
 db_rc db_query(arena *a, db_res **out, const char *sql, const db_val *params, int n);
 /* Acquire, run one query, release: *found tells whether it returned a row (false on failure). */

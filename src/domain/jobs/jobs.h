@@ -41,7 +41,8 @@ db_rc jobs_move_in(db_conn *c, const db_res *job, int row, const char *const *fr
  *   (*accepted false, nothing changed, when it was no longer open);
  * - jobs_set_tip_in: the job's tipAmount (cents; negative: none);
  * - jobs_lock_in: takes the job's row lock (the database's write lock on SQLite), so that
- *   concurrent transactions about one job run one after another;
+ *   concurrent transactions about one job run one after another (on PostgreSQL it is sent
+ *   with the transaction's next statement, which runs once the lock is held);
  * - jobs_release_provider_in: the jobs of a deleted provider go back to PENDING without it
  *   (those it quoted alone, to PENDING without quotes);
  * - jobs_delete_of_customer_in: deletes a deleted customer's jobs (their dependants first);
@@ -60,6 +61,9 @@ db_rc jobs_erase_customer_in(db_conn *c, const char *customer_id, int64_t now, j
 db_rc jobs_reopen_quoted_by_in(db_conn *c, const char *provider_id, int64_t now);
 /* Reads job id; ERR_NOT_FOUND when missing. */
 err_t jobs_get(arena *a, const char *id, db_res **row);
+/* The same read, to run with other stores' reads in one round trip (db_query_all): its result
+ * holds job id's row, or none. */
+db_read jobs_read(arena *a, const char *id);
 /* True when provider serves the job's service in its ZIP. */
 bool jobs_provider_matches(const char *provider_id, const char *service, const char *zip);
 

@@ -143,7 +143,7 @@ db_rc jobs_set_tip_in(db_conn *c, const char *job_id, int64_t cents) {
 }
 
 db_rc jobs_lock_in(db_conn *c, const char *job_id) {
-  return db_exec(c, NULL, NULL, "UPDATE jobs SET id = id WHERE id = $1", DB_ARGS(DB_TEXT(job_id)));
+  return db_exec_later(c, NULL, NULL, "UPDATE jobs SET id = id WHERE id = $1", DB_ARGS(DB_TEXT(job_id)));
 }
 
 db_rc jobs_reopen_quoted_by_in(db_conn *c, const char *provider_id, int64_t now) {
@@ -545,10 +545,14 @@ err_t jobs_store_insert_recurring(const recurring_new *q, const char *subject, c
   return e;
 }
 
+static const char JOB_SQL[] = "SELECT * FROM jobs WHERE id = $1";
+
 err_t jobs_get(arena *a, const char *id, db_res **row) {
-  if (db_query(a, row, "SELECT * FROM jobs WHERE id = $1", DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
+  if (db_query(a, row, JOB_SQL, DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
   return (*row)->rows == 1 ? ERR_OK : ERR_NOT_FOUND;
 }
+
+db_read jobs_read(arena *a, const char *id) { return db_read_make(a, JOB_SQL, DB_ARGS(DB_TEXT(id))); }
 
 bool jobs_provider_matches(const char *provider_id, const char *service, const char *zip) {
   bool found;

@@ -19,35 +19,40 @@
 
 typedef struct thread {
   const char *job_id, *provider_id, *customer_id, *status;
-  const char *sender_name;
+  const char *sender_name, *counterpart_push_token;
 } thread;
 
-/* Resolves the caller's thread on job :id. 404 when the job is not the caller's to message
- * about, 400 when a customer names no thread and none is assigned. */
-static err_t open_thread(hs_req *req, const char *requested_provider, thread *t) {
-  db_res *job;
-  err_t e = jobs_get(&req->arena, hs_param(req, "id"), &job);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Job not found");
-  if (e != ERR_OK) return e;
-  t->job_id = db_field(job, 0, "id"), t->customer_id = db_field(job, 0, "customer_id"),
-  t->status = db_field(job, 0, "status");
-  const char *assigned = db_field(job, 0, "provider_id");
-  db_res *who;
+/* The read of the caller's thread on job :id (messages_read_thread). */
+static db_read thread_read(hs_req *req, const char *requested_provider) {
+  return messages_read_thread(&req->arena, hs_role_name(req->auth.role_bit), req->auth.id, hs_param(req, "id"),
+                              requested_provider);
+}
+
+/* The caller's thread from its read r. 404 when the job is not the caller's to message about,
+ * 400 when a customer names no thread and none is assigned. */
+static err_t open_thread(hs_req *req, const char *requested_provider, const db_res *r, thread *t) {
+  if (r->rows == 0) return hs_fail(req, ERR_NOT_FOUND, "Job not found");
+  t->job_id = db_field(r, 0, "id"), t->customer_id = db_field(r, 0, "customer_id"), t->status = db_field(r, 0, "status");
   bool customer = req->auth.role_bit == ROLE_USER;
   if (customer) {
     if (strcmp(t->customer_id, req->auth.id)) return hs_fail(req, ERR_NOT_FOUND, "Job not found");
-    t->provider_id = requested_provider ? requested_provider : assigned;
+    t->provider_id = requested_provider ? requested_provider : db_field(r, 0, "provider_id");
     if (!t->provider_id) return hs_fail_invalid(req, "providerId: is required until a provider is assigned");
   } else {
     t->provider_id = req->auth.id;
   }
-  e = messages_store_thread_party(&req->arena, customer ? "user" : "provider", req->auth.id, t->job_id, t->provider_id,
-                                  assigned, &who);
-  if (e != ERR_OK) return e;
-  if (who->rows == 0)
+  t->sender_name = db_field(r, 0, "sender_name");
+  if (!t->sender_name)
     return hs_fail(req, ERR_NOT_FOUND, customer ? "No thread with that provider on this job" : "Job not found");
-  t->sender_name = db_text(who, 0, 0);
+  t->counterpart_push_token = db_field(r, 0, "counterpart_push_token");
   return ERR_OK;
+}
+
+/* Reads and opens the caller's thread on job :id (one round trip). */
+static err_t find_thread(hs_req *req, const char *requested_provider, thread *t) {
+  db_read r = thread_read(req, requested_provider);
+  err_t e = db_to_err(db_query_all(&req->arena, &r, 1));
+  return e == ERR_OK ? open_thread(req, requested_provider, r.res, t) : e;
 }
 
 #define PHOTO_PREFIX "[IMAGE]"
@@ -82,13 +87,22 @@ static void write_message(arena *a, jw *w, const hs_rj *b, const db_res *r, int 
 }
 
 err_t api_messages_list(hs_req *req) {
-  thread t;
-  err_t e = open_thread(req, json_string_value(json_object_get(req->query, "providerId")), &t);
+  /* the thread and its page in one round trip: the page is thrown away unless the thread is
+   * the caller's. A cursor is bound to the thread as the request names it (providerId, or
+   * none: the assigned provider's), and a thread that is not the caller's answers before a
+   * cursor that is not valid. */
+  const char *requested = json_string_value(json_object_get(req->query, "providerId"));
+  const char *scope = req->auth.role_bit == ROLE_USER ? requested : req->auth.id;
   hs_page pg;
-  db_res *r;
-  if (!e) e = hs_page_begin(req, &MESSAGES_KEYSET, t.provider_id, 0, &pg);
-  if (!e) e = messages_store_list(&req->arena, t.job_id, t.provider_id, &pg, &r);
-  if (!e) e = hs_page_end(req, &pg, r);
+  err_t page = hs_page_begin(req, &MESSAGES_KEYSET, scope ? scope : "assigned", 0, &pg);
+  db_read reads[2] = {thread_read(req, requested)};
+  if (!page) reads[1] = messages_read_list(&req->arena, hs_param(req, "id"), scope, &pg);
+  err_t e = db_to_err(db_query_all(&req->arena, reads, page ? 1 : 2));
+  thread t;
+  if (e == ERR_OK) e = open_thread(req, requested, reads[0].res, &t);
+  if (e == ERR_OK && page) e = page;
+  db_res *r = reads[1].res;
+  if (e == ERR_OK) e = hs_page_end(req, &pg, r);
   if (e != ERR_OK) return e;
   jw *w = hs_jw(req, 256 * (size_t)(r->rows + 1));
   hs_rj *b = hs_rj_bind(&req->arena, MESSAGES_JSON, r);
@@ -115,7 +129,14 @@ static err_t post_message(hs_req *req, thread *t, const char *content) {
                    .sender_role = hs_role_name(req->auth.role_bit),
                    .sender_name = t->sender_name,
                    .content = content,
-                   .customer_id = t->customer_id};
+                   .customer_id = t->customer_id,
+                   .push_token = t->counterpart_push_token};
+  bool from_customer = req->auth.role_bit == ROLE_USER;
+  m.note = (notice){.account_id = from_customer ? t->provider_id : t->customer_id,
+                    .role = from_customer ? "provider" : "user",
+                    .title = arena_printf(&req->arena, "New message from %s", t->sender_name),
+                    .body = str_starts_with(content, PHOTO_PREFIX) ? "Sent a photo" : content,
+                    .job_id = t->job_id};
   db_res *r;
   err_t e = messages_store_post(&req->arena, &m, &r);
   if (e != ERR_OK) return e;
@@ -123,10 +144,6 @@ static err_t post_message(hs_req *req, thread *t, const char *content) {
     req->retry_after = 0;
     return hs_fail_code(req, ERR_RATE_LIMITED, ERR_CODE_THREAD_FULL, "This thread has reached 250 messages");
   }
-  bool from_customer = req->auth.role_bit == ROLE_USER;
-  notify(from_customer ? t->provider_id : t->customer_id, from_customer ? "provider" : "user",
-         arena_printf(&req->arena, "New message from %s", t->sender_name),
-         str_starts_with(content, PHOTO_PREFIX) ? "Sent a photo" : content, t->job_id);
   jw *w = hs_jw(req, 512);
   write_message(&req->arena, w, hs_rj_bind(&req->arena, MESSAGES_JSON, r), r, 0);
   return hs_ok_jw(req, w);
@@ -138,13 +155,13 @@ err_t api_messages_post(hs_req *req) {
   if (str_starts_with(hs_body_str(req, "content"), PHOTO_PREFIX))
     return hs_fail_invalid(req, "content: must not start with [IMAGE]");
   thread t;
-  err_t e = open_thread(req, hs_body_str(req, "providerId"), &t);
+  err_t e = find_thread(req, hs_body_str(req, "providerId"), &t);
   return e == ERR_OK ? post_message(req, &t, hs_body_str(req, "content")) : e;
 }
 
 err_t api_messages_photo(hs_req *req) {
   thread t;
-  err_t e = open_thread(req, hs_body_str(req, "providerId"), &t);
+  err_t e = find_thread(req, hs_body_str(req, "providerId"), &t);
   if (e != ERR_OK) return e;
   if (!strcmp(t.status, "CANCELLED"))
     return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "The job is cancelled");
@@ -159,7 +176,7 @@ err_t api_messages_photo(hs_req *req) {
 
 err_t api_messages_read(hs_req *req) {
   thread t;
-  err_t e = open_thread(req, hs_body_str(req, "providerId"), &t);
+  err_t e = find_thread(req, hs_body_str(req, "providerId"), &t);
   if (e != ERR_OK) return e;
   if ((e = messages_store_mark_read(t.job_id, t.provider_id, hs_role_name(req->auth.role_bit))) != ERR_OK) return e;
   return hs_ok(req, json_pack("{s:b}", "ok", 1));

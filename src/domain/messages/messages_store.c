@@ -29,26 +29,39 @@ static db_rc announce(db_conn *c, arena *a, const message_new *m, const db_res *
   return events_emit_in(c, &ev);
 }
 
-err_t messages_store_thread_party(arena *a, const char *role, const char *caller_id, const char *job_id,
-                                  const char *provider_id, const char *assigned, db_res **out) {
+/* Whether the thread of provider (an expression) on job j is one: it quoted or is assigned. */
+#define IS_THREAD(provider)                                                                                            \
+  "(" provider " = j.provider_id OR EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = j.id AND q.provider_id = "      \
+  provider "))"
+
+db_read messages_read_thread(arena *a, const char *role, const char *caller_id, const char *job_id,
+                             const char *provider) {
   if (!strcmp(role, "user"))
-    return db_to_err(db_query(
-        a, out,
-        "SELECT u.name FROM users u WHERE u.id = $1 AND (EXISTS (SELECT 1 FROM quotes q "
-        "WHERE q.job_id = $2 AND q.provider_id = $3) OR $3 = $4)",
-        DB_ARGS(DB_TEXT(caller_id), DB_TEXT(job_id), DB_TEXT(provider_id), DB_TEXT(assigned ? assigned : ""))));
-  return db_to_err(db_query(a, out,
-                            "SELECT p.name FROM providers p WHERE p.id = $1 AND (EXISTS (SELECT 1 FROM quotes q "
-                            "WHERE q.job_id = $2 AND q.provider_id = $1) OR $1 = $3)",
-                            DB_ARGS(DB_TEXT(provider_id), DB_TEXT(job_id), DB_TEXT(assigned ? assigned : ""))));
+    return db_read_make(a,
+                        "SELECT j.id, j.customer_id, j.status, j.provider_id, "
+                        "(SELECT u.name FROM users u WHERE u.id = $2 AND " IS_THREAD("COALESCE($3, j.provider_id)")
+                        ") AS sender_name, "
+                        "(SELECT p.push_token FROM providers p WHERE p.id = COALESCE($3, j.provider_id)) "
+                        "AS counterpart_push_token FROM jobs j WHERE j.id = $1",
+                        DB_ARGS(DB_TEXT(job_id), DB_TEXT(caller_id), DB_TEXT(provider)));
+  return db_read_make(a,
+                      "SELECT j.id, j.customer_id, j.status, j.provider_id, "
+                      "(SELECT p.name FROM providers p WHERE p.id = $2 AND " IS_THREAD("p.id") ") AS sender_name, "
+                      "(SELECT u.push_token FROM users u WHERE u.id = j.customer_id) AS counterpart_push_token "
+                      "FROM jobs j WHERE j.id = $1",
+                      DB_ARGS(DB_TEXT(job_id), DB_TEXT(caller_id)));
 }
 
 const hs_keyset MESSAGES_KEYSET = {"messages", {{"seq", "seq", 'i', false}, {"id", "id", 's', false}}};
 
-err_t messages_store_list(arena *a, const char *job_id, const char *provider_id, const hs_page *pg, db_res **out) {
-  db_val args[HS_PAGE_ARGS(2)] = {DB_TEXT(job_id), DB_TEXT(provider_id)};
-  return db_to_err(hs_page_query(
-      a, pg, "SELECT " MESSAGE_COLUMNS " FROM messages WHERE job_id = $1 AND provider_id = $2", args, 2, out));
+db_read messages_read_list(arena *a, const char *job_id, const char *provider, const hs_page *pg) {
+  db_val args[HS_PAGE_ARGS(2)] = {DB_TEXT(job_id), DB_TEXT(provider)};
+  int n = 2;
+  const char *sql = hs_page_sql(a, pg,
+                                "SELECT " MESSAGE_COLUMNS " FROM messages WHERE job_id = $1 "
+                                "AND provider_id = COALESCE($2, (SELECT provider_id FROM jobs WHERE id = $1))",
+                                args, &n);
+  return db_read_make(a, sql, args, n);
 }
 
 /* The thread's last message and its unread count, for the threads in `last` (job_id,
@@ -94,7 +107,7 @@ err_t messages_store_mark_read(const char *job_id, const char *provider_id, cons
 err_t messages_store_post(arena *a, const message_new *m, db_res **out) {
   db_conn *c;
   err_t e = db_begin(&c);
-  if (!e) e = db_to_err(jobs_lock_in(c, m->job_id));
+  if (!e) e = db_to_err(jobs_lock_in(c, m->job_id)); /* sent with the insert, which runs after it */
   if (!e)
     e = db_to_err(db_exec(
         c, a, out,
@@ -105,5 +118,6 @@ err_t messages_store_post(arena *a, const message_new *m, db_res **out) {
                 DB_TEXT(m->sender_role), DB_TEXT(m->sender_name), DB_TEXT(m->content), DB_INT(clock_now_ms()),
                 DB_INT(THREAD_CAP), DB_INT(clock_sequence()))));
   if (!e && (*out)->rows) e = db_to_err(announce(c, a, m, *out));
+  if (!e && (*out)->rows) e = db_to_err(notify_in_token(c, &m->note, m->push_token));
   return db_end(c, e);
 }

@@ -3,6 +3,7 @@
 #define DOMAIN_MESSAGES_MESSAGES_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
+#include "domain/notifications/notifications.h"
 #include "http/paging.h"
 
 /* A thread holds at most this many messages. */
@@ -10,15 +11,17 @@
 /* The columns of a message row, as every read here returns them. */
 #define MESSAGE_COLUMNS "id, sender_id, sender_role, sender_name, content, created_at, seq"
 
-/* The caller's name when they may use the thread of provider_id on job_id: a customer (role
- * "user", caller_id) when that provider quoted on the job or is its assigned one; a provider
- * (caller_id = provider_id) likewise. *out has one row (name) or none. */
-err_t messages_store_thread_party(arena *a, const char *role, const char *caller_id, const char *job_id,
-                                  const char *provider_id, const char *assigned, db_res **out);
+/* The read of the caller's thread on job_id, as one statement: no row when there is no such
+ * job, else its id, customer_id, status and provider_id (the assigned one), sender_name (the
+ * caller's name when they may use the thread: a customer, role "user", when its provider,
+ * `provider` or else the assigned one, quoted on the job or is assigned to it; a provider,
+ * caller_id, likewise; NULL otherwise) and counterpart_push_token (the other party's). */
+db_read messages_read_thread(arena *a, const char *role, const char *caller_id, const char *job_id,
+                             const char *provider);
 /* A thread's messages oldest first, by (seq, id); every one without paging. */
 extern const hs_keyset MESSAGES_KEYSET;
-/* The page pg of the (job, provider) thread. */
-err_t messages_store_list(arena *a, const char *job_id, const char *provider_id, const hs_page *pg, db_res **out);
+/* The read of page pg of the (job, provider) thread; provider NULL: the job's assigned one. */
+db_read messages_read_list(arena *a, const char *job_id, const char *provider, const hs_page *pg);
 
 /* The caller's threads, one row per (job, provider) thread with a message that the caller may
  * still use (the provider quoted on the job or is assigned to it), newest last message first
@@ -37,11 +40,13 @@ err_t messages_store_mark_read(const char *job_id, const char *provider_id, cons
 typedef struct message_new {
   const char *id, *job_id, *provider_id, *sender_id, *sender_role, *sender_name, *content;
   const char *customer_id; /* the job's customer: with provider_id, the thread's two parties */
+  notice note;             /* the other party's notification */
+  const char *push_token;  /* the other party's, or NULL */
 } message_new;
 /* Posts m in one transaction that first locks the job's row (the database on SQLite), so
  * concurrent posts count the thread one after another, with its message.created event to both
- * parties; *out has the new row, or no row when the thread already holds THREAD_CAP messages
- * (nothing posted). */
+ * parties and the other party's notification; *out has the new row, or no row when the thread
+ * already holds THREAD_CAP messages (nothing posted). */
 err_t messages_store_post(arena *a, const message_new *m, db_res **out);
 
 #endif

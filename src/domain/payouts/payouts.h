@@ -75,5 +75,7 @@ bool payouts_paid(const char *status);
 /* The provider's job and tip transfers, for figures: kind, status, amount_cents (what it earns
  * now), created_at (its capture), paid_at and service (of its job). */
 err_t payouts_provider_records(arena *a, const char *provider_id, db_res **out);
+/* The same read, to run with others in one round trip (db_query_all). */
+db_read payouts_read_provider_records(arena *a, const char *provider_id);
 
 #endif

@@ -607,10 +607,10 @@ err_t po_store_totals(arena *a, const char *provider_id, db_res **out) {
       DB_ARGS(DB_TEXT(provider_id))));
 }
 
-err_t po_store_records(arena *a, const char *provider_id, db_res **out) {
-  return db_to_err(db_query(a, out,
-                            "SELECT t.kind, t.status, t.amount_cents, t.created_at, t.paid_at, j.service "
-                            "FROM payout_transfers t LEFT JOIN jobs j ON j.id = t.job_id "
-                            "WHERE t.provider_id = $1 AND t.kind <> 'fee' ORDER BY t.seq",
-                            DB_ARGS(DB_TEXT(provider_id))));
+db_read po_read_records(arena *a, const char *provider_id) {
+  return db_read_make(a,
+                      "SELECT t.kind, t.status, t.amount_cents, t.created_at, t.paid_at, j.service "
+                      "FROM payout_transfers t LEFT JOIN jobs j ON j.id = t.job_id "
+                      "WHERE t.provider_id = $1 AND t.kind <> 'fee' ORDER BY t.seq",
+                      DB_ARGS(DB_TEXT(provider_id)));
 }

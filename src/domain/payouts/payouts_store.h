@@ -107,6 +107,7 @@ err_t po_store_list(arena *a, const char *provider_id, const hs_page *pg, db_res
 /* The provider's totals in cents: scheduled (scheduled, waiting for the account or failed),
  * on_hold, paid (what reached the account and stayed) and reversed. */
 err_t po_store_totals(arena *a, const char *provider_id, db_res **out);
-err_t po_store_records(arena *a, const char *provider_id, db_res **out);
+/* The read of payouts_provider_records. */
+db_read po_read_records(arena *a, const char *provider_id);
 
 #endif

@@ -50,8 +50,13 @@ bool payouts_unpaid(const char *status) {
 bool payouts_paid(const char *status) { return is(status, "paid") || is(status, "reversed"); }
 
 err_t payouts_provider_records(arena *a, const char *provider_id, db_res **out) {
-  return po_store_records(a, provider_id, out);
+  db_read r = po_read_records(a, provider_id);
+  db_rc rc = db_query_all(a, &r, 1);
+  *out = r.res;
+  return db_to_err(rc);
 }
+
+db_read payouts_read_provider_records(arena *a, const char *provider_id) { return po_read_records(a, provider_id); }
 
 db_rc payouts_captured_in(db_conn *c, const char *payment_id) {
   bool added;

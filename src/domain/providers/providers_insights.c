@@ -142,14 +142,15 @@ static json_t *review_json(const db_res *r, int i) {
 
 err_t api_providers_insights(hs_req *req) {
   arena *a = &req->arena;
-  db_res *pro, *won, *moves, *stats, *reviews;
-  err_t e = prov_store_get(a, req->auth.id, &pro);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Provider not found");
-  if (e != ERR_OK || (e = prov_store_won_jobs(a, req->auth.id, &won)) != ERR_OK ||
-      (e = payouts_provider_records(a, req->auth.id, &moves)) != ERR_OK ||
-      (e = prov_store_review_stats(a, req->auth.id, &stats)) != ERR_OK ||
-      (e = prov_store_reviews(a, req->auth.id, &(const hs_page){.ks = &REVIEWS_KEYSET, .fetch = RECENT_REVIEWS}, &reviews)) != ERR_OK)
-    return e;
+  const char *id = req->auth.id;
+  db_read reads[] = {prov_read(a, id), prov_read_won_jobs(a, id), payouts_read_provider_records(a, id),
+                     prov_read_review_stats(a, id),
+                     prov_read_reviews(a, id, &(const hs_page){.ks = &REVIEWS_KEYSET, .fetch = RECENT_REVIEWS})};
+  err_t e = db_to_err(db_query_all(a, reads, 5)); /* independent reads: one round trip */
+  if (e != ERR_OK) return e;
+  db_res *pro = reads[0].res, *won = reads[1].res, *moves = reads[2].res, *stats = reads[3].res,
+         *reviews = reads[4].res;
+  if (pro->rows == 0) return hs_fail(req, ERR_NOT_FOUND, "Provider not found");
   earnings t = {arena_json(a, json_object()),
                 arena_json(a, json_object()),
                 arena_json(a, json_object()),

@@ -45,15 +45,15 @@ static json_t *reviews_json(arena *a, const db_res *r) {
 err_t api_providers_public_profile(hs_req *req) {
   arena *a = &req->arena;
   const char *id = hs_param(req, "id");
-  db_res *p, *stats, *reviews;
   hs_page pg;
   err_t e = hs_page_begin(req, &REVIEWS_KEYSET, id, PUBLIC_REVIEWS, &pg);
-  if (!e) e = prov_store_public(a, id, &p);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Provider not found");
-  if (!e) e = prov_store_review_stats(a, id, &stats);
-  if (!e) e = prov_store_reviews(a, id, &pg, &reviews);
-  if (!e) e = hs_page_end(req, &pg, reviews);
   if (e != ERR_OK) return e;
+  /* independent reads: one round trip */
+  db_read reads[] = {prov_read_public(a, id), prov_read_review_stats(a, id), prov_read_reviews(a, id, &pg)};
+  if ((e = db_to_err(db_query_all(a, reads, 3))) != ERR_OK) return e;
+  db_res *p = reads[0].res, *stats = reads[1].res, *reviews = reads[2].res;
+  if (p->rows == 0) return hs_fail(req, ERR_NOT_FOUND, "Provider not found");
+  if ((e = hs_page_end(req, &pg, reviews)) != ERR_OK) return e;
   const char *headshots = db_field(p, 0, "headshots"), *avg = db_field(stats, 0, "average");
   json_t *keys = arena_json(a, jx_parse_or(headshots, json_array()));
   const char *ins = db_field(p, 0, "ins_check_status");

@@ -7,10 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const char PROVIDER_SQL[] = "SELECT * FROM providers WHERE id = $1";
+
 err_t prov_store_get(arena *a, const char *id, db_res **row) {
-  if (db_query(a, row, "SELECT * FROM providers WHERE id = $1", DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
+  if (db_query(a, row, PROVIDER_SQL, DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
   return (*row)->rows == 1 ? ERR_OK : ERR_NOT_FOUND;
 }
+
+db_read prov_read(arena *a, const char *id) { return db_read_make(a, PROVIDER_SQL, DB_ARGS(DB_TEXT(id))); }
 
 static db_rc replace_list(db_conn *c, const char *table, const char *column, const char *id, json_t *values) {
   char sql[160];

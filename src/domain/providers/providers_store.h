@@ -10,6 +10,9 @@
 
 /* The provider row with every column (names as in the table); ERR_NOT_FOUND when missing. */
 err_t prov_store_get(arena *a, const char *id, db_res **row);
+/* The same read, to run with others in one round trip (db_query_all); no row when missing. The
+ * other prov_read_* functions are the reads of the prov_store_* functions of the same name. */
+db_read prov_read(arena *a, const char *id);
 /* Applies a validated PATCH body (name, phone, serviceZips, services, companyName,
  * companyUrl), keeping the normalised service and ZIP tables in step. */
 err_t prov_store_update_profile(const char *id, json_t *patch);
@@ -42,26 +45,27 @@ err_t prov_store_assigned_jobs(arena *a, const char *id, const hs_page *pg, db_r
 err_t prov_store_schedule(arena *a, const char *id, const hs_page *pg, db_res **out);
 /* Stores the weekly schedule (JSON text). */
 err_t prov_store_set_availability(const char *id, const char *json);
-/* Makes the provider a Preferred Pro member as of now (isPremium, premiumSince,
- * preferredProAppliedAt); ERR_CONFLICT when it already is one. */
 /* Records on c, in the transaction that bills it, that month's ("YYYY-MM") Preferred Pro fee
  * was billed (premiumBilledMonth): the writer payouts_follow_premium is given. */
 db_rc prov_store_set_billed_month_in(db_conn *c, const char *id, const char *month);
+/* Makes the provider a Preferred Pro member as of now (isPremium, premiumSince,
+ * preferredProAppliedAt); ERR_CONFLICT when it already is one. */
 err_t prov_store_join_preferred_pro(const char *id, int64_t now);
 /* One row per job the provider won (quote ACCEPTED) that is not cancelled: service, zip,
  * status, accepted_at, completed_at, amount_cents (the quote's), pay_status (the job
  * payment's, or NULL) and tip_cents (captured tips). */
 err_t prov_store_won_jobs(arena *a, const char *id, db_res **out);
+db_read prov_read_won_jobs(arena *a, const char *id);
 /* total (count) and average (rating, or NULL) of the provider's reviews. */
-err_t prov_store_review_stats(arena *a, const char *id, db_res **out);
+db_read prov_read_review_stats(arena *a, const char *id);
 /* The order of a provider's reviews: newest first, by (created_at, id) descending. */
 extern const hs_keyset REVIEWS_KEYSET;
 /* The page pg of the provider's reviews with customer_name, customer_deleted_at and service. */
-err_t prov_store_reviews(arena *a, const char *id, const hs_page *pg, db_res **out);
+db_read prov_read_reviews(arena *a, const char *id, const hs_page *pg);
 /* What the provider's public profile shows: id, name, company_name, headshots, logo_url,
  * services, service_zips, is_premium, ins_check_status, id_doc_front, id_doc_back, created_at
- * and completed_jobs; ERR_NOT_FOUND when there is no such provider (or it was deleted). */
-err_t prov_store_public(arena *a, const char *id, db_res **out);
+ * and completed_jobs; no row when there is no such provider (or it was deleted). */
+db_read prov_read_public(arena *a, const char *id);
 /* Every quote of the provider: service, amount_cents, status, created_at. */
 err_t prov_store_quotes(arena *a, const char *id, db_res **out);
 /* The provider's rejected quotes on jobs another quote won: service, amount_cents,

@@ -75,48 +75,56 @@ err_t prov_store_join_preferred_pro(const char *id, int64_t now) {
   return e;
 }
 
-err_t prov_store_won_jobs(arena *a, const char *id, db_res **out) {
-  return db_to_err(db_query(
-      a, out,
+db_read prov_read_won_jobs(arena *a, const char *id) {
+  return db_read_make(
+      a,
       "SELECT j.service, j.zip, j.status, j.accepted_at, COALESCE(j.completed_at, j.updated_at) AS completed_at, "
       "q.amount_cents, p.status AS pay_status, p.amount_cents AS pay_cents, p.refunded_cents AS pay_refunded_cents, "
       "COALESCE((SELECT SUM(t.amount_cents - t.refunded_cents) FROM payments t WHERE t.job_id = j.id "
       "AND t.kind = 'tip' AND t.released_at IS NULL AND t.status IN ('PAID', 'REFUNDED')), 0) AS tip_cents "
       "FROM jobs j " WON_QUOTE "LEFT JOIN payments p ON p.job_id = j.id AND p.kind = 'job' AND p.released_at IS NULL "
       "WHERE j.provider_id = $1 AND j.status <> 'CANCELLED' ORDER BY j.seq",
-      DB_ARGS(DB_TEXT(id))));
+      DB_ARGS(DB_TEXT(id)));
 }
 
-err_t prov_store_review_stats(arena *a, const char *id, db_res **out) {
-  return db_to_err(db_query(a, out,
-                            "SELECT COUNT(*) AS total, AVG(CAST(rating AS DOUBLE PRECISION)) AS average FROM reviews "
-                            "WHERE provider_id = $1",
-                            DB_ARGS(DB_TEXT(id))));
+err_t prov_store_won_jobs(arena *a, const char *id, db_res **out) {
+  db_read r = prov_read_won_jobs(a, id);
+  db_rc rc = db_query_all(a, &r, 1);
+  *out = r.res;
+  return db_to_err(rc);
+}
+
+db_read prov_read_review_stats(arena *a, const char *id) {
+  return db_read_make(a,
+                      "SELECT COUNT(*) AS total, AVG(CAST(rating AS DOUBLE PRECISION)) AS average FROM reviews "
+                      "WHERE provider_id = $1",
+                      DB_ARGS(DB_TEXT(id)));
 }
 
 const hs_keyset REVIEWS_KEYSET = {"provider-reviews",
                                   {{"r.created_at", "created_at", 'i', true}, {"r.id", "id", 's', true}}};
 
-err_t prov_store_reviews(arena *a, const char *id, const hs_page *pg, db_res **out) {
+db_read prov_read_reviews(arena *a, const char *id, const hs_page *pg) {
   db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(id)};
-  return db_to_err(
-      hs_page_query(a, pg,
-                    "SELECT r.id, r.job_id, r.rating, r.comment, r.created_at, u.name AS customer_name, "
-                    "u.deleted_at AS customer_deleted_at, j.service "
-                    "FROM reviews r LEFT JOIN users u ON u.id = r.customer_id LEFT JOIN jobs j ON j.id = r.job_id "
-                    "WHERE r.provider_id = $1",
-                    args, 1, out));
+  int n = 1;
+  const char *sql =
+      hs_page_sql(a, pg,
+                  "SELECT r.id, r.job_id, r.rating, r.comment, r.created_at, u.name AS customer_name, "
+                  "u.deleted_at AS customer_deleted_at, j.service "
+                  "FROM reviews r LEFT JOIN users u ON u.id = r.customer_id LEFT JOIN jobs j ON j.id = r.job_id "
+                  "WHERE r.provider_id = $1",
+                  args, &n);
+  return db_read_make(a, sql, args, n);
 }
 
-err_t prov_store_public(arena *a, const char *id, db_res **out) {
-  if (db_query(a, out,
-               "SELECT p.id, p.name, p.company_name, p.headshots, p.logo_url, p.services, p.service_zips, "
-               "p.is_premium, p.ins_check_status, p.id_doc_front, p.id_doc_back, p.created_at, "
-               "(SELECT COUNT(*) FROM jobs j WHERE j.provider_id = p.id AND j.status = 'COMPLETED') AS completed_jobs "
-               "FROM providers p WHERE p.id = $1 AND p.deleted_at IS NULL",
-               DB_ARGS(DB_TEXT(id))) != DB_OK)
-    return ERR_INTERNAL;
-  return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
+db_read prov_read_public(arena *a, const char *id) {
+  return db_read_make(
+      a,
+      "SELECT p.id, p.name, p.company_name, p.headshots, p.logo_url, p.services, p.service_zips, "
+      "p.is_premium, p.ins_check_status, p.id_doc_front, p.id_doc_back, p.created_at, "
+      "(SELECT COUNT(*) FROM jobs j WHERE j.provider_id = p.id AND j.status = 'COMPLETED') AS completed_jobs "
+      "FROM providers p WHERE p.id = $1 AND p.deleted_at IS NULL",
+      DB_ARGS(DB_TEXT(id)));
 }
 
 err_t prov_store_quotes(arena *a, const char *id, db_res **out) {

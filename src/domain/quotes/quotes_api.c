@@ -227,15 +227,19 @@ err_t api_quotes_market_rate(hs_req *req) {
 }
 
 err_t api_quotes_for_job(hs_req *req) {
-  db_res *job, *q;
-  err_t e = jobs_get(&req->arena, hs_param(req, "jobId"), &job);
-  if (e == ERR_NOT_FOUND || (e == ERR_OK && strcmp(db_field(job, 0, "customer_id"), req->auth.id)))
-    return hs_fail(req, ERR_NOT_FOUND, "Job not found");
+  /* the job and its page of quotes in one round trip; the quotes are thrown away unless the job
+   * is the caller's, and a job that is not answers 404 before a cursor that is not valid */
+  const char *id = hs_param(req, "jobId");
   hs_page pg;
-  if (!e) e = hs_page_begin(req, &JOB_QUOTES_KEYSET, NULL, 0, &pg);
-  if (!e) e = quotes_store_for_job(&req->arena, db_field(job, 0, "id"), &pg, &q);
-  if (!e) e = hs_page_end(req, &pg, q);
+  err_t page = hs_page_begin(req, &JOB_QUOTES_KEYSET, NULL, 0, &pg);
+  db_read reads[2] = {jobs_read(&req->arena, id)};
+  if (!page) reads[1] = quotes_store_read_for_job(&req->arena, id, &pg);
+  err_t e = db_to_err(db_query_all(&req->arena, reads, page ? 1 : 2));
   if (e != ERR_OK) return e;
+  db_res *job = reads[0].res, *q = reads[1].res;
+  if (job->rows == 0 || strcmp(db_field(job, 0, "customer_id"), req->auth.id))
+    return hs_fail(req, ERR_NOT_FOUND, "Job not found");
+  if (page || (e = hs_page_end(req, &pg, q)) != ERR_OK) return page ? page : e;
   static const hs_rj_field provider_fields[] = {
       {"name", "name", RJ_STR},
       {"phone", "phone", RJ_STR},

@@ -127,15 +127,16 @@ err_t quotes_store_recent_accepted(arena *a, const char *service, db_res **out) 
 
 const hs_keyset JOB_QUOTES_KEYSET = {"job-quotes", {{"q.seq", "seq", 'i', false}, {"q.id", "id", 's', false}}};
 
-err_t quotes_store_for_job(arena *a, const char *job_id, const hs_page *pg, db_res **out) {
+db_read quotes_store_read_for_job(arena *a, const char *job_id, const hs_page *pg) {
   db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(job_id)};
-  return hs_page_query(a, pg,
-                       "SELECT q.*, p.name, p.phone, p.company_name, p.company_url, p.insurance_info, p.logo_url, "
-                       "(SELECT AVG(CAST(rating AS DOUBLE PRECISION)) FROM reviews r WHERE r.provider_id = p.id) AS "
-                       "average_rating FROM quotes q JOIN providers p ON p.id = q.provider_id WHERE q.job_id = $1",
-                       args, 1, out) == DB_OK
-             ? ERR_OK
-             : ERR_INTERNAL;
+  int n = 1;
+  const char *sql =
+      hs_page_sql(a, pg,
+                  "SELECT q.*, p.name, p.phone, p.company_name, p.company_url, p.insurance_info, p.logo_url, "
+                  "(SELECT AVG(CAST(rating AS DOUBLE PRECISION)) FROM reviews r WHERE r.provider_id = p.id) AS "
+                  "average_rating FROM quotes q JOIN providers p ON p.id = q.provider_id WHERE q.job_id = $1",
+                  args, &n);
+  return db_read_make(a, sql, args, n);
 }
 
 err_t quotes_store_contact(arena *a, const char *table, const char *id, db_res **out) {
