@@ -200,7 +200,7 @@ err_t admin_store_generate_customers(arena *a, const admin_generation *g, int fr
                    .preferred_at = (now / DAY_MS + k + 1) * DAY_MS + 9 * HOUR_MS,
                    .has_preferred = true};
       j.has_coords = geo_zip_centroid(zip, &j.lat, &j.lng);
-      e = db_to_err(jobs_insert_in(c, &j));
+      e = db_to_err(jobs_insert_in(c, &j, NULL, NULL));
       made++;
     }
   }

@@ -75,7 +75,8 @@ typedef struct job_new {
   double lat, lng;
 } job_new;
 /* Inserts j as a new PENDING job on c, inside the caller's transaction (POST /jobs, and the
- * GODMODE generator, which posts many in one transaction). */
-db_rc jobs_insert_in(db_conn *c, const job_new *j);
+ * GODMODE generator, which posts many in one transaction); *row (when row is not NULL) has
+ * the new jobs row, owned by a. */
+db_rc jobs_insert_in(db_conn *c, const job_new *j, arena *a, db_res **row);
 
 #endif

@@ -48,8 +48,8 @@ static err_t load_owned(hs_req *req, db_res **job) {
   return e;
 }
 
-/* Tells the customer their job moved to status. */
-static void notify_status(hs_req *req, db_res *job, const char *status) {
+/* The customer's notification that their job moved to status (sent by the move). */
+static notice *status_notice(hs_req *req, db_res *job, const char *status) {
   static const struct {
     const char *status, *text;
   } texts[] = {{"ON_THE_WAY", "Your provider is on the way"},
@@ -58,8 +58,12 @@ static void notify_status(hs_req *req, db_res *job, const char *status) {
   const char *text = status;
   for (size_t i = 0; i < ARRAY_LEN(texts); i++)
     if (!strcmp(texts[i].status, status)) text = texts[i].text;
-  notify(db_field(job, 0, "customer_id"), "user", "Job update",
-         arena_printf(&req->arena, "%s (%s)", text, db_field(job, 0, "service")), db_field(job, 0, "id"));
+  notice *n = arena_alloc(&req->arena, sizeof *n);
+  *n = (notice){.role = "user",
+                .title = "Job update",
+                .body = arena_printf(&req->arena, "%s (%s)", text, db_field(job, 0, "service")),
+                .job_id = db_field(job, 0, "id")};
+  return n;
 }
 
 /* ---- posting and reading ---- */
@@ -92,11 +96,13 @@ err_t api_jobs_create(hs_req *req) {
     j.has_coords = geo_zip_centroid(j.zip, &j.lat, &j.lng);
   }
   /* urgent: every provider who could take it hears at once, from the job's own transaction */
-  e = jobs_store_insert(&j, asap ? "Urgent job nearby" : NULL,
-                        asap ? arena_printf(&req->arena, "An ASAP %s job was posted in %s", j.service, j.zip) : NULL);
+  db_res *row;
+  e = jobs_store_insert(&req->arena, &j, asap ? "Urgent job nearby" : NULL,
+                        asap ? arena_printf(&req->arena, "An ASAP %s job was posted in %s", j.service, j.zip) : NULL,
+                        &row);
   free(details_text);
   if (e != ERR_OK) return e;
-  return jobs_write_one(req, id);
+  return jobs_write_row(req, row); /* the inserted row: no read after the commit */
 }
 
 /* ---- lifecycle ---- */
@@ -114,11 +120,12 @@ err_t api_jobs_cancel(hs_req *req) {
     return hs_fail_code(req, ERR_CONFLICT, "WITHIN_CANCELLATION_WINDOW",
                         "An accepted job can be cancelled only after 48 hours");
   const char *const from[] = {status, NULL};
-  bool moved;
-  if ((e = jobs_store_move(id, from, "CANCELLED", NULL, NULL, DB_NULL, &moved)) != ERR_OK) return e;
+  db_res *moved;
+  if ((e = jobs_store_move(&req->arena, &(job_move){.id = id, .from = from, .to = "CANCELLED"}, &moved)) != ERR_OK)
+    return e;
   if (!moved) return hs_fail(req, ERR_CONFLICT, "The job changed meanwhile; try again");
   if (accepted && payments_void_job(id) != ERR_OK) log_msg(LOG_ERROR, "voiding the payment of job %s failed", id);
-  return jobs_write_one(req, id);
+  return jobs_write_row(req, moved);
 }
 
 /* The step before each status a provider may set (the order is enforced one step at a time). */
@@ -151,16 +158,22 @@ err_t api_jobs_set_status(hs_req *req) {
     value = DB_INT(geo_drive_minutes(json_number_value(flat), json_number_value(flng),
                                      db_real(job, 0, db_col(job, "lat")), db_real(job, 0, db_col(job, "lng"))));
   }
-  bool moved;
-  if ((e = jobs_store_move(id, from, to, req->auth.id, extra, value, &moved)) != ERR_OK) return e;
+  db_res *moved;
+  job_move m = {.id = id,
+                .from = from,
+                .to = to,
+                .provider_id = req->auth.id,
+                .extra_column = extra,
+                .extra = value,
+                .note = status_notice(req, job, to)};
+  if ((e = jobs_store_move(&req->arena, &m, &moved)) != ERR_OK) return e;
   if (!moved)
     return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE,
                         arena_printf(&req->arena, "A job moves to %s only from %s (it is %s)", to, from[0],
                                      db_field(job, 0, "status")));
   if (!strcmp(to, "COMPLETED") && payments_capture_job(id) != ERR_OK)
     log_msg(LOG_ERROR, "job %s: payment neither captured nor queued; the reconciliation takes it up", id);
-  notify_status(req, job, to);
-  return jobs_write_one(req, id);
+  return jobs_write_row(req, moved); /* the capture changes no column of the job */
 }
 
 /* Stores every file of field `images`, all or none; the keys as JSON array text (arena), or
@@ -193,8 +206,16 @@ static err_t photo_step(hs_req *req, const char *from, const char *to, const cha
                         arena_printf(&req->arena, "The job must be %s", from));
   const char *keys = store_photos(req);
   if (!keys) return hs_fail(req, ERR_INTERNAL, NULL);
-  bool moved;
-  e = jobs_store_move_with_photos(id, from, to, req->auth.id, column, keys, &moved);
+  db_res *moved;
+  const char *const states[] = {from, NULL};
+  job_move m = {.id = id,
+                .from = states,
+                .to = to,
+                .provider_id = req->auth.id,
+                .extra_column = column,
+                .extra = DB_TEXT(keys),
+                .note = status_notice(req, job, to)};
+  e = jobs_store_move(&req->arena, &m, &moved);
   if (e != ERR_OK || !moved) {
     delete_photos(keys);
     return e != ERR_OK ? e
@@ -203,8 +224,7 @@ static err_t photo_step(hs_req *req, const char *from, const char *to, const cha
   }
   if (!strcmp(to, "COMPLETED") && payments_capture_job(id) != ERR_OK)
     log_msg(LOG_ERROR, "job %s: payment neither captured nor queued; the reconciliation takes it up", id);
-  notify_status(req, job, to);
-  return jobs_write_one(req, id);
+  return jobs_write_row(req, moved);
 }
 
 err_t api_jobs_start(hs_req *req) { return photo_step(req, "ON_THE_WAY", "IN_PROGRESS", "before_images"); }

@@ -1,6 +1,7 @@
 /* Handlers of the jobs domain, referenced by its route table. */
 #ifndef DOMAIN_JOBS_API_H
 #define DOMAIN_JOBS_API_H
+#include "db/db.h"
 #include "http/http.h"
 
 /* jobs_routes.c: the domain's rows (ended by a row of zeros) */
@@ -24,6 +25,8 @@ err_t api_reviews_create(hs_req *req);
 #define JOBS_REPORT_WINDOW_MS (72LL * 3600 * 1000)
 /* Answers with the Job JSON of job id (jobs_views.c). */
 err_t jobs_write_one(hs_req *req, const char *id);
+/* Answers with the Job JSON of the jobs row in r (every column). */
+err_t jobs_write_row(hs_req *req, const db_res *r);
 
 /* start-up work (the domain's init) */
 void jobs_domain_init(void);

@@ -54,13 +54,13 @@ static db_rc changed_in(db_conn *c, const db_res *r, int row) {
   return rc == DB_OK ? told_in(c, "job.updated", r, row) : rc;
 }
 
-db_rc jobs_insert_in(db_conn *c, const job_new *j) {
+db_rc jobs_insert_in(db_conn *c, const job_new *j, arena *out_arena, db_res **row) {
   int64_t now = clock_now_ms();
   arena a;
   arena_init(&a);
   db_res *r = NULL;
   db_rc rc = db_exec(
-      c, &a, &r,
+      c, out_arena ? out_arena : &a, &r,
       "INSERT INTO jobs (id, customer_id, service, description, preferred_at, is_asap, feed_at, details, address, "
       "zip, lat, lng, status, created_at, updated_at, seq) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
       "$12, 'PENDING', $13, $13, $14) RETURNING *",
@@ -71,14 +71,15 @@ db_rc jobs_insert_in(db_conn *c, const job_new *j) {
               DB_INT(now), DB_INT(clock_sequence())));
   if (rc == DB_OK) rc = jobs_json_save_in(c, r, 0);
   if (rc == DB_OK) rc = told_in(c, "job.created", r, 0);
+  if (row) *row = rc == DB_OK ? r : NULL;
   arena_fini(&a);
   return rc;
 }
 
-err_t jobs_store_insert(const job_new *j, const char *urgent_title, const char *urgent_body) {
+err_t jobs_store_insert(arena *a, const job_new *j, const char *urgent_title, const char *urgent_body, db_res **row) {
   db_conn *c;
   err_t e = db_begin(&c);
-  if (!e) e = db_to_err(jobs_insert_in(c, j));
+  if (!e) e = db_to_err(jobs_insert_in(c, j, a, row));
   if (!e && urgent_title)
     e = db_to_err(notify_matching_providers_in(c, j->service, j->zip, urgent_title, urgent_body, j->id));
   return db_end(c, e);
@@ -92,7 +93,8 @@ db_rc jobs_json_save_in(db_conn *c, const db_res *job, int row) {
   arena_init(&a);
   const char *head, *tail;
   shape_job_render(&a, job, row, &head, &tail);
-  db_rc rc = db_exec(c, NULL, NULL, "UPDATE jobs SET json_head = $2, json_tail = $3 WHERE id = $1",
+  /* nothing waits for it: on PostgreSQL it goes with the transaction's next statement */
+  db_rc rc = db_exec_later(c, NULL, NULL, "UPDATE jobs SET json_head = $2, json_tail = $3 WHERE id = $1",
                      DB_ARGS(DB_TEXT(db_field(job, row, "id")), DB_TEXT(head), DB_TEXT(tail)));
   arena_fini(&a);
   return rc;
@@ -416,42 +418,37 @@ err_t jobs_store_user_location(arena *a, const char *user_id, const char *addres
   return rows(a, out, "SELECT address, zip, lat, lng, 0 AS saved FROM users WHERE id = $1", DB_ARGS(DB_TEXT(user_id)));
 }
 
-err_t jobs_store_move(const char *id, const char *const *from, const char *to, const char *provider_id,
-                      const char *extra_column, db_val extra, bool *moved) {
-  char sql[512], in[160], set[96] = "", who[48] = "";
-  db_val args[5] = {DB_TEXT(id), DB_TEXT(to), DB_INT(clock_now_ms())};
+err_t jobs_store_move(arena *a, const job_move *m, db_res **row) {
+  char sql[640], in[160], set[96] = "", who[48] = "";
+  db_val args[5] = {DB_TEXT(m->id), DB_TEXT(m->to), DB_INT(clock_now_ms())};
   int n = 3;
-  status_list(from, in, sizeof in);
-  if (extra_column) {
-    args[n++] = extra;
-    snprintf(set, sizeof set, ", %s = $%d", extra_column, n);
+  status_list(m->from, in, sizeof in);
+  if (m->extra_column) {
+    args[n++] = m->extra;
+    snprintf(set, sizeof set, ", %s = $%d", m->extra_column, n);
   }
-  if (provider_id) {
-    args[n++] = DB_TEXT(provider_id);
+  if (m->provider_id) {
+    args[n++] = DB_TEXT(m->provider_id);
     snprintf(who, sizeof who, " AND provider_id = $%d", n);
   }
+  /* the customer's push token comes back with the row, for the notification */
   snprintf(sql, sizeof sql,
            "UPDATE jobs SET status = $2, updated_at = $3, json_head = NULL%s%s WHERE id = $1 AND status IN (%s)%s "
-           "RETURNING *",
-           strcmp(to, "COMPLETED") ? "" : ", completed_at = $3", set, in, who);
-  arena a;
-  arena_init(&a);
+           "RETURNING *, (SELECT u.push_token FROM users u WHERE u.id = jobs.customer_id) AS customer_push_token",
+           strcmp(m->to, "COMPLETED") ? "" : ", completed_at = $3", set, in, who);
   db_res *r = NULL;
   db_conn *c;
   err_t e = db_begin(&c);
-  if (!e) e = db_to_err(db_exec(c, &a, &r, sql, args, n));
-  *moved = !e && r->rows == 1;
-  if (*moved) e = db_to_err(changed_in(c, r, 0));
+  if (!e) e = db_to_err(db_exec(c, a, &r, sql, args, n));
+  bool moved = !e && r->rows == 1;
+  if (moved) e = db_to_err(changed_in(c, r, 0));
+  if (moved && !e && m->note) {
+    m->note->account_id = db_field(r, 0, "customer_id");
+    e = db_to_err(notify_in_token(c, m->note, db_field(r, 0, "customer_push_token")));
+  }
   e = db_end(c, e);
-  arena_fini(&a);
-  if (e) *moved = false;
+  *row = !e && moved ? r : NULL;
   return e;
-}
-
-err_t jobs_store_move_with_photos(const char *id, const char *from, const char *to, const char *provider_id,
-                                  const char *column, const char *photos_json, bool *moved) {
-  const char *const states[] = {from, NULL};
-  return jobs_store_move(id, states, to, provider_id, column, DB_TEXT(photos_json), moved);
 }
 
 err_t jobs_store_append_images(const char *id, const char *keys_json) {

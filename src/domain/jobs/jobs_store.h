@@ -11,8 +11,8 @@
 #include <stdbool.h>
 
 /* Inserts the job and, when urgent_title is set (an ASAP job), notifies every matching
- * provider in the same transaction. */
-err_t jobs_store_insert(const job_new *j, const char *urgent_title, const char *urgent_body);
+ * provider in the same transaction; *row has the new jobs row, owned by a. */
+err_t jobs_store_insert(arena *a, const job_new *j, const char *urgent_title, const char *urgent_body, db_res **row);
 /* The orders of the job lists: a customer's jobs newest first (seq, id); the provider feed by
  * (feed_at, seq, id), ASAP jobs first (feed_at is -2^62 for them); the reportable jobs by
  * (updated_at, seq, id), newest first. */
@@ -47,13 +47,18 @@ err_t jobs_store_detail(arena *a, const char *id, const char *provider_id, const
 /* The customer's profile address or saved address (addressId), with coordinates when known. */
 err_t jobs_store_user_location(arena *a, const char *user_id, const char *address_id, db_res **out);
 
-/* Moves job id from one of `from` (NULL-terminated) to `to`, optionally requiring the
- * assigned provider; sets the extra column (eta_minutes, completed_at ...) with value. */
-err_t jobs_store_move(const char *id, const char *const *from, const char *to, const char *provider_id,
-                      const char *extra_column, db_val extra, bool *moved);
-/* Sets a JSON array column (images, before_images, after_images) together with a move. */
-err_t jobs_store_move_with_photos(const char *id, const char *from, const char *to, const char *provider_id,
-                                  const char *column, const char *photos_json, bool *moved);
+/* A move of job id from one of `from` (NULL-terminated) to `to`, optionally requiring the
+ * assigned provider (provider_id); sets the extra column (eta_minutes, before_images ...) with
+ * extra, and notifies the customer with note (its account_id filled in by the move) when set. */
+typedef struct job_move {
+  const char *id, *to, *provider_id, *extra_column;
+  const char *const *from;
+  db_val extra;
+  notice *note;
+} job_move;
+/* Makes move m in one transaction with the job's event and the customer's notification; *row
+ * has the moved jobs row (owned by a), or is NULL when the job was in none of `from`. */
+err_t jobs_store_move(arena *a, const job_move *m, db_res **row);
 /* Appends keys (a JSON array text) to the job's photos, under the job's row lock, so
  * concurrent uploads all land. */
 err_t jobs_store_append_images(const char *id, const char *keys_json);

@@ -109,7 +109,10 @@ err_t jobs_reply_list(hs_req *req, const db_res *r) {
 err_t jobs_write_one(hs_req *req, const char *id) {
   db_res *r;
   err_t e = jobs_get(&req->arena, id, &r);
-  if (e != ERR_OK) return e;
+  return e == ERR_OK ? jobs_write_row(req, r) : e;
+}
+
+err_t jobs_write_row(hs_req *req, const db_res *r) {
   jw *w = hs_jw(req, 1024);
   shape_job_open(w, shape_jobs_bind(&req->arena, r), r, 0);
   jw_obj_end(w);
