@@ -86,6 +86,7 @@ static _Thread_local int trips; /* db_trips */
  * thread's next statement. */
 static _Thread_local struct {
   bool pending, deferrable, refused;
+  bool failed; /* sent, but it did not run (the database unavailable) */
   char *block;
   const char *sql;
   db_val *params;
@@ -365,6 +366,7 @@ static db_rc send_waiting(db_conn *c, db_stmt *tail, int ntail) {
   db_rc rc = guarded_batch(c, s, k);
   guard_state.pending = false;
   if (at_guard >= 0 && s[at_guard].rc == DB_REFUSED) guard_state.refused = true;
+  if (at_guard >= 0 && s[at_guard].rc != DB_REFUSED && s[at_guard].rc != DB_OK) guard_state.failed = true;
   if (at_begin >= 0) {
     c->begin_pending = false;
     if (s[at_begin].rc != DB_OK) c->tx_broken = true; /* the rest ran outside any transaction, or not at all */
@@ -456,7 +458,7 @@ void db_guard_defer(bool allowed) { guard_state.deferrable = allowed; }
 void db_guard_clear(void) {
   free(guard_state.block);
   guard_state.block = NULL;
-  guard_state.pending = guard_state.refused = false;
+  guard_state.pending = guard_state.refused = guard_state.failed = false;
 }
 
 db_rc db_guard(bool *found, const char *sql, const db_val *params, int n) {
@@ -493,6 +495,8 @@ bool db_guard_refused(void) {
   }
   return guard_state.refused;
 }
+
+bool db_guard_passed(void) { return !db_guard_refused() && !guard_state.failed; }
 
 db_rc db_script(db_conn *c, const char *sql) {
   db_rc rc = ops->script(c->handle, sql);

@@ -232,11 +232,16 @@ void db_trips_clear(void);
  * Elsewhere it runs at once. *found is its answer when run at once, true when deferred. One
  * guard per thread at a time (a second replaces a first not yet sent). */
 db_rc db_guard(bool *found, const char *sql, const db_val *params, int n);
-/* Whether the thread's guards may wait for its next statement: only where nothing but the
- * database can act on the request before then (the server allows it on the database lane). */
+/* Whether the thread's guards may wait for its next statement (the server allows it during a
+ * request; whatever acts beyond the database calls db_guard_passed() first). */
 void db_guard_defer(bool allowed);
 /* Runs a guard still waiting (one round trip) and tells whether a guard found no row. */
 bool db_guard_refused(void);
+/* Whether the request may act beyond the database: runs a guard still waiting and tells
+ * whether every guard ran and found its row. Called before anything else acts for a request
+ * (an outbound call, a stored file, a password hashed), so a guard that rides with the first
+ * statement never lets a refused token act elsewhere first. */
+bool db_guard_passed(void);
 /* Forgets the thread's guard and its outcome (before each request). */
 void db_guard_clear(void);
 

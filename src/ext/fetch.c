@@ -4,6 +4,7 @@
  * callback stops the transfer when the capped buffer refuses a piece), then any other
  * transport failure, then the status. The JSON helpers are exchanges with an Accept header and
  * a parse of the answer; a refused answer is a bad body to them, as it always was. */
+#include "db/db.h"
 #include "ext/fetch.h"
 #include "core/buf.h"
 #include "core/util.h"
@@ -71,6 +72,10 @@ fetch_rc fetch_exchange(const fetch_req *rq, fetch_res *res) {
     goto out;
   }
   fetch_easy_setup(curl, rq->url, rq->timeout_ms, rq->connect_timeout_ms, &answer);
+  if (!db_guard_passed()) { /* the request's token is refused: nothing leaves for it */
+    res->error = "the request was refused";
+    goto out;
+  }
   CURLcode cc = curl_easy_perform(curl);
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &res->status);
   if (cc == CURLE_OPERATION_TIMEDOUT)

@@ -1,5 +1,6 @@
 /* Bounded bcrypt pool: a ring of pending tasks, worker threads at nice 10 so request
  * threads preempt them, and a per-call condition variable for the waiting request. */
+#include "db/db.h"
 #include "ext/password.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -146,6 +147,7 @@ void password_pool_stats(int *waiting, int *busy, long *refused, long *computed)
 }
 
 pw_result password_hash(const char *password, char out[128]) {
+  if (!db_guard_passed()) return PW_ERROR; /* a refused token costs no bcrypt */
   char salt[CRYPT_GENSALT_OUTPUT_SIZE];
   if (!crypt_gensalt_rn("$2b$", (unsigned long)P.cost, NULL, 0, salt, sizeof salt)) return PW_ERROR;
   task t = {.password = password, .setting = salt};
@@ -156,6 +158,7 @@ pw_result password_hash(const char *password, char out[128]) {
 }
 
 pw_result password_verify(const char *password, const char *hash) {
+  if (!db_guard_passed()) return PW_ERROR;
   bool known = hash && str_starts_with(hash, "$2");
   task t = {.password = password, .setting = known ? hash : P.dummy};
   if (!submit(&t)) return PW_BUSY;

@@ -1,6 +1,7 @@
 /* The storage facade. Local files live in $DATA_DIR/uploads/<key>, written by rename from the
  * upload's temporary file (same filesystem: $DATA_DIR/tmp), so a reader never sees half a
  * file. With S3 configured the file is uploaded and the temporary copy removed. */
+#include "db/db.h"
 #include "ext/storage.h"
 #include "core/clock.h"
 #include "core/config.h"
@@ -48,6 +49,11 @@ bool storage_save(const char *tmp_path, const char *ext, const char *content_typ
   char id[ID_LEN + 1];
   id_new(id);
   snprintf(key, STORAGE_KEY_LEN, "%s.%s", id, ext);
+  if (!db_guard_passed()) { /* the request's token is refused: nothing is kept for it */
+    snprintf(err, 256, "the request was refused");
+    unlink(tmp_path);
+    return false;
+  }
   if (use_s3()) {
     bool ok = s3_put_file(key, tmp_path, content_type, err);
     unlink(tmp_path);

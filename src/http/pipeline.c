@@ -409,8 +409,10 @@ void hs_dispatch(hs_call *c) {
   db_unavailable_clear();
   db_trips_clear();
   db_guard_clear();
-  /* the token's check may ride with the first statement where only the database acts first */
-  db_guard_defer(r && !(r->flags & ROUTE_SLOW) && !r->upload);
+  /* the token's check rides with the request's first statement; whatever acts beyond the
+   * database first (an outbound call, a stored file, a password hashed) runs it before
+   * (db_guard_passed) */
+  db_guard_defer(r != NULL);
   storage_failure_clear();
   run_pipeline(c);
   db_guard_defer(false);

@@ -18,7 +18,7 @@ import pytest
 import requests
 
 from conftest import Api, unique_email, unique_ip
-from helpers import error_body
+from helpers import error_body, png_bytes
 
 ID_RE = re.compile(r"^c[0-9a-z]{24}$")
 RESET_LINK_RE = re.compile(r"http://app\.test/reset-password\?token=([0-9a-f]+)")
@@ -986,6 +986,29 @@ def test_an_ended_token_writes_nothing(api):
     assert api.get("/users/me", token=fresh).json()["name"] == "Test User"
     r = api.post("/jobs", token=fresh, json=body, headers={"Idempotency-Key": key})
     assert r.status_code == 201 and "Idempotent-Replayed" not in r.headers
+
+
+def test_an_ended_token_acts_nowhere_else_either(api, server):
+    """The check also rides on routes that act beyond the database (the slow lane, uploads):
+    whatever would act first for an ended token runs the check before it, so no password is
+    hashed or changed and no photo is stored."""
+    u = api.register_user()
+    body = {"service": "lawncare", "description": "Mow it", "preferredAt": "2031-05-01T09:00:00.000Z"}
+    job = api.post("/jobs", token=u["token"], json=body).json()
+    token = request_reset(api, u["email"])
+    assert api.post("/auth/reset-password", json={"token": token, "newPassword": "brand-new-pw"}).status_code == 200
+    r = api.post("/auth/change-password", token=u["token"],
+                 json={"currentPassword": "brand-new-pw", "newPassword": "another-pw-1"})
+    assert r.status_code == 401 and r.json()["error"] == "Unauthorized"
+    uploads = os.path.join(server.data_dir, "uploads")
+    before = sorted(os.listdir(uploads)) if os.path.isdir(uploads) else []
+    r = api.post(f"/jobs/{job['id']}/images", token=u["token"],
+                 files={"images": ("a.png", png_bytes(5), "image/png")})
+    assert r.status_code == 401 and r.json()["error"] == "Unauthorized"
+    assert (sorted(os.listdir(uploads)) if os.path.isdir(uploads) else []) == before
+    assert login(api, u["email"], "another-pw-1").status_code == 401
+    fresh = login(api, u["email"], "brand-new-pw").json()["token"]
+    assert api.get(f"/jobs/{job['id']}", token=fresh).json()["images"] == []
 
 
 def test_reset_of_user_leaves_provider_with_same_email_alone(api):
