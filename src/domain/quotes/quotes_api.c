@@ -36,20 +36,13 @@ json_t *quotes_json(const db_res *q, int i) {
   return out;
 }
 
-/* Answers with quote id, or {quote, job} with the Job JSON of job (one `jobs.*` row). */
-static err_t reply_quote(hs_req *req, const char *id, const db_res *job) {
-  db_res *q;
-  err_t e = quotes_store_get(&req->arena, id, &q);
-  if (e != ERR_OK) return e;
-  jw *w = hs_jw(req, job ? 2048 : 512);
-  hs_rj *quote = hs_rj_bind(&req->arena, SHAPE_QUOTE, q);
-  if (!job) {
-    hs_rj_object(w, quote, q, 0);
-    return hs_ok_jw(req, w);
-  }
+/* Answers {quote, job}: quote q (a quotes_store_get row) and the Job JSON of job (a `jobs.*`
+ * row). */
+static err_t reply_accepted(hs_req *req, const db_res *q, const db_res *job) {
+  jw *w = hs_jw(req, 2048);
   jw_obj(w);
   jw_key(w, "quote");
-  hs_rj_object(w, quote, q, 0);
+  hs_rj_object(w, hs_rj_bind(&req->arena, SHAPE_QUOTE, q), q, 0);
   jw_key(w, "job");
   shape_job_open(w, shape_jobs_bind(&req->arena, job), job, 0);
   jw_obj_end(w);
@@ -166,25 +159,25 @@ err_t api_quotes_create(hs_req *req) {
 
 err_t api_quotes_accept(hs_req *req) {
   db_res *q;
-  err_t e = quotes_store_get(&req->arena, hs_param(req, "id"), &q);
+  err_t e = quotes_store_get(&req->arena, hs_param(req, "id"), true, &q);
   if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Quote not found");
   if (e != ERR_OK) return e;
   if (strcmp(db_field(q, 0, "customer_id"), req->auth.id)) return hs_fail(req, ERR_FORBIDDEN, "Not your job");
   const char *job_id = db_field(q, 0, "job_id"), *provider = db_field(q, 0, "provider_id");
-  db_res *pro, *customer;
-  if ((e = quotes_store_contact(&req->arena, "providers", provider, &pro)) != ERR_OK ||
-      (e = quotes_store_contact(&req->arena, "users", req->auth.id, &customer)) != ERR_OK)
-    return e;
+  const char *pro_email = db_field(q, 0, "provider_email"), *pro_name = db_field(q, 0, "provider_name");
+  const char *customer_name = db_field(q, 0, "customer_name");
+  if (!pro_email || !customer_name) return ERR_NOT_FOUND;
   char *body = arena_printf(&req->arena,
                             "Hello %s,\n\n%s accepted your quote of $%.2f for job %s. Open the app to see the "
                             "address and schedule.\n",
-                            db_text(pro, 0, 1), db_text(customer, 0, 1),
-                            (double)db_int(q, 0, db_col(q, "amount_cents")) / 100, job_id);
-  quote_news news = {db_text(pro, 0, 0),
+                            pro_name, customer_name, (double)db_int(q, 0, db_col(q, "amount_cents")) / 100, job_id);
+  quote_news news = {pro_email,
                      "Your quote was accepted",
                      body,
                      {provider, "provider", "Quote accepted",
-                      arena_printf(&req->arena, "%s accepted your quote", db_text(customer, 0, 1)), job_id}};
+                      arena_printf(&req->arena, "%s accepted your quote", customer_name), job_id},
+                     true,
+                     db_field(q, 0, "provider_push_token")};
   bool won;
   if ((e = quotes_store_accept(db_field(q, 0, "id"), job_id, provider, &news, &won)) != ERR_OK) return e;
   if (!won) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "The job is no longer open for acceptance");
@@ -192,9 +185,11 @@ err_t api_quotes_accept(hs_req *req) {
   /* the authorization follows the commit; a decline is recorded, the acceptance stands */
   if (payments_authorize_job(job_id, req->auth.id, db_int(q, 0, db_col(q, "total_cents"))) != ERR_OK)
     log_msg(LOG_ERROR, "recording the authorization of job %s failed", job_id);
-  db_res *job;
-  if ((e = jobs_get(&req->arena, job_id, &job)) != ERR_OK) return e;
-  return reply_quote(req, db_field(q, 0, "id"), job);
+  /* the answer: the quote and its job as they are now, in one round trip */
+  db_read reads[] = {quotes_store_read(&req->arena, db_field(q, 0, "id")), jobs_read(&req->arena, job_id)};
+  if ((e = db_to_err(db_query_all(&req->arena, reads, 2))) != ERR_OK) return e;
+  if (reads[0].res->rows == 0 || reads[1].res->rows == 0) return ERR_NOT_FOUND;
+  return reply_accepted(req, reads[0].res, reads[1].res);
 }
 
 err_t quotes_market(arena *a, const char *service, quote_market *out) {

@@ -86,13 +86,21 @@ err_t quotes_store_submit(arena *a, const char *provider_id, const char *job_id,
   return db_end(c, e);
 }
 
-err_t quotes_store_get(arena *a, const char *id, db_res **out) {
-  if (db_query(a, out,
-               "SELECT q.*, j.customer_id, j.status AS job_status FROM quotes q JOIN jobs j ON j.id = q.job_id "
-               "WHERE q.id = $1",
-               DB_ARGS(DB_TEXT(id))) != DB_OK)
-    return ERR_INTERNAL;
+#define QUOTE_SQL "SELECT q.*, j.customer_id, j.status AS job_status"
+#define QUOTE_FROM " FROM quotes q JOIN jobs j ON j.id = q.job_id"
+
+err_t quotes_store_get(arena *a, const char *id, bool with_parties, db_res **out) {
+  const char *sql = with_parties ? QUOTE_SQL ", p.email AS provider_email, p.name AS provider_name, "
+                                             "p.push_token AS provider_push_token, u.name AS customer_name" QUOTE_FROM
+                                             " LEFT JOIN providers p ON p.id = q.provider_id "
+                                             "LEFT JOIN users u ON u.id = j.customer_id WHERE q.id = $1"
+                                 : QUOTE_SQL QUOTE_FROM " WHERE q.id = $1";
+  if (db_query(a, out, sql, DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
   return (*out)->rows == 1 ? ERR_OK : ERR_NOT_FOUND;
+}
+
+db_read quotes_store_read(arena *a, const char *id) {
+  return db_read_make(a, QUOTE_SQL QUOTE_FROM " WHERE q.id = $1", DB_ARGS(DB_TEXT(id)));
 }
 
 err_t quotes_store_accept(const char *quote_id, const char *job_id, const char *provider_id, const quote_news *news,
@@ -103,8 +111,8 @@ err_t quotes_store_accept(const char *quote_id, const char *job_id, const char *
   err_t e = db_begin(&c);
   if (!e) e = db_to_err(jobs_accept_in(c, job_id, provider_id, now, won));
   if (!e && !*won) return db_end(c, e); /* another acceptance (or a cancellation) came first */
-  if (!e)
-    e = db_to_err(db_exec(c, NULL, NULL,
+  if (!e) /* nothing waits for its answer: it goes with the next statement */
+    e = db_to_err(db_exec_later(c, NULL, NULL,
                           "UPDATE quotes SET status = CASE WHEN id = $2 THEN 'ACCEPTED' ELSE 'REJECTED' END, "
                           "accepted_at = CASE WHEN id = $2 THEN $3 ELSE accepted_at END, updated_at = $3 "
                           "WHERE job_id = $1",
@@ -139,12 +147,6 @@ db_read quotes_store_read_for_job(arena *a, const char *job_id, const hs_page *p
   return db_read_make(a, sql, args, n);
 }
 
-err_t quotes_store_contact(arena *a, const char *table, const char *id, db_res **out) {
-  const char *sql = table[0] == 'u' ? "SELECT email, name FROM users WHERE id = $1"
-                                    : "SELECT email, name, company_name FROM providers WHERE id = $1";
-  if (db_query(a, out, sql, DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
-  return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
-}
 
 const hs_keyset PROVIDER_QUOTES_KEYSET = {"provider-quotes", {{"q.seq", "seq", 'i', true}, {"q.id", "id", 's', true}}};
 

@@ -37,8 +37,12 @@ typedef err_t (*quote_decide)(void *ctx, arena *a, err_t found, const db_res *ro
  * the job is no longer open. */
 err_t quotes_store_submit(arena *a, const char *provider_id, const char *job_id, quote_decide decide, void *ctx,
                           db_res **quote);
-/* The quote with its job's customer_id and job_status. */
-err_t quotes_store_get(arena *a, const char *id, db_res **out);
+/* The quote with its job's customer_id and job_status; with_parties adds what an acceptance
+ * tells them: provider_email, provider_name, provider_push_token and customer_name (NULL when
+ * that account is gone). */
+err_t quotes_store_get(arena *a, const char *id, bool with_parties, db_res **out);
+/* The read of quotes_store_get(a, id, false, ...) for db_query_all (no row when missing). */
+db_read quotes_store_read(arena *a, const char *id);
 /* Assigns the job, accepts this quote and rejects the others, writes the provider's news:
  * one transaction. *won false when the job was no longer open. */
 err_t quotes_store_accept(const char *quote_id, const char *job_id, const char *provider_id, const quote_news *news,
@@ -54,7 +58,5 @@ db_read quotes_store_read_for_job(arena *a, const char *job_id, const hs_page *p
 extern const hs_keyset PROVIDER_QUOTES_KEYSET;
 /* The page pg of the provider's quotes (`quotes.*`) with their job's job_status and job_service. */
 err_t quotes_store_of_provider(arena *a, const char *provider_id, const hs_page *pg, db_res **out);
-/* email and name of a user ("users") or provider ("providers"). */
-err_t quotes_store_contact(arena *a, const char *table, const char *id, db_res **out);
 
 #endif
