@@ -456,21 +456,26 @@ err_t jobs_store_append_images(const char *id, const char *keys_json) {
   arena_init(&a);
   db_res *r;
   db_conn *c;
+  char *merged = NULL;
+  bool pg = db_engine_get() == DB_POSTGRES;
   err_t e = db_begin(&c);
-  /* the no-op update takes the row lock (the write lock on SQLite) before the read */
-  if (!e) e = db_to_err(db_exec(c, NULL, NULL, "UPDATE jobs SET id = id WHERE id = $1", DB_ARGS(DB_TEXT(id))));
-  if (!e) e = db_to_err(db_exec(c, &a, &r, "SELECT images FROM jobs WHERE id = $1", DB_ARGS(DB_TEXT(id))));
-  if (!e && r->rows == 1) {
+  /* PostgreSQL appends in the update itself, under the row's lock; on SQLite the transaction
+   * holds the write lock, so the list is read and written back */
+  if (!e && !pg) e = db_to_err(db_exec(c, &a, &r, "SELECT images FROM jobs WHERE id = $1", DB_ARGS(DB_TEXT(id))));
+  if (!e && !pg && r->rows == 1) {
     json_t *all = jx_parse_or(db_text(r, 0, 0), json_array()), *add = jx_parse_or(keys_json, json_array());
     json_array_extend(all, add);
-    char *text = json_dumps(all, JSON_COMPACT);
+    merged = json_dumps(all, JSON_COMPACT);
     json_decref(all), json_decref(add);
-    e = db_to_err(db_exec(c, &a, &r,
-                          "UPDATE jobs SET images = $2, updated_at = $3, json_head = NULL WHERE id = $1 RETURNING *",
-                          DB_ARGS(DB_TEXT(id), DB_TEXT(text), DB_INT(clock_now_ms()))));
-    free(text);
-    if (!e) e = db_to_err(changed_in(c, r, 0));
   }
+  if (!e && (pg || merged))
+    e = db_to_err(db_exec(c, &a, &r,
+                          pg ? "UPDATE jobs SET images = (images::jsonb || $2::jsonb)::text, updated_at = $3, "
+                               "json_head = NULL WHERE id = $1 RETURNING *"
+                             : "UPDATE jobs SET images = $2, updated_at = $3, json_head = NULL WHERE id = $1 RETURNING *",
+                          DB_ARGS(DB_TEXT(id), DB_TEXT(pg ? keys_json : merged), DB_INT(clock_now_ms()))));
+  free(merged);
+  if (!e && r->rows == 1) e = db_to_err(changed_in(c, r, 0));
   e = db_end(c, e);
   arena_fini(&a);
   return e;

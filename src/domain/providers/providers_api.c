@@ -130,11 +130,13 @@ static err_t change_headshots(void *ctx, const char *old_json, char **new_json) 
   return *new_json ? ERR_OK : ERR_INTERNAL;
 }
 
-/* Appends add to the caller's headshots, or removes position index (its key in *removed). */
-static err_t edit_headshots(hs_req *req, const char *add, long index, const char **removed) {
+/* Appends add to the caller's headshots, or removes position index (its key in *removed);
+ * *row: the provider's row after the edit. */
+static err_t edit_headshots(hs_req *req, const char *add, long index, const char **removed, db_res **row) {
   headshots_change h = {req, add, index, NULL};
-  err_t e = prov_store_edit_headshots(&req->arena, req->auth.id, change_headshots, &h);
+  err_t e = prov_store_edit_headshots(&req->arena, req->auth.id, change_headshots, &h, row);
   if (e == ERR_NOT_FOUND && req->err == ERR_OK) return hs_fail(req, e, "Provider not found");
+  if (!e && (!*row || (*row)->rows == 0)) return hs_fail(req, ERR_NOT_FOUND, "Provider not found");
   if (removed) *removed = h.removed;
   return e;
 }
@@ -143,11 +145,12 @@ err_t api_providers_add_headshot(hs_req *req) {
   const char *key = NULL;
   err_t e = store_upload(req, only_file(req, "headshot"), &key);
   if (e != ERR_OK) return e;
-  if ((e = edit_headshots(req, key, 0, NULL)) != ERR_OK) {
+  db_res *row;
+  if ((e = edit_headshots(req, key, 0, NULL, &row)) != ERR_OK) {
     storage_delete(key);
     return e;
   }
-  return reply_profile(req);
+  return hs_ok(req, profile_from_row(row));
 }
 
 err_t api_providers_delete_headshot(hs_req *req) {
@@ -155,29 +158,31 @@ err_t api_providers_delete_headshot(hs_req *req) {
   char *end;
   long index = strtol(text, &end, 10);
   if (*end || end == text) return hs_fail_invalid(req, "index: must be an integer");
-  err_t e = edit_headshots(req, NULL, index, &removed);
+  db_res *row;
+  err_t e = edit_headshots(req, NULL, index, &removed, &row);
   if (e != ERR_OK) return e;
   storage_delete(removed);
-  return reply_profile(req);
+  return hs_ok(req, profile_from_row(row));
 }
 
 err_t api_providers_upload_id_documents(hs_req *req) {
   hs_upload *front = only_file(req, "front"), *back = only_file(req, "back");
   const char *front_key = NULL, *back_key = NULL, *old_front = NULL, *old_back = NULL;
+  db_res *row = NULL;
   err_t e = ERR_OK;
   if (front) e = store_upload(req, front, &front_key);
   if (e == ERR_OK && back) e = store_upload(req, back, &back_key);
   if (e == ERR_OK)
-    e = prov_store_set_id_documents(&req->arena, req->auth.id, front_key, back_key, &old_front, &old_back);
+    e = prov_store_set_id_documents(&req->arena, req->auth.id, front_key, back_key, &old_front, &old_back, &row);
   if (e != ERR_OK) {
     storage_delete(front_key), storage_delete(back_key);
     return e == ERR_NOT_FOUND ? hs_fail(req, e, "Provider not found") : e;
   }
   storage_delete(old_front), storage_delete(old_back);
-  /* the answer describes the upload just made: a fast background check may already have
-   * written its result, which the next GET shows */
-  json_t *p = providers_profile_json(&req->arena, req->auth.id);
-  if (!p) return hs_fail(req, ERR_NOT_FOUND, "Provider not found");
+  /* the answer describes the upload just made (the row as it left it): a fast background
+   * check may already have written its result, which the next GET shows */
+  if (!row || row->rows == 0) return hs_fail(req, ERR_NOT_FOUND, "Provider not found");
+  json_t *p = profile_from_row(row);
   json_object_set_new(p, "idCheckStatus", json_string("pending"));
   json_object_set_new(p, "idCheckFlags", json_array());
   static const char *const cleared[] = {"idCheckName", "idCheckDOB", "idCheckExpiry", "idCheckState", "idCheckAt"};

@@ -19,13 +19,13 @@ db_read prov_read(arena *a, const char *id) { return db_read_make(a, PROVIDER_SQ
 static db_rc replace_list(db_conn *c, const char *table, const char *column, const char *id, json_t *values) {
   char sql[160];
   snprintf(sql, sizeof sql, "DELETE FROM %s WHERE provider_id = $1", table);
-  db_rc rc = db_exec(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(id)));
+  db_rc rc = db_exec_later(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(id)));
   snprintf(sql, sizeof sql, "INSERT INTO %s (provider_id, %s) VALUES ($1, $2)", table, column);
   size_t i;
   json_t *v;
   json_array_foreach(values, i, v) {
     if (rc != DB_OK) break;
-    rc = db_exec(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(id), DB_TEXT(json_string_value(v))));
+    rc = db_exec_later(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(id), DB_TEXT(json_string_value(v))));
   }
   return rc;
 }
@@ -49,19 +49,19 @@ err_t prov_store_update_profile(const char *id, json_t *patch) {
     if (!v) continue;
     char sql[120];
     snprintf(sql, sizeof sql, "UPDATE providers SET %s = $2 WHERE id = $1", text_fields[i].column);
-    e = db_to_err(db_exec(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(id), DB_TEXT(json_string_value(v)))));
+    e = db_to_err(db_exec_later(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(id), DB_TEXT(json_string_value(v)))));
   }
   json_t *services = json_object_get(patch, "services"), *zips = json_object_get(patch, "serviceZips");
   if (!e && services) {
     char *text = json_dumps(services, JSON_COMPACT);
-    e = db_to_err(db_exec(c, NULL, NULL, "UPDATE providers SET services = $2 WHERE id = $1",
+    e = db_to_err(db_exec_later(c, NULL, NULL, "UPDATE providers SET services = $2 WHERE id = $1",
                           DB_ARGS(DB_TEXT(id), DB_TEXT(text))));
     free(text);
     if (!e) e = db_to_err(replace_list(c, "provider_services", "service", id, services));
   }
   if (!e && zips) {
     char *text = json_dumps(zips, JSON_COMPACT);
-    e = db_to_err(db_exec(c, NULL, NULL, "UPDATE providers SET service_zips = $2 WHERE id = $1",
+    e = db_to_err(db_exec_later(c, NULL, NULL, "UPDATE providers SET service_zips = $2 WHERE id = $1",
                           DB_ARGS(DB_TEXT(id), DB_TEXT(text))));
     free(text);
     if (!e) e = db_to_err(replace_list(c, "provider_zips", "zip", id, zips));
@@ -85,10 +85,11 @@ err_t prov_store_set_logo(arena *a, const char *id, const char *key, const char 
   return db_end(c, e);
 }
 
-err_t prov_store_edit_headshots(arena *a, const char *id, headshots_edit edit, void *ctx) {
+err_t prov_store_edit_headshots(arena *a, const char *id, headshots_edit edit, void *ctx, db_res **row) {
   db_conn *c;
   db_res *r = NULL;
   char *text = NULL;
+  *row = NULL;
   err_t e = db_begin(&c);
   if (!e) /* the row lock first: the read below sees every edit before this one */
     e = db_to_err(db_exec(c, a, &r,
@@ -97,9 +98,10 @@ err_t prov_store_edit_headshots(arena *a, const char *id, headshots_edit edit, v
                           DB_ARGS(DB_TEXT(id))));
   if (!e && r->rows == 0) e = ERR_NOT_FOUND;
   if (!e) e = edit(ctx, db_field(r, 0, "headshots"), &text);
-  if (!e)
-    e = db_to_err(db_exec(c, NULL, NULL, "UPDATE providers SET headshots = $2, updated_at = $3 WHERE id = $1",
-                          DB_ARGS(DB_TEXT(id), DB_TEXT(text), DB_INT(clock_now_ms()))));
+  if (!e) /* its row comes back with the COMMIT */
+    e = db_to_err(db_exec_later(c, a, row,
+                                "UPDATE providers SET headshots = $2, updated_at = $3 WHERE id = $1 RETURNING *",
+                                DB_ARGS(DB_TEXT(id), DB_TEXT(text), DB_INT(clock_now_ms()))));
   free(text);
   return db_end(c, e);
 }
@@ -121,19 +123,22 @@ static err_t read_two(db_conn *c, arena *a, const char *sql, const char *id, con
 }
 
 err_t prov_store_set_id_documents(arena *a, const char *id, const char *front, const char *back,
-                                  const char **old_front, const char **old_back) {
+                                  const char **old_front, const char **old_back, db_res **row) {
   db_conn *c;
+  *row = NULL;
   err_t e = db_begin(&c);
   if (!e) e = read_two(c, a, "SELECT id_doc_front, id_doc_back FROM providers WHERE id = $1", id, old_front, old_back);
   if (e) return db_end(c, e);
   const char *new_front = front ? front : *old_front, *new_back = back ? back : *old_back;
   if (!front) *old_front = NULL; /* kept, not replaced */
   if (!back) *old_back = NULL;
-  e = db_to_err(db_exec(c, NULL, NULL,
-                        "UPDATE providers SET id_doc_front = $2, id_doc_back = $3, id_check_status = 'pending', "
-                        "id_check_name = NULL, id_check_dob = NULL, id_check_expiry = NULL, id_check_state = NULL, "
-                        "id_check_flags = NULL, id_check_at = NULL, updated_at = $4 WHERE id = $1",
-                        DB_ARGS(DB_TEXT(id), DB_TEXT(new_front), DB_TEXT(new_back), DB_INT(clock_now_ms()))));
+  /* its row comes back with the COMMIT */
+  e = db_to_err(db_exec_later(c, a, row,
+                              "UPDATE providers SET id_doc_front = $2, id_doc_back = $3, id_check_status = 'pending', "
+                              "id_check_name = NULL, id_check_dob = NULL, id_check_expiry = NULL, "
+                              "id_check_state = NULL, id_check_flags = NULL, id_check_at = NULL, updated_at = $4 "
+                              "WHERE id = $1 RETURNING *",
+                              DB_ARGS(DB_TEXT(id), DB_TEXT(new_front), DB_TEXT(new_back), DB_INT(clock_now_ms()))));
   if (!e)
     e = queue_check(c, "licence_check",
                     json_pack("{s:s,s:s?,s:s?}", "providerId", id, "front", new_front, "back", new_back));

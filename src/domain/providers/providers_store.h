@@ -22,12 +22,14 @@ err_t prov_store_set_logo(arena *a, const char *id, const char *key, const char 
  * in *new_json (heap, or the edit fails with the error it returns). */
 typedef err_t (*headshots_edit)(void *ctx, const char *old_json, char **new_json);
 /* Edits the provider's headshots under its row lock, so concurrent edits all land, one after
- * the other; ERR_NOT_FOUND without such a provider, else what edit answered. */
-err_t prov_store_edit_headshots(arena *a, const char *id, headshots_edit edit, void *ctx);
+ * the other; ERR_NOT_FOUND without such a provider, else what edit answered. *row: the
+ * provider's row as the edit left it (every column, owned by a). */
+err_t prov_store_edit_headshots(arena *a, const char *id, headshots_edit edit, void *ctx, db_res **row);
 /* Records new licence images (NULL: keep that side), sets idCheckStatus pending and queues
- * recognition, in one transaction. *old_front / *old_back receive replaced keys. */
+ * recognition, in one transaction. *old_front / *old_back receive replaced keys; *row the
+ * provider's row as the change left it (every column, owned by a). */
 err_t prov_store_set_id_documents(arena *a, const char *id, const char *front, const char *back,
-                                  const char **old_front, const char **old_back);
+                                  const char **old_front, const char **old_back, db_res **row);
 /* Records a new insurance document, sets insCheckStatus pending and queues recognition. */
 err_t prov_store_set_insurance_document(arena *a, const char *id, const char *key, const char **old);
 
