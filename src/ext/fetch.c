@@ -4,10 +4,10 @@
  * callback stops the transfer when the capped buffer refuses a piece), then any other
  * transport failure, then the status. The JSON helpers are exchanges with an Accept header and
  * a parse of the answer; a refused answer is a bad body to them, as it always was. */
-#include "db/db.h"
 #include "ext/fetch.h"
 #include "core/buf.h"
 #include "core/util.h"
+#include "db/db.h"
 #include <curl/curl.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,9 +1,9 @@
 /* Bounded bcrypt pool: a ring of pending tasks, worker threads at nice 10 so request
  * threads preempt them, and a per-call condition variable for the waiting request. */
-#include "db/db.h"
 #include "ext/password.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "db/db.h"
 #include <crypt.h>
 #include <pthread.h>
 #include <stdio.h>

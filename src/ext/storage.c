@@ -1,13 +1,13 @@
 /* The storage facade. Local files live in $DATA_DIR/uploads/<key>, written by rename from the
  * upload's temporary file (same filesystem: $DATA_DIR/tmp), so a reader never sees half a
  * file. With S3 configured the file is uploaded and the temporary copy removed. */
-#include "db/db.h"
 #include "ext/storage.h"
 #include "core/clock.h"
 #include "core/config.h"
-#include "core/tmpdir.h"
 #include "core/ids.h"
+#include "core/tmpdir.h"
 #include "core/util.h"
+#include "db/db.h"
 #include "ext/digest.h"
 #include "ext/s3.h"
 #include <ctype.h>

@@ -95,7 +95,7 @@ db_rc jobs_json_save_in(db_conn *c, const db_res *job, int row) {
   shape_job_render(&a, job, row, &head, &tail);
   /* nothing waits for it: on PostgreSQL it goes with the transaction's next statement */
   db_rc rc = db_exec_later(c, NULL, NULL, "UPDATE jobs SET json_head = $2, json_tail = $3 WHERE id = $1",
-                     DB_ARGS(DB_TEXT(db_field(job, row, "id")), DB_TEXT(head), DB_TEXT(tail)));
+                           DB_ARGS(DB_TEXT(db_field(job, row, "id")), DB_TEXT(head), DB_TEXT(tail)));
   arena_fini(&a);
   return rc;
 }
@@ -469,11 +469,12 @@ err_t jobs_store_append_images(const char *id, const char *keys_json) {
     json_decref(all), json_decref(add);
   }
   if (!e && (pg || merged))
-    e = db_to_err(db_exec(c, &a, &r,
-                          pg ? "UPDATE jobs SET images = (images::jsonb || $2::jsonb)::text, updated_at = $3, "
-                               "json_head = NULL WHERE id = $1 RETURNING *"
-                             : "UPDATE jobs SET images = $2, updated_at = $3, json_head = NULL WHERE id = $1 RETURNING *",
-                          DB_ARGS(DB_TEXT(id), DB_TEXT(pg ? keys_json : merged), DB_INT(clock_now_ms()))));
+    e = db_to_err(
+        db_exec(c, &a, &r,
+                pg ? "UPDATE jobs SET images = (images::jsonb || $2::jsonb)::text, updated_at = $3, "
+                     "json_head = NULL WHERE id = $1 RETURNING *"
+                   : "UPDATE jobs SET images = $2, updated_at = $3, json_head = NULL WHERE id = $1 RETURNING *",
+                DB_ARGS(DB_TEXT(id), DB_TEXT(pg ? keys_json : merged), DB_INT(clock_now_ms()))));
   free(merged);
   if (!e && r->rows == 1) e = db_to_err(changed_in(c, r, 0));
   e = db_end(c, e);

@@ -32,7 +32,8 @@ static db_read thread_read(hs_req *req, const char *requested_provider) {
  * 400 when a customer names no thread and none is assigned. */
 static err_t open_thread(hs_req *req, const char *requested_provider, const db_res *r, thread *t) {
   if (r->rows == 0) return hs_fail(req, ERR_NOT_FOUND, "Job not found");
-  t->job_id = db_field(r, 0, "id"), t->customer_id = db_field(r, 0, "customer_id"), t->status = db_field(r, 0, "status");
+  t->job_id = db_field(r, 0, "id"), t->customer_id = db_field(r, 0, "customer_id"),
+  t->status = db_field(r, 0, "status");
   bool customer = req->auth.role_bit == ROLE_USER;
   if (customer) {
     if (strcmp(t->customer_id, req->auth.id)) return hs_fail(req, ERR_NOT_FOUND, "Job not found");

@@ -39,12 +39,14 @@ err_t pay_store_billing(arena *a, const char *user_id, billing *out) {
   return ERR_OK;
 }
 
-/* Sets column (customer id or subscribe key) when NULL and returns the value in force. */
+/* Sets column (customer id or subscribe key) when NULL and returns the value in force: the
+ * update returns it when it won, else (another request set it first) it is read. */
 static err_t set_once(arena *a, const char *update_sql, const char *select_sql, const char *user_id, const char *value,
                       const char **winner) {
-  if (db_query(a, NULL, update_sql, DB_ARGS(DB_TEXT(user_id), DB_TEXT(value), DB_INT(clock_now_ms()))) != DB_OK)
-    return ERR_INTERNAL;
   db_res *r;
+  if (db_query(a, &r, update_sql, DB_ARGS(DB_TEXT(user_id), DB_TEXT(value), DB_INT(clock_now_ms()))) != DB_OK)
+    return ERR_INTERNAL;
+  if (r->rows == 1 && (*winner = db_text(r, 0, 0))) return ERR_OK;
   if (db_query(a, &r, select_sql, DB_ARGS(DB_TEXT(user_id))) != DB_OK) return ERR_INTERNAL;
   if (r->rows == 0) return ERR_NOT_FOUND;
   *winner = db_text(r, 0, 0);
@@ -54,14 +56,14 @@ static err_t set_once(arena *a, const char *update_sql, const char *select_sql, 
 err_t pay_store_set_customer(arena *a, const char *user_id, const char *customer_id, const char **winner) {
   return set_once(a,
                   "UPDATE users SET processor_customer_id = $2, updated_at = $3 "
-                  "WHERE id = $1 AND processor_customer_id IS NULL",
+                  "WHERE id = $1 AND processor_customer_id IS NULL RETURNING processor_customer_id",
                   "SELECT processor_customer_id FROM users WHERE id = $1", user_id, customer_id, winner);
 }
 
 err_t pay_store_claim_subscribe_key(arena *a, const char *user_id, const char *key, const char **winner) {
   return set_once(a,
                   "UPDATE users SET premium_subscribe_key = $2, premium_subscribe_unconfirmed = 0, updated_at = $3 "
-                  "WHERE id = $1 AND premium_subscribe_key IS NULL",
+                  "WHERE id = $1 AND premium_subscribe_key IS NULL RETURNING premium_subscribe_key",
                   "SELECT premium_subscribe_key FROM users WHERE id = $1", user_id, key, winner);
 }
 
@@ -87,10 +89,10 @@ err_t pay_store_set_method(const char *user_id, const char *payment_method_id) {
   json_t *payload = json_pack("{s:s,s:s}", "userId", user_id, "paymentMethodId", payment_method_id);
   db_conn *c;
   err_t e = db_begin(&c);
-  if (!e)
-    e = db_to_err(db_exec(c, NULL, NULL,
-                          "UPDATE users SET processor_payment_method_id = $2, updated_at = $3 WHERE id = $1",
-                          DB_ARGS(DB_TEXT(user_id), DB_TEXT(payment_method_id), DB_INT(clock_now_ms()))));
+  if (!e) /* with the queue's insert and the COMMIT */
+    e = db_to_err(db_exec_later(c, NULL, NULL,
+                                "UPDATE users SET processor_payment_method_id = $2, updated_at = $3 WHERE id = $1",
+                                DB_ARGS(DB_TEXT(user_id), DB_TEXT(payment_method_id), DB_INT(clock_now_ms()))));
   if (!e) e = db_to_err(queue_enqueue(c, "payment_recover", payload));
   json_decref(payload);
   return db_end(c, e);

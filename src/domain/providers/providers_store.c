@@ -55,14 +55,14 @@ err_t prov_store_update_profile(const char *id, json_t *patch) {
   if (!e && services) {
     char *text = json_dumps(services, JSON_COMPACT);
     e = db_to_err(db_exec_later(c, NULL, NULL, "UPDATE providers SET services = $2 WHERE id = $1",
-                          DB_ARGS(DB_TEXT(id), DB_TEXT(text))));
+                                DB_ARGS(DB_TEXT(id), DB_TEXT(text))));
     free(text);
     if (!e) e = db_to_err(replace_list(c, "provider_services", "service", id, services));
   }
   if (!e && zips) {
     char *text = json_dumps(zips, JSON_COMPACT);
     e = db_to_err(db_exec_later(c, NULL, NULL, "UPDATE providers SET service_zips = $2 WHERE id = $1",
-                          DB_ARGS(DB_TEXT(id), DB_TEXT(text))));
+                                DB_ARGS(DB_TEXT(id), DB_TEXT(text))));
     free(text);
     if (!e) e = db_to_err(replace_list(c, "provider_zips", "zip", id, zips));
   }
@@ -122,8 +122,8 @@ static err_t read_two(db_conn *c, arena *a, const char *sql, const char *id, con
   return ERR_OK;
 }
 
-err_t prov_store_set_id_documents(arena *a, const char *id, const char *front, const char *back,
-                                  const char **old_front, const char **old_back, db_res **row) {
+err_t prov_store_set_id_documents(arena *a, const char *id, const char *front, const char *back, const char **old_front,
+                                  const char **old_back, db_res **row) {
   db_conn *c;
   *row = NULL;
   err_t e = db_begin(&c);

@@ -28,8 +28,8 @@ err_t prov_store_edit_headshots(arena *a, const char *id, headshots_edit edit, v
 /* Records new licence images (NULL: keep that side), sets idCheckStatus pending and queues
  * recognition, in one transaction. *old_front / *old_back receive replaced keys; *row the
  * provider's row as the change left it (every column, owned by a). */
-err_t prov_store_set_id_documents(arena *a, const char *id, const char *front, const char *back,
-                                  const char **old_front, const char **old_back, db_res **row);
+err_t prov_store_set_id_documents(arena *a, const char *id, const char *front, const char *back, const char **old_front,
+                                  const char **old_back, db_res **row);
 /* Records a new insurance document, sets insCheckStatus pending and queues recognition. */
 err_t prov_store_set_insurance_document(arena *a, const char *id, const char *key, const char **old);
 

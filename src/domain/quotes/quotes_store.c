@@ -111,12 +111,13 @@ err_t quotes_store_accept(const char *quote_id, const char *job_id, const char *
   err_t e = db_begin(&c);
   if (!e) e = db_to_err(jobs_accept_in(c, job_id, provider_id, now, won));
   if (!e && !*won) return db_end(c, e); /* another acceptance (or a cancellation) came first */
-  if (!e) /* nothing waits for its answer: it goes with the next statement */
+  /* nothing waits for its answer: it goes with the next statement */
+  if (!e)
     e = db_to_err(db_exec_later(c, NULL, NULL,
-                          "UPDATE quotes SET status = CASE WHEN id = $2 THEN 'ACCEPTED' ELSE 'REJECTED' END, "
-                          "accepted_at = CASE WHEN id = $2 THEN $3 ELSE accepted_at END, updated_at = $3 "
-                          "WHERE job_id = $1",
-                          DB_ARGS(DB_TEXT(job_id), DB_TEXT(quote_id), DB_INT(now))));
+                                "UPDATE quotes SET status = CASE WHEN id = $2 THEN 'ACCEPTED' ELSE 'REJECTED' END, "
+                                "accepted_at = CASE WHEN id = $2 THEN $3 ELSE accepted_at END, updated_at = $3 "
+                                "WHERE job_id = $1",
+                                DB_ARGS(DB_TEXT(job_id), DB_TEXT(quote_id), DB_INT(now))));
   if (!e) e = db_to_err(payments_follow_up(c, job_id));
   if (!e) e = announce(c, news);
   e = db_end(c, e);
@@ -146,7 +147,6 @@ db_read quotes_store_read_for_job(arena *a, const char *job_id, const hs_page *p
                   args, &n);
   return db_read_make(a, sql, args, n);
 }
-
 
 const hs_keyset PROVIDER_QUOTES_KEYSET = {"provider-quotes", {{"q.seq", "seq", 'i', true}, {"q.id", "id", 's', true}}};
 
