@@ -10,8 +10,8 @@ import pytest
 import requests
 
 from conftest import Api, unique_email, unique_ip
-from helpers import error_body, eventually
-from flow_helpers import customer, feed, get_job, post_job, private_zip, provider, quote
+from helpers import error_body, eventually, png_bytes
+from flow_helpers import Flow, customer, feed, get_job, image_files, post_job, private_zip, provider, quote, step
 
 NOT_FOUND = error_body(404, "Not found")
 LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
@@ -234,3 +234,44 @@ def test_a_feed_reads_its_changed_pairs_in_one_more_round_trip(api, engine):
     assert {j["id"] for j in jobs} <= got and len(got) == 4
     # SQLite: the check, the versions, one statement per pair
     assert trips(before, after, "GET", "/jobs") == (1, 2 if engine == "postgres" else 4)
+
+
+def test_round_trips_of_the_apps_everyday_routes(api, engine):
+    """On PostgreSQL each of these reads makes one round trip (reads from several stores go
+    together) and each write at most three (what needs no answer rides with the next statement
+    or the COMMIT; an upload's token check runs before its file is stored). On SQLite every
+    statement counts, so there the counts only have to move."""
+    f = Flow(api).quoted()
+    pro = f.pro
+    steps = [
+        ("GET", "/quotes/job/:jobId", 1, lambda: api.get(f"/quotes/job/{f.job_id}", token=f.user["token"])),
+        ("GET", "/providers/me/insights", 1, lambda: api.get("/providers/me/insights", token=pro["token"])),
+        ("GET", "/providers/:id/profile", 1, lambda: api.get(f"/providers/{pro['id']}/profile", token=f.user["token"])),
+        ("POST", "/jobs/:id/messages", 3,
+         lambda: api.post(f"/jobs/{f.job_id}/messages", token=pro["token"], json={"content": "Hello"})),
+        ("GET", "/jobs/:id/messages", 1,
+         lambda: api.get(f"/jobs/{f.job_id}/messages", token=f.user["token"], params={"providerId": pro["id"]})),
+        ("POST", "/jobs", 3, lambda: api.post("/jobs", token=f.user["token"], json={
+            "service": "lawncare", "description": "Mow it", "preferredAt": "2031-05-01T09:00:00.000Z"})),
+        ("POST", "/jobs/:id/images", 3,
+         lambda: api.post(f"/jobs/{f.job_id}/images", token=f.user["token"], files=image_files(1))),
+        ("POST", "/providers/me/headshots", 3, lambda: api.post(
+            "/providers/me/headshots", token=pro["token"], files={"headshot": ("h.png", png_bytes(3), "image/png")})),
+        ("POST", "/auth/provider/register", 3, lambda: api.post("/auth/provider/register", json={
+            "email": unique_email("trips"), "password": "password123", "name": "Pat", "serviceZips": ["10001", "10002"],
+            "services": ["lawncare", "snowplowing"]})),
+    ]
+    for method, route, most, call in steps:
+        before = scrape(api)
+        r = call()
+        assert r.status_code in (200, 201), (route, r.text)
+        after = scrape(api)
+        n, total = trips(before, after, method, route)
+        assert n == 1 and total >= 1, (route, n, total)
+        if engine == "postgres":
+            assert total <= most, f"{method} {route}: {total:.0f} round trips, at most {most}"
+    f.accepted()
+    before = scrape(api)
+    step(api, pro, f.job_id, "ON_THE_WAY")
+    after = scrape(api)
+    assert trips(before, after, "PATCH", "/jobs/:id/status")[1] <= (3 if engine == "postgres" else 99)
