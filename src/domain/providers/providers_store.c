@@ -71,16 +71,24 @@ err_t prov_store_update_profile(const char *id, json_t *patch) {
   return e;
 }
 
+/* Takes the provider's row lock and reads column (a no-op update returning it), so a
+ * concurrent replacement waits and then sees this one's key as the one it replaces. */
+static db_rc lock_read(db_conn *c, arena *a, const char *column, const char *id, db_res **r) {
+  char sql[160];
+  snprintf(sql, sizeof sql, "UPDATE providers SET updated_at = updated_at WHERE id = $1 RETURNING %s", column);
+  return db_exec(c, a, r, sql, DB_ARGS(DB_TEXT(id)));
+}
+
 err_t prov_store_set_logo(arena *a, const char *id, const char *key, const char **old) {
   db_res *r;
   db_conn *c;
   err_t e = db_begin(&c);
-  if (!e) e = db_to_err(db_exec(c, a, &r, "SELECT logo_url FROM providers WHERE id = $1", DB_ARGS(DB_TEXT(id))));
+  if (!e) e = db_to_err(lock_read(c, a, "logo_url", id, &r));
   if (!e && r->rows == 0) e = ERR_NOT_FOUND;
   if (!e) {
     *old = db_text(r, 0, 0);
-    e = db_to_err(db_exec(c, NULL, NULL, "UPDATE providers SET logo_url = $2, updated_at = $3 WHERE id = $1",
-                          DB_ARGS(DB_TEXT(id), DB_TEXT(key), DB_INT(clock_now_ms()))));
+    e = db_to_err(db_exec_later(c, NULL, NULL, "UPDATE providers SET logo_url = $2, updated_at = $3 WHERE id = $1",
+                                DB_ARGS(DB_TEXT(id), DB_TEXT(key), DB_INT(clock_now_ms()))));
   }
   return db_end(c, e);
 }
@@ -113,22 +121,16 @@ static err_t queue_check(db_conn *c, const char *kind, json_t *job) {
   return db_to_err(rc);
 }
 
-/* Reads columns a and b of provider id inside the open transaction. */
-static err_t read_two(db_conn *c, arena *a, const char *sql, const char *id, const char **x, const char **y) {
-  db_res *r;
-  if (db_exec(c, a, &r, sql, DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
-  if (r->rows == 0) return ERR_NOT_FOUND;
-  *x = db_text(r, 0, 0), *y = db_text(r, 0, 1);
-  return ERR_OK;
-}
-
 err_t prov_store_set_id_documents(arena *a, const char *id, const char *front, const char *back, const char **old_front,
                                   const char **old_back, db_res **row) {
   db_conn *c;
   *row = NULL;
   err_t e = db_begin(&c);
-  if (!e) e = read_two(c, a, "SELECT id_doc_front, id_doc_back FROM providers WHERE id = $1", id, old_front, old_back);
+  db_res *r;
+  if (!e) e = db_to_err(lock_read(c, a, "id_doc_front, id_doc_back", id, &r));
+  if (!e && r->rows == 0) e = ERR_NOT_FOUND;
   if (e) return db_end(c, e);
+  *old_front = db_text(r, 0, 0), *old_back = db_text(r, 0, 1);
   const char *new_front = front ? front : *old_front, *new_back = back ? back : *old_back;
   if (!front) *old_front = NULL; /* kept, not replaced */
   if (!back) *old_back = NULL;
@@ -146,13 +148,15 @@ err_t prov_store_set_id_documents(arena *a, const char *id, const char *front, c
 }
 
 err_t prov_store_set_insurance_document(arena *a, const char *id, const char *key, const char **old) {
-  const char *unused;
+  db_res *r;
   db_conn *c;
   err_t e = db_begin(&c);
-  if (!e) e = read_two(c, a, "SELECT ins_doc_url, id FROM providers WHERE id = $1", id, old, &unused);
+  if (!e) e = db_to_err(lock_read(c, a, "ins_doc_url", id, &r));
+  if (!e && r->rows == 0) e = ERR_NOT_FOUND;
+  if (!e) *old = db_text(r, 0, 0);
   if (!e)
     e = db_to_err(
-        db_exec(c, NULL, NULL,
+        db_exec_later(c, NULL, NULL,
                 "UPDATE providers SET ins_doc_url = $2, ins_check_status = 'pending', ins_check_carrier = NULL, "
                 "ins_check_policy = NULL, ins_check_effective = NULL, ins_check_expiry = NULL, "
                 "ins_check_coverage = NULL, ins_check_flags = NULL, ins_check_at = NULL, updated_at = $3 WHERE id = $1",
