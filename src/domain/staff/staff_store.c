@@ -242,15 +242,16 @@ err_t staff_store_payments_of(arena *a, const char *user_id, db_res **out) {
  * c, each stamped with the moment it lapsed. */
 static db_rc expire_in(db_conn *c) {
   int64_t now = clock_now_ms();
-  db_rc rc = db_exec(c, NULL, NULL,
-                     "UPDATE elevation_requests SET status = 'DEACTIVATED', deactivated_at = activated_at + $2, "
-                     "updated_at = $3 WHERE status = 'ACTIVE' AND activated_at <= $1",
-                     DB_ARGS(DB_INT(now - ELEVATION_TTL_MS), DB_INT(ELEVATION_TTL_MS), DB_INT(now)));
+  /* nothing waits for their answers: they go with the transaction's next statement */
+  db_rc rc = db_exec_later(c, NULL, NULL,
+                           "UPDATE elevation_requests SET status = 'DEACTIVATED', deactivated_at = activated_at + $2, "
+                           "updated_at = $3 WHERE status = 'ACTIVE' AND activated_at <= $1",
+                           DB_ARGS(DB_INT(now - ELEVATION_TTL_MS), DB_INT(ELEVATION_TTL_MS), DB_INT(now)));
   if (rc == DB_OK)
-    rc = db_exec(c, NULL, NULL,
-                 "UPDATE elevation_requests SET status = 'DEACTIVATED', deactivated_at = resolved_at + $2, "
-                 "updated_at = $3 WHERE status = 'APPROVED' AND resolved_at <= $1",
-                 DB_ARGS(DB_INT(now - APPROVAL_TTL_MS), DB_INT(APPROVAL_TTL_MS), DB_INT(now)));
+    rc = db_exec_later(c, NULL, NULL,
+                       "UPDATE elevation_requests SET status = 'DEACTIVATED', deactivated_at = resolved_at + $2, "
+                       "updated_at = $3 WHERE status = 'APPROVED' AND resolved_at <= $1",
+                       DB_ARGS(DB_INT(now - APPROVAL_TTL_MS), DB_INT(APPROVAL_TTL_MS), DB_INT(now)));
   return rc;
 }
 
