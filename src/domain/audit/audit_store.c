@@ -45,16 +45,18 @@ db_rc audit_store_append(db_conn *c, arena *a, audit_record *r) {
   size_t keylen;
   const char *key = audit_key(&keylen);
   audit_record_hash(r, key, keylen, hash);
-  rc = db_exec(c, NULL, NULL,
-               "INSERT INTO audit_log (seq, id, kind, elevation_id, actor_id, actor_role, action, target_id, "
-               "target_role, method, path, status, body, ref_seq, created_at, prev_hash, hash) "
-               "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
-               DB_ARGS(DB_INT(r->seq), DB_TEXT(r->id), DB_TEXT(r->kind), DB_TEXT(r->elevation_id), DB_TEXT(r->actor_id),
-                       DB_TEXT(r->actor_role), DB_TEXT(r->action), DB_TEXT(r->target_id), DB_TEXT(r->target_role),
-                       DB_TEXT(r->method), DB_TEXT(r->path), r->status ? DB_INT(r->status) : DB_NULL, DB_TEXT(r->body),
-                       r->ref_seq ? DB_INT(r->ref_seq) : DB_NULL, DB_INT(r->created_at), DB_TEXT(r->prev_hash),
-                       DB_TEXT(hash)));
-  if (rc == DB_OK) rc = db_exec(c, NULL, NULL, "UPDATE audit_tip SET hash = $1 WHERE id = 1", DB_ARGS(DB_TEXT(hash)));
+  /* the record and the new tip need no answer: they go with the transaction's next statement */
+  rc = db_exec_later(
+      c, NULL, NULL,
+      "INSERT INTO audit_log (seq, id, kind, elevation_id, actor_id, actor_role, action, target_id, "
+      "target_role, method, path, status, body, ref_seq, created_at, prev_hash, hash) "
+      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+      DB_ARGS(DB_INT(r->seq), DB_TEXT(r->id), DB_TEXT(r->kind), DB_TEXT(r->elevation_id), DB_TEXT(r->actor_id),
+              DB_TEXT(r->actor_role), DB_TEXT(r->action), DB_TEXT(r->target_id), DB_TEXT(r->target_role),
+              DB_TEXT(r->method), DB_TEXT(r->path), r->status ? DB_INT(r->status) : DB_NULL, DB_TEXT(r->body),
+              r->ref_seq ? DB_INT(r->ref_seq) : DB_NULL, DB_INT(r->created_at), DB_TEXT(r->prev_hash), DB_TEXT(hash)));
+  if (rc == DB_OK)
+    rc = db_exec_later(c, NULL, NULL, "UPDATE audit_tip SET hash = $1 WHERE id = 1", DB_ARGS(DB_TEXT(hash)));
   return rc;
 }
 
