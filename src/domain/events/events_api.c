@@ -143,8 +143,8 @@ err_t api_events_stream(hs_req *req) {
   unsigned bit = req->auth.role_bit;
   const char *role = hs_role_name(bit);
   bool staff = (bit & ROLE_STAFF) != 0;
-  char recipient[128], first[64];
-  snprintf(recipient, sizeof recipient, "%s:%s", staff ? "staff" : role, staff ? role : req->auth.id);
+  char recipient[EVENTS_KEY_MAX], first[64];
+  events_key(recipient, staff ? "staff" : role, staff ? role : req->auth.id);
   bool given, can_replay;
   int64_t last;
   const char *reason;

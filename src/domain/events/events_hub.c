@@ -146,9 +146,9 @@ ev_stream *events_hub_stream(hs_req *req, const char *recipient) {
   es->auth.id = xstrdup(au->id), es->auth.role = xstrdup(au->role);
   es->auth.elevation_id = au->elevation_id ? xstrdup(au->elevation_id) : NULL;
   es->auth.token_id = au->token_id ? xstrdup(au->token_id) : NULL;
-  size_t n = strlen(au->role) + strlen(au->id) + 2;
-  es->account = xmalloc(n);
-  snprintf(es->account, n, "%s:%s", au->role, au->id);
+  char key[EVENTS_KEY_MAX];
+  events_key(key, au->role, au->id);
+  es->account = xstrdup(key);
   es->exp_ms = au->token_exp * 1000;
   es->s = hs_stream_open(req, "text/event-stream", MAX_BACKLOG, &OWNER, es);
   return es;

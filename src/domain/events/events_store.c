@@ -58,9 +58,13 @@ static void batch_free(void *arg) {
 /* The writes below need no answer: on PostgreSQL they go with the COMMIT, in its round trip
  * (db_exec_later, the parameters copied), the event's id drawn there too; on SQLite they run at
  * once. id_sql: the event's id as SQL (PG_EVENT_ID, or the number). */
+void events_key(char out[EVENTS_KEY_MAX], const char *kind, const char *name) {
+  snprintf(out, EVENTS_KEY_MAX, "%s:%s", kind, name);
+}
+
 static db_rc add_recipient(db_conn *c, const char *id_sql, const char *prefix, const char *name) {
-  char key[160], sql[160];
-  snprintf(key, sizeof key, "%s:%s", prefix, name);
+  char key[EVENTS_KEY_MAX], sql[160];
+  events_key(key, prefix, name);
   snprintf(sql, sizeof sql, "INSERT INTO event_recipients (recipient, event_id) VALUES ($1, %s) ON CONFLICT DO NOTHING",
            id_sql);
   return db_exec_later(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(key)));
@@ -231,8 +235,8 @@ err_t events_store_prune(int64_t before_ms, int64_t now_ms) {
 
 db_rc events_forget_account_in(db_conn *c, const char *role, const char *account_id) {
   if (!db_in_tx(c)) return DB_ERROR;
-  char key[160];
-  snprintf(key, sizeof key, "%s:%s", role, account_id);
+  char key[EVENTS_KEY_MAX];
+  events_key(key, role, account_id);
   batch *b = batch_of(c); /* what the transaction emits for it after this is not written either */
   char **erased = strcmp(role, "user") ? &b->erased_provider : &b->erased_user;
   free(*erased);

@@ -12,6 +12,11 @@
 /* The PostgreSQL channel every instance listens on: a commit that wrote events notifies it. */
 #define EVENTS_CHANNEL "marketplace_events"
 
+/* A recipient's key, in the outbox and in the hub: "<role>:<id>" for an account ("user",
+ * "provider"), "staff:<role name>" for every stream of a staff role. */
+#define EVENTS_KEY_MAX 160
+void events_key(char out[EVENTS_KEY_MAX], const char *kind, const char *name);
+
 /* The outbox's position: the highest id committed. An empty outbox (a new database, or one
  * idle past the retention) gets an event of kind "origin" for no one first, so a stream can
  * always be given a position that a reconnect finds. */
