@@ -451,6 +451,31 @@ def test_a_reconnect_replays_exactly_what_it_missed_in_order(api, streams, admin
     assert len(again.of("message.created")) == 3
 
 
+def test_a_provider_replays_the_open_jobs_of_its_pairs_once(api, streams, admin_token):
+    """An open job's events reach the providers matching its service and ZIP when the outbox is
+    read: live, and on a reconnect, in order and once each, mixed with the events that name the
+    provider (its quote)."""
+    zip_code = private_zip()
+    user = customer(api, zip_code)
+    pro = provider(api, [zip_code], ["lawncare"])
+    other = provider(api, [zip_code], ["snowplowing"])
+    s, s_other = streams(pro["token"]), streams(other["token"])
+    first = post_job(api, user, service="lawncare")
+    seen = s.wait("job.created", about(first["id"]))[0]
+    s.close()
+    second = post_job(api, user, service="lawncare")
+    q = quote(api, pro, second["id"], 90)  # quote.created names pro; job.updated (QUOTED) matches its pair
+    third = post_job(api, user, service="lawncare")
+    back = streams(pro["token"], last_event_id=seen["id"])
+    back.wait("job.created", about(third["id"]))
+    settle(api, admin_token, back, pro, "provider")
+    got = [(e["event"], e["json"].get("id")) for e in back.events if e["event"] != "banner"]
+    assert got == [("job.created", second["id"]), ("quote.created", q["id"]), ("job.updated", second["id"]),
+                   ("job.created", third["id"])]
+    settle(api, admin_token, s_other, other, "provider")
+    assert not s_other.of("job.created") and not s_other.of("job.updated")
+
+
 def test_an_unknown_or_old_id_gets_a_reset(api, streams):
     u = api.register_user()
     s = streams(u["token"], last_event_id="999999999")

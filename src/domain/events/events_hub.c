@@ -47,6 +47,7 @@ static struct {
   int64_t position;
   uint64_t joins;
   bool woken, stopping, running, listening;
+  bool notify; /* a commit of this process wrote events: tell the other instances */
   pthread_t pump, listener, checker;
 } hub = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -309,10 +310,14 @@ static void *pump_main(void *arg) {
     pthread_mutex_lock(&hub.mu);
     if (!hub.woken && !hub.stopping)
       clock_cond_wait_ms(&hub.cv, &hub.mu, TICK_MS < IDLE_POLL_MS ? TICK_MS : IDLE_POLL_MS);
-    bool stop = hub.stopping;
-    hub.woken = false;
+    bool stop = hub.stopping, notify = hub.notify;
+    hub.woken = hub.notify = false;
     pthread_mutex_unlock(&hub.mu);
     if (stop) break;
+    /* one NOTIFY for every commit found since the last: sent by a write transaction itself,
+     * PostgreSQL's commit-time notify lock made all of them wait for each other */
+    if (notify && hub.listening && events_store_notify() != ERR_OK)
+      log_msg(LOG_WARN, "events: the other instances were not notified; they read the outbox within a second");
     deliver_new();
     if (clock_mono_ms() - last_tick >= TICK_MS) {
       tick();
@@ -403,6 +408,16 @@ static void *listener_main(void *arg) {
   return NULL;
 }
 
+void events_hub_committed(void *unused) {
+  (void)unused;
+  pthread_mutex_lock(&hub.mu);
+  hub.woken = hub.notify = true;
+  pthread_cond_signal(&hub.cv);
+  pthread_mutex_unlock(&hub.mu);
+}
+
+bool events_hub_running(void) { return __atomic_load_n(&hub.running, __ATOMIC_ACQUIRE); }
+
 void events_hub_start(void) {
   if (!hub.buckets) hub.buckets = xcalloc(BUCKETS, sizeof *hub.buckets);
   clock_cond_init(&hub.cv);
@@ -417,7 +432,7 @@ void events_hub_start(void) {
   db_listener *l = db_listen_open(EVENTS_CHANNEL);
   if (l && pthread_create(&hub.listener, NULL, listener_main, l) != 0) die("events: cannot start the listener");
   hub.listening = l != NULL;
-  hub.running = true;
+  __atomic_store_n(&hub.running, true, __ATOMIC_RELEASE);
 }
 
 void events_hub_stop(void) {
@@ -430,5 +445,5 @@ void events_hub_stop(void) {
   pthread_join(hub.pump, NULL);
   pthread_join(hub.checker, NULL);
   if (hub.listening) pthread_join(hub.listener, NULL);
-  hub.running = false;
+  __atomic_store_n(&hub.running, false, __ATOMIC_RELEASE);
 }

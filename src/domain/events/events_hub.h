@@ -46,6 +46,12 @@ int64_t events_hub_position(void);
 bool events_hub_join(ev_stream *es, int64_t at, const char *first, int64_t floor);
 /* Wakes the pump (a commit wrote events); a db_on_commit callback. */
 void events_hub_wake(void *unused);
+/* db_on_commit of a transaction that wrote events: wakes the pump, which also notifies the
+ * other instances (PostgreSQL) once for all the commits it finds. */
+void events_hub_committed(void *unused);
+/* Whether this process runs the hub (the server does; the CLI's commands do not, so their
+ * transactions notify the other instances themselves). */
+bool events_hub_running(void);
 /* Formats one event of the stream protocol into out (id 0: no id line). */
 void events_format(struct buf *out, int64_t id, const char *kind, const char *data);
 /* The registered one-shot kind of name kind, or NULL. */

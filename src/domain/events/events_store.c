@@ -85,14 +85,20 @@ static db_rc write_one(db_conn *c, arena *a, const batch *b, const event_new *ev
   }
   db_rc rc;
   char id_sql[32];
+  /* the matching providers are not written: the pair is matched when the outbox is read */
+  bool match = ev->match_service && ev->match_zip;
+  static const char insert[] =
+      "INSERT INTO events (kind, data, created_at, match_service, match_zip) VALUES ($1, $2, $3, $4, $5)";
+  const db_val args[] = {DB_TEXT(ev->kind), DB_TEXT(data), DB_INT(now), DB_TEXT(match ? ev->match_service : NULL),
+                         DB_TEXT(match ? ev->match_zip : NULL)};
   if (pg) {
-    rc = db_exec_later(c, NULL, NULL, "INSERT INTO events (kind, data, created_at) VALUES ($1, $2, $3)",
-                       DB_ARGS(DB_TEXT(ev->kind), DB_TEXT(data), DB_INT(now)));
+    rc = db_exec_later(c, NULL, NULL, insert, args, 5);
     snprintf(id_sql, sizeof id_sql, "%s", PG_EVENT_ID);
   } else {
     db_res *r;
-    rc = db_exec(c, a, &r, "INSERT INTO events (kind, data, created_at) VALUES ($1, $2, $3) RETURNING id",
-                 DB_ARGS(DB_TEXT(ev->kind), DB_TEXT(data), DB_INT(now)));
+    char sql[sizeof insert + 16];
+    snprintf(sql, sizeof sql, "%s RETURNING id", insert);
+    rc = db_exec(c, a, &r, sql, args, 5);
     if (rc == DB_OK) snprintf(id_sql, sizeof id_sql, "%lld", (long long)db_int(r, 0, 0));
   }
   if (rc != DB_OK) return rc;
@@ -100,22 +106,15 @@ static db_rc write_one(db_conn *c, arena *a, const batch *b, const event_new *ev
   if (rc == DB_OK && provider) rc = add_recipient(c, id_sql, "provider", provider);
   for (unsigned bit = 1; rc == DB_OK && bit && bit <= ROLE_STAFF; bit <<= 1)
     if ((ev->staff & ROLE_STAFF & bit) && hs_role_name(bit)) rc = add_recipient(c, id_sql, "staff", hs_role_name(bit));
-  if (rc == DB_OK && ev->match_service && ev->match_zip) {
-    char sql[320];
-    snprintf(sql, sizeof sql,
-             "INSERT INTO event_recipients (recipient, event_id) SELECT 'provider:' || s.provider_id, %s "
-             "FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
-             "WHERE s.service = $1 AND z.zip = $2 ON CONFLICT DO NOTHING",
-             id_sql);
-    rc = db_exec_later(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(ev->match_service), DB_TEXT(ev->match_zip)));
-  }
   if (rc == DB_OK && ev->written) rc = ev->written(c, id_sql, ev->user_id, ev->provider_id);
   return rc;
 }
 
 /* db_before_commit: the batch's rows, last in the transaction. On PostgreSQL all of it goes
  * with the COMMIT, in one round trip and in this order: the lock first, then the rows (so the
- * ids are drawn under the lock), then the NOTIFY. */
+ * ids are drawn under the lock). The other instances are notified after the commit by this
+ * process's pump (events_hub_committed), or, in a process without one (a CLI command), by a
+ * NOTIFY here. */
 static db_rc flush(db_conn *c, void *arg) {
   batch *b = arg;
   bool pg = db_engine_get() == DB_POSTGRES;
@@ -126,7 +125,7 @@ static db_rc flush(db_conn *c, void *arg) {
   arena_init(&a);
   for (int i = 0; rc == DB_OK && i < b->n; i++) rc = write_one(c, &a, b, &b->items[i].ev, now, pg);
   arena_fini(&a);
-  if (rc == DB_OK) rc = db_notify_in(c, EVENTS_CHANNEL);
+  if (rc == DB_OK && !events_hub_running()) rc = db_notify_in(c, EVENTS_CHANNEL); /* else the pump does */
   return rc;
 }
 
@@ -138,7 +137,7 @@ static batch *batch_of(db_conn *c) {
     b->c = c;
     open_batch = b;
     db_before_commit(c, flush, batch_free, b);
-    db_on_commit(c, events_hub_wake, NULL);
+    db_on_commit(c, events_hub_committed, NULL);
   }
   return b;
 }
@@ -159,6 +158,10 @@ db_rc events_emit_in(db_conn *c, const event_new *ev) {
   p->ev.user_id = dup_or_null(ev->user_id), p->ev.provider_id = dup_or_null(ev->provider_id);
   p->ev.match_service = dup_or_null(ev->match_service), p->ev.match_zip = dup_or_null(ev->match_zip);
   return DB_OK;
+}
+
+err_t events_store_notify(void) {
+  return db_to_err(db_query(NULL, NULL, "SELECT pg_notify($1, '')", DB_ARGS(DB_TEXT(EVENTS_CHANNEL))));
 }
 
 /* ---- reading ---- */
@@ -189,21 +192,30 @@ err_t events_store_batch(arena *a, int64_t after, int limit, db_res **events, db
   db_rc rc = db_exec(c, a, events, "SELECT id, kind, data FROM events WHERE id > $1 ORDER BY id LIMIT $2",
                      DB_ARGS(DB_INT(after), DB_INT(limit)));
   int64_t last = rc == DB_OK && (*events)->rows ? db_int(*events, (*events)->rows - 1, 0) : after;
+  /* the named recipients, and the providers who match an open job's event now */
   if (rc == DB_OK)
     rc = db_exec(c, a, recipients,
                  "SELECT event_id, recipient FROM event_recipients WHERE event_id > $1 AND event_id <= $2 "
-                 "ORDER BY event_id",
+                 "UNION SELECT e.id, 'provider:' || s.provider_id FROM events e "
+                 "JOIN provider_zips z ON z.zip = e.match_zip "
+                 "JOIN provider_services s ON s.provider_id = z.provider_id AND s.service = e.match_service "
+                 "WHERE e.id > $1 AND e.id <= $2 AND e.match_service IS NOT NULL ORDER BY 1",
                  DB_ARGS(DB_INT(after), DB_INT(last)));
   db_release(c);
   return db_to_err(rc);
 }
 
 err_t events_store_replay(arena *a, const char *recipient, int64_t after, int64_t upto, int limit, db_res **out) {
-  return db_to_err(db_query(a, out,
-                            "SELECT e.id, e.kind, e.data FROM event_recipients r JOIN events e ON e.id = r.event_id "
-                            "WHERE r.recipient = $1 AND r.event_id > $2 AND r.event_id <= $3 "
-                            "ORDER BY r.event_id LIMIT $4",
-                            DB_ARGS(DB_TEXT(recipient), DB_INT(after), DB_INT(upto), DB_INT(limit))));
+  /* a provider's also include the open jobs' events of its pairs, through events_match */
+  const char *provider = !strncmp(recipient, "provider:", 9) ? recipient + 9 : NULL;
+  return db_to_err(
+      db_query(a, out,
+               "SELECT e.id, e.kind, e.data FROM events e WHERE e.id IN ("
+               "SELECT event_id FROM event_recipients WHERE recipient = $1 AND event_id > $2 AND event_id <= $3 "
+               "UNION SELECT m.id FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
+               "JOIN events m ON m.match_service = s.service AND m.match_zip = z.zip "
+               "WHERE s.provider_id = $5 AND m.id > $2 AND m.id <= $3) ORDER BY e.id LIMIT $4",
+               DB_ARGS(DB_TEXT(recipient), DB_INT(after), DB_INT(upto), DB_INT(limit), DB_TEXT(provider))));
 }
 
 err_t events_store_known(int64_t id, bool *found, int64_t *created_at) {
@@ -243,8 +255,8 @@ db_rc events_forget_account_in(db_conn *c, const char *role, const char *account
   *erased = xstrdup(account_id);
   db_rc rc = db_exec(c, NULL, NULL,
                      "DELETE FROM events WHERE id IN (SELECT event_id FROM event_recipients WHERE recipient = $1) "
-                     "AND NOT EXISTS (SELECT 1 FROM event_recipients o WHERE o.event_id = events.id "
-                     "AND o.recipient <> $1)",
+                     "AND match_service IS NULL AND NOT EXISTS (SELECT 1 FROM event_recipients o "
+                     "WHERE o.event_id = events.id AND o.recipient <> $1)",
                      DB_ARGS(DB_TEXT(key)));
   if (rc == DB_OK)
     rc = db_exec(c, NULL, NULL, "DELETE FROM event_recipients WHERE recipient = $1", DB_ARGS(DB_TEXT(key)));

@@ -17,6 +17,8 @@
 #define EVENTS_KEY_MAX 160
 void events_key(char out[EVENTS_KEY_MAX], const char *kind, const char *name);
 
+/* Notifies the other instances' listeners (PostgreSQL) that the outbox moved. */
+err_t events_store_notify(void);
 /* The outbox's position: the highest id committed. An empty outbox (a new database, or one
  * idle past the retention) gets an event of kind "origin" for no one first, so a stream can
  * always be given a position that a reconnect finds. */
