@@ -144,7 +144,9 @@ static void url_mac(const char *key, long long expires, char out[65]) {
 
 int64_t storage_url_expiry(int64_t ttl_seconds) {
   int64_t window = ttl_seconds >= 24 * 3600 ? URL_WINDOW_LONG : URL_WINDOW_SHORT;
-  int64_t earliest = clock_now_ms() / 1000 + ttl_seconds;
+  /* in seconds rounded up, so a link never lasts less than its lifetime, not even by the
+   * milliseconds of the current second */
+  int64_t earliest = (clock_now_ms() + 999) / 1000 + ttl_seconds;
   return (earliest + window - 1) / window * window;
 }
 
