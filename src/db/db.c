@@ -424,24 +424,34 @@ db_rc db_exec(db_conn *c, arena *a, db_res **out, const char *sql, const db_val 
   return rc;
 }
 
+/* A statement kept beyond its caller's call (a deferred statement, a guard): one heap block
+ * holding a copy of params, their texts included, and the text head + sql + tail; *copy and
+ * *text point into it. */
+static char *keep_statement(const char *head, const char *sql, const char *tail, const db_val *params, int n,
+                            db_val **copy, char **text) {
+  size_t bytes = sizeof(db_val) * (size_t)n + strlen(head) + strlen(sql) + strlen(tail) + 1;
+  for (int i = 0; i < n; i++)
+    if (params[i].type == DBV_TEXT) bytes += strlen(params[i].s) + 1;
+  char *block = xmalloc(bytes), *at = block + sizeof(db_val) * (size_t)n;
+  *copy = (db_val *)block;
+  for (int i = 0; i < n; i++) {
+    (*copy)[i] = params[i];
+    if (params[i].type == DBV_TEXT) {
+      size_t len = strlen(params[i].s) + 1;
+      (*copy)[i].s = memcpy(at, params[i].s, len), at += len;
+    }
+  }
+  *text = at;
+  sprintf(at, "%s%s%s", head, sql, tail);
+  return block;
+}
+
 db_rc db_exec_later(db_conn *c, arena *a, db_res **out, const char *sql, const db_val *params, int n) {
   if (!ops->batch || !c->in_tx) return db_exec(c, a, out, sql, params, n);
   if (c->tx_broken) return DB_ERROR;
   if (out) *out = NULL;
-  size_t bytes = sizeof(db_val) * (size_t)n + strlen(sql) + 1;
-  for (int i = 0; i < n; i++)
-    if (params[i].type == DBV_TEXT) bytes += strlen(params[i].s) + 1;
-  char *block = xmalloc(bytes);
-  db_val *copy = (db_val *)block;
-  char *text = block + sizeof(db_val) * (size_t)n;
-  for (int i = 0; i < n; i++) {
-    copy[i] = params[i];
-    if (params[i].type == DBV_TEXT) {
-      size_t len = strlen(params[i].s) + 1;
-      copy[i].s = memcpy(text, params[i].s, len), text += len;
-    }
-  }
-  memcpy(text, sql, strlen(sql) + 1);
+  db_val *copy;
+  char *text, *block = keep_statement("", sql, "", params, n, &copy, &text);
   if (c->nlaters == c->laters_cap) {
     c->laters_cap = c->laters_cap ? c->laters_cap * 2 : 8;
     c->laters = xrealloc(c->laters, (size_t)c->laters_cap * sizeof *c->laters);
@@ -465,22 +475,10 @@ db_rc db_guard(bool *found, const char *sql, const db_val *params, int n) {
   if (!ops->batch || !guard_state.deferrable) return db_exists(found, sql, params, n);
   /* the query's rows counted, and 1 divided by the count: no row is a division by zero,
    * which makes the server skip whatever the round trip carries after it */
-  static const char head[] = "SELECT 1 / count(*) FROM (", tail[] = ") AS guard";
-  size_t bytes = sizeof(db_val) * (size_t)n + sizeof head + strlen(sql) + sizeof tail;
-  for (int i = 0; i < n; i++)
-    if (params[i].type == DBV_TEXT) bytes += strlen(params[i].s) + 1;
+  db_val *copy;
+  char *text;
   free(guard_state.block);
-  char *block = guard_state.block = xmalloc(bytes);
-  db_val *copy = (db_val *)block;
-  char *text = block + sizeof(db_val) * (size_t)n;
-  for (int i = 0; i < n; i++) {
-    copy[i] = params[i];
-    if (params[i].type == DBV_TEXT) {
-      size_t len = strlen(params[i].s) + 1;
-      copy[i].s = memcpy(text, params[i].s, len), text += len;
-    }
-  }
-  sprintf(text, "%s%s%s", head, sql, tail);
+  guard_state.block = keep_statement("SELECT 1 / count(*) FROM (", sql, ") AS guard", params, n, &copy, &text);
   guard_state.sql = text, guard_state.params = copy, guard_state.n = n;
   guard_state.pending = true;
   *found = true;
