@@ -52,8 +52,9 @@ static err_t open_thread(hs_req *req, const char *requested_provider, const db_r
 /* Reads and opens the caller's thread on job :id (one round trip). */
 static err_t find_thread(hs_req *req, const char *requested_provider, thread *t) {
   db_read r = thread_read(req, requested_provider);
-  err_t e = db_to_err(db_query_all(&req->arena, &r, 1));
-  return e == ERR_OK ? open_thread(req, requested_provider, r.res, t) : e;
+  db_res *row;
+  err_t e = db_to_err(db_query(&req->arena, &row, r.sql, r.params, r.n));
+  return e == ERR_OK ? open_thread(req, requested_provider, row, t) : e;
 }
 
 #define PHOTO_PREFIX "[IMAGE]"

@@ -51,9 +51,7 @@ bool payouts_paid(const char *status) { return is(status, "paid") || is(status, 
 
 err_t payouts_provider_records(arena *a, const char *provider_id, db_res **out) {
   db_read r = po_read_records(a, provider_id);
-  db_rc rc = db_query_all(a, &r, 1);
-  *out = r.res;
-  return db_to_err(rc);
+  return db_to_err(db_query(a, out, r.sql, r.params, r.n));
 }
 
 db_read payouts_read_provider_records(arena *a, const char *provider_id) { return po_read_records(a, provider_id); }

@@ -89,9 +89,7 @@ db_read prov_read_won_jobs(arena *a, const char *id) {
 
 err_t prov_store_won_jobs(arena *a, const char *id, db_res **out) {
   db_read r = prov_read_won_jobs(a, id);
-  db_rc rc = db_query_all(a, &r, 1);
-  *out = r.res;
-  return db_to_err(rc);
+  return db_to_err(db_query(a, out, r.sql, r.params, r.n));
 }
 
 db_read prov_read_review_stats(arena *a, const char *id) {
