@@ -15,6 +15,7 @@
 #include "domain/auth/auth.h"
 #include "domain/jobs/jobs.h"
 #include "domain/payments/payments.h"
+#include "domain/payouts/payouts.h"
 #include "domain/staff/staff.h"
 #include "domains.h"
 #include "ext/filetype.h"
@@ -149,11 +150,15 @@ static int cmd_payments_reconcile(void) {
   open_database();
   payments_init();
   jobs_wire_payments();
-  int checked, corrected;
+  int checked, corrected, owing = 0;
+  int64_t owed = 0;
   err_t e = payments_reconcile(0, &checked, &corrected);
+  if (e == ERR_OK) e = payouts_owing(&owing, &owed);
   db_close();
   if (e != ERR_OK) die("payments could not be read");
   printf("payments reconciled: %d checked, %d corrected\n", checked, corrected);
+  printf("provider balances: %d provider%s owe%s %.2f, netted from their next transfers\n", owing,
+         owing == 1 ? "" : "s", owing == 1 ? "s" : "", (double)owed / 100);
   return 0;
 }
 

@@ -2,6 +2,7 @@
 #include "core/config.h"
 #include "core/ids.h"
 #include "core/util.h"
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -35,6 +36,21 @@ static bool env_int(const char *name, int fallback, int lo, int hi, int *out, ch
 }
 
 /* Outside production a secret is generated once and kept, so tokens survive restarts. */
+/* Stripe's rules for a statement descriptor's suffix: 1 to 22 printable ASCII characters, at
+ * least one letter, none of < > \ ' " *. */
+static bool statement_suffix_ok(const char *s, char err[256]) {
+  size_t n = strlen(s);
+  bool letter = false, clean = n >= 1 && n <= 22;
+  for (const char *p = s; *p && clean; p++) {
+    clean = *p >= 0x20 && *p < 0x7f && !strchr("<>\\'\"*", *p);
+    letter = letter || isalpha((unsigned char)*p);
+  }
+  if (clean && letter) return true;
+  snprintf(err, 256,
+           "STATEMENT_DESCRIPTOR_SUFFIX must be 1 to 22 printable characters with a letter and none of < > \\ ' \" *");
+  return false;
+}
+
 static bool load_generated_secret(char err[256]) {
   char path[4096];
   snprintf(path, sizeof path, "%s/jwt_secret", CFG.data_dir);
@@ -105,6 +121,9 @@ bool config_load(char err[256]) {
   CFG.stripe_webhook_secret = env_or("STRIPE_WEBHOOK_SECRET", NULL);
   CFG.stripe_connect_webhook_secret = env_or("STRIPE_CONNECT_WEBHOOK_SECRET", NULL);
   CFG.stripe_premium_price_id = env_or("STRIPE_PREMIUM_PRICE_ID", NULL);
+  CFG.stripe_files_base = env_or("STRIPE_FILES_BASE", "https://files.stripe.com");
+  CFG.statement_descriptor_suffix = env_or("STATEMENT_DESCRIPTOR_SUFFIX", NULL);
+  if (CFG.statement_descriptor_suffix && !statement_suffix_ok(CFG.statement_descriptor_suffix, err)) return false;
   CFG.s3_endpoint = env_or("S3_ENDPOINT", NULL);
   CFG.s3_bucket = env_or("S3_BUCKET", NULL);
   CFG.s3_region = env_or("S3_REGION", NULL);

@@ -23,6 +23,9 @@ typedef struct config {
   char *bootstrap_admin_email, *bootstrap_admin_password;
   char *stripe_secret_key, *stripe_api_base, *stripe_webhook_secret, *stripe_premium_price_id;
   char *stripe_connect_webhook_secret; /* the Connect endpoint's (connected accounts' events); NULL: none */
+  char *stripe_files_base;             /* Stripe's file uploads (dispute evidence): https://files.stripe.com */
+  char *statement_descriptor_suffix;   /* STATEMENT_DESCRIPTOR_SUFFIX: after the account's prefix on card
+                                          statements (at most 22 characters); NULL: none */
   char *s3_endpoint, *s3_bucket, *s3_region, *s3_access_key_id, *s3_secret_access_key;
   char *geocoder_url, *router_url, *weather_url, *push_url;
   char *metrics_token; /* NULL: GET /metrics answers loopback callers only */

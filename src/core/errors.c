@@ -35,6 +35,8 @@ const char *const ERR_CODES[] = {
     ERR_CODE_THREAD_FULL, ERR_CODE_IDEMPOTENCY_IN_PROGRESS, ERR_CODE_IDEMPOTENCY_REUSED,
     /* account deletion while a job of the account runs (issue 24, account management) */
     "account_busy",
+    /* a refund asked while an earlier refund of the payment is being settled (issue 30) */
+    ERR_CODE_REFUND_PENDING,
     /* the specification's, in its spelling */
     "WITHIN_CANCELLATION_WINDOW", "verification_required", "premium_required", "already_member", NULL};
 

@@ -53,5 +53,6 @@ bool err_code_known(const char *code);
 #define ERR_CODE_THREAD_FULL "thread_full"                        /* a message thread holds its 250 messages */
 #define ERR_CODE_IDEMPOTENCY_IN_PROGRESS "idempotency_key_in_use" /* the key's first request still runs */
 #define ERR_CODE_IDEMPOTENCY_REUSED "idempotency_key_reused"      /* the key was used for another request */
+#define ERR_CODE_REFUND_PENDING "refund_pending"                  /* an earlier refund's outcome is not known yet */
 
 #endif

@@ -1,7 +1,11 @@
 /* Dispatch to the configured processor, plus the Stripe-object readers both share. */
 #include "ext/payments.h"
+#include "core/clock.h"
 #include "core/config.h"
+#include "core/log.h"
 #include "ext/payments_impl.h"
+#include "ext/queue.h"
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,10 +37,14 @@ void pay_intent_from_json(json_t *pi, pay_intent *out) {
   copy(out->id, sizeof out->id, json_string_value(json_object_get(pi, "id")));
   copy(out->status, sizeof out->status, json_string_value(json_object_get(pi, "status")));
   out->amount = json_integer_value(json_object_get(pi, "amount"));
+  out->amount_received = json_integer_value(json_object_get(pi, "amount_received"));
+  if (!out->amount_received && !strcmp(out->status, "succeeded")) out->amount_received = out->amount;
   /* an uncaptured card authorization lapses at the charge's capture_before (latest_charge expanded) */
   json_t *card =
       json_object_get(json_object_get(json_object_get(pi, "latest_charge"), "payment_method_details"), "card");
   out->capture_before = json_integer_value(json_object_get(card, "capture_before")) * 1000;
+  copy(out->card_brand, sizeof out->card_brand, json_string_value(json_object_get(card, "brand")));
+  copy(out->card_last4, sizeof out->card_last4, json_string_value(json_object_get(card, "last4")));
   json_t *e = json_object_get(pi, "last_payment_error");
   copy(out->error_code, sizeof out->error_code, json_string_value(json_object_get(e, "code")));
   copy(out->error_message, sizeof out->error_message, json_string_value(json_object_get(e, "message")));
@@ -112,6 +120,25 @@ void pay_reversal_from_json(json_t *trr, pay_reversal *out) {
   copy(out->idem_key, sizeof out->idem_key, pay_metadata_key(trr));
 }
 
+void pay_dispute_from_json(json_t *du, pay_dispute *out) {
+  copy(out->id, sizeof out->id, json_string_value(json_object_get(du, "id")));
+  copy(out->intent_id, sizeof out->intent_id, json_string_value(json_object_get(du, "payment_intent")));
+  json_t *charge = json_object_get(du, "charge"); /* an id, or the object when expanded */
+  copy(out->charge_id, sizeof out->charge_id,
+       json_is_string(charge) ? json_string_value(charge) : json_string_value(json_object_get(charge, "id")));
+  copy(out->status, sizeof out->status, json_string_value(json_object_get(du, "status")));
+  copy(out->reason, sizeof out->reason, json_string_value(json_object_get(du, "reason")));
+  out->amount = json_integer_value(json_object_get(du, "amount"));
+  json_t *details = json_object_get(du, "evidence_details");
+  out->evidence_due_by = json_integer_value(json_object_get(details, "due_by")) * 1000;
+  out->submissions = (int)json_integer_value(json_object_get(details, "submission_count"));
+}
+
+void payments_read_dispute(json_t *dispute, pay_dispute *out) {
+  memset(out, 0, sizeof *out);
+  pay_dispute_from_json(dispute, out);
+}
+
 void payments_read_account(json_t *account, pay_account *out) {
   memset(out, 0, sizeof *out);
   pay_account_from_json(account, out);
@@ -123,6 +150,55 @@ void payments_read_refund(json_t *refund, pay_refund *out) {
 }
 
 static void clear(pay_error *err) { memset(err, 0, sizeof *err); }
+
+/* ---- the processor's refusal of the key ---- */
+
+#define PROBE_EVERY_MS (60LL * 60 * 1000)
+
+static pthread_mutex_t auth_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool unauthorized;
+static int64_t next_probe; /* service clock: when the next call may be sent while unauthorized */
+static long auth_failures;
+
+void pay_auth_result(bool refused) {
+  pthread_mutex_lock(&auth_mu);
+  bool was = unauthorized;
+  unauthorized = refused;
+  if (refused) auth_failures++, next_probe = clock_now_ms() + PROBE_EVERY_MS;
+  int64_t wait_until = next_probe;
+  pthread_mutex_unlock(&auth_mu);
+  if (refused && queue_current()) queue_retry_at(wait_until);
+  if (refused && !was)
+    log_msg(LOG_ERROR, "the payment processor refused the service's key (401/403): payments are stopped until a "
+                       "call succeeds; check STRIPE_SECRET_KEY");
+  else if (!refused && was)
+    log_msg(LOG_INFO, "the payment processor accepts the service's key again");
+}
+
+bool pay_auth_may_call(void) {
+  pthread_mutex_lock(&auth_mu);
+  int64_t now = clock_now_ms();
+  bool may = !unauthorized || now >= next_probe;
+  if (unauthorized && may) next_probe = now + PROBE_EVERY_MS; /* this call is the hour's probe */
+  int64_t wait_until = next_probe;
+  pthread_mutex_unlock(&auth_mu);
+  if (!may && queue_current()) queue_retry_at(wait_until);
+  return may;
+}
+
+bool payments_unauthorized(void) {
+  pthread_mutex_lock(&auth_mu);
+  bool u = unauthorized;
+  pthread_mutex_unlock(&auth_mu);
+  return u;
+}
+
+long payments_auth_failures(void) {
+  pthread_mutex_lock(&auth_mu);
+  long n = auth_failures;
+  pthread_mutex_unlock(&auth_mu);
+  return n;
+}
 
 pay_rc payments_create_customer(const char *email, const char *name, const char *idem_key, char id[PAY_ID_LEN],
                                 pay_error *err) {
@@ -147,18 +223,18 @@ pay_rc payments_retrieve_method(const char *customer, const char *payment_method
   return ops->retrieve_method(customer, payment_method, card, err);
 }
 
-pay_rc payments_authorize(const char *customer, const char *payment_method, int64_t cents, const char *idem_key,
-                          pay_intent *out, pay_error *err) {
+pay_rc payments_authorize(const char *customer, const char *payment_method, int64_t cents,
+                          const pay_charge_info *info, const char *idem_key, pay_intent *out, pay_error *err) {
   clear(err);
   memset(out, 0, sizeof *out);
-  return ops->create_intent(customer, payment_method, cents, false, idem_key, out, err);
+  return ops->create_intent(customer, payment_method, cents, false, info, idem_key, out, err);
 }
 
-pay_rc payments_charge(const char *customer, const char *payment_method, int64_t cents, const char *idem_key,
-                       pay_intent *out, pay_error *err) {
+pay_rc payments_charge(const char *customer, const char *payment_method, int64_t cents, const pay_charge_info *info,
+                       const char *idem_key, pay_intent *out, pay_error *err) {
   clear(err);
   memset(out, 0, sizeof *out);
-  return ops->create_intent(customer, payment_method, cents, true, idem_key, out, err);
+  return ops->create_intent(customer, payment_method, cents, true, info, idem_key, out, err);
 }
 
 pay_rc payments_retrieve_intent(const char *intent, pay_intent *out, pay_error *err) {
@@ -268,6 +344,26 @@ pay_rc payments_find_reversal(const char *transfer, const char *idem_key, pay_re
   clear(err);
   memset(out, 0, sizeof *out);
   return ops->find_reversal(transfer, idem_key, out, err);
+}
+
+pay_rc payments_retrieve_dispute(const char *dispute, pay_dispute *out, pay_error *err) {
+  clear(err);
+  memset(out, 0, sizeof *out);
+  return ops->retrieve_dispute(dispute, out, err);
+}
+
+pay_rc payments_upload_file(const char *name, const char *type, const void *bytes, size_t len, char id[PAY_ID_LEN],
+                            pay_error *err) {
+  clear(err);
+  id[0] = 0;
+  return ops->upload_file(name, type, bytes, len, id, err);
+}
+
+pay_rc payments_submit_evidence(const char *dispute, const pay_evidence *ev, const char *idem_key, pay_dispute *out,
+                                pay_error *err) {
+  clear(err);
+  memset(out, 0, sizeof *out);
+  return ops->submit_evidence(dispute, ev, idem_key, out, err);
 }
 
 pay_rc payments_sim_open_link(const char *link_id, char account[PAY_ID_LEN], char return_url[PAY_URL_LEN],

@@ -41,6 +41,8 @@ typedef struct pay_intent {
   char id[PAY_ID_LEN];
   char status[40];        /* requires_capture, succeeded, canceled, requires_payment_method, processing */
   int64_t amount;         /* cents */
+  int64_t amount_received; /* cents captured (succeeded): less than amount after a partial capture */
+  char card_brand[32], card_last4[8]; /* the card its charge was made on ("" when not known) */
   int64_t capture_before; /* epoch ms after which an uncaptured authorization lapses; 0 when none */
   char error_code[64], error_message[256]; /* last_payment_error of a declined intent */
 } pay_intent;
@@ -59,10 +61,29 @@ typedef struct pay_refund {
   char idem_key[PAY_ID_LEN]; /* its metadata[idempotency_key]; "" for a refund made at the processor */
 } pay_refund;
 
+/* What a charge says of itself: on the processor's Dashboard (description, metadata job_id,
+ * quote_id and kind), on the customer's card statement (STATEMENT_DESCRIPTOR_SUFFIX) and for
+ * the transfers it funds (transfer_group: the job id). */
+typedef struct pay_charge_info {
+  const char *description; /* "Lawncare job c..." */
+  const char *job_id;      /* transfer_group and metadata[job_id] */
+  const char *quote_id;    /* metadata[quote_id]; NULL for none (a tip) */
+  const char *kind;        /* metadata[kind]: "job" or "tip" */
+} pay_charge_info;
+
 /* Picks the implementation from the configuration (call once at start-up). */
 void payments_init(void);
 /* "simulated" or "stripe". */
 const char *payments_mode(void);
+
+/* Whether the processor refused the service's own key (Stripe's 401 or 403: a key revoked,
+ * rolled or restricted) and no call has succeeded since. While it does, calls are not sent
+ * but one an hour (the first after the hour probes the processor; the others answer
+ * PAY_UNAVAILABLE at once), and a unit of background work that meets it is tried again no
+ * sooner than that probe, without its attempt counting (queue_retry_at). */
+bool payments_unauthorized(void);
+/* Refusals of the key counted since start (a metric). */
+long payments_auth_failures(void);
 
 pay_rc payments_create_customer(const char *email, const char *name, const char *idem_key, char id[PAY_ID_LEN],
                                 pay_error *err);
@@ -73,16 +94,17 @@ pay_rc payments_create_setup_intent(const char *customer, char secret[PAY_ID_LEN
 pay_rc payments_attach_method(const char *customer, const char *payment_method, pay_card *card, pay_error *err);
 /* PAY_NOT_FOUND when the method no longer exists or is no longer attached to customer. */
 pay_rc payments_retrieve_method(const char *customer, const char *payment_method, pay_card *card, pay_error *err);
-/* An off-session authorization with manual capture (status requires_capture). The intent
- * carries idem_key in its metadata, so payments_find_intent can find it again. */
-pay_rc payments_authorize(const char *customer, const char *payment_method, int64_t cents, const char *idem_key,
-                          pay_intent *out, pay_error *err);
+/* An off-session card authorization with manual capture (status requires_capture), described
+ * by info. The intent carries idem_key in its metadata, so payments_find_intent can find it
+ * again. */
+pay_rc payments_authorize(const char *customer, const char *payment_method, int64_t cents,
+                          const pay_charge_info *info, const char *idem_key, pay_intent *out, pay_error *err);
 pay_rc payments_capture(const char *intent, const char *idem_key, pay_intent *out, pay_error *err);
 /* Cancels (voids) an uncaptured authorization. */
 pay_rc payments_void(const char *intent, const char *idem_key, pay_intent *out, pay_error *err);
-/* An off-session charge captured at once (tips, charges without a live authorization). */
-pay_rc payments_charge(const char *customer, const char *payment_method, int64_t cents, const char *idem_key,
-                       pay_intent *out, pay_error *err);
+/* An off-session card charge captured at once (tips, charges without a live authorization). */
+pay_rc payments_charge(const char *customer, const char *payment_method, int64_t cents, const pay_charge_info *info,
+                       const char *idem_key, pay_intent *out, pay_error *err);
 /* The intent as the processor has it now (status, amount, hold expiry, last error). */
 pay_rc payments_retrieve_intent(const char *intent, pay_intent *out, pay_error *err);
 /* The intent that payments_authorize or payments_charge made for customer under idem_key:
@@ -153,7 +175,8 @@ void payments_read_account(json_t *account, pay_account *out);
 pay_rc payments_account_link(const char *account, const char *refresh_url, const char *return_url,
                              char url[PAY_URL_LEN], pay_error *err);
 /* Transfers cents (USD) to destination under idem_key, which the transfer also carries in its
- * metadata (payments_find_transfer finds it again) with job_id and transfer_id. source_intent
+ * metadata (payments_find_transfer finds it again) with job_id (also its transfer_group, as the
+ * job's charges) and transfer_id. source_intent
  * (may be NULL): the PaymentIntent whose charge funds it (Stripe's source_transaction, so the
  * transfer does not wait for the charge to become available). PAY_INVALID when refused
  * (err->code: insufficient_capabilities_for_transfer when the account cannot receive,
@@ -169,6 +192,42 @@ pay_rc payments_reverse_transfer(const char *transfer, int64_t cents, const char
                                  pay_error *err);
 /* The reversal of transfer made under idem_key: PAY_OK, PAY_NOT_FOUND or PAY_UNAVAILABLE. */
 pay_rc payments_find_reversal(const char *transfer, const char *idem_key, pay_reversal *out, pay_error *err);
+/* ---- disputes (chargebacks) ---- */
+
+/* A dispute of a charge as the processor has it. status is Stripe's: warning_needs_response,
+ * warning_under_review, warning_closed (an inquiry), needs_response, under_review, won, lost. */
+typedef struct pay_dispute {
+  char id[PAY_ID_LEN], intent_id[PAY_ID_LEN], charge_id[PAY_ID_LEN];
+  char status[40], reason[64];
+  int64_t amount;          /* cents disputed */
+  int64_t evidence_due_by; /* epoch ms; 0 when none */
+  int submissions;         /* evidence submissions so far */
+} pay_dispute;
+
+/* A Stripe dispute object (as charge.dispute.* events carry it) read into out. */
+void payments_read_dispute(json_t *dispute, pay_dispute *out);
+pay_rc payments_retrieve_dispute(const char *dispute, pay_dispute *out, pay_error *err);
+
+/* The evidence of a dispute answer: Stripe's evidence fields. Files are ids that
+ * payments_upload_file gave; any field may be NULL. */
+typedef struct pay_evidence {
+  const char *text;                /* uncategorized_text */
+  const char *product_description; /* what was sold: the job */
+  const char *customer_name, *customer_email;
+  const char *service_date;           /* YYYY-MM-DD */
+  const char *service_documentation;  /* a file: the job's photos */
+  const char *customer_communication; /* a file: photos from the job's messages */
+} pay_evidence;
+
+/* Uploads a file for dispute evidence (Stripe's Files API, purpose dispute_evidence; name and
+ * type such as "evidence.pdf", "application/pdf"); its id into id. */
+pay_rc payments_upload_file(const char *name, const char *type, const void *bytes, size_t len, char id[PAY_ID_LEN],
+                            pay_error *err);
+/* Sends evidence for dispute and submits it (the processor decides from it; nothing can be
+ * added afterwards). PAY_INVALID when refused (closed, past its deadline: err says). */
+pay_rc payments_submit_evidence(const char *dispute, const pay_evidence *ev, const char *idem_key, pay_dispute *out,
+                                pay_error *err);
+
 /* The simulated processor's hosted onboarding (its account links point at the service's own
  * page): opens link link_id, which finishes the onboarding of its account (transfers active,
  * payouts enabled). The account's id into account, the link's return address into return_url.

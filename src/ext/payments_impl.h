@@ -13,7 +13,7 @@ typedef struct pay_ops {
   pay_rc (*retrieve_method)(const char *customer, const char *payment_method, pay_card *card, pay_error *err);
   /* capture_now false: manual capture (an authorization); true: a charge */
   pay_rc (*create_intent)(const char *customer, const char *payment_method, int64_t cents, bool capture_now,
-                          const char *idem_key, pay_intent *out, pay_error *err);
+                          const pay_charge_info *info, const char *idem_key, pay_intent *out, pay_error *err);
   pay_rc (*capture)(const char *intent, const char *idem_key, pay_intent *out, pay_error *err);
   pay_rc (*cancel)(const char *intent, const char *idem_key, pay_intent *out, pay_error *err);
   pay_rc (*create_subscription)(const char *customer, const char *price, const char *payment_method,
@@ -38,6 +38,11 @@ typedef struct pay_ops {
   pay_rc (*reverse_transfer)(const char *transfer, int64_t cents, const char *idem_key, pay_reversal *out,
                              pay_error *err);
   pay_rc (*find_reversal)(const char *transfer, const char *idem_key, pay_reversal *out, pay_error *err);
+  pay_rc (*retrieve_dispute)(const char *dispute, pay_dispute *out, pay_error *err);
+  pay_rc (*upload_file)(const char *name, const char *type, const void *bytes, size_t len, char id[PAY_ID_LEN],
+                        pay_error *err);
+  pay_rc (*submit_evidence)(const char *dispute, const pay_evidence *ev, const char *idem_key, pay_dispute *out,
+                            pay_error *err);
   /* NULL where the processor hosts its own onboarding (Stripe) */
   pay_rc (*open_link)(const char *link_id, char account[PAY_ID_LEN], char return_url[PAY_URL_LEN], pay_error *err);
 } pay_ops;
@@ -53,7 +58,13 @@ void pay_refund_from_json(json_t *re, pay_refund *out);
 void pay_account_from_json(json_t *acct, pay_account *out);
 void pay_transfer_from_json(json_t *tr, pay_transfer *out);
 void pay_reversal_from_json(json_t *trr, pay_reversal *out);
+void pay_dispute_from_json(json_t *du, pay_dispute *out);
 /* The idempotency key a Stripe-shaped object carries in its metadata, or NULL. */
 const char *pay_metadata_key(json_t *o);
+/* stripe.c: the processor refused the key (401/403; refused) or accepted a call (!refused). */
+void pay_auth_result(bool refused);
+/* stripe.c: whether a call may be sent now (false while unauthorized, but for one probe an
+ * hour); a unit of background work that is refused is told to wait for the next probe. */
+bool pay_auth_may_call(void);
 
 #endif

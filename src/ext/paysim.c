@@ -21,7 +21,8 @@
 #include "core/ids.h"
 #include "core/log.h"
 #include "db/db.h"
-#include "ext/payments_impl.h"
+#include "ext/paysim_impl.h"
+#include "ext/queue.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,19 +30,23 @@
 
 #define PERIOD_MS (30LL * 24 * 3600 * 1000)
 
+/* Stripe's test PaymentMethods; dispute: every charge on it is disputed ("fraudulent") or
+ * inquired about ("inquiry") right after it succeeds. */
 static const struct test_card {
-  const char *token, *brand, *last4, *decline;
+  const char *token, *brand, *last4, *decline, *dispute;
 } test_cards[] = {
-    {"pm_card_visa", "visa", "4242", NULL},
-    {"pm_card_mastercard", "mastercard", "4444", NULL},
-    {"pm_card_amex", "amex", "8431", NULL},
-    {"pm_card_chargeDeclined", "visa", "0002", "generic_decline"},
-    {"pm_card_chargeDeclinedInsufficientFunds", "visa", "9995", "insufficient_funds"},
+    {"pm_card_visa", "visa", "4242", NULL, NULL},
+    {"pm_card_mastercard", "mastercard", "4444", NULL, NULL},
+    {"pm_card_amex", "amex", "8431", NULL, NULL},
+    {"pm_card_chargeDeclined", "visa", "0002", "generic_decline", NULL},
+    {"pm_card_chargeDeclinedInsufficientFunds", "visa", "9995", "insufficient_funds", NULL},
+    {"pm_card_createDispute", "visa", "0259", NULL, "fraudulent"},
+    {"pm_card_createDisputeInquiry", "visa", "1976", NULL, "inquiry"},
 };
 
 /* ---- object storage ---- */
 
-static json_t *load(const char *id, char **raw) {
+json_t *sim_load(const char *id, char **raw) {
   arena a;
   arena_init(&a);
   db_res *r;
@@ -67,8 +72,35 @@ static bool insert(const char *id, const char *kind, json_t *o) {
   return rc == DB_OK;
 }
 
+bool sim_save_announced(json_t *o, const char *kind, const char *old, json_t *const *events, int n) {
+  char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+  const char *id = json_string_value(json_object_get(o, "id"));
+  int64_t now = clock_now_ms();
+  arena a;
+  arena_init(&a);
+  db_res *r = NULL;
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e && old) {
+    e = db_to_err(db_exec(c, &a, &r,
+                          "UPDATE processor_sim_objects SET data = $3, updated_at = $4 WHERE id = $1 AND data = $2",
+                          DB_ARGS(DB_TEXT(id), DB_TEXT(old), DB_TEXT(text), DB_INT(now))));
+    if (!e && r->changes != 1) e = ERR_CONFLICT; /* changed meanwhile */
+  } else if (!e) {
+    e = db_to_err(db_exec(
+        c, NULL, NULL,
+        "INSERT INTO processor_sim_objects (id, kind, data, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)",
+        DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now))));
+  }
+  for (int i = 0; !e && i < n; i++) e = db_to_err(queue_enqueue(c, "payment_event", events[i]));
+  e = db_end(c, e);
+  arena_fini(&a);
+  free(text);
+  return e == ERR_OK;
+}
+
 /* Replaces the stored object when it still reads `old`; false when someone changed it first. */
-static bool replace(const char *id, const char *old, json_t *o) {
+bool sim_replace(const char *id, const char *old, json_t *o) {
   char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
   arena a;
   arena_init(&a);
@@ -81,7 +113,7 @@ static bool replace(const char *id, const char *old, json_t *o) {
   return ok;
 }
 
-static void new_id(const char *prefix, char out[PAY_ID_LEN]) {
+void sim_new_id(const char *prefix, char out[PAY_ID_LEN]) {
   char id[ID_LEN + 1];
   id_new(id);
   snprintf(out, PAY_ID_LEN, "%s_sim_%s", prefix, id + 1);
@@ -109,7 +141,7 @@ static key_state claim_key(const char *idem_key, const char *fp, json_t **replay
   char key[PAY_ID_LEN + 8];
   key_id(idem_key, key);
   for (int tries = 0; tries < 100; tries++) {
-    json_t *ref = load(key, NULL);
+    json_t *ref = sim_load(key, NULL);
     if (!ref) {
       json_t *claim = json_pack("{s:s}", "fingerprint", fp);
       bool mine = insert(key, "idempotency_key", claim);
@@ -122,7 +154,7 @@ static key_state claim_key(const char *idem_key, const char *fp, json_t **replay
     key_state st = KEY_BUSY;
     if (first && strcmp(first, fp))
       st = KEY_MISMATCH;
-    else if (object && (*replay = load(object, NULL)))
+    else if (object && (*replay = sim_load(object, NULL)))
       st = KEY_REPLAY;
     json_decref(ref);
     if (st != KEY_BUSY) return st;
@@ -198,7 +230,7 @@ static pay_rc key_refusal(key_state st, pay_error *err) {
   return PAY_UNAVAILABLE;
 }
 
-static pay_rc fail(pay_error *err, pay_rc rc, const char *message) {
+pay_rc sim_fail(pay_error *err, pay_rc rc, const char *message) {
   snprintf(err->message, sizeof err->message, "%s", message);
   return rc;
 }
@@ -217,19 +249,19 @@ static pay_rc sim_create_customer(const char *email, const char *name, const cha
     return PAY_OK;
   }
   if (st != KEY_NEW) return key_refusal(st, err);
-  new_id("cus", id);
+  sim_new_id("cus", id);
   json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "id", id, "object", "customer", "email", email, "name", name);
   bool ok = insert_keyed(id, "customer", o, idem_key, fp);
   json_decref(o);
   if (!ok) {
     release_key(idem_key);
-    return fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
+    return sim_fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
   }
   return PAY_OK;
 }
 
 static bool customer_exists(const char *customer) {
-  json_t *c = load(customer, NULL);
+  json_t *c = sim_load(customer, NULL);
   const char *kind = json_string_value(json_object_get(c, "object"));
   bool ok = kind && !strcmp(kind, "customer");
   json_decref(c);
@@ -237,15 +269,15 @@ static bool customer_exists(const char *customer) {
 }
 
 static pay_rc sim_create_setup_intent(const char *customer, char secret[PAY_ID_LEN], pay_error *err) {
-  if (!customer_exists(customer)) return fail(err, PAY_NOT_FOUND, "No such customer");
+  if (!customer_exists(customer)) return sim_fail(err, PAY_NOT_FOUND, "No such customer");
   char id[PAY_ID_LEN], tail[ID_LEN + 1];
-  new_id("seti", id);
+  sim_new_id("seti", id);
   id_new(tail);
   json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "id", id, "object", "setup_intent", "customer", customer, "status",
                         "requires_payment_method");
   bool ok = insert(id, "setup_intent", o);
   json_decref(o);
-  if (!ok) return fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
+  if (!ok) return sim_fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
   snprintf(secret, PAY_ID_LEN, "%s_secret_%s", id, tail + 1);
   return PAY_OK;
 }
@@ -254,23 +286,23 @@ static pay_rc sim_attach_method(const char *customer, const char *payment_method
   const struct test_card *t = NULL;
   for (size_t i = 0; i < sizeof test_cards / sizeof *test_cards; i++)
     if (!strcmp(test_cards[i].token, payment_method)) t = &test_cards[i];
-  if (!t) return fail(err, PAY_INVALID, "No such PaymentMethod");
-  if (!customer_exists(customer)) return fail(err, PAY_NOT_FOUND, "No such customer");
+  if (!t) return sim_fail(err, PAY_INVALID, "No such PaymentMethod");
+  if (!customer_exists(customer)) return sim_fail(err, PAY_NOT_FOUND, "No such customer");
   char id[PAY_ID_LEN];
-  new_id("pm", id);
-  json_t *o = json_pack("{s:s,s:s,s:s,s:{s:s,s:s,s:i,s:i},s:s?}", "id", id, "object", "payment_method", "customer",
-                        customer, "card", "brand", t->brand, "last4", t->last4, "exp_month", 12, "exp_year", 2034,
-                        "decline_code", t->decline);
+  sim_new_id("pm", id);
+  json_t *o = json_pack("{s:s,s:s,s:s,s:{s:s,s:s,s:i,s:i},s:s?,s:s?}", "id", id, "object", "payment_method",
+                        "customer", customer, "card", "brand", t->brand, "last4", t->last4, "exp_month", 12,
+                        "exp_year", 2034, "decline_code", t->decline, "dispute", t->dispute);
   bool ok = insert(id, "payment_method", o);
   if (ok) pay_card_from_json(o, card);
   json_decref(o);
-  return ok ? PAY_OK : fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
+  return ok ? PAY_OK : sim_fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
 }
 
 static pay_rc sim_retrieve_method(const char *customer, const char *payment_method, pay_card *card, pay_error *err) {
-  json_t *o = load(payment_method, NULL);
+  json_t *o = sim_load(payment_method, NULL);
   const char *owner = json_string_value(json_object_get(o, "customer"));
-  pay_rc rc = o && owner && !strcmp(owner, customer) ? PAY_OK : fail(err, PAY_NOT_FOUND, "No such PaymentMethod");
+  pay_rc rc = o && owner && !strcmp(owner, customer) ? PAY_OK : sim_fail(err, PAY_NOT_FOUND, "No such PaymentMethod");
   if (rc == PAY_OK) pay_card_from_json(o, card);
   json_decref(o);
   return rc;
@@ -284,7 +316,7 @@ static const char *method_decline(json_t *pm, const char *customer) {
   return d ? d : "";
 }
 
-static int64_t now_s(void) { return clock_now_ms() / 1000; }
+int64_t sim_now_s(void) { return clock_now_ms() / 1000; }
 
 /* An uncaptured authorization past its capture_before lapses, as at Stripe: the intent is
  * cancelled (cancellation_reason "automatic"). Applied when the intent is next read. */
@@ -293,14 +325,14 @@ static bool lapsed(json_t *pi) {
   json_t *card =
       json_object_get(json_object_get(json_object_get(pi, "latest_charge"), "payment_method_details"), "card");
   json_int_t before = json_integer_value(json_object_get(card, "capture_before"));
-  return status && !strcmp(status, "requires_capture") && before && now_s() >= before;
+  return status && !strcmp(status, "requires_capture") && before && sim_now_s() >= before;
 }
 
 /* Loads an intent, applying a lapse that is due; NULL when there is no such intent. */
-static json_t *load_intent(const char *intent) {
+json_t *sim_load_intent(const char *intent) {
   for (int tries = 0; tries < 5; tries++) {
     char *raw;
-    json_t *o = load(intent, &raw);
+    json_t *o = sim_load(intent, &raw);
     const char *kind = json_string_value(json_object_get(o, "object"));
     if (!o || !kind || strcmp(kind, "payment_intent")) {
       json_decref(o), free(raw);
@@ -309,7 +341,7 @@ static json_t *load_intent(const char *intent) {
     if (!lapsed(o)) return free(raw), o;
     json_object_set_new(o, "status", json_string("canceled"));
     json_object_set_new(o, "cancellation_reason", json_string("automatic"));
-    bool ok = replace(intent, raw, o);
+    bool ok = sim_replace(intent, raw, o);
     free(raw);
     if (ok) return o;
     json_decref(o); /* changed meanwhile: read again */
@@ -325,42 +357,58 @@ static pay_rc intent_answer(json_t *pi, pay_intent *out, pay_error *err) {
   snprintf(err->intent_id, sizeof err->intent_id, "%s", out->id);
   snprintf(err->code, sizeof err->code, "%s", out->error_code);
   snprintf(err->decline_code, sizeof err->decline_code, "%s", json_string_value(json_object_get(e, "decline_code")));
-  return fail(err, PAY_DECLINED, out->error_message);
+  return sim_fail(err, PAY_DECLINED, out->error_message);
+}
+
+/* The description, transfer_group and metadata of info on an intent or its charge. */
+static void describe(json_t *o, const pay_charge_info *info, const char *idem_key) {
+  json_t *meta = json_pack("{s:s?}", "idempotency_key", idem_key);
+  if (info && info->job_id) json_object_set_new(meta, "job_id", json_string(info->job_id));
+  if (info && info->quote_id) json_object_set_new(meta, "quote_id", json_string(info->quote_id));
+  if (info && info->kind) json_object_set_new(meta, "kind", json_string(info->kind));
+  json_object_set_new(o, "metadata", meta);
+  if (info && info->description) json_object_set_new(o, "description", json_string(info->description));
+  if (info && info->job_id) json_object_set_new(o, "transfer_group", json_string(info->job_id));
+  if (CFG.statement_descriptor_suffix)
+    json_object_set_new(o, "statement_descriptor_suffix", json_string(CFG.statement_descriptor_suffix));
 }
 
 static pay_rc sim_create_intent(const char *customer, const char *payment_method, int64_t cents, bool capture_now,
-                                const char *idem_key, pay_intent *out, pay_error *err) {
+                                const pay_charge_info *info, const char *idem_key, pay_intent *out, pay_error *err) {
   char fp[PAY_ID_LEN * 2 + 64];
   snprintf(fp, sizeof fp, "intent|%s|%s|%lld|%d", customer, payment_method, (long long)cents, capture_now);
   json_t *old;
   key_state st = claim_key(idem_key, fp, &old);
   if (st == KEY_REPLAY) {
     json_decref(old);
-    old = load_intent(json_string_value(json_object_get(old, "id"))); /* as it stands now */
-    pay_rc rc = old ? intent_answer(old, out, err) : fail(err, PAY_UNAVAILABLE, "simulated processor lost an intent");
+    old = sim_load_intent(json_string_value(json_object_get(old, "id"))); /* as it stands now */
+    pay_rc rc = old ? intent_answer(old, out, err) : sim_fail(err, PAY_UNAVAILABLE, "simulated processor lost an intent");
     json_decref(old);
     return rc;
   }
   if (st != KEY_NEW) return key_refusal(st, err);
-  json_t *pm = load(payment_method, NULL);
+  json_t *pm = sim_load(payment_method, NULL);
   const char *found = method_decline(pm, customer);
   char decline[64];
   snprintf(decline, sizeof decline, "%s", found ? found : "");
+  json_t *card = json_deep_copy(json_object_get(pm, "card"));
   json_decref(pm); /* `decline` is a copy: pm's strings die with it */
   if (cents < 50 || !found) {
     release_key(idem_key);
-    return fail(err, PAY_INVALID, cents < 50 ? "Amount must be at least $0.50 usd" : "No such PaymentMethod");
+    json_decref(card);
+    return sim_fail(err, PAY_INVALID, cents < 50 ? "Amount must be at least $0.50 usd" : "No such PaymentMethod");
   }
   char id[PAY_ID_LEN], charge[PAY_ID_LEN];
-  new_id("pi", id);
-  new_id("ch", charge);
+  sim_new_id("pi", id);
+  sim_new_id("ch", charge);
   bool declined = *decline != 0;
   const char *status = declined ? "requires_payment_method" : capture_now ? "succeeded" : "requires_capture";
-  json_int_t created = now_s();
-  json_t *o = json_pack("{s:s,s:s,s:I,s:s,s:s,s:s,s:s,s:s,s:I,s:{s:s?}}", "id", id, "object", "payment_intent",
-                        "amount", (json_int_t)cents, "currency", "usd", "customer", customer, "payment_method",
-                        payment_method, "capture_method", capture_now ? "automatic" : "manual", "status", status,
-                        "created", created, "metadata", "idempotency_key", idem_key);
+  json_int_t created = sim_now_s();
+  json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:s,s:s,s:s,s:s,s:s,s:I}", "id", id, "object", "payment_intent", "amount",
+                        (json_int_t)cents, "amount_received", (json_int_t)(capture_now && !declined ? cents : 0),
+                        "currency", "usd", "customer", customer, "payment_method", payment_method, "capture_method",
+                        capture_now ? "automatic" : "manual", "status", status, "created", created);
+  describe(o, info, idem_key);
   if (declined) {
     json_object_set_new(o, "last_payment_error",
                         json_pack("{s:s,s:s,s:s}", "code", "card_declined", "decline_code", decline, "message",
@@ -369,12 +417,18 @@ static pay_rc sim_create_intent(const char *customer, const char *payment_method
   } else {
     /* a card authorization holds for 7 days (Stripe's capture_before on the charge) */
     json_int_t before = capture_now ? 0 : created + 7 * 24 * 3600;
-    json_object_set_new(o, "latest_charge",
-                        json_pack("{s:s,s:s,s:{s:{s:o*}}}", "id", charge, "object", "charge", "payment_method_details",
-                                  "card", "capture_before", before ? json_integer(before) : NULL));
+    json_t *details = json_pack("{s:s?,s:s?,s:o*}", "brand", json_string_value(json_object_get(card, "brand")),
+                                "last4", json_string_value(json_object_get(card, "last4")), "capture_before",
+                                before ? json_integer(before) : NULL);
+    json_t *ch = json_pack("{s:s,s:s,s:I,s:s,s:{s:o}}", "id", charge, "object", "charge", "amount",
+                           (json_int_t)cents, "payment_intent", id, "payment_method_details", "card", details);
+    describe(ch, info, idem_key);
+    json_object_set_new(o, "latest_charge", ch);
   }
+  json_decref(card);
   bool ok = insert_keyed(id, "payment_intent", o, idem_key, fp);
-  pay_rc rc = ok ? intent_answer(o, out, err) : fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
+  if (ok && capture_now && !declined) sim_after_charge(o);
+  pay_rc rc = ok ? intent_answer(o, out, err) : sim_fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
   if (!ok) release_key(idem_key);
   json_decref(o);
   return rc;
@@ -383,8 +437,8 @@ static pay_rc sim_create_intent(const char *customer, const char *payment_method
 /* Moves an intent from `from` to `to`; repeating a finished move is not an error. */
 static pay_rc move_intent(const char *intent, const char *from, const char *to, pay_intent *out, pay_error *err) {
   for (int tries = 0; tries < 5; tries++) {
-    json_t *o = load_intent(intent);
-    if (!o) return fail(err, PAY_NOT_FOUND, "No such payment_intent");
+    json_t *o = sim_load_intent(intent);
+    if (!o) return sim_fail(err, PAY_NOT_FOUND, "No such payment_intent");
     char *raw = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     const char *status = json_string_value(json_object_get(o, "status"));
     const char *why = json_string_value(json_object_get(o, "cancellation_reason"));
@@ -404,16 +458,18 @@ static pay_rc move_intent(const char *intent, const char *from, const char *to, 
     } else {
       json_object_set_new(o, "status", json_string(to));
       if (!strcmp(to, "canceled")) json_object_set_new(o, "cancellation_reason", json_string("requested_by_customer"));
-      if (!replace(intent, raw, o))
+      if (!sim_replace(intent, raw, o)) {
         rc = PAY_UNAVAILABLE; /* changed meanwhile: read again */
-      else
+      } else {
         pay_intent_from_json(o, out);
+        if (!strcmp(to, "succeeded")) sim_after_charge(o);
+      }
     }
     json_decref(o);
     free(raw);
     if (rc != PAY_UNAVAILABLE) return rc;
   }
-  return fail(err, PAY_UNAVAILABLE, "simulated processor is busy");
+  return sim_fail(err, PAY_UNAVAILABLE, "simulated processor is busy");
 }
 
 static pay_rc sim_capture(const char *intent, const char *idem_key, pay_intent *out, pay_error *err) {
@@ -427,8 +483,8 @@ static pay_rc sim_cancel(const char *intent, const char *idem_key, pay_intent *o
 }
 
 static pay_rc sim_retrieve_intent(const char *intent, pay_intent *out, pay_error *err) {
-  json_t *o = load_intent(intent);
-  if (!o) return fail(err, PAY_NOT_FOUND, "No such payment_intent");
+  json_t *o = sim_load_intent(intent);
+  if (!o) return sim_fail(err, PAY_NOT_FOUND, "No such payment_intent");
   pay_intent_from_json(o, out);
   json_decref(o);
   return PAY_OK;
@@ -438,8 +494,8 @@ static pay_rc sim_retrieve_intent(const char *intent, pay_intent *out, pay_error
 static json_t *keyed_by(const char *owner_field, const char *owner, const char *idem_key) {
   char key[PAY_ID_LEN + 8];
   key_id(idem_key, key);
-  json_t *ref = load(key, NULL);
-  json_t *o = ref ? load(json_string_value(json_object_get(ref, "object")), NULL) : NULL;
+  json_t *ref = sim_load(key, NULL);
+  json_t *o = ref ? sim_load(json_string_value(json_object_get(ref, "object")), NULL) : NULL;
   const char *found = json_string_value(json_object_get(o, owner_field));
   json_decref(ref);
   if (o && (!found || strcmp(found, owner))) json_decref(o), o = NULL;
@@ -453,10 +509,10 @@ static json_t *keyed_object(const char *customer, const char *idem_key) {
 
 static pay_rc sim_find_intent(const char *customer, const char *idem_key, pay_intent *out, pay_error *err) {
   json_t *o = keyed_object(customer, idem_key);
-  if (!o) return fail(err, PAY_NOT_FOUND, "No such payment_intent");
-  json_t *now = load_intent(json_string_value(json_object_get(o, "id")));
+  if (!o) return sim_fail(err, PAY_NOT_FOUND, "No such payment_intent");
+  json_t *now = sim_load_intent(json_string_value(json_object_get(o, "id")));
   json_decref(o);
-  if (!now) return fail(err, PAY_NOT_FOUND, "No such payment_intent");
+  if (!now) return sim_fail(err, PAY_NOT_FOUND, "No such payment_intent");
   pay_intent_from_json(now, out);
   json_decref(now);
   return PAY_OK;
@@ -474,15 +530,15 @@ static pay_rc sim_create_subscription(const char *customer, const char *price, c
     return PAY_OK;
   }
   if (st != KEY_NEW) return key_refusal(st, err);
-  json_t *pm = load(payment_method, NULL);
+  json_t *pm = sim_load(payment_method, NULL);
   const char *decline = method_decline(pm, customer);
   pay_rc rc = PAY_OK;
   if (!decline)
-    rc = fail(err, PAY_INVALID, "No such PaymentMethod");
+    rc = sim_fail(err, PAY_INVALID, "No such PaymentMethod");
   else if (*decline) {
     snprintf(err->code, sizeof err->code, "card_declined");
     snprintf(err->decline_code, sizeof err->decline_code, "%s", decline);
-    rc = fail(err, PAY_DECLINED, "Your card was declined.");
+    rc = sim_fail(err, PAY_DECLINED, "Your card was declined.");
   }
   json_decref(pm);    /* after the last use of decline, which points into pm */
   if (rc != PAY_OK) { /* error_if_incomplete: nothing is made, and Stripe keeps no result */
@@ -490,7 +546,7 @@ static pay_rc sim_create_subscription(const char *customer, const char *price, c
     return rc;
   }
   char id[PAY_ID_LEN];
-  new_id("sub", id);
+  sim_new_id("sub", id);
   int64_t end = clock_now_ms() + PERIOD_MS;
   json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:I,s:{s:s?}}", "id", id, "object", "subscription", "customer",
                         customer, "price", price, "status", "active", "cancel_at_period_end", 0, "current_period_end",
@@ -500,7 +556,7 @@ static pay_rc sim_create_subscription(const char *customer, const char *price, c
   json_decref(o);
   if (!ok) {
     release_key(idem_key);
-    return fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
+    return sim_fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
   }
   return PAY_OK;
 }
@@ -510,21 +566,21 @@ static pay_rc sim_update_subscription(const char *subscription, bool cancel_at_p
   (void)idem_key; /* setting a flag is idempotent by nature */
   for (int tries = 0; tries < 5; tries++) {
     char *raw;
-    json_t *o = load(subscription, &raw);
-    if (!o) return fail(err, PAY_NOT_FOUND, "No such subscription");
+    json_t *o = sim_load(subscription, &raw);
+    if (!o) return sim_fail(err, PAY_NOT_FOUND, "No such subscription");
     json_object_set_new(o, "cancel_at_period_end", json_boolean(cancel_at_period_end));
-    bool ok = replace(subscription, raw, o);
+    bool ok = sim_replace(subscription, raw, o);
     if (ok) pay_subscription_from_json(o, out);
     json_decref(o);
     free(raw);
     if (ok) return PAY_OK;
   }
-  return fail(err, PAY_UNAVAILABLE, "simulated processor is busy");
+  return sim_fail(err, PAY_UNAVAILABLE, "simulated processor is busy");
 }
 
 static pay_rc sim_retrieve_subscription(const char *subscription, pay_subscription *out, pay_error *err) {
-  json_t *o = load(subscription, NULL);
-  if (!o) return fail(err, PAY_NOT_FOUND, "No such subscription");
+  json_t *o = sim_load(subscription, NULL);
+  if (!o) return sim_fail(err, PAY_NOT_FOUND, "No such subscription");
   pay_subscription_from_json(o, out);
   json_decref(o);
   return PAY_OK;
@@ -533,7 +589,7 @@ static pay_rc sim_retrieve_subscription(const char *subscription, pay_subscripti
 static pay_rc sim_find_subscription(const char *customer, const char *idem_key, pay_subscription *out, pay_error *err) {
   json_t *o = keyed_object(customer, idem_key);
   const char *kind = json_string_value(json_object_get(o, "object"));
-  pay_rc rc = kind && !strcmp(kind, "subscription") ? PAY_OK : fail(err, PAY_NOT_FOUND, "No such subscription");
+  pay_rc rc = kind && !strcmp(kind, "subscription") ? PAY_OK : sim_fail(err, PAY_NOT_FOUND, "No such subscription");
   if (rc == PAY_OK) pay_subscription_from_json(o, out);
   json_decref(o);
   return rc;
@@ -544,7 +600,7 @@ static pay_rc sim_find_subscription(const char *customer, const char *idem_key, 
 /* Refuses a refund as Stripe does: invalid_request_error with code. */
 static pay_rc refund_refusal(pay_error *err, const char *code, const char *message) {
   snprintf(err->code, sizeof err->code, "%s", code);
-  return fail(err, PAY_INVALID, message);
+  return sim_fail(err, PAY_INVALID, message);
 }
 
 static pay_rc sim_refund(const char *intent, int64_t cents, const char *reason, const char *idem_key, pay_refund *out,
@@ -561,9 +617,9 @@ static pay_rc sim_refund(const char *intent, int64_t cents, const char *reason, 
   if (st != KEY_NEW) return key_refusal(st, err);
   pay_rc rc = PAY_UNAVAILABLE;
   for (int tries = 0; tries < 5 && rc == PAY_UNAVAILABLE; tries++) {
-    json_t *pi = load_intent(intent);
+    json_t *pi = sim_load_intent(intent);
     if (!pi) {
-      rc = fail(err, PAY_NOT_FOUND, "No such payment_intent");
+      rc = sim_fail(err, PAY_NOT_FOUND, "No such payment_intent");
       break;
     }
     char *raw = json_dumps(pi, JSON_COMPACT | JSON_SORT_KEYS);
@@ -586,11 +642,11 @@ static pay_rc sim_refund(const char *intent, int64_t cents, const char *reason, 
       rc = refund_refusal(err, "amount_too_large", message);
     } else {
       char id[PAY_ID_LEN];
-      new_id("re", id);
+      sim_new_id("re", id);
       json_t *refund = json_pack(
           "{s:s,s:s,s:I,s:s,s:s?,s:s,s:s,s:s?,s:I,s:{s:s?}}", "id", id, "object", "refund", "amount", take, "currency",
           "usd", "charge", json_string_value(json_object_get(charge, "id")), "payment_intent", intent, "status",
-          "succeeded", "reason", reason, "created", (json_int_t)now_s(), "metadata", "idempotency_key", idem_key);
+          "succeeded", "reason", reason, "created", (json_int_t)sim_now_s(), "metadata", "idempotency_key", idem_key);
       json_object_set_new(charge, "amount_refunded", json_integer(refunded + take));
       json_object_set_new(charge, "refunded", json_boolean(refunded + take >= amount));
       sim_change charged = {intent, raw, pi};
@@ -604,13 +660,13 @@ static pay_rc sim_refund(const char *intent, int64_t cents, const char *reason, 
     json_decref(pi);
   }
   if (rc != PAY_OK) release_key(idem_key); /* refused or not made: Stripe keeps no result */
-  if (rc == PAY_UNAVAILABLE && !err->message[0]) fail(err, rc, "simulated processor is busy");
+  if (rc == PAY_UNAVAILABLE && !err->message[0]) sim_fail(err, rc, "simulated processor is busy");
   return rc;
 }
 
 static pay_rc sim_list_refunds(const char *intent, pay_refund *out, int max, int *n, pay_error *err) {
-  json_t *pi = load_intent(intent);
-  if (!pi) return fail(err, PAY_NOT_FOUND, "No such payment_intent");
+  json_t *pi = sim_load_intent(intent);
+  if (!pi) return sim_fail(err, PAY_NOT_FOUND, "No such payment_intent");
   json_decref(pi);
   arena a;
   arena_init(&a);
@@ -627,7 +683,7 @@ static pay_rc sim_list_refunds(const char *intent, pay_refund *out, int max, int
     json_decref(o);
   }
   arena_fini(&a);
-  return rc == DB_OK ? PAY_OK : fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
+  return rc == DB_OK ? PAY_OK : sim_fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
 }
 
 /* ---- Connect: accounts, their onboarding, transfers and reversals ----
@@ -641,8 +697,8 @@ static pay_rc sim_list_refunds(const char *intent, pay_refund *out, int max, int
 static const char SIM_DUE[] = "[\"external_account\",\"individual.dob.day\",\"individual.first_name\","
                               "\"individual.last_name\",\"tos_acceptance.date\",\"tos_acceptance.ip\"]";
 
-static json_t *load_kind(const char *id, const char *kind, char **raw) {
-  json_t *o = load(id, raw);
+json_t *sim_load_kind(const char *id, const char *kind, char **raw) {
+  json_t *o = sim_load(id, raw);
   const char *k = json_string_value(json_object_get(o, "object"));
   if (o && (!k || strcmp(k, kind))) {
     json_decref(o), o = NULL;
@@ -658,36 +714,36 @@ static pay_rc sim_create_account(const char *email, const char *provider_id, con
   json_t *old;
   key_state st = claim_key(idem_key, fp, &old);
   if (st == KEY_REPLAY) { /* as it stands now: its onboarding may have moved on since */
-    json_t *now = load_kind(json_string_value(json_object_get(old, "id")), "account", NULL);
+    json_t *now = sim_load_kind(json_string_value(json_object_get(old, "id")), "account", NULL);
     json_decref(old);
-    if (!now) return fail(err, PAY_UNAVAILABLE, "simulated processor lost an account");
+    if (!now) return sim_fail(err, PAY_UNAVAILABLE, "simulated processor lost an account");
     pay_account_from_json(now, out);
     json_decref(now);
     return PAY_OK;
   }
   if (st != KEY_NEW) return key_refusal(st, err);
   char id[PAY_ID_LEN];
-  new_id("acct", id);
+  sim_new_id("acct", id);
   json_t *o =
       json_pack("{s:s,s:s,s:s,s:s,s:s,s:{s:s},s:b,s:b,s:b,s:{s:o,s:o,s:o,s:s},s:I,s:{s:s,s:s?}}", "id", id, "object",
                 "account", "type", "express", "country", "US", "email", email, "capabilities", "transfers", "inactive",
                 "charges_enabled", 0, "payouts_enabled", 0, "details_submitted", 0, "requirements", "currently_due",
                 json_loads(SIM_DUE, 0, NULL), "eventually_due", json_loads(SIM_DUE, 0, NULL), "past_due", json_array(),
-                "disabled_reason", "requirements.past_due", "created", (json_int_t)now_s(), "metadata", "provider_id",
+                "disabled_reason", "requirements.past_due", "created", (json_int_t)sim_now_s(), "metadata", "provider_id",
                 provider_id, "idempotency_key", idem_key);
   bool ok = insert_keyed(id, "account", o, idem_key, fp);
   if (ok) pay_account_from_json(o, out);
   json_decref(o);
   if (!ok) {
     release_key(idem_key);
-    return fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
+    return sim_fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
   }
   return PAY_OK;
 }
 
 static pay_rc sim_retrieve_account(const char *account, pay_account *out, pay_error *err) {
-  json_t *o = load_kind(account, "account", NULL);
-  if (!o) return fail(err, PAY_NOT_FOUND, "No such account");
+  json_t *o = sim_load_kind(account, "account", NULL);
+  if (!o) return sim_fail(err, PAY_NOT_FOUND, "No such account");
   pay_account_from_json(o, out);
   json_decref(o);
   return PAY_OK;
@@ -695,20 +751,20 @@ static pay_rc sim_retrieve_account(const char *account, pay_account *out, pay_er
 
 static pay_rc sim_account_link(const char *account, const char *refresh_url, const char *return_url,
                                char url[PAY_URL_LEN], pay_error *err) {
-  json_t *acct = load_kind(account, "account", NULL);
+  json_t *acct = sim_load_kind(account, "account", NULL);
   json_decref(acct);
-  if (!acct) return fail(err, PAY_NOT_FOUND, "No such account");
+  if (!acct) return sim_fail(err, PAY_NOT_FOUND, "No such account");
   char id[PAY_ID_LEN];
-  new_id("link", id);
+  sim_new_id("link", id);
   snprintf(url, PAY_URL_LEN, "%s/payouts/onboarding/%s", CFG.public_url, id);
-  json_int_t created = now_s();
+  json_int_t created = sim_now_s();
   json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:b}", "id", id, "object", "account_link", "account", account,
                         "url", url, "refresh_url", refresh_url, "return_url", return_url, "created", created,
                         "expires_at", created + LINK_TTL_S, "used", 0);
   bool ok = insert(id, "account_link", o);
   json_decref(o);
   if (!ok) url[0] = 0;
-  return ok ? PAY_OK : fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
+  return ok ? PAY_OK : sim_fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
 }
 
 /* Finishes the onboarding of account: what Stripe's hosted pages do once the person gave
@@ -716,7 +772,7 @@ static pay_rc sim_account_link(const char *account, const char *refresh_url, con
 static bool finish_onboarding(const char *account) {
   for (int tries = 0; tries < 5; tries++) {
     char *raw;
-    json_t *o = load_kind(account, "account", &raw);
+    json_t *o = sim_load_kind(account, "account", &raw);
     if (!o) return false;
     json_object_set_new(o, "capabilities", json_pack("{s:s}", "transfers", "active"));
     json_object_set_new(o, "payouts_enabled", json_true());
@@ -724,7 +780,7 @@ static bool finish_onboarding(const char *account) {
     json_object_set_new(
         o, "requirements",
         json_pack("{s:[],s:[],s:[],s:n}", "currently_due", "eventually_due", "past_due", "disabled_reason"));
-    bool ok = replace(account, raw, o);
+    bool ok = sim_replace(account, raw, o);
     json_decref(o);
     free(raw);
     if (ok) return true;
@@ -735,22 +791,22 @@ static bool finish_onboarding(const char *account) {
 static pay_rc sim_open_link(const char *link_id, char account[PAY_ID_LEN], char return_url[PAY_URL_LEN],
                             pay_error *err) {
   char *raw;
-  json_t *link = load_kind(link_id, "account_link", &raw);
-  if (!link) return fail(err, PAY_NOT_FOUND, "No such account link");
+  json_t *link = sim_load_kind(link_id, "account_link", &raw);
+  if (!link) return sim_fail(err, PAY_NOT_FOUND, "No such account link");
   bool fresh =
-      !json_is_true(json_object_get(link, "used")) && now_s() < json_integer_value(json_object_get(link, "expires_at"));
+      !json_is_true(json_object_get(link, "used")) && sim_now_s() < json_integer_value(json_object_get(link, "expires_at"));
   snprintf(account, PAY_ID_LEN, "%s", json_string_value(json_object_get(link, "account")));
   snprintf(return_url, PAY_URL_LEN, "%s", json_string_value(json_object_get(link, "return_url")));
   json_object_set_new(link, "used", json_true());
   pay_rc rc = PAY_OK;
   if (!fresh) { /* Stripe sends the person to the refresh address instead */
     snprintf(err->code, sizeof err->code, "account_link_expired");
-    rc = fail(err, PAY_INVALID, "This account link has expired or was already used");
-  } else if (!replace(link_id, raw, link)) {
+    rc = sim_fail(err, PAY_INVALID, "This account link has expired or was already used");
+  } else if (!sim_replace(link_id, raw, link)) {
     snprintf(err->code, sizeof err->code, "account_link_expired");
-    rc = fail(err, PAY_INVALID, "This account link was already used");
+    rc = sim_fail(err, PAY_INVALID, "This account link was already used");
   } else if (!finish_onboarding(account)) {
-    rc = fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
+    rc = sim_fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
   }
   json_decref(link);
   free(raw);
@@ -770,11 +826,11 @@ static pay_rc sim_transfer(const char *destination, int64_t cents, const char *s
     return PAY_OK;
   }
   if (st != KEY_NEW) return key_refusal(st, err);
-  json_t *acct = load_kind(destination, "account", NULL);
+  json_t *acct = sim_load_kind(destination, "account", NULL);
   const char *cap = json_string_value(json_object_get(json_object_get(acct, "capabilities"), "transfers"));
   bool active = cap && !strcmp(cap, "active");
   json_decref(acct);
-  json_t *pi = source_intent ? load_intent(source_intent) : NULL;
+  json_t *pi = source_intent ? sim_load_intent(source_intent) : NULL;
   const char *pi_status = json_string_value(json_object_get(pi, "status"));
   const char *charge_id = json_string_value(json_object_get(json_object_get(pi, "latest_charge"), "id"));
   char charge[PAY_ID_LEN];
@@ -784,32 +840,33 @@ static pay_rc sim_transfer(const char *destination, int64_t cents, const char *s
   json_decref(pi);
   pay_rc rc = PAY_OK;
   if (!acct) {
-    rc = fail(err, PAY_NOT_FOUND, "No such destination");
+    rc = sim_fail(err, PAY_NOT_FOUND, "No such destination");
   } else if (!active) {
     snprintf(err->code, sizeof err->code, "insufficient_capabilities_for_transfer");
-    rc = fail(err, PAY_INVALID,
+    rc = sim_fail(err, PAY_INVALID,
               "Your destination account needs to have at least one of the following capabilities enabled: "
               "transfers, crypto_transfers, legacy_payments");
   } else if (cents < 1 || !funded) {
-    rc = fail(err, PAY_INVALID, cents < 1 ? "Invalid positive integer" : "The source_transaction cannot fund it");
+    rc = sim_fail(err, PAY_INVALID, cents < 1 ? "Invalid positive integer" : "The source_transaction cannot fund it");
   }
   if (rc != PAY_OK) {
     release_key(idem_key);
     return rc;
   }
   char id[PAY_ID_LEN];
-  new_id("tr", id);
+  sim_new_id("tr", id);
   json_t *o =
       json_pack("{s:s,s:s,s:I,s:I,s:s,s:s,s:s?,s:b,s:I,s:{s:s,s:s?,s:s?}}", "id", id, "object", "transfer", "amount",
                 (json_int_t)cents, "amount_reversed", (json_int_t)0, "currency", "usd", "destination", destination,
-                "source_transaction", charge[0] ? charge : NULL, "reversed", 0, "created", (json_int_t)now_s(),
+                "source_transaction", charge[0] ? charge : NULL, "reversed", 0, "created", (json_int_t)sim_now_s(),
                 "metadata", "idempotency_key", idem_key, "job_id", job_id, "transfer_id", transfer_id);
+  if (job_id) json_object_set_new(o, "transfer_group", json_string(job_id));
   bool ok = insert_keyed(id, "transfer", o, idem_key, fp);
   if (ok) pay_transfer_from_json(o, out);
   json_decref(o);
   if (!ok) {
     release_key(idem_key);
-    return fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
+    return sim_fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
   }
   return PAY_OK;
 }
@@ -817,10 +874,36 @@ static pay_rc sim_transfer(const char *destination, int64_t cents, const char *s
 static pay_rc sim_find_transfer(const char *destination, const char *idem_key, pay_transfer *out, pay_error *err) {
   json_t *o = keyed_by("destination", destination, idem_key);
   const char *kind = json_string_value(json_object_get(o, "object"));
-  pay_rc rc = kind && !strcmp(kind, "transfer") ? PAY_OK : fail(err, PAY_NOT_FOUND, "No such transfer");
+  pay_rc rc = kind && !strcmp(kind, "transfer") ? PAY_OK : sim_fail(err, PAY_NOT_FOUND, "No such transfer");
   if (rc == PAY_OK) pay_transfer_from_json(o, out);
   json_decref(o);
   return rc;
+}
+
+/* A connected account's balance is paid out to its bank PAYOUT_DELAY_S after each transfer
+ * (Stripe's default US schedule: daily, two days after the funds arrive). */
+#define PAYOUT_DELAY_S (2 * 24 * 3600)
+
+/* What destination still holds at the processor: what the transfers of the last
+ * PAYOUT_DELAY_S brought less what was reversed of them; -1 when it cannot be read. */
+static int64_t account_balance(const char *destination) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  int64_t held = 0, since = sim_now_s() - PAYOUT_DELAY_S;
+  char *pattern = arena_printf(&a, "%%\"destination\":\"%s\"%%", destination);
+  if (db_query(&a, &r, "SELECT data FROM processor_sim_objects WHERE kind = 'transfer' AND data LIKE $1",
+               DB_ARGS(DB_TEXT(pattern))) != DB_OK)
+    held = -1;
+  for (int i = 0; held >= 0 && i < r->rows; i++) {
+    json_t *o = json_loads(db_text(r, i, 0), 0, NULL);
+    const char *to = json_string_value(json_object_get(o, "destination"));
+    if (to && !strcmp(to, destination) && json_integer_value(json_object_get(o, "created")) > since)
+      held += json_integer_value(json_object_get(o, "amount")) - json_integer_value(json_object_get(o, "amount_reversed"));
+    json_decref(o);
+  }
+  arena_fini(&a);
+  return held;
 }
 
 static pay_rc sim_reverse_transfer(const char *transfer, int64_t cents, const char *idem_key, pay_reversal *out,
@@ -838,24 +921,33 @@ static pay_rc sim_reverse_transfer(const char *transfer, int64_t cents, const ch
   pay_rc rc = PAY_UNAVAILABLE;
   for (int tries = 0; tries < 5 && rc == PAY_UNAVAILABLE; tries++) {
     char *raw;
-    json_t *tr = load_kind(transfer, "transfer", &raw);
+    json_t *tr = sim_load_kind(transfer, "transfer", &raw);
     if (!tr) {
-      rc = fail(err, PAY_NOT_FOUND, "No such transfer");
+      rc = sim_fail(err, PAY_NOT_FOUND, "No such transfer");
       break;
     }
     json_int_t amount = json_integer_value(json_object_get(tr, "amount"));
     json_int_t reversed = json_integer_value(json_object_get(tr, "amount_reversed"));
+    int64_t balance = account_balance(json_string_value(json_object_get(tr, "destination")));
     if (cents < 1 || cents > amount - reversed) {
       char message[160];
       snprintf(message, sizeof message, "Amount requested ($%.2f) is greater than the unreversed amount ($%.2f)",
                (double)cents / 100, (double)(amount - reversed) / 100);
-      rc = fail(err, PAY_INVALID, message);
+      rc = sim_fail(err, PAY_INVALID, message);
+    } else if (balance >= 0 && cents > balance) { /* paid out to the bank already */
+      snprintf(err->code, sizeof err->code, "balance_insufficient");
+      rc = sim_fail(err, PAY_INVALID,
+                    "Insufficient funds in the destination account to reverse this transfer: its balance was paid "
+                    "out to its bank.");
+    } else if (balance < 0) {
+      rc = sim_fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
+      break;
     } else {
       char id[PAY_ID_LEN];
-      new_id("trr", id);
+      sim_new_id("trr", id);
       json_t *rev = json_pack("{s:s,s:s,s:I,s:s,s:s,s:I,s:{s:s}}", "id", id, "object", "transfer_reversal", "amount",
                               (json_int_t)cents, "currency", "usd", "transfer", transfer, "created",
-                              (json_int_t)now_s(), "metadata", "idempotency_key", idem_key);
+                              (json_int_t)sim_now_s(), "metadata", "idempotency_key", idem_key);
       json_object_set_new(tr, "amount_reversed", json_integer(reversed + cents));
       json_object_set_new(tr, "reversed", json_boolean(reversed + cents >= amount));
       sim_change moved = {transfer, raw, tr};
@@ -869,14 +961,14 @@ static pay_rc sim_reverse_transfer(const char *transfer, int64_t cents, const ch
     json_decref(tr);
   }
   if (rc != PAY_OK) release_key(idem_key);
-  if (rc == PAY_UNAVAILABLE && !err->message[0]) fail(err, rc, "simulated processor is busy");
+  if (rc == PAY_UNAVAILABLE && !err->message[0]) sim_fail(err, rc, "simulated processor is busy");
   return rc;
 }
 
 static pay_rc sim_find_reversal(const char *transfer, const char *idem_key, pay_reversal *out, pay_error *err) {
   json_t *o = keyed_by("transfer", transfer, idem_key);
   const char *kind = json_string_value(json_object_get(o, "object"));
-  pay_rc rc = kind && !strcmp(kind, "transfer_reversal") ? PAY_OK : fail(err, PAY_NOT_FOUND, "No such reversal");
+  pay_rc rc = kind && !strcmp(kind, "transfer_reversal") ? PAY_OK : sim_fail(err, PAY_NOT_FOUND, "No such reversal");
   if (rc == PAY_OK) pay_reversal_from_json(o, out);
   json_decref(o);
   return rc;
@@ -906,5 +998,8 @@ const pay_ops paysim_ops = {
     .find_transfer = sim_find_transfer,
     .reverse_transfer = sim_reverse_transfer,
     .find_reversal = sim_find_reversal,
+    .retrieve_dispute = sim_retrieve_dispute,
+    .upload_file = sim_upload_file,
+    .submit_evidence = sim_submit_evidence,
     .open_link = sim_open_link,
 };

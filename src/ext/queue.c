@@ -114,6 +114,12 @@ void queue_register_heavy(const char *kind, queue_handler fn) { add_handler(kind
 
 const queue_item *queue_current(void) { return current; }
 
+static _Thread_local int64_t retry_no_sooner; /* queue_retry_at of the unit this thread runs; 0: none */
+
+void queue_retry_at(int64_t run_at) {
+  if (current && run_at > retry_no_sooner) retry_no_sooner = run_at;
+}
+
 static registration *registration_for(const char *kind) {
   for (int i = 0; i < nhandlers; i++)
     if (!strcmp(handlers[i].kind, kind)) return &handlers[i];
@@ -418,7 +424,8 @@ static void record_done(arena *a, const done_list *d) {
 static void finish(arena *a, const queue_item *job, bool ok, int64_t max_attempts, const char *err, int64_t ms,
                    done_list *done) {
   int64_t now = clock_now_ms();
-  bool dead = !ok && job->attempt >= max_attempts;
+  int64_t waits_until = retry_no_sooner; /* a wait for a person does not use up an attempt */
+  bool dead = !ok && !waits_until && job->attempt >= max_attempts;
   const char *outcome = ok ? "done" : dead ? "failed" : "retry";
   json_t *fields = json_pack("{s:s,s:s,s:I,s:I,s:s}", "kind", job->kind, "jobId", job->id, "attempt",
                              (json_int_t)job->attempt, "ms", (json_int_t)ms, "outcome", outcome);
@@ -434,11 +441,13 @@ static void finish(arena *a, const queue_item *job, bool ok, int64_t max_attempt
     done->rows[done->n++] = job;
     return;
   }
+  int64_t run_at = now + backoff_ms(job->attempt);
+  if (waits_until > run_at) run_at = waits_until;
   record(a,
-         "UPDATE job_queue SET status = $2, run_at = $3, locked_until = NULL, last_error = $4, updated_at = $5 "
-         "WHERE id = $1 AND attempts = $6",
-         DB_ARGS(DB_TEXT(job->id), DB_TEXT(dead ? "failed" : "pending"), DB_INT(now + backoff_ms(job->attempt)),
-                 DB_TEXT(err), DB_INT(now), DB_INT(job->attempt)));
+         "UPDATE job_queue SET status = $2, run_at = $3, locked_until = NULL, last_error = $4, updated_at = $5, "
+         "attempts = attempts - $7 WHERE id = $1 AND attempts = $6",
+         DB_ARGS(DB_TEXT(job->id), DB_TEXT(dead ? "failed" : "pending"), DB_INT(run_at), DB_TEXT(err), DB_INT(now),
+                 DB_INT(job->attempt), DB_INT(waits_until ? 1 : 0)));
 }
 
 /* Forgets w's held rows (their outcomes are recorded). */
@@ -460,6 +469,7 @@ static void run_row(arena *a, const db_res *r, int i, done_list *done) {
   bool ok = false;
   int64_t started = clock_mono_ms();
   current = job;
+  retry_no_sooner = 0;
   if (!fn)
     snprintf(err, sizeof err, "no handler for kind %s", job->kind);
   else if (!payload)
@@ -468,10 +478,12 @@ static void run_row(arena *a, const db_res *r, int i, done_list *done) {
     ok = fn(payload, err);
   current = NULL;
   finish(a, job, ok, fn && payload ? max_attempts : job->attempt, err, clock_mono_ms() - started, done);
+  bool waits = retry_no_sooner != 0;
+  retry_no_sooner = 0;
   if (reg) {
     if (ok)
       reg->done++;
-    else if (job->attempt >= max_attempts || !payload)
+    else if (!waits && (job->attempt >= max_attempts || !payload))
       reg->failed++;
     else
       reg->retried++;

@@ -36,6 +36,11 @@ typedef struct queue_item {
   int64_t created_at; /* when it was queued, by the service clock (epoch ms) */
 } queue_item;
 const queue_item *queue_current(void);
+/* For a handler about to fail because of something that waits for a person (the payment
+ * processor refused the service's key): its unit is tried again no sooner than run_at (epoch
+ * ms, service clock), and this attempt does not count toward max_attempts, so the work waits
+ * instead of running out of attempts. No effect outside a unit of work, or when it succeeds. */
+void queue_retry_at(int64_t run_at);
 /* Adds work on connection c, normally inside the caller's open transaction; a worker of its
  * lane is woken once that commits (db_on_commit), or at once when c has no transaction. */
 db_rc queue_enqueue(db_conn *c, const char *kind, json_t *payload);

@@ -17,7 +17,13 @@
  *
  * Connect (separate charges and transfers): providers get Express accounts (US, transfers
  * capability requested) onboarded through Account Links; a transfer names the job's charge as
- * its source_transaction, so it goes out before the charge's funds are available. */
+ * its source_transaction, so it goes out before the charge's funds are available, and the
+ * job's id as its transfer_group, as the job's charges do.
+ *
+ * Card PaymentIntents name payment_method_types[]=card, carry the job in description,
+ * transfer_group and metadata, and STATEMENT_DESCRIPTOR_SUFFIX when set. Disputes are answered
+ * with evidence whose files go to the Files API (STRIPE_FILES_BASE). A 401 or 403 is the key
+ * refused, not an outage (payments_unauthorized). */
 #include "core/buf.h"
 #include "core/config.h"
 #include "core/ids.h"
@@ -80,31 +86,39 @@ static pay_rc map_error(long status, json_t *body, pay_error *err) {
   return PAY_UNAVAILABLE;
 }
 
-/* One API call with retries: a POST of form, or a GET when form is NULL, through the shared
- * exchange (ext/fetch.h). path is relative to STRIPE_API_BASE ("/v1/customers"). *out
+/* One API exchange with retries through the shared engine (ext/fetch.h): a POST of body
+ * (content_type; form-encoded unless said) to base + path, or a GET when body is NULL. *out
  * receives the parsed object on PAY_OK. A transport failure, 409, 429 and 5xx are tried again;
- * an answer over ANSWER_MAX is not (the same answer would come back). */
-static pay_rc call(const char *path, const struct buf *form, const char *idem_key, json_t **out, pay_error *err) {
-  char url[2048], auth[512], idem[300], key[ID_LEN + 1];
-  snprintf(url, sizeof url, "%s%s", CFG.stripe_api_base, path);
+ * an answer over ANSWER_MAX is not (the same answer would come back). 401 and 403 mean the
+ * key itself was refused: not tried again, and the processor is unauthorized until a call
+ * succeeds (ext/payments.h), during which nothing is sent but an hourly probe. */
+static pay_rc exchange(const char *base, const char *path, const struct buf *body, const char *content_type,
+                       const char *idem_key, json_t **out, pay_error *err) {
+  char url[2048], auth[512], idem[300], key[ID_LEN + 1], type[160];
+  snprintf(url, sizeof url, "%s%s", base, path);
   snprintf(auth, sizeof auth, "Authorization: Bearer %s", CFG.stripe_secret_key);
+  snprintf(type, sizeof type, "Content-Type: %s", content_type ? content_type : "application/x-www-form-urlencoded");
   if (!idem_key) id_new(key), idem_key = key;
   snprintf(idem, sizeof idem, "Idempotency-Key: %s", idem_key);
   const char *get_headers[] = {auth, "Stripe-Version: " STRIPE_VERSION, NULL};
-  const char *post_headers[] = {auth, "Stripe-Version: " STRIPE_VERSION,
-                                "Content-Type: application/x-www-form-urlencoded", idem, NULL};
-  fetch_req rq = {.method = form ? "POST" : "GET",
+  const char *post_headers[] = {auth, "Stripe-Version: " STRIPE_VERSION, type, idem, NULL};
+  fetch_req rq = {.method = body ? "POST" : "GET",
                   .url = url,
-                  .headers = form ? post_headers : get_headers,
-                  .body = form ? (buf_ptr(form) ? buf_ptr(form) : "") : NULL,
-                  .body_len = form ? buf_len(form) : 0,
+                  .headers = body ? post_headers : get_headers,
+                  .body = body ? (buf_ptr(body) ? buf_ptr(body) : "") : NULL,
+                  .body_len = body ? buf_len(body) : 0,
                   .max_answer = ANSWER_MAX,
                   .timeout_ms = 20000,
                   .connect_timeout_ms = 5000};
   pay_rc rc = PAY_UNAVAILABLE;
   *out = NULL;
-  if (form && buf_result(form) != BUF_OK) {
+  if (body && buf_result(body) != BUF_OK) {
     snprintf(err->message, sizeof err->message, "payment processor request too large");
+    return PAY_UNAVAILABLE;
+  }
+  if (!pay_auth_may_call()) {
+    snprintf(err->code, sizeof err->code, "unauthorized");
+    snprintf(err->message, sizeof err->message, "payment processor unauthorized: the service's key was refused");
     return PAY_UNAVAILABLE;
   }
   for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
@@ -112,22 +126,33 @@ static pay_rc call(const char *path, const struct buf *form, const char *idem_ke
     fetch_rc got = fetch_exchange(&rq, &res);
     long status = res.status;
     const char *why = res.error;
-    json_t *body = res.body ? json_loads(res.body, 0, NULL) : NULL;
+    json_t *answer = res.body ? json_loads(res.body, 0, NULL) : NULL;
     fetch_res_fini(&res);
     bool answered = got == FETCH_OK || got == FETCH_BAD_STATUS;
+    if (answered && (status == 401 || status == 403)) { /* the key, not this request */
+      const char *message = json_string_value(json_object_get(json_object_get(answer, "error"), "message"));
+      log_json(LOG_ERROR, "stripe refused the key",
+               json_pack("{s:s,s:I,s:s?}", "path", path, "status", (json_int_t)status, "error", message));
+      json_decref(answer);
+      pay_auth_result(true);
+      snprintf(err->code, sizeof err->code, "unauthorized");
+      snprintf(err->message, sizeof err->message, "payment processor unauthorized (%ld)", status);
+      return PAY_UNAVAILABLE;
+    }
+    if (answered && status < 500) pay_auth_result(false);
     /* 409: a request with the same Idempotency-Key is still in flight; its answer comes soon */
     bool retry = (!answered && got != FETCH_TOO_LARGE) || status == 409 || status == 429 || status >= 500;
-    if (!retry && got == FETCH_OK && json_is_object(body)) {
-      *out = body;
+    if (!retry && got == FETCH_OK && json_is_object(answer)) {
+      *out = answer;
       rc = PAY_OK;
       break;
     }
     if (!retry && answered) {
-      rc = map_error(status, body, err);
-      json_decref(body);
+      rc = map_error(status, answer, err);
+      json_decref(answer);
       break;
     }
-    json_decref(body);
+    json_decref(answer);
     snprintf(err->message, sizeof err->message, "payment processor unavailable (%s)", !answered ? why : "server error");
     log_json(LOG_WARN, "stripe call failed",
              json_pack("{s:s,s:i,s:I,s:s}", "path", path, "attempt", attempt, "status", (json_int_t)status, "error",
@@ -136,6 +161,11 @@ static pay_rc call(const char *path, const struct buf *form, const char *idem_ke
     if (attempt < ATTEMPTS) usleep((useconds_t)(200000 * attempt));
   }
   return rc;
+}
+
+/* An API call to STRIPE_API_BASE: a POST of form, or a GET when form is NULL. */
+static pay_rc call(const char *path, const struct buf *form, const char *idem_key, json_t **out, pay_error *err) {
+  return exchange(CFG.stripe_api_base, path, form, NULL, idem_key, out, err);
 }
 
 /* "/v1/<collection>/<escaped id><suffix>" */
@@ -209,16 +239,25 @@ static pay_rc st_retrieve_method(const char *customer, const char *payment_metho
   return rc;
 }
 
+/* A card PaymentIntent confirmed at once, off-session. payment_method_types[]=card: without
+ * it, API versions since 2023-08-16 turn on automatic payment methods with redirects allowed,
+ * and a server-side confirmation is then refused for want of a return_url. */
 static pay_rc st_create_intent(const char *customer, const char *payment_method, int64_t cents, bool capture_now,
-                               const char *idem_key, pay_intent *out, pay_error *err) {
+                               const pay_charge_info *info, const char *idem_key, pay_intent *out, pay_error *err) {
   struct buf f = form_new();
   form_add_int(&f, "amount", cents);
   form_add(&f, "currency", "usd");
   form_add(&f, "customer", customer);
   form_add(&f, "payment_method", payment_method);
+  form_add(&f, "payment_method_types[]", "card");
   form_add(&f, "off_session", "true");
   form_add(&f, "confirm", "true");
   form_add(&f, "capture_method", capture_now ? "automatic" : "manual");
+  if (info && info->description) form_add(&f, "description", info->description);
+  if (CFG.statement_descriptor_suffix) form_add(&f, "statement_descriptor_suffix", CFG.statement_descriptor_suffix);
+  if (info && info->job_id) form_add(&f, "transfer_group", info->job_id), form_add(&f, "metadata[job_id]", info->job_id);
+  if (info && info->quote_id) form_add(&f, "metadata[quote_id]", info->quote_id);
+  if (info && info->kind) form_add(&f, "metadata[kind]", info->kind);
   form_add(&f, "metadata[idempotency_key]", idem_key);
   form_add(&f, "expand[]", "latest_charge"); /* its capture_before is when the hold lapses */
   json_t *o;
@@ -479,7 +518,7 @@ static pay_rc st_transfer(const char *destination, int64_t cents, const char *so
   form_add(&f, "currency", "usd");
   form_add(&f, "destination", destination);
   if (charge[0]) form_add(&f, "source_transaction", charge);
-  if (job_id) form_add(&f, "metadata[job_id]", job_id);
+  if (job_id) form_add(&f, "transfer_group", job_id), form_add(&f, "metadata[job_id]", job_id);
   if (transfer_id) form_add(&f, "metadata[transfer_id]", transfer_id);
   form_add(&f, "metadata[idempotency_key]", idem_key);
   json_t *o;
@@ -523,6 +562,71 @@ static pay_rc st_find_reversal(const char *transfer, const char *idem_key, pay_r
   return rc;
 }
 
+/* ---- disputes ---- */
+
+static pay_rc st_retrieve_dispute(const char *dispute, pay_dispute *out, pay_error *err) {
+  char path[600];
+  object_path(path, sizeof path, "disputes", dispute, "");
+  json_t *o;
+  pay_rc rc = call(path, NULL, NULL, &o, err);
+  if (rc == PAY_OK) pay_dispute_from_json(o, out);
+  json_decref(o);
+  return rc;
+}
+
+#define FILE_MAX (16 * 1024 * 1024) /* Stripe takes dispute evidence files up to 5 MB each */
+
+/* Stripe's Files API (STRIPE_FILES_BASE): one file as multipart/form-data, purpose
+ * dispute_evidence. */
+static pay_rc st_upload_file(const char *name, const char *type, const void *bytes, size_t len, char id[PAY_ID_LEN],
+                             pay_error *err) {
+  char boundary[ID_LEN + 16], content_type[96];
+  id_new(boundary + 8), memcpy(boundary, "--------", 8);
+  snprintf(content_type, sizeof content_type, "multipart/form-data; boundary=%s", boundary);
+  struct buf b;
+  buf_init(&b, FILE_MAX);
+  buf_addf(&b, "--%s\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\ndispute_evidence\r\n", boundary);
+  buf_addf(&b, "--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"%s\"\r\nContent-Type: %s\r\n\r\n",
+           boundary, name, type);
+  buf_addn(&b, bytes, len);
+  buf_addf(&b, "\r\n--%s--\r\n", boundary);
+  json_t *o;
+  pay_rc rc = exchange(CFG.stripe_files_base, "/v1/files", &b, content_type, NULL, &o, err);
+  buf_free(&b);
+  const char *file = json_string_value(json_object_get(o, "id"));
+  if (rc == PAY_OK && file) snprintf(id, PAY_ID_LEN, "%s", file);
+  if (rc == PAY_OK && !file) rc = PAY_UNAVAILABLE, snprintf(err->message, sizeof err->message, "file without an id");
+  json_decref(o);
+  return rc;
+}
+
+static void evidence_add(struct buf *f, const char *field, const char *value) {
+  char key[64];
+  snprintf(key, sizeof key, "evidence[%s]", field);
+  if (value && *value) form_add(f, key, value);
+}
+
+static pay_rc st_submit_evidence(const char *dispute, const pay_evidence *ev, const char *idem_key, pay_dispute *out,
+                                 pay_error *err) {
+  char path[600];
+  object_path(path, sizeof path, "disputes", dispute, "");
+  struct buf f = form_new();
+  evidence_add(&f, "uncategorized_text", ev->text);
+  evidence_add(&f, "product_description", ev->product_description);
+  evidence_add(&f, "customer_name", ev->customer_name);
+  evidence_add(&f, "customer_email_address", ev->customer_email);
+  evidence_add(&f, "service_date", ev->service_date);
+  evidence_add(&f, "service_documentation", ev->service_documentation);
+  evidence_add(&f, "customer_communication", ev->customer_communication);
+  form_add(&f, "submit", "true");
+  json_t *o;
+  pay_rc rc = call(path, &f, idem_key, &o, err);
+  form_free(&f);
+  if (rc == PAY_OK) pay_dispute_from_json(o, out);
+  json_decref(o);
+  return rc;
+}
+
 const pay_ops stripe_ops = {
     .name = "stripe",
     .create_customer = st_create_customer,
@@ -547,4 +651,7 @@ const pay_ops stripe_ops = {
     .find_transfer = st_find_transfer,
     .reverse_transfer = st_reverse_transfer,
     .find_reversal = st_find_reversal,
+    .retrieve_dispute = st_retrieve_dispute,
+    .upload_file = st_upload_file,
+    .submit_evidence = st_submit_evidence,
 };

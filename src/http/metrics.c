@@ -12,6 +12,7 @@
 #include "db/db.h"
 #include "ext/digest.h"
 #include "ext/password.h"
+#include "ext/payments.h"
 #include "ext/queue.h"
 #include "http/ratelimit.h"
 #include "http/router.h"
@@ -279,6 +280,15 @@ static void render_queue(struct buf *o) {
   }
 }
 
+static void render_processor(struct buf *o) {
+  family(o, "marketplace_payment_processor_unauthorized", "gauge",
+         "1 while the payment processor refuses the service's key (401/403) and no call succeeded since.");
+  emit(o, "marketplace_payment_processor_unauthorized %d\n", payments_unauthorized() ? 1 : 0);
+  family(o, "marketplace_payment_processor_auth_failures_total", "counter",
+         "Calls the payment processor refused for the key (401/403) since start.");
+  emit(o, "marketplace_payment_processor_auth_failures_total %ld\n", payments_auth_failures());
+}
+
 static void refusal_line(void *ctx, const char *rule, long n) {
   emit(ctx, "marketplace_rate_limit_refusals_total{rule=\"%s\"} %ld\n", rule, n);
 }
@@ -346,6 +356,7 @@ char *hs_metrics_render(size_t *len) {
   render_http(&o);
   render_db(&o);
   render_queue(&o);
+  render_processor(&o);
   render_limits(&o);
   render_process(&o);
   if (buf_result(&o) != BUF_OK)

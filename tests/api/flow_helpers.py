@@ -42,7 +42,7 @@ JOB_FIELDS = {
 QUOTE_FIELDS = {"id", "jobId", "providerId", "amount", "platformFee", "totalAmount", "note", "scheduledAt",
                 "status", "createdAt"}
 PAYMENT_FIELDS = {"id", "status", "amount", "processorPaymentIntentId", "holdExpiresAt", "failureReason",
-                  "refundedAmount"}
+                  "refundedAmount", "dispute"}
 
 # ---------------------------------------------------------------- ZIPs
 

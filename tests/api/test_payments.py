@@ -72,7 +72,7 @@ RECEIVED = {"received": True, "duplicate": False}
 DUPLICATE = {"received": True, "duplicate": True}
 
 PAYMENT_FIELDS = {"id", "status", "amount", "processorPaymentIntentId", "holdExpiresAt", "failureReason",
-                  "refundedAmount"}
+                  "refundedAmount", "dispute"}
 DECLINED_REASON = "card_declined: Your card was declined."
 FUNDS_REASON = "card_declined: Your card has insufficient funds."
 NO_CARD_REASON = "no_payment_method: No saved payment method"
@@ -865,7 +865,8 @@ def reconcile_cli(srv, env=None):
     assert not any(m in out.stderr for m in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")), \
         out.stderr[-5000:]
     assert out.returncode == 0, out.stderr
-    m = re.fullmatch(r"payments reconciled: (\d+) checked, (\d+) corrected\n", out.stdout)
+    m = re.fullmatch(r"payments reconciled: (\d+) checked, (\d+) corrected\n"
+                     r"provider balances: \d+ providers? owes? \d+\.\d\d, netted from their next transfers\n", out.stdout)
     assert m, out.stdout
     logged = [json.loads(line) for line in out.stderr.splitlines() if line.startswith("{")]
     return int(m.group(1)), int(m.group(2)), logged
@@ -1607,9 +1608,13 @@ def test_stripe_job_payments(sapi, fake, smarket):
     assert (pi["status"], pi["amount"], pi["customer"]) == ("requires_capture", TOTAL_CENTS, cus["id"])
     key = f"authorize-{auth['id']}-1"
     [call] = intent_calls(fake, key)
+    quote_id = ok(sapi.get(f"/jobs/{d.job_id}", token=d.user["token"]))["quotes"][0]["id"]
+    # a card payment Stripe accepts (payment_method_types[]=card: no return_url is needed), described
     assert form(call) == {"amount": str(TOTAL_CENTS), "currency": "usd", "customer": cus["id"], "payment_method": pm,
-                          "off_session": "true", "confirm": "true", "capture_method": "manual",
-                          "metadata[idempotency_key]": key, "expand[]": "latest_charge"}
+                          "payment_method_types[]": "card", "off_session": "true", "confirm": "true",
+                          "capture_method": "manual", "description": f"lawncare job {d.job_id}",
+                          "transfer_group": d.job_id, "metadata[job_id]": d.job_id, "metadata[quote_id]": quote_id,
+                          "metadata[kind]": "job", "metadata[idempotency_key]": key, "expand[]": "latest_charge"}
     # holdExpiresAt is Stripe's capture_before on the charge
     charge = fake.get(pi["latest_charge"])
     assert parse_iso(auth["holdExpiresAt"]).timestamp() == charge["payment_method_details"]["card"]["capture_before"]
@@ -1651,7 +1656,7 @@ def test_stripe_declines_then_a_good_card(sapi, fake, smarket):
     assert_payment(failed, "FAILED", reason=DECLINED_REASON)
     pi = fake.get(failed["processorPaymentIntentId"])
     assert pi["status"] == "requires_payment_method" and pi["customer"] == stripe_customer(fake, d.user)["id"]
-    assert pi["metadata"] == {"idempotency_key": f"authorize-{failed['id']}-1"}
+    assert (pi["metadata"]["idempotency_key"], pi["metadata"]["kind"]) == (f"authorize-{failed['id']}-1", "job")
     d.wait_failure_mails(1)
     r = subscribe(sapi, d.user)
     assert (r.status_code, r.json()) == (402, DECLINED)
@@ -1814,7 +1819,8 @@ def test_stripe_capture_of_a_hold_cancelled_at_stripe_charges_instead(sapi, fake
     [charge] = stripe_charges(fake, d.user)
     assert (charge["id"], charge["amount"], charge["capture_method"]) == \
         (paid["processorPaymentIntentId"], TOTAL_CENTS, "automatic")
-    assert charge["metadata"] == {"idempotency_key": payment_key(sapi.server, auth["id"])}
+    assert (charge["metadata"]["idempotency_key"], charge["metadata"]["kind"]) == \
+        (payment_key(sapi.server, auth["id"]), "job")
 
 
 def test_stripe_completion_after_the_hold_lapsed_charges_instead(sapi, fake, smarket):
@@ -1846,7 +1852,7 @@ def test_stripe_hold_renewed_before_it_lapses(sapi, fake):
     new = fake.get(renewed["processorPaymentIntentId"])
     assert parse_iso(renewed["holdExpiresAt"]).timestamp() == \
         fake.get(new["latest_charge"])["payment_method_details"]["card"]["capture_before"]
-    assert new["metadata"] == {"idempotency_key": f"renew-{auth['id']}-2"}
+    assert (new["metadata"]["idempotency_key"], new["metadata"]["kind"]) == (f"renew-{auth['id']}-2", "job")
     eventually(lambda: fake.get(first)["status"], 20, "the old hold cancelled", interval=0.1,
                until=lambda status: status == "canceled")
     [cancel] = fake.calls("POST", f"/v1/payment_intents/{first}/cancel")
@@ -1878,7 +1884,7 @@ def test_stripe_renewal_refused_on_a_new_card_keeps_the_hold_then_renews_on_its_
     kept = d.wait_payment("the refused renewal", lambda q: q["failureReason"] is not None)
     assert kept == dict(auth, failureReason=DECLINED_REASON)
     [declined] = intents_of(fake, d.user, status="requires_payment_method")
-    assert declined["metadata"] == {"idempotency_key": f"renew-{auth['id']}-2"}
+    assert (declined["metadata"]["idempotency_key"], declined["metadata"]["kind"]) == (f"renew-{auth['id']}-2", "job")
     assert fake.get(auth["processorPaymentIntentId"])["status"] == "requires_capture"
     sapi.advance_clock(3600 * 1000)  # the next run: on the hold's own card
     sync_clock(sapi, fake)
@@ -1886,7 +1892,7 @@ def test_stripe_renewal_refused_on_a_new_card_keeps_the_hold_then_renews_on_its_
     assert_payment(renewed, "AUTHORIZED", reason=DECLINED_REASON, hold=True)
     new = fake.get(renewed["processorPaymentIntentId"])
     assert (new["status"], new["payment_method"]) == ("requires_capture", visa)
-    assert new["metadata"] == {"idempotency_key": f"renew-{auth['id']}-3"}
+    assert (new["metadata"]["idempotency_key"], new["metadata"]["kind"]) == (f"renew-{auth['id']}-3", "job")
     eventually(lambda: fake.get(auth["processorPaymentIntentId"])["status"], 20, "the old hold cancelled",
                interval=0.1, until=lambda status: status == "canceled")
     d.relogin()
@@ -2351,10 +2357,12 @@ def test_refunds_partial_full_and_excess(api, server, support):
     r = refund(api, cs, d.job_id, amount=18, reason="Arrived two hours late")
     assert r.status_code == 200, r.text
     body = r.json()
-    assert set(body) == {"refund", "payment"}
+    assert set(body) == {"refund", "refunds", "payment", "tip"}
     assert ID_RE.match(body["refund"]["id"]) and ISO_RE.match(body["refund"]["createdAt"])
-    assert {k: body["refund"][k] for k in ("amount", "reason", "status")} == \
-        {"amount": 18.0, "reason": "Arrived two hours late", "status": "SUCCEEDED"}
+    assert {k: body["refund"][k] for k in ("amount", "reason", "status", "target", "providerShare")} == \
+        {"amount": 18.0, "reason": "Arrived two hours late", "status": "SUCCEEDED", "target": "job",
+         "providerShare": "prorata"}
+    assert body["refunds"] == [body["refund"]] and body["tip"] is None
     assert body["payment"] == dict(paid, refundedAmount=18.0) == d.payment()
     # more than is left: 400, nothing done
     r = refund(api, cs, d.job_id, amount=100.01, reason="Too much")

@@ -37,7 +37,7 @@ PRICE = "price_premium"
 HOUR_MS = 3600 * 1000
 DAY_MS = 24 * HOUR_MS
 WINDOW = datetime.timedelta(hours=72)
-TRANSFER_FIELDS = {"id", "jobId", "kind", "amount", "reversedAmount", "status", "availableAt", "paidAt",
+TRANSFER_FIELDS = {"id", "jobId", "kind", "amount", "reversedAmount", "netted", "status", "availableAt", "paidAt",
                    "failureReason"}
 PAID_MAIL = "You've been paid"
 
@@ -279,7 +279,7 @@ def test_onboarding_through_the_link_enables_the_account(w):
     pro = provider(w.api, [private_zip()])
     assert account(w.api, pro) == {"status": "none", "payoutsEnabled": False, "requirements": []}
     assert payouts(w.api, pro) == {"transfers": [], "totals": {"scheduled": 0, "onHold": 0, "paid": 0,
-                                                               "reversed": 0}}
+                                                               "reversed": 0, "balance": 0}}
     first = ok(w.api.post("/providers/me/payout-account", token=pro["token"]))
     assert first["status"] == "pending"
     pending = account(w.api, pro)
@@ -337,7 +337,7 @@ def test_payout_account_and_payouts_on_the_shared_server(api):
     page = api.get(link["onboardingUrl"].split(str(api.server.port), 1)[1])
     assert page.status_code == 200 and page.headers["Content-Type"].startswith("text/html")
     assert account(api, pro) == {"status": "enabled", "payoutsEnabled": True, "requirements": []}
-    assert payouts(api, pro) == {"transfers": [], "totals": {"scheduled": 0, "onHold": 0, "paid": 0, "reversed": 0}}
+    assert payouts(api, pro) == {"transfers": [], "totals": {"scheduled": 0, "onHold": 0, "paid": 0, "reversed": 0, "balance": 0}}
 
 
 def test_the_simulated_onboarding_page(w):
@@ -365,7 +365,7 @@ def test_a_completed_job_is_transferred_after_the_report_window(w):
     assert (t["kind"], t["amount"], t["reversedAmount"], t["status"], t["paidAt"], t["failureReason"]) == \
         ("job", 100, 0, "scheduled", None, None)
     assert t["availableAt"] == iso_ms(job.done + WINDOW)
-    assert payouts(w.api, pro)["totals"] == {"scheduled": 100, "onHold": 0, "paid": 0, "reversed": 0}
+    assert payouts(w.api, pro)["totals"] == {"scheduled": 100, "onHold": 0, "paid": 0, "reversed": 0, "balance": 0}
     got = insights(w.api, pro)["pendingIncome"]
     assert (got["awaitingTransfer"], got["awaitingByService"]) == (100, {"lawncare": 100})
     month = ledger(w, pro)[0]
@@ -382,7 +382,7 @@ def test_a_completed_job_is_transferred_after_the_report_window(w):
     assert meta["job_id"] == job.id and meta["transfer_id"] == paid["id"]
     assert meta["idempotency_key"] == f"transfer-{paid['id']}-1"
     assert source == w.intent_charge(job.payment()["processorPaymentIntentId"])  # funded by the job's charge
-    assert payouts(w.api, pro)["totals"] == {"scheduled": 0, "onHold": 0, "paid": 100, "reversed": 0}
+    assert payouts(w.api, pro)["totals"] == {"scheduled": 0, "onHold": 0, "paid": 100, "reversed": 0, "balance": 0}
     got = insights(w.api, pro)
     assert got["pendingIncome"]["awaitingTransfer"] == 0 and got["incomeByService"] == {"lawncare": 100}
     rows = {m["month"]: m for m in ledger(w, pro)}
@@ -497,7 +497,7 @@ def test_a_reported_job_is_held_then_refunded_in_part_and_reduced(w):
     reported = job.report()
     held = transfer(w.api, pro, job.id)
     assert held["status"] == "on_hold"
-    assert payouts(w.api, pro)["totals"] == {"scheduled": 0, "onHold": 100, "paid": 0, "reversed": 0}
+    assert payouts(w.api, pro)["totals"] == {"scheduled": 0, "onHold": 100, "paid": 0, "reversed": 0, "balance": 0}
     assert insights(w.api, pro)["pendingIncome"]["awaitingTransfer"] == 100
     past_window(w)
     w.api.wait_queue_idle()
@@ -508,7 +508,7 @@ def test_a_reported_job_is_held_then_refunded_in_part_and_reduced(w):
     assert (paid["amount"], paid["reversedAmount"]) == (50, 0)
     assert [t[:2] for t in w.transfers(pro)] == [(5000, 0)]
     assert parse_iso(paid["paidAt"]) < reported + datetime.timedelta(days=7)
-    assert payouts(w.api, pro)["totals"] == {"scheduled": 0, "onHold": 0, "paid": 50, "reversed": 0}
+    assert payouts(w.api, pro)["totals"] == {"scheduled": 0, "onHold": 0, "paid": 50, "reversed": 0, "balance": 0}
 
 
 def test_a_reported_job_without_a_refund_is_released_7_days_after_the_report(w):
@@ -534,7 +534,7 @@ def test_a_refund_of_everything_before_the_transfer_cancels_it(w):
     job.refund()
     cancelled = transfer(w.api, pro, job.id)
     assert (cancelled["status"], cancelled["amount"]) == ("cancelled", 0)
-    assert payouts(w.api, pro)["totals"] == {"scheduled": 0, "onHold": 0, "paid": 0, "reversed": 0}
+    assert payouts(w.api, pro)["totals"] == {"scheduled": 0, "onHold": 0, "paid": 0, "reversed": 0, "balance": 0}
     past_window(w)
     w.api.wait_queue_idle()
     assert transfer(w.api, pro, job.id)["status"] == "cancelled" and w.transfers(pro) == []
@@ -548,13 +548,13 @@ def test_a_refund_after_the_transfer_reverses_the_refunded_share(w):
                    until=lambda t: t["reversedAmount"] == 50)
     assert (t["status"], t["amount"]) == ("paid", 50)
     assert [t[:2] for t in w.transfers(pro)] == [(10000, 5000)]
-    assert payouts(w.api, pro)["totals"] == {"scheduled": 0, "onHold": 0, "paid": 50, "reversed": 50}
+    assert payouts(w.api, pro)["totals"] == {"scheduled": 0, "onHold": 0, "paid": 50, "reversed": 50, "balance": 0}
     assert sum(m["paidOut"] for m in ledger(w, pro)) == 50
     job.refund()  # the rest
     t = wait_transfer(w.api, pro, job.id, "reversed")
     assert (t["amount"], t["reversedAmount"]) == (0, 100)
     assert [t[:2] for t in w.transfers(pro)] == [(10000, 10000)]
-    assert payouts(w.api, pro)["totals"] == {"scheduled": 0, "onHold": 0, "paid": 0, "reversed": 100}
+    assert payouts(w.api, pro)["totals"] == {"scheduled": 0, "onHold": 0, "paid": 0, "reversed": 100, "balance": 0}
     if w.fake:
         [tr] = w.fake.transfers(w.account_id(pro))
         reversals = [c for c in w.fake.calls("POST", f"/v1/transfers/{tr['id']}/reversals")]
@@ -591,10 +591,22 @@ def test_the_preferred_pro_fee_is_deducted_once_a_month_and_carried(w):
     assert w.transfers(pro) == []  # nothing was left to move
     me = ok(w.api.get("/providers/me", token=pro["token"]))
     assert me["premiumBilledMonth"] == month1
-    assert insights(w.api, pro)["membershipFee"] == {"owed": False, "amount": 39, "month": month1,
-                                                     "reason": "This month's fee is already billed"}
+    # the 14 not yet taken is owed, and shown so: a negative balance until a transfer nets it
+    assert insights(w.api, pro)["membershipFee"] == {
+        "owed": True, "amount": 14, "month": month1, "cancelAtMonthEnd": False, "balance": -14,
+        "reason": "A Preferred Pro fee billed is not paid yet: it is taken from your next transfers"}
+    assert payouts(w.api, pro)["totals"]["balance"] == -14
+    assert done["netted"] == 25
+    # the transfer the fee took whole sent nothing, and its email says the fee was collected
+    fee_mail = eventually(lambda: [m for m in w.server.mails(pro["email"]) if small.id in m["body"]
+                                   and "Sent: $0.00" in m["body"]], 20, "the fee email", interval=0.1)
+    assert fee_mail[0]["subject"] == "Your Preferred Pro fee of $25.00 was collected"
+    assert not [m for m in w.server.mails(pro["email"]) if m["subject"].startswith("You've been paid $0.00")]
     # the next transfer of the month carries the rest
     big = paid_job(w, pro, 100)
+    assert insights(w.api, pro)["membershipFee"] == {
+        "owed": False, "amount": 0, "month": month1, "cancelAtMonthEnd": False, "balance": 0,
+        "reason": "This month's fee is paid"}
     fees = {t["jobId"]: t["amount"] for t in payouts(w.api, pro)["transfers"] if t["kind"] == "fee"}
     assert fees == {small.id: -25, big.id: -14}
     assert [t[0] for t in w.transfers(pro)] == [8600]
@@ -617,7 +629,7 @@ def test_the_preferred_pro_fee_is_deducted_once_a_month_and_carried(w):
     assert staff[0]["premiumBilledMonth"] == month2
     body = payouts(w.api, pro)
     assert [t["kind"] for t in body["transfers"][:2]] == ["fee", "job"]  # newest first: the fee, then its carrier
-    assert body["totals"] == {"scheduled": 0, "onHold": 0, "paid": 86 + 40 + 61, "reversed": 0}
+    assert body["totals"] == {"scheduled": 0, "onHold": 0, "paid": 86 + 40 + 61, "reversed": 0, "balance": 0}
     # the ledger: 39 in each month of membership; paid out as earned
     rows = {m["month"]: m for m in ledger(w, pro)}
     assert (rows[month1]["paidOut"], rows[month1]["premiumFeeDeducted"], rows[month1]["netEarnings"]) == \

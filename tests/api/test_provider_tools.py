@@ -281,7 +281,7 @@ def test_preferred_pro_concurrent_applications_one_wins(api, server):
 EMPTY_INSIGHTS = {
     "averageRating": None, "totalReviews": 0, "avgTurnaroundMs": None, "incomeByService": {}, "topZip": None,
     "annualIncomeByService": {},
-    "membershipFee": {"owed": False, "amount": 0, "reason": "Not a Preferred Pro member"},
+    "membershipFee": {"owed": False, "amount": 0, "reason": "Not a Preferred Pro member", "balance": 0},
     "pendingIncome": {"scheduled": 0, "scheduledByService": {}, "awaitingTransfer": 0, "awaitingByService": {}},
     "recentReviews": [],
 }
@@ -348,7 +348,8 @@ def test_insights_after_real_jobs(api):
     ok(api.post("/providers/me/preferred-pro/apply", token=pro["token"]))
     fee_now = insights(api, pro)["membershipFee"]
     assert fee_now == {"owed": True, "amount": 39, "month": server_now(api).strftime("%Y-%m"),
-                       "reason": "Preferred Pro membership fee for this month"}
+                       "reason": "Preferred Pro membership fee for this month", "cancelAtMonthEnd": False,
+                       "balance": 0}
 
 
 def test_insights_awaiting_transfer_once_the_capture_goes_through(server_factory):

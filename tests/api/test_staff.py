@@ -478,7 +478,8 @@ def test_provider_detail_ledger(api, server, pg_cluster, staff_of):
     r = api.get(f"/staff/providers/{pro['id']}", token=ps["token"])
     assert r.status_code == 200, r.text
     d = r.json()
-    assert set(d) == {"provider", "jobs", "ledger", "anticipatedJobs", "anticipatedTotal", "elevations"}
+    assert set(d) == {"provider", "jobs", "ledger", "anticipatedJobs", "anticipatedTotal", "balance", "elevations"}
+    assert d["balance"] == 0
     assert d["provider"]["id"] == pro["id"] and d["provider"]["isPremium"] is False
     by_id = {j["id"]: j for j in d["jobs"]}
     assert set(by_id) == {paid.job_id, held["id"], waiting["id"]}
@@ -489,7 +490,8 @@ def test_provider_detail_ledger(api, server, pg_cluster, staff_of):
     assert len(d["ledger"]) == 1  # everything happened this month
     month = d["ledger"][0]
     assert month == {"month": paid.job["updatedAt"][:7], "jobs": 3, "paidOut": 0, "inHold": 105.0,
-                     "pendingCapture": 130.0, "grossEarnings": 235.0, "premiumFeeDeducted": 0, "netEarnings": 235.0}
+                     "pendingCapture": 130.0, "grossEarnings": 235.0, "premiumFeeDeducted": 0, "netEarnings": 235.0,
+                     "netted": 0}
     assert (d["anticipatedJobs"], d["anticipatedTotal"]) == (1, 80.0)
     # Preferred Pro since now: the 39 fee comes off this month
     now_ms = int(datetime.datetime.fromisoformat(api.advance_clock(0).replace("Z", "+00:00")).timestamp() * 1000)

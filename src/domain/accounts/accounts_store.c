@@ -48,7 +48,6 @@ static const char *const erase_user_sql[] = {
     "DELETE FROM pro_notes WHERE user_id = $1",
     "DELETE FROM seasonal_alerts WHERE user_id = $1",
     "DELETE FROM recurring_requests WHERE customer_id = $1",
-    "DELETE FROM job_reports WHERE customer_id = $1",
     "DELETE FROM notifications WHERE account_id = $1 AND role = 'user'",
     "DELETE FROM banners WHERE account_id = $1 AND role = 'user'",
     "DELETE FROM support_tickets WHERE account_id = $1 AND account_role = 'user'",
@@ -100,6 +99,7 @@ err_t accounts_store_erase(bool provider, const char *id, json_t *files) {
   db_conn *c;
   err_t e = db_begin(&c);
   if (!e) e = db_to_err(provider ? quotes_withdraw_provider_in(c, id, now) : jobs_erase_customer_in(c, id, now, files));
+  if (!e && !provider) e = db_to_err(jobs_reports_forget_customer_in(c, id)); /* kept for the dispute window */
   if (!e) e = db_to_err(events_forget_account_in(c, provider ? "provider" : "user", id));
   if (!e) e = db_to_err(db_exec(c, &a, &r, busy_sql[provider], DB_ARGS(DB_TEXT(id))));
   if (!e && r->rows > 0) busy = true, e = ERR_CONFLICT;
@@ -164,7 +164,8 @@ static const part_sql PARTS[ACCOUNTS_PARTS] = {
     {"payoutAccount",
      {NULL, "SELECT status, payouts_enabled, requirements, created_at, updated_at FROM payout_accounts "
             "WHERE provider_id = $1"}},
-    {"transfers", {NULL, "SELECT * FROM payout_transfers WHERE provider_id = $1 ORDER BY seq"}},
+    {"transfers",
+     {NULL, "SELECT *, fee_cents + netted_cents AS netted FROM payout_transfers WHERE provider_id = $1 ORDER BY seq"}},
     {"pendingEmailChange",
      {"SELECT email, expires_at FROM email_changes WHERE account_id = $1 AND role = 'user' AND expires_at > $2",
       "SELECT email, expires_at FROM email_changes WHERE account_id = $1 AND role = 'provider' AND expires_at > $2"}},

@@ -3,6 +3,7 @@
 #ifndef DOMAIN_JOBS_H
 #define DOMAIN_JOBS_H
 #include "db/db.h"
+#include "http/paging.h"
 #include "domain/domain.h"
 #include "http/http.h"
 
@@ -66,6 +67,27 @@ err_t jobs_get(arena *a, const char *id, db_res **row);
 db_read jobs_read(arena *a, const char *id);
 /* True when provider serves the job's service in its ZIP. */
 bool jobs_provider_matches(const char *provider_id, const char *service, const char *zip);
+
+/* ---- reports (POST /jobs/:id/report; staff resolve them) ----
+ * A report holds the job's unpaid transfers for 7 days (payouts), and customer support is
+ * emailed when it holds money. It outlives its customer's account for the dispute window
+ * (JOBS_REPORT_KEPT_MS), without the customer's identity; a daily task deletes it then. */
+#define JOBS_REPORT_KEPT_MS (120LL * 24 * 3600 * 1000)
+/* The order of the staff's report list: newest first. */
+extern const hs_keyset REPORTS_KEYSET;
+/* A page of reports of status ("open", "resolved"; NULL: every one): id, job_id, customer_id
+ * (NULL once the customer erased the account), description, status, resolution,
+ * resolution_note, resolved_by, resolved_at, created_at, service, job_status, provider_id. */
+err_t jobs_reports(arena *a, const char *status, const hs_page *pg, db_res **out);
+/* Report id with the same columns (no row when it does not exist). */
+err_t jobs_report(arena *a, const char *id, db_res **out);
+/* Resolves report id on c when it is open: action ("release" or "refund"), note, by staff_id;
+ * *resolved false when it was not open (resolved meanwhile). */
+db_rc jobs_report_resolve_in(db_conn *c, const char *id, const char *action, const char *note, const char *staff_id,
+                             int64_t now, bool *resolved);
+/* On c, inside the transaction that erases customer_id: its reports lose the customer and are
+ * kept until JOBS_REPORT_KEPT_MS after they were made. */
+db_rc jobs_reports_forget_customer_in(db_conn *c, const char *customer_id);
 
 /* A job to post. */
 typedef struct job_new {

@@ -512,8 +512,64 @@ err_t jobs_store_insert_report(const char *id, const char *job_id, const char *c
                 "INSERT INTO job_reports (id, job_id, customer_id, description, created_at) "
                 "VALUES ($1, $2, $3, $4, $5)",
                 DB_ARGS(DB_TEXT(id), DB_TEXT(job_id), DB_TEXT(customer_id), DB_TEXT(description), DB_INT(now))));
-  if (!e) e = db_to_err(payouts_hold_job_in(c, job_id, now)); /* the provider's transfers wait for staff */
+  int64_t held = 0;
+  if (!e) e = db_to_err(payouts_hold_job_in(c, job_id, now, &held)); /* the provider's transfers wait for staff */
+  if (!e && held > 0) { /* money nobody sees is money nobody releases: customer support is told */
+    char until[25];
+    clock_format_iso(now + PAYOUTS_HOLD_MS, until);
+    arena a;
+    arena_init(&a);
+    e = db_to_err(notify_staff_in(
+        c, "customer_support", arena_printf(&a, "A report holds $%.2f of job %s", (double)held / 100, job_id),
+        arena_printf(&a,
+                     "The customer reported job %s after its completion:\n\n%s\n\nThe provider's $%.2f for it is "
+                     "held until %s, then paid unless you act. Resolve it in the staff portal: GET /staff/reports, "
+                     "then POST /staff/reports/%s/resolve (release the money, or refund the customer).\n",
+                     job_id, description, (double)held / 100, until, id)));
+    arena_fini(&a);
+  }
   return db_end(c, e);
+}
+
+const hs_keyset REPORTS_KEYSET = {"reports", {{"rp.created_at", "created_at", 'i', true}, {"rp.id", "id", 's', true}}};
+
+#define REPORTS_SQL                                                                                                    \
+  "SELECT rp.id, rp.job_id, rp.customer_id, rp.description, rp.status, rp.resolution, rp.resolution_note, "           \
+  "rp.resolved_by, rp.resolved_at, rp.created_at, j.service, j.status AS job_status, j.provider_id "                  \
+  "FROM job_reports rp JOIN jobs j ON j.id = rp.job_id WHERE "
+
+err_t jobs_reports(arena *a, const char *status, const hs_page *pg, db_res **out) {
+  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(status)};
+  return db_to_err(hs_page_query(a, pg, status ? REPORTS_SQL "rp.status = $1" : REPORTS_SQL "$1 IS NULL", args, 1, out));
+}
+
+err_t jobs_report(arena *a, const char *id, db_res **out) {
+  return db_to_err(db_query(a, out, REPORTS_SQL "rp.id = $1", DB_ARGS(DB_TEXT(id))));
+}
+
+db_rc jobs_report_resolve_in(db_conn *c, const char *id, const char *action, const char *note, const char *staff_id,
+                             int64_t now, bool *resolved) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_exec(c, &a, &r,
+                     "UPDATE job_reports SET status = 'resolved', resolution = $2, resolution_note = $3, "
+                     "resolved_by = $4, resolved_at = $5 WHERE id = $1 AND status = 'open'",
+                     DB_ARGS(DB_TEXT(id), DB_TEXT(action), DB_TEXT(note), DB_TEXT(staff_id), DB_INT(now)));
+  *resolved = rc == DB_OK && r->changes == 1;
+  arena_fini(&a);
+  return rc;
+}
+
+db_rc jobs_reports_forget_customer_in(db_conn *c, const char *customer_id) {
+  return db_exec(c, NULL, NULL,
+                 "UPDATE job_reports SET customer_id = NULL, keep_until = created_at + $2 WHERE customer_id = $1",
+                 DB_ARGS(DB_TEXT(customer_id), DB_INT(JOBS_REPORT_KEPT_MS)));
+}
+
+err_t jobs_store_prune_reports(int64_t now) {
+  return db_to_err(db_query(NULL, NULL, "DELETE FROM job_reports WHERE keep_until IS NOT NULL AND keep_until < $1",
+                            DB_ARGS(DB_INT(now))));
 }
 
 err_t jobs_store_insert_review(const char *id, const char *job_id, const char *customer_id, const char *provider_id,

@@ -67,6 +67,8 @@ err_t jobs_store_append_images(const char *id, const char *keys_json);
 err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, const hs_page *pg, db_res **out);
 /* Records a report of job_id and holds the provider's transfers of the job, in one transaction
  * (ERR_CONFLICT: the job was already reported). */
+/* Deletes the reports kept past their customer's account whose time is over (keep_until). */
+err_t jobs_store_prune_reports(int64_t now);
 err_t jobs_store_insert_report(const char *id, const char *job_id, const char *customer_id, const char *description,
                                int64_t now);
 err_t jobs_store_insert_review(const char *id, const char *job_id, const char *customer_id, const char *provider_id,

@@ -27,6 +27,10 @@ db_rc notify_in_token(db_conn *c, const notice *n, const char *push_token);
 /* The same in a transaction of its own. Failures are logged, not returned: a notification
  * never fails the operation that caused it. */
 void notify(const char *account_id, const char *role, const char *title, const char *body, const char *job_id);
+/* Emails every staff member of role (a staff role: "customer_support", ...) subject and body,
+ * on c inside the caller's transaction; SUPPORT_EMAIL when no staff member has the role yet,
+ * so the news reaches someone. For what staff must act on (a dispute, money held by a report). */
+db_rc notify_staff_in(db_conn *c, const char *role, const char *subject, const char *body);
 /* notify_in for every provider matching a job's service and ZIP (ASAP jobs), on c. */
 db_rc notify_matching_providers_in(db_conn *c, const char *service, const char *zip, const char *title,
                                    const char *body, const char *job_id);

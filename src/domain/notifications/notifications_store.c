@@ -4,10 +4,12 @@
  * delivered the banner's event. */
 #include "domain/notifications/notifications_store.h"
 #include "core/clock.h"
+#include "core/config.h"
 #include "core/ids.h"
 #include "core/log.h"
 #include "domain/events/events.h"
 #include "domain/notifications/notifications.h"
+#include "ext/mail.h"
 #include "ext/queue.h"
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +74,17 @@ void notify(const char *account_id, const char *role, const char *title, const c
   err_t e = db_begin(&c);
   if (!e) e = db_to_err(notify_in(c, &n));
   if (db_end(c, e) != ERR_OK) log_msg(LOG_ERROR, "recording a notification for %s failed", account_id);
+}
+
+db_rc notify_staff_in(db_conn *c, const char *role, const char *subject, const char *body) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_exec(c, &a, &r, "SELECT email FROM staff WHERE role = $1 ORDER BY seq", DB_ARGS(DB_TEXT(role)));
+  for (int i = 0; rc == DB_OK && i < r->rows; i++) rc = mail_enqueue(c, db_text(r, i, 0), subject, body);
+  if (rc == DB_OK && r->rows == 0) rc = mail_enqueue(c, CFG.support_email, subject, body);
+  arena_fini(&a);
+  return rc;
 }
 
 db_rc notify_matching_providers_in(db_conn *c, const char *service, const char *zip, const char *title,

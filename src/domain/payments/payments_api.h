@@ -14,6 +14,8 @@ err_t api_payments_premium_subscribe(hs_req *req);
 err_t api_payments_premium_cancel(hs_req *req);
 err_t api_webhooks_receive(hs_req *req);
 err_t api_payments_refund(hs_req *req);
+err_t api_disputes_list(hs_req *req);
+err_t api_disputes_evidence(hs_req *req);
 /* The webhook's two checks as pure functions (no request, no clock), for the handler and the
  * fuzzer. payments_webhook_check: NULL when header (Stripe-Signature) signs body under secret
  * within 300 s of now_s, else the 400 message. payments_webhook_event: NULL when body is an

@@ -50,7 +50,9 @@ static const char NO_CARD[] = "no_payment_method: No saved payment method";
 typedef struct outcome {
   const char *status; /* AUTHORIZED, PAID, FAILED, CANCELED */
   char intent[PAY_ID_LEN];
-  int64_t hold; /* when an AUTHORIZED hold lapses */
+  int64_t hold;     /* when an AUTHORIZED hold lapses */
+  int64_t captured; /* PAID: what was captured (less than the amount after a partial capture) */
+  char card_brand[32], card_last4[8];
   char reason[400];
   bool kept;               /* a refused renewal: the payment keeps its hold (AUTHORIZED, reason shown) */
   const char *reason_then; /* the failureReason of a payment that did not fail (NULL: none) */
@@ -73,8 +75,10 @@ static void fail_with(outcome *o, const char *code, const char *message) {
 
 static void from_intent(const pay_intent *pi, outcome *o) {
   snprintf(o->intent, sizeof o->intent, "%s", pi->id);
+  snprintf(o->card_brand, sizeof o->card_brand, "%s", pi->card_brand);
+  snprintf(o->card_last4, sizeof o->card_last4, "%s", pi->card_last4);
   if (is(pi->status, "succeeded"))
-    o->status = "PAID";
+    o->status = "PAID", o->captured = pi->amount_received;
   else if (is(pi->status, "requires_capture")) {
     o->status = "AUTHORIZED";
     o->hold = pi->capture_before ? pi->capture_before : clock_now_ms() + HOLD_MS;
@@ -126,6 +130,42 @@ static const pay_news *recovery_news(arena *a, const payment_row *p, const pay_c
     n->notes[n->nnotes++] =
         (notice){cx->provider_id, "provider", "Payment recovered",
                  arena_printf(a, "The customer's payment for this %s job went through.", cx->service), p->job_id};
+  return n;
+}
+
+/* The customer's receipt for p captured (cents of it) on the card brand/last4: what the
+ * provider earns of it, the platform's fee, the job and the card; the provider is told of a
+ * recovered payment when recovered (notes). Into n, whose email it fills. */
+static void receipt(arena *a, pay_news *n, const payment_row *p, const pay_context *cx, int64_t cents,
+                    const char *brand, const char *last4) {
+  bool tip = is(p->kind, "tip");
+  /* a partial capture earns the provider its share of what was captured */
+  int64_t share = tip ? cents
+                  : cx->total_cents > 0 ? (cx->quote_cents * cents + cx->total_cents / 2) / cx->total_cents
+                                        : cents;
+  char date[25];
+  clock_format_iso(clock_now_ms(), date);
+  date[10] = 0;
+  n->to = cx->customer_email;
+  n->subject = arena_printf(a, "Your receipt: $%.2f for your %s job%s", (double)cents / 100, cx->service,
+                            tip ? " (tip)" : "");
+  n->body = arena_printf(
+      a,
+      "Hello %s,\n\nThank you: your card was charged $%.2f on %s.\n\n"
+      "Job: %s (%s)\nProvider: %s\n%s: $%.2f\nPlatform fee: $%.2f\nTotal charged: $%.2f\n"
+      "Card: %s ending in %s\nPayment: %s\n\nKeep this email as your receipt.\n",
+      cx->customer_name, (double)cents / 100, date, cx->service, p->job_id,
+      cx->provider_name ? cx->provider_name : "your provider", tip ? "Tip for your provider" : "Service",
+      (double)share / 100, (double)(cents - share) / 100, (double)cents / 100, brand && *brand ? brand : "card",
+      last4 && *last4 ? last4 : "----", p->id);
+}
+
+const pay_news *pay_receipt_news(arena *a, const payment_row *p) {
+  pay_context cx;
+  if (pay_store_context(a, p->job_id, &cx) != ERR_OK) return NULL;
+  pay_news *n = arena_alloc(a, sizeof *n);
+  *n = (pay_news){0};
+  receipt(a, n, p, &cx, p->amount_cents, p->card_brand, p->card_last4);
   return n;
 }
 
@@ -196,19 +236,32 @@ static err_t record(arena *a, const payment_row *p, const outcome *o, const char
   bool failed = is(o->status, "FAILED"), hold = is(o->status, "AUTHORIZED");
   /* a failure the people concerned were told of (a renewal refused while the hold stays is not one) */
   bool announced = p->failure_reason != NULL && !is(p->status, "AUTHORIZED");
-  if (is(p->kind, "job") && !o->kept && pay_store_context(a, p->job_id, &cx) == ERR_OK) {
+  bool paid = is(o->status, "PAID");
+  bool has_cx = (is(p->kind, "job") || paid) && !o->kept && pay_store_context(a, p->job_id, &cx) == ERR_OK;
+  if (has_cx && is(p->kind, "job")) {
     if (failed)
       news = failure_news(a, p, &cx, o->reason, !announced);
     else if (announced && !is(o->status, "CANCELED"))
       news = recovery_news(a, p, &cx);
   }
-  pay_settle s = {o->status,
-                  o->intent[0] && !o->kept ? o->intent : NULL,
-                  hold ? o->hold : 0,
-                  hold && !o->kept ? p->method_id : NULL,
-                  failed || o->kept ? o->reason : o->reason_then,
-                  cancel_intent,
-                  news};
+  if (has_cx && paid && (is(p->kind, "job") || is(p->kind, "tip"))) { /* the customer's receipt */
+    pay_news *n = arena_alloc(a, sizeof *n);
+    *n = news ? *news : (pay_news){0};
+    int64_t cents = o->captured > 0 && o->captured < p->amount_cents ? o->captured : p->amount_cents;
+    receipt(a, n, p, &cx, cents, o->card_brand[0] ? o->card_brand : p->card_brand,
+            o->card_last4[0] ? o->card_last4 : p->card_last4);
+    news = n;
+  }
+  pay_settle s = {.status = o->status,
+                  .intent_id = o->intent[0] && !o->kept ? o->intent : NULL,
+                  .captured_cents = paid ? o->captured : 0,
+                  .card_brand = o->card_brand[0] ? o->card_brand : NULL,
+                  .card_last4 = o->card_last4[0] ? o->card_last4 : NULL,
+                  .hold_expires_at = hold ? o->hold : 0,
+                  .hold_method = hold && !o->kept ? p->method_id : NULL,
+                  .failure_reason = failed || o->kept ? o->reason : o->reason_then,
+                  .cancel_intent = cancel_intent,
+                  .news = news};
   bool moved;
   err_t e = pay_store_settle(p, &s, &moved);
   if (e != ERR_OK) return e;
@@ -224,10 +277,19 @@ static bool captures_now(const char *op) { return is(op, "charge") || is(op, "ti
 /* authorize, renew, charge, tip: a request that makes an intent. Settling (the answer was
  * lost), the processor is asked first what the key made; the request is repeated only when
  * it made nothing. */
-static void make_intent(const payment_row *p, const char *customer, bool settling, outcome *o) {
+static void make_intent(arena *a, const payment_row *p, const char *customer, bool settling, outcome *o) {
   pay_intent pi;
   pay_error pe, asked;
   pay_rc rc = PAY_NOT_FOUND;
+  pay_context cx = {0};
+  pay_store_context(a, p->job_id, &cx); /* what the charge says of itself; unread, it says less */
+  bool tip = is(p->pending_op, "tip");
+  pay_charge_info info = {
+      .description = arena_printf(a, "%s%s job %s", cx.service ? cx.service : "Home-service", tip ? " tip for" : "",
+                                  p->job_id),
+      .job_id = p->job_id,
+      .quote_id = tip ? NULL : cx.quote_id,
+      .kind = tip ? "tip" : "job"};
   if (settling && customer) rc = payments_find_intent(customer, p->idem_key, &pi, &asked);
   if (rc != PAY_NOT_FOUND) return from_answer(rc, &pi, &asked, o);
   if (!customer || !p->method_id) {
@@ -238,8 +300,9 @@ static void make_intent(const payment_row *p, const char *customer, bool settlin
       fail_with(o, "no_payment_method", "No saved payment method");
     return;
   }
-  rc = captures_now(p->pending_op) ? payments_charge(customer, p->method_id, p->amount_cents, p->idem_key, &pi, &pe)
-                                   : payments_authorize(customer, p->method_id, p->amount_cents, p->idem_key, &pi, &pe);
+  rc = captures_now(p->pending_op)
+           ? payments_charge(customer, p->method_id, p->amount_cents, &info, p->idem_key, &pi, &pe)
+           : payments_authorize(customer, p->method_id, p->amount_cents, &info, p->idem_key, &pi, &pe);
   if (rc == PAY_UNAVAILABLE || rc == PAY_IDEMPOTENCY) {
     pay_rc found = payments_find_intent(customer, p->idem_key, &pi, &asked);
     if (found == PAY_OK)
@@ -278,7 +341,7 @@ static err_t run_capture(arena *a, const payment_row *p) {
   outcome o = {0};
   pay_rc rc = payments_capture(p->intent_id, p->idem_key, &pi, &pe);
   if (rc == PAY_OK || rc == PAY_UNAVAILABLE) {
-    if (rc == PAY_OK) o.status = "PAID", snprintf(o.intent, sizeof o.intent, "%s", p->intent_id);
+    if (rc == PAY_OK) from_intent(&pi, &o), o.status = "PAID", snprintf(o.intent, sizeof o.intent, "%s", p->intent_id);
     return record(a, p, &o, NULL);
   }
   if (!is(pe.code, "charge_expired_for_capture")) { /* refused: what became of the hold? */
@@ -338,7 +401,7 @@ err_t pay_run(arena *a, payment_row *p, bool settling) {
   err_t e = pay_store_billing(a, p->user_id, &b);
   if (e != ERR_OK) return e;
   outcome o = {0};
-  make_intent(p, b.customer_id, settling, &o);
+  make_intent(a, p, b.customer_id, settling, &o);
   if (is(p->pending_op, "renew") && o.status) return record_renewal(a, p, &b, &o);
   return record(a, p, &o, NULL);
 }
@@ -805,6 +868,7 @@ void payments_domain_init(void) {
   queue_register("payment_reconcile", reconcile_from_queue);
   queue_every("payment_reconcile", RECONCILE_PERIOD_MS);
   pay_refunds_init();
+  pay_events_init();
 }
 
 json_t *payments_job_json(const char *job_id, const char *kind) {
@@ -814,10 +878,11 @@ json_t *payments_job_json(const char *job_id, const char *kind) {
   bool found = false;
   json_t *out = json_null();
   if (pay_store_find(&a, job_id, kind, &p, &found) == ERR_OK && found)
-    out = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o}", "id", p.id, "status", p.status, "amount", jx_money(p.amount_cents),
-                    "processorPaymentIntentId", jx_str_or_null(p.intent_id), "holdExpiresAt",
+    out = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "id", p.id, "status", p.status, "amount",
+                    jx_money(p.amount_cents), "processorPaymentIntentId", jx_str_or_null(p.intent_id), "holdExpiresAt",
                     p.hold_expires_at ? jx_iso(p.hold_expires_at) : json_null(), "failureReason",
-                    jx_str_or_null(p.failure_reason), "refundedAmount", jx_money(p.refunded_cents));
+                    jx_str_or_null(p.failure_reason), "refundedAmount", jx_money(p.refunded_cents), "dispute",
+                    p.dispute_json ? json_loads(p.dispute_json, 0, NULL) : json_null());
   arena_fini(&a);
   return out;
 }
@@ -830,5 +895,6 @@ const hs_rj_field PAYMENTS_JSON[] = {
     {"holdExpiresAt", "hold_expires_at", RJ_ISO},
     {"failureReason", "failure_reason", RJ_STR},
     {"refundedAmount", "refunded_cents", RJ_MONEY},
+    {"dispute", "dispute_json", RJ_JSON},
     {0},
 };

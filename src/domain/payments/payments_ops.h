@@ -24,6 +24,8 @@ err_t pay_leave(const payment_row *p);
 err_t pay_take_over(arena *a, const payment_row *p, int64_t stale_before);
 /* Queues background work kind with payload { field: id }; false when it could not be. */
 bool pay_queue(const char *kind, const char *field, const char *id);
+/* The customer's receipt of p, PAID (recorded by a processor event): email, in a's memory. */
+const pay_news *pay_receipt_news(arena *a, const payment_row *p);
 /* The customer (email) and the people of the job told about a change of p. */
 const pay_news *pay_refund_news(arena *a, const payment_row *p, int64_t cents, const char *reason);
 
@@ -38,6 +40,12 @@ err_t pay_release_one(const char *payment_id);
 void pay_refund_duplicate(arena *a, const payment_row *p, const char *intent, int64_t cents);
 /* Registers the background work of payments_refunds.c. */
 void pay_refunds_init(void);
+/* payments_webhook.c: applies a processor event (verified, or the simulated processor's own)
+ * once; *duplicate when its id was seen before. ERR_BAD_REQUEST when it is not an event,
+ * ERR_UNAVAILABLE when the processor had to be asked and could not be. */
+err_t payments_apply_event(arena *a, json_t *event, bool *duplicate);
+/* Registers the background work of payments_webhook.c (the simulated processor's events). */
+void pay_events_init(void);
 
 /* Registers the background work of payments (the domain's init; payments.h lists it). */
 void payments_domain_init(void);

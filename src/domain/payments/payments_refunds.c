@@ -26,6 +26,7 @@
 #include "ext/queue.h"
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define KEY_LEN 96
 #define MAX_REFUNDS 100 /* a charge's refunds looked through for a key */
@@ -173,8 +174,8 @@ void pay_refunds_init(void) { queue_register("payment_release", release_from_que
 
 /* ---- POST /staff/payments/:jobId/refund ---- */
 
-/* The refund's key: from the request's Idempotency-Key when it has one (a retry is the same
- * refund), else one of its own (NULL). */
+/* The refund's key for payment p: from the request's Idempotency-Key when it has one (a retry
+ * is the same refund), else one of its own (NULL). */
 static const char *staff_refund_key(hs_req *req, const payment_row *p) {
   if (!req->idem_key) return NULL;
   char digest[65];
@@ -184,61 +185,173 @@ static const char *staff_refund_key(hs_req *req, const payment_row *p) {
   return arena_printf(&req->arena, "refund-%s-%s", p->id, digest);
 }
 
-static err_t refund_answer(hs_req *req, const char *job_id, const refund_row *f) {
+static const char PENDING_MESSAGE[] = "A refund of this payment is still being settled";
+
+/* A refund as the answer shows it. */
+static json_t *refund_json(const refund_row *f, const char *target) {
+  return json_pack("{s:s,s:s,s:o,s:s,s:s,s:s,s:o}", "id", f->id, "target", target, "amount", jx_money(f->amount_cents),
+                   "reason", f->reason, "providerShare", f->provider_share ? f->provider_share : "prorata", "status",
+                   "SUCCEEDED", "createdAt", jx_iso(f->created_at));
+}
+
+/* The refund f as its request ends: made, or the error it came to (a refund whose outcome is
+ * not known yet is being settled in the background: 503). */
+static err_t refund_outcome(hs_req *req, const refund_row *f) {
   if (is(f->status, "PENDING")) return hs_fail(req, ERR_UNAVAILABLE, "Payment processor unavailable");
   if (is(f->status, "FAILED"))
     return hs_fail(req, ERR_CONFLICT,
                    arena_printf(&req->arena, "The payment processor refused the refund (%s)", f->failure_reason));
-  json_t *refund = json_pack("{s:s,s:o,s:s,s:s,s:o}", "id", f->id, "amount", jx_money(f->amount_cents), "reason",
-                             f->reason, "status", "SUCCEEDED", "createdAt", jx_iso(f->created_at));
-  return hs_ok(req, json_pack("{s:o,s:o}", "refund", refund, "payment", payments_job_json(job_id, "job")));
+  return ERR_OK;
 }
 
-/* The refund under key as it stands, settled first when its carrier is gone; 409 while its
- * carrier still runs it. */
-static err_t replay_refund(hs_req *req, const char *job_id, const payment_row *p, const char *key) {
-  refund_row f;
-  payment_row now;
+/* One payment's part of a staff refund. */
+typedef struct refund_part {
+  const char *target; /* "job" or "tip" */
+  payment_row p;
   bool found;
-  if (is(p->idem_key, key) && p->pending_op) pay_take_over(&req->arena, p, pay_lease_over());
-  err_t e = pay_store_refund_by_key(&req->arena, key, &f, &found);
-  if (e == ERR_OK && is(f.status, "PENDING")) e = pay_store_get(&req->arena, p->id, &now, &found);
+  const char *key;
+  refund_row made; /* after the refund */
+} refund_part;
+
+/* Whether p has a refund whose outcome is not known yet; one whose carrier is gone is set
+ * settling in the background (the reconciliation would find it too). */
+static bool refund_unsettled(const payment_row *p) {
+  if (!is(p->pending_op, "refund")) return false;
+  if (p->op_started_at < pay_lease_over()) pay_queue("payment_settle", "paymentId", p->id);
+  return true;
+}
+
+/* Whether p's latest dispute is open (the processor refuses a refund of a disputed charge). */
+static bool disputed(const payment_row *p) {
+  json_t *d = p->dispute_json ? json_loads(p->dispute_json, 0, NULL) : NULL;
+  const char *status = json_string_value(json_object_get(d, "status"));
+  bool open = status && strcmp(status, "won") && strcmp(status, "lost") && strcmp(status, "warning_closed");
+  json_decref(d);
+  return open;
+}
+
+#define SETTLE_WAIT_MS 3000
+
+/* A retry of part's refund (its key) whose outcome is not known: settled now by asking the
+ * processor (its carrier is gone), or waited for a moment while another settles it; part->made
+ * as it stands after. */
+static err_t settle_retried(hs_req *req, refund_part *part) {
+  int64_t until = clock_mono_ms() + SETTLE_WAIT_MS;
+  bool found, asked = false;
+  err_t e = ERR_OK;
+  while (e == ERR_OK && is(part->made.status, "PENDING") && clock_mono_ms() < until) {
+    if ((e = pay_store_get(&req->arena, part->p.id, &part->p, &found)) != ERR_OK || !found) break;
+    bool mine = is(part->p.idem_key, part->key) && part->p.pending_op;
+    if (mine && part->p.op_started_at < pay_lease_over() && asked) break; /* asked once: still unknown */
+    if (mine && part->p.op_started_at < pay_lease_over())
+      asked = true, pay_take_over(&req->arena, &part->p, pay_lease_over()); /* asks the processor first */
+    else if (is(part->p.idem_key, part->key) && part->p.pending_op)
+      usleep(100 * 1000); /* the background settles it */
+    e = pay_store_refund_by_key(&req->arena, part->key, &part->made, &found);
+    if (e == ERR_OK && is(part->made.status, "PENDING") && !part->p.pending_op) break; /* not under way: lost */
+  }
+  return e;
+}
+
+/* Makes part's refund of cents; ERR_OK when made, else the request has failed. */
+static err_t refund_part_now(hs_req *req, refund_part *part, int64_t cents, const char *reason, const char *share) {
+  const char *job_id = part->p.job_id;
+  refund_row f = new_refund(&req->arena, &part->p, cents, reason, "staff", req->auth.id, part->key);
+  f.provider_share = share;
+  json_t *detail = arena_json(&req->arena, json_pack("{s:s,s:s,s:s,s:s,s:o,s:s,s:s}", "jobId", job_id, "paymentId",
+                                                     part->p.id, "refundId", f.id, "target", part->target, "amount",
+                                                     jx_money(cents), "reason", f.reason, "providerShare", share));
+  audit_action act = {req->auth.id, req->auth.role, "payment.refund", part->p.id, "payment", detail};
+  bool found;
+  err_t e = refund_now(&req->arena, &part->p, &f, &act);
+  if (e == ERR_CONFLICT) return hs_fail(req, e, "The payment changed meanwhile; try again");
+  if (e == ERR_UNAVAILABLE) pay_queue("payment_settle", "paymentId", part->p.id); /* settled when it can be */
+  if (e != ERR_OK && e != ERR_UNAVAILABLE) return e;
+  if ((e = pay_store_refund_by_key(&req->arena, f.idem_key, &part->made, &found)) != ERR_OK) return e;
+  return found ? refund_outcome(req, &part->made) : ERR_INTERNAL;
+}
+
+err_t payments_staff_refund(hs_req *req, const payments_refund_ask *ask, json_t **answer) {
+  const char *job_id = ask->job_id;
+  const char *target = ask->target ? ask->target : "job", *share = ask->provider_share ? ask->provider_share : "prorata";
+  bool all = is(target, "all");
+  *answer = NULL;
+  if (all && ask->cents > 0)
+    return hs_fail_invalid(req, "amount: is not allowed with target all (everything left is refunded)");
+  pay_context cx;
+  err_t e = pay_store_context(&req->arena, job_id, &cx);
+  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Job not found");
+  refund_part parts[2] = {{.target = is(target, "tip") ? "tip" : "job"}, {.target = "tip"}};
+  int n = all ? 2 : 1;
+  for (int i = 0; e == ERR_OK && i < n; i++)
+    e = pay_store_find(&req->arena, job_id, parts[i].target, &parts[i].p, &parts[i].found);
   if (e != ERR_OK) return e;
-  if (is(f.status, "PENDING") && is(now.idem_key, key) && now.pending_op && now.op_started_at >= pay_lease_over())
-    return hs_fail(req, ERR_CONFLICT, "This refund is still under way; try again shortly");
-  return refund_answer(req, job_id, &f);
+  for (int i = 0; i < n; i++) {
+    bool captured = parts[i].found && (is(parts[i].p.status, "PAID") || is(parts[i].p.status, "REFUNDED"));
+    if (!captured && i == 0)
+      return hs_fail(req, ERR_NOT_FOUND, is(parts[0].target, "tip") ? "This job has no captured tip"
+                                                                    : "This job has no captured payment");
+    parts[i].found = captured;
+    if (captured)
+      parts[i].key = ask->key ? arena_printf(&req->arena, "refund-%s-%s", parts[i].p.id, ask->key)
+                              : staff_refund_key(req, &parts[i].p);
+  }
+  /* a retry of a refund (its key) is answered as that refund stands */
+  bool replayed = false;
+  for (int i = 0; i < n; i++) {
+    bool found;
+    if (!parts[i].found || !parts[i].key) continue;
+    if ((e = pay_store_refund_by_key(&req->arena, parts[i].key, &parts[i].made, &found)) != ERR_OK) return e;
+    if (!found) continue;
+    replayed = true;
+    if (is(parts[i].made.status, "PENDING") && (e = settle_retried(req, &parts[i])) != ERR_OK) return e;
+    if (is(parts[i].made.status, "PENDING"))
+      return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_REFUND_PENDING, PENDING_MESSAGE);
+    if ((e = refund_outcome(req, &parts[i].made)) != ERR_OK) return e;
+  }
+  if (!replayed) {
+    for (int i = 0; i < n; i++) /* an earlier refund not settled yet: a retry could refund twice */
+      if (parts[i].found && refund_unsettled(&parts[i].p))
+        return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_REFUND_PENDING, PENDING_MESSAGE);
+    for (int i = 0; i < n; i++) {
+      if (parts[i].found && parts[i].p.pending_op)
+        return hs_fail(req, ERR_CONFLICT, "Another operation on this payment is under way; try again");
+      if (parts[i].found && disputed(&parts[i].p))
+        return hs_fail(req, ERR_CONFLICT, "This payment is disputed: answer the dispute instead of refunding it");
+    }
+    int64_t left = parts[0].p.amount_cents - parts[0].p.refunded_cents - parts[0].p.lost_cents;
+    if (left <= 0 && (!all || !parts[1].found || parts[1].p.amount_cents <= parts[1].p.refunded_cents))
+      return hs_fail(req, ERR_CONFLICT, "Nothing left to refund");
+    int64_t cents = ask->cents > 0 ? ask->cents : left;
+    if (cents > left)
+      return hs_fail_invalid(req,
+                             arena_printf(&req->arena, "amount: must be between 0.01 and %.2f", (double)left / 100));
+    for (int i = 0; i < n; i++) {
+      int64_t rest = parts[i].p.amount_cents - parts[i].p.refunded_cents - parts[i].p.lost_cents;
+      if (!parts[i].found || rest <= 0) {
+        parts[i].found = false;
+        continue;
+      }
+      if ((e = refund_part_now(req, &parts[i], i == 0 ? cents : rest, ask->reason, share)) != ERR_OK) return e;
+    }
+  }
+  json_t *refunds = json_array();
+  for (int i = 0; i < n; i++)
+    if (parts[i].found && parts[i].made.id) json_array_append_new(refunds, refund_json(&parts[i].made, parts[i].target));
+  json_t *first = json_array_get(refunds, 0);
+  *answer = json_pack("{s:O,s:o,s:o,s:o}", "refund", first ? first : json_null(), "refunds", refunds, "payment",
+                      payments_job_json(job_id, "job"), "tip", payments_job_json(job_id, "tip"));
+  return ERR_OK;
 }
 
 err_t api_payments_refund(hs_req *req) {
-  const char *job_id = hs_param(req, "jobId");
-  payment_row p;
-  pay_context cx;
-  refund_row f;
-  bool found;
-  err_t e = pay_store_context(&req->arena, job_id, &cx);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Job not found");
-  if (e != ERR_OK || (e = pay_store_find(&req->arena, job_id, "job", &p, &found)) != ERR_OK) return e;
-  if (!found || (!is(p.status, "PAID") && !is(p.status, "REFUNDED")))
-    return hs_fail(req, ERR_NOT_FOUND, "This job has no captured payment");
-  const char *key = staff_refund_key(req, &p);
-  if (key && (e = pay_store_refund_by_key(&req->arena, key, &f, &found)) != ERR_OK) return e;
-  if (key && found) return replay_refund(req, job_id, &p, key);
-  if (p.pending_op && pay_take_over(&req->arena, &p, pay_lease_over()) == ERR_OK &&
-      (e = pay_store_get(&req->arena, p.id, &p, &found)) != ERR_OK)
-    return e;
-  if (p.pending_op) return hs_fail(req, ERR_CONFLICT, "Another operation on this payment is under way; try again");
-  int64_t left = p.amount_cents - p.refunded_cents;
-  if (left <= 0) return hs_fail(req, ERR_CONFLICT, "Nothing left to refund");
-  int64_t cents = hs_body_has(req, "amount") ? jx_cents(json_number_value(json_object_get(req->body, "amount"))) : left;
-  if (cents > left)
-    return hs_fail_invalid(req, arena_printf(&req->arena, "amount: must be between 0.01 and %.2f", (double)left / 100));
-  f = new_refund(&req->arena, &p, cents, hs_body_str(req, "reason"), "staff", req->auth.id, key);
-  json_t *detail = arena_json(&req->arena, json_pack("{s:s,s:s,s:s,s:o,s:s}", "jobId", job_id, "paymentId", p.id,
-                                                     "refundId", f.id, "amount", jx_money(cents), "reason", f.reason));
-  audit_action act = {req->auth.id, req->auth.role, "payment.refund", p.id, "payment", detail};
-  e = refund_now(&req->arena, &p, &f, &act);
-  if (e == ERR_CONFLICT) return hs_fail(req, e, "The payment changed meanwhile; try again");
-  if (e != ERR_OK && e != ERR_UNAVAILABLE) return e;
-  if ((e = pay_store_refund_by_key(&req->arena, f.idem_key, &f, &found)) != ERR_OK) return e;
-  return found ? refund_answer(req, job_id, &f) : ERR_INTERNAL;
+  payments_refund_ask ask = {
+      .job_id = hs_param(req, "jobId"),
+      .target = hs_body_has(req, "target") ? hs_body_str(req, "target") : "job",
+      .reason = hs_body_str(req, "reason"),
+      .provider_share = hs_body_has(req, "providerShare") ? hs_body_str(req, "providerShare") : "prorata",
+      .cents = hs_body_has(req, "amount") ? jx_cents(json_number_value(json_object_get(req->body, "amount"))) : 0};
+  json_t *answer;
+  err_t e = payments_staff_refund(req, &ask, &answer);
+  return e == ERR_OK ? hs_ok(req, answer) : e;
 }

@@ -12,6 +12,7 @@
 #include "domain/payments/payments_store.h"
 #include "core/clock.h"
 #include "core/ids.h"
+#include "core/jw.h"
 #include "domain/events/events.h"
 #include "domain/payments/payments.h"
 #include "domain/payouts/payouts.h"
@@ -129,7 +130,8 @@ static db_rc told_in(db_conn *c, const char *id) {
   db_res *r;
   db_rc rc = db_exec(c, &a, &r,
                      "SELECT p.id, p.status, p.amount_cents, p.processor_payment_intent_id, p.hold_expires_at, "
-                     "p.failure_reason, p.refunded_cents, p.job_id, j.customer_id, j.provider_id FROM payments p "
+                     "p.failure_reason, p.refunded_cents, p.dispute_json, p.job_id, j.customer_id, j.provider_id "
+                     "FROM payments p "
                      "JOIN jobs j ON j.id = p.job_id WHERE p.id = $1 AND p.kind = 'job' AND p.released_at IS NULL",
                      DB_ARGS(DB_TEXT(id)));
   if (rc == DB_OK && r->rows == 1) {
@@ -182,7 +184,7 @@ err_t pay_store_insert(const payment_row *p, const pay_news *news) {
 #define ROW_COLUMNS                                                                                                    \
   "id, job_id, user_id, kind, status, processor_payment_intent_id, failure_reason, pending_op, idem_key, "             \
   "payment_method_id, hold_method_id, amount_cents, op_started_at, attempts, hold_expires_at, refunded_cents, "        \
-  "released_at"
+  "released_at, card_brand, card_last4, lost_cents, dispute_json"
 
 static err_t read_row(arena *a, const char *where, const char *key, const char *kind, payment_row *out, bool *found) {
   db_res *r;
@@ -195,7 +197,8 @@ static err_t read_row(arena *a, const char *where, const char *key, const char *
     *out = (payment_row){db_text(r, 0, 0),  db_text(r, 0, 1), db_text(r, 0, 2), db_text(r, 0, 3), db_text(r, 0, 4),
                          db_text(r, 0, 5),  db_text(r, 0, 6), db_text(r, 0, 7), db_text(r, 0, 8), db_text(r, 0, 9),
                          db_text(r, 0, 10), db_int(r, 0, 11), db_int(r, 0, 12), db_int(r, 0, 13), db_int(r, 0, 14),
-                         db_int(r, 0, 15),  db_int(r, 0, 16)};
+                         db_int(r, 0, 15),  db_int(r, 0, 16), db_text(r, 0, 17), db_text(r, 0, 18), db_int(r, 0, 19),
+                         db_text(r, 0, 20)};
   return ERR_OK;
 }
 
@@ -264,6 +267,12 @@ err_t pay_store_switch(const payment_row *p, const char *op, const char *key, co
       switched);
 }
 
+/* A payment captured for less than it held (a partial capture: cents, the captured amount, is
+ * above 0 and below amount_cents) records the captured amount, and keeps what it held. */
+#define CAPTURED(cents) "CASE WHEN " cents " > 0 AND " cents " < amount_cents THEN " cents " ELSE amount_cents END"
+#define AUTHORIZED(cents)                                                                                              \
+  "CASE WHEN " cents " > 0 AND " cents " < amount_cents THEN amount_cents ELSE authorized_cents END"
+
 /* Ends p's pending request on c when it is still that request (*cleared), its outcome recorded
  * by the caller. */
 static db_rc clear_request(db_conn *c, arena *a, const payment_row *p, int64_t now, bool *cleared) {
@@ -292,10 +301,13 @@ err_t pay_store_settle(const payment_row *p, const pay_settle *s, bool *moved) {
         "UPDATE payments SET status = $4, processor_payment_intent_id = COALESCE($5, processor_payment_intent_id), "
         "hold_expires_at = $6, hold_method_id = COALESCE($7, hold_method_id), failure_reason = $8, "
         "paid_at = CASE WHEN $4 = 'PAID' THEN $9 ELSE paid_at END, pending_op = NULL, op_started_at = NULL, "
+        "amount_cents = " CAPTURED("$10") ", authorized_cents = " AUTHORIZED("$10") ", "
+        "card_brand = COALESCE($11, card_brand), card_last4 = COALESCE($12, card_last4), "
         "updated_at = $9 WHERE id = $1 AND pending_op = $2 AND idem_key = $3 AND status <> 'PAID'",
         DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_TEXT(s->status), DB_TEXT(s->intent_id),
                 s->hold_expires_at ? DB_INT(s->hold_expires_at) : DB_NULL, DB_TEXT(s->hold_method),
-                DB_TEXT(s->failure_reason), DB_INT(now)));
+                DB_TEXT(s->failure_reason), DB_INT(now), DB_INT(s->captured_cents), DB_TEXT(s->card_brand),
+                DB_TEXT(s->card_last4)));
   bool changed = rc == DB_OK && r->changes == 1, cleared;
   if (rc == DB_OK && !changed) rc = clear_request(c, &a, p, now, &cleared);
   if (rc == DB_OK && changed && s->cancel_intent) {
@@ -335,9 +347,11 @@ err_t pay_store_claim_refund(const payment_row *p, const refund_row *f, const au
     e = db_to_err(
         db_exec(c, NULL, NULL,
                 "INSERT INTO payment_refunds (id, payment_id, amount_cents, reason, source, staff_id, status, "
-                "idem_key, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'PENDING', $7, $8, $8)",
+                "idem_key, provider_share, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'PENDING', $7, $8, "
+                "$9, $9)",
                 DB_ARGS(DB_TEXT(f->id), DB_TEXT(p->id), DB_INT(f->amount_cents), DB_TEXT(f->reason), DB_TEXT(f->source),
-                        DB_TEXT(f->staff_id), DB_TEXT(f->idem_key), DB_INT(now))));
+                        DB_TEXT(f->staff_id), DB_TEXT(f->idem_key),
+                        DB_TEXT(f->provider_share ? f->provider_share : "prorata"), DB_INT(now))));
   if (!e && *claimed && act) e = audit_log_in(c, act); /* the transaction's last write */
   e = db_end(c, e);                                    /* unclaimed, nothing was written */
   if (e) *claimed = false;
@@ -347,12 +361,12 @@ err_t pay_store_claim_refund(const payment_row *p, const refund_row *f, const au
 
 #define REFUND_COLUMNS                                                                                                 \
   "id, payment_id, reason, source, staff_id, status, idem_key, processor_refund_id, failure_reason, amount_cents, "    \
-  "created_at"
+  "created_at, provider_share"
 
 static void refund_from(const db_res *r, int i, refund_row *out) {
-  *out = (refund_row){db_text(r, i, 0), db_text(r, i, 1), db_text(r, i, 2), db_text(r, i, 3),
-                      db_text(r, i, 4), db_text(r, i, 5), db_text(r, i, 6), db_text(r, i, 7),
-                      db_text(r, i, 8), db_int(r, i, 9),  db_int(r, i, 10)};
+  *out = (refund_row){db_text(r, i, 0), db_text(r, i, 1), db_text(r, i, 2),  db_text(r, i, 3),
+                      db_text(r, i, 4), db_text(r, i, 5), db_text(r, i, 6),  db_text(r, i, 7),
+                      db_text(r, i, 8), db_int(r, i, 9),  db_int(r, i, 10), db_text(r, i, 11)};
 }
 
 err_t pay_store_refund_by_key(arena *a, const char *idem_key, refund_row *out, bool *found) {
@@ -366,14 +380,15 @@ err_t pay_store_refund_by_key(arena *a, const char *idem_key, refund_row *out, b
 }
 
 /* Adds cents to what was refunded of payment id (REFUNDED once it is all), on c; the
- * provider's transfer follows (reduced, or its refunded share reversed). */
-static db_rc add_refunded(db_conn *c, const char *id, int64_t cents, int64_t now) {
+ * provider's transfer follows (reduced, or its refunded share reversed), unless the platform
+ * bears the refund alone (goodwill: providerShare "none"). */
+static db_rc add_refunded(db_conn *c, const char *id, int64_t cents, bool goodwill, int64_t now) {
   db_rc rc = db_exec(c, NULL, NULL,
                      "UPDATE payments SET refunded_cents = CASE WHEN refunded_cents + $2 > amount_cents THEN "
                      "amount_cents ELSE refunded_cents + $2 END, status = CASE WHEN refunded_cents + $2 >= "
-                     "amount_cents THEN 'REFUNDED' ELSE status END, updated_at = $3 WHERE id = $1 "
-                     "AND status IN ('PAID', 'REFUNDED')",
-                     DB_ARGS(DB_TEXT(id), DB_INT(cents), DB_INT(now)));
+                     "amount_cents THEN 'REFUNDED' ELSE status END, goodwill_cents = goodwill_cents + $4, "
+                     "updated_at = $3 WHERE id = $1 AND status IN ('PAID', 'REFUNDED')",
+                     DB_ARGS(DB_TEXT(id), DB_INT(cents), DB_INT(now), DB_INT(goodwill ? cents : 0)));
   if (rc == DB_OK) rc = told_in(c, id);
   return rc == DB_OK ? payouts_refunded_in(c, id) : rc;
 }
@@ -386,11 +401,11 @@ static db_rc complete_refund(db_conn *c, arena *a, const char *idem_key, const c
   *added = 0;
   db_rc rc = db_exec(c, a, &r,
                      "UPDATE payment_refunds SET status = 'SUCCEEDED', processor_refund_id = $2, updated_at = $3 "
-                     "WHERE idem_key = $1 AND status = 'PENDING' RETURNING payment_id, amount_cents",
+                     "WHERE idem_key = $1 AND status = 'PENDING' RETURNING payment_id, amount_cents, provider_share",
                      DB_ARGS(DB_TEXT(idem_key), DB_TEXT(refund_id), DB_INT(now)));
   if (rc != DB_OK || r->rows != 1) return rc;
   *added = db_int(r, 0, 1);
-  return add_refunded(c, db_text(r, 0, 0), *added, now);
+  return add_refunded(c, db_text(r, 0, 0), *added, !strcmp(db_text(r, 0, 2), "none"), now);
 }
 
 err_t pay_store_settle_refund(const payment_row *p, const char *processor_refund_id, const char *failure_reason,
@@ -444,7 +459,7 @@ static db_rc processor_refunds(db_conn *c, arena *a, json_t *charge, const pay_e
                    "'Refunded at the payment processor', 'processor', 'SUCCEEDED', $4, $5, $5) "
                    "ON CONFLICT (processor_refund_id) DO NOTHING RETURNING id",
                    DB_ARGS(DB_TEXT(id), DB_TEXT(payment), DB_INT(f->amount), DB_TEXT(f->id), DB_INT(now)));
-      if (rc == DB_OK && ins->rows == 1 && (rc = add_refunded(c, payment, f->amount, now)) == DB_OK)
+      if (rc == DB_OK && ins->rows == 1 && (rc = add_refunded(c, payment, f->amount, false, now)) == DB_OK)
         added = f->amount, out->processor_cents += added;
     }
     total += added;
@@ -528,14 +543,16 @@ err_t pay_store_record_duplicate(arena *a, const payment_row *p, const char *int
 
 err_t pay_store_context(arena *a, const char *job_id, pay_context *out) {
   db_res *r;
-  if (db_query(
-          a, &r,
-          "SELECT u.email, u.name, j.provider_id, j.service, j.status FROM jobs j JOIN users u ON u.id = j.customer_id "
-          "WHERE j.id = $1",
-          DB_ARGS(DB_TEXT(job_id))) != DB_OK)
+  if (db_query(a, &r,
+               "SELECT u.email, u.name, j.provider_id, j.service, j.status, q.id, pr.name, q.amount_cents, "
+               "q.total_cents FROM jobs j JOIN users u ON u.id = j.customer_id "
+               "LEFT JOIN quotes q ON q.job_id = j.id AND q.status = 'ACCEPTED' "
+               "LEFT JOIN providers pr ON pr.id = j.provider_id WHERE j.id = $1",
+               DB_ARGS(DB_TEXT(job_id))) != DB_OK)
     return ERR_INTERNAL;
   if (r->rows == 0) return ERR_NOT_FOUND;
-  *out = (pay_context){db_text(r, 0, 0), db_text(r, 0, 1), db_text(r, 0, 2), db_text(r, 0, 3), db_text(r, 0, 4)};
+  *out = (pay_context){db_text(r, 0, 0), db_text(r, 0, 1), db_text(r, 0, 2), db_text(r, 0, 3), db_text(r, 0, 4),
+                       db_text(r, 0, 5), db_text(r, 0, 6), db_int(r, 0, 7),  db_int(r, 0, 8)};
   return ERR_OK;
 }
 
@@ -622,6 +639,216 @@ err_t pay_store_holds_subscription(const char *subscription_id, bool *holds) {
 
 static const char *str(json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
 
+/* ---- disputes ---- */
+
+bool pay_dispute_closed(const char *status) {
+  return status && (!strcmp(status, "won") || !strcmp(status, "lost") || !strcmp(status, "warning_closed"));
+}
+
+#define DISPUTE_COLUMNS                                                                                                \
+  "id, processor_dispute_id, payment_id, job_id, status, reason, evidence_text, evidence_files, amount_cents, "        \
+  "evidence_due_by, evidence_submitted_at, closed_at, created_at, lost_cents, funds_withdrawn"
+
+err_t pay_store_dispute(arena *a, const char *id, dispute_row *out, bool *found) {
+  db_res *r;
+  if (db_query(a, &r, "SELECT " DISPUTE_COLUMNS " FROM disputes WHERE id = $1", DB_ARGS(DB_TEXT(id))) != DB_OK)
+    return ERR_INTERNAL;
+  *found = r->rows == 1;
+  if (*found)
+    *out = (dispute_row){db_text(r, 0, 0), db_text(r, 0, 1), db_text(r, 0, 2),  db_text(r, 0, 3),  db_text(r, 0, 4),
+                         db_text(r, 0, 5), db_text(r, 0, 6), db_text(r, 0, 7),  db_int(r, 0, 8),   db_int(r, 0, 9),
+                         db_int(r, 0, 10), db_int(r, 0, 11), db_int(r, 0, 12), db_int(r, 0, 13), db_int(r, 0, 14) == 1};
+  return ERR_OK;
+}
+
+/* The Payment JSON's dispute member of a processor dispute. */
+static const char *dispute_member(arena *a, const pay_dispute *d) {
+  jw w;
+  jw_init(&w, a, 256);
+  jw_obj(&w);
+  jw_key(&w, "status");
+  jw_str(&w, d->status);
+  jw_key(&w, "reason");
+  jw_str(&w, d->reason[0] ? d->reason : "general");
+  jw_key(&w, "amount");
+  jw_money(&w, d->amount);
+  jw_key(&w, "evidenceDueBy");
+  if (d->evidence_due_by) {
+    char iso[25];
+    clock_format_iso(d->evidence_due_by, iso);
+    jw_str(&w, iso);
+  } else {
+    jw_null(&w);
+  }
+  jw_obj_end(&w);
+  return jw_text(&w);
+}
+
+/* The dispute's record d (its status as the processor has it; a closed one stays closed) on
+ * row id, with its payment's dispute member and the news of the change. */
+static db_rc dispute_record_in(db_conn *c, arena *a, const char *id, const char *payment_id, const pay_dispute *d,
+                               int withdrawn, int64_t now) {
+  db_rc rc = db_exec(c, NULL, NULL,
+                     "UPDATE disputes SET status = CASE WHEN status IN ('won', 'lost', 'warning_closed') THEN status "
+                     "ELSE $2 END, reason = $3, amount_cents = $4, evidence_due_by = $5, "
+                     "funds_withdrawn = CASE WHEN $6 < 0 THEN funds_withdrawn ELSE $6 END, "
+                     "closed_at = CASE WHEN closed_at IS NULL AND $2 IN ('won', 'lost', 'warning_closed') THEN $7 "
+                     "ELSE closed_at END, updated_at = $7 WHERE id = $1",
+                     DB_ARGS(DB_TEXT(id), DB_TEXT(d->status), DB_TEXT(d->reason[0] ? d->reason : "general"),
+                             DB_INT(d->amount), d->evidence_due_by ? DB_INT(d->evidence_due_by) : DB_NULL,
+                             DB_INT(withdrawn), DB_INT(now)));
+  if (rc == DB_OK)
+    rc = db_exec(c, NULL, NULL,
+                 "UPDATE payments SET dispute_json = $2, updated_at = $3 WHERE id = $1",
+                 DB_ARGS(DB_TEXT(payment_id), DB_TEXT(dispute_member(a, d)), DB_INT(now)));
+  return rc;
+}
+
+/* Applies a charge.dispute.* event (its object a dispute) to the payment of its intent: the
+ * dispute recorded (a closed one stays closed, whatever arrives after), the payment's dispute
+ * member; on opening, the job's unpaid transfers held, the provider told and customer
+ * support emailed; on closing, lost: what it took borne as a refund would be (the provider's
+ * transfer reduced or reversed, the rest its balance), then the hold ended. */
+static db_rc apply_dispute(db_conn *c, arena *a, const pay_event *ev) {
+  pay_dispute d;
+  payments_read_dispute(ev->object, &d);
+  db_res *p, *r;
+  int64_t now = clock_now_ms();
+  db_rc rc = db_exec(c, a, &p,
+                     "SELECT p.id, p.job_id, j.provider_id, j.service, u.name FROM payments p "
+                     "JOIN jobs j ON j.id = p.job_id JOIN users u ON u.id = p.user_id "
+                     "WHERE p.processor_payment_intent_id = $1",
+                     DB_ARGS(DB_TEXT(d.intent_id)));
+  if (rc != DB_OK || p->rows != 1 || !d.id[0]) return rc; /* not a charge of ours */
+  const char *payment = db_text(p, 0, 0), *job = db_text(p, 0, 1), *provider = db_text(p, 0, 2);
+  char fresh[ID_LEN + 1];
+  id_new(fresh);
+  rc = db_exec(c, a, &r,
+               "INSERT INTO disputes (id, processor_dispute_id, payment_id, job_id, status, reason, amount_cents, "
+               "seq, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) "
+               "ON CONFLICT (processor_dispute_id) DO NOTHING RETURNING id",
+               DB_ARGS(DB_TEXT(fresh), DB_TEXT(d.id), DB_TEXT(payment), DB_TEXT(job), DB_TEXT(d.status),
+                       DB_TEXT(d.reason[0] ? d.reason : "general"), DB_INT(d.amount), DB_INT(clock_sequence()),
+                       DB_INT(now)));
+  bool opened = rc == DB_OK && r->rows == 1 && !pay_dispute_closed(d.status);
+  if (rc == DB_OK)
+    rc = db_exec(c, a, &r, "SELECT id, status, lost_cents, closed_at FROM disputes WHERE processor_dispute_id = $1",
+                 DB_ARGS(DB_TEXT(d.id)));
+  if (rc != DB_OK || r->rows != 1) return rc;
+  const char *id = db_text(r, 0, 0);
+  bool was_closed = !db_isnull(r, 0, 3), closing = !was_closed && pay_dispute_closed(d.status);
+  if (was_closed) snprintf(d.status, sizeof d.status, "%s", db_text(r, 0, 1)); /* closed is final */
+  int withdrawn = !strcmp(ev->type, "charge.dispute.funds_withdrawn")    ? 1
+                  : !strcmp(ev->type, "charge.dispute.funds_reinstated") ? 0
+                                                                         : -1;
+  rc = dispute_record_in(c, a, id, payment, &d, withdrawn, now);
+  if (rc == DB_OK && opened) rc = payouts_dispute_in(c, job, true);
+  if (rc == DB_OK && closing && !strcmp(d.status, "lost") && db_int(r, 0, 2) == 0) {
+    rc = db_exec(c, NULL, NULL, "UPDATE disputes SET lost_cents = amount_cents WHERE id = $1", DB_ARGS(DB_TEXT(id)));
+    if (rc == DB_OK)
+      rc = db_exec(c, NULL, NULL,
+                   "UPDATE payments SET lost_cents = CASE WHEN lost_cents + $2 > amount_cents - refunded_cents "
+                   "THEN amount_cents - refunded_cents ELSE lost_cents + $2 END WHERE id = $1",
+                   DB_ARGS(DB_TEXT(payment), DB_INT(d.amount)));
+    if (rc == DB_OK) rc = payouts_refunded_in(c, payment); /* the provider bears its share */
+  }
+  if (rc == DB_OK && closing) rc = payouts_dispute_in(c, job, false);
+  if (rc == DB_OK) rc = told_in(c, payment);
+  if (rc == DB_OK && (opened || closing) && provider) {
+    const char *body =
+        opened ? arena_printf(a,
+                              "The customer disputed the payment for this %s job with their bank ($%.2f, %s). What "
+                              "the job earns you is held until the dispute is decided; we answer it with the job's "
+                              "photos and messages.",
+                              db_text(p, 0, 3), (double)d.amount / 100, d.reason)
+               : arena_printf(a, "The dispute of the payment for this %s job was decided: %s.", db_text(p, 0, 3),
+                              !strcmp(d.status, "lost") ? "lost, so its amount goes back to the customer"
+                              : !strcmp(d.status, "won") ? "won, so what you earned is paid as scheduled"
+                                                         : "closed");
+    notice n = {provider, "provider", opened ? "Payment disputed" : "Dispute decided", body, job};
+    rc = notify_in(c, &n);
+  }
+  if (rc == DB_OK && opened) {
+    char due[25] = "no deadline given";
+    if (d.evidence_due_by) clock_format_iso(d.evidence_due_by, due);
+    rc = notify_staff_in(
+        c, "customer_support", arena_printf(a, "Payment disputed: $%.2f for job %s", (double)d.amount / 100, job),
+        arena_printf(a,
+                     "A customer (%s) disputed the payment %s of job %s with their bank.\n\nAmount: $%.2f\n"
+                     "Reason: %s\nStatus: %s\nEvidence due by: %s\nDispute: %s (at the processor: %s)\n\n"
+                     "Answer it in the staff portal: GET /staff/disputes, then POST /staff/disputes/%s/evidence "
+                     "with the job's photos and messages. Without evidence the dispute is lost.\n",
+                     db_text(p, 0, 4), payment, job, (double)d.amount / 100, d.reason, d.status, due, id, d.id, id));
+  }
+  return rc;
+}
+
+err_t pay_store_dispute_evidence(const char *id, const char *text, const char *files, const char *staff_id,
+                                 const pay_dispute *d, const audit_action *act) {
+  int64_t now = clock_now_ms();
+  arena a;
+  arena_init(&a);
+  db_res *r = NULL;
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(db_exec(c, &a, &r,
+                          "UPDATE disputes SET evidence_text = $2, evidence_files = $3, evidence_staff_id = $4, "
+                          "evidence_submitted_at = $5, updated_at = $5 WHERE id = $1 RETURNING payment_id",
+                          DB_ARGS(DB_TEXT(id), DB_TEXT(text), DB_TEXT(files), DB_TEXT(staff_id), DB_INT(now))));
+  if (!e && r->rows == 1) /* its status as the processor answered (events may follow with the same) */
+    e = db_to_err(dispute_record_in(c, &a, id, db_text(r, 0, 0), d, -1, now));
+  if (!e && r->rows == 1) e = db_to_err(told_in(c, db_text(r, 0, 0)));
+  if (!e) e = audit_log_in(c, act);
+  e = db_end(c, e);
+  arena_fini(&a);
+  return e;
+}
+
+const hs_keyset DISPUTES_KEYSET = {"disputes", {{"d.seq", "seq", 'i', true}, {"d.id", "id", 's', true}}};
+
+#define DISPUTES_SQL                                                                                                   \
+  "SELECT d.id, d.processor_dispute_id, d.payment_id, d.job_id, d.status, d.reason, d.amount_cents, "                  \
+  "d.evidence_due_by, d.funds_withdrawn, d.evidence_submitted_at, d.closed_at, d.created_at, d.lost_cents, d.seq, "    \
+  "j.service, j.status AS job_status, j.customer_id, u.name AS customer_name, u.email AS customer_email, "             \
+  "j.provider_id, pr.name AS provider_name, p.kind AS payment_kind FROM disputes d "                                   \
+  "JOIN jobs j ON j.id = d.job_id JOIN users u ON u.id = j.customer_id JOIN payments p ON p.id = d.payment_id "        \
+  "LEFT JOIN providers pr ON pr.id = j.provider_id WHERE "
+
+err_t pay_store_disputes(arena *a, const char *which, const hs_page *pg, db_res **out) {
+  const char *filter = !which                    ? "1 = 1"
+                       : !strcmp(which, "closed") ? "d.status IN ('won', 'lost', 'warning_closed')"
+                                                  : "d.status NOT IN ('won', 'lost', 'warning_closed')";
+  db_val args[HS_PAGE_ARGS(0)];
+  return db_to_err(hs_page_query(a, pg, arena_printf(a, DISPUTES_SQL "%s", filter), args, 0, out));
+}
+
+err_t pay_store_dispute_listed(arena *a, const char *id, db_res **out) {
+  return db_to_err(db_query(a, out, DISPUTES_SQL "d.id = $1", DB_ARGS(DB_TEXT(id))));
+}
+
+err_t pay_store_evidence_context(arena *a, const char *job_id, pay_evidence_context *out) {
+  db_res *r;
+  if (db_query(a, &r,
+               "SELECT u.name, u.email, j.service, j.description, j.completed_at FROM jobs j "
+               "JOIN users u ON u.id = j.customer_id WHERE j.id = $1",
+               DB_ARGS(DB_TEXT(job_id))) != DB_OK)
+    return ERR_INTERNAL;
+  if (r->rows != 1) return ERR_NOT_FOUND;
+  *out = (pay_evidence_context){db_text(r, 0, 0), db_text(r, 0, 1), db_text(r, 0, 2), db_text(r, 0, 3),
+                                db_isnull(r, 0, 4) ? 0 : db_int(r, 0, 4)};
+  return ERR_OK;
+}
+
+err_t pay_store_job_files(arena *a, const char *job_id, db_res **out) {
+  /* photos of the job (the customer's, before, after) and photos sent in its threads */
+  return db_to_err(db_query(a, out,
+                            "SELECT images, before_images, after_images FROM jobs WHERE id = $1 "
+                            "UNION ALL SELECT content, NULL, NULL FROM messages WHERE job_id = $1 "
+                            "AND content LIKE '[IMAGE]%'",
+                            DB_ARGS(DB_TEXT(job_id))));
+}
+
 /* Rows a subscription event applies to: the user holding that subscription, or a user of
  * that customer who holds none (the event then names the subscription the user now has); never
  * an account its owner deleted (its subscription was set to end with it). */
@@ -653,19 +880,25 @@ static db_rc apply(db_conn *c, arena *a, const pay_event *ev, pay_event_effect *
   const char *id = str(o, "id");
   if (!id) return DB_OK; /* nothing to find it by: ignored */
   if (!strcmp(type, "charge.refunded")) return processor_refunds(c, a, o, ev, out);
+  if (!strncmp(type, "charge.dispute.", 15)) return apply_dispute(c, a, ev);
   /* final; a request of the service's own still under way on it is settled by its carrier,
      which gives back whatever else it made (a hold cancelled, a second charge refunded) */
-  if (!strcmp(type, "payment_intent.succeeded")) {
+  bool captured = !strcmp(type, "charge.captured");
+  if (!strcmp(type, "payment_intent.succeeded") || captured) {
+    /* what was captured: less than held after a partial capture (in the Dashboard, say) */
+    const char *intent = captured ? str(o, "payment_intent") : id;
+    json_int_t cents = json_integer_value(json_object_get(o, captured ? "amount_captured" : "amount_received"));
     db_res *r;
     db_rc rc = db_exec(c, a, &r,
                        "UPDATE payments SET status = 'PAID', hold_expires_at = NULL, failure_reason = NULL, "
-                       "paid_at = $2, updated_at = $2 "
-                       "WHERE processor_payment_intent_id = $1 AND status IN ('AUTHORIZED', 'FAILED', 'PENDING') "
-                       "RETURNING id",
-                       DB_ARGS(DB_TEXT(id), DB_INT(now)));
+                       "paid_at = $2, amount_cents = " CAPTURED("$3") ", authorized_cents = " AUTHORIZED("$3") ", "
+                       "updated_at = $2 WHERE processor_payment_intent_id = $1 "
+                       "AND status IN ('AUTHORIZED', 'FAILED', 'PENDING') RETURNING id",
+                       DB_ARGS(DB_TEXT(intent), DB_INT(now), DB_INT(cents)));
     for (int i = 0; rc == DB_OK && i < r->rows; i++) {
       rc = told_in(c, db_text(r, i, 0));
       if (rc == DB_OK) rc = payouts_captured_in(c, db_text(r, i, 0));
+      if (rc == DB_OK) out->paid = db_text(r, i, 0);
     }
     return rc;
   }

@@ -6,6 +6,7 @@
 #include "domain/audit/audit.h"
 #include "domain/notifications/notifications.h"
 #include "ext/payments.h"
+#include "http/paging.h"
 #include <jansson.h>
 #include <stdbool.h>
 
@@ -26,6 +27,9 @@ typedef struct payment_row {
   const char *id, *job_id, *user_id, *kind, *status, *intent_id, *failure_reason;
   const char *pending_op, *idem_key, *method_id, *hold_method_id;
   int64_t amount_cents, op_started_at, attempts, hold_expires_at, refunded_cents, released_at;
+  const char *card_brand, *card_last4; /* the card the hold or charge was made on (NULL: not known) */
+  int64_t lost_cents;                  /* what lost disputes took */
+  const char *dispute_json;            /* the Payment JSON's dispute (its latest), NULL when none */
 } payment_row;
 
 /* What a payment change tells people, written in the change's own transaction: an optional
@@ -40,6 +44,8 @@ typedef struct pay_news {
 typedef struct pay_settle {
   const char *status;         /* AUTHORIZED, PAID, FAILED, CANCELED */
   const char *intent_id;      /* NULL keeps the recorded one */
+  int64_t captured_cents;     /* PAID for less than the amount (a partial capture); 0: all of it */
+  const char *card_brand, *card_last4; /* the card it was made on; NULL keeps the recorded one */
   int64_t hold_expires_at;    /* 0: none */
   const char *hold_method;    /* the card of a new hold; NULL keeps the recorded one */
   const char *failure_reason; /* NULL clears it */
@@ -52,11 +58,15 @@ typedef struct refund_row {
   const char *id, *payment_id, *reason, *source, *staff_id, *status, *idem_key, *processor_refund_id;
   const char *failure_reason;
   int64_t amount_cents, created_at;
+  const char *provider_share; /* "prorata" (the provider's transfer gives its share back) or "none" */
 } refund_row;
 
-/* The people and the job a job's payment concerns. */
+/* The people and the job a job's payment concerns: the accepted quote (NULL, 0 without one)
+ * and its provider's name (NULL without a provider). */
 typedef struct pay_context {
   const char *customer_email, *customer_name, *provider_id, *service, *job_status;
+  const char *quote_id, *provider_name;
+  int64_t quote_cents, total_cents;
 } pay_context;
 
 err_t pay_store_billing(arena *a, const char *user_id, billing *out);
@@ -166,10 +176,46 @@ typedef struct pay_event {
 typedef struct pay_event_effect {
   bool duplicate;          /* the id was seen before: nothing changed */
   const char *failed;      /* a payment the event made FAILED, or NULL */
+  const char *paid;        /* a payment the event made PAID (its receipt is due), or NULL */
   const char *refunded;    /* a payment the event recorded refunds of, or NULL */
   int64_t refunded_cents;  /* how much it recorded */
   int64_t processor_cents; /* of which refunds made at the processor (not the service's own) */
 } pay_event_effect;
+
+/* ---- disputes ---- */
+
+/* A disputes row, with its payment's job and kind. Times epoch ms, 0 for NULL. */
+typedef struct dispute_row {
+  const char *id, *processor_id, *payment_id, *job_id, *status, *reason, *evidence_text, *evidence_files;
+  int64_t amount_cents, evidence_due_by, evidence_submitted_at, closed_at, created_at, lost_cents;
+  bool funds_withdrawn;
+} dispute_row;
+
+/* Whether a processor's dispute status is one of a closed dispute (won, lost, warning_closed). */
+bool pay_dispute_closed(const char *status);
+err_t pay_store_dispute(arena *a, const char *id, dispute_row *out, bool *found);
+/* Records evidence sent for dispute id by staff_id (text, the files' JSON array) and the
+ * dispute as the processor answered it (d), with the audit record, in one transaction. */
+err_t pay_store_dispute_evidence(const char *id, const char *text, const char *files, const char *staff_id,
+                                 const pay_dispute *d, const audit_action *act);
+/* A page of disputes (open: not closed; closed; all when which is NULL), newest first, with
+ * their job, parties and payment: id, processor_dispute_id, payment_id, job_id, status,
+ * reason, amount_cents, evidence_due_by, funds_withdrawn, evidence_submitted_at, closed_at,
+ * created_at, service, job_status, customer_id, customer_name, customer_email, provider_id,
+ * provider_name, lost_cents, seq. */
+extern const hs_keyset DISPUTES_KEYSET;
+err_t pay_store_disputes(arena *a, const char *which, const hs_page *pg, db_res **out);
+/* Dispute id as the list shows it (one row, or none). */
+err_t pay_store_dispute_listed(arena *a, const char *id, db_res **out);
+/* What dispute evidence says of a job: its customer, service, description and completion. */
+typedef struct pay_evidence_context {
+  const char *customer_name, *customer_email, *service, *description;
+  int64_t completed_at; /* epoch ms, 0 when not completed */
+} pay_evidence_context;
+err_t pay_store_evidence_context(arena *a, const char *job_id, pay_evidence_context *out);
+/* The stored files of job_id that may be sent as dispute evidence: key, source ("job",
+ * "before", "after" or "message"). */
+err_t pay_store_job_files(arena *a, const char *job_id, db_res **out);
 
 /* Applies a verified processor event once: records its id and runs the change in one
  * transaction. A subscription event older than the last applied to its subscription changes

@@ -9,7 +9,11 @@
  * applied once (pay_store_apply_event); subscription events in the order of their `created`.
  * charge.refunded records the charge's refunds (the event's list when it carries one, else
  * the processor's, as Stripe's events no longer include it) the way the service's own are:
- * on the payment, told to the customer, and in the audit trail. */
+ * on the payment, told to the customer, and in the audit trail. payment_intent.succeeded and
+ * charge.captured record what was captured (a partial capture: less than held) and send the
+ * customer's receipt; charge.dispute.* record disputes (payments_store.c). The simulated
+ * processor's events (its disputes) arrive as queued units of work ("payment_event") and are
+ * applied the same way. */
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/jsonx.h"
@@ -22,6 +26,7 @@
 #include "domain/payouts/payouts.h"
 #include "ext/digest.h"
 #include "ext/payments.h"
+#include "ext/queue.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,8 +94,8 @@ const char *payments_webhook_event(const char *body, size_t len, json_t **event,
 /* Events arrive in any order. A subscription update for a subscription no user holds (it
  * ended, or the user never recorded it) is applied with the subscription's current state
  * read from the processor, so a late "active" update cannot revive an ended subscription.
- * Returns ERR_OK with *object replaced when needed. */
-static err_t current_subscription_state(hs_req *req, json_t **object) {
+ * Returns ERR_OK with *object replaced when needed; ERR_UNAVAILABLE when it could not be asked. */
+static err_t current_subscription_state(arena *a, json_t **object) {
   const char *sub_id = json_string_value(json_object_get(*object, "id"));
   bool holds;
   if (!sub_id) return ERR_OK;
@@ -99,8 +104,8 @@ static err_t current_subscription_state(hs_req *req, json_t **object) {
   pay_subscription sub;
   pay_error pe;
   pay_rc rc = payments_retrieve_subscription(sub_id, &sub, &pe);
-  if (rc == PAY_UNAVAILABLE) return hs_fail(req, ERR_UNAVAILABLE, "Payment processor unavailable");
-  json_t *fresh = arena_json(&req->arena, json_deep_copy(*object));
+  if (rc == PAY_UNAVAILABLE) return ERR_UNAVAILABLE;
+  json_t *fresh = arena_json(a, json_deep_copy(*object));
   json_object_set_new(fresh, "status", json_string(rc == PAY_OK ? sub.status : "canceled"));
   json_object_set_new(fresh, "cancel_at_period_end", json_boolean(rc == PAY_OK && sub.cancel_at_period_end));
   *object = fresh;
@@ -110,8 +115,8 @@ static err_t current_subscription_state(hs_req *req, json_t **object) {
 #define EVENT_REFUNDS 100
 
 /* The refunds of the charge of a charge.refunded event: its own list, or the processor's. */
-static err_t charge_refunds(hs_req *req, json_t *charge, pay_event *ev) {
-  pay_refund *list = arena_alloc(&req->arena, sizeof *list * EVENT_REFUNDS);
+static err_t charge_refunds(arena *a, json_t *charge, pay_event *ev) {
+  pay_refund *list = arena_alloc(a, sizeof *list * EVENT_REFUNDS);
   json_t *data = json_object_get(json_object_get(charge, "refunds"), "data"), *o;
   const char *intent = json_string_value(json_object_get(charge, "payment_intent"));
   size_t i;
@@ -123,24 +128,57 @@ static err_t charge_refunds(hs_req *req, json_t *charge, pay_event *ev) {
   if (!intent) return ERR_OK;
   pay_error pe;
   pay_rc rc = payments_list_refunds(intent, list, EVENT_REFUNDS, &ev->nrefunds, &pe);
-  if (rc == PAY_UNAVAILABLE) return hs_fail(req, ERR_UNAVAILABLE, "Payment processor unavailable");
-  return ERR_OK; /* an intent the processor does not know: nothing to record */
+  return rc == PAY_UNAVAILABLE ? ERR_UNAVAILABLE : ERR_OK; /* an intent the processor does not know: nothing */
 }
 
 /* Refunds an event recorded: the customer is told, and those made at the processor go in the
  * audit trail, each after the event's transaction (failures are logged). */
-static void tell_refunds(hs_req *req, const pay_event_effect *fx) {
+static void tell_refunds(arena *a, const pay_event_effect *fx) {
   payment_row p;
   bool found;
-  if (pay_store_get(&req->arena, fx->refunded, &p, &found) != ERR_OK || !found) return;
-  const pay_news *news = pay_refund_news(&req->arena, &p, fx->refunded_cents, "Refunded at the payment processor");
+  if (pay_store_get(a, fx->refunded, &p, &found) != ERR_OK || !found) return;
+  const pay_news *news = pay_refund_news(a, &p, fx->refunded_cents, "Refunded at the payment processor");
   if (news && pay_store_announce(news) != ERR_OK)
     log_json(LOG_ERROR, "telling a refund failed", json_pack("{s:s}", "paymentId", p.id));
   if (!fx->processor_cents) return;
-  json_t *detail = arena_json(&req->arena, json_pack("{s:s,s:s,s:o}", "jobId", p.job_id, "paymentId", p.id, "amount",
-                                                     jx_money(fx->processor_cents)));
+  json_t *detail =
+      arena_json(a, json_pack("{s:s,s:s,s:o}", "jobId", p.job_id, "paymentId", p.id, "amount", jx_money(fx->processor_cents)));
   audit_action act = {NULL, "processor", "payment.refund", p.id, "payment", detail};
   if (audit_log(&act) != ERR_OK) log_json(LOG_ERROR, "auditing a refund failed", json_pack("{s:s}", "paymentId", p.id));
+}
+
+/* The receipt of a payment an event made PAID (captured at the processor). */
+static void tell_receipt(arena *a, const char *payment_id) {
+  payment_row p;
+  bool found;
+  if (pay_store_get(a, payment_id, &p, &found) != ERR_OK || !found) return;
+  const pay_news *news = pay_receipt_news(a, &p);
+  if (news && pay_store_announce(news) != ERR_OK)
+    log_json(LOG_ERROR, "sending a receipt failed", json_pack("{s:s}", "paymentId", payment_id));
+}
+
+err_t payments_apply_event(arena *a, json_t *event, bool *duplicate) {
+  json_t *object;
+  const char *id, *type;
+  *duplicate = false;
+  id = json_string_value(json_object_get(event, "id"));
+  type = json_string_value(json_object_get(event, "type"));
+  object = json_object_get(json_object_get(event, "data"), "object");
+  if (!id || !type || !json_is_object(object)) return ERR_BAD_REQUEST;
+  err_t e;
+  if (!strcmp(type, "customer.subscription.updated") && (e = current_subscription_state(a, &object)) != ERR_OK)
+    return e;
+  const char *account = json_string_value(json_object_get(object, "id"));
+  if (!strcmp(type, "account.updated") && account && (e = payouts_account_changed(account)) != ERR_OK) return e;
+  pay_event ev = {id, type, object, json_integer_value(json_object_get(event, "created")), NULL, 0};
+  if (!strcmp(type, "charge.refunded") && (e = charge_refunds(a, object, &ev)) != ERR_OK) return e;
+  pay_event_effect fx;
+  if ((e = pay_store_apply_event(a, &ev, &fx)) != ERR_OK) return e;
+  *duplicate = fx.duplicate;
+  if (fx.failed) payments_tell_failure(fx.failed);
+  if (fx.refunded) tell_refunds(a, &fx);
+  if (fx.paid) tell_receipt(a, fx.paid);
+  return ERR_OK;
 }
 
 /* A webhook refused: a field's problem ("id: is required") is a validation error. */
@@ -161,17 +199,23 @@ err_t api_webhooks_receive(hs_req *req) {
   problem = payments_webhook_event(req->raw_body, req->raw_len, &event, &id, &type, &object);
   arena_json(&req->arena, event);
   if (problem) return refuse(req, problem);
-  err_t e;
-  if (!strcmp(type, "customer.subscription.updated") && (e = current_subscription_state(req, &object)) != ERR_OK)
-    return e;
-  const char *account = json_string_value(json_object_get(object, "id"));
-  if (!strcmp(type, "account.updated") && account && (e = payouts_account_changed(account)) != ERR_OK)
-    return e == ERR_UNAVAILABLE ? hs_fail(req, e, "Payment processor unavailable") : e;
-  pay_event ev = {id, type, object, json_integer_value(json_object_get(event, "created")), NULL, 0};
-  if (!strcmp(type, "charge.refunded") && (e = charge_refunds(req, object, &ev)) != ERR_OK) return e;
-  pay_event_effect fx;
-  if ((e = pay_store_apply_event(&req->arena, &ev, &fx)) != ERR_OK) return e;
-  if (fx.failed) payments_tell_failure(fx.failed);
-  if (fx.refunded) tell_refunds(req, &fx);
-  return hs_ok(req, json_pack("{s:b,s:b}", "received", 1, "duplicate", fx.duplicate));
+  bool duplicate;
+  err_t e = payments_apply_event(&req->arena, event, &duplicate);
+  if (e == ERR_UNAVAILABLE) return hs_fail(req, e, "Payment processor unavailable");
+  if (e != ERR_OK) return e;
+  return hs_ok(req, json_pack("{s:b,s:b}", "received", 1, "duplicate", duplicate));
 }
+
+/* The simulated processor's events (its disputes), queued as its webhooks would arrive. */
+static bool event_from_queue(json_t *payload, char err[256]) {
+  arena a;
+  arena_init(&a);
+  bool duplicate;
+  err_t e = payments_apply_event(&a, payload, &duplicate);
+  arena_fini(&a);
+  if (e == ERR_OK || e == ERR_BAD_REQUEST) return true;
+  snprintf(err, 256, e == ERR_UNAVAILABLE ? "payment processor unavailable" : "cannot record the event");
+  return false;
+}
+
+void pay_events_init(void) { queue_register("payment_event", event_from_queue); }

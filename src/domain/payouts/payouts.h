@@ -50,13 +50,35 @@ void payouts_follow_premium(payouts_billed_writer write);
  * tip of a job with a provider): records its transfer (once per payment; nothing for other
  * payments), held when the job was reported, waiting when the provider has no enabled account. */
 db_rc payouts_captured_in(db_conn *c, const char *payment_id);
-/* On c, inside the transaction that adds a refund to payment payment_id: the transfer's amount
- * follows (payouts_earned_after_refunds); one not made yet is reduced, cancelled at 0, and
- * released from a report's hold; of one made, the refunded share is reversed in the background. */
+/* On c, inside the transaction that adds a refund (or a lost dispute) to payment payment_id:
+ * the transfer's amount follows (payouts_earned_after_refunds of what the provider bears: the
+ * refunds it shares, prorata, and what lost disputes took); one not made yet is reduced,
+ * cancelled at 0, and released from a report's hold; of one made, the refunded share is
+ * reversed in the background, and what the processor will not reverse becomes the provider's
+ * negative balance, netted from its next transfers. */
 db_rc payouts_refunded_in(db_conn *c, const char *payment_id);
+/* On c, inside the transaction that records a dispute of job_id opened (open) or closed: while
+ * one is open the job's transfers not made yet are held, with no lapse; once none is, they go
+ * out as scheduled (or stay held while an open report's hold runs). */
+db_rc payouts_dispute_in(db_conn *c, const char *job_id, bool open);
+/* On c, inside the transaction that resolves job_id's report by releasing its money: its
+ * transfers held by the report go out as scheduled (not those an open dispute holds). */
+db_rc payouts_release_job_in(db_conn *c, const char *job_id);
+/* What a provider owes the platform, in cents (0 when nothing): Preferred Pro fees billed and
+ * not yet taken from a transfer, and refunded or disputed shares the processor would not
+ * reverse, less what transfers have netted. Its negative is the provider's balance. */
+err_t payouts_owed(arena *a, const char *provider_id, int64_t *owed_cents, int64_t *fees_owed_cents);
+/* The same read, to run with others in one round trip: one row, owed_cents and fees_owed_cents. */
+db_read payouts_read_owed(arena *a, const char *provider_id);
+/* How many providers owe the platform something, and how much in all (cents): for
+ * `marketplace payments reconcile`, which reports it. */
+err_t payouts_owing(int *providers, int64_t *owed_cents);
 /* On c, inside the transaction that records a report of job_id at reported_at: its transfers
- * not made yet are held until reported_at + PAYOUTS_HOLD_MS. */
-db_rc payouts_hold_job_in(db_conn *c, const char *job_id, int64_t reported_at);
+ * not made yet are held until reported_at + PAYOUTS_HOLD_MS; *held_cents: how much they hold. */
+db_rc payouts_hold_job_in(db_conn *c, const char *job_id, int64_t reported_at, int64_t *held_cents);
+/* The job's job and tip transfers, oldest first (to run with other reads: db_query_all): id,
+ * kind, amount_cents, status, hold_until, available_at. */
+db_read payouts_read_job_transfers(arena *a, const char *job_id);
 /* The processor says account_id changed (account.updated): its state is asked of the
  * processor (events may come in any order) and recorded; an account enabled lets its
  * provider's waiting transfers go out, one no longer enabled makes them wait. ERR_OK also for
@@ -73,7 +95,8 @@ err_t payouts_reconcile(int64_t min_age_ms, int *checked, int *corrected);
 bool payouts_unpaid(const char *status);
 bool payouts_paid(const char *status);
 /* The provider's job and tip transfers, for figures: kind, status, amount_cents (what it earns
- * now), created_at (its capture), paid_at and service (of its job). */
+ * now), created_at (its capture), paid_at, service (of its job) and netted_cents (the fee and
+ * balance it paid off). */
 err_t payouts_provider_records(arena *a, const char *provider_id, db_res **out);
 /* The same read, to run with others in one round trip (db_query_all). */
 db_read payouts_read_provider_records(arena *a, const char *provider_id);

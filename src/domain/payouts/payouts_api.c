@@ -101,6 +101,7 @@ const hs_rj_field PAYOUTS_TRANSFER_JSON[] = {
     {"kind", "kind", RJ_STR},
     {"amount", "amount_cents", RJ_MONEY},
     {"reversedAmount", "reversed_cents", RJ_MONEY},
+    {"netted", "netted", RJ_MONEY},
     {"status", "status", RJ_STR},
     {"availableAt", "available_at", RJ_ISO},
     {"paidAt", "paid_at", RJ_ISO},
@@ -127,6 +128,9 @@ err_t api_payouts_list(hs_req *req) {
     jw_key(w, TOTALS[i]);
     jw_money(w, totals->rows ? db_int(totals, 0, i) : 0);
   }
+  int64_t owed = totals->rows ? db_int(totals, 0, 4) : 0;
+  jw_key(w, "balance"); /* negative while the provider owes the platform */
+  jw_money(w, owed > 0 ? -owed : 0);
   jw_obj_end(w);
   hs_page_jw_next(w, &pg);
   jw_obj_end(w);

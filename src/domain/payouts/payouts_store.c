@@ -24,9 +24,19 @@
   " AND a.status = 'enabled') THEN 'scheduled' ELSE 'waiting_for_account' END"
 
 #define UNPAID "('scheduled', 'waiting_for_account', 'on_hold', 'failed')"
-/* a paid transfer sent more than it earns now less its fee: a reversal is due (and as 1 or 0) */
-#define REVERSAL_DUE "sent_cents - reversed_cents > amount_cents - fee_cents"
+/* a paid transfer sent more than it earns now less what it netted (its fee and the balance it
+ * paid off), and the processor was not yet asked for the difference, or refused it (then it
+ * is the provider's balance: debited): a reversal is due (and as 1 or 0) */
+#define REVERSAL_DUE "sent_cents - reversed_cents - debited_cents > amount_cents - fee_cents - netted_cents"
 #define REVERSAL_DUE_FLAG "CASE WHEN " REVERSAL_DUE " THEN 1 ELSE 0 END"
+/* what of a payment the provider bears: the refunds it shares and what lost disputes took */
+#define BORNE(p) "(" p ".refunded_cents - " p ".goodwill_cents + " p ".lost_cents)"
+/* a dispute of the job (SQL expression of its id) is open: its transfers are held */
+#define DISPUTED(job)                                                                                                  \
+  "EXISTS (SELECT 1 FROM disputes d WHERE d.job_id = " job " AND d.status NOT IN ('won', 'lost', 'warning_closed'))"
+/* when the open report of the job (SQL expression of its id) stops holding its money; NULL when none */
+#define REPORT_HOLD(job) "(SELECT rp.created_at + " HOLD_MS_SQL " FROM job_reports rp WHERE rp.job_id = " job " AND rp.status = 'open')"
+#define HOLD_MS_SQL "604800000"
 
 static bool is(const char *a, const char *b) { return a && b && !strcmp(a, b); }
 
@@ -44,10 +54,10 @@ static db_rc told_in(db_conn *c, const char *where, const char *id) {
   arena a;
   arena_init(&a);
   db_res *r;
-  char sql[384];
+  char sql[448];
   snprintf(sql, sizeof sql,
-           "SELECT id, provider_id, job_id, kind, amount_cents, reversed_cents, status, available_at, paid_at, "
-           "failure_reason FROM payout_transfers WHERE %s",
+           "SELECT id, provider_id, job_id, kind, amount_cents, reversed_cents, fee_cents + netted_cents AS netted, "
+           "status, available_at, paid_at, failure_reason FROM payout_transfers WHERE %s",
            where);
   db_rc rc = db_exec(c, &a, &r, sql, DB_ARGS(DB_TEXT(id)));
   const hs_rj *b = rc == DB_OK ? hs_rj_bind(&a, PAYOUTS_TRANSFER_JSON, r) : NULL;
@@ -162,21 +172,27 @@ db_rc po_store_captured_in(db_conn *c, const char *payment_id, bool *added) {
   int64_t now = clock_now_ms();
   *added = false;
   db_rc rc = db_exec(c, &a, &r,
-                     "SELECT p.kind, p.amount_cents, p.refunded_cents, p.job_id, j.provider_id, j.completed_at, "
-                     "q.amount_cents AS quote_cents, rp.created_at AS reported_at "
-                     "FROM payments p JOIN jobs j ON j.id = p.job_id "
+                     "SELECT p.kind, p.amount_cents, " BORNE("p") ", p.job_id, j.provider_id, j.completed_at, "
+                     "q.amount_cents AS quote_cents, rp.created_at AS reported_at, "
+                     "COALESCE(p.authorized_cents, p.amount_cents), CASE WHEN " DISPUTED("p.job_id") " THEN 1 ELSE 0 "
+                     "END FROM payments p JOIN jobs j ON j.id = p.job_id "
                      "LEFT JOIN quotes q ON q.job_id = p.job_id AND q.status = 'ACCEPTED' "
-                     "LEFT JOIN job_reports rp ON rp.job_id = p.job_id "
+                     "LEFT JOIN job_reports rp ON rp.job_id = p.job_id AND rp.status = 'open' "
                      "WHERE p.id = $1 AND p.kind IN ('job', 'tip') AND p.status IN ('PAID', 'REFUNDED') "
                      "AND p.released_at IS NULL AND j.provider_id IS NOT NULL",
                      DB_ARGS(DB_TEXT(payment_id)));
   bool job = rc == DB_OK && r->rows == 1 && is(db_text(r, 0, 0), "job");
   if (rc != DB_OK || r->rows != 1 || (job && db_isnull(r, 0, 6))) goto out; /* nothing a provider earned */
-  int64_t charged = db_int(r, 0, 1), earned = job ? db_int(r, 0, 6) : charged;
+  /* a partial capture earns the provider its share of what was captured */
+  int64_t charged = db_int(r, 0, 1), authorized = db_int(r, 0, 8);
+  int64_t earned = !job                               ? charged
+                   : authorized > 0 && charged < authorized ? (db_int(r, 0, 6) * charged + authorized / 2) / authorized
+                                                      : db_int(r, 0, 6);
   int64_t amount = payouts_earned_after_refunds(earned, charged, db_int(r, 0, 2));
   int64_t done = db_isnull(r, 0, 5) ? now : db_int(r, 0, 5);
   int64_t reported = db_isnull(r, 0, 7) ? 0 : db_int(r, 0, 7);
-  bool held = reported && reported + PAYOUTS_HOLD_MS > now;
+  bool disputed = db_int(r, 0, 9) == 1;
+  bool held = disputed || (reported && reported + PAYOUTS_HOLD_MS > now);
   char id[ID_LEN + 1];
   id_new(id);
   db_res *ins;
@@ -190,7 +206,8 @@ db_rc po_store_captured_in(db_conn *c, const char *payment_id, bool *added) {
                        DB_TEXT(amount == 0 ? "cancelled"
                                : held      ? "on_hold"
                                            : "next"),
-                       DB_INT(done + PAYOUTS_WINDOW_MS), held ? DB_INT(reported + PAYOUTS_HOLD_MS) : DB_NULL,
+                       DB_INT(done + PAYOUTS_WINDOW_MS),
+                       held && !disputed ? DB_INT(reported + PAYOUTS_HOLD_MS) : DB_NULL,
                        DB_INT(clock_sequence()), DB_INT(now)));
   *added = rc == DB_OK && ins->changes == 1;
   if (*added) rc = told_in(c, "id = $1", id);
@@ -213,26 +230,33 @@ db_rc po_store_refunded_in(db_conn *c, const char *payment_id) {
   int64_t now = clock_now_ms();
   db_rc rc = db_exec(c, &a, &r,
                      "SELECT t.id, t.provider_id, t.earned_cents, t.amount_cents, t.fee_cents, t.status, t.pending_op, "
-                     "p.amount_cents, p.refunded_cents FROM payout_transfers t JOIN payments p ON p.id = t.payment_id "
-                     "WHERE t.payment_id = $1",
+                     "p.amount_cents, " BORNE("p") ", t.netted_cents, CASE WHEN " DISPUTED("t.job_id") " THEN 1 "
+                     "ELSE 0 END FROM payout_transfers t JOIN payments p ON p.id = t.payment_id WHERE t.payment_id = $1",
                      DB_ARGS(DB_TEXT(payment_id)));
   if (rc != DB_OK || r->rows != 1) goto out;
   const char *id = db_text(r, 0, 0), *provider = db_text(r, 0, 1), *status = db_text(r, 0, 5);
   int64_t amount = payouts_earned_after_refunds(db_int(r, 0, 2), db_int(r, 0, 7), db_int(r, 0, 8));
   int64_t fee = db_int(r, 0, 4) < amount ? db_int(r, 0, 4) : amount;
-  bool idle = db_isnull(r, 0, 6);
+  int64_t netted = db_int(r, 0, 9) < amount - fee ? db_int(r, 0, 9) : amount - fee;
+  bool idle = db_isnull(r, 0, 6), disputed = db_int(r, 0, 10) == 1;
   if (amount == db_int(r, 0, 3)) goto out; /* this refund takes nothing of the provider's */
-  /* a refund ends a report's hold: what is left goes out, as scheduled */
+  /* a refund ends a report's hold (not a dispute's): what is left goes out, as scheduled */
   rc = db_exec(c, NULL, NULL,
-               "UPDATE payout_transfers SET amount_cents = $2, fee_cents = $3, "
+               "UPDATE payout_transfers SET amount_cents = $2, fee_cents = $3, netted_cents = $5, "
                "status = CASE WHEN pending_op IS NULL AND status IN " UNPAID " AND $2 = 0 THEN 'cancelled' "
-               "WHEN pending_op IS NULL AND status = 'on_hold' THEN " NEXT_STATUS(
+               "WHEN pending_op IS NULL AND status = 'on_hold' AND $6 = 0 THEN " NEXT_STATUS(
                    "payout_transfers.provider_id") " "
-                                                   "ELSE status END, hold_until = CASE WHEN pending_op IS NULL THEN "
-                                                   "NULL ELSE hold_until END, "
+                                                   "ELSE status END, hold_until = CASE WHEN pending_op IS NULL "
+                                                   "AND $6 = 0 THEN NULL ELSE hold_until END, "
                                                    "updated_at = $4 WHERE id = $1",
-               DB_ARGS(DB_TEXT(id), DB_INT(amount), DB_INT(fee), DB_INT(now)));
+               DB_ARGS(DB_TEXT(id), DB_INT(amount), DB_INT(fee), DB_INT(now), DB_INT(netted), DB_INT(disputed)));
   if (rc == DB_OK) rc = told_in(c, "id = $1", id);
+  /* the balance it paid off shrinks with it; the rest is owed again */
+  if (rc == DB_OK)
+    rc = db_exec(c, NULL, NULL,
+                 "UPDATE payout_debts SET amount_cents = $2, status = CASE WHEN $2 = 0 THEN 'cancelled' ELSE status "
+                 "END, updated_at = $3 WHERE kind = 'netted' AND transfer_id = $1 AND status IN ('scheduled', 'paid')",
+                 DB_ARGS(DB_TEXT(id), DB_INT(-netted), DB_INT(now)));
   /* the fee it carried shrinks with it; the rest is owed again, from the next transfer */
   db_res *fees;
   if (rc == DB_OK)
@@ -242,7 +266,7 @@ db_rc po_store_refunded_in(db_conn *c, const char *payment_id) {
                  "WHERE carrier_id = $1 AND status IN ('scheduled', 'paid') RETURNING id",
                  DB_ARGS(DB_TEXT(id), DB_INT(-fee), DB_INT(now)));
   if (rc == DB_OK) rc = told_each_in(c, fees);
-  if (rc == DB_OK && idle && is(status, "on_hold") && amount > 0)
+  if (rc == DB_OK && idle && is(status, "on_hold") && amount > 0 && !disputed)
     rc = queue_in(c, "payout_provider", "providerId", provider);
   if (rc == DB_OK && idle && is(status, "paid")) rc = queue_in(c, "payout_reverse", "transferId", id);
 out:
@@ -250,16 +274,67 @@ out:
   return rc;
 }
 
-db_rc po_store_hold_in(db_conn *c, const char *job_id, int64_t until) {
+db_rc po_store_hold_in(db_conn *c, const char *job_id, int64_t until, int64_t *held_cents) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  *held_cents = 0;
+  db_rc rc = db_exec(c, &a, &r,
+                     "UPDATE payout_transfers SET status = 'on_hold', hold_until = $2, updated_at = $3 "
+                     "WHERE job_id = $1 AND kind <> 'fee' AND pending_op IS NULL "
+                     "AND status IN ('scheduled', 'waiting_for_account') RETURNING id, amount_cents",
+                     DB_ARGS(DB_TEXT(job_id), DB_INT(until), DB_INT(clock_now_ms())));
+  for (int i = 0; rc == DB_OK && i < r->rows; i++) *held_cents += db_int(r, i, 1);
+  if (rc == DB_OK) rc = told_each_in(c, r);
+  arena_fini(&a);
+  return rc;
+}
+
+db_read po_read_job_transfers(arena *a, const char *job_id) {
+  return db_read_make(a,
+                      "SELECT id, kind, amount_cents, status, hold_until, available_at FROM payout_transfers "
+                      "WHERE job_id = $1 AND kind <> 'fee' ORDER BY seq",
+                      DB_ARGS(DB_TEXT(job_id)));
+}
+
+db_rc po_store_dispute_in(db_conn *c, const char *job_id, bool open) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  int64_t now = clock_now_ms();
+  db_rc rc =
+      open ? db_exec(c, &a, &r,
+                     "UPDATE payout_transfers SET status = 'on_hold', hold_until = NULL, updated_at = $2 "
+                     "WHERE job_id = $1 AND kind <> 'fee' AND pending_op IS NULL "
+                     "AND status IN ('scheduled', 'waiting_for_account', 'on_hold') RETURNING id",
+                     DB_ARGS(DB_TEXT(job_id), DB_INT(now)))
+           /* no dispute open any more: an open report's hold still running keeps them */
+           : db_exec(c, &a, &r,
+                     "UPDATE payout_transfers SET status = CASE WHEN " REPORT_HOLD("payout_transfers.job_id") " > $2 "
+                     "THEN 'on_hold' ELSE " NEXT_STATUS("payout_transfers.provider_id") " END, "
+                     "hold_until = CASE WHEN " REPORT_HOLD("payout_transfers.job_id") " > $2 THEN " REPORT_HOLD(
+                         "payout_transfers.job_id") " ELSE NULL END, updated_at = $2 "
+                                                    "WHERE job_id = $1 AND kind <> 'fee' AND pending_op IS NULL "
+                                                    "AND status = 'on_hold' AND hold_until IS NULL AND NOT " DISPUTED(
+                                                        "payout_transfers.job_id") " RETURNING id, provider_id",
+                     DB_ARGS(DB_TEXT(job_id), DB_INT(now)));
+  if (rc == DB_OK) rc = told_each_in(c, r);
+  if (rc == DB_OK && !open && r->rows > 0) rc = queue_in(c, "payout_provider", "providerId", db_text(r, 0, 1));
+  arena_fini(&a);
+  return rc;
+}
+
+db_rc po_store_release_job_in(db_conn *c, const char *job_id) {
   arena a;
   arena_init(&a);
   db_res *r;
   db_rc rc = db_exec(c, &a, &r,
-                     "UPDATE payout_transfers SET status = 'on_hold', hold_until = $2, updated_at = $3 "
-                     "WHERE job_id = $1 AND kind <> 'fee' AND pending_op IS NULL "
-                     "AND status IN ('scheduled', 'waiting_for_account') RETURNING id",
-                     DB_ARGS(DB_TEXT(job_id), DB_INT(until), DB_INT(clock_now_ms())));
+                     "UPDATE payout_transfers SET status = " NEXT_STATUS("payout_transfers.provider_id") ", "
+                     "hold_until = NULL, updated_at = $2 WHERE job_id = $1 AND kind <> 'fee' AND pending_op IS NULL "
+                     "AND status = 'on_hold' AND hold_until IS NOT NULL RETURNING id, provider_id",
+                     DB_ARGS(DB_TEXT(job_id), DB_INT(clock_now_ms())));
   if (rc == DB_OK) rc = told_each_in(c, r);
+  if (rc == DB_OK && r->rows > 0) rc = queue_in(c, "payout_provider", "providerId", db_text(r, 0, 1));
   arena_fini(&a);
   return rc;
 }
@@ -270,7 +345,7 @@ db_rc po_store_hold_in(db_conn *c, const char *job_id, int64_t until) {
   "t.id, t.provider_id, t.job_id, t.payment_id, t.kind, t.status, t.failure_reason, t.destination, "                   \
   "t.processor_transfer_id, t.pending_op, t.idem_key, pr.email, pr.name, j.service, "                                  \
   "p.processor_payment_intent_id, t.earned_cents, t.amount_cents, t.fee_cents, t.sent_cents, t.reversed_cents, "       \
-  "t.op_cents, t.available_at, t.paid_at, t.op_started_at, t.attempts"
+  "t.op_cents, t.available_at, t.paid_at, t.op_started_at, t.attempts, t.netted_cents"
 
 err_t po_store_get(arena *a, const char *id, transfer_row *out, bool *found) {
   db_res *r;
@@ -285,9 +360,19 @@ err_t po_store_get(arena *a, const char *id, transfer_row *out, bool *found) {
                           db_text(r, 0, 5),  db_text(r, 0, 6),  db_text(r, 0, 7),  db_text(r, 0, 8),  db_text(r, 0, 9),
                           db_text(r, 0, 10), db_text(r, 0, 11), db_text(r, 0, 12), db_text(r, 0, 13), db_text(r, 0, 14),
                           db_int(r, 0, 15),  db_int(r, 0, 16),  db_int(r, 0, 17),  db_int(r, 0, 18),  db_int(r, 0, 19),
-                          db_int(r, 0, 20),  db_int(r, 0, 21),  db_int(r, 0, 22),  db_int(r, 0, 23),  db_int(r, 0, 24)};
+                          db_int(r, 0, 20),  db_int(r, 0, 21),  db_int(r, 0, 22),  db_int(r, 0, 23),  db_int(r, 0, 24),
+                          db_int(r, 0, 25)};
   return ERR_OK;
 }
+
+/* What provider $1 owes: fees_owed_cents (Preferred Pro fees billed, less those transfers
+ * deducted) and debts_owed_cents (refunded shares not reversed, less what transfers netted). */
+#define OWED_SQL                                                                                                       \
+  "SELECT (SELECT COALESCE(SUM(amount_cents), 0) FROM payout_fees WHERE provider_id = $1) + "                          \
+  "(SELECT COALESCE(SUM(amount_cents), 0) FROM payout_transfers WHERE provider_id = $1 "                               \
+  "AND kind = 'fee' AND status IN ('scheduled', 'paid')) AS fees_owed_cents, "                                         \
+  "(SELECT COALESCE(SUM(amount_cents), 0) FROM payout_debts WHERE provider_id = $1 AND status <> 'cancelled') "        \
+  "AS debts_owed_cents"
 
 /* The Preferred Pro fee to deduct from a transfer of amount cents of provider, on c inside its
  * claim: a member's month is billed with its first claim (write records it on the provider),
@@ -296,7 +381,11 @@ static db_rc fee_due_in(db_conn *c, arena *a, const char *provider, int64_t amou
                         payouts_billed_writer write, int64_t *fee) {
   db_res *r;
   *fee = 0;
-  db_rc rc = db_exec(c, a, &r, "SELECT is_premium FROM providers WHERE id = $1", DB_ARGS(DB_TEXT(provider)));
+  /* a member whose cancellation took effect is billed no more (its end came) */
+  db_rc rc = db_exec(c, a, &r,
+                     "SELECT CASE WHEN is_premium = 1 AND (premium_ends_at IS NULL OR premium_ends_at > $2) THEN 1 "
+                     "ELSE 0 END FROM providers WHERE id = $1",
+                     DB_ARGS(DB_TEXT(provider), DB_INT(now)));
   if (rc == DB_OK && r->rows == 1 && db_int(r, 0, 0) == 1) {
     char iso[25], month[8];
     clock_format_iso(now, iso);
@@ -307,15 +396,22 @@ static db_rc fee_due_in(db_conn *c, arena *a, const char *provider, int64_t amou
                  DB_ARGS(DB_TEXT(provider), DB_TEXT(month), DB_INT(PAYOUTS_PREMIUM_FEE_CENTS), DB_INT(now)));
     if (rc == DB_OK && r->rows == 1) rc = write(c, provider, month);
   }
-  if (rc == DB_OK)
-    rc = db_exec(c, a, &r,
-                 "SELECT (SELECT COALESCE(SUM(amount_cents), 0) FROM payout_fees WHERE provider_id = $1) + "
-                 "(SELECT COALESCE(SUM(amount_cents), 0) FROM payout_transfers WHERE provider_id = $1 "
-                 "AND kind = 'fee' AND status IN ('scheduled', 'paid'))",
-                 DB_ARGS(DB_TEXT(provider)));
+  if (rc == DB_OK) rc = db_exec(c, a, &r, OWED_SQL, DB_ARGS(DB_TEXT(provider)));
   if (rc == DB_OK && r->rows == 1) {
     int64_t owed = db_int(r, 0, 0);
     *fee = owed <= 0 ? 0 : owed < amount ? owed : amount;
+  }
+  return rc;
+}
+
+/* What else the provider owes (payout_debts) to net from what is left of a transfer, on c. */
+static db_rc debts_due_in(db_conn *c, arena *a, const char *provider, int64_t left, int64_t *netted) {
+  db_res *r;
+  *netted = 0;
+  db_rc rc = db_exec(c, a, &r, OWED_SQL, DB_ARGS(DB_TEXT(provider)));
+  if (rc == DB_OK && r->rows == 1) {
+    int64_t owed = db_int(r, 0, 1);
+    *netted = owed <= 0 || left <= 0 ? 0 : owed < left ? owed : left;
   }
   return rc;
 }
@@ -366,10 +462,25 @@ err_t po_store_claim(const char *id, payouts_billed_writer write, po_claim *resu
     e = ERR_INTERNAL;
     goto out;
   }
+  int64_t netted = 0;
   e = db_to_err(fee_due_in(c, &a, provider, amount, now, write, &fee));
+  if (!e) e = db_to_err(debts_due_in(c, &a, provider, amount - fee, &netted));
   if (!e)
-    e = db_to_err(db_exec(c, NULL, NULL, "UPDATE payout_transfers SET fee_cents = $2, op_cents = $3 WHERE id = $1",
-                          DB_ARGS(DB_TEXT(id), DB_INT(fee), DB_INT(amount - fee))));
+    e = db_to_err(db_exec(c, NULL, NULL,
+                          "UPDATE payout_transfers SET fee_cents = $2, netted_cents = $3, op_cents = $4 WHERE id = $1",
+                          DB_ARGS(DB_TEXT(id), DB_INT(fee), DB_INT(netted), DB_INT(amount - fee - netted))));
+  if (!e && netted > 0) {
+    char debt_id[ID_LEN + 1];
+    id_new(debt_id);
+    const char *source = arena_printf(&a, "netted-%s", id);
+    e = db_to_err(db_exec(c, NULL, NULL,
+                          "INSERT INTO payout_debts (id, provider_id, kind, job_id, transfer_id, source_key, "
+                          "amount_cents, status, created_at, updated_at) VALUES ($1, $2, 'netted', $3, $4, $5, $6, "
+                          "'scheduled', $7, $7) ON CONFLICT (source_key) DO UPDATE SET amount_cents = "
+                          "excluded.amount_cents, status = 'scheduled', updated_at = excluded.updated_at",
+                          DB_ARGS(DB_TEXT(debt_id), DB_TEXT(provider), DB_TEXT(db_text(t, 0, 1)), DB_TEXT(id),
+                                  DB_TEXT(source), DB_INT(-netted), DB_INT(now))));
+  }
   if (!e && fee > 0) {
     char fee_id[ID_LEN + 1];
     id_new(fee_id);
@@ -391,6 +502,14 @@ out:
   if (e) *result = PO_NOT_DUE;
   arena_fini(&a);
   return e;
+}
+
+/* The balance carrier id netted follows its carrier's outcome (paid, or cancelled), on c. */
+static db_rc debts_follow_in(db_conn *c, const char *id, const char *status, int64_t now) {
+  return db_exec(c, NULL, NULL,
+                 "UPDATE payout_debts SET status = $2, updated_at = $3 WHERE kind = 'netted' AND transfer_id = $1 "
+                 "AND status = 'scheduled'",
+                 DB_ARGS(DB_TEXT(id), DB_TEXT(status), DB_INT(now)));
 }
 
 err_t po_store_record_paid(const transfer_row *t, const char *processor_transfer_id, const po_mail *mail, bool *moved) {
@@ -419,6 +538,7 @@ err_t po_store_record_paid(const transfer_row *t, const char *processor_transfer
                           "WHERE carrier_id = $1 AND status = 'scheduled' RETURNING id",
                           DB_ARGS(DB_TEXT(t->id), DB_INT(now))));
   if (!e && fees) e = db_to_err(told_each_in(c, fees));
+  if (!e && *moved) e = db_to_err(debts_follow_in(c, t->id, "paid", now));
   if (!e && *moved && mail && mail->to) e = db_to_err(mail_enqueue(c, mail->to, mail->subject, mail->body));
   if (!e && reversal_due) e = db_to_err(queue_in(c, "payout_reverse", "transferId", t->id));
   e = db_end(c, e);
@@ -439,7 +559,8 @@ err_t po_store_record_refused(const transfer_row *t, const char *status, const c
     e = db_to_err(
         change_in(c, &a,
                   "UPDATE payout_transfers SET status = CASE WHEN amount_cents = 0 THEN 'cancelled' "
-                  "ELSE $3 END, failure_reason = $4, fee_cents = 0, pending_op = NULL, op_cents = NULL, "
+                  "ELSE $3 END, failure_reason = $4, fee_cents = 0, netted_cents = 0, pending_op = NULL, "
+                  "op_cents = NULL, "
                   "op_started_at = NULL, updated_at = $5 WHERE id = $1 AND pending_op = 'transfer' "
                   "AND idem_key = $2",
                   DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->idem_key), DB_TEXT(status), DB_TEXT(reason), DB_INT(now)), moved));
@@ -451,6 +572,7 @@ err_t po_store_record_refused(const transfer_row *t, const char *status, const c
                           "WHERE carrier_id = $1 AND status = 'scheduled' RETURNING id",
                           DB_ARGS(DB_TEXT(t->id), DB_INT(now))));
   if (!e && fees) e = db_to_err(told_each_in(c, fees));
+  if (!e && *moved) e = db_to_err(debts_follow_in(c, t->id, "cancelled", now));
   e = db_end(c, e);
   if (e) *moved = false;
   arena_fini(&a);
@@ -478,7 +600,8 @@ err_t po_store_claim_reversal(const transfer_row *t, bool *claimed) {
   int64_t now = clock_now_ms();
   return db_to_err(db_changes(claimed,
                               "UPDATE payout_transfers SET pending_op = 'reversal', idem_key = $2, "
-                              "op_cents = sent_cents - reversed_cents - (amount_cents - fee_cents), "
+                              "op_cents = sent_cents - reversed_cents - debited_cents - "
+                              "(amount_cents - fee_cents - netted_cents), "
                               "attempts = attempts + 1, op_started_at = $3, updated_at = $3 WHERE id = $1 "
                               "AND status = 'paid' AND pending_op IS NULL AND processor_transfer_id IS NOT NULL "
                               "AND attempts = $4 AND " REVERSAL_DUE,
@@ -493,12 +616,22 @@ err_t po_store_record_reversal(const transfer_row *t, const char *refused, bool 
   *moved = false;
   db_conn *c;
   err_t e = db_begin(&c);
-  if (!e && refused)
+  if (!e && refused) /* what the processor will not take back is owed: the provider's balance */
     e = db_to_err(db_exec(c, &a, &r,
-                          "UPDATE payout_transfers SET failure_reason = $3, pending_op = NULL, op_cents = NULL, "
-                          "op_started_at = NULL, updated_at = $4 WHERE id = $1 AND pending_op = 'reversal' "
-                          "AND idem_key = $2 RETURNING id",
+                          "UPDATE payout_transfers SET failure_reason = $3, debited_cents = debited_cents + op_cents, "
+                          "pending_op = NULL, op_cents = NULL, op_started_at = NULL, updated_at = $4 "
+                          "WHERE id = $1 AND pending_op = 'reversal' AND idem_key = $2 RETURNING " REVERSAL_DUE_FLAG,
                           DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->idem_key), DB_TEXT(refused), DB_INT(now))));
+  if (!e && refused && r->rows == 1) {
+    char debt_id[ID_LEN + 1];
+    id_new(debt_id);
+    e = db_to_err(db_exec(c, NULL, NULL,
+                          "INSERT INTO payout_debts (id, provider_id, kind, job_id, transfer_id, source_key, "
+                          "amount_cents, status, created_at, updated_at) VALUES ($1, $2, 'reversal', $3, $4, $5, $6, "
+                          "'owed', $7, $7) ON CONFLICT (source_key) DO NOTHING",
+                          DB_ARGS(DB_TEXT(debt_id), DB_TEXT(t->provider_id), DB_TEXT(t->job_id), DB_TEXT(t->id),
+                                  DB_TEXT(t->idem_key), DB_INT(t->op_cents), DB_INT(now))));
+  }
   else if (!e)
     e = db_to_err(db_exec(c, &a, &r,
                           "UPDATE payout_transfers SET reversed_cents = reversed_cents + op_cents, "
@@ -510,7 +643,7 @@ err_t po_store_record_reversal(const transfer_row *t, const char *refused, bool 
   *moved = !e && r->rows == 1;
   if (*moved) e = db_to_err(told_in(c, "id = $1", t->id));
   /* a refund that came while this reversal ran takes another share */
-  if (!e && *moved && !refused && db_int(r, 0, 0) == 1)
+  if (!e && *moved && db_int(r, 0, 0) == 1)
     e = db_to_err(queue_in(c, "payout_reverse", "transferId", t->id));
   e = db_end(c, e);
   if (e) *moved = false;
@@ -591,8 +724,9 @@ const hs_keyset TRANSFERS_KEYSET = {"transfers", {{"seq", "seq", 'i', true}, {"i
 err_t po_store_list(arena *a, const char *provider_id, const hs_page *pg, db_res **out) {
   db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(provider_id)};
   return db_to_err(hs_page_query(a, pg,
-                                 "SELECT id, job_id, kind, amount_cents, reversed_cents, status, available_at, paid_at, "
-                                 "failure_reason, seq FROM payout_transfers WHERE provider_id = $1",
+                                 "SELECT id, job_id, kind, amount_cents, reversed_cents, fee_cents + netted_cents AS "
+                                 "netted, status, available_at, paid_at, failure_reason, seq FROM payout_transfers "
+                                 "WHERE provider_id = $1",
                                  args, 1, out));
 }
 
@@ -603,14 +737,31 @@ err_t po_store_totals(arena *a, const char *provider_id, db_res **out) {
       "THEN amount_cents ELSE 0 END), 0), "
       "COALESCE(SUM(CASE WHEN kind <> 'fee' AND status = 'on_hold' THEN amount_cents ELSE 0 END), 0), "
       "COALESCE(SUM(CASE WHEN kind <> 'fee' AND status IN ('paid', 'reversed') THEN sent_cents - reversed_cents "
-      "ELSE 0 END), 0), COALESCE(SUM(reversed_cents), 0) FROM payout_transfers WHERE provider_id = $1",
+      "ELSE 0 END), 0), COALESCE(SUM(reversed_cents), 0), "
+      "(SELECT fees_owed_cents + debts_owed_cents FROM (" OWED_SQL ") o) FROM payout_transfers WHERE provider_id = $1",
       DB_ARGS(DB_TEXT(provider_id))));
 }
 
 db_read po_read_records(arena *a, const char *provider_id) {
   return db_read_make(a,
-                      "SELECT t.kind, t.status, t.amount_cents, t.created_at, t.paid_at, j.service "
-                      "FROM payout_transfers t LEFT JOIN jobs j ON j.id = t.job_id "
-                      "WHERE t.provider_id = $1 AND t.kind <> 'fee' ORDER BY t.seq",
+                      "SELECT t.kind, t.status, t.amount_cents, t.created_at, t.paid_at, j.service, "
+                      "t.fee_cents + t.netted_cents AS netted_cents FROM payout_transfers t "
+                      "LEFT JOIN jobs j ON j.id = t.job_id WHERE t.provider_id = $1 AND t.kind <> 'fee' ORDER BY t.seq",
                       DB_ARGS(DB_TEXT(provider_id)));
+}
+
+db_read po_read_owed(arena *a, const char *provider_id) {
+  return db_read_make(a,
+                      "SELECT fees_owed_cents + debts_owed_cents AS owed_cents, fees_owed_cents FROM (" OWED_SQL ") o",
+                      DB_ARGS(DB_TEXT(provider_id)));
+}
+
+err_t po_store_owing(arena *a, db_res **out) {
+  return db_to_err(db_query(
+      a, out,
+      "SELECT provider_id, SUM(owed) FROM (SELECT provider_id, amount_cents AS owed FROM payout_fees "
+      "UNION ALL SELECT provider_id, amount_cents FROM payout_transfers WHERE kind = 'fee' "
+      "AND status IN ('scheduled', 'paid') UNION ALL SELECT provider_id, amount_cents FROM payout_debts "
+      "WHERE status <> 'cancelled') d GROUP BY provider_id HAVING SUM(owed) > 0 ORDER BY provider_id",
+      NULL, 0));
 }

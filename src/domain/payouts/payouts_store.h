@@ -22,6 +22,7 @@ typedef struct transfer_row {
   const char *email, *name, *service, *source_intent;
   int64_t earned_cents, amount_cents, fee_cents, sent_cents, reversed_cents, op_cents;
   int64_t available_at, paid_at, op_started_at, attempts;
+  int64_t netted_cents; /* the balance it paid off, besides its fee */
 } transfer_row;
 
 /* An email written with a change, in its transaction (to NULL: none). */
@@ -48,7 +49,11 @@ err_t po_store_apply_account(arena *a, const char *processor_id, const char *sta
 
 db_rc po_store_captured_in(db_conn *c, const char *payment_id, bool *added);
 db_rc po_store_refunded_in(db_conn *c, const char *payment_id);
-db_rc po_store_hold_in(db_conn *c, const char *job_id, int64_t until);
+db_rc po_store_hold_in(db_conn *c, const char *job_id, int64_t until, int64_t *held_cents);
+/* The read of payouts_read_job_transfers. */
+db_read po_read_job_transfers(arena *a, const char *job_id);
+db_rc po_store_dispute_in(db_conn *c, const char *job_id, bool open);
+db_rc po_store_release_job_in(db_conn *c, const char *job_id);
 /* po_store_captured_in in a transaction of its own. */
 err_t po_store_captured(const char *payment_id, bool *added);
 
@@ -63,10 +68,11 @@ typedef enum {
 } po_claim;
 /* Claims transfer id when it is scheduled and due and its provider's account enabled (the
  * account's row is locked, so one provider's claims run one after another): writes the
- * request (key transfer-<id>-<attempt>, the account as destination) and the fee it carries:
- * the month's Preferred Pro fee is billed (payout_fees, and write(c, provider, month)) with the
+ * request (key transfer-<id>-<attempt>, the account as destination) and what it nets: the
+ * month's Preferred Pro fee is billed (payout_fees, and write(c, provider, month)) with the
  * month's first claim, and what is still owed of billed fees is deducted, up to the transfer's
- * amount, as a fee row. */
+ * amount, as a fee row; then what the provider owes besides (payout_debts) is netted from what
+ * is left, as a netted row. */
 err_t po_store_claim(const char *id, payouts_billed_writer write, po_claim *result);
 /* Records p's transfer request as made (processor_transfer_id; NULL for one that moved no
  * money: the fee took all of it), its fee row paid, mail written, and the reversal queued of
@@ -84,7 +90,8 @@ err_t po_store_take_over(const transfer_row *t, int64_t stale_before, bool *take
  * what it earns now less its fee, under key reversal-<id>-<attempt>. */
 err_t po_store_claim_reversal(const transfer_row *t, bool *claimed);
 /* Records t's reversal as made (reversed_cents grows; status reversed once all that was sent
- * went back; another reversal queued when a refund came meanwhile) or refused (reason). */
+ * went back; another reversal queued when a refund came meanwhile) or refused (reason): what it
+ * asked for is debited instead, a debt of the provider's (payout_debts), never asked again. */
 err_t po_store_record_reversal(const transfer_row *t, const char *refused, bool *moved);
 
 /* Ends the holds due by now (those transfers scheduled, or waiting for their account). */
@@ -105,9 +112,14 @@ extern const hs_keyset TRANSFERS_KEYSET;
  * status, available_at, paid_at, failure_reason, seq. */
 err_t po_store_list(arena *a, const char *provider_id, const hs_page *pg, db_res **out);
 /* The provider's totals in cents: scheduled (scheduled, waiting for the account or failed),
- * on_hold, paid (what reached the account and stayed) and reversed. */
+ * on_hold, paid (what reached the account and stayed), reversed, and owed (what it owes the
+ * platform: its balance, negated). */
 err_t po_store_totals(arena *a, const char *provider_id, db_res **out);
 /* The read of payouts_provider_records. */
 db_read po_read_records(arena *a, const char *provider_id);
+/* The read of payouts_owed: one row, owed_cents and fees_owed_cents. */
+db_read po_read_owed(arena *a, const char *provider_id);
+/* Providers that owe the platform something: provider_id, owed_cents (for reconcile). */
+err_t po_store_owing(arena *a, db_res **out);
 
 #endif

@@ -63,8 +63,39 @@ db_rc payouts_captured_in(db_conn *c, const char *payment_id) {
 
 db_rc payouts_refunded_in(db_conn *c, const char *payment_id) { return po_store_refunded_in(c, payment_id); }
 
-db_rc payouts_hold_job_in(db_conn *c, const char *job_id, int64_t reported_at) {
-  return po_store_hold_in(c, job_id, reported_at + PAYOUTS_HOLD_MS);
+db_rc payouts_hold_job_in(db_conn *c, const char *job_id, int64_t reported_at, int64_t *held_cents) {
+  return po_store_hold_in(c, job_id, reported_at + PAYOUTS_HOLD_MS, held_cents);
+}
+
+db_read payouts_read_job_transfers(arena *a, const char *job_id) { return po_read_job_transfers(a, job_id); }
+
+db_rc payouts_dispute_in(db_conn *c, const char *job_id, bool open) { return po_store_dispute_in(c, job_id, open); }
+
+db_rc payouts_release_job_in(db_conn *c, const char *job_id) { return po_store_release_job_in(c, job_id); }
+
+db_read payouts_read_owed(arena *a, const char *provider_id) { return po_read_owed(a, provider_id); }
+
+err_t payouts_owing(int *providers, int64_t *owed_cents) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  err_t e = po_store_owing(&a, &r);
+  *providers = 0, *owed_cents = 0;
+  for (int i = 0; e == ERR_OK && i < r->rows; i++) (*providers)++, *owed_cents += db_int(r, i, 1);
+  arena_fini(&a);
+  return e;
+}
+
+err_t payouts_owed(arena *a, const char *provider_id, int64_t *owed_cents, int64_t *fees_owed_cents) {
+  db_read rd = po_read_owed(a, provider_id);
+  db_res *r;
+  err_t e = db_to_err(db_query(a, &r, rd.sql, rd.params, rd.n));
+  *owed_cents = *fees_owed_cents = 0;
+  if (e == ERR_OK && r->rows == 1) {
+    *owed_cents = db_int(r, 0, 0) > 0 ? db_int(r, 0, 0) : 0;
+    *fees_owed_cents = db_int(r, 0, 1) > 0 ? db_int(r, 0, 1) : 0;
+  }
+  return e;
 }
 
 /* ---- accounts ---- */
@@ -113,20 +144,32 @@ static err_t leave(const transfer_row *t) {
   return ERR_UNAVAILABLE;
 }
 
-/* The email of a paid transfer: what was earned, the fee it carried, what was sent. */
+/* The email of a paid transfer: what was earned, what it netted (the Preferred Pro fee, the
+ * balance owed), what was sent. One that netted all of it sends nothing and says so. */
 static po_mail paid_mail(arena *a, const transfer_row *t) {
   bool tip = is(t->kind, "tip");
   const char *service = t->service ? t->service : "home-service";
+  int64_t sent = t->amount_cents - t->fee_cents - t->netted_cents;
   const char *fee =
       t->fee_cents ? arena_printf(a, "Preferred Pro membership fee: -$%.2f\n", (double)t->fee_cents / 100) : "";
-  return (po_mail){t->email, arena_printf(a, "You've been paid $%.2f", (double)(t->amount_cents - t->fee_cents) / 100),
+  const char *owed =
+      t->netted_cents ? arena_printf(a, "Balance you owed (refunds and disputes): -$%.2f\n", (double)t->netted_cents / 100)
+                      : "";
+  const char *subject = sent > 0          ? arena_printf(a, "You've been paid $%.2f", (double)sent / 100)
+                        : t->fee_cents > 0 ? arena_printf(a, "Your Preferred Pro fee of $%.2f was collected",
+                                                          (double)t->fee_cents / 100)
+                                           : "Your earnings paid off your balance";
+  const char *opening =
+      sent > 0 ? arena_printf(a, "We sent $%.2f to your payout account for", (double)sent / 100)
+               : "Nothing was sent to your payout account this time: what was owed took all of what you earned for";
+  return (po_mail){t->email, subject,
                    arena_printf(a,
-                                "Hello %s,\n\nWe sent $%.2f to your payout account for %s %s job (%s).\n\n"
-                                "Earned: $%.2f\n%sSent: $%.2f\n\nIt reaches your bank on your payout account's "
+                                "Hello %s,\n\n%s %s %s job (%s).\n\n"
+                                "Earned: $%.2f\n%s%sSent: $%.2f\n\nIt reaches your bank on your payout account's "
                                 "schedule.\n",
-                                t->name ? t->name : "", (double)(t->amount_cents - t->fee_cents) / 100,
-                                tip ? "the tip of your" : "your", service, t->job_id ? t->job_id : "",
-                                (double)t->amount_cents / 100, fee, (double)(t->amount_cents - t->fee_cents) / 100)};
+                                t->name ? t->name : "", opening, tip ? "the tip of your" : "your", service,
+                                t->job_id ? t->job_id : "", (double)t->amount_cents / 100, fee, owed,
+                                (double)sent / 100)};
 }
 
 static err_t record_made(arena *a, const transfer_row *t, const char *processor_id) {

@@ -1,6 +1,7 @@
 /* Handlers for /providers/me and its uploads. Keys are stored; URLs are signed when a
  * response is built, so a document URL is always fresh and short-lived. */
 #include "domain/providers/providers_api.h"
+#include "core/clock.h"
 #include "core/jsonx.h"
 #include "core/log.h"
 #include "domain/providers/availability.h"
@@ -26,10 +27,14 @@ static json_t *profile_from_row(db_res *r) {
   json_object_set_new(o, "idDocFront", storage_url_json(db_field(r, 0, "id_doc_front"), URL_TTL_DOCUMENT));
   json_object_set_new(o, "idDocBack", storage_url_json(db_field(r, 0, "id_doc_back"), URL_TTL_DOCUMENT));
   json_object_set_new(o, "availability", availability_json(db_field(r, 0, "availability")));
-  json_object_set_new(o, "isPremium", jx_bool(db_field(r, 0, "is_premium")));
+  const char *ends = db_field(r, 0, "premium_ends_at"); /* a cancelled membership is over at its end */
+  bool premium = db_field(r, 0, "is_premium") && !strcmp(db_field(r, 0, "is_premium"), "1") &&
+                 (!ends || strtoll(ends, NULL, 10) > clock_now_ms());
+  json_object_set_new(o, "isPremium", json_boolean(premium));
   json_object_set_new(o, "premiumSince", jx_iso_or_null(db_field(r, 0, "premium_since")));
   json_object_set_new(o, "preferredProAppliedAt", jx_iso_or_null(db_field(r, 0, "preferred_pro_applied_at")));
   json_object_set_new(o, "premiumBilledMonth", jx_str_or_null(db_field(r, 0, "premium_billed_month")));
+  json_object_set_new(o, "premiumEndsAt", jx_iso_or_null(db_field(r, 0, "premium_ends_at")));
   json_object_set_new(o, "idCheckStatus", jx_str_or_null(db_field(r, 0, "id_check_status")));
   json_object_set_new(o, "idCheckName", jx_str_or_null(db_field(r, 0, "id_check_name")));
   json_object_set_new(o, "idCheckDOB", jx_str_or_null(db_field(r, 0, "id_check_dob")));

@@ -19,6 +19,9 @@ err_t api_providers_schedule(hs_req *req);
 err_t api_providers_availability(hs_req *req);
 err_t api_providers_set_availability(hs_req *req);
 err_t api_providers_preferred_pro(hs_req *req);
+err_t api_providers_preferred_pro_cancel(hs_req *req);
+/* providers_work.c: registers its periodic work (memberships whose end came). */
+void providers_work_init(void);
 /* providers_insights.c */
 err_t api_providers_insights(hs_req *req);
 err_t api_providers_premium_insights(hs_req *req);

@@ -119,16 +119,31 @@ static json_t *top_zip(json_t *by_zip) {
   return best ? json_pack("{s:s,s:o}", "zip", best, "total", jx_money(most)) : json_null();
 }
 
-static json_t *membership_fee(const db_res *pro) {
-  if (!is_set(db_field(pro, 0, "is_premium")))
-    return json_pack("{s:b,s:i,s:s}", "owed", 0, "amount", 0, "reason", "Not a Preferred Pro member");
+/* The Preferred Pro fee as the member sees it: owed while a fee is unpaid (billed and not yet
+ * taken from a transfer, or this month's not billed yet), for how much; the balance owed
+ * besides (owed_row: payouts_read_owed). */
+static json_t *membership_fee(const db_res *pro, const db_res *owed_row) {
+  int64_t owed_all = owed_row->rows ? cell_int(owed_row, 0, "owed_cents") : 0;
+  int64_t fees_owed = owed_row->rows ? cell_int(owed_row, 0, "fees_owed_cents") : 0;
+  int64_t balance = owed_all > 0 ? -owed_all : 0;
+  const char *ends = db_field(pro, 0, "premium_ends_at");
+  int64_t now = clock_now_ms();
+  bool member = is_set(db_field(pro, 0, "is_premium")) && (!ends || strtoll(ends, NULL, 10) > now);
+  if (!member && fees_owed <= 0)
+    return json_pack("{s:b,s:i,s:s,s:o}", "owed", 0, "amount", 0, "reason", "Not a Preferred Pro member", "balance",
+                     jx_money(balance));
   char month[8];
-  period_of(clock_now_ms(), month, 7);
+  period_of(now, month, 7);
   const char *billed = db_field(pro, 0, "premium_billed_month");
-  bool owed = !billed || strcmp(billed, month);
-  return json_pack("{s:b,s:o,s:s,s:s}", "owed", owed, "amount", jx_money(PAYOUTS_PREMIUM_FEE_CENTS), "month", month,
-                   "reason",
-                   owed ? "Preferred Pro membership fee for this month" : "This month's fee is already billed");
+  bool this_month = member && (!billed || strcmp(billed, month));
+  int64_t amount = (fees_owed > 0 ? fees_owed : 0) + (this_month ? PAYOUTS_PREMIUM_FEE_CENTS : 0);
+  const char *reason = fees_owed > 0 && this_month ? "Preferred Pro fees unpaid, this month's included"
+                       : fees_owed > 0             ? "A Preferred Pro fee billed is not paid yet: it is taken from "
+                                                     "your next transfers"
+                       : this_month                ? "Preferred Pro membership fee for this month"
+                                                   : "This month's fee is paid";
+  return json_pack("{s:b,s:o,s:s,s:s,s:b,s:o}", "owed", amount > 0, "amount", jx_money(amount), "month", month,
+                   "reason", reason, "cancelAtMonthEnd", member && ends != NULL, "balance", jx_money(balance));
 }
 
 /* One row of prov_store_reviews. */
@@ -145,8 +160,9 @@ err_t api_providers_insights(hs_req *req) {
   const char *id = req->auth.id;
   db_read reads[] = {prov_read(a, id), prov_read_won_jobs(a, id), payouts_read_provider_records(a, id),
                      prov_read_review_stats(a, id),
-                     prov_read_reviews(a, id, &(const hs_page){.ks = &REVIEWS_KEYSET, .fetch = RECENT_REVIEWS})};
-  err_t e = db_to_err(db_query_all(a, reads, 5)); /* independent reads: one round trip */
+                     prov_read_reviews(a, id, &(const hs_page){.ks = &REVIEWS_KEYSET, .fetch = RECENT_REVIEWS}),
+                     payouts_read_owed(a, id)};
+  err_t e = db_to_err(db_query_all(a, reads, 6)); /* independent reads: one round trip */
   if (e != ERR_OK) return e;
   db_res *pro = reads[0].res, *won = reads[1].res, *moves = reads[2].res, *stats = reads[3].res,
          *reviews = reads[4].res;
@@ -178,7 +194,7 @@ err_t api_providers_insights(hs_req *req) {
   json_object_set_new(out, "incomeByService", in_dollars(t.by_service));
   json_object_set_new(out, "topZip", top_zip(t.by_zip));
   json_object_set_new(out, "annualIncomeByService", annual);
-  json_object_set_new(out, "membershipFee", membership_fee(pro));
+  json_object_set_new(out, "membershipFee", membership_fee(pro, reads[5].res));
   json_object_set_new(out, "pendingIncome",
                       json_pack("{s:o,s:o,s:o,s:o}", "scheduled", jx_money(t.scheduled_total), "scheduledByService",
                                 in_dollars(t.scheduled), "awaitingTransfer", jx_money(t.awaiting_total),

@@ -52,7 +52,14 @@ err_t prov_store_set_availability(const char *id, const char *json);
 db_rc prov_store_set_billed_month_in(db_conn *c, const char *id, const char *month);
 /* Makes the provider a Preferred Pro member as of now (isPremium, premiumSince,
  * preferredProAppliedAt); ERR_CONFLICT when it already is one. */
-err_t prov_store_join_preferred_pro(const char *id, int64_t now);
+/* Joins Preferred Pro at now, or keeps a membership that was cancelled going (*resumed);
+ * ERR_CONFLICT for a member with no cancellation pending. */
+err_t prov_store_join_preferred_pro(const char *id, int64_t now, bool *resumed);
+/* Cancels a membership at ends_at (the next month's start; one cancelled already keeps its end,
+ * in *ends); ERR_CONFLICT when not a member. */
+err_t prov_store_cancel_preferred_pro(const char *id, int64_t now, int64_t ends_at, int64_t *ends);
+/* Ends the memberships whose end came by now. */
+err_t prov_store_end_preferred_pro(int64_t now, int *ended);
 /* One row per job the provider won (quote ACCEPTED) that is not cancelled: service, zip,
  * status, accepted_at, completed_at, amount_cents (the quote's), pay_status (the job
  * payment's, or NULL) and tip_cents (captured tips). */

@@ -61,18 +61,52 @@ db_rc prov_store_set_billed_month_in(db_conn *c, const char *id, const char *mon
                  DB_ARGS(DB_TEXT(id), DB_TEXT(month), DB_INT(clock_now_ms())));
 }
 
-err_t prov_store_join_preferred_pro(const char *id, int64_t now) {
+err_t prov_store_join_preferred_pro(const char *id, int64_t now, bool *resumed) {
   arena a;
   arena_init(&a);
   db_res *r;
-  /* the condition decides concurrent applications: one changes the row, the others none */
+  *resumed = false;
+  /* the condition decides concurrent applications: one changes the row, the others none; a
+     member whose cancellation has not taken effect yet keeps the membership going instead */
   db_rc rc = db_query(&a, &r,
-                      "UPDATE providers SET is_premium = 1, premium_since = $2, preferred_pro_applied_at = $2, "
-                      "updated_at = $2 WHERE id = $1 AND is_premium = 0",
+                      "UPDATE providers SET is_premium = 1, premium_since = CASE WHEN is_premium = 1 THEN premium_since "
+                      "ELSE $2 END, preferred_pro_applied_at = CASE WHEN is_premium = 1 THEN preferred_pro_applied_at "
+                      "ELSE $2 END, premium_ends_at = NULL, updated_at = $2 WHERE id = $1 AND (is_premium = 0 OR "
+                      "premium_ends_at > $2) RETURNING preferred_pro_applied_at",
                       DB_ARGS(DB_TEXT(id), DB_INT(now)));
-  err_t e = rc != DB_OK ? ERR_INTERNAL : r->changes ? ERR_OK : ERR_CONFLICT;
+  err_t e = rc != DB_OK ? ERR_INTERNAL : r->rows ? ERR_OK : ERR_CONFLICT;
+  if (e == ERR_OK) *resumed = db_int(r, 0, 0) != now;
   arena_fini(&a);
   return e;
+}
+
+err_t prov_store_cancel_preferred_pro(const char *id, int64_t now, int64_t ends_at, int64_t *ends) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  *ends = 0;
+  db_rc rc = db_query(&a, &r,
+                      "UPDATE providers SET premium_ends_at = COALESCE(premium_ends_at, $3), updated_at = $2 "
+                      "WHERE id = $1 AND is_premium = 1 AND (premium_ends_at IS NULL OR premium_ends_at > $2) "
+                      "RETURNING premium_ends_at",
+                      DB_ARGS(DB_TEXT(id), DB_INT(now), DB_INT(ends_at)));
+  err_t e = rc != DB_OK ? ERR_INTERNAL : r->rows ? ERR_OK : ERR_CONFLICT;
+  if (e == ERR_OK) *ends = db_int(r, 0, 0);
+  arena_fini(&a);
+  return e;
+}
+
+err_t prov_store_end_preferred_pro(int64_t now, int *ended) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_query(&a, &r,
+                      "UPDATE providers SET is_premium = 0, premium_since = NULL, premium_ends_at = NULL, "
+                      "updated_at = $1 WHERE is_premium = 1 AND premium_ends_at <= $1",
+                      DB_ARGS(DB_INT(now)));
+  *ended = rc == DB_OK ? (int)r->changes : 0;
+  arena_fini(&a);
+  return db_to_err(rc);
 }
 
 db_read prov_read_won_jobs(arena *a, const char *id) {

@@ -7,8 +7,11 @@
 #include "domain/providers/availability.h"
 #include "domain/providers/providers_api.h"
 #include "domain/providers/providers_store.h"
+#include "ext/queue.h"
 #include "http/rowjson.h"
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 err_t api_providers_jobs(hs_req *req) {
   hs_page pg;
@@ -62,8 +65,44 @@ err_t api_providers_set_availability(hs_req *req) {
 }
 
 err_t api_providers_preferred_pro(hs_req *req) {
-  err_t e = prov_store_join_preferred_pro(req->auth.id, clock_now_ms());
+  bool resumed;
+  err_t e = prov_store_join_preferred_pro(req->auth.id, clock_now_ms(), &resumed);
   if (e == ERR_CONFLICT) return hs_fail_code(req, e, "already_member", "You are already a Preferred Pro member");
   if (e != ERR_OK) return e;
-  return hs_ok(req, json_pack("{s:b,s:s}", "ok", 1, "message", "Welcome to Preferred Pro"));
+  return hs_ok(req, json_pack("{s:b,s:s}", "ok", 1, "message",
+                              resumed ? "Your Preferred Pro membership continues" : "Welcome to Preferred Pro"));
+}
+
+/* The first instant (epoch ms, UTC) of the month after the one holding now. */
+static int64_t next_month_start(int64_t now) {
+  time_t t = (time_t)(now / 1000);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  tm.tm_mday = 1, tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+  if (++tm.tm_mon == 12) tm.tm_mon = 0, tm.tm_year++;
+  return (int64_t)timegm(&tm) * 1000;
+}
+
+err_t api_providers_preferred_pro_cancel(hs_req *req) {
+  int64_t now = clock_now_ms(), ends;
+  err_t e = prov_store_cancel_preferred_pro(req->auth.id, now, next_month_start(now), &ends);
+  if (e == ERR_CONFLICT)
+    return hs_fail_code(req, e, ERR_CODE_INVALID_STATE, "You are not a Preferred Pro member");
+  if (e != ERR_OK) return e;
+  return hs_ok(req, json_pack("{s:b,s:b,s:o}", "isPremium", 1, "cancelAtMonthEnd", 1, "endsAt", jx_iso(ends)));
+}
+
+/* Hourly: memberships cancelled for a month that is over end (no fee is billed for later
+ * months: payouts bills only members whose end has not come). */
+static bool end_memberships(json_t *payload, char err[256]) {
+  (void)payload;
+  int ended;
+  if (prov_store_end_preferred_pro(clock_now_ms(), &ended) == ERR_OK) return true;
+  snprintf(err, 256, "cannot end the Preferred Pro memberships due");
+  return false;
+}
+
+void providers_work_init(void) {
+  queue_register("preferred_pro_end", end_memberships);
+  queue_every("preferred_pro_end", 3600LL * 1000);
 }

@@ -26,6 +26,9 @@ err_t api_staff_elevation_list(hs_req *req);
 err_t api_staff_impersonate(hs_req *req);
 err_t api_staff_elevation_deactivate(hs_req *req);
 err_t api_staff_audit_sessions(hs_req *req);
+/* staff_reports.c */
+err_t api_staff_reports(hs_req *req);
+err_t api_staff_report_resolve(hs_req *req);
 
 /* staff_hooks.c: installs the HTTP hooks (token checks, impersonated requests' audit records). */
 void staff_hooks_install(void);

@@ -83,8 +83,21 @@ static json_t *review_json(const db_res *r, int i) {
                    jx_iso_or_null(db_field(r, i, "created_at")));
 }
 
-static json_t *payment_json(const db_res *r, int i) {
-  return json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id", db_field(r, i, "id"), "jobId",
+/* A payments row as staff see it, with its refunds (refunds: rows of staff_store_refunds_of). */
+static json_t *payment_json(const db_res *r, int i, const db_res *refunds) {
+  json_t *list = json_array();
+  const char *id = db_field(r, i, "id"), *dispute = db_field(r, i, "dispute_json");
+  for (int k = 0; k < refunds->rows; k++)
+    if (!strcmp(db_field(refunds, k, "payment_id"), id))
+      json_array_append_new(
+          list, json_pack("{s:s,s:o,s:s,s:s,s:s,s:s,s:o,s:o,s:o}", "id", db_field(refunds, k, "id"), "amount",
+                          jx_money(db_int(refunds, k, db_col(refunds, "amount_cents"))), "reason",
+                          db_field(refunds, k, "reason"), "source", db_field(refunds, k, "source"), "providerShare",
+                          db_field(refunds, k, "provider_share"), "status", db_field(refunds, k, "status"),
+                          "failureReason", jx_str_or_null(db_field(refunds, k, "failure_reason")), "staffId",
+                          jx_str_or_null(db_field(refunds, k, "staff_id")), "createdAt",
+                          jx_iso_or_null(db_field(refunds, k, "created_at"))));
+  return json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id", id, "jobId",
                    db_field(r, i, "job_id"), "kind", db_field(r, i, "kind"), "status", db_field(r, i, "status"),
                    "amount", jx_money(db_int(r, i, db_col(r, "amount_cents"))), "refundedAmount",
                    jx_money(db_int(r, i, db_col(r, "refunded_cents"))), "processorPaymentIntentId",
@@ -92,7 +105,9 @@ static json_t *payment_json(const db_res *r, int i) {
                    jx_str_or_null(db_field(r, i, "failure_reason")), "releasedAt",
                    jx_iso_or_null(db_field(r, i, "released_at")), "createdAt",
                    jx_iso_or_null(db_field(r, i, "created_at")), "updatedAt",
-                   jx_iso_or_null(db_field(r, i, "updated_at")));
+                   jx_iso_or_null(db_field(r, i, "updated_at")), "lostAmount",
+                   jx_money(db_int(r, i, db_col(r, "lost_cents"))), "dispute",
+                   dispute ? jx_parse_or(dispute, json_null()) : json_null(), "refunds", list);
 }
 
 /* The Job JSON of every row of jobs, each with its quotes, review and payment, as a new
@@ -155,11 +170,13 @@ err_t api_staff_customer(hs_req *req) {
       detailed_jobs(req, false, id, jobs, &job_list) != ERR_OK)
     return ERR_INTERNAL;
   arena_json(&req->arena, job_list);
+  db_res *refunds;
   if (staff_store_payments_of(&req->arena, id, &pays) != ERR_OK ||
+      staff_store_refunds_of(&req->arena, id, &refunds) != ERR_OK ||
       target_elevations(req, id, "user", &elevations) != ERR_OK)
     return ERR_INTERNAL;
   json_t *payments = json_array();
-  for (int i = 0; i < pays->rows; i++) json_array_append_new(payments, payment_json(pays, i));
+  for (int i = 0; i < pays->rows; i++) json_array_append_new(payments, payment_json(pays, i, refunds));
   return hs_ok(req, json_pack("{s:o,s:O,s:o,s:o}", "user", customer_json(user), "jobs", job_list, "payments", payments,
                               "elevations", elevations));
 }
@@ -169,7 +186,7 @@ err_t api_staff_customer(hs_req *req) {
 typedef struct ledger_month {
   char month[8]; /* YYYY-MM */
   int jobs;
-  int64_t paid, hold, pending;
+  int64_t paid, hold, pending, netted;
 } ledger_month;
 
 static void month_of(int64_t ms, char out[8]) {
@@ -231,7 +248,9 @@ static json_t *provider_ledger(arena *a, const db_res *jobs, const db_res *moves
     bool paid = payouts_paid(status);
     if (!paid && !payouts_unpaid(status)) continue; /* cancelled: nothing */
     month_of(cell_int(moves, i, paid ? "paid_at" : "created_at"), month);
-    *(paid ? &month_slot(months, &n, month)->paid : &month_slot(months, &n, month)->hold) += amount;
+    ledger_month *m = month_slot(months, &n, month);
+    *(paid ? &m->paid : &m->hold) += amount;
+    if (paid) m->netted += cell_int(moves, i, "netted_cents");
   }
   const char *since = json_string_value(json_object_get(profile, "premiumSince"));
   int64_t since_ms = 0;
@@ -248,10 +267,11 @@ static json_t *provider_ledger(arena *a, const db_res *jobs, const db_res *moves
     const ledger_month *m = &months[i];
     int64_t gross = m->paid + m->hold + m->pending;
     int64_t fee = premium && strcmp(m->month, premium_month) >= 0 ? PAYOUTS_PREMIUM_FEE_CENTS : 0;
-    json_array_append_new(ledger, json_pack("{s:s,s:i,s:o,s:o,s:o,s:o,s:o,s:o}", "month", m->month, "jobs", m->jobs,
-                                            "paidOut", jx_money(m->paid), "inHold", jx_money(m->hold), "pendingCapture",
-                                            jx_money(m->pending), "grossEarnings", jx_money(gross),
-                                            "premiumFeeDeducted", jx_money(fee), "netEarnings", jx_money(gross - fee)));
+    json_array_append_new(ledger, json_pack("{s:s,s:i,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "month", m->month, "jobs",
+                                            m->jobs, "paidOut", jx_money(m->paid), "inHold", jx_money(m->hold),
+                                            "pendingCapture", jx_money(m->pending), "grossEarnings", jx_money(gross),
+                                            "premiumFeeDeducted", jx_money(fee), "netEarnings", jx_money(gross - fee),
+                                            "netted", jx_money(m->netted)));
   }
   return ledger;
 }
@@ -270,9 +290,10 @@ err_t api_staff_provider(hs_req *req) {
   arena_json(&req->arena, job_list);
   if (target_elevations(req, id, "provider", &elevations) != ERR_OK) return ERR_INTERNAL;
   int anticipated;
-  int64_t anticipated_cents;
+  int64_t anticipated_cents, owed, fees_owed;
+  if (payouts_owed(&req->arena, id, &owed, &fees_owed) != ERR_OK) return ERR_INTERNAL;
   json_t *ledger = provider_ledger(&req->arena, jobs, moves, profile, &anticipated, &anticipated_cents);
-  return hs_ok(req, json_pack("{s:O,s:O,s:o,s:i,s:o,s:o}", "provider", profile, "jobs", job_list, "ledger", ledger,
+  return hs_ok(req, json_pack("{s:O,s:O,s:o,s:i,s:o,s:o,s:o}", "provider", profile, "jobs", job_list, "ledger", ledger,
                               "anticipatedJobs", anticipated, "anticipatedTotal", jx_money(anticipated_cents),
-                              "elevations", elevations));
+                              "balance", jx_money(-owed), "elevations", elevations));
 }

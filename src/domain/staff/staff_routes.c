@@ -44,6 +44,21 @@ static const hs_schema impersonate_schema = {impersonate_fields};
 static const hs_field impersonate_staff_fields[] = {{"staffId", F_STRING, F_REQUIRED, LEN(1, 64)}, {0}};
 static const hs_schema impersonate_staff_schema = {impersonate_staff_fields};
 
+static const char *const REPORT_LISTS[] = {"open", "resolved", NULL};
+static const hs_field reports_fields[] = {{"status", F_ENUM, 0, .choices = REPORT_LISTS}, HS_PAGE_FIELDS, {0}};
+static const hs_schema reports_query = {reports_fields};
+
+/* refund: the job's payment (amount: part of it; all that is left without), the provider
+ * bearing its share */
+static const char *const REPORT_ACTIONS[] = {"release", "refund", NULL};
+static const hs_field resolve_fields[] = {
+    {"action", F_ENUM, F_REQUIRED, .choices = REPORT_ACTIONS},
+    {"amount", F_NUMBER, 0, RANGE(0.01, 118000)},
+    {"note", F_STRING, F_REQUIRED, LEN(1, 2000)},
+    {0},
+};
+static const hs_schema resolve_schema = {resolve_fields};
+
 #define SUPPORT (ROLE_CUSTOMER_SUPPORT | ROLE_PROFESSIONAL_SUPPORT)
 
 /* Each request emails the administrator: 10 an hour per staff member. */
@@ -91,6 +106,12 @@ const hs_route staff_routes[] = {
     {HS_POST, "/staff/impersonate-staff", api_staff_impersonate_staff, ROLE_ADMIN, &impersonate_staff_schema,
      .flags = ROUTE_DEV_ONLY | ROUTE_SECRETS, .summary = "A staff token for a staff member (GODMODE)",
      .response = "StaffSession", .errors = ERRORS(ERR_NOT_FOUND)},
+    {HS_GET, "/staff/reports", api_staff_reports, ROLE_CUSTOMER_SUPPORT, .query = &reports_query,
+     .summary = "Customers' reports of completed jobs with the money each holds (newest first)",
+     .response = "JobReportCase[]"},
+    {HS_POST, "/staff/reports/:id/resolve", api_staff_report_resolve, ROLE_CUSTOMER_SUPPORT, &resolve_schema,
+     .flags = ROUTE_SLOW, .summary = "Resolve a report: release the money it holds, or refund the customer",
+     .response = "ReportResolution", .errors = ERRORS(ERR_NOT_FOUND, ERR_CONFLICT)},
     {HS_GET, "/staff/audit/sessions", api_staff_audit_sessions, ROLE_INTERNAL_AUDIT, .query = &HS_PAGE_QUERY,
      .summary = "Every staff member's elevations with their recorded requests (staff newest first)",
      .response = "StaffAudit[]"},

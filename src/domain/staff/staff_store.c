@@ -8,6 +8,8 @@
 #include "core/config.h"
 #include "core/ids.h"
 #include "domain/audit/audit.h"
+#include "domain/jobs/jobs.h"
+#include "domain/payouts/payouts.h"
 #include "ext/mail.h"
 #include <stdio.h>
 #include <string.h>
@@ -236,6 +238,13 @@ err_t staff_store_payments_of(arena *a, const char *user_id, db_res **out) {
               DB_ARGS(DB_TEXT(user_id)));
 }
 
+err_t staff_store_refunds_of(arena *a, const char *user_id, db_res **out) {
+  return rows(a, out,
+              "SELECT r.* FROM payment_refunds r JOIN payments p ON p.id = r.payment_id WHERE p.user_id = $1 "
+              "ORDER BY r.created_at, r.id",
+              DB_ARGS(DB_TEXT(user_id)));
+}
+
 /* ---- elevations ---- */
 
 /* Lapses ACTIVE elevations after 15 minutes and APPROVED ones an hour after their approval, on
@@ -329,5 +338,18 @@ err_t staff_store_elevation_move(elevation_move move, const char *id, const char
   *moved = !e && r->changes == 1;
   e = end_recorded(c, e, *moved ? act : NULL);
   arena_fini(&a);
+  return e;
+}
+
+err_t staff_store_resolve_report(const char *id, const char *job_id, const char *action, const char *note,
+                                 const audit_action *act, bool *resolved) {
+  db_conn *c;
+  *resolved = false;
+  err_t e = db_begin(&c);
+  if (!e) e = db_to_err(jobs_report_resolve_in(c, id, action, note, act->actor_id, clock_now_ms(), resolved));
+  if (!e && *resolved && !strcmp(action, "release")) e = db_to_err(payouts_release_job_in(c, job_id));
+  if (!e && *resolved) e = audit_log_in(c, act); /* the transaction's last write */
+  e = db_end(c, e);
+  if (e) *resolved = false;
   return e;
 }

@@ -79,6 +79,8 @@ err_t staff_store_jobs_of(arena *a, bool provider, const char *id, db_res **out)
 err_t staff_store_quotes_of(arena *a, bool provider, const char *id, db_res **out);
 err_t staff_store_reviews_of(arena *a, bool provider, const char *id, db_res **out);
 /* The customer's payments, newest first. */
+/* The refunds of the customer's payments, oldest first (every column of payment_refunds). */
+err_t staff_store_refunds_of(arena *a, const char *user_id, db_res **out);
 err_t staff_store_payments_of(arena *a, const char *user_id, db_res **out);
 
 /* ---- elevations ---- */
@@ -105,5 +107,11 @@ typedef enum { MOVE_APPROVE, MOVE_DENY, MOVE_ACTIVATE, MOVE_DEACTIVATE, MOVE_END
  * (nothing changed, nothing recorded). */
 err_t staff_store_elevation_move(elevation_move move, const char *id, const char *owner, const audit_action *act,
                                  bool *moved);
+
+/* Resolves report id (of job_id) as action ("release": the money its report holds goes out
+ * as scheduled; "refund": refunded already by the caller) with note, audited, in one
+ * transaction; *resolved false when it was not open. */
+err_t staff_store_resolve_report(const char *id, const char *job_id, const char *action, const char *note,
+                                 const audit_action *act, bool *resolved);
 
 #endif

@@ -8,6 +8,7 @@
 #include "core/util.h"
 #include "db/db.h"
 #include "ext/password.h"
+#include "ext/payments.h"
 #include "ext/queue.h"
 #include "http/metrics.h"
 #include "http/ratelimit.h"
@@ -29,9 +30,14 @@ err_t api_metrics(hs_req *req) {
 
 #define READY_TIMEOUT_MS 1000
 
+/* Ready: the database answers with its migrations current, and the payment processor has not
+ * refused the service's key (a revoked or restricted key stops every payment: an operator's
+ * matter, told here, in the log and in the metrics). */
 err_t api_ready(hs_req *req) {
   char reason[128];
-  if (db_ready(READY_TIMEOUT_MS, reason)) return hs_ok(req, json_pack("{s:s}", "status", "ready"));
+  bool ready = db_ready(READY_TIMEOUT_MS, reason);
+  if (ready && payments_unauthorized()) ready = false, snprintf(reason, sizeof reason, "payment processor: unauthorized");
+  if (ready) return hs_ok(req, json_pack("{s:s}", "status", "ready"));
   return hs_reply(req, 503, json_pack("{s:s,s:s}", "status", "unavailable", "reason", reason));
 }
 
