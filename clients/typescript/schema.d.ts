@@ -598,8 +598,42 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Refund a job's captured payment, in part or in full (customer support) */
+        /** Refund a job's captured payment or tip, in part or in full, saying who bears it (customer support) */
         post: operations["postStaffPaymentsByJobIdRefund"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/staff/disputes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Disputes (chargebacks) with their job, parties, deadline and the photos evidence may use */
+        get: operations["getStaffDisputes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/staff/disputes/{id}/evidence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Answer a dispute at the payment processor with text and the job's photos (final) */
+        post: operations["postStaffDisputesByIdEvidence"];
         delete?: never;
         options?: never;
         head?: never;
@@ -857,8 +891,25 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Join Preferred Pro (isPremium from now) */
+        /** Join Preferred Pro (isPremium from now), or keep a cancelled membership going */
         post: operations["postProvidersMePreferredProApply"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/providers/me/preferred-pro/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** End Preferred Pro at the end of this month (no fee for later months) */
+        post: operations["postProvidersMePreferredProCancel"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1769,6 +1820,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/staff/reports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Customers' reports of completed jobs with the money each holds (newest first) */
+        get: operations["getStaffReports"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/staff/reports/{id}/resolve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resolve a report: release the money it holds, or refund the customer */
+        post: operations["postStaffReportsByIdResolve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/staff/audit/sessions": {
         parameters: {
             query?: never;
@@ -2477,6 +2562,7 @@ export interface components {
              * @enum {string}
              */
             status: "PENDING" | "AUTHORIZED" | "PAID" | "FAILED" | "CANCELED" | "REFUNDED";
+            /** @description dollars: what was authorized or charged; once captured, what was captured (less than authorized after a partial capture) */
             amount: number;
             processorPaymentIntentId: string | null;
             /**
@@ -2487,6 +2573,8 @@ export interface components {
             failureReason?: string | null;
             /** @description what was refunded of the captured amount (the whole amount once REFUNDED) */
             refundedAmount?: number;
+            /** @description the payment's latest dispute (chargeback) at the processor, or null when none */
+            dispute?: components["schemas"]["PaymentDispute"] | null;
         };
         JobDetail: {
             customer: {
@@ -2624,8 +2712,18 @@ export interface components {
         };
         Refund: {
             id: string;
+            /**
+             * @description the payment refunded: the job's or its tip
+             * @enum {string}
+             */
+            target: "job" | "tip";
             amount: number;
             reason: string;
+            /**
+             * @description prorata: the provider's transfer gives back its share; none: the platform bears it alone (goodwill)
+             * @enum {string}
+             */
+            providerShare: "prorata" | "none";
             /** @constant */
             status: "SUCCEEDED";
             /** Format: date-time */
@@ -2633,7 +2731,68 @@ export interface components {
         };
         RefundResult: {
             refund: components["schemas"]["Refund"];
-            payment: components["schemas"]["JobPayment"];
+            /** @description every refund the request made (target all: the job's and the tip's) */
+            refunds: components["schemas"]["Refund"][];
+            payment: components["schemas"]["JobPayment"] | null;
+            /** @description the job's tip payment, or null when it has none */
+            tip: components["schemas"]["JobPayment"] | null;
+        };
+        PaymentDispute: {
+            /**
+             * @description the processor's: needs_response until evidence is sent, under_review, then won or lost (warning_*: an inquiry, before a chargeback)
+             * @enum {string}
+             */
+            status: "warning_needs_response" | "warning_under_review" | "warning_closed" | "needs_response" | "under_review" | "won" | "lost";
+            /** @description the processor's reason (fraudulent, product_not_received, ...) */
+            reason: string;
+            /** @description dollars disputed */
+            amount: number;
+            /** Format: date-time */
+            evidenceDueBy: string | null;
+        };
+        Dispute: {
+            id: string;
+            processorDisputeId: string;
+            jobId: string;
+            paymentId: string;
+            /** @enum {string} */
+            paymentKind: "job" | "tip" | "duplicate";
+            /** @enum {string} */
+            status: "warning_needs_response" | "warning_under_review" | "warning_closed" | "needs_response" | "under_review" | "won" | "lost";
+            reason: string;
+            amount: number;
+            /** @description what the lost dispute took (0 until lost): borne as a refund would be */
+            lostAmount: number;
+            /** Format: date-time */
+            evidenceDueBy: string | null;
+            /** @description the processor withdrew the amount from the platform's balance (given back when won) */
+            fundsWithdrawn: boolean;
+            /** Format: date-time */
+            evidenceSubmittedAt: string | null;
+            /** Format: date-time */
+            closedAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            job: {
+                service: string;
+                status: string;
+            };
+            customer: {
+                id: string;
+                name: string;
+                email: string;
+            };
+            provider: {
+                id: string;
+                name: string;
+            } | null;
+            /** @description the job's photos that evidence may include (fileIds of POST /staff/disputes/:id/evidence) */
+            files: {
+                id: string;
+                /** @enum {string} */
+                source: "job" | "before" | "after" | "message";
+                url: string;
+            }[];
         };
         WebhookReceipt: {
             /** @constant */
@@ -2669,6 +2828,8 @@ export interface components {
             amount: number;
             /** @description dollars that went back from the provider's account since it was paid */
             reversedAmount: number;
+            /** @description dollars kept back from it for what the provider owed: the Preferred Pro fee and a negative balance (refunded or disputed shares the processor would not reverse); it sends amount - netted */
+            netted: number;
             /** @enum {string} */
             status: "scheduled" | "waiting_for_account" | "on_hold" | "paid" | "reversed" | "failed" | "cancelled";
             /**
@@ -2685,12 +2846,14 @@ export interface components {
             totals: {
                 /** @description to be paid: scheduled, waiting for the account, or failed */
                 scheduled: number;
-                /** @description held by a report */
+                /** @description held by a report or an open dispute */
                 onHold: number;
                 /** @description what reached the provider's account and stayed */
                 paid: number;
                 /** @description what went back */
                 reversed: number;
+                /** @description 0, or negative while the provider owes the platform (Preferred Pro fees not yet taken, refunded or disputed shares the processor would not reverse): netted from the next transfers, and nothing is paid out until it is settled */
+                balance: number;
             };
             /** @description the next page's cursor, when a paged request (limit or cursor) has one */
             nextCursor?: string;
@@ -2724,10 +2887,16 @@ export interface components {
                 [key: string]: components["schemas"]["AmountByService"];
             };
             membershipFee: {
+                /** @description a Preferred Pro fee is unpaid: billed and not yet taken from a transfer, or this month's not billed yet */
                 owed: boolean;
+                /** @description what is unpaid (dollars) */
                 amount: number;
                 month?: string;
                 reason?: string;
+                /** @description the membership was cancelled and ends with this month */
+                cancelAtMonthEnd?: boolean;
+                /** @description the provider's balance: 0, or negative while it owes the platform (fees and refunded or disputed shares); netted from its next transfers */
+                balance?: number;
             };
             pendingIncome: {
                 scheduled: number;
@@ -2797,6 +2966,20 @@ export interface components {
             /** @constant */
             ok: true;
             message: string;
+        };
+        PreferredProCancellation: {
+            /**
+             * @description the membership lasts to the end of the month
+             * @constant
+             */
+            isPremium: true;
+            /** @constant */
+            cancelAtMonthEnd: true;
+            /**
+             * Format: date-time
+             * @description the start of next month (UTC), when isPremium becomes false; no fee is billed from then
+             */
+            endsAt: string;
         };
         /** @description Nearby jobs of one day that can be quoted in one call, in route order. */
         Bundle: {
@@ -2878,6 +3061,11 @@ export interface components {
             /** Format: date-time */
             preferredProAppliedAt?: string | null;
             premiumBilledMonth?: string | null;
+            /**
+             * Format: date-time
+             * @description a cancelled Preferred Pro membership ends then (the next month's start); null otherwise
+             */
+            premiumEndsAt?: string | null;
             /** @enum {unknown} */
             idCheckStatus: "pending" | "passed" | "review" | "failed" | "error" | null;
             idCheckName?: string | null;
@@ -3114,6 +3302,25 @@ export interface components {
             createdAt?: string;
             /** Format: date-time */
             updatedAt?: string;
+            /** @description what lost disputes took of it */
+            lostAmount?: number;
+            dispute?: components["schemas"]["PaymentDispute"] | null;
+            /** @description its refunds, oldest first, with who bore each */
+            refunds?: {
+                id: string;
+                amount: number;
+                reason: string;
+                /** @enum {string} */
+                source: "staff" | "processor" | "job_reopened" | "duplicate";
+                /** @enum {string} */
+                providerShare: "prorata" | "none";
+                /** @enum {string} */
+                status: "PENDING" | "SUCCEEDED" | "FAILED";
+                failureReason: string | null;
+                staffId: string | null;
+                /** Format: date-time */
+                createdAt: string;
+            }[];
         };
         StaffJob: {
             quotes: components["schemas"]["Quote"][];
@@ -3157,9 +3364,13 @@ export interface components {
                 grossEarnings: number;
                 premiumFeeDeducted: number;
                 netEarnings: number;
+                /** @description what the month's transfers kept back for what the provider owed: the Preferred Pro fee and a negative balance */
+                netted: number;
             }[];
             anticipatedJobs: number;
             anticipatedTotal: number;
+            /** @description 0, or negative while the provider owes the platform (Preferred Pro fees not yet taken, refunded or disputed shares the processor would not reverse): netted from its next transfers */
+            balance: number;
             elevations: components["schemas"]["ElevationRequest"][];
         };
         AuditEvent: {
@@ -3182,6 +3393,53 @@ export interface components {
         StaffAudit: {
             sessions: components["schemas"]["AuditSession"][];
         } & components["schemas"]["StaffFields"];
+        /** @description a customer's report of a completed job, as customer support works it */
+        JobReportCase: {
+            id: string;
+            jobId: string;
+            /** @description null once the customer erased the account (the report is kept 120 days for the dispute window) */
+            customerId: string | null;
+            description: string;
+            /** @enum {string} */
+            status: "open" | "resolved";
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description while open: when the report stops holding the job's money on its own (7 days after it was made)
+             */
+            holdEndsAt: string | null;
+            job: {
+                service: string;
+                status: string;
+                providerId: string | null;
+            };
+            /** @description the provider's transfers for the job held now (by the report, or by an open dispute: holdUntil null) */
+            heldTransfers: {
+                id: string;
+                /** @enum {string} */
+                kind: "job" | "tip";
+                amount: number;
+                /** @constant */
+                status: "on_hold";
+                /** Format: date-time */
+                holdUntil: string | null;
+            }[];
+            resolution: {
+                /** @enum {string} */
+                action: "release" | "refund";
+                note: string;
+                /** @description the staff member's id */
+                resolvedBy: string;
+                /** Format: date-time */
+                resolvedAt: string;
+            } | null;
+        };
+        ReportResolution: {
+            report: components["schemas"]["JobReportCase"];
+            /** @description the refund made (action refund), else null */
+            refund: components["schemas"]["RefundResult"] | null;
+        };
         SupportTicket: {
             id: string;
             accountId: string;
@@ -3302,7 +3560,7 @@ export interface components {
              * @description what went wrong, for programs: the error's kind (not_found, conflict, ...) or a more precise name (validation_failed, invalid_state, ...)
              * @enum {string}
              */
-            code: "bad_request" | "unauthorized" | "payment_failed" | "forbidden" | "not_found" | "conflict" | "payload_too_large" | "unsupported_media_type" | "unprocessable" | "rate_limited" | "header_fields_too_large" | "internal_error" | "service_unavailable" | "gateway_timeout" | "insufficient_storage" | "validation_failed" | "invalid_state" | "invalid_credentials" | "email_taken" | "thread_full" | "idempotency_key_in_use" | "idempotency_key_reused" | "account_busy" | "WITHIN_CANCELLATION_WINDOW" | "verification_required" | "premium_required" | "already_member";
+            code: "bad_request" | "unauthorized" | "payment_failed" | "forbidden" | "not_found" | "conflict" | "payload_too_large" | "unsupported_media_type" | "unprocessable" | "rate_limited" | "header_fields_too_large" | "internal_error" | "service_unavailable" | "gateway_timeout" | "insufficient_storage" | "validation_failed" | "invalid_state" | "invalid_credentials" | "email_taken" | "thread_full" | "idempotency_key_in_use" | "idempotency_key_reused" | "account_busy" | "refund_pending" | "WITHIN_CANCELLATION_WINDOW" | "verification_required" | "premium_required" | "already_member";
             /** @description the input that failed validation (a body or query field, a form field, `body`, or a header such as `Idempotency-Key`) */
             field?: string;
             requestId?: string;
@@ -4897,6 +5155,10 @@ export interface operations {
                 "application/json": {
                     amount?: number | null;
                     reason: string;
+                    /** @enum {string|null} */
+                    target?: "job" | "tip" | "all" | null;
+                    /** @enum {string|null} */
+                    providerShare?: "prorata" | "none" | null;
                 };
             };
         };
@@ -4909,6 +5171,83 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RefundResult"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    getStaffDisputes: {
+        parameters: {
+            query?: {
+                status?: "open" | "closed";
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    Link: components["headers"]["NextPage"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Dispute"][];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postStaffDisputesByIdEvidence: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    text: string;
+                    fileIds?: string[] | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Dispute"];
                 };
             };
             400: components["responses"]["400"];
@@ -5610,6 +5949,40 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postProvidersMePreferredProCancel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreferredProCancellation"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             415: components["responses"]["415"];
@@ -7651,6 +8024,85 @@ export interface operations {
             404: components["responses"]["404"];
             413: components["responses"]["413"];
             415: components["responses"]["415"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    getStaffReports: {
+        parameters: {
+            query?: {
+                status?: "open" | "resolved";
+                /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
+                limit?: number;
+                /** @description otherwise 400 `cursor: is not valid` */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    Link: components["headers"]["NextPage"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobReportCase"][];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postStaffReportsByIdResolve: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    action: "release" | "refund";
+                    amount?: number | null;
+                    note: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportResolution"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];

@@ -121,7 +121,10 @@ bool config_load(char err[256]) {
   CFG.stripe_webhook_secret = env_or("STRIPE_WEBHOOK_SECRET", NULL);
   CFG.stripe_connect_webhook_secret = env_or("STRIPE_CONNECT_WEBHOOK_SECRET", NULL);
   CFG.stripe_premium_price_id = env_or("STRIPE_PREMIUM_PRICE_ID", NULL);
-  CFG.stripe_files_base = env_or("STRIPE_FILES_BASE", "https://files.stripe.com");
+  /* a local stand-in of Stripe (STRIPE_API_BASE moved) serves the file uploads too, as stripe-mock does */
+  CFG.stripe_files_base = env_or("STRIPE_FILES_BASE", strcmp(CFG.stripe_api_base, "https://api.stripe.com")
+                                                          ? CFG.stripe_api_base
+                                                          : "https://files.stripe.com");
   CFG.statement_descriptor_suffix = env_or("STATEMENT_DESCRIPTOR_SUFFIX", NULL);
   if (CFG.statement_descriptor_suffix && !statement_suffix_ok(CFG.statement_descriptor_suffix, err)) return false;
   CFG.s3_endpoint = env_or("S3_ENDPOINT", NULL);

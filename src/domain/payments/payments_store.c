@@ -704,52 +704,51 @@ static db_rc dispute_record_in(db_conn *c, arena *a, const char *id, const char 
   return rc;
 }
 
-/* Applies a charge.dispute.* event (its object a dispute) to the payment of its intent: the
- * dispute recorded (a closed one stays closed, whatever arrives after), the payment's dispute
- * member; on opening, the job's unpaid transfers held, the provider told and customer
- * support emailed; on closing, lost: what it took borne as a refund would be (the provider's
- * transfer reduced or reversed, the rest its balance), then the hold ended. */
-static db_rc apply_dispute(db_conn *c, arena *a, const pay_event *ev) {
-  pay_dispute d;
-  payments_read_dispute(ev->object, &d);
+/* Records dispute d of payment payment_id on c, the event's kind (type; NULL: an answer of the
+ * processor's to the service's own request) saying whether funds moved: the dispute (a closed
+ * one stays closed, whatever arrives after), the payment's dispute member; on opening, the
+ * job's unpaid transfers held, the provider told and customer support emailed; on closing,
+ * lost: what it took borne as a refund would be (the provider's transfer reduced or reversed,
+ * the rest its balance), then the hold ended. Whoever records a change first (an event, or the
+ * evidence's answer) applies its effects; the other finds nothing to do. */
+static db_rc dispute_change_in(db_conn *c, arena *a, const char *payment, pay_dispute *d, const char *type) {
   db_res *p, *r;
   int64_t now = clock_now_ms();
   db_rc rc = db_exec(c, a, &p,
-                     "SELECT p.id, p.job_id, j.provider_id, j.service, u.name FROM payments p "
-                     "JOIN jobs j ON j.id = p.job_id JOIN users u ON u.id = p.user_id "
-                     "WHERE p.processor_payment_intent_id = $1",
-                     DB_ARGS(DB_TEXT(d.intent_id)));
-  if (rc != DB_OK || p->rows != 1 || !d.id[0]) return rc; /* not a charge of ours */
-  const char *payment = db_text(p, 0, 0), *job = db_text(p, 0, 1), *provider = db_text(p, 0, 2);
+                     "SELECT p.job_id, j.provider_id, j.service, u.name FROM payments p "
+                     "JOIN jobs j ON j.id = p.job_id JOIN users u ON u.id = p.user_id WHERE p.id = $1",
+                     DB_ARGS(DB_TEXT(payment)));
+  if (rc != DB_OK || p->rows != 1) return rc;
+  const char *job = db_text(p, 0, 0), *provider = db_text(p, 0, 1);
   char fresh[ID_LEN + 1];
   id_new(fresh);
   rc = db_exec(c, a, &r,
                "INSERT INTO disputes (id, processor_dispute_id, payment_id, job_id, status, reason, amount_cents, "
                "seq, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) "
                "ON CONFLICT (processor_dispute_id) DO NOTHING RETURNING id",
-               DB_ARGS(DB_TEXT(fresh), DB_TEXT(d.id), DB_TEXT(payment), DB_TEXT(job), DB_TEXT(d.status),
-                       DB_TEXT(d.reason[0] ? d.reason : "general"), DB_INT(d.amount), DB_INT(clock_sequence()),
+               DB_ARGS(DB_TEXT(fresh), DB_TEXT(d->id), DB_TEXT(payment), DB_TEXT(job), DB_TEXT(d->status),
+                       DB_TEXT(d->reason[0] ? d->reason : "general"), DB_INT(d->amount), DB_INT(clock_sequence()),
                        DB_INT(now)));
-  bool opened = rc == DB_OK && r->rows == 1 && !pay_dispute_closed(d.status);
+  bool opened = rc == DB_OK && r->rows == 1 && !pay_dispute_closed(d->status);
   if (rc == DB_OK)
     rc = db_exec(c, a, &r, "SELECT id, status, lost_cents, closed_at FROM disputes WHERE processor_dispute_id = $1",
-                 DB_ARGS(DB_TEXT(d.id)));
+                 DB_ARGS(DB_TEXT(d->id)));
   if (rc != DB_OK || r->rows != 1) return rc;
   const char *id = db_text(r, 0, 0);
-  bool was_closed = !db_isnull(r, 0, 3), closing = !was_closed && pay_dispute_closed(d.status);
-  if (was_closed) snprintf(d.status, sizeof d.status, "%s", db_text(r, 0, 1)); /* closed is final */
-  int withdrawn = !strcmp(ev->type, "charge.dispute.funds_withdrawn")    ? 1
-                  : !strcmp(ev->type, "charge.dispute.funds_reinstated") ? 0
-                                                                         : -1;
-  rc = dispute_record_in(c, a, id, payment, &d, withdrawn, now);
+  bool was_closed = !db_isnull(r, 0, 3), closing = !was_closed && pay_dispute_closed(d->status);
+  if (was_closed) snprintf(d->status, sizeof d->status, "%s", db_text(r, 0, 1)); /* closed is final */
+  int withdrawn = type && !strcmp(type, "charge.dispute.funds_withdrawn")    ? 1
+                  : type && !strcmp(type, "charge.dispute.funds_reinstated") ? 0
+                                                                             : -1;
+  rc = dispute_record_in(c, a, id, payment, d, withdrawn, now);
   if (rc == DB_OK && opened) rc = payouts_dispute_in(c, job, true);
-  if (rc == DB_OK && closing && !strcmp(d.status, "lost") && db_int(r, 0, 2) == 0) {
+  if (rc == DB_OK && closing && !strcmp(d->status, "lost") && db_int(r, 0, 2) == 0) {
     rc = db_exec(c, NULL, NULL, "UPDATE disputes SET lost_cents = amount_cents WHERE id = $1", DB_ARGS(DB_TEXT(id)));
     if (rc == DB_OK)
       rc = db_exec(c, NULL, NULL,
                    "UPDATE payments SET lost_cents = CASE WHEN lost_cents + $2 > amount_cents - refunded_cents "
                    "THEN amount_cents - refunded_cents ELSE lost_cents + $2 END WHERE id = $1",
-                   DB_ARGS(DB_TEXT(payment), DB_INT(d.amount)));
+                   DB_ARGS(DB_TEXT(payment), DB_INT(d->amount)));
     if (rc == DB_OK) rc = payouts_refunded_in(c, payment); /* the provider bears its share */
   }
   if (rc == DB_OK && closing) rc = payouts_dispute_in(c, job, false);
@@ -760,27 +759,40 @@ static db_rc apply_dispute(db_conn *c, arena *a, const pay_event *ev) {
                               "The customer disputed the payment for this %s job with their bank ($%.2f, %s). What "
                               "the job earns you is held until the dispute is decided; we answer it with the job's "
                               "photos and messages.",
-                              db_text(p, 0, 3), (double)d.amount / 100, d.reason)
-               : arena_printf(a, "The dispute of the payment for this %s job was decided: %s.", db_text(p, 0, 3),
-                              !strcmp(d.status, "lost") ? "lost, so its amount goes back to the customer"
-                              : !strcmp(d.status, "won") ? "won, so what you earned is paid as scheduled"
-                                                         : "closed");
+                              db_text(p, 0, 2), (double)d->amount / 100, d->reason)
+               : arena_printf(a, "The dispute of the payment for this %s job was decided: %s.", db_text(p, 0, 2),
+                              !strcmp(d->status, "lost") ? "lost, so its amount goes back to the customer"
+                              : !strcmp(d->status, "won") ? "won, so what you earned is paid as scheduled"
+                                                          : "closed");
     notice n = {provider, "provider", opened ? "Payment disputed" : "Dispute decided", body, job};
     rc = notify_in(c, &n);
   }
   if (rc == DB_OK && opened) {
     char due[25] = "no deadline given";
-    if (d.evidence_due_by) clock_format_iso(d.evidence_due_by, due);
+    if (d->evidence_due_by) clock_format_iso(d->evidence_due_by, due);
     rc = notify_staff_in(
-        c, "customer_support", arena_printf(a, "Payment disputed: $%.2f for job %s", (double)d.amount / 100, job),
+        c, "customer_support", arena_printf(a, "Payment disputed: $%.2f for job %s", (double)d->amount / 100, job),
         arena_printf(a,
                      "A customer (%s) disputed the payment %s of job %s with their bank.\n\nAmount: $%.2f\n"
                      "Reason: %s\nStatus: %s\nEvidence due by: %s\nDispute: %s (at the processor: %s)\n\n"
                      "Answer it in the staff portal: GET /staff/disputes, then POST /staff/disputes/%s/evidence "
                      "with the job's photos and messages. Without evidence the dispute is lost.\n",
-                     db_text(p, 0, 4), payment, job, (double)d.amount / 100, d.reason, d.status, due, id, d.id, id));
+                     db_text(p, 0, 3), payment, job, (double)d->amount / 100, d->reason, d->status, due, id, d->id,
+                     id));
   }
   return rc;
+}
+
+/* A charge.dispute.* event (its object a dispute, as the processor has it now) of a charge of
+ * ours: recorded by dispute_change_in; one of a charge the service did not make changes nothing. */
+static db_rc apply_dispute(db_conn *c, arena *a, const pay_event *ev) {
+  pay_dispute d;
+  payments_read_dispute(ev->object, &d);
+  db_res *p;
+  db_rc rc = db_exec(c, a, &p, "SELECT id FROM payments WHERE processor_payment_intent_id = $1",
+                     DB_ARGS(DB_TEXT(d.intent_id)));
+  if (rc != DB_OK || p->rows != 1 || !d.id[0]) return rc;
+  return dispute_change_in(c, a, db_text(p, 0, 0), &d, ev->type);
 }
 
 err_t pay_store_dispute_evidence(const char *id, const char *text, const char *files, const char *staff_id,
@@ -796,9 +808,8 @@ err_t pay_store_dispute_evidence(const char *id, const char *text, const char *f
                           "UPDATE disputes SET evidence_text = $2, evidence_files = $3, evidence_staff_id = $4, "
                           "evidence_submitted_at = $5, updated_at = $5 WHERE id = $1 RETURNING payment_id",
                           DB_ARGS(DB_TEXT(id), DB_TEXT(text), DB_TEXT(files), DB_TEXT(staff_id), DB_INT(now))));
-  if (!e && r->rows == 1) /* its status as the processor answered (events may follow with the same) */
-    e = db_to_err(dispute_record_in(c, &a, id, db_text(r, 0, 0), d, -1, now));
-  if (!e && r->rows == 1) e = db_to_err(told_in(c, db_text(r, 0, 0)));
+  pay_dispute answered = *d; /* as the processor answered: a decision at once is applied now */
+  if (!e && r->rows == 1) e = db_to_err(dispute_change_in(c, &a, db_text(r, 0, 0), &answered, NULL));
   if (!e) e = audit_log_in(c, act);
   e = db_end(c, e);
   arena_fini(&a);

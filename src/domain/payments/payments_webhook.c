@@ -11,7 +11,8 @@
  * the processor's, as Stripe's events no longer include it) the way the service's own are:
  * on the payment, told to the customer, and in the audit trail. payment_intent.succeeded and
  * charge.captured record what was captured (a partial capture: less than held) and send the
- * customer's receipt; charge.dispute.* record disputes (payments_store.c). The simulated
+ * customer's receipt; charge.dispute.* record the dispute as the processor has it now (asked,
+ * as events come in any order: payments_store.c applies it). The simulated
  * processor's events (its disputes) arrive as queued units of work ("payment_event") and are
  * applied the same way. */
 #include "core/clock.h"
@@ -112,6 +113,27 @@ static err_t current_subscription_state(arena *a, json_t **object) {
   return ERR_OK;
 }
 
+/* Dispute events arrive in any order too: the dispute is read as the processor has it now (a
+ * dispute it does not know is recorded as the event says). ERR_UNAVAILABLE when it could not
+ * be asked (the webhook answers 503, so it is delivered again). */
+static err_t current_dispute_state(arena *a, json_t **object) {
+  const char *id = json_string_value(json_object_get(*object, "id"));
+  if (!id) return ERR_OK;
+  pay_dispute d;
+  pay_error pe;
+  pay_rc rc = payments_retrieve_dispute(id, &d, &pe);
+  if (rc == PAY_UNAVAILABLE) return ERR_UNAVAILABLE;
+  if (rc != PAY_OK) return ERR_OK;
+  json_t *fresh = arena_json(a, json_deep_copy(*object));
+  json_object_set_new(fresh, "status", json_string(d.status));
+  json_object_set_new(fresh, "amount", json_integer(d.amount));
+  if (d.reason[0]) json_object_set_new(fresh, "reason", json_string(d.reason));
+  if (d.evidence_due_by)
+    json_object_set_new(fresh, "evidence_details", json_pack("{s:I}", "due_by", (json_int_t)(d.evidence_due_by / 1000)));
+  *object = fresh;
+  return ERR_OK;
+}
+
 #define EVENT_REFUNDS 100
 
 /* The refunds of the charge of a charge.refunded event: its own list, or the processor's. */
@@ -170,6 +192,7 @@ err_t payments_apply_event(arena *a, json_t *event, bool *duplicate) {
     return e;
   const char *account = json_string_value(json_object_get(object, "id"));
   if (!strcmp(type, "account.updated") && account && (e = payouts_account_changed(account)) != ERR_OK) return e;
+  if (!strncmp(type, "charge.dispute.", 15) && (e = current_dispute_state(a, &object)) != ERR_OK) return e;
   pay_event ev = {id, type, object, json_integer_value(json_object_get(event, "created")), NULL, 0};
   if (!strcmp(type, "charge.refunded") && (e = charge_refunds(a, object, &ev)) != ERR_OK) return e;
   pay_event_effect fx;
