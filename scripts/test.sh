@@ -4,7 +4,8 @@
 #     stores, layers included downwards only, route rows only in *_routes.c);
 #  1. build every binary the tests need (the service, its ASan+UBSan build, the unit tests, the
 #     fuzz targets, the bench probe) with make -j2;
-#  2. the unit tests and the fakes' self-tests;
+#  2. the unit tests and the fakes' self-tests (the fake Stripe is held to Stripe's OpenAPI
+#     description, fetched from npm into build/stripe-openapi.json by test-build);
 #  3. the three API passes side by side (SQLite, PostgreSQL, SQLite under ASan+UBSan), each
 #     spread over API_JOBS pytest-xdist workers: the tests mostly wait on sockets and clocks,
 #     so they overlap well; each pass's output goes to build/test-logs/<pass>.log and is shown

@@ -8,7 +8,9 @@
  * (storage keys): the job's photos go as one PDF (service_documentation), the threads' as
  * another (customer_communication), uploaded to the processor first; the customer, the job
  * and its completion date go with them. The submission is final at the processor, so a
- * dispute answered, closed or past its deadline is refused here before anything is sent. */
+ * dispute answered, closed or past its deadline is refused here before anything is sent; a
+ * retry after a lost answer (its files uploaded again, so the processor refuses the key with
+ * other parameters) asks the processor for the dispute and records the submission it holds. */
 #include "core/clock.h"
 #include "core/jsonx.h"
 #include "core/jw.h"
@@ -228,7 +230,13 @@ err_t api_disputes_evidence(hs_req *req) {
   pay_error pe;
   const char *key = arena_printf(&req->arena, "evidence-%s", d.id);
   pay_rc rc = payments_submit_evidence(d.processor_id, &ev, key, &answered, &pe);
-  if (rc == PAY_UNAVAILABLE) return hs_fail(req, ERR_UNAVAILABLE, "Payment processor unavailable");
+  if (rc == PAY_UNAVAILABLE || rc == PAY_IDEMPOTENCY) { /* an earlier answer lost: did it arrive? */
+    pay_error asked;
+    if (payments_retrieve_dispute(d.processor_id, &answered, &asked) == PAY_OK && answered.submissions > 0)
+      rc = PAY_OK;
+  }
+  if (rc == PAY_UNAVAILABLE || rc == PAY_IDEMPOTENCY)
+    return hs_fail(req, ERR_UNAVAILABLE, "Payment processor unavailable");
   if (rc != PAY_OK)
     return hs_fail(req, ERR_CONFLICT,
                    arena_printf(&req->arena, "The payment processor refused the evidence (%s)", pe.message));
