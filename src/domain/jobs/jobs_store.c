@@ -540,7 +540,8 @@ const hs_keyset REPORTS_KEYSET = {"reports", {{"rp.created_at", "created_at", 'i
 
 err_t jobs_reports(arena *a, const char *status, const hs_page *pg, db_res **out) {
   db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(status)};
-  return db_to_err(hs_page_query(a, pg, status ? REPORTS_SQL "rp.status = $1" : REPORTS_SQL "$1 IS NULL", args, 1, out));
+  return db_to_err(status ? hs_page_query(a, pg, REPORTS_SQL "rp.status = $1", args, 1, out)
+                          : hs_page_query(a, pg, REPORTS_SQL "1 = 1", args, 0, out));
 }
 
 err_t jobs_report(arena *a, const char *id, db_res **out) {
