@@ -45,6 +45,7 @@ void pay_intent_from_json(json_t *pi, pay_intent *out) {
   out->capture_before = json_integer_value(json_object_get(card, "capture_before")) * 1000;
   copy(out->card_brand, sizeof out->card_brand, json_string_value(json_object_get(card, "brand")));
   copy(out->card_last4, sizeof out->card_last4, json_string_value(json_object_get(card, "last4")));
+  copy(out->idem_key, sizeof out->idem_key, pay_metadata_key(pi));
   json_t *e = json_object_get(pi, "last_payment_error");
   copy(out->error_code, sizeof out->error_code, json_string_value(json_object_get(e, "code")));
   copy(out->error_message, sizeof out->error_message, json_string_value(json_object_get(e, "message")));

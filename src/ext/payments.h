@@ -43,6 +43,7 @@ typedef struct pay_intent {
   int64_t amount;         /* cents */
   int64_t amount_received; /* cents captured (succeeded): less than amount after a partial capture */
   char card_brand[32], card_last4[8]; /* the card its charge was made on ("" when not known) */
+  char idem_key[PAY_ID_LEN];          /* its metadata[idempotency_key]: the request that made it */
   int64_t capture_before; /* epoch ms after which an uncaptured authorization lapses; 0 when none */
   char error_code[64], error_message[256]; /* last_payment_error of a declined intent */
 } pay_intent;

@@ -626,6 +626,11 @@ err_t pay_store_uncertain(arena *a, int64_t stale_before, int limit, db_res **ou
 
 /* ---- webhook events ---- */
 
+err_t pay_store_knows_intent(const char *intent, bool *known) {
+  return db_to_err(
+      db_exists(known, "SELECT 1 FROM payments WHERE processor_payment_intent_id = $1", DB_ARGS(DB_TEXT(intent))));
+}
+
 err_t pay_store_holds_subscription(const char *subscription_id, bool *holds) {
   arena a;
   arena_init(&a);
@@ -789,8 +794,12 @@ static db_rc apply_dispute(db_conn *c, arena *a, const pay_event *ev) {
   pay_dispute d;
   payments_read_dispute(ev->object, &d);
   db_res *p;
-  db_rc rc = db_exec(c, a, &p, "SELECT id FROM payments WHERE processor_payment_intent_id = $1",
-                     DB_ARGS(DB_TEXT(d.intent_id)));
+  /* an intent whose request's answer is not recorded yet (lost, or still on its way) is known by
+     the request's key, which the intent carries */
+  db_rc rc = db_exec(c, a, &p,
+                     "SELECT id FROM payments WHERE processor_payment_intent_id = $1 "
+                     "UNION SELECT id FROM payments WHERE idem_key = $2",
+                     DB_ARGS(DB_TEXT(d.intent_id), DB_TEXT(ev->intent_key ? ev->intent_key : "")));
   if (rc != DB_OK || p->rows != 1 || !d.id[0]) return rc;
   return dispute_change_in(c, a, db_text(p, 0, 0), &d, ev->type);
 }

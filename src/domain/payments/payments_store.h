@@ -160,6 +160,8 @@ err_t pay_store_recoverable(arena *a, const char *user_id, db_res **out);
  * "reopen": the current payment of a job back to PENDING or QUOTED), job_status. */
 err_t pay_store_uncertain(arena *a, int64_t stale_before, int limit, db_res **out);
 
+/* True when some payment records intent as its PaymentIntent. */
+err_t pay_store_knows_intent(const char *intent, bool *known);
 /* True when some user holds subscription_id as their current subscription. */
 err_t pay_store_holds_subscription(const char *subscription_id, bool *holds);
 /* A verified processor event. created: its `created` (epoch s; 0 when absent). refunds: for
@@ -170,6 +172,7 @@ typedef struct pay_event {
   int64_t created;
   const pay_refund *refunds;
   int nrefunds;
+  const char *intent_key; /* a dispute event: the key of the request that made its intent (its metadata) */
 } pay_event;
 
 /* What applying an event changed, for what follows its transaction. */

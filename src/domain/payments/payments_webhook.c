@@ -134,6 +134,22 @@ static err_t current_dispute_state(arena *a, json_t **object) {
   return ERR_OK;
 }
 
+/* The key of the request that made a disputed intent no payment records yet (its answer lost,
+ * or not recorded yet: a charge is disputed the moment it succeeds), so the dispute finds its
+ * payment by the request written down before it was made. */
+static err_t dispute_intent_key(arena *a, json_t *dispute, const char **key) {
+  const char *intent = json_string_value(json_object_get(dispute, "payment_intent"));
+  bool known;
+  *key = NULL;
+  if (!intent || pay_store_knows_intent(intent, &known) != ERR_OK || known) return ERR_OK;
+  pay_intent pi;
+  pay_error pe;
+  pay_rc rc = payments_retrieve_intent(intent, &pi, &pe);
+  if (rc == PAY_UNAVAILABLE) return ERR_UNAVAILABLE;
+  if (rc == PAY_OK && pi.idem_key[0]) *key = arena_strdup(a, pi.idem_key);
+  return ERR_OK;
+}
+
 #define EVENT_REFUNDS 100
 
 /* The refunds of the charge of a charge.refunded event: its own list, or the processor's. */
@@ -193,7 +209,9 @@ err_t payments_apply_event(arena *a, json_t *event, bool *duplicate) {
   const char *account = json_string_value(json_object_get(object, "id"));
   if (!strcmp(type, "account.updated") && account && (e = payouts_account_changed(account)) != ERR_OK) return e;
   if (!strncmp(type, "charge.dispute.", 15) && (e = current_dispute_state(a, &object)) != ERR_OK) return e;
-  pay_event ev = {id, type, object, json_integer_value(json_object_get(event, "created")), NULL, 0};
+  pay_event ev = {id, type, object, json_integer_value(json_object_get(event, "created")), NULL, 0, NULL};
+  if (!strncmp(type, "charge.dispute.", 15) && (e = dispute_intent_key(a, object, &ev.intent_key)) != ERR_OK)
+    return e;
   if (!strcmp(type, "charge.refunded") && (e = charge_refunds(a, object, &ev)) != ERR_OK) return e;
   pay_event_effect fx;
   if ((e = pay_store_apply_event(a, &ev, &fx)) != ERR_OK) return e;
