@@ -40,6 +40,7 @@ import requests
 from conftest import ADMIN_ENV, Api, WEBHOOK_SECRET, admin_login, free_port, sign_webhook
 from fake_stripe import FakeStripe
 from helpers import error_body, eventually
+from money import assert_money_conserved
 from flow_helpers import fresh_zip, provider as verified_provider
 from staff_helpers import STAFF_ROLES, make_staff
 from test_system import db_rows
@@ -723,7 +724,9 @@ def test_tip_without_a_card_is_400_and_records_nothing(api, server, market):
 
 @pytest.fixture(scope="module")
 def clock_api(make_server):
-    return Api(make_server())
+    api = Api(make_server())
+    yield api
+    assert_money_conserved(api.server)  # after the module's tests: each cent charged is accounted for
 
 
 def advance_days(api, days):
@@ -1217,8 +1220,11 @@ def fake_stripe():
 
 @pytest.fixture(scope="module")
 def stripe_server(make_server, fake_stripe):
-    return make_server(STRIPE_SECRET_KEY="sk_test_fake", STRIPE_API_BASE=fake_stripe.url,
-                       STRIPE_PREMIUM_PRICE_ID=PRICE, **ADMIN_ENV)
+    srv = make_server(STRIPE_SECRET_KEY="sk_test_fake", STRIPE_API_BASE=fake_stripe.url,
+                      STRIPE_PREMIUM_PRICE_ID=PRICE, **ADMIN_ENV)
+    yield srv
+    fake_stripe.reset_controls()
+    assert_money_conserved(srv, fake_stripe)  # after the module's tests: each cent charged is accounted for
 
 
 @pytest.fixture

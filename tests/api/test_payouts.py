@@ -27,6 +27,7 @@ from conftest import ADMIN_ENV, Api, Server, _fail_on, _stop_all, admin_login, s
 from fake_stripe import FakeStripe
 from flow_helpers import accept, customer, ok, post_job, private_zip, provider, quote, step
 from helpers import error_body, eventually, pages
+from money import assert_all_conserved
 from sse_client import Stream
 from staff_helpers import make_staff
 from test_events import settle, stream_schema
@@ -143,7 +144,10 @@ def worlds(make_server, fake_stripe):
                 made[mode] = World(mode, make_server(**ADMIN_ENV))
         return made[mode]
 
-    return get
+    yield get
+    fake_stripe.reset_controls()
+    # after every payout test: each cent charged is accounted for (docs/decisions.md, "Provider balances")
+    assert_all_conserved((world.server, world.fake) for world in made.values())
 
 
 @pytest.fixture(params=["simulated", "stripe"])

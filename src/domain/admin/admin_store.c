@@ -10,6 +10,7 @@
 #include "domain/events/events.h"
 #include "domain/jobs/jobs.h"
 #include "domain/payments/payments.h"
+#include "domain/payouts/payouts.h"
 #include "ext/geo.h"
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +153,7 @@ err_t admin_store_delete_account(const char *role, const char *id, const audit_a
      the commit, and the next acceptance authorizes afresh */
   if (!e && provider) e = db_to_err(payments_release_provider_jobs_in(c, id));
   if (!e && provider) e = db_to_err(jobs_release_provider_in(c, id, now));
+  if (!e && !provider) e = db_to_err(payouts_forget_customer_in(c, id)); /* its payments go: nothing paid for them */
   for (size_t i = 0; !e && i < n; i++) {
     if (!sql[i]) {
       e = db_to_err(jobs_delete_of_customer_in(c, id));

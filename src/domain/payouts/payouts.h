@@ -73,6 +73,9 @@ db_read payouts_read_owed(arena *a, const char *provider_id);
 /* How many providers owe the platform something, and how much in all (cents): for
  * `marketplace payments reconcile`, which reports it. */
 err_t payouts_owing(int *providers, int64_t *owed_cents);
+/* On c, inside the transaction that deletes customer_id's records (GODMODE: its payments go):
+ * the transfers of its payments not made yet are cancelled, so no money goes out for them. */
+db_rc payouts_forget_customer_in(db_conn *c, const char *customer_id);
 /* On c, inside the transaction that records a report of job_id at reported_at: its transfers
  * not made yet are held until reported_at + PAYOUTS_HOLD_MS; *held_cents: how much they hold. */
 db_rc payouts_hold_job_in(db_conn *c, const char *job_id, int64_t reported_at, int64_t *held_cents);

@@ -324,6 +324,21 @@ db_rc po_store_dispute_in(db_conn *c, const char *job_id, bool open) {
   return rc;
 }
 
+db_rc po_store_forget_customer_in(db_conn *c, const char *customer_id) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_exec(c, &a, &r,
+                     "UPDATE payout_transfers SET status = 'cancelled', amount_cents = 0, hold_until = NULL, "
+                     "updated_at = $2 WHERE pending_op IS NULL AND status IN " UNPAID " AND payment_id IN "
+                     "(SELECT id FROM payments WHERE user_id = $1 OR job_id IN "
+                     "(SELECT id FROM jobs WHERE customer_id = $1)) RETURNING id",
+                     DB_ARGS(DB_TEXT(customer_id), DB_INT(clock_now_ms())));
+  if (rc == DB_OK) rc = told_each_in(c, r);
+  arena_fini(&a);
+  return rc;
+}
+
 db_rc po_store_release_job_in(db_conn *c, const char *job_id) {
   arena a;
   arena_init(&a);

@@ -53,6 +53,7 @@ db_rc po_store_hold_in(db_conn *c, const char *job_id, int64_t until, int64_t *h
 /* The read of payouts_read_job_transfers. */
 db_read po_read_job_transfers(arena *a, const char *job_id);
 db_rc po_store_dispute_in(db_conn *c, const char *job_id, bool open);
+db_rc po_store_forget_customer_in(db_conn *c, const char *customer_id);
 db_rc po_store_release_job_in(db_conn *c, const char *job_id);
 /* po_store_captured_in in a transaction of its own. */
 err_t po_store_captured(const char *payment_id, bool *added);

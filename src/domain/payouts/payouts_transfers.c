@@ -73,6 +73,10 @@ db_rc payouts_dispute_in(db_conn *c, const char *job_id, bool open) { return po_
 
 db_rc payouts_release_job_in(db_conn *c, const char *job_id) { return po_store_release_job_in(c, job_id); }
 
+db_rc payouts_forget_customer_in(db_conn *c, const char *customer_id) {
+  return po_store_forget_customer_in(c, customer_id);
+}
+
 db_read payouts_read_owed(arena *a, const char *provider_id) { return po_read_owed(a, provider_id); }
 
 err_t payouts_owing(int *providers, int64_t *owed_cents) {

@@ -61,6 +61,9 @@ db_rc prov_store_set_billed_month_in(db_conn *c, const char *id, const char *mon
                  DB_ARGS(DB_TEXT(id), DB_TEXT(month), DB_INT(clock_now_ms())));
 }
 
+/* a membership that lasts at $2 (joined, and not ended by a cancellation whose end came) */
+#define LIVE "(is_premium = 1 AND (premium_ends_at IS NULL OR premium_ends_at > $2))"
+
 err_t prov_store_join_preferred_pro(const char *id, int64_t now, bool *resumed) {
   arena a;
   arena_init(&a);
@@ -68,11 +71,12 @@ err_t prov_store_join_preferred_pro(const char *id, int64_t now, bool *resumed) 
   *resumed = false;
   /* the condition decides concurrent applications: one changes the row, the others none; a
      member whose cancellation has not taken effect yet keeps the membership going instead */
+  /* (a membership whose end came is over, whether or not the hourly task cleared it yet) */
   db_rc rc = db_query(&a, &r,
-                      "UPDATE providers SET is_premium = 1, premium_since = CASE WHEN is_premium = 1 THEN premium_since "
-                      "ELSE $2 END, preferred_pro_applied_at = CASE WHEN is_premium = 1 THEN preferred_pro_applied_at "
+                      "UPDATE providers SET is_premium = 1, premium_since = CASE WHEN " LIVE " THEN premium_since "
+                      "ELSE $2 END, preferred_pro_applied_at = CASE WHEN " LIVE " THEN preferred_pro_applied_at "
                       "ELSE $2 END, premium_ends_at = NULL, updated_at = $2 WHERE id = $1 AND (is_premium = 0 OR "
-                      "premium_ends_at > $2) RETURNING preferred_pro_applied_at",
+                      "premium_ends_at IS NOT NULL) RETURNING preferred_pro_applied_at",
                       DB_ARGS(DB_TEXT(id), DB_INT(now)));
   err_t e = rc != DB_OK ? ERR_INTERNAL : r->rows ? ERR_OK : ERR_CONFLICT;
   if (e == ERR_OK) *resumed = db_int(r, 0, 0) != now;
@@ -113,8 +117,11 @@ db_read prov_read_won_jobs(arena *a, const char *id) {
   return db_read_make(
       a,
       "SELECT j.service, j.zip, j.status, j.accepted_at, COALESCE(j.completed_at, j.updated_at) AS completed_at, "
-      "q.amount_cents, p.status AS pay_status, p.amount_cents AS pay_cents, p.refunded_cents AS pay_refunded_cents, "
-      "COALESCE((SELECT SUM(t.amount_cents - t.refunded_cents) FROM payments t WHERE t.job_id = j.id "
+      /* what the provider bears: refunds it shares and lost disputes, not the platform's goodwill */
+      "q.amount_cents, p.status AS pay_status, p.amount_cents AS pay_cents, "
+      "p.refunded_cents - p.goodwill_cents + p.lost_cents AS pay_refunded_cents, "
+      "COALESCE((SELECT SUM(t.amount_cents - t.refunded_cents + t.goodwill_cents - t.lost_cents) FROM payments t "
+      "WHERE t.job_id = j.id "
       "AND t.kind = 'tip' AND t.released_at IS NULL AND t.status IN ('PAID', 'REFUNDED')), 0) AS tip_cents "
       "FROM jobs j " WON_QUOTE "LEFT JOIN payments p ON p.job_id = j.id AND p.kind = 'job' AND p.released_at IS NULL "
       "WHERE j.provider_id = $1 AND j.status <> 'CANCELLED' ORDER BY j.seq",
