@@ -29,7 +29,8 @@ import pytest
 
 from conftest import ADMIN_ENV, Api, admin_login
 from fake_stripe import FakeStripe
-from flow_helpers import FORBIDDEN, UNAUTHORIZED, accept, customer, ok, payment_of, post_job, provider, quote, step
+from flow_helpers import (FORBIDDEN, UNAUTHORIZED, accept, customer, ok, payment_of, post_job, private_zip, provider,
+                          quote, step)
 from helpers import error_body, eventually, pages
 from money import assert_all_conserved
 from staff_helpers import make_staff
@@ -779,3 +780,26 @@ def test_stripe_a_revoked_key_makes_the_processor_unauthorized_until_a_probe_suc
         assert [c["status"] for c in captures if c["status"] == 200] == [200]
     finally:
         fake.stop()
+
+
+def test_reports_and_preferred_pro_on_the_shared_server(api):
+    """The report and Preferred Pro routes answer a success on the session's shared server
+    (simulated processor): a completed job reported, listed, released; a membership cancelled."""
+    support = make_staff(api, "customer_support")
+    pro = provider(api, [private_zip()])
+    user = customer(api, pro["body"]["serviceZips"][0], "pm_card_visa")
+    job_id = post_job(api, user)["id"]
+    accept(api, user, quote(api, pro, job_id, 80)["id"])
+    for status in ("ON_THE_WAY", "IN_PROGRESS", "COMPLETED"):
+        step(api, pro, job_id, status)
+    made = ok(api.post(f"/jobs/{job_id}/report", token=user["token"], json={"description": "Not finished"}), 201)
+    rows = [r for page in pages(api, "/staff/reports", support["token"], {"status": "open"}) for r in page
+            if r["id"] == made["id"]]
+    assert [(r["jobId"], r["status"]) for r in rows] == [(job_id, "open")]
+    done = ok(api.post(f"/staff/reports/{made['id']}/resolve", token=support["token"],
+                       json={"action": "release", "note": "Checked with the provider"}))
+    assert (done["report"]["status"], done["report"]["resolution"]["action"], done["refund"]) == \
+        ("resolved", "release", None)
+    ok(api.post("/providers/me/preferred-pro/apply", token=pro["token"]))
+    ended = ok(api.post("/providers/me/preferred-pro/cancel", token=pro["token"]))
+    assert (ended["isPremium"], ended["cancelAtMonthEnd"]) == (True, True)

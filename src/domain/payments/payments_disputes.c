@@ -240,7 +240,7 @@ err_t api_disputes_evidence(hs_req *req) {
   if (rc != PAY_OK)
     return hs_fail(req, ERR_CONFLICT,
                    arena_printf(&req->arena, "The payment processor refused the evidence (%s)", pe.message));
-  char *files = json_dumps(ids ? ids : json_array(), JSON_COMPACT);
+  char *files = ids ? json_dumps(ids, JSON_COMPACT) : NULL;
   const char *files_text = arena_strdup(&req->arena, files ? files : "[]");
   free(files);
   json_t *detail = arena_json(&req->arena, json_pack("{s:s,s:s,s:s,s:O*,s:s}", "disputeId", d.id, "jobId", d.job_id,

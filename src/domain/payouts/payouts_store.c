@@ -274,20 +274,30 @@ out:
   return rc;
 }
 
-db_rc po_store_hold_in(db_conn *c, const char *job_id, int64_t until, int64_t *held_cents) {
+/* Runs a change of one job's transfers on c (an UPDATE ... RETURNING id, provider_id,
+ * amount_cents), tells each changed transfer to its provider, sums what they hold into *cents
+ * (may be NULL), and, when they may go out now (release), queues their provider's due ones. */
+static db_rc moved_in(db_conn *c, const char *sql, const db_val *params, int n, bool release, int64_t *cents) {
   arena a;
   arena_init(&a);
   db_res *r;
-  *held_cents = 0;
-  db_rc rc = db_exec(c, &a, &r,
-                     "UPDATE payout_transfers SET status = 'on_hold', hold_until = $2, updated_at = $3 "
-                     "WHERE job_id = $1 AND kind <> 'fee' AND pending_op IS NULL "
-                     "AND status IN ('scheduled', 'waiting_for_account') RETURNING id, amount_cents",
-                     DB_ARGS(DB_TEXT(job_id), DB_INT(until), DB_INT(clock_now_ms())));
-  for (int i = 0; rc == DB_OK && i < r->rows; i++) *held_cents += db_int(r, i, 1);
+  db_rc rc = db_exec(c, &a, &r, sql, params, n);
+  for (int i = 0; cents && rc == DB_OK && i < r->rows; i++) *cents += db_int(r, i, 2);
   if (rc == DB_OK) rc = told_each_in(c, r);
+  if (rc == DB_OK && release && r->rows > 0) rc = queue_in(c, "payout_provider", "providerId", db_text(r, 0, 1));
   arena_fini(&a);
   return rc;
+}
+
+#define MOVED " RETURNING id, provider_id, amount_cents"
+
+db_rc po_store_hold_in(db_conn *c, const char *job_id, int64_t until, int64_t *held_cents) {
+  *held_cents = 0;
+  return moved_in(c,
+                  "UPDATE payout_transfers SET status = 'on_hold', hold_until = $2, updated_at = $3 "
+                  "WHERE job_id = $1 AND kind <> 'fee' AND pending_op IS NULL "
+                  "AND status IN ('scheduled', 'waiting_for_account')" MOVED,
+                  DB_ARGS(DB_TEXT(job_id), DB_INT(until), DB_INT(clock_now_ms())), false, held_cents);
 }
 
 db_read po_read_job_transfers(arena *a, const char *job_id) {
@@ -298,60 +308,40 @@ db_read po_read_job_transfers(arena *a, const char *job_id) {
 }
 
 db_rc po_store_dispute_in(db_conn *c, const char *job_id, bool open) {
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  int64_t now = clock_now_ms();
-  db_rc rc =
-      open ? db_exec(c, &a, &r,
-                     "UPDATE payout_transfers SET status = 'on_hold', hold_until = NULL, updated_at = $2 "
-                     "WHERE job_id = $1 AND kind <> 'fee' AND pending_op IS NULL "
-                     "AND status IN ('scheduled', 'waiting_for_account', 'on_hold') RETURNING id",
-                     DB_ARGS(DB_TEXT(job_id), DB_INT(now)))
-           /* no dispute open any more: an open report's hold still running keeps them */
-           : db_exec(c, &a, &r,
-                     "UPDATE payout_transfers SET status = CASE WHEN " REPORT_HOLD("payout_transfers.job_id") " > $2 "
-                     "THEN 'on_hold' ELSE " NEXT_STATUS("payout_transfers.provider_id") " END, "
-                     "hold_until = CASE WHEN " REPORT_HOLD("payout_transfers.job_id") " > $2 THEN " REPORT_HOLD(
-                         "payout_transfers.job_id") " ELSE NULL END, updated_at = $2 "
-                                                    "WHERE job_id = $1 AND kind <> 'fee' AND pending_op IS NULL "
-                                                    "AND status = 'on_hold' AND hold_until IS NULL AND NOT " DISPUTED(
-                                                        "payout_transfers.job_id") " RETURNING id, provider_id",
-                     DB_ARGS(DB_TEXT(job_id), DB_INT(now)));
-  if (rc == DB_OK) rc = told_each_in(c, r);
-  if (rc == DB_OK && !open && r->rows > 0) rc = queue_in(c, "payout_provider", "providerId", db_text(r, 0, 1));
-  arena_fini(&a);
-  return rc;
+  db_val args[] = {DB_TEXT(job_id), DB_INT(clock_now_ms())};
+  if (open)
+    return moved_in(c,
+                    "UPDATE payout_transfers SET status = 'on_hold', hold_until = NULL, updated_at = $2 "
+                    "WHERE job_id = $1 AND kind <> 'fee' AND pending_op IS NULL "
+                    "AND status IN ('scheduled', 'waiting_for_account', 'on_hold')" MOVED,
+                    args, 2, false, NULL);
+  /* no dispute open any more: an open report's hold still running keeps them */
+  return moved_in(c,
+                  "UPDATE payout_transfers SET status = CASE WHEN " REPORT_HOLD("payout_transfers.job_id") " > $2 "
+                  "THEN 'on_hold' ELSE " NEXT_STATUS("payout_transfers.provider_id") " END, "
+                  "hold_until = CASE WHEN " REPORT_HOLD("payout_transfers.job_id") " > $2 THEN " REPORT_HOLD(
+                      "payout_transfers.job_id") " ELSE NULL END, updated_at = $2 "
+                                                 "WHERE job_id = $1 AND kind <> 'fee' AND pending_op IS NULL "
+                                                 "AND status = 'on_hold' AND hold_until IS NULL AND NOT " DISPUTED(
+                                                     "payout_transfers.job_id") MOVED,
+                  args, 2, true, NULL);
 }
 
 db_rc po_store_forget_customer_in(db_conn *c, const char *customer_id) {
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  db_rc rc = db_exec(c, &a, &r,
-                     "UPDATE payout_transfers SET status = 'cancelled', amount_cents = 0, hold_until = NULL, "
-                     "updated_at = $2 WHERE pending_op IS NULL AND status IN " UNPAID " AND payment_id IN "
-                     "(SELECT id FROM payments WHERE user_id = $1 OR job_id IN "
-                     "(SELECT id FROM jobs WHERE customer_id = $1)) RETURNING id",
-                     DB_ARGS(DB_TEXT(customer_id), DB_INT(clock_now_ms())));
-  if (rc == DB_OK) rc = told_each_in(c, r);
-  arena_fini(&a);
-  return rc;
+  return moved_in(c,
+                  "UPDATE payout_transfers SET status = 'cancelled', amount_cents = 0, hold_until = NULL, "
+                  "updated_at = $2 WHERE pending_op IS NULL AND status IN " UNPAID " AND payment_id IN "
+                  "(SELECT id FROM payments WHERE user_id = $1 OR job_id IN "
+                  "(SELECT id FROM jobs WHERE customer_id = $1))" MOVED,
+                  DB_ARGS(DB_TEXT(customer_id), DB_INT(clock_now_ms())), false, NULL);
 }
 
 db_rc po_store_release_job_in(db_conn *c, const char *job_id) {
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  db_rc rc = db_exec(c, &a, &r,
-                     "UPDATE payout_transfers SET status = " NEXT_STATUS("payout_transfers.provider_id") ", "
-                     "hold_until = NULL, updated_at = $2 WHERE job_id = $1 AND kind <> 'fee' AND pending_op IS NULL "
-                     "AND status = 'on_hold' AND hold_until IS NOT NULL RETURNING id, provider_id",
-                     DB_ARGS(DB_TEXT(job_id), DB_INT(clock_now_ms())));
-  if (rc == DB_OK) rc = told_each_in(c, r);
-  if (rc == DB_OK && r->rows > 0) rc = queue_in(c, "payout_provider", "providerId", db_text(r, 0, 1));
-  arena_fini(&a);
-  return rc;
+  return moved_in(c,
+                  "UPDATE payout_transfers SET status = " NEXT_STATUS("payout_transfers.provider_id") ", "
+                  "hold_until = NULL, updated_at = $2 WHERE job_id = $1 AND kind <> 'fee' AND pending_op IS NULL "
+                  "AND status = 'on_hold' AND hold_until IS NOT NULL" MOVED,
+                  DB_ARGS(DB_TEXT(job_id), DB_INT(clock_now_ms())), true, NULL);
 }
 
 /* ---- making transfers ---- */
