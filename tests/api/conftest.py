@@ -57,15 +57,22 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "engine_independent: the file tests what does not touch the database "
                             "(HTTP parsing, the OpenAPI document, the client, compression); it runs in the "
                             "SQLite passes only, not again on PostgreSQL")
+    config.addinivalue_line("markers", "pooler_independent: the file tests what a connection pooler in front of "
+                            "PostgreSQL cannot change (services outside that hang, recognition's workers, upload "
+                            "parsing and storage, weather and routing); it runs in the SQLite and PostgreSQL "
+                            "passes, not again behind PgBouncer")
 
 
 def pytest_collection_modifyitems(config, items):
-    """On PostgreSQL, drops the engine-independent files: they test the same code on any engine."""
+    """On PostgreSQL, drops the engine-independent files: they test the same code on any engine;
+    behind PgBouncer, the pooler-independent ones too."""
     if config.getoption("--engine") != "postgres":
         return
+    pooled = config.getoption("--pgbouncer")
     kept, dropped = [], []
     for item in items:
-        (dropped if item.get_closest_marker("engine_independent") else kept).append(item)
+        drop = item.get_closest_marker("engine_independent") or (pooled and item.get_closest_marker("pooler_independent"))
+        (dropped if drop else kept).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept

@@ -30,6 +30,8 @@ from test_providers import (GPS_SECRET, CERT_SIZE, assert_gone, assert_served, c
                             text_image, text_pdf, undecodable_png, upload, upload_insurance, upload_licence, url_query,
                             wait_check, webp_bytes, FILE_URL_RE)
 
+pytestmark = pytest.mark.pooler_independent
+
 BAD_LINK = error_body(403, "Invalid or expired file link")
 PNG_METADATA = [
     (b"tEXt", b"Comment\0taken at 40.7449N 73.9868W " + GPS_SECRET),
