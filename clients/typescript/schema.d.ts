@@ -217,7 +217,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Ask to change the caller's email: a confirmation link goes to the new address */
+        /** Ask to change the caller's email: a confirmation link goes to the new address, a cancel link to the current one (5 an hour per account, 3 a day per address) */
         post: operations["postAuthChangeEmail"];
         delete?: never;
         options?: never;
@@ -232,10 +232,29 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Confirm an email change (the emailed link): the account's email changes */
+        /** The emailed confirmation link: a page whose button confirms (this GET changes nothing) */
         get: operations["getAuthConfirmEmail"];
         put?: never;
-        post?: never;
+        /** Confirm an email change (the page's button): the account's email changes */
+        post: operations["postAuthConfirmEmail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/cancel-email-change": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The cancel link emailed to the current address: a page whose button cancels the change */
+        get: operations["getAuthCancelEmailChange"];
+        put?: never;
+        /** Cancel a pending email change (the page's button) */
+        post: operations["postAuthCancelEmailChange"];
         delete?: never;
         options?: never;
         head?: never;
@@ -251,7 +270,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** End the presented token */
+        /** End the presented token (any kind: customer, provider, staff, administrator) */
         post: operations["postAuthLogout"];
         delete?: never;
         options?: never;
@@ -1615,6 +1634,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/staff/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** End the presented staff or administrator token */
+        post: operations["postStaffLogout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/staff/customers": {
         parameters: {
             query?: never;
@@ -1882,6 +1918,23 @@ export interface paths {
         put?: never;
         /** Log in as an administrator (24-hour token; GODMODE) */
         post: operations["postAdminLogin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** End the presented administrator token */
+        post: operations["postAdminLogout"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3243,8 +3296,11 @@ export interface components {
             /** @enum {string} */
             targetRole: "user" | "provider";
             reason: string;
-            /** @enum {string} */
-            status: "PENDING" | "APPROVED" | "ACTIVE" | "REJECTED" | "DEACTIVATED";
+            /**
+             * @description EXPIRED: a PENDING request nobody answered within 24 hours
+             * @enum {string}
+             */
+            status: "PENDING" | "APPROVED" | "ACTIVE" | "REJECTED" | "DEACTIVATED" | "EXPIRED";
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -4208,7 +4264,89 @@ export interface operations {
                 };
             };
             400: components["responses"]["400"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postAuthConfirmEmail: {
+        parameters: {
+            query: {
+                token: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["400"];
             409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    getAuthCancelEmailChange: {
+        parameters: {
+            query: {
+                token: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["400"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postAuthCancelEmailChange: {
+        parameters: {
+            query: {
+                token: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["400"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -4238,7 +4376,6 @@ export interface operations {
             };
             400: components["responses"]["400"];
             401: components["responses"]["401"];
-            403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             415: components["responses"]["415"];
@@ -5291,10 +5428,7 @@ export interface operations {
     postProvidersMePayoutAccount: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5303,7 +5437,6 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5314,10 +5447,8 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
-            409: components["responses"]["409"];
             413: components["responses"]["413"];
             415: components["responses"]["415"];
-            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -7587,6 +7718,38 @@ export interface operations {
             503: components["responses"]["503"];
         };
     };
+    postStaffLogout: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
     getStaffCustomers: {
         parameters: {
             query?: {
@@ -8175,6 +8338,39 @@ export interface operations {
             413: components["responses"]["413"];
             415: components["responses"]["415"];
             429: components["responses"]["429"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postAdminLogout: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key, method, path and body within 24 hours gets the first answer again (with Idempotent-Replayed: true) and changes nothing. Keys are per account (per client address on open routes). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            422: components["responses"]["422"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];

@@ -130,17 +130,51 @@ db_rc hs_page_query(arena *a, const hs_page *pg, const char *sql, db_val *args, 
   return db_query(a, out, sql, args, n);
 }
 
-/* The request's URL under PUBLIC_URL with its query but `cursor`, then cursor=<next>. */
+/* Appends s percent-encoded (RFC 3986: unreserved characters as they are). */
+static void add_escaped(struct buf *b, const char *s) {
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || strchr("-._~", c))
+      buf_addn(b, s, 1);
+    else
+      buf_addf(b, "%%%02X", c);
+  }
+}
+
+/* Appends a validated query value: text, a number, a boolean, or a list (items joined by ','). */
+static void add_value(struct buf *b, json_t *v) {
+  if (json_is_array(v)) {
+    size_t i;
+    json_t *item;
+    json_array_foreach(v, i, item) {
+      if (i) buf_add(b, "%2C");
+      add_value(b, item);
+    }
+  } else if (json_is_string(v)) {
+    add_escaped(b, json_string_value(v));
+  } else if (json_is_integer(v)) {
+    buf_addf(b, "%lld", (long long)json_integer_value(v));
+  } else if (json_is_real(v)) {
+    buf_addf(b, "%.17g", json_real_value(v));
+  } else if (json_is_boolean(v)) {
+    buf_add(b, json_is_true(v) ? "true" : "false");
+  }
+}
+
+/* The request's URL under PUBLIC_URL with its validated query (the route's declared fields as
+ * parsed, never the raw query string) but `cursor`, then cursor=<next>. */
 static const char *next_url(hs_req *req, const char *next) {
   struct buf b;
   buf_init(&b, BUF_CAP_MAX);
   buf_addf(&b, "%s%s?", CFG.public_url, req->path);
-  const char *q = req->query_string ? req->query_string : "";
-  while (*q) {
-    size_t n = strcspn(q, "&");
-    size_t key = strcspn(q, "=&");
-    if (n && !(key == 6 && !strncmp(q, "cursor", 6))) buf_addn(&b, q, n), buf_add(&b, "&");
-    q += n + (q[n] == '&');
+  const char *key;
+  json_t *v;
+  json_object_foreach(req->query, key, v) {
+    if (!strcmp(key, "cursor")) continue;
+    add_escaped(&b, key);
+    buf_add(&b, "=");
+    add_value(&b, v);
+    buf_add(&b, "&");
   }
   buf_addf(&b, "cursor=%s", next);
   if (buf_result(&b) != BUF_OK) oom();

@@ -21,7 +21,8 @@ DELETED = "Deleted account"
 BUSY_ERROR = "The account has a job that is accepted, on the way or in progress: finish or cancel it first"
 OWNER_ROUTES = [("POST", "/auth/change-password", {"currentPassword": "password123", "newPassword": "new-password-1"}),
                 ("POST", "/auth/change-email", {"currentPassword": "password123", "email": "x@example.com"}),
-                ("POST", "/auth/logout", None), ("POST", "/auth/logout-all", None)]
+                ("POST", "/auth/logout-all", None)]
+GONE = "This link is no longer valid"
 
 
 def me_status(api, account, role="user"):
@@ -118,9 +119,31 @@ def test_ended_tokens_are_kept_only_until_they_would_have_expired(server_factory
 def test_logout_without_a_token_or_with_another_role(api, admin_token):
     error(api.post("/auth/logout"), 401, "Unauthorized")
     error(api.post("/auth/logout", token="not-a-token"), 401, "Unauthorized")
-    error(api.post("/auth/logout", token=admin_token), 403, "Forbidden")
     staff = make_staff(api, "customer_support", admin_token)
     error(api.post("/auth/logout-all", token=staff["token"]), 403, "Forbidden")
+
+
+def test_staff_and_administrator_tokens_log_out(api):
+    """Every token can log out: POST /auth/logout answers a staff or administrator token as any
+    other, and POST /staff/logout and /admin/logout (204) end the caller's token."""
+    from conftest import admin_login
+    for via in ("/auth/logout", "/staff/logout", "/admin/logout"):
+        admin = admin_login(api)
+        staff = make_staff(api, "customer_support", admin)
+        assert ok(api.get("/staff/me", token=staff["token"]))["id"] == staff["id"]
+        holder = admin if via == "/admin/logout" else staff["token"]
+        r = api.post(via, token=holder)
+        assert (r.status_code, r.json() if via == "/auth/logout" else r.text) == \
+            ((200, {"ok": True}) if via == "/auth/logout" else (204, "")), r.text
+        if via == "/admin/logout":
+            error(api.get("/staff/list", token=admin), 401, "Unauthorized")
+        else:
+            error(api.get("/staff/me", token=staff["token"]), 401, "Unauthorized")
+            assert ok(api.get("/staff/list", token=admin))  # another token of the house is untouched
+    admin = admin_login(api)
+    staff = make_staff(api, "customer_support", admin)
+    error(api.post("/admin/logout", token=staff["token"]), 403, "Forbidden")
+    error(api.post("/staff/logout", token=api.register_user()["token"]), 403, "Forbidden")
 
 
 # ================================================================ POST /auth/logout-all
@@ -260,7 +283,12 @@ def test_change_email_through_its_link(api, server, role):
     me = ok(api.get("/users/me" if role == "user" else "/providers/me", token=a["token"]))
     assert me["email"] == a["email"]  # nothing changes before the link is opened
     path = confirm_link(server, new)
-    page = api.get(path)
+    page = api.get(path)  # the link opens a page: opening it changes nothing (a mail scanner may)
+    assert page.status_code == 200, page.text
+    assert page.headers["Content-Type"] == "text/html; charset=utf-8"
+    assert new in page.text and '<form method="post" action="confirm-email?token=' in page.text
+    assert ok(api.get("/users/me" if role == "user" else "/providers/me", token=a["token"]))["email"] == a["email"]
+    page = api.post(path)  # the page's button
     assert page.status_code == 200, page.text
     assert page.headers["Content-Type"] == "text/html; charset=utf-8"
     assert new in page.text and "Email address changed" in page.text
@@ -270,7 +298,9 @@ def test_change_email_through_its_link(api, server, role):
     error(login(api, a["email"], "password123", role), 401, "Invalid credentials")
     notice = server.wait_mail(a["email"])[-1]
     assert notice["subject"] == "Your email address was changed" and new in notice["body"]
-    error(api.get(path), 400, "Invalid or expired confirmation link")  # once only
+    for method in ("GET", "POST"):  # once only
+        gone = api.request(method, path)
+        assert gone.status_code == 400 and GONE in gone.text
     assert register(api, role, email=a["email"])["id"] != a["id"]  # the old address is free again
 
 
@@ -292,7 +322,7 @@ def test_an_address_taken_before_the_link_is_opened_is_409_and_changes_nothing(a
     ok(api.post("/auth/change-email", token=a["token"], json={"currentPassword": "password123", "email": new}))
     path = confirm_link(server, new)
     api.register_user(email=new)
-    error(api.get(path), 409, "Email already registered")
+    error(api.post(path), 409, "Email already registered")
     assert ok(api.get("/users/me", token=a["token"]))["email"] == a["email"]
 
 
@@ -304,10 +334,12 @@ def test_only_the_latest_email_change_holds_and_a_link_lapses_after_24_hours(ser
     first, second = unique_email("first"), unique_email("second")
     ok(api.post("/auth/change-email", token=a["token"], json={"currentPassword": "password123", "email": first}))
     ok(api.post("/auth/change-email", token=a["token"], json={"currentPassword": "password123", "email": second}))
-    error(api.get(confirm_link(server, first)), 400, "Invalid or expired confirmation link")
+    gone = api.post(confirm_link(server, first))
+    assert gone.status_code == 400 and GONE in gone.text
     path = confirm_link(server, second)
     api.advance_clock(24 * 3600 * 1000 + 1000)
-    error(api.get(path), 400, "Invalid or expired confirmation link")
+    gone = api.post(path)
+    assert gone.status_code == 400 and GONE in gone.text
     assert login(api, a["email"], "password123").status_code == 200
 
 
@@ -324,9 +356,12 @@ def test_change_email_bad_input_and_wrong_password(api):
 
 
 def test_confirm_email_link_bad_input(api):
-    error(api.get("/auth/confirm-email"), 400, "token: is required")
-    error(api.get("/auth/confirm-email?token=" + "0" * 64), 400, "Invalid or expired confirmation link")
-    error(api.get("/auth/confirm-email?token=" + "t" * 513), 400, "token: must be at most 512 characters")
+    for method in ("GET", "POST"):
+        error(api.request(method, "/auth/confirm-email"), 400, "token: is required")
+        gone = api.request(method, "/auth/confirm-email?token=" + "0" * 64)
+        assert gone.status_code == 400 and GONE in gone.text
+        error(api.request(method, "/auth/confirm-email?token=" + "t" * 513), 400,
+              "token: must be at most 512 characters")
 
 
 @pytest.mark.parametrize("method,path,body", OWNER_ROUTES, ids=[p for _, p, _ in OWNER_ROUTES])

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import PG_ENV, free_port, unique_email
 from helpers import error_body, health_once_up
-from staff_helpers import UNAUTHORIZED, impersonate
+from staff_helpers import UNAUTHORIZED, elevation_links, impersonate, link_get, request_elevation
 from test_system import db_rows
 
 
@@ -248,6 +248,7 @@ def test_a_changed_staff_member_loses_every_token_at_once(binary, shared_db_env,
     u = api.register_user()
     e, imp = impersonate(api, server, cs, u["id"])
     assert api.get("/users/me", token=imp).status_code == 200
+    pending = request_elevation(api, cs, api.register_user()["id"])  # asked under the old role: ends too
     p = run(binary, "staff", "create", "--email", cs["email"], "--name", "Desk", "--role", new_role,
             env=shared_db_env, stdin=new_password + "\n")
     assert p.returncode == 0, p.stderr
@@ -256,16 +257,22 @@ def test_a_changed_staff_member_loses_every_token_at_once(binary, shared_db_env,
     # a token issued now, within the same second as the change, works
     fresh = staff_login(api, cs["email"], new_password).json()["token"]
     assert api.get("/staff/me", token=fresh).json()["role"] == new_role
-    got = next(x for x in api.get("/staff/elevation", token=fresh).json() if x["id"] == e["id"])
-    assert got["status"] == "DEACTIVATED" and got["deactivatedAt"]
+    for ended in (e, pending):
+        got = next(x for x in api.get("/staff/elevation", token=fresh).json() if x["id"] == ended["id"])
+        assert got["status"] == "DEACTIVATED" and got["deactivatedAt"]
+    approve, _ = elevation_links(server, pending["id"])
+    assert "already resolved: it is DEACTIVATED" in link_get(api, approve).text
 
 
 def test_staff_disable_and_enable(binary, shared_db_env, server, api):
     cs = cli_staff(binary, shared_db_env, api)
     u = api.register_user()
     _, imp = impersonate(api, server, cs, u["id"])
+    pending = request_elevation(api, cs, api.register_user()["id"])
     p = run(binary, "staff", "disable", "--email", cs["email"].upper(), env=shared_db_env)
     assert (p.returncode, p.stdout.strip()) == (0, f"staff member {cs['email']} disabled"), p.stderr
+    approve, _ = elevation_links(server, pending["id"])  # a PENDING request ends with its member's access
+    assert "already resolved: it is DEACTIVATED" in link_get(api, approve).text
     assert_refused(api, "/users/me", imp)
     assert_refused(api, "/staff/me", cs["token"])
     # a disabled member's login answers as a wrong password does

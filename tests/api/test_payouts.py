@@ -295,13 +295,18 @@ def test_onboarding_through_the_link_enables_the_account(w):
     again = ok(w.api.post("/providers/me/payout-account", token=pro["token"]))
     assert again["status"] == "pending" and again["onboardingUrl"] != first["onboardingUrl"]
     assert w.account_id(pro) == acct
+    # the link is a single-use secret: an Idempotency-Key never replays a stored one
+    key = {"Idempotency-Key": f"onboarding-{pro['id']}"}
+    keyed = [w.api.post("/providers/me/payout-account", token=pro["token"], headers=key) for _ in range(2)]
+    assert [r.status_code for r in keyed] == [200, 200] and "Idempotent-Replayed" not in keyed[1].headers
+    assert len({r.json()["onboardingUrl"] for r in keyed} | {again["onboardingUrl"]}) == 3
     if w.fake:
         [made] = [c for c in w.fake.calls("POST", "/v1/accounts") if c["form"]["email"] == [pro["email"]]]
         assert {k: v[-1] for k, v in made["form"].items()} == {
             "type": "express", "country": "US", "email": pro["email"], "capabilities[transfers][requested]": "true",
             "metadata[provider_id]": pro["id"], "metadata[idempotency_key]": f"payout-account-{pro['id']}"}
         links = [c for c in w.fake.calls("POST", "/v1/account_links") if c["form"]["account"] == [acct]]
-        assert len(links) == 2 and {k: v[-1] for k, v in links[0]["form"].items()} == {
+        assert len(links) == 4 and {k: v[-1] for k, v in links[0]["form"].items()} == {
             "account": acct, "type": "account_onboarding", "refresh_url": "http://app.test/payouts/onboarding/refresh",
             "return_url": "http://app.test/payouts/onboarding/return"}
         assert w.fake.objects("account", email=pro["email"])[0]["id"] == acct
@@ -310,6 +315,7 @@ def test_onboarding_through_the_link_enables_the_account(w):
         made = db(w.server, "SELECT count(*) FROM processor_sim_objects WHERE kind = 'account' "
                             f"AND data LIKE '%\"provider_id\":\"{pro['id']}\"%'")
         assert made == [("1",)]
+    again = keyed[-1].json()
     page = requests.get(again["onboardingUrl"], timeout=10)
     assert page.status_code == 200 and "http://app.test/payouts/onboarding/return" in page.text
     if w.fake:  # Stripe's event tells the service

@@ -29,6 +29,11 @@
 #define GENERATE_BATCH 100
 #define GENERATED_PASSWORD "password123"
 
+err_t api_admin_logout(hs_req *req) {
+  err_t e = auth_end_caller_token(req);
+  return e ? e : hs_reply(req, 204, NULL);
+}
+
 err_t api_admin_login(hs_req *req) {
   err_t e = auth_refuse_when_busy(req);
   if (e != ERR_OK) return e;

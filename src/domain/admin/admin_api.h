@@ -7,6 +7,7 @@
 extern const hs_route admin_routes[];
 
 err_t api_admin_login(hs_req *req);
+err_t api_admin_logout(hs_req *req);
 err_t api_admin_users(hs_req *req);
 err_t api_admin_impersonate(hs_req *req);
 err_t api_admin_delete_account(hs_req *req);

@@ -45,6 +45,8 @@ const hs_route admin_routes[] = {
      .flags = ROUTE_DEV_ONLY | ROUTE_SLOW | ROUTE_SECRETS,
      .summary = "Log in as an administrator (24-hour token; GODMODE)", .response = "AdminSession",
      .errors = ERRORS(ERR_UNAUTHORIZED)},
+    {HS_POST, "/admin/logout", api_admin_logout, ROLE_ADMIN, .ok = 204, .flags = ROUTE_DEV_ONLY,
+     .summary = "End the presented administrator token"},
     {HS_GET, "/admin/users", api_admin_users, ROLE_ADMIN, .flags = ROUTE_DEV_ONLY,
      .summary = "Every customer and provider (newest 1000 each; GODMODE)", .response = "AdminAccounts"},
     {HS_POST, "/admin/impersonate", api_admin_impersonate, ROLE_ADMIN, &impersonate_schema,

@@ -57,5 +57,8 @@ err_t auth_hash_password(hs_req *req, const char *password, char out[128]);
  * account is gone, then auth_check_login on "<role>:<email>" (429 while throttled, 401
  * Invalid credentials on a mismatch). ERR_OK with the account in *out (arena strings). */
 err_t auth_check_own_password(hs_req *req, const char *password, account_card *out);
+/* Ends the token req was made with (logout), whatever its kind (customer, provider, staff,
+ * administrator, impersonation): refused from now on, on every instance. */
+err_t auth_end_caller_token(hs_req *req);
 
 #endif

@@ -128,7 +128,8 @@ err_t api_auth_forgot_password(hs_req *req) {
                               "hour to choose a new one:\n\n%s/reset-password?token=%s\n\nIf you did not ask for "
                               "this, you can ignore this email; your password stays as it is.\n",
                               acc.name, CFG.app_url, token);
-    err_t e = auth_store_put_reset(email, role, token_hash, clock_now_ms() + RESET_TTL_MS, "Reset your password", body);
+    err_t e = auth_store_put_reset(email, role, acc.id, token_hash, clock_now_ms() + RESET_TTL_MS,
+                                   "Reset your password", body);
     if (e != ERR_OK) return e;
   }
   return hs_ok(req, json_pack("{s:s}", "message",
@@ -192,6 +193,13 @@ err_t api_auth_change_password(hs_req *req) {
   return hs_ok(req, answer);
 }
 
+/* The address as the current owner's notice shows it: its first character, then ***, then its
+ * domain ("a***@example.com"). */
+static const char *masked(arena *a, const char *email) {
+  const char *at = strchr(email, '@');
+  return arena_printf(a, "%.1s***%s", email, at ? at : "");
+}
+
 err_t api_auth_change_email(hs_req *req) {
   account_card acc;
   err_t e = auth_check_own_password(req, hs_body_str(req, "currentPassword"), &acc);
@@ -201,15 +209,40 @@ err_t api_auth_change_email(hs_req *req) {
   account other;
   if (auth_store_find(&req->arena, kind_of(req), email, &other, &taken) != ERR_OK) return ERR_INTERNAL;
   if (taken) return hs_fail(req, ERR_CONFLICT, "Email already registered");
-  char token[65], token_hash[65];
+  char token[65], token_hash[65], cancel[65], cancel_hash[65];
   link_token(token, token_hash);
-  const char *body = arena_printf(&req->arena,
-                                  "Hello %s,\n\nOpen this link within 24 hours to make %s the email address of your "
-                                  "account:\n\n%s/auth/confirm-email?token=%s\n\nIf you did not ask for this, you "
-                                  "can ignore this email; nothing changes.\n",
-                                  acc.name, email, CFG.public_url, token);
-  e = auth_store_put_email_change(kind_of(req), acc.id, email, token_hash, clock_now_ms() + EMAIL_CHANGE_TTL_MS,
-                                  "Confirm your new email address", body);
+  link_token(cancel, cancel_hash);
+  /* the new address has not said the account is its own: nothing the caller wrote goes there */
+  email_change_ask ask = {
+      .kind = kind_of(req),
+      .id = acc.id,
+      .email = email,
+      .token_hash = token_hash,
+      .cancel_hash = cancel_hash,
+      .gen = acc.token_gen,
+      .expires_at = clock_now_ms() + EMAIL_CHANGE_TTL_MS,
+      .to_new_subject = "Confirm your new email address",
+      .to_new_body = arena_printf(&req->arena,
+                                  "Hello,\n\nSomeone asked to make this address the email address of an account "
+                                  "of ours. If it was you, open this link within 24 hours and confirm:\n\n"
+                                  "%s/auth/confirm-email?token=%s\n\nIf it was not you, ignore this email: nothing "
+                                  "changes.\n",
+                                  CFG.public_url, token),
+      .to_old = acc.email,
+      .to_old_subject = arena_printf(&req->arena, "An email change to %s was requested", masked(&req->arena, email)),
+      .to_old_body = arena_printf(&req->arena,
+                                  "Hello,\n\nAn email change to %s was requested for your account. It takes effect "
+                                  "only once confirmed from that address, within 24 hours.\n\nIf you did not ask "
+                                  "for it, cancel it here, then change your password:\n\n"
+                                  "%s/auth/cancel-email-change?token=%s\n\nChanging your password, resetting it or "
+                                  "signing out everywhere also ends it.\n",
+                                  masked(&req->arena, email), CFG.public_url, cancel)};
+  int retry_after = 0;
+  e = auth_store_put_email_change(&ask, &retry_after);
+  if (e == ERR_RATE_LIMITED) {
+    req->retry_after = retry_after;
+    return hs_fail(req, e, NULL);
+  }
   if (e != ERR_OK) return e;
   return hs_ok(
       req, json_pack("{s:s}", "message",
@@ -217,12 +250,47 @@ err_t api_auth_change_email(hs_req *req) {
                                   "A confirmation link was sent to %s; the email changes when it is opened.", email)));
 }
 
+/* The page of a link that can no longer act (used, expired, cancelled, or ended with the
+ * account's sign-ins): 400. */
+static err_t reply_link_gone(hs_req *req, const char *what) {
+  const char *values[] = {what};
+  err_t e = common_reply_html(
+      req,
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>This link is no longer valid</title>"
+      "</head><body>\n<h1>This link is no longer valid</h1>\n<p>%s It was used already, it expired, or it was "
+      "ended: changing the account's password, resetting it or signing out everywhere ends a pending email "
+      "change.</p>\n</body></html>\n",
+      values);
+  if (e == ERR_OK) req->status = 400;
+  return e;
+}
+
+/* GET /auth/confirm-email: a page whose button confirms (a GET changes nothing, so a mail
+ * scanner opening the link confirms nothing). */
+err_t api_auth_confirm_email_page(hs_req *req) {
+  const char *token = json_string_value(json_object_get(req->query, "token")), *email;
+  char token_hash[65];
+  bool found;
+  sha256_hex(token, strlen(token), token_hash);
+  if (auth_store_find_email_change(&req->arena, token_hash, &email, &found) != ERR_OK) return ERR_INTERNAL;
+  if (!found) return reply_link_gone(req, "This email change cannot be confirmed.");
+  const char *values[] = {email, token};
+  return common_reply_html(req,
+                           "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                           "<title>Confirm your new email address</title></head><body>\n"
+                           "<h1>Confirm your new email address</h1>\n<p>Make <strong>%s</strong> the email address "
+                           "of your account?</p>\n<form method=\"post\" action=\"confirm-email?token=%s\">"
+                           "<button type=\"submit\">Confirm</button></form>\n</body></html>\n",
+                           values);
+}
+
+/* POST /auth/confirm-email: the page's button. */
 err_t api_auth_confirm_email(hs_req *req) {
   const char *token = json_string_value(json_object_get(req->query, "token")), *email = NULL;
   char token_hash[65];
   sha256_hex(token, strlen(token), token_hash);
   err_t e = auth_store_use_email_change(&req->arena, token_hash, &email);
-  if (e == ERR_BAD_REQUEST) return hs_fail(req, e, "Invalid or expired confirmation link");
+  if (e == ERR_BAD_REQUEST) return reply_link_gone(req, "This email change cannot be confirmed.");
   if (e == ERR_CONFLICT) return hs_fail(req, e, "Email already registered");
   if (e != ERR_OK) return e;
   const char *values[] = {email};
@@ -234,8 +302,40 @@ err_t api_auth_confirm_email(hs_req *req) {
                            values);
 }
 
+/* GET /auth/cancel-email-change: the current address's page, whose button cancels. */
+err_t api_auth_cancel_email_change_page(hs_req *req) {
+  const char *token = json_string_value(json_object_get(req->query, "token"));
+  const char *values[] = {token};
+  return common_reply_html(req,
+                           "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                           "<title>Cancel the email change</title></head><body>\n<h1>Cancel the email change</h1>\n"
+                           "<p>The email address of your account stays as it is. Change your password too if you "
+                           "did not ask for the change.</p>\n<form method=\"post\" action=\"cancel-email-change?"
+                           "token=%s\"><button type=\"submit\">Cancel the change</button></form>\n</body></html>\n",
+                           values);
+}
+
+/* POST /auth/cancel-email-change: the page's button. */
+err_t api_auth_cancel_email_change(hs_req *req) {
+  const char *token = json_string_value(json_object_get(req->query, "token")), *email;
+  char cancel_hash[65];
+  bool cancelled;
+  sha256_hex(token, strlen(token), cancel_hash);
+  if (auth_store_cancel_email_change(&req->arena, cancel_hash, &email, &cancelled) != ERR_OK) return ERR_INTERNAL;
+  if (!cancelled) return reply_link_gone(req, "There is no email change to cancel.");
+  const char *values[] = {masked(&req->arena, email)};
+  return common_reply_html(req,
+                           "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                           "<title>Email change cancelled</title></head><body>\n<h1>Email change cancelled</h1>\n"
+                           "<p>The change to %s was cancelled: your account keeps its email address.</p>\n"
+                           "</body></html>\n",
+                           values);
+}
+
+err_t auth_end_caller_token(hs_req *req) { return auth_store_end_token(req->auth.token_id, req->auth.token_exp * 1000); }
+
 err_t api_auth_logout(hs_req *req) {
-  err_t e = auth_store_end_token(req->auth.token_id, req->auth.token_exp * 1000);
+  err_t e = auth_end_caller_token(req);
   return e ? e : hs_ok(req, json_pack("{s:b}", "ok", 1));
 }
 

@@ -14,7 +14,10 @@ err_t api_auth_forgot_password(hs_req *req);
 err_t api_auth_reset_password(hs_req *req);
 err_t api_auth_change_password(hs_req *req);
 err_t api_auth_change_email(hs_req *req);
+err_t api_auth_confirm_email_page(hs_req *req);
 err_t api_auth_confirm_email(hs_req *req);
+err_t api_auth_cancel_email_change_page(hs_req *req);
+err_t api_auth_cancel_email_change(hs_req *req);
 err_t api_auth_logout(hs_req *req);
 err_t api_auth_logout_all(hs_req *req);
 /* Registers the hourly pruning of ended tokens and expired email changes (the domain's init). */

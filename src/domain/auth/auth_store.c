@@ -94,8 +94,8 @@ err_t auth_store_insert_provider(const char *id, const char *email, const char *
   return db_end(c, e);
 }
 
-err_t auth_store_put_reset(const char *email, const char *role, const char *token_hash, int64_t expires_at,
-                           const char *mail_subject, const char *mail_body) {
+err_t auth_store_put_reset(const char *email, const char *role, const char *account_id, const char *token_hash,
+                           int64_t expires_at, const char *mail_subject, const char *mail_body) {
   char id[ID_LEN + 1];
   id_new(id);
   db_conn *c;
@@ -105,10 +105,10 @@ err_t auth_store_put_reset(const char *email, const char *role, const char *toke
                           DB_ARGS(DB_TEXT(email), DB_TEXT(role))));
   if (!e)
     e = db_to_err(db_exec(c, NULL, NULL,
-                          "INSERT INTO password_reset_tokens (id, token_hash, email, role, expires_at, created_at) "
-                          "VALUES ($1, $2, $3, $4, $5, $6)",
-                          DB_ARGS(DB_TEXT(id), DB_TEXT(token_hash), DB_TEXT(email), DB_TEXT(role), DB_INT(expires_at),
-                                  DB_INT(clock_now_ms()))));
+                          "INSERT INTO password_reset_tokens (id, token_hash, email, role, account_id, expires_at, "
+                          "created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                          DB_ARGS(DB_TEXT(id), DB_TEXT(token_hash), DB_TEXT(email), DB_TEXT(role), DB_TEXT(account_id),
+                                  DB_INT(expires_at), DB_INT(clock_now_ms()))));
   if (!e) e = db_to_err(mail_enqueue(c, email, mail_subject, mail_body));
   return db_end(c, e);
 }
@@ -130,24 +130,34 @@ err_t auth_store_use_reset(arena *a, const char *token_hash, const char *new_has
   if (!e)
     e = db_to_err(db_exec(c, a, &r,
                           "DELETE FROM password_reset_tokens WHERE token_hash = $1 AND expires_at > $2 "
-                          "RETURNING email, role",
+                          "RETURNING email, role, account_id",
                           DB_ARGS(DB_TEXT(token_hash), DB_INT(clock_now_ms()))));
   if (!e && r->rows == 0) e = ERR_BAD_REQUEST;
-  if (!e) {
+  if (!e) { /* the account it was made for (a token from before ids were kept: its email's) */
     *role = db_text(r, 0, 1);
-    const char *sql = !strcmp(*role, "provider")
-                          ? "UPDATE providers SET password_hash = $1, token_gen = token_gen + 1, updated_at = $2 "
-                            "WHERE email = $3"
-                          : "UPDATE users SET password_hash = $1, token_gen = token_gen + 1, updated_at = $2 "
-                            "WHERE email = $3";
-    e = db_to_err(
-        db_exec(c, a, &u, sql, DB_ARGS(DB_TEXT(new_hash), DB_INT(clock_now_ms()), DB_TEXT(db_text(r, 0, 0)))));
+    bool provider = !strcmp(*role, "provider"), by_id = !db_isnull(r, 0, 2);
+    char sql[200];
+    snprintf(sql, sizeof sql,
+             "UPDATE %s SET password_hash = $1, token_gen = token_gen + 1, updated_at = $2 "
+             "WHERE %s = $3 AND deleted_at IS NULL RETURNING id",
+             provider ? "providers" : "users", by_id ? "id" : "email");
+    e = db_to_err(db_exec(c, a, &u, sql,
+                          DB_ARGS(DB_TEXT(new_hash), DB_INT(clock_now_ms()), DB_TEXT(db_text(r, 0, by_id ? 2 : 0)))));
+    if (!e && u->rows == 1) /* the reset ends a pending email change, as every token */
+      e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM email_changes WHERE account_id = $1 AND role = $2",
+                            DB_ARGS(DB_TEXT(db_text(u, 0, 0)), DB_TEXT(*role))));
   }
-  if (!e && u->changes == 0) e = ERR_BAD_REQUEST; /* the account was deleted since the token was issued */
+  if (!e && u->rows == 0) e = ERR_BAD_REQUEST; /* the account was deleted since the token was issued */
   return db_end(c, e);
 }
 
 /* ---- the owner's account management ---- */
+
+/* Ends the account's pending email change, on c (its links then answer "no longer valid"). */
+static db_rc end_email_change_in(db_conn *c, account_kind kind, const char *id) {
+  return db_exec(c, NULL, NULL, "DELETE FROM email_changes WHERE account_id = $1 AND role = $2",
+                 DB_ARGS(DB_TEXT(id), DB_TEXT(role_of[kind])));
+}
 
 err_t auth_store_change_password(account_kind kind, const char *id, const char *new_hash, const char *mail_subject,
                                  const char *mail_body, int64_t *gen) {
@@ -165,30 +175,95 @@ err_t auth_store_change_password(account_kind kind, const char *id, const char *
   if (!e && r->rows == 0) e = ERR_NOT_FOUND;
   if (!e) {
     *gen = db_int(r, 0, 0);
-    e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM password_reset_tokens WHERE email = $1 AND role = $2",
-                          DB_ARGS(DB_TEXT(db_text(r, 0, 1)), DB_TEXT(role_of[kind]))));
+    e = db_to_err(db_exec(c, NULL, NULL,
+                          "DELETE FROM password_reset_tokens WHERE role = $2 AND (account_id = $3 OR email = $1)",
+                          DB_ARGS(DB_TEXT(db_text(r, 0, 1)), DB_TEXT(role_of[kind]), DB_TEXT(id))));
   }
+  if (!e) e = db_to_err(end_email_change_in(c, kind, id));
   if (!e) e = db_to_err(mail_enqueue(c, db_text(r, 0, 1), mail_subject, mail_body));
   e = db_end(c, e);
   arena_fini(&a);
   return e;
 }
 
-err_t auth_store_put_email_change(account_kind kind, const char *id, const char *email, const char *token_hash,
-                                  int64_t expires_at, const char *mail_subject, const char *mail_body) {
+/* Refuses ask when its account asked too often in the last hour, or its address was asked for
+ * too often in the last day: ERR_RATE_LIMITED with *retry_after_s; otherwise records it. */
+static err_t email_change_allowed_in(db_conn *c, arena *a, const email_change_ask *ask, int64_t now,
+                                     int *retry_after_s) {
+  db_res *r;
+  db_rc rc = db_exec(c, a, &r,
+                     "SELECT (SELECT COUNT(*) FROM email_change_requests WHERE account_id = $1 AND role = $2 "
+                     "AND created_at > $4), (SELECT MIN(created_at) FROM email_change_requests WHERE account_id = $1 "
+                     "AND role = $2 AND created_at > $4), (SELECT COUNT(*) FROM email_change_requests "
+                     "WHERE email = $3 AND created_at > $5), (SELECT MIN(created_at) FROM email_change_requests "
+                     "WHERE email = $3 AND created_at > $5)",
+                     DB_ARGS(DB_TEXT(ask->id), DB_TEXT(role_of[ask->kind]), DB_TEXT(ask->email),
+                             DB_INT(now - HOUR_MS), DB_INT(now - DAY_MS)));
+  if (rc != DB_OK) return db_to_err(rc);
+  int64_t until = 0;
+  if (db_int(r, 0, 0) >= EMAIL_CHANGES_PER_HOUR) until = db_int(r, 0, 1) + HOUR_MS;
+  if (db_int(r, 0, 2) >= EMAIL_CHANGES_PER_ADDRESS && db_int(r, 0, 3) + DAY_MS > until) until = db_int(r, 0, 3) + DAY_MS;
+  if (until) {
+    *retry_after_s = (int)((until - now + 999) / 1000);
+    return ERR_RATE_LIMITED;
+  }
+  char id[ID_LEN + 1];
+  id_new(id);
+  return db_to_err(db_exec(c, NULL, NULL,
+                           "INSERT INTO email_change_requests (id, account_id, role, email, created_at) "
+                           "VALUES ($1, $2, $3, $4, $5)",
+                           DB_ARGS(DB_TEXT(id), DB_TEXT(ask->id), DB_TEXT(role_of[ask->kind]), DB_TEXT(ask->email),
+                                   DB_INT(now))));
+}
+
+err_t auth_store_put_email_change(const email_change_ask *ask, int *retry_after_s) {
+  int64_t now = clock_now_ms();
+  arena a;
+  arena_init(&a);
   db_conn *c;
   err_t e = db_begin(&c);
-  if (!e)
-    e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM email_changes WHERE account_id = $1 AND role = $2",
-                          DB_ARGS(DB_TEXT(id), DB_TEXT(role_of[kind]))));
+  if (!e) e = email_change_allowed_in(c, &a, ask, now, retry_after_s);
+  if (!e) e = db_to_err(end_email_change_in(c, ask->kind, ask->id));
   if (!e)
     e = db_to_err(db_exec(c, NULL, NULL,
-                          "INSERT INTO email_changes (token_hash, account_id, role, email, expires_at, created_at) "
-                          "VALUES ($1, $2, $3, $4, $5, $6)",
-                          DB_ARGS(DB_TEXT(token_hash), DB_TEXT(id), DB_TEXT(role_of[kind]), DB_TEXT(email),
-                                  DB_INT(expires_at), DB_INT(clock_now_ms()))));
-  if (!e) e = db_to_err(mail_enqueue(c, email, mail_subject, mail_body));
-  return db_end(c, e);
+                          "INSERT INTO email_changes (token_hash, account_id, role, email, expires_at, created_at, "
+                          "token_gen, cancel_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                          DB_ARGS(DB_TEXT(ask->token_hash), DB_TEXT(ask->id), DB_TEXT(role_of[ask->kind]),
+                                  DB_TEXT(ask->email), DB_INT(ask->expires_at), DB_INT(now), DB_INT(ask->gen),
+                                  DB_TEXT(ask->cancel_hash))));
+  if (!e) e = db_to_err(mail_enqueue(c, ask->email, ask->to_new_subject, ask->to_new_body));
+  if (!e) e = db_to_err(mail_enqueue(c, ask->to_old, ask->to_old_subject, ask->to_old_body));
+  e = db_end(c, e);
+  arena_fini(&a);
+  return e;
+}
+
+/* A live email change of token_hash whose account still has the tokens of its asking (and is
+ * not deleted): $1 the hash, $2 now. */
+#define LIVE_CHANGE(table)                                                                                             \
+  "SELECT c.email FROM email_changes c JOIN " table " a ON a.id = c.account_id AND a.token_gen = c.token_gen "       \
+  "AND a.deleted_at IS NULL WHERE c.token_hash = $1 AND c.expires_at > $2"
+
+err_t auth_store_find_email_change(arena *a, const char *token_hash, const char **email, bool *found) {
+  db_res *r;
+  if (db_query(a, &r, LIVE_CHANGE("users") " AND c.role = 'user' UNION ALL " LIVE_CHANGE("providers")
+                                           " AND c.role = 'provider'",
+               DB_ARGS(DB_TEXT(token_hash), DB_INT(clock_now_ms()))) != DB_OK)
+    return ERR_INTERNAL;
+  *found = r->rows > 0;
+  *email = *found ? db_text(r, 0, 0) : NULL;
+  return ERR_OK;
+}
+
+err_t auth_store_cancel_email_change(arena *a, const char *cancel_hash, const char **email, bool *cancelled) {
+  db_res *r;
+  if (db_query(a, &r,
+               "DELETE FROM email_changes WHERE cancel_hash = $1 AND expires_at > $2 RETURNING email",
+               DB_ARGS(DB_TEXT(cancel_hash), DB_INT(clock_now_ms()))) != DB_OK)
+    return ERR_INTERNAL;
+  *cancelled = r->rows > 0;
+  *email = *cancelled ? db_text(r, 0, 0) : NULL;
+  return ERR_OK;
 }
 
 err_t auth_store_use_email_change(arena *a, const char *token_hash, const char **email) {
@@ -199,15 +274,16 @@ err_t auth_store_use_email_change(arena *a, const char *token_hash, const char *
   if (!e)
     e = db_to_err(db_exec(c, a, &r,
                           "DELETE FROM email_changes WHERE token_hash = $1 AND expires_at > $2 "
-                          "RETURNING account_id, role, email",
+                          "RETURNING account_id, role, email, token_gen",
                           DB_ARGS(DB_TEXT(token_hash), DB_INT(now))));
   if (!e && r->rows == 0) e = ERR_BAD_REQUEST;
   account_kind kind = ACCOUNT_USER;
-  if (!e) {
+  if (!e) { /* refused when the account's tokens ended since it was asked for */
     kind = !strcmp(db_text(r, 0, 1), "provider") ? ACCOUNT_PROVIDER : ACCOUNT_USER;
-    char sql[160];
-    snprintf(sql, sizeof sql, "SELECT email, name FROM %s WHERE id = $1 AND deleted_at IS NULL", table_of[kind]);
-    e = db_to_err(db_exec(c, a, &old, sql, DB_ARGS(DB_TEXT(db_text(r, 0, 0)))));
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT email, name FROM %s WHERE id = $1 AND deleted_at IS NULL AND token_gen = $2",
+             table_of[kind]);
+    e = db_to_err(db_exec(c, a, &old, sql, DB_ARGS(DB_TEXT(db_text(r, 0, 0)), DB_INT(db_int(r, 0, 3)))));
   }
   if (!e && old->rows == 0) e = ERR_BAD_REQUEST;
   if (!e) {
@@ -218,8 +294,9 @@ err_t auth_store_use_email_change(arena *a, const char *token_hash, const char *
   }
   /* ERR_CONFLICT from the unique email (taken since the change was asked for): rolled back */
   if (!e)
-    e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM password_reset_tokens WHERE email = $1 AND role = $2",
-                          DB_ARGS(DB_TEXT(db_text(old, 0, 0)), DB_TEXT(role_of[kind]))));
+    e = db_to_err(db_exec(c, NULL, NULL,
+                          "DELETE FROM password_reset_tokens WHERE role = $2 AND (account_id = $3 OR email = $1)",
+                          DB_ARGS(DB_TEXT(db_text(old, 0, 0)), DB_TEXT(role_of[kind]), DB_TEXT(db_text(r, 0, 0)))));
   if (!e) {
     *email = db_text(r, 0, 2);
     const char *body = arena_printf(a,
@@ -241,7 +318,11 @@ err_t auth_store_end_token(const char *token_id, int64_t expires_at) {
 err_t auth_store_end_all(account_kind kind, const char *id) {
   char sql[120];
   snprintf(sql, sizeof sql, "UPDATE %s SET token_gen = token_gen + 1, updated_at = $2 WHERE id = $1", table_of[kind]);
-  return db_to_err(db_query(NULL, NULL, sql, DB_ARGS(DB_TEXT(id), DB_INT(clock_now_ms()))));
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e) e = db_to_err(db_exec(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(id), DB_INT(clock_now_ms()))));
+  if (!e) e = db_to_err(end_email_change_in(c, kind, id));
+  return db_end(c, e);
 }
 
 err_t auth_store_prune(int64_t now) {
@@ -251,6 +332,9 @@ err_t auth_store_prune(int64_t now) {
     e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM ended_tokens WHERE expires_at <= $1", DB_ARGS(DB_INT(now))));
   if (!e)
     e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM email_changes WHERE expires_at <= $1", DB_ARGS(DB_INT(now))));
+  if (!e)
+    e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM email_change_requests WHERE created_at <= $1",
+                          DB_ARGS(DB_INT(now - DAY_MS))));
   return db_end(c, e);
 }
 

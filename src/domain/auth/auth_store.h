@@ -23,40 +23,64 @@ err_t auth_store_insert_user(const char *id, const char *email, const char *hash
 /* Inserts a provider with its services and ZIPs (arrays of strings) in one transaction. */
 err_t auth_store_insert_provider(const char *id, const char *email, const char *hash, const char *name,
                                  const char *phone, json_t *services, json_t *zips);
-/* Replaces the reset token of (email, role) with token_hash and queues the email, in one
+/* Replaces the reset token of (email, role) with token_hash for account account_id (the reset
+ * sets that account's password, whatever its email is by then) and queues the email, in one
  * transaction. */
-err_t auth_store_put_reset(const char *email, const char *role, const char *token_hash, int64_t expires_at,
-                           const char *mail_subject, const char *mail_body);
+err_t auth_store_put_reset(const char *email, const char *role, const char *account_id, const char *token_hash,
+                           int64_t expires_at, const char *mail_subject, const char *mail_body);
 /* Finds a live reset token; *found false when missing or expired. */
 err_t auth_store_find_reset(arena *a, const char *token_hash, const char **role, bool *found);
 /* Consumes a live token, sets the account's password and moves its token generation on (every
- * token issued before is refused from then on), in one transaction; ERR_BAD_REQUEST when the
- * token was used or expired meanwhile. *role receives the account role. */
+ * token issued before is refused from then on), and ends its pending email change, in one
+ * transaction; ERR_BAD_REQUEST when the token was used or expired meanwhile. *role receives the
+ * account role. */
 err_t auth_store_use_reset(arena *a, const char *token_hash, const char *new_hash, const char **role);
 /* ---- the owner's account management (issue 24) ---- */
 
 /* Sets the account's password to new_hash and moves its token generation on (every token
- * issued before ends; *gen receives the new one), drops its pending reset links and queues
- * the notice to its email, in one transaction; ERR_NOT_FOUND when the account is gone. */
+ * issued before ends; *gen receives the new one), drops its pending reset links and email
+ * change and queues the notice to its email, in one transaction; ERR_NOT_FOUND when the account
+ * is gone. */
 err_t auth_store_change_password(account_kind kind, const char *id, const char *new_hash, const char *mail_subject,
                                  const char *mail_body, int64_t *gen);
-/* Replaces the account's pending email change with one to email, keeping token_hash (the
- * SHA-256 of the link's token) until expires_at, and queues the link's email to the new
- * address, in one transaction. */
-err_t auth_store_put_email_change(account_kind kind, const char *id, const char *email, const char *token_hash,
-                                  int64_t expires_at, const char *mail_subject, const char *mail_body);
+/* An email change asked for: the account (kind, id, token generation gen), the new address,
+ * the SHA-256 of the confirmation link's token (sent to the new address) and of the cancel
+ * link's (sent to the current address), and the two emails. */
+typedef struct email_change_ask {
+  account_kind kind;
+  const char *id, *email, *token_hash, *cancel_hash;
+  int64_t gen, expires_at;
+  const char *to_new_subject, *to_new_body, *to_old, *to_old_subject, *to_old_body;
+} email_change_ask;
+/* Replaces the account's pending email change with ask and queues both emails, in one
+ * transaction, unless the account asked EMAIL_CHANGES_PER_HOUR times in the last hour or the
+ * address was asked for EMAIL_CHANGES_PER_ADDRESS times in the last day: ERR_RATE_LIMITED,
+ * *retry_after_s the seconds until the next may be asked for (nothing is written). */
+#define EMAIL_CHANGES_PER_HOUR 5
+#define EMAIL_CHANGES_PER_ADDRESS 3
+err_t auth_store_put_email_change(const email_change_ask *ask, int *retry_after_s);
+/* The live email change of token_hash whose account's tokens were not ended since it was asked
+ * for: the new address in *email (arena a), *found false when there is none. */
+err_t auth_store_find_email_change(arena *a, const char *token_hash, const char **email, bool *found);
+/* Cancels the email change whose cancel link has the SHA-256 cancel_hash (the current address
+ * refused it); *cancelled false when there was none (used, expired or cancelled already). The
+ * new address is in *email (arena a) when found. */
+err_t auth_store_cancel_email_change(arena *a, const char *cancel_hash, const char **email, bool *cancelled);
 /* Consumes the live email change of token_hash and gives its account the new email, drops the
  * account's reset links (they name the old address) and queues a notice to the old address,
- * in one transaction. ERR_BAD_REQUEST: no such live change (used, expired, or its account was
- * deleted); ERR_CONFLICT: the email was taken meanwhile (the change is kept, nothing else
- * changes). *email receives the new address (arena a). */
+ * in one transaction. ERR_BAD_REQUEST: no such live change (used, expired, cancelled, its
+ * account deleted, or its account's tokens ended since it was asked for); ERR_CONFLICT: the
+ * email was taken meanwhile (the change is kept, nothing else changes). *email receives the new
+ * address (arena a). */
 err_t auth_store_use_email_change(arena *a, const char *token_hash, const char **email);
 /* Records that the token token_id ended (logout) until expires_at (epoch ms), when it would
  * have expired anyway. */
 err_t auth_store_end_token(const char *token_id, int64_t expires_at);
-/* Moves the account's token generation on: every token issued before ends (logout-all). */
+/* Moves the account's token generation on: every token issued before ends, and its pending
+ * email change with them (logout-all). */
 err_t auth_store_end_all(account_kind kind, const char *id);
-/* Deletes ended tokens and email changes that expired before now. */
+/* Deletes ended tokens, email changes that expired before now and email-change requests older
+ * than a day. */
 err_t auth_store_prune(int64_t now);
 
 /* Creates or updates an administrator. */

@@ -5,7 +5,9 @@
 #include "http/paging.h"
 
 const hs_route payouts_routes[] = {
-    {HS_POST, "/providers/me/payout-account", api_payouts_account_create, ROLE_PROVIDER, .flags = ROUTE_SLOW,
+    /* the link is a single-use secret of the processor's: never kept for an Idempotency-Key's replay */
+    {HS_POST, "/providers/me/payout-account", api_payouts_account_create, ROLE_PROVIDER,
+     .flags = ROUTE_SLOW | ROUTE_SECRETS,
      .summary = "Create the payout account at the processor if needed; a fresh onboarding link",
      .response = "PayoutOnboarding", .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_GET, "/providers/me/payout-account", api_payouts_account_get, ROLE_PROVIDER,

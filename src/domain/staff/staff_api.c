@@ -43,6 +43,11 @@ err_t api_staff_login(hs_req *req) {
   return e == ERR_OK ? reply_staff_token(req, r) : e;
 }
 
+err_t api_staff_logout(hs_req *req) {
+  err_t e = auth_end_caller_token(req);
+  return e ? e : hs_reply(req, 204, NULL);
+}
+
 err_t api_staff_me(hs_req *req) {
   db_res *r;
   err_t e = staff_store_get(&req->arena, req->auth.id, &r);

@@ -10,6 +10,7 @@ extern const hs_route staff_routes[];
 /* staff_api.c: accounts */
 err_t api_staff_login(hs_req *req);
 err_t api_staff_me(hs_req *req);
+err_t api_staff_logout(hs_req *req);
 err_t api_staff_list(hs_req *req);
 err_t api_staff_create(hs_req *req);
 err_t api_staff_impersonate_staff(hs_req *req);

@@ -126,6 +126,14 @@ static err_t reply_resolved_page(hs_req *req, const db_res *r, const char *title
 }
 
 static err_t reply_already_resolved(hs_req *req, const char *status) {
+  if (!strcmp(status, "EXPIRED")) { /* nobody answered within 24 hours: the link is dead */
+    return common_reply_html(req,
+                                "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>This link "
+                                "is no longer valid</title></head><body>\n<h1>This link is no longer valid</h1>\n"
+                                "<p>The elevation request lapsed: nobody answered it within 24 hours. The staff "
+                                "member may ask again.</p>\n</body></html>\n",
+                                NULL);
+  }
   char *text = NULL;
   if (asprintf(&text, "This elevation request was already resolved: it is %s.\n", status) < 0) return ERR_INTERNAL;
   return reply_text(req, "text/plain; charset=utf-8", text, strlen(text));

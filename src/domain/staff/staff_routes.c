@@ -70,6 +70,8 @@ const hs_route staff_routes[] = {
      .errors = ERRORS(ERR_UNAUTHORIZED, ERR_RATE_LIMITED)},
     {HS_GET, "/staff/me", api_staff_me, ROLE_STAFF, .summary = "The signed-in staff member", .response = "Staff",
      .errors = ERRORS(ERR_NOT_FOUND)},
+    {HS_POST, "/staff/logout", api_staff_logout, ROLE_STAFF | ROLE_ADMIN, .ok = 204,
+     .summary = "End the presented staff or administrator token"},
     {HS_GET, "/staff/customers", api_staff_customers, ROLE_CUSTOMER_SUPPORT, .query = &search_query,
      .summary = "Search customers by name or email (newest first; at most 100 unless paged)",
      .response = "CustomerSearchResult[]"},

@@ -68,11 +68,13 @@ err_t staff_store_insert(const char *id, const char *name, const char *email, co
   return end_recorded(c, e, act);
 }
 
-/* Ends the APPROVED and ACTIVE elevations of staff member id (their tokens are then refused). */
+/* Ends the open elevation requests of staff member id, PENDING, APPROVED and ACTIVE (their
+ * tokens are then refused, their links no longer act): its role, password or access changed,
+ * so what it asked for under the old ones does not outlive them. */
 static db_rc end_elevations_of(db_conn *c, const char *id) {
   return db_exec(c, NULL, NULL,
                  "UPDATE elevation_requests SET status = 'DEACTIVATED', deactivated_at = $2, updated_at = $2 "
-                 "WHERE staff_id = $1 AND status IN ('APPROVED', 'ACTIVE')",
+                 "WHERE staff_id = $1 AND status IN ('PENDING', 'APPROVED', 'ACTIVE')",
                  DB_ARGS(DB_TEXT(id), DB_INT(clock_now_ms())));
 }
 
@@ -137,17 +139,20 @@ err_t staff_store_set_disabled(const char *email, bool disable, audit_action *ac
 
 err_t staff_store_subject_exists(token_subject kind, const char *id, const char *role, int64_t gen,
                                  const char *token_id, bool *found) {
+  /* every kind of token can be logged out (ended_tokens); an erased account's is refused here */
+#define NOT_ENDED " AND NOT EXISTS (SELECT 1 FROM ended_tokens WHERE token_id = $4)"
   static const char *const sql[] = {
-      [SUBJECT_STAFF] = "SELECT 1 FROM staff WHERE id = $1 AND role = $2 AND token_gen = $3 AND disabled_at IS NULL",
-      [SUBJECT_ADMIN] = "SELECT 1 FROM admins WHERE id = $1 AND $2 = 'admin' AND $3 = 0",
-      [SUBJECT_USER] = "SELECT 1 FROM users WHERE id = $1 AND $2 = 'user' AND token_gen = $3 "
-                       "AND NOT EXISTS (SELECT 1 FROM ended_tokens WHERE token_id = $4)",
+      [SUBJECT_STAFF] =
+          "SELECT 1 FROM staff WHERE id = $1 AND role = $2 AND token_gen = $3 AND disabled_at IS NULL" NOT_ENDED,
+      [SUBJECT_ADMIN] = "SELECT 1 FROM admins WHERE id = $1 AND $2 = 'admin' AND $3 = 0" NOT_ENDED,
+      [SUBJECT_USER] =
+          "SELECT 1 FROM users WHERE id = $1 AND $2 = 'user' AND token_gen = $3 AND deleted_at IS NULL" NOT_ENDED,
       [SUBJECT_PROVIDER] = "SELECT 1 FROM providers WHERE id = $1 AND $2 = 'provider' AND token_gen = $3 "
-                           "AND NOT EXISTS (SELECT 1 FROM ended_tokens WHERE token_id = $4)",
+                           "AND deleted_at IS NULL" NOT_ENDED,
   };
+#undef NOT_ENDED
   db_val args[] = {DB_TEXT(id), DB_TEXT(role), DB_INT(gen), DB_TEXT(token_id ? token_id : "")};
-  bool account = kind == SUBJECT_USER || kind == SUBJECT_PROVIDER;
-  return db_to_err(db_guard(found, sql[kind], args, account ? 4 : 3));
+  return db_to_err(db_guard(found, sql[kind], args, 4));
 }
 
 err_t staff_store_live_elevation(arena *a, const char *elevation_id, const char *target_id, const char *target_role,
@@ -247,8 +252,9 @@ err_t staff_store_refunds_of(arena *a, const char *user_id, db_res **out) {
 
 /* ---- elevations ---- */
 
-/* Lapses ACTIVE elevations after 15 minutes and APPROVED ones an hour after their approval, on
- * c, each stamped with the moment it lapsed. */
+/* Lapses ACTIVE elevations after 15 minutes, APPROVED ones an hour after their approval and
+ * PENDING ones nobody answered within 24 hours (EXPIRED), on c, each stamped with the moment it
+ * lapsed. */
 static db_rc expire_in(db_conn *c) {
   int64_t now = clock_now_ms();
   /* nothing waits for their answers: they go with the transaction's next statement */
@@ -261,6 +267,11 @@ static db_rc expire_in(db_conn *c) {
                        "UPDATE elevation_requests SET status = 'DEACTIVATED', deactivated_at = resolved_at + $2, "
                        "updated_at = $3 WHERE status = 'APPROVED' AND resolved_at <= $1",
                        DB_ARGS(DB_INT(now - APPROVAL_TTL_MS), DB_INT(APPROVAL_TTL_MS), DB_INT(now)));
+  if (rc == DB_OK)
+    rc = db_exec_later(c, NULL, NULL,
+                       "UPDATE elevation_requests SET status = 'EXPIRED', resolved_at = created_at + $2, "
+                       "updated_at = $3 WHERE status = 'PENDING' AND created_at <= $1",
+                       DB_ARGS(DB_INT(now - PENDING_TTL_MS), DB_INT(PENDING_TTL_MS), DB_INT(now)));
   return rc;
 }
 

@@ -14,6 +14,8 @@
 #define ELEVATION_TTL_MS (15LL * 60 * 1000)
 /* An APPROVED elevation not started within this long of its approval lapses. */
 #define APPROVAL_TTL_MS (60LL * 60 * 1000)
+/* A PENDING request nobody answered within this long lapses (EXPIRED). */
+#define PENDING_TTL_MS (24LL * 60 * 60 * 1000)
 
 /* ---- staff accounts ---- */
 
