@@ -13,7 +13,9 @@ Fails (exit 1, one line per problem) when:
 - a file of a lower layer includes a higher one (core <- db, ext <- http <- domain <- main:
   no core file includes db/ext/http/domain, no db or ext file includes http/domain, no http
   file includes a domain);
-- a route row (`const hs_route <name>[] = {`) is declared outside a *_routes.c file.
+- a route row (`const hs_route <name>[] = {`) is declared outside a *_routes.c file;
+- a store (*_store.c, *_store.h) includes an http/ header: stores never reach up into HTTP
+  (a list's page is db/page.h's db_page).
 
 Usage: scripts/check_shape.py [--graph]   (--graph prints the domains' arrows)
 """
@@ -82,6 +84,8 @@ def main():
             top = inc.split("/")[0]
             if layer in LAYERS and top in LAYERS and LAYERS[top] > LAYERS[layer]:
                 problems.append(f"{rel}: includes {inc} (a {layer} file may not include a {top} header)")
+            if top == "http" and re.search(r"_store\.[ch]$", rel):
+                problems.append(f"{rel}: a store includes {inc} (stores never reach up into HTTP)")
             theirs = domain_of(inc)
             if mine is None or theirs is None:
                 continue

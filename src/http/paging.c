@@ -1,8 +1,5 @@
-/* Keyset paging (paging.h). A page reads one row more than it answers: that row's presence is
- * the next page's. The condition "after the cursor's row" is a row-value comparison when every
- * part of the key runs one way ((a, b) < ($1, $2), which both engines answer from an index in
- * that order), and its expanded form (a < $1 OR (a = $1 AND b > $2)) when the directions mix.
- * The cursor's values are bound as parameters, never written into the statement. */
+/* Paging's HTTP side (paging.h): the two query fields, cursors and their MAC, the Link header.
+ * The statements are db/page.c's. */
 #include "http/paging.h"
 #include "core/buf.h"
 #include "core/config.h"
@@ -21,14 +18,8 @@ static pthread_once_t mac_once = PTHREAD_ONCE_INIT;
 
 static void mac_key_init(void) { secret_derive_hex("page-cursor", mac_key); }
 
-static int key_parts(const hs_keyset *ks) {
-  int n = 0;
-  while (n < HS_PAGE_MAX_KEY && ks->parts[n].sql) n++;
-  return n;
-}
-
 /* The MAC of a cursor's values (JSON text) for this list, path and caller: 32 hex digits. */
-static void cursor_mac(hs_req *req, const hs_page *pg, const char *values, char out[MAC_HEX + 1]) {
+static void cursor_mac(hs_req *req, const db_page *pg, const char *values, char out[MAC_HEX + 1]) {
   pthread_once(&mac_once, mac_key_init);
   char *text = arena_printf(&req->arena, "%s\n%s\n%s\n%s\n%s\n%s", pg->ks->list, req->path, pg->scope ? pg->scope : "",
                             req->auth.role ? req->auth.role : "", req->auth.id ? req->auth.id : "", values);
@@ -43,8 +34,8 @@ const hs_schema HS_PAGE_QUERY = {page_fields};
 
 /* The key in a cursor, checked against its MAC and the keyset's parts; false when it is not
  * one this list made for this caller. */
-static bool cursor_read(hs_req *req, hs_page *pg, const char *cursor) {
-  const hs_keyset *ks = pg->ks;
+static bool cursor_read(hs_req *req, db_page *pg, const char *cursor) {
+  const db_keyset *ks = pg->ks;
   const char *dot = strrchr(cursor, '.');
   if (!dot || strlen(dot + 1) != MAC_HEX) return false;
   size_t chars = (size_t)(dot - cursor);
@@ -56,7 +47,7 @@ static bool cursor_read(hs_req *req, hs_page *pg, const char *cursor) {
   cursor_mac(req, pg, (const char *)json, mac);
   if (!digest_equal(mac, dot + 1)) return false;
   json_t *values = arena_json(&req->arena, json_loadb((const char *)json, len, 0, NULL));
-  int parts = key_parts(ks);
+  int parts = db_keyset_parts(ks);
   if (!json_is_array(values) || json_array_size(values) != (size_t)parts) return false;
   for (int i = 0; i < parts; i++) {
     json_t *v = json_array_get(values, (size_t)i);
@@ -71,63 +62,14 @@ static bool cursor_read(hs_req *req, hs_page *pg, const char *cursor) {
   return true;
 }
 
-err_t hs_page_begin(hs_req *req, const hs_keyset *ks, const char *scope, int cap, hs_page *pg) {
-  *pg = (hs_page){.ks = ks, .scope = scope};
+err_t hs_page_begin(hs_req *req, const db_keyset *ks, const char *scope, int cap, db_page *pg) {
+  *pg = (db_page){.ks = ks, .scope = scope};
   json_t *limit = json_object_get(req->query, "limit");
   const char *cursor = json_string_value(json_object_get(req->query, "cursor"));
   if (cursor && !cursor_read(req, pg, cursor)) return hs_fail_invalid(req, "cursor: is not valid");
   if (limit || cursor) pg->limit = limit ? (int)json_integer_value(limit) : HS_PAGE_MAX;
   pg->fetch = pg->limit ? pg->limit + 1 : cap;
   return ERR_OK;
-}
-
-/* " AND (<after the key>)": row values when the parts run one way, else the expanded form. */
-static void after_key(struct buf *b, const hs_page *pg, int first) {
-  const hs_key_part *p = pg->ks->parts;
-  int n = pg->nkey;
-  bool one_way = true;
-  for (int i = 1; i < n; i++) one_way &= p[i].desc == p[0].desc;
-  if (one_way) {
-    buf_add(b, " AND (");
-    for (int i = 0; i < n; i++) buf_addf(b, "%s%s", i ? ", " : "", p[i].sql);
-    buf_addf(b, ") %s (", p[0].desc ? "<" : ">");
-    for (int i = 0; i < n; i++) buf_addf(b, "%s$%d", i ? ", " : "", first + i);
-    buf_add(b, ")");
-    return;
-  }
-  buf_add(b, " AND (");
-  for (int i = 0; i < n; i++) {
-    buf_add(b, i ? " OR (" : "(");
-    for (int j = 0; j < i; j++) buf_addf(b, "%s = $%d AND ", p[j].sql, first + j);
-    buf_addf(b, "%s %s $%d)", p[i].sql, p[i].desc ? "<" : ">", first + i);
-  }
-  buf_add(b, ")");
-}
-
-const char *hs_page_sql(arena *a, const hs_page *pg, const char *sql, db_val *args, int *n) {
-  struct buf b;
-  buf_init(&b, BUF_CAP_MAX);
-  buf_add(&b, sql);
-  if (pg->nkey) {
-    after_key(&b, pg, *n + 1);
-    for (int i = 0; i < pg->nkey; i++) args[(*n)++] = pg->key[i];
-  }
-  buf_add(&b, " ORDER BY ");
-  for (int i = 0; pg->ks->parts[i].sql && i < HS_PAGE_MAX_KEY; i++)
-    buf_addf(&b, "%s%s%s", i ? ", " : "", pg->ks->parts[i].sql, pg->ks->parts[i].desc ? " DESC" : "");
-  if (pg->fetch > 0) {
-    args[(*n)++] = DB_INT(pg->fetch);
-    buf_addf(&b, " LIMIT $%d", *n);
-  }
-  if (buf_result(&b) != BUF_OK) oom();
-  char *text = arena_strdup(a, buf_ptr(&b));
-  buf_free(&b);
-  return text;
-}
-
-db_rc hs_page_query(arena *a, const hs_page *pg, const char *sql, db_val *args, int n, db_res **out) {
-  sql = hs_page_sql(a, pg, sql, args, &n);
-  return db_query(a, out, sql, args, n);
 }
 
 /* Appends s percent-encoded (RFC 3986: unreserved characters as they are). */
@@ -183,10 +125,10 @@ static const char *next_url(hs_req *req, const char *next) {
   return url;
 }
 
-err_t hs_page_next_after(hs_req *req, hs_page *pg, const db_res *r, int row) {
-  const hs_keyset *ks = pg->ks;
+err_t hs_page_next_after(hs_req *req, db_page *pg, const db_res *r, int row) {
+  const db_keyset *ks = pg->ks;
   json_t *values = arena_json(&req->arena, json_array());
-  for (int i = 0; i < key_parts(ks); i++) {
+  for (int i = 0; i < db_keyset_parts(ks); i++) {
     int col = db_col(r, ks->parts[i].column);
     if (col < 0 || db_isnull(r, row, col)) { /* the list's statement does not hold its key */
       log_msg(LOG_ERROR, "list %s: key column %s missing or NULL", ks->list, ks->parts[i].column);
@@ -209,13 +151,13 @@ err_t hs_page_next_after(hs_req *req, hs_page *pg, const db_res *r, int row) {
   return ERR_OK;
 }
 
-err_t hs_page_end(hs_req *req, hs_page *pg, db_res *r) {
+err_t hs_page_end(hs_req *req, db_page *pg, db_res *r) {
   if (!pg->limit || r->rows <= pg->limit) return ERR_OK;
   r->rows = pg->limit;
   return hs_page_next_after(req, pg, r, r->rows - 1);
 }
 
-void hs_page_jw_next(jw *w, const hs_page *pg) {
+void hs_page_jw_next(jw *w, const db_page *pg) {
   if (!pg->next) return;
   jw_key(w, "nextCursor");
   jw_str(w, pg->next);

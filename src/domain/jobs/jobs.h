@@ -74,11 +74,11 @@ bool jobs_provider_matches(const char *provider_id, const char *service, const c
  * (JOBS_REPORT_KEPT_MS), without the customer's identity; a daily task deletes it then. */
 #define JOBS_REPORT_KEPT_MS (120LL * 24 * 3600 * 1000)
 /* The order of the staff's report list: newest first. */
-extern const hs_keyset REPORTS_KEYSET;
+extern const db_keyset REPORTS_KEYSET;
 /* A page of reports of status ("open", "resolved"; NULL: every one): id, job_id, customer_id
  * (NULL once the customer erased the account), description, status, resolution,
  * resolution_note, resolved_by, resolved_at, created_at, service, job_status, provider_id. */
-err_t jobs_reports(arena *a, const char *status, const hs_page *pg, db_res **out);
+err_t jobs_reports(arena *a, const char *status, const db_page *pg, db_res **out);
 /* Report id with the same columns (no row when it does not exist). */
 err_t jobs_report(arena *a, const char *id, db_res **out);
 /* Resolves report id on c when it is open: action ("release" or "refund"), note, by staff_id;

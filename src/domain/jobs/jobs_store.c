@@ -270,17 +270,17 @@ static err_t rows(arena *a, db_res **out, const char *sql, const db_val *params,
   return db_query(a, out, sql, params, n) == DB_OK ? ERR_OK : ERR_INTERNAL;
 }
 
-const hs_keyset CUSTOMER_JOBS_KEYSET = {"jobs", {{"seq", "seq", 'i', true}, {"id", "id", 's', true}}};
-const hs_keyset FEED_KEYSET = {
+const db_keyset CUSTOMER_JOBS_KEYSET = {"jobs", {{"seq", "seq", 'i', true}, {"id", "id", 's', true}}};
+const db_keyset FEED_KEYSET = {
     "feed", {{"feed_at", "feed_at", 'i', false}, {"seq", "seq", 'i', false}, {"id", "id", 's', false}}};
-const hs_keyset REPORTABLE_KEYSET = {
+const db_keyset REPORTABLE_KEYSET = {
     "reportable", {{"j.updated_at", "updated_at", 'i', true}, {"j.seq", "seq", 'i', true}, {"j.id", "id", 's', true}}};
 
-err_t jobs_store_customer_jobs(arena *a, const char *customer_id, const char *const *statuses, const hs_page *pg,
+err_t jobs_store_customer_jobs(arena *a, const char *customer_id, const char *const *statuses, const db_page *pg,
                                db_res **out) {
-  db_val args[HS_PAGE_ARGS(1 + JOB_STATUS_COUNT)] = {DB_TEXT(customer_id)};
+  db_val args[DB_PAGE_ARGS(1 + JOB_STATUS_COUNT)] = {DB_TEXT(customer_id)};
   for (int i = 0; i < JOB_STATUS_COUNT; i++) args[1 + i] = DB_TEXT(statuses ? statuses[i] : JOB_STATUS_NAMES[i]);
-  return db_to_err(hs_page_query(a, pg,
+  return db_to_err(db_page_query(a, pg,
                                  "SELECT * FROM jobs WHERE customer_id = $1 AND status IN ($2, $3, $4, $5, $6, $7, $8)",
                                  args, 1 + JOB_STATUS_COUNT, out));
 }
@@ -291,12 +291,12 @@ static int cmp_text(const void *x, const void *y) { return strcmp(*(const char *
 
 /* One pair's part read afresh for a page of the feed: the fetch jobs after the cursor's (one
  * range scan of jobs_feed_open), as a read for db_exec_all. */
-static db_read feed_page_read(arena *a, const char *service, const char *zip, const hs_page *pg,
+static db_read feed_page_read(arena *a, const char *service, const char *zip, const db_page *pg,
                               const char *const open[2]) {
-  db_val *args = arena_alloc(a, HS_PAGE_ARGS(4) * sizeof *args);
+  db_val *args = arena_alloc(a, DB_PAGE_ARGS(4) * sizeof *args);
   args[0] = DB_TEXT(service), args[1] = DB_TEXT(zip), args[2] = DB_TEXT(open[0]), args[3] = DB_TEXT(open[1]);
   int n = 4;
-  const char *sql = hs_page_sql(a, pg,
+  const char *sql = db_page_sql(a, pg,
                                 db_engine_get() == DB_POSTGRES
                                     ? "SELECT " FEED_COLUMNS " FROM jobs WHERE service = $1 AND zip = $2 "
                                       "AND status IN ('PENDING', 'QUOTED') AND status IN ($3, $4)"
@@ -311,7 +311,7 @@ static db_read feed_page_read(arena *a, const char *service, const char *zip, co
  * (one range scan of jobs_feed_open, in feed order: covering on SQLite) and kept. Reading the
  * versions before the rows keeps every copy at least as new as its version. A page reads each
  * pair afresh from its cursor (feed_page_part). */
-static db_rc feed_read(db_conn *c, arena *a, const char *provider_id, const hs_page *pg, const char *const open[2],
+static db_rc feed_read(db_conn *c, arena *a, const char *provider_id, const db_page *pg, const char *const open[2],
                        job_feed *out) {
   const char *part_sql = db_engine_get() == DB_POSTGRES
                              ? "SELECT " FEED_COLUMNS " FROM jobs WHERE service = $1 AND zip = $2 "
@@ -364,7 +364,7 @@ static db_rc feed_read(db_conn *c, arena *a, const char *provider_id, const hs_p
   return rc;
 }
 
-err_t jobs_store_feed(arena *a, const char *provider_id, const hs_page *pg, const char *const open[2], job_feed *out) {
+err_t jobs_store_feed(arena *a, const char *provider_id, const db_page *pg, const char *const open[2], job_feed *out) {
   *out = (job_feed){0};
   db_conn *c = db_acquire();
   db_rc rc = feed_read(c, a, provider_id, pg, open, out);
@@ -482,9 +482,9 @@ err_t jobs_store_append_images(const char *id, const char *keys_json) {
   return e;
 }
 
-err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, const hs_page *pg, db_res **out) {
-  db_val args[HS_PAGE_ARGS(2)] = {DB_TEXT(customer_id), DB_INT(since)};
-  return db_to_err(hs_page_query(a, pg,
+err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, const db_page *pg, db_res **out) {
+  db_val args[DB_PAGE_ARGS(2)] = {DB_TEXT(customer_id), DB_INT(since)};
+  return db_to_err(db_page_query(a, pg,
                                  "SELECT j.*, p.name AS provider_name, p.company_name AS provider_company FROM jobs j "
                                  "LEFT JOIN providers p ON p.id = j.provider_id "
                                  "WHERE j.customer_id = $1 AND j.status = 'COMPLETED' AND j.completed_at >= $2 "
@@ -531,17 +531,17 @@ err_t jobs_store_insert_report(const char *id, const char *job_id, const char *c
   return db_end(c, e);
 }
 
-const hs_keyset REPORTS_KEYSET = {"reports", {{"rp.created_at", "created_at", 'i', true}, {"rp.id", "id", 's', true}}};
+const db_keyset REPORTS_KEYSET = {"reports", {{"rp.created_at", "created_at", 'i', true}, {"rp.id", "id", 's', true}}};
 
 #define REPORTS_SQL                                                                                                    \
   "SELECT rp.id, rp.job_id, rp.customer_id, rp.description, rp.status, rp.resolution, rp.resolution_note, "           \
   "rp.resolved_by, rp.resolved_at, rp.created_at, j.service, j.status AS job_status, j.provider_id "                  \
   "FROM job_reports rp JOIN jobs j ON j.id = rp.job_id WHERE "
 
-err_t jobs_reports(arena *a, const char *status, const hs_page *pg, db_res **out) {
-  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(status)};
-  return db_to_err(status ? hs_page_query(a, pg, REPORTS_SQL "rp.status = $1", args, 1, out)
-                          : hs_page_query(a, pg, REPORTS_SQL "1 = 1", args, 0, out));
+err_t jobs_reports(arena *a, const char *status, const db_page *pg, db_res **out) {
+  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(status)};
+  return db_to_err(status ? db_page_query(a, pg, REPORTS_SQL "rp.status = $1", args, 1, out)
+                          : db_page_query(a, pg, REPORTS_SQL "1 = 1", args, 0, out));
 }
 
 err_t jobs_report(arena *a, const char *id, db_res **out) {

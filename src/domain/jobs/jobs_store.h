@@ -6,7 +6,7 @@
 #include "db/db.h"
 #include "domain/jobs/jobs.h"
 #include "domain/notifications/notifications.h"
-#include "http/paging.h"
+#include "db/page.h"
 #include <jansson.h>
 #include <stdbool.h>
 
@@ -16,10 +16,10 @@ err_t jobs_store_insert(arena *a, const job_new *j, const char *urgent_title, co
 /* The orders of the job lists: a customer's jobs newest first (seq, id); the provider feed by
  * (feed_at, seq, id), ASAP jobs first (feed_at is -2^62 for them); the reportable jobs by
  * (updated_at, seq, id), newest first. */
-extern const hs_keyset CUSTOMER_JOBS_KEYSET, FEED_KEYSET, REPORTABLE_KEYSET;
+extern const db_keyset CUSTOMER_JOBS_KEYSET, FEED_KEYSET, REPORTABLE_KEYSET;
 /* The page pg of the customer's jobs whose status is one of statuses (JOB_STATUS_COUNT slots,
  * the unused ones NULL; NULL: any status). */
-err_t jobs_store_customer_jobs(arena *a, const char *customer_id, const char *const *statuses, const hs_page *pg,
+err_t jobs_store_customer_jobs(arena *a, const char *customer_id, const char *const *statuses, const db_page *pg,
                                db_res **out);
 /* The provider feed: the open jobs matching the provider's services and ZIPs whose status is
  * open[0] or open[1] (PENDING, QUOTED), as parts (one per pair, each in feed order (feed_at,
@@ -33,7 +33,7 @@ typedef struct job_feed {
   int nparts;
   db_res *quoted;
 } job_feed;
-err_t jobs_store_feed(arena *a, const char *provider_id, const hs_page *pg, const char *const open[2], job_feed *out);
+err_t jobs_store_feed(arena *a, const char *provider_id, const db_page *pg, const char *const open[2], job_feed *out);
 /* Writes the stored JSON of the listed jobs whose JSON is missing. */
 err_t jobs_store_repair_json(const char *const *ids, int n);
 /* GET /jobs/:id in one statement: the job's id, customer_id, provider_id, status, stored JSON
@@ -64,7 +64,7 @@ err_t jobs_store_move(arena *a, const job_move *m, db_res **row);
 err_t jobs_store_append_images(const char *id, const char *keys_json);
 /* The page pg of the customer's COMPLETED jobs completed at or after since and not reported,
  * with provider_name and provider_company. */
-err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, const hs_page *pg, db_res **out);
+err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, const db_page *pg, db_res **out);
 /* Records a report of job_id and holds the provider's transfers of the job, in one transaction
  * (ERR_CONFLICT: the job was already reported). */
 /* Deletes the reports kept past their customer's account whose time is over (keep_until). */

@@ -18,6 +18,7 @@
 #include "domain/payments/payments.h"
 #include "domain/shapes.h"
 #include "ext/queue.h"
+#include "http/paging.h"
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -177,7 +178,7 @@ static int cmp_id(const void *key, const void *elem) { return strcmp(key, *(cons
 /* The provider's feed: the parts merged in feed order, up to the page's end (FEED_MAX unpaged),
  * keeping only the statuses asked for (open: PENDING and/or QUOTED, twice the same when one). */
 static err_t reply_feed(hs_req *req, const char *const open[2]) {
-  hs_page pg;
+  db_page pg;
   job_feed f = {0};
   err_t e = hs_page_begin(req, &FEED_KEYSET, NULL, FEED_MAX, &pg);
   if (!e && open[0]) e = jobs_store_feed(&req->arena, req->auth.id, &pg, open, &f);
@@ -250,7 +251,7 @@ err_t api_jobs_list(hs_req *req) {
     if (!open[1]) open[1] = open[0];
     return reply_feed(req, open);
   }
-  hs_page pg;
+  db_page pg;
   db_res *r;
   err_t e = hs_page_begin(req, &CUSTOMER_JOBS_KEYSET, NULL, 0, &pg);
   if (!e) e = jobs_store_customer_jobs(&req->arena, req->auth.id, statuses, &pg, &r);
@@ -324,7 +325,7 @@ err_t api_jobs_get(hs_req *req) {
 /* ---- after completion ---- */
 
 err_t api_jobs_reportable(hs_req *req) {
-  hs_page pg;
+  db_page pg;
   db_res *r;
   err_t e = hs_page_begin(req, &REPORTABLE_KEYSET, NULL, 0, &pg);
   if (!e) e = jobs_store_reportable(&req->arena, req->auth.id, clock_now_ms() - JOBS_REPORT_WINDOW_MS, &pg, &r);

@@ -13,6 +13,7 @@
 #include "domain/messages/messages_store.h"
 #include "domain/notifications/notifications.h"
 #include "ext/storage.h"
+#include "http/paging.h"
 #include "http/rowjson.h"
 #include <stdlib.h>
 #include <string.h>
@@ -95,7 +96,7 @@ err_t api_messages_list(hs_req *req) {
    * cursor that is not valid. */
   const char *requested = json_string_value(json_object_get(req->query, "providerId"));
   const char *scope = req->auth.role_bit == ROLE_USER ? requested : req->auth.id;
-  hs_page pg;
+  db_page pg;
   err_t page = hs_page_begin(req, &MESSAGES_KEYSET, scope ? scope : "assigned", 0, &pg);
   db_read reads[2] = {thread_read(req, requested)};
   if (!page) reads[1] = messages_read_list(&req->arena, hs_param(req, "id"), scope, &pg);
@@ -191,7 +192,7 @@ static const hs_rj_field COUNTERPART[] = {{"id", "counterpart_id", RJ_STR}, {"na
 err_t api_messages_threads(hs_req *req) {
   const char *role = hs_role_name(req->auth.role_bit);
   db_res *r;
-  hs_page pg;
+  db_page pg;
   err_t e = hs_page_begin(req, &THREADS_KEYSET, NULL, 0, &pg);
   if (!e) e = messages_store_threads(&req->arena, role, req->auth.id, &pg, &r);
   if (!e) e = hs_page_end(req, &pg, r);

@@ -52,12 +52,12 @@ db_read messages_read_thread(arena *a, const char *role, const char *caller_id, 
                       DB_ARGS(DB_TEXT(job_id), DB_TEXT(caller_id)));
 }
 
-const hs_keyset MESSAGES_KEYSET = {"messages", {{"seq", "seq", 'i', false}, {"id", "id", 's', false}}};
+const db_keyset MESSAGES_KEYSET = {"messages", {{"seq", "seq", 'i', false}, {"id", "id", 's', false}}};
 
-db_read messages_read_list(arena *a, const char *job_id, const char *provider, const hs_page *pg) {
-  db_val args[HS_PAGE_ARGS(2)] = {DB_TEXT(job_id), DB_TEXT(provider)};
+db_read messages_read_list(arena *a, const char *job_id, const char *provider, const db_page *pg) {
+  db_val args[DB_PAGE_ARGS(2)] = {DB_TEXT(job_id), DB_TEXT(provider)};
   int n = 2;
-  const char *sql = hs_page_sql(a, pg,
+  const char *sql = db_page_sql(a, pg,
                                 "SELECT " MESSAGE_COLUMNS " FROM messages WHERE job_id = $1 "
                                 "AND provider_id = COALESCE($2, (SELECT provider_id FROM jobs WHERE id = $1))",
                                 args, &n);
@@ -77,12 +77,12 @@ db_read messages_read_list(arena *a, const char *job_id, const char *provider, c
   "WHERE (j.provider_id = m.provider_id OR EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = m.job_id "                  \
   "AND q.provider_id = m.provider_id))"
 
-const hs_keyset THREADS_KEYSET = {
+const db_keyset THREADS_KEYSET = {
     "threads", {{"last.seq", "last_seq", 'i', true}, {"m.job_id", "job_id", 's', false}, {"m.provider_id", "provider_id", 's', false}}};
 
-err_t messages_store_threads(arena *a, const char *role, const char *caller_id, const hs_page *pg, db_res **out) {
+err_t messages_store_threads(arena *a, const char *role, const char *caller_id, const db_page *pg, db_res **out) {
   bool customer = !strcmp(role, "user");
-  db_val args[HS_PAGE_ARGS(3)] = {DB_TEXT(caller_id), DB_TEXT(customer ? "user" : "provider"),
+  db_val args[DB_PAGE_ARGS(3)] = {DB_TEXT(caller_id), DB_TEXT(customer ? "user" : "provider"),
                                   DB_TEXT(customer ? "provider" : "user")};
   const char *sql = customer ? "WITH last AS (SELECT m.job_id, m.provider_id, MAX(m.seq) AS seq FROM messages m "
                                "JOIN jobs j ON j.id = m.job_id WHERE j.customer_id = $1 "
@@ -90,7 +90,7 @@ err_t messages_store_threads(arena *a, const char *role, const char *caller_id, 
                              : "WITH last AS (SELECT job_id, provider_id, MAX(seq) AS seq FROM messages "
                                "WHERE provider_id = $1 GROUP BY job_id, provider_id) " THREADS_SELECT("j.customer_id",
                                                                                                        "users");
-  return db_to_err(hs_page_query(a, pg, sql, args, 3, out));
+  return db_to_err(db_page_query(a, pg, sql, args, 3, out));
 }
 
 err_t messages_store_mark_read(const char *job_id, const char *provider_id, const char *reader_role) {

@@ -4,7 +4,7 @@
 #include "core/errors.h"
 #include "db/db.h"
 #include "domain/notifications/notifications.h"
-#include "http/paging.h"
+#include "db/page.h"
 
 /* A thread holds at most this many messages. */
 #define THREAD_CAP 250
@@ -19,9 +19,9 @@
 db_read messages_read_thread(arena *a, const char *role, const char *caller_id, const char *job_id,
                              const char *provider);
 /* A thread's messages oldest first, by (seq, id); every one without paging. */
-extern const hs_keyset MESSAGES_KEYSET;
+extern const db_keyset MESSAGES_KEYSET;
 /* The read of page pg of the (job, provider) thread; provider NULL: the job's assigned one. */
-db_read messages_read_list(arena *a, const char *job_id, const char *provider, const hs_page *pg);
+db_read messages_read_list(arena *a, const char *job_id, const char *provider, const db_page *pg);
 
 /* The caller's threads, one row per (job, provider) thread with a message that the caller may
  * still use (the provider quoted on the job or is assigned to it), newest last message first
@@ -30,8 +30,8 @@ db_read messages_read_list(arena *a, const char *job_id, const char *provider, c
  * (messages of the other side after the caller's read mark). role: "user" (caller_id is the
  * customer) or "provider". */
 /* The order of the threads: the newest last message first. */
-extern const hs_keyset THREADS_KEYSET;
-err_t messages_store_threads(arena *a, const char *role, const char *caller_id, const hs_page *pg, db_res **out);
+extern const db_keyset THREADS_KEYSET;
+err_t messages_store_threads(arena *a, const char *role, const char *caller_id, const db_page *pg, db_res **out);
 /* Moves the read mark of one side (reader_role "user" or "provider") of the thread to its last
  * message; a mark never moves back. */
 err_t messages_store_mark_read(const char *job_id, const char *provider_id, const char *reader_role);

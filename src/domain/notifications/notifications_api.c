@@ -11,6 +11,7 @@
 #include "domain/notifications/notifications_store.h"
 #include "ext/fetch.h"
 #include "ext/queue.h"
+#include "http/paging.h"
 #include "http/rowjson.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +34,7 @@ err_t api_push_token(hs_req *req) {
 }
 
 err_t api_notifications_list(hs_req *req) {
-  hs_page pg;
+  db_page pg;
   db_res *r;
   err_t e = hs_page_begin(req, &NOTIFICATIONS_KEYSET, NULL, NOTIFICATIONS_CAP, &pg);
   if (!e)

@@ -111,12 +111,12 @@ err_t notifications_store_set_push_token(const char *role, const char *id, const
   return db_to_err(db_query(NULL, NULL, sql, DB_ARGS(DB_TEXT(id), DB_TEXT(token))));
 }
 
-const hs_keyset NOTIFICATIONS_KEYSET = {"notifications", {{"seq", "seq", 'i', true}, {"id", "id", 's', true}}};
+const db_keyset NOTIFICATIONS_KEYSET = {"notifications", {{"seq", "seq", 'i', true}, {"id", "id", 's', true}}};
 
-err_t notifications_store_list(arena *a, const char *role, const char *id, bool unread, const hs_page *pg,
+err_t notifications_store_list(arena *a, const char *role, const char *id, bool unread, const db_page *pg,
                                db_res **out) {
-  db_val args[HS_PAGE_ARGS(3)] = {DB_TEXT(id), DB_TEXT(role), DB_BOOL(unread)};
-  return db_to_err(hs_page_query(a, pg,
+  db_val args[DB_PAGE_ARGS(3)] = {DB_TEXT(id), DB_TEXT(role), DB_BOOL(unread)};
+  return db_to_err(db_page_query(a, pg,
                                  "SELECT id, title, body, job_id, is_read, created_at, seq FROM notifications "
                                  "WHERE account_id = $1 AND role = $2 AND ($3 = 0 OR is_read = 0)",
                                  args, 3, out));

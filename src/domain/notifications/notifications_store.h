@@ -4,17 +4,17 @@
 #define DOMAIN_NOTIFICATIONS_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
-#include "http/paging.h"
+#include "db/page.h"
 #include <stdbool.h>
 
 /* The account's notifications newest first, by (seq, id); without paging the last 50. */
-extern const hs_keyset NOTIFICATIONS_KEYSET;
+extern const db_keyset NOTIFICATIONS_KEYSET;
 #define NOTIFICATIONS_CAP 50
 
 /* Sets the device push token of account id (role "user" or "provider"). */
 err_t notifications_store_set_push_token(const char *role, const char *id, const char *token);
 /* The page pg of the account's notifications (only the unread ones with unread). */
-err_t notifications_store_list(arena *a, const char *role, const char *id, bool unread, const hs_page *pg,
+err_t notifications_store_list(arena *a, const char *role, const char *id, bool unread, const db_page *pg,
                                db_res **out);
 /* Marks every notification of the account read. */
 err_t notifications_store_mark_read(const char *role, const char *id);

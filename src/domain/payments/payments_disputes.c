@@ -22,6 +22,7 @@
 #include "ext/payments.h"
 #include "ext/photobook.h"
 #include "ext/storage.h"
+#include "http/paging.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,7 +132,7 @@ static err_t dispute_jw(hs_req *req, jw *w, const db_res *r, int i) {
 }
 
 err_t api_disputes_list(hs_req *req) {
-  hs_page pg;
+  db_page pg;
   db_res *r;
   err_t e = hs_page_begin(req, &DISPUTES_KEYSET, NULL, LIST_CAP, &pg);
   if (!e) e = pay_store_disputes(&req->arena, json_string_value(json_object_get(req->query, "status")), &pg, &r);

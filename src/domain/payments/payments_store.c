@@ -825,7 +825,7 @@ err_t pay_store_dispute_evidence(const char *id, const char *text, const char *f
   return e;
 }
 
-const hs_keyset DISPUTES_KEYSET = {"disputes", {{"d.seq", "seq", 'i', true}, {"d.id", "id", 's', true}}};
+const db_keyset DISPUTES_KEYSET = {"disputes", {{"d.seq", "seq", 'i', true}, {"d.id", "id", 's', true}}};
 
 #define DISPUTES_SQL                                                                                                   \
   "SELECT d.id, d.processor_dispute_id, d.payment_id, d.job_id, d.status, d.reason, d.amount_cents, "                  \
@@ -835,12 +835,12 @@ const hs_keyset DISPUTES_KEYSET = {"disputes", {{"d.seq", "seq", 'i', true}, {"d
   "JOIN jobs j ON j.id = d.job_id JOIN users u ON u.id = j.customer_id JOIN payments p ON p.id = d.payment_id "        \
   "LEFT JOIN providers pr ON pr.id = j.provider_id WHERE "
 
-err_t pay_store_disputes(arena *a, const char *which, const hs_page *pg, db_res **out) {
+err_t pay_store_disputes(arena *a, const char *which, const db_page *pg, db_res **out) {
   const char *filter = !which                    ? "1 = 1"
                        : !strcmp(which, "closed") ? "d.status IN ('won', 'lost', 'warning_closed')"
                                                   : "d.status NOT IN ('won', 'lost', 'warning_closed')";
-  db_val args[HS_PAGE_ARGS(0)];
-  return db_to_err(hs_page_query(a, pg, arena_printf(a, DISPUTES_SQL "%s", filter), args, 0, out));
+  db_val args[DB_PAGE_ARGS(0)];
+  return db_to_err(db_page_query(a, pg, arena_printf(a, DISPUTES_SQL "%s", filter), args, 0, out));
 }
 
 err_t pay_store_dispute_listed(arena *a, const char *id, db_res **out) {

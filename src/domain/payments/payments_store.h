@@ -6,7 +6,7 @@
 #include "domain/audit/audit.h"
 #include "domain/notifications/notifications.h"
 #include "ext/payments.h"
-#include "http/paging.h"
+#include "db/page.h"
 #include <jansson.h>
 #include <stdbool.h>
 
@@ -206,8 +206,8 @@ err_t pay_store_dispute_evidence(const char *id, const char *text, const char *f
  * reason, amount_cents, evidence_due_by, funds_withdrawn, evidence_submitted_at, closed_at,
  * created_at, service, job_status, customer_id, customer_name, customer_email, provider_id,
  * provider_name, lost_cents, seq. */
-extern const hs_keyset DISPUTES_KEYSET;
-err_t pay_store_disputes(arena *a, const char *which, const hs_page *pg, db_res **out);
+extern const db_keyset DISPUTES_KEYSET;
+err_t pay_store_disputes(arena *a, const char *which, const db_page *pg, db_res **out);
 /* Dispute id as the list shows it (one row, or none). */
 err_t pay_store_dispute_listed(arena *a, const char *id, db_res **out);
 /* What dispute evidence says of a job: its customer, service, description and completion. */

@@ -14,6 +14,7 @@
 #include "core/util.h"
 #include "domain/payouts/payouts.h"
 #include "domain/payouts/payouts_store.h"
+#include "http/paging.h"
 #include "http/rowjson.h"
 #include <stdio.h>
 #include <string.h>
@@ -111,7 +112,7 @@ const hs_rj_field PAYOUTS_TRANSFER_JSON[] = {
 
 err_t api_payouts_list(hs_req *req) {
   db_res *list, *totals;
-  hs_page pg;
+  db_page pg;
   err_t e = hs_page_begin(req, &TRANSFERS_KEYSET, NULL, LIST_MAX, &pg);
   if (!e) e = po_store_list(&req->arena, req->auth.id, &pg, &list);
   if (!e) e = hs_page_end(req, &pg, list);

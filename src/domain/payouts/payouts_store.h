@@ -4,7 +4,7 @@
 #include "core/errors.h"
 #include "db/db.h"
 #include "domain/payouts/payouts.h"
-#include "http/paging.h"
+#include "db/page.h"
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -108,10 +108,10 @@ err_t po_store_uncertain(arena *a, int64_t stale_before, int limit, db_res **out
 /* ---- reading ---- */
 
 /* The order of a provider's transfers: newest first, by (seq, id) descending. */
-extern const hs_keyset TRANSFERS_KEYSET;
+extern const db_keyset TRANSFERS_KEYSET;
 /* The page pg of the provider's transfers: id, job_id, kind, amount_cents, reversed_cents,
  * status, available_at, paid_at, failure_reason, seq. */
-err_t po_store_list(arena *a, const char *provider_id, const hs_page *pg, db_res **out);
+err_t po_store_list(arena *a, const char *provider_id, const db_page *pg, db_res **out);
 /* The provider's totals in cents: scheduled (scheduled, waiting for the account or failed),
  * on_hold, paid (what reached the account and stayed), reversed, and owed (what it owes the
  * platform: its balance, negated). */

@@ -160,7 +160,7 @@ err_t api_providers_insights(hs_req *req) {
   const char *id = req->auth.id;
   db_read reads[] = {prov_read(a, id), prov_read_won_jobs(a, id), payouts_read_provider_records(a, id),
                      prov_read_review_stats(a, id),
-                     prov_read_reviews(a, id, &(const hs_page){.ks = &REVIEWS_KEYSET, .fetch = RECENT_REVIEWS}),
+                     prov_read_reviews(a, id, &(const db_page){.ks = &REVIEWS_KEYSET, .fetch = RECENT_REVIEWS}),
                      payouts_read_owed(a, id)};
   err_t e = db_to_err(db_query_all(a, reads, 6)); /* independent reads: one round trip */
   if (e != ERR_OK) return e;

@@ -8,6 +8,7 @@
 #include "domain/providers/providers_store.h"
 #include "domain/quotes/quotes.h"
 #include "ext/storage.h"
+#include "http/paging.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,7 @@ static json_t *reviews_json(arena *a, const db_res *r) {
 err_t api_providers_public_profile(hs_req *req) {
   arena *a = &req->arena;
   const char *id = hs_param(req, "id");
-  hs_page pg;
+  db_page pg;
   err_t e = hs_page_begin(req, &REVIEWS_KEYSET, id, PUBLIC_REVIEWS, &pg);
   if (e != ERR_OK) return e;
   /* independent reads: one round trip */

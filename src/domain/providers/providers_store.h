@@ -4,7 +4,7 @@
 #include "core/errors.h"
 #include "db/db.h"
 #include "domain/providers/recognition.h"
-#include "http/paging.h"
+#include "db/page.h"
 #include <jansson.h>
 #include <stdint.h>
 
@@ -37,14 +37,14 @@ err_t prov_store_set_insurance_document(arena *a, const char *id, const char *ke
 
 /* The orders of the provider's jobs and schedule: jobs without a date first, then by the date
  * (preferredAt; the schedule's time), then (seq, id). */
-extern const hs_keyset PROVIDER_JOBS_KEYSET, SCHEDULE_KEYSET;
+extern const db_keyset PROVIDER_JOBS_KEYSET, SCHEDULE_KEYSET;
 /* The page pg of the jobs assigned to the provider (`SELECT jobs.*`), preferredAt ascending
  * (ASAP jobs without a date first). */
-err_t prov_store_assigned_jobs(arena *a, const char *id, const hs_page *pg, db_res **out);
+err_t prov_store_assigned_jobs(arena *a, const char *id, const db_page *pg, db_res **out);
 /* The page pg of the provider's ACCEPTED, ON_THE_WAY and IN_PROGRESS jobs: id, service,
  * address, zip, status, customer_name, scheduled_at (the accepted quote's, else the job's
  * preferredAt) and amount_cents (the accepted quote's), soonest first. */
-err_t prov_store_schedule(arena *a, const char *id, const hs_page *pg, db_res **out);
+err_t prov_store_schedule(arena *a, const char *id, const db_page *pg, db_res **out);
 /* Stores the weekly schedule (JSON text). */
 err_t prov_store_set_availability(const char *id, const char *json);
 /* Records on c, in the transaction that bills it, that month's ("YYYY-MM") Preferred Pro fee
@@ -68,9 +68,9 @@ db_read prov_read_won_jobs(arena *a, const char *id);
 /* total (count) and average (rating, or NULL) of the provider's reviews. */
 db_read prov_read_review_stats(arena *a, const char *id);
 /* The order of a provider's reviews: newest first, by (created_at, id) descending. */
-extern const hs_keyset REVIEWS_KEYSET;
+extern const db_keyset REVIEWS_KEYSET;
 /* The page pg of the provider's reviews with customer_name, customer_deleted_at and service. */
-db_read prov_read_reviews(arena *a, const char *id, const hs_page *pg);
+db_read prov_read_reviews(arena *a, const char *id, const db_page *pg);
 /* What the provider's public profile shows: id, name, company_name, headshots, logo_url,
  * services, service_zips, is_premium, ins_check_status, id_doc_front, id_doc_back, created_at
  * and completed_jobs; no row when there is no such provider (or it was deleted). */

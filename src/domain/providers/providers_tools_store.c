@@ -14,28 +14,28 @@
 #define JOB_AT "preferred_at"
 #define SCHEDULE_AT "COALESCE(q.scheduled_at, j.preferred_at)"
 
-const hs_keyset PROVIDER_JOBS_KEYSET = {"provider-jobs",
+const db_keyset PROVIDER_JOBS_KEYSET = {"provider-jobs",
                                         {{DATED(JOB_AT), "page_dated", 'i', false},
                                          {"COALESCE(" JOB_AT ", 0)", "page_at", 'i', false},
                                          {"seq", "seq", 'i', false},
                                          {"id", "id", 's', false}}};
-const hs_keyset SCHEDULE_KEYSET = {"schedule",
+const db_keyset SCHEDULE_KEYSET = {"schedule",
                                    {{DATED(SCHEDULE_AT), "page_dated", 'i', false},
                                     {"COALESCE(" SCHEDULE_AT ", 0)", "page_at", 'i', false},
                                     {"j.seq", "seq", 'i', false},
                                     {"j.id", "id", 's', false}}};
 
-err_t prov_store_assigned_jobs(arena *a, const char *id, const hs_page *pg, db_res **out) {
-  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(id)};
-  return db_to_err(hs_page_query(a, pg,
+err_t prov_store_assigned_jobs(arena *a, const char *id, const db_page *pg, db_res **out) {
+  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(id)};
+  return db_to_err(db_page_query(a, pg,
                                  "SELECT *, " DATED(JOB_AT) " AS page_dated, COALESCE(" JOB_AT ", 0) AS page_at "
                                                             "FROM jobs WHERE provider_id = $1",
                                  args, 1, out));
 }
 
-err_t prov_store_schedule(arena *a, const char *id, const hs_page *pg, db_res **out) {
-  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(id)};
-  return db_to_err(hs_page_query(
+err_t prov_store_schedule(arena *a, const char *id, const db_page *pg, db_res **out) {
+  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(id)};
+  return db_to_err(db_page_query(
       a, pg,
       "SELECT j.id, j.service, j.address, j.zip, j.status, u.name AS customer_name, " SCHEDULE_AT " AS scheduled_at, "
       "q.amount_cents, j.seq, " DATED(
@@ -140,14 +140,14 @@ db_read prov_read_review_stats(arena *a, const char *id) {
                       DB_ARGS(DB_TEXT(id)));
 }
 
-const hs_keyset REVIEWS_KEYSET = {"provider-reviews",
+const db_keyset REVIEWS_KEYSET = {"provider-reviews",
                                   {{"r.created_at", "created_at", 'i', true}, {"r.id", "id", 's', true}}};
 
-db_read prov_read_reviews(arena *a, const char *id, const hs_page *pg) {
-  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(id)};
+db_read prov_read_reviews(arena *a, const char *id, const db_page *pg) {
+  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(id)};
   int n = 1;
   const char *sql =
-      hs_page_sql(a, pg,
+      db_page_sql(a, pg,
                   "SELECT r.id, r.job_id, r.rating, r.comment, r.created_at, u.name AS customer_name, "
                   "u.deleted_at AS customer_deleted_at, j.service "
                   "FROM reviews r LEFT JOIN users u ON u.id = r.customer_id LEFT JOIN jobs j ON j.id = r.job_id "

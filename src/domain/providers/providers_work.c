@@ -8,13 +8,14 @@
 #include "domain/providers/providers_api.h"
 #include "domain/providers/providers_store.h"
 #include "ext/queue.h"
+#include "http/paging.h"
 #include "http/rowjson.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 err_t api_providers_jobs(hs_req *req) {
-  hs_page pg;
+  db_page pg;
   db_res *r;
   err_t e = hs_page_begin(req, &PROVIDER_JOBS_KEYSET, NULL, 0, &pg);
   if (!e) e = prov_store_assigned_jobs(&req->arena, req->auth.id, &pg, &r);
@@ -36,7 +37,7 @@ static const hs_rj_field SCHEDULE[] = {
 };
 
 err_t api_providers_schedule(hs_req *req) {
-  hs_page pg;
+  db_page pg;
   db_res *r;
   err_t e = hs_page_begin(req, &SCHEDULE_KEYSET, NULL, 0, &pg);
   if (!e) e = prov_store_schedule(&req->arena, req->auth.id, &pg, &r);

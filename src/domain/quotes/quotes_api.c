@@ -14,6 +14,7 @@
 #include "domain/quotes/quotes_store.h"
 #include "domain/shapes.h"
 #include "ext/storage.h"
+#include "http/paging.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,7 +226,7 @@ err_t api_quotes_for_job(hs_req *req) {
   /* the job and its page of quotes in one round trip; the quotes are thrown away unless the job
    * is the caller's, and a job that is not answers 404 before a cursor that is not valid */
   const char *id = hs_param(req, "jobId");
-  hs_page pg;
+  db_page pg;
   err_t page = hs_page_begin(req, &JOB_QUOTES_KEYSET, NULL, 0, &pg);
   db_read reads[2] = {jobs_read(&req->arena, id)};
   if (!page) reads[1] = quotes_store_read_for_job(&req->arena, id, &pg);
@@ -269,7 +270,7 @@ err_t api_quotes_for_job(hs_req *req) {
 
 err_t api_quotes_of_provider(hs_req *req) {
   db_res *q;
-  hs_page pg;
+  db_page pg;
   err_t e = hs_page_begin(req, &PROVIDER_QUOTES_KEYSET, NULL, 0, &pg);
   if (!e) e = quotes_store_of_provider(&req->arena, req->auth.id, &pg, &q);
   if (!e) e = hs_page_end(req, &pg, q);

@@ -134,13 +134,13 @@ err_t quotes_store_recent_accepted(arena *a, const char *service, db_res **out) 
              : ERR_INTERNAL;
 }
 
-const hs_keyset JOB_QUOTES_KEYSET = {"job-quotes", {{"q.seq", "seq", 'i', false}, {"q.id", "id", 's', false}}};
+const db_keyset JOB_QUOTES_KEYSET = {"job-quotes", {{"q.seq", "seq", 'i', false}, {"q.id", "id", 's', false}}};
 
-db_read quotes_store_read_for_job(arena *a, const char *job_id, const hs_page *pg) {
-  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(job_id)};
+db_read quotes_store_read_for_job(arena *a, const char *job_id, const db_page *pg) {
+  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(job_id)};
   int n = 1;
   const char *sql =
-      hs_page_sql(a, pg,
+      db_page_sql(a, pg,
                   "SELECT q.*, p.name, p.phone, p.company_name, p.company_url, p.insurance_info, p.logo_url, "
                   "(SELECT AVG(CAST(rating AS DOUBLE PRECISION)) FROM reviews r WHERE r.provider_id = p.id) AS "
                   "average_rating FROM quotes q JOIN providers p ON p.id = q.provider_id WHERE q.job_id = $1",
@@ -148,11 +148,11 @@ db_read quotes_store_read_for_job(arena *a, const char *job_id, const hs_page *p
   return db_read_make(a, sql, args, n);
 }
 
-const hs_keyset PROVIDER_QUOTES_KEYSET = {"provider-quotes", {{"q.seq", "seq", 'i', true}, {"q.id", "id", 's', true}}};
+const db_keyset PROVIDER_QUOTES_KEYSET = {"provider-quotes", {{"q.seq", "seq", 'i', true}, {"q.id", "id", 's', true}}};
 
-err_t quotes_store_of_provider(arena *a, const char *provider_id, const hs_page *pg, db_res **out) {
-  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(provider_id)};
-  return db_to_err(hs_page_query(a, pg,
+err_t quotes_store_of_provider(arena *a, const char *provider_id, const db_page *pg, db_res **out) {
+  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(provider_id)};
+  return db_to_err(db_page_query(a, pg,
                                  "SELECT q.*, j.status AS job_status, j.service AS job_service FROM quotes q "
                                  "JOIN jobs j ON j.id = q.job_id WHERE q.provider_id = $1",
                                  args, 1, out));

@@ -4,7 +4,7 @@
 #include "core/errors.h"
 #include "db/db.h"
 #include "domain/notifications/notifications.h"
-#include "http/paging.h"
+#include "db/page.h"
 #include <stdbool.h>
 
 typedef struct quote_new {
@@ -50,13 +50,13 @@ err_t quotes_store_accept(const char *quote_id, const char *job_id, const char *
 /* amount_cents of the last 50 accepted quotes of service, newest first. */
 err_t quotes_store_recent_accepted(arena *a, const char *service, db_res **out);
 /* The order of a job's quotes: as they came, by (seq, id). */
-extern const hs_keyset JOB_QUOTES_KEYSET;
+extern const db_keyset JOB_QUOTES_KEYSET;
 /* The read of page pg of a job's quotes with the quoting provider's details and average rating
  * (db_query_all). */
-db_read quotes_store_read_for_job(arena *a, const char *job_id, const hs_page *pg);
+db_read quotes_store_read_for_job(arena *a, const char *job_id, const db_page *pg);
 /* The order of a provider's quotes: newest first, by (seq, id) descending. */
-extern const hs_keyset PROVIDER_QUOTES_KEYSET;
+extern const db_keyset PROVIDER_QUOTES_KEYSET;
 /* The page pg of the provider's quotes (`quotes.*`) with their job's job_status and job_service. */
-err_t quotes_store_of_provider(arena *a, const char *provider_id, const hs_page *pg, db_res **out);
+err_t quotes_store_of_provider(arena *a, const char *provider_id, const db_page *pg, db_res **out);
 
 #endif

@@ -14,6 +14,7 @@
 #include "domain/staff/staff_store.h"
 #include "ext/password.h"
 #include "ext/token.h"
+#include "http/paging.h"
 #include <stdlib.h>
 
 json_t *staff_json(const db_res *r, int row) {
@@ -56,7 +57,7 @@ err_t api_staff_me(hs_req *req) {
 }
 
 err_t api_staff_list(hs_req *req) {
-  hs_page pg;
+  db_page pg;
   db_res *r;
   err_t e = hs_page_begin(req, &STAFF_KEYSET, NULL, 0, &pg);
   if (!e) e = staff_store_list(&req->arena, &pg, &r);

@@ -21,6 +21,7 @@
 #include "domain/staff/staff_store.h"
 #include "ext/digest.h"
 #include "ext/token.h"
+#include "http/paging.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,7 +182,7 @@ err_t api_staff_elevation_deny(hs_req *req) { return resolve(req, MOVE_DENY, "de
 
 err_t api_staff_elevation_list(hs_req *req) {
   staff_expire_elevations();
-  hs_page pg;
+  db_page pg;
   db_res *r;
   err_t e = hs_page_begin(req, &ELEVATIONS_KEYSET, NULL, 0, &pg);
   if (!e) e = staff_store_elevations_by_staff(&req->arena, req->auth.id, &pg, &r);
@@ -264,7 +265,7 @@ static json_t *event_json(const db_res *r, int i) {
 /* A page of the staff members (STAFF_KEYSET), each with every elevation and its events. */
 err_t api_staff_audit_sessions(hs_req *req) {
   staff_expire_elevations();
-  hs_page pg;
+  db_page pg;
   db_res *staff, *elevations, *events;
   err_t e = hs_page_begin(req, &STAFF_KEYSET, NULL, 0, &pg);
   if (!e) e = staff_store_list(&req->arena, &pg, &staff);

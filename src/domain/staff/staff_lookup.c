@@ -22,6 +22,7 @@
 #include "domain/quotes/quotes.h"
 #include "domain/staff/staff_api.h"
 #include "domain/staff/staff_store.h"
+#include "http/paging.h"
 #include "http/rowjson.h"
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +54,7 @@ static json_t *provider_row_json(const db_res *r, int i) {
 }
 
 err_t api_staff_customers(hs_req *req) {
-  hs_page pg;
+  db_page pg;
   db_res *r;
   staff_expire_elevations();
   err_t e = hs_page_begin(req, &CUSTOMERS_KEYSET, NULL, SEARCH_CAP, &pg);
@@ -64,7 +65,7 @@ err_t api_staff_customers(hs_req *req) {
 }
 
 err_t api_staff_providers(hs_req *req) {
-  hs_page pg;
+  db_page pg;
   db_res *r;
   staff_expire_elevations();
   err_t e = hs_page_begin(req, &PROVIDERS_KEYSET, NULL, SEARCH_CAP, &pg);

@@ -14,6 +14,7 @@
 #include "domain/payouts/payouts.h"
 #include "domain/staff/staff_api.h"
 #include "domain/staff/staff_store.h"
+#include "http/paging.h"
 #include "http/rowjson.h"
 #include <stdlib.h>
 #include <string.h>
@@ -87,7 +88,7 @@ static err_t reports_jw(hs_req *req, jw *w, const db_res *r) {
 }
 
 err_t api_staff_reports(hs_req *req) {
-  hs_page pg;
+  db_page pg;
   db_res *r;
   err_t e = hs_page_begin(req, &REPORTS_KEYSET, NULL, LIST_CAP, &pg);
   if (!e) e = jobs_reports(&req->arena, json_string_value(json_object_get(req->query, "status")), &pg, &r);

@@ -41,14 +41,14 @@ err_t staff_store_get(arena *a, const char *id, db_res **out) {
   return one_row(a, out, "SELECT " STAFF_COLUMNS " FROM staff WHERE id = $1", id);
 }
 
-const hs_keyset STAFF_KEYSET = {"staff", {{"seq", "seq", 'i', true}, {"id", "id", 's', true}}};
-const hs_keyset ELEVATIONS_KEYSET = {"elevations", {{"e.seq", "seq", 'i', true}, {"e.id", "id", 's', true}}};
-const hs_keyset CUSTOMERS_KEYSET = {"customers", {{"created_at", "created_at", 'i', true}, {"id", "id", 's', false}}};
-const hs_keyset PROVIDERS_KEYSET = {"providers", {{"created_at", "created_at", 'i', true}, {"id", "id", 's', false}}};
+const db_keyset STAFF_KEYSET = {"staff", {{"seq", "seq", 'i', true}, {"id", "id", 's', true}}};
+const db_keyset ELEVATIONS_KEYSET = {"elevations", {{"e.seq", "seq", 'i', true}, {"e.id", "id", 's', true}}};
+const db_keyset CUSTOMERS_KEYSET = {"customers", {{"created_at", "created_at", 'i', true}, {"id", "id", 's', false}}};
+const db_keyset PROVIDERS_KEYSET = {"providers", {{"created_at", "created_at", 'i', true}, {"id", "id", 's', false}}};
 
-err_t staff_store_list(arena *a, const hs_page *pg, db_res **out) {
-  db_val args[HS_PAGE_ARGS(0)];
-  return db_to_err(hs_page_query(a, pg, "SELECT " STAFF_COLUMNS ", seq FROM staff WHERE TRUE", args, 0, out));
+err_t staff_store_list(arena *a, const db_page *pg, db_res **out) {
+  db_val args[DB_PAGE_ARGS(0)];
+  return db_to_err(db_page_query(a, pg, "SELECT " STAFF_COLUMNS ", seq FROM staff WHERE TRUE", args, 0, out));
 }
 
 static db_rc insert_staff(db_conn *c, const char *id, const char *name, const char *email, const char *hash,
@@ -188,16 +188,16 @@ static const char *contains_pattern(arena *a, const char *q) {
   "WHERE (CAST($1 AS TEXT) IS NULL OR lower(name) LIKE lower($1) ESCAPE '\\' "                                         \
   "OR lower(email) LIKE lower($1) ESCAPE '\\' " extra ")"
 
-err_t staff_store_search_customers(arena *a, const char *q, const hs_page *pg, db_res **out) {
-  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(contains_pattern(a, q))};
-  return db_to_err(hs_page_query(
+err_t staff_store_search_customers(arena *a, const char *q, const db_page *pg, db_res **out) {
+  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(contains_pattern(a, q))};
+  return db_to_err(db_page_query(
       a, pg, "SELECT id, name, email, address, zip, created_at, processor_customer_id FROM users " MATCHES(""), args, 1,
       out));
 }
 
-err_t staff_store_search_providers(arena *a, const char *q, const hs_page *pg, db_res **out) {
-  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(contains_pattern(a, q))};
-  return db_to_err(hs_page_query(a, pg,
+err_t staff_store_search_providers(arena *a, const char *q, const db_page *pg, db_res **out) {
+  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(contains_pattern(a, q))};
+  return db_to_err(db_page_query(a, pg,
                                  "SELECT id, name, email, company_name, services, service_zips, is_premium, "
                                  "premium_since, premium_billed_month, created_at FROM providers " MATCHES(
                                      "OR lower(COALESCE(company_name, '')) LIKE lower($1) ESCAPE '\\' "),
@@ -290,9 +290,9 @@ err_t staff_store_elevation(arena *a, const char *id, db_res **out) {
   return one_row(a, out, ELEVATION_SELECT "WHERE e.id = $1", id);
 }
 
-err_t staff_store_elevations_by_staff(arena *a, const char *staff_id, const hs_page *pg, db_res **out) {
-  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT(staff_id)};
-  return db_to_err(hs_page_query(a, pg, ELEVATION_SELECT "WHERE e.staff_id = $1", args, 1, out));
+err_t staff_store_elevations_by_staff(arena *a, const char *staff_id, const db_page *pg, db_res **out) {
+  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(staff_id)};
+  return db_to_err(db_page_query(a, pg, ELEVATION_SELECT "WHERE e.staff_id = $1", args, 1, out));
 }
 
 err_t staff_store_elevations_of_target(arena *a, const char *target_id, const char *target_role, db_res **out) {

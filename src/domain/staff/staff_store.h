@@ -7,7 +7,7 @@
 #include "db/db.h"
 #include "domain/audit/audit.h"
 #include "domain/staff/staff.h"
-#include "http/paging.h"
+#include "db/page.h"
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -26,9 +26,9 @@ err_t staff_store_find_email(arena *a, const char *email, db_res **out);
 err_t staff_store_get(arena *a, const char *id, db_res **out);
 /* The orders of the staff lists: staff members and elevation requests newest first (seq, id);
  * customers and providers found by a search newest first (created_at descending, id). */
-extern const hs_keyset STAFF_KEYSET, ELEVATIONS_KEYSET, CUSTOMERS_KEYSET, PROVIDERS_KEYSET;
+extern const db_keyset STAFF_KEYSET, ELEVATIONS_KEYSET, CUSTOMERS_KEYSET, PROVIDERS_KEYSET;
 /* The page pg of the staff members. */
-err_t staff_store_list(arena *a, const hs_page *pg, db_res **out);
+err_t staff_store_list(arena *a, const db_page *pg, db_res **out);
 /* Creates a staff member and records act; ERR_CONFLICT when the email is taken. */
 err_t staff_store_insert(const char *id, const char *name, const char *email, const char *hash, const char *role,
                          const audit_action *act);
@@ -69,8 +69,8 @@ err_t staff_store_live_elevation(arena *a, const char *elevation_id, const char 
 /* The page pg of the customers (providers) whose name or email (or company name) contains the
  * literal, case-insensitive text q (NULL: all); unpaged, the first SEARCH_CAP. */
 #define SEARCH_CAP 100
-err_t staff_store_search_customers(arena *a, const char *q, const hs_page *pg, db_res **out);
-err_t staff_store_search_providers(arena *a, const char *q, const hs_page *pg, db_res **out);
+err_t staff_store_search_customers(arena *a, const char *q, const db_page *pg, db_res **out);
+err_t staff_store_search_providers(arena *a, const char *q, const db_page *pg, db_res **out);
 /* The customer row; ERR_NOT_FOUND when missing. */
 err_t staff_store_customer(arena *a, const char *id, db_res **out);
 /* Jobs of a customer (column "customer_id") or assigned to a provider ("provider_id"),
@@ -92,7 +92,7 @@ err_t staff_store_payments_of(arena *a, const char *user_id, db_res **out);
 err_t staff_store_expire_elevations(void);
 /* Elevation rows joined with their staff member (staff_name, staff_email, staff_role). */
 err_t staff_store_elevation(arena *a, const char *id, db_res **out); /* ERR_NOT_FOUND */
-err_t staff_store_elevations_by_staff(arena *a, const char *staff_id, const hs_page *pg, db_res **out);
+err_t staff_store_elevations_by_staff(arena *a, const char *staff_id, const db_page *pg, db_res **out);
 err_t staff_store_elevations_of_target(arena *a, const char *target_id, const char *target_role, db_res **out);
 err_t staff_store_elevations_all(arena *a, db_res **out);
 /* Creates a PENDING elevation, queues the administrator's email and records act, in one

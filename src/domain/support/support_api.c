@@ -15,6 +15,7 @@
 #include "domain/auth/auth.h"
 #include "domain/support/support.h"
 #include "domain/support/support_store.h"
+#include "http/paging.h"
 #include "http/rowjson.h"
 #include <stdlib.h>
 #include <string.h>
@@ -97,7 +98,7 @@ static err_t ticket_reply(hs_req *req, const db_res *r) {
 
 err_t api_tickets_list(hs_req *req) {
   const char *status = json_string_value(json_object_get(req->query, "status"));
-  hs_page pg;
+  db_page pg;
   db_res *r;
   err_t e = hs_page_begin(req, &TICKETS_KEYSET, NULL, TICKET_LIST_LIMIT, &pg);
   if (!e) e = support_store_list(&req->arena, status ? status : "OPEN", status ? status : "IN_PROGRESS", &pg, &r);

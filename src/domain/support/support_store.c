@@ -27,11 +27,11 @@ err_t support_store_open(const char *id, const char *account_id, const char *acc
   "LEFT JOIN users u ON t.account_role = 'user' AND u.id = t.account_id "                                              \
   "LEFT JOIN providers p ON t.account_role = 'provider' AND p.id = t.account_id "
 
-const hs_keyset TICKETS_KEYSET = {"tickets", {{"t.seq", "seq", 'i', false}, {"t.id", "id", 's', false}}};
+const db_keyset TICKETS_KEYSET = {"tickets", {{"t.seq", "seq", 'i', false}, {"t.id", "id", 's', false}}};
 
-err_t support_store_list(arena *a, const char *s1, const char *s2, const hs_page *pg, db_res **out) {
-  db_val args[HS_PAGE_ARGS(2)] = {DB_TEXT(s1), DB_TEXT(s2)};
-  return hs_page_query(a, pg, TICKET_SELECT "WHERE t.status IN ($1, $2)", args, 2, out) == DB_OK ? ERR_OK
+err_t support_store_list(arena *a, const char *s1, const char *s2, const db_page *pg, db_res **out) {
+  db_val args[DB_PAGE_ARGS(2)] = {DB_TEXT(s1), DB_TEXT(s2)};
+  return db_page_query(a, pg, TICKET_SELECT "WHERE t.status IN ($1, $2)", args, 2, out) == DB_OK ? ERR_OK
                                                                                                  : ERR_INTERNAL;
 }
 

@@ -4,7 +4,7 @@
 #include "core/errors.h"
 #include "db/db.h"
 #include "domain/audit/audit.h"
-#include "http/paging.h"
+#include "db/page.h"
 
 #define TICKET_LIST_LIMIT 500
 
@@ -12,10 +12,10 @@
 err_t support_store_open(const char *id, const char *account_id, const char *account_role, const char *subject,
                          const char *body, const char *category, const char *mail_subject, const char *mail_body);
 /* The order of the tickets: oldest first, by (seq, id). */
-extern const hs_keyset TICKETS_KEYSET;
+extern const db_keyset TICKETS_KEYSET;
 /* The page pg of the tickets whose status is s1 or s2 (unpaged: the first TICKET_LIST_LIMIT),
  * each with the assignee's name and email and the account's name and email. */
-err_t support_store_list(arena *a, const char *s1, const char *s2, const hs_page *pg, db_res **out);
+err_t support_store_list(arena *a, const char *s1, const char *s2, const db_page *pg, db_res **out);
 /* One ticket (same columns); ERR_NOT_FOUND when missing. */
 err_t support_store_get(arena *a, const char *id, db_res **out);
 /* The new state of a ticket (NULL strings and 0 times are SQL NULL). */

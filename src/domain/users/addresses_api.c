@@ -9,6 +9,7 @@
 #include "domain/users/users.h"
 #include "domain/users/users_api.h"
 #include "ext/storage.h"
+#include "http/paging.h"
 #include "http/rowjson.h"
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,7 @@ const hs_rj_field USERS_ADDRESS_JSON[] = {
 
 /* The customer's addresses as the answer: the page GET asks for, every one after a change. */
 static err_t reply_list(hs_req *req, bool paged) {
-  hs_page pg = *HS_PAGE_ALL(&ADDRESSES_KEYSET);
+  db_page pg = *DB_PAGE_ALL(&ADDRESSES_KEYSET);
   db_res *r;
   err_t e = paged ? hs_page_begin(req, &ADDRESSES_KEYSET, NULL, 0, &pg) : ERR_OK;
   if (!e) e = addresses_store_list(&req->arena, req->auth.id, &pg, &r);

@@ -4,7 +4,7 @@
 #define DOMAIN_USERS_ADDRESSES_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
-#include "http/paging.h"
+#include "db/page.h"
 #include <stdbool.h>
 
 /* The columns every address read returns, in this order (the photo columns by number:
@@ -17,9 +17,9 @@
 #define ADDRESS_AREA_COL 9
 
 /* The order of a customer's addresses: the primary first, then (created_at, id). */
-extern const hs_keyset ADDRESSES_KEYSET;
+extern const db_keyset ADDRESSES_KEYSET;
 /* The page pg of the customer's addresses. */
-err_t addresses_store_list(arena *a, const char *user_id, const hs_page *pg, db_res **out);
+err_t addresses_store_list(arena *a, const char *user_id, const db_page *pg, db_res **out);
 /* The customer's address id (one row, or none). */
 err_t addresses_store_get(arena *a, const char *user_id, const char *id, db_res **out);
 /* Saves a new address, primary when it is the customer's first. The count and the insert share

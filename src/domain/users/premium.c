@@ -9,6 +9,7 @@
 #include "domain/users/users_api.h"
 #include "domain/users/users_store.h"
 #include "ext/storage.h"
+#include "http/paging.h"
 #include "http/rowjson.h"
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,7 @@ static const hs_rj_field FAVORITE[] = {
 };
 
 err_t api_users_favorites(hs_req *req) {
-  hs_page pg;
+  db_page pg;
   db_res *r;
   err_t e = require_premium(req);
   if (!e) e = hs_page_begin(req, &FAVORITES_KEYSET, NULL, 0, &pg);

@@ -3,7 +3,7 @@
 #define DOMAIN_USERS_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
-#include "http/paging.h"
+#include "db/page.h"
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -26,10 +26,10 @@ err_t users_store_update_profile(const char *id, json_t *patch);
 /* Whether customer id has premium (USERS_HAS_PREMIUM); ERR_NOT_FOUND when missing. */
 err_t users_store_premium(const char *id, bool *premium);
 /* The order of a customer's favorites: most recently added first, by (seq, provider). */
-extern const hs_keyset FAVORITES_KEYSET;
+extern const db_keyset FAVORITES_KEYSET;
 /* The page pg of the customer's favorite providers (id, name, company_name, logo_url,
  * headshots, services). */
-err_t users_store_favorites(arena *a, const char *id, const hs_page *pg, db_res **out);
+err_t users_store_favorites(arena *a, const char *id, const db_page *pg, db_res **out);
 /* Adds a favorite (idempotent); ERR_NOT_FOUND when the provider does not exist. */
 err_t users_store_add_favorite(const char *id, const char *provider_id);
 err_t users_store_remove_favorite(const char *id, const char *provider_id);
