@@ -10,6 +10,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "core/vec.h"
 #include "db/engine.h"
 #include "db/migrate.h"
 #include <errno.h>
@@ -46,13 +47,10 @@ struct db_conn {
   bool in_tx;
   bool begin_pending; /* engines that batch: BEGIN not sent yet, it goes with the first statement */
   bool tx_broken;     /* a batch holding the BEGIN failed: nothing more runs until db_end */
-  later *laters;      /* db_exec_later's statements not sent yet */
-  int nlaters, laters_cap;
+  VEC(later) laters;  /* db_exec_later's statements not sent yet */
   struct pool *home;
-  on_commit *after; /* registered in the open transaction; kept allocated between transactions */
-  int nafter, after_cap;
-  before_commit *before; /* likewise (db_before_commit) */
-  int nbefore, before_cap;
+  VEC(on_commit) after;      /* registered in the open transaction; kept allocated between transactions */
+  VEC(before_commit) before; /* likewise (db_before_commit) */
 };
 
 /* A thread waiting for a connection. Released connections go to the oldest waiter directly,
@@ -140,9 +138,9 @@ void db_close(void) {
     pool *p = &pools[k];
     for (int i = 0; i < p->size; i++) {
       ops->disconnect(p->conns[i].handle);
-      free(p->conns[i].after);
-      free(p->conns[i].before);
-      free(p->conns[i].laters);
+      vec_free(&p->conns[i].after);
+      vec_free(&p->conns[i].before);
+      vec_free(&p->conns[i].laters);
     }
     free(p->conns);
     p->conns = NULL, p->size = 0;
@@ -212,15 +210,15 @@ db_conn *db_acquire(void) { return acquire_until(0); }
 
 /* The transaction ended: what db_before_commit registered lets go of its state. */
 static void before_done(db_conn *c) {
-  int n = c->nbefore;
-  c->nbefore = 0;
-  for (int i = 0; i < n; i++)
-    if (c->before[i].done) c->before[i].done(c->before[i].arg);
+  size_t n = c->before.size;
+  c->before.size = 0;
+  for (size_t i = 0; i < n; i++)
+    if (c->before.items[i].done) c->before.items[i].done(c->before.items[i].arg);
 }
 
 static void drop_laters(db_conn *c) {
-  for (int i = 0; i < c->nlaters; i++) free(c->laters[i].block);
-  c->nlaters = 0;
+  for (size_t i = 0; i < c->laters.size; i++) free(c->laters.items[i].block);
+  c->laters.size = 0;
 }
 
 static void rollback(db_conn *c) {
@@ -230,7 +228,7 @@ static void rollback(db_conn *c) {
     ops->exec(c->handle, "ROLLBACK", NULL, 0, NULL);
   }
   c->in_tx = c->begin_pending = c->tx_broken = false;
-  c->nafter = 0;
+  c->after.size = 0;
   before_done(c);
 }
 
@@ -345,21 +343,21 @@ static db_rc guarded(db_conn *c, const char *sql, const db_val *params, int n, d
 
 static void res_release(void *p) { db_res_free(p); }
 
-static bool waiting(const db_conn *c) { return guard_state.pending || c->begin_pending || c->nlaters; }
+static bool waiting(const db_conn *c) { return guard_state.pending || c->begin_pending || c->laters.size; }
 
 /* Sends, in one round trip, what waits to go with the next statement (the thread's guard, the
  * transaction's BEGIN, its deferred statements) and then tail[0..ntail-1] (their rc and heap
  * results set). The results of deferred statements go to their arenas. */
 static db_rc send_waiting(db_conn *c, db_stmt *tail, int ntail) {
-  int cap = 2 + c->nlaters + ntail, k = 0, at_guard = -1, at_begin = -1, first_later;
+  int cap = 2 + (int)c->laters.size + ntail, k = 0, at_guard = -1, at_begin = -1, first_later;
   db_stmt local[8], *s = cap <= 8 ? local : xmalloc(sizeof *s * (size_t)cap);
   if (guard_state.pending)
     at_guard = k,
     s[k++] = (db_stmt){.sql = guard_state.sql, .params = guard_state.params, .n = guard_state.n, .guard = true};
   if (c->begin_pending) at_begin = k, s[k++] = (db_stmt){.sql = ops->begin_sql};
   first_later = k;
-  for (int i = 0; i < c->nlaters; i++) {
-    const later *l = &c->laters[i];
+  for (size_t i = 0; i < c->laters.size; i++) {
+    const later *l = &c->laters.items[i];
     s[k++] = (db_stmt){.sql = l->sql, .params = l->params, .n = l->n, .want = l->out != NULL};
   }
   for (int i = 0; i < ntail; i++) s[k++] = tail[i];
@@ -371,8 +369,8 @@ static db_rc send_waiting(db_conn *c, db_stmt *tail, int ntail) {
     c->begin_pending = false;
     if (s[at_begin].rc != DB_OK) c->tx_broken = true; /* the rest ran outside any transaction, or not at all */
   }
-  for (int i = 0; i < c->nlaters; i++) {
-    later *l = &c->laters[i];
+  for (size_t i = 0; i < c->laters.size; i++) {
+    later *l = &c->laters.items[i];
     db_stmt *st = &s[first_later + i];
     if (l->out) {
       *l->out = st->res;
@@ -452,11 +450,7 @@ db_rc db_exec_later(db_conn *c, arena *a, db_res **out, const char *sql, const d
   if (out) *out = NULL;
   db_val *copy;
   char *text, *block = keep_statement("", sql, "", params, n, &copy, &text);
-  if (c->nlaters == c->laters_cap) {
-    c->laters_cap = c->laters_cap ? c->laters_cap * 2 : 8;
-    c->laters = xrealloc(c->laters, (size_t)c->laters_cap * sizeof *c->laters);
-  }
-  c->laters[c->nlaters++] = (later){block, text, copy, n, a, out};
+  *vec_push(NULL, &c->laters) = (later){block, text, copy, n, a, out};
   return DB_OK;
 }
 
@@ -545,7 +539,7 @@ db_rc db_changes(bool *changed, const char *sql, const db_val *params, int n) {
 
 db_rc db_held_begin(db_conn *c) {
   db_rc rc = guarded(c, ops->begin_sql, NULL, 0, NULL);
-  if (rc == DB_OK) c->in_tx = true, c->begin_pending = c->tx_broken = false, c->nafter = 0;
+  if (rc == DB_OK) c->in_tx = true, c->begin_pending = c->tx_broken = false, c->after.size = 0;
   return rc;
 }
 
@@ -553,7 +547,7 @@ db_rc db_held_commit(db_conn *c) {
   db_rc rc = DB_OK;
   if (c->tx_broken)
     rc = DB_ERROR;
-  else if (c->begin_pending && !c->nlaters) /* nothing was sent: nothing to commit */
+  else if (c->begin_pending && !c->laters.size) /* nothing was sent: nothing to commit */
     c->begin_pending = false;
   else
     rc = waiting(c) && ops->batch ? send_one(c, "COMMIT", NULL, 0, NULL) : guarded(c, "COMMIT", NULL, 0, NULL);
@@ -567,7 +561,7 @@ void db_held_rollback(db_conn *c) { rollback(c); }
 err_t db_begin(db_conn **out) {
   db_conn *c = db_acquire();
   if (ops->batch) { /* BEGIN goes with the transaction's first statement */
-    c->in_tx = c->begin_pending = true, c->tx_broken = false, c->nafter = 0;
+    c->in_tx = c->begin_pending = true, c->tx_broken = false, c->after.size = 0;
     *out = c;
     return ERR_OK;
   }
@@ -589,13 +583,9 @@ void db_before_commit(db_conn *c, db_rc (*fn)(db_conn *c, void *arg), void (*don
     if (done) done(arg);
     return;
   }
-  for (int i = 0; i < c->nbefore; i++)
-    if (c->before[i].fn == fn && c->before[i].arg == arg) return;
-  if (c->nbefore == c->before_cap) {
-    c->before_cap = c->before_cap ? c->before_cap * 2 : 4;
-    c->before = xrealloc(c->before, (size_t)c->before_cap * sizeof *c->before);
-  }
-  c->before[c->nbefore++] = (before_commit){fn, done, arg};
+  for (size_t i = 0; i < c->before.size; i++)
+    if (c->before.items[i].fn == fn && c->before.items[i].arg == arg) return;
+  *vec_push(NULL, &c->before) = (before_commit){fn, done, arg};
 }
 
 void db_on_commit(db_conn *c, void (*fn)(void *), void *arg) {
@@ -603,13 +593,9 @@ void db_on_commit(db_conn *c, void (*fn)(void *), void *arg) {
     log_msg(LOG_ERROR, "db_on_commit outside a transaction: the work would never run");
     return;
   }
-  for (int i = 0; i < c->nafter; i++)
-    if (c->after[i].fn == fn && c->after[i].arg == arg) return;
-  if (c->nafter == c->after_cap) {
-    c->after_cap = c->after_cap ? c->after_cap * 2 : 4;
-    c->after = xrealloc(c->after, (size_t)c->after_cap * sizeof *c->after);
-  }
-  c->after[c->nafter++] = (on_commit){fn, arg};
+  for (size_t i = 0; i < c->after.size; i++)
+    if (c->after.items[i].fn == fn && c->after.items[i].arg == arg) return;
+  *vec_push(NULL, &c->after) = (on_commit){fn, arg};
 }
 
 err_t db_end(db_conn *c, err_t e) {
@@ -619,7 +605,8 @@ err_t db_end(db_conn *c, err_t e) {
     db_release(c);
     return e == ERR_OK ? ERR_INTERNAL : e;
   }
-  for (int i = 0; e == ERR_OK && i < c->nbefore; i++) e = db_to_err(c->before[i].fn(c, c->before[i].arg));
+  for (size_t i = 0; e == ERR_OK && i < c->before.size; i++)
+    e = db_to_err(c->before.items[i].fn(c, c->before.items[i].arg));
   if (e == ERR_OK) {
     e = db_to_err(db_held_commit(c)); /* a failed commit rolled back (and let go) already */
     before_done(c);
@@ -632,12 +619,12 @@ err_t db_end(db_conn *c, err_t e) {
   }
   /* copied out: once released, the connection may be another thread's */
   on_commit local[8], *due = local;
-  int n = c->nafter;
-  if (n > (int)(sizeof local / sizeof local[0])) due = xmalloc((size_t)n * sizeof *due);
-  if (n) memcpy(due, c->after, (size_t)n * sizeof *due);
-  c->nafter = 0;
+  size_t n = c->after.size;
+  if (n > sizeof local / sizeof local[0]) due = xmalloc(n * sizeof *due);
+  if (n) memcpy(due, c->after.items, n * sizeof *due);
+  c->after.size = 0;
   db_release(c);
-  for (int i = 0; i < n; i++) due[i].fn(due[i].arg);
+  for (size_t i = 0; i < n; i++) due[i].fn(due[i].arg);
   if (due != local) free(due);
   return ERR_OK;
 }

@@ -60,4 +60,3 @@ db_rc db_page_query(arena *a, const db_page *pg, const char *sql, db_val *args, 
   sql = db_page_sql(a, pg, sql, args, &n);
   return db_query(a, out, sql, args, n);
 }
-

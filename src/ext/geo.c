@@ -2,6 +2,7 @@
  * the same table for the ZIPs near a point. */
 #include "ext/geo.h"
 #include "core/util.h"
+#include "core/vec.h"
 #include <ctype.h>
 #include <math.h>
 #include <stdint.h>
@@ -29,8 +30,10 @@ bool geo_zip_centroid(const char *zip, double *lat, double *lng) {
       *lat = GEO_LATLNG[2 * mid], *lng = GEO_LATLNG[2 * mid + 1];
       return true;
     }
-    if (GEO_ZIPS[mid] < want) lo = mid + 1;
-    else hi = mid - 1;
+    if (GEO_ZIPS[mid] < want)
+      lo = mid + 1;
+    else
+      hi = mid - 1;
   }
   return false;
 }
@@ -80,23 +83,20 @@ int geo_zips_near(double lat, double lng, double miles, geo_near *out, int cap) 
   /* a degree of latitude is about 69 miles; longitude degrees shrink with the cosine */
   double dlat = miles / 68.0, coslat = cos(lat * M_PI / 180.0);
   double dlng = coslat > 0.01 ? miles / (69.2 * coslat) : 360.0;
-  int n = 0, kept = 0;
-  geo_near *all = NULL;
+  VEC(geo_near) all = {0};
   for (int i = 0; i < GEO_ZIP_COUNT; i++) {
     double zlat = GEO_LATLNG[2 * i], zlng = GEO_LATLNG[2 * i + 1];
     if (fabs(zlat - lat) > dlat || fabs(zlng - lng) > dlng) continue;
     double d = geo_distance_miles(lat, lng, zlat, zlng);
     if (d > miles) continue;
-    if (n == kept) {
-      kept = kept ? kept * 2 : 64;
-      all = xrealloc(all, (size_t)kept * sizeof *all);
-    }
-    snprintf(all[n].zip, sizeof all[n].zip, "%05u", GEO_ZIPS[i] % 100000u);
-    all[n++].miles = d;
+    geo_near *near = vec_push(NULL, &all);
+    snprintf(near->zip, sizeof near->zip, "%05u", GEO_ZIPS[i] % 100000u);
+    near->miles = d;
   }
-  if (n) qsort(all, (size_t)n, sizeof *all, by_distance);
+  int n = (int)all.size;
+  if (n) qsort(all.items, all.size, sizeof *all.items, by_distance);
   int out_n = n < cap ? n : cap;
-  if (out_n > 0) memcpy(out, all, (size_t)out_n * sizeof *out);
-  free(all);
+  if (out_n > 0) memcpy(out, all.items, (size_t)out_n * sizeof *out);
+  vec_free(&all);
   return out_n;
 }

@@ -8,6 +8,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "core/vec.h"
 #include "http/compress.h"
 #include "http/idempotency.h"
 #include "http/pipeline.h"
@@ -18,20 +19,15 @@
 #include <string.h>
 #include <unistd.h>
 
-static char **cors_list; /* NULL-terminated; NULL when "*" */
+static VEC(char *) cors_list; /* empty when "*" */
 static bool cors_any;
 
 void hs_answer_init(void) {
   cors_any = !strcmp(CFG.cors_origins, "*");
   if (cors_any) return;
   char *copy = xstrdup(CFG.cors_origins), *save = NULL;
-  size_t n = 0;
-  cors_list = xcalloc(1, sizeof *cors_list);
-  for (char *p = strtok_r(copy, ", ", &save); p; p = strtok_r(NULL, ", ", &save)) {
-    cors_list = xrealloc(cors_list, (n + 2) * sizeof *cors_list);
-    cors_list[n++] = xstrdup(p);
-    cors_list[n] = NULL;
-  }
+  for (char *p = strtok_r(copy, ", ", &save); p; p = strtok_r(NULL, ", ", &save))
+    *vec_push(NULL, &cors_list) = xstrdup(p);
   free(copy);
 }
 
@@ -116,7 +112,7 @@ static const char *cors_origin_for(const hs_req *req) {
   const char *origin = hs_header(req, "Origin");
   if (!origin) return NULL;
   if (cors_any || (req->route && (req->route->flags & ROUTE_CORS_ANY))) return "*";
-  for (char **o = cors_list; o && *o; o++)
+  for (char **o = cors_list.items; o < cors_list.items + cors_list.size; o++)
     if (!strcmp(*o, origin)) return origin;
   return NULL;
 }
@@ -139,7 +135,7 @@ static void common_headers(const hs_req *req, bool vary_encoding, header_fn add,
   }
   /* the answer depends on Origin only where some origin is allowed, and on Accept-Encoding
    * where it may be compressed */
-  bool vary_origin = !cors_any && ((cors_list && cors_list[0]) || (req->route && (req->route->flags & ROUTE_CORS_ANY)));
+  bool vary_origin = !cors_any && (cors_list.size || (req->route && (req->route->flags & ROUTE_CORS_ANY)));
   if (vary_origin || vary_encoding)
     add(resp, "Vary",
         vary_origin && vary_encoding ? "Origin, Accept-Encoding"

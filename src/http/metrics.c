@@ -9,6 +9,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "core/vec.h"
 #include "db/db.h"
 #include "ext/digest.h"
 #include "ext/password.h"
@@ -40,7 +41,7 @@ static const char *const METHODS[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DE
 typedef struct entry {
   _Atomic uint64_t key; /* 0: empty; else (route slot + 1) << 24 | method << 16 | status */
   _Atomic uint64_t count, sum_us;
-  _Atomic uint64_t bucket[NBUCKETS]; /* not cumulative: the first bucket the duration fits */
+  _Atomic uint64_t bucket[NBUCKETS];         /* not cumulative: the first bucket the duration fits */
   _Atomic uint64_t trips_sum, trips[NTRIPS]; /* database round trips, bucketed the same way */
 } entry;
 
@@ -142,8 +143,8 @@ static int by_key(const void *a, const void *b) {
 
 /* Adds the entries of every thread's table into one sorted array (by route, method, status). */
 static sum *collect(size_t *count, uint64_t *dropped) {
-  size_t cap = 256, n = 0;
-  sum *all = xcalloc(cap, sizeof *all);
+  VEC(sum) sums = {0};
+  vec_reserve(NULL, &sums, 256);
   *dropped = 0;
   for (table *t = atomic_load(&tables); t; t = t->next) {
     *dropped += atomic_load_explicit(&t->dropped, memory_order_relaxed);
@@ -151,23 +152,20 @@ static sum *collect(size_t *count, uint64_t *dropped) {
       const entry *e = &t->e[i];
       uint64_t key = atomic_load_explicit(&e->key, memory_order_acquire);
       if (!key) continue;
-      size_t j = 0;
-      while (j < n && all[j].key != key) j++;
-      if (j == n) {
-        if (n == cap) all = xrealloc(all, (cap *= 2) * sizeof *all);
-        all[n++] = (sum){.key = key};
-      }
-      all[j].count += atomic_load_explicit(&e->count, memory_order_relaxed);
-      all[j].sum_us += atomic_load_explicit(&e->sum_us, memory_order_relaxed);
+      sum *into = sums.items;
+      while (into < sums.items + sums.size && into->key != key) into++;
+      if (into == sums.items + sums.size) *(into = vec_push(NULL, &sums)) = (sum){.key = key};
+      into->count += atomic_load_explicit(&e->count, memory_order_relaxed);
+      into->sum_us += atomic_load_explicit(&e->sum_us, memory_order_relaxed);
       for (size_t b = 0; b < NBUCKETS; b++)
-        all[j].bucket[b] += atomic_load_explicit(&e->bucket[b], memory_order_relaxed);
-      all[j].trips_sum += atomic_load_explicit(&e->trips_sum, memory_order_relaxed);
-      for (size_t b = 0; b < NTRIPS; b++) all[j].trips[b] += atomic_load_explicit(&e->trips[b], memory_order_relaxed);
+        into->bucket[b] += atomic_load_explicit(&e->bucket[b], memory_order_relaxed);
+      into->trips_sum += atomic_load_explicit(&e->trips_sum, memory_order_relaxed);
+      for (size_t b = 0; b < NTRIPS; b++) into->trips[b] += atomic_load_explicit(&e->trips[b], memory_order_relaxed);
     }
   }
-  qsort(all, n, sizeof *all, by_key);
-  *count = n;
-  return all;
+  qsort(sums.items, sums.size, sizeof *sums.items, by_key);
+  *count = sums.size;
+  return sums.items;
 }
 
 static const char *route_label(uint64_t key) {

@@ -16,6 +16,7 @@
 #include "core/faults.h"
 #include "core/tmpdir.h"
 #include "core/util.h"
+#include "core/vec.h"
 #include "ext/digest.h"
 #include "ext/filetype.h"
 #include "ext/imagemeta.h"
@@ -43,7 +44,8 @@ struct hs_form {
   const char *field;        /* text part: the declared field's name, or NULL (ignored) */
   struct buf text;          /* text part: its value so far (declared fields only) */
   /* the body so far */
-  int parts, uploads_cap;
+  int parts;
+  VEC(hs_upload) uploads; /* in the request's arena; req->uploads points at its items */
   size_t text_bytes;
   json_t *fields;
   err_t err;
@@ -126,14 +128,9 @@ static void open_file(hs_form *f) {
   f->fd = mkstemp(path);
   if (f->fd < 0) return storage_failed(f);
   arena_defer(&req->arena, unlink_path, path); /* gone with the request unless moved into storage */
-  if (req->nuploads == f->uploads_cap) {
-    f->uploads_cap = f->uploads_cap ? f->uploads_cap * 2 : 4;
-    hs_upload *grown = arena_alloc(&req->arena, sizeof *grown * (size_t)f->uploads_cap);
-    if (req->nuploads) memcpy(grown, req->uploads, sizeof *grown * (size_t)req->nuploads);
-    req->uploads = grown;
-  }
-  req->uploads[req->nuploads++] =
+  *vec_push(&req->arena, &f->uploads) =
       (hs_upload){.field = f->rule->field, .filename = arena_strdup(&req->arena, f->filename), .path = path};
+  req->uploads = f->uploads.items, req->nuploads = (int)f->uploads.size;
 }
 
 static void write_file(hs_form *f, const char *data, size_t size) {

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const hs_keyset DESC = {"things", {{"seq", "seq", 'i', true}, {"id", "id", 's', true}}};
-static const hs_keyset MIXED = {
+static const db_keyset DESC = {"things", {{"seq", "seq", 'i', true}, {"id", "id", 's', true}}};
+static const db_keyset MIXED = {
     "mixed", {{"is_primary", "p", 'i', true}, {"created_at", "c", 'i', false}, {"id", "id", 's', false}}};
 
 static char secret[] = "paging-unit-secret-0123456789abcdef0123456";
@@ -50,24 +50,24 @@ static void test_statement_tail(void **state) {
   (void)state;
   arena a;
   arena_init(&a);
-  db_val args[HS_PAGE_ARGS(1)] = {DB_TEXT("u1")};
+  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT("u1")};
   int n = 1;
-  hs_page first = {.ks = &DESC, .limit = 0, .fetch = 50};
-  assert_string_equal(hs_page_sql(&a, &first, "SELECT * FROM t WHERE a = $1", args, &n),
+  db_page first = {.ks = &DESC, .limit = 0, .fetch = 50};
+  assert_string_equal(db_page_sql(&a, &first, "SELECT * FROM t WHERE a = $1", args, &n),
                       "SELECT * FROM t WHERE a = $1 ORDER BY seq DESC, id DESC LIMIT $2");
   assert_int_equal(n, 2);
   assert_int_equal(args[1].i, 50);
   n = 1;
-  hs_page after = {.ks = &DESC, .limit = 10, .fetch = 11, .nkey = 2, .key = {DB_INT(7), DB_TEXT("c9")}};
-  assert_string_equal(hs_page_sql(&a, &after, "SELECT * FROM t WHERE a = $1", args, &n),
+  db_page after = {.ks = &DESC, .limit = 10, .fetch = 11, .nkey = 2, .key = {DB_INT(7), DB_TEXT("c9")}};
+  assert_string_equal(db_page_sql(&a, &after, "SELECT * FROM t WHERE a = $1", args, &n),
                       "SELECT * FROM t WHERE a = $1 AND (seq, id) < ($2, $3) ORDER BY seq DESC, id DESC LIMIT $4");
   assert_int_equal(n, 4);
   assert_int_equal(args[1].i, 7);
   assert_string_equal(args[2].s, "c9");
   assert_int_equal(args[3].i, 11);
   n = 1;
-  hs_page mixed = {.ks = &MIXED, .fetch = 0, .nkey = 3, .key = {DB_INT(1), DB_INT(5), DB_TEXT("c1")}};
-  assert_string_equal(hs_page_sql(&a, &mixed, "SELECT * FROM t WHERE a = $1", args, &n),
+  db_page mixed = {.ks = &MIXED, .fetch = 0, .nkey = 3, .key = {DB_INT(1), DB_INT(5), DB_TEXT("c1")}};
+  assert_string_equal(db_page_sql(&a, &mixed, "SELECT * FROM t WHERE a = $1", args, &n),
                       "SELECT * FROM t WHERE a = $1 AND ((is_primary < $2) OR (is_primary = $2 AND created_at > $3) OR "
                       "(is_primary = $2 AND created_at = $3 AND id > $4)) ORDER BY is_primary DESC, created_at, id");
   assert_int_equal(n, 4); /* every row: no LIMIT */
@@ -87,8 +87,8 @@ static db_res *three_rows(arena *a) {
 static void test_limit_cut_and_next_link(void **state) {
   (void)state;
   hs_req req;
-  hs_page pg;
-  request(&req, "/things", "q=x%20y&limit=2&cursor=old", "user", "u1");
+  db_page pg;
+  request(&req, "/things", "q=x y&limit=2&cursor=old", "user", "u1"); /* as parsed: the Link encodes it */
   json_object_del(req.query, "cursor");
   assert_int_equal(hs_page_begin(&req, &DESC, NULL, 50, &pg), ERR_OK);
   assert_int_equal(pg.limit, 2);
@@ -101,7 +101,7 @@ static void test_limit_cut_and_next_link(void **state) {
   snprintf(want, sizeof want, "<https://api.example/things?q=x%%20y&limit=2&cursor=%s>; rel=\"next\"", pg.next);
   assert_string_equal(req.res_link, want);
   /* a last page announces nothing */
-  hs_page last;
+  db_page last;
   assert_int_equal(hs_page_begin(&req, &DESC, NULL, 50, &last), ERR_OK);
   db_res *two = three_rows(&req.arena);
   two->rows = 2;
@@ -126,7 +126,7 @@ static void test_limit_cut_and_next_link(void **state) {
 /* The next page's cursor, made by path/scope/role/id. */
 static const char *cursor_for(const char *path, const char *scope, const char *role, const char *id, arena *keep) {
   hs_req req;
-  hs_page pg;
+  db_page pg;
   request(&req, path, "limit=2", role, id);
   hs_page_begin(&req, &DESC, scope, 0, &pg);
   hs_page_end(&req, &pg, three_rows(&req.arena));
@@ -136,10 +136,10 @@ static const char *cursor_for(const char *path, const char *scope, const char *r
 }
 
 /* Whether path/scope/role/id take cursor (on the keyset ks). */
-static bool takes(const hs_keyset *ks, const char *path, const char *scope, const char *role, const char *id,
+static bool takes(const db_keyset *ks, const char *path, const char *scope, const char *role, const char *id,
                   const char *cursor) {
   hs_req req;
-  hs_page pg;
+  db_page pg;
   request(&req, path, NULL, role, id);
   json_object_set_new(req.query, "cursor", json_string(cursor));
   err_t e = hs_page_begin(&req, ks, scope, 0, &pg);
