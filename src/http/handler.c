@@ -74,6 +74,14 @@ err_t hs_fail_invalid(hs_req *req, const char *message) {
 
 err_t hs_fail(hs_req *req, err_t err, const char *message) { return hs_fail_code(req, err, NULL, message); }
 
+err_t hs_not_found(hs_req *req, const char *what) {
+  return hs_fail(req, ERR_NOT_FOUND, arena_printf(&req->arena, "%s not found", what));
+}
+
+err_t hs_found_or_fail(hs_req *req, err_t e, const char *what) {
+  return e == ERR_NOT_FOUND ? hs_not_found(req, what) : e;
+}
+
 int hs_status(const hs_req *req) { return req->err != ERR_OK ? err_status(req->err) : req->status; }
 
 const char *hs_body_str(const hs_req *req, const char *field) {

@@ -114,11 +114,11 @@ typedef struct hs_route {
   int method;
   const char *path; /* "/jobs/:id/status": static segments win over :params */
   hs_handler handler;
-  unsigned roles;    /* ROLE_OPEN or a set of ROLE_* bits */
+  unsigned roles; /* ROLE_OPEN or a set of ROLE_* bits */
   const hs_schema *body;
   const hs_schema *query;
-  size_t max_body;   /* bytes; 0 means the default of 64 KiB */
-  int ok;            /* success status; 0 means 200 */
+  size_t max_body; /* bytes; 0 means the default of 64 KiB */
+  int ok;          /* success status; 0 means 200 */
   unsigned flags;
   const hs_rate_limit *limit;
   const hs_upload_spec *upload; /* multipart route; max_body defaults to what its files allow */
@@ -167,7 +167,7 @@ struct hs_req {
   const char *raw_body;
   size_t raw_len;
   const char *query_string; /* the request target after '?', still percent-encoded; NULL without */
-  hs_upload *uploads; /* multipart routes: the files, in arrival order */
+  hs_upload *uploads;       /* multipart routes: the files, in arrival order */
   int nuploads;
   json_t *form_fields; /* multipart routes: the names of the text fields received, in order */
   hs_auth auth;
@@ -182,21 +182,21 @@ struct hs_req {
   size_t res_json_len;
   err_t err;
   const char *err_message, *err_code;
-  const char *err_field;        /* a validation error's field (the error body's `field`), or NULL */
-  const char *www_authenticate; /* a 401's WWW-Authenticate challenge (RFC 6750), or NULL */
-  const char *res_link;         /* the Link header of the answer (a list's next page), or NULL */
-  int retry_after;              /* seconds; 0 = no header (a 503 without one gets HS_RETRY_AFTER_DEFAULT) */
-  bool replayed;   /* the kept answer of an earlier request with the same Idempotency-Key */
+  const char *err_field;             /* a validation error's field (the error body's `field`), or NULL */
+  const char *www_authenticate;      /* a 401's WWW-Authenticate challenge (RFC 6750), or NULL */
+  const char *res_link;              /* the Link header of the answer (a list's next page), or NULL */
+  int retry_after;                   /* seconds; 0 = no header (a 503 without one gets HS_RETRY_AFTER_DEFAULT) */
+  bool replayed;                     /* the kept answer of an earlier request with the same Idempotency-Key */
   const char *idem_scope, *idem_key; /* the Idempotency-Key this request claimed (http/idempotency.h) */
-  int delay_ms;    /* hold the answer back this long, without a thread (lane routes only) */
+  int delay_ms;                      /* hold the answer back this long, without a thread (lane routes only) */
   /* a file answer instead of JSON (hs_reply_file) */
   int res_fd;
   char *res_data;
   size_t res_size;
   const char *res_content_type;
   const char *res_cache_control; /* a file answer's Cache-Control; NULL: "private, max-age=300" */
-  void *hook_state; /* belongs to the installed hs_hooks, for the request's lifetime */
-  hs_stream *stream; /* a streamed answer (hs_stream_open), until the transport takes it */
+  void *hook_state;              /* belongs to the installed hs_hooks, for the request's lifetime */
+  hs_stream *stream;             /* a streamed answer (hs_stream_open), until the transport takes it */
 };
 
 /* Path parameter by name (":id" -> "id"); NULL when the route has none by that name. */
@@ -220,6 +220,12 @@ err_t hs_reply_file(hs_req *req, int fd, char *data, size_t size, const char *co
  * (message NULL: the default message; core/errors.h). Returns err so a handler can
  * `return hs_fail(...)`. */
 err_t hs_fail(hs_req *req, err_t err, const char *message);
+/* The one "not found" answer: 404 `<what> not found` (what: "Job", "Staff member"). */
+err_t hs_not_found(hs_req *req, const char *what);
+/* A look-up's outcome e answered, in the manner of Redis's lookupKeyReadOrReply: ERR_NOT_FOUND
+ * fails the request as hs_not_found does; anything else (ERR_OK included) is returned as it
+ * is, for `if (e) return hs_found_or_fail(req, e, "Job");`. */
+err_t hs_found_or_fail(hs_req *req, err_t e, const char *what);
 /* Same with a more precise machine-readable `code` (one of ERR_CODES; NULL: the default). */
 err_t hs_fail_code(hs_req *req, err_t err, const char *code, const char *message);
 /* Fails with a validation error: 400, code validation_failed, message "<field>: <text>" whose

@@ -80,7 +80,7 @@ err_t api_admin_users(hs_req *req) {
 /* The account named by id and role, or 404. */
 static err_t load_account(hs_req *req, const char *role, const char *id, account_card *out) {
   err_t e = auth_account_get(&req->arena, role, id, out);
-  return e == ERR_NOT_FOUND ? hs_fail(req, e, "Account not found") : e;
+  return hs_found_or_fail(req, e, "Account");
 }
 
 err_t api_admin_impersonate(hs_req *req) {
@@ -119,8 +119,7 @@ err_t api_admin_delete_account(hs_req *req) {
   json_t *detail = arena_json(&req->arena, json_pack("{s:s,s:s}", "email", acc.email, "name", acc.name));
   audit_action act = {req->auth.id, "admin", "admin.delete_account", id, role, detail};
   e = admin_store_delete_account(role, id, &act);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Account not found");
-  if (e != ERR_OK) return e;
+  if (e) return hs_found_or_fail(req, e, "Account");
   size_t i;
   json_t *k;
   json_array_foreach(keys, i, k) if (!storage_delete(json_string_value(k)))

@@ -15,6 +15,6 @@ err_t api_files_get(hs_req *req) {
   size_t size;
   bool missing;
   if (!storage_open(key, &fd, &data, &size, &missing))
-    return missing ? hs_fail(req, ERR_NOT_FOUND, "File not found") : hs_fail(req, ERR_INTERNAL, NULL);
+    return missing ? hs_not_found(req, "File") : hs_fail(req, ERR_INTERNAL, NULL);
   return hs_reply_file(req, fd, data, size, filetype_mime_for_key(key));
 }

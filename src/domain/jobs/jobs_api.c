@@ -26,8 +26,7 @@ typedef enum { SEES_NONE, SEES_OWNER, SEES_ASSIGNED, SEES_MATCHING } relation;
 /* Loads the job named by :id as the caller sees it; 404 when it is not theirs to see. */
 static err_t load_visible(hs_req *req, db_res **job, relation *rel) {
   err_t e = jobs_get(&req->arena, hs_param(req, "id"), job);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Job not found");
-  if (e != ERR_OK) return e;
+  if (e) return hs_found_or_fail(req, e, "Job");
   const char *status = db_field(*job, 0, "status"), *provider = db_field(*job, 0, "provider_id");
   *rel = SEES_NONE;
   if (req->auth.role_bit == ROLE_USER && !strcmp(db_field(*job, 0, "customer_id"), req->auth.id))
@@ -37,14 +36,14 @@ static err_t load_visible(hs_req *req, db_res **job, relation *rel) {
   else if (req->auth.role_bit == ROLE_PROVIDER && (!strcmp(status, "PENDING") || !strcmp(status, "QUOTED")) &&
            jobs_provider_matches(req->auth.id, db_field(*job, 0, "service"), db_field(*job, 0, "zip")))
     *rel = SEES_MATCHING;
-  return *rel == SEES_NONE ? hs_fail(req, ERR_NOT_FOUND, "Job not found") : ERR_OK;
+  return *rel == SEES_NONE ? hs_not_found(req, "Job") : ERR_OK;
 }
 
 /* The job as its owner, or 404. */
 static err_t load_owned(hs_req *req, db_res **job) {
   relation rel;
   err_t e = load_visible(req, job, &rel);
-  if (e == ERR_OK && rel != SEES_OWNER) return hs_fail(req, ERR_NOT_FOUND, "Job not found");
+  if (e == ERR_OK && rel != SEES_OWNER) return hs_not_found(req, "Job");
   return e;
 }
 
@@ -75,7 +74,7 @@ err_t api_jobs_create(hs_req *req) {
   db_res *loc;
   err_t e = jobs_store_user_location(&req->arena, req->auth.id, address_id, &loc);
   if (e != ERR_OK) return e;
-  if (loc->rows == 0) return hs_fail(req, ERR_NOT_FOUND, address_id ? "Address not found" : "User not found");
+  if (loc->rows == 0) return hs_not_found(req, address_id ? "Address" : "User");
   job_new j = {.customer_id = req->auth.id,
                .service = hs_body_str(req, "service"),
                .description = hs_body_str(req, "description"),
@@ -140,7 +139,7 @@ static const char *previous_status(const char *to) {
 static err_t load_assigned(hs_req *req, db_res **job) {
   relation rel;
   err_t e = load_visible(req, job, &rel);
-  if (e == ERR_OK && rel != SEES_ASSIGNED) return hs_fail(req, ERR_NOT_FOUND, "Job not found");
+  if (e == ERR_OK && rel != SEES_ASSIGNED) return hs_not_found(req, "Job");
   return e;
 }
 
@@ -249,8 +248,7 @@ err_t api_jobs_images(hs_req *req) {
  * visible, 403 when visible but not the caller's, 409 when not COMPLETED. */
 static err_t load_completed(hs_req *req, const char *id, db_res **job) {
   err_t e = jobs_get(&req->arena, id, job);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Job not found");
-  if (e != ERR_OK) return e;
+  if (e) return hs_found_or_fail(req, e, "Job");
   if (strcmp(db_field(*job, 0, "customer_id"), req->auth.id)) return hs_fail(req, ERR_FORBIDDEN, "Not your job");
   if (strcmp(db_field(*job, 0, "status"), "COMPLETED"))
     return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "The job is not completed");

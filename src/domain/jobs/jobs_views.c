@@ -284,14 +284,13 @@ err_t api_jobs_get(hs_req *req) {
   db_res *r;
   err_t e = jobs_store_detail(&req->arena, hs_param(req, "id"), provider ? req->auth.id : NULL,
                               provider ? NULL : req->auth.id, &r);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Job not found");
-  if (e != ERR_OK) return e;
+  if (e) return hs_found_or_fail(req, e, "Job");
   const char *status = db_field(r, 0, "status"), *assigned = db_field(r, 0, "provider_id");
   bool owner = !provider && !strcmp(db_field(r, 0, "customer_id"), req->auth.id);
   bool is_assigned = provider && assigned && !strcmp(assigned, req->auth.id);
   bool open = !strcmp(status, "PENDING") || !strcmp(status, "QUOTED");
   bool matching = provider && open && db_int(r, 0, db_col(r, "viewer_matches")) == 1;
-  if (!owner && !is_assigned && !matching) return hs_fail(req, ERR_NOT_FOUND, "Job not found");
+  if (!owner && !is_assigned && !matching) return hs_not_found(req, "Job");
   jw *w = hs_jw(req, 2048 + 512 * (size_t)r->rows);
   const char **missing = NULL;
   int nmissing = 0;

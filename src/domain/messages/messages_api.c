@@ -32,12 +32,12 @@ static db_read thread_read(hs_req *req, const char *requested_provider) {
 /* The caller's thread from its read r. 404 when the job is not the caller's to message about,
  * 400 when a customer names no thread and none is assigned. */
 static err_t open_thread(hs_req *req, const char *requested_provider, const db_res *r, thread *t) {
-  if (r->rows == 0) return hs_fail(req, ERR_NOT_FOUND, "Job not found");
+  if (r->rows == 0) return hs_not_found(req, "Job");
   t->job_id = db_field(r, 0, "id"), t->customer_id = db_field(r, 0, "customer_id"),
   t->status = db_field(r, 0, "status");
   bool customer = req->auth.role_bit == ROLE_USER;
   if (customer) {
-    if (strcmp(t->customer_id, req->auth.id)) return hs_fail(req, ERR_NOT_FOUND, "Job not found");
+    if (strcmp(t->customer_id, req->auth.id)) return hs_not_found(req, "Job");
     t->provider_id = requested_provider ? requested_provider : db_field(r, 0, "provider_id");
     if (!t->provider_id) return hs_fail_invalid(req, "providerId: is required until a provider is assigned");
   } else {

@@ -55,7 +55,7 @@ err_t api_notification_read(hs_req *req) {
   db_res *r;
   err_t e = notifications_store_mark_one_read(&req->arena, role_of(req), req->auth.id, hs_param(req, "id"), &r);
   if (e) return e;
-  if (r->rows == 0) return hs_fail(req, ERR_NOT_FOUND, "Notification not found");
+  if (r->rows == 0) return hs_not_found(req, "Notification");
   jw *w = hs_jw(req, 256);
   hs_rj_object(w, hs_rj_bind(&req->arena, NOTIFICATIONS_JSON, r), r, 0);
   return hs_ok_jw(req, w);

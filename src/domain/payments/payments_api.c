@@ -22,7 +22,7 @@ static err_t processor_failed(hs_req *req, pay_rc rc, const pay_error *e) {
 
 static err_t load_billing(hs_req *req, billing *b) {
   err_t e = pay_store_billing(&req->arena, req->auth.id, b);
-  return e == ERR_NOT_FOUND ? hs_fail(req, ERR_NOT_FOUND, "User not found") : e;
+  return e == ERR_NOT_FOUND ? hs_not_found(req, "User") : e;
 }
 
 /* The user's processor customer, created on first use. The idempotency key is the user id,

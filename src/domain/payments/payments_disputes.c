@@ -165,7 +165,8 @@ static err_t upload_book(hs_req *req, const char *const *keys, int n, const char
   if (rc == PAY_UNAVAILABLE) e = hs_fail(req, ERR_UNAVAILABLE, "Payment processor unavailable");
   if (rc != PAY_OK && rc != PAY_UNAVAILABLE) {
     log_json(LOG_ERROR, "the processor refused a dispute evidence file", json_pack("{s:s}", "error", pe.message));
-    e = hs_fail(req, ERR_CONFLICT, arena_printf(&req->arena, "The payment processor refused the file (%s)", pe.message));
+    e = hs_fail(req, ERR_CONFLICT,
+                arena_printf(&req->arena, "The payment processor refused the file (%s)", pe.message));
   }
   for (int i = 0; i < n; i++)
     if (paths[i]) unlink(paths[i]), free(paths[i]);
@@ -178,7 +179,8 @@ static const char *evidence_refused(const dispute_row *d) {
   if (pay_dispute_closed(d->status)) return "This dispute is closed";
   if (d->evidence_submitted_at || is(d->status, "under_review") || is(d->status, "warning_under_review"))
     return "Evidence was already submitted for this dispute";
-  if (d->evidence_due_by && d->evidence_due_by < clock_now_ms()) return "The deadline for this dispute's evidence has passed";
+  if (d->evidence_due_by && d->evidence_due_by < clock_now_ms())
+    return "The deadline for this dispute's evidence has passed";
   return NULL;
 }
 
@@ -187,12 +189,11 @@ err_t api_disputes_evidence(hs_req *req) {
   bool found;
   err_t e = pay_store_dispute(&req->arena, hs_param(req, "id"), &d, &found);
   if (e != ERR_OK) return e;
-  if (!found) return hs_fail(req, ERR_NOT_FOUND, "Dispute not found");
+  if (!found) return hs_not_found(req, "Dispute");
   const char *refused = evidence_refused(&d);
   if (refused) return hs_fail(req, ERR_CONFLICT, refused);
   /* the chosen files: each one of the job's, in two books by where it comes from */
-  const char *keys[MAX_FILES], *sources[MAX_FILES], *job_keys[PHOTOBOOK_MAX_PHOTOS],
-      *thread_keys[PHOTOBOOK_MAX_PHOTOS];
+  const char *keys[MAX_FILES], *sources[MAX_FILES], *job_keys[PHOTOBOOK_MAX_PHOTOS], *thread_keys[PHOTOBOOK_MAX_PHOTOS];
   int n, njob = 0, nthread = 0;
   if ((e = job_files(&req->arena, d.job_id, keys, sources, MAX_FILES, &n)) != ERR_OK) return e;
   json_t *ids = json_object_get(req->body, "fileIds"), *id;
@@ -202,8 +203,8 @@ err_t api_disputes_evidence(hs_req *req) {
     for (int k = 0; k < n && !source; k++)
       if (!strcmp(keys[k], want)) source = sources[k];
     if (!source)
-      return hs_fail_invalid(req, arena_printf(&req->arena, "fileIds: %s is not a photo of this job or its messages",
-                                               want));
+      return hs_fail_invalid(req,
+                             arena_printf(&req->arena, "fileIds: %s is not a photo of this job or its messages", want));
     if (is(source, "message"))
       thread_keys[nthread++] = want;
     else
@@ -219,9 +220,9 @@ err_t api_disputes_evidence(hs_req *req) {
   if (cx.completed_at) clock_format_iso(cx.completed_at, date), date[10] = 0;
   const char *text = hs_body_str(req, "text");
   pay_evidence ev = {.text = text,
-                     .product_description = arena_printf(&req->arena, "%s job %s: %s", cx.service, d.job_id,
-                                                         cx.description && *cx.description ? cx.description
-                                                                                           : "home service"),
+                     .product_description =
+                         arena_printf(&req->arena, "%s job %s: %s", cx.service, d.job_id,
+                                      cx.description && *cx.description ? cx.description : "home service"),
                      .customer_name = cx.customer_name,
                      .customer_email = cx.customer_email,
                      .service_date = date[0] ? date : NULL,
@@ -233,8 +234,7 @@ err_t api_disputes_evidence(hs_req *req) {
   pay_rc rc = payments_submit_evidence(d.processor_id, &ev, key, &answered, &pe);
   if (rc == PAY_UNAVAILABLE || rc == PAY_IDEMPOTENCY) { /* an earlier answer lost: did it arrive? */
     pay_error asked;
-    if (payments_retrieve_dispute(d.processor_id, &answered, &asked) == PAY_OK && answered.submissions > 0)
-      rc = PAY_OK;
+    if (payments_retrieve_dispute(d.processor_id, &answered, &asked) == PAY_OK && answered.submissions > 0) rc = PAY_OK;
   }
   if (rc == PAY_UNAVAILABLE || rc == PAY_IDEMPOTENCY)
     return hs_fail(req, ERR_UNAVAILABLE, "Payment processor unavailable");
@@ -244,9 +244,9 @@ err_t api_disputes_evidence(hs_req *req) {
   char *files = ids ? json_dumps(ids, JSON_COMPACT) : NULL;
   const char *files_text = arena_strdup(&req->arena, files ? files : "[]");
   free(files);
-  json_t *detail = arena_json(&req->arena, json_pack("{s:s,s:s,s:s,s:O*,s:s}", "disputeId", d.id, "jobId", d.job_id,
-                                                     "paymentId", d.payment_id, "fileIds", ids, "status",
-                                                     answered.status));
+  json_t *detail =
+      arena_json(&req->arena, json_pack("{s:s,s:s,s:s,s:O*,s:s}", "disputeId", d.id, "jobId", d.job_id, "paymentId",
+                                        d.payment_id, "fileIds", ids, "status", answered.status));
   audit_action act = {req->auth.id, req->auth.role, "dispute.evidence", d.id, "dispute", detail};
   if ((e = pay_store_dispute_evidence(d.id, text, files_text, req->auth.id, &answered, &act)) != ERR_OK) return e;
   db_res *r;

@@ -273,14 +273,15 @@ static err_t refund_part_now(hs_req *req, refund_part *part, int64_t cents, cons
 
 err_t payments_staff_refund(hs_req *req, const payments_refund_ask *ask, json_t **answer) {
   const char *job_id = ask->job_id;
-  const char *target = ask->target ? ask->target : "job", *share = ask->provider_share ? ask->provider_share : "prorata";
+  const char *target = ask->target ? ask->target : "job",
+             *share = ask->provider_share ? ask->provider_share : "prorata";
   bool all = is(target, "all");
   *answer = NULL;
   if (all && ask->cents > 0)
     return hs_fail_invalid(req, "amount: is not allowed with target all (everything left is refunded)");
   pay_context cx;
   err_t e = pay_store_context(&req->arena, job_id, &cx);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Job not found");
+  if (e == ERR_NOT_FOUND) return hs_not_found(req, "Job");
   refund_part parts[2] = {{.target = is(target, "tip") ? "tip" : "job"}, {.target = "tip"}};
   int n = all ? 2 : 1;
   for (int i = 0; e == ERR_OK && i < n; i++)
@@ -289,8 +290,8 @@ err_t payments_staff_refund(hs_req *req, const payments_refund_ask *ask, json_t 
   for (int i = 0; i < n; i++) {
     bool captured = parts[i].found && (is(parts[i].p.status, "PAID") || is(parts[i].p.status, "REFUNDED"));
     if (!captured && i == 0)
-      return hs_fail(req, ERR_NOT_FOUND, is(parts[0].target, "tip") ? "This job has no captured tip"
-                                                                    : "This job has no captured payment");
+      return hs_fail(req, ERR_NOT_FOUND,
+                     is(parts[0].target, "tip") ? "This job has no captured tip" : "This job has no captured payment");
     parts[i].found = captured;
     if (captured)
       parts[i].key = ask->key ? arena_printf(&req->arena, "refund-%s-%s", parts[i].p.id, ask->key)
@@ -337,7 +338,8 @@ err_t payments_staff_refund(hs_req *req, const payments_refund_ask *ask, json_t 
   }
   json_t *refunds = json_array();
   for (int i = 0; i < n; i++)
-    if (parts[i].found && parts[i].made.id) json_array_append_new(refunds, refund_json(&parts[i].made, parts[i].target));
+    if (parts[i].found && parts[i].made.id)
+      json_array_append_new(refunds, refund_json(&parts[i].made, parts[i].target));
   json_t *first = json_array_get(refunds, 0);
   *answer = json_pack("{s:O,s:o,s:o,s:o}", "refund", first ? first : json_null(), "refunds", refunds, "payment",
                       payments_job_json(job_id, "job"), "tip", payments_job_json(job_id, "tip"));

@@ -65,7 +65,7 @@ err_t api_payouts_account_create(hs_req *req) {
   pay_error pe;
   pay_rc rc;
   err_t e = po_store_provider_email(&req->arena, provider, &email);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Provider not found");
+  if (e == ERR_NOT_FOUND) return hs_not_found(req, "Provider");
   if (e != ERR_OK || (e = po_store_account(&req->arena, provider, &acct, &found)) != ERR_OK) return e;
   if (!found) {
     const char *key = arena_printf(&req->arena, "payout-account-%s", provider);
@@ -160,7 +160,7 @@ err_t api_payouts_onboarding_page(hs_req *req) {
   char account[PAY_ID_LEN], back[PAY_URL_LEN];
   pay_error pe;
   pay_rc rc = payments_sim_open_link(hs_param(req, "linkId"), account, back, &pe);
-  if (rc == PAY_NOT_FOUND) return hs_fail(req, ERR_NOT_FOUND, "Onboarding link not found");
+  if (rc == PAY_NOT_FOUND) return hs_not_found(req, "Onboarding link");
   if (rc == PAY_INVALID)
     return hs_fail(req, ERR_CONFLICT, "This onboarding link has expired or was already used; ask for a new one");
   if (rc != PAY_OK) return hs_fail(req, ERR_UNAVAILABLE, UNAVAILABLE);

@@ -167,7 +167,7 @@ err_t api_providers_bundles(hs_req *req) {
   int64_t now = clock_now_ms();
   db_res *pro, *c, *schedule, *won;
   err_t e = prov_store_get(a, id, &pro);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Provider not found");
+  if (e == ERR_NOT_FOUND) return hs_not_found(req, "Provider");
   if (e != ERR_OK || (e = prov_store_bundle_candidates(a, id, now, now + HORIZON_MS, &c)) != ERR_OK ||
       (e = prov_store_schedule(a, id, DB_PAGE_ALL(&SCHEDULE_KEYSET), &schedule)) != ERR_OK ||
       (e = prov_store_won_jobs(a, id, &won)) != ERR_OK)

@@ -62,14 +62,14 @@ json_t *providers_profile_json(arena *a, const char *provider_id) {
 
 static err_t reply_profile(hs_req *req) {
   json_t *p = providers_profile_json(&req->arena, req->auth.id);
-  return p ? hs_ok(req, p) : hs_fail(req, ERR_NOT_FOUND, "Provider not found");
+  return p ? hs_ok(req, p) : hs_not_found(req, "Provider");
 }
 
 err_t api_providers_me(hs_req *req) { return reply_profile(req); }
 
 err_t api_providers_update_me(hs_req *req) {
   err_t e = prov_store_update_profile(req->auth.id, req->body);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Provider not found");
+  if (e == ERR_NOT_FOUND) return hs_not_found(req, "Provider");
   return e == ERR_OK ? reply_profile(req) : e;
 }
 
@@ -100,7 +100,7 @@ static err_t replace_single_file(hs_req *req, const char *field,
   if (e == ERR_OK) e = set(&req->arena, req->auth.id, *key, &old);
   if (e != ERR_OK) {
     storage_delete(*key);
-    return e == ERR_NOT_FOUND ? hs_fail(req, e, "Provider not found") : e;
+    return hs_found_or_fail(req, e, "Provider");
   }
   storage_delete(old);
   return ERR_OK;
@@ -140,8 +140,8 @@ static err_t change_headshots(void *ctx, const char *old_json, char **new_json) 
 static err_t edit_headshots(hs_req *req, const char *add, long index, const char **removed, db_res **row) {
   headshots_change h = {req, add, index, NULL};
   err_t e = prov_store_edit_headshots(&req->arena, req->auth.id, change_headshots, &h, row);
-  if (e == ERR_NOT_FOUND && req->err == ERR_OK) return hs_fail(req, e, "Provider not found");
-  if (!e && (!*row || (*row)->rows == 0)) return hs_fail(req, ERR_NOT_FOUND, "Provider not found");
+  if (e == ERR_NOT_FOUND && req->err == ERR_OK) return hs_not_found(req, "Provider");
+  if (!e && (!*row || (*row)->rows == 0)) return hs_not_found(req, "Provider");
   if (removed) *removed = h.removed;
   return e;
 }
@@ -181,12 +181,12 @@ err_t api_providers_upload_id_documents(hs_req *req) {
     e = prov_store_set_id_documents(&req->arena, req->auth.id, front_key, back_key, &old_front, &old_back, &row);
   if (e != ERR_OK) {
     storage_delete(front_key), storage_delete(back_key);
-    return e == ERR_NOT_FOUND ? hs_fail(req, e, "Provider not found") : e;
+    return hs_found_or_fail(req, e, "Provider");
   }
   storage_delete(old_front), storage_delete(old_back);
   /* the answer describes the upload just made (the row as it left it): a fast background
    * check may already have written its result, which the next GET shows */
-  if (!row || row->rows == 0) return hs_fail(req, ERR_NOT_FOUND, "Provider not found");
+  if (!row || row->rows == 0) return hs_not_found(req, "Provider");
   json_t *p = profile_from_row(row);
   json_object_set_new(p, "idCheckStatus", json_string("pending"));
   json_object_set_new(p, "idCheckFlags", json_array());

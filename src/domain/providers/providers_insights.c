@@ -158,7 +158,9 @@ static json_t *review_json(const db_res *r, int i) {
 err_t api_providers_insights(hs_req *req) {
   arena *a = &req->arena;
   const char *id = req->auth.id;
-  db_read reads[] = {prov_read(a, id), prov_read_won_jobs(a, id), payouts_read_provider_records(a, id),
+  db_read reads[] = {prov_read(a, id),
+                     prov_read_won_jobs(a, id),
+                     payouts_read_provider_records(a, id),
                      prov_read_review_stats(a, id),
                      prov_read_reviews(a, id, &(const db_page){.ks = &REVIEWS_KEYSET, .fetch = RECENT_REVIEWS}),
                      payouts_read_owed(a, id)};
@@ -166,7 +168,7 @@ err_t api_providers_insights(hs_req *req) {
   if (e != ERR_OK) return e;
   db_res *pro = reads[0].res, *won = reads[1].res, *moves = reads[2].res, *stats = reads[3].res,
          *reviews = reads[4].res;
-  if (pro->rows == 0) return hs_fail(req, ERR_NOT_FOUND, "Provider not found");
+  if (pro->rows == 0) return hs_not_found(req, "Provider");
   earnings t = {arena_json(a, json_object()),
                 arena_json(a, json_object()),
                 arena_json(a, json_object()),
@@ -398,8 +400,7 @@ err_t api_providers_premium_insights(hs_req *req) {
   const char *id = req->auth.id;
   db_res *pro, *quotes, *lost, *open, *local;
   err_t e = prov_store_get(a, id, &pro);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Provider not found");
-  if (e != ERR_OK) return e;
+  if (e) return hs_found_or_fail(req, e, "Provider");
   if (!is_set(db_field(pro, 0, "is_premium")))
     return hs_fail_code(req, ERR_FORBIDDEN, "premium_required", "Premium insights are for Preferred Pro members");
   json_t *zips = arena_json(a, jx_parse_or(db_field(pro, 0, "service_zips"), json_array()));

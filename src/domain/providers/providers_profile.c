@@ -53,7 +53,7 @@ err_t api_providers_public_profile(hs_req *req) {
   db_read reads[] = {prov_read_public(a, id), prov_read_review_stats(a, id), prov_read_reviews(a, id, &pg)};
   if ((e = db_to_err(db_query_all(a, reads, 3))) != ERR_OK) return e;
   db_res *p = reads[0].res, *stats = reads[1].res, *reviews = reads[2].res;
-  if (p->rows == 0) return hs_fail(req, ERR_NOT_FOUND, "Provider not found");
+  if (p->rows == 0) return hs_not_found(req, "Provider");
   if ((e = hs_page_end(req, &pg, reviews)) != ERR_OK) return e;
   const char *headshots = db_field(p, 0, "headshots"), *avg = db_field(stats, 0, "average");
   json_t *keys = arena_json(a, jx_parse_or(headshots, json_array()));

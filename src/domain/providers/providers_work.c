@@ -49,8 +49,7 @@ err_t api_providers_schedule(hs_req *req) {
 err_t api_providers_availability(hs_req *req) {
   db_res *r;
   err_t e = prov_store_get(&req->arena, req->auth.id, &r);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Provider not found");
-  if (e != ERR_OK) return e;
+  if (e) return hs_found_or_fail(req, e, "Provider");
   return hs_ok(req, availability_json(db_field(r, 0, "availability")));
 }
 
@@ -61,7 +60,7 @@ err_t api_providers_set_availability(hs_req *req) {
   char *text = json_dumps(week, JSON_COMPACT);
   err_t e = prov_store_set_availability(req->auth.id, text);
   free(text);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Provider not found");
+  if (e == ERR_NOT_FOUND) return hs_not_found(req, "Provider");
   return e == ERR_OK ? hs_ok(req, json_incref(week)) : e;
 }
 
@@ -87,8 +86,7 @@ static int64_t next_month_start(int64_t now) {
 err_t api_providers_preferred_pro_cancel(hs_req *req) {
   int64_t now = clock_now_ms(), ends;
   err_t e = prov_store_cancel_preferred_pro(req->auth.id, now, next_month_start(now), &ends);
-  if (e == ERR_CONFLICT)
-    return hs_fail_code(req, e, ERR_CODE_INVALID_STATE, "You are not a Preferred Pro member");
+  if (e == ERR_CONFLICT) return hs_fail_code(req, e, ERR_CODE_INVALID_STATE, "You are not a Preferred Pro member");
   if (e != ERR_OK) return e;
   return hs_ok(req, json_pack("{s:b,s:b,s:o}", "isPremium", 1, "cancelAtMonthEnd", 1, "endsAt", jx_iso(ends)));
 }

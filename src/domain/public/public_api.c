@@ -1,8 +1,8 @@
 /* Handlers of /services/... and /waitlist. */
+#include "domain/public/public_api.h"
 #include "core/jsonx.h"
 #include "core/util.h"
 #include "domain/common.h"
-#include "domain/public/public_api.h"
 #include "domain/public/public_store.h"
 #include <string.h>
 
@@ -22,11 +22,12 @@ err_t api_services_available(hs_req *req) {
   const char *zip;
   err_t e = public_store_user_zip(&req->arena, req->auth.id, &zip);
   if (e != ERR_OK) return e;
-  if (!zip) return hs_fail(req, ERR_NOT_FOUND, "User not found");
+  if (!zip) return hs_not_found(req, "User");
   json_t *services;
   int64_t providers;
   if ((e = coverage(req, zip, &services, &providers)) != ERR_OK) return e;
-  return hs_ok(req, json_pack("{s:o,s:I,s:s}", "services", services, "providerCount", (json_int_t)providers, "zip", zip));
+  return hs_ok(req,
+               json_pack("{s:o,s:I,s:s}", "services", services, "providerCount", (json_int_t)providers, "zip", zip));
 }
 
 err_t api_services_check_zip(hs_req *req) {

@@ -150,7 +150,7 @@ err_t api_quotes_create(hs_req *req) {
   }
   case QUOTE_UNVERIFIED: return quotes_fail_unverified(req);
   case QUOTE_TOO_SMALL: return hs_fail_invalid(req, TOO_SMALL);
-  case QUOTE_NO_JOB: return hs_fail(req, ERR_NOT_FOUND, "Job not found");
+  case QUOTE_NO_JOB: return hs_not_found(req, "Job");
   case QUOTE_NOT_OPEN: return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "The job is not open for quotes");
   case QUOTE_DUPLICATE: return hs_fail(req, ERR_CONFLICT, "You already quoted on this job");
   case QUOTE_FAILED: break;
@@ -161,8 +161,7 @@ err_t api_quotes_create(hs_req *req) {
 err_t api_quotes_accept(hs_req *req) {
   db_res *q;
   err_t e = quotes_store_get(&req->arena, hs_param(req, "id"), true, &q);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Quote not found");
-  if (e != ERR_OK) return e;
+  if (e) return hs_found_or_fail(req, e, "Quote");
   if (strcmp(db_field(q, 0, "customer_id"), req->auth.id)) return hs_fail(req, ERR_FORBIDDEN, "Not your job");
   const char *job_id = db_field(q, 0, "job_id"), *provider = db_field(q, 0, "provider_id");
   const char *pro_email = db_field(q, 0, "provider_email"), *pro_name = db_field(q, 0, "provider_name");
@@ -233,8 +232,7 @@ err_t api_quotes_for_job(hs_req *req) {
   err_t e = db_to_err(db_query_all(&req->arena, reads, page ? 1 : 2));
   if (e != ERR_OK) return e;
   db_res *job = reads[0].res, *q = reads[1].res;
-  if (job->rows == 0 || strcmp(db_field(job, 0, "customer_id"), req->auth.id))
-    return hs_fail(req, ERR_NOT_FOUND, "Job not found");
+  if (job->rows == 0 || strcmp(db_field(job, 0, "customer_id"), req->auth.id)) return hs_not_found(req, "Job");
   if (page || (e = hs_page_end(req, &pg, q)) != ERR_OK) return page ? page : e;
   static const hs_rj_field provider_fields[] = {
       {"name", "name", RJ_STR},

@@ -52,7 +52,7 @@ err_t api_staff_logout(hs_req *req) {
 err_t api_staff_me(hs_req *req) {
   db_res *r;
   err_t e = staff_store_get(&req->arena, req->auth.id, &r);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Staff member not found");
+  if (e == ERR_NOT_FOUND) return hs_not_found(req, "Staff member");
   return e == ERR_OK ? hs_ok(req, staff_json(r, 0)) : e;
 }
 
@@ -139,8 +139,7 @@ int staff_cli_set_disabled(const char *normal, bool disable, char msg[320]) {
 err_t api_staff_impersonate_staff(hs_req *req) {
   db_res *r;
   err_t e = staff_store_get(&req->arena, hs_body_str(req, "staffId"), &r);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Staff member not found");
-  if (e != ERR_OK) return e;
+  if (e) return hs_found_or_fail(req, e, "Staff member");
   audit_action act = {req->auth.id, req->auth.role, "admin.impersonate_staff", db_field(r, 0, "id"), "staff", NULL};
   if (audit_log(&act) != ERR_OK) return ERR_INTERNAL;
   return reply_staff_token(req, r);

@@ -56,7 +56,7 @@ static char *link_url(arena *a, const char *id, const char *action) {
 
 static err_t load(hs_req *req, const char *id, db_res **r) {
   err_t e = staff_store_elevation(&req->arena, id, r);
-  return e == ERR_NOT_FOUND ? hs_fail(req, e, "Elevation request not found") : e;
+  return hs_found_or_fail(req, e, "Elevation request");
 }
 
 err_t api_staff_elevation_create(hs_req *req) {
@@ -64,7 +64,7 @@ err_t api_staff_elevation_create(hs_req *req) {
   const char *reason = hs_body_str(req, "reason");
   account_card target;
   err_t e = auth_account_get(&req->arena, target_role, target_id, &target);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Account not found");
+  if (e == ERR_NOT_FOUND) return hs_not_found(req, "Account");
   db_res *me;
   if (e != ERR_OK || (e = staff_store_get(&req->arena, req->auth.id, &me)) != ERR_OK) return ERR_INTERNAL;
   char id[ID_LEN + 1];
@@ -129,11 +129,11 @@ static err_t reply_resolved_page(hs_req *req, const db_res *r, const char *title
 static err_t reply_already_resolved(hs_req *req, const char *status) {
   if (!strcmp(status, "EXPIRED")) { /* nobody answered within 24 hours: the link is dead */
     return common_reply_html(req,
-                                "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>This link "
-                                "is no longer valid</title></head><body>\n<h1>This link is no longer valid</h1>\n"
-                                "<p>The elevation request lapsed: nobody answered it within 24 hours. The staff "
-                                "member may ask again.</p>\n</body></html>\n",
-                                NULL);
+                             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>This link "
+                             "is no longer valid</title></head><body>\n<h1>This link is no longer valid</h1>\n"
+                             "<p>The elevation request lapsed: nobody answered it within 24 hours. The staff "
+                             "member may ask again.</p>\n</body></html>\n",
+                             NULL);
   }
   char *text = NULL;
   if (asprintf(&text, "This elevation request was already resolved: it is %s.\n", status) < 0) return ERR_INTERNAL;
@@ -212,8 +212,7 @@ err_t api_staff_impersonate(hs_req *req) {
   account_card target;
   const char *role = db_field(r, 0, "target_role");
   e = auth_account_get(&req->arena, role, db_field(r, 0, "target_id"), &target);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Account not found");
-  if (e != ERR_OK) return e;
+  if (e) return hs_found_or_fail(req, e, "Account");
   audit_action act = {req->auth.id, req->auth.role, "elevation.impersonate",
                       target.id,    role,           arena_json(&req->arena, json_pack("{s:s}", "elevationId", id))};
   bool moved;

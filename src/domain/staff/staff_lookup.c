@@ -98,17 +98,16 @@ static json_t *payment_json(const db_res *r, int i, const db_res *refunds) {
                           "failureReason", jx_str_or_null(db_field(refunds, k, "failure_reason")), "staffId",
                           jx_str_or_null(db_field(refunds, k, "staff_id")), "createdAt",
                           jx_iso_or_null(db_field(refunds, k, "created_at"))));
-  return json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id", id, "jobId",
-                   db_field(r, i, "job_id"), "kind", db_field(r, i, "kind"), "status", db_field(r, i, "status"),
-                   "amount", jx_money(db_int(r, i, db_col(r, "amount_cents"))), "refundedAmount",
-                   jx_money(db_int(r, i, db_col(r, "refunded_cents"))), "processorPaymentIntentId",
-                   jx_str_or_null(db_field(r, i, "processor_payment_intent_id")), "failureReason",
-                   jx_str_or_null(db_field(r, i, "failure_reason")), "releasedAt",
-                   jx_iso_or_null(db_field(r, i, "released_at")), "createdAt",
-                   jx_iso_or_null(db_field(r, i, "created_at")), "updatedAt",
-                   jx_iso_or_null(db_field(r, i, "updated_at")), "lostAmount",
-                   jx_money(db_int(r, i, db_col(r, "lost_cents"))), "dispute",
-                   dispute ? jx_parse_or(dispute, json_null()) : json_null(), "refunds", list);
+  return json_pack(
+      "{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id", id, "jobId", db_field(r, i, "job_id"), "kind",
+      db_field(r, i, "kind"), "status", db_field(r, i, "status"), "amount",
+      jx_money(db_int(r, i, db_col(r, "amount_cents"))), "refundedAmount",
+      jx_money(db_int(r, i, db_col(r, "refunded_cents"))), "processorPaymentIntentId",
+      jx_str_or_null(db_field(r, i, "processor_payment_intent_id")), "failureReason",
+      jx_str_or_null(db_field(r, i, "failure_reason")), "releasedAt", jx_iso_or_null(db_field(r, i, "released_at")),
+      "createdAt", jx_iso_or_null(db_field(r, i, "created_at")), "updatedAt",
+      jx_iso_or_null(db_field(r, i, "updated_at")), "lostAmount", jx_money(db_int(r, i, db_col(r, "lost_cents"))),
+      "dispute", dispute ? jx_parse_or(dispute, json_null()) : json_null(), "refunds", list);
 }
 
 /* The Job JSON of every row of jobs, each with its quotes, review and payment, as a new
@@ -164,8 +163,7 @@ err_t api_staff_customer(hs_req *req) {
   staff_expire_elevations();
   db_res *user, *jobs, *pays;
   err_t e = staff_store_customer(&req->arena, id, &user);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Customer not found");
-  if (e != ERR_OK) return e;
+  if (e) return hs_found_or_fail(req, e, "Customer");
   json_t *job_list, *elevations;
   if (staff_store_jobs_of(&req->arena, false, id, &jobs) != ERR_OK ||
       detailed_jobs(req, false, id, jobs, &job_list) != ERR_OK)
@@ -268,9 +266,9 @@ static json_t *provider_ledger(arena *a, const db_res *jobs, const db_res *moves
     const ledger_month *m = &months[i];
     int64_t gross = m->paid + m->hold + m->pending;
     int64_t fee = premium && strcmp(m->month, premium_month) >= 0 ? PAYOUTS_PREMIUM_FEE_CENTS : 0;
-    json_array_append_new(ledger, json_pack("{s:s,s:i,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "month", m->month, "jobs",
-                                            m->jobs, "paidOut", jx_money(m->paid), "inHold", jx_money(m->hold),
-                                            "pendingCapture", jx_money(m->pending), "grossEarnings", jx_money(gross),
+    json_array_append_new(ledger, json_pack("{s:s,s:i,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "month", m->month, "jobs", m->jobs,
+                                            "paidOut", jx_money(m->paid), "inHold", jx_money(m->hold), "pendingCapture",
+                                            jx_money(m->pending), "grossEarnings", jx_money(gross),
                                             "premiumFeeDeducted", jx_money(fee), "netEarnings", jx_money(gross - fee),
                                             "netted", jx_money(m->netted)));
   }
@@ -281,7 +279,7 @@ err_t api_staff_provider(hs_req *req) {
   const char *id = hs_param(req, "id");
   staff_expire_elevations();
   json_t *profile = arena_json(&req->arena, providers_profile_json(&req->arena, id));
-  if (!profile) return hs_fail(req, ERR_NOT_FOUND, "Provider not found");
+  if (!profile) return hs_not_found(req, "Provider");
   db_res *jobs, *moves;
   json_t *job_list, *elevations;
   if (staff_store_jobs_of(&req->arena, true, id, &jobs) != ERR_OK ||

@@ -34,8 +34,12 @@ static void report_jw(jw *w, arena *a, const db_res *r, int i, const db_res *t) 
       {0},
   };
   static const hs_rj_field TRANSFER[] = {
-      {"id", "id", RJ_STR},         {"kind", "kind", RJ_STR},           {"amount", "amount_cents", RJ_MONEY},
-      {"status", "status", RJ_STR}, {"holdUntil", "hold_until", RJ_ISO}, {0},
+      {"id", "id", RJ_STR},
+      {"kind", "kind", RJ_STR},
+      {"amount", "amount_cents", RJ_MONEY},
+      {"status", "status", RJ_STR},
+      {"holdUntil", "hold_until", RJ_ISO},
+      {0},
   };
   bool open = !strcmp(db_field(r, i, "status"), "open");
   jw_obj(w);
@@ -108,24 +112,23 @@ err_t api_staff_report_resolve(hs_req *req) {
   db_res *r;
   err_t e = jobs_report(&req->arena, id, &r);
   if (e != ERR_OK) return e;
-  if (r->rows != 1) return hs_fail(req, ERR_NOT_FOUND, "Report not found");
+  if (r->rows != 1) return hs_not_found(req, "Report");
   if (strcmp(db_field(r, 0, "status"), "open")) return hs_fail(req, ERR_CONFLICT, "This report was already resolved");
   const char *job_id = db_field(r, 0, "job_id");
   json_t *refunded = NULL;
   if (refund) {
-    payments_refund_ask ask = {.job_id = job_id,
-                               .target = "job",
-                               .reason = note,
-                               .provider_share = "prorata",
-                               .key = arena_printf(&req->arena, "report-%s", id),
-                               .cents = hs_body_has(req, "amount")
-                                            ? jx_cents(json_number_value(json_object_get(req->body, "amount")))
-                                            : 0};
+    payments_refund_ask ask = {
+        .job_id = job_id,
+        .target = "job",
+        .reason = note,
+        .provider_share = "prorata",
+        .key = arena_printf(&req->arena, "report-%s", id),
+        .cents = hs_body_has(req, "amount") ? jx_cents(json_number_value(json_object_get(req->body, "amount"))) : 0};
     if ((e = payments_staff_refund(req, &ask, &refunded)) != ERR_OK) return e;
     arena_json(&req->arena, refunded);
   }
-  json_t *detail = arena_json(&req->arena, json_pack("{s:s,s:s,s:s,s:s}", "reportId", id, "jobId", job_id, "action",
-                                                     action, "note", note));
+  json_t *detail = arena_json(
+      &req->arena, json_pack("{s:s,s:s,s:s,s:s}", "reportId", id, "jobId", job_id, "action", action, "note", note));
   audit_action act = {req->auth.id, req->auth.role, "report.resolve", id, "report", detail};
   bool resolved;
   if ((e = staff_store_resolve_report(id, job_id, action, note, &act, &resolved)) != ERR_OK) return e;

@@ -24,8 +24,7 @@ err_t api_support_open(hs_req *req) {
   const char *role = hs_role_name(req->auth.role_bit);
   account_card acc;
   err_t e = auth_account_get(&req->arena, role, req->auth.id, &acc);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Account not found");
-  if (e != ERR_OK) return e;
+  if (e) return hs_found_or_fail(req, e, "Account");
   const char *subject = hs_body_str(req, "subject"), *body = hs_body_str(req, "body");
   const char *category = hs_body_str(req, "category");
   char id[ID_LEN + 1];
@@ -132,8 +131,7 @@ err_t api_tickets_update(hs_req *req) {
   const char *id = hs_param(req, "id");
   db_res *r;
   err_t e = support_store_get(&req->arena, id, &r);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Ticket not found");
-  if (e != ERR_OK) return e;
+  if (e) return hs_found_or_fail(req, e, "Ticket");
   const char *from = db_field(r, 0, "status"), *to = hs_body_str(req, "status"), *notes = hs_body_str(req, "notes");
   if (!to && !notes) return ticket_reply(req, r);
   if (!to) to = from;

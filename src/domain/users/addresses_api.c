@@ -42,7 +42,7 @@ static err_t reply_list(hs_req *req, bool paged) {
 static err_t load_address(hs_req *req, db_res **r) {
   err_t e = addresses_store_get(&req->arena, req->auth.id, hs_param(req, "id"), r);
   if (e) return e;
-  return (*r)->rows ? ERR_OK : hs_fail(req, ERR_NOT_FOUND, "Address not found");
+  return (*r)->rows ? ERR_OK : hs_not_found(req, "Address");
 }
 
 static err_t reply_address(hs_req *req) {

@@ -22,8 +22,7 @@ static err_t premium_required(hs_req *req) {
 static err_t require_premium(hs_req *req) {
   bool premium = false;
   err_t e = users_store_premium(req->auth.id, &premium);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "User not found");
-  if (e != ERR_OK) return e;
+  if (e) return hs_found_or_fail(req, e, "User");
   return premium ? ERR_OK : premium_required(req);
 }
 
@@ -53,7 +52,7 @@ err_t api_users_favorites(hs_req *req) {
 static err_t reply_write(hs_req *req, err_t e, json_t *answer) {
   if (e != ERR_OK) {
     json_decref(answer);
-    return e == ERR_NOT_FOUND ? hs_fail(req, e, "Provider not found") : e;
+    return hs_found_or_fail(req, e, "Provider");
   }
   return hs_ok(req, answer);
 }
@@ -97,7 +96,7 @@ err_t api_users_seasonal_alerts(hs_req *req) {
   err_t e = users_store_set_seasonal_alerts(req->auth.id, enabled);
   if (e == ERR_FORBIDDEN)
     return hs_fail_code(req, e, "premium_required", "Seasonal alerts require a premium subscription");
-  if (e == ERR_NOT_FOUND) return hs_fail(req, e, "User not found");
+  if (e == ERR_NOT_FOUND) return hs_not_found(req, "User");
   return e == ERR_OK ? hs_ok(req, json_pack("{s:b}", "seasonalAlertsEnabled", enabled)) : e;
 }
 

@@ -23,8 +23,7 @@ const hs_rj_field USERS_PROFILE_JSON[] = {
 static err_t reply_profile(hs_req *req) {
   db_res *r;
   err_t e = users_store_profile(&req->arena, req->auth.id, &r);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, ERR_NOT_FOUND, "User not found");
-  if (e != ERR_OK) return e;
+  if (e) return hs_found_or_fail(req, e, "User");
   jw *w = hs_jw(req, 512);
   hs_rj_object(w, hs_rj_bind(&req->arena, USERS_PROFILE_JSON, r), r, 0);
   return hs_ok_jw(req, w);
@@ -34,6 +33,6 @@ err_t api_users_me(hs_req *req) { return reply_profile(req); }
 
 err_t api_users_update_me(hs_req *req) {
   err_t e = users_store_update_profile(req->auth.id, req->body);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, ERR_NOT_FOUND, "User not found");
+  if (e == ERR_NOT_FOUND) return hs_not_found(req, "User");
   return e == ERR_OK ? reply_profile(req) : e;
 }
