@@ -18,8 +18,8 @@ err_t auth_store_find(arena *a, account_kind kind, const char *email, account *o
 /* Looks up an account by id; *found false when there is none. ERR_INTERNAL on failure. */
 err_t auth_store_get(arena *a, account_kind kind, const char *id, account *out, bool *found);
 /* Inserts a customer; ERR_CONFLICT when the email is taken. */
-err_t auth_store_insert_user(const char *id, const char *email, const char *hash, const char *name,
-                             const char *address, const char *zip);
+err_t auth_store_insert_user(const char *id, const char *email, const char *hash, const char *name, const char *address,
+                             const char *zip);
 /* Inserts a provider with its services and ZIPs (arrays of strings) in one transaction. */
 err_t auth_store_insert_provider(const char *id, const char *email, const char *hash, const char *name,
                                  const char *phone, json_t *services, json_t *zips);

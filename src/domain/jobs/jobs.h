@@ -3,9 +3,9 @@
 #ifndef DOMAIN_JOBS_H
 #define DOMAIN_JOBS_H
 #include "db/db.h"
-#include "http/paging.h"
 #include "domain/domain.h"
 #include "http/http.h"
+#include "http/paging.h"
 
 extern const domain_def jobs_domain;
 

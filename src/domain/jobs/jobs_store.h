@@ -4,9 +4,9 @@
 #define DOMAIN_JOBS_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
+#include "db/page.h"
 #include "domain/jobs/jobs.h"
 #include "domain/notifications/notifications.h"
-#include "db/page.h"
 #include <jansson.h>
 #include <stdbool.h>
 

@@ -3,8 +3,8 @@
 #define DOMAIN_MESSAGES_MESSAGES_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
-#include "domain/notifications/notifications.h"
 #include "db/page.h"
+#include "domain/notifications/notifications.h"
 
 /* A thread holds at most this many messages. */
 #define THREAD_CAP 250

@@ -3,10 +3,10 @@
 #define DOMAIN_PAYMENTS_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
+#include "db/page.h"
 #include "domain/audit/audit.h"
 #include "domain/notifications/notifications.h"
 #include "ext/payments.h"
-#include "db/page.h"
 #include <jansson.h>
 #include <stdbool.h>
 
@@ -42,15 +42,15 @@ typedef struct pay_news {
 
 /* The outcome of a payment's pending request (any but a refund). */
 typedef struct pay_settle {
-  const char *status;         /* AUTHORIZED, PAID, FAILED, CANCELED */
-  const char *intent_id;      /* NULL keeps the recorded one */
-  int64_t captured_cents;     /* PAID for less than the amount (a partial capture); 0: all of it */
+  const char *status;                  /* AUTHORIZED, PAID, FAILED, CANCELED */
+  const char *intent_id;               /* NULL keeps the recorded one */
+  int64_t captured_cents;              /* PAID for less than the amount (a partial capture); 0: all of it */
   const char *card_brand, *card_last4; /* the card it was made on; NULL keeps the recorded one */
-  int64_t hold_expires_at;    /* 0: none */
-  const char *hold_method;    /* the card of a new hold; NULL keeps the recorded one */
-  const char *failure_reason; /* NULL clears it */
-  const char *cancel_intent;  /* an authorization to cancel in the background (a replaced hold) */
-  const pay_news *news;       /* may be NULL */
+  int64_t hold_expires_at;             /* 0: none */
+  const char *hold_method;             /* the card of a new hold; NULL keeps the recorded one */
+  const char *failure_reason;          /* NULL clears it */
+  const char *cancel_intent;           /* an authorization to cancel in the background (a replaced hold) */
+  const pay_news *news;                /* may be NULL */
 } pay_settle;
 
 /* A refund the service asks for: its payment_refunds row. */

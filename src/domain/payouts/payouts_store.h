@@ -3,8 +3,8 @@
 #define DOMAIN_PAYOUTS_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
-#include "domain/payouts/payouts.h"
 #include "db/page.h"
+#include "domain/payouts/payouts.h"
 #include <stdbool.h>
 #include <stdint.h>
 

@@ -3,8 +3,8 @@
 #define DOMAIN_PROVIDERS_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
-#include "domain/providers/recognition.h"
 #include "db/page.h"
+#include "domain/providers/recognition.h"
 #include <jansson.h>
 #include <stdint.h>
 

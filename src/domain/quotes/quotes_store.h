@@ -3,8 +3,8 @@
 #define DOMAIN_QUOTES_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
-#include "domain/notifications/notifications.h"
 #include "db/page.h"
+#include "domain/notifications/notifications.h"
 #include <stdbool.h>
 
 typedef struct quote_new {

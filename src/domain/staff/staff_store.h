@@ -5,9 +5,9 @@
 #define DOMAIN_STAFF_STAFF_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
+#include "db/page.h"
 #include "domain/audit/audit.h"
 #include "domain/staff/staff.h"
-#include "db/page.h"
 #include <stdbool.h>
 #include <stdint.h>
 

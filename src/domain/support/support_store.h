@@ -3,8 +3,8 @@
 #define DOMAIN_SUPPORT_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
-#include "domain/audit/audit.h"
 #include "db/page.h"
+#include "domain/audit/audit.h"
 
 #define TICKET_LIST_LIMIT 500
 
