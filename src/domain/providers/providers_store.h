@@ -50,14 +50,20 @@ err_t prov_store_set_availability(const char *id, const char *json);
 /* Records on c, in the transaction that bills it, that month's ("YYYY-MM") Preferred Pro fee
  * was billed (premiumBilledMonth): the writer payouts_follow_premium is given. */
 db_rc prov_store_set_billed_month_in(db_conn *c, const char *id, const char *month);
-/* Makes the provider a Preferred Pro member as of now (isPremium, premiumSince,
- * preferredProAppliedAt); ERR_CONFLICT when it already is one. */
-/* Joins Preferred Pro at now, or keeps a membership that was cancelled going (*resumed);
- * ERR_CONFLICT for a member with no cancellation pending. */
-err_t prov_store_join_preferred_pro(const char *id, int64_t now, bool *resumed);
+/* What a change of a Preferred Pro membership came to. */
+typedef enum {
+  MEMBERSHIP_JOINED,         /* a member as of now (isPremium, premiumSince, preferredProAppliedAt) */
+  MEMBERSHIP_RESUMED,        /* a cancelled membership goes on */
+  MEMBERSHIP_CANCELLED,      /* it ends at the month's end */
+  MEMBERSHIP_ALREADY_MEMBER, /* joining: a member with no cancellation pending */
+  MEMBERSHIP_NOT_MEMBER,     /* cancelling: no membership to cancel */
+  MEMBERSHIP_FAILED,         /* storage failed */
+} membership_outcome;
+/* Joins Preferred Pro at now, or keeps a membership that was cancelled going. */
+membership_outcome prov_store_join_preferred_pro(const char *id, int64_t now);
 /* Cancels a membership at ends_at (the next month's start; one cancelled already keeps its end,
- * in *ends); ERR_CONFLICT when not a member. */
-err_t prov_store_cancel_preferred_pro(const char *id, int64_t now, int64_t ends_at, int64_t *ends);
+ * in *ends). */
+membership_outcome prov_store_cancel_preferred_pro(const char *id, int64_t now, int64_t ends_at, int64_t *ends);
 /* Ends the memberships whose end came by now. */
 err_t prov_store_end_preferred_pro(int64_t now, int *ended);
 /* One row per job the provider won (quote ACCEPTED) that is not cancelled: service, zip,

@@ -64,11 +64,10 @@ db_rc prov_store_set_billed_month_in(db_conn *c, const char *id, const char *mon
 /* a membership that lasts at $2 (joined, and not ended by a cancellation whose end came) */
 #define LIVE "(is_premium = 1 AND (premium_ends_at IS NULL OR premium_ends_at > $2))"
 
-err_t prov_store_join_preferred_pro(const char *id, int64_t now, bool *resumed) {
+membership_outcome prov_store_join_preferred_pro(const char *id, int64_t now) {
   arena a;
   arena_init(&a);
   db_res *r;
-  *resumed = false;
   /* the condition decides concurrent applications: one changes the row, the others none; a
      member whose cancellation has not taken effect yet keeps the membership going instead */
   /* (a membership whose end came is over, whether or not the hourly task cleared it yet) */
@@ -78,13 +77,15 @@ err_t prov_store_join_preferred_pro(const char *id, int64_t now, bool *resumed) 
                       "ELSE $2 END, premium_ends_at = NULL, updated_at = $2 WHERE id = $1 AND (is_premium = 0 OR "
                       "premium_ends_at IS NOT NULL) RETURNING preferred_pro_applied_at",
                       DB_ARGS(DB_TEXT(id), DB_INT(now)));
-  err_t e = rc != DB_OK ? ERR_INTERNAL : r->rows ? ERR_OK : ERR_CONFLICT;
-  if (e == ERR_OK) *resumed = db_int(r, 0, 0) != now;
+  membership_outcome out = rc != DB_OK              ? MEMBERSHIP_FAILED
+                           : !r->rows               ? MEMBERSHIP_ALREADY_MEMBER
+                           : db_int(r, 0, 0) != now ? MEMBERSHIP_RESUMED
+                                                    : MEMBERSHIP_JOINED;
   arena_fini(&a);
-  return e;
+  return out;
 }
 
-err_t prov_store_cancel_preferred_pro(const char *id, int64_t now, int64_t ends_at, int64_t *ends) {
+membership_outcome prov_store_cancel_preferred_pro(const char *id, int64_t now, int64_t ends_at, int64_t *ends) {
   arena a;
   arena_init(&a);
   db_res *r;
@@ -94,10 +95,10 @@ err_t prov_store_cancel_preferred_pro(const char *id, int64_t now, int64_t ends_
                       "WHERE id = $1 AND is_premium = 1 AND (premium_ends_at IS NULL OR premium_ends_at > $2) "
                       "RETURNING premium_ends_at",
                       DB_ARGS(DB_TEXT(id), DB_INT(now), DB_INT(ends_at)));
-  err_t e = rc != DB_OK ? ERR_INTERNAL : r->rows ? ERR_OK : ERR_CONFLICT;
-  if (e == ERR_OK) *ends = db_int(r, 0, 0);
+  membership_outcome out = rc != DB_OK ? MEMBERSHIP_FAILED : r->rows ? MEMBERSHIP_CANCELLED : MEMBERSHIP_NOT_MEMBER;
+  if (out == MEMBERSHIP_CANCELLED) *ends = db_int(r, 0, 0);
   arena_fini(&a);
-  return e;
+  return out;
 }
 
 err_t prov_store_end_preferred_pro(int64_t now, int *ended) {

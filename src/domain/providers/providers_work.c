@@ -64,13 +64,25 @@ err_t api_providers_set_availability(hs_req *req) {
   return e == ERR_OK ? hs_ok(req, json_incref(week)) : e;
 }
 
+/* A membership change's answer: the one place its outcomes become HTTP. */
+static err_t membership_answer(hs_req *req, membership_outcome out, int64_t ends) {
+  switch (out) {
+  case MEMBERSHIP_JOINED: return hs_ok(req, json_pack("{s:b,s:s}", "ok", 1, "message", "Welcome to Preferred Pro"));
+  case MEMBERSHIP_RESUMED:
+    return hs_ok(req, json_pack("{s:b,s:s}", "ok", 1, "message", "Your Preferred Pro membership continues"));
+  case MEMBERSHIP_CANCELLED:
+    return hs_ok(req, json_pack("{s:b,s:b,s:o}", "isPremium", 1, "cancelAtMonthEnd", 1, "endsAt", jx_iso(ends)));
+  case MEMBERSHIP_ALREADY_MEMBER:
+    return hs_fail_code(req, ERR_CONFLICT, "already_member", "You are already a Preferred Pro member");
+  case MEMBERSHIP_NOT_MEMBER:
+    return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "You are not a Preferred Pro member");
+  case MEMBERSHIP_FAILED: break;
+  }
+  return ERR_INTERNAL;
+}
+
 err_t api_providers_preferred_pro(hs_req *req) {
-  bool resumed;
-  err_t e = prov_store_join_preferred_pro(req->auth.id, clock_now_ms(), &resumed);
-  if (e == ERR_CONFLICT) return hs_fail_code(req, e, "already_member", "You are already a Preferred Pro member");
-  if (e != ERR_OK) return e;
-  return hs_ok(req, json_pack("{s:b,s:s}", "ok", 1, "message",
-                              resumed ? "Your Preferred Pro membership continues" : "Welcome to Preferred Pro"));
+  return membership_answer(req, prov_store_join_preferred_pro(req->auth.id, clock_now_ms()), 0);
 }
 
 /* The first instant (epoch ms, UTC) of the month after the one holding now. */
@@ -84,11 +96,9 @@ static int64_t next_month_start(int64_t now) {
 }
 
 err_t api_providers_preferred_pro_cancel(hs_req *req) {
-  int64_t now = clock_now_ms(), ends;
-  err_t e = prov_store_cancel_preferred_pro(req->auth.id, now, next_month_start(now), &ends);
-  if (e == ERR_CONFLICT) return hs_fail_code(req, e, ERR_CODE_INVALID_STATE, "You are not a Preferred Pro member");
-  if (e != ERR_OK) return e;
-  return hs_ok(req, json_pack("{s:b,s:b,s:o}", "isPremium", 1, "cancelAtMonthEnd", 1, "endsAt", jx_iso(ends)));
+  int64_t now = clock_now_ms(), ends = 0;
+  membership_outcome out = prov_store_cancel_preferred_pro(req->auth.id, now, next_month_start(now), &ends);
+  return membership_answer(req, out, ends);
 }
 
 /* Hourly: memberships cancelled for a month that is over end (no fee is billed for later

@@ -76,13 +76,13 @@ static quote_outcome quote_checks(err_t found, const db_res *ctx) {
 typedef struct submission {
   const quote_request *in;
   char *id;
-  quote_outcome outcome; /* the checks' verdict, once the row was read */
 } submission;
 
 /* quote_decide: the checks, then the quote and the customer's news. */
-static err_t decide(void *ctx, arena *a, err_t found, const db_res *row, quote_new *q, quote_news *news) {
+static quote_outcome decide(void *ctx, arena *a, err_t found, const db_res *row, quote_new *q, quote_news *news) {
   submission *s = ctx;
-  if ((s->outcome = quote_checks(found, row)) != QUOTE_CREATED) return ERR_CONFLICT;
+  quote_outcome checked = quote_checks(found, row);
+  if (checked != QUOTE_CREATED) return checked;
   const quote_request *in = s->in;
   *q = (quote_new){.job_id = db_field(row, 0, "id"),
                    .provider_id = in->provider_id,
@@ -108,19 +108,15 @@ static err_t decide(void *ctx, arena *a, err_t found, const db_res *row, quote_n
                         arena_printf(a, "%s quoted $%.2f for your %s job", pro_name, total, q->service), q->job_id},
                        true,
                        db_field(row, 0, "customer_push_token")};
-  return ERR_OK;
+  return QUOTE_CREATED;
 }
 
 /* quotes_submit, with the inserted row in *quote (arena a) when created. Everything it decides
  * on is read in one statement inside its transaction (quotes_store_submit). */
 static quote_outcome submit(arena *a, const quote_request *in, char id[ID_LEN + 1], db_res **quote) {
   if (!quotes_total_chargeable(in->amount_cents)) return QUOTE_TOO_SMALL;
-  submission s = {in, id, QUOTE_FAILED};
-  err_t e = quotes_store_submit(a, in->provider_id, in->job_id, decide, &s, quote);
-  if (s.outcome != QUOTE_CREATED) return s.outcome;
-  if (e == ERR_CONFLICT) return QUOTE_DUPLICATE;
-  if (e == ERR_BAD_REQUEST) return QUOTE_NOT_OPEN;
-  return e == ERR_OK ? QUOTE_CREATED : QUOTE_FAILED;
+  submission s = {in, id};
+  return quotes_store_submit(a, in->provider_id, in->job_id, decide, &s, quote);
 }
 
 quote_outcome quotes_submit(arena *a, const quote_request *in, char id[ID_LEN + 1]) {

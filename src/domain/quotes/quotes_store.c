@@ -42,13 +42,14 @@ static err_t announce(db_conn *c, const quote_news *news) {
   return db_to_err(rc);
 }
 
-err_t quotes_store_submit(arena *a, const char *provider_id, const char *job_id, quote_decide decide, void *ctx,
-                          db_res **quote) {
+quote_outcome quotes_store_submit(arena *a, const char *provider_id, const char *job_id, quote_decide decide, void *ctx,
+                                  db_res **quote) {
   static const char *const open[] = {"PENDING", "QUOTED", NULL};
   db_res *read;
   quote_new q = {0};
   quote_news news = {0};
   bool moved = false;
+  quote_outcome out = QUOTE_CREATED;
   db_conn *c;
   err_t e = db_begin(&c);
   if (!e)
@@ -64,7 +65,8 @@ err_t quotes_store_submit(arena *a, const char *provider_id, const char *job_id,
         "FROM providers pr LEFT JOIN jobs j ON j.id = $2 LEFT JOIN users cu ON cu.id = j.customer_id "
         "WHERE pr.id = $1",
         DB_ARGS(DB_TEXT(provider_id), DB_TEXT(job_id))));
-  if (!e) e = decide(ctx, a, read->rows ? ERR_OK : ERR_NOT_FOUND, read, &q, &news);
+  if (!e && (out = decide(ctx, a, read->rows ? ERR_OK : ERR_NOT_FOUND, read, &q, &news)) != QUOTE_CREATED)
+    e = ERR_CONFLICT; /* ends the transaction without a change */
   int64_t now = clock_now_ms();
   if (!e) {
     /* sent with the job's move: 3 round trips in all (the read, the writes, the queued work
@@ -77,13 +79,17 @@ err_t quotes_store_submit(arena *a, const char *provider_id, const char *job_id,
                                      DB_INT(q.amount_cents), DB_INT(q.fee_cents), DB_INT(q.amount_cents + q.fee_cents),
                                      DB_TEXT(q.note), q.has_scheduled ? DB_INT(q.scheduled_at) : DB_NULL, DB_INT(now),
                                      DB_INT(clock_sequence())));
-    e = rc == DB_CONSTRAINT ? ERR_CONFLICT : db_to_err(rc); /* one quote per provider per job */
+    e = db_to_err(rc);
     if (!e) e = db_to_err(quote_created(c, quote, q.provider_id, db_field(read, 0, "customer_id")));
   }
   if (!e) e = db_to_err(jobs_move_in(c, read, 0, open, "QUOTED", now, &moved));
-  if (!e && !moved) e = ERR_BAD_REQUEST; /* the job left PENDING/QUOTED meanwhile */
+  if (!e && !moved) out = QUOTE_NOT_OPEN, e = ERR_CONFLICT; /* the job left PENDING/QUOTED meanwhile */
   if (!e) e = announce(c, &news);
-  return db_end(c, e);
+  e = db_end(c, e);
+  /* a constraint (with the INSERT, or with the statements it rides with) is the one quote per
+   * provider per job */
+  if (out == QUOTE_CREATED && e) out = e == ERR_CONFLICT ? QUOTE_DUPLICATE : QUOTE_FAILED;
+  return out;
 }
 
 #define QUOTE_SQL "SELECT q.*, j.customer_id, j.status AS job_status"

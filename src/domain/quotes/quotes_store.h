@@ -5,6 +5,7 @@
 #include "db/db.h"
 #include "db/page.h"
 #include "domain/notifications/notifications.h"
+#include "domain/quotes/quotes.h"
 #include <stdbool.h>
 
 typedef struct quote_new {
@@ -23,9 +24,10 @@ typedef struct quote_news {
 } quote_news;
 
 /* What POST /quotes decides from what its transaction read (found: ERR_OK, or ERR_NOT_FOUND
- * without such a provider; row: see quotes_store_submit): ERR_OK with *q and *news filled to
- * go ahead, anything else to end the transaction without a change. */
-typedef err_t (*quote_decide)(void *ctx, arena *a, err_t found, const db_res *row, quote_new *q, quote_news *news);
+ * without such a provider; row: see quotes_store_submit): QUOTE_CREATED with *q and *news
+ * filled to go ahead, any other outcome to end the transaction without a change. */
+typedef quote_outcome (*quote_decide)(void *ctx, arena *a, err_t found, const db_res *row, quote_new *q,
+                                      quote_news *news);
 /* POST /quotes in one transaction: reads what it decides on in one statement (the job, `jobs.*`,
  * all NULL when job_id does not exist; provider_headshots, provider_id_doc_front,
  * provider_id_doc_back, provider_name, provider_company_name, customer_email, customer_name,
@@ -33,10 +35,10 @@ typedef err_t (*quote_decide)(void *ctx, arena *a, err_t found, const db_res *ro
  * its ZIP), asks decide, then inserts the quote, moves the job to QUOTED and writes the
  * customer's news; *quote receives the inserted row (arena a). Reading inside the transaction
  * puts it on SQLite's writer connection, whose cache the other writes keep warm. Returns what
- * decide refused with; ERR_CONFLICT when this provider already quoted; ERR_BAD_REQUEST when
- * the job is no longer open. */
-err_t quotes_store_submit(arena *a, const char *provider_id, const char *job_id, quote_decide decide, void *ctx,
-                          db_res **quote);
+ * decide refused with; QUOTE_DUPLICATE when this provider already quoted; QUOTE_NOT_OPEN when
+ * the job left PENDING/QUOTED meanwhile; QUOTE_FAILED when storage failed. */
+quote_outcome quotes_store_submit(arena *a, const char *provider_id, const char *job_id, quote_decide decide, void *ctx,
+                                  db_res **quote);
 /* The quote with its job's customer_id and job_status; with_parties adds what an acceptance
  * tells them: provider_email, provider_name, provider_push_token and customer_name (NULL when
  * that account is gone). */

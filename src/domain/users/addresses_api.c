@@ -61,11 +61,10 @@ err_t api_addresses_create(hs_req *req) {
   id_new(id);
   const char *label = hs_body_str(req, "label");
   if (label && strspn(label, " \t\r\n") == strlen(label)) label = NULL; /* blank: the default */
-  err_t e = addresses_store_insert(req->auth.id, id, label ? label : "Address", hs_body_str(req, "address"),
-                                   hs_body_str(req, "zip"));
-  if (e == ERR_FORBIDDEN)
-    return hs_fail_code(req, ERR_FORBIDDEN, "premium_required", "Saving more than one address requires premium");
-  return e ? e : reply_list(req, false);
+  users_outcome out = addresses_store_insert(req->auth.id, id, label ? label : "Address", hs_body_str(req, "address"),
+                                             hs_body_str(req, "zip"));
+  if (out != USERS_CHANGED) return users_fail(req, out, "Saving more than one address requires premium");
+  return reply_list(req, false);
 }
 
 err_t api_addresses_make_primary(hs_req *req) {

@@ -20,8 +20,8 @@ err_t addresses_store_get(arena *a, const char *user_id, const char *id, db_res 
                             DB_ARGS(DB_TEXT(id), DB_TEXT(user_id))));
 }
 
-err_t addresses_store_insert(const char *user_id, const char *id, const char *label, const char *address,
-                             const char *zip) {
+users_outcome addresses_store_insert(const char *user_id, const char *id, const char *label, const char *address,
+                                     const char *zip) {
   arena a;
   arena_init(&a);
   db_res *r;
@@ -33,9 +33,10 @@ err_t addresses_store_insert(const char *user_id, const char *id, const char *la
                           "SELECT (SELECT COUNT(*) FROM user_addresses WHERE user_id = $1), "
                           "CASE WHEN " USERS_HAS_PREMIUM " THEN 1 ELSE 0 END FROM users WHERE id = $1",
                           DB_ARGS(DB_TEXT(user_id))));
-  if (!e && r->rows == 0) e = ERR_NOT_FOUND;
+  users_outcome out = USERS_CHANGED;
+  if (!e && r->rows == 0) out = USERS_NO_USER, e = ERR_NOT_FOUND;
   int64_t count = e ? 0 : db_int(r, 0, 0);
-  if (!e && count >= 1 && db_int(r, 0, 1) != 1) e = ERR_FORBIDDEN;
+  if (!e && count >= 1 && db_int(r, 0, 1) != 1) out = USERS_NEEDS_PREMIUM, e = ERR_CONFLICT; /* rolled back */
   if (!e)
     e = db_to_err(db_exec(c, NULL, NULL,
                           "INSERT INTO user_addresses (id, user_id, label, address, zip, is_primary, created_at, "
@@ -44,7 +45,7 @@ err_t addresses_store_insert(const char *user_id, const char *id, const char *la
                                   DB_BOOL(count == 0), DB_INT(clock_now_ms()))));
   e = db_end(c, e);
   arena_fini(&a);
-  return e;
+  return out != USERS_CHANGED ? out : e ? USERS_FAILED : USERS_CHANGED;
 }
 
 err_t addresses_store_make_primary(const char *user_id, const char *id) {

@@ -5,6 +5,7 @@
 #include "core/errors.h"
 #include "db/db.h"
 #include "db/page.h"
+#include "domain/users/users_store.h"
 #include <stdbool.h>
 
 /* The columns every address read returns, in this order (the photo columns by number:
@@ -24,10 +25,10 @@ err_t addresses_store_list(arena *a, const char *user_id, const db_page *pg, db_
 err_t addresses_store_get(arena *a, const char *user_id, const char *id, db_res **out);
 /* Saves a new address, primary when it is the customer's first. The count and the insert share
  * a transaction that first locks the customer's row (the whole database on SQLite), so
- * concurrent saves are counted one after another. ERR_FORBIDDEN (nothing saved) when the
- * customer already has one and no premium; ERR_NOT_FOUND when the customer is gone. */
-err_t addresses_store_insert(const char *user_id, const char *id, const char *label, const char *address,
-                             const char *zip);
+ * concurrent saves are counted one after another. USERS_NEEDS_PREMIUM (nothing saved) when
+ * the customer already has one and no premium. */
+users_outcome addresses_store_insert(const char *user_id, const char *id, const char *label, const char *address,
+                                     const char *zip);
 /* Makes id the customer's only primary address. */
 err_t addresses_store_make_primary(const char *user_id, const char *id);
 /* How many addresses the customer has. */

@@ -14,8 +14,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+err_t users_fail(hs_req *req, users_outcome out, const char *needs_premium) {
+  switch (out) {
+  case USERS_NO_USER: return hs_not_found(req, "User");
+  case USERS_NEEDS_PREMIUM: return hs_fail_code(req, ERR_FORBIDDEN, "premium_required", needs_premium);
+  case USERS_CHANGED:
+  case USERS_FAILED: break;
+  }
+  return ERR_INTERNAL;
+}
+
 static err_t premium_required(hs_req *req) {
-  return hs_fail_code(req, ERR_FORBIDDEN, "premium_required", "This feature requires a premium subscription");
+  return users_fail(req, USERS_NEEDS_PREMIUM, "This feature requires a premium subscription");
 }
 
 /* ERR_OK when the caller has premium; otherwise the request has failed. */
@@ -93,11 +103,9 @@ err_t api_users_delete_pro_note(hs_req *req) {
 
 err_t api_users_seasonal_alerts(hs_req *req) {
   bool enabled = json_is_true(json_object_get(req->body, "enabled"));
-  err_t e = users_store_set_seasonal_alerts(req->auth.id, enabled);
-  if (e == ERR_FORBIDDEN)
-    return hs_fail_code(req, e, "premium_required", "Seasonal alerts require a premium subscription");
-  if (e == ERR_NOT_FOUND) return hs_not_found(req, "User");
-  return e == ERR_OK ? hs_ok(req, json_pack("{s:b}", "seasonalAlertsEnabled", enabled)) : e;
+  users_outcome out = users_store_set_seasonal_alerts(req->auth.id, enabled);
+  if (out != USERS_CHANGED) return users_fail(req, out, "Seasonal alerts require a premium subscription");
+  return hs_ok(req, json_pack("{s:b}", "seasonalAlertsEnabled", enabled));
 }
 
 /* ---- GET /users/me/spend-summary ---- */

@@ -1,6 +1,7 @@
 /* Handlers of the users domain, referenced by its route table. Internal to the domain. */
 #ifndef DOMAIN_USERS_API_H
 #define DOMAIN_USERS_API_H
+#include "domain/users/users_store.h"
 #include "http/http.h"
 
 /* users_routes.c: the domain's rows (ended by a row of zeros) */
@@ -17,6 +18,9 @@ err_t api_users_set_pro_note(hs_req *req);
 err_t api_users_delete_pro_note(hs_req *req);
 err_t api_users_spend_summary(hs_req *req);
 err_t api_users_seasonal_alerts(hs_req *req);
+/* The one switch of the domain's outcomes to HTTP, for the failures (each success answers its
+ * own way); needs_premium: the 403's message. */
+err_t users_fail(hs_req *req, users_outcome out, const char *needs_premium);
 /* addresses_api.c */
 err_t api_addresses_list(hs_req *req);
 err_t api_addresses_create(hs_req *req);

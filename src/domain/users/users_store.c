@@ -134,16 +134,18 @@ err_t users_store_spend(arena *a, const char *id, int64_t since, db_res **out) {
                DB_ARGS(DB_TEXT(id), DB_INT(since))));
 }
 
-err_t users_store_set_seasonal_alerts(const char *id, bool enabled) {
+users_outcome users_store_set_seasonal_alerts(const char *id, bool enabled) {
   int64_t changes;
   /* one statement: the premium check and the change cannot be separated by a cancellation */
   err_t e = change("UPDATE users SET seasonal_alerts_enabled = $2, updated_at = $3 "
                    "WHERE id = $1 AND ($2 = 0 OR " USERS_HAS_PREMIUM ")",
                    DB_ARGS(DB_TEXT(id), DB_BOOL(enabled), DB_INT(clock_now_ms())), &changes);
-  if (e != ERR_OK || changes) return e;
-  bool premium;
-  e = users_store_premium(id, &premium);
-  return e == ERR_OK ? ERR_FORBIDDEN : e;
+  if (e == ERR_OK && !changes) { /* no customer, or no premium */
+    bool premium;
+    e = users_store_premium(id, &premium);
+    if (e == ERR_OK) return USERS_NEEDS_PREMIUM;
+  }
+  return e == ERR_OK ? USERS_CHANGED : e == ERR_NOT_FOUND ? USERS_NO_USER : USERS_FAILED;
 }
 
 /* ---- seasonal alerts ---- */

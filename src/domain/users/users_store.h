@@ -8,6 +8,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* What a customer's change that premium gates came to (users_fail answers the failures). */
+typedef enum {
+  USERS_CHANGED,
+  USERS_NO_USER,       /* the customer is gone */
+  USERS_NEEDS_PREMIUM, /* premium is required; nothing changed */
+  USERS_FAILED,        /* storage failed */
+} users_outcome;
+
 /* The SQL condition, over a users row, that the customer has premium: from the subscription's
  * first activation until its end. is_premium follows the subscription's status; premium_since
  * stays through a spell of past_due and is cleared only when the subscription ends, so a
@@ -41,9 +49,9 @@ err_t users_store_delete_pro_note(const char *id, const char *provider_id);
 /* The customer's captured payments since `since` (epoch ms): kind (job or tip), job_id,
  * amount_cents, paid_at, service, provider_id, provider_name, company_name; oldest first. */
 err_t users_store_spend(arena *a, const char *id, int64_t since, db_res **out);
-/* Sets seasonalAlertsEnabled. Enabling needs premium: ERR_FORBIDDEN without it (nothing
- * changes); ERR_NOT_FOUND when the customer is missing. */
-err_t users_store_set_seasonal_alerts(const char *id, bool enabled);
+/* Sets seasonalAlertsEnabled. Enabling needs premium: USERS_NEEDS_PREMIUM without it (nothing
+ * changes). */
+users_outcome users_store_set_seasonal_alerts(const char *id, bool enabled);
 
 /* ---- seasonal alerts (background) ---- */
 
