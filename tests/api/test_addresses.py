@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 
+from flow_helpers import ok
 from helpers import error_body, png_bytes
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -37,11 +38,6 @@ MB = 1024 * 1024
 with open(os.path.join(ROOT, "assets", "us_zip_centroids.csv"), newline="") as _f:
     CENTROIDS = {r["zip"]: (float(r["lat"]), float(r["lng"])) for r in csv.DictReader(_f)}
 ZIPS = sorted(z for z in CENTROIDS if z != "10001")
-
-
-def ok(r, status=200):
-    assert r.status_code == status, f"expected {status}, got {r.status_code} {r.text}"
-    return r.json()
 
 
 def premium_user(api, **over):

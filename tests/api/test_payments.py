@@ -41,7 +41,7 @@ from conftest import ADMIN_ENV, Api, WEBHOOK_SECRET, admin_login, free_port, sig
 from helpers import assert_error, error_body, eventually, send_raw_json
 from money import assert_money_conserved
 from processor_worlds import PRICE, started_fake_stripe
-from flow_helpers import fresh_zip, provider as verified_provider
+from flow_helpers import fresh_zip, ok, provider as verified_provider
 from staff_helpers import STAFF_ROLES, make_staff
 from test_system import db_rows
 
@@ -139,11 +139,6 @@ def customer_with_card(api, pm="pm_card_visa"):
     u = api.register_user()
     save_card(api, u, pm)
     return u
-
-
-def ok(r, status=200):
-    assert r.status_code == status, f"{r.status_code} {r.text}"
-    return r.json()
 
 
 def assert_payment(p, status, amount=TOTAL, intent=..., reason=None, hold=False, refunded=0):
