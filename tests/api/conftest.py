@@ -39,7 +39,7 @@ import uuid
 import pytest
 import requests
 
-from helpers import eventually
+from helpers import SANITIZER_MARKERS, eventually
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -534,7 +534,7 @@ class Server:
 
     def sanitizer_report(self):
         text = self.read_log()
-        for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+        for marker in SANITIZER_MARKERS:
             if marker in text:
                 return text
         return None
@@ -638,21 +638,19 @@ class Api:
     def register_user(self, **over):
         body = {"email": unique_email("user"), "password": "password123", "name": "Test User",
                 "address": "1 Main St", "zip": "10001"}
-        body.update(over)
-        r = self.post("/auth/register", json=body)
-        assert r.status_code == 201, r.text
-        data = r.json()
-        return {"token": data["token"], "id": data["user"]["id"], "email": body["email"],
-                "password": body["password"], "body": body}
+        return self._registered("/auth/register", "user", {**body, **over})
 
     def register_provider(self, **over):
         body = {"email": unique_email("pro"), "password": "password123", "name": "Test Pro",
                 "serviceZips": ["10001"], "services": ["lawncare"]}
-        body.update(over)
-        r = self.post("/auth/provider/register", json=body)
+        return self._registered("/auth/provider/register", "provider", {**body, **over})
+
+    def _registered(self, path, role, body):
+        """The account that POST path with body makes: {token, id, email, password, body}."""
+        r = self.post(path, json=body)
         assert r.status_code == 201, r.text
         data = r.json()
-        return {"token": data["token"], "id": data["provider"]["id"], "email": body["email"],
+        return {"token": data["token"], "id": data[role]["id"], "email": body["email"],
                 "password": body["password"], "body": body}
 
 

@@ -31,13 +31,14 @@ Test controls (thread-safe):
 - `delay(service, seconds)`: hold every answer of a service.
 - `calls(service)`: the request log of a service, each {path, query (parse_qs), at}.
 """
-import http.server
 import json
 import math
 import threading
 import time
 import urllib.parse
 from datetime import date, timedelta
+
+from fake_http import QuietHandler, ServedFake
 
 DEFAULT_DAY = (3, 45.0, 33.0)
 OSRM_SPEED_MS = 13.4112
@@ -55,7 +56,7 @@ def point_key(lat, lng):
     return (round(float(lat), 4), round(float(lng), 4))
 
 
-class FakeGeo:
+class FakeGeo(ServedFake):
     def __init__(self):
         self.lock = threading.Lock()
         self.forecasts = {}
@@ -72,12 +73,7 @@ class FakeGeo:
     def start(self):
         fake = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
+        class Handler(QuietHandler):
             def do_GET(self):
                 status, body = fake.handle(self.path)
                 data = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -90,19 +86,7 @@ class FakeGeo:
                 except OSError:
                     pass  # the client gave up (timeout tests)
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, name="fake-geo", daemon=True)
-        self.thread.start()
-        return self
-
-    def stop(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        return self.serve(Handler, "fake-geo")
 
     # -------------------------------------------------------------- controls
 

@@ -42,7 +42,6 @@ Module functions `sigv4_signature()` and `uri_encode()` are the verifier's own s
 import calendar
 import hashlib
 import hmac
-import http.server
 import re
 import secrets
 import threading
@@ -50,6 +49,8 @@ import time
 import urllib.parse
 from email.utils import formatdate
 from xml.sax.saxutils import escape
+
+from fake_http import QuietHandler, ServedFake
 
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 _AUTH_RE = re.compile(r"^AWS4-HMAC-SHA256 +Credential=([^,]+), *SignedHeaders=([^,]+), *Signature=([0-9a-f]{64})$")
@@ -92,7 +93,7 @@ class S3Error(Exception):
         self.status, self.code, self.message, self.extra = status, code, message, extra
 
 
-class FakeS3:
+class FakeS3(ServedFake):
     def __init__(self, access_key, secret_key, region, bucket, max_skew=900):
         self.access_key, self.secret_key, self.region, self.bucket = access_key, secret_key, region, bucket
         self.max_skew = max_skew
@@ -101,30 +102,13 @@ class FakeS3:
         self.requests = []      # (method, raw path)
         self._failures = []     # [remaining, status, method, let_through]
         self._delays = {}       # method -> seconds, or a threading.Event to wait for
-        self.httpd = None
-        self.thread = None
 
     def start(self):
         class Handler(_Handler):
             pass
 
         Handler.fake = self
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), name="fake-s3", daemon=True)
-        self.thread.start()
-        return self
-
-    def stop(self):
-        if self.httpd:
-            self.httpd.shutdown()
-            self.httpd.server_close()
-            self.httpd = None
-
-    @property
-    def url(self):
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return self.serve(Handler, "fake-s3", poll_interval=0.05)
 
     def fail_next(self, count=1, status=500, method=None, after=0):
         with self.lock:
@@ -271,13 +255,7 @@ def _etag(data):
     return '"' + hashlib.md5(data).hexdigest() + '"'
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    fake = None
-
-    def log_message(self, *args):
-        pass
-
+class _Handler(QuietHandler):
     def _read_body(self):
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
             data = b""

@@ -148,7 +148,6 @@ Test controls (all thread-safe):
 """
 import copy
 import hashlib
-import http.server
 import json
 import os
 import re
@@ -157,6 +156,8 @@ import string
 import threading
 import time
 import urllib.parse
+
+from fake_http import QuietHandler, ServedFake
 
 SPEC_PATH = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build",
                                           "stripe-openapi.json"))
@@ -581,7 +582,7 @@ def version_at_least(version, date):
 # ------------------------------------------------------------------ the fake
 
 
-class FakeStripe:
+class FakeStripe(ServedFake):
     ROUTES = [
         ("POST", "/v1/customers", "create_customer"),
         ("POST", "/v1/customers/{customer}", "update_customer"),
@@ -643,8 +644,6 @@ class FakeStripe:
         self.denied = None       # None, 401 or 403 (deny)
         self.clock_offset = 0    # seconds added to the real clock (set_clock)
         self.links = {}          # hosted onboarding path -> {"account", "return_url", "refresh_url", ...}
-        self.httpd = None
-        self.thread = None
 
     # ------------------------------------------------------------ lifecycle
 
@@ -655,22 +654,7 @@ class FakeStripe:
             pass
 
         Handler.fake = fake
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, name="fake-stripe", daemon=True)
-        self.thread.start()
-        return self
-
-    def stop(self):
-        if self.httpd:
-            self.httpd.shutdown()
-            self.httpd.server_close()
-            self.httpd = None
-
-    @property
-    def url(self):
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return self.serve(Handler, "fake-stripe")
 
     # ------------------------------------------------------------ test controls
 
@@ -1389,10 +1373,7 @@ class FakeStripe:
         return copy.deepcopy(refund)
 
     def _list_refunds(self, p):
-        items = [o for o in reversed(list(self.store.values())) if o.get("object") == "refund"
-                 and (not p.get("payment_intent") or o.get("payment_intent") == p["payment_intent"])
-                 and (not p.get("charge") or o.get("charge") == p["charge"])]
-        return self._page(items, p, "/v1/refunds", kind="refund")
+        return self._list_filtered("refund", p, ("payment_intent", "charge"), "/v1/refunds")
 
     def _retrieve_refund(self, p, ident):
         return copy.deepcopy(self._obj("refund", ident))
@@ -1538,10 +1519,12 @@ class FakeStripe:
         return self._page([o for o in reversed(list(self.store.values())) if o.get("object") == kind and keep(o)],
                           p, url, kind=kind)
 
+    def _list_filtered(self, kind, p, params, url):
+        """The list of kind, newest first, of the objects that match each of params that p gives."""
+        return self._list_of(kind, p, lambda o: all(not p.get(k) or o.get(k) == p[k] for k in params), url)
+
     def _list_transfers(self, p):
-        return self._list_of("transfer", p, lambda o: (not p.get("destination") or o["destination"] == p["destination"])
-                             and (not p.get("transfer_group") or o["transfer_group"] == p["transfer_group"]),
-                             "/v1/transfers")
+        return self._list_filtered("transfer", p, ("destination", "transfer_group"), "/v1/transfers")
 
     def _retrieve_transfer(self, p, ident):
         return copy.deepcopy(self._obj("transfer", ident))
@@ -1619,9 +1602,7 @@ class FakeStripe:
         return dispute
 
     def _list_disputes(self, p):
-        return self._list_of("dispute", p, lambda o: (not p.get("charge") or o["charge"] == p["charge"])
-                             and (not p.get("payment_intent") or o["payment_intent"] == p["payment_intent"]),
-                             "/v1/disputes")
+        return self._list_filtered("dispute", p, ("charge", "payment_intent"), "/v1/disputes")
 
     def _retrieve_dispute(self, p, ident):
         return copy.deepcopy(self._obj("dispute", ident))
@@ -1797,13 +1778,7 @@ def _api_error():
     return {"error": {"type": "api_error", "message": "An unknown error occurred"}}
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    fake = None
-
-    def log_message(self, *args):
-        pass
-
+class _Handler(QuietHandler):
     def _serve(self):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""

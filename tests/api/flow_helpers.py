@@ -1,5 +1,7 @@
-"""Helpers shared by test_jobs.py and test_quotes.py: accounts, verified providers, jobs,
-quotes and the lifecycle steps, each asserting the status code of the step it takes.
+"""Helpers shared by the API test files (test_jobs.py and test_quotes.py first): accounts,
+verified providers, jobs, quotes and the lifecycle steps, each asserting the status code of the
+step it takes. `named_customer()` and `named_provider()` give each account a name of its own,
+for tests that read names back (message senders, thread counterparts, notification texts).
 
 ZIPs: every provider registered with the harness defaults (10001, lawncare) matches every
 lawncare job in 10001 for the whole session, so a test that cares about matching takes its
@@ -18,6 +20,7 @@ import os
 import random
 import re
 import threading
+import uuid
 
 from conftest import Api
 from helpers import error_body, png_bytes
@@ -156,6 +159,20 @@ def provider(api, zips=None, services=("lawncare",), verified=True, **over):
     return verify(api, pro) if verified else pro
 
 
+def named_customer(api, zip_code=None, **over):
+    """A customer() named "Customer <6 hex>", a name no other account has, kept in its "name"."""
+    user = customer(api, zip_code, name=f"Customer {uuid.uuid4().hex[:6]}", **over)
+    user["name"] = user["body"]["name"]
+    return user
+
+
+def named_provider(api, zips=None, **over):
+    """A provider() named "Pro <6 hex>", a name no other account has, kept in its "name"."""
+    pro = provider(api, zips, name=f"Pro {uuid.uuid4().hex[:6]}", **over)
+    pro["name"] = pro["body"]["name"]
+    return pro
+
+
 # ---------------------------------------------------------------- jobs and quotes
 
 
@@ -168,6 +185,11 @@ def post_job(api, user, **over):
     body = {"service": "lawncare", "description": "Mow the front lawn", "preferredAt": "2031-05-01T09:00:00.000Z"}
     body.update(over)
     return ok(api.post("/jobs", token=user["token"], json=body), 201)
+
+
+def asap_job(api, user, **over):
+    """An ASAP lawncare job, {"service": "lawncare", "isAsap": true} and over as its body."""
+    return ok(api.post("/jobs", token=user["token"], json={"service": "lawncare", "isAsap": True, **over}), 201)
 
 
 def get_job(api, token, job_id):

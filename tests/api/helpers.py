@@ -5,22 +5,28 @@
   time and then asserts: it waits for the observable outcome, and fails with what it waited
   for and the last value it saw. Time a rule reads (windows, expiries, the order of
   timestamps) is moved with the test clock (`api.advance_clock(ms)`) instead.
-- `health_once_up(proc, url)`: for the tests that start the binary themselves.
+- `health_once_up(proc, url)`: for the tests that start the binary themselves;
+  `serving(args, env, url, log_path)` runs it for the length of a `with` block and checks that
+  SIGTERM then stops it cleanly (exit 0, none of the SANITIZER_MARKERS in its output).
 - `png_bytes(...)`: the one image maker: a valid PNG of pseudo-random pixels.
 - `error_body(status, message, code=None, field=None)`: the whole error body the service answers
   (`{error, code, field?}`), and `assert_error(r, status, message, code=None, field=None)`,
   which compares an answer's status and whole body with it. The code defaults to the status's
   (DEFAULT_CODES); a 400 whose message is `<field>: <text>` is a validation error
   (`validation_failed`, with that field). Name the code where the service names a more precise
-  one (invalid_state, email_taken, ...).
+  one (invalid_state, email_taken, ...). `send_raw_json(api, method, path, token, raw)` sends text
+  that need not be JSON as a JSON body.
 - `pages(api, path, token, params, wrap=None, between=None)`: follows a paged list's
   `Link: <...>; rel="next"` from its first page to its last, checking that every page but the
   last announces the next (and, for a wrapped answer, that `nextCursor` is the Link's cursor),
   and returns the pages; `between(i)` runs after page i, so rows can arrive meanwhile.
 """
+import contextlib
 import random
 import re
+import signal
 import struct
+import subprocess
 import urllib.parse
 import time
 import zlib
@@ -58,6 +64,31 @@ def health_once_up(proc, url, timeout=20, read_log=lambda: ""):
             return None
 
     return eventually(health, timeout, f"{url} answers /health", until=lambda r: r is not None, retry=())
+
+
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+
+
+@contextlib.contextmanager
+def serving(args, env, url, log_path):
+    """Runs args (the binary, serving at url, its output in log_path) and yields its first /health
+    answer; after the block, SIGTERM must stop it with exit 0 and no sanitizer report."""
+    with open(log_path, "wb") as log:
+        p = subprocess.Popen(args, env=env, stdout=log, stderr=log)
+
+    def read_log():
+        with open(log_path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    try:
+        yield health_once_up(p, url, read_log=read_log)
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=15) == 0
+        assert not any(m in read_log() for m in SANITIZER_MARKERS), read_log()[-5000:]
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def png_chunk(kind, data):
@@ -103,6 +134,11 @@ def error_body(status, message, code=None, field=None):
 def assert_error(r, status, message, code=None, field=None):
     """Asserts the answer r is status with exactly error_body(status, message, code, field)."""
     assert (r.status_code, r.json()) == (status, error_body(status, message, code, field)), r.text
+
+
+def send_raw_json(api, method, path, token, raw):
+    """method path with raw (text, JSON or not) as its body, declared application/json."""
+    return api.request(method, path, token=token, data=raw, headers={"Content-Type": "application/json"})
 
 
 LINK_NEXT = re.compile(r'^<([^>]+)>; rel="next"$')

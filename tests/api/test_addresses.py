@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 
+from flow_helpers import ok
 from helpers import error_body, png_bytes
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -37,11 +38,6 @@ MB = 1024 * 1024
 with open(os.path.join(ROOT, "assets", "us_zip_centroids.csv"), newline="") as _f:
     CENTROIDS = {r["zip"]: (float(r["lat"]), float(r["lng"])) for r in csv.DictReader(_f)}
 ZIPS = sorted(z for z in CENTROIDS if z != "10001")
-
-
-def ok(r, status=200):
-    assert r.status_code == status, f"expected {status}, got {r.status_code} {r.text}"
-    return r.json()
 
 
 def premium_user(api, **over):
@@ -86,6 +82,18 @@ def fetch(api, url):
 
 def upload(api, user, address_id, files):
     return api.post(f"/users/me/addresses/{address_id}/photos", token=user["token"], files=files)
+
+
+def user_with_address(api):
+    """A new customer with one saved address, 1 First St in 60601: (user, the address's id)."""
+    user = api.register_user()
+    return user, add(api, user, "1 First St", "60601")[0]["id"]
+
+
+def assert_no_photos(api, user):
+    """The customer's first address has no street-view photo and no service-area photo."""
+    a = addresses(api, user)[0]
+    assert (a["streetViewPhoto"], a["serviceAreaPhotos"]) == (None, [])
 
 
 # ---------------------------------------------------------------- list and create
@@ -277,8 +285,7 @@ def test_delete_after_moving_primary(api):
 
 
 def test_update_property_details(api):
-    user = api.register_user()
-    aid = add(api, user, "1 First St", "60601")[0]["id"]
+    user, aid = user_with_address(api)
     a = ok(api.patch(f"/users/me/addresses/{aid}", token=user["token"],
                      json={"drivewayLength": 42.5, "lawnAcres": 0.25}))
     assert a["id"] == aid
@@ -302,8 +309,7 @@ def test_update_property_details(api):
     ({"drivewayLength": 10, "lawnAcres": -1}, "lawnAcres: must be between 0 and 1000000"),
 ])
 def test_update_validation(api, body, error):
-    user = api.register_user()
-    aid = add(api, user, "1 First St", "60601")[0]["id"]
+    user, aid = user_with_address(api)
     ok(api.patch(f"/users/me/addresses/{aid}", token=user["token"], json={"drivewayLength": 5, "lawnAcres": 2}))
     r = api.patch(f"/users/me/addresses/{aid}", token=user["token"], json=body)
     assert (r.status_code, r.json()) == (400, error_body(400, error))
@@ -315,8 +321,7 @@ def test_update_validation(api, body, error):
 
 
 def test_upload_street_view_and_service_area_photos(api):
-    user = api.register_user()
-    aid = add(api, user, "1 First St", "60601")[0]["id"]
+    user, aid = user_with_address(api)
     street = png_bytes(101)
     a = ok(upload(api, user, aid, {"streetViewPhoto": ("street.png", street, "image/png")}))
     assert a["id"] == aid and a["serviceAreaPhotos"] == []
@@ -339,8 +344,7 @@ def test_upload_street_view_and_service_area_photos(api):
 
 
 def test_upload_both_fields_at_once_and_append(api):
-    user = api.register_user()
-    aid = add(api, user, "1 First St", "60601")[0]["id"]
+    user, aid = user_with_address(api)
     files = [("streetViewPhoto", ("s.png", png_bytes(1), "image/png"))] + [
         ("serviceAreaPhotos", (f"a{i}.png", png_bytes(10 + i), "image/png")) for i in range(2)]
     a = ok(upload(api, user, aid, files))
@@ -356,8 +360,7 @@ def test_upload_both_fields_at_once_and_append(api):
 
 
 def test_upload_ten_service_area_photos(api):
-    user = api.register_user()
-    aid = add(api, user, "1 First St", "60601")[0]["id"]
+    user, aid = user_with_address(api)
     a = ok(upload(api, user, aid, [("serviceAreaPhotos", (f"a{i}.png", png_bytes(300 + i), "image/png"))
                                    for i in range(10)]))
     assert len(a["serviceAreaPhotos"]) == 10
@@ -367,8 +370,7 @@ def test_upload_ten_service_area_photos(api):
 def test_simultaneous_photo_uploads_keep_every_photo(api):
     """Six of a customer's devices adding a service-area photo to one address at once: every photo is
     kept (none overwritten by a concurrent request's read of the list), each file is served."""
-    user = api.register_user()
-    aid = add(api, user, "1 First St", "60601")[0]["id"]
+    user, aid = user_with_address(api)
     n = 6
     barrier = threading.Barrier(n)
 
@@ -388,8 +390,7 @@ def test_simultaneous_photo_uploads_keep_every_photo(api):
 
 
 def test_upload_rejections(api):
-    user = api.register_user()
-    aid = add(api, user, "1 First St", "60601")[0]["id"]
+    user, aid = user_with_address(api)
     cases = [
         ({"caption": (None, "no files")}, "No files uploaded"),
         ([("streetViewPhoto", ("a.png", png_bytes(1), "image/png")),
@@ -409,26 +410,22 @@ def test_upload_rejections(api):
         assert (r.status_code, r.json()) == (400, error_body(400, error, field and "validation_failed", field)), error
     r = api.post(f"/users/me/addresses/{aid}/photos", token=user["token"], json={"streetViewPhoto": "x"})
     assert (r.status_code, r.json()) == (400, error_body(400, "body: must be multipart/form-data"))
-    a = addresses(api, user)[0]
-    assert (a["streetViewPhoto"], a["serviceAreaPhotos"]) == (None, [])
+    assert_no_photos(api, user)
 
 
 def test_upload_over_10_mb_is_413(api):
-    user = api.register_user()
-    aid = add(api, user, "1 First St", "60601")[0]["id"]
+    user, aid = user_with_address(api)
     big = png_bytes(1) + b"\0" * (10 * MB)
     r = upload(api, user, aid, {"streetViewPhoto": ("big.png", big, "image/png")})
     assert (r.status_code, r.json()) == (413, error_body(413, "streetViewPhoto: file larger than 10 MB"))
     r = upload(api, user, aid, [("serviceAreaPhotos", ("ok.png", png_bytes(2), "image/png")),
                                 ("serviceAreaPhotos", ("big.png", big, "image/png"))])
     assert (r.status_code, r.json()) == (413, error_body(413, "serviceAreaPhotos: file larger than 10 MB"))
-    a = addresses(api, user)[0]
-    assert (a["streetViewPhoto"], a["serviceAreaPhotos"]) == (None, [])
+    assert_no_photos(api, user)
 
 
 def test_delete_photos(api):
-    user = api.register_user()
-    aid = add(api, user, "1 First St", "60601")[0]["id"]
+    user, aid = user_with_address(api)
     a = ok(upload(api, user, aid, [("streetViewPhoto", ("s.png", png_bytes(1), "image/png")),
                                    ("serviceAreaPhotos", ("a.png", png_bytes(2), "image/png"))]))
     cleared = ok(api.delete(f"/users/me/addresses/{aid}/photos", token=user["token"]))

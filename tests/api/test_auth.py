@@ -86,6 +86,18 @@ def assert_field_error(r, field):
     assert body == error_body(400, body["error"]), body  # validation_failed, with the field it names
 
 
+def bad_input_cases(cases):
+    """Parametrizes a test by the (field, mutate) pairs of cases, each named <field>-<index>."""
+    return pytest.mark.parametrize("field,mutate", cases, ids=[f"{f}-{i}" for i, (f, _) in enumerate(cases)])
+
+
+def assert_refused_creating_nothing(api, path, good, bad, field):
+    """POST path with bad is a field error on field, and creates nothing: good, its email still free, registers."""
+    assert_field_error(api.post(path, json=bad), field)
+    r = api.post(path, json=good)
+    assert r.status_code == 201, r.text
+
+
 def reset_token_from(mail):
     tokens = RESET_LINK_RE.findall(mail["body"])
     assert len(tokens) == 1, mail["body"]
@@ -115,25 +127,27 @@ def login(api, email, password, provider=False):
 
 # ---------------------------------------------------------------- register: success
 
-def test_register_returns_201_token_and_user(api, server):
-    body = user_body()
-    r = api.post("/auth/register", json=body)
+def assert_registered(r, role, body, name):
+    """r is 201 {token, <role>: {id, email, name}} for body, the token HS256 for that account and role, 7 days long."""
     assert r.status_code == 201, r.text
     data = r.json()
-    assert set(data) == {"token", "user"}
-    assert set(data["user"]) == {"id", "email", "name"}
-    assert ID_RE.match(data["user"]["id"]), data["user"]["id"]
-    assert data["user"]["email"] == body["email"]
-    assert data["user"]["name"] == "Test User"
-
+    assert set(data) == {"token", role}
+    account = data[role]
+    assert set(account) == {"id", "email", "name"}
+    assert ID_RE.match(account["id"]), account["id"]
+    assert (account["email"], account["name"]) == (body["email"], name)
     header, payload, sig = jwt_parts(data["token"])
     assert header["alg"] == "HS256"
-    assert payload["id"] == data["user"]["id"]
-    assert payload["role"] == "user"
+    assert (payload["id"], payload["role"]) == (account["id"], role)
     assert isinstance(payload["iat"], int) and isinstance(payload["exp"], int)
     assert payload["exp"] - payload["iat"] == SEVEN_DAYS_S
     assert sig
+    return data
 
+
+def test_register_returns_201_token_and_user(api, server):
+    body = user_body()
+    data = assert_registered(api.post("/auth/register", json=body), "user", body, "Test User")
     me = api.get("/users/me", token=data["token"])
     assert me.status_code == 200, me.text
     assert me.json()["id"] == data["user"]["id"]
@@ -141,19 +155,7 @@ def test_register_returns_201_token_and_user(api, server):
 
 def test_provider_register_returns_201_token_and_provider(api):
     body = provider_body()
-    r = api.post("/auth/provider/register", json=body)
-    assert r.status_code == 201, r.text
-    data = r.json()
-    assert set(data) == {"token", "provider"}
-    assert set(data["provider"]) == {"id", "email", "name"}
-    assert ID_RE.match(data["provider"]["id"])
-    assert data["provider"]["email"] == body["email"]
-    assert data["provider"]["name"] == "Test Pro"
-    header, payload, _ = jwt_parts(data["token"])
-    assert header["alg"] == "HS256"
-    assert payload["id"] == data["provider"]["id"]
-    assert payload["role"] == "provider"
-    assert payload["exp"] - payload["iat"] == SEVEN_DAYS_S
+    assert_registered(api.post("/auth/provider/register", json=body), "provider", body, "Test Pro")
 
 
 def test_ids_are_distinct(api):
@@ -227,15 +229,10 @@ REGISTER_BAD = [
 ]
 
 
-@pytest.mark.parametrize("field,mutate", REGISTER_BAD,
-                         ids=[f"{f}-{i}" for i, (f, _) in enumerate(REGISTER_BAD)])
+@bad_input_cases(REGISTER_BAD)
 def test_register_rejects_bad_input(api, field, mutate):
     good = user_body()
-    r = api.post("/auth/register", json=mutate(good))
-    assert_field_error(r, field)
-    # nothing was created: the (valid) email is still free
-    ok = api.post("/auth/register", json=good)
-    assert ok.status_code == 201, ok.text
+    assert_refused_creating_nothing(api, "/auth/register", good, mutate(good), field)
 
 
 def test_register_nul_in_name_is_a_field_error(api):
@@ -275,20 +272,31 @@ REGISTER_OK = [
 ]
 
 
-@pytest.mark.parametrize("over", [o for _, o in REGISTER_OK], ids=[n for n, _ in REGISTER_OK])
+def named_cases(argname, cases):
+    """Parametrizes argname by the values of cases [(name, value)], each test id the case's name."""
+    return pytest.mark.parametrize(argname, [v for _, v in cases], ids=[n for n, _ in cases])
+
+
+def registered_and_logged_in(api, body, provider=False):
+    """Registers body (201, named as body says) and logs in with its email and password; returns the registration."""
+    path, role = ("/auth/provider/register", "provider") if provider else ("/auth/register", "user")
+    r = api.post(path, json=body)
+    assert r.status_code == 201, r.text
+    assert r.json()[role]["name"] == body["name"]
+    lr = login(api, body["email"], body["password"], provider=provider)
+    assert lr.status_code == 200, lr.text
+    return r.json()
+
+
+@named_cases("over", REGISTER_OK)
 def test_register_accepts_boundary_values(api, over):
     body = user_body(**over)
-    r = api.post("/auth/register", json=body)
-    assert r.status_code == 201, r.text
-    assert r.json()["user"]["name"] == body["name"]
-    me = api.get("/users/me", token=r.json()["token"]).json()
+    me = api.get("/users/me", token=registered_and_logged_in(api, body)["token"]).json()
     assert me["name"] == body["name"]
     assert me["address"] == body["address"]
     assert me["zip"] == body["zip"]
     if "isPremium" in over:
         assert me.get("isPremium", False) is False  # unknown/unsettable fields are ignored
-    lr = login(api, body["email"], body["password"])
-    assert lr.status_code == 200, lr.text
 
 
 def test_password_over_72_bytes_is_refused_everywhere(api):
@@ -352,14 +360,10 @@ PROVIDER_BAD = [
 ]
 
 
-@pytest.mark.parametrize("field,mutate", PROVIDER_BAD,
-                         ids=[f"{f}-{i}" for i, (f, _) in enumerate(PROVIDER_BAD)])
+@bad_input_cases(PROVIDER_BAD)
 def test_provider_register_rejects_bad_input(api, field, mutate):
     good = provider_body()
-    r = api.post("/auth/provider/register", json=mutate(good))
-    assert_field_error(r, field)
-    ok = api.post("/auth/provider/register", json=good)
-    assert ok.status_code == 201, ok.text
+    assert_refused_creating_nothing(api, "/auth/provider/register", good, mutate(good), field)
 
 
 def test_provider_item_error_names_the_index(api):
@@ -383,14 +387,9 @@ PROVIDER_OK = [
 ]
 
 
-@pytest.mark.parametrize("over", [o for _, o in PROVIDER_OK], ids=[n for n, _ in PROVIDER_OK])
+@named_cases("over", PROVIDER_OK)
 def test_provider_register_accepts(api, over):
-    body = provider_body(**over)
-    r = api.post("/auth/provider/register", json=body)
-    assert r.status_code == 201, r.text
-    assert r.json()["provider"]["name"] == body["name"]
-    lr = login(api, body["email"], body["password"], provider=True)
-    assert lr.status_code == 200, lr.text
+    registered_and_logged_in(api, provider_body(**over), provider=True)
 
 
 # ---------------------------------------------------------------- duplicates and races

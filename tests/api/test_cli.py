@@ -3,14 +3,13 @@ section 1), run directly against a fresh data directory and database."""
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 
 import pytest
 
 from conftest import PG_ENV, free_port, unique_email
-from helpers import error_body, health_once_up
+from helpers import SANITIZER_MARKERS, error_body, serving
 from staff_helpers import UNAUTHORIZED, elevation_links, impersonate, link_get, request_elevation
 from test_system import db_rows
 
@@ -32,9 +31,6 @@ def cli_env(pg_cluster):
         env.update(PG_ENV)
     yield env
     shutil.rmtree(d, ignore_errors=True)
-
-
-SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 
 
 def run(binary, *args, env=None, stdin=None, timeout=30):
@@ -335,16 +331,5 @@ def test_no_command_serves(binary, cli_env):
     port = free_port()
     env = dict(cli_env, PORT=str(port), BIND="127.0.0.1", APP_ENV="test")
     log_path = os.path.join(os.path.dirname(cli_env["DATA_DIR"]), "serve.log")
-    with open(log_path, "wb") as log:
-        p = subprocess.Popen([binary], env=env, stdout=subprocess.DEVNULL, stderr=log)
-    read_log = lambda: open(log_path, encoding="utf-8", errors="replace").read()
-    try:
-        r = health_once_up(p, f"http://127.0.0.1:{port}", read_log=read_log)
+    with serving([binary], env, f"http://127.0.0.1:{port}", log_path) as r:
         assert r.json() == {"status": "ok"}
-        p.send_signal(signal.SIGTERM)
-        assert p.wait(timeout=15) == 0
-        assert not any(m in read_log() for m in SANITIZER_MARKERS), read_log()[-5000:]
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()

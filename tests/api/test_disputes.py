@@ -33,15 +33,14 @@ import uuid
 import pytest
 import requests
 
-from conftest import ADMIN_ENV, Api, admin_login, sign_webhook
-from fake_stripe import FakeStripe
+from conftest import Api, admin_login, sign_webhook
 from flow_helpers import FILE_URL_RE, ID_RE, accept, customer, image_files, ok, post_job, private_zip, provider, \
     quote, step
 from helpers import error_body, eventually, pages, png_bytes
-from money import assert_all_conserved
+from processor_worlds import started_fake_stripe, world_in_step, worlds_of
 from staff_helpers import make_staff
 from test_payments import db, event, parse_iso, server_now
-from test_payouts import DAY_MS, HOUR_MS, PRICE, STRIPE_ENV, Job, World, new_provider, paid_mails, past_window, \
+from test_payouts import DAY_MS, HOUR_MS, STRIPE_ENV, Job, World, new_provider, paid_mails, past_window, \
     payouts, relogin, transfer, wait_transfer
 
 DISPUTE_CARD = "pm_card_createDispute"
@@ -142,50 +141,37 @@ class DisputeWorld(World):
 
 @pytest.fixture(scope="module")
 def fake_stripe():
-    fake = FakeStripe(api_key="sk_test_fake", prices={PRICE: 999}).start()
-    yield fake
-    fake.stop()
+    yield from started_fake_stripe()
 
 
 @pytest.fixture(scope="module")
 def worlds(make_server, fake_stripe):
-    made = {}
-
-    def get(mode):
-        if mode not in made:
-            if mode == "stripe":
-                srv = make_server(STRIPE_API_BASE=fake_stripe.url, STRIPE_FILES_BASE=fake_stripe.url, **STRIPE_ENV,
-                                  **ADMIN_ENV)
-                made[mode] = DisputeWorld(mode, srv, fake_stripe)
-            else:
-                made[mode] = DisputeWorld(mode, make_server(**ADMIN_ENV))
-        return made[mode]
-
-    yield get
-    fake_stripe.reset_controls()
     # after every dispute test: each cent charged is accounted for, lost disputes included
-    assert_all_conserved((world.server, world.fake) for world in made.values())
+    yield from worlds_of(make_server, fake_stripe, DisputeWorld, {**STRIPE_ENV, "STRIPE_FILES_BASE": fake_stripe.url})
 
 
 @pytest.fixture(params=["simulated", "stripe"])
 def w(request, worlds, fake_stripe):
-    fake_stripe.reset_controls()
-    world = worlds(request.param)
-    world.sync()
-    yield world
-    fake_stripe.reset_controls()
+    yield from world_in_step(worlds, fake_stripe, request.param)
 
 
 @pytest.fixture
 def sw(worlds, fake_stripe):
-    fake_stripe.reset_controls()
-    world = worlds("stripe")
-    world.sync()
-    yield world
-    fake_stripe.reset_controls()
+    yield from world_in_step(worlds, fake_stripe, "stripe")
 
 
 # ---------------------------------------------------------------- helpers
+
+def completed_with_the_dispute_card(api, amount):
+    """The id of a new job, quoted at amount by a provider of a private ZIP, paid with DISPUTE_CARD and completed."""
+    pro = provider(api, [private_zip()])
+    user = customer(api, pro["body"]["serviceZips"][0], DISPUTE_CARD)
+    job_id = post_job(api, user)["id"]
+    accept(api, user, quote(api, pro, job_id, amount)["id"])
+    for status in ("ON_THE_WAY", "IN_PROGRESS", "COMPLETED"):
+        step(api, pro, job_id, status)
+    return job_id
+
 
 def key_of(url):
     """A stored file's key (its id in `files`) from its signed url."""
@@ -351,12 +337,7 @@ def test_a_dispute_holds_the_transfer_and_tells_the_provider_and_support(w):
 def test_without_customer_support_staff_the_support_address_is_emailed(server_factory):
     """A server with no customer_support member (simulated processor): SUPPORT_EMAIL gets it."""
     api = Api(server_factory(SUPPORT_EMAIL="disputes-desk@example.com"))
-    pro = provider(api, [private_zip()])
-    user = customer(api, pro["body"]["serviceZips"][0], DISPUTE_CARD)
-    job_id = post_job(api, user)["id"]
-    accept(api, user, quote(api, pro, job_id, 60)["id"])
-    for status in ("ON_THE_WAY", "IN_PROGRESS", "COMPLETED"):
-        step(api, pro, job_id, status)
+    job_id = completed_with_the_dispute_card(api, 60)
     [mail] = eventually(lambda: [m for m in api.server.mails("disputes-desk@example.com")
                                  if m["subject"] == f"Payment disputed: $70.80 for job {job_id}"], 20,
                         "the email to the support address", interval=0.1)
@@ -1094,12 +1075,7 @@ def test_disputes_on_the_shared_server(api):
     """Both routes answer a success on the session's shared server (simulated processor): a
     job paid with the dispute card, listed, answered with text."""
     support = make_staff(api, "customer_support")
-    pro = provider(api, [private_zip()])
-    user = customer(api, pro["body"]["serviceZips"][0], DISPUTE_CARD)
-    job_id = post_job(api, user)["id"]
-    accept(api, user, quote(api, pro, job_id, 80)["id"])
-    for status in ("ON_THE_WAY", "IN_PROGRESS", "COMPLETED"):
-        step(api, pro, job_id, status)
+    job_id = completed_with_the_dispute_card(api, 80)
     api.wait_queue_idle()
     rows = [d for page in pages(api, "/staff/disputes", support["token"], {"status": "open"}) for d in page
             if d["jobId"] == job_id]

@@ -15,7 +15,6 @@ import base64
 import json
 import re
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from calendar import timegm
 from datetime import datetime
@@ -24,7 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 from conftest import Api
-from flow_helpers import fresh_zip
+from flow_helpers import accept, asap_job, fresh_zip, named_customer, named_provider, ok, quote
 from raw_http import pipelined_posts
 from staff_helpers import sql
 from helpers import error_body, png_bytes
@@ -53,44 +52,11 @@ JPEG_BYTES = base64.b64decode(
 WEBP_BYTES = base64.b64decode("UklGRh4AAABXRUJQVlA4TBEAAAAvAUAAAAfQ//73v/+BiOh/AAA=")
 
 
-def ok(r, status=200):
-    assert r.status_code == status, f"expected {status}, got {r.status_code} {r.text}"
-    return r.json()
-
-
 def iso_to_epoch(s):
     return timegm(datetime.strptime(s[:19], "%Y-%m-%dT%H:%M:%S").timetuple()) + int(s[20:23]) / 1000
 
 
 # ---------------------------------------------------------------- accounts and jobs
-
-
-def customer(api, zip_code, name=None):
-    return api.register_user(zip=zip_code, name=name or f"Customer {uuid.uuid4().hex[:6]}")
-
-
-def verified_provider(api, zip_code, name=None):
-    pro = api.register_provider(serviceZips=[zip_code], services=["lawncare"],
-                                name=name or f"Pro {uuid.uuid4().hex[:6]}")
-    ok(api.post("/providers/me/headshots", token=pro["token"],
-                files={"headshot": ("head.png", png_bytes(7), "image/png")}))
-    ok(api.post("/providers/me/id-documents", token=pro["token"],
-                files={"front": ("front.png", png_bytes(8), "image/png"),
-                       "back": ("back.png", png_bytes(9), "image/png")}))
-    pro["name"] = pro["body"]["name"]
-    return pro
-
-
-def post_job(api, user):
-    return ok(api.post("/jobs", token=user["token"], json={"service": "lawncare", "isAsap": True}), 201)
-
-
-def quote(api, pro, job_id, amount=80):
-    return ok(api.post("/quotes", token=pro["token"], json={"jobId": job_id, "amount": amount}), 201)
-
-
-def accept(api, user, quote_id):
-    return ok(api.post(f"/quotes/{quote_id}/accept", token=user["token"]))
 
 
 class Setup:
@@ -99,11 +65,10 @@ class Setup:
     def __init__(self, api, pros=1, quoted=True):
         self.api = api
         self.zip = fresh_zip()[0]
-        self.user = customer(api, self.zip)
-        self.user["name"] = self.user["body"]["name"]
-        self.pros = [verified_provider(api, self.zip) for _ in range(pros)]
-        self.job = post_job(api, self.user)
-        self.quotes = [quote(api, p, self.job_id) for p in self.pros] if quoted else []
+        self.user = named_customer(api, self.zip)
+        self.pros = [named_provider(api, [self.zip]) for _ in range(pros)]
+        self.job = asap_job(api, self.user)
+        self.quotes = [quote(api, p, self.job_id, 80) for p in self.pros] if quoted else []
 
     @property
     def job_id(self):
@@ -254,7 +219,7 @@ def test_quoting_provider_keeps_its_thread_after_another_is_accepted(api):
 def test_provider_who_neither_quoted_nor_is_assigned_gets_404(api):
     s = Setup(api)
     ok(post(api, s.pro["token"], s.job_id, "private"), 201)
-    outsider = verified_provider(api, s.zip)  # matches the job (same ZIP and service) but never quoted
+    outsider = named_provider(api, [s.zip])  # matches the job (same ZIP and service) but never quoted
     for r in (get(api, outsider["token"], s.job_id), post(api, outsider["token"], s.job_id, "hi"),
               get(api, outsider["token"], s.job_id, s.pro["id"]),
               post(api, outsider["token"], s.job_id, "hi", providerId=s.pro["id"]),
@@ -266,7 +231,7 @@ def test_provider_who_neither_quoted_nor_is_assigned_gets_404(api):
 def test_other_customer_gets_404(api):
     s = Setup(api)
     ok(post(api, s.pro["token"], s.job_id, "private"), 201)
-    other = customer(api, s.zip)
+    other = named_customer(api, s.zip)
     for r in (get(api, other["token"], s.job_id, s.pro["id"]), get(api, other["token"], s.job_id),
               post(api, other["token"], s.job_id, "hi", providerId=s.pro["id"]),
               post_photo(api, other["token"], s.job_id, {"photo": ("p.png", png_bytes(1), "image/png")},
@@ -277,7 +242,7 @@ def test_other_customer_gets_404(api):
 
 def test_customer_naming_a_provider_without_a_thread_gets_404(api):
     s = Setup(api)
-    stranger = verified_provider(api, s.zip)  # never quoted on the job
+    stranger = named_provider(api, [s.zip])  # never quoted on the job
     for pid in (stranger["id"], "c" + "0" * 24):
         r = post(api, s.user["token"], s.job_id, "hello?", providerId=pid)
         assert (r.status_code, r.json()) == (404, NO_THREAD)
@@ -288,7 +253,7 @@ def test_customer_naming_a_provider_without_a_thread_gets_404(api):
 
 
 def test_unknown_job_is_404(api):
-    user = customer(api, fresh_zip()[0])
+    user = named_customer(api, fresh_zip()[0])
     pro = api.register_provider()
     missing = "c" + "z" * 24
     for token in (user["token"], pro["token"]):
@@ -428,7 +393,7 @@ def test_threads_list_each_job_newest_first(api):
     ok(post(api, first.pro["token"], first.job_id, "one"), 201)
     ok(post(api, second.pro["token"], second.job_id, "two"), 201)
     # the same customer on both jobs: one customer posting twice
-    job = post_job(api, first.user)
+    job = asap_job(api, first.user)
     ok(api.post("/quotes", token=first.pro["token"], json={"jobId": job["id"], "amount": 50}), 201)
     ok(post(api, first.pro["token"], job["id"], "three"), 201)
     assert summary(threads(api, first.user, "user")) == [(job["id"], first.pro["id"], "three", 1),
@@ -440,8 +405,8 @@ def test_threads_list_each_job_newest_first(api):
 
 def test_mark_read_refusals(api, admin_token):
     s = Setup(api, pros=2, quoted=False)
-    quote(api, s.pros[0], s.job_id)
-    stranger, other_customer = s.pros[1], customer(api, s.zip)
+    quote(api, s.pros[0], s.job_id, 80)
+    stranger, other_customer = s.pros[1], named_customer(api, s.zip)
     r = mark_read(api, s.user["token"], s.job_id)
     assert (r.status_code, r.json()["error"]) == (400, PROVIDER_REQUIRED["error"])
     r = mark_read(api, s.user["token"], s.job_id, providerId=stranger["id"])
@@ -641,9 +606,9 @@ def test_concurrent_posts_never_overshoot_the_cap(api, engine, request):
     time) must end with exactly 250 messages, the other posts answered 429."""
     s = Setup(api).accept()
     for round_no in range(8 if engine == "postgres" else 2):
-        job = post_job(api, s.user)
-        pro = verified_provider(api, s.zip)
-        quote(api, pro, job["id"])
+        job = asap_job(api, s.user)
+        pro = named_provider(api, [s.zip])
+        quote(api, pro, job["id"], 80)
         path = f"/jobs/{job['id']}/messages"
         answers = pipelined_posts(api, path, pro["token"], [{"content": f"f{i}"} for i in range(220)])
         assert [st for st, _ in answers] == [201] * 220

@@ -27,12 +27,12 @@ import uuid
 
 import pytest
 
-from conftest import ADMIN_ENV, Api, admin_login
+from conftest import Api, admin_login
 from fake_stripe import FakeStripe
 from flow_helpers import (FORBIDDEN, UNAUTHORIZED, accept, customer, ok, payment_of, post_job, private_zip, provider,
                           quote, step)
 from helpers import error_body, eventually, pages
-from money import assert_all_conserved
+from processor_worlds import started_fake_stripe, worlds_of
 from staff_helpers import make_staff
 from test_payments import UNAVAILABLE, db, parse_iso, server_now
 from test_payouts import (DAY_MS, HOUR_MS, PRICE, STRIPE_ENV, Job, World, iso_ms, insights, ledger, new_provider,
@@ -50,28 +50,13 @@ BALANCES_LINE = "provider balances: {n} provider{s} owe{o} {total:.2f}, netted f
 
 @pytest.fixture(scope="module")
 def fake_stripe():
-    fake = FakeStripe(api_key="sk_test_fake", prices={PRICE: 999}).start()
-    yield fake
-    fake.stop()
+    yield from started_fake_stripe()
 
 
 @pytest.fixture(scope="module")
 def worlds(make_server, fake_stripe):
-    made = {}
-
-    def get(mode):
-        if mode not in made:
-            if mode == "stripe":
-                srv = make_server(STRIPE_API_BASE=fake_stripe.url, **STRIPE_ENV, **ADMIN_ENV)
-                made[mode] = World(mode, srv, fake_stripe)
-            else:
-                made[mode] = World(mode, make_server(**ADMIN_ENV))
-        return made[mode]
-
-    yield get
-    fake_stripe.reset_controls()
     # after every test of the module: each cent charged is accounted for
-    assert_all_conserved((world.server, world.fake) for world in made.values())
+    yield from worlds_of(make_server, fake_stripe, World, STRIPE_ENV)
 
 
 def _world(worlds, fake_stripe, mode):

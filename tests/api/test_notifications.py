@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 import pytest
-from flow_helpers import fresh_zip
+from flow_helpers import accept, asap_job, fresh_zip, named_customer, named_provider, ok, post_job, quote
 from raw_http import pipelined_posts
 from helpers import error_body, eventually, pages, png_bytes
 
@@ -32,45 +32,7 @@ UNAUTHORIZED = error_body(401, "Unauthorized")
 FORBIDDEN = error_body(403, "Forbidden")
 OK = {"ok": True}
 
-def ok(r, status=200):
-    assert r.status_code == status, f"expected {status}, got {r.status_code} {r.text}"
-    return r.json()
-
-
 # ---------------------------------------------------------------- accounts and jobs
-
-
-def customer(api, zip_code):
-    u = api.register_user(zip=zip_code, name=f"Customer {uuid.uuid4().hex[:6]}")
-    u["name"] = u["body"]["name"]
-    return u
-
-
-def provider(api, zip_code, services=("lawncare",), verified=True, zips=None):
-    pro = api.register_provider(serviceZips=list(zips or [zip_code]), services=list(services),
-                                name=f"Pro {uuid.uuid4().hex[:6]}")
-    pro["name"] = pro["body"]["name"]
-    if verified:
-        ok(api.post("/providers/me/headshots", token=pro["token"],
-                    files={"headshot": ("head.png", png_bytes(7), "image/png")}))
-        ok(api.post("/providers/me/id-documents", token=pro["token"],
-                    files={"front": ("front.png", png_bytes(8), "image/png"),
-                           "back": ("back.png", png_bytes(9), "image/png")}))
-    return pro
-
-
-def post_job(api, user, asap=True):
-    body = {"service": "lawncare", "isAsap": True} if asap else {"service": "lawncare",
-                                                                    "preferredAt": "2031-05-01T09:00:00.000Z"}
-    return ok(api.post("/jobs", token=user["token"], json=body), 201)
-
-
-def quote(api, pro, job_id, amount=80):
-    return ok(api.post("/quotes", token=pro["token"], json={"jobId": job_id, "amount": amount}), 201)
-
-
-def accept(api, user, quote_id):
-    return ok(api.post(f"/quotes/{quote_id}/accept", token=user["token"]))
 
 
 def user_list(api, user):
@@ -106,11 +68,10 @@ class Flow:
     def __init__(self, api, amount=80):
         self.api = api
         self.zip = fresh_zip()[0]
-        self.user = customer(api, self.zip)
         # a saved card: a payment that cannot be authorized on acceptance is news of its own
-        ok(api.post("/payments/payment-method", token=self.user["token"], json={"paymentMethodId": "pm_card_visa"}))
-        self.pro = provider(api, self.zip)
-        self.job = post_job(api, self.user, asap=False)
+        self.user = named_customer(api, self.zip, card="pm_card_visa")
+        self.pro = named_provider(api, [self.zip])
+        self.job = post_job(api, self.user)
         self.job_id = self.job["id"]
         self.amount = amount
         self.quote = None
@@ -199,7 +160,7 @@ def test_quote_uses_the_company_name_when_set(api):
 
 def test_quote_accepted_notifies_the_provider(api):
     f = Flow(api)
-    other = provider(api, f.zip)
+    other = named_provider(api, [f.zip])
     f.quoted()
     quote(api, other, f.job_id, 90)
     before = len(pro_list(api, f.pro))
@@ -279,13 +240,13 @@ def test_refused_message_notifies_nobody(api):
 
 def test_asap_job_notifies_every_matching_provider(api):
     z, elsewhere = fresh_zip()[0], fresh_zip()[0]
-    a = provider(api, z, verified=False)
-    b = provider(api, z, verified=True)
-    both = provider(api, z, services=("snowplowing", "lawncare"), zips=[elsewhere, z], verified=False)
-    wrong_service = provider(api, z, services=("snowplowing",), verified=False)
-    wrong_zip = provider(api, elsewhere, verified=False)
-    user = customer(api, z)
-    job = post_job(api, user, asap=True)
+    a = named_provider(api, [z], verified=False)
+    b = named_provider(api, [z], verified=True)
+    both = named_provider(api, [elsewhere, z], services=("snowplowing", "lawncare"), verified=False)
+    wrong_service = named_provider(api, [z], services=("snowplowing",), verified=False)
+    wrong_zip = named_provider(api, [elsewhere], verified=False)
+    user = named_customer(api, z)
+    job = asap_job(api, user)
     expected = [note("Urgent job nearby", f"An ASAP lawncare job was posted in {z}", job["id"])]
     for p in (a, b, both):
         assert strip(pro_list(api, p)) == expected
@@ -293,7 +254,7 @@ def test_asap_job_notifies_every_matching_provider(api):
         assert pro_list(api, p) == []
     assert user_list(api, user) == []
     # a scheduled (not ASAP) job notifies nobody
-    post_job(api, user, asap=False)
+    post_job(api, user)
     for p in (a, b, both):
         assert strip(pro_list(api, p)) == expected
 
@@ -432,7 +393,7 @@ def test_a_cursor_works_only_on_its_own_list(api):
     r = api.get("/users/me/notifications", token=f.user["token"], params={"limit": 1})
     cursor = urlsplit(r.headers["Link"][1:].split(">")[0]).query.split("cursor=")[1]
     assert ok(api.get("/users/me/notifications", token=f.user["token"], params={"cursor": cursor}))[0]["body"] == "m1"
-    other = customer(api, f.zip)
+    other = named_customer(api, f.zip)
     for token, path in ((other["token"], "/users/me/notifications"),  # another account
                         (f.pro["token"], "/providers/me/notifications"),  # another list of the same kind
                         (f.user["token"], "/users/me/addresses"), (f.user["token"], "/jobs")):
@@ -474,7 +435,7 @@ def test_mark_all_read(api):
 def test_each_account_sees_only_its_own(api):
     f = Flow(api).quoted()
     message(api, f.user["token"], f.job_id, "for the pro", providerId=f.pro["id"])
-    other_user, other_pro = customer(api, f.zip), provider(api, fresh_zip()[0], verified=False)
+    other_user, other_pro = named_customer(api, f.zip), named_provider(api, [fresh_zip()[0]], verified=False)
     assert user_list(api, other_user) == []
     assert pro_list(api, other_pro) == []
     assert [n["body"] for n in pro_list(api, f.pro)] == ["for the pro"]
@@ -584,10 +545,10 @@ def fake_push():
 
 def test_without_push_url_a_push_is_skipped_without_logging_the_token(server, api):
     z = fresh_zip()[0]
-    pro = provider(api, z, verified=False)
+    pro = named_provider(api, [z], verified=False)
     secret = f"ExponentPushToken[secret-{uuid.uuid4().hex}]"
     ok(api.post("/providers/me/push-token", token=pro["token"], json={"token": secret}))
-    job = post_job(api, customer(api, z), asap=True)
+    job = asap_job(api, named_customer(api, z))
     api.wait_queue_idle()
     # the log is flushed every 100 ms
     skipped = server.wait_log(lambda line: line.get("jobId") == job["id"], timeout=5)
@@ -601,12 +562,12 @@ def test_push_is_posted_in_expo_format(server_factory, fake_push):
     push = fake_push()
     api = Api(server_factory(PUSH_URL=push.url))
     z = fresh_zip()[0]
-    pro = provider(api, z)
+    pro = named_provider(api, [z])
     ok(api.post("/providers/me/push-token", token=pro["token"], json={"token": "ExponentPushToken[old]"}))
     ok(api.post("/providers/me/push-token", token=pro["token"], json={"token": "ExponentPushToken[pro1]"}))
-    user = customer(api, z)
+    user = named_customer(api, z)
     ok(api.post("/users/me/push-token", token=user["token"], json={"token": "ExponentPushToken[user1]"}))
-    job = post_job(api, user, asap=True)
+    job = asap_job(api, user)
     got = push.wait(1)
     assert got == [{"to": "ExponentPushToken[pro1]", "title": "Urgent job nearby",
                     "body": f"An ASAP lawncare job was posted in {z}", "data": {"jobId": job["id"]}}]
@@ -625,11 +586,11 @@ def test_no_push_without_a_push_token(server_factory, fake_push):
     push = fake_push()
     api = Api(server_factory(PUSH_URL=push.url))
     z = fresh_zip()[0]
-    silent = provider(api, z, verified=False)
-    loud = provider(api, z, verified=False)
+    silent = named_provider(api, [z], verified=False)
+    loud = named_provider(api, [z], verified=False)
     ok(api.post("/providers/me/push-token", token=loud["token"], json={"token": "ExponentPushToken[loud]"}))
-    user = customer(api, z)  # no push token either
-    job = post_job(api, user, asap=True)
+    user = named_customer(api, z)  # no push token either
+    job = asap_job(api, user)
     got = push.wait(1)
     assert [b["to"] for b in got] == ["ExponentPushToken[loud]"]
     api.wait_queue_idle()
@@ -643,10 +604,10 @@ def test_push_service_error_is_retried(server_factory, fake_push):
     push = fake_push(statuses=[500, 503])
     api = Api(server_factory(PUSH_URL=push.url))
     z = fresh_zip()[0]
-    pro = provider(api, z, verified=False)
+    pro = named_provider(api, [z], verified=False)
     ok(api.post("/providers/me/push-token", token=pro["token"], json={"token": "ExponentPushToken[retry]"}))
-    user = customer(api, z)
-    job = post_job(api, user, asap=True)
+    user = named_customer(api, z)
+    job = asap_job(api, user)
     for sent in (1, 2):  # each failure is retried after a backoff of the service clock (1 s, then 2 s)
         push.wait(sent)
         api.wait_queue_idle()  # the retry is queued and not due yet
@@ -668,9 +629,9 @@ def test_undelivered_push_is_delivered_after_a_restart(server_factory, fake_push
     srv = server_factory(PUSH_URL=push.url)
     api = Api(srv)
     z = fresh_zip()[0]
-    pro = provider(api, z, verified=False)
+    pro = named_provider(api, [z], verified=False)
     ok(api.post("/providers/me/push-token", token=pro["token"], json={"token": "ExponentPushToken[durable]"}))
-    job = post_job(api, customer(api, z), asap=True)
+    job = asap_job(api, named_customer(api, z))
     push.wait(1)
     srv.stop()
     push.default = 200

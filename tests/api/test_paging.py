@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 from conftest import Api, admin_login
-from flow_helpers import accept, customer, post_job, private_zip, provider, quote, step
+from flow_helpers import accept, customer, ok, post_job, private_zip, provider, quote, step
 from helpers import error_body, next_link, pages
 from staff_helpers import make_staff, request_elevation
 
@@ -22,11 +22,6 @@ LIMIT_ERROR = error_body(400, "limit: must be an integer from 1 to 100")
 CURSOR_ERROR = error_body(400, "cursor: is not valid")
 STATUS_ERROR = error_body(400, "status: must be one of: PENDING, QUOTED, ACCEPTED, ON_THE_WAY, IN_PROGRESS, "
                                "COMPLETED, CANCELLED")
-
-
-def ok(r, status=200):
-    assert r.status_code == status, f"{r.status_code} {r.text}"
-    return r.json()
 
 
 class World:

@@ -38,10 +38,10 @@ import pytest
 import requests
 
 from conftest import ADMIN_ENV, Api, WEBHOOK_SECRET, admin_login, free_port, sign_webhook
-from fake_stripe import FakeStripe
-from helpers import error_body, eventually
+from helpers import assert_error, error_body, eventually, send_raw_json
 from money import assert_money_conserved
-from flow_helpers import fresh_zip, provider as verified_provider
+from processor_worlds import PRICE, started_fake_stripe
+from flow_helpers import fresh_zip, ok, provider as verified_provider
 from staff_helpers import STAFF_ROLES, make_staff
 from test_system import db_rows
 
@@ -139,11 +139,6 @@ def customer_with_card(api, pm="pm_card_visa"):
     u = api.register_user()
     save_card(api, u, pm)
     return u
-
-
-def ok(r, status=200):
-    assert r.status_code == status, f"{r.status_code} {r.text}"
-    return r.json()
 
 
 def assert_payment(p, status, amount=TOTAL, intent=..., reason=None, hold=False, refunded=0):
@@ -415,10 +410,8 @@ def test_payment_method_validation(api, body):
 
 def test_payment_method_malformed_json(api):
     u = api.register_user()
-    r = api.post("/payments/payment-method", token=u["token"], data="{nope",
-                 headers={"Content-Type": "application/json"})
-    assert r.status_code == 400
-    assert r.json() == error_body(400, "body: malformed JSON")
+    r = send_raw_json(api, "POST", "/payments/payment-method", u["token"], "{nope")
+    assert_error(r, 400, "body: malformed JSON")
 
 
 # ================================================================ premium
@@ -1154,21 +1147,14 @@ def test_webhook_subscription_updated_follows_status(api):
     u = customer_with_card(api)
     sub = subscribed(api, u)
     since = premium_status(api, u)["premiumSince"]
-    webhook(api, "customer.subscription.updated",
-            {"id": sub, "object": "subscription", "customer": "cus_anything", "status": "past_due",
-             "cancel_at_period_end": False})
-    st = premium_status(api, u)
-    assert st["isPremium"] is False
-    assert st["processorSubscriptionId"] == sub
-    assert st["premiumSince"] == since  # the subscription's start: a spell of past_due does not move it
-    webhook(api, "customer.subscription.updated",
-            {"id": sub, "object": "subscription", "customer": "cus_anything", "status": "active",
-             "cancel_at_period_end": False})
-    st = premium_status(api, u)
-    assert st["isPremium"] is True
-    assert st["processorSubscriptionId"] == sub
+    # premiumSince is the subscription's start: a spell of past_due does not move it
+    for status, premium in (("past_due", False), ("active", True)):
+        webhook(api, "customer.subscription.updated",
+                {"id": sub, "object": "subscription", "customer": "cus_anything", "status": status,
+                 "cancel_at_period_end": False})
+        st = premium_status(api, u)
+        assert (st["isPremium"], st["processorSubscriptionId"], st["premiumSince"]) == (premium, sub, since), status
     assert st["cancelAtPeriodEnd"] is False
-    assert st["premiumSince"] == since
 
 
 @pytest.mark.parametrize("status,premium", [
@@ -1208,14 +1194,9 @@ def test_webhook_subscription_events_touch_only_their_customer(api):
 
 # ================================================================ the real Stripe client against a fake
 
-PRICE = "price_premium"
-
-
 @pytest.fixture(scope="module")
 def fake_stripe():
-    fake = FakeStripe(api_key="sk_test_fake", prices={PRICE: 999}).start()
-    yield fake
-    fake.stop()
+    yield from started_fake_stripe()
 
 
 @pytest.fixture(scope="module")
@@ -1641,11 +1622,17 @@ def test_stripe_job_payments(sapi, fake, smarket):
     assert len(intents_of(fake, d.user)) == 2
 
 
-def test_stripe_cancellation_voids_the_hold(sapi, fake, smarket):
+def stripe_hold_49_hours_old(sapi, fake, smarket):
+    """A Stripe deal accepted 49 hours ago (a cancellation after 48 hours voids the hold): (deal, its payment)."""
     d = smarket.deal()
     auth = d.accept()
     sapi.advance_clock(49 * 3600 * 1000)
     sync_clock(sapi, fake)
+    return d, auth
+
+
+def test_stripe_cancellation_voids_the_hold(sapi, fake, smarket):
+    d, auth = stripe_hold_49_hours_old(sapi, fake, smarket)
     d.cancel()
     assert d.payment() == dict(auth, status="CANCELED", holdExpiresAt=None)
     pi = auth["processorPaymentIntentId"]
@@ -1802,10 +1789,7 @@ def test_stripe_capture_whose_answers_were_lost_is_settled_once(sapi, fake, smar
 
 
 def test_stripe_void_outage_is_retried_in_the_background(sapi, fake, smarket):
-    d = smarket.deal()
-    auth = d.accept()
-    sapi.advance_clock(49 * 3600 * 1000)
-    sync_clock(sapi, fake)
+    d, auth = stripe_hold_49_hours_old(sapi, fake, smarket)
     path = f"/v1/payment_intents/{auth['processorPaymentIntentId']}/cancel"
     fake.fail_next("POST", path, count=3, status=500)
     assert d.cancel()["status"] == "CANCELLED"

@@ -24,17 +24,15 @@ import pytest
 import requests
 
 from conftest import ADMIN_ENV, Api, Server, _fail_on, _stop_all, admin_login, sign_webhook
-from fake_stripe import FakeStripe
 from flow_helpers import accept, customer, ok, post_job, private_zip, provider, quote, step
 from helpers import error_body, eventually, pages
-from money import assert_all_conserved
+from processor_worlds import PRICE, started_fake_stripe, world_in_step, worlds_of
 from sse_client import Stream
 from staff_helpers import make_staff
 from test_events import settle, stream_schema
 from test_payments import db, parse_iso, reconcile_cli, server_now
 
 CONNECT_SECRET = "whsec_connect_endpoint_secret"
-PRICE = "price_premium"
 HOUR_MS = 3600 * 1000
 DAY_MS = 24 * HOUR_MS
 WINDOW = datetime.timedelta(hours=72)
@@ -122,9 +120,7 @@ class World:
 
 @pytest.fixture(scope="module")
 def fake_stripe():
-    fake = FakeStripe(api_key="sk_test_fake", prices={PRICE: 999}).start()
-    yield fake
-    fake.stop()
+    yield from started_fake_stripe()
 
 
 STRIPE_ENV = {"STRIPE_SECRET_KEY": "sk_test_fake", "STRIPE_PREMIUM_PRICE_ID": PRICE,
@@ -133,30 +129,13 @@ STRIPE_ENV = {"STRIPE_SECRET_KEY": "sk_test_fake", "STRIPE_PREMIUM_PRICE_ID": PR
 
 @pytest.fixture(scope="module")
 def worlds(make_server, fake_stripe):
-    made = {}
-
-    def get(mode):
-        if mode not in made:
-            if mode == "stripe":
-                srv = make_server(STRIPE_API_BASE=fake_stripe.url, **STRIPE_ENV, **ADMIN_ENV)
-                made[mode] = World(mode, srv, fake_stripe)
-            else:
-                made[mode] = World(mode, make_server(**ADMIN_ENV))
-        return made[mode]
-
-    yield get
-    fake_stripe.reset_controls()
     # after every payout test: each cent charged is accounted for (docs/decisions.md, "Provider balances")
-    assert_all_conserved((world.server, world.fake) for world in made.values())
+    yield from worlds_of(make_server, fake_stripe, World, STRIPE_ENV)
 
 
 @pytest.fixture(params=["simulated", "stripe"])
 def w(request, worlds, fake_stripe):
-    fake_stripe.reset_controls()
-    world = worlds(request.param)
-    world.sync()
-    yield world
-    fake_stripe.reset_controls()
+    yield from world_in_step(worlds, fake_stripe, request.param)
 
 
 # ---------------------------------------------------------------- helpers
@@ -668,11 +647,7 @@ def test_a_refund_of_a_fee_carrier_makes_the_fee_owed_again(w):
 
 @pytest.fixture
 def sw(worlds, fake_stripe):
-    fake_stripe.reset_controls()
-    world = worlds("stripe")
-    world.sync()
-    yield world
-    fake_stripe.reset_controls()
+    yield from world_in_step(worlds, fake_stripe, "stripe")
 
 
 def test_stripe_a_restricted_account_makes_transfers_wait(sw):

@@ -23,7 +23,7 @@ import pytest
 import requests
 
 from conftest import Api
-from helpers import error_body, eventually, next_link, png_bytes, png_chunk
+from helpers import assert_error, error_body, eventually, next_link, png_bytes, png_chunk, send_raw_json
 
 MB = 1024 * 1024
 UNAUTHORIZED = error_body(401, "Unauthorized")
@@ -553,10 +553,7 @@ def test_patch_empty_body_changes_nothing(api):
 
 def test_patch_malformed_json(api):
     p = api.register_provider()
-    r = api.patch("/providers/me", token=p["token"], data="{not json",
-                  headers={"Content-Type": "application/json"})
-    assert r.status_code == 400
-    assert r.json() == error_body(400, "body: malformed JSON")
+    assert_error(send_raw_json(api, "PATCH", "/providers/me", p["token"], "{not json"), 400, "body: malformed JSON")
 
 
 # ================================================================ GET /providers/:id/profile (issue 24)
@@ -721,6 +718,14 @@ def assert_nothing_stored(body):
     assert body["idCheckStatus"] is None and body["insCheckStatus"] is None
 
 
+def assert_upload_refused(api, pro, route, files, status, message, code=None, field=None):
+    """Uploading files to the route answers status with error_body(status, message, code, field), storing nothing."""
+    r = upload(api, route.path, pro["token"], files)
+    assert r.status_code == status, r.text
+    assert r.json() == error_body(status, message, code, field)
+    assert_nothing_stored(me(api, pro["token"]))
+
+
 @pytest.fixture
 def pro(api):
     return api.register_provider()
@@ -729,10 +734,8 @@ def pro(api):
 @route_params
 def test_upload_over_the_limit_is_413(api, pro, route):
     data = padded_png(route.limit_mb * MB + 1)
-    r = upload(api, route.path, pro["token"], {route.field: ("big.png", data, "image/png")})
-    assert r.status_code == 413, r.text
-    assert r.json() == error_body(413, f"{route.field}: file larger than {route.limit_mb} MB")
-    assert_nothing_stored(me(api, pro["token"]))
+    assert_upload_refused(api, pro, route, {route.field: ("big.png", data, "image/png")},
+                          413, f"{route.field}: file larger than {route.limit_mb} MB")
 
 
 @route_params
@@ -752,29 +755,22 @@ def test_body_far_over_every_limit_is_413(api, pro):
 
 @route_params
 def test_upload_unexpected_field_is_400(api, pro, route):
-    r = upload(api, route.path, pro["token"], {"photo": ("a.png", png_bytes(), "image/png")})
-    assert r.status_code == 400, r.text
-    assert r.json() == error_body(400, "photo: unexpected file field")
-    assert_nothing_stored(me(api, pro["token"]))
+    assert_upload_refused(api, pro, route, {"photo": ("a.png", png_bytes(), "image/png")},
+                          400, "photo: unexpected file field")
 
 
 @route_params
 def test_upload_two_files_in_one_field_is_400(api, pro, route):
     files = [(route.field, ("a.png", png_bytes(seed=1), "image/png")),
              (route.field, ("b.png", png_bytes(seed=2), "image/png"))]
-    r = upload(api, route.path, pro["token"], files)
-    assert r.status_code == 400, r.text
-    assert r.json() == error_body(400, f"{route.field}: at most 1 file")
-    assert_nothing_stored(me(api, pro["token"]))
+    assert_upload_refused(api, pro, route, files, 400, f"{route.field}: at most 1 file")
 
 
 @route_params
 def test_upload_without_a_file_is_400(api, pro, route):
     # a text field only
-    r = upload(api, route.path, pro["token"], {"note": (None, "hello")})
-    assert r.status_code == 400, r.text
-    assert r.json() == error_body(400, route.none_message, "validation_failed", route.none_field)
-    assert_nothing_stored(me(api, pro["token"]))
+    assert_upload_refused(api, pro, route, {"note": (None, "hello")},
+                          400, route.none_message, "validation_failed", route.none_field)
     # an empty file input (no file chosen in a browser form)
     r = upload(api, route.path, pro["token"], {route.field: ("", b"", "application/octet-stream")})
     assert r.status_code == 400, r.text
@@ -804,10 +800,8 @@ def test_upload_raw_body_is_400(api, pro, ctype):
 @route_params
 def test_upload_text_renamed_png_is_400(api, pro, route):
     text = b"this is plain text, not a picture\n" * 20
-    r = upload(api, route.path, pro["token"], {route.field: ("photo.png", text, "image/png")})
-    assert r.status_code == 400, r.text
-    assert r.json() == error_body(400, f"{route.field}: {route.types_msg}")
-    assert_nothing_stored(me(api, pro["token"]))
+    assert_upload_refused(api, pro, route, {route.field: ("photo.png", text, "image/png")},
+                          400, f"{route.field}: {route.types_msg}")
 
 
 @route_params

@@ -19,9 +19,8 @@ import requests
 
 from conftest import PG_ENV, Api, contract_observe, free_port, unique_email, unique_ip
 from fake_stripe import FakeStripe
-from helpers import error_body, eventually, health_once_up
+from helpers import SANITIZER_MARKERS, error_body, eventually, serving
 
-SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 ISO_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 
 
@@ -308,21 +307,10 @@ def test_production_refuses_to_start_without_a_strong_jwt_secret(request, run_en
 def test_production_starts_with_a_32_byte_secret(request, run_env):
     env = dict(run_env, APP_ENV="production", JWT_SECRET="k" * 32)
     log_path = os.path.join(os.path.dirname(env["DATA_DIR"]), "serve.log")
-    with open(log_path, "wb") as log:
-        p = subprocess.Popen([request.config.getoption("--binary"), "serve"], env=env, stdout=log, stderr=log)
-    read_log = lambda: open(log_path, encoding="utf-8", errors="replace").read()
     url = f"http://127.0.0.1:{env['PORT']}"
-    try:
-        r = health_once_up(p, url, read_log=read_log)
+    with serving([request.config.getoption("--binary"), "serve"], env, url, log_path) as r:
         assert r.status_code == 200 and r.json() == {"status": "ok"}
         assert requests.post(url + "/__test/clock", json={"advanceMs": 1}, timeout=10).status_code == 404
-        p.send_signal(signal.SIGTERM)
-        assert p.wait(timeout=15) == 0
-        assert not any(m in read_log() for m in SANITIZER_MARKERS), read_log()[-5000:]
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
 
 
 # ---------------------------------------------------------------- bootstrap administrator
@@ -468,12 +456,25 @@ def _read_response(s):
     return data
 
 
-def test_sigterm_refuses_new_connections_while_draining(make_server):
+def _sigterm_during_slow_upload(make_server):
+    """A fresh server sent SIGTERM while a slow upload is in flight: (server, the upload's socket)."""
     srv = make_server()
     s = _start_slow_upload(srv)
+    Api(srv).wait_load(lambda load: load["inFlight"] >= 1, "the upload in flight")
+    srv.proc.send_signal(signal.SIGTERM)
+    return srv, s
+
+
+def _assert_upload_answered(srv, answer):
+    """The slow upload (a login without an email) was answered in full, then the server exited 0."""
+    assert answer.startswith(b"HTTP/1.1 400"), answer
+    assert b'{"error":"email: is required","code":"validation_failed","field":"email"}' in answer
+    assert srv.proc.wait(timeout=15) == 0
+
+
+def test_sigterm_refuses_new_connections_while_draining(make_server):
+    srv, s = _sigterm_during_slow_upload(make_server)
     try:
-        Api(srv).wait_load(lambda load: load["inFlight"] >= 1, "the upload in flight")
-        srv.proc.send_signal(signal.SIGTERM)
         eventually(lambda: "shutting down" in srv.read_log(), 2, "the shutdown log line", interval=0.02)
         time.sleep(0.05)  # a server that does not drain would be gone by now
         assert srv.proc.poll() is None, "the server must still be draining the request in flight"
@@ -485,26 +486,19 @@ def test_sigterm_refuses_new_connections_while_draining(make_server):
         s.sendall(b"0\r\n\r\n")
         answer = _read_response(s)
         s.close()
-    assert answer.startswith(b"HTTP/1.1 400"), answer
-    assert b'{"error":"email: is required","code":"validation_failed","field":"email"}' in answer
-    assert srv.proc.wait(timeout=15) == 0
+    _assert_upload_answered(srv, answer)
 
 
 def test_sigterm_lets_a_slow_upload_finish(make_server):
-    srv = make_server()
-    s = _start_slow_upload(srv)
+    srv, s = _sigterm_during_slow_upload(make_server)
     try:
-        Api(srv).wait_load(lambda load: load["inFlight"] >= 1, "the upload in flight")
-        srv.proc.send_signal(signal.SIGTERM)
         time.sleep(0.3)
         assert srv.proc.poll() is None, "the server exited with a request in flight"
         s.sendall(b"0\r\n\r\n")
         answer = _read_response(s)
     finally:
         s.close()
-    assert answer.startswith(b"HTTP/1.1 400"), answer
-    assert b'{"error":"email: is required","code":"validation_failed","field":"email"}' in answer
-    assert srv.proc.wait(timeout=15) == 0
+    _assert_upload_answered(srv, answer)
 
 
 def test_sigterm_past_the_grace_period_answers_the_waiting_and_cuts_a_busy_handler(server_factory):

@@ -4,7 +4,7 @@ import re
 import pytest
 
 from conftest import unique_email
-from helpers import error_body
+from helpers import assert_error, error_body, send_raw_json
 
 ID_RE = re.compile(r"^c[0-9a-z]{24}$")
 PROFILE_KEYS = {"id", "email", "name", "address", "zip", "lat", "lng"}
@@ -196,9 +196,7 @@ def test_patch_affects_only_the_caller(api):
 
 def test_patch_malformed_body_is_400(api):
     u = api.register_user()
-    r = api.patch("/users/me", token=u["token"], data="{lat: 1", headers={"Content-Type": "application/json"})
-    assert r.status_code == 400
-    assert r.json() == error_body(400, "body: malformed JSON")
+    assert_error(send_raw_json(api, "PATCH", "/users/me", u["token"], "{lat: 1"), 400, "body: malformed JSON")
     r = api.patch("/users/me", token=u["token"], json=[{"lat": 1}])
     assert r.status_code == 400
     assert r.json() == error_body(400, "body: must be a JSON object")

@@ -1,6 +1,7 @@
 /* A private SQLite database for a unit test: a fresh file under /tmp named after the test and
- * the process, opened as the service's pools, and removed with its WAL files. Header-only, as
- * each unit test is one file; include it after cmocka.h. */
+ * the process, opened as the service's pools, and removed with its WAL files; and a count on
+ * whichever database is open. Header-only, as each unit test is one file; include it after
+ * cmocka.h. */
 #ifndef TESTS_UNIT_UNIT_DB_H
 #define TESTS_UNIT_UNIT_DB_H
 #include "core/config.h"
@@ -29,6 +30,18 @@ static inline void unit_db_close(void) {
   unlink(unit_db_path);
   snprintf(side, sizeof side, "%s-wal", unit_db_path), unlink(side);
   snprintf(side, sizeof side, "%s-shm", unit_db_path), unlink(side);
+}
+
+/* The count that sql (a SELECT count(*) with one text parameter, $1 = arg) answers on the open
+ * database; fails the test when the query does. */
+static inline int64_t unit_db_count(const char *sql, const char *arg) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  assert_int_equal(db_query(&a, &r, sql, DB_ARGS(DB_TEXT(arg))), DB_OK);
+  int64_t n = db_int(r, 0, 0);
+  arena_fini(&a);
+  return n;
 }
 
 #endif

@@ -37,6 +37,16 @@ static void assert_same(const jw *w, json_t *v) {
   free(want);
 }
 
+/* Writes value with put (jw_str, jw_real, ...) on a fresh writer in arena a, and compares the text
+ * with jansson's text of want. */
+#define ASSERT_WRITES_AS(a, put, value, want)                                                                          \
+  do {                                                                                                                 \
+    jw w_;                                                                                                             \
+    jw_init(&w_, (a), 0);                                                                                              \
+    put(&w_, value);                                                                                                   \
+    assert_same(&w_, (want));                                                                                          \
+  } while (0)
+
 static void test_strings_match_jansson(void **state) {
   (void)state;
   const char *cases[] = {"",
@@ -50,19 +60,12 @@ static void test_strings_match_jansson(void **state) {
                          "\xf4\x8f\xbf\xbf last code point"};
   arena a;
   arena_init(&a);
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    jw w;
-    jw_init(&w, &a, 0);
-    jw_str(&w, cases[i]);
-    assert_same(&w, json_string(cases[i]));
-  }
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    ASSERT_WRITES_AS(&a, jw_str, cases[i], json_string(cases[i]));
   /* every control character, alone and inside text */
   for (int c = 1; c < 0x20; c++) {
     char s[4] = {'a', (char)c, 'b', 0};
-    jw w;
-    jw_init(&w, &a, 0);
-    jw_str(&w, s);
-    assert_same(&w, json_string(s));
+    ASSERT_WRITES_AS(&a, jw_str, s, json_string(s));
   }
   /* an embedded NUL, through the length-taking call */
   jw w;
@@ -168,19 +171,12 @@ static void test_reals_match_jansson(void **state) {
                           2.5e+100};
   arena a;
   arena_init(&a);
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    jw w;
-    jw_init(&w, &a, 0);
-    jw_real(&w, cases[i]);
-    assert_same(&w, json_real(cases[i]));
-  }
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    ASSERT_WRITES_AS(&a, jw_real, cases[i], json_real(cases[i]));
   unsigned seed = 7;
   for (int i = 0; i < 20000; i++) {
     double v = ((double)rand_r(&seed) / RAND_MAX - 0.5) * pow(10, rand_r(&seed) % 40 - 20);
-    jw w;
-    jw_init(&w, &a, 0);
-    jw_real(&w, v);
-    assert_same(&w, json_real(v));
+    ASSERT_WRITES_AS(&a, jw_real, v, json_real(v));
   }
   const double bad[] = {NAN, INFINITY, -INFINITY};
   for (size_t i = 0; i < 3; i++) {
@@ -197,26 +193,15 @@ static void test_integers_and_money(void **state) {
   const int64_t ints[] = {0, 1, -1, 42, 1000000, INT64_MAX, INT64_MIN, -9007199254740993LL};
   arena a;
   arena_init(&a);
-  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-    jw w;
-    jw_init(&w, &a, 0);
-    jw_int(&w, ints[i]);
-    assert_same(&w, json_integer(ints[i]));
-  }
+  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+    ASSERT_WRITES_AS(&a, jw_int, ints[i], json_integer(ints[i]));
   for (int64_t c = -20000; c <= 20000; c++) {
-    jw w;
-    jw_init(&w, &a, 0);
-    jw_money(&w, c);
-    assert_same(&w, json_real((double)c / 100.0));
+    ASSERT_WRITES_AS(&a, jw_money, c, json_real((double)c / 100.0));
     if (c % 5000 == 0) arena_fini(&a);
   }
   const int64_t big[] = {9999999999999LL, -9999999999999LL, 10000000000000LL, 123456789012345678LL, INT64_MAX / 2};
-  for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
-    jw w;
-    jw_init(&w, &a, 0);
-    jw_money(&w, big[i]);
-    assert_same(&w, json_real((double)big[i] / 100.0));
-  }
+  for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
+    ASSERT_WRITES_AS(&a, jw_money, big[i], json_real((double)big[i] / 100.0));
   arena_fini(&a);
 }
 

@@ -16,6 +16,7 @@
 
 #include "core/config.h"
 #include "db/db.h"
+#include "unit_db.h"
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,15 +88,7 @@ static void need_cluster(void) {
   if (!started) skip();
 }
 
-static int64_t count_of(const char *id) {
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  assert_int_equal(db_query(&a, &r, "SELECT count(*) FROM t WHERE id = $1", DB_ARGS(DB_TEXT(id))), DB_OK);
-  int64_t n = db_int(r, 0, 0);
-  arena_fini(&a);
-  return n;
-}
+static int64_t count_of(const char *id) { return unit_db_count("SELECT count(*) FROM t WHERE id = $1", id); }
 
 /* BEGIN rides with the first statement, deferred inserts with the COMMIT: a read and two
  * inserts in two round trips, the inserts' parameters copied (the caller's buffer changes). */

@@ -125,6 +125,12 @@ static char *url(const char *path) {
   return u;
 }
 
+/* GET path on the test server within timeout_ms: fetch_exchange's outcome, its answer in *res. */
+static fetch_rc get_within(const char *path, int timeout_ms, fetch_res *res) {
+  fetch_req rq = {.method = "GET", .url = url(path), .timeout_ms = timeout_ms};
+  return fetch_exchange(&rq, res);
+}
+
 /* ---- the exchange ---- */
 
 static void test_exchange_sends_what_is_described(void **state) {
@@ -151,9 +157,8 @@ static void test_exchange_sends_what_is_described(void **state) {
 static void test_exchange_keeps_an_error_answer(void **state) {
   (void)state;
   will_answer(404, "missing", 0, 0);
-  fetch_req rq = {.method = "GET", .url = url("/"), .timeout_ms = 5000};
   fetch_res res;
-  assert_int_equal(fetch_exchange(&rq, &res), FETCH_BAD_STATUS);
+  assert_int_equal(get_within("/", 5000, &res), FETCH_BAD_STATUS);
   assert_int_equal(res.status, 404);
   assert_string_equal(res.body, "missing");
   fetch_res_fini(&res);
@@ -194,9 +199,8 @@ static void test_only_http_and_https(void **state) {
 static void test_deadline(void **state) {
   (void)state;
   will_answer(200, "{}", 0, 700);
-  fetch_req rq = {.method = "GET", .url = url("/slow"), .timeout_ms = 200};
   fetch_res res;
-  assert_int_equal(fetch_exchange(&rq, &res), FETCH_TIMEOUT);
+  assert_int_equal(get_within("/slow", 200, &res), FETCH_TIMEOUT);
   assert_null(res.body);
   fetch_res_fini(&res);
   usleep(700 * 1000); /* the server's answer to the abandoned request */

@@ -15,6 +15,7 @@
 #include "db/db.h"
 #include "db/migrate.h"
 #include "ext/queue.h"
+#include "unit_db.h"
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,13 +53,7 @@ static int teardown(void **state) {
 }
 
 static int64_t count_kind(const char *kind) {
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  assert_int_equal(db_query(&a, &r, "SELECT COUNT(*) FROM job_queue WHERE kind = $1", DB_ARGS(DB_TEXT(kind))), DB_OK);
-  int64_t n = db_int(r, 0, 0);
-  arena_fini(&a);
-  return n;
+  return unit_db_count("SELECT COUNT(*) FROM job_queue WHERE kind = $1", kind);
 }
 
 static void test_keyed_work_is_queued_once(void **state) {

@@ -120,6 +120,21 @@ static bool verifies(const char *token) {
   return token_verify(token, &c);
 }
 
+/* A token for the account id with role (no staff, no elevation, generation 0), lasting ttl_s. */
+static char *issued(const char *id, const char *role, int64_t ttl_s) {
+  char *t = token_issue(id, role, false, NULL, 0, ttl_s);
+  assert_non_null(t);
+  return t;
+}
+
+/* The token forge() makes of header_json and payload_json (md and key as there) is refused. */
+static void assert_forgery_refused(const char *header_json, const char *payload_json, const EVP_MD *md,
+                                   const char *key) {
+  char *t = forge(header_json, payload_json, md, key);
+  assert_false(verifies(t));
+  free(t);
+}
+
 /* ---- tests ---- */
 
 static void test_round_trip(void **state) {
@@ -219,8 +234,7 @@ static void test_token_ids(void **state) {
 
 static void test_header_is_hs256(void **state) {
   (void)state;
-  char *t = token_issue("u1", "provider", false, NULL, 0, 60);
-  assert_non_null(t);
+  char *t = issued("u1", "provider", 60);
   char *h = b64url_decode(t, strcspn(t, "."));
   json_t *j = json_loads(h, 0, NULL);
   assert_non_null(j);
@@ -245,8 +259,7 @@ static void test_handmade_hs256_control(void **state) {
 
 static void test_modified_payload_refused(void **state) {
   (void)state;
-  char *t = token_issue("cuser1", "user", false, NULL, 0, 3600);
-  assert_non_null(t);
+  char *t = issued("cuser1", "user", 3600);
   assert_true(verifies(t));
   /* replace the payload with one claiming admin, keeping header and signature */
   char *p = payload_of(t);
@@ -275,11 +288,10 @@ static void test_modified_payload_refused(void **state) {
 
 static void test_different_secret_refused(void **state) {
   (void)state;
-  char *t = token_issue("cuser2", "user", false, NULL, 0, 3600);
-  assert_non_null(t);
+  char *t = issued("cuser2", "user", 3600);
   use_secret(other_secret);
   assert_false(verifies(t));
-  char *t2 = token_issue("cuser2", "user", false, NULL, 0, 3600);
+  char *t2 = issued("cuser2", "user", 3600);
   assert_true(verifies(t2));
   use_secret(secret);
   assert_true(verifies(t));
@@ -289,33 +301,23 @@ static void test_different_secret_refused(void **state) {
 
   /* and a hand-signed HS256 token with a foreign key */
   char *claims = claims_json("cforged", "admin", 600);
-  char *f = forge("{\"alg\":\"HS256\",\"typ\":\"JWT\"}", claims, EVP_sha256(), other_secret);
-  assert_false(verifies(f));
-  free(f);
+  assert_forgery_refused("{\"alg\":\"HS256\",\"typ\":\"JWT\"}", claims, EVP_sha256(), other_secret);
   free(claims);
 }
 
 static void test_alg_none_refused(void **state) {
   (void)state;
   char *claims = claims_json("cforged", "admin", 600);
-  char *t = forge("{\"alg\":\"none\",\"typ\":\"JWT\"}", claims, NULL, NULL);
-  assert_false(verifies(t));
-  free(t);
-  t = forge("{\"alg\":\"NONE\",\"typ\":\"JWT\"}", claims, NULL, NULL);
-  assert_false(verifies(t));
-  free(t);
-  t = forge("{\"alg\":\"none\"}", claims, NULL, NULL);
+  assert_forgery_refused("{\"alg\":\"none\",\"typ\":\"JWT\"}", claims, NULL, NULL);
+  assert_forgery_refused("{\"alg\":\"NONE\",\"typ\":\"JWT\"}", claims, NULL, NULL);
+  char *t = forge("{\"alg\":\"none\"}", claims, NULL, NULL);
   t[strlen(t) - 1] = 0; /* "h.p" without the final dot */
   assert_false(verifies(t));
   free(t);
   /* "none" with a valid HS256 signature attached */
-  t = forge("{\"alg\":\"none\",\"typ\":\"JWT\"}", claims, EVP_sha256(), secret);
-  assert_false(verifies(t));
-  free(t);
+  assert_forgery_refused("{\"alg\":\"none\",\"typ\":\"JWT\"}", claims, EVP_sha256(), secret);
   /* HS256 header but no signature */
-  t = forge("{\"alg\":\"HS256\",\"typ\":\"JWT\"}", claims, NULL, NULL);
-  assert_false(verifies(t));
-  free(t);
+  assert_forgery_refused("{\"alg\":\"HS256\",\"typ\":\"JWT\"}", claims, NULL, NULL);
   free(claims);
 }
 
@@ -330,16 +332,13 @@ static void test_hs512_same_secret_refused(void **state) {
   jwt_free(jwt);
   assert_false(verifies(t));
   free(t);
-  t = forge("{\"alg\":\"HS384\",\"typ\":\"JWT\"}", claims, EVP_sha384(), secret);
-  assert_false(verifies(t));
-  free(t);
+  assert_forgery_refused("{\"alg\":\"HS384\",\"typ\":\"JWT\"}", claims, EVP_sha384(), secret);
   free(claims);
 }
 
 static void test_truncated_and_garbage_refused(void **state) {
   (void)state;
-  char *t = token_issue("cuser3", "user", false, NULL, 0, 3600);
-  assert_non_null(t);
+  char *t = issued("cuser3", "user", 3600);
   size_t n = strlen(t);
   char buf[2048];
   assert_true(n < sizeof buf);
@@ -375,29 +374,20 @@ static void test_missing_claims_refused(void **state) {
   const char *hdr = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
   snprintf(claims, sizeof claims, "{\"role\":\"user\",\"iat\":%lld,\"exp\":%lld}", (long long)now,
            (long long)now + 600);
-  char *t = forge(hdr, claims, EVP_sha256(), secret);
-  assert_false(verifies(t)); /* no id */
-  free(t);
+  assert_forgery_refused(hdr, claims, EVP_sha256(), secret); /* no id */
   snprintf(claims, sizeof claims, "{\"id\":\"u\",\"iat\":%lld,\"exp\":%lld}", (long long)now, (long long)now + 600);
-  t = forge(hdr, claims, EVP_sha256(), secret);
-  assert_false(verifies(t)); /* no role */
-  free(t);
+  assert_forgery_refused(hdr, claims, EVP_sha256(), secret); /* no role */
   snprintf(claims, sizeof claims, "{\"id\":\"u\",\"role\":\"user\",\"iat\":%lld}", (long long)now);
-  t = forge(hdr, claims, EVP_sha256(), secret);
-  assert_false(verifies(t)); /* no exp */
-  free(t);
+  assert_forgery_refused(hdr, claims, EVP_sha256(), secret); /* no exp */
   snprintf(claims, sizeof claims, "{\"id\":\"u\",\"role\":\"user\",\"iat\":%lld,\"exp\":%lld}", (long long)now - 20,
            (long long)now - 10);
-  t = forge(hdr, claims, EVP_sha256(), secret);
-  assert_false(verifies(t)); /* exp in the past */
-  free(t);
+  assert_forgery_refused(hdr, claims, EVP_sha256(), secret); /* exp in the past */
 }
 
 /* Last: moves the process clock. */
 static void test_expired_refused(void **state) {
   (void)state;
-  char *t = token_issue("cuser4", "user", false, NULL, 0, 60);
-  assert_non_null(t);
+  char *t = issued("cuser4", "user", 60);
   token_claims c;
   assert_true(token_verify(t, &c));
   assert_int_equal(c.exp - c.iat, 60);
@@ -406,7 +396,7 @@ static void test_expired_refused(void **state) {
   clock_advance_ms(31000);
   assert_false(verifies(t));
   /* a token issued now, on the moved clock, is valid */
-  char *t2 = token_issue("cuser4", "user", false, NULL, 0, 60);
+  char *t2 = issued("cuser4", "user", 60);
   assert_true(verifies(t2));
   free(t2);
   free(t);

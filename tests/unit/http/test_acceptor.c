@@ -90,6 +90,15 @@ static int teardown(void **state) {
   return 0;
 }
 
+/* Sends text on c, waits for the connection to be handed over, as a stream or not; its fd. */
+static int handed_after(int c, const char *text, bool stream) {
+  send_str(c, text);
+  int fd = wait_handed(1);
+  assert_true(fd >= 0);
+  assert_int_equal(handed_stream, stream);
+  return fd;
+}
+
 /* ---- tests ---- */
 
 static void test_classify(void **state) {
@@ -110,10 +119,7 @@ static void test_stream_request_is_handed_as_a_stream_with_its_bytes_unread(void
   (void)state;
   int c = connect_to(AF_INET, hs_acceptor_port());
   assert_true(c >= 0);
-  send_str(c, "GET /events HTTP/1.1\r\n\r\n");
-  int fd = wait_handed(1);
-  assert_true(fd >= 0);
-  assert_true(handed_stream);
+  int fd = handed_after(c, "GET /events HTTP/1.1\r\n\r\n", true);
   assert_int_equal(handed_family, AF_INET);
   char buf[64] = {0};
   assert_int_equal(recv(fd, buf, sizeof buf - 1, 0), 24); /* the transport reads the request whole */
@@ -127,20 +133,14 @@ static void test_stream_request_in_pieces(void **state) {
   send_str(c, "GET /ev");
   pause_ms(50);
   assert_int_equal(handed, 0); /* a prefix: it waits for more */
-  send_str(c, "ents?ticket=t HTTP/1.1\r\n");
-  int fd = wait_handed(1);
-  assert_true(fd >= 0);
-  assert_true(handed_stream);
+  int fd = handed_after(c, "ents?ticket=t HTTP/1.1\r\n", true);
   close(fd), close(c);
 }
 
 static void test_other_requests_are_ordinary(void **state) {
   (void)state;
   int c = connect_to(AF_INET, hs_acceptor_port());
-  send_str(c, "GET /users/me HTTP/1.1\r\n\r\n");
-  int fd = wait_handed(1);
-  assert_true(fd >= 0);
-  assert_false(handed_stream);
+  int fd = handed_after(c, "GET /users/me HTTP/1.1\r\n\r\n", false);
   close(fd), close(c);
 }
 

@@ -289,6 +289,13 @@ static const char *error_of(const result *r) { return json_string_value(json_obj
 static const char *code_of(const result *r) { return json_string_value(json_object_get(r->body, "code")); }
 static const char *field_of(const result *r) { return json_string_value(json_object_get(r->body, "field")); }
 
+/* r is an error of status with the message error, answered after the hooks want_trail names. */
+static void assert_refused(const result *r, int status, const char *error, const char *want_trail) {
+  assert_int_equal(r->status, status);
+  assert_string_equal(error_of(r), error);
+  assert_string_equal(trail, want_trail);
+}
+
 /* "Bearer <token>" for id and role; the text is reused by the next call. */
 static char *token_for(const char *id, const char *role) {
   static char bearer[1024];
@@ -362,9 +369,7 @@ static void test_not_found(void **state) {
   header("X-Request-Id", "not ok!"); /* refused: a new id is made */
   result *r = send_req("GET", "/nowhere", NULL);
   assert_true(r->answered_here);
-  assert_int_equal(r->status, 404);
-  assert_string_equal(error_of(r), "Not found");
-  assert_string_equal(trail, "");
+  assert_refused(r, 404, "Not found", "");
   assert_int_equal(slot.call.req.request_id[0], 'r');
   assert_int_equal(strlen(slot.call.req.request_id), 25);
 }
@@ -402,7 +407,7 @@ static void test_unauthorized(void **state) {
   assert_string_equal(error_of(r), "Unauthorized");
   assert_string_equal(code_of(r), "unauthorized");
   assert_non_null(strstr(r->headers, "\nWWW-Authenticate: Bearer\n")); /* no token: no error (RFC 6750) */
-  assert_string_equal(trail, ""); /* no hook: there is no caller to look at */
+  assert_string_equal(trail, "");                                      /* no hook: there is no caller to look at */
   header("Authorization", "Bearer not.a.token");
   r = send_req("POST", "/items", "{\"name\":\"x\"}");
   assert_int_equal(r->status, 401);
@@ -436,9 +441,7 @@ static void test_too_large_by_content_length(void **state) {
   header("Content-Length", "65");
   result *r = send_req("POST", "/items", NULL);
   assert_true(r->answered_at_start); /* before any byte of the body */
-  assert_int_equal(r->status, 413);
-  assert_string_equal(error_of(r), "Request body too large");
-  assert_string_equal(trail, "");
+  assert_refused(r, 413, "Request body too large", "");
 }
 
 /* A body past max_body is refused on the thread that read it, before the guard: no token
@@ -476,9 +479,7 @@ static void test_rate_limit(void **state) {
   assert_int_equal(send_req("POST", "/items", "{\"name\":\"one\"}")->status, 201);
   assert_int_equal(send_req("POST", "/items", "{")->status, 400); /* counted */
   result *r = send_req("POST", "/items", "{");
-  assert_int_equal(r->status, 429);
-  assert_string_equal(error_of(r), "Too many requests");
-  assert_string_equal(trail, "check_token,after(429)");
+  assert_refused(r, 429, "Too many requests", "check_token,after(429)");
   assert_true(slot.call.req.retry_after >= 1 && slot.call.req.retry_after <= 60);
   assert_non_null(strstr(r->headers, "\nRetry-After: "));
   no_headers();
@@ -490,9 +491,7 @@ static void test_malformed_json(void **state) {
   (void)state;
   header("Authorization", token_for("u5", "user"));
   result *r = send_req("POST", "/items", "{\"name\": ");
-  assert_int_equal(r->status, 400);
-  assert_string_equal(error_of(r), "body: malformed JSON");
-  assert_string_equal(trail, "check_token,after(400)");
+  assert_refused(r, 400, "body: malformed JSON", "check_token,after(400)");
   r = send_req("POST", "/items", "[\"name\"]");
   assert_int_equal(r->status, 400);
   assert_string_equal(error_of(r), "body: must be a JSON object");
@@ -542,9 +541,7 @@ static void test_before_handler_refuses(void **state) {
   before_verdict = ERR_FORBIDDEN;
   header("Authorization", token_for("u8", "user"));
   result *r = send_req("POST", "/items", "{\"name\":\"lamp\"}");
-  assert_int_equal(r->status, 403);
-  assert_string_equal(error_of(r), "refused by the hook");
-  assert_string_equal(trail, "check_token,before_handler,after(403)");
+  assert_refused(r, 403, "refused by the hook", "check_token,before_handler,after(403)");
 }
 
 static void test_handler_without_answer(void **state) {
