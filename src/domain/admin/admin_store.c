@@ -154,6 +154,7 @@ err_t admin_store_delete_account(const char *role, const char *id, const audit_a
   if (!e && provider) e = db_to_err(payments_release_provider_jobs_in(c, id));
   if (!e && provider) e = db_to_err(jobs_release_provider_in(c, id, now));
   if (!e && !provider) e = db_to_err(payouts_forget_customer_in(c, id)); /* its payments go: nothing paid for them */
+  if (!e) e = db_to_err(events_forget_account_in(c, role, id));
   for (size_t i = 0; !e && i < n; i++) {
     if (!sql[i]) {
       e = db_to_err(jobs_delete_of_customer_in(c, id));

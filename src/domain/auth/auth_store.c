@@ -75,13 +75,14 @@ db_rc auth_insert_provider_in(db_conn *c, const char *id, const char *email, con
   /* the lists' rows need no answer: they go with the COMMIT */
   json_array_foreach(services, i, v) {
     if (rc != DB_OK) break;
-    rc = db_exec_later(c, NULL, NULL, "INSERT INTO provider_services (provider_id, service) VALUES ($1, $2)",
-                       DB_ARGS(DB_TEXT(id), DB_TEXT(json_string_value(v))));
+    rc = db_exec_later(c, NULL, NULL,
+                       "INSERT INTO provider_services (provider_id, service, created_at) VALUES ($1, $2, $3)",
+                       DB_ARGS(DB_TEXT(id), DB_TEXT(json_string_value(v)), DB_INT(now)));
   }
   json_array_foreach(zips, i, v) {
     if (rc != DB_OK) break;
-    rc = db_exec_later(c, NULL, NULL, "INSERT INTO provider_zips (provider_id, zip) VALUES ($1, $2)",
-                       DB_ARGS(DB_TEXT(id), DB_TEXT(json_string_value(v))));
+    rc = db_exec_later(c, NULL, NULL, "INSERT INTO provider_zips (provider_id, zip, created_at) VALUES ($1, $2, $3)",
+                       DB_ARGS(DB_TEXT(id), DB_TEXT(json_string_value(v)), DB_INT(now)));
   }
   return rc;
 }

@@ -26,11 +26,13 @@ typedef struct event_new {
   const char *(*data_of)(arena *a, const void *data_arg);
   const void *data_arg;
   /* Who may read it: a customer and a provider (NULL: none), every staff member of the staff
-   * roles in `staff` (ROLE_* bits), and with match_service and match_zip every provider whose
-   * services and ZIPs match (the provider feed). */
+   * roles in `staff` (ROLE_* bits), and with match_service and match_zip (an open job's event;
+   * match_job its id) every provider whose services and ZIPs match (the provider feed): live,
+   * those matching when the outbox is read; in a replay, those that held the pair since before
+   * the event was written and can still read the job (open, or assigned to them). */
   const char *user_id, *provider_id;
   unsigned staff;
-  const char *match_service, *match_zip;
+  const char *match_service, *match_zip, *match_job;
   /* Optional: called on the transaction's connection once the event's row is written (just
    * before the commit), to keep its id with the change (a banner does): id_sql is an SQL
    * expression of that id for the next statement on c (the id is drawn in the COMMIT's round
@@ -43,9 +45,10 @@ typedef struct event_new {
  * DB_OK, or DB_ERROR outside a transaction. */
 db_rc events_emit_in(db_conn *c, const event_new *ev);
 
-/* An account being erased (its role "user" or "provider"): in the transaction open on c, the
- * events only it could read go, it stops being a recipient of the others (which the other
- * parties keep until the outbox's 24 hours pass), and its unused tickets go. */
+/* An account being erased (its role "user" or "provider"): in the transaction open on c, every
+ * event addressed to it goes, for all its recipients (they are about its jobs, quotes, messages,
+ * payments and notifications and carry its data; an open job's feed events name its customer
+ * too), what the transaction emits for it is not written, and its unused tickets go. */
 db_rc events_forget_account_in(db_conn *c, const char *role, const char *account_id);
 
 /* A kind of event that stands for a record waiting to be read once (the banner, which the

@@ -44,6 +44,7 @@ static void batch_free(void *arg) {
     pending *p = &b->items[i];
     free((char *)p->ev.kind), free((char *)p->ev.data), free((char *)p->ev.user_id);
     free((char *)p->ev.provider_id), free((char *)p->ev.match_service), free((char *)p->ev.match_zip);
+    free((char *)p->ev.match_job);
   }
   free(b->items);
   free(b->erased_user), free(b->erased_provider);
@@ -70,14 +71,13 @@ static db_rc add_recipient(db_conn *c, const char *id_sql, const char *prefix, c
   return db_exec_later(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(key)));
 }
 
-/* One event's rows; none when the accounts it was for were erased meanwhile, and nobody else
- * may read it. (An event for nobody, the outbox's origin, is written.) */
+/* One event's rows; none when it names an account erased in the transaction (it carries that
+ * account's data). (An event for nobody, the outbox's origin, is written.) */
 static db_rc write_one(db_conn *c, arena *a, const batch *b, const event_new *ev, int64_t now, bool pg) {
-  const char *user = ev->user_id && b->erased_user && !strcmp(ev->user_id, b->erased_user) ? NULL : ev->user_id;
-  const char *provider =
-      ev->provider_id && b->erased_provider && !strcmp(ev->provider_id, b->erased_provider) ? NULL : ev->provider_id;
-  bool others = (ev->staff & ROLE_STAFF) || (ev->match_service && ev->match_zip);
-  if ((ev->user_id || ev->provider_id) && !user && !provider && !others) return DB_OK;
+  const char *user = ev->user_id, *provider = ev->provider_id;
+  if ((user && b->erased_user && !strcmp(user, b->erased_user)) ||
+      (provider && b->erased_provider && !strcmp(provider, b->erased_provider)))
+    return DB_OK;
   const char *data = ev->data_of ? ev->data_of(a, ev->data_arg) : ev->data;
   if (!data) {
     log_msg(LOG_ERROR, "events: %s has no data", ev->kind);
@@ -87,18 +87,22 @@ static db_rc write_one(db_conn *c, arena *a, const batch *b, const event_new *ev
   char id_sql[32];
   /* the matching providers are not written: the pair is matched when the outbox is read */
   bool match = ev->match_service && ev->match_zip;
-  static const char insert[] =
-      "INSERT INTO events (kind, data, created_at, match_service, match_zip) VALUES ($1, $2, $3, $4, $5)";
-  const db_val args[] = {DB_TEXT(ev->kind), DB_TEXT(data), DB_INT(now), DB_TEXT(match ? ev->match_service : NULL),
-                         DB_TEXT(match ? ev->match_zip : NULL)};
+  static const char insert[] = "INSERT INTO events (kind, data, created_at, match_service, match_zip, match_job) "
+                               "VALUES ($1, $2, $3, $4, $5, $6)";
+  const db_val args[] = {DB_TEXT(ev->kind),
+                         DB_TEXT(data),
+                         DB_INT(now),
+                         DB_TEXT(match ? ev->match_service : NULL),
+                         DB_TEXT(match ? ev->match_zip : NULL),
+                         DB_TEXT(match ? ev->match_job : NULL)};
   if (pg) {
-    rc = db_exec_later(c, NULL, NULL, insert, args, 5);
+    rc = db_exec_later(c, NULL, NULL, insert, args, 6);
     snprintf(id_sql, sizeof id_sql, "%s", PG_EVENT_ID);
   } else {
     db_res *r;
     char sql[sizeof insert + 16];
     snprintf(sql, sizeof sql, "%s RETURNING id", insert);
-    rc = db_exec(c, a, &r, sql, args, 5);
+    rc = db_exec(c, a, &r, sql, args, 6);
     if (rc == DB_OK) snprintf(id_sql, sizeof id_sql, "%lld", (long long)db_int(r, 0, 0));
   }
   if (rc != DB_OK) return rc;
@@ -157,6 +161,7 @@ db_rc events_emit_in(db_conn *c, const event_new *ev) {
   p->ev.kind = xstrdup(ev->kind), p->ev.data = dup_or_null(ev->data);
   p->ev.user_id = dup_or_null(ev->user_id), p->ev.provider_id = dup_or_null(ev->provider_id);
   p->ev.match_service = dup_or_null(ev->match_service), p->ev.match_zip = dup_or_null(ev->match_zip);
+  p->ev.match_job = dup_or_null(ev->match_job);
   return DB_OK;
 }
 
@@ -206,7 +211,9 @@ err_t events_store_batch(arena *a, int64_t after, int limit, db_res **events, db
 }
 
 err_t events_store_replay(arena *a, const char *recipient, int64_t after, int64_t upto, int limit, db_res **out) {
-  /* a provider's also include the open jobs' events of its pairs, through events_match */
+  /* a provider's also include the open jobs' events of its pairs, through events_match: of the
+   * pairs it held since before the event was written, of the jobs it can still read (open, or
+   * assigned to it) */
   const char *provider = !strncmp(recipient, "provider:", 9) ? recipient + 9 : NULL;
   return db_to_err(
       db_query(a, out,
@@ -214,7 +221,10 @@ err_t events_store_replay(arena *a, const char *recipient, int64_t after, int64_
                "SELECT event_id FROM event_recipients WHERE recipient = $1 AND event_id > $2 AND event_id <= $3 "
                "UNION SELECT m.id FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
                "JOIN events m ON m.match_service = s.service AND m.match_zip = z.zip "
-               "WHERE s.provider_id = $5 AND m.id > $2 AND m.id <= $3) ORDER BY e.id LIMIT $4",
+               "JOIN jobs j ON j.id = m.match_job "
+               "WHERE s.provider_id = $5 AND m.id > $2 AND m.id <= $3 "
+               "AND s.created_at <= m.created_at AND z.created_at <= m.created_at "
+               "AND (j.status IN ('PENDING', 'QUOTED') OR j.provider_id = $5)) ORDER BY e.id LIMIT $4",
                DB_ARGS(DB_TEXT(recipient), DB_INT(after), DB_INT(upto), DB_INT(limit), DB_TEXT(provider))));
 }
 
@@ -254,12 +264,13 @@ db_rc events_forget_account_in(db_conn *c, const char *role, const char *account
   free(*erased);
   *erased = xstrdup(account_id);
   db_rc rc = db_exec(c, NULL, NULL,
-                     "DELETE FROM events WHERE id IN (SELECT event_id FROM event_recipients WHERE recipient = $1) "
-                     "AND match_service IS NULL AND NOT EXISTS (SELECT 1 FROM event_recipients o "
-                     "WHERE o.event_id = events.id AND o.recipient <> $1)",
+                     "DELETE FROM events WHERE id IN (SELECT event_id FROM event_recipients WHERE recipient = $1)",
                      DB_ARGS(DB_TEXT(key)));
-  if (rc == DB_OK)
-    rc = db_exec(c, NULL, NULL, "DELETE FROM event_recipients WHERE recipient = $1", DB_ARGS(DB_TEXT(key)));
+  if (rc == DB_OK) /* the other recipients of those events too */
+    rc = db_exec(c, NULL, NULL,
+                 "DELETE FROM event_recipients WHERE event_id IN "
+                 "(SELECT event_id FROM event_recipients WHERE recipient = $1)",
+                 DB_ARGS(DB_TEXT(key)));
   if (rc == DB_OK)
     rc = db_exec(c, NULL, NULL, "DELETE FROM event_tickets WHERE account_id = $1 AND role = $2 AND is_staff = 0",
                  DB_ARGS(DB_TEXT(account_id), DB_TEXT(role)));

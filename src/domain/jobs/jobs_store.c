@@ -42,7 +42,8 @@ static db_rc told_in(db_conn *c, const char *kind, const db_res *r, int row) {
                   .provider_id = provider,
                   .staff = ROLE_CUSTOMER_SUPPORT | (provider ? ROLE_PROFESSIONAL_SUPPORT : 0),
                   .match_service = open ? db_field(r, row, "service") : NULL,
-                  .match_zip = open ? db_field(r, row, "zip") : NULL};
+                  .match_zip = open ? db_field(r, row, "zip") : NULL,
+                  .match_job = open ? db_field(r, row, "id") : NULL};
   db_rc rc = events_emit_in(c, &ev);
   arena_fini(&a);
   return rc;

@@ -16,16 +16,34 @@ err_t prov_store_get(arena *a, const char *id, db_res **row) {
 
 db_read prov_read(arena *a, const char *id) { return db_read_make(a, PROVIDER_SQL, DB_ARGS(DB_TEXT(id))); }
 
-static db_rc replace_list(db_conn *c, const char *table, const char *column, const char *id, json_t *values) {
-  char sql[160];
-  snprintf(sql, sizeof sql, "DELETE FROM %s WHERE provider_id = $1", table);
-  db_rc rc = db_exec_later(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(id)));
-  snprintf(sql, sizeof sql, "INSERT INTO %s (provider_id, %s) VALUES ($1, $2)", table, column);
+static bool listed(json_t *list, json_t *value) {
   size_t i;
   json_t *v;
+  json_array_foreach(list, i, v) if (json_equal(v, value)) return true;
+  return false;
+}
+
+/* The provider's rows of table (its services or its ZIPs) become values: a row it keeps stays
+ * as it is, with the time it was added (a provider's replay counts from it: events.h), a new
+ * one is added at now, the others go. old_text: the list before (the providers row's JSON copy,
+ * always written with the rows). */
+static db_rc replace_list(db_conn *c, const char *table, const char *column, const char *id, const char *old_text,
+                          json_t *values, int64_t now) {
+  char sql[160];
+  json_t *old = old_text ? json_loads(old_text, 0, NULL) : NULL, *v;
+  size_t i;
+  db_rc rc = DB_OK;
+  snprintf(sql, sizeof sql, "DELETE FROM %s WHERE provider_id = $1 AND %s = $2", table, column);
+  json_array_foreach(old, i, v) {
+    if (rc != DB_OK) break;
+    if (!listed(values, v)) rc = db_exec_later(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(id), DB_TEXT(json_string_value(v))));
+  }
+  json_decref(old);
+  snprintf(sql, sizeof sql, "INSERT INTO %s (provider_id, %s, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+           table, column);
   json_array_foreach(values, i, v) {
     if (rc != DB_OK) break;
-    rc = db_exec_later(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(id), DB_TEXT(json_string_value(v))));
+    rc = db_exec_later(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(id), DB_TEXT(json_string_value(v)), DB_INT(now)));
   }
   return rc;
 }
@@ -40,10 +58,11 @@ err_t prov_store_update_profile(const char *id, json_t *patch) {
   db_res *r;
   db_conn *c;
   err_t e = db_begin(&c);
-  if (!e)
-    e = db_to_err(
-        db_exec(c, &a, &r, "UPDATE providers SET updated_at = $2 WHERE id = $1", DB_ARGS(DB_TEXT(id), DB_INT(now))));
-  if (!e && r->changes == 0) e = ERR_NOT_FOUND;
+  if (!e) /* the lists as they were (they change below) */
+    e = db_to_err(db_exec(c, &a, &r,
+                          "UPDATE providers SET updated_at = $2 WHERE id = $1 RETURNING services, service_zips",
+                          DB_ARGS(DB_TEXT(id), DB_INT(now))));
+  if (!e && r->rows == 0) e = ERR_NOT_FOUND;
   for (size_t i = 0; !e && i < sizeof text_fields / sizeof *text_fields; i++) {
     json_t *v = json_object_get(patch, text_fields[i].field);
     if (!v) continue;
@@ -57,14 +76,14 @@ err_t prov_store_update_profile(const char *id, json_t *patch) {
     e = db_to_err(db_exec_later(c, NULL, NULL, "UPDATE providers SET services = $2 WHERE id = $1",
                                 DB_ARGS(DB_TEXT(id), DB_TEXT(text))));
     free(text);
-    if (!e) e = db_to_err(replace_list(c, "provider_services", "service", id, services));
+    if (!e) e = db_to_err(replace_list(c, "provider_services", "service", id, db_text(r, 0, 0), services, now));
   }
   if (!e && zips) {
     char *text = json_dumps(zips, JSON_COMPACT);
     e = db_to_err(db_exec_later(c, NULL, NULL, "UPDATE providers SET service_zips = $2 WHERE id = $1",
                                 DB_ARGS(DB_TEXT(id), DB_TEXT(text))));
     free(text);
-    if (!e) e = db_to_err(replace_list(c, "provider_zips", "zip", id, zips));
+    if (!e) e = db_to_err(replace_list(c, "provider_zips", "zip", id, db_text(r, 0, 1), zips, now));
   }
   e = db_end(c, e);
   arena_fini(&a);
