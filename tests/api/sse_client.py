@@ -10,6 +10,7 @@ tested by every test that reads a stream.
 import json
 import socket
 import threading
+import time
 import urllib.parse
 
 from helpers import eventually
@@ -204,3 +205,24 @@ class Stream:
         except OSError:
             pass
         self.sock.close()
+
+
+def ended_within(*opened, limit=1.0):
+    """Waits for every stream to end and checks each did within `limit` seconds of now (the
+    action that ended their token has just returned), with `token.expired` as its last event."""
+    start = time.monotonic()
+    while not all(s.ended for s in opened) and time.monotonic() - start < limit + 10:
+        time.sleep(0.01)
+    took = time.monotonic() - start
+    for s in opened:
+        assert s.ended, "the stream is still open"
+        assert s.clean_end and s.kinds()[-1] == "token.expired", s.kinds()
+    assert took < limit, f"the streams ended {took:.2f} s after the action"
+
+
+def still_open(*kept):
+    """Checks that the streams whose token the action did not end are still open once the
+    checks it caused are over."""
+    time.sleep(0.2)
+    for s in kept:
+        assert not s.ended and not s.of("token.expired"), s.kinds()

@@ -1,13 +1,29 @@
-"""Live updates that leak nothing (issue 31, item 2).
+"""Live updates that leak nothing and stop with their token (issue 31, items 2 and 3).
 
 A provider's replay (Last-Event-ID) gives an open job's event only if the provider held the
 job's service and ZIP since before the event was written and can still read the job (open, or
-assigned to it); erasing an account deletes the outbox events addressed to it.
+assigned to it); erasing an account deletes the outbox events addressed to it. A stream ends with
+`token.expired` within a second of whatever ended its token, without the minute's re-check: the
+service clock never moves in these tests, so that check is never due. (A stream on another
+instance ending: test_events.py, with its two instances.)
 """
+import pytest
+
+from conftest import unique_ip
 from flow_helpers import accept, customer, ok, post_job, private_zip, provider, quote
 from helpers import eventually
-from staff_helpers import sql
+from sse_client import ended_within, still_open
+from staff_helpers import impersonate, make_staff, sql
+from test_auth import request_reset
+from test_cli import binary, cli_staff, run, shared_db_env  # noqa: F401 (fixtures)
 from test_events import about, settle, streams  # noqa: F401 (fixture)
+
+
+def login(api, account, role="user"):
+    """Another token of the account."""
+    path = "/auth/login" if role == "user" else "/auth/provider/login"
+    r = api.post(path, json={"email": account["email"], "password": account["password"]}, ip=unique_ip())
+    return ok(r)["token"]
 
 
 # ---------------------------------------------------------------- replays
@@ -55,3 +71,83 @@ def test_a_provider_replays_only_what_it_held_then_and_can_read_now(api, server,
     assert sql(server, pg_cluster, f"SELECT COUNT(*) FROM events WHERE data LIKE {quoted}")[0][0] in (0, "0")
     assert sql(server, pg_cluster, "SELECT COUNT(*) FROM event_recipients "
                                    f"WHERE recipient = 'user:{leaving['id']}'")[0][0] in (0, "0")
+
+
+# ---------------------------------------------------------------- streams end with their token
+
+
+def test_logout_ends_the_streams_of_its_token_at_once(api, streams):
+    u = api.register_user()
+    other = login(api, u)
+    ticket = ok(api.post("/events/ticket", token=u["token"]))["ticket"]
+    by_header, by_ticket, kept = streams(u["token"]), streams(ticket=ticket), streams(other)
+    ok(api.post("/auth/logout", token=u["token"]))
+    ended_within(by_header, by_ticket)
+    still_open(kept)
+
+
+def test_logout_all_ends_every_stream_of_the_account(api, streams):
+    u, neighbour = api.register_user(), api.register_user()
+    second = login(api, u)
+    mine, kept = [streams(u["token"]), streams(second)], streams(neighbour["token"])
+    ok(api.post("/auth/logout-all", token=u["token"]))
+    ended_within(*mine)
+    still_open(kept)
+
+
+@pytest.mark.parametrize("role", ["user", "provider"])
+def test_a_password_change_ends_the_other_tokens_streams(api, streams, role):
+    a = api.register_user() if role == "user" else api.register_provider()
+    s = [streams(a["token"]), streams(login(api, a, role))]
+    r = api.post("/auth/change-password", token=a["token"],
+                 json={"currentPassword": a["password"], "newPassword": "changed-pw-123"})
+    fresh = ok(r)["token"]
+    ended_within(*s)
+    still_open(streams(fresh))
+
+
+def test_a_password_reset_ends_the_accounts_streams(api, streams):
+    u = api.register_user()
+    s = streams(u["token"])
+    token = request_reset(api, u["email"])
+    ok(api.post("/auth/reset-password", json={"token": token, "newPassword": "reset-pw-1234"}))
+    ended_within(s)
+
+
+@pytest.mark.parametrize("role", ["user", "provider"])
+def test_an_erasure_ends_the_accounts_streams(api, streams, role):
+    a = api.register_user() if role == "user" else api.register_provider()
+    s = [streams(a["token"]), streams(login(api, a, role))]
+    r = api.delete("/users/me" if role == "user" else "/providers/me", token=a["token"],
+                   json={"password": a["password"]})
+    assert r.status_code == 204, r.text
+    ended_within(*s)
+
+
+def test_an_ended_elevation_ends_the_impersonation_stream(api, server, streams, admin_token):
+    staff = make_staff(api, "customer_support", admin=admin_token)
+    target = api.register_user()
+    elevation, imp = impersonate(api, server, staff, target["id"])
+    as_target, own, targets = streams(imp), streams(staff["token"]), streams(target["token"])
+    ok(api.patch(f"/staff/elevation/{elevation['id']}/deactivate", token=staff["token"]))
+    ended_within(as_target)
+    still_open(own, targets)
+
+
+@pytest.mark.parametrize("change", ["disable", "role", "password"])
+def test_a_staff_change_ends_its_streams_and_its_impersonations(binary, shared_db_env, api, server, streams, change):
+    """`marketplace staff disable` and `staff create` of an existing member (another role, another
+    password) run in another process: the instance reads their end from the outbox."""
+    cs = cli_staff(binary, shared_db_env, api)
+    target = api.register_user()
+    _, imp = impersonate(api, server, cs, target["id"])
+    s, as_target, targets = streams(cs["token"]), streams(imp), streams(target["token"])
+    if change == "disable":
+        p = run(binary, "staff", "disable", "--email", cs["email"], env=shared_db_env)
+    else:
+        role = "technical_support" if change == "role" else "customer_support"
+        p = run(binary, "staff", "create", "--email", cs["email"], "--name", "Desk", "--role", role,
+                env=shared_db_env, stdin="another-password\n")
+    assert p.returncode == 0, p.stderr
+    ended_within(s, as_target)
+    still_open(targets)

@@ -20,7 +20,7 @@ import pytest
 from conftest import ADMIN_ENV, ROOT, Api, Server, _CONTRACTS, _fail_on, _stop_all, admin_login, unique_ip
 from flow_helpers import Flow, accept, customer, image_files, ok, post_job, private_zip, provider, quote
 from helpers import eventually
-from sse_client import Stream
+from sse_client import Stream, ended_within, still_open
 from staff_helpers import forge, make_staff, sql
 
 SECRET = "two-instances-events-secret-0123456789"
@@ -590,6 +590,25 @@ def test_two_instances_deliver_across(pair):
     for s in (s_pro, again):
         assert not s.problems, s.problems
         s.close()
+
+
+def test_a_token_ended_on_one_instance_ends_its_streams_on_the_other(pair):
+    """A logout through A ends the token's stream held by B within a second (the outbox tells
+    B's hub, woken by the NOTIFY), without the minute's re-check: the clock does not move."""
+    a, b = pair
+    api_a = Api(a)
+    u = api_a.register_user()
+    other = ok(api_a.post("/auth/login", json={"email": u["email"], "password": u["password"]}, ip=unique_ip()))
+    s, kept = (Stream(b.url, token=t, schema=stream_schema(b)) for t in (u["token"], other["token"]))
+    for x in (s, kept):
+        assert x.wait_head() == 200
+        eventually(lambda: x.ids, 10, "the stream's position")
+    ok(api_a.post("/auth/logout", token=u["token"]))
+    ended_within(s)
+    still_open(kept)
+    for x in (s, kept):
+        assert not x.problems, x.problems
+        x.close()
 
 
 # ---------------------------------------------------------------- the TypeScript helper

@@ -4,6 +4,7 @@
 #include "core/clock.h"
 #include "core/ids.h"
 #include "domain/auth/auth.h"
+#include "domain/events/events.h"
 #include "ext/mail.h"
 #include "ext/queue.h"
 #include <stdio.h>
@@ -149,6 +150,7 @@ err_t auth_store_use_reset(arena *a, const char *token_hash, const char *new_has
                             DB_ARGS(DB_TEXT(db_text(u, 0, 0)), DB_TEXT(*role))));
   }
   if (!e && u->rows == 0) e = ERR_BAD_REQUEST; /* the account was deleted since the token was issued */
+  if (!e) e = db_to_err(events_tokens_ended_in(c, db_text(u, 0, 0), false)); /* its streams end */
   return db_end(c, e);
 }
 
@@ -182,6 +184,7 @@ err_t auth_store_change_password(account_kind kind, const char *id, const char *
   }
   if (!e) e = db_to_err(end_email_change_in(c, kind, id));
   if (!e) e = db_to_err(mail_enqueue(c, db_text(r, 0, 1), mail_subject, mail_body));
+  if (!e) e = db_to_err(events_tokens_ended_in(c, id, false)); /* its streams end */
   e = db_end(c, e);
   arena_fini(&a);
   return e;
@@ -310,10 +313,15 @@ err_t auth_store_use_email_change(arena *a, const char *token_hash, const char *
 }
 
 err_t auth_store_end_token(const char *token_id, int64_t expires_at) {
-  return db_to_err(db_query(NULL, NULL,
-                            "INSERT INTO ended_tokens (token_id, expires_at) VALUES ($1, $2) "
-                            "ON CONFLICT (token_id) DO NOTHING",
-                            DB_ARGS(DB_TEXT(token_id), DB_INT(expires_at))));
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e)
+    e = db_to_err(db_exec(c, NULL, NULL,
+                          "INSERT INTO ended_tokens (token_id, expires_at) VALUES ($1, $2) "
+                          "ON CONFLICT (token_id) DO NOTHING",
+                          DB_ARGS(DB_TEXT(token_id), DB_INT(expires_at))));
+  if (!e) e = db_to_err(events_tokens_ended_in(c, token_id, false)); /* its streams end */
+  return db_end(c, e);
 }
 
 err_t auth_store_end_all(account_kind kind, const char *id) {
@@ -323,6 +331,7 @@ err_t auth_store_end_all(account_kind kind, const char *id) {
   err_t e = db_begin(&c);
   if (!e) e = db_to_err(db_exec(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(id), DB_INT(clock_now_ms()))));
   if (!e) e = db_to_err(end_email_change_in(c, kind, id));
+  if (!e) e = db_to_err(events_tokens_ended_in(c, id, false)); /* its streams end */
   return db_end(c, e);
 }
 

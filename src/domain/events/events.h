@@ -12,6 +12,7 @@
 #define DOMAIN_EVENTS_H
 #include "db/db.h"
 #include "domain/domain.h"
+#include <stdbool.h>
 #include <stdint.h>
 
 extern const domain_def events_domain;
@@ -48,8 +49,18 @@ db_rc events_emit_in(db_conn *c, const event_new *ev);
 /* An account being erased (its role "user" or "provider"): in the transaction open on c, every
  * event addressed to it goes, for all its recipients (they are about its jobs, quotes, messages,
  * payments and notifications and carry its data; an open job's feed events name its customer
- * too), what the transaction emits for it is not written, and its unused tickets go. */
+ * too), what the transaction emits for it is not written, its unused tickets go, and its streams
+ * end (events_tokens_ended_in). */
 db_rc events_forget_account_in(db_conn *c, const char *role, const char *account_id);
+
+/* Tokens ended in the transaction open on c (a logout, logout-all, a password change or reset,
+ * an erasure, a staff member changed or disabled, an impersonation ended): once it commits,
+ * every instance checks again at once the token of each of its streams that names subject (as
+ * its account's or staff member's id, its own token id, or its elevation's id) and ends those
+ * now refused with `token.expired`, within a second instead of at their minute's check. staff:
+ * subject is a staff member whose elevations ended with its tokens, so every impersonation
+ * stream is checked too. DB_OK, or DB_ERROR outside a transaction. */
+db_rc events_tokens_ended_in(db_conn *c, const char *subject, bool staff);
 
 /* A kind of event that stands for a record waiting to be read once (the banner, which the
  * account's next poll returns and removes): its owner says how a stream takes the pending

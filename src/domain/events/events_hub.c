@@ -15,6 +15,7 @@
 #include "db/db.h"
 #include "domain/events/events.h"
 #include "domain/events/events_store.h"
+#include "ext/digest.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,11 +26,14 @@
 #define IDLE_POLL_MS 1000 /* the pump reads the outbox at least this often, whatever woke it */
 #define TICK_MS 500       /* heartbeats and expiries are looked at this often */
 #define RECHECKS 512      /* tokens checked again in one round (a second) at most */
+#define ENDED_KEEP 64     /* tokens' ends remembered for the streams still joining */
+#define ENDED_KEEP_MS 10000
 
 struct ev_stream {
   hs_stream *s;
   char *recipient, *account; /* the key its events come to; "role:id" of its account */
   hs_auth auth;              /* its token's claims (the strings owned) */
+  char names[3][65];         /* SHA-256 of its account's id, its token's, its elevation's ("": none) */
   int64_t exp_ms, next_beat, next_check;
   int64_t floor;                  /* events up to this id are not written to it (it has them) */
   uint64_t order;                 /* when it joined, for the per-account limit */
@@ -37,6 +41,14 @@ struct ev_stream {
   ev_stream *next, *prev;         /* in its bucket */
   ev_stream *all_next, *all_prev; /* in the list the timers walk */
 };
+
+/* A token's end the pump read (EVENTS_TOKENS_ENDED), kept a few seconds for the streams that
+ * were authorized before it and join after it. */
+typedef struct ended {
+  char subject[65]; /* an id's SHA-256 */
+  bool staff;
+  int64_t at; /* clock_mono_ms() when read; 0: unused */
+} ended;
 
 static struct {
   pthread_mutex_t mu;
@@ -47,7 +59,10 @@ static struct {
   int64_t position;
   uint64_t joins;
   bool woken, stopping, running, listening;
-  bool notify; /* a commit of this process wrote events: tell the other instances */
+  bool notify;    /* a commit of this process wrote events: tell the other instances */
+  bool check_now; /* streams were made due for a check: the checker runs a round at once */
+  ended ended[ENDED_KEEP];
+  int ended_next;
   pthread_t pump, listener, checker;
 } hub = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -147,6 +162,9 @@ ev_stream *events_hub_stream(hs_req *req, const char *recipient) {
   es->auth.id = xstrdup(au->id), es->auth.role = xstrdup(au->role);
   es->auth.elevation_id = au->elevation_id ? xstrdup(au->elevation_id) : NULL;
   es->auth.token_id = au->token_id ? xstrdup(au->token_id) : NULL;
+  const char *named[3] = {au->id, au->token_id, au->elevation_id};
+  for (int i = 0; i < 3; i++)
+    if (named[i] && *named[i]) sha256_hex(named[i], strlen(named[i]), es->names[i]);
   char key[EVENTS_KEY_MAX];
   events_key(key, au->role, au->id);
   es->account = xstrdup(key);
@@ -179,6 +197,39 @@ static void make_room(ev_stream *es) {
   }
 }
 
+/* ---- tokens that ended ---- */
+
+/* Whether the token's end e concerns es's token. */
+static bool names(const ev_stream *es, const ended *e) {
+  for (int i = 0; i < 3; i++)
+    if (es->names[i][0] && !strcmp(es->names[i], e->subject)) return true;
+  return e->staff && es->auth.elevation_id;
+}
+
+/* es's token is checked again in the checker's next round, which runs at once. mu held. */
+static void check_soon(ev_stream *es) {
+  es->next_check = 0;
+  hub.check_now = true;
+  pthread_cond_signal(&hub.check_cv);
+}
+
+/* The pump read a token's end (its event's data): the streams it names are checked again at
+ * once, and it is kept for those that join within ENDED_KEEP_MS. mu held. */
+static void token_ended(const char *data) {
+  json_t *d = json_loads(data, 0, NULL);
+  const char *subject = json_string_value(json_object_get(d, "subject"));
+  if (subject) {
+    ended *e = &hub.ended[hub.ended_next];
+    hub.ended_next = (hub.ended_next + 1) % ENDED_KEEP;
+    snprintf(e->subject, sizeof e->subject, "%s", subject);
+    e->staff = json_is_true(json_object_get(d, "staff"));
+    e->at = clock_mono_ms();
+    for (ev_stream *es = hub.all; es; es = es->all_next)
+      if (names(es, e)) check_soon(es);
+  }
+  json_decref(d);
+}
+
 bool events_hub_join(ev_stream *es, int64_t at, const char *first, int64_t floor) {
   pthread_mutex_lock(&hub.mu);
   es->floor = floor;
@@ -197,6 +248,10 @@ bool events_hub_join(ev_stream *es, int64_t at, const char *first, int64_t floor
     es->order = ++hub.joins;
     es->next_beat = clock_now_ms() + EVENTS_HEARTBEAT_MS;
     es->next_check = clock_now_ms() + EVENTS_RECHECK_MS;
+    /* its token was checked before it joined: a token's end read since is checked again */
+    int64_t since = clock_mono_ms() - ENDED_KEEP_MS;
+    for (int i = 0; i < ENDED_KEEP; i++)
+      if (hub.ended[i].at && hub.ended[i].at >= since && names(es, &hub.ended[i])) check_soon(es);
   }
   pthread_mutex_unlock(&hub.mu);
   return now;
@@ -238,6 +293,11 @@ static int fan_out(const db_res *ev, const db_res *to, delivered *out, int cap) 
   buf_init(&text, BUF_CAP_MAX);
   for (int i = 0; i < ev->rows; i++) {
     int64_t id = db_int(ev, i, 0);
+    if (!strcmp(db_text(ev, i, 1), EVENTS_TOKENS_ENDED)) { /* for nobody: no recipient rows */
+      token_ended(db_text(ev, i, 2));
+      hub.position = id;
+      continue;
+    }
     const events_oneshot *once = events_hub_oneshot(db_text(ev, i, 1));
     buf_reset(&text);
     events_format(&text, id, db_text(ev, i, 1), db_text(ev, i, 2));
@@ -390,7 +450,9 @@ static void *checker_main(void *arg) {
     for (int i = 0; i < n; i++) refused += batch[i].refused = hs_token_recheck(&batch[i].auth) == ERR_UNAUTHORIZED;
     if (refused) end_refused(batch, n);
     pthread_mutex_lock(&hub.mu);
-    if (!hub.stopping) clock_cond_wait_ms(&hub.check_cv, &hub.mu, 1000); /* a round a second */
+    /* a round a second, or at once when a token's end made streams due (or more are due) */
+    if (!hub.stopping && !hub.check_now && n < RECHECKS) clock_cond_wait_ms(&hub.check_cv, &hub.mu, 1000);
+    hub.check_now = false;
     pthread_mutex_unlock(&hub.mu);
   }
   free(batch);

@@ -11,7 +11,9 @@
  * token expired, both by the service clock. Another thread asks again, once a minute per
  * stream, whether its token would still be accepted (hs_token_recheck: the account still
  * there, its generation unmoved, its impersonation live), and ends it like an expired one when
- * not. */
+ * not; it asks at once for the streams a token's end names (events_tokens_ended_in: an event
+ * for nobody that the pump reads from the outbox like any other, on every instance), and for a
+ * stream that joins within seconds of one. */
 #ifndef DOMAIN_EVENTS_HUB_H
 #define DOMAIN_EVENTS_HUB_H
 #include "core/buf.h"

@@ -7,13 +7,16 @@
  * the commit, and only then draws its ids from the sequence, so the writers of events commit
  * one after another (a lock taken last waits on no other, and no other lock is waited for
  * while it is held). The flush also notifies EVENTS_CHANNEL (PostgreSQL delivers that at the
- * commit, never on a rollback), and the commit wakes this process's hub (db_on_commit). */
+ * commit, never on a rollback), and the commit wakes this process's hub (db_on_commit).
+ * A token's end (events_tokens_ended_in) is an event for nobody, written the same way, that
+ * every hub reads to check again at once the streams it names. */
 #include "domain/events/events_store.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "domain/events/events.h"
 #include "domain/events/events_hub.h"
+#include "ext/digest.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +75,7 @@ static db_rc add_recipient(db_conn *c, const char *id_sql, const char *prefix, c
 }
 
 /* One event's rows; none when it names an account erased in the transaction (it carries that
- * account's data). (An event for nobody, the outbox's origin, is written.) */
+ * account's data). (An event for nobody, the outbox's origin or a token's end, is written.) */
 static db_rc write_one(db_conn *c, arena *a, const batch *b, const event_new *ev, int64_t now, bool pg) {
   const char *user = ev->user_id, *provider = ev->provider_id;
   if ((user && b->erased_user && !strcmp(user, b->erased_user)) ||
@@ -163,6 +166,20 @@ db_rc events_emit_in(db_conn *c, const event_new *ev) {
   p->ev.match_service = dup_or_null(ev->match_service), p->ev.match_zip = dup_or_null(ev->match_zip);
   p->ev.match_job = dup_or_null(ev->match_job);
   return DB_OK;
+}
+
+db_rc events_tokens_ended_in(db_conn *c, const char *subject, bool staff) {
+  if (!subject || !*subject) return DB_OK;
+  char hash[65]; /* the outbox keeps no id of an erased account */
+  sha256_hex(subject, strlen(subject), hash);
+  json_t *d = json_pack("{s:s,s:b}", "subject", hash, "staff", staff);
+  char *data = json_dumps(d, JSON_COMPACT);
+  json_decref(d);
+  if (!data) oom();
+  event_new ev = {.kind = EVENTS_TOKENS_ENDED, .data = data}; /* for nobody: the hubs read it */
+  db_rc rc = events_emit_in(c, &ev);
+  free(data);
+  return rc;
 }
 
 err_t events_store_notify(void) {
@@ -274,6 +291,7 @@ db_rc events_forget_account_in(db_conn *c, const char *role, const char *account
   if (rc == DB_OK)
     rc = db_exec(c, NULL, NULL, "DELETE FROM event_tickets WHERE account_id = $1 AND role = $2 AND is_staff = 0",
                  DB_ARGS(DB_TEXT(account_id), DB_TEXT(role)));
+  if (rc == DB_OK) rc = events_tokens_ended_in(c, account_id, false);
   return rc;
 }
 

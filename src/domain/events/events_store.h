@@ -12,6 +12,11 @@
 /* The PostgreSQL channel every instance listens on: a commit that wrote events notifies it. */
 #define EVENTS_CHANNEL "marketplace_events"
 
+/* The kind of an event for nobody that tells the hubs a token ended (events_tokens_ended_in);
+ * its data is {"subject": "<the SHA-256 of the id, hex>", "staff": <bool>}. Never written to a
+ * stream. */
+#define EVENTS_TOKENS_ENDED "tokens.ended"
+
 /* A recipient's key, in the outbox and in the hub: "<role>:<id>" for an account ("user",
  * "provider"), "staff:<role name>" for every stream of a staff role. */
 #define EVENTS_KEY_MAX 160

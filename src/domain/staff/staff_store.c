@@ -8,6 +8,7 @@
 #include "core/config.h"
 #include "core/ids.h"
 #include "domain/audit/audit.h"
+#include "domain/events/events.h"
 #include "domain/jobs/jobs.h"
 #include "domain/payouts/payouts.h"
 #include "ext/mail.h"
@@ -98,6 +99,7 @@ err_t staff_store_save(const char *name, const char *email, const char *hash, co
   } else if (!e) {
     snprintf(id, sizeof id, "%s", db_text(r, 0, 0));
     e = db_to_err(end_elevations_of(c, id));
+    if (!e) e = db_to_err(events_tokens_ended_in(c, id, true)); /* its streams end, impersonations' too */
   }
   act->target_id = id;
   act->action = *created ? "staff.create" : "staff.update";
@@ -129,6 +131,7 @@ err_t staff_store_set_disabled(const char *email, bool disable, audit_action *ac
   *found = *changed || (!e && who->rows == 1);
   act->target_id = *changed ? db_text(r, 0, 0) : NULL;
   if (*changed && disable) e = db_to_err(end_elevations_of(c, act->target_id));
+  if (!e && *changed && disable) e = db_to_err(events_tokens_ended_in(c, act->target_id, true)); /* streams end */
   e = end_recorded(c, e, *changed ? act : NULL);
   act->target_id = NULL; /* it pointed into this arena */
   arena_fini(&a);
@@ -347,6 +350,7 @@ err_t staff_store_elevation_move(elevation_move move, const char *id, const char
   db_val args[] = {DB_TEXT(id), DB_INT(now), DB_TEXT(owner), DB_INT(now - APPROVAL_TTL_MS)};
   if (!e) e = db_to_err(db_exec(c, &a, &r, sql[move], args, nargs[move]));
   *moved = !e && r->changes == 1;
+  if (*moved && (move == MOVE_DEACTIVATE || move == MOVE_END)) e = db_to_err(events_tokens_ended_in(c, id, false));
   e = end_recorded(c, e, *moved ? act : NULL);
   arena_fini(&a);
   return e;
