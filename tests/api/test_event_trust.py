@@ -86,6 +86,13 @@ def test_logout_ends_the_streams_of_its_token_at_once(api, streams):
     still_open(kept)
 
 
+def test_a_staff_logout_ends_its_stream(api, streams, admin_token):
+    staff = make_staff(api, "customer_support", admin=admin_token)
+    s = streams(staff["token"])
+    assert api.post("/staff/logout", token=staff["token"]).status_code == 204
+    ended_within(s)
+
+
 def test_logout_all_ends_every_stream_of_the_account(api, streams):
     u, neighbour = api.register_user(), api.register_user()
     second = login(api, u)
