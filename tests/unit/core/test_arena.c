@@ -1,20 +1,12 @@
 /* Unit tests for src/core/arena.c: zeroed aligned allocations, strings, deferred destructors. */
-/* cmocka.h needs these four headers first. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
-
 #include "core/arena.h"
+#include "unit.h"
 #include <signal.h>
-#include <wchar.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <wchar.h>
 
 static int arena_setup(void **state) {
   static arena a;
@@ -234,20 +226,14 @@ static void test_printf_failure_gives_empty_string(void **state) {
   assert_string_equal(p, "");
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_alloc_zeroed_and_aligned, arena_setup, arena_teardown),
-      cmocka_unit_test(test_alloc_zeroed_after_reuse),
-      cmocka_unit_test_setup_teardown(test_allocations_do_not_overlap, arena_setup, arena_teardown),
-      cmocka_unit_test_setup_teardown(test_large_allocation, arena_setup, arena_teardown),
-      cmocka_unit_test_setup_teardown(test_zero_size_allocation, arena_setup, arena_teardown),
-      cmocka_unit_test_setup_teardown(test_strdup, arena_setup, arena_teardown),
-      cmocka_unit_test_setup_teardown(test_strndup, arena_setup, arena_teardown),
-      cmocka_unit_test_setup_teardown(test_printf, arena_setup, arena_teardown),
-      cmocka_unit_test(test_defer_reverse_order),
-      cmocka_unit_test(test_json_reference_dropped),
-      cmocka_unit_test(test_impossible_sizes_end_the_process),
-      cmocka_unit_test_setup_teardown(test_printf_failure_gives_empty_string, arena_setup, arena_teardown),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, cmocka_unit_test_setup_teardown(test_alloc_zeroed_and_aligned, arena_setup, arena_teardown),
+          cmocka_unit_test(test_alloc_zeroed_after_reuse),
+          cmocka_unit_test_setup_teardown(test_allocations_do_not_overlap, arena_setup, arena_teardown),
+          cmocka_unit_test_setup_teardown(test_large_allocation, arena_setup, arena_teardown),
+          cmocka_unit_test_setup_teardown(test_zero_size_allocation, arena_setup, arena_teardown),
+          cmocka_unit_test_setup_teardown(test_strdup, arena_setup, arena_teardown),
+          cmocka_unit_test_setup_teardown(test_strndup, arena_setup, arena_teardown),
+          cmocka_unit_test_setup_teardown(test_printf, arena_setup, arena_teardown),
+          cmocka_unit_test(test_defer_reverse_order), cmocka_unit_test(test_json_reference_dropped),
+          cmocka_unit_test(test_impossible_sizes_end_the_process),
+          cmocka_unit_test_setup_teardown(test_printf_failure_gives_empty_string, arena_setup, arena_teardown))

@@ -1,16 +1,8 @@
 /* Unit tests for src/core/buf.c: the cap reached exactly and passed by one byte (add, addn,
  * addf), the failure kept until reset, printf output that grows the buffer, sizes near SIZE_MAX
  * that must not wrap, dropping from the front, and handing the memory over. */
-/* cmocka.h needs these four headers first. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
-
 #include "core/buf.h"
+#include "unit.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,12 +159,7 @@ static void test_take(void **state) {
   free(p);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_empty),           cmocka_unit_test(test_cap_reached_exactly),
-      cmocka_unit_test(test_one_byte_over),   cmocka_unit_test(test_printf_growth),
-      cmocka_unit_test(test_printf_over_cap), cmocka_unit_test(test_sizes_do_not_wrap),
-      cmocka_unit_test(test_drop_front),      cmocka_unit_test(test_take),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_empty), cmocka_unit_test(test_cap_reached_exactly),
+          cmocka_unit_test(test_one_byte_over), cmocka_unit_test(test_printf_growth),
+          cmocka_unit_test(test_printf_over_cap), cmocka_unit_test(test_sizes_do_not_wrap),
+          cmocka_unit_test(test_drop_front), cmocka_unit_test(test_take))

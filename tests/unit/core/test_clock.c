@@ -1,14 +1,6 @@
 /* Unit tests for src/core/clock.c: ISO 8601 formatting and parsing, and the test offset. */
-/* cmocka.h needs these four headers first. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
-
 #include "core/clock.h"
+#include "unit.h"
 #include <string.h>
 
 static void assert_formats(int64_t ms, const char *want) {
@@ -194,15 +186,10 @@ static void test_cond_wait_ms(void **state) {
   pthread_cond_destroy(&wait_cv);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_format_epoch),        cmocka_unit_test(test_format_known_instant),
-      cmocka_unit_test(test_format_leap_day),     cmocka_unit_test(test_format_after_2038),
-      cmocka_unit_test(test_format_before_epoch), cmocka_unit_test(test_parse_utc_z),
-      cmocka_unit_test(test_parse_offsets),       cmocka_unit_test(test_parse_fraction_digits),
-      cmocka_unit_test(test_parse_date_only),     cmocka_unit_test(test_parse_round_trip),
-      cmocka_unit_test(test_parse_rejects),       cmocka_unit_test(test_advance_moves_now),
-      cmocka_unit_test(test_cond_wait_ms),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_format_epoch), cmocka_unit_test(test_format_known_instant),
+          cmocka_unit_test(test_format_leap_day), cmocka_unit_test(test_format_after_2038),
+          cmocka_unit_test(test_format_before_epoch), cmocka_unit_test(test_parse_utc_z),
+          cmocka_unit_test(test_parse_offsets), cmocka_unit_test(test_parse_fraction_digits),
+          cmocka_unit_test(test_parse_date_only), cmocka_unit_test(test_parse_round_trip),
+          cmocka_unit_test(test_parse_rejects), cmocka_unit_test(test_advance_moves_now),
+          cmocka_unit_test(test_cond_wait_ms))

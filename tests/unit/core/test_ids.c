@@ -1,14 +1,6 @@
 /* Unit tests for src/core/ids.c: identifier shape, uniqueness, uniformity, random bytes. */
-/* cmocka.h needs these four headers first. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
-
 #include "core/ids.h"
+#include "unit.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,12 +96,5 @@ static void test_random_bytes_fills(void **state) {
   for (int i = 0; i < 4; i++) assert_int_equal(guard[i], 0xAA);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_id_shape),
-      cmocka_unit_test(test_ids_distinct),
-      cmocka_unit_test(test_ids_uniform),
-      cmocka_unit_test(test_random_bytes_fills),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_id_shape), cmocka_unit_test(test_ids_distinct),
+          cmocka_unit_test(test_ids_uniform), cmocka_unit_test(test_random_bytes_fills))

@@ -2,17 +2,9 @@
  * (json_dumps with JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15), as the server
  * printed answers before) prints for the same value; invalid UTF-8, which jansson refuses,
  * must come out as valid JSON with U+FFFD in place of each bad byte. */
-/* cmocka.h needs these four headers first. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
-
 #include "core/clock.h"
 #include "core/jw.h"
+#include "unit.h"
 #include <float.h>
 #include <jansson.h>
 #include <math.h>
@@ -267,12 +259,7 @@ static void test_top_level_values(void **state) {
   arena_fini(&a);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_strings_match_jansson), cmocka_unit_test(test_invalid_utf8_replaced),
-      cmocka_unit_test(test_random_bytes),          cmocka_unit_test(test_reals_match_jansson),
-      cmocka_unit_test(test_integers_and_money),    cmocka_unit_test(test_structure_matches_jansson),
-      cmocka_unit_test(test_top_level_values),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_strings_match_jansson), cmocka_unit_test(test_invalid_utf8_replaced),
+          cmocka_unit_test(test_random_bytes), cmocka_unit_test(test_reals_match_jansson),
+          cmocka_unit_test(test_integers_and_money), cmocka_unit_test(test_structure_matches_jansson),
+          cmocka_unit_test(test_top_level_values))

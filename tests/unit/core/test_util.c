@@ -1,14 +1,6 @@
 /* Unit tests for src/core/util.c: the thread-safe errno text, base64url. */
-/* cmocka.h needs these four headers first. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
-
 #include "core/util.h"
+#include "unit.h"
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -79,15 +71,9 @@ static void test_b64url(void **state) {
   assert_false(b64url_decode("Zm=v", 4, bytes, sizeof bytes, &n));
   assert_false(b64url_decode("Z\0m9", 4, bytes, sizeof bytes, &n));
   assert_false(b64url_decode("Zh", 2, bytes, sizeof bytes, &n)); /* "Zg" is the only encoding of "f" */
-  assert_false(b64url_decode("Zm9vYmFy", 8, bytes, 5, &n));    /* more than cap */
+  assert_false(b64url_decode("Zm9vYmFy", 8, bytes, 5, &n));      /* more than cap */
   assert_true(b64url_decode("Zm8=", 4, bytes, sizeof bytes, &n) && n == 2);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_b64url),
-      cmocka_unit_test(test_errno_text),
-      cmocka_unit_test(test_errno_text_per_thread),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_b64url), cmocka_unit_test(test_errno_text),
+          cmocka_unit_test(test_errno_text_per_thread))

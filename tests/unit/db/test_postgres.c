@@ -5,17 +5,9 @@
  * failure among deferred statements rolling the transaction back, the guard keeping a write
  * from running, independent reads in one round trip, named and unnamed statements, and a
  * connection that the server dropped made again. */
-/* cmocka.h needs these four headers first. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
-
 #include "core/config.h"
 #include "db/db.h"
+#include "unit.h"
 #include "unit_db.h"
 #include <glob.h>
 #include <stdio.h>
@@ -268,14 +260,7 @@ static void test_connection_made_again(void **state) {
   arena_fini(&a);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_transaction_in_two_round_trips),
-      cmocka_unit_test(test_failed_deferred_statement_rolls_back),
-      cmocka_unit_test(test_guard),
-      cmocka_unit_test(test_reads_in_one_round_trip),
-      cmocka_unit_test(test_named_and_unnamed_statements),
-      cmocka_unit_test(test_connection_made_again),
-  };
-  return cmocka_run_group_tests(tests, cluster_up, cluster_down);
-}
+UNIT_MAIN(cluster_up, cluster_down, cmocka_unit_test(test_transaction_in_two_round_trips),
+          cmocka_unit_test(test_failed_deferred_statement_rolls_back), cmocka_unit_test(test_guard),
+          cmocka_unit_test(test_reads_in_one_round_trip), cmocka_unit_test(test_named_and_unnamed_statements),
+          cmocka_unit_test(test_connection_made_again))

@@ -1,16 +1,8 @@
 /* Unit tests for src/db/sqlite.c and the result building of src/db/db.c: a cached `SELECT *`
  * after another connection changed the table, integer cells kept as numbers, cell lengths. */
-/* cmocka.h needs these four headers first. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
-
 #include "core/config.h"
 #include "db/db.h"
+#include "unit.h"
 #include "unit_db.h"
 #include <pthread.h>
 #include <sqlite3.h>
@@ -350,15 +342,7 @@ static void test_deferred_statements_run_at_once(void **state) {
   arena_fini(&a);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_deferred_statements_run_at_once),
-      cmocka_unit_test(test_select_star_after_schema_change),
-      cmocka_unit_test(test_cells),
-      cmocka_unit_test(test_group_commit),
-      cmocka_unit_test(test_full_database_during_group_commit),
-      cmocka_unit_test(test_on_commit),
-      cmocka_unit_test(test_before_commit),
-  };
-  return cmocka_run_group_tests(tests, setup, teardown);
-}
+UNIT_MAIN(setup, teardown, cmocka_unit_test(test_deferred_statements_run_at_once),
+          cmocka_unit_test(test_select_star_after_schema_change), cmocka_unit_test(test_cells),
+          cmocka_unit_test(test_group_commit), cmocka_unit_test(test_full_database_during_group_commit),
+          cmocka_unit_test(test_on_commit), cmocka_unit_test(test_before_commit))

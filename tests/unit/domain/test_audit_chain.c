@@ -3,17 +3,9 @@
  * written before the key is the same canonical form under the v1 tag, credentials are redacted
  * at any depth and in any letter case, and text is cleaned to valid UTF-8 without control
  * characters. */
-/* cmocka.h needs these four headers first. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
-
 #include "domain/audit/audit_chain.h"
 #include "ext/digest.h"
+#include "unit.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,14 +134,6 @@ static void test_clean_text(void **state) {
   arena_fini(&a);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_hash_is_stable_hex),
-      cmocka_unit_test(test_hash_covers_every_field),
-      cmocka_unit_test(test_length_prefixes_keep_fields_apart),
-      cmocka_unit_test(test_keyed_and_plain_hashes),
-      cmocka_unit_test(test_redaction_at_any_depth),
-      cmocka_unit_test(test_clean_text),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_hash_is_stable_hex), cmocka_unit_test(test_hash_covers_every_field),
+          cmocka_unit_test(test_length_prefixes_keep_fields_apart), cmocka_unit_test(test_keyed_and_plain_hashes),
+          cmocka_unit_test(test_redaction_at_any_depth), cmocka_unit_test(test_clean_text))

@@ -1,14 +1,8 @@
 /* Unit tests for src/domain/providers/availability.c: the default week, completing a PUT body,
  * and whether an instant falls within the week. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
 #include "core/clock.h"
 #include "domain/providers/availability.h"
+#include "unit.h"
 #include <string.h>
 
 static int64_t at(const char *iso) {
@@ -79,11 +73,4 @@ static void test_complete(void **state) {
   json_decref(given);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_default_week),
-      cmocka_unit_test(test_fits),
-      cmocka_unit_test(test_complete),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_default_week), cmocka_unit_test(test_fits), cmocka_unit_test(test_complete))

@@ -1,15 +1,9 @@
 /* Unit tests for the payouts domain's pure rules: what a provider keeps of its earnings once
  * part of the charge was refunded (a job's share, a tip whole), and the service's name of a
  * connected account's state. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
 #include "domain/payouts/payouts.h"
 #include "domain/payouts/payouts_api.h"
+#include "unit.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -61,11 +55,5 @@ static void test_paid_and_unpaid(void **state) {
   assert_false(payouts_paid("cancelled") || payouts_unpaid("cancelled") || payouts_paid(NULL) || payouts_unpaid(NULL));
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_earned_after_refunds),
-      cmocka_unit_test(test_account_status),
-      cmocka_unit_test(test_paid_and_unpaid),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_earned_after_refunds), cmocka_unit_test(test_account_status),
+          cmocka_unit_test(test_paid_and_unpaid))

@@ -2,16 +2,8 @@
  * the spec's table, every label variant and date format of decisions.md §4, the ID markers
  * with OCR noise, names and states; insurance statuses, label variants, the ACORD 25 table,
  * coverage normalisation and the two-field threshold of the summary. "Today" is 2026-06-15. */
-/* cmocka.h needs these four headers first. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
-
 #include "domain/providers/recognition.h"
+#include "unit.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -419,13 +411,6 @@ static void test_insurance_long_values(void **state) {
   assert_true(strlen(r.summary) < sizeof r.summary);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_licence_table),
-      cmocka_unit_test(test_fields_utf8),
-      cmocka_unit_test(test_text_cap),
-      cmocka_unit_test(test_insurance_table),
-      cmocka_unit_test(test_insurance_long_values),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_licence_table), cmocka_unit_test(test_fields_utf8),
+          cmocka_unit_test(test_text_cap), cmocka_unit_test(test_insurance_table),
+          cmocka_unit_test(test_insurance_long_values))

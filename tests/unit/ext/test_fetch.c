@@ -5,19 +5,11 @@
  * helpers report a refused or non-JSON answer as a bad body; and Stripe's calls go through
  * the exchange: an answer over its cap is tried once, not three times, a 503 three times, and
  * a STRIPE_API_BASE of another scheme is refused. */
-/* cmocka.h needs these four headers first. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
-
 #include "core/config.h"
 #include "core/log.h"
 #include "ext/fetch.h"
 #include "ext/payments_impl.h"
+#include "unit.h"
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <netinet/in.h>
@@ -291,18 +283,9 @@ static void test_stripe_only_http_and_https(void **state) {
   assert_null(strstr(err.message, "server error"));
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_exchange_sends_what_is_described),
-      cmocka_unit_test(test_exchange_keeps_an_error_answer),
-      cmocka_unit_test(test_answer_cap),
-      cmocka_unit_test(test_only_http_and_https),
-      cmocka_unit_test(test_deadline),
-      cmocka_unit_test(test_json_helpers),
-      cmocka_unit_test(test_stripe_call),
-      cmocka_unit_test(test_stripe_does_not_retry_a_refused_answer),
-      cmocka_unit_test(test_stripe_retries_a_server_error),
-      cmocka_unit_test(test_stripe_only_http_and_https),
-  };
-  return cmocka_run_group_tests(tests, group_setup, group_teardown);
-}
+UNIT_MAIN(group_setup, group_teardown, cmocka_unit_test(test_exchange_sends_what_is_described),
+          cmocka_unit_test(test_exchange_keeps_an_error_answer), cmocka_unit_test(test_answer_cap),
+          cmocka_unit_test(test_only_http_and_https), cmocka_unit_test(test_deadline),
+          cmocka_unit_test(test_json_helpers), cmocka_unit_test(test_stripe_call),
+          cmocka_unit_test(test_stripe_does_not_retry_a_refused_answer),
+          cmocka_unit_test(test_stripe_retries_a_server_error), cmocka_unit_test(test_stripe_only_http_and_https))

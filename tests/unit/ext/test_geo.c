@@ -1,12 +1,6 @@
 /* Unit tests for src/ext/geo.c: ZIP centroids, distances, drive-time estimate. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
 #include "ext/geo.h"
+#include "unit.h"
 #include <math.h>
 
 static void test_known_zips(void **state) {
@@ -95,15 +89,6 @@ static void test_zips_near(void **state) {
   assert_int_equal(geo_zips_near(0, -30, 100, near, 50), 0);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_known_zips),
-      cmocka_unit_test(test_unknown_or_malformed),
-      cmocka_unit_test(test_distance),
-      cmocka_unit_test(test_drive_minutes),
-      cmocka_unit_test(test_road_miles),
-      cmocka_unit_test(test_zip_in_text),
-      cmocka_unit_test(test_zips_near),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_known_zips), cmocka_unit_test(test_unknown_or_malformed),
+          cmocka_unit_test(test_distance), cmocka_unit_test(test_drive_minutes), cmocka_unit_test(test_road_miles),
+          cmocka_unit_test(test_zip_in_text), cmocka_unit_test(test_zips_near))

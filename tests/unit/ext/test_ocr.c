@@ -8,17 +8,9 @@
  * fonts (scripts/deps.sh test). ImageMagick's Debian policy forbids writing PDF, so the PDFs
  * are made with cairo, whose toy font API loads fontconfig: teardown releases both so the
  * test is clean under LeakSanitizer. */
-/* cmocka.h needs these four headers first. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
-
 #include "domain/providers/recognition.h"
 #include "ext/ocr.h"
+#include "unit.h"
 #include <cairo-pdf.h>
 #include <cairo.h>
 #include <dlfcn.h>
@@ -426,24 +418,11 @@ static void test_text_free_twice(void **state) {
   ocr_text_free(NULL);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_png_licence),
-      cmocka_unit_test(test_png_licence_recognised),
-      cmocka_unit_test(test_jpeg_and_webp),
-      cmocka_unit_test(test_textured_photo),
-      cmocka_unit_test(test_sideways_photo),
-      cmocka_unit_test(test_transparent_background),
-      cmocka_unit_test(test_blank_image),
-      cmocka_unit_test(test_tiny_image),
-      cmocka_unit_test(test_not_an_image),
-      cmocka_unit_test(test_missing_file),
-      cmocka_unit_test(test_pdf_text_layer),
-      cmocka_unit_test(test_pdf_scan),
-      cmocka_unit_test(test_pdf_first_three_pages),
-      cmocka_unit_test(test_pdf_damaged),
-      cmocka_unit_test(test_threads),
-      cmocka_unit_test(test_text_free_twice),
-  };
-  return cmocka_run_group_tests(tests, group_setup, group_teardown);
-}
+UNIT_MAIN(group_setup, group_teardown, cmocka_unit_test(test_png_licence),
+          cmocka_unit_test(test_png_licence_recognised), cmocka_unit_test(test_jpeg_and_webp),
+          cmocka_unit_test(test_textured_photo), cmocka_unit_test(test_sideways_photo),
+          cmocka_unit_test(test_transparent_background), cmocka_unit_test(test_blank_image),
+          cmocka_unit_test(test_tiny_image), cmocka_unit_test(test_not_an_image), cmocka_unit_test(test_missing_file),
+          cmocka_unit_test(test_pdf_text_layer), cmocka_unit_test(test_pdf_scan),
+          cmocka_unit_test(test_pdf_first_three_pages), cmocka_unit_test(test_pdf_damaged),
+          cmocka_unit_test(test_threads), cmocka_unit_test(test_text_free_twice))

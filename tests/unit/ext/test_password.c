@@ -4,16 +4,8 @@
  * The pool is process-wide and cannot be restarted after password_pool_stop(), so it is started
  * once (by the first test that needs it) and stopped by the last test. The start-up probe runs
  * in forked children, before this process starts any thread. */
-/* cmocka.h needs these four headers first. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
-
 #include "ext/password.h"
+#include "unit.h"
 #include <crypt.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -201,15 +193,7 @@ static void test_stop(void **state) {
   assert_int_equal(password_verify("late", NULL), PW_BUSY);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_hash_now_format),
-      cmocka_unit_test(test_pool_serves_first_request),
-      cmocka_unit_test(test_pool_round_trip),
-      cmocka_unit_test(test_wrong_password_mismatch),
-      cmocka_unit_test(test_unknown_account_mismatch),
-      cmocka_unit_test(test_busy_when_full),
-      cmocka_unit_test(test_stop),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_hash_now_format), cmocka_unit_test(test_pool_serves_first_request),
+          cmocka_unit_test(test_pool_round_trip), cmocka_unit_test(test_wrong_password_mismatch),
+          cmocka_unit_test(test_unknown_account_mismatch), cmocka_unit_test(test_busy_when_full),
+          cmocka_unit_test(test_stop))

@@ -2,16 +2,8 @@
  * hold's expiry from an expanded latest_charge, the last error), refunds, connected accounts,
  * transfers and their reversals, and the idempotency key that intents, subscriptions, refunds,
  * transfers and reversals carry in their metadata. Both processors answer in this shape. */
-/* cmocka.h needs these four headers first. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
-
 #include "ext/payments_impl.h"
+#include "unit.h"
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -180,16 +172,11 @@ static void test_transfer_and_reversal(void **state) {
   json_decref(trr);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_authorization_with_expanded_charge),
-      cmocka_unit_test(test_charge_not_expanded_has_no_expiry),
-      cmocka_unit_test(test_declined_intent_keeps_its_last_error),
-      cmocka_unit_test(test_overlong_values_are_cut_not_overflowed),
-      cmocka_unit_test(test_refund_with_and_without_a_key),
-      cmocka_unit_test(test_account_before_and_after_onboarding),
-      cmocka_unit_test(test_account_requirements_too_long_keep_whole_items),
-      cmocka_unit_test(test_transfer_and_reversal),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_authorization_with_expanded_charge),
+          cmocka_unit_test(test_charge_not_expanded_has_no_expiry),
+          cmocka_unit_test(test_declined_intent_keeps_its_last_error),
+          cmocka_unit_test(test_overlong_values_are_cut_not_overflowed),
+          cmocka_unit_test(test_refund_with_and_without_a_key),
+          cmocka_unit_test(test_account_before_and_after_onboarding),
+          cmocka_unit_test(test_account_requirements_too_long_keep_whole_items),
+          cmocka_unit_test(test_transfer_and_reversal))

@@ -2,19 +2,11 @@
  * temporary SQLite database: a key queues work once however often it is offered, and a
  * periodic task runs once per slot of the service clock, again when the clock reaches the
  * next slot. The API tests cover the queue through the real binary. */
-/* cmocka.h needs these four headers first. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
-
 #include "core/clock.h"
 #include "db/db.h"
 #include "db/migrate.h"
 #include "ext/queue.h"
+#include "unit.h"
 #include "unit_db.h"
 #include <stdatomic.h>
 #include <stdio.h>
@@ -101,10 +93,5 @@ static void test_periodic_task_runs_once_per_slot(void **state) {
   assert_int_equal(count_kind("tick"), 2);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_keyed_work_is_queued_once),
-      cmocka_unit_test(test_periodic_task_runs_once_per_slot),
-  };
-  return cmocka_run_group_tests(tests, setup, teardown);
-}
+UNIT_MAIN(setup, teardown, cmocka_unit_test(test_keyed_work_is_queued_once),
+          cmocka_unit_test(test_periodic_task_runs_once_per_slot))

@@ -3,17 +3,9 @@
  * (spaces, unicode, reserved characters, short buffers), and the calls' refusals that need no
  * server (missing configuration, bad keys, bad endpoint). Requests against a live store are
  * exercised by the API tests through tests/api/fake_s3.py. */
-/* cmocka.h needs these four headers first. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
-
 #include "core/config.h"
 #include "ext/s3.h"
+#include "unit.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -225,19 +217,10 @@ static void test_put_refuses_unreadable_file_and_bad_type(void **state) {
   assert_non_null(strstr(err, "content type"));
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_aws_get_object_example),
-      cmocka_unit_test(test_header_order_and_spacing_do_not_matter),
-      cmocka_unit_test(test_authorization_three_headers),
-      cmocka_unit_test(test_put_with_content_type),
-      cmocka_unit_test(test_every_input_counts),
-      cmocka_unit_test(test_uri_encode_spaces_and_unicode),
-      cmocka_unit_test(test_uri_encode_reserved_and_unreserved),
-      cmocka_unit_test(test_uri_encode_capacity),
-      cmocka_unit_test(test_unconfigured_calls_fail),
-      cmocka_unit_test(test_bad_keys_and_endpoint_fail),
-      cmocka_unit_test(test_put_refuses_unreadable_file_and_bad_type),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_aws_get_object_example),
+          cmocka_unit_test(test_header_order_and_spacing_do_not_matter),
+          cmocka_unit_test(test_authorization_three_headers), cmocka_unit_test(test_put_with_content_type),
+          cmocka_unit_test(test_every_input_counts), cmocka_unit_test(test_uri_encode_spaces_and_unicode),
+          cmocka_unit_test(test_uri_encode_reserved_and_unreserved), cmocka_unit_test(test_uri_encode_capacity),
+          cmocka_unit_test(test_unconfigured_calls_fail), cmocka_unit_test(test_bad_keys_and_endpoint_fail),
+          cmocka_unit_test(test_put_refuses_unreadable_file_and_bad_type))

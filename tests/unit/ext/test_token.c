@@ -1,18 +1,10 @@
 /* Unit tests for src/ext/token.c: issue/verify round trip, and refusal of tampered, foreign,
  * "none", HS512, truncated and expired tokens. Forged tokens are built by hand with base64url
  * and OpenSSL's HMAC; a hand-built HS256 token serves as the control that the forging is right. */
-/* cmocka.h needs these four headers first. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
-
 #include "core/clock.h"
 #include "core/config.h"
 #include "ext/token.h"
+#include "unit.h"
 #include <jansson.h>
 #include <jwt.h>
 #include <openssl/evp.h>
@@ -478,22 +470,10 @@ static void test_header_forms(void **state) {
   free(claims);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_claim_forms),
-      cmocka_unit_test(test_header_forms),
-      cmocka_unit_test(test_round_trip),
-      cmocka_unit_test(test_round_trip_staff_elevation),
-      cmocka_unit_test(test_token_ids),
-      cmocka_unit_test(test_header_is_hs256),
-      cmocka_unit_test(test_handmade_hs256_control),
-      cmocka_unit_test(test_modified_payload_refused),
-      cmocka_unit_test(test_different_secret_refused),
-      cmocka_unit_test(test_alg_none_refused),
-      cmocka_unit_test(test_hs512_same_secret_refused),
-      cmocka_unit_test(test_truncated_and_garbage_refused),
-      cmocka_unit_test(test_missing_claims_refused),
-      cmocka_unit_test(test_expired_refused),
-  };
-  return cmocka_run_group_tests(tests, group_setup, NULL);
-}
+UNIT_MAIN(group_setup, NULL, cmocka_unit_test(test_claim_forms), cmocka_unit_test(test_header_forms),
+          cmocka_unit_test(test_round_trip), cmocka_unit_test(test_round_trip_staff_elevation),
+          cmocka_unit_test(test_token_ids), cmocka_unit_test(test_header_is_hs256),
+          cmocka_unit_test(test_handmade_hs256_control), cmocka_unit_test(test_modified_payload_refused),
+          cmocka_unit_test(test_different_secret_refused), cmocka_unit_test(test_alg_none_refused),
+          cmocka_unit_test(test_hs512_same_secret_refused), cmocka_unit_test(test_truncated_and_garbage_refused),
+          cmocka_unit_test(test_missing_claims_refused), cmocka_unit_test(test_expired_refused))

@@ -1,12 +1,6 @@
 /* Unit tests for src/ext/weather.c: reading Open-Meteo answers, icons and snow codes. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
 #include "ext/weather.h"
+#include "unit.h"
 #include <string.h>
 
 static bool parse(const char *text, weather_day *out, int *n) {
@@ -89,12 +83,6 @@ static void test_icons_and_snow(void **state) {
     assert_int_equal(weather_is_snow(code), (code >= 71 && code <= 77) || code == 85 || code == 86);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_parse_open_meteo_answer),
-      cmocka_unit_test(test_parse_keeps_at_most_14_days),
-      cmocka_unit_test(test_parse_refuses_what_is_not_a_forecast),
-      cmocka_unit_test(test_icons_and_snow),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_parse_open_meteo_answer),
+          cmocka_unit_test(test_parse_keeps_at_most_14_days),
+          cmocka_unit_test(test_parse_refuses_what_is_not_a_forecast), cmocka_unit_test(test_icons_and_snow))

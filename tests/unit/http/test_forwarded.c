@@ -1,16 +1,8 @@
 /* Unit tests for src/http/forwarded.c: the client address picked from X-Forwarded-For lines
  * with N trusted proxies, entries with ports and brackets, spaces, empty entries, entries that
  * are not addresses, and the cap on kept lines. */
-/* cmocka.h needs these four headers first. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
-
 #include "http/forwarded.h"
+#include "unit.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -76,12 +68,5 @@ static void test_line_cap(void **state) {
   assert_string_equal(out, "198.51.100.5");
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_from_the_right),
-      cmocka_unit_test(test_entry_forms),
-      cmocka_unit_test(test_not_an_address),
-      cmocka_unit_test(test_line_cap),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_from_the_right), cmocka_unit_test(test_entry_forms),
+          cmocka_unit_test(test_not_an_address), cmocka_unit_test(test_line_cap))

@@ -2,17 +2,9 @@
  * directions, the limit and cursor of a request, the page's cut and its next link, and a
  * cursor refused by any other list, path, scope or caller. Requests are hs_req values built
  * here, without a pipeline. */
-/* cmocka.h needs these four headers first. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
-
 #include "core/config.h"
 #include "http/paging.h"
+#include "unit.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,11 +173,5 @@ static void test_cursor_belongs_to_its_list(void **state) {
   arena_fini(&a);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_statement_tail),
-      cmocka_unit_test(test_limit_cut_and_next_link),
-      cmocka_unit_test(test_cursor_belongs_to_its_list),
-  };
-  return cmocka_run_group_tests(tests, setup, NULL);
-}
+UNIT_MAIN(setup, NULL, cmocka_unit_test(test_statement_tail), cmocka_unit_test(test_limit_cut_and_next_link),
+          cmocka_unit_test(test_cursor_belongs_to_its_list))

@@ -3,15 +3,6 @@
  * rows of this file; a body fed in pieces), checking which gate answers, in which order, with
  * which body and headers, and whether the hooks and the handler ran. Rate limits and
  * idempotency keys live in a SQLite database migrated in the group setup. */
-/* cmocka.h needs these four headers first. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
-
 #include "core/config.h"
 #include "core/log.h"
 #include "db/db.h"
@@ -22,6 +13,7 @@
 #include "http/pipeline.h"
 #include "http/router.h"
 #include "http/stream.h"
+#include "unit.h"
 #include "unit_db.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -717,32 +709,19 @@ static void test_ticket(void **state) {
   assert_int_equal(redeemed, before);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup(test_open_route, setup),
-      cmocka_unit_test_setup(test_not_found, setup),
-      cmocka_unit_test_setup(test_environment_gate, setup),
-      cmocka_unit_test_setup(test_unauthorized, setup),
-      cmocka_unit_test_setup(test_forbidden, setup),
-      cmocka_unit_test_setup(test_too_large_by_content_length, setup),
-      cmocka_unit_test_setup(test_too_large_by_body, setup),
-      cmocka_unit_test_setup(test_header_fields_too_large, setup),
-      cmocka_unit_test_setup(test_rate_limit, setup),
-      cmocka_unit_test_setup(test_malformed_json, setup),
-      cmocka_unit_test_setup(test_validation, setup),
-      cmocka_unit_test_setup(test_multipart_to_json_route, setup),
-      cmocka_unit_test_setup(test_handler_and_hooks, setup),
-      cmocka_unit_test_setup(test_before_handler_refuses, setup),
-      cmocka_unit_test_setup(test_handler_without_answer, setup),
-      cmocka_unit_test_setup(test_error_bodies, setup),
-      cmocka_unit_test_setup(test_raw_body, setup),
-      cmocka_unit_test_setup(test_lanes, setup),
-      cmocka_unit_test_setup(test_upload_guarded_early, setup),
-      cmocka_unit_test_setup(test_idempotent_replay, setup),
-      cmocka_unit_test_setup(test_forwarded_client, setup),
-      cmocka_unit_test_setup(test_preflight, setup),
-      cmocka_unit_test_setup(test_stream_answer, setup),
-      cmocka_unit_test_setup(test_ticket, setup),
-  };
-  return cmocka_run_group_tests(tests, group_setup, group_teardown);
-}
+UNIT_MAIN(group_setup, group_teardown, cmocka_unit_test_setup(test_open_route, setup),
+          cmocka_unit_test_setup(test_not_found, setup), cmocka_unit_test_setup(test_environment_gate, setup),
+          cmocka_unit_test_setup(test_unauthorized, setup), cmocka_unit_test_setup(test_forbidden, setup),
+          cmocka_unit_test_setup(test_too_large_by_content_length, setup),
+          cmocka_unit_test_setup(test_too_large_by_body, setup),
+          cmocka_unit_test_setup(test_header_fields_too_large, setup), cmocka_unit_test_setup(test_rate_limit, setup),
+          cmocka_unit_test_setup(test_malformed_json, setup), cmocka_unit_test_setup(test_validation, setup),
+          cmocka_unit_test_setup(test_multipart_to_json_route, setup),
+          cmocka_unit_test_setup(test_handler_and_hooks, setup),
+          cmocka_unit_test_setup(test_before_handler_refuses, setup),
+          cmocka_unit_test_setup(test_handler_without_answer, setup), cmocka_unit_test_setup(test_error_bodies, setup),
+          cmocka_unit_test_setup(test_raw_body, setup), cmocka_unit_test_setup(test_lanes, setup),
+          cmocka_unit_test_setup(test_upload_guarded_early, setup),
+          cmocka_unit_test_setup(test_idempotent_replay, setup), cmocka_unit_test_setup(test_forwarded_client, setup),
+          cmocka_unit_test_setup(test_preflight, setup), cmocka_unit_test_setup(test_stream_answer, setup),
+          cmocka_unit_test_setup(test_ticket, setup))

@@ -1,16 +1,8 @@
 /* Unit tests for src/http/router.c. The router keeps process-wide state and is built once,
  * so one table is compiled in the group setup and every test reads it. */
-/* cmocka.h needs these four headers first. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
-
 #include "core/config.h"
 #include "http/router.h"
+#include "unit.h"
 #include <string.h>
 
 static err_t dummy(hs_req *req) {
@@ -258,18 +250,13 @@ static void test_method_names(void **state) {
   assert_string_equal(hs_method_name(HS_GET | HS_POST), "?");
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_static_segments, req_setup, req_teardown),
-      cmocka_unit_test_setup_teardown(test_static_beats_param, req_setup, req_teardown),
-      cmocka_unit_test_setup_teardown(test_params_extracted, req_setup, req_teardown),
-      cmocka_unit_test_setup_teardown(test_method_matters, req_setup, req_teardown),
-      cmocka_unit_test_setup_teardown(test_slashes_tolerated, req_setup, req_teardown),
-      cmocka_unit_test_setup_teardown(test_no_match, req_setup, req_teardown),
-      cmocka_unit_test(test_methods_for_path),
-      cmocka_unit_test_setup_teardown(test_routes_and_counts, req_setup, req_teardown),
-      cmocka_unit_test_setup_teardown(test_environment_gates, req_setup, req_teardown),
-      cmocka_unit_test(test_method_names),
-  };
-  return cmocka_run_group_tests(tests, group_setup, NULL);
-}
+UNIT_MAIN(group_setup, NULL, cmocka_unit_test_setup_teardown(test_static_segments, req_setup, req_teardown),
+          cmocka_unit_test_setup_teardown(test_static_beats_param, req_setup, req_teardown),
+          cmocka_unit_test_setup_teardown(test_params_extracted, req_setup, req_teardown),
+          cmocka_unit_test_setup_teardown(test_method_matters, req_setup, req_teardown),
+          cmocka_unit_test_setup_teardown(test_slashes_tolerated, req_setup, req_teardown),
+          cmocka_unit_test_setup_teardown(test_no_match, req_setup, req_teardown),
+          cmocka_unit_test(test_methods_for_path),
+          cmocka_unit_test_setup_teardown(test_routes_and_counts, req_setup, req_teardown),
+          cmocka_unit_test_setup_teardown(test_environment_gates, req_setup, req_teardown),
+          cmocka_unit_test(test_method_names))

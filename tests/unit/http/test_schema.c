@@ -1,15 +1,7 @@
 /* Unit tests for src/http/schema.c: every field kind, presence rules, table order, dropping of
  * undeclared fields and query-string conversion. Bad inputs are table-driven. */
-/* cmocka.h needs these four headers first. */
-/* clang-format off */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-/* clang-format on */
-
 #include "http/schema.h"
+#include "unit.h"
 #include <string.h>
 
 /* ---- helpers ---- */
@@ -565,10 +557,10 @@ static void test_time(void **state) {
   expect_ok(&time_schema, "{\"at\": \"08:30\"}", false, "{\"at\": \"08:30\"}");
   static const char msg[] = "at: must be a time HH:MM (00:00 to 23:59)";
   static const bad_case bad[] = {
-      {"{\"at\": \"24:00\"}", msg},  {"{\"at\": \"12:60\"}", msg},  {"{\"at\": \"8:30\"}", msg},
-      {"{\"at\": \"08:3\"}", msg},   {"{\"at\": \"0830\"}", msg},   {"{\"at\": \"08-30\"}", msg},
+      {"{\"at\": \"24:00\"}", msg},    {"{\"at\": \"12:60\"}", msg}, {"{\"at\": \"8:30\"}", msg},
+      {"{\"at\": \"08:3\"}", msg},     {"{\"at\": \"0830\"}", msg},  {"{\"at\": \"08-30\"}", msg},
       {"{\"at\": \"08:30:00\"}", msg}, {"{\"at\": \"ab:cd\"}", msg}, {"{\"at\": \" 8:30\"}", msg},
-      {"{\"at\": 830}", msg},          {"{\"at\": true}", msg},       {"{}", "at: is required"},
+      {"{\"at\": 830}", msg},          {"{\"at\": true}", msg},      {"{}", "at: is required"},
   };
   BAD(time_schema, bad);
 }
@@ -632,29 +624,12 @@ static void test_csv_and_field_messages(void **state) {
   expect_err(&csv_schema, "{\"status\": [\"DONE\", 7]}", false, "status: must be one of: OPEN, DONE");
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_csv_and_field_messages),
-      cmocka_unit_test(test_string_bounds_in_characters),
-      cmocka_unit_test(test_email_trims_and_lowercases),
-      cmocka_unit_test(test_is_email),
-      cmocka_unit_test(test_enum),
-      cmocka_unit_test(test_zip),
-      cmocka_unit_test(test_datetime),
-      cmocka_unit_test(test_bool),
-      cmocka_unit_test(test_int),
-      cmocka_unit_test(test_number),
-      cmocka_unit_test(test_object),
-      cmocka_unit_test(test_object_output_is_a_copy),
-      cmocka_unit_test(test_array),
-      cmocka_unit_test(test_one_or_many),
-      cmocka_unit_test(test_required_optional_null),
-      cmocka_unit_test(test_undeclared_fields_dropped),
-      cmocka_unit_test(test_first_failure_in_table_order),
-      cmocka_unit_test(test_from_query_converts),
-      cmocka_unit_test(test_from_query_int_whitespace),
-      cmocka_unit_test(test_time),
-      cmocka_unit_test(test_array_of_objects_names_the_inner_field),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_csv_and_field_messages), cmocka_unit_test(test_string_bounds_in_characters),
+          cmocka_unit_test(test_email_trims_and_lowercases), cmocka_unit_test(test_is_email),
+          cmocka_unit_test(test_enum), cmocka_unit_test(test_zip), cmocka_unit_test(test_datetime),
+          cmocka_unit_test(test_bool), cmocka_unit_test(test_int), cmocka_unit_test(test_number),
+          cmocka_unit_test(test_object), cmocka_unit_test(test_object_output_is_a_copy), cmocka_unit_test(test_array),
+          cmocka_unit_test(test_one_or_many), cmocka_unit_test(test_required_optional_null),
+          cmocka_unit_test(test_undeclared_fields_dropped), cmocka_unit_test(test_first_failure_in_table_order),
+          cmocka_unit_test(test_from_query_converts), cmocka_unit_test(test_from_query_int_whitespace),
+          cmocka_unit_test(test_time), cmocka_unit_test(test_array_of_objects_names_the_inner_field))
