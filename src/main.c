@@ -130,7 +130,7 @@ static int cmd_audit_verify(int argc, char **argv) {
   int n = 0;
   for (int i = 1; i < argc; i += 2) expect[n++] = argv[i];
   open_database();
-  int rc = audit_verify(stdout, expect, n);
+  int rc = audit_verify(stdout, stderr, expect, n);
   db_close();
   free(expect);
   return rc;

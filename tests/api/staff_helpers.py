@@ -223,8 +223,9 @@ def derived_audit_key(server):
 
 
 def rewrite_chain(server, pg_cluster, rows, hash_of, start=1):
-    """Recomputes prev_hash and hash of rows (audit_rows, edited as the test likes) from record
-    start on with hash_of(row), writes them and moves the tip: a forger's rewrite."""
+    """Recomputes prev_hash and hash of rows (audit_rows, edited as the test likes: body and
+    created_at) from record start on with hash_of(row), writes them and moves the tip: a
+    forger's rewrite."""
     prev = GENESIS if start == 1 else next(r["hash"] for r in rows if r["seq"] == start - 1)
     statements = []
     for row in rows:
@@ -234,7 +235,7 @@ def rewrite_chain(server, pg_cluster, rows, hash_of, start=1):
         row["hash"] = prev = hash_of(row)
         body = "NULL" if row["body"] is None else "'" + row["body"].replace("'", "''") + "'"
         statements.append(f"UPDATE audit_log SET prev_hash = '{row['prev_hash']}', hash = '{row['hash']}', "
-                          f"body = {body} WHERE seq = {row['seq']}")
+                          f"body = {body}, created_at = {row['created_at']} WHERE seq = {row['seq']}")
     statements.append(f"UPDATE audit_tip SET seq = {rows[-1]['seq']}, hash = '{prev}' WHERE id = 1")
     for s in statements:
         sql(server, pg_cluster, s)

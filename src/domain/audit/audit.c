@@ -10,7 +10,15 @@
 #include "domain/audit/audit_checkpoint.h"
 #include "domain/audit/audit_store.h"
 #include <ctype.h>
+#include <stdint.h>
 #include <stdlib.h>
+
+/* Appends r on c and, once committed, tells the checkpoint thread how far the chain got. */
+static err_t append(db_conn *c, arena *a, audit_record *r) {
+  err_t e = db_to_err(audit_store_append(c, a, r));
+  if (!e) db_on_commit(c, audit_checkpoint_appended, (void *)(intptr_t)r->seq);
+  return e;
+}
 
 err_t audit_log_in(db_conn *c, const audit_action *act) {
   arena a;
@@ -29,7 +37,7 @@ err_t audit_log_in(db_conn *c, const audit_action *act) {
                     .target_role = act->target_role,
                     .body = detail,
                     .created_at = clock_now_ms()};
-  err_t e = db_to_err(audit_store_append(c, &a, &r));
+  err_t e = append(c, &a, &r);
   free(detail);
   arena_fini(&a);
   return e;
@@ -88,7 +96,7 @@ static err_t append_request(db_conn *c, hs_req *req, audit_impersonation *imp) {
                     .path = audit_clean_text(&req->arena, req->path),
                     .body = body,
                     .created_at = clock_now_ms()};
-  err_t e = db_to_err(audit_store_append(c, &req->arena, &r));
+  err_t e = append(c, &req->arena, &r);
   free(body);
   if (!e) imp->request_seq = r.seq;
   return e;
@@ -113,7 +121,7 @@ void audit_impersonated_outcome(hs_req *req, audit_impersonation *imp) {
                     .status = hs_status(req),
                     .ref_seq = imp->request_seq,
                     .created_at = clock_now_ms()};
-  if (!e) e = db_to_err(audit_store_append(c, &req->arena, &r));
+  if (!e) e = append(c, &req->arena, &r);
   if (db_end(c, e) != ERR_OK)
     log_msg(LOG_ERROR, "audit: the outcome of request %s (elevation %s) was not recorded", req->request_id,
             imp->elevation_id);

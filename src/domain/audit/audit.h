@@ -53,11 +53,14 @@ void audit_impersonated_outcome(hs_req *req, audit_impersonation *imp);
  * seq, id, kind, elevation_id, method, path, status, body, ref_seq, created_at). */
 err_t audit_sessions_events(arena *a, db_res **out);
 
-/* Checks every row of the audit log and the chain from its first record, then every
- * checkpoint of AUDIT_CHECKPOINT_FILE and each "SEQ:HASH" of expect (nexpect of them), writing
- * a report to out. Returns 0 when all hold, 1 when the chain is broken or a checkpoint no
- * longer matches (the first problem is named), 2 when the database or the checkpoint file
- * could not be read or an expected checkpoint is malformed. */
-int audit_verify(FILE *out, const char *const *expect, int nexpect);
+/* Checks every row of the audit log and the chain from its first record (a plain hash at or
+ * after where the keyed chain starts is a rewrite), then every checkpoint of
+ * AUDIT_CHECKPOINT_FILE and each "SEQ:HASH" of expect (nexpect of them), writing a report to
+ * out. Returns 0 when all hold, 1 when the chain is broken or a checkpoint no longer matches
+ * (the first problem is named), 2 when the database or the checkpoint file could not be read or
+ * an expected checkpoint is malformed, and 2 in production when the checkpoint file is missing
+ * or holds no checkpoint while the chain has a record older than the checkpoint period (that
+ * message, "audit verify: checkpoint file missing: ...", goes to err). */
+int audit_verify(FILE *out, FILE *err, const char *const *expect, int nexpect);
 
 #endif

@@ -1,13 +1,17 @@
 /* Checkpoints of the audit chain kept outside the database.
  *
  * A checkpoint is the chain's tip (seq and hash) at a moment: the service logs it (`audit
- * checkpoint`) and appends `<seq>:<hash> <time>` to AUDIT_CHECKPOINT_FILE. Whoever can write
- * the database can then still delete records from the end and move the tip back, or rebuild
- * the chain after an edit, but no longer unseen: `marketplace audit verify` checks that the
- * chain still holds every checkpoint. One thread per process looks every second whether 5
- * minutes of the service clock have passed since its last look, and writes a checkpoint when
- * the tip moved meanwhile; the last checkpoint is written at shutdown. Lines are appended with
- * one write(2) on an O_APPEND descriptor, so instances sharing the file never interleave. */
+ * checkpoint`, seq and hash: shipped logs hold a copy off the database host) and appends
+ * `<seq>:<hash> <time>` to AUDIT_CHECKPOINT_FILE. Whoever can write the database can then
+ * still delete records from the end and move the tip back, or rebuild the chain after an edit,
+ * but no longer unseen: `marketplace audit verify` checks that the chain still holds every
+ * checkpoint. So that only the newest records can go unseen, a checkpoint is written whenever
+ * the tip moved AUDIT_CHECKPOINT_RECORDS records past the last one (an append's commit wakes
+ * the thread) or AUDIT_CHECKPOINT_PERIOD_MS of the service clock passed with the tip moved
+ * (one thread per process looks every second); one is written at start when the chain holds
+ * records (those appended while this instance was down, by the command line or by another
+ * instance) and the last at shutdown. Lines are appended with one write(2) on an O_APPEND
+ * descriptor, so instances sharing the file never interleave. */
 #include "domain/audit/audit_checkpoint.h"
 #include "core/clock.h"
 #include "core/config.h"
@@ -19,24 +23,26 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#define CHECKPOINT_EVERY_MS (5LL * 60 * 1000)
 #define LOOK_EVERY_MS 1000
 
 static struct {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   pthread_t thread;
-  bool running, stopping;
-  int64_t last_seq; /* the tip of the last checkpoint written, or seen at start */
-} cp = {.mu = PTHREAD_MUTEX_INITIALIZER, .last_seq = -1};
+  _Atomic bool running;
+  bool stopping, records_due; /* records_due: an append took the tip AUDIT_CHECKPOINT_RECORDS past last_seq */
+  _Atomic int64_t last_seq;   /* the tip of the last checkpoint written (0: none yet) */
+} cp = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-/* Appends the tip to the checkpoint file and logs it, unless it is unchanged since the last
- * one and force is false. */
+/* Appends the tip to the checkpoint file and logs it, unless the chain is empty or the tip is
+ * unchanged since the last checkpoint and force is false. Every checkpoint is logged, also
+ * when the file cannot be written ("written": false, and an error line). */
 static void checkpoint(bool force) {
   arena a;
   arena_init(&a);
@@ -46,7 +52,7 @@ static void checkpoint(bool force) {
     log_msg(LOG_ERROR, "audit checkpoint: the chain's tip could not be read");
     goto out;
   }
-  if (seq == 0 || (!force && seq == cp.last_seq)) goto out;
+  if (seq == 0 || (!force && seq == atomic_load(&cp.last_seq))) goto out;
   char when[25], line[160];
   clock_format_iso(clock_now_ms(), when);
   int n = snprintf(line, sizeof line, "%" PRId64 ":%s %s\n", seq, hash, when);
@@ -58,7 +64,7 @@ static void checkpoint(bool force) {
   log_json(LOG_INFO, "audit checkpoint",
            json_pack("{s:I,s:s,s:s,s:b}", "seq", (json_int_t)seq, "hash", hash, "file", CFG.audit_checkpoint_file,
                      "written", written));
-  cp.last_seq = seq;
+  atomic_store(&cp.last_seq, seq);
 out:
   arena_fini(&a);
 }
@@ -66,39 +72,50 @@ out:
 static void *checkpoint_main(void *arg) {
   (void)arg;
   db_use_pool(DB_POOL_SLOW);
-  int64_t due = clock_now_ms() + CHECKPOINT_EVERY_MS;
+  int64_t due = clock_now_ms() + AUDIT_CHECKPOINT_PERIOD_MS;
   pthread_mutex_lock(&cp.mu);
   while (!cp.stopping) {
-    clock_cond_wait_ms(&cp.cv, &cp.mu, LOOK_EVERY_MS);
-    if (cp.stopping || clock_now_ms() < due) continue;
+    if (!cp.records_due) clock_cond_wait_ms(&cp.cv, &cp.mu, LOOK_EVERY_MS);
+    if (cp.stopping || (!cp.records_due && clock_now_ms() < due)) continue;
+    cp.records_due = false;
     pthread_mutex_unlock(&cp.mu);
     checkpoint(false);
-    due = clock_now_ms() + CHECKPOINT_EVERY_MS;
+    due = clock_now_ms() + AUDIT_CHECKPOINT_PERIOD_MS;
     pthread_mutex_lock(&cp.mu);
   }
   pthread_mutex_unlock(&cp.mu);
   return NULL;
 }
 
+_Static_assert(sizeof(intptr_t) >= sizeof(int64_t), "a record's seq travels as the commit hook's pointer");
+
+void audit_checkpoint_appended(void *seq) {
+  if (!atomic_load(&cp.running) || (int64_t)(intptr_t)seq < atomic_load(&cp.last_seq) + AUDIT_CHECKPOINT_RECORDS)
+    return;
+  pthread_mutex_lock(&cp.mu);
+  if (atomic_load(&cp.running) && !cp.stopping) {
+    cp.records_due = true;
+    pthread_cond_signal(&cp.cv);
+  }
+  pthread_mutex_unlock(&cp.mu);
+}
+
 void audit_checkpoints_start(void) {
-  arena a;
-  arena_init(&a);
-  const char *hash;
-  if (audit_store_tip(&a, &cp.last_seq, &hash) != DB_OK) cp.last_seq = -1;
-  arena_fini(&a);
+  atomic_store(&cp.last_seq, 0);
+  checkpoint(false);
   clock_cond_init(&cp.cv);
-  cp.stopping = false;
-  cp.running = pthread_create(&cp.thread, NULL, checkpoint_main, NULL) == 0;
+  cp.stopping = cp.records_due = false;
+  atomic_store(&cp.running, pthread_create(&cp.thread, NULL, checkpoint_main, NULL) == 0);
 }
 
 void audit_checkpoints_stop(void) {
-  if (!cp.running) return;
+  if (!atomic_load(&cp.running)) return;
   pthread_mutex_lock(&cp.mu);
   cp.stopping = true;
   pthread_cond_signal(&cp.cv);
   pthread_mutex_unlock(&cp.mu);
   pthread_join(cp.thread, NULL);
-  cp.running = false;
+  atomic_store(&cp.running, false);
   pthread_cond_destroy(&cp.cv);
   checkpoint(true);
 }

@@ -12,9 +12,20 @@ typedef struct audit_checkpoint {
   const char *source; /* where it came from: "<file> line N" or "--expect" */
 } audit_checkpoint;
 
-/* Starts the thread that writes a checkpoint when the tip moved, at most every 5 minutes of
- * the service clock (serve only; after the database is open). */
+/* A checkpoint is written once the tip moved this many records past the last one, or when
+ * this much of the service clock passed and the tip moved; `audit verify` in production wants
+ * a checkpoint file once the chain has records older than the period. */
+#define AUDIT_CHECKPOINT_RECORDS 100
+#define AUDIT_CHECKPOINT_PERIOD_MS (60LL * 1000)
+
+/* Writes a checkpoint now when the chain holds records, then starts the thread that writes
+ * one whenever the tip moved AUDIT_CHECKPOINT_RECORDS records or AUDIT_CHECKPOINT_PERIOD_MS
+ * passed with the tip moved (serve only; after the database is open). */
 void audit_checkpoints_start(void);
+/* The commit hook of an append (db_on_commit; seq is the record's seq as an intptr_t): wakes
+ * the thread when the record is AUDIT_CHECKPOINT_RECORDS past the last checkpoint. Any
+ * thread; does nothing when the thread is not running (the command line). */
+void audit_checkpoint_appended(void *seq);
 /* Stops that thread and writes the shutdown checkpoint. No-op when it was not started. */
 void audit_checkpoints_stop(void);
 

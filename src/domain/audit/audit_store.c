@@ -86,6 +86,15 @@ db_rc audit_store_tip(arena *a, int64_t *seq, const char **hash) {
   return DB_OK;
 }
 
+db_rc audit_store_keyed_from(arena *a, int64_t *seq) {
+  db_res *r;
+  db_rc rc = db_query(a, &r, "SELECT keyed_from FROM audit_tip WHERE id = 1", DB_NOARGS);
+  if (rc != DB_OK) return rc;
+  if (r->rows != 1) return DB_ERROR;
+  *seq = int_or_zero(r, 0, "keyed_from");
+  return DB_OK;
+}
+
 db_rc audit_store_sessions_events(arena *a, db_res **out) {
   return db_query(a, out,
                   "SELECT seq, id, kind, elevation_id, method, path, status, body, ref_seq, created_at FROM audit_log "

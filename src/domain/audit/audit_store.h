@@ -18,6 +18,9 @@ db_rc audit_store_outside(arena *a, int64_t tip, db_res **out);
 db_rc audit_store_set_aside(arena *a, db_res **out);
 /* The tip: its seq and hash. */
 db_rc audit_store_tip(arena *a, int64_t *seq, const char **hash);
+/* Where the keyed chain starts (audit_tip.keyed_from, migration 0023): every record from that
+ * seq on must carry a keyed hash. 0 when the value is NULL (a constraint dropped to write it). */
+db_rc audit_store_keyed_from(arena *a, int64_t *seq);
 /* The request and outcome records of every elevation within the chain (1..tip), in seq order. */
 db_rc audit_store_sessions_events(arena *a, db_res **out);
 

@@ -6,12 +6,16 @@
  * aside, are a broken chain; positions 1..tip are walked in order, each record checked
  * against its predecessor (prev_hash) and its own hash, and the end against the tip. A
  * record's hash is an HMAC under the chain's key (audit_key()); records written before the
- * chain was keyed carry a plain SHA-256, accepted only before the first keyed record, which
- * marks the switch: a plain hash after it means the record was rewritten without the key.
+ * chain was keyed carry a plain SHA-256, accepted only before the position where migration
+ * 0023 recorded that the keyed chain starts (audit_tip.keyed_from) and before the first keyed
+ * record: a plain hash at or after either means the record was rewritten without the key.
  * Then every checkpoint (AUDIT_CHECKPOINT_FILE, and those given with --expect) must still be
  * a record of the chain with the same hash, which catches what the database alone cannot
- * show: a tail cut off with the tip moved back, or a chain rebuilt after an edit. The first
- * problem found, in the chain's order, is reported. */
+ * show: a tail cut off with the tip moved back, or a chain rebuilt after an edit (the start
+ * of the keyed chain moved with it included). The first problem found, in the chain's order,
+ * is reported. Last, in production, the checkpoints must exist: a missing or empty checkpoint
+ * file while the chain has records older than the checkpoint period fails the check. */
+#include "core/clock.h"
 #include "core/config.h"
 #include "domain/audit/audit.h"
 #include "domain/audit/audit_chain.h"
@@ -27,9 +31,12 @@
 
 typedef struct walk {
   FILE *out;
-  audit_checkpoint *cps; /* sorted by seq */
-  int ncps, next_cp;     /* next_cp: the first checkpoint not checked yet */
-  int64_t keyed_from;    /* the first record with a keyed hash (0: none yet) */
+  audit_checkpoint *cps;         /* sorted by seq */
+  int ncps, next_cp;             /* next_cp: the first checkpoint not checked yet */
+  int nfile;                     /* how many of cps came from AUDIT_CHECKPOINT_FILE */
+  int64_t keyed_from;            /* the first record with a keyed hash (0: none yet) */
+  int64_t keyed_start;           /* where migration 0023 recorded that the keyed chain starts */
+  int64_t oldest_seq, oldest_at; /* the record with the earliest created_at (0: none) */
 } walk;
 
 /* Reports the first break (1). */
@@ -72,12 +79,13 @@ static int load_checkpoints(arena *a, walk *w, const char *const *expect, int ne
   int rc = audit_checkpoints_read(a, CFG.audit_checkpoint_file, &w->cps, &w->ncps, err);
   if (rc < 0) return fprintf(w->out, "audit verify: %s\n", err), 2;
   *file_found = rc > 0;
+  w->nfile = w->ncps - nexpect;
   qsort(w->cps, (size_t)w->ncps, sizeof *w->cps, by_seq);
   return 0;
 }
 
 /* What is wrong with r's stored hash, or NULL. */
-static const char *hash_problem(walk *w, const audit_record *r, const char *stored) {
+static const char *hash_problem(walk *w, arena *a, const audit_record *r, const char *stored) {
   char keyed[65], plain[65];
   size_t keylen;
   const char *key = audit_key(&keylen);
@@ -88,9 +96,15 @@ static const char *hash_problem(walk *w, const audit_record *r, const char *stor
   }
   audit_record_hash_v1(r, plain);
   if (!stored || !digest_equal(stored, plain)) return "its content does not match its hash (altered)";
-  if (!w->keyed_from) return NULL; /* written before the chain was keyed */
-  return "its hash is a plain SHA-256 though the chain is keyed from an earlier record on (rewritten without the "
-         "key)";
+  if (w->keyed_from)
+    return "its hash is a plain SHA-256 though the chain is keyed from an earlier record on (rewritten without the "
+           "key)";
+  if (r->seq >= w->keyed_start)
+    return arena_printf(a,
+                        "its hash is a plain SHA-256 though the chain is keyed from record %" PRId64
+                        " on (migration 0023; rewritten without the key)",
+                        w->keyed_start);
+  return NULL; /* written before the chain was keyed */
 }
 
 /* The checkpoints at position seq, whose record's hash is now hash. */
@@ -121,7 +135,8 @@ static int walk_chain(walk *w, arena *a, int64_t tip, char prev[65], int64_t *la
                       "%" PRId64 " (%s): it does not follow record %" PRId64
                       " (a record was altered, inserted or removed before it)",
                       r.seq, r.id, r.seq - 1);
-      if ((problem = hash_problem(w, &r, stored))) return broken(w, "%" PRId64 " (%s): %s", r.seq, r.id, problem);
+      if ((problem = hash_problem(w, a, &r, stored))) return broken(w, "%" PRId64 " (%s): %s", r.seq, r.id, problem);
+      if (!w->oldest_seq || r.created_at < w->oldest_at) w->oldest_seq = r.seq, w->oldest_at = r.created_at;
       if (check_checkpoints_at(w, r.seq, stored)) return 1;
       snprintf(prev, 65, "%s", stored);
       expected++;
@@ -152,7 +167,36 @@ static int check_outside(walk *w, arena *a, int64_t tip, bool before_walk) {
   return 0;
 }
 
-int audit_verify(FILE *out, const char *const *expect, int nexpect) {
+/* Where the keyed chain starts must be a position of the chain or the next one (migration 0023
+ * recorded the tip's next position, and the tip only grows). */
+static int check_keyed_start(walk *w, int64_t tip) {
+  if (w->keyed_start < 1)
+    return broken(w, "1: where the keyed chain starts (audit_tip.keyed_from, migration 0023) is no longer recorded");
+  if (w->keyed_start > tip + 1)
+    return broken(w,
+                  "%" PRId64 ": the keyed chain is recorded to start there (audit_tip.keyed_from, migration 0023) but "
+                  "the chain ends at record %" PRId64 " (the start was moved)",
+                  w->keyed_start, tip);
+  return 0;
+}
+
+/* In production the checkpoints must exist: 2, after a message on err, when the file gave
+ * none while the chain has a record older than the checkpoint period. */
+static int check_file_kept(walk *w, FILE *err, bool file_found) {
+  if (CFG.env != ENV_PRODUCTION || w->nfile > 0 || !w->oldest_seq ||
+      w->oldest_at > clock_now_ms() - AUDIT_CHECKPOINT_PERIOD_MS)
+    return 0;
+  char when[25];
+  clock_format_iso(w->oldest_at, when);
+  fprintf(err,
+          "audit verify: checkpoint file missing: %s %s, yet record %" PRId64 " was written at %s, more than %lld "
+          "seconds ago (the checkpoint period); in production the chain's checkpoints must be kept\n",
+          CFG.audit_checkpoint_file, file_found ? "holds no checkpoint" : "does not exist", w->oldest_seq, when,
+          AUDIT_CHECKPOINT_PERIOD_MS / 1000);
+  return 2;
+}
+
+int audit_verify(FILE *out, FILE *err, const char *const *expect, int nexpect) {
   arena a, keep;
   arena_init(&a), arena_init(&keep);
   walk w = {.out = out};
@@ -163,7 +207,8 @@ int audit_verify(FILE *out, const char *const *expect, int nexpect) {
   db_res *aside;
   int result = load_checkpoints(&keep, &w, expect, nexpect, &file_found);
   if (result) goto out;
-  if (audit_store_tip(&keep, &tip_seq, &tip_hash) != DB_OK || audit_store_set_aside(&a, &aside) != DB_OK) {
+  if (audit_store_tip(&keep, &tip_seq, &tip_hash) != DB_OK || audit_store_keyed_from(&keep, &w.keyed_start) != DB_OK ||
+      audit_store_set_aside(&a, &aside) != DB_OK) {
     result = unreadable(&w);
     goto out;
   }
@@ -173,6 +218,7 @@ int audit_verify(FILE *out, const char *const *expect, int nexpect) {
     goto out;
   }
   if ((result = check_outside(&w, &a, tip_seq, true))) goto out;
+  if ((result = check_keyed_start(&w, tip_seq))) goto out;
   if ((result = check_checkpoints_at(&w, 0, AUDIT_GENESIS))) goto out;
   if ((result = walk_chain(&w, &a, tip_seq, prev, &last))) goto out;
   if (last != tip_seq || strcmp(tip_hash, prev)) {
@@ -196,6 +242,7 @@ int audit_verify(FILE *out, const char *const *expect, int nexpect) {
                     c->seq, c->seq, c->hash, c->source, last);
     goto out;
   }
+  if ((result = check_file_kept(&w, err, file_found))) goto out;
   fprintf(out, "audit chain intact: %" PRId64 " records, last hash %s\n", last, prev);
   if (last && w.keyed_from != 1)
     fprintf(out, "records before %" PRId64 " were hashed before the chain was keyed (plain SHA-256)\n",
