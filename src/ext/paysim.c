@@ -21,6 +21,7 @@
 #include "core/ids.h"
 #include "core/log.h"
 #include "db/db.h"
+#include "db/lease.h"
 #include "ext/paysim_impl.h"
 #include "ext/queue.h"
 #include <stdio.h>
@@ -128,39 +129,52 @@ void sim_new_id(const char *prefix, char out[PAY_ID_LEN]) {
  * request refused before it made anything (validation) releases its key, as Stripe keeps no
  * result for those. */
 
-typedef enum { KEY_NEW, KEY_REPLAY, KEY_MISMATCH, KEY_BUSY } key_state;
+/* KEY_AGAIN: nothing could be read, look again at once (only inside claim_key). */
+typedef enum { KEY_NEW, KEY_REPLAY, KEY_MISMATCH, KEY_BUSY, KEY_AGAIN } key_state;
 
 static void key_id(const char *idem_key, char out[PAY_ID_LEN + 8]) {
   snprintf(out, PAY_ID_LEN + 8, "idem:%s", idem_key);
 }
 
-/* Claims idem_key for a request with fingerprint fp, or finds what it made (*replay, owned). */
+/* One look at the claim of key (the row of an idempotency key): KEY_NEW when this request's
+ * claim won (the first claim wins: db_claim_first), else what the winner's says: KEY_BUSY while
+ * it runs, KEY_AGAIN when there was none to read (released meanwhile, or storage failed). */
+static key_state key_claim(const char *key, const char *fp, json_t **replay) {
+  json_t *mine = json_pack("{s:s}", "fingerprint", fp);
+  char *text = json_dumps(mine, JSON_COMPACT | JSON_SORT_KEYS);
+  const db_read claim = {"INSERT INTO processor_sim_objects (id, kind, data, created_at, updated_at) "
+                         "VALUES ($1, 'idempotency_key', $2, $3, $3) ON CONFLICT (id) DO NOTHING RETURNING id",
+                         DB_ARGS(DB_TEXT(key), DB_TEXT(text), DB_INT(clock_now_ms()))};
+  const db_read find = {"SELECT data FROM processor_sim_objects WHERE id = $1", DB_ARGS(DB_TEXT(key))};
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  bool won;
+  bool read = db_claim_first(&a, &claim, &find, &r, &won) == DB_OK && r->rows == 1;
+  json_t *ref = read && !won ? json_loads(db_text(r, 0, 0), 0, NULL) : NULL;
+  const char *first = json_string_value(json_object_get(ref, "fingerprint"));
+  const char *object = json_string_value(json_object_get(ref, "object"));
+  key_state st = !read ? KEY_AGAIN : won ? KEY_NEW : KEY_BUSY;
+  if (first && strcmp(first, fp))
+    st = KEY_MISMATCH;
+  else if (object && (*replay = sim_load(object, NULL)))
+    st = KEY_REPLAY;
+  json_decref(ref), json_decref(mine), free(text);
+  arena_fini(&a);
+  return st;
+}
+
+/* Claims idem_key for a request with fingerprint fp, or finds what it made (*replay, owned);
+ * while the first request with the key is still being carried out, waits for it. */
 static key_state claim_key(const char *idem_key, const char *fp, json_t **replay) {
   *replay = NULL;
   if (!idem_key) return KEY_NEW;
   char key[PAY_ID_LEN + 8];
   key_id(idem_key, key);
-  for (int tries = 0; tries < 100; tries++) {
-    json_t *ref = sim_load(key, NULL);
-    if (!ref) {
-      json_t *claim = json_pack("{s:s}", "fingerprint", fp);
-      bool mine = insert(key, "idempotency_key", claim);
-      json_decref(claim);
-      if (mine) return KEY_NEW;
-      continue; /* a twin claimed it first: read what it holds */
-    }
-    const char *first = json_string_value(json_object_get(ref, "fingerprint"));
-    const char *object = json_string_value(json_object_get(ref, "object"));
-    key_state st = KEY_BUSY;
-    if (first && strcmp(first, fp))
-      st = KEY_MISMATCH;
-    else if (object && (*replay = sim_load(object, NULL)))
-      st = KEY_REPLAY;
-    json_decref(ref);
-    if (st != KEY_BUSY) return st;
-    usleep(20000); /* the first request is still being carried out */
-  }
-  return KEY_BUSY;
+  key_state st = KEY_AGAIN;
+  for (int tries = 0; tries < 100 && (st == KEY_BUSY || st == KEY_AGAIN); tries++)
+    if ((st = key_claim(key, fp, replay)) == KEY_BUSY) usleep(20000); /* the first is still being carried out */
+  return st == KEY_AGAIN ? KEY_BUSY : st;
 }
 
 static void release_key(const char *idem_key) {

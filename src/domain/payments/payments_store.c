@@ -41,14 +41,14 @@ err_t pay_store_billing(arena *a, const char *user_id, billing *out) {
 }
 
 /* Sets column (customer id or subscribe key) when NULL and returns the value in force: the
- * update returns it when it won, else (another request set it first) it is read. */
+ * first claim wins, and the others read what it set. */
 static err_t set_once(arena *a, const char *update_sql, const char *select_sql, const char *user_id, const char *value,
                       const char **winner) {
   db_res *r;
-  if (db_query(a, &r, update_sql, DB_ARGS(DB_TEXT(user_id), DB_TEXT(value), DB_INT(clock_now_ms()))) != DB_OK)
-    return ERR_INTERNAL;
-  if (r->rows == 1 && (*winner = db_text(r, 0, 0))) return ERR_OK;
-  if (db_query(a, &r, select_sql, DB_ARGS(DB_TEXT(user_id))) != DB_OK) return ERR_INTERNAL;
+  bool won;
+  const db_read claim = {update_sql, DB_ARGS(DB_TEXT(user_id), DB_TEXT(value), DB_INT(clock_now_ms()))};
+  const db_read find = {select_sql, DB_ARGS(DB_TEXT(user_id))};
+  if (db_claim_first(a, &claim, &find, &r, &won) != DB_OK) return ERR_INTERNAL;
   if (r->rows == 0) return ERR_NOT_FOUND;
   *winner = db_text(r, 0, 0);
   return *winner ? ERR_OK : ERR_INTERNAL;
@@ -240,21 +240,7 @@ err_t pay_store_claim(const char *id, const char *from, const char *op, const ch
       claimed);
 }
 
-err_t pay_store_take_over(const payment_row *p, int64_t stale_before, bool *taken) {
-  return update(p->id, false,
-                "UPDATE payments SET op_started_at = $4, updated_at = $4 "
-                "WHERE id = $1 AND pending_op = $2 AND idem_key = $3 AND op_started_at < $5",
-                DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_INT(clock_now_ms()),
-                        DB_INT(stale_before)),
-                taken);
-}
-
-err_t pay_store_release(const payment_row *p, int64_t started_at) {
-  bool changed;
-  return update(p->id, false,
-                "UPDATE payments SET op_started_at = $4 WHERE id = $1 AND pending_op = $2 AND idem_key = $3",
-                DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_INT(started_at)), &changed);
-}
+db_lease pay_store_lease(const payment_row *p) { return (db_lease){"payments", p->id, p->pending_op, p->idem_key}; }
 
 err_t pay_store_switch(const payment_row *p, const char *op, const char *key, const char *method, bool *switched) {
   return update(

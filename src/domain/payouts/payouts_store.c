@@ -113,19 +113,19 @@ err_t po_store_provider_email(arena *a, const char *provider_id, const char **em
 
 err_t po_store_insert_account(arena *a, const char *provider_id, const char *processor_id, const char *status,
                               bool payouts_enabled, const char *requirements, const char **winner) {
-  int64_t now = clock_now_ms();
-  if (db_query(a, NULL,
-               "INSERT INTO payout_accounts (provider_id, processor_account_id, status, payouts_enabled, requirements, "
-               "created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (provider_id) DO NOTHING",
-               DB_ARGS(DB_TEXT(provider_id), DB_TEXT(processor_id), DB_TEXT(status), DB_BOOL(payouts_enabled),
-                       DB_TEXT(requirements), DB_INT(now))) != DB_OK)
-    return ERR_INTERNAL;
-  account_row row;
-  bool found;
-  err_t e = po_store_account(a, provider_id, &row, &found);
-  if (e == ERR_OK && !found) e = ERR_INTERNAL;
-  if (e == ERR_OK) *winner = row.processor_account_id;
-  return e;
+  db_res *r;
+  bool won;
+  const db_read claim = {"INSERT INTO payout_accounts (provider_id, processor_account_id, status, payouts_enabled, "
+                         "requirements, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6) "
+                         "ON CONFLICT (provider_id) DO NOTHING RETURNING processor_account_id",
+                         DB_ARGS(DB_TEXT(provider_id), DB_TEXT(processor_id), DB_TEXT(status), DB_BOOL(payouts_enabled),
+                                 DB_TEXT(requirements), DB_INT(clock_now_ms()))};
+  const db_read find = {"SELECT processor_account_id FROM payout_accounts WHERE provider_id = $1",
+                        DB_ARGS(DB_TEXT(provider_id))};
+  if (db_claim_first(a, &claim, &find, &r, &won) != DB_OK) return ERR_INTERNAL;
+  if (r->rows == 0) return ERR_INTERNAL;
+  *winner = db_text(r, 0, 0);
+  return ERR_OK;
 }
 
 err_t po_store_apply_account(arena *a, const char *processor_id, const char *status, bool payouts_enabled,
@@ -584,19 +584,8 @@ err_t po_store_record_refused(const transfer_row *t, const char *status, const c
   return e;
 }
 
-err_t po_store_release(const transfer_row *t, int64_t started_at) {
-  bool changed;
-  return db_to_err(db_changes(
-      &changed, "UPDATE payout_transfers SET op_started_at = $4 WHERE id = $1 AND pending_op = $2 AND idem_key = $3",
-      DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->pending_op), DB_TEXT(t->idem_key), DB_INT(started_at))));
-}
-
-err_t po_store_take_over(const transfer_row *t, int64_t stale_before, bool *taken) {
-  return db_to_err(db_changes(taken,
-                              "UPDATE payout_transfers SET op_started_at = $4, updated_at = $4 "
-                              "WHERE id = $1 AND pending_op = $2 AND idem_key = $3 AND op_started_at < $5",
-                              DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->pending_op), DB_TEXT(t->idem_key),
-                                      DB_INT(clock_now_ms()), DB_INT(stale_before))));
+db_lease po_store_lease(const transfer_row *t) {
+  return (db_lease){"payout_transfers", t->id, t->pending_op, t->idem_key};
 }
 
 err_t po_store_claim_reversal(const transfer_row *t, bool *claimed) {
