@@ -870,17 +870,16 @@ void payments_domain_init(void) {
 json_t *payments_job_json(const char *job_id, const char *kind) {
   arena a;
   arena_init(&a);
-  payment_row p;
-  bool found = false;
-  json_t *out = json_null();
-  if (pay_store_find(&a, job_id, kind, &p, &found) == ERR_OK && found)
-    out = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "id", p.id, "status", p.status, "amount",
-                    jx_money(p.amount_cents), "processorPaymentIntentId", jx_str_or_null(p.intent_id), "holdExpiresAt",
-                    p.hold_expires_at ? jx_iso(p.hold_expires_at) : json_null(), "failureReason",
-                    jx_str_or_null(p.failure_reason), "refundedAmount", jx_money(p.refunded_cents), "dispute",
-                    p.dispute_json ? json_loads(p.dispute_json, 0, NULL) : json_null());
+  db_res *r;
+  json_t *out = NULL;
+  if (pay_store_find_rows(&a, job_id, kind, &r) == ERR_OK && r->rows == 1) {
+    jw w;
+    jw_init(&w, &a, 512);
+    hs_rj_object(&w, hs_rj_bind(&a, PAYMENTS_JSON, r), r, 0);
+    out = json_loads(jw_text(&w), 0, NULL);
+  }
   arena_fini(&a);
-  return out;
+  return out ? out : json_null();
 }
 
 const hs_rj_field PAYMENTS_JSON[] = {

@@ -186,12 +186,16 @@ err_t pay_store_insert(const payment_row *p, const pay_news *news) {
   "payment_method_id, hold_method_id, amount_cents, op_started_at, attempts, hold_expires_at, refunded_cents, "        \
   "released_at, card_brand, card_last4, lost_cents, dispute_json"
 
+#define CURRENT "job_id = $1 AND kind = $2 AND released_at IS NULL"
+
+static db_rc read_rows(arena *a, const char *where, const char *key, const char *kind, db_res **r) {
+  const char *sql = arena_printf(a, "SELECT " ROW_COLUMNS " FROM payments WHERE %s", where);
+  return kind ? db_query(a, r, sql, DB_ARGS(DB_TEXT(key), DB_TEXT(kind))) : db_query(a, r, sql, DB_ARGS(DB_TEXT(key)));
+}
+
 static err_t read_row(arena *a, const char *where, const char *key, const char *kind, payment_row *out, bool *found) {
   db_res *r;
-  const char *sql = arena_printf(a, "SELECT " ROW_COLUMNS " FROM payments WHERE %s", where);
-  if ((kind ? db_query(a, &r, sql, DB_ARGS(DB_TEXT(key), DB_TEXT(kind)))
-            : db_query(a, &r, sql, DB_ARGS(DB_TEXT(key)))) != DB_OK)
-    return ERR_INTERNAL;
+  if (read_rows(a, where, key, kind, &r) != DB_OK) return ERR_INTERNAL;
   *found = r->rows == 1;
   if (*found)
     *out = (payment_row){db_text(r, 0, 0),  db_text(r, 0, 1), db_text(r, 0, 2), db_text(r, 0, 3), db_text(r, 0, 4),
@@ -203,7 +207,11 @@ static err_t read_row(arena *a, const char *where, const char *key, const char *
 }
 
 err_t pay_store_find(arena *a, const char *job_id, const char *kind, payment_row *out, bool *found) {
-  return read_row(a, "job_id = $1 AND kind = $2 AND released_at IS NULL", job_id, kind, out, found);
+  return read_row(a, CURRENT, job_id, kind, out, found);
+}
+
+err_t pay_store_find_rows(arena *a, const char *job_id, const char *kind, db_res **out) {
+  return db_to_err(read_rows(a, CURRENT, job_id, kind, out));
 }
 
 err_t pay_store_get(arena *a, const char *id, payment_row *out, bool *found) {

@@ -95,6 +95,8 @@ err_t pay_store_set_cancel_flag(const char *user_id, bool cancel_at_period_end);
 err_t pay_store_insert(const payment_row *p, const pay_news *news);
 /* The job's current payment of kind (not one in its history). */
 err_t pay_store_find(arena *a, const char *job_id, const char *kind, payment_row *out, bool *found);
+/* The same payment as a result (every column of payment_row, by its name; no row when none), in a. */
+err_t pay_store_find_rows(arena *a, const char *job_id, const char *kind, db_res **out);
 err_t pay_store_get(arena *a, const char *id, payment_row *out, bool *found);
 /* Starts a new request on payment id: op under key with method (NULL keeps the recorded
  * one) for cents (0 keeps the amount), when the status is `from` and nothing is pending. A
