@@ -163,22 +163,21 @@ static db_rc announce(db_conn *c, const pay_news *news) {
 }
 
 err_t pay_store_insert(const payment_row *p, const pay_news *news) {
-  int64_t now = clock_now_ms();
   bool pending = p->pending_op != NULL;
-  db_conn *c;
-  err_t e = db_begin(&c);
+  db_tx x;
+  err_t e = db_tx_begin(&x);
   if (!e)
-    e = db_to_err(db_exec(
-        c, NULL, NULL,
-        "INSERT INTO payments (id, job_id, user_id, kind, status, amount_cents, failure_reason, pending_op, "
-        "idem_key, payment_method_id, op_started_at, attempts, created_at, updated_at) "
-        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)",
-        DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->job_id), DB_TEXT(p->user_id), DB_TEXT(p->kind), DB_TEXT(p->status),
-                DB_INT(p->amount_cents), DB_TEXT(p->failure_reason), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key),
-                DB_TEXT(p->method_id), pending ? DB_INT(now) : DB_NULL, DB_INT(pending ? 1 : 0), DB_INT(now))));
-  if (!e) e = db_to_err(told_in(c, p->id));
-  if (!e) e = db_to_err(announce(c, news));
-  return db_end(c, e);
+    e = db_to_err(db_exec(x.c, NULL, NULL,
+                          "INSERT INTO payments (id, job_id, user_id, kind, status, amount_cents, failure_reason, "
+                          "pending_op, idem_key, payment_method_id, op_started_at, attempts, created_at, updated_at) "
+                          "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)",
+                          DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->job_id), DB_TEXT(p->user_id), DB_TEXT(p->kind),
+                                  DB_TEXT(p->status), DB_INT(p->amount_cents), DB_TEXT(p->failure_reason),
+                                  DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_TEXT(p->method_id),
+                                  pending ? DB_INT(x.now) : DB_NULL, DB_INT(pending ? 1 : 0), DB_INT(x.now))));
+  if (!e) e = db_to_err(told_in(x.c, p->id));
+  if (!e) e = db_to_err(announce(x.c, news));
+  return db_tx_end(&x, e);
 }
 
 #define ROW_COLUMNS                                                                                                    \
@@ -221,17 +220,14 @@ err_t pay_store_get(arena *a, const char *id, payment_row *out, bool *found) {
 /* Runs a conditional update of payment id; *changed tells whether it changed a row. told: the
  * change is one a client sees (payment.updated in the same transaction). */
 static err_t update(const char *id, bool told, const char *sql, const db_val *params, int n, bool *changed) {
-  arena a;
-  arena_init(&a);
+  db_tx x;
   db_res *r;
-  db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e) e = db_to_err(db_exec(c, &a, &r, sql, params, n));
+  err_t e = db_tx_begin(&x);
+  if (!e) e = db_to_err(db_exec(x.c, &x.a, &r, sql, params, n));
   *changed = !e && r->changes == 1;
-  if (*changed && told) e = db_to_err(told_in(c, id));
-  e = db_end(c, e);
+  if (*changed && told) e = db_to_err(told_in(x.c, id));
+  e = db_tx_end(&x, e);
   if (e) *changed = false;
-  arena_fini(&a);
   return e;
 }
 
@@ -267,89 +263,88 @@ err_t pay_store_switch(const payment_row *p, const char *op, const char *key, co
 #define AUTHORIZED(cents)                                                                                              \
   "CASE WHEN " cents " > 0 AND " cents " < amount_cents THEN amount_cents ELSE authorized_cents END"
 
-/* Ends p's pending request on c when it is still that request (*cleared), its outcome recorded
+/* Ends p's pending request in x when it is still that request (*cleared), its outcome recorded
  * by the caller. */
-static db_rc clear_request(db_conn *c, arena *a, const payment_row *p, int64_t now, bool *cleared) {
+static db_rc clear_request(db_tx *x, const payment_row *p, bool *cleared) {
   db_res *r;
-  db_rc rc = db_exec(c, a, &r,
+  db_rc rc = db_exec(x->c, &x->a, &r,
                      "UPDATE payments SET pending_op = NULL, op_started_at = NULL, updated_at = $4 "
                      "WHERE id = $1 AND pending_op = $2 AND idem_key = $3",
-                     DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_INT(now)));
+                     DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_INT(x->now)));
   *cleared = rc == DB_OK && r->changes == 1;
   return rc;
 }
 
-err_t pay_store_settle(const payment_row *p, const pay_settle *s, bool *moved) {
-  int64_t now = clock_now_ms();
-  arena a;
-  arena_init(&a);
-  db_res *r = NULL;
-  *moved = false;
-  db_conn *c;
-  err_t e = db_begin(&c);
-  db_rc rc = e ? DB_ERROR : DB_OK;
-  /* PAID is final: a payment a processor event made PAID while this request ran keeps it */
-  if (rc == DB_OK)
-    rc = db_exec(
-        c, &a, &r,
-        "UPDATE payments SET status = $4, processor_payment_intent_id = COALESCE($5, processor_payment_intent_id), "
-        "hold_expires_at = $6, hold_method_id = COALESCE($7, hold_method_id), failure_reason = $8, "
-        "paid_at = CASE WHEN $4 = 'PAID' THEN $9 ELSE paid_at END, pending_op = NULL, op_started_at = NULL, "
-        "amount_cents = " CAPTURED("$10") ", authorized_cents = " AUTHORIZED("$10") ", "
-        "card_brand = COALESCE($11, card_brand), card_last4 = COALESCE($12, card_last4), "
-        "updated_at = $9 WHERE id = $1 AND pending_op = $2 AND idem_key = $3 AND status <> 'PAID'",
-        DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_TEXT(s->status), DB_TEXT(s->intent_id),
-                s->hold_expires_at ? DB_INT(s->hold_expires_at) : DB_NULL, DB_TEXT(s->hold_method),
-                DB_TEXT(s->failure_reason), DB_INT(now), DB_INT(s->captured_cents), DB_TEXT(s->card_brand),
-                DB_TEXT(s->card_last4)));
-  bool changed = rc == DB_OK && r->changes == 1, cleared;
-  if (rc == DB_OK && !changed) rc = clear_request(c, &a, p, now, &cleared);
-  if (rc == DB_OK && changed && s->cancel_intent) {
+/* What follows the outcome s of p's request once recorded, on c: a replaced hold's
+ * cancellation, a paid tip's amount on its job, payment.updated, the provider's transfer of a
+ * payment PAID, and the news. */
+static db_rc settled_in(db_conn *c, const payment_row *p, const pay_settle *s) {
+  db_rc rc = DB_OK;
+  bool paid = !strcmp(s->status, "PAID");
+  if (s->cancel_intent) {
     json_t *payload = json_pack("{s:s}", "intentId", s->cancel_intent);
     rc = queue_enqueue(c, "payment_cancel_hold", payload);
     json_decref(payload);
   }
-  if (rc == DB_OK && changed && !strcmp(p->kind, "tip") && !strcmp(s->status, "PAID"))
-    rc = tip_writer(c, p->job_id, p->amount_cents);
-  if (rc == DB_OK && changed) rc = told_in(c, p->id);
-  if (rc == DB_OK && changed && !strcmp(s->status, "PAID"))
-    rc = payouts_captured_in(c, p->id); /* the provider's share */
-  if (rc == DB_OK && changed) rc = announce(c, s->news);
-  e = db_end(c, e ? e : db_to_err(rc));
+  if (rc == DB_OK && !strcmp(p->kind, "tip") && paid) rc = tip_writer(c, p->job_id, p->amount_cents);
+  if (rc == DB_OK) rc = told_in(c, p->id);
+  if (rc == DB_OK && paid) rc = payouts_captured_in(c, p->id); /* the provider's share */
+  if (rc == DB_OK) rc = announce(c, s->news);
+  return rc;
+}
+
+err_t pay_store_settle(const payment_row *p, const pay_settle *s, bool *moved) {
+  db_tx x;
+  db_res *r = NULL;
+  err_t e = db_tx_begin(&x);
+  db_rc rc = e ? DB_ERROR : DB_OK;
+  /* PAID is final: a payment a processor event made PAID while this request ran keeps it */
+  if (rc == DB_OK)
+    rc = db_exec(
+        x.c, &x.a, &r,
+        "UPDATE payments SET status = $4, processor_payment_intent_id = COALESCE($5, processor_payment_intent_id), "
+        "hold_expires_at = $6, hold_method_id = COALESCE($7, hold_method_id), failure_reason = $8, "
+        "paid_at = CASE WHEN $4 = 'PAID' THEN $9 ELSE paid_at END, pending_op = NULL, op_started_at = NULL, "
+        "amount_cents = " CAPTURED("$10") ", authorized_cents = " AUTHORIZED(
+            "$10") ", "
+                   "card_brand = COALESCE($11, card_brand), card_last4 = COALESCE($12, card_last4), "
+                   "updated_at = $9 WHERE id = $1 AND pending_op = $2 AND idem_key = $3 AND status <> 'PAID'",
+        DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_TEXT(s->status), DB_TEXT(s->intent_id),
+                s->hold_expires_at ? DB_INT(s->hold_expires_at) : DB_NULL, DB_TEXT(s->hold_method),
+                DB_TEXT(s->failure_reason), DB_INT(x.now), DB_INT(s->captured_cents), DB_TEXT(s->card_brand),
+                DB_TEXT(s->card_last4)));
+  bool changed = rc == DB_OK && r->changes == 1, cleared;
+  if (rc == DB_OK && !changed) rc = clear_request(&x, p, &cleared);
+  if (rc == DB_OK && changed) rc = settled_in(x.c, p, s);
+  e = db_tx_end(&x, e ? e : db_to_err(rc));
   *moved = !e && changed;
-  arena_fini(&a);
   return e;
 }
 
 /* ---- refunds ---- */
 
 err_t pay_store_claim_refund(const payment_row *p, const refund_row *f, const audit_action *act, bool *claimed) {
-  int64_t now = clock_now_ms();
-  arena a;
-  arena_init(&a);
+  db_tx x;
   db_res *r = NULL;
-  db_conn *c;
-  err_t e = db_begin(&c);
+  err_t e = db_tx_begin(&x);
   if (!e)
-    e = db_to_err(db_exec(c, &a, &r,
+    e = db_to_err(db_exec(x.c, &x.a, &r,
                           "UPDATE payments SET pending_op = 'refund', idem_key = $2, op_started_at = $4, "
                           "attempts = attempts + 1, updated_at = $4 WHERE id = $1 AND status = 'PAID' "
                           "AND pending_op IS NULL AND refunded_cents + $3 <= amount_cents",
-                          DB_ARGS(DB_TEXT(p->id), DB_TEXT(f->idem_key), DB_INT(f->amount_cents), DB_INT(now))));
+                          DB_ARGS(DB_TEXT(p->id), DB_TEXT(f->idem_key), DB_INT(f->amount_cents), DB_INT(x.now))));
   *claimed = !e && r->changes == 1;
   if (*claimed)
-    e = db_to_err(
-        db_exec(c, NULL, NULL,
-                "INSERT INTO payment_refunds (id, payment_id, amount_cents, reason, source, staff_id, status, "
-                "idem_key, provider_share, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'PENDING', $7, $8, "
-                "$9, $9)",
-                DB_ARGS(DB_TEXT(f->id), DB_TEXT(p->id), DB_INT(f->amount_cents), DB_TEXT(f->reason), DB_TEXT(f->source),
-                        DB_TEXT(f->staff_id), DB_TEXT(f->idem_key),
-                        DB_TEXT(f->provider_share ? f->provider_share : "prorata"), DB_INT(now))));
-  if (!e && *claimed && act) e = audit_log_in(c, act); /* the transaction's last write */
-  e = db_end(c, e);                                    /* unclaimed, nothing was written */
+    e = db_to_err(db_exec(x.c, NULL, NULL,
+                          "INSERT INTO payment_refunds (id, payment_id, amount_cents, reason, source, staff_id, "
+                          "status, idem_key, provider_share, created_at, updated_at) "
+                          "VALUES ($1, $2, $3, $4, $5, $6, 'PENDING', $7, $8, $9, $9)",
+                          DB_ARGS(DB_TEXT(f->id), DB_TEXT(p->id), DB_INT(f->amount_cents), DB_TEXT(f->reason),
+                                  DB_TEXT(f->source), DB_TEXT(f->staff_id), DB_TEXT(f->idem_key),
+                                  DB_TEXT(f->provider_share ? f->provider_share : "prorata"), DB_INT(x.now))));
+  if (!e && *claimed && act) e = audit_log_in(x.c, act); /* the transaction's last write */
+  e = db_tx_end(&x, e);                                  /* unclaimed, nothing was written */
   if (e) *claimed = false;
-  arena_fini(&a);
   return e;
 }
 
@@ -404,25 +399,22 @@ static db_rc complete_refund(db_conn *c, arena *a, const char *idem_key, const c
 
 err_t pay_store_settle_refund(const payment_row *p, const char *processor_refund_id, const char *failure_reason,
                               const pay_news *news, bool *moved) {
-  int64_t now = clock_now_ms(), added = 0;
-  arena a;
-  arena_init(&a);
+  int64_t added = 0;
   bool changed = false;
-  db_conn *c;
-  err_t e = db_begin(&c);
+  db_tx x;
+  err_t e = db_tx_begin(&x);
   db_rc rc = e ? DB_ERROR : DB_OK;
-  if (rc == DB_OK) rc = clear_request(c, &a, p, now, &changed);
+  if (rc == DB_OK) rc = clear_request(&x, p, &changed);
   if (rc == DB_OK && changed && processor_refund_id)
-    rc = complete_refund(c, &a, p->idem_key, processor_refund_id, now, &added);
+    rc = complete_refund(x.c, &x.a, p->idem_key, processor_refund_id, x.now, &added);
   else if (rc == DB_OK && changed)
-    rc = db_exec(c, NULL, NULL,
+    rc = db_exec(x.c, NULL, NULL,
                  "UPDATE payment_refunds SET status = 'FAILED', failure_reason = $2, updated_at = $3 "
                  "WHERE idem_key = $1 AND status = 'PENDING'",
-                 DB_ARGS(DB_TEXT(p->idem_key), DB_TEXT(failure_reason), DB_INT(now)));
-  if (rc == DB_OK && added) rc = announce(c, news);
-  e = db_end(c, e ? e : db_to_err(rc));
+                 DB_ARGS(DB_TEXT(p->idem_key), DB_TEXT(failure_reason), DB_INT(x.now)));
+  if (rc == DB_OK && added) rc = announce(x.c, news);
+  e = db_tx_end(&x, e ? e : db_to_err(rc));
   *moved = !e && changed;
-  arena_fini(&a);
   return e;
 }
 
@@ -509,24 +501,24 @@ err_t pay_store_history(const char *job_id, bool stale_only, int *released) {
 
 err_t pay_store_record_duplicate(arena *a, const payment_row *p, const char *intent, int64_t cents, const char **id) {
   char fresh[ID_LEN + 1];
-  int64_t now = clock_now_ms();
-  db_res *r = NULL;
   id_new(fresh);
   *id = NULL;
   json_t *payload = json_pack("{s:s}", "paymentId", fresh);
-  db_conn *c;
-  err_t e = db_begin(&c);
+  db_tx x;
+  db_res *r = NULL;
+  err_t e = db_tx_begin(&x);
   if (!e)
-    e = db_to_err(db_exec(
-        c, a, &r,
-        "INSERT INTO payments (id, job_id, user_id, kind, status, amount_cents, "
-        "processor_payment_intent_id, attempts, created_at, updated_at, paid_at, released_at) "
-        "VALUES ($1, $2, $3, 'duplicate', 'PAID', $4, $5, 0, $6, $6, $6, $6) "
-        "ON CONFLICT (processor_payment_intent_id) DO NOTHING RETURNING id",
-        DB_ARGS(DB_TEXT(fresh), DB_TEXT(p->job_id), DB_TEXT(p->user_id), DB_INT(cents), DB_TEXT(intent), DB_INT(now))));
-  if (!e && r->rows == 1) e = db_to_err(queue_enqueue(c, "payment_release", payload)); /* refunds it */
+    e = db_to_err(db_exec(x.c, &x.a, &r,
+                          "INSERT INTO payments (id, job_id, user_id, kind, status, amount_cents, "
+                          "processor_payment_intent_id, attempts, created_at, updated_at, paid_at, released_at) "
+                          "VALUES ($1, $2, $3, 'duplicate', 'PAID', $4, $5, 0, $6, $6, $6, $6) "
+                          "ON CONFLICT (processor_payment_intent_id) DO NOTHING RETURNING id",
+                          DB_ARGS(DB_TEXT(fresh), DB_TEXT(p->job_id), DB_TEXT(p->user_id), DB_INT(cents),
+                                  DB_TEXT(intent), DB_INT(x.now))));
+  if (!e && r->rows == 1) e = db_to_err(queue_enqueue(x.c, "payment_release", payload)); /* refunds it */
   json_decref(payload);
-  e = db_end(c, e);
+  e = db_tx_end(&x, e);
+  /* the charge's record, this one or one made first */
   if (!e &&
       db_query(a, &r, "SELECT id FROM payments WHERE processor_payment_intent_id = $1", DB_ARGS(DB_TEXT(intent))) ==
           DB_OK &&
@@ -800,23 +792,18 @@ static db_rc apply_dispute(db_conn *c, arena *a, const pay_event *ev) {
 
 err_t pay_store_dispute_evidence(const char *id, const char *text, const char *files, const char *staff_id,
                                  const pay_dispute *d, const audit_action *act) {
-  int64_t now = clock_now_ms();
-  arena a;
-  arena_init(&a);
+  db_tx x;
   db_res *r = NULL;
-  db_conn *c;
-  err_t e = db_begin(&c);
+  err_t e = db_tx_begin(&x);
   if (!e)
-    e = db_to_err(db_exec(c, &a, &r,
+    e = db_to_err(db_exec(x.c, &x.a, &r,
                           "UPDATE disputes SET evidence_text = $2, evidence_files = $3, evidence_staff_id = $4, "
                           "evidence_submitted_at = $5, updated_at = $5 WHERE id = $1 RETURNING payment_id",
-                          DB_ARGS(DB_TEXT(id), DB_TEXT(text), DB_TEXT(files), DB_TEXT(staff_id), DB_INT(now))));
+                          DB_ARGS(DB_TEXT(id), DB_TEXT(text), DB_TEXT(files), DB_TEXT(staff_id), DB_INT(x.now))));
   pay_dispute answered = *d; /* as the processor answered: a decision at once is applied now */
-  if (!e && r->rows == 1) e = db_to_err(dispute_change_in(c, &a, db_text(r, 0, 0), &answered, NULL));
-  if (!e) e = audit_log_in(c, act);
-  e = db_end(c, e);
-  arena_fini(&a);
-  return e;
+  if (!e && r->rows == 1) e = db_to_err(dispute_change_in(x.c, &x.a, db_text(r, 0, 0), &answered, NULL));
+  if (!e) e = audit_log_in(x.c, act);
+  return db_tx_end(&x, e);
 }
 
 const db_keyset DISPUTES_KEYSET = {"disputes", {{"d.seq", "seq", 'i', true}, {"d.id", "id", 's', true}}};
@@ -968,16 +955,16 @@ static db_rc apply(db_conn *c, arena *a, const pay_event *ev, pay_event_effect *
 err_t pay_store_apply_event(arena *a, const pay_event *ev, pay_event_effect *out) {
   db_res *r;
   *out = (pay_event_effect){0};
-  db_conn *c;
-  err_t e = db_begin(&c);
+  db_tx x;
+  err_t e = db_tx_begin(&x);
   if (!e)
-    e = db_to_err(db_exec(c, a, &r,
+    e = db_to_err(db_exec(x.c, &x.a, &r,
                           "INSERT INTO webhook_events (id, type, received_at) VALUES ($1, $2, $3) "
                           "ON CONFLICT (id) DO NOTHING RETURNING id",
-                          DB_ARGS(DB_TEXT(ev->id), DB_TEXT(ev->type), DB_INT(clock_now_ms()))));
+                          DB_ARGS(DB_TEXT(ev->id), DB_TEXT(ev->type), DB_INT(x.now))));
   out->duplicate = !e && r->rows == 0;
-  if (!e && !out->duplicate) e = db_to_err(apply(c, a, ev, out));
-  e = db_end(c, e);
+  if (!e && !out->duplicate) e = db_to_err(apply(x.c, a, ev, out)); /* what it changed: in the caller's arena */
+  e = db_tx_end(&x, e);
   if (e) *out = (pay_event_effect){0};
   return e ? ERR_INTERNAL : ERR_OK;
 }
