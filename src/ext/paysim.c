@@ -125,7 +125,8 @@ void sim_new_id(const char *prefix, char out[PAY_ID_LEN]) {
  * request with the key gets that object back; with other parameters it is refused
  * (PAY_IDEMPOTENCY); while the first is still being carried out the twin waits for it. A
  * request refused before it made anything (validation) releases its key, as Stripe keeps no
- * result for those. */
+ * result for those. The claim is db/lease.h's first-claim-wins (db_claim_first); an operation
+ * goes from its claim to what it made through the keyed_* functions below. */
 
 /* KEY_AGAIN: nothing could be read, look again at once (only inside claim_key). */
 typedef enum { KEY_NEW, KEY_REPLAY, KEY_MISMATCH, KEY_BUSY, KEY_AGAIN } key_state;
@@ -231,7 +232,7 @@ static bool keyed_store(keyed *r, const char *id, const char *kind, json_t *o, c
   int64_t now = clock_now_ms();
   db_conn *c;
   err_t e = db_begin(&c);
-  if (!e && change) e = replace_in(c, change->id, change->old, change->now, now); /* else nothing is stored */
+  if (!e && change) e = replace_in(c, change->id, change->old, change->now, now); /* changed: nothing stored */
   if (!e) e = insert_in(c, id, kind, o, now);
   if (!e && r->key)
     e = db_to_err(db_exec(c, NULL, NULL, "UPDATE processor_sim_objects SET data = $2, updated_at = $3 WHERE id = $1",
@@ -258,16 +259,33 @@ static json_t *keyed_now(const keyed *r, const char *kind) {
   return !strcmp(kind, "payment_intent") ? sim_load_intent(id) : sim_load_kind(id, kind, NULL);
 }
 
-/* One attempt at r's object from the current state of the object it changes (keyed_store with
- * its change): PAY_OK once stored, a refusal, or PAY_UNAVAILABLE: read it again when no reason
- * was given (it changed meanwhile), else a failure. ask: the request's own parameters. */
-typedef pay_rc (*keyed_attempt)(keyed *r, const void *ask, pay_error *err);
+/* What a request under a key makes out of another object that it changes with it (a refund of
+ * a charge, a reversal of a transfer): that object (the target), read again for every try. */
+typedef struct keyed_change {
+  const char *target, *kind;                   /* the target's id; the kind of object made */
+  json_t *(*load)(const char *id, char **raw); /* the target and its stored text, or NULL */
+  const char *missing;                         /* the refusal when there is no such target */
+  /* builds the object made (its id into id) out of target as it stands, and changes target to
+     what it becomes with it; or refuses. ask: the request's own parameters */
+  pay_rc (*make)(keyed *r, json_t *target, const void *ask, char id[PAY_ID_LEN], json_t **made, pay_error *err);
+} keyed_change;
 
-/* Makes r's object by attempt, up to 5 times while what it changes changes meanwhile; when
- * nothing was made the key is released. */
-static pay_rc keyed_retry(keyed *r, keyed_attempt attempt, const void *ask, pay_error *err) {
+/* One try of k: PAY_OK once the object and the target's change are stored together,
+ * PAY_UNAVAILABLE without a reason when the target changed meanwhile, else a refusal. */
+static pay_rc keyed_try(keyed *r, const keyed_change *k, const void *ask, pay_error *err) {
+  char *raw = NULL, id[PAY_ID_LEN];
+  json_t *target = k->load(k->target, &raw), *made = NULL;
+  pay_rc rc = target ? k->make(r, target, ask, id, &made, err) : sim_fail(err, PAY_NOT_FOUND, k->missing);
+  if (rc == PAY_OK && !keyed_store(r, id, k->kind, made, &(sim_change){k->target, raw, target})) rc = PAY_UNAVAILABLE;
+  json_decref(made), json_decref(target), free(raw);
+  return rc;
+}
+
+/* Makes r's object as k says, up to 5 times while the target changes meanwhile; when nothing
+ * was made the key is released. */
+static pay_rc keyed_retry(keyed *r, const keyed_change *k, const void *ask, pay_error *err) {
   pay_rc rc = PAY_UNAVAILABLE;
-  for (int tries = 0; tries < 5 && rc == PAY_UNAVAILABLE && !err->message[0]; tries++) rc = attempt(r, ask, err);
+  for (int tries = 0; tries < 5 && rc == PAY_UNAVAILABLE && !err->message[0]; tries++) rc = keyed_try(r, k, ask, err);
   if (rc != PAY_OK) keyed_refused(r, rc); /* refused or not made: Stripe keeps no result */
   if (rc == PAY_UNAVAILABLE && !err->message[0]) sim_fail(err, rc, "simulated processor is busy");
   return rc;
@@ -638,54 +656,53 @@ static pay_rc refund_refusal(pay_error *err, const char *code, const char *messa
   return sim_fail(err, PAY_INVALID, message);
 }
 
-/* What a refund asks. */
+/* What a refund asks of its intent. */
 typedef struct refund_ask {
-  const char *intent, *reason;
+  const char *reason;
   int64_t cents; /* 0: all that is left */
 } refund_ask;
 
-/* One attempt at refund ask of its intent as it stands: the refund and the charge's
- * amount_refunded stored together (keyed_retry). */
-static pay_rc refund_attempt(keyed *r, const void *asked, pay_error *err) {
+/* A refund of intent pi as it stands (keyed_change's make): its charge's amount_refunded grows
+ * with it; never past what was captured. */
+static pay_rc refund_make(keyed *r, json_t *pi, const void *asked, char id[PAY_ID_LEN], json_t **refund,
+                          pay_error *err) {
   const refund_ask *ask = asked;
-  json_t *pi = sim_load_intent(ask->intent);
-  if (!pi) return sim_fail(err, PAY_NOT_FOUND, "No such payment_intent");
-  char *raw = json_dumps(pi, JSON_COMPACT | JSON_SORT_KEYS);
+  const char *intent = json_string_value(json_object_get(pi, "id"));
   json_t *charge = json_object_get(pi, "latest_charge");
   json_int_t amount = json_integer_value(json_object_get(pi, "amount"));
   json_int_t refunded = json_integer_value(json_object_get(charge, "amount_refunded"));
   const char *status = json_string_value(json_object_get(pi, "status"));
   json_int_t take = ask->cents > 0 ? (json_int_t)ask->cents : amount - refunded;
   char message[160];
-  pay_rc rc = PAY_UNAVAILABLE;
   if (!status || strcmp(status, "succeeded") || !json_is_object(charge)) {
-    snprintf(message, sizeof message, "This PaymentIntent (%s) does not have a successful charge to refund.",
-             ask->intent);
-    rc = refund_refusal(err, "", message); /* Stripe gives no code here, only param payment_intent */
-  } else if (refunded >= amount) {
+    snprintf(message, sizeof message, "This PaymentIntent (%s) does not have a successful charge to refund.", intent);
+    return refund_refusal(err, "", message); /* Stripe gives no code here, only param payment_intent */
+  }
+  if (refunded >= amount) {
     snprintf(message, sizeof message, "Charge %s has already been refunded.",
              json_string_value(json_object_get(charge, "id")));
-    rc = refund_refusal(err, "charge_already_refunded", message);
-  } else if (take > amount - refunded) {
+    return refund_refusal(err, "charge_already_refunded", message);
+  }
+  if (take > amount - refunded) {
     snprintf(message, sizeof message, "Refund amount ($%.2f) is greater than unrefunded amount on charge ($%.2f)",
              (double)take / 100, (double)(amount - refunded) / 100);
-    rc = refund_refusal(err, "amount_too_large", message);
-  } else {
-    char id[PAY_ID_LEN];
-    sim_new_id("re", id);
-    json_t *refund = json_pack(
-        "{s:s,s:s,s:I,s:s,s:s?,s:s,s:s,s:s?,s:I,s:{s:s?}}", "id", id, "object", "refund", "amount", take, "currency",
-        "usd", "charge", json_string_value(json_object_get(charge, "id")), "payment_intent", ask->intent, "status",
-        "succeeded", "reason", ask->reason, "created", (json_int_t)sim_now_s(), "metadata", "idempotency_key", r->key);
-    json_object_set_new(charge, "amount_refunded", json_integer(refunded + take));
-    json_object_set_new(charge, "refunded", json_boolean(refunded + take >= amount));
-    sim_change charged = {ask->intent, raw, pi};
-    if (keyed_store(r, id, "refund", refund, &charged)) rc = PAY_OK;
-    json_decref(refund);
+    return refund_refusal(err, "amount_too_large", message);
   }
-  free(raw);
-  json_decref(pi);
-  return rc;
+  sim_new_id("re", id);
+  *refund = json_pack("{s:s,s:s,s:I,s:s,s:s?,s:s,s:s,s:s?,s:I,s:{s:s?}}", "id", id, "object", "refund", "amount", take,
+                      "currency", "usd", "charge", json_string_value(json_object_get(charge, "id")), "payment_intent",
+                      intent, "status", "succeeded", "reason", ask->reason, "created", (json_int_t)sim_now_s(),
+                      "metadata", "idempotency_key", r->key);
+  json_object_set_new(charge, "amount_refunded", json_integer(refunded + take));
+  json_object_set_new(charge, "refunded", json_boolean(refunded + take >= amount));
+  return PAY_OK;
+}
+
+/* An intent (a lapse that is due applied) with its text as it would be stored. */
+static json_t *load_intent(const char *intent, char **raw) {
+  json_t *pi = sim_load_intent(intent);
+  *raw = pi ? json_dumps(pi, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+  return pi;
 }
 
 static pay_rc sim_refund(const char *intent, int64_t cents, const char *reason, const char *idem_key, pay_refund *out,
@@ -693,8 +710,9 @@ static pay_rc sim_refund(const char *intent, int64_t cents, const char *reason, 
   char fp[PAY_ID_LEN + 96];
   snprintf(fp, sizeof fp, "refund|%s|%lld|%s", intent, (long long)cents, reason ? reason : "");
   keyed r = {idem_key, fp};
+  const keyed_change refund = {intent, "refund", load_intent, "No such payment_intent", refund_make};
   pay_rc rc = keyed_claim(&r, err);
-  if (rc == PAY_OK && !r.made) rc = keyed_retry(&r, refund_attempt, &(refund_ask){intent, reason, cents}, err);
+  if (rc == PAY_OK && !r.made) rc = keyed_retry(&r, &refund, &(refund_ask){reason, cents}, err);
   if (rc == PAY_OK) pay_refund_from_json(r.made, out);
   json_decref(r.made);
   return rc;
@@ -935,60 +953,47 @@ static int64_t account_balance(const char *destination) {
   return held;
 }
 
-/* What a reversal asks. */
-typedef struct reversal_ask {
-  const char *transfer;
-  int64_t cents;
-} reversal_ask;
-
-/* One attempt at reversal ask of its transfer as it stands: the reversal and the transfer's
- * amount_reversed stored together (keyed_retry); never past what is left of the transfer, nor
- * what its destination still holds. */
-static pay_rc reversal_attempt(keyed *r, const void *asked, pay_error *err) {
-  const reversal_ask *ask = asked;
-  char *raw;
-  json_t *tr = sim_load_kind(ask->transfer, "transfer", &raw);
-  if (!tr) return sim_fail(err, PAY_NOT_FOUND, "No such transfer");
+/* A reversal of cents (*asked) of transfer tr as it stands (keyed_change's make): its
+ * amount_reversed grows with it; never past what is left of the transfer, nor what its
+ * destination still holds. */
+static pay_rc reversal_make(keyed *r, json_t *tr, const void *asked, char id[PAY_ID_LEN], json_t **rev,
+                            pay_error *err) {
+  int64_t cents = *(const int64_t *)asked;
   json_int_t amount = json_integer_value(json_object_get(tr, "amount"));
   json_int_t reversed = json_integer_value(json_object_get(tr, "amount_reversed"));
   int64_t balance = account_balance(json_string_value(json_object_get(tr, "destination")));
-  pay_rc rc = PAY_UNAVAILABLE;
-  if (ask->cents < 1 || ask->cents > amount - reversed) {
+  if (cents < 1 || cents > amount - reversed) {
     char message[160];
     snprintf(message, sizeof message, "Amount requested ($%.2f) is greater than the unreversed amount ($%.2f)",
-             (double)ask->cents / 100, (double)(amount - reversed) / 100);
-    rc = sim_fail(err, PAY_INVALID, message);
-  } else if (balance >= 0 && ask->cents > balance) { /* paid out to the bank already */
-    snprintf(err->code, sizeof err->code, "balance_insufficient");
-    rc = sim_fail(err, PAY_INVALID,
-                  "Insufficient funds in the destination account to reverse this transfer: its balance was paid "
-                  "out to its bank.");
-  } else if (balance < 0) {
-    rc = sim_fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
-  } else {
-    char id[PAY_ID_LEN];
-    sim_new_id("trr", id);
-    json_t *rev = json_pack("{s:s,s:s,s:I,s:s,s:s,s:I,s:{s:s}}", "id", id, "object", "transfer_reversal", "amount",
-                            (json_int_t)ask->cents, "currency", "usd", "transfer", ask->transfer, "created",
-                            (json_int_t)sim_now_s(), "metadata", "idempotency_key", r->key);
-    json_object_set_new(tr, "amount_reversed", json_integer(reversed + ask->cents));
-    json_object_set_new(tr, "reversed", json_boolean(reversed + ask->cents >= amount));
-    sim_change moved = {ask->transfer, raw, tr};
-    if (keyed_store(r, id, "transfer_reversal", rev, &moved)) rc = PAY_OK;
-    json_decref(rev);
+             (double)cents / 100, (double)(amount - reversed) / 100);
+    return sim_fail(err, PAY_INVALID, message);
   }
-  free(raw);
-  json_decref(tr);
-  return rc;
+  if (balance >= 0 && cents > balance) { /* paid out to the bank already */
+    snprintf(err->code, sizeof err->code, "balance_insufficient");
+    return sim_fail(err, PAY_INVALID,
+                    "Insufficient funds in the destination account to reverse this transfer: its balance was paid "
+                    "out to its bank.");
+  }
+  if (balance < 0) return sim_fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
+  sim_new_id("trr", id);
+  *rev = json_pack("{s:s,s:s,s:I,s:s,s:s,s:I,s:{s:s}}", "id", id, "object", "transfer_reversal", "amount",
+                   (json_int_t)cents, "currency", "usd", "transfer", json_string_value(json_object_get(tr, "id")),
+                   "created", (json_int_t)sim_now_s(), "metadata", "idempotency_key", r->key);
+  json_object_set_new(tr, "amount_reversed", json_integer(reversed + cents));
+  json_object_set_new(tr, "reversed", json_boolean(reversed + cents >= amount));
+  return PAY_OK;
 }
+
+static json_t *load_transfer(const char *transfer, char **raw) { return sim_load_kind(transfer, "transfer", raw); }
 
 static pay_rc sim_reverse_transfer(const char *transfer, int64_t cents, const char *idem_key, pay_reversal *out,
                                    pay_error *err) {
   char fp[PAY_ID_LEN + 64];
   snprintf(fp, sizeof fp, "reversal|%s|%lld", transfer, (long long)cents);
   keyed r = {idem_key, fp};
+  const keyed_change reversal = {transfer, "transfer_reversal", load_transfer, "No such transfer", reversal_make};
   pay_rc rc = keyed_claim(&r, err);
-  if (rc == PAY_OK && !r.made) rc = keyed_retry(&r, reversal_attempt, &(reversal_ask){transfer, cents}, err);
+  if (rc == PAY_OK && !r.made) rc = keyed_retry(&r, &reversal, &cents, err);
   if (rc == PAY_OK) pay_reversal_from_json(r.made, out);
   json_decref(r.made);
   return rc;
@@ -1003,32 +1008,4 @@ static pay_rc sim_find_reversal(const char *transfer, const char *idem_key, pay_
   return rc;
 }
 
-const pay_ops paysim_ops = {
-    .name = "simulated",
-    .create_customer = sim_create_customer,
-    .create_setup_intent = sim_create_setup_intent,
-    .attach_method = sim_attach_method,
-    .retrieve_method = sim_retrieve_method,
-    .create_intent = sim_create_intent,
-    .capture = sim_capture,
-    .cancel = sim_cancel,
-    .create_subscription = sim_create_subscription,
-    .update_subscription = sim_update_subscription,
-    .retrieve_subscription = sim_retrieve_subscription,
-    .retrieve_intent = sim_retrieve_intent,
-    .find_intent = sim_find_intent,
-    .find_subscription = sim_find_subscription,
-    .refund = sim_refund,
-    .list_refunds = sim_list_refunds,
-    .create_account = sim_create_account,
-    .retrieve_account = sim_retrieve_account,
-    .account_link = sim_account_link,
-    .transfer = sim_transfer,
-    .find_transfer = sim_find_transfer,
-    .reverse_transfer = sim_reverse_transfer,
-    .find_reversal = sim_find_reversal,
-    .retrieve_dispute = sim_retrieve_dispute,
-    .upload_file = sim_upload_file,
-    .submit_evidence = sim_submit_evidence,
-    .open_link = sim_open_link,
-};
+const pay_ops paysim_ops = PAY_OPS(sim, "simulated", sim_open_link);

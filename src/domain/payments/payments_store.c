@@ -8,7 +8,9 @@
  * most once (by its carrier or by the processor's event, whichever comes first), which is
  * when its amount is added to the payment. Every change a client can see in a job's current
  * payment (its status, amount, intent, hold, failure, refunds) writes a payment.updated event
- * in its transaction (told_in). */
+ * in its transaction (told_in). A change is a db_tx: its rows written at one clock reading,
+ * its results in the transaction's own arena. The lease of a request under way (taken over,
+ * let go) is db/lease.h's, on this store's table (pay_store_lease). */
 #include "domain/payments/payments_store.h"
 #include "core/clock.h"
 #include "core/ids.h"
@@ -167,14 +169,14 @@ err_t pay_store_insert(const payment_row *p, const pay_news *news) {
   db_tx x;
   err_t e = db_tx_begin(&x);
   if (!e)
-    e = db_to_err(db_exec(x.c, NULL, NULL,
-                          "INSERT INTO payments (id, job_id, user_id, kind, status, amount_cents, failure_reason, "
-                          "pending_op, idem_key, payment_method_id, op_started_at, attempts, created_at, updated_at) "
-                          "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)",
-                          DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->job_id), DB_TEXT(p->user_id), DB_TEXT(p->kind),
-                                  DB_TEXT(p->status), DB_INT(p->amount_cents), DB_TEXT(p->failure_reason),
-                                  DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_TEXT(p->method_id),
-                                  pending ? DB_INT(x.now) : DB_NULL, DB_INT(pending ? 1 : 0), DB_INT(x.now))));
+    e = db_to_err(db_exec(
+        x.c, NULL, NULL,
+        "INSERT INTO payments (id, job_id, user_id, kind, status, amount_cents, failure_reason, pending_op, "
+        "idem_key, payment_method_id, op_started_at, attempts, created_at, updated_at) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)",
+        DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->job_id), DB_TEXT(p->user_id), DB_TEXT(p->kind), DB_TEXT(p->status),
+                DB_INT(p->amount_cents), DB_TEXT(p->failure_reason), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key),
+                DB_TEXT(p->method_id), pending ? DB_INT(x.now) : DB_NULL, DB_INT(pending ? 1 : 0), DB_INT(x.now))));
   if (!e) e = db_to_err(told_in(x.c, p->id));
   if (!e) e = db_to_err(announce(x.c, news));
   return db_tx_end(&x, e);
@@ -335,13 +337,14 @@ err_t pay_store_claim_refund(const payment_row *p, const refund_row *f, const au
                           DB_ARGS(DB_TEXT(p->id), DB_TEXT(f->idem_key), DB_INT(f->amount_cents), DB_INT(x.now))));
   *claimed = !e && r->changes == 1;
   if (*claimed)
-    e = db_to_err(db_exec(x.c, NULL, NULL,
-                          "INSERT INTO payment_refunds (id, payment_id, amount_cents, reason, source, staff_id, "
-                          "status, idem_key, provider_share, created_at, updated_at) "
-                          "VALUES ($1, $2, $3, $4, $5, $6, 'PENDING', $7, $8, $9, $9)",
-                          DB_ARGS(DB_TEXT(f->id), DB_TEXT(p->id), DB_INT(f->amount_cents), DB_TEXT(f->reason),
-                                  DB_TEXT(f->source), DB_TEXT(f->staff_id), DB_TEXT(f->idem_key),
-                                  DB_TEXT(f->provider_share ? f->provider_share : "prorata"), DB_INT(x.now))));
+    e = db_to_err(
+        db_exec(x.c, NULL, NULL,
+                "INSERT INTO payment_refunds (id, payment_id, amount_cents, reason, source, staff_id, status, "
+                "idem_key, provider_share, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'PENDING', $7, $8, "
+                "$9, $9)",
+                DB_ARGS(DB_TEXT(f->id), DB_TEXT(p->id), DB_INT(f->amount_cents), DB_TEXT(f->reason), DB_TEXT(f->source),
+                        DB_TEXT(f->staff_id), DB_TEXT(f->idem_key),
+                        DB_TEXT(f->provider_share ? f->provider_share : "prorata"), DB_INT(x.now))));
   if (!e && *claimed && act) e = audit_log_in(x.c, act); /* the transaction's last write */
   e = db_tx_end(&x, e);                                  /* unclaimed, nothing was written */
   if (e) *claimed = false;

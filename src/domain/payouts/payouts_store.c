@@ -7,7 +7,8 @@
  * making of a transfer, a reversal, an email) is queued in the change's own transaction. Rows
  * of other domains' tables are only read here. Every change a provider can see in its list of
  * transfers (a new one, its status, amount, reversal, dates or failure) is a payout.updated
- * event written in the same transaction (told_in). */
+ * event written in the same transaction (told_in). A change is a db_tx (one clock reading, its
+ * own arena); the lease of a request under way is db/lease.h's (po_store_lease). */
 #include "domain/payouts/payouts_store.h"
 #include "core/clock.h"
 #include "core/ids.h"

@@ -7,8 +7,9 @@
  * names that request. Hence:
  * - a transfer is claimed by one conditional update, so of two workers (or two instances) one
  *   makes it, and the processor sees one request per attempt, under one key;
- * - a request whose answer never came is left to be settled: whoever takes it over (the next
- *   run of its unit of work, or the reconciliation) first asks the processor what the key made
+ * - a request whose answer never came is left to be settled (db/lease.h, as the payments' are):
+ *   whoever takes it over (the next run of its unit of work, or the reconciliation, once its
+ *   lease is over) first asks the processor what the key made
  *   (payments_find_transfer: transfers carry the key in their metadata) and repeats the
  *   request only when nothing was made; so a crash between the processor's answer and the
  *   record costs nothing and pays nothing twice;
