@@ -88,11 +88,12 @@ static err_t replace_in(db_conn *c, const char *id, const char *old, json_t *o, 
   return e;
 }
 
+/* insert_in and replace_in alone: one statement, no transaction (as db_query runs it). */
 static bool insert(const char *id, const char *kind, json_t *o) {
-  db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e) e = insert_in(c, id, kind, o, clock_now_ms());
-  return db_end(c, e) == ERR_OK;
+  db_conn *c = db_acquire();
+  err_t e = insert_in(c, id, kind, o, clock_now_ms());
+  db_release(c);
+  return e == ERR_OK;
 }
 
 bool sim_save_announced(json_t *o, const char *kind, const char *old, json_t *const *events, int n) {
@@ -106,10 +107,10 @@ bool sim_save_announced(json_t *o, const char *kind, const char *old, json_t *co
 }
 
 bool sim_replace(const char *id, const char *old, json_t *o) {
-  db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e) e = replace_in(c, id, old, o, clock_now_ms());
-  return db_end(c, e) == ERR_OK;
+  db_conn *c = db_acquire();
+  err_t e = replace_in(c, id, old, o, clock_now_ms());
+  db_release(c);
+  return e == ERR_OK;
 }
 
 void sim_new_id(const char *prefix, char out[PAY_ID_LEN]) {
