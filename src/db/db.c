@@ -577,6 +577,18 @@ err_t db_begin(db_conn **out) {
 
 bool db_in_tx(const db_conn *c) { return c && c->in_tx; }
 
+err_t db_tx_begin(db_tx *t) {
+  arena_init(&t->a);
+  t->now = clock_now_ms();
+  return db_begin(&t->c);
+}
+
+err_t db_tx_end(db_tx *t, err_t e) {
+  e = db_end(t->c, e);
+  arena_fini(&t->a);
+  return e;
+}
+
 void db_before_commit(db_conn *c, db_rc (*fn)(db_conn *c, void *arg), void (*done)(void *arg), void *arg) {
   if (!c || !c->in_tx) {
     log_msg(LOG_ERROR, "db_before_commit outside a transaction: the work would never run");

@@ -180,6 +180,26 @@ void db_before_commit(db_conn *c, db_rc (*fn)(db_conn *c, void *arg), void (*don
 err_t db_end(db_conn *c, err_t e);
 /* Whether c holds an open transaction (for functions that must run inside one). */
 bool db_in_tx(const db_conn *c);
+/* A transaction with scratch memory of its own: its connection, an arena for its statements'
+ * results (freed when it ends: nothing read into it outlives the transaction), and the service
+ * time its rows are written at (clock_now_ms, read once for the whole change). For a store's
+ * change that reads its own statements' results:
+ *
+ *   db_tx t;
+ *   db_res *r;
+ *   err_t e = db_tx_begin(&t);                     db_begin, with t.a and t.now ready
+ *   if (!e) e = db_to_err(db_exec(t.c, &t.a, &r, "UPDATE ...", DB_ARGS(..., DB_INT(t.now))));
+ *   e = db_tx_end(&t, e);                          db_end, then the arena freed
+ *
+ * A failed db_tx_begin leaves t.c NULL and the arena ready, so db_tx_end needs no branch. */
+typedef struct db_tx {
+  db_conn *c;
+  arena a;
+  int64_t now;
+} db_tx;
+err_t db_tx_begin(db_tx *t);
+/* db_end(t->c, e), then t's arena freed; returns what db_end returned. */
+err_t db_tx_end(db_tx *t, err_t e);
 
 /* The service error for a storage result: constraint violations are conflicts (409), an
  * unavailable database 503. */

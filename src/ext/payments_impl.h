@@ -50,6 +50,25 @@ typedef struct pay_ops {
 extern const pay_ops paysim_ops;
 extern const pay_ops stripe_ops;
 
+/* An implementation's table, written once for both: every operation is the function named
+ * <prefix>_<operation> (st_refund, sim_refund); label is its name in logs, open_link its hosted
+ * onboarding page's handler or NULL. */
+#define PAY_OPS(prefix, label, open_link_fn)                                                                           \
+  {                                                                                                                    \
+    .name = label, .create_customer = prefix##_create_customer, .create_setup_intent = prefix##_create_setup_intent,   \
+    .attach_method = prefix##_attach_method, .retrieve_method = prefix##_retrieve_method,                              \
+    .create_intent = prefix##_create_intent, .capture = prefix##_capture, .cancel = prefix##_cancel,                   \
+    .create_subscription = prefix##_create_subscription, .update_subscription = prefix##_update_subscription,          \
+    .retrieve_subscription = prefix##_retrieve_subscription, .retrieve_intent = prefix##_retrieve_intent,              \
+    .find_intent = prefix##_find_intent, .find_subscription = prefix##_find_subscription, .refund = prefix##_refund,   \
+    .list_refunds = prefix##_list_refunds, .create_account = prefix##_create_account,                                  \
+    .retrieve_account = prefix##_retrieve_account, .account_link = prefix##_account_link,                              \
+    .transfer = prefix##_transfer, .find_transfer = prefix##_find_transfer,                                            \
+    .reverse_transfer = prefix##_reverse_transfer, .find_reversal = prefix##_find_reversal,                            \
+    .retrieve_dispute = prefix##_retrieve_dispute, .upload_file = prefix##_upload_file,                                \
+    .submit_evidence = prefix##_submit_evidence, .open_link = open_link_fn,                                            \
+  }
+
 /* Reads Stripe-shaped JSON objects into the result structs (both implementations speak it). */
 void pay_card_from_json(json_t *pm, pay_card *card);
 void pay_intent_from_json(json_t *pi, pay_intent *out);

@@ -21,6 +21,7 @@
 #include "core/ids.h"
 #include "core/log.h"
 #include "db/db.h"
+#include "db/lease.h"
 #include "ext/paysim_impl.h"
 #include "ext/queue.h"
 #include <stdio.h>
@@ -61,56 +62,55 @@ json_t *sim_load(const char *id, char **raw) {
   return o;
 }
 
-static bool insert(const char *id, const char *kind, json_t *o) {
+/* On c: inserts o, object id of kind. */
+static err_t insert_in(db_conn *c, const char *id, const char *kind, json_t *o, int64_t now) {
   char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-  int64_t now = clock_now_ms();
-  db_rc rc = db_query(NULL, NULL,
-                      "INSERT INTO processor_sim_objects (id, kind, data, created_at, updated_at) "
-                      "VALUES ($1, $2, $3, $4, $4)",
-                      DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now)));
+  err_t e = db_to_err(
+      db_exec(c, NULL, NULL,
+              "INSERT INTO processor_sim_objects (id, kind, data, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)",
+              DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now))));
   free(text);
-  return rc == DB_OK;
+  return e;
 }
 
-bool sim_save_announced(json_t *o, const char *kind, const char *old, json_t *const *events, int n) {
-  char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-  const char *id = json_string_value(json_object_get(o, "id"));
-  int64_t now = clock_now_ms();
-  arena a;
-  arena_init(&a);
-  db_res *r = NULL;
-  db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e && old) {
-    e = db_to_err(db_exec(c, &a, &r,
-                          "UPDATE processor_sim_objects SET data = $3, updated_at = $4 WHERE id = $1 AND data = $2",
-                          DB_ARGS(DB_TEXT(id), DB_TEXT(old), DB_TEXT(text), DB_INT(now))));
-    if (!e && r->changes != 1) e = ERR_CONFLICT; /* changed meanwhile */
-  } else if (!e) {
-    e = db_to_err(db_exec(
-        c, NULL, NULL,
-        "INSERT INTO processor_sim_objects (id, kind, data, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)",
-        DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now))));
-  }
-  for (int i = 0; !e && i < n; i++) e = db_to_err(queue_enqueue(c, "payment_event", events[i]));
-  e = db_end(c, e);
-  arena_fini(&a);
-  free(text);
-  return e == ERR_OK;
-}
-
-/* Replaces the stored object when it still reads `old`; false when someone changed it first. */
-bool sim_replace(const char *id, const char *old, json_t *o) {
+/* On c: replaces object id, stored as old, with o; ERR_CONFLICT when it changed meanwhile. */
+static err_t replace_in(db_conn *c, const char *id, const char *old, json_t *o, int64_t now) {
   char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
   arena a;
   arena_init(&a);
   db_res *r;
-  bool ok = db_query(&a, &r, "UPDATE processor_sim_objects SET data = $3, updated_at = $4 WHERE id = $1 AND data = $2",
-                     DB_ARGS(DB_TEXT(id), DB_TEXT(old), DB_TEXT(text), DB_INT(clock_now_ms()))) == DB_OK &&
-            r->changes == 1;
+  err_t e = db_to_err(db_exec(c, &a, &r,
+                              "UPDATE processor_sim_objects SET data = $3, updated_at = $4 WHERE id = $1 AND data = $2",
+                              DB_ARGS(DB_TEXT(id), DB_TEXT(old), DB_TEXT(text), DB_INT(now))));
+  if (!e && r->changes != 1) e = ERR_CONFLICT;
   arena_fini(&a);
   free(text);
-  return ok;
+  return e;
+}
+
+/* insert_in and replace_in alone: one statement, no transaction (as db_query runs it). */
+static bool insert(const char *id, const char *kind, json_t *o) {
+  db_conn *c = db_acquire();
+  err_t e = insert_in(c, id, kind, o, clock_now_ms());
+  db_release(c);
+  return e == ERR_OK;
+}
+
+bool sim_save_announced(json_t *o, const char *kind, const char *old, json_t *const *events, int n) {
+  const char *id = json_string_value(json_object_get(o, "id"));
+  int64_t now = clock_now_ms();
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e) e = old ? replace_in(c, id, old, o, now) : insert_in(c, id, kind, o, now);
+  for (int i = 0; !e && i < n; i++) e = db_to_err(queue_enqueue(c, "payment_event", events[i]));
+  return db_end(c, e) == ERR_OK;
+}
+
+bool sim_replace(const char *id, const char *old, json_t *o) {
+  db_conn *c = db_acquire();
+  err_t e = replace_in(c, id, old, o, clock_now_ms());
+  db_release(c);
+  return e == ERR_OK;
 }
 
 void sim_new_id(const char *prefix, char out[PAY_ID_LEN]) {
@@ -126,97 +126,64 @@ void sim_new_id(const char *prefix, char out[PAY_ID_LEN]) {
  * request with the key gets that object back; with other parameters it is refused
  * (PAY_IDEMPOTENCY); while the first is still being carried out the twin waits for it. A
  * request refused before it made anything (validation) releases its key, as Stripe keeps no
- * result for those. */
+ * result for those. The claim is db/lease.h's first-claim-wins (db_claim_first); an operation
+ * goes from its claim to what it made through the keyed_* functions below. */
 
-typedef enum { KEY_NEW, KEY_REPLAY, KEY_MISMATCH, KEY_BUSY } key_state;
+/* KEY_AGAIN: nothing could be read, look again at once (only inside claim_key). */
+typedef enum { KEY_NEW, KEY_REPLAY, KEY_MISMATCH, KEY_BUSY, KEY_AGAIN } key_state;
 
 static void key_id(const char *idem_key, char out[PAY_ID_LEN + 8]) {
   snprintf(out, PAY_ID_LEN + 8, "idem:%s", idem_key);
 }
 
-/* Claims idem_key for a request with fingerprint fp, or finds what it made (*replay, owned). */
+/* One look at the claim of key (the row of an idempotency key): KEY_NEW when this request's
+ * claim won (the first claim wins: db_claim_first), else what the winner's says: KEY_BUSY while
+ * it runs, KEY_AGAIN when there was none to read (released meanwhile, or storage failed). */
+static key_state key_claim(const char *key, const char *fp, json_t **replay) {
+  json_t *mine = json_pack("{s:s}", "fingerprint", fp);
+  char *text = json_dumps(mine, JSON_COMPACT | JSON_SORT_KEYS);
+  const db_read claim = {"INSERT INTO processor_sim_objects (id, kind, data, created_at, updated_at) "
+                         "VALUES ($1, 'idempotency_key', $2, $3, $3) ON CONFLICT (id) DO NOTHING RETURNING id",
+                         DB_ARGS(DB_TEXT(key), DB_TEXT(text), DB_INT(clock_now_ms()))};
+  const db_read find = {"SELECT data FROM processor_sim_objects WHERE id = $1", DB_ARGS(DB_TEXT(key))};
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  bool won;
+  bool read = db_claim_first(&a, &claim, &find, &r, &won) == DB_OK && r->rows == 1;
+  json_t *ref = read && !won ? json_loads(db_text(r, 0, 0), 0, NULL) : NULL;
+  const char *first = json_string_value(json_object_get(ref, "fingerprint"));
+  const char *object = json_string_value(json_object_get(ref, "object"));
+  key_state st = !read ? KEY_AGAIN : won ? KEY_NEW : KEY_BUSY;
+  if (first && strcmp(first, fp))
+    st = KEY_MISMATCH;
+  else if (object && (*replay = sim_load(object, NULL)))
+    st = KEY_REPLAY;
+  json_decref(ref), json_decref(mine), free(text);
+  arena_fini(&a);
+  return st;
+}
+
+/* Claims idem_key for a request with fingerprint fp, or finds what it made (*replay, owned);
+ * while the first request with the key is still being carried out, waits for it. */
 static key_state claim_key(const char *idem_key, const char *fp, json_t **replay) {
   *replay = NULL;
   if (!idem_key) return KEY_NEW;
   char key[PAY_ID_LEN + 8];
   key_id(idem_key, key);
-  for (int tries = 0; tries < 100; tries++) {
-    json_t *ref = sim_load(key, NULL);
-    if (!ref) {
-      json_t *claim = json_pack("{s:s}", "fingerprint", fp);
-      bool mine = insert(key, "idempotency_key", claim);
-      json_decref(claim);
-      if (mine) return KEY_NEW;
-      continue; /* a twin claimed it first: read what it holds */
-    }
-    const char *first = json_string_value(json_object_get(ref, "fingerprint"));
-    const char *object = json_string_value(json_object_get(ref, "object"));
-    key_state st = KEY_BUSY;
-    if (first && strcmp(first, fp))
-      st = KEY_MISMATCH;
-    else if (object && (*replay = sim_load(object, NULL)))
-      st = KEY_REPLAY;
-    json_decref(ref);
-    if (st != KEY_BUSY) return st;
-    usleep(20000); /* the first request is still being carried out */
-  }
-  return KEY_BUSY;
+  key_state st = KEY_AGAIN;
+  for (int tries = 0; tries < 100 && (st == KEY_BUSY || st == KEY_AGAIN); tries++)
+    if ((st = key_claim(key, fp, replay)) == KEY_BUSY) usleep(20000); /* the first is still being carried out */
+  return st == KEY_AGAIN ? KEY_BUSY : st;
 }
 
-static void release_key(const char *idem_key) {
-  if (!idem_key) return;
-  char key[PAY_ID_LEN + 8];
-  key_id(idem_key, key);
-  db_query(NULL, NULL, "DELETE FROM processor_sim_objects WHERE id = $1", DB_ARGS(DB_TEXT(key)));
-}
-
-/* Another object's change stored with a new one: `id` from `old` (its stored text) to `now`. */
-typedef struct sim_change {
-  const char *id, *old;
-  json_t *now;
-} sim_change;
-
-/* Stores a new object, records it under idem_key (claimed by the caller; NULL: none) and
- * applies change (NULL: none) while its object still reads as it did, atomically. false when
- * that object changed meanwhile or storage failed: nothing is stored. */
-static bool store_new(const char *id, const char *kind, json_t *o, const char *idem_key, const char *fp,
-                      const sim_change *change) {
-  char key[PAY_ID_LEN + 8] = "";
-  if (idem_key) key_id(idem_key, key);
-  char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-  json_t *ref = json_pack("{s:s,s:s}", "fingerprint", fp ? fp : "", "object", id);
-  char *ref_text = json_dumps(ref, JSON_COMPACT | JSON_SORT_KEYS);
-  char *changed_text = change ? json_dumps(change->now, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-  int64_t now = clock_now_ms();
-  arena a;
-  arena_init(&a);
-  db_res *r = NULL;
-  db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e && change) {
-    e = db_to_err(db_exec(c, &a, &r,
-                          "UPDATE processor_sim_objects SET data = $3, updated_at = $4 WHERE id = $1 AND data = $2",
-                          DB_ARGS(DB_TEXT(change->id), DB_TEXT(change->old), DB_TEXT(changed_text), DB_INT(now))));
-    if (!e && r->changes != 1) e = ERR_CONFLICT; /* the object changed meanwhile: nothing is stored */
-  }
-  if (!e)
-    e = db_to_err(db_exec(
-        c, NULL, NULL,
-        "INSERT INTO processor_sim_objects (id, kind, data, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)",
-        DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now))));
-  if (!e && idem_key)
-    e = db_to_err(db_exec(c, NULL, NULL, "UPDATE processor_sim_objects SET data = $2, updated_at = $3 WHERE id = $1",
-                          DB_ARGS(DB_TEXT(key), DB_TEXT(ref_text), DB_INT(now))));
-  e = db_end(c, e);
-  arena_fini(&a);
-  free(text), free(ref_text), free(changed_text);
-  json_decref(ref);
-  return e == ERR_OK;
-}
-
-static bool insert_keyed(const char *id, const char *kind, json_t *o, const char *idem_key, const char *fp) {
-  return idem_key ? store_new(id, kind, o, idem_key, fp, NULL) : insert(id, kind, o);
-}
+/* A request under an idempotency key, from its claim to what it made. */
+typedef struct keyed {
+  const char *key; /* the caller's idempotency key; NULL: none, nothing is kept */
+  const char *fp;  /* the request's fingerprint: what it asked, as one string */
+  json_t *made;    /* once claimed: what the first request with the key made (owned), or NULL */
+  bool replayed;   /* made was found under the key, not made by this call */
+} keyed;
 
 /* The pay_rc of a claim that did not give the caller a fresh key. */
 static pay_rc key_refusal(key_state st, pay_error *err) {
@@ -230,6 +197,101 @@ static pay_rc key_refusal(key_state st, pay_error *err) {
   return PAY_UNAVAILABLE;
 }
 
+/* Claims r's key: PAY_OK for a new request (r->made NULL) or a replay (r->made what the first
+ * made); otherwise the refusal (the key used with other parameters, or still busy). */
+static pay_rc keyed_claim(keyed *r, pay_error *err) {
+  key_state st = claim_key(r->key, r->fp, &r->made);
+  r->replayed = st == KEY_REPLAY;
+  return st == KEY_NEW || st == KEY_REPLAY ? PAY_OK : key_refusal(st, err);
+}
+
+/* r made nothing (refused, or not stored): its key is released, as Stripe keeps no result for
+ * it. Returns rc. */
+static pay_rc keyed_refused(const keyed *r, pay_rc rc) {
+  if (!r->key) return rc;
+  char key[PAY_ID_LEN + 8];
+  key_id(r->key, key);
+  db_query(NULL, NULL, "DELETE FROM processor_sim_objects WHERE id = $1", DB_ARGS(DB_TEXT(key)));
+  return rc;
+}
+
+/* Another object's change stored with a new one: `id` from `old` (its stored text) to `now`. */
+typedef struct sim_change {
+  const char *id, *old;
+  json_t *now;
+} sim_change;
+
+/* Stores o (object id of kind) as what r made, recorded under r's key (claimed), and applies
+ * change (NULL: none) while its object still reads as it did, atomically; r->made is then o (a
+ * reference taken). false when that object changed meanwhile or storage failed: nothing is
+ * stored, and the key stays r's. */
+static bool keyed_store(keyed *r, const char *id, const char *kind, json_t *o, const sim_change *change) {
+  char key[PAY_ID_LEN + 8] = "";
+  if (r->key) key_id(r->key, key);
+  json_t *ref = json_pack("{s:s,s:s}", "fingerprint", r->fp ? r->fp : "", "object", id);
+  char *ref_text = json_dumps(ref, JSON_COMPACT | JSON_SORT_KEYS);
+  int64_t now = clock_now_ms();
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e && change) e = replace_in(c, change->id, change->old, change->now, now); /* changed: nothing stored */
+  if (!e) e = insert_in(c, id, kind, o, now);
+  if (!e && r->key)
+    e = db_to_err(db_exec(c, NULL, NULL, "UPDATE processor_sim_objects SET data = $2, updated_at = $3 WHERE id = $1",
+                          DB_ARGS(DB_TEXT(key), DB_TEXT(ref_text), DB_INT(now))));
+  e = db_end(c, e);
+  free(ref_text);
+  json_decref(ref);
+  if (e == ERR_OK) r->made = json_incref(o);
+  return e == ERR_OK;
+}
+
+/* keyed_store of a new object alone; when it cannot be stored the key is released:
+ * PAY_UNAVAILABLE. */
+static pay_rc keyed_insert(keyed *r, const char *id, const char *kind, json_t *o, pay_error *err) {
+  if (keyed_store(r, id, kind, o, NULL)) return PAY_OK;
+  return keyed_refused(r, sim_fail(err, PAY_UNAVAILABLE, "simulated processor storage failed"));
+}
+
+/* What r made, as it stands now (owned; NULL when it is gone): a replay reads its object of kind
+ * again, which may have moved on since (an intent lapsed, an account onboarded). */
+static json_t *keyed_now(const keyed *r, const char *kind) {
+  const char *id = json_string_value(json_object_get(r->made, "id"));
+  if (!r->replayed) return json_incref(r->made);
+  return !strcmp(kind, "payment_intent") ? sim_load_intent(id) : sim_load_kind(id, kind, NULL);
+}
+
+/* What a request under a key makes out of another object that it changes with it (a refund of
+ * a charge, a reversal of a transfer): that object (the target), read again for every try. */
+typedef struct keyed_change {
+  const char *target, *kind;                   /* the target's id; the kind of object made */
+  json_t *(*load)(const char *id, char **raw); /* the target and its stored text, or NULL */
+  const char *missing;                         /* the refusal when there is no such target */
+  /* builds the object made (its id into id) out of target as it stands, and changes target to
+     what it becomes with it; or refuses. ask: the request's own parameters */
+  pay_rc (*make)(keyed *r, json_t *target, const void *ask, char id[PAY_ID_LEN], json_t **made, pay_error *err);
+} keyed_change;
+
+/* One try of k: PAY_OK once the object and the target's change are stored together,
+ * PAY_UNAVAILABLE without a reason when the target changed meanwhile, else a refusal. */
+static pay_rc keyed_try(keyed *r, const keyed_change *k, const void *ask, pay_error *err) {
+  char *raw = NULL, id[PAY_ID_LEN];
+  json_t *target = k->load(k->target, &raw), *made = NULL;
+  pay_rc rc = target ? k->make(r, target, ask, id, &made, err) : sim_fail(err, PAY_NOT_FOUND, k->missing);
+  if (rc == PAY_OK && !keyed_store(r, id, k->kind, made, &(sim_change){k->target, raw, target})) rc = PAY_UNAVAILABLE;
+  json_decref(made), json_decref(target), free(raw);
+  return rc;
+}
+
+/* Makes r's object as k says, up to 5 times while the target changes meanwhile; when nothing
+ * was made the key is released. */
+static pay_rc keyed_retry(keyed *r, const keyed_change *k, const void *ask, pay_error *err) {
+  pay_rc rc = PAY_UNAVAILABLE;
+  for (int tries = 0; tries < 5 && rc == PAY_UNAVAILABLE && !err->message[0]; tries++) rc = keyed_try(r, k, ask, err);
+  if (rc != PAY_OK) keyed_refused(r, rc); /* refused or not made: Stripe keeps no result */
+  if (rc == PAY_UNAVAILABLE && !err->message[0]) sim_fail(err, rc, "simulated processor is busy");
+  return rc;
+}
+
 pay_rc sim_fail(pay_error *err, pay_rc rc, const char *message) {
   snprintf(err->message, sizeof err->message, "%s", message);
   return rc;
@@ -241,23 +303,17 @@ static pay_rc sim_create_customer(const char *email, const char *name, const cha
                                   pay_error *err) {
   char fp[600];
   snprintf(fp, sizeof fp, "customer|%s|%s", email, name);
-  json_t *old;
-  key_state st = claim_key(idem_key, fp, &old);
-  if (st == KEY_REPLAY) {
-    snprintf(id, PAY_ID_LEN, "%s", json_string_value(json_object_get(old, "id")));
-    json_decref(old);
-    return PAY_OK;
+  keyed r = {idem_key, fp};
+  pay_rc rc = keyed_claim(&r, err);
+  if (rc == PAY_OK && !r.made) {
+    sim_new_id("cus", id);
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "id", id, "object", "customer", "email", email, "name", name);
+    rc = keyed_insert(&r, id, "customer", o, err);
+    json_decref(o);
   }
-  if (st != KEY_NEW) return key_refusal(st, err);
-  sim_new_id("cus", id);
-  json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "id", id, "object", "customer", "email", email, "name", name);
-  bool ok = insert_keyed(id, "customer", o, idem_key, fp);
-  json_decref(o);
-  if (!ok) {
-    release_key(idem_key);
-    return sim_fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
-  }
-  return PAY_OK;
+  if (rc == PAY_OK) snprintf(id, PAY_ID_LEN, "%s", json_string_value(json_object_get(r.made, "id")));
+  json_decref(r.made);
+  return rc;
 }
 
 static bool customer_exists(const char *customer) {
@@ -373,20 +429,10 @@ static void describe(json_t *o, const pay_charge_info *info, const char *idem_ke
     json_object_set_new(o, "statement_descriptor_suffix", json_string(CFG.statement_descriptor_suffix));
 }
 
-static pay_rc sim_create_intent(const char *customer, const char *payment_method, int64_t cents, bool capture_now,
-                                const pay_charge_info *info, const char *idem_key, pay_intent *out, pay_error *err) {
-  char fp[PAY_ID_LEN * 2 + 64];
-  snprintf(fp, sizeof fp, "intent|%s|%s|%lld|%d", customer, payment_method, (long long)cents, capture_now);
-  json_t *old;
-  key_state st = claim_key(idem_key, fp, &old);
-  if (st == KEY_REPLAY) {
-    json_decref(old);
-    old = sim_load_intent(json_string_value(json_object_get(old, "id"))); /* as it stands now */
-    pay_rc rc = old ? intent_answer(old, out, err) : sim_fail(err, PAY_UNAVAILABLE, "simulated processor lost an intent");
-    json_decref(old);
-    return rc;
-  }
-  if (st != KEY_NEW) return key_refusal(st, err);
+/* A new intent of customer's for cents on payment_method (capture_now: a charge, else a hold),
+ * made under r: its charge carries the card's details, or the decline of a declined card. */
+static pay_rc new_intent(keyed *r, const char *customer, const char *payment_method, int64_t cents, bool capture_now,
+                         const pay_charge_info *info, pay_error *err) {
   json_t *pm = sim_load(payment_method, NULL);
   const char *found = method_decline(pm, customer);
   char decline[64];
@@ -394,9 +440,9 @@ static pay_rc sim_create_intent(const char *customer, const char *payment_method
   json_t *card = json_deep_copy(json_object_get(pm, "card"));
   json_decref(pm); /* `decline` is a copy: pm's strings die with it */
   if (cents < 50 || !found) {
-    release_key(idem_key);
     json_decref(card);
-    return sim_fail(err, PAY_INVALID, cents < 50 ? "Amount must be at least $0.50 usd" : "No such PaymentMethod");
+    return keyed_refused(
+        r, sim_fail(err, PAY_INVALID, cents < 50 ? "Amount must be at least $0.50 usd" : "No such PaymentMethod"));
   }
   char id[PAY_ID_LEN], charge[PAY_ID_LEN];
   sim_new_id("pi", id);
@@ -408,7 +454,7 @@ static pay_rc sim_create_intent(const char *customer, const char *payment_method
                         (json_int_t)cents, "amount_received", (json_int_t)(capture_now && !declined ? cents : 0),
                         "currency", "usd", "customer", customer, "payment_method", payment_method, "capture_method",
                         capture_now ? "automatic" : "manual", "status", status, "created", created);
-  describe(o, info, idem_key);
+  describe(o, info, r->key);
   if (declined) {
     json_object_set_new(o, "last_payment_error",
                         json_pack("{s:s,s:s,s:s}", "code", "card_declined", "decline_code", decline, "message",
@@ -422,15 +468,27 @@ static pay_rc sim_create_intent(const char *customer, const char *payment_method
                                 before ? json_integer(before) : NULL);
     json_t *ch = json_pack("{s:s,s:s,s:I,s:s,s:{s:o}}", "id", charge, "object", "charge", "amount",
                            (json_int_t)cents, "payment_intent", id, "payment_method_details", "card", details);
-    describe(ch, info, idem_key);
+    describe(ch, info, r->key);
     json_object_set_new(o, "latest_charge", ch);
   }
   json_decref(card);
-  bool ok = insert_keyed(id, "payment_intent", o, idem_key, fp);
-  if (ok && capture_now && !declined) sim_after_charge(o);
-  pay_rc rc = ok ? intent_answer(o, out, err) : sim_fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
-  if (!ok) release_key(idem_key);
+  pay_rc rc = keyed_insert(r, id, "payment_intent", o, err);
+  if (rc == PAY_OK && capture_now && !declined) sim_after_charge(o);
   json_decref(o);
+  return rc;
+}
+
+static pay_rc sim_create_intent(const char *customer, const char *payment_method, int64_t cents, bool capture_now,
+                                const pay_charge_info *info, const char *idem_key, pay_intent *out, pay_error *err) {
+  char fp[PAY_ID_LEN * 2 + 64];
+  snprintf(fp, sizeof fp, "intent|%s|%s|%lld|%d", customer, payment_method, (long long)cents, capture_now);
+  keyed r = {idem_key, fp};
+  pay_rc rc = keyed_claim(&r, err);
+  if (rc == PAY_OK && !r.made) rc = new_intent(&r, customer, payment_method, cents, capture_now, info, err);
+  json_t *pi = rc == PAY_OK ? keyed_now(&r, "payment_intent") : NULL;
+  if (rc == PAY_OK)
+    rc = pi ? intent_answer(pi, out, err) : sim_fail(err, PAY_UNAVAILABLE, "simulated processor lost an intent");
+  json_decref(pi), json_decref(r.made);
   return rc;
 }
 
@@ -518,18 +576,10 @@ static pay_rc sim_find_intent(const char *customer, const char *idem_key, pay_in
   return PAY_OK;
 }
 
-static pay_rc sim_create_subscription(const char *customer, const char *price, const char *payment_method,
-                                      const char *idem_key, pay_subscription *out, pay_error *err) {
-  char fp[PAY_ID_LEN * 3 + 32];
-  snprintf(fp, sizeof fp, "subscription|%s|%s|%s", customer, price, payment_method);
-  json_t *old;
-  key_state st = claim_key(idem_key, fp, &old);
-  if (st == KEY_REPLAY) {
-    pay_subscription_from_json(old, out);
-    json_decref(old);
-    return PAY_OK;
-  }
-  if (st != KEY_NEW) return key_refusal(st, err);
+/* A new subscription of customer's to price, paid by payment_method, made under r; a declined
+ * card makes none (error_if_incomplete), and Stripe keeps no result for it. */
+static pay_rc new_subscription(keyed *r, const char *customer, const char *price, const char *payment_method,
+                               pay_error *err) {
   json_t *pm = sim_load(payment_method, NULL);
   const char *decline = method_decline(pm, customer);
   pay_rc rc = PAY_OK;
@@ -540,25 +590,29 @@ static pay_rc sim_create_subscription(const char *customer, const char *price, c
     snprintf(err->decline_code, sizeof err->decline_code, "%s", decline);
     rc = sim_fail(err, PAY_DECLINED, "Your card was declined.");
   }
-  json_decref(pm);    /* after the last use of decline, which points into pm */
-  if (rc != PAY_OK) { /* error_if_incomplete: nothing is made, and Stripe keeps no result */
-    release_key(idem_key);
-    return rc;
-  }
+  json_decref(pm); /* after the last use of decline, which points into pm */
+  if (rc != PAY_OK) return keyed_refused(r, rc);
   char id[PAY_ID_LEN];
   sim_new_id("sub", id);
   int64_t end = clock_now_ms() + PERIOD_MS;
   json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:I,s:{s:s?}}", "id", id, "object", "subscription", "customer",
                         customer, "price", price, "status", "active", "cancel_at_period_end", 0, "current_period_end",
-                        (json_int_t)(end / 1000), "metadata", "idempotency_key", idem_key);
-  bool ok = insert_keyed(id, "subscription", o, idem_key, fp);
-  if (ok) pay_subscription_from_json(o, out);
+                        (json_int_t)(end / 1000), "metadata", "idempotency_key", r->key);
+  rc = keyed_insert(r, id, "subscription", o, err);
   json_decref(o);
-  if (!ok) {
-    release_key(idem_key);
-    return sim_fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
-  }
-  return PAY_OK;
+  return rc;
+}
+
+static pay_rc sim_create_subscription(const char *customer, const char *price, const char *payment_method,
+                                      const char *idem_key, pay_subscription *out, pay_error *err) {
+  char fp[PAY_ID_LEN * 3 + 32];
+  snprintf(fp, sizeof fp, "subscription|%s|%s|%s", customer, price, payment_method);
+  keyed r = {idem_key, fp};
+  pay_rc rc = keyed_claim(&r, err);
+  if (rc == PAY_OK && !r.made) rc = new_subscription(&r, customer, price, payment_method, err);
+  if (rc == PAY_OK) pay_subscription_from_json(r.made, out);
+  json_decref(r.made);
+  return rc;
 }
 
 static pay_rc sim_update_subscription(const char *subscription, bool cancel_at_period_end, const char *idem_key,
@@ -603,64 +657,65 @@ static pay_rc refund_refusal(pay_error *err, const char *code, const char *messa
   return sim_fail(err, PAY_INVALID, message);
 }
 
+/* What a refund asks of its intent. */
+typedef struct refund_ask {
+  const char *reason;
+  int64_t cents; /* 0: all that is left */
+} refund_ask;
+
+/* A refund of intent pi as it stands (keyed_change's make): its charge's amount_refunded grows
+ * with it; never past what was captured. */
+static pay_rc refund_make(keyed *r, json_t *pi, const void *asked, char id[PAY_ID_LEN], json_t **refund,
+                          pay_error *err) {
+  const refund_ask *ask = asked;
+  const char *intent = json_string_value(json_object_get(pi, "id"));
+  json_t *charge = json_object_get(pi, "latest_charge");
+  json_int_t amount = json_integer_value(json_object_get(pi, "amount"));
+  json_int_t refunded = json_integer_value(json_object_get(charge, "amount_refunded"));
+  const char *status = json_string_value(json_object_get(pi, "status"));
+  json_int_t take = ask->cents > 0 ? (json_int_t)ask->cents : amount - refunded;
+  char message[160];
+  if (!status || strcmp(status, "succeeded") || !json_is_object(charge)) {
+    snprintf(message, sizeof message, "This PaymentIntent (%s) does not have a successful charge to refund.", intent);
+    return refund_refusal(err, "", message); /* Stripe gives no code here, only param payment_intent */
+  }
+  if (refunded >= amount) {
+    snprintf(message, sizeof message, "Charge %s has already been refunded.",
+             json_string_value(json_object_get(charge, "id")));
+    return refund_refusal(err, "charge_already_refunded", message);
+  }
+  if (take > amount - refunded) {
+    snprintf(message, sizeof message, "Refund amount ($%.2f) is greater than unrefunded amount on charge ($%.2f)",
+             (double)take / 100, (double)(amount - refunded) / 100);
+    return refund_refusal(err, "amount_too_large", message);
+  }
+  sim_new_id("re", id);
+  *refund = json_pack("{s:s,s:s,s:I,s:s,s:s?,s:s,s:s,s:s?,s:I,s:{s:s?}}", "id", id, "object", "refund", "amount", take,
+                      "currency", "usd", "charge", json_string_value(json_object_get(charge, "id")), "payment_intent",
+                      intent, "status", "succeeded", "reason", ask->reason, "created", (json_int_t)sim_now_s(),
+                      "metadata", "idempotency_key", r->key);
+  json_object_set_new(charge, "amount_refunded", json_integer(refunded + take));
+  json_object_set_new(charge, "refunded", json_boolean(refunded + take >= amount));
+  return PAY_OK;
+}
+
+/* An intent (a lapse that is due applied) with its text as it would be stored. */
+static json_t *load_intent(const char *intent, char **raw) {
+  json_t *pi = sim_load_intent(intent);
+  *raw = pi ? json_dumps(pi, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+  return pi;
+}
+
 static pay_rc sim_refund(const char *intent, int64_t cents, const char *reason, const char *idem_key, pay_refund *out,
                          pay_error *err) {
   char fp[PAY_ID_LEN + 96];
   snprintf(fp, sizeof fp, "refund|%s|%lld|%s", intent, (long long)cents, reason ? reason : "");
-  json_t *old;
-  key_state st = claim_key(idem_key, fp, &old);
-  if (st == KEY_REPLAY) {
-    pay_refund_from_json(old, out);
-    json_decref(old);
-    return PAY_OK;
-  }
-  if (st != KEY_NEW) return key_refusal(st, err);
-  pay_rc rc = PAY_UNAVAILABLE;
-  for (int tries = 0; tries < 5 && rc == PAY_UNAVAILABLE; tries++) {
-    json_t *pi = sim_load_intent(intent);
-    if (!pi) {
-      rc = sim_fail(err, PAY_NOT_FOUND, "No such payment_intent");
-      break;
-    }
-    char *raw = json_dumps(pi, JSON_COMPACT | JSON_SORT_KEYS);
-    json_t *charge = json_object_get(pi, "latest_charge");
-    json_int_t amount = json_integer_value(json_object_get(pi, "amount"));
-    json_int_t refunded = json_integer_value(json_object_get(charge, "amount_refunded"));
-    const char *status = json_string_value(json_object_get(pi, "status"));
-    json_int_t take = cents > 0 ? (json_int_t)cents : amount - refunded;
-    char message[160];
-    if (!status || strcmp(status, "succeeded") || !json_is_object(charge)) {
-      snprintf(message, sizeof message, "This PaymentIntent (%s) does not have a successful charge to refund.", intent);
-      rc = refund_refusal(err, "", message); /* Stripe gives no code here, only param payment_intent */
-    } else if (refunded >= amount) {
-      snprintf(message, sizeof message, "Charge %s has already been refunded.",
-               json_string_value(json_object_get(charge, "id")));
-      rc = refund_refusal(err, "charge_already_refunded", message);
-    } else if (take > amount - refunded) {
-      snprintf(message, sizeof message, "Refund amount ($%.2f) is greater than unrefunded amount on charge ($%.2f)",
-               (double)take / 100, (double)(amount - refunded) / 100);
-      rc = refund_refusal(err, "amount_too_large", message);
-    } else {
-      char id[PAY_ID_LEN];
-      sim_new_id("re", id);
-      json_t *refund = json_pack(
-          "{s:s,s:s,s:I,s:s,s:s?,s:s,s:s,s:s?,s:I,s:{s:s?}}", "id", id, "object", "refund", "amount", take, "currency",
-          "usd", "charge", json_string_value(json_object_get(charge, "id")), "payment_intent", intent, "status",
-          "succeeded", "reason", reason, "created", (json_int_t)sim_now_s(), "metadata", "idempotency_key", idem_key);
-      json_object_set_new(charge, "amount_refunded", json_integer(refunded + take));
-      json_object_set_new(charge, "refunded", json_boolean(refunded + take >= amount));
-      sim_change charged = {intent, raw, pi};
-      if (store_new(id, "refund", refund, idem_key, fp, &charged)) {
-        pay_refund_from_json(refund, out);
-        rc = PAY_OK;
-      }
-      json_decref(refund);
-    }
-    free(raw);
-    json_decref(pi);
-  }
-  if (rc != PAY_OK) release_key(idem_key); /* refused or not made: Stripe keeps no result */
-  if (rc == PAY_UNAVAILABLE && !err->message[0]) sim_fail(err, rc, "simulated processor is busy");
+  keyed r = {idem_key, fp};
+  const keyed_change refund = {intent, "refund", load_intent, "No such payment_intent", refund_make};
+  pay_rc rc = keyed_claim(&r, err);
+  if (rc == PAY_OK && !r.made) rc = keyed_retry(&r, &refund, &(refund_ask){reason, cents}, err);
+  if (rc == PAY_OK) pay_refund_from_json(r.made, out);
+  json_decref(r.made);
   return rc;
 }
 
@@ -711,34 +766,26 @@ static pay_rc sim_create_account(const char *email, const char *provider_id, con
                                  pay_error *err) {
   char fp[600];
   snprintf(fp, sizeof fp, "account|%s|%s", email, provider_id);
-  json_t *old;
-  key_state st = claim_key(idem_key, fp, &old);
-  if (st == KEY_REPLAY) { /* as it stands now: its onboarding may have moved on since */
-    json_t *now = sim_load_kind(json_string_value(json_object_get(old, "id")), "account", NULL);
-    json_decref(old);
-    if (!now) return sim_fail(err, PAY_UNAVAILABLE, "simulated processor lost an account");
-    pay_account_from_json(now, out);
-    json_decref(now);
-    return PAY_OK;
+  keyed r = {idem_key, fp};
+  pay_rc rc = keyed_claim(&r, err);
+  if (rc == PAY_OK && !r.made) {
+    char id[PAY_ID_LEN];
+    sim_new_id("acct", id);
+    json_t *o =
+        json_pack("{s:s,s:s,s:s,s:s,s:s,s:{s:s},s:b,s:b,s:b,s:{s:o,s:o,s:o,s:s},s:I,s:{s:s,s:s?}}", "id", id, "object",
+                  "account", "type", "express", "country", "US", "email", email, "capabilities", "transfers",
+                  "inactive", "charges_enabled", 0, "payouts_enabled", 0, "details_submitted", 0, "requirements",
+                  "currently_due", json_loads(SIM_DUE, 0, NULL), "eventually_due", json_loads(SIM_DUE, 0, NULL),
+                  "past_due", json_array(), "disabled_reason", "requirements.past_due", "created",
+                  (json_int_t)sim_now_s(), "metadata", "provider_id", provider_id, "idempotency_key", idem_key);
+    rc = keyed_insert(&r, id, "account", o, err);
+    json_decref(o);
   }
-  if (st != KEY_NEW) return key_refusal(st, err);
-  char id[PAY_ID_LEN];
-  sim_new_id("acct", id);
-  json_t *o =
-      json_pack("{s:s,s:s,s:s,s:s,s:s,s:{s:s},s:b,s:b,s:b,s:{s:o,s:o,s:o,s:s},s:I,s:{s:s,s:s?}}", "id", id, "object",
-                "account", "type", "express", "country", "US", "email", email, "capabilities", "transfers", "inactive",
-                "charges_enabled", 0, "payouts_enabled", 0, "details_submitted", 0, "requirements", "currently_due",
-                json_loads(SIM_DUE, 0, NULL), "eventually_due", json_loads(SIM_DUE, 0, NULL), "past_due", json_array(),
-                "disabled_reason", "requirements.past_due", "created", (json_int_t)sim_now_s(), "metadata", "provider_id",
-                provider_id, "idempotency_key", idem_key);
-  bool ok = insert_keyed(id, "account", o, idem_key, fp);
-  if (ok) pay_account_from_json(o, out);
-  json_decref(o);
-  if (!ok) {
-    release_key(idem_key);
-    return sim_fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
-  }
-  return PAY_OK;
+  json_t *now = rc == PAY_OK ? keyed_now(&r, "account") : NULL; /* its onboarding may have moved on since */
+  if (rc == PAY_OK && !now) rc = sim_fail(err, PAY_UNAVAILABLE, "simulated processor lost an account");
+  if (rc == PAY_OK) pay_account_from_json(now, out);
+  json_decref(now), json_decref(r.made);
+  return rc;
 }
 
 static pay_rc sim_retrieve_account(const char *account, pay_account *out, pay_error *err) {
@@ -813,62 +860,63 @@ static pay_rc sim_open_link(const char *link_id, char account[PAY_ID_LEN], char 
   return rc;
 }
 
+/* What a transfer asks. */
+typedef struct transfer_ask {
+  const char *destination, *source_intent, *job_id, *transfer_id;
+  int64_t cents;
+} transfer_ask;
+
+/* A new transfer as ask says, made under r: the destination's transfers capability must be
+ * active and, with a source intent, its captured charge must fund it. */
+static pay_rc new_transfer(keyed *r, const transfer_ask *ask, pay_error *err) {
+  json_t *acct = sim_load_kind(ask->destination, "account", NULL);
+  const char *cap = json_string_value(json_object_get(json_object_get(acct, "capabilities"), "transfers"));
+  bool active = cap && !strcmp(cap, "active");
+  json_decref(acct);
+  json_t *pi = ask->source_intent ? sim_load_intent(ask->source_intent) : NULL;
+  const char *pi_status = json_string_value(json_object_get(pi, "status"));
+  const char *charge_id = json_string_value(json_object_get(json_object_get(pi, "latest_charge"), "id"));
+  char charge[PAY_ID_LEN];
+  snprintf(charge, sizeof charge, "%s", charge_id ? charge_id : "");
+  bool funded = !ask->source_intent || (pi_status && !strcmp(pi_status, "succeeded") && charge[0] &&
+                                        ask->cents <= json_integer_value(json_object_get(pi, "amount")));
+  json_decref(pi);
+  if (!acct) return keyed_refused(r, sim_fail(err, PAY_NOT_FOUND, "No such destination"));
+  if (!active) {
+    snprintf(err->code, sizeof err->code, "insufficient_capabilities_for_transfer");
+    return keyed_refused(r, sim_fail(err, PAY_INVALID,
+                                     "Your destination account needs to have at least one of the following "
+                                     "capabilities enabled: transfers, crypto_transfers, legacy_payments"));
+  }
+  if (ask->cents < 1 || !funded)
+    return keyed_refused(
+        r, sim_fail(err, PAY_INVALID,
+                    ask->cents < 1 ? "Invalid positive integer" : "The source_transaction cannot fund it"));
+  char id[PAY_ID_LEN];
+  sim_new_id("tr", id);
+  json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:s,s:s,s:s?,s:b,s:I,s:{s:s,s:s?,s:s?}}", "id", id, "object", "transfer",
+                        "amount", (json_int_t)ask->cents, "amount_reversed", (json_int_t)0, "currency", "usd",
+                        "destination", ask->destination, "source_transaction", charge[0] ? charge : NULL, "reversed", 0,
+                        "created", (json_int_t)sim_now_s(), "metadata", "idempotency_key", r->key, "job_id",
+                        ask->job_id, "transfer_id", ask->transfer_id);
+  if (ask->job_id) json_object_set_new(o, "transfer_group", json_string(ask->job_id));
+  pay_rc rc = keyed_insert(r, id, "transfer", o, err);
+  json_decref(o);
+  return rc;
+}
+
 static pay_rc sim_transfer(const char *destination, int64_t cents, const char *source_intent, const char *job_id,
                            const char *transfer_id, const char *idem_key, pay_transfer *out, pay_error *err) {
   char fp[PAY_ID_LEN * 4 + 64];
   snprintf(fp, sizeof fp, "transfer|%s|%lld|%s|%s|%s", destination, (long long)cents,
            source_intent ? source_intent : "", job_id ? job_id : "", transfer_id ? transfer_id : "");
-  json_t *old;
-  key_state st = claim_key(idem_key, fp, &old);
-  if (st == KEY_REPLAY) {
-    pay_transfer_from_json(old, out);
-    json_decref(old);
-    return PAY_OK;
-  }
-  if (st != KEY_NEW) return key_refusal(st, err);
-  json_t *acct = sim_load_kind(destination, "account", NULL);
-  const char *cap = json_string_value(json_object_get(json_object_get(acct, "capabilities"), "transfers"));
-  bool active = cap && !strcmp(cap, "active");
-  json_decref(acct);
-  json_t *pi = source_intent ? sim_load_intent(source_intent) : NULL;
-  const char *pi_status = json_string_value(json_object_get(pi, "status"));
-  const char *charge_id = json_string_value(json_object_get(json_object_get(pi, "latest_charge"), "id"));
-  char charge[PAY_ID_LEN];
-  snprintf(charge, sizeof charge, "%s", charge_id ? charge_id : "");
-  bool funded = !source_intent || (pi_status && !strcmp(pi_status, "succeeded") && charge[0] &&
-                                   cents <= json_integer_value(json_object_get(pi, "amount")));
-  json_decref(pi);
-  pay_rc rc = PAY_OK;
-  if (!acct) {
-    rc = sim_fail(err, PAY_NOT_FOUND, "No such destination");
-  } else if (!active) {
-    snprintf(err->code, sizeof err->code, "insufficient_capabilities_for_transfer");
-    rc = sim_fail(err, PAY_INVALID,
-              "Your destination account needs to have at least one of the following capabilities enabled: "
-              "transfers, crypto_transfers, legacy_payments");
-  } else if (cents < 1 || !funded) {
-    rc = sim_fail(err, PAY_INVALID, cents < 1 ? "Invalid positive integer" : "The source_transaction cannot fund it");
-  }
-  if (rc != PAY_OK) {
-    release_key(idem_key);
-    return rc;
-  }
-  char id[PAY_ID_LEN];
-  sim_new_id("tr", id);
-  json_t *o =
-      json_pack("{s:s,s:s,s:I,s:I,s:s,s:s,s:s?,s:b,s:I,s:{s:s,s:s?,s:s?}}", "id", id, "object", "transfer", "amount",
-                (json_int_t)cents, "amount_reversed", (json_int_t)0, "currency", "usd", "destination", destination,
-                "source_transaction", charge[0] ? charge : NULL, "reversed", 0, "created", (json_int_t)sim_now_s(),
-                "metadata", "idempotency_key", idem_key, "job_id", job_id, "transfer_id", transfer_id);
-  if (job_id) json_object_set_new(o, "transfer_group", json_string(job_id));
-  bool ok = insert_keyed(id, "transfer", o, idem_key, fp);
-  if (ok) pay_transfer_from_json(o, out);
-  json_decref(o);
-  if (!ok) {
-    release_key(idem_key);
-    return sim_fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
-  }
-  return PAY_OK;
+  keyed r = {idem_key, fp};
+  pay_rc rc = keyed_claim(&r, err);
+  if (rc == PAY_OK && !r.made)
+    rc = new_transfer(&r, &(transfer_ask){destination, source_intent, job_id, transfer_id, cents}, err);
+  if (rc == PAY_OK) pay_transfer_from_json(r.made, out);
+  json_decref(r.made);
+  return rc;
 }
 
 static pay_rc sim_find_transfer(const char *destination, const char *idem_key, pay_transfer *out, pay_error *err) {
@@ -906,62 +954,49 @@ static int64_t account_balance(const char *destination) {
   return held;
 }
 
+/* A reversal of cents (*asked) of transfer tr as it stands (keyed_change's make): its
+ * amount_reversed grows with it; never past what is left of the transfer, nor what its
+ * destination still holds. */
+static pay_rc reversal_make(keyed *r, json_t *tr, const void *asked, char id[PAY_ID_LEN], json_t **rev,
+                            pay_error *err) {
+  int64_t cents = *(const int64_t *)asked;
+  json_int_t amount = json_integer_value(json_object_get(tr, "amount"));
+  json_int_t reversed = json_integer_value(json_object_get(tr, "amount_reversed"));
+  int64_t balance = account_balance(json_string_value(json_object_get(tr, "destination")));
+  if (cents < 1 || cents > amount - reversed) {
+    char message[160];
+    snprintf(message, sizeof message, "Amount requested ($%.2f) is greater than the unreversed amount ($%.2f)",
+             (double)cents / 100, (double)(amount - reversed) / 100);
+    return sim_fail(err, PAY_INVALID, message);
+  }
+  if (balance >= 0 && cents > balance) { /* paid out to the bank already */
+    snprintf(err->code, sizeof err->code, "balance_insufficient");
+    return sim_fail(err, PAY_INVALID,
+                    "Insufficient funds in the destination account to reverse this transfer: its balance was paid "
+                    "out to its bank.");
+  }
+  if (balance < 0) return sim_fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
+  sim_new_id("trr", id);
+  *rev = json_pack("{s:s,s:s,s:I,s:s,s:s,s:I,s:{s:s}}", "id", id, "object", "transfer_reversal", "amount",
+                   (json_int_t)cents, "currency", "usd", "transfer", json_string_value(json_object_get(tr, "id")),
+                   "created", (json_int_t)sim_now_s(), "metadata", "idempotency_key", r->key);
+  json_object_set_new(tr, "amount_reversed", json_integer(reversed + cents));
+  json_object_set_new(tr, "reversed", json_boolean(reversed + cents >= amount));
+  return PAY_OK;
+}
+
+static json_t *load_transfer(const char *transfer, char **raw) { return sim_load_kind(transfer, "transfer", raw); }
+
 static pay_rc sim_reverse_transfer(const char *transfer, int64_t cents, const char *idem_key, pay_reversal *out,
                                    pay_error *err) {
   char fp[PAY_ID_LEN + 64];
   snprintf(fp, sizeof fp, "reversal|%s|%lld", transfer, (long long)cents);
-  json_t *old;
-  key_state st = claim_key(idem_key, fp, &old);
-  if (st == KEY_REPLAY) {
-    pay_reversal_from_json(old, out);
-    json_decref(old);
-    return PAY_OK;
-  }
-  if (st != KEY_NEW) return key_refusal(st, err);
-  pay_rc rc = PAY_UNAVAILABLE;
-  for (int tries = 0; tries < 5 && rc == PAY_UNAVAILABLE; tries++) {
-    char *raw;
-    json_t *tr = sim_load_kind(transfer, "transfer", &raw);
-    if (!tr) {
-      rc = sim_fail(err, PAY_NOT_FOUND, "No such transfer");
-      break;
-    }
-    json_int_t amount = json_integer_value(json_object_get(tr, "amount"));
-    json_int_t reversed = json_integer_value(json_object_get(tr, "amount_reversed"));
-    int64_t balance = account_balance(json_string_value(json_object_get(tr, "destination")));
-    if (cents < 1 || cents > amount - reversed) {
-      char message[160];
-      snprintf(message, sizeof message, "Amount requested ($%.2f) is greater than the unreversed amount ($%.2f)",
-               (double)cents / 100, (double)(amount - reversed) / 100);
-      rc = sim_fail(err, PAY_INVALID, message);
-    } else if (balance >= 0 && cents > balance) { /* paid out to the bank already */
-      snprintf(err->code, sizeof err->code, "balance_insufficient");
-      rc = sim_fail(err, PAY_INVALID,
-                    "Insufficient funds in the destination account to reverse this transfer: its balance was paid "
-                    "out to its bank.");
-    } else if (balance < 0) {
-      rc = sim_fail(err, PAY_UNAVAILABLE, "simulated processor storage failed");
-      break;
-    } else {
-      char id[PAY_ID_LEN];
-      sim_new_id("trr", id);
-      json_t *rev = json_pack("{s:s,s:s,s:I,s:s,s:s,s:I,s:{s:s}}", "id", id, "object", "transfer_reversal", "amount",
-                              (json_int_t)cents, "currency", "usd", "transfer", transfer, "created",
-                              (json_int_t)sim_now_s(), "metadata", "idempotency_key", idem_key);
-      json_object_set_new(tr, "amount_reversed", json_integer(reversed + cents));
-      json_object_set_new(tr, "reversed", json_boolean(reversed + cents >= amount));
-      sim_change moved = {transfer, raw, tr};
-      if (store_new(id, "transfer_reversal", rev, idem_key, fp, &moved)) {
-        pay_reversal_from_json(rev, out);
-        rc = PAY_OK;
-      }
-      json_decref(rev);
-    }
-    free(raw);
-    json_decref(tr);
-  }
-  if (rc != PAY_OK) release_key(idem_key);
-  if (rc == PAY_UNAVAILABLE && !err->message[0]) sim_fail(err, rc, "simulated processor is busy");
+  keyed r = {idem_key, fp};
+  const keyed_change reversal = {transfer, "transfer_reversal", load_transfer, "No such transfer", reversal_make};
+  pay_rc rc = keyed_claim(&r, err);
+  if (rc == PAY_OK && !r.made) rc = keyed_retry(&r, &reversal, &cents, err);
+  if (rc == PAY_OK) pay_reversal_from_json(r.made, out);
+  json_decref(r.made);
   return rc;
 }
 
@@ -974,32 +1009,4 @@ static pay_rc sim_find_reversal(const char *transfer, const char *idem_key, pay_
   return rc;
 }
 
-const pay_ops paysim_ops = {
-    .name = "simulated",
-    .create_customer = sim_create_customer,
-    .create_setup_intent = sim_create_setup_intent,
-    .attach_method = sim_attach_method,
-    .retrieve_method = sim_retrieve_method,
-    .create_intent = sim_create_intent,
-    .capture = sim_capture,
-    .cancel = sim_cancel,
-    .create_subscription = sim_create_subscription,
-    .update_subscription = sim_update_subscription,
-    .retrieve_subscription = sim_retrieve_subscription,
-    .retrieve_intent = sim_retrieve_intent,
-    .find_intent = sim_find_intent,
-    .find_subscription = sim_find_subscription,
-    .refund = sim_refund,
-    .list_refunds = sim_list_refunds,
-    .create_account = sim_create_account,
-    .retrieve_account = sim_retrieve_account,
-    .account_link = sim_account_link,
-    .transfer = sim_transfer,
-    .find_transfer = sim_find_transfer,
-    .reverse_transfer = sim_reverse_transfer,
-    .find_reversal = sim_find_reversal,
-    .retrieve_dispute = sim_retrieve_dispute,
-    .upload_file = sim_upload_file,
-    .submit_evidence = sim_submit_evidence,
-    .open_link = sim_open_link,
-};
+const pay_ops paysim_ops = PAY_OPS(sim, "simulated", sim_open_link);

@@ -57,14 +57,12 @@ static void form_add_int(struct buf *f, const char *key, int64_t value) {
   form_add(f, key, n);
 }
 
-/* A form for one call (form_add fills it, call sends it, form_free releases it). */
+/* A form for one call (form_add fills it, post sends it and releases it). */
 static struct buf form_new(void) {
   struct buf f;
   buf_init(&f, FORM_MAX);
   return f;
 }
-
-static void form_free(struct buf *f) { buf_free(f); }
 
 /* Maps a Stripe error answer to pay_rc and fills err. */
 static pay_rc map_error(long status, json_t *body, pay_error *err) {
@@ -168,11 +166,25 @@ static pay_rc call(const char *path, const struct buf *form, const char *idem_ke
   return exchange(CFG.stripe_api_base, path, form, NULL, idem_key, out, err);
 }
 
+/* A POST of form f to path (call), which releases f. */
+static pay_rc post(const char *path, struct buf *f, const char *idem_key, json_t **out, pay_error *err) {
+  pay_rc rc = call(path, f, idem_key, out, err);
+  buf_free(f);
+  return rc;
+}
+
 /* "/v1/<collection>/<escaped id><suffix>" */
 static void object_path(char *out, size_t cap, const char *collection, const char *id, const char *suffix) {
   char *e = curl_easy_escape(NULL, id, 0);
   snprintf(out, cap, "/v1/%s/%s%s", collection, e, suffix);
   curl_free(e);
+}
+
+/* GET /v1/<collection>/<id><suffix>: the object in *out on PAY_OK. */
+static pay_rc get_object(const char *collection, const char *id, const char *suffix, json_t **out, pay_error *err) {
+  char path[700];
+  object_path(path, sizeof path, collection, id, suffix);
+  return call(path, NULL, NULL, out, err);
 }
 
 static pay_rc st_create_customer(const char *email, const char *name, const char *idem_key, char id[PAY_ID_LEN],
@@ -181,8 +193,7 @@ static pay_rc st_create_customer(const char *email, const char *name, const char
   form_add(&f, "email", email);
   form_add(&f, "name", name);
   json_t *o;
-  pay_rc rc = call("/v1/customers", &f, idem_key, &o, err);
-  form_free(&f);
+  pay_rc rc = post("/v1/customers", &f, idem_key, &o, err);
   if (rc == PAY_OK) snprintf(id, PAY_ID_LEN, "%s", json_string_value(json_object_get(o, "id")));
   json_decref(o);
   return rc;
@@ -194,8 +205,7 @@ static pay_rc st_create_setup_intent(const char *customer, char secret[PAY_ID_LE
   form_add(&f, "usage", "off_session");
   form_add(&f, "payment_method_types[]", "card");
   json_t *o;
-  pay_rc rc = call("/v1/setup_intents", &f, NULL, &o, err);
-  form_free(&f);
+  pay_rc rc = post("/v1/setup_intents", &f, NULL, &o, err);
   if (rc == PAY_OK) snprintf(secret, PAY_ID_LEN, "%s", json_string_value(json_object_get(o, "client_secret")));
   json_decref(o);
   return rc;
@@ -207,8 +217,7 @@ static pay_rc st_attach_method(const char *customer, const char *payment_method,
   struct buf f = form_new();
   form_add(&f, "customer", customer);
   json_t *o;
-  pay_rc rc = call(path, &f, NULL, &o, err);
-  form_free(&f);
+  pay_rc rc = post(path, &f, NULL, &o, err);
   if (rc == PAY_NOT_FOUND) rc = PAY_INVALID; /* an unknown method is the client's mistake here */
   if (rc != PAY_OK) return rc;
   pay_card_from_json(o, card);
@@ -217,17 +226,14 @@ static pay_rc st_attach_method(const char *customer, const char *payment_method,
   object_path(path, sizeof path, "customers", customer, "");
   struct buf d = form_new();
   form_add(&d, "invoice_settings[default_payment_method]", card->id);
-  rc = call(path, &d, NULL, &o, err);
-  form_free(&d);
+  rc = post(path, &d, NULL, &o, err);
   json_decref(o);
   return rc;
 }
 
 static pay_rc st_retrieve_method(const char *customer, const char *payment_method, pay_card *card, pay_error *err) {
-  char path[600];
-  object_path(path, sizeof path, "payment_methods", payment_method, "");
   json_t *o;
-  pay_rc rc = call(path, NULL, NULL, &o, err);
+  pay_rc rc = get_object("payment_methods", payment_method, "", &o, err);
   if (rc == PAY_INVALID) rc = PAY_NOT_FOUND;
   if (rc != PAY_OK) return rc;
   const char *owner = json_string_value(json_object_get(o, "customer"));
@@ -261,8 +267,7 @@ static pay_rc st_create_intent(const char *customer, const char *payment_method,
   form_add(&f, "metadata[idempotency_key]", idem_key);
   form_add(&f, "expand[]", "latest_charge"); /* its capture_before is when the hold lapses */
   json_t *o;
-  pay_rc rc = call("/v1/payment_intents", &f, idem_key, &o, err);
-  form_free(&f);
+  pay_rc rc = post("/v1/payment_intents", &f, idem_key, &o, err);
   if (rc != PAY_OK) return rc;
   pay_intent_from_json(o, out);
   json_decref(o);
@@ -282,8 +287,7 @@ static pay_rc intent_action(const char *intent, const char *action, const char *
   object_path(path, sizeof path, "payment_intents", intent, action);
   struct buf f = form_new();
   json_t *o;
-  pay_rc rc = call(path, &f, idem_key, &o, err);
-  form_free(&f);
+  pay_rc rc = post(path, &f, idem_key, &o, err);
   if (rc == PAY_OK) pay_intent_from_json(o, out);
   json_decref(o);
   return rc;
@@ -307,8 +311,7 @@ static pay_rc st_create_subscription(const char *customer, const char *price, co
   form_add(&f, "payment_behavior", "error_if_incomplete");
   form_add(&f, "metadata[idempotency_key]", idem_key);
   json_t *o;
-  pay_rc rc = call("/v1/subscriptions", &f, idem_key, &o, err);
-  form_free(&f);
+  pay_rc rc = post("/v1/subscriptions", &f, idem_key, &o, err);
   if (rc == PAY_OK) pay_subscription_from_json(o, out);
   json_decref(o);
   return rc;
@@ -321,28 +324,23 @@ static pay_rc st_update_subscription(const char *subscription, bool cancel_at_pe
   struct buf f = form_new();
   form_add(&f, "cancel_at_period_end", cancel_at_period_end ? "true" : "false");
   json_t *o;
-  pay_rc rc = call(path, &f, idem_key, &o, err);
-  form_free(&f);
+  pay_rc rc = post(path, &f, idem_key, &o, err);
   if (rc == PAY_OK) pay_subscription_from_json(o, out);
   json_decref(o);
   return rc;
 }
 
 static pay_rc st_retrieve_subscription(const char *subscription, pay_subscription *out, pay_error *err) {
-  char path[600];
-  object_path(path, sizeof path, "subscriptions", subscription, "");
   json_t *o;
-  pay_rc rc = call(path, NULL, NULL, &o, err);
+  pay_rc rc = get_object("subscriptions", subscription, "", &o, err);
   if (rc == PAY_OK) pay_subscription_from_json(o, out);
   json_decref(o);
   return rc;
 }
 
 static pay_rc st_retrieve_intent(const char *intent, pay_intent *out, pay_error *err) {
-  char path[700];
-  object_path(path, sizeof path, "payment_intents", intent, "?expand%5B%5D=latest_charge");
   json_t *o;
-  pay_rc rc = call(path, NULL, NULL, &o, err);
+  pay_rc rc = get_object("payment_intents", intent, "?expand%5B%5D=latest_charge", &o, err);
   if (rc == PAY_OK) pay_intent_from_json(o, out);
   json_decref(o);
   return rc;
@@ -350,43 +348,60 @@ static pay_rc st_retrieve_intent(const char *intent, pay_intent *out, pay_error 
 
 #define LIST_PAGES 10 /* at most 1,000 objects of one customer are searched, newest first */
 
-/* Walks GET <collection>?<filter>=<value>&<extra> (filter NULL: no filter) page by page
- * (newest first) and returns the first object whose metadata carries idem_key in *found
- * (owned by the caller), or NULL. The collection is a path under /v1, escaped by the caller. */
-static pay_rc find_by_key(const char *collection, const char *filter, const char *value, const char *extra,
-                          const char *idem_key, json_t **found, pay_error *err) {
-  char *cus = curl_easy_escape(NULL, filter ? value : "", 0);
+/* Walks the list GET <path>limit=100<extra> (path: under /v1, its query so far ending with '?'
+ * or '&'; extra: "" or "&..."; both escaped by the caller) page by page, newest first, at most
+ * LIST_PAGES pages: visit(o, arg) sees each object until it returns true (enough). PAY_OK once
+ * walked (or stopped), else why a page could not be read. */
+static pay_rc walk_list(const char *path, const char *extra, bool (*visit)(json_t *o, void *arg), void *arg,
+                        pay_error *err) {
   char after[PAY_ID_LEN] = "";
-  pay_rc rc = PAY_NOT_FOUND;
-  *found = NULL;
-  for (int page = 0; page < LIST_PAGES && rc == PAY_NOT_FOUND; page++) {
-    char path[1200];
-    snprintf(path, sizeof path, "/v1/%s?%s%s%s%slimit=100%s%s%s", collection, filter ? filter : "", filter ? "=" : "",
-             filter ? cus : "", filter ? "&" : "", extra, after[0] ? "&starting_after=" : "", after);
+  pay_rc rc = PAY_OK;
+  bool enough = false;
+  for (int page = 0; page < LIST_PAGES && !enough; page++) {
+    char url[1400];
+    snprintf(url, sizeof url, "%slimit=100%s%s%s", path, extra, after[0] ? "&starting_after=" : "", after);
     json_t *list;
-    pay_rc got = call(path, NULL, NULL, &list, err);
-    if (got != PAY_OK) {
-      rc = got == PAY_NOT_FOUND ? PAY_UNAVAILABLE : got; /* the owner exists: a miss is the processor's fault */
-      break;
-    }
+    if ((rc = call(url, NULL, NULL, &list, err)) != PAY_OK) break;
     json_t *data = json_object_get(list, "data"), *o;
     size_t i;
-    json_array_foreach(data, i, o) {
-      const char *key = pay_metadata_key(o);
-      if (key && !strcmp(key, idem_key)) {
-        *found = json_incref(o);
-        rc = PAY_OK;
-        break;
-      }
-    }
+    json_array_foreach(data, i, o) if (!enough) enough = visit(o, arg);
     const char *last = json_string_value(json_object_get(json_array_get(data, json_array_size(data) - 1), "id"));
     bool more = json_is_true(json_object_get(list, "has_more")) && last;
     if (more) snprintf(after, sizeof after, "%s", last);
     json_decref(list);
     if (!more) break;
   }
-  curl_free(cus);
   return rc;
+}
+
+/* What find_by_key looks for, and what it found (owned). */
+typedef struct keyed_search {
+  const char *idem_key;
+  json_t *found;
+} keyed_search;
+
+static bool carries_key(json_t *o, void *arg) {
+  keyed_search *k = arg;
+  const char *key = pay_metadata_key(o);
+  if (key && !strcmp(key, k->idem_key)) k->found = json_incref(o);
+  return k->found != NULL;
+}
+
+/* The first object of GET <collection>?<filter>=<value>&<extra> (filter NULL: no filter) whose
+ * metadata carries idem_key, in *found (owned by the caller), or NULL: PAY_NOT_FOUND. The
+ * collection is a path under /v1, escaped by the caller. */
+static pay_rc find_by_key(const char *collection, const char *filter, const char *value, const char *extra,
+                          const char *idem_key, json_t **found, pay_error *err) {
+  char *owner = curl_easy_escape(NULL, filter ? value : "", 0);
+  char path[1200];
+  snprintf(path, sizeof path, "/v1/%s?%s%s%s%s", collection, filter ? filter : "", filter ? "=" : "",
+           filter ? owner : "", filter ? "&" : "");
+  curl_free(owner);
+  keyed_search k = {idem_key, NULL};
+  pay_rc rc = walk_list(path, extra, carries_key, &k, err);
+  *found = k.found;
+  if (rc != PAY_OK) return rc == PAY_NOT_FOUND ? PAY_UNAVAILABLE : rc; /* the owner exists: a miss is Stripe's */
+  return k.found ? PAY_OK : PAY_NOT_FOUND;
 }
 
 static pay_rc st_find_intent(const char *customer, const char *idem_key, pay_intent *out, pay_error *err) {
@@ -414,34 +429,30 @@ static pay_rc st_refund(const char *intent, int64_t cents, const char *reason, c
   if (reason) form_add(&f, "reason", reason);
   form_add(&f, "metadata[idempotency_key]", idem_key);
   json_t *o;
-  pay_rc rc = call("/v1/refunds", &f, idem_key, &o, err);
-  form_free(&f);
+  pay_rc rc = post("/v1/refunds", &f, idem_key, &o, err);
   if (rc == PAY_OK) pay_refund_from_json(o, out);
   json_decref(o);
   return rc;
 }
 
+/* Where st_list_refunds puts what it reads. */
+typedef struct refund_list {
+  pay_refund *out;
+  int max, *n;
+} refund_list;
+
+static bool read_refund(json_t *o, void *arg) {
+  refund_list *l = arg;
+  if (*l->n < l->max) pay_refund_from_json(o, &l->out[(*l->n)++]);
+  return *l->n >= l->max;
+}
+
 static pay_rc st_list_refunds(const char *intent, pay_refund *out, int max, int *n, pay_error *err) {
   char *pi = curl_easy_escape(NULL, intent, 0);
-  char after[PAY_ID_LEN] = "";
-  pay_rc rc = PAY_OK;
-  for (int page = 0; page < LIST_PAGES && *n < max; page++) {
-    char path[1200];
-    snprintf(path, sizeof path, "/v1/refunds?payment_intent=%s&limit=100%s%s", pi, after[0] ? "&starting_after=" : "",
-             after);
-    json_t *list;
-    if ((rc = call(path, NULL, NULL, &list, err)) != PAY_OK) break;
-    json_t *data = json_object_get(list, "data"), *o;
-    size_t i;
-    json_array_foreach(data, i, o) if (*n < max) pay_refund_from_json(o, &out[(*n)++]);
-    const char *last = json_string_value(json_object_get(json_array_get(data, json_array_size(data) - 1), "id"));
-    bool more = json_is_true(json_object_get(list, "has_more")) && last;
-    if (more) snprintf(after, sizeof after, "%s", last);
-    json_decref(list);
-    if (!more) break;
-  }
+  char path[700];
+  snprintf(path, sizeof path, "/v1/refunds?payment_intent=%s&", pi);
   curl_free(pi);
-  return rc;
+  return walk_list(path, "", read_refund, &(refund_list){out, max, n}, err);
 }
 
 /* ---- Connect ---- */
@@ -456,18 +467,15 @@ static pay_rc st_create_account(const char *email, const char *provider_id, cons
   form_add(&f, "metadata[provider_id]", provider_id);
   form_add(&f, "metadata[idempotency_key]", idem_key);
   json_t *o;
-  pay_rc rc = call("/v1/accounts", &f, idem_key, &o, err);
-  form_free(&f);
+  pay_rc rc = post("/v1/accounts", &f, idem_key, &o, err);
   if (rc == PAY_OK) pay_account_from_json(o, out);
   json_decref(o);
   return rc;
 }
 
 static pay_rc st_retrieve_account(const char *account, pay_account *out, pay_error *err) {
-  char path[600];
-  object_path(path, sizeof path, "accounts", account, "");
   json_t *o;
-  pay_rc rc = call(path, NULL, NULL, &o, err);
+  pay_rc rc = get_object("accounts", account, "", &o, err);
   if (rc == PAY_INVALID) rc = PAY_NOT_FOUND; /* Stripe answers an account of another platform 400 */
   if (rc == PAY_OK) pay_account_from_json(o, out);
   json_decref(o);
@@ -482,8 +490,7 @@ static pay_rc st_account_link(const char *account, const char *refresh_url, cons
   form_add(&f, "return_url", return_url);
   form_add(&f, "type", "account_onboarding");
   json_t *o;
-  pay_rc rc = call("/v1/account_links", &f, NULL, &o, err);
-  form_free(&f);
+  pay_rc rc = post("/v1/account_links", &f, NULL, &o, err);
   const char *link = json_string_value(json_object_get(o, "url"));
   if (rc == PAY_OK && link) snprintf(url, PAY_URL_LEN, "%s", link);
   if (rc == PAY_OK && !link)
@@ -494,10 +501,8 @@ static pay_rc st_account_link(const char *account, const char *refresh_url, cons
 
 /* The charge of a PaymentIntent (its latest_charge) into charge; "" when it has none. */
 static pay_rc intent_charge(const char *intent, char charge[PAY_ID_LEN], pay_error *err) {
-  char path[600];
-  object_path(path, sizeof path, "payment_intents", intent, "");
   json_t *o;
-  pay_rc rc = call(path, NULL, NULL, &o, err);
+  pay_rc rc = get_object("payment_intents", intent, "", &o, err);
   json_t *latest = json_object_get(o, "latest_charge"); /* an id, or the object when expanded */
   const char *id =
       json_is_string(latest) ? json_string_value(latest) : json_string_value(json_object_get(latest, "id"));
@@ -522,8 +527,7 @@ static pay_rc st_transfer(const char *destination, int64_t cents, const char *so
   if (transfer_id) form_add(&f, "metadata[transfer_id]", transfer_id);
   form_add(&f, "metadata[idempotency_key]", idem_key);
   json_t *o;
-  pay_rc rc = call("/v1/transfers", &f, idem_key, &o, err);
-  form_free(&f);
+  pay_rc rc = post("/v1/transfers", &f, idem_key, &o, err);
   if (rc == PAY_OK) pay_transfer_from_json(o, out);
   json_decref(o);
   return rc;
@@ -545,8 +549,7 @@ static pay_rc st_reverse_transfer(const char *transfer, int64_t cents, const cha
   form_add_int(&f, "amount", cents);
   form_add(&f, "metadata[idempotency_key]", idem_key);
   json_t *o;
-  pay_rc rc = call(path, &f, idem_key, &o, err);
-  form_free(&f);
+  pay_rc rc = post(path, &f, idem_key, &o, err);
   if (rc == PAY_OK) pay_reversal_from_json(o, out);
   json_decref(o);
   return rc;
@@ -565,10 +568,8 @@ static pay_rc st_find_reversal(const char *transfer, const char *idem_key, pay_r
 /* ---- disputes ---- */
 
 static pay_rc st_retrieve_dispute(const char *dispute, pay_dispute *out, pay_error *err) {
-  char path[600];
-  object_path(path, sizeof path, "disputes", dispute, "");
   json_t *o;
-  pay_rc rc = call(path, NULL, NULL, &o, err);
+  pay_rc rc = get_object("disputes", dispute, "", &o, err);
   if (rc == PAY_OK) pay_dispute_from_json(o, out);
   json_decref(o);
   return rc;
@@ -620,38 +621,10 @@ static pay_rc st_submit_evidence(const char *dispute, const pay_evidence *ev, co
   evidence_add(&f, "customer_communication", ev->customer_communication);
   form_add(&f, "submit", "true");
   json_t *o;
-  pay_rc rc = call(path, &f, idem_key, &o, err);
-  form_free(&f);
+  pay_rc rc = post(path, &f, idem_key, &o, err);
   if (rc == PAY_OK) pay_dispute_from_json(o, out);
   json_decref(o);
   return rc;
 }
 
-const pay_ops stripe_ops = {
-    .name = "stripe",
-    .create_customer = st_create_customer,
-    .create_setup_intent = st_create_setup_intent,
-    .attach_method = st_attach_method,
-    .retrieve_method = st_retrieve_method,
-    .create_intent = st_create_intent,
-    .capture = st_capture,
-    .cancel = st_cancel,
-    .create_subscription = st_create_subscription,
-    .update_subscription = st_update_subscription,
-    .retrieve_subscription = st_retrieve_subscription,
-    .retrieve_intent = st_retrieve_intent,
-    .find_intent = st_find_intent,
-    .find_subscription = st_find_subscription,
-    .refund = st_refund,
-    .list_refunds = st_list_refunds,
-    .create_account = st_create_account,
-    .retrieve_account = st_retrieve_account,
-    .account_link = st_account_link,
-    .transfer = st_transfer,
-    .find_transfer = st_find_transfer,
-    .reverse_transfer = st_reverse_transfer,
-    .find_reversal = st_find_reversal,
-    .retrieve_dispute = st_retrieve_dispute,
-    .upload_file = st_upload_file,
-    .submit_evidence = st_submit_evidence,
-};
+const pay_ops stripe_ops = PAY_OPS(st, "stripe", NULL);

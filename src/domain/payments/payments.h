@@ -72,11 +72,13 @@ err_t payments_end_premium(const char *user_id);
  * payment payment_id failed, as recorded by a processor event. Failures are logged. */
 void payments_tell_failure(const char *payment_id);
 /* The Payment JSON `{ id, status, amount, processorPaymentIntentId, holdExpiresAt,
- * failureReason, refundedAmount }` of a payments row, as a field table (http/rowjson.h): the one definition,
- * which answers that join the payments table bind to its columns. */
+ * failureReason, refundedAmount, dispute }` of a payments row, as a field table
+ * (http/rowjson.h): the one definition, which answers that join the payments table bind to its
+ * columns. */
 extern const hs_rj_field PAYMENTS_JSON[];
-/* The same Payment JSON of the job's payment of kind as a jansson value, or JSON null: for
- * answers still built as jansson trees (the staff look-ups). */
+/* The same Payment JSON (written from PAYMENTS_JSON) of the job's payment of kind as a jansson
+ * value, or JSON null: for answers still built as jansson trees (the staff look-ups, a refund's
+ * answer). */
 json_t *payments_job_json(const char *job_id, const char *kind);
 /* A staff refund (POST /staff/payments/:jobId/refund): of job_id's payment (target "job"), its
  * tip ("tip") or both ("all"); cents of it (0: all that is left; not with "all"); who bears it

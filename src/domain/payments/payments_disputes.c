@@ -62,6 +62,20 @@ static err_t job_files(arena *a, const char *job_id, const char **keys, const ch
 
 #define MAX_FILES 200
 
+/* The Dispute's job and people, each an object of the list row's columns. */
+static const hs_rj_field JOB[] = {{"service", "service", RJ_STR}, {"status", "job_status", RJ_STR}, {0}};
+static const hs_rj_field CUSTOMER[] = {
+    {"id", "customer_id", RJ_STR}, {"name", "customer_name", RJ_STR}, {"email", "customer_email", RJ_STR}, {0}};
+static const hs_rj_field PROVIDER[] = {{"id", "provider_id", RJ_STR}, {"name", "provider_name", RJ_STR}, {0}};
+
+/* Writes member key: row i of r as an object of fields, or null when its first column is NULL
+ * (a LEFT JOIN that found nothing). */
+static void member_object(jw *w, arena *a, const char *key, const hs_rj_field *fields, const db_res *r, int i) {
+  jw_key(w, key);
+  if (!db_field(r, i, fields[0].column)) return jw_null(w);
+  hs_rj_object(w, hs_rj_bind(a, fields, r), r, i);
+}
+
 /* Writes a dispute row of the list (pay_store_disputes' columns) as the Dispute JSON. */
 static err_t dispute_jw(hs_req *req, jw *w, const db_res *r, int i) {
   static const hs_rj_field FIELDS[] = {
@@ -87,33 +101,9 @@ static err_t dispute_jw(hs_req *req, jw *w, const db_res *r, int i) {
   if (e != ERR_OK) return e;
   jw_obj(w);
   hs_rj_members(w, hs_rj_bind(&req->arena, FIELDS, r), r, i);
-  jw_key(w, "job");
-  jw_obj(w);
-  jw_key(w, "service");
-  jw_str(w, db_field(r, i, "service"));
-  jw_key(w, "status");
-  jw_str(w, db_field(r, i, "job_status"));
-  jw_obj_end(w);
-  jw_key(w, "customer");
-  jw_obj(w);
-  jw_key(w, "id");
-  jw_str(w, db_field(r, i, "customer_id"));
-  jw_key(w, "name");
-  jw_str(w, db_field(r, i, "customer_name"));
-  jw_key(w, "email");
-  jw_str(w, db_field(r, i, "customer_email"));
-  jw_obj_end(w);
-  jw_key(w, "provider");
-  if (db_field(r, i, "provider_id")) {
-    jw_obj(w);
-    jw_key(w, "id");
-    jw_str(w, db_field(r, i, "provider_id"));
-    jw_key(w, "name");
-    jw_str(w, db_field(r, i, "provider_name"));
-    jw_obj_end(w);
-  } else {
-    jw_null(w);
-  }
+  member_object(w, &req->arena, "job", JOB, r, i);
+  member_object(w, &req->arena, "customer", CUSTOMER, r, i);
+  member_object(w, &req->arena, "provider", PROVIDER, r, i); /* null without one */
   jw_key(w, "files"); /* what may be sent as evidence */
   jw_arr(w);
   for (int f = 0; f < n; f++) {

@@ -10,9 +10,9 @@
  *   what the key made (payments_find_intent), before anything is repeated; the record is
  *   never dropped;
  * - one carrier at a time: a request is claimed by a conditional update, and taken over by
- *   someone else only once it was left unsettled: released by its carrier when no answer came
- *   (recorded as started a lease ago, so its lease is over at once), or older than LEASE_MS.
- *   The periodic reconciliation waits one more lease, so a customer's own retry comes first.
+ *   someone else only once it was left unsettled (db/lease.h): let go by its carrier when no
+ *   answer came (pay_leave), or older than a lease (DB_LEASE_MS). The periodic reconciliation
+ *   waits one more lease, so a customer's own retry comes first.
  * A payment whose first hold or charge is under way, or unanswered, reads PENDING until its
  * outcome is known. Failures are told to the customer (email and notification) and the
  * provider (notification) in the transaction that records them; a recovery is told to the
@@ -36,7 +36,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define LEASE_MS (2LL * 60 * 1000)     /* a request untouched this long is settled by someone else */
 #define RENEW_WITHIN_MS (24 * HOUR_MS) /* holds that lapse sooner are renewed */
 #define HOLD_MS (7 * 24 * HOUR_MS)     /* a card authorization, when the processor does not say */
 #define HOLDS_PERIOD_MS HOUR_MS
@@ -63,9 +62,6 @@ static void new_key(char key[KEY_LEN], const char *op, const payment_row *p) {
 }
 
 static bool is(const char *a, const char *b) { return a && b && !strcmp(a, b); }
-
-/* A request started before this has no carrier any more (released, or its carrier stopped). */
-int64_t pay_lease_over(void) { return clock_now_ms() - LEASE_MS + 1; }
 
 static void fail_with(outcome *o, const char *code, const char *message) {
   o->status = "FAILED";
@@ -223,8 +219,8 @@ static void orphan(arena *a, const payment_row *p, const outcome *o) {
 }
 
 err_t pay_leave(const payment_row *p) {
-  pay_store_release(p, clock_now_ms() - LEASE_MS);
-  return ERR_UNAVAILABLE;
+  db_lease l = pay_store_lease(p);
+  return db_lease_leave(&l);
 }
 
 /* Records o as the outcome of p's request; ERR_UNAVAILABLE (the request left to be settled)
@@ -406,29 +402,29 @@ err_t pay_run(arena *a, payment_row *p, bool settling) {
   return record(a, p, &o, NULL);
 }
 
+err_t pay_run_claimed(arena *a, const char *id, bool settling) {
+  payment_row p;
+  bool found;
+  err_t e = pay_store_get(a, id, &p, &found);
+  if (e != ERR_OK || !found) return e == ERR_OK ? ERR_INTERNAL : e;
+  return pay_run(a, &p, settling);
+}
+
 err_t pay_attempt(arena *a, const payment_row *p, const char *op, const char *method, int64_t cents) {
   char key[KEY_LEN];
   if (is(op, "capture") || is(op, "void")) /* one operation on one intent: one key, whoever asks */
     snprintf(key, sizeof key, "%s-%s", is(op, "void") ? "cancel" : "capture", p->intent_id);
   else
     new_key(key, op, p);
-  bool claimed, found;
+  bool claimed;
   err_t e = pay_store_claim(p->id, p->status, op, key, method, cents, &claimed);
   if (e != ERR_OK) return e;
-  if (!claimed) return ERR_UNAVAILABLE;
-  payment_row q;
-  if ((e = pay_store_get(a, p->id, &q, &found)) != ERR_OK || !found) return e == ERR_OK ? ERR_INTERNAL : e;
-  return pay_run(a, &q, false);
+  return claimed ? pay_run_claimed(a, p->id, false) : ERR_UNAVAILABLE;
 }
 
 err_t pay_take_over(arena *a, const payment_row *p, int64_t stale_before) {
-  bool taken, found;
-  err_t e = pay_store_take_over(p, stale_before, &taken);
-  if (e != ERR_OK) return e;
-  if (!taken) return ERR_UNAVAILABLE;
-  payment_row q;
-  if ((e = pay_store_get(a, p->id, &q, &found)) != ERR_OK || !found) return e == ERR_OK ? ERR_INTERNAL : e;
-  return pay_run(a, &q, true);
+  db_lease l = pay_store_lease(p);
+  return db_lease_take_over(a, &l, stale_before, pay_run_claimed);
 }
 
 bool pay_queue(const char *kind, const char *field, const char *id) {
@@ -457,7 +453,7 @@ static err_t act_on_job(const char *job_id, err_t (*act)(arena *, const payment_
       break;
     }
     /* its last request first: it may have placed a hold or moved money */
-    if ((e = pay_take_over(&a, &p, pay_lease_over())) != ERR_OK) break;
+    if ((e = pay_take_over(&a, &p, db_lease_over())) != ERR_OK) break;
     e = ERR_UNAVAILABLE;
   }
   arena_fini(&a);
@@ -590,7 +586,7 @@ err_t payments_charge_tip(const char *job_id, const char *user_id, int64_t *cent
     }
   } else if (p.pending_op) {
     /* a tip whose answer was lost: settled as the very request it was (card, amount, key) */
-    e = pay_take_over(&a, &p, pay_lease_over());
+    e = pay_take_over(&a, &p, db_lease_over());
   } else {
     e = ERR_CONFLICT; /* PAID */
   }
@@ -599,7 +595,7 @@ err_t payments_charge_tip(const char *job_id, const char *user_id, int64_t *cent
     if (pay_store_find(&a, job_id, "tip", &p, &again) != ERR_OK || !again) e = ERR_INTERNAL;
   }
   if (e == ERR_UNAVAILABLE && p.pending_op &&
-      p.op_started_at < pay_lease_over()) { /* left to the next tip, or the reconciliation */
+      p.op_started_at < db_lease_over()) { /* left to the next tip, or the reconciliation */
     snprintf(msg, 256, "Payment processor unavailable");
   } else if (e == ERR_UNAVAILABLE || e == ERR_CONFLICT) { /* another request is charging it */
     snprintf(msg, 256, "A tip was already submitted for this job");
@@ -626,7 +622,7 @@ static bool settle_from_queue(json_t *payload, char err[256]) {
   payment_row p;
   bool found, done = true;
   err_t e = pay_store_get(&a, id, &p, &found);
-  if (e == ERR_OK && found && p.pending_op) e = pay_take_over(&a, &p, pay_lease_over());
+  if (e == ERR_OK && found && p.pending_op) e = pay_take_over(&a, &p, db_lease_over());
   if (e == ERR_OK && found) e = follow_job(p.job_id);
   if (e != ERR_OK) {
     snprintf(err, 256, e == ERR_UNAVAILABLE ? "payment processor unavailable" : "cannot record the payment");
@@ -675,7 +671,7 @@ static err_t recover_one(arena *a, const char *id, const char *method) {
   err_t e = pay_store_get(a, id, &p, &found);
   if (e != ERR_OK || !found || p.released_at) return e;
   if (p.pending_op) { /* its request first: it may have gone through, or been made on an older card */
-    if ((e = pay_take_over(a, &p, pay_lease_over())) != ERR_OK) return e;
+    if ((e = pay_take_over(a, &p, db_lease_over())) != ERR_OK) return e;
     if ((e = pay_store_get(a, id, &p, &found)) != ERR_OK || !found) return e;
     if (p.pending_op) return ERR_UNAVAILABLE;
   }
@@ -818,7 +814,7 @@ err_t payments_reconcile(int64_t min_age_ms, int *checked, int *corrected) {
 static bool reconcile_from_queue(json_t *payload, char err[256]) {
   (void)payload;
   int checked, corrected;
-  if (payments_reconcile(2 * LEASE_MS, &checked, &corrected) == ERR_OK) return true;
+  if (payments_reconcile(2 * DB_LEASE_MS, &checked, &corrected) == ERR_OK) return true;
   snprintf(err, 256, "cannot read the payments to reconcile");
   return false;
 }
@@ -874,17 +870,16 @@ void payments_domain_init(void) {
 json_t *payments_job_json(const char *job_id, const char *kind) {
   arena a;
   arena_init(&a);
-  payment_row p;
-  bool found = false;
-  json_t *out = json_null();
-  if (pay_store_find(&a, job_id, kind, &p, &found) == ERR_OK && found)
-    out = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "id", p.id, "status", p.status, "amount",
-                    jx_money(p.amount_cents), "processorPaymentIntentId", jx_str_or_null(p.intent_id), "holdExpiresAt",
-                    p.hold_expires_at ? jx_iso(p.hold_expires_at) : json_null(), "failureReason",
-                    jx_str_or_null(p.failure_reason), "refundedAmount", jx_money(p.refunded_cents), "dispute",
-                    p.dispute_json ? json_loads(p.dispute_json, 0, NULL) : json_null());
+  db_res *r;
+  json_t *out = NULL;
+  if (pay_store_find_rows(&a, job_id, kind, &r) == ERR_OK && r->rows == 1) {
+    jw w;
+    jw_init(&w, &a, 512);
+    hs_rj_object(&w, hs_rj_bind(&a, PAYMENTS_JSON, r), r, 0);
+    out = json_loads(jw_text(&w), 0, NULL);
+  }
   arena_fini(&a);
-  return out;
+  return out ? out : json_null();
 }
 
 const hs_rj_field PAYMENTS_JSON[] = {

@@ -9,18 +9,20 @@
 #define DOMAIN_PAYMENTS_OPS_H
 #include "domain/payments/payments_store.h"
 
-/* A request left unsettled before this time has no carrier any more. */
-int64_t pay_lease_over(void);
 /* Carries out p's pending request (claimed or taken over by the caller) and records what it
  * came to; settling: its first carrier's answer was lost, so the processor is asked first. */
 err_t pay_run(arena *a, payment_row *p, bool settling);
+/* Reads payment id again and carries out its request (claimed or taken over just now): the
+ * payments' db_lease_run. */
+err_t pay_run_claimed(arena *a, const char *id, bool settling);
 /* Starts op on payment p (its status as read, nothing pending) as a new request (a new key;
  * capture and void: one key per intent) with method (NULL keeps the recorded card) for cents
  * (0 keeps the amount) and carries it out. */
 err_t pay_attempt(arena *a, const payment_row *p, const char *op, const char *method, int64_t cents);
 /* Leaves p's pending request to be settled later (its outcome is not known): ERR_UNAVAILABLE. */
 err_t pay_leave(const payment_row *p);
-/* Takes over and settles p's request when it was left unsettled before stale_before. */
+/* Takes over and settles p's request when it was left unsettled before stale_before (its lease
+ * over: db_lease_over(), or the reconciliation's older bound). */
 err_t pay_take_over(arena *a, const payment_row *p, int64_t stale_before);
 /* Queues background work kind with payload { field: id }; false when it could not be. */
 bool pay_queue(const char *kind, const char *field, const char *id);

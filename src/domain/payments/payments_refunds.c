@@ -10,7 +10,7 @@
  * same refund rather than making another. A refund made at the processor directly arrives by
  * webhook (payments_webhook.c) and is recorded by its processor id, once.
  *
- * A job that goes back to PENDING moves its payments to its history (pay_store_release_in, in
+ * A job that goes back to PENDING moves its payments to its history (pay_store_history_in, in
  * the transaction that reopens it); each is then given back here in the background ("payment_
  * release"): a hold voided, captured money (a tip too) refunded in full. A charge that
  * duplicates a recorded one is recorded in the history the same way and refunded. */
@@ -87,13 +87,10 @@ err_t pay_run_refund(arena *a, const payment_row *p, bool settling) {
  * it out. ERR_CONFLICT when p changed meanwhile (nothing was written); ERR_UNAVAILABLE when
  * the processor's answer is not known yet (the refund is settled later). */
 static err_t refund_now(arena *a, const payment_row *p, const refund_row *f, const audit_action *act) {
-  bool claimed, found;
+  bool claimed;
   err_t e = pay_store_claim_refund(p, f, act, &claimed);
   if (e != ERR_OK) return e;
-  if (!claimed) return ERR_CONFLICT;
-  payment_row q;
-  if ((e = pay_store_get(a, p->id, &q, &found)) != ERR_OK || !found) return e == ERR_OK ? ERR_INTERNAL : e;
-  return pay_run(a, &q, false);
+  return claimed ? pay_run_claimed(a, p->id, false) : ERR_CONFLICT;
 }
 
 /* A refund row of source and reason for cents of p, under key (NULL: one of its own). */
@@ -115,7 +112,7 @@ static refund_row new_refund(arena *a, const payment_row *p, int64_t cents, cons
 static err_t release_step(arena *a, payment_row *p, bool *again) {
   *again = false;
   if (p->pending_op) { /* its request first: it may hold or move money */
-    err_t e = pay_take_over(a, p, pay_lease_over());
+    err_t e = pay_take_over(a, p, db_lease_over());
     if (e == ERR_OK) *again = true;
     return e;
   }
@@ -217,7 +214,7 @@ typedef struct refund_part {
  * settling in the background (the reconciliation would find it too). */
 static bool refund_unsettled(const payment_row *p) {
   if (!is(p->pending_op, "refund")) return false;
-  if (p->op_started_at < pay_lease_over()) pay_queue("payment_settle", "paymentId", p->id);
+  if (p->op_started_at < db_lease_over()) pay_queue("payment_settle", "paymentId", p->id);
   return true;
 }
 
@@ -242,9 +239,9 @@ static err_t settle_retried(hs_req *req, refund_part *part) {
   while (e == ERR_OK && is(part->made.status, "PENDING") && clock_mono_ms() < until) {
     if ((e = pay_store_get(&req->arena, part->p.id, &part->p, &found)) != ERR_OK || !found) break;
     bool mine = is(part->p.idem_key, part->key) && part->p.pending_op;
-    if (mine && part->p.op_started_at < pay_lease_over() && asked) break; /* asked once: still unknown */
-    if (mine && part->p.op_started_at < pay_lease_over())
-      asked = true, pay_take_over(&req->arena, &part->p, pay_lease_over()); /* asks the processor first */
+    if (mine && part->p.op_started_at < db_lease_over() && asked) break; /* asked once: still unknown */
+    if (mine && part->p.op_started_at < db_lease_over())
+      asked = true, pay_take_over(&req->arena, &part->p, db_lease_over()); /* asks the processor first */
     else if (is(part->p.idem_key, part->key) && part->p.pending_op)
       usleep(100 * 1000); /* the background settles it */
     e = pay_store_refund_by_key(&req->arena, part->key, &part->made, &found);

@@ -8,7 +8,9 @@
  * most once (by its carrier or by the processor's event, whichever comes first), which is
  * when its amount is added to the payment. Every change a client can see in a job's current
  * payment (its status, amount, intent, hold, failure, refunds) writes a payment.updated event
- * in its transaction (told_in). */
+ * in its transaction (told_in). A change is a db_tx: its rows written at one clock reading,
+ * its results in the transaction's own arena. The lease of a request under way (taken over,
+ * let go) is db/lease.h's, on this store's table (pay_store_lease). */
 #include "domain/payments/payments_store.h"
 #include "core/clock.h"
 #include "core/ids.h"
@@ -41,14 +43,14 @@ err_t pay_store_billing(arena *a, const char *user_id, billing *out) {
 }
 
 /* Sets column (customer id or subscribe key) when NULL and returns the value in force: the
- * update returns it when it won, else (another request set it first) it is read. */
+ * first claim wins, and the others read what it set. */
 static err_t set_once(arena *a, const char *update_sql, const char *select_sql, const char *user_id, const char *value,
                       const char **winner) {
   db_res *r;
-  if (db_query(a, &r, update_sql, DB_ARGS(DB_TEXT(user_id), DB_TEXT(value), DB_INT(clock_now_ms()))) != DB_OK)
-    return ERR_INTERNAL;
-  if (r->rows == 1 && (*winner = db_text(r, 0, 0))) return ERR_OK;
-  if (db_query(a, &r, select_sql, DB_ARGS(DB_TEXT(user_id))) != DB_OK) return ERR_INTERNAL;
+  bool won;
+  const db_read claim = {update_sql, DB_ARGS(DB_TEXT(user_id), DB_TEXT(value), DB_INT(clock_now_ms()))};
+  const db_read find = {select_sql, DB_ARGS(DB_TEXT(user_id))};
+  if (db_claim_first(a, &claim, &find, &r, &won) != DB_OK) return ERR_INTERNAL;
   if (r->rows == 0) return ERR_NOT_FOUND;
   *winner = db_text(r, 0, 0);
   return *winner ? ERR_OK : ERR_INTERNAL;
@@ -163,22 +165,21 @@ static db_rc announce(db_conn *c, const pay_news *news) {
 }
 
 err_t pay_store_insert(const payment_row *p, const pay_news *news) {
-  int64_t now = clock_now_ms();
   bool pending = p->pending_op != NULL;
-  db_conn *c;
-  err_t e = db_begin(&c);
+  db_tx x;
+  err_t e = db_tx_begin(&x);
   if (!e)
     e = db_to_err(db_exec(
-        c, NULL, NULL,
+        x.c, NULL, NULL,
         "INSERT INTO payments (id, job_id, user_id, kind, status, amount_cents, failure_reason, pending_op, "
         "idem_key, payment_method_id, op_started_at, attempts, created_at, updated_at) "
         "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)",
         DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->job_id), DB_TEXT(p->user_id), DB_TEXT(p->kind), DB_TEXT(p->status),
                 DB_INT(p->amount_cents), DB_TEXT(p->failure_reason), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key),
-                DB_TEXT(p->method_id), pending ? DB_INT(now) : DB_NULL, DB_INT(pending ? 1 : 0), DB_INT(now))));
-  if (!e) e = db_to_err(told_in(c, p->id));
-  if (!e) e = db_to_err(announce(c, news));
-  return db_end(c, e);
+                DB_TEXT(p->method_id), pending ? DB_INT(x.now) : DB_NULL, DB_INT(pending ? 1 : 0), DB_INT(x.now))));
+  if (!e) e = db_to_err(told_in(x.c, p->id));
+  if (!e) e = db_to_err(announce(x.c, news));
+  return db_tx_end(&x, e);
 }
 
 #define ROW_COLUMNS                                                                                                    \
@@ -186,12 +187,16 @@ err_t pay_store_insert(const payment_row *p, const pay_news *news) {
   "payment_method_id, hold_method_id, amount_cents, op_started_at, attempts, hold_expires_at, refunded_cents, "        \
   "released_at, card_brand, card_last4, lost_cents, dispute_json"
 
+#define CURRENT "job_id = $1 AND kind = $2 AND released_at IS NULL"
+
+static db_rc read_rows(arena *a, const char *where, const char *key, const char *kind, db_res **r) {
+  const char *sql = arena_printf(a, "SELECT " ROW_COLUMNS " FROM payments WHERE %s", where);
+  return kind ? db_query(a, r, sql, DB_ARGS(DB_TEXT(key), DB_TEXT(kind))) : db_query(a, r, sql, DB_ARGS(DB_TEXT(key)));
+}
+
 static err_t read_row(arena *a, const char *where, const char *key, const char *kind, payment_row *out, bool *found) {
   db_res *r;
-  const char *sql = arena_printf(a, "SELECT " ROW_COLUMNS " FROM payments WHERE %s", where);
-  if ((kind ? db_query(a, &r, sql, DB_ARGS(DB_TEXT(key), DB_TEXT(kind)))
-            : db_query(a, &r, sql, DB_ARGS(DB_TEXT(key)))) != DB_OK)
-    return ERR_INTERNAL;
+  if (read_rows(a, where, key, kind, &r) != DB_OK) return ERR_INTERNAL;
   *found = r->rows == 1;
   if (*found)
     *out = (payment_row){db_text(r, 0, 0),  db_text(r, 0, 1), db_text(r, 0, 2), db_text(r, 0, 3), db_text(r, 0, 4),
@@ -203,7 +208,11 @@ static err_t read_row(arena *a, const char *where, const char *key, const char *
 }
 
 err_t pay_store_find(arena *a, const char *job_id, const char *kind, payment_row *out, bool *found) {
-  return read_row(a, "job_id = $1 AND kind = $2 AND released_at IS NULL", job_id, kind, out, found);
+  return read_row(a, CURRENT, job_id, kind, out, found);
+}
+
+err_t pay_store_find_rows(arena *a, const char *job_id, const char *kind, db_res **out) {
+  return db_to_err(read_rows(a, CURRENT, job_id, kind, out));
 }
 
 err_t pay_store_get(arena *a, const char *id, payment_row *out, bool *found) {
@@ -213,17 +222,14 @@ err_t pay_store_get(arena *a, const char *id, payment_row *out, bool *found) {
 /* Runs a conditional update of payment id; *changed tells whether it changed a row. told: the
  * change is one a client sees (payment.updated in the same transaction). */
 static err_t update(const char *id, bool told, const char *sql, const db_val *params, int n, bool *changed) {
-  arena a;
-  arena_init(&a);
+  db_tx x;
   db_res *r;
-  db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e) e = db_to_err(db_exec(c, &a, &r, sql, params, n));
+  err_t e = db_tx_begin(&x);
+  if (!e) e = db_to_err(db_exec(x.c, &x.a, &r, sql, params, n));
   *changed = !e && r->changes == 1;
-  if (*changed && told) e = db_to_err(told_in(c, id));
-  e = db_end(c, e);
+  if (*changed && told) e = db_to_err(told_in(x.c, id));
+  e = db_tx_end(&x, e);
   if (e) *changed = false;
-  arena_fini(&a);
   return e;
 }
 
@@ -240,21 +246,7 @@ err_t pay_store_claim(const char *id, const char *from, const char *op, const ch
       claimed);
 }
 
-err_t pay_store_take_over(const payment_row *p, int64_t stale_before, bool *taken) {
-  return update(p->id, false,
-                "UPDATE payments SET op_started_at = $4, updated_at = $4 "
-                "WHERE id = $1 AND pending_op = $2 AND idem_key = $3 AND op_started_at < $5",
-                DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_INT(clock_now_ms()),
-                        DB_INT(stale_before)),
-                taken);
-}
-
-err_t pay_store_release(const payment_row *p, int64_t started_at) {
-  bool changed;
-  return update(p->id, false,
-                "UPDATE payments SET op_started_at = $4 WHERE id = $1 AND pending_op = $2 AND idem_key = $3",
-                DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_INT(started_at)), &changed);
-}
+db_lease pay_store_lease(const payment_row *p) { return (db_lease){"payments", p->id, p->pending_op, p->idem_key}; }
 
 err_t pay_store_switch(const payment_row *p, const char *op, const char *key, const char *method, bool *switched) {
   return update(
@@ -273,89 +265,89 @@ err_t pay_store_switch(const payment_row *p, const char *op, const char *key, co
 #define AUTHORIZED(cents)                                                                                              \
   "CASE WHEN " cents " > 0 AND " cents " < amount_cents THEN amount_cents ELSE authorized_cents END"
 
-/* Ends p's pending request on c when it is still that request (*cleared), its outcome recorded
+/* Ends p's pending request in x when it is still that request (*cleared), its outcome recorded
  * by the caller. */
-static db_rc clear_request(db_conn *c, arena *a, const payment_row *p, int64_t now, bool *cleared) {
+static db_rc clear_request(db_tx *x, const payment_row *p, bool *cleared) {
   db_res *r;
-  db_rc rc = db_exec(c, a, &r,
+  db_rc rc = db_exec(x->c, &x->a, &r,
                      "UPDATE payments SET pending_op = NULL, op_started_at = NULL, updated_at = $4 "
                      "WHERE id = $1 AND pending_op = $2 AND idem_key = $3",
-                     DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_INT(now)));
+                     DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_INT(x->now)));
   *cleared = rc == DB_OK && r->changes == 1;
   return rc;
 }
 
-err_t pay_store_settle(const payment_row *p, const pay_settle *s, bool *moved) {
-  int64_t now = clock_now_ms();
-  arena a;
-  arena_init(&a);
-  db_res *r = NULL;
-  *moved = false;
-  db_conn *c;
-  err_t e = db_begin(&c);
-  db_rc rc = e ? DB_ERROR : DB_OK;
-  /* PAID is final: a payment a processor event made PAID while this request ran keeps it */
-  if (rc == DB_OK)
-    rc = db_exec(
-        c, &a, &r,
-        "UPDATE payments SET status = $4, processor_payment_intent_id = COALESCE($5, processor_payment_intent_id), "
-        "hold_expires_at = $6, hold_method_id = COALESCE($7, hold_method_id), failure_reason = $8, "
-        "paid_at = CASE WHEN $4 = 'PAID' THEN $9 ELSE paid_at END, pending_op = NULL, op_started_at = NULL, "
-        "amount_cents = " CAPTURED("$10") ", authorized_cents = " AUTHORIZED("$10") ", "
-        "card_brand = COALESCE($11, card_brand), card_last4 = COALESCE($12, card_last4), "
-        "updated_at = $9 WHERE id = $1 AND pending_op = $2 AND idem_key = $3 AND status <> 'PAID'",
-        DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_TEXT(s->status), DB_TEXT(s->intent_id),
-                s->hold_expires_at ? DB_INT(s->hold_expires_at) : DB_NULL, DB_TEXT(s->hold_method),
-                DB_TEXT(s->failure_reason), DB_INT(now), DB_INT(s->captured_cents), DB_TEXT(s->card_brand),
-                DB_TEXT(s->card_last4)));
-  bool changed = rc == DB_OK && r->changes == 1, cleared;
-  if (rc == DB_OK && !changed) rc = clear_request(c, &a, p, now, &cleared);
-  if (rc == DB_OK && changed && s->cancel_intent) {
+/* What follows the outcome s of p's request once recorded, on c: a replaced hold's
+ * cancellation, a paid tip's amount on its job, payment.updated, the provider's transfer of a
+ * payment PAID, and the news. */
+static db_rc settled_in(db_conn *c, const payment_row *p, const pay_settle *s) {
+  db_rc rc = DB_OK;
+  bool paid = !strcmp(s->status, "PAID");
+  if (s->cancel_intent) {
     json_t *payload = json_pack("{s:s}", "intentId", s->cancel_intent);
     rc = queue_enqueue(c, "payment_cancel_hold", payload);
     json_decref(payload);
   }
-  if (rc == DB_OK && changed && !strcmp(p->kind, "tip") && !strcmp(s->status, "PAID"))
-    rc = tip_writer(c, p->job_id, p->amount_cents);
-  if (rc == DB_OK && changed) rc = told_in(c, p->id);
-  if (rc == DB_OK && changed && !strcmp(s->status, "PAID"))
-    rc = payouts_captured_in(c, p->id); /* the provider's share */
-  if (rc == DB_OK && changed) rc = announce(c, s->news);
-  e = db_end(c, e ? e : db_to_err(rc));
+  if (rc == DB_OK && !strcmp(p->kind, "tip") && paid) rc = tip_writer(c, p->job_id, p->amount_cents);
+  if (rc == DB_OK) rc = told_in(c, p->id);
+  if (rc == DB_OK && paid) rc = payouts_captured_in(c, p->id); /* the provider's share */
+  if (rc == DB_OK) rc = announce(c, s->news);
+  return rc;
+}
+
+err_t pay_store_settle(const payment_row *p, const pay_settle *s, bool *moved) {
+  db_tx x;
+  db_res *r = NULL;
+  err_t e = db_tx_begin(&x);
+  db_rc rc = e ? DB_ERROR : DB_OK;
+  /* PAID is final: a payment a processor event made PAID while this request ran keeps it */
+  if (rc == DB_OK)
+    rc = db_exec(
+        x.c, &x.a, &r,
+        "UPDATE payments SET status = $4, processor_payment_intent_id = COALESCE($5, processor_payment_intent_id), "
+        "hold_expires_at = $6, hold_method_id = COALESCE($7, hold_method_id), failure_reason = $8, "
+        "paid_at = CASE WHEN $4 = 'PAID' THEN $9 ELSE paid_at END, pending_op = NULL, op_started_at = NULL, "
+        "amount_cents = " CAPTURED("$10") ", authorized_cents = " AUTHORIZED(
+            "$10") ", "
+                   "card_brand = COALESCE($11, card_brand), card_last4 = COALESCE($12, card_last4), "
+                   "updated_at = $9 WHERE id = $1 AND pending_op = $2 AND idem_key = $3 AND status <> 'PAID'",
+        DB_ARGS(DB_TEXT(p->id), DB_TEXT(p->pending_op), DB_TEXT(p->idem_key), DB_TEXT(s->status), DB_TEXT(s->intent_id),
+                s->hold_expires_at ? DB_INT(s->hold_expires_at) : DB_NULL, DB_TEXT(s->hold_method),
+                DB_TEXT(s->failure_reason), DB_INT(x.now), DB_INT(s->captured_cents), DB_TEXT(s->card_brand),
+                DB_TEXT(s->card_last4)));
+  bool changed = rc == DB_OK && r->changes == 1, cleared;
+  if (rc == DB_OK && !changed) rc = clear_request(&x, p, &cleared);
+  if (rc == DB_OK && changed) rc = settled_in(x.c, p, s);
+  e = db_tx_end(&x, e ? e : db_to_err(rc));
   *moved = !e && changed;
-  arena_fini(&a);
   return e;
 }
 
 /* ---- refunds ---- */
 
 err_t pay_store_claim_refund(const payment_row *p, const refund_row *f, const audit_action *act, bool *claimed) {
-  int64_t now = clock_now_ms();
-  arena a;
-  arena_init(&a);
+  db_tx x;
   db_res *r = NULL;
-  db_conn *c;
-  err_t e = db_begin(&c);
+  err_t e = db_tx_begin(&x);
   if (!e)
-    e = db_to_err(db_exec(c, &a, &r,
+    e = db_to_err(db_exec(x.c, &x.a, &r,
                           "UPDATE payments SET pending_op = 'refund', idem_key = $2, op_started_at = $4, "
                           "attempts = attempts + 1, updated_at = $4 WHERE id = $1 AND status = 'PAID' "
                           "AND pending_op IS NULL AND refunded_cents + $3 <= amount_cents",
-                          DB_ARGS(DB_TEXT(p->id), DB_TEXT(f->idem_key), DB_INT(f->amount_cents), DB_INT(now))));
+                          DB_ARGS(DB_TEXT(p->id), DB_TEXT(f->idem_key), DB_INT(f->amount_cents), DB_INT(x.now))));
   *claimed = !e && r->changes == 1;
   if (*claimed)
     e = db_to_err(
-        db_exec(c, NULL, NULL,
+        db_exec(x.c, NULL, NULL,
                 "INSERT INTO payment_refunds (id, payment_id, amount_cents, reason, source, staff_id, status, "
                 "idem_key, provider_share, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'PENDING', $7, $8, "
                 "$9, $9)",
                 DB_ARGS(DB_TEXT(f->id), DB_TEXT(p->id), DB_INT(f->amount_cents), DB_TEXT(f->reason), DB_TEXT(f->source),
                         DB_TEXT(f->staff_id), DB_TEXT(f->idem_key),
-                        DB_TEXT(f->provider_share ? f->provider_share : "prorata"), DB_INT(now))));
-  if (!e && *claimed && act) e = audit_log_in(c, act); /* the transaction's last write */
-  e = db_end(c, e);                                    /* unclaimed, nothing was written */
+                        DB_TEXT(f->provider_share ? f->provider_share : "prorata"), DB_INT(x.now))));
+  if (!e && *claimed && act) e = audit_log_in(x.c, act); /* the transaction's last write */
+  e = db_tx_end(&x, e);                                  /* unclaimed, nothing was written */
   if (e) *claimed = false;
-  arena_fini(&a);
   return e;
 }
 
@@ -410,25 +402,22 @@ static db_rc complete_refund(db_conn *c, arena *a, const char *idem_key, const c
 
 err_t pay_store_settle_refund(const payment_row *p, const char *processor_refund_id, const char *failure_reason,
                               const pay_news *news, bool *moved) {
-  int64_t now = clock_now_ms(), added = 0;
-  arena a;
-  arena_init(&a);
+  int64_t added = 0;
   bool changed = false;
-  db_conn *c;
-  err_t e = db_begin(&c);
+  db_tx x;
+  err_t e = db_tx_begin(&x);
   db_rc rc = e ? DB_ERROR : DB_OK;
-  if (rc == DB_OK) rc = clear_request(c, &a, p, now, &changed);
+  if (rc == DB_OK) rc = clear_request(&x, p, &changed);
   if (rc == DB_OK && changed && processor_refund_id)
-    rc = complete_refund(c, &a, p->idem_key, processor_refund_id, now, &added);
+    rc = complete_refund(x.c, &x.a, p->idem_key, processor_refund_id, x.now, &added);
   else if (rc == DB_OK && changed)
-    rc = db_exec(c, NULL, NULL,
+    rc = db_exec(x.c, NULL, NULL,
                  "UPDATE payment_refunds SET status = 'FAILED', failure_reason = $2, updated_at = $3 "
                  "WHERE idem_key = $1 AND status = 'PENDING'",
-                 DB_ARGS(DB_TEXT(p->idem_key), DB_TEXT(failure_reason), DB_INT(now)));
-  if (rc == DB_OK && added) rc = announce(c, news);
-  e = db_end(c, e ? e : db_to_err(rc));
+                 DB_ARGS(DB_TEXT(p->idem_key), DB_TEXT(failure_reason), DB_INT(x.now)));
+  if (rc == DB_OK && added) rc = announce(x.c, news);
+  e = db_tx_end(&x, e ? e : db_to_err(rc));
   *moved = !e && changed;
-  arena_fini(&a);
   return e;
 }
 
@@ -515,24 +504,24 @@ err_t pay_store_history(const char *job_id, bool stale_only, int *released) {
 
 err_t pay_store_record_duplicate(arena *a, const payment_row *p, const char *intent, int64_t cents, const char **id) {
   char fresh[ID_LEN + 1];
-  int64_t now = clock_now_ms();
-  db_res *r = NULL;
   id_new(fresh);
   *id = NULL;
   json_t *payload = json_pack("{s:s}", "paymentId", fresh);
-  db_conn *c;
-  err_t e = db_begin(&c);
+  db_tx x;
+  db_res *r = NULL;
+  err_t e = db_tx_begin(&x);
   if (!e)
-    e = db_to_err(db_exec(
-        c, a, &r,
-        "INSERT INTO payments (id, job_id, user_id, kind, status, amount_cents, "
-        "processor_payment_intent_id, attempts, created_at, updated_at, paid_at, released_at) "
-        "VALUES ($1, $2, $3, 'duplicate', 'PAID', $4, $5, 0, $6, $6, $6, $6) "
-        "ON CONFLICT (processor_payment_intent_id) DO NOTHING RETURNING id",
-        DB_ARGS(DB_TEXT(fresh), DB_TEXT(p->job_id), DB_TEXT(p->user_id), DB_INT(cents), DB_TEXT(intent), DB_INT(now))));
-  if (!e && r->rows == 1) e = db_to_err(queue_enqueue(c, "payment_release", payload)); /* refunds it */
+    e = db_to_err(db_exec(x.c, &x.a, &r,
+                          "INSERT INTO payments (id, job_id, user_id, kind, status, amount_cents, "
+                          "processor_payment_intent_id, attempts, created_at, updated_at, paid_at, released_at) "
+                          "VALUES ($1, $2, $3, 'duplicate', 'PAID', $4, $5, 0, $6, $6, $6, $6) "
+                          "ON CONFLICT (processor_payment_intent_id) DO NOTHING RETURNING id",
+                          DB_ARGS(DB_TEXT(fresh), DB_TEXT(p->job_id), DB_TEXT(p->user_id), DB_INT(cents),
+                                  DB_TEXT(intent), DB_INT(x.now))));
+  if (!e && r->rows == 1) e = db_to_err(queue_enqueue(x.c, "payment_release", payload)); /* refunds it */
   json_decref(payload);
-  e = db_end(c, e);
+  e = db_tx_end(&x, e);
+  /* the charge's record, this one or one made first */
   if (!e &&
       db_query(a, &r, "SELECT id FROM payments WHERE processor_payment_intent_id = $1", DB_ARGS(DB_TEXT(intent))) ==
           DB_OK &&
@@ -806,23 +795,18 @@ static db_rc apply_dispute(db_conn *c, arena *a, const pay_event *ev) {
 
 err_t pay_store_dispute_evidence(const char *id, const char *text, const char *files, const char *staff_id,
                                  const pay_dispute *d, const audit_action *act) {
-  int64_t now = clock_now_ms();
-  arena a;
-  arena_init(&a);
+  db_tx x;
   db_res *r = NULL;
-  db_conn *c;
-  err_t e = db_begin(&c);
+  err_t e = db_tx_begin(&x);
   if (!e)
-    e = db_to_err(db_exec(c, &a, &r,
+    e = db_to_err(db_exec(x.c, &x.a, &r,
                           "UPDATE disputes SET evidence_text = $2, evidence_files = $3, evidence_staff_id = $4, "
                           "evidence_submitted_at = $5, updated_at = $5 WHERE id = $1 RETURNING payment_id",
-                          DB_ARGS(DB_TEXT(id), DB_TEXT(text), DB_TEXT(files), DB_TEXT(staff_id), DB_INT(now))));
+                          DB_ARGS(DB_TEXT(id), DB_TEXT(text), DB_TEXT(files), DB_TEXT(staff_id), DB_INT(x.now))));
   pay_dispute answered = *d; /* as the processor answered: a decision at once is applied now */
-  if (!e && r->rows == 1) e = db_to_err(dispute_change_in(c, &a, db_text(r, 0, 0), &answered, NULL));
-  if (!e) e = audit_log_in(c, act);
-  e = db_end(c, e);
-  arena_fini(&a);
-  return e;
+  if (!e && r->rows == 1) e = db_to_err(dispute_change_in(x.c, &x.a, db_text(r, 0, 0), &answered, NULL));
+  if (!e) e = audit_log_in(x.c, act);
+  return db_tx_end(&x, e);
 }
 
 const db_keyset DISPUTES_KEYSET = {"disputes", {{"d.seq", "seq", 'i', true}, {"d.id", "id", 's', true}}};
@@ -974,16 +958,16 @@ static db_rc apply(db_conn *c, arena *a, const pay_event *ev, pay_event_effect *
 err_t pay_store_apply_event(arena *a, const pay_event *ev, pay_event_effect *out) {
   db_res *r;
   *out = (pay_event_effect){0};
-  db_conn *c;
-  err_t e = db_begin(&c);
+  db_tx x;
+  err_t e = db_tx_begin(&x);
   if (!e)
-    e = db_to_err(db_exec(c, a, &r,
+    e = db_to_err(db_exec(x.c, &x.a, &r,
                           "INSERT INTO webhook_events (id, type, received_at) VALUES ($1, $2, $3) "
                           "ON CONFLICT (id) DO NOTHING RETURNING id",
-                          DB_ARGS(DB_TEXT(ev->id), DB_TEXT(ev->type), DB_INT(clock_now_ms()))));
+                          DB_ARGS(DB_TEXT(ev->id), DB_TEXT(ev->type), DB_INT(x.now))));
   out->duplicate = !e && r->rows == 0;
-  if (!e && !out->duplicate) e = db_to_err(apply(c, a, ev, out));
-  e = db_end(c, e);
+  if (!e && !out->duplicate) e = db_to_err(apply(x.c, a, ev, out)); /* what it changed: in the caller's arena */
+  e = db_tx_end(&x, e);
   if (e) *out = (pay_event_effect){0};
   return e ? ERR_INTERNAL : ERR_OK;
 }

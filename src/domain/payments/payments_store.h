@@ -3,6 +3,7 @@
 #define DOMAIN_PAYMENTS_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
+#include "db/lease.h"
 #include "db/page.h"
 #include "domain/audit/audit.h"
 #include "domain/notifications/notifications.h"
@@ -94,6 +95,8 @@ err_t pay_store_set_cancel_flag(const char *user_id, bool cancel_at_period_end);
 err_t pay_store_insert(const payment_row *p, const pay_news *news);
 /* The job's current payment of kind (not one in its history). */
 err_t pay_store_find(arena *a, const char *job_id, const char *kind, payment_row *out, bool *found);
+/* The same payment as a result (every column of payment_row, by its name; no row when none), in a. */
+err_t pay_store_find_rows(arena *a, const char *job_id, const char *kind, db_res **out);
 err_t pay_store_get(arena *a, const char *id, payment_row *out, bool *found);
 /* Starts a new request on payment id: op under key with method (NULL keeps the recorded
  * one) for cents (0 keeps the amount), when the status is `from` and nothing is pending. A
@@ -101,12 +104,8 @@ err_t pay_store_get(arena *a, const char *id, payment_row *out, bool *found);
  * PENDING until its outcome is recorded. */
 err_t pay_store_claim(const char *id, const char *from, const char *op, const char *key, const char *method,
                       int64_t cents, bool *claimed);
-/* Takes over p's pending request (op and key as read) when nobody started it since
- * stale_before; the caller then carries it out. */
-err_t pay_store_take_over(const payment_row *p, int64_t stale_before, bool *taken);
-/* Leaves p's pending request to be settled later (its outcome is not known), recorded as
- * started at started_at (a time whose lease is over). */
-err_t pay_store_release(const payment_row *p, int64_t started_at);
+/* p's pending request as the lease knows it (db/lease.h: taken over, or left to be settled). */
+db_lease pay_store_lease(const payment_row *p);
 /* Records the outcome of p's pending request (when it is still that request: op and key),
  * with the replaced hold's cancellation, the tip amount on the job for a paid tip, and the
  * news, in one transaction. *moved is false when someone else recorded it first, or when the

@@ -7,7 +7,8 @@
  * making of a transfer, a reversal, an email) is queued in the change's own transaction. Rows
  * of other domains' tables are only read here. Every change a provider can see in its list of
  * transfers (a new one, its status, amount, reversal, dates or failure) is a payout.updated
- * event written in the same transaction (told_in). */
+ * event written in the same transaction (told_in). A change is a db_tx (one clock reading, its
+ * own arena); the lease of a request under way is db/lease.h's (po_store_lease). */
 #include "domain/payouts/payouts_store.h"
 #include "core/clock.h"
 #include "core/ids.h"
@@ -113,52 +114,51 @@ err_t po_store_provider_email(arena *a, const char *provider_id, const char **em
 
 err_t po_store_insert_account(arena *a, const char *provider_id, const char *processor_id, const char *status,
                               bool payouts_enabled, const char *requirements, const char **winner) {
-  int64_t now = clock_now_ms();
-  if (db_query(a, NULL,
-               "INSERT INTO payout_accounts (provider_id, processor_account_id, status, payouts_enabled, requirements, "
-               "created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (provider_id) DO NOTHING",
-               DB_ARGS(DB_TEXT(provider_id), DB_TEXT(processor_id), DB_TEXT(status), DB_BOOL(payouts_enabled),
-                       DB_TEXT(requirements), DB_INT(now))) != DB_OK)
-    return ERR_INTERNAL;
-  account_row row;
-  bool found;
-  err_t e = po_store_account(a, provider_id, &row, &found);
-  if (e == ERR_OK && !found) e = ERR_INTERNAL;
-  if (e == ERR_OK) *winner = row.processor_account_id;
-  return e;
+  db_res *r;
+  bool won;
+  const db_read claim = {"INSERT INTO payout_accounts (provider_id, processor_account_id, status, payouts_enabled, "
+                         "requirements, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6) "
+                         "ON CONFLICT (provider_id) DO NOTHING RETURNING processor_account_id",
+                         DB_ARGS(DB_TEXT(provider_id), DB_TEXT(processor_id), DB_TEXT(status), DB_BOOL(payouts_enabled),
+                                 DB_TEXT(requirements), DB_INT(clock_now_ms()))};
+  const db_read find = {"SELECT processor_account_id FROM payout_accounts WHERE provider_id = $1",
+                        DB_ARGS(DB_TEXT(provider_id))};
+  if (db_claim_first(a, &claim, &find, &r, &won) != DB_OK) return ERR_INTERNAL;
+  if (r->rows == 0) return ERR_INTERNAL;
+  *winner = db_text(r, 0, 0);
+  return ERR_OK;
 }
 
 err_t po_store_apply_account(arena *a, const char *processor_id, const char *status, bool payouts_enabled,
                              const char *requirements, const char **provider) {
-  int64_t now = clock_now_ms();
   bool enabled = is(status, "enabled");
   db_res *r = NULL;
   *provider = NULL;
-  db_conn *c;
-  err_t e = db_begin(&c);
+  db_tx x;
+  err_t e = db_tx_begin(&x);
   if (!e)
-    e = db_to_err(db_exec(
-        c, a, &r,
-        "UPDATE payout_accounts SET status = $2, payouts_enabled = $3, requirements = $4, "
-        "updated_at = $5 WHERE processor_account_id = $1 RETURNING provider_id",
-        DB_ARGS(DB_TEXT(processor_id), DB_TEXT(status), DB_BOOL(payouts_enabled), DB_TEXT(requirements), DB_INT(now))));
+    e = db_to_err(db_exec(x.c, a, &r, /* the provider's id, in the caller's arena */
+                          "UPDATE payout_accounts SET status = $2, payouts_enabled = $3, requirements = $4, "
+                          "updated_at = $5 WHERE processor_account_id = $1 RETURNING provider_id",
+                          DB_ARGS(DB_TEXT(processor_id), DB_TEXT(status), DB_BOOL(payouts_enabled),
+                                  DB_TEXT(requirements), DB_INT(x.now))));
   if (!e && r->rows == 1) *provider = db_text(r, 0, 0);
   db_res *moved = NULL;
   if (!e && *provider && enabled)
-    e = db_to_err(db_exec(c, a, &moved,
+    e = db_to_err(db_exec(x.c, &x.a, &moved,
                           "UPDATE payout_transfers SET status = 'scheduled', failure_reason = NULL, updated_at = $2 "
                           "WHERE provider_id = $1 AND kind <> 'fee' AND pending_op IS NULL "
                           "AND status IN ('waiting_for_account', 'failed') RETURNING id",
-                          DB_ARGS(DB_TEXT(*provider), DB_INT(now))));
-  if (!e && *provider && enabled) e = db_to_err(queue_in(c, "payout_provider", "providerId", *provider));
+                          DB_ARGS(DB_TEXT(*provider), DB_INT(x.now))));
+  if (!e && *provider && enabled) e = db_to_err(queue_in(x.c, "payout_provider", "providerId", *provider));
   if (!e && *provider && !enabled)
-    e = db_to_err(db_exec(c, a, &moved,
+    e = db_to_err(db_exec(x.c, &x.a, &moved,
                           "UPDATE payout_transfers SET status = 'waiting_for_account', updated_at = $2 "
                           "WHERE provider_id = $1 AND kind <> 'fee' AND pending_op IS NULL AND status = 'scheduled' "
                           "RETURNING id",
-                          DB_ARGS(DB_TEXT(*provider), DB_INT(now))));
-  if (!e && moved) e = db_to_err(told_each_in(c, moved));
-  e = db_end(c, e);
+                          DB_ARGS(DB_TEXT(*provider), DB_INT(x.now))));
+  if (!e && moved) e = db_to_err(told_each_in(x.c, moved));
+  e = db_tx_end(&x, e);
   if (e) *provider = NULL;
   return e;
 }
@@ -422,45 +422,42 @@ static db_rc debts_due_in(db_conn *c, arena *a, const char *provider, int64_t le
 }
 
 err_t po_store_claim(const char *id, payouts_billed_writer write, po_claim *result) {
-  int64_t now = clock_now_ms();
-  arena a;
-  arena_init(&a);
+  db_tx x;
   db_res *t = NULL, *acct = NULL, *claimed = NULL;
   *result = PO_NOT_DUE;
-  db_conn *c;
-  err_t e = db_begin(&c);
+  err_t e = db_tx_begin(&x);
   if (!e)
-    e = db_to_err(db_exec(c, &a, &t,
+    e = db_to_err(db_exec(x.c, &x.a, &t,
                           "SELECT provider_id, job_id, attempts, available_at FROM payout_transfers "
                           "WHERE id = $1 AND status = 'scheduled' AND pending_op IS NULL AND kind <> 'fee' "
                           "AND amount_cents > 0",
                           DB_ARGS(DB_TEXT(id))));
-  if (e || t->rows != 1 || db_int(t, 0, 3) > now) goto out;
+  if (e || t->rows != 1 || db_int(t, 0, 3) > x.now) goto out;
   const char *provider = db_text(t, 0, 0);
   /* the account's row lock: one claim of the provider's at a time (its fee is computed here) */
-  e = db_to_err(db_exec(c, &a, &acct,
+  e = db_to_err(db_exec(x.c, &x.a, &acct,
                         "UPDATE payout_accounts SET updated_at = updated_at WHERE provider_id = $1 "
                         "RETURNING processor_account_id, status",
                         DB_ARGS(DB_TEXT(provider))));
   if (!e && (acct->rows != 1 || !is(db_text(acct, 0, 1), "enabled"))) {
     bool moved;
-    e = db_to_err(change_in(c, &a,
+    e = db_to_err(change_in(x.c, &x.a,
                             "UPDATE payout_transfers SET status = 'waiting_for_account', updated_at = $2 "
                             "WHERE id = $1 AND status = 'scheduled' AND pending_op IS NULL",
-                            DB_ARGS(DB_TEXT(id), DB_INT(now)), &moved));
+                            DB_ARGS(DB_TEXT(id), DB_INT(x.now)), &moved));
     if (!e && moved) *result = PO_WAITING;
-    if (!e && moved) e = db_to_err(told_in(c, "id = $1", id));
+    if (!e && moved) e = db_to_err(told_in(x.c, "id = $1", id));
     goto out;
   }
   char key[96];
   snprintf(key, sizeof key, "transfer-%s-%lld", id, (long long)db_int(t, 0, 2) + 1);
   if (!e)
     e = db_to_err(db_exec(
-        c, &a, &claimed,
+        x.c, &x.a, &claimed,
         "UPDATE payout_transfers SET pending_op = 'transfer', idem_key = $2, attempts = attempts + 1, "
         "op_started_at = $3, destination = $4, updated_at = $3 WHERE id = $1 AND status = 'scheduled' "
         "AND pending_op IS NULL AND attempts = $5 RETURNING amount_cents",
-        DB_ARGS(DB_TEXT(id), DB_TEXT(key), DB_INT(now), DB_TEXT(db_text(acct, 0, 0)), DB_INT(db_int(t, 0, 2)))));
+        DB_ARGS(DB_TEXT(id), DB_TEXT(key), DB_INT(x.now), DB_TEXT(db_text(acct, 0, 0)), DB_INT(db_int(t, 0, 2)))));
   if (e || claimed->rows != 1) goto out; /* someone else claimed it first */
   int64_t amount = db_int(claimed, 0, 0), fee = 0;
   if (!write) { /* the providers domain has not wired the fee: nothing goes out unbilled */
@@ -468,135 +465,108 @@ err_t po_store_claim(const char *id, payouts_billed_writer write, po_claim *resu
     goto out;
   }
   int64_t netted = 0;
-  e = db_to_err(fee_due_in(c, &a, provider, amount, now, write, &fee));
-  if (!e) e = db_to_err(debts_due_in(c, &a, provider, amount - fee, &netted));
+  e = db_to_err(fee_due_in(x.c, &x.a, provider, amount, x.now, write, &fee));
+  if (!e) e = db_to_err(debts_due_in(x.c, &x.a, provider, amount - fee, &netted));
   if (!e)
-    e = db_to_err(db_exec(c, NULL, NULL,
+    e = db_to_err(db_exec(x.c, NULL, NULL,
                           "UPDATE payout_transfers SET fee_cents = $2, netted_cents = $3, op_cents = $4 WHERE id = $1",
                           DB_ARGS(DB_TEXT(id), DB_INT(fee), DB_INT(netted), DB_INT(amount - fee - netted))));
   if (!e && netted > 0) {
     char debt_id[ID_LEN + 1];
     id_new(debt_id);
-    const char *source = arena_printf(&a, "netted-%s", id);
-    e = db_to_err(db_exec(c, NULL, NULL,
+    const char *source = arena_printf(&x.a, "netted-%s", id);
+    e = db_to_err(db_exec(x.c, NULL, NULL,
                           "INSERT INTO payout_debts (id, provider_id, kind, job_id, transfer_id, source_key, "
                           "amount_cents, status, created_at, updated_at) VALUES ($1, $2, 'netted', $3, $4, $5, $6, "
                           "'scheduled', $7, $7) ON CONFLICT (source_key) DO UPDATE SET amount_cents = "
                           "excluded.amount_cents, status = 'scheduled', updated_at = excluded.updated_at",
                           DB_ARGS(DB_TEXT(debt_id), DB_TEXT(provider), DB_TEXT(db_text(t, 0, 1)), DB_TEXT(id),
-                                  DB_TEXT(source), DB_INT(-netted), DB_INT(now))));
+                                  DB_TEXT(source), DB_INT(-netted), DB_INT(x.now))));
   }
   if (!e && fee > 0) {
     char fee_id[ID_LEN + 1];
     id_new(fee_id);
     e = db_to_err(db_exec(
-        c, NULL, NULL,
+        x.c, NULL, NULL,
         "INSERT INTO payout_transfers (id, provider_id, job_id, carrier_id, kind, earned_cents, amount_cents, status, "
         "available_at, seq, created_at, updated_at) VALUES ($1, $2, $3, $4, 'fee', $5, $5, 'scheduled', $6, $7, $8, "
         "$8) "
         "ON CONFLICT (carrier_id) DO UPDATE SET earned_cents = excluded.earned_cents, "
         "amount_cents = excluded.amount_cents, status = 'scheduled', seq = excluded.seq, updated_at = "
         "excluded.updated_at",
-        DB_ARGS(DB_TEXT(fee_id), DB_TEXT(provider), DB_TEXT(db_text(t, 0, 1)), DB_TEXT(id), DB_INT(-fee), DB_INT(now),
-                DB_INT(clock_sequence()), DB_INT(now))));
-    if (!e) e = db_to_err(told_in(c, "carrier_id = $1", id)); /* the fee, a transfer of its own */
+        DB_ARGS(DB_TEXT(fee_id), DB_TEXT(provider), DB_TEXT(db_text(t, 0, 1)), DB_TEXT(id), DB_INT(-fee), DB_INT(x.now),
+                DB_INT(clock_sequence()), DB_INT(x.now))));
+    if (!e) e = db_to_err(told_in(x.c, "carrier_id = $1", id)); /* the fee, a transfer of its own */
   }
   if (!e) *result = PO_CLAIMED;
 out:
-  e = db_end(c, e);
+  e = db_tx_end(&x, e);
   if (e) *result = PO_NOT_DUE;
-  arena_fini(&a);
   return e;
 }
 
-/* The balance carrier id netted follows its carrier's outcome (paid, or cancelled), on c. */
-static db_rc debts_follow_in(db_conn *c, const char *id, const char *status, int64_t now) {
-  return db_exec(c, NULL, NULL,
+/* What carrier id carried follows its outcome (status paid, or cancelled: the deduction is
+ * void), in t: its fee row and the balance it netted. */
+static db_rc carrier_followed_in(db_tx *t, const char *id, const char *status) {
+  db_res *fees;
+  db_rc rc = db_exec(t->c, &t->a, &fees,
+                     "UPDATE payout_transfers SET status = $2, paid_at = CASE WHEN $2 = 'paid' THEN $3 ELSE paid_at "
+                     "END, updated_at = $3 WHERE carrier_id = $1 AND status = 'scheduled' RETURNING id",
+                     DB_ARGS(DB_TEXT(id), DB_TEXT(status), DB_INT(t->now)));
+  if (rc == DB_OK) rc = told_each_in(t->c, fees);
+  if (rc == DB_OK)
+    rc = db_exec(t->c, NULL, NULL,
                  "UPDATE payout_debts SET status = $2, updated_at = $3 WHERE kind = 'netted' AND transfer_id = $1 "
                  "AND status = 'scheduled'",
-                 DB_ARGS(DB_TEXT(id), DB_TEXT(status), DB_INT(now)));
+                 DB_ARGS(DB_TEXT(id), DB_TEXT(status), DB_INT(t->now)));
+  return rc;
 }
 
 err_t po_store_record_paid(const transfer_row *t, const char *processor_transfer_id, const po_mail *mail, bool *moved) {
-  int64_t now = clock_now_ms();
-  arena a;
-  arena_init(&a);
+  db_tx x;
   db_res *r = NULL;
-  *moved = false;
-  db_conn *c;
-  err_t e = db_begin(&c);
+  err_t e = db_tx_begin(&x);
   if (!e)
     e = db_to_err(
-        db_exec(c, &a, &r,
+        db_exec(x.c, &x.a, &r,
                 "UPDATE payout_transfers SET status = 'paid', paid_at = $3, sent_cents = COALESCE(op_cents, 0), "
                 "processor_transfer_id = $4, failure_reason = NULL, pending_op = NULL, op_cents = NULL, "
                 "op_started_at = NULL, updated_at = $3 WHERE id = $1 AND pending_op = 'transfer' "
                 "AND idem_key = $2 RETURNING " REVERSAL_DUE_FLAG,
-                DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->idem_key), DB_INT(now), DB_TEXT(processor_transfer_id))));
+                DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->idem_key), DB_INT(x.now), DB_TEXT(processor_transfer_id))));
   *moved = !e && r->rows == 1;
   bool reversal_due = *moved && db_int(r, 0, 0) == 1;
-  db_res *fees = NULL;
-  if (*moved) e = db_to_err(told_in(c, "id = $1", t->id));
-  if (!e && *moved)
-    e = db_to_err(db_exec(c, &a, &fees,
-                          "UPDATE payout_transfers SET status = 'paid', paid_at = $2, updated_at = $2 "
-                          "WHERE carrier_id = $1 AND status = 'scheduled' RETURNING id",
-                          DB_ARGS(DB_TEXT(t->id), DB_INT(now))));
-  if (!e && fees) e = db_to_err(told_each_in(c, fees));
-  if (!e && *moved) e = db_to_err(debts_follow_in(c, t->id, "paid", now));
-  if (!e && *moved && mail && mail->to) e = db_to_err(mail_enqueue(c, mail->to, mail->subject, mail->body));
-  if (!e && reversal_due) e = db_to_err(queue_in(c, "payout_reverse", "transferId", t->id));
-  e = db_end(c, e);
+  if (*moved) e = db_to_err(told_in(x.c, "id = $1", t->id));
+  if (!e && *moved) e = db_to_err(carrier_followed_in(&x, t->id, "paid"));
+  if (!e && *moved && mail && mail->to) e = db_to_err(mail_enqueue(x.c, mail->to, mail->subject, mail->body));
+  if (!e && reversal_due) e = db_to_err(queue_in(x.c, "payout_reverse", "transferId", t->id));
+  e = db_tx_end(&x, e);
   if (e) *moved = false;
-  arena_fini(&a);
   return e;
 }
 
 err_t po_store_record_refused(const transfer_row *t, const char *status, const char *reason, bool *moved) {
-  int64_t now = clock_now_ms();
-  arena a;
-  arena_init(&a);
+  db_tx x;
   *moved = false;
-  db_conn *c;
-  err_t e = db_begin(&c);
+  err_t e = db_tx_begin(&x);
   /* refunded to nothing meanwhile, it has nothing left to pay */
   if (!e)
-    e = db_to_err(
-        change_in(c, &a,
-                  "UPDATE payout_transfers SET status = CASE WHEN amount_cents = 0 THEN 'cancelled' "
-                  "ELSE $3 END, failure_reason = $4, fee_cents = 0, netted_cents = 0, pending_op = NULL, "
-                  "op_cents = NULL, "
-                  "op_started_at = NULL, updated_at = $5 WHERE id = $1 AND pending_op = 'transfer' "
-                  "AND idem_key = $2",
-                  DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->idem_key), DB_TEXT(status), DB_TEXT(reason), DB_INT(now)), moved));
-  db_res *fees = NULL;
-  if (!e && *moved) e = db_to_err(told_in(c, "id = $1", t->id));
-  if (!e && *moved)
-    e = db_to_err(db_exec(c, &a, &fees,
-                          "UPDATE payout_transfers SET status = 'cancelled', updated_at = $2 "
-                          "WHERE carrier_id = $1 AND status = 'scheduled' RETURNING id",
-                          DB_ARGS(DB_TEXT(t->id), DB_INT(now))));
-  if (!e && fees) e = db_to_err(told_each_in(c, fees));
-  if (!e && *moved) e = db_to_err(debts_follow_in(c, t->id, "cancelled", now));
-  e = db_end(c, e);
+    e = db_to_err(change_in(
+        x.c, &x.a,
+        "UPDATE payout_transfers SET status = CASE WHEN amount_cents = 0 THEN 'cancelled' "
+        "ELSE $3 END, failure_reason = $4, fee_cents = 0, netted_cents = 0, pending_op = NULL, "
+        "op_cents = NULL, op_started_at = NULL, updated_at = $5 WHERE id = $1 "
+        "AND pending_op = 'transfer' AND idem_key = $2",
+        DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->idem_key), DB_TEXT(status), DB_TEXT(reason), DB_INT(x.now)), moved));
+  if (!e && *moved) e = db_to_err(told_in(x.c, "id = $1", t->id));
+  if (!e && *moved) e = db_to_err(carrier_followed_in(&x, t->id, "cancelled"));
+  e = db_tx_end(&x, e);
   if (e) *moved = false;
-  arena_fini(&a);
   return e;
 }
 
-err_t po_store_release(const transfer_row *t, int64_t started_at) {
-  bool changed;
-  return db_to_err(db_changes(
-      &changed, "UPDATE payout_transfers SET op_started_at = $4 WHERE id = $1 AND pending_op = $2 AND idem_key = $3",
-      DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->pending_op), DB_TEXT(t->idem_key), DB_INT(started_at))));
-}
-
-err_t po_store_take_over(const transfer_row *t, int64_t stale_before, bool *taken) {
-  return db_to_err(db_changes(taken,
-                              "UPDATE payout_transfers SET op_started_at = $4, updated_at = $4 "
-                              "WHERE id = $1 AND pending_op = $2 AND idem_key = $3 AND op_started_at < $5",
-                              DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->pending_op), DB_TEXT(t->idem_key),
-                                      DB_INT(clock_now_ms()), DB_INT(stale_before))));
+db_lease po_store_lease(const transfer_row *t) {
+  return (db_lease){"payout_transfers", t->id, t->pending_op, t->idem_key};
 }
 
 err_t po_store_claim_reversal(const transfer_row *t, bool *claimed) {
@@ -613,99 +583,96 @@ err_t po_store_claim_reversal(const transfer_row *t, bool *claimed) {
                               DB_ARGS(DB_TEXT(t->id), DB_TEXT(key), DB_INT(now), DB_INT(t->attempts))));
 }
 
+/* t's reversal refused, in x: what the processor will not take back is owed, the provider's
+ * balance (a reversal debt, once: under the request's key); *r: the transfer's row when it was
+ * still that request. */
+static db_rc reversal_refused_in(db_tx *x, const transfer_row *t, const char *refused, db_res **r) {
+  db_rc rc = db_exec(x->c, &x->a, r,
+                     "UPDATE payout_transfers SET failure_reason = $3, debited_cents = debited_cents + op_cents, "
+                     "pending_op = NULL, op_cents = NULL, op_started_at = NULL, updated_at = $4 "
+                     "WHERE id = $1 AND pending_op = 'reversal' AND idem_key = $2 RETURNING " REVERSAL_DUE_FLAG,
+                     DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->idem_key), DB_TEXT(refused), DB_INT(x->now)));
+  if (rc != DB_OK || (*r)->rows != 1) return rc;
+  char debt_id[ID_LEN + 1];
+  id_new(debt_id);
+  return db_exec(x->c, NULL, NULL,
+                 "INSERT INTO payout_debts (id, provider_id, kind, job_id, transfer_id, source_key, amount_cents, "
+                 "status, created_at, updated_at) VALUES ($1, $2, 'reversal', $3, $4, $5, $6, 'owed', $7, $7) "
+                 "ON CONFLICT (source_key) DO NOTHING",
+                 DB_ARGS(DB_TEXT(debt_id), DB_TEXT(t->provider_id), DB_TEXT(t->job_id), DB_TEXT(t->id),
+                         DB_TEXT(t->idem_key), DB_INT(t->op_cents), DB_INT(x->now)));
+}
+
+/* t's reversal made, in x: reversed_cents grows (reversed once all that was sent went back). */
+static db_rc reversal_made_in(db_tx *x, const transfer_row *t, db_res **r) {
+  return db_exec(x->c, &x->a, r,
+                 "UPDATE payout_transfers SET reversed_cents = reversed_cents + op_cents, "
+                 "status = CASE WHEN reversed_cents + op_cents >= sent_cents THEN 'reversed' ELSE status END, "
+                 "failure_reason = NULL, pending_op = NULL, op_cents = NULL, op_started_at = NULL, "
+                 "updated_at = $3 WHERE id = $1 AND pending_op = 'reversal' AND idem_key = $2 "
+                 "RETURNING " REVERSAL_DUE_FLAG,
+                 DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->idem_key), DB_INT(x->now)));
+}
+
 err_t po_store_record_reversal(const transfer_row *t, const char *refused, bool *moved) {
-  int64_t now = clock_now_ms();
-  arena a;
-  arena_init(&a);
+  db_tx x;
   db_res *r = NULL;
-  *moved = false;
-  db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e && refused) /* what the processor will not take back is owed: the provider's balance */
-    e = db_to_err(db_exec(c, &a, &r,
-                          "UPDATE payout_transfers SET failure_reason = $3, debited_cents = debited_cents + op_cents, "
-                          "pending_op = NULL, op_cents = NULL, op_started_at = NULL, updated_at = $4 "
-                          "WHERE id = $1 AND pending_op = 'reversal' AND idem_key = $2 RETURNING " REVERSAL_DUE_FLAG,
-                          DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->idem_key), DB_TEXT(refused), DB_INT(now))));
-  if (!e && refused && r->rows == 1) {
-    char debt_id[ID_LEN + 1];
-    id_new(debt_id);
-    e = db_to_err(db_exec(c, NULL, NULL,
-                          "INSERT INTO payout_debts (id, provider_id, kind, job_id, transfer_id, source_key, "
-                          "amount_cents, status, created_at, updated_at) VALUES ($1, $2, 'reversal', $3, $4, $5, $6, "
-                          "'owed', $7, $7) ON CONFLICT (source_key) DO NOTHING",
-                          DB_ARGS(DB_TEXT(debt_id), DB_TEXT(t->provider_id), DB_TEXT(t->job_id), DB_TEXT(t->id),
-                                  DB_TEXT(t->idem_key), DB_INT(t->op_cents), DB_INT(now))));
-  }
-  else if (!e)
-    e = db_to_err(db_exec(c, &a, &r,
-                          "UPDATE payout_transfers SET reversed_cents = reversed_cents + op_cents, "
-                          "status = CASE WHEN reversed_cents + op_cents >= sent_cents THEN 'reversed' ELSE status END, "
-                          "failure_reason = NULL, pending_op = NULL, op_cents = NULL, op_started_at = NULL, "
-                          "updated_at = $3 WHERE id = $1 AND pending_op = 'reversal' AND idem_key = $2 "
-                          "RETURNING " REVERSAL_DUE_FLAG,
-                          DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->idem_key), DB_INT(now))));
+  err_t e = db_tx_begin(&x);
+  if (!e) e = db_to_err(refused ? reversal_refused_in(&x, t, refused, &r) : reversal_made_in(&x, t, &r));
   *moved = !e && r->rows == 1;
-  if (*moved) e = db_to_err(told_in(c, "id = $1", t->id));
+  if (*moved) e = db_to_err(told_in(x.c, "id = $1", t->id));
   /* a refund that came while this reversal ran takes another share */
-  if (!e && *moved && db_int(r, 0, 0) == 1)
-    e = db_to_err(queue_in(c, "payout_reverse", "transferId", t->id));
-  e = db_end(c, e);
+  if (!e && *moved && db_int(r, 0, 0) == 1) e = db_to_err(queue_in(x.c, "payout_reverse", "transferId", t->id));
+  e = db_tx_end(&x, e);
   if (e) *moved = false;
-  arena_fini(&a);
   return e;
 }
 
 err_t po_store_release_holds(int64_t now, int *released) {
-  arena a;
-  arena_init(&a);
+  db_tx x;
   db_res *r = NULL;
-  db_conn *c;
-  err_t e = db_begin(&c);
+  err_t e = db_tx_begin(&x);
   if (!e)
-    e = db_to_err(
-        db_exec(c, &a, &r,
-                "UPDATE payout_transfers SET status = " NEXT_STATUS(
-                    "payout_transfers.provider_id") ", hold_until = NULL, updated_at = $1 "
-                                                    "WHERE status = 'on_hold' AND hold_until <= $1 RETURNING id",
-                DB_ARGS(DB_INT(now))));
-  if (!e) e = db_to_err(told_each_in(c, r));
-  e = db_end(c, e);
-  *released = e == ERR_OK ? r->rows : 0;
-  arena_fini(&a);
+    e = db_to_err(db_exec(x.c, &x.a, &r,
+                          "UPDATE payout_transfers SET status = " NEXT_STATUS(
+                              "payout_transfers.provider_id") ", "
+                                                              "hold_until = NULL, updated_at = $1 WHERE status = "
+                                                              "'on_hold' AND hold_until <= $1 "
+                                                              "RETURNING id",
+                          DB_ARGS(DB_INT(now))));
+  if (!e) e = db_to_err(told_each_in(x.c, r));
+  int ended = e ? 0 : r->rows; /* read before the transaction's memory goes */
+  e = db_tx_end(&x, e);
+  *released = e == ERR_OK ? ended : 0;
   return e;
 }
 
 err_t po_store_queue_due(const char *provider_id, int64_t now, int limit, int *queued) {
-  arena a;
-  arena_init(&a);
+  db_tx x;
   db_res *r;
   *queued = 0;
-  db_conn *c;
-  err_t e = db_begin(&c);
+  err_t e = db_tx_begin(&x);
   if (!e)
     e = db_to_err(
         provider_id
-            ? db_exec(c, &a, &r,
+            ? db_exec(x.c, &x.a, &r,
                       "SELECT id, attempts, updated_at FROM payout_transfers WHERE status = 'scheduled' "
                       "AND pending_op IS NULL AND kind <> 'fee' AND available_at <= $1 AND provider_id = $2 "
                       "ORDER BY available_at LIMIT $3",
                       DB_ARGS(DB_INT(now), DB_TEXT(provider_id), DB_INT(limit)))
-            : db_exec(c, &a, &r,
+            : db_exec(x.c, &x.a, &r,
                       "SELECT id, attempts, updated_at FROM payout_transfers WHERE status = 'scheduled' "
                       "AND pending_op IS NULL AND kind <> 'fee' AND available_at <= $1 ORDER BY available_at LIMIT $2",
                       DB_ARGS(DB_INT(now), DB_INT(limit))));
   for (int i = 0; !e && i < r->rows; i++) {
-    const char *key = arena_printf(&a, "payout:%s:%s:%s", db_text(r, i, 0), db_text(r, i, 1), db_text(r, i, 2));
+    const char *key = arena_printf(&x.a, "payout:%s:%s:%s", db_text(r, i, 0), db_text(r, i, 1), db_text(r, i, 2));
     json_t *payload = json_pack("{s:s}", "transferId", db_text(r, i, 0));
     bool added;
-    e = db_to_err(queue_enqueue_once(c, "payout_transfer", key, payload, &added));
+    e = db_to_err(queue_enqueue_once(x.c, "payout_transfer", key, payload, &added));
     json_decref(payload);
     if (!e && added) (*queued)++;
   }
-  e = db_end(c, e);
-  arena_fini(&a);
-  return e;
+  return db_tx_end(&x, e);
 }
 
 err_t po_store_uncertain(arena *a, int64_t stale_before, int limit, db_res **out) {

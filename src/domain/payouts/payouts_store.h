@@ -3,6 +3,7 @@
 #define DOMAIN_PAYOUTS_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
+#include "db/lease.h"
 #include "db/page.h"
 #include "domain/payouts/payouts.h"
 #include <stdbool.h>
@@ -83,10 +84,8 @@ err_t po_store_record_paid(const transfer_row *t, const char *processor_transfer
 /* Records t's transfer request as refused: status (waiting_for_account, scheduled to be tried
  * again, or failed) with reason; its fee deduction is void (the fee row cancelled). */
 err_t po_store_record_refused(const transfer_row *t, const char *status, const char *reason, bool *moved);
-/* Leaves t's pending request to be settled later, recorded as started at started_at. */
-err_t po_store_release(const transfer_row *t, int64_t started_at);
-/* Takes over t's pending request when nobody started it since stale_before. */
-err_t po_store_take_over(const transfer_row *t, int64_t stale_before, bool *taken);
+/* t's pending request as the lease knows it (db/lease.h: taken over, or left to be settled). */
+db_lease po_store_lease(const transfer_row *t);
 /* Claims a reversal of t (paid, nothing pending, attempt as read) for what was sent beyond
  * what it earns now less its fee, under key reversal-<id>-<attempt>. */
 err_t po_store_claim_reversal(const transfer_row *t, bool *claimed);

@@ -7,8 +7,9 @@
  * names that request. Hence:
  * - a transfer is claimed by one conditional update, so of two workers (or two instances) one
  *   makes it, and the processor sees one request per attempt, under one key;
- * - a request whose answer never came is left to be settled: whoever takes it over (the next
- *   run of its unit of work, or the reconciliation) first asks the processor what the key made
+ * - a request whose answer never came is left to be settled (db/lease.h, as the payments' are):
+ *   whoever takes it over (the next run of its unit of work, or the reconciliation, once its
+ *   lease is over) first asks the processor what the key made
  *   (payments_find_transfer: transfers carry the key in their metadata) and repeats the
  *   request only when nothing was made; so a crash between the processor's answer and the
  *   record costs nothing and pays nothing twice;
@@ -27,7 +28,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define LEASE_MS (2LL * 60 * 1000) /* a request untouched this long is settled by someone else */
 #define PERIOD_MS (10LL * 60 * 1000)
 #define BATCH 500
 
@@ -144,8 +144,8 @@ err_t payouts_account_changed(const char *account_id) {
 /* ---- carrying out a recorded request ---- */
 
 static err_t leave(const transfer_row *t) {
-  po_store_release(t, clock_now_ms() - LEASE_MS);
-  return ERR_UNAVAILABLE;
+  db_lease l = po_store_lease(t);
+  return db_lease_leave(&l);
 }
 
 /* The email of a paid transfer: what was earned, what it netted (the Preferred Pro fee, the
@@ -258,18 +258,21 @@ static err_t run(arena *a, const transfer_row *t, bool settling) {
   return is(t->pending_op, "reversal") ? run_reversal(a, t, settling) : run_transfer(a, t, settling);
 }
 
-/* Takes over t's request when it was left unsettled before stale_before, and settles it. */
-static err_t take_over(arena *a, const transfer_row *t, int64_t stale_before) {
-  bool taken, found;
-  err_t e = po_store_take_over(t, stale_before, &taken);
-  if (e != ERR_OK) return e;
-  if (!taken) return ERR_UNAVAILABLE;
-  transfer_row now;
-  if ((e = po_store_get(a, t->id, &now, &found)) != ERR_OK || !found) return e == ERR_OK ? ERR_INTERNAL : e;
-  return run(a, &now, true);
+/* Reads transfer id again and carries out its request (claimed or taken over just now): the
+ * transfers' db_lease_run. */
+static err_t run_claimed(arena *a, const char *id, bool settling) {
+  transfer_row t;
+  bool found;
+  err_t e = po_store_get(a, id, &t, &found);
+  if (e != ERR_OK || !found) return e == ERR_OK ? ERR_INTERNAL : e;
+  return run(a, &t, settling);
 }
 
-static int64_t lease_over(void) { return clock_now_ms() - LEASE_MS + 1; }
+/* Takes over t's request when it was left unsettled before stale_before, and settles it. */
+static err_t take_over(arena *a, const transfer_row *t, int64_t stale_before) {
+  db_lease l = po_store_lease(t);
+  return db_lease_take_over(a, &l, stale_before, run_claimed);
+}
 
 /* Makes transfer id when it is due (or settles its request left unanswered). ERR_OK when done
  * or nothing is to be done; ERR_UNAVAILABLE to be tried again. */
@@ -282,14 +285,14 @@ static err_t make_one(const char *id) {
   err_t e = po_store_get(&a, id, &t, &found);
   if (e != ERR_OK || !found) goto out;
   if (t.pending_op) { /* a request under way: its carrier records it, or it was left to settle */
-    if (t.op_started_at < lease_over()) e = take_over(&a, &t, lease_over());
+    if (t.op_started_at < db_lease_over()) e = take_over(&a, &t, db_lease_over());
     goto out;
   }
   if ((e = po_store_claim(id, billed_writer, &claim)) != ERR_OK || claim != PO_CLAIMED) {
     if (e != ERR_OK) log_json(LOG_ERROR, "transfer not claimed", json_pack("{s:s}", "transferId", id));
     goto out;
   }
-  if ((e = po_store_get(&a, id, &t, &found)) == ERR_OK && found) e = run_transfer(&a, &t, false);
+  e = run_claimed(&a, id, false);
 out:
   arena_fini(&a);
   return e;
@@ -304,11 +307,10 @@ static err_t reverse_one(const char *id) {
   err_t e = po_store_get(&a, id, &t, &found);
   if (e != ERR_OK || !found) goto out;
   if (t.pending_op) { /* its request first; the reversal follows from its record */
-    e = t.op_started_at < lease_over() ? take_over(&a, &t, lease_over()) : ERR_UNAVAILABLE;
+    e = t.op_started_at < db_lease_over() ? take_over(&a, &t, db_lease_over()) : ERR_UNAVAILABLE;
     goto out;
   }
-  if ((e = po_store_claim_reversal(&t, &claimed)) != ERR_OK || !claimed) goto out;
-  if ((e = po_store_get(&a, id, &t, &found)) == ERR_OK && found) e = run_reversal(&a, &t, false);
+  if ((e = po_store_claim_reversal(&t, &claimed)) == ERR_OK && claimed) e = run_claimed(&a, id, false);
 out:
   arena_fini(&a);
   return e;
