@@ -24,6 +24,7 @@
 #include "domain/support/support.h"
 #include "domain/system/system.h"
 #include "domain/users/users.h"
+#include "http/openapi.h"
 #include "http/router.h"
 #include <stdlib.h>
 
@@ -49,9 +50,26 @@ void domains_install_routes(void) {
     for (const hs_route *r = DOMAINS[d]->routes; r && r->method; r++) all[at++] = *r;
   hs_router_build(all, total);
   free(all);
+  for (size_t d = 0; d < ARRAY_LEN(DOMAINS); d++)
+    for (const domain_event *ev = DOMAINS[d]->events; ev && ev->kind; ev++) hs_openapi_add_event(ev);
+}
+
+/* A domain's background work: each kind's handler on its lane, and its period. */
+static void register_jobs(const domain_job *jobs) {
+  for (const domain_job *j = jobs; j && j->kind; j++) {
+    if (j->weight == JOB_HEAVY)
+      queue_register_heavy(j->kind, j->run);
+    else
+      queue_register(j->kind, j->run);
+    if (j->period_ms > 0) queue_every(j->kind, j->period_ms);
+  }
 }
 
 void domains_init(void) {
+  for (size_t d = 0; d < ARRAY_LEN(DOMAINS); d++) {
+    register_jobs(DOMAINS[d]->jobs);
+    if (DOMAINS[d]->hooks) hs_add_hooks(DOMAINS[d]->hooks);
+  }
   for (size_t d = 0; d < ARRAY_LEN(DOMAINS); d++)
     if (DOMAINS[d]->init) DOMAINS[d]->init();
 }

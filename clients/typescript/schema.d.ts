@@ -2456,17 +2456,6 @@ export interface components {
             /** Format: date-time */
             expiresAt: string;
         };
-        /** @description A message posted in the thread of jobId with providerId */
-        MessageCreated: {
-            jobId: string;
-            providerId: string;
-            message: components["schemas"]["Message"];
-        };
-        /** @description The new state of a job's payment (the job's `payment` in GET /jobs/:id) */
-        PaymentUpdated: {
-            jobId: string;
-            payment: components["schemas"]["JobPayment"];
-        };
         /** @description The Last-Event-ID could not be replayed from: reload what the app shows */
         StreamReset: {
             /**
@@ -2477,69 +2466,6 @@ export interface components {
         };
         /** @description No content: the event's name says it all */
         StreamNotice: Record<string, never>;
-        /** @description A message in one of the account's threads (its own included) */
-        MessageCreatedEvent: {
-            /** @description the event's position: what a reconnect sends as Last-Event-ID */
-            id: string;
-            /** @constant */
-            event: "message.created";
-            data: components["schemas"]["MessageCreated"];
-        };
-        /** @description A quote on the customer's job, or the provider's own */
-        QuoteCreatedEvent: {
-            /** @description the event's position: what a reconnect sends as Last-Event-ID */
-            id: string;
-            /** @constant */
-            event: "quote.created";
-            data: components["schemas"]["Quote"];
-        };
-        /** @description A new job: the customer's own, or one matching the provider's services and ZIPs (the feed) */
-        JobCreatedEvent: {
-            /** @description the event's position: what a reconnect sends as Last-Event-ID */
-            id: string;
-            /** @constant */
-            event: "job.created";
-            data: components["schemas"]["Job"];
-        };
-        /** @description A job the account may read changed: its status, photos, provider, tip */
-        JobUpdatedEvent: {
-            /** @description the event's position: what a reconnect sends as Last-Event-ID */
-            id: string;
-            /** @constant */
-            event: "job.updated";
-            data: components["schemas"]["Job"];
-        };
-        /** @description A transfer of the provider's payouts appeared or changed (status, amount, reversal, dates, failure) */
-        PayoutUpdatedEvent: {
-            /** @description the event's position: what a reconnect sends as Last-Event-ID */
-            id: string;
-            /** @constant */
-            event: "payout.updated";
-            data: components["schemas"]["Transfer"];
-        };
-        /** @description The payment of a job the account may read changed */
-        PaymentUpdatedEvent: {
-            /** @description the event's position: what a reconnect sends as Last-Event-ID */
-            id: string;
-            /** @constant */
-            event: "payment.updated";
-            data: components["schemas"]["PaymentUpdated"];
-        };
-        /** @description A new entry of the account's notification history */
-        NotificationCreatedEvent: {
-            /** @description the event's position: what a reconnect sends as Last-Event-ID */
-            id: string;
-            /** @constant */
-            event: "notification.created";
-            data: components["schemas"]["Notification"];
-        };
-        /** @description The account's queued banner, delivered at once and cleared as GET /users/me/notification would; without id when it was pending before the stream opened */
-        BannerEvent: {
-            id?: string;
-            /** @constant */
-            event: "banner";
-            data: components["schemas"]["Banner"];
-        };
         /** @description The Last-Event-ID sent was older than 24 hours or unknown; the stream goes on from now */
         ResetEvent: {
             /** @constant */
@@ -2553,7 +2479,7 @@ export interface components {
             data: components["schemas"]["StreamNotice"];
         };
         /** @description One event of GET /events (text/event-stream, as the WHATWG HTML standard defines Server-Sent Events), written here as the object of its fields: `id:` (absent on control events), `event:` and `data:` (one line of JSON). The stream also carries lines that are not events: `retry:` (how long to wait before reconnecting), a lone `id:` (the position the stream started from, so a reconnect replays from there) and a comment `: keep-alive` every 25 seconds. */
-        StreamEvent: components["schemas"]["MessageCreatedEvent"] | components["schemas"]["QuoteCreatedEvent"] | components["schemas"]["JobCreatedEvent"] | components["schemas"]["JobUpdatedEvent"] | components["schemas"]["PaymentUpdatedEvent"] | components["schemas"]["PayoutUpdatedEvent"] | components["schemas"]["NotificationCreatedEvent"] | components["schemas"]["BannerEvent"] | components["schemas"]["ResetEvent"] | components["schemas"]["EndEvent"];
+        StreamEvent: components["schemas"]["PaymentUpdatedEvent"] | components["schemas"]["PayoutUpdatedEvent"] | components["schemas"]["JobCreatedEvent"] | components["schemas"]["JobUpdatedEvent"] | components["schemas"]["QuoteCreatedEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["NotificationCreatedEvent"] | components["schemas"]["BannerEvent"] | components["schemas"]["ResetEvent"] | components["schemas"]["EndEvent"];
         ForecastDay: {
             /** Format: date */
             date: string;
@@ -2716,6 +2642,12 @@ export interface components {
              */
             updatedAt: string;
         };
+        /** @description A message posted in the thread of jobId with providerId */
+        MessageCreated: {
+            jobId: string;
+            providerId: string;
+            message: components["schemas"]["Message"];
+        };
         Notification: {
             id: string;
             title: string;
@@ -2851,6 +2783,11 @@ export interface components {
             /** @constant */
             received: true;
             duplicate: boolean;
+        };
+        /** @description The new state of a job's payment (the job's `payment` in GET /jobs/:id) */
+        PaymentUpdated: {
+            jobId: string;
+            payment: components["schemas"]["JobPayment"];
         };
         /**
          * @description none: no account yet; pending: onboarding not finished; enabled: transfers can be made to it; restricted: the processor needs more before it takes transfers again
@@ -3631,6 +3568,70 @@ export interface components {
             info: Record<string, never>;
             paths: Record<string, never>;
             components: Record<string, never>;
+        };
+        /** @description The payment of a job the account may read changed */
+        PaymentUpdatedEvent: {
+            /** @description the event's position: what a reconnect sends as Last-Event-ID */
+            id: string;
+            /** @constant */
+            event: "payment.updated";
+            data: components["schemas"]["PaymentUpdated"];
+        };
+        /** @description A transfer of the provider's payouts appeared or changed (status, amount, reversal, dates, failure) */
+        PayoutUpdatedEvent: {
+            /** @description the event's position: what a reconnect sends as Last-Event-ID */
+            id: string;
+            /** @constant */
+            event: "payout.updated";
+            data: components["schemas"]["Transfer"];
+        };
+        /** @description A new job: the customer's own, or one matching the provider's services and ZIPs (the feed) */
+        JobCreatedEvent: {
+            /** @description the event's position: what a reconnect sends as Last-Event-ID */
+            id: string;
+            /** @constant */
+            event: "job.created";
+            data: components["schemas"]["Job"];
+        };
+        /** @description A job the account may read changed: its status, photos, provider, tip */
+        JobUpdatedEvent: {
+            /** @description the event's position: what a reconnect sends as Last-Event-ID */
+            id: string;
+            /** @constant */
+            event: "job.updated";
+            data: components["schemas"]["Job"];
+        };
+        /** @description A quote on the customer's job, or the provider's own */
+        QuoteCreatedEvent: {
+            /** @description the event's position: what a reconnect sends as Last-Event-ID */
+            id: string;
+            /** @constant */
+            event: "quote.created";
+            data: components["schemas"]["Quote"];
+        };
+        /** @description A message in one of the account's threads (its own included) */
+        MessageCreatedEvent: {
+            /** @description the event's position: what a reconnect sends as Last-Event-ID */
+            id: string;
+            /** @constant */
+            event: "message.created";
+            data: components["schemas"]["MessageCreated"];
+        };
+        /** @description A new entry of the account's notification history */
+        NotificationCreatedEvent: {
+            /** @description the event's position: what a reconnect sends as Last-Event-ID */
+            id: string;
+            /** @constant */
+            event: "notification.created";
+            data: components["schemas"]["Notification"];
+        };
+        /** @description The account's queued banner, delivered at once and cleared as GET /users/me/notification would; without id when it was pending before the stream opened */
+        BannerEvent: {
+            /** @description the event's position: what a reconnect sends as Last-Event-ID */
+            id?: string;
+            /** @constant */
+            event: "banner";
+            data: components["schemas"]["Banner"];
         };
     };
     responses: {

@@ -65,8 +65,8 @@ enum {
                                live token) is ever stored, and every request runs */
   ROUTE_TICKET = 1 << 8,    /* a `ticket` query parameter may stand in for the bearer token (for
                                clients that cannot send headers, such as a browser's EventSource):
-                               the redeemer installed with hs_set_ticket_redeemer turns it into
-                               the claims of the token it was issued for, once */
+                               the redeem_ticket hook turns it into the claims of the token it
+                               was issued for, once */
 };
 
 /* A fixed-window rate limit keyed by client address, or by the caller's account (role and id)
@@ -235,9 +235,9 @@ err_t hs_fail_invalid(hs_req *req, const char *message);
 err_t hs_fail_field(hs_req *req, const char *field, const char *message);
 /* Seconds of Retry-After on a 503 whose maker named none. */
 #define HS_RETRY_AFTER_DEFAULT 5
-/* Hooks a domain installs into the pipeline (hs_set_hooks, before the server starts), so the
- * HTTP layer can consult rules it must not know about (staff sessions, the audit trail)
- * without including a domain header. Each may be NULL. They run on worker threads and may use
+/* Hooks a domain declares (domain_def.hooks; start-up adds them with hs_add_hooks), so the
+ * HTTP layer can consult rules it must not know about (token checks, the audit trail, live
+ * updates' tickets) without including a domain header. Each may be NULL. They run on worker threads and may use
  * the database; for a ROUTE_DB_READ route they may run on an HTTP event thread, where they
  * must only read, except for a request with an impersonation token (auth.elevation_id),
  * which is always answered by a worker.
@@ -249,14 +249,21 @@ err_t hs_fail_field(hs_req *req, const char *field, const char *message);
  * - before_handler: when every check passed, just before the handler, for every request
  *   (open routes too); a failure ends the request without running the handler.
  * - after: once the answer is decided (status or error set), for every request that reached
- *   check_token, whatever its outcome. */
+ *   check_token, whatever its outcome.
+ * - redeem_ticket: turns a ticket (ROUTE_TICKET) into the claims of the token it was issued
+ *   for, once: true with *out filled, false when the ticket is unknown, used or expired. It may
+ *   use the database. The first set that has one redeems. */
 typedef struct hs_hooks {
   err_t (*check_token)(hs_req *req);
   err_t (*before_handler)(hs_req *req);
   void (*after)(hs_req *req);
+  bool (*redeem_ticket)(const char *ticket, token_claims *out);
 } hs_hooks;
-/* Installs hooks (copied); call once at start-up, before hs_server_start. */
-void hs_set_hooks(const hs_hooks *hooks);
+/* Adds a set of hooks (kept by reference; at most HS_HOOKS_MAX sets), at start-up before
+ * hs_server_start. Sets run in the order they were added: every check_token must pass (the
+ * first refusal ends the request), every before_handler must pass, every after runs. */
+#define HS_HOOKS_MAX 4
+void hs_add_hooks(const hs_hooks *hooks);
 /* Whether a token with the claims of auth would still pass the check_token hook now (its
  * account exists, its generation did not move on, its impersonation is live), for a caller
  * that keeps acting on a request's claims after it was answered (a stream): ERR_OK (also with
@@ -265,12 +272,6 @@ void hs_set_hooks(const hs_hooks *hooks);
 err_t hs_token_recheck(const hs_auth *auth);
 /* The status the request answers with (its error's status when it failed). */
 int hs_status(const hs_req *req);
-
-/* Turns a ticket (ROUTE_TICKET) into the claims of the token it was issued for, once: true
- * with *out filled, false when the ticket is unknown, used or expired. It may use the
- * database. Installed once at start-up, before hs_server_start. */
-typedef bool (*hs_ticket_redeemer)(const char *ticket, token_claims *out);
-void hs_set_ticket_redeemer(hs_ticket_redeemer redeem);
 
 /* Streamed answers. A handler may answer with a stream instead of a body: hs_stream_open makes
  * the answer the route's success status with content_type, sent as soon as the handler

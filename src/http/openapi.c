@@ -8,6 +8,7 @@
 #include "ext/filetype.h"
 #include "http/idempotency.h"
 #include "http/router.h"
+#include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -409,6 +410,53 @@ static json_t *operation(const hs_route *r, json_t *schemas) {
   return op;
 }
 
+#define MAX_EVENTS 32
+static const hs_stream_event *events[MAX_EVENTS]; /* hs_openapi_add_event, in order */
+static size_t nevents;
+
+void hs_openapi_add_event(const hs_stream_event *ev) {
+  if (nevents == MAX_EVENTS) die("more than %d live-update event kinds", MAX_EVENTS);
+  events[nevents++] = ev;
+}
+
+/* "quote.created" -> "QuoteCreatedEvent" (each part capitalized, '.' and '_' dropped). */
+static void event_component(const char *kind, char out[128]) {
+  size_t n = 0;
+  bool up = true;
+  for (const char *k = kind; *k && n < 120; k++) {
+    if (*k == '.' || *k == '_') {
+      up = true;
+      continue;
+    }
+    out[n++] = up ? (char)toupper((unsigned char)*k) : *k;
+    up = false;
+  }
+  snprintf(out + n, 128 - n, "Event");
+}
+
+/* Each event kind's component, and its place in the stream's: the stream_schema component's
+ * oneOf (its control events) gets the kinds in front, in the order they were added. */
+static void events_into(json_t *schemas, const char *stream) {
+  json_t *one_of = json_object_get(json_object_get(schemas, stream), "oneOf");
+  if (!json_is_array(one_of)) die("stream component %s: no oneOf to list the event kinds in", stream);
+  for (size_t i = 0; i < nevents; i++) {
+    const hs_stream_event *ev = events[i];
+    char name[128];
+    event_component(ev->kind, name);
+    if (component_exists(schemas, name)) die("event %s: component %s is defined twice", ev->kind, name);
+    if (!component_exists(schemas, ev->data)) die("event %s: no schema component named %s", ev->kind, ev->data);
+    json_t *props = json_pack("{s:{s:s,s:s},s:{s:s,s:s},s:{s:s+}}", "id", "type", "string", "description",
+                              "the event's position: what a reconnect sends as Last-Event-ID", "event", "type",
+                              "string", "const", ev->kind, "data", "$ref", "#/components/schemas/", ev->data);
+    json_t *required =
+        ev->id_optional ? json_pack("[s,s]", "event", "data") : json_pack("[s,s,s]", "id", "event", "data");
+    json_object_set_new(schemas, name,
+                        json_pack("{s:s,s:s,s:o,s:o,s:b}", "type", "object", "description", ev->description,
+                                  "properties", props, "required", required, "additionalProperties", 0));
+    json_array_insert_new(one_of, i, json_pack("{s:s+}", "$ref", "#/components/schemas/", name));
+  }
+}
+
 static json_t *load_components(void) {
   json_t *schemas = json_object();
   for (int i = 0; i < EMBEDDED_SCHEMA_COUNT; i++) {
@@ -530,6 +578,13 @@ static void keep_used_schemas(json_t *paths, json_t *components) {
 
 json_t *hs_openapi_document(const hs_route *rows, size_t n) {
   json_t *schemas = load_components(), *paths = json_object();
+  json_t *streams = json_object(); /* each stream component gets the event kinds once */
+  for (size_t i = 0; i < n; i++)
+    if (rows[i].stream_schema && !json_object_get(streams, rows[i].stream_schema)) {
+      events_into(schemas, rows[i].stream_schema);
+      json_object_set_new(streams, rows[i].stream_schema, json_true());
+    }
+  json_decref(streams);
   for (size_t i = 0; i < n; i++) {
     const hs_route *r = &rows[i];
     if ((r->flags & ROUTE_TEST_ONLY) || !hs_route_available(r)) continue;

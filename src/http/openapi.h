@@ -15,6 +15,19 @@
 #define HTTP_OPENAPI_H
 #include "http/http.h"
 
+/* An event kind of the live-updates stream, as the document lists it: the component
+ * `<Kind>Event` (quote.created: QuoteCreatedEvent; `id`, `event` and `data`) whose data is the
+ * component `data`; every kind is one member of the stream's component (the route's
+ * stream_schema, whose own `oneOf` lists the stream's control events). */
+typedef struct hs_stream_event {
+  const char *kind;        /* "quote.created" */
+  const char *data;        /* the component of its data, e.g. "Quote" */
+  const char *description; /* who receives it, and when */
+  bool id_optional;        /* also delivered without an id (a banner pending before the stream opened) */
+} hs_stream_event;
+/* Adds an event kind to the document (borrowed; at start-up, before the document is built). */
+void hs_openapi_add_event(const hs_stream_event *ev);
+
 /* The document for the rows available in this environment (new reference). Dies when a row
  * names a component that no schema file defines, or two files define the same component. */
 json_t *hs_openapi_document(const hs_route *rows, size_t n);

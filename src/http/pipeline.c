@@ -39,23 +39,50 @@
 /* The body and query of routes that declare none: one shared object that nothing modifies,
  * instead of two allocations per request. */
 static json_t *empty_object;
-static hs_hooks hooks; /* hs_set_hooks */
-static hs_ticket_redeemer ticket_redeemer; /* hs_set_ticket_redeemer */
+static const hs_hooks *hooks[HS_HOOKS_MAX]; /* hs_add_hooks, in order */
+static int nhooks;
 
 void hs_pipeline_init(void) {
   hs_answer_init();
   if (!empty_object) empty_object = json_object();
 }
 
-void hs_set_hooks(const hs_hooks *h) { hooks = *h; }
+void hs_add_hooks(const hs_hooks *h) {
+  if (nhooks == HS_HOOKS_MAX) die("more than %d sets of HTTP hooks", HS_HOOKS_MAX);
+  hooks[nhooks++] = h;
+}
 
-void hs_set_ticket_redeemer(hs_ticket_redeemer redeem) { ticket_redeemer = redeem; }
+static bool any_check_token(void) {
+  for (int i = 0; i < nhooks; i++)
+    if (hooks[i]->check_token) return true;
+  return false;
+}
+
+/* Every check_token hook in order, until one refuses (its error, or req->err set). */
+static err_t check_tokens(hs_req *req) {
+  for (int i = 0; i < nhooks; i++) {
+    err_t e = hooks[i]->check_token ? hooks[i]->check_token(req) : ERR_OK;
+    if (e != ERR_OK || req->err != ERR_OK) return e;
+  }
+  return ERR_OK;
+}
+
+static err_t before_handlers(hs_req *req) {
+  for (int i = 0; i < nhooks; i++)
+    if (hooks[i]->before_handler && hooks[i]->before_handler(req) != ERR_OK) return req->err ? req->err : ERR_INTERNAL;
+  return ERR_OK;
+}
+
+static void afters(hs_req *req) {
+  for (int i = 0; i < nhooks; i++)
+    if (hooks[i]->after) hooks[i]->after(req);
+}
 
 err_t hs_token_recheck(const hs_auth *auth) {
-  if (!hooks.check_token) return ERR_OK;
+  if (!any_check_token()) return ERR_OK;
   hs_req req = {.auth = *auth, .res_fd = -1};
   arena_init(&req.arena);
-  err_t e = hooks.check_token(&req);
+  err_t e = check_tokens(&req);
   if (e == ERR_OK) e = req.err;
   arena_fini(&req.arena);
   return e;
@@ -229,7 +256,7 @@ static err_t unauthorized(hs_call *c) {
  * the invalid_token challenge; any other failure ends the request as the hook decided. */
 static err_t check_hook(hs_call *c) {
   hs_req *req = &c->req;
-  err_t e = hooks.check_token ? hooks.check_token(req) : ERR_OK;
+  err_t e = check_tokens(req);
   if (e == ERR_OK && req->err == ERR_OK) return ERR_OK;
   if (req->err == ERR_UNAUTHORIZED || (req->err == ERR_OK && e == ERR_UNAUTHORIZED)) return unauthorized(c);
   return req->err != ERR_OK ? req->err : hs_fail(req, e, NULL);
@@ -239,14 +266,17 @@ static err_t check_hook(hs_call *c) {
  * parameter's token, redeemed once (NULL: none; *offered tells whether a ticket was given). */
 static const token_claims *ticket_claims(hs_call *c, bool *offered) {
   *offered = false;
-  if (!ticket_redeemer || !c->raw_query || !(c->req.route->flags & ROUTE_TICKET)) return NULL;
+  const hs_hooks *redeemer = NULL;
+  for (int i = 0; i < nhooks && !redeemer; i++)
+    if (hooks[i]->redeem_ticket) redeemer = hooks[i];
+  if (!redeemer || !c->raw_query || !(c->req.route->flags & ROUTE_TICKET)) return NULL;
   json_t *args = arena_json(&c->req.arena, json_object());
   hs_query_parse(c->raw_query, args);
   const char *ticket = json_string_value(json_object_get(args, "ticket"));
   if (!ticket) return NULL;
   *offered = true;
   token_claims *t = arena_alloc(&c->req.arena, sizeof *t);
-  return c->claims = ticket_redeemer(ticket, t) ? t : NULL;
+  return c->claims = redeemer->redeem_ticket(ticket, t) ? t : NULL;
 }
 
 /* 401 without a valid token (or ticket), 403 when its role is not one the route admits. The
@@ -277,10 +307,10 @@ static err_t guard(hs_call *c, bool with_hook) {
 static err_t observe_impersonation(hs_call *c) {
   hs_req *req = &c->req;
   const token_claims *t = claims_of(c);
-  if (!t || !t->elevation_id[0] || !hooks.check_token) return ERR_OK;
+  if (!t || !t->elevation_id[0] || !any_check_token()) return ERR_OK;
   req->auth =
       (hs_auth){t->id, t->role, hs_role_bit(t->role, t->is_staff), t->elevation_id, t->gen, t->token_id, t->exp};
-  err_t e = hooks.check_token(req);
+  err_t e = check_tokens(req);
   if (e == ERR_OK && req->err == ERR_OK) return ERR_OK;
   if (e == ERR_UNAUTHORIZED || req->err == ERR_UNAUTHORIZED) {
     req->err = ERR_OK, req->err_message = req->err_code = req->err_field = NULL;
@@ -389,7 +419,7 @@ static void run_pipeline(hs_call *c) {
     return;
   }
   if (limit(req) != ERR_OK || parse_input(c) != ERR_OK || !hs_idem_begin(req)) return;
-  if (hooks.before_handler && hooks.before_handler(req) != ERR_OK) {
+  if (before_handlers(req) != ERR_OK) {
     if (req->err == ERR_OK) hs_fail(req, ERR_INTERNAL, NULL);
     return;
   }
@@ -430,7 +460,7 @@ void hs_dispatch(hs_call *c) {
     hs_answer_clear(c);
     hs_call_refuse(c);
   }
-  if (req->auth.id && hooks.after) hooks.after(req); /* sees the final answer (an identity: a token was checked) */
+  if (req->auth.id) afters(req); /* sees the final answer (an identity: a token was checked) */
   hs_answer_prepare(c);
   c->db_trips += db_trips(); /* a read tried on an event thread first, then on a worker: both */
   db_guard_clear();          /* the thread's next work is not this request's */

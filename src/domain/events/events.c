@@ -1,6 +1,7 @@
-/* The events domain's declaration (domain/domain.h): its start-up installs the ticket
- * redeemer, starts the hub and registers the hourly pruning of the outbox; its stop ends the
- * hub's threads (the server has closed every stream by then). */
+/* The events domain's declaration (domain/domain.h): its routes, the hourly pruning of the
+ * outbox, the tickets' redeemer; its start-up starts the hub and its stop ends the hub's threads
+ * (the server has closed every stream by then). The kinds it carries are the other domains'
+ * (their `events` rows); its own are the stream's control events (events.schema.json). */
 #include "domain/events/events.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -21,12 +22,13 @@ static bool prune(json_t *payload, char err[256]) {
   return false;
 }
 
-static void events_init(void) {
-  events_api_init();
-  queue_register("events_prune", prune);
-  queue_every("events_prune", HOUR_MS);
-  events_hub_start();
-}
+static const domain_job jobs[] = {{"events_prune", prune, .period_ms = HOUR_MS}, {0}};
 
-const domain_def events_domain = {
-    .name = "events", .routes = events_routes, .init = events_init, .stop = events_hub_stop};
+static const hs_hooks hooks = {.redeem_ticket = events_redeem_ticket};
+
+const domain_def events_domain = {.name = "events",
+                                  .routes = events_routes,
+                                  .jobs = jobs,
+                                  .hooks = &hooks,
+                                  .init = events_hub_start,
+                                  .stop = events_hub_stop};

@@ -8,7 +8,7 @@ extern const hs_route events_routes[];
 
 err_t api_events_stream(hs_req *req);
 err_t api_events_ticket(hs_req *req);
-/* Installs the ticket redeemer (the domain's init). */
-void events_api_init(void);
+/* The redeem_ticket hook (events.c): a ticket of POST /events/ticket, once, as its token's claims. */
+bool events_redeem_ticket(const char *ticket, token_claims *out);
 
 #endif

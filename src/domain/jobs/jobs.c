@@ -1,13 +1,28 @@
-/* The jobs domain's declaration (domain/domain.h), and its wiring into payments. */
+/* The jobs domain's declaration (domain/domain.h): its routes, its background work, its
+ * live-update kinds, and at start-up its wiring into payments. */
 #include "domain/jobs/jobs.h"
+#include "core/clock.h"
 #include "domain/jobs/jobs_api.h"
 #include "domain/payments/payments.h"
 
 void jobs_wire_payments(void) { payments_follow_tips(jobs_set_tip_in); }
 
-static void jobs_init(void) {
-  jobs_wire_payments();
-  jobs_domain_init();
-}
+static const domain_job jobs[] = {
+    {"jobs_json", jobs_repair_json},
+    {"job_reports_prune", jobs_prune_reports, .period_ms = DAY_MS},
+    {0},
+};
 
-const domain_def jobs_domain = {.name = "jobs", .routes = jobs_routes, .init = jobs_init, .stop = jobs_domain_stop};
+static const domain_event events[] = {
+    {"job.created", "Job",
+     "A new job: the customer's own, or one matching the provider's services and ZIPs (the feed)"},
+    {"job.updated", "Job", "A job the account may read changed: its status, photos, provider, tip"},
+    {0},
+};
+
+const domain_def jobs_domain = {.name = "jobs",
+                                .routes = jobs_routes,
+                                .jobs = jobs,
+                                .events = events,
+                                .init = jobs_wire_payments,
+                                .stop = jobs_domain_stop};

@@ -28,8 +28,9 @@ err_t jobs_write_one(hs_req *req, const char *id);
 /* Answers with the Job JSON of the jobs row in r (every column). */
 err_t jobs_write_row(hs_req *req, const db_res *r);
 
-/* start-up work (the domain's init) */
-void jobs_domain_init(void);
+/* jobs_views.c: background work (jobs.c lists it): stored Job JSON repaired; reports whose time is over deleted */
+bool jobs_repair_json(json_t *payload, char err[256]);
+bool jobs_prune_reports(json_t *payload, char err[256]);
 /* shutdown work (the domain's stop) */
 void jobs_domain_stop(void);
 

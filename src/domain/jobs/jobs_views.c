@@ -30,7 +30,7 @@
 
 /* ---- repair of missing stored JSON ---- */
 
-static bool repair_jobs(json_t *payload, char err[256]) {
+bool jobs_repair_json(json_t *payload, char err[256]) {
   json_t *ids = json_object_get(payload, "ids");
   size_t n = json_array_size(ids);
   const char **list = calloc(n ? n : 1, sizeof *list);
@@ -42,17 +42,11 @@ static bool repair_jobs(json_t *payload, char err[256]) {
 }
 
 /* Daily: reports kept past their customer's account for the dispute window go once it is over. */
-static bool prune_reports(json_t *payload, char err[256]) {
+bool jobs_prune_reports(json_t *payload, char err[256]) {
   (void)payload;
   if (jobs_store_prune_reports(clock_now_ms()) == ERR_OK) return true;
   snprintf(err, 256, "cannot delete the reports whose time is over");
   return false;
-}
-
-void jobs_domain_init(void) {
-  queue_register("jobs_json", repair_jobs);
-  queue_register("job_reports_prune", prune_reports);
-  queue_every("job_reports_prune", 24LL * 3600 * 1000);
 }
 
 void jobs_domain_stop(void) { feed_cache_clear(); }

@@ -1,6 +1,17 @@
-/* The notifications domain's declaration (domain/domain.h). */
+/* The notifications domain's declaration (domain/domain.h): its routes, push delivery, its
+ * live-update kind, and at start-up the banner as a one-shot record of the live updates. */
 #include "domain/notifications/notifications.h"
 #include "domain/notifications/notifications_api.h"
 
-const domain_def notifications_domain = {
-    .name = "notifications", .routes = notifications_routes, .init = notifications_init};
+static const domain_job jobs[] = {{"push", notifications_send_push}, {0}};
+
+static const domain_event events[] = {
+    {"notification.created", "Notification", "A new entry of the account's notification history"},
+    {0},
+};
+
+const domain_def notifications_domain = {.name = "notifications",
+                                         .routes = notifications_routes,
+                                         .jobs = jobs,
+                                         .events = events,
+                                         .init = notifications_init};

@@ -101,7 +101,7 @@ static void banner_delivered(const char *role, const char *account_id, int64_t e
 static const events_oneshot BANNER = {"banner", banner_take, banner_delivered};
 
 /* Queue handler: one push message to the push service. */
-static bool send_push(json_t *msg, char err[256]) {
+bool notifications_send_push(json_t *msg, char err[256]) {
   if (!CFG.push_url) { /* never the device token or the text: they identify and speak for a person */
     json_t *job = json_object_get(json_object_get(msg, "data"), "jobId");
     log_json(LOG_INFO, "push skipped: PUSH_URL is not set", json_pack("{s:O?}", "jobId", job));
@@ -120,7 +120,4 @@ static bool send_push(json_t *msg, char err[256]) {
   return true;
 }
 
-void notifications_init(void) {
-  queue_register("push", send_push);
-  events_register_oneshot(&BANNER);
-}
+void notifications_init(void) { events_register_oneshot(&BANNER); }

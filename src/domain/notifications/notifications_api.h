@@ -11,7 +11,9 @@ err_t api_notifications_list(hs_req *req);
 err_t api_notifications_read(hs_req *req);
 err_t api_notification_read(hs_req *req);
 err_t api_banner_poll(hs_req *req);
-/* Registers the "push" queue handler (the domain's init). */
+/* One push message to the push service (the "push" work, notifications.c). */
+bool notifications_send_push(json_t *msg, char err[256]);
+/* The domain's init: the banner as a one-shot record of the live updates. */
 void notifications_init(void);
 
 #endif

@@ -1,6 +1,27 @@
-/* The payments domain's declaration (domain/domain.h). */
+/* The payments domain's declaration (domain/domain.h): its routes, its background work and
+ * its live-update kind. */
 #include "domain/payments/payments.h"
+#include "core/clock.h"
 #include "domain/payments/payments_api.h"
 #include "domain/payments/payments_ops.h"
 
-const domain_def payments_domain = {.name = "payments", .routes = payments_routes, .init = payments_domain_init};
+static const domain_job jobs[] = {
+    {"payment_follow_up", pay_follow_up_from_queue},
+    {"payment_settle", pay_settle_from_queue},
+    {"payment_capture", pay_capture_from_queue},
+    {"payment_void", pay_void_from_queue},
+    {"payment_cancel_hold", pay_cancel_hold_from_queue},
+    {"payment_recover", pay_recover_from_queue},
+    {"payment_release", pay_release_from_queue},
+    {"payment_event", pay_event_from_queue},
+    {"payment_holds", pay_renew_holds_from_queue, .period_ms = PAY_HOLDS_PERIOD_MS},
+    {"payment_reconcile", pay_reconcile_from_queue, .period_ms = PAY_RECONCILE_PERIOD_MS},
+    {0},
+};
+
+static const domain_event events[] = {
+    {"payment.updated", "PaymentUpdated", "The payment of a job the account may read changed"},
+    {0},
+};
+
+const domain_def payments_domain = {.name = "payments", .routes = payments_routes, .jobs = jobs, .events = events};

@@ -38,8 +38,6 @@
 
 #define RENEW_WITHIN_MS (24 * HOUR_MS) /* holds that lapse sooner are renewed */
 #define HOLD_MS (7 * 24 * HOUR_MS)     /* a card authorization, when the processor does not say */
-#define HOLDS_PERIOD_MS HOUR_MS
-#define RECONCILE_PERIOD_MS (15LL * 60 * 1000)
 #define BATCH 200
 #define KEY_LEN 96
 
@@ -136,24 +134,24 @@ static void receipt(arena *a, pay_news *n, const payment_row *p, const pay_conte
                     const char *brand, const char *last4) {
   bool tip = is(p->kind, "tip");
   /* a partial capture earns the provider its share of what was captured */
-  int64_t share = tip ? cents
+  int64_t share = tip                   ? cents
                   : cx->total_cents > 0 ? (cx->quote_cents * cents + cx->total_cents / 2) / cx->total_cents
                                         : cents;
   char date[25];
   clock_format_iso(clock_now_ms(), date);
   date[10] = 0;
   n->to = cx->customer_email;
-  n->subject = arena_printf(a, "Your receipt: $%.2f for your %s job%s", (double)cents / 100, cx->service,
-                            tip ? " (tip)" : "");
-  n->body = arena_printf(
-      a,
-      "Hello %s,\n\nThank you: your card was charged $%.2f on %s.\n\n"
-      "Job: %s (%s)\nProvider: %s\n%s: $%.2f\nPlatform fee: $%.2f\nTotal charged: $%.2f\n"
-      "Card: %s ending in %s\nPayment: %s\n\nKeep this email as your receipt.\n",
-      cx->customer_name, (double)cents / 100, date, cx->service, p->job_id,
-      cx->provider_name ? cx->provider_name : "your provider", tip ? "Tip for your provider" : "Service",
-      (double)share / 100, (double)(cents - share) / 100, (double)cents / 100, brand && *brand ? brand : "card",
-      last4 && *last4 ? last4 : "----", p->id);
+  n->subject =
+      arena_printf(a, "Your receipt: $%.2f for your %s job%s", (double)cents / 100, cx->service, tip ? " (tip)" : "");
+  n->body =
+      arena_printf(a,
+                   "Hello %s,\n\nThank you: your card was charged $%.2f on %s.\n\n"
+                   "Job: %s (%s)\nProvider: %s\n%s: $%.2f\nPlatform fee: $%.2f\nTotal charged: $%.2f\n"
+                   "Card: %s ending in %s\nPayment: %s\n\nKeep this email as your receipt.\n",
+                   cx->customer_name, (double)cents / 100, date, cx->service, p->job_id,
+                   cx->provider_name ? cx->provider_name : "your provider", tip ? "Tip for your provider" : "Service",
+                   (double)share / 100, (double)(cents - share) / 100, (double)cents / 100,
+                   brand && *brand ? brand : "card", last4 && *last4 ? last4 : "----", p->id);
 }
 
 const pay_news *pay_receipt_news(arena *a, const payment_row *p) {
@@ -280,12 +278,11 @@ static void make_intent(arena *a, const payment_row *p, const char *customer, bo
   pay_context cx = {0};
   pay_store_context(a, p->job_id, &cx); /* what the charge says of itself; unread, it says less */
   bool tip = is(p->pending_op, "tip");
-  pay_charge_info info = {
-      .description = arena_printf(a, "%s%s job %s", cx.service ? cx.service : "Home-service", tip ? " tip for" : "",
-                                  p->job_id),
-      .job_id = p->job_id,
-      .quote_id = tip ? NULL : cx.quote_id,
-      .kind = tip ? "tip" : "job"};
+  pay_charge_info info = {.description = arena_printf(a, "%s%s job %s", cx.service ? cx.service : "Home-service",
+                                                      tip ? " tip for" : "", p->job_id),
+                          .job_id = p->job_id,
+                          .quote_id = tip ? NULL : cx.quote_id,
+                          .kind = tip ? "tip" : "job"};
   if (settling && customer) rc = payments_find_intent(customer, p->idem_key, &pi, &asked);
   if (rc != PAY_NOT_FOUND) return from_answer(rc, &pi, &asked, o);
   if (!customer || !p->method_id) {
@@ -614,7 +611,7 @@ out:
 
 /* ---- background work ---- */
 
-static bool settle_from_queue(json_t *payload, char err[256]) {
+bool pay_settle_from_queue(json_t *payload, char err[256]) {
   const char *id = json_string_value(json_object_get(payload, "paymentId"));
   if (!id) return true;
   arena a;
@@ -640,11 +637,11 @@ static bool job_from_queue(json_t *payload, char err[256], err_t (*fn)(const cha
   return false;
 }
 
-static bool capture_from_queue(json_t *payload, char err[256]) { return job_from_queue(payload, err, capture_now); }
-static bool void_from_queue(json_t *payload, char err[256]) { return job_from_queue(payload, err, void_now); }
+bool pay_capture_from_queue(json_t *payload, char err[256]) { return job_from_queue(payload, err, capture_now); }
+bool pay_void_from_queue(json_t *payload, char err[256]) { return job_from_queue(payload, err, void_now); }
 
 /* A hold replaced by a renewal (or made by a request recorded otherwise) is given back. */
-static bool cancel_hold_from_queue(json_t *payload, char err[256]) {
+bool pay_cancel_hold_from_queue(json_t *payload, char err[256]) {
   const char *intent = json_string_value(json_object_get(payload, "intentId"));
   if (!intent) return true;
   char key[PAY_ID_LEN + 16];
@@ -690,7 +687,7 @@ static err_t recover_one(arena *a, const char *id, const char *method) {
  * again on it (recover_one). A request still running is waited for: the work is tried again
  * after it, so a card saved while a charge on the old one is in flight is used once it
  * settles. */
-static bool recover_from_queue(json_t *payload, char err[256]) {
+bool pay_recover_from_queue(json_t *payload, char err[256]) {
   const char *user = json_string_value(json_object_get(payload, "userId"));
   const char *method = json_string_value(json_object_get(payload, "paymentMethodId"));
   if (!user || !method) return true;
@@ -740,7 +737,7 @@ static void renew_hold(arena *a, const payment_row *p) {
 
 /* Hourly: a hold that lapses within 24 hours while its job is still to be done is renewed
  * (renew_hold), the old hold cancelled once a new one is made. */
-static bool renew_holds_from_queue(json_t *payload, char err[256]) {
+bool pay_renew_holds_from_queue(json_t *payload, char err[256]) {
   (void)payload;
   arena a;
   arena_init(&a);
@@ -811,7 +808,7 @@ err_t payments_reconcile(int64_t min_age_ms, int *checked, int *corrected) {
   return e;
 }
 
-static bool reconcile_from_queue(json_t *payload, char err[256]) {
+bool pay_reconcile_from_queue(json_t *payload, char err[256]) {
   (void)payload;
   int checked, corrected;
   if (payments_reconcile(2 * DB_LEASE_MS, &checked, &corrected) == ERR_OK) return true;
@@ -826,7 +823,7 @@ db_rc payments_follow_up(db_conn *c, const char *job_id) {
   return rc;
 }
 
-static bool follow_up_from_queue(json_t *payload, char err[256]) {
+bool pay_follow_up_from_queue(json_t *payload, char err[256]) {
   const char *job_id = json_string_value(json_object_get(payload, "jobId"));
   if (!job_id) return true;
   arena a;
@@ -850,21 +847,6 @@ static bool follow_up_from_queue(json_t *payload, char err[256]) {
 out:
   arena_fini(&a);
   return done;
-}
-
-void payments_domain_init(void) {
-  queue_register("payment_follow_up", follow_up_from_queue);
-  queue_register("payment_settle", settle_from_queue);
-  queue_register("payment_capture", capture_from_queue);
-  queue_register("payment_void", void_from_queue);
-  queue_register("payment_cancel_hold", cancel_hold_from_queue);
-  queue_register("payment_recover", recover_from_queue);
-  queue_register("payment_holds", renew_holds_from_queue);
-  queue_every("payment_holds", HOLDS_PERIOD_MS);
-  queue_register("payment_reconcile", reconcile_from_queue);
-  queue_every("payment_reconcile", RECONCILE_PERIOD_MS);
-  pay_refunds_init();
-  pay_events_init();
 }
 
 json_t *payments_job_json(const char *job_id, const char *kind) {

@@ -40,16 +40,27 @@ err_t pay_release_one(const char *payment_id);
 /* A charge made by p's request that p does not record (another charge was recorded first): it
  * is recorded in the job's history and refunded in full. */
 void pay_refund_duplicate(arena *a, const payment_row *p, const char *intent, int64_t cents);
-/* Registers the background work of payments_refunds.c. */
-void pay_refunds_init(void);
 /* payments_webhook.c: applies a processor event (verified, or the simulated processor's own)
  * once; *duplicate when its id was seen before. ERR_BAD_REQUEST when it is not an event,
  * ERR_UNAVAILABLE when the processor had to be asked and could not be. */
 err_t payments_apply_event(arena *a, json_t *event, bool *duplicate);
-/* Registers the background work of payments_webhook.c (the simulated processor's events). */
-void pay_events_init(void);
 
-/* Registers the background work of payments (the domain's init; payments.h lists it). */
-void payments_domain_init(void);
+/* The background work of payments (payments.c lists it): a payment's settling, capture, void,
+ * a hold's cancellation, an unanswered request's recovery and follow-up (payments_jobs.c), the
+ * hourly renewal of lapsing holds and the reconciliation, a job's payments released
+ * (payments_refunds.c), a processor event applied (payments_webhook.c). */
+#define PAY_HOLDS_PERIOD_MS HOUR_MS
+#define PAY_RECONCILE_PERIOD_MS (15LL * 60 * 1000)
+/* (each a queue handler) */
+bool pay_settle_from_queue(json_t *payload, char err[256]);
+bool pay_capture_from_queue(json_t *payload, char err[256]);
+bool pay_void_from_queue(json_t *payload, char err[256]);
+bool pay_cancel_hold_from_queue(json_t *payload, char err[256]);
+bool pay_recover_from_queue(json_t *payload, char err[256]);
+bool pay_renew_holds_from_queue(json_t *payload, char err[256]);
+bool pay_reconcile_from_queue(json_t *payload, char err[256]);
+bool pay_follow_up_from_queue(json_t *payload, char err[256]);
+bool pay_release_from_queue(json_t *payload, char err[256]);
+bool pay_event_from_queue(json_t *payload, char err[256]);
 
 #endif

@@ -154,7 +154,7 @@ void pay_refund_duplicate(arena *a, const payment_row *p, const char *intent, in
   if (pay_release_one(id) == ERR_UNAVAILABLE) pay_queue("payment_release", "paymentId", id);
 }
 
-static bool release_from_queue(json_t *payload, char err[256]) {
+bool pay_release_from_queue(json_t *payload, char err[256]) {
   const char *id = json_string_value(json_object_get(payload, "paymentId"));
   err_t e = id ? pay_release_one(id) : ERR_OK;
   if (e == ERR_OK) return true;
@@ -166,8 +166,6 @@ db_rc payments_release_provider_jobs_in(db_conn *c, const char *provider_id) {
   int released;
   return pay_store_history_in(c, NULL, provider_id, false, &released);
 }
-
-void pay_refunds_init(void) { queue_register("payment_release", release_from_queue); }
 
 /* ---- POST /staff/payments/:jobId/refund ---- */
 

@@ -129,7 +129,8 @@ static err_t current_dispute_state(arena *a, json_t **object) {
   json_object_set_new(fresh, "amount", json_integer(d.amount));
   if (d.reason[0]) json_object_set_new(fresh, "reason", json_string(d.reason));
   if (d.evidence_due_by)
-    json_object_set_new(fresh, "evidence_details", json_pack("{s:I}", "due_by", (json_int_t)(d.evidence_due_by / 1000)));
+    json_object_set_new(fresh, "evidence_details",
+                        json_pack("{s:I}", "due_by", (json_int_t)(d.evidence_due_by / 1000)));
   *object = fresh;
   return ERR_OK;
 }
@@ -179,8 +180,8 @@ static void tell_refunds(arena *a, const pay_event_effect *fx) {
   if (news && pay_store_announce(news) != ERR_OK)
     log_json(LOG_ERROR, "telling a refund failed", json_pack("{s:s}", "paymentId", p.id));
   if (!fx->processor_cents) return;
-  json_t *detail =
-      arena_json(a, json_pack("{s:s,s:s,s:o}", "jobId", p.job_id, "paymentId", p.id, "amount", jx_money(fx->processor_cents)));
+  json_t *detail = arena_json(
+      a, json_pack("{s:s,s:s,s:o}", "jobId", p.job_id, "paymentId", p.id, "amount", jx_money(fx->processor_cents)));
   audit_action act = {NULL, "processor", "payment.refund", p.id, "payment", detail};
   if (audit_log(&act) != ERR_OK) log_json(LOG_ERROR, "auditing a refund failed", json_pack("{s:s}", "paymentId", p.id));
 }
@@ -210,8 +211,7 @@ err_t payments_apply_event(arena *a, json_t *event, bool *duplicate) {
   if (!strcmp(type, "account.updated") && account && (e = payouts_account_changed(account)) != ERR_OK) return e;
   if (!strncmp(type, "charge.dispute.", 15) && (e = current_dispute_state(a, &object)) != ERR_OK) return e;
   pay_event ev = {id, type, object, json_integer_value(json_object_get(event, "created")), NULL, 0, NULL};
-  if (!strncmp(type, "charge.dispute.", 15) && (e = dispute_intent_key(a, object, &ev.intent_key)) != ERR_OK)
-    return e;
+  if (!strncmp(type, "charge.dispute.", 15) && (e = dispute_intent_key(a, object, &ev.intent_key)) != ERR_OK) return e;
   if (!strcmp(type, "charge.refunded") && (e = charge_refunds(a, object, &ev)) != ERR_OK) return e;
   pay_event_effect fx;
   if ((e = pay_store_apply_event(a, &ev, &fx)) != ERR_OK) return e;
@@ -248,7 +248,7 @@ err_t api_webhooks_receive(hs_req *req) {
 }
 
 /* The simulated processor's events (its disputes), queued as its webhooks would arrive. */
-static bool event_from_queue(json_t *payload, char err[256]) {
+bool pay_event_from_queue(json_t *payload, char err[256]) {
   arena a;
   arena_init(&a);
   bool duplicate;
@@ -258,5 +258,3 @@ static bool event_from_queue(json_t *payload, char err[256]) {
   snprintf(err, 256, e == ERR_UNAVAILABLE ? "payment processor unavailable" : "cannot record the event");
   return false;
 }
-
-void pay_events_init(void) { queue_register("payment_event", event_from_queue); }

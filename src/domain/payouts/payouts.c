@@ -1,5 +1,20 @@
-/* The payouts domain's declaration (domain/domain.h). */
+/* The payouts domain's declaration (domain/domain.h): its routes, its background work and its
+ * live-update kind. */
 #include "domain/payouts/payouts.h"
 #include "domain/payouts/payouts_api.h"
 
-const domain_def payouts_domain = {.name = "payouts", .routes = payouts_routes, .init = payouts_domain_init};
+static const domain_job jobs[] = {
+    {"payout_transfer", po_transfer_from_queue},
+    {"payout_reverse", po_reverse_from_queue},
+    {"payout_provider", po_provider_from_queue},
+    {"payout_due", po_due_from_queue, .period_ms = PO_DUE_PERIOD_MS},
+    {0},
+};
+
+static const domain_event events[] = {
+    {"payout.updated", "Transfer",
+     "A transfer of the provider's payouts appeared or changed (status, amount, reversal, dates, failure)"},
+    {0},
+};
+
+const domain_def payouts_domain = {.name = "payouts", .routes = payouts_routes, .jobs = jobs, .events = events};

@@ -16,7 +16,13 @@ err_t api_payouts_onboarding_page(hs_req *req);
  * restricted), and recording it (its provider's transfers follow). */
 const char *payouts_account_status(const pay_account *acc);
 err_t payouts_record_account(arena *a, const pay_account *acc);
-/* Registers the background work of payouts (the domain's init). */
-void payouts_domain_init(void);
+/* The background work of payouts (payouts.c lists it; payouts_transfers.c): a transfer made,
+ * reversed, a provider's transfers followed, and every 10 minutes the transfers due. */
+#define PO_DUE_PERIOD_MS (10LL * 60 * 1000)
+/* (each a queue handler) */
+bool po_transfer_from_queue(json_t *payload, char err[256]);
+bool po_reverse_from_queue(json_t *payload, char err[256]);
+bool po_provider_from_queue(json_t *payload, char err[256]);
+bool po_due_from_queue(json_t *payload, char err[256]);
 
 #endif

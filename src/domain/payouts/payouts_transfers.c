@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define PERIOD_MS (10LL * 60 * 1000)
 #define BATCH 500
 
 static payouts_billed_writer billed_writer;
@@ -156,13 +155,13 @@ static po_mail paid_mail(arena *a, const transfer_row *t) {
   int64_t sent = t->amount_cents - t->fee_cents - t->netted_cents;
   const char *fee =
       t->fee_cents ? arena_printf(a, "Preferred Pro membership fee: -$%.2f\n", (double)t->fee_cents / 100) : "";
-  const char *owed =
-      t->netted_cents ? arena_printf(a, "Balance you owed (refunds and disputes): -$%.2f\n", (double)t->netted_cents / 100)
-                      : "";
-  const char *subject = sent > 0          ? arena_printf(a, "You've been paid $%.2f", (double)sent / 100)
-                        : t->fee_cents > 0 ? arena_printf(a, "Your Preferred Pro fee of $%.2f was collected",
-                                                          (double)t->fee_cents / 100)
-                                           : "Your earnings paid off your balance";
+  const char *owed = t->netted_cents ? arena_printf(a, "Balance you owed (refunds and disputes): -$%.2f\n",
+                                                    (double)t->netted_cents / 100)
+                                     : "";
+  const char *subject =
+      sent > 0           ? arena_printf(a, "You've been paid $%.2f", (double)sent / 100)
+      : t->fee_cents > 0 ? arena_printf(a, "Your Preferred Pro fee of $%.2f was collected", (double)t->fee_cents / 100)
+                         : "Your earnings paid off your balance";
   const char *opening =
       sent > 0 ? arena_printf(a, "We sent $%.2f to your payout account for", (double)sent / 100)
                : "Nothing was sent to your payout account this time: what was owed took all of what you earned for";
@@ -323,20 +322,20 @@ static bool fail_with(char err[256], err_t e, const char *what) {
   return false;
 }
 
-static bool transfer_from_queue(json_t *payload, char err[256]) {
+bool po_transfer_from_queue(json_t *payload, char err[256]) {
   const char *id = json_string_value(json_object_get(payload, "transferId"));
   err_t e = id ? make_one(id) : ERR_OK;
   return e == ERR_OK || fail_with(err, e, "transfer");
 }
 
-static bool reverse_from_queue(json_t *payload, char err[256]) {
+bool po_reverse_from_queue(json_t *payload, char err[256]) {
   const char *id = json_string_value(json_object_get(payload, "transferId"));
   err_t e = id ? reverse_one(id) : ERR_OK;
   return e == ERR_OK || fail_with(err, e, "reversal");
 }
 
 /* The provider's transfers that are due (an account enabled, a hold ended by a refund). */
-static bool provider_from_queue(json_t *payload, char err[256]) {
+bool po_provider_from_queue(json_t *payload, char err[256]) {
   const char *provider = json_string_value(json_object_get(payload, "providerId"));
   int queued;
   err_t e = provider ? po_store_queue_due(provider, clock_now_ms(), BATCH, &queued) : ERR_OK;
@@ -344,7 +343,7 @@ static bool provider_from_queue(json_t *payload, char err[256]) {
 }
 
 /* Every 10 minutes: holds that are over end, and every transfer that came due is queued. */
-static bool due_from_queue(json_t *payload, char err[256]) {
+bool po_due_from_queue(json_t *payload, char err[256]) {
   (void)payload;
   int released, queued;
   int64_t now = clock_now_ms();
@@ -391,12 +390,4 @@ err_t payouts_reconcile(int64_t min_age_ms, int *checked, int *corrected) {
   }
   arena_fini(&a);
   return e;
-}
-
-void payouts_domain_init(void) {
-  queue_register("payout_transfer", transfer_from_queue);
-  queue_register("payout_reverse", reverse_from_queue);
-  queue_register("payout_provider", provider_from_queue);
-  queue_register("payout_due", due_from_queue);
-  queue_every("payout_due", PERIOD_MS);
 }

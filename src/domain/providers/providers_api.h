@@ -20,8 +20,8 @@ err_t api_providers_availability(hs_req *req);
 err_t api_providers_set_availability(hs_req *req);
 err_t api_providers_preferred_pro(hs_req *req);
 err_t api_providers_preferred_pro_cancel(hs_req *req);
-/* providers_work.c: registers its periodic work (memberships whose end came). */
-void providers_work_init(void);
+/* providers_work.c: hourly, the Preferred Pro memberships whose end came end */
+bool providers_end_memberships(json_t *payload, char err[256]);
 /* providers_insights.c */
 err_t api_providers_insights(hs_req *req);
 err_t api_providers_premium_insights(hs_req *req);
@@ -31,7 +31,8 @@ err_t api_providers_public_profile(hs_req *req);
 err_t api_providers_bundles(hs_req *req);
 err_t api_providers_accept_bundle(hs_req *req);
 
-/* start-up work of document recognition (providers_recognition.c; the domain's init runs it) */
-void providers_domain_init(void);
+/* providers_recognition.c: document recognition (heavy work) */
+bool providers_check_licence(json_t *payload, char err[256]);
+bool providers_check_insurance(json_t *payload, char err[256]);
 
 #endif

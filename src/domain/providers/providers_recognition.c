@@ -31,7 +31,7 @@ static bool read_document(const char *key, ocr_text *out, bool *recognized, char
   return true;
 }
 
-static bool check_licence(json_t *job, char err[256]) {
+bool providers_check_licence(json_t *job, char err[256]) {
   const char *provider = json_string_value(json_object_get(job, "providerId"));
   const char *front = json_string_value(json_object_get(job, "front"));
   const char *back = json_string_value(json_object_get(job, "back"));
@@ -63,14 +63,15 @@ static bool check_licence(json_t *job, char err[256]) {
   if (buf_result(&text) != BUF_OK) oom();
   if (available && sides > 0)
     recognize_licence(buf_ptr(&text), confidence / weight, clock_now_ms(), &res);
-  else snprintf(res.status, sizeof res.status, "error");
+  else
+    snprintf(res.status, sizeof res.status, "error");
   buf_free(&text);
   if (prov_store_record_licence(provider, front, back, &res) != ERR_OK)
     return snprintf(err, 256, "cannot record the licence check"), false;
   return true;
 }
 
-static bool check_insurance(json_t *job, char err[256]) {
+bool providers_check_insurance(json_t *job, char err[256]) {
   const char *provider = json_string_value(json_object_get(job, "providerId"));
   const char *key = json_string_value(json_object_get(job, "key"));
   if (!provider || !key) return snprintf(err, 256, "job without providerId or key"), false;
@@ -78,15 +79,12 @@ static bool check_insurance(json_t *job, char err[256]) {
   ocr_text t = {0};
   bool recognized;
   if (!read_document(key, &t, &recognized, err)) return false;
-  if (recognized) recognize_insurance(t.text, clock_now_ms(), &res);
-  else snprintf(res.status, sizeof res.status, "error");
+  if (recognized)
+    recognize_insurance(t.text, clock_now_ms(), &res);
+  else
+    snprintf(res.status, sizeof res.status, "error");
   ocr_text_free(&t);
   if (prov_store_record_insurance(provider, key, &res) != ERR_OK)
     return snprintf(err, 256, "cannot record the insurance check"), false;
   return true;
-}
-
-void providers_domain_init(void) {
-  queue_register_heavy("licence_check", check_licence);
-  queue_register_heavy("insurance_check", check_insurance);
 }

@@ -103,15 +103,10 @@ err_t api_providers_preferred_pro_cancel(hs_req *req) {
 
 /* Hourly: memberships cancelled for a month that is over end (no fee is billed for later
  * months: payouts bills only members whose end has not come). */
-static bool end_memberships(json_t *payload, char err[256]) {
+bool providers_end_memberships(json_t *payload, char err[256]) {
   (void)payload;
   int ended;
   if (prov_store_end_preferred_pro(clock_now_ms(), &ended) == ERR_OK) return true;
   snprintf(err, 256, "cannot end the Preferred Pro memberships due");
   return false;
-}
-
-void providers_work_init(void) {
-  queue_register("preferred_pro_end", end_memberships);
-  queue_every("preferred_pro_end", 3600LL * 1000);
 }

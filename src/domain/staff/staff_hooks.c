@@ -64,7 +64,4 @@ static void after(hs_req *req) {
   if (req->hook_state) audit_impersonated_outcome(req, req->hook_state);
 }
 
-void staff_hooks_install(void) {
-  static const hs_hooks hooks = {check_token, before_handler, after};
-  hs_set_hooks(&hooks);
-}
+const hs_hooks staff_hooks = {check_token, before_handler, after, NULL};

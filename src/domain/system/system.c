@@ -1,5 +1,8 @@
-/* The system domain's declaration (domain/domain.h). */
+/* The system domain's declaration (domain/domain.h): its routes and the hourly housekeeping. */
 #include "domain/system/system.h"
+#include "core/clock.h"
 #include "domain/system/system_api.h"
 
-const domain_def system_domain = {.name = "system", .routes = system_routes, .init = system_init};
+static const domain_job jobs[] = {{"housekeeping", system_housekeeping, .period_ms = HOUR_MS}, {0}};
+
+const domain_def system_domain = {.name = "system", .routes = system_routes, .jobs = jobs};

@@ -36,7 +36,8 @@ err_t api_metrics(hs_req *req) {
 err_t api_ready(hs_req *req) {
   char reason[128];
   bool ready = db_ready(READY_TIMEOUT_MS, reason);
-  if (ready && payments_unauthorized()) ready = false, snprintf(reason, sizeof reason, "payment processor: unauthorized");
+  if (ready && payments_unauthorized())
+    ready = false, snprintf(reason, sizeof reason, "payment processor: unauthorized");
   if (ready) return hs_ok(req, json_pack("{s:s}", "status", "ready"));
   return hs_reply(req, 503, json_pack("{s:s,s:s}", "status", "unavailable", "reason", reason));
 }
@@ -82,7 +83,7 @@ err_t api_test_load(hs_req *req) {
 
 #define DONE_WORK_KEPT_MS (7 * 24 * HOUR_MS)
 
-static bool housekeeping(json_t *payload, char err[256]) {
+bool system_housekeeping(json_t *payload, char err[256]) {
   (void)payload;
   int64_t now = clock_now_ms();
   if (hs_rate_limit_prune(now - HOUR_MS) != ERR_OK || queue_prune_done(now - DONE_WORK_KEPT_MS) != DB_OK) {
@@ -90,9 +91,4 @@ static bool housekeeping(json_t *payload, char err[256]) {
     return false;
   }
   return true;
-}
-
-void system_init(void) {
-  queue_register("housekeeping", housekeeping);
-  queue_every("housekeeping", HOUR_MS);
 }

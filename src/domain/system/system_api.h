@@ -13,8 +13,8 @@ err_t api_test_clock(hs_req *req);
 err_t api_test_routes(hs_req *req);
 err_t api_test_queue(hs_req *req);
 err_t api_test_load(hs_req *req);
-/* Registers the hourly housekeeping task: expired rate-limit counters and finished background
- * work older than a week are deleted, so neither table grows without bound. */
-void system_init(void);
+/* The hourly housekeeping (system.c lists it): expired rate-limit counters and finished
+ * background work older than a week are deleted, so neither table grows without bound. */
+bool system_housekeeping(json_t *payload, char err[256]);
 
 #endif

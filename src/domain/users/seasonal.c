@@ -67,7 +67,7 @@ static bool alert_customers(const char *zip, int64_t now, const alert *alerts, i
 }
 
 /* Queue handler: one ZIP's forecast and its customers' alerts. */
-static bool run_zip(json_t *payload, char err[256]) {
+bool users_seasonal_zip(json_t *payload, char err[256]) {
   const char *zip = json_string_value(json_object_get(payload, "zip"));
   weather_day days[WEATHER_DAYS];
   int n = 0;
@@ -99,7 +99,7 @@ static bool run_zip(json_t *payload, char err[256]) {
 }
 
 /* Queue handler: the day's run, one unit per ZIP (once per day and ZIP whoever queues it). */
-static bool run_day(json_t *payload, char err[256]) {
+bool users_seasonal_day(json_t *payload, char err[256]) {
   arena a;
   arena_init(&a);
   db_res *r;
@@ -114,10 +114,4 @@ static bool run_day(json_t *payload, char err[256]) {
     log_json(LOG_INFO, "seasonal alerts queued", json_pack("{s:i}", "zips", r->rows));
   arena_fini(&a);
   return ok;
-}
-
-void users_seasonal_init(void) {
-  queue_register("seasonal_alerts", run_day);
-  queue_register("seasonal_zip", run_zip);
-  queue_every("seasonal_alerts", DAY_MS);
 }

@@ -1,5 +1,13 @@
-/* The users domain's declaration: its routes, and at start-up the seasonal-alert task. */
+/* The users domain's declaration (domain/domain.h): its routes and the seasonal alerts' daily
+ * work. */
 #include "domain/users/users.h"
+#include "core/clock.h"
 #include "domain/users/users_api.h"
 
-const domain_def users_domain = {.name = "users", .routes = users_routes, .init = users_seasonal_init};
+static const domain_job jobs[] = {
+    {"seasonal_alerts", users_seasonal_day, .period_ms = DAY_MS},
+    {"seasonal_zip", users_seasonal_zip},
+    {0},
+};
+
+const domain_def users_domain = {.name = "users", .routes = users_routes, .jobs = jobs};

@@ -29,7 +29,8 @@ err_t api_addresses_delete(hs_req *req);
 err_t api_addresses_update(hs_req *req);
 err_t api_addresses_add_photos(hs_req *req);
 err_t api_addresses_clear_photos(hs_req *req);
-/* seasonal.c: registers the seasonal-alert queue handlers and their daily task */
-void users_seasonal_init(void);
+/* seasonal.c: the daily fan-out of seasonal alerts, and one ZIP's alerts (users.c lists them) */
+bool users_seasonal_day(json_t *payload, char err[256]);
+bool users_seasonal_zip(json_t *payload, char err[256]);
 
 #endif

@@ -313,8 +313,8 @@ static int group_setup(void **state) {
   if (!db_migrate()) fail_msg("migrations failed");
   hs_router_build(routes, sizeof routes / sizeof *routes);
   hs_pipeline_init();
-  hs_set_hooks(&(hs_hooks){hook_check_token, hook_before, hook_after});
-  hs_set_ticket_redeemer(unit_redeem);
+  static const hs_hooks hooks = {hook_check_token, hook_before, hook_after, unit_redeem};
+  hs_add_hooks(&hooks);
   return 0;
 }
 
