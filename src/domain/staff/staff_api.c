@@ -39,8 +39,8 @@ err_t api_staff_login(hs_req *req) {
   db_res *r;
   if (staff_store_find_email(&req->arena, hs_body_str(req, "email"), &r) != ERR_OK) return ERR_INTERNAL;
   bool usable = r->rows && !db_field(r, 0, "disabled_at"); /* a disabled member answers as a wrong password */
-  err_t e = auth_check_login(req, arena_printf(&req->arena, "staff:%s", hs_body_str(req, "email")),
-                             hs_body_str(req, "password"), usable ? db_field(r, 0, "password_hash") : NULL);
+  err_t e = auth_check_login(req, LOGIN_STAFF, hs_body_str(req, "email"), hs_body_str(req, "password"),
+                             usable ? db_field(r, 0, "password_hash") : NULL);
   return e == ERR_OK ? reply_staff_token(req, r) : e;
 }
 
