@@ -189,3 +189,24 @@ void hs_login_end(const hs_login_attempt *a, hs_login_result result) {
              json_pack("{s:s,s:i,s:i}", "account", strchr(a->keys[2], ':') + 1, "failures", rule->max, "retryAfter",
                        seconds_left(a->starts[2], rule->window_ms, clock_now_ms())));
 }
+
+err_t hs_login_unlock(const char *account, hs_login_kind kind, bool *was_locked) {
+  const hs_rate_limit *rules[3];
+  login_rules(kind, rules);
+  arena a;
+  arena_init(&a);
+  char *account_key = arena_printf(&a, "%s:%s", rules[2]->name, account);
+  char *pair_prefix = arena_printf(&a, "%s:%s:", rules[0]->name, account);
+  int64_t now = clock_now_ms();
+  db_res *r = NULL;
+  /* the (account, client) rows first, then the account's: one row locked at a time per kind */
+  err_t e = db_to_err(
+      db_query(NULL, NULL, "DELETE FROM rate_limits WHERE substr(key, 1, length(CAST($1 AS TEXT))) = CAST($1 AS TEXT)",
+               DB_ARGS(DB_TEXT(pair_prefix))));
+  if (!e)
+    e = db_to_err(db_query(&a, &r, "DELETE FROM rate_limits WHERE key = $1 RETURNING count, window_start",
+                           DB_ARGS(DB_TEXT(account_key))));
+  *was_locked = !e && r->rows == 1 && db_int(r, 0, 0) >= rules[2]->max && db_int(r, 0, 1) > now - rules[2]->window_ms;
+  arena_fini(&a);
+  return e;
+}

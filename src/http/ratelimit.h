@@ -62,4 +62,10 @@ err_t hs_login_begin(hs_req *req, const char *account, hs_login_kind kind, hs_lo
  * taken back. A privileged account's failure that fills its counter is logged (WARN, "login
  * throttle: account locked", with the account and the seconds until the lock ends). */
 void hs_login_end(const hs_login_attempt *a, hs_login_result r);
+/* Forgets the failures counted against account (the account's counter and its (account,
+ * client) counters), so it can log in again at once: the operator's unlock. *was_locked tells
+ * whether the account's counter was at its maximum in a running window. ERR_INTERNAL when the
+ * database refused. For the command line (`marketplace staff unlock`); takes no request. */
+err_t hs_login_unlock(const char *account, hs_login_kind kind, bool *was_locked);
+
 #endif

@@ -16,6 +16,8 @@ bool auth_admin_upsert(const char *email, const char *password);
 /* Creates the administrator only when the email has none (*created tells), never changing an
  * existing one's password; hashes (on the calling thread) only then. False on failure. */
 bool auth_admin_create_absent(const char *email, const char *password, bool *created);
+/* Whether an administrator has email (lowercase). ERR_INTERNAL when the database refused. */
+err_t auth_admin_exists(const char *email, bool *exists);
 /* NULL when password obeys the rules of every account's password (8 to 72 characters, at most
  * 72 bytes: bcrypt reads no more), else the reason ("password: must be ..."). */
 const char *auth_password_problem(const char *password, char msg[256]);
@@ -66,5 +68,9 @@ err_t auth_check_own_password(hs_req *req, const char *password, account_card *o
 /* Ends the token req was made with (logout), whatever its kind (customer, provider, staff,
  * administrator, impersonation): refused from now on, on every instance. */
 err_t auth_end_caller_token(hs_req *req);
+/* `marketplace staff unlock`: forgets the failed password checks counted against the staff or
+ * administrator account of email (kind LOGIN_STAFF or LOGIN_ADMIN), so it can log in again at
+ * once; *was_locked tells whether it was locked. ERR_INTERNAL when the database refused. */
+err_t auth_login_unlock(login_kind kind, const char *email, bool *was_locked);
 
 #endif

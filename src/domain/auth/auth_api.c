@@ -387,6 +387,12 @@ err_t auth_check_login(hs_req *req, login_kind kind, const char *email, const ch
   return pr == PW_OK ? ERR_OK : hashing_failed(req, pr);
 }
 
+err_t auth_login_unlock(login_kind kind, const char *email, bool *was_locked) {
+  char name[320];
+  snprintf(name, sizeof name, "%s:%s", LOGIN_KINDS[kind], email);
+  return hs_login_unlock(name, throttle_kind(kind), was_locked);
+}
+
 err_t auth_hash_password(hs_req *req, const char *password, char out[128]) {
   pw_result pr = password_hash(password, out);
   return pr == PW_OK ? ERR_OK : hashing_failed(req, pr);
@@ -426,3 +432,5 @@ bool auth_admin_create_absent(const char *email, const char *password, bool *cre
   if (!password_hash_now(password, CFG.bcrypt_cost, hash)) return false;
   return auth_store_insert_admin(lower, hash, created) == ERR_OK;
 }
+
+err_t auth_admin_exists(const char *email, bool *exists) { return auth_store_admin_exists(email, exists); }
