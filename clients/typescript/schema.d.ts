@@ -3964,6 +3964,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             415: components["responses"]["415"];
+            429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -4048,6 +4049,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             415: components["responses"]["415"];
+            429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -5076,6 +5078,7 @@ export interface operations {
             413: components["responses"]["413"];
             415: components["responses"]["415"];
             422: components["responses"]["422"];
+            429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -5117,6 +5120,7 @@ export interface operations {
             413: components["responses"]["413"];
             415: components["responses"]["415"];
             422: components["responses"]["422"];
+            429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -5205,6 +5209,7 @@ export interface operations {
             413: components["responses"]["413"];
             415: components["responses"]["415"];
             422: components["responses"]["422"];
+            429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -5449,6 +5454,7 @@ export interface operations {
             404: components["responses"]["404"];
             413: components["responses"]["413"];
             415: components["responses"]["415"];
+            429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
