@@ -434,7 +434,8 @@ def _race(url, path, bodies):
     def run(i):
         barrier.wait()
         try:
-            results[i] = requests.post(url + path, json=bodies[i], timeout=30)
+            results[i] = requests.post(url + path, json=bodies[i], headers={"X-Forwarded-For": unique_ip()},
+                                       timeout=30)
         except requests.RequestException as e:  # pragma: no cover - reported below
             results[i] = e
 
