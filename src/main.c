@@ -54,6 +54,8 @@ static const char usage[] =
     "                             create or update a staff member; password on stdin\n"
     "  staff disable --email E    disable a staff member: no login, every token refused\n"
     "  staff enable --email E     let a disabled staff member log in again\n"
+    "  staff unlock --email E     let a staff member or administrator locked by failed logins log in\n"
+    "                             again (also: staff unlock E)\n"
     "  audit verify [--expect SEQ:HASH]...\n"
     "                             check the audit trail's hash chain and its checkpoints\n"
     "                             (AUDIT_CHECKPOINT_FILE, and each SEQ:HASH given); exit 1 when broken\n"
@@ -141,6 +143,18 @@ static int cmd_staff_set_disabled(bool disable, int argc, char **argv) {
   if (!staff_cli_email(flag_value(argc, argv, "--email"), email, msg)) return fprintf(stderr, "%s\n", msg), 2;
   open_database();
   int rc = staff_cli_set_disabled(email, disable, msg);
+  db_close();
+  fprintf(rc ? stderr : stdout, "%s\n", msg);
+  return rc;
+}
+
+/* `staff unlock --email E`, or the email alone: `staff unlock E`. */
+static int cmd_staff_unlock(int argc, char **argv) {
+  char email[256], msg[320];
+  const char *given = argc == 1 && strncmp(argv[0], "--", 2) ? argv[0] : flag_value(argc, argv, "--email");
+  if (!staff_cli_email(given, email, msg)) return fprintf(stderr, "%s\n", msg), 2;
+  open_database();
+  int rc = staff_cli_unlock(email, msg);
   db_close();
   fprintf(rc ? stderr : stdout, "%s\n", msg);
   return rc;
@@ -266,7 +280,8 @@ int main(int argc, char **argv) {
   bool known = !strcmp(cmd, "serve") || !strcmp(cmd, "migrate") || !strcmp(cmd, "demo") || audit_verify ||
                (!strcmp(cmd, "admin") && argc > 2 && !strcmp(argv[2], "create")) ||
                (!strcmp(cmd, "staff") && argc > 2 &&
-                (!strcmp(argv[2], "create") || !strcmp(argv[2], "disable") || !strcmp(argv[2], "enable"))) ||
+                (!strcmp(argv[2], "create") || !strcmp(argv[2], "disable") || !strcmp(argv[2], "enable") ||
+                 !strcmp(argv[2], "unlock"))) ||
                (!strcmp(cmd, "payments") && argc == 3 && !strcmp(argv[2], "reconcile"));
   if (!known) {
     fprintf(stderr, "marketplace: unknown command '%s'\n\n%s", cmd, usage);
@@ -296,6 +311,8 @@ int main(int argc, char **argv) {
     rc = cmd_audit_verify(argc - 3, argv + 3);
   } else if (!strcmp(cmd, "payments")) {
     rc = cmd_payments_reconcile();
+  } else if (!strcmp(cmd, "staff") && !strcmp(argv[2], "unlock")) {
+    rc = cmd_staff_unlock(argc - 3, argv + 3);
   } else if (!strcmp(cmd, "staff") && strcmp(argv[2], "create")) {
     rc = cmd_staff_set_disabled(!strcmp(argv[2], "disable"), argc - 3, argv + 3);
   } else if (!strcmp(cmd, "staff")) {

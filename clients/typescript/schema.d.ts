@@ -3965,6 +3965,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             415: components["responses"]["415"];
+            429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -4049,6 +4050,7 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             415: components["responses"]["415"];
+            429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -5077,6 +5079,7 @@ export interface operations {
             413: components["responses"]["413"];
             415: components["responses"]["415"];
             422: components["responses"]["422"];
+            429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -5118,6 +5121,7 @@ export interface operations {
             413: components["responses"]["413"];
             415: components["responses"]["415"];
             422: components["responses"]["422"];
+            429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -5206,6 +5210,7 @@ export interface operations {
             413: components["responses"]["413"];
             415: components["responses"]["415"];
             422: components["responses"]["422"];
+            429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
@@ -5450,6 +5455,7 @@ export interface operations {
             404: components["responses"]["404"];
             413: components["responses"]["413"];
             415: components["responses"]["415"];
+            429: components["responses"]["429"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];

@@ -1,9 +1,12 @@
 /* X-Forwarded-For, read from the right: the lines are walked last to first and each line's
  * entries right to left, counting non-empty entries until the trusted-th; only the entry
  * picked is parsed (inet_pton, after stripping a port or IPv6 brackets), so what a client
- * wrote further left costs nothing and can never be chosen. */
+ * wrote further left costs nothing and can never be chosen. The group a client is counted in
+ * (its /64 for IPv6) is computed from the parsed address, so every spelling of one network
+ * gives the same text. */
 #include "http/forwarded.h"
 #include <arpa/inet.h>
+#include <stdio.h>
 #include <string.h>
 
 void hs_forwarded_add(hs_forwarded *f, const char *value) {
@@ -48,4 +51,23 @@ bool hs_forwarded_client(const hs_forwarded *f, int trusted, char out[INET6_ADDR
     }
   }
   return pick && forwarded_address(pick, pick_len, out);
+}
+
+void hs_address_group(const char *ip, char out[HS_ADDRESS_GROUP_LEN]) {
+  struct in6_addr v6;
+  struct in_addr v4;
+  if (ip && inet_pton(AF_INET6, ip, &v6) == 1) {
+    if (IN6_IS_ADDR_V4MAPPED(&v6)) {
+      memcpy(&v4, v6.s6_addr + 12, sizeof v4);
+      if (inet_ntop(AF_INET, &v4, out, HS_ADDRESS_GROUP_LEN)) return;
+    } else {
+      memset(v6.s6_addr + 8, 0, 8);
+      char net[INET6_ADDRSTRLEN];
+      if (inet_ntop(AF_INET6, &v6, net, sizeof net)) {
+        snprintf(out, HS_ADDRESS_GROUP_LEN, "%s/64", net);
+        return;
+      }
+    }
+  }
+  snprintf(out, HS_ADDRESS_GROUP_LEN, "%s", ip ? ip : "unknown");
 }

@@ -27,4 +27,14 @@ void hs_forwarded_add(hs_forwarded *f, const char *value);
  * picked is not an address, or there is none. */
 bool hs_forwarded_client(const hs_forwarded *f, int trusted, char out[INET6_ADDRSTRLEN]);
 
+/* Room for hs_address_group's answer: an IPv6 address and "/64". */
+#define HS_ADDRESS_GROUP_LEN (INET6_ADDRSTRLEN + 4)
+
+/* The part of a client address that rate limits and the login throttle count (out: canonical
+ * text): an IPv4 address whole; an IPv6 address by its first 64 bits, "2001:db8:1:2::/64", since
+ * a subscriber is given a whole /64 and may use any address in it; an IPv4-mapped IPv6 address
+ * (::ffff:198.51.100.7) as its IPv4 address. Anything else (NULL: "unknown") is copied as it is,
+ * cut to fit. */
+void hs_address_group(const char *ip, char out[HS_ADDRESS_GROUP_LEN]);
+
 #endif

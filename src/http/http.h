@@ -69,8 +69,9 @@ enum {
                                was issued for, once */
 };
 
-/* A fixed-window rate limit keyed by client address, or by the caller's account (role and id)
- * on routes that need a token when per_account is set; counters live in the database. */
+/* A fixed-window rate limit keyed by client address (an IPv6 client's /64), or by the caller's
+ * account (role and id) on routes that need a token when per_account is set; counters live in
+ * the database. */
 typedef struct hs_rate_limit {
   const char *name;
   int max;

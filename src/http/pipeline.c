@@ -328,7 +328,7 @@ static err_t limit(hs_req *req) {
   int retry = 0;
   const char *client = r->limit->per_account && req->auth.id
                            ? arena_printf(&req->arena, "%s:%s", req->auth.role, req->auth.id)
-                           : req->ip;
+                           : hs_rate_client(req);
   err_t e = hs_rate_limit_hit(r->limit, client, &retry);
   if (e == ERR_OK) return ERR_OK;
   req->retry_after = retry;

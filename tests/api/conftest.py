@@ -9,7 +9,9 @@ front of the cluster, with PG_PREPARED_STATEMENTS=0 (`make api-pgbouncer`).
 Fixtures
 - `server`: one shared server for the whole session (APP_ENV=test, BCRYPT_COST=4,
   TRUST_PROXY=1, WEATHER_URL at `fake_geo`, a bootstrap administrator ADMIN_EMAIL/ADMIN_PASSWORD).
-  Tests make unique accounts with `unique_email()`.
+  Tests make unique accounts with `unique_email()`; each registration through `Api` comes
+  from an address of its own (`unique_ip()`), since one address may register 20 accounts an
+  hour.
 - `fake_geo`: the session's fake weather, router and geocoder (tests/api/fake_geo.py).
 - `admin_token`: a fresh GODMODE administrator token for the shared server (`admin_login(api)`
   logs in on any server started with BOOTSTRAP_ADMIN_*).
@@ -565,8 +567,14 @@ class Server:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+# Registrations are limited to 20 an hour per client address; the tests make far more, so each
+# comes from an address of its own unless the test names one (test_throttles.py tests the limit).
+REGISTRATION_PATHS = ("/auth/register", "/auth/provider/register")
+
+
 class Api:
-    """requests wrapper: api.post('/auth/login', json={...}, token=t, ip='10.0.0.1')."""
+    """requests wrapper: api.post('/auth/login', json={...}, token=t, ip='10.0.0.1').
+    A registration without ip= (or an X-Forwarded-For header) comes from a unique_ip()."""
 
     def __init__(self, server):
         self.server = server
@@ -580,6 +588,9 @@ class Api:
         h = dict(headers or {})
         if token:
             h["Authorization"] = f"Bearer {token}"
+        if ip is None and method == "POST" and path.split("?")[0] in REGISTRATION_PATHS and \
+                "X-Forwarded-For" not in h:
+            ip = unique_ip()
         if ip:
             h["X-Forwarded-For"] = ip
         kw.setdefault("timeout", 30)

@@ -39,8 +39,8 @@ err_t api_admin_login(hs_req *req) {
   if (e != ERR_OK) return e;
   db_res *r;
   if (admin_store_find_email(&req->arena, hs_body_str(req, "email"), &r) != ERR_OK) return ERR_INTERNAL;
-  e = auth_check_login(req, arena_printf(&req->arena, "admin:%s", hs_body_str(req, "email")),
-                       hs_body_str(req, "password"), r->rows ? db_field(r, 0, "password_hash") : NULL);
+  e = auth_check_login(req, LOGIN_ADMIN, hs_body_str(req, "email"), hs_body_str(req, "password"),
+                       r->rows ? db_field(r, 0, "password_hash") : NULL);
   if (e != ERR_OK) return e;
   char *token = token_issue(db_field(r, 0, "id"), "admin", false, NULL, 0, TOKEN_TTL_ADMIN);
   if (!token) return ERR_INTERNAL;

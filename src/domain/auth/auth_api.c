@@ -96,7 +96,7 @@ static err_t login(hs_req *req, account_kind kind) {
   bool found;
   account acc = {0};
   if (auth_store_find(&req->arena, kind, email, &acc, &found) != ERR_OK) return ERR_INTERNAL;
-  err_t e = auth_check_login(req, arena_printf(&req->arena, "%s:%s", kind == ACCOUNT_USER ? "user" : "provider", email),
+  err_t e = auth_check_login(req, kind == ACCOUNT_USER ? LOGIN_USER : LOGIN_PROVIDER, email,
                              hs_body_str(req, "password"), found ? acc.password_hash : NULL);
   if (e != ERR_OK) return e;
   const char *role = kind == ACCOUNT_USER ? "user" : "provider";
@@ -166,7 +166,8 @@ err_t auth_check_own_password(hs_req *req, const char *password, account_card *o
   bool found;
   if (auth_store_get(&req->arena, kind_of(req), req->auth.id, &acc, &found) != ERR_OK) return ERR_INTERNAL;
   if (!found) return hs_fail(req, ERR_UNAUTHORIZED, NULL);
-  e = auth_check_login(req, arena_printf(&req->arena, "%s:%s", req->auth.role, acc.email), password, acc.password_hash);
+  e = auth_check_login(req, kind_of(req) == ACCOUNT_USER ? LOGIN_USER : LOGIN_PROVIDER, acc.email, password,
+                       acc.password_hash);
   if (e == ERR_OK) *out = (account_card){acc.id, acc.email, acc.name, acc.token_gen};
   return e;
 }
@@ -366,18 +367,30 @@ const char *auth_password_problem(const char *password, char msg[256]) {
 
 err_t auth_refuse_when_busy(hs_req *req) { return password_pool_full() ? hashing_failed(req, PW_BUSY) : ERR_OK; }
 
-err_t auth_check_login(hs_req *req, const char *login_key, const char *password, const char *hash) {
+/* The login throttle's name of an account: its kind and its email ("staff:jo@example.com"). */
+static const char *const LOGIN_KINDS[] = {
+    [LOGIN_USER] = "user", [LOGIN_PROVIDER] = "provider", [LOGIN_STAFF] = "staff", [LOGIN_ADMIN] = "admin"};
+
+static hs_login_kind throttle_kind(login_kind kind) {
+  return kind == LOGIN_STAFF || kind == LOGIN_ADMIN ? HS_LOGIN_PRIVILEGED : HS_LOGIN_ACCOUNT;
+}
+
+err_t auth_check_login(hs_req *req, login_kind kind, const char *email, const char *password, const char *hash) {
   hs_login_attempt attempt;
-  err_t e = hs_login_begin(req, login_key, &attempt);
+  err_t e =
+      hs_login_begin(req, arena_printf(&req->arena, "%s:%s", LOGIN_KINDS[kind], email), throttle_kind(kind), &attempt);
   if (e != ERR_OK) return e;
   pw_result pr = password_verify(password, hash);
-  if (pr == PW_MISMATCH) {
-    hs_login_failed(&attempt);
+  hs_login_end(&attempt, pr == PW_MISMATCH ? HS_LOGIN_WRONG : pr == PW_OK ? HS_LOGIN_RIGHT : HS_LOGIN_UNCHECKED);
+  if (pr == PW_MISMATCH)
     return hs_fail_code(req, ERR_UNAUTHORIZED, ERR_CODE_INVALID_CREDENTIALS, "Invalid credentials");
-  }
-  if (pr != PW_OK) return hashing_failed(req, pr);
-  hs_login_succeeded(&attempt);
-  return ERR_OK;
+  return pr == PW_OK ? ERR_OK : hashing_failed(req, pr);
+}
+
+err_t auth_login_unlock(login_kind kind, const char *email, bool *was_locked) {
+  char name[320];
+  snprintf(name, sizeof name, "%s:%s", LOGIN_KINDS[kind], email);
+  return hs_login_unlock(name, throttle_kind(kind), was_locked);
 }
 
 err_t auth_hash_password(hs_req *req, const char *password, char out[128]) {
@@ -419,3 +432,5 @@ bool auth_admin_create_absent(const char *email, const char *password, bool *cre
   if (!password_hash_now(password, CFG.bcrypt_cost, hash)) return false;
   return auth_store_insert_admin(lower, hash, created) == ERR_OK;
 }
+
+err_t auth_admin_exists(const char *email, bool *exists) { return auth_store_admin_exists(email, exists); }

@@ -78,17 +78,19 @@ static const hs_schema confirm_query = {confirm_fields};
 #define OWNER (ROLE_USER | ROLE_PROVIDER)
 
 static const hs_rate_limit forgot_limit = {"forgot-password", 5, 15 * 60 * 1000};
+/* Customer and provider registrations together, per client address (an IPv6 client's /64). */
+static const hs_rate_limit register_limit = {"register", 20, 60 * 60 * 1000};
 
 const hs_route auth_routes[] = {
-    {HS_POST, "/auth/register", api_auth_register, ROLE_OPEN, &register_schema, .ok = 201,
+    {HS_POST, "/auth/register", api_auth_register, ROLE_OPEN, &register_schema, .ok = 201, .limit = &register_limit,
      .flags = ROUTE_SLOW | ROUTE_SECRETS, .summary = "Register a customer account", .response = "CustomerSession",
      .errors = ERRORS(ERR_CONFLICT)},
     {HS_POST, "/auth/login", api_auth_login, ROLE_OPEN, &login_schema, .flags = ROUTE_SLOW | ROUTE_SECRETS,
      .summary = "Log in as a customer", .response = "CustomerSession",
      .errors = ERRORS(ERR_UNAUTHORIZED, ERR_RATE_LIMITED)},
     {HS_POST, "/auth/provider/register", api_auth_provider_register, ROLE_OPEN, &provider_register_schema, .ok = 201,
-     .flags = ROUTE_SLOW | ROUTE_SECRETS, .summary = "Register a provider account", .response = "ProviderSession",
-     .errors = ERRORS(ERR_CONFLICT)},
+     .limit = &register_limit, .flags = ROUTE_SLOW | ROUTE_SECRETS, .summary = "Register a provider account",
+     .response = "ProviderSession", .errors = ERRORS(ERR_CONFLICT)},
     {HS_POST, "/auth/provider/login", api_auth_provider_login, ROLE_OPEN, &login_schema,
      .flags = ROUTE_SLOW | ROUTE_SECRETS, .summary = "Log in as a provider", .response = "ProviderSession",
      .errors = ERRORS(ERR_UNAUTHORIZED, ERR_RATE_LIMITED)},

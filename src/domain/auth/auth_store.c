@@ -64,16 +64,17 @@ db_rc auth_insert_provider_in(db_conn *c, const char *id, const char *email, con
                               const char *phone, json_t *services, json_t *zips) {
   int64_t now = clock_now_ms();
   char *services_text = json_dumps(services, JSON_COMPACT), *zips_text = json_dumps(zips, JSON_COMPACT);
+  /* nothing waits for an answer: on PostgreSQL the whole registration goes with the COMMIT, and
+   * a taken email (the unique index) is the COMMIT's DB_CONSTRAINT */
   db_rc rc =
-      db_exec(c, NULL, NULL,
-              "INSERT INTO providers (id, email, password_hash, name, phone, services, service_zips, created_at, "
-              "updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
-              DB_ARGS(DB_TEXT(id), DB_TEXT(email), DB_TEXT(hash), DB_TEXT(name), DB_TEXT(phone), DB_TEXT(services_text),
-                      DB_TEXT(zips_text), DB_INT(now)));
+      db_exec_later(c, NULL, NULL,
+                    "INSERT INTO providers (id, email, password_hash, name, phone, services, service_zips, created_at, "
+                    "updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
+                    DB_ARGS(DB_TEXT(id), DB_TEXT(email), DB_TEXT(hash), DB_TEXT(name), DB_TEXT(phone),
+                            DB_TEXT(services_text), DB_TEXT(zips_text), DB_INT(now)));
   free(services_text), free(zips_text);
   size_t i;
   json_t *v;
-  /* the lists' rows need no answer: they go with the COMMIT */
   json_array_foreach(services, i, v) {
     if (rc != DB_OK) break;
     rc = db_exec_later(c, NULL, NULL,

@@ -39,19 +39,25 @@ static const hs_field evidence_fields[] = {
 };
 static const hs_schema evidence_schema = {evidence_fields};
 
+/* Each calls the payment processor, whose rate limit is the platform's: per account. */
+static const hs_rate_limit setup_intent_limit = {"setup-intent", 10, 60 * 60 * 1000, .per_account = true};
+static const hs_rate_limit payment_method_limit = {"payment-method", 10, 60 * 60 * 1000, .per_account = true};
+static const hs_rate_limit subscribe_limit = {"premium-subscribe", 5, 60 * 60 * 1000, .per_account = true};
+
 const hs_route payments_routes[] = {
     {HS_POST, "/payments/setup-intent", api_payments_setup_intent, ROLE_USER, .flags = ROUTE_SLOW,
-     .summary = "Create a SetupIntent for saving a card (creates the processor customer)", .response = "SetupIntent",
-     .errors = ERRORS(ERR_NOT_FOUND)},
+     .limit = &setup_intent_limit, .summary = "Create a SetupIntent for saving a card (creates the processor customer)",
+     .response = "SetupIntent", .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_POST, "/payments/payment-method", api_payments_save_method, ROLE_USER, &method_schema, .flags = ROUTE_SLOW,
-     .summary = "Attach and save a payment method", .response = "Card", .errors = ERRORS(ERR_NOT_FOUND)},
+     .limit = &payment_method_limit, .summary = "Attach and save a payment method", .response = "Card",
+     .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_GET, "/payments/method", api_payments_get_method, ROLE_USER, .flags = ROUTE_SLOW,
      .summary = "The saved card, or null", .response = "Card?", .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_GET, "/payments/premium/status", api_payments_premium_status, ROLE_USER,
      .summary = "Premium subscription status", .response = "PremiumStatus", .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_POST, "/payments/premium/subscribe", api_payments_premium_subscribe, ROLE_USER, .flags = ROUTE_SLOW,
-     .summary = "Start the 9.99/month premium subscription", .response = "PremiumSubscription",
-     .errors = ERRORS(ERR_PAYMENT_REQUIRED, ERR_NOT_FOUND)},
+     .limit = &subscribe_limit, .summary = "Start the 9.99/month premium subscription",
+     .response = "PremiumSubscription", .errors = ERRORS(ERR_PAYMENT_REQUIRED, ERR_NOT_FOUND)},
     {HS_POST, "/payments/premium/cancel", api_payments_premium_cancel, ROLE_USER, .flags = ROUTE_SLOW,
      .summary = "Cancel premium at the end of the billing period", .response = "PremiumCancellation",
      .errors = ERRORS(ERR_NOT_FOUND)},

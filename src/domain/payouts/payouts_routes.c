@@ -4,10 +4,13 @@
 #include "domain/payouts/payouts_api.h"
 #include "http/paging.h"
 
+/* Each may create an account at the payment processor and asks it for a link: per account. */
+static const hs_rate_limit account_limit = {"payout-account", 10, 60 * 60 * 1000, .per_account = true};
+
 const hs_route payouts_routes[] = {
     /* the link is a single-use secret of the processor's: never kept for an Idempotency-Key's replay */
     {HS_POST, "/providers/me/payout-account", api_payouts_account_create, ROLE_PROVIDER,
-     .flags = ROUTE_SLOW | ROUTE_SECRETS,
+     .flags = ROUTE_SLOW | ROUTE_SECRETS, .limit = &account_limit,
      .summary = "Create the payout account at the processor if needed; a fresh onboarding link",
      .response = "PayoutOnboarding", .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_GET, "/providers/me/payout-account", api_payouts_account_get, ROLE_PROVIDER,

@@ -31,4 +31,14 @@ int staff_cli_save(const json_t *checked, char msg[320]);
 bool staff_cli_email(const char *email, char normal[256], char msg[320]);
 int staff_cli_set_disabled(const char *normal, bool disable, char msg[320]);
 
+/* `marketplace staff unlock --email E` (or `staff unlock E`): the email is checked as above
+ * (normal, from staff_cli_email). Then, with the database open, the failed password checks
+ * counted against the staff member and the administrator with that email are forgotten, so a
+ * locked account (20 failures in an hour, http/ratelimit.h) can log in again at once; each
+ * unlock of a locked account is recorded in the audit trail (`staff.unlock`) as done by the
+ * operator's command line. Returns 0 with the outcome in msg ("staff member E unlocked", "...
+ * was not locked", the same for an administrator), 1 when neither has the email or the
+ * database failed. */
+int staff_cli_unlock(const char *normal, char msg[320]);
+
 #endif

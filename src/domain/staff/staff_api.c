@@ -16,6 +16,7 @@
 #include "ext/token.h"
 #include "http/paging.h"
 #include <stdlib.h>
+#include <string.h>
 
 json_t *staff_json(const db_res *r, int row) {
   return json_pack("{s:s,s:s,s:s,s:s,s:o}", "id", db_field(r, row, "id"), "name", db_field(r, row, "name"), "email",
@@ -39,8 +40,8 @@ err_t api_staff_login(hs_req *req) {
   db_res *r;
   if (staff_store_find_email(&req->arena, hs_body_str(req, "email"), &r) != ERR_OK) return ERR_INTERNAL;
   bool usable = r->rows && !db_field(r, 0, "disabled_at"); /* a disabled member answers as a wrong password */
-  err_t e = auth_check_login(req, arena_printf(&req->arena, "staff:%s", hs_body_str(req, "email")),
-                             hs_body_str(req, "password"), usable ? db_field(r, 0, "password_hash") : NULL);
+  err_t e = auth_check_login(req, LOGIN_STAFF, hs_body_str(req, "email"), hs_body_str(req, "password"),
+                             usable ? db_field(r, 0, "password_hash") : NULL);
   return e == ERR_OK ? reply_staff_token(req, r) : e;
 }
 
@@ -133,6 +134,43 @@ int staff_cli_set_disabled(const char *normal, bool disable, char msg[320]) {
     rc = 1, snprintf(msg, 320, "no staff member has the email %s", normal);
   else
     snprintf(msg, 320, "staff member %s %s%s", normal, changed ? "" : "was already ", disable ? "disabled" : "enabled");
+  return rc;
+}
+
+/* Unlocks the account of kind with email: its outcome appended to msg ("; " between two). */
+static err_t unlock_one(login_kind kind, const char *email, const char *id, char msg[320]) {
+  bool locked = false;
+  err_t e = auth_login_unlock(kind, email, &locked);
+  if (!e && locked) {
+    json_t *detail = json_pack("{s:s}", "email", email);
+    audit_action act = {NULL, "operator-cli", "staff.unlock", id, kind == LOGIN_STAFF ? "staff" : "admin", detail};
+    e = audit_log(&act);
+    json_decref(detail);
+  }
+  if (e) return e;
+  size_t n = strlen(msg);
+  snprintf(msg + n, 320 - n, "%s%s %s %s", n ? "; " : "", kind == LOGIN_STAFF ? "staff member" : "administrator", email,
+           locked ? "unlocked" : "was not locked");
+  return ERR_OK;
+}
+
+int staff_cli_unlock(const char *normal, char msg[320]) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  bool admin = false;
+  msg[0] = 0;
+  err_t e = staff_store_find_email(&a, normal, &r);
+  if (!e) e = auth_admin_exists(normal, &admin);
+  int rc = 0;
+  if (!e && !r->rows && !admin) {
+    rc = 1, snprintf(msg, 320, "no staff member or administrator has the email %s", normal);
+  } else {
+    if (!e && r->rows) e = unlock_one(LOGIN_STAFF, normal, db_field(r, 0, "id"), msg);
+    if (!e && admin) e = unlock_one(LOGIN_ADMIN, normal, NULL, msg);
+    if (e) rc = 1, snprintf(msg, 320, "the account could not be unlocked");
+  }
+  arena_fini(&a);
   return rc;
 }
 

@@ -1,6 +1,7 @@
 /* Unit tests for src/http/forwarded.c: the client address picked from X-Forwarded-For lines
  * with N trusted proxies, entries with ports and brackets, spaces, empty entries, entries that
- * are not addresses, and the cap on kept lines. */
+ * are not addresses, and the cap on kept lines; the group a client is counted in (an IPv6
+ * address's /64). */
 #include "http/forwarded.h"
 #include "unit.h"
 #include <stdio.h>
@@ -68,5 +69,24 @@ static void test_line_cap(void **state) {
   assert_string_equal(out, "198.51.100.5");
 }
 
+static const char *group(const char *ip) {
+  static char out[HS_ADDRESS_GROUP_LEN];
+  hs_address_group(ip, out);
+  return out;
+}
+
+static void test_address_group(void **state) {
+  (void)state;
+  assert_string_equal(group("203.0.113.7"), "203.0.113.7"); /* IPv4: the address */
+  assert_string_equal(group("2001:db8:1:2:aaaa:bbbb:cccc:dddd"), "2001:db8:1:2::/64");
+  assert_string_equal(group("2001:db8:1:2::1"), "2001:db8:1:2::/64"); /* one /64, any spelling */
+  assert_string_equal(group("2001:DB8:1:2:0::ffff"), "2001:db8:1:2::/64");
+  assert_string_equal(group("2001:db8:1:3::1"), "2001:db8:1:3::/64"); /* the next /64 is another */
+  assert_string_equal(group("::1"), "::/64");
+  assert_string_equal(group("::ffff:198.51.100.7"), "198.51.100.7"); /* IPv4-mapped: the IPv4 address */
+  assert_string_equal(group("unknown"), "unknown");
+  assert_string_equal(group(NULL), "unknown");
+}
+
 UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_from_the_right), cmocka_unit_test(test_entry_forms),
-          cmocka_unit_test(test_not_an_address), cmocka_unit_test(test_line_cap))
+          cmocka_unit_test(test_not_an_address), cmocka_unit_test(test_line_cap), cmocka_unit_test(test_address_group))
