@@ -15,7 +15,10 @@ Fails (exit 1, one line per problem) when:
   file includes a domain);
 - a route row (`const hs_route <name>[] = {`) is declared outside a *_routes.c file;
 - a store (*_store.c, *_store.h) includes an http/ header: stores never reach up into HTTP
-  (a list's page is db/page.h's db_page).
+  (a list's page is db/page.h's db_page);
+- a domain registers background work, a periodic task or request hooks itself
+  (queue_register, queue_register_heavy, queue_every, hs_add_hooks in src/domain/): they are
+  rows of its descriptor (domain_def's jobs and hooks), which src/domains.c registers.
 
 Usage: scripts/check_shape.py [--graph]   (--graph prints the domains' arrows)
 """
@@ -36,6 +39,7 @@ OWN_TABLES = {
 LAYERS = {"core": 0, "db": 1, "ext": 1, "http": 2, "domain": 3}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 SQL = re.compile(r'"\s*(SELECT\s|INSERT\s+INTO\s|UPDATE\s+\w+\s+SET\s|DELETE\s+FROM\s|WITH\s+\w+\s+AS\s)')
+REGISTRATION = re.compile(r"\b(queue_register|queue_register_heavy|queue_every|hs_add_hooks)\s*\(")
 ROUTE_TABLE = re.compile(r"^\s*(?:static\s+)?const\s+hs_route\s+\w+\s*\[\s*\]\s*=", re.M)
 
 
@@ -103,6 +107,10 @@ def main():
             if not allowed:
                 line = code[:SQL.search(code).start()].count("\n") + 1
                 problems.append(f"{rel}:{line}: SQL outside a store")
+        if mine is not None and REGISTRATION.search(code):
+            line = code[:REGISTRATION.search(code).start()].count("\n") + 1
+            problems.append(f"{rel}:{line}: registers {REGISTRATION.search(code).group(1)} itself "
+                            "(a row of its domain_def instead)")
         if ROUTE_TABLE.search(code) and not rel.endswith("_routes.c"):
             line = code[:ROUTE_TABLE.search(code).start()].count("\n") + 1
             problems.append(f"{rel}:{line}: a route table outside a *_routes.c file")

@@ -117,6 +117,20 @@ def test_ten_failures_from_ten_addresses_hold_the_account(api, srv, kind):
     assert login(api, other, path=other_path).status_code == 200
 
 
+def test_a_password_reset_lifts_the_accounts_hold(api, srv):
+    """The mailbox's owner chose a new password: the guesses against the old one no longer
+    hold the account (the owner need not wait out the window)."""
+    acc = api.register_user()
+    for i in range(10):
+        assert login(api, acc, password=f"guess-{i}").status_code == 401
+    throttled(login(api, acc), 900)
+    assert api.post("/auth/forgot-password", json={"email": acc["email"], "role": "user"}, ip=unique_ip()).ok
+    token = re.search(r"token=([0-9a-f]{64})", srv.wait_mail(acc["email"])[-1]["body"]).group(1)
+    r = api.post("/auth/reset-password", json={"token": token, "newPassword": "chosen-after-reset"})
+    assert r.status_code == 200, r.text
+    assert login(api, acc, password="chosen-after-reset").status_code == 200
+
+
 def test_every_password_check_counts_against_the_account(api):
     """Login, change-password, change-email and the owner's deletion share one count, and a
     held account refuses each of them, even with the right password."""

@@ -1,6 +1,9 @@
-/* The auth domain's declaration (domain/domain.h): its routes, and at start-up the hourly
- * pruning of ended tokens and expired email changes. */
+/* The auth domain's declaration (domain/domain.h): its routes and the hourly pruning of ended
+ * tokens and lapsed email changes. */
 #include "domain/auth/auth.h"
+#include "core/clock.h"
 #include "domain/auth/auth_api.h"
 
-const domain_def auth_domain = {.name = "auth", .routes = auth_routes, .init = auth_init};
+static const domain_job jobs[] = {{"auth_prune", auth_prune, .period_ms = HOUR_MS}, {0}};
+
+const domain_def auth_domain = {.name = "auth", .routes = auth_routes, .jobs = jobs};

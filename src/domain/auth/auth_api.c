@@ -147,9 +147,15 @@ err_t api_auth_reset_password(hs_req *req) {
   char hash[128];
   pw_result pr = password_hash(hs_body_str(req, "newPassword"), hash);
   if (pr != PW_OK) return hashing_failed(req, pr);
-  err_t e = auth_store_use_reset(&req->arena, token_hash, hash, &role);
+  const char *email;
+  err_t e = auth_store_use_reset(&req->arena, token_hash, hash, &role, &email);
   if (e == ERR_BAD_REQUEST) return hs_fail(req, ERR_BAD_REQUEST, "Invalid or expired reset token");
   if (e != ERR_OK) return e;
+  /* the mailbox's owner chose a new password: the failures counted against the old one no
+   * longer hold the account */
+  bool was_held;
+  if (auth_login_unlock(!strcmp(role, "provider") ? LOGIN_PROVIDER : LOGIN_USER, email, &was_held) != ERR_OK)
+    log_msg(LOG_WARN, "password reset: the account's failed logins could not be forgotten");
   return hs_ok(req, json_pack("{s:s,s:s}", "message", "Password has been reset", "role", role));
 }
 
@@ -345,16 +351,11 @@ err_t api_auth_logout_all(hs_req *req) {
   return e ? e : hs_ok(req, json_pack("{s:b}", "ok", 1));
 }
 
-static bool prune(json_t *payload, char err[256]) {
+bool auth_prune(json_t *payload, char err[256]) {
   (void)payload;
   if (auth_store_prune(clock_now_ms()) == ERR_OK) return true;
   snprintf(err, 256, "cannot delete ended tokens and expired email changes");
   return false;
-}
-
-void auth_init(void) {
-  queue_register("auth_prune", prune);
-  queue_every("auth_prune", HOUR_MS);
 }
 
 const char *auth_password_problem(const char *password, char msg[256]) {

@@ -20,8 +20,8 @@ err_t api_auth_cancel_email_change_page(hs_req *req);
 err_t api_auth_cancel_email_change(hs_req *req);
 err_t api_auth_logout(hs_req *req);
 err_t api_auth_logout_all(hs_req *req);
-/* Registers the hourly pruning of ended tokens and expired email changes (the domain's init). */
-void auth_init(void);
+/* Hourly (auth.c): ended tokens past their expiry, lapsed email changes and their counts go. */
+bool auth_prune(json_t *payload, char err[256]);
 
 /* { password }: the rules of every account's password (auth_password_problem). */
 extern const hs_schema auth_password_schema;

@@ -126,7 +126,8 @@ err_t auth_store_find_reset(arena *a, const char *token_hash, const char **role,
   return ERR_OK;
 }
 
-err_t auth_store_use_reset(arena *a, const char *token_hash, const char *new_hash, const char **role) {
+err_t auth_store_use_reset(arena *a, const char *token_hash, const char *new_hash, const char **role,
+                           const char **email) {
   db_res *r, *u;
   db_conn *c;
   err_t e = db_begin(&c);
@@ -142,7 +143,7 @@ err_t auth_store_use_reset(arena *a, const char *token_hash, const char *new_has
     char sql[200];
     snprintf(sql, sizeof sql,
              "UPDATE %s SET password_hash = $1, token_gen = token_gen + 1, updated_at = $2 "
-             "WHERE %s = $3 AND deleted_at IS NULL RETURNING id",
+             "WHERE %s = $3 AND deleted_at IS NULL RETURNING id, email",
              provider ? "providers" : "users", by_id ? "id" : "email");
     e = db_to_err(db_exec(c, a, &u, sql,
                           DB_ARGS(DB_TEXT(new_hash), DB_INT(clock_now_ms()), DB_TEXT(db_text(r, 0, by_id ? 2 : 0)))));
@@ -151,6 +152,7 @@ err_t auth_store_use_reset(arena *a, const char *token_hash, const char *new_has
                             DB_ARGS(DB_TEXT(db_text(u, 0, 0)), DB_TEXT(*role))));
   }
   if (!e && u->rows == 0) e = ERR_BAD_REQUEST; /* the account was deleted since the token was issued */
+  if (!e) *email = db_text(u, 0, 1);
   if (!e) e = db_to_err(events_tokens_ended_in(c, db_text(u, 0, 0), false)); /* its streams end */
   return db_end(c, e);
 }

@@ -32,9 +32,10 @@ err_t auth_store_put_reset(const char *email, const char *role, const char *acco
 err_t auth_store_find_reset(arena *a, const char *token_hash, const char **role, bool *found);
 /* Consumes a live token, sets the account's password and moves its token generation on (every
  * token issued before is refused from then on), and ends its pending email change, in one
- * transaction; ERR_BAD_REQUEST when the token was used or expired meanwhile. *role receives the
- * account role. */
-err_t auth_store_use_reset(arena *a, const char *token_hash, const char *new_hash, const char **role);
+ * transaction; ERR_BAD_REQUEST when the token was used or expired meanwhile. *role and *email
+ * receive the account's role and email. */
+err_t auth_store_use_reset(arena *a, const char *token_hash, const char *new_hash, const char **role,
+                           const char **email);
 /* ---- the owner's account management (issue 24) ---- */
 
 /* Sets the account's password to new_hash and moves its token generation on (every token
