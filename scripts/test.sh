@@ -6,13 +6,12 @@
 #     fuzz targets, the bench probe) with make -j2;
 #  2. the unit tests and the fakes' self-tests (the fake Stripe is held to Stripe's OpenAPI
 #     description, fetched from npm into build/stripe-openapi.json by test-build);
-#  3. the three API passes side by side (SQLite, PostgreSQL, SQLite under ASan+UBSan), each
-#     spread over API_JOBS pytest-xdist workers: the tests mostly wait on sockets and clocks,
-#     so they overlap well; each pass's output goes to build/test-logs/<pass>.log and is shown
-#     when it ends (whole, when it failed);
-#  4. the PostgreSQL pass again behind a PgBouncer in transaction pooling that the tests start
-#     (make api-pgbouncer), after the three: as production runs PostgreSQL;
-#  5. the fuzz targets replay their regressions and committed seeds (timed fuzzing is `make fuzz`).
+#  3. the four API passes side by side (SQLite, PostgreSQL, SQLite under ASan+UBSan, and the
+#     files marked `pooler` again on PostgreSQL behind a PgBouncer in transaction pooling, as
+#     production runs it), each spread over pytest-xdist workers: the tests mostly wait on
+#     sockets and clocks, so they overlap well; each pass's output goes to
+#     build/test-logs/<pass>.log and is shown when it ends (whole, when it failed);
+#  4. the fuzz targets replay their regressions and committed seeds (timed fuzzing is `make fuzz`).
 # Prints how long each step took; exits non-zero when any step failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -49,14 +48,17 @@ step fakes make --no-print-directory fakes
 
 # the API passes, side by side
 s=$(date +%s)
-echo "== api: sqlite, postgres and asan side by side (logs in $logs/)"
+passes=(sqlite postgres asan pgbouncer)
+echo "== api: ${passes[*]} side by side (logs in $logs/)"
 declare -A pid
-for pass in sqlite postgres asan; do
-  make --no-print-directory "api-$pass" >"$logs/$pass.log" 2>&1 &
+for pass in "${passes[@]}"; do
+  jobs=3
+  [ "$pass" = pgbouncer ] && jobs=2 # a part of the suite
+  make --no-print-directory "api-$pass" API_JOBS=$jobs >"$logs/$pass.log" 2>&1 &
   pid[$pass]=$!
 done
 failed=()
-for pass in sqlite postgres asan; do
+for pass in "${passes[@]}"; do
   if wait "${pid[$pass]}"; then
     echo "-- api-$pass: $(grep -E '^[0-9]+ passed' "$logs/$pass.log" | tail -1)"
   else
@@ -72,6 +74,5 @@ if [ ${#failed[@]} -gt 0 ]; then
   exit 1
 fi
 
-step pgbouncer make --no-print-directory api-pgbouncer
 step fuzz-short make --no-print-directory fuzz-short
 summary

@@ -2,9 +2,10 @@
 
 Engines: `--engine sqlite` (default) or `--engine postgres`; for PostgreSQL the harness runs a
 private cluster (initdb + pg_ctl, as the postgres user when root) for the session and gives
-every server it starts a fresh database. With `--pgbouncer` (PostgreSQL only) every server
-reaches its database through a PgBouncer in transaction pooling that the session starts in
-front of the cluster, with PG_PREPARED_STATEMENTS=0 (`make api-pgbouncer`).
+every server it starts a fresh database (a copy of one the binary migrated once). With
+`--pgbouncer` (PostgreSQL only) every server reaches its database through a PgBouncer in
+transaction pooling that the session starts in front of the cluster, with
+PG_PREPARED_STATEMENTS=0 (`make api-pgbouncer`), and only the files marked `pooler` run.
 
 Fixtures
 - `server`: one shared server for the whole session (APP_ENV=test, BCRYPT_COST=4,
@@ -59,21 +60,21 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "engine_independent: the file tests what does not touch the database "
                             "(HTTP parsing, the OpenAPI document, the client, compression); it runs in the "
                             "SQLite passes only, not again on PostgreSQL")
-    config.addinivalue_line("markers", "pooler_independent: the file tests what a connection pooler in front of "
-                            "PostgreSQL cannot change (services outside that hang, recognition's workers, upload "
-                            "parsing and storage, weather and routing); it runs in the SQLite and PostgreSQL "
-                            "passes, not again behind PgBouncer")
+    config.addinivalue_line("markers", "pooler: the file tests what a connection pooler in front of PostgreSQL "
+                            "can change (transactions and their locks, sessions: LISTEN and advisory locks, "
+                            "several instances on one database, lost connections, concurrent writes, erasure); "
+                            "behind PgBouncer (--pgbouncer) only these files run")
 
 
 def pytest_collection_modifyitems(config, items):
     """On PostgreSQL, drops the engine-independent files: they test the same code on any engine;
-    behind PgBouncer, the pooler-independent ones too."""
+    behind PgBouncer, keeps only the files marked `pooler`."""
     if config.getoption("--engine") != "postgres":
         return
     pooled = config.getoption("--pgbouncer")
     kept, dropped = [], []
     for item in items:
-        drop = item.get_closest_marker("engine_independent") or (pooled and item.get_closest_marker("pooler_independent"))
+        drop = item.get_closest_marker("engine_independent") or (pooled and not item.get_closest_marker("pooler"))
         (dropped if drop else kept).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
@@ -261,6 +262,7 @@ class PgCluster:
             shutil.chown(self.dir, "postgres", "postgres")
         self.data = os.path.join(self.dir, "data")
         self.counter = 0
+        self.templates = {}  # binary -> the name of the database it migrated
 
     def _run(self, *args):
         cmd = [os.path.join(self.bindir, args[0]), *args[1:]]
@@ -301,17 +303,34 @@ class PgCluster:
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
 
-    def new_database(self):
-        """A fresh database; its URL goes through the PgBouncer in front, when there is one."""
+    def new_database(self, migrated_by=None):
+        """A fresh database; its URL goes through the PgBouncer in front, when there is one.
+        migrated_by (a binary): a copy of a template that binary migrated once (`migrate`), so
+        the servers the fixtures start skip the migrations (a second each on a busy machine);
+        without it the database is empty, for the tests of migrating."""
         self.counter += 1
         name = f"mp_{os.getpid()}_{self.counter}"
-        self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name)
+        template = ["-T", self._template(migrated_by)] if migrated_by else []
+        self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", *template, name)
         direct = f"postgres://postgres@127.0.0.1:{self.port}/{name}"
         if not getattr(self, "bouncer", None):
             return direct
         url = f"postgres://postgres@127.0.0.1:{self.bouncer.port}/{name}"
         LISTEN_URLS[url] = direct  # LISTEN needs a session of its own, which transaction pooling is not
         return url
+
+
+    def _template(self, binary):
+        """The database `binary migrate` migrated once in this cluster (made on first use)."""
+        if binary not in self.templates:
+            name = f"mp_{os.getpid()}_template_{len(self.templates)}"
+            self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name)
+            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "APP_ENV": "test", "ASAN_OPTIONS": ASAN_OPTIONS,
+                   "LSAN_OPTIONS": "suppressions=" + os.path.join(ROOT, "tests", "lsan.supp"),
+                   "DATABASE_URL": f"postgres://postgres@127.0.0.1:{self.port}/{name}"}
+            subprocess.run([binary, "migrate"], env=env, check=True, capture_output=True, cwd=self.dir)
+            self.templates[binary] = name
+        return self.templates[binary]
 
 
 class PgBouncer:
@@ -716,7 +735,7 @@ def _starter(request, engine, pg_cluster, started):
 
     def make(**env):
         env.setdefault("DB_POOL_SIZE", "4")  # extra servers: a small pool each
-        url = pg_cluster.new_database() if pg_cluster else None
+        url = pg_cluster.new_database(migrated_by=binary) if pg_cluster else None
         srv = Server(binary, url, env)
         started.append(srv)
         return srv.start()

@@ -16,6 +16,8 @@ from staff_helpers import forge, make_staff, sql
 from test_auth import jwt_parts
 from test_providers import assert_gone, fetch
 
+pytestmark = pytest.mark.pooler
+
 CONFIRM_LINK_RE = re.compile(r"(http://localhost:\d+)(/auth/confirm-email\?token=([0-9a-f]{64}))")
 DELETED = "Deleted account"
 BUSY_ERROR = "The account has a job that is accepted, on the way or in progress: finish or cancel it first"

@@ -13,7 +13,6 @@ from conftest import Api, run_once_only, unique_ip
 from helpers import eventually
 from test_system import db_rows
 
-pytestmark = pytest.mark.pooler_independent
 
 NOISE_SECONDS_BOUND = 12  # 5 s per image in the helper, plus queueing and a slow machine
 

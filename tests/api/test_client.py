@@ -37,7 +37,7 @@ def compiled(tmp_path_factory):
     return os.path.join(out, "test", "flow.test.js")
 
 
-def test_the_generated_types_are_current(server, tmp_path):
+def test_the_generated_types_are_current(once_per_run, server, tmp_path):
     import requests
     doc = tmp_path / "openapi.json"
     doc.write_bytes(requests.get(server.url + "/openapi.json", timeout=30).content)
@@ -61,7 +61,7 @@ def test_the_node_client_runs_the_flow(server, compiled):
     assert "# pass 1" in p.stdout and "# fail 0" in p.stdout
 
 
-def test_the_package_builds_packs_and_is_importable(tmp_path):
+def test_the_package_builds_packs_and_is_importable(once_per_run, tmp_path):
     """What `npm publish` would ship: the built client, its declarations and the schema; and a
     consumer's strict TypeScript that imports it by the package's name compiles."""
     pkg = tmp_path / "pkg"

@@ -15,6 +15,10 @@ from flow_helpers import customer, private_zip, provider
 from helpers import eventually, png_bytes
 from test_system import db_rows
 
+import pytest
+
+pytestmark = pytest.mark.pooler
+
 LOAD_SECONDS = 2.5
 # work a killed process had claimed runs again once its lease lapses (real clock): 2 s here,
 # not the default 20 s

@@ -18,6 +18,8 @@ from test_auth import request_reset
 from test_cli import binary, cli_staff, run, shared_db_env  # noqa: F401 (fixtures)
 from test_events import about, settle, streams  # noqa: F401 (fixture)
 
+pytestmark = pytest.mark.pooler
+
 
 def login(api, account, role="user"):
     """Another token of the account."""

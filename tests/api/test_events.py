@@ -23,6 +23,8 @@ from helpers import eventually
 from sse_client import Stream, ended_within, still_open
 from staff_helpers import forge, make_staff, sql
 
+pytestmark = pytest.mark.pooler
+
 SECRET = "two-instances-events-secret-0123456789"
 
 

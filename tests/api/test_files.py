@@ -30,7 +30,6 @@ from test_providers import (GPS_SECRET, CERT_SIZE, assert_gone, assert_served, c
                             text_image, text_pdf, undecodable_png, upload, upload_insurance, upload_licence, url_query,
                             wait_check, webp_bytes, FILE_URL_RE)
 
-pytestmark = pytest.mark.pooler_independent
 
 BAD_LINK = error_body(403, "Invalid or expired file link")
 PNG_METADATA = [

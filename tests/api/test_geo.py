@@ -18,7 +18,6 @@ from fake_geo import haversine_m
 from flow_helpers import UNAUTHORIZED, fresh_zip, private_zip, race
 from helpers import error_body
 
-pytestmark = pytest.mark.pooler_independent
 
 WEATHER_UNAVAILABLE = error_body(503, "Weather service unavailable")
 DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")

@@ -17,6 +17,8 @@ from helpers import error_body, eventually, png_bytes
 from flow_helpers import Flow, customer, get_job, image_files, ok, post_job, race
 from staff_helpers import approved_elevation, count, database_before, make_staff, sql, sql_at
 
+pytestmark = pytest.mark.pooler
+
 REUSED = error_body(422, "Idempotency-Key reused with a different request", "idempotency_key_reused")
 IN_PROGRESS = error_body(409, "A request with this Idempotency-Key is in progress", "idempotency_key_in_use")
 BAD_KEY = error_body(400, "Idempotency-Key: must be 1 to 255 printable ASCII characters")

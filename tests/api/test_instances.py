@@ -17,6 +17,8 @@ from flow_helpers import accept, customer, feed, get_job, ok, post_job, private_
 from test_outages import SlowPush
 from test_system import db_rows
 
+pytestmark = pytest.mark.pooler
+
 SECRET = "two-instances-secret-0123456789abcdef"
 
 

@@ -39,6 +39,8 @@ from test_payouts import (DAY_MS, HOUR_MS, PRICE, STRIPE_ENV, Job, World, iso_ms
                           next_month_start, paid_job, paid_mails, past_window, payouts, relogin, transfer,
                           wait_transfer)
 
+pytestmark = pytest.mark.pooler
+
 REFUNDED_MAIL = "Your payment was refunded"
 PENDING = {"error": "A refund of this payment is still being settled", "code": "refund_pending"}
 NOT_MEMBER = error_body(409, "You are not a Preferred Pro member", "invalid_state")

@@ -31,6 +31,8 @@ from helpers import error_body, eventually
 from tcp_proxy import TcpProxy
 from test_system import db_rows
 
+pytestmark = pytest.mark.pooler
+
 UNAVAILABLE = error_body(503, "Service unavailable")
 SECRET = "outage-tests-secret-0123456789abcdef"
 

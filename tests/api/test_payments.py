@@ -2646,7 +2646,8 @@ def test_stripe_a_refund_retried_after_no_answer_with_its_key_is_the_same_refund
     fake.fail_next("GET", "/v1/refunds", count=3, status=500)
     r = refund(sapi, stripe_support, d.job_id, headers=key, amount=25, reason="Broken gate")
     assert (r.status_code, r.json()) == (503, UNAVAILABLE)
-    assert d.payment()["refundedAmount"] == 0
+    # payment_settle, queued by the 503, may already have found the refund under its key
+    assert d.payment()["refundedAmount"] in (0, 25.0)
     body = ok(refund(sapi, stripe_support, d.job_id, headers=key, amount=25, reason="Broken gate"))
     assert (body["refund"]["amount"], body["payment"]["refundedAmount"]) == (25.0, 25.0)
     [made] = stripe_refunds(fake, paid["processorPaymentIntentId"])

@@ -32,6 +32,8 @@ from staff_helpers import make_staff
 from test_events import settle, stream_schema
 from test_payments import db, parse_iso, reconcile_cli, server_now
 
+pytestmark = pytest.mark.pooler
+
 CONNECT_SECRET = "whsec_connect_endpoint_secret"
 HOUR_MS = 3600 * 1000
 DAY_MS = 24 * HOUR_MS

@@ -16,6 +16,8 @@ import requests
 from conftest import Api, free_port, unique_email, unique_ip
 from helpers import eventually
 
+pytestmark = pytest.mark.pooler
+
 RESET_LINK = re.compile(r"http://app\.test/reset-password\?token=([0-9a-f]{64})(?![0-9A-Za-z])")
 
 

@@ -13,7 +13,7 @@ quickstart = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(quickstart)
 
 
-def test_quickstart_page_runs_as_shown(server_factory):
+def test_quickstart_page_runs_as_shown(once_per_run, server_factory):
     srv = server_factory()
     assert srv.port != 8080 and os.path.realpath(srv.data_dir) != os.path.join(ROOT, "data")
     assert quickstart.check(srv.url, srv.data_dir) >= 19

@@ -25,6 +25,8 @@ from flow_helpers import (
 )
 from helpers import error_body, png_bytes
 
+pytestmark = pytest.mark.pooler
+
 VERIFICATION_REQUIRED = error_body(400, "Upload a headshot and both sides of your driver's licence before quoting", "verification_required")
 NOT_OPEN = error_body(409, "The job is not open for quotes", "invalid_state")
 ALREADY_QUOTED = error_body(409, "You already quoted on this job")

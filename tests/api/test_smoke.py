@@ -1,5 +1,9 @@
 """A minimal end-to-end check that the harness and the binary work together."""
 
+import pytest
+
+pytestmark = pytest.mark.pooler
+
 
 def test_health(api):
     r = api.get("/health")

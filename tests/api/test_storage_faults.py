@@ -22,7 +22,6 @@ from flow_helpers import customer, ok, post_job, private_zip, provider
 from helpers import error_body, png_bytes
 from test_outages import SlowPush, fill
 
-pytestmark = pytest.mark.pooler_independent
 
 UNAVAILABLE = error_body(503, "File storage unavailable")
 FULL = error_body(507, "Insufficient storage")

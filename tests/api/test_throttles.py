@@ -35,6 +35,8 @@ from helpers import SANITIZER_MARKERS, error_body
 from staff_helpers import make_staff
 from test_system import db_rows
 
+pytestmark = pytest.mark.pooler
+
 TOO_MANY = {"error": "Too many requests", "code": "rate_limited"}  # every 429 (helpers.error_body)
 INVALID = error_body(401, "Invalid credentials", "invalid_credentials")
 
