@@ -100,9 +100,9 @@ WATCHDOG=$!
 # -10 and the password hashing at nice 10 so that the kernel ranks them accordingly. With
 # autogroup on, the kernel first splits the CPU between sessions and applies nice values only
 # within one, so neither ranks against the flood's wrk or PostgreSQL, and a runnable
-# PostgreSQL backend was measured waiting 6 s for a CPU (docs/performance.md, finding 6). A
-# run as root turns it off and restores it on exit (also after SIGKILL, by the watchdog);
-# AUTOGROUP=keep leaves it as it is.
+# PostgreSQL backend was measured waiting 6 s for a CPU (docs/performance-history.md,
+# finding 6). A run as root turns it off and restores it on exit (also after SIGKILL, by the
+# watchdog); AUTOGROUP=keep leaves it as it is.
 AUTOGROUP_FILE=/proc/sys/kernel/sched_autogroup_enabled
 if [ "${AUTOGROUP:-off}" = off ] && [ -w "$AUTOGROUP_FILE" ] && [ "$(cat "$AUTOGROUP_FILE")" = 1 ]; then
   touch "$TMP/autogroup_restore"

@@ -10,9 +10,9 @@
  * since the run began), latency (ms), status, connection.
  *
  * Unlike wrk, whose histogram adds the requests a stalled connection did not send
- * (coordinated-omission correction, docs/performance.md finding 3), every figure here is a
- * request that was made, so the mean can be checked: it equals connections * seconds /
- * requests less the time between requests.
+ * (coordinated-omission correction, docs/performance-history.md finding 3), every figure
+ * here is a request that was made, so the mean can be checked: it equals connections *
+ * seconds / requests less the time between requests.
  * Plain HTTP/1.1 on IPv4 only: it is a tool for bench/, not a client library. */
 #include <arpa/inet.h>
 #include <errno.h>

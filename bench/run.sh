@@ -40,7 +40,7 @@ PROBE_CONNS=4
 RESULTS=${RESULTS:-$BENCH/results}
 # The latency probes run at nice -10 when this script is root, so the load generator, which
 # shares the two cores with the server, its database and the flood, is not descheduled
-# behind them (docs/performance.md); PROBE_NICE= (empty) measures without.
+# behind them (docs/performance-history.md, finding 3); PROBE_NICE= (empty) measures without.
 PROBE_NICE=${PROBE_NICE-$([ "$(id -u)" = 0 ] && echo -10)}
 
 for tool in wrk nginx "$PY"; do command -v "$tool" >/dev/null || die "$tool not found (scripts/deps.sh bench)"; done

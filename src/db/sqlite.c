@@ -72,8 +72,8 @@ static struct {
 
 /* All connections' page caches together stay near this size: without a bound each of the
  * 14-odd connections filled its own 2 MiB cache with the pages a long run of writes touched,
- * and the process grew for minutes (docs/performance.md, the soak). SQLite recycles cached
- * pages instead of allocating more once the total passes it. */
+ * and the process grew for minutes (docs/performance-history.md, section 8, the soak). SQLite
+ * recycles cached pages instead of allocating more once the total passes it. */
 #define SQLITE_HEAP_SOFT_LIMIT (16LL * 1024 * 1024)
 
 static sqlite_conn *open_conn(const char *path, char err[256]) {
