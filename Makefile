@@ -148,7 +148,7 @@ check-shape:
 	@$(PYTHON) scripts/check_shape.py
 
 # Everything CI runs (scripts/test.sh): the builds, the unit tests, the fakes' self-tests, the
-# three API passes side by side (SQLite, PostgreSQL, SQLite under ASan+UBSan) and the fuzz
+# four API passes side by side (SQLite, PostgreSQL, SQLite under ASan+UBSan, PgBouncer) and the fuzz
 # targets replaying their regressions and seeds; it prints how long each step took.
 test: deps-test
 	scripts/test.sh
