@@ -937,7 +937,8 @@ def test_webhook_signature_over_another_body(api):
     assert r.json() == error_body(400, "Invalid webhook signature")
 
 
-@pytest.mark.parametrize("offset", [-301, 301, -3600])
+# 306, not 301, ahead: the seconds the request takes on a busy machine bring a future stamp nearer
+@pytest.mark.parametrize("offset", [-301, 306, -3600])
 def test_webhook_timestamp_outside_tolerance(api, offset):
     ts = server_now(api).timestamp() + offset
     r = post_webhook(api, event("payment_intent.succeeded", {"id": "pi_x"}), timestamp=ts)
