@@ -155,6 +155,14 @@ typedef struct hs_auth {
   int64_t token_exp;        /* when the token expires (epoch seconds) */
 } hs_auth;
 
+/* A request made with a live impersonation token, as the token check found it (the auth
+ * domain's check_token hook fills it once every check passed); all zero otherwise. */
+typedef struct hs_impersonation {
+  const char *elevation_id; /* the elevation the token names (auth.elevation_id) */
+  const char *staff_id;     /* the staff member who acts through it */
+  int64_t request_seq;      /* the request's record in the audit trail, once committed; 0 before */
+} hs_impersonation;
+
 #define HS_MAX_PARAMS 8
 
 struct hs_req {
@@ -163,25 +171,26 @@ struct hs_req {
   const char *method, *path;
   const char *param_names[HS_MAX_PARAMS], *param_values[HS_MAX_PARAMS];
   int nparams;
+  int nuploads;  /* multipart routes: the files in uploads (next to nparams: no padding) */
   json_t *body;  /* validated body (only declared fields), never NULL for JSON routes */
   json_t *query; /* validated query arguments, never NULL */
   const char *raw_body;
   size_t raw_len;
   const char *query_string; /* the request target after '?', still percent-encoded; NULL without */
   hs_upload *uploads;       /* multipart routes: the files, in arrival order */
-  int nuploads;
-  json_t *form_fields; /* multipart routes: the names of the text fields received, in order */
+  json_t *form_fields;      /* multipart routes: the names of the text fields received, in order */
   hs_auth auth;
+  hs_impersonation impersonation; /* staff_id NULL unless a live impersonation */
   const char *ip;
   char request_id[40];
   void *conn;                         /* the connection that carries the request, for hs_header() ... */
   const struct hs_conn_ops *conn_ops; /* ... through these operations (http/pipeline.h) */
   /* the answer */
   int status;
+  err_t err;
   json_t *res_body;
   const char *res_json; /* the body as JSON text in the arena (hs_ok_jw), instead of res_body */
   size_t res_json_len;
-  err_t err;
   const char *err_message, *err_code;
   const char *err_field;             /* a validation error's field (the error body's `field`), or NULL */
   const char *www_authenticate;      /* a 401's WWW-Authenticate challenge (RFC 6750), or NULL */
@@ -196,7 +205,6 @@ struct hs_req {
   size_t res_size;
   const char *res_content_type;
   const char *res_cache_control; /* a file answer's Cache-Control; NULL: "private, max-age=300" */
-  void *hook_state;              /* belongs to the installed hs_hooks, for the request's lifetime */
   hs_stream *stream;             /* a streamed answer (hs_stream_open), until the transport takes it */
 };
 
@@ -246,7 +254,8 @@ err_t hs_fail_field(hs_req *req, const char *field, const char *message);
  *   before its role is checked against the route. It may refuse the token by returning
  *   hs_fail(req, ERR_UNAUTHORIZED, ...) (any failure ends the request with that error).
  *   On an open route it is called only for a token carrying an elevationId; a refusal (401)
- *   there just drops the token, which open routes ignore.
+ *   there just drops the token, which open routes ignore. A live impersonation token's hook
+ *   fills req->impersonation, which the pipeline clears again when a later one refuses.
  * - before_handler: when every check passed, just before the handler, for every request
  *   (open routes too); a failure ends the request without running the handler.
  * - after: once the answer is decided (status or error set), for every request that reached
@@ -262,7 +271,8 @@ typedef struct hs_hooks {
 } hs_hooks;
 /* Adds a set of hooks (kept by reference; at most HS_HOOKS_MAX sets), at start-up before
  * hs_server_start. Sets run in the order they were added: every check_token must pass (the
- * first refusal ends the request), every before_handler must pass, every after runs. */
+ * first refusal ends the request), every before_handler must pass, every after runs; every
+ * set's check_token runs before any set's before_handler. */
 #define HS_HOOKS_MAX 4
 void hs_add_hooks(const hs_hooks *hooks);
 /* Whether a token with the claims of auth would still pass the check_token hook now (its

@@ -58,11 +58,15 @@ static bool any_check_token(void) {
   return false;
 }
 
-/* Every check_token hook in order, until one refuses (its error, or req->err set). */
+/* Every check_token hook in order, until one refuses (its error, or req->err set): then the
+ * request is no impersonation, whatever an earlier hook found. */
 static err_t check_tokens(hs_req *req) {
   for (int i = 0; i < nhooks; i++) {
     err_t e = hooks[i]->check_token ? hooks[i]->check_token(req) : ERR_OK;
-    if (e != ERR_OK || req->err != ERR_OK) return e;
+    if (e != ERR_OK || req->err != ERR_OK) {
+      req->impersonation = (hs_impersonation){0};
+      return e;
+    }
   }
   return ERR_OK;
 }

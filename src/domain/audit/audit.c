@@ -85,7 +85,8 @@ static char *recorded_body(hs_req *req) {
   return text;
 }
 
-static err_t append_request(db_conn *c, hs_req *req, audit_impersonation *imp) {
+static err_t append_request(db_conn *c, hs_req *req) {
+  hs_impersonation *imp = &req->impersonation;
   char *body = recorded_body(req);
   audit_record r = {.kind = "request",
                     .elevation_id = imp->elevation_id,
@@ -102,19 +103,20 @@ static err_t append_request(db_conn *c, hs_req *req, audit_impersonation *imp) {
   return e;
 }
 
-err_t audit_impersonated_request(hs_req *req, audit_impersonation *imp) {
+err_t audit_impersonated_request(hs_req *req) {
   db_conn *c;
   err_t e = db_begin(&c);
-  if (!e) e = append_request(c, req, imp);
+  if (!e) e = append_request(c, req);
   if (db_end(c, e) == ERR_OK) return ERR_OK;
-  imp->request_seq = 0;
+  req->impersonation.request_seq = 0;
   return ERR_UNAVAILABLE;
 }
 
-void audit_impersonated_outcome(hs_req *req, audit_impersonation *imp) {
+void audit_impersonated_outcome(hs_req *req) {
+  const hs_impersonation *imp = &req->impersonation;
   db_conn *c;
   err_t e = db_begin(&c);
-  if (!e && !imp->request_seq) e = append_request(c, req, imp);
+  if (!e && !imp->request_seq) e = append_request(c, req);
   audit_record r = {.kind = "outcome",
                     .elevation_id = imp->elevation_id,
                     .actor_id = imp->staff_id,

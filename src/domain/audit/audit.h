@@ -36,18 +36,16 @@ err_t audit_log_in(db_conn *c, const audit_action *a);
  * issuing an impersonation token). */
 err_t audit_log(const audit_action *a);
 
-/* A request made with a staff impersonation token (the staff domain's hooks). */
-typedef struct audit_impersonation {
-  const char *elevation_id, *staff_id;
-  int64_t request_seq; /* the request record, once committed; 0 before */
-} audit_impersonation;
+/* Requests made with a staff impersonation token (the staff domain's hooks), each named by its
+ * req->impersonation (the elevation and its staff member). */
 /* Commits the request record of req (its target is req->auth; the body recorded is redacted:
- * credentials replaced, multipart reduced to field and file names). ERR_UNAVAILABLE when it
- * cannot be written: the handler must then not run. */
-err_t audit_impersonated_request(hs_req *req, audit_impersonation *imp);
+ * credentials replaced, multipart reduced to field and file names) and keeps its seq in
+ * req->impersonation.request_seq. ERR_UNAVAILABLE when it cannot be written: the handler must
+ * then not run. */
+err_t audit_impersonated_request(hs_req *req);
 /* Appends the outcome record of req (its status), and the request record first when it was
  * never written (a request refused before its handler). A failure is logged. */
-void audit_impersonated_outcome(hs_req *req, audit_impersonation *imp);
+void audit_impersonated_outcome(hs_req *req);
 
 /* The request and outcome records of every elevation within the chain, in seq order (columns
  * seq, id, kind, elevation_id, method, path, status, body, ref_seq, created_at). */

@@ -1,6 +1,7 @@
 /* Accounts and credentials: registration and login of customers and providers, password
  * reset, the owner's password and email changes, logout (one token, or every token of the
- * account), and administrator accounts (CLI and bootstrap). */
+ * account), administrator accounts (CLI and bootstrap), and the check of every token a request
+ * carries (customer, provider, staff, administrator, impersonation) against the database. */
 #ifndef DOMAIN_AUTH_H
 #define DOMAIN_AUTH_H
 #include "db/db.h"
@@ -9,6 +10,10 @@
 #include <stdbool.h>
 
 extern const domain_def auth_domain;
+
+/* An impersonation token is refused once its elevation was activated this long ago; the staff
+ * domain lapses an ACTIVE elevation at that age. */
+#define ELEVATION_TTL_MS (15LL * 60 * 1000)
 
 /* Creates the administrator or, when the email exists, sets its password. Hashes on the
  * calling thread. False on failure (logged). */

@@ -22,6 +22,8 @@ err_t api_auth_logout(hs_req *req);
 err_t api_auth_logout_all(hs_req *req);
 /* Hourly (auth.c): ended tokens past their expiry, lapsed email changes and their counts go. */
 bool auth_prune(json_t *payload, char err[256]);
+/* auth_tokens.c: the request hook that checks every token against the database. */
+extern const hs_hooks auth_hooks;
 
 /* { password }: the rules of every account's password (auth_password_problem). */
 extern const hs_schema auth_password_schema;

@@ -1,7 +1,7 @@
 /* The staff portal: staff accounts and login, customer and provider look-ups, the elevation
- * (impersonation) flow, and the HTTP hooks that check every token against the database and
- * have impersonated requests recorded in the audit trail (domain/audit). Staff actions are
- * recorded there too, in the transaction of each change. */
+ * (impersonation) flow, and the HTTP hooks that have impersonated requests recorded in the
+ * audit trail (domain/audit; the auth domain checks the tokens). Staff actions are recorded
+ * there too, in the transaction of each change. */
 #ifndef DOMAIN_STAFF_H
 #define DOMAIN_STAFF_H
 #include "domain/domain.h"

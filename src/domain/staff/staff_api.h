@@ -31,7 +31,7 @@ err_t api_staff_audit_sessions(hs_req *req);
 err_t api_staff_reports(hs_req *req);
 err_t api_staff_report_resolve(hs_req *req);
 
-/* staff_hooks.c: the HTTP hooks (token checks, impersonated requests' audit records). */
+/* staff_hooks.c: the HTTP hooks (impersonated requests' audit records). */
 extern const hs_hooks staff_hooks;
 
 /* POST /staff/create's body: name, email, password, role (also what `marketplace staff save`

@@ -5,9 +5,9 @@
  * moves the request out of PENDING with a conditional update. The deny link also ends an
  * APPROVED or ACTIVE elevation (DEACTIVATED): the administrator can take access back at any
  * time. The approved agent then gets a 15-minute token with the target's id and role plus
- * elevationId (ACTIVE), within an hour of the approval (after that it lapses); the HTTP hooks
- * refuse the token once the elevation is no longer ACTIVE or its 15 minutes are over, and
- * record every request made with it. */
+ * elevationId (ACTIVE), within an hour of the approval (after that it lapses); the auth
+ * domain's token check refuses the token once the elevation is no longer ACTIVE or its 15
+ * minutes are over, and the staff hooks record every request made with it. */
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/ids.h"

@@ -1,17 +1,19 @@
-/* SQL of the staff domain: staff accounts, token checks, look-ups of customers and providers,
- * elevation requests. Internal to the domain. Functions that change data take the audit
- * action to record and write it in their own transaction. */
+/* SQL of the staff domain: staff accounts, look-ups of customers and providers, elevation
+ * requests (the auth domain's token check reads staff and elevation_requests too). Internal to
+ * the domain. Functions that change data take the audit action to record and write it in their
+ * own transaction. */
 #ifndef DOMAIN_STAFF_STAFF_STORE_H
 #define DOMAIN_STAFF_STAFF_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
 #include "db/page.h"
 #include "domain/audit/audit.h"
+#include "domain/auth/auth.h"
 #include "domain/staff/staff.h"
 #include <stdbool.h>
 #include <stdint.h>
 
-#define ELEVATION_TTL_MS (15LL * 60 * 1000)
+/* An ACTIVE elevation lapses ELEVATION_TTL_MS (domain/auth/auth.h) after its activation. */
 /* An APPROVED elevation not started within this long of its approval lapses. */
 #define APPROVAL_TTL_MS (60LL * 60 * 1000)
 /* A PENDING request nobody answered within this long lapses (EXPIRED). */
@@ -45,24 +47,6 @@ err_t staff_store_save(const char *name, const char *email, const char *hash, co
  * and ends their APPROVED and ACTIVE elevations. *found false: no such member (nothing
  * recorded); *changed false: they already were so. */
 err_t staff_store_set_disabled(const char *email, bool disable, audit_action *act, bool *found, bool *changed);
-
-/* ---- token checks (the check_token hook) ---- */
-
-/* Whether the token's subject exists as the token knew it (*found): a staff member with this
- * id and role, enabled, of token generation gen; an administrator; a customer or a provider
- * of generation gen whose token token_id was not ended (logout: ended_tokens, written by the
- * auth domain). ERR_INTERNAL when the database cannot be read. A db_guard: where the
- * request's guard may wait (PostgreSQL, the database lane) *found is true and the check rides
- * with the request's first statement, which it keeps from running when the subject moved on
- * (the server then answers 401: db_guard_refused). */
-typedef enum { SUBJECT_STAFF, SUBJECT_ADMIN, SUBJECT_USER, SUBJECT_PROVIDER } token_subject;
-err_t staff_store_subject_exists(token_subject kind, const char *id, const char *role, int64_t gen,
-                                 const char *token_id, bool *found);
-/* The elevation named by an impersonation token, if it is ACTIVE for that target, activated
- * after active_since, and its staff member is enabled: that member's id in *staff_id (arena a),
- * else NULL. */
-err_t staff_store_live_elevation(arena *a, const char *elevation_id, const char *target_id, const char *target_role,
-                                 int64_t active_since, const char **staff_id);
 
 /* ---- look-ups ---- */
 
