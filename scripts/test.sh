@@ -54,13 +54,19 @@ declare -A pid
 for pass in "${passes[@]}"; do
   jobs=3
   [ "$pass" = pgbouncer ] && jobs=2 # a part of the suite
-  make --no-print-directory "api-$pass" API_JOBS=$jobs >"$logs/$pass.log" 2>&1 &
+  # the pass's CPU time (its processes' user and system; not the PostgreSQL server's) in <pass>.cpu
+  (
+    make --no-print-directory "api-$pass" API_JOBS=$jobs >"$logs/$pass.log" 2>&1
+    rc=$?
+    times | tail -1 >"$logs/$pass.cpu"
+    exit $rc
+  ) &
   pid[$pass]=$!
 done
 failed=()
 for pass in "${passes[@]}"; do
   if wait "${pid[$pass]}"; then
-    echo "-- api-$pass: $(grep -E '^[0-9]+ passed' "$logs/$pass.log" | tail -1)"
+    echo "-- api-$pass: $(grep -E '^[0-9]+ passed' "$logs/$pass.log" | tail -1) (CPU user, system: $(cat "$logs/$pass.cpu"))"
   else
     failed+=("$pass")
     echo "-- api-$pass FAILED:"

@@ -225,10 +225,16 @@ def _checked_send(self, request, **kw):
 requests.Session.send = _checked_send
 
 
+_CONTRACT_OF_DOC = {}  # the document's text -> its Contract, so servers serving one document share validators
+
+
 def _register_contract(server):
     r = _original_send(requests.Session(), requests.Request("GET", server.url + "/openapi.json").prepare(), timeout=30)
     assert r.status_code == 200, r.text
-    _CONTRACTS[f"127.0.0.1:{server.port}"] = Contract(r.json())
+    contract = _CONTRACT_OF_DOC.get(r.text)
+    if contract is None:
+        contract = _CONTRACT_OF_DOC[r.text] = Contract(r.json())
+    _CONTRACTS[f"127.0.0.1:{server.port}"] = contract
 
 
 @pytest.fixture(autouse=True)
@@ -598,6 +604,7 @@ class Api:
     def __init__(self, server):
         self.server = server
         self.session = requests.Session()
+        self.session.trust_env = False  # no proxy or .netrc lookup in the environment on every request
 
     @property
     def url(self):
