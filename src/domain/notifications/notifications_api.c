@@ -121,3 +121,12 @@ bool notifications_send_push(json_t *msg, char err[256]) {
 }
 
 void notifications_init(void) { events_register_oneshot(&BANNER); }
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+err_t notifications_export_in(db_conn *c, const account_ref *who, account_export *x) {
+  db_res *r;
+  err_t e = account_read_in(c, x->a, who, NOTIFICATIONS_EXPORT_SQL, 1, &r);
+  if (!e) account_export_rows(x, "notifications", NOTIFICATIONS_JSON, r);
+  return e;
+}

@@ -175,3 +175,23 @@ err_t api_payouts_onboarding_page(hs_req *req) {
       html(&req->arena, account), html(&req->arena, back));
   return hs_reply_file(req, -1, xstrdup(page), strlen(page), "text/html; charset=utf-8");
 }
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+static const hs_rj_field PAYOUT_ACCOUNT[] = {
+    {"status", "status", RJ_STR},
+    {"payoutsEnabled", "payouts_enabled", RJ_BOOL},
+    {"requirements", "requirements", RJ_JSON},
+    {"createdAt", "created_at", RJ_ISO},
+    {"updatedAt", "updated_at", RJ_ISO},
+    {0},
+};
+
+err_t payouts_export_in(db_conn *c, const account_ref *who, account_export *x) {
+  db_res *r[2];
+  err_t e = account_read_in(c, x->a, who, PO_EXPORT_SQL, 2, r);
+  if (e) return e;
+  account_export_one(x, "payoutAccount", PAYOUT_ACCOUNT, r[0]);
+  account_export_rows(x, "transfers", PAYOUTS_TRANSFER_JSON, r[1]);
+  return ERR_OK;
+}

@@ -283,3 +283,12 @@ err_t api_quotes_of_provider(hs_req *req) {
   jw_arr_end(w);
   return hs_ok_jw(req, w);
 }
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+err_t quotes_export_in(db_conn *c, const account_ref *who, account_export *x) {
+  db_res *r;
+  err_t e = account_read_in(c, x->a, who, QUOTES_EXPORT_SQL, 1, &r);
+  if (!e) account_export_rows(x, "quotes", SHAPE_QUOTE, r);
+  return e;
+}

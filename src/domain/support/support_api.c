@@ -155,3 +155,25 @@ err_t api_tickets_update(hs_req *req) {
   if (support_store_get(&req->arena, id, &r) != ERR_OK) return ERR_INTERNAL;
   return ticket_reply(req, r);
 }
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+static const hs_rj_field TICKET[] = {
+    {"id", "id", RJ_STR},
+    {"subject", "subject", RJ_STR},
+    {"body", "body", RJ_STR},
+    {"category", "category", RJ_STR},
+    {"status", "status", RJ_STR},
+    {"notes", "notes", RJ_STR},
+    {"resolvedAt", "resolved_at", RJ_ISO},
+    {"createdAt", "created_at", RJ_ISO},
+    {"updatedAt", "updated_at", RJ_ISO},
+    {0},
+};
+
+err_t support_export_in(db_conn *c, const account_ref *who, account_export *x) {
+  db_res *r;
+  err_t e = account_read_in(c, x->a, who, SUPPORT_EXPORT_SQL, 1, &r);
+  if (!e) account_export_rows(x, "supportTickets", TICKET, r);
+  return e;
+}
