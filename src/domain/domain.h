@@ -8,9 +8,10 @@
  *   <d>_store.c    the only files with SQL and transactions (several *_store.c where a domain
  *                  has several parts)
  *   <d>.c          the domain's declaration and its start-up and shutdown work
- * A table has one owning store; another domain changes its rows through that store's public
- * functions. A domain never includes another domain's store or api header, and domains do not
- * call each other in circles (scripts/check_shape.py fails `make test` when they do). */
+ * A table has one owning store (src/domain/tables.json, which scripts/check_shape.py enforces);
+ * another domain changes its rows through that store's public functions. A domain never
+ * includes another domain's store or api header, and domains do not call each other in circles
+ * (scripts/check_shape.py fails `make test` when they do). */
 #ifndef DOMAIN_DOMAIN_H
 #define DOMAIN_DOMAIN_H
 #include "core/jw.h"
