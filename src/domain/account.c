@@ -63,6 +63,18 @@ void account_export_rows(account_export *x, const char *key, const hs_rj_field *
   if (r) hs_rj_array(account_export_member(x, key), x->a, fields, r);
 }
 
+err_t account_export_parts_in(db_conn *c, const account_ref *who, account_export *x, const account_part *parts) {
+  int n = 0;
+  while (parts[n].key) n++;
+  const char *(*sql)[2] = arena_alloc(x->a, sizeof *sql * (size_t)(n ? n : 1));
+  db_res **r = arena_alloc(x->a, sizeof *r * (size_t)(n ? n : 1));
+  for (int i = 0; i < n; i++) sql[i][0] = parts[i].sql[0], sql[i][1] = parts[i].sql[1];
+  err_t e = account_read_in(c, x->a, who, (const char *const(*)[2])sql, n, r);
+  for (int i = 0; !e && i < n; i++)
+    (parts[i].one ? account_export_one : account_export_rows)(x, parts[i].key, parts[i].fields, r[i]);
+  return e;
+}
+
 void account_export_one(account_export *x, const char *key, const hs_rj_field *fields, const db_res *r) {
   if (!r) return;
   jw *w = account_export_member(x, key);

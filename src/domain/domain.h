@@ -101,6 +101,18 @@ err_t account_read_in(db_conn *c, arena *a, const account_ref *who, const char *
 void account_export_rows(account_export *x, const char *key, const hs_rj_field *fields, const db_res *r);
 /* Member key as the object of r's first row, or null without one (nothing when r is NULL). */
 void account_export_one(account_export *x, const char *key, const hs_rj_field *fields, const db_res *r);
+/* A member of the export that is one read's rows: its key, its statements (sql[0] a customer's,
+ * sql[1] a provider's, as account_read_in's; NULL: not the role's) and its fields, written as an
+ * array of objects, or with one as the first row's object (null without one). */
+typedef struct account_part {
+  const char *key;
+  const char *const *sql;
+  const hs_rj_field *fields;
+  bool one;
+} account_part;
+/* Reads parts (ended by a row with key NULL) together on c and writes their members to x: an
+ * export_in of such parts only. */
+err_t account_export_parts_in(db_conn *c, const account_ref *who, account_export *x, const account_part *parts);
 
 typedef struct domain_def {
   const char *name;

@@ -345,9 +345,9 @@ err_t auth_store_prune(int64_t now) {
 
 /* ---- the account's part (domain/domain.h) ---- */
 
-const char *const AUTH_EXPORT_SQL[1][2] = {
-    {"SELECT email, expires_at FROM email_changes WHERE account_id = $1 AND role = 'user' AND expires_at > $2",
-     "SELECT email, expires_at FROM email_changes WHERE account_id = $1 AND role = 'provider' AND expires_at > $2"},
+const char *const AUTH_EXPORT_SQL[2] = {
+    "SELECT email, expires_at FROM email_changes WHERE account_id = $1 AND role = 'user' AND expires_at > $2",
+    "SELECT email, expires_at FROM email_changes WHERE account_id = $1 AND role = 'provider' AND expires_at > $2",
 };
 
 /* $1 = the account id, $2 = now; [provider]. The reset links go by the account's email (those

@@ -94,9 +94,9 @@ err_t auth_store_insert_admin(const char *email, const char *hash, bool *created
 
 /* ---- the account's part (domain/domain.h) ---- */
 
-/* The export's pendingEmailChange (account_read_in): the live pending email change (email,
+/* The export's pendingEmailChange (account_part's sql): the live pending email change (email,
  * expires_at), none or one row. */
-extern const char *const AUTH_EXPORT_SQL[1][2];
+extern const char *const AUTH_EXPORT_SQL[2];
 /* forget_in: the account's reset links and pending email change go, then its row: erased
  * (FORGET_ERASE: email deleted-<id>@deleted, no password, its tokens end, deleted_at now) or
  * deleted; ERR_NOT_FOUND when it was gone (or erased) already. The records of its email

@@ -124,9 +124,8 @@ void notifications_init(void) { events_register_oneshot(&BANNER); }
 
 /* ---- the account's part (domain/domain.h) ---- */
 
+static const account_part PARTS[] = {{"notifications", NOTIFICATIONS_EXPORT_SQL, NOTIFICATIONS_JSON}, {0}};
+
 err_t notifications_export_in(db_conn *c, const account_ref *who, account_export *x) {
-  db_res *r;
-  err_t e = account_read_in(c, x->a, who, NOTIFICATIONS_EXPORT_SQL, 1, &r);
-  if (!e) account_export_rows(x, "notifications", NOTIFICATIONS_JSON, r);
-  return e;
+  return account_export_parts_in(c, who, x, PARTS);
 }

@@ -189,9 +189,9 @@ err_t notifications_store_clear_banner(const char *role, const char *id, int64_t
 
 /* ---- the account's part (domain/domain.h) ---- */
 
-const char *const NOTIFICATIONS_EXPORT_SQL[1][2] = {
-    {"SELECT * FROM notifications WHERE account_id = $1 AND role = 'user' ORDER BY seq",
-     "SELECT * FROM notifications WHERE account_id = $1 AND role = 'provider' ORDER BY seq"},
+const char *const NOTIFICATIONS_EXPORT_SQL[2] = {
+    "SELECT * FROM notifications WHERE account_id = $1 AND role = 'user' ORDER BY seq",
+    "SELECT * FROM notifications WHERE account_id = $1 AND role = 'provider' ORDER BY seq",
 };
 
 /* $1 = the account's id: [mode][provider]. */

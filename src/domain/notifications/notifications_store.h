@@ -35,8 +35,8 @@ err_t notifications_store_clear_banner(const char *role, const char *id, int64_t
 
 /* ---- the account's part (domain/domain.h) ---- */
 
-/* The export's notifications (account_read_in), oldest first. */
-extern const char *const NOTIFICATIONS_EXPORT_SQL[1][2];
+/* The export's notifications (account_part's sql), oldest first. */
+extern const char *const NOTIFICATIONS_EXPORT_SQL[2];
 /* forget_in of the notifications, the banner and the push token (the users and providers
  * tables' push_token column): they go (a deletion of a customer also unlinks the other
  * accounts' notifications about its jobs, which keep their text). */

@@ -265,9 +265,8 @@ static const hs_rj_field PAYMENT[] = {
     {0},
 };
 
+static const account_part PARTS[] = {{"payments", PAY_EXPORT_SQL, PAYMENT}, {0}};
+
 err_t payments_export_in(db_conn *c, const account_ref *who, account_export *x) {
-  db_res *r;
-  err_t e = account_read_in(c, x->a, who, PAY_EXPORT_SQL, 1, &r);
-  if (!e) account_export_rows(x, "payments", PAYMENT, r);
-  return e;
+  return account_export_parts_in(c, who, x, PARTS);
 }

@@ -981,7 +981,7 @@ err_t pay_store_announce(const pay_news *news) {
 
 /* ---- the account's part (domain/domain.h) ---- */
 
-const char *const PAY_EXPORT_SQL[1][2] = {{"SELECT * FROM payments WHERE user_id = $1 ORDER BY created_at, id", NULL}};
+const char *const PAY_EXPORT_SQL[2] = {"SELECT * FROM payments WHERE user_id = $1 ORDER BY created_at, id", NULL};
 
 db_rc payments_forget_customer_in(db_conn *c, const char *customer_id) {
   db_rc rc = payouts_forget_customer_in(c, customer_id); /* nothing goes out for them */

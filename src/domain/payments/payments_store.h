@@ -229,8 +229,8 @@ err_t pay_store_announce(const pay_news *news);
 
 /* ---- the account's part (domain/domain.h) ---- */
 
-/* The export's payments of a customer (account_read_in), oldest first. */
-extern const char *const PAY_EXPORT_SQL[1][2];
+/* The export's payments of a customer (account_part's sql), oldest first. */
+extern const char *const PAY_EXPORT_SQL[2];
 /* forget_in of the users table's billing columns: a customer's erasure ends its premium
  * (is_premium, premium_since, the subscription and its pending subscribe); its processor
  * customer and saved card stay for the ledger. Its payments stay at an erasure; at a deletion

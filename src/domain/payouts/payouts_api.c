@@ -187,11 +187,12 @@ static const hs_rj_field PAYOUT_ACCOUNT[] = {
     {0},
 };
 
+static const account_part PARTS[] = {
+    {"payoutAccount", PO_EXPORT_SQL[0], PAYOUT_ACCOUNT, .one = true},
+    {"transfers", PO_EXPORT_SQL[1], PAYOUTS_TRANSFER_JSON},
+    {0},
+};
+
 err_t payouts_export_in(db_conn *c, const account_ref *who, account_export *x) {
-  db_res *r[2];
-  err_t e = account_read_in(c, x->a, who, PO_EXPORT_SQL, 2, r);
-  if (e) return e;
-  account_export_one(x, "payoutAccount", PAYOUT_ACCOUNT, r[0]);
-  account_export_rows(x, "transfers", PAYOUTS_TRANSFER_JSON, r[1]);
-  return ERR_OK;
+  return account_export_parts_in(c, who, x, PARTS);
 }

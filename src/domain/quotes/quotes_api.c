@@ -286,9 +286,8 @@ err_t api_quotes_of_provider(hs_req *req) {
 
 /* ---- the account's part (domain/domain.h) ---- */
 
+static const account_part PARTS[] = {{"quotes", QUOTES_EXPORT_SQL, SHAPE_QUOTE}, {0}};
+
 err_t quotes_export_in(db_conn *c, const account_ref *who, account_export *x) {
-  db_res *r;
-  err_t e = account_read_in(c, x->a, who, QUOTES_EXPORT_SQL, 1, &r);
-  if (!e) account_export_rows(x, "quotes", SHAPE_QUOTE, r);
-  return e;
+  return account_export_parts_in(c, who, x, PARTS);
 }

@@ -166,9 +166,9 @@ err_t quotes_store_of_provider(arena *a, const char *provider_id, const db_page 
 
 /* ---- the account's part (domain/domain.h) ---- */
 
-const char *const QUOTES_EXPORT_SQL[1][2] = {
-    {"SELECT q.* FROM quotes q JOIN jobs j ON j.id = q.job_id WHERE j.customer_id = $1 ORDER BY q.seq",
-     "SELECT * FROM quotes WHERE provider_id = $1 ORDER BY seq"},
+const char *const QUOTES_EXPORT_SQL[2] = {
+    "SELECT q.* FROM quotes q JOIN jobs j ON j.id = q.job_id WHERE j.customer_id = $1 ORDER BY q.seq",
+    "SELECT * FROM quotes WHERE provider_id = $1 ORDER BY seq",
 };
 
 /* $1 = the account's id: [mode][provider]. An erasure keeps a provider's ACCEPTED and REJECTED

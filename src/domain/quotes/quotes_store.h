@@ -64,9 +64,9 @@ err_t quotes_store_of_provider(arena *a, const char *provider_id, const db_page 
 
 /* ---- the account's part (domain/domain.h) ---- */
 
-/* The export's quotes (account_read_in): those on a customer's jobs, or a provider's own,
+/* The export's quotes (account_part's sql): those on a customer's jobs, or a provider's own,
  * oldest first. */
-extern const char *const QUOTES_EXPORT_SQL[1][2];
+extern const char *const QUOTES_EXPORT_SQL[2];
 /* forget_in of the quotes: an erasure withdraws a provider's PENDING quotes (its ACCEPTED and
  * REJECTED ones stay, the ledger's); a deletion deletes the quotes on a customer's jobs, or a
  * provider's. Jobs only the provider had quoted go back to PENDING first. */

@@ -171,9 +171,8 @@ static const hs_rj_field TICKET[] = {
     {0},
 };
 
+static const account_part PARTS[] = {{"supportTickets", SUPPORT_EXPORT_SQL, TICKET}, {0}};
+
 err_t support_export_in(db_conn *c, const account_ref *who, account_export *x) {
-  db_res *r;
-  err_t e = account_read_in(c, x->a, who, SUPPORT_EXPORT_SQL, 1, &r);
-  if (!e) account_export_rows(x, "supportTickets", TICKET, r);
-  return e;
+  return account_export_parts_in(c, who, x, PARTS);
 }

@@ -63,9 +63,9 @@ err_t support_store_update(const char *id, const char *from, const ticket_update
 
 /* ---- the account's part (domain/domain.h) ---- */
 
-const char *const SUPPORT_EXPORT_SQL[1][2] = {
-    {"SELECT * FROM support_tickets WHERE account_id = $1 AND account_role = 'user' ORDER BY seq",
-     "SELECT * FROM support_tickets WHERE account_id = $1 AND account_role = 'provider' ORDER BY seq"},
+const char *const SUPPORT_EXPORT_SQL[2] = {
+    "SELECT * FROM support_tickets WHERE account_id = $1 AND account_role = 'user' ORDER BY seq",
+    "SELECT * FROM support_tickets WHERE account_id = $1 AND account_role = 'provider' ORDER BY seq",
 };
 
 err_t support_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode) {

@@ -31,8 +31,8 @@ err_t support_store_update(const char *id, const char *from, const ticket_update
 
 /* ---- the account's part (domain/domain.h) ---- */
 
-/* The export's support tickets of the account (account_read_in), oldest first. */
-extern const char *const SUPPORT_EXPORT_SQL[1][2];
+/* The export's support tickets of the account (account_part's sql), oldest first. */
+extern const char *const SUPPORT_EXPORT_SQL[2];
 /* forget_in of the account's support tickets (either mode): they go. */
 err_t support_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode);
 
