@@ -1,7 +1,8 @@
-/* The one list of domains (domain/domain.h): routing and start-up both iterate it, so adding a
- * domain is one line here. The order is the order of the OpenAPI document's paths; start-up
- * runs the inits in this order (the audit trail before the domains that write to it) and
- * shutdown the stops in reverse. */
+/* The one list of domains (domain/domain.h): routing, start-up and an account's export and
+ * erasure iterate it, so adding a domain is one line here. The order is the order of the
+ * OpenAPI document's paths; start-up runs the inits in this order (the audit trail before the
+ * domains that write to it) and shutdown the stops in reverse; an erasure runs the forget_ins
+ * in reverse too (a domain's rows go before those of the domains below it they name). */
 #include "domains.h"
 #include "core/util.h"
 #include "domain/accounts/accounts.h"
@@ -38,6 +39,20 @@ static const domain_def *const DOMAINS[] = {
 const domain_def *const *domains_all(size_t *n) {
   *n = ARRAY_LEN(DOMAINS);
   return DOMAINS;
+}
+
+err_t domains_export_in(db_conn *c, const account_ref *who, account_export *x) {
+  err_t e = ERR_OK;
+  for (size_t d = 0; !e && d < ARRAY_LEN(DOMAINS); d++)
+    if (DOMAINS[d]->export_in) e = DOMAINS[d]->export_in(c, who, x);
+  return e;
+}
+
+err_t domains_forget_in(db_conn *c, const account_ref *who, forget_mode mode) {
+  err_t e = ERR_OK;
+  for (size_t d = ARRAY_LEN(DOMAINS); !e && d-- > 0;)
+    if (DOMAINS[d]->forget_in) e = DOMAINS[d]->forget_in(c, who, mode);
+  return e;
 }
 
 void domains_install_routes(void) {

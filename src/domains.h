@@ -3,9 +3,8 @@
 #define DOMAINS_H
 #include "domain/domain.h"
 
-/* Every domain, in the order their routes appear in the OpenAPI document; *n receives the
- * count. */
-const domain_def *const *domains_all(size_t *n);
+/* domains_all, domains_export_in and domains_forget_in, which the domains call, are declared in
+ * domain/domain.h. */
 /* Builds every domain's rows into the router and gives the OpenAPI document every domain's
  * event kinds (once, at start-up; also for `openapi`). */
 void domains_install_routes(void);

@@ -1,16 +1,15 @@
-/* Administrator storage. The deletion cascade runs in one transaction, children before
- * parents, and ends with the audit record; the account's own row goes last, and a row count of
- * 0 there (a concurrent deletion won) rolls everything back. */
+/* Administrator storage. The deletion runs in one transaction, every domain's part of the
+ * account (domain/domain.h: forget_in, FORGET_DELETE), the rows naming others' first, and ends
+ * with the audit record; the account's own row goes last, and a row count of 0 there (a
+ * concurrent deletion won) rolls everything back. */
 #include "domain/admin/admin_store.h"
 #include "core/clock.h"
 #include "core/ids.h"
 #include "core/util.h"
 #include "domain/auth/auth.h"
 #include "domain/common.h"
-#include "domain/events/events.h"
 #include "domain/jobs/jobs.h"
-#include "domain/payments/payments.h"
-#include "domain/payouts/payouts.h"
+#include "domain/notifications/notifications.h"
 #include "ext/geo.h"
 #include <stdlib.h>
 #include <string.h>
@@ -38,39 +37,12 @@ err_t admin_store_providers(arena *a, int limit, db_res **out) {
               DB_ARGS(DB_INT(limit)));
 }
 
-/* The banner keeps the id of the event that announced it (a stream that delivers that event
- * clears it). */
-static db_rc banner_event_written(db_conn *c, const char *id_sql, const char *user_id, const char *provider_id) {
-  char sql[160];
-  snprintf(sql, sizeof sql, "UPDATE banners SET event_id = %s WHERE account_id = $1 AND role = $2", id_sql);
-  return db_exec_later(c, NULL, NULL, sql,
-                       DB_ARGS(DB_TEXT(user_id ? user_id : provider_id), DB_TEXT(user_id ? "user" : "provider")));
-}
-
 err_t admin_store_put_banner(const char *account_id, const char *role, const char *icon, const char *title,
                              const char *body, const audit_action *act) {
-  bool provider = !strcmp(role, "provider");
-  json_t *b = json_pack("{s:s?,s:s,s:s}", "icon", icon, "title", title, "body", body);
-  char *data = json_dumps(b, JSON_COMPACT);
-  json_decref(b);
-  event_new ev = {.kind = "banner",
-                  .data = data,
-                  .user_id = provider ? NULL : account_id,
-                  .provider_id = provider ? account_id : NULL,
-                  .written = banner_event_written};
   db_conn *c;
   err_t e = db_begin(&c);
-  if (!e)
-    e = db_to_err(
-        db_exec(c, NULL, NULL,
-                "INSERT INTO banners (account_id, role, icon, title, body, created_at) VALUES ($1, $2, $3, $4, $5, $6) "
-                "ON CONFLICT (account_id, role) DO UPDATE SET icon = excluded.icon, title = excluded.title, "
-                "body = excluded.body, created_at = excluded.created_at",
-                DB_ARGS(DB_TEXT(account_id), DB_TEXT(role), DB_TEXT(icon), DB_TEXT(title), DB_TEXT(body),
-                        DB_INT(clock_now_ms()))));
-  if (!e) e = db_to_err(events_emit_in(c, &ev));
+  if (!e) e = db_to_err(notifications_put_banner_in(c, account_id, role, icon, title, body));
   if (!e) e = audit_log_in(c, act);
-  free(data);
   return db_end(c, e);
 }
 
@@ -99,76 +71,14 @@ err_t admin_store_account_files(arena *a, const char *role, const char *id, db_r
   return ERR_OK;
 }
 
-/* Statements with $1 = the account id and $2 = now, in order; the last deletes the account. */
-static const char *const delete_user_sql[] = {
-    /* other accounts' notifications about the customer's jobs keep their text, not the link */
-    ("UPDATE notifications SET job_id = NULL WHERE job_id IN (SELECT id FROM jobs WHERE customer_id = $1) "
-     "AND NOT (account_id = $1 AND role = 'user')"),
-    "DELETE FROM reviews WHERE customer_id = $1 OR job_id IN (SELECT id FROM jobs WHERE customer_id = $1)",
-    "DELETE FROM messages WHERE job_id IN (SELECT id FROM jobs WHERE customer_id = $1)",
-    "DELETE FROM quotes WHERE job_id IN (SELECT id FROM jobs WHERE customer_id = $1)",
-    "DELETE FROM payments WHERE user_id = $1 OR job_id IN (SELECT id FROM jobs WHERE customer_id = $1)",
-    "DELETE FROM job_reports WHERE customer_id = $1 OR job_id IN (SELECT id FROM jobs WHERE customer_id = $1)",
-    "DELETE FROM recurring_requests WHERE customer_id = $1 OR job_id IN (SELECT id FROM jobs WHERE customer_id = $1)",
-    NULL, /* the customer's jobs (the jobs store: jobs_delete_of_customer_in) */
-    "DELETE FROM user_addresses WHERE user_id = $1",
-    "DELETE FROM favorites WHERE user_id = $1",
-    "DELETE FROM pro_notes WHERE user_id = $1",
-    "DELETE FROM seasonal_alerts WHERE user_id = $1",
-    "DELETE FROM notifications WHERE account_id = $1 AND role = 'user'",
-    "DELETE FROM banners WHERE account_id = $1 AND role = 'user'",
-    "DELETE FROM support_tickets WHERE account_id = $1 AND account_role = 'user'",
-    "DELETE FROM password_reset_tokens WHERE role = 'user' AND email = (SELECT email FROM users WHERE id = $1)",
-    "DELETE FROM users WHERE id = $1",
-};
-
-static const char *const delete_provider_sql[] = {
-    "DELETE FROM quotes WHERE provider_id = $1",
-    "DELETE FROM reviews WHERE provider_id = $1",
-    "DELETE FROM messages WHERE provider_id = $1",
-    "DELETE FROM recurring_requests WHERE provider_id = $1",
-    /* customers' favorites of it and private notes about it */
-    "DELETE FROM favorites WHERE provider_id = $1",
-    "DELETE FROM pro_notes WHERE provider_id = $1",
-    "DELETE FROM notifications WHERE account_id = $1 AND role = 'provider'",
-    "DELETE FROM banners WHERE account_id = $1 AND role = 'provider'",
-    "DELETE FROM support_tickets WHERE account_id = $1 AND account_role = 'provider'",
-    "DELETE FROM password_reset_tokens WHERE role = 'provider' AND email = (SELECT email FROM providers WHERE id = $1)",
-    "DELETE FROM provider_services WHERE provider_id = $1",
-    "DELETE FROM provider_zips WHERE provider_id = $1",
-    "DELETE FROM providers WHERE id = $1",
-};
-
 err_t admin_store_delete_account(const char *role, const char *id, const audit_action *act) {
   bool provider = !strcmp(role, "provider");
-  const char *const *sql = provider ? delete_provider_sql : delete_user_sql;
-  size_t n = provider ? ARRAY_LEN(delete_provider_sql) : ARRAY_LEN(delete_user_sql);
-  int64_t now = clock_now_ms();
-  arena a;
-  arena_init(&a);
-  db_res *r = NULL;
+  const account_ref who = {id, provider ? "provider" : "user", provider, clock_now_ms(), NULL};
   db_conn *c;
   err_t e = db_begin(&c);
-  /* the payments of the jobs it is released from move to their history: money given back after
-     the commit, and the next acceptance authorizes afresh */
-  if (!e && provider) e = db_to_err(payments_release_provider_jobs_in(c, id));
-  if (!e && provider) e = db_to_err(jobs_release_provider_in(c, id, now));
-  if (!e && !provider) e = db_to_err(payouts_forget_customer_in(c, id)); /* its payments go: nothing paid for them */
-  if (!e) e = db_to_err(events_forget_account_in(c, role, id));
-  for (size_t i = 0; !e && i < n; i++) {
-    if (!sql[i]) {
-      e = db_to_err(jobs_delete_of_customer_in(c, id));
-      continue;
-    }
-    bool with_now = strstr(sql[i], "$2") != NULL;
-    db_val args[] = {DB_TEXT(id), DB_INT(now)};
-    e = db_to_err(db_exec(c, &a, &r, sql[i], args, with_now ? 2 : 1));
-  }
-  if (!e && r->changes == 0) e = ERR_NOT_FOUND;
+  if (!e) e = domains_forget_in(c, &who, FORGET_DELETE);
   if (!e) e = audit_log_in(c, act);
-  e = db_end(c, e);
-  arena_fini(&a);
-  return e;
+  return db_end(c, e);
 }
 
 /* ---- generated data ---- */

@@ -1,6 +1,5 @@
-/* SQL of the administrator area. Internal. The account deletion cascade lives here because it
- * spans every table that names an account or its jobs: a table added later that references
- * customers, providers or jobs must be added to it. */
+/* SQL of the administrator area. Internal. An account's deletion is every domain's part of it
+ * (domain/domain.h: forget_in), so a table added with its owner's part goes with it. */
 #ifndef DOMAIN_ADMIN_STORE_H
 #define DOMAIN_ADMIN_STORE_H
 #include "core/errors.h"
@@ -25,10 +24,9 @@ err_t admin_store_authorized_jobs(arena *a, const char *id, db_res **out);
  * of its message threads; a customer's address photos, the photos of its jobs, and of their
  * message threads. */
 err_t admin_store_account_files(arena *a, const char *role, const char *id, db_res *out[3]);
-/* Deletes the account and what hangs on it, and records act, in one transaction
- * (ERR_NOT_FOUND when it is already gone). A provider's jobs go back to PENDING, their
- * payments to the jobs' history (payments_release_provider_jobs_in: given back after the
- * commit). */
+/* Deletes the account and what hangs on it (every domain's forget_in, FORGET_DELETE), and
+ * records act, in one transaction (ERR_NOT_FOUND when it is already gone). A provider's jobs go
+ * back to PENDING, their payments to the jobs' history (given back after the commit). */
 err_t admin_store_delete_account(const char *role, const char *id, const audit_action *act);
 
 /* A run of POST /admin/generate: its tag (in every email it makes), the shared password's

@@ -1,10 +1,17 @@
 /* The auth domain's declaration (domain/domain.h): its routes, the hourly pruning of ended
- * tokens and lapsed email changes, and its request hook, which checks every token
- * (auth_tokens.c). */
+ * tokens and lapsed email changes, its request hook, which checks every token (auth_tokens.c),
+ * and its part of an account (the pending email change; the account's row, its reset links and
+ * email changes at an erasure). */
 #include "domain/auth/auth.h"
 #include "core/clock.h"
 #include "domain/auth/auth_api.h"
+#include "domain/auth/auth_store.h"
 
 static const domain_job jobs[] = {{"auth_prune", auth_prune, .period_ms = HOUR_MS}, {0}};
 
-const domain_def auth_domain = {.name = "auth", .routes = auth_routes, .jobs = jobs, .hooks = &auth_hooks};
+const domain_def auth_domain = {.name = "auth",
+                                .routes = auth_routes,
+                                .jobs = jobs,
+                                .hooks = &auth_hooks,
+                                .export_in = auth_export_in,
+                                .forget_in = auth_store_forget_in};

@@ -34,6 +34,11 @@ db_rc auth_insert_user_in(db_conn *c, const char *id, const char *email, const c
                           const char *address, const char *zip);
 db_rc auth_insert_provider_in(db_conn *c, const char *id, const char *email, const char *hash, const char *name,
                               const char *phone, json_t *services, json_t *zips);
+/* How a provider's rows of services and ZIPs follow its registration: write(c, id, services,
+ * zips, now) inside the registering transaction. The providers domain owns those tables and
+ * registers the writer at start-up (no provider registers before). */
+typedef db_rc (*auth_lists_writer)(db_conn *c, const char *provider_id, json_t *services, json_t *zips, int64_t now);
+void auth_follow_provider_lists(auth_lists_writer write);
 
 /* A customer (role "user") or provider account: strings in arena memory; token_gen goes into
  * every token issued for it (ext/token.h). */

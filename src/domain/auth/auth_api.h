@@ -1,6 +1,7 @@
 /* Handlers of the auth domain, referenced by its route table. */
 #ifndef DOMAIN_AUTH_API_H
 #define DOMAIN_AUTH_API_H
+#include "domain/domain.h"
 #include "http/http.h"
 
 /* auth_routes.c: the domain's rows (ended by a row of zeros) */
@@ -27,5 +28,8 @@ extern const hs_hooks auth_hooks;
 
 /* { password }: the rules of every account's password (auth_password_problem). */
 extern const hs_schema auth_password_schema;
+
+/* The export's pendingEmailChange (domain_def's export_in): the live one, or null. */
+err_t auth_export_in(db_conn *c, const account_ref *who, account_export *x);
 
 #endif

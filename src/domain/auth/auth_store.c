@@ -60,6 +60,10 @@ err_t auth_store_insert_user(const char *id, const char *email, const char *hash
   return db_to_err(rc);
 }
 
+static auth_lists_writer lists_writer;
+
+void auth_follow_provider_lists(auth_lists_writer write) { lists_writer = write; }
+
 db_rc auth_insert_provider_in(db_conn *c, const char *id, const char *email, const char *hash, const char *name,
                               const char *phone, json_t *services, json_t *zips) {
   int64_t now = clock_now_ms();
@@ -73,19 +77,7 @@ db_rc auth_insert_provider_in(db_conn *c, const char *id, const char *email, con
                     DB_ARGS(DB_TEXT(id), DB_TEXT(email), DB_TEXT(hash), DB_TEXT(name), DB_TEXT(phone),
                             DB_TEXT(services_text), DB_TEXT(zips_text), DB_INT(now)));
   free(services_text), free(zips_text);
-  size_t i;
-  json_t *v;
-  json_array_foreach(services, i, v) {
-    if (rc != DB_OK) break;
-    rc = db_exec_later(c, NULL, NULL,
-                       "INSERT INTO provider_services (provider_id, service, created_at) VALUES ($1, $2, $3)",
-                       DB_ARGS(DB_TEXT(id), DB_TEXT(json_string_value(v)), DB_INT(now)));
-  }
-  json_array_foreach(zips, i, v) {
-    if (rc != DB_OK) break;
-    rc = db_exec_later(c, NULL, NULL, "INSERT INTO provider_zips (provider_id, zip, created_at) VALUES ($1, $2, $3)",
-                       DB_ARGS(DB_TEXT(id), DB_TEXT(json_string_value(v)), DB_INT(now)));
-  }
+  if (rc == DB_OK) rc = lists_writer ? lists_writer(c, id, services, zips, now) : DB_ERROR;
   return rc;
 }
 
@@ -349,6 +341,40 @@ err_t auth_store_prune(int64_t now) {
     e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM email_change_requests WHERE created_at <= $1",
                           DB_ARGS(DB_INT(now - DAY_MS))));
   return db_end(c, e);
+}
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+const char *const AUTH_EXPORT_SQL[2] = {
+    "SELECT email, expires_at FROM email_changes WHERE account_id = $1 AND role = 'user' AND expires_at > $2",
+    "SELECT email, expires_at FROM email_changes WHERE account_id = $1 AND role = 'provider' AND expires_at > $2",
+};
+
+/* $1 = the account id, $2 = now; [provider]. The reset links go by the account's email (those
+ * made before ids were kept have none). */
+static const char *const reset_sql[] = {
+    "DELETE FROM password_reset_tokens WHERE role = 'user' AND email = (SELECT email FROM users WHERE id = $1)",
+    "DELETE FROM password_reset_tokens WHERE role = 'provider' AND email = (SELECT email FROM providers WHERE id = $1)",
+};
+static const char *const email_change_sql[] = {
+    "DELETE FROM email_changes WHERE account_id = $1 AND role = 'user'",
+    "DELETE FROM email_changes WHERE account_id = $1 AND role = 'provider'",
+};
+/* The account's row: erased (it keeps its id for the ledger; its tokens end), or deleted. */
+static const char *const row_sql[][2] = {
+    [FORGET_ERASE] =
+        {"UPDATE users SET email = 'deleted-' || id || '@deleted', password_hash = '!', "
+         "token_gen = token_gen + 1, deleted_at = $2, updated_at = $2 WHERE id = $1 AND deleted_at IS NULL",
+         "UPDATE providers SET email = 'deleted-' || id || '@deleted', password_hash = '!', "
+         "token_gen = token_gen + 1, deleted_at = $2, updated_at = $2 WHERE id = $1 AND deleted_at IS NULL"},
+    [FORGET_DELETE] = {"DELETE FROM users WHERE id = $1", "DELETE FROM providers WHERE id = $1"},
+};
+
+err_t auth_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode) {
+  const char *const sql[] = {reset_sql[who->provider], email_change_sql[who->provider], row_sql[mode][who->provider]};
+  int64_t changed;
+  err_t e = account_exec_in(c, who, sql, 3, &changed);
+  return e ? e : changed ? ERR_OK : ERR_NOT_FOUND;
 }
 
 err_t auth_store_admin_exists(const char *email, bool *exists) {

@@ -3,6 +3,7 @@
 #define DOMAIN_AUTH_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
+#include "domain/domain.h"
 #include <jansson.h>
 #include <stdbool.h>
 
@@ -90,5 +91,16 @@ err_t auth_store_upsert_admin(const char *email, const char *hash);
 err_t auth_store_admin_exists(const char *email, bool *exists);
 /* Creates an administrator unless the email has one (*created false, nothing changed). */
 err_t auth_store_insert_admin(const char *email, const char *hash, bool *created);
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+/* The export's pendingEmailChange (account_part's sql): the live pending email change (email,
+ * expires_at), none or one row. */
+extern const char *const AUTH_EXPORT_SQL[2];
+/* forget_in: the account's reset links and pending email change go, then its row: erased
+ * (FORGET_ERASE: email deleted-<id>@deleted, no password, its tokens end, deleted_at now) or
+ * deleted; ERR_NOT_FOUND when it was gone (or erased) already. The records of its email
+ * changes stay for the throttle's day (auth_store_prune). */
+err_t auth_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode);
 
 #endif

@@ -1,7 +1,8 @@
 /* The events domain's declaration (domain/domain.h): its routes, the hourly pruning of the
  * outbox, the tickets' redeemer; its start-up starts the hub and its stop ends the hub's threads
- * (the server has closed every stream by then). The kinds it carries are the other domains'
- * (their `events` rows); its own are the stream's control events (events.schema.json). */
+ * (the server has closed every stream by then); an erased account's events go with it. The
+ * kinds it carries are the other domains' (their `events` rows); its own are the stream's
+ * control events (events.schema.json). */
 #include "domain/events/events.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -31,4 +32,5 @@ const domain_def events_domain = {.name = "events",
                                   .jobs = jobs,
                                   .hooks = &hooks,
                                   .init = events_hub_start,
-                                  .stop = events_hub_stop};
+                                  .stop = events_hub_stop,
+                                  .forget_in = events_forget_account_in};

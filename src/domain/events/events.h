@@ -46,13 +46,6 @@ typedef struct event_new {
  * DB_OK, or DB_ERROR outside a transaction. */
 db_rc events_emit_in(db_conn *c, const event_new *ev);
 
-/* An account being erased (its role "user" or "provider"): in the transaction open on c, every
- * event addressed to it goes, for all its recipients (they are about its jobs, quotes, messages,
- * payments and notifications and carry its data; an open job's feed events name its customer
- * too), what the transaction emits for it is not written, its unused tickets go, and its streams
- * end (events_tokens_ended_in). */
-db_rc events_forget_account_in(db_conn *c, const char *role, const char *account_id);
-
 /* Tokens ended in the transaction open on c (a logout, logout-all, a password change or reset,
  * an erasure, a staff member changed or disabled, an impersonation ended): once it commits,
  * every instance checks again at once the token of each of its streams that names subject (as

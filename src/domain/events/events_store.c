@@ -272,8 +272,10 @@ err_t events_store_prune(int64_t before_ms, int64_t now_ms) {
 
 /* ---- tickets ---- */
 
-db_rc events_forget_account_in(db_conn *c, const char *role, const char *account_id) {
-  if (!db_in_tx(c)) return DB_ERROR;
+err_t events_forget_account_in(db_conn *c, const account_ref *who, forget_mode mode) {
+  (void)mode;
+  const char *role = who->role, *account_id = who->id;
+  if (!db_in_tx(c)) return ERR_INTERNAL;
   char key[EVENTS_KEY_MAX];
   events_key(key, role, account_id);
   batch *b = batch_of(c); /* what the transaction emits for it after this is not written either */
@@ -292,7 +294,7 @@ db_rc events_forget_account_in(db_conn *c, const char *role, const char *account
     rc = db_exec(c, NULL, NULL, "DELETE FROM event_tickets WHERE account_id = $1 AND role = $2 AND is_staff = 0",
                  DB_ARGS(DB_TEXT(account_id), DB_TEXT(role)));
   if (rc == DB_OK) rc = events_tokens_ended_in(c, account_id, false);
-  return rc;
+  return db_to_err(rc);
 }
 
 err_t events_store_ticket_put(const char *hash, const token_claims *t, int64_t expires_at) {

@@ -5,6 +5,7 @@
 #define DOMAIN_EVENTS_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
+#include "domain/domain.h"
 #include "ext/token.h"
 #include <stdbool.h>
 #include <stdint.h>
@@ -21,6 +22,14 @@
  * "provider"), "staff:<role name>" for every stream of a staff role. */
 #define EVENTS_KEY_MAX 160
 void events_key(char out[EVENTS_KEY_MAX], const char *kind, const char *name);
+
+/* The events domain's part of an erased account (forget_in, domain/domain.h; either mode): in
+ * the erasing transaction, every event addressed to it goes, for all its recipients (they are
+ * about its jobs, quotes, messages, payments and notifications and carry its data; an open
+ * job's feed events name its customer too), what the transaction emits for it is not written
+ * (whether emitted before or after this), its unused tickets go, and its streams end
+ * (events_tokens_ended_in). */
+err_t events_forget_account_in(db_conn *c, const account_ref *who, forget_mode mode);
 
 /* Notifies the other instances' listeners (PostgreSQL) that the outbox moved. */
 err_t events_store_notify(void);

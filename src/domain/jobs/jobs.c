@@ -1,8 +1,10 @@
 /* The jobs domain's declaration (domain/domain.h): its routes, its background work, its
- * live-update kinds, and at start-up its wiring into payments. */
+ * live-update kinds, at start-up its wiring into payments, and its part of an account (jobs,
+ * reviews, reports, recurring requests). */
 #include "domain/jobs/jobs.h"
 #include "core/clock.h"
 #include "domain/jobs/jobs_api.h"
+#include "domain/jobs/jobs_store.h"
 #include "domain/payments/payments.h"
 
 void jobs_wire_payments(void) { payments_follow_tips(jobs_set_tip_in); }
@@ -25,4 +27,6 @@ const domain_def jobs_domain = {.name = "jobs",
                                 .jobs = jobs,
                                 .events = events,
                                 .init = jobs_wire_payments,
-                                .stop = jobs_domain_stop};
+                                .stop = jobs_domain_stop,
+                                .export_in = jobs_export_in,
+                                .forget_in = jobs_store_forget_in};

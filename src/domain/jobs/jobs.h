@@ -44,21 +44,11 @@ db_rc jobs_move_in(db_conn *c, const db_res *job, int row, const char *const *fr
  * - jobs_lock_in: takes the job's row lock (the database's write lock on SQLite), so that
  *   concurrent transactions about one job run one after another (on PostgreSQL it is sent
  *   with the transaction's next statement, which runs once the lock is held);
- * - jobs_release_provider_in: the jobs of a deleted provider go back to PENDING without it
- *   (those it quoted alone, to PENDING without quotes);
- * - jobs_delete_of_customer_in: deletes a deleted customer's jobs (their dependants first);
- * - jobs_erase_customer_in: the owner deletes a customer account: its open jobs (PENDING,
- *   QUOTED) are CANCELLED, and every job of it loses its address (""), coordinates and photos
- *   (their keys appended to `removed`, a JSON array, for the caller to delete after the
- *   commit); the jobs stay, for the ledger;
  * - jobs_reopen_quoted_by_in: QUOTED jobs whose only quotes are provider_id's go back to
  *   PENDING (before that provider's quotes are withdrawn). */
 db_rc jobs_accept_in(db_conn *c, const char *job_id, const char *provider_id, int64_t now, bool *accepted);
 db_rc jobs_set_tip_in(db_conn *c, const char *job_id, int64_t cents);
 db_rc jobs_lock_in(db_conn *c, const char *job_id);
-db_rc jobs_release_provider_in(db_conn *c, const char *provider_id, int64_t now);
-db_rc jobs_delete_of_customer_in(db_conn *c, const char *customer_id);
-db_rc jobs_erase_customer_in(db_conn *c, const char *customer_id, int64_t now, json_t *removed);
 db_rc jobs_reopen_quoted_by_in(db_conn *c, const char *provider_id, int64_t now);
 /* Reads job id; ERR_NOT_FOUND when missing. */
 err_t jobs_get(arena *a, const char *id, db_res **row);
@@ -85,9 +75,6 @@ err_t jobs_report(arena *a, const char *id, db_res **out);
  * *resolved false when it was not open (resolved meanwhile). */
 db_rc jobs_report_resolve_in(db_conn *c, const char *id, const char *action, const char *note, const char *staff_id,
                              int64_t now, bool *resolved);
-/* On c, inside the transaction that erases customer_id: its reports lose the customer and are
- * kept until JOBS_REPORT_KEPT_MS after they were made. */
-db_rc jobs_reports_forget_customer_in(db_conn *c, const char *customer_id);
 
 /* A job to post. */
 typedef struct job_new {

@@ -12,6 +12,7 @@
 #include "domain/jobs/jobs_store.h"
 #include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
+#include "domain/shapes.h"
 #include "ext/geo.h"
 #include "ext/mail.h"
 #include "ext/queue.h"
@@ -331,4 +332,51 @@ err_t api_reviews_create(hs_req *req) {
   if (e != ERR_OK) return e;
   return hs_ok(req, json_pack("{s:s,s:s,s:s,s:i,s:o,s:o}", "id", id, "jobId", job_id, "providerId", provider, "rating",
                               rating, "comment", jx_str_or_null(comment), "createdAt", jx_iso(now)));
+}
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+static const hs_rj_field REVIEW[] = {
+    {"id", "id", RJ_STR},
+    {"jobId", "job_id", RJ_STR},
+    {"providerId", "provider_id", RJ_STR},
+    {"rating", "rating", RJ_INT},
+    {"comment", "comment", RJ_STR},
+    {"createdAt", "created_at", RJ_ISO},
+    {0},
+};
+static const hs_rj_field REPORT[] = {
+    {"id", "id", RJ_STR},
+    {"jobId", "job_id", RJ_STR},
+    {"customerId", "customer_id", RJ_STR},
+    {"description", "description", RJ_STR},
+    {"createdAt", "created_at", RJ_ISO},
+    {0},
+};
+static const hs_rj_field RECURRING[] = {
+    {"id", "id", RJ_STR},
+    {"jobId", "job_id", RJ_STR},
+    {"customerId", "customer_id", RJ_STR},
+    {"providerId", "provider_id", RJ_STR},
+    {"dayOfWeek", "day_of_week", RJ_INT},
+    {"timeSlot", "time_slot", RJ_STR},
+    {"endDate", "end_date", RJ_STR},
+    {"createdAt", "created_at", RJ_ISO},
+    {0},
+};
+
+err_t jobs_export_in(db_conn *c, const account_ref *who, account_export *x) {
+  db_res *r[JOBS_EXPORT_PARTS];
+  err_t e = account_read_in(c, x->a, who, JOBS_EXPORT_SQL, JOBS_EXPORT_PARTS, r);
+  if (e) return e;
+  jw *w = account_export_member(x, "jobs");
+  shape_jobs *b = shape_jobs_bind(x->a, r[0]);
+  jw_arr(w);
+  for (int i = 0; i < r[0]->rows; i++)
+    if (shape_job_open(w, b, r[0], i)) jw_obj_end(w);
+  jw_arr_end(w);
+  account_export_rows(x, "reviews", REVIEW, r[1]);
+  account_export_rows(x, "reports", REPORT, r[2]);
+  account_export_rows(x, "recurringRequests", RECURRING, r[3]);
+  return ERR_OK;
 }

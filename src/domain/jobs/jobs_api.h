@@ -2,6 +2,7 @@
 #ifndef DOMAIN_JOBS_API_H
 #define DOMAIN_JOBS_API_H
 #include "db/db.h"
+#include "domain/domain.h"
 #include "http/http.h"
 
 /* jobs_routes.c: the domain's rows (ended by a row of zeros) */
@@ -33,5 +34,9 @@ bool jobs_repair_json(json_t *payload, char err[256]);
 bool jobs_prune_reports(json_t *payload, char err[256]);
 /* shutdown work (the domain's stop) */
 void jobs_domain_stop(void);
+
+/* jobs_api.c: the export's jobs, reviews, reports and recurringRequests (domain_def's
+ * export_in) */
+err_t jobs_export_in(db_conn *c, const account_ref *who, account_export *x);
 
 #endif

@@ -159,15 +159,15 @@ db_rc jobs_reopen_quoted_by_in(db_conn *c, const char *provider_id, int64_t now)
                    DB_ARGS(DB_TEXT(provider_id), DB_INT(now)));
 }
 
-db_rc jobs_release_provider_in(db_conn *c, const char *provider_id, int64_t now) {
-  /* jobs only this provider quoted are open again without quotes */
-  db_rc rc = jobs_reopen_quoted_by_in(c, provider_id, now);
-  if (rc == DB_OK)
-    rc = change_in(c, NULL,
-                   "UPDATE jobs SET status = 'PENDING', provider_id = NULL, accepted_at = NULL, completed_at = NULL, "
-                   "eta_minutes = NULL, before_images = '[]', after_images = '[]', updated_at = $2, "
-                   "json_head = NULL WHERE provider_id = $1 AND status <> 'CANCELLED' RETURNING *",
-                   DB_ARGS(DB_TEXT(provider_id), DB_INT(now)));
+/* The jobs of a deleted provider go back to PENDING without it (the quotes domain reopened
+ * those it quoted alone when its quotes went: its forget_in runs before). */
+static db_rc release_provider_in(db_conn *c, const char *provider_id, int64_t now) {
+  db_rc rc =
+      change_in(c, NULL,
+                "UPDATE jobs SET status = 'PENDING', provider_id = NULL, accepted_at = NULL, completed_at = NULL, "
+                "eta_minutes = NULL, before_images = '[]', after_images = '[]', updated_at = $2, "
+                "json_head = NULL WHERE provider_id = $1 AND status <> 'CANCELLED' RETURNING *",
+                DB_ARGS(DB_TEXT(provider_id), DB_INT(now)));
   if (rc == DB_OK)
     rc = change_in(c, NULL,
                    "UPDATE jobs SET provider_id = NULL, updated_at = $2, json_head = NULL WHERE provider_id = $1 "
@@ -176,11 +176,10 @@ db_rc jobs_release_provider_in(db_conn *c, const char *provider_id, int64_t now)
   return rc;
 }
 
-db_rc jobs_delete_of_customer_in(db_conn *c, const char *customer_id) {
-  return db_exec(c, NULL, NULL, "DELETE FROM jobs WHERE customer_id = $1", DB_ARGS(DB_TEXT(customer_id)));
-}
-
-db_rc jobs_erase_customer_in(db_conn *c, const char *customer_id, int64_t now, json_t *removed) {
+/* The owner erases a customer account: its open jobs (PENDING, QUOTED) are CANCELLED, and every
+ * job of it loses its address (""), coordinates and photos (their keys appended to removed, a
+ * JSON array, for the caller to delete after the commit); the jobs stay, for the ledger. */
+static db_rc erase_customer_in(db_conn *c, const char *customer_id, int64_t now, json_t *removed) {
   db_rc rc = change_in(c, NULL,
                        "UPDATE jobs SET status = 'CANCELLED', updated_at = $2, json_head = NULL "
                        "WHERE customer_id = $1 AND status IN ('PENDING', 'QUOTED') RETURNING *",
@@ -194,7 +193,7 @@ db_rc jobs_erase_customer_in(db_conn *c, const char *customer_id, int64_t now, j
                         : "SELECT images, before_images, after_images FROM jobs WHERE customer_id = $1";
   if (rc == DB_OK) rc = db_exec(c, &a, &photos, sql, DB_ARGS(DB_TEXT(customer_id)));
   for (int i = 0; rc == DB_OK && i < photos->rows; i++)
-    for (int col = 0; col < 3; col++) common_cell_keys(removed, db_text(photos, i, col));
+    for (int col = 0; removed && col < 3; col++) common_cell_keys(removed, db_text(photos, i, col));
   if (rc == DB_OK)
     rc = change_in(c, NULL,
                    "UPDATE jobs SET address = '', lat = NULL, lng = NULL, images = '[]', before_images = '[]', "
@@ -563,12 +562,6 @@ db_rc jobs_report_resolve_in(db_conn *c, const char *id, const char *action, con
   return rc;
 }
 
-db_rc jobs_reports_forget_customer_in(db_conn *c, const char *customer_id) {
-  return db_exec(c, NULL, NULL,
-                 "UPDATE job_reports SET customer_id = NULL, keep_until = created_at + $2 WHERE customer_id = $1",
-                 DB_ARGS(DB_TEXT(customer_id), DB_INT(JOBS_REPORT_KEPT_MS)));
-}
-
 err_t jobs_store_prune_reports(int64_t now) {
   return db_to_err(db_query(NULL, NULL, "DELETE FROM job_reports WHERE keep_until IS NOT NULL AND keep_until < $1",
                             DB_ARGS(DB_INT(now))));
@@ -622,4 +615,44 @@ bool jobs_provider_matches(const char *provider_id, const char *service, const c
                    "WHERE s.provider_id = $1 AND s.service = $2 AND z.zip = $3",
                    DB_ARGS(DB_TEXT(provider_id), DB_TEXT(service), DB_TEXT(zip))) == DB_OK &&
          found;
+}
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+const char *const JOBS_EXPORT_SQL[JOBS_EXPORT_PARTS][2] = {
+    {"SELECT * FROM jobs WHERE customer_id = $1 ORDER BY seq",
+     "SELECT * FROM jobs WHERE provider_id = $1 ORDER BY seq"},
+    {"SELECT * FROM reviews WHERE customer_id = $1 ORDER BY created_at, id",
+     "SELECT * FROM reviews WHERE provider_id = $1 ORDER BY created_at, id"},
+    {"SELECT * FROM job_reports WHERE customer_id = $1 ORDER BY created_at, id", NULL},
+    {"SELECT * FROM recurring_requests WHERE customer_id = $1 ORDER BY created_at, id",
+     "SELECT * FROM recurring_requests WHERE provider_id = $1 ORDER BY created_at, id"},
+};
+
+#define OF_CUSTOMER "(SELECT id FROM jobs WHERE customer_id = $1)"
+/* $1 = the account's id: [mode][provider]. */
+static const char *const forget_sql[][2][4] = {
+    [FORGET_ERASE] = {{"DELETE FROM recurring_requests WHERE customer_id = $1"},
+                      {"DELETE FROM recurring_requests WHERE provider_id = $1"}},
+    [FORGET_DELETE] = {{"DELETE FROM reviews WHERE customer_id = $1 OR job_id IN " OF_CUSTOMER,
+                        "DELETE FROM job_reports WHERE customer_id = $1 OR job_id IN " OF_CUSTOMER,
+                        "DELETE FROM recurring_requests WHERE customer_id = $1 OR job_id IN " OF_CUSTOMER,
+                        "DELETE FROM jobs WHERE customer_id = $1"},
+                       {"DELETE FROM reviews WHERE provider_id = $1",
+                        "DELETE FROM recurring_requests WHERE provider_id = $1"}},
+};
+
+err_t jobs_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode) {
+  db_rc rc = DB_OK;
+  if (mode == FORGET_ERASE && !who->provider) rc = erase_customer_in(c, who->id, who->now, who->files);
+  if (rc == DB_OK && mode == FORGET_ERASE && !who->provider) /* kept for the dispute window, anonymous */
+    rc = db_exec(c, NULL, NULL,
+                 "UPDATE job_reports SET customer_id = NULL, keep_until = created_at + $2 WHERE customer_id = $1",
+                 DB_ARGS(DB_TEXT(who->id), DB_INT(JOBS_REPORT_KEPT_MS)));
+  /* the rows of lower domains that name its jobs go first: a customer's payments (nothing was
+     paid for them), a provider's jobs' current payments to their history */
+  if (mode == FORGET_DELETE && !who->provider) rc = payments_forget_customer_in(c, who->id);
+  if (mode == FORGET_DELETE && who->provider) rc = payments_release_provider_jobs_in(c, who->id);
+  if (rc == DB_OK && mode == FORGET_DELETE && who->provider) rc = release_provider_in(c, who->id, who->now);
+  return rc != DB_OK ? db_to_err(rc) : account_exec_in(c, who, forget_sql[mode][who->provider], 4, NULL);
 }

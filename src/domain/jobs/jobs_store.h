@@ -5,6 +5,7 @@
 #include "core/errors.h"
 #include "db/db.h"
 #include "db/page.h"
+#include "domain/domain.h"
 #include "domain/jobs/jobs.h"
 #include "domain/notifications/notifications.h"
 #include <jansson.h>
@@ -82,5 +83,21 @@ typedef struct recurring_new {
 err_t jobs_store_insert_recurring(const recurring_new *q, const char *subject, const char *mail_body,
                                   const notice *note);
 err_t jobs_store_has_report(const char *job_id, bool *has);
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+/* The export's reads (account_read_in): the account's jobs (a customer's own, a provider's
+ * assigned), reviews, a customer's reports and the recurring requests, each oldest first. */
+#define JOBS_EXPORT_PARTS 4
+extern const char *const JOBS_EXPORT_SQL[JOBS_EXPORT_PARTS][2];
+/* forget_in of the jobs, reviews, reports and recurring requests. An erasure: a customer's open
+ * jobs are CANCELLED and every job of it loses its address, coordinates and photos (their keys
+ * appended to who->files), its reports lose it and are kept for the dispute window
+ * (JOBS_REPORT_KEPT_MS); the recurring requests go; jobs and reviews stay, the ledger's. A
+ * deletion: a customer's payments (payments_forget_customer_in), reviews, reports, recurring
+ * requests and jobs go; a provider's jobs go back to PENDING without it, their payments to their
+ * history (payments_release_provider_jobs_in: given back after the commit), and its reviews and
+ * recurring requests go. */
+err_t jobs_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode);
 
 #endif

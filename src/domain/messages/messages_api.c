@@ -223,3 +223,25 @@ err_t api_messages_threads(hs_req *req) {
   jw_arr_end(w);
   return hs_ok_jw(req, w);
 }
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+err_t messages_export_in(db_conn *c, const account_ref *who, account_export *x) {
+  db_res *r;
+  err_t e = account_read_in(c, x->a, who, MESSAGES_EXPORT_SQL, 1, &r);
+  if (e) return e;
+  hs_rj *b = hs_rj_bind(x->a, MESSAGES_JSON, r);
+  jw *w = account_export_member(x, "messages");
+  jw_arr(w);
+  for (int i = 0; i < r->rows; i++) { /* the Message JSON and the thread it is in */
+    jw_obj(w);
+    messages_write_members(x->a, w, b, r, i);
+    jw_key(w, "jobId");
+    jw_str(w, db_field(r, i, "job_id"));
+    jw_key(w, "providerId");
+    jw_str(w, db_field(r, i, "provider_id"));
+    jw_obj_end(w);
+  }
+  jw_arr_end(w);
+  return ERR_OK;
+}

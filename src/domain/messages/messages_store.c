@@ -121,3 +121,32 @@ err_t messages_store_post(arena *a, const message_new *m, db_res **out) {
   if (!e && (*out)->rows) e = db_to_err(notify_in_token(c, &m->note, m->push_token));
   return db_end(c, e);
 }
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+const char *const MESSAGES_EXPORT_SQL[1][2] = {
+    {"SELECT m.* FROM messages m JOIN jobs j ON j.id = m.job_id WHERE j.customer_id = $1 ORDER BY m.seq",
+     "SELECT * FROM messages WHERE provider_id = $1 ORDER BY seq"},
+};
+
+#define ERASED(role)                                                                                                   \
+  "UPDATE messages SET sender_name = '" ACCOUNT_DELETED_NAME "', content = CASE WHEN content LIKE '[IMAGE]%' "         \
+  "THEN '[Photo removed]' ELSE content END WHERE sender_id = $1 AND sender_role = '" role "'"
+#define OF_CUSTOMER "(SELECT id FROM jobs WHERE customer_id = $1)"
+/* $1 = the account's id: [mode][provider]. */
+static const char *const forget_sql[][2][2] = {
+    [FORGET_ERASE] = {{ERASED("user")}, {ERASED("provider")}},
+    [FORGET_DELETE] = {{"DELETE FROM message_reads WHERE job_id IN " OF_CUSTOMER,
+                        "DELETE FROM messages WHERE job_id IN " OF_CUSTOMER},
+                       {"DELETE FROM message_reads WHERE provider_id = $1",
+                        "DELETE FROM messages WHERE provider_id = $1"}},
+};
+static const char *const photos_sql[] = {
+    "SELECT content FROM messages WHERE sender_id = $1 AND sender_role = 'user' AND content LIKE '[IMAGE]%'",
+    "SELECT content FROM messages WHERE sender_id = $1 AND sender_role = 'provider' AND content LIKE '[IMAGE]%'",
+};
+
+err_t messages_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode) {
+  err_t e = mode == FORGET_ERASE ? account_files_in(c, who, photos_sql[who->provider]) : ERR_OK;
+  return e ? e : account_exec_in(c, who, forget_sql[mode][who->provider], 2, NULL);
+}

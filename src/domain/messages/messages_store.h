@@ -4,6 +4,7 @@
 #include "core/errors.h"
 #include "db/db.h"
 #include "db/page.h"
+#include "domain/domain.h"
 #include "domain/notifications/notifications.h"
 
 /* A thread holds at most this many messages. */
@@ -48,5 +49,16 @@ typedef struct message_new {
  * parties and the other party's notification; *out has the new row, or no row when the thread
  * already holds THREAD_CAP messages (nothing posted). */
 err_t messages_store_post(arena *a, const message_new *m, db_res **out);
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+/* The export's messages (account_read_in): those of a customer's jobs' threads, or of a
+ * provider's threads, oldest first. */
+extern const char *const MESSAGES_EXPORT_SQL[1][2];
+/* forget_in of the messages and their read marks: an erasure keeps the account's messages (the
+ * other side's thread) under ACCOUNT_DELETED_NAME, its photos "[Photo removed]" (their keys
+ * appended to who->files); a deletion deletes the threads of a customer's jobs, or a provider's,
+ * with their read marks. */
+err_t messages_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode);
 
 #endif

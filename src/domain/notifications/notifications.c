@@ -1,7 +1,9 @@
 /* The notifications domain's declaration (domain/domain.h): its routes, push delivery, its
- * live-update kind, and at start-up the banner as a one-shot record of the live updates. */
+ * live-update kind, at start-up the banner as a one-shot record of the live updates, and its
+ * part of an account (notifications, banner, push token). */
 #include "domain/notifications/notifications.h"
 #include "domain/notifications/notifications_api.h"
+#include "domain/notifications/notifications_store.h"
 
 static const domain_job jobs[] = {{"push", notifications_send_push}, {0}};
 
@@ -14,4 +16,6 @@ const domain_def notifications_domain = {.name = "notifications",
                                          .routes = notifications_routes,
                                          .jobs = jobs,
                                          .events = events,
-                                         .init = notifications_init};
+                                         .init = notifications_init,
+                                         .export_in = notifications_export_in,
+                                         .forget_in = notifications_store_forget_in};

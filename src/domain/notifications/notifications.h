@@ -31,6 +31,11 @@ void notify(const char *account_id, const char *role, const char *title, const c
  * on c inside the caller's transaction; SUPPORT_EMAIL when no staff member has the role yet,
  * so the news reaches someone. For what staff must act on (a dispute, money held by a report). */
 db_rc notify_staff_in(db_conn *c, const char *role, const char *subject, const char *body);
+/* Queues (replaces) the in-app banner of the account (role "user" or "provider"; icon may be
+ * NULL), on c inside the caller's transaction, with its live-update event: a stream shows it
+ * once, a poll takes it (GODMODE's POST /admin/banner). */
+db_rc notifications_put_banner_in(db_conn *c, const char *account_id, const char *role, const char *icon,
+                                  const char *title, const char *body);
 /* notify_in for every provider matching a job's service and ZIP (ASAP jobs), on c. */
 db_rc notify_matching_providers_in(db_conn *c, const char *service, const char *zip, const char *title,
                                    const char *body, const char *job_id);

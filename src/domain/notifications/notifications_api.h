@@ -1,6 +1,7 @@
 /* Handlers of the notifications domain and its rows. Internal to the domain. */
 #ifndef DOMAIN_NOTIFICATIONS_API_H
 #define DOMAIN_NOTIFICATIONS_API_H
+#include "domain/domain.h"
 #include "http/http.h"
 
 /* notifications_routes.c: the domain's rows (ended by a row of zeros) */
@@ -15,5 +16,8 @@ err_t api_banner_poll(hs_req *req);
 bool notifications_send_push(json_t *msg, char err[256]);
 /* The domain's init: the banner as a one-shot record of the live updates. */
 void notifications_init(void);
+
+/* The export's notifications (domain_def's export_in). */
+err_t notifications_export_in(db_conn *c, const account_ref *who, account_export *x);
 
 #endif

@@ -11,6 +11,7 @@
 #include "domain/notifications/notifications.h"
 #include "ext/mail.h"
 #include "ext/queue.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,6 +137,38 @@ err_t notifications_store_mark_one_read(arena *a, const char *role, const char *
                             DB_ARGS(DB_TEXT(notification_id), DB_TEXT(id), DB_TEXT(role))));
 }
 
+/* The banner keeps the id of the event that announced it (a stream that delivers that event
+ * clears it). */
+static db_rc banner_event_written(db_conn *c, const char *id_sql, const char *user_id, const char *provider_id) {
+  char sql[160];
+  snprintf(sql, sizeof sql, "UPDATE banners SET event_id = %s WHERE account_id = $1 AND role = $2", id_sql);
+  return db_exec_later(c, NULL, NULL, sql,
+                       DB_ARGS(DB_TEXT(user_id ? user_id : provider_id), DB_TEXT(user_id ? "user" : "provider")));
+}
+
+db_rc notifications_put_banner_in(db_conn *c, const char *account_id, const char *role, const char *icon,
+                                  const char *title, const char *body) {
+  bool provider = !strcmp(role, "provider");
+  json_t *b = json_pack("{s:s?,s:s,s:s}", "icon", icon, "title", title, "body", body);
+  char *data = json_dumps(b, JSON_COMPACT);
+  json_decref(b);
+  event_new ev = {.kind = "banner",
+                  .data = data,
+                  .user_id = provider ? NULL : account_id,
+                  .provider_id = provider ? account_id : NULL,
+                  .written = banner_event_written};
+  db_rc rc =
+      db_exec(c, NULL, NULL,
+              "INSERT INTO banners (account_id, role, icon, title, body, created_at) VALUES ($1, $2, $3, $4, $5, "
+              "$6) ON CONFLICT (account_id, role) DO UPDATE SET icon = excluded.icon, title = excluded.title, "
+              "body = excluded.body, created_at = excluded.created_at",
+              DB_ARGS(DB_TEXT(account_id), DB_TEXT(role), DB_TEXT(icon), DB_TEXT(title), DB_TEXT(body),
+                      DB_INT(clock_now_ms())));
+  if (rc == DB_OK) rc = events_emit_in(c, &ev);
+  free(data);
+  return rc;
+}
+
 err_t notifications_store_take_banner(arena *a, const char *role, const char *id, db_res **out) {
   return db_to_err(db_query(a, out,
                             "DELETE FROM banners WHERE account_id = $1 AND role = $2 RETURNING icon, title, body",
@@ -152,4 +185,32 @@ err_t notifications_store_take_banner_upto(arena *a, const char *role, const cha
 err_t notifications_store_clear_banner(const char *role, const char *id, int64_t event_id) {
   return db_to_err(db_query(NULL, NULL, "DELETE FROM banners WHERE account_id = $1 AND role = $2 AND event_id = $3",
                             DB_ARGS(DB_TEXT(id), DB_TEXT(role), DB_INT(event_id))));
+}
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+const char *const NOTIFICATIONS_EXPORT_SQL[2] = {
+    "SELECT * FROM notifications WHERE account_id = $1 AND role = 'user' ORDER BY seq",
+    "SELECT * FROM notifications WHERE account_id = $1 AND role = 'provider' ORDER BY seq",
+};
+
+/* $1 = the account's id: [mode][provider]. */
+static const char *const forget_sql[][2][4] = {
+    [FORGET_ERASE] = {{"DELETE FROM notifications WHERE account_id = $1 AND role = 'user'",
+                       "DELETE FROM banners WHERE account_id = $1 AND role = 'user'",
+                       "UPDATE users SET push_token = NULL WHERE id = $1"},
+                      {"DELETE FROM notifications WHERE account_id = $1 AND role = 'provider'",
+                       "DELETE FROM banners WHERE account_id = $1 AND role = 'provider'",
+                       "UPDATE providers SET push_token = NULL WHERE id = $1"}},
+    /* other accounts' notifications about a deleted customer's jobs keep their text, not the link */
+    [FORGET_DELETE] = {{"UPDATE notifications SET job_id = NULL WHERE job_id IN (SELECT id FROM jobs WHERE "
+                        "customer_id = $1) AND NOT (account_id = $1 AND role = 'user')",
+                        "DELETE FROM notifications WHERE account_id = $1 AND role = 'user'",
+                        "DELETE FROM banners WHERE account_id = $1 AND role = 'user'"},
+                       {"DELETE FROM notifications WHERE account_id = $1 AND role = 'provider'",
+                        "DELETE FROM banners WHERE account_id = $1 AND role = 'provider'"}},
+};
+
+err_t notifications_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode) {
+  return account_exec_in(c, who, forget_sql[mode][who->provider], 4, NULL);
 }

@@ -5,6 +5,7 @@
 #include "core/errors.h"
 #include "db/db.h"
 #include "db/page.h"
+#include "domain/domain.h"
 #include <stdbool.h>
 
 /* The account's notifications newest first, by (seq, id); without paging the last 50. */
@@ -31,5 +32,14 @@ err_t notifications_store_take_banner_upto(arena *a, const char *role, const cha
 /* Removes the account's pending banner if it is still the one of event event_id (a stream
  * delivered that event); a newer banner stays. */
 err_t notifications_store_clear_banner(const char *role, const char *id, int64_t event_id);
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+/* The export's notifications (account_part's sql), oldest first. */
+extern const char *const NOTIFICATIONS_EXPORT_SQL[2];
+/* forget_in of the notifications, the banner and the push token (the users and providers
+ * tables' push_token column): they go (a deletion of a customer also unlinks the other
+ * accounts' notifications about its jobs, which keep their text). */
+err_t notifications_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode);
 
 #endif

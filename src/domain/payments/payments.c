@@ -1,9 +1,10 @@
-/* The payments domain's declaration (domain/domain.h): its routes, its background work and
- * its live-update kind. */
+/* The payments domain's declaration (domain/domain.h): its routes, its background work, its
+ * live-update kind and its part of an account (a customer's payments and billing). */
 #include "domain/payments/payments.h"
 #include "core/clock.h"
 #include "domain/payments/payments_api.h"
 #include "domain/payments/payments_ops.h"
+#include "domain/payments/payments_store.h"
 
 static const domain_job jobs[] = {
     {"payment_follow_up", pay_follow_up_from_queue},
@@ -24,4 +25,9 @@ static const domain_event events[] = {
     {0},
 };
 
-const domain_def payments_domain = {.name = "payments", .routes = payments_routes, .jobs = jobs, .events = events};
+const domain_def payments_domain = {.name = "payments",
+                                    .routes = payments_routes,
+                                    .jobs = jobs,
+                                    .events = events,
+                                    .export_in = payments_export_in,
+                                    .forget_in = pay_store_forget_in};

@@ -99,6 +99,10 @@ err_t payments_staff_refund(hs_req *req, const payments_refund_ask *ask, json_t 
  * they hold is given back after the commit (holds voided, captured money and tips refunded),
  * in the background, and the next acceptance of each job authorizes afresh. */
 db_rc payments_release_provider_jobs_in(db_conn *c, const char *provider_id);
+/* On c, inside the transaction that deletes customer_id's account (GODMODE), before its jobs
+ * go: the transfers of its payments not made yet are cancelled (payouts_forget_customer_in),
+ * then its payments and those of its jobs go (nothing was paid for them). */
+db_rc payments_forget_customer_in(db_conn *c, const char *customer_id);
 /* Compares the payments in uncertain states with the processor and settles them: requests
  * left unanswered for min_age_ms or more, holds of completed or cancelled jobs, completed
  * jobs never charged, failed payments whose card is no longer the customer's saved one, and

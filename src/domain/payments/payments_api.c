@@ -247,3 +247,26 @@ err_t payments_end_premium(const char *user_id) {
   arena_fini(&a);
   return e == ERR_NOT_FOUND ? ERR_OK : e;
 }
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+static const hs_rj_field PAYMENT[] = {
+    {"id", "id", RJ_STR},
+    {"jobId", "job_id", RJ_STR},
+    {"kind", "kind", RJ_STR},
+    {"status", "status", RJ_STR},
+    {"amount", "amount_cents", RJ_MONEY},
+    {"refundedAmount", "refunded_cents", RJ_MONEY},
+    {"processorPaymentIntentId", "processor_payment_intent_id", RJ_STR},
+    {"failureReason", "failure_reason", RJ_STR},
+    {"releasedAt", "released_at", RJ_ISO},
+    {"createdAt", "created_at", RJ_ISO},
+    {"updatedAt", "updated_at", RJ_ISO},
+    {0},
+};
+
+static const account_part PARTS[] = {{"payments", PAY_EXPORT_SQL, PAYMENT}, {0}};
+
+err_t payments_export_in(db_conn *c, const account_ref *who, account_export *x) {
+  return account_export_parts_in(c, who, x, PARTS);
+}

@@ -1,6 +1,7 @@
 /* Handlers of the payments domain, referenced by its route table. */
 #ifndef DOMAIN_PAYMENTS_API_H
 #define DOMAIN_PAYMENTS_API_H
+#include "domain/domain.h"
 #include "http/http.h"
 
 /* payments_routes.c: the domain's rows (ended by a row of zeros) */
@@ -24,5 +25,8 @@ err_t api_disputes_evidence(hs_req *req);
 const char *payments_webhook_check(const char *secret, const char *header, const char *body, size_t len, int64_t now_s);
 const char *payments_webhook_event(const char *body, size_t len, json_t **event, const char **id, const char **type,
                                    json_t **object);
+
+/* The export's payments of a customer (domain_def's export_in). */
+err_t payments_export_in(db_conn *c, const account_ref *who, account_export *x);
 
 #endif

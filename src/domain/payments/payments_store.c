@@ -978,3 +978,25 @@ err_t pay_store_announce(const pay_news *news) {
   if (!e) e = db_to_err(announce(c, news));
   return db_end(c, e);
 }
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+const char *const PAY_EXPORT_SQL[2] = {"SELECT * FROM payments WHERE user_id = $1 ORDER BY created_at, id", NULL};
+
+db_rc payments_forget_customer_in(db_conn *c, const char *customer_id) {
+  db_rc rc = payouts_forget_customer_in(c, customer_id); /* nothing goes out for them */
+  if (rc == DB_OK)
+    rc = db_exec(c, NULL, NULL,
+                 "DELETE FROM payments WHERE user_id = $1 OR job_id IN (SELECT id FROM jobs WHERE customer_id = $1)",
+                 DB_ARGS(DB_TEXT(customer_id)));
+  return rc;
+}
+
+err_t pay_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode) {
+  /* the processor customer and saved card stay: the ledger's captures and refunds use them */
+  static const char *const sql[] = {
+      "UPDATE users SET is_premium = 0, premium_since = NULL, processor_subscription_id = NULL, "
+      "premium_cancel_at_period_end = 0, premium_subscribe_key = NULL, premium_subscribe_unconfirmed = 0 "
+      "WHERE id = $1"};
+  return mode == FORGET_ERASE && !who->provider ? account_exec_in(c, who, sql, 1, NULL) : ERR_OK;
+}

@@ -6,6 +6,7 @@
 #include "db/lease.h"
 #include "db/page.h"
 #include "domain/audit/audit.h"
+#include "domain/domain.h"
 #include "domain/notifications/notifications.h"
 #include "ext/payments.h"
 #include <jansson.h>
@@ -225,5 +226,15 @@ err_t pay_store_job_files(arena *a, const char *job_id, db_res **out);
 err_t pay_store_apply_event(arena *a, const pay_event *ev, pay_event_effect *out);
 /* Writes news in a transaction of its own. */
 err_t pay_store_announce(const pay_news *news);
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+/* The export's payments of a customer (account_part's sql), oldest first. */
+extern const char *const PAY_EXPORT_SQL[2];
+/* forget_in of the users table's billing columns: a customer's erasure ends its premium
+ * (is_premium, premium_since, the subscription and its pending subscribe); its processor
+ * customer and saved card stay for the ledger. Its payments stay at an erasure; at a deletion
+ * they went with its jobs (payments_forget_customer_in). */
+err_t pay_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode);
 
 #endif

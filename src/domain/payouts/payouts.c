@@ -1,5 +1,6 @@
-/* The payouts domain's declaration (domain/domain.h): its routes, its background work and its
- * live-update kind. */
+/* The payouts domain's declaration (domain/domain.h): its routes, its background work, its
+ * live-update kind and its part of an account (a provider's payout account and transfers, which
+ * an erasure keeps: the ledger's). */
 #include "domain/payouts/payouts.h"
 #include "domain/payouts/payouts_api.h"
 
@@ -17,4 +18,5 @@ static const domain_event events[] = {
     {0},
 };
 
-const domain_def payouts_domain = {.name = "payouts", .routes = payouts_routes, .jobs = jobs, .events = events};
+const domain_def payouts_domain = {
+    .name = "payouts", .routes = payouts_routes, .jobs = jobs, .events = events, .export_in = payouts_export_in};

@@ -175,3 +175,24 @@ err_t api_payouts_onboarding_page(hs_req *req) {
       html(&req->arena, account), html(&req->arena, back));
   return hs_reply_file(req, -1, xstrdup(page), strlen(page), "text/html; charset=utf-8");
 }
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+static const hs_rj_field PAYOUT_ACCOUNT[] = {
+    {"status", "status", RJ_STR},
+    {"payoutsEnabled", "payouts_enabled", RJ_BOOL},
+    {"requirements", "requirements", RJ_JSON},
+    {"createdAt", "created_at", RJ_ISO},
+    {"updatedAt", "updated_at", RJ_ISO},
+    {0},
+};
+
+static const account_part PARTS[] = {
+    {"payoutAccount", PO_EXPORT_SQL[0], PAYOUT_ACCOUNT, .one = true},
+    {"transfers", PO_EXPORT_SQL[1], PAYOUTS_TRANSFER_JSON},
+    {0},
+};
+
+err_t payouts_export_in(db_conn *c, const account_ref *who, account_export *x) {
+  return account_export_parts_in(c, who, x, PARTS);
+}

@@ -1,6 +1,7 @@
 /* Handlers and shared internals of the payouts domain. Internal. */
 #ifndef DOMAIN_PAYOUTS_API_H
 #define DOMAIN_PAYOUTS_API_H
+#include "domain/domain.h"
 #include "ext/payments.h"
 #include "http/http.h"
 
@@ -24,5 +25,8 @@ bool po_transfer_from_queue(json_t *payload, char err[256]);
 bool po_reverse_from_queue(json_t *payload, char err[256]);
 bool po_provider_from_queue(json_t *payload, char err[256]);
 bool po_due_from_queue(json_t *payload, char err[256]);
+
+/* The export's payoutAccount and transfers of a provider (domain_def's export_in). */
+err_t payouts_export_in(db_conn *c, const account_ref *who, account_export *x);
 
 #endif

@@ -737,3 +737,11 @@ err_t po_store_owing(arena *a, db_res **out) {
       "WHERE status <> 'cancelled') d GROUP BY provider_id HAVING SUM(owed) > 0 ORDER BY provider_id",
       NULL, 0));
 }
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+const char *const PO_EXPORT_SQL[2][2] = {
+    {NULL, "SELECT status, payouts_enabled, requirements, created_at, updated_at FROM payout_accounts "
+           "WHERE provider_id = $1"},
+    {NULL, "SELECT *, fee_cents + netted_cents AS netted FROM payout_transfers WHERE provider_id = $1 ORDER BY seq"},
+};

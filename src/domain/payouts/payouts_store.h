@@ -122,4 +122,8 @@ db_read po_read_owed(arena *a, const char *provider_id);
 /* Providers that owe the platform something: provider_id, owed_cents (for reconcile). */
 err_t po_store_owing(arena *a, db_res **out);
 
+/* The export's reads of a provider (account_part's sql): its payout account (none or one row) and
+ * its transfers, oldest first. Both stay at an erasure, the ledger's (no forget_in). */
+extern const char *const PO_EXPORT_SQL[2][2];
+
 #endif

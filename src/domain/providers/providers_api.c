@@ -60,6 +60,23 @@ json_t *providers_profile_json(arena *a, const char *provider_id) {
   return prov_store_get(a, provider_id, &r) == ERR_OK ? profile_from_row(r) : NULL;
 }
 
+/* ---- the account's part (domain/domain.h) ---- */
+
+err_t providers_export_in(db_conn *c, const account_ref *who, account_export *x) {
+  if (!who->provider) return ERR_OK;
+  db_res *r;
+  err_t e = account_read_in(c, x->a, who, PROV_EXPORT_SQL, 1, &r);
+  if (e) return e;
+  if (r->rows == 0) return ERR_NOT_FOUND; /* deleted meanwhile */
+  json_t *p = arena_json(x->a, profile_from_row(r));
+  char *text = json_dumps(p, JSON_COMPACT | JSON_REAL_PRECISION(15));
+  if (!text) return ERR_INTERNAL;
+  jw_raw_value(account_export_member(x, "account"), text, strlen(text));
+  free(text);
+  jw_str(account_export_member(x, "devicePushToken"), db_field(r, 0, "push_token"));
+  return ERR_OK;
+}
+
 static err_t reply_profile(hs_req *req) {
   json_t *p = providers_profile_json(&req->arena, req->auth.id);
   return p ? hs_ok(req, p) : hs_not_found(req, "Provider");

@@ -1,6 +1,7 @@
 /* Handlers of the providers domain, referenced by its route table. */
 #ifndef DOMAIN_PROVIDERS_API_H
 #define DOMAIN_PROVIDERS_API_H
+#include "domain/domain.h"
 #include "http/http.h"
 
 /* providers_routes.c: the domain's rows (ended by a row of zeros) */
@@ -34,5 +35,9 @@ err_t api_providers_accept_bundle(hs_req *req);
 /* providers_recognition.c: document recognition (heavy work) */
 bool providers_check_licence(json_t *payload, char err[256]);
 bool providers_check_insurance(json_t *payload, char err[256]);
+
+/* providers_api.c: the export's account and devicePushToken of a provider (domain_def's
+ * export_in) */
+err_t providers_export_in(db_conn *c, const account_ref *who, account_export *x);
 
 #endif

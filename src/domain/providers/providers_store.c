@@ -48,6 +48,24 @@ static db_rc replace_list(db_conn *c, const char *table, const char *column, con
   return rc;
 }
 
+db_rc prov_store_insert_lists_in(db_conn *c, const char *id, json_t *services, json_t *zips, int64_t now) {
+  db_rc rc = DB_OK;
+  size_t i;
+  json_t *v;
+  json_array_foreach(services, i, v) {
+    if (rc != DB_OK) break;
+    rc = db_exec_later(c, NULL, NULL,
+                       "INSERT INTO provider_services (provider_id, service, created_at) VALUES ($1, $2, $3)",
+                       DB_ARGS(DB_TEXT(id), DB_TEXT(json_string_value(v)), DB_INT(now)));
+  }
+  json_array_foreach(zips, i, v) {
+    if (rc != DB_OK) break;
+    rc = db_exec_later(c, NULL, NULL, "INSERT INTO provider_zips (provider_id, zip, created_at) VALUES ($1, $2, $3)",
+                       DB_ARGS(DB_TEXT(id), DB_TEXT(json_string_value(v)), DB_INT(now)));
+  }
+  return rc;
+}
+
 err_t prov_store_update_profile(const char *id, json_t *patch) {
   static const struct {
     const char *field, *column;
@@ -222,4 +240,33 @@ err_t prov_store_record_insurance(const char *id, const char *key, const insuran
                               DB_INT(clock_now_ms()), DB_TEXT(res->fields_found >= 2 ? or_null(res->summary) : NULL)));
   free(flags);
   return db_to_err(rc);
+}
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+const char *const PROV_EXPORT_SQL[1][2] = {{NULL, "SELECT * FROM providers WHERE id = $1 AND deleted_at IS NULL"}};
+
+/* $1 = the provider's id: [mode]. At an erasure its row keeps only what the ledger shows: its
+ * id and name ACCOUNT_DELETED_NAME (the account's own columns are auth's, its membership and
+ * schedule providers_tools_store.c's). */
+static const char *const forget_sql[][3] = {
+    [FORGET_ERASE] =
+        {"DELETE FROM provider_services WHERE provider_id = $1", "DELETE FROM provider_zips WHERE provider_id = $1",
+         "UPDATE providers SET name = '" ACCOUNT_DELETED_NAME "', phone = NULL, company_name = NULL, "
+         "company_url = NULL, logo_url = NULL, insurance_info = NULL, services = '[]', service_zips = '[]', "
+         "headshots = '[]', id_doc_front = NULL, id_doc_back = NULL, id_check_status = NULL, "
+         "id_check_name = NULL, id_check_dob = NULL, id_check_expiry = NULL, id_check_state = NULL, "
+         "id_check_flags = NULL, id_check_at = NULL, ins_doc_url = NULL, ins_check_status = NULL, "
+         "ins_check_carrier = NULL, ins_check_policy = NULL, ins_check_effective = NULL, "
+         "ins_check_expiry = NULL, ins_check_coverage = NULL, ins_check_flags = NULL, ins_check_at = NULL "
+         "WHERE id = $1"},
+    [FORGET_DELETE] = {"DELETE FROM provider_services WHERE provider_id = $1",
+                       "DELETE FROM provider_zips WHERE provider_id = $1"},
+};
+
+err_t prov_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode) {
+  if (!who->provider) return ERR_OK;
+  err_t e = account_files_in(
+      c, who, "SELECT logo_url, headshots, id_doc_front, id_doc_back, ins_doc_url FROM providers WHERE id = $1");
+  return e ? e : account_exec_in(c, who, forget_sql[mode], 3, NULL);
 }

@@ -4,6 +4,7 @@
 #include "core/errors.h"
 #include "db/db.h"
 #include "db/page.h"
+#include "domain/domain.h"
 #include "domain/providers/recognition.h"
 #include <jansson.h>
 #include <stdint.h>
@@ -106,5 +107,22 @@ err_t prov_store_record_licence(const char *id, const char *front, const char *b
 /* The same for an insurance check of document key; insuranceInfo is filled when at least two
  * fields were found. */
 err_t prov_store_record_insurance(const char *id, const char *key, const insurance_result *res);
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+/* The rows of a new provider's services and ZIPs (arrays of strings), on c inside the
+ * registering transaction (db_exec_later: they go with its COMMIT): the writer
+ * auth_follow_provider_lists is given. */
+db_rc prov_store_insert_lists_in(db_conn *c, const char *id, json_t *services, json_t *zips, int64_t now);
+/* The export's account of a provider (account_read_in): its row, none when it is deleted. */
+extern const char *const PROV_EXPORT_SQL[1][2];
+/* forget_in of the provider's services and ZIPs and of its row's profile (providers_store.c's
+ * columns): the lists go; at an erasure the profile is erased (ACCOUNT_DELETED_NAME, no phone,
+ * company, documents or checks), the keys of its logo, headshots and documents appended to
+ * who->files. */
+err_t prov_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode);
+/* forget_in of the row's membership and schedule (providers_tools_store.c's columns): cleared
+ * at an erasure. */
+err_t prov_tools_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode);
 
 #endif

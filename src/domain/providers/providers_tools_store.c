@@ -232,3 +232,9 @@ err_t prov_store_bundle_candidates(arena *a, const char *id, int64_t from, int64
                             "ORDER BY j.preferred_at, j.seq LIMIT 500",
                             DB_ARGS(DB_TEXT(id), DB_INT(from), DB_INT(to))));
 }
+
+err_t prov_tools_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode) {
+  static const char *const sql[] = {"UPDATE providers SET availability = NULL, is_premium = 0, premium_since = NULL, "
+                                    "preferred_pro_applied_at = NULL, premium_billed_month = NULL WHERE id = $1"};
+  return mode == FORGET_ERASE && who->provider ? account_exec_in(c, who, sql, 1, NULL) : ERR_OK;
+}

@@ -50,11 +50,6 @@ quote_outcome quotes_submit(arena *a, const quote_request *q, char id[ID_LEN + 1
  * array of keys) and both sides of its licence (the stored keys, NULL when missing). */
 bool quotes_provider_verified(const char *headshots, const char *id_doc_front, const char *id_doc_back);
 
-/* Withdraws the provider's PENDING quotes (the owner deletes the provider account), on c
- * inside the caller's transaction: jobs only it had quoted go back to PENDING first. Its
- * ACCEPTED and REJECTED quotes stay, for the ledger. */
-db_rc quotes_withdraw_provider_in(db_conn *c, const char *provider_id, int64_t now);
-
 /* Fails req with 400 verification_required (QUOTE_UNVERIFIED's answer). */
 err_t quotes_fail_unverified(hs_req *req);
 

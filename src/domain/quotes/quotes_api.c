@@ -283,3 +283,11 @@ err_t api_quotes_of_provider(hs_req *req) {
   jw_arr_end(w);
   return hs_ok_jw(req, w);
 }
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+static const account_part PARTS[] = {{"quotes", QUOTES_EXPORT_SQL, SHAPE_QUOTE}, {0}};
+
+err_t quotes_export_in(db_conn *c, const account_ref *who, account_export *x) {
+  return account_export_parts_in(c, who, x, PARTS);
+}

@@ -1,6 +1,7 @@
 /* Handlers of the quotes domain, referenced by its route table. */
 #ifndef DOMAIN_QUOTES_API_H
 #define DOMAIN_QUOTES_API_H
+#include "domain/domain.h"
 #include "http/http.h"
 
 /* quotes_routes.c: the domain's rows (ended by a row of zeros) */
@@ -11,5 +12,8 @@ err_t api_quotes_accept(hs_req *req);
 err_t api_quotes_market_rate(hs_req *req);
 err_t api_quotes_for_job(hs_req *req);
 err_t api_quotes_of_provider(hs_req *req);
+
+/* The export's quotes (domain_def's export_in). */
+err_t quotes_export_in(db_conn *c, const account_ref *who, account_export *x);
 
 #endif

@@ -164,10 +164,23 @@ err_t quotes_store_of_provider(arena *a, const char *provider_id, const db_page 
                                  args, 1, out));
 }
 
-db_rc quotes_withdraw_provider_in(db_conn *c, const char *provider_id, int64_t now) {
-  db_rc rc = jobs_reopen_quoted_by_in(c, provider_id, now);
-  if (rc == DB_OK)
-    rc = db_exec(c, NULL, NULL, "DELETE FROM quotes WHERE provider_id = $1 AND status = 'PENDING'",
-                 DB_ARGS(DB_TEXT(provider_id)));
-  return rc;
+/* ---- the account's part (domain/domain.h) ---- */
+
+const char *const QUOTES_EXPORT_SQL[2] = {
+    "SELECT q.* FROM quotes q JOIN jobs j ON j.id = q.job_id WHERE j.customer_id = $1 ORDER BY q.seq",
+    "SELECT * FROM quotes WHERE provider_id = $1 ORDER BY seq",
+};
+
+/* $1 = the account's id: [mode][provider]. An erasure keeps a provider's ACCEPTED and REJECTED
+ * quotes, the ledger's. */
+static const char *const forget_sql[][2] = {
+    [FORGET_ERASE] = {NULL, "DELETE FROM quotes WHERE provider_id = $1 AND status = 'PENDING'"},
+    [FORGET_DELETE] = {"DELETE FROM quotes WHERE job_id IN (SELECT id FROM jobs WHERE customer_id = $1)",
+                       "DELETE FROM quotes WHERE provider_id = $1"},
+};
+
+err_t quotes_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode) {
+  /* jobs only the provider had quoted go back to PENDING first */
+  db_rc rc = who->provider ? jobs_reopen_quoted_by_in(c, who->id, who->now) : DB_OK;
+  return rc != DB_OK ? db_to_err(rc) : account_exec_in(c, who, &forget_sql[mode][who->provider], 1, NULL);
 }

@@ -4,6 +4,7 @@
 #include "core/errors.h"
 #include "db/db.h"
 #include "db/page.h"
+#include "domain/domain.h"
 #include "domain/notifications/notifications.h"
 #include "domain/quotes/quotes.h"
 #include <stdbool.h>
@@ -60,5 +61,15 @@ db_read quotes_store_read_for_job(arena *a, const char *job_id, const db_page *p
 extern const db_keyset PROVIDER_QUOTES_KEYSET;
 /* The page pg of the provider's quotes (`quotes.*`) with their job's job_status and job_service. */
 err_t quotes_store_of_provider(arena *a, const char *provider_id, const db_page *pg, db_res **out);
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+/* The export's quotes (account_part's sql): those on a customer's jobs, or a provider's own,
+ * oldest first. */
+extern const char *const QUOTES_EXPORT_SQL[2];
+/* forget_in of the quotes: an erasure withdraws a provider's PENDING quotes (its ACCEPTED and
+ * REJECTED ones stay, the ledger's); a deletion deletes the quotes on a customer's jobs, or a
+ * provider's. Jobs only the provider had quoted go back to PENDING first. */
+err_t quotes_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode);
 
 #endif

@@ -155,3 +155,24 @@ err_t api_tickets_update(hs_req *req) {
   if (support_store_get(&req->arena, id, &r) != ERR_OK) return ERR_INTERNAL;
   return ticket_reply(req, r);
 }
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+static const hs_rj_field TICKET[] = {
+    {"id", "id", RJ_STR},
+    {"subject", "subject", RJ_STR},
+    {"body", "body", RJ_STR},
+    {"category", "category", RJ_STR},
+    {"status", "status", RJ_STR},
+    {"notes", "notes", RJ_STR},
+    {"resolvedAt", "resolved_at", RJ_ISO},
+    {"createdAt", "created_at", RJ_ISO},
+    {"updatedAt", "updated_at", RJ_ISO},
+    {0},
+};
+
+static const account_part PARTS[] = {{"supportTickets", SUPPORT_EXPORT_SQL, TICKET}, {0}};
+
+err_t support_export_in(db_conn *c, const account_ref *who, account_export *x) {
+  return account_export_parts_in(c, who, x, PARTS);
+}

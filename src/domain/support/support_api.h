@@ -1,6 +1,7 @@
 /* Handlers of the support domain, referenced by its route table. */
 #ifndef DOMAIN_SUPPORT_API_H
 #define DOMAIN_SUPPORT_API_H
+#include "domain/domain.h"
 #include "http/http.h"
 
 /* support_routes.c: the domain's rows (ended by a row of zeros) */
@@ -9,5 +10,8 @@ extern const hs_route support_routes[];
 err_t api_support_open(hs_req *req);
 err_t api_tickets_list(hs_req *req);
 err_t api_tickets_update(hs_req *req);
+
+/* The export's supportTickets (domain_def's export_in). */
+err_t support_export_in(db_conn *c, const account_ref *who, account_export *x);
 
 #endif

@@ -60,3 +60,17 @@ err_t support_store_update(const char *id, const char *from, const ticket_update
   arena_fini(&a);
   return e;
 }
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+const char *const SUPPORT_EXPORT_SQL[2] = {
+    "SELECT * FROM support_tickets WHERE account_id = $1 AND account_role = 'user' ORDER BY seq",
+    "SELECT * FROM support_tickets WHERE account_id = $1 AND account_role = 'provider' ORDER BY seq",
+};
+
+err_t support_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode) {
+  (void)mode;
+  static const char *const sql[] = {"DELETE FROM support_tickets WHERE account_id = $1 AND account_role = 'user'",
+                                    "DELETE FROM support_tickets WHERE account_id = $1 AND account_role = 'provider'"};
+  return account_exec_in(c, who, &sql[who->provider], 1, NULL);
+}

@@ -5,6 +5,7 @@
 #include "db/db.h"
 #include "db/page.h"
 #include "domain/audit/audit.h"
+#include "domain/domain.h"
 
 #define TICKET_LIST_LIMIT 500
 
@@ -27,5 +28,12 @@ typedef struct ticket_update {
  * transaction; *moved false when the status changed meanwhile (nothing written). */
 err_t support_store_update(const char *id, const char *from, const ticket_update *u, const audit_action *act,
                            bool *moved);
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+/* The export's support tickets of the account (account_part's sql), oldest first. */
+extern const char *const SUPPORT_EXPORT_SQL[2];
+/* forget_in of the account's support tickets (either mode): they go. */
+err_t support_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode);
 
 #endif

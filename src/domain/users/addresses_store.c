@@ -27,7 +27,7 @@ users_outcome addresses_store_insert(const char *user_id, const char *id, const 
   db_res *r;
   db_conn *c;
   err_t e = db_begin(&c);
-  if (!e) e = db_to_err(db_exec(c, NULL, NULL, "UPDATE users SET id = id WHERE id = $1", DB_ARGS(DB_TEXT(user_id))));
+  if (!e) e = db_to_err(users_store_lock_in(c, user_id));
   if (!e)
     e = db_to_err(db_exec(c, &a, &r,
                           "SELECT (SELECT COUNT(*) FROM user_addresses WHERE user_id = $1), "
@@ -95,4 +95,13 @@ err_t addresses_store_swap_photos(const db_res *row, const char *street, const c
   *moved = !e && done->rows == 0;
   arena_fini(&a);
   return e;
+}
+
+err_t addresses_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode) {
+  (void)mode;
+  if (who->provider) return ERR_OK;
+  err_t e =
+      account_files_in(c, who, "SELECT street_view_photo, service_area_photos FROM user_addresses WHERE user_id = $1");
+  static const char *const sql[] = {"DELETE FROM user_addresses WHERE user_id = $1"};
+  return e ? e : account_exec_in(c, who, sql, 1, NULL);
 }

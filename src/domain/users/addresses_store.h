@@ -43,4 +43,8 @@ err_t addresses_store_set_details(const char *id, bool has_driveway, double driv
  * write): *moved tells the caller to read again and recompute. */
 err_t addresses_store_swap_photos(const db_res *row, const char *street, const char *area_json, bool *moved);
 
+/* forget_in of a customer's addresses (either mode): they go, their photos' keys appended to
+ * who->files. */
+err_t addresses_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode);
+
 #endif

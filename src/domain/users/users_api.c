@@ -36,3 +36,38 @@ err_t api_users_update_me(hs_req *req) {
   if (e == ERR_NOT_FOUND) return hs_not_found(req, "User");
   return e == ERR_OK ? reply_profile(req) : e;
 }
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+static const hs_rj_field BILLING[] = {
+    {"processorCustomerId", "processor_customer_id", RJ_STR},
+    {"processorPaymentMethodId", "processor_payment_method_id", RJ_STR},
+    {"processorSubscriptionId", "processor_subscription_id", RJ_STR},
+    {"premiumCancelAtPeriodEnd", "premium_cancel_at_period_end", RJ_BOOL},
+    {0},
+};
+static const hs_rj_field FAVORITE[] = {{"providerId", "provider_id", RJ_STR}, {"createdAt", "created_at", RJ_ISO}, {0}};
+static const hs_rj_field NOTE[] = {
+    {"providerId", "provider_id", RJ_STR},
+    {"note", "note", RJ_STR},
+    {"createdAt", "created_at", RJ_ISO},
+    {"updatedAt", "updated_at", RJ_ISO},
+    {0},
+};
+static const hs_rj_field ALERT[] = {{"service", "service", RJ_STR}, {"sentAt", "sent_at", RJ_ISO}, {0}};
+
+err_t users_export_in(db_conn *c, const account_ref *who, account_export *x) {
+  if (who->provider) return ERR_OK;
+  db_res *r[USERS_EXPORT_PARTS];
+  err_t e = account_read_in(c, x->a, who, USERS_EXPORT_SQL, USERS_EXPORT_PARTS, r);
+  if (e) return e;
+  if (r[0]->rows == 0) return ERR_NOT_FOUND; /* deleted meanwhile */
+  account_export_one(x, "account", USERS_PROFILE_JSON, r[0]);
+  account_export_one(x, "billing", BILLING, r[0]);
+  jw_str(account_export_member(x, "devicePushToken"), db_field(r[0], 0, "push_token"));
+  account_export_rows(x, "addresses", USERS_ADDRESS_JSON, r[1]);
+  account_export_rows(x, "favorites", FAVORITE, r[2]);
+  account_export_rows(x, "proNotes", NOTE, r[3]);
+  account_export_rows(x, "seasonalAlerts", ALERT, r[4]);
+  return ERR_OK;
+}

@@ -33,4 +33,8 @@ err_t api_addresses_clear_photos(hs_req *req);
 bool users_seasonal_day(json_t *payload, char err[256]);
 bool users_seasonal_zip(json_t *payload, char err[256]);
 
+/* users_api.c: the export's account (with billing and devicePushToken), addresses,
+ * favorites, proNotes and seasonalAlerts of a customer (domain_def's export_in) */
+err_t users_export_in(db_conn *c, const account_ref *who, account_export *x);
+
 #endif

@@ -38,6 +38,12 @@ err_t users_store_update_profile(const char *id, json_t *patch) {
   return e;
 }
 
+/* The customer's row lock: concurrent transactions about the customer run one after another
+ * (on SQLite, the database's write lock). */
+db_rc users_store_lock_in(db_conn *c, const char *id) {
+  return db_exec(c, NULL, NULL, "UPDATE users SET updated_at = updated_at WHERE id = $1", DB_ARGS(DB_TEXT(id)));
+}
+
 /* ---- premium features ---- */
 
 /* Runs a write; *changes receives the row count. */
@@ -199,4 +205,35 @@ err_t users_store_queue_alert_zips(const db_res *zips, int64_t slot) {
     json_decref(unit);
   }
   return db_end(c, e);
+}
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+/* $1 = the customer's id, $2 = now: [0] a customer's, [1] a provider's. */
+const char *const USERS_EXPORT_SQL[USERS_EXPORT_PARTS][2] = {
+    {"SELECT * FROM users WHERE id = $1 AND deleted_at IS NULL", NULL},
+    {"SELECT * FROM user_addresses WHERE user_id = $1 ORDER BY created_at, id", NULL},
+    {"SELECT provider_id, created_at FROM favorites WHERE user_id = $1 ORDER BY seq", NULL},
+    {"SELECT provider_id, note, created_at, updated_at FROM pro_notes WHERE user_id = $1 ORDER BY created_at, "
+     "provider_id",
+     NULL},
+    {"SELECT service, sent_at FROM seasonal_alerts WHERE user_id = $1 ORDER BY service", NULL},
+};
+
+/* $1 = the account's id: [mode][provider]. A provider's favorites and notes go at both: it can
+ * be booked no more. */
+static const char *const forget_sql[][2][4] = {
+    [FORGET_ERASE] = {{"DELETE FROM favorites WHERE user_id = $1", "DELETE FROM pro_notes WHERE user_id = $1",
+                       "DELETE FROM seasonal_alerts WHERE user_id = $1",
+                       "UPDATE users SET name = '" ACCOUNT_DELETED_NAME "', phone = NULL, address = '', zip = '', "
+                       "lat = NULL, lng = NULL, seasonal_alerts_enabled = 0 WHERE id = $1"},
+                      {"DELETE FROM favorites WHERE provider_id = $1", "DELETE FROM pro_notes WHERE provider_id = $1"}},
+    [FORGET_DELETE] = {{"DELETE FROM favorites WHERE user_id = $1", "DELETE FROM pro_notes WHERE user_id = $1",
+                        "DELETE FROM seasonal_alerts WHERE user_id = $1"},
+                       {"DELETE FROM favorites WHERE provider_id = $1",
+                        "DELETE FROM pro_notes WHERE provider_id = $1"}},
+};
+
+err_t users_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode) {
+  return account_exec_in(c, who, forget_sql[mode][who->provider], 4, NULL);
 }

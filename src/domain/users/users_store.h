@@ -4,6 +4,7 @@
 #include "core/errors.h"
 #include "db/db.h"
 #include "db/page.h"
+#include "domain/domain.h"
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -68,5 +69,20 @@ err_t users_store_alert_customers(arena *a, const char *zip, db_res **out);
  * key decides). */
 err_t users_store_send_alert(const char *id, const char *service, int64_t now, int64_t cutoff, const char *title,
                              const char *body, bool *sent);
+
+/* ---- the account's part (domain/domain.h) ---- */
+
+/* The customer's row lock, on c inside the caller's transaction: concurrent transactions about
+ * the customer run one after another. */
+db_rc users_store_lock_in(db_conn *c, const char *id);
+/* The export's reads (account_read_in): the customer's row (none when it is deleted), its
+ * addresses, favorites, notes and seasonal-alert records, each oldest first. */
+#define USERS_EXPORT_PARTS 5
+extern const char *const USERS_EXPORT_SQL[USERS_EXPORT_PARTS][2];
+/* forget_in of the users table's profile columns and of the premium features' tables: a
+ * customer's favorites, notes and seasonal-alert records go, and at its erasure its row's
+ * profile is erased (name ACCOUNT_DELETED_NAME, no phone, address, coordinates or alerts); the
+ * favorites and notes that name a provider go with it. */
+err_t users_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode);
 
 #endif
