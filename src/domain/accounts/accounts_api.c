@@ -23,9 +23,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-static err_t fail_busy(hs_req *req) {
-  return hs_fail_code(req, ERR_CONFLICT, "account_busy",
-                      "The account has a job that is accepted, on the way or in progress: finish or cancel it first");
+/* The one answer to each outcome of an erasure but ERASE_DONE. */
+static err_t accounts_fail(hs_req *req, erase_outcome out) {
+  switch (out) {
+  case ERASE_BUSY:
+    return hs_fail_code(req, ERR_CONFLICT, "account_busy",
+                        "The account has a job that is accepted, on the way or in progress: finish or cancel it first");
+  case ERASE_GONE: return hs_fail(req, ERR_UNAUTHORIZED, NULL); /* deleted meanwhile: its token with it */
+  case ERASE_DONE:
+  case ERASE_FAILED: break;
+  }
+  return ERR_INTERNAL;
 }
 
 /* A customer's holds on jobs that will not be completed are voided (queued and retried when the
@@ -45,13 +53,11 @@ err_t api_accounts_delete(hs_req *req) {
   if (e != ERR_OK) return e;
   bool busy;
   if ((e = accounts_store_busy(provider, acc.id, &busy)) != ERR_OK) return e;
-  if (busy) return fail_busy(req);
+  if (busy) return accounts_fail(req, ERASE_BUSY);
   if (!provider && (e = release_customer(req, acc.id)) != ERR_OK) return e;
   json_t *files = arena_json(&req->arena, json_array());
-  e = accounts_store_erase(provider, acc.id, files);
-  if (e == ERR_CONFLICT) return fail_busy(req);
-  if (e == ERR_NOT_FOUND) return hs_fail(req, ERR_UNAUTHORIZED, NULL); /* deleted meanwhile */
-  if (e != ERR_OK) return e;
+  erase_outcome out = accounts_store_erase(provider, acc.id, files);
+  if (out != ERASE_DONE) return accounts_fail(req, out);
   size_t i;
   json_t *k;
   json_array_foreach(files, i, k) if (!storage_delete(json_string_value(k)))

@@ -26,7 +26,7 @@ err_t accounts_store_held_jobs(arena *a, const char *id, db_res **out) {
                             DB_ARGS(DB_TEXT(id))));
 }
 
-err_t accounts_store_erase(bool provider, const char *id, json_t *files) {
+erase_outcome accounts_store_erase(bool provider, const char *id, json_t *files) {
   const account_ref who = {id, provider ? "provider" : "user", provider, clock_now_ms(), files};
   arena a;
   arena_init(&a);
@@ -36,11 +36,11 @@ err_t accounts_store_erase(bool provider, const char *id, json_t *files) {
   err_t e = db_begin(&c);
   if (!e) e = domains_forget_in(c, &who, FORGET_ERASE);
   if (!e) e = db_to_err(db_exec(c, &a, &r, busy_sql[provider], DB_ARGS(DB_TEXT(id))));
-  if (!e && r->rows > 0) busy = true, e = ERR_CONFLICT;
+  if (!e && r->rows > 0) busy = true, e = ERR_CONFLICT; /* rolls back */
   e = db_end(c, e);
   if (e != ERR_OK) json_array_clear(files); /* nothing was erased: no file goes */
   arena_fini(&a);
-  return busy ? ERR_CONFLICT : e == ERR_CONFLICT ? ERR_INTERNAL : e; /* only a running job is a conflict */
+  return busy ? ERASE_BUSY : e == ERR_NOT_FOUND ? ERASE_GONE : e ? ERASE_FAILED : ERASE_DONE;
 }
 
 err_t accounts_store_export(bool provider, const char *id, account_export *x) {

@@ -55,20 +55,23 @@ static err_t reply_session(hs_req *req, const char *key, const char *role, const
   return hs_ok(req, body);
 }
 
+/* The one answer to each outcome of the auth store but AUTH_DONE (AUTH_TOO_OFTEN: the caller set
+ * req->retry_after). */
+static err_t auth_fail(hs_req *req, auth_outcome out);
+
 err_t api_auth_register(hs_req *req) {
   const char *email = hs_body_str(req, "email");
   bool taken;
   account existing;
   if (auth_store_find(&req->arena, ACCOUNT_USER, email, &existing, &taken) != ERR_OK) return ERR_INTERNAL;
-  if (taken) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_EMAIL_TAKEN, "Email already registered");
+  if (taken) return auth_fail(req, AUTH_EMAIL_TAKEN);
   char hash[128], id[ID_LEN + 1];
   pw_result pr = password_hash(hs_body_str(req, "password"), hash);
   if (pr != PW_OK) return hashing_failed(req, pr);
   id_new(id);
-  err_t e = auth_store_insert_user(id, email, hash, hs_body_str(req, "name"), hs_body_str(req, "address"),
-                                   hs_body_str(req, "zip"));
-  if (e == ERR_CONFLICT) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_EMAIL_TAKEN, "Email already registered");
-  if (e != ERR_OK) return e;
+  auth_outcome out = auth_store_insert_user(id, email, hash, hs_body_str(req, "name"), hs_body_str(req, "address"),
+                                            hs_body_str(req, "zip"));
+  if (out != AUTH_DONE) return auth_fail(req, out);
   return reply_session(req, "user", "user", id, email, hs_body_str(req, "name"), 0);
 }
 
@@ -77,16 +80,15 @@ err_t api_auth_provider_register(hs_req *req) {
   bool taken;
   account existing;
   if (auth_store_find(&req->arena, ACCOUNT_PROVIDER, email, &existing, &taken) != ERR_OK) return ERR_INTERNAL;
-  if (taken) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_EMAIL_TAKEN, "Email already registered");
+  if (taken) return auth_fail(req, AUTH_EMAIL_TAKEN);
   char hash[128], id[ID_LEN + 1];
   pw_result pr = password_hash(hs_body_str(req, "password"), hash);
   if (pr != PW_OK) return hashing_failed(req, pr);
   id_new(id);
-  err_t e = auth_store_insert_provider(id, email, hash, hs_body_str(req, "name"), hs_body_str(req, "phone"),
-                                       json_object_get(req->body, "services"),
-                                       json_object_get(req->body, "serviceZips"));
-  if (e == ERR_CONFLICT) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_EMAIL_TAKEN, "Email already registered");
-  if (e != ERR_OK) return e;
+  auth_outcome out =
+      auth_store_insert_provider(id, email, hash, hs_body_str(req, "name"), hs_body_str(req, "phone"),
+                                 json_object_get(req->body, "services"), json_object_get(req->body, "serviceZips"));
+  if (out != AUTH_DONE) return auth_fail(req, out);
   return reply_session(req, "provider", "provider", id, email, hs_body_str(req, "name"), 0);
 }
 
@@ -132,8 +134,8 @@ err_t api_auth_forgot_password(hs_req *req) {
                                    "Reset your password", body);
     if (e != ERR_OK) return e;
   }
-  return hs_ok(req, json_pack("{s:s}", "message",
-                              "If an account exists for that email, a password reset link has been sent."));
+  return hs_ok(
+      req, json_pack("{s:s}", "message", "If an account exists for that email, a password reset link has been sent."));
 }
 
 err_t api_auth_reset_password(hs_req *req) {
@@ -143,14 +145,13 @@ err_t api_auth_reset_password(hs_req *req) {
   const char *role;
   bool found;
   if (auth_store_find_reset(&req->arena, token_hash, &role, &found) != ERR_OK) return ERR_INTERNAL;
-  if (!found) return hs_fail(req, ERR_BAD_REQUEST, "Invalid or expired reset token");
+  if (!found) return auth_fail(req, AUTH_RESET_GONE);
   char hash[128];
   pw_result pr = password_hash(hs_body_str(req, "newPassword"), hash);
   if (pr != PW_OK) return hashing_failed(req, pr);
   const char *email;
-  err_t e = auth_store_use_reset(&req->arena, token_hash, hash, &role, &email);
-  if (e == ERR_BAD_REQUEST) return hs_fail(req, ERR_BAD_REQUEST, "Invalid or expired reset token");
-  if (e != ERR_OK) return e;
+  auth_outcome out = auth_store_use_reset(&req->arena, token_hash, hash, &role, &email);
+  if (out != AUTH_DONE) return auth_fail(req, out);
   /* the mailbox's owner chose a new password: the failures counted against the old one no
    * longer hold the account */
   bool was_held;
@@ -215,7 +216,7 @@ err_t api_auth_change_email(hs_req *req) {
   bool taken;
   account other;
   if (auth_store_find(&req->arena, kind_of(req), email, &other, &taken) != ERR_OK) return ERR_INTERNAL;
-  if (taken) return hs_fail(req, ERR_CONFLICT, "Email already registered");
+  if (taken) return auth_fail(req, AUTH_EMAIL_TAKEN);
   char token[65], token_hash[65], cancel[65], cancel_hash[65];
   link_token(token, token_hash);
   link_token(cancel, cancel_hash);
@@ -245,12 +246,9 @@ err_t api_auth_change_email(hs_req *req) {
                                   "signing out everywhere also ends it.\n",
                                   masked(&req->arena, email), CFG.public_url, cancel)};
   int retry_after = 0;
-  e = auth_store_put_email_change(&ask, &retry_after);
-  if (e == ERR_RATE_LIMITED) {
-    req->retry_after = retry_after;
-    return hs_fail(req, e, NULL);
-  }
-  if (e != ERR_OK) return e;
+  auth_outcome out = auth_store_put_email_change(&ask, &retry_after);
+  if (out == AUTH_TOO_OFTEN) req->retry_after = retry_after;
+  if (out != AUTH_DONE) return auth_fail(req, out);
   return hs_ok(
       req, json_pack("{s:s}", "message",
                      arena_printf(&req->arena,
@@ -272,6 +270,18 @@ static err_t reply_link_gone(hs_req *req, const char *what) {
   return e;
 }
 
+static err_t auth_fail(hs_req *req, auth_outcome out) {
+  switch (out) {
+  case AUTH_EMAIL_TAKEN: return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_EMAIL_TAKEN, "Email already registered");
+  case AUTH_RESET_GONE: return hs_fail(req, ERR_BAD_REQUEST, "Invalid or expired reset token");
+  case AUTH_CHANGE_GONE: return reply_link_gone(req, "This email change cannot be confirmed.");
+  case AUTH_TOO_OFTEN: return hs_fail(req, ERR_RATE_LIMITED, NULL);
+  case AUTH_DONE:
+  case AUTH_FAILED: break;
+  }
+  return ERR_INTERNAL;
+}
+
 /* GET /auth/confirm-email: a page whose button confirms (a GET changes nothing, so a mail
  * scanner opening the link confirms nothing). */
 err_t api_auth_confirm_email_page(hs_req *req) {
@@ -280,7 +290,7 @@ err_t api_auth_confirm_email_page(hs_req *req) {
   bool found;
   sha256_hex(token, strlen(token), token_hash);
   if (auth_store_find_email_change(&req->arena, token_hash, &email, &found) != ERR_OK) return ERR_INTERNAL;
-  if (!found) return reply_link_gone(req, "This email change cannot be confirmed.");
+  if (!found) return auth_fail(req, AUTH_CHANGE_GONE);
   const char *values[] = {email, token};
   return common_reply_html(req,
                            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -296,10 +306,8 @@ err_t api_auth_confirm_email(hs_req *req) {
   const char *token = json_string_value(json_object_get(req->query, "token")), *email = NULL;
   char token_hash[65];
   sha256_hex(token, strlen(token), token_hash);
-  err_t e = auth_store_use_email_change(&req->arena, token_hash, &email);
-  if (e == ERR_BAD_REQUEST) return reply_link_gone(req, "This email change cannot be confirmed.");
-  if (e == ERR_CONFLICT) return hs_fail(req, e, "Email already registered");
-  if (e != ERR_OK) return e;
+  auth_outcome out = auth_store_use_email_change(&req->arena, token_hash, &email);
+  if (out != AUTH_DONE) return auth_fail(req, out);
   const char *values[] = {email};
   return common_reply_html(req,
                            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -339,7 +347,9 @@ err_t api_auth_cancel_email_change(hs_req *req) {
                            values);
 }
 
-err_t auth_end_caller_token(hs_req *req) { return auth_store_end_token(req->auth.token_id, req->auth.token_exp * 1000); }
+err_t auth_end_caller_token(hs_req *req) {
+  return auth_store_end_token(req->auth.token_id, req->auth.token_exp * 1000);
+}
 
 err_t api_auth_logout(hs_req *req) {
   err_t e = auth_end_caller_token(req);

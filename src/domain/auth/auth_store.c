@@ -52,12 +52,18 @@ db_rc auth_insert_user_in(db_conn *c, const char *id, const char *email, const c
       DB_ARGS(DB_TEXT(id), DB_TEXT(email), DB_TEXT(hash), DB_TEXT(name), DB_TEXT(address), DB_TEXT(zip), DB_INT(now)));
 }
 
-err_t auth_store_insert_user(const char *id, const char *email, const char *hash, const char *name,
-                             const char *address, const char *zip) {
+/* The outcome of a change that ended with e (db_end's): the unique email's refusal, a failure, or
+ * done. */
+static auth_outcome outcome_of(err_t e) {
+  return e == ERR_OK ? AUTH_DONE : e == ERR_CONFLICT ? AUTH_EMAIL_TAKEN : AUTH_FAILED;
+}
+
+auth_outcome auth_store_insert_user(const char *id, const char *email, const char *hash, const char *name,
+                                    const char *address, const char *zip) {
   db_conn *c = db_acquire();
   db_rc rc = auth_insert_user_in(c, id, email, hash, name, address, zip);
   db_release(c);
-  return db_to_err(rc);
+  return outcome_of(db_to_err(rc));
 }
 
 static auth_lists_writer lists_writer;
@@ -81,12 +87,12 @@ db_rc auth_insert_provider_in(db_conn *c, const char *id, const char *email, con
   return rc;
 }
 
-err_t auth_store_insert_provider(const char *id, const char *email, const char *hash, const char *name,
-                                 const char *phone, json_t *services, json_t *zips) {
+auth_outcome auth_store_insert_provider(const char *id, const char *email, const char *hash, const char *name,
+                                        const char *phone, json_t *services, json_t *zips) {
   db_conn *c;
   err_t e = db_begin(&c);
   if (!e) e = db_to_err(auth_insert_provider_in(c, id, email, hash, name, phone, services, zips));
-  return db_end(c, e);
+  return outcome_of(db_end(c, e));
 }
 
 err_t auth_store_put_reset(const char *email, const char *role, const char *account_id, const char *token_hash,
@@ -118,17 +124,18 @@ err_t auth_store_find_reset(arena *a, const char *token_hash, const char **role,
   return ERR_OK;
 }
 
-err_t auth_store_use_reset(arena *a, const char *token_hash, const char *new_hash, const char **role,
-                           const char **email) {
+auth_outcome auth_store_use_reset(arena *a, const char *token_hash, const char *new_hash, const char **role,
+                                  const char **email) {
   db_res *r, *u;
   db_conn *c;
+  bool gone = false;
   err_t e = db_begin(&c);
   if (!e)
     e = db_to_err(db_exec(c, a, &r,
                           "DELETE FROM password_reset_tokens WHERE token_hash = $1 AND expires_at > $2 "
                           "RETURNING email, role, account_id",
                           DB_ARGS(DB_TEXT(token_hash), DB_INT(clock_now_ms()))));
-  if (!e && r->rows == 0) e = ERR_BAD_REQUEST;
+  if (!e && r->rows == 0) gone = true, e = ERR_NOT_FOUND;
   if (!e) { /* the account it was made for (a token from before ids were kept: its email's) */
     *role = db_text(r, 0, 1);
     bool provider = !strcmp(*role, "provider"), by_id = !db_isnull(r, 0, 2);
@@ -143,10 +150,11 @@ err_t auth_store_use_reset(arena *a, const char *token_hash, const char *new_has
       e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM email_changes WHERE account_id = $1 AND role = $2",
                             DB_ARGS(DB_TEXT(db_text(u, 0, 0)), DB_TEXT(*role))));
   }
-  if (!e && u->rows == 0) e = ERR_BAD_REQUEST; /* the account was deleted since the token was issued */
+  if (!e && u->rows == 0) gone = true, e = ERR_NOT_FOUND; /* the account was deleted since the token was issued */
   if (!e) *email = db_text(u, 0, 1);
   if (!e) e = db_to_err(events_tokens_ended_in(c, db_text(u, 0, 0), false)); /* its streams end */
-  return db_end(c, e);
+  e = db_end(c, e);
+  return gone ? AUTH_RESET_GONE : e ? AUTH_FAILED : AUTH_DONE;
 }
 
 /* ---- the owner's account management ---- */
@@ -186,7 +194,7 @@ err_t auth_store_change_password(account_kind kind, const char *id, const char *
 }
 
 /* Refuses ask when its account asked too often in the last hour, or its address was asked for
- * too often in the last day: ERR_RATE_LIMITED with *retry_after_s; otherwise records it. */
+ * too often in the last day: *retry_after_s > 0 (the seconds to wait); otherwise records it. */
 static err_t email_change_allowed_in(db_conn *c, arena *a, const email_change_ask *ask, int64_t now,
                                      int *retry_after_s) {
   db_res *r;
@@ -196,58 +204,62 @@ static err_t email_change_allowed_in(db_conn *c, arena *a, const email_change_as
                      "AND role = $2 AND created_at > $4), (SELECT COUNT(*) FROM email_change_requests "
                      "WHERE email = $3 AND created_at > $5), (SELECT MIN(created_at) FROM email_change_requests "
                      "WHERE email = $3 AND created_at > $5)",
-                     DB_ARGS(DB_TEXT(ask->id), DB_TEXT(role_of[ask->kind]), DB_TEXT(ask->email),
-                             DB_INT(now - HOUR_MS), DB_INT(now - DAY_MS)));
+                     DB_ARGS(DB_TEXT(ask->id), DB_TEXT(role_of[ask->kind]), DB_TEXT(ask->email), DB_INT(now - HOUR_MS),
+                             DB_INT(now - DAY_MS)));
   if (rc != DB_OK) return db_to_err(rc);
   int64_t until = 0;
   if (db_int(r, 0, 0) >= EMAIL_CHANGES_PER_HOUR) until = db_int(r, 0, 1) + HOUR_MS;
-  if (db_int(r, 0, 2) >= EMAIL_CHANGES_PER_ADDRESS && db_int(r, 0, 3) + DAY_MS > until) until = db_int(r, 0, 3) + DAY_MS;
+  if (db_int(r, 0, 2) >= EMAIL_CHANGES_PER_ADDRESS && db_int(r, 0, 3) + DAY_MS > until)
+    until = db_int(r, 0, 3) + DAY_MS;
   if (until) {
     *retry_after_s = (int)((until - now + 999) / 1000);
-    return ERR_RATE_LIMITED;
+    return ERR_OK;
   }
   char id[ID_LEN + 1];
   id_new(id);
-  return db_to_err(db_exec(c, NULL, NULL,
-                           "INSERT INTO email_change_requests (id, account_id, role, email, created_at) "
-                           "VALUES ($1, $2, $3, $4, $5)",
-                           DB_ARGS(DB_TEXT(id), DB_TEXT(ask->id), DB_TEXT(role_of[ask->kind]), DB_TEXT(ask->email),
-                                   DB_INT(now))));
+  return db_to_err(
+      db_exec(c, NULL, NULL,
+              "INSERT INTO email_change_requests (id, account_id, role, email, created_at) "
+              "VALUES ($1, $2, $3, $4, $5)",
+              DB_ARGS(DB_TEXT(id), DB_TEXT(ask->id), DB_TEXT(role_of[ask->kind]), DB_TEXT(ask->email), DB_INT(now))));
 }
 
-err_t auth_store_put_email_change(const email_change_ask *ask, int *retry_after_s) {
+auth_outcome auth_store_put_email_change(const email_change_ask *ask, int *retry_after_s) {
   int64_t now = clock_now_ms();
   arena a;
   arena_init(&a);
   db_conn *c;
+  *retry_after_s = 0;
   err_t e = db_begin(&c);
   if (!e) e = email_change_allowed_in(c, &a, ask, now, retry_after_s);
+  if (!e && *retry_after_s > 0) e = ERR_RATE_LIMITED; /* nothing is written */
   if (!e) e = db_to_err(end_email_change_in(c, ask->kind, ask->id));
   if (!e)
-    e = db_to_err(db_exec(c, NULL, NULL,
-                          "INSERT INTO email_changes (token_hash, account_id, role, email, expires_at, created_at, "
-                          "token_gen, cancel_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                          DB_ARGS(DB_TEXT(ask->token_hash), DB_TEXT(ask->id), DB_TEXT(role_of[ask->kind]),
-                                  DB_TEXT(ask->email), DB_INT(ask->expires_at), DB_INT(now), DB_INT(ask->gen),
-                                  DB_TEXT(ask->cancel_hash))));
+    e = db_to_err(
+        db_exec(c, NULL, NULL,
+                "INSERT INTO email_changes (token_hash, account_id, role, email, expires_at, created_at, "
+                "token_gen, cancel_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                DB_ARGS(DB_TEXT(ask->token_hash), DB_TEXT(ask->id), DB_TEXT(role_of[ask->kind]), DB_TEXT(ask->email),
+                        DB_INT(ask->expires_at), DB_INT(now), DB_INT(ask->gen), DB_TEXT(ask->cancel_hash))));
   if (!e) e = db_to_err(mail_enqueue(c, ask->email, ask->to_new_subject, ask->to_new_body));
   if (!e) e = db_to_err(mail_enqueue(c, ask->to_old, ask->to_old_subject, ask->to_old_body));
   e = db_end(c, e);
   arena_fini(&a);
-  return e;
+  return *retry_after_s > 0 ? AUTH_TOO_OFTEN : outcome_of(e);
 }
 
 /* A live email change of token_hash whose account still has the tokens of its asking (and is
  * not deleted): $1 the hash, $2 now. */
 #define LIVE_CHANGE(table)                                                                                             \
-  "SELECT c.email FROM email_changes c JOIN " table " a ON a.id = c.account_id AND a.token_gen = c.token_gen "       \
+  "SELECT c.email FROM email_changes c JOIN " table " a ON a.id = c.account_id AND a.token_gen = c.token_gen "         \
   "AND a.deleted_at IS NULL WHERE c.token_hash = $1 AND c.expires_at > $2"
 
 err_t auth_store_find_email_change(arena *a, const char *token_hash, const char **email, bool *found) {
   db_res *r;
-  if (db_query(a, &r, LIVE_CHANGE("users") " AND c.role = 'user' UNION ALL " LIVE_CHANGE("providers")
-                                           " AND c.role = 'provider'",
-               DB_ARGS(DB_TEXT(token_hash), DB_INT(clock_now_ms()))) != DB_OK)
+  if (db_query(
+          a, &r,
+          LIVE_CHANGE("users") " AND c.role = 'user' UNION ALL " LIVE_CHANGE("providers") " AND c.role = 'provider'",
+          DB_ARGS(DB_TEXT(token_hash), DB_INT(clock_now_ms()))) != DB_OK)
     return ERR_INTERNAL;
   *found = r->rows > 0;
   *email = *found ? db_text(r, 0, 0) : NULL;
@@ -256,8 +268,7 @@ err_t auth_store_find_email_change(arena *a, const char *token_hash, const char 
 
 err_t auth_store_cancel_email_change(arena *a, const char *cancel_hash, const char **email, bool *cancelled) {
   db_res *r;
-  if (db_query(a, &r,
-               "DELETE FROM email_changes WHERE cancel_hash = $1 AND expires_at > $2 RETURNING email",
+  if (db_query(a, &r, "DELETE FROM email_changes WHERE cancel_hash = $1 AND expires_at > $2 RETURNING email",
                DB_ARGS(DB_TEXT(cancel_hash), DB_INT(clock_now_ms()))) != DB_OK)
     return ERR_INTERNAL;
   *cancelled = r->rows > 0;
@@ -265,17 +276,18 @@ err_t auth_store_cancel_email_change(arena *a, const char *cancel_hash, const ch
   return ERR_OK;
 }
 
-err_t auth_store_use_email_change(arena *a, const char *token_hash, const char **email) {
+auth_outcome auth_store_use_email_change(arena *a, const char *token_hash, const char **email) {
   db_res *r, *old = NULL;
   db_conn *c;
   int64_t now = clock_now_ms();
+  bool gone = false;
   err_t e = db_begin(&c);
   if (!e)
     e = db_to_err(db_exec(c, a, &r,
                           "DELETE FROM email_changes WHERE token_hash = $1 AND expires_at > $2 "
                           "RETURNING account_id, role, email, token_gen",
                           DB_ARGS(DB_TEXT(token_hash), DB_INT(now))));
-  if (!e && r->rows == 0) e = ERR_BAD_REQUEST;
+  if (!e && r->rows == 0) gone = true, e = ERR_NOT_FOUND;
   account_kind kind = ACCOUNT_USER;
   if (!e) { /* refused when the account's tokens ended since it was asked for */
     kind = !strcmp(db_text(r, 0, 1), "provider") ? ACCOUNT_PROVIDER : ACCOUNT_USER;
@@ -284,14 +296,15 @@ err_t auth_store_use_email_change(arena *a, const char *token_hash, const char *
              table_of[kind]);
     e = db_to_err(db_exec(c, a, &old, sql, DB_ARGS(DB_TEXT(db_text(r, 0, 0)), DB_INT(db_int(r, 0, 3)))));
   }
-  if (!e && old->rows == 0) e = ERR_BAD_REQUEST;
+  if (!e && old->rows == 0) gone = true, e = ERR_NOT_FOUND;
   if (!e) {
     char sql[160];
     snprintf(sql, sizeof sql, "UPDATE %s SET email = $2, updated_at = $3 WHERE id = $1", table_of[kind]);
     e = db_to_err(
         db_exec(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(db_text(r, 0, 0)), DB_TEXT(db_text(r, 0, 2)), DB_INT(now))));
   }
-  /* ERR_CONFLICT from the unique email (taken since the change was asked for): rolled back */
+  /* ERR_CONFLICT from the unique email (taken since the change was asked for): rolled back,
+   * AUTH_EMAIL_TAKEN */
   if (!e)
     e = db_to_err(db_exec(c, NULL, NULL,
                           "DELETE FROM password_reset_tokens WHERE role = $2 AND (account_id = $3 OR email = $1)",
@@ -304,7 +317,8 @@ err_t auth_store_use_email_change(arena *a, const char *token_hash, const char *
                                     db_text(old, 0, 1), *email);
     e = db_to_err(mail_enqueue(c, db_text(old, 0, 0), "Your email address was changed", body));
   }
-  return db_end(c, e);
+  e = db_end(c, e);
+  return gone ? AUTH_CHANGE_GONE : outcome_of(e);
 }
 
 err_t auth_store_end_token(const char *token_id, int64_t expires_at) {
@@ -400,7 +414,7 @@ err_t auth_store_upsert_admin(const char *email, const char *hash) {
   char id[ID_LEN + 1];
   id_new(id);
   return db_to_err(db_query(NULL, NULL,
-                          "INSERT INTO admins (id, email, password_hash, created_at) VALUES ($1, $2, $3, $4) "
-                          "ON CONFLICT (email) DO UPDATE SET password_hash = excluded.password_hash",
-                          DB_ARGS(DB_TEXT(id), DB_TEXT(email), DB_TEXT(hash), DB_INT(clock_now_ms()))));
+                            "INSERT INTO admins (id, email, password_hash, created_at) VALUES ($1, $2, $3, $4) "
+                            "ON CONFLICT (email) DO UPDATE SET password_hash = excluded.password_hash",
+                            DB_ARGS(DB_TEXT(id), DB_TEXT(email), DB_TEXT(hash), DB_INT(clock_now_ms()))));
 }

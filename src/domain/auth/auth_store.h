@@ -9,6 +9,17 @@
 
 typedef enum { ACCOUNT_USER, ACCOUNT_PROVIDER } account_kind;
 
+/* What a change of the auth store came to; auth_fail (auth_api.c) answers each but AUTH_DONE. */
+typedef enum {
+  AUTH_DONE,
+  AUTH_FAILED,      /* the database failed */
+  AUTH_EMAIL_TAKEN, /* the address is another account's (the unique index said so) */
+  AUTH_RESET_GONE,  /* the reset token was used or expired, or its account was deleted */
+  AUTH_CHANGE_GONE, /* the email-change link was used, expired or cancelled, or its account's
+                       tokens ended since it was asked for */
+  AUTH_TOO_OFTEN,   /* asked too often: the caller has the seconds until it may be asked again */
+} auth_outcome;
+
 typedef struct account {
   const char *id, *email, *name, *password_hash;
   int64_t token_gen; /* tokens carry it; a password reset or change and logout-all move it on */
@@ -18,12 +29,13 @@ typedef struct account {
 err_t auth_store_find(arena *a, account_kind kind, const char *email, account *out, bool *found);
 /* Looks up an account by id; *found false when there is none. ERR_INTERNAL on failure. */
 err_t auth_store_get(arena *a, account_kind kind, const char *id, account *out, bool *found);
-/* Inserts a customer; ERR_CONFLICT when the email is taken. */
-err_t auth_store_insert_user(const char *id, const char *email, const char *hash, const char *name, const char *address,
-                             const char *zip);
-/* Inserts a provider with its services and ZIPs (arrays of strings) in one transaction. */
-err_t auth_store_insert_provider(const char *id, const char *email, const char *hash, const char *name,
-                                 const char *phone, json_t *services, json_t *zips);
+/* Inserts a customer; AUTH_EMAIL_TAKEN when the email is taken. */
+auth_outcome auth_store_insert_user(const char *id, const char *email, const char *hash, const char *name,
+                                    const char *address, const char *zip);
+/* Inserts a provider with its services and ZIPs (arrays of strings) in one transaction;
+ * AUTH_EMAIL_TAKEN when the email is taken. */
+auth_outcome auth_store_insert_provider(const char *id, const char *email, const char *hash, const char *name,
+                                        const char *phone, json_t *services, json_t *zips);
 /* Replaces the reset token of (email, role) with token_hash for account account_id (the reset
  * sets that account's password, whatever its email is by then) and queues the email, in one
  * transaction. */
@@ -33,10 +45,10 @@ err_t auth_store_put_reset(const char *email, const char *role, const char *acco
 err_t auth_store_find_reset(arena *a, const char *token_hash, const char **role, bool *found);
 /* Consumes a live token, sets the account's password and moves its token generation on (every
  * token issued before is refused from then on), and ends its pending email change, in one
- * transaction; ERR_BAD_REQUEST when the token was used or expired meanwhile. *role and *email
+ * transaction; AUTH_RESET_GONE when the token was used or expired meanwhile. *role and *email
  * receive the account's role and email. */
-err_t auth_store_use_reset(arena *a, const char *token_hash, const char *new_hash, const char **role,
-                           const char **email);
+auth_outcome auth_store_use_reset(arena *a, const char *token_hash, const char *new_hash, const char **role,
+                                  const char **email);
 /* ---- the owner's account management (issue 24) ---- */
 
 /* Sets the account's password to new_hash and moves its token generation on (every token
@@ -56,11 +68,11 @@ typedef struct email_change_ask {
 } email_change_ask;
 /* Replaces the account's pending email change with ask and queues both emails, in one
  * transaction, unless the account asked EMAIL_CHANGES_PER_HOUR times in the last hour or the
- * address was asked for EMAIL_CHANGES_PER_ADDRESS times in the last day: ERR_RATE_LIMITED,
+ * address was asked for EMAIL_CHANGES_PER_ADDRESS times in the last day: AUTH_TOO_OFTEN,
  * *retry_after_s the seconds until the next may be asked for (nothing is written). */
 #define EMAIL_CHANGES_PER_HOUR 5
 #define EMAIL_CHANGES_PER_ADDRESS 3
-err_t auth_store_put_email_change(const email_change_ask *ask, int *retry_after_s);
+auth_outcome auth_store_put_email_change(const email_change_ask *ask, int *retry_after_s);
 /* The live email change of token_hash whose account's tokens were not ended since it was asked
  * for: the new address in *email (arena a), *found false when there is none. */
 err_t auth_store_find_email_change(arena *a, const char *token_hash, const char **email, bool *found);
@@ -70,11 +82,11 @@ err_t auth_store_find_email_change(arena *a, const char *token_hash, const char 
 err_t auth_store_cancel_email_change(arena *a, const char *cancel_hash, const char **email, bool *cancelled);
 /* Consumes the live email change of token_hash and gives its account the new email, drops the
  * account's reset links (they name the old address) and queues a notice to the old address,
- * in one transaction. ERR_BAD_REQUEST: no such live change (used, expired, cancelled, its
- * account deleted, or its account's tokens ended since it was asked for); ERR_CONFLICT: the
+ * in one transaction. AUTH_CHANGE_GONE: no such live change (used, expired, cancelled, its
+ * account deleted, or its account's tokens ended since it was asked for); AUTH_EMAIL_TAKEN: the
  * email was taken meanwhile (the change is kept, nothing else changes). *email receives the new
  * address (arena a). */
-err_t auth_store_use_email_change(arena *a, const char *token_hash, const char **email);
+auth_outcome auth_store_use_email_change(arena *a, const char *token_hash, const char **email);
 /* Records that the token token_id ended (logout) until expires_at (epoch ms), when it would
  * have expired anyway. */
 err_t auth_store_end_token(const char *token_id, int64_t expires_at);
