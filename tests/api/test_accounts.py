@@ -310,9 +310,9 @@ def test_change_email_through_its_link(api, server, role):
 def test_change_email_to_a_taken_address_is_409(api):
     a, b = api.register_user(), api.register_user()
     r = api.post("/auth/change-email", token=a["token"], json={"currentPassword": "password123", "email": b["email"]})
-    error(r, 409, "Email already registered")
+    error(r, 409, "Email already registered", "email_taken")
     r = api.post("/auth/change-email", token=a["token"], json={"currentPassword": "password123", "email": a["email"]})
-    error(r, 409, "Email already registered")
+    error(r, 409, "Email already registered", "email_taken")
     # a provider account of that address is another account
     pro = api.register_provider()
     r = api.post("/auth/change-email", token=a["token"], json={"currentPassword": "password123", "email": pro["email"]})
@@ -325,7 +325,7 @@ def test_an_address_taken_before_the_link_is_opened_is_409_and_changes_nothing(a
     ok(api.post("/auth/change-email", token=a["token"], json={"currentPassword": "password123", "email": new}))
     path = confirm_link(server, new)
     api.register_user(email=new)
-    error(api.post(path), 409, "Email already registered")
+    error(api.post(path), 409, "Email already registered", "email_taken")
     assert ok(api.get("/users/me", token=a["token"]))["email"] == a["email"]
 
 
