@@ -27,9 +27,10 @@ Fails (exit 1, one line per problem) when:
 - a route row (`const hs_route <name>[] = {`) is declared outside a *_routes.c file;
 - a store (*_store.c, *_store.h) includes an http/ header: stores never reach up into HTTP
   (a list's page is db/page.h's db_page);
-- a domain registers background work, a periodic task or request hooks itself
-  (queue_register, queue_register_heavy, queue_every, hs_add_hooks in src/domain/): they are
-  rows of its descriptor (domain_def's jobs and hooks), which src/domains.c registers.
+- a domain registers background work, a periodic task, request hooks or a one-shot event kind
+  itself (queue_register, queue_register_heavy, queue_every, hs_add_hooks,
+  events_register_oneshot called in src/domain/): they are rows of its descriptor (domain_def's
+  jobs, hooks and oneshots), which src/domains.c registers.
 
 Usage: scripts/check_shape.py [--graph]   (--graph prints the domains' arrows)
 """
@@ -44,7 +45,9 @@ MIGRATIONS = os.path.join(ROOT, "migrations")
 LAYERS = {"core": 0, "db": 1, "ext": 1, "http": 2, "domain": 3}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 SQL = re.compile(r'"\s*(SELECT\s|INSERT\s+INTO\s|UPDATE\s+\w+\s+SET\s|DELETE\s+FROM\s|WITH\s+\w+\s+AS\s)')
-REGISTRATION = re.compile(r"\b(queue_register|queue_register_heavy|queue_every|hs_add_hooks)\s*\(")
+# a call (not the definition: a call is not preceded by the function's return type)
+REGISTRATION = re.compile(r"(?<!void )\b(queue_register|queue_register_heavy|queue_every|hs_add_hooks"
+                          r"|events_register_oneshot)\s*\(")
 ROUTE_TABLE = re.compile(r"^\s*(?:static\s+)?const\s+hs_route\s+\w+\s*\[\s*\]\s*=", re.M)
 LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 GLUE = re.compile(r"(?:\s|\\\n|[A-Z_][A-Z0-9_]*)*")  # between adjacent literals: spaces, macro names

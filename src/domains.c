@@ -84,6 +84,7 @@ void domains_init(void) {
   for (size_t d = 0; d < ARRAY_LEN(DOMAINS); d++) {
     register_jobs(DOMAINS[d]->jobs);
     if (DOMAINS[d]->hooks) hs_add_hooks(DOMAINS[d]->hooks);
+    for (const struct events_oneshot *const *o = DOMAINS[d]->oneshots; o && *o; o++) events_register_oneshot(*o);
   }
   for (size_t d = 0; d < ARRAY_LEN(DOMAINS); d++)
     if (DOMAINS[d]->init) DOMAINS[d]->init();

@@ -120,6 +120,9 @@ typedef struct domain_def {
   const domain_job *jobs;     /* its background work, ended by a row with kind NULL; NULL: none */
   const domain_event *events; /* its live-update kinds, ended by a row with kind NULL; NULL: none */
   const hs_hooks *hooks;      /* its request hooks (http.h), added in list order; NULL: none */
+  /* its event kinds that stand for a record read once (the banner: events.h's events_oneshot),
+   * ended by NULL; NULL: none */
+  const struct events_oneshot *const *oneshots;
   /* At start-up of `serve` and `demo`, in list order, once the database, the password pool,
    * mail and the payment processor are ready, after the jobs and hooks above were registered
    * and before the queue workers and the listener start: caches, threads, wiring to other

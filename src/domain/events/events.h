@@ -57,8 +57,9 @@ db_rc events_tokens_ended_in(db_conn *c, const char *subject, bool staff);
 
 /* A kind of event that stands for a record waiting to be read once (the banner, which the
  * account's next poll returns and removes): its owner says how a stream takes the pending
- * record when it opens, and how to clear it once a stream delivered its event. Registered at
- * start-up by the record's owner (the notifications domain). */
+ * record when it opens, and how to clear it once a stream delivered its event. A row of its
+ * owner's descriptor (domain_def's oneshots: the notifications domain's banner), registered at
+ * start-up by src/domains.c. */
 typedef struct events_oneshot {
   const char *kind;
   /* Takes (removes) the account's pending record when its event's id is at most upto (or

@@ -127,13 +127,13 @@ static err_t replay(hs_req *req, arena *a, hs_stream *s, const char *recipient, 
 static void take_pending(hs_req *req, arena *a, hs_stream *s, int64_t replayed_after, int64_t upto) {
   unsigned bit = req->auth.role_bit;
   if (!(bit & (ROLE_USER | ROLE_PROVIDER))) return;
-  for (const char *const *kind = (const char *const[]){"banner", NULL}; *kind; kind++) {
-    const events_oneshot *once = events_hub_oneshot(*kind);
+  const events_oneshot *once;
+  for (int i = 0; (once = events_hub_oneshot_at(i)); i++) {
     const char *data = NULL;
     int64_t id = 0;
-    if (!once || once->take(a, hs_role_name(bit), req->auth.id, upto, &data, &id) != ERR_OK || !data) continue;
+    if (once->take(a, hs_role_name(bit), req->auth.id, upto, &data, &id) != ERR_OK || !data) continue;
     if (replayed_after >= 0 && id > replayed_after && id <= upto) continue; /* replayed already */
-    write_event(s, 0, *kind, data);
+    write_event(s, 0, once->kind, data);
   }
 }
 

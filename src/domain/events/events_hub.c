@@ -73,6 +73,8 @@ void events_register_oneshot(const events_oneshot *o) {
   if (noneshots < (int)ARRAY_LEN(oneshots)) oneshots[noneshots++] = o;
 }
 
+const events_oneshot *events_hub_oneshot_at(int i) { return i < noneshots ? oneshots[i] : NULL; }
+
 const events_oneshot *events_hub_oneshot(const char *kind) {
   for (int i = 0; i < noneshots; i++)
     if (!strcmp(oneshots[i]->kind, kind)) return oneshots[i];

@@ -56,8 +56,10 @@ void events_hub_committed(void *unused);
 bool events_hub_running(void);
 /* Formats one event of the stream protocol into out (id 0: no id line). */
 void events_format(struct buf *out, int64_t id, const char *kind, const char *data);
-/* The registered one-shot kind of name kind, or NULL. */
+/* The registered one-shot kind of name kind, or NULL; the i-th registered (from 0), or NULL past
+ * the last. */
 const struct events_oneshot *events_hub_oneshot(const char *kind);
+const struct events_oneshot *events_hub_oneshot_at(int i);
 
 /* Starts the pump at the outbox's position (and, on PostgreSQL, the listener); stops them. */
 void events_hub_start(void);

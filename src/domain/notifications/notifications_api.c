@@ -98,7 +98,7 @@ static void banner_delivered(const char *role, const char *account_id, int64_t e
     log_msg(LOG_WARN, "clearing a delivered banner failed: the next poll returns it again");
 }
 
-static const events_oneshot BANNER = {"banner", banner_take, banner_delivered};
+const events_oneshot NOTIFICATIONS_BANNER = {"banner", banner_take, banner_delivered};
 
 /* Queue handler: one push message to the push service. */
 bool notifications_send_push(json_t *msg, char err[256]) {
@@ -120,7 +120,6 @@ bool notifications_send_push(json_t *msg, char err[256]) {
   return true;
 }
 
-void notifications_init(void) { events_register_oneshot(&BANNER); }
 
 /* ---- the account's part (domain/domain.h) ---- */
 

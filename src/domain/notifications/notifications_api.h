@@ -14,8 +14,8 @@ err_t api_notification_read(hs_req *req);
 err_t api_banner_poll(hs_req *req);
 /* One push message to the push service (the "push" work, notifications.c). */
 bool notifications_send_push(json_t *msg, char err[256]);
-/* The domain's init: the banner as a one-shot record of the live updates. */
-void notifications_init(void);
+/* The banner as a one-shot record of the live updates (events.h), a row of the descriptor. */
+extern const struct events_oneshot NOTIFICATIONS_BANNER;
 
 /* The export's notifications (domain_def's export_in). */
 err_t notifications_export_in(db_conn *c, const account_ref *who, account_export *x);
