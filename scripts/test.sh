@@ -58,7 +58,7 @@ for pass in "${passes[@]}"; do
   (
     make --no-print-directory "api-$pass" API_JOBS=$jobs >"$logs/$pass.log" 2>&1
     rc=$?
-    times | tail -1 >"$logs/$pass.cpu"
+    times >"$logs/$pass.cpu" # (not in a pipe, whose subshell has no children) its second line: the children's
     exit $rc
   ) &
   pid[$pass]=$!
@@ -66,7 +66,7 @@ done
 failed=()
 for pass in "${passes[@]}"; do
   if wait "${pid[$pass]}"; then
-    echo "-- api-$pass: $(grep -E '^[0-9]+ passed' "$logs/$pass.log" | tail -1) (CPU user, system: $(cat "$logs/$pass.cpu"))"
+    echo "-- api-$pass: $(grep -E '^[0-9]+ passed' "$logs/$pass.log" | tail -1) (CPU user, system: $(tail -1 "$logs/$pass.cpu"))"
   else
     failed+=("$pass")
     echo "-- api-$pass FAILED:"
