@@ -5,6 +5,7 @@
 #include "core/jw.h"
 #include "core/clock.h"
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,3 +257,42 @@ void jw_cell_money(jw *w, const char *cents) {
 }
 
 void jw_cell_bool(jw *w, const char *text) { jw_bool(w, text && (text[0] == '1' || text[0] == 't')); }
+
+void jw_pack(jw *w, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  jw_packv(w, fmt, ap);
+  va_end(ap);
+}
+
+void jw_packv(jw *w, const char *fmt, va_list ap) {
+  bool obj[16], want_key[16]; /* per open level: an object; its next 's' is a member's key */
+  int depth = 0;
+  for (const char *f = fmt; *f; f++) {
+    switch (*f) {
+    case '{':
+    case '[':
+      *f == '{' ? jw_obj(w) : jw_arr(w);
+      obj[depth] = want_key[depth] = *f == '{', depth++;
+      continue;
+    case '}': jw_obj_end(w), depth--; break;
+    case ']': jw_arr_end(w), depth--; break;
+    case 's':
+      if (depth > 0 && want_key[depth - 1]) {
+        jw_key(w, va_arg(ap, const char *)), want_key[depth - 1] = false;
+        continue;
+      }
+      jw_str(w, va_arg(ap, const char *));
+      break;
+    case 'b': jw_bool(w, va_arg(ap, int) != 0); break;
+    case 'i': jw_int(w, va_arg(ap, int)); break;
+    case 'I': jw_int(w, va_arg(ap, int64_t)); break;
+    case 'f': jw_real(w, va_arg(ap, double)); break;
+    case 'n': jw_null(w); break;
+    case 'M': jw_money(w, va_arg(ap, int64_t)); break;
+    case 'T': jw_iso(w, va_arg(ap, int64_t)); break;
+    default: continue; /* ':', ',', spaces */
+    }
+    if (depth > 0) want_key[depth - 1] = obj[depth - 1]; /* a value done: in an object, a key next */
+  }
+}

@@ -11,6 +11,7 @@
 #ifndef CORE_JW_H
 #define CORE_JW_H
 #include "core/arena.h"
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -63,6 +64,15 @@ void jw_cell_real(jw *w, const char *text);   /* number, or null */
 void jw_cell_int(jw *w, const char *text);    /* integer, or null */
 void jw_cell_money(jw *w, const char *cents); /* dollars, or null */
 void jw_cell_bool(jw *w, const char *text);   /* "1" -> true, anything else false */
+
+/* Writes a small value described by fmt, in json_pack's notation, with the values as jw's own:
+ * `{` `}` `[` `]` open and close, and in an object each member is a key `s` (a const char *)
+ * then its value: `s` a string (NULL: null), `b` an int as a boolean, `i` an int, `I` an
+ * int64_t, `f` a double, `n` null (no argument), `M` int64_t cents as dollars (jw_money), `T`
+ * int64_t epoch ms as a timestamp (jw_iso); `:`, `,` and spaces are ignored. For answers that
+ * are a few literal members: `jw_pack(w, "{s:b, s:s}", "ok", 1, "message", text)`. */
+void jw_pack(jw *w, const char *fmt, ...);
+void jw_packv(jw *w, const char *fmt, va_list ap);
 
 /* Formats v as jw_real does into out (32 bytes); returns the length. */
 size_t jw_format_real(double v, char out[32]);

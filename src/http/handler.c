@@ -4,6 +4,7 @@
 #include "core/errors.h"
 #include "http/http.h"
 #include "http/pipeline.h"
+#include <stdarg.h>
 #include <string.h>
 
 const char *hs_header(const hs_req *req, const char *name) {
@@ -38,6 +39,15 @@ err_t hs_reply_jw(hs_req *req, int status, const jw *w) {
 
 err_t hs_ok_jw(hs_req *req, const jw *w) {
   return hs_reply_jw(req, req->route && req->route->ok ? req->route->ok : 200, w);
+}
+
+err_t hs_ok_pack(hs_req *req, const char *fmt, ...) {
+  jw *w = hs_jw(req, 64);
+  va_list ap;
+  va_start(ap, fmt);
+  jw_packv(w, fmt, ap);
+  va_end(ap);
+  return hs_ok_jw(req, w);
 }
 
 err_t hs_reply_file(hs_req *req, int fd, char *data, size_t size, const char *content_type) {

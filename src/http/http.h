@@ -221,6 +221,9 @@ jw *hs_jw(hs_req *req, size_t hint);
 /* Answers with the route's success status / an explicit status and the writer's text, sent
  * from the arena as it is (no copy, no re-serialisation). */
 err_t hs_ok_jw(hs_req *req, const jw *w);
+/* Answers with the route's success status and a small value written by jw_pack (core/jw.h):
+ * `hs_ok_pack(req, "{s:b}", "ok", 1)`. */
+err_t hs_ok_pack(hs_req *req, const char *fmt, ...);
 err_t hs_reply_jw(hs_req *req, int status, const jw *w);
 /* Answers 200 with raw bytes: an open fd (closed by the server) or a heap buffer (freed by
  * the server), size bytes of content_type. */

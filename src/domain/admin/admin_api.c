@@ -124,7 +124,7 @@ err_t api_admin_delete_account(hs_req *req) {
   json_t *k;
   json_array_foreach(keys, i, k) if (!storage_delete(json_string_value(k)))
       log_msg(LOG_WARN, "deleting stored file %s of a deleted account failed", json_string_value(k));
-  return hs_ok(req, json_pack("{s:b}", "ok", 1));
+  return hs_ok_pack(req, "{s:b}", "ok", 1);
 }
 
 /* ---- generating data ---- */

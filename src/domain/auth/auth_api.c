@@ -157,7 +157,7 @@ err_t api_auth_reset_password(hs_req *req) {
   bool was_held;
   if (auth_login_unlock(!strcmp(role, "provider") ? LOGIN_PROVIDER : LOGIN_USER, email, &was_held) != ERR_OK)
     log_msg(LOG_WARN, "password reset: the account's failed logins could not be forgotten");
-  return hs_ok(req, json_pack("{s:s,s:s}", "message", "Password has been reset", "role", role));
+  return hs_ok_pack(req, "{s:s,s:s}", "message", "Password has been reset", "role", role);
 }
 
 /* ---- the owner's account ---- */
@@ -353,12 +353,12 @@ err_t auth_end_caller_token(hs_req *req) {
 
 err_t api_auth_logout(hs_req *req) {
   err_t e = auth_end_caller_token(req);
-  return e ? e : hs_ok(req, json_pack("{s:b}", "ok", 1));
+  return e ? e : hs_ok_pack(req, "{s:b}", "ok", 1);
 }
 
 err_t api_auth_logout_all(hs_req *req) {
   err_t e = auth_store_end_all(kind_of(req), req->auth.id);
-  return e ? e : hs_ok(req, json_pack("{s:b}", "ok", 1));
+  return e ? e : hs_ok_pack(req, "{s:b}", "ok", 1);
 }
 
 bool auth_prune(json_t *payload, char err[256]) {

@@ -63,7 +63,7 @@ err_t api_events_ticket(hs_req *req) {
   err_t e = events_store_ticket_put(hash, &t, expires);
   if (e != ERR_OK) return e;
   clock_format_iso(expires, at);
-  return hs_ok(req, json_pack("{s:s,s:s}", "ticket", ticket, "expiresAt", at));
+  return hs_ok_pack(req, "{s:s,s:s}", "ticket", ticket, "expiresAt", at);
 }
 
 /* ---- the stream ---- */

@@ -59,5 +59,5 @@ err_t api_drive_time(hs_req *req) {
   }
   char distance[32];
   snprintf(distance, sizeof distance, "%.1f", miles);
-  return hs_ok(req, json_pack("{s:i,s:s}", "minutes", minutes, "distanceMi", distance));
+  return hs_ok_pack(req, "{s:i,s:s}", "minutes", minutes, "distanceMi", distance);
 }

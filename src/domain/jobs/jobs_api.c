@@ -313,7 +313,7 @@ err_t api_jobs_recurring(hs_req *req) {
                                                q.job_id, day, q.time_slot, q.end_date),
                                   &note);
   if (e != ERR_OK) return e;
-  return hs_ok(req, json_pack("{s:b}", "requested", 1));
+  return hs_ok_pack(req, "{s:b}", "requested", 1);
 }
 
 err_t api_reviews_create(hs_req *req) {

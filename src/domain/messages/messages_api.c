@@ -182,7 +182,7 @@ err_t api_messages_read(hs_req *req) {
   err_t e = find_thread(req, hs_body_str(req, "providerId"), &t);
   if (e != ERR_OK) return e;
   if ((e = messages_store_mark_read(t.job_id, t.provider_id, hs_role_name(req->auth.role_bit))) != ERR_OK) return e;
-  return hs_ok(req, json_pack("{s:b}", "ok", 1));
+  return hs_ok_pack(req, "{s:b}", "ok", 1);
 }
 
 /* A thread: its job, and the other side (the role added by the handler). */

@@ -30,7 +30,7 @@ static const char *role_of(const hs_req *req) { return hs_role_name(req->auth.ro
 
 err_t api_push_token(hs_req *req) {
   err_t e = notifications_store_set_push_token(role_of(req), req->auth.id, hs_body_str(req, "token"));
-  return e ? e : hs_ok(req, json_pack("{s:b}", "ok", 1));
+  return e ? e : hs_ok_pack(req, "{s:b}", "ok", 1);
 }
 
 err_t api_notifications_list(hs_req *req) {
@@ -47,7 +47,7 @@ err_t api_notifications_list(hs_req *req) {
 
 err_t api_notifications_read(hs_req *req) {
   err_t e = notifications_store_mark_read(role_of(req), req->auth.id);
-  return e ? e : hs_ok(req, json_pack("{s:b}", "ok", 1));
+  return e ? e : hs_ok_pack(req, "{s:b}", "ok", 1);
 }
 
 /* Another account's notification does not exist for the caller (404). */
@@ -119,7 +119,6 @@ bool notifications_send_push(json_t *msg, char err[256]) {
   if (status >= 400) log_msg(LOG_WARN, "push service refused a message (%ld)", status); /* not retried */
   return true;
 }
-
 
 /* ---- the account's part (domain/domain.h) ---- */
 

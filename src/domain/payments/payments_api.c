@@ -52,7 +52,7 @@ err_t api_payments_setup_intent(hs_req *req) {
   if (e != ERR_OK) return e;
   pay_rc rc = payments_create_setup_intent(customer, secret, &pe);
   if (rc != PAY_OK) return processor_failed(req, rc, &pe);
-  return hs_ok(req, json_pack("{s:s}", "clientSecret", secret));
+  return hs_ok_pack(req, "{s:s}", "clientSecret", secret);
 }
 
 err_t api_payments_save_method(hs_req *req) {
@@ -117,7 +117,7 @@ static err_t sync_existing_subscription(hs_req *req, billing *b) {
                    "The premium subscription has an unpaid invoice; update your payment method");
   err_t e = pay_store_set_premium(b->id, sub.id, true, sub.cancel_at_period_end);
   if (e != ERR_OK) return e;
-  return hs_ok(req, json_pack("{s:b,s:s,s:s}", "isPremium", 1, "subscriptionId", sub.id, "status", sub.status));
+  return hs_ok_pack(req, "{s:b,s:s,s:s}", "isPremium", 1, "subscriptionId", sub.id, "status", sub.status);
 }
 
 static void subscribe_key(char key[80], const char *claimed) { snprintf(key, 80, "premium-%s", claimed); }
@@ -141,7 +141,7 @@ static err_t adopt_unconfirmed_subscription(hs_req *req, billing *b) {
   if (!active)
     return hs_fail(req, ERR_PAYMENT_REQUIRED,
                    "The premium subscription has an unpaid invoice; update your payment method");
-  return hs_ok(req, json_pack("{s:b,s:s,s:s}", "isPremium", 1, "subscriptionId", sub.id, "status", sub.status));
+  return hs_ok_pack(req, "{s:b,s:s,s:s}", "isPremium", 1, "subscriptionId", sub.id, "status", sub.status);
 }
 
 /* The user's active subscription is set to end at the period's end: subscribing again resumes
@@ -162,8 +162,8 @@ static err_t resume_subscription(hs_req *req, billing *b) {
   bool active = !strcmp(sub.status, "active") || !strcmp(sub.status, "trialing");
   err_t e = pay_store_set_premium(b->id, sub.id, active, sub.cancel_at_period_end);
   if (e != ERR_OK) return e;
-  return hs_ok(req, json_pack("{s:b,s:s,s:s,s:b}", "isPremium", active, "subscriptionId", sub.id, "status", sub.status,
-                              "cancelAtPeriodEnd", sub.cancel_at_period_end));
+  return hs_ok_pack(req, "{s:b,s:s,s:s,s:b}", "isPremium", active, "subscriptionId", sub.id, "status", sub.status,
+                    "cancelAtPeriodEnd", sub.cancel_at_period_end);
 }
 
 err_t api_payments_premium_subscribe(hs_req *req) {
@@ -175,8 +175,8 @@ err_t api_payments_premium_subscribe(hs_req *req) {
     if (e != ERR_OK || req->status) return e;
   }
   if (b.is_premium && b.subscription_id)
-    return hs_ok(req, json_pack("{s:s,s:b,s:s,s:s}", "message", "Already subscribed to premium", "isPremium", 1,
-                                "subscriptionId", b.subscription_id, "status", "active"));
+    return hs_ok_pack(req, "{s:s,s:b,s:s,s:s}", "message", "Already subscribed to premium", "isPremium", 1,
+                      "subscriptionId", b.subscription_id, "status", "active");
   if (!b.payment_method_id || !b.customer_id)
     return hs_fail(req, ERR_BAD_REQUEST, "A saved payment method is required");
   if (b.subscription_id) { /* a subscription that is not active: ask the processor how it stands */
@@ -208,7 +208,7 @@ err_t api_payments_premium_subscribe(hs_req *req) {
   if (rc != PAY_OK) return processor_failed(req, rc, &pe);
   bool active = !strcmp(sub.status, "active") || !strcmp(sub.status, "trialing");
   if ((e = pay_store_set_premium(b.id, sub.id, active, sub.cancel_at_period_end)) != ERR_OK) return e;
-  return hs_ok(req, json_pack("{s:b,s:s,s:s}", "isPremium", active, "subscriptionId", sub.id, "status", sub.status));
+  return hs_ok_pack(req, "{s:b,s:s,s:s}", "isPremium", active, "subscriptionId", sub.id, "status", sub.status);
 }
 
 err_t api_payments_premium_cancel(hs_req *req) {

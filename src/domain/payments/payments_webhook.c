@@ -244,7 +244,7 @@ err_t api_webhooks_receive(hs_req *req) {
   err_t e = payments_apply_event(&req->arena, event, &duplicate);
   if (e == ERR_UNAVAILABLE) return hs_fail(req, e, "Payment processor unavailable");
   if (e != ERR_OK) return e;
-  return hs_ok(req, json_pack("{s:b,s:b}", "received", 1, "duplicate", duplicate));
+  return hs_ok_pack(req, "{s:b,s:b}", "received", 1, "duplicate", duplicate);
 }
 
 /* The simulated processor's events (its disputes), queued as its webhooks would arrive. */

@@ -250,5 +250,5 @@ err_t api_providers_accept_bundle(hs_req *req) {
     case QUOTE_FAILED: return ERR_INTERNAL;
     }
   }
-  return hs_ok(req, json_pack("{s:i,s:i}", "accepted", accepted, "skipped", skipped));
+  return hs_ok_pack(req, "{s:i,s:i}", "accepted", accepted, "skipped", skipped);
 }

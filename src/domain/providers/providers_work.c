@@ -67,9 +67,9 @@ err_t api_providers_set_availability(hs_req *req) {
 /* A membership change's answer: the one place its outcomes become HTTP. */
 static err_t membership_answer(hs_req *req, membership_outcome out, int64_t ends) {
   switch (out) {
-  case MEMBERSHIP_JOINED: return hs_ok(req, json_pack("{s:b,s:s}", "ok", 1, "message", "Welcome to Preferred Pro"));
+  case MEMBERSHIP_JOINED: return hs_ok_pack(req, "{s:b,s:s}", "ok", 1, "message", "Welcome to Preferred Pro");
   case MEMBERSHIP_RESUMED:
-    return hs_ok(req, json_pack("{s:b,s:s}", "ok", 1, "message", "Your Preferred Pro membership continues"));
+    return hs_ok_pack(req, "{s:b,s:s}", "ok", 1, "message", "Your Preferred Pro membership continues");
   case MEMBERSHIP_CANCELLED:
     return hs_ok(req, json_pack("{s:b,s:b,s:o}", "isPremium", 1, "cancelAtMonthEnd", 1, "endsAt", jx_iso(ends)));
   case MEMBERSHIP_ALREADY_MEMBER:

@@ -37,7 +37,7 @@ err_t api_services_check_zip(hs_req *req) {
   err_t e = coverage(req, zip, &services, &providers);
   if (e != ERR_OK) return e;
   json_decref(services);
-  return hs_ok(req, json_pack("{s:b,s:s}", "covered", providers > 0, "zip", zip));
+  return hs_ok_pack(req, "{s:b,s:s}", "covered", providers > 0, "zip", zip);
 }
 
 err_t api_waitlist_join(hs_req *req) {
@@ -49,5 +49,5 @@ err_t api_waitlist_join(hs_req *req) {
                                   w.name, w.zip);
   err_t e = public_store_waitlist(&w, "You are on the waitlist", body);
   if (e != ERR_OK) return e;
-  return hs_ok(req, json_pack("{s:b}", "ok", 1));
+  return hs_ok_pack(req, "{s:b}", "ok", 1);
 }

@@ -213,8 +213,8 @@ err_t api_quotes_market_rate(hs_req *req) {
   quote_market m;
   err_t e = quotes_market(&req->arena, json_string_value(json_object_get(req->query, "service")), &m);
   if (e != ERR_OK) return e;
-  if (!m.known) return hs_ok(req, json_pack("{s:n}", "marketRate"));
-  return hs_ok(req, json_pack("{s:f}", "marketRate", (double)m.rate_cents / 100.0));
+  if (!m.known) return hs_ok_pack(req, "{s:n}", "marketRate");
+  return hs_ok_pack(req, "{s:f}", "marketRate", (double)m.rate_cents / 100.0);
 }
 
 err_t api_quotes_for_job(hs_req *req) {

@@ -36,7 +36,7 @@ err_t api_support_open(hs_req *req) {
                                  !strcmp(role, "user") ? "customer" : "provider", acc.name, acc.email, acc.id, category,
                                  id, subject, body);
   e = support_store_open(id, acc.id, role, subject, body, category, mail_subject, mail_body);
-  return e == ERR_OK ? hs_ok(req, json_pack("{s:b}", "ok", 1)) : e;
+  return e == ERR_OK ? hs_ok_pack(req, "{s:b}", "ok", 1) : e;
 }
 
 /* The Ticket JSON, from field tables; account and assignedTo are { name, email } or null. */

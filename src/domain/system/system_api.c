@@ -16,7 +16,7 @@
 #include "http/server.h"
 #include <stdio.h>
 
-err_t api_health(hs_req *req) { return hs_ok(req, json_pack("{s:s}", "status", "ok")); }
+err_t api_health(hs_req *req) { return hs_ok_pack(req, "{s:s}", "status", "ok"); }
 
 /* Prometheus metrics for loopback callers or the METRICS_TOKEN bearer; 404 for anyone else, so
  * the route does not show from outside. */
@@ -38,7 +38,7 @@ err_t api_ready(hs_req *req) {
   bool ready = db_ready(READY_TIMEOUT_MS, reason);
   if (ready && payments_unauthorized())
     ready = false, snprintf(reason, sizeof reason, "payment processor: unauthorized");
-  if (ready) return hs_ok(req, json_pack("{s:s}", "status", "ready"));
+  if (ready) return hs_ok_pack(req, "{s:s}", "status", "ready");
   return hs_reply(req, 503, json_pack("{s:s,s:s}", "status", "unavailable", "reason", reason));
 }
 
@@ -68,7 +68,7 @@ err_t api_test_routes(hs_req *req) {
 err_t api_test_queue(hs_req *req) {
   int64_t ready, running;
   if (!queue_depth(&ready, &running)) return ERR_INTERNAL;
-  return hs_ok(req, json_pack("{s:I,s:I}", "ready", (json_int_t)ready, "running", (json_int_t)running));
+  return hs_ok_pack(req, "{s:I,s:I}", "ready", (int64_t)ready, "running", (int64_t)running);
 }
 
 /* What the HTTP server is doing, so a test can wait until a request it sent is in flight (or
@@ -77,8 +77,8 @@ err_t api_test_queue(hs_req *req) {
 err_t api_test_load(hs_req *req) {
   int in_flight, running;
   hs_server_load(&in_flight, &running);
-  return hs_ok(req, json_pack("{s:i,s:i,s:b}", "inFlight", in_flight - 1, "handlersRunning", running, "hashingPoolFull",
-                              password_pool_full()));
+  return hs_ok_pack(req, "{s:i,s:i,s:b}", "inFlight", in_flight - 1, "handlersRunning", running, "hashingPoolFull",
+                    password_pool_full());
 }
 
 #define DONE_WORK_KEPT_MS (7 * 24 * HOUR_MS)

@@ -105,7 +105,7 @@ err_t api_users_seasonal_alerts(hs_req *req) {
   bool enabled = json_is_true(json_object_get(req->body, "enabled"));
   users_outcome out = users_store_set_seasonal_alerts(req->auth.id, enabled);
   if (out != USERS_CHANGED) return users_fail(req, out, "Seasonal alerts require a premium subscription");
-  return hs_ok(req, json_pack("{s:b}", "seasonalAlertsEnabled", enabled));
+  return hs_ok_pack(req, "{s:b}", "seasonalAlertsEnabled", enabled);
 }
 
 /* ---- GET /users/me/spend-summary ---- */

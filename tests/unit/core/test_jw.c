@@ -259,7 +259,28 @@ static void test_top_level_values(void **state) {
   arena_fini(&a);
 }
 
+/* jw_pack writes what json_pack builds for the same format and values. */
+static void test_pack_matches_json_pack(void **state) {
+  (void)state;
+  arena a;
+  arena_init(&a);
+  jw w;
+  jw_init(&w, &a, 0);
+  jw_pack(&w, "{s:b, s:s}", "ok", 1, "message", "Welcome \"in\"");
+  assert_same(&w, json_pack("{s:b,s:s}", "ok", 1, "message", "Welcome \"in\""));
+  jw_init(&w, &a, 0);
+  jw_pack(&w, "{s:i,s:I,s:f,s:n,s:b}", "a", -3, "b", (int64_t)1 << 40, "c", 40.7, "d", "e", 0);
+  assert_same(&w, json_pack("{s:i,s:I,s:f,s:n,s:b}", "a", -3, "b", (json_int_t)1 << 40, "c", 40.7, "d", "e", 0));
+  jw_init(&w, &a, 0);
+  jw_pack(&w, "{s:[s,i,{s:s}],s:s}", "list", "x", 2, "k", "v", "after", NULL);
+  assert_same(&w, json_pack("{s:[s,i,{s:s}],s:n}", "list", "x", 2, "k", "v", "after"));
+  jw_init(&w, &a, 0);
+  jw_pack(&w, "{s:M,s:T}", "amount", (int64_t)1250, "at", (int64_t)0);
+  assert_string_equal(jw_text(&w), "{\"amount\":12.5,\"at\":\"1970-01-01T00:00:00.000Z\"}");
+  arena_fini(&a);
+}
+
 UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_strings_match_jansson), cmocka_unit_test(test_invalid_utf8_replaced),
           cmocka_unit_test(test_random_bytes), cmocka_unit_test(test_reals_match_jansson),
           cmocka_unit_test(test_integers_and_money), cmocka_unit_test(test_structure_matches_jansson),
-          cmocka_unit_test(test_top_level_values))
+          cmocka_unit_test(test_top_level_values), cmocka_unit_test(test_pack_matches_json_pack))
