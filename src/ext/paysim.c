@@ -560,6 +560,18 @@ static json_t *keyed_by(const char *owner_field, const char *owner, const char *
   return o;
 }
 
+/* The object of kind recorded under idem_key when its owner_field is owner; otherwise NULL,
+ * with err saying missing. */
+static json_t *keyed_kind(const char *owner_field, const char *owner, const char *idem_key, const char *kind,
+                          const char *missing, pay_error *err) {
+  json_t *o = keyed_by(owner_field, owner, idem_key);
+  const char *k = json_string_value(json_object_get(o, "object"));
+  if (k && !strcmp(k, kind)) return o;
+  json_decref(o);
+  sim_fail(err, PAY_NOT_FOUND, missing);
+  return NULL;
+}
+
 /* The object recorded under idem_key when it belongs to customer (owned), or NULL. */
 static json_t *keyed_object(const char *customer, const char *idem_key) {
   return keyed_by("customer", customer, idem_key);
@@ -610,9 +622,7 @@ static pay_rc sim_create_subscription(const char *customer, const char *price, c
   keyed r = {idem_key, fp};
   pay_rc rc = keyed_claim(&r, err);
   if (rc == PAY_OK && !r.made) rc = new_subscription(&r, customer, price, payment_method, err);
-  if (rc == PAY_OK) pay_subscription_from_json(r.made, out);
-  json_decref(r.made);
-  return rc;
+  return pay_subscription_answer(r.made, rc, out);
 }
 
 static pay_rc sim_update_subscription(const char *subscription, bool cancel_at_period_end, const char *idem_key,
@@ -714,9 +724,7 @@ static pay_rc sim_refund(const char *intent, int64_t cents, const char *reason, 
   const keyed_change refund = {intent, "refund", load_intent, "No such payment_intent", refund_make};
   pay_rc rc = keyed_claim(&r, err);
   if (rc == PAY_OK && !r.made) rc = keyed_retry(&r, &refund, &(refund_ask){reason, cents}, err);
-  if (rc == PAY_OK) pay_refund_from_json(r.made, out);
-  json_decref(r.made);
-  return rc;
+  return pay_refund_answer(r.made, rc, out);
 }
 
 static pay_rc sim_list_refunds(const char *intent, pay_refund *out, int max, int *n, pay_error *err) {
@@ -914,18 +922,12 @@ static pay_rc sim_transfer(const char *destination, int64_t cents, const char *s
   pay_rc rc = keyed_claim(&r, err);
   if (rc == PAY_OK && !r.made)
     rc = new_transfer(&r, &(transfer_ask){destination, source_intent, job_id, transfer_id, cents}, err);
-  if (rc == PAY_OK) pay_transfer_from_json(r.made, out);
-  json_decref(r.made);
-  return rc;
+  return pay_transfer_answer(r.made, rc, out);
 }
 
 static pay_rc sim_find_transfer(const char *destination, const char *idem_key, pay_transfer *out, pay_error *err) {
-  json_t *o = keyed_by("destination", destination, idem_key);
-  const char *kind = json_string_value(json_object_get(o, "object"));
-  pay_rc rc = kind && !strcmp(kind, "transfer") ? PAY_OK : sim_fail(err, PAY_NOT_FOUND, "No such transfer");
-  if (rc == PAY_OK) pay_transfer_from_json(o, out);
-  json_decref(o);
-  return rc;
+  json_t *o = keyed_kind("destination", destination, idem_key, "transfer", "No such transfer", err);
+  return pay_transfer_answer(o, o ? PAY_OK : PAY_NOT_FOUND, out);
 }
 
 /* A connected account's balance is paid out to its bank PAYOUT_DELAY_S after each transfer
@@ -995,18 +997,12 @@ static pay_rc sim_reverse_transfer(const char *transfer, int64_t cents, const ch
   const keyed_change reversal = {transfer, "transfer_reversal", load_transfer, "No such transfer", reversal_make};
   pay_rc rc = keyed_claim(&r, err);
   if (rc == PAY_OK && !r.made) rc = keyed_retry(&r, &reversal, &cents, err);
-  if (rc == PAY_OK) pay_reversal_from_json(r.made, out);
-  json_decref(r.made);
-  return rc;
+  return pay_reversal_answer(r.made, rc, out);
 }
 
 static pay_rc sim_find_reversal(const char *transfer, const char *idem_key, pay_reversal *out, pay_error *err) {
-  json_t *o = keyed_by("transfer", transfer, idem_key);
-  const char *kind = json_string_value(json_object_get(o, "object"));
-  pay_rc rc = kind && !strcmp(kind, "transfer_reversal") ? PAY_OK : sim_fail(err, PAY_NOT_FOUND, "No such reversal");
-  if (rc == PAY_OK) pay_reversal_from_json(o, out);
-  json_decref(o);
-  return rc;
+  json_t *o = keyed_kind("transfer", transfer, idem_key, "transfer_reversal", "No such reversal", err);
+  return pay_reversal_answer(o, o ? PAY_OK : PAY_NOT_FOUND, out);
 }
 
 const pay_ops paysim_ops = PAY_OPS(sim, "simulated", sim_open_link);
