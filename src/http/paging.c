@@ -157,6 +157,13 @@ err_t hs_page_end(hs_req *req, db_page *pg, db_res *r) {
   return hs_page_next_after(req, pg, r, r->rows - 1);
 }
 
+err_t hs_page_rows(hs_req *req, const db_keyset *ks, int cap, hs_page_read read, const char *subject, db_page *pg,
+                   db_res **r) {
+  err_t e = hs_page_begin(req, ks, NULL, cap, pg);
+  if (!e) e = read(&req->arena, subject, pg, r);
+  return e ? e : hs_page_end(req, pg, *r);
+}
+
 void hs_page_jw_next(jw *w, const db_page *pg) {
   if (!pg->next) return;
   jw_key(w, "nextCursor");

@@ -124,9 +124,7 @@ static err_t dispute_jw(hs_req *req, jw *w, const db_res *r, int i) {
 err_t api_disputes_list(hs_req *req) {
   db_page pg;
   db_res *r;
-  err_t e = hs_page_begin(req, &DISPUTES_KEYSET, NULL, LIST_CAP, &pg);
-  if (!e) e = pay_store_disputes(&req->arena, json_string_value(json_object_get(req->query, "status")), &pg, &r);
-  if (!e) e = hs_page_end(req, &pg, r);
+  err_t e = hs_page_rows(req, &DISPUTES_KEYSET, LIST_CAP, pay_store_disputes, hs_query_str(req, "status"), &pg, &r);
   if (e != ERR_OK) return e;
   jw *w = hs_jw(req, 512 + (size_t)r->rows * 1024);
   jw_arr(w);

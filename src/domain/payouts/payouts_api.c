@@ -113,9 +113,7 @@ const hs_rj_field PAYOUTS_TRANSFER_JSON[] = {
 err_t api_payouts_list(hs_req *req) {
   db_res *list, *totals;
   db_page pg;
-  err_t e = hs_page_begin(req, &TRANSFERS_KEYSET, NULL, LIST_MAX, &pg);
-  if (!e) e = po_store_list(&req->arena, req->auth.id, &pg, &list);
-  if (!e) e = hs_page_end(req, &pg, list);
+  err_t e = hs_page_rows(req, &TRANSFERS_KEYSET, LIST_MAX, po_store_list, req->auth.id, &pg, &list);
   if (!e) e = po_store_totals(&req->arena, req->auth.id, &totals);
   if (e != ERR_OK) return e;
   jw *w = hs_jw(req, 256 + (size_t)list->rows * 300);

@@ -265,9 +265,7 @@ err_t api_quotes_for_job(hs_req *req) {
 err_t api_quotes_of_provider(hs_req *req) {
   db_res *q;
   db_page pg;
-  err_t e = hs_page_begin(req, &PROVIDER_QUOTES_KEYSET, NULL, 0, &pg);
-  if (!e) e = quotes_store_of_provider(&req->arena, req->auth.id, &pg, &q);
-  if (!e) e = hs_page_end(req, &pg, q);
+  err_t e = hs_page_rows(req, &PROVIDER_QUOTES_KEYSET, 0, quotes_store_of_provider, req->auth.id, &pg, &q);
   if (e != ERR_OK) return e;
   static const hs_rj_field job_fields[] = {
       {"jobStatus", "job_status", RJ_STR}, {"service", "job_service", RJ_STR}, {0}};

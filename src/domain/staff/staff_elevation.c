@@ -184,9 +184,7 @@ err_t api_staff_elevation_list(hs_req *req) {
   staff_expire_elevations();
   db_page pg;
   db_res *r;
-  err_t e = hs_page_begin(req, &ELEVATIONS_KEYSET, NULL, 0, &pg);
-  if (!e) e = staff_store_elevations_by_staff(&req->arena, req->auth.id, &pg, &r);
-  if (!e) e = hs_page_end(req, &pg, r);
+  err_t e = hs_page_rows(req, &ELEVATIONS_KEYSET, 0, staff_store_elevations_by_staff, req->auth.id, &pg, &r);
   if (e != ERR_OK) return e;
   json_t *list = json_array();
   for (int i = 0; i < r->rows; i++) json_array_append_new(list, elevation_json(r, i));

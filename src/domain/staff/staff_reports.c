@@ -94,9 +94,7 @@ static err_t reports_jw(hs_req *req, jw *w, const db_res *r) {
 err_t api_staff_reports(hs_req *req) {
   db_page pg;
   db_res *r;
-  err_t e = hs_page_begin(req, &REPORTS_KEYSET, NULL, LIST_CAP, &pg);
-  if (!e) e = jobs_reports(&req->arena, json_string_value(json_object_get(req->query, "status")), &pg, &r);
-  if (!e) e = hs_page_end(req, &pg, r);
+  err_t e = hs_page_rows(req, &REPORTS_KEYSET, LIST_CAP, jobs_reports, hs_query_str(req, "status"), &pg, &r);
   if (e != ERR_OK) return e;
   jw *w = hs_jw(req, 256 + (size_t)r->rows * 768);
   jw_arr(w);

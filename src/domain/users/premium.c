@@ -51,9 +51,7 @@ err_t api_users_favorites(hs_req *req) {
   db_page pg;
   db_res *r;
   err_t e = require_premium(req);
-  if (!e) e = hs_page_begin(req, &FAVORITES_KEYSET, NULL, 0, &pg);
-  if (!e) e = users_store_favorites(&req->arena, req->auth.id, &pg, &r);
-  if (!e) e = hs_page_end(req, &pg, r);
+  if (!e) e = hs_page_rows(req, &FAVORITES_KEYSET, 0, users_store_favorites, req->auth.id, &pg, &r);
   return e ? e : hs_ok_rows(req, FAVORITE, r, 512);
 }
 
