@@ -60,3 +60,8 @@ db_rc db_page_query(arena *a, const db_page *pg, const char *sql, db_val *args, 
   sql = db_page_sql(a, pg, sql, args, &n);
   return db_query(a, out, sql, args, n);
 }
+
+db_read db_page_read(arena *a, const db_page *pg, const char *sql, db_val *args, int n) {
+  sql = db_page_sql(a, pg, sql, args, &n);
+  return db_read_make(a, sql, args, n);
+}

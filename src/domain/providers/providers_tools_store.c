@@ -146,15 +146,12 @@ const db_keyset REVIEWS_KEYSET = {"provider-reviews",
 
 db_read prov_read_reviews(arena *a, const char *id, const db_page *pg) {
   db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(id)};
-  int n = 1;
-  const char *sql =
-      db_page_sql(a, pg,
-                  "SELECT r.id, r.job_id, r.rating, r.comment, r.created_at, u.name AS customer_name, "
-                  "u.deleted_at AS customer_deleted_at, j.service "
-                  "FROM reviews r LEFT JOIN users u ON u.id = r.customer_id LEFT JOIN jobs j ON j.id = r.job_id "
-                  "WHERE r.provider_id = $1",
-                  args, &n);
-  return db_read_make(a, sql, args, n);
+  return db_page_read(a, pg,
+                      "SELECT r.id, r.job_id, r.rating, r.comment, r.created_at, u.name AS customer_name, "
+                      "u.deleted_at AS customer_deleted_at, j.service "
+                      "FROM reviews r LEFT JOIN users u ON u.id = r.customer_id LEFT JOIN jobs j ON j.id = r.job_id "
+                      "WHERE r.provider_id = $1",
+                      args, 1);
 }
 
 db_read prov_read_public(arena *a, const char *id) {

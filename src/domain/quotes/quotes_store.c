@@ -144,14 +144,11 @@ const db_keyset JOB_QUOTES_KEYSET = {"job-quotes", {{"q.seq", "seq", 'i', false}
 
 db_read quotes_store_read_for_job(arena *a, const char *job_id, const db_page *pg) {
   db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(job_id)};
-  int n = 1;
-  const char *sql =
-      db_page_sql(a, pg,
-                  "SELECT q.*, p.name, p.phone, p.company_name, p.company_url, p.insurance_info, p.logo_url, "
-                  "(SELECT AVG(CAST(rating AS DOUBLE PRECISION)) FROM reviews r WHERE r.provider_id = p.id) AS "
-                  "average_rating FROM quotes q JOIN providers p ON p.id = q.provider_id WHERE q.job_id = $1",
-                  args, &n);
-  return db_read_make(a, sql, args, n);
+  return db_page_read(a, pg,
+                      "SELECT q.*, p.name, p.phone, p.company_name, p.company_url, p.insurance_info, p.logo_url, "
+                      "(SELECT AVG(CAST(rating AS DOUBLE PRECISION)) FROM reviews r WHERE r.provider_id = p.id) AS "
+                      "average_rating FROM quotes q JOIN providers p ON p.id = q.provider_id WHERE q.job_id = $1",
+                      args, 1);
 }
 
 const db_keyset PROVIDER_QUOTES_KEYSET = {"provider-quotes", {{"q.seq", "seq", 'i', true}, {"q.id", "id", 's', true}}};
