@@ -577,6 +577,11 @@ err_t db_begin(db_conn **out) {
 
 bool db_in_tx(const db_conn *c) { return c && c->in_tx; }
 
+err_t db_begin_exec(db_conn **c, arena *a, db_res **out, const char *sql, const db_val *params, int n) {
+  err_t e = db_begin(c);
+  return e ? e : db_to_err(db_exec(*c, a, out, sql, params, n));
+}
+
 err_t db_tx_begin(db_tx *t) {
   arena_init(&t->a);
   t->now = clock_now_ms();

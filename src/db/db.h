@@ -160,6 +160,12 @@ db_rc db_changes(bool *changed, const char *sql, const db_val *params, int n);
  * error, which db_end(NULL, e) passes through, so the pattern above needs no branch. A thread
  * holds one connection at a time: no db_query() or second db_begin() inside a transaction. */
 err_t db_begin(db_conn **c);
+/* db_begin, then the transaction's first statement (db_exec on *c, its result in out when out is
+ * not NULL, owned by a): `err_t e = db_begin_exec(&c, NULL, NULL, "UPDATE ...", DB_ARGS(...));`.
+ * A failed statement leaves the transaction open, for db_end to roll back. The parameters are
+ * evaluated before the transaction begins: a value that must be read under its lock (a
+ * sequence, the time) is read after db_begin instead. */
+err_t db_begin_exec(db_conn **c, arena *a, db_res **out, const char *sql, const db_val *params, int n);
 /* Registers fn(arg) to run after the transaction on c commits and c is released (in the order
  * registered), on the thread that calls db_end; dropped when it rolls back. For work that must
  * follow a commit and never precede it: waking queue workers, dropping caches, events.

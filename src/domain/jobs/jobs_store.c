@@ -439,8 +439,7 @@ err_t jobs_store_move(arena *a, const job_move *m, db_res **row) {
            strcmp(m->to, "COMPLETED") ? "" : ", completed_at = $3", set, in, who);
   db_res *r = NULL;
   db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e) e = db_to_err(db_exec(c, a, &r, sql, args, n));
+  err_t e = db_begin_exec(&c, a, &r, sql, args, n);
   bool moved = !e && r->rows == 1;
   if (moved) e = db_to_err(changed_in(c, r, 0));
   if (moved && !e && m->note) {
@@ -506,13 +505,11 @@ err_t jobs_store_has_report(const char *job_id, bool *has) {
 err_t jobs_store_insert_report(const char *id, const char *job_id, const char *customer_id, const char *description,
                                int64_t now) {
   db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e)
-    e = db_to_err(
-        db_exec(c, NULL, NULL,
-                "INSERT INTO job_reports (id, job_id, customer_id, description, created_at) "
-                "VALUES ($1, $2, $3, $4, $5)",
-                DB_ARGS(DB_TEXT(id), DB_TEXT(job_id), DB_TEXT(customer_id), DB_TEXT(description), DB_INT(now))));
+  err_t e =
+      db_begin_exec(&c, NULL, NULL,
+                    "INSERT INTO job_reports (id, job_id, customer_id, description, created_at) "
+                    "VALUES ($1, $2, $3, $4, $5)",
+                    DB_ARGS(DB_TEXT(id), DB_TEXT(job_id), DB_TEXT(customer_id), DB_TEXT(description), DB_INT(now)));
   int64_t held = 0;
   if (!e) e = db_to_err(payouts_hold_job_in(c, job_id, now, &held)); /* the provider's transfers wait for staff */
   if (!e && held > 0) { /* money nobody sees is money nobody releases: customer support is told */

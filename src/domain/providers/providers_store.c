@@ -57,11 +57,10 @@ err_t prov_store_update_profile(const char *id, json_t *patch) {
   arena_init(&a);
   db_res *r;
   db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e) /* the lists as they were (they change below) */
-    e = db_to_err(db_exec(c, &a, &r,
-                          "UPDATE providers SET updated_at = $2 WHERE id = $1 RETURNING services, service_zips",
-                          DB_ARGS(DB_TEXT(id), DB_INT(now))));
+  /* the lists as they were (they change below) */
+  err_t e =
+      db_begin_exec(&c, &a, &r, "UPDATE providers SET updated_at = $2 WHERE id = $1 RETURNING services, service_zips",
+                    DB_ARGS(DB_TEXT(id), DB_INT(now)));
   if (!e && r->rows == 0) e = ERR_NOT_FOUND;
   for (size_t i = 0; !e && i < sizeof text_fields / sizeof *text_fields; i++) {
     json_t *v = json_object_get(patch, text_fields[i].field);
@@ -117,12 +116,11 @@ err_t prov_store_edit_headshots(arena *a, const char *id, headshots_edit edit, v
   db_res *r = NULL;
   char *text = NULL;
   *row = NULL;
-  err_t e = db_begin(&c);
-  if (!e) /* the row lock first: the read below sees every edit before this one */
-    e = db_to_err(db_exec(c, a, &r,
+  /* the row lock first: the read below sees every edit before this one */
+  err_t e = db_begin_exec(&c, a, &r,
                           "UPDATE providers SET updated_at = updated_at WHERE id = $1 AND deleted_at IS NULL "
                           "RETURNING headshots",
-                          DB_ARGS(DB_TEXT(id))));
+                          DB_ARGS(DB_TEXT(id)));
   if (!e && r->rows == 0) e = ERR_NOT_FOUND;
   if (!e) e = edit(ctx, db_field(r, 0, "headshots"), &text);
   if (!e) /* its row comes back with the COMMIT */

@@ -85,12 +85,10 @@ err_t staff_store_save(const char *name, const char *email, const char *hash, co
   arena_init(&a);
   db_res *r = NULL;
   db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e)
-    e = db_to_err(db_exec(c, &a, &r,
+  err_t e = db_begin_exec(&c, &a, &r,
                           "UPDATE staff SET name = $2, password_hash = $3, role = $4, token_gen = token_gen + 1 "
                           "WHERE email = $1 RETURNING id",
-                          DB_ARGS(DB_TEXT(email), DB_TEXT(name), DB_TEXT(hash), DB_TEXT(role))));
+                          DB_ARGS(DB_TEXT(email), DB_TEXT(name), DB_TEXT(hash), DB_TEXT(role)));
   *created = !e && r->rows == 0;
   char id[ID_LEN + 1];
   if (*created) {

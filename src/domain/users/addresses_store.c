@@ -26,8 +26,7 @@ users_outcome addresses_store_insert(const char *user_id, const char *id, const 
   arena_init(&a);
   db_res *r;
   db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e) e = db_to_err(db_exec(c, NULL, NULL, "UPDATE users SET id = id WHERE id = $1", DB_ARGS(DB_TEXT(user_id))));
+  err_t e = db_begin_exec(&c, NULL, NULL, "UPDATE users SET id = id WHERE id = $1", DB_ARGS(DB_TEXT(user_id)));
   if (!e)
     e = db_to_err(db_exec(c, &a, &r,
                           "SELECT (SELECT COUNT(*) FROM user_addresses WHERE user_id = $1), "

@@ -170,13 +170,11 @@ err_t users_store_send_alert(const char *id, const char *service, int64_t now, i
   db_res *r;
   *sent = false;
   db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e)
-    e = db_to_err(db_exec(c, &a, &r,
+  err_t e = db_begin_exec(&c, &a, &r,
                           "INSERT INTO seasonal_alerts (user_id, service, sent_at) VALUES ($1, $2, $3) "
                           "ON CONFLICT (user_id, service) DO UPDATE SET sent_at = excluded.sent_at "
                           "WHERE seasonal_alerts.sent_at <= $4",
-                          DB_ARGS(DB_TEXT(id), DB_TEXT(service), DB_INT(now), DB_INT(cutoff))));
+                          DB_ARGS(DB_TEXT(id), DB_TEXT(service), DB_INT(now), DB_INT(cutoff)));
   if (!e && r->changes > 0) {
     notice n = {id, "user", title, body, NULL};
     e = db_to_err(notify_in(c, &n));
