@@ -577,6 +577,16 @@ err_t db_begin(db_conn **out) {
 
 bool db_in_tx(const db_conn *c) { return c && c->in_tx; }
 
+db_rc db_changes_in(db_conn *c, bool *changed, const char *sql, const db_val *params, int n) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_exec(c, &a, &r, sql, params, n);
+  *changed = rc == DB_OK && r->changes > 0;
+  arena_fini(&a);
+  return rc;
+}
+
 err_t db_begin_exec(db_conn **c, arena *a, db_res **out, const char *sql, const db_val *params, int n) {
   err_t e = db_begin(c);
   return e ? e : db_to_err(db_exec(*c, a, out, sql, params, n));

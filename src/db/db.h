@@ -160,6 +160,9 @@ db_rc db_changes(bool *changed, const char *sql, const db_val *params, int n);
  * error, which db_end(NULL, e) passes through, so the pattern above needs no branch. A thread
  * holds one connection at a time: no db_query() or second db_begin() inside a transaction. */
 err_t db_begin(db_conn **c);
+/* Runs one write (a conditional update, an insert that may do nothing) on c, inside its
+ * transaction: *changed tells whether it changed a row (false on failure). */
+db_rc db_changes_in(db_conn *c, bool *changed, const char *sql, const db_val *params, int n);
 /* db_begin, then the transaction's first statement (db_exec on *c, its result in out when out is
  * not NULL, owned by a): `err_t e = db_begin_exec(&c, NULL, NULL, "UPDATE ...", DB_ARGS(...));`.
  * A failed statement leaves the transaction open, for db_end to roll back. The parameters are

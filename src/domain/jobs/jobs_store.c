@@ -493,13 +493,7 @@ err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, co
 }
 
 err_t jobs_store_has_report(const char *job_id, bool *has) {
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  db_rc rc = db_query(&a, &r, "SELECT 1 FROM job_reports WHERE job_id = $1", DB_ARGS(DB_TEXT(job_id)));
-  *has = rc == DB_OK && r->rows > 0;
-  arena_fini(&a);
-  return db_to_err(rc);
+  return db_to_err(db_exists(has, "SELECT 1 FROM job_reports WHERE job_id = $1", DB_ARGS(DB_TEXT(job_id))));
 }
 
 err_t jobs_store_insert_report(const char *id, const char *job_id, const char *customer_id, const char *description,
@@ -548,16 +542,10 @@ err_t jobs_report(arena *a, const char *id, db_res **out) {
 
 db_rc jobs_report_resolve_in(db_conn *c, const char *id, const char *action, const char *note, const char *staff_id,
                              int64_t now, bool *resolved) {
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  db_rc rc = db_exec(c, &a, &r,
-                     "UPDATE job_reports SET status = 'resolved', resolution = $2, resolution_note = $3, "
-                     "resolved_by = $4, resolved_at = $5 WHERE id = $1 AND status = 'open'",
-                     DB_ARGS(DB_TEXT(id), DB_TEXT(action), DB_TEXT(note), DB_TEXT(staff_id), DB_INT(now)));
-  *resolved = rc == DB_OK && r->changes == 1;
-  arena_fini(&a);
-  return rc;
+  return db_changes_in(c, resolved,
+                       "UPDATE job_reports SET status = 'resolved', resolution = $2, resolution_note = $3, "
+                       "resolved_by = $4, resolved_at = $5 WHERE id = $1 AND status = 'open'",
+                       DB_ARGS(DB_TEXT(id), DB_TEXT(action), DB_TEXT(note), DB_TEXT(staff_id), DB_INT(now)));
 }
 
 db_rc jobs_reports_forget_customer_in(db_conn *c, const char *customer_id) {

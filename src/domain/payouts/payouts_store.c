@@ -80,14 +80,6 @@ static db_rc told_each_in(db_conn *c, const db_res *r) {
   return rc;
 }
 
-/* Runs a conditional update on c; *changed tells whether it changed a row. */
-static db_rc change_in(db_conn *c, arena *a, const char *sql, const db_val *params, int n, bool *changed) {
-  db_res *r;
-  db_rc rc = db_exec(c, a, &r, sql, params, n);
-  *changed = rc == DB_OK && r->changes > 0;
-  return rc;
-}
-
 /* ---- accounts ---- */
 
 err_t po_store_account(arena *a, const char *provider_id, account_row *out, bool *found) {
@@ -441,10 +433,10 @@ err_t po_store_claim(const char *id, payouts_billed_writer write, po_claim *resu
                         DB_ARGS(DB_TEXT(provider))));
   if (!e && (acct->rows != 1 || !is(db_text(acct, 0, 1), "enabled"))) {
     bool moved;
-    e = db_to_err(change_in(x.c, &x.a,
-                            "UPDATE payout_transfers SET status = 'waiting_for_account', updated_at = $2 "
-                            "WHERE id = $1 AND status = 'scheduled' AND pending_op IS NULL",
-                            DB_ARGS(DB_TEXT(id), DB_INT(x.now)), &moved));
+    e = db_to_err(db_changes_in(x.c, &moved,
+                                "UPDATE payout_transfers SET status = 'waiting_for_account', updated_at = $2 "
+                                "WHERE id = $1 AND status = 'scheduled' AND pending_op IS NULL",
+                                DB_ARGS(DB_TEXT(id), DB_INT(x.now))));
     if (!e && moved) *result = PO_WAITING;
     if (!e && moved) e = db_to_err(told_in(x.c, "id = $1", id));
     goto out;
@@ -551,13 +543,13 @@ err_t po_store_record_refused(const transfer_row *t, const char *status, const c
   err_t e = db_tx_begin(&x);
   /* refunded to nothing meanwhile, it has nothing left to pay */
   if (!e)
-    e = db_to_err(change_in(
-        x.c, &x.a,
-        "UPDATE payout_transfers SET status = CASE WHEN amount_cents = 0 THEN 'cancelled' "
-        "ELSE $3 END, failure_reason = $4, fee_cents = 0, netted_cents = 0, pending_op = NULL, "
-        "op_cents = NULL, op_started_at = NULL, updated_at = $5 WHERE id = $1 "
-        "AND pending_op = 'transfer' AND idem_key = $2",
-        DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->idem_key), DB_TEXT(status), DB_TEXT(reason), DB_INT(x.now)), moved));
+    e = db_to_err(
+        db_changes_in(x.c, moved,
+                      "UPDATE payout_transfers SET status = CASE WHEN amount_cents = 0 THEN 'cancelled' "
+                      "ELSE $3 END, failure_reason = $4, fee_cents = 0, netted_cents = 0, pending_op = NULL, "
+                      "op_cents = NULL, op_started_at = NULL, updated_at = $5 WHERE id = $1 "
+                      "AND pending_op = 'transfer' AND idem_key = $2",
+                      DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->idem_key), DB_TEXT(status), DB_TEXT(reason), DB_INT(x.now))));
   if (!e && *moved) e = db_to_err(told_in(x.c, "id = $1", t->id));
   if (!e && *moved) e = db_to_err(carrier_followed_in(&x, t->id, "cancelled"));
   e = db_tx_end(&x, e);
