@@ -82,3 +82,11 @@ err_t hs_ok_rows(hs_req *req, const hs_rj_field *fields, const db_res *r, size_t
   hs_rj_array(w, &req->arena, fields, r);
   return hs_ok_jw(req, w);
 }
+
+err_t hs_ok_page(hs_req *req, const db_keyset *ks, int cap, hs_page_read read, const char *subject,
+                 const hs_rj_field *fields, size_t row_hint) {
+  db_page pg;
+  db_res *r;
+  err_t e = hs_page_rows(req, ks, cap, read, subject, &pg, &r);
+  return e ? e : hs_ok_rows(req, fields, r, row_hint);
+}

@@ -35,10 +35,7 @@ static const hs_rj_field SCHEDULE[] = {
 };
 
 err_t api_providers_schedule(hs_req *req) {
-  db_page pg;
-  db_res *r;
-  err_t e = hs_page_rows(req, &SCHEDULE_KEYSET, 0, prov_store_schedule, req->auth.id, &pg, &r);
-  return e ? e : hs_ok_rows(req, SCHEDULE, r, 256);
+  return hs_ok_page(req, &SCHEDULE_KEYSET, 0, prov_store_schedule, req->auth.id, SCHEDULE, 256);
 }
 
 err_t api_providers_availability(hs_req *req) {

@@ -54,12 +54,9 @@ static json_t *provider_row_json(const db_res *r, int i) {
 }
 
 err_t api_staff_customers(hs_req *req) {
-  db_page pg;
-  db_res *r;
   staff_expire_elevations();
-  err_t e =
-      hs_page_rows(req, &CUSTOMERS_KEYSET, SEARCH_CAP, staff_store_search_customers, hs_query_str(req, "q"), &pg, &r);
-  return e ? e : hs_ok_rows(req, CUSTOMER_ROW, r, 256);
+  return hs_ok_page(req, &CUSTOMERS_KEYSET, SEARCH_CAP, staff_store_search_customers, hs_query_str(req, "q"),
+                    CUSTOMER_ROW, 256);
 }
 
 err_t api_staff_providers(hs_req *req) {
