@@ -55,39 +55,47 @@ static err_t reply_session(hs_req *req, const char *key, const char *role, const
   return hs_ok(req, body);
 }
 
-err_t api_auth_register(hs_req *req) {
-  const char *email = hs_body_str(req, "email");
+static err_t email_taken(hs_req *req) {
+  return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_EMAIL_TAKEN, "Email already registered");
+}
+
+/* A registration up to its store: the email is free for kind, the password is hashed into hash
+ * and the account has a new id. ERR_OK, or the request has failed. */
+static err_t registration(hs_req *req, account_kind kind, char hash[128], char id[ID_LEN + 1]) {
   bool taken;
   account existing;
-  if (auth_store_find(&req->arena, ACCOUNT_USER, email, &existing, &taken) != ERR_OK) return ERR_INTERNAL;
-  if (taken) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_EMAIL_TAKEN, "Email already registered");
-  char hash[128], id[ID_LEN + 1];
+  if (auth_store_find(&req->arena, kind, hs_body_str(req, "email"), &existing, &taken) != ERR_OK) return ERR_INTERNAL;
+  if (taken) return email_taken(req);
   pw_result pr = password_hash(hs_body_str(req, "password"), hash);
   if (pr != PW_OK) return hashing_failed(req, pr);
   id_new(id);
-  err_t e = auth_store_insert_user(id, email, hash, hs_body_str(req, "name"), hs_body_str(req, "address"),
-                                   hs_body_str(req, "zip"));
-  if (e == ERR_CONFLICT) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_EMAIL_TAKEN, "Email already registered");
+  return ERR_OK;
+}
+
+/* A registration after its store (e): a session of the new account (role). */
+static err_t registered(hs_req *req, err_t e, const char *role, const char *id) {
+  if (e == ERR_CONFLICT) return email_taken(req);
   if (e != ERR_OK) return e;
-  return reply_session(req, "user", "user", id, email, hs_body_str(req, "name"), 0);
+  return reply_session(req, role, role, id, hs_body_str(req, "email"), hs_body_str(req, "name"), 0);
+}
+
+err_t api_auth_register(hs_req *req) {
+  char hash[128], id[ID_LEN + 1];
+  err_t e = registration(req, ACCOUNT_USER, hash, id);
+  if (e != ERR_OK) return e;
+  e = auth_store_insert_user(id, hs_body_str(req, "email"), hash, hs_body_str(req, "name"), hs_body_str(req, "address"),
+                             hs_body_str(req, "zip"));
+  return registered(req, e, "user", id);
 }
 
 err_t api_auth_provider_register(hs_req *req) {
-  const char *email = hs_body_str(req, "email");
-  bool taken;
-  account existing;
-  if (auth_store_find(&req->arena, ACCOUNT_PROVIDER, email, &existing, &taken) != ERR_OK) return ERR_INTERNAL;
-  if (taken) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_EMAIL_TAKEN, "Email already registered");
   char hash[128], id[ID_LEN + 1];
-  pw_result pr = password_hash(hs_body_str(req, "password"), hash);
-  if (pr != PW_OK) return hashing_failed(req, pr);
-  id_new(id);
-  err_t e = auth_store_insert_provider(id, email, hash, hs_body_str(req, "name"), hs_body_str(req, "phone"),
-                                       json_object_get(req->body, "services"),
-                                       json_object_get(req->body, "serviceZips"));
-  if (e == ERR_CONFLICT) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_EMAIL_TAKEN, "Email already registered");
+  err_t e = registration(req, ACCOUNT_PROVIDER, hash, id);
   if (e != ERR_OK) return e;
-  return reply_session(req, "provider", "provider", id, email, hs_body_str(req, "name"), 0);
+  e = auth_store_insert_provider(id, hs_body_str(req, "email"), hash, hs_body_str(req, "name"),
+                                 hs_body_str(req, "phone"), json_object_get(req->body, "services"),
+                                 json_object_get(req->body, "serviceZips"));
+  return registered(req, e, "provider", id);
 }
 
 static err_t login(hs_req *req, account_kind kind) {
