@@ -13,6 +13,13 @@ const char *const SERVICE_NAMES[] = {"lawncare", "snowplowing", "handyman", "hom
 const char *const JOB_STATUS_NAMES[] = {"PENDING",     "QUOTED",    "ACCEPTED",  "ON_THE_WAY",
                                         "IN_PROGRESS", "COMPLETED", "CANCELLED", NULL};
 
+static const hs_field login_fields[] = {
+    {"email", F_EMAIL, F_REQUIRED},
+    {"password", F_STRING, F_REQUIRED, LEN(1, 1024)},
+    {0},
+};
+const hs_schema common_login_schema = {login_fields};
+
 bool common_store_uploads(hs_upload **files, int n, json_t *keys) {
   size_t before = json_array_size(keys);
   for (int i = 0; i < n; i++) {

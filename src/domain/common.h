@@ -11,6 +11,10 @@ extern const char *const SERVICE_NAMES[];
 #define JOB_STATUS_COUNT 7
 extern const char *const JOB_STATUS_NAMES[];
 
+/* { email, password (1 to 1024 characters: it is only compared) }: the body of every login
+ * (customers', providers', staff's, the administrator's). */
+extern const hs_schema common_login_schema;
+
 /* Moves n received files into storage, all or none: their keys are appended to keys (a JSON
  * array). When one cannot be stored, the ones this call stored are deleted again and false is
  * returned (the failure is logged). */

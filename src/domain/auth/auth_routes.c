@@ -20,13 +20,6 @@ static const hs_field register_fields[] = {
 };
 static const hs_schema register_schema = {register_fields};
 
-static const hs_field login_fields[] = {
-    {"email", F_EMAIL, F_REQUIRED},
-    {"password", F_STRING, F_REQUIRED, LEN(1, 1024)},
-    {0},
-};
-static const hs_schema login_schema = {login_fields};
-
 static const hs_field zip_item = {"serviceZips", F_ZIP};
 static const hs_field service_item = {"services", F_ENUM, .choices = SERVICE_NAMES};
 static const hs_field provider_register_fields[] = {
@@ -85,13 +78,13 @@ const hs_route auth_routes[] = {
     {HS_POST, "/auth/register", api_auth_register, ROLE_OPEN, &register_schema, .ok = 201, .limit = &register_limit,
      .flags = ROUTE_SLOW | ROUTE_SECRETS, .summary = "Register a customer account", .response = "CustomerSession",
      .errors = ERRORS(ERR_CONFLICT)},
-    {HS_POST, "/auth/login", api_auth_login, ROLE_OPEN, &login_schema, .flags = ROUTE_SLOW | ROUTE_SECRETS,
+    {HS_POST, "/auth/login", api_auth_login, ROLE_OPEN, &common_login_schema, .flags = ROUTE_SLOW | ROUTE_SECRETS,
      .summary = "Log in as a customer", .response = "CustomerSession",
      .errors = ERRORS(ERR_UNAUTHORIZED, ERR_RATE_LIMITED)},
     {HS_POST, "/auth/provider/register", api_auth_provider_register, ROLE_OPEN, &provider_register_schema, .ok = 201,
      .limit = &register_limit, .flags = ROUTE_SLOW | ROUTE_SECRETS, .summary = "Register a provider account",
      .response = "ProviderSession", .errors = ERRORS(ERR_CONFLICT)},
-    {HS_POST, "/auth/provider/login", api_auth_provider_login, ROLE_OPEN, &login_schema,
+    {HS_POST, "/auth/provider/login", api_auth_provider_login, ROLE_OPEN, &common_login_schema,
      .flags = ROUTE_SLOW | ROUTE_SECRETS, .summary = "Log in as a provider", .response = "ProviderSession",
      .errors = ERRORS(ERR_UNAUTHORIZED, ERR_RATE_LIMITED)},
     {HS_POST, "/auth/forgot-password", api_auth_forgot_password, ROLE_OPEN, &forgot_schema, .limit = &forgot_limit,
@@ -111,9 +104,9 @@ const hs_route auth_routes[] = {
     {HS_GET, "/auth/confirm-email", api_auth_confirm_email_page, ROLE_OPEN, .query = &confirm_query,
      .summary = "The emailed confirmation link: a page whose button confirms (this GET changes nothing)",
      .response = "text/html", .errors = ERRORS(ERR_BAD_REQUEST)},
-    {HS_POST, "/auth/confirm-email", api_auth_confirm_email, ROLE_OPEN, .query = &confirm_query,
-     .flags = ROUTE_SECRETS, .summary = "Confirm an email change (the page's button): the account's email changes",
-     .response = "text/html", .errors = ERRORS(ERR_BAD_REQUEST, ERR_CONFLICT)},
+    {HS_POST, "/auth/confirm-email", api_auth_confirm_email, ROLE_OPEN, .query = &confirm_query, .flags = ROUTE_SECRETS,
+     .summary = "Confirm an email change (the page's button): the account's email changes", .response = "text/html",
+     .errors = ERRORS(ERR_BAD_REQUEST, ERR_CONFLICT)},
     {HS_GET, "/auth/cancel-email-change", api_auth_cancel_email_change_page, ROLE_OPEN, .query = &confirm_query,
      .summary = "The cancel link emailed to the current address: a page whose button cancels the change",
      .response = "text/html"},
