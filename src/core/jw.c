@@ -156,6 +156,11 @@ void jw_str(jw *w, const char *s) {
   jw_strn(w, s, strlen(s));
 }
 
+void jw_key_str(jw *w, const char *key, const char *s) {
+  jw_key(w, key);
+  jw_str(w, s);
+}
+
 /* ---- numbers ---- */
 
 void jw_int(jw *w, int64_t v) {

@@ -166,6 +166,5 @@ err_t hs_page_rows(hs_req *req, const db_keyset *ks, int cap, hs_page_read read,
 
 void hs_page_jw_next(jw *w, const db_page *pg) {
   if (!pg->next) return;
-  jw_key(w, "nextCursor");
-  jw_str(w, pg->next);
+  jw_key_str(w, "nextCursor", pg->next);
 }

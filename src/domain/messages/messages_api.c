@@ -209,8 +209,7 @@ err_t api_messages_threads(hs_req *req) {
     jw_key(w, "counterpart");
     jw_obj(w);
     hs_rj_members(w, other, r, i);
-    jw_key(w, "role");
-    jw_str(w, strcmp(role, "user") ? "user" : "provider");
+    jw_key_str(w, "role", strcmp(role, "user") ? "user" : "provider");
     jw_obj_end(w);
     jw_key(w, "lastMessage");
     write_message(a, w, last, r, i);

@@ -15,10 +15,8 @@ static db_rc announce(db_conn *c, arena *a, const message_new *m, const db_res *
   jw w;
   jw_init(&w, a, 512);
   jw_obj(&w);
-  jw_key(&w, "jobId");
-  jw_str(&w, m->job_id);
-  jw_key(&w, "providerId");
-  jw_str(&w, m->provider_id);
+  jw_key_str(&w, "jobId", m->job_id);
+  jw_key_str(&w, "providerId", m->provider_id);
   jw_key(&w, "message");
   jw_obj(&w);
   messages_write_members(a, &w, hs_rj_bind(a, MESSAGES_JSON, r), r, 0);

@@ -108,10 +108,8 @@ static err_t dispute_jw(hs_req *req, jw *w, const db_res *r, int i) {
   jw_arr(w);
   for (int f = 0; f < n; f++) {
     jw_obj(w);
-    jw_key(w, "id");
-    jw_str(w, keys[f]);
-    jw_key(w, "source");
-    jw_str(w, sources[f]);
+    jw_key_str(w, "id", keys[f]);
+    jw_key_str(w, "source", sources[f]);
     jw_key(w, "url");
     storage_url_jw(w, keys[f], URL_TTL_PHOTO);
     jw_obj_end(w);

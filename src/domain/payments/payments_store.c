@@ -140,8 +140,7 @@ static db_rc told_in(db_conn *c, const char *id) {
     jw w;
     jw_init(&w, &a, 512);
     jw_obj(&w);
-    jw_key(&w, "jobId");
-    jw_str(&w, db_field(r, 0, "job_id"));
+    jw_key_str(&w, "jobId", db_field(r, 0, "job_id"));
     jw_key(&w, "payment");
     hs_rj_object(&w, hs_rj_bind(&a, PAYMENTS_JSON, r), r, 0);
     jw_obj_end(&w);
@@ -660,10 +659,8 @@ static const char *dispute_member(arena *a, const pay_dispute *d) {
   jw w;
   jw_init(&w, a, 256);
   jw_obj(&w);
-  jw_key(&w, "status");
-  jw_str(&w, d->status);
-  jw_key(&w, "reason");
-  jw_str(&w, d->reason[0] ? d->reason : "general");
+  jw_key_str(&w, "status", d->status);
+  jw_key_str(&w, "reason", d->reason[0] ? d->reason : "general");
   jw_key(&w, "amount");
   jw_money(&w, d->amount);
   jw_key(&w, "evidenceDueBy");

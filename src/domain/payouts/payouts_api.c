@@ -34,8 +34,7 @@ static err_t processor_failed(hs_req *req, pay_rc rc, const pay_error *pe, const
 }
 
 static void account_json(jw *w, const char *status, bool payouts_enabled, const char *requirements) {
-  jw_key(w, "status");
-  jw_str(w, status);
+  jw_key_str(w, "status", status);
   jw_key(w, "payoutsEnabled");
   jw_bool(w, payouts_enabled);
   jw_key(w, "requirements");
@@ -88,10 +87,8 @@ err_t api_payouts_account_create(hs_req *req) {
   if ((e = po_store_account(&req->arena, provider, &acct, &found)) != ERR_OK) return e;
   jw *w = hs_jw(req, 512);
   jw_obj(w);
-  jw_key(w, "onboardingUrl");
-  jw_str(w, url);
-  jw_key(w, "status");
-  jw_str(w, found ? acct.status : "pending");
+  jw_key_str(w, "onboardingUrl", url);
+  jw_key_str(w, "status", found ? acct.status : "pending");
   jw_obj_end(w);
   return hs_ok_jw(req, w);
 }

@@ -51,12 +51,9 @@ static void report_jw(jw *w, arena *a, const db_res *r, int i, const db_res *t) 
     jw_null(w);
   jw_key(w, "job");
   jw_obj(w);
-  jw_key(w, "service");
-  jw_str(w, db_field(r, i, "service"));
-  jw_key(w, "status");
-  jw_str(w, db_field(r, i, "job_status"));
-  jw_key(w, "providerId");
-  jw_str(w, db_field(r, i, "provider_id"));
+  jw_key_str(w, "service", db_field(r, i, "service"));
+  jw_key_str(w, "status", db_field(r, i, "job_status"));
+  jw_key_str(w, "providerId", db_field(r, i, "provider_id"));
   jw_obj_end(w);
   jw_key(w, "heldTransfers");
   jw_arr(w);
@@ -69,12 +66,9 @@ static void report_jw(jw *w, arena *a, const db_res *r, int i, const db_res *t) 
     jw_null(w);
   } else {
     jw_obj(w);
-    jw_key(w, "action");
-    jw_str(w, db_field(r, i, "resolution"));
-    jw_key(w, "note");
-    jw_str(w, db_field(r, i, "resolution_note"));
-    jw_key(w, "resolvedBy");
-    jw_str(w, db_field(r, i, "resolved_by"));
+    jw_key_str(w, "action", db_field(r, i, "resolution"));
+    jw_key_str(w, "note", db_field(r, i, "resolution_note"));
+    jw_key_str(w, "resolvedBy", db_field(r, i, "resolved_by"));
     jw_key(w, "resolvedAt");
     jw_cell_iso(w, db_field(r, i, "resolved_at"));
     jw_obj_end(w);
