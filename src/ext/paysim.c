@@ -24,6 +24,7 @@
 #include "db/lease.h"
 #include "ext/paysim_impl.h"
 #include "ext/queue.h"
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +206,18 @@ static pay_rc keyed_claim(keyed *r, pay_error *err) {
   return st == KEY_NEW || st == KEY_REPLAY ? PAY_OK : key_refusal(st, err);
 }
 
+/* Claims idem_key (keyed_claim) for the request whose fingerprint fmt prints into fp (size
+ * bytes, cut there as snprintf cuts). */
+__attribute__((format(printf, 6, 7))) static pay_rc keyed_open(keyed *r, char *fp, size_t size, const char *idem_key,
+                                                               pay_error *err, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(fp, size, fmt, ap);
+  va_end(ap);
+  *r = (keyed){idem_key, fp};
+  return keyed_claim(r, err);
+}
+
 /* r made nothing (refused, or not stored): its key is released, as Stripe keeps no result for
  * it. Returns rc. */
 static pay_rc keyed_refused(const keyed *r, pay_rc rc) {
@@ -302,9 +315,8 @@ pay_rc sim_fail(pay_error *err, pay_rc rc, const char *message) {
 static pay_rc sim_create_customer(const char *email, const char *name, const char *idem_key, char id[PAY_ID_LEN],
                                   pay_error *err) {
   char fp[600];
-  snprintf(fp, sizeof fp, "customer|%s|%s", email, name);
-  keyed r = {idem_key, fp};
-  pay_rc rc = keyed_claim(&r, err);
+  keyed r;
+  pay_rc rc = keyed_open(&r, fp, sizeof fp, idem_key, err, "customer|%s|%s", email, name);
   if (rc == PAY_OK && !r.made) {
     sim_new_id("cus", id);
     json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "id", id, "object", "customer", "email", email, "name", name);
@@ -481,9 +493,9 @@ static pay_rc new_intent(keyed *r, const char *customer, const char *payment_met
 static pay_rc sim_create_intent(const char *customer, const char *payment_method, int64_t cents, bool capture_now,
                                 const pay_charge_info *info, const char *idem_key, pay_intent *out, pay_error *err) {
   char fp[PAY_ID_LEN * 2 + 64];
-  snprintf(fp, sizeof fp, "intent|%s|%s|%lld|%d", customer, payment_method, (long long)cents, capture_now);
-  keyed r = {idem_key, fp};
-  pay_rc rc = keyed_claim(&r, err);
+  keyed r;
+  pay_rc rc = keyed_open(&r, fp, sizeof fp, idem_key, err, "intent|%s|%s|%lld|%d", customer, payment_method,
+                         (long long)cents, capture_now);
   if (rc == PAY_OK && !r.made) rc = new_intent(&r, customer, payment_method, cents, capture_now, info, err);
   json_t *pi = rc == PAY_OK ? keyed_now(&r, "payment_intent") : NULL;
   if (rc == PAY_OK)
@@ -618,9 +630,8 @@ static pay_rc new_subscription(keyed *r, const char *customer, const char *price
 static pay_rc sim_create_subscription(const char *customer, const char *price, const char *payment_method,
                                       const char *idem_key, pay_subscription *out, pay_error *err) {
   char fp[PAY_ID_LEN * 3 + 32];
-  snprintf(fp, sizeof fp, "subscription|%s|%s|%s", customer, price, payment_method);
-  keyed r = {idem_key, fp};
-  pay_rc rc = keyed_claim(&r, err);
+  keyed r;
+  pay_rc rc = keyed_open(&r, fp, sizeof fp, idem_key, err, "subscription|%s|%s|%s", customer, price, payment_method);
   if (rc == PAY_OK && !r.made) rc = new_subscription(&r, customer, price, payment_method, err);
   return pay_subscription_answer(r.made, rc, out);
 }
@@ -719,10 +730,10 @@ static json_t *load_intent(const char *intent, char **raw) {
 static pay_rc sim_refund(const char *intent, int64_t cents, const char *reason, const char *idem_key, pay_refund *out,
                          pay_error *err) {
   char fp[PAY_ID_LEN + 96];
-  snprintf(fp, sizeof fp, "refund|%s|%lld|%s", intent, (long long)cents, reason ? reason : "");
-  keyed r = {idem_key, fp};
   const keyed_change refund = {intent, "refund", load_intent, "No such payment_intent", refund_make};
-  pay_rc rc = keyed_claim(&r, err);
+  keyed r;
+  pay_rc rc =
+      keyed_open(&r, fp, sizeof fp, idem_key, err, "refund|%s|%lld|%s", intent, (long long)cents, reason ? reason : "");
   if (rc == PAY_OK && !r.made) rc = keyed_retry(&r, &refund, &(refund_ask){reason, cents}, err);
   return pay_refund_answer(r.made, rc, out);
 }
@@ -773,9 +784,8 @@ json_t *sim_load_kind(const char *id, const char *kind, char **raw) {
 static pay_rc sim_create_account(const char *email, const char *provider_id, const char *idem_key, pay_account *out,
                                  pay_error *err) {
   char fp[600];
-  snprintf(fp, sizeof fp, "account|%s|%s", email, provider_id);
-  keyed r = {idem_key, fp};
-  pay_rc rc = keyed_claim(&r, err);
+  keyed r;
+  pay_rc rc = keyed_open(&r, fp, sizeof fp, idem_key, err, "account|%s|%s", email, provider_id);
   if (rc == PAY_OK && !r.made) {
     char id[PAY_ID_LEN];
     sim_new_id("acct", id);
@@ -916,10 +926,9 @@ static pay_rc new_transfer(keyed *r, const transfer_ask *ask, pay_error *err) {
 static pay_rc sim_transfer(const char *destination, int64_t cents, const char *source_intent, const char *job_id,
                            const char *transfer_id, const char *idem_key, pay_transfer *out, pay_error *err) {
   char fp[PAY_ID_LEN * 4 + 64];
-  snprintf(fp, sizeof fp, "transfer|%s|%lld|%s|%s|%s", destination, (long long)cents,
-           source_intent ? source_intent : "", job_id ? job_id : "", transfer_id ? transfer_id : "");
-  keyed r = {idem_key, fp};
-  pay_rc rc = keyed_claim(&r, err);
+  keyed r;
+  pay_rc rc = keyed_open(&r, fp, sizeof fp, idem_key, err, "transfer|%s|%lld|%s|%s|%s", destination, (long long)cents,
+                         source_intent ? source_intent : "", job_id ? job_id : "", transfer_id ? transfer_id : "");
   if (rc == PAY_OK && !r.made)
     rc = new_transfer(&r, &(transfer_ask){destination, source_intent, job_id, transfer_id, cents}, err);
   return pay_transfer_answer(r.made, rc, out);
@@ -992,10 +1001,9 @@ static json_t *load_transfer(const char *transfer, char **raw) { return sim_load
 static pay_rc sim_reverse_transfer(const char *transfer, int64_t cents, const char *idem_key, pay_reversal *out,
                                    pay_error *err) {
   char fp[PAY_ID_LEN + 64];
-  snprintf(fp, sizeof fp, "reversal|%s|%lld", transfer, (long long)cents);
-  keyed r = {idem_key, fp};
   const keyed_change reversal = {transfer, "transfer_reversal", load_transfer, "No such transfer", reversal_make};
-  pay_rc rc = keyed_claim(&r, err);
+  keyed r;
+  pay_rc rc = keyed_open(&r, fp, sizeof fp, idem_key, err, "reversal|%s|%lld", transfer, (long long)cents);
   if (rc == PAY_OK && !r.made) rc = keyed_retry(&r, &reversal, &cents, err);
   return pay_reversal_answer(r.made, rc, out);
 }
