@@ -518,6 +518,11 @@ db_rc db_query(arena *a, db_res **out, const char *sql, const db_val *params, in
   return rc;
 }
 
+err_t db_query_row(arena *a, db_res **out, const char *sql, const db_val *params, int n) {
+  if (db_query(a, out, sql, params, n) != DB_OK) return ERR_INTERNAL;
+  return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
+}
+
 /* One statement on a connection of its own; *yes: it returned a row (rows) or changed one. */
 static db_rc query_tells(bool rows, bool *yes, const char *sql, const db_val *params, int n) {
   arena a;
@@ -592,10 +597,19 @@ err_t db_begin_exec(db_conn **c, arena *a, db_res **out, const char *sql, const 
   return e ? e : db_to_err(db_exec(*c, a, out, sql, params, n));
 }
 
+db_tx db_tx_new(void) {
+  db_tx t = {.now = clock_now_ms()};
+  arena_init(&t.a);
+  return t;
+}
+
 err_t db_tx_begin(db_tx *t) {
-  arena_init(&t->a);
-  t->now = clock_now_ms();
+  *t = db_tx_new();
   return db_begin(&t->c);
+}
+
+err_t db_tx_begin_exec(db_tx *t, arena *a, db_res **out, const char *sql, const db_val *params, int n) {
+  return db_begin_exec(&t->c, a, out, sql, params, n);
 }
 
 err_t db_tx_end(db_tx *t, err_t e) {

@@ -139,6 +139,9 @@ db_read db_read_make(arena *a, const char *sql, const db_val *params, int n);
 db_rc db_query_all(arena *a, db_read *reads, int n);
 /* Acquire, run one statement, release. */
 db_rc db_query(arena *a, db_res **out, const char *sql, const db_val *params, int n);
+/* Acquire, run one query, release: ERR_OK with its rows in *out, ERR_NOT_FOUND when it returned
+ * none, ERR_INTERNAL when it failed. For a read of one row by its key. */
+err_t db_query_row(arena *a, db_res **out, const char *sql, const db_val *params, int n);
 /* Acquire, run one query, release: *found tells whether it returned a row (false on failure). */
 db_rc db_exists(bool *found, const char *sql, const db_val *params, int n);
 /* Acquire, run one write (a conditional update), release: *changed tells whether it changed a
@@ -207,6 +210,11 @@ typedef struct db_tx {
   int64_t now;
 } db_tx;
 err_t db_tx_begin(db_tx *t);
+/* A db_tx not begun yet, its arena ready and its time read, for a change whose first
+ * statement needs t.now: `db_tx x = db_tx_new();` then db_tx_begin_exec(&x, ...), which begins
+ * it with that statement (db_begin_exec: its result in out, owned by a). db_tx_end ends it. */
+db_tx db_tx_new(void);
+err_t db_tx_begin_exec(db_tx *t, arena *a, db_res **out, const char *sql, const db_val *params, int n);
 /* db_end(t->c, e), then t's arena freed; returns what db_end returned. */
 err_t db_tx_end(db_tx *t, err_t e);
 

@@ -402,11 +402,9 @@ static void detail_sql_build(void) {
 
 err_t jobs_store_detail(arena *a, const char *id, const char *provider_id, const char *customer_id, db_res **out) {
   pthread_once(&detail_once, detail_sql_build);
-  if (db_query(a, out, detail_sql,
-               DB_ARGS(DB_TEXT(id), DB_TEXT(provider_id ? provider_id : ""),
-                       DB_TEXT(customer_id ? customer_id : ""))) != DB_OK)
-    return ERR_INTERNAL;
-  return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
+  return db_query_row(
+      a, out, detail_sql,
+      DB_ARGS(DB_TEXT(id), DB_TEXT(provider_id ? provider_id : ""), DB_TEXT(customer_id ? customer_id : "")));
 }
 
 err_t jobs_store_user_location(arena *a, const char *user_id, const char *address_id, db_res **out) {
@@ -593,10 +591,7 @@ err_t jobs_store_insert_recurring(const recurring_new *q, const char *subject, c
 
 static const char JOB_SQL[] = "SELECT * FROM jobs WHERE id = $1";
 
-err_t jobs_get(arena *a, const char *id, db_res **row) {
-  if (db_query(a, row, JOB_SQL, DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
-  return (*row)->rows == 1 ? ERR_OK : ERR_NOT_FOUND;
-}
+err_t jobs_get(arena *a, const char *id, db_res **row) { return db_query_row(a, row, JOB_SQL, DB_ARGS(DB_TEXT(id))); }
 
 db_read jobs_read(arena *a, const char *id) { return db_read_make(a, JOB_SQL, DB_ARGS(DB_TEXT(id))); }
 

@@ -10,8 +10,7 @@
 static const char PROVIDER_SQL[] = "SELECT * FROM providers WHERE id = $1";
 
 err_t prov_store_get(arena *a, const char *id, db_res **row) {
-  if (db_query(a, row, PROVIDER_SQL, DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
-  return (*row)->rows == 1 ? ERR_OK : ERR_NOT_FOUND;
+  return db_query_row(a, row, PROVIDER_SQL, DB_ARGS(DB_TEXT(id)));
 }
 
 db_read prov_read(arena *a, const char *id) { return db_read_make(a, PROVIDER_SQL, DB_ARGS(DB_TEXT(id))); }

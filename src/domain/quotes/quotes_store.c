@@ -101,8 +101,7 @@ err_t quotes_store_get(arena *a, const char *id, bool with_parties, db_res **out
                                              " LEFT JOIN providers p ON p.id = q.provider_id "
                                              "LEFT JOIN users u ON u.id = j.customer_id WHERE q.id = $1"
                                  : QUOTE_SQL QUOTE_FROM " WHERE q.id = $1";
-  if (db_query(a, out, sql, DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
-  return (*out)->rows == 1 ? ERR_OK : ERR_NOT_FOUND;
+  return db_query_row(a, out, sql, DB_ARGS(DB_TEXT(id)));
 }
 
 db_read quotes_store_read(arena *a, const char *id) {

@@ -20,8 +20,7 @@ static err_t rows(arena *a, db_res **out, const char *sql, const db_val *params,
 }
 
 static err_t one_row(arena *a, db_res **out, const char *sql, const char *id) {
-  if (db_query(a, out, sql, DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
-  return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
+  return db_query_row(a, out, sql, DB_ARGS(DB_TEXT(id)));
 }
 
 /* Records act (when given) as the transaction's last write, then ends the transaction. */
