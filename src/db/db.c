@@ -523,23 +523,34 @@ err_t db_query_row(arena *a, db_res **out, const char *sql, const db_val *params
   return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
 }
 
-/* One statement on a connection of its own; *yes: it returned a row (rows) or changed one. */
-static db_rc query_tells(bool rows, bool *yes, const char *sql, const db_val *params, int n) {
+/* One statement on a connection of its own; *count: the rows it returned (rows) or changed (0
+ * on failure). */
+static db_rc query_count(bool rows, int64_t *count, const char *sql, const db_val *params, int n) {
   arena a;
   arena_init(&a);
   db_res *r;
   db_rc rc = db_query(&a, &r, sql, params, n);
-  *yes = rc == DB_OK && (rows ? r->rows > 0 : r->changes > 0);
+  *count = rc != DB_OK ? 0 : rows ? r->rows : r->changes;
   arena_fini(&a);
   return rc;
 }
 
 db_rc db_exists(bool *found, const char *sql, const db_val *params, int n) {
-  return query_tells(true, found, sql, params, n);
+  int64_t count;
+  db_rc rc = query_count(true, &count, sql, params, n);
+  *found = count > 0;
+  return rc;
 }
 
 db_rc db_changes(bool *changed, const char *sql, const db_val *params, int n) {
-  return query_tells(false, changed, sql, params, n);
+  int64_t count;
+  db_rc rc = query_count(false, &count, sql, params, n);
+  *changed = count > 0;
+  return rc;
+}
+
+db_rc db_changes_count(int64_t *count, const char *sql, const db_val *params, int n) {
+  return query_count(false, count, sql, params, n);
 }
 
 db_rc db_held_begin(db_conn *c) {

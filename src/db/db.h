@@ -147,6 +147,8 @@ db_rc db_exists(bool *found, const char *sql, const db_val *params, int n);
 /* Acquire, run one write (a conditional update), release: *changed tells whether it changed a
  * row (false on failure). */
 db_rc db_changes(bool *changed, const char *sql, const db_val *params, int n);
+/* The same with the number of rows it changed in *count (0 on failure). */
+db_rc db_changes_count(int64_t *count, const char *sql, const db_val *params, int n);
 
 /* Transactions: the one way to run statements that must commit together, and the one way to
  * end them.
@@ -169,8 +171,8 @@ db_rc db_changes_in(db_conn *c, bool *changed, const char *sql, const db_val *pa
 /* db_begin, then the transaction's first statement (db_exec on *c, its result in out when out is
  * not NULL, owned by a): `err_t e = db_begin_exec(&c, NULL, NULL, "UPDATE ...", DB_ARGS(...));`.
  * A failed statement leaves the transaction open, for db_end to roll back. The parameters are
- * evaluated before the transaction begins: a value that must be read under its lock (a
- * sequence, the time) is read after db_begin instead. */
+ * evaluated before the transaction begins (as db_tx reads its time): a value that must be read
+ * under its lock (a sequence that orders a list) is read after db_begin instead. */
 err_t db_begin_exec(db_conn **c, arena *a, db_res **out, const char *sql, const db_val *params, int n);
 /* Registers fn(arg) to run after the transaction on c commits and c is released (in the order
  * registered), on the thread that calls db_end; dropped when it rolls back. For work that must

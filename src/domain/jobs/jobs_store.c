@@ -571,15 +571,13 @@ err_t jobs_store_insert_recurring(const recurring_new *q, const char *subject, c
   arena a;
   arena_init(&a);
   db_res *r;
+  int64_t now = clock_now_ms();
   db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e)
-    e = db_to_err(
-        db_exec(c, NULL, NULL,
-                "INSERT INTO recurring_requests (id, job_id, customer_id, provider_id, day_of_week, time_slot, "
-                "end_date, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                DB_ARGS(DB_TEXT(q->id), DB_TEXT(q->job_id), DB_TEXT(q->customer_id), DB_TEXT(q->provider_id),
-                        DB_INT(q->day_of_week), DB_TEXT(q->time_slot), DB_TEXT(q->end_date), DB_INT(clock_now_ms()))));
+  err_t e = db_begin_exec(&c, NULL, NULL,
+                          "INSERT INTO recurring_requests (id, job_id, customer_id, provider_id, day_of_week, "
+                          "time_slot, end_date, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                          DB_ARGS(DB_TEXT(q->id), DB_TEXT(q->job_id), DB_TEXT(q->customer_id), DB_TEXT(q->provider_id),
+                                  DB_INT(q->day_of_week), DB_TEXT(q->time_slot), DB_TEXT(q->end_date), DB_INT(now)));
   if (!e)
     e = db_to_err(db_exec(c, &a, &r, "SELECT email FROM providers WHERE id = $1", DB_ARGS(DB_TEXT(q->provider_id))));
   if (!e && r->rows) e = db_to_err(mail_enqueue(c, db_text(r, 0, 0), subject, mail_body));

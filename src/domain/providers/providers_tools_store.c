@@ -46,14 +46,10 @@ err_t prov_store_schedule(arena *a, const char *id, const db_page *pg, db_res **
 }
 
 err_t prov_store_set_availability(const char *id, const char *json) {
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  db_rc rc = db_query(&a, &r, "UPDATE providers SET availability = $2, updated_at = $3 WHERE id = $1",
-                      DB_ARGS(DB_TEXT(id), DB_TEXT(json), DB_INT(clock_now_ms())));
-  err_t e = rc != DB_OK ? ERR_INTERNAL : r->changes ? ERR_OK : ERR_NOT_FOUND;
-  arena_fini(&a);
-  return e;
+  int64_t changed;
+  db_rc rc = db_changes_count(&changed, "UPDATE providers SET availability = $2, updated_at = $3 WHERE id = $1",
+                              DB_ARGS(DB_TEXT(id), DB_TEXT(json), DB_INT(clock_now_ms())));
+  return rc != DB_OK ? ERR_INTERNAL : changed ? ERR_OK : ERR_NOT_FOUND;
 }
 
 db_rc prov_store_set_billed_month_in(db_conn *c, const char *id, const char *month) {
@@ -102,15 +98,12 @@ membership_outcome prov_store_cancel_preferred_pro(const char *id, int64_t now, 
 }
 
 err_t prov_store_end_preferred_pro(int64_t now, int *ended) {
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  db_rc rc = db_query(&a, &r,
-                      "UPDATE providers SET is_premium = 0, premium_since = NULL, premium_ends_at = NULL, "
-                      "updated_at = $1 WHERE is_premium = 1 AND premium_ends_at <= $1",
-                      DB_ARGS(DB_INT(now)));
-  *ended = rc == DB_OK ? (int)r->changes : 0;
-  arena_fini(&a);
+  int64_t count;
+  db_rc rc = db_changes_count(&count,
+                              "UPDATE providers SET is_premium = 0, premium_since = NULL, premium_ends_at = NULL, "
+                              "updated_at = $1 WHERE is_premium = 1 AND premium_ends_at <= $1",
+                              DB_ARGS(DB_INT(now)));
+  *ended = (int)count;
   return db_to_err(rc);
 }
 
