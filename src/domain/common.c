@@ -20,6 +20,9 @@ static const hs_field login_fields[] = {
 };
 const hs_schema common_login_schema = {login_fields};
 
+const hs_field common_zip_item = {"serviceZips", F_ZIP};
+const hs_field common_service_item = {"services", F_ENUM, .choices = SERVICE_NAMES};
+
 bool common_store_uploads(hs_upload **files, int n, json_t *keys) {
   size_t before = json_array_size(keys);
   for (int i = 0; i < n; i++) {

@@ -15,6 +15,14 @@ extern const char *const JOB_STATUS_NAMES[];
  * (customers', providers', staff's, the administrator's). */
 extern const hs_schema common_login_schema;
 
+/* A provider's lists as fields of a body: its service ZIPs (1 to 500) and its services (1 to 4),
+ * each also taken as a single value; flags: F_REQUIRED, or 0 where they may be left out. */
+extern const hs_field common_zip_item, common_service_item;
+#define COMMON_PROVIDER_LISTS(flags)                                                                                   \
+  {"serviceZips", F_ARRAY, (flags) | F_ONE_OR_MANY, LEN(1, 500), .item = &common_zip_item}, {                          \
+    "services", F_ARRAY, (flags) | F_ONE_OR_MANY, LEN(1, 4), .item = &common_service_item                              \
+  }
+
 /* Moves n received files into storage, all or none: their keys are appended to keys (a JSON
  * array). When one cannot be stored, the ones this call stored are deleted again and false is
  * returned (the failure is logged). */

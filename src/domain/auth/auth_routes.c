@@ -20,15 +20,12 @@ static const hs_field register_fields[] = {
 };
 static const hs_schema register_schema = {register_fields};
 
-static const hs_field zip_item = {"serviceZips", F_ZIP};
-static const hs_field service_item = {"services", F_ENUM, .choices = SERVICE_NAMES};
 static const hs_field provider_register_fields[] = {
     {"email", F_EMAIL, F_REQUIRED},
     PASSWORD("password"),
     {"name", F_STRING, F_REQUIRED, LEN(1, 100)},
     {"phone", F_STRING, 0, LEN(0, 20)},
-    {"serviceZips", F_ARRAY, F_REQUIRED | F_ONE_OR_MANY, LEN(1, 500), .item = &zip_item},
-    {"services", F_ARRAY, F_REQUIRED | F_ONE_OR_MANY, LEN(1, 4), .item = &service_item},
+    COMMON_PROVIDER_LISTS(F_REQUIRED),
     {0},
 };
 static const hs_schema provider_register_schema = {provider_register_fields};
