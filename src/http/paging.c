@@ -164,6 +164,19 @@ err_t hs_page_rows(hs_req *req, const db_keyset *ks, int cap, hs_page_read read,
   return e ? e : hs_page_end(req, pg, *r);
 }
 
+err_t hs_ok_page_jw(hs_req *req, const db_keyset *ks, int cap, hs_page_read read, const char *subject,
+                    hs_page_writer write, size_t row_hint) {
+  db_page pg;
+  db_res *r;
+  err_t e = hs_page_rows(req, ks, cap, read, subject, &pg, &r);
+  if (e != ERR_OK) return e;
+  jw *w = hs_jw(req, row_hint * (size_t)(r->rows + 1));
+  jw_arr(w);
+  if ((e = write(req, w, r)) != ERR_OK) return e;
+  jw_arr_end(w);
+  return hs_ok_jw(req, w);
+}
+
 void hs_page_jw_next(jw *w, const db_page *pg) {
   if (!pg->next) return;
   jw_key_str(w, "nextCursor", pg->next);

@@ -119,16 +119,15 @@ static err_t dispute_jw(hs_req *req, jw *w, const db_res *r, int i) {
   return ERR_OK;
 }
 
-err_t api_disputes_list(hs_req *req) {
-  db_page pg;
-  db_res *r;
-  err_t e = hs_page_rows(req, &DISPUTES_KEYSET, LIST_CAP, pay_store_disputes, hs_query_str(req, "status"), &pg, &r);
-  if (e != ERR_OK) return e;
-  jw *w = hs_jw(req, 512 + (size_t)r->rows * 1024);
-  jw_arr(w);
+static err_t disputes_jw(hs_req *req, jw *w, const db_res *r) {
+  err_t e = ERR_OK;
   for (int i = 0; e == ERR_OK && i < r->rows; i++) e = dispute_jw(req, w, r, i);
-  jw_arr_end(w);
-  return e == ERR_OK ? hs_ok_jw(req, w) : e;
+  return e;
+}
+
+err_t api_disputes_list(hs_req *req) {
+  return hs_ok_page_jw(req, &DISPUTES_KEYSET, LIST_CAP, pay_store_disputes, hs_query_str(req, "status"), disputes_jw,
+                       1024);
 }
 
 /* ---- evidence ---- */

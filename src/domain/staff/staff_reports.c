@@ -86,15 +86,7 @@ static err_t reports_jw(hs_req *req, jw *w, const db_res *r) {
 }
 
 err_t api_staff_reports(hs_req *req) {
-  db_page pg;
-  db_res *r;
-  err_t e = hs_page_rows(req, &REPORTS_KEYSET, LIST_CAP, jobs_reports, hs_query_str(req, "status"), &pg, &r);
-  if (e != ERR_OK) return e;
-  jw *w = hs_jw(req, 256 + (size_t)r->rows * 768);
-  jw_arr(w);
-  if ((e = reports_jw(req, w, r)) != ERR_OK) return e;
-  jw_arr_end(w);
-  return hs_ok_jw(req, w);
+  return hs_ok_page_jw(req, &REPORTS_KEYSET, LIST_CAP, jobs_reports, hs_query_str(req, "status"), reports_jw, 768);
 }
 
 err_t api_staff_report_resolve(hs_req *req) {
