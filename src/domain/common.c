@@ -96,3 +96,13 @@ err_t common_reply_html(hs_req *req, const char *fmt, const char *const *values)
   fclose(f);
   return hs_reply_file(req, -1, html, len, "text/html; charset=utf-8");
 }
+
+err_t common_reply_page(hs_req *req, const char *title, const char *body, const char *const *values) {
+  return common_reply_html(
+      req,
+      arena_printf(&req->arena,
+                   "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>"
+                   "</head><body>\n<h1>%s</h1>\n%s</body></html>\n",
+                   title, title, body),
+      values);
+}

@@ -36,5 +36,8 @@ void common_cell_keys(json_t *keys, const char *cell);
 /* Answers 200 text/html: fmt with each %s replaced by the next of values, HTML-escaped (a
  * value may be NULL: nothing). For the pages of emailed links. */
 err_t common_reply_html(hs_req *req, const char *fmt, const char *const *values);
+/* The same for a page whose title is also its heading: body is the fmt of what follows the
+ * heading (title: text without markup or %). */
+err_t common_reply_page(hs_req *req, const char *title, const char *body, const char *const *values);
 
 #endif

@@ -269,82 +269,74 @@ err_t api_auth_change_email(hs_req *req) {
  * account's sign-ins): 400. */
 static err_t reply_link_gone(hs_req *req, const char *what) {
   const char *values[] = {what};
-  err_t e = common_reply_html(
-      req,
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>This link is no longer valid</title>"
-      "</head><body>\n<h1>This link is no longer valid</h1>\n<p>%s It was used already, it expired, or it was "
-      "ended: changing the account's password, resetting it or signing out everywhere ends a pending email "
-      "change.</p>\n</body></html>\n",
-      values);
+  err_t e = common_reply_page(req, "This link is no longer valid",
+                              "<p>%s It was used already, it expired, or it was ended: changing the account's "
+                              "password, resetting it or signing out everywhere ends a pending email change.</p>\n",
+                              values);
   if (e == ERR_OK) req->status = 400;
   return e;
+}
+
+/* The ?token= of an emailed link, and its SHA-256 (what is stored) in hash. */
+static const char *link_token_hash(hs_req *req, char hash[65]) {
+  const char *token = hs_query_str(req, "token");
+  sha256_hex(token, strlen(token), hash);
+  return token;
 }
 
 /* GET /auth/confirm-email: a page whose button confirms (a GET changes nothing, so a mail
  * scanner opening the link confirms nothing). */
 err_t api_auth_confirm_email_page(hs_req *req) {
-  const char *token = json_string_value(json_object_get(req->query, "token")), *email;
   char token_hash[65];
+  const char *token = link_token_hash(req, token_hash), *email;
   bool found;
-  sha256_hex(token, strlen(token), token_hash);
   if (auth_store_find_email_change(&req->arena, token_hash, &email, &found) != ERR_OK) return ERR_INTERNAL;
   if (!found) return reply_link_gone(req, "This email change cannot be confirmed.");
   const char *values[] = {email, token};
-  return common_reply_html(req,
-                           "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                           "<title>Confirm your new email address</title></head><body>\n"
-                           "<h1>Confirm your new email address</h1>\n<p>Make <strong>%s</strong> the email address "
-                           "of your account?</p>\n<form method=\"post\" action=\"confirm-email?token=%s\">"
-                           "<button type=\"submit\">Confirm</button></form>\n</body></html>\n",
+  return common_reply_page(req, "Confirm your new email address",
+                           "<p>Make <strong>%s</strong> the email address of your account?</p>\n"
+                           "<form method=\"post\" action=\"confirm-email?token=%s\">"
+                           "<button type=\"submit\">Confirm</button></form>\n",
                            values);
 }
 
 /* POST /auth/confirm-email: the page's button. */
 err_t api_auth_confirm_email(hs_req *req) {
-  const char *token = json_string_value(json_object_get(req->query, "token")), *email = NULL;
   char token_hash[65];
-  sha256_hex(token, strlen(token), token_hash);
+  const char *email = NULL;
+  link_token_hash(req, token_hash);
   err_t e = auth_store_use_email_change(&req->arena, token_hash, &email);
   if (e == ERR_BAD_REQUEST) return reply_link_gone(req, "This email change cannot be confirmed.");
   if (e == ERR_CONFLICT) return hs_fail(req, e, "Email already registered");
   if (e != ERR_OK) return e;
   const char *values[] = {email};
-  return common_reply_html(req,
-                           "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                           "<title>Email address changed</title></head><body>\n<h1>Email address changed</h1>\n"
+  return common_reply_page(req, "Email address changed",
                            "<p>Your account's email address is now <strong>%s</strong>. Log in with it from now "
-                           "on.</p>\n</body></html>\n",
+                           "on.</p>\n",
                            values);
 }
 
 /* GET /auth/cancel-email-change: the current address's page, whose button cancels. */
 err_t api_auth_cancel_email_change_page(hs_req *req) {
-  const char *token = json_string_value(json_object_get(req->query, "token"));
-  const char *values[] = {token};
-  return common_reply_html(req,
-                           "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                           "<title>Cancel the email change</title></head><body>\n<h1>Cancel the email change</h1>\n"
+  const char *values[] = {hs_query_str(req, "token")};
+  return common_reply_page(req, "Cancel the email change",
                            "<p>The email address of your account stays as it is. Change your password too if you "
                            "did not ask for the change.</p>\n<form method=\"post\" action=\"cancel-email-change?"
-                           "token=%s\"><button type=\"submit\">Cancel the change</button></form>\n</body></html>\n",
+                           "token=%s\"><button type=\"submit\">Cancel the change</button></form>\n",
                            values);
 }
 
 /* POST /auth/cancel-email-change: the page's button. */
 err_t api_auth_cancel_email_change(hs_req *req) {
-  const char *token = json_string_value(json_object_get(req->query, "token")), *email;
   char cancel_hash[65];
+  const char *email;
   bool cancelled;
-  sha256_hex(token, strlen(token), cancel_hash);
+  link_token_hash(req, cancel_hash);
   if (auth_store_cancel_email_change(&req->arena, cancel_hash, &email, &cancelled) != ERR_OK) return ERR_INTERNAL;
   if (!cancelled) return reply_link_gone(req, "There is no email change to cancel.");
   const char *values[] = {masked(&req->arena, email)};
-  return common_reply_html(req,
-                           "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                           "<title>Email change cancelled</title></head><body>\n<h1>Email change cancelled</h1>\n"
-                           "<p>The change to %s was cancelled: your account keeps its email address.</p>\n"
-                           "</body></html>\n",
-                           values);
+  return common_reply_page(req, "Email change cancelled",
+                           "<p>The change to %s was cancelled: your account keeps its email address.</p>\n", values);
 }
 
 err_t auth_end_caller_token(hs_req *req) { return auth_store_end_token(req->auth.token_id, req->auth.token_exp * 1000); }

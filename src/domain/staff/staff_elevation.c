@@ -128,11 +128,9 @@ static err_t reply_resolved_page(hs_req *req, const db_res *r, const char *title
 
 static err_t reply_already_resolved(hs_req *req, const char *status) {
   if (!strcmp(status, "EXPIRED")) { /* nobody answered within 24 hours: the link is dead */
-    return common_reply_html(req,
-                             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>This link "
-                             "is no longer valid</title></head><body>\n<h1>This link is no longer valid</h1>\n"
+    return common_reply_page(req, "This link is no longer valid",
                              "<p>The elevation request lapsed: nobody answered it within 24 hours. The staff "
-                             "member may ask again.</p>\n</body></html>\n",
+                             "member may ask again.</p>\n",
                              NULL);
   }
   char *text = NULL;
