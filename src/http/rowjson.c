@@ -64,6 +64,12 @@ void hs_rj_members(jw *w, const hs_rj *b, const db_res *r, int row) {
   }
 }
 
+void hs_rj_open(jw *w, const char *key, const hs_rj *b, const db_res *r, int row) {
+  jw_key(w, key);
+  jw_obj(w);
+  hs_rj_members(w, b, r, row);
+}
+
 void hs_rj_object(jw *w, const hs_rj *b, const db_res *r, int row) {
   jw_obj(w);
   hs_rj_members(w, b, r, row);

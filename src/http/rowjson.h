@@ -43,6 +43,9 @@ hs_rj *hs_rj_bind(arena *a, const hs_rj_field *fields, const db_res *r);
 hs_rj *hs_rj_bind_as(arena *a, const hs_rj_field *fields, const db_res *r, const char *prefix);
 /* Writes the members of row (no braces), so a caller may add its own before closing. */
 void hs_rj_members(jw *w, const hs_rj *b, const db_res *r, int row);
+/* Opens member key as an object holding row's members; the caller adds its own and closes it
+ * (jw_obj_end). */
+void hs_rj_open(jw *w, const char *key, const hs_rj *b, const db_res *r, int row);
 /* Writes row as one object. */
 void hs_rj_object(jw *w, const hs_rj *b, const db_res *r, int row);
 /* Writes every row of r as an array of objects. */

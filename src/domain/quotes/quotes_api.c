@@ -246,9 +246,7 @@ err_t api_quotes_for_job(hs_req *req) {
   for (int i = 0; i < q->rows; i++) {
     jw_obj(w);
     hs_rj_members(w, quote, q, i);
-    jw_key(w, "provider");
-    jw_obj(w);
-    hs_rj_members(w, provider, q, i);
+    hs_rj_open(w, "provider", provider, q, i);
     jw_key(w, "averageRating");
     const char *rating = db_text(q, i, avg);
     if (rating)
