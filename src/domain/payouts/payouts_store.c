@@ -677,12 +677,11 @@ err_t po_store_uncertain(arena *a, int64_t stale_before, int limit, db_res **out
 const db_keyset TRANSFERS_KEYSET = {"transfers", {{"seq", "seq", 'i', true}, {"id", "id", 's', true}}};
 
 err_t po_store_list(arena *a, const char *provider_id, const db_page *pg, db_res **out) {
-  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(provider_id)};
-  return db_to_err(db_page_query(a, pg,
-                                 "SELECT id, job_id, kind, amount_cents, reversed_cents, fee_cents + netted_cents AS "
-                                 "netted, status, available_at, paid_at, failure_reason, seq FROM payout_transfers "
-                                 "WHERE provider_id = $1",
-                                 args, 1, out));
+  return db_page_rows(a, pg,
+                      "SELECT id, job_id, kind, amount_cents, reversed_cents, fee_cents + netted_cents AS "
+                      "netted, status, available_at, paid_at, failure_reason, seq FROM payout_transfers "
+                      "WHERE provider_id = $1",
+                      provider_id, out);
 }
 
 err_t po_store_totals(arena *a, const char *provider_id, db_res **out) {

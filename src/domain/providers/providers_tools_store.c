@@ -26,23 +26,21 @@ const db_keyset SCHEDULE_KEYSET = {"schedule",
                                     {"j.id", "id", 's', false}}};
 
 err_t prov_store_assigned_jobs(arena *a, const char *id, const db_page *pg, db_res **out) {
-  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(id)};
-  return db_to_err(db_page_query(a, pg,
-                                 "SELECT *, " DATED(JOB_AT) " AS page_dated, COALESCE(" JOB_AT ", 0) AS page_at "
-                                                            "FROM jobs WHERE provider_id = $1",
-                                 args, 1, out));
+  return db_page_rows(a, pg,
+                      "SELECT *, " DATED(JOB_AT) " AS page_dated, COALESCE(" JOB_AT ", 0) AS page_at "
+                                                 "FROM jobs WHERE provider_id = $1",
+                      id, out);
 }
 
 err_t prov_store_schedule(arena *a, const char *id, const db_page *pg, db_res **out) {
-  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(id)};
-  return db_to_err(db_page_query(
+  return db_page_rows(
       a, pg,
       "SELECT j.id, j.service, j.address, j.zip, j.status, u.name AS customer_name, " SCHEDULE_AT " AS scheduled_at, "
       "q.amount_cents, j.seq, " DATED(
           SCHEDULE_AT) " AS page_dated, COALESCE(" SCHEDULE_AT ", 0) AS page_at "
                        "FROM jobs j " WON_QUOTE "LEFT JOIN users u ON u.id = j.customer_id "
                        "WHERE j.provider_id = $1 AND j.status IN ('ACCEPTED', 'ON_THE_WAY', 'IN_PROGRESS')",
-      args, 1, out));
+      id, out);
 }
 
 err_t prov_store_set_availability(const char *id, const char *json) {

@@ -153,11 +153,10 @@ db_read quotes_store_read_for_job(arena *a, const char *job_id, const db_page *p
 const db_keyset PROVIDER_QUOTES_KEYSET = {"provider-quotes", {{"q.seq", "seq", 'i', true}, {"q.id", "id", 's', true}}};
 
 err_t quotes_store_of_provider(arena *a, const char *provider_id, const db_page *pg, db_res **out) {
-  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(provider_id)};
-  return db_to_err(db_page_query(a, pg,
-                                 "SELECT q.*, j.status AS job_status, j.service AS job_service FROM quotes q "
-                                 "JOIN jobs j ON j.id = q.job_id WHERE q.provider_id = $1",
-                                 args, 1, out));
+  return db_page_rows(a, pg,
+                      "SELECT q.*, j.status AS job_status, j.service AS job_service FROM quotes q "
+                      "JOIN jobs j ON j.id = q.job_id WHERE q.provider_id = $1",
+                      provider_id, out);
 }
 
 db_rc quotes_withdraw_provider_in(db_conn *c, const char *provider_id, int64_t now) {

@@ -156,19 +156,17 @@ static const char *contains_pattern(arena *a, const char *q) {
   "OR lower(email) LIKE lower($1) ESCAPE '\\' " extra ")"
 
 err_t staff_store_search_customers(arena *a, const char *q, const db_page *pg, db_res **out) {
-  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(contains_pattern(a, q))};
-  return db_to_err(db_page_query(
-      a, pg, "SELECT id, name, email, address, zip, created_at, processor_customer_id FROM users " MATCHES(""), args, 1,
-      out));
+  return db_page_rows(a, pg,
+                      "SELECT id, name, email, address, zip, created_at, processor_customer_id FROM users " MATCHES(""),
+                      contains_pattern(a, q), out);
 }
 
 err_t staff_store_search_providers(arena *a, const char *q, const db_page *pg, db_res **out) {
-  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(contains_pattern(a, q))};
-  return db_to_err(db_page_query(a, pg,
-                                 "SELECT id, name, email, company_name, services, service_zips, is_premium, "
-                                 "premium_since, premium_billed_month, created_at FROM providers " MATCHES(
-                                     "OR lower(COALESCE(company_name, '')) LIKE lower($1) ESCAPE '\\' "),
-                                 args, 1, out));
+  return db_page_rows(a, pg,
+                      "SELECT id, name, email, company_name, services, service_zips, is_premium, "
+                      "premium_since, premium_billed_month, created_at FROM providers " MATCHES(
+                          "OR lower(COALESCE(company_name, '')) LIKE lower($1) ESCAPE '\\' "),
+                      contains_pattern(a, q), out);
 }
 
 err_t staff_store_customer(arena *a, const char *id, db_res **out) {
@@ -258,8 +256,7 @@ err_t staff_store_elevation(arena *a, const char *id, db_res **out) {
 }
 
 err_t staff_store_elevations_by_staff(arena *a, const char *staff_id, const db_page *pg, db_res **out) {
-  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(staff_id)};
-  return db_to_err(db_page_query(a, pg, ELEVATION_SELECT "WHERE e.staff_id = $1", args, 1, out));
+  return db_page_rows(a, pg, ELEVATION_SELECT "WHERE e.staff_id = $1", staff_id, out);
 }
 
 err_t staff_store_elevations_of_target(arena *a, const char *target_id, const char *target_role, db_res **out) {

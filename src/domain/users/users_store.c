@@ -72,11 +72,10 @@ err_t users_store_premium(const char *id, bool *premium) {
 const db_keyset FAVORITES_KEYSET = {"favorites", {{"f.seq", "seq", 'i', true}, {"f.provider_id", "id", 's', true}}};
 
 err_t users_store_favorites(arena *a, const char *id, const db_page *pg, db_res **out) {
-  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(id)};
-  return db_to_err(db_page_query(a, pg,
-                                 "SELECT p.id, p.name, p.company_name, p.logo_url, p.headshots, p.services, f.seq "
-                                 "FROM favorites f JOIN providers p ON p.id = f.provider_id WHERE f.user_id = $1",
-                                 args, 1, out));
+  return db_page_rows(a, pg,
+                      "SELECT p.id, p.name, p.company_name, p.logo_url, p.headshots, p.services, f.seq "
+                      "FROM favorites f JOIN providers p ON p.id = f.provider_id WHERE f.user_id = $1",
+                      id, out);
 }
 
 err_t users_store_add_favorite(const char *id, const char *provider_id) {
