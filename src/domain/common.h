@@ -23,6 +23,11 @@ extern const hs_field common_zip_item, common_service_item;
     "services", F_ARRAY, (flags) | F_ONE_OR_MANY, LEN(1, 4), .item = &common_service_item                              \
   }
 
+/* A point as two optional fields of a body or query: its latitude (-90 to 90) and longitude
+ * (-180 to 180), named lat and lng. */
+#define COMMON_POINT(lat, lng)                                                                                         \
+  {lat, F_NUMBER, 0, RANGE(-90, 90)}, { lng, F_NUMBER, 0, RANGE(-180, 180) }
+
 /* Moves n received files into storage, all or none: their keys are appended to keys (a JSON
  * array). When one cannot be stored, the ones this call stored are deleted again and false is
  * returned (the failure is logged). */

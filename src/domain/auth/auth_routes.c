@@ -48,15 +48,18 @@ static const hs_field reset_fields[] = {
 static const hs_schema reset_schema = {reset_fields};
 
 /* the owner's changes: the current password is checked as a login checks one (1 to 1024) */
+#define CURRENT_PASSWORD                                                                                               \
+  { "currentPassword", F_STRING, F_REQUIRED, LEN(1, 1024) }
+
 static const hs_field change_password_fields[] = {
-    {"currentPassword", F_STRING, F_REQUIRED, LEN(1, 1024)},
+    CURRENT_PASSWORD,
     PASSWORD("newPassword"),
     {0},
 };
 static const hs_schema change_password_schema = {change_password_fields};
 
 static const hs_field change_email_fields[] = {
-    {"currentPassword", F_STRING, F_REQUIRED, LEN(1, 1024)},
+    CURRENT_PASSWORD,
     {"email", F_EMAIL, F_REQUIRED},
     {0},
 };
