@@ -512,10 +512,7 @@ static void pg_listen_close(void *h) {
 }
 
 const engine_ops postgres_engine_ops = {
-    .connect = pg_connect,
-    .disconnect = pg_disconnect,
-    .exec = pg_exec,
-    .script = pg_script,
+    ENGINE_OPS(pg),
     .batch = pg_batch,
     .begin_sql = "BEGIN",
     .listen_open = pg_listen_open,
