@@ -76,6 +76,42 @@ static bool load_generated_secret(char err[256]) {
   return true;
 }
 
+/* The text settings with a default. */
+static const struct {
+  const char *name, *fallback;
+  char **into;
+} TEXTS[] = {
+    {"APP_URL", "http://localhost:3000", &CFG.app_url},
+    {"ADMIN_EMAIL", "admin@localhost", &CFG.admin_email},
+    {"SUPPORT_EMAIL", "support@localhost", &CFG.support_email},
+    {"MAIL_FROM", "no-reply@localhost", &CFG.mail_from},
+    {"STRIPE_API_BASE", "https://api.stripe.com", &CFG.stripe_api_base},
+    {"WEATHER_URL", "https://api.open-meteo.com", &CFG.weather_url},
+};
+/* The optional text settings: NULL when unset. */
+static const struct {
+  const char *name;
+  char **into;
+} OPTIONAL_TEXTS[] = {
+    {"SMTP_URL", &CFG.smtp_url},
+    {"BOOTSTRAP_ADMIN_EMAIL", &CFG.bootstrap_admin_email},
+    {"BOOTSTRAP_ADMIN_PASSWORD", &CFG.bootstrap_admin_password},
+    {"STRIPE_SECRET_KEY", &CFG.stripe_secret_key},
+    {"STRIPE_WEBHOOK_SECRET", &CFG.stripe_webhook_secret},
+    {"STRIPE_CONNECT_WEBHOOK_SECRET", &CFG.stripe_connect_webhook_secret},
+    {"STRIPE_PREMIUM_PRICE_ID", &CFG.stripe_premium_price_id},
+    {"STATEMENT_DESCRIPTOR_SUFFIX", &CFG.statement_descriptor_suffix},
+    {"S3_ENDPOINT", &CFG.s3_endpoint},
+    {"S3_BUCKET", &CFG.s3_bucket},
+    {"S3_REGION", &CFG.s3_region},
+    {"S3_ACCESS_KEY_ID", &CFG.s3_access_key_id},
+    {"S3_SECRET_ACCESS_KEY", &CFG.s3_secret_access_key},
+    {"GEOCODER_URL", &CFG.geocoder_url},
+    {"ROUTER_URL", &CFG.router_url},
+    {"PUSH_URL", &CFG.push_url},
+    {"METRICS_TOKEN", &CFG.metrics_token},
+};
+
 bool config_load(char err[256]) {
   char *env = env_or("APP_ENV", "development");
   if (!strcmp(env, "development")) CFG.env = ENV_DEVELOPMENT;
@@ -109,34 +145,13 @@ bool config_load(char err[256]) {
   }
   snprintf(buf, sizeof buf, "http://localhost:%d", CFG.port);
   CFG.public_url = env_or("PUBLIC_URL", buf);
-  CFG.app_url = env_or("APP_URL", "http://localhost:3000");
-  CFG.admin_email = env_or("ADMIN_EMAIL", "admin@localhost");
-  CFG.support_email = env_or("SUPPORT_EMAIL", "support@localhost");
-  CFG.mail_from = env_or("MAIL_FROM", "no-reply@localhost");
-  CFG.smtp_url = env_or("SMTP_URL", NULL);
-  CFG.bootstrap_admin_email = env_or("BOOTSTRAP_ADMIN_EMAIL", NULL);
-  CFG.bootstrap_admin_password = env_or("BOOTSTRAP_ADMIN_PASSWORD", NULL);
-  CFG.stripe_secret_key = env_or("STRIPE_SECRET_KEY", NULL);
-  CFG.stripe_api_base = env_or("STRIPE_API_BASE", "https://api.stripe.com");
-  CFG.stripe_webhook_secret = env_or("STRIPE_WEBHOOK_SECRET", NULL);
-  CFG.stripe_connect_webhook_secret = env_or("STRIPE_CONNECT_WEBHOOK_SECRET", NULL);
-  CFG.stripe_premium_price_id = env_or("STRIPE_PREMIUM_PRICE_ID", NULL);
+  for (size_t i = 0; i < ARRAY_LEN(TEXTS); i++) *TEXTS[i].into = env_or(TEXTS[i].name, TEXTS[i].fallback);
+  for (size_t i = 0; i < ARRAY_LEN(OPTIONAL_TEXTS); i++) *OPTIONAL_TEXTS[i].into = env_or(OPTIONAL_TEXTS[i].name, NULL);
   /* a local stand-in of Stripe (STRIPE_API_BASE moved) serves the file uploads too, as stripe-mock does */
   CFG.stripe_files_base = env_or("STRIPE_FILES_BASE", strcmp(CFG.stripe_api_base, "https://api.stripe.com")
                                                           ? CFG.stripe_api_base
                                                           : "https://files.stripe.com");
-  CFG.statement_descriptor_suffix = env_or("STATEMENT_DESCRIPTOR_SUFFIX", NULL);
   if (CFG.statement_descriptor_suffix && !statement_suffix_ok(CFG.statement_descriptor_suffix, err)) return false;
-  CFG.s3_endpoint = env_or("S3_ENDPOINT", NULL);
-  CFG.s3_bucket = env_or("S3_BUCKET", NULL);
-  CFG.s3_region = env_or("S3_REGION", NULL);
-  CFG.s3_access_key_id = env_or("S3_ACCESS_KEY_ID", NULL);
-  CFG.s3_secret_access_key = env_or("S3_SECRET_ACCESS_KEY", NULL);
-  CFG.geocoder_url = env_or("GEOCODER_URL", NULL);
-  CFG.router_url = env_or("ROUTER_URL", NULL);
-  CFG.weather_url = env_or("WEATHER_URL", "https://api.open-meteo.com");
-  CFG.push_url = env_or("PUSH_URL", NULL);
-  CFG.metrics_token = env_or("METRICS_TOKEN", NULL);
   if (!env_int("BCRYPT_COST", 12, 4, 31, &CFG.bcrypt_cost, err)) return false;
   if (CFG.env == ENV_PRODUCTION && CFG.bcrypt_cost < 12) {
     snprintf(err, 256, "BCRYPT_COST below 12 is refused in production");

@@ -4,6 +4,7 @@
  * printf("%.15g") with jansson's fix-ups otherwise. */
 #include "core/jw.h"
 #include "core/clock.h"
+#include "core/util.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -156,23 +157,19 @@ void jw_str(jw *w, const char *s) {
   jw_strn(w, s, strlen(s));
 }
 
-/* ---- numbers ---- */
-
-static size_t format_uint(uint64_t v, char *out) {
-  char tmp[20];
-  size_t n = 0;
-  do tmp[n++] = (char)('0' + v % 10), v /= 10;
-  while (v);
-  for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
-  return n;
+void jw_key_str(jw *w, const char *key, const char *s) {
+  jw_key(w, key);
+  jw_str(w, s);
 }
+
+/* ---- numbers ---- */
 
 void jw_int(jw *w, int64_t v) {
   char buf[21];
   size_t n = 0;
   uint64_t u = (uint64_t)v;
   if (v < 0) buf[n++] = '-', u = 0 - u;
-  n += format_uint(u, buf + n);
+  n += uint_digits(u, buf + n);
   sep(w);
   put(w, buf, n);
 }
@@ -210,7 +207,7 @@ void jw_money(jw *w, int64_t cents) {
   size_t n = 0;
   uint64_t u = (uint64_t)(cents < 0 ? -cents : cents);
   if (cents < 0) buf[n++] = '-';
-  n += format_uint(u / 100, buf + n);
+  n += uint_digits(u / 100, buf + n);
   unsigned frac = (unsigned)(u % 100);
   buf[n++] = '.';
   buf[n++] = (char)('0' + frac / 10);

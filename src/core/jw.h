@@ -46,6 +46,8 @@ void jw_key(jw *w, const char *key);
 
 /* Values. A NULL string, JSON text or URL writes null. */
 void jw_str(jw *w, const char *s);
+/* A member with a string value: jw_key, then jw_str. */
+void jw_key_str(jw *w, const char *key, const char *s);
 void jw_strn(jw *w, const char *s, size_t n);
 void jw_null(jw *w);
 void jw_bool(jw *w, bool v);

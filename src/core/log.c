@@ -120,11 +120,7 @@ void log_buffering_start(void) {
 void log_buffering_stop(void) {
   if (!atomic_load(&L.buffering)) return;
   atomic_store(&L.buffering, false);
-  pthread_mutex_lock(&L.mu);
-  L.stopping = true;
-  pthread_cond_signal(&L.cv);
-  pthread_mutex_unlock(&L.mu);
-  pthread_join(L.flusher, NULL);
+  thread_stop(L.flusher, &L.mu, &L.cv, &L.stopping);
   flush_all();
 }
 
@@ -179,15 +175,6 @@ static size_t put_time(char *out) {
   return 24;
 }
 
-static size_t put_uint(char *out, uint64_t v) {
-  char tmp[24];
-  size_t n = 0;
-  do tmp[n++] = (char)('0' + v % 10), v /= 10;
-  while (v);
-  for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
-  return n;
-}
-
 #define PUT(lit) (memcpy(line + n, lit, sizeof lit - 1), n += sizeof lit - 1)
 
 void log_access(const char *request_id, const char *method, const char *route, int status, double ms, const char *ip,
@@ -207,10 +194,10 @@ void log_access(const char *request_id, const char *method, const char *route, i
   PUT("\",\"route\":\"");
   append_escaped(line, &n, sizeof line - 200, route);
   PUT("\",\"status\":");
-  n += put_uint(line + n, status > 0 ? (uint64_t)status : 0);
+  n += uint_digits(status > 0 ? (uint64_t)status : 0, line + n);
   PUT(",\"ms\":"); /* two decimals, like %.2f */
   uint64_t hundredths = ms > 0 ? (uint64_t)(ms * 100 + 0.5) : 0;
-  n += put_uint(line + n, hundredths / 100);
+  n += uint_digits(hundredths / 100, line + n);
   line[n++] = '.', line[n++] = (char)('0' + hundredths / 10 % 10), line[n++] = (char)('0' + hundredths % 10);
   PUT(",\"ip\":");
   if (ip) {

@@ -73,6 +73,15 @@ bool mkdir_p(const char *path) {
   return mkdir(tmp, 0700) == 0 || errno == EEXIST;
 }
 
+size_t uint_digits(uint64_t v, char *out) {
+  char tmp[20];
+  size_t n = 0;
+  do tmp[n++] = (char)('0' + v % 10), v /= 10;
+  while (v);
+  for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+  return n;
+}
+
 void hex_encode(const unsigned char *in, size_t n, char *out) {
   static const char digits[] = "0123456789abcdef";
   for (size_t i = 0; i < n; i++) out[2 * i] = digits[in[i] >> 4], out[2 * i + 1] = digits[in[i] & 15];
@@ -127,4 +136,12 @@ const char *errno_text(int err, char *buf, size_t cap) {
 #else
   return strerror_r(err, buf, cap) == 0 ? buf : "unknown error";
 #endif
+}
+
+void thread_stop(pthread_t thread, pthread_mutex_t *mu, pthread_cond_t *cv, bool *stopping) {
+  pthread_mutex_lock(mu);
+  *stopping = true;
+  pthread_cond_signal(cv);
+  pthread_mutex_unlock(mu);
+  pthread_join(thread, NULL);
 }

@@ -1,6 +1,7 @@
 /* Process-lifetime allocation helpers (abort on out-of-memory) and small string helpers. */
 #ifndef CORE_UTIL_H
 #define CORE_UTIL_H
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,10 +14,15 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 /* Prints "fatal: <msg>" to stderr and exits 1. */
 _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Ends a thread that waits on cv (under mu) until *stopping: sets *stopping under mu, wakes the
+ * thread and waits for it to return. */
+void thread_stop(pthread_t thread, pthread_mutex_t *mu, pthread_cond_t *cv, bool *stopping);
 /* Reads a whole file into a new NUL-terminated heap buffer; NULL when unreadable. */
 char *read_file(const char *path, size_t *len);
 /* Creates a directory and its parents (mode 0700); true on success or when it exists. */
 bool mkdir_p(const char *path);
+/* The decimal digits of v into out (at most 20, no NUL); returns how many. */
+size_t uint_digits(uint64_t v, char *out);
 /* Lowercase hex of n bytes into out (2n+1 bytes). */
 void hex_encode(const unsigned char *in, size_t n, char *out);
 /* Base64url without padding (RFC 4648 section 5) of n bytes into out (4 * ceil(n / 3) + 1

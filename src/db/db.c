@@ -518,23 +518,39 @@ db_rc db_query(arena *a, db_res **out, const char *sql, const db_val *params, in
   return rc;
 }
 
-/* One statement on a connection of its own; *yes: it returned a row (rows) or changed one. */
-static db_rc query_tells(bool rows, bool *yes, const char *sql, const db_val *params, int n) {
+err_t db_query_row(arena *a, db_res **out, const char *sql, const db_val *params, int n) {
+  if (db_query(a, out, sql, params, n) != DB_OK) return ERR_INTERNAL;
+  return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
+}
+
+/* One statement on a connection of its own; *count: the rows it returned (rows) or changed (0
+ * on failure). */
+static db_rc query_count(bool rows, int64_t *count, const char *sql, const db_val *params, int n) {
   arena a;
   arena_init(&a);
   db_res *r;
   db_rc rc = db_query(&a, &r, sql, params, n);
-  *yes = rc == DB_OK && (rows ? r->rows > 0 : r->changes > 0);
+  *count = rc != DB_OK ? 0 : rows ? r->rows : r->changes;
   arena_fini(&a);
   return rc;
 }
 
 db_rc db_exists(bool *found, const char *sql, const db_val *params, int n) {
-  return query_tells(true, found, sql, params, n);
+  int64_t count;
+  db_rc rc = query_count(true, &count, sql, params, n);
+  *found = count > 0;
+  return rc;
 }
 
 db_rc db_changes(bool *changed, const char *sql, const db_val *params, int n) {
-  return query_tells(false, changed, sql, params, n);
+  int64_t count;
+  db_rc rc = query_count(false, &count, sql, params, n);
+  *changed = count > 0;
+  return rc;
+}
+
+db_rc db_changes_count(int64_t *count, const char *sql, const db_val *params, int n) {
+  return query_count(false, count, sql, params, n);
 }
 
 db_rc db_held_begin(db_conn *c) {
@@ -577,10 +593,34 @@ err_t db_begin(db_conn **out) {
 
 bool db_in_tx(const db_conn *c) { return c && c->in_tx; }
 
+db_rc db_changes_in(db_conn *c, bool *changed, const char *sql, const db_val *params, int n) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_exec(c, &a, &r, sql, params, n);
+  *changed = rc == DB_OK && r->changes > 0;
+  arena_fini(&a);
+  return rc;
+}
+
+err_t db_begin_exec(db_conn **c, arena *a, db_res **out, const char *sql, const db_val *params, int n) {
+  err_t e = db_begin(c);
+  return e ? e : db_to_err(db_exec(*c, a, out, sql, params, n));
+}
+
+db_tx db_tx_new(void) {
+  db_tx t = {.now = clock_now_ms()};
+  arena_init(&t.a);
+  return t;
+}
+
 err_t db_tx_begin(db_tx *t) {
-  arena_init(&t->a);
-  t->now = clock_now_ms();
+  *t = db_tx_new();
   return db_begin(&t->c);
+}
+
+err_t db_tx_begin_exec(db_tx *t, arena *a, db_res **out, const char *sql, const db_val *params, int n) {
+  return db_begin_exec(&t->c, a, out, sql, params, n);
 }
 
 err_t db_tx_end(db_tx *t, err_t e) {

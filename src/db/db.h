@@ -139,11 +139,16 @@ db_read db_read_make(arena *a, const char *sql, const db_val *params, int n);
 db_rc db_query_all(arena *a, db_read *reads, int n);
 /* Acquire, run one statement, release. */
 db_rc db_query(arena *a, db_res **out, const char *sql, const db_val *params, int n);
+/* Acquire, run one query, release: ERR_OK with its rows in *out, ERR_NOT_FOUND when it returned
+ * none, ERR_INTERNAL when it failed. For a read of one row by its key. */
+err_t db_query_row(arena *a, db_res **out, const char *sql, const db_val *params, int n);
 /* Acquire, run one query, release: *found tells whether it returned a row (false on failure). */
 db_rc db_exists(bool *found, const char *sql, const db_val *params, int n);
 /* Acquire, run one write (a conditional update), release: *changed tells whether it changed a
  * row (false on failure). */
 db_rc db_changes(bool *changed, const char *sql, const db_val *params, int n);
+/* The same with the number of rows it changed in *count (0 on failure). */
+db_rc db_changes_count(int64_t *count, const char *sql, const db_val *params, int n);
 
 /* Transactions: the one way to run statements that must commit together, and the one way to
  * end them.
@@ -160,6 +165,15 @@ db_rc db_changes(bool *changed, const char *sql, const db_val *params, int n);
  * error, which db_end(NULL, e) passes through, so the pattern above needs no branch. A thread
  * holds one connection at a time: no db_query() or second db_begin() inside a transaction. */
 err_t db_begin(db_conn **c);
+/* Runs one write (a conditional update, an insert that may do nothing) on c, inside its
+ * transaction: *changed tells whether it changed a row (false on failure). */
+db_rc db_changes_in(db_conn *c, bool *changed, const char *sql, const db_val *params, int n);
+/* db_begin, then the transaction's first statement (db_exec on *c, its result in out when out is
+ * not NULL, owned by a): `err_t e = db_begin_exec(&c, NULL, NULL, "UPDATE ...", DB_ARGS(...));`.
+ * A failed statement leaves the transaction open, for db_end to roll back. The parameters are
+ * evaluated before the transaction begins (as db_tx reads its time): a value that must be read
+ * under its lock (a sequence that orders a list) is read after db_begin instead. */
+err_t db_begin_exec(db_conn **c, arena *a, db_res **out, const char *sql, const db_val *params, int n);
 /* Registers fn(arg) to run after the transaction on c commits and c is released (in the order
  * registered), on the thread that calls db_end; dropped when it rolls back. For work that must
  * follow a commit and never precede it: waking queue workers, dropping caches, events.
@@ -198,6 +212,11 @@ typedef struct db_tx {
   int64_t now;
 } db_tx;
 err_t db_tx_begin(db_tx *t);
+/* A db_tx not begun yet, its arena ready and its time read, for a change whose first
+ * statement needs t.now: `db_tx x = db_tx_new();` then db_tx_begin_exec(&x, ...), which begins
+ * it with that statement (db_begin_exec: its result in out, owned by a). db_tx_end ends it. */
+db_tx db_tx_new(void);
+err_t db_tx_begin_exec(db_tx *t, arena *a, db_res **out, const char *sql, const db_val *params, int n);
 /* db_end(t->c, e), then t's arena freed; returns what db_end returned. */
 err_t db_tx_end(db_tx *t, err_t e);
 

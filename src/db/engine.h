@@ -52,6 +52,10 @@ typedef struct engine_ops {
   int (*listen_wait)(void *l, int timeout_ms);
   void (*listen_close)(void *l);
 } engine_ops;
+/* The members every engine has, its functions prefix_connect, prefix_disconnect, prefix_exec and
+ * prefix_script, in an engine_ops initializer (as ext/payments_impl.h's PAY_OPS). */
+#define ENGINE_OPS(prefix)                                                                                             \
+  .connect = prefix##_connect, .disconnect = prefix##_disconnect, .exec = prefix##_exec, .script = prefix##_script
 
 /* Transactions on a connection the caller already holds, for the db layer's own use (the
  * migration runner keeps one connection, and PostgreSQL's advisory lock, across every

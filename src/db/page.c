@@ -60,3 +60,13 @@ db_rc db_page_query(arena *a, const db_page *pg, const char *sql, db_val *args, 
   sql = db_page_sql(a, pg, sql, args, &n);
   return db_query(a, out, sql, args, n);
 }
+
+db_read db_page_read(arena *a, const db_page *pg, const char *sql, db_val *args, int n) {
+  sql = db_page_sql(a, pg, sql, args, &n);
+  return db_read_make(a, sql, args, n);
+}
+
+err_t db_page_rows(arena *a, const db_page *pg, const char *sql, const char *subject, db_res **out) {
+  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(subject)};
+  return db_to_err(db_page_query(a, pg, sql, args, 1, out));
+}

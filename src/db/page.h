@@ -55,5 +55,10 @@ const char *db_page_sql(arena *a, const db_page *pg, const char *sql, db_val *ar
 /* Runs the list's statement sql completed for the page pg (its first n arguments in args,
  * DB_PAGE_ARGS(n) long) on a connection of its own (db_query): the rows in *out, in a. */
 db_rc db_page_query(arena *a, const db_page *pg, const char *sql, db_val *args, int n, db_res **out);
+/* db_page_query of a list whose statement takes one text argument ($1): subject (an
+ * account's id, a filter). */
+err_t db_page_rows(arena *a, const db_page *pg, const char *sql, const char *subject, db_res **out);
+/* The same statement as a read for db_exec_all or db_query_all (db_read_make), to run with others. */
+db_read db_page_read(arena *a, const db_page *pg, const char *sql, db_val *args, int n);
 
 #endif

@@ -182,9 +182,11 @@ static bool await_idle(pg_conn *c, bool *stalled) {
   }
 }
 
-/* The result of the command just sent (its last result, or its first error); NULL when the
- * connection broke or stalled. */
-static PGresult *await_result(pg_conn *c, bool *stalled) {
+/* Reads the results of the command being read up to libpq's NULL and returns one: the first,
+ * except that outside a pipeline an error replaces what was kept (a plain command reports its
+ * error rather than a success). In a pipeline the batch's sync result (the batch ended early) is
+ * returned at once. NULL when the connection broke or stalled. */
+static PGresult *read_results(pg_conn *c, bool *stalled, bool pipeline) {
   PGresult *keep = NULL;
   for (;;) {
     if (!await_idle(c, stalled)) {
@@ -194,13 +196,20 @@ static PGresult *await_result(pg_conn *c, bool *stalled) {
     PGresult *r = PQgetResult(c->pg);
     if (!r) return keep;
     ExecStatusType st = PQresultStatus(r);
-    bool failed = st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK;
+    if (pipeline && st == PGRES_PIPELINE_SYNC) { /* not a command's: the batch ended early */
+      PQclear(keep);
+      return r;
+    }
+    bool failed = !pipeline && st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK;
     if (keep && !failed)
       PQclear(r);
     else
       PQclear(keep), keep = r;
   }
 }
+
+/* The result of a plain command just sent. */
+static PGresult *await_result(pg_conn *c, bool *stalled) { return read_results(c, stalled, false); }
 
 /* SQLSTATE classes that mean "not now" rather than "wrong": connection exceptions (08),
  * insufficient resources such as a full disk (53), operator intervention and shutdowns
@@ -301,28 +310,6 @@ static bool queue_stmt(pg_conn *c, const db_stmt *st, int index, sent *cmds, int
   return PQsendQueryPrepared(c->pg, name, st->n, values, NULL, NULL, 0) == 1;
 }
 
-/* The first result of the command being read (its error, if any), after which libpq's NULL;
- * NULL when the connection broke or stalled. */
-static PGresult *next_result(pg_conn *c, bool *stalled) {
-  PGresult *first = NULL;
-  for (;;) {
-    if (!await_idle(c, stalled)) {
-      PQclear(first);
-      return NULL;
-    }
-    PGresult *r = PQgetResult(c->pg);
-    if (!r) return first;
-    if (PQresultStatus(r) == PGRES_PIPELINE_SYNC) { /* not a command's: the batch ended early */
-      PQclear(first);
-      return r;
-    }
-    if (first)
-      PQclear(r);
-    else
-      first = r;
-  }
-}
-
 static db_rc stmt_failure(pg_conn *c, const db_stmt *st, PGresult *r) {
   const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
   if (st->guard && state && !strcmp(state, "22012")) return DB_REFUSED; /* division_by_zero: no row */
@@ -344,7 +331,7 @@ static db_rc run_batch(pg_conn *c, db_stmt *s, int n, bool *broken, bool *stalle
     goto out;
   }
   for (int k = 0; k < ncmds; k++) {
-    PGresult *r = next_result(c, stalled);
+    PGresult *r = read_results(c, stalled, true);
     ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (!r || st == PGRES_PIPELINE_SYNC) { /* broken, stalled, or the pipeline ended early */
       PQclear(r);
@@ -374,7 +361,7 @@ static db_rc run_batch(pg_conn *c, db_stmt *s, int n, bool *broken, bool *stalle
     }
     PQclear(r);
   }
-  PGresult *sync = next_result(c, stalled);
+  PGresult *sync = read_results(c, stalled, true);
   if (!sync || PQresultStatus(sync) != PGRES_PIPELINE_SYNC) *broken = true;
   PQclear(sync);
 out:
@@ -525,10 +512,7 @@ static void pg_listen_close(void *h) {
 }
 
 const engine_ops postgres_engine_ops = {
-    .connect = pg_connect,
-    .disconnect = pg_disconnect,
-    .exec = pg_exec,
-    .script = pg_script,
+    ENGINE_OPS(pg),
     .batch = pg_batch,
     .begin_sql = "BEGIN",
     .listen_open = pg_listen_open,

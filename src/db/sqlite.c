@@ -413,10 +413,7 @@ static db_rc sq_script(void *h, const char *sql) {
 static void sq_no_wait(void *h) { sqlite3_busy_timeout(((sqlite_conn *)h)->db, 0); }
 
 const engine_ops sqlite_engine_ops = {
-    .connect = sq_connect,
-    .disconnect = sq_disconnect,
-    .exec = sq_exec,
-    .script = sq_script,
+    ENGINE_OPS(sq),
     .no_wait = sq_no_wait,
     .begin_sql = "BEGIN IMMEDIATE",
 };

@@ -13,6 +13,16 @@ const char *const SERVICE_NAMES[] = {"lawncare", "snowplowing", "handyman", "hom
 const char *const JOB_STATUS_NAMES[] = {"PENDING",     "QUOTED",    "ACCEPTED",  "ON_THE_WAY",
                                         "IN_PROGRESS", "COMPLETED", "CANCELLED", NULL};
 
+static const hs_field login_fields[] = {
+    {"email", F_EMAIL, F_REQUIRED},
+    {"password", F_STRING, F_REQUIRED, LEN(1, 1024)},
+    {0},
+};
+const hs_schema common_login_schema = {login_fields};
+
+const hs_field common_zip_item = {"serviceZips", F_ZIP};
+const hs_field common_service_item = {"services", F_ENUM, .choices = SERVICE_NAMES};
+
 bool common_store_uploads(hs_upload **files, int n, json_t *keys) {
   size_t before = json_array_size(keys);
   for (int i = 0; i < n; i++) {
@@ -85,4 +95,14 @@ err_t common_reply_html(hs_req *req, const char *fmt, const char *const *values)
   }
   fclose(f);
   return hs_reply_file(req, -1, html, len, "text/html; charset=utf-8");
+}
+
+err_t common_reply_page(hs_req *req, const char *title, const char *body, const char *const *values) {
+  return common_reply_html(
+      req,
+      arena_printf(&req->arena,
+                   "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>"
+                   "</head><body>\n<h1>%s</h1>\n%s</body></html>\n",
+                   title, title, body),
+      values);
 }

@@ -11,6 +11,23 @@ extern const char *const SERVICE_NAMES[];
 #define JOB_STATUS_COUNT 7
 extern const char *const JOB_STATUS_NAMES[];
 
+/* { email, password (1 to 1024 characters: it is only compared) }: the body of every login
+ * (customers', providers', staff's, the administrator's). */
+extern const hs_schema common_login_schema;
+
+/* A provider's lists as fields of a body: its service ZIPs (1 to 500) and its services (1 to 4),
+ * each also taken as a single value; flags: F_REQUIRED, or 0 where they may be left out. */
+extern const hs_field common_zip_item, common_service_item;
+#define COMMON_PROVIDER_LISTS(flags)                                                                                   \
+  {"serviceZips", F_ARRAY, (flags) | F_ONE_OR_MANY, LEN(1, 500), .item = &common_zip_item}, {                          \
+    "services", F_ARRAY, (flags) | F_ONE_OR_MANY, LEN(1, 4), .item = &common_service_item                              \
+  }
+
+/* A point as two optional fields of a body or query: its latitude (-90 to 90) and longitude
+ * (-180 to 180), named lat and lng. */
+#define COMMON_POINT(lat, lng)                                                                                         \
+  {lat, F_NUMBER, 0, RANGE(-90, 90)}, { lng, F_NUMBER, 0, RANGE(-180, 180) }
+
 /* Moves n received files into storage, all or none: their keys are appended to keys (a JSON
  * array). When one cannot be stored, the ones this call stored are deleted again and false is
  * returned (the failure is logged). */
@@ -24,5 +41,8 @@ void common_cell_keys(json_t *keys, const char *cell);
 /* Answers 200 text/html: fmt with each %s replaced by the next of values, HTML-escaped (a
  * value may be NULL: nothing). For the pages of emailed links. */
 err_t common_reply_html(hs_req *req, const char *fmt, const char *const *values);
+/* The same for a page whose title is also its heading: body is the fmt of what follows the
+ * heading (title: text without markup or %). */
+err_t common_reply_page(hs_req *req, const char *title, const char *body, const char *const *values);
 
 #endif

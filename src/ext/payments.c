@@ -135,6 +135,20 @@ void pay_dispute_from_json(json_t *du, pay_dispute *out) {
   out->submissions = (int)json_integer_value(json_object_get(details, "submission_count"));
 }
 
+#define PAY_ANSWER(type)                                                                                               \
+  pay_rc pay_##type##_answer(json_t *o, pay_rc rc, pay_##type *out) {                                                  \
+    if (rc == PAY_OK) pay_##type##_from_json(o, out);                                                                  \
+    json_decref(o);                                                                                                    \
+    return rc;                                                                                                         \
+  }
+PAY_ANSWER(intent)
+PAY_ANSWER(subscription)
+PAY_ANSWER(refund)
+PAY_ANSWER(account)
+PAY_ANSWER(transfer)
+PAY_ANSWER(reversal)
+PAY_ANSWER(dispute)
+
 void payments_read_dispute(json_t *dispute, pay_dispute *out) {
   memset(out, 0, sizeof *out);
   pay_dispute_from_json(dispute, out);
@@ -151,6 +165,12 @@ void payments_read_refund(json_t *refund, pay_refund *out) {
 }
 
 static void clear(pay_error *err) { memset(err, 0, sizeof *err); }
+
+/* err cleared and the size bytes of out zeroed, before an operation writes them; returns out. */
+static void *cleared(pay_error *err, void *out, size_t size) {
+  clear(err);
+  return memset(out, 0, size);
+}
 
 /* ---- the processor's refusal of the key ---- */
 
@@ -213,86 +233,61 @@ pay_rc payments_create_setup_intent(const char *customer, char secret[PAY_ID_LEN
 }
 
 pay_rc payments_attach_method(const char *customer, const char *payment_method, pay_card *card, pay_error *err) {
-  clear(err);
-  memset(card, 0, sizeof *card);
-  return ops->attach_method(customer, payment_method, card, err);
+  return ops->attach_method(customer, payment_method, cleared(err, card, sizeof *card), err);
 }
 
 pay_rc payments_retrieve_method(const char *customer, const char *payment_method, pay_card *card, pay_error *err) {
-  clear(err);
-  memset(card, 0, sizeof *card);
-  return ops->retrieve_method(customer, payment_method, card, err);
+  return ops->retrieve_method(customer, payment_method, cleared(err, card, sizeof *card), err);
 }
 
 pay_rc payments_authorize(const char *customer, const char *payment_method, int64_t cents,
                           const pay_charge_info *info, const char *idem_key, pay_intent *out, pay_error *err) {
-  clear(err);
-  memset(out, 0, sizeof *out);
-  return ops->create_intent(customer, payment_method, cents, false, info, idem_key, out, err);
+  return ops->create_intent(customer, payment_method, cents, false, info, idem_key, cleared(err, out, sizeof *out),
+                            err);
 }
 
 pay_rc payments_charge(const char *customer, const char *payment_method, int64_t cents, const pay_charge_info *info,
                        const char *idem_key, pay_intent *out, pay_error *err) {
-  clear(err);
-  memset(out, 0, sizeof *out);
-  return ops->create_intent(customer, payment_method, cents, true, info, idem_key, out, err);
+  return ops->create_intent(customer, payment_method, cents, true, info, idem_key, cleared(err, out, sizeof *out), err);
 }
 
 pay_rc payments_retrieve_intent(const char *intent, pay_intent *out, pay_error *err) {
-  clear(err);
-  memset(out, 0, sizeof *out);
-  return ops->retrieve_intent(intent, out, err);
+  return ops->retrieve_intent(intent, cleared(err, out, sizeof *out), err);
 }
 
 pay_rc payments_find_intent(const char *customer, const char *idem_key, pay_intent *out, pay_error *err) {
-  clear(err);
-  memset(out, 0, sizeof *out);
-  return ops->find_intent(customer, idem_key, out, err);
+  return ops->find_intent(customer, idem_key, cleared(err, out, sizeof *out), err);
 }
 
 pay_rc payments_capture(const char *intent, const char *idem_key, pay_intent *out, pay_error *err) {
-  clear(err);
-  memset(out, 0, sizeof *out);
-  return ops->capture(intent, idem_key, out, err);
+  return ops->capture(intent, idem_key, cleared(err, out, sizeof *out), err);
 }
 
 pay_rc payments_void(const char *intent, const char *idem_key, pay_intent *out, pay_error *err) {
-  clear(err);
-  memset(out, 0, sizeof *out);
-  return ops->cancel(intent, idem_key, out, err);
+  return ops->cancel(intent, idem_key, cleared(err, out, sizeof *out), err);
 }
 
 pay_rc payments_create_subscription(const char *customer, const char *price, const char *payment_method,
                                     const char *idem_key, pay_subscription *out, pay_error *err) {
-  clear(err);
-  memset(out, 0, sizeof *out);
-  return ops->create_subscription(customer, price, payment_method, idem_key, out, err);
+  return ops->create_subscription(customer, price, payment_method, idem_key, cleared(err, out, sizeof *out), err);
 }
 
 pay_rc payments_set_cancel_at_period_end(const char *subscription, bool cancel, const char *idem_key,
                                          pay_subscription *out, pay_error *err) {
-  clear(err);
-  memset(out, 0, sizeof *out);
-  return ops->update_subscription(subscription, cancel, idem_key, out, err);
+  return ops->update_subscription(subscription, cancel, idem_key, cleared(err, out, sizeof *out), err);
 }
 
 pay_rc payments_retrieve_subscription(const char *subscription, pay_subscription *out, pay_error *err) {
-  clear(err);
-  memset(out, 0, sizeof *out);
-  return ops->retrieve_subscription(subscription, out, err);
+  return ops->retrieve_subscription(subscription, cleared(err, out, sizeof *out), err);
 }
 
 pay_rc payments_find_subscription(const char *customer, const char *idem_key, pay_subscription *out, pay_error *err) {
-  clear(err);
-  memset(out, 0, sizeof *out);
-  return ops->find_subscription(customer, idem_key, out, err);
+  return ops->find_subscription(customer, idem_key, cleared(err, out, sizeof *out), err);
 }
 
 pay_rc payments_refund(const char *intent, int64_t cents, const char *reason, const char *idem_key, pay_refund *out,
                        pay_error *err) {
-  clear(err);
-  memset(out, 0, sizeof *out);
-  return ops->refund(intent, cents, reason, idem_key, out, err);
+  return ops->refund(intent, cents, reason, idem_key, cleared(err, out, sizeof *out), err);
 }
 
 pay_rc payments_list_refunds(const char *intent, pay_refund *out, int max, int *n, pay_error *err) {
@@ -303,15 +298,11 @@ pay_rc payments_list_refunds(const char *intent, pay_refund *out, int max, int *
 
 pay_rc payments_create_account(const char *email, const char *provider_id, const char *idem_key, pay_account *out,
                                pay_error *err) {
-  clear(err);
-  memset(out, 0, sizeof *out);
-  return ops->create_account(email, provider_id, idem_key, out, err);
+  return ops->create_account(email, provider_id, idem_key, cleared(err, out, sizeof *out), err);
 }
 
 pay_rc payments_retrieve_account(const char *account, pay_account *out, pay_error *err) {
-  clear(err);
-  memset(out, 0, sizeof *out);
-  return ops->retrieve_account(account, out, err);
+  return ops->retrieve_account(account, cleared(err, out, sizeof *out), err);
 }
 
 pay_rc payments_account_link(const char *account, const char *refresh_url, const char *return_url,
@@ -323,34 +314,25 @@ pay_rc payments_account_link(const char *account, const char *refresh_url, const
 
 pay_rc payments_transfer(const char *destination, int64_t cents, const char *source_intent, const char *job_id,
                          const char *transfer_id, const char *idem_key, pay_transfer *out, pay_error *err) {
-  clear(err);
-  memset(out, 0, sizeof *out);
-  return ops->transfer(destination, cents, source_intent, job_id, transfer_id, idem_key, out, err);
+  return ops->transfer(destination, cents, source_intent, job_id, transfer_id, idem_key, cleared(err, out, sizeof *out),
+                       err);
 }
 
 pay_rc payments_find_transfer(const char *destination, const char *idem_key, pay_transfer *out, pay_error *err) {
-  clear(err);
-  memset(out, 0, sizeof *out);
-  return ops->find_transfer(destination, idem_key, out, err);
+  return ops->find_transfer(destination, idem_key, cleared(err, out, sizeof *out), err);
 }
 
 pay_rc payments_reverse_transfer(const char *transfer, int64_t cents, const char *idem_key, pay_reversal *out,
                                  pay_error *err) {
-  clear(err);
-  memset(out, 0, sizeof *out);
-  return ops->reverse_transfer(transfer, cents, idem_key, out, err);
+  return ops->reverse_transfer(transfer, cents, idem_key, cleared(err, out, sizeof *out), err);
 }
 
 pay_rc payments_find_reversal(const char *transfer, const char *idem_key, pay_reversal *out, pay_error *err) {
-  clear(err);
-  memset(out, 0, sizeof *out);
-  return ops->find_reversal(transfer, idem_key, out, err);
+  return ops->find_reversal(transfer, idem_key, cleared(err, out, sizeof *out), err);
 }
 
 pay_rc payments_retrieve_dispute(const char *dispute, pay_dispute *out, pay_error *err) {
-  clear(err);
-  memset(out, 0, sizeof *out);
-  return ops->retrieve_dispute(dispute, out, err);
+  return ops->retrieve_dispute(dispute, cleared(err, out, sizeof *out), err);
 }
 
 pay_rc payments_upload_file(const char *name, const char *type, const void *bytes, size_t len, char id[PAY_ID_LEN],
@@ -362,9 +344,7 @@ pay_rc payments_upload_file(const char *name, const char *type, const void *byte
 
 pay_rc payments_submit_evidence(const char *dispute, const pay_evidence *ev, const char *idem_key, pay_dispute *out,
                                 pay_error *err) {
-  clear(err);
-  memset(out, 0, sizeof *out);
-  return ops->submit_evidence(dispute, ev, idem_key, out, err);
+  return ops->submit_evidence(dispute, ev, idem_key, cleared(err, out, sizeof *out), err);
 }
 
 pay_rc payments_sim_open_link(const char *link_id, char account[PAY_ID_LEN], char return_url[PAY_URL_LEN],

@@ -78,6 +78,15 @@ void pay_account_from_json(json_t *acct, pay_account *out);
 void pay_transfer_from_json(json_t *tr, pay_transfer *out);
 void pay_reversal_from_json(json_t *trr, pay_reversal *out);
 void pay_dispute_from_json(json_t *du, pay_dispute *out);
+/* An operation's answer: *out read from o when rc is PAY_OK (else left as it was); o is
+ * released (it may be NULL); returns rc. */
+pay_rc pay_intent_answer(json_t *o, pay_rc rc, pay_intent *out);
+pay_rc pay_subscription_answer(json_t *o, pay_rc rc, pay_subscription *out);
+pay_rc pay_refund_answer(json_t *o, pay_rc rc, pay_refund *out);
+pay_rc pay_account_answer(json_t *o, pay_rc rc, pay_account *out);
+pay_rc pay_transfer_answer(json_t *o, pay_rc rc, pay_transfer *out);
+pay_rc pay_reversal_answer(json_t *o, pay_rc rc, pay_reversal *out);
+pay_rc pay_dispute_answer(json_t *o, pay_rc rc, pay_dispute *out);
 /* The idempotency key a Stripe-shaped object carries in its metadata, or NULL. */
 const char *pay_metadata_key(json_t *o);
 /* stripe.c: the processor refused the key (401/403; refused) or accepted a call (!refused). */

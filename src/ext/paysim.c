@@ -24,6 +24,7 @@
 #include "db/lease.h"
 #include "ext/paysim_impl.h"
 #include "ext/queue.h"
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +206,18 @@ static pay_rc keyed_claim(keyed *r, pay_error *err) {
   return st == KEY_NEW || st == KEY_REPLAY ? PAY_OK : key_refusal(st, err);
 }
 
+/* Claims idem_key (keyed_claim) for the request whose fingerprint fmt prints into fp (size
+ * bytes, cut there as snprintf cuts). */
+__attribute__((format(printf, 6, 7))) static pay_rc keyed_open(keyed *r, char *fp, size_t size, const char *idem_key,
+                                                               pay_error *err, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(fp, size, fmt, ap);
+  va_end(ap);
+  *r = (keyed){idem_key, fp};
+  return keyed_claim(r, err);
+}
+
 /* r made nothing (refused, or not stored): its key is released, as Stripe keeps no result for
  * it. Returns rc. */
 static pay_rc keyed_refused(const keyed *r, pay_rc rc) {
@@ -302,9 +315,8 @@ pay_rc sim_fail(pay_error *err, pay_rc rc, const char *message) {
 static pay_rc sim_create_customer(const char *email, const char *name, const char *idem_key, char id[PAY_ID_LEN],
                                   pay_error *err) {
   char fp[600];
-  snprintf(fp, sizeof fp, "customer|%s|%s", email, name);
-  keyed r = {idem_key, fp};
-  pay_rc rc = keyed_claim(&r, err);
+  keyed r;
+  pay_rc rc = keyed_open(&r, fp, sizeof fp, idem_key, err, "customer|%s|%s", email, name);
   if (rc == PAY_OK && !r.made) {
     sim_new_id("cus", id);
     json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "id", id, "object", "customer", "email", email, "name", name);
@@ -481,9 +493,9 @@ static pay_rc new_intent(keyed *r, const char *customer, const char *payment_met
 static pay_rc sim_create_intent(const char *customer, const char *payment_method, int64_t cents, bool capture_now,
                                 const pay_charge_info *info, const char *idem_key, pay_intent *out, pay_error *err) {
   char fp[PAY_ID_LEN * 2 + 64];
-  snprintf(fp, sizeof fp, "intent|%s|%s|%lld|%d", customer, payment_method, (long long)cents, capture_now);
-  keyed r = {idem_key, fp};
-  pay_rc rc = keyed_claim(&r, err);
+  keyed r;
+  pay_rc rc = keyed_open(&r, fp, sizeof fp, idem_key, err, "intent|%s|%s|%lld|%d", customer, payment_method,
+                         (long long)cents, capture_now);
   if (rc == PAY_OK && !r.made) rc = new_intent(&r, customer, payment_method, cents, capture_now, info, err);
   json_t *pi = rc == PAY_OK ? keyed_now(&r, "payment_intent") : NULL;
   if (rc == PAY_OK)
@@ -560,6 +572,18 @@ static json_t *keyed_by(const char *owner_field, const char *owner, const char *
   return o;
 }
 
+/* The object of kind recorded under idem_key when its owner_field is owner; otherwise NULL,
+ * with err saying missing. */
+static json_t *keyed_kind(const char *owner_field, const char *owner, const char *idem_key, const char *kind,
+                          const char *missing, pay_error *err) {
+  json_t *o = keyed_by(owner_field, owner, idem_key);
+  const char *k = json_string_value(json_object_get(o, "object"));
+  if (k && !strcmp(k, kind)) return o;
+  json_decref(o);
+  sim_fail(err, PAY_NOT_FOUND, missing);
+  return NULL;
+}
+
 /* The object recorded under idem_key when it belongs to customer (owned), or NULL. */
 static json_t *keyed_object(const char *customer, const char *idem_key) {
   return keyed_by("customer", customer, idem_key);
@@ -606,13 +630,10 @@ static pay_rc new_subscription(keyed *r, const char *customer, const char *price
 static pay_rc sim_create_subscription(const char *customer, const char *price, const char *payment_method,
                                       const char *idem_key, pay_subscription *out, pay_error *err) {
   char fp[PAY_ID_LEN * 3 + 32];
-  snprintf(fp, sizeof fp, "subscription|%s|%s|%s", customer, price, payment_method);
-  keyed r = {idem_key, fp};
-  pay_rc rc = keyed_claim(&r, err);
+  keyed r;
+  pay_rc rc = keyed_open(&r, fp, sizeof fp, idem_key, err, "subscription|%s|%s|%s", customer, price, payment_method);
   if (rc == PAY_OK && !r.made) rc = new_subscription(&r, customer, price, payment_method, err);
-  if (rc == PAY_OK) pay_subscription_from_json(r.made, out);
-  json_decref(r.made);
-  return rc;
+  return pay_subscription_answer(r.made, rc, out);
 }
 
 static pay_rc sim_update_subscription(const char *subscription, bool cancel_at_period_end, const char *idem_key,
@@ -709,14 +730,12 @@ static json_t *load_intent(const char *intent, char **raw) {
 static pay_rc sim_refund(const char *intent, int64_t cents, const char *reason, const char *idem_key, pay_refund *out,
                          pay_error *err) {
   char fp[PAY_ID_LEN + 96];
-  snprintf(fp, sizeof fp, "refund|%s|%lld|%s", intent, (long long)cents, reason ? reason : "");
-  keyed r = {idem_key, fp};
   const keyed_change refund = {intent, "refund", load_intent, "No such payment_intent", refund_make};
-  pay_rc rc = keyed_claim(&r, err);
+  keyed r;
+  pay_rc rc =
+      keyed_open(&r, fp, sizeof fp, idem_key, err, "refund|%s|%lld|%s", intent, (long long)cents, reason ? reason : "");
   if (rc == PAY_OK && !r.made) rc = keyed_retry(&r, &refund, &(refund_ask){reason, cents}, err);
-  if (rc == PAY_OK) pay_refund_from_json(r.made, out);
-  json_decref(r.made);
-  return rc;
+  return pay_refund_answer(r.made, rc, out);
 }
 
 static pay_rc sim_list_refunds(const char *intent, pay_refund *out, int max, int *n, pay_error *err) {
@@ -765,9 +784,8 @@ json_t *sim_load_kind(const char *id, const char *kind, char **raw) {
 static pay_rc sim_create_account(const char *email, const char *provider_id, const char *idem_key, pay_account *out,
                                  pay_error *err) {
   char fp[600];
-  snprintf(fp, sizeof fp, "account|%s|%s", email, provider_id);
-  keyed r = {idem_key, fp};
-  pay_rc rc = keyed_claim(&r, err);
+  keyed r;
+  pay_rc rc = keyed_open(&r, fp, sizeof fp, idem_key, err, "account|%s|%s", email, provider_id);
   if (rc == PAY_OK && !r.made) {
     char id[PAY_ID_LEN];
     sim_new_id("acct", id);
@@ -908,24 +926,17 @@ static pay_rc new_transfer(keyed *r, const transfer_ask *ask, pay_error *err) {
 static pay_rc sim_transfer(const char *destination, int64_t cents, const char *source_intent, const char *job_id,
                            const char *transfer_id, const char *idem_key, pay_transfer *out, pay_error *err) {
   char fp[PAY_ID_LEN * 4 + 64];
-  snprintf(fp, sizeof fp, "transfer|%s|%lld|%s|%s|%s", destination, (long long)cents,
-           source_intent ? source_intent : "", job_id ? job_id : "", transfer_id ? transfer_id : "");
-  keyed r = {idem_key, fp};
-  pay_rc rc = keyed_claim(&r, err);
+  keyed r;
+  pay_rc rc = keyed_open(&r, fp, sizeof fp, idem_key, err, "transfer|%s|%lld|%s|%s|%s", destination, (long long)cents,
+                         source_intent ? source_intent : "", job_id ? job_id : "", transfer_id ? transfer_id : "");
   if (rc == PAY_OK && !r.made)
     rc = new_transfer(&r, &(transfer_ask){destination, source_intent, job_id, transfer_id, cents}, err);
-  if (rc == PAY_OK) pay_transfer_from_json(r.made, out);
-  json_decref(r.made);
-  return rc;
+  return pay_transfer_answer(r.made, rc, out);
 }
 
 static pay_rc sim_find_transfer(const char *destination, const char *idem_key, pay_transfer *out, pay_error *err) {
-  json_t *o = keyed_by("destination", destination, idem_key);
-  const char *kind = json_string_value(json_object_get(o, "object"));
-  pay_rc rc = kind && !strcmp(kind, "transfer") ? PAY_OK : sim_fail(err, PAY_NOT_FOUND, "No such transfer");
-  if (rc == PAY_OK) pay_transfer_from_json(o, out);
-  json_decref(o);
-  return rc;
+  json_t *o = keyed_kind("destination", destination, idem_key, "transfer", "No such transfer", err);
+  return pay_transfer_answer(o, o ? PAY_OK : PAY_NOT_FOUND, out);
 }
 
 /* A connected account's balance is paid out to its bank PAYOUT_DELAY_S after each transfer
@@ -990,23 +1001,16 @@ static json_t *load_transfer(const char *transfer, char **raw) { return sim_load
 static pay_rc sim_reverse_transfer(const char *transfer, int64_t cents, const char *idem_key, pay_reversal *out,
                                    pay_error *err) {
   char fp[PAY_ID_LEN + 64];
-  snprintf(fp, sizeof fp, "reversal|%s|%lld", transfer, (long long)cents);
-  keyed r = {idem_key, fp};
   const keyed_change reversal = {transfer, "transfer_reversal", load_transfer, "No such transfer", reversal_make};
-  pay_rc rc = keyed_claim(&r, err);
+  keyed r;
+  pay_rc rc = keyed_open(&r, fp, sizeof fp, idem_key, err, "reversal|%s|%lld", transfer, (long long)cents);
   if (rc == PAY_OK && !r.made) rc = keyed_retry(&r, &reversal, &cents, err);
-  if (rc == PAY_OK) pay_reversal_from_json(r.made, out);
-  json_decref(r.made);
-  return rc;
+  return pay_reversal_answer(r.made, rc, out);
 }
 
 static pay_rc sim_find_reversal(const char *transfer, const char *idem_key, pay_reversal *out, pay_error *err) {
-  json_t *o = keyed_by("transfer", transfer, idem_key);
-  const char *kind = json_string_value(json_object_get(o, "object"));
-  pay_rc rc = kind && !strcmp(kind, "transfer_reversal") ? PAY_OK : sim_fail(err, PAY_NOT_FOUND, "No such reversal");
-  if (rc == PAY_OK) pay_reversal_from_json(o, out);
-  json_decref(o);
-  return rc;
+  json_t *o = keyed_kind("transfer", transfer, idem_key, "transfer_reversal", "No such reversal", err);
+  return pay_reversal_answer(o, o ? PAY_OK : PAY_NOT_FOUND, out);
 }
 
 const pay_ops paysim_ops = PAY_OPS(sim, "simulated", sim_open_link);

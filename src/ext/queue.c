@@ -200,16 +200,13 @@ db_rc queue_enqueue_once(db_conn *c, const char *kind, const char *dedupe_key, j
   id_new(id);
   char *text = json_dumps(payload, JSON_COMPACT);
   int64_t now = clock_now_ms();
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  db_rc rc = db_exec(c, &a, &r,
-                     "INSERT INTO job_queue (id, kind, payload, run_at, created_at, updated_at, dedupe_key) "
-                     "VALUES ($1, $2, $3, $4, $4, $4, $5) ON CONFLICT DO NOTHING",
-                     DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now), DB_TEXT(dedupe_key)));
-  if (added) *added = rc == DB_OK && r->changes > 0;
-  if (rc == DB_OK && r->changes > 0) wake_after(c, kind);
-  arena_fini(&a);
+  bool inserted;
+  db_rc rc = db_changes_in(c, &inserted,
+                           "INSERT INTO job_queue (id, kind, payload, run_at, created_at, updated_at, dedupe_key) "
+                           "VALUES ($1, $2, $3, $4, $4, $4, $5) ON CONFLICT DO NOTHING",
+                           DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now), DB_TEXT(dedupe_key)));
+  if (added) *added = inserted;
+  if (inserted) wake_after(c, kind);
   free(text);
   return rc;
 }

@@ -288,9 +288,7 @@ static pay_rc intent_action(const char *intent, const char *action, const char *
   struct buf f = form_new();
   json_t *o;
   pay_rc rc = post(path, &f, idem_key, &o, err);
-  if (rc == PAY_OK) pay_intent_from_json(o, out);
-  json_decref(o);
-  return rc;
+  return pay_intent_answer(o, rc, out);
 }
 
 static pay_rc st_capture(const char *intent, const char *idem_key, pay_intent *out, pay_error *err) {
@@ -312,9 +310,7 @@ static pay_rc st_create_subscription(const char *customer, const char *price, co
   form_add(&f, "metadata[idempotency_key]", idem_key);
   json_t *o;
   pay_rc rc = post("/v1/subscriptions", &f, idem_key, &o, err);
-  if (rc == PAY_OK) pay_subscription_from_json(o, out);
-  json_decref(o);
-  return rc;
+  return pay_subscription_answer(o, rc, out);
 }
 
 static pay_rc st_update_subscription(const char *subscription, bool cancel_at_period_end, const char *idem_key,
@@ -325,25 +321,19 @@ static pay_rc st_update_subscription(const char *subscription, bool cancel_at_pe
   form_add(&f, "cancel_at_period_end", cancel_at_period_end ? "true" : "false");
   json_t *o;
   pay_rc rc = post(path, &f, idem_key, &o, err);
-  if (rc == PAY_OK) pay_subscription_from_json(o, out);
-  json_decref(o);
-  return rc;
+  return pay_subscription_answer(o, rc, out);
 }
 
 static pay_rc st_retrieve_subscription(const char *subscription, pay_subscription *out, pay_error *err) {
   json_t *o;
   pay_rc rc = get_object("subscriptions", subscription, "", &o, err);
-  if (rc == PAY_OK) pay_subscription_from_json(o, out);
-  json_decref(o);
-  return rc;
+  return pay_subscription_answer(o, rc, out);
 }
 
 static pay_rc st_retrieve_intent(const char *intent, pay_intent *out, pay_error *err) {
   json_t *o;
   pay_rc rc = get_object("payment_intents", intent, "?expand%5B%5D=latest_charge", &o, err);
-  if (rc == PAY_OK) pay_intent_from_json(o, out);
-  json_decref(o);
-  return rc;
+  return pay_intent_answer(o, rc, out);
 }
 
 #define LIST_PAGES 10 /* at most 1,000 objects of one customer are searched, newest first */
@@ -408,17 +398,13 @@ static pay_rc st_find_intent(const char *customer, const char *idem_key, pay_int
   json_t *o;
   pay_rc rc =
       find_by_key("payment_intents", "customer", customer, "&expand%5B%5D=data.latest_charge", idem_key, &o, err);
-  if (rc == PAY_OK) pay_intent_from_json(o, out);
-  json_decref(o);
-  return rc;
+  return pay_intent_answer(o, rc, out);
 }
 
 static pay_rc st_find_subscription(const char *customer, const char *idem_key, pay_subscription *out, pay_error *err) {
   json_t *o;
   pay_rc rc = find_by_key("subscriptions", "customer", customer, "&status=all", idem_key, &o, err);
-  if (rc == PAY_OK) pay_subscription_from_json(o, out);
-  json_decref(o);
-  return rc;
+  return pay_subscription_answer(o, rc, out);
 }
 
 static pay_rc st_refund(const char *intent, int64_t cents, const char *reason, const char *idem_key, pay_refund *out,
@@ -430,9 +416,7 @@ static pay_rc st_refund(const char *intent, int64_t cents, const char *reason, c
   form_add(&f, "metadata[idempotency_key]", idem_key);
   json_t *o;
   pay_rc rc = post("/v1/refunds", &f, idem_key, &o, err);
-  if (rc == PAY_OK) pay_refund_from_json(o, out);
-  json_decref(o);
-  return rc;
+  return pay_refund_answer(o, rc, out);
 }
 
 /* Where st_list_refunds puts what it reads. */
@@ -468,18 +452,14 @@ static pay_rc st_create_account(const char *email, const char *provider_id, cons
   form_add(&f, "metadata[idempotency_key]", idem_key);
   json_t *o;
   pay_rc rc = post("/v1/accounts", &f, idem_key, &o, err);
-  if (rc == PAY_OK) pay_account_from_json(o, out);
-  json_decref(o);
-  return rc;
+  return pay_account_answer(o, rc, out);
 }
 
 static pay_rc st_retrieve_account(const char *account, pay_account *out, pay_error *err) {
   json_t *o;
   pay_rc rc = get_object("accounts", account, "", &o, err);
   if (rc == PAY_INVALID) rc = PAY_NOT_FOUND; /* Stripe answers an account of another platform 400 */
-  if (rc == PAY_OK) pay_account_from_json(o, out);
-  json_decref(o);
-  return rc;
+  return pay_account_answer(o, rc, out);
 }
 
 static pay_rc st_account_link(const char *account, const char *refresh_url, const char *return_url,
@@ -528,17 +508,13 @@ static pay_rc st_transfer(const char *destination, int64_t cents, const char *so
   form_add(&f, "metadata[idempotency_key]", idem_key);
   json_t *o;
   pay_rc rc = post("/v1/transfers", &f, idem_key, &o, err);
-  if (rc == PAY_OK) pay_transfer_from_json(o, out);
-  json_decref(o);
-  return rc;
+  return pay_transfer_answer(o, rc, out);
 }
 
 static pay_rc st_find_transfer(const char *destination, const char *idem_key, pay_transfer *out, pay_error *err) {
   json_t *o;
   pay_rc rc = find_by_key("transfers", "destination", destination, "", idem_key, &o, err);
-  if (rc == PAY_OK) pay_transfer_from_json(o, out);
-  json_decref(o);
-  return rc;
+  return pay_transfer_answer(o, rc, out);
 }
 
 static pay_rc st_reverse_transfer(const char *transfer, int64_t cents, const char *idem_key, pay_reversal *out,
@@ -550,9 +526,7 @@ static pay_rc st_reverse_transfer(const char *transfer, int64_t cents, const cha
   form_add(&f, "metadata[idempotency_key]", idem_key);
   json_t *o;
   pay_rc rc = post(path, &f, idem_key, &o, err);
-  if (rc == PAY_OK) pay_reversal_from_json(o, out);
-  json_decref(o);
-  return rc;
+  return pay_reversal_answer(o, rc, out);
 }
 
 static pay_rc st_find_reversal(const char *transfer, const char *idem_key, pay_reversal *out, pay_error *err) {
@@ -560,9 +534,7 @@ static pay_rc st_find_reversal(const char *transfer, const char *idem_key, pay_r
   object_path(collection, sizeof collection, "transfers", transfer, "/reversals");
   json_t *o;
   pay_rc rc = find_by_key(collection + 4, NULL, NULL, "", idem_key, &o, err); /* the path names the transfer */
-  if (rc == PAY_OK) pay_reversal_from_json(o, out);
-  json_decref(o);
-  return rc;
+  return pay_reversal_answer(o, rc, out);
 }
 
 /* ---- disputes ---- */
@@ -570,9 +542,7 @@ static pay_rc st_find_reversal(const char *transfer, const char *idem_key, pay_r
 static pay_rc st_retrieve_dispute(const char *dispute, pay_dispute *out, pay_error *err) {
   json_t *o;
   pay_rc rc = get_object("disputes", dispute, "", &o, err);
-  if (rc == PAY_OK) pay_dispute_from_json(o, out);
-  json_decref(o);
-  return rc;
+  return pay_dispute_answer(o, rc, out);
 }
 
 #define FILE_MAX (16 * 1024 * 1024) /* Stripe takes dispute evidence files up to 5 MB each */
@@ -622,9 +592,7 @@ static pay_rc st_submit_evidence(const char *dispute, const pay_evidence *ev, co
   form_add(&f, "submit", "true");
   json_t *o;
   pay_rc rc = post(path, &f, idem_key, &o, err);
-  if (rc == PAY_OK) pay_dispute_from_json(o, out);
-  json_decref(o);
-  return rc;
+  return pay_dispute_answer(o, rc, out);
 }
 
 const pay_ops stripe_ops = PAY_OPS(st, "stripe", NULL);

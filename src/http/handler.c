@@ -98,6 +98,10 @@ const char *hs_body_str(const hs_req *req, const char *field) {
   return json_string_value(json_object_get(req->body, field));
 }
 
+const char *hs_query_str(const hs_req *req, const char *field) {
+  return json_string_value(json_object_get(req->query, field));
+}
+
 bool hs_body_has(const hs_req *req, const char *field) { return json_object_get(req->body, field) != NULL; }
 
 hs_upload **hs_files(hs_req *req, const char *field, int *count) {

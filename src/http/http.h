@@ -319,8 +319,9 @@ size_t hs_stream_backlog(hs_stream *s);
 /* The owner lets go of its reference. */
 void hs_stream_release(hs_stream *s);
 
-/* Field getters over the validated body; NULL/defaults when absent. */
+/* Field getters over the validated body (and query); NULL/defaults when absent. */
 const char *hs_body_str(const hs_req *req, const char *field);
+const char *hs_query_str(const hs_req *req, const char *field);
 bool hs_body_has(const hs_req *req, const char *field);
 /* The files received in field, in arrival order (an arena array of *count pointers). */
 hs_upload **hs_files(hs_req *req, const char *field, int *count);

@@ -103,11 +103,7 @@ static void held_start(void) {
 
 /* Answers whatever is still held, then ends the timer thread. */
 static void held_stop(void) {
-  pthread_mutex_lock(&held.mu);
-  held.stopping = true;
-  pthread_cond_signal(&held.cv);
-  pthread_mutex_unlock(&held.mu);
-  pthread_join(held.thread, NULL);
+  thread_stop(held.thread, &held.mu, &held.cv, &held.stopping);
   held.running = false;
   pthread_cond_destroy(&held.cv);
 }

@@ -188,6 +188,33 @@ static size_t merged(const sum *all, size_t n, size_t i, sum *h) {
   return j;
 }
 
+/* One histogram family over every route and method of all (their statuses added up): the
+ * request durations in seconds, or (trips) the database round trips. */
+static void histograms(struct buf *o, const sum *all, size_t n, bool trips) {
+  const char *name = trips ? "db_round_trips" : "http_request_duration_seconds";
+  family(o, name, "histogram",
+         trips ? "Database round trips per request, by method and route pattern (PostgreSQL: network round trips, "
+                 "however many statements each carried; SQLite: statements)."
+               : "Time from the request's first byte to its answer being queued, by method and route pattern.");
+  for (size_t i = 0; i < n;) {
+    sum h;
+    i = merged(all, n, i, &h);
+    const char *m = METHODS[(h.key >> 16) & 0xff], *r = route_label(h.key);
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b < (trips ? NTRIPS : NBUCKETS); b++) {
+      cumulative += trips ? h.trips[b] : h.bucket[b];
+      emit(o, "%s_bucket{method=\"%s\",route=\"%s\",le=\"%g\"} %llu\n", name, m, r,
+           trips ? (double)TRIP_BUCKETS[b] : BUCKETS[b], (unsigned long long)cumulative);
+    }
+    emit(o, "%s_bucket{method=\"%s\",route=\"%s\",le=\"+Inf\"} %llu\n", name, m, r, (unsigned long long)h.count);
+    if (trips)
+      emit(o, "%s_sum{method=\"%s\",route=\"%s\"} %llu\n", name, m, r, (unsigned long long)h.trips_sum);
+    else
+      emit(o, "%s_sum{method=\"%s\",route=\"%s\"} %.6f\n", name, m, r, (double)h.sum_us / 1e6);
+    emit(o, "%s_count{method=\"%s\",route=\"%s\"} %llu\n", name, m, r, (unsigned long long)h.count);
+  }
+}
+
 static void render_http(struct buf *o) {
   size_t n;
   uint64_t dropped;
@@ -196,43 +223,8 @@ static void render_http(struct buf *o) {
   for (size_t i = 0; i < n; i++)
     emit(o, "http_requests_total{method=\"%s\",route=\"%s\",status=\"%u\"} %llu\n", METHODS[(all[i].key >> 16) & 0xff],
          route_label(all[i].key), (unsigned)(all[i].key & 0xffff), (unsigned long long)all[i].count);
-  family(o, "http_request_duration_seconds", "histogram",
-         "Time from the request's first byte to its answer being queued, by method and route pattern.");
-  for (size_t i = 0; i < n;) {
-    sum h;
-    size_t j = merged(all, n, i, &h);
-    const char *m = METHODS[(h.key >> 16) & 0xff], *r = route_label(h.key);
-    uint64_t cumulative = 0;
-    for (size_t b = 0; b < NBUCKETS; b++) {
-      cumulative += h.bucket[b];
-      emit(o, "http_request_duration_seconds_bucket{method=\"%s\",route=\"%s\",le=\"%g\"} %llu\n", m, r, BUCKETS[b],
-           (unsigned long long)cumulative);
-    }
-    emit(o, "http_request_duration_seconds_bucket{method=\"%s\",route=\"%s\",le=\"+Inf\"} %llu\n", m, r,
-         (unsigned long long)h.count);
-    emit(o, "http_request_duration_seconds_sum{method=\"%s\",route=\"%s\"} %.6f\n", m, r, (double)h.sum_us / 1e6);
-    emit(o, "http_request_duration_seconds_count{method=\"%s\",route=\"%s\"} %llu\n", m, r,
-         (unsigned long long)h.count);
-    i = j;
-  }
-  family(o, "db_round_trips", "histogram",
-         "Database round trips per request, by method and route pattern (PostgreSQL: network round trips, "
-         "however many statements each carried; SQLite: statements).");
-  for (size_t i = 0; i < n;) {
-    sum h;
-    size_t j = merged(all, n, i, &h);
-    const char *m = METHODS[(h.key >> 16) & 0xff], *r = route_label(h.key);
-    uint64_t cumulative = 0;
-    for (size_t b = 0; b < NTRIPS; b++) {
-      cumulative += h.trips[b];
-      emit(o, "db_round_trips_bucket{method=\"%s\",route=\"%s\",le=\"%d\"} %llu\n", m, r, TRIP_BUCKETS[b],
-           (unsigned long long)cumulative);
-    }
-    emit(o, "db_round_trips_bucket{method=\"%s\",route=\"%s\",le=\"+Inf\"} %llu\n", m, r, (unsigned long long)h.count);
-    emit(o, "db_round_trips_sum{method=\"%s\",route=\"%s\"} %llu\n", m, r, (unsigned long long)h.trips_sum);
-    emit(o, "db_round_trips_count{method=\"%s\",route=\"%s\"} %llu\n", m, r, (unsigned long long)h.count);
-    i = j;
-  }
+  histograms(o, all, n, false);
+  histograms(o, all, n, true);
   family(o, "http_metrics_dropped_total", "counter", "Requests not counted because a thread's metrics table was full.");
   emit(o, "http_metrics_dropped_total %llu\n", (unsigned long long)dropped);
   free(all);

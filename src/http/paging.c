@@ -157,8 +157,27 @@ err_t hs_page_end(hs_req *req, db_page *pg, db_res *r) {
   return hs_page_next_after(req, pg, r, r->rows - 1);
 }
 
+err_t hs_page_rows(hs_req *req, const db_keyset *ks, int cap, hs_page_read read, const char *subject, db_page *pg,
+                   db_res **r) {
+  err_t e = hs_page_begin(req, ks, NULL, cap, pg);
+  if (!e) e = read(&req->arena, subject, pg, r);
+  return e ? e : hs_page_end(req, pg, *r);
+}
+
+err_t hs_ok_page_jw(hs_req *req, const db_keyset *ks, int cap, hs_page_read read, const char *subject,
+                    hs_page_writer write, size_t row_hint) {
+  db_page pg;
+  db_res *r;
+  err_t e = hs_page_rows(req, ks, cap, read, subject, &pg, &r);
+  if (e != ERR_OK) return e;
+  jw *w = hs_jw(req, row_hint * (size_t)(r->rows + 1));
+  jw_arr(w);
+  if ((e = write(req, w, r)) != ERR_OK) return e;
+  jw_arr_end(w);
+  return hs_ok_jw(req, w);
+}
+
 void hs_page_jw_next(jw *w, const db_page *pg) {
   if (!pg->next) return;
-  jw_key(w, "nextCursor");
-  jw_str(w, pg->next);
+  jw_key_str(w, "nextCursor", pg->next);
 }

@@ -43,6 +43,20 @@ err_t hs_page_begin(hs_req *req, const db_keyset *ks, const char *scope, int cap
  * row (Link header, pg->next). ERR_INTERNAL (the request failed) when r lacks the key's
  * columns or holds NULL in one: the list's statement is wrong. */
 err_t hs_page_end(hs_req *req, db_page *pg, db_res *r);
+/* A store's list of one subject's rows (an account's, or those a filter picks: NULL for all),
+ * as the page pg asks for. */
+typedef err_t (*hs_page_read)(arena *a, const char *subject, const db_page *pg, db_res **out);
+/* The request's page of list ks in *r: hs_page_begin (no scope), the rows read(subject), then
+ * hs_page_end. */
+err_t hs_page_rows(hs_req *req, const db_keyset *ks, int cap, hs_page_read read, const char *subject, db_page *pg,
+                   db_res **r);
+/* Writes a page's rows r into an answer's array (its brackets are the caller's); a failure is
+ * returned, the request then failed. */
+typedef err_t (*hs_page_writer)(hs_req *req, jw *w, const db_res *r);
+/* Answers the request's page of list ks (hs_page_rows) as a JSON array that write fills;
+ * row_hint: about how many bytes a row takes. */
+err_t hs_ok_page_jw(hs_req *req, const db_keyset *ks, int cap, hs_page_read read, const char *subject,
+                    hs_page_writer write, size_t row_hint);
 /* The same announcement for rows the caller merged itself: the next page starts after row
  * `row` of r (whose columns hold the keyset's). */
 err_t hs_page_next_after(hs_req *req, db_page *pg, const db_res *r, int row);

@@ -64,6 +64,12 @@ void hs_rj_members(jw *w, const hs_rj *b, const db_res *r, int row) {
   }
 }
 
+void hs_rj_open(jw *w, const char *key, const hs_rj *b, const db_res *r, int row) {
+  jw_key(w, key);
+  jw_obj(w);
+  hs_rj_members(w, b, r, row);
+}
+
 void hs_rj_object(jw *w, const hs_rj *b, const db_res *r, int row) {
   jw_obj(w);
   hs_rj_members(w, b, r, row);
@@ -81,4 +87,12 @@ err_t hs_ok_rows(hs_req *req, const hs_rj_field *fields, const db_res *r, size_t
   jw *w = hs_jw(req, row_hint * (size_t)(r->rows + 1));
   hs_rj_array(w, &req->arena, fields, r);
   return hs_ok_jw(req, w);
+}
+
+err_t hs_ok_page(hs_req *req, const db_keyset *ks, int cap, hs_page_read read, const char *subject,
+                 const hs_rj_field *fields, size_t row_hint) {
+  db_page pg;
+  db_res *r;
+  err_t e = hs_page_rows(req, ks, cap, read, subject, &pg, &r);
+  return e ? e : hs_ok_rows(req, fields, r, row_hint);
 }

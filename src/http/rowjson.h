@@ -7,6 +7,7 @@
 #include "core/jw.h"
 #include "db/db.h"
 #include "http/http.h"
+#include "http/paging.h"
 
 typedef enum {
   RJ_STR,        /* string (null for NULL) */
@@ -42,6 +43,9 @@ hs_rj *hs_rj_bind(arena *a, const hs_rj_field *fields, const db_res *r);
 hs_rj *hs_rj_bind_as(arena *a, const hs_rj_field *fields, const db_res *r, const char *prefix);
 /* Writes the members of row (no braces), so a caller may add its own before closing. */
 void hs_rj_members(jw *w, const hs_rj *b, const db_res *r, int row);
+/* Opens member key as an object holding row's members; the caller adds its own and closes it
+ * (jw_obj_end). */
+void hs_rj_open(jw *w, const char *key, const hs_rj *b, const db_res *r, int row);
 /* Writes row as one object. */
 void hs_rj_object(jw *w, const hs_rj *b, const db_res *r, int row);
 /* Writes every row of r as an array of objects. */
@@ -49,6 +53,10 @@ void hs_rj_array(jw *w, arena *a, const hs_rj_field *fields, const db_res *r);
 /* Answers (the route's success status) every row of r as an array of objects; row_hint: about
  * how many bytes a row takes. */
 err_t hs_ok_rows(hs_req *req, const hs_rj_field *fields, const db_res *r, size_t row_hint);
+/* Answers the request's page of list ks (hs_page_rows: read(subject) of at most cap rows
+ * when not paged) as hs_ok_rows does. */
+err_t hs_ok_page(hs_req *req, const db_keyset *ks, int cap, hs_page_read read, const char *subject,
+                 const hs_rj_field *fields, size_t row_hint);
 /* Writes one cell (len bytes, NULL for SQL NULL) as kind. */
 void hs_rj_cell(jw *w, hs_rj_kind kind, const char *cell, size_t len);
 

@@ -135,10 +135,6 @@ void hs_watch_start(int header_timeout_ms, int min_body_rate) {
 
 void hs_watch_stop(void) {
   if (!W.running) return;
-  pthread_mutex_lock(&W.mu);
-  W.stopping = true;
-  pthread_cond_signal(&W.cv);
-  pthread_mutex_unlock(&W.mu);
-  pthread_join(W.thread, NULL);
+  thread_stop(W.thread, &W.mu, &W.cv, &W.stopping);
   W.running = false;
 }

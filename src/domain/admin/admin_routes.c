@@ -2,13 +2,7 @@
 #include "core/util.h"
 #include "domain/admin/admin.h"
 #include "domain/admin/admin_api.h"
-
-static const hs_field login_fields[] = {
-    {"email", F_EMAIL, F_REQUIRED},
-    {"password", F_STRING, F_REQUIRED, LEN(1, 1024)},
-    {0},
-};
-static const hs_schema login_schema = {login_fields};
+#include "domain/common.h"
 
 static const hs_field impersonate_fields[] = {
     {"targetId", F_STRING, F_REQUIRED, LEN(1, 64)},
@@ -41,7 +35,7 @@ static const hs_schema notify_schema = {notify_fields};
 static const hs_rate_limit login_limit = {"admin-login", 10, 15 * 60 * 1000};
 
 const hs_route admin_routes[] = {
-    {HS_POST, "/admin/login", api_admin_login, ROLE_OPEN, &login_schema, .limit = &login_limit,
+    {HS_POST, "/admin/login", api_admin_login, ROLE_OPEN, &common_login_schema, .limit = &login_limit,
      .flags = ROUTE_DEV_ONLY | ROUTE_SLOW | ROUTE_SECRETS,
      .summary = "Log in as an administrator (24-hour token; GODMODE)", .response = "AdminSession",
      .errors = ERRORS(ERR_UNAUTHORIZED)},

@@ -110,11 +110,7 @@ void audit_checkpoints_start(void) {
 
 void audit_checkpoints_stop(void) {
   if (!atomic_load(&cp.running)) return;
-  pthread_mutex_lock(&cp.mu);
-  cp.stopping = true;
-  pthread_cond_signal(&cp.cv);
-  pthread_mutex_unlock(&cp.mu);
-  pthread_join(cp.thread, NULL);
+  thread_stop(cp.thread, &cp.mu, &cp.cv, &cp.stopping);
   atomic_store(&cp.running, false);
   pthread_cond_destroy(&cp.cv);
   checkpoint(true);

@@ -59,37 +59,42 @@ static err_t reply_session(hs_req *req, const char *key, const char *role, const
  * req->retry_after). */
 static err_t auth_fail(hs_req *req, auth_outcome out);
 
-err_t api_auth_register(hs_req *req) {
-  const char *email = hs_body_str(req, "email");
+/* A registration up to its store: the email is free for kind, the password is hashed into hash
+ * and the account has a new id. ERR_OK, or the request has failed. */
+static err_t registration(hs_req *req, account_kind kind, char hash[128], char id[ID_LEN + 1]) {
   bool taken;
   account existing;
-  if (auth_store_find(&req->arena, ACCOUNT_USER, email, &existing, &taken) != ERR_OK) return ERR_INTERNAL;
+  if (auth_store_find(&req->arena, kind, hs_body_str(req, "email"), &existing, &taken) != ERR_OK) return ERR_INTERNAL;
   if (taken) return auth_fail(req, AUTH_EMAIL_TAKEN);
-  char hash[128], id[ID_LEN + 1];
   pw_result pr = password_hash(hs_body_str(req, "password"), hash);
   if (pr != PW_OK) return hashing_failed(req, pr);
   id_new(id);
-  auth_outcome out = auth_store_insert_user(id, email, hash, hs_body_str(req, "name"), hs_body_str(req, "address"),
-                                            hs_body_str(req, "zip"));
+  return ERR_OK;
+}
+
+/* A registration after its store (out): a session of the new account (role). */
+static err_t registered(hs_req *req, auth_outcome out, const char *role, const char *id) {
   if (out != AUTH_DONE) return auth_fail(req, out);
-  return reply_session(req, "user", "user", id, email, hs_body_str(req, "name"), 0);
+  return reply_session(req, role, role, id, hs_body_str(req, "email"), hs_body_str(req, "name"), 0);
+}
+
+err_t api_auth_register(hs_req *req) {
+  char hash[128], id[ID_LEN + 1];
+  err_t e = registration(req, ACCOUNT_USER, hash, id);
+  if (e != ERR_OK) return e;
+  auth_outcome out = auth_store_insert_user(id, hs_body_str(req, "email"), hash, hs_body_str(req, "name"),
+                                            hs_body_str(req, "address"), hs_body_str(req, "zip"));
+  return registered(req, out, "user", id);
 }
 
 err_t api_auth_provider_register(hs_req *req) {
-  const char *email = hs_body_str(req, "email");
-  bool taken;
-  account existing;
-  if (auth_store_find(&req->arena, ACCOUNT_PROVIDER, email, &existing, &taken) != ERR_OK) return ERR_INTERNAL;
-  if (taken) return auth_fail(req, AUTH_EMAIL_TAKEN);
   char hash[128], id[ID_LEN + 1];
-  pw_result pr = password_hash(hs_body_str(req, "password"), hash);
-  if (pr != PW_OK) return hashing_failed(req, pr);
-  id_new(id);
-  auth_outcome out =
-      auth_store_insert_provider(id, email, hash, hs_body_str(req, "name"), hs_body_str(req, "phone"),
-                                 json_object_get(req->body, "services"), json_object_get(req->body, "serviceZips"));
-  if (out != AUTH_DONE) return auth_fail(req, out);
-  return reply_session(req, "provider", "provider", id, email, hs_body_str(req, "name"), 0);
+  err_t e = registration(req, ACCOUNT_PROVIDER, hash, id);
+  if (e != ERR_OK) return e;
+  auth_outcome out = auth_store_insert_provider(id, hs_body_str(req, "email"), hash, hs_body_str(req, "name"),
+                                                hs_body_str(req, "phone"), json_object_get(req->body, "services"),
+                                                json_object_get(req->body, "serviceZips"));
+  return registered(req, out, "provider", id);
 }
 
 static err_t login(hs_req *req, account_kind kind) {
@@ -259,13 +264,10 @@ err_t api_auth_change_email(hs_req *req) {
  * account's sign-ins): 400. */
 static err_t reply_link_gone(hs_req *req, const char *what) {
   const char *values[] = {what};
-  err_t e = common_reply_html(
-      req,
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>This link is no longer valid</title>"
-      "</head><body>\n<h1>This link is no longer valid</h1>\n<p>%s It was used already, it expired, or it was "
-      "ended: changing the account's password, resetting it or signing out everywhere ends a pending email "
-      "change.</p>\n</body></html>\n",
-      values);
+  err_t e = common_reply_page(req, "This link is no longer valid",
+                              "<p>%s It was used already, it expired, or it was ended: changing the account's "
+                              "password, resetting it or signing out everywhere ends a pending email change.</p>\n",
+                              values);
   if (e == ERR_OK) req->status = 400;
   return e;
 }
@@ -282,69 +284,64 @@ static err_t auth_fail(hs_req *req, auth_outcome out) {
   return ERR_INTERNAL;
 }
 
+/* The ?token= of an emailed link, and its SHA-256 (what is stored) in hash. */
+static const char *link_token_hash(hs_req *req, char hash[65]) {
+  const char *token = hs_query_str(req, "token");
+  sha256_hex(token, strlen(token), hash);
+  return token;
+}
+
 /* GET /auth/confirm-email: a page whose button confirms (a GET changes nothing, so a mail
  * scanner opening the link confirms nothing). */
 err_t api_auth_confirm_email_page(hs_req *req) {
-  const char *token = json_string_value(json_object_get(req->query, "token")), *email;
   char token_hash[65];
+  const char *token = link_token_hash(req, token_hash), *email;
   bool found;
-  sha256_hex(token, strlen(token), token_hash);
   if (auth_store_find_email_change(&req->arena, token_hash, &email, &found) != ERR_OK) return ERR_INTERNAL;
   if (!found) return auth_fail(req, AUTH_CHANGE_GONE);
   const char *values[] = {email, token};
-  return common_reply_html(req,
-                           "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                           "<title>Confirm your new email address</title></head><body>\n"
-                           "<h1>Confirm your new email address</h1>\n<p>Make <strong>%s</strong> the email address "
-                           "of your account?</p>\n<form method=\"post\" action=\"confirm-email?token=%s\">"
-                           "<button type=\"submit\">Confirm</button></form>\n</body></html>\n",
+  return common_reply_page(req, "Confirm your new email address",
+                           "<p>Make <strong>%s</strong> the email address of your account?</p>\n"
+                           "<form method=\"post\" action=\"confirm-email?token=%s\">"
+                           "<button type=\"submit\">Confirm</button></form>\n",
                            values);
 }
 
 /* POST /auth/confirm-email: the page's button. */
 err_t api_auth_confirm_email(hs_req *req) {
-  const char *token = json_string_value(json_object_get(req->query, "token")), *email = NULL;
   char token_hash[65];
-  sha256_hex(token, strlen(token), token_hash);
+  const char *email = NULL;
+  link_token_hash(req, token_hash);
   auth_outcome out = auth_store_use_email_change(&req->arena, token_hash, &email);
   if (out != AUTH_DONE) return auth_fail(req, out);
   const char *values[] = {email};
-  return common_reply_html(req,
-                           "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                           "<title>Email address changed</title></head><body>\n<h1>Email address changed</h1>\n"
+  return common_reply_page(req, "Email address changed",
                            "<p>Your account's email address is now <strong>%s</strong>. Log in with it from now "
-                           "on.</p>\n</body></html>\n",
+                           "on.</p>\n",
                            values);
 }
 
 /* GET /auth/cancel-email-change: the current address's page, whose button cancels. */
 err_t api_auth_cancel_email_change_page(hs_req *req) {
-  const char *token = json_string_value(json_object_get(req->query, "token"));
-  const char *values[] = {token};
-  return common_reply_html(req,
-                           "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                           "<title>Cancel the email change</title></head><body>\n<h1>Cancel the email change</h1>\n"
+  const char *values[] = {hs_query_str(req, "token")};
+  return common_reply_page(req, "Cancel the email change",
                            "<p>The email address of your account stays as it is. Change your password too if you "
                            "did not ask for the change.</p>\n<form method=\"post\" action=\"cancel-email-change?"
-                           "token=%s\"><button type=\"submit\">Cancel the change</button></form>\n</body></html>\n",
+                           "token=%s\"><button type=\"submit\">Cancel the change</button></form>\n",
                            values);
 }
 
 /* POST /auth/cancel-email-change: the page's button. */
 err_t api_auth_cancel_email_change(hs_req *req) {
-  const char *token = json_string_value(json_object_get(req->query, "token")), *email;
   char cancel_hash[65];
+  const char *email;
   bool cancelled;
-  sha256_hex(token, strlen(token), cancel_hash);
+  link_token_hash(req, cancel_hash);
   if (auth_store_cancel_email_change(&req->arena, cancel_hash, &email, &cancelled) != ERR_OK) return ERR_INTERNAL;
   if (!cancelled) return reply_link_gone(req, "There is no email change to cancel.");
   const char *values[] = {masked(&req->arena, email)};
-  return common_reply_html(req,
-                           "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                           "<title>Email change cancelled</title></head><body>\n<h1>Email change cancelled</h1>\n"
-                           "<p>The change to %s was cancelled: your account keeps its email address.</p>\n"
-                           "</body></html>\n",
-                           values);
+  return common_reply_page(req, "Email change cancelled",
+                           "<p>The change to %s was cancelled: your account keeps its email address.</p>\n", values);
 }
 
 err_t auth_end_caller_token(hs_req *req) {

@@ -20,22 +20,12 @@ static const hs_field register_fields[] = {
 };
 static const hs_schema register_schema = {register_fields};
 
-static const hs_field login_fields[] = {
-    {"email", F_EMAIL, F_REQUIRED},
-    {"password", F_STRING, F_REQUIRED, LEN(1, 1024)},
-    {0},
-};
-static const hs_schema login_schema = {login_fields};
-
-static const hs_field zip_item = {"serviceZips", F_ZIP};
-static const hs_field service_item = {"services", F_ENUM, .choices = SERVICE_NAMES};
 static const hs_field provider_register_fields[] = {
     {"email", F_EMAIL, F_REQUIRED},
     PASSWORD("password"),
     {"name", F_STRING, F_REQUIRED, LEN(1, 100)},
     {"phone", F_STRING, 0, LEN(0, 20)},
-    {"serviceZips", F_ARRAY, F_REQUIRED | F_ONE_OR_MANY, LEN(1, 500), .item = &zip_item},
-    {"services", F_ARRAY, F_REQUIRED | F_ONE_OR_MANY, LEN(1, 4), .item = &service_item},
+    COMMON_PROVIDER_LISTS(F_REQUIRED),
     {0},
 };
 static const hs_schema provider_register_schema = {provider_register_fields};
@@ -58,15 +48,18 @@ static const hs_field reset_fields[] = {
 static const hs_schema reset_schema = {reset_fields};
 
 /* the owner's changes: the current password is checked as a login checks one (1 to 1024) */
+#define CURRENT_PASSWORD                                                                                               \
+  { "currentPassword", F_STRING, F_REQUIRED, LEN(1, 1024) }
+
 static const hs_field change_password_fields[] = {
-    {"currentPassword", F_STRING, F_REQUIRED, LEN(1, 1024)},
+    CURRENT_PASSWORD,
     PASSWORD("newPassword"),
     {0},
 };
 static const hs_schema change_password_schema = {change_password_fields};
 
 static const hs_field change_email_fields[] = {
-    {"currentPassword", F_STRING, F_REQUIRED, LEN(1, 1024)},
+    CURRENT_PASSWORD,
     {"email", F_EMAIL, F_REQUIRED},
     {0},
 };
@@ -85,13 +78,13 @@ const hs_route auth_routes[] = {
     {HS_POST, "/auth/register", api_auth_register, ROLE_OPEN, &register_schema, .ok = 201, .limit = &register_limit,
      .flags = ROUTE_SLOW | ROUTE_SECRETS, .summary = "Register a customer account", .response = "CustomerSession",
      .errors = ERRORS(ERR_CONFLICT)},
-    {HS_POST, "/auth/login", api_auth_login, ROLE_OPEN, &login_schema, .flags = ROUTE_SLOW | ROUTE_SECRETS,
+    {HS_POST, "/auth/login", api_auth_login, ROLE_OPEN, &common_login_schema, .flags = ROUTE_SLOW | ROUTE_SECRETS,
      .summary = "Log in as a customer", .response = "CustomerSession",
      .errors = ERRORS(ERR_UNAUTHORIZED, ERR_RATE_LIMITED)},
     {HS_POST, "/auth/provider/register", api_auth_provider_register, ROLE_OPEN, &provider_register_schema, .ok = 201,
      .limit = &register_limit, .flags = ROUTE_SLOW | ROUTE_SECRETS, .summary = "Register a provider account",
      .response = "ProviderSession", .errors = ERRORS(ERR_CONFLICT)},
-    {HS_POST, "/auth/provider/login", api_auth_provider_login, ROLE_OPEN, &login_schema,
+    {HS_POST, "/auth/provider/login", api_auth_provider_login, ROLE_OPEN, &common_login_schema,
      .flags = ROUTE_SLOW | ROUTE_SECRETS, .summary = "Log in as a provider", .response = "ProviderSession",
      .errors = ERRORS(ERR_UNAUTHORIZED, ERR_RATE_LIMITED)},
     {HS_POST, "/auth/forgot-password", api_auth_forgot_password, ROLE_OPEN, &forgot_schema, .limit = &forgot_limit,
@@ -111,9 +104,9 @@ const hs_route auth_routes[] = {
     {HS_GET, "/auth/confirm-email", api_auth_confirm_email_page, ROLE_OPEN, .query = &confirm_query,
      .summary = "The emailed confirmation link: a page whose button confirms (this GET changes nothing)",
      .response = "text/html", .errors = ERRORS(ERR_BAD_REQUEST)},
-    {HS_POST, "/auth/confirm-email", api_auth_confirm_email, ROLE_OPEN, .query = &confirm_query,
-     .flags = ROUTE_SECRETS, .summary = "Confirm an email change (the page's button): the account's email changes",
-     .response = "text/html", .errors = ERRORS(ERR_BAD_REQUEST, ERR_CONFLICT)},
+    {HS_POST, "/auth/confirm-email", api_auth_confirm_email, ROLE_OPEN, .query = &confirm_query, .flags = ROUTE_SECRETS,
+     .summary = "Confirm an email change (the page's button): the account's email changes", .response = "text/html",
+     .errors = ERRORS(ERR_BAD_REQUEST, ERR_CONFLICT)},
     {HS_GET, "/auth/cancel-email-change", api_auth_cancel_email_change_page, ROLE_OPEN, .query = &confirm_query,
      .summary = "The cancel link emailed to the current address: a page whose button cancels the change",
      .response = "text/html"},

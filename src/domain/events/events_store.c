@@ -258,12 +258,10 @@ err_t events_store_known(int64_t id, bool *found, int64_t *created_at) {
 
 err_t events_store_prune(int64_t before_ms, int64_t now_ms) {
   db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e)
-    e = db_to_err(db_exec(c, NULL, NULL,
+  err_t e = db_begin_exec(&c, NULL, NULL,
                           "DELETE FROM event_recipients WHERE event_id <= "
                           "(SELECT COALESCE(MAX(id), 0) FROM events WHERE created_at < $1)",
-                          DB_ARGS(DB_INT(before_ms))));
+                          DB_ARGS(DB_INT(before_ms)));
   if (!e) e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM events WHERE created_at < $1", DB_ARGS(DB_INT(before_ms))));
   if (!e)
     e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM event_tickets WHERE expires_at < $1", DB_ARGS(DB_INT(now_ms))));

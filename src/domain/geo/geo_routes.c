@@ -1,16 +1,15 @@
 /* Routes and query schemas of GET /weather and GET /drive-time. Both wait on outside services:
  * they run on the slow lane. */
 #include "core/util.h"
+#include "domain/common.h"
 #include "domain/geo/geo.h"
 #include "domain/geo/geo_api.h"
 
 static const hs_field weather_fields[] = {{"zip", F_ZIP, F_REQUIRED}, {0}};
 static const hs_schema weather_query = {weather_fields};
 static const hs_field drive_fields[] = {
-    {"fromLat", F_NUMBER, 0, RANGE(-90, 90)},
-    {"fromLng", F_NUMBER, 0, RANGE(-180, 180)},
-    {"toLat", F_NUMBER, 0, RANGE(-90, 90)},
-    {"toLng", F_NUMBER, 0, RANGE(-180, 180)},
+    COMMON_POINT("fromLat", "fromLng"),
+    COMMON_POINT("toLat", "toLng"),
     {"fromAddress", F_STRING, 0, LEN(1, 300)},
     {"toAddress", F_STRING, 0, LEN(1, 300)},
     {0},

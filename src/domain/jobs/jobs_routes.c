@@ -25,8 +25,7 @@ static const hs_schema create_schema = {create_fields};
 static const char *const STEP_STATUSES[] = {"ON_THE_WAY", "IN_PROGRESS", "COMPLETED", NULL};
 static const hs_field status_fields[] = {
     {"status", F_ENUM, F_REQUIRED, .choices = STEP_STATUSES},
-    {"fromLat", F_NUMBER, 0, RANGE(-90, 90)},
-    {"fromLng", F_NUMBER, 0, RANGE(-180, 180)},
+    COMMON_POINT("fromLat", "fromLng"),
     {0},
 };
 static const hs_schema status_schema = {status_fields};

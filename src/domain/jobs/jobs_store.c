@@ -401,11 +401,9 @@ static void detail_sql_build(void) {
 
 err_t jobs_store_detail(arena *a, const char *id, const char *provider_id, const char *customer_id, db_res **out) {
   pthread_once(&detail_once, detail_sql_build);
-  if (db_query(a, out, detail_sql,
-               DB_ARGS(DB_TEXT(id), DB_TEXT(provider_id ? provider_id : ""),
-                       DB_TEXT(customer_id ? customer_id : ""))) != DB_OK)
-    return ERR_INTERNAL;
-  return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
+  return db_query_row(
+      a, out, detail_sql,
+      DB_ARGS(DB_TEXT(id), DB_TEXT(provider_id ? provider_id : ""), DB_TEXT(customer_id ? customer_id : "")));
 }
 
 err_t jobs_store_user_location(arena *a, const char *user_id, const char *address_id, db_res **out) {
@@ -438,8 +436,7 @@ err_t jobs_store_move(arena *a, const job_move *m, db_res **row) {
            strcmp(m->to, "COMPLETED") ? "" : ", completed_at = $3", set, in, who);
   db_res *r = NULL;
   db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e) e = db_to_err(db_exec(c, a, &r, sql, args, n));
+  err_t e = db_begin_exec(&c, a, &r, sql, args, n);
   bool moved = !e && r->rows == 1;
   if (moved) e = db_to_err(changed_in(c, r, 0));
   if (moved && !e && m->note) {
@@ -493,25 +490,17 @@ err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, co
 }
 
 err_t jobs_store_has_report(const char *job_id, bool *has) {
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  db_rc rc = db_query(&a, &r, "SELECT 1 FROM job_reports WHERE job_id = $1", DB_ARGS(DB_TEXT(job_id)));
-  *has = rc == DB_OK && r->rows > 0;
-  arena_fini(&a);
-  return db_to_err(rc);
+  return db_to_err(db_exists(has, "SELECT 1 FROM job_reports WHERE job_id = $1", DB_ARGS(DB_TEXT(job_id))));
 }
 
 err_t jobs_store_insert_report(const char *id, const char *job_id, const char *customer_id, const char *description,
                                int64_t now) {
   db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e)
-    e = db_to_err(
-        db_exec(c, NULL, NULL,
-                "INSERT INTO job_reports (id, job_id, customer_id, description, created_at) "
-                "VALUES ($1, $2, $3, $4, $5)",
-                DB_ARGS(DB_TEXT(id), DB_TEXT(job_id), DB_TEXT(customer_id), DB_TEXT(description), DB_INT(now))));
+  err_t e =
+      db_begin_exec(&c, NULL, NULL,
+                    "INSERT INTO job_reports (id, job_id, customer_id, description, created_at) "
+                    "VALUES ($1, $2, $3, $4, $5)",
+                    DB_ARGS(DB_TEXT(id), DB_TEXT(job_id), DB_TEXT(customer_id), DB_TEXT(description), DB_INT(now)));
   int64_t held = 0;
   if (!e) e = db_to_err(payouts_hold_job_in(c, job_id, now, &held)); /* the provider's transfers wait for staff */
   if (!e && held > 0) { /* money nobody sees is money nobody releases: customer support is told */
@@ -550,16 +539,10 @@ err_t jobs_report(arena *a, const char *id, db_res **out) {
 
 db_rc jobs_report_resolve_in(db_conn *c, const char *id, const char *action, const char *note, const char *staff_id,
                              int64_t now, bool *resolved) {
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  db_rc rc = db_exec(c, &a, &r,
-                     "UPDATE job_reports SET status = 'resolved', resolution = $2, resolution_note = $3, "
-                     "resolved_by = $4, resolved_at = $5 WHERE id = $1 AND status = 'open'",
-                     DB_ARGS(DB_TEXT(id), DB_TEXT(action), DB_TEXT(note), DB_TEXT(staff_id), DB_INT(now)));
-  *resolved = rc == DB_OK && r->changes == 1;
-  arena_fini(&a);
-  return rc;
+  return db_changes_in(c, resolved,
+                       "UPDATE job_reports SET status = 'resolved', resolution = $2, resolution_note = $3, "
+                       "resolved_by = $4, resolved_at = $5 WHERE id = $1 AND status = 'open'",
+                       DB_ARGS(DB_TEXT(id), DB_TEXT(action), DB_TEXT(note), DB_TEXT(staff_id), DB_INT(now)));
 }
 
 err_t jobs_store_prune_reports(int64_t now) {
@@ -581,15 +564,13 @@ err_t jobs_store_insert_recurring(const recurring_new *q, const char *subject, c
   arena a;
   arena_init(&a);
   db_res *r;
+  int64_t now = clock_now_ms();
   db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e)
-    e = db_to_err(
-        db_exec(c, NULL, NULL,
-                "INSERT INTO recurring_requests (id, job_id, customer_id, provider_id, day_of_week, time_slot, "
-                "end_date, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                DB_ARGS(DB_TEXT(q->id), DB_TEXT(q->job_id), DB_TEXT(q->customer_id), DB_TEXT(q->provider_id),
-                        DB_INT(q->day_of_week), DB_TEXT(q->time_slot), DB_TEXT(q->end_date), DB_INT(clock_now_ms()))));
+  err_t e = db_begin_exec(&c, NULL, NULL,
+                          "INSERT INTO recurring_requests (id, job_id, customer_id, provider_id, day_of_week, "
+                          "time_slot, end_date, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                          DB_ARGS(DB_TEXT(q->id), DB_TEXT(q->job_id), DB_TEXT(q->customer_id), DB_TEXT(q->provider_id),
+                                  DB_INT(q->day_of_week), DB_TEXT(q->time_slot), DB_TEXT(q->end_date), DB_INT(now)));
   if (!e)
     e = db_to_err(db_exec(c, &a, &r, "SELECT email FROM providers WHERE id = $1", DB_ARGS(DB_TEXT(q->provider_id))));
   if (!e && r->rows) e = db_to_err(mail_enqueue(c, db_text(r, 0, 0), subject, mail_body));
@@ -601,10 +582,7 @@ err_t jobs_store_insert_recurring(const recurring_new *q, const char *subject, c
 
 static const char JOB_SQL[] = "SELECT * FROM jobs WHERE id = $1";
 
-err_t jobs_get(arena *a, const char *id, db_res **row) {
-  if (db_query(a, row, JOB_SQL, DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
-  return (*row)->rows == 1 ? ERR_OK : ERR_NOT_FOUND;
-}
+err_t jobs_get(arena *a, const char *id, db_res **row) { return db_query_row(a, row, JOB_SQL, DB_ARGS(DB_TEXT(id))); }
 
 db_read jobs_read(arena *a, const char *id) { return db_read_make(a, JOB_SQL, DB_ARGS(DB_TEXT(id))); }
 

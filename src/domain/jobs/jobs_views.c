@@ -334,8 +334,8 @@ err_t api_jobs_reportable(hs_req *req) {
     jw_key(w, "provider");
     if (db_field(r, i, "provider_name")) {
       jw_obj(w);
-      jw_key(w, "name"), jw_str(w, db_field(r, i, "provider_name"));
-      jw_key(w, "companyName"), jw_str(w, db_field(r, i, "provider_company"));
+      jw_key_str(w, "name", db_field(r, i, "provider_name"));
+      jw_key_str(w, "companyName", db_field(r, i, "provider_company"));
       jw_obj_end(w);
     } else {
       jw_null(w);

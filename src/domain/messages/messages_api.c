@@ -206,11 +206,8 @@ err_t api_messages_threads(hs_req *req) {
   for (int i = 0; i < r->rows; i++) {
     jw_obj(w);
     hs_rj_members(w, head, r, i);
-    jw_key(w, "counterpart");
-    jw_obj(w);
-    hs_rj_members(w, other, r, i);
-    jw_key(w, "role");
-    jw_str(w, strcmp(role, "user") ? "user" : "provider");
+    hs_rj_open(w, "counterpart", other, r, i);
+    jw_key_str(w, "role", strcmp(role, "user") ? "user" : "provider");
     jw_obj_end(w);
     jw_key(w, "lastMessage");
     write_message(a, w, last, r, i);

@@ -15,10 +15,8 @@ static db_rc announce(db_conn *c, arena *a, const message_new *m, const db_res *
   jw w;
   jw_init(&w, a, 512);
   jw_obj(&w);
-  jw_key(&w, "jobId");
-  jw_str(&w, m->job_id);
-  jw_key(&w, "providerId");
-  jw_str(&w, m->provider_id);
+  jw_key_str(&w, "jobId", m->job_id);
+  jw_key_str(&w, "providerId", m->provider_id);
   jw_key(&w, "message");
   jw_obj(&w);
   messages_write_members(a, &w, hs_rj_bind(a, MESSAGES_JSON, r), r, 0);
@@ -56,12 +54,10 @@ const db_keyset MESSAGES_KEYSET = {"messages", {{"seq", "seq", 'i', false}, {"id
 
 db_read messages_read_list(arena *a, const char *job_id, const char *provider, const db_page *pg) {
   db_val args[DB_PAGE_ARGS(2)] = {DB_TEXT(job_id), DB_TEXT(provider)};
-  int n = 2;
-  const char *sql = db_page_sql(a, pg,
-                                "SELECT " MESSAGE_COLUMNS " FROM messages WHERE job_id = $1 "
-                                "AND provider_id = COALESCE($2, (SELECT provider_id FROM jobs WHERE id = $1))",
-                                args, &n);
-  return db_read_make(a, sql, args, n);
+  return db_page_read(a, pg,
+                      "SELECT " MESSAGE_COLUMNS " FROM messages WHERE job_id = $1 "
+                      "AND provider_id = COALESCE($2, (SELECT provider_id FROM jobs WHERE id = $1))",
+                      args, 2);
 }
 
 /* The thread's last message and its unread count, for the threads in `last` (job_id,

@@ -108,10 +108,8 @@ static err_t dispute_jw(hs_req *req, jw *w, const db_res *r, int i) {
   jw_arr(w);
   for (int f = 0; f < n; f++) {
     jw_obj(w);
-    jw_key(w, "id");
-    jw_str(w, keys[f]);
-    jw_key(w, "source");
-    jw_str(w, sources[f]);
+    jw_key_str(w, "id", keys[f]);
+    jw_key_str(w, "source", sources[f]);
     jw_key(w, "url");
     storage_url_jw(w, keys[f], URL_TTL_PHOTO);
     jw_obj_end(w);
@@ -121,18 +119,15 @@ static err_t dispute_jw(hs_req *req, jw *w, const db_res *r, int i) {
   return ERR_OK;
 }
 
-err_t api_disputes_list(hs_req *req) {
-  db_page pg;
-  db_res *r;
-  err_t e = hs_page_begin(req, &DISPUTES_KEYSET, NULL, LIST_CAP, &pg);
-  if (!e) e = pay_store_disputes(&req->arena, json_string_value(json_object_get(req->query, "status")), &pg, &r);
-  if (!e) e = hs_page_end(req, &pg, r);
-  if (e != ERR_OK) return e;
-  jw *w = hs_jw(req, 512 + (size_t)r->rows * 1024);
-  jw_arr(w);
+static err_t disputes_jw(hs_req *req, jw *w, const db_res *r) {
+  err_t e = ERR_OK;
   for (int i = 0; e == ERR_OK && i < r->rows; i++) e = dispute_jw(req, w, r, i);
-  jw_arr_end(w);
-  return e == ERR_OK ? hs_ok_jw(req, w) : e;
+  return e;
+}
+
+err_t api_disputes_list(hs_req *req) {
+  return hs_ok_page_jw(req, &DISPUTES_KEYSET, LIST_CAP, pay_store_disputes, hs_query_str(req, "status"), disputes_jw,
+                       1024);
 }
 
 /* ---- evidence ---- */

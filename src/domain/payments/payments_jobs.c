@@ -611,30 +611,35 @@ out:
 
 /* ---- background work ---- */
 
-bool pay_settle_from_queue(json_t *payload, char err[256]) {
-  const char *id = json_string_value(json_object_get(payload, "paymentId"));
-  if (!id) return true;
+/* The outcome of a unit of payment work that ended with e: done, or why not (busy: the message
+ * when the payment or the processor was unavailable). */
+static bool work_done(err_t e, char err[256], const char *busy) {
+  if (e == ERR_OK) return true;
+  snprintf(err, 256, "%s", e == ERR_UNAVAILABLE ? busy : "cannot record the payment");
+  return false;
+}
+
+/* Payment id, as it stands: a request it was left in is carried out, then its job's follow-up. */
+static err_t settle(const char *id) {
   arena a;
   arena_init(&a);
   payment_row p;
-  bool found, done = true;
+  bool found;
   err_t e = pay_store_get(&a, id, &p, &found);
   if (e == ERR_OK && found && p.pending_op) e = pay_take_over(&a, &p, db_lease_over());
   if (e == ERR_OK && found) e = follow_job(p.job_id);
-  if (e != ERR_OK) {
-    snprintf(err, 256, e == ERR_UNAVAILABLE ? "payment processor unavailable" : "cannot record the payment");
-    done = false;
-  }
   arena_fini(&a);
-  return done;
+  return e;
+}
+
+bool pay_settle_from_queue(json_t *payload, char err[256]) {
+  const char *id = json_string_value(json_object_get(payload, "paymentId"));
+  return work_done(id ? settle(id) : ERR_OK, err, "payment processor unavailable");
 }
 
 static bool job_from_queue(json_t *payload, char err[256], err_t (*fn)(const char *)) {
   const char *job_id = json_string_value(json_object_get(payload, "jobId"));
-  err_t e = job_id ? fn(job_id) : ERR_OK;
-  if (e == ERR_OK) return true;
-  snprintf(err, 256, e == ERR_UNAVAILABLE ? "payment busy or processor unavailable" : "cannot record the payment");
-  return false;
+  return work_done(job_id ? fn(job_id) : ERR_OK, err, "payment busy or processor unavailable");
 }
 
 bool pay_capture_from_queue(json_t *payload, char err[256]) { return job_from_queue(payload, err, capture_now); }

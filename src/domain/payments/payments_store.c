@@ -29,13 +29,13 @@ void payments_follow_tips(payments_tip_writer write) { tip_writer = write; }
 
 err_t pay_store_billing(arena *a, const char *user_id, billing *out) {
   db_res *r;
-  if (db_query(a, &r,
-               "SELECT id, email, name, processor_customer_id, processor_payment_method_id, processor_subscription_id, "
-               "premium_subscribe_key, is_premium, premium_cancel_at_period_end, premium_since, "
-               "premium_subscribe_unconfirmed FROM users WHERE id = $1",
-               DB_ARGS(DB_TEXT(user_id))) != DB_OK)
-    return ERR_INTERNAL;
-  if (r->rows == 0) return ERR_NOT_FOUND;
+  err_t e = db_query_row(
+      a, &r,
+      "SELECT id, email, name, processor_customer_id, processor_payment_method_id, processor_subscription_id, "
+      "premium_subscribe_key, is_premium, premium_cancel_at_period_end, premium_since, "
+      "premium_subscribe_unconfirmed FROM users WHERE id = $1",
+      DB_ARGS(DB_TEXT(user_id)));
+  if (e != ERR_OK) return e;
   *out = (billing){db_text(r, 0, 0),     db_text(r, 0, 1),      db_text(r, 0, 2), db_text(r, 0, 3),
                    db_text(r, 0, 4),     db_text(r, 0, 5),      db_text(r, 0, 6), db_int(r, 0, 7) == 1,
                    db_int(r, 0, 8) == 1, db_int(r, 0, 10) == 1, db_text(r, 0, 9)};
@@ -140,8 +140,7 @@ static db_rc told_in(db_conn *c, const char *id) {
     jw w;
     jw_init(&w, &a, 512);
     jw_obj(&w);
-    jw_key(&w, "jobId");
-    jw_str(&w, db_field(r, 0, "job_id"));
+    jw_key_str(&w, "jobId", db_field(r, 0, "job_id"));
     jw_key(&w, "payment");
     hs_rj_object(&w, hs_rj_bind(&a, PAYMENTS_JSON, r), r, 0);
     jw_obj_end(&w);
@@ -326,15 +325,13 @@ err_t pay_store_settle(const payment_row *p, const pay_settle *s, bool *moved) {
 /* ---- refunds ---- */
 
 err_t pay_store_claim_refund(const payment_row *p, const refund_row *f, const audit_action *act, bool *claimed) {
-  db_tx x;
+  db_tx x = db_tx_new();
   db_res *r = NULL;
-  err_t e = db_tx_begin(&x);
-  if (!e)
-    e = db_to_err(db_exec(x.c, &x.a, &r,
-                          "UPDATE payments SET pending_op = 'refund', idem_key = $2, op_started_at = $4, "
-                          "attempts = attempts + 1, updated_at = $4 WHERE id = $1 AND status = 'PAID' "
-                          "AND pending_op IS NULL AND refunded_cents + $3 <= amount_cents",
-                          DB_ARGS(DB_TEXT(p->id), DB_TEXT(f->idem_key), DB_INT(f->amount_cents), DB_INT(x.now))));
+  err_t e = db_tx_begin_exec(&x, &x.a, &r,
+                             "UPDATE payments SET pending_op = 'refund', idem_key = $2, op_started_at = $4, "
+                             "attempts = attempts + 1, updated_at = $4 WHERE id = $1 AND status = 'PAID' "
+                             "AND pending_op IS NULL AND refunded_cents + $3 <= amount_cents",
+                             DB_ARGS(DB_TEXT(p->id), DB_TEXT(f->idem_key), DB_INT(f->amount_cents), DB_INT(x.now)));
   *claimed = !e && r->changes == 1;
   if (*claimed)
     e = db_to_err(
@@ -507,17 +504,15 @@ err_t pay_store_record_duplicate(arena *a, const payment_row *p, const char *int
   id_new(fresh);
   *id = NULL;
   json_t *payload = json_pack("{s:s}", "paymentId", fresh);
-  db_tx x;
+  db_tx x = db_tx_new();
   db_res *r = NULL;
-  err_t e = db_tx_begin(&x);
-  if (!e)
-    e = db_to_err(db_exec(x.c, &x.a, &r,
-                          "INSERT INTO payments (id, job_id, user_id, kind, status, amount_cents, "
-                          "processor_payment_intent_id, attempts, created_at, updated_at, paid_at, released_at) "
-                          "VALUES ($1, $2, $3, 'duplicate', 'PAID', $4, $5, 0, $6, $6, $6, $6) "
-                          "ON CONFLICT (processor_payment_intent_id) DO NOTHING RETURNING id",
-                          DB_ARGS(DB_TEXT(fresh), DB_TEXT(p->job_id), DB_TEXT(p->user_id), DB_INT(cents),
-                                  DB_TEXT(intent), DB_INT(x.now))));
+  err_t e = db_tx_begin_exec(
+      &x, &x.a, &r,
+      "INSERT INTO payments (id, job_id, user_id, kind, status, amount_cents, "
+      "processor_payment_intent_id, attempts, created_at, updated_at, paid_at, released_at) "
+      "VALUES ($1, $2, $3, 'duplicate', 'PAID', $4, $5, 0, $6, $6, $6, $6) "
+      "ON CONFLICT (processor_payment_intent_id) DO NOTHING RETURNING id",
+      DB_ARGS(DB_TEXT(fresh), DB_TEXT(p->job_id), DB_TEXT(p->user_id), DB_INT(cents), DB_TEXT(intent), DB_INT(x.now)));
   if (!e && r->rows == 1) e = db_to_err(queue_enqueue(x.c, "payment_release", payload)); /* refunds it */
   json_decref(payload);
   e = db_tx_end(&x, e);
@@ -532,14 +527,13 @@ err_t pay_store_record_duplicate(arena *a, const payment_row *p, const char *int
 
 err_t pay_store_context(arena *a, const char *job_id, pay_context *out) {
   db_res *r;
-  if (db_query(a, &r,
-               "SELECT u.email, u.name, j.provider_id, j.service, j.status, q.id, pr.name, q.amount_cents, "
-               "q.total_cents FROM jobs j JOIN users u ON u.id = j.customer_id "
-               "LEFT JOIN quotes q ON q.job_id = j.id AND q.status = 'ACCEPTED' "
-               "LEFT JOIN providers pr ON pr.id = j.provider_id WHERE j.id = $1",
-               DB_ARGS(DB_TEXT(job_id))) != DB_OK)
-    return ERR_INTERNAL;
-  if (r->rows == 0) return ERR_NOT_FOUND;
+  err_t e = db_query_row(a, &r,
+                         "SELECT u.email, u.name, j.provider_id, j.service, j.status, q.id, pr.name, q.amount_cents, "
+                         "q.total_cents FROM jobs j JOIN users u ON u.id = j.customer_id "
+                         "LEFT JOIN quotes q ON q.job_id = j.id AND q.status = 'ACCEPTED' "
+                         "LEFT JOIN providers pr ON pr.id = j.provider_id WHERE j.id = $1",
+                         DB_ARGS(DB_TEXT(job_id)));
+  if (e != ERR_OK) return e;
   *out = (pay_context){db_text(r, 0, 0), db_text(r, 0, 1), db_text(r, 0, 2), db_text(r, 0, 3), db_text(r, 0, 4),
                        db_text(r, 0, 5), db_text(r, 0, 6), db_int(r, 0, 7),  db_int(r, 0, 8)};
   return ERR_OK;
@@ -660,10 +654,8 @@ static const char *dispute_member(arena *a, const pay_dispute *d) {
   jw w;
   jw_init(&w, a, 256);
   jw_obj(&w);
-  jw_key(&w, "status");
-  jw_str(&w, d->status);
-  jw_key(&w, "reason");
-  jw_str(&w, d->reason[0] ? d->reason : "general");
+  jw_key_str(&w, "status", d->status);
+  jw_key_str(&w, "reason", d->reason[0] ? d->reason : "general");
   jw_key(&w, "amount");
   jw_money(&w, d->amount);
   jw_key(&w, "evidenceDueBy");
@@ -795,14 +787,12 @@ static db_rc apply_dispute(db_conn *c, arena *a, const pay_event *ev) {
 
 err_t pay_store_dispute_evidence(const char *id, const char *text, const char *files, const char *staff_id,
                                  const pay_dispute *d, const audit_action *act) {
-  db_tx x;
+  db_tx x = db_tx_new();
   db_res *r = NULL;
-  err_t e = db_tx_begin(&x);
-  if (!e)
-    e = db_to_err(db_exec(x.c, &x.a, &r,
-                          "UPDATE disputes SET evidence_text = $2, evidence_files = $3, evidence_staff_id = $4, "
-                          "evidence_submitted_at = $5, updated_at = $5 WHERE id = $1 RETURNING payment_id",
-                          DB_ARGS(DB_TEXT(id), DB_TEXT(text), DB_TEXT(files), DB_TEXT(staff_id), DB_INT(x.now))));
+  err_t e = db_tx_begin_exec(&x, &x.a, &r,
+                             "UPDATE disputes SET evidence_text = $2, evidence_files = $3, evidence_staff_id = $4, "
+                             "evidence_submitted_at = $5, updated_at = $5 WHERE id = $1 RETURNING payment_id",
+                             DB_ARGS(DB_TEXT(id), DB_TEXT(text), DB_TEXT(files), DB_TEXT(staff_id), DB_INT(x.now)));
   pay_dispute answered = *d; /* as the processor answered: a decision at once is applied now */
   if (!e && r->rows == 1) e = db_to_err(dispute_change_in(x.c, &x.a, db_text(r, 0, 0), &answered, NULL));
   if (!e) e = audit_log_in(x.c, act);
@@ -833,12 +823,11 @@ err_t pay_store_dispute_listed(arena *a, const char *id, db_res **out) {
 
 err_t pay_store_evidence_context(arena *a, const char *job_id, pay_evidence_context *out) {
   db_res *r;
-  if (db_query(a, &r,
-               "SELECT u.name, u.email, j.service, j.description, j.completed_at FROM jobs j "
-               "JOIN users u ON u.id = j.customer_id WHERE j.id = $1",
-               DB_ARGS(DB_TEXT(job_id))) != DB_OK)
-    return ERR_INTERNAL;
-  if (r->rows != 1) return ERR_NOT_FOUND;
+  err_t e = db_query_row(a, &r,
+                         "SELECT u.name, u.email, j.service, j.description, j.completed_at FROM jobs j "
+                         "JOIN users u ON u.id = j.customer_id WHERE j.id = $1",
+                         DB_ARGS(DB_TEXT(job_id)));
+  if (e != ERR_OK) return e;
   *out = (pay_evidence_context){db_text(r, 0, 0), db_text(r, 0, 1), db_text(r, 0, 2), db_text(r, 0, 3),
                                 db_isnull(r, 0, 4) ? 0 : db_int(r, 0, 4)};
   return ERR_OK;
@@ -958,13 +947,11 @@ static db_rc apply(db_conn *c, arena *a, const pay_event *ev, pay_event_effect *
 err_t pay_store_apply_event(arena *a, const pay_event *ev, pay_event_effect *out) {
   db_res *r;
   *out = (pay_event_effect){0};
-  db_tx x;
-  err_t e = db_tx_begin(&x);
-  if (!e)
-    e = db_to_err(db_exec(x.c, &x.a, &r,
-                          "INSERT INTO webhook_events (id, type, received_at) VALUES ($1, $2, $3) "
-                          "ON CONFLICT (id) DO NOTHING RETURNING id",
-                          DB_ARGS(DB_TEXT(ev->id), DB_TEXT(ev->type), DB_INT(x.now))));
+  db_tx x = db_tx_new();
+  err_t e = db_tx_begin_exec(&x, &x.a, &r,
+                             "INSERT INTO webhook_events (id, type, received_at) VALUES ($1, $2, $3) "
+                             "ON CONFLICT (id) DO NOTHING RETURNING id",
+                             DB_ARGS(DB_TEXT(ev->id), DB_TEXT(ev->type), DB_INT(x.now)));
   out->duplicate = !e && r->rows == 0;
   if (!e && !out->duplicate) e = db_to_err(apply(x.c, a, ev, out)); /* what it changed: in the caller's arena */
   e = db_tx_end(&x, e);

@@ -34,8 +34,7 @@ static err_t processor_failed(hs_req *req, pay_rc rc, const pay_error *pe, const
 }
 
 static void account_json(jw *w, const char *status, bool payouts_enabled, const char *requirements) {
-  jw_key(w, "status");
-  jw_str(w, status);
+  jw_key_str(w, "status", status);
   jw_key(w, "payoutsEnabled");
   jw_bool(w, payouts_enabled);
   jw_key(w, "requirements");
@@ -88,10 +87,8 @@ err_t api_payouts_account_create(hs_req *req) {
   if ((e = po_store_account(&req->arena, provider, &acct, &found)) != ERR_OK) return e;
   jw *w = hs_jw(req, 512);
   jw_obj(w);
-  jw_key(w, "onboardingUrl");
-  jw_str(w, url);
-  jw_key(w, "status");
-  jw_str(w, found ? acct.status : "pending");
+  jw_key_str(w, "onboardingUrl", url);
+  jw_key_str(w, "status", found ? acct.status : "pending");
   jw_obj_end(w);
   return hs_ok_jw(req, w);
 }
@@ -113,9 +110,7 @@ const hs_rj_field PAYOUTS_TRANSFER_JSON[] = {
 err_t api_payouts_list(hs_req *req) {
   db_res *list, *totals;
   db_page pg;
-  err_t e = hs_page_begin(req, &TRANSFERS_KEYSET, NULL, LIST_MAX, &pg);
-  if (!e) e = po_store_list(&req->arena, req->auth.id, &pg, &list);
-  if (!e) e = hs_page_end(req, &pg, list);
+  err_t e = hs_page_rows(req, &TRANSFERS_KEYSET, LIST_MAX, po_store_list, req->auth.id, &pg, &list);
   if (!e) e = po_store_totals(&req->arena, req->auth.id, &totals);
   if (e != ERR_OK) return e;
   jw *w = hs_jw(req, 256 + (size_t)list->rows * 300);

@@ -80,14 +80,6 @@ static db_rc told_each_in(db_conn *c, const db_res *r) {
   return rc;
 }
 
-/* Runs a conditional update on c; *changed tells whether it changed a row. */
-static db_rc change_in(db_conn *c, arena *a, const char *sql, const db_val *params, int n, bool *changed) {
-  db_res *r;
-  db_rc rc = db_exec(c, a, &r, sql, params, n);
-  *changed = rc == DB_OK && r->changes > 0;
-  return rc;
-}
-
 /* ---- accounts ---- */
 
 err_t po_store_account(arena *a, const char *provider_id, account_row *out, bool *found) {
@@ -105,9 +97,8 @@ err_t po_store_account(arena *a, const char *provider_id, account_row *out, bool
 
 err_t po_store_provider_email(arena *a, const char *provider_id, const char **email) {
   db_res *r;
-  if (db_query(a, &r, "SELECT email FROM providers WHERE id = $1", DB_ARGS(DB_TEXT(provider_id))) != DB_OK)
-    return ERR_INTERNAL;
-  if (r->rows == 0) return ERR_NOT_FOUND;
+  err_t e = db_query_row(a, &r, "SELECT email FROM providers WHERE id = $1", DB_ARGS(DB_TEXT(provider_id)));
+  if (e != ERR_OK) return e;
   *email = db_text(r, 0, 0);
   return ERR_OK;
 }
@@ -134,14 +125,12 @@ err_t po_store_apply_account(arena *a, const char *processor_id, const char *sta
   bool enabled = is(status, "enabled");
   db_res *r = NULL;
   *provider = NULL;
-  db_tx x;
-  err_t e = db_tx_begin(&x);
-  if (!e)
-    e = db_to_err(db_exec(x.c, a, &r, /* the provider's id, in the caller's arena */
-                          "UPDATE payout_accounts SET status = $2, payouts_enabled = $3, requirements = $4, "
-                          "updated_at = $5 WHERE processor_account_id = $1 RETURNING provider_id",
-                          DB_ARGS(DB_TEXT(processor_id), DB_TEXT(status), DB_BOOL(payouts_enabled),
-                                  DB_TEXT(requirements), DB_INT(x.now))));
+  db_tx x = db_tx_new();
+  err_t e = db_tx_begin_exec(
+      &x, a, &r, /* the provider's id, in the caller's arena */
+      "UPDATE payout_accounts SET status = $2, payouts_enabled = $3, requirements = $4, "
+      "updated_at = $5 WHERE processor_account_id = $1 RETURNING provider_id",
+      DB_ARGS(DB_TEXT(processor_id), DB_TEXT(status), DB_BOOL(payouts_enabled), DB_TEXT(requirements), DB_INT(x.now)));
   if (!e && r->rows == 1) *provider = db_text(r, 0, 0);
   db_res *moved = NULL;
   if (!e && *provider && enabled)
@@ -422,16 +411,14 @@ static db_rc debts_due_in(db_conn *c, arena *a, const char *provider, int64_t le
 }
 
 err_t po_store_claim(const char *id, payouts_billed_writer write, po_claim *result) {
-  db_tx x;
+  db_tx x = db_tx_new();
   db_res *t = NULL, *acct = NULL, *claimed = NULL;
   *result = PO_NOT_DUE;
-  err_t e = db_tx_begin(&x);
-  if (!e)
-    e = db_to_err(db_exec(x.c, &x.a, &t,
-                          "SELECT provider_id, job_id, attempts, available_at FROM payout_transfers "
-                          "WHERE id = $1 AND status = 'scheduled' AND pending_op IS NULL AND kind <> 'fee' "
-                          "AND amount_cents > 0",
-                          DB_ARGS(DB_TEXT(id))));
+  err_t e = db_tx_begin_exec(&x, &x.a, &t,
+                             "SELECT provider_id, job_id, attempts, available_at FROM payout_transfers "
+                             "WHERE id = $1 AND status = 'scheduled' AND pending_op IS NULL AND kind <> 'fee' "
+                             "AND amount_cents > 0",
+                             DB_ARGS(DB_TEXT(id)));
   if (e || t->rows != 1 || db_int(t, 0, 3) > x.now) goto out;
   const char *provider = db_text(t, 0, 0);
   /* the account's row lock: one claim of the provider's at a time (its fee is computed here) */
@@ -441,10 +428,10 @@ err_t po_store_claim(const char *id, payouts_billed_writer write, po_claim *resu
                         DB_ARGS(DB_TEXT(provider))));
   if (!e && (acct->rows != 1 || !is(db_text(acct, 0, 1), "enabled"))) {
     bool moved;
-    e = db_to_err(change_in(x.c, &x.a,
-                            "UPDATE payout_transfers SET status = 'waiting_for_account', updated_at = $2 "
-                            "WHERE id = $1 AND status = 'scheduled' AND pending_op IS NULL",
-                            DB_ARGS(DB_TEXT(id), DB_INT(x.now)), &moved));
+    e = db_to_err(db_changes_in(x.c, &moved,
+                                "UPDATE payout_transfers SET status = 'waiting_for_account', updated_at = $2 "
+                                "WHERE id = $1 AND status = 'scheduled' AND pending_op IS NULL",
+                                DB_ARGS(DB_TEXT(id), DB_INT(x.now))));
     if (!e && moved) *result = PO_WAITING;
     if (!e && moved) e = db_to_err(told_in(x.c, "id = $1", id));
     goto out;
@@ -523,17 +510,15 @@ static db_rc carrier_followed_in(db_tx *t, const char *id, const char *status) {
 }
 
 err_t po_store_record_paid(const transfer_row *t, const char *processor_transfer_id, const po_mail *mail, bool *moved) {
-  db_tx x;
+  db_tx x = db_tx_new();
   db_res *r = NULL;
-  err_t e = db_tx_begin(&x);
-  if (!e)
-    e = db_to_err(
-        db_exec(x.c, &x.a, &r,
-                "UPDATE payout_transfers SET status = 'paid', paid_at = $3, sent_cents = COALESCE(op_cents, 0), "
-                "processor_transfer_id = $4, failure_reason = NULL, pending_op = NULL, op_cents = NULL, "
-                "op_started_at = NULL, updated_at = $3 WHERE id = $1 AND pending_op = 'transfer' "
-                "AND idem_key = $2 RETURNING " REVERSAL_DUE_FLAG,
-                DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->idem_key), DB_INT(x.now), DB_TEXT(processor_transfer_id))));
+  err_t e =
+      db_tx_begin_exec(&x, &x.a, &r,
+                       "UPDATE payout_transfers SET status = 'paid', paid_at = $3, sent_cents = COALESCE(op_cents, 0), "
+                       "processor_transfer_id = $4, failure_reason = NULL, pending_op = NULL, op_cents = NULL, "
+                       "op_started_at = NULL, updated_at = $3 WHERE id = $1 AND pending_op = 'transfer' "
+                       "AND idem_key = $2 RETURNING " REVERSAL_DUE_FLAG,
+                       DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->idem_key), DB_INT(x.now), DB_TEXT(processor_transfer_id)));
   *moved = !e && r->rows == 1;
   bool reversal_due = *moved && db_int(r, 0, 0) == 1;
   if (*moved) e = db_to_err(told_in(x.c, "id = $1", t->id));
@@ -551,13 +536,13 @@ err_t po_store_record_refused(const transfer_row *t, const char *status, const c
   err_t e = db_tx_begin(&x);
   /* refunded to nothing meanwhile, it has nothing left to pay */
   if (!e)
-    e = db_to_err(change_in(
-        x.c, &x.a,
-        "UPDATE payout_transfers SET status = CASE WHEN amount_cents = 0 THEN 'cancelled' "
-        "ELSE $3 END, failure_reason = $4, fee_cents = 0, netted_cents = 0, pending_op = NULL, "
-        "op_cents = NULL, op_started_at = NULL, updated_at = $5 WHERE id = $1 "
-        "AND pending_op = 'transfer' AND idem_key = $2",
-        DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->idem_key), DB_TEXT(status), DB_TEXT(reason), DB_INT(x.now)), moved));
+    e = db_to_err(
+        db_changes_in(x.c, moved,
+                      "UPDATE payout_transfers SET status = CASE WHEN amount_cents = 0 THEN 'cancelled' "
+                      "ELSE $3 END, failure_reason = $4, fee_cents = 0, netted_cents = 0, pending_op = NULL, "
+                      "op_cents = NULL, op_started_at = NULL, updated_at = $5 WHERE id = $1 "
+                      "AND pending_op = 'transfer' AND idem_key = $2",
+                      DB_ARGS(DB_TEXT(t->id), DB_TEXT(t->idem_key), DB_TEXT(status), DB_TEXT(reason), DB_INT(x.now))));
   if (!e && *moved) e = db_to_err(told_in(x.c, "id = $1", t->id));
   if (!e && *moved) e = db_to_err(carrier_followed_in(&x, t->id, "cancelled"));
   e = db_tx_end(&x, e);
@@ -629,17 +614,15 @@ err_t po_store_record_reversal(const transfer_row *t, const char *refused, bool 
 }
 
 err_t po_store_release_holds(int64_t now, int *released) {
-  db_tx x;
+  db_tx x = db_tx_new();
   db_res *r = NULL;
-  err_t e = db_tx_begin(&x);
-  if (!e)
-    e = db_to_err(db_exec(x.c, &x.a, &r,
-                          "UPDATE payout_transfers SET status = " NEXT_STATUS(
-                              "payout_transfers.provider_id") ", "
-                                                              "hold_until = NULL, updated_at = $1 WHERE status = "
-                                                              "'on_hold' AND hold_until <= $1 "
-                                                              "RETURNING id",
-                          DB_ARGS(DB_INT(now))));
+  err_t e = db_tx_begin_exec(&x, &x.a, &r,
+                             "UPDATE payout_transfers SET status = " NEXT_STATUS(
+                                 "payout_transfers.provider_id") ", "
+                                                                 "hold_until = NULL, updated_at = $1 WHERE status = "
+                                                                 "'on_hold' AND hold_until <= $1 "
+                                                                 "RETURNING id",
+                             DB_ARGS(DB_INT(now)));
   if (!e) e = db_to_err(told_each_in(x.c, r));
   int ended = e ? 0 : r->rows; /* read before the transaction's memory goes */
   e = db_tx_end(&x, e);
@@ -694,12 +677,11 @@ err_t po_store_uncertain(arena *a, int64_t stale_before, int limit, db_res **out
 const db_keyset TRANSFERS_KEYSET = {"transfers", {{"seq", "seq", 'i', true}, {"id", "id", 's', true}}};
 
 err_t po_store_list(arena *a, const char *provider_id, const db_page *pg, db_res **out) {
-  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(provider_id)};
-  return db_to_err(db_page_query(a, pg,
-                                 "SELECT id, job_id, kind, amount_cents, reversed_cents, fee_cents + netted_cents AS "
-                                 "netted, status, available_at, paid_at, failure_reason, seq FROM payout_transfers "
-                                 "WHERE provider_id = $1",
-                                 args, 1, out));
+  return db_page_rows(a, pg,
+                      "SELECT id, job_id, kind, amount_cents, reversed_cents, fee_cents + netted_cents AS "
+                      "netted, status, available_at, paid_at, failure_reason, seq FROM payout_transfers "
+                      "WHERE provider_id = $1",
+                      provider_id, out);
 }
 
 err_t po_store_totals(arena *a, const char *provider_id, db_res **out) {

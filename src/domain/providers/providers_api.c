@@ -11,47 +11,83 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The provider profile's members, in order: each from a column of the providers row. */
+typedef enum {
+  P_STR,      /* a string that is always set */
+  P_TEXT,     /* a string or null */
+  P_ISO,      /* epoch ms as ISO 8601, or null */
+  P_LIST,     /* stored JSON, [] without */
+  P_PHOTO,    /* a storage key as a signed photo URL */
+  P_PHOTOS,   /* a JSON array of keys as signed photo URLs */
+  P_DOCUMENT, /* a storage key as a signed document URL */
+  P_WEEK,     /* the weekly availability */
+  P_PREMIUM,  /* is_premium, false once premium_ends_at passed: a cancelled membership is over at its end */
+} profile_kind;
+
+static const struct {
+  const char *key, *column;
+  profile_kind kind;
+} PROFILE[] = {
+    {"id", "id", P_STR},
+    {"email", "email", P_STR},
+    {"name", "name", P_STR},
+    {"phone", "phone", P_TEXT},
+    {"companyName", "company_name", P_TEXT},
+    {"companyUrl", "company_url", P_TEXT},
+    {"insuranceInfo", "insurance_info", P_TEXT},
+    {"logoUrl", "logo_url", P_PHOTO},
+    {"services", "services", P_LIST},
+    {"serviceZips", "service_zips", P_LIST},
+    {"headshots", "headshots", P_PHOTOS},
+    {"idDocFront", "id_doc_front", P_DOCUMENT},
+    {"idDocBack", "id_doc_back", P_DOCUMENT},
+    {"availability", "availability", P_WEEK},
+    {"isPremium", "is_premium", P_PREMIUM},
+    {"premiumSince", "premium_since", P_ISO},
+    {"preferredProAppliedAt", "preferred_pro_applied_at", P_ISO},
+    {"premiumBilledMonth", "premium_billed_month", P_TEXT},
+    {"premiumEndsAt", "premium_ends_at", P_ISO},
+    {"idCheckStatus", "id_check_status", P_TEXT},
+    {"idCheckName", "id_check_name", P_TEXT},
+    {"idCheckDOB", "id_check_dob", P_TEXT},
+    {"idCheckExpiry", "id_check_expiry", P_TEXT},
+    {"idCheckState", "id_check_state", P_TEXT},
+    {"idCheckFlags", "id_check_flags", P_LIST},
+    {"idCheckAt", "id_check_at", P_ISO},
+    {"insDocUrl", "ins_doc_url", P_DOCUMENT},
+    {"insCheckStatus", "ins_check_status", P_TEXT},
+    {"insCheckCarrier", "ins_check_carrier", P_TEXT},
+    {"insCheckPolicy", "ins_check_policy", P_TEXT},
+    {"insCheckEffective", "ins_check_effective", P_TEXT},
+    {"insCheckExpiry", "ins_check_expiry", P_TEXT},
+    {"insCheckCoverage", "ins_check_coverage", P_TEXT},
+    {"insCheckFlags", "ins_check_flags", P_LIST},
+    {"insCheckAt", "ins_check_at", P_ISO},
+    {"createdAt", "created_at", P_ISO},
+};
+
+static json_t *profile_member(db_res *r, const char *column, profile_kind kind) {
+  const char *v = db_field(r, 0, column), *ends;
+  switch (kind) {
+  case P_STR: return json_string(v);
+  case P_TEXT: return jx_str_or_null(v);
+  case P_ISO: return jx_iso_or_null(v);
+  case P_LIST: return jx_parse_or(v, json_array());
+  case P_PHOTO: return storage_url_json(v, URL_TTL_PHOTO);
+  case P_PHOTOS: return storage_urls_json(v, URL_TTL_PHOTO);
+  case P_DOCUMENT: return storage_url_json(v, URL_TTL_DOCUMENT);
+  case P_WEEK: return availability_json(v);
+  case P_PREMIUM:
+    ends = db_field(r, 0, "premium_ends_at");
+    return json_boolean(v && !strcmp(v, "1") && (!ends || strtoll(ends, NULL, 10) > clock_now_ms()));
+  }
+  return NULL;
+}
+
 static json_t *profile_from_row(db_res *r) {
   json_t *o = json_object();
-  json_object_set_new(o, "id", json_string(db_field(r, 0, "id")));
-  json_object_set_new(o, "email", json_string(db_field(r, 0, "email")));
-  json_object_set_new(o, "name", json_string(db_field(r, 0, "name")));
-  json_object_set_new(o, "phone", jx_str_or_null(db_field(r, 0, "phone")));
-  json_object_set_new(o, "companyName", jx_str_or_null(db_field(r, 0, "company_name")));
-  json_object_set_new(o, "companyUrl", jx_str_or_null(db_field(r, 0, "company_url")));
-  json_object_set_new(o, "insuranceInfo", jx_str_or_null(db_field(r, 0, "insurance_info")));
-  json_object_set_new(o, "logoUrl", storage_url_json(db_field(r, 0, "logo_url"), URL_TTL_PHOTO));
-  json_object_set_new(o, "services", jx_parse_or(db_field(r, 0, "services"), json_array()));
-  json_object_set_new(o, "serviceZips", jx_parse_or(db_field(r, 0, "service_zips"), json_array()));
-  json_object_set_new(o, "headshots", storage_urls_json(db_field(r, 0, "headshots"), URL_TTL_PHOTO));
-  json_object_set_new(o, "idDocFront", storage_url_json(db_field(r, 0, "id_doc_front"), URL_TTL_DOCUMENT));
-  json_object_set_new(o, "idDocBack", storage_url_json(db_field(r, 0, "id_doc_back"), URL_TTL_DOCUMENT));
-  json_object_set_new(o, "availability", availability_json(db_field(r, 0, "availability")));
-  const char *ends = db_field(r, 0, "premium_ends_at"); /* a cancelled membership is over at its end */
-  bool premium = db_field(r, 0, "is_premium") && !strcmp(db_field(r, 0, "is_premium"), "1") &&
-                 (!ends || strtoll(ends, NULL, 10) > clock_now_ms());
-  json_object_set_new(o, "isPremium", json_boolean(premium));
-  json_object_set_new(o, "premiumSince", jx_iso_or_null(db_field(r, 0, "premium_since")));
-  json_object_set_new(o, "preferredProAppliedAt", jx_iso_or_null(db_field(r, 0, "preferred_pro_applied_at")));
-  json_object_set_new(o, "premiumBilledMonth", jx_str_or_null(db_field(r, 0, "premium_billed_month")));
-  json_object_set_new(o, "premiumEndsAt", jx_iso_or_null(db_field(r, 0, "premium_ends_at")));
-  json_object_set_new(o, "idCheckStatus", jx_str_or_null(db_field(r, 0, "id_check_status")));
-  json_object_set_new(o, "idCheckName", jx_str_or_null(db_field(r, 0, "id_check_name")));
-  json_object_set_new(o, "idCheckDOB", jx_str_or_null(db_field(r, 0, "id_check_dob")));
-  json_object_set_new(o, "idCheckExpiry", jx_str_or_null(db_field(r, 0, "id_check_expiry")));
-  json_object_set_new(o, "idCheckState", jx_str_or_null(db_field(r, 0, "id_check_state")));
-  json_object_set_new(o, "idCheckFlags", jx_parse_or(db_field(r, 0, "id_check_flags"), json_array()));
-  json_object_set_new(o, "idCheckAt", jx_iso_or_null(db_field(r, 0, "id_check_at")));
-  json_object_set_new(o, "insDocUrl", storage_url_json(db_field(r, 0, "ins_doc_url"), URL_TTL_DOCUMENT));
-  json_object_set_new(o, "insCheckStatus", jx_str_or_null(db_field(r, 0, "ins_check_status")));
-  json_object_set_new(o, "insCheckCarrier", jx_str_or_null(db_field(r, 0, "ins_check_carrier")));
-  json_object_set_new(o, "insCheckPolicy", jx_str_or_null(db_field(r, 0, "ins_check_policy")));
-  json_object_set_new(o, "insCheckEffective", jx_str_or_null(db_field(r, 0, "ins_check_effective")));
-  json_object_set_new(o, "insCheckExpiry", jx_str_or_null(db_field(r, 0, "ins_check_expiry")));
-  json_object_set_new(o, "insCheckCoverage", jx_str_or_null(db_field(r, 0, "ins_check_coverage")));
-  json_object_set_new(o, "insCheckFlags", jx_parse_or(db_field(r, 0, "ins_check_flags"), json_array()));
-  json_object_set_new(o, "insCheckAt", jx_iso_or_null(db_field(r, 0, "ins_check_at")));
-  json_object_set_new(o, "createdAt", jx_iso_or_null(db_field(r, 0, "created_at")));
+  for (size_t i = 0; i < sizeof PROFILE / sizeof *PROFILE; i++)
+    json_object_set_new(o, PROFILE[i].key, profile_member(r, PROFILE[i].column, PROFILE[i].kind));
   return o;
 }
 

@@ -9,16 +9,9 @@
 
 #define MB (1024 * 1024)
 
-static const hs_field zip_item = {"serviceZips", F_ZIP};
-static const hs_field service_item = {"services", F_ENUM, .choices = SERVICE_NAMES};
 static const hs_field update_fields[] = {
-    {"name", F_STRING, 0, LEN(1, 100)},
-    {"phone", F_STRING, 0, LEN(0, 20)},
-    {"serviceZips", F_ARRAY, F_ONE_OR_MANY, LEN(1, 500), .item = &zip_item},
-    {"services", F_ARRAY, F_ONE_OR_MANY, LEN(1, 4), .item = &service_item},
-    {"companyName", F_STRING, 0, LEN(0, 100)},
-    {"companyUrl", F_STRING, 0, LEN(0, 300)},
-    {0},
+    {"name", F_STRING, 0, LEN(1, 100)},        {"phone", F_STRING, 0, LEN(0, 20)},       COMMON_PROVIDER_LISTS(0),
+    {"companyName", F_STRING, 0, LEN(0, 100)}, {"companyUrl", F_STRING, 0, LEN(0, 300)}, {0},
 };
 static const hs_schema update_schema = {update_fields};
 

@@ -10,8 +10,7 @@
 static const char PROVIDER_SQL[] = "SELECT * FROM providers WHERE id = $1";
 
 err_t prov_store_get(arena *a, const char *id, db_res **row) {
-  if (db_query(a, row, PROVIDER_SQL, DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
-  return (*row)->rows == 1 ? ERR_OK : ERR_NOT_FOUND;
+  return db_query_row(a, row, PROVIDER_SQL, DB_ARGS(DB_TEXT(id)));
 }
 
 db_read prov_read(arena *a, const char *id) { return db_read_make(a, PROVIDER_SQL, DB_ARGS(DB_TEXT(id))); }
@@ -70,16 +69,20 @@ err_t prov_store_update_profile(const char *id, json_t *patch) {
   static const struct {
     const char *field, *column;
   } text_fields[] = {{"name", "name"}, {"phone", "phone"}, {"companyName", "company_name"}, {"companyUrl", "company_url"}};
+  /* the lists: their JSON copy in the providers row (read back in that order below) and their rows */
+  static const struct {
+    const char *field, *column, *table, *row;
+  } lists[] = {{"services", "services", "provider_services", "service"},
+               {"serviceZips", "service_zips", "provider_zips", "zip"}};
   int64_t now = clock_now_ms();
   arena a;
   arena_init(&a);
   db_res *r;
   db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e) /* the lists as they were (they change below) */
-    e = db_to_err(db_exec(c, &a, &r,
-                          "UPDATE providers SET updated_at = $2 WHERE id = $1 RETURNING services, service_zips",
-                          DB_ARGS(DB_TEXT(id), DB_INT(now))));
+  /* the lists as they were (they change below) */
+  err_t e =
+      db_begin_exec(&c, &a, &r, "UPDATE providers SET updated_at = $2 WHERE id = $1 RETURNING services, service_zips",
+                    DB_ARGS(DB_TEXT(id), DB_INT(now)));
   if (!e && r->rows == 0) e = ERR_NOT_FOUND;
   for (size_t i = 0; !e && i < sizeof text_fields / sizeof *text_fields; i++) {
     json_t *v = json_object_get(patch, text_fields[i].field);
@@ -88,20 +91,14 @@ err_t prov_store_update_profile(const char *id, json_t *patch) {
     snprintf(sql, sizeof sql, "UPDATE providers SET %s = $2 WHERE id = $1", text_fields[i].column);
     e = db_to_err(db_exec_later(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(id), DB_TEXT(json_string_value(v)))));
   }
-  json_t *services = json_object_get(patch, "services"), *zips = json_object_get(patch, "serviceZips");
-  if (!e && services) {
-    char *text = json_dumps(services, JSON_COMPACT);
-    e = db_to_err(db_exec_later(c, NULL, NULL, "UPDATE providers SET services = $2 WHERE id = $1",
-                                DB_ARGS(DB_TEXT(id), DB_TEXT(text))));
+  for (size_t i = 0; !e && i < sizeof lists / sizeof *lists; i++) {
+    json_t *list = json_object_get(patch, lists[i].field);
+    if (!list) continue;
+    char sql[120], *text = json_dumps(list, JSON_COMPACT);
+    snprintf(sql, sizeof sql, "UPDATE providers SET %s = $2 WHERE id = $1", lists[i].column);
+    e = db_to_err(db_exec_later(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(id), DB_TEXT(text))));
     free(text);
-    if (!e) e = db_to_err(replace_list(c, "provider_services", "service", id, db_text(r, 0, 0), services, now));
-  }
-  if (!e && zips) {
-    char *text = json_dumps(zips, JSON_COMPACT);
-    e = db_to_err(db_exec_later(c, NULL, NULL, "UPDATE providers SET service_zips = $2 WHERE id = $1",
-                                DB_ARGS(DB_TEXT(id), DB_TEXT(text))));
-    free(text);
-    if (!e) e = db_to_err(replace_list(c, "provider_zips", "zip", id, db_text(r, 0, 1), zips, now));
+    if (!e) e = db_to_err(replace_list(c, lists[i].table, lists[i].row, id, db_text(r, 0, (int)i), list, now));
   }
   e = db_end(c, e);
   arena_fini(&a);
@@ -116,12 +113,18 @@ static db_rc lock_read(db_conn *c, arena *a, const char *column, const char *id,
   return db_exec(c, a, r, sql, DB_ARGS(DB_TEXT(id)));
 }
 
+/* Begins a transaction on *c with the provider's row locked and column read into *r;
+ * ERR_NOT_FOUND without such a provider (the transaction is open either way, for db_end). */
+static err_t begin_locked(db_conn **c, arena *a, const char *column, const char *id, db_res **r) {
+  err_t e = db_begin(c);
+  if (!e) e = db_to_err(lock_read(*c, a, column, id, r));
+  return !e && (*r)->rows == 0 ? ERR_NOT_FOUND : e;
+}
+
 err_t prov_store_set_logo(arena *a, const char *id, const char *key, const char **old) {
   db_res *r;
   db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e) e = db_to_err(lock_read(c, a, "logo_url", id, &r));
-  if (!e && r->rows == 0) e = ERR_NOT_FOUND;
+  err_t e = begin_locked(&c, a, "logo_url", id, &r);
   if (!e) {
     *old = db_text(r, 0, 0);
     e = db_to_err(db_exec_later(c, NULL, NULL, "UPDATE providers SET logo_url = $2, updated_at = $3 WHERE id = $1",
@@ -135,12 +138,11 @@ err_t prov_store_edit_headshots(arena *a, const char *id, headshots_edit edit, v
   db_res *r = NULL;
   char *text = NULL;
   *row = NULL;
-  err_t e = db_begin(&c);
-  if (!e) /* the row lock first: the read below sees every edit before this one */
-    e = db_to_err(db_exec(c, a, &r,
+  /* the row lock first: the read below sees every edit before this one */
+  err_t e = db_begin_exec(&c, a, &r,
                           "UPDATE providers SET updated_at = updated_at WHERE id = $1 AND deleted_at IS NULL "
                           "RETURNING headshots",
-                          DB_ARGS(DB_TEXT(id))));
+                          DB_ARGS(DB_TEXT(id)));
   if (!e && r->rows == 0) e = ERR_NOT_FOUND;
   if (!e) e = edit(ctx, db_field(r, 0, "headshots"), &text);
   if (!e) /* its row comes back with the COMMIT */
@@ -162,10 +164,8 @@ err_t prov_store_set_id_documents(arena *a, const char *id, const char *front, c
                                   const char **old_back, db_res **row) {
   db_conn *c;
   *row = NULL;
-  err_t e = db_begin(&c);
   db_res *r;
-  if (!e) e = db_to_err(lock_read(c, a, "id_doc_front, id_doc_back", id, &r));
-  if (!e && r->rows == 0) e = ERR_NOT_FOUND;
+  err_t e = begin_locked(&c, a, "id_doc_front, id_doc_back", id, &r);
   if (e) return db_end(c, e);
   *old_front = db_text(r, 0, 0), *old_back = db_text(r, 0, 1);
   const char *new_front = front ? front : *old_front, *new_back = back ? back : *old_back;
@@ -187,9 +187,7 @@ err_t prov_store_set_id_documents(arena *a, const char *id, const char *front, c
 err_t prov_store_set_insurance_document(arena *a, const char *id, const char *key, const char **old) {
   db_res *r;
   db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e) e = db_to_err(lock_read(c, a, "ins_doc_url", id, &r));
-  if (!e && r->rows == 0) e = ERR_NOT_FOUND;
+  err_t e = begin_locked(&c, a, "ins_doc_url", id, &r);
   if (!e) *old = db_text(r, 0, 0);
   if (!e)
     e = db_to_err(

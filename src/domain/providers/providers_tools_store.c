@@ -26,34 +26,28 @@ const db_keyset SCHEDULE_KEYSET = {"schedule",
                                     {"j.id", "id", 's', false}}};
 
 err_t prov_store_assigned_jobs(arena *a, const char *id, const db_page *pg, db_res **out) {
-  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(id)};
-  return db_to_err(db_page_query(a, pg,
-                                 "SELECT *, " DATED(JOB_AT) " AS page_dated, COALESCE(" JOB_AT ", 0) AS page_at "
-                                                            "FROM jobs WHERE provider_id = $1",
-                                 args, 1, out));
+  return db_page_rows(a, pg,
+                      "SELECT *, " DATED(JOB_AT) " AS page_dated, COALESCE(" JOB_AT ", 0) AS page_at "
+                                                 "FROM jobs WHERE provider_id = $1",
+                      id, out);
 }
 
 err_t prov_store_schedule(arena *a, const char *id, const db_page *pg, db_res **out) {
-  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(id)};
-  return db_to_err(db_page_query(
+  return db_page_rows(
       a, pg,
       "SELECT j.id, j.service, j.address, j.zip, j.status, u.name AS customer_name, " SCHEDULE_AT " AS scheduled_at, "
       "q.amount_cents, j.seq, " DATED(
           SCHEDULE_AT) " AS page_dated, COALESCE(" SCHEDULE_AT ", 0) AS page_at "
                        "FROM jobs j " WON_QUOTE "LEFT JOIN users u ON u.id = j.customer_id "
                        "WHERE j.provider_id = $1 AND j.status IN ('ACCEPTED', 'ON_THE_WAY', 'IN_PROGRESS')",
-      args, 1, out));
+      id, out);
 }
 
 err_t prov_store_set_availability(const char *id, const char *json) {
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  db_rc rc = db_query(&a, &r, "UPDATE providers SET availability = $2, updated_at = $3 WHERE id = $1",
-                      DB_ARGS(DB_TEXT(id), DB_TEXT(json), DB_INT(clock_now_ms())));
-  err_t e = rc != DB_OK ? ERR_INTERNAL : r->changes ? ERR_OK : ERR_NOT_FOUND;
-  arena_fini(&a);
-  return e;
+  int64_t changed;
+  db_rc rc = db_changes_count(&changed, "UPDATE providers SET availability = $2, updated_at = $3 WHERE id = $1",
+                              DB_ARGS(DB_TEXT(id), DB_TEXT(json), DB_INT(clock_now_ms())));
+  return rc != DB_OK ? ERR_INTERNAL : changed ? ERR_OK : ERR_NOT_FOUND;
 }
 
 db_rc prov_store_set_billed_month_in(db_conn *c, const char *id, const char *month) {
@@ -102,15 +96,12 @@ membership_outcome prov_store_cancel_preferred_pro(const char *id, int64_t now, 
 }
 
 err_t prov_store_end_preferred_pro(int64_t now, int *ended) {
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  db_rc rc = db_query(&a, &r,
-                      "UPDATE providers SET is_premium = 0, premium_since = NULL, premium_ends_at = NULL, "
-                      "updated_at = $1 WHERE is_premium = 1 AND premium_ends_at <= $1",
-                      DB_ARGS(DB_INT(now)));
-  *ended = rc == DB_OK ? (int)r->changes : 0;
-  arena_fini(&a);
+  int64_t count;
+  db_rc rc = db_changes_count(&count,
+                              "UPDATE providers SET is_premium = 0, premium_since = NULL, premium_ends_at = NULL, "
+                              "updated_at = $1 WHERE is_premium = 1 AND premium_ends_at <= $1",
+                              DB_ARGS(DB_INT(now)));
+  *ended = (int)count;
   return db_to_err(rc);
 }
 
@@ -146,15 +137,12 @@ const db_keyset REVIEWS_KEYSET = {"provider-reviews",
 
 db_read prov_read_reviews(arena *a, const char *id, const db_page *pg) {
   db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(id)};
-  int n = 1;
-  const char *sql =
-      db_page_sql(a, pg,
-                  "SELECT r.id, r.job_id, r.rating, r.comment, r.created_at, u.name AS customer_name, "
-                  "u.deleted_at AS customer_deleted_at, j.service "
-                  "FROM reviews r LEFT JOIN users u ON u.id = r.customer_id LEFT JOIN jobs j ON j.id = r.job_id "
-                  "WHERE r.provider_id = $1",
-                  args, &n);
-  return db_read_make(a, sql, args, n);
+  return db_page_read(a, pg,
+                      "SELECT r.id, r.job_id, r.rating, r.comment, r.created_at, u.name AS customer_name, "
+                      "u.deleted_at AS customer_deleted_at, j.service "
+                      "FROM reviews r LEFT JOIN users u ON u.id = r.customer_id LEFT JOIN jobs j ON j.id = r.job_id "
+                      "WHERE r.provider_id = $1",
+                      args, 1);
 }
 
 db_read prov_read_public(arena *a, const char *id) {

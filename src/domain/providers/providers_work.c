@@ -17,9 +17,7 @@
 err_t api_providers_jobs(hs_req *req) {
   db_page pg;
   db_res *r;
-  err_t e = hs_page_begin(req, &PROVIDER_JOBS_KEYSET, NULL, 0, &pg);
-  if (!e) e = prov_store_assigned_jobs(&req->arena, req->auth.id, &pg, &r);
-  if (!e) e = hs_page_end(req, &pg, r);
+  err_t e = hs_page_rows(req, &PROVIDER_JOBS_KEYSET, 0, prov_store_assigned_jobs, req->auth.id, &pg, &r);
   return e == ERR_OK ? jobs_reply_list(req, r) : e;
 }
 
@@ -37,13 +35,7 @@ static const hs_rj_field SCHEDULE[] = {
 };
 
 err_t api_providers_schedule(hs_req *req) {
-  db_page pg;
-  db_res *r;
-  err_t e = hs_page_begin(req, &SCHEDULE_KEYSET, NULL, 0, &pg);
-  if (!e) e = prov_store_schedule(&req->arena, req->auth.id, &pg, &r);
-  if (!e) e = hs_page_end(req, &pg, r);
-  if (e != ERR_OK) return e;
-  return hs_ok_rows(req, SCHEDULE, r, 256);
+  return hs_ok_page(req, &SCHEDULE_KEYSET, 0, prov_store_schedule, req->auth.id, SCHEDULE, 256);
 }
 
 err_t api_providers_availability(hs_req *req) {

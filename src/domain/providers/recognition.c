@@ -24,6 +24,7 @@
  * Everything copied into a result is cut on a UTF-8 boundary and made valid UTF-8, so the
  * fields can go into JSON as they are. */
 #include "domain/providers/recognition.h"
+#include "core/util.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -813,21 +814,41 @@ static void clean_carrier(const char *v, char *out, size_t cap) {
   if (letters >= 2) copy_field(out, cap, v, n);
 }
 
-static void find_carrier(const doc *d, char *out, size_t cap) {
-  for (int k = 0; ins_carrier[k]; k++) {
-    const char *const one[] = {ins_carrier[k], NULL};
+/* Visits each place where one of labels ends in d, label by label in their order (the first
+ * preferred): found(l, i, e, k, ctx) with the label labels[k] at l->s[i..e) takes its value,
+ * or not (false: the walk goes on). */
+typedef bool (*label_found)(const line *l, int i, int e, int k, void *ctx);
+static void each_label(const doc *d, const char *const *labels, label_found found, void *ctx) {
+  for (int k = 0; labels[k]; k++) {
+    const char *const one[] = {labels[k], NULL};
     for (int li = 0; li < d->n; li++) {
       const line *l = &d->v[li];
       for (int i = 0; i < l->n; i++) {
         int e = match_any(l, i, one, NULL);
-        if (e < 0 || (k > 0 && !label_is_field(l, i, e))) continue;
-        char v[256];
-        value_after(l, e, ins_stops, v, sizeof v);
-        clean_carrier(v, out, cap);
-        if (out[0]) return;
+        if (e >= 0 && found(l, i, e, k, ctx)) return;
       }
     }
   }
+}
+
+/* Where a label's value goes. */
+typedef struct field_out {
+  char *out;
+  size_t cap;
+} field_out;
+
+/* The carrier after a label (but the first, which may stand anywhere, one that is a field). */
+static bool carrier_found(const line *l, int i, int e, int k, void *ctx) {
+  field_out *f = ctx;
+  if (k > 0 && !label_is_field(l, i, e)) return false;
+  char v[256];
+  value_after(l, e, ins_stops, v, sizeof v);
+  clean_carrier(v, f->out, f->cap);
+  return f->out[0] != 0;
+}
+
+static void find_carrier(const doc *d, char *out, size_t cap) {
+  each_label(d, ins_carrier, carrier_found, &(field_out){out, cap});
 }
 
 static bool policy_char(int c) { return is_alnum(c) || c == '-' || c == '/' || c == '.'; }
@@ -959,26 +980,19 @@ static bool amount_after(const line *l, int from, uint64_t *dollars) {
   return false;
 }
 
+/* The amount after a coverage label, as digits. */
+static bool coverage_found(const line *l, int i, int e, int k, void *ctx) {
+  (void)i, (void)k;
+  field_out *f = ctx;
+  uint64_t dollars = 0;
+  if (!amount_after(l, e, &dollars)) return false;
+  char digits[20];
+  copy_field(f->out, f->cap, digits, uint_digits(dollars, digits));
+  return true;
+}
+
 static void find_coverage(const doc *d, char *out, size_t cap) {
-  for (int k = 0; ins_coverage[k]; k++) {
-    const char *const one[] = {ins_coverage[k], NULL};
-    for (int li = 0; li < d->n; li++) {
-      const line *l = &d->v[li];
-      for (int i = 0; i < l->n; i++) {
-        int e = match_any(l, i, one, NULL);
-        uint64_t dollars = 0;
-        if (e < 0 || !amount_after(l, e, &dollars)) continue;
-        char buf[24];
-        int n = 0;
-        char rev[24];
-        do rev[n++] = (char)('0' + dollars % 10), dollars /= 10;
-        while (dollars);
-        for (int m = 0; m < n; m++) buf[m] = rev[n - 1 - m];
-        copy_field(out, cap, buf, (size_t)n);
-        return;
-      }
-    }
-  }
+  each_label(d, ins_coverage, coverage_found, &(field_out){out, cap});
 }
 
 /* "1000000" -> "1,000,000" */

@@ -246,9 +246,7 @@ err_t api_quotes_for_job(hs_req *req) {
   for (int i = 0; i < q->rows; i++) {
     jw_obj(w);
     hs_rj_members(w, quote, q, i);
-    jw_key(w, "provider");
-    jw_obj(w);
-    hs_rj_members(w, provider, q, i);
+    hs_rj_open(w, "provider", provider, q, i);
     jw_key(w, "averageRating");
     const char *rating = db_text(q, i, avg);
     if (rating)
@@ -262,26 +260,23 @@ err_t api_quotes_for_job(hs_req *req) {
   return hs_ok_jw(req, w);
 }
 
-err_t api_quotes_of_provider(hs_req *req) {
-  db_res *q;
-  db_page pg;
-  err_t e = hs_page_begin(req, &PROVIDER_QUOTES_KEYSET, NULL, 0, &pg);
-  if (!e) e = quotes_store_of_provider(&req->arena, req->auth.id, &pg, &q);
-  if (!e) e = hs_page_end(req, &pg, q);
-  if (e != ERR_OK) return e;
+/* A provider's quotes, each with its job's status and service. */
+static err_t provider_quotes_jw(hs_req *req, jw *w, const db_res *q) {
   static const hs_rj_field job_fields[] = {
       {"jobStatus", "job_status", RJ_STR}, {"service", "job_service", RJ_STR}, {0}};
   hs_rj *quote = hs_rj_bind(&req->arena, SHAPE_QUOTE, q), *job = hs_rj_bind(&req->arena, job_fields, q);
-  jw *w = hs_jw(req, 384 * (size_t)(q->rows + 1));
-  jw_arr(w);
   for (int i = 0; i < q->rows; i++) {
     jw_obj(w);
     hs_rj_members(w, quote, q, i);
     hs_rj_members(w, job, q, i);
     jw_obj_end(w);
   }
-  jw_arr_end(w);
-  return hs_ok_jw(req, w);
+  return ERR_OK;
+}
+
+err_t api_quotes_of_provider(hs_req *req) {
+  return hs_ok_page_jw(req, &PROVIDER_QUOTES_KEYSET, 0, quotes_store_of_provider, req->auth.id, provider_quotes_jw,
+                       384);
 }
 
 /* ---- the account's part (domain/domain.h) ---- */

@@ -101,8 +101,7 @@ err_t quotes_store_get(arena *a, const char *id, bool with_parties, db_res **out
                                              " LEFT JOIN providers p ON p.id = q.provider_id "
                                              "LEFT JOIN users u ON u.id = j.customer_id WHERE q.id = $1"
                                  : QUOTE_SQL QUOTE_FROM " WHERE q.id = $1";
-  if (db_query(a, out, sql, DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
-  return (*out)->rows == 1 ? ERR_OK : ERR_NOT_FOUND;
+  return db_query_row(a, out, sql, DB_ARGS(DB_TEXT(id)));
 }
 
 db_read quotes_store_read(arena *a, const char *id) {
@@ -144,24 +143,20 @@ const db_keyset JOB_QUOTES_KEYSET = {"job-quotes", {{"q.seq", "seq", 'i', false}
 
 db_read quotes_store_read_for_job(arena *a, const char *job_id, const db_page *pg) {
   db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(job_id)};
-  int n = 1;
-  const char *sql =
-      db_page_sql(a, pg,
-                  "SELECT q.*, p.name, p.phone, p.company_name, p.company_url, p.insurance_info, p.logo_url, "
-                  "(SELECT AVG(CAST(rating AS DOUBLE PRECISION)) FROM reviews r WHERE r.provider_id = p.id) AS "
-                  "average_rating FROM quotes q JOIN providers p ON p.id = q.provider_id WHERE q.job_id = $1",
-                  args, &n);
-  return db_read_make(a, sql, args, n);
+  return db_page_read(a, pg,
+                      "SELECT q.*, p.name, p.phone, p.company_name, p.company_url, p.insurance_info, p.logo_url, "
+                      "(SELECT AVG(CAST(rating AS DOUBLE PRECISION)) FROM reviews r WHERE r.provider_id = p.id) AS "
+                      "average_rating FROM quotes q JOIN providers p ON p.id = q.provider_id WHERE q.job_id = $1",
+                      args, 1);
 }
 
 const db_keyset PROVIDER_QUOTES_KEYSET = {"provider-quotes", {{"q.seq", "seq", 'i', true}, {"q.id", "id", 's', true}}};
 
 err_t quotes_store_of_provider(arena *a, const char *provider_id, const db_page *pg, db_res **out) {
-  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(provider_id)};
-  return db_to_err(db_page_query(a, pg,
-                                 "SELECT q.*, j.status AS job_status, j.service AS job_service FROM quotes q "
-                                 "JOIN jobs j ON j.id = q.job_id WHERE q.provider_id = $1",
-                                 args, 1, out));
+  return db_page_rows(a, pg,
+                      "SELECT q.*, j.status AS job_status, j.service AS job_service FROM quotes q "
+                      "JOIN jobs j ON j.id = q.job_id WHERE q.provider_id = $1",
+                      provider_id, out);
 }
 
 /* ---- the account's part (domain/domain.h) ---- */

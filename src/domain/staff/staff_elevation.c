@@ -128,11 +128,9 @@ static err_t reply_resolved_page(hs_req *req, const db_res *r, const char *title
 
 static err_t reply_already_resolved(hs_req *req, const char *status) {
   if (!strcmp(status, "EXPIRED")) { /* nobody answered within 24 hours: the link is dead */
-    return common_reply_html(req,
-                             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>This link "
-                             "is no longer valid</title></head><body>\n<h1>This link is no longer valid</h1>\n"
+    return common_reply_page(req, "This link is no longer valid",
                              "<p>The elevation request lapsed: nobody answered it within 24 hours. The staff "
-                             "member may ask again.</p>\n</body></html>\n",
+                             "member may ask again.</p>\n",
                              NULL);
   }
   char *text = NULL;
@@ -184,9 +182,7 @@ err_t api_staff_elevation_list(hs_req *req) {
   staff_expire_elevations();
   db_page pg;
   db_res *r;
-  err_t e = hs_page_begin(req, &ELEVATIONS_KEYSET, NULL, 0, &pg);
-  if (!e) e = staff_store_elevations_by_staff(&req->arena, req->auth.id, &pg, &r);
-  if (!e) e = hs_page_end(req, &pg, r);
+  err_t e = hs_page_rows(req, &ELEVATIONS_KEYSET, 0, staff_store_elevations_by_staff, req->auth.id, &pg, &r);
   if (e != ERR_OK) return e;
   json_t *list = json_array();
   for (int i = 0; i < r->rows; i++) json_array_append_new(list, elevation_json(r, i));

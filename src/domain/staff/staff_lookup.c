@@ -54,23 +54,17 @@ static json_t *provider_row_json(const db_res *r, int i) {
 }
 
 err_t api_staff_customers(hs_req *req) {
-  db_page pg;
-  db_res *r;
   staff_expire_elevations();
-  err_t e = hs_page_begin(req, &CUSTOMERS_KEYSET, NULL, SEARCH_CAP, &pg);
-  if (!e) e = staff_store_search_customers(&req->arena, json_string_value(json_object_get(req->query, "q")), &pg, &r);
-  if (!e) e = hs_page_end(req, &pg, r);
-  if (e != ERR_OK) return e;
-  return hs_ok_rows(req, CUSTOMER_ROW, r, 256);
+  return hs_ok_page(req, &CUSTOMERS_KEYSET, SEARCH_CAP, staff_store_search_customers, hs_query_str(req, "q"),
+                    CUSTOMER_ROW, 256);
 }
 
 err_t api_staff_providers(hs_req *req) {
   db_page pg;
   db_res *r;
   staff_expire_elevations();
-  err_t e = hs_page_begin(req, &PROVIDERS_KEYSET, NULL, SEARCH_CAP, &pg);
-  if (!e) e = staff_store_search_providers(&req->arena, json_string_value(json_object_get(req->query, "q")), &pg, &r);
-  if (!e) e = hs_page_end(req, &pg, r);
+  err_t e =
+      hs_page_rows(req, &PROVIDERS_KEYSET, SEARCH_CAP, staff_store_search_providers, hs_query_str(req, "q"), &pg, &r);
   if (e != ERR_OK) return e;
   json_t *list = json_array();
   for (int i = 0; i < r->rows; i++) json_array_append_new(list, provider_row_json(r, i));

@@ -51,12 +51,9 @@ static void report_jw(jw *w, arena *a, const db_res *r, int i, const db_res *t) 
     jw_null(w);
   jw_key(w, "job");
   jw_obj(w);
-  jw_key(w, "service");
-  jw_str(w, db_field(r, i, "service"));
-  jw_key(w, "status");
-  jw_str(w, db_field(r, i, "job_status"));
-  jw_key(w, "providerId");
-  jw_str(w, db_field(r, i, "provider_id"));
+  jw_key_str(w, "service", db_field(r, i, "service"));
+  jw_key_str(w, "status", db_field(r, i, "job_status"));
+  jw_key_str(w, "providerId", db_field(r, i, "provider_id"));
   jw_obj_end(w);
   jw_key(w, "heldTransfers");
   jw_arr(w);
@@ -69,12 +66,9 @@ static void report_jw(jw *w, arena *a, const db_res *r, int i, const db_res *t) 
     jw_null(w);
   } else {
     jw_obj(w);
-    jw_key(w, "action");
-    jw_str(w, db_field(r, i, "resolution"));
-    jw_key(w, "note");
-    jw_str(w, db_field(r, i, "resolution_note"));
-    jw_key(w, "resolvedBy");
-    jw_str(w, db_field(r, i, "resolved_by"));
+    jw_key_str(w, "action", db_field(r, i, "resolution"));
+    jw_key_str(w, "note", db_field(r, i, "resolution_note"));
+    jw_key_str(w, "resolvedBy", db_field(r, i, "resolved_by"));
     jw_key(w, "resolvedAt");
     jw_cell_iso(w, db_field(r, i, "resolved_at"));
     jw_obj_end(w);
@@ -92,17 +86,7 @@ static err_t reports_jw(hs_req *req, jw *w, const db_res *r) {
 }
 
 err_t api_staff_reports(hs_req *req) {
-  db_page pg;
-  db_res *r;
-  err_t e = hs_page_begin(req, &REPORTS_KEYSET, NULL, LIST_CAP, &pg);
-  if (!e) e = jobs_reports(&req->arena, json_string_value(json_object_get(req->query, "status")), &pg, &r);
-  if (!e) e = hs_page_end(req, &pg, r);
-  if (e != ERR_OK) return e;
-  jw *w = hs_jw(req, 256 + (size_t)r->rows * 768);
-  jw_arr(w);
-  if ((e = reports_jw(req, w, r)) != ERR_OK) return e;
-  jw_arr_end(w);
-  return hs_ok_jw(req, w);
+  return hs_ok_page_jw(req, &REPORTS_KEYSET, LIST_CAP, jobs_reports, hs_query_str(req, "status"), reports_jw, 768);
 }
 
 err_t api_staff_report_resolve(hs_req *req) {

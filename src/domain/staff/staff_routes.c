@@ -1,16 +1,10 @@
 /* Routes and schemas of /staff/..., in the specification's field order. */
 #include "core/util.h"
 #include "domain/auth/auth.h"
+#include "domain/common.h"
 #include "domain/staff/staff.h"
 #include "domain/staff/staff_api.h"
 #include "http/paging.h"
-
-static const hs_field login_fields[] = {
-    {"email", F_EMAIL, F_REQUIRED},
-    {"password", F_STRING, F_REQUIRED, LEN(1, 1024)},
-    {0},
-};
-static const hs_schema login_schema = {login_fields};
 
 static const hs_field create_fields[] = {
     {"name", F_STRING, F_REQUIRED, LEN(1, 100)},
@@ -65,7 +59,7 @@ static const hs_schema resolve_schema = {resolve_fields};
 static const hs_rate_limit elevation_limit = {"staff-elevation", 10, 60 * 60 * 1000, .per_account = true};
 
 const hs_route staff_routes[] = {
-    {HS_POST, "/staff/login", api_staff_login, ROLE_OPEN, &login_schema, .flags = ROUTE_SLOW | ROUTE_SECRETS,
+    {HS_POST, "/staff/login", api_staff_login, ROLE_OPEN, &common_login_schema, .flags = ROUTE_SLOW | ROUTE_SECRETS,
      .summary = "Log in as a staff member (12-hour token)", .response = "StaffSession",
      .errors = ERRORS(ERR_UNAUTHORIZED, ERR_RATE_LIMITED)},
     {HS_GET, "/staff/me", api_staff_me, ROLE_STAFF, .summary = "The signed-in staff member", .response = "Staff",

@@ -20,8 +20,7 @@ static err_t rows(arena *a, db_res **out, const char *sql, const db_val *params,
 }
 
 static err_t one_row(arena *a, db_res **out, const char *sql, const char *id) {
-  if (db_query(a, out, sql, DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
-  return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
+  return db_query_row(a, out, sql, DB_ARGS(DB_TEXT(id)));
 }
 
 /* Records act (when given) as the transaction's last write, then ends the transaction. */
@@ -85,12 +84,10 @@ err_t staff_store_save(const char *name, const char *email, const char *hash, co
   arena_init(&a);
   db_res *r = NULL;
   db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e)
-    e = db_to_err(db_exec(c, &a, &r,
+  err_t e = db_begin_exec(&c, &a, &r,
                           "UPDATE staff SET name = $2, password_hash = $3, role = $4, token_gen = token_gen + 1 "
                           "WHERE email = $1 RETURNING id",
-                          DB_ARGS(DB_TEXT(email), DB_TEXT(name), DB_TEXT(hash), DB_TEXT(role))));
+                          DB_ARGS(DB_TEXT(email), DB_TEXT(name), DB_TEXT(hash), DB_TEXT(role)));
   *created = !e && r->rows == 0;
   char id[ID_LEN + 1];
   if (*created) {
@@ -159,19 +156,17 @@ static const char *contains_pattern(arena *a, const char *q) {
   "OR lower(email) LIKE lower($1) ESCAPE '\\' " extra ")"
 
 err_t staff_store_search_customers(arena *a, const char *q, const db_page *pg, db_res **out) {
-  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(contains_pattern(a, q))};
-  return db_to_err(db_page_query(
-      a, pg, "SELECT id, name, email, address, zip, created_at, processor_customer_id FROM users " MATCHES(""), args, 1,
-      out));
+  return db_page_rows(a, pg,
+                      "SELECT id, name, email, address, zip, created_at, processor_customer_id FROM users " MATCHES(""),
+                      contains_pattern(a, q), out);
 }
 
 err_t staff_store_search_providers(arena *a, const char *q, const db_page *pg, db_res **out) {
-  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(contains_pattern(a, q))};
-  return db_to_err(db_page_query(a, pg,
-                                 "SELECT id, name, email, company_name, services, service_zips, is_premium, "
-                                 "premium_since, premium_billed_month, created_at FROM providers " MATCHES(
-                                     "OR lower(COALESCE(company_name, '')) LIKE lower($1) ESCAPE '\\' "),
-                                 args, 1, out));
+  return db_page_rows(a, pg,
+                      "SELECT id, name, email, company_name, services, service_zips, is_premium, "
+                      "premium_since, premium_billed_month, created_at FROM providers " MATCHES(
+                          "OR lower(COALESCE(company_name, '')) LIKE lower($1) ESCAPE '\\' "),
+                      contains_pattern(a, q), out);
 }
 
 err_t staff_store_customer(arena *a, const char *id, db_res **out) {
@@ -261,8 +256,7 @@ err_t staff_store_elevation(arena *a, const char *id, db_res **out) {
 }
 
 err_t staff_store_elevations_by_staff(arena *a, const char *staff_id, const db_page *pg, db_res **out) {
-  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(staff_id)};
-  return db_to_err(db_page_query(a, pg, ELEVATION_SELECT "WHERE e.staff_id = $1", args, 1, out));
+  return db_page_rows(a, pg, ELEVATION_SELECT "WHERE e.staff_id = $1", staff_id, out);
 }
 
 err_t staff_store_elevations_of_target(arena *a, const char *target_id, const char *target_role, db_res **out) {

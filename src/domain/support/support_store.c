@@ -36,8 +36,7 @@ err_t support_store_list(arena *a, const char *s1, const char *s2, const db_page
 }
 
 err_t support_store_get(arena *a, const char *id, db_res **out) {
-  if (db_query(a, out, TICKET_SELECT "WHERE t.id = $1", DB_ARGS(DB_TEXT(id))) != DB_OK) return ERR_INTERNAL;
-  return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
+  return db_query_row(a, out, TICKET_SELECT "WHERE t.id = $1", DB_ARGS(DB_TEXT(id)));
 }
 
 err_t support_store_update(const char *id, const char *from, const ticket_update *u, const audit_action *act,

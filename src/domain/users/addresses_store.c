@@ -10,9 +10,7 @@ const db_keyset ADDRESSES_KEYSET = {
     {{"is_primary", "is_primary", 'i', true}, {"created_at", "created_at", 'i', false}, {"id", "id", 's', false}}};
 
 err_t addresses_store_list(arena *a, const char *user_id, const db_page *pg, db_res **out) {
-  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(user_id)};
-  return db_to_err(
-      db_page_query(a, pg, "SELECT " ADDRESS_COLUMNS " FROM user_addresses WHERE user_id = $1", args, 1, out));
+  return db_page_rows(a, pg, "SELECT " ADDRESS_COLUMNS " FROM user_addresses WHERE user_id = $1", user_id, out);
 }
 
 err_t addresses_store_get(arena *a, const char *user_id, const char *id, db_res **out) {

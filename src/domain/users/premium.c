@@ -48,13 +48,8 @@ static const hs_rj_field FAVORITE[] = {
 };
 
 err_t api_users_favorites(hs_req *req) {
-  db_page pg;
-  db_res *r;
   err_t e = require_premium(req);
-  if (!e) e = hs_page_begin(req, &FAVORITES_KEYSET, NULL, 0, &pg);
-  if (!e) e = users_store_favorites(&req->arena, req->auth.id, &pg, &r);
-  if (!e) e = hs_page_end(req, &pg, r);
-  return e ? e : hs_ok_rows(req, FAVORITE, r, 512);
+  return e ? e : hs_ok_page(req, &FAVORITES_KEYSET, 0, users_store_favorites, req->auth.id, FAVORITE, 512);
 }
 
 /* The answer to a write about the provider :providerId: answer (stolen) on success, 404

@@ -1,4 +1,5 @@
 /* Routes and schemas of /users/me, its saved addresses and its premium features. */
+#include "domain/common.h"
 #include "domain/users/users_api.h"
 #include "ext/filetype.h"
 #include "http/paging.h"
@@ -8,8 +9,7 @@
 static const hs_field update_me_fields[] = {
     {"name", F_STRING, 0, LEN(1, 100)},
     {"phone", F_STRING, 0, LEN(0, 20)},
-    {"lat", F_NUMBER, 0, RANGE(-90, 90)},
-    {"lng", F_NUMBER, 0, RANGE(-180, 180)},
+    COMMON_POINT("lat", "lng"),
     {0},
 };
 static const hs_schema update_me_schema = {update_me_fields};

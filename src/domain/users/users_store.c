@@ -8,12 +8,10 @@
 #include <stdio.h>
 
 err_t users_store_profile(arena *a, const char *id, db_res **out) {
-  if (db_query(a, out,
-               "SELECT id, email, name, phone, address, zip, lat, lng, is_premium, premium_since, "
-               "seasonal_alerts_enabled, created_at FROM users WHERE id = $1 AND deleted_at IS NULL",
-               DB_ARGS(DB_TEXT(id))) != DB_OK)
-    return ERR_INTERNAL;
-  return (*out)->rows ? ERR_OK : ERR_NOT_FOUND;
+  return db_query_row(a, out,
+                      "SELECT id, email, name, phone, address, zip, lat, lng, is_premium, premium_since, "
+                      "seasonal_alerts_enabled, created_at FROM users WHERE id = $1 AND deleted_at IS NULL",
+                      DB_ARGS(DB_TEXT(id)));
 }
 
 err_t users_store_update_profile(const char *id, json_t *patch) {
@@ -21,21 +19,18 @@ err_t users_store_update_profile(const char *id, json_t *patch) {
   json_t *lat = json_object_get(patch, "lat"), *lng = json_object_get(patch, "lng");
   const char *phone_text = json_string_value(phone);
   /* CASE keeps what the patch does not name; an empty phone clears it */
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  db_rc rc = db_query(&a, &r,
-                      "UPDATE users SET name = CASE WHEN $2 = 1 THEN $3 ELSE name END, "
-                      "phone = CASE WHEN $4 = 1 THEN $5 ELSE phone END, "
-                      "lat = CASE WHEN $6 = 1 THEN $7 ELSE lat END, lng = CASE WHEN $8 = 1 THEN $9 ELSE lng END, "
-                      "updated_at = $10 WHERE id = $1 AND deleted_at IS NULL",
-                      DB_ARGS(DB_TEXT(id), DB_BOOL(name), DB_TEXT(json_string_value(name)), DB_BOOL(phone),
-                              phone_text && *phone_text ? DB_TEXT(phone_text) : DB_NULL, DB_BOOL(lat),
-                              lat ? DB_REAL(json_number_value(lat)) : DB_NULL, DB_BOOL(lng),
-                              lng ? DB_REAL(json_number_value(lng)) : DB_NULL, DB_INT(clock_now_ms())));
-  err_t e = rc != DB_OK ? ERR_INTERNAL : r->changes == 0 ? ERR_NOT_FOUND : ERR_OK;
-  arena_fini(&a);
-  return e;
+  int64_t changed;
+  db_rc rc =
+      db_changes_count(&changed,
+                       "UPDATE users SET name = CASE WHEN $2 = 1 THEN $3 ELSE name END, "
+                       "phone = CASE WHEN $4 = 1 THEN $5 ELSE phone END, "
+                       "lat = CASE WHEN $6 = 1 THEN $7 ELSE lat END, lng = CASE WHEN $8 = 1 THEN $9 ELSE lng END, "
+                       "updated_at = $10 WHERE id = $1 AND deleted_at IS NULL",
+                       DB_ARGS(DB_TEXT(id), DB_BOOL(name), DB_TEXT(json_string_value(name)), DB_BOOL(phone),
+                               phone_text && *phone_text ? DB_TEXT(phone_text) : DB_NULL, DB_BOOL(lat),
+                               lat ? DB_REAL(json_number_value(lat)) : DB_NULL, DB_BOOL(lng),
+                               lng ? DB_REAL(json_number_value(lng)) : DB_NULL, DB_INT(clock_now_ms())));
+  return rc != DB_OK ? ERR_INTERNAL : changed == 0 ? ERR_NOT_FOUND : ERR_OK;
 }
 
 /* The customer's row lock: concurrent transactions about the customer run one after another
@@ -83,11 +78,10 @@ err_t users_store_premium(const char *id, bool *premium) {
 const db_keyset FAVORITES_KEYSET = {"favorites", {{"f.seq", "seq", 'i', true}, {"f.provider_id", "id", 's', true}}};
 
 err_t users_store_favorites(arena *a, const char *id, const db_page *pg, db_res **out) {
-  db_val args[DB_PAGE_ARGS(1)] = {DB_TEXT(id)};
-  return db_to_err(db_page_query(a, pg,
-                                 "SELECT p.id, p.name, p.company_name, p.logo_url, p.headshots, p.services, f.seq "
-                                 "FROM favorites f JOIN providers p ON p.id = f.provider_id WHERE f.user_id = $1",
-                                 args, 1, out));
+  return db_page_rows(a, pg,
+                      "SELECT p.id, p.name, p.company_name, p.logo_url, p.headshots, p.services, f.seq "
+                      "FROM favorites f JOIN providers p ON p.id = f.provider_id WHERE f.user_id = $1",
+                      id, out);
 }
 
 err_t users_store_add_favorite(const char *id, const char *provider_id) {
@@ -176,13 +170,11 @@ err_t users_store_send_alert(const char *id, const char *service, int64_t now, i
   db_res *r;
   *sent = false;
   db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e)
-    e = db_to_err(db_exec(c, &a, &r,
+  err_t e = db_begin_exec(&c, &a, &r,
                           "INSERT INTO seasonal_alerts (user_id, service, sent_at) VALUES ($1, $2, $3) "
                           "ON CONFLICT (user_id, service) DO UPDATE SET sent_at = excluded.sent_at "
                           "WHERE seasonal_alerts.sent_at <= $4",
-                          DB_ARGS(DB_TEXT(id), DB_TEXT(service), DB_INT(now), DB_INT(cutoff))));
+                          DB_ARGS(DB_TEXT(id), DB_TEXT(service), DB_INT(now), DB_INT(cutoff)));
   if (!e && r->changes > 0) {
     notice n = {id, "user", title, body, NULL};
     e = db_to_err(notify_in(c, &n));
