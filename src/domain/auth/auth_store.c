@@ -114,14 +114,19 @@ err_t auth_store_put_reset(const char *email, const char *role, const char *acco
   return db_end(c, e);
 }
 
-err_t auth_store_find_reset(arena *a, const char *token_hash, const char **role, bool *found) {
+/* The first cell of the first row of sql ($1 = hash, $2 = now) in *text, *found whether there was
+ * a row (*text NULL when not). */
+static err_t first_cell_of_hash(arena *a, const char *sql, const char *hash, const char **text, bool *found) {
   db_res *r;
-  if (db_query(a, &r, "SELECT role FROM password_reset_tokens WHERE token_hash = $1 AND expires_at > $2",
-               DB_ARGS(DB_TEXT(token_hash), DB_INT(clock_now_ms()))) != DB_OK)
-    return ERR_INTERNAL;
+  if (db_query(a, &r, sql, DB_ARGS(DB_TEXT(hash), DB_INT(clock_now_ms()))) != DB_OK) return ERR_INTERNAL;
   *found = r->rows > 0;
-  *role = db_text(r, 0, 0);
+  *text = *found ? db_text(r, 0, 0) : NULL;
   return ERR_OK;
+}
+
+err_t auth_store_find_reset(arena *a, const char *token_hash, const char **role, bool *found) {
+  return first_cell_of_hash(a, "SELECT role FROM password_reset_tokens WHERE token_hash = $1 AND expires_at > $2",
+                            token_hash, role, found);
 }
 
 auth_outcome auth_store_use_reset(arena *a, const char *token_hash, const char *new_hash, const char **role,
@@ -255,25 +260,14 @@ auth_outcome auth_store_put_email_change(const email_change_ask *ask, int *retry
   "AND a.deleted_at IS NULL WHERE c.token_hash = $1 AND c.expires_at > $2"
 
 err_t auth_store_find_email_change(arena *a, const char *token_hash, const char **email, bool *found) {
-  db_res *r;
-  if (db_query(
-          a, &r,
-          LIVE_CHANGE("users") " AND c.role = 'user' UNION ALL " LIVE_CHANGE("providers") " AND c.role = 'provider'",
-          DB_ARGS(DB_TEXT(token_hash), DB_INT(clock_now_ms()))) != DB_OK)
-    return ERR_INTERNAL;
-  *found = r->rows > 0;
-  *email = *found ? db_text(r, 0, 0) : NULL;
-  return ERR_OK;
+  return first_cell_of_hash(
+      a, LIVE_CHANGE("users") " AND c.role = 'user' UNION ALL " LIVE_CHANGE("providers") " AND c.role = 'provider'",
+      token_hash, email, found);
 }
 
 err_t auth_store_cancel_email_change(arena *a, const char *cancel_hash, const char **email, bool *cancelled) {
-  db_res *r;
-  if (db_query(a, &r, "DELETE FROM email_changes WHERE cancel_hash = $1 AND expires_at > $2 RETURNING email",
-               DB_ARGS(DB_TEXT(cancel_hash), DB_INT(clock_now_ms()))) != DB_OK)
-    return ERR_INTERNAL;
-  *cancelled = r->rows > 0;
-  *email = *cancelled ? db_text(r, 0, 0) : NULL;
-  return ERR_OK;
+  return first_cell_of_hash(a, "DELETE FROM email_changes WHERE cancel_hash = $1 AND expires_at > $2 RETURNING email",
+                            cancel_hash, email, cancelled);
 }
 
 auth_outcome auth_store_use_email_change(arena *a, const char *token_hash, const char **email) {
