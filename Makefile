@@ -30,7 +30,7 @@ UNIT_SRC := $(shell find tests/unit -name '*.c' 2>/dev/null | sort)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/unit/%)
 PYTHON   := /usr/bin/python3
 
-.PHONY: all run demo openapi client test test-build check-shape deps deps-test unit fakes api api-sqlite api-postgres api-pgbouncer api-asan asan bench bench-core bench-jobs bench-peer bench-recognition bench-remote bench-events soak clean format routes fuzz fuzz-build fuzz-short
+.PHONY: all run demo openapi client test test-build test-build-api test-build-rest check-shape deps deps-test unit fakes api api-sqlite api-postgres api-pgbouncer api-asan asan bench bench-core bench-jobs bench-peer bench-recognition bench-remote bench-events soak clean format routes fuzz fuzz-build fuzz-short
 
 all: deps build/marketplace
 
@@ -137,10 +137,12 @@ api-asan: deps-test build/asan/marketplace node_modules/.installed $(STRIPE_OPEN
 
 api: api-sqlite api-postgres
 
-# Every binary `make test` needs, built with make -j2 before any test starts (and Stripe's
-# description, so the API passes started side by side find it there).
-test-build: deps-test all build/probe build/asan/marketplace $(UNIT_BIN) fuzz-build node_modules/.installed \
-            $(STRIPE_OPENAPI)
+# Every binary `make test` needs (and Stripe's description, so the API passes started side by
+# side find it there): what the API passes need first (test-build-api), then the unit tests and
+# the fuzz targets, which scripts/test.sh builds while the API passes run.
+test-build: test-build-api test-build-rest
+test-build-api: deps-test all build/probe build/asan/marketplace node_modules/.installed $(STRIPE_OPENAPI)
+test-build-rest: deps-test $(UNIT_BIN) fuzz-build
 
 # The tree's shape (docs/architecture.md): no include cycle between domains, SQL only in stores,
 # layers included downwards only, route rows only in *_routes.c.

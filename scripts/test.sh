@@ -1,24 +1,33 @@
 #!/usr/bin/env bash
 # `make test`: everything CI runs, in the order that keeps 2 cores busy.
 #  0. the tree's shape (scripts/check_shape.py: no include cycle between domains, SQL only in
-#     stores, layers included downwards only, route rows only in *_routes.c);
-#  1. build every binary the tests need (the service, its ASan+UBSan build, the unit tests, the
-#     fuzz targets, the bench probe) with make -j2;
-#  2. the unit tests and the fakes' self-tests (the fake Stripe is held to Stripe's OpenAPI
-#     description, fetched from npm into build/stripe-openapi.json by test-build);
-#  3. the four API passes side by side (SQLite, PostgreSQL, SQLite under ASan+UBSan, and the
+#     stores, layers included downwards only, route rows only in *_routes.c, one owner per
+#     table);
+#  1. build what the API tests need (the service, its ASan+UBSan build, the bench probe) with
+#     make -j2, and fetch Stripe's OpenAPI description from npm (build/stripe-openapi.json);
+#  2. the four API passes side by side (SQLite, PostgreSQL, SQLite under ASan+UBSan, and the
 #     files marked `pooler` again on PostgreSQL behind a PgBouncer in transaction pooling, as
 #     production runs it), each spread over pytest-xdist workers: the tests mostly wait on
-#     sockets and clocks, so they overlap well; each pass's output goes to
-#     build/test-logs/<pass>.log and is shown when it ends (whole, when it failed);
-#  4. the fuzz targets replay their regressions and committed seeds (timed fuzzing is `make fuzz`).
-# Prints how long each step took; exits non-zero when any step failed.
+#     sockets and clocks, so they overlap well and leave the cores idle a quarter of the time;
+#     meanwhile, at the lowest CPU priority, the rest: the unit tests and the fuzz targets are
+#     built, the unit tests run, the fakes' self-tests (the fake Stripe is held to Stripe's
+#     description), and the fuzz targets replay their regressions and committed seeds (timed
+#     fuzzing is `make fuzz`);
+#  each side job's output goes to build/test-logs/<job>.log and is shown when it ends (whole,
+#  when it failed). Prints how long each step took and each API pass's CPU time; exits
+#  non-zero when any step failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 logs=build/test-logs
 mkdir -p "$logs"
 t0=$(date +%s)
 timings=()
+
+summary() {
+  echo "== timings"
+  printf '  %s\n' "${timings[@]}"
+  echo "  total        $(($(date +%s) - t0))s"
+}
 
 step() { # step NAME COMMAND...: runs a step in the foreground, records its time, stops on failure
   local name=$1 s rc
@@ -35,50 +44,62 @@ step() { # step NAME COMMAND...: runs a step in the foreground, records its time
   fi
 }
 
-summary() {
-  echo "== timings"
-  printf '  %s\n' "${timings[@]}"
-  echo "  total        $(($(date +%s) - t0))s"
-}
-
 step shape scripts/check_shape.py
-step build make -j2 --no-print-directory test-build
-step unit make --no-print-directory unit
-step fakes make --no-print-directory fakes
+step build make -j2 --no-print-directory test-build-api
 
-# the API passes, side by side
-s=$(date +%s)
-passes=(sqlite postgres asan pgbouncer)
-echo "== api: ${passes[*]} side by side (logs in $logs/)"
 declare -A pid
+started=$(date +%s)
+# the API passes, side by side; each pass's CPU time (its processes' user and system, not the
+# PostgreSQL server's) goes to <pass>.cpu: `times` outside a pipe, whose subshell has no children
+passes=(sqlite postgres asan pgbouncer)
+echo "== api: ${passes[*]} side by side, and the rest at a low priority (logs in $logs/)"
 for pass in "${passes[@]}"; do
   jobs=3
   [ "$pass" = pgbouncer ] && jobs=2 # a part of the suite
-  # the pass's CPU time (its processes' user and system; not the PostgreSQL server's) in <pass>.cpu
   (
     make --no-print-directory "api-$pass" API_JOBS=$jobs >"$logs/$pass.log" 2>&1
     rc=$?
-    times >"$logs/$pass.cpu" # (not in a pipe, whose subshell has no children) its second line: the children's
+    times >"$logs/$pass.cpu"
     exit $rc
   ) &
   pid[$pass]=$!
 done
+# the rest, one after the other, each timed in rest.times
+rm -f "$logs/rest.times"
+(
+  rc=0
+  for job in test-build-rest unit fakes fuzz-short; do
+    s=$(date +%s)
+    nice -n 19 make -j2 --no-print-directory "$job" >"$logs/$job.log" 2>&1 || { rc=1; echo "$job FAILED" >>"$logs/rest.times"; break; }
+    printf '%-12s %4ss\n' "$job" $(($(date +%s) - s)) >>"$logs/rest.times"
+  done
+  exit $rc
+) &
+pid[rest]=$!
+
 failed=()
-for pass in "${passes[@]}"; do
-  if wait "${pid[$pass]}"; then
-    echo "-- api-$pass: $(grep -E '^[0-9]+ passed' "$logs/$pass.log" | tail -1) (CPU user, system: $(tail -1 "$logs/$pass.cpu"))"
+for job in "${passes[@]}" rest; do
+  if wait "${pid[$job]}"; then
+    if [ "$job" = rest ]; then
+      echo "-- the rest: $(tr '\n' ' ' <"$logs/rest.times")"
+    else
+      echo "-- api-$job: $(grep -E '^[0-9]+ passed' "$logs/$job.log" | tail -1) (CPU user, system: $(tail -1 "$logs/$job.cpu"))"
+    fi
   else
-    failed+=("$pass")
-    echo "-- api-$pass FAILED:"
-    cat "$logs/$pass.log"
+    failed+=("$job")
+    if [ "$job" = rest ]; then
+      echo "-- the rest FAILED: $(tr '\n' ' ' <"$logs/rest.times")"
+      for log in test-build-rest unit fakes fuzz-short; do [ -f "$logs/$log.log" ] && cat "$logs/$log.log"; done
+    else
+      echo "-- api-$job FAILED:"
+      cat "$logs/$job.log"
+    fi
   fi
 done
-timings+=("$(printf '%-12s %4ss' api $(($(date +%s) - s)))")
+timings+=("$(printf '%-12s %4ss' "api, rest" $(($(date +%s) - started)))")
 if [ ${#failed[@]} -gt 0 ]; then
-  echo "== api FAILED: ${failed[*]}"
+  echo "== FAILED: ${failed[*]}"
   summary
   exit 1
 fi
-
-step fuzz-short make --no-print-directory fuzz-short
 summary

@@ -100,10 +100,8 @@ err_t auth_store_put_reset(const char *email, const char *role, const char *acco
   char id[ID_LEN + 1];
   id_new(id);
   db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e)
-    e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM password_reset_tokens WHERE email = $1 AND role = $2",
-                          DB_ARGS(DB_TEXT(email), DB_TEXT(role))));
+  err_t e = db_begin_exec(&c, NULL, NULL, "DELETE FROM password_reset_tokens WHERE email = $1 AND role = $2",
+                          DB_ARGS(DB_TEXT(email), DB_TEXT(role)));
   if (!e)
     e = db_to_err(db_exec(c, NULL, NULL,
                           "INSERT INTO password_reset_tokens (id, token_hash, email, role, account_id, expires_at, "
@@ -134,12 +132,10 @@ auth_outcome auth_store_use_reset(arena *a, const char *token_hash, const char *
   db_res *r, *u;
   db_conn *c;
   bool gone = false;
-  err_t e = db_begin(&c);
-  if (!e)
-    e = db_to_err(db_exec(c, a, &r,
+  err_t e = db_begin_exec(&c, a, &r,
                           "DELETE FROM password_reset_tokens WHERE token_hash = $1 AND expires_at > $2 "
                           "RETURNING email, role, account_id",
-                          DB_ARGS(DB_TEXT(token_hash), DB_INT(clock_now_ms()))));
+                          DB_ARGS(DB_TEXT(token_hash), DB_INT(clock_now_ms())));
   if (!e && r->rows == 0) gone = true, e = ERR_NOT_FOUND;
   if (!e) { /* the account it was made for (a token from before ids were kept: its email's) */
     *role = db_text(r, 0, 1);
@@ -181,8 +177,7 @@ err_t auth_store_change_password(account_kind kind, const char *id, const char *
   arena_init(&a);
   db_res *r;
   db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e) e = db_to_err(db_exec(c, &a, &r, sql, DB_ARGS(DB_TEXT(id), DB_TEXT(new_hash), DB_INT(clock_now_ms()))));
+  err_t e = db_begin_exec(&c, &a, &r, sql, DB_ARGS(DB_TEXT(id), DB_TEXT(new_hash), DB_INT(clock_now_ms())));
   if (!e && r->rows == 0) e = ERR_NOT_FOUND;
   if (!e) {
     *gen = db_int(r, 0, 0);
@@ -275,12 +270,10 @@ auth_outcome auth_store_use_email_change(arena *a, const char *token_hash, const
   db_conn *c;
   int64_t now = clock_now_ms();
   bool gone = false;
-  err_t e = db_begin(&c);
-  if (!e)
-    e = db_to_err(db_exec(c, a, &r,
+  err_t e = db_begin_exec(&c, a, &r,
                           "DELETE FROM email_changes WHERE token_hash = $1 AND expires_at > $2 "
                           "RETURNING account_id, role, email, token_gen",
-                          DB_ARGS(DB_TEXT(token_hash), DB_INT(now))));
+                          DB_ARGS(DB_TEXT(token_hash), DB_INT(now)));
   if (!e && r->rows == 0) gone = true, e = ERR_NOT_FOUND;
   account_kind kind = ACCOUNT_USER;
   if (!e) { /* refused when the account's tokens ended since it was asked for */
@@ -317,12 +310,10 @@ auth_outcome auth_store_use_email_change(arena *a, const char *token_hash, const
 
 err_t auth_store_end_token(const char *token_id, int64_t expires_at) {
   db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e)
-    e = db_to_err(db_exec(c, NULL, NULL,
+  err_t e = db_begin_exec(&c, NULL, NULL,
                           "INSERT INTO ended_tokens (token_id, expires_at) VALUES ($1, $2) "
                           "ON CONFLICT (token_id) DO NOTHING",
-                          DB_ARGS(DB_TEXT(token_id), DB_INT(expires_at))));
+                          DB_ARGS(DB_TEXT(token_id), DB_INT(expires_at)));
   if (!e) e = db_to_err(events_tokens_ended_in(c, token_id, false)); /* its streams end */
   return db_end(c, e);
 }
@@ -331,8 +322,7 @@ err_t auth_store_end_all(account_kind kind, const char *id) {
   char sql[120];
   snprintf(sql, sizeof sql, "UPDATE %s SET token_gen = token_gen + 1, updated_at = $2 WHERE id = $1", table_of[kind]);
   db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e) e = db_to_err(db_exec(c, NULL, NULL, sql, DB_ARGS(DB_TEXT(id), DB_INT(clock_now_ms()))));
+  err_t e = db_begin_exec(&c, NULL, NULL, sql, DB_ARGS(DB_TEXT(id), DB_INT(clock_now_ms())));
   if (!e) e = db_to_err(end_email_change_in(c, kind, id));
   if (!e) e = db_to_err(events_tokens_ended_in(c, id, false)); /* its streams end */
   return db_end(c, e);
@@ -340,9 +330,7 @@ err_t auth_store_end_all(account_kind kind, const char *id) {
 
 err_t auth_store_prune(int64_t now) {
   db_conn *c;
-  err_t e = db_begin(&c);
-  if (!e)
-    e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM ended_tokens WHERE expires_at <= $1", DB_ARGS(DB_INT(now))));
+  err_t e = db_begin_exec(&c, NULL, NULL, "DELETE FROM ended_tokens WHERE expires_at <= $1", DB_ARGS(DB_INT(now)));
   if (!e)
     e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM email_changes WHERE expires_at <= $1", DB_ARGS(DB_INT(now))));
   if (!e)
