@@ -44,7 +44,10 @@ const domain_def *const *domains_all(size_t *n) {
 err_t domains_export_in(db_conn *c, const account_ref *who, account_export *x) {
   err_t e = ERR_OK;
   for (size_t d = 0; !e && d < ARRAY_LEN(DOMAINS); d++)
-    if (DOMAINS[d]->export_in) e = DOMAINS[d]->export_in(c, who, x);
+    if (DOMAINS[d]->export_in)
+      e = DOMAINS[d]->export_in(c, who, x);
+    else if (DOMAINS[d]->export_parts)
+      e = account_export_parts_in(c, who, x, DOMAINS[d]->export_parts);
   return e;
 }
 

@@ -30,10 +30,10 @@
  * (queue_enqueue in their transactions), or, with a period, once per period by the clock. */
 typedef enum { JOB_LIGHT, JOB_HEAVY } job_weight; /* heavy: document recognition's workers */
 typedef struct domain_job {
-  const char *kind;   /* job_queue.kind, e.g. "payment_capture" */
-  queue_handler run;  /* one unit of work; true when done, false to retry */
-  job_weight weight;  /* JOB_LIGHT (default) or JOB_HEAVY */
-  int64_t period_ms;  /* > 0: a periodic task (queue_every); 0: queued by changes */
+  const char *kind;  /* job_queue.kind, e.g. "payment_capture" */
+  queue_handler run; /* one unit of work; true when done, false to retry */
+  job_weight weight; /* JOB_LIGHT (default) or JOB_HEAVY */
+  int64_t period_ms; /* > 0: a periodic task (queue_every); 0: queued by changes */
 } domain_job;
 
 /* An event kind the domain writes to the live-updates outbox (events_emit_in), as the OpenAPI
@@ -138,6 +138,9 @@ typedef struct domain_def {
    * row (auth) answers ERR_NOT_FOUND when it was gone already, which rolls everything back. */
   err_t (*export_in)(db_conn *c, const account_ref *who, account_export *x);
   err_t (*forget_in)(db_conn *c, const account_ref *who, forget_mode mode);
+  /* Instead of export_in, where each member of its part of the export is one read's rows: those
+   * members as rows (ended by a row with key NULL), read and written by account_export_parts_in. */
+  const account_part *export_parts;
 } domain_def;
 
 /* Every domain, in list order (src/domains.c); *n receives the count. */

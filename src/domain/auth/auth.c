@@ -13,5 +13,5 @@ const domain_def auth_domain = {.name = "auth",
                                 .routes = auth_routes,
                                 .jobs = jobs,
                                 .hooks = &auth_hooks,
-                                .export_in = auth_export_in,
+                                .export_parts = AUTH_EXPORT_PARTS,
                                 .forget_in = auth_store_forget_in};

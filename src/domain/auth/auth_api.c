@@ -447,8 +447,4 @@ err_t auth_admin_exists(const char *email, bool *exists) { return auth_store_adm
 
 static const hs_rj_field EMAIL_CHANGE[] = {{"email", "email", RJ_STR}, {"expiresAt", "expires_at", RJ_ISO}, {0}};
 
-static const account_part PARTS[] = {{"pendingEmailChange", AUTH_EXPORT_SQL, EMAIL_CHANGE, .one = true}, {0}};
-
-err_t auth_export_in(db_conn *c, const account_ref *who, account_export *x) {
-  return account_export_parts_in(c, who, x, PARTS);
-}
+const account_part AUTH_EXPORT_PARTS[] = {{"pendingEmailChange", AUTH_EXPORT_SQL, EMAIL_CHANGE, .one = true}, {0}};

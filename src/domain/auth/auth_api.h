@@ -29,7 +29,7 @@ extern const hs_hooks auth_hooks;
 /* { password }: the rules of every account's password (auth_password_problem). */
 extern const hs_schema auth_password_schema;
 
-/* The export's pendingEmailChange (domain_def's export_in): the live one, or null. */
-err_t auth_export_in(db_conn *c, const account_ref *who, account_export *x);
+/* The export's pendingEmailChange (domain_def's export_parts): the live one, or null. */
+extern const account_part AUTH_EXPORT_PARTS[];
 
 #endif

@@ -19,5 +19,5 @@ const domain_def notifications_domain = {.name = "notifications",
                                          .jobs = jobs,
                                          .events = events,
                                          .oneshots = oneshots,
-                                         .export_in = notifications_export_in,
+                                         .export_parts = NOTIFICATIONS_EXPORT_PARTS,
                                          .forget_in = notifications_store_forget_in};

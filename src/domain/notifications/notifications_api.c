@@ -122,8 +122,5 @@ bool notifications_send_push(json_t *msg, char err[256]) {
 
 /* ---- the account's part (domain/domain.h) ---- */
 
-static const account_part PARTS[] = {{"notifications", NOTIFICATIONS_EXPORT_SQL, NOTIFICATIONS_JSON}, {0}};
-
-err_t notifications_export_in(db_conn *c, const account_ref *who, account_export *x) {
-  return account_export_parts_in(c, who, x, PARTS);
-}
+const account_part NOTIFICATIONS_EXPORT_PARTS[] = {{"notifications", NOTIFICATIONS_EXPORT_SQL, NOTIFICATIONS_JSON},
+                                                   {0}};

@@ -17,7 +17,7 @@ bool notifications_send_push(json_t *msg, char err[256]);
 /* The banner as a one-shot record of the live updates (events.h), a row of the descriptor. */
 extern const struct events_oneshot NOTIFICATIONS_BANNER;
 
-/* The export's notifications (domain_def's export_in). */
-err_t notifications_export_in(db_conn *c, const account_ref *who, account_export *x);
+/* The export's notifications (domain_def's export_parts). */
+extern const account_part NOTIFICATIONS_EXPORT_PARTS[];
 
 #endif

@@ -29,5 +29,5 @@ const domain_def payments_domain = {.name = "payments",
                                     .routes = payments_routes,
                                     .jobs = jobs,
                                     .events = events,
-                                    .export_in = payments_export_in,
+                                    .export_parts = PAYMENTS_EXPORT_PARTS,
                                     .forget_in = pay_store_forget_in};

@@ -265,8 +265,4 @@ static const hs_rj_field PAYMENT[] = {
     {0},
 };
 
-static const account_part PARTS[] = {{"payments", PAY_EXPORT_SQL, PAYMENT}, {0}};
-
-err_t payments_export_in(db_conn *c, const account_ref *who, account_export *x) {
-  return account_export_parts_in(c, who, x, PARTS);
-}
+const account_part PAYMENTS_EXPORT_PARTS[] = {{"payments", PAY_EXPORT_SQL, PAYMENT}, {0}};

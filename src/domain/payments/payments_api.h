@@ -26,7 +26,7 @@ const char *payments_webhook_check(const char *secret, const char *header, const
 const char *payments_webhook_event(const char *body, size_t len, json_t **event, const char **id, const char **type,
                                    json_t **object);
 
-/* The export's payments of a customer (domain_def's export_in). */
-err_t payments_export_in(db_conn *c, const account_ref *who, account_export *x);
+/* The export's payments of a customer (domain_def's export_parts). */
+extern const account_part PAYMENTS_EXPORT_PARTS[];
 
 #endif

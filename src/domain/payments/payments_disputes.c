@@ -104,7 +104,7 @@ static err_t dispute_jw(hs_req *req, jw *w, const db_res *r, int i) {
   member_object(w, &req->arena, "job", JOB, r, i);
   member_object(w, &req->arena, "customer", CUSTOMER, r, i);
   member_object(w, &req->arena, "provider", PROVIDER, r, i); /* null without one */
-  jw_key(w, "files"); /* what may be sent as evidence */
+  jw_key(w, "files");                                        /* what may be sent as evidence */
   jw_arr(w);
   for (int f = 0; f < n; f++) {
     jw_obj(w);

@@ -19,4 +19,4 @@ static const domain_event events[] = {
 };
 
 const domain_def payouts_domain = {
-    .name = "payouts", .routes = payouts_routes, .jobs = jobs, .events = events, .export_in = payouts_export_in};
+    .name = "payouts", .routes = payouts_routes, .jobs = jobs, .events = events, .export_parts = PAYOUTS_EXPORT_PARTS};

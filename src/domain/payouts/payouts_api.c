@@ -182,12 +182,8 @@ static const hs_rj_field PAYOUT_ACCOUNT[] = {
     {0},
 };
 
-static const account_part PARTS[] = {
+const account_part PAYOUTS_EXPORT_PARTS[] = {
     {"payoutAccount", PO_EXPORT_SQL[0], PAYOUT_ACCOUNT, .one = true},
     {"transfers", PO_EXPORT_SQL[1], PAYOUTS_TRANSFER_JSON},
     {0},
 };
-
-err_t payouts_export_in(db_conn *c, const account_ref *who, account_export *x) {
-  return account_export_parts_in(c, who, x, PARTS);
-}

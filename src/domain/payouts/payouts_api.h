@@ -26,7 +26,7 @@ bool po_reverse_from_queue(json_t *payload, char err[256]);
 bool po_provider_from_queue(json_t *payload, char err[256]);
 bool po_due_from_queue(json_t *payload, char err[256]);
 
-/* The export's payoutAccount and transfers of a provider (domain_def's export_in). */
-err_t payouts_export_in(db_conn *c, const account_ref *who, account_export *x);
+/* The export's payoutAccount and transfers of a provider (domain_def's export_parts). */
+extern const account_part PAYOUTS_EXPORT_PARTS[];
 
 #endif

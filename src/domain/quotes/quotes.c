@@ -10,5 +10,5 @@ static const domain_event events[] = {
 const domain_def quotes_domain = {.name = "quotes",
                                   .routes = quotes_routes,
                                   .events = events,
-                                  .export_in = quotes_export_in,
+                                  .export_parts = QUOTES_EXPORT_PARTS,
                                   .forget_in = quotes_store_forget_in};

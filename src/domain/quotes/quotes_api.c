@@ -281,8 +281,4 @@ err_t api_quotes_of_provider(hs_req *req) {
 
 /* ---- the account's part (domain/domain.h) ---- */
 
-static const account_part PARTS[] = {{"quotes", QUOTES_EXPORT_SQL, SHAPE_QUOTE}, {0}};
-
-err_t quotes_export_in(db_conn *c, const account_ref *who, account_export *x) {
-  return account_export_parts_in(c, who, x, PARTS);
-}
+const account_part QUOTES_EXPORT_PARTS[] = {{"quotes", QUOTES_EXPORT_SQL, SHAPE_QUOTE}, {0}};

@@ -13,7 +13,7 @@ err_t api_quotes_market_rate(hs_req *req);
 err_t api_quotes_for_job(hs_req *req);
 err_t api_quotes_of_provider(hs_req *req);
 
-/* The export's quotes (domain_def's export_in). */
-err_t quotes_export_in(db_conn *c, const account_ref *who, account_export *x);
+/* The export's quotes (domain_def's export_parts). */
+extern const account_part QUOTES_EXPORT_PARTS[];
 
 #endif

@@ -4,5 +4,7 @@
 #include "domain/support/support_api.h"
 #include "domain/support/support_store.h"
 
-const domain_def support_domain = {
-    .name = "support", .routes = support_routes, .export_in = support_export_in, .forget_in = support_store_forget_in};
+const domain_def support_domain = {.name = "support",
+                                   .routes = support_routes,
+                                   .export_parts = SUPPORT_EXPORT_PARTS,
+                                   .forget_in = support_store_forget_in};

@@ -171,8 +171,4 @@ static const hs_rj_field TICKET[] = {
     {0},
 };
 
-static const account_part PARTS[] = {{"supportTickets", SUPPORT_EXPORT_SQL, TICKET}, {0}};
-
-err_t support_export_in(db_conn *c, const account_ref *who, account_export *x) {
-  return account_export_parts_in(c, who, x, PARTS);
-}
+const account_part SUPPORT_EXPORT_PARTS[] = {{"supportTickets", SUPPORT_EXPORT_SQL, TICKET}, {0}};

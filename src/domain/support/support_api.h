@@ -11,7 +11,7 @@ err_t api_support_open(hs_req *req);
 err_t api_tickets_list(hs_req *req);
 err_t api_tickets_update(hs_req *req);
 
-/* The export's supportTickets (domain_def's export_in). */
-err_t support_export_in(db_conn *c, const account_ref *who, account_export *x);
+/* The export's supportTickets (domain_def's export_parts). */
+extern const account_part SUPPORT_EXPORT_PARTS[];
 
 #endif
