@@ -62,7 +62,10 @@ def test_a_provider_replays_only_what_it_held_then_and_can_read_now(api, server,
     back.wait("job.created", about(newer["id"]))
     settle(api, admin_token, back, pro, "provider")
     got = [(e["event"], e["json"]["id"]) for e in back.events if e["event"] != "banner"]
-    assert got == [("job.created", kept["id"]), ("job.created", newer["id"])]
+    names = {j["id"]: name for name, j in [("kept", kept), ("cancelled", cancelled), ("taken", taken),
+                                           ("erased", erased), ("older", older), ("newer", newer)]}
+    assert got == [("job.created", kept["id"]), ("job.created", newer["id"])], \
+        [(kind, names.get(i, i)) for kind, i in got]
     # REST agrees: the provider cannot read the jobs left out (the one from before it held the
     # ZIP it can read now, from its feed; the replay still leaves its old event out)
     for job in (cancelled, taken, erased):

@@ -229,7 +229,8 @@ err_t events_store_batch(arena *a, int64_t after, int limit, db_res **events, db
 
 err_t events_store_replay(arena *a, const char *recipient, int64_t after, int64_t upto, int limit, db_res **out) {
   /* a provider's also include the open jobs' events of its pairs, through events_match: of the
-   * pairs it held since before the event was written, of the jobs it can still read (open, or
+   * pairs it held since before the event was written (strictly: a pair added in the event's
+   * millisecond was not held before it), of the jobs it can still read (open, or
    * assigned to it) */
   const char *provider = !strncmp(recipient, "provider:", 9) ? recipient + 9 : NULL;
   return db_to_err(
@@ -240,7 +241,7 @@ err_t events_store_replay(arena *a, const char *recipient, int64_t after, int64_
                "JOIN events m ON m.match_service = s.service AND m.match_zip = z.zip "
                "JOIN jobs j ON j.id = m.match_job "
                "WHERE s.provider_id = $5 AND m.id > $2 AND m.id <= $3 "
-               "AND s.created_at <= m.created_at AND z.created_at <= m.created_at "
+               "AND s.created_at < m.created_at AND z.created_at < m.created_at "
                "AND (j.status IN ('PENDING', 'QUOTED') OR j.provider_id = $5)) ORDER BY e.id LIMIT $4",
                DB_ARGS(DB_TEXT(recipient), DB_INT(after), DB_INT(upto), DB_INT(limit), DB_TEXT(provider))));
 }
