@@ -65,10 +65,11 @@ for pass in "${passes[@]}"; do
   pid[$pass]=$!
 done
 # the rest, one after the other, each timed in rest.times
+rest=(test-build-rest unit fakes fuzz-short)
 rm -f "$logs/rest.times"
 (
   rc=0
-  for job in test-build-rest unit fakes fuzz-short; do
+  for job in "${rest[@]}"; do
     s=$(date +%s)
     nice -n 19 make -j2 --no-print-directory "$job" >"$logs/$job.log" 2>&1 || { rc=1; echo "$job FAILED" >>"$logs/rest.times"; break; }
     printf '%-12s %4ss\n' "$job" $(($(date +%s) - s)) >>"$logs/rest.times"
@@ -89,7 +90,7 @@ for job in "${passes[@]}" rest; do
     failed+=("$job")
     if [ "$job" = rest ]; then
       echo "-- the rest FAILED: $(tr '\n' ' ' <"$logs/rest.times")"
-      for log in test-build-rest unit fakes fuzz-short; do [ -f "$logs/$log.log" ] && cat "$logs/$log.log"; done
+      for log in "${rest[@]}"; do [ -f "$logs/$log.log" ] && cat "$logs/$log.log"; done
     else
       echo "-- api-$job FAILED:"
       cat "$logs/$job.log"

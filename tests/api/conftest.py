@@ -325,16 +325,14 @@ class PgCluster:
         LISTEN_URLS[url] = direct  # LISTEN needs a session of its own, which transaction pooling is not
         return url
 
-
     def _template(self, binary):
         """The database `binary migrate` migrated once in this cluster (made on first use)."""
         if binary not in self.templates:
             name = f"mp_{os.getpid()}_template_{len(self.templates)}"
             self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name)
-            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "APP_ENV": "test", "ASAN_OPTIONS": ASAN_OPTIONS,
-                   "LSAN_OPTIONS": "suppressions=" + os.path.join(ROOT, "tests", "lsan.supp"),
+            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "APP_ENV": "test", **SANITIZER_ENV,
                    "DATABASE_URL": f"postgres://postgres@127.0.0.1:{self.port}/{name}"}
-            subprocess.run([binary, "migrate"], env=env, check=True, capture_output=True, cwd=self.dir)
+            subprocess.run([binary, "migrate"], env=env, check=True, capture_output=True)
             self.templates[binary] = name
         return self.templates[binary]
 
@@ -433,6 +431,12 @@ PG_ENV = {}
 LISTEN_URLS = {}
 
 ASAN_OPTIONS = "detect_leaks=1:abort_on_error=0:exitcode=23:fast_unwind_on_malloc=1:malloc_context_size=10"
+# the sanitizers' settings of every run of the binary (its ASan build reads them; the plain one ignores them)
+SANITIZER_ENV = {
+    "ASAN_OPTIONS": ASAN_OPTIONS,
+    "LSAN_OPTIONS": "suppressions=" + os.path.join(ROOT, "tests", "lsan.supp"),
+    "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+}
 
 
 class Server:
@@ -453,10 +457,8 @@ class Server:
             "TRUST_PROXY": "1",
             "APP_URL": "http://app.test",
             "STRIPE_WEBHOOK_SECRET": WEBHOOK_SECRET,
-            "ASAN_OPTIONS": ASAN_OPTIONS,
-            "LSAN_OPTIONS": "suppressions=" + os.path.join(ROOT, "tests", "lsan.supp"),
-            "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
-            # the helper's wall-clock bound per document: the three API passes share two cores
+            **SANITIZER_ENV,
+            # the helper's wall-clock bound per document: the four API passes share two cores
             # and recognition runs at a lower priority, so a licence can wait seconds for a
             # core; Tesseract's own budget is CPU time and needs no slack (test_background
             # checks the default bound on a server of its own)
