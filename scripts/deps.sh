@@ -9,9 +9,10 @@ flock 9
 level=${1:-build}
 build_pkgs="build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev libpq-dev
   libcurl4-openssl-dev libjwt-dev libssl-dev libcrypt-dev libmagic-dev libmagic-mgc libtesseract-dev
-  libleptonica-dev tesseract-ocr-eng libpoppler-glib-dev libcairo2-dev zlib1g-dev"
+  libleptonica-dev tesseract-ocr-eng libpoppler-glib-dev libcairo2-dev zlib1g-dev libvips-dev
+  postgresql-client"
 test_pkgs="libcmocka-dev postgresql pgbouncer python3-pytest python3-pytest-xdist python3-requests python3-jsonschema imagemagick fonts-dejavu-core ghostscript
-  curl jq clang-14 libfuzzer-14-dev libclang-rt-14-dev"
+  curl jq clang-14 libfuzzer-14-dev libclang-rt-14-dev chromium"
 bench_pkgs="wrk nginx-light iproute2"
 pkgs=$build_pkgs
 # Node.js and npm (Redoc's bundle is built into the binary; the client and linter tests; the
