@@ -89,6 +89,12 @@ err_t hs_ok_rows(hs_req *req, const hs_rj_field *fields, const db_res *r, size_t
   return hs_ok_jw(req, w);
 }
 
+err_t hs_ok_row(hs_req *req, const hs_rj_field *fields, const db_res *r) {
+  jw *w = hs_jw(req, 512);
+  hs_rj_object(w, hs_rj_bind(&req->arena, fields, r), r, 0);
+  return hs_ok_jw(req, w);
+}
+
 err_t hs_ok_page(hs_req *req, const db_keyset *ks, int cap, hs_page_read read, const char *subject,
                  const hs_rj_field *fields, size_t row_hint) {
   db_page pg;

@@ -53,6 +53,8 @@ void hs_rj_array(jw *w, arena *a, const hs_rj_field *fields, const db_res *r);
 /* Answers (the route's success status) every row of r as an array of objects; row_hint: about
  * how many bytes a row takes. */
 err_t hs_ok_rows(hs_req *req, const hs_rj_field *fields, const db_res *r, size_t row_hint);
+/* Answers (the route's success status) the first row of r as one object. */
+err_t hs_ok_row(hs_req *req, const hs_rj_field *fields, const db_res *r);
 /* Answers the request's page of list ks (hs_page_rows: read(subject) of at most cap rows
  * when not paged) as hs_ok_rows does. */
 err_t hs_ok_page(hs_req *req, const db_keyset *ks, int cap, hs_page_read read, const char *subject,

@@ -256,6 +256,35 @@ static err_t load_completed(hs_req *req, const char *id, db_res **job) {
   return ERR_OK;
 }
 
+/* A review and a report, as answered and exported (the account's part, below). */
+static const hs_rj_field REVIEW[] = {
+    {"id", "id", RJ_STR},
+    {"jobId", "job_id", RJ_STR},
+    {"providerId", "provider_id", RJ_STR},
+    {"rating", "rating", RJ_INT},
+    {"comment", "comment", RJ_STR},
+    {"createdAt", "created_at", RJ_ISO},
+    {0},
+};
+static const hs_rj_field REPORT[] = {
+    {"id", "id", RJ_STR},
+    {"jobId", "job_id", RJ_STR},
+    {"customerId", "customer_id", RJ_STR},
+    {"description", "description", RJ_STR},
+    {"createdAt", "created_at", RJ_ISO},
+    {0},
+};
+/* Answers each outcome of a customer's one-per-job record but JOBS_DONE. */
+static err_t jobs_fail(hs_req *req, jobs_outcome out) {
+  switch (out) {
+  case JOBS_ALREADY_REPORTED: return hs_fail(req, ERR_CONFLICT, "This job was already reported");
+  case JOBS_ALREADY_REVIEWED: return hs_fail(req, ERR_CONFLICT, "This job was already reviewed");
+  case JOBS_DONE:
+  case JOBS_FAILED: break;
+  }
+  return ERR_INTERNAL;
+}
+
 err_t api_jobs_report(hs_req *req) {
   db_res *job;
   err_t e = load_completed(req, hs_param(req, "id"), &job);
@@ -266,11 +295,9 @@ err_t api_jobs_report(hs_req *req) {
   id_new(id);
   const char *job_id = db_field(job, 0, "id"), *text = hs_body_str(req, "description");
   int64_t now = clock_now_ms();
-  e = jobs_store_insert_report(id, job_id, req->auth.id, text, now);
-  if (e == ERR_CONFLICT) return hs_fail(req, e, "This job was already reported");
-  if (e != ERR_OK) return e;
-  return hs_ok(req, json_pack("{s:s,s:s,s:s,s:s,s:o}", "id", id, "jobId", job_id, "customerId", req->auth.id,
-                              "description", text, "createdAt", jx_iso(now)));
+  db_res *row;
+  jobs_outcome out = jobs_store_insert_report(&req->arena, id, job_id, req->auth.id, text, now, &row);
+  return out == JOBS_DONE ? hs_ok_row(req, REPORT, row) : jobs_fail(req, out);
 }
 
 err_t api_jobs_tip(hs_req *req) {
@@ -282,7 +309,7 @@ err_t api_jobs_tip(hs_req *req) {
   char msg[256] = "";
   e = payments_charge_tip(job_id, req->auth.id, &cents, msg); /* sets the job's tipAmount when paid */
   if (e != ERR_OK) return hs_fail(req, e, msg[0] ? msg : NULL);
-  return hs_ok(req, json_pack("{s:b,s:o}", "success", 1, "tipAmount", jx_money(cents)));
+  return hs_ok_pack(req, "{s:b,s:M}", "success", 1, "tipAmount", cents);
 }
 
 err_t api_jobs_recurring(hs_req *req) {
@@ -327,32 +354,14 @@ err_t api_reviews_create(hs_req *req) {
   int rating = (int)json_integer_value(json_object_get(req->body, "rating"));
   const char *comment = hs_body_str(req, "comment");
   int64_t now = clock_now_ms();
-  e = jobs_store_insert_review(id, job_id, req->auth.id, provider, rating, comment, now);
-  if (e == ERR_CONFLICT) return hs_fail(req, e, "This job was already reviewed");
-  if (e != ERR_OK) return e;
-  return hs_ok(req, json_pack("{s:s,s:s,s:s,s:i,s:o,s:o}", "id", id, "jobId", job_id, "providerId", provider, "rating",
-                              rating, "comment", jx_str_or_null(comment), "createdAt", jx_iso(now)));
+  db_res *row;
+  jobs_outcome out =
+      jobs_store_insert_review(&req->arena, id, job_id, req->auth.id, provider, rating, comment, now, &row);
+  return out == JOBS_DONE ? hs_ok_row(req, REVIEW, row) : jobs_fail(req, out);
 }
 
 /* ---- the account's part (domain/domain.h) ---- */
 
-static const hs_rj_field REVIEW[] = {
-    {"id", "id", RJ_STR},
-    {"jobId", "job_id", RJ_STR},
-    {"providerId", "provider_id", RJ_STR},
-    {"rating", "rating", RJ_INT},
-    {"comment", "comment", RJ_STR},
-    {"createdAt", "created_at", RJ_ISO},
-    {0},
-};
-static const hs_rj_field REPORT[] = {
-    {"id", "id", RJ_STR},
-    {"jobId", "job_id", RJ_STR},
-    {"customerId", "customer_id", RJ_STR},
-    {"description", "description", RJ_STR},
-    {"createdAt", "created_at", RJ_ISO},
-    {0},
-};
 static const hs_rj_field RECURRING[] = {
     {"id", "id", RJ_STR},
     {"jobId", "job_id", RJ_STR},

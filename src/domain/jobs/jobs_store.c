@@ -493,38 +493,40 @@ err_t jobs_store_has_report(const char *job_id, bool *has) {
   return db_to_err(db_exists(has, "SELECT 1 FROM job_reports WHERE job_id = $1", DB_ARGS(DB_TEXT(job_id))));
 }
 
-err_t jobs_store_insert_report(const char *id, const char *job_id, const char *customer_id, const char *description,
-                               int64_t now) {
+/* A unique index's refusal as outcome taken; any other failure as JOBS_FAILED. */
+static jobs_outcome record_outcome(err_t e, jobs_outcome taken) {
+  return e == ERR_OK ? JOBS_DONE : e == ERR_CONFLICT ? taken : JOBS_FAILED;
+}
+
+jobs_outcome jobs_store_insert_report(arena *a, const char *id, const char *job_id, const char *customer_id,
+                                      const char *description, int64_t now, db_res **row) {
   db_conn *c;
   err_t e =
-      db_begin_exec(&c, NULL, NULL,
+      db_begin_exec(&c, a, row,
                     "INSERT INTO job_reports (id, job_id, customer_id, description, created_at) "
-                    "VALUES ($1, $2, $3, $4, $5)",
+                    "VALUES ($1, $2, $3, $4, $5) RETURNING *",
                     DB_ARGS(DB_TEXT(id), DB_TEXT(job_id), DB_TEXT(customer_id), DB_TEXT(description), DB_INT(now)));
   int64_t held = 0;
   if (!e) e = db_to_err(payouts_hold_job_in(c, job_id, now, &held)); /* the provider's transfers wait for staff */
   if (!e && held > 0) { /* money nobody sees is money nobody releases: customer support is told */
     char until[25];
     clock_format_iso(now + PAYOUTS_HOLD_MS, until);
-    arena a;
-    arena_init(&a);
     e = db_to_err(notify_staff_in(
-        c, "customer_support", arena_printf(&a, "A report holds $%.2f of job %s", (double)held / 100, job_id),
-        arena_printf(&a,
+        c, "customer_support", arena_printf(a, "A report holds $%.2f of job %s", (double)held / 100, job_id),
+        arena_printf(a,
                      "The customer reported job %s after its completion:\n\n%s\n\nThe provider's $%.2f for it is "
                      "held until %s, then paid unless you act. Resolve it in the staff portal: GET /staff/reports, "
                      "then POST /staff/reports/%s/resolve (release the money, or refund the customer).\n",
                      job_id, description, (double)held / 100, until, id)));
-    arena_fini(&a);
   }
-  return db_end(c, e);
+  return record_outcome(db_end(c, e), JOBS_ALREADY_REPORTED);
 }
 
 const db_keyset REPORTS_KEYSET = {"reports", {{"rp.created_at", "created_at", 'i', true}, {"rp.id", "id", 's', true}}};
 
 #define REPORTS_SQL                                                                                                    \
-  "SELECT rp.id, rp.job_id, rp.customer_id, rp.description, rp.status, rp.resolution, rp.resolution_note, "           \
-  "rp.resolved_by, rp.resolved_at, rp.created_at, j.service, j.status AS job_status, j.provider_id "                  \
+  "SELECT rp.id, rp.job_id, rp.customer_id, rp.description, rp.status, rp.resolution, rp.resolution_note, "            \
+  "rp.resolved_by, rp.resolved_at, rp.created_at, j.service, j.status AS job_status, j.provider_id "                   \
   "FROM job_reports rp JOIN jobs j ON j.id = rp.job_id WHERE "
 
 err_t jobs_reports(arena *a, const char *status, const db_page *pg, db_res **out) {
@@ -550,13 +552,16 @@ err_t jobs_store_prune_reports(int64_t now) {
                             DB_ARGS(DB_INT(now))));
 }
 
-err_t jobs_store_insert_review(const char *id, const char *job_id, const char *customer_id, const char *provider_id,
-                               int rating, const char *comment, int64_t now) {
-  return db_to_err(db_query(NULL, NULL,
-                            "INSERT INTO reviews (id, job_id, customer_id, provider_id, rating, comment, created_at) "
-                            "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                            DB_ARGS(DB_TEXT(id), DB_TEXT(job_id), DB_TEXT(customer_id), DB_TEXT(provider_id),
-                                    DB_INT(rating), DB_TEXT(comment), DB_INT(now))));
+jobs_outcome jobs_store_insert_review(arena *a, const char *id, const char *job_id, const char *customer_id,
+                                      const char *provider_id, int rating, const char *comment, int64_t now,
+                                      db_res **row) {
+  return record_outcome(
+      db_to_err(db_query(a, row,
+                         "INSERT INTO reviews (id, job_id, customer_id, provider_id, rating, comment, created_at) "
+                         "VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *",
+                         DB_ARGS(DB_TEXT(id), DB_TEXT(job_id), DB_TEXT(customer_id), DB_TEXT(provider_id),
+                                 DB_INT(rating), DB_TEXT(comment), DB_INT(now)))),
+      JOBS_ALREADY_REVIEWED);
 }
 
 err_t jobs_store_insert_recurring(const recurring_new *q, const char *subject, const char *mail_body,

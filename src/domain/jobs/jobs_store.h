@@ -66,14 +66,24 @@ err_t jobs_store_append_images(const char *id, const char *keys_json);
 /* The page pg of the customer's COMPLETED jobs completed at or after since and not reported,
  * with provider_name and provider_company. */
 err_t jobs_store_reportable(arena *a, const char *customer_id, int64_t since, const db_page *pg, db_res **out);
-/* Records a report of job_id and holds the provider's transfers of the job, in one transaction
- * (ERR_CONFLICT: the job was already reported). */
 /* Deletes the reports kept past their customer's account whose time is over (keep_until). */
 err_t jobs_store_prune_reports(int64_t now);
-err_t jobs_store_insert_report(const char *id, const char *job_id, const char *customer_id, const char *description,
-                               int64_t now);
-err_t jobs_store_insert_review(const char *id, const char *job_id, const char *customer_id, const char *provider_id,
-                               int rating, const char *comment, int64_t now);
+/* What a customer's one-per-job record (a report, a review) came to; jobs_fail (jobs_api.c)
+ * answers each but JOBS_DONE. */
+typedef enum {
+  JOBS_DONE,
+  JOBS_FAILED,           /* the database failed */
+  JOBS_ALREADY_REPORTED, /* the job has a report (the unique index said so) */
+  JOBS_ALREADY_REVIEWED, /* the job has a review */
+} jobs_outcome;
+/* Records a report of job_id and holds the provider's transfers of the job, in one
+ * transaction; *row is the stored report (owned by a). */
+jobs_outcome jobs_store_insert_report(arena *a, const char *id, const char *job_id, const char *customer_id,
+                                      const char *description, int64_t now, db_res **row);
+/* Records a review; *row is the stored review (owned by a). */
+jobs_outcome jobs_store_insert_review(arena *a, const char *id, const char *job_id, const char *customer_id,
+                                      const char *provider_id, int rating, const char *comment, int64_t now,
+                                      db_res **row);
 typedef struct recurring_new {
   const char *id, *job_id, *customer_id, *provider_id, *time_slot, *end_date;
   int day_of_week;

@@ -49,9 +49,7 @@ static err_t reply_address(hs_req *req) {
   db_res *r;
   err_t e = load_address(req, &r);
   if (e != ERR_OK) return e;
-  jw *w = hs_jw(req, 512);
-  hs_rj_object(w, hs_rj_bind(&req->arena, USERS_ADDRESS_JSON, r), r, 0);
-  return hs_ok_jw(req, w);
+  return hs_ok_row(req, USERS_ADDRESS_JSON, r);
 }
 
 err_t api_addresses_list(hs_req *req) { return reply_list(req, true); }

@@ -24,9 +24,7 @@ static err_t reply_profile(hs_req *req) {
   db_res *r;
   err_t e = users_store_profile(&req->arena, req->auth.id, &r);
   if (e) return hs_found_or_fail(req, e, "User");
-  jw *w = hs_jw(req, 512);
-  hs_rj_object(w, hs_rj_bind(&req->arena, USERS_PROFILE_JSON, r), r, 0);
-  return hs_ok_jw(req, w);
+  return hs_ok_row(req, USERS_PROFILE_JSON, r);
 }
 
 err_t api_users_me(hs_req *req) { return reply_profile(req); }
