@@ -3112,7 +3112,6 @@ export interface components {
             logoUrl: string;
         };
         InsuranceUpload: {
-            variants?: components["schemas"]["ImageVariants"];
             /** Format: uri */
             insDocUrl: string;
             /** @constant */
