@@ -439,5 +439,4 @@ def test_a_bad_order_is_400_naming_the_field(api, order):
     t = Thread(api)
     r = api.get(f"/jobs/{t.job['id']}/messages", token=t.pro["token"], params={"order": order})
     assert r.status_code == 400, r.text
-    assert r.json()["field"] == "order" and r.json()["code"] == "validation_failed", r.json()
-    assert r.json()["error"].startswith("order: "), r.json()
+    assert r.json() == error_body(400, "order: must be one of: asc, desc", "validation_failed", "order")
