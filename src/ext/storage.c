@@ -115,9 +115,7 @@ int storage_variants_of(const char *key, storage_variant out[STORAGE_VARIANTS_MA
   return n;
 }
 
-/* A new key for an image of w x h: with its dimensions and check when it gets variants (each
- * variant's key distinct from it), else a random one as for any file. */
-static void new_key(const char *ext, int w, int h, char key[STORAGE_KEY_LEN]) {
+void storage_new_key(const char *ext, int w, int h, char key[STORAGE_KEY_LEN]) {
   char id[ID_LEN + 1];
   for (;;) {
     id_new(id);
@@ -200,7 +198,7 @@ bool storage_save(const char *tmp_path, const char *ext, const char *content_typ
   if (image && (!thumbnail_size(tmp_path, &w, &h) || w > STORAGE_VARIANT_MAX_SIDE || h > STORAGE_VARIANT_MAX_SIDE ||
                 (long long)w * h > THUMBNAIL_MAX_PIXELS))
     w = h = 0; /* kept as it came, without variants */
-  new_key(ext, w, h, key);
+  storage_new_key(ext, w, h, key);
   if (!db_guard_passed()) { /* the request's token is refused: nothing is kept for it */
     snprintf(err, 256, "the request was refused");
     unlink(tmp_path);
@@ -214,7 +212,7 @@ bool storage_save(const char *tmp_path, const char *ext, const char *content_typ
       unlink(tmp_path);
       return false;
     }
-    new_key(ext, 0, 0, key); /* libvips could not read it: the original alone */
+    storage_new_key(ext, 0, 0, key); /* libvips could not read it: the original alone */
   }
   if (put_file(tmp_path, key, content_type, err)) return true;
   for (int i = 0, n = storage_variants_of(key, v); i < n; i++) delete_one(v[i].key);
@@ -428,8 +426,8 @@ static void variants_json_add(json_t *out, const char *url) {
   json_t *list = json_array();
   for (int i = 0; i < n; i++) {
     if (storage_url_at(v[i].key, expires, link, sizeof link) >= sizeof link) continue;
-    json_array_append_new(list, json_pack("{s:i,s:i,s:s,s:s}", "width", v[i].width, "height", v[i].height, "url",
-                                          link, "contentType", "image/webp"));
+    json_array_append_new(list, json_pack("{s:i,s:i,s:s,s:s}", "width", v[i].width, "height", v[i].height, "url", link,
+                                          "contentType", "image/webp"));
   }
   json_object_set_new(out, url, list);
 }

@@ -43,6 +43,10 @@ typedef struct storage_variant {
 
 /* The variants stored with key, smallest first; 0 for a key that has none (NULL too). */
 int storage_variants_of(const char *key, storage_variant out[STORAGE_VARIANTS_MAX]);
+/* A new key with extension ext for an image of w x h pixels: one that names its variants when
+ * it gets some (each variant's key distinct from it), else a random one as for any file (w and h
+ * 0 for a file that is not an image). Exposed for unit tests. */
+void storage_new_key(const char *ext, int w, int h, char key[STORAGE_KEY_LEN]);
 
 /* "local" or "s3". */
 const char *storage_mode(void);

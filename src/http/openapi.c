@@ -271,12 +271,12 @@ static json_t *responses_for(const hs_route *r, json_t *schemas) {
   if (pages(r))
     json_object_set_new(success, "headers", json_pack("{s:{s:s}}", "Link", "$ref", "#/components/headers/NextPage"));
   if (r->flags & ROUTE_ETAG) { /* validators (http.h: hs_reply_file_cached) */
-    json_t *headers = json_pack(
-        "{s:{s:s,s:{s:s}},s:{s:s,s:{s:s}}}", "ETag", "description",
-        "a strong entity tag of the file: send it back in If-None-Match to get 304 when it has not changed", "schema",
-        "type", "string", "Cache-Control", "description",
-        "`private, max-age=<seconds>`: cacheable until the signed link expires, never longer", "schema", "type",
-        "string");
+    json_t *headers =
+        json_pack("{s:{s:s,s:{s:s}},s:{s:s,s:{s:s}}}", "ETag", "description",
+                  "a strong entity tag of the file: send it back in If-None-Match to get 304 when it has not changed",
+                  "schema", "type", "string", "Cache-Control", "description",
+                  "`private, max-age=<seconds>`: cacheable until the signed link expires, never longer", "schema",
+                  "type", "string");
     json_object_set_new(success, "headers", json_deep_copy(headers));
     json_object_set_new(res, "304",
                         json_pack("{s:s,s:o}", "description",

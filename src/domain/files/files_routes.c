@@ -10,7 +10,7 @@ static const hs_schema file_query = {file_query_fields};
 
 const hs_route files_routes[] = {
     {HS_GET, "/files/:key", api_files_get, ROLE_OPEN, .query = &file_query, .flags = ROUTE_SLOW | ROUTE_ETAG,
-     .summary = "A stored file, through its signed URL (ETag, If-None-Match, cacheable until the link expires)", .response = "application/octet-stream",
-     .errors = ERRORS(ERR_FORBIDDEN, ERR_NOT_FOUND)},
+     .summary = "A stored file, through its signed URL (ETag, If-None-Match, cacheable until the link expires)",
+     .response = "application/octet-stream", .errors = ERRORS(ERR_FORBIDDEN, ERR_NOT_FOUND)},
     {0},
 };

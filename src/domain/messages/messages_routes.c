@@ -21,8 +21,8 @@ static const hs_upload_spec photo_upload = {photo_files, 1, "No file uploaded", 
 
 const hs_route messages_routes[] = {
     {HS_GET, "/jobs/:id/messages", api_messages_list, ROLE_USER | ROLE_PROVIDER, .query = &list_query,
-     .summary = "A job's message thread, oldest first or with order=desc newest first (paged with limit and cursor)", .response = "MessageList",
-     .errors = ERRORS(ERR_NOT_FOUND)},
+     .summary = "A job's message thread, oldest first or with order=desc newest first (paged with limit and cursor)",
+     .response = "MessageList", .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_POST, "/jobs/:id/messages", api_messages_post, ROLE_USER | ROLE_PROVIDER, &post_schema, .ok = 201,
      .summary = "Post a message", .response = "Message", .errors = ERRORS(ERR_NOT_FOUND, ERR_RATE_LIMITED)},
     {HS_POST, "/jobs/:id/messages/photo", api_messages_photo, ROLE_USER | ROLE_PROVIDER, .upload = &photo_upload,

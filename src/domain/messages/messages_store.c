@@ -76,14 +76,14 @@ db_read messages_read_list(arena *a, const char *job_id, const char *provider, c
   "FROM last JOIN messages m ON m.job_id = last.job_id AND m.provider_id = last.provider_id "                          \
   "AND m.seq = last.live_seq "                                                                                         \
   "JOIN jobs j ON j.id = m.job_id LEFT JOIN " counterpart_table " c ON c.id = " counterpart_id " "                     \
-  "WHERE last.seq IS NOT NULL AND (j.provider_id = m.provider_id OR EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = m.job_id "                  \
-  "AND q.provider_id = m.provider_id))"
+  "WHERE last.seq IS NOT NULL AND (j.provider_id = m.provider_id OR EXISTS (SELECT 1 FROM quotes q "                 \
+  "WHERE q.job_id = m.job_id AND q.provider_id = m.provider_id))"
 
 const db_keyset THREADS_KEYSET = {"threads",
-                                   {{"last.seq", "last_seq", 'i', true},
-                                    {"m.job_id", "job_id", 's', false},
-                                    {"m.provider_id", "provider_id", 's', false}},
-                                   .snapshot = "snapshot"};
+                                  {{"last.seq", "last_seq", 'i', true},
+                                   {"m.job_id", "job_id", 's', false},
+                                   {"m.provider_id", "provider_id", 's', false}},
+                                  .snapshot = "snapshot"};
 
 /* a thread's last message as of the snapshot $4 (NULL: a thread begun after it) and its last */
 #define LAST_SEQS(seq) "MAX(CASE WHEN " seq " <= $4 THEN " seq " END) AS seq, MAX(" seq ") AS live_seq"
