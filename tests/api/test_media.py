@@ -198,6 +198,39 @@ def test_provider_images_have_variants(api):
         assert (r.status_code, r.json()) == (404, error_body(404, "File not found"))
 
 
+def test_address_photos_and_job_steps_have_variants(api):
+    user = api.register_user()
+    aid = ok(api.post("/users/me/addresses", token=user["token"], json={"address": "1 First St", "zip": "60601"}),
+             201)[0]["id"]
+    a = ok(api.post(f"/users/me/addresses/{aid}/photos", token=user["token"],
+                    files=[("streetViewPhoto", ("s.png", png_of(1280, 720, 11), "image/png")),
+                           ("serviceAreaPhotos", ("a.png", png_of(640, 480, 12), "image/png")),
+                           ("serviceAreaPhotos", ("b.png", png_of(64, 48, 13), "image/png"))]))
+    check_variants(api, a["variants"], a["streetViewPhoto"], [(256, 144), (1024, 576)])
+    check_variants(api, a["variants"], a["serviceAreaPhotos"][0], [(256, 192)])
+    assert len(a["variants"]) == 2
+    listed = ok(api.get("/users/me/addresses", token=user["token"]))
+    assert listed[0]["variants"] == a["variants"]
+    gone = [v["url"] for vs in a["variants"].values() for v in vs]
+    cleared = ok(api.delete(f"/users/me/addresses/{aid}/photos", token=user["token"]))
+    assert "variants" not in cleared
+    assert all(local(api, u).status_code == 404 for u in gone)
+    # a job's before and after photos
+    from flow_helpers import accept, step
+    t = Thread(api)
+    quotes = ok(api.get(f"/quotes/job/{t.job['id']}", token=t.user["token"]))
+    accept(api, t.user, quotes[0]["id"])
+    step(api, t.pro, t.job["id"], "ON_THE_WAY")
+    job = ok(api.post(f"/jobs/{t.job['id']}/start", token=t.pro["token"],
+                      files=[("images", ("b.png", png_of(2000, 1000, 14), "image/png"))]))
+    check_variants(api, job["variants"], job["beforeImages"][0], [(256, 128), (1024, 512)])
+    job = ok(api.post(f"/jobs/{t.job['id']}/complete", token=t.pro["token"],
+                      files=[("images", ("a.png", png_of(300, 600, 15), "image/png"))]))
+    assert set(job["variants"]) == {job["beforeImages"][0], job["afterImages"][0]}
+    check_variants(api, job["variants"], job["afterImages"][0], [(128, 256)])
+    assert ok(api.get(f"/jobs/{t.job['id']}", token=t.user["token"]))["variants"] == job["variants"]
+
+
 def test_variants_go_with_an_erased_account(api):
     t = Thread(api)
     m = t.photo(png_of(1400, 700, 5), token=t.user["token"])
