@@ -117,16 +117,19 @@ int storage_variants_of(const char *key, storage_variant out[STORAGE_VARIANTS_MA
 
 void storage_new_key(const char *ext, int w, int h, char key[STORAGE_KEY_LEN]) {
   char id[ID_LEN + 1];
-  for (;;) {
+  storage_variant v[STORAGE_VARIANTS_MAX];
+  for (;;) { /* again in the rare case (one in millions) that two keys would coincide */
     id_new(id);
     snprintf(key, STORAGE_KEY_LEN, "%s.%s", id, ext);
-    if (w <= VARIANT_SIZES[0] && h <= VARIANT_SIZES[0]) return;
+    if (w <= VARIANT_SIZES[0] && h <= VARIANT_SIZES[0]) {
+      if (!storage_variants_of(key, v)) return; /* a random id that passes the check is not kept */
+      continue;
+    }
     put_b36_4(key + 13, w), put_b36_4(key + 17, h);
     id_check(key + 1, "o", key + 21);
-    storage_variant v[STORAGE_VARIANTS_MAX];
     int n = storage_variants_of(key, v);
     bool distinct = n > 0;
-    for (int i = 0; i < n; i++) distinct &= strcmp(v[i].key, key) != 0;
+    for (int i = 0; i < n; i++) distinct &= strcmp(v[i].key, key) != 0 && (i == 0 || strcmp(v[i].key, v[0].key));
     if (distinct) return;
   }
 }
