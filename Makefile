@@ -1,7 +1,7 @@
 # marketplace: build, run and test. `make run` and `make test` do all the set-up on a fresh
 # Debian 12 machine (missing packages are installed when run as root).
 
-PKGS     := libmicrohttpd jansson sqlite3 libpq libcurl libjwt openssl libcrypt libmagic tesseract lept poppler-glib cairo zlib
+PKGS     := libmicrohttpd jansson sqlite3 libpq libcurl libjwt openssl libcrypt libmagic tesseract lept poppler-glib cairo zlib vips
 CC       ?= cc
 VERSION  := 0.1.0
 # snprintf into fixed buffers truncates on purpose (messages, keys), and declarative tables

@@ -24,6 +24,7 @@
 #include "ext/password.h"
 #include "ext/payments.h"
 #include "ext/queue.h"
+#include "ext/thumbnail.h"
 #include "http/openapi.h"
 #include "http/router.h"
 #include "http/schema.h"
@@ -203,6 +204,7 @@ static void service_start(const char *bind, int port) {
   payments_init();
   domains_init();
   if (!filetype_init()) die("libmagic could not load its database (package libmagic-mgc)");
+  if (!thumbnail_init()) die("libvips could not start (package libvips42)");
   ocr_use_helper("/proc/self/exe", CFG.recognition_timeout_ms);
   queue_start(CFG.queue_workers, CFG.recognition_workers);
   domains_install_routes();
@@ -226,6 +228,7 @@ static void service_stop(void) {
   password_pool_stop();
   domains_stop(); /* after the queue, so the audit trail's last checkpoint follows its last record */
   db_close();
+  thumbnail_fini();
 }
 
 static int cmd_serve(void) {

@@ -993,7 +993,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A stored file, through its signed URL */
+        /** A stored file, through its signed URL (ETag, If-None-Match, cacheable until the link expires) */
         get: operations["getFilesByKey"];
         put?: never;
         post?: never;
@@ -1300,7 +1300,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A job's message thread, oldest first (paged with limit and cursor) */
+        /** A job's message thread, oldest first or with order=desc newest first (paged with limit and cursor) */
         get: operations["getJobsByIdMessages"];
         put?: never;
         /** Post a message */
@@ -2248,6 +2248,7 @@ export interface components {
         };
         /** @description A message (as GET /jobs/{id}/messages lists it) with the thread it is in: its job and provider. */
         ExportMessage: {
+            variants?: components["schemas"]["ImageVariants"];
             id: string;
             senderId: string;
             /** @enum {string} */
@@ -2480,6 +2481,22 @@ export interface components {
         };
         /** @description One event of GET /events (text/event-stream, as the WHATWG HTML standard defines Server-Sent Events), written here as the object of its fields: `id:` (absent on control events), `event:` and `data:` (one line of JSON). The stream also carries lines that are not events: `retry:` (how long to wait before reconnecting), a lone `id:` (the position the stream started from, so a reconnect replays from there) and a comment `: keep-alive` every 25 seconds. */
         StreamEvent: components["schemas"]["PaymentUpdatedEvent"] | components["schemas"]["PayoutUpdatedEvent"] | components["schemas"]["JobCreatedEvent"] | components["schemas"]["JobUpdatedEvent"] | components["schemas"]["QuoteCreatedEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["NotificationCreatedEvent"] | components["schemas"]["BannerEvent"] | components["schemas"]["ResetEvent"] | components["schemas"]["EndEvent"];
+        /** @description A smaller WebP copy of an uploaded image, made at upload with libvips: 256 or 1024 pixels on its long side, the short side in proportion; its link expires with the original's. */
+        ImageVariant: {
+            width: number;
+            height: number;
+            /**
+             * Format: uri
+             * @description a signed file URL (GET /files/:key), expiring with the original's link
+             */
+            url: string;
+            /** @enum {string} */
+            contentType: "image/webp";
+        };
+        /** @description The image variants of the links in this object: each original's link (exactly as this object's image members write it) to its variants, smallest first. A variant exists only when smaller than its original (an image at most 256 pixels on its long side has none, one at most 1024 only the 256 one); originals without variants (small images, PDFs, images uploaded before variants existed or that could not be decoded) are not listed: show the original. The member is absent when no image of the object has variants. */
+        ImageVariants: {
+            [key: string]: components["schemas"]["ImageVariant"][];
+        };
         ForecastDay: {
             /** Format: date */
             date: string;
@@ -2499,6 +2516,7 @@ export interface components {
         JobStatus: "PENDING" | "QUOTED" | "ACCEPTED" | "ON_THE_WAY" | "IN_PROGRESS" | "COMPLETED" | "CANCELLED";
         /** @description The fields every job answer has (Job, JobDetail, ReportableJob). */
         JobFields: {
+            variants?: components["schemas"]["ImageVariants"];
             id: string;
             customerId: string;
             /** @description set on acceptance */
@@ -2578,6 +2596,7 @@ export interface components {
             };
         } & components["schemas"]["JobFields"];
         JobImages: {
+            variants?: components["schemas"]["ImageVariants"];
             images: string[];
         };
         JobReport: {
@@ -2607,6 +2626,7 @@ export interface components {
             createdAt: string;
         };
         Message: {
+            variants?: components["schemas"]["ImageVariants"];
             id: string;
             senderId: string;
             /** @enum {string} */
@@ -3026,6 +3046,7 @@ export interface components {
         };
         /** @description The caller's own provider profile. Document URLs are signed for 15 minutes, photos for a year. */
         Provider: {
+            variants?: components["schemas"]["ImageVariants"];
             id: string;
             /** Format: email */
             email: string;
@@ -3086,6 +3107,7 @@ export interface components {
             createdAt: string;
         };
         LogoUpload: {
+            variants?: components["schemas"]["ImageVariants"];
             /** Format: uri */
             logoUrl: string;
         };
@@ -3108,6 +3130,7 @@ export interface components {
         };
         /** @description A provider's public profile: nothing private (no email, phone, company site, insurance or licence details, documents). reviews come newest first: the newest 20, or the page limit and cursor ask for (the next page in the Link header and reviewsNextCursor). */
         ProviderProfile: {
+            variants?: components["schemas"]["ImageVariants"];
             id: string;
             name: string;
             companyName: string | null;
@@ -3165,6 +3188,7 @@ export interface components {
         Quote: components["schemas"]["QuoteFields"];
         /** @description The quoting provider's public profile. */
         QuoteProvider: {
+            variants?: components["schemas"]["ImageVariants"];
             name: string;
             phone: string | null;
             companyName: string | null;
@@ -3477,6 +3501,7 @@ export interface components {
             reason: string;
         };
         FavoriteProvider: {
+            variants?: components["schemas"]["ImageVariants"];
             id: string;
             name: string;
             companyName: string | null;
@@ -3533,6 +3558,7 @@ export interface components {
             createdAt: string;
         };
         UserAddress: {
+            variants?: components["schemas"]["ImageVariants"];
             id: string;
             label: string;
             address: string;
@@ -6249,11 +6275,26 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description a strong entity tag of the file: send it back in If-None-Match to get 304 when it has not changed */
+                    ETag?: string;
+                    /** @description `private, max-age=<seconds>`: cacheable until the signed link expires, never longer */
+                    "Cache-Control"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/octet-stream": string;
                 };
+            };
+            /** @description Not Modified: If-None-Match names the file's ETag (or is *); no body */
+            304: {
+                headers: {
+                    /** @description a strong entity tag of the file: send it back in If-None-Match to get 304 when it has not changed */
+                    ETag?: string;
+                    /** @description `private, max-age=<seconds>`: cacheable until the signed link expires, never longer */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["400"];
             403: components["responses"]["403"];
@@ -6989,6 +7030,7 @@ export interface operations {
         parameters: {
             query?: {
                 providerId?: string;
+                order?: "asc" | "desc";
                 /** @description otherwise 400 `limit: must be an integer from 1 to 100` */
                 limit?: number;
                 /** @description otherwise 400 `cursor: is not valid` */

@@ -25,10 +25,17 @@ typedef struct db_key_part {
   bool desc;          /* descending */
 } db_key_part;
 
-/* A list's order: its name (in its cursors) and its key, the last part unique. */
+/* A list's order: its name (in its cursors) and its key, the last part unique.
+ *
+ * A list whose rows move when they change (threads ordered by their last message) names a
+ * snapshot column: an integer bound that its first page reads (each row holds it: the newest
+ * position the page saw) and that every later page carries in its cursor (db_page.snapshot), so
+ * the store orders later pages by each row's position as of the first page and a change made
+ * meanwhile cannot move a row past the cursor. */
 typedef struct db_keyset {
   const char *list;
   db_key_part parts[DB_PAGE_MAX_KEY + 1]; /* ended by a part with sql NULL */
+  const char *snapshot;                   /* the snapshot's result column, or NULL */
 } db_keyset;
 
 /* One request's page of a list. */
@@ -39,6 +46,7 @@ typedef struct db_page {
   int fetch;                   /* rows to read: limit + 1, or the list's cap (0: every row) */
   int nkey;                    /* 0 on the first page, else the parts of key */
   db_val key[DB_PAGE_MAX_KEY]; /* the last row of the page before (text in the request's arena) */
+  int64_t snapshot;            /* a snapshot list's bound from its first page; 0 on the first page */
   const char *next;            /* once the page is read: the next page's cursor, or NULL */
 } db_page;
 

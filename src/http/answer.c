@@ -96,6 +96,7 @@ void hs_answer_clear(hs_call *c) {
   free(req->res_data), req->res_data = NULL, req->res_content_type = NULL;
   req->status = 0, req->res_body = NULL, req->res_json = NULL, req->err = ERR_OK;
   req->err_message = req->err_code = req->err_field = req->www_authenticate = req->res_link = NULL;
+  req->res_etag = NULL;
   req->retry_after = 0;
   free(c->out), c->out = NULL;
   c->out_len = 0, c->out_gzip = c->prepared = false;
@@ -149,6 +150,7 @@ static void common_headers(const hs_req *req, bool vary_encoding, header_fn add,
   }
   if (req->www_authenticate) add(resp, "WWW-Authenticate", req->www_authenticate);
   if (req->res_link) add(resp, "Link", req->res_link);
+  if (req->res_etag && req->err == ERR_OK) add(resp, "ETag", req->res_etag);
 }
 
 /* A preflight's 204: the methods the path serves. */
@@ -170,7 +172,7 @@ void hs_answer_headers(const hs_call *c, header_fn add, void *resp) {
   const hs_req *req = &c->req;
   if (c->preflight && req->status == 204) return preflight_headers(req, add, resp);
   if (req->res_content_type) {
-    add(resp, "Content-Type", req->res_content_type);
+    if (req->status != 304) add(resp, "Content-Type", req->res_content_type); /* no representation with a 304 */
     if (req->stream) add(resp, "X-Accel-Buffering", "no"); /* proxies pass each event on at once */
     return common_headers(req, false, add, resp);
   }

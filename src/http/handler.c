@@ -5,7 +5,9 @@
 #include "http/http.h"
 #include "http/pipeline.h"
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *hs_header(const hs_req *req, const char *name) {
   return req->conn_ops ? req->conn_ops->header(req->conn, name) : NULL;
@@ -54,6 +56,36 @@ err_t hs_reply_file(hs_req *req, int fd, char *data, size_t size, const char *co
   req->status = 200;
   req->res_fd = fd, req->res_data = data, req->res_size = size;
   req->res_content_type = content_type;
+  return ERR_OK;
+}
+
+bool hs_etag_matches(const char *header, const char *etag) {
+  if (!header || !etag) return false;
+  size_t n = strlen(etag);
+  for (const char *p = header; *p;) {
+    while (*p == ' ' || *p == '\t' || *p == ',') p++;
+    if (*p == '*') return true;
+    if (!strncmp(p, "W/", 2)) p += 2;
+    if (*p != '"') { /* not an entity tag: skip to the next item */
+      while (*p && *p != ',') p++;
+      continue;
+    }
+    const char *end = strchr(p + 1, '"');
+    if (!end) return false;
+    if ((size_t)(end + 1 - p) == n && !memcmp(p, etag, n)) return true;
+    p = end + 1;
+  }
+  return false;
+}
+
+err_t hs_reply_file_cached(hs_req *req, int fd, char *data, size_t size, const char *content_type, const char *etag,
+                           const char *cache_control) {
+  req->res_etag = etag, req->res_cache_control = cache_control;
+  if (!hs_etag_matches(hs_header(req, "If-None-Match"), etag)) return hs_reply_file(req, fd, data, size, content_type);
+  if (fd >= 0) close(fd);
+  free(data);
+  hs_reply_file(req, -1, NULL, 0, content_type);
+  req->status = 304;
   return ERR_OK;
 }
 

@@ -67,6 +67,8 @@ enum {
                                clients that cannot send headers, such as a browser's EventSource):
                                the redeem_ticket hook turns it into the claims of the token it
                                was issued for, once */
+  ROUTE_ETAG = 1 << 9,      /* the answer is a file with a strong ETag (hs_reply_file_cached): a
+                               matching If-None-Match answers 304 Not Modified (documented) */
 };
 
 /* A fixed-window rate limit keyed by client address (an IPv6 client's /64), or by the caller's
@@ -205,6 +207,7 @@ struct hs_req {
   size_t res_size;
   const char *res_content_type;
   const char *res_cache_control; /* a file answer's Cache-Control; NULL: "private, max-age=300" */
+  const char *res_etag;          /* a file answer's ETag (quoted), or NULL */
   hs_stream *stream;             /* a streamed answer (hs_stream_open), until the transport takes it */
 };
 
@@ -228,6 +231,14 @@ err_t hs_reply_jw(hs_req *req, int status, const jw *w);
 /* Answers 200 with raw bytes: an open fd (closed by the server) or a heap buffer (freed by
  * the server), size bytes of content_type. */
 err_t hs_reply_file(hs_req *req, int fd, char *data, size_t size, const char *content_type);
+/* hs_reply_file with validators: etag (a strong entity tag, quoted) and cache_control are sent
+ * with the file, and when the request's If-None-Match names etag (or is "*"; compared weakly,
+ * as RFC 9110 says for it) the answer is 304 with them and no body (fd closed, data freed). */
+err_t hs_reply_file_cached(hs_req *req, int fd, char *data, size_t size, const char *content_type, const char *etag,
+                           const char *cache_control);
+/* Whether an If-None-Match value (NULL: absent) names etag: "*", or a list of entity tags with
+ * or without W/. Pure function. */
+bool hs_etag_matches(const char *if_none_match, const char *etag);
 /* Fails the request: the error's status, {"error": message, "code": the error's default code}
  * (message NULL: the default message; core/errors.h). Returns err so a handler can
  * `return hs_fail(...)`. */

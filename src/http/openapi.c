@@ -270,6 +270,19 @@ static json_t *responses_for(const hs_route *r, json_t *schemas) {
         json_pack("{s:{s:s+}}", "Idempotent-Replayed", "$ref", "#/components/headers/", "IdempotentReplayed"));
   if (pages(r))
     json_object_set_new(success, "headers", json_pack("{s:{s:s}}", "Link", "$ref", "#/components/headers/NextPage"));
+  if (r->flags & ROUTE_ETAG) { /* validators (http.h: hs_reply_file_cached) */
+    json_t *headers =
+        json_pack("{s:{s:s,s:{s:s}},s:{s:s,s:{s:s}}}", "ETag", "description",
+                  "a strong entity tag of the file: send it back in If-None-Match to get 304 when it has not changed",
+                  "schema", "type", "string", "Cache-Control", "description",
+                  "`private, max-age=<seconds>`: cacheable until the signed link expires, never longer", "schema",
+                  "type", "string");
+    json_object_set_new(success, "headers", json_deep_copy(headers));
+    json_object_set_new(res, "304",
+                        json_pack("{s:s,s:o}", "description",
+                                  "Not Modified: If-None-Match names the file's ETag (or is *); no body", "headers",
+                                  headers));
+  }
   json_object_set_new(res, code, success);
   if (r->body || r->query || r->upload || takes_body(r)) add_error(res, 400);
   if (r->roles) add_error(res, 401);

@@ -48,7 +48,12 @@ static bool cursor_read(hs_req *req, db_page *pg, const char *cursor) {
   if (!digest_equal(mac, dot + 1)) return false;
   json_t *values = arena_json(&req->arena, json_loadb((const char *)json, len, 0, NULL));
   int parts = db_keyset_parts(ks);
-  if (!json_is_array(values) || json_array_size(values) != (size_t)parts) return false;
+  if (!json_is_array(values) || json_array_size(values) != (size_t)parts + (ks->snapshot ? 1 : 0)) return false;
+  if (ks->snapshot) { /* the first page's bound, after the key */
+    json_t *s = json_array_get(values, (size_t)parts);
+    if (!json_is_integer(s) || json_integer_value(s) <= 0) return false;
+    pg->snapshot = json_integer_value(s);
+  }
   for (int i = 0; i < parts; i++) {
     json_t *v = json_array_get(values, (size_t)i);
     if (ks->parts[i].type == 'i' && json_is_integer(v))
@@ -136,6 +141,15 @@ err_t hs_page_next_after(hs_req *req, db_page *pg, const db_res *r, int row) {
     }
     json_array_append_new(values, ks->parts[i].type == 'i' ? json_integer(db_int(r, row, col))
                                                            : json_string(db_text(r, row, col)));
+  }
+  if (ks->snapshot) { /* carried on from the first page, else read there */
+    int col = db_col(r, ks->snapshot);
+    int64_t bound = pg->snapshot ? pg->snapshot : col >= 0 ? db_int(r, row, col) : 0;
+    if (bound <= 0) {
+      log_msg(LOG_ERROR, "list %s: snapshot column %s missing or not positive", ks->list, ks->snapshot);
+      return hs_fail(req, ERR_INTERNAL, NULL);
+    }
+    json_array_append_new(values, json_integer(bound));
   }
   char *text = json_dumps(values, JSON_COMPACT);
   size_t len = strlen(text);

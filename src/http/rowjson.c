@@ -57,11 +57,39 @@ void hs_rj_cell(jw *w, hs_rj_kind kind, const char *cell, size_t len) {
   }
 }
 
+static bool is_link(hs_rj_kind kind) { return kind == RJ_URL || kind == RJ_URLS || kind == RJ_URL_DOC; }
+
 void hs_rj_members(jw *w, const hs_rj *b, const db_res *r, int row) {
+  /* the links of one object share their expiry, read from the clock once, so each original's
+   * link in `variants` is the one written in its member */
+  int64_t expires[2] = {0, 0}; /* photo, document */
+  bool links = false;
   for (int i = 0; i < b->n; i++) {
+    hs_rj_kind kind = b->fields[i].kind;
+    const char *cell = db_text(r, row, b->col[i]);
     jw_key(w, b->fields[i].key);
-    hs_rj_cell(w, b->fields[i].kind, db_text(r, row, b->col[i]), db_len(r, row, b->col[i]));
+    if (!is_link(kind)) {
+      hs_rj_cell(w, kind, cell, db_len(r, row, b->col[i]));
+      continue;
+    }
+    links = true;
+    int doc = kind == RJ_URL_DOC;
+    bool empty = !cell || !strcmp(cell, "[]");
+    if (!expires[doc] && !empty) expires[doc] = storage_url_expiry(doc ? URL_TTL_DOCUMENT : URL_TTL_PHOTO);
+    if (kind == RJ_URLS)
+      storage_urls_jw_at(w, cell, expires[doc]);
+    else
+      storage_url_jw_at(w, cell, expires[doc]);
   }
+  bool any = false; /* the member only where some image has variants */
+  for (int i = 0; links && !any && i < b->n; i++)
+    any = is_link(b->fields[i].kind) && storage_has_variants(db_text(r, row, b->col[i]));
+  if (!any) return;
+  storage_variants_open(w);
+  for (int i = 0; i < b->n; i++)
+    if (is_link(b->fields[i].kind))
+      storage_variants_add(w, db_text(r, row, b->col[i]), expires[b->fields[i].kind == RJ_URL_DOC]);
+  storage_variants_close(w);
 }
 
 void hs_rj_open(jw *w, const char *key, const hs_rj *b, const db_res *r, int row) {

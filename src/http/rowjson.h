@@ -41,7 +41,9 @@ typedef struct hs_rj {
 hs_rj *hs_rj_bind(arena *a, const hs_rj_field *fields, const db_res *r);
 /* The same against columns named prefix + column (a joined table's aliased columns). */
 hs_rj *hs_rj_bind_as(arena *a, const hs_rj_field *fields, const db_res *r, const char *prefix);
-/* Writes the members of row (no braces), so a caller may add its own before closing. */
+/* Writes the members of row (no braces), so a caller may add its own before closing. A table
+ * with link fields (RJ_URL, RJ_URLS, RJ_URL_DOC) also writes `variants` after them when one of
+ * its images has variants: each original's link to them (ext/storage.h, storage_variants_open). */
 void hs_rj_members(jw *w, const hs_rj *b, const db_res *r, int row);
 /* Opens member key as an object holding row's members; the caller adds its own and closes it
  * (jw_obj_end). */

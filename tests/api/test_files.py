@@ -106,7 +106,11 @@ def test_url_shape_and_exact_bytes(server, api, pro):
     assert m, url
     assert int(m.group(1)) == server.port  # PUBLIC_URL is http://localhost:<port>
     r = assert_served(url, data, "image/png")
-    assert r.headers["Cache-Control"] == "private, max-age=300"
+    # cacheable for as long as the link is valid (issue 33), with a strong validator
+    left = int(url_query(url)["expires"]) - time.time()
+    age = int(r.headers["Cache-Control"].removeprefix("private, max-age="))
+    assert left - 2 <= age <= left + 1, (age, left)
+    assert r.headers["ETag"].startswith('"')
     assert int(r.headers["Content-Length"]) == len(data)
     # the same link works again, and so does a fresh one for the same file
     assert_served(url, data, "image/png")

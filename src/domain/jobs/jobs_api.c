@@ -240,7 +240,9 @@ err_t api_jobs_images(hs_req *req) {
     delete_photos(keys);
     return e;
   }
-  return hs_ok(req, json_pack("{s:o}", "images", storage_urls_json(keys, URL_TTL_PHOTO)));
+  json_t *answer = json_pack("{s:o}", "images", storage_urls_json(keys, URL_TTL_PHOTO));
+  storage_variants_json_set(answer);
+  return hs_ok(req, answer);
 }
 
 /* ---- after completion ---- */

@@ -4,7 +4,8 @@
  * A photo is stored first; its message keeps "[IMAGE]<storage key>", and every answer writes
  * "[IMAGE]<signed URL>" signed when it is read (one year, the same URL throughout its hour:
  * ext/storage.h), so a link never outlives its signature and a list refresh keeps the URLs an
- * image cache knows. */
+ * image cache knows. A photo with variants (ext/storage.h) also has `variants`: its link to
+ * them. */
 #include "domain/messages/messages_api.h"
 #include "core/ids.h"
 #include "core/util.h"
@@ -73,13 +74,16 @@ void messages_write_members(arena *a, jw *w, const hs_rj *b, const db_res *r, in
   hs_rj_members(w, b, r, i);
   const char *content = db_field(r, i, "content");
   jw_key(w, "content");
-  if (content && str_starts_with(content, PHOTO_PREFIX) && storage_key_valid(content + strlen(PHOTO_PREFIX))) {
-    char *url = storage_url(content + strlen(PHOTO_PREFIX), URL_TTL_PHOTO);
-    jw_str(w, arena_printf(a, PHOTO_PREFIX "%s", url));
-    free(url);
-  } else {
-    jw_str(w, content);
-  }
+  const char *key = content && str_starts_with(content, PHOTO_PREFIX) ? content + strlen(PHOTO_PREFIX) : NULL;
+  if (!key || !storage_key_valid(key)) return jw_str(w, content);
+  int64_t expires = storage_url_expiry(URL_TTL_PHOTO);
+  char url[1024];
+  size_t n = storage_url_at(key, expires, url, sizeof url);
+  jw_str(w, n < sizeof url ? arena_printf(a, PHOTO_PREFIX "%s", url) : content);
+  if (!storage_has_variants(key) || n >= sizeof url) return;
+  storage_variants_open(w); /* the photo's, keyed by its link as content holds it after the prefix */
+  storage_variants_add(w, key, expires);
+  storage_variants_close(w);
 }
 
 /* Writes message row i of r (MESSAGES_JSON bound as b) as one object. */
@@ -96,8 +100,10 @@ err_t api_messages_list(hs_req *req) {
    * cursor that is not valid. */
   const char *requested = json_string_value(json_object_get(req->query, "providerId"));
   const char *scope = req->auth.role_bit == ROLE_USER ? requested : req->auth.id;
+  const char *order = hs_query_str(req, "order");
+  const db_keyset *ks = order && !strcmp(order, "desc") ? &MESSAGES_DESC_KEYSET : &MESSAGES_KEYSET;
   db_page pg;
-  err_t page = hs_page_begin(req, &MESSAGES_KEYSET, scope ? scope : "assigned", 0, &pg);
+  err_t page = hs_page_begin(req, ks, scope ? scope : "assigned", 0, &pg);
   db_read reads[2] = {thread_read(req, requested)};
   if (!page) reads[1] = messages_read_list(&req->arena, hs_param(req, "id"), scope, &pg);
   err_t e = db_to_err(db_query_all(&req->arena, reads, page ? 1 : 2));

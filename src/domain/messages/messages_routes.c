@@ -12,15 +12,17 @@ static const hs_schema post_schema = {post_fields};
 static const hs_field thread_fields[] = {{"providerId", F_STRING, 0, LEN(1, 64)}, {0}};
 static const hs_schema thread_query = {thread_fields};
 static const hs_schema thread_body = {thread_fields};
-static const hs_field list_fields[] = {{"providerId", F_STRING, 0, LEN(1, 64)}, HS_PAGE_FIELDS, {0}};
+static const char *const ORDERS[] = {"asc", "desc", NULL};
+static const hs_field list_fields[] = {
+    {"providerId", F_STRING, 0, LEN(1, 64)}, {"order", F_ENUM, .choices = ORDERS}, HS_PAGE_FIELDS, {0}};
 static const hs_schema list_query = {list_fields};
 static const hs_file_rule photo_files[] = {{"photo", 1, 10 * 1024 * 1024, FT_IMAGES}, {0}};
 static const hs_upload_spec photo_upload = {photo_files, 1, "No file uploaded", &thread_query};
 
 const hs_route messages_routes[] = {
     {HS_GET, "/jobs/:id/messages", api_messages_list, ROLE_USER | ROLE_PROVIDER, .query = &list_query,
-     .summary = "A job's message thread, oldest first (paged with limit and cursor)", .response = "MessageList",
-     .errors = ERRORS(ERR_NOT_FOUND)},
+     .summary = "A job's message thread, oldest first or with order=desc newest first (paged with limit and cursor)",
+     .response = "MessageList", .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_POST, "/jobs/:id/messages", api_messages_post, ROLE_USER | ROLE_PROVIDER, &post_schema, .ok = 201,
      .summary = "Post a message", .response = "Message", .errors = ERRORS(ERR_NOT_FOUND, ERR_RATE_LIMITED)},
     {HS_POST, "/jobs/:id/messages/photo", api_messages_photo, ROLE_USER | ROLE_PROVIDER, .upload = &photo_upload,

@@ -7,6 +7,7 @@
 #include "domain/events/events.h"
 #include "domain/jobs/jobs.h"
 #include "domain/messages/messages.h"
+#include <stdint.h>
 #include <string.h>
 
 /* message.created for the posted row r, to both parties of the thread: the Message as the
@@ -51,6 +52,7 @@ db_read messages_read_thread(arena *a, const char *role, const char *caller_id, 
 }
 
 const db_keyset MESSAGES_KEYSET = {"messages", {{"seq", "seq", 'i', false}, {"id", "id", 's', false}}};
+const db_keyset MESSAGES_DESC_KEYSET = {"messages-desc", {{"seq", "seq", 'i', true}, {"id", "id", 's', true}}};
 
 db_read messages_read_list(arena *a, const char *job_id, const char *provider, const db_page *pg) {
   db_val args[DB_PAGE_ARGS(2)] = {DB_TEXT(job_id), DB_TEXT(provider)};
@@ -61,32 +63,43 @@ db_read messages_read_list(arena *a, const char *job_id, const char *provider, c
 }
 
 /* The thread's last message and its unread count, for the threads in `last` (job_id,
- * provider_id, seq): $2 is the side that reads ("user" or "provider"), $3 the other side. */
+ * provider_id, seq: the last message's as of the snapshot $4, live_seq: the last message's):
+ * $2 is the side that reads ("user" or "provider"), $3 the other side. A thread is placed by
+ * its last message as of the snapshot and shown with its newest. */
 #define THREADS_SELECT(counterpart_id, counterpart_table)                                                              \
   "SELECT m.job_id, m.provider_id, j.service, " counterpart_id " AS counterpart_id, c.name AS counterpart_name, "      \
   "m.id, m.sender_id, m.sender_role, m.sender_name, m.content, m.created_at, last.seq AS last_seq, "                   \
+  "(SELECT MAX(seq) FROM last) AS snapshot, "                                                                          \
   "(SELECT COUNT(*) FROM messages u WHERE u.job_id = m.job_id AND u.provider_id = m.provider_id "                      \
   "AND u.sender_role = $3 AND u.seq > COALESCE((SELECT r.read_seq FROM message_reads r WHERE r.job_id = m.job_id "     \
   "AND r.provider_id = m.provider_id AND r.reader_role = $2), 0)) AS unread_count "                                    \
-  "FROM last JOIN messages m ON m.job_id = last.job_id AND m.provider_id = last.provider_id AND m.seq = last.seq "     \
+  "FROM last JOIN messages m ON m.job_id = last.job_id AND m.provider_id = last.provider_id "                          \
+  "AND m.seq = last.live_seq "                                                                                         \
   "JOIN jobs j ON j.id = m.job_id LEFT JOIN " counterpart_table " c ON c.id = " counterpart_id " "                     \
-  "WHERE (j.provider_id = m.provider_id OR EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = m.job_id "                  \
-  "AND q.provider_id = m.provider_id))"
+  "WHERE last.seq IS NOT NULL AND (j.provider_id = m.provider_id OR EXISTS (SELECT 1 FROM quotes q "                 \
+  "WHERE q.job_id = m.job_id AND q.provider_id = m.provider_id))"
 
-const db_keyset THREADS_KEYSET = {
-    "threads", {{"last.seq", "last_seq", 'i', true}, {"m.job_id", "job_id", 's', false}, {"m.provider_id", "provider_id", 's', false}}};
+const db_keyset THREADS_KEYSET = {"threads",
+                                  {{"last.seq", "last_seq", 'i', true},
+                                   {"m.job_id", "job_id", 's', false},
+                                   {"m.provider_id", "provider_id", 's', false}},
+                                  .snapshot = "snapshot"};
+
+/* a thread's last message as of the snapshot $4 (NULL: a thread begun after it) and its last */
+#define LAST_SEQS(seq) "MAX(CASE WHEN " seq " <= $4 THEN " seq " END) AS seq, MAX(" seq ") AS live_seq"
 
 err_t messages_store_threads(arena *a, const char *role, const char *caller_id, const db_page *pg, db_res **out) {
   bool customer = !strcmp(role, "user");
-  db_val args[DB_PAGE_ARGS(3)] = {DB_TEXT(caller_id), DB_TEXT(customer ? "user" : "provider"),
-                                  DB_TEXT(customer ? "provider" : "user")};
-  const char *sql = customer ? "WITH last AS (SELECT m.job_id, m.provider_id, MAX(m.seq) AS seq FROM messages m "
+  db_val args[DB_PAGE_ARGS(4)] = {DB_TEXT(caller_id), DB_TEXT(customer ? "user" : "provider"),
+                                  DB_TEXT(customer ? "provider" : "user"),
+                                  DB_INT(pg->snapshot ? pg->snapshot : INT64_MAX)};
+  const char *sql = customer ? "WITH last AS (SELECT m.job_id, m.provider_id, " LAST_SEQS("m.seq") " FROM messages m "
                                "JOIN jobs j ON j.id = m.job_id WHERE j.customer_id = $1 "
                                "GROUP BY m.job_id, m.provider_id) " THREADS_SELECT("m.provider_id", "providers")
-                             : "WITH last AS (SELECT job_id, provider_id, MAX(seq) AS seq FROM messages "
+                             : "WITH last AS (SELECT job_id, provider_id, " LAST_SEQS("seq") " FROM messages "
                                "WHERE provider_id = $1 GROUP BY job_id, provider_id) " THREADS_SELECT("j.customer_id",
                                                                                                        "users");
-  return db_to_err(db_page_query(a, pg, sql, args, 3, out));
+  return db_to_err(db_page_query(a, pg, sql, args, 4, out));
 }
 
 err_t messages_store_mark_read(const char *job_id, const char *provider_id, const char *reader_role) {

@@ -21,6 +21,8 @@ db_read messages_read_thread(arena *a, const char *role, const char *caller_id, 
                              const char *provider);
 /* A thread's messages oldest first, by (seq, id); every one without paging. */
 extern const db_keyset MESSAGES_KEYSET;
+/* The same newest first (?order=desc); its cursors are its own (a list of another name). */
+extern const db_keyset MESSAGES_DESC_KEYSET;
 /* The read of page pg of the (job, provider) thread; provider NULL: the job's assigned one. */
 db_read messages_read_list(arena *a, const char *job_id, const char *provider, const db_page *pg);
 
@@ -29,8 +31,14 @@ db_read messages_read_list(arena *a, const char *job_id, const char *provider, c
  * (keyset: last_seq, job_id, provider_id): job_id, provider_id, service, counterpart_id,
  * counterpart_name, the last message's columns (MESSAGE_COLUMNS), last_seq and unread_count
  * (messages of the other side after the caller's read mark). role: "user" (caller_id is the
- * customer) or "provider". */
-/* The order of the threads: the newest last message first. */
+ * customer) or "provider".
+ *
+ * A snapshot list (db/page.h): the first page places each thread by its last message and reads
+ * the newest message's seq (column snapshot); later pages place each thread by its last message
+ * up to that seq, so a message posted while a client pages cannot move its thread past the
+ * cursor (the thread stays where the first page's order put it, shown with its newest message),
+ * and a thread begun after the first page waits for the next first page. */
+/* The order of the threads: the newest last message first, as of the first page. */
 extern const db_keyset THREADS_KEYSET;
 err_t messages_store_threads(arena *a, const char *role, const char *caller_id, const db_page *pg, db_res **out);
 /* Moves the read mark of one side (reader_role "user" or "provider") of the thread to its last

@@ -88,6 +88,7 @@ static json_t *profile_from_row(db_res *r) {
   json_t *o = json_object();
   for (size_t i = 0; i < sizeof PROFILE / sizeof *PROFILE; i++)
     json_object_set_new(o, PROFILE[i].key, profile_member(r, PROFILE[i].column, PROFILE[i].kind));
+  storage_variants_json_set(o);
   return o;
 }
 
@@ -163,7 +164,9 @@ err_t api_providers_upload_logo(hs_req *req) {
   const char *key;
   err_t e = replace_single_file(req, "logo", prov_store_set_logo, &key);
   if (e != ERR_OK) return e;
-  return hs_ok(req, json_pack("{s:o}", "logoUrl", storage_url_json(key, URL_TTL_PHOTO)));
+  json_t *answer = json_pack("{s:o}", "logoUrl", storage_url_json(key, URL_TTL_PHOTO));
+  storage_variants_json_set(answer);
+  return hs_ok(req, answer);
 }
 
 typedef struct headshots_change {
@@ -252,6 +255,7 @@ err_t api_providers_upload_insurance(hs_req *req) {
   const char *key;
   err_t e = replace_single_file(req, "insuranceDoc", prov_store_set_insurance_document, &key);
   if (e != ERR_OK) return e;
+  /* the specification's two members: the document's variants are in the profile */
   return hs_ok(
       req, json_pack("{s:o,s:s}", "insDocUrl", storage_url_json(key, URL_TTL_DOCUMENT), "insCheckStatus", "pending"));
 }

@@ -75,6 +75,7 @@ err_t api_providers_public_profile(hs_req *req) {
   json_object_set_new(
       o, "verified",
       json_boolean(quotes_provider_verified(headshots, db_field(p, 0, "id_doc_front"), db_field(p, 0, "id_doc_back"))));
+  storage_variants_json_set(o); /* the headshot's and the logo's */
   json_object_set_new(o, "reviews", reviews_json(a, reviews));
   if (pg.next) json_object_set_new(o, "reviewsNextCursor", json_string(pg.next));
   return hs_ok(req, o);
