@@ -569,7 +569,9 @@ class Server:
         return None
 
     def mails(self, to=None):
-        """Parsed .eml files in DATA_DIR/mail (oldest first) as dicts: to, subject, body."""
+        """Parsed .eml files in DATA_DIR/mail (oldest first) as dicts: to, subject, body (the
+        text/plain part, decoded), html (the text/html part, decoded), raw, headers (the
+        message's own, lowercased names)."""
         out = []
         for path in sorted(glob.glob(os.path.join(self.data_dir, "mail", "*.eml"))):
             with open(path, encoding="utf-8", newline="") as f:
@@ -579,7 +581,9 @@ class Server:
             for line in head.split("\r\n"):
                 k, _, v = line.partition(": ")
                 headers[k.lower()] = v
-            mail = {"to": headers.get("to"), "subject": headers.get("subject"), "body": body, "raw": raw,
+            parts = mail_parts(raw)
+            mail = {"to": headers.get("to"), "subject": headers.get("subject"),
+                    "body": parts.get("text/plain", body), "html": parts.get("text/html"), "raw": raw,
                     "headers": headers}
             if to is None or mail["to"] == to:
                 out.append(mail)
@@ -592,6 +596,20 @@ class Server:
 
     def cleanup(self):
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def mail_parts(raw):
+    """The decoded parts of a message by content type ({"text/plain": ..., "text/html": ...})."""
+    import email
+    import email.policy
+    msg = email.message_from_bytes(raw.encode("utf-8"), policy=email.policy.compat32)
+    out = {}
+    for part in msg.walk():
+        if part.is_multipart():
+            continue
+        payload = part.get_payload(decode=True) or b""
+        out.setdefault(part.get_content_type(), payload.decode(part.get_content_charset() or "utf-8"))
+    return out
 
 
 # Registrations are limited to 20 an hour per client address; the tests make far more, so each
