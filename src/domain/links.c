@@ -32,6 +32,7 @@ bool links_allowed(const char *url) {
   for (const char *const *n = NEVER; *n; n++)
     if (strlen(*n) == scheme && !strncasecmp(url, *n, scheme)) return false;
   bool web = (scheme == 4 && !strncasecmp(url, "http", 4)) || (scheme == 5 && !strncasecmp(url, "https", 5));
+  if (strncmp(url + scheme, "://", 3)) return false; /* "myapp:x" is not of the listed form "myapp://" */
   if (!web) { /* a custom scheme: "myapp://" listed allows every address of it */
     char entry[80];
     if (scheme + 4 > sizeof entry) return false;
@@ -39,7 +40,6 @@ bool links_allowed(const char *url) {
     memcpy(entry + scheme, "://", 4);
     return listed(entry, scheme + 3);
   }
-  if (strncmp(url + scheme, "://", 3)) return false;
   const char *host = url + scheme + 3;
   size_t authority = strcspn(host, "/?#");
   if (authority == 0 || memchr(host, '@', authority)) return false; /* https://app.example.com@evil.example */
