@@ -33,7 +33,7 @@ bool links_allowed(const char *url) {
     if (strlen(*n) == scheme && !strncasecmp(url, *n, scheme)) return false;
   bool web = (scheme == 4 && !strncasecmp(url, "http", 4)) || (scheme == 5 && !strncasecmp(url, "https", 5));
   if (strncmp(url + scheme, "://", 3)) return false; /* "myapp:x" is not of the listed form "myapp://" */
-  if (!web) { /* a custom scheme: "myapp://" listed allows every address of it */
+  if (!web) {                                        /* a custom scheme: "myapp://" listed allows every address of it */
     char entry[80];
     if (scheme + 4 > sizeof entry) return false;
     memcpy(entry, url, scheme);

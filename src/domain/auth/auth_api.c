@@ -140,8 +140,8 @@ err_t api_auth_forgot_password(hs_req *req) {
                               "hour to choose a new one:\n\n%s\n\nIf you did not ask for "
                               "this, you can ignore this email; your password stays as it is.\n",
                               acc.name, link);
-    e = auth_store_put_reset(email, role, acc.id, token_hash, clock_now_ms() + RESET_TTL_MS,
-                                   "Reset your password", body);
+    e = auth_store_put_reset(email, role, acc.id, token_hash, clock_now_ms() + RESET_TTL_MS, "Reset your password",
+                             body);
     if (e != ERR_OK) return e;
   }
   return hs_ok(
@@ -258,12 +258,12 @@ err_t api_auth_change_email(hs_req *req) {
       .gen = acc.token_gen,
       .expires_at = clock_now_ms() + EMAIL_CHANGE_TTL_MS,
       .to_new_subject = "Confirm your new email address",
-      .to_new_body = arena_printf(&req->arena,
-                                  "Hello,\n\nSomeone asked to make this address the email address of an account "
-                                  "of ours. If it was you, open this link within 24 hours and confirm:\n\n"
-                                  "%s\n\nIf it was not you, ignore this email: nothing changes.\n",
-                                  links_app(&req->arena, redirect, "/confirm-email",
-                                            arena_printf(&req->arena, "token=%s", token))),
+      .to_new_body = arena_printf(
+          &req->arena,
+          "Hello,\n\nSomeone asked to make this address the email address of an account "
+          "of ours. If it was you, open this link within 24 hours and confirm:\n\n"
+          "%s\n\nIf it was not you, ignore this email: nothing changes.\n",
+          links_app(&req->arena, redirect, "/confirm-email", arena_printf(&req->arena, "token=%s", token))),
       .to_old = acc.email,
       .to_old_subject = arena_printf(&req->arena, "An email change to %s was requested", masked(&req->arena, email)),
       .to_old_body = arena_printf(&req->arena,

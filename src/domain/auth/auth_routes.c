@@ -120,7 +120,8 @@ const hs_route auth_routes[] = {
     {HS_GET, "/app/reset-password", api_auth_app_reset_page, ROLE_OPEN,
      .summary = "The reset link's page when APP_URL is unset (?token=): a form for the new password",
      .response = "text/html", .errors = ERRORS(ERR_BAD_REQUEST)},
-    {HS_POST, "/app/reset-password", api_auth_app_reset, ROLE_OPEN, .flags = ROUTE_RAW_BODY | ROUTE_SLOW | ROUTE_SECRETS,
+    {HS_POST, "/app/reset-password", api_auth_app_reset, ROLE_OPEN, &reset_schema,
+     .flags = ROUTE_RAW_BODY | ROUTE_SLOW | ROUTE_SECRETS,
      .summary = "The reset page's form (application/x-www-form-urlencoded: token, newPassword): a page that "
                 "says how it went",
      .response = "text/html", .errors = ERRORS(ERR_BAD_REQUEST)},

@@ -86,8 +86,10 @@ err_t api_payouts_account_create(hs_req *req) {
   }
   if (e != ERR_OK) return e;
   char url[PAY_URL_LEN];
-  const char *refresh = links_app(&req->arena, redirect, "/payouts/onboarding/refresh", redirect ? "onboarding=refresh" : NULL);
-  const char *back = links_app(&req->arena, redirect, "/payouts/onboarding/return", redirect ? "onboarding=return" : NULL);
+  const char *refresh =
+      links_app(&req->arena, redirect, "/payouts/onboarding/refresh", redirect ? "onboarding=refresh" : NULL);
+  const char *back =
+      links_app(&req->arena, redirect, "/payouts/onboarding/return", redirect ? "onboarding=return" : NULL);
   if ((rc = payments_account_link(account_id, refresh, back, url, &pe)) != PAY_OK)
     return processor_failed(req, rc, &pe, "account link");
   if ((e = po_store_account(&req->arena, provider, &acct, &found)) != ERR_OK) return e;

@@ -1,8 +1,8 @@
 /* Routes of the payouts domain: the provider's payout account and transfers, and the simulated
  * processor's onboarding page. */
+#include "domain/links.h"
 #include "domain/payouts/payouts.h"
 #include "domain/payouts/payouts_api.h"
-#include "domain/links.h"
 #include "http/paging.h"
 
 /* Each may create an account at the payment processor and asks it for a link: per account. */
