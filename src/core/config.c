@@ -107,8 +107,7 @@ static bool redirect_entry(const char *entry, size_t n, char *out, size_t cap) {
 /* APP_URL (unset: the server's own pages under PUBLIC_URL/app) and APP_REDIRECT_URLS. */
 static bool app_links_load(char err[256]) {
   const char *app = getenv("APP_URL");
-  CFG.app_own_pages = !app || !*app;
-  if (CFG.app_own_pages) {
+  if (!app || !*app) {
     char *base = without_trailing_slash(CFG.public_url);
     size_t n = strlen(base) + 8;
     CFG.app_url = xmalloc(n);
