@@ -159,10 +159,9 @@ def test_an_onboarding_link_returns_to_an_allowed_redirect_url(own, own_api, pg_
                     json={"redirectUrl": "https://app.example.com/payouts"}))
     acct = payout_account_id(own, pg_cluster, pro["id"])
     assert onboarding_links(own, pg_cluster, acct) == (
-        "https://app.example.com/payouts?onboarding=return", "https://app.example.com/payouts?onboarding=refresh")
+        "https://app.example.com/payouts", "https://app.example.com/payouts?onboarding=refresh")
     ok(own_api.post("/providers/me/payout-account", token=pro["token"], json={"redirectUrl": "myapp://payouts"}))
-    assert onboarding_links(own, pg_cluster, acct) == ("myapp://payouts?onboarding=return",
-                                                       "myapp://payouts?onboarding=refresh")
+    assert onboarding_links(own, pg_cluster, acct) == ("myapp://payouts", "myapp://payouts?onboarding=refresh")
 
 
 BAD_REDIRECTS = [

@@ -7,7 +7,7 @@
  * account that exists it first asks the processor for its state, so a provider back from
  * onboarding sees it even before the processor's event arrived. The links' return and refresh
  * addresses are the app's ({APP_URL}/payouts/onboarding/return and /refresh), or the caller's
- * redirectUrl with ?onboarding=return and ?onboarding=refresh (domain/links.h). */
+ * redirectUrl, as it is and with ?onboarding=refresh (domain/links.h). */
 #include "domain/payouts/payouts_api.h"
 #include "core/config.h"
 #include "core/jw.h"
@@ -86,10 +86,10 @@ err_t api_payouts_account_create(hs_req *req) {
   }
   if (e != ERR_OK) return e;
   char url[PAY_URL_LEN];
+  /* a redirectUrl is where the provider comes back; an expired link comes back with onboarding=refresh */
   const char *refresh =
       links_app(&req->arena, redirect, "/payouts/onboarding/refresh", redirect ? "onboarding=refresh" : NULL);
-  const char *back =
-      links_app(&req->arena, redirect, "/payouts/onboarding/return", redirect ? "onboarding=return" : NULL);
+  const char *back = links_app(&req->arena, redirect, "/payouts/onboarding/return", NULL);
   if ((rc = payments_account_link(account_id, refresh, back, url, &pe)) != PAY_OK)
     return processor_failed(req, rc, &pe, "account link");
   if ((e = po_store_account(&req->arena, provider, &acct, &found)) != ERR_OK) return e;
