@@ -17,7 +17,7 @@ import pytest
 
 from browser_driver import Browser
 from conftest import ADMIN_ENV, Api, admin_login, html_links, text_links, unique_email, unique_ip
-from flow_helpers import accept, customer, ok, post_job, private_zip, provider, quote
+from flow_helpers import accept, completed_flow, customer, ok, post_job, private_zip, provider, quote
 from helpers import assert_error, eventually
 from staff_helpers import make_staff, request_elevation, sql
 
@@ -358,6 +358,10 @@ def every_kind_of_email(own, api):
                 ip=unique_ip()))
     staff = make_staff(api, "customer_support", admin)
     request_elevation(api, staff, user["id"])
+    done = completed_flow(api)  # the payment's receipt
+    ok(api.post(f"/jobs/{done.job_id}/tip", token=done.user["token"], json={"amount": 5}))  # the tip's
+    ok(api.post(f"/jobs/{done.job_id}/report", token=done.user["token"], json={"description": "A missed corner"}),
+       201)  # the staff's notice
     api.wait_queue_idle()
     return own.mails()
 
@@ -371,7 +375,8 @@ def test_every_email_has_a_text_and_an_html_part_with_the_same_links(own, own_ap
     assert any(s.startswith("An email change to ") for s in subjects), subjects
     assert any(s.startswith("Elevation request: ") for s in subjects), subjects
     assert any("[Support: technical]" in s for s in subjects), subjects
-    assert len(subjects) >= 10, subjects
+    assert any(s.startswith("Your receipt: ") and s.endswith("(tip)") for s in subjects), subjects
+    assert len(subjects) >= 13, subjects
     with_links = 0
     for mail in mails:
         # conftest.check_mail has checked the MIME structure and that both parts carry the same links
