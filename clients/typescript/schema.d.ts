@@ -5726,7 +5726,6 @@ export interface operations {
             };
             431: components["responses"]["431"];
             500: components["responses"]["500"];
-            503: components["responses"]["503"];
         };
     };
     getAppPayoutsOnboardingRefresh: {
@@ -5749,7 +5748,6 @@ export interface operations {
             };
             431: components["responses"]["431"];
             500: components["responses"]["500"];
-            503: components["responses"]["503"];
         };
     };
     getProvidersMe: {

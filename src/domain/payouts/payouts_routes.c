@@ -27,10 +27,10 @@ const hs_route payouts_routes[] = {
      .summary = "The simulated processor's onboarding page (an account link; development and test only)",
      .response = "text/html", .errors = ERRORS(ERR_NOT_FOUND, ERR_CONFLICT)},
     /* the server's own pages of the onboarding's return and refresh addresses (APP_URL unset) */
-    {HS_GET, "/app/payouts/onboarding/return", api_payouts_app_return_page, ROLE_OPEN,
+    {HS_GET, "/app/payouts/onboarding/return", api_payouts_app_return_page, ROLE_OPEN, .flags = ROUTE_INLINE,
      .summary = "Where onboarding returns the provider when APP_URL is unset: a page that says it is finished",
      .response = "text/html"},
-    {HS_GET, "/app/payouts/onboarding/refresh", api_payouts_app_refresh_page, ROLE_OPEN,
+    {HS_GET, "/app/payouts/onboarding/refresh", api_payouts_app_refresh_page, ROLE_OPEN, .flags = ROUTE_INLINE,
      .summary = "Where an expired onboarding link sends the provider when APP_URL is unset: a page that says to "
                 "ask for a new one",
      .response = "text/html"},
