@@ -261,6 +261,42 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/app/reset-password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The reset link's page when APP_URL is unset (?token=): a form for the new password */
+        get: operations["getAppResetPassword"];
+        put?: never;
+        /** The reset page's form (application/x-www-form-urlencoded: token, newPassword): a page that says how it went */
+        post: operations["postAppResetPassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/app/confirm-email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The confirmation link's page when APP_URL is unset (?token=): a button that confirms */
+        get: operations["getAppConfirmEmail"];
+        put?: never;
+        /** The confirmation page's button (?token=): the account's email changes; a page that says how it went */
+        post: operations["postAppConfirmEmail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/auth/logout": {
         parameters: {
             query?: never;
@@ -703,6 +739,40 @@ export interface paths {
         };
         /** The simulated processor's onboarding page (an account link; development and test only) */
         get: operations["getPayoutsOnboardingByLinkId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/app/payouts/onboarding/return": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Where onboarding returns the provider when APP_URL is unset: a page that says it is finished */
+        get: operations["getAppPayoutsOnboardingReturn"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/app/payouts/onboarding/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Where an expired onboarding link sends the provider when APP_URL is unset: a page that says to ask for a new one */
+        get: operations["getAppPayoutsOnboardingRefresh"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4138,6 +4208,7 @@ export interface operations {
                     email: string;
                     /** @enum {string} */
                     role: "user" | "provider";
+                    redirectUrl?: string | null;
                 };
             };
         };
@@ -4247,6 +4318,7 @@ export interface operations {
                      * @description trimmed and lowercased
                      */
                     email: string;
+                    redirectUrl?: string | null;
                 };
             };
         };
@@ -4374,6 +4446,114 @@ export interface operations {
                 };
             };
             400: components["responses"]["400"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    getAppResetPassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["400"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postAppResetPassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    token: string;
+                    /** @description at most 72 bytes of UTF-8 */
+                    newPassword: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["400"];
+            413: components["responses"]["413"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    getAppConfirmEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["400"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postAppConfirmEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["400"];
+            409: components["responses"]["409"];
             413: components["responses"]["413"];
             415: components["responses"]["415"];
             431: components["responses"]["431"];
@@ -5464,7 +5644,13 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": {
+                    redirectUrl?: string | null;
+                };
+            };
+        };
         responses: {
             /** @description OK */
             200: {
@@ -5544,6 +5730,50 @@ export interface operations {
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
+        };
+    };
+    getAppPayoutsOnboardingReturn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+        };
+    };
+    getAppPayoutsOnboardingRefresh: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
         };
     };
     getProvidersMe: {

@@ -76,12 +76,76 @@ static bool load_generated_secret(char err[256]) {
   return true;
 }
 
+/* url without its trailing slashes (a new string). */
+static char *without_trailing_slash(const char *url) {
+  char *s = xstrdup(url);
+  for (size_t n = strlen(s); n > 0 && s[n - 1] == '/'; n--) s[n - 1] = 0;
+  return s;
+}
+
+/* One APP_REDIRECT_URLS entry, normalised into out (lowercase, no trailing slash): an origin
+ * "http(s)://host[:port]" (no user, path, query or fragment) or a custom scheme "myapp://". */
+static bool redirect_entry(const char *entry, size_t n, char *out, size_t cap) {
+  while (n > 0 && entry[n - 1] == '/' && !(n >= 3 && !strncmp(entry + n - 3, "://", 3))) n--;
+  if (n == 0 || n >= cap) return false;
+  for (size_t i = 0; i < n; i++) out[i] = (char)tolower((unsigned char)entry[i]);
+  out[n] = 0;
+  const char *sep = strstr(out, "://");
+  if (!sep || sep == out || !isalpha((unsigned char)out[0])) return false;
+  for (const char *p = out; p < sep; p++)
+    if (!isalnum((unsigned char)*p) && !strchr("+.-", *p)) return false;
+  size_t scheme = (size_t)(sep - out);
+  bool web = (scheme == 4 && !strncmp(out, "http", 4)) || (scheme == 5 && !strncmp(out, "https", 5));
+  const char *host = sep + 3;
+  if (!web) return *host == 0; /* a custom scheme: nothing after "://" */
+  if (!*host) return false;
+  for (const char *p = host; *p; p++)
+    if (!isalnum((unsigned char)*p) && !strchr(".-:[]", *p)) return false;
+  return true;
+}
+
+/* APP_URL (unset: the server's own pages under PUBLIC_URL/app) and APP_REDIRECT_URLS. */
+static bool app_links_load(char err[256]) {
+  const char *app = getenv("APP_URL");
+  if (!app || !*app) {
+    char *base = without_trailing_slash(CFG.public_url);
+    size_t n = strlen(base) + 8;
+    CFG.app_url = xmalloc(n);
+    snprintf(CFG.app_url, n, "%s/app", base);
+    free(base);
+  } else {
+    CFG.app_url = without_trailing_slash(app);
+  }
+  const char *list = getenv("APP_REDIRECT_URLS");
+  size_t cap = list ? strlen(list) + 1 : 1, at = 0;
+  CFG.app_redirect_urls = xcalloc(1, cap);
+  for (const char *p = list; p && *p;) {
+    const char *end = strchr(p, ',');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    while (n > 0 && isspace((unsigned char)*p)) p++, n--;
+    while (n > 0 && isspace((unsigned char)p[n - 1])) n--;
+    if (n > 0) {
+      char one[1024];
+      if (!redirect_entry(p, n, one, sizeof one)) {
+        snprintf(err, 256,
+                 "APP_REDIRECT_URLS: \"%.*s\" is neither an origin (https://host[:port]) nor a custom "
+                 "scheme (myapp://)",
+                 (int)(n > 80 ? 80 : n), p);
+        return false;
+      }
+      at += (size_t)snprintf(CFG.app_redirect_urls + at, cap - at, "%s%s", at ? "," : "", one);
+    }
+    if (!end) break;
+    p = end + 1;
+  }
+  return true;
+}
+
 /* The text settings with a default. */
 static const struct {
   const char *name, *fallback;
   char **into;
 } TEXTS[] = {
-    {"APP_URL", "http://localhost:3000", &CFG.app_url},
     {"ADMIN_EMAIL", "admin@localhost", &CFG.admin_email},
     {"SUPPORT_EMAIL", "support@localhost", &CFG.support_email},
     {"MAIL_FROM", "no-reply@localhost", &CFG.mail_from},
@@ -145,6 +209,7 @@ bool config_load(char err[256]) {
   }
   snprintf(buf, sizeof buf, "http://localhost:%d", CFG.port);
   CFG.public_url = env_or("PUBLIC_URL", buf);
+  if (!app_links_load(err)) return false;
   for (size_t i = 0; i < ARRAY_LEN(TEXTS); i++) *TEXTS[i].into = env_or(TEXTS[i].name, TEXTS[i].fallback);
   for (size_t i = 0; i < ARRAY_LEN(OPTIONAL_TEXTS); i++) *OPTIONAL_TEXTS[i].into = env_or(OPTIONAL_TEXTS[i].name, NULL);
   /* a local stand-in of Stripe (STRIPE_API_BASE moved) serves the file uploads too, as stripe-mock does */

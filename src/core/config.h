@@ -17,7 +17,8 @@ typedef struct config {
   char *jwt_secret;
   size_t jwt_secret_len;
   char *public_url;
-  char *app_url;
+  char *app_url;           /* APP_URL without its trailing slash; unset: PUBLIC_URL + "/app", the server's own pages */
+  char *app_redirect_urls; /* APP_REDIRECT_URLS normalised: "https://app.example.com,myapp://" ("" when unset) */
   char *admin_email, *support_email, *mail_from;
   char *smtp_url;       /* NULL: .eml files under $DATA_DIR/mail */
   char *bootstrap_admin_email, *bootstrap_admin_password;

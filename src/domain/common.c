@@ -97,12 +97,24 @@ err_t common_reply_html(hs_req *req, const char *fmt, const char *const *values)
   return hs_reply_file(req, -1, html, len, "text/html; charset=utf-8");
 }
 
+/* The pages' one style sheet: inline (no remote asset), readable on a phone. */
+#define PAGE_STYLE                                                                                                     \
+  "<style>body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,Arial,sans-serif;max-width:34rem;"                \
+  "margin:2rem auto;padding:0 1rem;line-height:1.5;color:#18181b}label{display:block;font-weight:600;"                 \
+  "margin:1rem 0 .25rem}input{font:inherit;padding:.5rem;width:100%%;box-sizing:border-box;border:1px solid #71717a;"  \
+  "border-radius:4px}button{font:inherit;margin-top:1rem;padding:.6rem 1.2rem;background:#1d4ed8;color:#fff;"          \
+  "border:0;border-radius:6px;cursor:pointer}.problem{color:#b91c1c;font-weight:600}small{color:#52525b}</style>"
+
 err_t common_reply_page(hs_req *req, const char *title, const char *body, const char *const *values) {
-  return common_reply_html(
+  err_t e = common_reply_html(
       req,
-      arena_printf(&req->arena,
-                   "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>"
-                   "</head><body>\n<h1>%s</h1>\n%s</body></html>\n",
-                   title, title, body),
+      arena_printf(
+          &req->arena,
+          "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>%s</title>" PAGE_STYLE
+          "</head><body><main>\n<h1>%s</h1>\n%s</main></body></html>\n",
+          title, title, body),
       values);
+  req->res_cache_control = "no-store"; /* a link's page shows the link's state now, never a copy */
+  return e;
 }

@@ -1,4 +1,5 @@
-/* Delivery of queued email. The message is built once (headers, CRLF line endings) and
+/* Delivery of queued email. The message is built once (headers, CRLF line endings, a text and
+ * an HTML part) and
  * either uploaded to the SMTP server by libcurl or written to a file atomically (a
  * temporary name, then a hard link to the final name) so a reader never sees half a message.
  *
@@ -14,6 +15,7 @@
 #include "core/faults.h"
 #include "core/ids.h"
 #include "core/util.h"
+#include "ext/mail_render.h"
 #include "ext/queue.h"
 #include <curl/curl.h>
 #include <errno.h>
@@ -36,6 +38,9 @@ static void header_clean(char *s) {
     if (*s == '\r' || *s == '\n') *s = ' ';
 }
 
+/* The message: headers, then a multipart/alternative body of the text as written and the HTML
+ * rendered from it (ext/mail_render.h). The boundary holds "=_", which quoted-printable content
+ * never does, and the message's id, which no text written before it could know. */
 static char *build_message(const char *to, const char *subject, const char *body, const char *msgid) {
   char date[64];
   time_t t = (time_t)(clock_now_ms() / 1000);
@@ -44,22 +49,22 @@ static char *build_message(const char *to, const char *subject, const char *body
   strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S +0000", &tm);
   char *subj = xstrdup(subject), *rcpt = xstrdup(to);
   header_clean(subj), header_clean(rcpt);
-  size_t cap = strlen(body) * 2 + strlen(subj) + strlen(rcpt) + strlen(CFG.mail_from) + 512;
-  char *msg = xmalloc(cap);
-  int n = snprintf(msg, cap,
-                   "From: %s\r\nTo: %s\r\nSubject: %s\r\nDate: %s\r\nMessage-ID: <%s@marketplace>\r\n"
-                   "MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                   "Content-Transfer-Encoding: 8bit\r\n\r\n",
-                   CFG.mail_from, rcpt, subj, date, msgid);
-  free(subj), free(rcpt);
-  /* body: normalise line endings to CRLF; a lone "." line is dot-stuffed by curl */
-  for (const char *p = body; *p; p++) {
-    if (*p == '\r') continue;
-    if (*p == '\n') msg[n++] = '\r';
-    msg[n++] = *p;
-  }
-  memcpy(msg + n, "\r\n", 3);
-  return msg;
+  char boundary[64];
+  snprintf(boundary, sizeof boundary, "=_alt_%s", msgid);
+  struct buf b;
+  buf_init(&b, BUF_CAP_MAX);
+  buf_addf(&b,
+           "From: %s\r\nTo: %s\r\nSubject: %s\r\nDate: %s\r\nMessage-ID: <%s@marketplace>\r\n"
+           "MIME-Version: 1.0\r\nContent-Type: multipart/alternative; boundary=\"%s\"\r\n"
+           "Content-Transfer-Encoding: 7bit\r\n\r\n",
+           CFG.mail_from, rcpt, subj, date, msgid, boundary);
+  char *html = mail_render_html(subj, body);
+  mail_render_part(&b, boundary, "text/plain", body);
+  mail_render_part(&b, boundary, "text/html", html);
+  buf_addf(&b, "--%s--\r\n", boundary);
+  free(subj), free(rcpt), free(html);
+  if (buf_result(&b) != BUF_OK) abort(); /* process-lifetime memory: out of memory aborts */
+  return buf_take(&b, NULL);
 }
 
 typedef struct upload {

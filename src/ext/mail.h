@@ -5,7 +5,9 @@
 #define EXT_MAIL_H
 #include "db/db.h"
 
-/* Queues a plain-text email from MAIL_FROM on connection c. */
+/* Queues an email from MAIL_FROM on connection c: body is its text part; its HTML part is
+ * rendered from it at delivery (ext/mail_render.h: paragraphs, and a button for each line that
+ * is only a link). */
 db_rc mail_enqueue(db_conn *c, const char *to, const char *subject, const char *body);
 /* Registers the "email" queue handler. */
 void mail_init(void);

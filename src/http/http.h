@@ -48,7 +48,8 @@ enum {
   ROUTE_TEST_ONLY = 1 << 0, /* exists only when APP_ENV=test (404 otherwise) */
   ROUTE_DEV_ONLY = 1 << 1,  /* GODMODE: 404 when APP_ENV=production */
   ROUTE_CORS_ANY = 1 << 2,  /* any Origin is allowed, whatever CORS_ORIGINS says */
-  ROUTE_RAW_BODY = 1 << 3,  /* the body is not parsed as JSON (webhooks) */
+  ROUTE_RAW_BODY = 1 << 3,  /* the body is not parsed as JSON (webhooks; a form, whose fields the
+                               row's `body` then documents, read by the handler) */
   ROUTE_INLINE = 1 << 4,    /* the handler never blocks: run it on the event thread */
   ROUTE_SLOW = 1 << 5,      /* the handler waits on more than the database (password hashing,
                                the payment processor, object storage, routing): it runs on its

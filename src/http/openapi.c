@@ -399,6 +399,10 @@ static json_t *operation(const hs_route *r, json_t *schemas) {
     json_decref(params);
   if (r->upload) {
     json_object_set_new(op, "requestBody", upload_body(r->upload));
+  } else if (r->flags & ROUTE_RAW_BODY && r->body) { /* a form the handler reads itself: its fields */
+    json_object_set_new(op, "requestBody",
+                        json_pack("{s:b,s:{s:{s:o}}}", "required", 1, "content", "application/x-www-form-urlencoded",
+                                  "schema", object_schema(r->body, false)));
   } else if (r->flags & ROUTE_RAW_BODY) {
     json_object_set_new(op, "requestBody",
                         json_pack("{s:b,s:s,s:{s:{s:{s:s}}}}", "required", 1, "description",

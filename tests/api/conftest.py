@@ -30,6 +30,7 @@ with a success on the shared server, so every endpoint is tested by construction
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -569,7 +570,9 @@ class Server:
         return None
 
     def mails(self, to=None):
-        """Parsed .eml files in DATA_DIR/mail (oldest first) as dicts: to, subject, body."""
+        """Parsed .eml files in DATA_DIR/mail (oldest first) as dicts: to, subject, body (the
+        text/plain part, decoded), html (the text/html part, decoded), raw, headers (the
+        message's own, lowercased names)."""
         out = []
         for path in sorted(glob.glob(os.path.join(self.data_dir, "mail", "*.eml"))):
             with open(path, encoding="utf-8", newline="") as f:
@@ -579,8 +582,11 @@ class Server:
             for line in head.split("\r\n"):
                 k, _, v = line.partition(": ")
                 headers[k.lower()] = v
-            mail = {"to": headers.get("to"), "subject": headers.get("subject"), "body": body, "raw": raw,
+            parts = mail_parts(raw)
+            mail = {"to": headers.get("to"), "subject": headers.get("subject"),
+                    "body": parts.get("text/plain", body), "html": parts.get("text/html"), "raw": raw,
                     "headers": headers}
+            check_mail(mail)
             if to is None or mail["to"] == to:
                 out.append(mail)
         return out
@@ -592,6 +598,50 @@ class Server:
 
     def cleanup(self):
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+_TEXT_ADDRESS = re.compile(r"(?<![A-Za-z0-9/])https?://[^\s<>\"]+")
+_ACTION_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.-]*://[^\s<>\"]+)\s*$", re.M)
+_HREF = re.compile(r'<a\b[^>]*\bhref="([^"]*)"')
+
+
+def text_links(text):
+    """The links of an email's text part, as its HTML part must carry them: the lines that are
+    only an address (any scheme), and the web addresses inside sentences (less the punctuation
+    that ends a sentence)."""
+    found = {m.group(1) for m in _ACTION_LINE.finditer(text)}
+    found |= {m.group(0).rstrip(".,;:!?)]'") for m in _TEXT_ADDRESS.finditer(text)}
+    return found
+
+
+def html_links(html_text):
+    import html
+    return {html.unescape(h) for h in _HREF.findall(html_text)}
+
+
+def check_mail(mail):
+    """Every email is multipart/alternative with a text part and an HTML part that carry the
+    same links (issue 33, item 8): checked on every email a test reads."""
+    head = mail["raw"].split("\r\n\r\n", 1)[0]
+    assert "\r\nContent-Type: multipart/alternative; boundary=" in head, head
+    assert mail["html"] is not None and mail["body"] is not None, mail["raw"][:2000]
+    assert text_links(mail["body"]) == html_links(mail["html"]), (mail["subject"], mail["body"], mail["html"])
+    for line in mail["raw"].split("\r\n"):
+        assert len(line.encode()) <= 998, line[:200]
+
+
+def mail_parts(raw):
+    """The decoded parts of a message by content type ({"text/plain": ..., "text/html": ...})."""
+    import email
+    import email.policy
+    msg = email.message_from_bytes(raw.encode("utf-8"), policy=email.policy.compat32)
+    out = {}
+    for part in msg.walk():
+        if part.is_multipart():
+            continue
+        payload = part.get_payload(decode=True) or b""
+        out.setdefault(part.get_content_type(), payload.decode(part.get_content_charset() or "utf-8"))
+    return out
 
 
 # Registrations are limited to 20 an hour per client address; the tests make far more, so each

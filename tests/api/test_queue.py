@@ -13,7 +13,7 @@ import threading
 import pytest
 import requests
 
-from conftest import Api, free_port, unique_email, unique_ip
+from conftest import Api, free_port, mail_parts, unique_email, unique_ip
 from helpers import eventually
 
 pytestmark = pytest.mark.pooler
@@ -213,7 +213,10 @@ def test_smtp_delivery(make_server, fake_smtp):
     assert headers["to"] == addr
     assert headers["from"] == "robot@mail.example"
     assert headers["subject"] and headers["date"] and headers["message-id"]
-    assert len(RESET_LINK.findall(body)) == 1, body
+    assert headers["content-type"].startswith("multipart/alternative; boundary=")
+    parts = mail_parts(msg["data"])  # the same email as the outbox's: its text part, and the HTML part
+    assert len(RESET_LINK.findall(parts["text/plain"])) == 1, body
+    assert set(RESET_LINK.findall(parts["text/html"])) == set(RESET_LINK.findall(parts["text/plain"]))
     # delivered once, and nothing went to the file outbox
     Api(srv).wait_queue_idle()
     assert len(fake_smtp.wait(addr)) == 1
@@ -229,7 +232,7 @@ def test_smtp_with_credentials_in_the_url(make_server):
         addr, _ = register(srv.url)
         forgot(srv.url, addr)
         (msg,) = fake.wait(addr)
-        assert len(RESET_LINK.findall(msg["data"])) == 1
+        assert len(RESET_LINK.findall(mail_parts(msg["data"])["text/plain"])) == 1
         assert fake.logins == [("mailer", "s3cret")]
     finally:
         fake.close()

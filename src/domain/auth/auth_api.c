@@ -17,6 +17,7 @@
 #include "domain/auth/auth.h"
 #include "domain/auth/auth_store.h"
 #include "domain/common.h"
+#include "domain/links.h"
 #include "ext/digest.h"
 #include "ext/password.h"
 #include "ext/queue.h"
@@ -122,46 +123,66 @@ static void link_token(char token[65], char token_hash[65]) {
 }
 
 err_t api_auth_forgot_password(hs_req *req) {
-  const char *email = hs_body_str(req, "email"), *role = hs_body_str(req, "role");
+  const char *email = hs_body_str(req, "email"), *role = hs_body_str(req, "role"), *redirect;
   bool found;
   account acc;
   account_kind kind = !strcmp(role, "provider") ? ACCOUNT_PROVIDER : ACCOUNT_USER;
+  err_t e = links_redirect(req, &redirect);
+  if (e != ERR_OK) return e;
   if (auth_store_find(&req->arena, kind, email, &acc, &found) != ERR_OK) return ERR_INTERNAL;
   if (found) {
     char token[65], token_hash[65];
     link_token(token, token_hash);
+    const char *link =
+        links_app(&req->arena, redirect, "/reset-password", arena_printf(&req->arena, "token=%s", token));
     char *body = arena_printf(&req->arena,
                               "Hello %s,\n\nWe received a request to reset your password. Open this link within one "
-                              "hour to choose a new one:\n\n%s/reset-password?token=%s\n\nIf you did not ask for "
+                              "hour to choose a new one:\n\n%s\n\nIf you did not ask for "
                               "this, you can ignore this email; your password stays as it is.\n",
-                              acc.name, CFG.app_url, token);
-    err_t e = auth_store_put_reset(email, role, acc.id, token_hash, clock_now_ms() + RESET_TTL_MS,
-                                   "Reset your password", body);
+                              acc.name, link);
+    e = auth_store_put_reset(email, role, acc.id, token_hash, clock_now_ms() + RESET_TTL_MS, "Reset your password",
+                             body);
     if (e != ERR_OK) return e;
   }
   return hs_ok(
       req, json_pack("{s:s}", "message", "If an account exists for that email, a password reset link has been sent."));
 }
 
-err_t api_auth_reset_password(hs_req *req) {
-  const char *token = hs_body_str(req, "token");
+err_t auth_reset_live(hs_req *req, const char *token, bool *live) {
+  char token_hash[65];
+  const char *role;
+  sha256_hex(token, strlen(token), token_hash);
+  return auth_store_find_reset(&req->arena, token_hash, &role, live) == ERR_OK ? ERR_OK : ERR_INTERNAL;
+}
+
+err_t auth_reset_with(hs_req *req, const char *token, const char *password, const char **role, bool *gone) {
   char token_hash[65];
   sha256_hex(token, strlen(token), token_hash);
-  const char *role;
   bool found;
-  if (auth_store_find_reset(&req->arena, token_hash, &role, &found) != ERR_OK) return ERR_INTERNAL;
-  if (!found) return auth_fail(req, AUTH_RESET_GONE);
+  *gone = false;
+  if (auth_store_find_reset(&req->arena, token_hash, role, &found) != ERR_OK) return ERR_INTERNAL;
+  if (!found) return *gone = true, ERR_OK;
   char hash[128];
-  pw_result pr = password_hash(hs_body_str(req, "newPassword"), hash);
+  pw_result pr = password_hash(password, hash);
   if (pr != PW_OK) return hashing_failed(req, pr);
   const char *email;
-  auth_outcome out = auth_store_use_reset(&req->arena, token_hash, hash, &role, &email);
+  auth_outcome out = auth_store_use_reset(&req->arena, token_hash, hash, role, &email);
+  if (out == AUTH_RESET_GONE) return *gone = true, ERR_OK;
   if (out != AUTH_DONE) return auth_fail(req, out);
   /* the mailbox's owner chose a new password: the failures counted against the old one no
    * longer hold the account */
   bool was_held;
-  if (auth_login_unlock(!strcmp(role, "provider") ? LOGIN_PROVIDER : LOGIN_USER, email, &was_held) != ERR_OK)
+  if (auth_login_unlock(!strcmp(*role, "provider") ? LOGIN_PROVIDER : LOGIN_USER, email, &was_held) != ERR_OK)
     log_msg(LOG_WARN, "password reset: the account's failed logins could not be forgotten");
+  return ERR_OK;
+}
+
+err_t api_auth_reset_password(hs_req *req) {
+  const char *role;
+  bool gone;
+  err_t e = auth_reset_with(req, hs_body_str(req, "token"), hs_body_str(req, "newPassword"), &role, &gone);
+  if (e != ERR_OK) return e;
+  if (gone) return auth_fail(req, AUTH_RESET_GONE);
   return hs_ok_pack(req, "{s:s,s:s}", "message", "Password has been reset", "role", role);
 }
 
@@ -215,7 +236,9 @@ static const char *masked(arena *a, const char *email) {
 
 err_t api_auth_change_email(hs_req *req) {
   account_card acc;
-  err_t e = auth_check_own_password(req, hs_body_str(req, "currentPassword"), &acc);
+  const char *redirect;
+  err_t e = links_redirect(req, &redirect);
+  if (e == ERR_OK) e = auth_check_own_password(req, hs_body_str(req, "currentPassword"), &acc);
   if (e != ERR_OK) return e;
   const char *email = hs_body_str(req, "email");
   bool taken;
@@ -235,18 +258,18 @@ err_t api_auth_change_email(hs_req *req) {
       .gen = acc.token_gen,
       .expires_at = clock_now_ms() + EMAIL_CHANGE_TTL_MS,
       .to_new_subject = "Confirm your new email address",
-      .to_new_body = arena_printf(&req->arena,
-                                  "Hello,\n\nSomeone asked to make this address the email address of an account "
-                                  "of ours. If it was you, open this link within 24 hours and confirm:\n\n"
-                                  "%s/auth/confirm-email?token=%s\n\nIf it was not you, ignore this email: nothing "
-                                  "changes.\n",
-                                  CFG.public_url, token),
+      .to_new_body = arena_printf(
+          &req->arena,
+          "Hello,\n\nSomeone asked to make this address the email address of an account "
+          "of ours. If it was you, open this link within 24 hours and confirm:\n\n"
+          "%s\n\nIf it was not you, ignore this email: nothing changes.\n",
+          links_app(&req->arena, redirect, "/confirm-email", arena_printf(&req->arena, "token=%s", token))),
       .to_old = acc.email,
       .to_old_subject = arena_printf(&req->arena, "An email change to %s was requested", masked(&req->arena, email)),
       .to_old_body = arena_printf(&req->arena,
                                   "Hello,\n\nAn email change to %s was requested for your account. It takes effect "
                                   "only once confirmed from that address, within 24 hours.\n\nIf you did not ask "
-                                  "for it, cancel it here, then change your password:\n\n"
+                                  "for it, cancel it, then change your password.\n\nCancel the change:\n"
                                   "%s/auth/cancel-email-change?token=%s\n\nChanging your password, resetting it or "
                                   "signing out everywhere also ends it.\n",
                                   masked(&req->arena, email), CFG.public_url, cancel)};
@@ -276,7 +299,9 @@ static err_t auth_fail(hs_req *req, auth_outcome out) {
   switch (out) {
   case AUTH_EMAIL_TAKEN: return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_EMAIL_TAKEN, "Email already registered");
   case AUTH_RESET_GONE: return hs_fail(req, ERR_BAD_REQUEST, "Invalid or expired reset token");
-  case AUTH_CHANGE_GONE: return reply_link_gone(req, "This email change cannot be confirmed.");
+  case AUTH_CHANGE_GONE:
+    return reply_link_gone(req, "This email change cannot be confirmed: if you confirmed it already, your account "
+                                "uses the new address.");
   case AUTH_TOO_OFTEN: return hs_fail(req, ERR_RATE_LIMITED, NULL);
   case AUTH_DONE:
   case AUTH_FAILED: break;

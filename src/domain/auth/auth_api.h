@@ -20,6 +20,17 @@ err_t api_auth_confirm_email(hs_req *req);
 err_t api_auth_cancel_email_change_page(hs_req *req);
 err_t api_auth_cancel_email_change(hs_req *req);
 err_t api_auth_logout(hs_req *req);
+/* auth_pages.c: the server's own pages of the emailed links (when APP_URL is unset) */
+err_t api_auth_app_reset_page(hs_req *req);
+err_t api_auth_app_reset(hs_req *req);
+err_t api_auth_app_confirm_page(hs_req *req);
+err_t api_auth_app_confirm(hs_req *req);
+/* Sets a new password with a reset token: ERR_OK with the account's role in *role, or *gone
+ * when the token is unknown, used or expired (nothing answered yet); any other error has
+ * failed the request (503 busy hashing, 500). */
+err_t auth_reset_with(hs_req *req, const char *token, const char *password, const char **role, bool *gone);
+/* *live: the reset token is known and unexpired (nothing changes). */
+err_t auth_reset_live(hs_req *req, const char *token, bool *live);
 err_t api_auth_logout_all(hs_req *req);
 /* Hourly (auth.c): ended tokens past their expiry, lapsed email changes and their counts go. */
 bool auth_prune(json_t *payload, char err[256]);

@@ -4,6 +4,7 @@
 #include "domain/auth/auth_api.h"
 
 #include "domain/common.h"
+#include "domain/links.h"
 
 /* bcrypt reads at most 72 bytes, so longer passwords (in characters or in bytes) are refused
  * rather than cut. */
@@ -33,6 +34,7 @@ static const hs_schema provider_register_schema = {provider_register_fields};
 static const hs_field forgot_fields[] = {
     {"email", F_EMAIL, F_REQUIRED},
     {"role", F_ENUM, F_REQUIRED, .choices = HS_ACCOUNT_ROLE_NAMES},
+    LINKS_REDIRECT_FIELD,
     {0},
 };
 static const hs_schema forgot_schema = {forgot_fields};
@@ -61,6 +63,7 @@ static const hs_schema change_password_schema = {change_password_fields};
 static const hs_field change_email_fields[] = {
     CURRENT_PASSWORD,
     {"email", F_EMAIL, F_REQUIRED},
+    LINKS_REDIRECT_FIELD,
     {0},
 };
 static const hs_schema change_email_schema = {change_email_fields};
@@ -113,6 +116,22 @@ const hs_route auth_routes[] = {
     {HS_POST, "/auth/cancel-email-change", api_auth_cancel_email_change, ROLE_OPEN, .query = &confirm_query,
      .flags = ROUTE_SECRETS, .summary = "Cancel a pending email change (the page's button)", .response = "text/html",
      .errors = ERRORS(ERR_BAD_REQUEST)},
+    /* the server's own pages of the emailed links (auth_pages.c): HTML whatever happens */
+    {HS_GET, "/app/reset-password", api_auth_app_reset_page, ROLE_OPEN,
+     .summary = "The reset link's page when APP_URL is unset (?token=): a form for the new password",
+     .response = "text/html", .errors = ERRORS(ERR_BAD_REQUEST)},
+    {HS_POST, "/app/reset-password", api_auth_app_reset, ROLE_OPEN, &reset_schema,
+     .flags = ROUTE_RAW_BODY | ROUTE_SLOW | ROUTE_SECRETS,
+     .summary = "The reset page's form (application/x-www-form-urlencoded: token, newPassword): a page that "
+                "says how it went",
+     .response = "text/html", .errors = ERRORS(ERR_BAD_REQUEST)},
+    {HS_GET, "/app/confirm-email", api_auth_app_confirm_page, ROLE_OPEN,
+     .summary = "The confirmation link's page when APP_URL is unset (?token=): a button that confirms",
+     .response = "text/html", .errors = ERRORS(ERR_BAD_REQUEST)},
+    {HS_POST, "/app/confirm-email", api_auth_app_confirm, ROLE_OPEN, .flags = ROUTE_SECRETS,
+     .summary = "The confirmation page's button (?token=): the account's email changes; a page that says how it "
+                "went",
+     .response = "text/html", .errors = ERRORS(ERR_BAD_REQUEST, ERR_CONFLICT)},
     {HS_POST, "/auth/logout", api_auth_logout, ROLE_ANY,
      .summary = "End the presented token (any kind: customer, provider, staff, administrator)", .response = "Ok"},
     {HS_POST, "/auth/logout-all", api_auth_logout_all, OWNER, .summary = "End every token of the caller's account",

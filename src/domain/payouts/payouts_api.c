@@ -6,12 +6,15 @@
  * concurrent first calls make one) and answers a fresh onboarding link each time; for an
  * account that exists it first asks the processor for its state, so a provider back from
  * onboarding sees it even before the processor's event arrived. The links' return and refresh
- * addresses are the web application's (APP_URL). */
+ * addresses are the app's ({APP_URL}/payouts/onboarding/return and /refresh), or the caller's
+ * redirectUrl, as it is and with ?onboarding=refresh (domain/links.h). */
 #include "domain/payouts/payouts_api.h"
 #include "core/config.h"
 #include "core/jw.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "domain/common.h"
+#include "domain/links.h"
 #include "domain/payouts/payouts.h"
 #include "domain/payouts/payouts_store.h"
 #include "http/paging.h"
@@ -63,7 +66,10 @@ err_t api_payouts_account_create(hs_req *req) {
   pay_account acc;
   pay_error pe;
   pay_rc rc;
-  err_t e = po_store_provider_email(&req->arena, provider, &email);
+  const char *redirect;
+  err_t e = links_redirect(req, &redirect);
+  if (e != ERR_OK) return e;
+  e = po_store_provider_email(&req->arena, provider, &email);
   if (e == ERR_NOT_FOUND) return hs_not_found(req, "Provider");
   if (e != ERR_OK || (e = po_store_account(&req->arena, provider, &acct, &found)) != ERR_OK) return e;
   if (!found) {
@@ -80,8 +86,10 @@ err_t api_payouts_account_create(hs_req *req) {
   }
   if (e != ERR_OK) return e;
   char url[PAY_URL_LEN];
-  const char *refresh = arena_printf(&req->arena, "%s/payouts/onboarding/refresh", CFG.app_url);
-  const char *back = arena_printf(&req->arena, "%s/payouts/onboarding/return", CFG.app_url);
+  /* a redirectUrl is where the provider comes back; an expired link comes back with onboarding=refresh */
+  const char *refresh =
+      links_app(&req->arena, redirect, "/payouts/onboarding/refresh", redirect ? "onboarding=refresh" : NULL);
+  const char *back = links_app(&req->arena, redirect, "/payouts/onboarding/return", NULL);
   if ((rc = payments_account_link(account_id, refresh, back, url, &pe)) != PAY_OK)
     return processor_failed(req, rc, &pe, "account link");
   if ((e = po_store_account(&req->arena, provider, &acct, &found)) != ERR_OK) return e;
@@ -169,6 +177,20 @@ err_t api_payouts_onboarding_page(hs_req *req) {
       "<p><small>Simulated payment processor: no bank details were asked.</small></p>\n</body></html>\n",
       html(&req->arena, account), html(&req->arena, back));
   return hs_reply_file(req, -1, xstrdup(page), strlen(page), "text/html; charset=utf-8");
+}
+
+err_t api_payouts_app_return_page(hs_req *req) {
+  return common_reply_page(req, "Payout setup finished",
+                           "<p>You can close this page and go back to the app: it shows whether payouts are "
+                           "enabled, or what the payment processor still needs.</p>\n",
+                           NULL);
+}
+
+err_t api_payouts_app_refresh_page(hs_req *req) {
+  return common_reply_page(req, "This setup link expired",
+                           "<p>Payout setup links last a few minutes and work once. Go back to the app and open "
+                           "payout setup again: it gives you a new link.</p>\n",
+                           NULL);
 }
 
 /* ---- the account's part (domain/domain.h) ---- */

@@ -12,6 +12,9 @@ err_t api_payouts_account_create(hs_req *req);
 err_t api_payouts_account_get(hs_req *req);
 err_t api_payouts_list(hs_req *req);
 err_t api_payouts_onboarding_page(hs_req *req);
+/* The server's own pages of the onboarding's return and refresh addresses (domain/links.h). */
+err_t api_payouts_app_return_page(hs_req *req);
+err_t api_payouts_app_refresh_page(hs_req *req);
 
 /* payouts_transfers.c: the service's name of an account's state (pending, enabled,
  * restricted), and recording it (its provider's transfers follow). */
