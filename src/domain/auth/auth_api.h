@@ -25,6 +25,13 @@ err_t api_auth_logout_all(hs_req *req);
 bool auth_prune(json_t *payload, char err[256]);
 /* auth_tokens.c: the request hook that checks every token against the database. */
 extern const hs_hooks auth_hooks;
+/* auth_tokens.c: POST /auth/refresh. */
+err_t api_auth_refresh(hs_req *req);
+/* auth_tokens.c: opens a session of the account id of role ("user" or "provider", its token
+ * generation gen): *token a 7-day access token, *refresh its refresh token (arena strings). ERR_OK,
+ * or the request has failed. */
+err_t auth_open_session(hs_req *req, const char *role, const char *id, int64_t gen, const char **token,
+                        const char **refresh);
 
 /* { password }: the rules of every account's password (auth_password_problem). */
 extern const hs_schema auth_password_schema;
