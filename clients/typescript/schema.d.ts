@@ -2360,22 +2360,13 @@ export interface components {
             processorSubscriptionId: string | null;
             premiumCancelAtPeriodEnd: boolean;
         };
-        /** @description A device registered for pushes (POST /users/me/push-token, /providers/me/push-token). */
-        ExportPushDevice: {
-            deviceId: string;
-            token: string;
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-        };
         /** @description Everything the service holds about the caller's customer account, each record in the shape of its own route's answer, oldest first; files are signed URLs. */
         UserExport: {
             /** Format: date-time */
             exportedAt: string;
             account: components["schemas"]["User"];
             billing: components["schemas"]["ExportBilling"];
-            /** @description the push token of the device registered last (pushDevices has every device) */
+            /** @description the push token of the device registered last */
             devicePushToken: string | null;
             addresses: components["schemas"]["UserAddress"][];
             jobs: components["schemas"]["Job"][];
@@ -2391,7 +2382,6 @@ export interface components {
             favorites: components["schemas"]["ExportFavorite"][];
             proNotes: components["schemas"]["ExportProNote"][];
             notifications: components["schemas"]["Notification"][];
-            pushDevices: components["schemas"]["ExportPushDevice"][];
             supportTickets: components["schemas"]["ExportSupportTicket"][];
             seasonalAlerts: components["schemas"]["ExportSeasonalAlert"][];
             pendingEmailChange: components["schemas"]["PendingEmailChange"] | null;
@@ -2410,7 +2400,7 @@ export interface components {
             /** Format: date-time */
             exportedAt: string;
             account: components["schemas"]["Provider"];
-            /** @description the push token of the device registered last (pushDevices has every device) */
+            /** @description the push token of the device registered last */
             devicePushToken: string | null;
             /** @description the jobs assigned to it */
             jobs: components["schemas"]["Job"][];
@@ -2422,7 +2412,6 @@ export interface components {
             /** @description every message of its threads */
             messages: components["schemas"]["ExportMessage"][];
             notifications: components["schemas"]["Notification"][];
-            pushDevices: components["schemas"]["ExportPushDevice"][];
             supportTickets: components["schemas"]["ExportSupportTicket"][];
             /** @description its payout account at the payment processor, null before one was created */
             payoutAccount: components["schemas"]["ExportPayoutAccount"] | null;

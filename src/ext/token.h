@@ -23,11 +23,11 @@
 typedef struct token_claims {
   char id[64];
   char role[32];
-  bool is_staff;        /* type == "staff" */
+  bool is_staff;         /* type == "staff" */
   char elevation_id[64]; /* empty when absent */
-  int64_t iat, exp;     /* seconds */
-  int64_t gen;          /* the account's token generation when issued (0 when absent) */
-  char session_id[64];  /* its sid claim: the session (login) it belongs to; empty when absent */
+  int64_t iat, exp;      /* seconds */
+  int64_t gen;           /* the account's token generation when issued (0 when absent) */
+  char session_id[64];   /* its sid claim: the session (login) it belongs to; empty when absent */
   /* The token's id: its jti claim, or for a token issued before tokens had one "sig-" and the
    * hex of the first 16 bytes of its signature (unique to it as well). What logout records. */
   char token_id[72];

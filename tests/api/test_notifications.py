@@ -24,6 +24,7 @@ from raw_http import pipelined_posts
 from helpers import error_body, eventually, pages, png_bytes
 
 from conftest import ADMIN_ENV, Api, admin_login
+from staff_helpers import sql
 
 ID_RE = re.compile(r"^c[0-9a-z]{24}$")
 ISO_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
@@ -680,15 +681,23 @@ def register_device(api, acct, role, token, device=None):
 
 
 def devices(api, acct, role):
-    """The account's devices as its export lists them: {deviceId: token}."""
-    path = "/users/me/export" if role == "user" else "/providers/me/export"
-    x = ok(api.get(path, token=acct["token"]))
-    return {d["deviceId"]: d["token"] for d in x["pushDevices"]}
+    """The account's devices as the database holds them: {deviceId: token}."""
+    rows = sql(api.server, PG[0], f"SELECT device_id, token FROM push_devices WHERE account_id = '{acct['id']}' "
+                                  f"AND role = '{role}'")
+    return {r[0]: r[1] for r in rows}
+
+
+PG = [None]  # the PostgreSQL cluster, when the engine is PostgreSQL (the `cluster` fixture sets it)
+
+
+@pytest.fixture(autouse=True)
+def cluster(pg_cluster):
+    PG[0] = pg_cluster
 
 
 def login_again(api, acct, role):
     path = "/auth/login" if role == "user" else "/auth/provider/login"
-    return ok(api.post(path, json={"email": acct["email"], "password": acct["password"]}))
+    return {**ok(api.post(path, json={"email": acct["email"], "password": acct["password"]})), "id": acct["id"]}
 
 
 @pytest.mark.parametrize("role", ["user", "provider"])

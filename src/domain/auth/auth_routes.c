@@ -126,7 +126,6 @@ const hs_route auth_routes[] = {
                 "the push devices it registered",
      .response = "Ok"},
     {HS_POST, "/auth/logout-all", api_auth_logout_all, OWNER,
-     .summary = "End every token and session of the caller's account, and remove its push devices",
-     .response = "Ok"},
+     .summary = "End every token and session of the caller's account, and remove its push devices", .response = "Ok"},
     {0},
 };

@@ -52,11 +52,12 @@ err_t auth_store_session_open(const session_row *s, const session_grant *g, int6
                           DB_ARGS(DB_TEXT(s->family_id), DB_TEXT(s->account_id), DB_TEXT(s->role), DB_INT(s->gen),
                                   DB_INT(now), DB_INT(now + SESSION_MAX_MS)));
   if (!e)
-    e = db_to_err(db_exec_later(c, NULL, NULL,
-                                "INSERT INTO refresh_tokens (token_hash, family_id, access_token_id, access_expires_at, "
-                                "created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)",
-                                DB_ARGS(DB_TEXT(g->refresh_hash), DB_TEXT(s->family_id), DB_TEXT(g->access_id),
-                                        DB_INT(g->access_expires_at), DB_INT(now), DB_INT(now + SESSION_SLIDE_MS))));
+    e = db_to_err(
+        db_exec_later(c, NULL, NULL,
+                      "INSERT INTO refresh_tokens (token_hash, family_id, access_token_id, access_expires_at, "
+                      "created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)",
+                      DB_ARGS(DB_TEXT(g->refresh_hash), DB_TEXT(s->family_id), DB_TEXT(g->access_id),
+                              DB_INT(g->access_expires_at), DB_INT(now), DB_INT(now + SESSION_SLIDE_MS))));
   return db_end(c, e);
 }
 
@@ -75,8 +76,7 @@ db_rc auth_store_session_end_in(db_conn *c, const char *family_id, int64_t now) 
                  "FROM refresh_tokens WHERE family_id = $1 AND access_expires_at > $2 "
                  "ON CONFLICT (token_id) DO NOTHING",
                  DB_ARGS(DB_TEXT(family_id), DB_INT(now)));
-    if (rc == DB_OK)
-      rc = notifications_forget_session_devices_in(c, db_text(r, 0, 1), db_text(r, 0, 0), family_id);
+    if (rc == DB_OK) rc = notifications_forget_session_devices_in(c, db_text(r, 0, 1), db_text(r, 0, 0), family_id);
     if (rc == DB_OK) rc = events_tokens_ended_in(c, db_text(r, 0, 0), false); /* its streams end */
   }
   arena_fini(&a);
@@ -93,7 +93,7 @@ db_rc auth_store_sessions_end_all_in(db_conn *c, const char *role, const char *a
 /* The live session of family_id whose account still has the family's token generation (a
  * password change or reset, logout-all and an erasure move it on): account_id, role, token_gen. */
 #define LIVE_FAMILY_SQL                                                                                                \
-  "SELECT f.account_id, f.role, f.token_gen, f.expires_at FROM refresh_families f "                                   \
+  "SELECT f.account_id, f.role, f.token_gen, f.expires_at FROM refresh_families f "                                    \
   "WHERE f.id = $1 AND f.ended_at IS NULL AND f.expires_at > $2 AND f.token_gen = CASE f.role "                        \
   "WHEN 'user' THEN (SELECT u.token_gen FROM users u WHERE u.id = f.account_id AND u.deleted_at IS NULL) "             \
   "WHEN 'provider' THEN (SELECT p.token_gen FROM providers p WHERE p.id = f.account_id AND p.deleted_at IS NULL) END"
@@ -108,7 +108,8 @@ session_outcome auth_store_session_rotate(arena *a, const char *refresh_hash, co
                           "AND expires_at > $2 RETURNING family_id",
                           DB_ARGS(DB_TEXT(refresh_hash), DB_INT(now)));
   if (!e && used->rows == 0) { /* unknown, expired, or used already: reuse ends its session */
-    e = db_to_err(db_exec(c, a, &seen, "SELECT family_id FROM refresh_tokens WHERE token_hash = $1 AND used_at IS NOT NULL",
+    e = db_to_err(db_exec(c, a, &seen,
+                          "SELECT family_id FROM refresh_tokens WHERE token_hash = $1 AND used_at IS NOT NULL",
                           DB_ARGS(DB_TEXT(refresh_hash))));
     if (!e && seen->rows == 1) {
       e = db_to_err(auth_store_session_end_in(c, db_text(seen, 0, 0), now));

@@ -4,8 +4,8 @@
  * and writes. */
 #ifndef DOMAIN_AUTH_TOKENS_STORE_H
 #define DOMAIN_AUTH_TOKENS_STORE_H
-#include "core/errors.h"
 #include "core/clock.h"
+#include "core/errors.h"
 #include "db/db.h"
 #include "domain/domain.h"
 #include <stdbool.h>

@@ -523,8 +523,8 @@ err_t jobs_store_insert_report(const char *id, const char *job_id, const char *c
 const db_keyset REPORTS_KEYSET = {"reports", {{"rp.created_at", "created_at", 'i', true}, {"rp.id", "id", 's', true}}};
 
 #define REPORTS_SQL                                                                                                    \
-  "SELECT rp.id, rp.job_id, rp.customer_id, rp.description, rp.status, rp.resolution, rp.resolution_note, "           \
-  "rp.resolved_by, rp.resolved_at, rp.created_at, j.service, j.status AS job_status, j.provider_id "                  \
+  "SELECT rp.id, rp.job_id, rp.customer_id, rp.description, rp.status, rp.resolution, rp.resolution_note, "            \
+  "rp.resolved_by, rp.resolved_at, rp.created_at, j.service, j.status AS job_status, j.provider_id "                   \
   "FROM job_reports rp JOIN jobs j ON j.id = rp.job_id WHERE "
 
 err_t jobs_reports(arena *a, const char *status, const db_page *pg, db_res **out) {

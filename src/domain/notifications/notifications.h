@@ -24,7 +24,7 @@ db_rc notify_in(db_conn *c, const notice *n);
 /* For a caller's read that saves notify_in its look-up: one of the account's push devices (its
  * id), NULL when it has none. account: an SQL expression of the account's id; role: user or
  * provider, as written in SQL. */
-#define PUSH_DEVICE_SQL(account, role)                                                                                \
+#define PUSH_DEVICE_SQL(account, role)                                                                                 \
   "(SELECT MIN(pd.device_id) FROM push_devices pd WHERE pd.account_id = " account " AND pd.role = '" role "')"
 /* notify_in when the caller read PUSH_DEVICE_SQL: has_device tells whether it found one. */
 db_rc notify_in_known(db_conn *c, const notice *n, bool has_device);

@@ -143,9 +143,9 @@ static json_t *push_messages(arena *a, json_t *msg, err_t *e) {
   if (r->rows == 0) return NULL;
   json_t *out = json_array();
   for (int i = 0; i < r->rows; i++)
-    json_array_append_new(out, json_pack("{s:s,s:O,s:O,s:O}", "to", db_text(r, i, 0), "title",
-                                         json_object_get(msg, "title"), "body", json_object_get(msg, "body"), "data",
-                                         json_object_get(msg, "data")));
+    json_array_append_new(out,
+                          json_pack("{s:s,s:O,s:O,s:O}", "to", db_text(r, i, 0), "title", json_object_get(msg, "title"),
+                                    "body", json_object_get(msg, "body"), "data", json_object_get(msg, "data")));
   return out;
 }
 
@@ -203,14 +203,5 @@ bool notifications_send_push(json_t *msg, char err[256]) {
 
 /* ---- the account's part (domain/domain.h) ---- */
 
-static const hs_rj_field PUSH_DEVICE_JSON[] = {
-    {"deviceId", "device_id", RJ_STR},
-    {"token", "token", RJ_STR},
-    {"createdAt", "created_at", RJ_ISO},
-    {"updatedAt", "updated_at", RJ_ISO},
-    {0},
-};
-
 const account_part NOTIFICATIONS_EXPORT_PARTS[] = {{"notifications", NOTIFICATIONS_EXPORT_SQL, NOTIFICATIONS_JSON},
-                                                   {"pushDevices", PUSH_DEVICES_EXPORT_SQL, PUSH_DEVICE_JSON},
                                                    {0}};

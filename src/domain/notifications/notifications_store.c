@@ -15,8 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const device_sql =
-    "SELECT 1 FROM push_devices WHERE account_id = $1 AND role = $2 LIMIT 1";
+static const char *const device_sql = "SELECT 1 FROM push_devices WHERE account_id = $1 AND role = $2 LIMIT 1";
 
 /* The notification.created event of notification id (n, made at now), on c. */
 static db_rc announce(db_conn *c, const char *id, const notice *n, int64_t now, bool provider) {
@@ -57,8 +56,8 @@ static db_rc record(db_conn *c, const notice *n, bool known, bool has_device) {
     has_device = rc == DB_OK && r->rows;
   }
   if (rc == DB_OK && has_device) {
-    json_t *push = json_pack("{s:s,s:s,s:s,s:s,s:{s:s?}}", "account", n->account_id, "role", n->role, "title",
-                             n->title, "body", n->body, "data", "jobId", n->job_id);
+    json_t *push = json_pack("{s:s,s:s,s:s,s:s,s:{s:s?}}", "account", n->account_id, "role", n->role, "title", n->title,
+                             "body", n->body, "data", "jobId", n->job_id);
     rc = queue_enqueue(c, "push", push);
     json_decref(push);
   }
@@ -240,11 +239,6 @@ err_t notifications_store_clear_banner(const char *role, const char *id, int64_t
 const char *const NOTIFICATIONS_EXPORT_SQL[2] = {
     "SELECT * FROM notifications WHERE account_id = $1 AND role = 'user' ORDER BY seq",
     "SELECT * FROM notifications WHERE account_id = $1 AND role = 'provider' ORDER BY seq",
-};
-
-const char *const PUSH_DEVICES_EXPORT_SQL[2] = {
-    "SELECT * FROM push_devices WHERE account_id = $1 AND role = 'user' ORDER BY device_id",
-    "SELECT * FROM push_devices WHERE account_id = $1 AND role = 'provider' ORDER BY device_id",
 };
 
 /* $1 = the account's id: [mode][provider]. */

@@ -47,10 +47,8 @@ err_t notifications_store_clear_banner(const char *role, const char *id, int64_t
 
 /* The export's notifications (account_part's sql), oldest first. */
 extern const char *const NOTIFICATIONS_EXPORT_SQL[2];
-/* The export's push devices (account_part's sql), by device id. */
-extern const char *const PUSH_DEVICES_EXPORT_SQL[2];
-/* forget_in of the notifications, the banner and the push devices: they go (a deletion of a customer also unlinks the other
- * accounts' notifications about its jobs, which keep their text). */
+/* forget_in of the notifications, the banner and the push devices: they go (a deletion of a customer also unlinks the
+ * other accounts' notifications about its jobs, which keep their text). */
 err_t notifications_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode);
 
 #endif

@@ -203,7 +203,7 @@ err_t users_store_queue_alert_zips(const db_res *zips, int64_t slot) {
 
 /* $1 = the customer's id, $2 = now: [0] a customer's, [1] a provider's. */
 const char *const USERS_EXPORT_SQL[USERS_EXPORT_PARTS][2] = {
-    /* devicePushToken: the token of the device registered last (pushDevices has them all) */
+    /* devicePushToken: the token of the device registered last */
     {"SELECT u.*, (SELECT d.token FROM push_devices d WHERE d.account_id = u.id AND d.role = 'user' "
      "ORDER BY d.updated_at DESC, d.device_id LIMIT 1) AS push_token FROM users u WHERE u.id = $1 "
      "AND u.deleted_at IS NULL",
