@@ -430,9 +430,10 @@ err_t jobs_store_move(arena *a, const job_move *m, db_res **row) {
     snprintf(who, sizeof who, " AND provider_id = $%d", n);
   }
   /* whether the customer has a push device comes back with the row, for the notification */
+#define CUSTOMER_DEVICE PUSH_DEVICE_SQL("jobs.customer_id", "user")
   snprintf(sql, sizeof sql,
            "UPDATE jobs SET status = $2, updated_at = $3, json_head = NULL%s%s WHERE id = $1 AND status IN (%s)%s "
-           "RETURNING *, " PUSH_DEVICE_SQL("jobs.customer_id", "user") " AS customer_push_device",
+           "RETURNING *, " CUSTOMER_DEVICE " AS customer_push_device",
            strcmp(m->to, "COMPLETED") ? "" : ", completed_at = $3", set, in, who);
   db_res *r = NULL;
   db_conn *c;
@@ -523,8 +524,8 @@ err_t jobs_store_insert_report(const char *id, const char *job_id, const char *c
 const db_keyset REPORTS_KEYSET = {"reports", {{"rp.created_at", "created_at", 'i', true}, {"rp.id", "id", 's', true}}};
 
 #define REPORTS_SQL                                                                                                    \
-  "SELECT rp.id, rp.job_id, rp.customer_id, rp.description, rp.status, rp.resolution, rp.resolution_note, "            \
-  "rp.resolved_by, rp.resolved_at, rp.created_at, j.service, j.status AS job_status, j.provider_id "                   \
+  "SELECT rp.id, rp.job_id, rp.customer_id, rp.description, rp.status, rp.resolution, rp.resolution_note, "           \
+  "rp.resolved_by, rp.resolved_at, rp.created_at, j.service, j.status AS job_status, j.provider_id "                  \
   "FROM job_reports rp JOIN jobs j ON j.id = rp.job_id WHERE "
 
 err_t jobs_reports(arena *a, const char *status, const db_page *pg, db_res **out) {

@@ -29,28 +29,27 @@ static db_rc announce(db_conn *c, arena *a, const message_new *m, const db_res *
 
 /* Whether the thread of provider (an expression) on job j is one: it quoted or is assigned. */
 #define IS_THREAD(provider)                                                                                            \
-  "(" provider                                                                                                         \
-  " = j.provider_id OR EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = j.id AND q.provider_id = " provider "))"
+  "(" provider " = j.provider_id OR EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = j.id AND q.provider_id = "      \
+  provider "))"
+
+/* one of the other party's push devices (notifications.h) */
+#define PROVIDER_DEVICE PUSH_DEVICE_SQL("COALESCE($3, j.provider_id)", "provider")
+#define CUSTOMER_DEVICE PUSH_DEVICE_SQL("j.customer_id", "user")
 
 db_read messages_read_thread(arena *a, const char *role, const char *caller_id, const char *job_id,
                              const char *provider) {
   if (!strcmp(role, "user"))
-    return db_read_make(
-        a,
-        "SELECT j.id, j.customer_id, j.status, j.provider_id, "
-        "(SELECT u.name FROM users u WHERE u.id = $2 AND " IS_THREAD(
-            "COALESCE($3, j.provider_id)") ") AS sender_name, " PUSH_DEVICE_SQL("COALESCE($3, j.provider_id)",
-                                                                                "provider") " AS "
-                                                                                            "counterpart_push_device "
-                                                                                            "FROM jobs j WHERE j.id = "
-                                                                                            "$1",
-        DB_ARGS(DB_TEXT(job_id), DB_TEXT(caller_id), DB_TEXT(provider)));
-  return db_read_make(
-      a,
-      "SELECT j.id, j.customer_id, j.status, j.provider_id, "
-      "(SELECT p.name FROM providers p WHERE p.id = $2 AND " IS_THREAD("p.id") ") AS sender_name, " PUSH_DEVICE_SQL(
-          "j.customer_id", "user") " AS counterpart_push_device FROM jobs j WHERE j.id = $1",
-      DB_ARGS(DB_TEXT(job_id), DB_TEXT(caller_id)));
+    return db_read_make(a,
+                        "SELECT j.id, j.customer_id, j.status, j.provider_id, "
+                        "(SELECT u.name FROM users u WHERE u.id = $2 AND " IS_THREAD("COALESCE($3, j.provider_id)")
+                        ") AS sender_name, "
+                        PROVIDER_DEVICE " AS counterpart_push_device FROM jobs j WHERE j.id = $1",
+                        DB_ARGS(DB_TEXT(job_id), DB_TEXT(caller_id), DB_TEXT(provider)));
+  return db_read_make(a,
+                      "SELECT j.id, j.customer_id, j.status, j.provider_id, "
+                      "(SELECT p.name FROM providers p WHERE p.id = $2 AND " IS_THREAD("p.id") ") AS sender_name, "
+                      CUSTOMER_DEVICE " AS counterpart_push_device FROM jobs j WHERE j.id = $1",
+                      DB_ARGS(DB_TEXT(job_id), DB_TEXT(caller_id)));
 }
 
 const db_keyset MESSAGES_KEYSET = {"messages", {{"seq", "seq", 'i', false}, {"id", "id", 's', false}}};
@@ -76,21 +75,19 @@ db_read messages_read_list(arena *a, const char *job_id, const char *provider, c
   "WHERE (j.provider_id = m.provider_id OR EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = m.job_id "                  \
   "AND q.provider_id = m.provider_id))"
 
-const db_keyset THREADS_KEYSET = {"threads",
-                                  {{"last.seq", "last_seq", 'i', true},
-                                   {"m.job_id", "job_id", 's', false},
-                                   {"m.provider_id", "provider_id", 's', false}}};
+const db_keyset THREADS_KEYSET = {
+    "threads", {{"last.seq", "last_seq", 'i', true}, {"m.job_id", "job_id", 's', false}, {"m.provider_id", "provider_id", 's', false}}};
 
 err_t messages_store_threads(arena *a, const char *role, const char *caller_id, const db_page *pg, db_res **out) {
   bool customer = !strcmp(role, "user");
   db_val args[DB_PAGE_ARGS(3)] = {DB_TEXT(caller_id), DB_TEXT(customer ? "user" : "provider"),
                                   DB_TEXT(customer ? "provider" : "user")};
-  const char *sql =
-      customer ? "WITH last AS (SELECT m.job_id, m.provider_id, MAX(m.seq) AS seq FROM messages m "
-                 "JOIN jobs j ON j.id = m.job_id WHERE j.customer_id = $1 "
-                 "GROUP BY m.job_id, m.provider_id) " THREADS_SELECT("m.provider_id", "providers")
-               : "WITH last AS (SELECT job_id, provider_id, MAX(seq) AS seq FROM messages "
-                 "WHERE provider_id = $1 GROUP BY job_id, provider_id) " THREADS_SELECT("j.customer_id", "users");
+  const char *sql = customer ? "WITH last AS (SELECT m.job_id, m.provider_id, MAX(m.seq) AS seq FROM messages m "
+                               "JOIN jobs j ON j.id = m.job_id WHERE j.customer_id = $1 "
+                               "GROUP BY m.job_id, m.provider_id) " THREADS_SELECT("m.provider_id", "providers")
+                             : "WITH last AS (SELECT job_id, provider_id, MAX(seq) AS seq FROM messages "
+                               "WHERE provider_id = $1 GROUP BY job_id, provider_id) " THREADS_SELECT("j.customer_id",
+                                                                                                       "users");
   return db_to_err(db_page_query(a, pg, sql, args, 3, out));
 }
 

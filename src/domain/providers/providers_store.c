@@ -68,8 +68,7 @@ db_rc prov_store_insert_lists_in(db_conn *c, const char *id, json_t *services, j
 err_t prov_store_update_profile(const char *id, json_t *patch) {
   static const struct {
     const char *field, *column;
-  } text_fields[] = {
-      {"name", "name"}, {"phone", "phone"}, {"companyName", "company_name"}, {"companyUrl", "company_url"}};
+  } text_fields[] = {{"name", "name"}, {"phone", "phone"}, {"companyName", "company_name"}, {"companyUrl", "company_url"}};
   /* the lists: their JSON copy in the providers row (read back in that order below) and their rows */
   static const struct {
     const char *field, *column, *table, *row;
@@ -191,12 +190,12 @@ err_t prov_store_set_insurance_document(arena *a, const char *id, const char *ke
   err_t e = begin_locked(&c, a, "ins_doc_url", id, &r);
   if (!e) *old = db_text(r, 0, 0);
   if (!e)
-    e = db_to_err(db_exec_later(
-        c, NULL, NULL,
-        "UPDATE providers SET ins_doc_url = $2, ins_check_status = 'pending', ins_check_carrier = NULL, "
-        "ins_check_policy = NULL, ins_check_effective = NULL, ins_check_expiry = NULL, "
-        "ins_check_coverage = NULL, ins_check_flags = NULL, ins_check_at = NULL, updated_at = $3 WHERE id = $1",
-        DB_ARGS(DB_TEXT(id), DB_TEXT(key), DB_INT(clock_now_ms()))));
+    e = db_to_err(
+        db_exec_later(c, NULL, NULL,
+                "UPDATE providers SET ins_doc_url = $2, ins_check_status = 'pending', ins_check_carrier = NULL, "
+                "ins_check_policy = NULL, ins_check_effective = NULL, ins_check_expiry = NULL, "
+                "ins_check_coverage = NULL, ins_check_flags = NULL, ins_check_at = NULL, updated_at = $3 WHERE id = $1",
+                DB_ARGS(DB_TEXT(id), DB_TEXT(key), DB_INT(clock_now_ms()))));
   if (!e) e = queue_check(c, "insurance_check", json_pack("{s:s,s:s}", "providerId", id, "key", key));
   return db_end(c, e);
 }

@@ -34,6 +34,10 @@ static db_rc quote_created(db_conn *c, db_res **q, const char *provider, const c
   return events_emit_in(c, &ev);
 }
 
+/* Whether the customer (cu) or the provider (p) has a push device (notifications.h). */
+#define CUSTOMER_DEVICE PUSH_DEVICE_SQL("cu.id", "user")
+#define PROVIDER_DEVICE PUSH_DEVICE_SQL("p.id", "provider")
+
 /* The news of a change, on c. */
 static err_t announce(db_conn *c, const quote_news *news) {
   db_rc rc = mail_enqueue(c, news->email, news->subject, news->mail_body);
@@ -57,16 +61,13 @@ quote_outcome quotes_store_submit(arena *a, const char *provider_id, const char 
         c, a, &read,
         "SELECT j.*, pr.headshots AS provider_headshots, pr.id_doc_front AS provider_id_doc_front, "
         "pr.id_doc_back AS provider_id_doc_back, pr.name AS provider_name, "
-        "pr.company_name AS provider_company_name, cu.email AS customer_email, cu.name AS "
-        "customer_name, " PUSH_DEVICE_SQL(
-            "cu.id",
-            "user") " AS customer_push_device, "
-                    "CASE WHEN EXISTS (SELECT 1 FROM provider_services s JOIN provider_zips z ON z.provider_id = "
-                    "s.provider_id "
-                    "WHERE s.provider_id = pr.id AND s.service = j.service AND z.zip = j.zip) THEN 1 ELSE 0 END "
-                    "AS provider_matches "
-                    "FROM providers pr LEFT JOIN jobs j ON j.id = $2 LEFT JOIN users cu ON cu.id = j.customer_id "
-                    "WHERE pr.id = $1",
+        "pr.company_name AS provider_company_name, cu.email AS customer_email, cu.name AS customer_name, "
+        CUSTOMER_DEVICE " AS customer_push_device, "
+        "CASE WHEN EXISTS (SELECT 1 FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
+        "WHERE s.provider_id = pr.id AND s.service = j.service AND z.zip = j.zip) THEN 1 ELSE 0 END "
+        "AS provider_matches "
+        "FROM providers pr LEFT JOIN jobs j ON j.id = $2 LEFT JOIN users cu ON cu.id = j.customer_id "
+        "WHERE pr.id = $1",
         DB_ARGS(DB_TEXT(provider_id), DB_TEXT(job_id))));
   if (!e && (out = decide(ctx, a, read->rows ? ERR_OK : ERR_NOT_FOUND, read, &q, &news)) != QUOTE_CREATED)
     e = ERR_CONFLICT; /* ends the transaction without a change */
@@ -99,11 +100,11 @@ quote_outcome quotes_store_submit(arena *a, const char *provider_id, const char 
 #define QUOTE_FROM " FROM quotes q JOIN jobs j ON j.id = q.job_id"
 
 err_t quotes_store_get(arena *a, const char *id, bool with_parties, db_res **out) {
-  const char *sql = with_parties ? QUOTE_SQL ", p.email AS provider_email, p.name AS provider_name, " PUSH_DEVICE_SQL(
-                                       "p.id", "provider") " AS provider_push_device, "
-                                                           "u.name AS customer_name" QUOTE_FROM
-                                                           " LEFT JOIN providers p ON p.id = q.provider_id "
-                                                           "LEFT JOIN users u ON u.id = j.customer_id WHERE q.id = $1"
+  const char *sql = with_parties ? QUOTE_SQL ", p.email AS provider_email, p.name AS provider_name, "
+                                             PROVIDER_DEVICE " AS provider_push_device, "
+                                             "u.name AS customer_name" QUOTE_FROM
+                                             " LEFT JOIN providers p ON p.id = q.provider_id "
+                                             "LEFT JOIN users u ON u.id = j.customer_id WHERE q.id = $1"
                                  : QUOTE_SQL QUOTE_FROM " WHERE q.id = $1";
   return db_query_row(a, out, sql, DB_ARGS(DB_TEXT(id)));
 }
