@@ -47,15 +47,20 @@ static err_t hashing_failed(hs_req *req, pw_result r) {
   return hs_fail(req, ERR_INTERNAL, NULL);
 }
 
-/* {token, refreshToken, <key>: {id, email, name}}: a new session of role's account id (generation
- * gen): a 7-day token and its refresh token. */
+/* {token, refreshToken, <key>: {id, email, name}}: a 7-day token and the refresh token of a
+ * session, the account's (key). */
+static err_t reply_tokens(hs_req *req, const char *key, const char *token, const char *refresh, const char *id,
+                          const char *email, const char *name) {
+  return hs_ok(req, json_pack("{s:s,s:s,s:{s:s,s:s,s:s}}", "token", token, "refreshToken", refresh, key, "id", id,
+                              "email", email, "name", name));
+}
+
+/* reply_tokens of a new session of role's account id (generation gen). */
 static err_t reply_session(hs_req *req, const char *key, const char *role, const char *id, const char *email,
                            const char *name, int64_t gen) {
   const char *token, *refresh;
   err_t e = auth_open_session(req, role, id, gen, &token, &refresh);
-  if (e != ERR_OK) return e;
-  return hs_ok(req, json_pack("{s:s,s:s,s:{s:s,s:s,s:s}}", "token", token, "refreshToken", refresh, key, "id", id,
-                              "email", email, "name", name));
+  return e ? e : reply_tokens(req, key, token, refresh, id, email, name);
 }
 
 /* The one answer to each outcome of the auth store but AUTH_DONE (AUTH_TOO_OFTEN: the caller set
@@ -75,29 +80,38 @@ static err_t registration(hs_req *req, account_kind kind, char hash[128], char i
   return ERR_OK;
 }
 
-/* A registration after its store (out): a session of the new account (role). */
-static err_t registered(hs_req *req, auth_outcome out, const char *role, const char *id) {
+/* A registration after its store (out), which wrote the new account's (role) session n. */
+static err_t registered(hs_req *req, auth_outcome out, const char *role, const session_new *n) {
   if (out != AUTH_DONE) return auth_fail(req, out);
-  return reply_session(req, role, role, id, hs_body_str(req, "email"), hs_body_str(req, "name"), 0);
+  const char *token, *refresh;
+  err_t e = auth_session_answer(req, n, &token, &refresh);
+  return e ? e
+           : reply_tokens(req, role, token, refresh, n->row.account_id, hs_body_str(req, "email"),
+                          hs_body_str(req, "name"));
 }
 
+/* The account and its first session are written in one transaction. */
 err_t api_auth_register(hs_req *req) {
   char hash[128], id[ID_LEN + 1];
   err_t e = registration(req, ACCOUNT_USER, hash, id);
   if (e != ERR_OK) return e;
+  session_new n;
+  auth_session_prepare(&n, "user", id, 0);
   auth_outcome out = auth_store_insert_user(id, hs_body_str(req, "email"), hash, hs_body_str(req, "name"),
-                                            hs_body_str(req, "address"), hs_body_str(req, "zip"));
-  return registered(req, out, "user", id);
+                                            hs_body_str(req, "address"), hs_body_str(req, "zip"), &n.row, &n.grant);
+  return registered(req, out, "user", &n);
 }
 
 err_t api_auth_provider_register(hs_req *req) {
   char hash[128], id[ID_LEN + 1];
   err_t e = registration(req, ACCOUNT_PROVIDER, hash, id);
   if (e != ERR_OK) return e;
+  session_new n;
+  auth_session_prepare(&n, "provider", id, 0);
   auth_outcome out = auth_store_insert_provider(id, hs_body_str(req, "email"), hash, hs_body_str(req, "name"),
                                                 hs_body_str(req, "phone"), json_object_get(req->body, "services"),
-                                                json_object_get(req->body, "serviceZips"));
-  return registered(req, out, "provider", id);
+                                                json_object_get(req->body, "serviceZips"), &n.row, &n.grant);
+  return registered(req, out, "provider", &n);
 }
 
 static err_t login(hs_req *req, account_kind kind) {

@@ -61,11 +61,13 @@ static auth_outcome outcome_of(err_t e) {
 }
 
 auth_outcome auth_store_insert_user(const char *id, const char *email, const char *hash, const char *name,
-                                    const char *address, const char *zip) {
-  db_conn *c = db_acquire();
-  db_rc rc = auth_insert_user_in(c, id, email, hash, name, address, zip);
-  db_release(c);
-  return outcome_of(db_to_err(rc));
+                                    const char *address, const char *zip, const session_row *s,
+                                    const session_grant *g) {
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e) e = db_to_err(auth_insert_user_in(c, id, email, hash, name, address, zip));
+  if (!e) e = db_to_err(auth_store_session_open_in(c, s, g, clock_now_ms()));
+  return outcome_of(db_end(c, e));
 }
 
 static auth_lists_writer lists_writer;
@@ -90,10 +92,12 @@ db_rc auth_insert_provider_in(db_conn *c, const char *id, const char *email, con
 }
 
 auth_outcome auth_store_insert_provider(const char *id, const char *email, const char *hash, const char *name,
-                                        const char *phone, json_t *services, json_t *zips) {
+                                        const char *phone, json_t *services, json_t *zips, const session_row *s,
+                                        const session_grant *g) {
   db_conn *c;
   err_t e = db_begin(&c);
   if (!e) e = db_to_err(auth_insert_provider_in(c, id, email, hash, name, phone, services, zips));
+  if (!e) e = db_to_err(auth_store_session_open_in(c, s, g, clock_now_ms()));
   return outcome_of(db_end(c, e));
 }
 

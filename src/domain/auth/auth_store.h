@@ -3,6 +3,7 @@
 #define DOMAIN_AUTH_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
+#include "domain/auth/auth_tokens_store.h"
 #include "domain/domain.h"
 #include <jansson.h>
 #include <stdbool.h>
@@ -29,13 +30,15 @@ typedef struct account {
 err_t auth_store_find(arena *a, account_kind kind, const char *email, account *out, bool *found);
 /* Looks up an account by id; *found false when there is none. ERR_INTERNAL on failure. */
 err_t auth_store_get(arena *a, account_kind kind, const char *id, account *out, bool *found);
-/* Inserts a customer; AUTH_EMAIL_TAKEN when the email is taken. */
+/* Inserts a customer and its first session (s, g) in one transaction; AUTH_EMAIL_TAKEN when the
+ * email is taken. */
 auth_outcome auth_store_insert_user(const char *id, const char *email, const char *hash, const char *name,
-                                    const char *address, const char *zip);
-/* Inserts a provider with its services and ZIPs (arrays of strings) in one transaction;
- * AUTH_EMAIL_TAKEN when the email is taken. */
+                                    const char *address, const char *zip, const session_row *s, const session_grant *g);
+/* Inserts a provider with its services and ZIPs (arrays of strings) and its first session (s, g)
+ * in one transaction; AUTH_EMAIL_TAKEN when the email is taken. */
 auth_outcome auth_store_insert_provider(const char *id, const char *email, const char *hash, const char *name,
-                                        const char *phone, json_t *services, json_t *zips);
+                                        const char *phone, json_t *services, json_t *zips, const session_row *s,
+                                        const session_grant *g);
 /* Replaces the reset token of (email, role) with token_hash for account account_id (the reset
  * sets that account's password, whatever its email is by then) and queues the email, in one
  * transaction. */

@@ -63,17 +63,13 @@ const hs_hooks auth_hooks = {.check_token = check_token};
 /* ---- sessions ---- */
 
 /* A new refresh token (64 hex digits) and its SHA-256; a new access token's jti and expiry. */
-typedef struct session_new {
-  char refresh[65], refresh_hash[65], access_id[ID_LEN + 1];
-  session_grant grant;
-} session_new;
-
 static void session_new_init(session_new *n, int64_t now) {
   unsigned char raw[32];
   random_bytes(raw, sizeof raw);
   hex_encode(raw, sizeof raw, n->refresh);
   sha256_hex(n->refresh, strlen(n->refresh), n->refresh_hash);
   id_new(n->access_id);
+  n->now = now;
   /* the token's exp is in seconds from the same clock: a second over it covers the rounding */
   n->grant = (session_grant){n->refresh_hash, n->access_id, now + TOKEN_TTL_ACCOUNT * 1000 + 1000};
 }
@@ -87,17 +83,23 @@ static err_t issue_access(hs_req *req, const session_row *s, const session_new *
   return ERR_OK;
 }
 
+void auth_session_prepare(session_new *n, const char *role, const char *id, int64_t gen) {
+  session_new_init(n, clock_now_ms());
+  id_new(n->family);
+  n->row = (session_row){n->family, id, role, gen};
+}
+
+err_t auth_session_answer(hs_req *req, const session_new *n, const char **token, const char **refresh) {
+  *refresh = arena_strdup(&req->arena, n->refresh);
+  return issue_access(req, &n->row, n, token);
+}
+
 err_t auth_open_session(hs_req *req, const char *role, const char *id, int64_t gen, const char **token,
                         const char **refresh) {
-  int64_t now = clock_now_ms();
   session_new n;
-  session_new_init(&n, now);
-  char family[ID_LEN + 1];
-  id_new(family);
-  session_row s = {family, id, role, gen};
-  if (auth_store_session_open(&s, &n.grant, now) != ERR_OK) return ERR_INTERNAL;
-  *refresh = arena_strdup(&req->arena, n.refresh);
-  return issue_access(req, &s, &n, token);
+  auth_session_prepare(&n, role, id, gen);
+  if (auth_store_session_open(&n.row, &n.grant, n.now) != ERR_OK) return ERR_INTERNAL;
+  return auth_session_answer(req, &n, token, refresh);
 }
 
 err_t api_auth_refresh(hs_req *req) {

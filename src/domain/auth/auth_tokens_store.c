@@ -44,20 +44,25 @@ err_t auth_store_live_elevation(arena *a, const char *elevation_id, const char *
 
 /* ---- sessions ---- */
 
+db_rc auth_store_session_open_in(db_conn *c, const session_row *s, const session_grant *g, int64_t now) {
+  db_rc rc = db_exec_later(c, NULL, NULL,
+                           "INSERT INTO refresh_families (id, account_id, role, token_gen, created_at, expires_at) "
+                           "VALUES ($1, $2, $3, $4, $5, $6)",
+                           DB_ARGS(DB_TEXT(s->family_id), DB_TEXT(s->account_id), DB_TEXT(s->role), DB_INT(s->gen),
+                                   DB_INT(now), DB_INT(now + SESSION_MAX_MS)));
+  if (rc == DB_OK)
+    rc = db_exec_later(c, NULL, NULL,
+                       "INSERT INTO refresh_tokens (token_hash, family_id, access_token_id, access_expires_at, "
+                       "created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)",
+                       DB_ARGS(DB_TEXT(g->refresh_hash), DB_TEXT(s->family_id), DB_TEXT(g->access_id),
+                               DB_INT(g->access_expires_at), DB_INT(now), DB_INT(now + SESSION_SLIDE_MS)));
+  return rc;
+}
+
 err_t auth_store_session_open(const session_row *s, const session_grant *g, int64_t now) {
   db_conn *c;
-  err_t e = db_begin_exec(&c, NULL, NULL,
-                          "INSERT INTO refresh_families (id, account_id, role, token_gen, created_at, expires_at) "
-                          "VALUES ($1, $2, $3, $4, $5, $6)",
-                          DB_ARGS(DB_TEXT(s->family_id), DB_TEXT(s->account_id), DB_TEXT(s->role), DB_INT(s->gen),
-                                  DB_INT(now), DB_INT(now + SESSION_MAX_MS)));
-  if (!e)
-    e = db_to_err(
-        db_exec_later(c, NULL, NULL,
-                      "INSERT INTO refresh_tokens (token_hash, family_id, access_token_id, access_expires_at, "
-                      "created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)",
-                      DB_ARGS(DB_TEXT(g->refresh_hash), DB_TEXT(s->family_id), DB_TEXT(g->access_id),
-                              DB_INT(g->access_expires_at), DB_INT(now), DB_INT(now + SESSION_SLIDE_MS))));
+  err_t e = db_begin(&c); /* BEGIN, both rows and the COMMIT go together */
+  if (!e) e = db_to_err(auth_store_session_open_in(c, s, g, now));
   return db_end(c, e);
 }
 

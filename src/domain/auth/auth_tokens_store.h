@@ -51,6 +51,9 @@ typedef struct session_grant {
 
 /* Opens the session s (a login at now) with its first refresh token g, in one transaction. */
 err_t auth_store_session_open(const session_row *s, const session_grant *g, int64_t now);
+/* The same on c inside the caller's transaction (a registration); the statements ride with the
+ * transaction's next statement or its COMMIT. */
+db_rc auth_store_session_open_in(db_conn *c, const session_row *s, const session_grant *g, int64_t now);
 
 typedef enum {
   SESSION_ROTATED, /* the refresh token was exchanged for g */
