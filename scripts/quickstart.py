@@ -33,6 +33,7 @@ SEPARATOR = "@@quickstart-block@@"
 MASKS = [
     (re.compile(r"eyJ[\w-]+\.[\w-]+\.[\w-]+"), "<token>"),
     (re.compile(r"expires=\d+&sig=[0-9a-f]{64}"), "expires=<expires>&sig=<sig>"),
+    (re.compile(r'("refreshToken":\s*")[0-9a-f]{64}"'), r'\1<refresh token>"'),
     (re.compile(r"http://localhost:\d+/"), "http://localhost:<port>/"),
     (re.compile(r"\b(pi|pm|cus|seti|sub)_sim_[0-9a-z]+(_secret_[0-9a-z]+)?"), r"\1_sim_<id>"),
     (re.compile(r"[\w-]{4,}\.[0-9a-f]{32}\b"), "<cursor>"),

@@ -200,7 +200,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Change the caller's password: a new token; every other token of the account ends */
+        /** Change the caller's password: a new session (token and refresh token); every other token and session of the account ends */
         post: operations["postAuthChangePassword"];
         delete?: never;
         options?: never;
@@ -297,6 +297,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/auth/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Exchange a refresh token for a new token and a new refresh token (each refresh token works once: presented again, it ends its session and every token of it) */
+        post: operations["postAuthRefresh"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/auth/logout": {
         parameters: {
             query?: never;
@@ -306,7 +323,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** End the presented token (any kind: customer, provider, staff, administrator) */
+        /** End the presented token (any kind: customer, provider, staff, administrator), its session and the push devices it registered */
         post: operations["postAuthLogout"];
         delete?: never;
         options?: never;
@@ -323,7 +340,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** End every token of the caller's account */
+        /** End every token and session of the caller's account, and remove its push devices */
         post: operations["postAuthLogoutAll"];
         delete?: never;
         options?: never;
@@ -1458,7 +1475,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Register the customer's device push token */
+        /** Register the push token of one of the customer's devices (deviceId: 1 to 100 of A-Z a-z 0-9 . _ : -, default "default"); a push goes to every device; logging out the token that registered a device removes it */
         post: operations["postUsersMePushToken"];
         delete?: never;
         options?: never;
@@ -1475,9 +1492,43 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Register the provider's device push token */
+        /** Register the push token of one of the provider's devices (deviceId: 1 to 100 of A-Z a-z 0-9 . _ : -, default "default"); a push goes to every device; logging out the token that registered a device removes it */
         post: operations["postProvidersMePushToken"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/users/me/push-token/{deviceId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove one of the customer's push devices */
+        delete: operations["deleteUsersMePushTokenByDeviceId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/providers/me/push-token/{deviceId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove one of the provider's push devices */
+        delete: operations["deleteProvidersMePushTokenByDeviceId"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2386,6 +2437,7 @@ export interface components {
             exportedAt: string;
             account: components["schemas"]["User"];
             billing: components["schemas"]["ExportBilling"];
+            /** @description the push token of the device registered last */
             devicePushToken: string | null;
             addresses: components["schemas"]["UserAddress"][];
             jobs: components["schemas"]["Job"][];
@@ -2419,6 +2471,7 @@ export interface components {
             /** Format: date-time */
             exportedAt: string;
             account: components["schemas"]["Provider"];
+            /** @description the push token of the device registered last */
             devicePushToken: string | null;
             /** @description the jobs assigned to it */
             jobs: components["schemas"]["Job"][];
@@ -2499,14 +2552,16 @@ export interface components {
             email: string;
             name: string;
         };
-        /** @description A customer's token (role user, valid 7 days) and account. */
+        /** @description A customer's token (role user, valid 7 days), the refresh token of its session (POST /auth/refresh: valid 30 days from its issue and 90 days at most from the login, once) and account. */
         CustomerSession: {
             token: string;
+            refreshToken: string;
             user: components["schemas"]["AccountSummary"];
         };
-        /** @description A provider's token (role provider, valid 7 days) and account. */
+        /** @description A provider's token (role provider, valid 7 days), the refresh token of its session (POST /auth/refresh: valid 30 days from its issue and 90 days at most from the login, once) and account. */
         ProviderSession: {
             token: string;
+            refreshToken: string;
             provider: components["schemas"]["AccountSummary"];
         };
         MessageAnswer: {
@@ -2517,9 +2572,10 @@ export interface components {
             /** @enum {string} */
             role: "user" | "provider";
         };
-        /** @description A new token of the caller's account (valid 7 days); every token issued before it has ended. */
-        TokenAnswer: {
+        /** @description A new token of the caller's account (valid 7 days) and the refresh token of its session (valid 30 days from its issue and 90 days at most from the login; it works once). */
+        SessionTokens: {
             token: string;
+            refreshToken: string;
         };
         /** @description A single-use ticket: GET /events?ticket=... opens the stream once, within 60 seconds, as the token that asked for it */
         EventTicket: {
@@ -3649,7 +3705,7 @@ export interface components {
              * @description what went wrong, for programs: the error's kind (not_found, conflict, ...) or a more precise name (validation_failed, invalid_state, ...)
              * @enum {string}
              */
-            code: "bad_request" | "unauthorized" | "payment_failed" | "forbidden" | "not_found" | "conflict" | "payload_too_large" | "unsupported_media_type" | "unprocessable" | "rate_limited" | "header_fields_too_large" | "internal_error" | "service_unavailable" | "gateway_timeout" | "insufficient_storage" | "validation_failed" | "invalid_state" | "invalid_credentials" | "email_taken" | "thread_full" | "idempotency_key_in_use" | "idempotency_key_reused" | "account_busy" | "refund_pending" | "WITHIN_CANCELLATION_WINDOW" | "verification_required" | "premium_required" | "already_member";
+            code: "bad_request" | "unauthorized" | "payment_failed" | "forbidden" | "not_found" | "conflict" | "payload_too_large" | "unsupported_media_type" | "unprocessable" | "rate_limited" | "header_fields_too_large" | "internal_error" | "service_unavailable" | "gateway_timeout" | "insufficient_storage" | "validation_failed" | "invalid_state" | "invalid_credentials" | "email_taken" | "thread_full" | "idempotency_key_in_use" | "idempotency_key_reused" | "account_busy" | "refund_pending" | "invalid_token" | "WITHIN_CANCELLATION_WINDOW" | "verification_required" | "premium_required" | "already_member";
             /** @description the input that failed validation (a body or query field, a form field, `body`, or a header such as `Idempotency-Key`) */
             field?: string;
             requestId?: string;
@@ -4288,7 +4344,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TokenAnswer"];
+                    "application/json": components["schemas"]["SessionTokens"];
                 };
             };
             400: components["responses"]["400"];
@@ -4554,6 +4610,39 @@ export interface operations {
             };
             400: components["responses"]["400"];
             409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postAuthRefresh: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    refreshToken: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionTokens"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
             413: components["responses"]["413"];
             415: components["responses"]["415"];
             431: components["responses"]["431"];
@@ -7509,6 +7598,7 @@ export interface operations {
             content: {
                 "application/json": {
                     token: string;
+                    deviceId?: string | null;
                 };
             };
         };
@@ -7549,6 +7639,7 @@ export interface operations {
             content: {
                 "application/json": {
                     token: string;
+                    deviceId?: string | null;
                 };
             };
         };
@@ -7570,6 +7661,68 @@ export interface operations {
             413: components["responses"]["413"];
             415: components["responses"]["415"];
             422: components["responses"]["422"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    deleteUsersMePushTokenByDeviceId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deviceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    deleteProvidersMePushTokenByDeviceId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deviceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
             431: components["responses"]["431"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];

@@ -37,6 +37,8 @@ const char *const ERR_CODES[] = {
     "account_busy",
     /* a refund asked while an earlier refund of the payment is being settled (issue 30) */
     ERR_CODE_REFUND_PENDING,
+    /* a refresh token refused (issue 33, sessions) */
+    ERR_CODE_INVALID_TOKEN,
     /* the specification's, in its spelling */
     "WITHIN_CANCELLATION_WINDOW", "verification_required", "premium_required", "already_member", NULL};
 

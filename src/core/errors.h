@@ -49,6 +49,7 @@ bool err_code_known(const char *code);
 #define ERR_CODE_VALIDATION "validation_failed"                   /* 400 `<field>: <message>`, with `field` */
 #define ERR_CODE_INVALID_STATE "invalid_state"                    /* the record's state does not allow the action */
 #define ERR_CODE_INVALID_CREDENTIALS "invalid_credentials"        /* a login's email or password is wrong */
+#define ERR_CODE_INVALID_TOKEN "invalid_token"                    /* a refresh token is unknown, expired or ended */
 #define ERR_CODE_EMAIL_TAKEN "email_taken"                        /* another account has that email */
 #define ERR_CODE_THREAD_FULL "thread_full"                        /* a message thread holds its 250 messages */
 #define ERR_CODE_IDEMPOTENCY_IN_PROGRESS "idempotency_key_in_use" /* the key's first request still runs */

@@ -20,16 +20,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-char *token_issue(const char *id, const char *role, bool is_staff, const char *elevation_id, int64_t gen,
-                  int64_t ttl_seconds) {
+static char *issue(const char *id, const char *role, bool is_staff, const char *elevation_id, int64_t gen,
+                   int64_t ttl_seconds, const char *session_id, const char *jti) {
   jwt_t *jwt = NULL;
-  char *out = NULL, jti[ID_LEN + 1];
+  char *out = NULL;
   if (jwt_new(&jwt)) return NULL;
-  id_new(jti);
   int64_t now = clock_now_ms() / 1000;
   if (jwt_add_grant(jwt, "id", id) || jwt_add_grant(jwt, "role", role) || jwt_add_grant(jwt, "jti", jti) ||
       (is_staff && jwt_add_grant(jwt, "type", "staff")) ||
       (elevation_id && *elevation_id && jwt_add_grant(jwt, "elevationId", elevation_id)) ||
+      (session_id && *session_id && jwt_add_grant(jwt, "sid", session_id)) ||
       (gen && jwt_add_grant_int(jwt, "gen", (long)gen)) || jwt_add_grant_int(jwt, "iat", (long)now) ||
       jwt_add_grant_int(jwt, "exp", (long)(now + ttl_seconds)) ||
       jwt_set_alg(jwt, JWT_ALG_HS256, (const unsigned char *)CFG.jwt_secret, (int)CFG.jwt_secret_len))
@@ -38,6 +38,18 @@ char *token_issue(const char *id, const char *role, bool is_staff, const char *e
 out:
   jwt_free(jwt);
   return out;
+}
+
+char *token_issue(const char *id, const char *role, bool is_staff, const char *elevation_id, int64_t gen,
+                  int64_t ttl_seconds) {
+  char jti[ID_LEN + 1];
+  id_new(jti);
+  return issue(id, role, is_staff, elevation_id, gen, ttl_seconds, NULL, jti);
+}
+
+char *token_issue_session(const char *id, const char *role, int64_t gen, int64_t ttl_seconds, const char *session_id,
+                          const char *jti) {
+  return issue(id, role, false, NULL, gen, ttl_seconds, session_id, jti);
 }
 
 /* ---- verification ---- */
@@ -105,7 +117,7 @@ typedef struct claim {
   int64_t i;
 } claim;
 typedef struct raw_claims {
-  claim id, role, elevation_id, type, iat, exp, gen, jti;
+  claim id, role, elevation_id, type, iat, exp, gen, jti, sid;
 } raw_claims;
 
 static claim *claim_slot(raw_claims *c, const char *key, size_t n) {
@@ -119,7 +131,8 @@ static claim *claim_slot(raw_claims *c, const char *key, size_t n) {
                {"iat", offsetof(raw_claims, iat)},
                {"exp", offsetof(raw_claims, exp)},
                {"gen", offsetof(raw_claims, gen)},
-               {"jti", offsetof(raw_claims, jti)}};
+               {"jti", offsetof(raw_claims, jti)},
+               {"sid", offsetof(raw_claims, sid)}};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (strlen(names[i].name) == n && !memcmp(names[i].name, key, n)) return (claim *)((char *)c + names[i].off);
   return NULL;
@@ -209,7 +222,8 @@ static bool copy_claim(const claim *c, char *dst, size_t cap, bool required) {
 static bool check_claims(const raw_claims *c, const unsigned char sig[32], token_claims *out) {
   if (!copy_claim(&c->id, out->id, sizeof out->id, true) || !copy_claim(&c->role, out->role, sizeof out->role, true) ||
       !copy_claim(&c->elevation_id, out->elevation_id, sizeof out->elevation_id, false) ||
-      !copy_claim(&c->jti, out->token_id, 64, false))
+      !copy_claim(&c->jti, out->token_id, 64, false) ||
+      !copy_claim(&c->sid, out->session_id, sizeof out->session_id, false))
     return false;
   if (c->jti.kind != C_STRING) { /* a token from before tokens had an id */
     memcpy(out->token_id, "sig-", 4);
@@ -265,6 +279,7 @@ bool token_verify(const char *token, token_claims *out) {
       claim_from_json(&c.exp, json_object_get(claims, "exp"));
       claim_from_json(&c.gen, json_object_get(claims, "gen"));
       claim_from_json(&c.jti, json_object_get(claims, "jti"));
+      claim_from_json(&c.sid, json_object_get(claims, "sid"));
       ok = check_claims(&c, sig, out);
     }
     json_decref(claims);

@@ -156,6 +156,8 @@ typedef struct hs_auth {
   int64_t gen;              /* the token's account generation (its gen claim; 0 when absent) */
   const char *token_id;     /* the token's own id (ext/token.h), which logout records */
   int64_t token_exp;        /* when the token expires (epoch seconds) */
+  const char *session_id;   /* the session (login) a customer's or provider's token belongs to
+                               (its sid claim: the refresh-token family); NULL when none */
 } hs_auth;
 
 /* A request made with a live impersonation token, as the token check found it (the auth

@@ -298,7 +298,8 @@ static err_t guard(hs_call *c, bool with_hook) {
   if (!t) return unauthorized(c);
   unsigned bit = hs_role_bit(t->role, t->is_staff);
   if (!bit) return hs_fail(req, ERR_FORBIDDEN, NULL);
-  req->auth = (hs_auth){t->id, t->role, bit, t->elevation_id[0] ? t->elevation_id : NULL, t->gen, t->token_id, t->exp};
+  req->auth = (hs_auth){t->id,  t->role,     bit,    t->elevation_id[0] ? t->elevation_id : NULL,
+                        t->gen, t->token_id, t->exp, t->session_id[0] ? t->session_id : NULL};
   if (with_hook && check_hook(c) != ERR_OK) return req->err;
   if (!(bit & req->route->roles)) return hs_fail(req, ERR_FORBIDDEN, NULL);
   return ERR_OK;
@@ -312,8 +313,8 @@ static err_t observe_impersonation(hs_call *c) {
   hs_req *req = &c->req;
   const token_claims *t = claims_of(c);
   if (!t || !t->elevation_id[0] || !any_check_token()) return ERR_OK;
-  req->auth =
-      (hs_auth){t->id, t->role, hs_role_bit(t->role, t->is_staff), t->elevation_id, t->gen, t->token_id, t->exp};
+  req->auth = (hs_auth){t->id,       t->role, hs_role_bit(t->role, t->is_staff),      t->elevation_id, t->gen,
+                        t->token_id, t->exp,  t->session_id[0] ? t->session_id : NULL};
   err_t e = check_tokens(req);
   if (e == ERR_OK && req->err == ERR_OK) return ERR_OK;
   if (e == ERR_UNAUTHORIZED || req->err == ERR_UNAUTHORIZED) {

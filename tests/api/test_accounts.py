@@ -173,7 +173,7 @@ def test_change_password_answers_a_new_token_and_ends_the_others(api, server, ro
     r = api.post("/auth/change-password", token=a["token"],
                  json={"currentPassword": "password123", "newPassword": "brand-new-pass"})
     assert r.status_code == 200, r.text
-    assert set(r.json()) == {"token"}
+    assert set(r.json()) == {"token", "refreshToken"}  # a new session (issue 33)
     new = r.json()["token"]
     assert jwt_parts(new)[1]["role"] == role and jwt_parts(new)[1]["id"] == a["id"]
     assert me_status(api, {"token": new}, role) == 200

@@ -128,10 +128,11 @@ def login(api, email, password, provider=False):
 # ---------------------------------------------------------------- register: success
 
 def assert_registered(r, role, body, name):
-    """r is 201 {token, <role>: {id, email, name}} for body, the token HS256 for that account and role, 7 days long."""
+    """r is 201 {token, refreshToken, <role>: {id, email, name}} for body, the token HS256 for that account and role, 7 days long."""
     assert r.status_code == 201, r.text
     data = r.json()
-    assert set(data) == {"token", role}
+    assert set(data) == {"token", "refreshToken", role}
+    assert re.fullmatch(r"[0-9a-f]{64}", data["refreshToken"]), data["refreshToken"]
     account = data[role]
     assert set(account) == {"id", "email", "name"}
     assert ID_RE.match(account["id"]), account["id"]
@@ -475,7 +476,7 @@ def test_login_returns_200_token_and_user(api):
     r = login(api, u["email"], u["password"])
     assert r.status_code == 200, r.text
     data = r.json()
-    assert set(data) == {"token", "user"}
+    assert set(data) == {"token", "refreshToken", "user"}
     assert data["user"] == {"id": u["id"], "email": u["email"], "name": "Login Person"}
     header, payload, _ = jwt_parts(data["token"])
     assert header["alg"] == "HS256"
@@ -489,7 +490,7 @@ def test_provider_login_returns_200_token_and_provider(api):
     r = login(api, p["email"], p["password"], provider=True)
     assert r.status_code == 200, r.text
     data = r.json()
-    assert set(data) == {"token", "provider"}
+    assert set(data) == {"token", "refreshToken", "provider"}
     assert data["provider"] == {"id": p["id"], "email": p["email"], "name": "Pro Login"}
     _, payload, _ = jwt_parts(data["token"])
     assert payload["id"] == p["id"] and payload["role"] == "provider"

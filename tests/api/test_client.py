@@ -61,6 +61,17 @@ def test_the_node_client_runs_the_flow(server, compiled):
     assert "# pass 1" in p.stdout and "# fail 0" in p.stdout
 
 
+def test_the_node_client_refreshes_a_session(server, compiled):
+    """clients/typescript/test/refresh.test.ts (issue 33): a request refused 401 invalid_token is
+    refreshed once and sent again once; requests refused together share one refresh; a refused
+    refresh throws the request's 401 without a loop."""
+    test_file = os.path.join(os.path.dirname(compiled), "refresh.test.js")
+    env = dict(os.environ, MARKETPLACE_URL=server.url)
+    p = subprocess.run(["node", "--test", test_file], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout[-5000:] + p.stderr[-3000:]
+    assert "# pass 4" in p.stdout and "# fail 0" in p.stdout
+
+
 def test_the_package_builds_packs_and_is_importable(once_per_run, tmp_path):
     """What `npm publish` would ship: the built client, its declarations and the schema; and a
     consumer's strict TypeScript that imports it by the package's name compiles."""

@@ -24,6 +24,7 @@ from raw_http import pipelined_posts
 from helpers import error_body, eventually, pages, png_bytes
 
 from conftest import ADMIN_ENV, Api, admin_login
+from staff_helpers import sql
 
 ID_RE = re.compile(r"^c[0-9a-z]{24}$")
 ISO_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
@@ -483,14 +484,25 @@ def test_mark_one_read(api, role):
 
 class FakePush:
     """A local Expo-compatible push endpoint recording every POST; answers with the queued
-    statuses first, then 200."""
+    statuses first, then 200. A 200 carries Expo's push tickets (`data`: one ticket for a single
+    message, an array of them in the messages' order for an array): `{status: "ok", id}`, or for
+    a token in `unregistered` the error ticket Expo documents, `{status: "error", message,
+    details: {error: "DeviceNotRegistered"}}`."""
 
     def __init__(self, statuses=()):
         self.requests = []
         self.statuses = list(statuses)
         self.default = 200
+        self.unregistered = set()
         self.lock = threading.RLock()
         fake = self
+
+        def ticket(message):
+            to = message.get("to") if isinstance(message, dict) else None
+            if to in fake.unregistered:
+                return {"status": "error", "message": f'"{to}" is not a registered push notification recipient',
+                        "details": {"error": "DeviceNotRegistered"}}
+            return {"status": "ok", "id": str(uuid.uuid4())}
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
@@ -499,7 +511,13 @@ class FakePush:
                     status = fake.statuses.pop(0) if fake.statuses else fake.default
                     fake.requests.append({"path": self.path, "headers": dict(self.headers), "raw": body,
                                           "status": status})
-                reply = json.dumps({"data": {"status": "ok" if status == 200 else "error"}}).encode()
+                if status == 200:
+                    sent = json.loads(body)
+                    data = [ticket(m) for m in sent] if isinstance(sent, list) else ticket(sent)
+                    reply = json.dumps({"data": data}).encode()
+                else:
+                    reply = json.dumps({"errors": [{"code": "INTERNAL_SERVER_ERROR",
+                                                    "message": "An unknown error occurred."}]}).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(reply)))
@@ -645,6 +663,167 @@ def test_undelivered_push_is_delivered_after_a_restart(server_factory, fake_push
                                                "body": f"An ASAP lawncare job was posted in {z}",
                                                "data": {"jobId": job["id"]}}
     assert failed >= 1
+
+
+# ---------------------------------------------------------------- push per device (issue 33)
+
+DEVICE_PATHS = {"user": "/users/me/push-token", "provider": "/providers/me/push-token"}
+BAD_DEVICE = "deviceId: must be 1 to 100 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'"
+
+
+def account_of(api, role):
+    return api.register_user() if role == "user" else api.register_provider()
+
+
+def register_device(api, acct, role, token, device=None):
+    body = {"token": token} if device is None else {"token": token, "deviceId": device}
+    ok(api.post(DEVICE_PATHS[role], token=acct["token"], json=body))
+
+
+def devices(api, acct, role):
+    """The account's devices as the database holds them: {deviceId: token}."""
+    rows = sql(api.server, PG[0], f"SELECT device_id, token FROM push_devices WHERE account_id = '{acct['id']}' "
+                                  f"AND role = '{role}'")
+    return {r[0]: r[1] for r in rows}
+
+
+PG = [None]  # the PostgreSQL cluster, when the engine is PostgreSQL (the `cluster` fixture sets it)
+
+
+@pytest.fixture(autouse=True)
+def cluster(pg_cluster):
+    PG[0] = pg_cluster
+
+
+def login_again(api, acct, role):
+    path = "/auth/login" if role == "user" else "/auth/provider/login"
+    return {**ok(api.post(path, json={"email": acct["email"], "password": acct["password"]})), "id": acct["id"]}
+
+
+@pytest.mark.parametrize("role", ["user", "provider"])
+def test_each_device_keeps_its_token_and_one_is_removed(api, role):
+    acct = account_of(api, role)
+    register_device(api, acct, role, "ExponentPushToken[first]")  # no deviceId: the one default device
+    register_device(api, acct, role, "ExponentPushToken[phone]", "phone-1")
+    register_device(api, acct, role, "ExponentPushToken[tablet]", "tablet_2.a:b")
+    register_device(api, acct, role, "ExponentPushToken[default]")  # replaces the default device's token
+    assert devices(api, acct, role) == {"default": "ExponentPushToken[default]", "phone-1": "ExponentPushToken[phone]",
+                                        "tablet_2.a:b": "ExponentPushToken[tablet]"}
+    # a token is one device's: registered under another id, it moves there
+    register_device(api, acct, role, "ExponentPushToken[phone]", "phone-2")
+    assert devices(api, acct, role) == {"default": "ExponentPushToken[default]", "phone-2": "ExponentPushToken[phone]",
+                                        "tablet_2.a:b": "ExponentPushToken[tablet]"}
+    r = api.delete(f"{DEVICE_PATHS[role]}/tablet_2.a:b", token=acct["token"])
+    assert (r.status_code, r.json()) == (200, OK)
+    r = api.delete(f"{DEVICE_PATHS[role]}/tablet_2.a:b", token=acct["token"])
+    assert (r.status_code, r.json()) == (404, error_body(404, "Device not found"))
+    r = api.delete(f"{DEVICE_PATHS[role]}/default", token=acct["token"])
+    assert (r.status_code, r.json()) == (200, OK)
+    assert devices(api, acct, role) == {"phone-2": "ExponentPushToken[phone]"}
+
+
+@pytest.mark.parametrize("role", ["user", "provider"])
+def test_bad_device_ids_are_refused(api, role):
+    acct = account_of(api, role)
+    register_device(api, acct, role, "ExponentPushToken[kept]", "kept")
+    for device, message in [("", "deviceId: must not be empty"), (12, "deviceId: must be a string"),
+                            ("a" * 101, "deviceId: must be at most 100 characters"), ("a b", BAD_DEVICE),
+                            ("phone/1", BAD_DEVICE), ("t\u00e9l\u00e9phone", BAD_DEVICE), ("x;y", BAD_DEVICE)]:
+        r = api.post(DEVICE_PATHS[role], token=acct["token"], json={"token": "ExponentPushToken[bad]", "deviceId": device})
+        assert (r.status_code, r.json()) == (400, error_body(400, message, field="deviceId")), device
+    assert devices(api, acct, role) == {"kept": "ExponentPushToken[kept]"}
+    for device in ("a%20b", "a" * 101, "x;y"):
+        r = api.delete(f"{DEVICE_PATHS[role]}/{device}", token=acct["token"])
+        assert (r.status_code, r.json()) == (400, error_body(400, BAD_DEVICE, field="deviceId")), device
+    assert api.delete(f"{DEVICE_PATHS[role]}/{'a' * 100}", token=acct["token"]).status_code == 404
+    assert devices(api, acct, role) == {"kept": "ExponentPushToken[kept]"}
+
+
+def test_another_accounts_device_is_not_deletable(api):
+    a, b = api.register_user(), api.register_user()
+    register_device(api, a, "user", "ExponentPushToken[mine]", "phone")
+    r = api.delete("/users/me/push-token/phone", token=b["token"])
+    assert (r.status_code, r.json()) == (404, error_body(404, "Device not found"))
+    # a provider's device of the same id is another account's as well
+    pro = api.register_provider()
+    register_device(api, pro, "provider", "ExponentPushToken[pro]", "phone")
+    assert api.delete("/providers/me/push-token/phone", token=pro["token"]).status_code == 200
+    assert devices(api, a, "user") == {"phone": "ExponentPushToken[mine]"}
+
+
+def test_device_routes_refuse_the_other_role_and_no_token(api):
+    user, pro = api.register_user(), api.register_provider()
+    for path, wrong in (("/users/me/push-token/phone", pro), ("/providers/me/push-token/phone", user)):
+        r = api.delete(path, token=wrong["token"])
+        assert (r.status_code, r.json()) == (403, FORBIDDEN), path
+        r = api.delete(path)
+        assert (r.status_code, r.json()) == (401, UNAUTHORIZED), path
+    for path, wrong in (("/users/me/push-token", pro), ("/providers/me/push-token", user)):
+        r = api.post(path, token=wrong["token"], json={"token": "ExponentPushToken[x]", "deviceId": "phone"})
+        assert (r.status_code, r.json()) == (403, FORBIDDEN), path
+
+
+@pytest.mark.parametrize("role", ["user", "provider"])
+def test_logging_a_token_out_removes_the_devices_it_registered(api, role):
+    acct = account_of(api, role)
+    phone, tablet = login_again(api, acct, role), login_again(api, acct, role)
+    register_device(api, phone, role, "ExponentPushToken[phone]", "phone")
+    register_device(api, tablet, role, "ExponentPushToken[tablet]", "tablet")
+    # the phone's session refreshes its token; the device stays the session's
+    refreshed = ok(api.post("/auth/refresh", json={"refreshToken": phone["refreshToken"]}))
+    assert devices(api, acct, role) == {"phone": "ExponentPushToken[phone]", "tablet": "ExponentPushToken[tablet]"}
+    ok(api.post("/auth/logout", token=refreshed["token"]))
+    assert devices(api, acct, role) == {"tablet": "ExponentPushToken[tablet]"}
+    # logout-all: every token is logged out, every device goes
+    register_device(api, acct, role, "ExponentPushToken[again]", "phone")
+    ok(api.post("/auth/logout-all", token=tablet["token"]))
+    fresh = login_again(api, acct, role)
+    assert devices(api, fresh, role) == {}
+
+
+def test_a_reused_refresh_token_removes_its_sessions_devices(api):
+    acct = api.register_user()
+    s = login_again(api, acct, "user")
+    register_device(api, s, "user", "ExponentPushToken[stolen]", "phone")
+    register_device(api, acct, "user", "ExponentPushToken[kept]", "laptop")
+    ok(api.post("/auth/refresh", json={"refreshToken": s["refreshToken"]}))
+    assert api.post("/auth/refresh", json={"refreshToken": s["refreshToken"]}).status_code == 401  # reuse
+    assert devices(api, acct, "user") == {"laptop": "ExponentPushToken[kept]"}
+
+
+def test_a_push_reaches_every_device_and_an_unregistered_one_is_removed(server_factory, fake_push):
+    push = fake_push()
+    api = Api(server_factory(PUSH_URL=push.url))
+    z = fresh_zip()[0]
+    pro = named_provider(api, [z], verified=False)
+    register_device(api, pro, "provider", "ExponentPushToken[phone]", "phone")
+    register_device(api, pro, "provider", "ExponentPushToken[tablet]", "tablet")
+    user = named_customer(api, z)
+    job = asap_job(api, user)
+    message = {"title": "Urgent job nearby", "body": f"An ASAP lawncare job was posted in {z}",
+               "data": {"jobId": job["id"]}}
+    got = push.wait(1)
+    # one request, an array of one message per device (Expo's batch)
+    assert got == [[{"to": "ExponentPushToken[phone]", **message}, {"to": "ExponentPushToken[tablet]", **message}]]
+    # one device is removed: the next push goes to the other alone, as a single message
+    ok(api.delete("/providers/me/push-token/tablet", token=pro["token"]))
+    job2 = asap_job(api, user)
+    got = push.wait(2)
+    assert got[1] == {"to": "ExponentPushToken[phone]", **message, "data": {"jobId": job2["id"]}}
+    # the push service says a device is registered no more: it is removed
+    register_device(api, pro, "provider", "ExponentPushToken[tablet]", "tablet")
+    push.unregistered.add("ExponentPushToken[phone]")
+    asap_job(api, user)
+    got = push.wait(3)
+    assert [m["to"] for m in got[2]] == ["ExponentPushToken[phone]", "ExponentPushToken[tablet]"]
+    api.wait_queue_idle()
+    eventually(lambda: devices(api, pro, "provider"), 10, "the unregistered device removed",
+               until=lambda d: d == {"tablet": "ExponentPushToken[tablet]"})
+    job4 = asap_job(api, user)
+    got = push.wait(4)
+    assert got[3] == {"to": "ExponentPushToken[tablet]", **message, "data": {"jobId": job4["id"]}}
+    api.wait_queue_idle()
+    assert len(push.requests) == 4
 
 
 # ---------------------------------------------------------------- banners

@@ -8,6 +8,9 @@
 //   says when to come back: an earlier attempt with the same key still running), waiting
 //   Retry-After when the server gives it;
 // - every error answer thrown as a MarketplaceError whose `code` is typed by the document;
+// - sessions that last: given the session's refresh token, a request refused 401 invalid_token
+//   (an expired or ended token) is refreshed once (POST /auth/refresh) and sent again once, the
+//   new pair handed to onTokens;
 // - uploads as plain objects: a body with a Blob or File in it is sent as multipart/form-data.
 import createClient, { type Client } from "openapi-fetch";
 import type { components, paths } from "../schema.js";
@@ -69,21 +72,33 @@ export interface MarketplaceClientOptions {
   fetch?: (request: Request) => Promise<Response>;
   /** Makes a new Idempotency-Key (default crypto.randomUUID). */
   idempotencyKey?: () => string;
+  /** The session's refresh token (a login's `refreshToken`), or a function answering the current
+   * one. With one, a request answered 401 invalid_token is sent again once after one
+   * POST /auth/refresh; the client then uses the new pair (until `token` or `refreshToken` gives
+   * another) and hands it to onTokens. */
+  refreshToken?: string | null | (() => string | null | undefined);
+  /** Called with the new pair after each refresh: keep it (a refresh token works once). */
+  onTokens?: (tokens: SessionTokens) => void | Promise<void>;
 }
+
+/** A session's tokens, as POST /auth/refresh answers them. */
+export type SessionTokens = components["schemas"]["SessionTokens"];
 
 /** The client: openapi-fetch's, whose calls answer `{ data, response }` on success and throw a
  * MarketplaceError otherwise. */
 export type MarketplaceClient = Client<paths>;
 
 export function createMarketplaceClient(options: MarketplaceClientOptions): MarketplaceClient {
+  const send = retrying(options);
+  const session = sessions(options, send);
   const client = createClient<paths>({
     baseUrl: options.baseUrl,
-    fetch: retrying(options),
+    fetch: refreshing(options, session, send),
     bodySerializer: serialize,
   });
   client.use({
     onRequest({ request }) {
-      const token = typeof options.token === "function" ? options.token() : options.token;
+      const token = session.token();
       if (token && !request.headers.has("Authorization")) request.headers.set("Authorization", `Bearer ${token}`);
       return request;
     },
@@ -147,6 +162,98 @@ function retrying(options: MarketplaceClientOptions): (request: Request) => Prom
       await response?.body?.cancel();
       await new Promise((resolve) => setTimeout(resolve, delayOf(response, attempt, max)));
     }
+  };
+}
+
+// ---- sessions
+
+type TokenOption = string | null | undefined | (() => string | null | undefined);
+
+function read(value: TokenOption): string | undefined {
+  return (typeof value === "function" ? value() : value) ?? undefined;
+}
+
+interface Session {
+  /** The token to send: the app's, or the pair of the last refresh while the app gives the same. */
+  token(): string | undefined;
+  /** A token to retry with after `sent` was refused: refreshed once for every request that was
+   * refused with it at the same time; undefined when the refresh failed. */
+  renewed(sent: string): Promise<string | undefined>;
+}
+
+function sessions(options: MarketplaceClientOptions, send: (request: Request) => Promise<Response>): Session {
+  let rotated: { appToken?: string; appRefresh?: string; token: string; refreshToken: string } | undefined;
+  let inflight: Promise<string | undefined> | undefined;
+  const token = () => {
+    const app = read(options.token);
+    return rotated && app === rotated.appToken ? rotated.token : app;
+  };
+  const refreshToken = () => {
+    const app = read(options.refreshToken);
+    return rotated && app === rotated.appRefresh ? rotated.refreshToken : app;
+  };
+  async function exchange(): Promise<string | undefined> {
+    const presented = refreshToken();
+    if (!presented) return undefined;
+    const appToken = read(options.token), appRefresh = read(options.refreshToken);
+    // sent once: a refresh token works once, so a retry after a lost answer would end the session
+    const response = await send(
+      new Request(`${options.baseUrl.replace(/\/+$/, "")}/auth/refresh`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ refreshToken: presented }),
+      }),
+    );
+    if (!response.ok) {
+      await response.body?.cancel();
+      return undefined;
+    }
+    const pair = (await response.json()) as SessionTokens;
+    rotated = { appToken, appRefresh, token: pair.token, refreshToken: pair.refreshToken };
+    await options.onTokens?.({ token: pair.token, refreshToken: pair.refreshToken });
+    return pair.token;
+  }
+  return {
+    token,
+    renewed(sent) {
+      const now = token();
+      if (now && now !== sent) return Promise.resolve(now); // renewed meanwhile
+      inflight ??= exchange().finally(() => {
+        inflight = undefined;
+      });
+      return inflight;
+    },
+  };
+}
+
+/** A 401 that says the token is expired, tampered or ended (RFC 6750's challenge, or the code). */
+async function invalidToken(response: Response): Promise<boolean> {
+  if (response.status !== 401) return false;
+  if ((response.headers.get("WWW-Authenticate") ?? "").includes("invalid_token")) return true;
+  try {
+    const body: unknown = await response.clone().json();
+    return isErrorBody(body) && "code" in body && body.code === "invalid_token";
+  } catch {
+    return false;
+  }
+}
+
+function refreshing(
+  options: MarketplaceClientOptions,
+  session: Session,
+  send: (request: Request) => Promise<Response>,
+): (request: Request) => Promise<Response> {
+  if (options.refreshToken === undefined) return send;
+  return async (request) => {
+    const sent = request.headers.get("Authorization")?.replace(/^Bearer\s+/i, "");
+    if (!sent || new URL(request.url).pathname.endsWith("/auth/refresh")) return send(request);
+    const response = await send(request.clone());
+    if (!(await invalidToken(response))) return response;
+    const token = await session.renewed(sent);
+    if (!token) return response;
+    await response.body?.cancel();
+    request.headers.set("Authorization", `Bearer ${token}`);
+    return send(request); // once: whatever it answers is the answer
   };
 }
 

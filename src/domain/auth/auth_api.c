@@ -5,8 +5,9 @@
  *
  * The owner's changes check the current password through the same throttle, so a stolen token
  * cannot be used to guess it. A password change moves the account's token generation on and
- * answers a token of the new one; logout records the presented token's id as ended until it
- * would have expired; logout-all moves the generation on. An email change is confirmed by a
+ * answers a token of the new one (in a new session); logout records the presented token's id as
+ * ended until it would have expired and ends its session; logout-all moves the generation on.
+ * Every login, registration and password change opens a session (auth_tokens.c). An email change is confirmed by a
  * link to the new address (a 256-bit token of which only the SHA-256 is kept, 24 hours). */
 #include "domain/auth/auth_api.h"
 #include "core/clock.h"
@@ -16,6 +17,7 @@
 #include "core/util.h"
 #include "domain/auth/auth.h"
 #include "domain/auth/auth_store.h"
+#include "domain/auth/auth_tokens_store.h"
 #include "domain/common.h"
 #include "domain/links.h"
 #include "ext/digest.h"
@@ -46,14 +48,20 @@ static err_t hashing_failed(hs_req *req, pw_result r) {
   return hs_fail(req, ERR_INTERNAL, NULL);
 }
 
-/* {token, <key>: {id, email, name}} with a 7-day token for role (generation gen). */
+/* {token, refreshToken, <key>: {id, email, name}}: a 7-day token and the refresh token of a
+ * session, the account's (key). */
+static err_t reply_tokens(hs_req *req, const char *key, const char *token, const char *refresh, const char *id,
+                          const char *email, const char *name) {
+  return hs_ok(req, json_pack("{s:s,s:s,s:{s:s,s:s,s:s}}", "token", token, "refreshToken", refresh, key, "id", id,
+                              "email", email, "name", name));
+}
+
+/* reply_tokens of a new session of role's account id (generation gen). */
 static err_t reply_session(hs_req *req, const char *key, const char *role, const char *id, const char *email,
                            const char *name, int64_t gen) {
-  char *token = token_issue(id, role, false, NULL, gen, TOKEN_TTL_ACCOUNT);
-  if (!token) return hs_fail(req, ERR_INTERNAL, NULL);
-  json_t *body = json_pack("{s:s,s:{s:s,s:s,s:s}}", "token", token, key, "id", id, "email", email, "name", name);
-  free(token);
-  return hs_ok(req, body);
+  const char *token, *refresh;
+  err_t e = auth_open_session(req, role, id, gen, &token, &refresh);
+  return e ? e : reply_tokens(req, key, token, refresh, id, email, name);
 }
 
 /* The one answer to each outcome of the auth store but AUTH_DONE (AUTH_TOO_OFTEN: the caller set
@@ -73,29 +81,38 @@ static err_t registration(hs_req *req, account_kind kind, char hash[128], char i
   return ERR_OK;
 }
 
-/* A registration after its store (out): a session of the new account (role). */
-static err_t registered(hs_req *req, auth_outcome out, const char *role, const char *id) {
+/* A registration after its store (out), which wrote the new account's (role) session n. */
+static err_t registered(hs_req *req, auth_outcome out, const char *role, const session_new *n) {
   if (out != AUTH_DONE) return auth_fail(req, out);
-  return reply_session(req, role, role, id, hs_body_str(req, "email"), hs_body_str(req, "name"), 0);
+  const char *token, *refresh;
+  err_t e = auth_session_answer(req, n, &token, &refresh);
+  return e ? e
+           : reply_tokens(req, role, token, refresh, n->row.account_id, hs_body_str(req, "email"),
+                          hs_body_str(req, "name"));
 }
 
+/* The account and its first session are written in one transaction. */
 err_t api_auth_register(hs_req *req) {
   char hash[128], id[ID_LEN + 1];
   err_t e = registration(req, ACCOUNT_USER, hash, id);
   if (e != ERR_OK) return e;
+  session_new n;
+  auth_session_prepare(&n, "user", id, 0);
   auth_outcome out = auth_store_insert_user(id, hs_body_str(req, "email"), hash, hs_body_str(req, "name"),
-                                            hs_body_str(req, "address"), hs_body_str(req, "zip"));
-  return registered(req, out, "user", id);
+                                            hs_body_str(req, "address"), hs_body_str(req, "zip"), &n.row, &n.grant);
+  return registered(req, out, "user", &n);
 }
 
 err_t api_auth_provider_register(hs_req *req) {
   char hash[128], id[ID_LEN + 1];
   err_t e = registration(req, ACCOUNT_PROVIDER, hash, id);
   if (e != ERR_OK) return e;
+  session_new n;
+  auth_session_prepare(&n, "provider", id, 0);
   auth_outcome out = auth_store_insert_provider(id, hs_body_str(req, "email"), hash, hs_body_str(req, "name"),
                                                 hs_body_str(req, "phone"), json_object_get(req->body, "services"),
-                                                json_object_get(req->body, "serviceZips"));
-  return registered(req, out, "provider", id);
+                                                json_object_get(req->body, "serviceZips"), &n.row, &n.grant);
+  return registered(req, out, "provider", &n);
 }
 
 static err_t login(hs_req *req, account_kind kind) {
@@ -220,11 +237,10 @@ err_t api_auth_change_password(hs_req *req) {
   e = auth_store_change_password(kind_of(req), acc.id, hash, "Your password was changed", body, &gen);
   if (e == ERR_NOT_FOUND) return hs_fail(req, ERR_UNAUTHORIZED, NULL);
   if (e != ERR_OK) return e;
-  char *token = token_issue(acc.id, req->auth.role, false, NULL, gen, TOKEN_TTL_ACCOUNT);
-  if (!token) return ERR_INTERNAL;
-  json_t *answer = json_pack("{s:s}", "token", token);
-  free(token);
-  return hs_ok(req, answer);
+  /* the caller signs in again with the new password: a new session */
+  const char *token, *refresh;
+  if ((e = auth_open_session(req, req->auth.role, acc.id, gen, &token, &refresh)) != ERR_OK) return e;
+  return hs_ok_pack(req, "{s:s,s:s}", "token", token, "refreshToken", refresh);
 }
 
 /* The address as the current owner's notice shows it: its first character, then ***, then its
@@ -370,7 +386,8 @@ err_t api_auth_cancel_email_change(hs_req *req) {
 }
 
 err_t auth_end_caller_token(hs_req *req) {
-  return auth_store_end_token(req->auth.token_id, req->auth.token_exp * 1000);
+  return auth_store_logout(req->auth.token_id, req->auth.token_exp * 1000, req->auth.session_id, req->auth.role,
+                           req->auth.id);
 }
 
 err_t api_auth_logout(hs_req *req) {
@@ -385,7 +402,7 @@ err_t api_auth_logout_all(hs_req *req) {
 
 bool auth_prune(json_t *payload, char err[256]) {
   (void)payload;
-  if (auth_store_prune(clock_now_ms()) == ERR_OK) return true;
+  if (auth_store_prune(clock_now_ms()) == ERR_OK && auth_store_prune_ended(clock_now_ms()) == ERR_OK) return true;
   snprintf(err, 256, "cannot delete ended tokens and expired email changes");
   return false;
 }

@@ -1,6 +1,8 @@
 /* Handlers of the auth domain, referenced by its route table. */
 #ifndef DOMAIN_AUTH_API_H
 #define DOMAIN_AUTH_API_H
+#include "core/ids.h"
+#include "domain/auth/auth_tokens_store.h"
 #include "domain/domain.h"
 #include "http/http.h"
 
@@ -36,6 +38,26 @@ err_t api_auth_logout_all(hs_req *req);
 bool auth_prune(json_t *payload, char err[256]);
 /* auth_tokens.c: the request hook that checks every token against the database. */
 extern const hs_hooks auth_hooks;
+/* auth_tokens.c: POST /auth/refresh. */
+err_t api_auth_refresh(hs_req *req);
+/* auth_tokens.c: opens a session of the account id of role ("user" or "provider", its token
+ * generation gen): *token a 7-day access token, *refresh its refresh token (arena strings). ERR_OK,
+ * or the request has failed. */
+err_t auth_open_session(hs_req *req, const char *role, const char *id, int64_t gen, const char **token,
+                        const char **refresh);
+/* A session made ready before its rows are written (a registration writes them with the account):
+ * its row and first refresh token (store), the refresh token's text and the access token's jti. */
+typedef struct session_new {
+  char family[ID_LEN + 1], refresh[65], refresh_hash[65], access_id[ID_LEN + 1];
+  session_row row;
+  session_grant grant;
+  int64_t now;
+} session_new;
+/* Makes session n of the account id of role (generation gen) ready; n must not move afterwards. */
+void auth_session_prepare(session_new *n, const char *role, const char *id, int64_t gen);
+/* Once n's rows are written: its access token in *token and its refresh token in *refresh (arena
+ * strings). ERR_OK, or the request has failed. */
+err_t auth_session_answer(hs_req *req, const session_new *n, const char **token, const char **refresh);
 
 /* { password }: the rules of every account's password (auth_password_problem). */
 extern const hs_schema auth_password_schema;

@@ -68,6 +68,9 @@ static const hs_field change_email_fields[] = {
 };
 static const hs_schema change_email_schema = {change_email_fields};
 
+static const hs_field refresh_fields[] = {{"refreshToken", F_STRING, F_REQUIRED, LEN(1, 512)}, {0}};
+static const hs_schema refresh_schema = {refresh_fields};
+
 static const hs_field confirm_fields[] = {{"token", F_STRING, F_REQUIRED, LEN(1, 512)}, {0}};
 static const hs_schema confirm_query = {confirm_fields};
 
@@ -97,8 +100,9 @@ const hs_route auth_routes[] = {
      .response = "PasswordReset"},
     {HS_POST, "/auth/change-password", api_auth_change_password, OWNER, &change_password_schema,
      .flags = ROUTE_SLOW | ROUTE_SECRETS,
-     .summary = "Change the caller's password: a new token; every other token of the account ends",
-     .response = "TokenAnswer", .errors = ERRORS(ERR_RATE_LIMITED)},
+     .summary = "Change the caller's password: a new session (token and refresh token); every other token and "
+                "session of the account ends",
+     .response = "SessionTokens", .errors = ERRORS(ERR_RATE_LIMITED)},
     {HS_POST, "/auth/change-email", api_auth_change_email, OWNER, &change_email_schema,
      .flags = ROUTE_SLOW | ROUTE_SECRETS,
      .summary = "Ask to change the caller's email: a confirmation link goes to the new address, a cancel link to "
@@ -132,9 +136,15 @@ const hs_route auth_routes[] = {
      .summary = "The confirmation page's button (?token=): the account's email changes; a page that says how it "
                 "went",
      .response = "text/html", .errors = ERRORS(ERR_BAD_REQUEST, ERR_CONFLICT)},
+    {HS_POST, "/auth/refresh", api_auth_refresh, ROLE_OPEN, &refresh_schema, .flags = ROUTE_SECRETS,
+     .summary = "Exchange a refresh token for a new token and a new refresh token (each refresh token works once: "
+                "presented again, it ends its session and every token of it)",
+     .response = "SessionTokens", .errors = ERRORS(ERR_UNAUTHORIZED)},
     {HS_POST, "/auth/logout", api_auth_logout, ROLE_ANY,
-     .summary = "End the presented token (any kind: customer, provider, staff, administrator)", .response = "Ok"},
-    {HS_POST, "/auth/logout-all", api_auth_logout_all, OWNER, .summary = "End every token of the caller's account",
+     .summary = "End the presented token (any kind: customer, provider, staff, administrator), its session and "
+                "the push devices it registered",
      .response = "Ok"},
+    {HS_POST, "/auth/logout-all", api_auth_logout_all, OWNER,
+     .summary = "End every token and session of the caller's account, and remove its push devices", .response = "Ok"},
     {0},
 };

@@ -4,7 +4,9 @@
 #include "core/clock.h"
 #include "core/ids.h"
 #include "domain/auth/auth.h"
+#include "domain/auth/auth_tokens_store.h"
 #include "domain/events/events.h"
+#include "domain/notifications/notifications.h"
 #include "ext/mail.h"
 #include "ext/queue.h"
 #include <stdio.h>
@@ -59,11 +61,13 @@ static auth_outcome outcome_of(err_t e) {
 }
 
 auth_outcome auth_store_insert_user(const char *id, const char *email, const char *hash, const char *name,
-                                    const char *address, const char *zip) {
-  db_conn *c = db_acquire();
-  db_rc rc = auth_insert_user_in(c, id, email, hash, name, address, zip);
-  db_release(c);
-  return outcome_of(db_to_err(rc));
+                                    const char *address, const char *zip, const session_row *s,
+                                    const session_grant *g) {
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e) e = db_to_err(auth_insert_user_in(c, id, email, hash, name, address, zip));
+  if (!e) e = db_to_err(auth_store_session_open_in(c, s, g, clock_now_ms()));
+  return outcome_of(db_end(c, e));
 }
 
 static auth_lists_writer lists_writer;
@@ -88,10 +92,12 @@ db_rc auth_insert_provider_in(db_conn *c, const char *id, const char *email, con
 }
 
 auth_outcome auth_store_insert_provider(const char *id, const char *email, const char *hash, const char *name,
-                                        const char *phone, json_t *services, json_t *zips) {
+                                        const char *phone, json_t *services, json_t *zips, const session_row *s,
+                                        const session_grant *g) {
   db_conn *c;
   err_t e = db_begin(&c);
   if (!e) e = db_to_err(auth_insert_provider_in(c, id, email, hash, name, phone, services, zips));
+  if (!e) e = db_to_err(auth_store_session_open_in(c, s, g, clock_now_ms()));
   return outcome_of(db_end(c, e));
 }
 
@@ -150,6 +156,8 @@ auth_outcome auth_store_use_reset(arena *a, const char *token_hash, const char *
     if (!e && u->rows == 1) /* the reset ends a pending email change, as every token */
       e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM email_changes WHERE account_id = $1 AND role = $2",
                             DB_ARGS(DB_TEXT(db_text(u, 0, 0)), DB_TEXT(*role))));
+    if (!e && u->rows == 1) /* and every session */
+      e = db_to_err(auth_store_sessions_end_all_in(c, *role, db_text(u, 0, 0), clock_now_ms()));
   }
   if (!e && u->rows == 0) gone = true, e = ERR_NOT_FOUND; /* the account was deleted since the token was issued */
   if (!e) *email = db_text(u, 0, 1);
@@ -186,6 +194,7 @@ err_t auth_store_change_password(account_kind kind, const char *id, const char *
                           DB_ARGS(DB_TEXT(db_text(r, 0, 1)), DB_TEXT(role_of[kind]), DB_TEXT(id))));
   }
   if (!e) e = db_to_err(end_email_change_in(c, kind, id));
+  if (!e) e = db_to_err(auth_store_sessions_end_all_in(c, role_of[kind], id, clock_now_ms()));
   if (!e) e = db_to_err(mail_enqueue(c, db_text(r, 0, 1), mail_subject, mail_body));
   if (!e) e = db_to_err(events_tokens_ended_in(c, id, false)); /* its streams end */
   e = db_end(c, e);
@@ -308,31 +317,22 @@ auth_outcome auth_store_use_email_change(arena *a, const char *token_hash, const
   return gone ? AUTH_CHANGE_GONE : outcome_of(e);
 }
 
-err_t auth_store_end_token(const char *token_id, int64_t expires_at) {
-  db_conn *c;
-  err_t e = db_begin_exec(&c, NULL, NULL,
-                          "INSERT INTO ended_tokens (token_id, expires_at) VALUES ($1, $2) "
-                          "ON CONFLICT (token_id) DO NOTHING",
-                          DB_ARGS(DB_TEXT(token_id), DB_INT(expires_at)));
-  if (!e) e = db_to_err(events_tokens_ended_in(c, token_id, false)); /* its streams end */
-  return db_end(c, e);
-}
-
 err_t auth_store_end_all(account_kind kind, const char *id) {
   char sql[120];
   snprintf(sql, sizeof sql, "UPDATE %s SET token_gen = token_gen + 1, updated_at = $2 WHERE id = $1", table_of[kind]);
   db_conn *c;
   err_t e = db_begin_exec(&c, NULL, NULL, sql, DB_ARGS(DB_TEXT(id), DB_INT(clock_now_ms())));
   if (!e) e = db_to_err(end_email_change_in(c, kind, id));
+  if (!e) e = db_to_err(auth_store_sessions_end_all_in(c, role_of[kind], id, clock_now_ms()));
+  /* every token is logged out: the devices they registered go */
+  if (!e) e = db_to_err(notifications_forget_account_devices_in(c, role_of[kind], id));
   if (!e) e = db_to_err(events_tokens_ended_in(c, id, false)); /* its streams end */
   return db_end(c, e);
 }
 
 err_t auth_store_prune(int64_t now) {
   db_conn *c;
-  err_t e = db_begin_exec(&c, NULL, NULL, "DELETE FROM ended_tokens WHERE expires_at <= $1", DB_ARGS(DB_INT(now)));
-  if (!e)
-    e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM email_changes WHERE expires_at <= $1", DB_ARGS(DB_INT(now))));
+  err_t e = db_begin_exec(&c, NULL, NULL, "DELETE FROM email_changes WHERE expires_at <= $1", DB_ARGS(DB_INT(now)));
   if (!e)
     e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM email_change_requests WHERE created_at <= $1",
                           DB_ARGS(DB_INT(now - DAY_MS))));
@@ -369,7 +369,8 @@ static const char *const row_sql[][2] = {
 err_t auth_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode) {
   const char *const sql[] = {reset_sql[who->provider], email_change_sql[who->provider], row_sql[mode][who->provider]};
   int64_t changed;
-  err_t e = account_exec_in(c, who, sql, 3, &changed);
+  err_t e = auth_store_sessions_forget_in(c, who);
+  if (!e) e = account_exec_in(c, who, sql, 3, &changed);
   return e ? e : changed ? ERR_OK : ERR_NOT_FOUND;
 }
 

@@ -3,6 +3,7 @@
 #define DOMAIN_AUTH_STORE_H
 #include "core/errors.h"
 #include "db/db.h"
+#include "domain/auth/auth_tokens_store.h"
 #include "domain/domain.h"
 #include <jansson.h>
 #include <stdbool.h>
@@ -29,13 +30,15 @@ typedef struct account {
 err_t auth_store_find(arena *a, account_kind kind, const char *email, account *out, bool *found);
 /* Looks up an account by id; *found false when there is none. ERR_INTERNAL on failure. */
 err_t auth_store_get(arena *a, account_kind kind, const char *id, account *out, bool *found);
-/* Inserts a customer; AUTH_EMAIL_TAKEN when the email is taken. */
+/* Inserts a customer and its first session (s, g) in one transaction; AUTH_EMAIL_TAKEN when the
+ * email is taken. */
 auth_outcome auth_store_insert_user(const char *id, const char *email, const char *hash, const char *name,
-                                    const char *address, const char *zip);
-/* Inserts a provider with its services and ZIPs (arrays of strings) in one transaction;
- * AUTH_EMAIL_TAKEN when the email is taken. */
+                                    const char *address, const char *zip, const session_row *s, const session_grant *g);
+/* Inserts a provider with its services and ZIPs (arrays of strings) and its first session (s, g)
+ * in one transaction; AUTH_EMAIL_TAKEN when the email is taken. */
 auth_outcome auth_store_insert_provider(const char *id, const char *email, const char *hash, const char *name,
-                                        const char *phone, json_t *services, json_t *zips);
+                                        const char *phone, json_t *services, json_t *zips, const session_row *s,
+                                        const session_grant *g);
 /* Replaces the reset token of (email, role) with token_hash for account account_id (the reset
  * sets that account's password, whatever its email is by then) and queues the email, in one
  * transaction. */
@@ -44,7 +47,8 @@ err_t auth_store_put_reset(const char *email, const char *role, const char *acco
 /* Finds a live reset token; *found false when missing or expired. */
 err_t auth_store_find_reset(arena *a, const char *token_hash, const char **role, bool *found);
 /* Consumes a live token, sets the account's password and moves its token generation on (every
- * token issued before is refused from then on), and ends its pending email change, in one
+ * token issued before is refused from then on), and ends its sessions and its pending email
+ * change, in one
  * transaction; AUTH_RESET_GONE when the token was used or expired meanwhile. *role and *email
  * receive the account's role and email. */
 auth_outcome auth_store_use_reset(arena *a, const char *token_hash, const char *new_hash, const char **role,
@@ -52,8 +56,8 @@ auth_outcome auth_store_use_reset(arena *a, const char *token_hash, const char *
 /* ---- the owner's account management (issue 24) ---- */
 
 /* Sets the account's password to new_hash and moves its token generation on (every token
- * issued before ends; *gen receives the new one), drops its pending reset links and email
- * change and queues the notice to its email, in one transaction; ERR_NOT_FOUND when the account
+ * issued before ends, its sessions too; *gen receives the new one), drops its pending reset links
+ * and email change and queues the notice to its email, in one transaction; ERR_NOT_FOUND when the account
  * is gone. */
 err_t auth_store_change_password(account_kind kind, const char *id, const char *new_hash, const char *mail_subject,
                                  const char *mail_body, int64_t *gen);
@@ -87,14 +91,10 @@ err_t auth_store_cancel_email_change(arena *a, const char *cancel_hash, const ch
  * email was taken meanwhile (the change is kept, nothing else changes). *email receives the new
  * address (arena a). */
 auth_outcome auth_store_use_email_change(arena *a, const char *token_hash, const char **email);
-/* Records that the token token_id ended (logout) until expires_at (epoch ms), when it would
- * have expired anyway. */
-err_t auth_store_end_token(const char *token_id, int64_t expires_at);
-/* Moves the account's token generation on: every token issued before ends, and its pending
- * email change with them (logout-all). */
+/* Moves the account's token generation on: every token issued before ends, and its sessions,
+ * its pending email change and its push devices with them (logout-all). */
 err_t auth_store_end_all(account_kind kind, const char *id);
-/* Deletes ended tokens, email changes that expired before now and email-change requests older
- * than a day. */
+/* Deletes email changes that expired before now and email-change requests older than a day. */
 err_t auth_store_prune(int64_t now);
 
 /* Creates or updates an administrator. */
@@ -109,7 +109,7 @@ err_t auth_store_insert_admin(const char *email, const char *hash, bool *created
 /* The export's pendingEmailChange (account_part's sql): the live pending email change (email,
  * expires_at), none or one row. */
 extern const char *const AUTH_EXPORT_SQL[2];
-/* forget_in: the account's reset links and pending email change go, then its row: erased
+/* forget_in: the account's sessions, reset links and pending email change go, then its row: erased
  * (FORGET_ERASE: email deleted-<id>@deleted, no password, its tokens end, deleted_at now) or
  * deleted; ERR_NOT_FOUND when it was gone (or erased) already. The records of its email
  * changes stay for the throttle's day (auth_store_prune). */

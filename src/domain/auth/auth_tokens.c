@@ -16,11 +16,24 @@
  * On PostgreSQL the subject's check of a request on the database lane costs no round trip of
  * its own: it is a guard (db_guard) sent in front of the request's first statement, which does
  * not run when the check finds no row; the pipeline then answers 401. A password change or
- * reset therefore still ends older tokens at once, on every instance. */
+ * reset therefore still ends older tokens at once, on every instance.
+ *
+ * Sessions: a customer's or provider's login (registration, password change) opens a session, a
+ * family of refresh tokens (auth_tokens_store.h). Its access tokens carry the family's id (sid)
+ * and live 7 days, as before; POST /auth/refresh exchanges a refresh token (256 random bits as 64
+ * hex digits, of which only the SHA-256 is kept) for a new access token and a new refresh token,
+ * valid 30 days from then but never past 90 days from the login. A refresh token works once:
+ * presented again, it ends its whole session and every access token issued in it. */
 #include "core/clock.h"
+#include "core/ids.h"
+#include "core/util.h"
 #include "domain/auth/auth.h"
 #include "domain/auth/auth_api.h"
 #include "domain/auth/auth_tokens_store.h"
+#include "ext/digest.h"
+#include "ext/token.h"
+#include <stdlib.h>
+#include <string.h>
 
 static err_t refuse(hs_req *req) { return hs_fail(req, ERR_UNAUTHORIZED, NULL); }
 
@@ -46,3 +59,63 @@ static err_t check_token(hs_req *req) {
 }
 
 const hs_hooks auth_hooks = {.check_token = check_token};
+
+/* ---- sessions ---- */
+
+/* A new refresh token (64 hex digits) and its SHA-256; a new access token's jti and expiry. */
+static void session_new_init(session_new *n, int64_t now) {
+  unsigned char raw[32];
+  random_bytes(raw, sizeof raw);
+  hex_encode(raw, sizeof raw, n->refresh);
+  sha256_hex(n->refresh, strlen(n->refresh), n->refresh_hash);
+  id_new(n->access_id);
+  n->now = now;
+  /* the token's exp is in seconds from the same clock: a second over it covers the rounding */
+  n->grant = (session_grant){n->refresh_hash, n->access_id, now + TOKEN_TTL_ACCOUNT * 1000 + 1000};
+}
+
+/* The access token of session s, issued with n (its jti), in *token (arena). */
+static err_t issue_access(hs_req *req, const session_row *s, const session_new *n, const char **token) {
+  char *t = token_issue_session(s->account_id, s->role, s->gen, TOKEN_TTL_ACCOUNT, s->family_id, n->access_id);
+  if (!t) return hs_fail(req, ERR_INTERNAL, NULL);
+  *token = arena_strdup(&req->arena, t);
+  free(t);
+  return ERR_OK;
+}
+
+void auth_session_prepare(session_new *n, const char *role, const char *id, int64_t gen) {
+  session_new_init(n, clock_now_ms());
+  id_new(n->family);
+  n->row = (session_row){n->family, id, role, gen};
+}
+
+err_t auth_session_answer(hs_req *req, const session_new *n, const char **token, const char **refresh) {
+  *refresh = arena_strdup(&req->arena, n->refresh);
+  return issue_access(req, &n->row, n, token);
+}
+
+err_t auth_open_session(hs_req *req, const char *role, const char *id, int64_t gen, const char **token,
+                        const char **refresh) {
+  session_new n;
+  auth_session_prepare(&n, role, id, gen);
+  if (auth_store_session_open(&n.row, &n.grant, n.now) != ERR_OK) return ERR_INTERNAL;
+  return auth_session_answer(req, &n, token, refresh);
+}
+
+err_t api_auth_refresh(hs_req *req) {
+  const char *presented = hs_body_str(req, "refreshToken");
+  char hash[65];
+  sha256_hex(presented, strlen(presented), hash);
+  int64_t now = clock_now_ms();
+  session_new n;
+  session_new_init(&n, now);
+  session_row s;
+  session_outcome out = auth_store_session_rotate(&req->arena, hash, &n.grant, now, &s);
+  if (out == SESSION_FAILED) return ERR_INTERNAL;
+  if (out != SESSION_ROTATED)
+    return hs_fail_code(req, ERR_UNAUTHORIZED, ERR_CODE_INVALID_TOKEN, "Invalid or expired refresh token");
+  const char *token;
+  err_t e = issue_access(req, &s, &n, &token);
+  if (e != ERR_OK) return e;
+  return hs_ok_pack(req, "{s:s,s:s}", "token", token, "refreshToken", n.refresh);
+}

@@ -429,10 +429,11 @@ err_t jobs_store_move(arena *a, const job_move *m, db_res **row) {
     args[n++] = DB_TEXT(m->provider_id);
     snprintf(who, sizeof who, " AND provider_id = $%d", n);
   }
-  /* the customer's push token comes back with the row, for the notification */
+  /* whether the customer has a push device comes back with the row, for the notification */
+#define CUSTOMER_DEVICE PUSH_DEVICE_SQL("jobs.customer_id", "user")
   snprintf(sql, sizeof sql,
            "UPDATE jobs SET status = $2, updated_at = $3, json_head = NULL%s%s WHERE id = $1 AND status IN (%s)%s "
-           "RETURNING *, (SELECT u.push_token FROM users u WHERE u.id = jobs.customer_id) AS customer_push_token",
+           "RETURNING *, " CUSTOMER_DEVICE " AS customer_push_device",
            strcmp(m->to, "COMPLETED") ? "" : ", completed_at = $3", set, in, who);
   db_res *r = NULL;
   db_conn *c;
@@ -441,7 +442,7 @@ err_t jobs_store_move(arena *a, const job_move *m, db_res **row) {
   if (moved) e = db_to_err(changed_in(c, r, 0));
   if (moved && !e && m->note) {
     m->note->account_id = db_field(r, 0, "customer_id");
-    e = db_to_err(notify_in_token(c, m->note, db_field(r, 0, "customer_push_token")));
+    e = db_to_err(notify_in_known(c, m->note, db_field(r, 0, "customer_push_device") != NULL));
   }
   e = db_end(c, e);
   *row = !e && moved ? r : NULL;

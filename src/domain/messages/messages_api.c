@@ -21,7 +21,7 @@
 
 typedef struct thread {
   const char *job_id, *provider_id, *customer_id, *status;
-  const char *sender_name, *counterpart_push_token;
+  const char *sender_name, *counterpart_push_device;
 } thread;
 
 /* The read of the caller's thread on job :id (messages_read_thread). */
@@ -47,7 +47,7 @@ static err_t open_thread(hs_req *req, const char *requested_provider, const db_r
   t->sender_name = db_field(r, 0, "sender_name");
   if (!t->sender_name)
     return hs_fail(req, ERR_NOT_FOUND, customer ? "No thread with that provider on this job" : "Job not found");
-  t->counterpart_push_token = db_field(r, 0, "counterpart_push_token");
+  t->counterpart_push_device = db_field(r, 0, "counterpart_push_device");
   return ERR_OK;
 }
 
@@ -139,7 +139,7 @@ static err_t post_message(hs_req *req, thread *t, const char *content) {
                    .sender_name = t->sender_name,
                    .content = content,
                    .customer_id = t->customer_id,
-                   .push_token = t->counterpart_push_token};
+                   .push_device = t->counterpart_push_device};
   bool from_customer = req->auth.role_bit == ROLE_USER;
   m.note = (notice){.account_id = from_customer ? t->provider_id : t->customer_id,
                     .role = from_customer ? "provider" : "user",

@@ -33,6 +33,10 @@ static db_rc announce(db_conn *c, arena *a, const message_new *m, const db_res *
   "(" provider " = j.provider_id OR EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = j.id AND q.provider_id = "      \
   provider "))"
 
+/* one of the other party's push devices (notifications.h) */
+#define PROVIDER_DEVICE PUSH_DEVICE_SQL("COALESCE($3, j.provider_id)", "provider")
+#define CUSTOMER_DEVICE PUSH_DEVICE_SQL("j.customer_id", "user")
+
 db_read messages_read_thread(arena *a, const char *role, const char *caller_id, const char *job_id,
                              const char *provider) {
   if (!strcmp(role, "user"))
@@ -40,14 +44,12 @@ db_read messages_read_thread(arena *a, const char *role, const char *caller_id, 
                         "SELECT j.id, j.customer_id, j.status, j.provider_id, "
                         "(SELECT u.name FROM users u WHERE u.id = $2 AND " IS_THREAD("COALESCE($3, j.provider_id)")
                         ") AS sender_name, "
-                        "(SELECT p.push_token FROM providers p WHERE p.id = COALESCE($3, j.provider_id)) "
-                        "AS counterpart_push_token FROM jobs j WHERE j.id = $1",
+                        PROVIDER_DEVICE " AS counterpart_push_device FROM jobs j WHERE j.id = $1",
                         DB_ARGS(DB_TEXT(job_id), DB_TEXT(caller_id), DB_TEXT(provider)));
   return db_read_make(a,
                       "SELECT j.id, j.customer_id, j.status, j.provider_id, "
                       "(SELECT p.name FROM providers p WHERE p.id = $2 AND " IS_THREAD("p.id") ") AS sender_name, "
-                      "(SELECT u.push_token FROM users u WHERE u.id = j.customer_id) AS counterpart_push_token "
-                      "FROM jobs j WHERE j.id = $1",
+                      CUSTOMER_DEVICE " AS counterpart_push_device FROM jobs j WHERE j.id = $1",
                       DB_ARGS(DB_TEXT(job_id), DB_TEXT(caller_id)));
 }
 
@@ -127,7 +129,7 @@ err_t messages_store_post(arena *a, const message_new *m, db_res **out) {
                 DB_TEXT(m->sender_role), DB_TEXT(m->sender_name), DB_TEXT(m->content), DB_INT(clock_now_ms()),
                 DB_INT(THREAD_CAP), DB_INT(clock_sequence()))));
   if (!e && (*out)->rows) e = db_to_err(announce(c, a, m, *out));
-  if (!e && (*out)->rows) e = db_to_err(notify_in_token(c, &m->note, m->push_token));
+  if (!e && (*out)->rows) e = db_to_err(notify_in_known(c, &m->note, m->push_device != NULL));
   return db_end(c, e);
 }
 

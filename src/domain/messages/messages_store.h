@@ -16,7 +16,8 @@
  * job, else its id, customer_id, status and provider_id (the assigned one), sender_name (the
  * caller's name when they may use the thread: a customer, role "user", when its provider,
  * `provider` or else the assigned one, quoted on the job or is assigned to it; a provider,
- * caller_id, likewise; NULL otherwise) and counterpart_push_token (the other party's). */
+ * caller_id, likewise; NULL otherwise) and counterpart_push_device (one of the other party's push
+ * devices, NULL: none). */
 db_read messages_read_thread(arena *a, const char *role, const char *caller_id, const char *job_id,
                              const char *provider);
 /* A thread's messages oldest first, by (seq, id); every one without paging. */
@@ -50,7 +51,7 @@ typedef struct message_new {
   const char *id, *job_id, *provider_id, *sender_id, *sender_role, *sender_name, *content;
   const char *customer_id; /* the job's customer: with provider_id, the thread's two parties */
   notice note;             /* the other party's notification */
-  const char *push_token;  /* the other party's, or NULL */
+  const char *push_device; /* one of the other party's push devices, or NULL */
 } message_new;
 /* Posts m in one transaction that first locks the job's row (the database on SQLite), so
  * concurrent posts count the thread one after another, with its message.created event to both

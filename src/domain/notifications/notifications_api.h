@@ -7,7 +7,11 @@
 /* notifications_routes.c: the domain's rows (ended by a row of zeros) */
 extern const hs_route notifications_routes[];
 
+/* A device's id when the app names none: one device, as before devices had ids. */
+#define PUSH_DEFAULT_DEVICE "default"
+#define PUSH_DEVICE_ID_MAX 100
 err_t api_push_token(hs_req *req);
+err_t api_push_device_delete(hs_req *req);
 err_t api_notifications_list(hs_req *req);
 err_t api_notifications_read(hs_req *req);
 err_t api_notification_read(hs_req *req);

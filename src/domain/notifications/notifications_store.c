@@ -1,6 +1,6 @@
 /* Notifications' SQL: a notification row, its push job and its notification.created event are
  * written in one transaction (the push's sending is notifications_api.c's), the caller's
- * history, push tokens and the banner, which a stream takes when it opens and clears once it
+ * history, push devices and the banner, which a stream takes when it opens and clears once it
  * delivered the banner's event. */
 #include "domain/notifications/notifications_store.h"
 #include "core/clock.h"
@@ -15,8 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const token_sql[] = {"SELECT push_token FROM users WHERE id = $1",
-                                        "SELECT push_token FROM providers WHERE id = $1"};
+static const char *const device_sql = "SELECT 1 FROM push_devices WHERE account_id = $1 AND role = $2 LIMIT 1";
 
 /* The notification.created event of notification id (n, made at now), on c. */
 static db_rc announce(db_conn *c, const char *id, const notice *n, int64_t now, bool provider) {
@@ -36,8 +35,9 @@ static db_rc announce(db_conn *c, const char *id, const notice *n, int64_t now, 
   return rc;
 }
 
-/* Records n; with token_known, pushes to push_token (if any) instead of looking it up. */
-static db_rc record(db_conn *c, const notice *n, bool token_known, const char *push_token) {
+/* Records n; with known, pushes when has_device says so instead of looking it up. The push names
+ * the account: its devices are read when it is sent, so a device removed meanwhile gets none. */
+static db_rc record(db_conn *c, const notice *n, bool known, bool has_device) {
   bool provider = !strcmp(n->role, "provider");
   char id[ID_LEN + 1];
   id_new(id);
@@ -51,13 +51,13 @@ static db_rc record(db_conn *c, const notice *n, bool token_known, const char *p
                            DB_ARGS(DB_TEXT(id), DB_TEXT(n->account_id), DB_TEXT(n->role), DB_TEXT(n->title),
                                    DB_TEXT(n->body), DB_TEXT(n->job_id), DB_INT(now), DB_INT(clock_sequence())));
   if (rc == DB_OK) rc = announce(c, id, n, now, provider);
-  if (rc == DB_OK && !token_known) {
-    rc = db_exec(c, &a, &r, token_sql[provider], DB_ARGS(DB_TEXT(n->account_id)));
-    push_token = rc == DB_OK && r->rows ? db_text(r, 0, 0) : NULL;
+  if (rc == DB_OK && !known) {
+    rc = db_exec(c, &a, &r, device_sql, DB_ARGS(DB_TEXT(n->account_id), DB_TEXT(n->role)));
+    has_device = rc == DB_OK && r->rows;
   }
-  if (rc == DB_OK && push_token) {
-    json_t *push = json_pack("{s:s,s:s,s:s,s:{s:s?}}", "to", push_token, "title", n->title, "body", n->body, "data",
-                             "jobId", n->job_id);
+  if (rc == DB_OK && has_device) {
+    json_t *push = json_pack("{s:s,s:s,s:s,s:s,s:{s:s?}}", "account", n->account_id, "role", n->role, "title", n->title,
+                             "body", n->body, "data", "jobId", n->job_id);
     rc = queue_enqueue(c, "push", push);
     json_decref(push);
   }
@@ -65,9 +65,9 @@ static db_rc record(db_conn *c, const notice *n, bool token_known, const char *p
   return rc;
 }
 
-db_rc notify_in(db_conn *c, const notice *n) { return record(c, n, false, NULL); }
+db_rc notify_in(db_conn *c, const notice *n) { return record(c, n, false, false); }
 
-db_rc notify_in_token(db_conn *c, const notice *n, const char *push_token) { return record(c, n, true, push_token); }
+db_rc notify_in_known(db_conn *c, const notice *n, bool has_device) { return record(c, n, true, has_device); }
 
 void notify(const char *account_id, const char *role, const char *title, const char *body, const char *job_id) {
   notice n = {account_id, role, title, body, job_id};
@@ -106,10 +106,57 @@ db_rc notify_matching_providers_in(db_conn *c, const char *service, const char *
   return rc;
 }
 
-err_t notifications_store_set_push_token(const char *role, const char *id, const char *token) {
-  const char *sql = !strcmp(role, "provider") ? "UPDATE providers SET push_token = $2 WHERE id = $1"
-                                              : "UPDATE users SET push_token = $2 WHERE id = $1";
-  return db_to_err(db_query(NULL, NULL, sql, DB_ARGS(DB_TEXT(id), DB_TEXT(token))));
+err_t notifications_store_put_device(const char *role, const char *id, const char *device_id, const char *token,
+                                     const char *session_id) {
+  db_conn *c;
+  err_t e = db_begin_exec(&c, NULL, NULL,
+                          "DELETE FROM push_devices WHERE account_id = $1 AND role = $2 AND token = $3 "
+                          "AND device_id <> $4",
+                          DB_ARGS(DB_TEXT(id), DB_TEXT(role), DB_TEXT(token), DB_TEXT(device_id)));
+  if (!e)
+    e = db_to_err(db_exec_later(
+        c, NULL, NULL,
+        "INSERT INTO push_devices (account_id, role, device_id, token, session_id, created_at, updated_at) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (account_id, role, device_id) DO UPDATE SET "
+        "token = excluded.token, session_id = excluded.session_id, updated_at = excluded.updated_at",
+        DB_ARGS(DB_TEXT(id), DB_TEXT(role), DB_TEXT(device_id), DB_TEXT(token), DB_TEXT(session_id),
+                DB_INT(clock_now_ms()))));
+  return db_end(c, e);
+}
+
+err_t notifications_store_delete_device(const char *role, const char *id, const char *device_id, bool *found) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  err_t e = db_to_err(db_query(&a, &r,
+                               "DELETE FROM push_devices WHERE account_id = $1 AND role = $2 AND device_id = $3 "
+                               "RETURNING device_id",
+                               DB_ARGS(DB_TEXT(id), DB_TEXT(role), DB_TEXT(device_id))));
+  *found = !e && r->rows > 0;
+  arena_fini(&a);
+  return e;
+}
+
+err_t notifications_store_device_tokens(arena *a, const char *role, const char *id, db_res **out) {
+  return db_to_err(db_query(a, out,
+                            "SELECT token FROM push_devices WHERE account_id = $1 AND role = $2 ORDER BY device_id",
+                            DB_ARGS(DB_TEXT(id), DB_TEXT(role))));
+}
+
+err_t notifications_store_forget_token(const char *token) {
+  return db_to_err(db_query(NULL, NULL, "DELETE FROM push_devices WHERE token = $1", DB_ARGS(DB_TEXT(token))));
+}
+
+db_rc notifications_forget_session_devices_in(db_conn *c, const char *role, const char *account_id,
+                                              const char *session_id) {
+  return db_exec_later(c, NULL, NULL,
+                       "DELETE FROM push_devices WHERE account_id = $1 AND role = $2 AND session_id = $3",
+                       DB_ARGS(DB_TEXT(account_id), DB_TEXT(role), DB_TEXT(session_id)));
+}
+
+db_rc notifications_forget_account_devices_in(db_conn *c, const char *role, const char *account_id) {
+  return db_exec_later(c, NULL, NULL, "DELETE FROM push_devices WHERE account_id = $1 AND role = $2",
+                       DB_ARGS(DB_TEXT(account_id), DB_TEXT(role)));
 }
 
 const db_keyset NOTIFICATIONS_KEYSET = {"notifications", {{"seq", "seq", 'i', true}, {"id", "id", 's', true}}};
@@ -198,17 +245,19 @@ const char *const NOTIFICATIONS_EXPORT_SQL[2] = {
 static const char *const forget_sql[][2][4] = {
     [FORGET_ERASE] = {{"DELETE FROM notifications WHERE account_id = $1 AND role = 'user'",
                        "DELETE FROM banners WHERE account_id = $1 AND role = 'user'",
-                       "UPDATE users SET push_token = NULL WHERE id = $1"},
+                       "DELETE FROM push_devices WHERE account_id = $1 AND role = 'user'"},
                       {"DELETE FROM notifications WHERE account_id = $1 AND role = 'provider'",
                        "DELETE FROM banners WHERE account_id = $1 AND role = 'provider'",
-                       "UPDATE providers SET push_token = NULL WHERE id = $1"}},
+                       "DELETE FROM push_devices WHERE account_id = $1 AND role = 'provider'"}},
     /* other accounts' notifications about a deleted customer's jobs keep their text, not the link */
     [FORGET_DELETE] = {{"UPDATE notifications SET job_id = NULL WHERE job_id IN (SELECT id FROM jobs WHERE "
                         "customer_id = $1) AND NOT (account_id = $1 AND role = 'user')",
                         "DELETE FROM notifications WHERE account_id = $1 AND role = 'user'",
-                        "DELETE FROM banners WHERE account_id = $1 AND role = 'user'"},
+                        "DELETE FROM banners WHERE account_id = $1 AND role = 'user'",
+                        "DELETE FROM push_devices WHERE account_id = $1 AND role = 'user'"},
                        {"DELETE FROM notifications WHERE account_id = $1 AND role = 'provider'",
-                        "DELETE FROM banners WHERE account_id = $1 AND role = 'provider'"}},
+                        "DELETE FROM banners WHERE account_id = $1 AND role = 'provider'",
+                        "DELETE FROM push_devices WHERE account_id = $1 AND role = 'provider'"}},
 };
 
 err_t notifications_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode) {

@@ -12,8 +12,18 @@
 extern const db_keyset NOTIFICATIONS_KEYSET;
 #define NOTIFICATIONS_CAP 50
 
-/* Sets the device push token of account id (role "user" or "provider"). */
-err_t notifications_store_set_push_token(const char *role, const char *id, const char *token);
+/* The device device_id of account id (role "user" or "provider") gets push token token,
+ * registered in session session_id (it replaces the device's earlier token and session); another
+ * device of the account with the same token goes (a token is one device's). */
+err_t notifications_store_put_device(const char *role, const char *id, const char *device_id, const char *token,
+                                     const char *session_id);
+/* Removes the device device_id of the account; *found false when it has none by that id. */
+err_t notifications_store_delete_device(const char *role, const char *id, const char *device_id, bool *found);
+/* The push tokens of the account's devices (column token), by device id. */
+err_t notifications_store_device_tokens(arena *a, const char *role, const char *id, db_res **out);
+/* Removes every device whose push token is token (the push service says it is registered no
+ * more). */
+err_t notifications_store_forget_token(const char *token);
 /* The page pg of the account's notifications (only the unread ones with unread). */
 err_t notifications_store_list(arena *a, const char *role, const char *id, bool unread, const db_page *pg,
                                db_res **out);
@@ -37,9 +47,8 @@ err_t notifications_store_clear_banner(const char *role, const char *id, int64_t
 
 /* The export's notifications (account_part's sql), oldest first. */
 extern const char *const NOTIFICATIONS_EXPORT_SQL[2];
-/* forget_in of the notifications, the banner and the push token (the users and providers
- * tables' push_token column): they go (a deletion of a customer also unlinks the other
- * accounts' notifications about its jobs, which keep their text). */
+/* forget_in of the notifications, the banner and the push devices: they go (a deletion of a customer also unlinks the
+ * other accounts' notifications about its jobs, which keep their text). */
 err_t notifications_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode);
 
 #endif

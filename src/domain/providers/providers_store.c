@@ -242,7 +242,11 @@ err_t prov_store_record_insurance(const char *id, const char *key, const insuran
 
 /* ---- the account's part (domain/domain.h) ---- */
 
-const char *const PROV_EXPORT_SQL[1][2] = {{NULL, "SELECT * FROM providers WHERE id = $1 AND deleted_at IS NULL"}};
+/* devicePushToken: the token of the device registered last */
+const char *const PROV_EXPORT_SQL[1][2] = {
+    {NULL, "SELECT p.*, (SELECT d.token FROM push_devices d WHERE d.account_id = p.id AND d.role = 'provider' "
+           "ORDER BY d.updated_at DESC, d.device_id LIMIT 1) AS push_token FROM providers p WHERE p.id = $1 "
+           "AND p.deleted_at IS NULL"}};
 
 /* $1 = the provider's id: [mode]. At an erasure its row keeps only what the ledger shows: its
  * id and name ACCOUNT_DELETED_NAME (the account's own columns are auth's, its membership and

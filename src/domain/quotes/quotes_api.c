@@ -107,7 +107,7 @@ static quote_outcome decide(void *ctx, arena *a, err_t found, const db_res *row,
                        {db_field(row, 0, "customer_id"), "user", "New quote",
                         arena_printf(a, "%s quoted $%.2f for your %s job", pro_name, total, q->service), q->job_id},
                        true,
-                       db_field(row, 0, "customer_push_token")};
+                       db_field(row, 0, "customer_push_device") != NULL};
   return QUOTE_CREATED;
 }
 
@@ -173,7 +173,7 @@ err_t api_quotes_accept(hs_req *req) {
                      {provider, "provider", "Quote accepted",
                       arena_printf(&req->arena, "%s accepted your quote", customer_name), job_id},
                      true,
-                     db_field(q, 0, "provider_push_token")};
+                     db_field(q, 0, "provider_push_device") != NULL};
   bool won;
   if ((e = quotes_store_accept(db_field(q, 0, "id"), job_id, provider, &news, &won)) != ERR_OK) return e;
   if (!won) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "The job is no longer open for acceptance");

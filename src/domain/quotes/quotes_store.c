@@ -34,11 +34,15 @@ static db_rc quote_created(db_conn *c, db_res **q, const char *provider, const c
   return events_emit_in(c, &ev);
 }
 
+/* Whether the customer (cu) or the provider (p) has a push device (notifications.h). */
+#define CUSTOMER_DEVICE PUSH_DEVICE_SQL("cu.id", "user")
+#define PROVIDER_DEVICE PUSH_DEVICE_SQL("p.id", "provider")
+
 /* The news of a change, on c. */
 static err_t announce(db_conn *c, const quote_news *news) {
   db_rc rc = mail_enqueue(c, news->email, news->subject, news->mail_body);
   if (rc == DB_OK)
-    rc = news->push_token_known ? notify_in_token(c, &news->note, news->push_token) : notify_in(c, &news->note);
+    rc = news->device_known ? notify_in_known(c, &news->note, news->has_device) : notify_in(c, &news->note);
   return db_to_err(rc);
 }
 
@@ -58,7 +62,7 @@ quote_outcome quotes_store_submit(arena *a, const char *provider_id, const char 
         "SELECT j.*, pr.headshots AS provider_headshots, pr.id_doc_front AS provider_id_doc_front, "
         "pr.id_doc_back AS provider_id_doc_back, pr.name AS provider_name, "
         "pr.company_name AS provider_company_name, cu.email AS customer_email, cu.name AS customer_name, "
-        "cu.push_token AS customer_push_token, "
+        CUSTOMER_DEVICE " AS customer_push_device, "
         "CASE WHEN EXISTS (SELECT 1 FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
         "WHERE s.provider_id = pr.id AND s.service = j.service AND z.zip = j.zip) THEN 1 ELSE 0 END "
         "AS provider_matches "
@@ -97,7 +101,8 @@ quote_outcome quotes_store_submit(arena *a, const char *provider_id, const char 
 
 err_t quotes_store_get(arena *a, const char *id, bool with_parties, db_res **out) {
   const char *sql = with_parties ? QUOTE_SQL ", p.email AS provider_email, p.name AS provider_name, "
-                                             "p.push_token AS provider_push_token, u.name AS customer_name" QUOTE_FROM
+                                             PROVIDER_DEVICE " AS provider_push_device, "
+                                             "u.name AS customer_name" QUOTE_FROM
                                              " LEFT JOIN providers p ON p.id = q.provider_id "
                                              "LEFT JOIN users u ON u.id = j.customer_id WHERE q.id = $1"
                                  : QUOTE_SQL QUOTE_FROM " WHERE q.id = $1";

@@ -20,8 +20,8 @@ typedef struct quote_new {
 typedef struct quote_news {
   const char *email, *subject, *mail_body;
   notice note;
-  bool push_token_known; /* push_token was read with the rest (NULL: none registered) */
-  const char *push_token;
+  bool device_known; /* has_device was read with the rest (PUSH_DEVICE_SQL) */
+  bool has_device;
 } quote_news;
 
 /* What POST /quotes decides from what its transaction read (found: ERR_OK, or ERR_NOT_FOUND
@@ -32,7 +32,7 @@ typedef quote_outcome (*quote_decide)(void *ctx, arena *a, err_t found, const db
 /* POST /quotes in one transaction: reads what it decides on in one statement (the job, `jobs.*`,
  * all NULL when job_id does not exist; provider_headshots, provider_id_doc_front,
  * provider_id_doc_back, provider_name, provider_company_name, customer_email, customer_name,
- * customer_push_token, and provider_matches: 1 when the provider serves the job's service in
+ * customer_push_device (PUSH_DEVICE_SQL), and provider_matches: 1 when the provider serves the job's service in
  * its ZIP), asks decide, then inserts the quote, moves the job to QUOTED and writes the
  * customer's news; *quote receives the inserted row (arena a). Reading inside the transaction
  * puts it on SQLite's writer connection, whose cache the other writes keep warm. Returns what
@@ -41,7 +41,7 @@ typedef quote_outcome (*quote_decide)(void *ctx, arena *a, err_t found, const db
 quote_outcome quotes_store_submit(arena *a, const char *provider_id, const char *job_id, quote_decide decide, void *ctx,
                                   db_res **quote);
 /* The quote with its job's customer_id and job_status; with_parties adds what an acceptance
- * tells them: provider_email, provider_name, provider_push_token and customer_name (NULL when
+ * tells them: provider_email, provider_name, provider_push_device and customer_name (NULL when
  * that account is gone). */
 err_t quotes_store_get(arena *a, const char *id, bool with_parties, db_res **out);
 /* The read of quotes_store_get(a, id, false, ...) for db_query_all (no row when missing). */

@@ -203,7 +203,11 @@ err_t users_store_queue_alert_zips(const db_res *zips, int64_t slot) {
 
 /* $1 = the customer's id, $2 = now: [0] a customer's, [1] a provider's. */
 const char *const USERS_EXPORT_SQL[USERS_EXPORT_PARTS][2] = {
-    {"SELECT * FROM users WHERE id = $1 AND deleted_at IS NULL", NULL},
+    /* devicePushToken: the token of the device registered last */
+    {"SELECT u.*, (SELECT d.token FROM push_devices d WHERE d.account_id = u.id AND d.role = 'user' "
+     "ORDER BY d.updated_at DESC, d.device_id LIMIT 1) AS push_token FROM users u WHERE u.id = $1 "
+     "AND u.deleted_at IS NULL",
+     NULL},
     {"SELECT * FROM user_addresses WHERE user_id = $1 ORDER BY created_at, id", NULL},
     {"SELECT provider_id, created_at FROM favorites WHERE user_id = $1 ORDER BY seq", NULL},
     {"SELECT provider_id, note, created_at, updated_at FROM pro_notes WHERE user_id = $1 ORDER BY created_at, "
