@@ -4,8 +4,21 @@
 #define CORE_CONFIG_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum { ENV_DEVELOPMENT, ENV_TEST, ENV_PRODUCTION } app_env;
+
+/* How long each kind of row that grows with time is kept before its owner's periodic task
+ * deletes it (docs/operations.md, "Retention"), in milliseconds. */
+typedef struct config_retention {
+  int64_t events;      /* RETAIN_EVENTS: the live-update outbox (48h: 24 h past the replay window) */
+  int64_t idempotency; /* RETAIN_IDEMPOTENCY: idempotency keys and their kept answers (24h) */
+  int64_t rate_limits; /* RETAIN_RATE_LIMITS: rate-limit counters after their window started (1h) */
+  int64_t queue;       /* RETAIN_QUEUE: finished background work (7d) */
+  int64_t elevations;  /* RETAIN_ELEVATIONS: ended staff elevations (90d) */
+  int64_t mail;        /* RETAIN_MAIL: development .eml files under $DATA_DIR/mail (7d) */
+  int64_t sweep;       /* RETENTION_SWEEP: how often the pruning tasks run (1h) */
+} config_retention;
 
 typedef struct config {
   int port;
@@ -55,6 +68,10 @@ typedef struct config {
   char *cors_origins;   /* comma-separated; "*" allows any */
   char *audit_key;      /* AUDIT_KEY (32 bytes or more); NULL: derived from JWT_SECRET */
   char *audit_checkpoint_file; /* where checkpoints of the audit chain are appended */
+  char *backup_dest;           /* BACKUP_DEST: a directory or s3://bucket/prefix; NULL: none */
+  int64_t backup_interval_ms;  /* BACKUP_INTERVAL: scheduled backups' period; 0: off */
+  int backup_keep;             /* BACKUP_KEEP: scheduled backups kept at BACKUP_DEST */
+  config_retention retain;     /* how long rows that grow with time are kept (RETAIN_*) */
 } config;
 
 /* The process-wide configuration; valid after config_load(). */
@@ -66,6 +83,9 @@ extern config CFG;
 bool config_load(char err[256]);
 /* "development", "test" or "production". */
 const char *config_env_name(void);
+/* Parses a duration: digits followed by ms, s, m, h or d ("90s", "15m", "1h", "7d"); false when
+ * malformed or over 10 years. */
+bool config_duration(const char *text, int64_t *ms);
 /* True when the engine is PostgreSQL. */
 bool config_is_postgres(void);
 

@@ -381,7 +381,9 @@ static db_rc sq_exec(void *h, const char *sql, const db_val *params, int n, db_r
   int rc = SQLITE_OK;
   sqlite3_stmt *st = prepare(c, sql, &rc);
   if (!st) return map_error(c, rc, sql);
-  if (sqlite3_stmt_readonly(st)) return run_on(c, sql, params, n, out);
+  /* VACUUM INTO (a backup) only reads this database, in a read transaction of its own, and
+   * writes another file: it runs on the caller's connection, never holding up the writers */
+  if (sqlite3_stmt_readonly(st) || !strncmp(sql, "VACUUM INTO ", 12)) return run_on(c, sql, params, n, out);
   db_rc result = join();
   if (result != DB_OK) return result;
   result = on_writer(sql, params, n, out);

@@ -201,9 +201,15 @@ static int watch_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_
   return (r->stalled = now - r->moved_at > STALL_S * 1000) ? 1 : 0;
 }
 
+static _Thread_local const char *bucket_override; /* s3_use_bucket */
+
+void s3_use_bucket(const char *bucket) { bucket_override = bucket; }
+
+static const char *bucket(void) { return bucket_override ? bucket_override : CFG.s3_bucket; }
+
 static bool config_ok(char err[256]) {
   const char *missing = !CFG.s3_endpoint || !*CFG.s3_endpoint                     ? "S3_ENDPOINT"
-                        : !CFG.s3_bucket || !*CFG.s3_bucket                       ? "S3_BUCKET"
+                        : !bucket() || !*bucket()                                 ? "S3_BUCKET"
                         : !CFG.s3_region || !*CFG.s3_region                       ? "S3_REGION"
                         : !CFG.s3_access_key_id || !*CFG.s3_access_key_id         ? "S3_ACCESS_KEY_ID"
                         : !CFG.s3_secret_access_key || !*CFG.s3_secret_access_key ? "S3_SECRET_ACCESS_KEY"
@@ -229,7 +235,7 @@ static bool target(const char *key, struct buf *url, struct buf *uri, char host[
   while (plen && prefix[plen - 1] == '/') plen--;
   sb_add(uri, prefix, plen);
   sb_puts(uri, "/");
-  sb_add_encoded(uri, CFG.s3_bucket);
+  sb_add_encoded(uri, bucket());
   sb_puts(uri, "/");
   sb_add_encoded(uri, key);
   sb_add(url, ep, slen + alen);

@@ -34,6 +34,11 @@ bool s3_get(const char *key, char **data, size_t *len, char content_type[128], b
  * with a reason in err when the store refused or could not be reached. */
 bool s3_delete(const char *key, char err[256]);
 
+/* Makes the calling thread's next calls use bucket instead of S3_BUCKET (same endpoint and
+ * credentials; NULL: S3_BUCKET again), for backups to s3://bucket/prefix. bucket must outlive
+ * the calls. */
+void s3_use_bucket(const char *bucket);
+
 /* One request header taking part in the signature: a lowercase name and its value. */
 typedef struct s3_header {
   const char *name;
