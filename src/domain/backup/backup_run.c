@@ -273,6 +273,16 @@ static char *temp_dir(const char *what) {
   return t;
 }
 
+/* The directory a backup to dest is put together in: a hidden sibling, .<name>.partial-<pid>,
+ * renamed to dest once complete (listings of backups skip it). */
+static char *partial_of(const char *dest) {
+  const char *slash = strrchr(dest, '/');
+  int dir_len = slash ? (int)(slash - dest + 1) : 0;
+  char *p = NULL;
+  if (asprintf(&p, "%.*s.%s.partial-%d", dir_len, dest, dest + dir_len, (int)getpid()) < 0) die("out of memory");
+  return p;
+}
+
 bool backup_take(const char *dest, bool quiet, char err[256]) {
   bk_progress p = {.what = "backup", .tty = !quiet && isatty(2)};
   char bucket[256], prefix[S3_KEY_MAX];
@@ -281,8 +291,8 @@ bool backup_take(const char *dest, bool quiet, char err[256]) {
   char *staging = NULL;
   if (s3) {
     staging = temp_dir("backup");
-  } else if (asprintf(&staging, "%s.partial-%d", dest, (int)getpid()) < 0 || mkdir(staging, 0700) != 0) {
-    snprintf(err, 256, "cannot create %s.partial-*: %s", dest, ERRNO_TEXT());
+  } else if (!(staging = partial_of(dest)) || mkdir(staging, 0700) != 0) {
+    snprintf(err, 256, "cannot create %s: %s", staging ? staging : dest, ERRNO_TEXT());
     free(staging);
     return false;
   }
