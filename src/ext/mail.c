@@ -16,10 +16,12 @@
 #include "core/util.h"
 #include "ext/queue.h"
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -95,6 +97,24 @@ static bool send_smtp(const char *to, const char *msg, char err[256]) {
   curl_slist_free_all(rcpt);
   curl_easy_cleanup(curl);
   return rc == CURLE_OK;
+}
+
+int mail_prune_outbox(int64_t keep_ms) {
+  char dir[4096], path[4400];
+  snprintf(dir, sizeof dir, "%s/mail", CFG.data_dir);
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  time_t before = time(NULL) - (time_t)(keep_ms / 1000);
+  int removed = 0;
+  struct stat st;
+  for (struct dirent *e; (e = readdir(d));) {
+    size_t n = strlen(e->d_name);
+    if (n < 5 || strcmp(e->d_name + n - 4, ".eml")) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (stat(path, &st) == 0 && st.st_mtime < before && unlink(path) == 0) removed++;
+  }
+  closedir(d);
+  return removed;
 }
 
 static bool write_eml(const char *msgid, int64_t queued_at, const char *msg, char err[256]) {

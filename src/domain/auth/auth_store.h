@@ -93,8 +93,8 @@ err_t auth_store_end_token(const char *token_id, int64_t expires_at);
 /* Moves the account's token generation on: every token issued before ends, and its pending
  * email change with them (logout-all). */
 err_t auth_store_end_all(account_kind kind, const char *id);
-/* Deletes ended tokens, email changes that expired before now and email-change requests older
- * than a day. */
+/* Deletes ended tokens once they would have expired, email changes that expired before now,
+ * email-change requests older than a day and reset links a day past their expiry. */
 err_t auth_store_prune(int64_t now);
 
 /* Creates or updates an administrator. */
