@@ -8,8 +8,8 @@
 #include "domain/accounts/accounts.h"
 #include "domain/admin/admin.h"
 #include "domain/audit/audit.h"
-#include "domain/backup/backup.h"
 #include "domain/auth/auth.h"
+#include "domain/backup/backup.h"
 #include "domain/docs/docs.h"
 #include "domain/events/events.h"
 #include "domain/files/files.h"
@@ -31,11 +31,10 @@
 #include <stdlib.h>
 
 static const domain_def *const DOMAINS[] = {
-    &audit_domain,    &system_domain,   &events_domain,        &auth_domain,     &users_domain,
-    &payments_domain, &payouts_domain,  &providers_domain,     &files_domain,    &jobs_domain,
-    &quotes_domain,   &messages_domain, &notifications_domain, &public_domain,   &staff_domain,
-    &admin_domain,    &support_domain,  &geo_domain,           &accounts_domain, &docs_domain,
-    &backup_domain,
+    &audit_domain,         &system_domain,    &events_domain, &auth_domain,  &users_domain,   &payments_domain,
+    &payouts_domain,       &providers_domain, &files_domain,  &jobs_domain,  &quotes_domain,  &messages_domain,
+    &notifications_domain, &public_domain,    &staff_domain,  &admin_domain, &support_domain, &geo_domain,
+    &accounts_domain,      &docs_domain,      &backup_domain,
 };
 
 const domain_def *const *domains_all(size_t *n) {

@@ -33,8 +33,8 @@
 #include "db/stmt_cache.h"
 #include <errno.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,7 +260,8 @@ static void checkpoint_if_due(sqlite_conn *self) {
   checkpoint_due = false;
   int frames = 0, copied = 0;
   int rc = sqlite3_wal_checkpoint_v2(self->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &copied);
-  if (rc != SQLITE_OK && rc != SQLITE_BUSY) log_msg(LOG_WARN, "sqlite checkpoint: %s (%d)", sqlite3_errmsg(self->db), rc);
+  if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+    log_msg(LOG_WARN, "sqlite checkpoint: %s (%d)", sqlite3_errmsg(self->db), rc);
   if (rc == SQLITE_OK && copied == frames) restart_due = true;
   checkpointing = false;
 }

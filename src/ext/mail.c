@@ -141,8 +141,10 @@ static bool deliver(json_t *p, char err[256]) {
   if (!to || !subject || !body) return snprintf(err, 256, "email payload incomplete"), false;
   const queue_item *job = queue_current();
   char msgid[ID_LEN + 1];
-  if (job) snprintf(msgid, sizeof msgid, "%s", job->id);
-  else id_new(msgid);
+  if (job)
+    snprintf(msgid, sizeof msgid, "%s", job->id);
+  else
+    id_new(msgid);
   char *msg = build_message(to, subject, body, msgid);
   bool ok = CFG.smtp_url ? send_smtp(to, msg, err) : write_eml(msgid, job ? job->created_at : clock_now_ms(), msg, err);
   free(msg);

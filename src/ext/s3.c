@@ -187,8 +187,8 @@ typedef struct s3_req {
   long status;
   struct buf resp; /* the answer's body, capped at GET_MAX (buf_result: why it was cut) */
   char resp_type[128];
-  curl_off_t moved;  /* bytes sent and received so far in this attempt */
-  int64_t moved_at;  /* when that last changed (clock_mono_ms) */
+  curl_off_t moved; /* bytes sent and received so far in this attempt */
+  int64_t moved_at; /* when that last changed (clock_mono_ms) */
   bool stalled;
 } s3_req;
 

@@ -1,7 +1,7 @@
 /* The auth domain's declaration (domain/domain.h): its routes, the pruning of ended tokens,
- * lapsed email changes and reset links every RETENTION_SWEEP (docs/operations.md, "Retention"), its request hook, which checks every token (auth_tokens.c),
- * and its part of an account (the pending email change; the account's row, its reset links and
- * email changes at an erasure). */
+ * lapsed email changes and reset links every RETENTION_SWEEP (docs/operations.md, "Retention"), its request hook, which
+ * checks every token (auth_tokens.c), and its part of an account (the pending email change; the account's row, its
+ * reset links and email changes at an erasure). */
 #include "domain/auth/auth.h"
 #include "core/clock.h"
 #include "core/config.h"

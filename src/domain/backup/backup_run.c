@@ -8,6 +8,7 @@
  * is committed, so every file the copy names is there already (files added meanwhile are
  * kept too, unnamed, which costs only their bytes). The manifest is written last: a backup
  * without one is incomplete and is never restored. */
+#include "domain/backup/backup_run.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -16,7 +17,6 @@
 #include "domain/audit/audit.h"
 #include "domain/backup/backup.h"
 #include "domain/backup/backup_files.h"
-#include "domain/backup/backup_run.h"
 #include "domain/backup/backup_store.h"
 #include "ext/storage.h"
 #include <errno.h>
@@ -93,8 +93,8 @@ static bool copy_database(const char *dir, backup_view *v, bk_progress *p, char 
       char snapshot[160], file[4300];
       snprintf(snapshot, sizeof snapshot, "--snapshot=%s", v->snapshot);
       snprintf(file, sizeof file, "--file=%s", to);
-      const char *argv[] = {pg_dump, "--format=custom", "--no-owner", "--no-privileges", snapshot, file,
-                            "--dbname", CFG.database_url, NULL};
+      const char *argv[] = {pg_dump,    "--format=custom", "--no-owner", "--no-privileges", snapshot, file,
+                            "--dbname", CFG.database_url,  NULL};
       ok = bk_run(argv, out, err) == 0;
     }
     unlink(out);
@@ -178,10 +178,10 @@ static bool take_into(const char *dir, bk_progress *p, json_t **manifest, char e
   if (local) bk_progress_step(p, "stored files copied: %d", nkeys);
   char created[25];
   clock_format_iso(clock_now_ms(), created);
-  *manifest = json_pack("{s:i,s:s,s:s,s:s,s:I,s:s,s:s,s:O,s:O}", "format", FORMAT, "createdAt", created, "service",
-                        "marketplace", "serviceVersion", MARKETPLACE_VERSION, "schemaVersion",
-                        (json_int_t)v.schema_version, "engine", engine_name(), "storage", storage_mode(), "tables",
-                        v.counts, "files", files);
+  *manifest =
+      json_pack("{s:i,s:s,s:s,s:s,s:I,s:s,s:s,s:O,s:O}", "format", FORMAT, "createdAt", created, "service",
+                "marketplace", "serviceVersion", MARKETPLACE_VERSION, "schemaVersion", (json_int_t)v.schema_version,
+                "engine", engine_name(), "storage", storage_mode(), "tables", v.counts, "files", files);
   if (*v.server_version) json_object_set_new(*manifest, "postgresServerVersion", json_string(v.server_version));
   if (!local)
     json_object_set_new(*manifest, "storageNote",
@@ -223,7 +223,8 @@ static int64_t manifest_bytes(json_t *manifest) {
   int64_t total = 0;
   const char *name;
   json_t *f;
-  json_object_foreach(json_object_get(manifest, "files"), name, f) total += json_integer_value(json_object_get(f, "size"));
+  json_object_foreach(json_object_get(manifest, "files"), name, f) total +=
+      json_integer_value(json_object_get(f, "size"));
   return total;
 }
 
@@ -543,8 +544,9 @@ int restore_cli(const char *src) {
   int verified = audit_verify(stdout, stderr, NULL, 0);
   db_close();
   rc = same && migrated && verified == 0 ? 0 : 1;
-  if (!rc) printf("restored from %s (taken %s): counts match, audit trail verified\n", src,
-                  json_string_value(json_object_get(manifest, "createdAt")));
+  if (!rc)
+    printf("restored from %s (taken %s): counts match, audit trail verified\n", src,
+           json_string_value(json_object_get(manifest, "createdAt")));
 out:
   if (temp) bk_remove_tree(temp);
   free(temp), free(dir);

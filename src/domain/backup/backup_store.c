@@ -8,16 +8,17 @@
 /* The statement listing the tables (prefix: "snap." for SQLite's attached copy, else ""). */
 static void tables_sql(char *sql, size_t cap, const char *prefix) {
   if (db_engine_get() == DB_SQLITE)
-    snprintf(sql, cap, "SELECT name FROM %ssqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%%' ORDER BY name",
+    snprintf(sql, cap,
+             "SELECT name FROM %ssqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%%' ORDER BY name",
              prefix);
   else
-    snprintf(sql, cap, "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
-                       "AND table_type = 'BASE TABLE' ORDER BY table_name");
+    snprintf(sql, cap,
+             "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+             "AND table_type = 'BASE TABLE' ORDER BY table_name");
 }
 
 /* Counts every table on c (prefix: "snap." for the attached copy, else ""), into a new object. */
-static json_t *count_in(db_conn *c, const char *prefix, backup_count_cb cb, void *ctx, int64_t *schema,
-                        char err[256]) {
+static json_t *count_in(db_conn *c, const char *prefix, backup_count_cb cb, void *ctx, int64_t *schema, char err[256]) {
   arena a;
   arena_init(&a);
   db_res *t, *r;
@@ -73,8 +74,9 @@ bool backup_store_view_begin(backup_view *v, const char *path, backup_count_cb c
     goto out;
   }
   err_t e = db_begin_exec(&v->c, NULL, NULL, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", DB_NOARGS);
-  if (!e) e = db_to_err(db_exec(v->c, &a, &r, "SELECT pg_export_snapshot(), current_setting('server_version_num')",
-                                DB_NOARGS));
+  if (!e)
+    e = db_to_err(
+        db_exec(v->c, &a, &r, "SELECT pg_export_snapshot(), current_setting('server_version_num')", DB_NOARGS));
   if (e) {
     snprintf(err, 256, "cannot open a snapshot of the database");
     goto out;
