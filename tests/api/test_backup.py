@@ -263,6 +263,10 @@ def test_backup_to_s3_and_restore_from_it(request, make_server, pg_cluster):
         assert p.returncode == 0, p.stdout + p.stderr
         m = json.loads(fake.objects["backups/nightly/manifest.json"][0])
         assert m["storage"] == "s3" and not any(n.startswith("files/") for n in m["files"])
+        # the stored objects stay in the bucket: the manifest lists each with its checksum
+        photo_key = FILE_URL.match(f.photo_url).group(1)
+        assert m["objects"][photo_key]["sha256"] == hashlib.sha256(fake.objects[photo_key][0]).hexdigest()
+        assert not [k for k in m["objects"] if k.startswith("backups/")]
         for name, entry in m["files"].items():
             assert hashlib.sha256(fake.objects[f"backups/nightly/{name}"][0]).hexdigest() == entry["sha256"]
         p = run(binary, ["backup", "s3://mp-store/backups/nightly"], srv.env)
@@ -272,11 +276,22 @@ def test_backup_to_s3_and_restore_from_it(request, make_server, pg_cluster):
         try:
             p = run(binary, ["restore", "s3://mp-store/backups/nightly"], target.env)
             assert p.returncode == 0, p.stdout + p.stderr
+            assert re.search(r"stored objects: \d+ in the bucket as the backup lists them", p.stdout), p.stdout
             target.start()
             assert export(Api(target), f) == before
             assert photo_sha(Api(target), f.photo_url) == photo_sha(api, f.photo_url)
         finally:
             target.stop()
+            target.cleanup()
+        with fake.lock:
+            del fake.objects[photo_key]  # an object lost from the bucket since
+        target = Server(binary, pg_cluster.new_database() if pg_cluster else None, dict(s3, DB_POOL_SIZE="4"))
+        try:
+            p = run(binary, ["restore", "s3://mp-store/backups/nightly"], target.env)
+            assert p.returncode == 1, p.stdout + p.stderr
+            assert f"restore: stored object {photo_key} is missing in the bucket" in p.stderr
+            assert "of the" in p.stderr and "stored objects the backup names are missing or changed" in p.stderr
+        finally:
             target.cleanup()
     finally:
         fake.stop()
@@ -315,6 +330,35 @@ def test_scheduled_backups_keep_backup_keep_copies(server_factory):
         assert metric(api, "backup_failures_total") == 0
     finally:
         shutil.rmtree(dest, ignore_errors=True)
+
+
+def test_scheduled_backups_to_s3_keep_backup_keep_copies(server_factory):
+    from fake_s3 import FakeS3
+    fake = FakeS3("AKIABACKUPTEST000002", "backup/secret2", "us-east-1", "mp-vault").start()
+    try:
+        srv = server_factory(S3_ENDPOINT=fake.url, S3_BUCKET="mp-vault", S3_REGION="us-east-1",
+                             S3_ACCESS_KEY_ID="AKIABACKUPTEST000002", S3_SECRET_ACCESS_KEY="backup/secret2",
+                             BACKUP_DEST="s3://mp-vault/sched/", BACKUP_INTERVAL="1h", BACKUP_KEEP="1")
+        api = Api(srv)
+
+        def index():
+            with fake.lock:
+                entry = fake.objects.get("sched/backups.json")
+            return json.loads(entry[0]) if entry else []
+
+        eventually(lambda: len(index()) == 1, 20, "the start's backup")
+        first = index()[0]
+        api.advance_clock(3600 * 1000)
+        eventually(lambda: index() and index()[0] != first, 20, "the next hour's backup")
+        names = index()
+        assert len(names) == 1, names
+        with fake.lock:
+            keys = sorted(fake.objects)
+        assert f"sched/{names[0]}/manifest.json" in keys
+        assert not [k for k in keys if k.startswith(f"sched/{first}/")], keys  # the older one removed
+        assert metric(api, "backup_failures_total") == 0
+    finally:
+        fake.stop()
 
 
 def test_a_failed_scheduled_backup_is_counted_and_logged(server_factory):

@@ -18,6 +18,8 @@
 #include "domain/backup/backup.h"
 #include "domain/backup/backup_files.h"
 #include "domain/backup/backup_store.h"
+#include "ext/digest.h"
+#include "ext/s3.h"
 #include "ext/storage.h"
 #include <errno.h>
 #include <stdio.h>
@@ -104,6 +106,75 @@ static bool copy_database(const char *dir, backup_view *v, bk_progress *p, char 
   return ok;
 }
 
+/* ---- S3 storage: the objects stay in the bucket, the manifest names them ---- */
+
+static bool list_object(void *ctx, const char *key, long long size) {
+  if (storage_key_valid(key)) /* the service's own objects, not a backup kept in the same bucket */
+    json_object_set_new(ctx, key, json_pack("{s:I}", "size", (json_int_t)size));
+  return true;
+}
+
+/* The SHA-256 of stored object key, read from the bucket; false with err. */
+static bool object_sha(const char *key, bk_progress *p, char sha[65], int64_t *size, bool *missing, char err[256]) {
+  char *data = NULL, type[128];
+  size_t len = 0;
+  bool not_found = false, ok = s3_get(key, &data, &len, type, &not_found, err);
+  if (missing) *missing = not_found;
+  if (ok) sha256_hex(data, len, sha), *size = (int64_t)len;
+  if (ok && p) p->bytes_done += (int64_t)len, bk_progress_draw(p);
+  free(data);
+  return ok;
+}
+
+/* Every object of the storage bucket with its size and SHA-256 ({key: {size, sha256}}, new
+ * reference), listed after the database was copied (as the local files are); NULL with err. */
+static json_t *stored_objects(bk_progress *p, char err[256]) {
+  json_t *objects = json_object();
+  if (!s3_list("", list_object, objects, err)) return json_decref(objects), NULL;
+  const char *key;
+  json_t *o;
+  json_object_foreach(objects, key, o) p->bytes_total += json_integer_value(json_object_get(o, "size"));
+  void *tmp;
+  json_object_foreach_safe(objects, tmp, key, o) {
+    char sha[65];
+    int64_t size;
+    bool missing = false;
+    if (!object_sha(key, p, sha, &size, &missing, err)) {
+      if (missing) { /* deleted since the listing (an erasure): not named by the copy */
+        json_object_del(objects, key);
+        continue;
+      }
+      return json_decref(objects), NULL;
+    }
+    json_object_set_new(o, "size", json_integer(size));
+    json_object_set_new(o, "sha256", json_string(sha));
+  }
+  return objects;
+}
+
+/* How many of the manifest's stored objects the bucket no longer holds as they were (each
+ * reported on stderr, the first few); -1 when the bucket cannot be read. */
+static int check_objects(json_t *manifest, bk_progress *p) {
+  int bad = 0;
+  const char *key;
+  json_t *o;
+  json_object_foreach(json_object_get(manifest, "objects"), key, o) {
+    char sha[65], err[256];
+    int64_t size;
+    bool missing = false;
+    if (!object_sha(key, p, sha, &size, &missing, err) && !missing) {
+      fprintf(stderr, "restore: %s\n", err);
+      return -1;
+    }
+    const char *want = json_string_value(json_object_get(o, "sha256"));
+    if (missing || !want || strcmp(sha, want)) {
+      if (++bad <= 5)
+        fprintf(stderr, "restore: stored object %s is %s in the bucket\n", key, missing ? "missing" : "changed");
+    }
+  }
+  return bad;
+}
+
 /* Everything into dir (exists, empty); the manifest (new reference) in *manifest. */
 static bool take_into(const char *dir, bk_progress *p, json_t **manifest, char err[256]) {
   json_t *files = json_object();
@@ -176,6 +247,9 @@ static bool take_into(const char *dir, bk_progress *p, json_t **manifest, char e
     if (copied) add_file(files, name, sha, size);
   }
   if (local) bk_progress_step(p, "stored files copied: %d", nkeys);
+  json_t *objects = NULL;
+  if (!local && !(objects = stored_objects(p, err))) goto out;
+  if (objects) bk_progress_step(p, "stored objects listed: %zu", json_object_size(objects));
   char created[25];
   clock_format_iso(clock_now_ms(), created);
   *manifest =
@@ -183,10 +257,12 @@ static bool take_into(const char *dir, bk_progress *p, json_t **manifest, char e
                 "marketplace", "serviceVersion", MARKETPLACE_VERSION, "schemaVersion", (json_int_t)v.schema_version,
                 "engine", engine_name(), "storage", storage_mode(), "tables", v.counts, "files", files);
   if (*v.server_version) json_object_set_new(*manifest, "postgresServerVersion", json_string(v.server_version));
-  if (!local)
+  if (objects) {
+    json_object_set_new(*manifest, "objects", objects);
     json_object_set_new(*manifest, "storageNote",
-                        json_string("stored files live in the S3 bucket (S3_BUCKET), not in this backup: keep the "
-                                    "bucket versioned or replicated"));
+                        json_string("the stored files are the objects of the S3 bucket (S3_BUCKET) listed in "
+                                    "objects, not copies in this backup: keep the bucket versioned or replicated"));
+  }
   char *mpath = path_in(dir, MANIFEST);
   ok = json_dump_file(*manifest, mpath, JSON_INDENT(2) | JSON_SORT_KEYS) == 0;
   free(mpath);
@@ -543,7 +619,21 @@ int restore_cli(const char *src) {
   if (!migrated) fprintf(stderr, "restore: the migrations newer than the backup failed\n");
   int verified = audit_verify(stdout, stderr, NULL, 0);
   db_close();
-  rc = same && migrated && verified == 0 ? 0 : 1;
+  int objects_bad = 0;
+  if (json_object_size(json_object_get(manifest, "objects"))) {
+    p.bytes_done = 0, p.bytes_total = 0;
+    objects_bad = check_objects(manifest, &p);
+    bk_progress_end(&p);
+    if (objects_bad > 0)
+      fprintf(stderr,
+              "restore: %d of the %zu stored objects the backup names are missing or changed in the bucket: "
+              "restore them from the bucket's versions\n",
+              objects_bad, json_object_size(json_object_get(manifest, "objects")));
+    else if (!objects_bad)
+      printf("stored objects: %zu in the bucket as the backup lists them\n",
+             json_object_size(json_object_get(manifest, "objects")));
+  }
+  rc = same && migrated && verified == 0 && objects_bad == 0 ? 0 : 1;
   if (!rc)
     printf("restored from %s (taken %s): counts match, audit trail verified\n", src,
            json_string_value(json_object_get(manifest, "createdAt")));
