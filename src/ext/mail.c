@@ -104,14 +104,18 @@ int mail_prune_outbox(int64_t keep_ms) {
   snprintf(dir, sizeof dir, "%s/mail", CFG.data_dir);
   DIR *d = opendir(dir);
   if (!d) return 0;
-  time_t before = time(NULL) - (time_t)(keep_ms / 1000);
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  int64_t before = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 - keep_ms;
   int removed = 0;
   struct stat st;
   for (struct dirent *e; (e = readdir(d));) {
     size_t n = strlen(e->d_name);
     if (n < 5 || strcmp(e->d_name + n - 4, ".eml")) continue;
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    if (stat(path, &st) == 0 && st.st_mtime < before && unlink(path) == 0) removed++;
+    if (stat(path, &st) == 0 && (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000 < before &&
+        unlink(path) == 0)
+      removed++;
   }
   closedir(d);
   return removed;
