@@ -3,6 +3,7 @@
  * backup is always put together in a local directory first; an S3 destination then receives
  * its files, the manifest last, and each is read back and hashed. */
 #include "domain/backup/backup_files.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "ext/s3.h"
@@ -35,6 +36,10 @@ static void human(int64_t n, char out[32]) {
 
 void bk_progress_draw(bk_progress *p) {
   if (!p->tty) return;
+  int64_t now = clock_mono_ms();
+  bool complete = p->tables_done == p->tables_total && p->bytes_done >= p->bytes_total;
+  if (now - p->drawn_at < 100 && !complete) return;
+  p->drawn_at = now;
   char done[32], total[32];
   human(p->bytes_done, done);
   human(p->bytes_total, total);
@@ -56,7 +61,7 @@ void bk_progress_step(bk_progress *p, const char *fmt, ...) {
 }
 
 void bk_progress_end(bk_progress *p) {
-  if (p->tty) bk_progress_draw(p), fputc('\n', stderr);
+  if (p->tty) p->drawn_at = 0, bk_progress_draw(p), fputc('\n', stderr);
 }
 
 /* ---- local files ---- */

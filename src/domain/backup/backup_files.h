@@ -14,6 +14,7 @@ typedef struct bk_progress {
   bool tty;
   int tables_done, tables_total;
   int64_t bytes_done, bytes_total;
+  int64_t drawn_at; /* clock_mono_ms of the last redraw: at most ten a second */
 } bk_progress;
 void bk_progress_draw(bk_progress *p);
 void bk_progress_step(bk_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -356,6 +356,13 @@ static char *partial_of(const char *dest) {
   const char *slash = strrchr(dest, '/');
   int dir_len = slash ? (int)(slash - dest + 1) : 0;
   char *p = NULL;
+  if (dir_len > 1) { /* its parent, made when missing */
+    char *parent = xstrdup(dest);
+    parent[dir_len - 1] = 0;
+    bool made = mkdir_p(parent);
+    free(parent);
+    if (!made) return NULL;
+  }
   if (asprintf(&p, "%.*s.%s.partial-%d", dir_len, dest, dest + dir_len, (int)getpid()) < 0) die("out of memory");
   return p;
 }
@@ -391,8 +398,10 @@ bool backup_take(const char *dest, bool quiet, char err[256]) {
   return ok;
 }
 
-int backup_cli(const char *dest) {
-  char err[256] = "", bucket[256], prefix[S3_KEY_MAX];
+int backup_cli(const char *given) {
+  char err[256] = "", bucket[256], prefix[S3_KEY_MAX], dest[4096];
+  snprintf(dest, sizeof dest, "%s", given);
+  for (size_t n = strlen(dest); n > 1 && dest[n - 1] == '/';) dest[--n] = 0; /* DIR/ is DIR */
   if (str_starts_with(dest, "s3://")) {
     if (!bk_s3_parse(dest, bucket, prefix))
       return fprintf(stderr, "backup: refused: %s is not s3://bucket/prefix\n", dest), 2;
