@@ -527,7 +527,7 @@ static bool restore_files(const char *dir, json_t *manifest, bk_progress *p, cha
   if (json_object_get(json_object_get(manifest, "files"), SECRET) && generated_secret(secret)) {
     /* the generated development secret of the backed-up server replaces the one made now */
     unlink(secret);
-    if (!put_back(dir, SECRET, secret, NULL, err)) return false;
+    if (!put_back(dir, SECRET, secret, p, err)) return false;
     size_t len;
     char *s = read_file(secret, &len);
     if (s && len >= 32) free(CFG.jwt_secret), CFG.jwt_secret = s, CFG.jwt_secret_len = len;
