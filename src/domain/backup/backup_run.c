@@ -520,6 +520,7 @@ static bool restore_files(const char *dir, json_t *manifest, bk_progress *p, cha
   }
   bk_progress_step(p, "stored files restored: %d", n);
   if (json_object_get(json_object_get(manifest, "files"), CHECKPOINTS)) {
+    unlink(CFG.audit_checkpoint_file); /* empty (checked before): replaced */
     if (!put_back(dir, CHECKPOINTS, CFG.audit_checkpoint_file, p, err)) return false;
     bk_progress_step(p, "audit checkpoints restored to %s", CFG.audit_checkpoint_file);
   }
