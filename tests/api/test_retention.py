@@ -4,6 +4,7 @@ live-update outbox, idempotency keys, rate-limit counters, finished background w
 tokens, email changes and their requests, reset links, lapsed elevations, and the development
 mail outbox's files. The periods are shortened through their RETAIN_* settings (outside
 production) and the test clock moves the tasks' hourly slots."""
+import datetime
 import os
 import time
 
@@ -80,3 +81,16 @@ def test_each_table_is_pruned_after_its_period(server_factory, pg_cluster):
     assert set(left()) == {"elevation_requests"}, left()
     sweep(3 * HOUR)
     assert left() == {}, left()
+
+
+def test_processor_event_ids_are_kept_30_days(server_factory, pg_cluster):
+    srv = server_factory()
+    api = Api(srv)
+    iso = api.advance_clock(0)  # the service clock, "2026-11-27T23:31:05.123Z"
+    now = int(datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
+    for name, age_days in (("evt_old", 31), ("evt_recent", 28)):
+        sql(srv, pg_cluster, f"INSERT INTO webhook_events (id, type, received_at) "
+                             f"VALUES ('{name}', 'charge.refunded', {now - age_days * 24 * HOUR})")
+    api.advance_clock(24 * HOUR)  # the daily slot: webhook_events_prune runs
+    ids = lambda: sorted(r[0] for r in sql(srv, pg_cluster, "SELECT id FROM webhook_events"))  # noqa: E731
+    eventually(lambda: ids() == ["evt_recent"], 20, "the 31-day-old event id pruned")
