@@ -554,50 +554,94 @@ static bool compare_counts(json_t *manifest, json_t *restored) {
   return same;
 }
 
-int restore_cli(const char *src) {
-  char err[256] = "";
-  /* the target: nothing in DATA_DIR but the secret config_load generated */
-  char why[4400];
+/* Why the target cannot take a restore (exit 2 after saying so), or 0 when it is empty: nothing
+ * in DATA_DIR but the secret config_load generated, no checkpoint, no SQLite file, no table in
+ * the PostgreSQL database; 1 when the database cannot be read. */
+static int target_refused(void) {
+  char why[4400], err[256] = "";
+  struct stat st;
   if (bk_dir_state(CFG.data_dir, SECRET) != 0)
     return snprintf(why, sizeof why, "DATA_DIR %s is not empty: restore into a new, empty DATA_DIR", CFG.data_dir),
            refuse(why);
-  struct stat st;
   if (stat(CFG.audit_checkpoint_file, &st) == 0 && st.st_size > 0)
     return snprintf(why, sizeof why, "AUDIT_CHECKPOINT_FILE %s is not empty", CFG.audit_checkpoint_file), refuse(why);
   if (!config_is_postgres() && access(CFG.database_url + strlen("sqlite:"), F_OK) == 0)
     return snprintf(why, sizeof why, "the database file %s exists", CFG.database_url + strlen("sqlite:")), refuse(why);
-  if (config_is_postgres()) {
-    if (!db_open(CFG.database_url, 2, 1, err)) return fprintf(stderr, "restore: %s\n", err), 1;
-    int tables = backup_store_table_count();
-    db_close();
-    if (tables < 0) return fprintf(stderr, "restore: the database cannot be read\n"), 1;
-    if (tables > 0) return refuse("the database is not empty: restore into a new, empty database");
-  }
-  char *dir = NULL, *temp = NULL;
-  json_t *manifest = fetch(src, &dir, &temp, err);
-  int rc = 2;
-  bk_progress p = {.what = "restore", .tty = isatty(2)};
-  if (!manifest) {
-    fprintf(stderr, "restore: refused: %s\n", err);
-    goto out;
-  }
+  if (!config_is_postgres()) return 0;
+  if (!db_open(CFG.database_url, 2, 1, err)) return fprintf(stderr, "restore: %s\n", err), 1;
+  int tables = backup_store_table_count();
+  db_close();
+  if (tables < 0) return fprintf(stderr, "restore: the database cannot be read\n"), 1;
+  return tables > 0 ? refuse("the database is not empty: restore into a new, empty database") : 0;
+}
+
+/* Whether this binary may restore the backup (its engine, a schema it knows); says why not. */
+static bool manifest_accepted(json_t *manifest) {
   const char *engine = json_string_value(json_object_get(manifest, "engine"));
   int64_t schema = json_integer_value(json_object_get(manifest, "schemaVersion"));
   int known = db_migrations_latest(engine_name());
   if (!engine || strcmp(engine, engine_name())) {
     fprintf(stderr, "restore: refused: the backup is of a %s database and DATABASE_URL is %s\n",
             engine ? engine : "unknown", engine_name());
-    goto out;
+    return false;
   }
   if (schema > known) {
     fprintf(stderr,
             "restore: refused: the backup's schema version %lld is newer than this binary's %d (the backup was taken "
             "by marketplace %s): restore it with that release or a newer one\n",
             (long long)schema, known, json_string_value(json_object_get(manifest, "serviceVersion")));
+    return false;
+  }
+  return true;
+}
+
+/* The checks of what was restored: the counts beside the manifest's (before the migrations the
+ * binary has beyond the backup's, which then run), the audit trail against the restored
+ * checkpoints, the stored objects in the bucket. True when all hold. */
+static bool restored_holds(json_t *manifest, bk_progress *p) {
+  char err[256] = "";
+  if (!db_open(CFG.database_url, 2, 1, err)) return fprintf(stderr, "restore: %s\n", err), false;
+  json_t *counts = backup_store_counts(count_progress, p, err);
+  bk_progress_end(p);
+  if (!counts) return fprintf(stderr, "restore: %s\n", err), db_close(), false;
+  bool same = compare_counts(manifest, counts);
+  json_decref(counts);
+  if (!same) fprintf(stderr, "restore: the restored row counts differ from the manifest's\n");
+  bool migrated = db_migrate();
+  if (!migrated) fprintf(stderr, "restore: the migrations newer than the backup failed\n");
+  int verified = audit_verify(stdout, stderr, NULL, 0);
+  db_close();
+  size_t nobjects = json_object_size(json_object_get(manifest, "objects"));
+  int objects_bad = 0;
+  if (nobjects) {
+    p->bytes_done = 0, p->bytes_total = 0;
+    objects_bad = check_objects(manifest, p);
+    bk_progress_end(p);
+    if (objects_bad > 0)
+      fprintf(stderr,
+              "restore: %d of the %zu stored objects the backup names are missing or changed in the bucket: "
+              "restore them from the bucket's versions\n",
+              objects_bad, nobjects);
+    else if (!objects_bad)
+      printf("stored objects: %zu in the bucket as the backup lists them\n", nobjects);
+  }
+  return same && migrated && verified == 0 && objects_bad == 0;
+}
+
+int restore_cli(const char *src) {
+  int rc = target_refused();
+  if (rc) return rc;
+  char err[256] = "", *dir = NULL, *temp = NULL;
+  json_t *manifest = fetch(src, &dir, &temp, err);
+  bk_progress p = {.what = "restore", .tty = isatty(2)};
+  rc = 2;
+  if (!manifest) {
+    fprintf(stderr, "restore: refused: %s\n", err);
     goto out;
   }
+  if (!manifest_accepted(manifest)) goto out;
   p.bytes_total = manifest_bytes(manifest);
-  if (!check_files(dir, manifest, &p, err)) {
+  if (!check_files(dir, manifest, &p, err)) { /* every file, before the first is written */
     bk_progress_end(&p);
     fprintf(stderr, "restore: refused: %s: the backup is damaged, nothing was restored\n", err);
     goto out;
@@ -611,42 +655,11 @@ int restore_cli(const char *src) {
     goto out;
   }
   bk_progress_step(&p, "database restored");
-  if (!db_open(CFG.database_url, 2, 1, err)) {
-    fprintf(stderr, "restore: %s\n", err);
-    goto out;
-  }
-  json_t *counts = backup_store_counts(count_progress, &p, err);
-  bk_progress_end(&p);
-  if (!counts) {
-    fprintf(stderr, "restore: %s\n", err);
-    db_close();
-    goto out;
-  }
-  bool same = compare_counts(manifest, counts);
-  json_decref(counts);
-  if (!same) fprintf(stderr, "restore: the restored row counts differ from the manifest's\n");
-  bool migrated = db_migrate();
-  if (!migrated) fprintf(stderr, "restore: the migrations newer than the backup failed\n");
-  int verified = audit_verify(stdout, stderr, NULL, 0);
-  db_close();
-  int objects_bad = 0;
-  if (json_object_size(json_object_get(manifest, "objects"))) {
-    p.bytes_done = 0, p.bytes_total = 0;
-    objects_bad = check_objects(manifest, &p);
-    bk_progress_end(&p);
-    if (objects_bad > 0)
-      fprintf(stderr,
-              "restore: %d of the %zu stored objects the backup names are missing or changed in the bucket: "
-              "restore them from the bucket's versions\n",
-              objects_bad, json_object_size(json_object_get(manifest, "objects")));
-    else if (!objects_bad)
-      printf("stored objects: %zu in the bucket as the backup lists them\n",
-             json_object_size(json_object_get(manifest, "objects")));
-  }
-  rc = same && migrated && verified == 0 && objects_bad == 0 ? 0 : 1;
-  if (!rc)
+  if (restored_holds(manifest, &p)) {
+    rc = 0;
     printf("restored from %s (taken %s): counts match, audit trail verified\n", src,
            json_string_value(json_object_get(manifest, "createdAt")));
+  }
 out:
   if (temp) bk_remove_tree(temp);
   free(temp), free(dir);
