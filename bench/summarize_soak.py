@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Summary of bench/soak.sh: per engine, the RSS after the first minute, at the end and at
-its peak, the requests answered by status, and the goal (RSS at the end within 10% of the RSS
-after the first minute).
+its peak, the requests answered by status, and the goals (RSS at the end within 10% of the RSS
+after the first minute; the database's size at the end within 10% of its size at the start,
+the retention periods shortened for the soak).
 
 Usage: summarize_soak.py RESULTS_DIR
 """
@@ -48,6 +49,27 @@ def main(results):
                    f"{int(hwm.get(e, 0)) / 1024:.1f} MB | {fivexx.get(e, '-')} | {'met' if ok else 'MISSED'} |")
     out += ["", f"goal (RSS at the end within {LIMIT:.0%} of the RSS after the first minute): met on {met} of "
             f"{len(engines)} engines"]
+    sizes = {}
+    path = os.path.join(results, "dbsize.tsv")
+    if os.path.exists(path):
+        for line in open(path):
+            if line.strip():
+                e, start, end = line.split()
+                sizes[e] = (int(start), int(end))
+    if sizes:
+        out += ["", "| engine | database at the start | at the end | change | result |", "| --- | ---: | ---: | ---: | --- |"]
+        held = 0
+        for e in engines:
+            if e not in sizes:
+                continue
+            start, end = sizes[e]
+            change = (end - start) / start if start else 0.0
+            ok = abs(change) <= LIMIT
+            held += ok
+            out.append(f"| {e} | {start / 1048576:.1f} MB | {end / 1048576:.1f} MB | {change * 100:+.1f}% | "
+                       f"{'met' if ok else 'MISSED'} |")
+        out += ["", f"goal (the database at the end within {LIMIT:.0%} of its size at the start, retention "
+                f"periods shortened to a minute): met on {held} of {len(sizes)} engines"]
     print("\n".join(out))
 
 

@@ -9,6 +9,7 @@
 #include "domain/admin/admin.h"
 #include "domain/audit/audit.h"
 #include "domain/auth/auth.h"
+#include "domain/backup/backup.h"
 #include "domain/docs/docs.h"
 #include "domain/events/events.h"
 #include "domain/files/files.h"
@@ -30,10 +31,10 @@
 #include <stdlib.h>
 
 static const domain_def *const DOMAINS[] = {
-    &audit_domain,    &system_domain,   &events_domain,        &auth_domain,     &users_domain,
-    &payments_domain, &payouts_domain,  &providers_domain,     &files_domain,    &jobs_domain,
-    &quotes_domain,   &messages_domain, &notifications_domain, &public_domain,   &staff_domain,
-    &admin_domain,    &support_domain,  &geo_domain,           &accounts_domain, &docs_domain,
+    &audit_domain,         &system_domain,    &events_domain, &auth_domain,  &users_domain,   &payments_domain,
+    &payouts_domain,       &providers_domain, &files_domain,  &jobs_domain,  &quotes_domain,  &messages_domain,
+    &notifications_domain, &public_domain,    &staff_domain,  &admin_domain, &support_domain, &geo_domain,
+    &accounts_domain,      &docs_domain,      &backup_domain,
 };
 
 const domain_def *const *domains_all(size_t *n) {
@@ -79,7 +80,8 @@ static void register_jobs(const domain_job *jobs) {
       queue_register_heavy(j->kind, j->run);
     else
       queue_register(j->kind, j->run);
-    if (j->period_ms > 0) queue_every(j->kind, j->period_ms);
+    int64_t period = j->period_from ? *j->period_from : j->period_ms;
+    if (period > 0) queue_every(j->kind, period);
   }
 }
 

@@ -18,6 +18,86 @@ static char *env_or(const char *name, const char *fallback) {
   return fallback ? xstrdup(fallback) : NULL;
 }
 
+static bool env_int(const char *name, int fallback, int lo, int hi, int *out, char err[256]);
+
+bool config_duration(const char *text, int64_t *ms) {
+  static const struct {
+    const char *unit;
+    int64_t ms;
+  } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60 * 1000}, {"h", 3600 * 1000}, {"d", 24 * 3600 * 1000}};
+  char *end;
+  errno = 0;
+  if (!text || !isdigit((unsigned char)*text)) return false;
+  long long n = strtoll(text, &end, 10);
+  if (errno || n > 10LL * 366 * 24 * 3600 * 1000) return false;
+  for (size_t i = 0; i < ARRAY_LEN(units); i++)
+    if (!strcmp(end, units[i].unit)) {
+      if (n > 10LL * 366 * 24 * 3600 * 1000 / units[i].ms) return false;
+      *ms = n * units[i].ms;
+      return true;
+    }
+  return false;
+}
+
+/* A duration setting: fallback when unset; lo..hi; below the fallback only outside production
+ * (where a shortened retention serves tests and soaks; production keeps the promises). */
+static bool env_duration(const char *name, int64_t fallback, int64_t lo, int64_t *out, char err[256]) {
+  const char *v = getenv(name);
+  if (!v || !*v) {
+    *out = fallback;
+    return true;
+  }
+  if (!config_duration(v, out) || *out < lo) {
+    snprintf(err, 256, "%s must be a duration such as 90s, 15m, 1h or 7d (at least %lld ms)", name, (long long)lo);
+    return false;
+  }
+  if (CFG.env == ENV_PRODUCTION && *out < fallback && fallback > 0) {
+    snprintf(err, 256, "%s below its default is refused in production", name);
+    return false;
+  }
+  return true;
+}
+
+/* Backups and retention (docs/operations.md). */
+static bool load_backup_and_retention(char err[256]) {
+  CFG.backup_dest = env_or("BACKUP_DEST", NULL);
+  const char *interval = getenv("BACKUP_INTERVAL");
+  CFG.backup_interval_ms = 0;
+  if (interval && *interval && strcmp(interval, "off") && strcmp(interval, "0")) {
+    if (!config_duration(interval, &CFG.backup_interval_ms) || CFG.backup_interval_ms < 1000) {
+      snprintf(err, 256, "BACKUP_INTERVAL must be off or a duration such as 1h (at least 1s)");
+      return false;
+    }
+    if (!CFG.backup_dest) {
+      snprintf(err, 256, "BACKUP_INTERVAL needs BACKUP_DEST (a directory or s3://bucket/prefix)");
+      return false;
+    }
+  }
+  if (!env_int("BACKUP_KEEP", 24, 1, 100000, &CFG.backup_keep, err)) return false;
+  static const struct {
+    const char *name;
+    int64_t fallback;
+    int64_t *into;
+  } retain[] = {
+      {"RETAIN_EVENTS", 48LL * 3600 * 1000, &CFG.retain.events},
+      {"RETAIN_IDEMPOTENCY", 24LL * 3600 * 1000, &CFG.retain.idempotency},
+      {"RETAIN_RATE_LIMITS", 3600LL * 1000, &CFG.retain.rate_limits},
+      {"RETAIN_QUEUE", 7LL * 24 * 3600 * 1000, &CFG.retain.queue},
+      {"RETAIN_ELEVATIONS", 90LL * 24 * 3600 * 1000, &CFG.retain.elevations},
+      {"RETAIN_MAIL", 7LL * 24 * 3600 * 1000, &CFG.retain.mail},
+  };
+  for (size_t i = 0; i < ARRAY_LEN(retain); i++)
+    if (!env_duration(retain[i].name, retain[i].fallback, 1000, retain[i].into, err)) return false;
+  /* a longer sweep period than the default is allowed anywhere; a shorter one costs only queries */
+  const char *sweep = getenv("RETENTION_SWEEP");
+  CFG.retain.sweep = 3600LL * 1000;
+  if (sweep && *sweep && (!config_duration(sweep, &CFG.retain.sweep) || CFG.retain.sweep < 1000)) {
+    snprintf(err, 256, "RETENTION_SWEEP must be a duration such as 1h (at least 1s)");
+    return false;
+  }
+  return true;
+}
+
 static bool env_int(const char *name, int fallback, int lo, int hi, int *out, char err[256]) {
   const char *v = getenv(name);
   if (!v || !*v) {
@@ -178,9 +258,12 @@ static const struct {
 
 bool config_load(char err[256]) {
   char *env = env_or("APP_ENV", "development");
-  if (!strcmp(env, "development")) CFG.env = ENV_DEVELOPMENT;
-  else if (!strcmp(env, "test")) CFG.env = ENV_TEST;
-  else if (!strcmp(env, "production")) CFG.env = ENV_PRODUCTION;
+  if (!strcmp(env, "development"))
+    CFG.env = ENV_DEVELOPMENT;
+  else if (!strcmp(env, "test"))
+    CFG.env = ENV_TEST;
+  else if (!strcmp(env, "production"))
+    CFG.env = ENV_PRODUCTION;
   else {
     snprintf(err, 256, "APP_ENV must be development, test or production");
     free(env);
@@ -213,9 +296,9 @@ bool config_load(char err[256]) {
   for (size_t i = 0; i < ARRAY_LEN(TEXTS); i++) *TEXTS[i].into = env_or(TEXTS[i].name, TEXTS[i].fallback);
   for (size_t i = 0; i < ARRAY_LEN(OPTIONAL_TEXTS); i++) *OPTIONAL_TEXTS[i].into = env_or(OPTIONAL_TEXTS[i].name, NULL);
   /* a local stand-in of Stripe (STRIPE_API_BASE moved) serves the file uploads too, as stripe-mock does */
-  CFG.stripe_files_base = env_or("STRIPE_FILES_BASE", strcmp(CFG.stripe_api_base, "https://api.stripe.com")
-                                                          ? CFG.stripe_api_base
-                                                          : "https://files.stripe.com");
+  CFG.stripe_files_base =
+      env_or("STRIPE_FILES_BASE",
+             strcmp(CFG.stripe_api_base, "https://api.stripe.com") ? CFG.stripe_api_base : "https://files.stripe.com");
   if (CFG.statement_descriptor_suffix && !statement_suffix_ok(CFG.statement_descriptor_suffix, err)) return false;
   if (!env_int("BCRYPT_COST", 12, 4, 31, &CFG.bcrypt_cost, err)) return false;
   if (CFG.env == ENV_PRODUCTION && CFG.bcrypt_cost < 12) {
@@ -249,8 +332,8 @@ bool config_load(char err[256]) {
   if (!env_int("HTTP_BODY_MIN_RATE", 1024, 0, 1 << 30, &CFG.http_body_min_rate, err)) return false;
   if (!env_int("HTTP_MAX_HEADER_BYTES", 8192, 1024, 12 * 1024, &CFG.http_max_header_bytes, err)) return false;
   /* behind proxies every connection comes from a proxy: no cap unless the operator sets one */
-  if (!env_int("HTTP_MAX_CONNECTIONS_PER_IP", CFG.trust_proxy > 0 ? 0 : 64, 0, 100000,
-               &CFG.http_max_connections_per_ip, err))
+  if (!env_int("HTTP_MAX_CONNECTIONS_PER_IP", CFG.trust_proxy > 0 ? 0 : 64, 0, 100000, &CFG.http_max_connections_per_ip,
+               err))
     return false;
   if (!env_int("HTTP_MAX_CONNECTIONS", 16384, 16, 1000000, &CFG.http_max_connections, err)) return false;
   CFG.cors_origins = env_or("CORS_ORIGINS", CFG.env == ENV_PRODUCTION ? "" : "*");
@@ -262,6 +345,7 @@ bool config_load(char err[256]) {
   }
   snprintf(buf, sizeof buf, "%s/audit-checkpoints", CFG.data_dir);
   CFG.audit_checkpoint_file = env_or("AUDIT_CHECKPOINT_FILE", buf);
+  if (!load_backup_and_retention(err)) return false;
 
   const char *secret = getenv("JWT_SECRET");
   if (secret && *secret) {

@@ -63,6 +63,14 @@ static bool apply_pending(db_conn *c, arena *a) {
   return true;
 }
 
+int db_migrations_latest(const char *engine) {
+  int latest = 0;
+  for (int i = 0; i < EMBEDDED_MIGRATION_COUNT; i++)
+    if (!strcmp(EMBEDDED_MIGRATIONS[i].engine, engine) && EMBEDDED_MIGRATIONS[i].version > latest)
+      latest = EMBEDDED_MIGRATIONS[i].version;
+  return latest;
+}
+
 int db_migrations_pending(db_conn *c, arena *a) {
   db_res *r;
   if (db_exec(c, a, &r, "SELECT version FROM schema_migrations", DB_NOARGS) != DB_OK) return -1;

@@ -12,4 +12,8 @@ bool db_migrate(void);
 /* How many embedded migrations the database on c has not recorded; -1 when it cannot be read. */
 int db_migrations_pending(db_conn *c, arena *a);
 
+/* The newest embedded migration's version for engine ("sqlite" or "postgres"): the schema
+ * version this binary knows. */
+int db_migrations_latest(const char *engine);
+
 #endif

@@ -33,8 +33,8 @@
 #include "db/stmt_cache.h"
 #include <errno.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,7 +260,8 @@ static void checkpoint_if_due(sqlite_conn *self) {
   checkpoint_due = false;
   int frames = 0, copied = 0;
   int rc = sqlite3_wal_checkpoint_v2(self->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &copied);
-  if (rc != SQLITE_OK && rc != SQLITE_BUSY) log_msg(LOG_WARN, "sqlite checkpoint: %s (%d)", sqlite3_errmsg(self->db), rc);
+  if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+    log_msg(LOG_WARN, "sqlite checkpoint: %s (%d)", sqlite3_errmsg(self->db), rc);
   if (rc == SQLITE_OK && copied == frames) restart_due = true;
   checkpointing = false;
 }
@@ -381,7 +382,9 @@ static db_rc sq_exec(void *h, const char *sql, const db_val *params, int n, db_r
   int rc = SQLITE_OK;
   sqlite3_stmt *st = prepare(c, sql, &rc);
   if (!st) return map_error(c, rc, sql);
-  if (sqlite3_stmt_readonly(st)) return run_on(c, sql, params, n, out);
+  /* VACUUM INTO (a backup) only reads this database, in a read transaction of its own, and
+   * writes another file: it runs on the caller's connection, never holding up the writers */
+  if (sqlite3_stmt_readonly(st) || !strncmp(sql, "VACUUM INTO ", 12)) return run_on(c, sql, params, n, out);
   db_rc result = join();
   if (result != DB_OK) return result;
   result = on_writer(sql, params, n, out);

@@ -34,6 +34,9 @@ typedef struct domain_job {
   queue_handler run; /* one unit of work; true when done, false to retry */
   job_weight weight; /* JOB_LIGHT (default) or JOB_HEAVY */
   int64_t period_ms; /* > 0: a periodic task (queue_every); 0: queued by changes */
+  /* instead of period_ms, a period read from the configuration at start-up (CFG's field):
+   * > 0 a periodic task, 0 none (the setting is off) */
+  const int64_t *period_from;
 } domain_job;
 
 /* An event kind the domain writes to the live-updates outbox (events_emit_in), as the OpenAPI

@@ -18,10 +18,12 @@
 #include "ext/mail_render.h"
 #include "ext/queue.h"
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -102,6 +104,28 @@ static bool send_smtp(const char *to, const char *msg, char err[256]) {
   return rc == CURLE_OK;
 }
 
+int mail_prune_outbox(int64_t keep_ms) {
+  char dir[4096], path[4400];
+  snprintf(dir, sizeof dir, "%s/mail", CFG.data_dir);
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  int64_t before = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 - keep_ms;
+  int removed = 0;
+  struct stat st;
+  for (struct dirent *e; (e = readdir(d));) {
+    size_t n = strlen(e->d_name);
+    if (n < 5 || strcmp(e->d_name + n - 4, ".eml")) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (stat(path, &st) == 0 && (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000 < before &&
+        unlink(path) == 0)
+      removed++;
+  }
+  closedir(d);
+  return removed;
+}
+
 static bool write_eml(const char *msgid, int64_t queued_at, const char *msg, char err[256]) {
   char dir[4096], tmp[4200], path[4200];
   snprintf(dir, sizeof dir, "%s/mail", CFG.data_dir);
@@ -126,8 +150,10 @@ static bool deliver(json_t *p, char err[256]) {
   if (!to || !subject || !body) return snprintf(err, 256, "email payload incomplete"), false;
   const queue_item *job = queue_current();
   char msgid[ID_LEN + 1];
-  if (job) snprintf(msgid, sizeof msgid, "%s", job->id);
-  else id_new(msgid);
+  if (job)
+    snprintf(msgid, sizeof msgid, "%s", job->id);
+  else
+    id_new(msgid);
   char *msg = build_message(to, subject, body, msgid);
   bool ok = CFG.smtp_url ? send_smtp(to, msg, err) : write_eml(msgid, job ? job->created_at : clock_now_ms(), msg, err);
   free(msg);

@@ -11,5 +11,8 @@
 db_rc mail_enqueue(db_conn *c, const char *to, const char *subject, const char *body);
 /* Registers the "email" queue handler. */
 void mail_init(void);
+/* Deletes the .eml files of $DATA_DIR/mail/ written more than keep_ms ago (their modification
+ * time, by the real clock: the test clock never ages a file); returns how many. */
+int mail_prune_outbox(int64_t keep_ms);
 
 #endif

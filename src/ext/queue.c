@@ -544,8 +544,19 @@ bool queue_depth(int64_t *ready, int64_t *running) {
 }
 
 db_rc queue_prune_done(int64_t before_ms) {
-  return db_query(NULL, NULL, "DELETE FROM job_queue WHERE status = 'done' AND dedupe_key IS NULL AND updated_at < $1",
-                  DB_ARGS(DB_INT(before_ms)));
+  /* a periodic slot's key keeps that slot from running twice while it is current: keyed rows
+   * stay at least two of the longest period (the others' keys name a state that has passed) */
+  int64_t longest = 0;
+  pthread_mutex_lock(&periodic_mu);
+  for (int i = 0; i < nperiodics; i++)
+    if (periodics[i].period_ms > longest) longest = periodics[i].period_ms;
+  pthread_mutex_unlock(&periodic_mu);
+  int64_t keyed_before = clock_now_ms() - 2 * longest;
+  if (keyed_before > before_ms) keyed_before = before_ms;
+  return db_query(NULL, NULL,
+                  "DELETE FROM job_queue WHERE status = 'done' AND updated_at < "
+                  "CASE WHEN dedupe_key IS NULL THEN $1 ELSE $2 END",
+                  DB_ARGS(DB_INT(before_ms), DB_INT(keyed_before)));
 }
 
 static void *worker_main(void *arg) {

@@ -75,8 +75,9 @@ int queue_runs(queue_kind_runs *out, int cap);
 /* Calls fn for each (kind, state) with rows in the database: state is pending (waiting to run
  * or to be retried), running or failed (gave up). False when the database could not be read. */
 bool queue_backlog(void (*fn)(void *ctx, const char *kind, const char *state, long n), void *ctx);
-/* Deletes finished work (status done) last changed before before_ms. Keyed rows stay: their
- * keys are what keeps a periodic slot from running twice. */
+/* Deletes finished work (status done) last changed before before_ms; rows with a dedupe key
+ * also only once two of the longest periodic task's periods have passed (their keys are what
+ * keeps a periodic slot from running twice while it is current). */
 db_rc queue_prune_done(int64_t before_ms);
 /* Starts n general worker threads and `heavy` workers for the heavy kinds (at nice 10). */
 void queue_start(int n, int heavy);

@@ -25,6 +25,7 @@
 #include "core/util.h"
 #include "ext/digest.h"
 #include "ext/fetch.h"
+#include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <openssl/evp.h>
@@ -82,6 +83,18 @@ bool s3_uri_encode_key(const char *key, char *out, size_t cap) {
 }
 
 /* Appends key encoded by s3_uri_encode_key. */
+/* A query value, URI-encoded as SigV4 wants it ('/' encoded too). */
+static void sb_add_query(struct buf *b, const char *v) {
+  for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+    char one[4];
+    if (isalnum(*p) || strchr("-._~", *p))
+      one[0] = (char)*p, one[1] = 0;
+    else
+      snprintf(one, sizeof one, "%%%02X", *p);
+    sb_puts(b, one);
+  }
+}
+
 static void sb_add_encoded(struct buf *b, const char *key) {
   size_t cap = 3 * strlen(key) + 1;
   char *e = xmalloc(cap);
@@ -184,11 +197,12 @@ typedef struct s3_req {
   curl_off_t body_len;
   const char *payload_hash;
   const char *content_type; /* PUT only */
+  const char *query;        /* the canonical query string ("" or NULL: none), the bucket's listing */
   long status;
   struct buf resp; /* the answer's body, capped at GET_MAX (buf_result: why it was cut) */
   char resp_type[128];
-  curl_off_t moved;  /* bytes sent and received so far in this attempt */
-  int64_t moved_at;  /* when that last changed (clock_mono_ms) */
+  curl_off_t moved; /* bytes sent and received so far in this attempt */
+  int64_t moved_at; /* when that last changed (clock_mono_ms) */
   bool stalled;
 } s3_req;
 
@@ -201,9 +215,15 @@ static int watch_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_
   return (r->stalled = now - r->moved_at > STALL_S * 1000) ? 1 : 0;
 }
 
+static _Thread_local const char *bucket_override; /* s3_use_bucket */
+
+void s3_use_bucket(const char *bucket) { bucket_override = bucket; }
+
+static const char *bucket(void) { return bucket_override ? bucket_override : CFG.s3_bucket; }
+
 static bool config_ok(char err[256]) {
   const char *missing = !CFG.s3_endpoint || !*CFG.s3_endpoint                     ? "S3_ENDPOINT"
-                        : !CFG.s3_bucket || !*CFG.s3_bucket                       ? "S3_BUCKET"
+                        : !bucket() || !*bucket()                                 ? "S3_BUCKET"
                         : !CFG.s3_region || !*CFG.s3_region                       ? "S3_REGION"
                         : !CFG.s3_access_key_id || !*CFG.s3_access_key_id         ? "S3_ACCESS_KEY_ID"
                         : !CFG.s3_secret_access_key || !*CFG.s3_secret_access_key ? "S3_SECRET_ACCESS_KEY"
@@ -213,9 +233,10 @@ static bool config_ok(char err[256]) {
 }
 
 /* The URL, canonical URI and Host value for key, from S3_ENDPOINT ("scheme://authority[/prefix]"). */
-static bool target(const char *key, struct buf *url, struct buf *uri, char host[256], char err[256]) {
+static bool target(const char *key, bool listing, struct buf *url, struct buf *uri, char host[256], char err[256]) {
   size_t klen = strlen(key);
-  if (!klen || klen > S3_KEY_MAX) return snprintf(err, 256, "s3: key must be 1 to %d bytes", S3_KEY_MAX), false;
+  if ((!klen && !listing) || klen > S3_KEY_MAX)
+    return snprintf(err, 256, "s3: key must be 1 to %d bytes", S3_KEY_MAX), false;
   const char *ep = CFG.s3_endpoint;
   size_t slen = str_starts_with(ep, "http://") ? 7 : str_starts_with(ep, "https://") ? 8 : 0;
   if (!slen) return snprintf(err, 256, "s3: S3_ENDPOINT must start with http:// or https://"), false;
@@ -229,9 +250,11 @@ static bool target(const char *key, struct buf *url, struct buf *uri, char host[
   while (plen && prefix[plen - 1] == '/') plen--;
   sb_add(uri, prefix, plen);
   sb_puts(uri, "/");
-  sb_add_encoded(uri, CFG.s3_bucket);
-  sb_puts(uri, "/");
-  sb_add_encoded(uri, key);
+  sb_add_encoded(uri, bucket());
+  if (!listing) {
+    sb_puts(uri, "/");
+    sb_add_encoded(uri, key);
+  }
   sb_add(url, ep, slen + alen);
   sb_puts(url, buf_ptr(uri));
   return true;
@@ -260,8 +283,8 @@ static CURLcode send_once(s3_req *r, const char *url, const char *uri, const cha
       {"x-amz-date", amz_date},
       {"content-type", r->content_type},
   };
-  s3_sigv4_sign(r->method, uri, "", signed_h, r->content_type ? 4 : 3, amz_date, r->payload_hash, CFG.s3_region,
-                CFG.s3_access_key_id, CFG.s3_secret_access_key, auth);
+  s3_sigv4_sign(r->method, uri, r->query ? r->query : "", signed_h, r->content_type ? 4 : 3, amz_date, r->payload_hash,
+                CFG.s3_region, CFG.s3_access_key_id, CFG.s3_secret_access_key, auth);
 
   CURLcode cc = CURLE_OUT_OF_MEMORY;
   struct curl_slist *h = NULL;
@@ -332,7 +355,8 @@ static bool perform(s3_req *r, char err[256]) {
   bool ok = false;
   struct buf url = sb_new(), uri = sb_new();
   char host[256];
-  if (!config_ok(err) || !target(r->key, &url, &uri, host, err)) goto out;
+  if (!config_ok(err) || !target(r->key, r->query != NULL, &url, &uri, host, err)) goto out;
+  if (r->query && *r->query) sb_puts(&url, "?"), sb_puts(&url, r->query);
   for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
     buf_free(&r->resp);
     buf_init(&r->resp, GET_MAX);
@@ -459,6 +483,54 @@ bool s3_get(const char *key, char **data, size_t *len, char content_type[128], b
 out:
   buf_free(&r.resp);
   return ok;
+}
+
+/* The text between <tag> and </tag> from at, XML entities decoded, into out; the position
+ * after it, or NULL when absent. */
+static const char *xml_next(const char *at, const char *tag, char *out, size_t cap) {
+  char open[40], close[40];
+  snprintf(open, sizeof open, "<%s>", tag), snprintf(close, sizeof close, "</%s>", tag);
+  const char *a = strstr(at, open), *b = a ? strstr(a, close) : NULL;
+  if (!b) return NULL;
+  static const struct {
+    const char *entity, c;
+  } entities[] = {{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
+  size_t n = 0;
+  for (const char *p = a + strlen(open); p < b && n + 1 < cap;) {
+    size_t i = 0;
+    while (i < ARRAY_LEN(entities) && strncmp(p, entities[i].entity, strlen(entities[i].entity))) i++;
+    if (i < ARRAY_LEN(entities))
+      out[n++] = entities[i].c, p += strlen(entities[i].entity);
+    else
+      out[n++] = *p++;
+  }
+  out[n] = 0;
+  return b + strlen(close);
+}
+
+bool s3_list(const char *prefix, s3_list_fn fn, void *ctx, char err[256]) {
+  char token[1100] = "", key[S3_KEY_MAX + 1], size[32], truncated[8];
+  for (;;) {
+    /* the canonical query: names sorted, values URI-encoded ('/' included) */
+    struct buf q = sb_new();
+    if (*token) sb_puts(&q, "continuation-token="), sb_add_query(&q, token), sb_puts(&q, "&");
+    sb_puts(&q, "list-type=2&prefix="), sb_add_query(&q, prefix);
+    s3_req r = {.method = "GET", .key = "", .payload_hash = EMPTY_SHA256, .query = buf_ptr(&q)};
+    bool ok = perform(&r, err);
+    buf_free(&q);
+    if (ok && (r.status < 200 || r.status > 299)) answer_error(&r, err), ok = false;
+    const char *xml = ok ? buf_ptr(&r.resp) : NULL;
+    for (const char *at = xml ? strstr(xml, "<Contents>") : NULL; ok && at; at = strstr(at, "<Contents>")) {
+      const char *end = strstr(at, "</Contents>");
+      if (!end || !xml_next(at, "Key", key, sizeof key) || !xml_next(at, "Size", size, sizeof size)) break;
+      if (!fn(ctx, key, strtoll(size, NULL, 10))) ok = false, snprintf(err, 256, "s3: listing stopped");
+      at = end;
+    }
+    bool more = ok && xml_next(xml, "IsTruncated", truncated, sizeof truncated) && !strcmp(truncated, "true") &&
+                xml_next(xml, "NextContinuationToken", token, sizeof token) && *token;
+    buf_free(&r.resp);
+    if (!ok || !more) return ok;
+  }
 }
 
 bool s3_delete(const char *key, char err[256]) {

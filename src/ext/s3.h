@@ -30,9 +30,20 @@ bool s3_put_file(const char *key, const char *path, const char *content_type, ch
  * more than memory allows, fail rather than abort the process. */
 bool s3_get(const char *key, char **data, size_t *len, char content_type[128], bool *not_found, char err[256]);
 
+/* Calls fn(ctx, key, size) for every object of the bucket whose key starts with prefix ("" for
+ * all), in key order (ListObjectsV2, a page of up to 1,000 at a time); fn returns false to stop,
+ * which fails the call. False with err when the store refused or could not be reached. */
+typedef bool (*s3_list_fn)(void *ctx, const char *key, long long size);
+bool s3_list(const char *prefix, s3_list_fn fn, void *ctx, char err[256]);
+
 /* Deletes object key. Deleting a key that does not exist succeeds (as on S3). Returns false
  * with a reason in err when the store refused or could not be reached. */
 bool s3_delete(const char *key, char err[256]);
+
+/* Makes the calling thread's next calls use bucket instead of S3_BUCKET (same endpoint and
+ * credentials; NULL: S3_BUCKET again), for backups to s3://bucket/prefix. bucket must outlive
+ * the calls. */
+void s3_use_bucket(const char *bucket);
 
 /* One request header taking part in the signature: a lowercase name and its value. */
 typedef struct s3_header {

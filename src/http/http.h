@@ -9,6 +9,7 @@
 #ifndef HTTP_HTTP_H
 #define HTTP_HTTP_H
 #include "core/arena.h"
+#include "core/buf.h"
 #include "core/errors.h"
 #include "core/jw.h"
 #include "ext/token.h"
@@ -279,19 +280,24 @@ err_t hs_fail_field(hs_req *req, const char *field, const char *message);
  *   check_token, whatever its outcome.
  * - redeem_ticket: turns a ticket (ROUTE_TICKET) into the claims of the token it was issued
  *   for, once: true with *out filled, false when the ticket is unknown, used or expired. It may
- *   use the database. The first set that has one redeems. */
+ *   use the database. The first set that has one redeems.
+ * - metrics: appends the domain's families to GET /metrics (Prometheus text: # HELP, # TYPE,
+ *   then its lines) at each scrape, from the scraping thread; it must not block. */
 typedef struct hs_hooks {
   err_t (*check_token)(hs_req *req);
   err_t (*before_handler)(hs_req *req);
   void (*after)(hs_req *req);
   bool (*redeem_ticket)(const char *ticket, token_claims *out);
+  void (*metrics)(struct buf *out);
 } hs_hooks;
 /* Adds a set of hooks (kept by reference; at most HS_HOOKS_MAX sets), at start-up before
  * hs_server_start. Sets run in the order they were added: every check_token must pass (the
  * first refusal ends the request), every before_handler must pass, every after runs; every
  * set's check_token runs before any set's before_handler. */
-#define HS_HOOKS_MAX 4
+#define HS_HOOKS_MAX 8
 void hs_add_hooks(const hs_hooks *hooks);
+/* Every set's metrics hook, in order, writing to out (http/metrics.c at a scrape). */
+void hs_hooks_metrics(struct buf *out);
 /* Whether a token with the claims of auth would still pass the check_token hook now (its
  * account exists, its generation did not move on, its impersonation is live), for a caller
  * that keeps acting on a request's claims after it was answered (a stream): ERR_OK (also with

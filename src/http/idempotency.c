@@ -4,20 +4,17 @@
  * JSON body, or an upload's text fields and files' SHA-256s, under a key derived from JWT_SECRET; rows written before
  * migration 0014 hold a bare SHA-256 and are compared as such until they expire), the kept answer once the handler is
  * done (status NULL while it runs), and its expiry. An expired row, or a claim whose request never finished (its lease
- * ran out), is deleted and claimed afresh. Expired rows are swept at most once a minute per instance, by the request
- * that notices. */
+ * ran out), is deleted and claimed afresh. Expired rows are deleted by the system domain's housekeeping
+ * (hs_idem_prune, every RETENTION_SWEEP). */
 #include "http/idempotency.h"
 #include "core/clock.h"
+#include "core/config.h"
 #include "db/db.h"
 #include "ext/digest.h"
 #include <pthread.h>
-#include <stdatomic.h>
 #include <string.h>
 
 #define MAX_KEY_LEN 255
-#define SWEEP_EVERY_MS (60LL * 1000)
-
-static _Atomic int64_t next_sweep;
 
 bool hs_idem_applies(const hs_route *r) {
   return (r->method == HS_POST || r->method == HS_PATCH) &&
@@ -78,10 +75,8 @@ static bool same_request(const char *stored, const char *text, const char *hmac)
   return digest_equal(stored, legacy);
 }
 
-static void sweep(int64_t now) {
-  int64_t due = atomic_load(&next_sweep);
-  if (now < due || !atomic_compare_exchange_strong(&next_sweep, &due, now + SWEEP_EVERY_MS)) return;
-  db_query(NULL, NULL, "DELETE FROM idempotency_keys WHERE expires_at <= $1", DB_ARGS(DB_INT(now)));
+err_t hs_idem_prune(int64_t now) {
+  return db_to_err(db_query(NULL, NULL, "DELETE FROM idempotency_keys WHERE expires_at <= $1", DB_ARGS(DB_INT(now))));
 }
 
 /* Answers with a kept answer; an error kept before error bodies carried `code` gets its
@@ -101,7 +96,7 @@ static claim_rc claim(hs_req *req, const char *scope, const char *key, const cha
                "INSERT INTO idempotency_keys (scope, key, request_hash, locked_until, created_at, expires_at) "
                "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (scope, key) DO NOTHING RETURNING 1",
                DB_ARGS(DB_TEXT(scope), DB_TEXT(key), DB_TEXT(hash), DB_INT(now + IDEMPOTENCY_LEASE_MS), DB_INT(now),
-                       DB_INT(now + IDEMPOTENCY_TTL_MS))) != DB_OK)
+                       DB_INT(now + CFG.retain.idempotency))) != DB_OK)
     return FAILED;
   return r->rows == 1 ? CLAIMED : TAKEN;
 }
@@ -119,7 +114,6 @@ bool hs_idem_begin(hs_req *req) {
   char hash[70];
   fingerprint(text, hash);
   int64_t now = clock_now_ms();
-  sweep(now);
   for (int attempt = 0; attempt < 3; attempt++) {
     claim_rc rc = claim(req, scope, key, hash, now);
     if (rc == FAILED) break;

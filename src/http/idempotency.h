@@ -19,7 +19,7 @@
 #define HTTP_IDEMPOTENCY_H
 #include "http/http.h"
 
-#define IDEMPOTENCY_TTL_MS (24LL * 3600 * 1000)
+/* A kept answer is replayed for RETAIN_IDEMPOTENCY (24 hours; CFG.retain.idempotency). */
 /* A claim whose request never finished (the instance died) is given up after this long. */
 #define IDEMPOTENCY_LEASE_MS (5LL * 60 * 1000)
 
@@ -34,5 +34,7 @@ bool hs_idem_begin(hs_req *req);
 /* Records the request's final answer (status and JSON text) for its claimed key, or releases
  * the claim when the answer is not kept (400, 5xx). No-op without a claim. */
 void hs_idem_end(hs_req *req, int status, const char *body_text);
+/* Deletes the keys whose kept answer expired by now (RETAIN_IDEMPOTENCY after their request). */
+err_t hs_idem_prune(int64_t now);
 
 #endif

@@ -349,6 +349,7 @@ char *hs_metrics_render(size_t *len) {
   render_processor(&o);
   render_limits(&o);
   render_process(&o);
+  hs_hooks_metrics(&o);
   if (buf_result(&o) != BUF_OK)
     log_msg(LOG_ERROR, "metrics: the scrape was cut short (%s)",
             buf_result(&o) == BUF_TOO_LARGE ? "over 64 MiB" : "out of memory");

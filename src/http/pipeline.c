@@ -52,6 +52,11 @@ void hs_add_hooks(const hs_hooks *h) {
   hooks[nhooks++] = h;
 }
 
+void hs_hooks_metrics(struct buf *out) {
+  for (int i = 0; i < nhooks; i++)
+    if (hooks[i]->metrics) hooks[i]->metrics(out);
+}
+
 static bool any_check_token(void) {
   for (int i = 0; i < nhooks; i++)
     if (hooks[i]->check_token) return true;

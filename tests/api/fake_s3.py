@@ -6,6 +6,9 @@ It serves one bucket, path-style, with objects kept in memory:
     GET    /<bucket>/<key>     the body, Content-Type, Content-Length, ETag, Last-Modified
     HEAD   /<bucket>/<key>     the same headers without the body
     DELETE /<bucket>/<key>     204, also for a key that does not exist (as S3)
+    GET    /<bucket>?list-type=2[&prefix=P][&continuation-token=T][&max-keys=N]
+                               ListObjectsV2: the keys starting with P in order, N (1000) a page,
+                               IsTruncated and NextContinuationToken when more follow
 
 and it checks AWS Signature Version 4 for real on every request, as S3 does: the canonical
 request is rebuilt from what arrived (the path decoded and re-encoded with S3's rules, the query
@@ -149,7 +152,11 @@ class FakeS3(ServedFake):
             if failure:
                 raise S3Error(failure[1], "InternalError", "We encountered an internal error. Please try again.")
             self._authenticate(method, raw_path, query, headers, body)
-            bucket, key = self._locate(raw_path)
+            params = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
+            listing = method == "GET" and params.get("list-type") == "2"
+            bucket, key = self._locate(raw_path, listing)
+            if listing and key is None:
+                return self._list(params)
             return self._execute(method, key, _header(headers, "content-type"), body)
         except S3Error as e:
             resource = urllib.parse.unquote(raw_path)
@@ -215,11 +222,29 @@ class FakeS3(ServedFake):
                           ClientComputedContentSHA256=payload_hash,
                           S3ComputedContentSHA256=hashlib.sha256(body).hexdigest())
 
-    def _locate(self, raw_path):
+    def _list(self, params):
+        prefix, after = params.get("prefix", ""), params.get("continuation-token", "")
+        limit = max(1, min(1000, int(params.get("max-keys", "1000"))))
+        with self.lock:
+            keys = sorted(k for k in self.objects if k.startswith(prefix) and k > after)
+            page = [(k, self.objects[k][0]) for k in keys[:limit]]
+        more = len(keys) > limit
+        contents = "".join(f"<Contents><Key>{escape(k)}</Key><Size>{len(d)}</Size><ETag>{escape(_etag(d))}</ETag>"
+                           f"<StorageClass>STANDARD</StorageClass></Contents>" for k, d in page)
+        xml = (f'<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult><Name>{escape(self.bucket)}</Name>'
+               f"<Prefix>{escape(prefix)}</Prefix><KeyCount>{len(page)}</KeyCount><MaxKeys>{limit}</MaxKeys>"
+               f"<IsTruncated>{'true' if more else 'false'}</IsTruncated>{contents}"
+               + (f"<NextContinuationToken>{escape(page[-1][0])}</NextContinuationToken>" if more else "")
+               + "</ListBucketResult>")
+        return 200, {"Content-Type": "application/xml"}, xml.encode()
+
+    def _locate(self, raw_path, listing=False):
         segments = raw_path.lstrip("/").split("/", 1)
         bucket = urllib.parse.unquote(segments[0])
         if bucket != self.bucket:
             raise S3Error(404, "NoSuchBucket", "The specified bucket does not exist", BucketName=bucket)
+        if listing and (len(segments) < 2 or not segments[1]):
+            return bucket, None
         if len(segments) < 2 or not segments[1]:
             raise S3Error(501, "NotImplemented", "Only object operations are implemented by this fake.")
         try:

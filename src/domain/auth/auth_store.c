@@ -336,6 +336,9 @@ err_t auth_store_prune(int64_t now) {
   if (!e)
     e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM email_change_requests WHERE created_at <= $1",
                           DB_ARGS(DB_INT(now - DAY_MS))));
+  if (!e) /* reset links, a day past their expiry */
+    e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM password_reset_tokens WHERE expires_at <= $1",
+                          DB_ARGS(DB_INT(now - DAY_MS))));
   return db_end(c, e);
 }
 

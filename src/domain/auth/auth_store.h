@@ -94,7 +94,8 @@ auth_outcome auth_store_use_email_change(arena *a, const char *token_hash, const
 /* Moves the account's token generation on: every token issued before ends, and its sessions,
  * its pending email change and its push devices with them (logout-all). */
 err_t auth_store_end_all(account_kind kind, const char *id);
-/* Deletes email changes that expired before now and email-change requests older than a day. */
+/* Deletes email changes that expired before now, email-change requests older than a day and
+ * reset links a day past their expiry. */
 err_t auth_store_prune(int64_t now);
 
 /* Creates or updates an administrator. */

@@ -156,7 +156,19 @@ err_t auth_store_logout(const char *token_id, int64_t expires_at, const char *se
 }
 
 err_t auth_store_prune_ended(int64_t now) {
-  return db_to_err(db_query(NULL, NULL, "DELETE FROM ended_tokens WHERE expires_at <= $1", DB_ARGS(DB_INT(now))));
+  db_conn *c;
+  err_t e = db_begin_exec(&c, NULL, NULL, "DELETE FROM ended_tokens WHERE expires_at <= $1", DB_ARGS(DB_INT(now)));
+  /* a refresh token past its 30 days, or of a family past its 90, is refused whatever its row
+   * says (reuse detection needs no row of it then); the access tokens a family ended are in
+   * ended_tokens, not read from the family */
+  if (!e)
+    e = db_to_err(db_exec(c, NULL, NULL,
+                          "DELETE FROM refresh_tokens WHERE expires_at <= $1 OR family_id IN "
+                          "(SELECT id FROM refresh_families WHERE expires_at <= $1)",
+                          DB_ARGS(DB_INT(now))));
+  if (!e)
+    e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM refresh_families WHERE expires_at <= $1", DB_ARGS(DB_INT(now))));
+  return db_end(c, e);
 }
 
 err_t auth_store_sessions_forget_in(db_conn *c, const account_ref *who) {

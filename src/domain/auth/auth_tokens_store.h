@@ -80,7 +80,8 @@ db_rc auth_store_sessions_end_all_in(db_conn *c, const char *role, const char *a
  * (role and account_id: its account; a staff or administrator token has none); its streams end. */
 err_t auth_store_logout(const char *token_id, int64_t expires_at, const char *session_id, const char *role,
                         const char *account_id);
-/* Deletes ended tokens whose tokens expired before now. */
+/* Deletes ended tokens whose tokens expired before now, and the refresh tokens and sessions
+ * past their expiry. */
 err_t auth_store_prune_ended(int64_t now);
 /* forget_in's part of the sessions: the account's families and their refresh tokens go. */
 err_t auth_store_sessions_forget_in(db_conn *c, const account_ref *who);

@@ -5,6 +5,7 @@
  * control events (events.schema.json). */
 #include "domain/events/events.h"
 #include "core/clock.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "domain/events/events_api.h"
 #include "domain/events/events_hub.h"
@@ -12,18 +13,18 @@
 #include "ext/queue.h"
 #include <stdio.h>
 
-/* Events are kept this long for replay, and an hour more (a reconnect checks their age). */
-#define KEEP_MS (DAY_MS + HOUR_MS)
+/* Events are kept RETAIN_EVENTS (48 hours: 24 hours past the replay window; a reconnect checks
+ * their age, so keeping them longer replays nothing older than the window). */
 
 static bool prune(json_t *payload, char err[256]) {
   (void)payload;
   int64_t now = clock_now_ms();
-  if (events_store_prune(now - KEEP_MS, now) == ERR_OK) return true;
+  if (events_store_prune(now - CFG.retain.events, now) == ERR_OK) return true;
   snprintf(err, 256, "pruning the events outbox failed");
   return false;
 }
 
-static const domain_job jobs[] = {{"events_prune", prune, .period_ms = HOUR_MS}, {0}};
+static const domain_job jobs[] = {{"events_prune", prune, .period_from = &CFG.retain.sweep}, {0}};
 
 static const hs_hooks hooks = {.redeem_ticket = events_redeem_ticket};
 

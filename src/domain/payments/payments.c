@@ -5,6 +5,17 @@
 #include "domain/payments/payments_api.h"
 #include "domain/payments/payments_ops.h"
 #include "domain/payments/payments_store.h"
+#include <stdio.h>
+
+/* Processor event ids are kept 30 days (docs/operations.md, "Retention"). */
+#define WEBHOOK_EVENTS_KEPT_MS (30 * DAY_MS)
+
+static bool prune_webhook_events(json_t *payload, char err[256]) {
+  (void)payload;
+  if (pay_store_prune_webhook_events(clock_now_ms() - WEBHOOK_EVENTS_KEPT_MS) == ERR_OK) return true;
+  snprintf(err, 256, "cannot delete old webhook event ids");
+  return false;
+}
 
 static const domain_job jobs[] = {
     {"payment_follow_up", pay_follow_up_from_queue},
@@ -17,6 +28,7 @@ static const domain_job jobs[] = {
     {"payment_event", pay_event_from_queue},
     {"payment_holds", pay_renew_holds_from_queue, .period_ms = PAY_HOLDS_PERIOD_MS},
     {"payment_reconcile", pay_reconcile_from_queue, .period_ms = PAY_RECONCILE_PERIOD_MS},
+    {"webhook_events_prune", prune_webhook_events, .period_ms = DAY_MS},
     {0},
 };
 

@@ -944,6 +944,11 @@ static db_rc apply(db_conn *c, arena *a, const pay_event *ev, pay_event_effect *
   return DB_OK; /* other subscription events (created, ...) need no action */
 }
 
+err_t pay_store_prune_webhook_events(int64_t before_ms) {
+  return db_to_err(
+      db_query(NULL, NULL, "DELETE FROM webhook_events WHERE received_at < $1", DB_ARGS(DB_INT(before_ms))));
+}
+
 err_t pay_store_apply_event(arena *a, const pay_event *ev, pay_event_effect *out) {
   db_res *r;
   *out = (pay_event_effect){0};

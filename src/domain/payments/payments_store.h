@@ -220,6 +220,10 @@ err_t pay_store_evidence_context(arena *a, const char *job_id, pay_evidence_cont
  * "before", "after" or "message"). */
 err_t pay_store_job_files(arena *a, const char *job_id, db_res **out);
 
+/* Deletes the ids of processor events received before before_ms (30 days: Stripe retries an
+ * event for 3 days, so an id that old is never delivered again). */
+err_t pay_store_prune_webhook_events(int64_t before_ms);
+
 /* Applies a verified processor event once: records its id and runs the change in one
  * transaction. A subscription event older than the last applied to its subscription changes
  * nothing. Strings of *out live in arena a. */

@@ -247,6 +247,18 @@ err_t staff_store_expire_elevations(void) {
   return db_end(c, e);
 }
 
+err_t staff_store_prune_elevations(int64_t before_ms) {
+  db_conn *c;
+  err_t e = db_begin(&c);
+  if (!e) e = db_to_err(expire_in(c)); /* what lapsed by now ends first */
+  if (!e)
+    e = db_to_err(db_exec(c, NULL, NULL,
+                          "DELETE FROM elevation_requests WHERE status IN ('DEACTIVATED', 'EXPIRED', 'REJECTED') "
+                          "AND activated_at IS NULL AND updated_at < $1",
+                          DB_ARGS(DB_INT(before_ms))));
+  return db_end(c, e);
+}
+
 #define ELEVATION_SELECT                                                                                               \
   "SELECT e.*, s.name AS staff_name, s.email AS staff_email, s.role AS staff_role FROM elevation_requests e "          \
   "JOIN staff s ON s.id = e.staff_id "

@@ -74,6 +74,10 @@ err_t staff_store_payments_of(arena *a, const char *user_id, db_res **out);
 /* Deactivates the elevations whose time is over: ACTIVE ones activated 15 minutes ago or more,
  * APPROVED ones approved an hour ago or more (deactivatedAt: the moment each lapsed). */
 err_t staff_store_expire_elevations(void);
+/* Lapses what is due, then deletes the elevations that ended without a session (expired,
+ * denied, or approved and never started) and have not changed since before_ms
+ * (RETAIN_ELEVATIONS). Those that started are the internal audit's sessions and stay. */
+err_t staff_store_prune_elevations(int64_t before_ms);
 /* Elevation rows joined with their staff member (staff_name, staff_email, staff_role). */
 err_t staff_store_elevation(arena *a, const char *id, db_res **out); /* ERR_NOT_FOUND */
 err_t staff_store_elevations_by_staff(arena *a, const char *staff_id, const db_page *pg, db_res **out);

@@ -4,12 +4,15 @@
  * /__test/... exist only when APP_ENV=test (the route flag makes them 404 elsewhere). */
 #include "domain/system/system_api.h"
 #include "core/clock.h"
+#include "core/config.h"
 #include "core/jsonx.h"
 #include "core/util.h"
 #include "db/db.h"
+#include "ext/mail.h"
 #include "ext/password.h"
 #include "ext/payments.h"
 #include "ext/queue.h"
+#include "http/idempotency.h"
 #include "http/metrics.h"
 #include "http/ratelimit.h"
 #include "http/router.h"
@@ -81,14 +84,17 @@ err_t api_test_load(hs_req *req) {
                     password_pool_full());
 }
 
-#define DONE_WORK_KEPT_MS (7 * 24 * HOUR_MS)
-
+/* The rows of the layers below the domains that grow with time, each kept its RETAIN_* period
+ * (docs/operations.md, "Retention"): rate-limit counters, idempotency keys, finished background
+ * work, and the development mail outbox's files. */
 bool system_housekeeping(json_t *payload, char err[256]) {
   (void)payload;
   int64_t now = clock_now_ms();
-  if (hs_rate_limit_prune(now - HOUR_MS) != ERR_OK || queue_prune_done(now - DONE_WORK_KEPT_MS) != DB_OK) {
+  if (hs_rate_limit_prune(now - CFG.retain.rate_limits) != ERR_OK || hs_idem_prune(now) != ERR_OK ||
+      queue_prune_done(now - CFG.retain.queue) != DB_OK) {
     snprintf(err, 256, "cannot delete expired rows");
     return false;
   }
+  mail_prune_outbox(CFG.retain.mail);
   return true;
 }

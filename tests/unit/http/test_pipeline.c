@@ -309,6 +309,7 @@ static int group_setup(void **state) {
   CFG.jwt_secret = secret, CFG.jwt_secret_len = strlen(secret);
   CFG.cors_origins = cors;
   CFG.http_max_header_bytes = 8192;
+  CFG.retain.idempotency = 24LL * 3600 * 1000; /* RETAIN_IDEMPOTENCY's default */
   unit_db_open("pipeline", 2);
   if (!db_migrate()) fail_msg("migrations failed");
   hs_router_build(routes, sizeof routes / sizeof *routes);
