@@ -18,6 +18,7 @@
 #include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
 #include "domain/payouts/payouts.h"
+#include "domain/portal/portal.h"
 #include "domain/providers/providers.h"
 #include "domain/public/public.h"
 #include "domain/quotes/quotes.h"
@@ -34,6 +35,7 @@ static const domain_def *const DOMAINS[] = {
     &payments_domain, &payouts_domain,  &providers_domain,     &files_domain,    &jobs_domain,
     &quotes_domain,   &messages_domain, &notifications_domain, &public_domain,   &staff_domain,
     &admin_domain,    &support_domain,  &geo_domain,           &accounts_domain, &docs_domain,
+    &portal_domain,
 };
 
 const domain_def *const *domains_all(size_t *n) {

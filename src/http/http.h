@@ -67,6 +67,9 @@ enum {
                                clients that cannot send headers, such as a browser's EventSource):
                                the redeem_ticket hook turns it into the claims of the token it
                                was issued for, once */
+  ROUTE_PAGE = 1 << 9,      /* a page of a browser app (the staff portal): its answer carries a strict
+                               Content-Security-Policy (scripts, styles and requests to this server
+                               only; images also from object storage), no framing, no referrer */
 };
 
 /* A fixed-window rate limit keyed by client address (an IPv6 client's /64), or by the caller's

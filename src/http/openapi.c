@@ -306,12 +306,13 @@ static json_t *responses_for(const hs_route *r, json_t *schemas) {
   return sorted;
 }
 
-/* "/jobs/:id/status" -> "/jobs/{id}/status", with the parameters' objects. */
+/* "/jobs/:id/status" -> "/jobs/{id}/status", with the parameters' objects (a last `*rest`
+ * is a parameter too: the rest of the path). */
 static char *openapi_path(const char *pattern, json_t *params) {
   size_t cap = strlen(pattern) * 2 + 2;
   char *out = xmalloc(cap), *o = out;
   for (const char *p = pattern; *p;) {
-    if (*p == ':') {
+    if ((*p == ':' || *p == '*') && p > pattern && p[-1] == '/') {
       size_t n = strcspn(p + 1, "/");
       o += sprintf(o, "{%.*s}", (int)n, p + 1);
       json_t *name = json_stringn(p + 1, n);
@@ -338,7 +339,7 @@ static json_t *operation_id(const hs_route *r) {
       upper = true;
       continue;
     }
-    if (*p == ':') {
+    if (*p == ':' || *p == '*') {
       memcpy(buf + n, "By", 2), n += 2;
       upper = true;
       continue;
