@@ -3576,13 +3576,13 @@ export interface components {
             /** @enum {string} */
             kind: "action" | "request";
             /** @description kind action: what was done (elevation.request, ...) */
-            action?: string;
-            targetId?: string;
-            targetRole?: string;
+            action: string | null;
+            targetId: string | null;
+            targetRole: string | null;
             /** @description kind request: the elevation whose token made it */
-            elevationId?: string;
-            method?: string;
-            path?: string;
+            elevationId: string | null;
+            method: string | null;
+            path: string | null;
             /** @description an action's detail or a request's body, credentials replaced by [REDACTED] */
             detail: Record<string, never> | null;
             /** @description kind request: the answer's status (null while unanswered) */
@@ -9287,6 +9287,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the rest of the path: one segment or more */
                 path: string;
             };
             cookie?: never;

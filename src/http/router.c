@@ -103,7 +103,7 @@ bool hs_route_available(const hs_route *r) {
 
 static bool segments_match(const compiled *c, char *const seg[], int nseg) {
   if ((c->rest ? nseg < c->nseg : c->nseg != nseg) || !hs_route_available(c->route)) return false;
-  for (int s = 0; s < nseg; s++)
+  for (int s = 0; s < c->nseg; s++) /* a `*rest` row: the segments past its last are the rest */
     if (!c->is_param[s] && strcmp(c->seg[s], seg[s])) return false;
   return true;
 }
