@@ -38,10 +38,14 @@ export function allowed(route: Route, role: Role | undefined): boolean {
 function nav(role: Role): HTMLElement {
   const here = location.pathname.replace(/\/+$/, "") || "/portal";
   const items = ROUTES.filter((r) => r.nav && allowed(r, role) && (!r.needsImpersonation || currentImpersonation()));
+  const hrefOf = (r: Route) => r.path.replace(/\/+$/, "") || "/portal";
+  // the current page: the link of this address, or the longest one it is under
+  const under = items.map(hrefOf).filter((href) => here === href || (href !== "/portal" && here.startsWith(href + "/")));
+  const currentHref = under.sort((a, b) => b.length - a.length)[0];
   return h("nav", { "aria-label": "Main" },
     h("ul", null, items.map((r) => {
-      const href = r.path.replace(/\/+$/, "") || "/portal";
-      const current = here === href || (href !== "/portal" && here.startsWith(href + "/"));
+      const href = hrefOf(r);
+      const current = href === currentHref;
       return h("li", null, h("a", { href: href === "/portal" ? "/portal/" : href, "aria-current": current ? "page" : null }, r.nav ?? r.title));
     })));
 }

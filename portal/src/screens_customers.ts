@@ -12,7 +12,7 @@ const ID = /^c[0-9a-z]{24}$/;
 /** A search form whose query is in the address (?q=), so a search is a link too. */
 export function searchForm(ctx: Ctx, label: string, hint: string): HTMLFormElement {
   const q = input("q", { type: "search", value: ctx.query.get("q") ?? "", maxlength: 100 });
-  const form = h("form", { class: "search", role: "search", "aria-label": label }, field(label, q, hint), h("button", { type: "submit" }, "Search"));
+  const form = h("form", { class: "search", role: "search", "aria-label": "Search" }, field(label, q, hint), h("button", { type: "submit" }, "Search"));
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     const v = q.value.trim();
