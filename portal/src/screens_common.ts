@@ -2,7 +2,7 @@
 // (request, start an impersonation session, end it) and the impersonation session's pages.
 import { api, asTarget, currentImpersonation, currentSession, data, isSupport, startImpersonation, tokenExpiry, type Schemas } from "./api";
 import { barChart } from "./charts";
-import { badge, dl, errorBox, field, h, input, loading, money, nextCursor, onSubmit, pagedList, select, table, when } from "./dom";
+import { badge, dl, errorBox, field, fill, h, input, loading, money, nextCursor, onSubmit, pagedList, select, table, when } from "./dom";
 import { endImpersonation } from "./banner";
 import { flash } from "./main";
 import type { Ctx } from "./routes";
@@ -142,26 +142,30 @@ export function session(): Node {
   const out = h("div");
   const profile = h("div"), jobs = h("div"), extra = h("div");
   out.append(h("section", { class: "card" }, h("h2", null, "Account"), profile));
+  const extraLoads: Promise<void>[] = [];
   if (imp.identity.role === "user") {
-    void loading(profile, asTarget.GET("/users/me", {}), (r) => { const u = data(r); return dl([["Name", u.name], ["Email", u.email], ["Address", `${u.address ?? ""} ${u.zip ?? ""}`], ["Since", when(u.createdAt)]]); });
+    extraLoads.push(loading(profile, asTarget.GET("/users/me", {}), (r) => { const u = data(r); return dl([["Name", u.name], ["Email", u.email], ["Address", `${u.address ?? ""} ${u.zip ?? ""}`], ["Since", when(u.createdAt)]]); }));
   } else {
-    void loading(profile, asTarget.GET("/providers/me", {}), (r) => { const p = data(r); return dl([["Name", p.name], ["Email", p.email], ["Company", p.companyName ?? "—"], ["Since", when(p.createdAt)]]); });
+    extraLoads.push(loading(profile, asTarget.GET("/providers/me", {}), (r) => { const p = data(r); return dl([["Name", p.name], ["Email", p.email], ["Company", p.companyName ?? "—"], ["Since", when(p.createdAt)]]); }));
     out.append(h("section", { class: "card" }, h("h2", null, "Payout account and transfers"), extra));
-    void loading(extra, Promise.all([asTarget.GET("/providers/me/payout-account", {}), asTarget.GET("/providers/me/payouts", { params: { query: { limit: 50 } } })]), ([a, p]) => {
+    extraLoads.push(loading(extra, Promise.all([asTarget.GET("/providers/me/payout-account", {}), asTarget.GET("/providers/me/payouts", { params: { query: { limit: 50 } } })]), ([a, p]) => {
       const acct = data(a), pay = data(p);
       return h("div", null,
         dl([["Account", statusBadge(acct.status)], ["Payouts enabled", acct.payoutsEnabled ? "Yes" : "No"], ["Requirements", acct.requirements.join(", ") || "None"],
           ["Scheduled", money(pay.totals.scheduled)], ["On hold", money(pay.totals.onHold)], ["Paid", money(pay.totals.paid)], ["Reversed", money(pay.totals.reversed)], ["Balance", money(pay.totals.balance)]]),
         table("Transfers", [["Kind", (t) => t.kind], ["Amount", (t) => money(t.amount)], ["Status", (t) => statusBadge(t.status)], ["Available", (t) => when(t.availableAt)], ["Paid", (t) => when(t.paidAt)]], pay.transfers, "No transfers."));
-    });
+    }));
   }
   out.append(h("section", { class: "card" }, h("h2", null, "Jobs"), jobs));
-  void loading(jobs, imp.identity.role === "user" ? asTarget.GET("/jobs", { params: { query: { limit: 50 } } }).then((r) => data(r).jobs) : asTarget.GET("/providers/me/jobs", {}).then((r) => data(r) as unknown as Schemas["Job"][]),
-    (rows) => table("The account's jobs", [["Service", (j) => j.service], ["Status", (j) => statusBadge(j.status)], ["Created", (j) => when(j.createdAt)], ["Messages", (j) => h("a", { href: `/portal/session/jobs/${j.id}` }, `Messages of job ${j.id}`)]], Array.isArray(rows) ? rows : [], "No jobs."));
-  const log = h("section", { class: "card" }, h("h2", null, "What this session did"),
-    h("p", null, imp.elevationId ? "Every request below is recorded in the audit trail with the elevation." : "GODMODE impersonation: not an elevation."),
-    table("Requests made as the account", [["Time", (a) => when(a.at)], ["Request", (a) => h("code", null, `${a.method} ${a.path}`)], ["Status", (a) => String(a.status)]], imp.actions, "No requests yet."));
-  out.append(log);
+  const loads: Promise<void>[] = [];
+  loads.push(loading(jobs, imp.identity.role === "user" ? asTarget.GET("/jobs", { params: { query: { limit: 50 } } }).then((r) => data(r).jobs) : asTarget.GET("/providers/me/jobs", {}).then((r) => data(r) as unknown as Schemas["Job"][]),
+    (rows) => table("The account's jobs", [["Service", (j) => j.service], ["Status", (j) => statusBadge(j.status)], ["Created", (j) => when(j.createdAt)], ["Messages", (j) => h("a", { href: `/portal/session/jobs/${j.id}` }, `Messages of job ${j.id}`)]], Array.isArray(rows) ? rows : [], "No jobs.")));
+  const logTable = h("div");
+  const showLog = () => fill(logTable, table("Requests made as the account", [["Time", (a) => when(a.at)], ["Request", (a) => h("code", null, `${a.method} ${a.path}`)], ["Status", (a) => String(a.status)]], imp.actions, "No requests yet."));
+  showLog();
+  out.append(h("section", { class: "card" }, h("h2", null, "What this session did"),
+    h("p", null, imp.elevationId ? "Every request below is recorded in the audit trail with the elevation." : "GODMODE impersonation: not an elevation."), logTable));
+  void Promise.allSettled([...loads, ...extraLoads]).then(showLog); // this page's own requests, once answered
   return out;
 }
 

@@ -204,6 +204,14 @@ def test_admin_elevation_routes_refusals(api):
 # ---------------------------------------------------------------- the browser walk
 
 @pytest.fixture
+def browser_pass(request):
+    """The walk runs in the SQLite and PostgreSQL passes; not again under the sanitizers (the
+    browser adds nothing there that the API tests of the same routes do not cover)."""
+    if "asan" in request.config.getoption("--binary").split(os.sep):
+        pytest.skip("the browser walk runs in the plain SQLite and PostgreSQL passes")
+
+
+@pytest.fixture
 def portal_world(api, server):
     """Staff of every role, a customer with a completed paid job (and a message on it) with a
     verified provider, and a support ticket."""
@@ -238,11 +246,7 @@ def portal_world(api, server):
 
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed (scripts/deps.sh test)")
-def test_the_portal_in_a_browser(request, api, server, portal_world, tmp_path):
-    """Runs in the SQLite and PostgreSQL passes; not again under the sanitizers (the browser adds
-    nothing there that the API tests of the same routes do not cover)."""
-    if "asan" in request.config.getoption("--binary").split(os.sep):
-        pytest.skip("the browser walk runs in the plain SQLite and PostgreSQL passes")
+def test_the_portal_in_a_browser(browser_pass, api, server, portal_world, tmp_path):
     world = portal_world
     config = {**world, "url": server.url, "chromium": CHROMIUM, "ip": unique_ip(),
               "screenshots": os.environ.get("PORTAL_SCREENSHOTS") or None}

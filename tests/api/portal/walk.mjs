@@ -235,6 +235,17 @@ try {
   step("elevation approved through the portal");
   await byAddress(page, admin, "/portal/admin/elevations?status=APPROVED", "Elevation approvals", { admin: true });
   await page.getByRole("cell", { name: "APPROVED" }).first().waitFor();
+  // GODMODE: the same screens as a staff member, and back
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Staff" }).click();
+  await heading(page, "Staff members");
+  await page.getByRole("button", { name: `Act as ${ia.name}` }).click();
+  await page.getByRole("region", { name: "GODMODE" }).waitFor();
+  await heading(page, "Home");
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Sessions audit" }).waitFor();
+  await axe(page, "GODMODE acting as a staff member");
+  await page.getByRole("button", { name: "Return to administrator" }).click();
+  await heading(page, "Staff members");
+  step("GODMODE: acted as a staff member and returned");
   await signOut(page);
 
   // ---- customer support: the impersonation session, its banner, its audit trail
@@ -248,6 +259,7 @@ try {
   await banner.getByText(/Time left: 1[45]:\d\d/).waitFor();
   await banner.getByRole("button", { name: "End session" }).waitFor();
   await page.getByRole("region", { name: "The account's jobs" }).waitFor();
+  await page.getByRole("region", { name: "Requests made as the account" }).getByText("GET /users/me").waitFor();
   await axe(page, "impersonation session");
   await shot(page, "impersonation-session");
   await page.getByRole("link", { name: `Messages of job ${cfg.job_id}` }).click();
