@@ -316,8 +316,8 @@ static char *openapi_path(const char *pattern, json_t *params) {
       size_t n = strcspn(p + 1, "/");
       o += sprintf(o, "{%.*s}", (int)n, p + 1);
       json_t *name = json_stringn(p + 1, n);
-      json_t *param = json_pack("{s:o,s:s,s:b,s:{s:s}}", "name", name, "in", "path", "required", 1, "schema", "type",
-                                "string");
+      json_t *param =
+          json_pack("{s:o,s:s,s:b,s:{s:s}}", "name", name, "in", "path", "required", 1, "schema", "type", "string");
       if (*p == '*') { /* the rest of the path: it may hold slashes */
         json_object_set_new(param, "description", json_string("the rest of the path: one segment or more"));
         json_object_set_new(param, "x-rest-of-path", json_true());

@@ -117,8 +117,8 @@ const hs_route *hs_router_match(int method, const char *path, hs_req *req) {
     const compiled *c = &table[i];
     if (c->route->method != method || !segments_match(c, seg, nseg)) continue;
     if (!best || (best->rest && !c->rest) ||
-        (best->rest == c->rest && (c->static_mask > best->static_mask ||
-                                   (c->static_mask == best->static_mask && c->nseg > best->nseg))))
+        (best->rest == c->rest &&
+         (c->static_mask > best->static_mask || (c->static_mask == best->static_mask && c->nseg > best->nseg))))
       best = c;
   }
   if (!best) return NULL;
@@ -140,7 +140,10 @@ const hs_route *hs_router_match(int method, const char *path, hs_req *req) {
 }
 
 static int hex_digit(char c) {
-  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+  return c >= '0' && c <= '9'   ? c - '0'
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                : -1;
 }
 
 /* Decodes s[0..n) into out (at least n + 1 bytes); returns the decoded length. */

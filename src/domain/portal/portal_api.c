@@ -7,14 +7,13 @@
 #include "http/portal_asset.h"
 #include <string.h>
 
-static const char PAGE[] =
-    "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-    "<title>Staff portal</title>\n<link rel=\"icon\" href=\"data:,\">\n"
-    "<link rel=\"stylesheet\" href=\"/portal/portal.css\">\n"
-    "<script src=\"/portal/portal.js\" defer></script>\n</head>\n<body>\n"
-    "<div id=\"app\"><p class=\"loading\">Loading the staff portal…</p></div>\n"
-    "<noscript><p>The staff portal needs JavaScript.</p></noscript>\n</body>\n</html>\n";
+static const char PAGE[] = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+                           "<title>Staff portal</title>\n<link rel=\"icon\" href=\"data:,\">\n"
+                           "<link rel=\"stylesheet\" href=\"/portal/portal.css\">\n"
+                           "<script src=\"/portal/portal.js\" defer></script>\n</head>\n<body>\n"
+                           "<div id=\"app\"><p class=\"loading\">Loading the staff portal…</p></div>\n"
+                           "<noscript><p>The staff portal needs JavaScript.</p></noscript>\n</body>\n</html>\n";
 
 static err_t asset(hs_req *req, const char *start, const char *end, const char *type) {
   size_t len = (size_t)(end - start);
@@ -33,6 +32,4 @@ err_t api_portal_script(hs_req *req) {
   return asset(req, hs_portal_js, hs_portal_js_end, "application/javascript; charset=utf-8");
 }
 
-err_t api_portal_style(hs_req *req) {
-  return asset(req, hs_portal_css, hs_portal_css_end, "text/css; charset=utf-8");
-}
+err_t api_portal_style(hs_req *req) { return asset(req, hs_portal_css, hs_portal_css_end, "text/css; charset=utf-8"); }

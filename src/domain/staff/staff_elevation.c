@@ -182,8 +182,8 @@ err_t api_admin_elevations(hs_req *req) {
   staff_expire_elevations();
   db_page pg;
   db_res *r;
-  err_t e = hs_page_rows(req, &ELEVATIONS_KEYSET, 0, staff_store_elevations_by_status, hs_query_str(req, "status"),
-                         &pg, &r);
+  err_t e =
+      hs_page_rows(req, &ELEVATIONS_KEYSET, 0, staff_store_elevations_by_status, hs_query_str(req, "status"), &pg, &r);
   if (e != ERR_OK) return e;
   json_t *list = json_array();
   for (int i = 0; i < r->rows; i++) json_array_append_new(list, elevation_json(r, i));
@@ -193,8 +193,8 @@ err_t api_admin_elevations(hs_req *req) {
 /* Approve or deny a PENDING request as the links do; deny also ends an APPROVED or ACTIVE one.
  * 409 when it is past that; the action is recorded as the administrator's. */
 static err_t admin_resolve(hs_req *req, elevation_move move) {
-  static const char *const action[] = {[MOVE_APPROVE] = "elevation.approve", [MOVE_DENY] = "elevation.deny",
-                                       [MOVE_END] = "elevation.end"};
+  static const char *const action[] = {
+      [MOVE_APPROVE] = "elevation.approve", [MOVE_DENY] = "elevation.deny", [MOVE_END] = "elevation.end"};
   const char *id = hs_param(req, "id");
   db_res *r;
   staff_expire_elevations();

@@ -38,8 +38,8 @@ static const hs_schema impersonate_schema = {impersonate_fields};
 static const hs_field impersonate_staff_fields[] = {{"staffId", F_STRING, F_REQUIRED, LEN(1, 64)}, {0}};
 static const hs_schema impersonate_staff_schema = {impersonate_staff_fields};
 
-static const char *const ELEVATION_STATUSES[] = {"PENDING",  "APPROVED", "ACTIVE", "REJECTED",
-                                                  "DEACTIVATED", "EXPIRED", NULL};
+static const char *const ELEVATION_STATUSES[] = {"PENDING",     "APPROVED", "ACTIVE", "REJECTED",
+                                                 "DEACTIVATED", "EXPIRED",  NULL};
 static const hs_field elevations_fields[] = {{"status", F_ENUM, 0, .choices = ELEVATION_STATUSES}, HS_PAGE_FIELDS, {0}};
 static const hs_schema elevations_query = {elevations_fields};
 
@@ -119,9 +119,8 @@ const hs_route staff_routes[] = {
     {HS_GET, "/staff/audit/me", api_staff_audit_me, ROLE_STAFF, .query = &HS_PAGE_QUERY,
      .summary = "The caller's own audit trail: actions and requests made in their elevations (newest first)",
      .response = "StaffAuditRecord[]"},
-    {HS_GET, "/admin/elevations", api_admin_elevations, ROLE_ADMIN, .query = &elevations_query,
-     .flags = ROUTE_DEV_ONLY, .summary = "Every staff member's elevation requests, newest first (GODMODE)",
-     .response = "ElevationRequest[]"},
+    {HS_GET, "/admin/elevations", api_admin_elevations, ROLE_ADMIN, .query = &elevations_query, .flags = ROUTE_DEV_ONLY,
+     .summary = "Every staff member's elevation requests, newest first (GODMODE)", .response = "ElevationRequest[]"},
     {HS_POST, "/admin/elevations/:id/approve", api_admin_elevation_approve, ROLE_ADMIN, .flags = ROUTE_DEV_ONLY,
      .summary = "Approve a pending elevation request, as its emailed link does (GODMODE)",
      .response = "ElevationRequest", .errors = ERRORS(ERR_NOT_FOUND, ERR_CONFLICT)},
