@@ -71,10 +71,9 @@ $(REDOC_JS): node_modules/.installed
 # src/http/docs_asset.c embeds the bundle with .incbin
 build/obj/src/http/docs_asset.o build/asan/src/http/docs_asset.o build/fuzz/obj/src/http/docs_asset.o: $(REDOC_JS)
 
-# esbuild writes both files at once; src/http/portal_asset.c embeds them with .incbin
-build/portal/portal.js: $(PORTAL_SRC) node_modules/.installed
+# esbuild writes both files at once (a grouped target); src/http/portal_asset.c embeds them with .incbin
+$(PORTAL_OUT) &: $(PORTAL_SRC) node_modules/.installed
 	node portal/build.mjs build/portal
-build/portal/portal.css: build/portal/portal.js
 build/obj/src/http/portal_asset.o build/asan/src/http/portal_asset.o build/fuzz/obj/src/http/portal_asset.o: $(PORTAL_OUT)
 build/obj/gen/%.o: build/gen/%.c | deps
 	@mkdir -p $(@D); echo "CC $<"
