@@ -343,7 +343,20 @@ try {
   await page.getByText(`GET /jobs/${cfg.job_id}/messages`).first().waitFor();
   await shot(page, "sessions-audit");
   step("internal audit sees the session's requests");
+  // the session ends when its token does: the token is revoked elsewhere (its logout), and the
+  // next request signs the page out with a message
   await signOut(page);
+  const login = page.waitForResponse((r) => r.url().endsWith("/staff/login") && r.status() === 200);
+  await signIn(page, ia);
+  const { token } = await (await login).json();
+  const out = await fetch(base + "/staff/logout", { method: "POST", headers: { Authorization: `Bearer ${token}`, "X-Forwarded-For": cfg.ip } });
+  if (out.status !== 204) fail(`logout elsewhere answered ${out.status}`);
+  expectHttpErrors++;
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Elevations" }).click();
+  await page.getByText("Your session has ended. Please sign in again.").waitFor();
+  await page.getByRole("heading", { name: "Sign in to the staff portal" }).waitFor();
+  expectHttpErrors--;
+  step("the session ended with its token");
   await context.close();
 
   // ---- a phone: 390 pixels wide
