@@ -185,6 +185,15 @@ export function pagedList<T>(
   return box;
 }
 
+/** A list the API answers whole, shown page by page all the same ("Show more"). */
+export function shownInPages<T>(caption: string, columns: [string, (row: T) => Child][], rows: T[], empty = "Nothing here.", size = 50): HTMLElement {
+  return pagedList(caption, columns, async (cursor) => {
+    const page = cursor ? Number(cursor) : 0;
+    const next = (page + 1) * size < rows.length ? String(page + 1) : undefined;
+    return { rows: rows.slice(page * size, (page + 1) * size), next };
+  }, empty);
+}
+
 /** The cursor of a list answer's next page, from its Link header. */
 export function nextCursor(response: Response): string | undefined {
   const link = response.headers.get("Link");

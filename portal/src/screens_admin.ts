@@ -2,7 +2,7 @@
 // links do), staff members (create, act as one: the same screens as that member), accounts
 // (impersonate, delete), banners and data generation.
 import { api, currentSession, data, endSession, startImpersonation, startSession, tokenExpiry, type Schemas } from "./api";
-import { errorBox, field, h, input, loading, nextCursor, onSubmit, pagedList, select, table, when } from "./dom";
+import { errorBox, field, h, input, loading, nextCursor, onSubmit, pagedList, select, shownInPages, when } from "./dom";
 import { flash } from "./main";
 import type { Ctx } from "./routes";
 import { statusBadge } from "./screens_common";
@@ -105,9 +105,9 @@ export function accounts(ctx: Ctx): Node {
     const d = data(r);
     return [
       h("section", { class: "card" }, h("h2", null, "Customers"),
-        table("Customers (newest 1000)", [["Name", (u) => u.name], ["Email", (u) => u.email], ["Since", (u) => when(u.createdAt)], ["Actions", (u) => actions(u.id, u.name, "user")]], d.users, "No customers.")),
+        shownInPages("Customers (newest 1000)", [["Name", (u) => u.name], ["Email", (u) => u.email], ["Since", (u) => when(u.createdAt)], ["Actions", (u) => actions(u.id, u.name, "user")]], d.users, "No customers.")),
       h("section", { class: "card" }, h("h2", null, "Providers"),
-        table("Providers (newest 1000)", [["Name", (p) => p.name], ["Company", (p) => p.companyName ?? "—"], ["Email", (p) => p.email], ["Actions", (p) => actions(p.id, p.name, "provider")]], d.providers, "No providers.")),
+        shownInPages("Providers (newest 1000)", [["Name", (p) => p.name], ["Company", (p) => p.companyName ?? "—"], ["Email", (p) => p.email], ["Actions", (p) => actions(p.id, p.name, "provider")]], d.providers, "No providers.")),
     ];
   });
   return out;
