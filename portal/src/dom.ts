@@ -56,8 +56,12 @@ export function month(ym: string): string {
 }
 
 /** What an error says to a person. */
+/** An error whose message is for the viewer as it is. */
+export class Notice extends Error {}
+
 export function errorText(e: unknown): string {
   if (e instanceof MarketplaceError) return e.error;
+  if (e instanceof Notice) return e.message;
   if (e instanceof Error) return `The request failed: ${e.message}`;
   return "The request failed";
 }

@@ -2,7 +2,8 @@
 // under /portal/, which the binary answers with the same page), the layout (skip link, header,
 // the role's navigation, the impersonation banner) and sign-in. Screens are in screens*.ts.
 import { api, currentImpersonation, currentSession, data, endSession, onSessionChange, ROLE_NAMES, startSession, tokenExpiry, type Role } from "./api";
-import { errorBox, field, fill, h, input, onSubmit } from "./dom";
+import { MarketplaceError } from "@marketplace/client";
+import { errorBox, field, fill, h, input, Notice, onSubmit } from "./dom";
 import { banner, startBannerClock } from "./banner";
 import { ROUTES, type Route } from "./routes";
 
@@ -61,7 +62,10 @@ function signIn(): HTMLElement {
   onSubmit(form, async (fd) => {
     const body = { email: String(fd.get("email") ?? ""), password: String(fd.get("password") ?? "") };
     if (fd.get("admin")) {
-      const s = data(await api.POST("/admin/login", { body }));
+      const s = data(await api.POST("/admin/login", { body }).catch((e: unknown) => {
+        // production has no GODMODE: its administrator login answers 404
+        throw e instanceof MarketplaceError && e.status === 404 ? new Notice("There is no administrator sign-in on this server: GODMODE exists in development only.") : e;
+      }));
       startSession({ token: s.token, role: "admin", id: s.admin.id, name: "Administrator", email: s.admin.email, expiresAt: tokenExpiry(s.token, 24 * 3600e3) });
     } else {
       const s = data(await api.POST("/staff/login", { body }));

@@ -16,7 +16,7 @@ export function elevations(ctx: Ctx): Node {
   const raw = ctx.query.get("status") ?? "PENDING";
   const status = ELEVATION_STATUSES.find((s) => s === raw);
   return h("div", null,
-    statusFilter(ctx, "elevation requests", [["all", "All"], ...ELEVATION_STATUSES.map((s): [string, string] => [s, s.toLowerCase()])]),
+    statusFilter(ctx, "elevation requests", [["all", "All"], ...ELEVATION_STATUSES.map((s): [string, string] => [s, s.toLowerCase()])], "PENDING"),
     pagedList<Elevation>("Elevation requests, newest first", [
       ["Staff member", (e) => `${e.staff.name} (${e.staff.role.replace(/_/g, " ")})`],
       ["Account", (e) => h("span", null, `${e.targetRole === "user" ? "Customer" : "Provider"} `, h("code", null, e.targetId))],

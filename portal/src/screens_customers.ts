@@ -145,8 +145,8 @@ export function job(ctx: Ctx): Node {
   return out;
 }
 
-function statusFilter(ctx: Ctx, label: string, options: [string, string][]): HTMLFormElement {
-  const s = select("status", options, ctx.query.get("status") ?? "");
+function statusFilter(ctx: Ctx, label: string, options: [string, string][], fallback = ""): HTMLFormElement {
+  const s = select("status", options, ctx.query.get("status") ?? fallback);
   const form = h("form", { class: "filters", "aria-label": `Filter ${label}` }, field("Status", s), h("button", { type: "submit", class: "secondary" }, "Filter"));
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
