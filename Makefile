@@ -23,6 +23,11 @@ GEN      := migrations zips schemas
 SCHEMAS  := $(shell find src -name '*.schema.json' | sort)
 # Redoc's standalone bundle (npm, pinned in package.json/package-lock.json), served by GET /docs
 REDOC_JS := node_modules/redoc/bundles/redoc.standalone.js
+# The staff portal (portal/): TypeScript on the client's types, bundled by esbuild into build/portal,
+# served by GET /portal from the binary (src/http/portal_asset.c)
+PORTAL_SRC := $(sort $(wildcard portal/src/*.ts portal/src/*.css)) portal/build.mjs \
+              clients/typescript/src/index.ts clients/typescript/schema.d.ts
+PORTAL_OUT := build/portal/portal.js build/portal/portal.css
 OBJ      := $(SRC:%.c=build/obj/%.o) $(GEN:%=build/obj/gen/%.o)
 ASAN_OBJ := $(SRC:%.c=build/asan/%.o) $(GEN:%=build/asan/gen/%.o)
 LIB_OBJ  := $(LIB_SRC:%.c=build/obj/%.o) $(GEN:%=build/obj/gen/%.o)
@@ -65,6 +70,11 @@ $(REDOC_JS): node_modules/.installed
 
 # src/http/docs_asset.c embeds the bundle with .incbin
 build/obj/src/http/docs_asset.o build/asan/src/http/docs_asset.o build/fuzz/obj/src/http/docs_asset.o: $(REDOC_JS)
+
+# esbuild writes both files at once (a grouped target); src/http/portal_asset.c embeds them with .incbin
+$(PORTAL_OUT) &: $(PORTAL_SRC) node_modules/.installed
+	node portal/build.mjs build/portal
+build/obj/src/http/portal_asset.o build/asan/src/http/portal_asset.o build/fuzz/obj/src/http/portal_asset.o: $(PORTAL_OUT)
 build/obj/gen/%.o: build/gen/%.c | deps
 	@mkdir -p $(@D); echo "CC $<"
 	@$(CC) $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<

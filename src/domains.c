@@ -19,6 +19,7 @@
 #include "domain/notifications/notifications.h"
 #include "domain/payments/payments.h"
 #include "domain/payouts/payouts.h"
+#include "domain/portal/portal.h"
 #include "domain/providers/providers.h"
 #include "domain/public/public.h"
 #include "domain/quotes/quotes.h"
@@ -31,10 +32,10 @@
 #include <stdlib.h>
 
 static const domain_def *const DOMAINS[] = {
-    &audit_domain,         &system_domain,    &events_domain, &auth_domain,  &users_domain,   &payments_domain,
-    &payouts_domain,       &providers_domain, &files_domain,  &jobs_domain,  &quotes_domain,  &messages_domain,
-    &notifications_domain, &public_domain,    &staff_domain,  &admin_domain, &support_domain, &geo_domain,
-    &accounts_domain,      &docs_domain,      &backup_domain,
+    &audit_domain,         &system_domain,    &events_domain, &auth_domain,   &users_domain,   &payments_domain,
+    &payouts_domain,       &providers_domain, &files_domain,  &jobs_domain,   &quotes_domain,  &messages_domain,
+    &notifications_domain, &public_domain,    &staff_domain,  &admin_domain,  &support_domain, &geo_domain,
+    &accounts_domain,      &docs_domain,      &backup_domain, &portal_domain,
 };
 
 const domain_def *const *domains_all(size_t *n) {

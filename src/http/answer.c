@@ -14,6 +14,7 @@
 #include "http/pipeline.h"
 #include "http/router.h"
 #include "http/stream.h"
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,37 @@ static const char *cors_origin_for(const hs_req *req) {
 
 typedef void (*header_fn)(void *resp, const char *name, const char *value);
 
+/* The scheme, host and port of url ("https://s3.example.com/bucket" -> " https://s3.example.com"),
+ * or "" when it has none. */
+static void origin_of(const char *url, char *out, size_t cap) {
+  out[0] = 0;
+  const char *sep = url ? strstr(url, "://") : NULL;
+  if (!sep || strpbrk(url, " ;,'\"")) return;
+  size_t n = (size_t)(sep + 3 - url) + strcspn(sep + 3, "/?#");
+  snprintf(out, cap, " %.*s", (int)n, url);
+}
+
+static pthread_once_t csp_once = PTHREAD_ONCE_INIT;
+static char csp[1024];
+
+/* No inline script or style: scripts, style sheets and requests go to this server only; images
+ * also to PUBLIC_URL and object storage (addressed path-style, ext/s3.c), where signed file URLs
+ * point, and data: URLs. */
+static void build_csp(void) {
+  char storage[300], pub[300];
+  origin_of(CFG.s3_endpoint, storage, sizeof storage);
+  origin_of(CFG.public_url, pub, sizeof pub);
+  snprintf(csp, sizeof csp,
+           "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:%s%s; "
+           "connect-src 'self'; font-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+           pub, storage);
+}
+
+static const char *page_csp(void) {
+  pthread_once(&csp_once, build_csp);
+  return csp;
+}
+
 static void common_headers(const hs_req *req, bool vary_encoding, header_fn add, void *resp) {
   add(resp, "X-Request-Id", req->request_id);
   add(resp, "X-Content-Type-Options", "nosniff");
@@ -151,6 +183,11 @@ static void common_headers(const hs_req *req, bool vary_encoding, header_fn add,
   if (req->www_authenticate) add(resp, "WWW-Authenticate", req->www_authenticate);
   if (req->res_link) add(resp, "Link", req->res_link);
   if (req->res_etag && req->err == ERR_OK) add(resp, "ETag", req->res_etag);
+  if (req->route && (req->route->flags & ROUTE_PAGE) && req->res_content_type) {
+    add(resp, "Content-Security-Policy", page_csp());
+    add(resp, "X-Frame-Options", "DENY");
+    add(resp, "Referrer-Policy", "no-referrer");
+  }
 }
 
 /* A preflight's 204: the methods the path serves. */

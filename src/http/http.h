@@ -71,6 +71,9 @@ enum {
                                was issued for, once */
   ROUTE_ETAG = 1 << 9,      /* the answer is a file with a strong ETag (hs_reply_file_cached): a
                                matching If-None-Match answers 304 Not Modified (documented) */
+  ROUTE_PAGE = 1 << 10,     /* a page of a browser app (the staff portal): its answer carries a strict
+                               Content-Security-Policy (scripts, styles and requests to this server
+                               only; images also from object storage), no framing, no referrer */
 };
 
 /* A fixed-window rate limit keyed by client address (an IPv6 client's /64), or by the caller's

@@ -319,17 +319,23 @@ static json_t *responses_for(const hs_route *r, json_t *schemas) {
   return sorted;
 }
 
-/* "/jobs/:id/status" -> "/jobs/{id}/status", with the parameters' objects. */
+/* "/jobs/:id/status" -> "/jobs/{id}/status", with the parameters' objects (a last `*rest`
+ * is a parameter too: the rest of the path). */
 static char *openapi_path(const char *pattern, json_t *params) {
   size_t cap = strlen(pattern) * 2 + 2;
   char *out = xmalloc(cap), *o = out;
   for (const char *p = pattern; *p;) {
-    if (*p == ':') {
+    if ((*p == ':' || *p == '*') && p > pattern && p[-1] == '/') {
       size_t n = strcspn(p + 1, "/");
       o += sprintf(o, "{%.*s}", (int)n, p + 1);
       json_t *name = json_stringn(p + 1, n);
-      json_array_append_new(params, json_pack("{s:o,s:s,s:b,s:{s:s}}", "name", name, "in", "path", "required", 1,
-                                              "schema", "type", "string"));
+      json_t *param =
+          json_pack("{s:o,s:s,s:b,s:{s:s}}", "name", name, "in", "path", "required", 1, "schema", "type", "string");
+      if (*p == '*') { /* the rest of the path: it may hold slashes */
+        json_object_set_new(param, "description", json_string("the rest of the path: one segment or more"));
+        json_object_set_new(param, "x-rest-of-path", json_true());
+      }
+      json_array_append_new(params, param);
       p += n + 1;
     } else {
       *o++ = *p++;
@@ -351,7 +357,7 @@ static json_t *operation_id(const hs_route *r) {
       upper = true;
       continue;
     }
-    if (*p == ':') {
+    if (*p == ':' || *p == '*') {
       memcpy(buf + n, "By", 2), n += 2;
       upper = true;
       continue;

@@ -1,7 +1,10 @@
 /* Each pattern is split into segments once. A request path is split into at most
  * HS_MAX_SEGMENTS segments and compared against every row of the same length; among the
  * rows that match, the one whose static segments come earliest wins (compared left to
- * right), so GET /jobs/reportable beats GET /jobs/:id whatever the table order. */
+ * right), so GET /jobs/reportable beats GET /jobs/:id whatever the table order. A last
+ * segment `*name` takes the rest of the path (one segment or more, joined by '/'): the
+ * portal's addresses, which the browser app routes itself; any other row that matches wins
+ * over it. */
 #include "http/router.h"
 #include "core/config.h"
 #include "core/util.h"
@@ -14,6 +17,7 @@ typedef struct compiled {
   char *seg[HS_MAX_SEGMENTS];
   bool is_param[HS_MAX_SEGMENTS];
   unsigned static_mask; /* bit (nseg-1-i) set when segment i is static: higher wins */
+  bool rest;            /* the last segment is `*name`: it takes the rest of the path */
   _Atomic long hits, ok;
 } compiled;
 
@@ -79,7 +83,11 @@ void hs_router_build(const hs_route *routes, size_t n) {
     if (c->nseg < 0 || rows[i].path[0] != '/') die("bad route pattern %s", rows[i].path);
     for (int s = 0; s < c->nseg; s++) {
       c->seg[s] = xstrdup(c->seg[s]);
-      c->is_param[s] = c->seg[s][0] == ':';
+      c->is_param[s] = c->seg[s][0] == ':' || c->seg[s][0] == '*';
+      if (c->seg[s][0] == '*') {
+        if (s != c->nseg - 1) die("bad route pattern %s: *%s is not last", rows[i].path, c->seg[s] + 1);
+        c->rest = true;
+      }
       if (!c->is_param[s]) c->static_mask |= 1u << (c->nseg - 1 - s);
     }
     for (size_t j = 0; j < i; j++)
@@ -94,8 +102,8 @@ bool hs_route_available(const hs_route *r) {
 }
 
 static bool segments_match(const compiled *c, char *const seg[], int nseg) {
-  if (c->nseg != nseg || !hs_route_available(c->route)) return false;
-  for (int s = 0; s < nseg; s++)
+  if ((c->rest ? nseg < c->nseg : c->nseg != nseg) || !hs_route_available(c->route)) return false;
+  for (int s = 0; s < c->nseg; s++) /* a `*rest` row: the segments past its last are the rest */
     if (!c->is_param[s] && strcmp(c->seg[s], seg[s])) return false;
   return true;
 }
@@ -108,20 +116,34 @@ const hs_route *hs_router_match(int method, const char *path, hs_req *req) {
   for (size_t i = 0; i < ntable; i++) {
     const compiled *c = &table[i];
     if (c->route->method != method || !segments_match(c, seg, nseg)) continue;
-    if (!best || c->static_mask > best->static_mask) best = c;
+    if (!best || (best->rest && !c->rest) ||
+        (best->rest == c->rest &&
+         (c->static_mask > best->static_mask || (c->static_mask == best->static_mask && c->nseg > best->nseg))))
+      best = c;
   }
   if (!best) return NULL;
   req->nparams = 0;
-  for (int s = 0; s < nseg && req->nparams < HS_MAX_PARAMS; s++) {
+  for (int s = 0; s < best->nseg && req->nparams < HS_MAX_PARAMS; s++) {
     if (!best->is_param[s]) continue;
     req->param_names[req->nparams] = best->seg[s] + 1;
-    req->param_values[req->nparams++] = arena_strdup(&req->arena, seg[s]);
+    if (best->rest && s == best->nseg - 1) { /* the rest, joined again */
+      size_t len = 0;
+      for (int t = s; t < nseg; t++) len += strlen(seg[t]) + 1;
+      char *v = arena_alloc(&req->arena, len), *o = v;
+      for (int t = s; t < nseg; t++) o += sprintf(o, "%s%s", t > s ? "/" : "", seg[t]);
+      req->param_values[req->nparams++] = v;
+    } else {
+      req->param_values[req->nparams++] = arena_strdup(&req->arena, seg[s]);
+    }
   }
   return best->route;
 }
 
 static int hex_digit(char c) {
-  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+  return c >= '0' && c <= '9'   ? c - '0'
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                : -1;
 }
 
 /* Decodes s[0..n) into out (at least n + 1 bytes); returns the decoded length. */

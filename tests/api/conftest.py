@@ -130,19 +130,21 @@ class Contract:
         for template, item in doc["paths"].items():
             segs = [x for x in template.split("/") if x]
             for method, op in item.items():
-                self.ops.append((method.upper(), segs, op))
+                # a last parameter marked x-rest-of-path takes the rest of the path (the portal's)
+                rest = any(p.get("x-rest-of-path") for p in op.get("parameters", []) if isinstance(p, dict))
+                self.ops.append((method.upper(), segs, op, rest))
         self.validator_class = jsonschema.Draft202012Validator
         self.validators = {}
 
     def operation(self, method, path):
         segs = [x for x in path.split("?")[0].split("/") if x]
         best, best_rank = None, None
-        for m, tsegs, op in self.ops:
-            if m != method or len(tsegs) != len(segs):
+        for m, tsegs, op, rest in self.ops:
+            if m != method or (len(segs) < len(tsegs) if rest else len(tsegs) != len(segs)):
                 continue
             if any(not t.startswith("{") and t != s for t, s in zip(tsegs, segs)):
                 continue
-            rank = [not t.startswith("{") for t in tsegs]
+            rank = [not rest] + [not t.startswith("{") for t in tsegs]
             if best is None or rank > best_rank:
                 best, best_rank = op, rank
         return best

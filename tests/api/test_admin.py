@@ -28,6 +28,9 @@ ADMIN_ROUTES = [
     ("POST", "/admin/generate", {"customers": 1}),
     ("POST", "/admin/notify", {"userId": "x", "role": "user", "title": "t", "body": "b"}),
     ("POST", "/staff/impersonate-staff", {"staffId": "x"}),
+    ("GET", "/admin/elevations", None),
+    ("POST", "/admin/elevations/cnotanidnotanidnotanid000/approve", None),
+    ("POST", "/admin/elevations/cnotanidnotanidnotanid000/deny", None),
 ]
 
 

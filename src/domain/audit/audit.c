@@ -131,6 +131,12 @@ void audit_impersonated_outcome(hs_req *req) {
 
 err_t audit_sessions_events(arena *a, db_res **out) { return db_to_err(audit_store_sessions_events(a, out)); }
 
+const db_keyset AUDIT_ACTOR_KEYSET = {"audit", {{"l.seq", "seq", 'i', true}}};
+
+err_t audit_of_actor(arena *a, const char *actor_id, const db_page *pg, db_res **out) {
+  return audit_store_of_actor(a, actor_id, pg, out);
+}
+
 /* ---- the domain ---- */
 
 static void audit_init(void) {

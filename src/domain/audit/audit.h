@@ -14,6 +14,7 @@
 #ifndef DOMAIN_AUDIT_H
 #define DOMAIN_AUDIT_H
 #include "db/db.h"
+#include "db/page.h"
 #include "domain/domain.h"
 #include <jansson.h>
 #include <stdio.h>
@@ -50,6 +51,12 @@ void audit_impersonated_outcome(hs_req *req);
 /* The request and outcome records of every elevation within the chain, in seq order (columns
  * seq, id, kind, elevation_id, method, path, status, body, ref_seq, created_at). */
 err_t audit_sessions_events(arena *a, db_res **out);
+/* The order of one actor's records: newest first (seq). */
+extern const db_keyset AUDIT_ACTOR_KEYSET;
+/* The page pg of actor_id's records, newest first: actions (kind "action": action, target_id,
+ * target_role, body the detail) and requests made with their impersonation tokens (kind
+ * "request": elevation_id, method, path, body, status the outcome's or NULL). */
+err_t audit_of_actor(arena *a, const char *actor_id, const db_page *pg, db_res **out);
 
 /* Checks every row of the audit log and the chain from its first record (a plain hash at or
  * after where the keyed chain starts is a rewrite), then every checkpoint of

@@ -102,3 +102,12 @@ db_rc audit_store_sessions_events(arena *a, db_res **out) {
                   "AND seq <= (SELECT seq FROM audit_tip WHERE id = 1) ORDER BY seq",
                   DB_NOARGS);
 }
+
+err_t audit_store_of_actor(arena *a, const char *actor_id, const db_page *pg, db_res **out) {
+  return db_page_rows(a, pg,
+                      "SELECT l.seq, l.id, l.kind, l.elevation_id, l.action, l.target_id, l.target_role, l.method, "
+                      "l.path, l.body, l.created_at, (SELECT o.status FROM audit_log o WHERE o.actor_id = l.actor_id "
+                      "AND o.kind = 'outcome' AND o.ref_seq = l.seq) AS status FROM audit_log l "
+                      "WHERE l.actor_id = $1 AND l.kind IN ('action', 'request') AND l.seq > 0",
+                      actor_id, out);
+}

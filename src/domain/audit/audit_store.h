@@ -2,6 +2,7 @@
 #ifndef DOMAIN_AUDIT_AUDIT_STORE_H
 #define DOMAIN_AUDIT_AUDIT_STORE_H
 #include "db/db.h"
+#include "db/page.h"
 #include "domain/audit/audit_chain.h"
 
 /* Appends r on c inside the caller's transaction: takes the next seq and the previous hash
@@ -23,6 +24,9 @@ db_rc audit_store_tip(arena *a, int64_t *seq, const char **hash);
 db_rc audit_store_keyed_from(arena *a, int64_t *seq);
 /* The request and outcome records of every elevation within the chain (1..tip), in seq order. */
 db_rc audit_store_sessions_events(arena *a, db_res **out);
+/* The page pg of actor_id's actions and impersonated requests (AUDIT_ACTOR_KEYSET), each
+ * request with its outcome's status. */
+err_t audit_store_of_actor(arena *a, const char *actor_id, const db_page *pg, db_res **out);
 
 /* A record as read back from a row of audit_store_page. */
 audit_record audit_store_record(const db_res *r, int row);

@@ -27,6 +27,10 @@ err_t api_staff_elevation_list(hs_req *req);
 err_t api_staff_impersonate(hs_req *req);
 err_t api_staff_elevation_deactivate(hs_req *req);
 err_t api_staff_audit_sessions(hs_req *req);
+err_t api_staff_audit_me(hs_req *req);
+err_t api_admin_elevations(hs_req *req);
+err_t api_admin_elevation_approve(hs_req *req);
+err_t api_admin_elevation_deny(hs_req *req);
 /* staff_reports.c */
 err_t api_staff_reports(hs_req *req);
 err_t api_staff_report_resolve(hs_req *req);

@@ -176,6 +176,52 @@ static err_t resolve(hs_req *req, elevation_move move, const char *action) {
 err_t api_staff_elevation_approve(hs_req *req) { return resolve(req, MOVE_APPROVE, "approve"); }
 err_t api_staff_elevation_deny(hs_req *req) { return resolve(req, MOVE_DENY, "deny"); }
 
+/* ---- the administrator in the portal (GODMODE): the same moves as the links ---- */
+
+err_t api_admin_elevations(hs_req *req) {
+  staff_expire_elevations();
+  db_page pg;
+  db_res *r;
+  err_t e =
+      hs_page_rows(req, &ELEVATIONS_KEYSET, 0, staff_store_elevations_by_status, hs_query_str(req, "status"), &pg, &r);
+  if (e != ERR_OK) return e;
+  json_t *list = json_array();
+  for (int i = 0; i < r->rows; i++) json_array_append_new(list, elevation_json(r, i));
+  return hs_ok(req, list);
+}
+
+/* Approve or deny a PENDING request as the links do; deny also ends an APPROVED or ACTIVE one.
+ * 409 when it is past that; the action is recorded as the administrator's. */
+static err_t admin_resolve(hs_req *req, elevation_move move) {
+  static const char *const action[] = {
+      [MOVE_APPROVE] = "elevation.approve", [MOVE_DENY] = "elevation.deny", [MOVE_END] = "elevation.end"};
+  const char *id = hs_param(req, "id");
+  db_res *r;
+  staff_expire_elevations();
+  err_t e = load(req, id, &r);
+  if (e != ERR_OK) return e;
+  const char *status = db_field(r, 0, "status");
+  bool live = !strcmp(status, "APPROVED") || !strcmp(status, "ACTIVE");
+  if (strcmp(status, "PENDING") && !(move == MOVE_DENY && live))
+    return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE,
+                        arena_printf(&req->arena, "Elevation request is already %s", status));
+  if (live) move = MOVE_END;
+  json_t *detail = arena_json(&req->arena, json_pack("{s:s,s:s,s:s,s:s}", "staffId", db_field(r, 0, "staff_id"),
+                                                     "targetId", db_field(r, 0, "target_id"), "targetRole",
+                                                     db_field(r, 0, "target_role"), "from", status));
+  audit_action act = {req->auth.id, "admin", action[move], id, "elevation", detail};
+  bool moved;
+  if (staff_store_elevation_move(move, id, NULL, &act, &moved) != ERR_OK || load(req, id, &r) != ERR_OK)
+    return ERR_INTERNAL;
+  if (!moved)
+    return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE,
+                        arena_printf(&req->arena, "Elevation request is already %s", db_field(r, 0, "status")));
+  return hs_ok(req, elevation_json(r, 0));
+}
+
+err_t api_admin_elevation_approve(hs_req *req) { return admin_resolve(req, MOVE_APPROVE); }
+err_t api_admin_elevation_deny(hs_req *req) { return admin_resolve(req, MOVE_DENY); }
+
 /* ---- the staff member's side ---- */
 
 err_t api_staff_elevation_list(hs_req *req) {
@@ -301,5 +347,30 @@ err_t api_staff_audit_sessions(hs_req *req) {
       json_object_set_new(ev, "completedAt", jx_iso_or_null(db_field(events, i, "created_at")));
     }
   }
+  return hs_ok(req, list);
+}
+
+/* ---- GET /staff/audit/me: the caller's own trail ---- */
+
+static json_t *record_json(const db_res *r, int i) {
+  bool request = !strcmp(db_field(r, i, "kind"), "request");
+  const char *status = db_field(r, i, "status");
+  return json_pack("{s:s,s:I,s:s,s:s?,s:s?,s:s?,s:s?,s:s?,s:s?,s:o,s:o,s:o}", "id", db_field(r, i, "id"), "seq",
+                   (json_int_t)db_int(r, i, db_col(r, "seq")), "kind", request ? "request" : "action", "action",
+                   db_field(r, i, "action"), "targetId", db_field(r, i, "target_id"), "targetRole",
+                   db_field(r, i, "target_role"), "elevationId", db_field(r, i, "elevation_id"), "method",
+                   db_field(r, i, "method"), "path", db_field(r, i, "path"), "detail",
+                   jx_parse_or(db_field(r, i, "body"), json_null()), "status",
+                   status ? json_integer(strtoll(status, NULL, 10)) : json_null(), "createdAt",
+                   jx_iso_or_null(db_field(r, i, "created_at")));
+}
+
+err_t api_staff_audit_me(hs_req *req) {
+  db_page pg;
+  db_res *r;
+  err_t e = hs_page_rows(req, &AUDIT_ACTOR_KEYSET, 0, audit_of_actor, req->auth.id, &pg, &r);
+  if (e != ERR_OK) return e;
+  json_t *list = json_array();
+  for (int i = 0; i < r->rows; i++) json_array_append_new(list, record_json(r, i));
   return hs_ok(req, list);
 }

@@ -38,6 +38,11 @@ static const hs_schema impersonate_schema = {impersonate_fields};
 static const hs_field impersonate_staff_fields[] = {{"staffId", F_STRING, F_REQUIRED, LEN(1, 64)}, {0}};
 static const hs_schema impersonate_staff_schema = {impersonate_staff_fields};
 
+static const char *const ELEVATION_STATUSES[] = {"PENDING",     "APPROVED", "ACTIVE", "REJECTED",
+                                                 "DEACTIVATED", "EXPIRED",  NULL};
+static const hs_field elevations_fields[] = {{"status", F_ENUM, 0, .choices = ELEVATION_STATUSES}, HS_PAGE_FIELDS, {0}};
+static const hs_schema elevations_query = {elevations_fields};
+
 static const char *const REPORT_LISTS[] = {"open", "resolved", NULL};
 static const hs_field reports_fields[] = {{"status", F_ENUM, 0, .choices = REPORT_LISTS}, HS_PAGE_FIELDS, {0}};
 static const hs_schema reports_query = {reports_fields};
@@ -111,5 +116,16 @@ const hs_route staff_routes[] = {
     {HS_GET, "/staff/audit/sessions", api_staff_audit_sessions, ROLE_INTERNAL_AUDIT, .query = &HS_PAGE_QUERY,
      .summary = "Every staff member's elevations with their recorded requests (staff newest first)",
      .response = "StaffAudit[]"},
+    {HS_GET, "/staff/audit/me", api_staff_audit_me, ROLE_STAFF, .query = &HS_PAGE_QUERY,
+     .summary = "The caller's own audit trail: actions and requests made in their elevations (newest first)",
+     .response = "StaffAuditRecord[]"},
+    {HS_GET, "/admin/elevations", api_admin_elevations, ROLE_ADMIN, .query = &elevations_query, .flags = ROUTE_DEV_ONLY,
+     .summary = "Every staff member's elevation requests, newest first (GODMODE)", .response = "ElevationRequest[]"},
+    {HS_POST, "/admin/elevations/:id/approve", api_admin_elevation_approve, ROLE_ADMIN, .flags = ROUTE_DEV_ONLY,
+     .summary = "Approve a pending elevation request, as its emailed link does (GODMODE)",
+     .response = "ElevationRequest", .errors = ERRORS(ERR_NOT_FOUND, ERR_CONFLICT)},
+    {HS_POST, "/admin/elevations/:id/deny", api_admin_elevation_deny, ROLE_ADMIN, .flags = ROUTE_DEV_ONLY,
+     .summary = "Deny a pending elevation request, or end an approved or active one (GODMODE)",
+     .response = "ElevationRequest", .errors = ERRORS(ERR_NOT_FOUND, ERR_CONFLICT)},
     {0},
 };

@@ -276,6 +276,10 @@ err_t staff_store_elevations_of_target(arena *a, const char *target_id, const ch
               DB_ARGS(DB_TEXT(target_id), DB_TEXT(target_role)));
 }
 
+err_t staff_store_elevations_by_status(arena *a, const char *status, const db_page *pg, db_res **out) {
+  return db_page_rows(a, pg, ELEVATION_SELECT "WHERE e.status = COALESCE(CAST($1 AS TEXT), e.status)", status, out);
+}
+
 err_t staff_store_elevations_all(arena *a, db_res **out) {
   return rows(a, out, ELEVATION_SELECT "ORDER BY e.seq DESC", DB_NOARGS);
 }

@@ -83,6 +83,9 @@ err_t staff_store_elevation(arena *a, const char *id, db_res **out); /* ERR_NOT_
 err_t staff_store_elevations_by_staff(arena *a, const char *staff_id, const db_page *pg, db_res **out);
 err_t staff_store_elevations_of_target(arena *a, const char *target_id, const char *target_role, db_res **out);
 err_t staff_store_elevations_all(arena *a, db_res **out);
+/* The page pg of every staff member's elevations (ELEVATIONS_KEYSET), those in status only
+ * unless it is NULL. */
+err_t staff_store_elevations_by_status(arena *a, const char *status, const db_page *pg, db_res **out);
 /* Creates a PENDING elevation, queues the administrator's email and records act, in one
  * transaction; ERR_CONFLICT when the staff member has an open one for the target. */
 err_t staff_store_elevation_insert(const char *id, const char *staff_id, const char *target_id, const char *target_role,

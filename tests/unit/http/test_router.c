@@ -26,6 +26,10 @@ static const hs_route table[] = {
     {.method = HS_PUT, .path = "/users/:userId/jobs/:jobId", .handler = dummy, .summary = "user job"},
     {.method = HS_GET, .path = "/a/:x/c", .handler = dummy, .summary = "a x c"},
     {.method = HS_GET, .path = "/a/b/:y", .handler = dummy, .summary = "a b y"},
+    {.method = HS_GET, .path = "/app/*path", .handler = dummy, .summary = "app rest"},
+    {.method = HS_GET, .path = "/app", .handler = dummy, .summary = "app page"},
+    {.method = HS_GET, .path = "/app/app.js", .handler = dummy, .summary = "app script"},
+    {.method = HS_GET, .path = "/app/x/:id", .handler = dummy, .summary = "app x id"},
     {.method = HS_POST, .path = "/gated/test", .handler = dummy, .flags = ROUTE_TEST_ONLY, .summary = "test only"},
     {.method = HS_POST, .path = "/gated/dev", .handler = dummy, .flags = ROUTE_DEV_ONLY, .summary = "dev only"},
     {.method = HS_GET, .path = "/gated/:any", .handler = dummy, .summary = "gated any"},
@@ -121,6 +125,26 @@ static void test_params_extracted(void **state) {
   expect_match(req, HS_GET, "/jobs", "list jobs");
   assert_int_equal(req->nparams, 0);
   assert_null(hs_param(req, "userId"));
+}
+
+/* A last `*name` segment takes the rest of the path; every other matching row wins over it. */
+static void test_rest_of_path(void **state) {
+  hs_req *req = *state;
+  expect_match(req, HS_GET, "/app", "app page");
+  expect_match(req, HS_GET, "/app/app.js", "app script");
+  expect_match(req, HS_GET, "/app/x/42", "app x id");
+  assert_string_equal(hs_param(req, "id"), "42");
+  expect_match(req, HS_GET, "/app/customers", "app rest");
+  assert_string_equal(hs_param(req, "path"), "customers");
+  expect_match(req, HS_GET, "/app/a/b//c/", "app rest");
+  assert_int_equal(req->nparams, 1);
+  assert_string_equal(hs_param(req, "path"), "a/b/c");
+  expect_match(req, HS_GET, "/app/x/42/more", "app rest");
+  assert_string_equal(hs_param(req, "path"), "x/42/more");
+  expect_match(req, HS_GET, "/app/app.js/x", "app rest");
+  expect_match(req, HS_GET, "/appx", NULL);
+  expect_match(req, HS_POST, "/app/a", NULL);
+  assert_int_equal(hs_router_methods("/app/a/b"), HS_GET);
 }
 
 static void test_method_matters(void **state) {
@@ -254,6 +278,7 @@ UNIT_MAIN(group_setup, NULL, cmocka_unit_test_setup_teardown(test_static_segment
           cmocka_unit_test_setup_teardown(test_static_beats_param, req_setup, req_teardown),
           cmocka_unit_test_setup_teardown(test_params_extracted, req_setup, req_teardown),
           cmocka_unit_test_setup_teardown(test_method_matters, req_setup, req_teardown),
+          cmocka_unit_test_setup_teardown(test_rest_of_path, req_setup, req_teardown),
           cmocka_unit_test_setup_teardown(test_slashes_tolerated, req_setup, req_teardown),
           cmocka_unit_test_setup_teardown(test_no_match, req_setup, req_teardown),
           cmocka_unit_test(test_methods_for_path),
