@@ -11,7 +11,15 @@ hs_rj *hs_rj_bind_as(arena *a, const hs_rj_field *fields, const db_res *r, const
   while (fields[b->n].key) b->n++;
   b->fields = fields;
   b->col = arena_alloc(a, sizeof *b->col * (size_t)(b->n ? b->n : 1));
+  b->sub = arena_alloc(a, sizeof *b->sub * (size_t)(b->n ? b->n : 1));
   for (int i = 0; i < b->n; i++) {
+    b->sub[i] = NULL;
+    if (fields[i].kind == RJ_OBJECT) {
+      b->col[i] = -1;
+      b->sub[i] =
+          hs_rj_bind_as(a, fields[i].fields, r, arena_printf(a, "%s%s", prefix ? prefix : "", fields[i].column));
+      continue;
+    }
     if (!prefix) {
       b->col[i] = db_col(r, fields[i].column);
       continue;
@@ -54,13 +62,21 @@ void hs_rj_cell(jw *w, hs_rj_kind kind, const char *cell, size_t len) {
   case RJ_URL: storage_url_jw(w, cell, URL_TTL_PHOTO); break;
   case RJ_URLS: storage_urls_jw(w, cell, URL_TTL_PHOTO); break;
   case RJ_URL_DOC: storage_url_jw(w, cell, URL_TTL_DOCUMENT); break;
+  case RJ_LIST: jw_json(w, cell ? cell : "[]"); break;
+  case RJ_FN:
+  case RJ_OBJECT: jw_null(w); break; /* written by hs_rj_members, which knows the row */
   }
 }
 
 void hs_rj_members(jw *w, const hs_rj *b, const db_res *r, int row) {
   for (int i = 0; i < b->n; i++) {
     jw_key(w, b->fields[i].key);
-    hs_rj_cell(w, b->fields[i].kind, db_text(r, row, b->col[i]), db_len(r, row, b->col[i]));
+    if (b->sub[i])
+      hs_rj_object(w, b->sub[i], r, row);
+    else if (b->fields[i].kind == RJ_FN)
+      b->fields[i].write(w, r, row, db_text(r, row, b->col[i]));
+    else
+      hs_rj_cell(w, b->fields[i].kind, db_text(r, row, b->col[i]), db_len(r, row, b->col[i]));
   }
 }
 

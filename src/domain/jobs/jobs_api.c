@@ -257,7 +257,7 @@ static err_t load_completed(hs_req *req, const char *id, db_res **job) {
 }
 
 /* A review and a report, as answered and exported (the account's part, below). */
-static const hs_rj_field REVIEW[] = {
+const hs_rj_field JOBS_REVIEW_JSON[] = {
     {"id", "id", RJ_STR},
     {"jobId", "job_id", RJ_STR},
     {"providerId", "provider_id", RJ_STR},
@@ -357,7 +357,7 @@ err_t api_reviews_create(hs_req *req) {
   db_res *row;
   jobs_outcome out =
       jobs_store_insert_review(&req->arena, id, job_id, req->auth.id, provider, rating, comment, now, &row);
-  return out == JOBS_DONE ? hs_ok_row(req, REVIEW, row) : jobs_fail(req, out);
+  return out == JOBS_DONE ? hs_ok_row(req, JOBS_REVIEW_JSON, row) : jobs_fail(req, out);
 }
 
 /* ---- the account's part (domain/domain.h) ---- */
@@ -384,7 +384,7 @@ err_t jobs_export_in(db_conn *c, const account_ref *who, account_export *x) {
   for (int i = 0; i < r[0]->rows; i++)
     if (shape_job_open(w, b, r[0], i)) jw_obj_end(w);
   jw_arr_end(w);
-  account_export_rows(x, "reviews", REVIEW, r[1]);
+  account_export_rows(x, "reviews", JOBS_REVIEW_JSON, r[1]);
   account_export_rows(x, "reports", REPORT, r[2]);
   account_export_rows(x, "recurringRequests", RECURRING, r[3]);
   return ERR_OK;
