@@ -106,3 +106,9 @@ err_t common_reply_page(hs_req *req, const char *title, const char *body, const 
                    title, title, body),
       values);
 }
+
+err_t common_reply_impersonation(hs_req *req, const char *token, const char *id, const char *name, const char *email,
+                                 const char *role) {
+  return hs_ok_pack(req, "{s:s,s:{s:s,s:s,s:s,s:s}}", "token", token, "identity", "id", id, "name", name, "email",
+                    email, "role", role);
+}

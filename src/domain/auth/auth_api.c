@@ -50,9 +50,9 @@ static err_t reply_session(hs_req *req, const char *key, const char *role, const
                            const char *name, int64_t gen) {
   char *token = token_issue(id, role, false, NULL, gen, TOKEN_TTL_ACCOUNT);
   if (!token) return hs_fail(req, ERR_INTERNAL, NULL);
-  json_t *body = json_pack("{s:s,s:{s:s,s:s,s:s}}", "token", token, key, "id", id, "email", email, "name", name);
+  err_t e = hs_ok_pack(req, "{s:s,s:{s:s,s:s,s:s}}", "token", token, key, "id", id, "email", email, "name", name);
   free(token);
-  return hs_ok(req, body);
+  return e;
 }
 
 /* The one answer to each outcome of the auth store but AUTH_DONE (AUTH_TOO_OFTEN: the caller set
@@ -201,9 +201,9 @@ err_t api_auth_change_password(hs_req *req) {
   if (e != ERR_OK) return e;
   char *token = token_issue(acc.id, req->auth.role, false, NULL, gen, TOKEN_TTL_ACCOUNT);
   if (!token) return ERR_INTERNAL;
-  json_t *answer = json_pack("{s:s}", "token", token);
+  e = hs_ok_pack(req, "{s:s}", "token", token);
   free(token);
-  return hs_ok(req, answer);
+  return e;
 }
 
 /* The address as the current owner's notice shows it: its first character, then ***, then its

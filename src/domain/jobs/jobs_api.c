@@ -240,7 +240,12 @@ err_t api_jobs_images(hs_req *req) {
     delete_photos(keys);
     return e;
   }
-  return hs_ok(req, json_pack("{s:o}", "images", storage_urls_json(keys, URL_TTL_PHOTO)));
+  jw *w = hs_jw(req, 512);
+  jw_obj(w);
+  jw_key(w, "images");
+  storage_urls_jw(w, keys, URL_TTL_PHOTO);
+  jw_obj_end(w);
+  return hs_ok_jw(req, w);
 }
 
 /* ---- after completion ---- */

@@ -40,7 +40,7 @@ typedef struct bundle {
   char date[11];
   int first, count; /* stops[first .. first+count) of one day, in route order after routing */
   int64_t earnings; /* cents */
-  json_t *json;
+  json_t *json;     /* a tree, edited once built: its id is a digest of what it holds */
 } bundle;
 
 /* The provider's base: the centroid of its first service ZIP found in the table. */

@@ -2,7 +2,9 @@
  * (GET /providers/me/premium-insights). Every figure is computed here from rows of jobs,
  * quotes, payments, transfers to the provider and reviews; docs/decisions.md ("Provider
  * tools") states each formula.
- * Sums are kept in integer cents in jansson objects and turned into dollars at the end. */
+ * Sums are kept in integer cents in jansson objects and turned into dollars at the end: the
+ * answers stay jansson trees (not row tables or the writer) because they are maps edited as
+ * the rows are tallied (by service, ZIP, year, month), not rows of a result. */
 #include "core/clock.h"
 #include "core/jsonx.h"
 #include "core/util.h"

@@ -26,17 +26,6 @@ bool quotes_total_chargeable(int64_t amount_cents) { return amount_cents * 118 >
 /* checked before anything else, as a validation of the amount */
 static const char TOO_SMALL[] = "amount: the total charged must be at least 0.50";
 
-json_t *quotes_json(const db_res *q, int i) {
-  arena a;
-  arena_init(&a);
-  jw w;
-  jw_init(&w, &a, 512);
-  hs_rj_object(&w, hs_rj_bind(&a, SHAPE_QUOTE, q), q, i);
-  json_t *out = json_loads(jw_text(&w), 0, NULL);
-  arena_fini(&a);
-  return out;
-}
-
 /* Answers {quote, job}: quote q (a quotes_store_get row) and the Job JSON of job (a `jobs.*`
  * row). */
 static err_t reply_accepted(hs_req *req, const db_res *q, const db_res *job) {

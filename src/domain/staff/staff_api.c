@@ -37,6 +37,7 @@ err_t staff_fail(hs_req *req, staff_outcome out) {
     return hs_fail(req, ERR_CONFLICT, "An elevation request for this account is already pending, approved or active");
   case STAFF_ELEVATION_REJECTED:
     return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "Elevation request was rejected");
+  case STAFF_REPORT_RESOLVED: return hs_fail(req, ERR_CONFLICT, "This report was already resolved");
   case STAFF_DONE:
   case STAFF_FAILED: break;
   }

@@ -216,8 +216,7 @@ err_t api_staff_impersonate(hs_req *req) {
   if (!moved) return hs_fail(req, ERR_FORBIDDEN, "Elevation request is not approved");
   char *token = token_issue(target.id, role, false, id, target.token_gen, TOKEN_TTL_STAFF_IMPERSONATION);
   if (!token) return ERR_INTERNAL;
-  e = hs_ok_pack(req, "{s:s,s:{s:s,s:s,s:s,s:s}}", "token", token, "identity", "id", target.id, "name", target.name,
-                 "email", target.email, "role", role);
+  e = common_reply_impersonation(req, token, target.id, target.name, target.email, role);
   free(token);
   return e;
 }

@@ -97,7 +97,7 @@ err_t api_staff_report_resolve(hs_req *req) {
   err_t e = jobs_report(&req->arena, id, &r);
   if (e != ERR_OK) return e;
   if (r->rows != 1) return hs_not_found(req, "Report");
-  if (strcmp(db_field(r, 0, "status"), "open")) return hs_fail(req, ERR_CONFLICT, "This report was already resolved");
+  if (strcmp(db_field(r, 0, "status"), "open")) return staff_fail(req, STAFF_REPORT_RESOLVED);
   const char *job_id = db_field(r, 0, "job_id");
   jw *refunded = NULL; /* the refund's answer, written before the report is resolved */
   if (refund) {
@@ -116,7 +116,7 @@ err_t api_staff_report_resolve(hs_req *req) {
   audit_action act = {req->auth.id, req->auth.role, "report.resolve", id, "report", detail};
   bool resolved;
   if ((e = staff_store_resolve_report(id, job_id, action, note, &act, &resolved)) != ERR_OK) return e;
-  if (!resolved) return hs_fail(req, ERR_CONFLICT, "This report was already resolved");
+  if (!resolved) return staff_fail(req, STAFF_REPORT_RESOLVED);
   if ((e = jobs_report(&req->arena, id, &r)) != ERR_OK || r->rows != 1) return e ? e : ERR_INTERNAL;
   jw *w = hs_jw(req, 2048);
   jw_obj(w);

@@ -39,6 +39,7 @@ typedef enum {
   STAFF_EMAIL_TAKEN,        /* another staff member has the email */
   STAFF_ELEVATION_OPEN,     /* the staff member has a pending, approved or active request for the account */
   STAFF_ELEVATION_REJECTED, /* the elevation request was rejected: it cannot be deactivated */
+  STAFF_REPORT_RESOLVED,    /* the job report was resolved already */
 } staff_outcome;
 /* Creates a staff member and records act (STAFF_EMAIL_TAKEN: the email is taken). */
 staff_outcome staff_store_insert(const char *id, const char *name, const char *email, const char *hash,
