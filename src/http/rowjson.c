@@ -14,7 +14,7 @@ hs_rj *hs_rj_bind_as(arena *a, const hs_rj_field *fields, const db_res *r, const
   b->sub = arena_alloc(a, sizeof *b->sub * (size_t)(b->n ? b->n : 1));
   for (int i = 0; i < b->n; i++) {
     b->sub[i] = NULL;
-    if (fields[i].kind == RJ_OBJECT) {
+    if (fields[i].kind == RJ_OBJECT || fields[i].kind == RJ_INCLUDE) {
       b->col[i] = -1;
       b->sub[i] =
           hs_rj_bind_as(a, fields[i].fields, r, arena_printf(a, "%s%s", prefix ? prefix : "", fields[i].column));
@@ -64,12 +64,17 @@ void hs_rj_cell(jw *w, hs_rj_kind kind, const char *cell, size_t len) {
   case RJ_URL_DOC: storage_url_jw(w, cell, URL_TTL_DOCUMENT); break;
   case RJ_LIST: jw_json(w, cell ? cell : "[]"); break;
   case RJ_FN:
-  case RJ_OBJECT: jw_null(w); break; /* written by hs_rj_members, which knows the row */
+  case RJ_OBJECT:
+  case RJ_INCLUDE: jw_null(w); break; /* written by hs_rj_members, which knows the row */
   }
 }
 
 void hs_rj_members(jw *w, const hs_rj *b, const db_res *r, int row) {
   for (int i = 0; i < b->n; i++) {
+    if (b->fields[i].kind == RJ_INCLUDE) {
+      hs_rj_members(w, b->sub[i], r, row);
+      continue;
+    }
     jw_key(w, b->fields[i].key);
     if (b->sub[i])
       hs_rj_object(w, b->sub[i], r, row);

@@ -26,6 +26,8 @@ typedef enum {
   RJ_FN,         /* written by the field's own function (.write) from the cell and its row */
   RJ_OBJECT,     /* a nested object: the field's own table (.fields) over the columns named
                     column + its columns (a joined row's aliased columns, "staff_" + "name") */
+  RJ_INCLUDE,    /* the members of another table (.fields; column: a prefix, "" for none) in
+                    place, so a shape that extends another names it instead of repeating it */
 } hs_rj_kind;
 
 typedef struct hs_rj_field {
@@ -41,7 +43,7 @@ typedef struct hs_rj {
   const hs_rj_field *fields; /* terminated by a row with key == NULL */
   int n;
   int *col;
-  struct hs_rj **sub; /* RJ_OBJECT fields' own bindings (NULL for the others) */
+  struct hs_rj **sub; /* RJ_OBJECT and RJ_INCLUDE fields' own bindings (NULL for the others) */
 } hs_rj;
 
 /* Resolves fields (NULL-key terminated) against r's column names, in arena a. */

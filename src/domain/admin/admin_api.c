@@ -19,6 +19,7 @@
 #include "domain/common.h"
 #include "domain/jobs/jobs.h"
 #include "domain/payments/payments.h"
+#include "domain/shapes.h"
 #include "ext/geo.h"
 #include "ext/storage.h"
 #include "ext/token.h"
@@ -53,31 +54,8 @@ err_t api_admin_login(hs_req *req) {
 
 /* The administrator's lists of customers and providers. */
 static const hs_rj_field USER_ROW[] = {
-    {"id", "id", RJ_STR},
-    {"email", "email", RJ_STR},
-    {"name", "name", RJ_STR},
-    {"address", "address", RJ_STR},
-    {"zip", "zip", RJ_STR},
-    {"lat", "lat", RJ_REAL},
-    {"lng", "lng", RJ_REAL},
-    {"isPremium", "is_premium", RJ_BOOL},
-    {"premiumSince", "premium_since", RJ_ISO},
-    {"processorCustomerId", "processor_customer_id", RJ_STR},
-    {"createdAt", "created_at", RJ_ISO},
-    {0},
-};
-static const hs_rj_field PROVIDER_ROW[] = {
-    {"id", "id", RJ_STR},
-    {"email", "email", RJ_STR},
-    {"name", "name", RJ_STR},
-    {"phone", "phone", RJ_STR},
-    {"companyName", "company_name", RJ_STR},
-    {"services", "services", RJ_LIST},
-    {"serviceZips", "service_zips", RJ_LIST},
-    {"isPremium", "is_premium", RJ_BOOL},
-    {"createdAt", "created_at", RJ_ISO},
-    {0},
-};
+    {"", "", RJ_INCLUDE, SHAPE_CUSTOMER}, {"processorCustomerId", "processor_customer_id", RJ_STR}, {0}};
+static const hs_rj_field PROVIDER_ROW[] = {{"", "", RJ_INCLUDE, SHAPE_PROVIDER_ROW}, {"phone", "phone", RJ_STR}, {0}};
 
 err_t api_admin_users(hs_req *req) {
   db_res *u, *p;

@@ -76,6 +76,10 @@ void payments_tell_failure(const char *payment_id);
  * (http/rowjson.h): the one definition, which answers that join the payments table bind to its
  * columns. */
 extern const hs_rj_field PAYMENTS_JSON[];
+/* A payments row as its customer's export shows it `{ id, jobId, kind, status, amount,
+ * refundedAmount, processorPaymentIntentId, failureReason, releasedAt, createdAt, updatedAt }`
+ * (staff see these members and more). */
+extern const hs_rj_field PAYMENTS_ROW_JSON[];
 /* A staff refund (POST /staff/payments/:jobId/refund): of job_id's payment (target "job"), its
  * tip ("tip") or both ("all"); cents of it (0: all that is left; not with "all"); who bears it
  * (provider_share "prorata" or "none"); key: the refund's own key stem, for a caller whose

@@ -256,7 +256,7 @@ err_t payments_end_premium(const char *user_id) {
 
 /* ---- the account's part (domain/domain.h) ---- */
 
-static const hs_rj_field PAYMENT[] = {
+const hs_rj_field PAYMENTS_ROW_JSON[] = {
     {"id", "id", RJ_STR},
     {"jobId", "job_id", RJ_STR},
     {"kind", "kind", RJ_STR},
@@ -271,4 +271,4 @@ static const hs_rj_field PAYMENT[] = {
     {0},
 };
 
-const account_part PAYMENTS_EXPORT_PARTS[] = {{"payments", PAY_EXPORT_SQL, PAYMENT}, {0}};
+const account_part PAYMENTS_EXPORT_PARTS[] = {{"payments", PAY_EXPORT_SQL, PAYMENTS_ROW_JSON}, {0}};

@@ -7,6 +7,7 @@
 #include "domain/providers/availability.h"
 #include "domain/providers/providers.h"
 #include "domain/providers/providers_store.h"
+#include "domain/shapes.h"
 #include "ext/storage.h"
 #include "http/rowjson.h"
 #include <stdlib.h>
@@ -31,12 +32,7 @@ static void write_premium(jw *w, const db_res *r, int row, const char *cell) {
 const hs_rj_field PROVIDERS_PROFILE_JSON[] = {
     {"id", "id", RJ_STR},
     {"email", "email", RJ_STR},
-    {"name", "name", RJ_STR},
-    {"phone", "phone", RJ_STR},
-    {"companyName", "company_name", RJ_STR},
-    {"companyUrl", "company_url", RJ_STR},
-    {"insuranceInfo", "insurance_info", RJ_STR},
-    {"logoUrl", "logo_url", RJ_URL},
+    {"", "", RJ_INCLUDE, SHAPE_PROVIDER_CONTACT}, /* name, phone, companyName, ... */
     {"services", "services", RJ_LIST},
     {"serviceZips", "service_zips", RJ_LIST},
     {"headshots", "headshots", RJ_URLS},
@@ -99,6 +95,17 @@ err_t api_providers_update_me(hs_req *req) {
   return e == ERR_OK ? reply_profile(req) : e;
 }
 
+/* Answers { member: the signed URL of key } (with insCheckStatus when check_status is given). */
+static err_t reply_url(hs_req *req, const char *member, const char *key, int64_t ttl, const char *check_status) {
+  jw *w = hs_jw(req, 512);
+  jw_obj(w);
+  jw_key(w, member);
+  storage_url_jw(w, key, ttl);
+  if (check_status) jw_key_str(w, "insCheckStatus", check_status);
+  jw_obj_end(w);
+  return hs_ok_jw(req, w);
+}
+
 /* Moves an upload into storage; the key lands in the arena. */
 static err_t store_upload(hs_req *req, hs_upload *u, const char **key) {
   char k[STORAGE_KEY_LEN], err[256];
@@ -136,12 +143,7 @@ err_t api_providers_upload_logo(hs_req *req) {
   const char *key;
   err_t e = replace_single_file(req, "logo", prov_store_set_logo, &key);
   if (e != ERR_OK) return e;
-  jw *w = hs_jw(req, 512);
-  jw_obj(w);
-  jw_key(w, "logoUrl");
-  storage_url_jw(w, key, URL_TTL_PHOTO);
-  jw_obj_end(w);
-  return hs_ok_jw(req, w);
+  return reply_url(req, "logoUrl", key, URL_TTL_PHOTO, NULL);
 }
 
 typedef struct headshots_change {
@@ -226,11 +228,5 @@ err_t api_providers_upload_insurance(hs_req *req) {
   const char *key;
   err_t e = replace_single_file(req, "insuranceDoc", prov_store_set_insurance_document, &key);
   if (e != ERR_OK) return e;
-  jw *w = hs_jw(req, 512);
-  jw_obj(w);
-  jw_key(w, "insDocUrl");
-  storage_url_jw(w, key, URL_TTL_DOCUMENT);
-  jw_key_str(w, "insCheckStatus", "pending");
-  jw_obj_end(w);
-  return hs_ok_jw(req, w);
+  return reply_url(req, "insDocUrl", key, URL_TTL_DOCUMENT, "pending");
 }

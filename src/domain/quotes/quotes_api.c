@@ -219,17 +219,9 @@ err_t api_quotes_for_job(hs_req *req) {
   db_res *job = reads[0].res, *q = reads[1].res;
   if (job->rows == 0 || strcmp(db_field(job, 0, "customer_id"), req->auth.id)) return hs_not_found(req, "Job");
   if (page || (e = hs_page_end(req, &pg, q)) != ERR_OK) return page ? page : e;
-  static const hs_rj_field provider_fields[] = {
-      {"name", "name", RJ_STR},
-      {"phone", "phone", RJ_STR},
-      {"companyName", "company_name", RJ_STR},
-      {"companyUrl", "company_url", RJ_STR},
-      {"insuranceInfo", "insurance_info", RJ_STR},
-      {"logoUrl", "logo_url", RJ_URL},
-      {0},
-  };
   jw *w = hs_jw(req, 1024 * (size_t)(q->rows + 1));
-  hs_rj *quote = hs_rj_bind(&req->arena, SHAPE_QUOTE, q), *provider = hs_rj_bind(&req->arena, provider_fields, q);
+  hs_rj *quote = hs_rj_bind(&req->arena, SHAPE_QUOTE, q),
+        *provider = hs_rj_bind(&req->arena, SHAPE_PROVIDER_CONTACT, q);
   int avg = db_col(q, "average_rating");
   jw_arr(w);
   for (int i = 0; i < q->rows; i++) {

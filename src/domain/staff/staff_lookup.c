@@ -70,16 +70,9 @@ static const hs_rj_field CUSTOMER_ROW[] = {
 };
 
 static const hs_rj_field PROVIDER_ROW[] = {
-    {"id", "id", RJ_STR},
-    {"name", "name", RJ_STR},
-    {"email", "email", RJ_STR},
-    {"companyName", "company_name", RJ_STR},
-    {"services", "services", RJ_LIST},
-    {"serviceZips", "service_zips", RJ_LIST},
-    {"isPremium", "is_premium", RJ_BOOL},
+    {"", "", RJ_INCLUDE, SHAPE_PROVIDER_ROW},
     {"premiumSince", "premium_since", RJ_ISO},
     {"premiumBilledMonth", "premium_billed_month", RJ_STR},
-    {"createdAt", "created_at", RJ_ISO},
     {0},
 };
 
@@ -95,19 +88,10 @@ err_t api_staff_providers(hs_req *req) {
                     PROVIDER_ROW, 384);
 }
 
-/* A payments row as staff see it (Payment), and each of its refunds. */
+/* A payments row as staff see it (Payment): its export's members and these, with its refunds,
+ * each as REFUND. */
 static const hs_rj_field PAYMENT[] = {
-    {"id", "id", RJ_STR},
-    {"jobId", "job_id", RJ_STR},
-    {"kind", "kind", RJ_STR},
-    {"status", "status", RJ_STR},
-    {"amount", "amount_cents", RJ_MONEY},
-    {"refundedAmount", "refunded_cents", RJ_MONEY},
-    {"processorPaymentIntentId", "processor_payment_intent_id", RJ_STR},
-    {"failureReason", "failure_reason", RJ_STR},
-    {"releasedAt", "released_at", RJ_ISO},
-    {"createdAt", "created_at", RJ_ISO},
-    {"updatedAt", "updated_at", RJ_ISO},
+    {"", "", RJ_INCLUDE, PAYMENTS_ROW_JSON},
     {"lostAmount", "lost_cents", RJ_MONEY},
     {"dispute", "dispute_json", RJ_JSON_CLEAN},
     {0},
@@ -194,19 +178,10 @@ static err_t write_elevations(hs_req *req, jw *w, const char *id, const char *ro
 
 /* The customer's record as staff see it, processor ids included. */
 static const hs_rj_field CUSTOMER[] = {
-    {"id", "id", RJ_STR},
-    {"email", "email", RJ_STR},
-    {"name", "name", RJ_STR},
-    {"address", "address", RJ_STR},
-    {"zip", "zip", RJ_STR},
-    {"lat", "lat", RJ_REAL},
-    {"lng", "lng", RJ_REAL},
-    {"isPremium", "is_premium", RJ_BOOL},
-    {"premiumSince", "premium_since", RJ_ISO},
+    {"", "", RJ_INCLUDE, SHAPE_CUSTOMER},
     {"processorCustomerId", "processor_customer_id", RJ_STR},
     {"processorSubscriptionId", "processor_subscription_id", RJ_STR},
     {"seasonalAlertsEnabled", "seasonal_alerts_enabled", RJ_BOOL},
-    {"createdAt", "created_at", RJ_ISO},
     {"updatedAt", "updated_at", RJ_ISO},
     {0},
 };
