@@ -31,15 +31,14 @@ static void write_reviewer(jw *w, const db_res *r, int row, const char *name) {
   jw_str(w, arena_printf(w->a, "%.*s %.*s.", (int)first_len, first, (int)n, last));
 }
 
-static const hs_rj_field REVIEW[] = {
-    {"id", "id", RJ_STR},
-    {"rating", "rating", RJ_INT},
-    {"comment", "comment", RJ_STR},
-    {"service", "service", RJ_STR},
-    {"reviewerName", "customer_name", RJ_FN, .write = write_reviewer},
-    {"createdAt", "created_at", RJ_ISO},
-    {0},
+const hs_rj_field PROV_REVIEW_JSON[] = {
+    {"id", "id", RJ_STR},           {"rating", "rating", RJ_INT},        {"comment", "comment", RJ_STR},
+    {"service", "service", RJ_STR}, {"createdAt", "created_at", RJ_ISO}, {0},
 };
+
+/* A review as the public profile shows it: the reviewer's name shortened. */
+static const hs_rj_field REVIEW[] = {
+    {"", "", RJ_INCLUDE, PROV_REVIEW_JSON}, {"reviewerName", "customer_name", RJ_FN, .write = write_reviewer}, {0}};
 
 /* The members of the public profile read from the provider's row as they are. */
 static const hs_rj_field PUBLIC[] = {
