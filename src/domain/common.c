@@ -118,3 +118,9 @@ err_t common_reply_page(hs_req *req, const char *title, const char *body, const 
   req->res_cache_control = "no-store"; /* a link's page shows the link's state now, never a copy */
   return e;
 }
+
+err_t common_reply_impersonation(hs_req *req, const char *token, const char *id, const char *name, const char *email,
+                                 const char *role) {
+  return hs_ok_pack(req, "{s:s,s:{s:s,s:s,s:s,s:s}}", "token", token, "identity", "id", id, "name", name, "email",
+                    email, "role", role);
+}

@@ -45,4 +45,9 @@ err_t common_reply_html(hs_req *req, const char *fmt, const char *const *values)
  * heading (title: text without markup or %). */
 err_t common_reply_page(hs_req *req, const char *title, const char *body, const char *const *values);
 
+/* Answers an Impersonation `{ token, identity: { id, name, email, role } }`: a token that acts
+ * as the account (staff's elevations, the administrator's impersonations). */
+err_t common_reply_impersonation(hs_req *req, const char *token, const char *id, const char *name, const char *email,
+                                 const char *role);
+
 #endif

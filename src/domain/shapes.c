@@ -19,6 +19,42 @@ const hs_rj_field SHAPE_QUOTE[] = {
     {0},
 };
 
+const hs_rj_field SHAPE_CUSTOMER[] = {
+    {"id", "id", RJ_STR},
+    {"email", "email", RJ_STR},
+    {"name", "name", RJ_STR},
+    {"address", "address", RJ_STR},
+    {"zip", "zip", RJ_STR},
+    {"lat", "lat", RJ_REAL},
+    {"lng", "lng", RJ_REAL},
+    {"isPremium", "is_premium", RJ_BOOL},
+    {"premiumSince", "premium_since", RJ_ISO},
+    {"createdAt", "created_at", RJ_ISO},
+    {0},
+};
+
+const hs_rj_field SHAPE_PROVIDER_CONTACT[] = {
+    {"name", "name", RJ_STR},
+    {"phone", "phone", RJ_STR},
+    {"companyName", "company_name", RJ_STR},
+    {"companyUrl", "company_url", RJ_STR},
+    {"insuranceInfo", "insurance_info", RJ_STR},
+    {"logoUrl", "logo_url", RJ_URL},
+    {0},
+};
+
+const hs_rj_field SHAPE_PROVIDER_ROW[] = {
+    {"id", "id", RJ_STR},
+    {"name", "name", RJ_STR},
+    {"email", "email", RJ_STR},
+    {"companyName", "company_name", RJ_STR},
+    {"services", "services", RJ_LIST},
+    {"serviceZips", "service_zips", RJ_LIST},
+    {"isPremium", "is_premium", RJ_BOOL},
+    {"createdAt", "created_at", RJ_ISO},
+    {0},
+};
+
 /* The Job JSON before the photos (json_head) and after them (json_tail). */
 static const hs_rj_field JOB_HEAD[] = {
     {"id", "id", RJ_STR},
@@ -131,8 +167,8 @@ void shape_job_render_with(arena *a, const db_res *r, int row, const char *const
   /* a one-row copy of the row's cells (sharing their text), with the listed cells replaced */
   db_res *one = arena_alloc(a, sizeof *one);
   db_col(r, "id"); /* builds r's column index, which the copy shares (the copy is never freed) */
-  *one = (db_res){.rows = 1, .cols = r->cols, .colnames = r->colnames, .col_index = r->col_index,
-                  .col_slots = r->col_slots};
+  *one = (db_res){
+      .rows = 1, .cols = r->cols, .colnames = r->colnames, .col_index = r->col_index, .col_slots = r->col_slots};
   one->cells = arena_alloc(a, sizeof *one->cells * (size_t)r->cols);
   one->lens = arena_alloc(a, sizeof *one->lens * (size_t)r->cols);
   memcpy(one->cells, r->cells + (size_t)row * (size_t)r->cols, sizeof *one->cells * (size_t)r->cols);

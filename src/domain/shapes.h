@@ -17,6 +17,15 @@
 
 /* The Quote JSON of a `SELECT quotes.*` row. */
 extern const hs_rj_field SHAPE_QUOTE[];
+/* The members every view of a customer's users row has `{ id, email, name, address, zip,
+ * lat, lng, isPremium, premiumSince, createdAt }` (the profile, the administrator's and staff's
+ * views add their own, including this table with RJ_INCLUDE), and those of a providers row in
+ * the lists of the administrator and staff `{ id, name, email, companyName, services,
+ * serviceZips, isPremium, createdAt }`. */
+extern const hs_rj_field SHAPE_CUSTOMER[], SHAPE_PROVIDER_ROW[];
+/* A provider as a customer choosing between quotes sees it `{ name, phone, companyName,
+ * companyUrl, insuranceInfo, logoUrl }` (also members of the provider's own profile). */
+extern const hs_rj_field SHAPE_PROVIDER_CONTACT[];
 
 /* A result holding jobs rows, bound once for the Job JSON. It needs id, json_head, json_tail
  * and the three photo columns; with every column of the jobs table (`SELECT jobs.*`) it can

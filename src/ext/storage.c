@@ -407,6 +407,13 @@ void storage_variants_add(jw *w, const char *cell, int64_t expires) {
   each_key(cell, variants_item, &at);
 }
 
+void storage_variants_jw(jw *w, const char *cell, int64_t expires) {
+  if (!storage_has_variants(cell)) return;
+  storage_variants_open(w);
+  storage_variants_add(w, cell, expires);
+  storage_variants_close(w);
+}
+
 /* key and expiry of a link of this service ({PUBLIC_URL}/files/<key>?expires=<unix>&sig=...) */
 static bool parse_link(const char *url, char key[STORAGE_KEY_LEN], int64_t *expires) {
   size_t base = strlen(CFG.public_url);

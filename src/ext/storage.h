@@ -104,6 +104,9 @@ void storage_variants_open(jw *w);
 bool storage_has_variants(const char *cell);
 void storage_variants_add(jw *w, const char *cell, int64_t expires);
 void storage_variants_close(jw *w);
+/* The whole member for one cell (a key or a JSON array text of keys) linked with expires:
+ * nothing when it has no variants. */
+void storage_variants_jw(jw *w, const char *cell, int64_t expires);
 /* The same member for an answer built as a jansson object: from the links of this service
  * among obj's string members and arrays of strings (each parsed for its key and expiry);
  * sets obj's "variants" when one has variants. */

@@ -11,7 +11,15 @@ hs_rj *hs_rj_bind_as(arena *a, const hs_rj_field *fields, const db_res *r, const
   while (fields[b->n].key) b->n++;
   b->fields = fields;
   b->col = arena_alloc(a, sizeof *b->col * (size_t)(b->n ? b->n : 1));
+  b->sub = arena_alloc(a, sizeof *b->sub * (size_t)(b->n ? b->n : 1));
   for (int i = 0; i < b->n; i++) {
+    b->sub[i] = NULL;
+    if (fields[i].kind == RJ_OBJECT || fields[i].kind == RJ_INCLUDE) {
+      b->col[i] = -1;
+      b->sub[i] =
+          hs_rj_bind_as(a, fields[i].fields, r, arena_printf(a, "%s%s", prefix ? prefix : "", fields[i].column));
+      continue;
+    }
     if (!prefix) {
       b->col[i] = db_col(r, fields[i].column);
       continue;
@@ -54,41 +62,62 @@ void hs_rj_cell(jw *w, hs_rj_kind kind, const char *cell, size_t len) {
   case RJ_URL: storage_url_jw(w, cell, URL_TTL_PHOTO); break;
   case RJ_URLS: storage_urls_jw(w, cell, URL_TTL_PHOTO); break;
   case RJ_URL_DOC: storage_url_jw(w, cell, URL_TTL_DOCUMENT); break;
+  case RJ_LIST: jw_json(w, cell ? cell : "[]"); break;
+  case RJ_FN:
+  case RJ_OBJECT:
+  case RJ_INCLUDE: jw_null(w); break; /* written by hs_rj_members, which knows the row */
   }
 }
 
 static bool is_link(hs_rj_kind kind) { return kind == RJ_URL || kind == RJ_URLS || kind == RJ_URL_DOC; }
 
-void hs_rj_members(jw *w, const hs_rj *b, const db_res *r, int row) {
-  /* the links of one object share their expiry, read from the clock once, so each original's
-   * link in `variants` is the one written in its member */
-  int64_t expires[2] = {0, 0}; /* photo, document */
-  bool links = false;
+/* The links an object wrote (its included tables' too), for its one `variants` member. */
+typedef struct links_seen {
+  int64_t expires[2]; /* photo, document: the links of one object share their expiry, read from
+                         the clock once, so each original's link in `variants` is the one
+                         written in its member */
+  const char *cell[32];
+  int doc[32], n;
+} links_seen;
+
+static void members(jw *w, const hs_rj *b, const db_res *r, int row, links_seen *seen) {
   for (int i = 0; i < b->n; i++) {
     hs_rj_kind kind = b->fields[i].kind;
     const char *cell = db_text(r, row, b->col[i]);
-    jw_key(w, b->fields[i].key);
-    if (!is_link(kind)) {
-      hs_rj_cell(w, kind, cell, db_len(r, row, b->col[i]));
+    if (kind == RJ_INCLUDE) {
+      members(w, b->sub[i], r, row, seen);
       continue;
     }
-    links = true;
-    int doc = kind == RJ_URL_DOC;
-    bool empty = !cell || !strcmp(cell, "[]");
-    if (!expires[doc] && !empty) expires[doc] = storage_url_expiry(doc ? URL_TTL_DOCUMENT : URL_TTL_PHOTO);
-    if (kind == RJ_URLS)
-      storage_urls_jw_at(w, cell, expires[doc]);
-    else
-      storage_url_jw_at(w, cell, expires[doc]);
+    jw_key(w, b->fields[i].key);
+    if (b->sub[i])
+      hs_rj_object(w, b->sub[i], r, row);
+    else if (kind == RJ_FN)
+      b->fields[i].write(w, r, row, cell);
+    else if (!is_link(kind))
+      hs_rj_cell(w, kind, cell, db_len(r, row, b->col[i]));
+    else {
+      int doc = kind == RJ_URL_DOC;
+      bool empty = !cell || !strcmp(cell, "[]");
+      if (!seen->expires[doc] && !empty)
+        seen->expires[doc] = storage_url_expiry(doc ? URL_TTL_DOCUMENT : URL_TTL_PHOTO);
+      if (kind == RJ_URLS)
+        storage_urls_jw_at(w, cell, seen->expires[doc]);
+      else
+        storage_url_jw_at(w, cell, seen->expires[doc]);
+      if (!empty && seen->n < (int)(sizeof seen->cell / sizeof *seen->cell))
+        seen->cell[seen->n] = cell, seen->doc[seen->n++] = doc;
+    }
   }
+}
+
+void hs_rj_members(jw *w, const hs_rj *b, const db_res *r, int row) {
+  links_seen seen = {.n = 0};
+  members(w, b, r, row, &seen);
   bool any = false; /* the member only where some image has variants */
-  for (int i = 0; links && !any && i < b->n; i++)
-    any = is_link(b->fields[i].kind) && storage_has_variants(db_text(r, row, b->col[i]));
+  for (int i = 0; !any && i < seen.n; i++) any = storage_has_variants(seen.cell[i]);
   if (!any) return;
   storage_variants_open(w);
-  for (int i = 0; i < b->n; i++)
-    if (is_link(b->fields[i].kind))
-      storage_variants_add(w, db_text(r, row, b->col[i]), expires[b->fields[i].kind == RJ_URL_DOC]);
+  for (int i = 0; i < seen.n; i++) storage_variants_add(w, seen.cell[i], seen.expires[seen.doc[i]]);
   storage_variants_close(w);
 }
 

@@ -22,12 +22,20 @@ typedef enum {
   RJ_URL,        /* storage key -> signed URL, one-year (photo) lifetime */
   RJ_URLS,       /* JSON array of storage keys -> array of signed photo URLs ([] for NULL) */
   RJ_URL_DOC,    /* storage key -> signed URL, 15-minute (document) lifetime */
+  RJ_LIST,       /* stored JSON text, copied as it is ([] for NULL) */
+  RJ_FN,         /* written by the field's own function (.write) from the cell and its row */
+  RJ_OBJECT,     /* a nested object: the field's own table (.fields) over the columns named
+                    column + its columns (a joined row's aliased columns, "staff_" + "name") */
+  RJ_INCLUDE,    /* the members of another table (.fields; column: a prefix, "" for none) in
+                    place, so a shape that extends another names it instead of repeating it */
 } hs_rj_kind;
 
 typedef struct hs_rj_field {
   const char *key;    /* the JSON member */
-  const char *column; /* the result column */
+  const char *column; /* the result column (RJ_OBJECT: the prefix of its columns) */
   hs_rj_kind kind;
+  const struct hs_rj_field *fields;                                 /* RJ_OBJECT: the nested object's fields */
+  void (*write)(jw *w, const db_res *r, int row, const char *cell); /* RJ_FN */
 } hs_rj_field;
 
 /* A field table bound to one result's columns. */
@@ -35,6 +43,7 @@ typedef struct hs_rj {
   const hs_rj_field *fields; /* terminated by a row with key == NULL */
   int n;
   int *col;
+  struct hs_rj **sub; /* RJ_OBJECT and RJ_INCLUDE fields' own bindings (NULL for the others) */
 } hs_rj;
 
 /* Resolves fields (NULL-key terminated) against r's column names, in arena a. */

@@ -19,9 +19,11 @@
 #include "domain/common.h"
 #include "domain/jobs/jobs.h"
 #include "domain/payments/payments.h"
+#include "domain/shapes.h"
 #include "ext/geo.h"
 #include "ext/storage.h"
 #include "ext/token.h"
+#include "http/rowjson.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,37 +46,30 @@ err_t api_admin_login(hs_req *req) {
   if (e != ERR_OK) return e;
   char *token = token_issue(db_field(r, 0, "id"), "admin", false, NULL, 0, TOKEN_TTL_ADMIN);
   if (!token) return ERR_INTERNAL;
-  json_t *body = json_pack("{s:s,s:{s:s,s:s}}", "token", token, "admin", "id", db_field(r, 0, "id"), "email",
-                           db_field(r, 0, "email"));
+  e = hs_ok_pack(req, "{s:s,s:{s:s,s:s}}", "token", token, "admin", "id", db_field(r, 0, "id"), "email",
+                 db_field(r, 0, "email"));
   free(token);
-  return hs_ok(req, body);
+  return e;
 }
+
+/* The administrator's lists of customers and providers. */
+static const hs_rj_field USER_ROW[] = {
+    {"", "", RJ_INCLUDE, SHAPE_CUSTOMER}, {"processorCustomerId", "processor_customer_id", RJ_STR}, {0}};
+static const hs_rj_field PROVIDER_ROW[] = {{"", "", RJ_INCLUDE, SHAPE_PROVIDER_ROW}, {"phone", "phone", RJ_STR}, {0}};
 
 err_t api_admin_users(hs_req *req) {
   db_res *u, *p;
   if (admin_store_users(&req->arena, LIST_LIMIT, &u) != ERR_OK ||
       admin_store_providers(&req->arena, LIST_LIMIT, &p) != ERR_OK)
     return ERR_INTERNAL;
-  json_t *users = json_array(), *providers = json_array();
-  for (int i = 0; i < u->rows; i++)
-    json_array_append_new(
-        users, json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "id", db_field(u, i, "id"), "email",
-                         db_field(u, i, "email"), "name", db_field(u, i, "name"), "address", db_field(u, i, "address"),
-                         "zip", db_field(u, i, "zip"), "lat", jx_real_or_null(db_field(u, i, "lat")), "lng",
-                         jx_real_or_null(db_field(u, i, "lng")), "isPremium", jx_bool(db_field(u, i, "is_premium")),
-                         "premiumSince", jx_iso_or_null(db_field(u, i, "premium_since")), "processorCustomerId",
-                         jx_str_or_null(db_field(u, i, "processor_customer_id")), "createdAt",
-                         jx_iso_or_null(db_field(u, i, "created_at"))));
-  for (int i = 0; i < p->rows; i++)
-    json_array_append_new(providers, json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "id", db_field(p, i, "id"),
-                                               "email", db_field(p, i, "email"), "name", db_field(p, i, "name"),
-                                               "phone", jx_str_or_null(db_field(p, i, "phone")), "companyName",
-                                               jx_str_or_null(db_field(p, i, "company_name")), "services",
-                                               jx_parse_or(db_field(p, i, "services"), json_array()), "serviceZips",
-                                               jx_parse_or(db_field(p, i, "service_zips"), json_array()), "isPremium",
-                                               jx_bool(db_field(p, i, "is_premium")), "createdAt",
-                                               jx_iso_or_null(db_field(p, i, "created_at"))));
-  return hs_ok(req, json_pack("{s:o,s:o}", "users", users, "providers", providers));
+  jw *w = hs_jw(req, 320 * (size_t)(u->rows + p->rows + 1));
+  jw_obj(w);
+  jw_key(w, "users");
+  hs_rj_array(w, &req->arena, USER_ROW, u);
+  jw_key(w, "providers");
+  hs_rj_array(w, &req->arena, PROVIDER_ROW, p);
+  jw_obj_end(w);
+  return hs_ok_jw(req, w);
 }
 
 /* The account named by id and role, or 404. */
@@ -92,10 +87,9 @@ err_t api_admin_impersonate(hs_req *req) {
   if (audit_log(&act) != ERR_OK) return ERR_INTERNAL;
   char *token = token_issue(acc.id, role, false, NULL, acc.token_gen, TOKEN_TTL_ADMIN_IMPERSONATION);
   if (!token) return ERR_INTERNAL;
-  json_t *body = json_pack("{s:s,s:{s:s,s:s,s:s,s:s}}", "token", token, "identity", "id", acc.id, "email", acc.email,
-                           "name", acc.name, "role", role);
+  e = common_reply_impersonation(req, token, acc.id, acc.name, acc.email, role);
   free(token);
-  return hs_ok(req, body);
+  return e;
 }
 
 /* ---- deleting an account ---- */
@@ -155,9 +149,10 @@ err_t api_admin_generate(hs_req *req) {
       json_pack("{s:i,s:i,s:i}", "customers", made_customers, "professionals", made_providers, "jobs", jobs);
   audit_action act = {req->auth.id, "admin", "admin.generate", NULL, NULL, arena_json(&req->arena, created)};
   if (audit_log(&act) != ERR_OK || e != ERR_OK) return ERR_INTERNAL;
-  return hs_ok(req, json_pack("{s:O,s:s}", "created", created, "note",
-                              "Every generated customer and provider signs in with the password " GENERATED_PASSWORD
-                              " (emails gen-<run>-c<n>@example.com and gen-<run>-p<n>@example.com)."));
+  return hs_ok_pack(req, "{s:{s:i,s:i,s:i},s:s}", "created", "customers", made_customers, "professionals",
+                    made_providers, "jobs", jobs, "note",
+                    "Every generated customer and provider signs in with the password " GENERATED_PASSWORD
+                    " (emails gen-<run>-c<n>@example.com and gen-<run>-p<n>@example.com).");
 }
 
 /* ---- banners ---- */

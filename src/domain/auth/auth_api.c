@@ -52,8 +52,8 @@ static err_t hashing_failed(hs_req *req, pw_result r) {
  * session, the account's (key). */
 static err_t reply_tokens(hs_req *req, const char *key, const char *token, const char *refresh, const char *id,
                           const char *email, const char *name) {
-  return hs_ok(req, json_pack("{s:s,s:s,s:{s:s,s:s,s:s}}", "token", token, "refreshToken", refresh, key, "id", id,
-                              "email", email, "name", name));
+  return hs_ok_pack(req, "{s:s,s:s,s:{s:s,s:s,s:s}}", "token", token, "refreshToken", refresh, key, "id", id, "email",
+                    email, "name", name);
 }
 
 /* reply_tokens of a new session of role's account id (generation gen). */

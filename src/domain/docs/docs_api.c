@@ -10,6 +10,8 @@
 #include <string.h>
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+/* A jansson tree, not a row table or the writer: the document is assembled from parts (the
+ * route rows, the domains' schema files, the event kinds) and edited as they are merged. */
 static json_t *document;
 
 static void build(void) {

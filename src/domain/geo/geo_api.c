@@ -7,21 +7,19 @@
 #include <math.h>
 #include <stdio.h>
 
-/* One forecast day as the API shows it. */
-static json_t *day_json(const weather_day *d) {
-  return json_pack("{s:s,s:s,s:f,s:f}", "date", d->date, "icon", weather_icon(d->code), "maxF",
-                   round(d->max_f * 10) / 10, "minF", round(d->min_f * 10) / 10);
-}
-
 err_t api_weather(hs_req *req) {
   weather_day days[WEATHER_DAYS];
   int n = 0;
   err_t e = geo_forecast(json_string_value(json_object_get(req->query, "zip")), days, &n);
   if (e == ERR_NOT_FOUND) return hs_fail(req, e, "Unknown ZIP code");
   if (e != ERR_OK) return hs_fail(req, ERR_UNAVAILABLE, "Weather service unavailable");
-  json_t *list = json_array();
-  for (int i = 0; i < n; i++) json_array_append_new(list, day_json(&days[i]));
-  return hs_ok(req, list);
+  jw *w = hs_jw(req, 96 * (size_t)(n + 1));
+  jw_arr(w);
+  for (int i = 0; i < n; i++) /* one forecast day as the API shows it */
+    jw_pack(w, "{s:s,s:s,s:f,s:f}", "date", days[i].date, "icon", weather_icon(days[i].code), "maxF",
+            round(days[i].max_f * 10) / 10, "minF", round(days[i].min_f * 10) / 10);
+  jw_arr_end(w);
+  return hs_ok_jw(req, w);
 }
 
 static err_t locate(hs_req *req, const char *field, double *lat, double *lng) {

@@ -6,6 +6,7 @@
 #include "domain/domain.h"
 #include "http/http.h"
 #include "http/paging.h"
+#include "http/rowjson.h"
 
 extern const domain_def jobs_domain;
 
@@ -14,9 +15,9 @@ extern const domain_def jobs_domain;
  * (`marketplace payments reconcile`) calls it first. */
 void jobs_wire_payments(void);
 
-/* The Job JSON of the row at index row of r (a `SELECT jobs.*` result). New reference. For
- * answers still built with jansson; jobs_reply_list writes the stored JSON directly. */
-json_t *jobs_json(const db_res *r, int row);
+/* The Review JSON `{ id, jobId, providerId, rating, comment, createdAt }` of a reviews row, as
+ * a field table (http/rowjson.h). */
+extern const hs_rj_field JOBS_REVIEW_JSON[];
 /* Answers req with the Job JSON of every row of r (`SELECT jobs.*` rows) as an array, from
  * the JSON stored with each job (docs/internals/job-json.md). */
 err_t jobs_reply_list(hs_req *req, const db_res *r);

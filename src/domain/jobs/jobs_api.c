@@ -240,9 +240,14 @@ err_t api_jobs_images(hs_req *req) {
     delete_photos(keys);
     return e;
   }
-  json_t *answer = json_pack("{s:o}", "images", storage_urls_json(keys, URL_TTL_PHOTO));
-  storage_variants_json_set(answer);
-  return hs_ok(req, answer);
+  jw *w = hs_jw(req, 512);
+  int64_t expires = storage_url_expiry(URL_TTL_PHOTO);
+  jw_obj(w);
+  jw_key(w, "images");
+  storage_urls_jw_at(w, keys, expires);
+  storage_variants_jw(w, keys, expires);
+  jw_obj_end(w);
+  return hs_ok_jw(req, w);
 }
 
 /* ---- after completion ---- */
@@ -259,7 +264,7 @@ static err_t load_completed(hs_req *req, const char *id, db_res **job) {
 }
 
 /* A review and a report, as answered and exported (the account's part, below). */
-static const hs_rj_field REVIEW[] = {
+const hs_rj_field JOBS_REVIEW_JSON[] = {
     {"id", "id", RJ_STR},
     {"jobId", "job_id", RJ_STR},
     {"providerId", "provider_id", RJ_STR},
@@ -359,7 +364,7 @@ err_t api_reviews_create(hs_req *req) {
   db_res *row;
   jobs_outcome out =
       jobs_store_insert_review(&req->arena, id, job_id, req->auth.id, provider, rating, comment, now, &row);
-  return out == JOBS_DONE ? hs_ok_row(req, REVIEW, row) : jobs_fail(req, out);
+  return out == JOBS_DONE ? hs_ok_row(req, JOBS_REVIEW_JSON, row) : jobs_fail(req, out);
 }
 
 /* ---- the account's part (domain/domain.h) ---- */
@@ -386,7 +391,7 @@ err_t jobs_export_in(db_conn *c, const account_ref *who, account_export *x) {
   for (int i = 0; i < r[0]->rows; i++)
     if (shape_job_open(w, b, r[0], i)) jw_obj_end(w);
   jw_arr_end(w);
-  account_export_rows(x, "reviews", REVIEW, r[1]);
+  account_export_rows(x, "reviews", JOBS_REVIEW_JSON, r[1]);
   account_export_rows(x, "reports", REPORT, r[2]);
   account_export_rows(x, "recurringRequests", RECURRING, r[3]);
   return ERR_OK;

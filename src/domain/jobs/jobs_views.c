@@ -126,20 +126,6 @@ err_t jobs_write_row(hs_req *req, const db_res *r) {
   return hs_ok_jw(req, w);
 }
 
-json_t *jobs_json(const db_res *r, int row) {
-  arena a;
-  arena_init(&a);
-  jw w;
-  jw_init(&w, &a, 1024);
-  json_t *out = NULL;
-  if (shape_job_open(&w, shape_jobs_bind(&a, r), r, row)) {
-    jw_obj_end(&w);
-    out = json_loads(jw_text(&w), 0, NULL);
-  }
-  arena_fini(&a);
-  return out ? out : json_null();
-}
-
 /* ---- the feed ---- */
 
 typedef struct feed_cursor {

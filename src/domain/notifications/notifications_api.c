@@ -92,19 +92,16 @@ err_t api_notification_read(hs_req *req) {
   return hs_ok_jw(req, w);
 }
 
-/* The Banner JSON of the first row of r (icon, title, body). */
-static json_t *banner_json(const db_res *r) {
-  return json_pack("{s:o,s:s,s:s}", "icon", jx_str_or_null(db_text(r, 0, 0)), "title", db_text(r, 0, 1), "body",
-                   db_text(r, 0, 2));
-}
+/* The Banner JSON of a banners row, as polled and as streamed. */
+static const hs_rj_field BANNER[] = {
+    {"icon", "icon", RJ_STR}, {"title", "title", RJ_STR}, {"body", "body", RJ_STR}, {0}};
 
 /* The banner is returned and removed by one statement, so two polls never both get it. */
 err_t api_banner_poll(hs_req *req) {
   db_res *r;
   err_t e = notifications_store_take_banner(&req->arena, role_of(req), req->auth.id, &r);
   if (e) return e;
-  if (r->rows == 0) return hs_ok(req, json_null());
-  return hs_ok(req, banner_json(r));
+  return r->rows ? hs_ok_row(req, BANNER, r) : hs_ok_pack(req, "n");
 }
 
 /* The banner as a one-shot event kind (events.h): a stream that opens takes the pending banner
@@ -115,11 +112,10 @@ static err_t banner_take(arena *a, const char *role, const char *account_id, int
   *data = NULL, *event_id = 0;
   err_t e = notifications_store_take_banner_upto(a, role, account_id, upto, &r);
   if (e || r->rows == 0) return e;
-  json_t *b = banner_json(r);
-  char *text = json_dumps(b, JSON_COMPACT);
-  json_decref(b);
-  *data = arena_strdup(a, text);
-  free(text);
+  jw w;
+  jw_init(&w, a, 256);
+  hs_rj_object(&w, hs_rj_bind(a, BANNER, r), r, 0);
+  *data = jw_text(&w);
   *event_id = db_int(r, 0, 3);
   return ERR_OK;
 }

@@ -76,10 +76,10 @@ void payments_tell_failure(const char *payment_id);
  * (http/rowjson.h): the one definition, which answers that join the payments table bind to its
  * columns. */
 extern const hs_rj_field PAYMENTS_JSON[];
-/* The same Payment JSON (written from PAYMENTS_JSON) of the job's payment of kind as a jansson
- * value, or JSON null: for answers still built as jansson trees (the staff look-ups, a refund's
- * answer). */
-json_t *payments_job_json(const char *job_id, const char *kind);
+/* A payments row as its customer's export shows it `{ id, jobId, kind, status, amount,
+ * refundedAmount, processorPaymentIntentId, failureReason, releasedAt, createdAt, updatedAt }`
+ * (staff see these members and more). */
+extern const hs_rj_field PAYMENTS_ROW_JSON[];
 /* A staff refund (POST /staff/payments/:jobId/refund): of job_id's payment (target "job"), its
  * tip ("tip") or both ("all"); cents of it (0: all that is left; not with "all"); who bears it
  * (provider_share "prorata" or "none"); key: the refund's own key stem, for a caller whose
@@ -90,10 +90,10 @@ typedef struct payments_refund_ask {
   int64_t cents;
 } payments_refund_ask;
 /* Refunds as asked, by the staff member of req, each refund audited (payment.refund). On
- * success *answer is the RefundResult (a new reference); otherwise the request has failed
+ * success the RefundResult is written to answer (a value: the caller places it); otherwise the request has failed
  * (hs_fail: 404 nothing captured, 409 refund_pending / disputed / nothing left / refused, 503
  * processor away: the refund is settled in the background) and the error is returned. */
-err_t payments_staff_refund(hs_req *req, const payments_refund_ask *ask, json_t **answer);
+err_t payments_staff_refund(hs_req *req, const payments_refund_ask *ask, jw *answer);
 /* Moves the current payments of every job assigned to provider_id that is not cancelled to
  * their jobs' history, on c, inside the transaction that returns those jobs to PENDING; what
  * they hold is given back after the commit (holds voided, captured money and tips refunded),

@@ -37,9 +37,9 @@ static err_t ensure_customer(hs_req *req, billing *b, const char **customer) {
   return pay_store_set_customer(&req->arena, b->id, id, customer);
 }
 
-static json_t *card_json(const pay_card *c) {
-  return json_pack("{s:s,s:s,s:i,s:i}", "brand", c->brand, "last4", c->last4, "expMonth", c->exp_month, "expYear",
-                   c->exp_year);
+static err_t reply_card(hs_req *req, const pay_card *c) {
+  return hs_ok_pack(req, "{s:s,s:s,s:i,s:i}", "brand", c->brand, "last4", c->last4, "expMonth", c->exp_month, "expYear",
+                    c->exp_year);
 }
 
 err_t api_payments_setup_intent(hs_req *req) {
@@ -67,7 +67,7 @@ err_t api_payments_save_method(hs_req *req) {
   if (rc == PAY_INVALID || rc == PAY_NOT_FOUND) return hs_fail_invalid(req, "paymentMethodId: unknown payment method");
   if (rc != PAY_OK) return processor_failed(req, rc, &pe);
   if ((e = pay_store_set_method(b.id, card.id)) != ERR_OK) return e;
-  return hs_ok(req, card_json(&card));
+  return reply_card(req, &card);
 }
 
 err_t api_payments_get_method(hs_req *req) {
@@ -76,26 +76,31 @@ err_t api_payments_get_method(hs_req *req) {
   pay_error pe;
   err_t e = load_billing(req, &b);
   if (e != ERR_OK) return e;
-  if (!b.payment_method_id || !b.customer_id) return hs_ok(req, json_null());
+  if (!b.payment_method_id || !b.customer_id) return hs_ok_pack(req, "n");
   pay_rc rc = payments_retrieve_method(b.customer_id, b.payment_method_id, &card, &pe);
   if (rc == PAY_NOT_FOUND) { /* the card is gone at the processor: forget it */
     if ((e = pay_store_clear_method(b.id, b.payment_method_id)) != ERR_OK) return e;
-    return hs_ok(req, json_null());
+    return hs_ok_pack(req, "n");
   }
   if (rc != PAY_OK) return processor_failed(req, rc, &pe);
-  return hs_ok(req, card_json(&card));
-}
-
-static json_t *premium_json(const billing *b) {
-  return json_pack("{s:b,s:o,s:o,s:b}", "isPremium", b->is_premium, "premiumSince", jx_iso_or_null(b->premium_since),
-                   "processorSubscriptionId", jx_str_or_null(b->subscription_id), "cancelAtPeriodEnd",
-                   b->cancel_at_period_end);
+  return reply_card(req, &card);
 }
 
 err_t api_payments_premium_status(hs_req *req) {
   billing b;
   err_t e = load_billing(req, &b);
-  return e == ERR_OK ? hs_ok(req, premium_json(&b)) : e;
+  if (e != ERR_OK) return e;
+  jw *w = hs_jw(req, 256);
+  jw_obj(w);
+  jw_key(w, "isPremium");
+  jw_bool(w, b.is_premium);
+  jw_key(w, "premiumSince");
+  jw_cell_iso(w, b.premium_since);
+  jw_key_str(w, "processorSubscriptionId", b.subscription_id);
+  jw_key(w, "cancelAtPeriodEnd");
+  jw_bool(w, b.cancel_at_period_end);
+  jw_obj_end(w);
+  return hs_ok_jw(req, w);
 }
 
 /* The user holds a subscription that is not active. Active again at the processor: premium is
@@ -224,10 +229,11 @@ err_t api_payments_premium_cancel(hs_req *req) {
   pay_rc rc = payments_set_cancel_at_period_end(b.subscription_id, true, NULL, &sub, &pe);
   if (rc != PAY_OK) return processor_failed(req, rc, &pe);
   if ((e = pay_store_set_cancel_flag(b.id, true)) != ERR_OK) return e;
-  return hs_ok(req, json_pack("{s:s,s:b,s:o}", "message",
-                              "Premium is cancelled and stays active until the end of the current billing period",
-                              "cancelAtPeriodEnd", 1, "currentPeriodEnd",
-                              sub.current_period_end ? jx_iso(sub.current_period_end) : json_null()));
+  static const char message[] = "Premium is cancelled and stays active until the end of the current billing period";
+  if (!sub.current_period_end)
+    return hs_ok_pack(req, "{s:s,s:b,s:n}", "message", message, "cancelAtPeriodEnd", 1, "currentPeriodEnd");
+  return hs_ok_pack(req, "{s:s,s:b,s:T}", "message", message, "cancelAtPeriodEnd", 1, "currentPeriodEnd",
+                    (int64_t)sub.current_period_end);
 }
 
 err_t payments_end_premium(const char *user_id) {
@@ -250,7 +256,7 @@ err_t payments_end_premium(const char *user_id) {
 
 /* ---- the account's part (domain/domain.h) ---- */
 
-static const hs_rj_field PAYMENT[] = {
+const hs_rj_field PAYMENTS_ROW_JSON[] = {
     {"id", "id", RJ_STR},
     {"jobId", "job_id", RJ_STR},
     {"kind", "kind", RJ_STR},
@@ -265,4 +271,4 @@ static const hs_rj_field PAYMENT[] = {
     {0},
 };
 
-const account_part PAYMENTS_EXPORT_PARTS[] = {{"payments", PAY_EXPORT_SQL, PAYMENT}, {0}};
+const account_part PAYMENTS_EXPORT_PARTS[] = {{"payments", PAY_EXPORT_SQL, PAYMENTS_ROW_JSON}, {0}};

@@ -504,17 +504,29 @@ err_t payments_void_job(const char *job_id) {
   return pay_queue("payment_void", "jobId", job_id) ? ERR_OK : ERR_INTERNAL;
 }
 
+/* The error a payment's recording came to, for the functions whose contract speaks in errors:
+ * a payment the job has already is ERR_CONFLICT (payments_authorize_job, payments_charge_tip). */
+static err_t insert_err(pay_insert_outcome in) {
+  switch (in) {
+  case PAY_INSERTED: return ERR_OK;
+  case PAY_INSERT_TAKEN: return ERR_CONFLICT;
+  case PAY_INSERT_UNAVAILABLE: return ERR_UNAVAILABLE;
+  case PAY_INSERT_FAILED: break;
+  }
+  return ERR_INTERNAL;
+}
+
 /* Inserts p as the job's payment. One the job kept from an acceptance before its current one
  * (it went back to PENDING by a path that did not release it) moves to the history first. */
 static err_t insert_current(const payment_row *p, const pay_news *news) {
-  err_t e = pay_store_insert(p, news);
+  pay_insert_outcome in = pay_store_insert(p, news);
   int released = 0;
-  if (e == ERR_CONFLICT && pay_store_history(p->job_id, true, &released) == ERR_OK && released) {
+  if (in == PAY_INSERT_TAKEN && pay_store_history(p->job_id, true, &released) == ERR_OK && released) {
     log_json(LOG_WARN, "a payment of an earlier acceptance moved to the job's history",
              json_pack("{s:s,s:i}", "jobId", p->job_id, "payments", released));
-    e = pay_store_insert(p, news);
+    in = pay_store_insert(p, news);
   }
-  return e;
+  return insert_err(in);
 }
 
 err_t payments_authorize_job(const char *job_id, const char *user_id, int64_t cents) {
@@ -575,7 +587,7 @@ err_t payments_charge_tip(const char *job_id, const char *user_id, int64_t *cent
                            .idem_key = key,
                            .method_id = b.payment_method_id};
       new_key(key, "tip", &fresh);
-      e = pay_store_insert(&fresh, NULL);
+      e = insert_err(pay_store_insert(&fresh, NULL)); /* taken: another request is charging it */
       if (e == ERR_OK) e = pay_store_get(&a, id, &p, &found);
       if (e == ERR_OK) e = found ? pay_run(&a, &p, false) : ERR_INTERNAL;
     } else {
@@ -852,21 +864,6 @@ bool pay_follow_up_from_queue(json_t *payload, char err[256]) {
 out:
   arena_fini(&a);
   return done;
-}
-
-json_t *payments_job_json(const char *job_id, const char *kind) {
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  json_t *out = NULL;
-  if (pay_store_find_rows(&a, job_id, kind, &r) == ERR_OK && r->rows == 1) {
-    jw w;
-    jw_init(&w, &a, 512);
-    hs_rj_object(&w, hs_rj_bind(&a, PAYMENTS_JSON, r), r, 0);
-    out = json_loads(jw_text(&w), 0, NULL);
-  }
-  arena_fini(&a);
-  return out ? out : json_null();
 }
 
 const hs_rj_field PAYMENTS_JSON[] = {

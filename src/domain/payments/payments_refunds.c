@@ -183,10 +183,20 @@ static const char *staff_refund_key(hs_req *req, const payment_row *p) {
 static const char PENDING_MESSAGE[] = "A refund of this payment is still being settled";
 
 /* A refund as the answer shows it. */
-static json_t *refund_json(const refund_row *f, const char *target) {
-  return json_pack("{s:s,s:s,s:o,s:s,s:s,s:s,s:o}", "id", f->id, "target", target, "amount", jx_money(f->amount_cents),
-                   "reason", f->reason, "providerShare", f->provider_share ? f->provider_share : "prorata", "status",
-                   "SUCCEEDED", "createdAt", jx_iso(f->created_at));
+static void refund_jw(jw *w, const refund_row *f, const char *target) {
+  jw_pack(w, "{s:s,s:s,s:M,s:s,s:s,s:s,s:T}", "id", f->id, "target", target, "amount", f->amount_cents, "reason",
+          f->reason, "providerShare", f->provider_share ? f->provider_share : "prorata", "status", "SUCCEEDED",
+          "createdAt", f->created_at);
+}
+
+/* Member key: the Payment JSON of the job's current payment of kind, or null. */
+static err_t job_payment_jw(jw *w, arena *a, const char *key, const char *job_id, const char *kind) {
+  db_res *r;
+  err_t e = pay_store_find_rows(a, job_id, kind, &r);
+  if (e != ERR_OK) return e;
+  jw_key(w, key);
+  r->rows == 1 ? hs_rj_object(w, hs_rj_bind(a, PAYMENTS_JSON, r), r, 0) : jw_null(w);
+  return ERR_OK;
 }
 
 /* The refund f as its request ends: made, or the error it came to (a refund whose outcome is
@@ -266,12 +276,11 @@ static err_t refund_part_now(hs_req *req, refund_part *part, int64_t cents, cons
   return found ? refund_outcome(req, &part->made) : ERR_INTERNAL;
 }
 
-err_t payments_staff_refund(hs_req *req, const payments_refund_ask *ask, json_t **answer) {
+err_t payments_staff_refund(hs_req *req, const payments_refund_ask *ask, jw *answer) {
   const char *job_id = ask->job_id;
   const char *target = ask->target ? ask->target : "job",
              *share = ask->provider_share ? ask->provider_share : "prorata";
   bool all = is(target, "all");
-  *answer = NULL;
   if (all && ask->cents > 0)
     return hs_fail_invalid(req, "amount: is not allowed with target all (everything left is refunded)");
   pay_context cx;
@@ -331,13 +340,21 @@ err_t payments_staff_refund(hs_req *req, const payments_refund_ask *ask, json_t 
       if ((e = refund_part_now(req, &parts[i], i == 0 ? cents : rest, ask->reason, share)) != ERR_OK) return e;
     }
   }
-  json_t *refunds = json_array();
+  const refund_part *first = NULL;
+  for (int i = 0; i < n && !first; i++)
+    if (parts[i].found && parts[i].made.id) first = &parts[i];
+  jw_obj(answer);
+  jw_key(answer, "refund");
+  first ? refund_jw(answer, &first->made, first->target) : jw_null(answer);
+  jw_key(answer, "refunds");
+  jw_arr(answer);
   for (int i = 0; i < n; i++)
-    if (parts[i].found && parts[i].made.id)
-      json_array_append_new(refunds, refund_json(&parts[i].made, parts[i].target));
-  json_t *first = json_array_get(refunds, 0);
-  *answer = json_pack("{s:O,s:o,s:o,s:o}", "refund", first ? first : json_null(), "refunds", refunds, "payment",
-                      payments_job_json(job_id, "job"), "tip", payments_job_json(job_id, "tip"));
+    if (parts[i].found && parts[i].made.id) refund_jw(answer, &parts[i].made, parts[i].target);
+  jw_arr_end(answer);
+  if ((e = job_payment_jw(answer, &req->arena, "payment", job_id, "job")) != ERR_OK ||
+      (e = job_payment_jw(answer, &req->arena, "tip", job_id, "tip")) != ERR_OK)
+    return e;
+  jw_obj_end(answer);
   return ERR_OK;
 }
 
@@ -348,7 +365,7 @@ err_t api_payments_refund(hs_req *req) {
       .reason = hs_body_str(req, "reason"),
       .provider_share = hs_body_has(req, "providerShare") ? hs_body_str(req, "providerShare") : "prorata",
       .cents = hs_body_has(req, "amount") ? jx_cents(json_number_value(json_object_get(req->body, "amount"))) : 0};
-  json_t *answer;
-  err_t e = payments_staff_refund(req, &ask, &answer);
-  return e == ERR_OK ? hs_ok(req, answer) : e;
+  jw *w = hs_jw(req, 2048);
+  err_t e = payments_staff_refund(req, &ask, w);
+  return e == ERR_OK ? hs_ok_jw(req, w) : e;
 }

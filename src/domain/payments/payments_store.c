@@ -163,7 +163,7 @@ static db_rc announce(db_conn *c, const pay_news *news) {
   return rc;
 }
 
-err_t pay_store_insert(const payment_row *p, const pay_news *news) {
+pay_insert_outcome pay_store_insert(const payment_row *p, const pay_news *news) {
   bool pending = p->pending_op != NULL;
   db_tx x;
   err_t e = db_tx_begin(&x);
@@ -178,7 +178,9 @@ err_t pay_store_insert(const payment_row *p, const pay_news *news) {
                 DB_TEXT(p->method_id), pending ? DB_INT(x.now) : DB_NULL, DB_INT(pending ? 1 : 0), DB_INT(x.now))));
   if (!e) e = db_to_err(told_in(x.c, p->id));
   if (!e) e = db_to_err(announce(x.c, news));
-  return db_tx_end(&x, e);
+  e = db_tx_end(&x, e);
+  if (e == ERR_OK) return PAY_INSERTED;
+  return e == ERR_CONFLICT ? PAY_INSERT_TAKEN : e == ERR_UNAVAILABLE ? PAY_INSERT_UNAVAILABLE : PAY_INSERT_FAILED;
 }
 
 #define ROW_COLUMNS                                                                                                    \

@@ -90,10 +90,17 @@ err_t pay_store_set_cancel_flag(const char *user_id, bool cancel_at_period_end);
 
 /* ---- payments rows ---- */
 
+/* What recording a payment came to. */
+typedef enum {
+  PAY_INSERTED,
+  PAY_INSERT_TAKEN,       /* the job already has a current payment of that kind (the unique index) */
+  PAY_INSERT_UNAVAILABLE, /* the database did not answer */
+  PAY_INSERT_FAILED,      /* any other failure */
+} pay_insert_outcome;
 /* Inserts p (id, job_id, user_id, kind, status, amount_cents, failure_reason, and when
  * pending_op is set: idem_key, method_id, started now, attempt 1) with its news, in one
- * transaction. ERR_CONFLICT when the job already has a payment of that kind. */
-err_t pay_store_insert(const payment_row *p, const pay_news *news);
+ * transaction. */
+pay_insert_outcome pay_store_insert(const payment_row *p, const pay_news *news);
 /* The job's current payment of kind (not one in its history). */
 err_t pay_store_find(arena *a, const char *job_id, const char *kind, payment_row *out, bool *found);
 /* The same payment as a result (every column of payment_row, by its name; no row when none), in a. */

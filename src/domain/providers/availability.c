@@ -20,6 +20,14 @@ json_t *availability_json(const char *stored) {
   return week;
 }
 
+void availability_jw(jw *w, const char *stored) {
+  json_t *week = availability_json(stored);
+  char *text = json_dumps(week, JSON_COMPACT);
+  jw_json(w, text);
+  free(text);
+  json_decref(week);
+}
+
 static int minutes(json_t *hhmm) {
   const char *s = json_string_value(hhmm);
   return s ? atoi(s) * 60 + atoi(s + 3) : 0;

@@ -3,6 +3,7 @@
  * test of whether an instant falls within it. Pure functions: thread-safe. */
 #ifndef DOMAIN_PROVIDERS_AVAILABILITY_H
 #define DOMAIN_PROVIDERS_AVAILABILITY_H
+#include "core/jw.h"
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -19,6 +20,8 @@ typedef struct avail_week {
 /* The schedule from its stored text: the stored week, or Monday to Friday 08:00-17:00 when
  * unset. New reference. */
 json_t *availability_json(const char *stored);
+/* The same written to w. */
+void availability_jw(jw *w, const char *stored);
 /* Makes a whole week of a validated PUT body (days already checked by the schema): a day the
  * body leaves out is off, with the default hours. NULL with "availability.<day>: ..." in err
  * (256 bytes) when a day that is on does not end after it starts. New reference. */

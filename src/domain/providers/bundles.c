@@ -13,6 +13,7 @@
 #include "domain/quotes/quotes.h"
 #include "ext/digest.h"
 #include "ext/geo.h"
+#include "http/rowjson.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,8 @@ typedef struct bundle {
   char date[11];
   int first, count; /* stops[first .. first+count) of one day, in route order after routing */
   int64_t earnings; /* cents */
-  json_t *json;
+  const char *json; /* the Bundle JSON, in the request's arena */
+  size_t len;
 } bundle;
 
 /* The provider's base: the centroid of its first service ZIP found in the table. */
@@ -101,58 +103,94 @@ static int64_t avg_daily_earnings(const db_res *won, int64_t now) {
   return days ? llround((double)total / (double)days) : 0;
 }
 
-/* One routed stop as a bundle item; *prev is the previous point (updated). */
-static json_t *item_json(const db_res *c, const stop *s, int order, int64_t price, bool *has_prev, double *plat,
-                         double *plng, double *miles_total, int64_t *minutes_total) {
-  json_t *distance = json_null(), *minutes = json_null();
+/* A candidate job as a bundle item shows it. */
+static const hs_rj_field JOB[] = {
+    {"id", "id", RJ_STR},
+    {"service", "service", RJ_STR},
+    {"address", "address", RJ_STR},
+    {"zip", "zip", RJ_STR},
+    {"preferredAt", "preferred_at", RJ_ISO},
+    {"lat", "lat", RJ_REAL},
+    {"lng", "lng", RJ_REAL},
+    {"customer", "customer_", RJ_OBJECT, (const hs_rj_field[]){{"id", "id", RJ_STR}, {"name", "name", RJ_STR}, {0}}},
+    {0},
+};
+
+/* Writes one routed stop as a bundle item (job: JOB bound to c); *prev is the previous point
+ * (updated). */
+static void item_jw(jw *w, const hs_rj *job, const db_res *c, const stop *s, int order, int64_t price, bool *has_prev,
+                    double *plat, double *plng, double *miles_total, int64_t *minutes_total) {
+  jw_obj(w);
+  jw_key(w, "routeOrder");
+  jw_int(w, order);
+  jw_key(w, "estimatedEarnings");
+  jw_money(w, price - quotes_platform_fee(price));
+  jw_key(w, "estimatedPrice");
+  jw_money(w, price);
+  jw_key(w, "distanceMi");
   if (s->has_point && *has_prev) {
     double miles = geo_road_miles(*plat, *plng, s->lat, s->lng);
     int m = geo_drive_minutes(*plat, *plng, s->lat, s->lng);
-    distance = json_real(round(miles * 10) / 10), minutes = json_integer(m);
+    jw_real(w, round(miles * 10) / 10);
+    jw_key(w, "driveMinutes");
+    jw_int(w, m);
     *miles_total += miles, *minutes_total += m;
+  } else {
+    jw_null(w);
+    jw_key(w, "driveMinutes");
+    jw_null(w);
   }
   if (s->has_point) *has_prev = true, *plat = s->lat, *plng = s->lng;
-  int i = s->row;
-  json_t *job =
-      json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:{s:s,s:o}}", "id", db_field(c, i, "id"), "service",
-                db_field(c, i, "service"), "address", db_field(c, i, "address"), "zip", db_field(c, i, "zip"),
-                "preferredAt", jx_iso_or_null(db_field(c, i, "preferred_at")), "lat",
-                jx_real_or_null(db_field(c, i, "lat")), "lng", jx_real_or_null(db_field(c, i, "lng")), "customer", "id",
-                db_field(c, i, "customer_id"), "name", jx_str_or_null(db_field(c, i, "customer_name")));
-  return json_pack("{s:i,s:o,s:o,s:o,s:o,s:o}", "routeOrder", order, "estimatedEarnings",
-                   jx_money(price - quotes_platform_fee(price)), "estimatedPrice", jx_money(price), "distanceMi",
-                   distance, "driveMinutes", minutes, "job", job);
+  jw_key(w, "job");
+  hs_rj_object(w, job, c, s->row);
+  jw_obj_end(w);
 }
 
-/* Builds the bundle of stops[first .. first+count), already routed. */
-static void build_bundle(bundle *b, const db_res *c, const stop *stops, const char *provider, const int64_t *rates,
-                         bool has_base, double blat, double blng, int64_t avg_daily) {
-  json_t *items = json_array();
+/* Builds the bundle of stops[first .. first+count), already routed: its JSON in a. */
+static void build_bundle(arena *a, bundle *b, const db_res *c, const stop *stops, const char *provider,
+                         const int64_t *rates, bool has_base, double blat, double blng, int64_t avg_daily) {
+  jw w;
+  jw_init(&w, a, 1024 * (size_t)(b->count + 1));
+  hs_rj *job = hs_rj_bind(a, JOB, c);
   bool has_prev = has_base;
   double plat = blat, plng = blng, miles = 0;
   int64_t minutes = 0;
   char key[64 + MAX_ITEMS * 32] = "";
   size_t at = (size_t)snprintf(key, sizeof key, "%s|%s", provider, b->date);
   b->earnings = 0;
+  jw_obj(&w);
+  jw_key_str(&w, "date", b->date);
+  jw_key(&w, "jobCount");
+  jw_int(&w, b->count);
+  jw_key(&w, "items");
+  jw_arr(&w);
   for (int k = 0; k < b->count; k++) {
     const stop *s = &stops[b->first + k];
     int64_t price = rates[s->row];
     b->earnings += price - quotes_platform_fee(price);
-    json_array_append_new(items, item_json(c, s, k + 1, price, &has_prev, &plat, &plng, &miles, &minutes));
+    item_jw(&w, job, c, s, k + 1, price, &has_prev, &plat, &plng, &miles, &minutes);
     at += (size_t)snprintf(key + at, sizeof key - at, "|%s", db_field(c, s->row, "id"));
   }
+  jw_arr_end(&w);
   char digest[65];
   sha256_hex(key, strlen(key), digest);
-  int64_t boost = b->earnings - avg_daily;
-  b->json = json_pack("{s:s,s:s,s:i,s:o,s:o,s:o,s:o,s:I,s:f,s:I}", "id", "", "date", b->date, "jobCount", b->count,
-                      "items", items, "projectedEarnings", jx_money(b->earnings), "avgDailyEarnings",
-                      jx_money(avg_daily), "boostDollars", jx_money(boost), "boostPct",
-                      (json_int_t)(avg_daily > 0 ? llround(100.0 * (double)boost / (double)avg_daily) : 0),
-                      "totalDistanceMi", round(miles * 10) / 10, "totalDriveMinutes", (json_int_t)minutes);
   digest[24] = 0;
-  char id[26] = "b";
-  strcat(id, digest);
-  json_object_set_new(b->json, "id", json_string(id));
+  int64_t boost = b->earnings - avg_daily;
+  jw_key_str(&w, "id", arena_printf(a, "b%s", digest)); /* a digest of the provider, day and jobs */
+  jw_key(&w, "projectedEarnings");
+  jw_money(&w, b->earnings);
+  jw_key(&w, "avgDailyEarnings");
+  jw_money(&w, avg_daily);
+  jw_key(&w, "boostDollars");
+  jw_money(&w, boost);
+  jw_key(&w, "boostPct");
+  jw_int(&w, avg_daily > 0 ? llround(100.0 * (double)boost / (double)avg_daily) : 0);
+  jw_key(&w, "totalDistanceMi");
+  jw_real(&w, round(miles * 10) / 10);
+  jw_key(&w, "totalDriveMinutes");
+  jw_int(&w, minutes);
+  jw_obj_end(&w);
+  b->json = jw_text(&w), b->len = jw_len(&w);
 }
 
 static int by_earnings(const void *x, const void *y) {
@@ -218,13 +256,14 @@ err_t api_providers_bundles(hs_req *req) {
   for (int d = 0; d < ndays; d++) {
     route(stops + days[d].first, days[d].count, has_base, blat, blng);
     if (days[d].count > MAX_ITEMS) days[d].count = MAX_ITEMS;
-    build_bundle(&days[d], c, stops, id, rates, has_base, blat, blng, avg_daily);
-    arena_json(a, days[d].json);
+    build_bundle(a, &days[d], c, stops, id, rates, has_base, blat, blng, avg_daily);
   }
   qsort(days, (size_t)ndays, sizeof *days, by_earnings);
-  json_t *list = json_array();
-  for (int d = 0; d < ndays && d < MAX_BUNDLES; d++) json_array_append(list, days[d].json);
-  return hs_ok(req, list);
+  jw *w = hs_jw(req, 64);
+  jw_arr(w);
+  for (int d = 0; d < ndays && d < MAX_BUNDLES; d++) jw_raw_value(w, days[d].json, days[d].len);
+  jw_arr_end(w);
+  return hs_ok_jw(req, w);
 }
 
 err_t api_providers_accept_bundle(hs_req *req) {

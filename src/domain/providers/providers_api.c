@@ -7,94 +7,65 @@
 #include "domain/providers/availability.h"
 #include "domain/providers/providers.h"
 #include "domain/providers/providers_store.h"
+#include "domain/shapes.h"
 #include "ext/storage.h"
+#include "http/rowjson.h"
 #include <stdlib.h>
 #include <string.h>
 
-/* The provider profile's members, in order: each from a column of the providers row. */
-typedef enum {
-  P_STR,      /* a string that is always set */
-  P_TEXT,     /* a string or null */
-  P_ISO,      /* epoch ms as ISO 8601, or null */
-  P_LIST,     /* stored JSON, [] without */
-  P_PHOTO,    /* a storage key as a signed photo URL */
-  P_PHOTOS,   /* a JSON array of keys as signed photo URLs */
-  P_DOCUMENT, /* a storage key as a signed document URL */
-  P_WEEK,     /* the weekly availability */
-  P_PREMIUM,  /* is_premium, false once premium_ends_at passed: a cancelled membership is over at its end */
-} profile_kind;
+static void write_week(jw *w, const db_res *r, int row, const char *cell) {
+  (void)r, (void)row;
+  availability_jw(w, cell);
+}
 
-static const struct {
-  const char *key, *column;
-  profile_kind kind;
-} PROFILE[] = {
-    {"id", "id", P_STR},
-    {"email", "email", P_STR},
-    {"name", "name", P_STR},
-    {"phone", "phone", P_TEXT},
-    {"companyName", "company_name", P_TEXT},
-    {"companyUrl", "company_url", P_TEXT},
-    {"insuranceInfo", "insurance_info", P_TEXT},
-    {"logoUrl", "logo_url", P_PHOTO},
-    {"services", "services", P_LIST},
-    {"serviceZips", "service_zips", P_LIST},
-    {"headshots", "headshots", P_PHOTOS},
-    {"idDocFront", "id_doc_front", P_DOCUMENT},
-    {"idDocBack", "id_doc_back", P_DOCUMENT},
-    {"availability", "availability", P_WEEK},
-    {"isPremium", "is_premium", P_PREMIUM},
-    {"premiumSince", "premium_since", P_ISO},
-    {"preferredProAppliedAt", "preferred_pro_applied_at", P_ISO},
-    {"premiumBilledMonth", "premium_billed_month", P_TEXT},
-    {"premiumEndsAt", "premium_ends_at", P_ISO},
-    {"idCheckStatus", "id_check_status", P_TEXT},
-    {"idCheckName", "id_check_name", P_TEXT},
-    {"idCheckDOB", "id_check_dob", P_TEXT},
-    {"idCheckExpiry", "id_check_expiry", P_TEXT},
-    {"idCheckState", "id_check_state", P_TEXT},
-    {"idCheckFlags", "id_check_flags", P_LIST},
-    {"idCheckAt", "id_check_at", P_ISO},
-    {"insDocUrl", "ins_doc_url", P_DOCUMENT},
-    {"insCheckStatus", "ins_check_status", P_TEXT},
-    {"insCheckCarrier", "ins_check_carrier", P_TEXT},
-    {"insCheckPolicy", "ins_check_policy", P_TEXT},
-    {"insCheckEffective", "ins_check_effective", P_TEXT},
-    {"insCheckExpiry", "ins_check_expiry", P_TEXT},
-    {"insCheckCoverage", "ins_check_coverage", P_TEXT},
-    {"insCheckFlags", "ins_check_flags", P_LIST},
-    {"insCheckAt", "ins_check_at", P_ISO},
-    {"createdAt", "created_at", P_ISO},
+bool providers_premium_now(const db_res *r, int row) {
+  const char *v = db_field(r, row, "is_premium"), *ends = db_field(r, row, "premium_ends_at");
+  return v && !strcmp(v, "1") && (!ends || strtoll(ends, NULL, 10) > clock_now_ms());
+}
+
+/* is_premium, false once premium_ends_at passed: a cancelled membership is over at its end. */
+static void write_premium(jw *w, const db_res *r, int row, const char *cell) {
+  (void)cell;
+  jw_bool(w, providers_premium_now(r, row));
+}
+
+const hs_rj_field PROVIDERS_PROFILE_JSON[] = {
+    {"id", "id", RJ_STR},
+    {"email", "email", RJ_STR},
+    {"", "", RJ_INCLUDE, SHAPE_PROVIDER_CONTACT}, /* name, phone, companyName, ... */
+    {"services", "services", RJ_LIST},
+    {"serviceZips", "service_zips", RJ_LIST},
+    {"headshots", "headshots", RJ_URLS},
+    {"idDocFront", "id_doc_front", RJ_URL_DOC},
+    {"idDocBack", "id_doc_back", RJ_URL_DOC},
+    {"availability", "availability", RJ_FN, .write = write_week},
+    {"isPremium", "is_premium", RJ_FN, .write = write_premium},
+    {"premiumSince", "premium_since", RJ_ISO},
+    {"preferredProAppliedAt", "preferred_pro_applied_at", RJ_ISO},
+    {"premiumBilledMonth", "premium_billed_month", RJ_STR},
+    {"premiumEndsAt", "premium_ends_at", RJ_ISO},
+    {"idCheckStatus", "id_check_status", RJ_STR},
+    {"idCheckName", "id_check_name", RJ_STR},
+    {"idCheckDOB", "id_check_dob", RJ_STR},
+    {"idCheckExpiry", "id_check_expiry", RJ_STR},
+    {"idCheckState", "id_check_state", RJ_STR},
+    {"idCheckFlags", "id_check_flags", RJ_LIST},
+    {"idCheckAt", "id_check_at", RJ_ISO},
+    {"insDocUrl", "ins_doc_url", RJ_URL_DOC},
+    {"insCheckStatus", "ins_check_status", RJ_STR},
+    {"insCheckCarrier", "ins_check_carrier", RJ_STR},
+    {"insCheckPolicy", "ins_check_policy", RJ_STR},
+    {"insCheckEffective", "ins_check_effective", RJ_STR},
+    {"insCheckExpiry", "ins_check_expiry", RJ_STR},
+    {"insCheckCoverage", "ins_check_coverage", RJ_STR},
+    {"insCheckFlags", "ins_check_flags", RJ_LIST},
+    {"insCheckAt", "ins_check_at", RJ_ISO},
+    {"createdAt", "created_at", RJ_ISO},
+    {0},
 };
 
-static json_t *profile_member(db_res *r, const char *column, profile_kind kind) {
-  const char *v = db_field(r, 0, column), *ends;
-  switch (kind) {
-  case P_STR: return json_string(v);
-  case P_TEXT: return jx_str_or_null(v);
-  case P_ISO: return jx_iso_or_null(v);
-  case P_LIST: return jx_parse_or(v, json_array());
-  case P_PHOTO: return storage_url_json(v, URL_TTL_PHOTO);
-  case P_PHOTOS: return storage_urls_json(v, URL_TTL_PHOTO);
-  case P_DOCUMENT: return storage_url_json(v, URL_TTL_DOCUMENT);
-  case P_WEEK: return availability_json(v);
-  case P_PREMIUM:
-    ends = db_field(r, 0, "premium_ends_at");
-    return json_boolean(v && !strcmp(v, "1") && (!ends || strtoll(ends, NULL, 10) > clock_now_ms()));
-  }
-  return NULL;
-}
-
-static json_t *profile_from_row(db_res *r) {
-  json_t *o = json_object();
-  for (size_t i = 0; i < sizeof PROFILE / sizeof *PROFILE; i++)
-    json_object_set_new(o, PROFILE[i].key, profile_member(r, PROFILE[i].column, PROFILE[i].kind));
-  storage_variants_json_set(o);
-  return o;
-}
-
-json_t *providers_profile_json(arena *a, const char *provider_id) {
-  db_res *r;
-  return prov_store_get(a, provider_id, &r) == ERR_OK ? profile_from_row(r) : NULL;
+err_t providers_profile_row(arena *a, const char *provider_id, db_res **row) {
+  return prov_store_get(a, provider_id, row);
 }
 
 /* ---- the account's part (domain/domain.h) ---- */
@@ -105,18 +76,15 @@ err_t providers_export_in(db_conn *c, const account_ref *who, account_export *x)
   err_t e = account_read_in(c, x->a, who, PROV_EXPORT_SQL, 1, &r);
   if (e) return e;
   if (r->rows == 0) return ERR_NOT_FOUND; /* deleted meanwhile */
-  json_t *p = arena_json(x->a, profile_from_row(r));
-  char *text = json_dumps(p, JSON_COMPACT | JSON_REAL_PRECISION(15));
-  if (!text) return ERR_INTERNAL;
-  jw_raw_value(account_export_member(x, "account"), text, strlen(text));
-  free(text);
+  hs_rj_object(account_export_member(x, "account"), hs_rj_bind(x->a, PROVIDERS_PROFILE_JSON, r), r, 0);
   jw_str(account_export_member(x, "devicePushToken"), db_field(r, 0, "push_token"));
   return ERR_OK;
 }
 
 static err_t reply_profile(hs_req *req) {
-  json_t *p = providers_profile_json(&req->arena, req->auth.id);
-  return p ? hs_ok(req, p) : hs_not_found(req, "Provider");
+  db_res *r;
+  err_t e = prov_store_get(&req->arena, req->auth.id, &r);
+  return e ? hs_found_or_fail(req, e, "Provider") : hs_ok_row(req, PROVIDERS_PROFILE_JSON, r);
 }
 
 err_t api_providers_me(hs_req *req) { return reply_profile(req); }
@@ -125,6 +93,23 @@ err_t api_providers_update_me(hs_req *req) {
   err_t e = prov_store_update_profile(req->auth.id, req->body);
   if (e == ERR_NOT_FOUND) return hs_not_found(req, "Provider");
   return e == ERR_OK ? reply_profile(req) : e;
+}
+
+/* Answers { member: the signed URL of key } (with insCheckStatus when check_status is given). */
+/* {member: key's link} and its variants; with check_status, the insurance document's answer:
+ * the specification's two members (the document's variants are in the profile). */
+static err_t reply_url(hs_req *req, const char *member, const char *key, int64_t ttl, const char *check_status) {
+  jw *w = hs_jw(req, 512);
+  int64_t expires = storage_url_expiry(ttl);
+  jw_obj(w);
+  jw_key(w, member);
+  storage_url_jw_at(w, key, expires);
+  if (check_status)
+    jw_key_str(w, "insCheckStatus", check_status);
+  else
+    storage_variants_jw(w, key, expires);
+  jw_obj_end(w);
+  return hs_ok_jw(req, w);
 }
 
 /* Moves an upload into storage; the key lands in the arena. */
@@ -164,9 +149,7 @@ err_t api_providers_upload_logo(hs_req *req) {
   const char *key;
   err_t e = replace_single_file(req, "logo", prov_store_set_logo, &key);
   if (e != ERR_OK) return e;
-  json_t *answer = json_pack("{s:o}", "logoUrl", storage_url_json(key, URL_TTL_PHOTO));
-  storage_variants_json_set(answer);
-  return hs_ok(req, answer);
+  return reply_url(req, "logoUrl", key, URL_TTL_PHOTO, NULL);
 }
 
 typedef struct headshots_change {
@@ -211,7 +194,7 @@ err_t api_providers_add_headshot(hs_req *req) {
     storage_delete(key);
     return e;
   }
-  return hs_ok(req, profile_from_row(row));
+  return hs_ok_row(req, PROVIDERS_PROFILE_JSON, row);
 }
 
 err_t api_providers_delete_headshot(hs_req *req) {
@@ -223,7 +206,7 @@ err_t api_providers_delete_headshot(hs_req *req) {
   err_t e = edit_headshots(req, NULL, index, &removed, &row);
   if (e != ERR_OK) return e;
   storage_delete(removed);
-  return hs_ok(req, profile_from_row(row));
+  return hs_ok_row(req, PROVIDERS_PROFILE_JSON, row);
 }
 
 err_t api_providers_upload_id_documents(hs_req *req) {
@@ -240,22 +223,16 @@ err_t api_providers_upload_id_documents(hs_req *req) {
     return hs_found_or_fail(req, e, "Provider");
   }
   storage_delete(old_front), storage_delete(old_back);
-  /* the answer describes the upload just made (the row as it left it): a fast background
-   * check may already have written its result, which the next GET shows */
+  /* the answer describes the upload just made, the row as its UPDATE left it (check pending,
+   * the last check's fields cleared): a fast background check may already have written its
+   * result, which the next GET shows */
   if (!row || row->rows == 0) return hs_not_found(req, "Provider");
-  json_t *p = profile_from_row(row);
-  json_object_set_new(p, "idCheckStatus", json_string("pending"));
-  json_object_set_new(p, "idCheckFlags", json_array());
-  static const char *const cleared[] = {"idCheckName", "idCheckDOB", "idCheckExpiry", "idCheckState", "idCheckAt"};
-  for (size_t i = 0; i < sizeof cleared / sizeof *cleared; i++) json_object_set_new(p, cleared[i], json_null());
-  return hs_ok(req, p);
+  return hs_ok_row(req, PROVIDERS_PROFILE_JSON, row);
 }
 
 err_t api_providers_upload_insurance(hs_req *req) {
   const char *key;
   err_t e = replace_single_file(req, "insuranceDoc", prov_store_set_insurance_document, &key);
   if (e != ERR_OK) return e;
-  /* the specification's two members: the document's variants are in the profile */
-  return hs_ok(
-      req, json_pack("{s:o,s:s}", "insDocUrl", storage_url_json(key, URL_TTL_DOCUMENT), "insCheckStatus", "pending"));
+  return reply_url(req, "insDocUrl", key, URL_TTL_DOCUMENT, "pending");
 }

@@ -3,6 +3,7 @@
 #define DOMAIN_PROVIDERS_API_H
 #include "domain/domain.h"
 #include "http/http.h"
+#include "http/rowjson.h"
 
 /* providers_routes.c: the domain's rows (ended by a row of zeros) */
 extern const hs_route providers_routes[];
@@ -39,5 +40,9 @@ bool providers_check_insurance(json_t *payload, char err[256]);
 /* providers_api.c: the export's account and devicePushToken of a provider (domain_def's
  * export_in) */
 err_t providers_export_in(db_conn *c, const account_ref *who, account_export *x);
+
+/* providers_profile.c: a review of the provider `{ id, rating, comment, service, createdAt }`
+ * (a row of prov_store_reviews), which the public profile and the insights extend. */
+extern const hs_rj_field PROV_REVIEW_JSON[];
 
 #endif

@@ -2,7 +2,8 @@
  * (GET /providers/me/premium-insights). Every figure is computed here from rows of jobs,
  * quotes, payments, transfers to the provider and reviews; docs/decisions.md ("Provider
  * tools") states each formula.
- * Sums are kept in integer cents in jansson objects and turned into dollars at the end. */
+ * Sums are kept in integer cents in jansson objects, maps edited as the rows are tallied (by
+ * service, ZIP, year), and written in dollars with the answer's writer at the end. */
 #include "core/clock.h"
 #include "core/jsonx.h"
 #include "core/util.h"
@@ -30,13 +31,18 @@ static void add_to(json_t *obj, const char *key, int64_t n) {
   json_object_set_new(obj, key, json_integer(json_integer_value(v) + n));
 }
 
-/* { key: cents } as { key: dollars } (new reference). */
-static json_t *in_dollars(json_t *cents) {
-  json_t *out = json_object();
+/* Member name: { key: cents } as { key: dollars } (keys: services, ZIPs, years: nothing to
+ * escape). */
+static void in_dollars(jw *w, const char *name, json_t *cents) {
   const char *k;
   json_t *v;
-  json_object_foreach(cents, k, v) json_object_set_new(out, k, jx_money(json_integer_value(v)));
-  return out;
+  jw_key(w, name);
+  jw_obj(w);
+  json_object_foreach(cents, k, v) {
+    jw_key(w, k);
+    jw_money(w, json_integer_value(v));
+  }
+  jw_obj_end(w);
 }
 
 static int64_t cell_int(const db_res *r, int i, const char *col) {
@@ -107,8 +113,8 @@ static void awaiting(const db_res *moves, earnings *t) {
   }
 }
 
-/* The ZIP with the most income (the smallest ZIP among equals), or null. */
-static json_t *top_zip(json_t *by_zip) {
+/* Member topZip: the ZIP with the most income (the smallest ZIP among equals), or null. */
+static void top_zip(jw *w, json_t *by_zip) {
   const char *best = NULL, *k;
   json_int_t most = 0;
   json_t *v;
@@ -116,22 +122,24 @@ static json_t *top_zip(json_t *by_zip) {
     json_int_t n = json_integer_value(v);
     if (!best || n > most || (n == most && strcmp(k, best) < 0)) best = k, most = n;
   }
-  return best ? json_pack("{s:s,s:o}", "zip", best, "total", jx_money(most)) : json_null();
+  jw_key(w, "topZip");
+  best ? jw_pack(w, "{s:s,s:M}", "zip", best, "total", (int64_t)most) : jw_null(w);
 }
 
 /* The Preferred Pro fee as the member sees it: owed while a fee is unpaid (billed and not yet
  * taken from a transfer, or this month's not billed yet), for how much; the balance owed
  * besides (owed_row: payouts_read_owed). */
-static json_t *membership_fee(const db_res *pro, const db_res *owed_row) {
+static void membership_fee(jw *w, const db_res *pro, const db_res *owed_row) {
   int64_t owed_all = owed_row->rows ? cell_int(owed_row, 0, "owed_cents") : 0;
   int64_t fees_owed = owed_row->rows ? cell_int(owed_row, 0, "fees_owed_cents") : 0;
   int64_t balance = owed_all > 0 ? -owed_all : 0;
   const char *ends = db_field(pro, 0, "premium_ends_at");
   int64_t now = clock_now_ms();
   bool member = is_set(db_field(pro, 0, "is_premium")) && (!ends || strtoll(ends, NULL, 10) > now);
+  jw_key(w, "membershipFee");
   if (!member && fees_owed <= 0)
-    return json_pack("{s:b,s:i,s:s,s:o}", "owed", 0, "amount", 0, "reason", "Not a Preferred Pro member", "balance",
-                     jx_money(balance));
+    return jw_pack(w, "{s:b,s:i,s:s,s:M}", "owed", 0, "amount", 0, "reason", "Not a Preferred Pro member", "balance",
+                   balance);
   char month[8];
   period_of(now, month, 7);
   const char *billed = db_field(pro, 0, "premium_billed_month");
@@ -142,18 +150,15 @@ static json_t *membership_fee(const db_res *pro, const db_res *owed_row) {
                                                      "your next transfers"
                        : this_month                ? "Preferred Pro membership fee for this month"
                                                    : "This month's fee is paid";
-  return json_pack("{s:b,s:o,s:s,s:s,s:b,s:o}", "owed", amount > 0, "amount", jx_money(amount), "month", month,
-                   "reason", reason, "cancelAtMonthEnd", member && ends != NULL, "balance", jx_money(balance));
+  jw_pack(w, "{s:b,s:M,s:s,s:s,s:b,s:M}", "owed", amount > 0, "amount", amount, "month", month, "reason", reason,
+          "cancelAtMonthEnd", member && ends != NULL, "balance", balance);
 }
 
-/* One row of prov_store_reviews. */
-static json_t *review_json(const db_res *r, int i) {
-  return json_pack("{s:s,s:s,s:I,s:o,s:o,s:o,s:o}", "id", db_field(r, i, "id"), "jobId", db_field(r, i, "job_id"),
-                   "rating", (json_int_t)cell_int(r, i, "rating"), "comment", jx_str_or_null(db_field(r, i, "comment")),
-                   "customerName", jx_str_or_null(db_field(r, i, "customer_name")), "service",
-                   jx_str_or_null(db_field(r, i, "service")), "createdAt",
-                   jx_iso_or_null(db_field(r, i, "created_at")));
-}
+/* A row of prov_store_reviews as the provider sees it: the reviewer's job and name. */
+static const hs_rj_field REVIEW[] = {{"", "", RJ_INCLUDE, PROV_REVIEW_JSON},
+                                     {"jobId", "job_id", RJ_STR},
+                                     {"customerName", "customer_name", RJ_STR},
+                                     {0}};
 
 err_t api_providers_insights(hs_req *req) {
   arena *a = &req->arena;
@@ -181,28 +186,36 @@ err_t api_providers_insights(hs_req *req) {
   tally(won, &t);
   awaiting(moves, &t);
   const char *avg = db_field(stats, 0, "average");
-  json_t *recent = json_array();
-  for (int i = 0; i < reviews->rows; i++) json_array_append_new(recent, review_json(reviews, i));
-  json_t *annual = json_object();
+  jw *w = hs_jw(req, 2048 + 384 * (size_t)reviews->rows);
+  jw_obj(w);
+  jw_key(w, "averageRating");
+  avg ? jw_real(w, round(strtod(avg, NULL) * 100) / 100) : jw_null(w);
+  jw_key(w, "totalReviews");
+  jw_int(w, cell_int(stats, 0, "total"));
+  jw_key(w, "avgTurnaroundMs");
+  t.turnaround_n ? jw_int(w, llround((double)t.turnaround_sum / (double)t.turnaround_n)) : jw_null(w);
+  in_dollars(w, "incomeByService", t.by_service);
+  top_zip(w, t.by_zip);
+  jw_key(w, "annualIncomeByService");
+  jw_obj(w);
   const char *year;
   json_t *services;
-  json_object_foreach(t.by_year, year, services) json_object_set_new(annual, year, in_dollars(services));
-  json_t *out = json_object();
-  json_object_set_new(out, "averageRating", avg ? json_real(round(strtod(avg, NULL) * 100) / 100) : json_null());
-  json_object_set_new(out, "totalReviews", json_integer(cell_int(stats, 0, "total")));
-  json_object_set_new(out, "avgTurnaroundMs",
-                      t.turnaround_n ? json_integer(llround((double)t.turnaround_sum / (double)t.turnaround_n))
-                                     : json_null());
-  json_object_set_new(out, "incomeByService", in_dollars(t.by_service));
-  json_object_set_new(out, "topZip", top_zip(t.by_zip));
-  json_object_set_new(out, "annualIncomeByService", annual);
-  json_object_set_new(out, "membershipFee", membership_fee(pro, reads[5].res));
-  json_object_set_new(out, "pendingIncome",
-                      json_pack("{s:o,s:o,s:o,s:o}", "scheduled", jx_money(t.scheduled_total), "scheduledByService",
-                                in_dollars(t.scheduled), "awaitingTransfer", jx_money(t.awaiting_total),
-                                "awaitingByService", in_dollars(t.awaiting)));
-  json_object_set_new(out, "recentReviews", recent);
-  return hs_ok(req, out);
+  json_object_foreach(t.by_year, year, services) in_dollars(w, year, services);
+  jw_obj_end(w);
+  membership_fee(w, pro, reads[5].res);
+  jw_key(w, "pendingIncome");
+  jw_obj(w);
+  jw_key(w, "scheduled");
+  jw_money(w, t.scheduled_total);
+  in_dollars(w, "scheduledByService", t.scheduled);
+  jw_key(w, "awaitingTransfer");
+  jw_money(w, t.awaiting_total);
+  in_dollars(w, "awaitingByService", t.awaiting);
+  jw_obj_end(w);
+  jw_key(w, "recentReviews");
+  hs_rj_array(w, a, REVIEW, reviews);
+  jw_obj_end(w);
+  return hs_ok_jw(req, w);
 }
 
 /* ---- GET /providers/me/premium-insights ---- */
@@ -280,7 +293,10 @@ static geo_near *nearby_zips(arena *a, json_t *current, int *n) {
   return all;
 }
 
-static err_t zip_expansion(arena *a, const char *provider, json_t *current, const quote_market *m, json_t **out) {
+/* The demand of the ZIPs near the provider's that it does not serve, most open jobs first (*d,
+ * *n of them). */
+static err_t zip_demands(arena *a, const char *provider, json_t *current, const quote_market *m, zip_demand **out,
+                         int *nout) {
   int n;
   geo_near *near = nearby_zips(a, current, &n);
   const char **zips = arena_alloc(a, sizeof *zips * (size_t)(n + 1));
@@ -299,25 +315,41 @@ static err_t zip_expansion(arena *a, const char *provider, json_t *current, cons
     d[at].income += count * rate_of(m, SERVICE_NAMES[s]);
   }
   qsort(d, (size_t)n, sizeof *d, by_demand);
-  *out = json_array();
-  for (int i = 0; i < n && i < ZIP_EXPANSION && d[i].open_jobs > 0; i++) {
-    json_t *breakdown = json_object();
-    int top = 0;
-    for (int s = 0; s < NSERVICES; s++) {
-      if (!d[i].counts[s]) continue;
-      json_object_set_new(breakdown, SERVICE_NAMES[s], json_integer(d[i].counts[s]));
-      if (d[i].counts[s] > d[i].counts[top]) top = s;
-    }
-    json_array_append_new(*out, json_pack("{s:s,s:I,s:o,s:s,s:o}", "zip", d[i].zip, "openJobs",
-                                          (json_int_t)d[i].open_jobs, "projectedMonthlyIncome", jx_money(d[i].income),
-                                          "topService", SERVICE_NAMES[top], "serviceBreakdown", breakdown));
-  }
+  *out = d, *nout = n;
   return ERR_OK;
+}
+
+/* Member zipExpansion: the first ZIP_EXPANSION of the n demands d that have open jobs. */
+static void zip_expansion(jw *w, const zip_demand *d, int n) {
+  jw_key(w, "zipExpansion");
+  jw_arr(w);
+  for (int i = 0; i < n && i < ZIP_EXPANSION && d[i].open_jobs > 0; i++) {
+    int top = 0;
+    for (int s = 0; s < NSERVICES; s++)
+      if (d[i].counts[s] > d[i].counts[top]) top = s;
+    jw_obj(w);
+    jw_key_str(w, "zip", d[i].zip);
+    jw_key(w, "openJobs");
+    jw_int(w, d[i].open_jobs);
+    jw_key(w, "projectedMonthlyIncome");
+    jw_money(w, d[i].income);
+    jw_key_str(w, "topService", SERVICE_NAMES[top]);
+    jw_key(w, "serviceBreakdown");
+    jw_obj(w);
+    for (int s = 0; s < NSERVICES; s++)
+      if (d[i].counts[s]) {
+        jw_key(w, SERVICE_NAMES[s]);
+        jw_int(w, d[i].counts[s]);
+      }
+    jw_obj_end(w);
+    jw_obj_end(w);
+  }
+  jw_arr_end(w);
 }
 
 /* Per service the provider offers: its average quote against the market's, its win rate and
  * its monthly averages over the last TREND_MONTHS months. */
-static json_t *pricing_trends(const db_res *q, json_t *services, const quote_market *m) {
+static void pricing_trends(jw *w, const db_res *q, json_t *services, const quote_market *m) {
   char months[TREND_MONTHS][8];
   int64_t now = clock_now_ms();
   char current[8];
@@ -327,7 +359,8 @@ static json_t *pricing_trends(const db_res *q, json_t *services, const quote_mar
     snprintf(months[k], sizeof months[k], "%04d-%02d", year, month);
     if (--month == 0) month = 12, year--;
   }
-  json_t *out = json_object();
+  jw_key(w, "pricingTrends");
+  jw_obj(w);
   size_t si;
   json_t *sv;
   json_array_foreach(services, si, sv) {
@@ -343,33 +376,59 @@ static json_t *pricing_trends(const db_res *q, json_t *services, const quote_mar
       for (int k = 0; k < TREND_MONTHS; k++)
         if (!strcmp(months[k], ym)) msum[k] += amount, mbids[k]++;
     }
-    json_t *trend = json_array();
-    for (int k = 0; k < TREND_MONTHS; k++)
-      json_array_append_new(trend,
-                            json_pack("{s:s,s:o,s:I}", "month", months[k], "myAvg",
-                                      mbids[k] ? jx_money(llround((double)msum[k] / (double)mbids[k])) : json_null(),
-                                      "bids", (json_int_t)mbids[k]));
     int s = service_index(service);
-    json_object_set_new(out, service,
-                        json_pack("{s:o,s:o,s:f,s:I,s:I,s:o}", "myAvg",
-                                  bids ? jx_money(llround((double)sum / (double)bids)) : json_null(), "marketAvg",
-                                  s >= 0 && m[s].known ? jx_money(m[s].mean_cents) : json_null(), "winRate",
-                                  bids ? round((double)won / (double)bids * 100) / 100 : 0.0, "totalBids",
-                                  (json_int_t)bids, "wonBids", (json_int_t)won, "trend", trend));
+    jw_key(w, service); /* one of SERVICE_NAMES: nothing to escape */
+    jw_obj(w);
+    jw_key(w, "myAvg");
+    bids ? jw_money(w, llround((double)sum / (double)bids)) : jw_null(w);
+    jw_key(w, "marketAvg");
+    s >= 0 && m[s].known ? jw_money(w, m[s].mean_cents) : jw_null(w);
+    jw_key(w, "winRate");
+    jw_real(w, bids ? round((double)won / (double)bids * 100) / 100 : 0.0);
+    jw_key(w, "totalBids");
+    jw_int(w, bids);
+    jw_key(w, "wonBids");
+    jw_int(w, won);
+    jw_key(w, "trend");
+    jw_arr(w);
+    for (int k = 0; k < TREND_MONTHS; k++) {
+      jw_obj(w);
+      jw_key_str(w, "month", months[k]);
+      jw_key(w, "myAvg");
+      mbids[k] ? jw_money(w, llround((double)msum[k] / (double)mbids[k])) : jw_null(w);
+      jw_key(w, "bids");
+      jw_int(w, mbids[k]);
+      jw_obj_end(w);
+    }
+    jw_arr_end(w);
+    jw_obj_end(w);
   }
-  return out;
+  jw_obj_end(w);
 }
 
-/* One row of prov_store_lost_bids. */
-static json_t *lost_bid_json(const db_res *r, int i) {
-  int64_t mine = cell_int(r, i, "amount_cents"), winning = cell_int(r, i, "winning_cents");
-  return json_pack("{s:s,s:o,s:o,s:o,s:o}", "service", db_field(r, i, "service"), "myAmount", jx_money(mine),
-                   "winningAmount", jx_money(winning), "delta", jx_money(mine - winning), "date",
-                   jx_iso_or_null(db_field(r, i, "won_at")));
+/* Member lostBids: the rows of prov_store_lost_bids. */
+static void lost_bids(jw *w, const db_res *r) {
+  jw_key(w, "lostBids");
+  jw_arr(w);
+  for (int i = 0; i < r->rows; i++) {
+    int64_t mine = cell_int(r, i, "amount_cents"), winning = cell_int(r, i, "winning_cents");
+    jw_obj(w);
+    jw_key_str(w, "service", db_field(r, i, "service"));
+    jw_key(w, "myAmount");
+    jw_money(w, mine);
+    jw_key(w, "winningAmount");
+    jw_money(w, winning);
+    jw_key(w, "delta");
+    jw_money(w, mine - winning);
+    jw_key(w, "date");
+    jw_cell_iso(w, db_field(r, i, "won_at"));
+    jw_obj_end(w);
+  }
+  jw_arr_end(w);
 }
 
-static json_t *service_expansion(const db_res *open, json_t *offered, const quote_market *m) {
-  json_t *out = json_array();
+/* Member serviceExpansion: the services the provider does not offer, by estimated income. */
+static void service_expansion(jw *w, const db_res *open, json_t *offered, const quote_market *m) {
   int64_t jobs[NSERVICES] = {0};
   for (int i = 0; i < open->rows; i++) {
     int s = service_index(db_field(open, i, "service"));
@@ -385,12 +444,14 @@ static json_t *service_expansion(const db_res *open, json_t *offered, const quot
       if (ic < ip || (ic == ip && jobs[c] <= jobs[p])) break;
       order[y - 1] = c, order[y] = p;
     }
+  jw_key(w, "serviceExpansion");
+  jw_arr(w);
   for (int k = 0; k < n; k++) {
     int s = order[k];
-    json_array_append_new(out, json_pack("{s:s,s:I,s:o}", "service", SERVICE_NAMES[s], "openJobs", (json_int_t)jobs[s],
-                                         "estimatedMonthlyIncome", jx_money(jobs[s] * rate_of(m, SERVICE_NAMES[s]))));
+    jw_pack(w, "{s:s,s:I,s:M}", "service", SERVICE_NAMES[s], "openJobs", jobs[s], "estimatedMonthlyIncome",
+            jobs[s] * rate_of(m, SERVICE_NAMES[s]));
   }
-  return out;
+  jw_arr_end(w);
 }
 
 static bool insured(const char *status) { return status && (!strcmp(status, "active") || !strcmp(status, "review")); }
@@ -408,27 +469,27 @@ err_t api_providers_premium_insights(hs_req *req) {
   quote_market m[NSERVICES];
   for (int s = 0; s < NSERVICES; s++)
     if ((e = quotes_market(a, SERVICE_NAMES[s], &m[s])) != ERR_OK) return e;
-  json_t *expansion;
-  if ((e = zip_expansion(a, id, zips, m, &expansion)) != ERR_OK) return e;
-  arena_json(a, expansion);
+  zip_demand *demand;
+  int ndemand;
+  if ((e = zip_demands(a, id, zips, m, &demand, &ndemand)) != ERR_OK) return e;
   if ((e = prov_store_quotes(a, id, &quotes)) != ERR_OK ||
       (e = prov_store_lost_bids(a, id, LOST_BIDS, &lost)) != ERR_OK ||
       (e = prov_store_open_jobs_by_service(a, id, &open)) != ERR_OK ||
       (e = prov_store_local_completed(a, id, &local)) != ERR_OK)
     return e;
-  json_t *lost_list = json_array();
-  for (int i = 0; i < lost->rows; i++) json_array_append_new(lost_list, lost_bid_json(lost, i));
   int64_t total = cell_int(local, 0, "total"), by_insured = cell_int(local, 0, "insured");
-  json_t *out = json_object();
-  json_object_set_new(out, "currentZips", json_incref(zips));
-  json_object_set_new(out, "zipExpansion", json_incref(expansion));
-  json_object_set_new(out, "pricingTrends", pricing_trends(quotes, services, m));
-  json_object_set_new(out, "lostBids", lost_list);
-  json_object_set_new(out, "insuranceOpportunity",
-                      json_pack("{s:I,s:I,s:I,s:b}", "totalCompleted", (json_int_t)total, "wonByInsured",
-                                (json_int_t)by_insured, "pct",
-                                (json_int_t)(total ? llround(100.0 * by_insured / total) : 0), "providerHasInsurance",
-                                insured(db_field(pro, 0, "ins_check_status"))));
-  json_object_set_new(out, "serviceExpansion", service_expansion(open, services, m));
-  return hs_ok(req, out);
+  jw *w = hs_jw(req, 4096);
+  jw_obj(w);
+  jw_key(w, "currentZips");
+  jw_json(w, db_field(pro, 0, "service_zips") ? db_field(pro, 0, "service_zips") : "[]");
+  zip_expansion(w, demand, ndemand);
+  pricing_trends(w, quotes, services, m);
+  lost_bids(w, lost);
+  jw_key(w, "insuranceOpportunity");
+  jw_pack(w, "{s:I,s:I,s:I,s:b}", "totalCompleted", total, "wonByInsured", by_insured, "pct",
+          (int64_t)(total ? llround(100.0 * by_insured / total) : 0), "providerHasInsurance",
+          insured(db_field(pro, 0, "ins_check_status")));
+  service_expansion(w, open, services, m);
+  jw_obj_end(w);
+  return hs_ok_jw(req, w);
 }

@@ -9,6 +9,7 @@
 #include "domain/quotes/quotes.h"
 #include "ext/storage.h"
 #include "http/paging.h"
+#include "http/rowjson.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,31 +18,40 @@
 
 /* "Casey T." from "Casey Tran", "Casey" from "Casey": the first word and the first character
  * (UTF-8) of the last. A deleted account is "Deleted account". */
-static json_t *reviewer_name(arena *a, const char *name, bool deleted) {
-  if (deleted) return json_string("Deleted account");
-  if (!name) return json_null();
+static void write_reviewer(jw *w, const db_res *r, int row, const char *name) {
+  if (db_field(r, row, "customer_deleted_at")) return jw_str(w, "Deleted account");
+  if (!name) return jw_null(w);
   const char *first = name + strspn(name, " "), *last = NULL;
   size_t first_len = strcspn(first, " ");
   for (const char *p = first + first_len; *(p += strspn(p, " "));) last = p, p += strcspn(p, " ");
-  if (!last) return json_stringn(first, first_len);
+  if (!last) return jw_strn(w, first, first_len);
   unsigned char c = (unsigned char)*last;
   size_t n = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
   if (strnlen(last, n) < n) n = 1;
-  return json_string(arena_printf(a, "%.*s %.*s.", (int)first_len, first, (int)n, last));
+  jw_str(w, arena_printf(w->a, "%.*s %.*s.", (int)first_len, first, (int)n, last));
 }
 
-static json_t *reviews_json(arena *a, const db_res *r) {
-  json_t *out = json_array();
-  for (int i = 0; i < r->rows; i++)
-    json_array_append_new(
-        out,
-        json_pack("{s:s,s:I,s:o,s:o,s:o,s:o}", "id", db_field(r, i, "id"), "rating",
-                  (json_int_t)db_int(r, i, db_col(r, "rating")), "comment", jx_str_or_null(db_field(r, i, "comment")),
-                  "service", jx_str_or_null(db_field(r, i, "service")), "reviewerName",
-                  reviewer_name(a, db_field(r, i, "customer_name"), db_field(r, i, "customer_deleted_at") != NULL),
-                  "createdAt", jx_iso_or_null(db_field(r, i, "created_at"))));
-  return out;
-}
+const hs_rj_field PROV_REVIEW_JSON[] = {
+    {"id", "id", RJ_STR},           {"rating", "rating", RJ_INT},        {"comment", "comment", RJ_STR},
+    {"service", "service", RJ_STR}, {"createdAt", "created_at", RJ_ISO}, {0},
+};
+
+/* A review as the public profile shows it: the reviewer's name shortened. */
+static const hs_rj_field REVIEW[] = {
+    {"", "", RJ_INCLUDE, PROV_REVIEW_JSON}, {"reviewerName", "customer_name", RJ_FN, .write = write_reviewer}, {0}};
+
+/* The members of the public profile read from the provider's row as they are. */
+static const hs_rj_field PUBLIC[] = {
+    {"id", "id", RJ_STR},
+    {"name", "name", RJ_STR},
+    {"companyName", "company_name", RJ_STR},
+    {"services", "services", RJ_LIST},
+    {"serviceZips", "service_zips", RJ_LIST},
+    {"completedJobs", "completed_jobs", RJ_INT},
+    {"memberSince", "created_at", RJ_ISO},
+    {"preferredPro", "is_premium", RJ_BOOL},
+    {0},
+};
 
 err_t api_providers_public_profile(hs_req *req) {
   arena *a = &req->arena;
@@ -58,25 +68,33 @@ err_t api_providers_public_profile(hs_req *req) {
   const char *headshots = db_field(p, 0, "headshots"), *avg = db_field(stats, 0, "average");
   json_t *keys = arena_json(a, jx_parse_or(headshots, json_array()));
   const char *ins = db_field(p, 0, "ins_check_status");
-  json_t *o = json_object();
-  json_object_set_new(o, "id", json_string(db_field(p, 0, "id")));
-  json_object_set_new(o, "name", json_string(db_field(p, 0, "name")));
-  json_object_set_new(o, "companyName", jx_str_or_null(db_field(p, 0, "company_name")));
-  json_object_set_new(o, "headshotUrl", storage_url_json(json_string_value(json_array_get(keys, 0)), URL_TTL_PHOTO));
-  json_object_set_new(o, "logoUrl", storage_url_json(db_field(p, 0, "logo_url"), URL_TTL_PHOTO));
-  json_object_set_new(o, "services", jx_parse_or(db_field(p, 0, "services"), json_array()));
-  json_object_set_new(o, "serviceZips", jx_parse_or(db_field(p, 0, "service_zips"), json_array()));
-  json_object_set_new(o, "averageRating", avg ? json_real(round(strtod(avg, NULL) * 100) / 100) : json_null());
-  json_object_set_new(o, "totalReviews", json_integer(db_int(stats, 0, db_col(stats, "total"))));
-  json_object_set_new(o, "completedJobs", json_integer(db_int(p, 0, db_col(p, "completed_jobs"))));
-  json_object_set_new(o, "memberSince", jx_iso_or_null(db_field(p, 0, "created_at")));
-  json_object_set_new(o, "preferredPro", jx_bool(db_field(p, 0, "is_premium")));
-  json_object_set_new(o, "insured", json_boolean(ins && (!strcmp(ins, "active") || !strcmp(ins, "review"))));
-  json_object_set_new(
-      o, "verified",
-      json_boolean(quotes_provider_verified(headshots, db_field(p, 0, "id_doc_front"), db_field(p, 0, "id_doc_back"))));
-  storage_variants_json_set(o); /* the headshot's and the logo's */
-  json_object_set_new(o, "reviews", reviews_json(a, reviews));
-  if (pg.next) json_object_set_new(o, "reviewsNextCursor", json_string(pg.next));
-  return hs_ok(req, o);
+  jw *w = hs_jw(req, 1024 + 384 * (size_t)reviews->rows);
+  jw_obj(w);
+  hs_rj_members(w, hs_rj_bind(a, PUBLIC, p), p, 0);
+  /* the headshot (the first) and the logo, linked with one expiry for their variants */
+  const char *headshot = json_string_value(json_array_get(keys, 0)), *logo = db_field(p, 0, "logo_url");
+  int64_t expires = storage_url_expiry(URL_TTL_PHOTO);
+  jw_key(w, "headshotUrl");
+  storage_url_jw_at(w, headshot, expires);
+  jw_key(w, "logoUrl");
+  storage_url_jw_at(w, logo, expires);
+  if (storage_has_variants(headshot) || storage_has_variants(logo)) {
+    storage_variants_open(w);
+    storage_variants_add(w, headshot, expires);
+    storage_variants_add(w, logo, expires);
+    storage_variants_close(w);
+  }
+  jw_key(w, "averageRating");
+  avg ? jw_real(w, round(strtod(avg, NULL) * 100) / 100) : jw_null(w);
+  jw_key(w, "totalReviews");
+  jw_int(w, db_int(stats, 0, db_col(stats, "total")));
+  jw_key(w, "insured");
+  jw_bool(w, ins && (!strcmp(ins, "active") || !strcmp(ins, "review")));
+  jw_key(w, "verified");
+  jw_bool(w, quotes_provider_verified(headshots, db_field(p, 0, "id_doc_front"), db_field(p, 0, "id_doc_back")));
+  jw_key(w, "reviews");
+  hs_rj_array(w, a, REVIEW, reviews);
+  if (pg.next) jw_key_str(w, "reviewsNextCursor", pg.next);
+  jw_obj_end(w);
+  return hs_ok_jw(req, w);
 }

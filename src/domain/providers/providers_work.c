@@ -12,6 +12,7 @@
 #include "http/rowjson.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 err_t api_providers_jobs(hs_req *req) {
@@ -42,7 +43,9 @@ err_t api_providers_availability(hs_req *req) {
   db_res *r;
   err_t e = prov_store_get(&req->arena, req->auth.id, &r);
   if (e) return hs_found_or_fail(req, e, "Provider");
-  return hs_ok(req, availability_json(db_field(r, 0, "availability")));
+  jw *w = hs_jw(req, 512);
+  availability_jw(w, db_field(r, 0, "availability"));
+  return hs_ok_jw(req, w);
 }
 
 err_t api_providers_set_availability(hs_req *req) {
@@ -50,10 +53,13 @@ err_t api_providers_set_availability(hs_req *req) {
   json_t *week = arena_json(&req->arena, availability_complete(json_object_get(req->body, "availability"), err));
   if (!week) return hs_fail_invalid(req, err);
   char *text = json_dumps(week, JSON_COMPACT);
-  err_t e = prov_store_set_availability(req->auth.id, text);
+  if (!text) return ERR_INTERNAL;
+  jw *w = hs_jw(req, strlen(text) + 1);
+  jw_json(w, text); /* the answer is the week as stored */
   free(text);
+  err_t e = prov_store_set_availability(req->auth.id, jw_text(w));
   if (e == ERR_NOT_FOUND) return hs_not_found(req, "Provider");
-  return e == ERR_OK ? hs_ok(req, json_incref(week)) : e;
+  return e == ERR_OK ? hs_ok_jw(req, w) : e;
 }
 
 /* A membership change's answer: the one place its outcomes become HTTP. */
@@ -63,7 +69,7 @@ static err_t membership_answer(hs_req *req, membership_outcome out, int64_t ends
   case MEMBERSHIP_RESUMED:
     return hs_ok_pack(req, "{s:b,s:s}", "ok", 1, "message", "Your Preferred Pro membership continues");
   case MEMBERSHIP_CANCELLED:
-    return hs_ok(req, json_pack("{s:b,s:b,s:o}", "isPremium", 1, "cancelAtMonthEnd", 1, "endsAt", jx_iso(ends)));
+    return hs_ok_pack(req, "{s:b,s:b,s:T}", "isPremium", 1, "cancelAtMonthEnd", 1, "endsAt", ends);
   case MEMBERSHIP_ALREADY_MEMBER:
     return hs_fail_code(req, ERR_CONFLICT, "already_member", "You are already a Preferred Pro member");
   case MEMBERSHIP_NOT_MEMBER:

@@ -11,9 +11,6 @@
 
 extern const domain_def quotes_domain;
 
-/* The Quote JSON of row i of a `SELECT quotes.*` result. New reference. */
-json_t *quotes_json(const db_res *q, int i);
-
 /* The platform fee of a quote amount: 18%, rounded to the cent. */
 int64_t quotes_platform_fee(int64_t amount_cents);
 

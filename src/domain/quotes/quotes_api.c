@@ -26,17 +26,6 @@ bool quotes_total_chargeable(int64_t amount_cents) { return amount_cents * 118 >
 /* checked before anything else, as a validation of the amount */
 static const char TOO_SMALL[] = "amount: the total charged must be at least 0.50";
 
-json_t *quotes_json(const db_res *q, int i) {
-  arena a;
-  arena_init(&a);
-  jw w;
-  jw_init(&w, &a, 512);
-  hs_rj_object(&w, hs_rj_bind(&a, SHAPE_QUOTE, q), q, i);
-  json_t *out = json_loads(jw_text(&w), 0, NULL);
-  arena_fini(&a);
-  return out;
-}
-
 /* Answers {quote, job}: quote q (a quotes_store_get row) and the Job JSON of job (a `jobs.*`
  * row). */
 static err_t reply_accepted(hs_req *req, const db_res *q, const db_res *job) {
@@ -230,17 +219,9 @@ err_t api_quotes_for_job(hs_req *req) {
   db_res *job = reads[0].res, *q = reads[1].res;
   if (job->rows == 0 || strcmp(db_field(job, 0, "customer_id"), req->auth.id)) return hs_not_found(req, "Job");
   if (page || (e = hs_page_end(req, &pg, q)) != ERR_OK) return page ? page : e;
-  static const hs_rj_field provider_fields[] = {
-      {"name", "name", RJ_STR},
-      {"phone", "phone", RJ_STR},
-      {"companyName", "company_name", RJ_STR},
-      {"companyUrl", "company_url", RJ_STR},
-      {"insuranceInfo", "insurance_info", RJ_STR},
-      {"logoUrl", "logo_url", RJ_URL},
-      {0},
-  };
   jw *w = hs_jw(req, 1024 * (size_t)(q->rows + 1));
-  hs_rj *quote = hs_rj_bind(&req->arena, SHAPE_QUOTE, q), *provider = hs_rj_bind(&req->arena, provider_fields, q);
+  hs_rj *quote = hs_rj_bind(&req->arena, SHAPE_QUOTE, q),
+        *provider = hs_rj_bind(&req->arena, SHAPE_PROVIDER_CONTACT, q);
   int avg = db_col(q, "average_rating");
   jw_arr(w);
   for (int i = 0; i < q->rows; i++) {

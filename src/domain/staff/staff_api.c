@@ -18,21 +18,45 @@
 #include <stdlib.h>
 #include <string.h>
 
-json_t *staff_json(const db_res *r, int row) {
-  return json_pack("{s:s,s:s,s:s,s:s,s:o}", "id", db_field(r, row, "id"), "name", db_field(r, row, "name"), "email",
-                   db_field(r, row, "email"), "role", db_field(r, row, "role"), "createdAt",
-                   jx_iso_or_null(db_field(r, row, "created_at")));
+const hs_rj_field STAFF_JSON[] = {
+    {"id", "id", RJ_STR},
+    {"name", "name", RJ_STR},
+    {"email", "email", RJ_STR},
+    {"role", "role", RJ_STR},
+    {"createdAt", "created_at", RJ_ISO},
+    {0},
+};
+const hs_rj_field STAFF_IDENTITY_JSON[] = {
+    {"id", "id", RJ_STR}, {"name", "name", RJ_STR}, {"email", "email", RJ_STR}, {"role", "role", RJ_STR}, {0},
+};
+
+err_t staff_fail(hs_req *req, staff_outcome out) {
+  switch (out) {
+  case STAFF_EMAIL_TAKEN: return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_EMAIL_TAKEN, "Email already registered");
+  case STAFF_ELEVATION_OPEN:
+    return hs_fail(req, ERR_CONFLICT, "An elevation request for this account is already pending, approved or active");
+  case STAFF_ELEVATION_REJECTED:
+    return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "Elevation request was rejected");
+  case STAFF_REPORT_RESOLVED: return hs_fail(req, ERR_CONFLICT, "This report was already resolved");
+  case STAFF_DONE:
+  case STAFF_FAILED: break;
+  }
+  return ERR_INTERNAL;
 }
 
-/* {token, staff: {id, name, email, role}} with a staff token for the member in row 0. */
+/* {token, staff: StaffIdentity} with a staff token for the member in row 0. */
 static err_t reply_staff_token(hs_req *req, const db_res *r) {
   char *token = token_issue(db_field(r, 0, "id"), db_field(r, 0, "role"), true, NULL,
                             db_int(r, 0, db_col(r, "token_gen")), TOKEN_TTL_STAFF);
   if (!token) return ERR_INTERNAL;
-  json_t *body = json_pack("{s:s,s:{s:s,s:s,s:s,s:s}}", "token", token, "staff", "id", db_field(r, 0, "id"), "name",
-                           db_field(r, 0, "name"), "email", db_field(r, 0, "email"), "role", db_field(r, 0, "role"));
+  jw *w = hs_jw(req, 512);
+  jw_obj(w);
+  jw_key_str(w, "token", token);
   free(token);
-  return hs_ok(req, body);
+  jw_key(w, "staff");
+  hs_rj_object(w, hs_rj_bind(&req->arena, STAFF_IDENTITY_JSON, r), r, 0);
+  jw_obj_end(w);
+  return hs_ok_jw(req, w);
 }
 
 err_t api_staff_login(hs_req *req) {
@@ -54,7 +78,7 @@ err_t api_staff_me(hs_req *req) {
   db_res *r;
   err_t e = staff_store_get(&req->arena, req->auth.id, &r);
   if (e == ERR_NOT_FOUND) return hs_not_found(req, "Staff member");
-  return e == ERR_OK ? hs_ok(req, staff_json(r, 0)) : e;
+  return e == ERR_OK ? hs_ok_row(req, STAFF_JSON, r) : e;
 }
 
 err_t api_staff_list(hs_req *req) {
@@ -63,28 +87,24 @@ err_t api_staff_list(hs_req *req) {
   err_t e = hs_page_begin(req, &STAFF_KEYSET, NULL, 0, &pg);
   if (!e) e = staff_store_list(&req->arena, &pg, &r);
   if (!e) e = hs_page_end(req, &pg, r);
-  if (e != ERR_OK) return e;
-  json_t *list = json_array();
-  for (int i = 0; i < r->rows; i++) json_array_append_new(list, staff_json(r, i));
-  return hs_ok(req, list);
+  return e == ERR_OK ? hs_ok_rows(req, STAFF_JSON, r, 160) : e;
 }
 
 err_t api_staff_create(hs_req *req) {
   const char *name = hs_body_str(req, "name"), *email = hs_body_str(req, "email"), *role = hs_body_str(req, "role");
   db_res *r;
   if (staff_store_find_email(&req->arena, email, &r) != ERR_OK) return ERR_INTERNAL;
-  if (r->rows) return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_EMAIL_TAKEN, "Email already registered");
+  if (r->rows) return staff_fail(req, STAFF_EMAIL_TAKEN);
   char hash[128], id[ID_LEN + 1];
   err_t e = auth_hash_password(req, hs_body_str(req, "password"), hash);
   if (e != ERR_OK) return e;
   id_new(id);
   json_t *detail = arena_json(&req->arena, json_pack("{s:s,s:s,s:s}", "name", name, "email", email, "role", role));
   audit_action act = {req->auth.id, req->auth.role, "staff.create", id, "staff", detail};
-  e = staff_store_insert(id, name, email, hash, role, &act);
-  if (e == ERR_CONFLICT) return hs_fail_code(req, e, ERR_CODE_EMAIL_TAKEN, "Email already registered");
-  if (e != ERR_OK) return e;
+  staff_outcome out = staff_store_insert(id, name, email, hash, role, &act);
+  if (out != STAFF_DONE) return staff_fail(req, out);
   if (staff_store_get(&req->arena, id, &r) != ERR_OK) return ERR_INTERNAL;
-  return hs_ok(req, staff_json(r, 0));
+  return hs_ok_row(req, STAFF_JSON, r);
 }
 
 json_t *staff_cli_check(const char *name, const char *email, const char *role, const char *password, char msg[320]) {

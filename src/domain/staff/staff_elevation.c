@@ -26,19 +26,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-json_t *elevation_json(const db_res *r, int row) {
-  const char *activated = db_field(r, row, "activated_at");
-  return json_pack(
-      "{s:s,s:s,s:{s:s,s:s,s:s,s:s},s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "id", db_field(r, row, "id"), "staffId",
-      db_field(r, row, "staff_id"), "staff", "id", db_field(r, row, "staff_id"), "name", db_field(r, row, "staff_name"),
-      "email", db_field(r, row, "staff_email"), "role", db_field(r, row, "staff_role"), "targetId",
-      db_field(r, row, "target_id"), "targetRole", db_field(r, row, "target_role"), "reason",
-      db_field(r, row, "reason"), "status", db_field(r, row, "status"), "createdAt",
-      jx_iso_or_null(db_field(r, row, "created_at")), "resolvedAt", jx_iso_or_null(db_field(r, row, "resolved_at")),
-      "activatedAt", jx_iso_or_null(activated), "expiresAt",
-      activated ? jx_iso(strtoll(activated, NULL, 10) + ELEVATION_TTL_MS) : json_null(), "deactivatedAt",
-      jx_iso_or_null(db_field(r, row, "deactivated_at")), "updatedAt", jx_iso_or_null(db_field(r, row, "updated_at")));
-}
+const hs_rj_field ELEVATION_JSON[] = {
+    {"id", "id", RJ_STR},
+    {"staffId", "staff_id", RJ_STR},
+    {"staff", "staff_", RJ_OBJECT, STAFF_IDENTITY_JSON}, /* staff_id, staff_name, ... */
+    {"targetId", "target_id", RJ_STR},
+    {"targetRole", "target_role", RJ_STR},
+    {"reason", "reason", RJ_STR},
+    {"status", "status", RJ_STR},
+    {"createdAt", "created_at", RJ_ISO},
+    {"resolvedAt", "resolved_at", RJ_ISO},
+    {"activatedAt", "activated_at", RJ_ISO},
+    {"expiresAt", "expires_at", RJ_ISO},
+    {"deactivatedAt", "deactivated_at", RJ_ISO},
+    {"updatedAt", "updated_at", RJ_ISO},
+    {0},
+};
 
 /* The link token of action ("approve" or "deny") on elevation id. */
 static void link_token(const char *id, const char *action, char out[65]) {
@@ -82,12 +85,12 @@ err_t api_staff_elevation_create(hs_req *req) {
                             link_url(&req->arena, id, "approve"), link_url(&req->arena, id, "deny"));
   json_t *detail = arena_json(&req->arena, json_pack("{s:s,s:s}", "elevationId", id, "reason", reason));
   audit_action act = {req->auth.id, req->auth.role, "elevation.request", target_id, target_role, detail};
-  e = staff_store_elevation_insert(id, req->auth.id, target_id, target_role, reason, subject, body, &act);
-  if (e == ERR_CONFLICT)
-    return hs_fail(req, e, "An elevation request for this account is already pending, approved or active");
+  staff_outcome out =
+      staff_store_elevation_insert(id, req->auth.id, target_id, target_role, reason, subject, body, &act);
+  if (out != STAFF_DONE) return staff_fail(req, out);
   db_res *r;
-  if (e != ERR_OK || (e = load(req, id, &r)) != ERR_OK) return e;
-  return hs_ok(req, elevation_json(r, 0));
+  if ((e = load(req, id, &r)) != ERR_OK) return e;
+  return hs_ok_row(req, ELEVATION_JSON, r);
 }
 
 /* ---- the administrator's links ---- */
@@ -180,14 +183,8 @@ err_t api_staff_elevation_deny(hs_req *req) { return resolve(req, MOVE_DENY, "de
 
 err_t api_admin_elevations(hs_req *req) {
   staff_expire_elevations();
-  db_page pg;
-  db_res *r;
-  err_t e =
-      hs_page_rows(req, &ELEVATIONS_KEYSET, 0, staff_store_elevations_by_status, hs_query_str(req, "status"), &pg, &r);
-  if (e != ERR_OK) return e;
-  json_t *list = json_array();
-  for (int i = 0; i < r->rows; i++) json_array_append_new(list, elevation_json(r, i));
-  return hs_ok(req, list);
+  return hs_ok_page(req, &ELEVATIONS_KEYSET, 0, staff_store_elevations_by_status, hs_query_str(req, "status"),
+                    ELEVATION_JSON, 640);
 }
 
 /* Approve or deny a PENDING request as the links do; deny also ends an APPROVED or ACTIVE one.
@@ -216,7 +213,7 @@ static err_t admin_resolve(hs_req *req, elevation_move move) {
   if (!moved)
     return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE,
                         arena_printf(&req->arena, "Elevation request is already %s", db_field(r, 0, "status")));
-  return hs_ok(req, elevation_json(r, 0));
+  return hs_ok_row(req, ELEVATION_JSON, r);
 }
 
 err_t api_admin_elevation_approve(hs_req *req) { return admin_resolve(req, MOVE_APPROVE); }
@@ -229,10 +226,7 @@ err_t api_staff_elevation_list(hs_req *req) {
   db_page pg;
   db_res *r;
   err_t e = hs_page_rows(req, &ELEVATIONS_KEYSET, 0, staff_store_elevations_by_staff, req->auth.id, &pg, &r);
-  if (e != ERR_OK) return e;
-  json_t *list = json_array();
-  for (int i = 0; i < r->rows; i++) json_array_append_new(list, elevation_json(r, i));
-  return hs_ok(req, list);
+  return e == ERR_OK ? hs_ok_rows(req, ELEVATION_JSON, r, 640) : e;
 }
 
 /* Loads elevation id and checks that the caller owns it (403 otherwise). */
@@ -262,10 +256,9 @@ err_t api_staff_impersonate(hs_req *req) {
   if (!moved) return hs_fail(req, ERR_FORBIDDEN, "Elevation request is not approved");
   char *token = token_issue(target.id, role, false, id, target.token_gen, TOKEN_TTL_STAFF_IMPERSONATION);
   if (!token) return ERR_INTERNAL;
-  json_t *body = json_pack("{s:s,s:{s:s,s:s,s:s,s:s}}", "token", token, "identity", "id", target.id, "name",
-                           target.name, "email", target.email, "role", role);
+  e = common_reply_impersonation(req, token, target.id, target.name, target.email, role);
   free(token);
-  return hs_ok(req, body);
+  return e;
 }
 
 err_t api_staff_elevation_deactivate(hs_req *req) {
@@ -274,8 +267,7 @@ err_t api_staff_elevation_deactivate(hs_req *req) {
   err_t e = load_own(req, id, &r);
   if (e != ERR_OK) return e;
   const char *status = db_field(r, 0, "status");
-  if (!strcmp(status, "REJECTED"))
-    return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "Elevation request was rejected");
+  if (!strcmp(status, "REJECTED")) return staff_fail(req, STAFF_ELEVATION_REJECTED);
   if (strcmp(status, "DEACTIVATED")) {
     audit_action act = {req->auth.id,
                         req->auth.role,
@@ -287,20 +279,46 @@ err_t api_staff_elevation_deactivate(hs_req *req) {
     if (staff_store_elevation_move(MOVE_DEACTIVATE, id, req->auth.id, &act, &moved) != ERR_OK ||
         load(req, id, &r) != ERR_OK)
       return ERR_INTERNAL;
-    if (!moved && strcmp(db_field(r, 0, "status"), "DEACTIVATED"))
-      return hs_fail_code(req, ERR_CONFLICT, ERR_CODE_INVALID_STATE, "Elevation request was rejected");
+    if (!moved && strcmp(db_field(r, 0, "status"), "DEACTIVATED")) return staff_fail(req, STAFF_ELEVATION_REJECTED);
   }
-  return hs_ok(req, elevation_json(r, 0));
+  return hs_ok_row(req, ELEVATION_JSON, r);
 }
 
 /* ---- GET /staff/audit/sessions ---- */
 
-static json_t *event_json(const db_res *r, int i) {
-  return json_pack("{s:s,s:I,s:s,s:s,s:s,s:o,s:n,s:o,s:n}", "id", db_field(r, i, "id"), "seq",
-                   (json_int_t)db_int(r, i, db_col(r, "seq")), "elevationId", db_field(r, i, "elevation_id"), "method",
-                   db_field(r, i, "method"), "path", db_field(r, i, "path"), "body",
-                   jx_parse_or(db_field(r, i, "body"), json_null()), "status", "createdAt",
-                   jx_iso_or_null(db_field(r, i, "created_at")), "completedAt");
+/* An impersonated request as recorded (its answer's status and time, completedAt, are added
+ * from the outcome's record). */
+static const hs_rj_field EVENT_JSON[] = {
+    {"id", "id", RJ_STR},
+    {"seq", "seq", RJ_INT},
+    {"elevationId", "elevation_id", RJ_STR},
+    {"method", "method", RJ_STR},
+    {"path", "path", RJ_STR},
+    {"body", "body", RJ_JSON_CLEAN},
+    {"createdAt", "created_at", RJ_ISO},
+    {0},
+};
+
+/* The elevation's requests (rows of kind "request" of events, keyed by elevation_id in reqs),
+ * each with its answer's status and time (the last "outcome" whose ref_seq is its seq). */
+static void write_session_events(jw *w, const hs_rj *b, const db_res *ev, const staff_keyed *reqs, int nreqs,
+                                 const staff_keyed *resps, int nresps, const char *elevation_id) {
+  jw_key(w, "events");
+  jw_arr(w);
+  for (int k = staff_keyed_first(reqs, nreqs, elevation_id); k < nreqs && !strcmp(reqs[k].key, elevation_id); k++) {
+    int i = reqs[k].row, last = -1;
+    const char *seq = db_field(ev, i, "seq");
+    for (int j = staff_keyed_first(resps, nresps, seq); j < nresps && !strcmp(resps[j].key, seq); j++)
+      last = resps[j].row;
+    jw_obj(w);
+    hs_rj_members(w, b, ev, i);
+    jw_key(w, "status");
+    last < 0 ? jw_null(w) : jw_int(w, db_int(ev, last, db_col(ev, "status")));
+    jw_key(w, "completedAt");
+    last < 0 ? jw_null(w) : jw_cell_iso(w, db_field(ev, last, "created_at"));
+    jw_obj_end(w);
+  }
+  jw_arr_end(w);
 }
 
 /* A page of the staff members (STAFF_KEYSET), each with every elevation and its events. */
@@ -315,62 +333,58 @@ err_t api_staff_audit_sessions(hs_req *req) {
              audit_sessions_events(&req->arena, &events) != ERR_OK))
     e = ERR_INTERNAL;
   if (e != ERR_OK) return e;
-  json_t *by_staff = arena_json(&req->arena, json_object()), *by_elevation = arena_json(&req->arena, json_object());
-  json_t *by_seq = arena_json(&req->arena, json_object());
-  json_t *list = json_array();
+  arena *a = &req->arena;
+  int nown, nreqs, nresps;
+  staff_keyed *owned = staff_keyed_rows(a, elevations, "staff_id", NULL, &nown);
+  staff_keyed *reqs = staff_keyed_rows(a, events, "elevation_id", "request", &nreqs);
+  staff_keyed *resps = staff_keyed_rows(a, events, "ref_seq", "outcome", &nresps);
+  hs_rj *sb = hs_rj_bind(a, STAFF_JSON, staff), *eb = hs_rj_bind(a, ELEVATION_JSON, elevations);
+  hs_rj *vb = hs_rj_bind(a, EVENT_JSON, events);
+  jw *w = hs_jw(req, 256 * (size_t)(staff->rows + elevations->rows + events->rows + 1));
+  jw_arr(w);
   for (int i = 0; i < staff->rows; i++) {
-    json_t *s = staff_json(staff, i);
-    json_object_set_new(s, "sessions", json_array());
-    json_object_set(by_staff, db_field(staff, i, "id"), s);
-    json_array_append_new(list, s);
-  }
-  for (int i = 0; i < elevations->rows; i++) {
-    json_t *owner = json_object_get(by_staff, db_field(elevations, i, "staff_id"));
-    if (!owner) continue; /* a staff member of another page */
-    json_t *el = elevation_json(elevations, i);
-    json_object_set_new(el, "events", json_array());
-    json_object_set(by_elevation, db_field(elevations, i, "id"), el);
-    json_array_append_new(json_object_get(owner, "sessions"), el);
-  }
-  for (int i = 0; i < events->rows; i++) {
-    const char *kind = db_field(events, i, "kind");
-    if (!strcmp(kind, "request")) {
-      json_t *session = json_object_get(by_elevation, db_field(events, i, "elevation_id"));
-      if (!session) continue;
-      json_t *ev = event_json(events, i);
-      json_object_set(by_seq, db_field(events, i, "seq"), ev);
-      json_array_append_new(json_object_get(session, "events"), ev);
-    } else {
-      json_t *ev = json_object_get(by_seq, db_field(events, i, "ref_seq") ? db_field(events, i, "ref_seq") : "");
-      if (!ev) continue;
-      json_object_set_new(ev, "status", json_integer(db_int(events, i, db_col(events, "status"))));
-      json_object_set_new(ev, "completedAt", jx_iso_or_null(db_field(events, i, "created_at")));
+    const char *id = db_field(staff, i, "id");
+    jw_obj(w);
+    hs_rj_members(w, sb, staff, i);
+    jw_key(w, "sessions");
+    jw_arr(w);
+    for (int k = staff_keyed_first(owned, nown, id); k < nown && !strcmp(owned[k].key, id); k++) {
+      jw_obj(w);
+      hs_rj_members(w, eb, elevations, owned[k].row);
+      write_session_events(w, vb, events, reqs, nreqs, resps, nresps, db_field(elevations, owned[k].row, "id"));
+      jw_obj_end(w);
     }
+    jw_arr_end(w);
+    jw_obj_end(w);
   }
-  return hs_ok(req, list);
+  jw_arr_end(w);
+  return hs_ok_jw(req, w);
 }
 
 /* ---- GET /staff/audit/me: the caller's own trail ---- */
 
-static json_t *record_json(const db_res *r, int i) {
-  bool request = !strcmp(db_field(r, i, "kind"), "request");
-  const char *status = db_field(r, i, "status");
-  return json_pack("{s:s,s:I,s:s,s:s?,s:s?,s:s?,s:s?,s:s?,s:s?,s:o,s:o,s:o}", "id", db_field(r, i, "id"), "seq",
-                   (json_int_t)db_int(r, i, db_col(r, "seq")), "kind", request ? "request" : "action", "action",
-                   db_field(r, i, "action"), "targetId", db_field(r, i, "target_id"), "targetRole",
-                   db_field(r, i, "target_role"), "elevationId", db_field(r, i, "elevation_id"), "method",
-                   db_field(r, i, "method"), "path", db_field(r, i, "path"), "detail",
-                   jx_parse_or(db_field(r, i, "body"), json_null()), "status",
-                   status ? json_integer(strtoll(status, NULL, 10)) : json_null(), "createdAt",
-                   jx_iso_or_null(db_field(r, i, "created_at")));
+static void write_kind(jw *w, const db_res *r, int row, const char *cell) {
+  (void)r, (void)row;
+  jw_str(w, cell && !strcmp(cell, "request") ? "request" : "action");
 }
 
+/* One record of the caller's trail: an action, or a request made in an impersonation session. */
+static const hs_rj_field AUDIT_RECORD_JSON[] = {
+    {"id", "id", RJ_STR},
+    {"seq", "seq", RJ_INT},
+    {"kind", "kind", RJ_FN, .write = write_kind},
+    {"action", "action", RJ_STR},
+    {"targetId", "target_id", RJ_STR},
+    {"targetRole", "target_role", RJ_STR},
+    {"elevationId", "elevation_id", RJ_STR},
+    {"method", "method", RJ_STR},
+    {"path", "path", RJ_STR},
+    {"detail", "body", RJ_JSON_CLEAN},
+    {"status", "status", RJ_INT},
+    {"createdAt", "created_at", RJ_ISO},
+    {0},
+};
+
 err_t api_staff_audit_me(hs_req *req) {
-  db_page pg;
-  db_res *r;
-  err_t e = hs_page_rows(req, &AUDIT_ACTOR_KEYSET, 0, audit_of_actor, req->auth.id, &pg, &r);
-  if (e != ERR_OK) return e;
-  json_t *list = json_array();
-  for (int i = 0; i < r->rows; i++) json_array_append_new(list, record_json(r, i));
-  return hs_ok(req, list);
+  return hs_ok_page(req, &AUDIT_ACTOR_KEYSET, 0, audit_of_actor, req->auth.id, AUDIT_RECORD_JSON, 512);
 }

@@ -13,13 +13,12 @@
  * premiumSince on, whether already taken from a transfer or still owed) and netEarnings (gross
  * minus the fee). Cancelled jobs count for nothing. Only a job's current payment counts. */
 #include "core/clock.h"
-#include "core/jsonx.h"
 #include "core/log.h"
 #include "domain/jobs/jobs.h"
 #include "domain/payments/payments.h"
 #include "domain/payouts/payouts.h"
 #include "domain/providers/providers.h"
-#include "domain/quotes/quotes.h"
+#include "domain/shapes.h"
 #include "domain/staff/staff_api.h"
 #include "domain/staff/staff_store.h"
 #include "http/paging.h"
@@ -29,6 +28,34 @@
 
 void staff_expire_elevations(void) {
   if (staff_store_expire_elevations() != ERR_OK) log_msg(LOG_ERROR, "deactivating lapsed elevations failed");
+}
+
+static int keyed_cmp(const void *a, const void *b) {
+  const staff_keyed *x = a, *y = b;
+  int c = strcmp(x->key, y->key);
+  return c ? c : x->row - y->row;
+}
+
+staff_keyed *staff_keyed_rows(arena *a, const db_res *r, const char *col, const char *kind, int *n) {
+  staff_keyed *k = arena_alloc(a, sizeof *k * (size_t)(r->rows + 1));
+  *n = 0;
+  for (int i = 0; i < r->rows; i++)
+    if (db_field(r, i, col) && (!kind || !strcmp(db_field(r, i, "kind"), kind)))
+      k[(*n)++] = (staff_keyed){db_field(r, i, col), i};
+  qsort(k, (size_t)*n, sizeof *k, keyed_cmp);
+  return k;
+}
+
+int staff_keyed_first(const staff_keyed *k, int n, const char *key) {
+  int lo = 0, hi = n;
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (strcmp(k[mid].key, key) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
 }
 
 static const hs_rj_field CUSTOMER_ROW[] = {
@@ -42,16 +69,12 @@ static const hs_rj_field CUSTOMER_ROW[] = {
     {0},
 };
 
-static json_t *provider_row_json(const db_res *r, int i) {
-  return json_pack(
-      "{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id", db_field(r, i, "id"), "name", db_field(r, i, "name"), "email",
-      db_field(r, i, "email"), "companyName", jx_str_or_null(db_field(r, i, "company_name")), "services",
-      jx_parse_or(db_field(r, i, "services"), json_array()), "serviceZips",
-      jx_parse_or(db_field(r, i, "service_zips"), json_array()), "isPremium", jx_bool(db_field(r, i, "is_premium")),
-      "premiumSince", jx_iso_or_null(db_field(r, i, "premium_since")), "premiumBilledMonth",
-      jx_str_or_null(db_field(r, i, "premium_billed_month")), "createdAt",
-      jx_iso_or_null(db_field(r, i, "created_at")));
-}
+static const hs_rj_field PROVIDER_ROW[] = {
+    {"", "", RJ_INCLUDE, SHAPE_PROVIDER_ROW},
+    {"premiumSince", "premium_since", RJ_ISO},
+    {"premiumBilledMonth", "premium_billed_month", RJ_STR},
+    {0},
+};
 
 err_t api_staff_customers(hs_req *req) {
   staff_expire_elevations();
@@ -60,118 +83,128 @@ err_t api_staff_customers(hs_req *req) {
 }
 
 err_t api_staff_providers(hs_req *req) {
-  db_page pg;
-  db_res *r;
   staff_expire_elevations();
-  err_t e =
-      hs_page_rows(req, &PROVIDERS_KEYSET, SEARCH_CAP, staff_store_search_providers, hs_query_str(req, "q"), &pg, &r);
-  if (e != ERR_OK) return e;
-  json_t *list = json_array();
-  for (int i = 0; i < r->rows; i++) json_array_append_new(list, provider_row_json(r, i));
-  return hs_ok(req, list);
+  return hs_ok_page(req, &PROVIDERS_KEYSET, SEARCH_CAP, staff_store_search_providers, hs_query_str(req, "q"),
+                    PROVIDER_ROW, 384);
 }
 
-static json_t *review_json(const db_res *r, int i) {
-  return json_pack("{s:s,s:s,s:s,s:I,s:o,s:o}", "id", db_field(r, i, "id"), "jobId", db_field(r, i, "job_id"),
-                   "providerId", db_field(r, i, "provider_id"), "rating", (json_int_t)db_int(r, i, db_col(r, "rating")),
-                   "comment", jx_str_or_null(db_field(r, i, "comment")), "createdAt",
-                   jx_iso_or_null(db_field(r, i, "created_at")));
-}
+/* A payments row as staff see it (Payment): its export's members and these, with its refunds,
+ * each as REFUND. */
+static const hs_rj_field PAYMENT[] = {
+    {"", "", RJ_INCLUDE, PAYMENTS_ROW_JSON},
+    {"lostAmount", "lost_cents", RJ_MONEY},
+    {"dispute", "dispute_json", RJ_JSON_CLEAN},
+    {0},
+};
+static const hs_rj_field REFUND[] = {
+    {"id", "id", RJ_STR},
+    {"amount", "amount_cents", RJ_MONEY},
+    {"reason", "reason", RJ_STR},
+    {"source", "source", RJ_STR},
+    {"providerShare", "provider_share", RJ_STR},
+    {"status", "status", RJ_STR},
+    {"failureReason", "failure_reason", RJ_STR},
+    {"staffId", "staff_id", RJ_STR},
+    {"createdAt", "created_at", RJ_ISO},
+    {0},
+};
 
-/* A payments row as staff see it, with its refunds (refunds: rows of staff_store_refunds_of). */
-static json_t *payment_json(const db_res *r, int i, const db_res *refunds) {
-  json_t *list = json_array();
-  const char *id = db_field(r, i, "id"), *dispute = db_field(r, i, "dispute_json");
-  for (int k = 0; k < refunds->rows; k++)
-    if (!strcmp(db_field(refunds, k, "payment_id"), id))
-      json_array_append_new(
-          list, json_pack("{s:s,s:o,s:s,s:s,s:s,s:s,s:o,s:o,s:o}", "id", db_field(refunds, k, "id"), "amount",
-                          jx_money(db_int(refunds, k, db_col(refunds, "amount_cents"))), "reason",
-                          db_field(refunds, k, "reason"), "source", db_field(refunds, k, "source"), "providerShare",
-                          db_field(refunds, k, "provider_share"), "status", db_field(refunds, k, "status"),
-                          "failureReason", jx_str_or_null(db_field(refunds, k, "failure_reason")), "staffId",
-                          jx_str_or_null(db_field(refunds, k, "staff_id")), "createdAt",
-                          jx_iso_or_null(db_field(refunds, k, "created_at"))));
-  return json_pack(
-      "{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id", id, "jobId", db_field(r, i, "job_id"), "kind",
-      db_field(r, i, "kind"), "status", db_field(r, i, "status"), "amount",
-      jx_money(db_int(r, i, db_col(r, "amount_cents"))), "refundedAmount",
-      jx_money(db_int(r, i, db_col(r, "refunded_cents"))), "processorPaymentIntentId",
-      jx_str_or_null(db_field(r, i, "processor_payment_intent_id")), "failureReason",
-      jx_str_or_null(db_field(r, i, "failure_reason")), "releasedAt", jx_iso_or_null(db_field(r, i, "released_at")),
-      "createdAt", jx_iso_or_null(db_field(r, i, "created_at")), "updatedAt",
-      jx_iso_or_null(db_field(r, i, "updated_at")), "lostAmount", jx_money(db_int(r, i, db_col(r, "lost_cents"))),
-      "dispute", dispute ? jx_parse_or(dispute, json_null()) : json_null(), "refunds", list);
-}
-
-/* The Job JSON of every row of jobs, each with its quotes, review and payment, as a new
- * array. */
-static err_t detailed_jobs(hs_req *req, bool provider, const char *id, const db_res *jobs, json_t **out) {
-  db_res *q, *rv;
-  if (staff_store_quotes_of(&req->arena, provider, id, &q) != ERR_OK ||
-      staff_store_reviews_of(&req->arena, provider, id, &rv) != ERR_OK)
-    return ERR_INTERNAL;
-  json_t *quotes = arena_json(&req->arena, json_object()), *reviews = arena_json(&req->arena, json_object());
-  for (int i = 0; i < q->rows; i++) {
-    const char *job = db_field(q, i, "job_id");
-    json_t *list = json_object_get(quotes, job);
-    if (!list) json_object_set_new(quotes, job, list = json_array());
-    json_array_append_new(list, quotes_json(q, i));
+/* The customer's payments, each with its refunds (rows of staff_store_refunds_of). */
+static void write_payments(jw *w, arena *a, const db_res *pays, const db_res *refunds) {
+  int n;
+  staff_keyed *of = staff_keyed_rows(a, refunds, "payment_id", NULL, &n);
+  hs_rj *pb = hs_rj_bind(a, PAYMENT, pays), *rb = hs_rj_bind(a, REFUND, refunds);
+  jw_key(w, "payments");
+  jw_arr(w);
+  for (int i = 0; i < pays->rows; i++) {
+    const char *id = db_field(pays, i, "id");
+    jw_obj(w);
+    hs_rj_members(w, pb, pays, i);
+    jw_key(w, "refunds");
+    jw_arr(w);
+    for (int k = staff_keyed_first(of, n, id); k < n && !strcmp(of[k].key, id); k++)
+      hs_rj_object(w, rb, refunds, of[k].row);
+    jw_arr_end(w);
+    jw_obj_end(w);
   }
-  for (int i = 0; i < rv->rows; i++) json_object_set_new(reviews, db_field(rv, i, "job_id"), review_json(rv, i));
-  *out = json_array();
+  jw_arr_end(w);
+}
+
+/* Member "jobs": the Job JSON of every row of jobs (staff_store_jobs_of), each with its
+ * quotes, review and current payment (StaffJob). */
+static err_t write_jobs(hs_req *req, jw *w, bool provider, const char *id, const db_res *jobs) {
+  arena *a = &req->arena;
+  db_res *q, *rv;
+  if (staff_store_quotes_of(a, provider, id, &q) != ERR_OK || staff_store_reviews_of(a, provider, id, &rv) != ERR_OK)
+    return ERR_INTERNAL;
+  int nq, nrv;
+  staff_keyed *quotes = staff_keyed_rows(a, q, "job_id", NULL, &nq),
+              *reviews = staff_keyed_rows(a, rv, "job_id", NULL, &nrv);
+  shape_jobs *jb = shape_jobs_bind(a, jobs);
+  hs_rj *qb = hs_rj_bind(a, SHAPE_QUOTE, q), *rb = hs_rj_bind(a, JOBS_REVIEW_JSON, rv);
+  hs_rj *pb = hs_rj_bind_as(a, PAYMENTS_JSON, jobs, "payment_");
+  jw_key(w, "jobs");
+  jw_arr(w);
   for (int i = 0; i < jobs->rows; i++) {
     const char *job = db_field(jobs, i, "id");
-    json_t *o = jobs_json(jobs, i), *list = json_object_get(quotes, job), *review = json_object_get(reviews, job);
-    json_object_set_new(o, "quotes", list ? json_incref(list) : json_array());
-    json_object_set_new(o, "review", review ? json_incref(review) : json_null());
-    json_object_set_new(o, "payment", payments_job_json(job, "job"));
-    json_array_append_new(*out, o);
+    if (!shape_job_open(w, jb, jobs, i)) {
+      jw_null(w);
+      continue;
+    }
+    jw_key(w, "quotes");
+    jw_arr(w);
+    for (int k = staff_keyed_first(quotes, nq, job); k < nq && !strcmp(quotes[k].key, job); k++)
+      hs_rj_object(w, qb, q, quotes[k].row);
+    jw_arr_end(w);
+    jw_key(w, "review");
+    int k = staff_keyed_first(reviews, nrv, job);
+    k < nrv && !strcmp(reviews[k].key, job) ? hs_rj_object(w, rb, rv, reviews[k].row) : jw_null(w);
+    jw_key(w, "payment");
+    db_field(jobs, i, "payment_id") ? hs_rj_object(w, pb, jobs, i) : jw_null(w);
+    jw_obj_end(w);
   }
+  jw_arr_end(w);
   return ERR_OK;
 }
 
-static err_t target_elevations(hs_req *req, const char *id, const char *role, json_t **out) {
+/* Member "elevations": the elevations that targeted the account, newest first. */
+static err_t write_elevations(hs_req *req, jw *w, const char *id, const char *role) {
   db_res *r;
   if (staff_store_elevations_of_target(&req->arena, id, role, &r) != ERR_OK) return ERR_INTERNAL;
-  *out = json_array();
-  for (int i = 0; i < r->rows; i++) json_array_append_new(*out, elevation_json(r, i));
+  jw_key(w, "elevations");
+  hs_rj_array(w, &req->arena, ELEVATION_JSON, r);
   return ERR_OK;
 }
 
-static json_t *customer_json(const db_res *r) {
-  return json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id", db_field(r, 0, "id"), "email",
-                   db_field(r, 0, "email"), "name", db_field(r, 0, "name"), "address", db_field(r, 0, "address"), "zip",
-                   db_field(r, 0, "zip"), "lat", jx_real_or_null(db_field(r, 0, "lat")), "lng",
-                   jx_real_or_null(db_field(r, 0, "lng")), "isPremium", jx_bool(db_field(r, 0, "is_premium")),
-                   "premiumSince", jx_iso_or_null(db_field(r, 0, "premium_since")), "processorCustomerId",
-                   jx_str_or_null(db_field(r, 0, "processor_customer_id")), "processorSubscriptionId",
-                   jx_str_or_null(db_field(r, 0, "processor_subscription_id")), "seasonalAlertsEnabled",
-                   jx_bool(db_field(r, 0, "seasonal_alerts_enabled")), "createdAt",
-                   jx_iso_or_null(db_field(r, 0, "created_at")), "updatedAt",
-                   jx_iso_or_null(db_field(r, 0, "updated_at")));
-}
+/* The customer's record as staff see it, processor ids included. */
+static const hs_rj_field CUSTOMER[] = {
+    {"", "", RJ_INCLUDE, SHAPE_CUSTOMER},
+    {"processorCustomerId", "processor_customer_id", RJ_STR},
+    {"processorSubscriptionId", "processor_subscription_id", RJ_STR},
+    {"seasonalAlertsEnabled", "seasonal_alerts_enabled", RJ_BOOL},
+    {"updatedAt", "updated_at", RJ_ISO},
+    {0},
+};
 
 err_t api_staff_customer(hs_req *req) {
   const char *id = hs_param(req, "id");
   staff_expire_elevations();
-  db_res *user, *jobs, *pays;
+  db_res *user, *jobs, *pays, *refunds;
   err_t e = staff_store_customer(&req->arena, id, &user);
   if (e) return hs_found_or_fail(req, e, "Customer");
-  json_t *job_list, *elevations;
   if (staff_store_jobs_of(&req->arena, false, id, &jobs) != ERR_OK ||
-      detailed_jobs(req, false, id, jobs, &job_list) != ERR_OK)
+      staff_store_payments_of(&req->arena, id, &pays) != ERR_OK ||
+      staff_store_refunds_of(&req->arena, id, &refunds) != ERR_OK)
     return ERR_INTERNAL;
-  arena_json(&req->arena, job_list);
-  db_res *refunds;
-  if (staff_store_payments_of(&req->arena, id, &pays) != ERR_OK ||
-      staff_store_refunds_of(&req->arena, id, &refunds) != ERR_OK ||
-      target_elevations(req, id, "user", &elevations) != ERR_OK)
-    return ERR_INTERNAL;
-  json_t *payments = json_array();
-  for (int i = 0; i < pays->rows; i++) json_array_append_new(payments, payment_json(pays, i, refunds));
-  return hs_ok(req, json_pack("{s:o,s:O,s:o,s:o}", "user", customer_json(user), "jobs", job_list, "payments", payments,
-                              "elevations", elevations));
+  jw *w = hs_jw(req, 4096 + 2048 * (size_t)(jobs->rows + pays->rows));
+  jw_obj(w);
+  jw_key(w, "user");
+  hs_rj_object(w, hs_rj_bind(&req->arena, CUSTOMER, user), user, 0);
+  if ((e = write_jobs(req, w, false, id, jobs)) != ERR_OK) return e;
+  write_payments(w, &req->arena, pays, refunds);
+  if ((e = write_elevations(req, w, id, "user")) != ERR_OK) return e;
+  jw_obj_end(w);
+  return hs_ok_jw(req, w);
 }
 
 /* ---- the provider's ledger ---- */
@@ -213,10 +246,11 @@ static bool status_in(const char *status, const char *const *set) {
   return false;
 }
 
-/* Fills the ledger (newest month first), the anticipated jobs and their total from the jobs
- * and the provider's transfers (moves: payouts_provider_records). */
-static json_t *provider_ledger(arena *a, const db_res *jobs, const db_res *moves, json_t *profile, int *anticipated,
-                               int64_t *anticipated_cents) {
+/* Writes member "ledger" (newest month first) and fills the anticipated jobs and their total,
+ * from the jobs and the provider's transfers (moves: payouts_provider_records); profile: the
+ * provider's row (providers_profile_row). */
+static void write_ledger(jw *w, arena *a, const db_res *jobs, const db_res *moves, const db_res *profile,
+                         int *anticipated, int64_t *anticipated_cents) {
   static const char *const open_work[] = {"ACCEPTED", "ON_THE_WAY", "IN_PROGRESS", NULL};
   ledger_month *months = arena_alloc(a, sizeof *months * (size_t)(jobs->rows + moves->rows + 1));
   int n = 0;
@@ -245,9 +279,9 @@ static json_t *provider_ledger(arena *a, const db_res *jobs, const db_res *moves
     *(paid ? &m->paid : &m->hold) += amount;
     if (paid) m->netted += cell_int(moves, i, "netted_cents");
   }
-  const char *since = json_string_value(json_object_get(profile, "premiumSince"));
-  int64_t since_ms = 0;
-  bool premium = json_is_true(json_object_get(profile, "isPremium")) && since && clock_parse_iso(since, &since_ms);
+  const char *since = db_field(profile, 0, "premium_since");
+  int64_t since_ms = since ? strtoll(since, NULL, 10) : 0;
+  bool premium = providers_premium_now(profile, 0) && since;
   char premium_month[8] = "", now_month[8];
   if (premium) {
     month_of(since_ms, premium_month);
@@ -255,38 +289,45 @@ static json_t *provider_ledger(arena *a, const db_res *jobs, const db_res *moves
     month_slot(months, &n, now_month); /* the fee is owed this month even without jobs */
   }
   qsort(months, (size_t)n, sizeof *months, newest_first);
-  json_t *ledger = json_array();
+  jw_key(w, "ledger");
+  jw_arr(w);
   for (int i = 0; i < n; i++) {
     const ledger_month *m = &months[i];
     int64_t gross = m->paid + m->hold + m->pending;
     int64_t fee = premium && strcmp(m->month, premium_month) >= 0 ? PAYOUTS_PREMIUM_FEE_CENTS : 0;
-    json_array_append_new(ledger, json_pack("{s:s,s:i,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "month", m->month, "jobs", m->jobs,
-                                            "paidOut", jx_money(m->paid), "inHold", jx_money(m->hold), "pendingCapture",
-                                            jx_money(m->pending), "grossEarnings", jx_money(gross),
-                                            "premiumFeeDeducted", jx_money(fee), "netEarnings", jx_money(gross - fee),
-                                            "netted", jx_money(m->netted)));
+    jw_pack(w, "{s:s,s:i,s:M,s:M,s:M,s:M,s:M,s:M,s:M}", "month", m->month, "jobs", m->jobs, "paidOut", m->paid,
+            "inHold", m->hold, "pendingCapture", m->pending, "grossEarnings", gross, "premiumFeeDeducted", fee,
+            "netEarnings", gross - fee, "netted", m->netted);
   }
-  return ledger;
+  jw_arr_end(w);
 }
 
 err_t api_staff_provider(hs_req *req) {
   const char *id = hs_param(req, "id");
   staff_expire_elevations();
-  json_t *profile = arena_json(&req->arena, providers_profile_json(&req->arena, id));
-  if (!profile) return hs_not_found(req, "Provider");
-  db_res *jobs, *moves;
-  json_t *job_list, *elevations;
+  db_res *profile, *jobs, *moves;
+  err_t e = providers_profile_row(&req->arena, id, &profile);
+  if (e) return hs_found_or_fail(req, e, "Provider");
+  int64_t owed, fees_owed;
   if (staff_store_jobs_of(&req->arena, true, id, &jobs) != ERR_OK ||
       payouts_provider_records(&req->arena, id, &moves) != ERR_OK ||
-      detailed_jobs(req, true, id, jobs, &job_list) != ERR_OK)
+      payouts_owed(&req->arena, id, &owed, &fees_owed) != ERR_OK)
     return ERR_INTERNAL;
-  arena_json(&req->arena, job_list);
-  if (target_elevations(req, id, "provider", &elevations) != ERR_OK) return ERR_INTERNAL;
+  jw *w = hs_jw(req, 4096 + 2048 * (size_t)(jobs->rows + moves->rows));
+  jw_obj(w);
+  jw_key(w, "provider");
+  hs_rj_object(w, hs_rj_bind(&req->arena, PROVIDERS_PROFILE_JSON, profile), profile, 0);
+  if ((e = write_jobs(req, w, true, id, jobs)) != ERR_OK) return e;
   int anticipated;
-  int64_t anticipated_cents, owed, fees_owed;
-  if (payouts_owed(&req->arena, id, &owed, &fees_owed) != ERR_OK) return ERR_INTERNAL;
-  json_t *ledger = provider_ledger(&req->arena, jobs, moves, profile, &anticipated, &anticipated_cents);
-  return hs_ok(req, json_pack("{s:O,s:O,s:o,s:i,s:o,s:o,s:o}", "provider", profile, "jobs", job_list, "ledger", ledger,
-                              "anticipatedJobs", anticipated, "anticipatedTotal", jx_money(anticipated_cents),
-                              "balance", jx_money(-owed), "elevations", elevations));
+  int64_t anticipated_cents;
+  write_ledger(w, &req->arena, jobs, moves, profile, &anticipated, &anticipated_cents);
+  jw_key(w, "anticipatedJobs");
+  jw_int(w, anticipated);
+  jw_key(w, "anticipatedTotal");
+  jw_money(w, anticipated_cents);
+  jw_key(w, "balance");
+  jw_money(w, -owed);
+  if ((e = write_elevations(req, w, id, "provider")) != ERR_OK) return e;
+  jw_obj_end(w);
+  return hs_ok_jw(req, w);
 }

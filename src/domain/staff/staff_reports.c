@@ -97,9 +97,9 @@ err_t api_staff_report_resolve(hs_req *req) {
   err_t e = jobs_report(&req->arena, id, &r);
   if (e != ERR_OK) return e;
   if (r->rows != 1) return hs_not_found(req, "Report");
-  if (strcmp(db_field(r, 0, "status"), "open")) return hs_fail(req, ERR_CONFLICT, "This report was already resolved");
+  if (strcmp(db_field(r, 0, "status"), "open")) return staff_fail(req, STAFF_REPORT_RESOLVED);
   const char *job_id = db_field(r, 0, "job_id");
-  json_t *refunded = NULL;
+  jw *refunded = NULL; /* the refund's answer, written before the report is resolved */
   if (refund) {
     payments_refund_ask ask = {
         .job_id = job_id,
@@ -108,28 +108,22 @@ err_t api_staff_report_resolve(hs_req *req) {
         .provider_share = "prorata",
         .key = arena_printf(&req->arena, "report-%s", id),
         .cents = hs_body_has(req, "amount") ? jx_cents(json_number_value(json_object_get(req->body, "amount"))) : 0};
-    if ((e = payments_staff_refund(req, &ask, &refunded)) != ERR_OK) return e;
-    arena_json(&req->arena, refunded);
+    refunded = hs_jw(req, 2048);
+    if ((e = payments_staff_refund(req, &ask, refunded)) != ERR_OK) return e;
   }
   json_t *detail = arena_json(
       &req->arena, json_pack("{s:s,s:s,s:s,s:s}", "reportId", id, "jobId", job_id, "action", action, "note", note));
   audit_action act = {req->auth.id, req->auth.role, "report.resolve", id, "report", detail};
   bool resolved;
   if ((e = staff_store_resolve_report(id, job_id, action, note, &act, &resolved)) != ERR_OK) return e;
-  if (!resolved) return hs_fail(req, ERR_CONFLICT, "This report was already resolved");
+  if (!resolved) return staff_fail(req, STAFF_REPORT_RESOLVED);
   if ((e = jobs_report(&req->arena, id, &r)) != ERR_OK || r->rows != 1) return e ? e : ERR_INTERNAL;
   jw *w = hs_jw(req, 2048);
   jw_obj(w);
   jw_key(w, "report");
   if ((e = reports_jw(req, w, r)) != ERR_OK) return e;
   jw_key(w, "refund");
-  if (refunded) {
-    char *text = json_dumps(refunded, JSON_COMPACT);
-    jw_json(w, text);
-    free(text);
-  } else {
-    jw_null(w);
-  }
+  refunded ? jw_raw_value(w, jw_text(refunded), jw_len(refunded)) : jw_null(w);
   jw_obj_end(w);
   return hs_ok_jw(req, w);
 }

@@ -60,12 +60,17 @@ static db_rc insert_staff(db_conn *c, const char *id, const char *name, const ch
                          DB_INT(clock_now_ms()), DB_INT(clock_sequence())));
 }
 
-err_t staff_store_insert(const char *id, const char *name, const char *email, const char *hash, const char *role,
-                         const audit_action *act) {
+/* A unique index's refusal as outcome taken; any other failure as STAFF_FAILED. */
+static staff_outcome outcome_of(err_t e, staff_outcome taken) {
+  return e == ERR_OK ? STAFF_DONE : e == ERR_CONFLICT ? taken : STAFF_FAILED;
+}
+
+staff_outcome staff_store_insert(const char *id, const char *name, const char *email, const char *hash,
+                                 const char *role, const audit_action *act) {
   db_conn *c;
   err_t e = db_begin(&c);
   if (!e) e = db_to_err(insert_staff(c, id, name, email, hash, role));
-  return end_recorded(c, e, act);
+  return outcome_of(end_recorded(c, e, act), STAFF_EMAIL_TAKEN);
 }
 
 /* Ends the open elevation requests of staff member id, PENDING, APPROVED and ACTIVE (their
@@ -179,7 +184,10 @@ err_t staff_store_customer(arena *a, const char *id, db_res **out) {
 err_t staff_store_jobs_of(arena *a, bool provider, const char *id, db_res **out) {
 #define JOB_MONEY                                                                                                      \
   "SELECT j.*, (SELECT q.amount_cents FROM quotes q WHERE q.job_id = j.id AND q.status = 'ACCEPTED') AS "              \
-  "earned_cents, p.status AS payment_status FROM jobs j "                                                              \
+  "earned_cents, p.id AS payment_id, p.status AS payment_status, p.amount_cents AS payment_amount_cents, "             \
+  "p.processor_payment_intent_id AS payment_processor_payment_intent_id, "                                             \
+  "p.hold_expires_at AS payment_hold_expires_at, p.failure_reason AS payment_failure_reason, "                         \
+  "p.refunded_cents AS payment_refunded_cents, p.dispute_json AS payment_dispute_json FROM jobs j "                    \
   "LEFT JOIN payments p ON p.job_id = j.id AND p.kind = 'job' AND p.released_at IS NULL "
   return rows(a, out,
               provider ? JOB_MONEY "WHERE j.provider_id = $1 ORDER BY j.seq DESC"
@@ -259,9 +267,10 @@ err_t staff_store_prune_elevations(int64_t before_ms) {
   return db_end(c, e);
 }
 
+_Static_assert(ELEVATION_TTL_MS == 900000, "expires_at below is activated_at + ELEVATION_TTL_MS");
 #define ELEVATION_SELECT                                                                                               \
-  "SELECT e.*, s.name AS staff_name, s.email AS staff_email, s.role AS staff_role FROM elevation_requests e "          \
-  "JOIN staff s ON s.id = e.staff_id "
+  "SELECT e.*, e.activated_at + 900000 AS expires_at, s.name AS staff_name, s.email AS staff_email, "                  \
+  "s.role AS staff_role FROM elevation_requests e JOIN staff s ON s.id = e.staff_id "
 
 err_t staff_store_elevation(arena *a, const char *id, db_res **out) {
   return one_row(a, out, ELEVATION_SELECT "WHERE e.id = $1", id);
@@ -284,9 +293,9 @@ err_t staff_store_elevations_all(arena *a, db_res **out) {
   return rows(a, out, ELEVATION_SELECT "ORDER BY e.seq DESC", DB_NOARGS);
 }
 
-err_t staff_store_elevation_insert(const char *id, const char *staff_id, const char *target_id, const char *target_role,
-                                   const char *reason, const char *mail_subject, const char *mail_body,
-                                   const audit_action *act) {
+staff_outcome staff_store_elevation_insert(const char *id, const char *staff_id, const char *target_id,
+                                           const char *target_role, const char *reason, const char *mail_subject,
+                                           const char *mail_body, const audit_action *act) {
   int64_t now = clock_now_ms();
   db_conn *c;
   err_t e = db_begin(&c);
@@ -299,7 +308,7 @@ err_t staff_store_elevation_insert(const char *id, const char *staff_id, const c
                           DB_ARGS(DB_TEXT(id), DB_TEXT(staff_id), DB_TEXT(target_id), DB_TEXT(target_role),
                                   DB_TEXT(reason), DB_INT(now), DB_INT(clock_sequence()))));
   if (!e) e = db_to_err(mail_enqueue(c, CFG.admin_email, mail_subject, mail_body));
-  return end_recorded(c, e, act);
+  return outcome_of(end_recorded(c, e, act), STAFF_ELEVATION_OPEN);
 }
 
 err_t staff_store_elevation_move(elevation_move move, const char *id, const char *owner, const audit_action *act,

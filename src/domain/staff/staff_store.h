@@ -31,9 +31,19 @@ err_t staff_store_get(arena *a, const char *id, db_res **out);
 extern const db_keyset STAFF_KEYSET, ELEVATIONS_KEYSET, CUSTOMERS_KEYSET, PROVIDERS_KEYSET;
 /* The page pg of the staff members. */
 err_t staff_store_list(arena *a, const db_page *pg, db_res **out);
-/* Creates a staff member and records act; ERR_CONFLICT when the email is taken. */
-err_t staff_store_insert(const char *id, const char *name, const char *email, const char *hash, const char *role,
-                         const audit_action *act);
+/* What a change of the staff domain came to; staff_fail (staff_api.c) answers each but
+ * STAFF_DONE. */
+typedef enum {
+  STAFF_DONE,
+  STAFF_FAILED,             /* the database failed */
+  STAFF_EMAIL_TAKEN,        /* another staff member has the email */
+  STAFF_ELEVATION_OPEN,     /* the staff member has a pending, approved or active request for the account */
+  STAFF_ELEVATION_REJECTED, /* the elevation request was rejected: it cannot be deactivated */
+  STAFF_REPORT_RESOLVED,    /* the job report was resolved already */
+} staff_outcome;
+/* Creates a staff member and records act (STAFF_EMAIL_TAKEN: the email is taken). */
+staff_outcome staff_store_insert(const char *id, const char *name, const char *email, const char *hash,
+                                 const char *role, const audit_action *act);
 
 /* Creates the staff member with this email, or gives the existing one this name, role and
  * password hash (*created tells which), and records act (its target_id is filled). An update
@@ -58,8 +68,8 @@ err_t staff_store_search_providers(arena *a, const char *q, const db_page *pg, d
 /* The customer row; ERR_NOT_FOUND when missing. */
 err_t staff_store_customer(arena *a, const char *id, db_res **out);
 /* Jobs of a customer (column "customer_id") or assigned to a provider ("provider_id"),
- * newest first, each with earned_cents (the accepted quote's amount) and payment_status (its
- * current job payment's). */
+ * newest first, each with earned_cents (the accepted quote's amount) and its current job
+ * payment's columns of PAYMENTS_JSON as payment_<column> (payment_id NULL without one). */
 err_t staff_store_jobs_of(arena *a, bool provider, const char *id, db_res **out);
 /* The quotes (reviews) of those jobs, oldest first. */
 err_t staff_store_quotes_of(arena *a, bool provider, const char *id, db_res **out);
@@ -78,7 +88,8 @@ err_t staff_store_expire_elevations(void);
  * denied, or approved and never started) and have not changed since before_ms
  * (RETAIN_ELEVATIONS). Those that started are the internal audit's sessions and stay. */
 err_t staff_store_prune_elevations(int64_t before_ms);
-/* Elevation rows joined with their staff member (staff_name, staff_email, staff_role). */
+/* Elevation rows joined with their staff member (staff_name, staff_email, staff_role), with
+ * expires_at (the end of an activated elevation's time). */
 err_t staff_store_elevation(arena *a, const char *id, db_res **out); /* ERR_NOT_FOUND */
 err_t staff_store_elevations_by_staff(arena *a, const char *staff_id, const db_page *pg, db_res **out);
 err_t staff_store_elevations_of_target(arena *a, const char *target_id, const char *target_role, db_res **out);
@@ -87,10 +98,10 @@ err_t staff_store_elevations_all(arena *a, db_res **out);
  * unless it is NULL. */
 err_t staff_store_elevations_by_status(arena *a, const char *status, const db_page *pg, db_res **out);
 /* Creates a PENDING elevation, queues the administrator's email and records act, in one
- * transaction; ERR_CONFLICT when the staff member has an open one for the target. */
-err_t staff_store_elevation_insert(const char *id, const char *staff_id, const char *target_id, const char *target_role,
-                                   const char *reason, const char *mail_subject, const char *mail_body,
-                                   const audit_action *act);
+ * transaction (STAFF_ELEVATION_OPEN: the staff member has an open one for the target). */
+staff_outcome staff_store_elevation_insert(const char *id, const char *staff_id, const char *target_id,
+                                           const char *target_role, const char *reason, const char *mail_subject,
+                                           const char *mail_body, const audit_action *act);
 /* The moves of an elevation: PENDING -> APPROVED or REJECTED (the links), APPROVED (within an
  * hour of its approval) -> ACTIVE (its owner impersonates), PENDING, APPROVED or ACTIVE ->
  * DEACTIVATED (its owner), APPROVED or ACTIVE -> DEACTIVATED (the deny link: END). */

@@ -42,28 +42,35 @@ err_t api_ready(hs_req *req) {
   if (ready && payments_unauthorized())
     ready = false, snprintf(reason, sizeof reason, "payment processor: unauthorized");
   if (ready) return hs_ok_pack(req, "{s:s}", "status", "ready");
-  return hs_reply(req, 503, json_pack("{s:s,s:s}", "status", "unavailable", "reason", reason));
+  jw *w = hs_jw(req, 192);
+  jw_pack(w, "{s:s,s:s}", "status", "unavailable", "reason", reason);
+  return hs_reply_jw(req, 503, w);
 }
 
 err_t api_test_clock(hs_req *req) {
   json_t *freeze = json_object_get(req->body, "freeze");
   if (freeze) clock_freeze(json_is_true(freeze));
   clock_advance_ms(json_integer_value(json_object_get(req->body, "advanceMs")));
-  return hs_ok(req, json_pack("{s:o}", "now", jx_iso(clock_now_ms())));
+  return hs_ok_pack(req, "{s:T}", "now", clock_now_ms());
 }
 
 /* Every row of the route table with how often it answered and how often successfully. */
 err_t api_test_routes(hs_req *req) {
   size_t n;
   const hs_route *routes = hs_router_routes(&n);
-  json_t *list = json_array();
+  jw *w = hs_jw(req, 96 * (n + 1));
+  jw_obj(w);
+  jw_key(w, "routes");
+  jw_arr(w);
   for (size_t i = 0; i < n; i++) {
     long hits, ok;
     hs_router_counts(i, &hits, &ok);
-    json_array_append_new(list, json_pack("{s:s,s:s,s:I,s:I}", "method", hs_method_name(routes[i].method), "path",
-                                          routes[i].path, "hits", (json_int_t)hits, "ok", (json_int_t)ok));
+    jw_pack(w, "{s:s,s:s,s:I,s:I}", "method", hs_method_name(routes[i].method), "path", routes[i].path, "hits",
+            (int64_t)hits, "ok", (int64_t)ok);
   }
-  return hs_ok(req, json_pack("{s:o}", "routes", list));
+  jw_arr_end(w);
+  jw_obj_end(w);
+  return hs_ok_jw(req, w);
 }
 
 /* The background work due now and running, so a test can wait until the queue is idle before

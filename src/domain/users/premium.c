@@ -52,48 +52,42 @@ err_t api_users_favorites(hs_req *req) {
   return e ? e : hs_ok_page(req, &FAVORITES_KEYSET, 0, users_store_favorites, req->auth.id, FAVORITE, 512);
 }
 
-/* The answer to a write about the provider :providerId: answer (stolen) on success, 404
- * for an unknown provider. */
-static err_t reply_write(hs_req *req, err_t e, json_t *answer) {
-  if (e != ERR_OK) {
-    json_decref(answer);
-    return hs_found_or_fail(req, e, "Provider");
-  }
-  return hs_ok(req, answer);
+/* The answer to a write about the provider :providerId: { key: value } on success, 404 for an
+ * unknown provider. */
+static err_t reply_write(hs_req *req, err_t e, const char *key, bool value) {
+  return e != ERR_OK ? hs_found_or_fail(req, e, "Provider") : hs_ok_pack(req, "{s:b}", key, value);
 }
 
 err_t api_users_add_favorite(hs_req *req) {
   err_t e = require_premium(req);
   if (e != ERR_OK) return e;
-  return reply_write(req, users_store_add_favorite(req->auth.id, hs_param(req, "providerId")),
-                     json_pack("{s:b}", "favorited", 1));
+  return reply_write(req, users_store_add_favorite(req->auth.id, hs_param(req, "providerId")), "favorited", true);
 }
 
 err_t api_users_remove_favorite(hs_req *req) {
-  return reply_write(req, users_store_remove_favorite(req->auth.id, hs_param(req, "providerId")),
-                     json_pack("{s:b}", "favorited", 0));
+  return reply_write(req, users_store_remove_favorite(req->auth.id, hs_param(req, "providerId")), "favorited", false);
 }
 
 err_t api_users_pro_notes(hs_req *req) {
   db_res *r;
   err_t e = users_store_pro_notes(&req->arena, req->auth.id, &r);
   if (e != ERR_OK) return e;
-  json_t *notes = json_object();
-  for (int i = 0; i < r->rows; i++)
-    json_object_set_new(notes, db_field(r, i, "provider_id"), json_string(db_field(r, i, "note")));
-  return hs_ok(req, notes);
+  jw *w = hs_jw(req, 128 * (size_t)(r->rows + 1));
+  jw_obj(w); /* provider id -> note (ids are generated: nothing to escape) */
+  for (int i = 0; i < r->rows; i++) jw_key_str(w, db_field(r, i, "provider_id"), db_field(r, i, "note"));
+  jw_obj_end(w);
+  return hs_ok_jw(req, w);
 }
 
 err_t api_users_set_pro_note(hs_req *req) {
   err_t e = require_premium(req);
   if (e != ERR_OK) return e;
   return reply_write(req, users_store_set_pro_note(req->auth.id, hs_param(req, "providerId"), hs_body_str(req, "note")),
-                     json_pack("{s:b}", "ok", 1));
+                     "ok", true);
 }
 
 err_t api_users_delete_pro_note(hs_req *req) {
-  return reply_write(req, users_store_delete_pro_note(req->auth.id, hs_param(req, "providerId")),
-                     json_pack("{s:b}", "ok", 1));
+  return reply_write(req, users_store_delete_pro_note(req->auth.id, hs_param(req, "providerId")), "ok", true);
 }
 
 err_t api_users_seasonal_alerts(hs_req *req) {
@@ -125,12 +119,13 @@ static int by_total(const void *x, const void *y) {
   return strcmp(a->key, b->key);
 }
 
-static json_t *spend_list(spend *list, int n, const char *key_name) {
-  json_t *out = json_array();
+/* Member name: the n entries of list, each { key_name: key, total, jobs }. */
+static void spend_list(jw *w, const char *name, const spend *list, int n, const char *key_name) {
+  jw_key(w, name);
+  jw_arr(w);
   for (int i = 0; i < n; i++)
-    json_array_append_new(out, json_pack("{s:s,s:o,s:I}", key_name, list[i].key, "total", jx_money(list[i].cents),
-                                         "jobs", (json_int_t)list[i].jobs));
-  return out;
+    jw_pack(w, "{s:s,s:M,s:I}", key_name, list[i].key, "total", list[i].cents, "jobs", list[i].jobs);
+  jw_arr_end(w);
 }
 
 err_t api_users_spend_summary(hs_req *req) {
@@ -161,13 +156,20 @@ err_t api_users_spend_summary(hs_req *req) {
   }
   qsort(services, (size_t)ns, sizeof *services, by_total);
   qsort(providers, (size_t)np, sizeof *providers, by_total);
-  json_t *top = json_null();
-  if (np) {
-    int i = providers[0].row;
-    top = json_pack("{s:s,s:o,s:o}", "id", providers[0].key, "name", jx_str_or_null(db_field(r, i, "provider_name")),
-                    "companyName", jx_str_or_null(db_field(r, i, "company_name")));
-  }
-  return hs_ok(req, json_pack("{s:o,s:I,s:o,s:o,s:o}", "ytdTotal", jx_money(total), "ytdJobs", (json_int_t)jobs,
-                              "byMonth", spend_list(months, nm, "month"), "byService",
-                              spend_list(services, ns, "service"), "topProvider", top));
+  jw *w = hs_jw(req, 512 + 96 * (size_t)(nm + ns));
+  jw_obj(w);
+  jw_key(w, "ytdTotal");
+  jw_money(w, total);
+  jw_key(w, "ytdJobs");
+  jw_int(w, jobs);
+  spend_list(w, "byMonth", months, nm, "month");
+  spend_list(w, "byService", services, ns, "service");
+  jw_key(w, "topProvider");
+  if (np)
+    jw_pack(w, "{s:s,s:s,s:s}", "id", providers[0].key, "name", db_field(r, providers[0].row, "provider_name"),
+            "companyName", db_field(r, providers[0].row, "company_name"));
+  else
+    jw_null(w);
+  jw_obj_end(w);
+  return hs_ok_jw(req, w);
 }

@@ -1,22 +1,14 @@
 /* Handlers for /users/me. */
 #include "domain/users/users_api.h"
+#include "domain/shapes.h"
 #include "domain/users/users.h"
 #include "domain/users/users_store.h"
 #include "http/rowjson.h"
 
 const hs_rj_field USERS_PROFILE_JSON[] = {
-    {"id", "id", RJ_STR},
-    {"email", "email", RJ_STR},
-    {"name", "name", RJ_STR},
+    {"", "", RJ_INCLUDE, SHAPE_CUSTOMER},
     {"phone", "phone", RJ_STR},
-    {"address", "address", RJ_STR},
-    {"zip", "zip", RJ_STR},
-    {"lat", "lat", RJ_REAL},
-    {"lng", "lng", RJ_REAL},
-    {"isPremium", "is_premium", RJ_BOOL},
-    {"premiumSince", "premium_since", RJ_ISO},
     {"seasonalAlertsEnabled", "seasonal_alerts_enabled", RJ_BOOL},
-    {"createdAt", "created_at", RJ_ISO},
     {0},
 };
 
