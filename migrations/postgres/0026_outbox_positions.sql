@@ -16,8 +16,7 @@
 -- Last-Event-IDs still replay.
 ALTER TABLE events ADD COLUMN pos BIGINT;
 UPDATE events SET pos = id;
-CREATE UNIQUE INDEX events_pos ON events (pos);
-CREATE INDEX events_unplaced ON events (id) WHERE pos IS NULL;
+CREATE UNIQUE INDEX events_pos ON events (pos); -- the readers' order, and the positioner's rows (pos IS NULL)
 CREATE SEQUENCE events_pos_seq MINVALUE 0 START 0;
 SELECT setval('events_pos_seq', GREATEST((SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM events_id_seq),
                                          (SELECT COALESCE(MAX(id), 0) FROM events)), true);

@@ -274,23 +274,31 @@ err_t events_store_batch(arena *a, int64_t after, int limit, db_res **events, db
 }
 
 err_t events_store_replay(arena *a, const char *recipient, int64_t after, int64_t upto, int limit, db_res **out) {
-  /* a provider's also include the open jobs' events of its pairs, through events_match: of the
+  /* Each part takes its first `limit` by position, and the union its first `limit` of those.
+   * The named part joins the recipient's rows to their events: PostgreSQL drives it from
+   * whichever side its statistics find narrower (an account's few events; a staff role's many,
+   * in position order until the limit); SQLite from the recipient's rows, bounded by id there
+   * since its positions are its ids (id_floor; none on PostgreSQL, where they are not).
+   * A provider's also include the open jobs' events of its pairs, through events_match: of the
    * pairs it held since before the event was written (strictly: a pair added in the event's
    * millisecond was not held before it), of the jobs it can still read (open, or
-   * assigned to it) */
+   * assigned to it). */
   const char *provider = !strncmp(recipient, "provider:", 9) ? recipient + 9 : NULL;
-  return db_to_err(
-      db_query(a, out,
-               "SELECT e.pos, e.kind, e.data, e.id FROM events e WHERE e.pos > $2 AND e.pos <= $3 AND e.id IN ("
-               "SELECT r.event_id FROM event_recipients r JOIN events x ON x.id = r.event_id "
-               "WHERE r.recipient = $1 AND x.pos > $2 AND x.pos <= $3 "
-               "UNION SELECT m.id FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
-               "JOIN events m ON m.match_service = s.service AND m.match_zip = z.zip "
-               "JOIN jobs j ON j.id = m.match_job "
-               "WHERE s.provider_id = $5 AND m.pos > $2 AND m.pos <= $3 "
-               "AND s.created_at < m.created_at AND z.created_at < m.created_at "
-               "AND (j.status IN ('PENDING', 'QUOTED') OR j.provider_id = $5)) ORDER BY e.pos LIMIT $4",
-               DB_ARGS(DB_TEXT(recipient), DB_INT(after), DB_INT(upto), DB_INT(limit), DB_TEXT(provider))));
+  int64_t id_floor = db_engine_get() == DB_POSTGRES ? 0 : after;
+  return db_to_err(db_query(
+      a, out,
+      "SELECT pos, kind, data, id FROM (SELECT e.pos, e.kind, e.data, e.id FROM event_recipients r "
+      "JOIN events e ON e.id = r.event_id WHERE r.recipient = $1 AND r.event_id > $6 AND e.pos > $2 AND e.pos <= $3 "
+      "ORDER BY e.pos LIMIT $4) named "
+      "UNION SELECT pos, kind, data, id FROM (SELECT m.pos, m.kind, m.data, m.id FROM provider_services s "
+      "JOIN provider_zips z ON z.provider_id = s.provider_id "
+      "JOIN events m ON m.match_service = s.service AND m.match_zip = z.zip "
+      "JOIN jobs j ON j.id = m.match_job "
+      "WHERE s.provider_id = $5 AND m.id > $6 AND m.pos > $2 AND m.pos <= $3 "
+      "AND s.created_at < m.created_at AND z.created_at < m.created_at "
+      "AND (j.status IN ('PENDING', 'QUOTED') OR j.provider_id = $5) ORDER BY m.pos LIMIT $4) matched "
+      "ORDER BY 1 LIMIT $4",
+      DB_ARGS(DB_TEXT(recipient), DB_INT(after), DB_INT(upto), DB_INT(limit), DB_TEXT(provider), DB_INT(id_floor))));
 }
 
 err_t events_store_known(int64_t pos, bool *found, int64_t *created_at) {
