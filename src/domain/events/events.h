@@ -6,9 +6,9 @@
  * does: a rolled-back change sends nothing. Each event names who may read it (the accounts
  * the REST routes would show the resource to); the committed rows get positions, growing in
  * the order they became visible, and every instance reads them in that order and writes each
- * to its own streams of those accounts, woken by the commit in-process
- * and by PostgreSQL's NOTIFY from other instances. A reconnecting stream replays what it missed
- * from the outbox (Last-Event-ID, the last 24 hours). docs/decisions.md, "Live updates". */
+ * to its own streams of those accounts, woken by the commit in-process and by PostgreSQL's
+ * NOTIFY from other instances. A reconnecting stream replays what it missed from the outbox
+ * (Last-Event-ID, the last 24 hours). docs/decisions.md, "Live updates". */
 #ifndef DOMAIN_EVENTS_H
 #define DOMAIN_EVENTS_H
 #include "db/db.h"

@@ -16,8 +16,11 @@
  * greater than every position given before, and a rolled-back row, never visible, gets none.
  * The lock is off the write path: only the positioners take it (each for two round trips), and
  * an erasure before it deletes events (so it never waits on rows a positioner holds while the
- * positioner waits on rows it deleted). Ids stay the internal key: event_recipients and the
- * banner name an event by id.
+ * positioner waits on rows it deleted); pruning deletes positioned rows only, which no
+ * positioner touches. No pg_snapshot_xmin is needed: a row that becomes visible after a
+ * positioner's snapshot is numbered by the next one, after it, so no running transaction on
+ * the cluster, however long, holds positioning back. Ids stay the internal key:
+ * event_recipients and the banner name an event by id.
  *
  * The flush notifies EVENTS_CHANNEL from a process without a hub (PostgreSQL delivers that at
  * the commit, never on a rollback); otherwise the commit wakes this process's hub
@@ -318,7 +321,11 @@ err_t events_store_prune(int64_t before_ms, int64_t now_ms) {
                           "DELETE FROM event_recipients WHERE event_id <= "
                           "(SELECT COALESCE(MAX(id), 0) FROM events WHERE created_at < $1)",
                           DB_ARGS(DB_INT(before_ms)));
-  if (!e) e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM events WHERE created_at < $1", DB_ARGS(DB_INT(before_ms))));
+  /* positioned rows only: a row the positioner is numbering is never waited on here (nor this
+   * on it) */
+  if (!e)
+    e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM events WHERE created_at < $1 AND pos IS NOT NULL",
+                          DB_ARGS(DB_INT(before_ms))));
   if (!e)
     e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM event_tickets WHERE expires_at < $1", DB_ARGS(DB_INT(now_ms))));
   return db_end(c, e);

@@ -50,7 +50,7 @@ err_t events_store_replay(arena *a, const char *recipient, int64_t after, int64_
 /* Whether the event at position pos is in the outbox (*found), and when it was written
  * (*created_at, epoch ms). */
 err_t events_store_known(int64_t pos, bool *found, int64_t *created_at);
-/* Deletes the events written before before_ms, and tickets expired before now_ms. */
+/* Deletes the (positioned) events written before before_ms, and tickets expired before now_ms. */
 err_t events_store_prune(int64_t before_ms, int64_t now_ms);
 
 /* Keeps a ticket (its SHA-256, hex) for the token claims t until expires_at (epoch ms). */
