@@ -143,7 +143,7 @@ static db_rc write_one(db_conn *c, arena *a, const batch *b, const event_new *ev
 static db_rc flush(db_conn *c, void *arg) {
   batch *b = arg;
   bool pg = db_engine_get() == DB_POSTGRES;
-  db_rc rc = DB_OK;
+  db_rc rc = DB_OK; /* no lock: the rows get their positions after the commit */
   int64_t now = clock_now_ms();
   arena a;
   arena_init(&a);
@@ -210,8 +210,8 @@ err_t events_store_notify(void) {
  * newest event is pruned or erased). The statement's snapshot is taken once the lock is held, so
  * it sees every position the previous positioner committed. setval only when rows were placed. */
 static const char PLACE[] =
-    "WITH todo AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM events WHERE pos IS NULL ORDER BY id LIMIT "
-    "$1), "
+    "WITH todo AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM events WHERE pos IS NULL "
+    "ORDER BY id LIMIT $1), "
     "placed AS (UPDATE events e SET pos = (SELECT last_value FROM events_pos_seq) + todo.n FROM todo "
     "WHERE e.id = todo.id AND e.pos IS NULL RETURNING e.pos) "
     "SELECT count(*), CASE WHEN count(*) > 0 THEN setval('events_pos_seq', MAX(pos)) END FROM placed";
