@@ -181,11 +181,10 @@ err_t db_begin_exec(db_conn **c, arena *a, db_res **out, const char *sql, const 
 void db_on_commit(db_conn *c, void (*fn)(void *arg), void *arg);
 /* Registers fn(c, arg) to run on c inside the open transaction just before db_end commits it
  * (in the order registered; the same (fn, arg) once): for writes that must be a transaction's
- * last, such as the events outbox, which takes its ordering lock there so that no lock is
- * ever awaited while holding it. A result other than DB_OK rolls the transaction back, and
- * db_end returns its error. done(arg), when not NULL, runs once the transaction ended either
- * way (committed or rolled back, on the thread that ended it), so whatever arg holds can go;
- * on a rollback fn never ran. */
+ * last, such as the events outbox, whose rows must exist exactly when the change commits. A
+ * result other than DB_OK rolls the transaction back, and db_end returns its error. done(arg),
+ * when not NULL, runs once the transaction ended either way (committed or rolled back, on the
+ * thread that ended it), so whatever arg holds can go; on a rollback fn never ran. */
 void db_before_commit(db_conn *c, db_rc (*fn)(db_conn *c, void *arg), void (*done)(void *arg), void *arg);
 /* Ends the transaction on c: runs what db_before_commit registered, then commits when e is
  * ERR_OK (a failed commit rolls back and returns its error), otherwise rolls back and returns

@@ -453,6 +453,85 @@ def test_a_reconnect_replays_exactly_what_it_missed_in_order(api, streams, admin
     assert len(again.of("message.created")) == 3
 
 
+class Session:
+    """A psql session on the server's database (through the pooler when there is one: a
+    transaction keeps its server connection), for transactions held open across steps."""
+
+    def __init__(self, url, pg_cluster):
+        self.proc = subprocess.Popen([os.path.join(pg_cluster.bindir, "psql"), url, "-X", "-q", "-v",
+                                      "ON_ERROR_STOP=1"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+
+    def run(self, statements):
+        """Sends statements and returns once psql has run them."""
+        marker = "done-" + uuid.uuid4().hex[:8]
+        self.proc.stdin.write(f"{statements}\n\\echo {marker}\n")
+        self.proc.stdin.flush()
+        while (line := self.proc.stdout.readline()) and line.strip() != marker:
+            pass
+        assert line, self.proc.stderr.read()
+
+    def close(self):
+        self.proc.stdin.close()
+        assert self.proc.wait(10) == 0, self.proc.stderr.read()
+
+
+def test_positions_follow_the_commits_not_the_starts(api, server, pg_cluster, streams, admin_token):
+    """On PostgreSQL events are written without a lock and positioned after their commit. Two
+    transactions write an event each as the service does (the row, then its recipient by the
+    id the sequence gave); the first to start, with the smaller id, commits last, and a third
+    rolls back. The stream gets both, in position order (the commits'), once each; a replay
+    from the first one's id gives the second exactly; the rolled-back one appears nowhere."""
+    if not server.env["DATABASE_URL"].startswith("postgres"):
+        pytest.skip("PostgreSQL only: SQLite has one writer, and positions are its ids")
+    u = api.register_user()
+    s = streams(u["token"])
+    start = int(s.ids[0])
+    now = int(epoch(api.advance_clock(0)) * 1000)
+    tag = uuid.uuid4().hex[:8]
+
+    def event(title):
+        data = '{"icon":null,"title":"%s","body":"%s"}' % (title, tag)
+        return (f"INSERT INTO events (kind, data, created_at) VALUES ('banner', '{data}', {now}); "
+                f"INSERT INTO event_recipients (recipient, event_id) VALUES ('user:{u['id']}', "
+                "currval('events_id_seq')); NOTIFY marketplace_events;")
+
+    mine = lambda d: d["body"] == tag  # noqa: E731
+    url = server.env["DATABASE_URL"]
+    t1, t2, t3 = (Session(url, pg_cluster) for _ in range(3))
+    try:
+        t1.run("BEGIN; " + event("started first"))
+        t3.run("BEGIN; " + event("rolled back"))
+        t2.run("BEGIN; " + event("started second"))
+        t2.run("COMMIT;")
+        t3.run("ROLLBACK;")
+        s.wait("banner", mine)
+        t1.run("COMMIT;")
+    finally:
+        for t in (t1, t2, t3):
+            t.close()
+    ids = {r[0]: int(r[1]) for r in sql(server, pg_cluster, f"SELECT data::json->>'title', id FROM events "
+                                                            f"WHERE data LIKE '%{tag}%'")}
+    assert set(ids) == {"started first", "started second"} and ids["started first"] < ids["started second"]
+    s.wait("banner", mine, count=2)
+    settle(api, admin_token, s, u)
+    got = s.of("banner", mine)
+    assert [e["json"]["title"] for e in got] == ["started second", "started first"]
+    positions = [int(e["id"]) for e in got]
+    assert start < positions[0] < positions[1]
+    # a replay from the first one's id: the second, exactly
+    back = streams(u["token"], last_event_id=got[0]["id"])
+    back.wait("banner", mine)
+    settle(api, admin_token, back, u)
+    assert [(e["id"], e["json"]["title"]) for e in back.of("banner", mine)] == [(got[1]["id"], "started first")]
+    # then the account's later ones, the settling banners (the first stream's, replayed, and its
+    # own), in order, nothing twice
+    synced = [e["json"]["title"] for e in s.wait("banner", lambda d: d["body"] == "sync", count=2)]
+    assert [e["json"]["title"] for e in back.events] == ["started first", *synced]
+    replayed = [int(e["id"]) for e in back.events]
+    assert replayed == sorted(set(replayed)) and replayed[0] == positions[1]
+
+
 def test_a_provider_replays_the_open_jobs_of_its_pairs_once(api, streams, admin_token):
     """An open job's events reach the providers matching its service and ZIP when the outbox is
     read: live, and on a reconnect, in order and once each, mixed with the events that name the
@@ -590,6 +669,58 @@ def test_two_instances_deliver_across(pair):
     again.wait("payment.updated")
     assert not again.of("message.created") and not again.of("banner")
     for s in (s_pro, again):
+        assert not s.problems, s.problems
+        s.close()
+
+
+def test_concurrent_writers_on_two_instances_are_seen_in_one_order(pair):
+    """Writers on both instances at once (no lock orders them any more): each stream, on either
+    instance, gets every message once, with growing ids, each writer's in the order it posted
+    them; the streams of both instances agree on that order, and a replay from the start gives
+    it again."""
+    import threading
+    a, b = pair
+    api_a, api_b = Api(a), Api(b)
+    f = Flow(api_a).quoted()
+    watchers = [Stream(a.url, token=f.user["token"], schema=stream_schema(a)),
+                Stream(b.url, token=f.pro["token"], schema=stream_schema(b))]
+    for s in watchers:
+        assert s.wait_head() == 200
+        eventually(lambda: s.ids, 10, "the stream's position")
+    start = min(int(s.ids[0]) for s in watchers)
+    posted, errors = {}, []
+
+    def writer(n, api, account, extra):
+        try:
+            posted[n] = [ok(api.post(f"/jobs/{f.job_id}/messages", token=account["token"],
+                                     json={"content": f"w{n} #{i}", **extra}), 201)["id"] for i in range(12)]
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer, args=(n, api, who, extra)) for n, (api, who, extra) in enumerate(
+        [(api_a, f.user, {"providerId": f.pro["id"]}), (api_b, f.user, {"providerId": f.pro["id"]}),
+         (api_a, f.pro, {}), (api_b, f.pro, {})])]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    total = sum(len(ids) for ids in posted.values())
+    orders = []
+    for s in watchers:
+        got = s.wait("message.created", count=total)
+        ids = [int(e["id"]) for e in got]
+        assert ids == sorted(set(ids)) and ids[0] > start
+        order = [e["json"]["message"]["id"] for e in got]
+        assert len(order) == total == len(set(order))
+        for mine in posted.values():  # each writer's in its order
+            assert [m for m in order if m in mine] == mine
+        orders.append([(e["id"], m) for e, m in zip(got, order)])
+    assert orders[0] == orders[1]
+    again = Stream(b.url, token=f.user["token"], last_event_id=str(start), schema=stream_schema(b))
+    got = again.wait("message.created", count=total)
+    assert [(e["id"], e["json"]["message"]["id"]) for e in got] == orders[0]
+    for s in (*watchers, again):
         assert not s.problems, s.problems
         s.close()
 

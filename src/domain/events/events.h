@@ -4,10 +4,11 @@
  * An event is written on the changing transaction's connection (events_emit_in) and becomes a
  * row of the outbox just before that transaction commits, so it exists exactly when the change
  * does: a rolled-back change sends nothing. Each event names who may read it (the accounts
- * the REST routes would show the resource to); every instance reads the committed rows in
- * order and writes each to its own streams of those accounts, woken by the commit in-process
- * and by PostgreSQL's NOTIFY from other instances. A reconnecting stream replays what it missed
- * from the outbox (Last-Event-ID, the last 24 hours). docs/decisions.md, "Live updates". */
+ * the REST routes would show the resource to); the committed rows get positions, growing in
+ * the order they became visible, and every instance reads them in that order and writes each
+ * to its own streams of those accounts, woken by the commit in-process and by PostgreSQL's
+ * NOTIFY from other instances. A reconnecting stream replays what it missed from the outbox
+ * (Last-Event-ID, the last 24 hours). docs/decisions.md, "Live updates". */
 #ifndef DOMAIN_EVENTS_H
 #define DOMAIN_EVENTS_H
 #include "db/db.h"
@@ -37,7 +38,8 @@ typedef struct event_new {
   /* Optional: called on the transaction's connection once the event's row is written (just
    * before the commit), to keep its id with the change (a banner does): id_sql is an SQL
    * expression of that id for the next statement on c (the id is drawn in the COMMIT's round
-   * trip on PostgreSQL, so it is not known here). */
+   * trip on PostgreSQL, so it is not known here). The id is the outbox's key, not the position
+   * streams show (given after the commit on PostgreSQL). */
   db_rc (*written)(db_conn *c, const char *id_sql, const char *user_id, const char *provider_id);
 } event_new;
 
@@ -62,11 +64,14 @@ db_rc events_tokens_ended_in(db_conn *c, const char *subject, bool staff);
  * start-up by src/domains.c. */
 typedef struct events_oneshot {
   const char *kind;
-  /* Takes (removes) the account's pending record when its event's id is at most upto (or
-   * unknown): its JSON in *data (arena a) and that id in *event_id (0: unknown); *data NULL
-   * when none is pending. */
-  err_t (*take)(arena *a, const char *role, const char *account_id, int64_t upto, const char **data, int64_t *event_id);
-  /* Clears the account's pending record if it is still the one of event_id. Failures logged. */
+  /* Takes (removes) the account's pending record when its event's position is at most upto
+   * (or its event is unknown): its JSON in *data (arena a) and that position in *event_pos (0:
+   * unknown); *data NULL when none is pending. A record whose event has no position yet, or a
+   * later one, stays: the stream gets that event. */
+  err_t (*take)(arena *a, const char *role, const char *account_id, int64_t upto, const char **data,
+                int64_t *event_pos);
+  /* Clears the account's pending record if it is still the one of event event_id (the id the
+   * event's `written` was given, not its position). Failures logged. */
   void (*delivered)(const char *role, const char *account_id, int64_t event_id);
 } events_oneshot;
 void events_register_oneshot(const events_oneshot *o);

@@ -100,8 +100,9 @@ static err_t check_cursor(bool given, int64_t id, bool *replay, const char **rea
   return ERR_OK;
 }
 
-/* The replay of recipient's events after *from up to upto into s; *from moves to the last
- * event written, *bytes counts them. One-shot events replayed are cleared for the account. */
+/* The replay of recipient's events after position *from up to upto into s; *from moves to the
+ * last event written, *bytes counts them. One-shot events replayed are cleared for the account
+ * (by the event's id). */
 static err_t replay(hs_req *req, arena *a, hs_stream *s, const char *recipient, int64_t *from, int64_t upto,
                     size_t *bytes) {
   int64_t after = *from;
@@ -110,12 +111,12 @@ static err_t replay(hs_req *req, arena *a, hs_stream *s, const char *recipient, 
     err_t e = events_store_replay(a, recipient, after, upto, REPLAY_PAGE, &r);
     if (e != ERR_OK) return e;
     for (int i = 0; i < r->rows; i++) {
-      int64_t id = db_int(r, i, 0);
+      int64_t pos = db_int(r, i, 0);
       const char *kind = db_text(r, i, 1), *data = db_text(r, i, 2);
-      write_event(s, id, kind, data);
-      *from = id, *bytes += db_len(r, i, 2) + strlen(kind) + 32;
+      write_event(s, pos, kind, data);
+      *from = pos, *bytes += db_len(r, i, 2) + strlen(kind) + 32;
       const events_oneshot *once = events_hub_oneshot(kind);
-      if (once) once->delivered(hs_role_name(req->auth.role_bit), req->auth.id, id);
+      if (once) once->delivered(hs_role_name(req->auth.role_bit), req->auth.id, db_int(r, i, 3));
       if (*bytes >= REPLAY_MAX) return ERR_OK;
     }
     if (r->rows < REPLAY_PAGE) return ERR_OK;
@@ -130,9 +131,9 @@ static void take_pending(hs_req *req, arena *a, hs_stream *s, int64_t replayed_a
   const events_oneshot *once;
   for (int i = 0; (once = events_hub_oneshot_at(i)); i++) {
     const char *data = NULL;
-    int64_t id = 0;
-    if (once->take(a, hs_role_name(bit), req->auth.id, upto, &data, &id) != ERR_OK || !data) continue;
-    if (replayed_after >= 0 && id > replayed_after && id <= upto) continue; /* replayed already */
+    int64_t pos = 0;
+    if (once->take(a, hs_role_name(bit), req->auth.id, upto, &data, &pos) != ERR_OK || !data) continue;
+    if (replayed_after >= 0 && pos > replayed_after && pos <= upto) continue; /* replayed already */
     write_event(s, 0, once->kind, data);
   }
 }

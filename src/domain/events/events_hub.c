@@ -3,7 +3,9 @@
  * stream joining (events_hub_join, under the same mutex) sees the position move only between
  * batches and never misses or repeats an event. Writes to a stream only append to its buffer
  * (http/stream.h): nothing under the mutex waits on a client. The database is read without
- * the mutex. A stream's events are formatted once per event, not per stream.
+ * the mutex. A stream's events are formatted once per event, not per stream. Events are read
+ * and numbered by their position (events_store.c), which the pump gives first on PostgreSQL;
+ * the id is only the outbox's key (a one-shot's record names its event by id).
  *
  * Streams are kept in buckets by recipient key; a bucket lists few streams for an account (at
  * most EVENTS_STREAMS_PER_ACCOUNT) and every stream of a staff role for "staff:<role>". */
@@ -35,7 +37,7 @@ struct ev_stream {
   hs_auth auth;              /* its token's claims (the strings owned) */
   char names[3][65];         /* SHA-256 of its account's id, its token's, its elevation's ("": none) */
   int64_t exp_ms, next_beat, next_check;
-  int64_t floor;                  /* events up to this id are not written to it (it has them) */
+  int64_t floor;                  /* events up to this position are not written to it (it has them) */
   uint64_t order;                 /* when it joined, for the per-account limit */
   bool joined;                    /* in the table: the pump writes to it */
   ev_stream *next, *prev;         /* in its bucket */
@@ -284,7 +286,7 @@ typedef struct delivered {
   const events_oneshot *kind;
   char role[16];
   const char *account_id;
-  int64_t id;
+  int64_t id; /* the event's id (not its position) */
 } delivered;
 
 /* Writes the events of one batch to the streams of their recipients, and moves the position.
@@ -294,37 +296,37 @@ static int fan_out(const db_res *ev, const db_res *to, delivered *out, int cap) 
   struct buf text;
   buf_init(&text, BUF_CAP_MAX);
   for (int i = 0; i < ev->rows; i++) {
-    int64_t id = db_int(ev, i, 0);
+    int64_t pos = db_int(ev, i, 0);
     if (!strcmp(db_text(ev, i, 1), EVENTS_TOKENS_ENDED)) { /* for nobody: no recipient rows */
       token_ended(db_text(ev, i, 2));
-      hub.position = id;
+      hub.position = pos;
       continue;
     }
     const events_oneshot *once = events_hub_oneshot(db_text(ev, i, 1));
     buf_reset(&text);
-    events_format(&text, id, db_text(ev, i, 1), db_text(ev, i, 2));
-    while (r < to->rows && db_int(to, r, 0) < id) r++; /* in step with the events */
-    for (; r < to->rows && db_int(to, r, 0) == id; r++) {
+    events_format(&text, pos, db_text(ev, i, 1), db_text(ev, i, 2));
+    while (r < to->rows && db_int(to, r, 0) < pos) r++; /* in step with the events */
+    for (; r < to->rows && db_int(to, r, 0) == pos; r++) {
       const char *key = db_text(to, r, 1);
       bool reached = false;
       for (ev_stream *es = hub.buckets[bucket_of(key)], *next; es; es = next) {
         next = es->next;
-        if (strcmp(es->recipient, key) || id <= es->floor) continue;
+        if (strcmp(es->recipient, key) || pos <= es->floor) continue;
         if (hs_stream_write(es->s, buf_ptr(&text), buf_len(&text)))
           reached = true;
         else
           unjoin(es); /* cut (its reader fell too far behind) or over */
       }
       if (once && reached && nout < cap && account_key(key, out[nout].role, &out[nout].account_id))
-        out[nout].kind = once, out[nout++].id = id;
+        out[nout].kind = once, out[nout++].id = db_int(ev, i, 3);
     }
-    hub.position = id;
+    hub.position = pos;
   }
   buf_free(&text);
   return nout;
 }
 
-/* Reads and writes out everything committed after the position. */
+/* Reads and writes out everything positioned after the position. */
 static void deliver_new(void) {
   arena a;
   arena_init(&a);
@@ -376,11 +378,16 @@ static void *pump_main(void *arg) {
     hub.woken = hub.notify = false;
     pthread_mutex_unlock(&hub.mu);
     if (stop) break;
+    /* what was committed since gets its positions first (PostgreSQL; failures are logged and
+     * tried again at the next round), so the instances told next find it positioned */
+    bool more = false;
+    events_store_place(&more);
     /* one NOTIFY for every commit found since the last: sent by a write transaction itself,
      * PostgreSQL's commit-time notify lock made all of them wait for each other */
     if (notify && hub.listening && events_store_notify() != ERR_OK)
       log_msg(LOG_WARN, "events: the other instances were not notified; they read the outbox within a second");
     deliver_new();
+    if (more) events_hub_wake(NULL); /* a full batch was positioned: the next round at once */
     if (clock_mono_ms() - last_tick >= TICK_MS) {
       tick();
       last_tick = clock_mono_ms();

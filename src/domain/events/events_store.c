@@ -1,13 +1,30 @@
 /* The outbox. events_emit_in keeps a transaction's events in a batch of the calling thread (a
  * transaction belongs to one thread from db_begin to db_end) and registers its flush with
- * db_before_commit, so the rows are written last, just before the commit. Ids must grow in
- * commit order, or a reader that has seen id N could miss a smaller id committed later: on
- * SQLite every write runs on the one writer connection, one transaction after another, so
- * they do; on PostgreSQL the flush first takes a transaction-scoped advisory lock, held until
- * the commit, and only then draws its ids from the sequence, so the writers of events commit
- * one after another (a lock taken last waits on no other, and no other lock is waited for
- * while it is held). The flush also notifies EVENTS_CHANNEL (PostgreSQL delivers that at the
- * commit, never on a rollback), and the commit wakes this process's hub (db_on_commit).
+ * db_before_commit, so the rows are written last, just before the commit, and take no lock.
+ *
+ * Positions. Streams and replays read events by position (the SSE id, Last-Event-ID), never by
+ * id, and positions must grow in the order rows become visible, or a reader that has seen
+ * position N could miss a smaller one committed later. On SQLite every write runs on the one
+ * writer connection, one transaction after another, so ids grow in commit order and the
+ * position is the id (a generated column, migrations/sqlite/0028). On PostgreSQL the ids come
+ * from a sequence in whatever order the writers draw them, and a row is written with no
+ * position; the pumps give positions afterwards (events_store_place): one transaction that
+ * takes the positioners' advisory lock and then, in one statement (whose snapshot is taken
+ * once the lock is held), numbers every committed row still without one, in id order, after
+ * the last position given (events_pos_seq). The lock makes the positioners run one after
+ * another, each seeing everything the previous one committed, so every position given is
+ * greater than every position given before, and a rolled-back row, never visible, gets none.
+ * The lock is off the write path: only the positioners take it (each for two round trips), and
+ * an erasure before it deletes events (so it never waits on rows a positioner holds while the
+ * positioner waits on rows it deleted); pruning deletes positioned rows only, which no
+ * positioner touches. No pg_snapshot_xmin is needed: a row that becomes visible after a
+ * positioner's snapshot is numbered by the next one, after it, so no running transaction on
+ * the cluster, however long, holds positioning back. Ids stay the internal key:
+ * event_recipients and the banner name an event by id.
+ *
+ * The flush notifies EVENTS_CHANNEL from a process without a hub (PostgreSQL delivers that at
+ * the commit, never on a rollback); otherwise the commit wakes this process's hub
+ * (db_on_commit), whose pump positions the rows and tells the other instances.
  * A token's end (events_tokens_ended_in) is an event for nobody, written the same way, that
  * every hub reads to check again at once the streams it names. */
 #include "domain/events/events_store.h"
@@ -21,8 +38,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* pg_advisory_xact_lock's key for the outbox ("events" in ASCII). */
+/* pg_advisory_xact_lock's key of the positioners ("events" in ASCII). */
 #define OUTBOX_LOCK 0x6576656e7473LL
+/* Rows positioned by one statement at most. */
+#define PLACE_BATCH 1000
 
 /* An event kept until its transaction commits: ev's strings point into text. */
 typedef struct pending {
@@ -118,15 +137,13 @@ static db_rc write_one(db_conn *c, arena *a, const batch *b, const event_new *ev
 }
 
 /* db_before_commit: the batch's rows, last in the transaction. On PostgreSQL all of it goes
- * with the COMMIT, in one round trip and in this order: the lock first, then the rows (so the
- * ids are drawn under the lock). The other instances are notified after the commit by this
+ * with the COMMIT, in one round trip. The other instances are notified after the commit by this
  * process's pump (events_hub_committed), or, in a process without one (a CLI command), by a
  * NOTIFY here. */
 static db_rc flush(db_conn *c, void *arg) {
   batch *b = arg;
   bool pg = db_engine_get() == DB_POSTGRES;
-  db_rc rc =
-      pg ? db_exec_later(c, NULL, NULL, "SELECT pg_advisory_xact_lock($1)", DB_ARGS(DB_INT(OUTBOX_LOCK))) : DB_OK;
+  db_rc rc = DB_OK; /* no lock: the rows get their positions after the commit */
   int64_t now = clock_now_ms();
   arena a;
   arena_init(&a);
@@ -186,71 +203,112 @@ err_t events_store_notify(void) {
   return db_to_err(db_query(NULL, NULL, "SELECT pg_notify($1, '')", DB_ARGS(DB_TEXT(EVENTS_CHANNEL))));
 }
 
+/* ---- positions ---- */
+
+/* PostgreSQL: the committed rows without a position get theirs, in id order, after the last
+ * given; events_pos_seq moves to the last one (a sequence, not MAX(pos): that goes back when the
+ * newest event is pruned or erased). The statement's snapshot is taken once the lock is held, so
+ * it sees every position the previous positioner committed. setval only when rows were placed. */
+static const char PLACE[] =
+    "WITH todo AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM events WHERE pos IS NULL "
+    "ORDER BY id LIMIT $1), "
+    "placed AS (UPDATE events e SET pos = (SELECT last_value FROM events_pos_seq) + todo.n FROM todo "
+    "WHERE e.id = todo.id AND e.pos IS NULL RETURNING e.pos) "
+    "SELECT count(*), CASE WHEN count(*) > 0 THEN setval('events_pos_seq', MAX(pos)) END FROM placed";
+
+err_t events_store_place(bool *more) {
+  *more = false;
+  if (db_engine_get() != DB_POSTGRES) return ERR_OK; /* on SQLite the position is the id */
+  db_tx t;
+  db_res *r;
+  err_t e = db_tx_begin(&t);
+  if (!e)
+    e = db_to_err(db_exec_later(t.c, NULL, NULL, "SELECT pg_advisory_xact_lock($1)", DB_ARGS(DB_INT(OUTBOX_LOCK))));
+  if (!e) e = db_to_err(db_exec(t.c, &t.a, &r, PLACE, DB_ARGS(DB_INT(PLACE_BATCH))));
+  int64_t placed = e ? 0 : db_int(r, 0, 0);
+  e = db_tx_end(&t, e);
+  *more = !e && placed == PLACE_BATCH;
+  return e;
+}
+
 /* ---- reading ---- */
 
-err_t events_store_position(int64_t *pos) {
+static db_rc last_position(int64_t *pos) {
   arena a;
   arena_init(&a);
   db_res *r;
-  db_rc rc = db_query(&a, &r, "SELECT COALESCE(MAX(id), 0) FROM events", DB_NOARGS);
+  db_rc rc = db_query(&a, &r, "SELECT COALESCE(MAX(pos), 0) FROM events", DB_NOARGS);
   *pos = rc == DB_OK ? db_int(r, 0, 0) : 0;
   arena_fini(&a);
-  if (rc != DB_OK || *pos > 0) return db_to_err(rc);
+  return rc;
+}
+
+err_t events_store_position(int64_t *pos) {
+  bool more;
+  err_t e = events_store_place(&more);
+  db_rc rc = e ? DB_ERROR : last_position(pos);
+  if (rc != DB_OK || *pos > 0) return e ? e : db_to_err(rc);
   event_new origin = {.kind = "origin", .data = "{}"};
   db_conn *c;
-  err_t e = db_begin(&c);
+  e = db_begin(&c);
   if (!e) e = db_to_err(events_emit_in(c, &origin));
   e = db_end(c, e);
-  if (e) return e;
-  arena_init(&a);
-  rc = db_query(&a, &r, "SELECT COALESCE(MAX(id), 0) FROM events", DB_NOARGS); /* the origin, or later */
-  *pos = rc == DB_OK ? db_int(r, 0, 0) : 0;
-  arena_fini(&a);
-  return db_to_err(rc);
+  if (!e) e = events_store_place(&more);
+  return e ? e : db_to_err(last_position(pos)); /* the origin, or later */
 }
 
 err_t events_store_batch(arena *a, int64_t after, int limit, db_res **events, db_res **recipients) {
   db_conn *c = db_acquire();
-  db_rc rc = db_exec(c, a, events, "SELECT id, kind, data FROM events WHERE id > $1 ORDER BY id LIMIT $2",
+  db_rc rc = db_exec(c, a, events, "SELECT pos, kind, data, id FROM events WHERE pos > $1 ORDER BY pos LIMIT $2",
                      DB_ARGS(DB_INT(after), DB_INT(limit)));
   int64_t last = rc == DB_OK && (*events)->rows ? db_int(*events, (*events)->rows - 1, 0) : after;
   /* the named recipients, and the providers who match an open job's event now */
   if (rc == DB_OK)
     rc = db_exec(c, a, recipients,
-                 "SELECT event_id, recipient FROM event_recipients WHERE event_id > $1 AND event_id <= $2 "
-                 "UNION SELECT e.id, 'provider:' || s.provider_id FROM events e "
+                 "SELECT e.pos, r.recipient FROM event_recipients r JOIN events e ON e.id = r.event_id "
+                 "WHERE e.pos > $1 AND e.pos <= $2 "
+                 "UNION SELECT e.pos, 'provider:' || s.provider_id FROM events e "
                  "JOIN provider_zips z ON z.zip = e.match_zip "
                  "JOIN provider_services s ON s.provider_id = z.provider_id AND s.service = e.match_service "
-                 "WHERE e.id > $1 AND e.id <= $2 AND e.match_service IS NOT NULL ORDER BY 1",
+                 "WHERE e.pos > $1 AND e.pos <= $2 AND e.match_service IS NOT NULL ORDER BY 1",
                  DB_ARGS(DB_INT(after), DB_INT(last)));
   db_release(c);
   return db_to_err(rc);
 }
 
 err_t events_store_replay(arena *a, const char *recipient, int64_t after, int64_t upto, int limit, db_res **out) {
-  /* a provider's also include the open jobs' events of its pairs, through events_match: of the
+  /* Each part takes its first `limit` by position, and the union its first `limit` of those.
+   * The named part joins the recipient's rows to their events: PostgreSQL drives it from
+   * whichever side its statistics find narrower (an account's few events; a staff role's many,
+   * in position order until the limit); SQLite from the recipient's rows, bounded by id there
+   * since its positions are its ids (id_floor; none on PostgreSQL, where they are not).
+   * A provider's also include the open jobs' events of its pairs, through events_match: of the
    * pairs it held since before the event was written (strictly: a pair added in the event's
    * millisecond was not held before it), of the jobs it can still read (open, or
-   * assigned to it) */
+   * assigned to it). */
   const char *provider = !strncmp(recipient, "provider:", 9) ? recipient + 9 : NULL;
-  return db_to_err(
-      db_query(a, out,
-               "SELECT e.id, e.kind, e.data FROM events e WHERE e.id IN ("
-               "SELECT event_id FROM event_recipients WHERE recipient = $1 AND event_id > $2 AND event_id <= $3 "
-               "UNION SELECT m.id FROM provider_services s JOIN provider_zips z ON z.provider_id = s.provider_id "
-               "JOIN events m ON m.match_service = s.service AND m.match_zip = z.zip "
-               "JOIN jobs j ON j.id = m.match_job "
-               "WHERE s.provider_id = $5 AND m.id > $2 AND m.id <= $3 "
-               "AND s.created_at < m.created_at AND z.created_at < m.created_at "
-               "AND (j.status IN ('PENDING', 'QUOTED') OR j.provider_id = $5)) ORDER BY e.id LIMIT $4",
-               DB_ARGS(DB_TEXT(recipient), DB_INT(after), DB_INT(upto), DB_INT(limit), DB_TEXT(provider))));
+  int64_t id_floor = db_engine_get() == DB_POSTGRES ? 0 : after;
+  return db_to_err(db_query(
+      a, out,
+      "SELECT pos, kind, data, id FROM (SELECT e.pos, e.kind, e.data, e.id FROM event_recipients r "
+      "JOIN events e ON e.id = r.event_id WHERE r.recipient = $1 AND r.event_id > $6 AND e.pos > $2 AND e.pos <= $3 "
+      "ORDER BY e.pos LIMIT $4) named "
+      "UNION SELECT pos, kind, data, id FROM (SELECT m.pos, m.kind, m.data, m.id FROM provider_services s "
+      "JOIN provider_zips z ON z.provider_id = s.provider_id "
+      "JOIN events m ON m.match_service = s.service AND m.match_zip = z.zip "
+      "JOIN jobs j ON j.id = m.match_job "
+      "WHERE s.provider_id = $5 AND m.id > $6 AND m.pos > $2 AND m.pos <= $3 "
+      "AND s.created_at < m.created_at AND z.created_at < m.created_at "
+      "AND (j.status IN ('PENDING', 'QUOTED') OR j.provider_id = $5) ORDER BY m.pos LIMIT $4) matched "
+      "ORDER BY 1 LIMIT $4",
+      DB_ARGS(DB_TEXT(recipient), DB_INT(after), DB_INT(upto), DB_INT(limit), DB_TEXT(provider), DB_INT(id_floor))));
 }
 
-err_t events_store_known(int64_t id, bool *found, int64_t *created_at) {
+err_t events_store_known(int64_t pos, bool *found, int64_t *created_at) {
   arena a;
   arena_init(&a);
   db_res *r;
-  db_rc rc = db_query(&a, &r, "SELECT created_at FROM events WHERE id = $1", DB_ARGS(DB_INT(id)));
+  db_rc rc = db_query(&a, &r, "SELECT created_at FROM events WHERE pos = $1", DB_ARGS(DB_INT(pos)));
   *found = rc == DB_OK && r->rows == 1;
   *created_at = *found ? db_int(r, 0, 0) : 0;
   arena_fini(&a);
@@ -263,7 +321,11 @@ err_t events_store_prune(int64_t before_ms, int64_t now_ms) {
                           "DELETE FROM event_recipients WHERE event_id <= "
                           "(SELECT COALESCE(MAX(id), 0) FROM events WHERE created_at < $1)",
                           DB_ARGS(DB_INT(before_ms)));
-  if (!e) e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM events WHERE created_at < $1", DB_ARGS(DB_INT(before_ms))));
+  /* positioned rows only: a row the positioner is numbering is never waited on here (nor this
+   * on it) */
+  if (!e)
+    e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM events WHERE created_at < $1 AND pos IS NOT NULL",
+                          DB_ARGS(DB_INT(before_ms))));
   if (!e)
     e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM event_tickets WHERE expires_at < $1", DB_ARGS(DB_INT(now_ms))));
   return db_end(c, e);
@@ -281,9 +343,16 @@ err_t events_forget_account_in(db_conn *c, const account_ref *who, forget_mode m
   char **erased = strcmp(role, "user") ? &b->erased_provider : &b->erased_user;
   free(*erased);
   *erased = xstrdup(account_id);
-  db_rc rc = db_exec(c, NULL, NULL,
-                     "DELETE FROM events WHERE id IN (SELECT event_id FROM event_recipients WHERE recipient = $1)",
-                     DB_ARGS(DB_TEXT(key)));
+  /* the positioners' lock first (sent with the DELETE): a positioner then never waits on a
+   * row deleted here while holding one this waits on; the erasure is the transaction's last
+   * work, so the positioners wait for it briefly */
+  db_rc rc = db_engine_get() == DB_POSTGRES
+                 ? db_exec_later(c, NULL, NULL, "SELECT pg_advisory_xact_lock($1)", DB_ARGS(DB_INT(OUTBOX_LOCK)))
+                 : DB_OK;
+  if (rc == DB_OK)
+    rc = db_exec(c, NULL, NULL,
+                 "DELETE FROM events WHERE id IN (SELECT event_id FROM event_recipients WHERE recipient = $1)",
+                 DB_ARGS(DB_TEXT(key)));
   if (rc == DB_OK) /* the other recipients of those events too */
     rc = db_exec(c, NULL, NULL,
                  "DELETE FROM event_recipients WHERE event_id IN "

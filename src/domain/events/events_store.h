@@ -1,5 +1,5 @@
 /* SQL of the events domain: the outbox (events, event_recipients), written at the end of the
- * changing transaction and read in id order, and stream tickets (event_tickets). Internal to
+ * changing transaction and read in position order, and stream tickets (event_tickets). Internal to
  * the domain; other domains write events through events.h. */
 #ifndef DOMAIN_EVENTS_STORE_H
 #define DOMAIN_EVENTS_STORE_H
@@ -33,18 +33,24 @@ err_t events_forget_account_in(db_conn *c, const account_ref *who, forget_mode m
 
 /* Notifies the other instances' listeners (PostgreSQL) that the outbox moved. */
 err_t events_store_notify(void);
-/* The outbox's position: the highest id committed. An empty outbox (a new database, or one
+/* PostgreSQL: gives the committed events that have no position yet theirs, each greater than
+ * every position given before (events_store.c): at most a batch of them, *more when the batch
+ * was full (more may wait). Nothing to do on SQLite, where the position is the id. */
+err_t events_store_place(bool *more);
+/* The outbox's position: the highest position given. An empty outbox (a new database, or one
  * idle past the retention) gets an event of kind "origin" for no one first, so a stream can
  * always be given a position that a reconnect finds. */
 err_t events_store_position(int64_t *pos);
-/* The committed events after `after`, oldest first, at most limit: *events (id, kind, data)
- * and *recipients (event_id, recipient) of those, ordered by event_id. */
+/* The positioned events after position `after`, in position order, at most limit: *events
+ * (pos, kind, data, id) and *recipients (pos, recipient) of those, ordered by pos. */
 err_t events_store_batch(arena *a, int64_t after, int limit, db_res **events, db_res **recipients);
-/* recipient's events with after < id <= upto, oldest first, at most limit (id, kind, data). */
+/* recipient's events with after < pos <= upto, in position order, at most limit (pos, kind,
+ * data, id). */
 err_t events_store_replay(arena *a, const char *recipient, int64_t after, int64_t upto, int limit, db_res **out);
-/* Whether event id is in the outbox (*found), and when it was written (*created_at, epoch ms). */
-err_t events_store_known(int64_t id, bool *found, int64_t *created_at);
-/* Deletes the events written before before_ms, and tickets expired before now_ms. */
+/* Whether the event at position pos is in the outbox (*found), and when it was written
+ * (*created_at, epoch ms). */
+err_t events_store_known(int64_t pos, bool *found, int64_t *created_at);
+/* Deletes the (positioned) events written before before_ms, and tickets expired before now_ms. */
 err_t events_store_prune(int64_t before_ms, int64_t now_ms);
 
 /* Keeps a ticket (its SHA-256, hex) for the token claims t until expires_at (epoch ms). */

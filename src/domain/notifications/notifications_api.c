@@ -107,16 +107,16 @@ err_t api_banner_poll(hs_req *req) {
 /* The banner as a one-shot event kind (events.h): a stream that opens takes the pending banner
  * as the poll would, and one that delivered the banner's event clears it. */
 static err_t banner_take(arena *a, const char *role, const char *account_id, int64_t upto, const char **data,
-                         int64_t *event_id) {
+                         int64_t *event_pos) {
   db_res *r;
-  *data = NULL, *event_id = 0;
+  *data = NULL, *event_pos = 0;
   err_t e = notifications_store_take_banner_upto(a, role, account_id, upto, &r);
   if (e || r->rows == 0) return e;
   jw w;
   jw_init(&w, a, 256);
   hs_rj_object(&w, hs_rj_bind(a, BANNER, r), r, 0);
   *data = jw_text(&w);
-  *event_id = db_int(r, 0, 3);
+  *event_pos = db_int(r, 0, 3); /* 0 when NULL: unknown */
   return ERR_OK;
 }
 

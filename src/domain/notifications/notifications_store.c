@@ -185,7 +185,7 @@ err_t notifications_store_mark_one_read(arena *a, const char *role, const char *
 }
 
 /* The banner keeps the id of the event that announced it (a stream that delivers that event
- * clears it). */
+ * clears it; a stream that opens compares that event's position, the outbox's, with its own). */
 static db_rc banner_event_written(db_conn *c, const char *id_sql, const char *user_id, const char *provider_id) {
   char sql[160];
   snprintf(sql, sizeof sql, "UPDATE banners SET event_id = %s WHERE account_id = $1 AND role = $2", id_sql);
@@ -224,8 +224,10 @@ err_t notifications_store_take_banner(arena *a, const char *role, const char *id
 
 err_t notifications_store_take_banner_upto(arena *a, const char *role, const char *id, int64_t upto, db_res **out) {
   return db_to_err(db_query(a, out,
-                            "DELETE FROM banners WHERE account_id = $1 AND role = $2 "
-                            "AND (event_id IS NULL OR event_id <= $3) RETURNING icon, title, body, event_id",
+                            "DELETE FROM banners WHERE account_id = $1 AND role = $2 AND (event_id IS NULL OR NOT "
+                            "EXISTS (SELECT 1 FROM events e WHERE e.id = banners.event_id AND (e.pos IS NULL OR "
+                            "e.pos > $3))) RETURNING icon, title, body, "
+                            "(SELECT pos FROM events e WHERE e.id = banners.event_id)",
                             DB_ARGS(DB_TEXT(id), DB_TEXT(role), DB_INT(upto))));
 }
 

@@ -36,8 +36,9 @@ err_t notifications_store_mark_one_read(arena *a, const char *role, const char *
 /* Returns and removes the account's pending banner (icon, title, body) in one statement, so two
  * polls never both get it; no row when none is pending. */
 err_t notifications_store_take_banner(arena *a, const char *role, const char *id, db_res **out);
-/* The same for a stream that opens at outbox position upto: only a banner whose event is at most
- * upto (a later one reaches the stream as an event); *out adds event_id. */
+/* The same for a stream that opens at outbox position upto: only a banner whose event's position
+ * is at most upto (a later one, or one not positioned yet, reaches the stream as an event), or
+ * whose event is gone; *out adds that position (NULL: unknown). */
 err_t notifications_store_take_banner_upto(arena *a, const char *role, const char *id, int64_t upto, db_res **out);
 /* Removes the account's pending banner if it is still the one of event event_id (a stream
  * delivered that event); a newer banner stays. */
