@@ -89,6 +89,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/events/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A cookie that opens GET /events from a browser for as long as the token is valid */
+        post: operations["postEventsSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/auth/register": {
         parameters: {
             query?: never;
@@ -2456,6 +2473,14 @@ export interface components {
             /** Format: date-time */
             expiresAt: string;
         };
+        /** @description The answer of POST /events/session, whose Set-Cookie header carries the session: `events_session`, HttpOnly, Path=/events, SameSite as EVENTS_COOKIE_SAMESITE says (Lax in development, None elsewhere, then with Secure and Partitioned), Secure outside development. GET /events from a browser (EventSource with withCredentials) sends it on every connection and reconnect until the token that asked for it ends */
+        EventSession: {
+            /**
+             * Format: date-time
+             * @description when the token, and so the session, expires
+             */
+            expiresAt: string;
+        };
         /** @description The Last-Event-ID could not be replayed from: reload what the app shows */
         StreamReset: {
             /**
@@ -3916,6 +3941,34 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["EventTicket"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
+    postEventsSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventSession"];
                 };
             };
             400: components["responses"]["400"];

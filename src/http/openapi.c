@@ -362,9 +362,10 @@ static json_t *operation(const hs_route *r, json_t *schemas) {
     json_t *roles = json_array();
     for (unsigned bit = 1; bit && bit <= ROLE_ANY; bit <<= 1)
       if (r->roles & bit && hs_role_name(bit)) json_array_append_new(roles, json_string(hs_role_name(bit)));
-    json_object_set_new(op, "security",
-                        r->flags & ROUTE_TICKET ? json_pack("[{s:[]},{s:[]}]", "bearerAuth", "eventTicket")
-                                                : json_pack("[{s:[]}]", "bearerAuth"));
+    json_t *security = json_pack("[{s:[]}]", "bearerAuth");
+    if (r->flags & ROUTE_TICKET) json_array_append_new(security, json_pack("{s:[]}", "eventTicket"));
+    if (r->flags & ROUTE_COOKIE) json_array_append_new(security, json_pack("{s:[]}", "eventSession"));
+    json_object_set_new(op, "security", security);
     json_object_set_new(op, "x-roles", roles);
   } else {
     json_object_set_new(op, "security", json_array());
@@ -525,10 +526,15 @@ static json_t *shared_components(json_t *schemas) {
   json_t *ticket = json_pack("{s:s,s:s,s:s,s:s}", "type", "apiKey", "in", "query", "name", "ticket", "description",
                              "A single-use ticket from POST /events/ticket, for clients that cannot send the "
                              "Authorization header (a browser's EventSource)");
-  return json_pack("{s:o,s:o,s:{s:o},s:{s:o,s:o},s:{s:{s:s,s:s,s:s},s:o}}", "schemas", schemas, "responses", responses,
-                   "parameters", "IdempotencyKey", key, "headers", "IdempotentReplayed", replayed, "NextPage", next,
-                   "securitySchemes", "bearerAuth", "type", "http", "scheme", "bearer", "bearerFormat", "JWT",
-                   "eventTicket", ticket);
+  json_t *session =
+      json_pack("{s:s,s:s,s:s,s:s}", "type", "apiKey", "in", "cookie", "name", "events_session", "description",
+                "The HttpOnly cookie POST /events/session sets (Path=/events): what a browser's "
+                "EventSource with withCredentials sends on every reconnect, valid as long as the token "
+                "that asked for it; accepted from this service's own origin or one CORS_ORIGINS lists");
+  return json_pack("{s:o,s:o,s:{s:o},s:{s:o,s:o},s:{s:{s:s,s:s,s:s},s:o,s:o}}", "schemas", schemas, "responses",
+                   responses, "parameters", "IdempotencyKey", key, "headers", "IdempotentReplayed", replayed,
+                   "NextPage", next, "securitySchemes", "bearerAuth", "type", "http", "scheme", "bearer",
+                   "bearerFormat", "JWT", "eventTicket", ticket, "eventSession", session);
 }
 
 /* True when some operation answers the error status code. */

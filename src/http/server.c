@@ -62,17 +62,17 @@
 
 typedef struct conn_ctx {
   hs_call call;
-  hs_work work;  /* on a lane, then held */
-  bool started;  /* on_request has seen the headers (the context exists from the request line on) */
-  bool answered; /* a response was queued */
-  bool done;     /* a worker ran the pipeline; the answer waits to be queued */
+  hs_work work;    /* on a lane, then held */
+  bool started;    /* on_request has seen the headers (the context exists from the request line on) */
+  bool answered;   /* a response was queued */
+  bool done;       /* a worker ran the pipeline; the answer waits to be queued */
   bool streaming;  /* the answer is a stream, answered and logged when it was queued */
   bool on_streams; /* a connection of the streams' daemon: its one request answered, it closes */
   struct timespec start;
   hs_watch *watch; /* the connection's deadlines (http/watch.h) */
   /* the request arena's first chunk, so a small request allocates nothing else (kept last:
    * it is not zeroed) */
-  _Alignas(max_align_t) unsigned char arena_buf[336]; /* what is left of 1 KiB */
+  _Alignas(max_align_t) unsigned char arena_buf[320]; /* what is left of 1 KiB */
 } conn_ctx;
 
 /* glibc serves blocks up to 1032 bytes from a per-thread cache; a larger one consolidates
