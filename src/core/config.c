@@ -114,12 +114,9 @@ static const struct {
 
 bool config_load(char err[256]) {
   char *env = env_or("APP_ENV", "development");
-  if (!strcmp(env, "development"))
-    CFG.env = ENV_DEVELOPMENT;
-  else if (!strcmp(env, "test"))
-    CFG.env = ENV_TEST;
-  else if (!strcmp(env, "production"))
-    CFG.env = ENV_PRODUCTION;
+  if (!strcmp(env, "development")) CFG.env = ENV_DEVELOPMENT;
+  else if (!strcmp(env, "test")) CFG.env = ENV_TEST;
+  else if (!strcmp(env, "production")) CFG.env = ENV_PRODUCTION;
   else {
     snprintf(err, 256, "APP_ENV must be development, test or production");
     free(env);
@@ -151,9 +148,9 @@ bool config_load(char err[256]) {
   for (size_t i = 0; i < ARRAY_LEN(TEXTS); i++) *TEXTS[i].into = env_or(TEXTS[i].name, TEXTS[i].fallback);
   for (size_t i = 0; i < ARRAY_LEN(OPTIONAL_TEXTS); i++) *OPTIONAL_TEXTS[i].into = env_or(OPTIONAL_TEXTS[i].name, NULL);
   /* a local stand-in of Stripe (STRIPE_API_BASE moved) serves the file uploads too, as stripe-mock does */
-  CFG.stripe_files_base =
-      env_or("STRIPE_FILES_BASE",
-             strcmp(CFG.stripe_api_base, "https://api.stripe.com") ? CFG.stripe_api_base : "https://files.stripe.com");
+  CFG.stripe_files_base = env_or("STRIPE_FILES_BASE", strcmp(CFG.stripe_api_base, "https://api.stripe.com")
+                                                          ? CFG.stripe_api_base
+                                                          : "https://files.stripe.com");
   if (CFG.statement_descriptor_suffix && !statement_suffix_ok(CFG.statement_descriptor_suffix, err)) return false;
   if (!env_int("BCRYPT_COST", 12, 4, 31, &CFG.bcrypt_cost, err)) return false;
   if (CFG.env == ENV_PRODUCTION && CFG.bcrypt_cost < 12) {
@@ -187,8 +184,8 @@ bool config_load(char err[256]) {
   if (!env_int("HTTP_BODY_MIN_RATE", 1024, 0, 1 << 30, &CFG.http_body_min_rate, err)) return false;
   if (!env_int("HTTP_MAX_HEADER_BYTES", 8192, 1024, 12 * 1024, &CFG.http_max_header_bytes, err)) return false;
   /* behind proxies every connection comes from a proxy: no cap unless the operator sets one */
-  if (!env_int("HTTP_MAX_CONNECTIONS_PER_IP", CFG.trust_proxy > 0 ? 0 : 64, 0, 100000, &CFG.http_max_connections_per_ip,
-               err))
+  if (!env_int("HTTP_MAX_CONNECTIONS_PER_IP", CFG.trust_proxy > 0 ? 0 : 64, 0, 100000,
+               &CFG.http_max_connections_per_ip, err))
     return false;
   if (!env_int("HTTP_MAX_CONNECTIONS", 16384, 16, 1000000, &CFG.http_max_connections, err)) return false;
   CFG.cors_origins = env_or("CORS_ORIGINS", CFG.env == ENV_PRODUCTION ? "" : "*");

@@ -12,14 +12,14 @@ typedef struct config {
   char *bind;
   app_env env;
   char *data_dir;
-  char *database_url;        /* "sqlite:PATH" or "postgres://..." */
+  char *database_url;   /* "sqlite:PATH" or "postgres://..." */
   char *database_listen_url; /* PostgreSQL: where the live-update listener connects (a session, not a pooler) */
   char *jwt_secret;
   size_t jwt_secret_len;
   char *public_url;
   char *app_url;
   char *admin_email, *support_email, *mail_from;
-  char *smtp_url; /* NULL: .eml files under $DATA_DIR/mail */
+  char *smtp_url;       /* NULL: .eml files under $DATA_DIR/mail */
   char *bootstrap_admin_email, *bootstrap_admin_password;
   char *stripe_secret_key, *stripe_api_base, *stripe_webhook_secret, *stripe_premium_price_id;
   char *stripe_connect_webhook_secret; /* the Connect endpoint's (connected accounts' events); NULL: none */
@@ -31,31 +31,31 @@ typedef struct config {
   char *metrics_token; /* NULL: GET /metrics answers loopback callers only */
   int bcrypt_cost;
   int bcrypt_threads, bcrypt_queue; /* password-hashing pool size and queue bound */
-  int db_pool_size;                 /* connections of the database lane (and the main thread) */
-  int db_slow_pool_size;            /* connections of the slow lane and background work */
-  int db_busy_timeout_ms;           /* SQLite: how long a write waits for the write lock before 503 */
-  int pg_prepared_statements;       /* PostgreSQL: 1 named prepared statements per connection, 0 unnamed ones
-                                       (PgBouncer before 1.21 in transaction pooling) */
-  int http_threads;                 /* MHD event threads */
-  int http_stream_threads;          /* MHD event threads of the connections that carry event streams */
-  int http_workers;                 /* handler threads of the database lane */
-  int http_slow_workers;            /* handler threads of the slow lane (ROUTE_SLOW) */
+  int db_pool_size;      /* connections of the database lane (and the main thread) */
+  int db_slow_pool_size; /* connections of the slow lane and background work */
+  int db_busy_timeout_ms; /* SQLite: how long a write waits for the write lock before 503 */
+  int pg_prepared_statements; /* PostgreSQL: 1 named prepared statements per connection, 0 unnamed ones
+                                 (PgBouncer before 1.21 in transaction pooling) */
+  int http_threads;  /* MHD event threads */
+  int http_stream_threads; /* MHD event threads of the connections that carry event streams */
+  int http_workers;  /* handler threads of the database lane */
+  int http_slow_workers; /* handler threads of the slow lane (ROUTE_SLOW) */
   int queue_workers;
-  int queue_lease_ms;         /* a claimed unit of work is free again this long after its last renewal (real clock) */
-  int recognition_workers;    /* background workers for document recognition (nice 10) */
+  int queue_lease_ms; /* a claimed unit of work is free again this long after its last renewal (real clock) */
+  int recognition_workers; /* background workers for document recognition (nice 10) */
   int recognition_timeout_ms; /* recognition of one image or PDF page is stopped past this */
-  int shutdown_grace_ms;      /* SIGTERM: how long requests in flight may take to finish */
-  int http_idle_timeout;      /* seconds without traffic before a connection is closed */
-  int http_header_timeout;    /* seconds from a request's first bytes to its last header */
-  int http_body_min_rate;     /* bytes/s a body must average after that grace (0: none) */
-  int http_max_header_bytes;  /* header fields over this answer 431 */
+  int shutdown_grace_ms; /* SIGTERM: how long requests in flight may take to finish */
+  int http_idle_timeout;          /* seconds without traffic before a connection is closed */
+  int http_header_timeout;        /* seconds from a request's first bytes to its last header */
+  int http_body_min_rate;         /* bytes/s a body must average after that grace (0: none) */
+  int http_max_header_bytes;      /* header fields over this answer 431 */
   int http_max_connections_per_ip; /* open connections per socket peer (0: no cap) */
   int http_max_connections;        /* open connections in all (live-update streams included) */
-  int trust_proxy;                 /* proxies in front: the client is the Nth X-Forwarded-For address from the right */
-  char *cors_origins;              /* comma-separated; "*" allows any */
-  char *events_cookie_samesite;    /* EVENTS_COOKIE_SAMESITE: Strict, Lax or None (the events session cookie) */
-  char *audit_key;                 /* AUDIT_KEY (32 bytes or more); NULL: derived from JWT_SECRET */
-  char *audit_checkpoint_file;     /* where checkpoints of the audit chain are appended */
+  int trust_proxy;      /* proxies in front: the client is the Nth X-Forwarded-For address from the right */
+  char *cors_origins;   /* comma-separated; "*" allows any */
+  char *events_cookie_samesite; /* Strict, Lax or None: the live updates' session cookie */
+  char *audit_key;      /* AUDIT_KEY (32 bytes or more); NULL: derived from JWT_SECRET */
+  char *audit_checkpoint_file; /* where checkpoints of the audit chain are appended */
 } config;
 
 /* The process-wide configuration; valid after config_load(). */

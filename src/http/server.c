@@ -62,10 +62,10 @@
 
 typedef struct conn_ctx {
   hs_call call;
-  hs_work work;    /* on a lane, then held */
-  bool started;    /* on_request has seen the headers (the context exists from the request line on) */
-  bool answered;   /* a response was queued */
-  bool done;       /* a worker ran the pipeline; the answer waits to be queued */
+  hs_work work;  /* on a lane, then held */
+  bool started;  /* on_request has seen the headers (the context exists from the request line on) */
+  bool answered; /* a response was queued */
+  bool done;     /* a worker ran the pipeline; the answer waits to be queued */
   bool streaming;  /* the answer is a stream, answered and logged when it was queued */
   bool on_streams; /* a connection of the streams' daemon: its one request answered, it closes */
   struct timespec start;
