@@ -213,12 +213,14 @@ static json_t *success_content(const hs_route *r, json_t *schemas) {
   if (!r->response) return NULL;
   if (strchr(r->response, '/')) {
     json_t *schema = json_pack("{s:s}", "type", "string");
-    if (r->stream_schema) { /* a stream: JSON Schema's content keywords say what each event is */
+    if (r->stream_schema) { /* a stream: each of its events, by kind, as the schema (so /docs and the
+                               generated types show every kind and its data, not "string") */
       if (!component_exists(schemas, r->stream_schema))
         die("route %s %s: no schema component named %s", hs_method_name(r->method), r->path, r->stream_schema);
-      json_object_set_new(schema, "contentMediaType", json_string(r->response));
-      json_object_set_new(schema, "contentSchema",
-                          json_pack("{s:s+}", "$ref", "#/components/schemas/", r->stream_schema));
+      json_decref(schema);
+      schema = json_pack("{s:s+,s:s}", "$ref", "#/components/schemas/", r->stream_schema, "description",
+                         "The answer is a sequence of these events, each written as Server-Sent Events' lines "
+                         "(`id:`, `event:`, `data:` with the JSON of `data`), not one JSON value");
     }
     json_t *media = json_pack("{s:o}", "schema", schema);
     return json_pack("{s:o}", r->response, media);
@@ -393,8 +395,11 @@ static json_t *operation(const hs_route *r, json_t *schemas) {
                                   "the raw body, verified against its signature before it is parsed", "content",
                                   "application/json", "schema", "type", "object"));
   } else if (r->body) {
+    /* a missing body counts as {}: the body is required exactly when one of its fields is */
+    bool required = false;
+    for (const hs_field *f = r->body->fields; f->name; f++) required |= (f->flags & F_REQUIRED) != 0;
     json_object_set_new(op, "requestBody",
-                        json_pack("{s:b,s:{s:{s:o}}}", "required", 0, "content", "application/json", "schema",
+                        json_pack("{s:b,s:{s:{s:o}}}", "required", required, "content", "application/json", "schema",
                                   object_schema(r->body, true)));
   }
   json_object_set_new(op, "responses", responses_for(r, schemas));
