@@ -5041,9 +5041,17 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 10 MB each
                      */
-                    streetViewPhoto?: Blob | File;
+                    streetViewPhoto?: Blob | File | {
+                        uri: string;
+                        name: string;
+                        type: string;
+                    };
                     /** @description a PNG, JPEG or WebP image; at most 10 files of 10 MB each */
-                    serviceAreaPhotos?: (Blob | File)[];
+                    serviceAreaPhotos?: (Blob | File | {
+                        uri: string;
+                        name: string;
+                        type: string;
+                    })[];
                 };
             };
         };
@@ -5699,7 +5707,11 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 5 MB each
                      */
-                    logo: Blob | File;
+                    logo: Blob | File | {
+                        uri: string;
+                        name: string;
+                        type: string;
+                    };
                 };
             };
         };
@@ -5745,7 +5757,11 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 8 MB each
                      */
-                    headshot: Blob | File;
+                    headshot: Blob | File | {
+                        uri: string;
+                        name: string;
+                        type: string;
+                    };
                 };
             };
         };
@@ -5822,12 +5838,20 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 10 MB each
                      */
-                    front?: Blob | File;
+                    front?: Blob | File | {
+                        uri: string;
+                        name: string;
+                        type: string;
+                    };
                     /**
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 10 MB each
                      */
-                    back?: Blob | File;
+                    back?: Blob | File | {
+                        uri: string;
+                        name: string;
+                        type: string;
+                    };
                 };
             };
         };
@@ -5873,7 +5897,11 @@ export interface operations {
                      * Format: binary
                      * @description a PNG or JPEG image or a PDF; at most 1 file of 10 MB each
                      */
-                    insuranceDoc: Blob | File;
+                    insuranceDoc: Blob | File | {
+                        uri: string;
+                        name: string;
+                        type: string;
+                    };
                 };
             };
         };
@@ -6560,7 +6588,11 @@ export interface operations {
             content: {
                 "multipart/form-data": {
                     /** @description a PNG, JPEG or WebP image; at most 10 files of 10 MB each */
-                    images: (Blob | File)[];
+                    images: (Blob | File | {
+                        uri: string;
+                        name: string;
+                        type: string;
+                    })[];
                 };
             };
         };
@@ -6605,7 +6637,11 @@ export interface operations {
             content: {
                 "multipart/form-data": {
                     /** @description a PNG, JPEG or WebP image; at most 10 files of 10 MB each */
-                    images: (Blob | File)[];
+                    images: (Blob | File | {
+                        uri: string;
+                        name: string;
+                        type: string;
+                    })[];
                 };
             };
         };
@@ -6650,7 +6686,11 @@ export interface operations {
             content: {
                 "multipart/form-data": {
                     /** @description a PNG, JPEG or WebP image; at most 5 files of 10 MB each */
-                    images: (Blob | File)[];
+                    images: (Blob | File | {
+                        uri: string;
+                        name: string;
+                        type: string;
+                    })[];
                 };
             };
         };
@@ -7139,7 +7179,11 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 10 MB each
                      */
-                    photo: Blob | File;
+                    photo: Blob | File | {
+                        uri: string;
+                        name: string;
+                        type: string;
+                    };
                     providerId?: string;
                 };
             };
