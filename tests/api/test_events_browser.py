@@ -70,6 +70,24 @@ def test_the_session_cookie_and_its_attributes(srv):
     assert r.status_code == 404
 
 
+def test_the_cookie_on_the_shared_server(api):
+    """CORS_ORIGINS=* (as in development): the cookie works from the service's own pages and
+    programs (no Origin), and no other origin is answered with credentials."""
+    u = api.register_user()
+    r = api.post("/events/session", token=u["token"])
+    assert r.status_code == 200 and "Access-Control-Allow-Credentials" not in r.headers
+    value = re.match(r"events_session=([0-9a-f]{64});", r.headers["Set-Cookie"]).group(1)
+    s = Stream(api.server.url, headers={"Cookie": f"events_session={value}"})
+    try:
+        assert s.wait_head() == 200
+        job = post_job(api, u)
+        s.wait("job.created", lambda d: d["id"] == job["id"])
+    finally:
+        s.close()
+    r = raw_get(api.server, "/events", {"Cookie": f"events_session={value}", "Origin": OTHER})
+    assert r.status_code == 401
+
+
 def test_get_events_with_the_cookie(srv):
     api = Api(srv)
     u = api.register_user()
