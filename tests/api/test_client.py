@@ -166,3 +166,35 @@ def test_the_package_pins_the_versions_the_tests_use():
         for name, version in deps.items():
             assert version == tools[name], (name, version, tools[name])  # exact, and what the tests ran
             assert locked[f"node_modules/{name}"]["version"] == version, name
+
+
+def test_every_event_kind_and_required_body_is_in_the_document_and_the_types():
+    """/docs and the types show what GET /events sends, kind by kind (not a "string"), and a
+    JSON body is required where one of its fields is (a missing body counts as {})."""
+    with open(os.path.join(ROOT, "docs", "openapi.json"), encoding="utf-8") as f:
+        doc = json.load(f)
+    schemas = doc["components"]["schemas"]
+    media = doc["paths"]["/events"]["get"]["responses"]["200"]["content"]["text/event-stream"]
+    assert media["schema"]["$ref"] == "#/components/schemas/StreamEvent"
+    kinds = {}
+    for ref in schemas["StreamEvent"]["oneOf"]:
+        ev = schemas[ref["$ref"].rsplit("/", 1)[1]]
+        event = ev["properties"]["event"]
+        for kind in [event["const"]] if "const" in event else event["enum"]:
+            kinds[kind] = ev["properties"]["data"]["$ref"].rsplit("/", 1)[1]
+    for kind in ("message.created", "quote.created", "job.created", "job.updated", "payment.updated",
+                 "payout.updated", "notification.created", "banner", "reset", "replaced", "shutdown", "token.expired"):
+        assert kind in kinds and kinds[kind] in schemas, kind
+    with open(os.path.join(CLIENT, "schema.d.ts"), encoding="utf-8") as f:
+        types = f.read()
+    assert '"text/event-stream": components["schemas"]["StreamEvent"];' in types
+    assert 'event: "message.created";' in types and 'data: components["schemas"]["MessageCreated"];' in types
+    ops = {(m.upper(), p): o for p, item in doc["paths"].items() for m, o in item.items() if isinstance(o, dict)}
+    login = ops[("POST", "/auth/login")]["requestBody"]
+    assert login["required"] is True
+    patch_me = ops[("PATCH", "/users/me")]["requestBody"]  # every field optional
+    assert patch_me["required"] is False
+    for (method, path), op in ops.items():
+        body = op.get("requestBody", {}).get("content", {}).get("application/json")
+        if body and path != "/webhooks":
+            assert op["requestBody"]["required"] == bool(body["schema"].get("required")), (method, path)
