@@ -218,8 +218,8 @@ def test_development_sets_a_lax_cookie_without_secure(server_factory, once_per_r
     assert "SameSite=Lax" in attrs and "Secure" not in attrs and "Partitioned" not in attrs and "HttpOnly" in attrs
 
 
-def test_a_bad_samesite_setting_stops_the_start(tmp_path):
-    p = subprocess.run([os.path.join(ROOT, "build", "marketplace"), "serve"], capture_output=True, text=True, timeout=30,
+def test_a_bad_samesite_setting_stops_the_start(request, tmp_path):
+    p = subprocess.run([request.config.getoption("--binary"), "serve"], capture_output=True, text=True, timeout=30,
                        env={"PATH": os.environ.get("PATH", ""), "APP_ENV": "test", "DATA_DIR": str(tmp_path),
                             "PORT": str(free_port()), "EVENTS_COOKIE_SAMESITE": "lax"})
     assert p.returncode != 0 and "EVENTS_COOKIE_SAMESITE must be Strict, Lax or None" in p.stdout + p.stderr
