@@ -7,13 +7,15 @@
 //     serves PAGE.html at --origin (its own origin: the app's, not the API's), with every
 //     "http://localhost:8080" in it read as --api and the token in sessionStorage ("token"), opens
 //     it in headless Chromium (Debian's /usr/bin/chromium through playwright-core) and prints
-//     each line the page logs (console.log), until a line contains TEXT, or until stopped;
+//     each line the page logs (console.log), until a line contains TEXT (exit 0), or until stopped
+//     or --timeout ms (default 60000: exit 1 when TEXT never came);
 //
 //   node scripts/run_in.mjs react-native APP.ts [NAME=VALUE ...]
 //     bundles APP.ts with esbuild, `@marketplace/client` being this repository's package
 //     (clients/typescript/src), runs it in a React Native-like Node (no crypto.randomUUID, a
 //     fetch that cannot stream, xhr2 as XMLHttpRequest, FormData that takes { uri, name, type }:
-//     clients/typescript/test/react-native-env.ts) and calls its `main({ NAME: VALUE, ... })`.
+//     clients/typescript/test/react-native-env.ts) and calls its `main({ NAME: VALUE, ... })`
+//     (exit 1 when it has not returned within RUN_IN_TIMEOUT_MS, default 60000).
 import { mkdir } from "node:fs/promises";
 import { readFile } from "node:fs/promises";
 import http from "node:http";
@@ -34,6 +36,7 @@ async function chromium() {
   const api = option("api") ?? "http://localhost:8080";
   const token = option("token") ?? "";
   const until = option("until");
+  const limit = Number(option("timeout") ?? 60000);
   const html = (await readFile(file, "utf8")).replaceAll("http://localhost:8080", api);
   const server = http.createServer((req, res) => {
     res.writeHead(200, { "Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store" });
@@ -57,6 +60,11 @@ async function chromium() {
     if (until && m.text().includes(until)) void stop(0);
   });
   await page.goto(origin.href);
+  // a page that never logs what is awaited ends the run, not the caller's patience
+  setTimeout(() => {
+    process.stderr.write(`run_in: ${until ? `no line with "${until}"` : "stopped"} after ${limit} ms\n`);
+    void stop(until ? 1 : 0);
+  }, limit).unref();
 }
 
 async function reactNative() {
@@ -83,6 +91,11 @@ async function reactNative() {
     logLevel: "error",
     ignoreAnnotations: true, // the package says sideEffects: false; the environment module is all side effects
   });
+  const limit = Number(process.env.RUN_IN_TIMEOUT_MS ?? 60000);
+  setTimeout(() => {
+    process.stderr.write(`run_in: main() still running after ${limit} ms\n`);
+    process.exit(1);
+  }, limit).unref();
   const { main } = await import(pathToFileURL(outfile).href);
   try {
     await main(args);
