@@ -276,7 +276,8 @@ static const token_claims *ticket_claims(hs_call *c, bool *offered) {
   if (!redeemer || !c->raw_query || !(c->req.route->flags & ROUTE_TICKET)) return NULL;
   json_t *args = arena_json(&c->req.arena, json_object());
   hs_query_parse(c->raw_query, args);
-  const char *ticket = json_string_value(json_object_get(args, "ticket"));
+  json_t *given = json_object_get(args, "ticket");
+  const char *ticket = json_string_value(json_is_array(given) ? json_array_get(given, 0) : given); /* the first */
   if (!ticket) return NULL;
   *offered = true;
   token_claims *t = arena_alloc(&c->req.arena, sizeof *t);

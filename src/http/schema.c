@@ -248,23 +248,17 @@ static json_t *csv_items(json_t *v, bool from_query) {
   return items;
 }
 
-/* A query form the schema does not read: a key given more than once for a single value, or a
- * list written as `name[]=` (the bracket style of some libraries). Writes the 400's message. */
+static bool list_field(const hs_field *f) { return (f->flags & (F_CSV | F_ONE_OR_MANY)) || f->kind == F_ARRAY; }
+
+/* A list written in a query form the schema does not read, `name[]=A` (the bracket style of
+ * some libraries): refused, rather than the list left out. Writes the 400's message. */
 static bool unread_query_form(const hs_schema *s, json_t *input, char err[256]) {
   for (const hs_field *f = s->fields; f->name; f++) {
-    bool list = (f->flags & (F_CSV | F_ONE_OR_MANY)) || f->kind == F_ARRAY;
     char brackets[96];
     snprintf(brackets, sizeof brackets, "%s[]", f->name);
-    if (json_object_get(input, brackets)) {
-      if (list)
-        snprintf(err, 256, "%s: a list is written %s=A,B or %s=A&%s=B, not %s[]=A", f->name, f->name, f->name,
-                 f->name, f->name);
-      else
-        snprintf(err, 256, "%s: must be one value, not %s[]=A", f->name, f->name);
-      return true;
-    }
-    if (!list && json_is_array(json_object_get(input, f->name))) {
-      snprintf(err, 256, "%s: must be given once", f->name);
+    if (list_field(f) && json_object_get(input, brackets)) {
+      snprintf(err, 256, "%s: a list is written %s=A,B or %s=A&%s=B, not %s[]=A", f->name, f->name, f->name,
+               f->name, f->name);
       return true;
     }
   }
@@ -296,6 +290,7 @@ json_t *hs_validate(const hs_schema *s, json_t *input, bool from_query, char err
   json_t *out = json_object();
   for (const hs_field *f = s->fields; f->name; f++) {
     json_t *v = input ? json_object_get(input, f->name) : NULL;
+    if (from_query && json_is_array(v) && !list_field(f)) v = json_array_get(v, 0); /* the first one wins */
     if (json_is_null(v) && (f->flags & F_NULLABLE)) {
       json_object_set_new(out, f->name, json_null());
       continue;
