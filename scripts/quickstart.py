@@ -10,8 +10,13 @@ The page's conventions, which this script relies on:
 - the fenced block that directly follows a ```sh block (only blank lines between) is its
   expected output: ```json (one or more JSON values, compared as values) or ```text (compared
   line by line); a ```sh block without one must print nothing;
+- a block whose info string names a file (```html file=live.html, ```ts file=app.ts) is written
+  to that file in the working directory, at its place in the page, for the sh blocks after it
+  to run (the browser and React Native sections: scripts/run_in.mjs runs them in headless
+  Chromium and in a React Native-like Node);
 - other blocks (```console, ```bash, ...) are for the reader only and never run.
-The commands name the server as `localhost:$PORT`. Before comparing, values that differ on
+The commands name the server as `localhost:$PORT`, and the browser page's origin as
+`localhost:$APP_PORT` (which the server's CORS_ORIGINS lists). Before comparing, values that differ on
 every run are masked on both sides: ids, times, tokens, link signatures, the port in links,
 page cursors and the simulated processor's ids.
 
@@ -27,7 +32,7 @@ import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 PAGE = os.path.join(ROOT, "docs", "quickstart.md")
-FENCE = re.compile(r"^```([a-z]*)\s*$")
+FENCE = re.compile(r"^```([a-z]*)(?:\s+file=(\S+))?\s*$")
 SEPARATOR = "@@quickstart-block@@"
 
 MASKS = [
@@ -50,12 +55,14 @@ def mask(text):
 
 
 class Block:
-    def __init__(self, lang, lines, start):
-        self.lang, self.lines, self.start = lang, lines, start
+    def __init__(self, lang, lines, start, file=None):
+        self.lang, self.lines, self.start, self.file = lang, lines, start, file
         self.expected = None  # the output block that follows a sh block
 
     @property
     def text(self):
+        if self.file:  # written where the commands run
+            return f"cat > {self.file} <<'QUICKSTART_FILE_END'\n" + "".join(self.lines) + "QUICKSTART_FILE_END\n"
         return "".join(self.lines)
 
 
@@ -70,7 +77,7 @@ def parse(page_text):
         j = i + 1
         while j < len(lines) and not lines[j].startswith("```"):
             j += 1
-        blocks.append(Block(m.group(1), lines[i + 1:j], i))
+        blocks.append(Block(m.group(1), lines[i + 1:j], i, m.group(2)))
         blank_after = j + 1
         while blank_after < len(lines) and not lines[blank_after].strip():
             blank_after += 1
@@ -78,6 +85,9 @@ def parse(page_text):
         i = j + 1
     commands = []
     for k, b in enumerate(blocks):
+        if b.file:
+            commands.append(b)
+            continue
         if b.lang != "sh":
             continue
         nxt = blocks[k + 1] if k + 1 < len(blocks) else None
@@ -87,12 +97,12 @@ def parse(page_text):
     return commands
 
 
-def run(commands, base_url, data_dir, timeout=300):
+def run(commands, base_url, data_dir, timeout=300, env=None):
     """Runs every command block in one bash session; returns each block's output."""
     port = base_url.rsplit(":", 1)[1].rstrip("/")
     before = set(os.listdir(ROOT))
     with tempfile.TemporaryDirectory(prefix="quickstart-") as tmp:
-        env = dict(os.environ, PORT=port, DATA_DIR=data_dir, TMPDIR=tmp)
+        env = dict(os.environ, PORT=port, DATA_DIR=data_dir, TMPDIR=tmp, **(env or {}))
         script = "set -o pipefail\n"
         for b in commands:
             script += b.text + f"\necho {SEPARATOR}\n"
@@ -142,21 +152,21 @@ def differences(commands, outputs):
     return found
 
 
-def check(base_url, data_dir):
+def check(base_url, data_dir, env=None):
     with open(PAGE, encoding="utf-8") as f:
         commands = parse(f.read())
     assert commands, "docs/quickstart.md has no sh blocks"
-    outputs, stderr = run(commands, base_url, data_dir)
+    outputs, stderr = run(commands, base_url, data_dir, env=env)
     found = differences(commands, outputs)
     assert not found, "\n\n".join(found) + (f"\n\nstderr:\n{stderr[-2000:]}" if stderr else "")
     return len(commands)
 
 
-def update(base_url, data_dir):
+def update(base_url, data_dir, env=None):
     with open(PAGE, encoding="utf-8") as f:
         text = f.read()
     commands = parse(text)
-    outputs, stderr = run(commands, base_url, data_dir)
+    outputs, stderr = run(commands, base_url, data_dir, env=env)
     lines = text.splitlines(keepends=True)
     for b, out in reversed(list(zip(commands, outputs))):
         if b.expected is None:

@@ -89,6 +89,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/events/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A cookie that opens GET /events from a browser for as long as the token is valid */
+        post: operations["postEventsSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/auth/register": {
         parameters: {
             query?: never;
@@ -2719,6 +2736,14 @@ export interface components {
             /** Format: date-time */
             expiresAt: string;
         };
+        /** @description The answer of POST /events/session, whose Set-Cookie header carries the session: `events_session`, HttpOnly, Path=/events, SameSite as EVENTS_COOKIE_SAMESITE says (Lax in development, None elsewhere, then with Secure and Partitioned), Secure outside development. GET /events from a browser (EventSource with withCredentials) sends it on every connection and reconnect until the token that asked for it ends */
+        EventSession: {
+            /**
+             * Format: date-time
+             * @description when the token, and so the session, expires
+             */
+            expiresAt: string;
+        };
         /** @description The Last-Event-ID could not be replayed from: reload what the app shows */
         StreamReset: {
             /**
@@ -4198,7 +4223,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": string;
+                    "text/event-stream": components["schemas"]["StreamEvent"];
                 };
             };
             400: components["responses"]["400"];
@@ -4237,6 +4262,34 @@ export interface operations {
             503: components["responses"]["503"];
         };
     };
+    postEventsSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventSession"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            431: components["responses"]["431"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
     postAuthRegister: {
         parameters: {
             query?: never;
@@ -4244,7 +4297,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /**
@@ -4287,7 +4340,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /**
@@ -4326,7 +4379,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /**
@@ -4372,7 +4425,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /**
@@ -4411,7 +4464,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /**
@@ -4451,7 +4504,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     token: string;
@@ -4485,7 +4538,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     currentPassword: string;
@@ -4522,7 +4575,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     currentPassword: string;
@@ -4781,7 +4834,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     refreshToken: string;
@@ -4907,7 +4960,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     password: string;
@@ -5111,7 +5164,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     note: string;
@@ -5204,7 +5257,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     enabled: boolean;
@@ -5276,7 +5329,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     label?: string | null;
@@ -5440,9 +5493,17 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 10 MB each
                      */
-                    streetViewPhoto?: Blob | File;
+                    streetViewPhoto?: Blob | File | {
+                        uri: string;
+                        name: string;
+                        type: string;
+                    };
                     /** @description a PNG, JPEG or WebP image; at most 10 files of 10 MB each */
-                    serviceAreaPhotos?: (Blob | File)[];
+                    serviceAreaPhotos?: (Blob | File | {
+                        uri: string;
+                        name: string;
+                        type: string;
+                    })[];
                 };
             };
         };
@@ -5547,7 +5608,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     paymentMethodId: string;
@@ -5745,7 +5806,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     amount?: number | null;
@@ -5826,7 +5887,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     text: string;
@@ -6055,7 +6116,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     password: string;
@@ -6148,7 +6209,11 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 5 MB each
                      */
-                    logo: Blob | File;
+                    logo: Blob | File | {
+                        uri: string;
+                        name: string;
+                        type: string;
+                    };
                 };
             };
         };
@@ -6194,7 +6259,11 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 8 MB each
                      */
-                    headshot: Blob | File;
+                    headshot: Blob | File | {
+                        uri: string;
+                        name: string;
+                        type: string;
+                    };
                 };
             };
         };
@@ -6271,12 +6340,20 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 10 MB each
                      */
-                    front?: Blob | File;
+                    front?: Blob | File | {
+                        uri: string;
+                        name: string;
+                        type: string;
+                    };
                     /**
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 10 MB each
                      */
-                    back?: Blob | File;
+                    back?: Blob | File | {
+                        uri: string;
+                        name: string;
+                        type: string;
+                    };
                 };
             };
         };
@@ -6322,7 +6399,11 @@ export interface operations {
                      * Format: binary
                      * @description a PNG or JPEG image or a PDF; at most 1 file of 10 MB each
                      */
-                    insuranceDoc: Blob | File;
+                    insuranceDoc: Blob | File | {
+                        uri: string;
+                        name: string;
+                        type: string;
+                    };
                 };
             };
         };
@@ -6447,7 +6528,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     availability: {
@@ -6667,7 +6748,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     jobs: {
@@ -6823,7 +6904,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** @enum {string} */
@@ -6973,7 +7054,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** @enum {string} */
@@ -7024,7 +7105,11 @@ export interface operations {
             content: {
                 "multipart/form-data": {
                     /** @description a PNG, JPEG or WebP image; at most 10 files of 10 MB each */
-                    images: (Blob | File)[];
+                    images: (Blob | File | {
+                        uri: string;
+                        name: string;
+                        type: string;
+                    })[];
                 };
             };
         };
@@ -7069,7 +7154,11 @@ export interface operations {
             content: {
                 "multipart/form-data": {
                     /** @description a PNG, JPEG or WebP image; at most 10 files of 10 MB each */
-                    images: (Blob | File)[];
+                    images: (Blob | File | {
+                        uri: string;
+                        name: string;
+                        type: string;
+                    })[];
                 };
             };
         };
@@ -7114,7 +7203,11 @@ export interface operations {
             content: {
                 "multipart/form-data": {
                     /** @description a PNG, JPEG or WebP image; at most 5 files of 10 MB each */
-                    images: (Blob | File)[];
+                    images: (Blob | File | {
+                        uri: string;
+                        name: string;
+                        type: string;
+                    })[];
                 };
             };
         };
@@ -7154,7 +7247,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     description: string;
@@ -7197,7 +7290,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     amount: number;
@@ -7241,7 +7334,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     dayOfWeek: number;
@@ -7289,7 +7382,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     jobId: string;
@@ -7332,7 +7425,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     jobId: string;
@@ -7551,7 +7644,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     content: string;
@@ -7604,7 +7697,11 @@ export interface operations {
                      * Format: binary
                      * @description a PNG, JPEG or WebP image; at most 1 file of 10 MB each
                      */
-                    photo: Blob | File;
+                    photo: Blob | File | {
+                        uri: string;
+                        name: string;
+                        type: string;
+                    };
                     providerId?: string;
                 };
             };
@@ -7751,7 +7848,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     token: string;
@@ -7792,7 +7889,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     token: string;
@@ -8205,7 +8302,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     name: string;
@@ -8249,7 +8346,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /**
@@ -8503,7 +8600,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     targetId: string;
@@ -8605,7 +8702,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     elevationId: string;
@@ -8709,7 +8806,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     name: string;
@@ -8753,7 +8850,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     staffId: string;
@@ -8826,7 +8923,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /** @enum {string} */
@@ -9039,7 +9136,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     /**
@@ -9138,7 +9235,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     targetId: string;
@@ -9254,7 +9351,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     userId: string;
@@ -9300,7 +9397,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     subject: string;
@@ -9344,7 +9441,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": {
                     subject: string;

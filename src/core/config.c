@@ -337,6 +337,16 @@ bool config_load(char err[256]) {
     return false;
   if (!env_int("HTTP_MAX_CONNECTIONS", 16384, 16, 1000000, &CFG.http_max_connections, err)) return false;
   CFG.cors_origins = env_or("CORS_ORIGINS", CFG.env == ENV_PRODUCTION ? "" : "*");
+  /* the live updates' session cookie (POST /events/session): a page on another site (an origin
+   * CORS_ORIGINS lists) needs None, which browsers take only with Secure; development serves
+   * plain http to phones and emulators on a LAN address, where Secure cookies are refused, and
+   * its app usually runs on the same site (another port of the same host): Lax */
+  CFG.events_cookie_samesite = env_or("EVENTS_COOKIE_SAMESITE", CFG.env == ENV_DEVELOPMENT ? "Lax" : "None");
+  if (strcmp(CFG.events_cookie_samesite, "Strict") && strcmp(CFG.events_cookie_samesite, "Lax") &&
+      strcmp(CFG.events_cookie_samesite, "None")) {
+    snprintf(err, 256, "EVENTS_COOKIE_SAMESITE must be Strict, Lax or None");
+    return false;
+  }
 
   CFG.audit_key = env_or("AUDIT_KEY", NULL);
   if (CFG.audit_key && strlen(CFG.audit_key) < 32) {

@@ -67,6 +67,7 @@ typedef struct config {
   int http_max_connections;        /* open connections in all (live-update streams included) */
   int trust_proxy;                 /* proxies in front: the client is the Nth X-Forwarded-For address from the right */
   char *cors_origins;              /* comma-separated; "*" allows any */
+  char *events_cookie_samesite;    /* Strict, Lax or None: the live updates' session cookie */
   char *audit_key;                 /* AUDIT_KEY (32 bytes or more); NULL: derived from JWT_SECRET */
   char *audit_checkpoint_file;     /* where checkpoints of the audit chain are appended */
   char *backup_dest;               /* BACKUP_DEST: a directory or s3://bucket/prefix; NULL: none */

@@ -22,8 +22,12 @@
 
 static VEC(char *) cors_list; /* empty when "*" */
 static bool cors_any;
+static char own_origin[256]; /* PUBLIC_URL's scheme, host and port */
 
 void hs_answer_init(void) {
+  const char *u = CFG.public_url ? CFG.public_url : "", *host = strstr(u, "://");
+  size_t n = host ? (size_t)(strcspn(host + 3, "/?#") + (size_t)(host + 3 - u)) : 0;
+  snprintf(own_origin, sizeof own_origin, "%.*s", (int)n, u);
   cors_any = !strcmp(CFG.cors_origins, "*");
   if (cors_any) return;
   char *copy = xstrdup(CFG.cors_origins), *save = NULL;
@@ -64,7 +68,7 @@ static void settle(hs_req *req) {
   req->res_body = arena_json(&req->arena, error_body(req));
   req->res_json = NULL;
   req->res_content_type = NULL; /* a file answer begun before the failure is dropped */
-  req->res_link = NULL;
+  req->res_link = req->res_set_cookie = NULL;
   if (req->status == 503 && req->retry_after <= 0) req->retry_after = HS_RETRY_AFTER_DEFAULT;
   if (req->status != 401) req->www_authenticate = NULL;
   req->err = ERR_OK;
@@ -98,6 +102,7 @@ void hs_answer_clear(hs_call *c) {
   req->status = 0, req->res_body = NULL, req->res_json = NULL, req->err = ERR_OK;
   req->err_message = req->err_code = req->err_field = req->www_authenticate = req->res_link = NULL;
   req->res_etag = NULL;
+  req->res_set_cookie = NULL;
   req->retry_after = 0;
   free(c->out), c->out = NULL;
   c->out_len = 0, c->out_gzip = c->prepared = false;
@@ -110,13 +115,29 @@ void hs_answer_preflight(hs_call *c) {
     hs_fail(&c->req, ERR_NOT_FOUND, NULL);
 }
 
+/* The request's Origin when CORS_ORIGINS names it (never by `*`), else NULL. */
+static const char *listed_origin(const hs_req *req) {
+  const char *origin = hs_header(req, "Origin");
+  if (!origin) return NULL;
+  for (char **o = cors_list.items; o < cors_list.items + cors_list.size; o++)
+    if (!strcmp(*o, origin)) return origin;
+  return NULL;
+}
+
 static const char *cors_origin_for(const hs_req *req) {
   const char *origin = hs_header(req, "Origin");
   if (!origin) return NULL;
   if (cors_any || (req->route && (req->route->flags & ROUTE_CORS_ANY))) return "*";
-  for (char **o = cors_list.items; o < cors_list.items + cors_list.size; o++)
-    if (!strcmp(*o, origin)) return origin;
-  return NULL;
+  return listed_origin(req);
+}
+
+bool hs_origin_credentialed(const hs_req *req) {
+  const char *origin = hs_header(req, "Origin");
+  if (origin) return listed_origin(req) || (own_origin[0] && !strcmp(origin, own_origin));
+  /* no Origin: a same-origin GET, a navigation or a program; a browser says which in
+   * Sec-Fetch-Site, and a navigation from another site (a link, a frame) sends no cookie here */
+  const char *site = hs_header(req, "Sec-Fetch-Site");
+  return !site || !strcmp(site, "same-origin") || !strcmp(site, "none");
 }
 
 typedef void (*header_fn)(void *resp, const char *name, const char *value);
@@ -163,6 +184,8 @@ static void common_headers(const hs_req *req, bool vary_encoding, header_fn add,
   const char *origin = cors_origin_for(req);
   if (origin) {
     add(resp, "Access-Control-Allow-Origin", origin);
+    /* credentials (cookies: the live updates' session) only for an origin named in the list */
+    if (strcmp(origin, "*")) add(resp, "Access-Control-Allow-Credentials", "true");
     add(resp, "Access-Control-Expose-Headers",
         "X-Request-Id, Retry-After, Idempotent-Replayed, Link, WWW-Authenticate");
   }
@@ -188,6 +211,7 @@ static void common_headers(const hs_req *req, bool vary_encoding, header_fn add,
     add(resp, "X-Frame-Options", "DENY");
     add(resp, "Referrer-Policy", "no-referrer");
   }
+  if (req->res_set_cookie) add(resp, "Set-Cookie", req->res_set_cookie);
 }
 
 /* A preflight's 204: the methods the path serves. */
@@ -200,7 +224,8 @@ static void preflight_headers(const hs_req *req, header_fn add, void *resp) {
   add(resp, "Allow", allow);
   if (hs_header(req, "Origin") && (cors_any || req->route)) {
     add(resp, "Access-Control-Allow-Methods", allow);
-    add(resp, "Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id, Idempotency-Key");
+    add(resp, "Access-Control-Allow-Headers",
+        "Authorization, Content-Type, X-Request-Id, Idempotency-Key, Last-Event-ID");
     add(resp, "Access-Control-Max-Age", "600");
   }
 }

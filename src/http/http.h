@@ -74,6 +74,10 @@ enum {
   ROUTE_PAGE = 1 << 10,     /* a page of a browser app (the staff portal): its answer carries a strict
                                Content-Security-Policy (scripts, styles and requests to this server
                                only; images also from object storage), no framing, no referrer */
+  ROUTE_COOKIE = 1 << 11,   /* the session cookie of the redeem_cookie hook may stand in for the
+                               bearer token (a browser's EventSource with withCredentials): only
+                               on a request from this service's own origin or one CORS_ORIGINS
+                               lists (hs_origin_credentialed), never across sites otherwise */
 };
 
 /* A fixed-window rate limit keyed by client address (an IPv6 client's /64), or by the caller's
@@ -204,6 +208,7 @@ struct hs_req {
   const char *err_field;             /* a validation error's field (the error body's `field`), or NULL */
   const char *www_authenticate;      /* a 401's WWW-Authenticate challenge (RFC 6750), or NULL */
   const char *res_link;              /* the Link header of the answer (a list's next page), or NULL */
+  const char *res_set_cookie;        /* a Set-Cookie line of a success answer, or NULL */
   int retry_after;                   /* seconds; 0 = no header (a 503 without one gets HS_RETRY_AFTER_DEFAULT) */
   bool replayed;                     /* the kept answer of an earlier request with the same Idempotency-Key */
   const char *idem_scope, *idem_key; /* the Idempotency-Key this request claimed (http/idempotency.h) */
@@ -222,6 +227,10 @@ struct hs_req {
 const char *hs_param(const hs_req *req, const char *name);
 /* Request header (case-insensitive); NULL when absent. */
 const char *hs_header(const hs_req *req, const char *name);
+/* Whether a browser may send req with its cookies and read the answer: it comes from an
+ * origin CORS_ORIGINS lists (never by `*`), from this service's own (PUBLIC_URL's), or from no
+ * other site (no Origin, and Sec-Fetch-Site absent, same-origin or none). */
+bool hs_origin_credentialed(const hs_req *req);
 /* Answers with the route's success status and body (the reference is stolen). */
 err_t hs_ok(hs_req *req, json_t *body);
 /* Answers with an explicit status and body (stolen). */
@@ -285,13 +294,19 @@ err_t hs_fail_field(hs_req *req, const char *field, const char *message);
  *   for, once: true with *out filled, false when the ticket is unknown, used or expired. It may
  *   use the database. The first set that has one redeems.
  * - metrics: appends the domain's families to GET /metrics (Prometheus text: # HELP, # TYPE,
- *   then its lines) at each scrape, from the scraping thread; it must not block. */
+ *   then its lines) at each scrape, from the scraping thread; it must not block.
+ * - session_cookie, redeem_cookie: the name of a cookie that stands for a token on ROUTE_COOKIE
+ *   routes, and what turns its value into that token's claims (true with *out filled, false
+ *   when unknown or expired); the token's check_token runs on them as on the token's own. The
+ *   first set that has one redeems. */
 typedef struct hs_hooks {
   err_t (*check_token)(hs_req *req);
   err_t (*before_handler)(hs_req *req);
   void (*after)(hs_req *req);
   bool (*redeem_ticket)(const char *ticket, token_claims *out);
   void (*metrics)(struct buf *out);
+  const char *session_cookie;
+  bool (*redeem_cookie)(const char *value, token_claims *out);
 } hs_hooks;
 /* Adds a set of hooks (kept by reference; at most HS_HOOKS_MAX sets), at start-up before
  * hs_server_start. Sets run in the order they were added: every check_token must pass (the

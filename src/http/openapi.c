@@ -213,12 +213,14 @@ static json_t *success_content(const hs_route *r, json_t *schemas) {
   if (!r->response) return NULL;
   if (strchr(r->response, '/')) {
     json_t *schema = json_pack("{s:s}", "type", "string");
-    if (r->stream_schema) { /* a stream: JSON Schema's content keywords say what each event is */
+    if (r->stream_schema) { /* a stream: each of its events, by kind, as the schema (so /docs and the
+                               generated types show every kind and its data, not "string") */
       if (!component_exists(schemas, r->stream_schema))
         die("route %s %s: no schema component named %s", hs_method_name(r->method), r->path, r->stream_schema);
-      json_object_set_new(schema, "contentMediaType", json_string(r->response));
-      json_object_set_new(schema, "contentSchema",
-                          json_pack("{s:s+}", "$ref", "#/components/schemas/", r->stream_schema));
+      json_decref(schema);
+      schema = json_pack("{s:s+,s:s}", "$ref", "#/components/schemas/", r->stream_schema, "description",
+                         "The answer is a sequence of these events, each written as Server-Sent Events' lines "
+                         "(`id:`, `event:`, `data:` with the JSON of `data`), not one JSON value");
     }
     json_t *media = json_pack("{s:o}", "schema", schema);
     return json_pack("{s:o}", r->response, media);
@@ -381,9 +383,10 @@ static json_t *operation(const hs_route *r, json_t *schemas) {
     json_t *roles = json_array();
     for (unsigned bit = 1; bit && bit <= ROLE_ANY; bit <<= 1)
       if (r->roles & bit && hs_role_name(bit)) json_array_append_new(roles, json_string(hs_role_name(bit)));
-    json_object_set_new(op, "security",
-                        r->flags & ROUTE_TICKET ? json_pack("[{s:[]},{s:[]}]", "bearerAuth", "eventTicket")
-                                                : json_pack("[{s:[]}]", "bearerAuth"));
+    json_t *security = json_pack("[{s:[]}]", "bearerAuth");
+    if (r->flags & ROUTE_TICKET) json_array_append_new(security, json_pack("{s:[]}", "eventTicket"));
+    if (r->flags & ROUTE_COOKIE) json_array_append_new(security, json_pack("{s:[]}", "eventSession"));
+    json_object_set_new(op, "security", security);
     json_object_set_new(op, "x-roles", roles);
   } else {
     json_object_set_new(op, "security", json_array());
@@ -415,8 +418,11 @@ static json_t *operation(const hs_route *r, json_t *schemas) {
                                   "the raw body, verified against its signature before it is parsed", "content",
                                   "application/json", "schema", "type", "object"));
   } else if (r->body) {
+    /* a missing body counts as {}: the body is required exactly when one of its fields is */
+    bool required = false;
+    for (const hs_field *f = r->body->fields; f->name; f++) required |= (f->flags & F_REQUIRED) != 0;
     json_object_set_new(op, "requestBody",
-                        json_pack("{s:b,s:{s:{s:o}}}", "required", 0, "content", "application/json", "schema",
+                        json_pack("{s:b,s:{s:{s:o}}}", "required", required, "content", "application/json", "schema",
                                   object_schema(r->body, true)));
   }
   json_object_set_new(op, "responses", responses_for(r, schemas));
@@ -548,10 +554,15 @@ static json_t *shared_components(json_t *schemas) {
   json_t *ticket = json_pack("{s:s,s:s,s:s,s:s}", "type", "apiKey", "in", "query", "name", "ticket", "description",
                              "A single-use ticket from POST /events/ticket, for clients that cannot send the "
                              "Authorization header (a browser's EventSource)");
-  return json_pack("{s:o,s:o,s:{s:o},s:{s:o,s:o},s:{s:{s:s,s:s,s:s},s:o}}", "schemas", schemas, "responses", responses,
-                   "parameters", "IdempotencyKey", key, "headers", "IdempotentReplayed", replayed, "NextPage", next,
-                   "securitySchemes", "bearerAuth", "type", "http", "scheme", "bearer", "bearerFormat", "JWT",
-                   "eventTicket", ticket);
+  json_t *session =
+      json_pack("{s:s,s:s,s:s,s:s}", "type", "apiKey", "in", "cookie", "name", "events_session", "description",
+                "The HttpOnly cookie POST /events/session sets (Path=/events): what a browser's "
+                "EventSource with withCredentials sends on every reconnect, valid as long as the token "
+                "that asked for it; accepted from this service's own origin or one CORS_ORIGINS lists");
+  return json_pack("{s:o,s:o,s:{s:o},s:{s:o,s:o},s:{s:{s:s,s:s,s:s},s:o,s:o}}", "schemas", schemas, "responses",
+                   responses, "parameters", "IdempotencyKey", key, "headers", "IdempotentReplayed", replayed,
+                   "NextPage", next, "securitySchemes", "bearerAuth", "type", "http", "scheme", "bearer",
+                   "bearerFormat", "JWT", "eventTicket", ticket, "eventSession", session);
 }
 
 /* True when some operation answers the error status code. */

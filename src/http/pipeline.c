@@ -281,11 +281,44 @@ static const token_claims *ticket_claims(hs_call *c, bool *offered) {
   if (!redeemer || !c->raw_query || !(c->req.route->flags & ROUTE_TICKET)) return NULL;
   json_t *args = arena_json(&c->req.arena, json_object());
   hs_query_parse(c->raw_query, args);
-  const char *ticket = json_string_value(json_object_get(args, "ticket"));
+  json_t *given = json_object_get(args, "ticket");
+  const char *ticket = json_string_value(json_is_array(given) ? json_array_get(given, 0) : given); /* the first */
   if (!ticket) return NULL;
   *offered = true;
   token_claims *t = arena_alloc(&c->req.arena, sizeof *t);
   return c->claims = redeemer->redeem_ticket(ticket, t) ? t : NULL;
+}
+
+/* The value of cookie name in a Cookie header (RFC 6265 `a=b; c=d`), copied into the arena;
+ * NULL without one. */
+static const char *cookie_value(arena *a, const char *header, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = header; p && *p;) {
+    while (*p == ' ' || *p == ';') p++;
+    const char *end = strchr(p, ';');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len > n && !strncmp(p, name, n) && p[n] == '=') return arena_printf(a, "%.*s", (int)(len - n - 1), p + n + 1);
+    p = end;
+  }
+  return NULL;
+}
+
+/* On a ROUTE_COOKIE route without a valid bearer token or ticket: the claims of the token the
+ * session cookie stands for (NULL: none; *offered tells whether one came). A cookie sent from
+ * another origin than the service's own or a listed one is not looked at: a page elsewhere
+ * may have the browser send it, never use it. */
+static const token_claims *cookie_claims(hs_call *c, bool *offered) {
+  *offered = false;
+  const hs_hooks *redeemer = NULL;
+  for (int i = 0; i < nhooks && !redeemer; i++)
+    if (hooks[i]->redeem_cookie && hooks[i]->session_cookie) redeemer = hooks[i];
+  const char *header = hs_header(&c->req, "Cookie");
+  if (!redeemer || !header || !(c->req.route->flags & ROUTE_COOKIE)) return NULL;
+  const char *value = cookie_value(&c->req.arena, header, redeemer->session_cookie);
+  if (!value || !hs_origin_credentialed(&c->req)) return NULL;
+  *offered = true;
+  token_claims *t = arena_alloc(&c->req.arena, sizeof *t);
+  return c->claims = redeemer->redeem_cookie(value, t) ? t : NULL;
 }
 
 /* 401 without a valid token (or ticket), 403 when its role is not one the route admits. The
@@ -299,6 +332,11 @@ static err_t guard(hs_call *c, bool with_hook) {
   if (!t && offered) { /* a ticket is no bearer token: the bare challenge */
     req->www_authenticate = "Bearer";
     return hs_fail(req, ERR_UNAUTHORIZED, "Invalid or expired ticket");
+  }
+  if (!t && !bearer_of(c)) t = cookie_claims(c, &offered);
+  if (!t && offered) {
+    req->www_authenticate = "Bearer";
+    return hs_fail(req, ERR_UNAUTHORIZED, "Invalid or expired session");
   }
   if (!t) return unauthorized(c);
   unsigned bit = hs_role_bit(t->role, t->is_staff);

@@ -173,10 +173,14 @@ void hs_query_parse(const char *query, json_t *args) {
     const char *eq = memchr(p, '=', (size_t)(end - p));
     size_t klen = query_unescape(p, (size_t)((eq ? eq : end) - p), key);
     size_t vlen = eq ? query_unescape(eq + 1, (size_t)(end - eq - 1), value) : (value[0] = 0, 0);
-    if (strlen(key) == klen && strlen(value) == vlen && !json_object_get(args, key)) {
-      json_t *v = json_stringn(value, vlen);
-      if (v) json_object_set_new(args, key, v); /* refuses a key that is not UTF-8 */
-    }
+    json_t *v = strlen(key) == klen && strlen(value) == vlen ? json_stringn(value, vlen) : NULL;
+    json_t *had = v ? json_object_get(args, key) : NULL;
+    if (json_is_array(had))
+      json_array_append_new(had, v);
+    else if (had) /* the second of a key: the list of its values (validation decides) */
+      json_object_set_new(args, key, json_pack("[O,o]", had, v));
+    else if (v)
+      json_object_set_new(args, key, v); /* refuses a key that is not UTF-8 */
     p = amp ? amp + 1 : end;
   }
   free(key), free(value);

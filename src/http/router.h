@@ -25,8 +25,10 @@ void hs_router_count(const hs_route *r, int status);
 void hs_router_counts(size_t i, long *hits, long *ok);
 /* Collects the arguments of a raw query string (the part of the request target after '?',
  * still percent-encoded) into args as strings: '+' is a space, %XX a byte (a malformed
- * escape stays as it is), a key without '=' has the value "". The first occurrence of a key
- * wins; a key or value that is not UTF-8 text (or holds a NUL byte) is dropped. */
+ * escape stays as it is), a key without '=' has the value "". A key given more than once
+ * (`status=A&status=B`) gets the array of its values, in order (validation reads all of a
+ * list field's, the first of any other's); a key or value that is not UTF-8 text (or holds a
+ * NUL byte) is dropped. */
 void hs_query_parse(const char *query, json_t *args);
 /* Method name <-> HS_* bit. */
 int hs_method_bit(const char *name);

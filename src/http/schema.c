@@ -225,17 +225,44 @@ static json_t *check_array(const hs_field *f, json_t *v, bool from_query, char e
 
 /* An F_CSV field's items: a query value split at its commas, an array as it is (what
  * validation answered), or the one value. New reference. */
-static json_t *csv_items(json_t *v, bool from_query) {
-  if (json_is_array(v)) return json_incref(v);
-  const char *s = from_query ? json_string_value(v) : NULL;
-  if (!s) return json_pack("[O]", v);
-  json_t *items = json_array();
+static void split_commas(json_t *items, const char *s) {
   for (const char *p = s;; p++) {
     size_t n = strcspn(p, ",");
     json_array_append_new(items, json_stringn(p, n));
     p += n;
-    if (!*p) return items;
+    if (!*p) return;
   }
+}
+
+/* In a query, each value of a repeated key (status=A&status=B) is split too, so both forms
+ * read the same list. */
+static json_t *csv_items(json_t *v, bool from_query) {
+  if (!from_query) return json_is_array(v) ? json_incref(v) : json_pack("[O]", v);
+  json_t *items = json_array(), *one;
+  size_t i;
+  if (!json_is_array(v)) {
+    split_commas(items, json_string_value(v) ? json_string_value(v) : "");
+    return items;
+  }
+  json_array_foreach(v, i, one) split_commas(items, json_string_value(one) ? json_string_value(one) : "");
+  return items;
+}
+
+static bool list_field(const hs_field *f) { return (f->flags & (F_CSV | F_ONE_OR_MANY)) || f->kind == F_ARRAY; }
+
+/* A list written in a query form the schema does not read, `name[]=A` (the bracket style of
+ * some libraries): refused, rather than the list left out. Writes the 400's message. */
+static bool unread_query_form(const hs_schema *s, json_t *input, char err[256]) {
+  for (const hs_field *f = s->fields; f->name; f++) {
+    char brackets[96];
+    snprintf(brackets, sizeof brackets, "%s[]", f->name);
+    if (list_field(f) && json_object_get(input, brackets)) {
+      snprintf(err, 256, "%s: a list is written %s=A,B or %s=A&%s=B, not %s[]=A", f->name, f->name, f->name,
+               f->name, f->name);
+      return true;
+    }
+  }
+  return false;
 }
 
 /* An F_CSV field as an array of its items, each checked as f's kind, without duplicates; NULL
@@ -259,9 +286,11 @@ static json_t *check_csv(const hs_field *f, json_t *v, bool from_query, const ch
 }
 
 json_t *hs_validate(const hs_schema *s, json_t *input, bool from_query, char err[256]) {
+  if (from_query && input && unread_query_form(s, input, err)) return NULL;
   json_t *out = json_object();
   for (const hs_field *f = s->fields; f->name; f++) {
     json_t *v = input ? json_object_get(input, f->name) : NULL;
+    if (from_query && json_is_array(v) && !list_field(f)) v = json_array_get(v, 0); /* the first one wins */
     if (json_is_null(v) && (f->flags & F_NULLABLE)) {
       json_object_set_new(out, f->name, json_null());
       continue;

@@ -72,7 +72,7 @@ typedef struct conn_ctx {
   hs_watch *watch; /* the connection's deadlines (http/watch.h) */
   /* the request arena's first chunk, so a small request allocates nothing else (kept last:
    * it is not zeroed) */
-  _Alignas(max_align_t) unsigned char arena_buf[320]; /* what is left of 1 KiB */
+  _Alignas(max_align_t) unsigned char arena_buf[304]; /* what is left of 1 KiB */
 } conn_ctx;
 
 /* glibc serves blocks up to 1032 bytes from a per-thread cache; a larger one consolidates

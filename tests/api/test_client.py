@@ -50,7 +50,9 @@ def test_the_generated_types_are_current(once_per_run, server, tmp_path):
 def test_uploads_are_typed_as_blobs():
     with open(os.path.join(CLIENT, "schema.d.ts"), encoding="utf-8") as f:
         text = f.read()
-    assert "headshot: Blob | File;" in text and "images: (Blob | File)[];" in text
+    # Blobs and Files, and React Native's { uri, name, type } (platform.ts)
+    native = "{\n                        uri: string;\n                        name: string;\n                        type: string;\n"
+    assert "headshot: Blob | File | " + native in text and "images: (Blob | File | {" in text
     assert "Format: binary" in text
 
 
@@ -72,18 +74,56 @@ def test_the_node_client_refreshes_a_session(server, compiled):
     assert "# pass 4" in p.stdout and "# fail 0" in p.stdout
 
 
+def test_the_client_on_react_native(server, compiled):
+    """test/react-native.test.ts under a React Native-like Node (test/react-native-env.ts: no
+    crypto.randomUUID, a fetch that cannot stream, xhr2 as XMLHttpRequest, FormData that takes
+    { uri, name, type }): keys, device uploads, live updates over XMLHttpRequest, no retry of a
+    password change or a deletion, list filters, and the types (tsc compiled it)."""
+    test_file = os.path.join(os.path.dirname(compiled), "react-native.test.js")
+    env = dict(os.environ, MARKETPLACE_URL=server.url, MARKETPLACE_EXAMPLES=os.path.join(ROOT, "examples"))
+    p = subprocess.run(["node", "--test", test_file], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout[-5000:] + p.stderr[-3000:]
+    assert "# pass 6" in p.stdout and "# fail 0" in p.stdout
+
+
+def test_npm_pack_works_from_a_copy_of_the_package_alone(once_per_run, tmp_path):
+    """The package's directory copied anywhere, with its own node_modules (what `npm ci` there
+    installs: here the repository's, linked), packs: prepack builds it with nothing outside the
+    directory, and the tarball holds what a consumer imports, the changelog and the types."""
+    pkg = tmp_path / "client"
+    shutil.copytree(CLIENT, pkg, ignore=shutil.ignore_patterns("node_modules", "dist", "build"))
+    os.symlink(os.path.join(ROOT, "node_modules"), pkg / "node_modules")
+    packed = _pack_json(run(["npm", "pack", "--json"], cwd=pkg).stdout)
+    assert (pkg / packed[0]["filename"]).exists()
+    with open(os.path.join(CLIENT, "package.json"), encoding="utf-8") as f:
+        manifest = json.load(f)
+    assert manifest["publishConfig"]["access"] == "public" and "CHANGELOG.md" in manifest["files"]
+    with open(os.path.join(CLIENT, "CHANGELOG.md"), encoding="utf-8") as f:
+        assert f"## {manifest['version']}" in f.read()
+    for name in ("tsconfig.json", "tsconfig.build.json"):
+        with open(os.path.join(CLIENT, name), encoding="utf-8") as f:
+            assert "../" not in f.read(), name  # nothing outside the directory
+    assert "../" not in manifest["scripts"]["build"] + manifest["scripts"]["prepack"]
+
+
+def _pack_json(out):
+    """npm pack --json's answer (after whatever the prepack script printed)."""
+    return json.loads(out[out.index("\n[") + 1:] if not out.lstrip().startswith("[") else out)
+
+
 def test_the_package_builds_packs_and_is_importable(once_per_run, tmp_path):
     """What `npm publish` would ship: the built client, its declarations and the schema; and a
     consumer's strict TypeScript that imports it by the package's name compiles."""
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     run([os.path.join(BIN, "tsc"), "-p", os.path.join(CLIENT, "tsconfig.build.json"), "--outDir", str(pkg / "dist")])
-    for name in ("package.json", "schema.d.ts", "README.md"):
+    for name in ("package.json", "schema.d.ts", "README.md", "CHANGELOG.md"):
         shutil.copy(os.path.join(CLIENT, name), pkg / name)
     packed = json.loads(run(["npm", "pack", "--dry-run", "--json", "--ignore-scripts"], cwd=pkg).stdout)
     files = sorted(f["path"] for f in packed[0]["files"])
-    assert files == ["README.md", "dist/events.d.ts", "dist/events.js", "dist/events.js.map", "dist/index.d.ts",
-                     "dist/index.js", "dist/index.js.map", "package.json", "schema.d.ts"], files
+    assert files == ["CHANGELOG.md", "README.md"] + [f"dist/{m}.{ext}" for m in ("events", "index", "platform", "typed", "xhr")
+                                                      for ext in ("d.ts", "js", "js.map")] + \
+        ["package.json", "schema.d.ts"], files
     assert packed[0]["name"] == "@marketplace/client"
     # a consumer: node_modules/@marketplace/client is the package, its dependencies the pinned ones
     os.symlink(os.path.join(ROOT, "node_modules"), pkg / "node_modules")
@@ -137,3 +177,35 @@ def test_the_package_pins_the_versions_the_tests_use():
         for name, version in deps.items():
             assert version == tools[name], (name, version, tools[name])  # exact, and what the tests ran
             assert locked[f"node_modules/{name}"]["version"] == version, name
+
+
+def test_every_event_kind_and_required_body_is_in_the_document_and_the_types():
+    """/docs and the types show what GET /events sends, kind by kind (not a "string"), and a
+    JSON body is required where one of its fields is (a missing body counts as {})."""
+    with open(os.path.join(ROOT, "docs", "openapi.json"), encoding="utf-8") as f:
+        doc = json.load(f)
+    schemas = doc["components"]["schemas"]
+    media = doc["paths"]["/events"]["get"]["responses"]["200"]["content"]["text/event-stream"]
+    assert media["schema"]["$ref"] == "#/components/schemas/StreamEvent"
+    kinds = {}
+    for ref in schemas["StreamEvent"]["oneOf"]:
+        ev = schemas[ref["$ref"].rsplit("/", 1)[1]]
+        event = ev["properties"]["event"]
+        for kind in [event["const"]] if "const" in event else event["enum"]:
+            kinds[kind] = ev["properties"]["data"]["$ref"].rsplit("/", 1)[1]
+    for kind in ("message.created", "quote.created", "job.created", "job.updated", "payment.updated",
+                 "payout.updated", "notification.created", "banner", "reset", "replaced", "shutdown", "token.expired"):
+        assert kind in kinds and kinds[kind] in schemas, kind
+    with open(os.path.join(CLIENT, "schema.d.ts"), encoding="utf-8") as f:
+        types = f.read()
+    assert '"text/event-stream": components["schemas"]["StreamEvent"];' in types
+    assert 'event: "message.created";' in types and 'data: components["schemas"]["MessageCreated"];' in types
+    ops = {(m.upper(), p): o for p, item in doc["paths"].items() for m, o in item.items() if isinstance(o, dict)}
+    login = ops[("POST", "/auth/login")]["requestBody"]
+    assert login["required"] is True
+    patch_me = ops[("PATCH", "/users/me")]["requestBody"]  # every field optional
+    assert patch_me["required"] is False
+    for (method, path), op in ops.items():
+        body = op.get("requestBody", {}).get("content", {}).get("application/json")
+        if body and path != "/webhooks":
+            assert op["requestBody"]["required"] == bool(body["schema"].get("required")), (method, path)

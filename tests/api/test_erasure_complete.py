@@ -6,7 +6,7 @@ administrator's deletion, DELETE /admin/accounts/:id) and each role, a customer 
 given a record in every table the map marks personal (through the API: addresses with photos,
 favorites, notes, a seasonal alert, a completed job with its payment, tip, quote, messages and
 photos, review, report and recurring request, an open job with photos and a pending quote,
-notifications, banners, support tickets, reset links, email changes, stream tickets, push tokens,
+notifications, banners, support tickets, reset links, email changes, stream tickets and sessions, push tokens,
 the provider's logo, documents, schedule and payout account). Before the erasure every column the
 map says names the account must name it in some row (a table declared later without its record
 here fails, until the world below makes one); after it, and after the background work it left
@@ -151,6 +151,7 @@ def fill(api, admin, w):
         made(api.post("/auth/change-email", token=acct["token"],
                       json={"currentPassword": PASSWORD, "email": unique_email("moving")}))
         made(api.post("/events/ticket", token=acct["token"]))
+        made(api.post("/events/session", token=acct["token"]))
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ repository."""
 import importlib.util
 import os
 
-from conftest import ROOT
+from conftest import ROOT, free_port
 
 _spec = importlib.util.spec_from_file_location("quickstart", os.path.join(ROOT, "scripts", "quickstart.py"))
 quickstart = importlib.util.module_from_spec(_spec)
@@ -14,9 +14,12 @@ _spec.loader.exec_module(quickstart)
 
 
 def test_quickstart_page_runs_as_shown(once_per_run, server_factory):
-    srv = server_factory()
+    """Its browser section runs in headless Chromium, from the app's origin on APP_PORT (which the
+    server's CORS_ORIGINS lists), and its React Native section in a React Native-like Node."""
+    app_port = free_port()
+    srv = server_factory(CORS_ORIGINS=f"http://localhost:{app_port}")
     assert srv.port != 8080 and os.path.realpath(srv.data_dir) != os.path.join(ROOT, "data")
-    assert quickstart.check(srv.url, srv.data_dir) >= 19
+    assert quickstart.check(srv.url, srv.data_dir, env={"APP_PORT": str(app_port)}) >= 23
 
 
 def test_the_checker_sees_a_changed_answer():

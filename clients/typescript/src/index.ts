@@ -11,9 +11,15 @@
 // - sessions that last: given the session's refresh token, a request refused 401 invalid_token
 //   (an expired or ended token) is refreshed once (POST /auth/refresh) and sent again once, the
 //   new pair handed to onTokens;
-// - uploads as plain objects: a body with a Blob or File in it is sent as multipart/form-data.
-import createClient, { type Client } from "openapi-fetch";
+// - uploads as plain objects: a body with a Blob or File in it (or React Native's `{ uri, name,
+//   type }`) is sent as multipart/form-data;
+// - what differs between browsers, Node and React Native (idempotency keys without
+//   crypto.randomUUID, device files, the requests never retried) is in platform.ts, and the
+//   client's type, whose `data` is never undefined, in typed.ts.
+import createClient from "openapi-fetch";
 import type { components, paths } from "../schema.js";
+import { isNativeFile, neverRetried, randomKey } from "./platform.js";
+import type { MarketplaceClient } from "./typed.js";
 
 export type { components, operations, paths } from "../schema.js";
 
@@ -70,7 +76,8 @@ export interface MarketplaceClientOptions {
   maxRetryDelayMs?: number;
   /** The fetch to send requests with (default globalThis.fetch). */
   fetch?: (request: Request) => Promise<Response>;
-  /** Makes a new Idempotency-Key (default crypto.randomUUID). */
+  /** Makes a new Idempotency-Key (default crypto.randomUUID, else one made from
+   * crypto.getRandomValues: platform.ts). */
   idempotencyKey?: () => string;
   /** The session's refresh token (a login's `refreshToken`), or a function answering the current
    * one. With one, a request answered 401 invalid_token is sent again once after one
@@ -84,9 +91,8 @@ export interface MarketplaceClientOptions {
 /** A session's tokens, as POST /auth/refresh answers them. */
 export type SessionTokens = components["schemas"]["SessionTokens"];
 
-/** The client: openapi-fetch's, whose calls answer `{ data, response }` on success and throw a
- * MarketplaceError otherwise. */
-export type MarketplaceClient = Client<paths>;
+export type { MarketplaceClient, PathsWith, Success } from "./typed.js";
+export { type NativeFile, isNativeFile, randomKey } from "./platform.js";
 
 export function createMarketplaceClient(options: MarketplaceClientOptions): MarketplaceClient {
   const send = retrying(options);
@@ -95,6 +101,8 @@ export function createMarketplaceClient(options: MarketplaceClientOptions): Mark
     baseUrl: options.baseUrl,
     fetch: refreshing(options, session, send),
     bodySerializer: serialize,
+    // a list filter as the document writes it (style form, not exploded): ?status=A,B
+    querySerializer: { array: { style: "form", explode: false } },
   });
   client.use({
     onRequest({ request }) {
@@ -114,7 +122,7 @@ export function createMarketplaceClient(options: MarketplaceClientOptions): Mark
       throw new MarketplaceError(response, body);
     },
   });
-  return client;
+  return client as unknown as MarketplaceClient; // typed.ts: a call that returns has succeeded
 }
 
 // ---- errors
@@ -146,12 +154,13 @@ function retrying(options: MarketplaceClientOptions): (request: Request) => Prom
   const send = options.fetch ?? ((request: Request) => globalThis.fetch(request));
   const retries = options.retries ?? 2;
   const max = options.maxRetryDelayMs ?? 30000;
-  const newKey = options.idempotencyKey ?? (() => globalThis.crypto.randomUUID());
+  const newKey = options.idempotencyKey ?? randomKey;
   return async (request) => {
     if ((request.method === "POST" || request.method === "PATCH") && !request.headers.has("Idempotency-Key"))
       request.headers.set("Idempotency-Key", newKey());
+    const tries = neverRetried(request) ? 0 : retries; // a password's change, an account's deletion
     for (let attempt = 0; ; attempt++) {
-      const last = attempt >= retries;
+      const last = attempt >= tries;
       let response: Response | undefined;
       try {
         response = await send(last ? request : request.clone());
@@ -260,7 +269,7 @@ function refreshing(
 // ---- bodies
 
 function isFile(value: unknown): value is Blob {
-  return typeof Blob !== "undefined" && value instanceof Blob;
+  return (typeof Blob !== "undefined" && value instanceof Blob) || isNativeFile(value);
 }
 
 /** JSON, or multipart/form-data for a body that holds a Blob or File (its uploads). */
@@ -273,7 +282,8 @@ function serialize(body: unknown): string | FormData {
   for (const [name, value] of entries)
     for (const item of Array.isArray(value) ? value : [value]) {
       if (item === undefined || item === null) continue;
-      if (isFile(item)) form.append(name, item, "name" in item && typeof item.name === "string" ? item.name : name);
+      if (isNativeFile(item)) form.append(name, item as unknown as Blob); // React Native's FormData takes it as it is
+      else if (isFile(item)) form.append(name, item, "name" in item && typeof item.name === "string" ? item.name : name);
       else form.append(name, String(item));
     }
   return form;

@@ -1,6 +1,8 @@
 /* The events domain's declaration (domain/domain.h): its routes, the hourly pruning of the
  * outbox, the tickets' redeemer; its start-up starts the hub and its stop ends the hub's threads
- * (the server has closed every stream by then); an erased account's events go with it. The
+ * (the server has closed every stream by then); an erased account's events go with it. Its
+ * hooks turn a ticket (POST /events/ticket) or the session cookie (POST /events/session) into
+ * the claims of the token it stands for. The
  * kinds it carries are the other domains' (their `events` rows); its own are the stream's
  * control events (events.schema.json). */
 #include "domain/events/events.h"
@@ -26,7 +28,9 @@ static bool prune(json_t *payload, char err[256]) {
 
 static const domain_job jobs[] = {{"events_prune", prune, .period_from = &CFG.retain.sweep}, {0}};
 
-static const hs_hooks hooks = {.redeem_ticket = events_redeem_ticket};
+static const hs_hooks hooks = {.redeem_ticket = events_redeem_ticket,
+                               .session_cookie = EVENTS_SESSION_COOKIE,
+                               .redeem_cookie = events_redeem_session};
 
 const domain_def events_domain = {.name = "events",
                                   .routes = events_routes,

@@ -7,9 +7,11 @@
  * and, for a customer or a provider, the pending banner at once. A backlog too large to send
  * in one go (REPLAY_MAX) is sent in part and the stream ends: the app reconnects from the last
  * id it got. POST /events/ticket issues a single-use ticket for clients that cannot send a
- * header. */
+ * header; POST /events/session a cookie that a browser's EventSource sends on every reconnect,
+ * for as long as the token that asked for it is valid. */
 #include "domain/events/events_api.h"
 #include "core/clock.h"
+#include "core/config.h"
 #include "core/ids.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -28,6 +30,8 @@
 #define REPLAY_MAX (512 * 1024)
 /* How long an app waits before reconnecting (the stream's `retry`, ms). */
 #define RETRY_MS 2000
+
+static token_claims claims_of(const hs_req *req);
 
 /* ---- tickets ---- */
 
@@ -52,18 +56,61 @@ err_t api_events_ticket(hs_req *req) {
   random_bytes(raw, sizeof raw);
   hex_encode(raw, sizeof raw, ticket);
   sha256_hex(ticket, strlen(ticket), hash);
-  token_claims t = {
-      .is_staff = (req->auth.role_bit & ROLE_STAFF) != 0, .gen = req->auth.gen, .exp = req->auth.token_exp};
-  snprintf(t.id, sizeof t.id, "%s", req->auth.id);
-  snprintf(t.role, sizeof t.role, "%s", req->auth.role);
-  snprintf(t.elevation_id, sizeof t.elevation_id, "%s", req->auth.elevation_id ? req->auth.elevation_id : "");
-  snprintf(t.token_id, sizeof t.token_id, "%s", req->auth.token_id ? req->auth.token_id : ""); /* logout ends it */
+  token_claims t = claims_of(req);
   int64_t expires = clock_now_ms() + TICKET_TTL_MS;
   if (expires > req->auth.token_exp * 1000) expires = req->auth.token_exp * 1000; /* never beyond the token */
   err_t e = events_store_ticket_put(hash, &t, expires);
   if (e != ERR_OK) return e;
   clock_format_iso(expires, at);
   return hs_ok_pack(req, "{s:s,s:s}", "ticket", ticket, "expiresAt", at);
+}
+
+/* ---- the browser session ---- */
+
+/* 64 lowercase hex digits: what POST /events/session and /events/ticket hand out. */
+bool events_redeem_session(const char *value, token_claims *out) {
+  if (!ticket_shape(value)) return false;
+  char hash[65];
+  sha256_hex(value, strlen(value), hash);
+  bool found = false;
+  return events_store_session_get(hash, clock_now_ms(), out, &found) == ERR_OK && found;
+}
+
+/* The token's claims, for a ticket or a session that stands for it. */
+static token_claims claims_of(const hs_req *req) {
+  token_claims t = {
+      .is_staff = (req->auth.role_bit & ROLE_STAFF) != 0, .gen = req->auth.gen, .exp = req->auth.token_exp};
+  snprintf(t.id, sizeof t.id, "%s", req->auth.id);
+  snprintf(t.role, sizeof t.role, "%s", req->auth.role);
+  snprintf(t.elevation_id, sizeof t.elevation_id, "%s", req->auth.elevation_id ? req->auth.elevation_id : "");
+  snprintf(t.token_id, sizeof t.token_id, "%s", req->auth.token_id ? req->auth.token_id : ""); /* logout ends it */
+  return t;
+}
+
+/* POST /events/session: a cookie for GET /events that stands for the caller's token until it
+ * expires (and is refused once the token is: logout, a password change, an erasure). HttpOnly,
+ * so no script reads it; Path=/events, so no other route gets it; SameSite as configured
+ * (EVENTS_COOKIE_SAMESITE), with Secure outside development and always with None (browsers
+ * refuse None without it), and Partitioned with None: the page that asked for it (its top-level
+ * site) is the only one whose EventSource sends it. docs/decisions.md, "Live updates". */
+err_t api_events_session(hs_req *req) {
+  unsigned char raw[32];
+  char value[65], hash[65], at[25];
+  random_bytes(raw, sizeof raw);
+  hex_encode(raw, sizeof raw, value);
+  sha256_hex(value, strlen(value), hash);
+  token_claims t = claims_of(req);
+  err_t e = events_store_session_put(hash, &t);
+  if (e != ERR_OK) return e;
+  int64_t now = clock_now_ms(), expires = req->auth.token_exp * 1000;
+  long long max_age = expires > now ? (long long)((expires - now) / 1000) : 0;
+  const char *same_site = CFG.events_cookie_samesite;
+  bool none = !strcmp(same_site, "None"), secure = none || CFG.env != ENV_DEVELOPMENT;
+  req->res_set_cookie =
+      arena_printf(&req->arena, "%s=%s; Path=/events; Max-Age=%lld; HttpOnly; SameSite=%s%s%s", EVENTS_SESSION_COOKIE,
+                   value, max_age, same_site, secure ? "; Secure" : "", none ? "; Partitioned" : "");
+  clock_format_iso(expires, at);
+  return hs_ok_pack(req, "{s:s}", "expiresAt", at);
 }
 
 /* ---- the stream ---- */

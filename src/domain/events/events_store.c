@@ -328,6 +328,9 @@ err_t events_store_prune(int64_t before_ms, int64_t now_ms) {
                           DB_ARGS(DB_INT(before_ms))));
   if (!e)
     e = db_to_err(db_exec(c, NULL, NULL, "DELETE FROM event_tickets WHERE expires_at < $1", DB_ARGS(DB_INT(now_ms))));
+  if (!e)
+    e = db_to_err(
+        db_exec(c, NULL, NULL, "DELETE FROM event_sessions WHERE token_exp < $1", DB_ARGS(DB_INT(now_ms / 1000))));
   return db_end(c, e);
 }
 
@@ -361,6 +364,9 @@ err_t events_forget_account_in(db_conn *c, const account_ref *who, forget_mode m
   if (rc == DB_OK)
     rc = db_exec(c, NULL, NULL, "DELETE FROM event_tickets WHERE account_id = $1 AND role = $2 AND is_staff = 0",
                  DB_ARGS(DB_TEXT(account_id), DB_TEXT(role)));
+  if (rc == DB_OK)
+    rc = db_exec(c, NULL, NULL, "DELETE FROM event_sessions WHERE account_id = $1 AND role = $2 AND is_staff = 0",
+                 DB_ARGS(DB_TEXT(account_id), DB_TEXT(role)));
   if (rc == DB_OK) rc = events_tokens_ended_in(c, account_id, false);
   return db_to_err(rc);
 }
@@ -372,6 +378,41 @@ err_t events_store_ticket_put(const char *hash, const token_claims *t, int64_t e
                             DB_ARGS(DB_TEXT(hash), DB_TEXT(t->id), DB_TEXT(t->role), DB_BOOL(t->is_staff),
                                     DB_TEXT(t->elevation_id[0] ? t->elevation_id : NULL), DB_INT(t->gen),
                                     DB_INT(t->exp), DB_INT(expires_at), DB_TEXT(t->token_id))));
+}
+
+/* The claims of row i of r: account_id, role, is_staff, elevation_id, gen, token_exp, token_id. */
+static void claims_of_row(const db_res *r, int i, token_claims *t) {
+  memset(t, 0, sizeof *t);
+  snprintf(t->id, sizeof t->id, "%s", db_text(r, i, 0));
+  snprintf(t->role, sizeof t->role, "%s", db_text(r, i, 1));
+  t->is_staff = db_int(r, i, 2) != 0;
+  snprintf(t->elevation_id, sizeof t->elevation_id, "%s", db_text(r, i, 3) ? db_text(r, i, 3) : "");
+  t->gen = db_int(r, i, 4);
+  t->exp = db_int(r, i, 5);
+  snprintf(t->token_id, sizeof t->token_id, "%s", db_text(r, i, 6) ? db_text(r, i, 6) : "");
+}
+
+err_t events_store_session_put(const char *hash, const token_claims *t) {
+  return db_to_err(db_query(NULL, NULL,
+                            "INSERT INTO event_sessions (session_hash, account_id, role, is_staff, elevation_id, gen, "
+                            "token_exp, token_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                            DB_ARGS(DB_TEXT(hash), DB_TEXT(t->id), DB_TEXT(t->role), DB_BOOL(t->is_staff),
+                                    DB_TEXT(t->elevation_id[0] ? t->elevation_id : NULL), DB_INT(t->gen),
+                                    DB_INT(t->exp), DB_TEXT(t->token_id))));
+}
+
+err_t events_store_session_get(const char *hash, int64_t now_ms, token_claims *t, bool *found) {
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  db_rc rc = db_query(&a, &r,
+                      "SELECT account_id, role, is_staff, elevation_id, gen, token_exp, token_id FROM event_sessions "
+                      "WHERE session_hash = $1",
+                      DB_ARGS(DB_TEXT(hash)));
+  *found = rc == DB_OK && r->rows == 1 && db_int(r, 0, 5) * 1000 > now_ms;
+  if (*found) claims_of_row(r, 0, t);
+  arena_fini(&a);
+  return db_to_err(rc);
 }
 
 err_t events_store_ticket_take(const char *hash, int64_t now_ms, token_claims *t, bool *found) {

@@ -27,7 +27,7 @@ void events_key(char out[EVENTS_KEY_MAX], const char *kind, const char *name);
  * the erasing transaction, every event addressed to it goes, for all its recipients (they are
  * about its jobs, quotes, messages, payments and notifications and carry its data; an open
  * job's feed events name its customer too), what the transaction emits for it is not written
- * (whether emitted before or after this), its unused tickets go, and its streams end
+ * (whether emitted before or after this), its unused tickets and its sessions go, and its streams end
  * (events_tokens_ended_in). */
 err_t events_forget_account_in(db_conn *c, const account_ref *who, forget_mode mode);
 
@@ -50,7 +50,8 @@ err_t events_store_replay(arena *a, const char *recipient, int64_t after, int64_
 /* Whether the event at position pos is in the outbox (*found), and when it was written
  * (*created_at, epoch ms). */
 err_t events_store_known(int64_t pos, bool *found, int64_t *created_at);
-/* Deletes the (positioned) events written before before_ms, and tickets expired before now_ms. */
+/* Deletes the (positioned) events written before before_ms, and tickets and sessions expired
+ * before now_ms. */
 err_t events_store_prune(int64_t before_ms, int64_t now_ms);
 
 /* Keeps a ticket (its SHA-256, hex) for the token claims t until expires_at (epoch ms). */
@@ -58,5 +59,12 @@ err_t events_store_ticket_put(const char *hash, const token_claims *t, int64_t e
 /* Takes the ticket of hash (removed whether live or not): *found, with its claims in *t, when
  * it existed and had not expired at now_ms. */
 err_t events_store_ticket_take(const char *hash, int64_t now_ms, token_claims *t, bool *found);
+
+/* Keeps a browser session (its cookie's SHA-256, hex) for the token claims t, until the token
+ * expires. */
+err_t events_store_session_put(const char *hash, const token_claims *t);
+/* The claims of the session of hash (*found) when it exists and its token had not expired at
+ * now_ms. The session is kept: it opens every stream until then. */
+err_t events_store_session_get(const char *hash, int64_t now_ms, token_claims *t, bool *found);
 
 #endif

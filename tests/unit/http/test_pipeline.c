@@ -130,6 +130,18 @@ static bool unit_redeem(const char *ticket, token_claims *out) {
   return true;
 }
 
+/* Session cookies: "sess=good-cookie" for user u-cookie, as often as it comes. */
+static int cookie_redeemed;
+static bool unit_redeem_cookie(const char *value, token_claims *out) {
+  cookie_redeemed++;
+  if (strcmp(value, "good-cookie")) return false;
+  memset(out, 0, sizeof *out);
+  snprintf(out->id, sizeof out->id, "u-cookie");
+  snprintf(out->role, sizeof out->role, "user");
+  out->exp = 4102444800;
+  return true;
+}
+
 static err_t h_raw(hs_req *req) {
   ran("handler");
   return hs_ok(req, json_pack("{s:s%}", "raw", req->raw_body, req->raw_len));
@@ -155,7 +167,7 @@ static const hs_route routes[] = {
      .handler = h_who,
      .roles = ROLE_USER,
      .query = &ticket_query,
-     .flags = ROUTE_TICKET,
+     .flags = ROUTE_TICKET | ROUTE_COOKIE,
      .summary = "who"},
     {.method = HS_GET, .path = "/open", .handler = h_ok, .flags = ROUTE_INLINE, .summary = "open"},
     {.method = HS_GET, .path = "/silent", .handler = h_silent, .summary = "silent"},
@@ -301,6 +313,7 @@ static char *token_for(const char *id, const char *role) {
 
 static char secret[] = "pipeline-unit-secret-0123456789abcdef0123";
 static char cors[] = "*";
+static char public_url[] = "https://api.example/v1";
 
 static int group_setup(void **state) {
   (void)state;
@@ -308,13 +321,19 @@ static int group_setup(void **state) {
   CFG.env = ENV_TEST;
   CFG.jwt_secret = secret, CFG.jwt_secret_len = strlen(secret);
   CFG.cors_origins = cors;
+  CFG.public_url = public_url;
   CFG.http_max_header_bytes = 8192;
   CFG.retain.idempotency = 24LL * 3600 * 1000; /* RETAIN_IDEMPOTENCY's default */
   unit_db_open("pipeline", 2);
   if (!db_migrate()) fail_msg("migrations failed");
   hs_router_build(routes, sizeof routes / sizeof *routes);
   hs_pipeline_init();
-  static const hs_hooks hooks = {hook_check_token, hook_before, hook_after, unit_redeem};
+  static const hs_hooks hooks = {hook_check_token,
+                                 hook_before,
+                                 hook_after,
+                                 unit_redeem,
+                                 .session_cookie = "sess",
+                                 .redeem_cookie = unit_redeem_cookie};
   hs_add_hooks(&hooks);
   return 0;
 }
@@ -710,6 +729,55 @@ static void test_ticket(void **state) {
   assert_int_equal(redeemed, before);
 }
 
+/* A ROUTE_COOKIE route takes the session cookie instead of the bearer token, again and again,
+ * from the service's own origin, none, or a listed one (none here: CORS_ORIGINS is `*`), never
+ * from another site; a bearer token decides when one comes; other routes ignore the cookie. */
+static void test_session_cookie(void **state) {
+  (void)state;
+  cookie_redeemed = 0;
+  for (int i = 0; i < 2; i++) {
+    no_headers();
+    header("Cookie", i ? "theme=dark; sess=good-cookie; x=1" : "sess=good-cookie");
+    result *r = send_req("GET", "/who", NULL);
+    assert_int_equal(r->status, 200);
+    assert_string_equal(json_string_value(json_object_get(r->body, "id")), "u-cookie");
+    assert_string_equal(trail, "check_token,before_handler,handler,after(200)");
+  }
+  header("Origin", "https://api.example"); /* PUBLIC_URL's origin */
+  assert_int_equal(send_req("GET", "/who", NULL)->status, 200);
+  assert_int_equal(cookie_redeemed, 3);
+  static const char *const elsewhere[][2] = {
+      {"Origin", "https://elsewhere.example"}, {"Sec-Fetch-Site", "cross-site"}, {"Sec-Fetch-Site", "same-site"}};
+  for (size_t i = 0; i < sizeof elsewhere / sizeof *elsewhere; i++) {
+    no_headers();
+    header("Cookie", "sess=good-cookie");
+    header(elsewhere[i][0], elsewhere[i][1]);
+    result *r = send_req("GET", "/who", NULL);
+    assert_int_equal(r->status, 401);
+    assert_string_equal(error_of(r), "Unauthorized");
+  }
+  assert_int_equal(cookie_redeemed, 3); /* not looked at */
+  no_headers();
+  header("Cookie", "sess=stale");
+  result *r = send_req("GET", "/who", NULL);
+  assert_int_equal(r->status, 401);
+  assert_string_equal(error_of(r), "Invalid or expired session");
+  assert_non_null(strstr(r->headers, "WWW-Authenticate: Bearer\n"));
+  no_headers();
+  header("Cookie", "xsess=good-cookie; sess_=good-cookie");
+  assert_string_equal(error_of(send_req("GET", "/who", NULL)), "Unauthorized");
+  no_headers();
+  header("Cookie", "sess=good-cookie");
+  header("Authorization", token_for("u2", "user"));
+  r = send_req("GET", "/who", NULL);
+  assert_string_equal(json_string_value(json_object_get(r->body, "id")), "u2");
+  no_headers();
+  header("Cookie", "sess=good-cookie");
+  r = send_req("GET", "/stream", NULL);
+  assert_int_equal(r->status, 401);
+  assert_int_equal(cookie_redeemed, 4);
+}
+
 UNIT_MAIN(group_setup, group_teardown, cmocka_unit_test_setup(test_open_route, setup),
           cmocka_unit_test_setup(test_not_found, setup), cmocka_unit_test_setup(test_environment_gate, setup),
           cmocka_unit_test_setup(test_unauthorized, setup), cmocka_unit_test_setup(test_forbidden, setup),
@@ -725,4 +793,4 @@ UNIT_MAIN(group_setup, group_teardown, cmocka_unit_test_setup(test_open_route, s
           cmocka_unit_test_setup(test_upload_guarded_early, setup),
           cmocka_unit_test_setup(test_idempotent_replay, setup), cmocka_unit_test_setup(test_forwarded_client, setup),
           cmocka_unit_test_setup(test_preflight, setup), cmocka_unit_test_setup(test_stream_answer, setup),
-          cmocka_unit_test_setup(test_ticket, setup))
+          cmocka_unit_test_setup(test_ticket, setup), cmocka_unit_test_setup(test_session_cookie, setup))

@@ -618,6 +618,15 @@ static void test_csv_and_field_messages(void **state) {
       {"{\"cursor\": \"01234567890\"}", "cursor: is not valid"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) expect_err(&csv_schema, bad[i].input, true, bad[i].error);
+  /* a repeated key (status=A&status=B: hs_query_parse's array) reads the same list, commas
+   * included; the bracket form of a list is refused, not half-read; a repeated single value is
+   * its first (the key's first occurrence wins), and `limit[]` is a parameter it does not take */
+  expect_ok(&csv_schema, "{\"status\": [\"DONE\", \"OPEN,DONE\"]}", true, "{\"status\": [\"DONE\", \"OPEN\"]}");
+  expect_err(&csv_schema, "{\"status\": [\"DONE\", \"shut\"]}", true, "status: must be one of: OPEN, DONE");
+  expect_ok(&csv_schema, "{\"limit\": [\"1\", \"200\"]}", true, "{\"limit\": 1}");
+  expect_err(&csv_schema, "{\"status[]\": \"DONE\"}", true,
+             "status: a list is written status=A,B or status=A&status=B, not status[]=A");
+  expect_ok(&csv_schema, "{\"limit[]\": \"1\"}", true, "{}");
   /* in a JSON body a comma is only a character: the list is an array there */
   expect_err(&csv_schema, "{\"status\": \"OPEN,DONE\"}", false, "status: must be one of: OPEN, DONE");
   expect_ok(&csv_schema, "{\"status\": [\"DONE\", \"DONE\"]}", false, "{\"status\": [\"DONE\"]}");
