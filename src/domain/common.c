@@ -5,8 +5,10 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "ext/storage.h"
+#include "ext/token.h"
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *const SERVICE_NAMES[] = {"lawncare", "snowplowing", "handyman", "home_cleaning", NULL};
@@ -119,8 +121,17 @@ err_t common_reply_page(hs_req *req, const char *title, const char *body, const 
   return e;
 }
 
-err_t common_reply_impersonation(hs_req *req, const char *token, const char *id, const char *name, const char *email,
-                                 const char *role) {
-  return hs_ok_pack(req, "{s:s,s:{s:s,s:s,s:s,s:s}}", "token", token, "identity", "id", id, "name", name, "email",
-                    email, "role", role);
+err_t common_reply_page_as(hs_req *req, int status, const char *title, const char *body, const char *const *values) {
+  err_t e = common_reply_page(req, title, body, values);
+  if (e == ERR_OK) req->status = status;
+  return e;
+}
+
+err_t common_reply_impersonation(hs_req *req, const impersonated *who, const char *elevation_id, int64_t ttl) {
+  char *token = token_issue(who->id, who->role, false, elevation_id, who->gen, ttl);
+  if (!token) return ERR_INTERNAL;
+  err_t e = hs_ok_pack(req, "{s:s,s:{s:s,s:s,s:s,s:s}}", "token", token, "identity", "id", who->id, "name", who->name,
+                       "email", who->email, "role", who->role);
+  free(token);
+  return e;
 }

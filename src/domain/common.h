@@ -44,10 +44,17 @@ err_t common_reply_html(hs_req *req, const char *fmt, const char *const *values)
 /* The same for a page whose title is also its heading: body is the fmt of what follows the
  * heading (title: text without markup or %). */
 err_t common_reply_page(hs_req *req, const char *title, const char *body, const char *const *values);
+/* The same page answered with status (a refusal: 400, 409, ...) instead of the route's own. */
+err_t common_reply_page_as(hs_req *req, int status, const char *title, const char *body, const char *const *values);
 
-/* Answers an Impersonation `{ token, identity: { id, name, email, role } }`: a token that acts
- * as the account (staff's elevations, the administrator's impersonations). */
-err_t common_reply_impersonation(hs_req *req, const char *token, const char *id, const char *name, const char *email,
-                                 const char *role);
+/* The account an impersonation acts as: its id, name, email, role and token generation. */
+typedef struct impersonated {
+  const char *id, *name, *email, *role;
+  int64_t gen;
+} impersonated;
+/* Issues a token that acts as account who for ttl seconds (under elevation_id: a staff
+ * member's elevation; NULL: the administrator's) and answers it as an Impersonation
+ * `{ token, identity: { id, name, email, role } }`. */
+err_t common_reply_impersonation(hs_req *req, const impersonated *who, const char *elevation_id, int64_t ttl);
 
 #endif

@@ -2,6 +2,7 @@
  * pieces. */
 #include "ext/digest.h"
 #include "core/config.h"
+#include "core/ids.h"
 #include "core/util.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +11,13 @@
 #include <openssl/hmac.h>
 #include <string.h>
 #include <unistd.h>
+
+void secret_new_hex(char secret[65], char hash[65]) {
+  unsigned char raw[32];
+  random_bytes(raw, sizeof raw);
+  hex_encode(raw, sizeof raw, secret);
+  sha256_hex(secret, 64, hash);
+}
 
 void sha256_hex(const void *data, size_t len, char out[65]) {
   unsigned char md[32];

@@ -6,6 +6,9 @@
 
 /* Lowercase hex SHA-256 of data; out needs 65 bytes. */
 void sha256_hex(const void *data, size_t len, char out[65]);
+/* A new secret for a link, a ticket or a session: 256 random bits as 64 lowercase hex digits,
+ * and its SHA-256 in hex (what is stored, so a leaked table opens nothing); each needs 65 bytes. */
+void secret_new_hex(char secret[65], char hash[65]);
 /* Lowercase hex SHA-256 of the file at path, read in pieces; false when it cannot be read. */
 bool sha256_file_hex(const char *path, char out[65]);
 /* Lowercase hex HMAC-SHA256; out needs 65 bytes. */

@@ -85,11 +85,8 @@ err_t api_admin_impersonate(hs_req *req) {
   if (e != ERR_OK) return e;
   audit_action act = {req->auth.id, "admin", "admin.impersonate", acc.id, role, NULL};
   if (audit_log(&act) != ERR_OK) return ERR_INTERNAL;
-  char *token = token_issue(acc.id, role, false, NULL, acc.token_gen, TOKEN_TTL_ADMIN_IMPERSONATION);
-  if (!token) return ERR_INTERNAL;
-  e = common_reply_impersonation(req, token, acc.id, acc.name, acc.email, role);
-  free(token);
-  return e;
+  impersonated who = {acc.id, acc.name, acc.email, role, acc.token_gen};
+  return common_reply_impersonation(req, &who, NULL, TOKEN_TTL_ADMIN_IMPERSONATION);
 }
 
 /* ---- deleting an account ---- */

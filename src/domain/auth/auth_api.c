@@ -91,29 +91,26 @@ static err_t registered(hs_req *req, auth_outcome out, const char *role, const s
                           hs_body_str(req, "name"));
 }
 
-/* The account and its first session are written in one transaction. */
-err_t api_auth_register(hs_req *req) {
+/* A registration of kind: the account and its first session are written in one transaction. */
+static err_t register_account(hs_req *req, account_kind kind) {
   char hash[128], id[ID_LEN + 1];
-  err_t e = registration(req, ACCOUNT_USER, hash, id);
+  err_t e = registration(req, kind, hash, id);
   if (e != ERR_OK) return e;
+  const char *role = kind == ACCOUNT_USER ? "user" : "provider", *email = hs_body_str(req, "email"),
+             *name = hs_body_str(req, "name");
   session_new n;
-  auth_session_prepare(&n, "user", id, 0);
-  auth_outcome out = auth_store_insert_user(id, hs_body_str(req, "email"), hash, hs_body_str(req, "name"),
-                                            hs_body_str(req, "address"), hs_body_str(req, "zip"), &n.row, &n.grant);
-  return registered(req, out, "user", &n);
+  auth_session_prepare(&n, role, id, 0);
+  auth_outcome out = kind == ACCOUNT_USER
+                         ? auth_store_insert_user(id, email, hash, name, hs_body_str(req, "address"),
+                                                  hs_body_str(req, "zip"), &n.row, &n.grant)
+                         : auth_store_insert_provider(id, email, hash, name, hs_body_str(req, "phone"),
+                                                      json_object_get(req->body, "services"),
+                                                      json_object_get(req->body, "serviceZips"), &n.row, &n.grant);
+  return registered(req, out, role, &n);
 }
 
-err_t api_auth_provider_register(hs_req *req) {
-  char hash[128], id[ID_LEN + 1];
-  err_t e = registration(req, ACCOUNT_PROVIDER, hash, id);
-  if (e != ERR_OK) return e;
-  session_new n;
-  auth_session_prepare(&n, "provider", id, 0);
-  auth_outcome out = auth_store_insert_provider(id, hs_body_str(req, "email"), hash, hs_body_str(req, "name"),
-                                                hs_body_str(req, "phone"), json_object_get(req->body, "services"),
-                                                json_object_get(req->body, "serviceZips"), &n.row, &n.grant);
-  return registered(req, out, "provider", &n);
-}
+err_t api_auth_register(hs_req *req) { return register_account(req, ACCOUNT_USER); }
+err_t api_auth_provider_register(hs_req *req) { return register_account(req, ACCOUNT_PROVIDER); }
 
 static err_t login(hs_req *req, account_kind kind) {
   if (password_pool_full()) return hashing_failed(req, PW_BUSY); /* before touching the database */
@@ -131,14 +128,6 @@ static err_t login(hs_req *req, account_kind kind) {
 err_t api_auth_login(hs_req *req) { return login(req, ACCOUNT_USER); }
 err_t api_auth_provider_login(hs_req *req) { return login(req, ACCOUNT_PROVIDER); }
 
-/* A link token: 256 random bits as 64 hex digits, and its SHA-256 (what is stored). */
-static void link_token(char token[65], char token_hash[65]) {
-  unsigned char raw[32];
-  random_bytes(raw, sizeof raw);
-  hex_encode(raw, sizeof raw, token);
-  sha256_hex(token, strlen(token), token_hash);
-}
-
 err_t api_auth_forgot_password(hs_req *req) {
   const char *email = hs_body_str(req, "email"), *role = hs_body_str(req, "role"), *redirect;
   bool found;
@@ -149,7 +138,7 @@ err_t api_auth_forgot_password(hs_req *req) {
   if (auth_store_find(&req->arena, kind, email, &acc, &found) != ERR_OK) return ERR_INTERNAL;
   if (found) {
     char token[65], token_hash[65];
-    link_token(token, token_hash);
+    secret_new_hex(token, token_hash);
     const char *link =
         links_app(&req->arena, redirect, "/reset-password", arena_printf(&req->arena, "token=%s", token));
     char *body = arena_printf(&req->arena,
@@ -262,8 +251,8 @@ err_t api_auth_change_email(hs_req *req) {
   if (auth_store_find(&req->arena, kind_of(req), email, &other, &taken) != ERR_OK) return ERR_INTERNAL;
   if (taken) return auth_fail(req, AUTH_EMAIL_TAKEN);
   char token[65], token_hash[65], cancel[65], cancel_hash[65];
-  link_token(token, token_hash);
-  link_token(cancel, cancel_hash);
+  secret_new_hex(token, token_hash);
+  secret_new_hex(cancel, cancel_hash);
   /* the new address has not said the account is its own: nothing the caller wrote goes there */
   email_change_ask ask = {
       .kind = kind_of(req),
@@ -303,12 +292,10 @@ err_t api_auth_change_email(hs_req *req) {
  * account's sign-ins): 400. */
 static err_t reply_link_gone(hs_req *req, const char *what) {
   const char *values[] = {what};
-  err_t e = common_reply_page(req, "This link is no longer valid",
+  return common_reply_page_as(req, 400, "This link is no longer valid",
                               "<p>%s It was used already, it expired, or it was ended: changing the account's "
                               "password, resetting it or signing out everywhere ends a pending email change.</p>\n",
                               values);
-  if (e == ERR_OK) req->status = 400;
-  return e;
 }
 
 static err_t auth_fail(hs_req *req, auth_outcome out) {

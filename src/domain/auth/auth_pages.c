@@ -28,22 +28,18 @@ static const char *page_token(hs_req *req) {
 
 /* The page of a link without its token: 400. */
 static err_t reply_incomplete(hs_req *req) {
-  err_t e = common_reply_page(req, "This link is incomplete",
+  return common_reply_page_as(req, 400, "This link is incomplete",
                               "<p>The address lacks its token: open the link from the email as it is, or ask "
                               "for a new one in the app.</p>\n",
                               NULL);
-  if (e == ERR_OK) req->status = 400;
-  return e;
 }
 
 /* The page of a reset link that can no longer act: 400. */
 static err_t reply_reset_gone(hs_req *req) {
-  err_t e = common_reply_page(req, "This link is no longer valid",
+  return common_reply_page_as(req, 400, "This link is no longer valid",
                               "<p>This password reset link was used already, or it expired (a link lasts one "
                               "hour). Ask for a new one in the app: \"Forgot your password?\"</p>\n",
                               NULL);
-  if (e == ERR_OK) req->status = 400;
-  return e;
 }
 
 /* The reset form for token, with problem (NULL: none) said above it: status 200 or 400. */
@@ -105,10 +101,8 @@ err_t api_auth_app_confirm(hs_req *req) {
   err_t e = api_auth_confirm_email(req);
   if (e != ERR_CONFLICT) return e;
   req->err = ERR_OK, req->err_code = req->err_message = NULL; /* this page answers it instead */
-  e = common_reply_page(req, "This address is taken",
-                        "<p>Another account registered this address after the change was asked for, so your "
-                        "account keeps its email address. Ask for the change again with another address.</p>\n",
-                        NULL);
-  if (e == ERR_OK) req->status = 409;
-  return e;
+  return common_reply_page_as(req, 409, "This address is taken",
+                              "<p>Another account registered this address after the change was asked for, so your "
+                              "account keeps its email address. Ask for the change again with another address.</p>\n",
+                              NULL);
 }

@@ -64,10 +64,7 @@ const hs_hooks auth_hooks = {.check_token = check_token};
 
 /* A new refresh token (64 hex digits) and its SHA-256; a new access token's jti and expiry. */
 static void session_new_init(session_new *n, int64_t now) {
-  unsigned char raw[32];
-  random_bytes(raw, sizeof raw);
-  hex_encode(raw, sizeof raw, n->refresh);
-  sha256_hex(n->refresh, strlen(n->refresh), n->refresh_hash);
+  secret_new_hex(n->refresh, n->refresh_hash);
   id_new(n->access_id);
   n->now = now;
   /* the token's exp is in seconds from the same clock: a second over it covers the rounding */

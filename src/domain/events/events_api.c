@@ -51,11 +51,8 @@ bool events_redeem_ticket(const char *ticket, token_claims *out) {
 }
 
 err_t api_events_ticket(hs_req *req) {
-  unsigned char raw[32];
   char ticket[65], hash[65], at[25];
-  random_bytes(raw, sizeof raw);
-  hex_encode(raw, sizeof raw, ticket);
-  sha256_hex(ticket, strlen(ticket), hash);
+  secret_new_hex(ticket, hash);
   token_claims t = claims_of(req);
   int64_t expires = clock_now_ms() + TICKET_TTL_MS;
   if (expires > req->auth.token_exp * 1000) expires = req->auth.token_exp * 1000; /* never beyond the token */
@@ -94,11 +91,8 @@ static token_claims claims_of(const hs_req *req) {
  * refuse None without it), and Partitioned with None: the page that asked for it (its top-level
  * site) is the only one whose EventSource sends it. docs/decisions.md, "Live updates". */
 err_t api_events_session(hs_req *req) {
-  unsigned char raw[32];
   char value[65], hash[65], at[25];
-  random_bytes(raw, sizeof raw);
-  hex_encode(raw, sizeof raw, value);
-  sha256_hex(value, strlen(value), hash);
+  secret_new_hex(value, hash);
   token_claims t = claims_of(req);
   err_t e = events_store_session_put(hash, &t);
   if (e != ERR_OK) return e;

@@ -401,39 +401,27 @@ err_t events_store_session_put(const char *hash, const token_claims *t) {
                                     DB_INT(t->exp), DB_TEXT(t->token_id))));
 }
 
-err_t events_store_session_get(const char *hash, int64_t now_ms, token_claims *t, bool *found) {
+/* The claims of the one row sql reads or takes by hash (columns as claims_of_row reads them,
+ * then the row's expiry in ms as column 7), when it has not expired by now_ms. */
+static err_t claims_by_hash(const char *sql, const char *hash, int64_t now_ms, token_claims *t, bool *found) {
   arena a;
   arena_init(&a);
   db_res *r;
-  db_rc rc = db_query(&a, &r,
-                      "SELECT account_id, role, is_staff, elevation_id, gen, token_exp, token_id FROM event_sessions "
-                      "WHERE session_hash = $1",
-                      DB_ARGS(DB_TEXT(hash)));
-  *found = rc == DB_OK && r->rows == 1 && db_int(r, 0, 5) * 1000 > now_ms;
+  db_rc rc = db_query(&a, &r, sql, DB_ARGS(DB_TEXT(hash)));
+  *found = rc == DB_OK && r->rows == 1 && db_int(r, 0, 7) > now_ms;
   if (*found) claims_of_row(r, 0, t);
   arena_fini(&a);
   return db_to_err(rc);
 }
 
+err_t events_store_session_get(const char *hash, int64_t now_ms, token_claims *t, bool *found) {
+  return claims_by_hash("SELECT account_id, role, is_staff, elevation_id, gen, token_exp, token_id, token_exp * 1000 "
+                        "FROM event_sessions WHERE session_hash = $1",
+                        hash, now_ms, t, found);
+}
+
 err_t events_store_ticket_take(const char *hash, int64_t now_ms, token_claims *t, bool *found) {
-  arena a;
-  arena_init(&a);
-  db_res *r;
-  db_rc rc = db_query(&a, &r,
-                      "DELETE FROM event_tickets WHERE ticket_hash = $1 "
-                      "RETURNING account_id, role, is_staff, elevation_id, gen, token_exp, expires_at, token_id",
-                      DB_ARGS(DB_TEXT(hash)));
-  *found = rc == DB_OK && r->rows == 1 && db_int(r, 0, 6) > now_ms;
-  if (*found) {
-    memset(t, 0, sizeof *t);
-    snprintf(t->id, sizeof t->id, "%s", db_text(r, 0, 0));
-    snprintf(t->role, sizeof t->role, "%s", db_text(r, 0, 1));
-    t->is_staff = db_int(r, 0, 2) != 0;
-    snprintf(t->elevation_id, sizeof t->elevation_id, "%s", db_text(r, 0, 3) ? db_text(r, 0, 3) : "");
-    t->gen = db_int(r, 0, 4);
-    t->exp = db_int(r, 0, 5);
-    snprintf(t->token_id, sizeof t->token_id, "%s", db_text(r, 0, 7) ? db_text(r, 0, 7) : "");
-  }
-  arena_fini(&a);
-  return db_to_err(rc);
+  return claims_by_hash("DELETE FROM event_tickets WHERE ticket_hash = $1 "
+                        "RETURNING account_id, role, is_staff, elevation_id, gen, token_exp, token_id, expires_at",
+                        hash, now_ms, t, found);
 }

@@ -254,11 +254,8 @@ err_t api_staff_impersonate(hs_req *req) {
   bool moved;
   if (staff_store_elevation_move(MOVE_ACTIVATE, id, req->auth.id, &act, &moved) != ERR_OK) return ERR_INTERNAL;
   if (!moved) return hs_fail(req, ERR_FORBIDDEN, "Elevation request is not approved");
-  char *token = token_issue(target.id, role, false, id, target.token_gen, TOKEN_TTL_STAFF_IMPERSONATION);
-  if (!token) return ERR_INTERNAL;
-  e = common_reply_impersonation(req, token, target.id, target.name, target.email, role);
-  free(token);
-  return e;
+  impersonated who = {target.id, target.name, target.email, role, target.token_gen};
+  return common_reply_impersonation(req, &who, id, TOKEN_TTL_STAFF_IMPERSONATION);
 }
 
 err_t api_staff_elevation_deactivate(hs_req *req) {
