@@ -350,16 +350,24 @@ def test_s3_variants_are_stored_served_and_deleted_with_their_original(s3):
 # ---------------------------------------------------------------- threads paged while messages arrive
 
 
-def test_threads_neither_skip_nor_repeat_when_messages_arrive_between_pages(api):
+def quoted_jobs(api, n):
+    """A customer, a provider of the customer's ZIP, and n of the customer's jobs the provider
+    quoted (so each may hold their thread), oldest first."""
     zip_code = fresh_zip()[0]
     user = named_customer(api, zip_code)
     pro = named_provider(api, [zip_code])
     jobs = []
-    for i in range(7):
+    for i in range(n):
         job = asap_job(api, user)
         quote(api, pro, job["id"], 50 + i)
-        ok(api.post(f"/jobs/{job['id']}/messages", token=pro["token"], json={"content": f"m{i}"}), 201)
         jobs.append(job["id"])
+    return user, pro, jobs
+
+
+def test_threads_neither_skip_nor_repeat_when_messages_arrive_between_pages(api):
+    user, pro, jobs = quoted_jobs(api, 7)
+    for i, j in enumerate(jobs):
+        ok(api.post(f"/jobs/{j}/messages", token=pro["token"], json={"content": f"m{i}"}), 201)
     newest_first = list(reversed(jobs))
 
     for role, account in (("user", user), ("provider", pro)):
@@ -391,14 +399,7 @@ def test_threads_neither_skip_nor_repeat_when_messages_arrive_between_pages(api)
 
 
 def test_a_thread_begun_after_the_first_page_waits_for_the_next_list(api):
-    zip_code = fresh_zip()[0]
-    user = named_customer(api, zip_code)
-    pro = named_provider(api, [zip_code])
-    jobs = []
-    for i in range(4):
-        job = asap_job(api, user)
-        quote(api, pro, job["id"], 60 + i)
-        jobs.append(job["id"])
+    user, pro, jobs = quoted_jobs(api, 4)
     for j in jobs[:3]:
         ok(api.post(f"/jobs/{j}/messages", token=user["token"], json={"content": "hi", "providerId": pro["id"]}), 201)
     r = api.get("/users/me/threads", token=user["token"], params={"limit": 1})
