@@ -42,12 +42,18 @@ static bool ticket_shape(const char *t) {
   return n == 64;
 }
 
-bool events_redeem_ticket(const char *ticket, token_claims *out) {
-  if (!ticket_shape(ticket)) return false;
+/* The claims a secret handed out stands for, read by its hash with read (false: none). */
+static bool redeem(const char *secret, err_t (*read)(const char *, int64_t, token_claims *, bool *),
+                   token_claims *out) {
+  if (!ticket_shape(secret)) return false;
   char hash[65];
-  sha256_hex(ticket, strlen(ticket), hash);
+  sha256_hex(secret, strlen(secret), hash);
   bool found = false;
-  return events_store_ticket_take(hash, clock_now_ms(), out, &found) == ERR_OK && found;
+  return read(hash, clock_now_ms(), out, &found) == ERR_OK && found;
+}
+
+bool events_redeem_ticket(const char *ticket, token_claims *out) {
+  return redeem(ticket, events_store_ticket_take, out);
 }
 
 err_t api_events_ticket(hs_req *req) {
@@ -66,11 +72,7 @@ err_t api_events_ticket(hs_req *req) {
 
 /* 64 lowercase hex digits: what POST /events/session and /events/ticket hand out. */
 bool events_redeem_session(const char *value, token_claims *out) {
-  if (!ticket_shape(value)) return false;
-  char hash[65];
-  sha256_hex(value, strlen(value), hash);
-  bool found = false;
-  return events_store_session_get(hash, clock_now_ms(), out, &found) == ERR_OK && found;
+  return redeem(value, events_store_session_get, out);
 }
 
 /* The token's claims, for a ticket or a session that stands for it. */

@@ -28,8 +28,8 @@ err_t api_portal_page(hs_req *req) {
   return hs_reply_file(req, -1, xstrdup(PAGE), strlen(PAGE), "text/html; charset=utf-8");
 }
 
-err_t api_portal_script(hs_req *req) {
+/* The bundle's script or style sheet, by the route's path. */
+err_t api_portal_asset(hs_req *req) {
+  if (strstr(req->route->path, ".css")) return asset(req, hs_portal_css, hs_portal_css_end, "text/css; charset=utf-8");
   return asset(req, hs_portal_js, hs_portal_js_end, "application/javascript; charset=utf-8");
 }
-
-err_t api_portal_style(hs_req *req) { return asset(req, hs_portal_css, hs_portal_css_end, "text/css; charset=utf-8"); }

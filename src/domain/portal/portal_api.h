@@ -7,7 +7,6 @@
 extern const hs_route portal_routes[];
 
 err_t api_portal_page(hs_req *req);
-err_t api_portal_script(hs_req *req);
-err_t api_portal_style(hs_req *req);
+err_t api_portal_asset(hs_req *req); /* /portal/portal.js and /portal/portal.css */
 
 #endif

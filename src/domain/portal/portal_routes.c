@@ -5,9 +5,9 @@
 const hs_route portal_routes[] = {
     {HS_GET, "/portal", api_portal_page, ROLE_OPEN, .flags = ROUTE_PAGE,
      .summary = "The staff portal (a browser application)", .response = "text/html"},
-    {HS_GET, "/portal/portal.js", api_portal_script, ROLE_OPEN, .summary = "The staff portal's script",
+    {HS_GET, "/portal/portal.js", api_portal_asset, ROLE_OPEN, .summary = "The staff portal's script",
      .response = "application/javascript"},
-    {HS_GET, "/portal/portal.css", api_portal_style, ROLE_OPEN, .summary = "The staff portal's style sheet",
+    {HS_GET, "/portal/portal.css", api_portal_asset, ROLE_OPEN, .summary = "The staff portal's style sheet",
      .response = "text/css"},
     {HS_GET, "/portal/*path", api_portal_page, ROLE_OPEN, .flags = ROUTE_PAGE,
      .summary = "The staff portal at one of its screens' addresses (the same page: the app shows the screen)",
