@@ -660,6 +660,10 @@ class Api:
         self.session = requests.Session()
         self.session.trust_env = False  # no proxy or .netrc lookup in the environment on every request
 
+    # seconds a request may take: a test of a server hashing at a high bcrypt cost raises it (the
+    # four API passes share two cores, so one hash may take many times its usual second)
+    timeout = 30
+
     @property
     def url(self):
         return self.server.url
@@ -673,7 +677,7 @@ class Api:
             ip = unique_ip()
         if ip:
             h["X-Forwarded-For"] = ip
-        kw.setdefault("timeout", 30)
+        kw.setdefault("timeout", self.timeout)
         return self.session.request(method, self.url + path, headers=h, **kw)
 
     def get(self, path, **kw):
