@@ -66,6 +66,7 @@ for engine in $ENGINES; do
   [ "$PERF" = 1 ] && sed 's/^/    /' "$out.dso.txt" | tee -a "$RESULTS/summary.txt"
   if [ -n "${HOLD:-}" ]; then log "holding the server $SRV_PID on $base for $HOLD s"; sleep "$HOLD"; fi
   stop_pid "$SRV_PID"
+  cp "$SRV_LOG" "$out.server.log"
   [ "$engine" = postgres ] && stop_pg
 done
 log "reports in $RESULTS"
