@@ -75,8 +75,6 @@ static struct {
  * and the process grew for minutes (docs/performance-history.md, section 8, the soak). SQLite
  * recycles cached pages instead of allocating more once the total passes it. */
 #define SQLITE_HEAP_SOFT_LIMIT (16LL * 1024 * 1024)
-/* The mapping's bound (address space, not memory: the kernel's page cache backs it). */
-#define SQLITE_MMAP_SIZE "1073741824"
 
 static sqlite_conn *open_conn(const char *path, char err[256]) {
   sqlite_conn *c = xcalloc(1, sizeof *c);
@@ -89,14 +87,12 @@ static sqlite_conn *open_conn(const char *path, char err[256]) {
   }
   sqlite3_busy_timeout(c->db, CFG.db_busy_timeout_ms);
   char *msg = NULL;
-  /* mmap_size: pages of the database file are read from the mapping, not copied in by a
-   * pread each. A connection's page cache is dropped whenever another connection committed
-   * (WAL), so after every write each reader (the token check, the events pump) read its pages
-   * again: 65 preads per POST /quotes in the pump alone (docs/performance.md, issue 37). Pages
-   * still in the WAL are read as before. */
+  /* No mmap_size: in WAL mode every read transaction that follows another connection's commit
+   * unmaps the whole mapping (sqlite3OsUnfetch), and the munmaps' TLB shootdowns cost about
+   * what the preads they saved did (issue 37, docs/performance-history.md section 13). */
   if (sqlite3_exec(c->db,
                    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
-                   "PRAGMA temp_store=MEMORY; PRAGMA mmap_size=" SQLITE_MMAP_SIZE ";",
+                   "PRAGMA temp_store=MEMORY;",
                    NULL, NULL, &msg) != SQLITE_OK) {
     snprintf(err, 256, "sqlite pragmas: %s", msg ? msg : "?");
     sqlite3_free(msg);
