@@ -3,8 +3,7 @@
 # (600) of mixed load at once: bench/soak.lua (GET /users/me, the provider feed, GET /jobs/:id
 # and POST /quotes in turn, wrk -t1 -c8) and a steady trickle of logins at BCRYPT_COST=12
 # (bench/login.lua, wrk -t1 -c1), on a database seeded with JOBS jobs (100,000). The server's
-# RSS is sampled every 5 s: its anonymous part (RssAnon), since SQLite maps the database file
-# (mmap_size) and the pages of the file it reads count in VmRSS as the kernel's cache. Goals: the RSS at the end within 10% of the RSS after the first
+# RSS is sampled every 5 s. Goals: the RSS at the end within 10% of the RSS after the first
 # minute, and the database's size at the end within 10% of its size at the start (after the
 # seeding): the retention periods are shortened to a minute, pruned every 30 s (RETAIN_*,
 # RETENTION_SWEEP; APP_ENV=development, since production refuses periods that short), so rows
@@ -67,7 +66,7 @@ soak_engine() {
   local logins=$!
   track_pid "$logins"
   while kill -0 "$mixed" 2>/dev/null; do
-    printf '%s\t%s\n' $((SECONDS - start)) "$(awk '/^RssAnon/ {print $2}' "/proc/$SRV_PID/status")" >>"$rss_tsv"
+    printf '%s\t%s\n' $((SECONDS - start)) "$(awk '/^VmRSS/ {print $2}' "/proc/$SRV_PID/status")" >>"$rss_tsv"
     sleep 5
   done
   local rc=0
