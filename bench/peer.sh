@@ -7,11 +7,11 @@
 # production mode, seeded by bench/seed_jobs.py with the same sizes (JOBS jobs, 200 in the
 # feed provider's feed), then on a private PostgreSQL cluster. With wrk -t2 -c64, DURATION s
 # after WARMUP s each:
-#   1. GET /health, GET /users/me and the provider feed (GET /jobs), the peer and the service
-#      alternating over ROUNDS rounds (SQLite);
-#   2. GET /jobs/:id (the owner's view of a job with 3 quotes and a payment-less state),
-#      POST /quotes (a new quote each), on SQLite, then GET /users/me, the feed, GET /jobs/:id
-#      and POST /quotes on PostgreSQL.
+#   1. GET /health, GET /users/me, the provider feed (GET /jobs) and POST /quotes (every
+#      request a new provider and job pair, only 201s counted; issue 37), the peer and the
+#      service alternating over ROUNDS rounds (SQLite);
+#   2. GET /jobs/:id (the owner's view of a job with 3 quotes and a payment-less state) on
+#      SQLite, then GET /users/me, the feed, GET /jobs/:id and POST /quotes on PostgreSQL.
 # Each measurement also records the answer's size and the server's peak RSS (VmHWM; for the
 # peer, summed over its processes). The summary prints the ratio table of the issue and every
 # goal as met or missed. Exits 0 whether or not the goals are met.
@@ -67,7 +67,9 @@ start_peer() {
   chmod -R u+w "$PEER_DIR"
   (cd "$PEER_DIR" && timeout 600 npm install --silent --no-audit --no-fund >"$TMP/npm.log" 2>&1) ||
     die_with "$TMP/npm.log" "npm install failed"
-  (cd "$PEER_DIR" && JWT_SECRET=$JWT_SECRET timeout 600 node seed.js "$TMP/peer.db" "$JOBS" >"$TMP/peer-tokens.json") ||
+  mkdir -p "$TMP/files-node" # its quoters' tokens and open jobs, for POST /quotes
+  (cd "$PEER_DIR" && JWT_SECRET=$JWT_SECRET timeout 600 node seed.js "$TMP/peer.db" "$JOBS" "$TMP/files-node" \
+    >"$TMP/peer-tokens.json") ||
     die "node seed.js failed"
   PEER_PORT=$(free_port)
   # in a session of its own, like the service: its node:cluster workers share its process group
@@ -92,15 +94,19 @@ stop_peer() {
 
 # ------------------------------------------------------------------ the service
 
-# quotes engine label: POST /quotes, every request a new (provider, job) pair
+# quotes engine base slot: POST /quotes, every request a new (provider, job) pair. The pairs
+# (quoters x open jobs, $TMP/files-ENGINE) are cut into 2 x (ROUNDS + 1) slices; a warm-up and
+# its measurement take slices 2 x slot and 2 x slot + 1, so no round repeats a pair (a repeated
+# pair answers 409, and only 201s count).
 quotes() {
-  local engine=$1 base=$2 files=$TMP/files-$1
+  local engine=$1 base=$2 slot=$3 files=$TMP/files-$1
   local pairs=$(($(wc -l <"$files/quoters.tokens") * $(wc -l <"$files/open.jobs")))
+  local slice=$((pairs / (2 * (ROUNDS + 1))))
+  local raw=$engine-quotes${ROUND:+-r$ROUND}
   export BENCH_TOKENS=$files/quoters.tokens BENCH_JOBS=$files/open.jobs BENCH_THREADS=$THREADS
-  BENCH_START=0 wrk_run "$engine-quotes-warmup" "$THREADS" "$CONNS" "$WARMUP" "$base" -s "$BENCH/quotes.lua"
-  BENCH_START=$((pairs / 2)) wrk_run "$engine-quotes" "$THREADS" "$CONNS" "$DURATION" "$base" --latency -s "$BENCH/quotes.lua"
-  record "$engine" quotes "$THREADS" "$CONNS" "$RAW/$engine-quotes.txt"
-  rss "$engine" quotes "$SRV_PID"
+  BENCH_START=$((2 * slot * slice)) wrk_run "$raw-warmup" "$THREADS" "$CONNS" "$WARMUP" "$base" -s "$BENCH/quotes.lua"
+  BENCH_START=$(((2 * slot + 1) * slice)) wrk_run "$raw" "$THREADS" "$CONNS" "$DURATION" "$base" --latency -s "$BENCH/quotes.lua"
+  record "$engine" quotes "$THREADS" "$CONNS" "$RAW/$raw.txt"
 }
 
 bench_engine() {
@@ -134,6 +140,10 @@ bench_engine() {
       rss node feed $(peer_pids)
       ROUND=$round measure sqlite feed "$THREADS" "$CONNS" "$base/jobs" -H "$feed"
       rss sqlite feed "$SRV_PID"
+      ROUND=$round quotes node "http://127.0.0.1:$PEER_PORT" "$round"
+      rss node quotes $(peer_pids)
+      ROUND=$round quotes sqlite "$base" "$round"
+      rss sqlite quotes "$SRV_PID"
     done
   else
     log "1. GET /users/me and the feed (-t$THREADS -c$CONNS -d${DURATION}s)"
@@ -146,7 +156,10 @@ bench_engine() {
   BENCH_PATHS=$files/detail.paths measure "$engine" job_detail "$THREADS" "$CONNS" "$base" -H "$customer" \
     -s "$BENCH/paths.lua"
   rss "$engine" job_detail "$SRV_PID"
-  quotes "$engine" "$base"
+  if [ "$engine" != sqlite ]; then
+    quotes "$engine" "$base" 0
+    rss "$engine" quotes "$SRV_PID"
+  fi
   grep -c '"status":5' "$SRV_LOG" | sed "s/^/$engine\t/" >>"$TMP/errors5xx.tsv" || true
 
   stop_pid "$SRV_PID"

@@ -87,10 +87,13 @@ static sqlite_conn *open_conn(const char *path, char err[256]) {
   }
   sqlite3_busy_timeout(c->db, CFG.db_busy_timeout_ms);
   char *msg = NULL;
-  if (sqlite3_exec(
-          c->db,
-          "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;", NULL,
-          NULL, &msg) != SQLITE_OK) {
+  /* No mmap_size: in WAL mode every read transaction that follows another connection's commit
+   * unmaps the whole mapping (sqlite3OsUnfetch), and the munmaps' TLB shootdowns cost about
+   * what the preads they saved did (issue 37, docs/performance-history.md section 13). */
+  if (sqlite3_exec(c->db,
+                   "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
+                   "PRAGMA temp_store=MEMORY;",
+                   NULL, NULL, &msg) != SQLITE_OK) {
     snprintf(err, 256, "sqlite pragmas: %s", msg ? msg : "?");
     sqlite3_free(msg);
     sqlite3_close(c->db);

@@ -187,7 +187,7 @@ err_t notifications_store_mark_one_read(arena *a, const char *role, const char *
 /* The banner keeps the id of the event that announced it (a stream that delivers that event
  * clears it; a stream that opens compares that event's position, the outbox's, with its own). */
 static db_rc banner_event_written(db_conn *c, const char *id_sql, const char *user_id, const char *provider_id) {
-  char sql[160];
+  char sql[192];
   snprintf(sql, sizeof sql, "UPDATE banners SET event_id = %s WHERE account_id = $1 AND role = $2", id_sql);
   return db_exec_later(c, NULL, NULL, sql,
                        DB_ARGS(DB_TEXT(user_id ? user_id : provider_id), DB_TEXT(user_id ? "user" : "provider")));

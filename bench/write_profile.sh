@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Where a write's time goes (issue 37, docs/performance.md): the service on SQLite (or
+# PostgreSQL) in production mode, seeded by bench/seed_jobs.py (JOBS jobs), then POST /quotes
+# (bench/quotes.lua, every request a new pair) at wrk -t2 -c64 for SECONDS_EACH under
+# `perf record -e cpu-clock -g` of the server: the server's CPU per request, perf's split by
+# object and symbol, and, with OFFCPU=1, `perf trace -s` of the server's system calls (what
+# its threads wait in). Prints the tables and keeps the reports in RESULTS
+# (bench/results/write-profile/).
+# Knobs: SECONDS_EACH (10), ENGINES (sqlite), JOBS (20000), OFFCPU (0), PERF (1), CALLGRAPH (fp; dwarf
+# for stacks through the libraries), PERF_FREQ, HOLD (seconds to keep the server up), RESULTS, BIN.
+set -euo pipefail
+
+# shellcheck source=bench/lib.sh
+ENGINES=${ENGINES:-sqlite}
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+SECONDS_EACH=${SECONDS_EACH:-10}
+JOBS=${JOBS:-20000}
+PERF=${PERF:-1}
+RESULTS=${RESULTS:-$BENCH/results/write-profile}
+for tool in wrk perf "$PY"; do command -v "$tool" >/dev/null || die "$tool not found (linux-perf, scripts/deps.sh bench)"; done
+mkdir -p "$RESULTS"
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+JWT_SECRET=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+: >"$RESULTS/summary.txt"
+for engine in $ENGINES; do
+  start_engine "$engine"
+  base="http://127.0.0.1:$SRV_PORT"
+  seed_to "$engine" "$JOBS"
+  files=$TMP/files-$engine
+  pairs=$(($(wc -l <"$files/quoters.tokens") * $(wc -l <"$files/open.jobs")))
+  export BENCH_TOKENS=$files/quoters.tokens BENCH_JOBS=$files/open.jobs BENCH_THREADS=2
+  BENCH_START=0 wrk_run "$engine-quotes-warmup" 2 64 3 "$base" -s "$BENCH/quotes.lua"
+  before=$(cpu_ticks "$SRV_PID")
+  if [ "$PERF" = 1 ]; then
+    perf record -e cpu-clock ${PERF_FREQ:+-F $PERF_FREQ} --call-graph "${CALLGRAPH:-fp}" -p "$SRV_PID" -o "$TMP/$engine.perf" -- sleep "$SECONDS_EACH" >/dev/null 2>&1 &
+    perf_pid=$!
+  fi
+  if [ "${OFFCPU:-0}" = 1 ]; then
+    perf trace -s -p "$SRV_PID" -o "$RESULTS/$engine-quotes.trace.txt" -- sleep "$SECONDS_EACH" >/dev/null 2>&1 &
+    trace_pid=$!
+  fi
+  BENCH_START=$((pairs / 2)) wrk_run "$engine-quotes" 2 64 "$SECONDS_EACH" "$base" --latency -s "$BENCH/quotes.lua"
+  [ "$PERF" = 1 ] && { wait "$perf_pid" || true; }
+  [ "${OFFCPU:-0}" = 1 ] && { wait "$trace_pid" || true; }
+  after=$(cpu_ticks "$SRV_PID")
+  line=$(grep '^BENCH ' "$RAW/$engine-quotes.txt")
+  requests=$(field requests "$line")
+  out=$RESULTS/$engine-quotes
+  cp "$RAW/$engine-quotes.txt" "$out.wrk.txt"
+  if [ "$PERF" = 1 ]; then
+    perf report -i "$TMP/$engine.perf" --no-children --sort dso --stdio -g none 2>/dev/null | grep -v '^#' | grep -v '^$' |
+      awk 'NR <= 12' >"$out.dso.txt"
+    perf report -i "$TMP/$engine.perf" --no-children --sort sym --stdio -g none 2>/dev/null | grep -v '^#' |
+      grep -v '^$' | awk 'NR <= 50' >"$out.sym.txt"
+    perf report -i "$TMP/$engine.perf" --children --sort sym --stdio -g none 2>/dev/null | grep '\[\.\]' |
+      awk 'NR <= 60' >"$out.children.txt"
+    cp "$TMP/$engine.perf" "$out.perf" 2>/dev/null || true
+  fi
+  printf '%s POST /quotes: %s requests/s, p99 %s ms (wrk -t2 -c64, %s s), statuses %s, %.1f us of server CPU per request, load %s\n' \
+    "$engine" "$(field rps "$line")" "$(field p99_ms "$line")" "$SECONDS_EACH" \
+    "$(grep -o 'status_[0-9]*=[0-9]*' <<<"$line" | paste -sd, -)" \
+    "$(echo "($after - $before) * 1000000 / $(getconf CLK_TCK) / $requests" | bc -l)" \
+    "$(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$RESULTS/summary.txt"
+  [ "$PERF" = 1 ] && sed 's/^/    /' "$out.dso.txt" | tee -a "$RESULTS/summary.txt"
+  if [ -n "${HOLD:-}" ]; then log "holding the server $SRV_PID on $base for $HOLD s"; sleep "$HOLD"; fi
+  stop_pid "$SRV_PID"
+  cp "$SRV_LOG" "$out.server.log"
+  [ "$engine" = postgres ] && stop_pg
+done
+log "reports in $RESULTS"
