@@ -13,6 +13,8 @@
 The project's docs/decisions.md, "Links"."""
 import re
 
+import os
+
 import pytest
 
 from browser_driver import Browser
@@ -41,7 +43,11 @@ def own_api(own):
 
 
 @pytest.fixture(scope="module")
-def browser():
+def browser(request):
+    """Chromium, in the plain SQLite pass only: the pages are the same on every engine, and the
+    other passes test their routes over HTTP (a browser per pass costs CI its time goal)."""
+    if request.config.getoption("--engine") != "sqlite" or "asan" in request.config.getoption("--binary").split(os.sep):
+        pytest.skip("the browser runs in the plain SQLite pass")
     b = Browser().start()
     yield b
     b.stop()

@@ -50,6 +50,15 @@ def test_every_portal_address_is_the_page(api, path):
     assert "Set-Cookie" not in r.headers
 
 
+@pytest.mark.parametrize("path,ctype", [("/portal/portal.js", "application/javascript; charset=utf-8"),
+                                        ("/portal/portal.css", "text/css; charset=utf-8")])
+def test_the_assets_are_served_from_the_binary(api, path, ctype):
+    r = api.get(path)
+    assert r.status_code == 200, r.text
+    assert r.headers["Content-Type"] == ctype and r.headers["Cache-Control"] == "no-cache"
+    assert len(r.content) > 1000
+
+
 def test_near_misses_are_not_the_portal(api):
     assert api.get("/portalx").status_code == 404
     assert api.get("/portals/x").status_code == 404

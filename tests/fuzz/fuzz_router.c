@@ -47,7 +47,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   hs_query_parse(query, args);
   const char *key;
   json_t *value;
-  json_object_foreach(args, key, value) FUZZ_CHECK(json_is_string(value), "argument %s is not a string", key);
+  /* a key given once is a string; a repeated one (a list filter: status=A&status=B) an array of them */
+  json_object_foreach(args, key, value) {
+    if (json_is_array(value)) {
+      size_t i;
+      json_t *item;
+      json_array_foreach(value, i, item) FUZZ_CHECK(json_is_string(item), "argument %s[%zu] is not a string", key, i);
+    } else
+      FUZZ_CHECK(json_is_string(value), "argument %s is not a string", key);
+  }
   if (r && r->query) {
     char err[256];
     json_decref(hs_validate(r->query, args, true, err));
