@@ -126,7 +126,10 @@ fakes: deps-test $(STRIPE_OPENAPI)
 # The API tests spread over API_JOBS pytest-xdist workers, a file per worker at a time (each worker
 # starts its own servers); they mostly wait on sockets and clocks, so more workers than cores pay.
 API_JOBS ?= 3
-PYTEST_API = $(PYTHON) -m pytest -q -p no:cacheprovider -n $(API_JOBS) --dist loadfile tests/api --require-route-coverage
+# --durations: each pass's log (build/test-logs/<pass>.log) ends with its 25 slowest tests, what
+# to look at first when the CI run nears its time goal
+PYTEST_API = $(PYTHON) -m pytest -q -p no:cacheprovider -n $(API_JOBS) --dist loadfile --durations=25 tests/api \
+  --require-route-coverage
 
 api-sqlite: deps-test build/marketplace node_modules/.installed $(STRIPE_OPENAPI)
 	$(PYTEST_API) --engine sqlite
