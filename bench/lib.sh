@@ -375,3 +375,14 @@ write_results() {
   "$PY" "$summarizer" "$dir" | tee "$dir/latest.txt"
   log "results in $dir (latest.txt, latest.tsv, raw/)"
 }
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # a process's user + system CPU, in clock ticks
+
+perf_tables() { # perf.data out-prefix symbols children: perf's split by object and by symbol, and inclusive times
+  perf report -i "$1" --no-children --sort dso --stdio -g none 2>/dev/null | grep -v '^#' | grep -v '^$' |
+    awk 'NR <= 12' >"$2.dso.txt"
+  perf report -i "$1" --no-children --sort sym --stdio -g none 2>/dev/null | grep -v '^#' | grep -v '^$' |
+    awk -v n="$3" 'NR <= n' >"$2.sym.txt"
+  perf report -i "$1" --children --sort sym --stdio -g none 2>/dev/null | grep '\[\.\]' |
+    awk -v n="$4" 'NR <= n' >"$2.children.txt"
+}

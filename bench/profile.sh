@@ -14,7 +14,6 @@ RESULTS=${RESULTS:-$BENCH/results/profile}
 for tool in wrk perf "$PY"; do command -v "$tool" >/dev/null || die "$tool not found (linux-perf, scripts/deps.sh bench)"; done
 mkdir -p "$RESULTS"
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 profile() { # engine name url [wrk args]
   local engine=$1 name=$2 url=$3 before after requests
@@ -28,13 +27,7 @@ profile() { # engine name url [wrk args]
   after=$(cpu_ticks "$SRV_PID")
   requests=$(field requests "$(grep '^BENCH ' "$RAW/$engine-$name.txt")")
   local out=$RESULTS/$engine-$name
-  perf report -i "$TMP/$engine-$name.perf" --no-children --sort dso --stdio -g none 2>/dev/null | grep -v '^#' | grep -v '^$' |
-    awk 'NR <= 12' >"$out.dso.txt"
-  perf report -i "$TMP/$engine-$name.perf" --no-children --sort sym --stdio -g none 2>/dev/null | grep -v '^#' |
-    grep -v '^$' | awk 'NR <= 40' >"$out.sym.txt"
-  # inclusive time of the service's own functions and the libraries' entry points
-  perf report -i "$TMP/$engine-$name.perf" --children --sort sym --stdio -g none 2>/dev/null | grep '\[\.\]' |
-    awk 'NR <= 40' >"$out.children.txt"
+  perf_tables "$TMP/$engine-$name.perf" "$out" 40 40
   printf '%s %s: %s requests/s (wrk -t1 -c32), %.1f us of server CPU per request\n' "$engine" "$name" \
     "$(field rps "$(grep '^BENCH ' "$RAW/$engine-$name.txt")")" \
     "$(echo "($after - $before) * 1000000 / $(getconf CLK_TCK) / $requests" | bc -l)" | tee -a "$RESULTS/summary.txt"

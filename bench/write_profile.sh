@@ -20,7 +20,6 @@ RESULTS=${RESULTS:-$BENCH/results/write-profile}
 for tool in wrk perf "$PY"; do command -v "$tool" >/dev/null || die "$tool not found (linux-perf, scripts/deps.sh bench)"; done
 mkdir -p "$RESULTS"
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 JWT_SECRET=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 : >"$RESULTS/summary.txt"
@@ -50,12 +49,7 @@ for engine in $ENGINES; do
   out=$RESULTS/$engine-quotes
   cp "$RAW/$engine-quotes.txt" "$out.wrk.txt"
   if [ "$PERF" = 1 ]; then
-    perf report -i "$TMP/$engine.perf" --no-children --sort dso --stdio -g none 2>/dev/null | grep -v '^#' | grep -v '^$' |
-      awk 'NR <= 12' >"$out.dso.txt"
-    perf report -i "$TMP/$engine.perf" --no-children --sort sym --stdio -g none 2>/dev/null | grep -v '^#' |
-      grep -v '^$' | awk 'NR <= 50' >"$out.sym.txt"
-    perf report -i "$TMP/$engine.perf" --children --sort sym --stdio -g none 2>/dev/null | grep '\[\.\]' |
-      awk 'NR <= 60' >"$out.children.txt"
+    perf_tables "$TMP/$engine.perf" "$out" 50 60
     cp "$TMP/$engine.perf" "$out.perf" 2>/dev/null || true
   fi
   printf '%s POST /quotes: %s requests/s, p99 %s ms (wrk -t2 -c64, %s s), statuses %s, %.1f us of server CPU per request, load %s\n' \
