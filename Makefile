@@ -35,7 +35,7 @@ UNIT_SRC := $(shell find tests/unit -name '*.c' 2>/dev/null | sort)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/unit/%)
 PYTHON   := /usr/bin/python3
 
-.PHONY: all run demo openapi client test test-build test-build-api test-build-rest check-shape deps deps-test unit fakes api api-sqlite api-postgres api-pgbouncer api-asan asan bench bench-core bench-jobs bench-peer bench-recognition bench-remote bench-events soak clean format routes fuzz fuzz-build fuzz-short
+.PHONY: all run demo openapi client test test-build test-build-api test-build-rest check-shape deps deps-test unit fakes api api-sqlite api-postgres api-pgbouncer api-asan api-unsanitized asan bench bench-core bench-jobs bench-peer bench-recognition bench-remote bench-events soak clean format routes fuzz fuzz-build fuzz-short
 
 all: deps build/marketplace
 
@@ -148,6 +148,12 @@ api-pgbouncer: deps-test build/marketplace node_modules/.installed $(STRIPE_OPEN
 api-asan: deps-test build/asan/marketplace node_modules/.installed $(STRIPE_OPENAPI)
 	$(PYTEST_API) --engine sqlite --binary build/asan/marketplace
 
+# what the sanitized pass leaves out (tests marked `once` or `unsanitized`: browsers, the client
+# package, time bounds of hung services), on the release binary and SQLite; `make test` runs it
+# beside api-asan instead of a whole api-sqlite; a part of the suite, so no route-coverage check
+api-unsanitized: deps-test build/marketplace node_modules/.installed $(STRIPE_OPENAPI)
+	$(PYTEST_API:--require-route-coverage=) --engine sqlite --unsanitized-only
+
 api: api-sqlite api-postgres
 
 # Every binary `make test` needs (and Stripe's description, so the API passes started side by
@@ -163,8 +169,9 @@ check-shape:
 	@$(PYTHON) scripts/check_shape.py
 
 # Everything CI runs (scripts/test.sh): the builds, the unit tests, the fakes' self-tests, the
-# four API passes side by side (SQLite, PostgreSQL, SQLite under ASan+UBSan, PgBouncer) and the fuzz
-# targets replaying their regressions and seeds; it prints how long each step took.
+# four API passes side by side (SQLite under ASan+UBSan, what it leaves out on the release binary,
+# PostgreSQL, PgBouncer) and the fuzz targets replaying their regressions and seeds; it prints how
+# long each step took.
 test: deps-test
 	scripts/test.sh
 

@@ -5,10 +5,13 @@
 #     table);
 #  1. build what the API tests need (the service, its ASan+UBSan build, the bench probe) with
 #     make -j2, and fetch Stripe's OpenAPI description from npm (build/stripe-openapi.json);
-#  2. the four API passes side by side (SQLite, PostgreSQL, SQLite under ASan+UBSan, and the
-#     files marked `pooler` again on PostgreSQL behind a PgBouncer in transaction pooling, as
-#     production runs it), each spread over pytest-xdist workers: the tests mostly wait on
-#     sockets and clocks, so they overlap well and leave the cores idle a quarter of the time;
+#  2. the four API passes side by side, each spread over pytest-xdist workers: every test on
+#     SQLite under ASan+UBSan but those it cannot run (marked `once` or `unsanitized`: browsers,
+#     the client package, time bounds of hung services), which run on the release binary
+#     (api-unsanitized); every test on PostgreSQL with the release binary; and the files marked
+#     `pooler` again on PostgreSQL behind a PgBouncer in transaction pooling, as production runs
+#     it. The sanitized build is the release build plus the sanitizers (same -O2), so a whole
+#     plain SQLite pass beside it would test the same code twice and cost the run its time goal;
 #     meanwhile, at the lowest CPU priority, the rest: the unit tests and the fuzz targets are
 #     built, the unit tests run, the fakes' self-tests (the fake Stripe is held to Stripe's
 #     description), and the fuzz targets replay their regressions and committed seeds (timed
@@ -51,11 +54,11 @@ declare -A pid
 started=$(date +%s)
 # the API passes, side by side; each pass's CPU time (its processes' user and system, not the
 # PostgreSQL server's) goes to <pass>.cpu: `times` outside a pipe, whose subshell has no children
-passes=(sqlite postgres asan pgbouncer)
+passes=(asan postgres unsanitized pgbouncer)
 echo "== api: ${passes[*]} side by side, and the rest at a low priority (logs in $logs/)"
 for pass in "${passes[@]}"; do
   jobs=3
-  [ "$pass" = pgbouncer ] && jobs=2 # a part of the suite
+  case $pass in unsanitized | pgbouncer) jobs=2 ;; esac # a part of the suite
   (
     make --no-print-directory "api-$pass" API_JOBS=$jobs >"$logs/$pass.log" 2>&1
     rc=$?

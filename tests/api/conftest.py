@@ -52,6 +52,9 @@ def pytest_addoption(parser):
     parser.addoption("--engine", default="sqlite", choices=["sqlite", "postgres"])
     parser.addoption("--binary", default=os.path.join(ROOT, "build", "marketplace"))
     parser.addoption("--require-route-coverage", action="store_true", default=False)
+    parser.addoption("--unsanitized-only", action="store_true", default=False,
+                     help="only the tests marked `once` or `unsanitized`: the release binary's pass in `make test`, "
+                          "beside the sanitized one that runs the rest")
     parser.addoption("--pgbouncer", action="store_true", default=False,
                      help="with --engine postgres: every server reaches the cluster through a PgBouncer in "
                           "transaction pooling (PG_PREPARED_STATEMENTS=0)")
@@ -61,6 +64,10 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "engine_independent: the file tests what does not touch the database "
                             "(HTTP parsing, the OpenAPI document, the client, compression); it runs in the "
                             "SQLite passes only, not again on PostgreSQL")
+    config.addinivalue_line("markers", "once: runs in one pass only, the release binary on SQLite (slow tests of "
+                            "engine-independent behaviour: browsers, packages, time bounds of hung services)")
+    config.addinivalue_line("markers", "unsanitized: does not run under the sanitizers (a browser walk that adds "
+                            "nothing there the API tests of the same routes do not cover)")
     config.addinivalue_line("markers", "pooler: the file tests what a connection pooler in front of PostgreSQL "
                             "can change (transactions and their locks, sessions: LISTEN and advisory locks, "
                             "several instances on one database, lost connections, concurrent writes, erasure); "
@@ -68,18 +75,30 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """On PostgreSQL, drops the engine-independent files: they test the same code on any engine;
-    behind PgBouncer, keeps only the files marked `pooler`."""
-    if config.getoption("--engine") != "postgres":
-        return
+    """Chooses each pass's part of the suite. `make test` runs every test on SQLite under the
+    sanitizers except those marked `once` or `unsanitized`, which run on the release binary
+    (--unsanitized-only); every test on PostgreSQL but the `once` and `engine_independent` ones;
+    behind PgBouncer, only the files marked `pooler`. Without options (`make api-sqlite`), all."""
+    sanitized = "asan" in config.getoption("--binary").split(os.sep)
+    postgres = config.getoption("--engine") == "postgres"
     pooled = config.getoption("--pgbouncer")
-    kept, dropped = [], []
-    for item in items:
-        drop = item.get_closest_marker("engine_independent") or (pooled and not item.get_closest_marker("pooler"))
-        (dropped if drop else kept).append(item)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = kept
+    only_unsanitized = config.getoption("--unsanitized-only")
+
+    def kept(item):
+        once, unsanitized = item.get_closest_marker("once"), item.get_closest_marker("unsanitized")
+        if only_unsanitized:
+            return bool(once or unsanitized)
+        if sanitized and (once or unsanitized):
+            return False
+        if postgres:
+            return not (once or item.get_closest_marker("engine_independent")) and \
+                (not pooled or bool(item.get_closest_marker("pooler")))
+        return True
+
+    keep = [item for item in items if kept(item)]
+    if len(keep) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if not kept(item)])
+        items[:] = keep
 
 
 def free_port():
@@ -843,19 +862,6 @@ def server_factory(request, engine, pg_cluster):
 
     yield make
     _fail_on(_stop_all(started))
-
-
-def run_once_only(request):
-    """Skips, except in the plain SQLite pass: for slow tests of engine-independent behaviour,
-    which need not run again on PostgreSQL or under the sanitizers (they cover the same code
-    through other tests)."""
-    if request.config.getoption("--engine") != "sqlite" or "asan" in request.config.getoption("--binary").split(os.sep):
-        pytest.skip("engine-independent and slow: runs once, in the plain SQLite pass")
-
-
-@pytest.fixture
-def once_per_run(request):
-    run_once_only(request)
 
 
 @pytest.fixture

@@ -9,9 +9,12 @@ import time
 import pytest
 import requests
 
-from conftest import Api, run_once_only, unique_ip
+from conftest import Api, unique_ip
 from helpers import eventually
 from test_system import db_rows
+
+# recognition does not depend on the engine or the sanitizers: once, in the release SQLite pass
+pytestmark = pytest.mark.once
 
 
 NOISE_SECONDS_BOUND = 12  # 5 s per image in the helper, plus queueing and a slow machine
@@ -27,9 +30,7 @@ def noise_jpeg(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def bg_server(request, make_server):
-    """Recognition does not depend on the engine: these run in the plain SQLite pass only."""
-    run_once_only(request)
+def bg_server(make_server):
     return make_server(RECOGNITION_WORKERS="1", QUEUE_WORKERS="2", RECOGNITION_TIMEOUT_MS="5000")
 
 

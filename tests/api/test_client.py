@@ -37,7 +37,8 @@ def compiled(tmp_path_factory):
     return os.path.join(out, "test", "flow.test.js")
 
 
-def test_the_generated_types_are_current(once_per_run, server, tmp_path):
+@pytest.mark.once
+def test_the_generated_types_are_current(server, tmp_path):
     import requests
     doc = tmp_path / "openapi.json"
     doc.write_bytes(requests.get(server.url + "/openapi.json", timeout=30).content)
@@ -86,7 +87,8 @@ def test_the_client_on_react_native(server, compiled):
     assert "# pass 6" in p.stdout and "# fail 0" in p.stdout
 
 
-def test_npm_pack_works_from_a_copy_of_the_package_alone(once_per_run, tmp_path):
+@pytest.mark.once
+def test_npm_pack_works_from_a_copy_of_the_package_alone(tmp_path):
     """The package's directory copied anywhere, with its own node_modules (what `npm ci` there
     installs: here the repository's, linked), packs: prepack builds it with nothing outside the
     directory, and the tarball holds what a consumer imports, the changelog and the types."""
@@ -111,7 +113,8 @@ def _pack_json(out):
     return json.loads(out[out.index("\n[") + 1:] if not out.lstrip().startswith("[") else out)
 
 
-def test_the_package_builds_packs_and_is_importable(once_per_run, tmp_path):
+@pytest.mark.once
+def test_the_package_builds_packs_and_is_importable(tmp_path):
     """What `npm publish` would ship: the built client, its declarations and the schema; and a
     consumer's strict TypeScript that imports it by the package's name compiles."""
     pkg = tmp_path / "pkg"

@@ -154,7 +154,8 @@ def test_sigkill_mid_load_loses_nothing_acknowledged(server_factory):
         {d: os.listdir(os.path.join(tmp, d)) for d in dirs}
 
 
-def test_crashed_process_temporary_files_are_removed_at_start(once_per_run, server_factory):
+@pytest.mark.once
+def test_crashed_process_temporary_files_are_removed_at_start(server_factory):
     """Directly: files of a process that died mid-upload go; a live instance's stay."""
     srv = server_factory()
     tmp = os.path.join(srv.data_dir, "tmp")
@@ -212,7 +213,8 @@ def test_crash_after_an_acceptance_commits_authorizes_in_its_follow_up(server_fa
     assert done["outcome"] == "done", done
 
 
-def test_crash_after_an_email_is_written_does_not_send_it_again(once_per_run, server_factory):
+@pytest.mark.once
+def test_crash_after_an_email_is_written_does_not_send_it_again(server_factory):
     srv = server_factory(CRASH_POINT="email-written", QUEUE_LEASE_MS=str(SHORT_LEASE_MS))
     api = Api(srv)
     user = api.register_user()
@@ -236,7 +238,8 @@ def test_crash_after_an_email_is_written_does_not_send_it_again(once_per_run, se
     assert [line["attempt"] for line in runs] == [2], runs
 
 
-def test_crash_mid_upload_leaves_no_temporary_file(once_per_run, server_factory):
+@pytest.mark.once
+def test_crash_mid_upload_leaves_no_temporary_file(server_factory):
     srv = server_factory(CRASH_POINT="upload-received")
     api = Api(srv)
     pro = api.register_provider()

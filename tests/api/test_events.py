@@ -747,6 +747,7 @@ def test_a_token_ended_on_one_instance_ends_its_streams_on_the_other(pair):
 # ---------------------------------------------------------------- the TypeScript helper
 
 
+@pytest.mark.once  # the client's helper: the server side of the same streams is tested in every pass
 def test_the_typescript_events_helper(server, tmp_path):
     """clients/typescript/src/events.ts: tsc type-checks its test against the generated types, and
     Node runs it against the server (typed events, a dropped connection resumed from

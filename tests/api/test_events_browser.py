@@ -5,7 +5,7 @@ restarts, nothing lost or repeated, for as long as the token is valid; CORS answ
 requests from the origins CORS_ORIGINS lists (never with `*`) and lets Last-Event-ID through.
 
 The cookie and CORS rules run over HTTP on both engines; the browser itself (headless Chromium,
-Debian's, through playwright-core: tests/api/browser/events_page.mjs) once, in the plain SQLite
+Debian's, through playwright-core: tests/api/browser/events_page.mjs) once, in the release SQLite
 pass, across a restart of the binary on the same port and data.
 """
 import json
@@ -209,7 +209,8 @@ def test_cors_credentials_only_for_listed_origins(srv, server):
     assert r.headers["Access-Control-Allow-Origin"] == "*" and "Access-Control-Allow-Credentials" not in r.headers
 
 
-def test_development_sets_a_lax_cookie_without_secure(server_factory, once_per_run):
+@pytest.mark.once
+def test_development_sets_a_lax_cookie_without_secure(server_factory):
     srv = server_factory(APP_ENV="development", CORS_ORIGINS=APP)
     api = Api(srv)
     u = api.register_user()
@@ -255,7 +256,8 @@ class Page:
             self.proc.wait()
 
 
-def test_native_event_source_across_a_restart(server_factory, once_per_run):
+@pytest.mark.once
+def test_native_event_source_across_a_restart(server_factory):
     page_port = free_port()
     page_origin = f"http://127.0.0.1:{page_port}"
     srv = server_factory(CORS_ORIGINS=page_origin)

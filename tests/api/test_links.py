@@ -43,11 +43,9 @@ def own_api(own):
 
 
 @pytest.fixture(scope="module")
-def browser(request):
-    """Chromium, in the plain SQLite pass only: the pages are the same on every engine, and the
-    other passes test their routes over HTTP (a browser per pass costs CI its time goal)."""
-    if request.config.getoption("--engine") != "sqlite" or "asan" in request.config.getoption("--binary").split(os.sep):
-        pytest.skip("the browser runs in the plain SQLite pass")
+def browser():
+    """Chromium; the tests that use it are marked `once` (the pages are the same on every
+    engine, and the other passes test their routes over HTTP)."""
     b = Browser().start()
     yield b
     b.stop()
@@ -226,13 +224,15 @@ def test_without_app_redirect_urls_every_redirect_url_is_refused(api):
 
 @pytest.mark.parametrize("value", ["https://app.example.com/path", "*", "https://user@app.example.com", "myapp",
                                    "https://", "://x", "https://app.example.com?x=1"])
-def test_a_bad_app_redirect_urls_entry_stops_the_start(server_factory, once_per_run, value):
+@pytest.mark.once
+def test_a_bad_app_redirect_urls_entry_stops_the_start(server_factory, value):
     with pytest.raises(RuntimeError, match="APP_REDIRECT_URLS"):
         server_factory(APP_REDIRECT_URLS=f"https://ok.example.com,{value}")
 
 
 # ================================================================ the server's own pages in a browser
 
+@pytest.mark.once
 def test_the_own_reset_page_completes_a_reset_in_a_browser(own, own_api, browser):
     u = own_api.register_user()
     ok(forgot(own_api, u["email"]))
@@ -259,6 +259,7 @@ def test_the_own_reset_page_completes_a_reset_in_a_browser(own, own_api, browser
     assert "used already, or it expired" in again["text"]
 
 
+@pytest.mark.once
 def test_the_own_confirmation_page_completes_an_email_change_in_a_browser(own, own_api, browser):
     u = own_api.register_user()
     new = unique_email("browser")
@@ -299,6 +300,7 @@ def test_an_address_taken_before_the_button_is_pressed_shows_a_page(own, own_api
     assert ok(own_api.get("/users/me", token=u["token"]))["email"] == u["email"]
 
 
+@pytest.mark.once
 def test_onboarding_returns_to_the_own_page_in_a_browser(own, own_api, browser):
     pro = own_api.register_provider()
     url = ok(own_api.post("/providers/me/payout-account", token=pro["token"]))["onboardingUrl"]
@@ -372,6 +374,7 @@ def every_kind_of_email(own, api):
     return own.mails()
 
 
+@pytest.mark.once
 def test_every_email_has_a_text_and_an_html_part_with_the_same_links(own, own_api, browser):
     mails = every_kind_of_email(own, own_api)
     subjects = {m["subject"] for m in mails}

@@ -71,7 +71,8 @@ def build_assets(out):
     assert p.returncode == 0, p.stdout + p.stderr
 
 
-def test_assets_are_the_current_build_of_their_sources(api, once_per_run, tmp_path):
+@pytest.mark.once
+def test_assets_are_the_current_build_of_their_sources(api, tmp_path):
     """What the binary serves is what esbuild makes of portal/src now: an edit not rebuilt (or a
     binary built before it) fails here. Then tsc checks the sources against the client's types."""
     build_assets(str(tmp_path))
@@ -213,14 +214,6 @@ def test_admin_elevation_routes_refusals(api):
 # ---------------------------------------------------------------- the browser walk
 
 @pytest.fixture
-def browser_pass(request):
-    """The walk runs in the SQLite and PostgreSQL passes; not again under the sanitizers (the
-    browser adds nothing there that the API tests of the same routes do not cover)."""
-    if "asan" in request.config.getoption("--binary").split(os.sep):
-        pytest.skip("the browser walk runs in the plain SQLite and PostgreSQL passes")
-
-
-@pytest.fixture
 def portal_world(api, server):
     """Staff of every role, a customer with a completed paid job (and a message on it) with a
     verified provider, and a support ticket."""
@@ -255,7 +248,9 @@ def portal_world(api, server):
 
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed (scripts/deps.sh test)")
-def test_the_portal_in_a_browser(browser_pass, api, server, portal_world, tmp_path):
+@pytest.mark.unsanitized  # the SQLite (release) and PostgreSQL passes: the browser adds nothing under the
+# sanitizers that the API tests of the same routes do not cover
+def test_the_portal_in_a_browser(api, server, portal_world, tmp_path):
     world = portal_world
     config = {**world, "url": server.url, "chromium": CHROMIUM, "ip": unique_ip(),
               "screenshots": os.environ.get("PORTAL_SCREENSHOTS") or None}

@@ -6,6 +6,8 @@ repository."""
 import importlib.util
 import os
 
+import pytest
+
 from conftest import ROOT, free_port
 
 _spec = importlib.util.spec_from_file_location("quickstart", os.path.join(ROOT, "scripts", "quickstart.py"))
@@ -13,7 +15,8 @@ quickstart = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(quickstart)
 
 
-def test_quickstart_page_runs_as_shown(once_per_run, server_factory):
+@pytest.mark.once
+def test_quickstart_page_runs_as_shown(server_factory):
     """Its browser section runs in headless Chromium, from the app's origin on APP_PORT (which the
     server's CORS_ORIGINS lists), and its React Native section in a React Native-like Node."""
     app_port = free_port()

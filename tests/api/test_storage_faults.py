@@ -95,7 +95,8 @@ def hanging_endpoint():
         c.close()
 
 
-def test_object_storage_that_hangs_gives_503_in_bounded_time(once_per_run, hanging_endpoint, server_factory):
+@pytest.mark.once
+def test_object_storage_that_hangs_gives_503_in_bounded_time(hanging_endpoint, server_factory):
     srv = server_factory(**s3_env(hanging_endpoint))
     api = Api(srv)
     pro = api.register_provider()
@@ -170,7 +171,8 @@ def test_full_disk_gives_507_and_leaves_no_partial_file(engine, root_mounts, ser
         shutil.rmtree(db_dir, ignore_errors=True)
 
 
-def test_push_service_that_hangs_delays_no_request_and_is_retried(once_per_run, server_factory):
+@pytest.mark.once
+def test_push_service_that_hangs_delays_no_request_and_is_retried(server_factory):
     push = SlowPush([(20, 200)])  # the first request gets no answer in time, the retry one at once
     try:
         srv = server_factory(PUSH_URL=push.url)
@@ -195,7 +197,8 @@ def test_push_service_that_hangs_delays_no_request_and_is_retried(once_per_run, 
 # ---------------------------------------------------------------- weather and geocoding upstreams
 # (their error answers, malformed answers and the router's silence are in test_geo.py)
 
-def test_weather_service_that_hangs_is_503_in_bounded_time_and_not_cached(once_per_run, fake_geo, server_factory):
+@pytest.mark.once
+def test_weather_service_that_hangs_is_503_in_bounded_time_and_not_cached(fake_geo, server_factory):
     srv = server_factory(WEATHER_URL=fake_geo.url)
     api = Api(srv)
     user = api.register_user()
@@ -213,7 +216,8 @@ def test_weather_service_that_hangs_is_503_in_bounded_time_and_not_cached(once_p
         fake_geo.reset()
 
 
-def test_geocoder_that_hangs_is_422_in_bounded_time(once_per_run, fake_geo, server_factory):
+@pytest.mark.once
+def test_geocoder_that_hangs_is_422_in_bounded_time(fake_geo, server_factory):
     srv = server_factory(GEOCODER_URL=fake_geo.url)
     api = Api(srv)
     fake_geo.reset()
