@@ -101,6 +101,18 @@ size_t b64url_encode(const unsigned char *in, size_t n, char *out) {
   return o;
 }
 
+/* Each character's value in B64URL plus one, 0 for a character outside it: every request's token
+ * is decoded, and a strchr per character was 3% of GET /users/me's CPU. */
+static const unsigned char b64url_value[256] = {
+    ['A'] = 1,  ['B'] = 2,  ['C'] = 3,  ['D'] = 4,  ['E'] = 5,  ['F'] = 6,  ['G'] = 7,  ['H'] = 8,
+    ['I'] = 9,  ['J'] = 10, ['K'] = 11, ['L'] = 12, ['M'] = 13, ['N'] = 14, ['O'] = 15, ['P'] = 16,
+    ['Q'] = 17, ['R'] = 18, ['S'] = 19, ['T'] = 20, ['U'] = 21, ['V'] = 22, ['W'] = 23, ['X'] = 24,
+    ['Y'] = 25, ['Z'] = 26, ['a'] = 27, ['b'] = 28, ['c'] = 29, ['d'] = 30, ['e'] = 31, ['f'] = 32,
+    ['g'] = 33, ['h'] = 34, ['i'] = 35, ['j'] = 36, ['k'] = 37, ['l'] = 38, ['m'] = 39, ['n'] = 40,
+    ['o'] = 41, ['p'] = 42, ['q'] = 43, ['r'] = 44, ['s'] = 45, ['t'] = 46, ['u'] = 47, ['v'] = 48,
+    ['w'] = 49, ['x'] = 50, ['y'] = 51, ['z'] = 52, ['0'] = 53, ['1'] = 54, ['2'] = 55, ['3'] = 56,
+    ['4'] = 57, ['5'] = 58, ['6'] = 59, ['7'] = 60, ['8'] = 61, ['9'] = 62, ['-'] = 63, ['_'] = 64};
+
 bool b64url_decode(const char *in, size_t n, unsigned char *out, size_t cap, size_t *len) {
   while (n && in[n - 1] == '=') n--;
   if (n % 4 == 1) return false;
@@ -108,9 +120,9 @@ bool b64url_decode(const char *in, size_t n, unsigned char *out, size_t cap, siz
   int bits = 0;
   *len = 0;
   for (size_t i = 0; i < n; i++) {
-    const char *at = in[i] ? strchr(B64URL, in[i]) : NULL;
-    if (!at) return false;
-    acc = (acc << 6 | (uint32_t)(at - B64URL)) & 0xFFFFFF;
+    unsigned v = b64url_value[(unsigned char)in[i]];
+    if (!v) return false;
+    acc = (acc << 6 | (v - 1)) & 0xFFFFFF;
     bits += 6;
     if (bits >= 8) {
       bits -= 8;

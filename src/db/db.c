@@ -80,8 +80,8 @@ _Thread_local int64_t db_deadline_ms;
 static _Thread_local bool unavailable_seen;
 static _Thread_local int trips; /* db_trips */
 
-/* The thread's guard (db_guard): its wrapped SQL and parameters in block, sent with the
- * thread's next statement. */
+/* The thread's guard (db_guard): its SQL and parameters in block, sent with the thread's next
+ * statement (batch engines: wrapped, so that no row is an error that skips the rest). */
 static _Thread_local struct {
   bool pending, deferrable, refused;
   bool failed; /* sent, but it did not run (the database unavailable) */
@@ -318,13 +318,15 @@ static db_rc guarded_batch(db_conn *c, db_stmt *s, int n) {
     return DB_SKIPPED;
   }
   if (breaker_admit(&trial)) {
-    trips++;
     if (ops->batch) {
       rc = ops->batch(c->handle, s, n);
+    } else if (n == 2) { /* a guard and the statement after it (guard_then) */
+      rc = ops->guard_read(c->handle, s, n);
     } else {
       rc = ops->exec(c->handle, s[0].sql, s[0].params, s[0].n, s[0].want ? &s[0].res : NULL);
       s[0].rc = rc;
     }
+    if (rc != DB_SKIPPED) trips++; /* guard_read ran nothing */
     breaker_after(trial, rc);
   } else {
     for (int i = 0; i < n; i++) s[i].rc = DB_DOWN;
@@ -334,11 +336,39 @@ static db_rc guarded_batch(db_conn *c, db_stmt *s, int n) {
   return rc;
 }
 
+static db_rc guard_then(db_conn *c, const char *sql, const db_val *params, int n, db_res **out);
+
 static db_rc guarded(db_conn *c, const char *sql, const db_val *params, int n, db_res **out) {
+  if (guard_state.pending && !ops->batch) return guard_then(c, sql, params, n, out);
   db_stmt st = {.sql = sql, .params = params, .n = n, .want = out != NULL};
   db_rc rc = guarded_batch(c, &st, 1);
   if (out) *out = st.res;
   return rc == DB_SKIPPED || rc == DB_REFUSED ? DB_ERROR : rc;
+}
+
+/* Engines without batch: the pending guard and then sql (none: the guard alone), in one read
+ * transaction where the engine can (guard_read), else one after the other. */
+static db_rc guard_then(db_conn *c, const char *sql, const db_val *params, int n, db_res **out) {
+  guard_state.pending = false;
+  db_stmt s[2] = {
+      {.sql = guard_state.sql, .params = guard_state.params, .n = guard_state.n, .want = true, .guard = true},
+      {.sql = sql, .params = params, .n = n, .want = out != NULL}};
+  bool together = sql && ops->guard_read && !c->in_tx;
+  db_rc rc = together ? guarded_batch(c, s, 2) : DB_SKIPPED;
+  if (!together || s[0].rc == DB_SKIPPED) { /* not run together: the guard alone */
+    together = false;
+    rc = guarded_batch(c, s, 1);
+    if (rc == DB_OK && s[0].res->rows == 0) rc = s[0].rc = DB_REFUSED;
+    db_res_free(s[0].res);
+  }
+  if (s[0].rc == DB_REFUSED)
+    guard_state.refused = true;
+  else if (s[0].rc != DB_OK)
+    guard_state.failed = true;
+  if (!sql || s[0].rc != DB_OK) return rc == DB_REFUSED || rc == DB_SKIPPED ? DB_ERROR : rc;
+  if (!together) return guarded(c, sql, params, n, out); /* the guard passed alone */
+  if (out) *out = s[1].res;
+  return rc;
 }
 
 static void res_release(void *p) { db_res_free(p); }
@@ -466,13 +496,15 @@ void db_guard_clear(void) {
 }
 
 db_rc db_guard(bool *found, const char *sql, const db_val *params, int n) {
-  if (!ops->batch || !guard_state.deferrable) return db_exists(found, sql, params, n);
-  /* the query's rows counted, and 1 divided by the count: no row is a division by zero,
+  if (!(ops->batch || ops->guard_read) || !guard_state.deferrable) return db_exists(found, sql, params, n);
+  /* batch: the query's rows counted, and 1 divided by the count: no row is a division by zero,
    * which makes the server skip whatever the round trip carries after it */
   db_val *copy;
   char *text;
   free(guard_state.block);
-  guard_state.block = keep_statement("SELECT 1 / count(*) FROM (", sql, ") AS guard", params, n, &copy, &text);
+  guard_state.block = ops->batch
+                          ? keep_statement("SELECT 1 / count(*) FROM (", sql, ") AS guard", params, n, &copy, &text)
+                          : keep_statement("", sql, "", params, n, &copy, &text);
   guard_state.sql = text, guard_state.params = copy, guard_state.n = n;
   guard_state.pending = true;
   *found = true;
@@ -482,7 +514,10 @@ db_rc db_guard(bool *found, const char *sql, const db_val *params, int n) {
 bool db_guard_refused(void) {
   if (guard_state.pending) {
     db_conn *c = db_acquire();
-    send_waiting(c, NULL, 0);
+    if (ops->batch)
+      send_waiting(c, NULL, 0);
+    else
+      guard_then(c, NULL, NULL, 0, NULL);
     db_release(c);
   }
   return guard_state.refused;

@@ -42,6 +42,12 @@ typedef struct engine_ops {
    * round trip, in order, each only when every one before it succeeded (the rest DB_SKIPPED).
    * Returns the first failure (DB_OK when none), DB_DOWN as exec does. */
   db_rc (*batch)(void *h, db_stmt *s, int n);
+  /* Optional, for engines without batch whose every read transaction costs more than a short
+   * statement (SQLite: the WAL's read lock, taken under a mutex all the process's connections
+   * share): runs s[0], a guard (any row: found), and s[1] in one read transaction. s[0].rc is
+   * DB_REFUSED (and s[1] not run) when the guard found no row; both DB_SKIPPED, nothing run,
+   * when s[1] is not a plain read outside a transaction: db.c then runs them one by one. */
+  db_rc (*guard_read)(void *h, db_stmt *s, int n);
   /* Optional: makes h give up at once on a locked database instead of waiting for it (the
    * connections of the HTTP event threads, which must not block). */
   void (*no_wait)(void *h);

@@ -333,16 +333,75 @@ static void test_deferred_statements_run_at_once(void **state) {
   db_release(c);
   assert_int_equal(db_int(reads[0].res, 0, 0), 1);
   assert_int_equal(db_int(reads[1].res, 0, 0), 1);
-  bool found = true;
-  db_guard_defer(true);
-  assert_int_equal(db_guard(&found, "SELECT 1 FROM later_t WHERE id = $1", DB_ARGS(DB_TEXT("b"))), DB_OK);
-  assert_false(found);
-  assert_false(db_guard_refused());
-  db_guard_defer(false);
   arena_fini(&a);
 }
 
-UNIT_MAIN(setup, teardown, cmocka_unit_test(test_deferred_statements_run_at_once),
+/* The token's check (db_guard) waits for the request's next statement: a read runs with it in
+ * one read transaction, anything else after it alone; no row refuses the request, and nothing
+ * of it runs after. */
+static void test_guard(void **state) {
+  (void)state;
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  assert_int_equal(db_query(&a, NULL, "CREATE TABLE guard_t (id TEXT PRIMARY KEY)", DB_NOARGS), DB_OK);
+  assert_int_equal(db_query(&a, NULL, "INSERT INTO guard_t VALUES ('a')", DB_NOARGS), DB_OK);
+  bool found = false;
+  db_guard_clear();
+  db_guard_defer(true);
+  db_trips_clear();
+  assert_int_equal(db_guard(&found, "SELECT 1 FROM guard_t WHERE id = $1", DB_ARGS(DB_TEXT("a"))), DB_OK);
+  assert_true(found);
+  assert_int_equal(db_trips(), 0);
+  assert_int_equal(db_query(&a, &r, "SELECT count(*) FROM guard_t", DB_NOARGS), DB_OK);
+  assert_int_equal(db_int(r, 0, 0), 1);
+  assert_int_equal(db_trips(), 1); /* the guard and the read together */
+  assert_false(db_guard_refused());
+
+  /* before a write: the guard alone, then the write */
+  db_guard_clear();
+  db_trips_clear();
+  assert_int_equal(db_guard(&found, "SELECT 1 FROM guard_t WHERE id = $1", DB_ARGS(DB_TEXT("a"))), DB_OK);
+  assert_int_equal(db_query(&a, NULL, "INSERT INTO guard_t VALUES ('b')", DB_NOARGS), DB_OK);
+  assert_int_equal(db_trips(), 2);
+  assert_false(db_guard_refused());
+
+  /* no row: the read and everything after it refused, nothing written */
+  for (int write_first = 0; write_first < 2; write_first++) {
+    db_guard_clear();
+    assert_int_equal(db_guard(&found, "SELECT 1 FROM guard_t WHERE id = $1", DB_ARGS(DB_TEXT("nobody"))), DB_OK);
+    if (write_first) {
+      db_conn *c;
+      err_t e = db_begin(&c);
+      if (!e) e = db_to_err(db_exec(c, NULL, NULL, "INSERT INTO guard_t VALUES ('refused')", DB_NOARGS));
+      assert_int_not_equal(db_end(c, e), ERR_OK);
+    } else {
+      assert_int_not_equal(db_query(&a, &r, "SELECT count(*) FROM guard_t", DB_NOARGS), DB_OK);
+    }
+    assert_true(db_guard_refused());
+    assert_int_not_equal(db_query(&a, NULL, "INSERT INTO guard_t VALUES ('later')", DB_NOARGS), DB_OK);
+  }
+  db_guard_clear();
+  db_guard_defer(false);
+  assert_int_equal(db_query(&a, &r, "SELECT count(*) FROM guard_t", DB_NOARGS), DB_OK);
+  assert_int_equal(db_int(r, 0, 0), 2);
+
+  /* a guard still waiting when the request ends runs on its own */
+  db_guard_defer(true);
+  assert_int_equal(db_guard(&found, "SELECT 1 FROM guard_t WHERE id = $1", DB_ARGS(DB_TEXT("nobody"))), DB_OK);
+  db_trips_clear();
+  assert_true(db_guard_refused());
+  assert_int_equal(db_trips(), 1);
+  db_guard_clear();
+  /* not deferred: it runs at once and says what it found */
+  db_guard_defer(false);
+  assert_int_equal(db_guard(&found, "SELECT 1 FROM guard_t WHERE id = $1", DB_ARGS(DB_TEXT("nobody"))), DB_OK);
+  assert_false(found);
+  assert_false(db_guard_refused());
+  arena_fini(&a);
+}
+
+UNIT_MAIN(setup, teardown, cmocka_unit_test(test_deferred_statements_run_at_once), cmocka_unit_test(test_guard),
           cmocka_unit_test(test_select_star_after_schema_change), cmocka_unit_test(test_cells),
           cmocka_unit_test(test_group_commit), cmocka_unit_test(test_full_database_during_group_commit),
           cmocka_unit_test(test_on_commit), cmocka_unit_test(test_before_commit))
