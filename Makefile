@@ -35,7 +35,7 @@ UNIT_SRC := $(shell find tests/unit -name '*.c' 2>/dev/null | sort)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/unit/%)
 PYTHON   := /usr/bin/python3
 
-.PHONY: all run demo openapi client test test-build test-build-api test-build-rest check-shape deps deps-test unit fakes api api-sqlite api-postgres api-pgbouncer api-asan api-unsanitized asan bench bench-core bench-jobs bench-peer bench-recognition bench-remote bench-events soak clean format routes fuzz fuzz-build fuzz-short
+.PHONY: all run demo openapi client test test-build test-build-api test-build-rest check-shape deps deps-test unit fakes api api-sqlite api-postgres api-pgbouncer api-asan api-unsanitized asan bench bench-core bench-jobs bench-peer bench-cores bench-recognition bench-remote bench-events soak clean format routes fuzz fuzz-build fuzz-short
 
 all: deps build/marketplace
 
@@ -236,6 +236,11 @@ bench-jobs: deps build/marketplace
 bench-peer: deps build/marketplace
 	@scripts/deps.sh bench
 	bench/peer.sh
+
+# the server on one core against two (taskset), issue 36 item 4; not part of `make bench`
+bench-cores: deps build/marketplace
+	@scripts/deps.sh bench
+	bench/cores.sh
 
 # PostgreSQL one network hop away (RTT_MS, 1 ms by default) in a network namespace of its own,
 # directly and through PgBouncer in transaction pooling (root: a namespace, a veth pair, tc)
