@@ -71,11 +71,14 @@ static struct {
   db_rc failed;        /* why the group's transaction ended early (turn holder only) */
 } writer = {.mu = PTHREAD_MUTEX_INITIALIZER, .turn = PTHREAD_COND_INITIALIZER, .committed = PTHREAD_COND_INITIALIZER};
 
-/* All connections' page caches together stay near this size: without a bound each of the
- * 14-odd connections filled its own 2 MiB cache with the pages a long run of writes touched,
- * and the process grew for minutes (docs/performance-history.md, section 8, the soak). SQLite
- * recycles cached pages instead of allocating more once the total passes it. */
-#define SQLITE_HEAP_SOFT_LIMIT (16LL * 1024 * 1024)
+/* Each connection's page cache, in KiB: without a bound each of the 14-odd connections filled
+ * SQLite's default 2 MiB with the pages a long run of writes touched, and the process grew for
+ * minutes (docs/performance-history.md, section 8, the soak). The bound is per connection, not
+ * a soft heap limit for the process: that needs SQLite's memory accounting, whose one mutex
+ * every allocation of every thread then takes (issue 36). */
+#define SQLITE_CACHE_KIB 1024
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 static sqlite_conn *open_conn(const char *path, char err[256]) {
   sqlite_conn *c = xcalloc(1, sizeof *c);
@@ -93,7 +96,7 @@ static sqlite_conn *open_conn(const char *path, char err[256]) {
    * what the preads they saved did (issue 37, docs/performance-history.md section 13). */
   if (sqlite3_exec(c->db,
                    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
-                   "PRAGMA temp_store=MEMORY;",
+                   "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-" STR(SQLITE_CACHE_KIB) ";",
                    NULL, NULL, &msg) != SQLITE_OK) {
     snprintf(err, 256, "sqlite pragmas: %s", msg ? msg : "?");
     sqlite3_free(msg);
@@ -104,8 +107,12 @@ static sqlite_conn *open_conn(const char *path, char err[256]) {
   return c;
 }
 
+/* Before SQLite's first use in the process: no memory accounting (see SQLITE_CACHE_KIB). */
+static void configure_sqlite(void) { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); }
+
 static void *sq_connect(const char *path, char err[256]) {
-  sqlite3_soft_heap_limit64(SQLITE_HEAP_SOFT_LIMIT);
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, configure_sqlite);
   sqlite_conn *c = open_conn(path, err);
   if (!c) return NULL;
   pthread_mutex_lock(&writer.mu);
