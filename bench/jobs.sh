@@ -7,6 +7,7 @@
 #   2. grown to 100,000 jobs: the same two reads (the feed also gzip-compressed) and POST /quotes,
 #      requests/s and p99 at wrk -t2 -c64, and the two -c4 p50s again;
 #   3. grown to 1,000,000 jobs: the two -c4 p50s again.
+# Every measurement also gives the server's CPU time per request (bench/lib.sh, measure).
 # Goal: the p50s at 1,000,000 jobs are less than twice those at 10,000 (indexes carry the load).
 # Rows are seeded straight into the tables by bench/seed_jobs.py while the service idles.
 #
@@ -78,8 +79,8 @@ bench_engine() {
   local pairs=$(($(wc -l <"$files/quoters.tokens") * $(wc -l <"$files/open.jobs")))
   export BENCH_TOKENS=$files/quoters.tokens BENCH_JOBS=$files/open.jobs BENCH_THREADS=2
   BENCH_START=0 wrk_run "$engine-quotes_c64-warmup" 2 64 "$WARMUP" "$base" -s "$BENCH/quotes.lua"
-  BENCH_START=$((pairs / 2)) wrk_run "$engine-quotes_c64" 2 64 "$DURATION" "$base" --latency -s "$BENCH/quotes.lua"
-  record "$engine" quotes_c64 2 64 "$RAW/$engine-quotes_c64.txt"
+  BENCH_START=$((pairs / 2)) cpu_wrk_run "$engine-quotes_c64" 2 64 "$DURATION" "$base" --latency -s "$BENCH/quotes.lua"
+  record "$engine" quotes_c64 2 64 "$RAW/$engine-quotes_c64.txt" "$CPU_TICKS"
   measure_reads_c4 "$engine" mid "$base" "$files"
 
   log "seeding up to $JOBS_LARGE jobs"

@@ -70,7 +70,8 @@ bench_engine() {
   log "1. nginx static 200 vs GET /health, $ROUNDS rounds alternating (-t$THREADS -c$CONNS -d${DURATION}s)"
   local round
   for ((round = 1; round <= ROUNDS; round++)); do
-    ROUND=$round measure "$engine" nginx_static "$THREADS" "$CONNS" "http://127.0.0.1:$NGINX_PORT/"
+    CPU_PIDS="$NGINX_PID $(pgrep -P "$NGINX_PID" | paste -sd' ' -)" ROUND=$round \
+      measure "$engine" nginx_static "$THREADS" "$CONNS" "http://127.0.0.1:$NGINX_PORT/"
     ROUND=$round measure "$engine" health "$THREADS" "$CONNS" "$base/health"
   done
 
