@@ -253,6 +253,22 @@ measure() {
   record "$engine" "$scenario" "$threads" "$conns" "$RAW/$raw.txt" "$CPU_TICKS"
 }
 
+# quote_pairs files: how many (provider, job) pairs bench/quotes.lua can quote from files
+# (seed_to's quoters.tokens and open.jobs), each once
+quote_pairs() { echo $(($(wc -l <"$1/quoters.tokens") * $(wc -l <"$1/open.jobs"))); }
+
+# measure_quotes engine scenario raw base files warm_from from: POST /quotes at -t2 -c64
+# (bench/quotes.lua, every request a new pair), the warm-up from pair warm_from and the
+# measurement from pair from (disjoint: a repeated pair answers 409), with its CPU per request
+measure_quotes() {
+  local engine=$1 scenario=$2 raw=$3 base=$4 files=$5
+  BENCH_TOKENS=$files/quoters.tokens BENCH_JOBS=$files/open.jobs BENCH_THREADS=2 BENCH_START=$6 \
+    wrk_run "$raw-warmup" 2 64 "$WARMUP" "$base" -s "$BENCH/quotes.lua"
+  BENCH_TOKENS=$files/quoters.tokens BENCH_JOBS=$files/open.jobs BENCH_THREADS=2 BENCH_START=$7 \
+    cpu_wrk_run "$raw" 2 64 "$DURATION" "$base" --latency -s "$BENCH/quotes.lua"
+  record "$engine" "$scenario" 2 64 "$RAW/$raw.txt" "$CPU_TICKS"
+}
+
 # server_latency logfile from_byte route: "p50 p99" (ms) of the access-log lines of route
 # written from byte from_byte on: the same requests as seen by the server, from the first
 # callback to the last byte sent, without the client's own scheduling delays
@@ -374,6 +390,27 @@ wait_quiet_log() {
   done
 }
 
+
+# ------------------------------------------------------------------ a run
+
+# begin_run: the JWT secret the run's servers share, then up to IDLE_WAIT s (60) of waiting for
+# an idle CPU (other load skews every number); the idle share in IDLE_BEFORE (machine.txt)
+begin_run() {
+  JWT_SECRET=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+  log "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+  IDLE_BEFORE=$(cpu_idle_pct)
+  local waited
+  for ((waited = 1; IDLE_BEFORE < 90 && waited < ${IDLE_WAIT:-60}; waited++)); do IDLE_BEFORE=$(cpu_idle_pct); done
+  log "CPU idle before the run: $IDLE_BEFORE% (well below 100 means other load skews the numbers)"
+}
+
+# each_engine: the script's bench_engine for each of ENGINES
+each_engine() {
+  local engine
+  for engine in $ENGINES; do
+    case $engine in sqlite | postgres) bench_engine "$engine" ;; *) die "unknown engine $engine" ;; esac
+  done
+}
 
 # ------------------------------------------------------------------ results
 

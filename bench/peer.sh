@@ -101,14 +101,9 @@ stop_peer() {
 # pair answers 409, and only 201s count).
 quotes() {
   local engine=$1 base=$2 slot=$3 files=$TMP/files-$1
-  local pairs=$(($(wc -l <"$files/quoters.tokens") * $(wc -l <"$files/open.jobs")))
-  local slice=$((pairs / (2 * (ROUNDS + 1))))
-  local raw=$engine-quotes${ROUND:+-r$ROUND}
-  export BENCH_TOKENS=$files/quoters.tokens BENCH_JOBS=$files/open.jobs BENCH_THREADS=$THREADS
-  BENCH_START=$((2 * slot * slice)) wrk_run "$raw-warmup" "$THREADS" "$CONNS" "$WARMUP" "$base" -s "$BENCH/quotes.lua"
-  BENCH_START=$(((2 * slot + 1) * slice)) cpu_wrk_run "$raw" "$THREADS" "$CONNS" "$DURATION" "$base" --latency \
-    -s "$BENCH/quotes.lua"
-  record "$engine" quotes "$THREADS" "$CONNS" "$RAW/$raw.txt" "$CPU_TICKS"
+  local slice=$(($(quote_pairs "$files") / (2 * (ROUNDS + 1))))
+  measure_quotes "$engine" quotes "$engine-quotes${ROUND:+-r$ROUND}" "$base" "$files" $((2 * slot * slice)) \
+    $(((2 * slot + 1) * slice))
 }
 
 bench_engine() {
@@ -171,14 +166,10 @@ bench_engine() {
 
 # ------------------------------------------------------------------ main
 
-JWT_SECRET=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 : >"$TMP/rss.tsv"
 : >"$TMP/bytes.tsv"
 : >"$TMP/errors5xx.tsv"
-log "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-IDLE_BEFORE=$(cpu_idle_pct)
-for ((waited = 1; IDLE_BEFORE < 90 && waited < ${IDLE_WAIT:-60}; waited++)); do IDLE_BEFORE=$(cpu_idle_pct); done
-log "CPU idle before the run: $IDLE_BEFORE% (well below 100 means other load skews the numbers)"
+begin_run
 start_peer
 for engine in $ENGINES; do
   case $engine in sqlite | postgres) bench_engine "$engine" ;; *) die "unknown engine $engine" ;; esac

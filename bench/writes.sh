@@ -92,13 +92,7 @@ bench_engine() {
   write "$engine" status BENCH_TARGETS="$FILES/status.targets" BENCH_METHOD=PATCH BENCH_BODY='{"status":"ON_THE_WAY"}'
   write "$engine" accept BENCH_TARGETS="$FILES/accept.targets" BENCH_BODY=
   # POST /quotes as bench/jobs.sh sends it: the warm-up and the measurement on disjoint pairs
-  local pairs=$(($(wc -l <"$FILES/quoters.tokens") * $(wc -l <"$FILES/open.jobs")))
-  export BENCH_TOKENS=$FILES/quoters.tokens BENCH_JOBS=$FILES/open.jobs BENCH_THREADS=$THREADS
-  BENCH_START=0 wrk_run "$engine-quotes-warmup" "$THREADS" "$CONNS" "$WARMUP" "$BASE" -s "$BENCH/quotes.lua"
-  BENCH_START=$((pairs / 2)) cpu_wrk_run "$engine-quotes" "$THREADS" "$CONNS" "$DURATION" "$BASE" --latency \
-    -s "$BENCH/quotes.lua"
-  record "$engine" quotes "$THREADS" "$CONNS" "$RAW/$engine-quotes.txt" "$CPU_TICKS"
-  unset BENCH_TOKENS BENCH_JOBS BENCH_THREADS
+  measure_quotes "$engine" quotes "$engine-quotes" "$BASE" "$FILES" 0 $(($(quote_pairs "$FILES") / 2))
   grep -c '"status":5' "$SRV_LOG" | sed "s/^/$engine\t/" >>"$TMP/errors5xx.tsv" || true
 
   stop_pid "$SRV_PID"
@@ -108,15 +102,9 @@ bench_engine() {
 
 # ------------------------------------------------------------------ main
 
-JWT_SECRET=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 : >"$TMP/errors5xx.tsv"
-log "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-IDLE_BEFORE=$(cpu_idle_pct)
-for ((waited = 1; IDLE_BEFORE < 90 && waited < ${IDLE_WAIT:-60}; waited++)); do IDLE_BEFORE=$(cpu_idle_pct); done
-log "CPU idle before the run: $IDLE_BEFORE% (well below 100 means other load skews the numbers)"
-for engine in $ENGINES; do
-  case $engine in sqlite | postgres) bench_engine "$engine" ;; *) die "unknown engine $engine" ;; esac
-done
+begin_run
+each_engine
 mkdir -p "$RESULTS"
 cp "$TMP/errors5xx.tsv" "$RESULTS/"
 write_results "$RESULTS" "$BENCH/summarize_writes.py" \
