@@ -10,9 +10,10 @@ POST /jobs/:id/messages, PATCH /jobs/:id/status, POST /quotes/:id/accept):
   4. on PostgreSQL >= 0.7x its SQLite figure (same run).
 POST /quotes is measured for reference (its goal is bench/peer.sh's).
 """
-import csv
 import os
 import sys
+
+from summarize_peer import read_tsv
 
 SQLITE_GOAL = 2000
 PG_RATIO = 0.7
@@ -23,19 +24,10 @@ EVERYDAY = ["jobs", "messages", "status", "accept"]
 
 
 def main(results):
-    with open(os.path.join(results, "latest.tsv")) as f:
-        by = {(r["engine"], r["scenario"]): r for r in csv.DictReader(f, delimiter="\t")}
-    machine = {}
-    for line in open(os.path.join(results, "machine.txt")):
-        k, _, v = line.partition(":")
-        machine[k.strip()] = v.strip()
-    fivexx = {}
-    path = os.path.join(results, "errors5xx.tsv")
-    if os.path.exists(path):
-        for line in open(path):
-            parts = line.split()
-            if len(parts) == 2:
-                fivexx[parts[0]] = int(parts[1])
+    by = {(r["engine"], r["scenario"]): r for r in read_tsv(os.path.join(results, "latest.tsv"))}
+    machine = {k.strip(): v.strip() for k, _, v in
+               (line.partition(":") for line in open(os.path.join(results, "machine.txt")))}
+    fivexx = {r["engine"]: int(r["n"] or 0) for r in read_tsv(os.path.join(results, "errors5xx.tsv"), ["engine", "n"])}
     engines = list(dict.fromkeys(e for e, _ in by))
 
     def statuses(r):
