@@ -21,7 +21,8 @@ The data, whatever N:
 - QUOTERS verified providers offer every service in the filler ZIP pool and quote on open
   filler jobs (POST /quotes);
 - filler jobs spread over 1,000 customers, four services and ZIP_POOL ZIPs, with a realistic
-  mix of statuses (most completed).
+  mix of statuses (most completed); the customers live in ZIP_POOL's ZIPs in turn, so jobs they
+  post (bench/writes.sh) spread over 500 ZIPs, not one feed (one feed_versions row).
 
 `writes` (bench/writes.sh, after `init`) adds what N writes of each kind need, each a new one:
 N ACCEPTED jobs to move ON_THE_WAY (their quoter assigned), N QUOTED jobs with two PENDING
@@ -142,7 +143,8 @@ def cmd_init(db, state_path):
     now = int(time.time() * 1000)
     customers = account_rows(rng, now, "customer", CUSTOMERS)
     db.insert("users", ["id", "email", "password_hash", "name", "address", "zip", "created_at", "updated_at"],
-              [(c[0], c[1], c[2], c[3], "1 Bench Street", ZIP_POOL[0], c[4], c[5]) for c in customers])
+              [(c[0], c[1], c[2], c[3], "1 Bench Street", ZIP_POOL[i % len(ZIP_POOL)], c[4], c[5])
+               for i, c in enumerate(customers)])
     feed = account_rows(rng, now, "feed-provider", 1)[0]
     quoters = account_rows(rng, now, "quoter", QUOTERS)
     prov_cols = ["id", "email", "password_hash", "name", "services", "service_zips", "headshots", "id_doc_front",

@@ -5,7 +5,8 @@
 # Per engine (SQLite, then a private PostgreSQL cluster), on one database seeded by
 # bench/seed_jobs.py (init, JOBS filler jobs, then `writes`: POOL of each kind of write below,
 # each request a valid new write), wrk -t2 -c64, WARMUP s then DURATION s each, in this order:
-#   POST /jobs                  a customer posts a job (a date, not ASAP: no push fan-out);
+#   POST /jobs                  a customer posts a lawn-care job for a date (not ASAP: no push
+#                               fan-out) at home, the customers in 500 ZIPs (not one feed);
 #   POST /jobs/:id/messages     on an accepted job, its customer and its provider in turn;
 #   PATCH /jobs/:id/status      ACCEPTED -> ON_THE_WAY by the assigned provider (the one move
 #                               that calls no payment processor and needs no photo);
