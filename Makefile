@@ -35,7 +35,7 @@ UNIT_SRC := $(shell find tests/unit -name '*.c' 2>/dev/null | sort)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/unit/%)
 PYTHON   := /usr/bin/python3
 
-.PHONY: all run demo openapi client test test-build test-build-api test-build-rest check-shape deps deps-test unit fakes api api-sqlite api-postgres api-pgbouncer api-asan api-unsanitized asan bench bench-core bench-jobs bench-peer bench-cores bench-recognition bench-remote bench-events soak clean format routes fuzz fuzz-build fuzz-short
+.PHONY: all run demo openapi client test test-build test-build-api test-build-rest check-shape deps deps-test unit fakes api api-sqlite api-postgres api-pgbouncer api-asan api-unsanitized asan bench bench-core bench-jobs bench-writes bench-peer bench-cores bench-recognition bench-remote bench-events soak clean format routes fuzz fuzz-build fuzz-short
 
 all: deps build/marketplace
 
@@ -211,9 +211,9 @@ fuzz-short: fuzz-build
 	scripts/fuzz.sh 0
 
 # Benchmarks (docs/performance.md): the HTTP core and login flood, the marketplace reads and
-# quotes at 10k, 100k and 1M jobs, recognition under load, and the goals of issue 12 against the
-# Node peer.
-bench: bench-core bench-jobs bench-recognition bench-peer bench-events
+# quotes at 10k, 100k and 1M jobs, the everyday writes, recognition under load, and the goals of
+# issue 12 against the Node peer.
+bench: bench-core bench-jobs bench-writes bench-recognition bench-peer bench-events
 
 bench-core: deps build/marketplace build/probe
 	@scripts/deps.sh bench
@@ -232,6 +232,11 @@ build/sse_load: bench/sse_load.c | deps
 bench-jobs: deps build/marketplace
 	@scripts/deps.sh bench
 	bench/jobs.sh
+
+# the everyday writes, every request a new one (issue 37, 3 and 4)
+bench-writes: deps build/marketplace
+	@scripts/deps.sh bench
+	bench/writes.sh
 
 bench-peer: deps build/marketplace
 	@scripts/deps.sh bench

@@ -7,6 +7,7 @@
 #   2. grown to 100,000 jobs: the same two reads (the feed also gzip-compressed) and POST /quotes,
 #      requests/s and p99 at wrk -t2 -c64, and the two -c4 p50s again;
 #   3. grown to 1,000,000 jobs: the two -c4 p50s again.
+# Every measurement also gives the server's CPU time per request (bench/lib.sh, measure).
 # Goal: the p50s at 1,000,000 jobs are less than twice those at 10,000 (indexes carry the load).
 # Rows are seeded straight into the tables by bench/seed_jobs.py while the service idles.
 #
@@ -74,12 +75,7 @@ bench_engine() {
     -H "Accept-Encoding: gzip"
   BENCH_PATHS=$files/detail.paths measure "$engine" job_c64 2 64 "$base" \
     -H "Authorization: Bearer $(cat "$files/customer.token")" -s "$BENCH/paths.lua"
-  # the warm-up and the measurement quote different (provider, job) pairs: every quote is new
-  local pairs=$(($(wc -l <"$files/quoters.tokens") * $(wc -l <"$files/open.jobs")))
-  export BENCH_TOKENS=$files/quoters.tokens BENCH_JOBS=$files/open.jobs BENCH_THREADS=2
-  BENCH_START=0 wrk_run "$engine-quotes_c64-warmup" 2 64 "$WARMUP" "$base" -s "$BENCH/quotes.lua"
-  BENCH_START=$((pairs / 2)) wrk_run "$engine-quotes_c64" 2 64 "$DURATION" "$base" --latency -s "$BENCH/quotes.lua"
-  record "$engine" quotes_c64 2 64 "$RAW/$engine-quotes_c64.txt"
+  measure_quotes "$engine" quotes_c64 "$engine-quotes_c64" "$base" "$files" 0 $(($(quote_pairs "$files") / 2))
   measure_reads_c4 "$engine" mid "$base" "$files"
 
   log "seeding up to $JOBS_LARGE jobs"
@@ -95,13 +91,7 @@ bench_engine() {
 
 # ------------------------------------------------------------------ main
 
-JWT_SECRET=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
-log "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-IDLE_BEFORE=$(cpu_idle_pct)
-for ((waited = 1; IDLE_BEFORE < 90 && waited < ${IDLE_WAIT:-60}; waited++)); do IDLE_BEFORE=$(cpu_idle_pct); done
-log "CPU idle before the run: $IDLE_BEFORE%"
-for engine in $ENGINES; do
-  case $engine in sqlite | postgres) bench_engine "$engine" ;; *) die "unknown engine $engine" ;; esac
-done
+begin_run
+each_engine
 write_results "$RESULTS" "$BENCH/summarize_jobs.py" \
   "sizes: JOBS_SMALL=$JOBS_SMALL JOBS_MID=$JOBS_MID JOBS_LARGE=$JOBS_LARGE"

@@ -10,6 +10,7 @@ ENGINES=${ENGINES:-sqlite postgres}
 DURATION=${DURATION:-10}
 WARMUP=${WARMUP:-3}
 PY=/usr/bin/python3
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg) # the machine's load average (1, 5, 15 min) as the run starts
 
 log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -173,22 +174,29 @@ EOF
 }
 
 TSV=$TMP/results.tsv
-printf 'engine\tscenario\tthreads\tconns\tduration_s\trequests\trps\tmean_ms\tp50_ms\tp99_ms\tmax_ms\tnon2xx\tsocket_errors\tstatuses\n' >"$TSV"
+printf 'engine\tscenario\tthreads\tconns\tduration_s\trequests\trps\tmean_ms\tp50_ms\tp99_ms\tmax_ms\tnon2xx\tsocket_errors\tstatuses\tcpu_us_per_req\n' >"$TSV"
+CLK_TCK=$(getconf CLK_TCK)
 
 field() { # name line -> value of name=value in line (empty when absent)
   sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2"
 }
 
-# record engine scenario threads conns rawfile: turns the BENCH line of a wrk report into a row
+# record engine scenario threads conns rawfile [cpu_ticks]: turns the BENCH line of a wrk report
+# into a row; cpu_ticks (the served processes' CPU over that run, cpu_wrk_run's CPU_TICKS)
+# gives the row's CPU time per request, in microseconds ("-" without it)
 record() {
-  local engine=$1 scenario=$2 threads=$3 conns=$4 raw=$5 line statuses sockerr
+  local engine=$1 scenario=$2 threads=$3 conns=$4 raw=$5 ticks=${6:-} line statuses sockerr cpu=-
   line=$(grep '^BENCH ' "$raw" | tail -1) || die_with "$raw" "no BENCH line in $raw"
   statuses=$(grep -o 'status_[0-9]*=[0-9]*' <<<"$line" | sed 's/status_//' | paste -sd, - || true)
   sockerr=$(($(field connect_err "$line") + $(field read_err "$line") + $(field write_err "$line") + $(field timeouts "$line")))
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$engine" "$scenario" "$threads" "$conns" \
+  if [ -n "$ticks" ] && [ "$(field requests "$line")" -gt 0 ]; then
+    cpu=$(awk -v t="$ticks" -v hz="$CLK_TCK" -v n="$(field requests "$line")" 'BEGIN { printf "%.1f", t * 1e6 / hz / n }')
+  fi
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$engine" "$scenario" "$threads" "$conns" \
     "$(field duration_s "$line")" "$(field requests "$line")" "$(field rps "$line")" "$(field mean_ms "$line")" \
-    "$(field p50_ms "$line")" "$(field p99_ms "$line")" "$(field max_ms "$line")" "$(field non2xx "$line")" "$sockerr" "${statuses:--}" >>"$TSV"
-  log "  $scenario: $(field rps "$line") req/s, p99 $(field p99_ms "$line") ms, non-2xx $(field non2xx "$line"), socket errors $sockerr${statuses:+, statuses $statuses}"
+    "$(field p50_ms "$line")" "$(field p99_ms "$line")" "$(field max_ms "$line")" "$(field non2xx "$line")" "$sockerr" \
+    "${statuses:--}" "$cpu" >>"$TSV"
+  log "  $scenario: $(field rps "$line") req/s, p99 $(field p99_ms "$line") ms, CPU $cpu us/req, non-2xx $(field non2xx "$line"), socket errors $sockerr${statuses:+, statuses $statuses}"
 }
 
 RAW=$TMP/raw
@@ -215,14 +223,50 @@ wrk_run() {
   bounded "$name" "$secs" wrk -t"$threads" -c"$conns" -d"${secs}s" --timeout 5s "$@" "$url"
 }
 
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # a process's user + system CPU, in clock ticks
+
+# served_ticks: the CPU ticks (user + system) of the processes that answer the measured
+# requests: CPU_PIDS when set (nginx's workers, the Node peer's processes), else the service
+served_ticks() {
+  local sum=0 p
+  for p in ${CPU_PIDS:-$SRV_PID}; do sum=$((sum + $(cpu_ticks "$p" 2>/dev/null || echo 0))); done
+  echo "$sum"
+}
+
+# cpu_wrk_run: wrk_run's arguments; the served processes' CPU ticks over the run in CPU_TICKS
+# (for record's cpu_ticks: CPU time per request, the figure that moves least with the machine)
+cpu_wrk_run() {
+  local before
+  before=$(served_ticks)
+  wrk_run "$@"
+  CPU_TICKS=$(($(served_ticks) - before))
+}
+
 # measure engine scenario threads conns url [extra wrk args...]: warm-up, then the measurement
-# (ROUND=n names the raw reports of one of several rounds of the same scenario)
+# (ROUND=n names the raw reports of one of several rounds of the same scenario), with the
+# served processes' CPU time per request (CPU_PIDS, served_ticks)
 measure() {
   local engine=$1 scenario=$2 threads=$3 conns=$4 url=$5 raw=$1-$2${ROUND:+-r$ROUND}
   shift 5
   wrk_run "$raw-warmup" "$threads" "$conns" "$WARMUP" "$url" "$@"
-  wrk_run "$raw" "$threads" "$conns" "$DURATION" "$url" --latency -s "$BENCH/stats.lua" "$@"
-  record "$engine" "$scenario" "$threads" "$conns" "$RAW/$raw.txt"
+  cpu_wrk_run "$raw" "$threads" "$conns" "$DURATION" "$url" --latency -s "$BENCH/stats.lua" "$@"
+  record "$engine" "$scenario" "$threads" "$conns" "$RAW/$raw.txt" "$CPU_TICKS"
+}
+
+# quote_pairs files: how many (provider, job) pairs bench/quotes.lua can quote from files
+# (seed_to's quoters.tokens and open.jobs), each once
+quote_pairs() { echo $(($(wc -l <"$1/quoters.tokens") * $(wc -l <"$1/open.jobs"))); }
+
+# measure_quotes engine scenario raw base files warm_from from: POST /quotes at -t2 -c64
+# (bench/quotes.lua, every request a new pair), the warm-up from pair warm_from and the
+# measurement from pair from (disjoint: a repeated pair answers 409), with its CPU per request
+measure_quotes() {
+  local engine=$1 scenario=$2 raw=$3 base=$4 files=$5
+  BENCH_TOKENS=$files/quoters.tokens BENCH_JOBS=$files/open.jobs BENCH_THREADS=2 BENCH_START=$6 \
+    wrk_run "$raw-warmup" 2 64 "$WARMUP" "$base" -s "$BENCH/quotes.lua"
+  BENCH_TOKENS=$files/quoters.tokens BENCH_JOBS=$files/open.jobs BENCH_THREADS=2 BENCH_START=$7 \
+    cpu_wrk_run "$raw" 2 64 "$DURATION" "$base" --latency -s "$BENCH/quotes.lua"
+  record "$engine" "$scenario" 2 64 "$RAW/$raw.txt" "$CPU_TICKS"
 }
 
 # server_latency logfile from_byte route: "p50 p99" (ms) of the access-log lines of route
@@ -347,6 +391,27 @@ wait_quiet_log() {
 }
 
 
+# ------------------------------------------------------------------ a run
+
+# begin_run: the JWT secret the run's servers share, then up to IDLE_WAIT s (60) of waiting for
+# an idle CPU (other load skews every number); the idle share in IDLE_BEFORE (machine.txt)
+begin_run() {
+  JWT_SECRET=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+  log "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+  IDLE_BEFORE=$(cpu_idle_pct)
+  local waited
+  for ((waited = 1; IDLE_BEFORE < 90 && waited < ${IDLE_WAIT:-60}; waited++)); do IDLE_BEFORE=$(cpu_idle_pct); done
+  log "CPU idle before the run: $IDLE_BEFORE% (well below 100 means other load skews the numbers)"
+}
+
+# each_engine: the script's bench_engine for each of ENGINES
+each_engine() {
+  local engine
+  for engine in $ENGINES; do
+    case $engine in sqlite | postgres) bench_engine "$engine" ;; *) die "unknown engine $engine" ;; esac
+  done
+}
+
 # ------------------------------------------------------------------ results
 
 # write_results dir summarizer settings_line: copies the raw wrk reports and the TSV into dir,
@@ -367,6 +432,8 @@ write_results() {
     echo "nginx: $(nginx -v 2>&1 | sed 's/.*nginx\///')"
     echo "postgres: $([ -n "$PG_BIN" ] && "$PG_BIN/postgres" --version | awk '{print $3}' || echo -)"
     echo "sqlite: $(pkg-config --modversion sqlite3 2>/dev/null || echo unknown)"
+    echo "load before run: $LOAD_BEFORE"
+    echo "load after run: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "idle before run: $IDLE_BEFORE%"
     echo "idle after run: $(cpu_idle_pct)%"
     echo "sched_autogroup_enabled during the run: $(cat "$AUTOGROUP_FILE" 2>/dev/null || echo -)$([ -f "$TMP/autogroup_restore" ] && echo ' (turned off for the run)')"
@@ -376,7 +443,6 @@ write_results() {
   log "results in $dir (latest.txt, latest.tsv, raw/)"
 }
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # a process's user + system CPU, in clock ticks
 
 perf_tables() { # perf.data out-prefix symbols children: perf's split by object and by symbol, and inclusive times
   perf report -i "$1" --no-children --sort dso --stdio -g none 2>/dev/null | grep -v '^#' | grep -v '^$' |

@@ -11,10 +11,5 @@ wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.body = string.format('{"email":"%s","password":"%s"}', email, password)
 
-setup = count_setup
+count_statuses()
 init = count_init
-done = count_done
-
-function response(status, headers, body)
-  count_response(status)
-end

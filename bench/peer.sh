@@ -12,8 +12,9 @@
 #      service alternating over ROUNDS rounds (SQLite);
 #   2. GET /jobs/:id (the owner's view of a job with 3 quotes and a payment-less state) on
 #      SQLite, then GET /users/me, the feed, GET /jobs/:id and POST /quotes on PostgreSQL.
-# Each measurement also records the answer's size and the server's peak RSS (VmHWM; for the
-# peer, summed over its processes). The summary prints the ratio table of the issue and every
+# Each measurement also records the answer's size, the server's peak RSS (VmHWM) and its CPU
+# time per request over the measured run (bench/lib.sh, measure; for the peer, summed over its
+# processes). The summary prints the ratio table of the issue and every
 # goal as met or missed. Exits 0 whether or not the goals are met.
 #
 # Output: bench/results/peer/ (latest.txt, latest.tsv, rss.tsv, bytes.tsv, machine.txt, raw/,
@@ -100,13 +101,9 @@ stop_peer() {
 # pair answers 409, and only 201s count).
 quotes() {
   local engine=$1 base=$2 slot=$3 files=$TMP/files-$1
-  local pairs=$(($(wc -l <"$files/quoters.tokens") * $(wc -l <"$files/open.jobs")))
-  local slice=$((pairs / (2 * (ROUNDS + 1))))
-  local raw=$engine-quotes${ROUND:+-r$ROUND}
-  export BENCH_TOKENS=$files/quoters.tokens BENCH_JOBS=$files/open.jobs BENCH_THREADS=$THREADS
-  BENCH_START=$((2 * slot * slice)) wrk_run "$raw-warmup" "$THREADS" "$CONNS" "$WARMUP" "$base" -s "$BENCH/quotes.lua"
-  BENCH_START=$(((2 * slot + 1) * slice)) wrk_run "$raw" "$THREADS" "$CONNS" "$DURATION" "$base" --latency -s "$BENCH/quotes.lua"
-  record "$engine" quotes "$THREADS" "$CONNS" "$RAW/$raw.txt"
+  local slice=$(($(quote_pairs "$files") / (2 * (ROUNDS + 1))))
+  measure_quotes "$engine" quotes "$engine-quotes${ROUND:+-r$ROUND}" "$base" "$files" $((2 * slot * slice)) \
+    $(((2 * slot + 1) * slice))
 }
 
 bench_engine() {
@@ -128,19 +125,19 @@ bench_engine() {
     bytes node feed "http://127.0.0.1:$PEER_PORT/jobs" -H "Authorization: Bearer $PEER_PROVIDER"
     log "1. the peer and the service alternating, $ROUNDS rounds (-t$THREADS -c$CONNS -d${DURATION}s)"
     for ((round = 1; round <= ROUNDS; round++)); do
-      ROUND=$round measure node health "$THREADS" "$CONNS" "http://127.0.0.1:$PEER_PORT/health"
+      CPU_PIDS=$(peer_pids) ROUND=$round measure node health "$THREADS" "$CONNS" "http://127.0.0.1:$PEER_PORT/health"
       ROUND=$round measure sqlite health "$THREADS" "$CONNS" "$base/health"
-      ROUND=$round measure node users_me "$THREADS" "$CONNS" "http://127.0.0.1:$PEER_PORT/users/me" \
+      CPU_PIDS=$(peer_pids) ROUND=$round measure node users_me "$THREADS" "$CONNS" "http://127.0.0.1:$PEER_PORT/users/me" \
         -H "Authorization: Bearer $PEER_USER"
       rss node users_me $(peer_pids)
       ROUND=$round measure sqlite users_me "$THREADS" "$CONNS" "$base/users/me" -H "$customer"
       rss sqlite users_me "$SRV_PID"
-      ROUND=$round measure node feed "$THREADS" "$CONNS" "http://127.0.0.1:$PEER_PORT/jobs" \
+      CPU_PIDS=$(peer_pids) ROUND=$round measure node feed "$THREADS" "$CONNS" "http://127.0.0.1:$PEER_PORT/jobs" \
         -H "Authorization: Bearer $PEER_PROVIDER"
       rss node feed $(peer_pids)
       ROUND=$round measure sqlite feed "$THREADS" "$CONNS" "$base/jobs" -H "$feed"
       rss sqlite feed "$SRV_PID"
-      ROUND=$round quotes node "http://127.0.0.1:$PEER_PORT" "$round"
+      CPU_PIDS=$(peer_pids) ROUND=$round quotes node "http://127.0.0.1:$PEER_PORT" "$round"
       rss node quotes $(peer_pids)
       ROUND=$round quotes sqlite "$base" "$round"
       rss sqlite quotes "$SRV_PID"
@@ -169,14 +166,10 @@ bench_engine() {
 
 # ------------------------------------------------------------------ main
 
-JWT_SECRET=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 : >"$TMP/rss.tsv"
 : >"$TMP/bytes.tsv"
 : >"$TMP/errors5xx.tsv"
-log "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-IDLE_BEFORE=$(cpu_idle_pct)
-for ((waited = 1; IDLE_BEFORE < 90 && waited < ${IDLE_WAIT:-60}; waited++)); do IDLE_BEFORE=$(cpu_idle_pct); done
-log "CPU idle before the run: $IDLE_BEFORE% (well below 100 means other load skews the numbers)"
+begin_run
 start_peer
 for engine in $ENGINES; do
   case $engine in sqlite | postgres) bench_engine "$engine" ;; *) die "unknown engine $engine" ;; esac

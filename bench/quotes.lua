@@ -9,15 +9,12 @@
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 dofile(dir .. "stats.lua")
 
-function setup(thread)
-  thread:set("tid", count_setup(thread))
-end
+count_statuses()
 
 function init(args)
   tokens = read_lines(os.getenv("BENCH_TOKENS") or error("BENCH_TOKENS is not set"))
   jobs = read_lines(os.getenv("BENCH_JOBS") or error("BENCH_JOBS is not set"))
-  nthreads = tonumber(os.getenv("BENCH_THREADS") or "2")
-  k = tonumber(os.getenv("BENCH_START") or "0") + tid
+  k, nthreads = request_numbers()
   spread = os.getenv("BENCH_ORDER") == "spread"
   count_init()
 end
@@ -38,9 +35,3 @@ function request()
     ["Content-Type"] = "application/json",
   }, body)
 end
-
-function response(status, headers, body)
-  count_response(status)
-end
-
-done = count_done

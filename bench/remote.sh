@@ -188,12 +188,12 @@ bench_topology() {
   # that job's row lock, held across the transaction's round trips, rather than the service
   export BENCH_TOKENS=$files/quoters.tokens BENCH_JOBS=$files/open.jobs BENCH_THREADS=2 BENCH_ORDER=spread
   BENCH_START=$((slice * (2 * nth))) wrk_run "$topo-quotes-warmup" 2 64 "$WARMUP" "$base" -s "$BENCH/quotes.lua"
-  BENCH_START=$((slice * (2 * nth) + slice / 4)) wrk_run "$topo-quotes" 2 64 "$DURATION" "$base" --latency \
+  BENCH_START=$((slice * (2 * nth) + slice / 4)) cpu_wrk_run "$topo-quotes" 2 64 "$DURATION" "$base" --latency \
     -s "$BENCH/quotes.lua"
-  record "$topo" quotes 2 64 "$RAW/$topo-quotes.txt"
-  BENCH_START=$((slice * (2 * nth + 1))) wrk_run "$topo-quotes_c8" 2 8 "$DURATION" "$base" --latency \
+  record "$topo" quotes 2 64 "$RAW/$topo-quotes.txt" "$CPU_TICKS"
+  BENCH_START=$((slice * (2 * nth + 1))) cpu_wrk_run "$topo-quotes_c8" 2 8 "$DURATION" "$base" --latency \
     -s "$BENCH/quotes.lua"
-  record "$topo" quotes_c8 2 8 "$RAW/$topo-quotes_c8.txt"
+  record "$topo" quotes_c8 2 8 "$RAW/$topo-quotes_c8.txt" "$CPU_TICKS"
   trips "$topo"
   stop_pid "$SRV_PID"
 }

@@ -70,7 +70,8 @@ bench_engine() {
   log "1. nginx static 200 vs GET /health, $ROUNDS rounds alternating (-t$THREADS -c$CONNS -d${DURATION}s)"
   local round
   for ((round = 1; round <= ROUNDS; round++)); do
-    ROUND=$round measure "$engine" nginx_static "$THREADS" "$CONNS" "http://127.0.0.1:$NGINX_PORT/"
+    CPU_PIDS="$NGINX_PID $(pgrep -P "$NGINX_PID" | paste -sd' ' -)" ROUND=$round \
+      measure "$engine" nginx_static "$THREADS" "$CONNS" "http://127.0.0.1:$NGINX_PORT/"
     ROUND=$round measure "$engine" health "$THREADS" "$CONNS" "$base/health"
   done
 
@@ -123,18 +124,11 @@ bench_engine() {
 
 # ------------------------------------------------------------------ main
 
-JWT_SECRET=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 : >"$TMP/login_log_counts.tsv"
 : >"$TMP/server_latency.tsv"
-log "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-# other load on the machine skews every number: wait up to IDLE_WAIT s for it to be idle
-IDLE_BEFORE=$(cpu_idle_pct)
-for ((waited = 1; IDLE_BEFORE < 90 && waited < ${IDLE_WAIT:-60}; waited++)); do IDLE_BEFORE=$(cpu_idle_pct); done
-log "CPU idle before the run: $IDLE_BEFORE% (well below 100 means other load skews the numbers)"
+begin_run
 start_nginx
-for engine in $ENGINES; do
-  case $engine in sqlite | postgres) bench_engine "$engine" ;; *) die "unknown engine $engine" ;; esac
-done
+each_engine
 stop_pid "$NGINX_PID"
 
 # ------------------------------------------------------------------ results

@@ -6,6 +6,7 @@ longer than the whole benchmark, and the benchmark is about reading them.
   seed_jobs.py init  --engine E --db D --state STATE.json
   seed_jobs.py grow  --engine E --db D --state STATE.json --target N
   seed_jobs.py files --state STATE.json --secret JWT_SECRET --out DIR
+  seed_jobs.py writes --engine E --db D --state STATE.json --target N --secret JWT_SECRET --out DIR
 
 E is sqlite (D: the database file) or postgres (D: a postgres:// URL; rows go in through
 psql's COPY). `init` creates the accounts and the jobs every measurement reads; `grow` adds
@@ -20,7 +21,16 @@ The data, whatever N:
 - QUOTERS verified providers offer every service in the filler ZIP pool and quote on open
   filler jobs (POST /quotes);
 - filler jobs spread over 1,000 customers, four services and ZIP_POOL ZIPs, with a realistic
-  mix of statuses (most completed).
+  mix of statuses (most completed); the customers live in ZIP_POOL's ZIPs in turn, so jobs they
+  post (bench/writes.sh) spread over 500 ZIPs, not one feed (one feed_versions row).
+
+`writes` (bench/writes.sh, after `init`) adds what N writes of each kind need, each a new one:
+N ACCEPTED jobs to move ON_THE_WAY (their quoter assigned), N QUOTED jobs with two PENDING
+quotes each, the first of which their customer accepts (the first ACCEPT_CUSTOMERS customers,
+whom bench/writes.sh gives a saved card), and N / 100 ACCEPTED jobs to message (at most 100
+messages a thread, under the 250 limit), customer and provider in turn. In DIR: writers.tokens
+(every customer's token, then every quoter's), customers.tokens (the customers' alone) and status.targets, accept.targets and
+messages.targets ("<token index> <path>" lines, bench/writes.lua).
 """
 import argparse
 import base64
@@ -133,7 +143,8 @@ def cmd_init(db, state_path):
     now = int(time.time() * 1000)
     customers = account_rows(rng, now, "customer", CUSTOMERS)
     db.insert("users", ["id", "email", "password_hash", "name", "address", "zip", "created_at", "updated_at"],
-              [(c[0], c[1], c[2], c[3], "1 Bench Street", ZIP_POOL[0], c[4], c[5]) for c in customers])
+              [(c[0], c[1], c[2], c[3], "1 Bench Street", ZIP_POOL[i % len(ZIP_POOL)], c[4], c[5])
+               for i, c in enumerate(customers)])
     feed = account_rows(rng, now, "feed-provider", 1)[0]
     quoters = account_rows(rng, now, "quoter", QUOTERS)
     prov_cols = ["id", "email", "password_hash", "name", "services", "service_zips", "headshots", "id_doc_front",
@@ -206,6 +217,73 @@ def cmd_grow(db, state_path, target):
     print(int(db.scalar("SELECT COUNT(*) FROM jobs")))
 
 
+ACCEPT_CUSTOMERS = 250
+
+
+def cmd_writes(db, state_path, n, secret, out):
+    state = json.load(open(state_path))
+    rng = random.Random(state["seq"] + 7)
+    now = int(time.time() * 1000)
+    customers, quoters = state["customers"], state["quoters"]
+    seq = state["seq"]
+    jobs, quotes, status_t, accept_t, message_jobs = [], [], [], [], []
+    for i in range(n):
+        c, q = i % len(customers), i % len(quoters)
+        row = job_row(rng, seq, customers[c], SERVICES[i % 4], ZIP_POOL[i % len(ZIP_POOL)], "ACCEPTED", now,
+                      provider=quoters[q])
+        jobs.append(row)
+        status_t.append(f"{len(customers) + q} /jobs/{row[0]}/status")
+        seq += 1
+    for i in range(max(1, n // 100)):
+        c, q = i % len(customers), i % len(quoters)
+        row = job_row(rng, seq, customers[c], SERVICES[i % 4], ZIP_POOL[i % len(ZIP_POOL)], "ACCEPTED", now,
+                      provider=quoters[q])
+        jobs.append(row)
+        message_jobs.append((c, len(customers) + q, row[0]))
+        seq += 1
+    for i in range(n):
+        c = i % ACCEPT_CUSTOMERS
+        row = job_row(rng, seq, customers[c], SERVICES[i % 4], ZIP_POOL[i % len(ZIP_POOL)], "QUOTED", now)
+        jobs.append(row)
+        seq += 1
+        for k in range(2):
+            cents = 10_000 + 500 * k
+            fee = (cents * 18 + 50) // 100
+            qid = new_id(rng)
+            quotes.append((qid, row[0], quoters[(i + k) % len(quoters)], SERVICES[i % 4], cents, fee, cents + fee,
+                           "Bench quote", "PENDING", now, now, seq))
+            seq += 1
+            if k == 0:
+                accept_t.append(f"{c} /quotes/{qid}/accept")
+    for start in range(0, len(jobs), 50_000):
+        db.insert("jobs", JOB_COLS, jobs[start:start + 50_000])
+    for start in range(0, len(quotes), 50_000):
+        db.insert("quotes", ["id", "job_id", "provider_id", "service", "amount_cents", "platform_fee_cents",
+                             "total_cents", "note", "status", "created_at", "updated_at", "seq"],
+                  quotes[start:start + 50_000])
+    state["seq"] = seq
+    db.analyze()
+    json.dump(state, open(state_path, "w"))
+
+    issued = int(time.time())
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "writers.tokens"), "w") as f:
+        f.writelines(jwt(secret, {"id": a, "role": role, "iat": issued, "exp": issued + 7 * 86400}) + "\n"
+                     for a, role in [(c, "user") for c in customers] + [(q, "provider") for q in quoters])
+    with open(os.path.join(out, "customers.tokens"), "w") as f:  # POST /jobs: customers only
+        f.writelines(jwt(secret, {"id": c, "role": "user", "iat": issued, "exp": issued + 7 * 86400}) + "\n"
+                     for c in customers)
+    with open(os.path.join(out, "card.customers"), "w") as f:  # the token indexes that need a card
+        f.writelines(f"{c}\n" for c in range(ACCEPT_CUSTOMERS))
+    message_t = []
+    for i in range(n):  # job i mod M, by its customer and its provider in turn
+        cust, prov, job = message_jobs[i % len(message_jobs)]
+        message_t.append(f"{cust if (i // len(message_jobs)) % 2 == 0 else prov} /jobs/{job}/messages")
+    for name, lines in (("status", status_t), ("accept", accept_t), ("messages", message_t)):
+        with open(os.path.join(out, f"{name}.targets"), "w") as f:
+            f.writelines(line + "\n" for line in lines)
+
+
 def jwt(secret, claims):
     def b64(data):
         return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
@@ -240,7 +318,7 @@ def cmd_files(state_path, secret, out):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("command", choices=["init", "grow", "files"])
+    ap.add_argument("command", choices=["init", "grow", "files", "writes"])
     ap.add_argument("--engine", choices=["sqlite", "postgres"])
     ap.add_argument("--db")
     ap.add_argument("--state", required=True)
@@ -253,6 +331,8 @@ def main():
     db = Db(a.engine, a.db)
     if a.command == "init":
         cmd_init(db, a.state)
+    elif a.command == "writes":
+        cmd_writes(db, a.state, a.target, a.secret, a.out)
     else:
         cmd_grow(db, a.state, a.target)
 

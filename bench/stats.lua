@@ -19,15 +19,29 @@ function done(summary, latency, requests)
   bench_report(summary, latency)
 end
 
--- Answers counted by HTTP status, for scripts that want them (login.lua, quotes.lua): they
--- call count_setup(thread) from setup(), count_init() from init(), count_response(status)
--- from response(), and use count_done as done(); the BENCH line then ends with
--- status_<code>=N fields. Every thread counts in its own Lua state; done() adds them up.
+-- Answers counted by HTTP status, for scripts that want them (login.lua, quotes.lua,
+-- writes.lua): they call count_statuses() once (setup, response and done), and count_init()
+-- from init(); the BENCH line then ends with status_<code>=N fields. Every thread counts in
+-- its own Lua state; done() adds them up. count_setup gives each thread its number, tid.
 local counted = {}
 
 function count_setup(thread)
   table.insert(counted, thread)
+  thread:set("tid", #counted - 1)
   return #counted - 1
+end
+
+function count_statuses()
+  setup = count_setup
+  response = function(status) count_response(status) end
+  done = count_done
+end
+
+-- The first request number of this thread and the step between its requests, for scripts
+-- that send each request once (quotes.lua, writes.lua): thread t of BENCH_THREADS sends
+-- BENCH_START + t, then + BENCH_THREADS each time, so threads and runs never overlap.
+function request_numbers()
+  return tonumber(os.getenv("BENCH_START") or "0") + tid, tonumber(os.getenv("BENCH_THREADS") or "2")
 end
 
 function count_init()

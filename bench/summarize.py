@@ -9,6 +9,9 @@ Goals (docs/performance.md):
   G1  GET /health reaches >= 80% of nginx's requests/s (-t2 -c64, measured back to back).
   G3  during the login flood, GET /health and GET /users/me keep p99 <= 10 ms and at least a
       quarter of their throughput on the quiet server at the same wrk settings (-t1 -c4).
+Beside each measurement: the server's CPU time per request (utime + stime of the serving
+processes over the wrk run, over the requests served; not measured for the probes during the
+flood, which share the server with it) and its ratio to GET /health's on the same engine.
 The p99 goals are judged on wrk's figures, which count a stall of S ms on a connection as
 the S / (usual interval) requests it did not send (coordinated-omission correction); beside
 them stand the server's own p99 (access log) and bench/probe.c's (the requests made).
@@ -35,6 +38,12 @@ LABELS = {
 }
 
 
+def cpu_us(r):
+    """The server's CPU time per request of a row, in microseconds (None when not measured)."""
+    v = r.get("cpu_us_per_req") or "-"
+    return None if v == "-" else float(v)
+
+
 def merge_rounds(rs):
     """One row for several rounds of a measurement: mean requests/s, median p99, summed counts."""
     if len(rs) == 1:
@@ -43,6 +52,8 @@ def merge_rounds(rs):
     m["rps"] = str(sum(float(r["rps"]) for r in rs) / len(rs))
     m["p99_ms"] = str(sorted(float(r["p99_ms"]) for r in rs)[len(rs) // 2])
     m["duration_s"] = str(sum(float(r["duration_s"]) for r in rs))
+    cpus = [cpu_us(r) for r in rs]
+    m["cpu_us_per_req"] = str(sum(cpus) / len(cpus)) if None not in cpus else "-"
     for k in ("requests", "non2xx", "socket_errors"):
         m[k] = str(sum(int(r[k] or 0) for r in rs))
     return m
@@ -102,8 +113,9 @@ def main(results):
                f"commit {machine.get('commit', '?')}; CPU idle before/after the run: "
                f"{machine.get('idle before run', '?')}/{machine.get('idle after run', '?')}")
     out.append("")
-    out.append("| engine | measurement | wrk | req/s | p99 ms | errors | compared with | ratio |")
-    out.append("| --- | --- | --- | ---: | ---: | --- | --- | ---: |")
+    out.append("| engine | measurement | wrk | req/s | p99 ms | CPU µs/req | CPU / health | errors | compared with "
+               "| ratio |")
+    out.append("| --- | --- | --- | ---: | ---: | ---: | ---: | --- | --- | ---: |")
     goals = []
     for e in engines:
         for s, (label, wrk) in LABELS.items():
@@ -138,8 +150,11 @@ def main(results):
                 wrk += f" {n}x{float(r['duration_s']) / n:.0f}s"
             else:
                 wrk += f" {float(r['duration_s']):.0f}s"
+            cpu, health_cpu = cpu_us(r), cpu_us(by[(e, "health")]) if (e, "health") in by else None
+            cpu_cells = (f"{cpu:.1f} | {cpu / health_cpu:.2f}" if cpu is not None and health_cpu
+                         else f"{'-' if cpu is None else f'{cpu:.1f}'} | -")
             out.append(f"| {e} | {label} | {wrk} | {float(r['rps']):,.0f} | "
-                       f"{float(r['p99_ms']):.2f} | {'; '.join(errors) or '-'} | {compared} | {ratio} |")
+                       f"{float(r['p99_ms']):.2f} | {cpu_cells} | {'; '.join(errors) or '-'} | {compared} | {ratio} |")
         # goals
         if rps(e, "health") and rps(e, "nginx_static"):
             ratio = rps(e, "health") / rps(e, "nginx_static")

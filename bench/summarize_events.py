@@ -70,6 +70,9 @@ def main(results):
         row("GET /users/me req/s with / without streams (p99 ms)",
             f"{float(with_['rps']):,.0f} ({with_['p99_ms']}) / {float(without['rps']):,.0f} ({without['p99_ms']}) "
             f"= {ratio:.2f}", ">= 0.80", ratio >= ME_GOAL)
+        print(f"| {name} | GET /users/me: the stream instance's CPU µs per request with / without streams (the "
+              f"streams' deliveries count in it) | {with_.get('cpu_us_per_req') or '-'} / "
+              f"{without.get('cpu_us_per_req') or '-'} | - | - |")
     print()
     print("all goals met" if ok_all else "some goals missed")
 

@@ -3,6 +3,7 @@
 
 Usage: summarize_jobs.py RESULTS_DIR   (reads latest.tsv and machine.txt there)
 
+Each measurement shows the server's CPU time per request (bench/lib.sh, measure).
 Goal (docs/performance.md): the p50 of the provider feed and of GET /jobs/:id with 1,000,000
 jobs is less than twice the p50 with 10,000 jobs (-t1 -c4 both), on each engine.
 """
@@ -43,17 +44,17 @@ def main(results):
            f"{machine.get('idle before run', '?')}/{machine.get('idle after run', '?')}", ""]
     out.append(f"At {label['mid']}, 64 connections (wrk -t2 -c64):")
     out.append("")
-    out.append("| engine | measurement | req/s | p50 ms | p99 ms | errors |")
-    out.append("| --- | --- | ---: | ---: | ---: | --- |")
+    out.append("| engine | measurement | req/s | p50 ms | p99 ms | CPU µs/req | errors |")
+    out.append("| --- | --- | ---: | ---: | ---: | ---: | --- |")
     for e in engines:
         for s, name in READS[:1] + [("feed_gzip", "GET /jobs, Accept-Encoding: gzip")] + READS[1:] + [
                 ("quotes", "POST /quotes (a new quote each)")]:
             r = by.get((e, f"{s}_c64"))
             if r:
                 out.append(f"| {e} | {name} | {float(r['rps']):,.0f} | {float(r['p50_ms']):.2f} | "
-                           f"{float(r['p99_ms']):.2f} | {errors(r)} |")
+                           f"{float(r['p99_ms']):.2f} | {r.get('cpu_us_per_req') or '-'} | {errors(r)} |")
     out.append("")
-    out.append("p50 by table size, 4 connections (wrk -t1 -c4):")
+    out.append("p50 by table size, 4 connections (wrk -t1 -c4), with the server's CPU µs per request:")
     out.append("")
     out.append("| engine | measurement | " + " | ".join(label[k] for k, _ in SIZES) + " | growth |")
     out.append("| --- | --- | " + " | ".join("---:" for _ in SIZES) + " | ---: |")
@@ -63,7 +64,7 @@ def main(results):
             cells = []
             for key, _ in SIZES:
                 r = by.get((e, f"{s}_c4_{key}"))
-                cells.append(f"{float(r['p50_ms']):.2f} ms" if r else "-")
+                cells.append(f"{float(r['p50_ms']):.2f} ms ({r.get('cpu_us_per_req') or '-'} µs)" if r else "-")
             small, large = by.get((e, f"{s}_c4_small")), by.get((e, f"{s}_c4_large"))
             growth = ""
             if small and large and float(small["p50_ms"]) > 0:

@@ -12,6 +12,8 @@ Rounds of one scenario are averaged (requests/s) and their worst p99 is kept. Go
   4. POST /quotes >= 5,000/s on SQLite and 3,000/s on PostgreSQL, no 5xx;
   6. peak RSS reported for each measurement (the 10-minute soak is bench/soak.sh);
   issue 37, 2. POST /quotes on SQLite >= 2x the peer's, p99 <= 20 ms (answers 201 only).
+Every measurement also shows the server's CPU µs per request (for the peer, its processes
+together) and its ratio to GET /health's (issue 36, 3).
 Goal 5 (the p50 growth from 10,000 to 1,000,000 jobs) is bench/jobs.sh's.
 """
 import csv
@@ -66,6 +68,17 @@ def main(results):
     def non2xx(engine, scenario):
         return sum(int(r["non2xx"] or 0) + int(r["socket_errors"] or 0) for r in runs.get((engine, scenario), []))
 
+    def cpu(engine, scenario):
+        """The server's CPU µs per request, the mean of the rounds (None when not measured)."""
+        vs = [float(r["cpu_us_per_req"]) for r in runs.get((engine, scenario), [])
+              if (r.get("cpu_us_per_req") or "-") != "-"]
+        return sum(vs) / len(vs) if vs else None
+
+    def cpu_ratio(engine, scenario):
+        """CPU per request over GET /health's; the service's /health is measured on SQLite only."""
+        c, h = cpu(engine, scenario), cpu(engine if engine == "node" else "sqlite", "health")
+        return f"{c / h:.2f}" if c and h else "-"
+
     def fmt(v, digits=0):
         return "-" if v is None else f"{v:,.{digits}f}"
 
@@ -75,8 +88,8 @@ def main(results):
            "",
            "The service on SQLite against the Node peer, alternating rounds (wrk -t2 -c64):", "",
            "| measurement | ours req/s | Node req/s | ours / Node | ours p99 ms | Node p99 ms | bytes ours / Node | "
-           "peak RSS MB ours / Node |",
-           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+           "peak RSS MB ours / Node | CPU µs/req ours / Node | CPU / health ours / Node |",
+           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for s in ("health", "users_me", "feed", "quotes"):
         ours, node = rps("sqlite", s), rps("node", s)
         ratio = f"{ours / node:.2f}" if ours and node else "-"
@@ -84,10 +97,12 @@ def main(results):
         m = (f"{rss.get(('sqlite', s), 0) / 1024:.0f} / {rss.get(('node', s), 0) / 1024:.0f}"
              if ("sqlite", s) in rss else "-")
         out.append(f"| {NAMES[s]} | {fmt(ours)} | {fmt(node)} | {ratio} | {fmt(p99('sqlite', s), 2)} | "
-                   f"{fmt(p99('node', s), 2)} | {b} | {m} |")
-    out += ["", "The service on each engine (wrk -t2 -c64):", "",
-            "| engine | measurement | req/s | p50 ms | p99 ms | non-2xx | peak RSS MB |",
-            "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+                   f"{fmt(p99('node', s), 2)} | {b} | {m} | {fmt(cpu('sqlite', s), 1)} / {fmt(cpu('node', s), 1)} | "
+                   f"{cpu_ratio('sqlite', s)} / {cpu_ratio('node', s)} |")
+    out += ["", "The service on each engine (wrk -t2 -c64; CPU / health: over the service's GET /health on SQLite, "
+            "the only engine it is measured on):", "",
+            "| engine | measurement | req/s | p50 ms | p99 ms | non-2xx | peak RSS MB | CPU µs/req | CPU / health |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for e in ("sqlite", "postgres"):
         for s in ("users_me", "feed", "job_detail", "quotes"):
             rs = runs.get((e, s))
@@ -95,7 +110,7 @@ def main(results):
                 continue
             p50 = sum(float(r["p50_ms"]) for r in rs) / len(rs)
             out.append(f"| {e} | {NAMES[s]} | {fmt(rps(e, s))} | {p50:.2f} | {fmt(p99(e, s), 2)} | {non2xx(e, s)} | "
-                       f"{rss.get((e, s), 0) / 1024:.0f} |")
+                       f"{rss.get((e, s), 0) / 1024:.0f} | {fmt(cpu(e, s), 1)} | {cpu_ratio(e, s)} |")
 
     goals = []
 

@@ -28,8 +28,9 @@ def main(d):
     print()
     by = {(r["engine"], r["scenario"]): r for r in rows}
     topologies = list(dict.fromkeys(r["engine"] for r in rows))
-    print("| topology | SELECT 1 ms (pgbench) | measurement | conns | req/s | p50 ms | p99 ms | non-2xx | vs loopback |")
-    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| topology | SELECT 1 ms (pgbench) | measurement | conns | req/s | p50 ms | p99 ms | CPU µs/req | non-2xx | "
+          "vs loopback |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for t in topologies:
         for s in NAMES:
             r = by.get((t, s))
@@ -38,7 +39,7 @@ def main(d):
             base = by.get(("loopback", s))
             ratio = f"{float(r['rps']) / float(base['rps']):.2f}" if base and t != "loopback" and float(base["rps"]) else ""
             print(f"| {t} | {rtt.get(t, '-')} | {NAMES[s]} | {r['conns']} | {float(r['rps']):,.0f} | {r['p50_ms']} | "
-                  f"{r['p99_ms']} | {r['non2xx']} | {ratio} |")
+                  f"{r['p99_ms']} | {r.get('cpu_us_per_req') or '-'} | {r['non2xx']} | {ratio} |")
     print()
     print("Round trips per request (db_round_trips, mean over the run's requests):")
     print()

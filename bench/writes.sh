@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The everyday writes (`make bench-writes`, part of `make bench`; issue 37, items 3 and 4;
+# docs/performance.md says what it measures).
+#
+# Per engine (SQLite, then a private PostgreSQL cluster), on one database seeded by
+# bench/seed_jobs.py (init, JOBS filler jobs, then `writes`: POOL of each kind of write below,
+# each request a valid new write), wrk -t2 -c64, WARMUP s then DURATION s each, in this order:
+#   POST /jobs                  a customer posts a lawn-care job for a date (not ASAP: no push
+#                               fan-out) at home, the customers in 500 ZIPs (not one feed);
+#   POST /jobs/:id/messages     on an accepted job, its customer and its provider in turn;
+#   PATCH /jobs/:id/status      ACCEPTED -> ON_THE_WAY by the assigned provider (the one move
+#                               that calls no payment processor and needs no photo);
+#   POST /quotes/:id/accept     a job's customer accepts one of its two quotes; the customer has
+#                               a saved card (POST /payments/payment-method), so the simulated
+#                               processor (no STRIPE_SECRET_KEY) authorizes the payment;
+#   POST /quotes                for reference (bench/quotes.lua, a new provider and job pair).
+# Only 2xx answers count as served; every answer is counted by status (bench/writes.lua), so
+# a broken run shows its non-2xx answers. Each row also has the service's CPU time per request
+# (bench/lib.sh, measure; PostgreSQL's own processes are not counted). Registration is left
+# out: its cost is bcrypt's, by design.
+# Goals: each of the four everyday writes >= 2,000 2xx answers a second on SQLite; on
+# PostgreSQL >= 0.7x its SQLite figure (bench/summarize_writes.py).
+#
+# Output: bench/results/writes/ (latest.txt, latest.tsv, machine.txt, raw/).
+# Knobs: ENGINES, DURATION (10), WARMUP (3), POOL (80000 writes of each kind seeded), JOBS
+# (20000 filler jobs), RESULTS (bench/results/writes), BIN, SERVER_ENV, AUTOGROUP.
+set -euo pipefail
+
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+POOL=${POOL:-80000}
+JOBS=${JOBS:-20000}
+RESULTS=${RESULTS:-$BENCH/results/writes}
+THREADS=2
+CONNS=64
+
+for tool in wrk psql "$PY"; do command -v "$tool" >/dev/null || die "$tool not found (scripts/deps.sh bench)"; done
+
+save_cards() { # base files: a saved test card for each customer who accepts a quote
+  "$PY" - "$@" <<'EOF'
+import http.client, json, sys, urllib.parse
+base, files = sys.argv[1:3]
+tokens = open(f"{files}/writers.tokens").read().split()
+url = urllib.parse.urlparse(base)
+conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+for line in open(f"{files}/card.customers"):
+    conn.request("POST", "/payments/payment-method", body=json.dumps({"paymentMethodId": "pm_card_visa"}),
+                 headers={"Authorization": "Bearer " + tokens[int(line)], "Content-Type": "application/json"})
+    r = conn.getresponse()
+    body = r.read()
+    if r.status != 200:
+        sys.exit(f"saving a card answered {r.status}: {body[:200]!r}")
+EOF
+}
+
+# write engine scenario [VAR=value...]: one route through bench/writes.lua (the variables are
+# its BENCH_*, exported for the two runs; BENCH_TOKENS defaults to writers.tokens), warm-up then measurement; the measurement starts
+# past every request number the warm-up may have taken (its count, plus a margin for the
+# threads' imbalance), so every request is a new write
+write() {
+  local engine=$1 scenario=$2 raw=$1-$2 v warm
+  shift 2
+  export BENCH_TOKENS=$FILES/writers.tokens BENCH_THREADS=$THREADS
+  for v in "$@"; do export "${v?}"; done
+  BENCH_START=0 wrk_run "$raw-warmup" "$THREADS" "$CONNS" "$WARMUP" "$BASE" -s "$BENCH/writes.lua"
+  warm=$(field requests "$(grep '^BENCH ' "$RAW/$raw-warmup.txt" | tail -1)")
+  BENCH_START=$((warm * 5 / 4 + 4 * CONNS)) cpu_wrk_run "$raw" "$THREADS" "$CONNS" "$DURATION" "$BASE" --latency \
+    -s "$BENCH/writes.lua"
+  record "$engine" "$scenario" "$THREADS" "$CONNS" "$RAW/$raw.txt" "$CPU_TICKS"
+  for v in "$@"; do unset "${v%%=*}"; done
+  unset BENCH_TOKENS BENCH_THREADS
+}
+
+bench_engine() {
+  local engine=$1
+  log "== $engine"
+  start_engine "$engine"
+  BASE="http://127.0.0.1:$SRV_PORT"
+  FILES=$TMP/files-$engine
+  log "seeding: $JOBS filler jobs, then $POOL writes of each kind"
+  seed_to "$engine" "$JOBS"
+  "$PY" "$BENCH/seed_jobs.py" writes --engine "$engine" --db "$DB" --state "$TMP/state-$engine.json" \
+    --target "$POOL" --secret "$JWT_SECRET" --out "$FILES"
+  save_cards "$BASE" "$FILES"
+
+  log "the writes (-t$THREADS -c$CONNS, ${WARMUP}s warm-up, ${DURATION}s measured)"
+  local when
+  when=$(date -u -d '+30 days' +%Y-%m-%dT15:00:00.000Z)
+  write "$engine" jobs BENCH_PATH=/jobs BENCH_TOKENS="$FILES/customers.tokens" \
+    BENCH_BODY="{\"service\":\"lawncare\",\"preferredAt\":\"$when\",\"description\":\"Bench job %d: mow the lawn\"}"
+  write "$engine" messages BENCH_TARGETS="$FILES/messages.targets" \
+    BENCH_BODY='{"content":"Bench message %d: on my way at nine?"}'
+  write "$engine" status BENCH_TARGETS="$FILES/status.targets" BENCH_METHOD=PATCH BENCH_BODY='{"status":"ON_THE_WAY"}'
+  write "$engine" accept BENCH_TARGETS="$FILES/accept.targets" BENCH_BODY=
+  # POST /quotes as bench/jobs.sh sends it: the warm-up and the measurement on disjoint pairs
+  measure_quotes "$engine" quotes "$engine-quotes" "$BASE" "$FILES" 0 $(($(quote_pairs "$FILES") / 2))
+  grep -c '"status":5' "$SRV_LOG" | sed "s/^/$engine\t/" >>"$TMP/errors5xx.tsv" || true
+
+  stop_pid "$SRV_PID"
+  [ "$engine" = postgres ] && stop_pg
+  return 0
+}
+
+# ------------------------------------------------------------------ main
+
+: >"$TMP/errors5xx.tsv"
+begin_run
+each_engine
+mkdir -p "$RESULTS"
+cp "$TMP/errors5xx.tsv" "$RESULTS/"
+write_results "$RESULTS" "$BENCH/summarize_writes.py" \
+  "settings: DURATION=${DURATION}s WARMUP=${WARMUP}s POOL=$POOL JOBS=$JOBS"
