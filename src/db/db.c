@@ -322,11 +322,12 @@ static db_rc guarded_batch(db_conn *c, db_stmt *s, int n) {
       rc = ops->batch(c->handle, s, n);
     } else if (n == 2) { /* a guard and the statement after it (guard_then) */
       rc = ops->guard_read(c->handle, s, n);
+      trips += (s[0].rc != DB_SKIPPED) + (s[1].rc != DB_SKIPPED) - 1; /* without a network, each statement */
     } else {
       rc = ops->exec(c->handle, s[0].sql, s[0].params, s[0].n, s[0].want ? &s[0].res : NULL);
       s[0].rc = rc;
     }
-    if (rc != DB_SKIPPED) trips++; /* guard_read ran nothing */
+    trips++;
     breaker_after(trial, rc);
   } else {
     for (int i = 0; i < n; i++) s[i].rc = DB_DOWN;
