@@ -337,6 +337,10 @@ static db_rc guarded_batch(db_conn *c, db_stmt *s, int n) {
   return rc;
 }
 
+/* What a caller sees of a statement that did not run because of the request's guard (refused,
+ * or skipped behind it): a plain failure; the guard's state says why. */
+static db_rc caller_rc(db_rc rc) { return rc == DB_SKIPPED || rc == DB_REFUSED ? DB_ERROR : rc; }
+
 static db_rc guard_then(db_conn *c, const char *sql, const db_val *params, int n, db_res **out);
 
 static db_rc guarded(db_conn *c, const char *sql, const db_val *params, int n, db_res **out) {
@@ -344,7 +348,7 @@ static db_rc guarded(db_conn *c, const char *sql, const db_val *params, int n, d
   db_stmt st = {.sql = sql, .params = params, .n = n, .want = out != NULL};
   db_rc rc = guarded_batch(c, &st, 1);
   if (out) *out = st.res;
-  return rc == DB_SKIPPED || rc == DB_REFUSED ? DB_ERROR : rc;
+  return caller_rc(rc);
 }
 
 /* Engines without batch: the pending guard and then sql (none: the guard alone), in one read
@@ -366,7 +370,7 @@ static db_rc guard_then(db_conn *c, const char *sql, const db_val *params, int n
     guard_state.refused = true;
   else if (s[0].rc != DB_OK)
     guard_state.failed = true;
-  if (!sql || s[0].rc != DB_OK) return rc == DB_REFUSED || rc == DB_SKIPPED ? DB_ERROR : rc;
+  if (!sql || s[0].rc != DB_OK) return caller_rc(rc);
   if (!together) return guarded(c, sql, params, n, out); /* the guard passed alone */
   if (out) *out = s[1].res;
   return rc;
@@ -411,7 +415,7 @@ static db_rc send_waiting(db_conn *c, db_stmt *tail, int ntail) {
   drop_laters(c);
   for (int i = 0; i < ntail; i++) tail[i] = s[k - ntail + i];
   if (s != local) free(s);
-  return rc == DB_SKIPPED || rc == DB_REFUSED ? DB_ERROR : rc;
+  return caller_rc(rc);
 }
 
 static db_rc send_one(db_conn *c, const char *sql, const db_val *params, int n, db_res **out) {
