@@ -33,16 +33,12 @@ printf 'route\tcores\tround\trequests_per_s\tcounted\tcpu_us_per_request\n' >"$O
 run() {
   local route=$1 cores=$2 round=$3 slot=$4 url=$5 raw=$1-$2-r$3
   shift 5
-  local server_cpus=0 wrk_cpus=1
-  [ "$cores" = two ] && server_cpus=0,1 wrk_cpus=0,1
+  local server_cpus=0 WRK_CPUS=1
+  [ "$cores" = two ] && server_cpus=0,1 WRK_CPUS=0,1
   taskset -a -p -c "$server_cpus" "$SRV_PID" >/dev/null
-  export BENCH_START=$((2 * slot * SLICE))
-  bounded "$raw-warmup" "$WARMUP" taskset -c "$wrk_cpus" wrk -t2 -c64 -d"${WARMUP}s" --timeout 5s "$@" "$url"
-  export BENCH_START=$(((2 * slot + 1) * SLICE))
-  local before after line counted
-  before=$(cpu_ticks "$SRV_PID")
-  bounded "$raw" "$DURATION" taskset -c "$wrk_cpus" wrk -t2 -c64 -d"${DURATION}s" --timeout 5s --latency "$@" "$url"
-  after=$(cpu_ticks "$SRV_PID")
+  BENCH_START=$((2 * slot * SLICE)) wrk_run "$raw-warmup" 2 64 "$WARMUP" "$url" "$@"
+  BENCH_START=$(((2 * slot + 1) * SLICE)) cpu_wrk_run "$raw" 2 64 "$DURATION" "$url" --latency "$@"
+  local line counted
   line=$(grep '^BENCH ' "$RAW/$raw.txt" | tail -1) || die_with "$RAW/$raw.txt" "no BENCH line"
   # the answers that did the work: 201s for POST /quotes (quotes.lua counts them), 2xx for the reads
   if [ "$route" = quotes ]; then
@@ -53,12 +49,11 @@ run() {
   [ "${counted:-0}" -gt 0 ] || die_with "$RAW/$raw.txt" "no successful answer ($route)"
   printf '%s\t%s\t%s\t%.0f\t%s\t%.1f\n' "$route" "$cores" "$round" \
     "$(echo "$counted / $(field duration_s "$line")" | bc -l)" "$counted" \
-    "$(echo "($after - $before) * 1000000 / $(getconf CLK_TCK) / $counted" | bc -l)" >>"$OUT"
+    "$(echo "$CPU_TICKS * 1000000 / $CLK_TCK / $counted" | bc -l)" >>"$OUT"
   log "  $route, $cores core(s): $(tail -1 "$OUT" | cut -f4) req/s, $(tail -1 "$OUT" | cut -f6) us CPU/request"
 }
 
-IDLE_BEFORE=$(cpu_idle_pct)
-JWT_SECRET=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+begin_run
 start_engine sqlite
 log "seeding $JOBS jobs"
 seed_to sqlite "$JOBS"
@@ -67,7 +62,7 @@ files=$TMP/files-sqlite
 customer="Authorization: Bearer $(cat "$files/customer.token")"
 feed="Authorization: Bearer $(cat "$files/feed.token")"
 export BENCH_TOKENS=$files/quoters.tokens BENCH_JOBS=$files/open.jobs BENCH_THREADS=2
-SLICE=$(($(wc -l <"$files/quoters.tokens") * $(wc -l <"$files/open.jobs") / (4 * ROUNDS)))
+SLICE=$(($(quote_pairs "$files") / (4 * ROUNDS)))
 slot=0
 for ((round = 1; round <= ROUNDS; round++)); do
   log "== round $round"

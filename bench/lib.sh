@@ -216,11 +216,13 @@ bounded() {
   [ "$rc" = 0 ] || die_with "$RAW/$name.txt" "$(basename "$1") failed ($name, exit $rc)"
 }
 
-# wrk_run rawname threads conns seconds url [extra wrk args...]: one bounded wrk run
+# wrk_run rawname threads conns seconds url [extra wrk args...]: one bounded wrk run, on the
+# cores WRK_CPUS names when set (taskset; bench/cores.sh keeps wrk off the server's core)
 wrk_run() {
   local name=$1 threads=$2 conns=$3 secs=$4 url=$5
   shift 5
-  bounded "$name" "$secs" wrk -t"$threads" -c"$conns" -d"${secs}s" --timeout 5s "$@" "$url"
+  bounded "$name" "$secs" ${WRK_CPUS:+taskset -c "$WRK_CPUS"} wrk -t"$threads" -c"$conns" -d"${secs}s" --timeout 5s \
+    "$@" "$url"
 }
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # a process's user + system CPU, in clock ticks
