@@ -734,7 +734,10 @@ db_listener *db_listen_open(const char *channel) {
   return l;
 }
 
-int db_listen_wait(db_listener *l, int timeout_ms) { return ops->listen_wait(l->handle, timeout_ms); }
+int db_listen_wait(db_listener *l, int timeout_ms, bool *bare) {
+  *bare = false;
+  return ops->listen_wait(l->handle, timeout_ms, bare);
+}
 
 void db_listen_close(db_listener *l) {
   if (!l) return;

@@ -235,12 +235,14 @@ typedef struct db_listener db_listener;
  * it connects again. */
 db_listener *db_listen_open(const char *channel);
 /* Waits up to timeout_ms for notifications on l and consumes every one that arrived: 1 when
- * one or more did, 0 when none did, -1 when the connection was (re)made meanwhile, so any sent
- * while it was down were missed (the caller catches up from the database). */
-int db_listen_wait(db_listener *l, int timeout_ms);
+ * one or more did (*bare set when one of them carried no payload), 0 when none did, -1 when the
+ * connection was (re)made meanwhile, so any sent while it was down were missed (the caller
+ * catches up from the database). */
+int db_listen_wait(db_listener *l, int timeout_ms, bool *bare);
 void db_listen_close(db_listener *l);
-/* Notifies channel's listeners on c, inside its transaction: delivered when it commits, not
- * at all when it rolls back (several in one transaction arrive as one). DB_OK on SQLite. */
+/* Notifies channel's listeners on c, inside its transaction, with no payload: delivered when it
+ * commits, not at all when it rolls back (several in one transaction arrive as one). DB_OK on
+ * SQLite. */
 db_rc db_notify_in(db_conn *c, const char *channel);
 
 /* Whether a statement on the calling thread returned DB_UNAVAILABLE since the thread last

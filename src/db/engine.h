@@ -55,7 +55,7 @@ typedef struct engine_ops {
   /* Optional (PostgreSQL): a connection of its own that listens on channel; listen_wait as
    * db_listen_wait. */
   void *(*listen_open)(const char *url, const char *channel);
-  int (*listen_wait)(void *l, int timeout_ms);
+  int (*listen_wait)(void *l, int timeout_ms, bool *bare);
   void (*listen_close)(void *l);
 } engine_ops;
 /* The members every engine has, its functions prefix_connect, prefix_disconnect, prefix_exec and

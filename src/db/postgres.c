@@ -469,16 +469,24 @@ static void *pg_listen_open(const char *url, const char *channel) {
   return l;
 }
 
-/* Consumes what the server sent; the number of notifications among it, -1 when the
- * connection broke. */
-static int take_notifications(pg_listener *l) {
-  if (!PQconsumeInput(l->c.pg)) return -1;
+/* Consumes the notifications read so far: how many, *bare set when one had no payload. */
+static int take_read(pg_listener *l, bool *bare) {
   int n = 0;
-  for (PGnotify *note; (note = PQnotifies(l->c.pg)) != NULL; n++) PQfreemem(note);
+  for (PGnotify *note; (note = PQnotifies(l->c.pg)) != NULL; n++) {
+    if (!note->extra || !*note->extra) *bare = true;
+    PQfreemem(note);
+  }
   return n;
 }
 
-static int pg_listen_wait(void *h, int timeout_ms) {
+/* Consumes what the server sent; the number of notifications among it, -1 when the
+ * connection broke. */
+static int take_notifications(pg_listener *l, bool *bare) {
+  if (!PQconsumeInput(l->c.pg)) return -1;
+  return take_read(l, bare);
+}
+
+static int pg_listen_wait(void *h, int timeout_ms, bool *bare) {
   pg_listener *l = h;
   if (!l->c.pg) {
     if (!listen_connect(l)) {
@@ -487,13 +495,11 @@ static int pg_listen_wait(void *h, int timeout_ms) {
     }
     if (l->missed) return l->missed = false, -1;
   }
-  int queued = 0; /* read along with an earlier answer */
-  for (PGnotify *note; (note = PQnotifies(l->c.pg)) != NULL; queued++) PQfreemem(note);
-  if (queued) return 1;
+  if (take_read(l, bare)) return 1; /* read along with an earlier answer */
   struct pollfd p = {.fd = PQsocket(l->c.pg), .events = POLLIN};
   int ready = poll(&p, 1, timeout_ms);
   if (ready < 0 && errno != EINTR) ready = 0;
-  int n = ready > 0 || PQisBusy(l->c.pg) ? take_notifications(l) : 0;
+  int n = ready > 0 || PQisBusy(l->c.pg) ? take_notifications(l, bare) : 0;
   if (n < 0 || PQstatus(l->c.pg) != CONNECTION_OK) {
     log_msg(LOG_WARN, "postgres listener: connection lost; listening again");
     give_up(&l->c);

@@ -532,6 +532,26 @@ def test_positions_follow_the_commits_not_the_starts(api, server, pg_cluster, st
     assert replayed == sorted(set(replayed)) and replayed[0] == positions[1]
 
 
+def test_an_event_its_writer_left_without_a_position_is_delivered(api, server, pg_cluster, streams):
+    """A writer that stops between its commit and its pump's positioning leaves its rows without
+    a position, and no instance is told (its NOTIFY is the pump's). Another pump finds them
+    waiting at two of its looks a second apart and positions them: the stream gets the event."""
+    if not server.env["DATABASE_URL"].startswith("postgres"):
+        pytest.skip("PostgreSQL only: on SQLite an event's position is its id")
+    u = api.register_user()
+    s = streams(u["token"])
+    start = int(s.ids[0])
+    now = int(epoch(api.advance_clock(0)) * 1000)
+    tag = uuid.uuid4().hex[:8]
+    data = '{"icon":null,"title":"left behind","body":"%s"}' % tag
+    sql(server, pg_cluster, f"INSERT INTO events (kind, data, created_at) VALUES ('banner', '{data}', {now}); "
+                            f"INSERT INTO event_recipients (recipient, event_id) VALUES ('user:{u['id']}', "
+                            "currval('events_id_seq'))")
+    got = s.wait("banner", lambda d: d["body"] == tag, timeout=10)
+    assert int(got[0]["id"]) > start
+    assert sql(server, pg_cluster, f"SELECT count(*) FROM events WHERE data LIKE '%{tag}%' AND pos IS NULL") == [("0",)]
+
+
 def test_a_provider_replays_the_open_jobs_of_its_pairs_once(api, streams, admin_token):
     """An open job's events reach the providers matching its service and ZIP when the outbox is
     read: live, and on a reconnect, in order and once each, mixed with the events that name the

@@ -68,7 +68,7 @@ static struct {
   uint64_t joins;
   bool woken, stopping, running, listening;
   bool spacing;   /* the pump waits out PUMP_GAP_MS: a commit marks it woken without a signal */
-  bool notify;    /* a commit of this process wrote events: tell the other instances */
+  bool place;     /* events may wait for a position (events_hub.h says when) */
   bool check_now; /* streams were made due for a check: the checker runs a round at once */
   ended ended[ENDED_KEEP];
   int ended_next;
@@ -270,10 +270,11 @@ bool events_hub_join(ev_stream *es, int64_t at, const char *first, int64_t floor
 
 /* ---- the pump ---- */
 
-void events_hub_wake(void *unused) {
-  (void)unused;
+/* Wakes the pump; place: events may wait for a position. */
+static void wake(bool place) {
   pthread_mutex_lock(&hub.mu);
   hub.woken = true;
+  hub.place |= place;
   pthread_cond_signal(&hub.cv);
   pthread_mutex_unlock(&hub.mu);
 }
@@ -376,7 +377,7 @@ static void *pump_main(void *arg) {
   (void)arg;
   pthread_setname_np(pthread_self(), "events-pump");
   db_use_pool(DB_POOL_SLOW);
-  int64_t last_tick = 0, last_round = 0;
+  int64_t last_tick = 0, last_round = 0, last_look = 0, waiting = 0;
   for (;;) {
     pthread_mutex_lock(&hub.mu);
     if (!hub.woken && !hub.stopping)
@@ -386,20 +387,27 @@ static void *pump_main(void *arg) {
       clock_cond_wait_ms(&hub.cv, &hub.mu, left);
     hub.spacing = false;
     last_round = clock_mono_ms();
-    bool stop = hub.stopping, notify = hub.notify;
-    hub.woken = hub.notify = false;
+    bool stop = hub.stopping, place = hub.place;
+    hub.woken = hub.place = false;
     pthread_mutex_unlock(&hub.mu);
     if (stop) break;
-    /* what was committed since gets its positions first (PostgreSQL; failures are logged and
-     * tried again at the next round), so the instances told next find it positioned */
+    /* once a second, rows still waiting since the last look (their writer stopped before its
+     * pump positioned them) are positioned here */
+    if (!place && last_round - last_look >= IDLE_POLL_MS) {
+      int64_t oldest = 0;
+      events_store_unplaced(&oldest);
+      place = oldest && waiting && oldest <= waiting;
+      waiting = oldest, last_look = last_round;
+    }
+    /* what was committed since gets its positions first (PostgreSQL; a failure is logged, and
+     * the rows are found waiting at the looks above), and the other instances are told in the
+     * same transaction:
+     * one NOTIFY for every commit found since the last (sent by a write transaction itself,
+     * PostgreSQL's commit-time notify lock made all of them wait for each other) */
     bool more = false;
-    events_store_place(&more);
-    /* one NOTIFY for every commit found since the last: sent by a write transaction itself,
-     * PostgreSQL's commit-time notify lock made all of them wait for each other */
-    if (notify && hub.listening && events_store_notify() != ERR_OK)
-      log_msg(LOG_WARN, "events: the other instances were not notified; they read the outbox within a second");
+    if (place) events_store_place(&more);
     deliver_new();
-    if (more) events_hub_wake(NULL); /* a full batch was positioned: the next round at once */
+    if (more) wake(true); /* a full batch was positioned: the next round at once */
     if (clock_mono_ms() - last_tick >= TICK_MS) {
       tick();
       last_tick = clock_mono_ms();
@@ -481,12 +489,14 @@ static void *checker_main(void *arg) {
 }
 
 /* PostgreSQL: wakes the pump on every NOTIFY of the channel, and when the listening connection
- * was made again (what was sent meanwhile is read from the outbox all the same). */
+ * was made again (what was sent meanwhile is read from the outbox all the same, and positioned
+ * first: its senders' notices were lost). */
 static void *listener_main(void *arg) {
   db_listener *l = arg;
   pthread_setname_np(pthread_self(), "events-listen");
-  while (!stopping_now())
-    if (db_listen_wait(l, 250) != 0) events_hub_wake(NULL);
+  bool bare;
+  for (int heard; !stopping_now();)
+    if ((heard = db_listen_wait(l, 250, &bare)) != 0) wake(heard < 0 || bare);
   db_listen_close(l);
   return NULL;
 }
@@ -494,7 +504,7 @@ static void *listener_main(void *arg) {
 void events_hub_committed(void *unused) {
   (void)unused;
   pthread_mutex_lock(&hub.mu);
-  hub.woken = hub.notify = true;
+  hub.woken = hub.place = true;
   if (!hub.spacing) pthread_cond_signal(&hub.cv);
   pthread_mutex_unlock(&hub.mu);
 }

@@ -2,11 +2,19 @@
  * and the pump that writes each committed event to them in order. Internal to the events
  * domain.
  *
- * The pump is one thread: woken by a commit of this process (events_hub_wake), by a NOTIFY of
- * another instance (a listener thread, PostgreSQL only) and once a second in any case, it reads
- * the outbox after its position and writes each event to the streams of its recipients, then
- * moves its position. A stream joins at a position (events_hub_join): what came before it was
- * replayed to it from the outbox, what comes after reaches it from the pump. The same thread
+ * The pump is one thread: woken by a commit of this process (events_hub_committed), by a
+ * NOTIFY of another instance (a listener thread, PostgreSQL only) and once a second in any
+ * case, it reads the outbox after its position and writes each event to the streams of its
+ * recipients, then moves its position. On PostgreSQL it first positions what was committed
+ * (events_store_place), but only when something may be waiting for a position: a commit of
+ * this process, a NOTIFY without a payload (a process without a hub), a listener that was
+ * reconnected, a full batch, and rows found waiting for a position at two looks a second apart
+ * (their writer stopped before its pump gave them). Another instance's NOTIFY says its pump
+ * positioned its rows already: positioning again would take the positioners' lock for nothing,
+ * and a pump slowed by its instance's load would hold it while the writers' pumps wait
+ * (measured: a stream instance under a GET /users/me flood held it up to 0.8 s a second). A
+ * stream joins at a position (events_hub_join): what came before it was replayed to it from
+ * the outbox, what comes after reaches it from the pump. The same thread
  * writes the comment that keeps an idle stream open (every 25 seconds) and ends a stream whose
  * token expired, both by the service clock. Another thread asks again, once a minute per
  * stream, whether its token would still be accepted (hs_token_recheck: the account still
@@ -46,10 +54,8 @@ int64_t events_hub_position(void);
  * The pump skips events up to `floor` (ids the client already had from another instance whose
  * pump was ahead of this one's). */
 bool events_hub_join(ev_stream *es, int64_t at, const char *first, int64_t floor);
-/* Wakes the pump (a commit wrote events); a db_on_commit callback. */
-void events_hub_wake(void *unused);
-/* db_on_commit of a transaction that wrote events: wakes the pump, which also notifies the
- * other instances (PostgreSQL) once for all the commits it finds. */
+/* db_on_commit of a transaction that wrote events: wakes the pump, which positions the events
+ * and notifies the other instances (PostgreSQL) once for all the commits it finds. */
 void events_hub_committed(void *unused);
 /* Whether this process runs the hub (the server does; the CLI's commands do not, so their
  * transactions notify the other instances themselves). */

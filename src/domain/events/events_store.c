@@ -23,8 +23,9 @@
  * event_recipients and the banner name an event by id.
  *
  * The flush notifies EVENTS_CHANNEL from a process without a hub (PostgreSQL delivers that at
- * the commit, never on a rollback); otherwise the commit wakes this process's hub
- * (db_on_commit), whose pump positions the rows and tells the other instances.
+ * the commit, never on a rollback), with no payload: the hubs that hear it position the rows;
+ * otherwise the commit wakes this process's hub (db_on_commit), whose pump positions the rows
+ * and, in the same transaction, tells the other instances they are positioned (EVENTS_PLACED).
  * A token's end (events_tokens_ended_in) is an event for nobody, written the same way, that
  * every hub reads to check again at once the streams it names. */
 #include "domain/events/events_store.h"
@@ -199,22 +200,20 @@ db_rc events_tokens_ended_in(db_conn *c, const char *subject, bool staff) {
   return rc;
 }
 
-err_t events_store_notify(void) {
-  return db_to_err(db_query(NULL, NULL, "SELECT pg_notify($1, '')", DB_ARGS(DB_TEXT(EVENTS_CHANNEL))));
-}
-
 /* ---- positions ---- */
 
 /* PostgreSQL: the committed rows without a position get theirs, in id order, after the last
  * given; events_pos_seq moves to the last one (a sequence, not MAX(pos): that goes back when the
  * newest event is pruned or erased). The statement's snapshot is taken once the lock is held, so
- * it sees every position the previous positioner committed. setval only when rows were placed. */
+ * it sees every position the previous positioner committed. setval and the notice (delivered at
+ * the commit) only when rows were placed. */
 static const char PLACE[] =
     "WITH todo AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM events WHERE pos IS NULL "
     "ORDER BY id LIMIT $1), "
     "placed AS (UPDATE events e SET pos = (SELECT last_value FROM events_pos_seq) + todo.n FROM todo "
     "WHERE e.id = todo.id AND e.pos IS NULL RETURNING e.pos) "
-    "SELECT count(*), CASE WHEN count(*) > 0 THEN setval('events_pos_seq', MAX(pos)) END FROM placed";
+    "SELECT count(*), CASE WHEN count(*) > 0 THEN setval('events_pos_seq', MAX(pos)) END, "
+    "CASE WHEN count(*) > 0 THEN pg_notify($2, $3) END FROM placed";
 
 err_t events_store_place(bool *more) {
   *more = false;
@@ -224,11 +223,24 @@ err_t events_store_place(bool *more) {
   err_t e = db_tx_begin(&t);
   if (!e)
     e = db_to_err(db_exec_later(t.c, NULL, NULL, "SELECT pg_advisory_xact_lock($1)", DB_ARGS(DB_INT(OUTBOX_LOCK))));
-  if (!e) e = db_to_err(db_exec(t.c, &t.a, &r, PLACE, DB_ARGS(DB_INT(PLACE_BATCH))));
+  if (!e)
+    e = db_to_err(
+        db_exec(t.c, &t.a, &r, PLACE, DB_ARGS(DB_INT(PLACE_BATCH), DB_TEXT(EVENTS_CHANNEL), DB_TEXT(EVENTS_PLACED))));
   int64_t placed = e ? 0 : db_int(r, 0, 0);
   e = db_tx_end(&t, e);
   *more = !e && placed == PLACE_BATCH;
   return e;
+}
+
+void events_store_unplaced(int64_t *oldest) {
+  *oldest = 0;
+  if (db_engine_get() != DB_POSTGRES) return;
+  arena a;
+  arena_init(&a);
+  db_res *r;
+  if (db_query(&a, &r, "SELECT COALESCE(MIN(id), 0) FROM events WHERE pos IS NULL", DB_NOARGS) == DB_OK)
+    *oldest = db_int(r, 0, 0);
+  arena_fini(&a);
 }
 
 /* ---- reading ---- */

@@ -31,12 +31,17 @@ void events_key(char out[EVENTS_KEY_MAX], const char *kind, const char *name);
  * (events_tokens_ended_in). */
 err_t events_forget_account_in(db_conn *c, const account_ref *who, forget_mode mode);
 
-/* Notifies the other instances' listeners (PostgreSQL) that the outbox moved. */
-err_t events_store_notify(void);
 /* PostgreSQL: gives the committed events that have no position yet theirs, each greater than
  * every position given before (events_store.c): at most a batch of them, *more when the batch
- * was full (more may wait). Nothing to do on SQLite, where the position is the id. */
+ * was full (more may wait). When it gave any, the other instances' listeners are notified at
+ * its commit with the payload EVENTS_PLACED (a process without a hub notifies with none, and a
+ * hub that hears that positions the rows itself). Nothing to do on SQLite, where the position
+ * is the id. */
+#define EVENTS_PLACED "placed"
 err_t events_store_place(bool *more);
+/* PostgreSQL: the smallest id of a committed event without a position, 0 when there is none (or
+ * on SQLite, or on a failure, logged). */
+void events_store_unplaced(int64_t *oldest);
 /* The outbox's position: the highest position given. An empty outbox (a new database, or one
  * idle past the retention) gets an event of kind "origin" for no one first, so a stream can
  * always be given a position that a reconnect finds. */
