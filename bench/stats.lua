@@ -22,12 +22,20 @@ end
 -- Answers counted by HTTP status, for scripts that want them (login.lua, quotes.lua,
 -- writes.lua): they call count_statuses() once (setup, response and done), and count_init()
 -- from init(); the BENCH line then ends with status_<code>=N fields. Every thread counts in
--- its own Lua state; done() adds them up. count_setup gives each thread its number, tid.
+-- its own Lua state; done() adds them up. count_setup gives each thread its number, tid, and,
+-- when BENCH_ADDRS lists several host:port (one service each, on one database), sends thread t
+-- to the (t mod n)-th of them: one wrk run over several instances.
 local counted = {}
 
 function count_setup(thread)
   table.insert(counted, thread)
   thread:set("tid", #counted - 1)
+  local addrs = {}
+  for a in (os.getenv("BENCH_ADDRS") or ""):gmatch("[^,]+") do table.insert(addrs, a) end
+  if #addrs > 0 then
+    local host, port = addrs[(#counted - 1) % #addrs + 1]:match("^(.*):(%d+)$")
+    thread.addr = wrk.lookup(host, port)[1]
+  end
   return #counted - 1
 end
 

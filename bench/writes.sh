@@ -13,7 +13,10 @@
 #   POST /quotes/:id/accept     a job's customer accepts one of its two quotes; the customer has
 #                               a saved card (POST /payments/payment-method), so the simulated
 #                               processor (no STRIPE_SECRET_KEY) authorizes the payment;
-#   POST /quotes                for reference (bench/quotes.lua, a new provider and job pair).
+#   POST /quotes                for reference (bench/quotes.lua, a new provider and job pair);
+#   POST /quotes on two         PostgreSQL only: a second instance on the same database, wrk's
+#     instances                 two threads one on each (BENCH_ADDRS), CPU of both (issue 36.1:
+#                               two instances >= 1.5x one).
 # Only 2xx answers count as served; every answer is counted by status (bench/writes.lua), so
 # a broken run shows its non-2xx answers. Each row also has the service's CPU time per request
 # (bench/lib.sh, measure; PostgreSQL's own processes are not counted). Registration is left
@@ -23,12 +26,15 @@
 #
 # Output: bench/results/writes/ (latest.txt, latest.tsv, machine.txt, raw/).
 # Knobs: ENGINES, DURATION (10), WARMUP (3), POOL (80000 writes of each kind seeded), JOBS
-# (20000 filler jobs), RESULTS (bench/results/writes), BIN, SERVER_ENV, AUTOGROUP.
+# (20000 filler jobs), WRITES (which of "jobs messages status accept quotes quotes_two", all by
+# default),
+# RESULTS (bench/results/writes), BIN, SERVER_ENV, AUTOGROUP.
 set -euo pipefail
 
 # shellcheck source=bench/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 POOL=${POOL:-80000}
+WRITES=${WRITES:-jobs messages status accept quotes quotes_two}
 JOBS=${JOBS:-20000}
 RESULTS=${RESULTS:-$BENCH/results/writes}
 THREADS=2
@@ -60,6 +66,7 @@ EOF
 write() {
   local engine=$1 scenario=$2 raw=$1-$2 v warm
   shift 2
+  wanted "$scenario" || return 0
   export BENCH_TOKENS=$FILES/writers.tokens BENCH_THREADS=$THREADS
   for v in "$@"; do export "${v?}"; done
   BENCH_START=0 wrk_run "$raw-warmup" "$THREADS" "$CONNS" "$WARMUP" "$BASE" -s "$BENCH/writes.lua"
@@ -70,6 +77,8 @@ write() {
   for v in "$@"; do unset "${v%%=*}"; done
   unset BENCH_TOKENS BENCH_THREADS
 }
+
+wanted() { [[ " $WRITES " == *" $1 "* ]]; }
 
 bench_engine() {
   local engine=$1
@@ -93,7 +102,18 @@ bench_engine() {
   write "$engine" status BENCH_TARGETS="$FILES/status.targets" BENCH_METHOD=PATCH BENCH_BODY='{"status":"ON_THE_WAY"}'
   write "$engine" accept BENCH_TARGETS="$FILES/accept.targets" BENCH_BODY=
   # POST /quotes as bench/jobs.sh sends it: the warm-up and the measurement on disjoint pairs
-  measure_quotes "$engine" quotes "$engine-quotes" "$BASE" "$FILES" 0 $(($(quote_pairs "$FILES") / 2))
+  local pairs
+  pairs=$(quote_pairs "$FILES")
+  wanted quotes && measure_quotes "$engine" quotes "$engine-quotes" "$BASE" "$FILES" 0 $((pairs / 2))
+  if [ "$engine" = postgres ] && wanted quotes_two; then # pairs of their own: past the first's
+    local first=$SRV_PID first_port=$SRV_PORT first_log=$SRV_LOG
+    start_service postgres-b "$PG_URL"
+    BENCH_ADDRS=127.0.0.1:$first_port,127.0.0.1:$SRV_PORT CPU_PIDS="$first $SRV_PID" \
+      measure_quotes "$engine" quotes_two "$engine-quotes-two" "$BASE" "$FILES" $((pairs / 4)) $((pairs * 3 / 4))
+    stop_pid "$SRV_PID"
+    cat "$SRV_LOG" >>"$first_log" # its 5xx counted with the first's
+    SRV_PID=$first SRV_PORT=$first_port SRV_LOG=$first_log
+  fi
   grep -c '"status":5' "$SRV_LOG" | sed "s/^/$engine\t/" >>"$TMP/errors5xx.tsv" || true
 
   stop_pid "$SRV_PID"
