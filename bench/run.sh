@@ -9,9 +9,10 @@
 #      customer, on data bench/seed_reads.py makes through the API (one job with 5 quotes, a
 #      60-message thread, 55 notifications; every read checked to answer 200 with a full page):
 #      GET /jobs/:id, GET /quotes/job/:jobId, GET /users/me/notifications (the default page, the
-#      last 50) and GET /jobs/:id/messages?providerId=..&limit=50; beside wrk's count of
-#      answers >= 400, the server's access log counts every status of the run (a run with one
-#      answer that is not 2xx is reported failed); about 1 min per engine at the defaults;
+#      last 50) and GET /jobs/:id/messages?providerId=..&limit=50 (the portal's page size);
+#      beside wrk's count of answers >= 400, the server's access log counts every status of the
+#      warm-up and run (a read with one answer that is not 2xx is reported failed); summarize.py
+#      judges them and step 2 against the mean of step 1's /health rounds; about 1 min per engine;
 #   4. a login flood at BCRYPT_COST=12 (32 connections, 30 s) with GET /health and then
 #      GET /users/me probed during it (wrk -t1 -c4 -d10s), compared with the same probes on
 #      the quiet server just before; then GET /users/me for 5 s more with bench/probe.c, whose
@@ -29,7 +30,8 @@
 # postgres"), IDLE_WAIT (60 s to wait for an idle CPU), DURATION (10), WARMUP (3), FLOOD (30),
 # FLOOD_LEAD (3), PROBE (10) and CHECKED (5) in seconds, ROUNDS (3), RESULTS (bench/results), AUTOGROUP (bench/lib.sh);
 # BCRYPT_THREADS, BCRYPT_QUEUE and DB_POOL_SIZE are passed to the server when set, and so is
-# every VAR=value word of SERVER_ENV.
+# every VAR=value word of SERVER_ENV. At the defaults a run takes about 7.5 min (step 3's
+# seeding and four reads about 1 min of it per engine).
 set -euo pipefail
 
 # shellcheck source=bench/lib.sh
@@ -94,6 +96,7 @@ bench_engine() {
   for line in "${read_lines[@]}"; do
     read -r scenario path <<<"$line"
     log "3. GET $path (-t$THREADS -c$CONNS -d${DURATION}s)"
+    wait_quiet_log # the lines of what came before (the seeding's, the last read's) are all written
     offset_read=$(stat -c %s "$SRV_LOG")
     measure "$engine" "$scenario" "$THREADS" "$CONNS" "$base$path" -H "$reader_auth"
     # every answer's status, warm-up included, from the server's own access log (wrk counts
