@@ -5,12 +5,20 @@
 #   1. nginx returning a static 200 vs the service's GET /health (wrk -t2 -c64 -d10s, three
 #      rounds each, alternating);
 #   2. GET /users/me with a valid token (same settings): the baseline later work compares to;
-#   3. a login flood at BCRYPT_COST=12 (32 connections, 30 s) with GET /health and then
+#   3. the reads of issue 36 item 2, each as in 2 (-t2 -c64, WARMUP then DURATION) as the job's
+#      customer, on data bench/seed_reads.py makes through the API (one job with 5 quotes, a
+#      60-message thread, 55 notifications; every read checked to answer 200 with a full page):
+#      GET /jobs/:id, GET /quotes/job/:jobId, GET /users/me/notifications (the default page, the
+#      last 50) and GET /jobs/:id/messages?providerId=..&limit=50 (the portal's page size);
+#      beside wrk's count of answers >= 400, the server's access log counts every status of the
+#      warm-up and run (a read with one answer that is not 2xx is reported failed); summarize.py
+#      judges them and step 2 against the mean of step 1's /health rounds; about 1 min per engine;
+#   4. a login flood at BCRYPT_COST=12 (32 connections, 30 s) with GET /health and then
 #      GET /users/me probed during it (wrk -t1 -c4 -d10s), compared with the same probes on
 #      the quiet server just before; then GET /users/me for 5 s more with bench/probe.c, whose
 #      figures are the requests actually made (wrk's histogram adds the ones a stalled
 #      connection did not send) and which tells a stall of the probe itself.
-# Steps 1-3 run on SQLite and on PostgreSQL (a private throwaway cluster). Everything this
+# Steps 1-4 run on SQLite and on PostgreSQL (a private throwaway cluster). Everything this
 # script starts (nginx, the servers, the cluster, background wrk) and its temp dir are
 # removed on exit, also on failure, Ctrl-C or SIGTERM (and by a watchdog on SIGKILL).
 #
@@ -22,7 +30,8 @@
 # postgres"), IDLE_WAIT (60 s to wait for an idle CPU), DURATION (10), WARMUP (3), FLOOD (30),
 # FLOOD_LEAD (3), PROBE (10) and CHECKED (5) in seconds, ROUNDS (3), RESULTS (bench/results), AUTOGROUP (bench/lib.sh);
 # BCRYPT_THREADS, BCRYPT_QUEUE and DB_POOL_SIZE are passed to the server when set, and so is
-# every VAR=value word of SERVER_ENV.
+# every VAR=value word of SERVER_ENV. At the defaults a run takes about 7.5 min (step 3's
+# seeding and four reads about 1 min of it per engine).
 set -euo pipefail
 
 # shellcheck source=bench/lib.sh
@@ -78,11 +87,32 @@ bench_engine() {
   log "2. GET /users/me (-t$THREADS -c$CONNS -d${DURATION}s)"
   measure "$engine" users_me "$THREADS" "$CONNS" "$base/users/me" -H "$auth"
 
-  log "3. quiet baselines for the flood probes (-t1 -c$PROBE_CONNS -d${DURATION}s)"
+  log "3. reads against /health: seeding through the API"
+  local reads=$TMP/reads-$engine.txt line scenario path offset_read reader_auth
+  "$PY" "$BENCH/seed_reads.py" "$base" "$reads"
+  reader_auth="Authorization: Bearer $(head -1 "$reads")"
+  local -a read_lines
+  mapfile -t read_lines < <(tail -n +2 "$reads")
+  for line in "${read_lines[@]}"; do
+    read -r scenario path <<<"$line"
+    log "3. GET $path (-t$THREADS -c$CONNS -d${DURATION}s)"
+    wait_quiet_log # the lines of what came before (the seeding's, the last read's) are all written
+    offset_read=$(stat -c %s "$SRV_LOG")
+    measure "$engine" "$scenario" "$THREADS" "$CONNS" "$base$path" -H "$reader_auth"
+    # every answer's status, warm-up included, from the server's own access log (wrk counts
+    # only those >= 400, and only in the measured run)
+    wait_quiet_log
+    tail -c +"$((offset_read + 1))" "$SRV_LOG" | LC_ALL=C grep -o '"route":"[^"]*","status":[0-9]*' |
+      awk -F'"status":' -v e="$engine" -v s="$scenario" '{ n[$2]++ } END { for (c in n) printf "%s\t%s\t%s\t%s\n", e, s, c, n[c] }' \
+      >>"$TMP/read_statuses.tsv" || true
+    log "  server log, answers: $(awk -v e="$engine" -v s="$scenario" '$1 == e && $2 == s { printf "%s=%s ", $3, $4 }' "$TMP/read_statuses.tsv")"
+  done
+
+  log "4. quiet baselines for the flood probes (-t1 -c$PROBE_CONNS -d${DURATION}s)"
   WRK_NICE=$PROBE_NICE measure "$engine" health_c4_quiet 1 "$PROBE_CONNS" "$base/health"
   WRK_NICE=$PROBE_NICE measure "$engine" users_me_c4_quiet 1 "$PROBE_CONNS" "$base/users/me" -H "$auth"
 
-  log "3. login flood: $FLOOD_CONNS connections for ${FLOOD}s, BCRYPT_COST=12; probes from ${FLOOD_LEAD}s in"
+  log "4. login flood: $FLOOD_CONNS connections for ${FLOOD}s, BCRYPT_COST=12; probes from ${FLOOD_LEAD}s in"
   local offset flood_pid
   offset=$(stat -c %s "$SRV_LOG")
   BENCH_EMAIL=$email BENCH_PASSWORD=$password timeout -k 5 $((FLOOD + 30)) \
@@ -126,6 +156,7 @@ bench_engine() {
 
 : >"$TMP/login_log_counts.tsv"
 : >"$TMP/server_latency.tsv"
+: >"$TMP/read_statuses.tsv"
 begin_run
 start_nginx
 each_engine
@@ -136,5 +167,6 @@ stop_pid "$NGINX_PID"
 mkdir -p "$RESULTS"
 cp "$TMP/login_log_counts.tsv" "$RESULTS/login_log_counts.tsv"
 cp "$TMP/server_latency.tsv" "$RESULTS/server_latency.tsv"
+cp "$TMP/read_statuses.tsv" "$RESULTS/read_statuses.tsv"
 write_results "$RESULTS" "$BENCH/summarize.py" \
   "settings: DURATION=${DURATION}s WARMUP=${WARMUP}s FLOOD=${FLOOD}s FLOOD_LEAD=${FLOOD_LEAD}s PROBE=${PROBE}s CHECKED=${CHECKED}s ROUNDS=${ROUNDS}"

@@ -9,6 +9,14 @@ Goals (docs/performance.md):
   G1  GET /health reaches >= 80% of nginx's requests/s (-t2 -c64, measured back to back).
   G3  during the login flood, GET /health and GET /users/me keep p99 <= 10 ms and at least a
       quarter of their throughput on the quiet server at the same wrk settings (-t1 -c4).
+  36.2  reads at a share of GET /health's requests/s (the mean of its rounds in the same
+      engine's run), issue 36 item 2: GET /users/me 0.7x on SQLite and 0.55x on PostgreSQL;
+      GET /jobs/:id, GET /quotes/job/:jobId, GET /users/me/notifications and a page of
+      GET /jobs/:id/messages 0.5x. A read with an answer that is not 2xx (wrk's count of answers
+      >= 400 in the measured run, or any other status in the server's access log over its warm-up
+      and run: read_statuses.tsv), a socket error or no request answered is FAILED: its figures
+      are not shown and its goal is not met. The ratios, the goal and met (yes/NO) also go into
+      latest.tsv, as its columns vs_health_rps, vs_health_cpu, goal and met ("-" on other rows).
 Beside each measurement: the server's CPU time per request (utime + stime of the serving
 processes over the wrk run, over the requests served; not measured for the probes during the
 flood, which share the server with it) and its ratio to GET /health's on the same engine.
@@ -24,6 +32,16 @@ import sys
 NGINX_RATIO = 0.80
 FLOOD_P99_MS = 10.0
 FLOOD_RATIO = 0.25
+
+# issue 36 item 2: (scenario, label, goal: a share of GET /health's req/s, or one per engine)
+READS = [
+    ("users_me", "GET /users/me", {"sqlite": 0.70, "postgres": 0.55}),
+    ("job_detail", "GET /jobs/:id", 0.5),
+    ("job_quotes", "GET /quotes/job/:jobId (5 quotes)", 0.5),
+    ("notifications", "GET /users/me/notifications (the default: last 50)", 0.5),
+    ("messages_page", "GET /jobs/:id/messages?providerId&limit=50 (a full page)", 0.5),
+]
+EXTRA_COLS = ["vs_health_rps", "vs_health_cpu", "goal", "met"]  # written into latest.tsv
 
 LABELS = {
     "nginx_static": ("nginx static 200", "-t2 -c64"),
@@ -61,7 +79,17 @@ def merge_rounds(rs):
 
 def main(results):
     with open(os.path.join(results, "latest.tsv")) as f:
-        rows = list(csv.DictReader(f, delimiter="\t"))
+        reader = csv.DictReader(f, delimiter="\t")
+        rows = list(reader)
+        columns = [c for c in reader.fieldnames if c not in EXTRA_COLS]  # a second pass recomputes them
+    read_statuses = {}  # (engine, scenario) -> {status: count}: the reads' answers in the server's log
+    path = os.path.join(results, "read_statuses.tsv")
+    if os.path.exists(path):
+        for line in open(path):
+            parts = line.split()
+            if len(parts) == 4:
+                st = read_statuses.setdefault((parts[0], parts[1]), {})
+                st[parts[2]] = st.get(parts[2], 0) + int(parts[3])
     machine = {}
     path = os.path.join(results, "machine.txt")
     if os.path.exists(path):
@@ -107,6 +135,39 @@ def main(results):
     def p99(e, s):
         r = by.get((e, s))
         return float(r["p99_ms"]) if r else None
+
+    def read_verdict(e, s, goal):
+        """Read s on engine e against GET /health's req/s (None when not measured)."""
+        r = by.get((e, s))
+        if not r:
+            return None
+        goal = goal.get(e, 0.5) if isinstance(goal, dict) else goal
+        failure = []
+        if int(r["non2xx"] or 0):
+            failure.append(f"{int(r['non2xx']):,} answers >= 400 (wrk)")
+        logged = read_statuses.get((e, s), {})
+        bad = {k: n for k, n in logged.items() if not k.startswith("2")}
+        if bad:
+            failure.append("server log " + ", ".join(f"{k}: {n:,}" for k, n in sorted(bad.items())))
+        if int(r["socket_errors"] or 0):
+            failure.append(f"{int(r['socket_errors']):,} socket errors")
+        if not int(r["requests"] or 0):
+            failure.append("no request answered")
+        h_rps = rps(e, "health")
+        h_cpu = cpu_us(by[(e, "health")]) if (e, "health") in by else None
+        cpu = cpu_us(r)
+        v = {"goal": goal, "failure": "; ".join(failure), "ratio": None, "cpu_ratio": None, "met": False,
+             "answers": ", ".join(f"{k}: {n:,}" for k, n in sorted(logged.items())) or "-"}
+        if not failure and h_rps:
+            v["ratio"] = float(r["rps"]) / h_rps
+            v["cpu_ratio"] = cpu / h_cpu if cpu is not None and h_cpu else None
+            v["met"] = v["ratio"] >= goal
+        return v
+
+    verdicts = {(e, s): read_verdict(e, s, goal) for e in engines for s, _, goal in READS if (e, s) in by}
+
+    def fmt(x, spec):
+        return "-" if x is None else format(x, spec)
 
     out = []
     out.append(f"Benchmark {machine.get('date', '?')}: {machine.get('cores', '?')} cores, {machine.get('cpu', '?')}, "
@@ -182,15 +243,63 @@ def main(results):
             goals.append((e, f"{name} during flood: p99 <= {FLOOD_P99_MS:g} ms", measured, ok_p99))
             goals.append((e, f"{name} during flood: >= {FLOOD_RATIO:.0%} of quiet req/s", f"{ratio:.0%}",
                           ratio >= FLOOD_RATIO))
+        for s, name, _ in READS:
+            v = verdicts.get((e, s))
+            if v:
+                measured = (f"FAILED: {v['failure']}" if v["failure"] else
+                            f"{fmt(v['ratio'], '.2f')}x (CPU {fmt(v['cpu_ratio'], '.2f')}x /health's)")
+                goals.append((e, f"{name} >= {v['goal']:g}x GET /health req/s", measured, v["met"]))
+    if verdicts:
+        out.append("")
+        out.append("Reads against GET /health (issue 36 item 2), -t2 -c64 as the job's customer. x /health: the "
+                   "read's req/s and CPU µs/req over the means of GET /health's rounds in the same engine's run. "
+                   "answers: their statuses in the server's access log, warm-up included (step 2's /users/me: wrk's "
+                   "count alone).")
+        out.append("")
+        out.append("| engine | read | wrk | req/s | p99 ms | CPU µs/req | x /health req/s | x /health CPU | answers "
+                   "| goal | met |")
+        out.append("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |")
+        for e in engines:
+            for s, label, _ in READS:
+                v = verdicts.get((e, s))
+                if not v:
+                    continue
+                r = by[(e, s)]
+                wrk = f"-t{r['threads']} -c{r['conns']} {float(r['duration_s']):.0f}s"
+                goal = f">= {v['goal']:g}x /health"
+                if v["failure"]:
+                    out.append(f"| {e} | {label} | {wrk} | FAILED | - | - | - | - | {v['failure']}; {v['answers']} "
+                               f"| {goal} | NO (failed) |")
+                    continue
+                out.append(f"| {e} | {label} | {wrk} | {float(r['rps']):,.0f} | {float(r['p99_ms']):.2f} | "
+                           f"{fmt(cpu_us(r), '.1f')} | {fmt(v['ratio'], '.2f')} | {fmt(v['cpu_ratio'], '.2f')} | "
+                           f"{v['answers']} | {goal} | {'yes' if v['met'] else 'NO'} |")
     out.append("")
     out.append("| engine | goal | measured | result |")
     out.append("| --- | --- | ---: | --- |")
     for e, goal, measured, ok in goals:
-        out.append(f"| {e} | {goal} | {measured} | {'met' if ok else 'MISSED'} |")
+        result = "met" if ok else "FAILED" if measured.startswith("FAILED") else "MISSED"
+        out.append(f"| {e} | {goal} | {measured} | {result} |")
     met = sum(1 for g in goals if g[3])
     out.append("")
     out.append(f"goals met: {met} of {len(goals)}")
     print("\n".join(out))
+
+    # the reads' judgement beside their rows in latest.tsv
+    for r in rows:
+        v = verdicts.get((r["engine"], r["scenario"]))
+        if not v:
+            r.update(dict.fromkeys(EXTRA_COLS, "-"))
+            continue
+        r["vs_health_rps"] = "failed" if v["failure"] else fmt(v["ratio"], ".3f")
+        r["vs_health_cpu"] = "failed" if v["failure"] else fmt(v["cpu_ratio"], ".3f")
+        r["goal"] = f">={v['goal']:g}x"
+        r["met"] = "yes" if v["met"] else "NO"
+    with open(os.path.join(results, "latest.tsv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=columns + EXTRA_COLS, delimiter="\t", lineterminator="\n",
+                           extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
 
 
 if __name__ == "__main__":
