@@ -476,25 +476,33 @@ class Session:
         assert self.proc.wait(10) == 0, self.proc.stderr.read()
 
 
+def banner_rows(api, server, streams):
+    """PostgreSQL only: a new customer, a stream of theirs, its first position, and event(title,
+    notify=True): the SQL that writes a banner event for them as the service does (the row, then
+    its recipient by the id the sequence gave), tagged with tag, notifying the instances or not."""
+    if not server.env["DATABASE_URL"].startswith("postgres"):
+        pytest.skip("PostgreSQL only: SQLite has one writer, and positions are its ids")
+    u = api.register_user()
+    s = streams(u["token"])
+    now = int(epoch(api.advance_clock(0)) * 1000)
+    tag = uuid.uuid4().hex[:8]
+
+    def event(title, notify=True):
+        data = '{"icon":null,"title":"%s","body":"%s"}' % (title, tag)
+        return (f"INSERT INTO events (kind, data, created_at) VALUES ('banner', '{data}', {now}); "
+                f"INSERT INTO event_recipients (recipient, event_id) VALUES ('user:{u['id']}', "
+                "currval('events_id_seq'));" + (" NOTIFY marketplace_events;" if notify else ""))
+
+    return u, s, int(s.ids[0]), event, tag
+
+
 def test_positions_follow_the_commits_not_the_starts(api, server, pg_cluster, streams, admin_token):
     """On PostgreSQL events are written without a lock and positioned after their commit. Two
     transactions write an event each as the service does (the row, then its recipient by the
     id the sequence gave); the first to start, with the smaller id, commits last, and a third
     rolls back. The stream gets both, in position order (the commits'), once each; a replay
     from the first one's id gives the second exactly; the rolled-back one appears nowhere."""
-    if not server.env["DATABASE_URL"].startswith("postgres"):
-        pytest.skip("PostgreSQL only: SQLite has one writer, and positions are its ids")
-    u = api.register_user()
-    s = streams(u["token"])
-    start = int(s.ids[0])
-    now = int(epoch(api.advance_clock(0)) * 1000)
-    tag = uuid.uuid4().hex[:8]
-
-    def event(title):
-        data = '{"icon":null,"title":"%s","body":"%s"}' % (title, tag)
-        return (f"INSERT INTO events (kind, data, created_at) VALUES ('banner', '{data}', {now}); "
-                f"INSERT INTO event_recipients (recipient, event_id) VALUES ('user:{u['id']}', "
-                "currval('events_id_seq')); NOTIFY marketplace_events;")
+    u, s, start, event, tag = banner_rows(api, server, streams)
 
     mine = lambda d: d["body"] == tag  # noqa: E731
     url = server.env["DATABASE_URL"]
@@ -536,17 +544,8 @@ def test_an_event_its_writer_left_without_a_position_is_delivered(api, server, p
     """A writer that stops between its commit and its pump's positioning leaves its rows without
     a position, and no instance is told (its NOTIFY is the pump's). Another pump finds them
     waiting at two of its looks a second apart and positions them: the stream gets the event."""
-    if not server.env["DATABASE_URL"].startswith("postgres"):
-        pytest.skip("PostgreSQL only: on SQLite an event's position is its id")
-    u = api.register_user()
-    s = streams(u["token"])
-    start = int(s.ids[0])
-    now = int(epoch(api.advance_clock(0)) * 1000)
-    tag = uuid.uuid4().hex[:8]
-    data = '{"icon":null,"title":"left behind","body":"%s"}' % tag
-    sql(server, pg_cluster, f"INSERT INTO events (kind, data, created_at) VALUES ('banner', '{data}', {now}); "
-                            f"INSERT INTO event_recipients (recipient, event_id) VALUES ('user:{u['id']}', "
-                            "currval('events_id_seq'))")
+    _, s, start, event, tag = banner_rows(api, server, streams)
+    sql(server, pg_cluster, event("left behind", notify=False))
     got = s.wait("banner", lambda d: d["body"] == tag, timeout=10)
     assert int(got[0]["id"]) > start
     assert sql(server, pg_cluster, f"SELECT count(*) FROM events WHERE data LIKE '%{tag}%' AND pos IS NULL") == [("0",)]
