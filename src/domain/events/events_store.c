@@ -206,12 +206,16 @@ db_rc events_tokens_ended_in(db_conn *c, const char *subject, bool staff) {
  * given; events_pos_seq moves to the last one (a sequence, not MAX(pos): that goes back when the
  * newest event is pruned or erased). The statement's snapshot is taken once the lock is held, so
  * it sees every position the previous positioner committed. setval and the notice (delivered at
- * the commit) only when rows were placed. */
+ * the commit) only when rows were placed. The UPDATE finds its rows by id alone: nobody else
+ * changes a row without a position (the lock), and with `AND e.pos IS NULL` beside it the
+ * planner, its statistics behind a burst of writes, drove the UPDATE from every waiting row and
+ * looked each up in todo: 3.7 s a batch at 51,000 waiting, and positioning fell minutes behind
+ * POST /quotes on PostgreSQL (docs/performance-history.md, section 16). */
 static const char PLACE[] =
     "WITH todo AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM events WHERE pos IS NULL "
     "ORDER BY id LIMIT $1), "
     "placed AS (UPDATE events e SET pos = (SELECT last_value FROM events_pos_seq) + todo.n FROM todo "
-    "WHERE e.id = todo.id AND e.pos IS NULL RETURNING e.pos) "
+    "WHERE e.id = todo.id RETURNING e.pos) "
     "SELECT count(*), CASE WHEN count(*) > 0 THEN setval('events_pos_seq', MAX(pos)) END, "
     "CASE WHEN count(*) > 0 THEN pg_notify($2, $3) END FROM placed";
 
@@ -269,6 +273,19 @@ err_t events_store_position(int64_t *pos) {
   return e ? e : db_to_err(last_position(pos)); /* the origin, or later */
 }
 
+/* The pump's read of a batch's recipients. On PostgreSQL the named ones are looked up per event
+ * (a LATERAL subquery that OFFSET 0 keeps from being flattened): the planner otherwise turned
+ * the join around once its generic plan (a prepared statement, after five runs) or stale
+ * statistics misjudged the range, hashing every row of event_recipients at every round,
+ * 13 ms at 100,000 rows and growing with the outbox. SQLite looks them up by event either way. */
+#define PG_RECIPIENTS_OF_E "LATERAL (SELECT recipient FROM event_recipients WHERE event_id = e.id OFFSET 0) r"
+/* with the providers who match an open job's event now */
+#define MATCHING_PROVIDERS                                                                                             \
+  "UNION SELECT e.pos, 'provider:' || s.provider_id FROM events e "                                                    \
+  "JOIN provider_zips z ON z.zip = e.match_zip "                                                                       \
+  "JOIN provider_services s ON s.provider_id = z.provider_id AND s.service = e.match_service "                         \
+  "WHERE e.pos > $1 AND e.pos <= $2 AND e.match_service IS NOT NULL ORDER BY 1"
+
 err_t events_store_batch(arena *a, int64_t after, int limit, db_res **events, db_res **recipients) {
   db_conn *c = db_acquire();
   db_rc rc = db_exec(c, a, events, "SELECT pos, kind, data, id FROM events WHERE pos > $1 ORDER BY pos LIMIT $2",
@@ -277,12 +294,11 @@ err_t events_store_batch(arena *a, int64_t after, int limit, db_res **events, db
   /* the named recipients, and the providers who match an open job's event now */
   if (rc == DB_OK)
     rc = db_exec(c, a, recipients,
-                 "SELECT e.pos, r.recipient FROM event_recipients r JOIN events e ON e.id = r.event_id "
-                 "WHERE e.pos > $1 AND e.pos <= $2 "
-                 "UNION SELECT e.pos, 'provider:' || s.provider_id FROM events e "
-                 "JOIN provider_zips z ON z.zip = e.match_zip "
-                 "JOIN provider_services s ON s.provider_id = z.provider_id AND s.service = e.match_service "
-                 "WHERE e.pos > $1 AND e.pos <= $2 AND e.match_service IS NOT NULL ORDER BY 1",
+                 db_engine_get() == DB_POSTGRES
+                     ? "SELECT e.pos, r.recipient FROM events e, " PG_RECIPIENTS_OF_E
+                       " WHERE e.pos > $1 AND e.pos <= $2 " MATCHING_PROVIDERS
+                     : "SELECT e.pos, r.recipient FROM event_recipients r JOIN events e "
+                       "ON e.id = r.event_id WHERE e.pos > $1 AND e.pos <= $2 " MATCHING_PROVIDERS,
                  DB_ARGS(DB_INT(after), DB_INT(last)));
   db_release(c);
   return db_to_err(rc);
