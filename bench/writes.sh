@@ -27,8 +27,7 @@
 # Output: bench/results/writes/ (latest.txt, latest.tsv, machine.txt, raw/).
 # Knobs: ENGINES, DURATION (10), WARMUP (3), POOL (80000 writes of each kind seeded), JOBS
 # (20000 filler jobs), WRITES (which of "jobs messages status accept quotes quotes_two", all by
-# default),
-# RESULTS (bench/results/writes), BIN, SERVER_ENV, AUTOGROUP.
+# default), RESULTS (bench/results/writes), BIN, SERVER_ENV, AUTOGROUP.
 set -euo pipefail
 
 # shellcheck source=bench/lib.sh

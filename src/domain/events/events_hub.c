@@ -401,9 +401,8 @@ static void *pump_main(void *arg) {
     }
     /* what was committed since gets its positions first (PostgreSQL; a failure is logged, and
      * the rows are found waiting at the looks above), and the other instances are told in the
-     * same transaction:
-     * one NOTIFY for every commit found since the last (sent by a write transaction itself,
-     * PostgreSQL's commit-time notify lock made all of them wait for each other) */
+     * same transaction: one NOTIFY for every commit found since the last (sent by a write
+     * transaction itself, PostgreSQL's commit-time notify lock made them wait for each other) */
     bool more = false;
     if (place) events_store_place(&more);
     deliver_new();

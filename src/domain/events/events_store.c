@@ -278,8 +278,7 @@ err_t events_store_position(int64_t *pos) {
  * the join around once its generic plan (a prepared statement, after five runs) or stale
  * statistics misjudged the range, hashing every row of event_recipients at every round,
  * 13 ms at 100,000 rows and growing with the outbox. SQLite looks them up by event either way. */
-#define PG_RECIPIENTS_OF_E "LATERAL (SELECT recipient FROM event_recipients WHERE event_id = e.id OFFSET 0) r"
-/* with the providers who match an open job's event now */
+/* Both engines' read adds the providers who match an open job's event now. */
 #define MATCHING_PROVIDERS                                                                                             \
   "UNION SELECT e.pos, 'provider:' || s.provider_id FROM events e "                                                    \
   "JOIN provider_zips z ON z.zip = e.match_zip "                                                                       \
@@ -291,12 +290,11 @@ err_t events_store_batch(arena *a, int64_t after, int limit, db_res **events, db
   db_rc rc = db_exec(c, a, events, "SELECT pos, kind, data, id FROM events WHERE pos > $1 ORDER BY pos LIMIT $2",
                      DB_ARGS(DB_INT(after), DB_INT(limit)));
   int64_t last = rc == DB_OK && (*events)->rows ? db_int(*events, (*events)->rows - 1, 0) : after;
-  /* the named recipients, and the providers who match an open job's event now */
   if (rc == DB_OK)
     rc = db_exec(c, a, recipients,
                  db_engine_get() == DB_POSTGRES
-                     ? "SELECT e.pos, r.recipient FROM events e, " PG_RECIPIENTS_OF_E
-                       " WHERE e.pos > $1 AND e.pos <= $2 " MATCHING_PROVIDERS
+                     ? "SELECT e.pos, r.recipient FROM events e, LATERAL (SELECT recipient FROM event_recipients "
+                       "WHERE event_id = e.id OFFSET 0) r WHERE e.pos > $1 AND e.pos <= $2 " MATCHING_PROVIDERS
                      : "SELECT e.pos, r.recipient FROM event_recipients r JOIN events e "
                        "ON e.id = r.event_id WHERE e.pos > $1 AND e.pos <= $2 " MATCHING_PROVIDERS,
                  DB_ARGS(DB_INT(after), DB_INT(last)));
