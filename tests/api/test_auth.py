@@ -1121,7 +1121,9 @@ def test_concurrent_use_of_one_reset_token(api):
 
 
 # ---------------------------------------------------------------- hashing saturation
+# The hashing lane and the slow lane are the HTTP core's, whatever the engine: SQLite only.
 
+@pytest.mark.engine_independent
 def test_saturated_hashing_answers_503_and_health_stays_up(server_factory):
     srv = server_factory(BCRYPT_COST="12", BCRYPT_THREADS="1", BCRYPT_QUEUE="0")
     api = Api(srv)
@@ -1165,6 +1167,7 @@ def test_saturated_hashing_answers_503_and_health_stays_up(server_factory):
     assert max(dt for _, dt in health) < 1.0, health
 
 
+@pytest.mark.engine_independent
 def test_refused_logins_are_held_without_a_worker(server_factory):
     # Two slow-lane workers, one of them busy with a login hashing at cost 14 (about a second):
     # the refused logins' 503s are each held 200 ms, but by the server's timer, not by the one
