@@ -57,7 +57,7 @@ started=$(date +%s)
 passes=(asan postgres unsanitized pgbouncer)
 echo "== api: ${passes[*]} side by side, and the rest at a low priority (logs in $logs/)"
 for pass in "${passes[@]}"; do
-  jobs=4
+  jobs=3
   case $pass in unsanitized | pgbouncer) jobs=2 ;; esac # a part of the suite
   (
     make --no-print-directory "api-$pass" API_JOBS=$jobs >"$logs/$pass.log" 2>&1
