@@ -48,7 +48,8 @@ deps-test:
 build/marketplace: $(OBJ)
 	@echo "LD $@"; $(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-build/gen/migrations.c: scripts/embed_migrations.sh $(wildcard migrations/*/*.sql)
+# the directories too: a migration removed (a branch switched) changes only their times
+build/gen/migrations.c: scripts/embed_migrations.sh migrations/sqlite migrations/postgres $(wildcard migrations/*/*.sql)
 	@mkdir -p $(@D)
 	scripts/embed_migrations.sh migrations > $@
 
