@@ -61,7 +61,7 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "engine_independent: the file tests what does not touch the database "
+    config.addinivalue_line("markers", "engine_independent: the file (or test) tests what does not depend on the database "
                             "(HTTP parsing, the OpenAPI document, the client, compression); it runs in the "
                             "SQLite passes only, not again on PostgreSQL")
     config.addinivalue_line("markers", "once: runs in one pass only, the release binary on SQLite (slow tests of "

@@ -508,6 +508,7 @@ def test_one_file_split_near_its_start_is_read_whole(server, api, pro):
         assert_served(json.loads(out)["logoUrl"], data, "image/png")
 
 
+@pytest.mark.engine_independent  # multipart parsing, whatever the engine
 def test_several_files_split_near_each_part_are_read_whole(server, api):
     user = api.register_user()
     r = api.post("/users/me/addresses", token=user["token"], json={"address": "1 Split St", "zip": "10001"})
@@ -525,6 +526,7 @@ def test_several_files_split_near_each_part_are_read_whole(server, api):
         assert [fetch(u).content for u in got["serviceAreaPhotos"][-3:]] == area, split
 
 
+@pytest.mark.engine_independent  # multipart parsing, whatever the engine
 def test_text_field_split_inside_a_utf8_character_keeps_every_byte(server, api):
     """65 two-byte characters are one too many for providerId (at most 64): a value that lost
     bytes at a chunk boundary would pass the length rule and reach the handler instead."""
@@ -585,6 +587,7 @@ def _peak_rss_kib(srv):
         return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
 
 
+@pytest.mark.engine_independent  # multipart parsing, whatever the engine
 def test_text_field_sent_in_small_pieces_costs_little_memory(server_factory):
     """Each chunk of a text field used to copy the whole value so far: 60 KiB arriving in
     about two thousand reads cost some 60 MiB (a byte at a time, gigabytes)."""

@@ -300,6 +300,7 @@ def test_drive_time_router_failure_is_503(rapi, fake_geo, mode):
     assert "secret" not in r.text
 
 
+@pytest.mark.engine_independent  # an outbound call's time bound, whatever the engine
 def test_drive_time_router_silent_for_7_seconds_is_504(rapi, fake_geo):
     fake_geo.delay("route", 30)  # far longer than the service waits
     started = time.monotonic()
