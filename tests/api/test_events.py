@@ -11,6 +11,7 @@ committed before.
 """
 import datetime
 import os
+import socket
 import subprocess
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -598,7 +599,14 @@ def test_a_slow_reader_is_cut_and_catches_up(api, server, streams):
         quote(api, pro, f.job_id)
     # a reader that takes nothing: its socket holds a few kilobytes, the stream at most 1 MiB
     slow = Stream(server.url, token=f.user["token"], rcvbuf=4096, paused=True, schema=stream_schema(server))
-    eventually(lambda: api.get("/__test/load").json()["inFlight"] == 0, 10, "the stream answered")
+
+    def joined():  # its first position, written once it has joined the hub, waits in its socket
+        try:
+            return b"\nid: " in slow.sock.recv(4096, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return False
+
+    eventually(joined, 10, "the stream's position")  # else the first messages may come before it
     text = "x" * 1990
 
     def post_all(n, pro):  # 250 messages of 2 kB from one provider, in order
@@ -613,7 +621,8 @@ def test_a_slow_reader_is_cut_and_catches_up(api, server, streams):
     def in_order(ids):  # no repeat, and each provider's messages a prefix of what it posted, in order
         assert len(ids) == len(set(ids)) and set(ids) <= posted
         for own in by_pro:
-            theirs = [m for m in ids if m in set(own)]
+            mine = set(own)
+            theirs = [m for m in ids if m in mine]
             assert theirs == own[:len(theirs)]
 
     slow.resume()
