@@ -16,12 +16,15 @@
   (`validation_failed`, with that field). Name the code where the service names a more precise
   one (invalid_state, email_taken, ...). `send_raw_json(api, method, path, token, raw)` sends text
   that need not be JSON as a JSON body.
+- `server_seconds(api)`: the service clock's now (it may run ahead of the real one), in epoch
+  seconds.
 - `pages(api, path, token, params, wrap=None, between=None)`: follows a paged list's
   `Link: <...>; rel="next"` from its first page to its last, checking that every page but the
   last announces the next (and, for a wrapped answer, that `nextCursor` is the Link's cursor),
   and returns the pages; `between(i)` runs after page i, so rows can arrive meanwhile.
 """
 import contextlib
+import datetime
 import random
 import re
 import signal
@@ -139,6 +142,11 @@ def assert_error(r, status, message, code=None, field=None):
 def send_raw_json(api, method, path, token, raw):
     """method path with raw (text, JSON or not) as its body, declared application/json."""
     return api.request(method, path, token=token, data=raw, headers={"Content-Type": "application/json"})
+
+
+def server_seconds(api):
+    """The service clock's now, in epoch seconds (POST /__test/clock moving it by nothing)."""
+    return datetime.datetime.fromisoformat(api.advance_clock(0).replace("Z", "+00:00")).timestamp()
 
 
 LINK_NEXT = re.compile(r'^<([^>]+)>; rel="next"$')

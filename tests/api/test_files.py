@@ -23,7 +23,7 @@ import raw_http
 from conftest import Api, contract_observe
 from fake_s3 import FakeS3
 from flow_helpers import post_job
-from helpers import error_body, eventually, png_bytes
+from helpers import error_body, eventually, png_bytes, server_seconds
 from test_providers import (GPS_SECRET, CERT_SIZE, assert_gone, assert_served, certificate_lines, exif_gps_app1, exif_of,
                             expected_ins, fetch, file_key, id_fields, identify_ok, jpeg_bytes, jpeg_segment_markers,
                             jpeg_with_metadata, licence_lines, me, png_chunk_types, server_today,
@@ -105,12 +105,9 @@ def test_url_shape_and_exact_bytes(server, api, pro):
     m = FILE_URL_RE.match(url)
     assert m, url
     assert int(m.group(1)) == server.port  # PUBLIC_URL is http://localhost:<port>
-    def clock():  # the service's
-        return datetime.datetime.fromisoformat(api.advance_clock(0).replace("Z", "+00:00")).timestamp()
-
-    before = clock()
+    before = server_seconds(api)
     r = assert_served(url, data, "image/png")
-    after = clock()  # the answer's time lies between: under load, seconds apart
+    after = server_seconds(api)  # the answer's time lies between: under load, seconds apart
     # cacheable for as long as the link is valid (issue 33), with a strong validator
     expires = int(url_query(url)["expires"])
     age = int(r.headers["Cache-Control"].removeprefix("private, max-age="))
@@ -278,7 +275,7 @@ def test_links_are_stable_within_a_window(server_factory):
     p = api.register_provider()
     logo(api, p["token"], png_bytes(seed=122))
     upload_licence(api, p["token"], front=png_bytes(seed=123))
-    now = datetime.datetime.fromisoformat(api.advance_clock(0).replace("Z", "+00:00")).timestamp()
+    now = server_seconds(api)
     first = me(api, p["token"])
     second = me(api, p["token"])
     assert first["logoUrl"] == second["logoUrl"]
@@ -356,7 +353,7 @@ def test_every_signed_url_is_stable_within_its_window(server_factory):
         return out
 
     # just after a boundary of the 5-minute windows (and of the hour), so a minute stays inside
-    now = datetime.datetime.fromisoformat(api.advance_clock(0).replace("Z", "+00:00")).timestamp()
+    now = server_seconds(api)
     api.advance_clock(((3600 - now % 3600) + 1) * 1000)
     first = read_all()
     api.advance_clock(60 * 1000)

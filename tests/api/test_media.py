@@ -14,7 +14,6 @@ import os
 import struct
 import subprocess
 import time
-from datetime import datetime
 import zlib
 from urllib.parse import parse_qs, urlsplit
 
@@ -23,7 +22,7 @@ import pytest
 from conftest import Api
 from fake_s3 import FakeS3
 from flow_helpers import asap_job, fresh_zip, named_customer, named_provider, ok, quote
-from helpers import error_body, pages
+from helpers import error_body, pages, server_seconds
 
 WEBP = "image/webp"
 
@@ -270,11 +269,6 @@ def test_files_have_a_strong_stable_etag_and_answer_304(api):
             assert r.status_code == 200 and r.content == first.content, header
     # the two files have different tags
     assert local(api, url).headers["ETag"] != local(api, variant).headers["ETag"]
-
-
-def server_seconds(api):
-    """The service clock's now, in epoch seconds (POST /__test/clock moving it by nothing)."""
-    return datetime.fromisoformat(api.advance_clock(0).replace("Z", "+00:00")).timestamp()
 
 
 def max_age(r):

@@ -6,7 +6,6 @@ Spec: marketplace-api.md sections 1 (premium unlocks favorites, spend summary, n
 alerts), 2 (Favorite, ProNote), 3 (premium flags), 4 (Users), 5 (/users/me/* is user only),
 7 (premium_required); the project's docs/decisions.md ("Customer premium").
 """
-import datetime
 
 import pytest
 
@@ -14,7 +13,7 @@ from conftest import Api
 from flow_helpers import (FORBIDDEN, UNAUTHORIZED, accept, customer, fresh_zip, ok, post_job, private_zip,
                           provider, quote, step)
 from conftest import sign_webhook
-from helpers import error_body, eventually
+from helpers import error_body, eventually, server_seconds
 from test_notifications import FakePush
 
 PREMIUM_REQUIRED = error_body(403, "This feature requires a premium subscription", "premium_required")
@@ -29,7 +28,7 @@ def webhook(api, type_, obj):
     """A signed processor event at the service's clock (Stripe's scheme, decisions.md 5)."""
     import json
     import uuid
-    now = datetime.datetime.fromisoformat(api.advance_clock(0).replace("Z", "+00:00")).timestamp()
+    now = server_seconds(api)
     raw = json.dumps({"id": f"evt_{uuid.uuid4().hex}", "object": "event", "type": type_, "data": {"object": obj}})
     r = api.post("/webhooks", data=raw, headers={"Content-Type": "application/json",
                                                  "Stripe-Signature": sign_webhook(raw, timestamp=now)})
