@@ -117,7 +117,7 @@ Test controls (all thread-safe):
 - `delay(method, path, seconds)`: requests to that path are held for `seconds` before they are
   carried out (with an idempotency key: while the key is in flight); `hold(method, path)`: the
   same until the returned threading.Event is set (at most 30 s); `delay(method, path, 0)`
-  removes either.
+  removes either; `with held(method, path):` holds them for the block, then lets them go.
 - `deny(status)`: 401 (revoked key) or 403 (restricted key lacking the permission) for every
   request until `deny(None)`.
 - `reset_controls()`: clears fail_next, delay/hold and deny.
@@ -146,6 +146,7 @@ Test controls (all thread-safe):
 - `charges(customer)` / `holds(customer)`: the customer's PaymentIntents that moved money
   (succeeded) / that hold it (requires_capture), for counting.
 """
+import contextlib
 import copy
 import hashlib
 import json
@@ -736,6 +737,15 @@ class FakeStripe(ServedFake):
         with self.lock:
             self.delays[(method.upper(), path)] = release
         return release
+
+    @contextlib.contextmanager
+    def held(self, method, path):
+        release = self.hold(method, path)
+        try:
+            yield
+        finally:
+            release.set()
+            self.delay(method, path, 0)
 
     def _wait(self, method, path):
         with self.lock:

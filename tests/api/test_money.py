@@ -414,8 +414,7 @@ def test_stripe_a_refund_whose_answer_was_lost_is_pending_until_it_settles_once(
     intent = job.payment()["processorPaymentIntentId"]
     fake.fail_next("POST", "/v1/refunds", count=3, status=500, after_processing=True)
     fake.fail_next("GET", "/v1/refunds", count=3, status=500)
-    release = fake.hold("GET", "/v1/refunds")  # the look-up after the lost ones waits for the test
-    try:
+    with fake.held("GET", "/v1/refunds"):  # the look-up after the lost ones waits for the test
         r = staff_refund(sw, job.id, amount=25, reason="Broken gate")
         assert (r.status_code, r.json()) == (503, UNAVAILABLE)
         assert "Retry-After" in r.headers
@@ -423,9 +422,6 @@ def test_stripe_a_refund_whose_answer_was_lost_is_pending_until_it_settles_once(
             again = staff_refund(sw, job.id, headers=headers, amount=amount, reason="Broken gate")
             assert (again.status_code, again.json()) == (409, PENDING), (headers, amount)
         assert job.payment()["refundedAmount"] == 0
-    finally:
-        release.set()
-        fake.delay("GET", "/v1/refunds", 0)
     paid = eventually(job.payment, 30, "the refund settled in the background", interval=0.1,
                       until=lambda p: p["refundedAmount"] == 25)
     assert paid["status"] == "PAID"
@@ -437,13 +433,9 @@ def test_stripe_a_refund_whose_answer_was_lost_is_pending_until_it_settles_once(
     key = {"Idempotency-Key": f"refund-{uuid.uuid4()}"}
     fake.fail_next("POST", "/v1/refunds", count=3, status=500, after_processing=True)
     fake.fail_next("GET", "/v1/refunds", count=3, status=500)
-    release = fake.hold("GET", "/v1/refunds")  # else the background may settle it before the answer: 200
-    try:
+    with fake.held("GET", "/v1/refunds"):  # else the background may settle it before the answer: 200
         r = staff_refund(sw, job.id, headers=key, amount=10, reason="Late")
         assert (r.status_code, r.json()) == (503, UNAVAILABLE)
-    finally:
-        release.set()
-        fake.delay("GET", "/v1/refunds", 0)
     body = ok(staff_refund(sw, job.id, headers=key, amount=10, reason="Late"))
     assert (body["refund"]["amount"], body["payment"]["refundedAmount"]) == (10.0, 35)
     replay = staff_refund(sw, job.id, headers=key, amount=10, reason="Late")
