@@ -329,7 +329,7 @@ start_pg() {
   as_pg "$PG_BIN/initdb" -D "$d/data" -A trust -U postgres --no-sync >/dev/null
   PG_DATA=$d/data
   as_pg "$PG_BIN/pg_ctl" -D "$d/data" -l "$d/log" -w start -o "-p $PG_PORT -k $d -c listen_addresses=127.0.0.1 \
--c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" >/dev/null
+-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 ${PG_OPTS:-}" >/dev/null
   as_pg "$PG_BIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U postgres mp_bench
   PG_URL="postgres://postgres@127.0.0.1:$PG_PORT/mp_bench"
 }

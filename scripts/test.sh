@@ -10,7 +10,7 @@
 #     the client package, time bounds of hung services), which run on the release binary
 #     (api-unsanitized); every test on PostgreSQL with the release binary; and the files marked
 #     `pooler` again on PostgreSQL behind a PgBouncer in transaction pooling, as production runs
-#     it. The sanitized build is the release build plus the sanitizers (same -O2), so a whole
+#     it, once the unsanitized pass has ended (the run's first minutes are CPU-bound). The sanitized build is the release build plus the sanitizers (same -O2), so a whole
 #     plain SQLite pass beside it would test the same code twice and cost the run its time goal;
 #     meanwhile, at the lowest CPU priority, the rest: the unit tests and the fuzz targets are
 #     built, the unit tests run, the fakes' self-tests (the fake Stripe is held to Stripe's
@@ -56,10 +56,14 @@ started=$(date +%s)
 # PostgreSQL server's) goes to <pass>.cpu: `times` outside a pipe, whose subshell has no children
 passes=(asan postgres unsanitized pgbouncer)
 echo "== api: ${passes[*]} side by side, and the rest at a low priority (logs in $logs/)"
+rm -f "$logs"/*.cpu
 for pass in "${passes[@]}"; do
   jobs=3
   case $pass in unsanitized | pgbouncer) jobs=2 ;; esac # a part of the suite
   (
+    # the PgBouncer pass waits for the unsanitized one: the first minutes are CPU-bound (every
+    # pass, the browsers, the fuzz build), the last ones are not (the two long passes' waits)
+    if [ "$pass" = pgbouncer ]; then while [ ! -e "$logs/unsanitized.cpu" ]; do sleep 1; done; fi
     make --no-print-directory "api-$pass" API_JOBS=$jobs >"$logs/$pass.log" 2>&1
     rc=$?
     times >"$logs/$pass.cpu"

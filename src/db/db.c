@@ -77,6 +77,7 @@ typedef struct pool {
 #define BREAKER_OPEN_MS 1000
 
 _Thread_local int64_t db_deadline_ms;
+_Thread_local bool db_replan;
 static _Thread_local bool unavailable_seen;
 static _Thread_local int trips; /* db_trips */
 
@@ -152,6 +153,7 @@ db_engine db_engine_get(void) { return engine; }
 bool db_reads_inline(void) { return engine == DB_SQLITE && pools[DB_POOL_EVENT].size > 0; }
 
 void db_use_pool(db_pool_kind kind) { thread_pool = kind; }
+void db_plan_each_run(void) { db_replan = true; }
 
 /* Connections this thread holds. A thread that holds one and waits for another can deadlock
  * the pool (every worker of the database lane holds one), so that is a bug: reported, and

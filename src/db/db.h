@@ -83,6 +83,13 @@ bool db_open(const char *url, int pool_size, int slow_pool_size, char err[256]);
 /* Makes the calling thread take its connections from kind's pool (the default is
  * DB_POOL_REQUESTS). Slow-lane workers and queue workers call it once at start. */
 void db_use_pool(db_pool_kind kind);
+/* Makes the calling thread's statements planned on every run instead of once per connection
+ * (PostgreSQL: the unnamed statement, as behind PgBouncer). For the threads whose tables swing
+ * from empty to thousands of rows within seconds (the outbox's pump, the queue's workers): a
+ * plan PostgreSQL caches while a table is nearly empty scans it whole, and keeps doing so until
+ * the table is next analyzed, up to a minute later (docs/performance.md, "PostgreSQL's cached
+ * plans"). */
+void db_plan_each_run(void);
 /* Closes every connection; no connection may be in use. */
 void db_close(void);
 db_engine db_engine_get(void);

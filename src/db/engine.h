@@ -28,6 +28,8 @@ typedef struct db_stmt {
 /* A deadline (clock_mono_ms) for the calling thread's statements, 0 for none: past it the
  * engine gives up on the statement (and, on PostgreSQL, on the connection) with DB_DOWN. */
 extern _Thread_local int64_t db_deadline_ms;
+/* Whether the calling thread's statements are planned on every run (db_plan_each_run). */
+extern _Thread_local bool db_replan;
 
 typedef struct engine_ops {
   /* Opens one connection; NULL with a message in err. */

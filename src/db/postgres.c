@@ -287,7 +287,7 @@ static bool queue_stmt(pg_conn *c, const db_stmt *st, int index, sent *cmds, int
     }
   }
   char *key = stmt_key(st, types);
-  if (!CFG.pg_prepared_statements) { /* PgBouncer in transaction pooling: the unnamed statement */
+  if (!CFG.pg_prepared_statements || db_replan) { /* the unnamed statement: PgBouncer, or planned each run */
     free(key);
     cmds[(*ncmds)++] = (sent){index, -1, NULL};
     return PQsendQueryParams(c->pg, st->sql, st->n, types, values, NULL, NULL, 0) == 1;

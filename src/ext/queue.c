@@ -562,6 +562,7 @@ db_rc queue_prune_done(int64_t before_ms) {
 static void *worker_main(void *arg) {
   worker *w = arg;
   db_use_pool(DB_POOL_SLOW); /* background work never takes a request's connection */
+  db_plan_each_run();        /* job_queue grows from empty in a burst */
   if (w->lane == LANE_HEAVY) setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), HEAVY_NICE);
   while (!is_stopping()) {
     if (w->lane == LANE_GENERAL) write_deferred(), queue_due_periodics();
@@ -575,6 +576,7 @@ static void *worker_main(void *arg) {
 static void *keeper_main(void *arg) {
   (void)arg;
   db_use_pool(DB_POOL_SLOW);
+  db_plan_each_run();
   arena a;
   while (!is_stopping()) {
     nap(lease_ms() / 4);

@@ -248,8 +248,8 @@ def portal_world(api, server):
 
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed (scripts/deps.sh test)")
-@pytest.mark.unsanitized  # the SQLite (release) and PostgreSQL passes: the browser adds nothing under the
-# sanitizers that the API tests of the same routes do not cover
+@pytest.mark.unsanitized  # the SQLite (release) pass: the browser adds nothing under the sanitizers, nor on
+@pytest.mark.engine_independent  # PostgreSQL, that the API tests of the same routes there do not cover
 def test_the_portal_in_a_browser(api, server, portal_world, tmp_path):
     world = portal_world
     config = {**world, "url": server.url, "chromium": CHROMIUM, "ip": unique_ip(),

@@ -377,6 +377,7 @@ static void *pump_main(void *arg) {
   (void)arg;
   pthread_setname_np(pthread_self(), "events-pump");
   db_use_pool(DB_POOL_SLOW);
+  db_plan_each_run(); /* the outbox grows from empty in a burst */
   int64_t last_tick = 0, last_round = 0, last_look = 0, waiting = 0;
   for (;;) {
     pthread_mutex_lock(&hub.mu);
