@@ -2,6 +2,8 @@
 # run starts (a trap, plus a watchdog for SIGKILL), wrk runs bounded by `timeout`, one TSV row
 # per measurement, and starting nginx, a private PostgreSQL cluster and the service.
 # Sets the knobs both scripts share (BIN, ENGINES, DURATION, WARMUP) and ROOT, BENCH, PY.
+# PG_OPTS: more `-c name=value` settings for the private PostgreSQL cluster (to profile it:
+# "-c shared_preload_libraries=pg_stat_statements,auto_explain -c auto_explain.log_min_duration=3").
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH=$ROOT/bench

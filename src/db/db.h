@@ -87,8 +87,7 @@ void db_use_pool(db_pool_kind kind);
  * (PostgreSQL: the unnamed statement, as behind PgBouncer). For the threads whose tables swing
  * from empty to thousands of rows within seconds (the outbox's pump, the queue's workers): a
  * plan PostgreSQL caches while a table is nearly empty scans it whole, and keeps doing so until
- * the table is next analyzed, up to a minute later (docs/performance.md, "PostgreSQL's cached
- * plans"). */
+ * the table is next analyzed, up to a minute later (docs/performance-history.md, section 18). */
 void db_plan_each_run(void);
 /* Closes every connection; no connection may be in use. */
 void db_close(void);
