@@ -10,8 +10,9 @@
 #     the client package, time bounds of hung services), which run on the release binary
 #     (api-unsanitized); every test on PostgreSQL with the release binary; and the files marked
 #     `pooler` again on PostgreSQL behind a PgBouncer in transaction pooling, as production runs
-#     it, once the unsanitized pass has ended (the run's first minutes are CPU-bound). The sanitized build is the release build plus the sanitizers (same -O2), so a whole
-#     plain SQLite pass beside it would test the same code twice and cost the run its time goal;
+#     it, once the unsanitized pass has ended (the run's first minutes are CPU-bound). The
+#     sanitized build is the release build plus the sanitizers (same -O2), so a whole plain
+#     SQLite pass beside it would test the same code twice and cost the run its time goal;
 #     meanwhile, at the lowest CPU priority, the rest: the unit tests and the fuzz targets are
 #     built, the unit tests run, the fakes' self-tests (the fake Stripe is held to Stripe's
 #     description), and the fuzz targets replay their regressions and committed seeds (timed
