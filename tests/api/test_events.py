@@ -21,7 +21,7 @@ import pytest
 
 from conftest import ADMIN_ENV, ROOT, Api, Server, _CONTRACTS, _fail_on, _stop_all, admin_login, unique_ip
 from flow_helpers import Flow, accept, customer, image_files, ok, post_job, private_zip, provider, quote
-from helpers import eventually
+from helpers import eventually, server_seconds
 from sse_client import Stream, ended_within, still_open
 from staff_helpers import forge, make_staff, sql
 
@@ -118,7 +118,7 @@ def test_a_ticket_opens_one_stream_once(api, streams):
     u = api.register_user()
     api.freeze_clock()
     try:
-        now = epoch(api.advance_clock(0))
+        now = server_seconds(api)
         r = api.post("/events/ticket", token=u["token"])
     finally:
         api.freeze_clock(False)
@@ -156,7 +156,7 @@ def test_a_comment_line_every_25_seconds(api, streams):
 
 def test_the_stream_ends_with_its_token(api, server, streams):
     u = api.register_user()
-    now = int(epoch(api.advance_clock(0)))
+    now = int(server_seconds(api))
     token = forge(server, {"id": u["id"], "role": "user", "iat": now, "exp": now + 120})
     s = streams(token)
     api.advance_clock(121_000)
@@ -486,7 +486,7 @@ def banner_rows(api, server, streams):
         pytest.skip("PostgreSQL only: SQLite has one writer, and positions are its ids")
     u = api.register_user()
     s = streams(u["token"])
-    now = int(epoch(api.advance_clock(0)) * 1000)
+    now = int(server_seconds(api) * 1000)
     tag = uuid.uuid4().hex[:8]
 
     def event(title, notify=True):
