@@ -15,6 +15,7 @@
 #include "db/migrate.h"
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,31 @@ void db_close(void) {
 db_engine db_engine_get(void) { return engine; }
 
 bool db_reads_inline(void) { return engine == DB_SQLITE && pools[DB_POOL_EVENT].size > 0; }
+
+/* db_watch_table's tables: written at start-up only, read by the writer's update hook */
+#define WATCHED_MAX 8
+static const char *watched[WATCHED_MAX];
+static int nwatched;
+static _Atomic uint64_t watch_gen = 1;
+
+void db_watch_table(const char *table) {
+  for (int i = 0; i < nwatched; i++)
+    if (!strcmp(watched[i], table)) return;
+  if (nwatched == WATCHED_MAX) die("db_watch_table: more than %d tables", WATCHED_MAX);
+  watched[nwatched++] = table;
+}
+
+bool db_table_watched(const char *table) {
+  for (int i = 0; i < nwatched; i++)
+    if (!strcmp(watched[i], table)) return true;
+  return false;
+}
+
+void db_watch_moved(void) { atomic_fetch_add_explicit(&watch_gen, 1, memory_order_release); }
+
+uint64_t db_watch_generation(void) {
+  return ops && ops->sees_every_write ? atomic_load_explicit(&watch_gen, memory_order_acquire) : 0;
+}
 
 void db_use_pool(db_pool_kind kind) { thread_pool = kind; }
 void db_plan_each_run(void) { db_replan = true; }

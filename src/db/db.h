@@ -89,6 +89,17 @@ void db_use_pool(db_pool_kind kind);
  * plan PostgreSQL caches while a table is nearly empty scans it whole, and keeps doing so until
  * the table is next analyzed, up to a minute later (docs/performance-history.md, section 18). */
 void db_plan_each_run(void);
+/* Change generations, for what a process keeps of its reads (a token's check, a profile): where
+ * every write to the database passes through this process (SQLite), a number that moves after
+ * each commit that changed a row of a watched table. Read before a read, it labels what that
+ * read saw, which stays current while the number is the same. db_watch_table adds a table, at
+ * start-up before serving. db_watch_generation is 0 where the engine cannot tell (PostgreSQL:
+ * other instances write); a keeper then keeps nothing. Another process writing the SQLite file
+ * (an operator's sqlite3 shell; no command of the service writes a table any cache watches)
+ * goes unseen: a kept answer is dropped DB_WATCH_TTL_MS after its read. */
+#define DB_WATCH_TTL_MS 1000
+void db_watch_table(const char *table);
+uint64_t db_watch_generation(void);
 /* Closes every connection; no connection may be in use. */
 void db_close(void);
 db_engine db_engine_get(void);

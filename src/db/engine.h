@@ -54,6 +54,9 @@ typedef struct engine_ops {
    * connections of the HTTP event threads, which must not block). */
   void (*no_wait)(void *h);
   const char *begin_sql;
+  /* Every write to the database is made through this process's writer (SQLite), which reports
+   * commits that changed a watched table (db_watch_moved), so db_watch_generation can be kept. */
+  bool sees_every_write;
   /* Optional (PostgreSQL): a connection of its own that listens on channel; listen_wait as
    * db_listen_wait. */
   void *(*listen_open)(const char *url, const char *channel);
@@ -71,6 +74,11 @@ typedef struct engine_ops {
 db_rc db_held_begin(db_conn *c);
 db_rc db_held_commit(db_conn *c); /* rolls back when the commit fails */
 void db_held_rollback(db_conn *c);
+
+/* Watched tables (db_watch_table), for engines that see every write: whether a row change of
+ * table matters, and the generation's move after a commit (or rollback) that had one. */
+bool db_table_watched(const char *table);
+void db_watch_moved(void);
 
 extern const engine_ops sqlite_engine_ops;
 extern const engine_ops postgres_engine_ops;

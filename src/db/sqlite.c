@@ -69,6 +69,7 @@ static struct {
   int members;         /* callers in the open group */
   group_member *ended; /* those that ended and wait for its commit */
   db_rc failed;        /* why the group's transaction ended early (turn holder only) */
+  bool watched_change; /* the group changed a row of a watched table (turn holder only) */
 } writer = {.mu = PTHREAD_MUTEX_INITIALIZER, .turn = PTHREAD_COND_INITIALIZER, .committed = PTHREAD_COND_INITIALIZER};
 
 /* Each connection's page cache, in KiB: without a bound each of the 14-odd connections filled
@@ -281,6 +282,21 @@ static void checkpoint_if_due(sqlite_conn *self) {
   checkpointing = false;
 }
 
+/* The writer's update hook: a row of a watched table (db_watch_table) changed in the group. */
+static void on_row_change(void *arg, int op, const char *db, const char *table, sqlite3_int64 rowid) {
+  (void)arg, (void)op, (void)db, (void)rowid;
+  if (!writer.watched_change && db_table_watched(table)) writer.watched_change = true;
+}
+
+/* The group's transaction ended (committed or not): the watched tables' generation moves, before
+ * any member of the group is told, so a cache refuses what it kept from before as soon as a
+ * change is acknowledged. Rolled-back changes move it too: harmless. */
+static void group_ended(void) {
+  if (!writer.watched_change) return;
+  writer.watched_change = false;
+  db_watch_moved();
+}
+
 /* Gives the writer to the next caller (under writer.mu). */
 static void pass_turn(void) {
   writer.busy = false;
@@ -317,6 +333,7 @@ static db_rc join(void) {
       rc = DB_ERROR;
     } else {
       sqlite3_wal_hook(writer.conn->db, on_wal_commit, NULL);
+      sqlite3_update_hook(writer.conn->db, on_row_change, NULL);
     }
   }
   if (rc == DB_OK && !open && atomic_exchange(&restart_due, false))
@@ -367,6 +384,7 @@ static db_rc leave(sqlite_conn *self, bool ok) {
   pthread_mutex_unlock(&writer.mu);
   db_rc committed = commit ? run_plain(w, "COMMIT") : lost ? group_failure() : DB_OK;
   if (commit && committed != DB_OK && !sqlite3_get_autocommit(w->db)) run_plain(w, "ROLLBACK");
+  group_ended();
   pthread_mutex_lock(&writer.mu);
   for (group_member *m = writer.ended; m; m = m->next) m->done = true, m->rc = committed;
   writer.ended = NULL;
@@ -464,8 +482,6 @@ static db_rc sq_script(void *h, const char *sql) {
 static void sq_no_wait(void *h) { sqlite3_busy_timeout(((sqlite_conn *)h)->db, 0); }
 
 const engine_ops sqlite_engine_ops = {
-    ENGINE_OPS(sq),
-    .no_wait = sq_no_wait,
-    .guard_read = sq_guard_read,
-    .begin_sql = "BEGIN IMMEDIATE",
+    ENGINE_OPS(sq),           .no_wait = sq_no_wait, .guard_read = sq_guard_read, .begin_sql = "BEGIN IMMEDIATE",
+    .sees_every_write = true, /* only this process writes (the CLI writes no watched table) */
 };

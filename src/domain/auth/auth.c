@@ -14,5 +14,7 @@ const domain_def auth_domain = {.name = "auth",
                                 .routes = auth_routes,
                                 .jobs = jobs,
                                 .hooks = &auth_hooks,
+                                .init = auth_tokens_init,
+                                .stop = auth_tokens_stop,
                                 .export_parts = AUTH_EXPORT_PARTS,
                                 .forget_in = auth_store_forget_in};

@@ -36,8 +36,11 @@ err_t auth_reset_live(hs_req *req, const char *token, bool *live);
 err_t api_auth_logout_all(hs_req *req);
 /* Hourly (auth.c): ended tokens past their expiry, lapsed email changes and their counts go. */
 bool auth_prune(json_t *payload, char err[256]);
-/* auth_tokens.c: the request hook that checks every token against the database. */
+/* auth_tokens.c: the request hook that checks every token against the database, and the
+ * start-up and shutdown of the checks it keeps. */
 extern const hs_hooks auth_hooks;
+void auth_tokens_init(void);
+void auth_tokens_stop(void);
 /* auth_tokens.c: POST /auth/refresh. */
 err_t api_auth_refresh(hs_req *req);
 /* auth_tokens.c: opens a session of the account id of role ("user" or "provider", its token

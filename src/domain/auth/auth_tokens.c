@@ -18,6 +18,13 @@
  * not run when the check finds no row; the pipeline then answers 401. A password change or
  * reset therefore still ends older tokens at once, on every instance.
  *
+ * On SQLite, where every write passes through this process, a customer's or provider's token
+ * that passed its check is kept (core/gencache.h) until a commit changes the accounts or the
+ * ended tokens (db_watch_generation) or a second passes: its next requests read nothing to
+ * check it, and logout, a password change or a deletion still refuses it on its next request.
+ * A check to keep is read at once, not as a guard riding with the first statement: only an
+ * outcome known before the request goes on is kept.
+ *
  * Sessions: a customer's or provider's login (registration, password change) opens a session, a
  * family of refresh tokens (auth_tokens_store.h). Its access tokens carry the family's id (sid)
  * and live 7 days, as before; POST /auth/refresh exchanges a refresh token (256 random bits as 64
@@ -25,6 +32,7 @@
  * valid 30 days from then but never past 90 days from the login. A refresh token works once:
  * presented again, it ends its whole session and every access token issued in it. */
 #include "core/clock.h"
+#include "core/gencache.h"
 #include "core/ids.h"
 #include "core/util.h"
 #include "domain/auth/auth.h"
@@ -32,10 +40,32 @@
 #include "domain/auth/auth_tokens_store.h"
 #include "ext/digest.h"
 #include "ext/token.h"
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static err_t refuse(hs_req *req) { return hs_fail(req, ERR_UNAUTHORIZED, NULL); }
+
+static gencache *checked; /* customers' and providers' tokens that passed, by checked_key */
+#define CHECKED_SLOTS 4096
+
+void auth_tokens_init(void) {
+  db_watch_table("users");
+  db_watch_table("providers");
+  db_watch_table("ended_tokens");
+  checked = gencache_new(CHECKED_SLOTS, DB_WATCH_TTL_MS);
+}
+
+void auth_tokens_stop(void) {
+  gencache_free(checked);
+  checked = NULL;
+}
+
+/* Everything the check compares: the token's id, its subject, role and generation. */
+static void checked_key(const hs_auth *au, char key[256]) {
+  snprintf(key, 256, "%s|%s|%s|%" PRId64, au->token_id ? au->token_id : "", au->id, au->role, au->gen);
+}
 
 static err_t check_token(hs_req *req) {
   const hs_auth *au = &req->auth;
@@ -51,9 +81,19 @@ static err_t check_token(hs_req *req) {
                        : au->role_bit == ROLE_ADMIN    ? SUBJECT_ADMIN
                        : au->role_bit == ROLE_PROVIDER ? SUBJECT_PROVIDER
                                                        : SUBJECT_USER;
+  /* read before the check reads, so a change committed meanwhile makes what it found stale */
+  uint64_t gen =
+      checked && !au->elevation_id && (kind == SUBJECT_USER || kind == SUBJECT_PROVIDER) ? db_watch_generation() : 0;
+  char key[256];
+  if (gen) {
+    checked_key(au, key);
+    if (gencache_get(checked, key, gen, NULL)) return ERR_OK;
+  }
   bool found;
-  if (auth_store_subject_exists(kind, au->id, au->role, au->gen, au->token_id, &found) != ERR_OK) return ERR_INTERNAL;
+  if (auth_store_subject_exists(kind, au->id, au->role, au->gen, au->token_id, gen != 0, &found) != ERR_OK)
+    return ERR_INTERNAL;
   if (!found) return refuse(req);
+  if (gen) gencache_put(checked, key, gen, "", 0);
   if (staff_id) req->impersonation = (hs_impersonation){.elevation_id = au->elevation_id, .staff_id = staff_id};
   return ERR_OK;
 }

@@ -12,7 +12,7 @@
 #include <string.h>
 
 err_t auth_store_subject_exists(token_subject kind, const char *id, const char *role, int64_t gen, const char *token_id,
-                                bool *found) {
+                                bool at_once, bool *found) {
   /* every kind of token can be logged out (ended_tokens); an erased account's is refused here */
 #define NOT_ENDED " AND NOT EXISTS (SELECT 1 FROM ended_tokens WHERE token_id = $4)"
   static const char *const sql[] = {
@@ -26,7 +26,7 @@ err_t auth_store_subject_exists(token_subject kind, const char *id, const char *
   };
 #undef NOT_ENDED
   db_val args[] = {DB_TEXT(id), DB_TEXT(role), DB_INT(gen), DB_TEXT(token_id ? token_id : "")};
-  return db_to_err(db_guard(found, sql[kind], args, 4));
+  return db_to_err(at_once ? db_exists(found, sql[kind], args, 4) : db_guard(found, sql[kind], args, 4));
 }
 
 err_t auth_store_live_elevation(arena *a, const char *elevation_id, const char *target_id, const char *target_role,

@@ -19,9 +19,9 @@ typedef enum { SUBJECT_STAFF, SUBJECT_ADMIN, SUBJECT_USER, SUBJECT_PROVIDER } to
  * ERR_INTERNAL when the database cannot be read. A db_guard: where the request's guard may
  * wait (PostgreSQL, the database lane) *found is true and the check rides with the request's
  * first statement, which it keeps from running when the subject moved on (the server then
- * answers 401: db_guard_refused). */
+ * answers 401: db_guard_refused); at_once runs it at once instead (*found is its answer). */
 err_t auth_store_subject_exists(token_subject kind, const char *id, const char *role, int64_t gen, const char *token_id,
-                                bool *found);
+                                bool at_once, bool *found);
 /* The elevation named by an impersonation token, if it is ACTIVE for that target, activated
  * after active_since, and its staff member is enabled: that member's id in *staff_id (arena a),
  * else NULL. */

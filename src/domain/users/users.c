@@ -17,5 +17,10 @@ static err_t forget_in(db_conn *c, const account_ref *who, forget_mode mode) {
   return e ? e : users_store_forget_in(c, who, mode);
 }
 
-const domain_def users_domain = {
-    .name = "users", .routes = users_routes, .jobs = jobs, .export_in = users_export_in, .forget_in = forget_in};
+const domain_def users_domain = {.name = "users",
+                                 .routes = users_routes,
+                                 .jobs = jobs,
+                                 .init = users_profiles_init,
+                                 .stop = users_profiles_stop,
+                                 .export_in = users_export_in,
+                                 .forget_in = forget_in};

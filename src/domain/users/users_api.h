@@ -8,6 +8,9 @@
 extern const hs_route users_routes[];
 
 err_t api_users_me(hs_req *req);
+/* The profiles GET /users/me keeps (SQLite): made at start-up, dropped at shutdown. */
+void users_profiles_init(void);
+void users_profiles_stop(void);
 err_t api_users_update_me(hs_req *req);
 /* premium.c */
 err_t api_users_favorites(hs_req *req);
