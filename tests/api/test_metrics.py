@@ -175,13 +175,15 @@ def trips(before, after, method, route):
             value(after, "db_round_trips_sum", **h) - value(before, "db_round_trips_sum", **h))
 
 
-def test_db_round_trips_per_route(api, engine):
+def test_db_round_trips_per_route(server_factory, engine):
     """db_round_trips counts each request's exchanges with the database. On PostgreSQL a read
     route makes one round trip (the token's check rides in front of the read) and POST /quotes
     three (the read; the quote and the job's move; the queued email and notification with the
     COMMIT); on SQLite, where nothing crosses a network, every statement counts, and a token's
     check and GET /users/me's answer are kept until the accounts change (the check here was
-    kept from the job's posting; the first /users/me's answer serves the second)."""
+    kept from the job's posting; the first /users/me's answer serves the second). A server of its
+    own: other tests' registrations and logins would drop what it keeps."""
+    api = Api(server_factory())
     user = customer(api)
     zip_code = user["body"]["zip"]
     pro = provider(api, zips=[zip_code])
