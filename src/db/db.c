@@ -153,23 +153,26 @@ db_engine db_engine_get(void) { return engine; }
 
 bool db_reads_inline(void) { return engine == DB_SQLITE && pools[DB_POOL_EVENT].size > 0; }
 
-/* db_watch_table's tables: written at start-up only, read by the writer's update hook */
+/* db_watch_table's tables, added at start-up (while background threads may already write: each
+ * entry is published by the count) and read by the writer's update hook */
 #define WATCHED_MAX 8
 static const char *watched[WATCHED_MAX];
-static int nwatched;
+static _Atomic int nwatched;
 static _Atomic uint64_t watch_gen = 1;
 
-void db_watch_table(const char *table) {
-  for (int i = 0; i < nwatched; i++)
-    if (!strcmp(watched[i], table)) return;
-  if (nwatched == WATCHED_MAX) die("db_watch_table: more than %d tables", WATCHED_MAX);
-  watched[nwatched++] = table;
-}
-
 bool db_table_watched(const char *table) {
-  for (int i = 0; i < nwatched; i++)
+  int n = atomic_load_explicit(&nwatched, memory_order_acquire);
+  for (int i = 0; i < n; i++)
     if (!strcmp(watched[i], table)) return true;
   return false;
+}
+
+void db_watch_table(const char *table) { /* from the start-up thread alone */
+  if (db_table_watched(table)) return;
+  int n = atomic_load_explicit(&nwatched, memory_order_relaxed);
+  if (n == WATCHED_MAX) die("db_watch_table: more than %d tables", WATCHED_MAX);
+  watched[n] = table;
+  atomic_store_explicit(&nwatched, n + 1, memory_order_release);
 }
 
 void db_watch_moved(void) { atomic_fetch_add_explicit(&watch_gen, 1, memory_order_release); }
