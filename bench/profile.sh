@@ -3,13 +3,16 @@
 # production mode, wrk -t1 -c32 on GET /health and then on GET /users/me, each for SECONDS
 # under `perf record -e cpu-clock -g` of the server, and for each the server's CPU per request
 # and perf's split by object (the service, libmicrohttpd, libc, SQLite, the kernel) and by
-# symbol. Prints the tables and keeps the perf reports in RESULTS (bench/results/profile/).
-# Knobs: SECONDS_EACH (8), ENGINES (sqlite postgres), RESULTS, BIN.
+# symbol; with READS=1, then issue 36's reads as bench/run.sh's step 3 makes them
+# (bench/seed_reads.py: GET /jobs/:id, /quotes/job/:jobId, the notifications, a page of
+# messages), each the same way. Prints the tables and keeps the perf reports in RESULTS
+# (bench/results/profile/). Knobs: SECONDS_EACH (8), ENGINES (sqlite postgres), READS (0), RESULTS, BIN.
 set -euo pipefail
 
 # shellcheck source=bench/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 SECONDS_EACH=${SECONDS_EACH:-8}
+READS=${READS:-0}
 RESULTS=${RESULTS:-$BENCH/results/profile}
 for tool in wrk perf "$PY"; do command -v "$tool" >/dev/null || die "$tool not found (linux-perf, scripts/deps.sh bench)"; done
 mkdir -p "$RESULTS"
@@ -42,6 +45,13 @@ for engine in $ENGINES; do
   token=$(register "$base" "profile-$engine@example.com" "profile-password-1")
   profile "$engine" health "$base/health"
   profile "$engine" users_me "$base/users/me" -H "Authorization: Bearer $token"
+  if [ "$READS" = 1 ]; then
+    "$PY" "$BENCH/seed_reads.py" "$base" "$TMP/reads-$engine.txt"
+    reader="Authorization: Bearer $(head -1 "$TMP/reads-$engine.txt")"
+    while read -r scenario path <&3; do
+      profile "$engine" "$scenario" "$base$path" -H "$reader"
+    done 3< <(tail -n +2 "$TMP/reads-$engine.txt")
+  fi
   stop_pid "$SRV_PID"
   [ "$engine" = postgres ] && stop_pg
 done

@@ -30,6 +30,7 @@ with a success on the shared server, so every endpoint is tested by construction
 import glob
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -105,6 +106,25 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def port_kept_free():
+    """A free port below the kernel's ephemeral range, for a listener that starts long after
+    the port is chosen: no port the kernel hands out meanwhile (an outgoing connection's, another
+    test's free_port()) can be it."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            first = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        first = 32768
+    while True:
+        port = random.randrange(max(1024, first - 12000), first)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
 
 
 def unique_email(prefix="user"):

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from conftest import ROOT, free_port
+from conftest import ROOT, port_kept_free
 
 _spec = importlib.util.spec_from_file_location("quickstart", os.path.join(ROOT, "scripts", "quickstart.py"))
 quickstart = importlib.util.module_from_spec(_spec)
@@ -19,7 +19,7 @@ _spec.loader.exec_module(quickstart)
 def test_quickstart_page_runs_as_shown(server_factory):
     """Its browser section runs in headless Chromium, from the app's origin on APP_PORT (which the
     server's CORS_ORIGINS lists), and its React Native section in a React Native-like Node."""
-    app_port = free_port()
+    app_port = port_kept_free()  # listened on some 40 s later
     srv = server_factory(CORS_ORIGINS=f"http://localhost:{app_port}")
     assert srv.port != 8080 and os.path.realpath(srv.data_dir) != os.path.join(ROOT, "data")
     assert quickstart.check(srv.url, srv.data_dir, env={"APP_PORT": str(app_port)}) >= 23
