@@ -12,8 +12,14 @@ static unsigned bucket_of(const char *key) {
 }
 
 stmt_entry *stmt_cache_find(stmt_cache *c, const char *key) {
+  unsigned r = (unsigned)(((uintptr_t)key >> 4) % STMT_CACHE_RECENT);
+  /* the same address may hold another text now (a buffer on the stack): compared first */
+  if (c->recent_at[r] == key && !strcmp(c->recent[r]->key, key)) return c->recent[r];
   for (stmt_entry *e = c->buckets[bucket_of(key)]; e; e = e->next)
-    if (!strcmp(e->key, key)) return e;
+    if (!strcmp(e->key, key)) {
+      c->recent_at[r] = key, c->recent[r] = e;
+      return e;
+    }
   return NULL;
 }
 
@@ -39,5 +45,7 @@ void stmt_cache_clear(stmt_cache *c, void (*finalize)(void *stmt)) {
     }
     c->buckets[b] = NULL;
   }
+  memset(c->recent_at, 0, sizeof c->recent_at);
+  memset(c->recent, 0, sizeof c->recent);
   c->count = 0;
 }

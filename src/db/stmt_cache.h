@@ -12,8 +12,15 @@ typedef struct stmt_entry {
 } stmt_entry;
 
 #define STMT_CACHE_BUCKETS 256
+#define STMT_CACHE_RECENT 64
 typedef struct stmt_cache {
   stmt_entry *buckets[STMT_CACHE_BUCKETS];
+  /* The entry last found for a key at each address (a slot by the address's bits). Most SQL is
+   * a literal or a buffer built once, so its text comes back at the same address and is only
+   * compared, not hashed again: hashing a job's 1.5 KB detail query byte by byte took 7.5% of
+   * GET /jobs/:id (docs/performance-history.md, section 19). */
+  const char *recent_at[STMT_CACHE_RECENT];
+  stmt_entry *recent[STMT_CACHE_RECENT];
   int count;
 } stmt_cache;
 
