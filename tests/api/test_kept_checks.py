@@ -41,6 +41,15 @@ def kept(api, token, role):
     return bodies[0]
 
 
+def two_sessions_kept(api, role):
+    """A new account with a second login, both tokens read until kept: (account, second login)."""
+    a = account(api, role)
+    second = login(api, a, role)
+    kept(api, a["token"], role)
+    kept(api, second["token"], role)
+    return a, second
+
+
 def refused(api, token, role):
     """The token is refused at once, on its profile and on another route."""
     for path in (me_path(role), me_path(role) + "/notifications"):
@@ -65,10 +74,7 @@ def test_a_profile_change_shows_on_the_next_read(api):
 
 @pytest.mark.parametrize("role", ROLES)
 def test_logout_refuses_a_kept_token_at_once(api, role):
-    a = account(api, role)
-    second = login(api, a, role)
-    kept(api, a["token"], role)
-    kept(api, second["token"], role)
+    a, second = two_sessions_kept(api, role)
     assert api.post("/auth/logout", token=a["token"]).status_code == 200
     refused(api, a["token"], role)
     kept(api, second["token"], role)  # another session's token stands
@@ -76,10 +82,7 @@ def test_logout_refuses_a_kept_token_at_once(api, role):
 
 @pytest.mark.parametrize("role", ROLES)
 def test_logout_all_refuses_every_kept_token_at_once(api, role):
-    a = account(api, role)
-    second = login(api, a, role)
-    kept(api, a["token"], role)
-    kept(api, second["token"], role)
+    a, second = two_sessions_kept(api, role)
     assert api.post("/auth/logout-all", token=second["token"]).status_code == 200
     refused(api, a["token"], role)
     refused(api, second["token"], role)
