@@ -62,9 +62,11 @@ void auth_tokens_stop(void) {
   checked = NULL;
 }
 
-/* Everything the check compares: the token's id, its subject, role and generation. */
-static void checked_key(const hs_auth *au, char key[256]) {
-  snprintf(key, 256, "%s|%s|%s|%" PRId64, au->token_id ? au->token_id : "", au->id, au->role, au->gen);
+/* Everything the check compares: the token's id, its subject, role and generation; false when
+ * that does not fit (never for the service's own tokens), and then nothing is kept. */
+static bool checked_key(const hs_auth *au, char key[256]) {
+  int n = snprintf(key, 256, "%s|%s|%s|%" PRId64, au->token_id ? au->token_id : "", au->id, au->role, au->gen);
+  return n > 0 && n < 256;
 }
 
 static err_t check_token(hs_req *req) {
@@ -85,10 +87,8 @@ static err_t check_token(hs_req *req) {
   uint64_t gen =
       checked && !au->elevation_id && (kind == SUBJECT_USER || kind == SUBJECT_PROVIDER) ? db_watch_generation() : 0;
   char key[256];
-  if (gen) {
-    checked_key(au, key);
-    if (gencache_get(checked, key, gen, NULL)) return ERR_OK;
-  }
+  if (gen && !checked_key(au, key)) gen = 0;
+  if (gen && gencache_get(checked, key, gen, NULL)) return ERR_OK;
   bool found;
   if (auth_store_subject_exists(kind, au->id, au->role, au->gen, au->token_id, gen != 0, &found) != ERR_OK)
     return ERR_INTERNAL;
