@@ -180,33 +180,46 @@ def test_db_round_trips_per_route(server_factory, engine):
     route makes one round trip (the token's check rides in front of the read) and POST /quotes
     three (the read; the quote and the job's move; the queued email and notification with the
     COMMIT); on SQLite, where nothing crosses a network, every statement counts, and a token's
-    check and GET /users/me's answer are kept until the accounts change (the check here was
-    kept from the job's posting; the first /users/me's answer serves the second). A server of its
-    own: other tests' registrations and logins would drop what it keeps."""
+    check and GET /users/me's answer are kept until the accounts change or a second passes (read
+    once just before the counting, so they are kept through it). A server of its own, whose
+    background work (the provider's documents read) is done first: other tests' registrations
+    and the documents' results would drop what it keeps."""
     api = Api(server_factory())
     user = customer(api)
     zip_code = user["body"]["zip"]
     pro = provider(api, zips=[zip_code])
     job = post_job(api, user)
     assert any(j["id"] == job["id"] for j in feed(api, pro["token"]))  # the feed's copy is current
+    api.wait_queue_idle()
+    kept_at = time.monotonic()
+    assert api.get("/users/me", token=user["token"]).status_code == 200
+    feed(api, pro["token"])
     before = scrape(api)
     for _ in range(2):
         assert api.get("/users/me", token=user["token"]).status_code == 200
         get_job(api, user["token"], job["id"])
         feed(api, pro["token"])
     quote(api, pro, job["id"])
+    # a slow run (a loaded sanitizer pass) may outlive what SQLite keeps: each check and
+    # /users/me's answer is then read once more
+    lapsed = engine == "sqlite" and time.monotonic() - kept_at >= 0.9
     assert api.get("/health").status_code == 200
     after = scrape(api)
     assert after[1]["db_round_trips"] == "histogram"
     pg = engine == "postgres"
-    assert trips(before, after, "GET", "/users/me") == (2, 2 if pg else 1)  # SQLite: the read, then none
-    assert trips(before, after, "GET", "/jobs/:id") == (2, 2)
-    assert trips(before, after, "GET", "/jobs") == (2, 2)  # the versions; the pair's copy kept
+
+    def counted(route, requests, statements, rereads, method="GET"):
+        got = trips(before, after, method, route)
+        assert got[0] == requests and statements <= got[1] <= statements + (rereads if lapsed else 0), (route, got)
+
+    counted("/users/me", 2, 2 if pg else 0, 2)  # SQLite: kept, no read
+    counted("/jobs/:id", 2, 2, 1)
+    counted("/jobs", 2, 2, 1)  # the versions; the pair's copy kept
     # SQLite: BEGIN, the read, the quote, the job, the email, the notification, COMMIT,
     # and the live-update outbox's rows (quote.created: the event and its 3 recipients;
     # job.updated: the event and 2 recipients, the matching providers found when it is read;
     # notification.created: the event and its recipient); on PostgreSQL those go with the COMMIT
-    assert trips(before, after, "POST", "/quotes") == (1, 3 if pg else 16)
+    counted("/quotes", 1, 3 if pg else 16, 1, method="POST")
     assert trips(before, after, "GET", "/health") == (1, 0)
     # cumulative buckets, +Inf the count; on PostgreSQL every read within le="1"
     h = {"method": "GET", "route": "/users/me"}
@@ -214,7 +227,7 @@ def test_db_round_trips_per_route(server_factory, engine):
     assert buckets == sorted(buckets) and buckets[-1] == value(after, "db_round_trips_count", **h)
     moved = {le: value(after, "db_round_trips_bucket", le=le, **h) - value(before, "db_round_trips_bucket", le=le, **h)
              for le in TRIP_LES}
-    assert moved["0"] == (0 if pg else 1) and moved["1"] == 2 and moved["2"] == 2
+    assert (moved["0"] == (0 if pg else 2) and moved["1"] == 2 or lapsed) and moved["2"] == 2
     q = {"method": "POST", "route": "/quotes"}
     assert value(after, "db_round_trips_bucket", le="3", **q) - value(before, "db_round_trips_bucket", le="3", **q) \
         == (1 if pg else 0)
