@@ -42,11 +42,7 @@ void gencache_free(gencache *c) {
   free(c);
 }
 
-static slot *slot_of(gencache *c, const char *key) {
-  uint64_t h = 14695981039346656037ull; /* FNV-1a */
-  for (const unsigned char *p = (const unsigned char *)key; *p; p++) h = (h ^ *p) * 1099511628211ull;
-  return &c->slots[h & c->mask];
-}
+static slot *slot_of(gencache *c, const char *key) { return &c->slots[fnv1a(FNV1A_BASIS, key) & c->mask]; }
 
 bool gencache_get(gencache *c, const char *key, uint64_t gen, jw *out) {
   if (!gen) return false;
