@@ -50,6 +50,10 @@ typedef struct engine_ops {
    * DB_REFUSED (and s[1] not run) when the guard found no row; both DB_SKIPPED, nothing run,
    * when s[1] is not a plain read outside a transaction: db.c then runs them one by one. */
   db_rc (*guard_read)(void *h, db_stmt *s, int n);
+  /* Optional, for the same engines: begins (begin) a read transaction on h outside any
+   * transaction (DB_SKIPPED inside one), or ends the one it began, so that the reads of one
+   * round trip (db_exec_all) see one snapshot under one read lock. */
+  db_rc (*read_snapshot)(void *h, bool begin);
   /* Optional: makes h give up at once on a locked database instead of waiting for it (the
    * connections of the HTTP event threads, which must not block). */
   void (*no_wait)(void *h);

@@ -458,6 +458,13 @@ static db_rc sq_guard_read(void *h, db_stmt *s, int n) {
   return out;
 }
 
+static db_rc sq_read_snapshot(void *h, bool begin) {
+  sqlite_conn *c = h;
+  if (begin) return c->member || !sqlite3_get_autocommit(c->db) ? DB_SKIPPED : run_plain(c, "BEGIN");
+  if (!sqlite3_get_autocommit(c->db) && run_plain(c, "COMMIT") != DB_OK) run_plain(c, "ROLLBACK");
+  return DB_OK;
+}
+
 static db_rc script_on(sqlite_conn *c, const char *sql) {
   char *msg = NULL;
   if (sqlite3_exec(c->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
@@ -482,6 +489,10 @@ static db_rc sq_script(void *h, const char *sql) {
 static void sq_no_wait(void *h) { sqlite3_busy_timeout(((sqlite_conn *)h)->db, 0); }
 
 const engine_ops sqlite_engine_ops = {
-    ENGINE_OPS(sq),           .no_wait = sq_no_wait, .guard_read = sq_guard_read, .begin_sql = "BEGIN IMMEDIATE",
+    ENGINE_OPS(sq),
+    .no_wait = sq_no_wait,
+    .guard_read = sq_guard_read,
+    .read_snapshot = sq_read_snapshot,
+    .begin_sql = "BEGIN IMMEDIATE",
     .sees_every_write = true, /* only this process writes (the CLI writes no watched table) */
 };

@@ -20,7 +20,8 @@ static const hs_file_rule photo_files[] = {{"photo", 1, 10 * 1024 * 1024, FT_IMA
 static const hs_upload_spec photo_upload = {photo_files, 1, "No file uploaded", &thread_query};
 
 const hs_route messages_routes[] = {
-    {HS_GET, "/jobs/:id/messages", api_messages_list, ROLE_USER | ROLE_PROVIDER, .query = &list_query,
+    {HS_GET, "/jobs/:id/messages", api_messages_list, ROLE_USER | ROLE_PROVIDER, .flags = ROUTE_DB_READ,
+     .query = &list_query,
      .summary = "A job's message thread, oldest first or with order=desc newest first (paged with limit and cursor)",
      .response = "MessageList", .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_POST, "/jobs/:id/messages", api_messages_post, ROLE_USER | ROLE_PROVIDER, &post_schema, .ok = 201,
@@ -30,9 +31,10 @@ const hs_route messages_routes[] = {
      .errors = ERRORS(ERR_NOT_FOUND, ERR_CONFLICT, ERR_RATE_LIMITED)},
     {HS_POST, "/jobs/:id/messages/read", api_messages_read, ROLE_USER | ROLE_PROVIDER, &thread_body,
      .summary = "Mark the caller's side of a thread read", .response = "Ok", .errors = ERRORS(ERR_NOT_FOUND)},
-    {HS_GET, "/users/me/threads", api_messages_threads, ROLE_USER, .query = &HS_PAGE_QUERY,
+    {HS_GET, "/users/me/threads", api_messages_threads, ROLE_USER, .flags = ROUTE_DB_READ, .query = &HS_PAGE_QUERY,
      .summary = "The customer's message threads with unread counts, newest first", .response = "MessageThread[]"},
-    {HS_GET, "/providers/me/threads", api_messages_threads, ROLE_PROVIDER, .query = &HS_PAGE_QUERY,
-     .summary = "The provider's message threads with unread counts, newest first", .response = "MessageThread[]"},
+    {HS_GET, "/providers/me/threads", api_messages_threads, ROLE_PROVIDER, .flags = ROUTE_DB_READ,
+     .query = &HS_PAGE_QUERY, .summary = "The provider's message threads with unread counts, newest first",
+     .response = "MessageThread[]"},
     {0},
 };

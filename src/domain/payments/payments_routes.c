@@ -53,7 +53,7 @@ const hs_route payments_routes[] = {
      .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_GET, "/payments/method", api_payments_get_method, ROLE_USER, .flags = ROUTE_SLOW,
      .summary = "The saved card, or null", .response = "Card?", .errors = ERRORS(ERR_NOT_FOUND)},
-    {HS_GET, "/payments/premium/status", api_payments_premium_status, ROLE_USER,
+    {HS_GET, "/payments/premium/status", api_payments_premium_status, ROLE_USER, .flags = ROUTE_DB_READ,
      .summary = "Premium subscription status", .response = "PremiumStatus", .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_POST, "/payments/premium/subscribe", api_payments_premium_subscribe, ROLE_USER, .flags = ROUTE_SLOW,
      .limit = &subscribe_limit, .summary = "Start the 9.99/month premium subscription",

@@ -54,8 +54,8 @@ static const hs_field bundle_fields[] = {{"jobs", F_ARRAY, F_REQUIRED, LEN(1, 50
 static const hs_schema bundle_schema = {bundle_fields};
 
 const hs_route providers_routes[] = {
-    {HS_GET, "/providers/me", api_providers_me, ROLE_PROVIDER, .summary = "The caller's provider profile",
-     .response = "Provider", .errors = ERRORS(ERR_NOT_FOUND)},
+    {HS_GET, "/providers/me", api_providers_me, ROLE_PROVIDER, .flags = ROUTE_DB_READ,
+     .summary = "The caller's provider profile", .response = "Provider", .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_PATCH, "/providers/me", api_providers_update_me, ROLE_PROVIDER, &update_schema,
      .summary = "Update profile fields (insuranceInfo is not settable)", .response = "Provider",
      .errors = ERRORS(ERR_NOT_FOUND)},
@@ -73,11 +73,12 @@ const hs_route providers_routes[] = {
     {HS_POST, "/providers/me/insurance-document", api_providers_upload_insurance, ROLE_PROVIDER,
      .upload = &insurance_upload, .summary = "Upload the insurance certificate; recognition follows",
      .response = "InsuranceUpload", .errors = ERRORS(ERR_NOT_FOUND)},
-    {HS_GET, "/providers/me/jobs", api_providers_jobs, ROLE_PROVIDER, .query = &HS_PAGE_QUERY,
+    {HS_GET, "/providers/me/jobs", api_providers_jobs, ROLE_PROVIDER, .flags = ROUTE_DB_READ, .query = &HS_PAGE_QUERY,
      .summary = "Every job assigned to the provider, preferredAt ascending", .response = "Job[]"},
-    {HS_GET, "/providers/me/schedule", api_providers_schedule, ROLE_PROVIDER, .query = &HS_PAGE_QUERY,
-     .summary = "Accepted and running jobs with the accepted quote's time and amount", .response = "ScheduleItem[]"},
-    {HS_GET, "/providers/me/availability", api_providers_availability, ROLE_PROVIDER,
+    {HS_GET, "/providers/me/schedule", api_providers_schedule, ROLE_PROVIDER, .flags = ROUTE_DB_READ,
+     .query = &HS_PAGE_QUERY, .summary = "Accepted and running jobs with the accepted quote's time and amount",
+     .response = "ScheduleItem[]"},
+    {HS_GET, "/providers/me/availability", api_providers_availability, ROLE_PROVIDER, .flags = ROUTE_DB_READ,
      .summary = "The weekly schedule (default Monday to Friday 08:00-17:00)", .response = "Availability",
      .errors = ERRORS(ERR_NOT_FOUND)},
     {HS_PUT, "/providers/me/availability", api_providers_set_availability, ROLE_PROVIDER, &availability_schema,
@@ -100,7 +101,6 @@ const hs_route providers_routes[] = {
      .summary = "Quote several jobs at once (amounts clamped to 25-500)", .response = "BundleAcceptance"},
     {HS_GET, "/providers/:id/profile", api_providers_public_profile, ROLE_ANY, .query = &HS_PAGE_QUERY,
      .flags = ROUTE_DB_READ, .summary = "A provider's public profile with its newest reviews (20, or a page of them)",
-     .response = "ProviderProfile",
-     .errors = ERRORS(ERR_NOT_FOUND)},
+     .response = "ProviderProfile", .errors = ERRORS(ERR_NOT_FOUND)},
     {0},
 };

@@ -29,7 +29,8 @@ const hs_route quotes_routes[] = {
     {HS_GET, "/quotes/job/:jobId", api_quotes_for_job, ROLE_USER, .query = &HS_PAGE_QUERY, .flags = ROUTE_DB_READ,
      .summary = "A job's quotes with provider details, in the order they came", .response = "QuoteWithProvider[]",
      .errors = ERRORS(ERR_NOT_FOUND)},
-    {HS_GET, "/providers/me/quotes", api_quotes_of_provider, ROLE_PROVIDER, .query = &HS_PAGE_QUERY,
-     .summary = "The provider's quotes with their job's status, newest first", .response = "ProviderQuote[]"},
+    {HS_GET, "/providers/me/quotes", api_quotes_of_provider, ROLE_PROVIDER, .flags = ROUTE_DB_READ,
+     .query = &HS_PAGE_QUERY, .summary = "The provider's quotes with their job's status, newest first",
+     .response = "ProviderQuote[]"},
     {0},
 };
