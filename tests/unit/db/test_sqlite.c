@@ -336,6 +336,30 @@ static void test_deferred_statements_run_at_once(void **state) {
   arena_fini(&a);
 }
 
+/* The statements of one db_exec_all outside a transaction run in one read transaction: a write
+ * committed between two of them (here one of them, which the writer commits at once) is not
+ * seen by the later ones, and the connection is back outside a transaction afterwards. */
+static void test_reads_together_see_one_snapshot(void **state) {
+  (void)state;
+  arena a;
+  arena_init(&a);
+  assert_int_equal(db_query(&a, NULL, "CREATE TABLE snap_t (id TEXT PRIMARY KEY)", DB_NOARGS), DB_OK);
+  assert_int_equal(db_query(&a, NULL, "INSERT INTO snap_t VALUES ('a')", DB_NOARGS), DB_OK);
+  db_conn *c = db_acquire();
+  db_read reads[3] = {{"SELECT count(*) FROM snap_t", NULL, 0, NULL},
+                      {"INSERT INTO snap_t VALUES ('b') RETURNING id", NULL, 0, NULL},
+                      {"SELECT count(*) FROM snap_t", NULL, 0, NULL}};
+  assert_int_equal(db_exec_all(c, &a, reads, 3), DB_OK);
+  assert_int_equal(db_int(reads[0].res, 0, 0), 1);
+  assert_string_equal(db_text(reads[1].res, 0, 0), "b");
+  assert_int_equal(db_int(reads[2].res, 0, 0), 1); /* the snapshot of the first read */
+  db_res *r;
+  assert_int_equal(db_exec(c, &a, &r, "SELECT count(*) FROM snap_t", DB_NOARGS), DB_OK);
+  assert_int_equal(db_int(r, 0, 0), 2); /* ended: the next read sees the commit */
+  db_release(c);
+  arena_fini(&a);
+}
+
 /* The token's check (db_guard) waits for the request's next statement: a read runs with it in
  * one read transaction, anything else after it alone; no row refuses the request, and nothing
  * of it runs after. */
@@ -402,6 +426,7 @@ static void test_guard(void **state) {
 }
 
 UNIT_MAIN(setup, teardown, cmocka_unit_test(test_deferred_statements_run_at_once), cmocka_unit_test(test_guard),
+          cmocka_unit_test(test_reads_together_see_one_snapshot),
           cmocka_unit_test(test_select_star_after_schema_change), cmocka_unit_test(test_cells),
           cmocka_unit_test(test_group_commit), cmocka_unit_test(test_full_database_during_group_commit),
           cmocka_unit_test(test_on_commit), cmocka_unit_test(test_before_commit))
