@@ -460,9 +460,8 @@ db_rc db_exec_all(db_conn *c, arena *a, db_read *reads, int n) {
   db_rc rc = DB_OK;
   if (!ops->batch || c->tx_broken) {
     for (int i = 0; i < n; i++) reads[i].res = NULL;
-    /* one snapshot for them all, and one read lock (SQLite) */
-    bool snapshot =
-        n > 1 && !c->in_tx && !c->tx_broken && ops->read_snapshot && ops->read_snapshot(c->handle, true) == DB_OK;
+    /* one snapshot for them all, and one read lock (SQLite; a broken transaction is one in_tx) */
+    bool snapshot = n > 1 && !c->in_tx && ops->read_snapshot && ops->read_snapshot(c->handle, true) == DB_OK;
     for (int i = 0; rc == DB_OK && i < n; i++)
       rc = db_exec(c, a, &reads[i].res, reads[i].sql, reads[i].params, reads[i].n);
     if (snapshot) ops->read_snapshot(c->handle, false);
