@@ -27,7 +27,10 @@
 # Output: bench/results/writes/ (latest.txt, latest.tsv, machine.txt, raw/).
 # Knobs: ENGINES, DURATION (10), WARMUP (3), POOL (80000 writes of each kind seeded), JOBS
 # (20000 filler jobs), WRITES (which of "jobs messages status accept quotes quotes_two", all by
-# default), RESULTS (bench/results/writes), BIN, SERVER_ENV, AUTOGROUP.
+# default), RESULTS (bench/results/writes), BIN, SERVER_ENV, AUTOGROUP, PERF (1: each measured
+# write under `perf record -g` of the server, its split by object, symbol and thread in
+# RESULTS/profile/; CALLGRAPH fp or dwarf), OFFCPU (1: `perf trace -s` of the server's system
+# calls and their time per thread meanwhile, RESULTS/profile/*.trace.txt).
 set -euo pipefail
 
 # shellcheck source=bench/lib.sh
@@ -70,8 +73,27 @@ write() {
   for v in "$@"; do export "${v?}"; done
   BENCH_START=0 wrk_run "$raw-warmup" "$THREADS" "$CONNS" "$WARMUP" "$BASE" -s "$BENCH/writes.lua"
   warm=$(field requests "$(grep '^BENCH ' "$RAW/$raw-warmup.txt" | tail -1)")
+  local perf_pid trace_pid
+  if [ "${PERF:-0}" = 1 ]; then
+    mkdir -p "$RESULTS/profile"
+    perf record -e cpu-clock --call-graph "${CALLGRAPH:-fp}" -p "$SRV_PID" -o "$RESULTS/profile/$raw.perf" \
+      -- sleep "$DURATION" >/dev/null 2>&1 &
+    perf_pid=$!
+  fi
+  if [ "${OFFCPU:-0}" = 1 ]; then
+    mkdir -p "$RESULTS/profile"
+    perf trace -s -p "$SRV_PID" -o "$RESULTS/profile/$raw.trace.txt" -- sleep "$DURATION" >/dev/null 2>&1 &
+    trace_pid=$!
+  fi
   BENCH_START=$((warm * 5 / 4 + 4 * CONNS)) cpu_wrk_run "$raw" "$THREADS" "$CONNS" "$DURATION" "$BASE" --latency \
     -s "$BENCH/writes.lua"
+  [ "${OFFCPU:-0}" = 1 ] && { wait "$trace_pid" || true; }
+  if [ "${PERF:-0}" = 1 ]; then
+    wait "$perf_pid" || true
+    perf_tables "$RESULTS/profile/$raw.perf" "$RESULTS/profile/$raw" 50 60
+    perf report -i "$RESULTS/profile/$raw.perf" --no-children --sort comm --stdio -g none 2>/dev/null |
+      grep -v '^#' | grep -v '^$' >"$RESULTS/profile/$raw.threads.txt"
+  fi
   record "$engine" "$scenario" "$THREADS" "$CONNS" "$RAW/$raw.txt" "$CPU_TICKS"
   for v in "$@"; do unset "${v%%=*}"; done
   unset BENCH_TOKENS BENCH_THREADS

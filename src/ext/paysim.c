@@ -21,7 +21,6 @@
 #include "core/ids.h"
 #include "core/log.h"
 #include "db/db.h"
-#include "db/lease.h"
 #include "ext/paysim_impl.h"
 #include "ext/queue.h"
 #include <stdarg.h>
@@ -122,71 +121,73 @@ void sim_new_id(const char *prefix, char out[PAY_ID_LEN]) {
 
 /* ---- idempotency keys ----
  *
- * As Stripe: a key is claimed by the first request (a row "idem:<key>" holding the request's
- * fingerprint), the object it makes is recorded with it in the same transaction, and a later
- * request with the key gets that object back; with other parameters it is refused
- * (PAY_IDEMPOTENCY); while the first is still being carried out the twin waits for it. A
- * request refused before it made anything (validation) releases its key, as Stripe keeps no
- * result for those. The claim is db/lease.h's first-claim-wins (db_claim_first); an operation
- * goes from its claim to what it made through the keyed_* functions below. */
+ * As Stripe: the first request under a key wins, a later request with the key gets what it
+ * made back, and with other parameters it is refused (PAY_IDEMPOTENCY); a request refused
+ * before it made anything (validation, a declined subscription) leaves the key free, as Stripe
+ * keeps no result for those. The key's row ("idem:<key>", the request's fingerprint and the id
+ * of what it made) is inserted in the transaction that stores what the request made, so the
+ * first to commit wins: a twin that ran meanwhile finds the key taken when it stores, throws
+ * its object away with its transaction and answers with the winner's. One write transaction a
+ * request: claiming the key in a transaction of its own first cost an acceptance a second
+ * turn on SQLite's writer (docs/performance-history.md section 21). A key's row without an
+ * object is one an earlier version claimed before making its object: a request waits for it
+ * as it did then. An operation goes from its look at the key to what it made through the
+ * keyed_* functions below. */
 
-/* KEY_AGAIN: nothing could be read, look again at once (only inside claim_key). */
+/* KEY_AGAIN: nothing could be read, look again at once (only inside look_key). */
 typedef enum { KEY_NEW, KEY_REPLAY, KEY_MISMATCH, KEY_BUSY, KEY_AGAIN } key_state;
 
 static void key_id(const char *idem_key, char out[PAY_ID_LEN + 8]) {
   snprintf(out, PAY_ID_LEN + 8, "idem:%s", idem_key);
 }
 
-/* One look at the claim of key (the row of an idempotency key): KEY_NEW when this request's
- * claim won (the first claim wins: db_claim_first), else what the winner's says: KEY_BUSY while
- * it runs, KEY_AGAIN when there was none to read (released meanwhile, or storage failed). */
-static key_state key_claim(const char *key, const char *fp, json_t **replay) {
-  json_t *mine = json_pack("{s:s}", "fingerprint", fp);
-  char *text = json_dumps(mine, JSON_COMPACT | JSON_SORT_KEYS);
-  const db_read claim = {"INSERT INTO processor_sim_objects (id, kind, data, created_at, updated_at) "
-                         "VALUES ($1, 'idempotency_key', $2, $3, $3) ON CONFLICT (id) DO NOTHING RETURNING id",
-                         DB_ARGS(DB_TEXT(key), DB_TEXT(text), DB_INT(clock_now_ms()))};
-  const db_read find = {"SELECT data FROM processor_sim_objects WHERE id = $1", DB_ARGS(DB_TEXT(key))};
+/* One look at the row of key: KEY_NEW when there is none, else what it says to a request with
+ * fingerprint fp (a replay's object in *replay, owned). */
+static key_state key_read(const char *key, const char *fp, json_t **replay) {
   arena a;
   arena_init(&a);
   db_res *r;
-  bool won;
-  bool read = db_claim_first(&a, &claim, &find, &r, &won) == DB_OK && r->rows == 1;
-  json_t *ref = read && !won ? json_loads(db_text(r, 0, 0), 0, NULL) : NULL;
+  if (db_query(&a, &r, "SELECT data FROM processor_sim_objects WHERE id = $1", DB_ARGS(DB_TEXT(key))) != DB_OK) {
+    arena_fini(&a);
+    return KEY_AGAIN;
+  }
+  json_t *ref = r->rows == 1 ? json_loads(db_text(r, 0, 0), 0, NULL) : NULL;
   const char *first = json_string_value(json_object_get(ref, "fingerprint"));
   const char *object = json_string_value(json_object_get(ref, "object"));
-  key_state st = !read ? KEY_AGAIN : won ? KEY_NEW : KEY_BUSY;
+  key_state st = r->rows == 0 ? KEY_NEW : KEY_BUSY;
   if (first && strcmp(first, fp))
     st = KEY_MISMATCH;
   else if (object && (*replay = sim_load(object, NULL)))
     st = KEY_REPLAY;
-  json_decref(ref), json_decref(mine), free(text);
+  json_decref(ref);
   arena_fini(&a);
   return st;
 }
 
-/* Claims idem_key for a request with fingerprint fp, or finds what it made (*replay, owned);
- * while the first request with the key is still being carried out, waits for it. */
-static key_state claim_key(const char *idem_key, const char *fp, json_t **replay) {
+/* What idem_key says to a request with fingerprint fp: KEY_NEW (free), KEY_REPLAY (*replay,
+ * owned), KEY_MISMATCH, or KEY_BUSY when its row still has no object after 2 s. taken: the key
+ * was just found taken when storing, so a row not seen yet is a winner's whose commit is still
+ * to come (SQLite commits a group of writers' transactions at once): look again. */
+static key_state look_key(const char *idem_key, const char *fp, bool taken, json_t **replay) {
   *replay = NULL;
   if (!idem_key) return KEY_NEW;
   char key[PAY_ID_LEN + 8];
   key_id(idem_key, key);
   key_state st = KEY_AGAIN;
-  for (int tries = 0; tries < 100 && (st == KEY_BUSY || st == KEY_AGAIN); tries++)
-    if ((st = key_claim(key, fp, replay)) == KEY_BUSY) usleep(20000); /* the first is still being carried out */
-  return st == KEY_AGAIN ? KEY_BUSY : st;
+  for (int tries = 0; tries < 100 && (st == KEY_BUSY || st == KEY_AGAIN || (taken && st == KEY_NEW)); tries++)
+    if ((st = key_read(key, fp, replay)) == KEY_BUSY || st == KEY_NEW) usleep(st == KEY_BUSY ? 20000 : 1000);
+  return st == KEY_AGAIN || (taken && st == KEY_NEW) ? KEY_BUSY : st;
 }
 
-/* A request under an idempotency key, from its claim to what it made. */
+/* A request under an idempotency key, from its look at the key to what it made. */
 typedef struct keyed {
   const char *key; /* the caller's idempotency key; NULL: none, nothing is kept */
   const char *fp;  /* the request's fingerprint: what it asked, as one string */
-  json_t *made;    /* once claimed: what the first request with the key made (owned), or NULL */
+  json_t *made;    /* what the request made, or what the first request with the key made (owned), or NULL */
   bool replayed;   /* made was found under the key, not made by this call */
 } keyed;
 
-/* The pay_rc of a claim that did not give the caller a fresh key. */
+/* The pay_rc of a key that did not give the caller a fresh start. */
 static pay_rc key_refusal(key_state st, pay_error *err) {
   if (st == KEY_MISMATCH) {
     snprintf(err->code, sizeof err->code, "idempotency_key_in_use");
@@ -198,15 +199,16 @@ static pay_rc key_refusal(key_state st, pay_error *err) {
   return PAY_UNAVAILABLE;
 }
 
-/* Claims r's key: PAY_OK for a new request (r->made NULL) or a replay (r->made what the first
- * made); otherwise the refusal (the key used with other parameters, or still busy). */
-static pay_rc keyed_claim(keyed *r, pay_error *err) {
-  key_state st = claim_key(r->key, r->fp, &r->made);
+/* Looks at r's key (look_key; taken as it says): PAY_OK for a new request (r->made NULL) or a
+ * replay (r->made what the first made); otherwise the refusal (the key used with other
+ * parameters, or still busy). */
+static pay_rc keyed_look(keyed *r, bool taken, pay_error *err) {
+  key_state st = look_key(r->key, r->fp, taken, &r->made);
   r->replayed = st == KEY_REPLAY;
   return st == KEY_NEW || st == KEY_REPLAY ? PAY_OK : key_refusal(st, err);
 }
 
-/* Claims idem_key (keyed_claim) for the request whose fingerprint fmt prints into fp (size
+/* Looks at idem_key (keyed_look) for the request whose fingerprint fmt prints into fp (size
  * bytes, cut there as snprintf cuts). */
 __attribute__((format(printf, 6, 7))) static pay_rc keyed_open(keyed *r, char *fp, size_t size, const char *idem_key,
                                                                pay_error *err, const char *fmt, ...) {
@@ -215,17 +217,7 @@ __attribute__((format(printf, 6, 7))) static pay_rc keyed_open(keyed *r, char *f
   vsnprintf(fp, size, fmt, ap);
   va_end(ap);
   *r = (keyed){idem_key, fp};
-  return keyed_claim(r, err);
-}
-
-/* r made nothing (refused, or not stored): its key is released, as Stripe keeps no result for
- * it. Returns rc. */
-static pay_rc keyed_refused(const keyed *r, pay_rc rc) {
-  if (!r->key) return rc;
-  char key[PAY_ID_LEN + 8];
-  key_id(r->key, key);
-  db_query(NULL, NULL, "DELETE FROM processor_sim_objects WHERE id = $1", DB_ARGS(DB_TEXT(key)));
-  return rc;
+  return keyed_look(r, false, err);
 }
 
 /* Another object's change stored with a new one: `id` from `old` (its stored text) to `now`. */
@@ -234,35 +226,66 @@ typedef struct sim_change {
   json_t *now;
 } sim_change;
 
-/* Stores o (object id of kind) as what r made, recorded under r's key (claimed), and applies
- * change (NULL: none) while its object still reads as it did, atomically; r->made is then o (a
- * reference taken). false when that object changed meanwhile or storage failed: nothing is
- * stored, and the key stays r's. */
-static bool keyed_store(keyed *r, const char *id, const char *kind, json_t *o, const sim_change *change) {
+/* Stores o (object id of kind) as what r made, with r's key taken for it, and applies change
+ * (NULL: none) while its object still reads as it did, atomically. PAY_OK once stored (r->made
+ * is o, a reference taken), or when a twin took the key first (r->made is what it made, nothing
+ * of r's is stored); the key's refusal when another request took it; PAY_UNAVAILABLE without a
+ * reason when change's object changed meanwhile or storage failed (nothing stored). */
+static pay_rc keyed_store(keyed *r, const char *id, const char *kind, json_t *o, const sim_change *change,
+                          pay_error *err) {
   char key[PAY_ID_LEN + 8] = "";
   if (r->key) key_id(r->key, key);
   json_t *ref = json_pack("{s:s,s:s}", "fingerprint", r->fp ? r->fp : "", "object", id);
   char *ref_text = json_dumps(ref, JSON_COMPACT | JSON_SORT_KEYS);
   int64_t now = clock_now_ms();
+  arena a;
+  arena_init(&a);
+  db_res *claim;
   db_conn *c;
+  bool taken = false;
   err_t e = db_begin(&c);
+  if (!e && r->key) { /* first: a key taken ends the transaction before anything else is written */
+    e = db_to_err(db_exec(c, &a, &claim,
+                          "INSERT INTO processor_sim_objects (id, kind, data, created_at, updated_at) "
+                          "VALUES ($1, 'idempotency_key', $2, $3, $3) ON CONFLICT (id) DO NOTHING RETURNING id",
+                          DB_ARGS(DB_TEXT(key), DB_TEXT(ref_text), DB_INT(now))));
+    if (!e && claim->rows == 0) taken = true, e = ERR_CONFLICT;
+  }
   if (!e && change) e = replace_in(c, change->id, change->old, change->now, now); /* changed: nothing stored */
   if (!e) e = insert_in(c, id, kind, o, now);
-  if (!e && r->key)
-    e = db_to_err(db_exec(c, NULL, NULL, "UPDATE processor_sim_objects SET data = $2, updated_at = $3 WHERE id = $1",
-                          DB_ARGS(DB_TEXT(key), DB_TEXT(ref_text), DB_INT(now))));
   e = db_end(c, e);
+  arena_fini(&a);
   free(ref_text);
   json_decref(ref);
-  if (e == ERR_OK) r->made = json_incref(o);
-  return e == ERR_OK;
+  if (e == ERR_OK) {
+    r->made = json_incref(o);
+    return PAY_OK;
+  }
+  return taken ? keyed_look(r, true, err) : PAY_UNAVAILABLE;
 }
 
-/* keyed_store of a new object alone; when it cannot be stored the key is released:
- * PAY_UNAVAILABLE. */
+/* r made nothing (refused before storing): the key stays free, as Stripe keeps no result for
+ * it; but a twin that made something under the key meanwhile is the answer instead (as when
+ * r had waited for it). Returns rc, or what the key says now. */
+static pay_rc keyed_refused(keyed *r, pay_rc rc, pay_error *err) {
+  if (!r->key) return rc;
+  char key[PAY_ID_LEN + 8];
+  key_id(r->key, key);
+  json_t *replay = NULL;
+  key_state st = key_read(key, r->fp, &replay);
+  if (st == KEY_REPLAY) {
+    *err = (pay_error){0};
+    r->made = replay, r->replayed = true;
+    return PAY_OK;
+  }
+  if (st == KEY_MISMATCH) *err = (pay_error){0};
+  return st == KEY_MISMATCH ? key_refusal(st, err) : rc;
+}
+
+/* keyed_store of a new object alone; when it cannot be stored: PAY_UNAVAILABLE. */
 static pay_rc keyed_insert(keyed *r, const char *id, const char *kind, json_t *o, pay_error *err) {
-  if (keyed_store(r, id, kind, o, NULL)) return PAY_OK;
-  return keyed_refused(r, sim_fail(err, PAY_UNAVAILABLE, "simulated processor storage failed"));
+  pay_rc rc = keyed_store(r, id, kind, o, NULL, err);
+  return rc == PAY_UNAVAILABLE && !err->message[0] ? sim_fail(err, rc, "simulated processor storage failed") : rc;
 }
 
 /* What r made, as it stands now (owned; NULL when it is gone): a replay reads its object of kind
@@ -284,23 +307,23 @@ typedef struct keyed_change {
   pay_rc (*make)(keyed *r, json_t *target, const void *ask, char id[PAY_ID_LEN], json_t **made, pay_error *err);
 } keyed_change;
 
-/* One try of k: PAY_OK once the object and the target's change are stored together,
- * PAY_UNAVAILABLE without a reason when the target changed meanwhile, else a refusal. */
+/* One try of k: PAY_OK once the object and the target's change are stored together (or a twin
+ * made it first), PAY_UNAVAILABLE without a reason when the target changed meanwhile, else a
+ * refusal. */
 static pay_rc keyed_try(keyed *r, const keyed_change *k, const void *ask, pay_error *err) {
   char *raw = NULL, id[PAY_ID_LEN];
   json_t *target = k->load(k->target, &raw), *made = NULL;
   pay_rc rc = target ? k->make(r, target, ask, id, &made, err) : sim_fail(err, PAY_NOT_FOUND, k->missing);
-  if (rc == PAY_OK && !keyed_store(r, id, k->kind, made, &(sim_change){k->target, raw, target})) rc = PAY_UNAVAILABLE;
+  if (rc == PAY_OK) rc = keyed_store(r, id, k->kind, made, &(sim_change){k->target, raw, target}, err);
   json_decref(made), json_decref(target), free(raw);
   return rc;
 }
 
-/* Makes r's object as k says, up to 5 times while the target changes meanwhile; when nothing
- * was made the key is released. */
+/* Makes r's object as k says, up to 5 times while the target changes meanwhile. */
 static pay_rc keyed_retry(keyed *r, const keyed_change *k, const void *ask, pay_error *err) {
   pay_rc rc = PAY_UNAVAILABLE;
   for (int tries = 0; tries < 5 && rc == PAY_UNAVAILABLE && !err->message[0]; tries++) rc = keyed_try(r, k, ask, err);
-  if (rc != PAY_OK) keyed_refused(r, rc); /* refused or not made: Stripe keeps no result */
+  if (rc != PAY_OK && rc != PAY_IDEMPOTENCY) rc = keyed_refused(r, rc, err);
   if (rc == PAY_UNAVAILABLE && !err->message[0]) sim_fail(err, rc, "simulated processor is busy");
   return rc;
 }
@@ -358,9 +381,9 @@ static pay_rc sim_attach_method(const char *customer, const char *payment_method
   if (!customer_exists(customer)) return sim_fail(err, PAY_NOT_FOUND, "No such customer");
   char id[PAY_ID_LEN];
   sim_new_id("pm", id);
-  json_t *o = json_pack("{s:s,s:s,s:s,s:{s:s,s:s,s:i,s:i},s:s?,s:s?}", "id", id, "object", "payment_method",
-                        "customer", customer, "card", "brand", t->brand, "last4", t->last4, "exp_month", 12,
-                        "exp_year", 2034, "decline_code", t->decline, "dispute", t->dispute);
+  json_t *o = json_pack("{s:s,s:s,s:s,s:{s:s,s:s,s:i,s:i},s:s?,s:s?}", "id", id, "object", "payment_method", "customer",
+                        customer, "card", "brand", t->brand, "last4", t->last4, "exp_month", 12, "exp_year", 2034,
+                        "decline_code", t->decline, "dispute", t->dispute);
   bool ok = insert(id, "payment_method", o);
   if (ok) pay_card_from_json(o, card);
   json_decref(o);
@@ -454,7 +477,7 @@ static pay_rc new_intent(keyed *r, const char *customer, const char *payment_met
   if (cents < 50 || !found) {
     json_decref(card);
     return keyed_refused(
-        r, sim_fail(err, PAY_INVALID, cents < 50 ? "Amount must be at least $0.50 usd" : "No such PaymentMethod"));
+        r, sim_fail(err, PAY_INVALID, cents < 50 ? "Amount must be at least $0.50 usd" : "No such PaymentMethod"), err);
   }
   char id[PAY_ID_LEN], charge[PAY_ID_LEN];
   sim_new_id("pi", id);
@@ -475,17 +498,17 @@ static pay_rc new_intent(keyed *r, const char *customer, const char *payment_met
   } else {
     /* a card authorization holds for 7 days (Stripe's capture_before on the charge) */
     json_int_t before = capture_now ? 0 : created + 7 * 24 * 3600;
-    json_t *details = json_pack("{s:s?,s:s?,s:o*}", "brand", json_string_value(json_object_get(card, "brand")),
-                                "last4", json_string_value(json_object_get(card, "last4")), "capture_before",
+    json_t *details = json_pack("{s:s?,s:s?,s:o*}", "brand", json_string_value(json_object_get(card, "brand")), "last4",
+                                json_string_value(json_object_get(card, "last4")), "capture_before",
                                 before ? json_integer(before) : NULL);
-    json_t *ch = json_pack("{s:s,s:s,s:I,s:s,s:{s:o}}", "id", charge, "object", "charge", "amount",
-                           (json_int_t)cents, "payment_intent", id, "payment_method_details", "card", details);
+    json_t *ch = json_pack("{s:s,s:s,s:I,s:s,s:{s:o}}", "id", charge, "object", "charge", "amount", (json_int_t)cents,
+                           "payment_intent", id, "payment_method_details", "card", details);
     describe(ch, info, r->key);
     json_object_set_new(o, "latest_charge", ch);
   }
   json_decref(card);
   pay_rc rc = keyed_insert(r, id, "payment_intent", o, err);
-  if (rc == PAY_OK && capture_now && !declined) sim_after_charge(o);
+  if (rc == PAY_OK && !r->replayed && capture_now && !declined) sim_after_charge(o);
   json_decref(o);
   return rc;
 }
@@ -615,7 +638,7 @@ static pay_rc new_subscription(keyed *r, const char *customer, const char *price
     rc = sim_fail(err, PAY_DECLINED, "Your card was declined.");
   }
   json_decref(pm); /* after the last use of decline, which points into pm */
-  if (rc != PAY_OK) return keyed_refused(r, rc);
+  if (rc != PAY_OK) return keyed_refused(r, rc, err);
   char id[PAY_ID_LEN];
   sim_new_id("sub", id);
   int64_t end = clock_now_ms() + PERIOD_MS;
@@ -858,8 +881,8 @@ static pay_rc sim_open_link(const char *link_id, char account[PAY_ID_LEN], char 
   char *raw;
   json_t *link = sim_load_kind(link_id, "account_link", &raw);
   if (!link) return sim_fail(err, PAY_NOT_FOUND, "No such account link");
-  bool fresh =
-      !json_is_true(json_object_get(link, "used")) && sim_now_s() < json_integer_value(json_object_get(link, "expires_at"));
+  bool fresh = !json_is_true(json_object_get(link, "used")) &&
+               sim_now_s() < json_integer_value(json_object_get(link, "expires_at"));
   snprintf(account, PAY_ID_LEN, "%s", json_string_value(json_object_get(link, "account")));
   snprintf(return_url, PAY_URL_LEN, "%s", json_string_value(json_object_get(link, "return_url")));
   json_object_set_new(link, "used", json_true());
@@ -899,17 +922,21 @@ static pay_rc new_transfer(keyed *r, const transfer_ask *ask, pay_error *err) {
   bool funded = !ask->source_intent || (pi_status && !strcmp(pi_status, "succeeded") && charge[0] &&
                                         ask->cents <= json_integer_value(json_object_get(pi, "amount")));
   json_decref(pi);
-  if (!acct) return keyed_refused(r, sim_fail(err, PAY_NOT_FOUND, "No such destination"));
+  if (!acct) return keyed_refused(r, sim_fail(err, PAY_NOT_FOUND, "No such destination"), err);
   if (!active) {
     snprintf(err->code, sizeof err->code, "insufficient_capabilities_for_transfer");
-    return keyed_refused(r, sim_fail(err, PAY_INVALID,
-                                     "Your destination account needs to have at least one of the following "
-                                     "capabilities enabled: transfers, crypto_transfers, legacy_payments"));
+    return keyed_refused(r,
+                         sim_fail(err, PAY_INVALID,
+                                  "Your destination account needs to have at least one of the following "
+                                  "capabilities enabled: transfers, crypto_transfers, legacy_payments"),
+                         err);
   }
   if (ask->cents < 1 || !funded)
     return keyed_refused(
-        r, sim_fail(err, PAY_INVALID,
-                    ask->cents < 1 ? "Invalid positive integer" : "The source_transaction cannot fund it"));
+        r,
+        sim_fail(err, PAY_INVALID,
+                 ask->cents < 1 ? "Invalid positive integer" : "The source_transaction cannot fund it"),
+        err);
   char id[PAY_ID_LEN];
   sim_new_id("tr", id);
   json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:s,s:s,s:s?,s:b,s:I,s:{s:s,s:s?,s:s?}}", "id", id, "object", "transfer",
@@ -958,7 +985,8 @@ static int64_t account_balance(const char *destination) {
     json_t *o = json_loads(db_text(r, i, 0), 0, NULL);
     const char *to = json_string_value(json_object_get(o, "destination"));
     if (to && !strcmp(to, destination) && json_integer_value(json_object_get(o, "created")) > since)
-      held += json_integer_value(json_object_get(o, "amount")) - json_integer_value(json_object_get(o, "amount_reversed"));
+      held +=
+          json_integer_value(json_object_get(o, "amount")) - json_integer_value(json_object_get(o, "amount_reversed"));
     json_decref(o);
   }
   arena_fini(&a);
