@@ -231,14 +231,12 @@ static err_t record(arena *a, const payment_row *p, const outcome *o, const char
   /* a failure the people concerned were told of (a renewal refused while the hold stays is not one) */
   bool announced = p->failure_reason != NULL && !is(p->status, "AUTHORIZED");
   bool paid = is(o->status, "PAID");
-  bool has_cx = (is(p->kind, "job") || paid) && !o->kept && pay_store_context(a, p->job_id, &cx) == ERR_OK;
-  if (has_cx && is(p->kind, "job")) {
-    if (failed)
-      news = failure_news(a, p, &cx, o->reason, !announced);
-    else if (announced && !is(o->status, "CANCELED"))
-      news = recovery_news(a, p, &cx);
-  }
-  if (has_cx && paid && (is(p->kind, "job") || is(p->kind, "tip"))) { /* the customer's receipt */
+  bool tell = is(p->kind, "job") && (failed || (announced && !is(o->status, "CANCELED")));
+  bool receipt_due = paid && (is(p->kind, "job") || is(p->kind, "tip"));
+  /* the job's context only when someone is told (a first authorization tells no one) */
+  bool has_cx = (tell || receipt_due) && !o->kept && pay_store_context(a, p->job_id, &cx) == ERR_OK;
+  if (has_cx && tell) news = failed ? failure_news(a, p, &cx, o->reason, !announced) : recovery_news(a, p, &cx);
+  if (has_cx && receipt_due) { /* the customer's receipt */
     pay_news *n = arena_alloc(a, sizeof *n);
     *n = news ? *news : (pay_news){0};
     int64_t cents = o->captured > 0 && o->captured < p->amount_cents ? o->captured : p->amount_cents;
@@ -386,18 +384,21 @@ static err_t record_renewal(arena *a, const payment_row *p, const billing *b, ou
   return record(a, p, o, NULL);
 }
 
-err_t pay_run(arena *a, payment_row *p, bool settling) {
+/* pay_run, with the customer's billing when the caller has just read it (NULL: read here). */
+static err_t run_billed(arena *a, payment_row *p, bool settling, const billing *known) {
   if (is(p->pending_op, "capture")) return run_capture(a, p);
   if (is(p->pending_op, "void")) return run_void(a, p);
   if (is(p->pending_op, "refund")) return pay_run_refund(a, p, settling);
   billing b;
-  err_t e = pay_store_billing(a, p->user_id, &b);
+  err_t e = known ? (b = *known, ERR_OK) : pay_store_billing(a, p->user_id, &b);
   if (e != ERR_OK) return e;
   outcome o = {0};
   make_intent(a, p, b.customer_id, settling, &o);
   if (is(p->pending_op, "renew") && o.status) return record_renewal(a, p, &b, &o);
   return record(a, p, &o, NULL);
 }
+
+err_t pay_run(arena *a, payment_row *p, bool settling) { return run_billed(a, p, settling, NULL); }
 
 err_t pay_run_claimed(arena *a, const char *id, bool settling) {
   payment_row p;
@@ -551,7 +552,7 @@ err_t payments_authorize_job(const char *job_id, const char *user_id, int64_t ce
   if ((e = insert_current(&p, NULL)) != ERR_OK) goto out;
   bool found;
   if ((e = pay_store_get(&a, id, &p, &found)) != ERR_OK || !found) goto out;
-  e = pay_run(&a, &p, false);
+  e = run_billed(&a, &p, false, &b);
   if (e == ERR_UNAVAILABLE) e = pay_queue("payment_settle", "paymentId", id) ? ERR_OK : ERR_INTERNAL;
 out:
   arena_fini(&a);
