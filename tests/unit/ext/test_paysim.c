@@ -3,7 +3,6 @@
  * the key used again with other parameters is refused as Stripe refuses it, and a request
  * refused before it made anything leaves its key free. The API tests cover the processor
  * through the real binary, where the service's own claim on a payment keeps twins apart. */
-#include "core/config.h"
 #include "db/db.h"
 #include "db/migrate.h"
 #include "ext/payments.h"
@@ -11,23 +10,17 @@
 #include "unit_db.h"
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define TWINS 6
 
-static char dir[64], customer[PAY_ID_LEN], method[PAY_ID_LEN];
+static char customer[PAY_ID_LEN], method[PAY_ID_LEN];
 static const pay_charge_info info = {"Lawncare job j1", "j1", "q1", "job"};
 
 static int setup(void **state) {
   (void)state;
-  snprintf(dir, sizeof dir, "/tmp/mp-paysim-XXXXXX");
-  assert_non_null(mkdtemp(dir));
-  char url[128], err[256];
-  snprintf(url, sizeof url, "sqlite:%s/p.db", dir);
-  CFG.db_busy_timeout_ms = 5000;
-  assert_true(db_open(url, TWINS + 2, 2, err));
+  unit_db_open("paysim", TWINS + 2);
   assert_true(db_migrate());
   payments_init(); /* no STRIPE_SECRET_KEY: the simulated processor */
   pay_error pe = {0};
@@ -40,10 +33,8 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  db_close();
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  return system(cmd) == 0 ? 0 : -1;
+  unit_db_close();
+  return 0;
 }
 
 static int64_t intents_under(const char *key) {
