@@ -456,3 +456,33 @@ perf_tables() { # perf.data out-prefix symbols children: perf's split by object 
   perf report -i "$1" --children --sort sym --stdio -g none 2>/dev/null | grep '\[\.\]' |
     awk -v n="$4" 'NR <= n' >"$2.children.txt"
 }
+
+# profile_start out-prefix seconds: for seconds, in the background, with PERF=1 `perf record -g`
+# of the server into out-prefix.perf (CALLGRAPH fp or dwarf, PERF_FREQ) and with OFFCPU=1 `perf
+# trace -s` of its system calls into out-prefix.trace.txt. profile_finish waits for them and,
+# with PERF=1, writes perf's tables beside them (perf_tables, and the split by thread in
+# out-prefix.threads.txt).
+profile_start() {
+  PROFILE_OUT=$1
+  PROFILE_PIDS=()
+  if [ "${PERF:-0}" = 1 ] || [ "${OFFCPU:-0}" = 1 ]; then mkdir -p "$(dirname "$1")"; fi
+  if [ "${PERF:-0}" = 1 ]; then
+    # shellcheck disable=SC2086 # PERF_FREQ's option is two words or none
+    perf record -e cpu-clock ${PERF_FREQ:+-F $PERF_FREQ} --call-graph "${CALLGRAPH:-fp}" -p "$SRV_PID" \
+      -o "$1.perf" -- sleep "$2" >/dev/null 2>&1 &
+    PROFILE_PIDS+=($!)
+  fi
+  if [ "${OFFCPU:-0}" = 1 ]; then
+    perf trace -s -p "$SRV_PID" -o "$1.trace.txt" -- sleep "$2" >/dev/null 2>&1 &
+    PROFILE_PIDS+=($!)
+  fi
+}
+
+profile_finish() {
+  local pid
+  for pid in "${PROFILE_PIDS[@]}"; do wait "$pid" || true; done
+  [ "${PERF:-0}" = 1 ] || return 0
+  perf_tables "$PROFILE_OUT.perf" "$PROFILE_OUT" 50 60
+  perf report -i "$PROFILE_OUT.perf" --no-children --sort comm --stdio -g none 2>/dev/null |
+    grep -v '^#' | grep -v '^$' >"$PROFILE_OUT.threads.txt"
+}

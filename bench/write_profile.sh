@@ -32,26 +32,14 @@ for engine in $ENGINES; do
   export BENCH_TOKENS=$files/quoters.tokens BENCH_JOBS=$files/open.jobs BENCH_THREADS=2
   BENCH_START=0 wrk_run "$engine-quotes-warmup" 2 64 3 "$base" -s "$BENCH/quotes.lua"
   before=$(cpu_ticks "$SRV_PID")
-  if [ "$PERF" = 1 ]; then
-    perf record -e cpu-clock ${PERF_FREQ:+-F $PERF_FREQ} --call-graph "${CALLGRAPH:-fp}" -p "$SRV_PID" -o "$TMP/$engine.perf" -- sleep "$SECONDS_EACH" >/dev/null 2>&1 &
-    perf_pid=$!
-  fi
-  if [ "${OFFCPU:-0}" = 1 ]; then
-    perf trace -s -p "$SRV_PID" -o "$RESULTS/$engine-quotes.trace.txt" -- sleep "$SECONDS_EACH" >/dev/null 2>&1 &
-    trace_pid=$!
-  fi
+  out=$RESULTS/$engine-quotes
+  profile_start "$out" "$SECONDS_EACH"
   BENCH_START=$((pairs / 2)) wrk_run "$engine-quotes" 2 64 "$SECONDS_EACH" "$base" --latency -s "$BENCH/quotes.lua"
-  [ "$PERF" = 1 ] && { wait "$perf_pid" || true; }
-  [ "${OFFCPU:-0}" = 1 ] && { wait "$trace_pid" || true; }
+  profile_finish
   after=$(cpu_ticks "$SRV_PID")
   line=$(grep '^BENCH ' "$RAW/$engine-quotes.txt")
   requests=$(field requests "$line")
-  out=$RESULTS/$engine-quotes
   cp "$RAW/$engine-quotes.txt" "$out.wrk.txt"
-  if [ "$PERF" = 1 ]; then
-    perf_tables "$TMP/$engine.perf" "$out" 50 60
-    cp "$TMP/$engine.perf" "$out.perf" 2>/dev/null || true
-  fi
   printf '%s POST /quotes: %s requests/s, p99 %s ms (wrk -t2 -c64, %s s), statuses %s, %.1f us of server CPU per request, load %s\n' \
     "$engine" "$(field rps "$line")" "$(field p99_ms "$line")" "$SECONDS_EACH" \
     "$(grep -o 'status_[0-9]*=[0-9]*' <<<"$line" | paste -sd, -)" \

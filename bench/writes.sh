@@ -73,27 +73,10 @@ write() {
   for v in "$@"; do export "${v?}"; done
   BENCH_START=0 wrk_run "$raw-warmup" "$THREADS" "$CONNS" "$WARMUP" "$BASE" -s "$BENCH/writes.lua"
   warm=$(field requests "$(grep '^BENCH ' "$RAW/$raw-warmup.txt" | tail -1)")
-  local perf_pid trace_pid
-  if [ "${PERF:-0}" = 1 ]; then
-    mkdir -p "$RESULTS/profile"
-    perf record -e cpu-clock --call-graph "${CALLGRAPH:-fp}" -p "$SRV_PID" -o "$RESULTS/profile/$raw.perf" \
-      -- sleep "$DURATION" >/dev/null 2>&1 &
-    perf_pid=$!
-  fi
-  if [ "${OFFCPU:-0}" = 1 ]; then
-    mkdir -p "$RESULTS/profile"
-    perf trace -s -p "$SRV_PID" -o "$RESULTS/profile/$raw.trace.txt" -- sleep "$DURATION" >/dev/null 2>&1 &
-    trace_pid=$!
-  fi
+  profile_start "$RESULTS/profile/$raw" "$DURATION"
   BENCH_START=$((warm * 5 / 4 + 4 * CONNS)) cpu_wrk_run "$raw" "$THREADS" "$CONNS" "$DURATION" "$BASE" --latency \
     -s "$BENCH/writes.lua"
-  [ "${OFFCPU:-0}" = 1 ] && { wait "$trace_pid" || true; }
-  if [ "${PERF:-0}" = 1 ]; then
-    wait "$perf_pid" || true
-    perf_tables "$RESULTS/profile/$raw.perf" "$RESULTS/profile/$raw" 50 60
-    perf report -i "$RESULTS/profile/$raw.perf" --no-children --sort comm --stdio -g none 2>/dev/null |
-      grep -v '^#' | grep -v '^$' >"$RESULTS/profile/$raw.threads.txt"
-  fi
+  profile_finish
   record "$engine" "$scenario" "$THREADS" "$CONNS" "$RAW/$raw.txt" "$CPU_TICKS"
   for v in "$@"; do unset "${v%%=*}"; done
   unset BENCH_TOKENS BENCH_THREADS
