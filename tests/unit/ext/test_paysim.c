@@ -127,11 +127,6 @@ static void test_a_refused_request_leaves_its_key_free(void **state) {
   assert_int_equal(intents_under("authorize-small"), 1);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_twins_at_once_make_one_intent),
-      cmocka_unit_test(test_a_key_used_with_other_parameters_is_refused),
-      cmocka_unit_test(test_a_refused_request_leaves_its_key_free),
-  };
-  return cmocka_run_group_tests(tests, setup, teardown);
-}
+UNIT_MAIN(setup, teardown, cmocka_unit_test(test_twins_at_once_make_one_intent),
+          cmocka_unit_test(test_a_key_used_with_other_parameters_is_refused),
+          cmocka_unit_test(test_a_refused_request_leaves_its_key_free))
