@@ -120,7 +120,8 @@ STRIPE_OPENAPI := build/stripe-openapi.json
 $(STRIPE_OPENAPI): scripts/stripe_openapi.sh scripts/stripe_openapi.py | deps
 	scripts/stripe_openapi.sh $@
 
-# the fakes' own tests (tests/fakes): they check the stand-ins for S3 and Stripe, not the product
+# the fakes' own tests (tests/fakes): they check the stand-ins for S3 and Stripe and the tests'
+# Server-Sent Events client, not the product
 fakes: deps-test $(STRIPE_OPENAPI)
 	$(PYTHON) -m pytest -q tests/fakes
 

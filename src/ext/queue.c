@@ -526,19 +526,23 @@ out:
   return ran;
 }
 
-bool queue_depth(int64_t *ready, int64_t *running) {
+bool queue_depth(queue_lanes which, int64_t *ready, int64_t *running) {
   arena a;
   arena_init(&a);
   db_res *r;
-  bool ok =
-      db_query(
-          &a, &r,
-          "SELECT COALESCE(SUM(CASE WHEN " READY_WHERE(
-              "$1", "$2") " THEN 1 ELSE 0 END), 0), "
-                          "COALESCE(SUM(CASE WHEN status = 'running' AND locked_until >= $2 THEN 1 ELSE 0 END), 0) "
-                          "FROM job_queue WHERE status IN ('pending', 'running')",
-          DB_ARGS(DB_INT(clock_now_ms()), DB_INT(clock_real_ms()))) == DB_OK;
-  if (ok) *ready = db_int(r, 0, 0), *running = db_int(r, 0, 1);
+  /* by kind, each kind's lane told apart here (a lane's kinds are the handlers', not in SQL) */
+  bool ok = db_query(&a, &r,
+                     "SELECT kind, COALESCE(SUM(CASE WHEN " READY_WHERE(
+                         "$1", "$2") " THEN 1 ELSE 0 END), 0), "
+                                     "COALESCE(SUM(CASE WHEN status = 'running' AND locked_until >= $2 THEN 1 ELSE 0 "
+                                     "END), 0) FROM job_queue WHERE status IN ('pending', 'running') GROUP BY kind",
+                     DB_ARGS(DB_INT(clock_now_ms()), DB_INT(clock_real_ms()))) == DB_OK;
+  *ready = *running = 0;
+  for (int i = 0; ok && i < r->rows; i++) {
+    bool heavy = lane_of(db_text(r, i, 0)) == LANE_HEAVY;
+    if (which != QUEUE_LANES_ALL && heavy != (which == QUEUE_LANES_HEAVY)) continue;
+    *ready += db_int(r, i, 1), *running += db_int(r, i, 2);
+  }
   arena_fini(&a);
   return ok;
 }

@@ -62,9 +62,12 @@ void queue_every(const char *kind, int64_t period_ms);
 void queue_defer(const char *kind, json_t *payload);
 /* Queues one unit of work in a statement of its own and wakes the workers. */
 db_rc queue_now(const char *kind, json_t *payload);
-/* Counts the work due now (pending, or running with a lapsed lease) and the work being run.
- * False when the database could not be read. For tests and operators. */
-bool queue_depth(int64_t *ready, int64_t *running);
+/* Which lanes queue_depth counts: both, the general one (every kind but the heavy ones), or
+ * the heavy one (document recognition). */
+typedef enum { QUEUE_LANES_ALL, QUEUE_LANES_GENERAL, QUEUE_LANES_HEAVY } queue_lanes;
+/* Counts the work of the lanes `which` due now (pending, or running with a lapsed lease) and
+ * the work being run. False when the database could not be read. For tests and operators. */
+bool queue_depth(queue_lanes which, int64_t *ready, int64_t *running);
 /* Runs of one kind finished by this instance since start, by outcome. */
 typedef struct queue_kind_runs {
   const char *kind;

@@ -1,7 +1,8 @@
 """A Server-Sent Events client for the tests of GET /events: a raw socket, HTTP/1.1 with chunked
 decoding, and the event stream parsed as the WHATWG HTML standard says (fields `id`, `event`,
 `data`, `retry`; comment lines; an event dispatched at a blank line; the last event ID kept
-across events). A reader thread collects everything; tests wait on it with `eventually()`.
+across events, and taken from an event's id only when the event is dispatched, so an event cut
+off by the end of the connection moves nothing, as in a browser). A reader thread collects everything; tests wait on it with `eventually()`.
 
 Every event received is checked against the StreamEvent schema of the server's OpenAPI
 document (`problems` lists what did not match), so the document's description of each event is
@@ -44,7 +45,7 @@ class Stream:
         self.headers = {}
         self.events = []      # dispatched events: {"id", "event", "data", "json"}
         self.comments = []    # comment lines, without the colon
-        self.ids = []         # every id field seen, in order (lone ids included)
+        self.ids = []         # the id field of every event dispatched, in order (lone ids included)
         self.retry = None
         self.last_event_id = ""
         self.body = b""       # a non-stream answer's body (errors)
@@ -130,12 +131,17 @@ class Stream:
             self.ended, self.clean_end = True, clean
 
     _event = None
+    _id_buffer = ""  # the standard's last event ID buffer: kept across events, not reset
 
     def _line(self, line):
         if self._event is None:
             self._event = {"data": [], "event": None}
-        if line == "":
+        if line == "":  # dispatch: only now does an id become the one a reconnect sends
             ev, self._event = self._event, None
+            with self.lock:
+                self.last_event_id = self._id_buffer
+                if ev.get("id") is not None:
+                    self.ids.append(ev["id"])
             if not ev["data"]:
                 return  # nothing to dispatch (a lone id still moved the last event ID)
             out = {"id": self.last_event_id or None, "event": ev["event"] or "message", "data": "\n".join(ev["data"])}
@@ -160,10 +166,7 @@ class Stream:
         elif field == "event":
             self._event["event"] = value
         elif field == "id" and "\0" not in value:
-            self._event["id"] = value
-            with self.lock:
-                self.last_event_id = value
-                self.ids.append(value)
+            self._event["id"] = self._id_buffer = value
         elif field == "retry" and value.isdigit():
             self.retry = int(value)
 

@@ -201,6 +201,10 @@ def test_queue_depth_counts_due_work_until_it_has_run(server, api):
     assert r.status_code == 200
     assert set(r.json()) == {"ready", "running"}
     assert all(isinstance(v, int) and v >= 0 for v in r.json().values())
+    for lane in ("general", "heavy"):  # document recognition's lane, or every other kind's
+        r = api.get("/__test/queue", params={"lane": lane})
+        assert r.status_code == 200 and set(r.json()) == {"ready", "running"}, r.text
+    assert api.get("/__test/queue", params={"lane": "slow"}).status_code == 400
     u = api.register_user()
     r = api.post("/auth/forgot-password", json={"email": u["email"], "role": "user"}, ip=unique_ip())
     assert r.status_code == 200

@@ -1,7 +1,8 @@
 """Self-tests of the local fakes that stand in for outside services in the API tests (S3,
-Stripe). They test the fakes, not the product: `make fakes` runs them, `make test` includes
-it, and they never count towards the API tests' route coverage. The fakes themselves live in
-tests/api, beside the tests that use them."""
+Stripe) and of the tests' Server-Sent Events client. They test the tools, not the product:
+`make fakes` runs them, `make test` includes it, and they never count towards the API tests'
+route coverage. The fakes and the client themselves live in tests/api, beside the tests that
+use them."""
 import os
 import sys
 

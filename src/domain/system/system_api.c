@@ -18,6 +18,7 @@
 #include "http/router.h"
 #include "http/server.h"
 #include <stdio.h>
+#include <string.h>
 
 err_t api_health(hs_req *req) { return hs_ok_pack(req, "{s:s}", "status", "ok"); }
 
@@ -73,11 +74,13 @@ err_t api_test_routes(hs_req *req) {
   return hs_ok_jw(req, w);
 }
 
-/* The background work due now and running, so a test can wait until the queue is idle before
- * asserting that something was not sent. */
+/* The background work due now and running (of ?lane=general or heavy, else both), so a test
+ * can wait until the queue is idle before asserting that something was not sent. */
 err_t api_test_queue(hs_req *req) {
+  const char *lane = hs_query_str(req, "lane");
+  queue_lanes lanes = !lane ? QUEUE_LANES_ALL : !strcmp(lane, "heavy") ? QUEUE_LANES_HEAVY : QUEUE_LANES_GENERAL;
   int64_t ready, running;
-  if (!queue_depth(&ready, &running)) return ERR_INTERNAL;
+  if (!queue_depth(lanes, &ready, &running)) return ERR_INTERNAL;
   return hs_ok_pack(req, "{s:I,s:I}", "ready", (int64_t)ready, "running", (int64_t)running);
 }
 
