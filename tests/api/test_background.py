@@ -123,7 +123,7 @@ def test_recognition_has_its_own_workers_at_a_lower_priority(bg_server, noise_jp
     assert api.get("/users/me", token=user["token"]).status_code == 200
     assert time.monotonic() - t0 < 0.5
     # the test routes count the lanes apart: the general one idle, recognition's still at work
-    api.wait_queue_idle()
+    api.wait_queue_idle(lane="general")
     heavy = api.get("/__test/queue", params={"lane": "heavy"}).json()
     assert 1 <= heavy["running"] + heavy["ready"] <= 2 and heavy["running"] <= 1, heavy
     for pro in pros:

@@ -706,7 +706,7 @@ def test_id_documents_answer_says_pending_when_the_check_ends_first(s3):
     once) has written its result."""
     fake, srv, api = s3
     p = api.register_provider()
-    api.wait_queue_idle(timeout=120, recognition=True)  # the recognition worker is free
+    api.wait_queue_idle(timeout=120)  # the recognition worker is free
     upload_licence(api, p["token"], front=undecodable_png(1))
     first = wait_check(api, p["token"], "idCheckStatus")
     assert first["idCheckFlags"] == ["unreadable"]
@@ -734,7 +734,7 @@ def test_id_documents_answer_says_pending_when_the_check_ends_first(s3):
 
 def test_s3_recognition(s3, tmp_path):
     fake, srv, api = s3
-    api.wait_queue_idle(timeout=120, recognition=True)  # the recognitions of earlier tests' documents are not this test's
+    api.wait_queue_idle(timeout=120)  # the recognitions of earlier tests' documents are not this test's
     p = api.register_provider()
     today = server_today(api)
     expiry = today.replace(year=today.year + 3, day=1)

@@ -38,7 +38,7 @@ import pytest
 import requests
 
 from conftest import ADMIN_ENV, Api, WEBHOOK_SECRET, admin_login, free_port, sign_webhook
-from helpers import assert_error, error_body, eventually, send_raw_json
+from helpers import assert_error, error_body, eventually, send_raw_json, server_seconds
 from money import assert_money_conserved
 from processor_worlds import PRICE, started_fake_stripe
 from flow_helpers import fresh_zip, ok, provider as verified_provider
@@ -849,6 +849,34 @@ def test_a_capture_missed_until_the_hold_lapsed_is_charged_by_the_reconciliation
     logs = [line for line in api.server.log_lines()
             if line.get("msg") == "no live authorization at capture: charging instead"]
     assert any(line.get("paymentId") == p["id"] for line in logs), logs
+
+
+RECONCILE_PERIOD_MS = 15 * 60 * 1000
+
+
+def test_the_periodic_reconciliation_leaves_a_job_just_moved_to_its_request(clock_api):
+    """A job completed a minute before a reconciliation runs is its completing request's to
+    capture (else that request found the capture under way, answered AUTHORIZED and queued its
+    own): the run leaves it alone, and a run once it was moved 4 minutes ago or more captures
+    the hold the request missed. The completion is made in the database, as if the request were
+    still at it."""
+    api = clock_api
+    d = Market(api).deal()
+    p = d.accept()
+    api.wait_queue_idle()
+    now = int(server_seconds(api) * 1000)
+    slot = now - now % RECONCILE_PERIOD_MS + RECONCILE_PERIOD_MS  # the next run's
+    db(api.server, f"UPDATE jobs SET status = 'COMPLETED', completed_at = {slot - 60000}, "
+                   f"updated_at = {slot - 60000} WHERE id = '{d.job_id}'")
+    runs = lambda line: line.get("kind") == "payment_reconcile" and line.get("outcome") == "done"
+    before = len([line for line in api.server.log_lines() if runs(line)])
+    api.advance_clock(slot + 1000 - now)
+    api.server.wait_log(runs, count=before + 1)
+    assert d.payment() == p  # AUTHORIZED, its hold untouched
+    api.advance_clock(RECONCILE_PERIOD_MS)
+    api.server.wait_log(runs, count=before + 2)
+    paid = d.wait_payment("the reconciliation's capture", lambda q: q["status"] == "PAID")
+    assert paid["processorPaymentIntentId"] == p["processorPaymentIntentId"]
 
 
 # ================================================================ reconciliation on demand

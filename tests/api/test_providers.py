@@ -1128,7 +1128,7 @@ def test_newest_licence_upload_wins(api, pro, tmp_path):
     body = wait_check(api, pro["token"], "idCheckStatus")
     assert body["idCheckStatus"] == "passed", id_fields(body)
     assert body["idCheckExpiry"] == expiry.isoformat()
-    api.wait_queue_idle(recognition=True)  # a late result of the first check would show up by now
+    api.wait_queue_idle()  # a late result of the first check would show up by now
     assert id_fields(me(api, pro["token"])) == id_fields(body)
 
 

@@ -580,7 +580,9 @@ err_t pay_store_recoverable(arena *a, const char *user_id, db_res **out) {
 }
 
 err_t pay_store_uncertain(arena *a, int64_t stale_before, int limit, db_res **out) {
-  /* a FAILED payment of a completed job was charged at completion when its key says so */
+  /* a FAILED payment of a completed job was charged at completion when its key says so; a job
+   * moved since stale_before is left to the request that moved it (a reconciliation that
+   * captured in between had the completion answer AUTHORIZED and queue its own capture) */
   return db_query(
              a, out,
              "SELECT p.id, p.job_id, 'pending', j.status FROM payments p JOIN jobs j ON j.id = p.job_id "
@@ -591,7 +593,7 @@ err_t pay_store_uncertain(arena *a, int64_t stale_before, int limit, db_res **ou
              "WHEN p.status = 'AUTHORIZED' OR (j.status = 'COMPLETED' AND (p.idem_key IS NULL OR p.idem_key NOT LIKE "
              "'charge-%')) THEN 'capture' ELSE 'recover' END, j.status "
              "FROM payments p JOIN jobs j ON j.id = p.job_id JOIN users u ON u.id = p.user_id "
-             "WHERE p.pending_op IS NULL AND ("
+             "WHERE p.pending_op IS NULL AND j.updated_at < $1 AND ("
              "(p.released_at IS NOT NULL AND (p.status = 'AUTHORIZED' OR (p.status = 'PAID' "
              "AND p.refunded_cents < p.amount_cents))) "
              "OR (p.released_at IS NULL AND j.status IN ('PENDING', 'QUOTED')) "
