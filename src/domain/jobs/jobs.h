@@ -42,9 +42,10 @@ db_rc jobs_move_in(db_conn *c, const db_res *job, int row, const char *const *fr
  * - jobs_accept_in: job_id goes from PENDING or QUOTED to ACCEPTED with provider_id at now
  *   (*accepted false, nothing changed, when it was no longer open);
  * - jobs_set_tip_in: the job's tipAmount (cents; negative: none);
- * - jobs_lock_in: takes the job's row lock (the database's write lock on SQLite), so that
- *   concurrent transactions about one job run one after another (on PostgreSQL it is sent
- *   with the transaction's next statement, which runs once the lock is held);
+ * - jobs_lock_in: takes the job's row lock, so that concurrent transactions about one job run
+ *   one after another (on PostgreSQL it is sent with the transaction's next statement, which
+ *   runs once the lock is held; on SQLite every write transaction holds the database's write
+ *   lock already, so it does nothing);
  * - jobs_reopen_quoted_by_in: QUOTED jobs whose only quotes are provider_id's go back to
  *   PENDING (before that provider's quotes are withdrawn). */
 db_rc jobs_accept_in(db_conn *c, const char *job_id, const char *provider_id, int64_t now, bool *accepted);
