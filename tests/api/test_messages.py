@@ -460,6 +460,25 @@ def test_thread_cap_is_250_per_thread(api):
     assert len(thread(api, s.user["token"], s.job_id, a["id"])) == 250
 
 
+def test_the_last_places_of_a_thread_go_once_to_posts_side_by_side(api, server):
+    """Both parties post 32 messages at once into a thread with 240: the job's row lock has
+    them count the cap one after another, so 10 land and 22 are refused, never 251."""
+    s = Setup(api, pros=1)
+    (a,) = s.pros
+    for i in range(240):
+        token, extra = (a["token"], {}) if i % 2 else (s.user["token"], {"providerId": a["id"]})
+        assert post(api, token, s.job_id, f"m{i}", **extra).status_code == 201
+
+    def one(i):
+        token, extra = (a["token"], {}) if i % 2 else (s.user["token"], {"providerId": a["id"]})
+        return post(Api(server), token, s.job_id, f"late{i}", **extra).status_code
+
+    with ThreadPoolExecutor(32) as pool:
+        statuses = list(pool.map(one, range(32)))
+    assert sorted(statuses) == [201] * 10 + [429] * 22, statuses
+    assert len(thread(api, a["token"], s.job_id)) == 250
+
+
 
 
 def test_messages_posted_back_to_back_are_listed_in_posting_order(server_factory):
