@@ -4,6 +4,8 @@
 # Sets the knobs both scripts share (BIN, ENGINES, DURATION, WARMUP) and ROOT, BENCH, PY.
 # PG_OPTS: more `-c name=value` settings for the private PostgreSQL cluster (to profile it:
 # "-c shared_preload_libraries=pg_stat_statements,auto_explain -c auto_explain.log_min_duration=3").
+# PGSTAT=1: the cluster keeps pg_stat_statements, and each profiled measurement (profile_start,
+# profile_finish) writes PostgreSQL's statements by time spent in it to <out>.statements.txt.
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH=$ROOT/bench
@@ -331,9 +333,11 @@ start_pg() {
   as_pg "$PG_BIN/initdb" -D "$d/data" -A trust -U postgres --no-sync >/dev/null
   PG_DATA=$d/data
   as_pg "$PG_BIN/pg_ctl" -D "$d/data" -l "$d/log" -w start -o "-p $PG_PORT -k $d -c listen_addresses=127.0.0.1 \
--c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 ${PG_OPTS:-}" >/dev/null
+-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 \
+${PGSTAT:+-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all} ${PG_OPTS:-}" >/dev/null
   as_pg "$PG_BIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U postgres mp_bench
   PG_URL="postgres://postgres@127.0.0.1:$PG_PORT/mp_bench"
+  if [ "${PGSTAT:-0}" = 1 ]; then psql -q "$PG_URL" -c "CREATE EXTENSION pg_stat_statements" >/dev/null; fi
 }
 
 # ------------------------------------------------------------------ the service
@@ -476,11 +480,28 @@ profile_start() {
     perf trace -s -p "$SRV_PID" -o "$1.trace.txt" -- sleep "$2" >/dev/null 2>&1 &
     PROFILE_PIDS+=($!)
   fi
+  if pg_stats; then
+    mkdir -p "$(dirname "$1")"
+    psql -q "$PG_URL" -c "SELECT pg_stat_statements_reset()" >/dev/null
+  fi
+}
+
+pg_stats() { [ "${PGSTAT:-0}" = 1 ] && [ -n "${PG_DATA:-}" ]; } # PostgreSQL runs and keeps its statements' times
+
+# PostgreSQL's statements since profile_start by the time spent in them (planning included),
+# with calls, rows and shared blocks dirtied per call
+pg_statements() {
+  psql -q "$PG_URL" -P pager=off -c "SELECT round((total_exec_time + total_plan_time)::numeric, 1) AS ms, calls,
+round(((total_exec_time + total_plan_time) * 1000 / calls)::numeric, 1) AS us_per_call,
+round(rows::numeric / calls, 2) AS rows_per_call, round(shared_blks_dirtied::numeric / calls, 2) AS dirtied_per_call,
+left(regexp_replace(query, '\s+', ' ', 'g'), 160) AS query
+FROM pg_stat_statements ORDER BY total_exec_time + total_plan_time DESC LIMIT 40" >"$1"
 }
 
 profile_finish() {
   local pid
   for pid in "${PROFILE_PIDS[@]}"; do wait "$pid" || true; done
+  if pg_stats; then pg_statements "$PROFILE_OUT.statements.txt"; fi
   [ "${PERF:-0}" = 1 ] || return 0
   perf_tables "$PROFILE_OUT.perf" "$PROFILE_OUT" 50 60
   perf report -i "$PROFILE_OUT.perf" --no-children --sort comm --stdio -g none 2>/dev/null |

@@ -30,7 +30,9 @@
 # default), RESULTS (bench/results/writes), BIN, SERVER_ENV, AUTOGROUP, PERF (1: each measured
 # write under `perf record -g` of the server, its split by object, symbol and thread in
 # RESULTS/profile/; CALLGRAPH fp or dwarf), OFFCPU (1: `perf trace -s` of the server's system
-# calls and their time per thread meanwhile, RESULTS/profile/*.trace.txt).
+# calls and their time per thread meanwhile, RESULTS/profile/*.trace.txt), PGSTAT (1: PostgreSQL's
+# statements of each measured write by time, from pg_stat_statements, RESULTS/profile/*.statements.txt),
+# STATS (settled: PostgreSQL's statistics brought up to date after each warm-up; asis: not).
 set -euo pipefail
 
 # shellcheck source=bench/lib.sh
@@ -73,6 +75,7 @@ write() {
   for v in "$@"; do export "${v?}"; done
   BENCH_START=0 wrk_run "$raw-warmup" "$THREADS" "$CONNS" "$WARMUP" "$BASE" -s "$BENCH/writes.lua"
   warm=$(field requests "$(grep '^BENCH ' "$RAW/$raw-warmup.txt" | tail -1)")
+  settle_stats "$engine"
   profile_start "$RESULTS/profile/$raw" "$DURATION"
   BENCH_START=$((warm * 5 / 4 + 4 * CONNS)) cpu_wrk_run "$raw" "$THREADS" "$CONNS" "$DURATION" "$BASE" --latency \
     -s "$BENCH/writes.lua"
@@ -83,6 +86,15 @@ write() {
 }
 
 wanted() { [[ " $WRITES " == *" $1 "* ]]; }
+
+# PostgreSQL: the statistics autovacuum would keep, before each measurement. A table this run
+# grew from empty in the warm-up (payments, the simulated processor's objects) otherwise keeps
+# the plans its connections cached while it was nearly empty, sequential scans, until
+# autovacuum's next pass (up to a minute): section 22 of performance-history.md.
+settle_stats() {
+  [ "$1" = postgres ] && [ "${STATS:-settled}" = settled ] || return 0
+  psql -q "$PG_URL" -c "ANALYZE" >/dev/null
+}
 
 bench_engine() {
   local engine=$1
