@@ -266,10 +266,21 @@ quote_pairs() { echo $(($(wc -l <"$1/quoters.tokens") * $(wc -l <"$1/open.jobs")
 # measure_quotes engine scenario raw base files warm_from from: POST /quotes at -t2 -c64
 # (bench/quotes.lua, every request a new pair), the warm-up from pair warm_from and the
 # measurement from pair from (disjoint: a repeated pair answers 409), with its CPU per request
+# PostgreSQL: the statistics autovacuum would keep, before a measurement (STATS=settled, the
+# default; asis: none). A table a run grew from empty in the warm-up (payments, messages, the
+# simulated processor's objects) otherwise keeps the plans its connections made while it was
+# nearly empty, sequential scans, until autovacuum's next pass (up to a minute):
+# performance-history.md, section 22.
+settle_stats() {
+  [ "$1" = postgres ] && [ "${STATS:-settled}" = settled ] || return 0
+  psql -q "$PG_URL" -c "ANALYZE" >/dev/null
+}
+
 measure_quotes() {
   local engine=$1 scenario=$2 raw=$3 base=$4 files=$5
   BENCH_TOKENS=$files/quoters.tokens BENCH_JOBS=$files/open.jobs BENCH_THREADS=2 BENCH_START=$6 \
     wrk_run "$raw-warmup" 2 64 "$WARMUP" "$base" -s "$BENCH/quotes.lua"
+  settle_stats "$engine"
   BENCH_TOKENS=$files/quoters.tokens BENCH_JOBS=$files/open.jobs BENCH_THREADS=2 BENCH_START=$7 \
     cpu_wrk_run "$raw" 2 64 "$DURATION" "$base" --latency -s "$BENCH/quotes.lua"
   record "$engine" "$scenario" 2 64 "$RAW/$raw.txt" "$CPU_TICKS"

@@ -87,14 +87,6 @@ write() {
 
 wanted() { [[ " $WRITES " == *" $1 "* ]]; }
 
-# PostgreSQL: the statistics autovacuum would keep, before each measurement. A table this run
-# grew from empty in the warm-up (payments, the simulated processor's objects) otherwise keeps
-# the plans its connections cached while it was nearly empty, sequential scans, until
-# autovacuum's next pass (up to a minute): section 22 of performance-history.md.
-settle_stats() {
-  [ "$1" = postgres ] && [ "${STATS:-settled}" = settled ] || return 0
-  psql -q "$PG_URL" -c "ANALYZE" >/dev/null
-}
 
 bench_engine() {
   local engine=$1
