@@ -134,6 +134,14 @@ def test_restore_drill(drill, pg_cluster):
         assert p.returncode == 0, p.stdout + p.stderr
         assert re.search(r"^users\s+(\d+)\s+\1$", p.stdout, re.M), p.stdout  # the counts side by side
         assert "audit trail verified" in p.stdout
+        steps = [json.loads(line)["step"] for line in p.stderr.splitlines() + p.stdout.splitlines()
+                 if line.startswith("{")]
+        if pg_cluster:  # pg_restore leaves no statistics: the restore gathers them
+            assert "statistics gathered (ANALYZE)" in steps, steps
+            assert sql(target, pg_cluster, "SELECT count(*) FROM pg_stat_user_tables WHERE relname = 'payments' "
+                                           "AND last_analyze IS NOT NULL") == [("1",)]
+        else:
+            assert not any(s.startswith("statistics") for s in steps), steps
         target.start()
         api = Api(target)
         for f, before, sha in zip(drill["before"], drill["exports"], drill["photos"]):

@@ -609,6 +609,14 @@ static bool restored_holds(json_t *manifest, bk_progress *p) {
   if (!same) fprintf(stderr, "restore: the restored row counts differ from the manifest's\n");
   bool migrated = db_migrate();
   if (!migrated) fprintf(stderr, "restore: the migrations newer than the backup failed\n");
+  /* pg_restore leaves no statistics: a plan made before autovacuum's first pass would scan the
+   * restored tables whole (SQLite's copied file keeps its own) */
+  if (config_is_postgres()) {
+    if (backup_store_analyze())
+      bk_progress_step(p, "statistics gathered (ANALYZE)");
+    else
+      fprintf(stderr, "restore: ANALYZE failed: run it before the service starts\n");
+  }
   int verified = audit_verify(stdout, stderr, NULL, 0);
   db_close();
   size_t nobjects = json_object_size(json_object_get(manifest, "objects"));

@@ -116,3 +116,5 @@ int backup_store_table_count(void) {
   arena_fini(&a);
   return n;
 }
+
+bool backup_store_analyze(void) { return db_query(NULL, NULL, "ANALYZE", DB_NOARGS) == DB_OK; }

@@ -32,5 +32,8 @@ void backup_store_view_end(backup_view *v);
 json_t *backup_store_counts(backup_count_cb cb, void *ctx, char err[256]);
 /* How many tables the database holds (0: an empty database to restore into); -1 on failure. */
 int backup_store_table_count(void);
+/* Gathers every table's statistics (ANALYZE) after a restore: PostgreSQL's pg_restore leaves
+ * none, and the first plans would scan the restored tables whole; false on failure. */
+bool backup_store_analyze(void);
 
 #endif
