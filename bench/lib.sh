@@ -281,8 +281,10 @@ measure_quotes() {
   BENCH_TOKENS=$files/quoters.tokens BENCH_JOBS=$files/open.jobs BENCH_THREADS=2 BENCH_START=$6 \
     wrk_run "$raw-warmup" 2 64 "$WARMUP" "$base" -s "$BENCH/quotes.lua"
   settle_stats "$engine"
+  profile_start "$RESULTS/profile/$raw" "$DURATION"
   BENCH_TOKENS=$files/quoters.tokens BENCH_JOBS=$files/open.jobs BENCH_THREADS=2 BENCH_START=$7 \
     cpu_wrk_run "$raw" 2 64 "$DURATION" "$base" --latency -s "$BENCH/quotes.lua"
+  profile_finish
   record "$engine" "$scenario" 2 64 "$RAW/$raw.txt" "$CPU_TICKS"
 }
 
