@@ -263,9 +263,6 @@ measure() {
 # (seed_to's quoters.tokens and open.jobs), each once
 quote_pairs() { echo $(($(wc -l <"$1/quoters.tokens") * $(wc -l <"$1/open.jobs"))); }
 
-# measure_quotes engine scenario raw base files warm_from from: POST /quotes at -t2 -c64
-# (bench/quotes.lua, every request a new pair), the warm-up from pair warm_from and the
-# measurement from pair from (disjoint: a repeated pair answers 409), with its CPU per request
 # PostgreSQL: the statistics autovacuum would keep, before a measurement (STATS=settled, the
 # default; asis: none). A table a run grew from empty in the warm-up (payments, messages, the
 # simulated processor's objects) otherwise keeps the plans its connections made while it was
@@ -276,6 +273,9 @@ settle_stats() {
   psql -q "$PG_URL" -c "ANALYZE" >/dev/null
 }
 
+# measure_quotes engine scenario raw base files warm_from from: POST /quotes at -t2 -c64
+# (bench/quotes.lua, every request a new pair), the warm-up from pair warm_from and the
+# measurement from pair from (disjoint: a repeated pair answers 409), with its CPU per request
 measure_quotes() {
   local engine=$1 scenario=$2 raw=$3 base=$4 files=$5
   BENCH_TOKENS=$files/quoters.tokens BENCH_JOBS=$files/open.jobs BENCH_THREADS=2 BENCH_START=$6 \
@@ -474,15 +474,18 @@ perf_tables() { # perf.data out-prefix symbols children: perf's split by object 
     awk -v n="$4" 'NR <= n' >"$2.children.txt"
 }
 
+pg_stats() { [ "${PGSTAT:-0}" = 1 ] && [ -n "${PG_DATA:-}" ]; } # PostgreSQL runs and keeps its statements' times
+
 # profile_start out-prefix seconds: for seconds, in the background, with PERF=1 `perf record -g`
 # of the server into out-prefix.perf (CALLGRAPH fp or dwarf, PERF_FREQ) and with OFFCPU=1 `perf
-# trace -s` of its system calls into out-prefix.trace.txt. profile_finish waits for them and,
-# with PERF=1, writes perf's tables beside them (perf_tables, and the split by thread in
-# out-prefix.threads.txt).
+# trace -s` of its system calls into out-prefix.trace.txt; with PGSTAT=1 PostgreSQL's statement
+# times start from zero. profile_finish waits for them and writes, with PERF=1, perf's tables
+# beside them (perf_tables, and the split by thread in out-prefix.threads.txt), with PGSTAT=1
+# out-prefix.statements.txt (pg_statements).
 profile_start() {
   PROFILE_OUT=$1
   PROFILE_PIDS=()
-  if [ "${PERF:-0}" = 1 ] || [ "${OFFCPU:-0}" = 1 ]; then mkdir -p "$(dirname "$1")"; fi
+  if [ "${PERF:-0}" = 1 ] || [ "${OFFCPU:-0}" = 1 ] || pg_stats; then mkdir -p "$(dirname "$1")"; fi
   if [ "${PERF:-0}" = 1 ]; then
     # shellcheck disable=SC2086 # PERF_FREQ's option is two words or none
     perf record -e cpu-clock ${PERF_FREQ:+-F $PERF_FREQ} --call-graph "${CALLGRAPH:-fp}" -p "$SRV_PID" \
@@ -493,13 +496,8 @@ profile_start() {
     perf trace -s -p "$SRV_PID" -o "$1.trace.txt" -- sleep "$2" >/dev/null 2>&1 &
     PROFILE_PIDS+=($!)
   fi
-  if pg_stats; then
-    mkdir -p "$(dirname "$1")"
-    psql -q "$PG_URL" -c "SELECT pg_stat_statements_reset()" >/dev/null
-  fi
+  if pg_stats; then psql -q "$PG_URL" -c "SELECT pg_stat_statements_reset()" >/dev/null; fi
 }
-
-pg_stats() { [ "${PGSTAT:-0}" = 1 ] && [ -n "${PG_DATA:-}" ]; } # PostgreSQL runs and keeps its statements' times
 
 # PostgreSQL's statements since profile_start by the time spent in them (planning included),
 # with calls, rows and shared blocks dirtied per call

@@ -87,7 +87,6 @@ write() {
 
 wanted() { [[ " $WRITES " == *" $1 "* ]]; }
 
-
 bench_engine() {
   local engine=$1
   log "== $engine"

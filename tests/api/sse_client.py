@@ -2,7 +2,8 @@
 decoding, and the event stream parsed as the WHATWG HTML standard says (fields `id`, `event`,
 `data`, `retry`; comment lines; an event dispatched at a blank line; the last event ID kept
 across events, and taken from an event's id only when the event is dispatched, so an event cut
-off by the end of the connection moves nothing, as in a browser). A reader thread collects everything; tests wait on it with `eventually()`.
+off by the end of the connection moves nothing, as in a browser). A reader thread collects
+everything; tests wait on it with `eventually()`.
 
 Every event received is checked against the StreamEvent schema of the server's OpenAPI
 document (`problems` lists what did not match), so the document's description of each event is

@@ -437,12 +437,18 @@ def test_threads_routes_refuse_other_roles(api, admin_token):
 # ---------------------------------------------------------------- the 250 cap
 
 
+def turn(s, pro, i):
+    """Who posts the i-th message of the thread between s's customer and pro, the two in turn:
+    (token, the extra fields of a customer's post)."""
+    return (pro["token"], {}) if i % 2 else (s.user["token"], {"providerId": pro["id"]})
+
+
 def test_thread_cap_is_250_per_thread(api):
     s = Setup(api, pros=2)
     a, b = s.pros
     started = time.time()
     for i in range(250):
-        token, extra = (a["token"], {}) if i % 2 else (s.user["token"], {"providerId": a["id"]})
+        token, extra = turn(s, a, i)
         r = post(api, token, s.job_id, f"m{i}", **extra)
         assert r.status_code == 201, f"message {i}: {r.status_code} {r.text}"
     assert time.time() - started < 30
@@ -466,11 +472,11 @@ def test_the_last_places_of_a_thread_go_once_to_posts_side_by_side(api, server):
     s = Setup(api, pros=1)
     (a,) = s.pros
     for i in range(240):
-        token, extra = (a["token"], {}) if i % 2 else (s.user["token"], {"providerId": a["id"]})
+        token, extra = turn(s, a, i)
         assert post(api, token, s.job_id, f"m{i}", **extra).status_code == 201
 
     def one(i):
-        token, extra = (a["token"], {}) if i % 2 else (s.user["token"], {"providerId": a["id"]})
+        token, extra = turn(s, a, i)
         return post(Api(server), token, s.job_id, f"late{i}", **extra).status_code
 
     with ThreadPoolExecutor(32) as pool:
