@@ -11,4 +11,10 @@
  *   upload-received   an upload's files are on disk, nothing stored or recorded yet */
 void fault_point(const char *name);
 
+/* Race injection, for the tests of a race whose window is otherwise too short to hit: with
+ * APP_ENV=test and PAUSE_POINT=<name>:<ms>, the calling thread sleeps ms every time it reaches
+ * the point of that name. The named points:
+ *   events-recipients-read  the pump read a round's recipients, before it writes the round out */
+void fault_pause(const char *name);
+
 #endif

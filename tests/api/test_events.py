@@ -13,6 +13,8 @@ import datetime
 import os
 import socket
 import subprocess
+import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -578,6 +580,64 @@ def test_a_provider_replays_the_open_jobs_of_its_pairs_once(api, streams, admin_
     assert not s_other.of("job.created") and not s_other.of("job.updated")
 
 
+def test_streams_joining_during_a_burst_get_every_event_after_their_position(api, streams, admin_token):
+    """The pump reads an open job's matching providers only among those with a stream (none
+    at all with no stream joined), so a stream that joins while a round is being read is owed
+    that round's events: each stream that joins during a burst of jobs gets every event after
+    its first position that a stream open throughout got, in the same order."""
+    zip_code = private_zip()
+    user = customer(api, zip_code)
+    pro = provider(api, [zip_code], ["lawncare"], verified=False)
+    throughout = streams(pro["token"])
+    posted, stop = [], threading.Event()
+
+    def burst():
+        while not stop.is_set() and len(posted) < 400:
+            posted.append(post_job(api, user, service="lawncare")["id"])
+
+    with ThreadPoolExecutor(1) as pool:
+        done = pool.submit(burst)
+        joined = []
+        for i in range(4):  # the account's fifth stream at most
+            eventually(lambda: len(posted) >= 5 * (i + 1) or done.done(), 30, "jobs posted between the joins")
+            joined.append(streams(pro["token"]))
+        stop.set()
+        done.result()
+    assert len(posted) < 400, "the burst ended before the streams joined"
+    throughout.wait("job.created", about(posted[-1]))
+    for s in joined:
+        settle(api, admin_token, s, pro, "provider")
+        start = int(s.ids[0])
+        owed = [(e["id"], e["json"]["id"]) for e in throughout.of("job.created") if int(e["id"]) > start]
+        assert owed, "a stream joined after the burst"
+        assert [(e["id"], e["json"]["id"]) for e in s.of("job.created")] == owed
+
+
+def test_a_stream_that_joins_while_its_round_is_read_is_owed_the_round(server_factory):
+    """The race the burst above can only hit by chance, made certain: PAUSE_POINT holds the pump
+    after it read a round's recipients (the customer's, the one stream then). A provider whose
+    stream joins meanwhile joins at the position before the round, so the round's job.created
+    is owed to it: the pump reads the recipients again before writing the round out."""
+    srv = server_factory(PAUSE_POINT="events-recipients-read:1500")
+    api = Api(srv)
+    zip_code = private_zip()
+    user = customer(api, zip_code)
+    pro = provider(api, [zip_code], ["lawncare"], verified=False)
+    opened = [Stream(srv.url, token=user["token"], schema=stream_schema(srv))]
+    eventually(lambda: opened[0].ids, 10, "the customer's stream joined")
+    job = post_job(api, user, service="lawncare")
+    time.sleep(0.3)  # the pump reads the round at once (5 ms), then sleeps in its pause
+    opened.append(Stream(srv.url, token=pro["token"], schema=stream_schema(srv)))
+    late = opened[1]
+    eventually(lambda: late.ids, 10, "the provider's stream joined")
+    assert opened[0].of("job.created") == [], "the round was written out before the provider joined"
+    assert int(late.ids[0]) < int(opened[0].wait("job.created", about(job["id"]))[0]["id"])
+    late.wait("job.created", about(job["id"]), timeout=10)
+    for s in opened:
+        assert not s.problems, s.problems
+        s.close()
+
+
 def test_an_unknown_or_old_id_gets_a_reset(api, streams):
     u = api.register_user()
     s = streams(u["token"], last_event_id="999999999")
@@ -720,7 +780,6 @@ def test_concurrent_writers_on_two_instances_are_seen_in_one_order(pair):
     instance, gets every message once, with growing ids, each writer's in the order it posted
     them; the streams of both instances agree on that order, and a replay from the start gives
     it again."""
-    import threading
     a, b = pair
     api_a, api_b = Api(a), Api(b)
     f = Flow(api_a).quoted()

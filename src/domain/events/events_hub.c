@@ -12,6 +12,8 @@
 #include "domain/events/events_hub.h"
 #include "core/buf.h"
 #include "core/clock.h"
+#include "core/faults.h"
+#include "core/jw.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "db/db.h"
@@ -297,10 +299,11 @@ typedef struct delivered {
   int64_t id; /* the event's id (not its position) */
 } delivered;
 
-/* Writes the events of one batch to the streams of their recipients, and moves the position.
- * Returns how many one-shot deliveries it recorded in out (at most cap). mu held. */
+/* Writes the events of one batch to the streams of their recipients (to: none when NULL), and
+ * moves the position. Returns how many one-shot deliveries it recorded in out (at most cap).
+ * mu held. */
 static int fan_out(const db_res *ev, const db_res *to, delivered *out, int cap) {
-  int nout = 0, r = 0;
+  int nout = 0, r = 0, nto = to ? to->rows : 0;
   struct buf text;
   buf_init(&text, BUF_CAP_MAX);
   for (int i = 0; i < ev->rows; i++) {
@@ -313,8 +316,8 @@ static int fan_out(const db_res *ev, const db_res *to, delivered *out, int cap) 
     const events_oneshot *once = events_hub_oneshot(db_text(ev, i, 1));
     buf_reset(&text);
     events_format(&text, pos, db_text(ev, i, 1), db_text(ev, i, 2));
-    while (r < to->rows && db_int(to, r, 0) < pos) r++; /* in step with the events */
-    for (; r < to->rows && db_int(to, r, 0) == pos; r++) {
+    while (r < nto && db_int(to, r, 0) < pos) r++; /* in step with the events */
+    for (; r < nto && db_int(to, r, 0) == pos; r++) {
       const char *key = db_text(to, r, 1);
       bool reached = false;
       for (ev_stream *es = hub.buckets[bucket_of(key)], *next; es; es = next) {
@@ -334,6 +337,39 @@ static int fan_out(const db_res *ev, const db_res *to, delivered *out, int cap) 
   return nout;
 }
 
+/* The providers with a stream here, as a JSON array of their ids ("[]": none). Built each
+ * round, like the fan-out, in time linear in the streams. mu held. */
+static const char *joined_providers(arena *a) {
+  jw w;
+  jw_init(&w, a, 0);
+  jw_arr(&w);
+  for (ev_stream *es = hub.all; es; es = es->all_next)
+    if (!strncmp(es->recipient, "provider:", 9)) jw_str(&w, es->recipient + 9);
+  jw_arr_end(&w);
+  return jw_text(&w);
+}
+
+/* The recipients of the events in (after, last] that have a stream here: none read when no
+ * stream is joined (the events still move the position and carry the tokens' ends), and of the
+ * providers matching an open job's event only those with a stream (a snowstorm's job matches
+ * thousands). Read again when a stream joined meanwhile: it joined at the position before these
+ * events and is owed them. Returns with mu held, *to NULL when none were read; false (mu not
+ * held) on a failure, logged. */
+static bool read_recipients(arena *a, int64_t after, int64_t last, db_res **to) {
+  *to = NULL;
+  pthread_mutex_lock(&hub.mu);
+  while (hub.all) {
+    uint64_t joins = hub.joins;
+    const char *providers = joined_providers(a);
+    pthread_mutex_unlock(&hub.mu);
+    if (events_store_recipients(a, after, last, providers, to) != ERR_OK) return false;
+    fault_pause("events-recipients-read");
+    pthread_mutex_lock(&hub.mu);
+    if (hub.joins == joins) break;
+  }
+  return true;
+}
+
 /* Reads and writes out everything positioned after the position. */
 static void deliver_new(void) {
   arena a;
@@ -341,10 +377,10 @@ static void deliver_new(void) {
   for (;;) {
     int64_t after = events_hub_position(); /* only this thread moves it */
     db_res *ev, *to;
-    if (events_store_batch(&a, after, BATCH, &ev, &to) != ERR_OK) break; /* logged; the next wake tries again */
+    if (events_store_batch(&a, after, BATCH, &ev) != ERR_OK) break; /* logged; the next wake tries again */
     if (ev->rows == 0) break;
+    if (!read_recipients(&a, after, db_int(ev, ev->rows - 1, 0), &to)) break;
     delivered done[BATCH];
-    pthread_mutex_lock(&hub.mu);
     int n = fan_out(ev, to, done, BATCH);
     pthread_mutex_unlock(&hub.mu);
     for (int i = 0; i < n; i++) done[i].kind->delivered(done[i].role, done[i].account_id, done[i].id);

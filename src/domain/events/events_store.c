@@ -273,33 +273,39 @@ err_t events_store_position(int64_t *pos) {
   return e ? e : db_to_err(last_position(pos)); /* the origin, or later */
 }
 
+err_t events_store_batch(arena *a, int64_t after, int limit, db_res **events) {
+  return db_to_err(db_query(a, events, "SELECT pos, kind, data, id FROM events WHERE pos > $1 ORDER BY pos LIMIT $2",
+                            DB_ARGS(DB_INT(after), DB_INT(limit))));
+}
+
 /* The pump's read of a batch's recipients. On PostgreSQL the named ones are looked up per event
  * (a LATERAL subquery that OFFSET 0 keeps from being flattened): the planner otherwise turned
  * the join around once its generic plan (a prepared statement, after five runs) or stale
  * statistics misjudged the range, hashing every row of event_recipients at every round,
  * 13 ms at 100,000 rows and growing with the outbox. SQLite looks them up by event either way. */
-/* Both engines' read adds the providers who match an open job's event now. */
+#define NAMED_PG                                                                                                       \
+  "SELECT e.pos, r.recipient FROM events e, LATERAL (SELECT recipient FROM event_recipients "                          \
+  "WHERE event_id = e.id OFFSET 0) r WHERE e.pos > $1 AND e.pos <= $2 "
+#define NAMED_SQLITE                                                                                                   \
+  "SELECT e.pos, r.recipient FROM event_recipients r JOIN events e "                                                   \
+  "ON e.id = r.event_id WHERE e.pos > $1 AND e.pos <= $2 "
+/* The providers among $3 who match an open job's event now. */
 #define MATCHING_PROVIDERS                                                                                             \
   "UNION SELECT e.pos, 'provider:' || s.provider_id FROM events e "                                                    \
   "JOIN provider_zips z ON z.zip = e.match_zip "                                                                       \
   "JOIN provider_services s ON s.provider_id = z.provider_id AND s.service = e.match_service "                         \
-  "WHERE e.pos > $1 AND e.pos <= $2 AND e.match_service IS NOT NULL ORDER BY 1"
+  "WHERE e.pos > $1 AND e.pos <= $2 AND e.match_service IS NOT NULL "
+#define AMONG_PG "AND z.provider_id IN (SELECT json_array_elements_text($3::json)) ORDER BY 1"
+#define AMONG_SQLITE "AND z.provider_id IN (SELECT value FROM json_each($3)) ORDER BY 1"
 
-err_t events_store_batch(arena *a, int64_t after, int limit, db_res **events, db_res **recipients) {
-  db_conn *c = db_acquire();
-  db_rc rc = db_exec(c, a, events, "SELECT pos, kind, data, id FROM events WHERE pos > $1 ORDER BY pos LIMIT $2",
-                     DB_ARGS(DB_INT(after), DB_INT(limit)));
-  int64_t last = rc == DB_OK && (*events)->rows ? db_int(*events, (*events)->rows - 1, 0) : after;
-  if (rc == DB_OK)
-    rc = db_exec(c, a, recipients,
-                 db_engine_get() == DB_POSTGRES
-                     ? "SELECT e.pos, r.recipient FROM events e, LATERAL (SELECT recipient FROM event_recipients "
-                       "WHERE event_id = e.id OFFSET 0) r WHERE e.pos > $1 AND e.pos <= $2 " MATCHING_PROVIDERS
-                     : "SELECT e.pos, r.recipient FROM event_recipients r JOIN events e "
-                       "ON e.id = r.event_id WHERE e.pos > $1 AND e.pos <= $2 " MATCHING_PROVIDERS,
-                 DB_ARGS(DB_INT(after), DB_INT(last)));
-  db_release(c);
-  return db_to_err(rc);
+err_t events_store_recipients(arena *a, int64_t after, int64_t last, const char *providers, db_res **out) {
+  bool pg = db_engine_get() == DB_POSTGRES;
+  if (!strcmp(providers, "[]"))
+    return db_to_err(
+        db_query(a, out, pg ? NAMED_PG "ORDER BY 1" : NAMED_SQLITE "ORDER BY 1", DB_ARGS(DB_INT(after), DB_INT(last))));
+  return db_to_err(db_query(a, out,
+                            pg ? NAMED_PG MATCHING_PROVIDERS AMONG_PG : NAMED_SQLITE MATCHING_PROVIDERS AMONG_SQLITE,
+                            DB_ARGS(DB_INT(after), DB_INT(last), DB_TEXT(providers))));
 }
 
 err_t events_store_replay(arena *a, const char *recipient, int64_t after, int64_t upto, int limit, db_res **out) {

@@ -46,9 +46,13 @@ void events_store_unplaced(int64_t *oldest);
  * idle past the retention) gets an event of kind "origin" for no one first, so a stream can
  * always be given a position that a reconnect finds. */
 err_t events_store_position(int64_t *pos);
-/* The positioned events after position `after`, in position order, at most limit: *events
- * (pos, kind, data, id) and *recipients (pos, recipient) of those, ordered by pos. */
-err_t events_store_batch(arena *a, int64_t after, int limit, db_res **events, db_res **recipients);
+/* The positioned events after position `after`, in position order, at most limit (pos, kind,
+ * data, id). */
+err_t events_store_batch(arena *a, int64_t after, int limit, db_res **events);
+/* The recipients (pos, recipient) of the events with after < pos <= last, ordered by pos: every
+ * named one, and of the providers matching an open job's event those whose ids the JSON array
+ * providers lists ("[]": none). */
+err_t events_store_recipients(arena *a, int64_t after, int64_t last, const char *providers, db_res **out);
 /* recipient's events with after < pos <= upto, in position order, at most limit (pos, kind,
  * data, id). */
 err_t events_store_replay(arena *a, const char *recipient, int64_t after, int64_t upto, int limit, db_res **out);
