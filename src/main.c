@@ -4,7 +4,8 @@
  * Start-up order: configuration, database and migrations, bootstrap administrator, the
  * password pool, the queue, the routes, then the listener. Shutdown on SIGTERM/SIGINT runs
  * it backwards: stop accepting, finish requests in flight, stop the queue (the unit of
- * work in progress completes), close the database. */
+ * work in progress completes, but a document's recognition is interrupted and handed back),
+ * close the database. */
 #include "core/config.h"
 #include "core/log.h"
 #include "core/tmpdir.h"
@@ -240,6 +241,7 @@ static void service_stop(void) {
     _exit(0);
   }
   log_buffering_stop();
+  ocr_interrupt(); /* a recognition takes seconds: it is handed back, not waited for */
   queue_stop();
   password_pool_stop();
   domains_stop(); /* after the queue, so the audit trail's last checkpoint follows its last record */

@@ -54,6 +54,12 @@ bool ocr_pdf_here(const char *path, ocr_text *out, char err[256]);
  * (exe: this program, e.g. "/proc/self/exe"), killed past page_limit_ms per image or PDF page.
  * Call once at start-up, before any recognition. */
 void ocr_use_helper(const char *exe, int page_limit_ms);
+/* At shutdown: kills the helpers reading a document now, and refuses every later document.
+ * Their callers' ocr_image and ocr_pdf return false (recognition unavailable) at once, and
+ * ocr_interrupted() then tells them apart from a document's failure. */
+void ocr_interrupt(void);
+bool ocr_interrupted(void);
+
 /* The helper's loop (the `ocr-helper` command): a request per line on standard input, "I
  * <path>" or "P <path>"; per request an answer on standard output, "<ok> <confidence>
  * <length>\n" then length bytes (the text, or the error). Returns at end of input. */

@@ -4,7 +4,9 @@
  * poll() under the document's bound; past it, or when the helper dies, the helper is killed
  * and reaped, the document reads as unreadable, and the thread's next document starts a new
  * helper. A thread that exits closes its pipes: its helper sees the end of its input and
- * exits, and is reaped then. */
+ * exits, and is reaped then. ocr_interrupt kills the helpers that are reading a document (the
+ * list below holds them only while they are, and none is reaped meanwhile, so a pid killed is
+ * never another process's). */
 #include "core/log.h"
 #include "core/util.h"
 #include "ext/ocr.h"
@@ -32,6 +34,9 @@ typedef struct helper {
 } helper;
 
 static const char *helper_exe;
+static pthread_mutex_t busy_mu = PTHREAD_MUTEX_INITIALIZER;
+static pid_t busy[64]; /* helpers reading a document now; 0: a free slot */
+static bool interrupted;
 static int page_limit_ms; /* per image or page: OCR_PAGE_MS plus start-up, rendering, decoding */
 static pthread_key_t key;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -113,11 +118,46 @@ static bool read_until(int fd, char *buf, size_t n, int64_t deadline) {
   return true;
 }
 
+void ocr_interrupt(void) {
+  pthread_mutex_lock(&busy_mu);
+  interrupted = true;
+  for (size_t i = 0; i < ARRAY_LEN(busy); i++)
+    if (busy[i] > 0) kill(busy[i], SIGKILL);
+  pthread_mutex_unlock(&busy_mu);
+}
+
+bool ocr_interrupted(void) {
+  pthread_mutex_lock(&busy_mu);
+  bool was = interrupted;
+  pthread_mutex_unlock(&busy_mu);
+  return was;
+}
+
+/* Lists pid among the helpers reading a document: its slot (-1: none free, so it is not
+ * interrupted), or -2 when ocr_interrupt came first. */
+static int busy_add(pid_t pid) {
+  pthread_mutex_lock(&busy_mu);
+  int slot = interrupted ? -2 : -1;
+  for (int i = 0; slot == -1 && i < (int)ARRAY_LEN(busy); i++)
+    if (!busy[i]) busy[slot = i] = pid;
+  pthread_mutex_unlock(&busy_mu);
+  return slot;
+}
+
+static void busy_remove(int slot) {
+  if (slot < 0) return;
+  pthread_mutex_lock(&busy_mu);
+  busy[slot] = 0;
+  pthread_mutex_unlock(&busy_mu);
+}
+
 /* One document through the thread's helper, within bound_ms. */
 static bool ask(char kind, const char *path, int bound_ms, ocr_text *out, char err[256]) {
   out->text = NULL, out->confidence = 0, err[0] = 0;
   helper *h = helper_get(err);
   if (!h) return false;
+  int slot = busy_add(h->pid);
+  if (slot == -2) return snprintf(err, 256, "recognition interrupted: the service is stopping"), false;
   int64_t deadline = mono_ms() + bound_ms;
   char req[4200], head[64];
   int n = snprintf(req, sizeof req, "%c %s\n", kind, path);
@@ -131,6 +171,12 @@ static bool ask(char kind, const char *path, int bound_ms, ocr_text *out, char e
   if (answered) head[hn] = 0, answered = sscanf(head, "%d %lf %zu", &ok, &confidence, &len) == 3 && len < (64u << 20);
   char *payload = answered ? malloc(len + 1) : NULL;
   if (answered && (!payload || !read_until(h->from, payload, len, deadline))) answered = false;
+  busy_remove(slot);
+  if (!answered && ocr_interrupted()) { /* killed by ocr_interrupt: not the document's fault */
+    helper_end(h, true);
+    free(payload);
+    return snprintf(err, 256, "recognition interrupted: the service is stopping"), false;
+  }
   if (!answered) { /* overran its bound, or died: the document is unreadable */
     bool late = mono_ms() >= deadline;
     helper_end(h, true);

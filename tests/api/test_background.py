@@ -130,6 +130,31 @@ def test_recognition_has_its_own_workers_at_a_lower_priority(bg_server, noise_jp
         assert wait_checked(api, pro, 3 * NOISE_SECONDS_BOUND)["idCheckFlags"] == ["unreadable"]
 
 
+def test_sigterm_hands_a_recognition_in_progress_back(make_server, noise_jpeg):
+    """Stopping does not wait for a recognition (a minute on this image, with the bound raised
+    to two): its helper is killed, and the check goes back to the queue whole, its attempt not
+    used, to run again after the restart."""
+    srv = make_server(RECOGNITION_WORKERS="1", RECOGNITION_TIMEOUT_MS="120000")
+    api = Api(srv)
+    pro = api.register_provider()
+    upload_licence(api, pro, noise_jpeg)
+    eventually(lambda: ocr_helpers(srv.proc.pid), 10, "the recognition helper running")
+    t0 = time.monotonic()
+    assert srv.stop() == 0
+    assert time.monotonic() - t0 < 5
+    assert db_rows(srv.env["DATABASE_URL"], srv.data_dir,
+                   "SELECT status, attempts FROM job_queue WHERE kind = 'licence_check'") == [("pending", "0")]
+    (handed,) = [line for line in srv.log_lines() if line.get("kind") == "licence_check"]
+    assert (handed["outcome"], handed["attempt"]) == ("retry", 1), handed
+    assert "interrupted" in handed["error"]
+    srv.env["RECOGNITION_TIMEOUT_MS"] = "5000"
+    srv.start()
+    me = wait_checked(api, pro, 3 * NOISE_SECONDS_BOUND)
+    assert (me["idCheckStatus"], me["idCheckFlags"]) == ("failed", ["unreadable"])
+    (done,) = srv.wait_log(lambda line: line.get("kind") == "licence_check" and line.get("outcome") == "done")
+    assert done["attempt"] == 1
+
+
 def test_each_finished_job_logs_one_line(bg_server):
     api = Api(bg_server)
     done = lambda line: line.get("kind") == "email" and line.get("outcome") == "done"

@@ -2,7 +2,8 @@
  * "insurance_check"). A job names the keys it was queued for; its result is written only
  * while those keys are still the provider's documents, so a slow check of a replaced upload
  * never overwrites the newer one's status. A document that cannot be fetched is retried
- * (storage may be briefly unreachable); recognition that cannot run sets status "error". */
+ * (storage may be briefly unreachable); recognition that cannot run sets status "error". One
+ * interrupted by the service's shutdown is handed back as it was, to run again after it. */
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -25,9 +26,13 @@ static bool read_document(const char *key, ocr_text *out, bool *recognized, char
   char why[256] = "";
   const char *dot = strrchr(key, '.');
   *recognized = dot && !strcmp(dot, ".pdf") ? ocr_pdf(path, out, why) : ocr_image(path, out, why);
-  if (!*recognized) log_msg(LOG_WARN, "recognition unavailable for %s: %s", key, why);
   unlink(path);
   free(path);
+  if (!*recognized && ocr_interrupted()) { /* the service is stopping: the check is handed back whole */
+    queue_retry_at(clock_now_ms());        /* without using up an attempt */
+    return snprintf(err, 256, "%s", why), false;
+  }
+  if (!*recognized) log_msg(LOG_WARN, "recognition unavailable for %s: %s", key, why);
   return true;
 }
 
