@@ -13,7 +13,6 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/faults.h"
-#include "core/jw.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "db/db.h"
@@ -337,30 +336,25 @@ static int fan_out(const db_res *ev, const db_res *to, delivered *out, int cap) 
   return nout;
 }
 
-/* The providers with a stream here, as a JSON array of their ids ("[]": none). Built each
- * round, like the fan-out, in time linear in the streams. mu held. */
-static const char *joined_providers(arena *a) {
-  jw w;
-  jw_init(&w, a, 0);
-  jw_arr(&w);
+/* Whether a provider has a stream here. mu held. */
+static bool provider_joined(void) {
   for (ev_stream *es = hub.all; es; es = es->all_next)
-    if (!strncmp(es->recipient, "provider:", 9)) jw_str(&w, es->recipient + 9);
-  jw_arr_end(&w);
-  return jw_text(&w);
+    if (!strncmp(es->recipient, "provider:", 9)) return true;
+  return false;
 }
 
-/* The recipients of the events in (after, last] that have a stream here: none read when no
- * stream is joined (the events still move the position and carry the tokens' ends), and of the
- * providers matching an open job's event only those with a stream (a snowstorm's job matches
- * thousands). Read again when a stream joined meanwhile: it joined at the position before these
- * events and is owed them. Returns with mu held, *to NULL when none were read; false (mu not
- * held) on a failure, logged. */
+/* The recipients of the events in (after, last] when a stream here may want them: none read
+ * when no stream is joined (the events still move the position and carry the tokens' ends),
+ * and the providers matching an open job's event (a snowstorm's job matches thousands) only
+ * when a provider's stream is joined. Read again when a stream joined meanwhile: it joined at
+ * the position before these events and is owed them. Returns with mu held, *to NULL when none
+ * were read; false (mu not held) on a failure, logged. */
 static bool read_recipients(arena *a, int64_t after, int64_t last, db_res **to) {
   *to = NULL;
   pthread_mutex_lock(&hub.mu);
   while (hub.all) {
     uint64_t joins = hub.joins;
-    const char *providers = joined_providers(a);
+    bool providers = provider_joined();
     pthread_mutex_unlock(&hub.mu);
     if (events_store_recipients(a, after, last, providers, to) != ERR_OK) return false;
     fault_pause("events-recipients-read");

@@ -289,23 +289,19 @@ err_t events_store_batch(arena *a, int64_t after, int limit, db_res **events) {
 #define NAMED_SQLITE                                                                                                   \
   "SELECT e.pos, r.recipient FROM event_recipients r JOIN events e "                                                   \
   "ON e.id = r.event_id WHERE e.pos > $1 AND e.pos <= $2 "
-/* The providers among $3 who match an open job's event now. */
+/* The providers who match an open job's event now. */
 #define MATCHING_PROVIDERS                                                                                             \
   "UNION SELECT e.pos, 'provider:' || s.provider_id FROM events e "                                                    \
   "JOIN provider_zips z ON z.zip = e.match_zip "                                                                       \
   "JOIN provider_services s ON s.provider_id = z.provider_id AND s.service = e.match_service "                         \
   "WHERE e.pos > $1 AND e.pos <= $2 AND e.match_service IS NOT NULL "
-#define AMONG_PG "AND z.provider_id IN (SELECT json_array_elements_text($3::json)) ORDER BY 1"
-#define AMONG_SQLITE "AND z.provider_id IN (SELECT value FROM json_each($3)) ORDER BY 1"
 
-err_t events_store_recipients(arena *a, int64_t after, int64_t last, const char *providers, db_res **out) {
+err_t events_store_recipients(arena *a, int64_t after, int64_t last, bool providers, db_res **out) {
   bool pg = db_engine_get() == DB_POSTGRES;
-  if (!strcmp(providers, "[]"))
-    return db_to_err(
-        db_query(a, out, pg ? NAMED_PG "ORDER BY 1" : NAMED_SQLITE "ORDER BY 1", DB_ARGS(DB_INT(after), DB_INT(last))));
-  return db_to_err(db_query(a, out,
-                            pg ? NAMED_PG MATCHING_PROVIDERS AMONG_PG : NAMED_SQLITE MATCHING_PROVIDERS AMONG_SQLITE,
-                            DB_ARGS(DB_INT(after), DB_INT(last), DB_TEXT(providers))));
+  const char *sql = providers
+                        ? (pg ? NAMED_PG MATCHING_PROVIDERS "ORDER BY 1" : NAMED_SQLITE MATCHING_PROVIDERS "ORDER BY 1")
+                        : (pg ? NAMED_PG "ORDER BY 1" : NAMED_SQLITE "ORDER BY 1");
+  return db_to_err(db_query(a, out, sql, DB_ARGS(DB_INT(after), DB_INT(last))));
 }
 
 err_t events_store_replay(arena *a, const char *recipient, int64_t after, int64_t upto, int limit, db_res **out) {
