@@ -37,6 +37,7 @@ static const char *helper_exe;
 static pthread_mutex_t busy_mu = PTHREAD_MUTEX_INITIALIZER;
 static pid_t busy[64]; /* helpers reading a document now; 0: a free slot */
 static bool interrupted;
+static const char INTERRUPTED[] = "recognition interrupted: the service is stopping";
 static int page_limit_ms; /* per image or page: OCR_PAGE_MS plus start-up, rendering, decoding */
 static pthread_key_t key;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -157,7 +158,7 @@ static bool ask(char kind, const char *path, int bound_ms, ocr_text *out, char e
   helper *h = helper_get(err);
   if (!h) return false;
   int slot = busy_add(h->pid);
-  if (slot == -2) return snprintf(err, 256, "recognition interrupted: the service is stopping"), false;
+  if (slot == -2) return snprintf(err, 256, "%s", INTERRUPTED), false;
   int64_t deadline = mono_ms() + bound_ms;
   char req[4200], head[64];
   int n = snprintf(req, sizeof req, "%c %s\n", kind, path);
@@ -175,7 +176,7 @@ static bool ask(char kind, const char *path, int bound_ms, ocr_text *out, char e
   if (!answered && ocr_interrupted()) { /* killed by ocr_interrupt: not the document's fault */
     helper_end(h, true);
     free(payload);
-    return snprintf(err, 256, "recognition interrupted: the service is stopping"), false;
+    return snprintf(err, 256, "%s", INTERRUPTED), false;
   }
   if (!answered) { /* overran its bound, or died: the document is unreadable */
     bool late = mono_ms() >= deadline;

@@ -581,10 +581,10 @@ def test_a_provider_replays_the_open_jobs_of_its_pairs_once(api, streams, admin_
 
 
 def test_streams_joining_during_a_burst_get_every_event_after_their_position(api, streams, admin_token):
-    """The pump reads an open job's matching providers only among those with a stream (none
-    at all with no stream joined), so a stream that joins while a round is being read is owed
-    that round's events: each stream that joins during a burst of jobs gets every event after
-    its first position that a stream open throughout got, in the same order."""
+    """The pump reads an open job's matching providers only while a provider's stream is joined
+    (and no recipient at all with no stream joined), so a stream that joins while a round is
+    being read is owed that round's events: each stream that joins during a burst of jobs gets
+    every event after its first position that a stream open throughout got, in the same order."""
     zip_code = private_zip()
     user = customer(api, zip_code)
     pro = provider(api, [zip_code], ["lawncare"], verified=False)

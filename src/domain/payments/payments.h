@@ -108,8 +108,9 @@ db_rc payments_forget_customer_in(db_conn *c, const char *customer_id);
  * (sooner, the request that moved the job is still at it): holds of completed or cancelled
  * jobs, completed jobs never charged, failed payments whose card is no longer the customer's
  * saved one, and money still held by payments of a job's history; then the transfers to
- * providers likewise (payouts_reconcile). Logs each correction. For the periodic task and `marketplace payments
- * reconcile`; counts what it looked at and what it changed, payments and transfers. */
+ * providers likewise (payouts_reconcile). Logs each correction. For the periodic task and
+ * `marketplace payments reconcile`; counts what it looked at and what it changed, payments and
+ * transfers. */
 err_t payments_reconcile(int64_t min_age_ms, int *checked, int *corrected);
 
 #endif
