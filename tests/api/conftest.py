@@ -512,7 +512,7 @@ class Server:
         for k, v in (env or {}).items():
             if v is None:
                 self.env.pop(k, None)
-        self.proc = None
+        self.proc = self.signalled = None  # signalled: the process terminate() signalled
         self.log_path = os.path.join(self.dir, "server.log")
 
     @property
@@ -563,11 +563,17 @@ class Server:
             _register_contract(self)
         return up
 
+    def terminate(self, sig=signal.SIGTERM):
+        """Sends sig once, without waiting: stop() then waits, so that servers stop side by side."""
+        if self.proc and self.proc.poll() is None and self.signalled is not self.proc:
+            self.proc.send_signal(sig)
+            self.signalled = self.proc
+
     def stop(self, sig=signal.SIGTERM, timeout=20):
         """Stops the server; returns its exit code. Fails on sanitizer reports."""
         if not self.proc or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else None
-        self.proc.send_signal(sig)
+        self.terminate(sig)
         try:
             rc = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -814,8 +820,10 @@ def pg_cluster(request, engine):
 
 
 def _stop_all(servers):
-    """Stops servers; returns the sanitizer reports of those that had any."""
+    """Stops servers, side by side; returns the sanitizer reports of those that had any."""
     reports = []
+    for srv in servers:
+        srv.terminate()
     for srv in servers:
         crashed = srv.proc is not None and srv.proc.poll() is not None and \
             -srv.proc.returncode in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGILL, signal.SIGFPE)
@@ -852,10 +860,28 @@ def _starter(request, engine, pg_cluster, started):
 @pytest.fixture(scope="session")
 def make_server(request, engine, pg_cluster):
     """make_server(**env) -> a started Server with a fresh database; stopped at session end."""
-    started = []
+    started = request.config._session_servers = []
     yield _starter(request, engine, pg_cluster, started)
     check_route_coverage(request)
-    _fail_on(_stop_all(started))
+    reports = _stop_all(started)
+    started.clear()  # reported once: the teardown hook above finds none left
+    _fail_on(reports)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After a module's last test and its fixtures' teardown, the servers it started with
+    make_server (its fixtures' and its tests') stop, side by side, rather than with the session:
+    they would idle meanwhile, and a worker's last module would wait for them all. The shared
+    server stays."""
+    yield
+    if nextitem is not None and nextitem.module is item.module:
+        return
+    started = getattr(item.config, "_session_servers", [])
+    shared = getattr(item.config, "_marketplace_server", None)
+    mine = [srv for srv in started if srv is not shared]
+    started[:] = [srv for srv in started if srv is shared]
+    _fail_on(_stop_all(mine))
 
 
 @pytest.fixture(scope="session")

@@ -640,7 +640,7 @@ class FakeStripe(ServedFake):
         self.requests = []
         self.events = []
         self.files = {}          # file id -> bytes
-        self.failures = []       # {"method", "path", "remaining", "status", "after"}
+        self.failures = []       # {"method", "path", "remaining", "status", "after", "where"}
         self.delays = {}         # (method, path) -> seconds, or a threading.Event to wait for
         self.denied = None       # None, 401 or 403 (deny)
         self.clock_offset = 0    # seconds added to the real clock (set_clock)
@@ -720,10 +720,13 @@ class FakeStripe(ServedFake):
         self.complete_onboarding(link["account"])
         return 200, f'<h1>You are all set</h1><a href="{link["return_url"]}">Return</a>'
 
-    def fail_next(self, method, path, count=1, status=500, after_processing=False):
+    def fail_next(self, method, path, count=1, status=500, after_processing=False, where=None):
+        """The next count requests of method to path fail with status (after_processing: made,
+        then answered so). where={field: value}: only those whose form or query has those
+        values, so that the service's background calls for other objects take none of them."""
         with self.lock:
             self.failures.append({"method": method.upper(), "path": path, "remaining": count, "status": status,
-                                  "after": after_processing})
+                                  "after": after_processing, "where": where or {}})
 
     def delay(self, method, path, seconds):
         with self.lock:
@@ -851,10 +854,11 @@ class FakeStripe(ServedFake):
 
     # ------------------------------------------------------------ request handling
 
-    def _take_failure(self, method, path):
+    def _take_failure(self, method, path, form):
         with self.lock:
             for f in self.failures:
-                if f["method"] == method and f["path"] == path and f["remaining"] > 0:
+                if f["method"] == method and f["path"] == path and f["remaining"] > 0 and \
+                        all(form.get(k) == [v] for k, v in f["where"].items()):
                     f["remaining"] -= 1
                     return dict(f)
         return None
@@ -894,7 +898,7 @@ class FakeStripe(ServedFake):
                                    "this endpoint on account 'acct_fake'. Having the "
                                    f"'{_permission(method, path)}' permission would allow this request to "
                                    "continue."}}, {}
-        failure = self._take_failure(method, path)
+        failure = self._take_failure(method, path, entry["form"])
         if failure and not failure["after"]:
             return failure["status"], _api_error(), {}
         route = self._route(method, path)

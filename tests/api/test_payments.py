@@ -2671,8 +2671,9 @@ def test_stripe_a_refund_retried_after_no_answer_with_its_key_is_the_same_refund
     d.accept()
     paid = d.complete()
     key = {"Idempotency-Key": f"refund-{uuid.uuid4()}"}
-    fake.fail_next("POST", "/v1/refunds", count=3, status=500, after_processing=True)
-    fake.fail_next("GET", "/v1/refunds", count=3, status=500)
+    pi = {"payment_intent": paid["processorPaymentIntentId"]}  # not an earlier test's settling
+    fake.fail_next("POST", "/v1/refunds", count=3, status=500, after_processing=True, where=pi)
+    fake.fail_next("GET", "/v1/refunds", count=3, status=500, where=pi)
     r = refund(sapi, stripe_support, d.job_id, headers=key, amount=25, reason="Broken gate")
     assert (r.status_code, r.json()) == (503, UNAVAILABLE)
     # payment_settle, queued by the 503, may already have found the refund under its key
