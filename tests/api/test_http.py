@@ -568,7 +568,9 @@ def _health_ms(srv, source="127.0.0.250"):
 
 class _Probe:
     """GET /health from another address every 100 ms while the block runs; on exit, checks
-    that it was sampled and always answered within 500 ms."""
+    that it was sampled and always answered within 800 ms. A server the slow connection held
+    would keep a sample waiting until that connection was told apart or cut (a second or
+    more); CI's four passes on two cores have delayed one sample by 508 ms."""
 
     def __init__(self, srv):
         self.srv, self.samples, self.stop = srv, [], threading.Event()
@@ -588,7 +590,7 @@ class _Probe:
         self.thread.join(10)
         if exc[0] is None:
             assert self.samples, "GET /health was never sampled"
-            assert max(self.samples) < 500, [round(ms) for ms in self.samples]
+            assert max(self.samples) < 800, [round(ms) for ms in self.samples]
 
 
 def _trickle(sock, data, every, until_closed_within):
