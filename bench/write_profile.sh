@@ -7,7 +7,9 @@
 # its threads wait in). Prints the tables and keeps the reports in RESULTS
 # (bench/results/write-profile/).
 # Knobs: SECONDS_EACH (10), ENGINES (sqlite), JOBS (20000), OFFCPU (0), PERF (1), CALLGRAPH (fp; dwarf
-# for stacks through the libraries), PERF_FREQ, HOLD (seconds to keep the server up), RESULTS, BIN.
+# for stacks through the libraries), PERF_FREQ, HOLD (seconds to keep the server up), RESULTS, BIN,
+# STREAM (1: the feed provider's live-update stream open throughout, matching none of the jobs
+# quoted: the pump then reads every open job's matching providers).
 set -euo pipefail
 
 # shellcheck source=bench/lib.sh
@@ -30,6 +32,11 @@ for engine in $ENGINES; do
   files=$TMP/files-$engine
   pairs=$(($(wc -l <"$files/quoters.tokens") * $(wc -l <"$files/open.jobs")))
   export BENCH_TOKENS=$files/quoters.tokens BENCH_JOBS=$files/open.jobs BENCH_THREADS=2
+  stream=
+  if [ "${STREAM:-0}" = 1 ]; then # a provider's stream that none of the quoted jobs matches
+    curl -sN -H "Authorization: Bearer $(cat "$files/feed.token")" "$base/events" >/dev/null &
+    stream=$!
+  fi
   BENCH_START=0 wrk_run "$engine-quotes-warmup" 2 64 3 "$base" -s "$BENCH/quotes.lua"
   before=$(cpu_ticks "$SRV_PID")
   out=$RESULTS/$engine-quotes
@@ -47,6 +54,7 @@ for engine in $ENGINES; do
     "$(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$RESULTS/summary.txt"
   [ "$PERF" = 1 ] && sed 's/^/    /' "$out.dso.txt" | tee -a "$RESULTS/summary.txt"
   if [ -n "${HOLD:-}" ]; then log "holding the server $SRV_PID on $base for $HOLD s"; sleep "$HOLD"; fi
+  [ -n "$stream" ] && kill "$stream"
   stop_pid "$SRV_PID"
   cp "$SRV_LOG" "$out.server.log"
   [ "$engine" = postgres ] && stop_pg

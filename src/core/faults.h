@@ -17,4 +17,11 @@ void fault_point(const char *name);
  *   events-recipients-read  the pump read a round's recipients, before it writes the round out */
 void fault_pause(const char *name);
 
+/* Limit injection, for the tests of a limit's other side that would take too much to reach:
+ * with APP_ENV=test and TEST_LIMIT=<name>:<n>, fault_limit(name, value) returns n instead of
+ * value. The named limits:
+ *   events-provider-list  the providers' streams the pump names when it reads a round's
+ *                         recipients (past it, it reads every matching provider) */
+int fault_limit(const char *name, int value);
+
 #endif

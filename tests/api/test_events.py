@@ -617,12 +617,16 @@ def test_streams_joining_during_a_burst_get_every_event_after_their_position(api
         assert [(e["id"], e["json"]["id"]) for e in s.of("job.created")] == owed
 
 
-def test_a_stream_that_joins_while_its_round_is_read_is_owed_the_round(server_factory):
+@pytest.mark.parametrize("providers", ["named", "all"])
+def test_a_stream_that_joins_while_its_round_is_read_is_owed_the_round(server_factory, providers):
     """The race the burst above can only hit by chance, made certain: PAUSE_POINT holds the pump
     after it read a round's recipients (the customer's, the one stream then). A provider whose
     stream joins meanwhile joins at the position before the round, so the round's job.created
-    is owed to it: the pump reads the recipients again before writing the round out."""
-    srv = server_factory(PAUSE_POINT="events-recipients-read:1500")
+    is owed to it: the pump reads the recipients again before writing the round out. Both ways
+    the pump reads an open job's matching providers: those with a stream here named in the read
+    (up to 256 streams), and all of them past that (TEST_LIMIT sets it to 0 streams)."""
+    limit = {"TEST_LIMIT": "events-provider-list:0"} if providers == "all" else {}
+    srv = server_factory(PAUSE_POINT="events-recipients-read:1500", **limit)
     api = Api(srv)
     zip_code = private_zip()
     user = customer(api, zip_code)

@@ -289,15 +289,22 @@ err_t events_store_batch(arena *a, int64_t after, int limit, db_res **events) {
 #define NAMED_SQLITE                                                                                                   \
   "SELECT e.pos, r.recipient FROM event_recipients r JOIN events e "                                                   \
   "ON e.id = r.event_id WHERE e.pos > $1 AND e.pos <= $2 "
-/* The providers who match an open job's event now. */
+/* The providers who match an open job's event now (AMONG: those of them in $3, a JSON array). */
 #define MATCHING_PROVIDERS                                                                                             \
   "UNION SELECT e.pos, 'provider:' || s.provider_id FROM events e "                                                    \
   "JOIN provider_zips z ON z.zip = e.match_zip "                                                                       \
   "JOIN provider_services s ON s.provider_id = z.provider_id AND s.service = e.match_service "                         \
   "WHERE e.pos > $1 AND e.pos <= $2 AND e.match_service IS NOT NULL "
+#define AMONG_PG "AND z.provider_id IN (SELECT json_array_elements_text($3::json)) "
+#define AMONG_SQLITE "AND z.provider_id IN (SELECT value FROM json_each($3)) "
 
-err_t events_store_recipients(arena *a, int64_t after, int64_t last, bool providers, db_res **out) {
+err_t events_store_recipients(arena *a, int64_t after, int64_t last, bool providers, const char *among, db_res **out) {
   bool pg = db_engine_get() == DB_POSTGRES;
+  if (providers && among)
+    return db_to_err(db_query(a, out,
+                              pg ? NAMED_PG MATCHING_PROVIDERS AMONG_PG "ORDER BY 1"
+                                 : NAMED_SQLITE MATCHING_PROVIDERS AMONG_SQLITE "ORDER BY 1",
+                              DB_ARGS(DB_INT(after), DB_INT(last), DB_TEXT(among))));
   const char *sql = providers
                         ? (pg ? NAMED_PG MATCHING_PROVIDERS "ORDER BY 1" : NAMED_SQLITE MATCHING_PROVIDERS "ORDER BY 1")
                         : (pg ? NAMED_PG "ORDER BY 1" : NAMED_SQLITE "ORDER BY 1");

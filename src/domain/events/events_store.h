@@ -50,8 +50,9 @@ err_t events_store_position(int64_t *pos);
  * data, id). */
 err_t events_store_batch(arena *a, int64_t after, int limit, db_res **events);
 /* The recipients (pos, recipient) of the events with after < pos <= last, ordered by pos: every
- * named one, and with providers the providers matching an open job's event now. */
-err_t events_store_recipients(arena *a, int64_t after, int64_t last, bool providers, db_res **out);
+ * named one, and with providers the providers matching an open job's event now (all of them,
+ * or with among, a JSON array of provider ids, those of them in it). */
+err_t events_store_recipients(arena *a, int64_t after, int64_t last, bool providers, const char *among, db_res **out);
 /* recipient's events with after < pos <= upto, in position order, at most limit (pos, kind,
  * data, id). */
 err_t events_store_replay(arena *a, const char *recipient, int64_t after, int64_t upto, int limit, db_res **out);
