@@ -284,7 +284,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   }
   if (ctx->answered) return MHD_YES;
   if (ctx->done) return send_answer(conn, ctx); /* resumed after a worker ran the pipeline */
-  if (ctx->watch) hs_watch_busy(ctx->watch);
+  if (ctx->watch && ctx->on_streams)
+    hs_watch_last(ctx->watch); /* the streams' daemon serves one request a connection */
+  else if (ctx->watch)
+    hs_watch_busy(ctx->watch);
   hs_lane_id lane;
   if (hs_call_run_here(&ctx->call, &lane)) return send_answer(conn, ctx);
   if (!hs_lane_push(lane, &ctx->work)) { /* past the grace period of a shutdown, on a connection still open */

@@ -34,6 +34,7 @@ struct hs_watch {
   _Atomic int64_t request_from; /* waiting: when the request's first bytes arrived (0: none yet) */
   _Atomic size_t bytes;         /* body: bytes received */
   bool cut;                     /* its socket was shut down (checker only) */
+  bool listed;                  /* on the checker's list (under the mutex) */
   hs_watch *prev, *next;
 };
 
@@ -61,17 +62,26 @@ hs_watch *hs_watch_add(int fd) {
   w->next = W.head;
   if (W.head) W.head->prev = w;
   W.head = w;
+  w->listed = true;
   pthread_mutex_unlock(&W.mu);
   return w;
 }
 
-void hs_watch_remove(hs_watch *w) {
-  pthread_mutex_lock(&W.mu);
+/* Takes w off the checker's list (W.mu held). */
+static void unlist(hs_watch *w) {
+  if (!w->listed) return;
+  w->listed = false;
   if (w->prev)
     w->prev->next = w->next;
   else
     W.head = w->next;
   if (w->next) w->next->prev = w->prev;
+  w->prev = w->next = NULL;
+}
+
+void hs_watch_remove(hs_watch *w) {
+  pthread_mutex_lock(&W.mu);
+  unlist(w);
   pthread_mutex_unlock(&W.mu);
   free(w);
 }
@@ -80,6 +90,13 @@ void hs_watch_body(hs_watch *w) { set_phase(w, PHASE_BODY); }
 void hs_watch_body_bytes(hs_watch *w, size_t n) { atomic_fetch_add(&w->bytes, n); }
 void hs_watch_busy(hs_watch *w) { set_phase(w, PHASE_BUSY); }
 void hs_watch_waiting(hs_watch *w) { set_phase(w, PHASE_WAITING); }
+
+void hs_watch_last(hs_watch *w) {
+  set_phase(w, PHASE_BUSY);
+  pthread_mutex_lock(&W.mu);
+  unlist(w);
+  pthread_mutex_unlock(&W.mu);
+}
 
 /* When the request a waiting connection is receiving began (0: no data since it waits). */
 static int64_t request_start(hs_watch *w, int64_t now) {
