@@ -880,8 +880,9 @@ def pytest_runtest_teardown(item, nextitem):
     started = getattr(item.config, "_session_servers", [])
     shared = getattr(item.config, "_marketplace_server", None)
     mine = [srv for srv in started if srv is not shared]
-    started[:] = [srv for srv in started if srv is shared]
-    _fail_on(_stop_all(mine))
+    reports = _stop_all(mine)
+    started[:] = [srv for srv in started if srv is shared]  # stopped: the session's end finds them gone
+    _fail_on(reports)
 
 
 @pytest.fixture(scope="session")
