@@ -9,7 +9,7 @@
 # Knobs: SECONDS_EACH (10), ENGINES (sqlite), JOBS (20000), OFFCPU (0), PERF (1), CALLGRAPH (fp; dwarf
 # for stacks through the libraries), PERF_FREQ, HOLD (seconds to keep the server up), RESULTS, BIN,
 # STREAM (1: the feed provider's live-update stream open throughout, matching none of the jobs
-# quoted: the pump then reads every open job's matching providers).
+# quoted; quoter: the first quoter's, matching all of them and getting their job.updated).
 set -euo pipefail
 
 # shellcheck source=bench/lib.sh
@@ -33,10 +33,11 @@ for engine in $ENGINES; do
   pairs=$(($(wc -l <"$files/quoters.tokens") * $(wc -l <"$files/open.jobs")))
   export BENCH_TOKENS=$files/quoters.tokens BENCH_JOBS=$files/open.jobs BENCH_THREADS=2
   stream=
-  if [ "${STREAM:-0}" = 1 ]; then # a provider's stream that none of the quoted jobs matches
-    curl -sN -H "Authorization: Bearer $(cat "$files/feed.token")" "$base/events" >/dev/null &
-    stream=$!
-  fi
+  case ${STREAM:-0} in # a provider's stream: the feed provider's (none of the quoted jobs
+    # matches it), or the first quoter's (every one does)
+  1) curl -sN -H "Authorization: Bearer $(cat "$files/feed.token")" "$base/events" >/dev/null & stream=$! ;;
+  quoter) curl -sN -H "Authorization: Bearer $(head -1 "$files/quoters.tokens")" "$base/events" >/dev/null & stream=$! ;;
+  esac
   BENCH_START=0 wrk_run "$engine-quotes-warmup" 2 64 3 "$base" -s "$BENCH/quotes.lua"
   before=$(cpu_ticks "$SRV_PID")
   out=$RESULTS/$engine-quotes

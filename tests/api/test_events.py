@@ -624,7 +624,7 @@ def test_a_stream_that_joins_while_its_round_is_read_is_owed_the_round(server_fa
     stream joins meanwhile joins at the position before the round, so the round's job.created
     is owed to it: the pump reads the recipients again before writing the round out. Both ways
     the pump reads an open job's matching providers: those with a stream here named in the read
-    (up to 256 streams), and all of them past that (TEST_LIMIT sets it to 0 streams)."""
+    (up to 32 streams), and all of them past that (TEST_LIMIT sets it to 0 streams)."""
     limit = {"TEST_LIMIT": "events-provider-list:0"} if providers == "all" else {}
     srv = server_factory(PAUSE_POINT="events-recipients-read:1500", **limit)
     api = Api(srv)

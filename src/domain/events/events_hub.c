@@ -343,11 +343,11 @@ static int fan_out(const db_res *ev, const db_res *to, delivered *out, int cap) 
 }
 
 /* The providers' streams the pump names in its read of a round's recipients, at most; past
- * it, it reads every provider matching an open job's event. SQLite reads a list of ids at
- * about 0.75 us an id a round (10,000: 7.5 ms); every matching provider cost the pump 0.7 ms a
- * round in POST /quotes' benchmark (64 a job, one provider's stream joined), and a busy ZIP
- * has more. */
-#define PROVIDER_LIST_MAX 256
+ * it, it reads every provider matching an open job's event. With the list the read looks up
+ * each event's ZIP for each listed provider (events_store.c), so its cost grows with the list;
+ * every matching provider cost the pump 0.7 ms a round in POST /quotes' benchmark (64 a job,
+ * one provider's stream joined), and a busy ZIP has more. */
+#define PROVIDER_LIST_MAX 32
 
 /* Which providers matching an open job's event a round's read wants: none (*providers false)
  * with no provider's stream joined here, those with a stream here (*among, a JSON array of

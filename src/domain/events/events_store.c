@@ -289,26 +289,41 @@ err_t events_store_batch(arena *a, int64_t after, int limit, db_res **events) {
 #define NAMED_SQLITE                                                                                                   \
   "SELECT e.pos, r.recipient FROM event_recipients r JOIN events e "                                                   \
   "ON e.id = r.event_id WHERE e.pos > $1 AND e.pos <= $2 "
-/* The providers who match an open job's event now (AMONG: those of them in $3, a JSON array). */
+/* The providers who match an open job's event now. */
 #define MATCHING_PROVIDERS                                                                                             \
   "UNION SELECT e.pos, 'provider:' || s.provider_id FROM events e "                                                    \
   "JOIN provider_zips z ON z.zip = e.match_zip "                                                                       \
   "JOIN provider_services s ON s.provider_id = z.provider_id AND s.service = e.match_service "                         \
   "WHERE e.pos > $1 AND e.pos <= $2 AND e.match_service IS NOT NULL "
-#define AMONG_PG "AND z.provider_id IN (SELECT json_array_elements_text($3::json)) "
-#define AMONG_SQLITE "AND z.provider_id IN (SELECT value FROM json_each($3)) "
+/* Those of them in $3 (a JSON array of ids), read from the round's events: each event's ZIP
+ * looked up for each listed provider. Left to itself, SQLite without statistics (the service
+ * runs no ANALYZE) started from the list and read every event of the listed providers'
+ * services in the outbox (events_match), a cost that grows with the outbox; PostgreSQL could
+ * do the same. A CROSS JOIN keeps SQLite's order; OFFSET 0 keeps PostgreSQL from flattening
+ * the round's events into the join. */
+#define AMONG_SQLITE                                                                                                   \
+  "UNION SELECT e.pos, 'provider:' || s.provider_id FROM events e "                                                    \
+  "CROSS JOIN provider_zips z ON z.zip = e.match_zip "                                                                 \
+  "CROSS JOIN provider_services s ON s.provider_id = z.provider_id AND s.service = e.match_service "                   \
+  "WHERE e.pos > $1 AND e.pos <= $2 AND e.match_service IS NOT NULL "                                                  \
+  "AND z.provider_id IN (SELECT value FROM json_each($3)) "
+#define AMONG_PG                                                                                                       \
+  "UNION SELECT e.pos, 'provider:' || s.provider_id FROM (SELECT pos, match_zip, match_service FROM events "           \
+  "WHERE pos > $1 AND pos <= $2 AND match_service IS NOT NULL OFFSET 0) e "                                            \
+  "JOIN provider_zips z ON z.zip = e.match_zip "                                                                       \
+  "JOIN provider_services s ON s.provider_id = z.provider_id AND s.service = e.match_service "                         \
+  "WHERE z.provider_id IN (SELECT json_array_elements_text($3::json)) "
+
+const char *events_store_recipients_sql(bool pg, bool providers, bool among) {
+  if (providers && among) return pg ? NAMED_PG AMONG_PG "ORDER BY 1" : NAMED_SQLITE AMONG_SQLITE "ORDER BY 1";
+  if (providers) return pg ? NAMED_PG MATCHING_PROVIDERS "ORDER BY 1" : NAMED_SQLITE MATCHING_PROVIDERS "ORDER BY 1";
+  return pg ? NAMED_PG "ORDER BY 1" : NAMED_SQLITE "ORDER BY 1";
+}
 
 err_t events_store_recipients(arena *a, int64_t after, int64_t last, bool providers, const char *among, db_res **out) {
-  bool pg = db_engine_get() == DB_POSTGRES;
-  if (providers && among)
-    return db_to_err(db_query(a, out,
-                              pg ? NAMED_PG MATCHING_PROVIDERS AMONG_PG "ORDER BY 1"
-                                 : NAMED_SQLITE MATCHING_PROVIDERS AMONG_SQLITE "ORDER BY 1",
-                              DB_ARGS(DB_INT(after), DB_INT(last), DB_TEXT(among))));
-  const char *sql = providers
-                        ? (pg ? NAMED_PG MATCHING_PROVIDERS "ORDER BY 1" : NAMED_SQLITE MATCHING_PROVIDERS "ORDER BY 1")
-                        : (pg ? NAMED_PG "ORDER BY 1" : NAMED_SQLITE "ORDER BY 1");
-  return db_to_err(db_query(a, out, sql, DB_ARGS(DB_INT(after), DB_INT(last))));
+  const char *sql = events_store_recipients_sql(db_engine_get() == DB_POSTGRES, providers, among != NULL);
+  const db_val args[] = {DB_INT(after), DB_INT(last), DB_TEXT(among)};
+  return db_to_err(db_query(a, out, sql, args, providers && among ? 3 : 2));
 }
 
 err_t events_store_replay(arena *a, const char *recipient, int64_t after, int64_t upto, int limit, db_res **out) {

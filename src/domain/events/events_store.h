@@ -53,6 +53,9 @@ err_t events_store_batch(arena *a, int64_t after, int limit, db_res **events);
  * named one, and with providers the providers matching an open job's event now (all of them,
  * or with among, a JSON array of provider ids, those of them in it). */
 err_t events_store_recipients(arena *a, int64_t after, int64_t last, bool providers, const char *among, db_res **out);
+/* The statement events_store_recipients runs (pg: PostgreSQL's; among: with a list of ids), for
+ * the unit test of its plan. */
+const char *events_store_recipients_sql(bool pg, bool providers, bool among);
 /* recipient's events with after < pos <= upto, in position order, at most limit (pos, kind,
  * data, id). */
 err_t events_store_replay(arena *a, const char *recipient, int64_t after, int64_t upto, int limit, db_res **out);
