@@ -32,12 +32,16 @@ for engine in $ENGINES; do
   files=$TMP/files-$engine
   pairs=$(($(wc -l <"$files/quoters.tokens") * $(wc -l <"$files/open.jobs")))
   export BENCH_TOKENS=$files/quoters.tokens BENCH_JOBS=$files/open.jobs BENCH_THREADS=2
-  stream=
+  stream= token=
   case ${STREAM:-0} in # a provider's stream: the feed provider's (none of the quoted jobs
     # matches it), or the first quoter's (every one does)
-  1) curl -sN -H "Authorization: Bearer $(cat "$files/feed.token")" "$base/events" >/dev/null & stream=$! ;;
-  quoter) curl -sN -H "Authorization: Bearer $(head -1 "$files/quoters.tokens")" "$base/events" >/dev/null & stream=$! ;;
+  1) token=$(cat "$files/feed.token") ;;
+  quoter) token=$(head -1 "$files/quoters.tokens") ;;
   esac
+  if [ -n "$token" ]; then
+    curl -sN -H "Authorization: Bearer $token" "$base/events" >/dev/null &
+    stream=$!
+  fi
   BENCH_START=0 wrk_run "$engine-quotes-warmup" 2 64 3 "$base" -s "$BENCH/quotes.lua"
   before=$(cpu_ticks "$SRV_PID")
   out=$RESULTS/$engine-quotes

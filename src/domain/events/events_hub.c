@@ -50,6 +50,7 @@ struct ev_stream {
   bool joined;                    /* in the table: the pump writes to it */
   ev_stream *next, *prev;         /* in its bucket */
   ev_stream *all_next, *all_prev; /* in the list the timers walk */
+  ev_stream *pro_next, *pro_prev; /* a provider's: in the providers' list the pump names */
 };
 
 /* A token's end the pump read (EVENTS_TOKENS_ENDED), kept a few seconds for the streams that
@@ -66,9 +67,10 @@ static struct {
   pthread_cond_t check_cv; /* the checker's */
   ev_stream **buckets;
   ev_stream *all;
+  ev_stream *pros; /* the providers' streams joined, apart: the pump lists them every round */
   int64_t position;
   uint64_t joins;
-  int providers; /* providers' streams joined */
+  int providers; /* how many */
   bool woken, stopping, running, listening;
   bool spacing;   /* the pump waits out PUMP_GAP_MS: a commit marks it woken without a signal */
   bool place;     /* events may wait for a position (events_hub.h says when) */
@@ -123,7 +125,13 @@ static bool is_provider(const ev_stream *es) { return !strncmp(es->recipient, "p
 static void unjoin(ev_stream *es) {
   if (!es->joined) return;
   es->joined = false;
-  hub.providers -= is_provider(es);
+  if (is_provider(es)) {
+    hub.providers--;
+    if (es->pro_prev) es->pro_prev->pro_next = es->pro_next;
+    if (es->pro_next) es->pro_next->pro_prev = es->pro_prev;
+    if (hub.pros == es) hub.pros = es->pro_next;
+    es->pro_next = es->pro_prev = NULL;
+  }
   unsigned b = bucket_of(es->recipient);
   if (es->prev) es->prev->next = es->next;
   if (es->next) es->next->prev = es->prev;
@@ -262,7 +270,12 @@ bool events_hub_join(ev_stream *es, int64_t at, const char *first, int64_t floor
     if (hub.all) hub.all->all_prev = es;
     hub.all = es;
     es->joined = true;
-    hub.providers += is_provider(es);
+    if (is_provider(es)) {
+      hub.providers++;
+      es->pro_next = hub.pros;
+      if (hub.pros) hub.pros->pro_prev = es;
+      hub.pros = es;
+    }
     es->order = ++hub.joins;
     es->next_beat = clock_now_ms() + EVENTS_HEARTBEAT_MS;
     es->next_check = clock_now_ms() + EVENTS_RECHECK_MS;
@@ -359,8 +372,7 @@ static void wanted_providers(arena *a, bool *providers, const char **among) {
   jw w;
   jw_init(&w, a, (size_t)hub.providers * 32);
   jw_arr(&w);
-  for (ev_stream *es = hub.all; es; es = es->all_next)
-    if (is_provider(es)) jw_str(&w, es->recipient + 9);
+  for (ev_stream *es = hub.pros; es; es = es->pro_next) jw_str(&w, es->recipient + 9);
   jw_arr_end(&w);
   *among = jw_text(&w);
 }
