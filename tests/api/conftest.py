@@ -570,7 +570,9 @@ class Server:
             self.signalled = self.proc
 
     def stop(self, sig=signal.SIGTERM, timeout=20):
-        """Stops the server; returns its exit code. Fails on sanitizer reports."""
+        """Stops the server; returns its exit code. Fails on sanitizer reports. Its address
+        leaves the contract's list: a later listener on the port (a fake Stripe) is not ours."""
+        _CONTRACTS.pop(f"127.0.0.1:{self.port}", None)
         if not self.proc or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else None
         self.terminate(sig)
