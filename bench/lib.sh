@@ -400,6 +400,25 @@ seed_to() {
   "$PY" "$BENCH/seed_jobs.py" files --state "$state" --secret "$JWT_SECRET" --out "$TMP/files-$engine"
 }
 
+# save_cards base files (bench/writes.sh, bench/wal_pages.sh): a saved test card for each customer
+# who accepts a quote
+save_cards() {
+  "$PY" - "$@" <<'EOF'
+import http.client, json, sys, urllib.parse
+base, files = sys.argv[1:3]
+tokens = open(f"{files}/writers.tokens").read().split()
+url = urllib.parse.urlparse(base)
+conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+for line in open(f"{files}/card.customers"):
+    conn.request("POST", "/payments/payment-method", body=json.dumps({"paymentMethodId": "pm_card_visa"}),
+                 headers={"Authorization": "Bearer " + tokens[int(line)], "Content-Type": "application/json"})
+    r = conn.getresponse()
+    body = r.read()
+    if r.status != 200:
+        sys.exit(f"saving a card answered {r.status}: {body[:200]!r}")
+EOF
+}
+
 # waits until the server log stops growing for 1 s (queued logins finished), at most 15 s
 wait_quiet_log() {
   local last=-1 size i

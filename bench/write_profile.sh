@@ -10,6 +10,8 @@
 # for stacks through the libraries), PERF_FREQ, HOLD (seconds to keep the server up), RESULTS, BIN,
 # STREAM (1: the feed provider's live-update stream open throughout, matching none of the jobs
 # quoted; quoter: the first quoter's, matching all of them and getting their job.updated).
+# BENCH_ORDER=spread (bench/quotes.lua): consecutive quotes on different jobs, as customers' jobs are
+# quoted, rather than the 64 connections quoting one job at a time.
 set -euo pipefail
 
 # shellcheck source=bench/lib.sh

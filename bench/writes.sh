@@ -46,23 +46,6 @@ CONNS=64
 
 for tool in wrk psql "$PY"; do command -v "$tool" >/dev/null || die "$tool not found (scripts/deps.sh bench)"; done
 
-save_cards() { # base files: a saved test card for each customer who accepts a quote
-  "$PY" - "$@" <<'EOF'
-import http.client, json, sys, urllib.parse
-base, files = sys.argv[1:3]
-tokens = open(f"{files}/writers.tokens").read().split()
-url = urllib.parse.urlparse(base)
-conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
-for line in open(f"{files}/card.customers"):
-    conn.request("POST", "/payments/payment-method", body=json.dumps({"paymentMethodId": "pm_card_visa"}),
-                 headers={"Authorization": "Bearer " + tokens[int(line)], "Content-Type": "application/json"})
-    r = conn.getresponse()
-    body = r.read()
-    if r.status != 200:
-        sys.exit(f"saving a card answered {r.status}: {body[:200]!r}")
-EOF
-}
-
 # write engine scenario [VAR=value...]: one route through bench/writes.lua (the variables are
 # its BENCH_*, exported for the two runs; BENCH_TOKENS defaults to writers.tokens), warm-up then measurement; the measurement starts
 # past every request number the warm-up may have taken (its count, plus a margin for the

@@ -229,10 +229,16 @@ db_rc jobs_move_in(db_conn *c, const db_res *job, int row, const char *const *fr
     static const char *const columns[] = {"status", "updated_at"};
     const char *values[] = {to, now_text}, *head, *tail;
     shape_job_render_with(&a, job, row, columns, values, 2, &head, &tail);
+    /* a job that stays in its status (a second quote's QUOTED) leaves status out of the SET:
+     * SQLite rewrites the entries of every index whose columns an UPDATE sets, equal or not
+     * (jobs_feed, jobs_provider: two pages in the WAL of each such quote) */
+    const char *old_status = db_field(job, row, "status");
+    bool stays = old_status && !strcmp(old_status, to);
     snprintf(sql, sizeof sql,
-             "UPDATE jobs SET status = $2, updated_at = $3, json_head = $4, json_tail = $5 "
-             "WHERE id = $1 AND status IN (%s) AND json_head = $6 AND json_tail = $7 RETURNING *",
-             in); /* the row comes back for its event, in the same round trip */
+             "UPDATE jobs SET %supdated_at = $3, json_head = $4, json_tail = $5 "
+             "WHERE id = $1 AND status IN (%s)%s AND json_head = $6 AND json_tail = $7 RETURNING *",
+             stays ? "" : "status = $2, ", in, stays ? " AND status = $2" : "");
+    /* the row comes back for its event, in the same round trip */
     rc = db_exec(c, &a, &r, sql,
                  DB_ARGS(DB_TEXT(id), DB_TEXT(to), DB_INT(now), DB_TEXT(head), DB_TEXT(tail), DB_TEXT(old_head),
                          DB_TEXT(old_tail)));
