@@ -12,9 +12,9 @@ E is sqlite (D: the database file) or postgres (D: a postgres:// URL; rows go in
 psql's COPY). `init` creates the accounts and the jobs every measurement reads; `grow` adds
 filler jobs until the table holds N; `files` writes what the wrk scripts read (tokens are
 minted with the service's JWT secret, as the service would issue them). After seeding, the
-database's statistics are gathered (ANALYZE), as autovacuum keeps PostgreSQL's; on SQLite the
-service gathers none, and SQLITE_ANALYZE=0 in the environment seeds it without them too, to
-measure the plans the service runs.
+PostgreSQL's statistics are gathered (ANALYZE), as autovacuum keeps them; SQLite is left
+without statistics, as the service runs it (it runs no ANALYZE), so that the benchmarks measure
+the plans production runs; SQLITE_ANALYZE=1 in the environment gathers them there too.
 
 The data, whatever N:
 - the feed provider offers lawncare in ZIPs 20001 and 20002 and matches exactly FEED_OPEN
@@ -105,7 +105,7 @@ class Db:
 
     def analyze(self):
         if self.engine == "sqlite":
-            if os.environ.get("SQLITE_ANALYZE", "1") == "0":  # as the service runs: no statistics
+            if os.environ.get("SQLITE_ANALYZE", "0") != "1":  # as the service runs: no statistics
                 return
             self.conn.execute("ANALYZE")
             self.conn.commit()
@@ -217,7 +217,7 @@ def cmd_grow(db, state_path, target):
         db.insert("jobs", JOB_COLS, batch)
         left -= len(batch)
     state["seq"] = seq
-    db.analyze()  # what autovacuum (PostgreSQL) or a periodic ANALYZE (SQLite) keeps current
+    db.analyze()  # what autovacuum keeps current on PostgreSQL
     json.dump(state, open(state_path, "w"))
     print(int(db.scalar("SELECT COUNT(*) FROM jobs")))
 
