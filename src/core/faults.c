@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-static const char *armed;
+static const char *armed, *plan_log;
 static char paused[64], limited[64];
 static int pause_ms, limit;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -26,6 +26,7 @@ static void read_env(void) {
   armed = getenv("CRASH_POINT");
   named_number("PAUSE_POINT", paused, &pause_ms);
   named_number("TEST_LIMIT", limited, &limit);
+  plan_log = getenv("PLAN_LOG");
 }
 
 void fault_point(const char *name) {
@@ -43,4 +44,9 @@ void fault_pause(const char *name) {
 int fault_limit(const char *name, int value) {
   pthread_once(&once, read_env);
   return limited[0] && !strcmp(limited, name) ? limit : value;
+}
+
+const char *fault_plan_log(void) {
+  pthread_once(&once, read_env);
+  return plan_log;
 }

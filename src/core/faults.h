@@ -24,4 +24,9 @@ void fault_pause(const char *name);
  *                         recipients (past it, it reads every matching provider) */
 int fault_limit(const char *name, int value);
 
+/* Plan audit, for the API pass's check that no statement reads a large table whole: with
+ * APP_ENV=test and PLAN_LOG=<file>, the file SQLite's statements and their plans are appended
+ * to as they are first prepared (src/db/sqlite.c); NULL otherwise. */
+const char *fault_plan_log(void);
+
 #endif

@@ -27,6 +27,7 @@
  * that finds the file locked returns DB_UNAVAILABLE at once and the server hands the
  * request to a worker, whose connection waits as any other. */
 #include "core/config.h"
+#include "core/faults.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "db/engine.h"
@@ -155,6 +156,29 @@ static db_rc map_error(sqlite_conn *c, int rc, const char *sql) {
   return DB_ERROR;
 }
 
+/* Tests only (fault_plan_log): the statement's plan, its steps joined by " | ", a tab, then the
+ * statement on one line, appended to the plan log in one write. */
+static void log_plan(sqlite3 *db, const char *sql) {
+  const char *path = fault_plan_log();
+  if (!path) return;
+  char *explain = sqlite3_mprintf("EXPLAIN QUERY PLAN %s", sql);
+  sqlite3_stmt *plan = NULL;
+  if (explain && sqlite3_prepare_v2(db, explain, -1, &plan, NULL) == SQLITE_OK) {
+    sqlite3_str *line = sqlite3_str_new(NULL);
+    while (sqlite3_step(plan) == SQLITE_ROW) sqlite3_str_appendf(line, "%s | ", sqlite3_column_text(plan, 3));
+    sqlite3_str_appendf(line, "\t%s\n", sql);
+    int n = sqlite3_str_length(line);
+    char *text = sqlite3_str_finish(line);
+    for (int i = 0; text && i < n - 1; i++)
+      if (text[i] == '\n') text[i] = ' ';
+    FILE *f = text ? fopen(path, "a") : NULL;
+    if (f) fwrite(text, 1, (size_t)n, f), fclose(f);
+    sqlite3_free(text);
+  }
+  sqlite3_finalize(plan);
+  sqlite3_free(explain);
+}
+
 static sqlite3_stmt *prepare(sqlite_conn *c, const char *sql, int *rc) {
   stmt_entry *e = stmt_cache_find(&c->cache, sql);
   if (e) return e->stmt;
@@ -162,6 +186,7 @@ static sqlite3_stmt *prepare(sqlite_conn *c, const char *sql, int *rc) {
   *rc = sqlite3_prepare_v2(c->db, sql, -1, &st, NULL);
   if (*rc != SQLITE_OK) return NULL;
   stmt_cache_add(&c->cache, sql)->stmt = st;
+  log_plan(c->db, sql);
   return st;
 }
 

@@ -45,6 +45,7 @@ import pytest
 import requests
 
 from helpers import SANITIZER_MARKERS, eventually
+from plans import problems as plan_problems
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -505,6 +506,8 @@ class Server:
             # core; Tesseract's own budget is CPU time and needs no slack (test_background
             # checks the default bound on a server of its own)
             "RECOGNITION_TIMEOUT_MS": "30000",
+            # every statement SQLite prepares, with its plan, for the plan audit (plans.py)
+            "PLAN_LOG": os.path.join(self.dir, "plans.log"),
         }
         self.env = {k: v for k, v in self.env.items() if v is not None}
         self.env.update(PG_ENV)  # behind the session's PgBouncer: unnamed statements
@@ -834,6 +837,10 @@ def _stop_all(servers):
         if crashed:  # crashed before the harness stopped it
             report = f"server on port {srv.port} died of signal {-srv.proc.returncode}; its log ends:\n" + \
                 srv.read_log()[-5000:] + (report or "")
+        full_reads = plan_problems(os.path.join(srv.dir, "plans.log"))
+        if full_reads:
+            report = (report or "") + "statements that read a large table whole (tests/api/plans.py):\n  " + \
+                "\n  ".join(full_reads)
         if report:
             reports.append(report)
         else:
@@ -843,7 +850,7 @@ def _stop_all(servers):
 
 def _fail_on(reports):
     if reports:
-        pytest.fail("sanitizer reported errors:\n" + "\n\n".join(reports)[-20000:], pytrace=False)
+        pytest.fail("the servers reported errors:\n" + "\n\n".join(reports)[-20000:], pytrace=False)
 
 
 def _starter(request, engine, pg_cluster, started):

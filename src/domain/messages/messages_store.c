@@ -140,21 +140,26 @@ const char *const MESSAGES_EXPORT_SQL[1][2] = {
      "SELECT * FROM messages WHERE provider_id = $1 ORDER BY seq"},
 };
 
-#define ERASED(role)                                                                                                   \
-  "UPDATE messages SET sender_name = '" ACCOUNT_DELETED_NAME "', content = CASE WHEN content LIKE '[IMAGE]%' "         \
-  "THEN '[Photo removed]' ELSE content END WHERE sender_id = $1 AND sender_role = '" role "'"
 #define OF_CUSTOMER "(SELECT id FROM jobs WHERE customer_id = $1)"
+/* An account's own messages: a customer writes only in the threads of its jobs (an erasure
+ * keeps the jobs), a provider only in its own threads; said so, the read goes through the
+ * threads' indexes instead of every message. */
+#define SENT_BY_CUSTOMER "job_id IN " OF_CUSTOMER " AND sender_id = $1 AND sender_role = 'user'"
+#define SENT_BY_PROVIDER "provider_id = $1 AND sender_id = $1 AND sender_role = 'provider'"
+#define ERASED(sent)                                                                                                   \
+  "UPDATE messages SET sender_name = '" ACCOUNT_DELETED_NAME "', content = CASE WHEN content LIKE '[IMAGE]%' "         \
+  "THEN '[Photo removed]' ELSE content END WHERE " sent
 /* $1 = the account's id: [mode][provider]. */
 static const char *const forget_sql[][2][2] = {
-    [FORGET_ERASE] = {{ERASED("user")}, {ERASED("provider")}},
+    [FORGET_ERASE] = {{ERASED(SENT_BY_CUSTOMER)}, {ERASED(SENT_BY_PROVIDER)}},
     [FORGET_DELETE] = {{"DELETE FROM message_reads WHERE job_id IN " OF_CUSTOMER,
                         "DELETE FROM messages WHERE job_id IN " OF_CUSTOMER},
                        {"DELETE FROM message_reads WHERE provider_id = $1",
                         "DELETE FROM messages WHERE provider_id = $1"}},
 };
 static const char *const photos_sql[] = {
-    "SELECT content FROM messages WHERE sender_id = $1 AND sender_role = 'user' AND content LIKE '[IMAGE]%'",
-    "SELECT content FROM messages WHERE sender_id = $1 AND sender_role = 'provider' AND content LIKE '[IMAGE]%'",
+    "SELECT content FROM messages WHERE " SENT_BY_CUSTOMER " AND content LIKE '[IMAGE]%'",
+    "SELECT content FROM messages WHERE " SENT_BY_PROVIDER " AND content LIKE '[IMAGE]%'",
 };
 
 err_t messages_store_forget_in(db_conn *c, const account_ref *who, forget_mode mode) {
