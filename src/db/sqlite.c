@@ -172,7 +172,12 @@ static void log_plan(sqlite3 *db, const char *sql) {
     for (int i = 0; text && i < n - 1; i++)
       if (text[i] == '\n') text[i] = ' ';
     FILE *f = text ? fopen(path, "a") : NULL;
-    if (f) fwrite(text, 1, (size_t)n, f), fclose(f);
+    if (f) { /* a buffer that holds the line: one write, so connections preparing at once never
+              * interleave their lines */
+      setvbuf(f, NULL, _IOFBF, (size_t)n + 1);
+      fwrite(text, 1, (size_t)n, f);
+      fclose(f);
+    }
     sqlite3_free(text);
   }
   sqlite3_finalize(plan);

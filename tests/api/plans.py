@@ -26,7 +26,7 @@ ACCEPTED = {
 FROM = re.compile(r'\b(?:FROM|JOIN|UPDATE|INTO)\s+(?:"?\w+"?\.)?"?(\w+)"?(?:\s+(?:AS\s+)?(\w+))?', re.I)
 SCAN = re.compile(r"^SCAN (\S+)")
 KEYWORDS = {"where", "on", "join", "left", "inner", "cross", "set", "order", "group", "limit", "using",
-            "values", "select", "union", "natural", "indexed", "as", "returning", "default", "(", "and"}
+            "values", "select", "union", "natural", "indexed", "as", "returning", "default", "and"}
 
 
 def tables_of(sql):
