@@ -61,7 +61,9 @@ def writes(files, kind, count):
 
 
 def wal_commits(path):
-    """The current WAL's transactions: lists of page numbers, one per commit, in order."""
+    """The current WAL's transactions: lists of page numbers, one per commit, in order. Frames
+    of an earlier cycle after them (the WAL was truncated first) mean that a checkpoint started
+    it over meanwhile: the earliest writes' commits are lost, and it says so."""
     with open(path, "rb") as f:
         data = f.read()
     if len(data) < 32:
@@ -71,7 +73,9 @@ def wal_commits(path):
     while at + 24 + page_size <= len(data):
         pgno, commit_size, s1, s2 = struct.unpack(">4I", data[at:at + 16])
         if (s1, s2) != (salt1, salt2):
-            break  # a frame of the WAL's previous cycle
+            print("warning: a checkpoint started the WAL over during the writes; what follows covers only "
+                  "the commits after it (lower --count)", file=sys.stderr)
+            break
         pages.append(pgno)
         if commit_size:
             commits.append(pages)
