@@ -36,6 +36,7 @@
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,11 +157,32 @@ static db_rc map_error(sqlite_conn *c, int rc, const char *sql) {
   return DB_ERROR;
 }
 
+/* Whether the process logged the plan of the statement of this text already (a hash of it; a
+ * full table logs the rest again, harmlessly): once per process, not once per connection. */
+static bool plan_logged(const char *sql) {
+  static uint64_t seen[4096];
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+  for (const unsigned char *p = (const unsigned char *)sql; *p; p++) h = (h ^ *p) * 1099511628211ULL;
+  h |= 1; /* never 0, the empty slot */
+  bool found = false;
+  pthread_mutex_lock(&mu);
+  for (size_t i = h % 4096, n = 0; n < 4096; i = (i + 1) % 4096, n++) {
+    if (seen[i] == h) found = true;
+    if (seen[i] == h || seen[i] == 0) {
+      seen[i] = h;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&mu);
+  return found;
+}
+
 /* Tests only (fault_plan_log): the statement's plan, its steps joined by " | ", a tab, then the
  * statement on one line, appended to the plan log in one write. */
 static void log_plan(sqlite3 *db, const char *sql) {
   const char *path = fault_plan_log();
-  if (!path) return;
+  if (!path || plan_logged(sql)) return;
   char *explain = sqlite3_mprintf("EXPLAIN QUERY PLAN %s", sql);
   sqlite3_stmt *plan = NULL;
   if (explain && sqlite3_prepare_v2(db, explain, -1, &plan, NULL) == SQLITE_OK) {
