@@ -162,9 +162,7 @@ static db_rc map_error(sqlite_conn *c, int rc, const char *sql) {
 static bool plan_logged(const char *sql) {
   static uint64_t seen[4096];
   static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-  uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-  for (const unsigned char *p = (const unsigned char *)sql; *p; p++) h = (h ^ *p) * 1099511628211ULL;
-  h |= 1; /* never 0, the empty slot */
+  uint64_t h = fnv1a(FNV1A_BASIS, sql) | 1; /* never 0, the empty slot */
   bool found = false;
   pthread_mutex_lock(&mu);
   for (size_t i = h % 4096, n = 0; n < 4096; i = (i + 1) % 4096, n++) {

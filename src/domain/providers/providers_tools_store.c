@@ -171,17 +171,22 @@ err_t prov_store_lost_bids(arena *a, const char *id, int limit, db_res **out) {
                DB_ARGS(DB_TEXT(id), DB_INT(limit))));
 }
 
+/* "$first, ..., $(first + count - 1)" into out: the IN lists below. */
+static void param_list(char *out, size_t cap, int first, int count) {
+  size_t at = 0;
+  out[0] = 0;
+  for (int i = 0; i < count && at < cap; i++)
+    at += (size_t)snprintf(out + at, cap - at, "%s$%d", i ? ", " : "", first + i);
+}
+
 err_t prov_store_open_jobs_in(arena *a, const char *id, const char *const *zips, int n, db_res **out) {
   /* always PROV_NEAR_ZIPS placeholders, all text (unused ones '', which no job's ZIP is), so
    * the statement and its prepared plan are one */
   db_val args[1 + PROV_NEAR_ZIPS];
   char list[PROV_NEAR_ZIPS * 6], sql[1024 + sizeof list];
-  size_t at = 0;
   args[0] = DB_TEXT(id);
-  for (int i = 0; i < PROV_NEAR_ZIPS; i++) {
-    args[1 + i] = DB_TEXT(i < n ? zips[i] : "");
-    at += (size_t)snprintf(list + at, sizeof list - at, "%s$%d", i ? "," : "", i + 2);
-  }
+  for (int i = 0; i < PROV_NEAR_ZIPS; i++) args[1 + i] = DB_TEXT(i < n ? zips[i] : "");
+  param_list(list, sizeof list, 2, PROV_NEAR_ZIPS);
   snprintf(sql, sizeof sql,
            "SELECT j.zip, j.service, COUNT(*) AS open_jobs FROM jobs j "
            "JOIN provider_services ps ON ps.provider_id = $1 AND ps.service = j.service "
@@ -194,13 +199,10 @@ err_t prov_store_open_jobs_by_service(arena *a, const char *id, db_res **out) {
   /* from the provider's ZIPs, each (service, ZIP) searched in jobs_feed: left to itself, SQLite
    * read every open job of every ZIP (the plan audit, tests/api/plans.py) */
   db_val args[8] = {DB_TEXT(id)};
-  char list[64];
-  size_t at = 0;
   int n = 1;
-  for (int i = 0; SERVICE_NAMES[i] && n < (int)(sizeof args / sizeof *args); i++, n++) {
-    args[n] = DB_TEXT(SERVICE_NAMES[i]);
-    at += (size_t)snprintf(list + at, sizeof list - at, "%s$%d", i ? ", " : "", n + 1);
-  }
+  for (int i = 0; SERVICE_NAMES[i] && n < (int)(sizeof args / sizeof *args); i++) args[n++] = DB_TEXT(SERVICE_NAMES[i]);
+  char list[64];
+  param_list(list, sizeof list, 2, n - 1);
   char *sql = arena_printf(a,
                            "SELECT j.service, COUNT(*) AS open_jobs FROM provider_zips pz CROSS JOIN jobs j "
                            "WHERE pz.provider_id = $1 AND j.zip = pz.zip AND j.service IN (%s) "
