@@ -35,7 +35,7 @@ UNIT_SRC := $(shell find tests/unit -name '*.c' 2>/dev/null | sort)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/unit/%)
 PYTHON   := /usr/bin/python3
 
-.PHONY: all run demo openapi client test test-build test-build-api test-build-rest check-shape deps deps-test unit fakes api api-sqlite api-postgres api-pgbouncer api-asan api-unsanitized asan bench bench-core bench-jobs bench-writes bench-peer bench-cores bench-recognition bench-remote bench-events soak clean format routes fuzz fuzz-build fuzz-short
+.PHONY: all run demo openapi client test test-build test-build-api test-build-rest check-shape deps deps-test unit fakes api api-sqlite api-postgres api-pgbouncer api-asan api-unsanitized asan bench bench-core bench-jobs bench-writes bench-peer bench-cores bench-recognition bench-remote bench-events soak clean format routes fuzz fuzz-build fuzz-replay-build fuzz-short
 
 all: deps build/marketplace
 
@@ -163,7 +163,7 @@ api: api-sqlite api-postgres
 # the fuzz targets, which scripts/test.sh builds while the API passes run.
 test-build: test-build-api test-build-rest
 test-build-api: deps-test all build/probe build/asan/marketplace node_modules/.installed $(STRIPE_OPENAPI)
-test-build-rest: deps-test $(UNIT_BIN) fuzz-build
+test-build-rest: deps-test $(UNIT_BIN) fuzz-replay-build
 
 # The tree's shape (docs/architecture.md): no include cycle between domains, SQL only in stores,
 # layers included downwards only, route rows only in *_routes.c.
@@ -204,12 +204,29 @@ build/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
 
 fuzz-build: deps-test $(FUZZ_BIN)
 
+# The same targets for replay alone (tests/fuzz/replay.c instead of libFuzzer), linked by gcc with
+# the objects of the sanitized build that the API tests use: `make fuzz-short` (in `make test`)
+# then compiles nothing twice, and the clang build is only for timed fuzzing.
+REPLAY_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz-replay/%)
+ASAN_LIB_OBJ := $(filter-out build/asan/src/main.o,$(ASAN_OBJ))
+
+build/fuzz-replay/obj/%.o: tests/fuzz/%.c | deps-test
+	@mkdir -p $(@D); echo "CC [replay] $<"
+	@$(CC) $(CFLAGS) $(SAN) -Itests/fuzz -MMD -MP -c -o $@ $<
+
+build/fuzz-replay/fuzz_%: build/fuzz-replay/obj/fuzz_%.o build/fuzz-replay/obj/fuzz.o build/fuzz-replay/obj/replay.o \
+                          $(ASAN_LIB_OBJ)
+	@echo "LD $@"; $(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LDLIBS)
+
+fuzz-replay-build: deps-test $(REPLAY_BIN)
+.SECONDARY: $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz-replay/obj/%.o) build/fuzz-replay/obj/fuzz.o build/fuzz-replay/obj/replay.o
+
 # FUZZ_SECONDS per target, two targets at a time; regressions are replayed first.
 fuzz: fuzz-build
 	scripts/fuzz.sh $(FUZZ_SECONDS)
 
 # replays the regressions and the committed seeds once (no timed fuzzing): part of `make test`
-fuzz-short: fuzz-build
+fuzz-short: fuzz-replay-build
 	scripts/fuzz.sh 0
 
 # Benchmarks (docs/performance.md): the HTTP core and login flood, the marketplace reads and
@@ -289,4 +306,4 @@ format:
 clean:
 	rm -rf build
 
--include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d) $(FUZZ_OBJ:.o=.d)
+-include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d) $(FUZZ_OBJ:.o=.d) $(wildcard build/fuzz-replay/obj/*.d)

@@ -13,10 +13,11 @@
 #     it, once the unsanitized pass has ended (the run's first minutes are CPU-bound). The
 #     sanitized build is the release build plus the sanitizers (same -O2), so a whole plain
 #     SQLite pass beside it would test the same code twice and cost the run its time goal;
-#     meanwhile, at the lowest CPU priority, the rest: the unit tests and the fuzz targets are
-#     built, the unit tests run, the fakes' self-tests (the fake Stripe is held to Stripe's
-#     description), and the fuzz targets replay their regressions and committed seeds (timed
-#     fuzzing is `make fuzz`);
+#     meanwhile, at the lowest CPU priority, the rest: the unit tests are built and the fuzz
+#     targets linked for replay (with the sanitized build's objects: nothing is compiled twice,
+#     so the rest ends before the API passes), the unit tests run, the fakes' self-tests (the
+#     fake Stripe is held to Stripe's description), and the fuzz targets replay their
+#     regressions and committed seeds (timed fuzzing, built by clang, is `make fuzz`);
 #  each side job's output goes to build/test-logs/<job>.log and is shown when it ends (whole,
 #  when it failed). Prints how long each step took and each API pass's CPU time; exits
 #  non-zero when any step failed.

@@ -19,8 +19,8 @@ ACCEPTED = {
                                                                "cost every notification a page",
     "UNION SELECT id FROM payments WHERE idem_key = $2": "a dispute event, rare: an index on idem_key would "
                                                          "cost every payment operation a page",
-    "WHERE p.pending_op IS NULL AND j.updated_at < $1": "the reconciliation, a read off the writer every 15 "
-                                                         "minutes: its conditions span every status",
+    "FROM jobs j INDEXED BY jobs_feed_open CROSS JOIN payments p": "the reconciliation's open jobs, through "
+                                                                    "their partial index (the feed's)",
 }
 
 FROM = re.compile(r'\b(?:FROM|JOIN|UPDATE|INTO)\s+(?:"?\w+"?\.)?"?(\w+)"?(?:\s+(?:AS\s+)?(\w+))?', re.I)

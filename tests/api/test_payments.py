@@ -2278,6 +2278,35 @@ def test_reconcile_command_charges_a_failure_older_than_the_newest_card(api, ser
                line.get("what") == "recover" and line.get("to") == "PAID" for line in logged), logged
 
 
+def test_reconcile_command_refunds_a_captured_payment_whose_job_reopened(api, server, market):
+    """A job back to PENDING by a path that left its captured payment current (set by hand): the
+    reconciliation finds it from the open jobs, moves it to the job's history and refunds it."""
+    d = paid_deal(market)
+    paid = d.payment()
+    db(server, "UPDATE jobs SET status = 'PENDING', provider_id = NULL, accepted_at = NULL, completed_at = NULL "
+               f"WHERE id = '{d.job_id}'")
+    checked, corrected, logged = reconcile_cli(server)
+    assert checked >= 1 and corrected >= 1
+    assert any(line.get("msg") == "payment reconciled" and line.get("paymentId") == paid["id"] and
+               line.get("what") == "reopen" for line in logged), logged
+    eventually(lambda: history(server, d.job_id), 20, "the payment refunded", interval=0.1,
+               until=lambda h: h == [("job", "REFUNDED", TOTAL_CENTS, TOTAL_CENTS, True)])
+
+
+def test_reconcile_command_refunds_a_released_payment_left_captured(api, server, market):
+    """A payment moved to its job's history whose refund was never made (set by hand): the
+    reconciliation finds it among the released payments and refunds it."""
+    d = paid_deal(market)
+    paid = d.payment()
+    db(server, f"UPDATE payments SET released_at = 1 WHERE id = '{paid['id']}'")
+    checked, corrected, logged = reconcile_cli(server)
+    assert checked >= 1 and corrected >= 1
+    assert any(line.get("msg") == "payment reconciled" and line.get("paymentId") == paid["id"] and
+               line.get("what") == "release" for line in logged), logged
+    eventually(lambda: history(server, d.job_id), 20, "the payment refunded", interval=0.1,
+               until=lambda h: h == [("job", "REFUNDED", TOTAL_CENTS, TOTAL_CENTS, True)])
+
+
 def test_an_authorization_whose_outcome_is_unknown_reads_pending(api, server, market):
     """Deliverable 1: a request whose answer was lost (a crash follow-up asking the processor)
     reads PENDING, not FAILED, until it is settled."""

@@ -795,30 +795,35 @@ static void reconcile_one(arena *a, const payment_row *p, const char *what, int6
   }
 }
 
+/* Reconciles row i of what pay_store_uncertain found, counting it in checked and, when it
+ * changed, in corrected. */
+static void reconcile_row(arena *a, const db_res *r, int i, int64_t stale_before, int *checked, int *corrected) {
+  const char *id = db_text(r, i, 0), *job_id = db_text(r, i, 1), *what = db_text(r, i, 2);
+  payment_row before, after;
+  bool found;
+  if (pay_store_get(a, id, &before, &found) != ERR_OK || !found) return;
+  (*checked)++;
+  reconcile_one(a, &before, what, stale_before);
+  if (pay_store_get(a, id, &after, &found) != ERR_OK || !found) return;
+  if (!is(before.status, after.status) || !is(before.pending_op, after.pending_op) ||
+      before.released_at != after.released_at || before.refunded_cents != after.refunded_cents) {
+    (*corrected)++;
+    log_json(LOG_WARN, "payment reconciled",
+             json_pack("{s:s,s:s,s:s,s:s,s:s,s:s?,s:s?,s:I}", "paymentId", id, "jobId", job_id, "what", what, "from",
+                       before.status, "to", after.status, "intent", after.intent_id, "pending", after.pending_op,
+                       "refunded", (json_int_t)after.refunded_cents));
+  }
+}
+
 err_t payments_reconcile(int64_t min_age_ms, int *checked, int *corrected) {
   arena a;
   arena_init(&a);
-  db_res *r;
+  db_res *uncertain[2];
   *checked = *corrected = 0;
   int64_t stale_before = min_age_ms > 0 ? clock_now_ms() - min_age_ms : INT64_MAX; /* 0: every one */
-  err_t e = pay_store_uncertain(&a, stale_before, 500, &r);
-  for (int i = 0; e == ERR_OK && i < r->rows; i++) {
-    const char *id = db_text(r, i, 0), *job_id = db_text(r, i, 1), *what = db_text(r, i, 2);
-    payment_row before, after;
-    bool found;
-    if (pay_store_get(&a, id, &before, &found) != ERR_OK || !found) continue;
-    (*checked)++;
-    reconcile_one(&a, &before, what, stale_before);
-    if (pay_store_get(&a, id, &after, &found) != ERR_OK || !found) continue;
-    if (!is(before.status, after.status) || !is(before.pending_op, after.pending_op) ||
-        before.released_at != after.released_at || before.refunded_cents != after.refunded_cents) {
-      (*corrected)++;
-      log_json(LOG_WARN, "payment reconciled",
-               json_pack("{s:s,s:s,s:s,s:s,s:s,s:s?,s:s?,s:I}", "paymentId", id, "jobId", job_id, "what", what, "from",
-                         before.status, "to", after.status, "intent", after.intent_id, "pending", after.pending_op,
-                         "refunded", (json_int_t)after.refunded_cents));
-    }
-  }
+  err_t e = pay_store_uncertain(&a, stale_before, 500, uncertain);
+  for (int k = 0; e == ERR_OK && k < 2; k++)
+    for (int i = 0; i < uncertain[k]->rows; i++) reconcile_row(&a, uncertain[k], i, stale_before, checked, corrected);
   arena_fini(&a);
   int transfers_checked, transfers_corrected; /* then the money on its way to providers */
   if (e == ERR_OK) e = payouts_reconcile(min_age_ms, &transfers_checked, &transfers_corrected);

@@ -579,36 +579,60 @@ err_t pay_store_recoverable(arena *a, const char *user_id, db_res **out) {
              : ERR_INTERNAL;
 }
 
-err_t pay_store_uncertain(arena *a, int64_t stale_before, int limit, db_res **out) {
+/* What the reconciliation does with a settled payment (pay_store_uncertain), and which settled
+ * payments it looks at: each of its statements below adds to these the index it reads through,
+ * and together they partition the payments by status and release, so that each payment is
+ * found once and a table that grows with every job is never read whole. */
+#define SETTLED_WHAT                                                                                                   \
+  "CASE WHEN p.released_at IS NOT NULL THEN 'release' WHEN j.status IN ('PENDING', 'QUOTED') THEN 'reopen' "           \
+  "WHEN p.status = 'AUTHORIZED' AND j.status = 'CANCELLED' THEN 'void' "                                               \
+  "WHEN p.status = 'AUTHORIZED' OR (j.status = 'COMPLETED' AND (p.idem_key IS NULL OR p.idem_key NOT LIKE "            \
+  "'charge-%')) THEN 'capture' ELSE 'recover' END, j.status"
+#define SETTLED_UNCERTAIN                                                                                              \
+  "p.pending_op IS NULL AND j.updated_at < $1 AND ("                                                                   \
+  "(p.released_at IS NOT NULL AND (p.status = 'AUTHORIZED' OR (p.status = 'PAID' "                                     \
+  "AND p.refunded_cents < p.amount_cents))) "                                                                          \
+  "OR (p.released_at IS NULL AND j.status IN ('PENDING', 'QUOTED')) "                                                  \
+  "OR (p.released_at IS NULL AND p.kind = 'job' AND p.status = 'AUTHORIZED' "                                          \
+  "AND j.status IN ('COMPLETED', 'CANCELLED')) "                                                                       \
+  "OR (p.released_at IS NULL AND p.kind = 'job' AND p.status = 'FAILED' AND j.status = 'COMPLETED' "                   \
+  "AND (p.idem_key IS NULL OR p.idem_key NOT LIKE 'charge-%')) "                                                       \
+  "OR (p.released_at IS NULL AND p.kind = 'job' AND p.status = 'FAILED' "                                              \
+  "AND j.status IN ('ACCEPTED', 'ON_THE_WAY', 'IN_PROGRESS', 'COMPLETED') "                                            \
+  "AND u.processor_payment_method_id IS NOT NULL "                                                                     \
+  "AND (p.payment_method_id IS NULL OR p.payment_method_id <> u.processor_payment_method_id)))"
+
+err_t pay_store_uncertain(arena *a, int64_t stale_before, int limit, db_res *out[2]) {
   /* a FAILED payment of a completed job was charged at completion when its key says so; a job
    * moved since stale_before is left to the request that moved it (a reconciliation that
-   * captured in between had the completion answer AUTHORIZED and queue its own capture) */
-  return db_query(
-             a, out,
-             "SELECT p.id, p.job_id, 'pending', j.status FROM payments p JOIN jobs j ON j.id = p.job_id "
-             "WHERE p.pending_op IS NOT NULL AND p.op_started_at < $1 "
-             "UNION ALL SELECT p.id, p.job_id, CASE WHEN p.released_at IS NOT NULL THEN 'release' "
-             "WHEN j.status IN ('PENDING', 'QUOTED') THEN 'reopen' "
-             "WHEN p.status = 'AUTHORIZED' AND j.status = 'CANCELLED' THEN 'void' "
-             "WHEN p.status = 'AUTHORIZED' OR (j.status = 'COMPLETED' AND (p.idem_key IS NULL OR p.idem_key NOT LIKE "
-             "'charge-%')) THEN 'capture' ELSE 'recover' END, j.status "
-             "FROM payments p JOIN jobs j ON j.id = p.job_id JOIN users u ON u.id = p.user_id "
-             "WHERE p.pending_op IS NULL AND j.updated_at < $1 AND ("
-             "(p.released_at IS NOT NULL AND (p.status = 'AUTHORIZED' OR (p.status = 'PAID' "
-             "AND p.refunded_cents < p.amount_cents))) "
-             "OR (p.released_at IS NULL AND j.status IN ('PENDING', 'QUOTED')) "
-             "OR (p.released_at IS NULL AND p.kind = 'job' AND p.status = 'AUTHORIZED' "
-             "AND j.status IN ('COMPLETED', 'CANCELLED')) "
-             "OR (p.released_at IS NULL AND p.kind = 'job' AND p.status = 'FAILED' AND j.status = 'COMPLETED' "
-             "AND (p.idem_key IS NULL OR p.idem_key NOT LIKE 'charge-%')) "
-             "OR (p.released_at IS NULL AND p.kind = 'job' AND p.status = 'FAILED' "
-             "AND j.status IN ('ACCEPTED', 'ON_THE_WAY', 'IN_PROGRESS', 'COMPLETED') "
-             "AND u.processor_payment_method_id IS NOT NULL "
-             "AND (p.payment_method_id IS NULL OR p.payment_method_id <> u.processor_payment_method_id))) "
-             "LIMIT $2",
-             DB_ARGS(DB_INT(stale_before), DB_INT(limit))) == DB_OK
-             ? ERR_OK
-             : ERR_INTERNAL;
+   * captured in between had the completion answer AUTHORIZED and queue its own capture).
+   * First the requests left pending (payments_pending), the AUTHORIZED and FAILED payments
+   * (payments_holds) and the released ones with money to give back (payments_released); then,
+   * apart, a payment of another status whose job is open again, found from the open jobs (the
+   * feed's partial index: the open jobs, not every job there ever was) */
+#define OPEN_JOBS_UNCERTAIN(jobs)                                                                                      \
+  "SELECT p.id, p.job_id, " SETTLED_WHAT " FROM " jobs " CROSS JOIN payments p JOIN users u ON u.id = p.user_id "      \
+  "WHERE j.status IN ('PENDING', 'QUOTED') AND p.job_id = j.id AND p.released_at IS NULL "                             \
+  "AND p.status NOT IN ('AUTHORIZED', 'FAILED') AND " SETTLED_UNCERTAIN " LIMIT $2"
+  db_read reads[2] = {
+      db_read_make(a,
+                   "SELECT p.id, p.job_id, 'pending', j.status FROM payments p JOIN jobs j ON j.id = p.job_id "
+                   "WHERE p.pending_op IS NOT NULL AND p.op_started_at < $1 "
+                   "UNION ALL SELECT p.id, p.job_id, " SETTLED_WHAT " "
+                   "FROM payments p JOIN jobs j ON j.id = p.job_id JOIN users u ON u.id = p.user_id "
+                   "WHERE p.status IN ('AUTHORIZED', 'FAILED') AND " SETTLED_UNCERTAIN " "
+                   "UNION ALL SELECT p.id, p.job_id, " SETTLED_WHAT " "
+                   "FROM payments p JOIN jobs j ON j.id = p.job_id JOIN users u ON u.id = p.user_id "
+                   "WHERE p.released_at IS NOT NULL AND p.status = 'PAID' AND p.refunded_cents < p.amount_cents AND "
+                   SETTLED_UNCERTAIN " LIMIT $2",
+                   DB_ARGS(DB_INT(stale_before), DB_INT(limit))),
+      db_read_make(a,
+                   db_engine_get() == DB_SQLITE ? OPEN_JOBS_UNCERTAIN("jobs j INDEXED BY jobs_feed_open")
+                                                : OPEN_JOBS_UNCERTAIN("jobs j"),
+                   DB_ARGS(DB_INT(stale_before), DB_INT(limit)))};
+  if (db_query_all(a, reads, 2) != DB_OK) return ERR_INTERNAL;
+  out[0] = reads[0].res, out[1] = reads[1].res;
+  return ERR_OK;
 }
 
 /* ---- webhook events ---- */

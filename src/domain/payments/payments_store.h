@@ -165,8 +165,9 @@ err_t pay_store_recoverable(arena *a, const char *user_id, db_res **out);
  * AUTHORIZED on a CANCELLED job; "recover": FAILED on a card that is not the customer's saved
  * one, job not cancelled; "release": in the job's history with a hold or money to give back;
  * "reopen": the current payment of a job back to PENDING or QUOTED; each but "pending" of a
- * job last moved before stale_before), job_status. */
-err_t pay_store_uncertain(arena *a, int64_t stale_before, int limit, db_res **out);
+ * job last moved before stale_before), job_status; in two results (out[0], out[1]), each of at
+ * most limit rows. */
+err_t pay_store_uncertain(arena *a, int64_t stale_before, int limit, db_res *out[2]);
 
 /* True when some payment records intent as its PaymentIntent. */
 err_t pay_store_knows_intent(const char *intent, bool *known);
