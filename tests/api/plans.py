@@ -2,7 +2,8 @@
 with its plan, to PLAN_LOG (src/db/sqlite.c; a database without statistics, as the service
 runs it), and a statement that reads one of the tables that grow with use whole fails its
 module. A full read goes unnoticed on a test's few rows and costs seconds at a million, on
-SQLite inside the one writer's turn (docs/performance-history.md, section 25)."""
+SQLite inside the one writer's turn (docs/performance-history.md, sections 25 and 26); so does a
+search by a status or a service alone (BULK_COLUMNS), which reads the bulk of its table."""
 import re
 
 # The tables that grow with the marketplace's use.
@@ -23,6 +24,28 @@ ACCEPTED = {
                                                                     "their partial index (the feed's)",
 }
 
+# Columns whose one value can be the bulk of a table (PAID payments, COMPLETED jobs, every job of a
+# service): a search whose only constraints are on these reads that bulk. SQLite plans without
+# statistics and takes such an index as readily as one by customer or provider (section 26).
+BULK_COLUMNS = {"status", "kind", "service", "match_service"}
+
+# Searches of a large table by bulk columns alone, on purpose, each with why (a part of its text).
+ACCEPTED_BULK = {
+    "COALESCE(p.hold_expires_at, p.created_at + 604800000) < $1": "the holds due: AUTHORIZED payments (jobs under "
+                                                                  "way), every hour",
+    "WHERE p.status IN ('AUTHORIZED', 'FAILED') AND": "the reconciliation's AUTHORIZED and FAILED payments",
+    "UNION ALL SELECT p.id, 'capture' FROM payments p": "KNOWN, to mend: the payouts' reconciliation reads every "
+                                                        "PAID payment for one without a transfer",
+    "WHERE status = 'on_hold' AND hold_until <= $1": "the transfers on hold",
+    "SELECT provider_id, SUM(owed) FROM (SELECT provider_id, amount_cents AS owed FROM payout_fees": "the reconcile "
+                                                                                                 "command's balances, "
+                                                                                                 "on demand",
+    "WHERE service = $1 AND status = 'ACCEPTED' ORDER BY accepted_at DESC LIMIT 50": "the market rate: the newest 50 "
+                                                                                     "ACCEPTED quotes (partial index)",
+}
+
+SEARCH = re.compile(r"^SEARCH (\S+) USING (?:COVERING )?INDEX \S+ \((.*)\)$")
+
 FROM = re.compile(r'\b(?:FROM|JOIN|UPDATE|INTO)\s+(?:"?\w+"?\.)?"?(\w+)"?(?:\s+(?:AS\s+)?(\w+))?', re.I)
 SCAN = re.compile(r"^SCAN (\S+)")
 KEYWORDS = {"where", "on", "join", "left", "inner", "cross", "set", "order", "group", "limit", "using",
@@ -40,7 +63,8 @@ def tables_of(sql):
 
 
 def problems(path):
-    """What the plan log at path shows reading a large table whole (an empty list when nothing)."""
+    """What the plan log at path shows reading a large table whole, or the bulk of it by a status
+    or service alone (an empty list when nothing)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             lines = f.read().splitlines()
@@ -54,8 +78,13 @@ def problems(path):
         steps = plan.split(" | ")
         subqueries = {s.split()[-1] for s in steps if s.startswith(("CO-ROUTINE ", "MATERIALIZE "))}
         names = tables_of(sql)
+        bulk_ok = any(part in sql for part in ACCEPTED_BULK)
         for step in steps:
             m = SCAN.match(step)
             if m and m.group(1) not in subqueries and names.get(m.group(1), m.group(1)) in LARGE:
                 found.append(f"{step}: {sql[:300]}")
+            m = SEARCH.match(step)
+            if m and not bulk_ok and names.get(m.group(1), m.group(1)) in LARGE and \
+                    {re.split(r"[=<>]", c)[0] for c in m.group(2).split(" AND ")} <= BULK_COLUMNS:
+                found.append(f"{step} (a search by {m.group(2)} alone reads its bulk): {sql[:300]}")
     return sorted(set(found))

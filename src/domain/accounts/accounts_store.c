@@ -19,9 +19,10 @@ err_t accounts_store_busy(bool provider, const char *id, bool *busy) {
 }
 
 err_t accounts_store_held_jobs(arena *a, const char *id, db_res **out) {
+  /* from the customer's jobs (CROSS JOIN: SQLite's order), not from every AUTHORIZED payment */
   return db_to_err(db_query(a, out,
-                            "SELECT j.id FROM jobs j JOIN payments p ON p.job_id = j.id AND p.kind = 'job' "
-                            "AND p.released_at IS NULL WHERE j.customer_id = $1 AND j.status <> 'COMPLETED' "
+                            "SELECT j.id FROM jobs j CROSS JOIN payments p WHERE p.job_id = j.id AND p.kind = 'job' "
+                            "AND p.released_at IS NULL AND j.customer_id = $1 AND j.status <> 'COMPLETED' "
                             "AND p.status = 'AUTHORIZED'",
                             DB_ARGS(DB_TEXT(id))));
 }

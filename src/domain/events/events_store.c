@@ -335,7 +335,9 @@ err_t events_store_replay(arena *a, const char *recipient, int64_t after, int64_
    * A provider's also include the open jobs' events of its pairs, through events_match: of the
    * pairs it held since before the event was written (strictly: a pair added in the event's
    * millisecond was not held before it), of the jobs it can still read (open, or
-   * assigned to it). */
+   * assigned to it). Its joins go from the pairs to each pair's events (CROSS JOIN: SQLite's
+   * order): left to plan without statistics, SQLite searched events_match by service alone,
+   * every event of the provider's services in every ZIP. */
   const char *provider = !strncmp(recipient, "provider:", 9) ? recipient + 9 : NULL;
   int64_t id_floor = db_engine_get() == DB_POSTGRES ? 0 : after;
   return db_to_err(db_query(
@@ -344,10 +346,9 @@ err_t events_store_replay(arena *a, const char *recipient, int64_t after, int64_
       "JOIN events e ON e.id = r.event_id WHERE r.recipient = $1 AND r.event_id > $6 AND e.pos > $2 AND e.pos <= $3 "
       "ORDER BY e.pos LIMIT $4) named "
       "UNION SELECT pos, kind, data, id FROM (SELECT m.pos, m.kind, m.data, m.id FROM provider_services s "
-      "JOIN provider_zips z ON z.provider_id = s.provider_id "
-      "JOIN events m ON m.match_service = s.service AND m.match_zip = z.zip "
-      "JOIN jobs j ON j.id = m.match_job "
-      "WHERE s.provider_id = $5 AND m.id > $6 AND m.pos > $2 AND m.pos <= $3 "
+      "CROSS JOIN provider_zips z CROSS JOIN events m JOIN jobs j ON j.id = m.match_job "
+      "WHERE s.provider_id = $5 AND z.provider_id = s.provider_id AND m.match_service = s.service "
+      "AND m.match_zip = z.zip AND m.id > $6 AND m.pos > $2 AND m.pos <= $3 "
       "AND s.created_at < m.created_at AND z.created_at < m.created_at "
       "AND (j.status IN ('PENDING', 'QUOTED') OR j.provider_id = $5) ORDER BY m.pos LIMIT $4) matched "
       "ORDER BY 1 LIMIT $4",

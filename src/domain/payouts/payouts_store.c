@@ -120,6 +120,13 @@ err_t po_store_insert_account(arena *a, const char *provider_id, const char *pro
   return ERR_OK;
 }
 
+/* A provider's scheduled transfers wait for its account again. SQLite reads them by the
+ * provider's index: left to plan without statistics, it searched payout_transfers_due for every
+ * scheduled transfer of every provider. */
+#define WAITING_SQL(transfers)                                                                                         \
+  "UPDATE " transfers " SET status = 'waiting_for_account', updated_at = $2 "                                          \
+  "WHERE provider_id = $1 AND kind <> 'fee' AND pending_op IS NULL AND status = 'scheduled' RETURNING id"
+
 err_t po_store_apply_account(arena *a, const char *processor_id, const char *status, bool payouts_enabled,
                              const char *requirements, const char **provider) {
   bool enabled = is(status, "enabled");
@@ -142,9 +149,8 @@ err_t po_store_apply_account(arena *a, const char *processor_id, const char *sta
   if (!e && *provider && enabled) e = db_to_err(queue_in(x.c, "payout_provider", "providerId", *provider));
   if (!e && *provider && !enabled)
     e = db_to_err(db_exec(x.c, &x.a, &moved,
-                          "UPDATE payout_transfers SET status = 'waiting_for_account', updated_at = $2 "
-                          "WHERE provider_id = $1 AND kind <> 'fee' AND pending_op IS NULL AND status = 'scheduled' "
-                          "RETURNING id",
+                          db_engine_get() == DB_SQLITE ? WAITING_SQL("payout_transfers INDEXED BY payout_transfers_provider")
+                                                       : WAITING_SQL("payout_transfers"),
                           DB_ARGS(DB_TEXT(*provider), DB_INT(x.now))));
   if (!e && moved) e = db_to_err(told_each_in(x.c, moved));
   e = db_tx_end(&x, e);
@@ -317,11 +323,13 @@ db_rc po_store_dispute_in(db_conn *c, const char *job_id, bool open) {
 }
 
 db_rc po_store_forget_customer_in(db_conn *c, const char *customer_id) {
+  /* the transfers by id, found from the customer's payments (CROSS JOIN: SQLite's order; left to
+   * plan without statistics, it searched payout_transfers_due for every unpaid transfer) */
   return moved_in(c,
                   "UPDATE payout_transfers SET status = 'cancelled', amount_cents = 0, hold_until = NULL, "
-                  "updated_at = $2 WHERE pending_op IS NULL AND status IN " UNPAID " AND payment_id IN "
-                  "(SELECT id FROM payments WHERE user_id = $1 OR job_id IN "
-                  "(SELECT id FROM jobs WHERE customer_id = $1))" MOVED,
+                  "updated_at = $2 WHERE id IN (SELECT t.id FROM payments p CROSS JOIN payout_transfers t "
+                  "WHERE t.payment_id = p.id AND t.pending_op IS NULL AND t.status IN " UNPAID " "
+                  "AND (p.user_id = $1 OR p.job_id IN (SELECT id FROM jobs WHERE customer_id = $1)))" MOVED,
                   DB_ARGS(DB_TEXT(customer_id), DB_INT(clock_now_ms())), false, NULL);
 }
 

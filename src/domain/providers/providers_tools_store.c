@@ -211,25 +211,27 @@ err_t prov_store_open_jobs_by_service(arena *a, const char *id, db_res **out) {
   return db_to_err(db_query(a, out, sql, args, n));
 }
 
+/* The two statements below go from the provider's services and ZIPs to each (service, ZIP)'s
+ * jobs in jobs_feed (CROSS JOIN: SQLite's order): left to plan without statistics, SQLite
+ * searched jobs_feed by service alone, every job of the service in every ZIP there ever was. */
 err_t prov_store_local_completed(arena *a, const char *id, db_res **out) {
   return db_to_err(
       db_query(a, out,
                "SELECT COUNT(*) AS total, COALESCE(SUM(CASE WHEN p.ins_check_status IN ('active', 'review') "
-               "THEN 1 ELSE 0 END), 0) AS insured FROM jobs j "
-               "JOIN provider_services ps ON ps.provider_id = $1 AND ps.service = j.service "
-               "JOIN provider_zips pz ON pz.provider_id = $1 AND pz.zip = j.zip "
-               "JOIN providers p ON p.id = j.provider_id WHERE j.status = 'COMPLETED'",
+               "THEN 1 ELSE 0 END), 0) AS insured FROM provider_services ps CROSS JOIN provider_zips pz "
+               "CROSS JOIN jobs j JOIN providers p ON p.id = j.provider_id WHERE ps.provider_id = $1 "
+               "AND pz.provider_id = $1 AND j.service = ps.service AND j.zip = pz.zip AND j.status = 'COMPLETED'",
                DB_ARGS(DB_TEXT(id))));
 }
 
 err_t prov_store_bundle_candidates(arena *a, const char *id, int64_t from, int64_t to, db_res **out) {
   return db_to_err(db_query(a, out,
                             "SELECT j.id, j.service, j.address, j.zip, j.preferred_at, j.lat, j.lng, j.customer_id, "
-                            "u.name AS customer_name FROM jobs j "
-                            "JOIN provider_services ps ON ps.provider_id = $1 AND ps.service = j.service "
-                            "JOIN provider_zips pz ON pz.provider_id = $1 AND pz.zip = j.zip "
-                            "LEFT JOIN users u ON u.id = j.customer_id "
-                            "WHERE j.status IN ('PENDING', 'QUOTED') AND j.preferred_at >= $2 AND j.preferred_at < $3 "
+                            "u.name AS customer_name FROM provider_services ps CROSS JOIN provider_zips pz "
+                            "CROSS JOIN jobs j LEFT JOIN users u ON u.id = j.customer_id "
+                            "WHERE ps.provider_id = $1 AND pz.provider_id = $1 AND j.service = ps.service "
+                            "AND j.zip = pz.zip "
+                            "AND j.status IN ('PENDING', 'QUOTED') AND j.preferred_at >= $2 AND j.preferred_at < $3 "
                             "AND NOT EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = j.id AND q.provider_id = $1) "
                             "ORDER BY j.preferred_at, j.seq LIMIT 500",
                             DB_ARGS(DB_TEXT(id), DB_INT(from), DB_INT(to))));
