@@ -2278,31 +2278,25 @@ def test_reconcile_command_charges_a_failure_older_than_the_newest_card(api, ser
                line.get("what") == "recover" and line.get("to") == "PAID" for line in logged), logged
 
 
-def test_reconcile_command_refunds_a_captured_payment_whose_job_reopened(api, server, market):
-    """A job back to PENDING by a path that left its captured payment current (set by hand): the
-    reconciliation finds it from the open jobs, moves it to the job's history and refunds it."""
+# a captured payment the reconciliation must give back, left so by hand: the current payment of
+# a job set back to PENDING (found from the open jobs), or a payment moved to its job's history
+# whose refund was never made (found among the released ones)
+LEFT_CAPTURED = {
+    "reopen": "UPDATE jobs SET status = 'PENDING', provider_id = NULL, accepted_at = NULL, completed_at = NULL "
+              "WHERE id = '{job}'",
+    "release": "UPDATE payments SET released_at = 1 WHERE id = '{payment}'",
+}
+
+
+@pytest.mark.parametrize("what", sorted(LEFT_CAPTURED))
+def test_reconcile_command_refunds_a_captured_payment_it_finds_left(api, server, market, what):
     d = paid_deal(market)
     paid = d.payment()
-    db(server, "UPDATE jobs SET status = 'PENDING', provider_id = NULL, accepted_at = NULL, completed_at = NULL "
-               f"WHERE id = '{d.job_id}'")
+    db(server, LEFT_CAPTURED[what].format(job=d.job_id, payment=paid["id"]))
     checked, corrected, logged = reconcile_cli(server)
     assert checked >= 1 and corrected >= 1
     assert any(line.get("msg") == "payment reconciled" and line.get("paymentId") == paid["id"] and
-               line.get("what") == "reopen" for line in logged), logged
-    eventually(lambda: history(server, d.job_id), 20, "the payment refunded", interval=0.1,
-               until=lambda h: h == [("job", "REFUNDED", TOTAL_CENTS, TOTAL_CENTS, True)])
-
-
-def test_reconcile_command_refunds_a_released_payment_left_captured(api, server, market):
-    """A payment moved to its job's history whose refund was never made (set by hand): the
-    reconciliation finds it among the released payments and refunds it."""
-    d = paid_deal(market)
-    paid = d.payment()
-    db(server, f"UPDATE payments SET released_at = 1 WHERE id = '{paid['id']}'")
-    checked, corrected, logged = reconcile_cli(server)
-    assert checked >= 1 and corrected >= 1
-    assert any(line.get("msg") == "payment reconciled" and line.get("paymentId") == paid["id"] and
-               line.get("what") == "release" for line in logged), logged
+               line.get("what") == what for line in logged), logged
     eventually(lambda: history(server, d.job_id), 20, "the payment refunded", interval=0.1,
                until=lambda h: h == [("job", "REFUNDED", TOTAL_CENTS, TOTAL_CENTS, True)])
 
