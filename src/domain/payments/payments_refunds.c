@@ -270,9 +270,13 @@ static err_t refund_part_now(hs_req *req, refund_part *part, int64_t cents, cons
   bool found;
   err_t e = refund_now(&req->arena, &part->p, &f, &act);
   if (e == ERR_CONFLICT) return hs_fail(req, e, "The payment changed meanwhile; try again");
-  if (e == ERR_UNAVAILABLE) pay_queue("payment_settle", "paymentId", part->p.id); /* settled when it can be */
   if (e != ERR_OK && e != ERR_UNAVAILABLE) return e;
-  if ((e = pay_store_refund_by_key(&req->arena, f.idem_key, &part->made, &found)) != ERR_OK) return e;
+  bool unknown = e == ERR_UNAVAILABLE;
+  e = pay_store_refund_by_key(&req->arena, f.idem_key, &part->made, &found);
+  /* settled when it can be, queued once the answer is read: a settling that ran first could
+   * answer this request with what it found instead of its own outcome (a test saw 200 for 503) */
+  if (unknown) pay_queue("payment_settle", "paymentId", part->p.id);
+  if (e != ERR_OK) return e;
   return found ? refund_outcome(req, &part->made) : ERR_INTERNAL;
 }
 
