@@ -602,6 +602,13 @@ err_t pay_store_recoverable(arena *a, const char *user_id, db_res **out) {
   "AND u.processor_payment_method_id IS NOT NULL "                                                                     \
   "AND (p.payment_method_id IS NULL OR p.payment_method_id <> u.processor_payment_method_id)))"
 
+/* a payment of a status the first statement leaves, whose job is open again (jobs: the jobs' table
+ * as the engine reads it) */
+#define OPEN_JOBS_UNCERTAIN(jobs)                                                                                      \
+  "SELECT p.id, p.job_id, " SETTLED_WHAT " FROM " jobs " CROSS JOIN payments p JOIN users u ON u.id = p.user_id "      \
+  "WHERE j.status IN ('PENDING', 'QUOTED') AND p.job_id = j.id AND p.released_at IS NULL "                             \
+  "AND p.status NOT IN ('AUTHORIZED', 'FAILED') AND " SETTLED_UNCERTAIN " LIMIT $2"
+
 err_t pay_store_uncertain(arena *a, int64_t stale_before, int limit, db_res *out[2]) {
   /* a FAILED payment of a completed job was charged at completion when its key says so; a job
    * moved since stale_before is left to the request that moved it (a reconciliation that
@@ -610,10 +617,6 @@ err_t pay_store_uncertain(arena *a, int64_t stale_before, int limit, db_res *out
    * (payments_holds) and the released ones with money to give back (payments_released); then,
    * apart, a payment of another status whose job is open again, found from the open jobs (the
    * feed's partial index: the open jobs, not every job there ever was) */
-#define OPEN_JOBS_UNCERTAIN(jobs)                                                                                      \
-  "SELECT p.id, p.job_id, " SETTLED_WHAT " FROM " jobs " CROSS JOIN payments p JOIN users u ON u.id = p.user_id "      \
-  "WHERE j.status IN ('PENDING', 'QUOTED') AND p.job_id = j.id AND p.released_at IS NULL "                             \
-  "AND p.status NOT IN ('AUTHORIZED', 'FAILED') AND " SETTLED_UNCERTAIN " LIMIT $2"
   db_read reads[2] = {
       db_read_make(a,
                    "SELECT p.id, p.job_id, 'pending', j.status FROM payments p JOIN jobs j ON j.id = p.job_id "
