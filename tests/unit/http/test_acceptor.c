@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "http/acceptor.h"
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -174,7 +175,10 @@ static void test_stop_refuses_new_connections_and_closes_waiting_ones(void **sta
   hs_acceptor_stop();
   assert_int_equal(handed, 0);
   char b;
-  assert_int_equal(recv(waiting, &b, 1, 0), 0); /* closed by the stop */
+  /* closed by the stop: at its end (0), or reset when the acceptor had not taken it from the
+   * listening socket's queue yet (a loaded machine) */
+  ssize_t got = recv(waiting, &b, 1, 0);
+  assert_true(got == 0 || (got < 0 && errno == ECONNRESET));
   close(waiting);
   assert_int_equal(connect_to(AF_INET, port), -1);
   char err[256];
