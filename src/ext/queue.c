@@ -3,7 +3,9 @@
  * no database connection held, then record done, retry-at or failed.
  *
  * Two lanes of workers: general ones take every kind but the heavy ones, heavy ones (nice 10)
- * only the heavy kinds; each lane's claim names its kinds. A lease keeper renews the lease of
+ * only the heavy kinds; a row carries its kind's lane (job_queue.lane, from the registration
+ * when it is queued), so that each lane's claim seeks its own rows in job_queue_ready (status,
+ * lane, run_at) instead of walking the other lane's due work. A lease keeper renews the lease of
  * every row this process is running every lease / 4, so long work keeps its claim and work
  * of a process that died is free again a lease (QUEUE_LEASE_MS, 20 s by default) after its last
  * renewal. Leases, renewals and outcomes name the attempt they belong to, so a process whose
@@ -49,12 +51,11 @@ static periodic periodics[16];
 static int nperiodics;
 static pthread_mutex_t periodic_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* job_queue.lane's values */
 enum { LANE_GENERAL, LANE_HEAVY, LANE_COUNT };
-/* Each lane's SQL: the ready check and the claim, restricted to the lane's kinds ($4...). */
+/* Each lane's SQL: the ready check and the claim, restricted to the lane's rows ($4). */
 static struct {
   char *ready_sql, *claim_sql;
-  const char *kinds[MAX_KINDS];
-  int nkinds;
 } lanes[LANE_COUNT];
 
 /* A claim takes up to a worker's batch of rows: one while claims find less than they ask
@@ -183,9 +184,10 @@ db_rc queue_enqueue_at(db_conn *c, const char *kind, json_t *payload, int64_t ru
   /* in a transaction it goes with the next statement or the COMMIT (no round trip of its own);
    * the worker is woken once that committed */
   db_rc rc = db_exec_later(c, NULL, NULL,
-                           "INSERT INTO job_queue (id, kind, payload, run_at, created_at, updated_at) "
-                           "VALUES ($1, $2, $3, $5, $4, $4)",
-                           DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now), DB_INT(run_at)));
+                           "INSERT INTO job_queue (id, kind, payload, run_at, created_at, updated_at, lane) "
+                           "VALUES ($1, $2, $3, $5, $4, $4, $6)",
+                           DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now), DB_INT(run_at),
+                                   DB_INT(lane_of(kind))));
   free(text);
   if (rc == DB_OK) wake_after(c, kind);
   return rc;
@@ -202,9 +204,10 @@ db_rc queue_enqueue_once(db_conn *c, const char *kind, const char *dedupe_key, j
   int64_t now = clock_now_ms();
   bool inserted;
   db_rc rc = db_changes_in(c, &inserted,
-                           "INSERT INTO job_queue (id, kind, payload, run_at, created_at, updated_at, dedupe_key) "
-                           "VALUES ($1, $2, $3, $4, $4, $4, $5) ON CONFLICT DO NOTHING",
-                           DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now), DB_TEXT(dedupe_key)));
+                           "INSERT INTO job_queue (id, kind, payload, run_at, created_at, updated_at, dedupe_key, lane) "
+                           "VALUES ($1, $2, $3, $4, $4, $4, $5, $6) ON CONFLICT DO NOTHING",
+                           DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now), DB_TEXT(dedupe_key),
+                                   DB_INT(lane_of(kind))));
   if (added) *added = inserted;
   if (inserted) wake_after(c, kind);
   free(text);
@@ -281,57 +284,39 @@ static void write_deferred(void) {
 #define LEASE_LAPSED(real) "status = 'running' AND locked_until < " real
 #define READY_WHERE(now, real) "((" PENDING_DUE(now) ") OR (" LEASE_LAPSED(real) "))"
 
-/* Builds a lane's SQL: its kinds as $4..., or every kind but the heavy ones. Pending work that
- * is due and running work whose lease lapsed are two range searches of job_queue_ready
- * (status, run_at), joined with UNION ALL: written as one OR, SQLite's planner scanned the
- * whole table (done rows included) for every check and claim once its statistics were older
- * than the table's growth, and the claim sorted the whole backlog. ORDER BY run_at in each
- * part has the planner take the index whatever its statistics say. */
+/* Builds a lane's SQL: its rows ($4). Pending work that is due and running work whose lease
+ * lapsed are two range searches of job_queue_ready (status, lane, run_at), joined with UNION
+ * ALL: written as one OR, SQLite's planner scanned the whole table (done rows included) for
+ * every check and claim once its statistics were older than the table's growth, and the claim
+ * sorted the whole backlog. ORDER BY run_at in each part has the planner take the index
+ * whatever its statistics say. */
 static void lane_sql(int lane) {
-  char filter[1024] = "";
-  int n = 0;
-  for (int i = 0; i < nhandlers; i++) {
-    if (!handlers[i].heavy) continue;
-    lanes[lane].kinds[lanes[lane].nkinds++] = handlers[i].kind;
-    n += snprintf(filter + n, sizeof filter - (size_t)n, "%s$%d", n ? ", " : "", 3 + lanes[lane].nkinds);
-  }
-  char kinds[1100];
-  if (!lanes[lane].nkinds)
-    snprintf(kinds, sizeof kinds, "%s", lane == LANE_HEAVY ? " AND 1 = 0" : "");
-  else
-    snprintf(kinds, sizeof kinds, " AND kind %s (%s)", lane == LANE_HEAVY ? "IN" : "NOT IN", filter);
   const char *lock = db_engine_get() == DB_POSTGRES ? " FOR UPDATE SKIP LOCKED" : "";
-  int limit = 4 + lanes[lane].nkinds; /* the claim's batch, after the lane's parameters */
   /* the claimed rows by primary key: with statistics from when the table was small, SQLite
    * matched `id IN (...)` by scanning the table */
   const char *target =
       db_engine_get() == DB_POSTGRES ? "job_queue" : "job_queue INDEXED BY sqlite_autoindex_job_queue_1";
-  lanes[lane].ready_sql = xmalloc(2 * strlen(kinds) + 512);
-  sprintf(lanes[lane].ready_sql,
-          "SELECT 1 FROM (SELECT 1 FROM job_queue WHERE " PENDING_DUE(
-              "$2") "%s ORDER BY run_at LIMIT 1) p UNION ALL "
-                    "SELECT 1 FROM (SELECT 1 FROM job_queue WHERE " LEASE_LAPSED("$3") "%s ORDER BY run_at LIMIT 1) l",
-          kinds, kinds);
-  lanes[lane].claim_sql = xmalloc(2 * strlen(kinds) + 1024);
+  lanes[lane].ready_sql = xstrdup(
+      "SELECT 1 FROM (SELECT 1 FROM job_queue WHERE " PENDING_DUE("$2") " AND lane = $4 ORDER BY run_at LIMIT 1) p "
+      "UNION ALL SELECT 1 FROM (SELECT 1 FROM job_queue WHERE " LEASE_LAPSED("$3") " AND lane = $4 "
+      "ORDER BY run_at LIMIT 1) l");
+  lanes[lane].claim_sql = xmalloc(1024);
   sprintf(lanes[lane].claim_sql,
           "UPDATE %s SET status = 'running', attempts = attempts + 1, locked_until = $1, updated_at = $2 "
           "WHERE id IN (SELECT id FROM ("
-          "SELECT id, run_at FROM (SELECT id, run_at FROM job_queue WHERE " PENDING_DUE(
-              "$2") "%s "
-                    "ORDER BY run_at LIMIT $%d%s) p UNION ALL "
-                    "SELECT id, run_at FROM (SELECT id, run_at FROM job_queue WHERE " LEASE_LAPSED(
-                        "$3") "%s "
-                              "ORDER BY run_at LIMIT $%d%s) l) c ORDER BY run_at LIMIT $%d) "
-                              "RETURNING id, kind, payload, attempts, max_attempts, created_at, run_at",
-          target, kinds, limit, lock, kinds, limit, lock, limit);
+          "SELECT id, run_at FROM (SELECT id, run_at FROM job_queue WHERE " PENDING_DUE("$2") " AND lane = $4 "
+          "ORDER BY run_at LIMIT $5%s) p UNION ALL "
+          "SELECT id, run_at FROM (SELECT id, run_at FROM job_queue WHERE " LEASE_LAPSED("$3") " AND lane = $4 "
+          "ORDER BY run_at LIMIT $5%s) l) c ORDER BY run_at LIMIT $5) "
+          "RETURNING id, kind, payload, attempts, max_attempts, created_at, run_at",
+          target, lock, lock);
 }
 
-/* A lane's parameters: lease end, now, real now, its kinds, then the claim's batch. */
+/* A lane's parameters: lease end, now, real now, the lane, then the claim's batch. */
 static int lane_args(int lane, db_val *p, int64_t now, int64_t real, int batch) {
   p[0] = DB_INT(real + lease_ms()), p[1] = DB_INT(now), p[2] = DB_INT(real);
-  for (int i = 0; i < lanes[lane].nkinds; i++) p[3 + i] = DB_TEXT(lanes[lane].kinds[i]);
-  p[3 + lanes[lane].nkinds] = DB_INT(batch);
-  return 4 + lanes[lane].nkinds;
+  p[3] = DB_INT(lane), p[4] = DB_INT(batch);
+  return 5;
 }
 
 static int64_t backoff_ms(int64_t attempts) {
@@ -498,7 +483,7 @@ static bool run_batch(worker *w) {
   arena_init(&a);
   bool ran = false;
   db_res *r;
-  db_val p[4 + MAX_KINDS];
+  db_val p[5];
   int n = lane_args(w->lane, p, clock_now_ms(), clock_real_ms(), w->batch);
   if (db_query(&a, &r, lanes[w->lane].ready_sql, p, n) != DB_OK || r->rows == 0) goto out;
   n = lane_args(w->lane, p, clock_now_ms(), clock_real_ms(), w->batch);
@@ -636,6 +621,6 @@ void queue_stop(void) {
   pthread_mutex_unlock(&mu);
   for (int l = 0; l < LANE_COUNT; l++) {
     free(lanes[l].ready_sql), free(lanes[l].claim_sql);
-    lanes[l].ready_sql = lanes[l].claim_sql = NULL, lanes[l].nkinds = 0;
+    lanes[l].ready_sql = lanes[l].claim_sql = NULL;
   }
 }
