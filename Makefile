@@ -165,7 +165,7 @@ api: api-sqlite api-postgres
 
 # Every binary `make test` needs (and Stripe's description, so the API passes started side by
 # side find it there): what the API passes need first (test-build-api), then the unit tests and
-# the fuzz targets, which scripts/test.sh builds while the API passes run.
+# the fuzz targets linked for replay, which scripts/test.sh builds while the API passes run.
 test-build: test-build-api test-build-rest
 test-build-api: deps-test all build/probe build/asan/marketplace node_modules/.installed $(STRIPE_OPENAPI)
 test-build-rest: deps-test $(UNIT_BIN) fuzz-replay-build
