@@ -53,10 +53,9 @@ static pthread_mutex_t periodic_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* job_queue.lane's values */
 enum { LANE_GENERAL, LANE_HEAVY, LANE_COUNT };
-/* Each lane's SQL: the ready check and the claim, restricted to the lane's rows ($4). */
-static struct {
-  char *ready_sql, *claim_sql;
-} lanes[LANE_COUNT];
+/* The claim of a lane's rows ($4: the lane), built for the engine at start (build_claim_sql); the
+ * ready check is READY_SQL. */
+static char *claim_sql;
 
 /* A claim takes up to a worker's batch of rows: one while claims find less than they ask
  * for, doubling up to CLAIM_MAX while each finds its fill. Under a backlog (POST /quotes
@@ -168,8 +167,8 @@ static void wake_lane(void *lane) {
 
 /* Work was written on c: its lane's worker is woken once it is committed (at once when c has no
  * transaction: the insert is committed already). */
-static void wake_after(db_conn *c, const char *kind) {
-  void *lane = (void *)(intptr_t)lane_of(kind);
+static void wake_after(db_conn *c, int lane_number) {
+  void *lane = (void *)(intptr_t)lane_number;
   if (db_in_tx(c))
     db_on_commit(c, wake_lane, lane);
   else
@@ -181,15 +180,16 @@ db_rc queue_enqueue_at(db_conn *c, const char *kind, json_t *payload, int64_t ru
   id_new(id);
   char *text = json_dumps(payload, JSON_COMPACT);
   int64_t now = clock_now_ms();
+  int lane = lane_of(kind);
   /* in a transaction it goes with the next statement or the COMMIT (no round trip of its own);
    * the worker is woken once that committed */
   db_rc rc = db_exec_later(c, NULL, NULL,
                            "INSERT INTO job_queue (id, kind, payload, run_at, created_at, updated_at, lane) "
                            "VALUES ($1, $2, $3, $5, $4, $4, $6)",
                            DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now), DB_INT(run_at),
-                                   DB_INT(lane_of(kind))));
+                                   DB_INT(lane)));
   free(text);
-  if (rc == DB_OK) wake_after(c, kind);
+  if (rc == DB_OK) wake_after(c, lane);
   return rc;
 }
 
@@ -202,14 +202,15 @@ db_rc queue_enqueue_once(db_conn *c, const char *kind, const char *dedupe_key, j
   id_new(id);
   char *text = json_dumps(payload, JSON_COMPACT);
   int64_t now = clock_now_ms();
+  int lane = lane_of(kind);
   bool inserted;
   db_rc rc = db_changes_in(c, &inserted,
                            "INSERT INTO job_queue (id, kind, payload, run_at, created_at, updated_at, dedupe_key, lane) "
                            "VALUES ($1, $2, $3, $4, $4, $4, $5, $6) ON CONFLICT DO NOTHING",
                            DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now), DB_TEXT(dedupe_key),
-                                   DB_INT(lane_of(kind))));
+                                   DB_INT(lane)));
   if (added) *added = inserted;
-  if (inserted) wake_after(c, kind);
+  if (inserted) wake_after(c, lane);
   free(text);
   return rc;
 }
@@ -284,24 +285,25 @@ static void write_deferred(void) {
 #define LEASE_LAPSED(real) "status = 'running' AND locked_until < " real
 #define READY_WHERE(now, real) "((" PENDING_DUE(now) ") OR (" LEASE_LAPSED(real) "))"
 
-/* Builds a lane's SQL: its rows ($4). Pending work that is due and running work whose lease
- * lapsed are two range searches of job_queue_ready (status, lane, run_at), joined with UNION
- * ALL: written as one OR, SQLite's planner scanned the whole table (done rows included) for
- * every check and claim once its statistics were older than the table's growth, and the claim
+/* A lane's SQL: its rows ($4). Pending work that is due and running work whose lease lapsed
+ * are two range searches of job_queue_ready (status, lane, run_at), joined with UNION ALL:
+ * written as one OR, SQLite's planner scanned the whole table (done rows included) for every
+ * check and claim once its statistics were older than the table's growth, and the claim
  * sorted the whole backlog. ORDER BY run_at in each part has the planner take the index
  * whatever its statistics say. */
-static void lane_sql(int lane) {
+static const char READY_SQL[] =
+    "SELECT 1 FROM (SELECT 1 FROM job_queue WHERE " PENDING_DUE("$2") " AND lane = $4 ORDER BY run_at LIMIT 1) p "
+    "UNION ALL SELECT 1 FROM (SELECT 1 FROM job_queue WHERE " LEASE_LAPSED("$3") " AND lane = $4 "
+    "ORDER BY run_at LIMIT 1) l";
+
+static void build_claim_sql(void) {
   const char *lock = db_engine_get() == DB_POSTGRES ? " FOR UPDATE SKIP LOCKED" : "";
   /* the claimed rows by primary key: with statistics from when the table was small, SQLite
    * matched `id IN (...)` by scanning the table */
   const char *target =
       db_engine_get() == DB_POSTGRES ? "job_queue" : "job_queue INDEXED BY sqlite_autoindex_job_queue_1";
-  lanes[lane].ready_sql = xstrdup(
-      "SELECT 1 FROM (SELECT 1 FROM job_queue WHERE " PENDING_DUE("$2") " AND lane = $4 ORDER BY run_at LIMIT 1) p "
-      "UNION ALL SELECT 1 FROM (SELECT 1 FROM job_queue WHERE " LEASE_LAPSED("$3") " AND lane = $4 "
-      "ORDER BY run_at LIMIT 1) l");
-  lanes[lane].claim_sql = xmalloc(1024);
-  sprintf(lanes[lane].claim_sql,
+  claim_sql = xmalloc(1024);
+  sprintf(claim_sql,
           "UPDATE %s SET status = 'running', attempts = attempts + 1, locked_until = $1, updated_at = $2 "
           "WHERE id IN (SELECT id FROM ("
           "SELECT id, run_at FROM (SELECT id, run_at FROM job_queue WHERE " PENDING_DUE("$2") " AND lane = $4 "
@@ -485,9 +487,9 @@ static bool run_batch(worker *w) {
   db_res *r;
   db_val p[5];
   int n = lane_args(w->lane, p, clock_now_ms(), clock_real_ms(), w->batch);
-  if (db_query(&a, &r, lanes[w->lane].ready_sql, p, n) != DB_OK || r->rows == 0) goto out;
+  if (db_query(&a, &r, READY_SQL, p, n) != DB_OK || r->rows == 0) goto out;
   n = lane_args(w->lane, p, clock_now_ms(), clock_real_ms(), w->batch);
-  if (db_query(&a, &r, lanes[w->lane].claim_sql, p, n) != DB_OK || r->rows == 0) goto out;
+  if (db_query(&a, &r, claim_sql, p, n) != DB_OK || r->rows == 0) goto out;
   ran = true;
   int rows = r->rows < CLAIM_MAX ? r->rows : CLAIM_MAX;
   w->batch = rows < w->batch ? 1 : w->batch < CLAIM_MAX ? w->batch * 2 : CLAIM_MAX;
@@ -515,16 +517,16 @@ bool queue_depth(queue_lanes which, int64_t *ready, int64_t *running) {
   arena a;
   arena_init(&a);
   db_res *r;
-  /* by kind, each kind's lane told apart here (a lane's kinds are the handlers', not in SQL) */
+  /* by lane, as the lanes claim them */
   bool ok = db_query(&a, &r,
-                     "SELECT kind, COALESCE(SUM(CASE WHEN " READY_WHERE(
+                     "SELECT lane, COALESCE(SUM(CASE WHEN " READY_WHERE(
                          "$1", "$2") " THEN 1 ELSE 0 END), 0), "
                                      "COALESCE(SUM(CASE WHEN status = 'running' AND locked_until >= $2 THEN 1 ELSE 0 "
-                                     "END), 0) FROM job_queue WHERE status IN ('pending', 'running') GROUP BY kind",
+                                     "END), 0) FROM job_queue WHERE status IN ('pending', 'running') GROUP BY lane",
                      DB_ARGS(DB_INT(clock_now_ms()), DB_INT(clock_real_ms()))) == DB_OK;
   *ready = *running = 0;
   for (int i = 0; ok && i < r->rows; i++) {
-    bool heavy = lane_of(db_text(r, i, 0)) == LANE_HEAVY;
+    bool heavy = db_int(r, i, 0) == LANE_HEAVY;
     if (which != QUEUE_LANES_ALL && heavy != (which == QUEUE_LANES_HEAVY)) continue;
     *ready += db_int(r, i, 1), *running += db_int(r, i, 2);
   }
@@ -590,8 +592,7 @@ static void *keeper_main(void *arg) {
 
 void queue_start(int n, int heavy) {
   stopping = false;
-  lane_sql(LANE_GENERAL);
-  lane_sql(LANE_HEAVY);
+  build_claim_sql();
   nworkers = n + heavy;
   workers = xcalloc((size_t)nworkers, sizeof *workers);
   lane_workers[LANE_GENERAL] = n, lane_workers[LANE_HEAVY] = heavy;
@@ -619,8 +620,6 @@ void queue_stop(void) {
   pthread_mutex_lock(&mu);
   while (ndeferred) json_decref(deferred[--ndeferred].payload); /* hints only: dropped at shutdown */
   pthread_mutex_unlock(&mu);
-  for (int l = 0; l < LANE_COUNT; l++) {
-    free(lanes[l].ready_sql), free(lanes[l].claim_sql);
-    lanes[l].ready_sql = lanes[l].claim_sql = NULL;
-  }
+  free(claim_sql);
+  claim_sql = NULL;
 }

@@ -880,8 +880,8 @@ def _stop_all(servers):
                 srv.read_log()[-5000:] + (report or "")
         full_reads = plan_problems(os.path.join(srv.dir, "plans.log"))
         if full_reads:
-            report = (report or "") + "statements that read a large table whole (tests/api/plans.py):\n  " + \
-                "\n  ".join(full_reads)
+            report = (report or "") + "statements that read a large table whole or its bulk " + \
+                "(tests/api/plans.py):\n  " + "\n  ".join(full_reads)
         if report:
             reports.append(report)
         else:
