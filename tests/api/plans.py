@@ -34,8 +34,6 @@ ACCEPTED_BULK = {
     "COALESCE(p.hold_expires_at, p.created_at + 604800000) < $1": "the holds due: AUTHORIZED payments (jobs under "
                                                                   "way), every hour",
     "WHERE p.status IN ('AUTHORIZED', 'FAILED') AND": "the reconciliation's AUTHORIZED and FAILED payments",
-    "UNION ALL SELECT p.id, 'capture' FROM payments p": "KNOWN, to mend: the payouts' reconciliation reads every "
-                                                        "PAID payment for one without a transfer",
     "WHERE status = 'on_hold' AND hold_until <= $1": "the transfers on hold",
     "SELECT provider_id, SUM(owed) FROM (SELECT provider_id, amount_cents AS owed FROM payout_fees": "the reconcile "
                                                                                                  "command's balances, "

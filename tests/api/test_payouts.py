@@ -784,6 +784,27 @@ def test_reconcile_makes_the_transfer_of_money_captured_without_one(w):
     assert (t["amount"], t["status"], t["availableAt"]) == (70, "scheduled", iso_ms(job.done + WINDOW))
 
 
+def test_reconcile_finds_money_captured_without_a_transfer_before_the_list_of_them_existed(w):
+    """The reconciliation reads only payments_without_transfer (migration 36), which triggers
+    keep; a database upgraded from before it has its payments captured without a transfer put
+    there by the migration itself. Here the migration runs again (the command migrates first)
+    on a payment left as such a database held it: PAID, no transfer, not listed."""
+    pro = new_provider(w)
+    job = Job(w, pro, amount=70)
+    listed = "SELECT COUNT(*) FROM payments_without_transfer WHERE payment_id IN " \
+             f"(SELECT id FROM payments WHERE job_id = '{job.id}')"
+    assert db(w.server, listed) == [("0",)]  # the capture made its transfer: listed and taken off at once
+    db(w.server, f"DELETE FROM payout_transfers WHERE job_id = '{job.id}'")
+    assert db(w.server, listed) == [("1",)]  # a transfer deleted puts its payment back
+    db(w.server, "DELETE FROM payments_without_transfer WHERE payment_id IN "
+                 f"(SELECT id FROM payments WHERE job_id = '{job.id}')")
+    db(w.server, "DELETE FROM schema_migrations WHERE version = 36")
+    reconcile_cli(w.server)
+    t = transfer(w.api, pro, job.id)
+    assert (t["amount"], t["status"]) == (70, "scheduled")
+    assert db(w.server, listed) == [("0",)]
+
+
 # ================================================================ two instances
 
 @pytest.fixture

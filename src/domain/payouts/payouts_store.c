@@ -672,8 +672,9 @@ err_t po_store_uncertain(arena *a, int64_t stale_before, int limit, db_res **out
       "SELECT id, 'pending' FROM payout_transfers WHERE pending_op IS NOT NULL AND op_started_at < $1 "
       "UNION ALL SELECT id, 'reverse' FROM payout_transfers WHERE pending_op IS NULL AND status = 'paid' "
       "AND processor_transfer_id IS NOT NULL AND " REVERSAL_DUE " "
-      "UNION ALL SELECT p.id, 'capture' FROM payments p JOIN jobs j ON j.id = p.job_id "
-      "WHERE p.kind IN ('job', 'tip') AND p.status = 'PAID' AND p.released_at IS NULL AND j.provider_id IS NOT NULL "
+      "UNION ALL SELECT p.id, 'capture' FROM payments_without_transfer w CROSS JOIN payments p "
+      "JOIN jobs j ON j.id = p.job_id WHERE p.id = w.payment_id "
+      "AND p.kind IN ('job', 'tip') AND p.status = 'PAID' AND p.released_at IS NULL AND j.provider_id IS NOT NULL "
       "AND (p.kind = 'tip' OR EXISTS (SELECT 1 FROM quotes q WHERE q.job_id = p.job_id AND q.status = 'ACCEPTED')) "
       "AND NOT EXISTS (SELECT 1 FROM payout_transfers t WHERE t.payment_id = p.id) "
       "LIMIT $2",
