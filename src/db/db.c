@@ -106,14 +106,31 @@ static pool pools[DB_POOL_COUNT] = {
     {.mu = PTHREAD_MUTEX_INITIALIZER}, {.mu = PTHREAD_MUTEX_INITIALIZER}, {.mu = PTHREAD_MUTEX_INITIALIZER}};
 static _Thread_local db_pool_kind thread_pool = DB_POOL_REQUESTS;
 
-static bool pool_open(pool *p, const char *url, int size, bool no_wait, char err[256]) {
+/* Opens a pool of size connections, the first `now` of them at once; the others when a thread
+ * finds every opened one taken (acquire_until). */
+static bool pool_open(pool *p, const char *url, int size, int now, bool no_wait, char err[256]) {
   p->conns = xcalloc((size_t)size, sizeof *p->conns);
   for (p->size = 0; p->size < size; p->size++) {
     p->conns[p->size].home = p;
+    if (p->size >= now) continue;
     if (!(p->conns[p->size].handle = ops->connect(url, err))) return false;
     if (no_wait && ops->no_wait) ops->no_wait(p->conns[p->size].handle);
   }
   return true;
+}
+
+/* The connection of slot i, which the caller holds (in_use) and which was never opened or
+ * failed to open: opened now, outside the pool's lock (p->mu held on entry and on return).
+ * NULL, the slot freed, when it cannot be. */
+static db_conn *open_slot(pool *p, int i) {
+  pthread_mutex_unlock(&p->mu);
+  char err[256] = "";
+  void *h = ops->connect(engine_url, err);
+  if (!h) log_msg(LOG_ERROR, "db: opening a connection of the pool: %s", err);
+  pthread_mutex_lock(&p->mu);
+  p->conns[i].handle = h;
+  if (!h) p->conns[i].in_use = false;
+  return h ? &p->conns[i] : NULL;
 }
 
 bool db_open(const char *url, int pool_size, int slow_pool_size, char err[256]) {
@@ -126,9 +143,13 @@ bool db_open(const char *url, int pool_size, int slow_pool_size, char err[256]) 
   free(engine_url);
   engine_url = xstrdup(url);
   /* every event thread holds at most one connection at a time, so it never waits for one */
-  if (!pool_open(&pools[DB_POOL_REQUESTS], url, pool_size, false, err) ||
-      !pool_open(&pools[DB_POOL_SLOW], url, slow_pool_size, false, err) ||
-      (engine == DB_SQLITE && !pool_open(&pools[DB_POOL_EVENT], url, CFG.http_threads, true, err))) {
+  /* SQLite's slow pool has a connection per slow-lane worker (config.c), opened as a burst
+   * first needs them: a process starts with 4, as it did before, and a command that does not
+   * run the lanes never opens the rest */
+  int slow_now = engine == DB_SQLITE && slow_pool_size > 4 ? 4 : slow_pool_size;
+  if (!pool_open(&pools[DB_POOL_REQUESTS], url, pool_size, pool_size, false, err) ||
+      !pool_open(&pools[DB_POOL_SLOW], url, slow_pool_size, slow_now, false, err) ||
+      (engine == DB_SQLITE && !pool_open(&pools[DB_POOL_EVENT], url, CFG.http_threads, CFG.http_threads, true, err))) {
     db_close();
     return false;
   }
@@ -139,7 +160,7 @@ void db_close(void) {
   for (int k = 0; k < DB_POOL_COUNT; k++) {
     pool *p = &pools[k];
     for (int i = 0; i < p->size; i++) {
-      ops->disconnect(p->conns[i].handle);
+      if (p->conns[i].handle) ops->disconnect(p->conns[i].handle);
       vec_free(&p->conns[i].after);
       vec_free(&p->conns[i].before);
       vec_free(&p->conns[i].laters);
@@ -198,13 +219,22 @@ static db_conn *acquire_until(int64_t deadline) {
   }
   pool *p = &pools[thread_pool];
   pthread_mutex_lock(&p->mu);
-  if (!p->head)
+  if (!p->head) {
     for (int i = 0; i < p->size; i++)
-      if (!p->conns[i].in_use) {
+      if (!p->conns[i].in_use && p->conns[i].handle) {
         p->conns[i].in_use = true;
         pthread_mutex_unlock(&p->mu);
         return &p->conns[i];
       }
+    for (int i = 0; i < p->size; i++)
+      if (!p->conns[i].in_use) { /* not opened yet: every opened one is taken */
+        p->conns[i].in_use = true;
+        db_conn *c = open_slot(p, i);
+        if (!c) break; /* then wait for one to be given back */
+        pthread_mutex_unlock(&p->mu);
+        return c;
+      }
+  }
   waiter w = {.next = NULL, .given = NULL};
   p->waits++;
   pthread_condattr_t attr;
@@ -285,7 +315,7 @@ void db_pool_stats_get(db_pool_kind kind, db_pool_stats *out) {
   pool *p = &pools[kind];
   pthread_mutex_lock(&p->mu);
   *out = (db_pool_stats){.size = p->size, .waits = p->waits};
-  for (int i = 0; i < p->size; i++) out->in_use += p->conns[i].in_use;
+  for (int i = 0; i < p->size; i++) out->in_use += p->conns[i].in_use, out->open += p->conns[i].handle != NULL;
   for (waiter *w = p->head; w; w = w->next) out->waiting++;
   pthread_mutex_unlock(&p->mu);
 }

@@ -109,10 +109,11 @@ db_engine db_engine_get(void);
  * caller then runs it where waiting is allowed. */
 bool db_reads_inline(void);
 
-/* A pool's state for metrics: connections, those in use, threads waiting for one now, and
- * acquisitions that had to wait since start. */
+/* A pool's state for metrics: its size, the connections open now (SQLite's slow pool opens
+ * some as they are first needed), those in use, threads waiting for one now, and acquisitions
+ * that had to wait since start. */
 typedef struct db_pool_stats {
-  int size, in_use, waiting;
+  int size, open, in_use, waiting;
   long waits;
 } db_pool_stats;
 void db_pool_stats_get(db_pool_kind kind, db_pool_stats *out);

@@ -235,6 +235,8 @@ static void render_db(struct buf *o) {
     const char *name, *type, *help;
   } series[] = {
       {"marketplace_db_pool_connections", "gauge", "Database connections of each lane's pool."},
+      {"marketplace_db_pool_open", "gauge",
+       "Of those, the ones open now (SQLite's slow pool opens past its first 4 as a burst needs them)."},
       {"marketplace_db_pool_in_use", "gauge", "Connections borrowed now."},
       {"marketplace_db_pool_waiting", "gauge", "Threads waiting for a connection now."},
       {"marketplace_db_pool_waits_total", "counter", "Borrowings that had to wait for a connection."},
@@ -244,7 +246,7 @@ static void render_db(struct buf *o) {
   for (size_t i = 0; i < ARRAY_LEN(series); i++) {
     family(o, series[i].name, series[i].type, series[i].help);
     for (int k = 0; k < DB_POOL_COUNT; k++) {
-      long v = i == 0 ? s[k].size : i == 1 ? s[k].in_use : i == 2 ? s[k].waiting : s[k].waits;
+      long v = i == 0 ? s[k].size : i == 1 ? s[k].open : i == 2 ? s[k].in_use : i == 3 ? s[k].waiting : s[k].waits;
       emit(o, "%s{lane=\"%s\"} %ld\n", series[i].name, db_pool_name((db_pool_kind)k), v);
     }
   }

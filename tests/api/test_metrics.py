@@ -111,6 +111,9 @@ def test_pools_queue_limits_and_process(api, server):
     # SQLite's read connections of the HTTP event threads (none on PostgreSQL)
     event = value(after, "marketplace_db_pool_connections", lane="event")
     assert event >= 1 if server.env["DATABASE_URL"].startswith("sqlite:") else event == 0
+    for lane in ("requests", "slow"):
+        assert 1 <= value(after, "marketplace_db_pool_open", lane=lane) <= \
+            value(after, "marketplace_db_pool_connections", lane=lane)
     assert 0 <= value(after, "marketplace_db_pool_in_use", lane="requests") <= 16
     for name in ("marketplace_db_pool_waiting", "marketplace_db_pool_waits_total"):
         assert value(after, name, lane="requests") >= 0
@@ -121,6 +124,20 @@ def test_pools_queue_limits_and_process(api, server):
     assert value(after, "process_open_fds") > 3
     assert value(after, "process_max_fds") >= value(after, "process_open_fds")
     assert abs(value(after, "process_start_time_seconds") - time.time()) < 24 * 3600
+
+
+def test_the_slow_lanes_pool(server_factory, engine):
+    """On SQLite each slow-lane worker has a connection (DB_SLOW_POOL_SIZE defaults to
+    HTTP_SLOW_WORKERS), 4 of them opened at start and the rest as a burst first needs them
+    (tests/unit/db/test_pool.c); on PostgreSQL, where each is a server process, 4."""
+    srv = server_factory(HTTP_SLOW_WORKERS="12")
+    m = scrape(Api(srv))
+    assert value(m, "marketplace_db_pool_connections", lane="slow") == (12 if engine == "sqlite" else 4)
+    # the first 4 at start; a start's background work (queue, pump, audit) may need a few more
+    assert 4 <= value(m, "marketplace_db_pool_open", lane="slow") <= (8 if engine == "sqlite" else 4)
+    srv = server_factory(HTTP_SLOW_WORKERS="12", DB_SLOW_POOL_SIZE="3")
+    m = scrape(Api(srv))
+    assert value(m, "marketplace_db_pool_connections", lane="slow") == value(m, "marketplace_db_pool_open", lane="slow") == 3
 
 
 def test_queue_backlog_by_kind_and_state(server_factory):

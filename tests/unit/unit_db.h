@@ -11,17 +11,20 @@
 
 static char unit_db_path[64];
 
-/* Opens /tmp/mp-unit-<name>-<pid>.db, new, with pool_size request connections (and one for
- * the slow pool); fails the test when it cannot. */
-static inline void unit_db_open(const char *name, int pool_size) {
+/* Opens /tmp/mp-unit-<name>-<pid>.db, new, with pool_size request connections and slow_size
+ * for the slow pool; fails the test when it cannot. */
+static inline void unit_db_open_pools(const char *name, int pool_size, int slow_size) {
   snprintf(unit_db_path, sizeof unit_db_path, "/tmp/mp-unit-%s-%d.db", name, (int)getpid());
   unlink(unit_db_path);
   CFG.http_threads = 1;
   CFG.db_busy_timeout_ms = 5000;
   char url[80], err[256];
   snprintf(url, sizeof url, "sqlite:%s", unit_db_path);
-  if (!db_open(url, pool_size, 1, err)) fail_msg("%s", err);
+  if (!db_open(url, pool_size, slow_size, err)) fail_msg("%s", err);
 }
+
+/* unit_db_open_pools with one slow connection. */
+static inline void unit_db_open(const char *name, int pool_size) { unit_db_open_pools(name, pool_size, 1); }
 
 /* Closes the pools and removes the files. */
 static inline void unit_db_close(void) {
