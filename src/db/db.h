@@ -109,8 +109,8 @@ db_engine db_engine_get(void);
  * caller then runs it where waiting is allowed. */
 bool db_reads_inline(void);
 
-/* A pool's state for metrics: its size, the connections open now (SQLite's slow pool opens
- * some as they are first needed), those in use, threads waiting for one now, and acquisitions
+/* A pool's state for metrics: its size, the connections open now (the slow pool opens some
+ * as they are first needed), those in use, threads waiting for one now, and acquisitions
  * that had to wait since start. */
 typedef struct db_pool_stats {
   int size, open, in_use, waiting;

@@ -236,7 +236,7 @@ static void render_db(struct buf *o) {
   } series[] = {
       {"marketplace_db_pool_connections", "gauge", "Database connections of each lane's pool."},
       {"marketplace_db_pool_open", "gauge",
-       "Of those, the ones open now (SQLite's slow pool opens past its first 4 as a burst needs them)."},
+       "Of those, the ones open now (the slow pool opens past its first 4 as a burst needs them)."},
       {"marketplace_db_pool_in_use", "gauge", "Connections borrowed now."},
       {"marketplace_db_pool_waiting", "gauge", "Threads waiting for a connection now."},
       {"marketplace_db_pool_waits_total", "counter", "Borrowings that had to wait for a connection."},
