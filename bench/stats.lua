@@ -61,11 +61,13 @@ function count_response(status)
 end
 
 function count_done(summary, latency, requests)
-  local total = {}
+  local total, next_k = {}, nil
   for _, t in ipairs(counted) do
     for code, n in pairs(t:get("statuses") or {}) do
       total[code] = (total[code] or 0) + n
     end
+    local k = t:get("k") -- scripts with request numbers: the one each thread would take next
+    if k and (not next_k or k > next_k) then next_k = k end
   end
   local codes = {}
   for code in pairs(total) do table.insert(codes, code) end
@@ -74,6 +76,8 @@ function count_done(summary, latency, requests)
   for _, code in ipairs(codes) do
     extra = extra .. string.format(" status_%d=%d", code, total[code])
   end
+  -- past every request number the run took: where a run that must not repeat them starts
+  if next_k then extra = extra .. string.format(" next_k=%d", next_k) end
   bench_report(summary, latency, extra)
 end
 

@@ -48,8 +48,9 @@ for tool in wrk psql "$PY"; do command -v "$tool" >/dev/null || die "$tool not f
 
 # write engine scenario [VAR=value...]: one route through bench/writes.lua (the variables are
 # its BENCH_*, exported for the two runs; BENCH_TOKENS defaults to writers.tokens), warm-up then measurement; the measurement starts
-# past every request number the warm-up may have taken (its count, plus a margin for the
-# threads' imbalance), so every request is a new write
+# past every request number the warm-up took (next_k, stats.lua: its count with a margin was
+# not enough when wrk's two threads ran unevenly, and the first moves of a measurement found
+# their jobs moved: 409s), so every request is a new write
 write() {
   local engine=$1 scenario=$2 raw=$1-$2 v warm
   shift 2
@@ -57,10 +58,10 @@ write() {
   export BENCH_TOKENS=$FILES/writers.tokens BENCH_THREADS=$THREADS
   for v in "$@"; do export "${v?}"; done
   BENCH_START=0 wrk_run "$raw-warmup" "$THREADS" "$CONNS" "$WARMUP" "$BASE" -s "$BENCH/writes.lua"
-  warm=$(field requests "$(grep '^BENCH ' "$RAW/$raw-warmup.txt" | tail -1)")
+  warm=$(field next_k "$(grep '^BENCH ' "$RAW/$raw-warmup.txt" | tail -1)")
   settle_stats "$engine"
   profile_start "$RESULTS/profile/$raw" "$DURATION"
-  BENCH_START=$((warm * 5 / 4 + 4 * CONNS)) cpu_wrk_run "$raw" "$THREADS" "$CONNS" "$DURATION" "$BASE" --latency \
+  BENCH_START=$((warm + 4 * CONNS)) cpu_wrk_run "$raw" "$THREADS" "$CONNS" "$DURATION" "$BASE" --latency \
     -s "$BENCH/writes.lua"
   profile_finish
   record "$engine" "$scenario" "$THREADS" "$CONNS" "$RAW/$raw.txt" "$CPU_TICKS"

@@ -319,12 +319,11 @@ bool config_load(char err[256]) {
   if (!env_int("HTTP_WORKERS", CFG.db_pool_size, 1, 4096, &CFG.http_workers, err)) return false;
   if (!env_int("HTTP_SLOW_WORKERS", 32, 1, 4096, &CFG.http_slow_workers, err)) return false;
   /* With 4, the 32 workers of a burst of acceptances queued for them (on SQLite 18% fewer
-   * acceptances a second, issue 37). On SQLite a connection costs a few file handles and at
-   * most SQLITE_CACHE_KIB of cache, so each slow-lane worker has one, as each database-lane
-   * worker has; past the first 4 they are opened as a burst first needs them (db.c). On
-   * PostgreSQL each is a server process: 4 (16 measured faster, but see
-   * docs/performance-history.md section 27). */
-  if (!env_int("DB_SLOW_POOL_SIZE", config_is_postgres() ? 4 : CFG.http_slow_workers, 1, 4096,
+   * acceptances a second, on PostgreSQL 14%, issue 37). On SQLite a connection costs a few
+   * file handles and at most SQLITE_CACHE_KIB of cache, so each slow-lane worker has one, as
+   * each database-lane worker has; on PostgreSQL each is a server process: 16. Past the first
+   * 4 they are opened as a burst first needs them (db.c). */
+  if (!env_int("DB_SLOW_POOL_SIZE", config_is_postgres() ? 16 : CFG.http_slow_workers, 1, 4096,
                &CFG.db_slow_pool_size, err))
     return false;
   if (!env_int("QUEUE_WORKERS", 2, 1, 64, &CFG.queue_workers, err)) return false;
