@@ -53,10 +53,6 @@ static pthread_mutex_t periodic_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* job_queue.lane's values */
 enum { LANE_GENERAL, LANE_HEAVY, LANE_COUNT };
-/* The claim of a lane's rows ($4: the lane), built for the engine at start (build_claim_sql); the
- * ready check is READY_SQL. */
-static char *claim_sql;
-
 /* A claim takes up to a worker's batch of rows: one while claims find less than they ask
  * for, doubling up to CLAIM_MAX while each finds its fill. Under a backlog (POST /quotes
  * queues an email each) a worker then pays one claim per batch instead of one per row; when
@@ -183,11 +179,11 @@ db_rc queue_enqueue_at(db_conn *c, const char *kind, json_t *payload, int64_t ru
   int lane = lane_of(kind);
   /* in a transaction it goes with the next statement or the COMMIT (no round trip of its own);
    * the worker is woken once that committed */
-  db_rc rc = db_exec_later(c, NULL, NULL,
-                           "INSERT INTO job_queue (id, kind, payload, run_at, created_at, updated_at, lane) "
-                           "VALUES ($1, $2, $3, $5, $4, $4, $6)",
-                           DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now), DB_INT(run_at),
-                                   DB_INT(lane)));
+  db_rc rc =
+      db_exec_later(c, NULL, NULL,
+                    "INSERT INTO job_queue (id, kind, payload, run_at, created_at, updated_at, lane) "
+                    "VALUES ($1, $2, $3, $5, $4, $4, $6)",
+                    DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now), DB_INT(run_at), DB_INT(lane)));
   free(text);
   if (rc == DB_OK) wake_after(c, lane);
   return rc;
@@ -204,11 +200,11 @@ db_rc queue_enqueue_once(db_conn *c, const char *kind, const char *dedupe_key, j
   int64_t now = clock_now_ms();
   int lane = lane_of(kind);
   bool inserted;
-  db_rc rc = db_changes_in(c, &inserted,
-                           "INSERT INTO job_queue (id, kind, payload, run_at, created_at, updated_at, dedupe_key, lane) "
-                           "VALUES ($1, $2, $3, $4, $4, $4, $5, $6) ON CONFLICT DO NOTHING",
-                           DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now), DB_TEXT(dedupe_key),
-                                   DB_INT(lane)));
+  db_rc rc =
+      db_changes_in(c, &inserted,
+                    "INSERT INTO job_queue (id, kind, payload, run_at, created_at, updated_at, dedupe_key, lane) "
+                    "VALUES ($1, $2, $3, $4, $4, $4, $5, $6) ON CONFLICT DO NOTHING",
+                    DB_ARGS(DB_TEXT(id), DB_TEXT(kind), DB_TEXT(text), DB_INT(now), DB_TEXT(dedupe_key), DB_INT(lane)));
   if (added) *added = inserted;
   if (inserted) wake_after(c, lane);
   free(text);
@@ -291,27 +287,29 @@ static void write_deferred(void) {
  * check and claim once its statistics were older than the table's growth, and the claim
  * sorted the whole backlog. ORDER BY run_at in each part has the planner take the index
  * whatever its statistics say. */
-static const char READY_SQL[] =
-    "SELECT 1 FROM (SELECT 1 FROM job_queue WHERE " PENDING_DUE("$2") " AND lane = $4 ORDER BY run_at LIMIT 1) p "
-    "UNION ALL SELECT 1 FROM (SELECT 1 FROM job_queue WHERE " LEASE_LAPSED("$3") " AND lane = $4 "
-    "ORDER BY run_at LIMIT 1) l";
+static const char READY_SQL[] = "SELECT 1 FROM (SELECT 1 FROM job_queue WHERE " PENDING_DUE(
+    "$2") " AND lane = $4 ORDER BY run_at LIMIT 1) p "
+          "UNION ALL SELECT 1 FROM (SELECT 1 FROM job_queue WHERE " LEASE_LAPSED("$3") " AND lane = $4 "
+                                                                                       "ORDER BY run_at LIMIT 1) l";
 
-static void build_claim_sql(void) {
-  const char *lock = db_engine_get() == DB_POSTGRES ? " FOR UPDATE SKIP LOCKED" : "";
-  /* the claimed rows by primary key: with statistics from when the table was small, SQLite
-   * matched `id IN (...)` by scanning the table */
-  const char *target =
-      db_engine_get() == DB_POSTGRES ? "job_queue" : "job_queue INDEXED BY sqlite_autoindex_job_queue_1";
-  claim_sql = xmalloc(1024);
-  sprintf(claim_sql,
-          "UPDATE %s SET status = 'running', attempts = attempts + 1, locked_until = $1, updated_at = $2 "
-          "WHERE id IN (SELECT id FROM ("
-          "SELECT id, run_at FROM (SELECT id, run_at FROM job_queue WHERE " PENDING_DUE("$2") " AND lane = $4 "
-          "ORDER BY run_at LIMIT $5%s) p UNION ALL "
-          "SELECT id, run_at FROM (SELECT id, run_at FROM job_queue WHERE " LEASE_LAPSED("$3") " AND lane = $4 "
-          "ORDER BY run_at LIMIT $5%s) l) c ORDER BY run_at LIMIT $5) "
-          "RETURNING id, kind, payload, attempts, max_attempts, created_at, run_at",
-          target, lock, lock);
+/* The claim of a lane's rows ($4) on target, each part's rows locked by lock. */
+#define CLAIM_SQL(target, lock)                                                                                        \
+  "UPDATE " target " SET status = 'running', attempts = attempts + 1, locked_until = $1, updated_at = $2 "             \
+  "WHERE id IN (SELECT id FROM ("                                                                                      \
+  "SELECT id, run_at FROM (SELECT id, run_at FROM job_queue WHERE " PENDING_DUE(                                       \
+      "$2") " AND lane = $4 "                                                                                          \
+            "ORDER BY run_at LIMIT $5" lock ") p UNION ALL "                                                           \
+            "SELECT id, run_at FROM (SELECT id, run_at FROM job_queue WHERE " LEASE_LAPSED(                            \
+                "$3") " AND lane = $4 "                                                                                \
+                      "ORDER BY run_at LIMIT $5" lock ") l) c ORDER BY run_at LIMIT $5) "                              \
+                      "RETURNING id, kind, payload, attempts, max_attempts, created_at, run_at"
+
+/* PostgreSQL skips the rows another instance locked; SQLite updates the claimed rows by primary
+ * key (with statistics from when the table was small, it matched `id IN (...)` by scanning the
+ * table) */
+static const char *claim_sql(void) {
+  return db_engine_get() == DB_POSTGRES ? CLAIM_SQL("job_queue", " FOR UPDATE SKIP LOCKED")
+                                        : CLAIM_SQL("job_queue INDEXED BY sqlite_autoindex_job_queue_1", "");
 }
 
 /* A lane's parameters: lease end, now, real now, the lane, then the claim's batch. */
@@ -489,7 +487,7 @@ static bool run_batch(worker *w) {
   int n = lane_args(w->lane, p, clock_now_ms(), clock_real_ms(), w->batch);
   if (db_query(&a, &r, READY_SQL, p, n) != DB_OK || r->rows == 0) goto out;
   n = lane_args(w->lane, p, clock_now_ms(), clock_real_ms(), w->batch);
-  if (db_query(&a, &r, claim_sql, p, n) != DB_OK || r->rows == 0) goto out;
+  if (db_query(&a, &r, claim_sql(), p, n) != DB_OK || r->rows == 0) goto out;
   ran = true;
   int rows = r->rows < CLAIM_MAX ? r->rows : CLAIM_MAX;
   w->batch = rows < w->batch ? 1 : w->batch < CLAIM_MAX ? w->batch * 2 : CLAIM_MAX;
@@ -592,7 +590,6 @@ static void *keeper_main(void *arg) {
 
 void queue_start(int n, int heavy) {
   stopping = false;
-  build_claim_sql();
   nworkers = n + heavy;
   workers = xcalloc((size_t)nworkers, sizeof *workers);
   lane_workers[LANE_GENERAL] = n, lane_workers[LANE_HEAVY] = heavy;
@@ -620,6 +617,4 @@ void queue_stop(void) {
   pthread_mutex_lock(&mu);
   while (ndeferred) json_decref(deferred[--ndeferred].payload); /* hints only: dropped at shutdown */
   pthread_mutex_unlock(&mu);
-  free(claim_sql);
-  claim_sql = NULL;
 }
