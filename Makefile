@@ -1,7 +1,10 @@
 # marketplace: build, run and test. `make run` and `make test` do all the set-up on a fresh
 # Debian 12 machine (missing packages are installed when run as root).
 
-PKGS     := libmicrohttpd jansson sqlite3 libpq libcurl libjwt openssl libcrypt libmagic tesseract lept poppler-glib cairo zlib vips
+# the media libraries are linked into build/marketplace-media.so, which the binary loads on
+# first use (src/ext/media.h), not into the binary
+MEDIA_PKGS := tesseract lept poppler-glib cairo vips
+PKGS     := libmicrohttpd jansson sqlite3 libpq libcurl libjwt openssl libcrypt libmagic zlib $(MEDIA_PKGS)
 CC       ?= cc
 VERSION  := 0.1.0
 # snprintf into fixed buffers truncates on purpose (messages, keys), and declarative tables
@@ -12,12 +15,18 @@ CFLAGS   ?= -O2 -g
 # object waits for `deps`, so `make -j` on a fresh machine never compiles too early); once each.
 PKG_CFLAGS = $(eval PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null))$(PKG_CFLAGS)
 PKG_LIBS   = $(eval PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null))$(PKG_LIBS)
+MEDIA_LIBS = $(eval MEDIA_LIBS := $(shell pkg-config --libs $(MEDIA_PKGS) 2>/dev/null))$(MEDIA_LIBS)
+SERVICE_LIBS = $(eval SERVICE_LIBS := $(shell pkg-config --libs $(filter-out $(MEDIA_PKGS),$(PKGS)) 2>/dev/null))$(SERVICE_LIBS)
 CFLAGS   += -std=c11 -D_GNU_SOURCE $(WARN) -fstack-protector-strong -pthread -Isrc -Ibuild/gen \
             -DMARKETPLACE_VERSION='"$(VERSION)"' $(PKG_CFLAGS)
 LDLIBS    = $(PKG_LIBS) -lm -pthread
+SERVICE_LDLIBS = $(SERVICE_LIBS) -lm -pthread
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-SRC      := $(shell find src -name '*.c' | sort)
+# the media library's own sources, and its copies of the core helpers they use (-fPIC, hidden)
+MEDIA_SRC := src/ext/media_lib.c src/ext/ocr.c src/ext/photobook.c src/ext/thumbnail.c
+MEDIA_LIB_SRC := $(MEDIA_SRC) src/core/buf.c src/core/util.c
+SRC      := $(filter-out $(MEDIA_SRC),$(shell find src -name '*.c' | sort))
 LIB_SRC  := $(filter-out src/main.c,$(SRC))
 GEN      := migrations zips schemas
 SCHEMAS  := $(shell find src -name '*.schema.json' | sort)
@@ -45,8 +54,19 @@ deps:
 deps-test:
 	@scripts/deps.sh test
 
-build/marketplace: $(OBJ)
-	@echo "LD $@"; $(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+# the binary and the media library it loads from its own directory (src/ext/media.h)
+build/marketplace: $(OBJ) build/marketplace-media.so
+	@echo "LD $@"; $(CC) $(CFLAGS) -o $@ $(OBJ) $(SERVICE_LDLIBS)
+
+MEDIA_CFLAGS = -fPIC -fvisibility=hidden
+MEDIA_LDFLAGS = -shared -Wl,--no-undefined $(MEDIA_LIBS) -lm -pthread
+
+build/media/%.o: %.c | deps
+	@mkdir -p $(@D); echo "CC [media] $<"
+	@$(CC) $(CFLAGS) $(MEDIA_CFLAGS) -MMD -MP -c -o $@ $<
+
+build/marketplace-media.so: $(MEDIA_LIB_SRC:%.c=build/media/%.o)
+	@echo "LD $@"; $(CC) $(CFLAGS) -o $@ $^ $(MEDIA_LDFLAGS)
 
 # the directories too: a migration removed (a branch switched) changes only their times
 build/gen/migrations.c: scripts/embed_migrations.sh migrations/sqlite migrations/postgres $(wildcard migrations/*/*.sql)
@@ -92,8 +112,15 @@ build/asan/%.o: %.c | deps
 	@mkdir -p $(@D); echo "CC [asan] $<"
 	@$(CC) $(CFLAGS) $(SAN) -MMD -MP -c -o $@ $<
 
-build/asan/marketplace: $(ASAN_OBJ)
-	@echo "LD $@"; $(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LDLIBS)
+build/asan/marketplace: $(ASAN_OBJ) build/asan/marketplace-media.so
+	@echo "LD $@"; $(CC) $(CFLAGS) $(SAN) -o $@ $(ASAN_OBJ) $(SERVICE_LDLIBS)
+
+build/asan/media/%.o: %.c | deps
+	@mkdir -p $(@D); echo "CC [asan media] $<"
+	@$(CC) $(CFLAGS) $(SAN) $(MEDIA_CFLAGS) -MMD -MP -c -o $@ $<
+
+build/asan/marketplace-media.so: $(MEDIA_LIB_SRC:%.c=build/asan/media/%.o)
+	@echo "LD $@"; $(CC) $(CFLAGS) $(SAN) -o $@ $^ $(MEDIA_LDFLAGS)
 
 asan: deps build/asan/marketplace
 
@@ -112,7 +139,10 @@ build/libmarketplace.a: $(LIB_OBJ)
 
 build/unit/%: tests/unit/%.c build/libmarketplace.a | deps-test
 	@mkdir -p $(@D); echo "CC $<"
-	@$(CC) $(CFLAGS) -Wno-missing-prototypes -Itests/unit -o $@ $< build/libmarketplace.a $(LDLIBS) -lcmocka
+	@$(CC) $(CFLAGS) -Wno-missing-prototypes -Itests/unit -o $@ $< $(filter %.o,$^) build/libmarketplace.a $(LDLIBS) -lcmocka
+
+# the recognition's unit tests link the media library's objects (src/ext/media.c finds them linked in)
+build/unit/ext/test_ocr: $(MEDIA_SRC:%.c=build/media/%.o)
 
 unit: deps-test $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
@@ -311,4 +341,5 @@ format:
 clean:
 	rm -rf build
 
--include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d) $(FUZZ_OBJ:.o=.d) $(wildcard build/fuzz-replay/obj/*.d)
+-include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d) $(FUZZ_OBJ:.o=.d) $(wildcard build/fuzz-replay/obj/*.d) \
+         $(MEDIA_LIB_SRC:%.c=build/media/%.d) $(MEDIA_LIB_SRC:%.c=build/asan/media/%.d)

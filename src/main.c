@@ -23,11 +23,11 @@
 #include "domains.h"
 #include "ext/filetype.h"
 #include "ext/mail.h"
+#include "ext/media.h"
 #include "ext/ocr.h"
 #include "ext/password.h"
 #include "ext/payments.h"
 #include "ext/queue.h"
-#include "ext/thumbnail.h"
 #include "http/openapi.h"
 #include "http/router.h"
 #include "http/schema.h"
@@ -214,6 +214,7 @@ static void bootstrap_admin(void) {
 static void service_start(const char *bind, int port) {
   char err[256] = "";
   if (!tmpdir_init(err)) die("%s", err);
+  if (!media_library_present(err)) die("%s", err); /* loaded on first use (ext/media.h) */
   open_database();
   bootstrap_admin();
   password_pool_start(CFG.bcrypt_threads, CFG.bcrypt_queue, CFG.bcrypt_cost);
@@ -221,7 +222,6 @@ static void service_start(const char *bind, int port) {
   payments_init();
   domains_init();
   if (!filetype_init()) die("libmagic could not load its database (package libmagic-mgc)");
-  if (!thumbnail_init()) die("libvips could not start (package libvips42)");
   ocr_use_helper("/proc/self/exe", CFG.recognition_timeout_ms);
   queue_start(CFG.queue_workers, CFG.recognition_workers);
   domains_install_routes();
@@ -246,7 +246,7 @@ static void service_stop(void) {
   password_pool_stop();
   domains_stop(); /* after the queue, so the audit trail's last checkpoint follows its last record */
   db_close();
-  thumbnail_fini();
+  media_fini();
 }
 
 static int cmd_serve(void) {

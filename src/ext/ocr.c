@@ -50,6 +50,7 @@
 #include "ext/ocr.h"
 #include "core/buf.h"
 #include "core/util.h"
+#include "ext/media.h"
 #include <cairo.h>
 #include <ctype.h>
 #include <errno.h>
@@ -128,19 +129,12 @@ static TessBaseAPI *tess_get(char err[256]) {
   return api;
 }
 
-void ocr_thread_release(void) {
+void media_ocr_thread_release(void) {
   pthread_once(&tess_once, tess_key_init);
   TessBaseAPI *api = pthread_getspecific(tess_key);
   if (!api) return;
   pthread_setspecific(tess_key, NULL);
   tess_destroy(api);
-}
-
-void ocr_text_free(ocr_text *t) {
-  if (!t) return;
-  free(t->text);
-  t->text = NULL;
-  t->confidence = 0;
 }
 
 /* Sets *out to an owned empty text (an unreadable document); false on out of memory. */
@@ -281,7 +275,7 @@ fail:
   return false;
 }
 
-bool ocr_image_here(const char *path, ocr_text *out, char err[256]) {
+bool media_ocr_image(const char *path, ocr_text *out, char err[256]) {
   bool ok = false;
   PIX *pix = NULL;
   int format = 0, w = 0, h = 0, bps = 0, spp = 0, cmap = 0;
@@ -417,7 +411,7 @@ static bool page_text(PopplerPage *page, char **text, bool *heap, double *conf, 
   return ok;
 }
 
-bool ocr_pdf_here(const char *path, ocr_text *out, char err[256]) {
+bool media_ocr_pdf(const char *path, ocr_text *out, char err[256]) {
   bool ok = false;
   GError *gerr = NULL;
   PopplerDocument *doc = NULL;

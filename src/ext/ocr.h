@@ -46,7 +46,8 @@ bool ocr_image(const char *path, ocr_text *out, char err[256]);
 bool ocr_pdf(const char *path, ocr_text *out, char err[256]);
 
 /* ocr_image and ocr_pdf in the calling thread whatever ocr_use_helper said (what a helper
- * runs; tests). */
+ * runs; tests), in the media library (ext/media.h), loaded by the first call: when it cannot
+ * be, recognition is unavailable. */
 bool ocr_image_here(const char *path, ocr_text *out, char err[256]);
 bool ocr_pdf_here(const char *path, ocr_text *out, char err[256]);
 

@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PDF_PAGES 3   /* ocr_pdf reads at most this many pages */
+#define PDF_PAGES 3 /* ocr_pdf reads at most this many pages */
 
 extern char **environ;
 
@@ -195,6 +195,13 @@ static bool ask(char kind, const char *path, int bound_ms, ocr_text *out, char e
   snprintf(err, 256, "%s", payload);
   free(payload);
   return false;
+}
+
+void ocr_text_free(ocr_text *t) {
+  if (!t) return;
+  free(t->text);
+  t->text = NULL;
+  t->confidence = 0;
 }
 
 bool ocr_image(const char *path, ocr_text *out, char err[256]) {

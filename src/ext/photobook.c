@@ -1,6 +1,7 @@
-/* Photos to a PDF with leptonica (photobook.h). Each image's size is read from its header
- * before it is decoded, so a small file that declares gigapixels is refused cheaply. */
+/* Photos to a PDF with leptonica (photobook.h), in the media library (ext/media.h). Each image's size is read from its
+ * header before it is decoded, so a small file that declares gigapixels is refused cheaply. */
 #include "ext/photobook.h"
+#include "ext/media.h"
 #include <leptonica/allheaders.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,8 +33,8 @@ static PIX *read_photo(const char *path, char err[256]) {
   return rgb;
 }
 
-bool photobook_make(const char *const *paths, int n, const char *title, unsigned char **pdf, size_t *len,
-                    char err[256]) {
+bool media_photobook_make(const char *const *paths, int n, const char *title, unsigned char **pdf, size_t *len,
+                          char err[256]) {
   *pdf = NULL, *len = 0, err[0] = 0;
   if (n < 1 || n > PHOTOBOOK_MAX_PHOTOS) {
     snprintf(err, 256, "from 1 to %d photos", PHOTOBOOK_MAX_PHOTOS);

@@ -1,22 +1,39 @@
-/* libvips behind thumbnail.h. vips_thumbnail loads through the shrink-on-load paths (a JPEG is
- * decoded at 1/2, 1/4 or 1/8 of its size when that is enough), and the variants are made
- * largest first so the smaller ones start from a small WebP instead of the original. */
-#include "ext/thumbnail.h"
+/* libvips behind thumbnail.h, in the media library (ext/media.h). libvips starts with the
+ * first call (once per process) and stops at media_fini. vips_thumbnail loads through the
+ * shrink-on-load paths (a JPEG is decoded at 1/2, 1/4 or 1/8 of its size when that is enough),
+ * and the variants are made largest first so the smaller ones start from a small WebP instead
+ * of the original. */
+#include "ext/media.h"
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <vips/vips.h>
 
-bool thumbnail_init(void) {
-  if (VIPS_INIT("marketplace")) return false;
+static pthread_once_t start_once = PTHREAD_ONCE_INIT;
+static atomic_bool started;
+
+static void start(void) {
+  if (VIPS_INIT("marketplace")) return;
   vips_concurrency_set(1);
   vips_cache_set_max(0);
   vips_cache_set_max_mem(0);
   vips_block_untrusted_set(TRUE);
-  return true;
+  started = true;
 }
 
-void thumbnail_fini(void) { vips_shutdown(); }
+/* false, with err when given, when libvips cannot start */
+static bool running(char *err) {
+  pthread_once(&start_once, start);
+  if (!started && err) snprintf(err, 256, "libvips could not start: %.200s", vips_error_buffer());
+  return started;
+}
 
-bool thumbnail_size(const char *path, int *width, int *height) {
+void media_thumbnail_fini(void) {
+  if (atomic_load(&started)) vips_shutdown(); /* after the last call: none is starting it */
+}
+
+bool media_thumbnail_size(const char *path, int *width, int *height) {
+  if (!running(NULL)) return false;
   VipsImage *im = vips_image_new_from_file(path, "access", VIPS_ACCESS_SEQUENTIAL, NULL);
   if (!im) {
     vips_error_clear();
@@ -27,7 +44,8 @@ bool thumbnail_size(const char *path, int *width, int *height) {
   return *width > 0 && *height > 0;
 }
 
-bool thumbnail_webp(const char *path, int width, int height, const char *out_path, char err[256]) {
+bool media_thumbnail_webp(const char *path, int width, int height, const char *out_path, char err[256]) {
+  if (!running(err)) return false;
   VipsImage *im = NULL;
   /* the stored original has no orientation tag (ext/imagemeta.h strips EXIF), so the variant
    * keeps its pixels' orientation, as the original is shown */

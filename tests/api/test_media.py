@@ -134,6 +134,24 @@ def test_a_photo_message_lists_its_variants_in_every_answer(api):
     assert r.status_code == 200 and r.headers["Content-Type"] == "image/png"
 
 
+def test_the_media_library_loads_with_the_first_image(server_factory):
+    """libvips and the document libraries are in marketplace-media.so, which a process loads
+    when it first needs it (docs/decisions.md): a server that has handled no image has not."""
+    srv = server_factory()
+    api = Api(srv)
+
+    def loaded():
+        with open(f"/proc/{srv.proc.pid}/maps") as f:
+            return "/marketplace-media.so" in f.read()
+
+    asap_job(api, named_customer(api, fresh_zip()[0]))
+    assert not loaded()
+    t = Thread(api)  # the provider's documents are the first images
+    m = t.photo(png_of(600, 400))
+    check_variants(api, m["variants"], message_photo_url(m), [(256, 171)])
+    assert loaded()
+
+
 def test_variants_are_never_larger_than_the_original(api, tmp_path):
     t = Thread(api)
     # at most 256 on the long side: no variant, no member

@@ -317,6 +317,20 @@ def test_production_starts_with_a_32_byte_secret(request, run_env):
         assert requests.post(url + "/__test/clock", json={"advanceMs": 1}, timeout=10).status_code == 404
 
 
+def test_serve_refuses_to_start_without_the_media_library_beside_it(request, run_env):
+    """The image and document libraries are in marketplace-media.so beside the binary, loaded on
+    first use (docs/decisions.md): a binary copied alone refuses to serve, naming the file,
+    before it touches the database; a command that needs no image still runs."""
+    alone = os.path.join(os.path.dirname(run_env["DATA_DIR"]), "marketplace")
+    shutil.copy(request.config.getoption("--binary"), alone)
+    p = _run(alone, dict(run_env, APP_ENV="test"))
+    assert p.returncode != 0
+    assert "marketplace-media.so is missing" in p.stderr, p.stderr
+    assert not os.path.exists(run_env["DATA_DIR"] + "/marketplace.db")
+    m = subprocess.run([alone, "migrate"], env=run_env, capture_output=True, text=True, timeout=60)
+    assert m.returncode == 0, m.stderr
+
+
 # ---------------------------------------------------------------- bootstrap administrator
 
 def test_bootstrap_admin_is_created(make_server):
