@@ -115,7 +115,8 @@ if [ "${AUTOGROUP:-off}" = off ] && [ -w "$AUTOGROUP_FILE" ] && [ "$(cat "$AUTOG
 fi
 
 [ -x "$BIN" ] || die "$BIN not built (make build/marketplace)"
-cp "$BIN" "$TMP/marketplace" # one binary for the whole run, even if the tree is rebuilt meanwhile
+# one binary for the whole run, even if the tree is rebuilt meanwhile, with its media library
+cp "$BIN" "$TMP/marketplace" && cp "$(dirname "$BIN")/marketplace-media.so" "$TMP/"
 SRV_BIN=$TMP/marketplace
 
 # ------------------------------------------------------------------ helpers
