@@ -11,6 +11,7 @@ first; a variant only where smaller than the original; the member only when some
 object has variants; variants are deleted with their originals.
 """
 import os
+import shutil
 import struct
 import subprocess
 import time
@@ -19,10 +20,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from conftest import Api
+from conftest import Api, Server, _fail_on, _stop_all
 from fake_s3 import FakeS3
 from flow_helpers import asap_job, fresh_zip, named_customer, named_provider, ok, quote
-from helpers import error_body, pages, server_seconds
+from helpers import error_body, eventually, pages, server_seconds
 
 WEBP = "image/webp"
 
@@ -150,6 +151,34 @@ def test_the_media_library_loads_with_the_first_image(server_factory):
     m = t.photo(png_of(600, 400))
     check_variants(api, m["variants"], message_photo_url(m), [(256, 171)])
     assert loaded()
+
+
+@pytest.mark.engine_independent
+def test_a_media_library_that_cannot_load_leaves_images_without_variants(request, tmp_path):
+    """A media library that is there but cannot load (one of its packages removed): the server
+    serves and keeps each image as it came, without variants; each process says why once in the
+    log (the server, and the one recognition helper, which then finds recognition unavailable)."""
+    shutil.copy(request.config.getoption("--binary"), tmp_path / "marketplace")
+    (tmp_path / "marketplace-media.so").write_bytes(b"not a shared object")
+    srv = Server(str(tmp_path / "marketplace"), None, {"DB_POOL_SIZE": "4", "RECOGNITION_WORKERS": "1"}).start()
+
+    def said():
+        return srv.read_log().count('"level":"error","msg":"the media library could not load: ')
+
+    try:
+        api = Api(srv)
+        t = Thread(api)  # the provider's documents: the first images, and recognition
+        eventually(lambda: "recognition unavailable" in srv.read_log(), 30, "the documents' recognition tried")
+        assert said() == 2
+        photo = png_of(600, 400)
+        for _ in range(2):
+            m = t.photo(photo)
+            assert "variants" not in m, m
+            r = local(api, message_photo_url(m))
+            assert r.status_code == 200 and r.content == photo
+        assert said() == 2
+    finally:
+        _fail_on(_stop_all([srv]))
 
 
 def test_variants_are_never_larger_than_the_original(api, tmp_path):
