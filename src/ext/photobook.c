@@ -1,5 +1,6 @@
-/* Photos to a PDF with leptonica (photobook.h), in the media library (ext/media.h). Each image's size is read from its
- * header before it is decoded, so a small file that declares gigapixels is refused cheaply. */
+/* Photos to a PDF with leptonica (photobook.h), in the media library (ext/media.h). Each
+ * image's size is read from its header before it is decoded, so a small file that declares
+ * gigapixels is refused cheaply. */
 #include "ext/photobook.h"
 #include "ext/media.h"
 #include <leptonica/allheaders.h>
