@@ -287,22 +287,23 @@ static void write_deferred(void) {
  * check and claim once its statistics were older than the table's growth, and the claim
  * sorted the whole backlog. ORDER BY run_at in each part has the planner take the index
  * whatever its statistics say. */
-static const char READY_SQL[] = "SELECT 1 FROM (SELECT 1 FROM job_queue WHERE " PENDING_DUE(
-    "$2") " AND lane = $4 ORDER BY run_at LIMIT 1) p "
-          "UNION ALL SELECT 1 FROM (SELECT 1 FROM job_queue WHERE " LEASE_LAPSED("$3") " AND lane = $4 "
-                                                                                       "ORDER BY run_at LIMIT 1) l";
+/* The statements are laid out by their clauses, past the formatter (it would stair-step them). */
+/* clang-format off */
+static const char READY_SQL[] =
+    "SELECT 1 FROM (SELECT 1 FROM job_queue WHERE " PENDING_DUE("$2") " AND lane = $4 ORDER BY run_at LIMIT 1) p "
+    "UNION ALL SELECT 1 FROM (SELECT 1 FROM job_queue WHERE " LEASE_LAPSED("$3") " AND lane = $4 "
+    "ORDER BY run_at LIMIT 1) l";
 
 /* The claim of a lane's rows ($4) on target, each part's rows locked by lock. */
-#define CLAIM_SQL(target, lock)                                                                                        \
-  "UPDATE " target " SET status = 'running', attempts = attempts + 1, locked_until = $1, updated_at = $2 "             \
-  "WHERE id IN (SELECT id FROM ("                                                                                      \
-  "SELECT id, run_at FROM (SELECT id, run_at FROM job_queue WHERE " PENDING_DUE(                                       \
-      "$2") " AND lane = $4 "                                                                                          \
-            "ORDER BY run_at LIMIT $5" lock ") p UNION ALL "                                                           \
-            "SELECT id, run_at FROM (SELECT id, run_at FROM job_queue WHERE " LEASE_LAPSED(                            \
-                "$3") " AND lane = $4 "                                                                                \
-                      "ORDER BY run_at LIMIT $5" lock ") l) c ORDER BY run_at LIMIT $5) "                              \
-                      "RETURNING id, kind, payload, attempts, max_attempts, created_at, run_at"
+#define CLAIM_SQL(target, lock) \
+  "UPDATE " target " SET status = 'running', attempts = attempts + 1, locked_until = $1, updated_at = $2 " \
+  "WHERE id IN (SELECT id FROM (" \
+  "SELECT id, run_at FROM (SELECT id, run_at FROM job_queue WHERE " PENDING_DUE("$2") " AND lane = $4 " \
+  "ORDER BY run_at LIMIT $5" lock ") p UNION ALL " \
+  "SELECT id, run_at FROM (SELECT id, run_at FROM job_queue WHERE " LEASE_LAPSED("$3") " AND lane = $4 " \
+  "ORDER BY run_at LIMIT $5" lock ") l) c ORDER BY run_at LIMIT $5) " \
+  "RETURNING id, kind, payload, attempts, max_attempts, created_at, run_at"
+/* clang-format on */
 
 /* PostgreSQL skips the rows another instance locked; SQLite updates the claimed rows by primary
  * key (with statistics from when the table was small, it matched `id IN (...)` by scanning the
@@ -516,12 +517,13 @@ bool queue_depth(queue_lanes which, int64_t *ready, int64_t *running) {
   arena_init(&a);
   db_res *r;
   /* by lane, as the lanes claim them */
+  /* clang-format off */
   bool ok = db_query(&a, &r,
-                     "SELECT lane, COALESCE(SUM(CASE WHEN " READY_WHERE(
-                         "$1", "$2") " THEN 1 ELSE 0 END), 0), "
-                                     "COALESCE(SUM(CASE WHEN status = 'running' AND locked_until >= $2 THEN 1 ELSE 0 "
-                                     "END), 0) FROM job_queue WHERE status IN ('pending', 'running') GROUP BY lane",
+                     "SELECT lane, COALESCE(SUM(CASE WHEN " READY_WHERE("$1", "$2") " THEN 1 ELSE 0 END), 0), "
+                     "COALESCE(SUM(CASE WHEN status = 'running' AND locked_until >= $2 THEN 1 ELSE 0 END), 0) "
+                     "FROM job_queue WHERE status IN ('pending', 'running') GROUP BY lane",
                      DB_ARGS(DB_INT(clock_now_ms()), DB_INT(clock_real_ms()))) == DB_OK;
+  /* clang-format on */
   *ready = *running = 0;
   for (int i = 0; ok && i < r->rows; i++) {
     bool heavy = db_int(r, i, 0) == LANE_HEAVY;
