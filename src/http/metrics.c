@@ -241,14 +241,18 @@ static void render_db(struct buf *o) {
       {"marketplace_db_pool_waiting", "gauge", "Threads waiting for a connection now."},
       {"marketplace_db_pool_waits_total", "counter", "Borrowings that had to wait for a connection."},
   };
-  db_pool_stats s[DB_POOL_COUNT];
-  for (int k = 0; k < DB_POOL_COUNT; k++) db_pool_stats_get((db_pool_kind)k, &s[k]);
+  long v[DB_POOL_COUNT][ARRAY_LEN(series)]; /* each pool's values, in the series' order */
+  for (int k = 0; k < DB_POOL_COUNT; k++) {
+    db_pool_stats s;
+    db_pool_stats_get((db_pool_kind)k, &s);
+    const long row[] = {s.size, s.open, s.in_use, s.waiting, s.waits};
+    _Static_assert(ARRAY_LEN(row) == ARRAY_LEN(series), "a value for each series");
+    memcpy(v[k], row, sizeof row);
+  }
   for (size_t i = 0; i < ARRAY_LEN(series); i++) {
     family(o, series[i].name, series[i].type, series[i].help);
-    for (int k = 0; k < DB_POOL_COUNT; k++) {
-      long v = i == 0 ? s[k].size : i == 1 ? s[k].open : i == 2 ? s[k].in_use : i == 3 ? s[k].waiting : s[k].waits;
-      emit(o, "%s{lane=\"%s\"} %ld\n", series[i].name, db_pool_name((db_pool_kind)k), v);
-    }
+    for (int k = 0; k < DB_POOL_COUNT; k++)
+      emit(o, "%s{lane=\"%s\"} %ld\n", series[i].name, db_pool_name((db_pool_kind)k), v[k][i]);
   }
 }
 
