@@ -143,10 +143,11 @@ bool db_open(const char *url, int pool_size, int slow_pool_size, char err[256]) 
   free(engine_url);
   engine_url = xstrdup(url);
   /* every event thread holds at most one connection at a time, so it never waits for one */
-  /* the slow pool's connections past the first 4 (config.c) are opened as a burst first needs
-   * them: a process starts with 4, as it did before, and a command that does not run the lanes
-   * never opens the rest */
-  int slow_now = slow_pool_size > 4 ? 4 : slow_pool_size;
+  /* the slow pool's connections past the first SLOW_OPEN_AT_START (config.c) are opened as a
+   * burst first needs them: a process starts with 4, as it did before, and a command that does
+   * not run the lanes never opens the rest */
+  enum { SLOW_OPEN_AT_START = 4 };
+  int slow_now = slow_pool_size < SLOW_OPEN_AT_START ? slow_pool_size : SLOW_OPEN_AT_START;
   if (!pool_open(&pools[DB_POOL_REQUESTS], url, pool_size, pool_size, false, err) ||
       !pool_open(&pools[DB_POOL_SLOW], url, slow_pool_size, slow_now, false, err) ||
       (engine == DB_SQLITE && !pool_open(&pools[DB_POOL_EVENT], url, CFG.http_threads, CFG.http_threads, true, err))) {
