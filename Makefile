@@ -278,6 +278,10 @@ build/probe: bench/probe.c | deps
 	@mkdir -p $(@D)
 	@echo "CC $@"; $(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) -pthread -o $@ $<
 
+# a commit's CPU and writes on the service's VFS against the unix VFS (bench/wal_commit.c)
+build/wal_commit: bench/wal_commit.c build/libmarketplace.a | deps
+	@echo "CC $@"; $(CC) $(CFLAGS) -o $@ $< build/libmarketplace.a $(LDLIBS)
+
 # the live-updates load generator (bench/sse_load.c)
 build/sse_load: bench/sse_load.c | deps
 	@mkdir -p $(@D)

@@ -31,6 +31,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "db/engine.h"
+#include "db/sqlite_vfs.h"
 #include "db/stmt_cache.h"
 #include <errno.h>
 #include <pthread.h>
@@ -86,7 +87,7 @@ static struct {
 static sqlite_conn *open_conn(const char *path, char err[256]) {
   sqlite_conn *c = xcalloc(1, sizeof *c);
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-  if (sqlite3_open_v2(path, &c->db, flags, NULL) != SQLITE_OK) {
+  if (sqlite3_open_v2(path, &c->db, flags, SQLITE_VFS_NAME) != SQLITE_OK) {
     snprintf(err, 256, "sqlite open %s: %s", path, c->db ? sqlite3_errmsg(c->db) : "out of memory");
     sqlite3_close(c->db);
     free(c);
@@ -111,7 +112,10 @@ static sqlite_conn *open_conn(const char *path, char err[256]) {
 }
 
 /* Before SQLite's first use in the process: no memory accounting (see SQLITE_CACHE_KIB). */
-static void configure_sqlite(void) { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); }
+static void configure_sqlite(void) {
+  sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+  sqlite_vfs_register();
+}
 
 static void *sq_connect(const char *path, char err[256]) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
