@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,23 @@ static sqlite3_vfs vfs, *unix_vfs;
 static pthread_mutex_t open_mu = PTHREAD_MUTEX_INITIALIZER; /* open_dbs and the db <-> wal links */
 static db_file *open_dbs;
 
+/* The unix VFS's object behind either kind of ours (real at the same place in both), and its
+ * method m called on it. */
+_Static_assert(offsetof(wal_file, real) == offsetof(db_file, real), "real: the same offset in both kinds of file");
+#define REAL(f) (*(sqlite3_file **)((char *)(f) + offsetof(wal_file, real)))
+#define PASS(f, m, ...) REAL(f)->pMethods->m(REAL(f), __VA_ARGS__)
+#define PASS0(f, m) REAL(f)->pMethods->m(REAL(f))
+/* A call that writes the WAL's buffer out first (out), then passes on unless that failed. */
+#define OUT_THEN(out, f, m, ...)                                                                                       \
+  do {                                                                                                                 \
+    int rc_ = (out);                                                                                                   \
+    return rc_ != SQLITE_OK ? rc_ : PASS(f, m, __VA_ARGS__);                                                           \
+  } while (0)
+
+static int check_reserved(sqlite3_file *f, int *out) { return PASS(f, xCheckReservedLock, out); }
+static int sector_size(sqlite3_file *f) { return PASS0(f, xSectorSize); }
+static int device_characteristics(sqlite3_file *f) { return PASS0(f, xDeviceCharacteristics); }
+
 static int write_out(wal_file *w) {
   int rc = SQLITE_OK;
   for (size_t done = 0, n; rc == SQLITE_OK && done < w->len; done += n) {
@@ -71,6 +89,15 @@ static int write_out(wal_file *w) {
   w->len = 0;
   w->commit_frame = false;
   return rc;
+}
+
+static int wal_out(sqlite3_file *f) { return write_out((wal_file *)f); }
+
+/* Only the connection's own thread calls its files, and a WAL is linked to its database file
+ * (and unlinked) under open_mu before and after any of those calls: no lock needed here. */
+static int db_wal_out(sqlite3_file *f) {
+  db_file *d = (db_file *)f;
+  return d->wal ? write_out(d->wal) : SQLITE_OK;
 }
 
 /* ---- the WAL file ---- */
@@ -107,61 +134,14 @@ static int wal_write(sqlite3_file *f, const void *data, int amt, sqlite3_int64 o
 }
 
 static int wal_read(sqlite3_file *f, void *data, int amt, sqlite3_int64 off) {
-  wal_file *w = (wal_file *)f;
-  int rc = write_out(w);
-  return rc != SQLITE_OK ? rc : w->real->pMethods->xRead(w->real, data, amt, off);
+  OUT_THEN(wal_out(f), f, xRead, data, amt, off);
 }
-
-static int wal_truncate(sqlite3_file *f, sqlite3_int64 size) {
-  wal_file *w = (wal_file *)f;
-  int rc = write_out(w);
-  return rc != SQLITE_OK ? rc : w->real->pMethods->xTruncate(w->real, size);
-}
-
-static int wal_sync(sqlite3_file *f, int flags) {
-  wal_file *w = (wal_file *)f;
-  int rc = write_out(w);
-  return rc != SQLITE_OK ? rc : w->real->pMethods->xSync(w->real, flags);
-}
-
-static int wal_file_size(sqlite3_file *f, sqlite3_int64 *size) {
-  wal_file *w = (wal_file *)f;
-  int rc = write_out(w);
-  return rc != SQLITE_OK ? rc : w->real->pMethods->xFileSize(w->real, size);
-}
-
-static int wal_lock(sqlite3_file *f, int level) {
-  wal_file *w = (wal_file *)f;
-  int rc = write_out(w);
-  return rc != SQLITE_OK ? rc : w->real->pMethods->xLock(w->real, level);
-}
-
-static int wal_unlock(sqlite3_file *f, int level) {
-  wal_file *w = (wal_file *)f;
-  int rc = write_out(w);
-  return rc != SQLITE_OK ? rc : w->real->pMethods->xUnlock(w->real, level);
-}
-
-static int wal_check_reserved(sqlite3_file *f, int *out) {
-  wal_file *w = (wal_file *)f;
-  return w->real->pMethods->xCheckReservedLock(w->real, out);
-}
-
-static int wal_file_control(sqlite3_file *f, int op, void *arg) {
-  wal_file *w = (wal_file *)f;
-  int rc = write_out(w);
-  return rc != SQLITE_OK ? rc : w->real->pMethods->xFileControl(w->real, op, arg);
-}
-
-static int wal_sector_size(sqlite3_file *f) {
-  wal_file *w = (wal_file *)f;
-  return w->real->pMethods->xSectorSize(w->real);
-}
-
-static int wal_device_characteristics(sqlite3_file *f) {
-  wal_file *w = (wal_file *)f;
-  return w->real->pMethods->xDeviceCharacteristics(w->real);
-}
+static int wal_truncate(sqlite3_file *f, sqlite3_int64 size) { OUT_THEN(wal_out(f), f, xTruncate, size); }
+static int wal_sync(sqlite3_file *f, int flags) { OUT_THEN(wal_out(f), f, xSync, flags); }
+static int wal_file_size(sqlite3_file *f, sqlite3_int64 *size) { OUT_THEN(wal_out(f), f, xFileSize, size); }
+static int wal_lock(sqlite3_file *f, int level) { OUT_THEN(wal_out(f), f, xLock, level); }
+static int wal_unlock(sqlite3_file *f, int level) { OUT_THEN(wal_out(f), f, xUnlock, level); }
+static int wal_file_control(sqlite3_file *f, int op, void *arg) { OUT_THEN(wal_out(f), f, xFileControl, op, arg); }
 
 static int wal_close(sqlite3_file *f) {
   wal_file *w = (wal_file *)f;
@@ -170,7 +150,7 @@ static int wal_close(sqlite3_file *f) {
   if (w->db) w->db->wal = NULL;
   pthread_mutex_unlock(&open_mu);
   sqlite3_free(w->buf);
-  int closed = w->real->pMethods->xClose(w->real);
+  int closed = PASS0(f, xClose);
   return rc != SQLITE_OK ? rc : closed;
 }
 
@@ -184,19 +164,13 @@ static const sqlite3_io_methods wal_methods = {
     .xFileSize = wal_file_size,
     .xLock = wal_lock,
     .xUnlock = wal_unlock,
-    .xCheckReservedLock = wal_check_reserved,
+    .xCheckReservedLock = check_reserved,
     .xFileControl = wal_file_control,
-    .xSectorSize = wal_sector_size,
-    .xDeviceCharacteristics = wal_device_characteristics,
+    .xSectorSize = sector_size,
+    .xDeviceCharacteristics = device_characteristics,
 };
 
 /* ---- the database file: the unix VFS's, its WAL written out before any shared-memory call ---- */
-
-/* Only the connection's own thread calls its files, and a WAL is linked to its database file
- * (and unlinked) under open_mu before and after any of those calls: no lock needed here. */
-static int db_wal_out(db_file *d) { return d->wal ? write_out(d->wal) : SQLITE_OK; }
-
-#define REAL(f) (((db_file *)(f))->real)
 
 static int db_close(sqlite3_file *f) {
   db_file *d = (db_file *)f;
@@ -208,58 +182,39 @@ static int db_close(sqlite3_file *f) {
     }
   if (d->wal) d->wal->db = NULL;
   pthread_mutex_unlock(&open_mu);
-  return d->real->pMethods->xClose(d->real);
+  return PASS0(f, xClose);
 }
 
-static int db_read(sqlite3_file *f, void *data, int amt, sqlite3_int64 off) {
-  return REAL(f)->pMethods->xRead(REAL(f), data, amt, off);
-}
+static int db_read(sqlite3_file *f, void *data, int amt, sqlite3_int64 off) { return PASS(f, xRead, data, amt, off); }
 static int db_write(sqlite3_file *f, const void *data, int amt, sqlite3_int64 off) {
-  return REAL(f)->pMethods->xWrite(REAL(f), data, amt, off);
+  return PASS(f, xWrite, data, amt, off);
 }
-static int db_truncate(sqlite3_file *f, sqlite3_int64 size) { return REAL(f)->pMethods->xTruncate(REAL(f), size); }
-static int db_sync(sqlite3_file *f, int flags) { return REAL(f)->pMethods->xSync(REAL(f), flags); }
-static int db_file_size(sqlite3_file *f, sqlite3_int64 *size) { return REAL(f)->pMethods->xFileSize(REAL(f), size); }
-static int db_lock(sqlite3_file *f, int level) { return REAL(f)->pMethods->xLock(REAL(f), level); }
-static int db_unlock(sqlite3_file *f, int level) { return REAL(f)->pMethods->xUnlock(REAL(f), level); }
-static int db_check_reserved(sqlite3_file *f, int *out) { return REAL(f)->pMethods->xCheckReservedLock(REAL(f), out); }
-static int db_file_control(sqlite3_file *f, int op, void *arg) {
-  return REAL(f)->pMethods->xFileControl(REAL(f), op, arg);
-}
-static int db_sector_size(sqlite3_file *f) { return REAL(f)->pMethods->xSectorSize(REAL(f)); }
-static int db_device_characteristics(sqlite3_file *f) { return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f)); }
+static int db_truncate(sqlite3_file *f, sqlite3_int64 size) { return PASS(f, xTruncate, size); }
+static int db_sync(sqlite3_file *f, int flags) { return PASS(f, xSync, flags); }
+static int db_file_size(sqlite3_file *f, sqlite3_int64 *size) { return PASS(f, xFileSize, size); }
+static int db_lock(sqlite3_file *f, int level) { return PASS(f, xLock, level); }
+static int db_unlock(sqlite3_file *f, int level) { return PASS(f, xUnlock, level); }
+static int db_file_control(sqlite3_file *f, int op, void *arg) { return PASS(f, xFileControl, op, arg); }
+static int db_fetch(sqlite3_file *f, sqlite3_int64 off, int amt, void **out) { return PASS(f, xFetch, off, amt, out); }
+static int db_unfetch(sqlite3_file *f, sqlite3_int64 off, void *p) { return PASS(f, xUnfetch, off, p); }
 
 static int db_shm_map(sqlite3_file *f, int page, int size, int extend, void volatile **out) {
-  int rc = db_wal_out((db_file *)f);
-  return rc != SQLITE_OK ? rc : REAL(f)->pMethods->xShmMap(REAL(f), page, size, extend, out);
+  OUT_THEN(db_wal_out(f), f, xShmMap, page, size, extend, out);
 }
-
 static int db_shm_lock(sqlite3_file *f, int offset, int n, int flags) {
-  int rc = db_wal_out((db_file *)f);
-  return rc != SQLITE_OK ? rc : REAL(f)->pMethods->xShmLock(REAL(f), offset, n, flags);
+  OUT_THEN(db_wal_out(f), f, xShmLock, offset, n, flags);
 }
+static int db_shm_unmap(sqlite3_file *f, int delete_flag) { OUT_THEN(db_wal_out(f), f, xShmUnmap, delete_flag); }
 
 /* Where a commit is published: its frames must be in the file before the barrier. The buffer is
  * empty here unless a commit's last frame was not recognised; a failure to write it then cannot
  * be returned, and publishing the commit without it would corrupt the database. */
 static void db_shm_barrier(sqlite3_file *f) {
-  if (db_wal_out((db_file *)f) != SQLITE_OK) {
+  if (db_wal_out(f) != SQLITE_OK) {
     log_msg(LOG_ERROR, "sqlite: a WAL write failed before a commit's publication; stopping");
     abort();
   }
-  REAL(f)->pMethods->xShmBarrier(REAL(f));
-}
-
-static int db_shm_unmap(sqlite3_file *f, int delete_flag) {
-  int rc = db_wal_out((db_file *)f);
-  return rc != SQLITE_OK ? rc : REAL(f)->pMethods->xShmUnmap(REAL(f), delete_flag);
-}
-
-static int db_fetch(sqlite3_file *f, sqlite3_int64 off, int amt, void **out) {
-  return REAL(f)->pMethods->xFetch(REAL(f), off, amt, out);
-}
-static int db_unfetch(sqlite3_file *f, sqlite3_int64 off, void *p) {
-  return REAL(f)->pMethods->xUnfetch(REAL(f), off, p);
+  PASS0(f, xShmBarrier);
 }
 
 static const sqlite3_io_methods db_methods = {
@@ -272,10 +227,10 @@ static const sqlite3_io_methods db_methods = {
     .xFileSize = db_file_size,
     .xLock = db_lock,
     .xUnlock = db_unlock,
-    .xCheckReservedLock = db_check_reserved,
+    .xCheckReservedLock = check_reserved,
     .xFileControl = db_file_control,
-    .xSectorSize = db_sector_size,
-    .xDeviceCharacteristics = db_device_characteristics,
+    .xSectorSize = sector_size,
+    .xDeviceCharacteristics = device_characteristics,
     .xShmMap = db_shm_map,
     .xShmLock = db_shm_lock,
     .xShmBarrier = db_shm_barrier,
