@@ -152,6 +152,15 @@ def server_seconds(api):
 LINK_NEXT = re.compile(r'^<([^>]+)>; rel="next"$')
 
 
+def bcrypt_runs(api):
+    """How many bcrypt hashes and checks the server has run (marketplace_password_hashes_total in
+    GET /metrics; the harness talks from the loopback)."""
+    r = api.get("/metrics")
+    assert r.status_code == 200, r.text
+    (line,) = [x for x in r.text.splitlines() if x.startswith("marketplace_password_hashes_total ")]
+    return int(line.split()[1])
+
+
 def next_link(r):
     """The next page's URL of a paged answer (its Link header), or None on the last page."""
     link = r.headers.get("Link")

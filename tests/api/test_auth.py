@@ -18,7 +18,7 @@ import pytest
 import requests
 
 from conftest import Api, unique_email, unique_ip
-from helpers import error_body, png_bytes
+from helpers import bcrypt_runs, error_body, png_bytes
 
 ID_RE = re.compile(r"^c[0-9a-z]{24}$")
 RESET_LINK_RE = re.compile(r"http://app\.test/reset-password\?token=([0-9a-f]+)")
@@ -534,13 +534,6 @@ def test_login_rejects_bad_input(api, path, field, body):
     assert_field_error(api.post(path, json=body), field)
 
 
-def _bcrypt_runs(api):
-    r = api.get("/metrics")  # the harness talks from the loopback
-    assert r.status_code == 200, r.text
-    (line,) = [x for x in r.text.splitlines() if x.startswith("marketplace_password_hashes_total ")]
-    return int(line.split()[1])
-
-
 @pytest.mark.parametrize("path", ["/auth/login", "/auth/provider/login"])
 def test_login_of_an_unknown_email_costs_one_bcrypt_check_like_a_wrong_password(api, path):
     """An unknown email must not answer faster than a wrong password (that would reveal which
@@ -549,14 +542,14 @@ def test_login_of_an_unknown_email_costs_one_bcrypt_check_like_a_wrong_password(
     pass or fail."""
     account = api.register_provider() if "provider" in path else api.register_user()
     for email, password in ((unique_email("ghost"), "password123"), (account["email"], "wrong-password")):
-        before = _bcrypt_runs(api)
+        before = bcrypt_runs(api)
         r = api.post(path, json={"email": email, "password": password}, ip=unique_ip())
         assert r.status_code == 401 and r.json() == INVALID_CREDENTIALS
-        assert _bcrypt_runs(api) - before == 1, email
-    before = _bcrypt_runs(api)
+        assert bcrypt_runs(api) - before == 1, email
+    before = bcrypt_runs(api)
     assert api.post(path, json={"email": account["email"], "password": account["password"]},
                     ip=unique_ip()).status_code == 200
-    assert _bcrypt_runs(api) - before == 1
+    assert bcrypt_runs(api) - before == 1
 
 
 # ---------------------------------------------------------------- login throttle
