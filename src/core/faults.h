@@ -21,7 +21,8 @@ void fault_pause(const char *name);
  * with APP_ENV=test and TEST_LIMIT=<name>:<n>, fault_limit(name, value) returns n instead of
  * value. The named limits:
  *   events-provider-list  the providers' streams the pump names when it reads a round's
- *                         recipients (past it, it reads every matching provider) */
+ *                         recipients (past it, it reads every matching provider)
+ *   events-prune-batch    the outbox's events the prune deletes a transaction (2,000) */
 int fault_limit(const char *name, int value);
 
 /* Plan audit, for the API pass's check that no statement reads a large table whole: with
