@@ -27,12 +27,18 @@ static double cpu_seconds(void) {
   return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
-static void run(const char *dir, const char *vfs, int pages, int commits) {
-  char path[512], side[530], sql[400];
-  snprintf(path, sizeof path, "%s/wal-commit-%d.db", dir, (int)getpid());
+/* Removes the database at path and its WAL files. */
+static void remove_db(const char *path) {
+  char side[530];
   unlink(path);
   snprintf(side, sizeof side, "%s-wal", path), unlink(side);
   snprintf(side, sizeof side, "%s-shm", path), unlink(side);
+}
+
+static void run(const char *dir, const char *vfs, int pages, int commits) {
+  char path[512], sql[400];
+  snprintf(path, sizeof path, "%s/wal-commit-%d.db", dir, (int)getpid());
+  remove_db(path);
   sqlite3 *db;
   if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, vfs) != SQLITE_OK ||
       sqlite3_exec(db,
@@ -57,9 +63,7 @@ static void run(const char *dir, const char *vfs, int pages, int commits) {
   printf("%-12s %3d rows a commit: %7.1f us CPU, %5.1f pwrite64 a commit\n", vfs ? vfs : "unix", pages,
          spent / commits * 1e6, (double)pwrites / commits);
   sqlite3_close(db);
-  unlink(path);
-  snprintf(side, sizeof side, "%s-wal", path), unlink(side);
-  snprintf(side, sizeof side, "%s-shm", path), unlink(side);
+  remove_db(path);
 }
 
 int main(int argc, char **argv) {

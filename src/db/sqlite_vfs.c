@@ -104,10 +104,7 @@ static int db_wal_out(sqlite3_file *f) {
 
 static int wal_write(sqlite3_file *f, const void *data, int amt, sqlite3_int64 off) {
   wal_file *w = (wal_file *)f;
-  if (!w->db || (size_t)amt > BUFFER_MAX) {
-    int rc = write_out(w);
-    return rc != SQLITE_OK ? rc : w->real->pMethods->xWrite(w->real, data, amt, off);
-  }
+  if (!w->db || (size_t)amt > BUFFER_MAX) OUT_THEN(write_out(w), f, xWrite, data, amt, off); /* unbuffered */
   if (w->len && (off != w->at + (sqlite3_int64)w->len || w->len + (size_t)amt > BUFFER_MAX)) {
     int rc = write_out(w);
     if (rc != SQLITE_OK) return rc;
@@ -116,10 +113,7 @@ static int wal_write(sqlite3_file *f, const void *data, int amt, sqlite3_int64 o
     size_t cap = w->cap ? w->cap : BUFFER_FIRST;
     while (cap < w->len + (size_t)amt) cap *= 2;
     unsigned char *grown = sqlite3_realloc64(w->buf, cap);
-    if (!grown) {
-      int rc = write_out(w);
-      return rc != SQLITE_OK ? rc : w->real->pMethods->xWrite(w->real, data, amt, off);
-    }
+    if (!grown) OUT_THEN(write_out(w), f, xWrite, data, amt, off); /* no memory: unbuffered */
     w->buf = grown, w->cap = cap;
   }
   if (w->len == 0) w->at = off;

@@ -6,6 +6,7 @@
  * is counted through its own hook for tests (xSetSystemCall). */
 #include "db/sqlite_vfs.h"
 #include "unit.h"
+#include "unit_db.h"
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -15,7 +16,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char path[64];
 static sqlite3_syscall_ptr real_pwrite;
 static int pwrites;
 
@@ -24,17 +24,9 @@ static ssize_t counted_pwrite(int fd, const void *buf, size_t n, off_t off) {
   return ((ssize_t(*)(int, const void *, size_t, off_t))real_pwrite)(fd, buf, n, off);
 }
 
-static void remove_files(void) {
-  char side[80];
-  unlink(path);
-  snprintf(side, sizeof side, "%s-wal", path), unlink(side);
-  snprintf(side, sizeof side, "%s-shm", path), unlink(side);
-}
-
 static int setup(void **state) {
   (void)state;
-  snprintf(path, sizeof path, "/tmp/mp-unit-vfs-%d.db", (int)getpid());
-  remove_files();
+  unit_db_name("vfs");
   assert_string_equal(sqlite_vfs_register(), SQLITE_VFS_NAME);
   sqlite3_vfs *unix_vfs = sqlite3_vfs_find("unix");
   real_pwrite = unix_vfs->xGetSystemCall(unix_vfs, "pwrite64");
@@ -47,7 +39,7 @@ static int teardown(void **state) {
   (void)state;
   sqlite3_vfs *unix_vfs = sqlite3_vfs_find("unix");
   unix_vfs->xSetSystemCall(unix_vfs, "pwrite64", real_pwrite);
-  remove_files();
+  unit_db_remove();
   return 0;
 }
 
@@ -70,7 +62,7 @@ static int64_t number(sqlite3 *db, const char *sql) {
  * only when asked, so that a commit's writes are its frames alone. */
 static sqlite3 *open_db(const char *vfs) {
   sqlite3 *db;
-  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, vfs), SQLITE_OK);
+  assert_int_equal(sqlite3_open_v2(unit_db_path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, vfs), SQLITE_OK);
   exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0");
   return db;
 }
@@ -111,7 +103,7 @@ static void test_a_commit_is_one_write_and_read_at_once(void **state) {
   sqlite3_close(plain);
   sqlite3_close(reader);
   sqlite3_close(db);
-  remove_files();
+  unit_db_remove();
 }
 
 /* A transaction larger than the page cache spills frames before its commit, past the buffer's
@@ -138,7 +130,7 @@ static void test_spills_rollbacks_and_other_writers(void **state) {
   check_whole(plain);
   sqlite3_close(plain);
   sqlite3_close(db);
-  remove_files();
+  unit_db_remove();
 }
 
 /* A child commits until it is killed; every commit it reported is in the database after. */
@@ -172,7 +164,7 @@ static void test_a_process_killed_between_commits_loses_nothing_acknowledged(voi
   assert_int_equal(rows % 20, 0);
   check_whole(db);
   sqlite3_close(db);
-  remove_files();
+  unit_db_remove();
 }
 
 UNIT_MAIN(setup, teardown, cmocka_unit_test(test_a_commit_is_one_write_and_read_at_once),
