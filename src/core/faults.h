@@ -22,7 +22,8 @@ void fault_pause(const char *name);
  * value. The named limits:
  *   events-provider-list  the providers' streams the pump names when it reads a round's
  *                         recipients (past it, it reads every matching provider)
- *   events-prune-batch    the outbox's events the prune deletes a transaction (2,000) */
+ *   prune-batch           the rows a retention prune deletes a transaction (500): the
+ *                         outbox's events, finished background work, idempotency keys */
 int fault_limit(const char *name, int value);
 
 /* Plan audit, for the API pass's check that no statement reads a large table whole: with

@@ -8,6 +8,7 @@
 #include "db/db.h"
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/faults.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "core/vec.h"
@@ -656,6 +657,15 @@ db_rc db_changes(bool *changed, const char *sql, const db_val *params, int n) {
 
 db_rc db_changes_count(int64_t *count, const char *sql, const db_val *params, int n) {
   return query_count(false, count, sql, params, n);
+}
+
+int db_prune_batch(void) { return fault_limit("prune-batch", 500); }
+
+db_rc db_delete_in_batches(const char *sql, const db_val *params, int n, int64_t batch) {
+  int64_t deleted = batch;
+  db_rc rc = DB_OK;
+  while (rc == DB_OK && deleted >= batch) rc = db_changes_count(&deleted, sql, params, n);
+  return rc;
 }
 
 db_rc db_held_begin(db_conn *c) {

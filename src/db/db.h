@@ -167,6 +167,15 @@ db_rc db_exists(bool *found, const char *sql, const db_val *params, int n);
 db_rc db_changes(bool *changed, const char *sql, const db_val *params, int n);
 /* The same with the number of rows it changed in *count (0 on failure). */
 db_rc db_changes_count(int64_t *count, const char *sql, const db_val *params, int n);
+/* A retention prune's rows a transaction (db_prune_batch: 500; TEST_LIMIT prune-batch). One
+ * DELETE of a whole backlog (an hour's finished background work or live-update events at a busy
+ * hour) held the writer for its length, every write waiting behind it, and kept every page it
+ * changed in memory: the soak's RSS went from 33 to 75-260 MB; 2,000 rows a transaction left
+ * it at 46, 500 at 40, as with no prune at all (docs/performance-history.md, sections 29, 30). */
+int db_prune_batch(void);
+/* Runs sql, a DELETE of at most `batch` rows (the batch among its parameters), again and again,
+ * each time in a transaction of its own, until one deletes fewer than batch. */
+db_rc db_delete_in_batches(const char *sql, const db_val *params, int n, int64_t batch);
 
 /* Transactions: the one way to run statements that must commit together, and the one way to
  * end them.

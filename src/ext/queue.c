@@ -544,10 +544,17 @@ db_rc queue_prune_done(int64_t before_ms) {
   pthread_mutex_unlock(&periodic_mu);
   int64_t keyed_before = clock_now_ms() - 2 * longest;
   if (keyed_before > before_ms) keyed_before = before_ms;
-  return db_query(NULL, NULL,
-                  "DELETE FROM job_queue WHERE status = 'done' AND updated_at < "
-                  "CASE WHEN dedupe_key IS NULL THEN $1 ELSE $2 END",
-                  DB_ARGS(DB_INT(before_ms), DB_INT(keyed_before)));
+  /* a lane at a time, its done rows by run_at (job_queue_ready): a row finishes after it is
+   * due, so the rows past the period are among those due before it, and a batch's search
+   * ends there instead of reading every row kept */
+  int batch = db_prune_batch();
+  db_rc rc = DB_OK;
+  for (int lane = 0; rc == DB_OK && lane < LANE_COUNT; lane++)
+    rc = db_delete_in_batches("DELETE FROM job_queue WHERE id IN (SELECT id FROM job_queue WHERE status = 'done' "
+                              "AND lane = $3 AND run_at < $1 AND updated_at < "
+                              "CASE WHEN dedupe_key IS NULL THEN $1 ELSE $2 END LIMIT $4)",
+                              DB_ARGS(DB_INT(before_ms), DB_INT(keyed_before), DB_INT(lane), DB_INT(batch)), batch);
+  return rc;
 }
 
 static void *worker_main(void *arg) {

@@ -76,7 +76,10 @@ static bool same_request(const char *stored, const char *text, const char *hmac)
 }
 
 err_t hs_idem_prune(int64_t now) {
-  return db_to_err(db_query(NULL, NULL, "DELETE FROM idempotency_keys WHERE expires_at <= $1", DB_ARGS(DB_INT(now))));
+  int batch = db_prune_batch();
+  return db_to_err(db_delete_in_batches("DELETE FROM idempotency_keys WHERE (scope, key) IN (SELECT scope, key "
+                                        "FROM idempotency_keys WHERE expires_at <= $1 LIMIT $2)",
+                                        DB_ARGS(DB_INT(now), DB_INT(batch)), batch));
 }
 
 /* Answers with a kept answer; an error kept before error bodies carried `code` gets its

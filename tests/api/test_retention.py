@@ -23,14 +23,15 @@ def one(server, pg_cluster, statement):
 
 
 def test_each_table_is_pruned_after_its_period(server_factory, pg_cluster):
-    # the outbox is pruned 2 events a transaction here (2,000 in production): the prune's loop
-    # over its batches, every one of them gone
-    srv = server_factory(**ADMIN_ENV, **SHORT, TEST_LIMIT="events-prune-batch:2")
+    # the outbox's events, finished background work and idempotency keys are pruned 2 rows a
+    # transaction here (500 in production): each prune's loop over its batches, every one gone
+    srv = server_factory(**ADMIN_ENV, **SHORT, TEST_LIMIT="prune-batch:2")
     api = Api(srv)
     count = lambda statement: one(srv, pg_cluster, statement)  # noqa: E731
     f = Flow(api).quoted()  # events, emails (queue rows, .eml files), a registration counter
-    ok(api.post("/jobs", token=f.user["token"], headers={"Idempotency-Key": "retention-1"},
-                json={"service": "lawncare", "isAsap": True}), 201)
+    for n in range(3):
+        ok(api.post("/jobs", token=f.user["token"], headers={"Idempotency-Key": f"retention-{n}"},
+                    json={"service": "lawncare", "isAsap": True}), 201)
     ok(api.post("/auth/change-email", token=f.user["token"],
                 json={"currentPassword": "password123", "email": unique_email("moving")}))
     r = api.post("/auth/forgot-password", json={"email": f.user["email"], "role": "user"}, ip=unique_ip())
@@ -44,7 +45,7 @@ def test_each_table_is_pruned_after_its_period(server_factory, pg_cluster):
     last_event = count("SELECT MAX(id) FROM events")
     tables = {
         "events": f"SELECT COUNT(*) FROM events WHERE id <= {last_event}",
-        "idempotency_keys": "SELECT COUNT(*) FROM idempotency_keys WHERE key = 'retention-1'",
+        "idempotency_keys": "SELECT COUNT(*) FROM idempotency_keys WHERE key LIKE 'retention-%'",
         "rate_limits": "SELECT COUNT(*) FROM rate_limits WHERE key LIKE 'register:%'",
         "job_queue": "SELECT COUNT(*) FROM job_queue WHERE kind = 'email' AND status = 'done'",
         "ended_tokens": "SELECT COUNT(*) FROM ended_tokens",
@@ -54,6 +55,7 @@ def test_each_table_is_pruned_after_its_period(server_factory, pg_cluster):
         "elevation_requests": f"SELECT COUNT(*) FROM elevation_requests WHERE staff_id = '{staff['id']}'",
     }
     assert all(count(q) > 0 for q in tables.values()), {t: count(q) for t, q in tables.items()}
+    assert all(count(tables[t]) > 2 for t in ("events", "idempotency_keys", "job_queue"))  # more than a batch
     assert any(n.endswith(".eml") for n in os.listdir(mail_dir))
 
     def left():

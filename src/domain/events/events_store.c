@@ -30,7 +30,6 @@
  * every hub reads to check again at once the streams it names. */
 #include "domain/events/events_store.h"
 #include "core/clock.h"
-#include "core/faults.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "domain/events/events.h"
@@ -367,14 +366,8 @@ err_t events_store_known(int64_t pos, bool *found, int64_t *created_at) {
   return db_to_err(rc);
 }
 
-/* A prune's events a transaction: one DELETE of everything past the retention kept every page
- * it changed in the writer's savepoint journal (in memory: temp_store) and held the writer for
- * its length; an hour's events at a busy hour, or the soak's minute at 4,700 requests a second,
- * took the process from 33 to 160-260 MB (docs/performance-history.md, section 29). */
-#define PRUNE_BATCH 2000
-
-/* One batch: the oldest `size` positioned events before before_ms (by events_created), their
- * recipients and them; *full when there may be more. */
+/* One batch (db_prune_batch): the oldest `size` positioned events before before_ms (by
+ * events_created), their recipients and them; *full when there may be more. */
 static err_t prune_batch(int64_t before_ms, int size, bool *full) {
   arena a;
   arena_init(&a);
@@ -401,7 +394,7 @@ static err_t prune_batch(int64_t before_ms, int size, bool *full) {
 }
 
 err_t events_store_prune(int64_t before_ms, int64_t now_ms) {
-  int size = fault_limit("events-prune-batch", PRUNE_BATCH);
+  int size = db_prune_batch();
   bool full = true;
   err_t e = ERR_OK;
   while (!e && full) e = prune_batch(before_ms, size, &full);
