@@ -1,8 +1,7 @@
 /* A private SQLite database for a unit test: a fresh file under /tmp named after the test and
  * the process, opened as the service's pools (or by the test itself: unit_db_name), and removed
- * with its WAL files; and a count on
- * whichever database is open. Header-only, as each unit test is one file; include it after
- * cmocka.h. */
+ * with its WAL files; and a count on whichever database is open. Header-only, as each unit test
+ * is one file; include it after cmocka.h. */
 #ifndef TESTS_UNIT_UNIT_DB_H
 #define TESTS_UNIT_UNIT_DB_H
 #include "core/config.h"
